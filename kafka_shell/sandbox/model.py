@@ -1,0 +1,119 @@
+"""The sandbox cluster's state: brokers, topics, partitions with their replication state, configs.
+
+All of it lives in the event loop thread of the sandbox; nothing here does I/O. Handlers read and
+change it; `Cluster.changed()` bumps the generation that cached metadata answers key on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from dataclasses import dataclass, field
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Broker:
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+    alive: bool = True          # process up and port open
+    fenced: bool = False        # the controller considers it out of the cluster
+    epoch: int = 1              # broker epoch, bumped at every (re)start
+    delay_ms: int = 0           # fault injection: answer this much later
+    failures: dict[int, int] = field(default_factory=dict)  # api key -> error code to return
+    configs: dict[str, str] = field(default_factory=dict)   # dynamic per-broker configs
+
+    @property
+    def usable(self) -> bool:
+        return self.alive and not self.fenced
+
+
+@dataclass
+class Batch:
+    """One stored record batch: raw v2 bytes with its base offset already set."""
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    data: bytes
+
+
+@dataclass
+class Partition:
+    topic: str
+    index: int
+    replicas: list[int]
+    leader: int = -1
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    isr: list[int] = field(default_factory=list)
+    elr: list[int] = field(default_factory=list)
+    last_known_elr: list[int] = field(default_factory=list)
+    adding: list[int] = field(default_factory=list)
+    removing: list[int] = field(default_factory=list)
+    # Per replica: log end offset and the leader epoch of its last write.
+    leo: dict[int, int] = field(default_factory=dict)
+    replica_epoch: dict[int, int] = field(default_factory=dict)
+    log_start_offset: int = 0
+    high_watermark: int = 0
+    batches: list[Batch] = field(default_factory=list)
+
+    @property
+    def online(self) -> bool:
+        return self.leader >= 0
+
+    @property
+    def preferred(self) -> int:
+        return self.replicas[0]
+
+    def size_bytes(self) -> int:
+        return sum(len(b.data) for b in self.batches)
+
+
+@dataclass
+class Topic:
+    name: str
+    id: uuid.UUID
+    partitions: list[Partition]
+    configs: dict[str, str] = field(default_factory=dict)  # topic overrides only
+    internal: bool = False
+
+
+@dataclass
+class Cluster:
+    cluster_id: str
+    brokers: dict[int, Broker]
+    controller_id: int = -1
+    controller_epoch: int = 0
+    topics: dict[str, Topic] = field(default_factory=dict)
+    cluster_configs: dict[str, str] = field(default_factory=dict)  # dynamic cluster-wide defaults
+    generation: int = 0
+    # Extension points filled by other sandbox modules (groups, reassignments, ...).
+    extras: dict[str, object] = field(default_factory=dict)
+
+    def changed(self) -> None:
+        self.generation += 1
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        for t in self.topics.values():
+            if t.id == topic_id:
+                return t
+        return None
+
+    def partition(self, topic: str, index: int) -> Partition | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= index < len(t.partitions):
+            return None
+        return t.partitions[index]
+
+    def live_brokers(self) -> list[Broker]:
+        return [b for b in self.brokers.values() if b.usable]
+
+    def snapshot(self) -> dict:
+        """A plain-data copy of the state (for --data-dir persistence and for debugging)."""
+        return dataclasses.asdict(self)
