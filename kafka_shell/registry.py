@@ -1,0 +1,122 @@
+"""The command registry: every command is declared once, and parsing, help, REPL completion and
+the shell completion files are all derived from that declaration.
+
+    @command("create-topic", Option("--topic", repeatable=True, completer="topic"), ...,
+             help="Create topics.", mutates=True)
+    def create_topic(ctx, args): ... return Result(...)
+
+Command modules live in the top-level `commands` package (one module per family) and are
+imported by `load_commands()`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+# Value completer kinds, resolved by the REPL completer against the metadata cache.
+COMPLETERS = ("topic", "broker", "group", "config_key", "config_value", "path", "cluster",
+              "entity_name", "api", "error")
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str                         # "--partitions"; positional options have no dashes: "topic"
+    type: Callable[[str], Any] = str  # converts the text; raises ValueError with a clear message
+    help: str = ""
+    default: Any = None
+    choices: tuple[str, ...] = ()
+    repeatable: bool = False          # may be given many times; the value is a list
+    flag: bool = False                # takes no value; True when given
+    required: bool = False
+    metavar: str | None = None
+    completer: str | None = None      # one of COMPLETERS
+    aliases: tuple[str, ...] = ()     # e.g. ("--broker-list",)
+    hidden: bool = False              # accepted but not shown in help or completion
+
+    @property
+    def positional(self) -> bool:
+        return not self.name.startswith("-")
+
+    @property
+    def dest(self) -> str:
+        return self.name.lstrip("-").replace("-", "_")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    handler: Callable
+    options: tuple[Option, ...] = ()
+    help: str = ""
+    description: str = ""             # longer text for `help CMD`
+    examples: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    family: str = ""
+    mutates: bool = False             # offers --dry-run; refreshes the metadata cache after
+    destructive: bool = False         # asks for confirmation in the REPL, needs --yes elsewhere
+    required_groups: tuple[tuple[str, ...], ...] = ()   # exactly one of each group is required
+    exclusive_groups: tuple[tuple[str, ...], ...] = ()  # at most one of each group
+    topic_context: bool = False       # `--topic` defaults to the REPL's context topic
+    sandbox_only: bool = False        # only when the shell runs on its embedded sandbox
+
+    def option(self, name: str) -> Option | None:
+        for o in self.options:
+            if name in o.names:
+                return o
+        return None
+
+
+@dataclass
+class Registry:
+    commands: dict[str, Command] = field(default_factory=dict)
+    by_alias: dict[str, str] = field(default_factory=dict)
+
+    def add(self, cmd: Command) -> None:
+        for name in (cmd.name, *cmd.aliases):
+            if name in self.by_alias:
+                raise ValueError(f"command name {name!r} declared twice")
+            self.by_alias[name] = cmd.name
+        self.commands[cmd.name] = cmd
+
+    def get(self, name: str) -> Command | None:
+        real = self.by_alias.get(name)
+        return self.commands[real] if real else None
+
+    def names(self) -> list[str]:
+        return sorted(self.by_alias)
+
+
+REGISTRY = Registry()
+
+# Options every mutating / destructive command gets, declared once here.
+DRY_RUN = Option("--dry-run", flag=True, help="Show what would change; change nothing.")
+YES = Option("--yes", flag=True, help="Do not ask for confirmation.")
+
+
+def command(name: str, *options: Option, **attrs: Any) -> Callable:
+    """Declare a command; the decorated function is its handler."""
+    def register(handler: Callable) -> Callable:
+        opts = list(options)
+        if attrs.get("mutates") and not any(o.name == "--dry-run" for o in opts):
+            opts.append(DRY_RUN)
+        if attrs.get("destructive") and not any(o.name == "--yes" for o in opts):
+            opts.append(YES)
+        family = attrs.pop("family", handler.__module__.rsplit(".", 1)[-1])
+        REGISTRY.add(Command(name=name, handler=handler, options=tuple(opts), family=family, **attrs))
+        return handler
+    return register
+
+
+def load_commands() -> Registry:
+    """Import every module of the `commands` package once (each registers its commands)."""
+    import commands
+    for info in pkgutil.iter_modules(commands.__path__):
+        importlib.import_module(f"commands.{info.name}")
+    return REGISTRY
