@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import pkgutil
 from typing import Callable
 
 from kafka_shell import protocol
@@ -27,8 +28,6 @@ class Api:
 
 HANDLERS: dict[int, Api] = {}
 
-# Modules that register handlers; each is imported once by `load()`.
-MODULES = ("core",)
 
 
 def api(key: int, min_version: int | None = None, max_version: int | None = None,
@@ -43,6 +42,7 @@ def api(key: int, min_version: int | None = None, max_version: int | None = None
 
 
 def load() -> dict[int, Api]:
-    for name in MODULES:
-        importlib.import_module(f"{__name__}.{name}")
+    """Import every handler module of this package once (each registers its APIs)."""
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
     return HANDLERS
