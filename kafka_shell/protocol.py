@@ -22,6 +22,10 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
+# kio's per-field writers (not exported; kio is pinned) let a cached, pre-encoded field be
+# written next to freshly encoded ones.
+from kio.serial._introspect import get_field_tag
+from kio.serial._serialize import get_field_writer
 
 from kafka_shell import protocol_ext
 
@@ -120,8 +124,8 @@ _ZERO = {
 
 
 def _convert(f: _Field, value: object) -> object:
-    if value is None:
-        return None
+    if value is None or isinstance(value, Encoded):
+        return value
     if f.is_array:
         return tuple(_convert_one(f, v) for v in value)  # type: ignore[union-attr]
     return _convert_one(f, value)
@@ -198,7 +202,50 @@ def _writer(cls: type) -> typing.Callable:
     return w
 
 
+@dataclasses.dataclass(frozen=True)
+class Encoded:
+    """A top-level field value already in wire format (see `encode_field`): `build` keeps it
+    and `serialize` copies it. Lets a large answer (the topics of a full Metadata response)
+    be encoded once and reused while the state it describes is unchanged."""
+    data: bytes
+
+
+def encode_field(cls: type, name: str, value: object) -> Encoded:
+    """The wire bytes of field `name` of entity class `cls` holding `value` (dicts allowed)."""
+    field = next(f for f in dataclasses.fields(cls) if f.name == name)
+    meta = next(f for f in _fields(cls) if f.name == name)
+    buf = io.BytesIO()
+    _field_writer(cls, field)(buf, _convert(meta, value))
+    return Encoded(buf.getvalue())
+
+
+@lru_cache(maxsize=None)
+def _field_writer(cls: type, field: dataclasses.Field) -> typing.Callable:
+    if get_field_tag(field) is not None:
+        raise ValueError(f"{cls.__name__}.{field.name} is a tagged field: it cannot be pre-encoded")
+    return get_field_writer(field, flexible=cls.__flexible__, is_request_header=False, is_tag=False)
+
+
+def _serialize_with_encoded(entity: object) -> bytes:
+    cls = type(entity)
+    buf = io.BytesIO()
+    for field in dataclasses.fields(entity):  # type: ignore[arg-type]
+        value = getattr(entity, field.name)
+        if isinstance(value, Encoded):
+            buf.write(value.data)
+        elif get_field_tag(field) is not None:
+            if value != field.default:
+                raise ValueError(f"{cls.__name__}: tagged fields are not written next to pre-encoded ones")
+        else:
+            _field_writer(cls, field)(buf, value)
+    if cls.__flexible__:
+        buf.write(b"\x00")  # no tagged fields
+    return buf.getvalue()
+
+
 def serialize(entity: object) -> bytes:
+    if any(isinstance(getattr(entity, f.name), Encoded) for f in dataclasses.fields(entity)):  # type: ignore[arg-type]
+        return _serialize_with_encoded(entity)
     buf = io.BytesIO()
     _writer(type(entity))(buf, entity)
     return buf.getvalue()

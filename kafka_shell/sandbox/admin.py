@@ -1,54 +1,217 @@
-"""State changes shared by several APIs (the one place each is done): creating a topic.
+"""Topic lifecycle of the sandbox (the one place topics are created, grown and deleted), with
+the validation Kafka's KRaft controller (`ReplicationControlManager`) does and its messages.
 
-Placement follows Kafka's `StripedReplicaPlacer` idea: replicas spread round-robin over brokers,
-leaders rotate, and when racks are set each partition's replicas land on distinct racks first.
+Placement follows Kafka's rack-aware assignment (`AdminUtils.assignReplicasToBrokersRackAware`,
+which KRaft's `StripedReplicaPlacer` keeps in spirit): brokers are ordered alternating between
+racks, leaders rotate from a random start, and a partition's replicas take a new rack until
+every rack has one. A broker without a rack counts as a rack of its own (as KRaft does).
 """
 
 from __future__ import annotations
 
 import random
+import re
 import uuid
 
+from kio.schema.errors import ErrorCode
+
+from kafka_shell.sandbox import configs
 from kafka_shell.sandbox.model import Cluster, Partition, Topic
+
+# KRaft's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: a CreateTopics request asking for
+# more partitions in total fails as a whole with POLICY_VIOLATION. It also bounds the memory a
+# single request can make the sandbox allocate.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+
+MAX_NAME_LENGTH = 249
+_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+class AdminError(ValueError):
+    """A request refused with a Kafka error code and message."""
+
+    def __init__(self, code: int, message: str | None = None):
+        super().__init__(message)
+        self.code = int(code)
+        self.message = message
+
+
+# -- validation ------------------------------------------------------------------------------
+
+
+def check_topic_name(name: str) -> None:
+    """Kafka's `Topic.validate`."""
+    if not name:
+        raise AdminError(ErrorCode.invalid_topic_exception, "Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise AdminError(ErrorCode.invalid_topic_exception, 'Topic name cannot be "." or ".."')
+    if len(name) > MAX_NAME_LENGTH:
+        raise AdminError(ErrorCode.invalid_topic_exception,
+                         f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} "
+                         f"characters, topic name: {name}")
+    if not _LEGAL_NAME.fullmatch(name):
+        raise AdminError(ErrorCode.invalid_topic_exception,
+                         f'Topic name "{name}" is illegal, it contains a character other than '
+                         "ASCII alphanumerics, '.', '_' and '-'")
+
+
+def check_new_topic_name(cluster: Cluster, name: str) -> None:
+    """Name rules, then existence, then the '.'/'_' metric-name collision KRaft refuses."""
+    check_topic_name(name)
+    if name in cluster.topics:
+        raise AdminError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+    if "." in name or "_" in name:
+        normal = name.replace(".", "_")
+        for other in cluster.topics:
+            if other.replace(".", "_") == normal:
+                raise AdminError(ErrorCode.invalid_topic_exception,
+                                 f"Topic '{name}' collides with existing topic: {other}")
+
+
+def check_topic_configs(topic_configs: dict[str, str | None]) -> dict[str, str]:
+    """Kafka's LogConfig validation of the configs given at creation (INVALID_CONFIG)."""
+    for key, value in topic_configs.items():
+        if value is None:
+            raise AdminError(ErrorCode.invalid_config, f"Null value not supported for topic configs: {key}")
+        d = configs.TOPIC_CONFIGS.get(key)
+        if d is None:
+            raise AdminError(ErrorCode.invalid_config, f"Unknown topic config name: {key}")
+        problem = configs.check_value(d, value)
+        if problem:
+            raise AdminError(ErrorCode.invalid_config, problem)
+    return dict(topic_configs)  # type: ignore[arg-type]
+
+
+def check_manual_assignment(cluster: Cluster, replicas: list[int], replication_factor: int | None) -> None:
+    """Kafka's `validateManualPartitionAssignment`."""
+    if not replicas:
+        raise AdminError(ErrorCode.invalid_replica_assignment,
+                         "The manual partition assignment includes an empty replica list.")
+    previous = None
+    for broker in sorted(replicas):
+        if broker not in cluster.brokers:
+            raise AdminError(ErrorCode.invalid_replica_assignment,
+                             f"The manual partition assignment includes broker {broker}, "
+                             "but no such broker is registered.")
+        if broker == previous:
+            raise AdminError(ErrorCode.invalid_replica_assignment,
+                             f"The manual partition assignment includes the broker {broker} more than once.")
+        previous = broker
+    if replication_factor is not None and len(replicas) != replication_factor:
+        raise AdminError(ErrorCode.invalid_replica_assignment,
+                         f"The manual partition assignment includes a partition with {len(replicas)} "
+                         "replica(s), but this is not consistent with previous partitions, which have "
+                         f"{replication_factor} replica(s).")
+    if not any(cluster.brokers[b].usable for b in replicas):
+        raise AdminError(ErrorCode.invalid_replica_assignment,
+                         "All brokers specified in the manual partition assignment are fenced or "
+                         "in controlled shutdown.")
+
+
+def broker_default_int(cluster: Cluster, key: str) -> int:
+    return int(configs.broker_value(cluster, None, key) or 0)
+
+
+def requested_partitions(cluster: Cluster, num_partitions: int, assignment_count: int) -> int:
+    """How many partitions a CreateTopics entry asks for (KRaft's per-request count)."""
+    if assignment_count:
+        return assignment_count
+    if num_partitions == -1:
+        return broker_default_int(cluster, "num.partitions")
+    return max(num_partitions, 0)
+
+
+def plan_topic(cluster: Cluster, name: str, num_partitions: int = -1, replication_factor: int = -1,
+               assignment: dict[int, list[int]] | None = None,
+               topic_configs: dict[str, str | None] | None = None) -> tuple[list[list[int]], dict[str, str]]:
+    """Validate a new topic as KRaft does (name, existence, configs, then counts or assignment)
+    and return its replica lists and configs. Raises AdminError."""
+    check_new_topic_name(cluster, name)
+    checked_configs = check_topic_configs(topic_configs or {})
+    if assignment:
+        if replication_factor != -1:
+            raise AdminError(ErrorCode.invalid_request, "A manual partition assignment was specified, "
+                             "but replication factor was not set to -1.")
+        if num_partitions != -1:
+            raise AdminError(ErrorCode.invalid_request, "A manual partition assignment was specified, "
+                             "but numPartitions was not set to -1.")
+        rf = None
+        for replicas in assignment.values():
+            check_manual_assignment(cluster, replicas, rf)
+            rf = len(replicas)
+        if sorted(assignment) != list(range(len(assignment))):
+            raise AdminError(ErrorCode.invalid_replica_assignment,
+                             "partitions should be a consecutive 0-based integer sequence")
+        return [list(assignment[i]) for i in range(len(assignment))], checked_configs
+    if replication_factor < -1 or replication_factor == 0:
+        raise AdminError(ErrorCode.invalid_replication_factor,
+                         "Replication factor must be larger than 0, or -1 to use the default value.")
+    if num_partitions < -1 or num_partitions == 0:
+        raise AdminError(ErrorCode.invalid_partitions,
+                         "Number of partitions was set to an invalid non-positive value.")
+    partitions = broker_default_int(cluster, "num.partitions") if num_partitions == -1 else num_partitions
+    rf = broker_default_int(cluster, "default.replication.factor") if replication_factor == -1 else replication_factor
+    if partitions > MAX_PARTITIONS_PER_REQUEST:
+        raise AdminError(ErrorCode.policy_violation, TOO_MANY_PARTITIONS)
+    return place_replicas(cluster, partitions, rf), checked_configs
+
+
+# -- placement -------------------------------------------------------------------------------
+
+
+def rack_alternated_brokers(cluster: Cluster) -> list[int]:
+    """Usable brokers ordered a1, b1, c1, a2, b2, ... (racks sorted, ids sorted in a rack)."""
+    by_rack: dict[str, list[int]] = {}
+    for b in sorted(cluster.live_brokers(), key=lambda b: b.id):
+        by_rack.setdefault(b.rack if b.rack is not None else f"\0{b.id}", []).append(b.id)
+    lists = [by_rack[r] for r in sorted(by_rack)]
+    order: list[int] = []
+    for i in range(max((len(x) for x in lists), default=0)):
+        order += [x[i] for x in lists if i < len(x)]
+    return order
 
 
 def place_replicas(cluster: Cluster, partitions: int, replication_factor: int,
-                   first_partition: int = 0) -> list[list[int]]:
-    """Replica lists for `partitions` new partitions over the usable brokers."""
-    brokers = sorted(b.id for b in cluster.live_brokers())
-    if replication_factor > len(brokers):
-        raise ValueError(f"Replication factor: {replication_factor} larger than available brokers: {len(brokers)}.")
-    racks: dict[str | None, list[int]] = {}
-    for b in brokers:
-        racks.setdefault(cluster.brokers[b].rack, []).append(b)
-    # Interleave brokers across racks (a1, b1, c1, a2, ...) so consecutive picks change rack.
-    order: list[int] = []
-    lists = [racks[r] for r in sorted(racks, key=str)]
-    for i in range(max(len(x) for x in lists)):
-        order += [x[i] for x in lists if i < len(x)]
+                   first_partition: int = 0, start_index: int | None = None) -> list[list[int]]:
+    """Replica lists for `partitions` new partitions numbered from `first_partition`."""
+    order = rack_alternated_brokers(cluster)
     n = len(order)
-    start = random.randrange(n)
-    shift = random.randrange(n)
+    if replication_factor > n:
+        raise AdminError(ErrorCode.invalid_replication_factor,
+                         f"Replication factor: {replication_factor} larger than available brokers: {n}.")
+    rack_of = {b: cluster.brokers[b].rack if cluster.brokers[b].rack is not None else f"\0{b}" for b in order}
+    num_racks = len(set(rack_of.values()))
+    start = random.randrange(n) if start_index is None else start_index
+    shift = random.randrange(n) if start_index is None else start_index
     result = []
     for p in range(first_partition, first_partition + partitions):
-        first = (start + p) % n
+        if p > 0 and p % n == 0:
+            shift += 1
+        first = (p + start) % n
         replicas = [order[first]]
-        step = 1 + (shift + p // n) % max(n - 1, 1) if n > 1 else 1
-        j = first
+        racks = {rack_of[order[first]]}
+        k = 0
         while len(replicas) < replication_factor:
-            j = (j + step) % n if n > 1 else j
-            if order[j] not in replicas:
-                replicas.append(order[j])
-            else:
-                step = 1
+            step = 1 + (shift * num_racks + k) % (n - 1)
+            broker = order[(first + step) % n]
+            rack = rack_of[broker]
+            # A new rack until every rack has a replica, and never the same broker twice.
+            if (rack not in racks or len(racks) == num_racks) and broker not in replicas:
+                replicas.append(broker)
+                racks.add(rack)
+            k += 1
         result.append(replicas)
     return result
+
+
+# -- state changes ---------------------------------------------------------------------------
 
 
 def create_topic(cluster: Cluster, name: str, partitions: int = 1, replication_factor: int = 1,
                  assignment: list[list[int]] | None = None,
                  configs: dict[str, str] | None = None, internal: bool = False) -> Topic:
-    """Add a topic (validation is the caller's job; see handlers.topics)."""
+    """Add a topic whose parameters are already valid (see plan_topic for the checks)."""
     if assignment is None:
         assignment = place_replicas(cluster, partitions, replication_factor)
     topic = Topic(name=name, id=uuid.uuid4(), partitions=[], configs=dict(configs or {}),
@@ -66,3 +229,57 @@ def new_partition(cluster: Cluster, topic: str, index: int, replicas: list[int])
                   leo={r: 0 for r in replicas}, replica_epoch={r: 0 for r in replicas})
     p.leader = live[0] if live else -1
     return p
+
+
+def auto_create_topic(cluster: Cluster, name: str) -> Topic | None:
+    """Create an unknown topic named in a Metadata request, with the broker defaults, when
+    `auto.create.topics.enable` is true. Raises AdminError when Kafka would refuse it."""
+    if configs.broker_value(cluster, None, "auto.create.topics.enable") != "true":
+        return None
+    replicas, _ = plan_topic(cluster, name)
+    return create_topic(cluster, name, assignment=replicas)
+
+
+def plan_new_partitions(cluster: Cluster, name: str, count: int,
+                        assignment: list[list[int]] | None) -> list[list[int]]:
+    """Replica lists of the partitions a CreatePartitions entry adds (KRaft's checks)."""
+    topic = cluster.topics.get(name)
+    if topic is None:
+        raise AdminError(ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
+    existing = len(topic.partitions)
+    if count == existing:
+        raise AdminError(ErrorCode.invalid_partitions, f"Topic already has {existing} partition(s).")
+    if count < existing:
+        raise AdminError(ErrorCode.invalid_partitions, f"The topic {name} currently has {existing} "
+                         f"partition(s); {count} would not be an increase.")
+    additional = count - existing
+    if additional > MAX_PARTITIONS_PER_REQUEST:
+        raise AdminError(ErrorCode.policy_violation, TOO_MANY_PARTITIONS)
+    rf = len(topic.partitions[0].replicas)
+    if assignment is not None:
+        if len(assignment) != additional:
+            raise AdminError(ErrorCode.invalid_replica_assignment,
+                             f"Attempted to add {additional} additional partition(s), but only "
+                             f"{len(assignment)} assignment(s) were specified.")
+        for replicas in assignment:
+            check_manual_assignment(cluster, replicas, rf)
+        return [list(r) for r in assignment]
+    # As Kafka does when adding partitions: continue the existing striping, starting from
+    # partition 0's leader in the broker order.
+    order = rack_alternated_brokers(cluster)
+    first = topic.partitions[0].replicas[0]
+    start = next((i for i, b in enumerate(order) if b >= first), 0)
+    return place_replicas(cluster, additional, rf, first_partition=existing, start_index=start)
+
+
+def add_partitions(cluster: Cluster, name: str, replica_lists: list[list[int]]) -> None:
+    topic = cluster.topics[name]
+    for replicas in replica_lists:
+        topic.partitions.append(new_partition(cluster, name, len(topic.partitions), replicas))
+    cluster.changed()
+
+
+def delete_topic(cluster: Cluster, name: str) -> Topic:
+    topic = cluster.topics.pop(name)
+    cluster.changed()
+    return topic

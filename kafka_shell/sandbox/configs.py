@@ -6,7 +6,7 @@ its broker synonym, then the broker's static default.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kafka_shell.sandbox.model import Cluster
 
@@ -20,11 +20,15 @@ class ConfigDef:
     choices: tuple[str, ...] = ()
     sensitive: bool = False
     read_only: bool = False   # broker keys that cannot change dynamically
+    minimum: float | None = None  # Kafka's Range.atLeast / between validators
+    maximum: float | None = None
+    doc: str | None = None
 
 
 def _t(name: str, type_: str, default: str | None, synonym: str | None = None,
-       choices: tuple[str, ...] = ()) -> ConfigDef:
-    return ConfigDef(name, type_, default, synonym, choices)
+       choices: tuple[str, ...] = (), minimum: float | None = None, maximum: float | None = None,
+       doc: str | None = None) -> ConfigDef:
+    return ConfigDef(name, type_, default, synonym, choices, minimum=minimum, maximum=maximum, doc=doc)
 
 
 TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
@@ -59,6 +63,11 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
        ("true", "false")),
     _t("message.downconversion.enable", "boolean", "true", "log.message.downconversion.enable",
        ("true", "false")),
+    _t("message.timestamp.before.max.ms", "long", "9223372036854775807",
+       "log.message.timestamp.before.max.ms", minimum=0),
+    _t("message.timestamp.after.max.ms", "long", "3600000", "log.message.timestamp.after.max.ms",
+       minimum=0),
+    _t("remote.storage.enable", "boolean", "false", choices=("true", "false")),
 ]}
 
 # Broker keys: the synonyms above plus broker-only keys. Values are Kafka's defaults.
@@ -111,8 +120,114 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
     _t("broker.id", "int", "-1"),
     _t("node.id", "int", "-1"),
     _t("broker.rack", "string", None),
+    _t("log.message.timestamp.before.max.ms", "long", "9223372036854775807", minimum=0),
+    _t("log.message.timestamp.after.max.ms", "long", "3600000", minimum=0),
 ]}
 
+
+# Kafka's range validators (LogConfig, KafkaConfig) for the keys that have one.
+_LIMITS: dict[str, tuple[float | None, float | None]] = {
+    "delete.retention.ms": (0, None), "file.delete.delay.ms": (0, None), "flush.messages": (1, None),
+    "flush.ms": (0, None), "index.interval.bytes": (0, None), "local.retention.bytes": (-2, None),
+    "local.retention.ms": (-2, None), "max.compaction.lag.ms": (1, None), "max.message.bytes": (0, None),
+    "min.cleanable.dirty.ratio": (0, 1), "min.compaction.lag.ms": (0, None),
+    "min.insync.replicas": (1, None), "retention.ms": (-1, None), "segment.bytes": (14, None),
+    "segment.index.bytes": (4, None), "segment.jitter.ms": (0, None), "segment.ms": (1, None),
+    "num.partitions": (1, None), "default.replication.factor": (1, None),
+    "background.threads": (1, None), "num.io.threads": (1, None), "num.network.threads": (1, None),
+    "num.replica.fetchers": (1, None), "log.retention.hours": (None, None),
+    "leader.replication.throttled.rate": (0, None), "follower.replication.throttled.rate": (0, None),
+    "replica.alter.log.dirs.io.max.bytes.per.second": (1, None), "preferred.controller.id": (-1, None),
+}
+
+# One-line summaries of Kafka's documentation (DescribeConfigs include_documentation).
+_DOCS = {
+    "cleanup.policy": "The retention policy on log segments: delete (by time or size), compact "
+                      "(keep the latest value per key), or both.",
+    "compression.type": "The final compression of the topic's data; 'producer' keeps the "
+                        "producer's codec, 'uncompressed' stores data uncompressed.",
+    "delete.retention.ms": "How long delete tombstones are retained on compacted topics.",
+    "file.delete.delay.ms": "The time to wait before deleting a file from the filesystem.",
+    "flush.messages": "The number of messages after which an fsync of the log is forced.",
+    "flush.ms": "The time after which an fsync of the log is forced.",
+    "follower.replication.throttled.replicas": "Replicas (partition:broker) whose follower "
+                                               "replication is throttled, or *.",
+    "index.interval.bytes": "How often an entry is added to the offset index.",
+    "leader.replication.throttled.replicas": "Replicas (partition:broker) whose leader-side "
+                                             "replication is throttled, or *.",
+    "local.retention.bytes": "Local log size kept before deletion when tiered storage is on "
+                             "(-2: use retention.bytes).",
+    "local.retention.ms": "Local log age kept before deletion when tiered storage is on "
+                          "(-2: use retention.ms).",
+    "max.compaction.lag.ms": "The maximum time a message stays ineligible for compaction.",
+    "max.message.bytes": "The largest record batch size allowed by the topic.",
+    "message.timestamp.type": "Whether the record timestamp is the create time or the log "
+                              "append time.",
+    "message.timestamp.before.max.ms": "The maximum a record timestamp may be behind the "
+                                       "broker's time.",
+    "message.timestamp.after.max.ms": "The maximum a record timestamp may be ahead of the "
+                                      "broker's time.",
+    "min.cleanable.dirty.ratio": "How dirty the log must be before the cleaner compacts it.",
+    "min.compaction.lag.ms": "The minimum time a message stays uncompacted in the log.",
+    "min.insync.replicas": "The minimum number of in-sync replicas that must acknowledge a "
+                           "write with acks=all.",
+    "preallocate": "Preallocate the file on disk when creating a new log segment.",
+    "remote.storage.enable": "Whether tiered storage is enabled for the topic.",
+    "retention.bytes": "The maximum size a partition can grow to before old segments are "
+                       "discarded (-1: no limit).",
+    "retention.ms": "The maximum time a log segment is retained before deletion (-1: no limit).",
+    "segment.bytes": "The segment file size of the log.",
+    "segment.index.bytes": "The size of the index mapping offsets to file positions.",
+    "segment.jitter.ms": "The maximum random jitter subtracted from the segment roll time.",
+    "segment.ms": "The time after which Kafka rolls a new segment even if it is not full.",
+    "unclean.leader.election.enable": "Whether replicas not in the ISR may be elected leader "
+                                      "as a last resort, at the risk of data loss.",
+    "message.downconversion.enable": "Whether down-conversion of message formats is enabled "
+                                     "to satisfy consume requests.",
+    "auto.create.topics.enable": "Enable auto creation of topics on the server.",
+    "auto.leader.rebalance.enable": "Move leadership back to the preferred replicas periodically.",
+    "default.replication.factor": "The replication factor of automatically created topics "
+                                  "and of CreateTopics requests asking for the default.",
+    "num.partitions": "The default number of partitions per topic.",
+    "delete.topic.enable": "Enables topic deletion.",
+    "leader.replication.throttled.rate": "The leader-side replication throttle in bytes/s.",
+    "follower.replication.throttled.rate": "The follower-side replication throttle in bytes/s.",
+    "preferred.controller.id": "Sandbox extension (KAFKA-1778): the broker that should hold "
+                               "the controller role while it is usable; -1 for none.",
+    "broker.rack": "The rack of the broker, used by rack-aware replica placement.",
+}
+
+# Broker keys that cannot change without a restart (not in Kafka's DynamicBrokerConfig).
+_STATIC_BROKER_KEYS = {
+    "auto.create.topics.enable", "auto.leader.rebalance.enable", "default.replication.factor",
+    "num.partitions", "offsets.topic.replication.factor", "offsets.topic.num.partitions",
+    "delete.topic.enable", "log.dirs", "broker.id", "node.id", "broker.rack",
+}
+
+
+def _finish(defs: dict[str, ConfigDef], broker: bool) -> dict[str, ConfigDef]:
+    out = {}
+    for name, d in defs.items():
+        low, high = _LIMITS.get(name, (d.minimum, d.maximum))
+        doc = _DOCS.get(name) or next((_DOCS[t.name] for t in TOPIC_CONFIGS.values()
+                                       if t.synonym == name and t.name in _DOCS), None)
+        out[name] = replace(d, minimum=low, maximum=high, doc=doc,
+                            read_only=broker and name in _STATIC_BROKER_KEYS)
+    return out
+
+
+TOPIC_CONFIGS = _finish(TOPIC_CONFIGS, broker=False)
+BROKER_CONFIGS = _finish(BROKER_CONFIGS, broker=True)
+
+# DescribeConfigs config sources and types, numbered as in Kafka's DescribeConfigsResponse.
+DYNAMIC_TOPIC_CONFIG = 1
+DYNAMIC_BROKER_CONFIG = 2
+DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
+                "list": 7, "class": 8, "password": 9}
+_INT_RANGE = {"int": (-2**31, 2**31 - 1), "short": (-2**15, 2**15 - 1), "long": (-2**63, 2**63 - 1)}
 
 def topic_value(cluster: Cluster, topic: str, key: str) -> str | None:
     """The effective value of a topic config: override, cluster default, static default."""
@@ -139,3 +254,132 @@ def broker_value(cluster: Cluster, broker_id: int | None, key: str) -> str | Non
         return cluster.cluster_configs[key]
     d = BROKER_CONFIGS.get(key)
     return d.default if d else None
+
+
+# -- validation -----------------------------------------------------------------------------
+
+
+def check_value(d: ConfigDef, value: str) -> str | None:
+    """Kafka's ConfigDef parse + validator message for a bad value, or None when it is valid."""
+    bad = f"Invalid value {value} for configuration {d.name}: "
+    text = value.strip()
+    if d.type == "boolean":
+        if text.lower() not in ("true", "false"):
+            return bad + "Expected value to be either true or false"
+        return None
+    if d.type in _INT_RANGE:
+        try:
+            number: float = int(text)
+        except ValueError:
+            return bad + f"Not a number of type {d.type.upper()}"
+        low, high = _INT_RANGE[d.type]
+        if not low <= number <= high:
+            return bad + f"Not a number of type {d.type.upper()}"
+    elif d.type == "double":
+        try:
+            number = float(text)
+        except ValueError:
+            return bad + "Not a number of type DOUBLE"
+    else:
+        items = split_list(text) if d.type == "list" else [text]
+        for item in items:
+            if d.choices and item not in d.choices:
+                return bad + f"String must be one of: {', '.join(d.choices)}"
+        return None
+    if d.minimum is not None and number < d.minimum:
+        return bad + f"Value must be at least {_num(d.minimum)}"
+    if d.maximum is not None and number > d.maximum:
+        return bad + f"Value must be no more than {_num(d.maximum)}"
+    return None
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def split_list(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+# -- DescribeConfigs entries ------------------------------------------------------------------
+
+
+def _entry(name: str, value: str | None, source: int, d: ConfigDef | None, read_only: bool,
+           synonyms: list[dict]) -> dict:
+    sensitive = bool(d and (d.sensitive or d.type == "password"))
+    return {
+        "name": name, "value": None if sensitive else value, "read_only": read_only,
+        "config_source": source, "is_sensitive": sensitive, "synonyms": synonyms,
+        "config_type": CONFIG_TYPES.get(d.type, 0) if d else 0, "documentation": d.doc if d else None,
+    }
+
+
+def _synonym(name: str, value: str | None, source: int) -> dict:
+    return {"name": name, "value": value, "source": source}
+
+
+def cluster_default_source(key: str) -> int:
+    """A cluster-wide value of a read-only key came from the sandbox's start-up configuration
+    (Kafka's server.properties); of a dynamic key, from a dynamic default."""
+    d = BROKER_CONFIGS.get(key)
+    return STATIC_BROKER_CONFIG if d is not None and d.read_only else DYNAMIC_DEFAULT_BROKER_CONFIG
+
+
+def describe_topic(cluster: Cluster, overrides: dict[str, str]) -> list[dict]:
+    """Every topic key with its effective value (as `topic_value` resolves it), source and
+    synonyms, most specific first, for a topic with these overrides."""
+    out = []
+    for key, d in TOPIC_CONFIGS.items():
+        synonyms = []
+        if key in overrides:
+            synonyms.append(_synonym(key, overrides[key], DYNAMIC_TOPIC_CONFIG))
+        broker_key = d.synonym
+        if broker_key and broker_key in cluster.cluster_configs:
+            synonyms.append(_synonym(broker_key, cluster.cluster_configs[broker_key],
+                                     cluster_default_source(broker_key)))
+        b = BROKER_CONFIGS.get(broker_key or "")
+        if b is not None and b.default is not None:
+            synonyms.append(_synonym(b.name, b.default, DEFAULT_CONFIG))
+        if synonyms and synonyms[0]["source"] != DEFAULT_CONFIG:
+            value, source = synonyms[0]["value"], synonyms[0]["source"]
+        else:
+            value, source = d.default, DEFAULT_CONFIG
+        out.append(_entry(key, value, source, d, False, synonyms))
+    return out
+
+
+def _broker_facts(cluster: Cluster, broker_id: int) -> dict[str, str | None]:
+    """Keys whose value is a fact of the broker itself (its static identity)."""
+    b = cluster.brokers[broker_id]
+    return {"broker.id": str(b.id), "node.id": str(b.id), "broker.rack": b.rack}
+
+
+def describe_broker(cluster: Cluster, broker_id: int) -> list[dict]:
+    """Every broker key as that broker sees it: per-broker, cluster default, static, default."""
+    facts = _broker_facts(cluster, broker_id)
+    per_broker = cluster.brokers[broker_id].configs
+    out = []
+    for key, d in BROKER_CONFIGS.items():
+        synonyms = []
+        if key in per_broker:
+            synonyms.append(_synonym(key, per_broker[key], DYNAMIC_BROKER_CONFIG))
+        if key in cluster.cluster_configs:
+            synonyms.append(_synonym(key, cluster.cluster_configs[key], cluster_default_source(key)))
+        if key in facts and facts[key] is not None:
+            synonyms.append(_synonym(key, facts[key], STATIC_BROKER_CONFIG))
+        if d.default is not None:
+            synonyms.append(_synonym(key, d.default, DEFAULT_CONFIG))
+        value, source = (synonyms[0]["value"], synonyms[0]["source"]) if synonyms else (None, DEFAULT_CONFIG)
+        out.append(_entry(key, value, source, d, d.read_only, synonyms))
+    return out
+
+
+def describe_cluster_defaults(cluster: Cluster) -> list[dict]:
+    """The cluster-wide dynamic defaults only, as Kafka answers for the broker resource ""."""
+    out = []
+    for key, value in cluster.cluster_configs.items():
+        d = BROKER_CONFIGS.get(key)
+        if cluster_default_source(key) == DYNAMIC_DEFAULT_BROKER_CONFIG:
+            out.append(_entry(key, value, DYNAMIC_DEFAULT_BROKER_CONFIG, d, False,
+                              [_synonym(key, value, DYNAMIC_DEFAULT_BROKER_CONFIG)]))
+    return out

@@ -1,21 +1,39 @@
-"""Replication and controller behaviour of the sandbox, modelled on KRaft's controller.
+"""Replication and controller behaviour of the sandbox, modelled on KRaft's controller (4.1+).
 
-- A partition's leader comes from its ISR among usable (alive, unfenced) brokers; when the last
-  ISR member goes, the partition goes offline (leader -1) and the ISR keeps that member, as KRaft
-  does. With `unclean.leader.election.enable=true` a live out-of-sync replica is chosen instead.
-- A restarted replica catches up and rejoins the ISR; an offline partition whose ISR member
-  comes back gets it as leader. Leadership does not move back to the preferred replica unless
-  `auto.leader.rebalance.enable=true` or a preferred election asks for it.
+- A partition's leader comes from its ISR among usable (alive, unfenced) brokers, then from its
+  ELR (KIP-966, on by default in Kafka 4.1+): when the ISR shrinks below min.insync.replicas the
+  replicas leaving it are kept as eligible leaders, and the ISR may become empty. With
+  `unclean.leader.election.enable=true` a live out-of-sync replica is chosen as a last resort.
+  Stopping a broker counts as a clean shutdown, so it is never dropped from the ELR.
+- In-sync followers copy every write at once. Out-of-sync replicas (a restarted broker, a replica
+  a reassignment adds) copy the leader's batches at `cluster.extras[REPLICATION_RATE_KEY]` bytes/s
+  (unset: at once), and no faster than `follower.replication.throttled.rate` of the follower and
+  `leader.replication.throttled.rate` of the leader when the topic's `*.throttled.replicas`
+  lists them: as in Kafka, throttles apply to out-of-sync replicas only. A caught-up replica
+  joins the ISR; a reassignment whose adding replicas are all in the ISR completes.
+  The copying runs as a task on the sandbox loop, ticking every TICK_S while work is pending.
+- Leadership does not move back to the preferred replica unless `auto.leader.rebalance.enable`
+  is true (then at once, where Kafka checks every leader.imbalance.check.interval.seconds) or a
+  preferred election asks for it.
 - The controller is one usable broker; `preferred.controller.id` (KAFKA-1778) names the only
-  broker allowed to stand while it is usable.
+  broker allowed to stand while it is usable: designating it makes the active controller resign
+  to it; while it is down every live broker stands, and it takes the role back when it returns.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
+
+from kio.schema.errors import ErrorCode
+
 from kafka_shell.sandbox import configs
-from kafka_shell.sandbox.model import Cluster, Partition
+from kafka_shell.sandbox.model import Cluster, Partition, now_ms
 
 PREFERRED_CONTROLLER_KEY = "preferred.controller.id"
+REPLICATION_RATE_KEY = "replication.rate.bytes"  # cluster extra: catch-up bytes/s per follower
+TICK_S = 0.05
+_UNLIMITED = 2**62  # Kafka's throttled-rate default is Long.MAX_VALUE: no throttle
 
 
 # -- controller -------------------------------------------------------------------------------
@@ -62,12 +80,26 @@ def move_controller(cluster: Cluster) -> int:
     return elect_controller(cluster, exclude=exclude)
 
 
-# -- partitions -------------------------------------------------------------------------------
+def on_cluster_config_changed(cluster: Cluster, key: str) -> None:
+    """Called by the config handlers after a cluster-wide dynamic broker config changed."""
+    if key == PREFERRED_CONTROLLER_KEY:
+        elect_controller(cluster)  # the designated broker, if usable, takes over at once
+    settle(cluster)  # throttle rates, auto.leader.rebalance.enable, min.insync.replicas...
+
+
+# -- leaders, ISR and ELR ---------------------------------------------------------------------
 
 
 def _usable(cluster: Cluster, broker_id: int) -> bool:
     b = cluster.brokers.get(broker_id)
     return b is not None and b.usable
+
+
+def _min_isr(cluster: Cluster, p: Partition) -> int:
+    try:
+        return int(configs.topic_value(cluster, p.topic, "min.insync.replicas") or 1)
+    except ValueError:
+        return 1
 
 
 def set_leader(p: Partition, leader: int) -> None:
@@ -76,20 +108,49 @@ def set_leader(p: Partition, leader: int) -> None:
     p.partition_epoch += 1
 
 
-def update_high_watermark(p: Partition) -> None:
+def set_isr(cluster: Cluster, p: Partition, isr: list[int]) -> None:
+    """Change the ISR and keep the ELR as KRaft's PartitionChangeBuilder does: below
+    min.insync.replicas, replicas leaving the ISR become eligible leaders; at or above it the
+    ELR is cleared."""
+    old = p.isr
+    p.isr = list(isr)
+    if len(p.isr) >= _min_isr(cluster, p):
+        p.elr, p.last_known_elr = [], []
+    else:
+        p.elr = [r for r in p.replicas if (r in old or r in p.elr) and r not in p.isr]
+    p.partition_epoch += 1
+    update_high_watermark(p, cluster)
+
+
+def update_high_watermark(p: Partition, cluster: Cluster | None = None) -> None:
+    """Advance the high watermark to the smallest log end in the ISR (waking waiting fetches
+    when a cluster is given)."""
     if p.leader < 0 or not p.isr:
         return
-    p.high_watermark = max(p.high_watermark, min(p.leo.get(r, 0) for r in p.isr))
+    hw = max(p.high_watermark, min(p.leo.get(r, 0) for r in p.isr))
+    if hw != p.high_watermark:
+        p.high_watermark = hw
+        if cluster is not None:
+            from kafka_shell.sandbox import log  # log imports this module
+            log.notify_progress(cluster)
 
 
-def elect_from_isr(cluster: Cluster, p: Partition) -> bool:
-    """Give an offline or leaderless partition a leader from its live ISR (or, when unclean
-    election is enabled for the topic, from any live replica). True if it has a leader after."""
+def elect_from_isr(cluster: Cluster, p: Partition, unclean: bool | None = None) -> bool:
+    """Give a leaderless partition (or one whose leader left) a leader: a usable ISR member,
+    else a usable ELR member, else, when unclean election is allowed (the topic config, or
+    `unclean=True` for an explicit request), any usable replica. True if it has a leader after."""
     for r in p.replicas:
         if r in p.isr and _usable(cluster, r):
             set_leader(p, r)
             return True
-    if configs.topic_value(cluster, p.topic, "unclean.leader.election.enable") == "true":
+    for r in p.replicas:
+        if r in p.elr and _usable(cluster, r):
+            set_leader(p, r)
+            set_isr(cluster, p, [r])
+            return True
+    if unclean is None:
+        unclean = configs.topic_value(cluster, p.topic, "unclean.leader.election.enable") == "true"
+    if unclean:
         for r in p.replicas:
             if _usable(cluster, r):
                 unclean_elect(p, r)
@@ -104,6 +165,7 @@ def unclean_elect(p: Partition, leader: int) -> None:
     set_leader(p, leader)
     p.isr = [leader]
     p.elr = []
+    p.last_known_elr = []
     end = p.leo.get(leader, 0)
     p.batches = [b for b in p.batches if b.last_offset < end]
     p.high_watermark = end
@@ -112,36 +174,262 @@ def unclean_elect(p: Partition, leader: int) -> None:
     p.replica_epoch[leader] = p.leader_epoch
 
 
+# The elections below change state only; the caller runs `settle` once after a batch of them.
+
+
+def elect_preferred(cluster: Cluster, p: Partition) -> int:
+    """A preferred election (ElectLeaders type 0, auto rebalance); returns the error code."""
+    if p.leader == p.preferred:
+        return ErrorCode.election_not_needed
+    if p.preferred in p.isr and _usable(cluster, p.preferred):
+        set_leader(p, p.preferred)
+        cluster.changed()
+        return ErrorCode.none
+    return ErrorCode.preferred_leader_not_available
+
+
+def elect_unclean(cluster: Cluster, p: Partition) -> int:
+    """An unclean election (ElectLeaders type 1): only for partitions without a leader."""
+    if p.leader >= 0:
+        return ErrorCode.election_not_needed
+    if elect_from_isr(cluster, p, unclean=True):
+        cluster.changed()
+        return ErrorCode.none
+    return ErrorCode.eligible_leaders_not_available
+
+
+def elect_designated(cluster: Cluster, p: Partition, broker_id: int) -> tuple[int, str | None]:
+    """A designated election (ElectLeaders v3 type 2, KAFKA-20098): only for offline partitions,
+    and only a replica on a usable broker. The other replicas truncate to its log."""
+    name = f"{p.topic}-{p.index}"
+    if p.leader >= 0:
+        return ErrorCode.election_not_needed, f"{name} already has leader {p.leader}"
+    if broker_id not in p.replicas:
+        return ErrorCode.invalid_request, (
+            f"broker {broker_id} is not a replica of {name} (replicas {p.replicas})")
+    if not _usable(cluster, broker_id):
+        return ErrorCode.eligible_leaders_not_available, (
+            f"broker {broker_id} is fenced or offline and cannot lead {name}")
+    unclean_elect(p, broker_id)
+    cluster.changed()
+    return ErrorCode.none, None
+
+
+# -- broker lifecycle -------------------------------------------------------------------------
+
+
 def broker_stopped(cluster: Cluster, broker_id: int) -> None:
+    cluster.extras.setdefault("stopped_at", {})[broker_id] = (cluster.generation, now_ms())
     for t in cluster.topics.values():
         for p in t.partitions:
             if broker_id not in p.replicas:
                 continue
-            if broker_id in p.isr and len(p.isr) > 1:
-                p.isr.remove(broker_id)
-                p.partition_epoch += 1
+            if broker_id in p.isr:
+                set_isr(cluster, p, [r for r in p.isr if r != broker_id])
             if p.leader == broker_id:
                 elect_from_isr(cluster, p)
     if cluster.controller_id == broker_id or cluster.controller_id < 0:
         elect_controller(cluster, exclude=broker_id)
     cluster.changed()
+    settle(cluster)
 
 
 def broker_started(cluster: Cluster, broker_id: int) -> None:
     for t in cluster.topics.values():
         for p in t.partitions:
-            if broker_id not in p.replicas:
-                continue
-            if p.leader < 0:
+            if broker_id in p.replicas and p.leader < 0:
                 elect_from_isr(cluster, p)
-            if p.leader >= 0 and broker_id != p.leader:
-                # The follower truncates to the leader's log and catches up at once.
-                p.leo[broker_id] = p.leo.get(p.leader, 0)
-                p.replica_epoch[broker_id] = p.leader_epoch
-                if broker_id not in p.isr:
-                    p.isr.append(broker_id)
-                    p.partition_epoch += 1
     preferred = preferred_controller(cluster)
     if cluster.controller_id < 0 or preferred == broker_id:
         elect_controller(cluster)
     cluster.changed()
+    settle(cluster)  # the restarted replicas truncate, catch up and rejoin the ISR
+
+
+# -- reassignments ----------------------------------------------------------------------------
+# Like the elections above, these change state only: the caller runs `settle` once afterwards.
+
+
+def reassign(cluster: Cluster, p: Partition, target: list[int]) -> None:
+    """Start moving a partition to `target` (validated by the caller), as KRaft's
+    PartitionReassignmentReplicas: replicas = target + removing; adding replicas start empty."""
+    current = p.replicas
+    removing = [r for r in current if r not in target]
+    adding = [r for r in target if r not in current]
+    p.replicas = list(target) + removing
+    p.adding, p.removing = adding, removing
+    for r in adding:
+        p.leo[r], p.replica_epoch[r] = 0, 0
+    p.partition_epoch += 1
+    cluster.changed()
+
+
+def cancel_reassignment(cluster: Cluster, p: Partition) -> tuple[int, str | None]:
+    """Revert to the replicas before the move (KRaft's PartitionReassignmentRevert)."""
+    if not (p.adding or p.removing):
+        return ErrorCode.no_reassignment_in_progress, "No partition reassignment is in progress."
+    isr = [r for r in p.isr if r not in p.adding]
+    if not isr and configs.topic_value(cluster, p.topic, "unclean.leader.election.enable") != "true":
+        return ErrorCode.invalid_replica_assignment, (
+            f"Unable to revert partition assignment for {p.topic}:{p.index} because it would "
+            "require an unclean leader election.")
+    _drop_replicas(p, p.adding)
+    p.adding, p.removing = [], []
+    set_isr(cluster, p, isr)
+    if p.leader not in p.replicas or p.leader not in p.isr:
+        elect_from_isr(cluster, p)
+    cluster.changed()
+    return ErrorCode.none, None
+
+
+def _drop_replicas(p: Partition, gone: list[int]) -> None:
+    p.replicas = [r for r in p.replicas if r not in gone]
+    for r in gone:
+        p.leo.pop(r, None)
+        p.replica_epoch.pop(r, None)
+
+
+def _maybe_complete_reassignment(cluster: Cluster, p: Partition) -> None:
+    """Finish a move once every adding replica is in the ISR and some target replica is too."""
+    if not (p.adding or p.removing):
+        return
+    isr = [r for r in p.isr if r not in p.removing]
+    if not isr or any(r not in isr for r in p.adding):
+        return
+    removed = p.removing
+    _drop_replicas(p, removed)
+    p.adding, p.removing = [], []
+    set_isr(cluster, p, isr)
+    if p.leader in removed or p.leader < 0:
+        elect_from_isr(cluster, p)
+    cluster.changed()
+
+
+# -- follower catch-up ------------------------------------------------------------------------
+
+
+def replica_size(p: Partition, broker_id: int) -> int:
+    """Bytes of the partition's log held by one replica (the batches below its log end)."""
+    end = p.leo.get(broker_id, 0)
+    return sum(len(b.data) for b in p.batches if b.last_offset < end)
+
+
+def _throttled(cluster: Cluster, p: Partition, key: str, broker_id: int) -> bool:
+    value = configs.topic_value(cluster, p.topic, key) or ""
+    entries = {e.strip() for e in value.split(",") if e.strip()}
+    return "*" in entries or f"{p.index}:{broker_id}" in entries
+
+
+def _limits(cluster: Cluster, p: Partition, follower: int) -> list[tuple[tuple[str, int], float]]:
+    """The rate budgets (key, bytes/s) an out-of-sync follower's copying draws from."""
+    limits = []
+    base = cluster.extras.get(REPLICATION_RATE_KEY)
+    if base is not None:
+        limits.append((("base", follower), float(base)))  # type: ignore[arg-type]
+    for side, broker in (("follower", follower), ("leader", p.leader)):
+        if _throttled(cluster, p, f"{side}.replication.throttled.replicas", broker):
+            rate = int(configs.broker_value(cluster, broker, f"{side}.replication.throttled.rate")
+                       or _UNLIMITED)
+            if rate < _UNLIMITED:
+                limits.append(((side, broker), float(rate)))
+    return limits
+
+
+def _copy(p: Partition, replica: int, credit: float) -> float:
+    """Copy the leader's batches to `replica` while `credit` bytes last; returns what is left.
+    Offsets without stored batches (set by fault injection) cost nothing."""
+    end = p.leo[p.leader]
+    for b in p.batches:
+        if b.last_offset < p.leo[replica]:
+            continue
+        if b.base_offset >= end:
+            break
+        if len(b.data) > credit:
+            p.leo[replica] = max(p.leo[replica], b.base_offset)
+            return credit
+        credit -= len(b.data)
+        p.leo[replica] = b.last_offset + 1
+    p.leo[replica] = end
+    return credit
+
+
+def _advance(cluster: Cluster, seconds: float | None) -> bool:
+    """One replication step: every out-of-sync replica fetches from its leader (unlimited ones
+    completely; rate-limited ones only when `seconds` of budget are given). Caught-up replicas
+    join the ISR, moves complete. True while some copying is still pending."""
+    budgets: dict[tuple[str, int], float] = {}
+    credits = cluster.extras.setdefault("replication_credit", {})
+    pending = False
+    rebalance = _auto_rebalance(cluster)
+    for t in cluster.topics.values():
+        for p in t.partitions:
+            if p.leader >= 0 and _usable(cluster, p.leader):
+                for r in p.replicas:
+                    if r != p.leader and _usable(cluster, r):
+                        pending |= _fetch(cluster, p, r, seconds, budgets, credits)  # type: ignore[arg-type]
+                _maybe_complete_reassignment(cluster, p)
+            if rebalance:
+                elect_preferred(cluster, p)
+    return pending
+
+
+def _fetch(cluster: Cluster, p: Partition, r: int, seconds: float | None,
+           budgets: dict, credits: dict) -> bool:
+    """Follower r fetches from the leader; True if it is still behind afterwards."""
+    end = p.leo.get(p.leader, 0)
+    if p.leo.get(r, 0) > end:
+        p.leo[r] = end  # a diverging follower truncates to the leader's log
+    if p.leo.get(r, 0) < end:
+        limits = [] if r in p.isr else _limits(cluster, p, r)
+        if not limits:
+            _copy(p, r, float("inf"))
+        elif seconds is not None:
+            key = (p.topic, p.index, r)
+            allowance = min(budgets.setdefault(k, rate * seconds) for k, rate in limits)
+            for k, _ in limits:
+                budgets[k] -= allowance
+            credits[key] = _copy(p, r, credits.get(key, 0.0) + allowance)
+    if p.leo.get(r, 0) < end:
+        return True
+    credits.pop((p.topic, p.index, r), None)
+    p.replica_epoch[r] = p.replica_epoch.get(p.leader, p.leader_epoch)
+    if r not in p.isr:
+        set_isr(cluster, p, p.isr + [r])
+        cluster.changed()
+    return False
+
+
+def _auto_rebalance(cluster: Cluster) -> bool:
+    return configs.broker_value(cluster, None, "auto.leader.rebalance.enable") == "true"
+
+
+def settle(cluster: Cluster) -> None:
+    """Run replication forward after any change; keep ticking while rate-limited copies remain."""
+    if _advance(cluster, None):
+        _start_ticker(cluster)
+
+
+def _start_ticker(cluster: Cluster) -> None:
+    spawn = cluster.extras.get("spawn")
+    if spawn is None or cluster.extras.get("replication_ticking"):
+        return
+    cluster.extras["replication_ticking"] = True
+
+    async def tick() -> None:
+        try:
+            last = time.monotonic()
+            while True:
+                await asyncio.sleep(TICK_S)
+                now = time.monotonic()
+                pending = _advance(cluster, now - last)
+                last = now
+                if not pending:
+                    return
+        finally:
+            cluster.extras["replication_ticking"] = False
+
+    spawn(tick())  # type: ignore[operator]
+
+
+def reassigning(cluster: Cluster) -> list[Partition]:
+    return [p for t in cluster.topics.values() for p in t.partitions if p.adding or p.removing]

@@ -52,7 +52,7 @@ class _BrokerServer:
         self.sandbox = sandbox
         self.broker = broker
         self.server: asyncio.base_events.Server | None = None
-        self.writers: set[asyncio.StreamWriter] = set()
+        self.connections: dict[asyncio.StreamWriter, asyncio.Task] = {}
 
     async def listen(self, sock: socket.socket | None = None) -> None:
         if sock is None:
@@ -64,12 +64,14 @@ class _BrokerServer:
         if self.server is not None:
             self.server.close()
             self.server = None
-        for w in list(self.writers):
-            w.transport.abort()
-        self.writers.clear()
+        # Drop every connection and cancel its task (a long-polling Fetch may be waiting in it).
+        for writer, task in list(self.connections.items()):
+            writer.transport.abort()
+            task.cancel()
+        self.connections.clear()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.writers.add(writer)
+        self.connections[writer] = asyncio.current_task()  # type: ignore[assignment]
         try:
             while True:
                 head = await reader.readexactly(4)
@@ -86,7 +88,7 @@ class _BrokerServer:
         except protocol.ProtocolError as exc:
             log.info("broker %d closes a connection: %s", self.broker.id, exc)
         finally:
-            self.writers.discard(writer)
+            self.connections.pop(writer, None)
             writer.transport.abort()
 
 
@@ -123,6 +125,8 @@ class Sandbox:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._background: set[asyncio.Task] = set()
+        # Replication's catch-up ticker runs on the loop (a plain function: snapshots deep-copy extras).
+        self.cluster.extras["spawn"] = lambda coro: self.spawn(coro)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -154,8 +158,12 @@ class Sandbox:
         async def shutdown() -> None:
             for t in list(self._background):
                 t.cancel()
+            tasks = [t for s in self._servers.values() for t in s.connections.values()]
+            tasks += list(self._background)
             for s in self._servers.values():
                 await s.close()
+            # Let the cancelled tasks unwind before the loop stops.
+            await asyncio.gather(*tasks, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(5)
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -249,6 +257,37 @@ class Sandbox:
             for b in self.cluster.brokers.values():
                 b.delay_ms = 0
                 b.failures.clear()
+        self.call(go)
+
+    def set_log_end_offset(self, topic: str, partition: int, broker_id: int, offset: int,
+                           epoch: int | None = None) -> None:
+        """Set one replica's log end offset (and the leader epoch of its last write): the setup
+        of unclean-recovery scenarios, where the replicas of an offline partition differ."""
+        self._check_broker(broker_id)
+
+        def go() -> None:
+            p = self.cluster.partition(topic, partition)
+            if p is None:
+                raise ValueError(f"no partition {topic}-{partition} in the sandbox")
+            if broker_id not in p.replicas:
+                raise ValueError(f"broker {broker_id} holds no replica of {topic}-{partition}")
+            if offset < 0:
+                raise ValueError("a log end offset cannot be negative")
+            p.leo[broker_id] = int(offset)
+            if epoch is not None:
+                p.replica_epoch[broker_id] = int(epoch)
+            replication.settle(self.cluster)  # an online partition's followers re-sync
+
+        self.call(go)
+
+    def set_replication_rate(self, bytes_per_second: int | None) -> None:
+        """Out-of-sync replicas catch up at this rate per follower broker (None: at once)."""
+        def go() -> None:
+            if bytes_per_second is None:
+                self.cluster.extras.pop(replication.REPLICATION_RATE_KEY, None)
+            else:
+                self.cluster.extras[replication.REPLICATION_RATE_KEY] = int(bytes_per_second)
+            replication.settle(self.cluster)
         self.call(go)
 
     def _check_broker(self, broker_id: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
+from kafka_shell.sandbox import admin
 from kafka_shell.sandbox.handlers import HANDLERS, api
 
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
@@ -39,18 +40,20 @@ def topic_metadata(cluster, t) -> dict:
     }
 
 
-def _all_topics(ctx) -> tuple:
-    """Built topic entities for a full-metadata answer, cached per (version, generation): a
-    10,000-topic cluster answers repeated full requests without rebuilding them."""
+def _all_topics(ctx) -> object:
+    """The topics of a full-metadata answer, encoded once per (version, generation): a
+    100,000-partition cluster answers repeated full requests without encoding them again.
+    An injected Metadata failure needs the topics as data (the error goes on each of them)."""
+    if ctx.api_key in ctx.broker.failures:
+        return [topic_metadata(ctx.cluster, t) for t in ctx.cluster.topics.values()]
     cache = ctx.cluster.extras.setdefault("metadata_cache", {})
     key = (ctx.version, ctx.cluster.generation)
     hit = cache.get(key)
     if hit is None:
         cache.clear()
-        cls = protocol.response_schema(3, ctx.version)
-        topic_cls = protocol._fields(cls)[[f.name for f in protocol._fields(cls)].index("topics")].nested
-        hit = cache[key] = tuple(protocol.build(topic_cls, topic_metadata(ctx.cluster, t))
-                                 for t in ctx.cluster.topics.values())
+        hit = cache[key] = protocol.encode_field(
+            protocol.response_schema(3, ctx.version), "topics",
+            [topic_metadata(ctx.cluster, t) for t in ctx.cluster.topics.values()])
     return hit
 
 
@@ -66,8 +69,13 @@ def metadata(ctx) -> dict:
             name = getattr(rt, "name", None)
             topic_id = getattr(rt, "topic_id", None)
             t = cluster.topics.get(name) if name else cluster.topic_by_id(topic_id)
+            code = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
+            if t is None and name and getattr(req, "allow_auto_topic_creation", True):
+                try:
+                    t = admin.auto_create_topic(cluster, name)
+                except admin.AdminError as exc:
+                    code = exc.code
             if t is None:
-                code = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
                 topics.append({"error_code": code, "name": name, "topic_id": topic_id or protocol.ZERO_UUID,
                                "partitions": []})
             else:

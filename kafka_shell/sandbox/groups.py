@@ -1,0 +1,465 @@
+"""The classic group coordinator of the sandbox, after Kafka's ClassicGroup and
+GroupMetadataManager: group states, the two-step join, rebalances, session expiry, offsets.
+
+Groups live in memory in `cluster.extras["groups"]`, shared by all brokers; which broker
+coordinates a group is the leader of its `__consumer_offsets` partition, as in Kafka, so moving
+that leader moves the coordinator without losing state. Committed offsets are not written to
+`__consumer_offsets`.
+
+Sandbox default that differs from Kafka: group.initial.rebalance.delay.ms is 100 ms (Kafka:
+3000 ms) so tests and demos do not wait; set it with the cluster config of that name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable
+
+from kio.schema.errors import ErrorCode
+
+from kafka_shell.sandbox import admin, configs
+from kafka_shell.sandbox.model import Cluster, now_ms
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (
+    "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+
+# Group settings Kafka has but the shared config table does not; values are Kafka's defaults
+# except the initial rebalance delay (see the module doc).
+GROUP_DEFAULTS = {
+    "group.initial.rebalance.delay.ms": 100,
+    "group.min.session.timeout.ms": 6000,
+    "group.max.session.timeout.ms": 1800000,
+    "offset.metadata.max.bytes": 4096,
+}
+
+
+def setting(cluster: Cluster, key: str) -> int:
+    value = configs.broker_value(cluster, None, key)
+    return int(value) if value not in (None, "") else GROUP_DEFAULTS[key]
+
+
+@dataclass
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+    assignment: bytes = b""
+    join_future: asyncio.Future | None = None   # a JoinGroup waiting for the rebalance
+    sync_future: asyncio.Future | None = None   # a SyncGroup waiting for the leader's assignment
+    expiry: asyncio.TimerHandle | None = None
+
+    def metadata(self, protocol: str | None) -> bytes:
+        return next((m for name, m in self.protocols if name == protocol), b"")
+
+
+@dataclass
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    commit_timestamp: int
+
+
+@dataclass
+class Group:
+    group_id: str
+    state: str = EMPTY
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    pending: dict[str, asyncio.TimerHandle] = field(default_factory=dict)  # MEMBER_ID_REQUIRED
+    offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    joined: asyncio.Event = field(default_factory=asyncio.Event)  # wakes the join phase
+    new_member_added: bool = False
+    join_task: asyncio.Task | None = None
+
+    def all_joined(self) -> bool:
+        return not self.pending and all(m.join_future is not None for m in self.members.values())
+
+    def candidate_protocols(self) -> set[str]:
+        """Protocols every member supports."""
+        sets = [{name for name, _ in m.protocols} for m in self.members.values()]
+        return set.intersection(*sets) if sets else set()
+
+    def accepts(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
+        names = {name for name, _ in protocols}
+        if not self.members:
+            return bool(protocol_type) and bool(names)
+        return protocol_type == self.protocol_type and bool(names & self.candidate_protocols())
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the members subscribe to (consumer protocol), None when it cannot be told."""
+        if self.protocol_type != "consumer" or not self.protocol_name:
+            return None if self.members else set()
+        topics: set[str] = set()
+        for m in self.members.values():
+            topics |= consumer_subscription(m.metadata(self.protocol_name))
+        return topics
+
+
+def consumer_subscription(metadata: bytes) -> set[str]:
+    """Topic names of a ConsumerProtocolSubscription (version, then an array of strings)."""
+    if len(metadata) < 6:
+        return set()
+    (count,) = struct.unpack_from(">i", metadata, 2)
+    pos, out = 6, set()
+    for _ in range(max(count, 0)):
+        (n,) = struct.unpack_from(">h", metadata, pos)
+        out.add(metadata[pos + 2:pos + 2 + n].decode())
+        pos += 2 + n
+    return out
+
+
+# -- where groups live --------------------------------------------------------------------------
+
+
+def all_groups(cluster: Cluster) -> dict[str, Group]:
+    return cluster.extras.setdefault("groups", {})  # type: ignore[return-value]
+
+
+def java_hash(s: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units, 32-bit signed)."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def offsets_partition(cluster: Cluster, group_id: str) -> int:
+    h = java_hash(group_id)
+    positive = 0 if h == -(1 << 31) else abs(h)  # Kafka's Utils.abs
+    return positive % int(configs.broker_value(cluster, None, "offsets.topic.num.partitions") or 50)
+
+
+def ensure_offsets_topic(cluster: Cluster) -> None:
+    """Create __consumer_offsets on first use, as Kafka does on the first FindCoordinator."""
+    if OFFSETS_TOPIC in cluster.topics or not cluster.live_brokers():
+        return
+    partitions = int(configs.broker_value(cluster, None, "offsets.topic.num.partitions") or 50)
+    rf = int(configs.broker_value(cluster, None, "offsets.topic.replication.factor") or 3)
+    admin.create_topic(cluster, OFFSETS_TOPIC, partitions, min(rf, len(cluster.live_brokers())),
+                       configs={"cleanup.policy": "compact"}, internal=True)
+
+
+def coordinator_of(cluster: Cluster, group_id: str) -> int:
+    """The broker coordinating the group, or -1 when its offsets partition has no live leader."""
+    topic = cluster.topics.get(OFFSETS_TOPIC)
+    if topic is None:
+        return -1
+    p = topic.partitions[offsets_partition(cluster, group_id) % len(topic.partitions)]
+    return p.leader if p.leader >= 0 and cluster.brokers[p.leader].usable else -1
+
+
+# -- the state machine ----------------------------------------------------------------------------
+
+
+def _error(code: int, **extra: object) -> dict:
+    return {"error_code": code, **extra}
+
+
+class Coordinator:
+    """Group operations for one request; `spawn` starts loop tasks the sandbox cancels at stop."""
+
+    def __init__(self, cluster: Cluster, spawn: Callable):
+        self.cluster = cluster
+        self.groups = all_groups(cluster)
+        self.spawn = spawn
+
+    # JoinGroup ----------------------------------------------------------------------------------
+
+    async def join(self, group_id: str, member_id: str, instance_id: str | None, client_id: str,
+                   client_host: str, session_ms: int, rebalance_ms: int, protocol_type: str,
+                   protocols: list[tuple[str, bytes]], require_known_member_id: bool) -> dict:
+        if not group_id:
+            return _error(ErrorCode.invalid_group_id, member_id=member_id)
+        if not setting(self.cluster, "group.min.session.timeout.ms") <= session_ms <= \
+                setting(self.cluster, "group.max.session.timeout.ms"):
+            return _error(ErrorCode.invalid_session_timeout, member_id=member_id)
+        g = self.groups.get(group_id)
+        if g is None:
+            if member_id:
+                return _error(ErrorCode.unknown_member_id, member_id=member_id)
+            g = self.groups[group_id] = Group(group_id)
+        if g.state == DEAD:
+            return _error(ErrorCode.coordinator_not_available, member_id=member_id)
+        if not g.accepts(protocol_type, protocols):
+            return _error(ErrorCode.inconsistent_group_protocol, member_id=member_id)
+        new = Member(member_id, instance_id, client_id, client_host, session_ms, rebalance_ms, protocols)
+        if not member_id:
+            new.member_id = f"{instance_id or client_id}-{uuid.uuid4()}"
+            if require_known_member_id and instance_id is None:
+                # Two-step join (KIP-394): hand out the id; the member must come back with it.
+                g.pending[new.member_id] = self._timer(session_ms, self._drop_pending, g, new.member_id)
+                return _error(ErrorCode.member_id_required, member_id=new.member_id)
+            return await self._add_member(g, new, protocol_type)
+        if member_id in g.pending:
+            g.pending.pop(member_id).cancel()
+            return await self._add_member(g, new, protocol_type)
+        m = g.members.get(member_id)
+        if m is None:
+            return _error(ErrorCode.unknown_member_id, member_id=member_id)
+        changed = m.protocols != protocols
+        m.protocols, m.session_timeout_ms, m.rebalance_timeout_ms = protocols, session_ms, rebalance_ms
+        self._heartbeat(g, m)
+        if g.state == PREPARING:
+            return await self._await_join(g, m)
+        if g.state == COMPLETING and not changed:
+            return self._join_response(g, m)  # the member lost the answer: send it again
+        if g.state == STABLE and not changed and m.member_id != g.leader:
+            return self._join_response(g, m)
+        self._prepare_rebalance(g)
+        return await self._await_join(g, m)
+
+    async def _add_member(self, g: Group, m: Member, protocol_type: str) -> dict:
+        if not g.members:
+            g.protocol_type = protocol_type
+        g.members[m.member_id] = m
+        g.new_member_added = True
+        self._heartbeat(g, m)
+        if g.state != PREPARING:
+            self._prepare_rebalance(g)
+        return await self._await_join(g, m)
+
+    async def _await_join(self, g: Group, m: Member) -> dict:
+        if m.join_future is None or m.join_future.done():
+            m.join_future = asyncio.get_running_loop().create_future()
+        future = m.join_future
+        g.joined.set()
+        return await asyncio.shield(future)
+
+    def _prepare_rebalance(self, g: Group) -> None:
+        if g.state == COMPLETING:
+            for m in g.members.values():
+                m.assignment = b""
+                self._resolve(m, "sync_future", _error(ErrorCode.rebalance_in_progress))
+        initial = g.state == EMPTY
+        g.state = PREPARING
+        g.join_task = self.spawn(self._join_phase(g, initial))
+
+    async def _join_phase(self, g: Group, initial: bool) -> None:
+        """Wait for members to (re)join: after a short initial delay for a new group (extended
+        while members keep arriving), else until all have rejoined or the rebalance timeout."""
+        loop = asyncio.get_running_loop()
+        timeout_s = max((m.rebalance_timeout_ms for m in g.members.values()), default=0) / 1000
+        deadline = loop.time() + timeout_s
+        if initial:
+            delay_s = setting(self.cluster, "group.initial.rebalance.delay.ms") / 1000
+            while True:
+                g.new_member_added = False
+                await asyncio.sleep(max(min(delay_s, deadline - loop.time()), 0))
+                if not g.new_member_added or loop.time() >= deadline:
+                    break
+        else:
+            while not g.all_joined() and loop.time() < deadline:
+                g.joined.clear()
+                try:
+                    await asyncio.wait_for(g.joined.wait(), deadline - loop.time())
+                except asyncio.TimeoutError:
+                    pass
+        self._complete_join(g)
+
+    def _complete_join(self, g: Group) -> None:
+        if g.state != PREPARING or self.groups.get(g.group_id) is not g:
+            return
+        for m in [m for m in g.members.values() if m.join_future is None]:
+            self._remove(g, m, rebalance=False)  # did not rejoin in time
+        g.generation += 1
+        if not g.members:
+            g.state, g.protocol_name, g.leader = EMPTY, None, None
+            return
+        g.protocol_name = self._select_protocol(g)
+        if g.leader not in g.members:
+            g.leader = next(iter(g.members))
+        g.state = COMPLETING
+        for m in g.members.values():
+            self._heartbeat(g, m)
+            future, m.join_future = m.join_future, None
+            if future is not None and not future.done():
+                future.set_result(self._join_response(g, m))
+
+    @staticmethod
+    def _select_protocol(g: Group) -> str:
+        """Each member votes for its most preferred protocol that all support; most votes wins."""
+        candidates = g.candidate_protocols()
+        votes: dict[str, int] = {}
+        for m in g.members.values():
+            choice = next(name for name, _ in m.protocols if name in candidates)
+            votes[choice] = votes.get(choice, 0) + 1
+        return max(votes, key=lambda name: votes[name])
+
+    def _join_response(self, g: Group, m: Member) -> dict:
+        members = []
+        if m.member_id == g.leader:
+            members = [{"member_id": x.member_id, "group_instance_id": x.group_instance_id,
+                        "metadata": x.metadata(g.protocol_name)} for x in g.members.values()]
+        return {"error_code": 0, "generation_id": g.generation, "protocol_type": g.protocol_type,
+                "protocol_name": g.protocol_name, "leader": g.leader, "member_id": m.member_id,
+                "members": members}
+
+    # SyncGroup, Heartbeat, LeaveGroup ---------------------------------------------------------
+
+    def _member_error(self, g: Group | None, member_id: str, generation: int) -> int:
+        if g is None or g.state in (EMPTY, DEAD) or member_id not in g.members:
+            return ErrorCode.unknown_member_id
+        if generation != g.generation:
+            return ErrorCode.illegal_generation
+        return 0
+
+    async def sync(self, group_id: str, member_id: str, generation: int, protocol_type: str | None,
+                   protocol_name: str | None, assignments: dict[str, bytes]) -> dict:
+        g = self.groups.get(group_id)
+        err = self._member_error(g, member_id, generation)
+        if err:
+            return _error(err)
+        if (protocol_type and protocol_type != g.protocol_type) or \
+                (protocol_name and protocol_name != g.protocol_name):
+            return _error(ErrorCode.inconsistent_group_protocol)
+        if g.state == PREPARING:
+            return _error(ErrorCode.rebalance_in_progress)
+        m = g.members[member_id]
+        self._heartbeat(g, m)
+        if g.state == COMPLETING:
+            future = m.sync_future = asyncio.get_running_loop().create_future()
+            if member_id == g.leader:
+                for x in g.members.values():
+                    x.assignment = assignments.get(x.member_id, b"")
+                g.state = STABLE
+                for x in g.members.values():
+                    self._resolve(x, "sync_future", self._sync_response(g, x))
+            return await asyncio.shield(future)
+        return self._sync_response(g, m)
+
+    @staticmethod
+    def _sync_response(g: Group, m: Member) -> dict:
+        return {"error_code": 0, "protocol_type": g.protocol_type, "protocol_name": g.protocol_name,
+                "assignment": m.assignment}
+
+    def heartbeat(self, group_id: str, member_id: str, generation: int) -> int:
+        g = self.groups.get(group_id)
+        err = self._member_error(g, member_id, generation)
+        if err:
+            return err
+        self._heartbeat(g, g.members[member_id])
+        return ErrorCode.rebalance_in_progress if g.state == PREPARING else 0
+
+    def leave(self, group_id: str, member_ids: list[str]) -> list[int]:
+        """Per leaving member: NONE or UNKNOWN_MEMBER_ID."""
+        g = self.groups.get(group_id)
+        out = []
+        for member_id in member_ids:
+            m = g.members.get(member_id) if g else None
+            if g is not None and member_id in g.pending:
+                g.pending.pop(member_id).cancel()
+                out.append(0)
+            elif m is None:
+                out.append(ErrorCode.unknown_member_id)
+            else:
+                self._remove(g, m, rebalance=True)
+                out.append(0)
+        return out
+
+    def _remove(self, g: Group, m: Member, rebalance: bool) -> None:
+        g.members.pop(m.member_id, None)
+        if m.expiry is not None:
+            m.expiry.cancel()
+        self._resolve(m, "join_future", _error(ErrorCode.unknown_member_id, member_id=m.member_id))
+        self._resolve(m, "sync_future", _error(ErrorCode.unknown_member_id))
+        if g.leader == m.member_id:
+            g.leader = None
+        if not rebalance:
+            return
+        if g.state in (STABLE, COMPLETING):
+            self._prepare_rebalance(g)
+        elif g.state == PREPARING:
+            g.joined.set()
+
+    # timers --------------------------------------------------------------------------------------
+
+    def _timer(self, ms: int, fn: Callable, *args: object) -> asyncio.TimerHandle:
+        return asyncio.get_running_loop().call_later(ms / 1000, fn, *args)
+
+    def _heartbeat(self, g: Group, m: Member) -> None:
+        """Restart the member's session timer."""
+        if m.expiry is not None:
+            m.expiry.cancel()
+        m.expiry = self._timer(m.session_timeout_ms, self._expire, g, m.member_id)
+
+    def _expire(self, g: Group, member_id: str) -> None:
+        m = g.members.get(member_id)
+        if m is None:
+            return
+        if (m.join_future and not m.join_future.done()) or (m.sync_future and not m.sync_future.done()):
+            self._heartbeat(g, m)  # Kafka keeps members alive while they wait on the coordinator
+            return
+        self._remove(g, m, rebalance=True)
+
+    def _drop_pending(self, g: Group, member_id: str) -> None:
+        if g.pending.pop(member_id, None) is not None and g.state == PREPARING:
+            g.joined.set()
+
+    @staticmethod
+    def _resolve(m: Member, attr: str, result: dict) -> None:
+        future = getattr(m, attr)
+        setattr(m, attr, None)
+        if future is not None and not future.done():
+            future.set_result(result)
+
+    # offsets and administration ---------------------------------------------------------------
+
+    def commit_error(self, group_id: str, member_id: str, generation: int) -> tuple[Group | None, int]:
+        """The group to commit into (created for a simple, memberless commit) or the error."""
+        g = self.groups.get(group_id)
+        simple = generation < 0 and not member_id
+        if g is None:
+            if not simple:
+                return None, ErrorCode.illegal_generation
+            g = self.groups[group_id] = Group(group_id)
+        if g.state == DEAD:
+            return None, ErrorCode.coordinator_not_available
+        if simple:
+            return (g, 0) if g.state == EMPTY else (None, ErrorCode.unknown_member_id)
+        err = self._member_error(g, member_id, generation)
+        if err:
+            return None, err
+        if g.state == COMPLETING:
+            return None, ErrorCode.rebalance_in_progress
+        self._heartbeat(g, g.members[member_id])
+        return g, 0
+
+    def commit(self, g: Group, topic: str, partition: int, offset: int, leader_epoch: int,
+               metadata: str | None) -> int:
+        if metadata and len(metadata.encode()) > setting(self.cluster, "offset.metadata.max.bytes"):
+            return ErrorCode.offset_metadata_too_large
+        g.offsets[(topic, partition)] = CommittedOffset(offset, leader_epoch, metadata, now_ms())
+        return 0
+
+    def delete(self, group_id: str) -> int:
+        g = self.groups.get(group_id)
+        if g is None or g.state == DEAD:
+            return ErrorCode.group_id_not_found
+        if g.members or g.state != EMPTY:
+            return ErrorCode.non_empty_group
+        g.state = DEAD
+        for timer in g.pending.values():
+            timer.cancel()
+        del self.groups[group_id]
+        return 0
+
+    def delete_offsets_error(self, g: Group | None) -> int:
+        if g is None or g.state == DEAD:
+            return ErrorCode.group_id_not_found
+        if g.members and g.protocol_type != "consumer":
+            return ErrorCode.non_empty_group
+        return 0

@@ -1,0 +1,94 @@
+"""DescribeCluster and DescribeTopicPartitions (KIP-966's paginated topic description)."""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from kafka_shell import protocol
+from kafka_shell.sandbox import admin
+from kafka_shell.sandbox.admin import AdminError
+from kafka_shell.sandbox.handlers import api
+from kafka_shell.sandbox.handlers.core import partition_metadata
+
+BROKER_ENDPOINT = 1
+NO_AUTHORIZED_OPERATIONS = -2147483648
+# Kafka's max.request.partition.size.limit default: the most partitions one answer holds.
+MAX_PARTITIONS_PER_ANSWER = 2000
+
+
+@api(60)
+def describe_cluster(ctx) -> dict:
+    req = ctx.request
+    cluster = ctx.cluster
+    answer = {"error_code": 0, "error_message": None, "endpoint_type": BROKER_ENDPOINT,
+              "cluster_id": cluster.cluster_id, "controller_id": cluster.controller_id,
+              "brokers": [], "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS}
+    if getattr(req, "endpoint_type", BROKER_ENDPOINT) != BROKER_ENDPOINT:
+        return {**answer, "error_code": ErrorCode.mismatched_endpoint_type,
+                "error_message": "The request was sent to an endpoint of type BROKER, "
+                                 "but we wanted an endpoint of type CONTROLLER"}
+    # A stopped broker stays registered but fenced: listed only when fenced brokers are asked for.
+    include_fenced = getattr(req, "include_fenced_brokers", False)
+    answer["brokers"] = [
+        {"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": not b.usable}
+        for b in sorted(cluster.brokers.values(), key=lambda b: b.id) if b.usable or include_fenced]
+    return answer
+
+
+@api(75)
+def describe_topic_partitions(ctx) -> dict:
+    req = ctx.request
+    cluster = ctx.cluster
+    cursor = req.cursor
+    cursor_topic = cursor.topic_name if cursor is not None else ""
+    requested = [t.name for t in req.topics]
+    if requested:
+        names = sorted({n for n in requested if n >= cursor_topic})
+        if cursor is not None and cursor.topic_name not in names:
+            return _invalid(requested)  # the cursor topic must be one of the requested topics
+    else:
+        names = sorted(n for n in cluster.topics if n >= cursor_topic)
+    if cursor is not None and cursor.partition_index < 0:
+        return _invalid(requested)  # a cursor partition must be valid
+    remaining = max(min(MAX_PARTITIONS_PER_ANSWER, req.response_partition_limit), 1)
+    topics: list[dict] = []
+    next_cursor = None
+    for name in names:
+        if remaining == 0:
+            # Every partition of the previous topic fitted: continue at this topic's start.
+            next_cursor = {"topic_name": name, "partition_index": 0}
+            break
+        topic = cluster.topics.get(name)
+        if topic is None:
+            if requested:  # listing all topics never names a missing one
+                topics.append({"error_code": _missing_topic_error(name), "name": name,
+                               "topic_id": protocol.ZERO_UUID, "partitions": []})
+            continue
+        start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        end = min(len(topic.partitions), start + remaining)
+        topics.append({"error_code": 0, "name": name, "topic_id": topic.id, "is_internal": topic.internal,
+                       "partitions": [_partition(cluster, p) for p in topic.partitions[start:end]]})
+        if end < len(topic.partitions):
+            next_cursor = {"topic_name": name, "partition_index": end}
+            break
+        remaining -= max(end - start, 0)
+    return {"topics": topics, "next_cursor": next_cursor}
+
+
+def _partition(cluster, p) -> dict:
+    return {**partition_metadata(cluster, p), "eligible_leader_replicas": p.elr,
+            "last_known_elr": p.last_known_elr}
+
+
+def _missing_topic_error(name: str) -> int:
+    try:
+        admin.check_topic_name(name)
+    except AdminError as exc:
+        return exc.code
+    return ErrorCode.unknown_topic_or_partition
+
+
+def _invalid(requested: list[str]) -> dict:
+    """Kafka's error answer to an invalid request: the error on every topic it named."""
+    return {"topics": [{"error_code": ErrorCode.invalid_request, "name": n, "topic_id": protocol.ZERO_UUID,
+                        "partitions": []} for n in requested], "next_cursor": None}

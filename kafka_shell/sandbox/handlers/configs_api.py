@@ -1,0 +1,223 @@
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and brokers.
+
+Resources: type 2 is a topic, type 4 a broker by id, or the cluster-wide default with the name
+"". Topic keys are checked as Kafka's LogConfig does (INVALID_CONFIG); broker values as
+Kafka's DynamicBrokerConfig does (INVALID_REQUEST naming the resource). Keys of the sandbox
+are in `sandbox.configs`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kio.schema.errors import ErrorCode
+
+from kafka_shell.sandbox import admin, configs, replication
+from kafka_shell.sandbox.admin import AdminError
+from kafka_shell.sandbox.handlers import api
+
+TOPIC = 2
+BROKER = 4
+RESOURCE_NAMES = {2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+# Keys that only make sense cluster-wide (the mirror of Kafka's per-broker-only keys).
+CLUSTER_ONLY_KEYS = {replication.PREFERRED_CONTROLLER_KEY}
+
+
+def _broker_id(name: str) -> int:
+    try:
+        return int(name)
+    except ValueError:
+        raise AdminError(ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}") from None
+
+
+def _unsupported(resource_type: int) -> AdminError:
+    kind = RESOURCE_NAMES.get(resource_type, str(resource_type))
+    return AdminError(ErrorCode.invalid_request, f"Unsupported resource type {kind} in the sandbox")
+
+
+# -- DescribeConfigs -------------------------------------------------------------------------
+
+
+@api(32)
+def describe_configs(ctx) -> dict:
+    req = ctx.request
+    results = []
+    for r in req.resources:
+        result = {"resource_type": r.resource_type, "resource_name": r.resource_name,
+                  "error_code": 0, "error_message": None, "configs": []}
+        try:
+            entries = _describe(ctx, r.resource_type, r.resource_name)
+        except AdminError as exc:
+            results.append({**result, "error_code": exc.code, "error_message": exc.message})
+            continue
+        if r.configuration_keys is not None:
+            wanted = set(r.configuration_keys)
+            entries = [e for e in entries if e["name"] in wanted]
+        for e in entries:
+            if not req.include_synonyms:
+                e["synonyms"] = []
+            if not getattr(req, "include_documentation", False):
+                e["documentation"] = None
+        results.append({**result, "configs": entries})
+    return {"results": results}
+
+
+def _describe(ctx, resource_type: int, name: str) -> list[dict]:
+    cluster = ctx.cluster
+    if resource_type == TOPIC:
+        admin.check_topic_name(name)
+        topic = cluster.topics.get(name)
+        if topic is None:
+            raise AdminError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
+        return configs.describe_topic(cluster, topic.configs)
+    if resource_type == BROKER:
+        if name == "":
+            return configs.describe_cluster_defaults(cluster)
+        # Kafka's brokers describe only themselves (clients send broker resources to that broker).
+        if _broker_id(name) != ctx.broker.id:
+            raise AdminError(ErrorCode.invalid_request, f"Unexpected broker id, expected "
+                             f"{ctx.broker.id} or empty string, but received {name}")
+        return configs.describe_broker(cluster, ctx.broker.id)
+    raise _unsupported(resource_type)
+
+
+# -- AlterConfigs / IncrementalAlterConfigs --------------------------------------------------
+
+
+@api(33)
+def alter_configs(ctx) -> dict:
+    """The legacy API: the given configs replace every dynamic config of the resource."""
+    def new_values(resource, current: dict[str, str], defs, kind: str) -> dict[str, str]:
+        return {c.name: c.value for c in resource.configs if c.value is not None}
+    return _alter(ctx, new_values)
+
+
+@api(44)
+def incremental_alter_configs(ctx) -> dict:
+    def new_values(resource, current: dict[str, str], defs, kind: str) -> dict[str, str]:
+        out = dict(current)
+        for c in resource.configs:
+            _apply_op(out, c.name, c.config_operation, c.value, defs, kind)
+        return out
+    return _alter(ctx, new_values)
+
+
+def _apply_op(values: dict[str, str], key: str, op: int, value: str | None, defs, kind: str) -> None:
+    """One incremental operation, as KRaft's ConfigurationControlManager applies it."""
+    if op == DELETE:
+        values.pop(key, None)
+        return
+    if op not in OP_NAMES:
+        raise AdminError(ErrorCode.invalid_request, f"Unknown operation type {op}")
+    d = defs.get(key)
+    if d is None:
+        raise AdminError(ErrorCode.invalid_config, f"Unknown {kind} config name: {key}")
+    if value is None:
+        raise AdminError(ErrorCode.invalid_request, f"Null value not supported for : {key}")
+    if op == SET:
+        values[key] = value
+        return
+    if d.type != "list":
+        raise AdminError(ErrorCode.invalid_config,
+                         f"Can't {OP_NAMES[op]} to key {key} because its type is not LIST.")
+    parts = configs.split_list(values.get(key, d.default))
+    for item in configs.split_list(value):
+        if op == APPEND and item not in parts:
+            parts.append(item)
+        elif op == SUBTRACT and item in parts:
+            parts.remove(item)
+    values[key] = ",".join(parts)
+
+
+def _alter(ctx, new_values) -> dict:
+    req = ctx.request
+    responses = []
+    for r in req.resources:
+        result = {"resource_type": r.resource_type, "resource_name": r.resource_name,
+                  "error_code": 0, "error_message": None}
+        try:
+            _alter_resource(ctx, r, new_values, req.validate_only)
+        except AdminError as exc:
+            result.update(error_code=exc.code, error_message=exc.message)
+        responses.append(result)
+    return {"responses": responses}
+
+
+def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
+    cluster = ctx.cluster
+    duplicates = [k for k, n in Counter(c.name for c in r.configs).items() if n > 1]
+    if duplicates:
+        raise AdminError(ErrorCode.invalid_request, "Error due to duplicate config keys")
+    if r.resource_type == TOPIC:
+        admin.check_topic_name(r.resource_name)
+        topic = cluster.topics.get(r.resource_name)
+        if topic is None:
+            raise AdminError(ErrorCode.unknown_topic_or_partition,
+                             f"The topic '{r.resource_name}' does not exist.")
+        new = new_values(r, topic.configs, configs.TOPIC_CONFIGS, "topic")
+        admin.check_topic_configs(new)
+        if not validate_only and new != topic.configs:
+            topic.configs = new
+            cluster.changed()
+        return
+    if r.resource_type != BROKER:
+        raise _unsupported(r.resource_type)
+    cluster_wide = r.resource_name == ""
+    if cluster_wide:
+        # Start-up (static) values are not dynamic configs: keep them out of the replacement.
+        static = {k: v for k, v in cluster.cluster_configs.items()
+                  if configs.cluster_default_source(k) == configs.STATIC_BROKER_CONFIG}
+        current = {k: v for k, v in cluster.cluster_configs.items() if k not in static}
+    else:
+        broker_id = _broker_id(r.resource_name)
+        if broker_id not in cluster.brokers:
+            raise AdminError(ErrorCode.invalid_request, f"Broker {broker_id} is not in the cluster.")
+        current = cluster.brokers[broker_id].configs
+    new = new_values(r, current, configs.BROKER_CONFIGS, "broker")
+    _check_broker_configs(cluster, r.resource_name, new, current)
+    if validate_only or new == current:
+        return
+    if not cluster_wide:
+        cluster.brokers[broker_id].configs = new
+        cluster.changed()
+        return
+    changed = {k for k in set(new) | set(current) if new.get(k) != current.get(k)}
+    cluster.cluster_configs = {**static, **new}
+    cluster.changed()
+    for key in sorted(changed):
+        _cluster_config_changed(cluster, key)
+
+
+def _check_broker_configs(cluster, name: str, new: dict[str, str], current: dict[str, str]) -> None:
+    prefix = f"Invalid config value for resource ConfigResource(type=BROKER, name='{name}'): "
+    changed = [k for k in new if new[k] != current.get(k)]
+    for key in new:
+        if key not in configs.BROKER_CONFIGS:
+            raise AdminError(ErrorCode.invalid_config, f"Unknown broker config name: {key}")
+    read_only = sorted(k for k in changed if configs.BROKER_CONFIGS[k].read_only)
+    if read_only:
+        raise AdminError(ErrorCode.invalid_request,
+                         prefix + f"Cannot update these configs dynamically: Set({', '.join(read_only)})")
+    if name != "" and CLUSTER_ONLY_KEYS & set(changed):
+        keys = ", ".join(sorted(CLUSTER_ONLY_KEYS & set(changed)))
+        raise AdminError(ErrorCode.invalid_request, prefix + "Cannot update these configs at "
+                         f"per-broker level, use the cluster default (name \"\"): Set({keys})")
+    for key in changed:
+        problem = configs.check_value(configs.BROKER_CONFIGS[key], new[key])
+        if problem:
+            raise AdminError(ErrorCode.invalid_request, prefix + problem)
+    preferred = new.get(replication.PREFERRED_CONTROLLER_KEY)
+    if preferred is not None and int(preferred) != -1 and int(preferred) not in cluster.brokers:
+        raise AdminError(ErrorCode.invalid_request,
+                         prefix + f"{replication.PREFERRED_CONTROLLER_KEY} {preferred} is not a broker of the cluster")
+
+
+def _cluster_config_changed(cluster, key: str) -> None:
+    """Let the controller logic react to a cluster-wide change (the preferred controller)."""
+    hook = getattr(replication, "on_cluster_config_changed", None)
+    if hook is not None:
+        hook(cluster, key)
+    elif key == replication.PREFERRED_CONTROLLER_KEY:
+        replication.elect_controller(cluster)

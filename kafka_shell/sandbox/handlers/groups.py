@@ -1,0 +1,267 @@
+"""Classic group coordinator APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete.
+
+The state machine is `kafka_shell.sandbox.groups`; this module maps requests onto it.
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from kafka_shell.sandbox import groups as gc
+from kafka_shell.sandbox.handlers import api
+from kafka_shell.sandbox.handlers.records import find_topic, topic_keys
+
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+
+def _coordinator(ctx) -> gc.Coordinator:
+    return gc.Coordinator(ctx.cluster, ctx.sandbox.spawn)
+
+
+def _not_coordinator(ctx, group_id: str) -> int:
+    """NOT_COORDINATOR unless this broker leads the group's __consumer_offsets partition."""
+    return 0 if gc.coordinator_of(ctx.cluster, group_id) == ctx.broker.id else ErrorCode.not_coordinator
+
+
+def _client_host(ctx) -> str:
+    # The sandbox listens on loopback only, so its clients share the brokers' host.
+    return f"/{ctx.broker.host}"
+
+
+# -- FindCoordinator --------------------------------------------------------------------------
+
+
+@api(10)
+def find_coordinator(ctx) -> dict:
+    req = ctx.request
+    key_type = getattr(req, "key_type", GROUP_KEY)
+    keys = list(req.coordinator_keys) if ctx.version >= 4 else [req.key]
+    found = [_find(ctx, key, key_type) for key in keys]
+    if ctx.version >= 4:
+        return {"coordinators": found}
+    return found[0]
+
+
+def _find(ctx, key: str, key_type: int) -> dict:
+    missing = {"key": key, "node_id": -1, "host": "", "port": -1}
+    if key_type == TRANSACTION_KEY:
+        return {**missing, "error_code": ErrorCode.coordinator_not_available,
+                "error_message": "the sandbox has no transaction coordinator"}
+    if key_type != GROUP_KEY:
+        return {**missing, "error_code": ErrorCode.invalid_request,
+                "error_message": f"unknown coordinator key type {key_type}"}
+    gc.ensure_offsets_topic(ctx.cluster)
+    node = gc.coordinator_of(ctx.cluster, key)
+    if node < 0:
+        return {**missing, "error_code": ErrorCode.coordinator_not_available,
+                "error_message": "The coordinator is not available."}
+    b = ctx.cluster.brokers[node]
+    return {"key": key, "node_id": b.id, "host": b.host, "port": b.port, "error_code": 0}
+
+
+# -- membership -------------------------------------------------------------------------------
+
+
+@api(11)
+async def join_group(ctx) -> dict:
+    req = ctx.request
+    # Fields older versions lack: v0 has no rebalance timeout (the session timeout serves).
+    base = {"generation_id": -1, "leader": "", "members": [], "member_id": req.member_id,
+            "protocol_name": None if ctx.version >= 7 else ""}
+    err = _not_coordinator(ctx, req.group_id)
+    if err:
+        return {**base, "error_code": err}
+    session_ms = int(req.session_timeout.total_seconds() * 1000)
+    rebalance = getattr(req, "rebalance_timeout", None)
+    result = await _coordinator(ctx).join(
+        req.group_id, req.member_id, getattr(req, "group_instance_id", None),
+        ctx.header.client_id or "", _client_host(ctx), session_ms,
+        int(rebalance.total_seconds() * 1000) if rebalance is not None else session_ms,
+        req.protocol_type, [(p.name, p.metadata) for p in req.protocols],
+        require_known_member_id=ctx.version >= 4)
+    return {**base, **{k: v for k, v in result.items() if v is not None}}
+
+
+@api(14)
+async def sync_group(ctx) -> dict:
+    req = ctx.request
+    err = _not_coordinator(ctx, req.group_id)
+    if err:
+        return {"error_code": err, "assignment": b""}
+    result = await _coordinator(ctx).sync(
+        req.group_id, req.member_id, req.generation_id, getattr(req, "protocol_type", None),
+        getattr(req, "protocol_name", None), {a.member_id: a.assignment for a in req.assignments})
+    return {"assignment": b"", **result}
+
+
+@api(12)
+def heartbeat(ctx) -> dict:
+    req = ctx.request
+    err = _not_coordinator(ctx, req.group_id) or \
+        _coordinator(ctx).heartbeat(req.group_id, req.member_id, req.generation_id)
+    return {"error_code": err}
+
+
+@api(13)
+def leave_group(ctx) -> dict:
+    req = ctx.request
+    if ctx.version >= 3:
+        leaving = [(m.member_id, m.group_instance_id) for m in req.members]
+    else:
+        leaving = [(req.member_id, None)]
+    err = _not_coordinator(ctx, req.group_id)
+    if err:
+        return {"error_code": err, "members": []}
+    codes = _coordinator(ctx).leave(req.group_id, [member_id for member_id, _ in leaving])
+    if ctx.version < 3:
+        return {"error_code": codes[0]}
+    return {"error_code": 0, "members": [
+        {"member_id": m, "group_instance_id": i, "error_code": c} for (m, i), c in zip(leaving, codes)]}
+
+
+# -- offsets ----------------------------------------------------------------------------------
+
+
+@api(8)
+def offset_commit(ctx) -> dict:
+    req = ctx.request
+    coord = _coordinator(ctx)
+    group, err = None, _not_coordinator(ctx, req.group_id)
+    if not err:
+        group, err = coord.commit_error(req.group_id, req.member_id, req.generation_id_or_member_epoch)
+    topics = []
+    for rt in req.topics:
+        name, topic_id = getattr(rt, "name", None), getattr(rt, "topic_id", None)
+        t, topic_err = find_topic(ctx.cluster, name, topic_id)
+        parts = []
+        for rp in rt.partitions:
+            code = err or topic_err
+            if not code and not 0 <= rp.partition_index < len(t.partitions):
+                code = ErrorCode.unknown_topic_or_partition
+            if not code:
+                code = coord.commit(group, t.name, rp.partition_index, rp.committed_offset,
+                                    getattr(rp, "committed_leader_epoch", -1), rp.committed_metadata)
+            parts.append({"partition_index": rp.partition_index, "error_code": code})
+        topics.append({**topic_keys(t, name, topic_id), "partitions": parts})
+    return {"topics": topics}
+
+
+@api(9)
+def offset_fetch(ctx) -> dict:
+    req = ctx.request
+    if ctx.version >= 8:
+        return {"groups": [_fetch_offsets(ctx, g.group_id, g.topics) for g in req.groups]}
+    answer = _fetch_offsets(ctx, req.group_id, req.topics)
+    return {"topics": answer["topics"], "error_code": answer["error_code"]}
+
+
+def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
+    err = _not_coordinator(ctx, group_id)
+    if err:
+        return {"group_id": group_id, "error_code": err, "topics": []}
+    g = gc.all_groups(ctx.cluster).get(group_id)
+    committed = g.offsets if g else {}
+    if wanted is None:  # every topic the group has offsets for
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(committed):
+            by_topic.setdefault(topic, []).append(partition)
+        requests = [(ctx.cluster.topics.get(topic), topic, None, parts) for topic, parts in by_topic.items()]
+    else:
+        requests = []
+        for rt in wanted:
+            name, topic_id = getattr(rt, "name", None), getattr(rt, "topic_id", None)
+            requests.append((find_topic(ctx.cluster, name, topic_id)[0], name, topic_id,
+                             list(rt.partition_indexes)))
+    topics = []
+    for t, name, topic_id, partitions in requests:
+        if t is None and topic_id is not None:
+            parts = [{"partition_index": i, "committed_offset": -1, "metadata": "",
+                      "error_code": ErrorCode.unknown_topic_id} for i in partitions]
+        else:
+            parts = []
+            for i in partitions:
+                o = committed.get((name or t.name, i))
+                parts.append({"partition_index": i, "error_code": 0, "metadata": o.metadata or "" if o else "",
+                              "committed_offset": o.offset if o else -1,
+                              "committed_leader_epoch": o.leader_epoch if o else -1})
+        topics.append({**topic_keys(t, name, topic_id), "partitions": parts})
+    return {"group_id": group_id, "error_code": 0, "topics": topics}
+
+
+@api(47)
+def offset_delete(ctx) -> dict:
+    req = ctx.request
+    err = _not_coordinator(ctx, req.group_id)
+    g = gc.all_groups(ctx.cluster).get(req.group_id)
+    err = err or _coordinator(ctx).delete_offsets_error(g)
+    if err:
+        return {"error_code": err, "topics": []}
+    subscribed = g.subscribed_topics() or set()
+    topics = []
+    for rt in req.topics:
+        t = ctx.cluster.topics.get(rt.name)
+        parts = []
+        for rp in rt.partitions:
+            if t is None or not 0 <= rp.partition_index < len(t.partitions):
+                code = ErrorCode.unknown_topic_or_partition
+            elif rt.name in subscribed:
+                code = ErrorCode.group_subscribed_to_topic
+            else:
+                g.offsets.pop((rt.name, rp.partition_index), None)
+                code = 0
+            parts.append({"partition_index": rp.partition_index, "error_code": code})
+        topics.append({"name": rt.name, "partitions": parts})
+    return {"error_code": 0, "topics": topics}
+
+
+# -- administration ---------------------------------------------------------------------------
+
+
+@api(16)
+def list_groups(ctx) -> dict:
+    req = ctx.request
+    states = {s.lower() for s in getattr(req, "states_filter", ())}
+    types = {s.lower() for s in getattr(req, "types_filter", ())}
+    out = []
+    for g in gc.all_groups(ctx.cluster).values():
+        if gc.coordinator_of(ctx.cluster, g.group_id) != ctx.broker.id:
+            continue
+        if (states and g.state.lower() not in states) or (types and "classic" not in types):
+            continue
+        out.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",
+                    "group_state": g.state, "group_type": "classic"})
+    return {"error_code": 0, "groups": out}
+
+
+@api(15)
+def describe_groups(ctx) -> dict:
+    return {"groups": [_describe(ctx, group_id) for group_id in ctx.request.groups]}
+
+
+def _describe(ctx, group_id: str) -> dict:
+    base = {"group_id": group_id, "group_state": "", "protocol_type": "", "protocol_data": "",
+            "members": []}
+    err = _not_coordinator(ctx, group_id)
+    if err:
+        return {**base, "error_code": err}
+    g = gc.all_groups(ctx.cluster).get(group_id)
+    if g is None:
+        # v6+ (KIP-1043) reports a missing group as an error; older versions as Dead.
+        code = ErrorCode.group_id_not_found if ctx.version >= 6 else 0
+        return {**base, "error_code": code, "group_state": gc.DEAD}
+    stable = g.state == gc.STABLE
+    # Kafka shows member metadata, assignments and the protocol only once the group is stable.
+    members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id, "client_host": m.client_host,
+                "member_metadata": m.metadata(g.protocol_name) if stable else b"",
+                "member_assignment": m.assignment if stable else b""} for m in g.members.values()]
+    return {**base, "error_code": 0, "group_state": g.state, "protocol_type": g.protocol_type or "",
+            "protocol_data": (g.protocol_name or "") if stable else "", "members": members}
+
+
+@api(42)
+def delete_groups(ctx) -> dict:
+    coord = _coordinator(ctx)
+    return {"results": [{"group_id": gid, "error_code": _not_coordinator(ctx, gid) or coord.delete(gid)}
+                        for gid in ctx.request.groups_names]}

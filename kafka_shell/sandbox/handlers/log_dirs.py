@@ -1,0 +1,45 @@
+"""DescribeLogDirs v1-v4: each broker describes its own replicas, in one log dir.
+
+Per partition: the bytes the replica holds, its offset lag as Kafka's ReplicaManager computes it
+(high watermark - replica log end, never negative), is_future false (no directory moves). The
+dir's total/usable bytes (v4) are those of a fixed-size virtual disk.
+"""
+
+from __future__ import annotations
+
+from kafka_shell.sandbox import replication
+from kafka_shell.sandbox.handlers import api
+
+DISK_BYTES = 100 * 2**30
+
+
+def log_dir(broker_id: int) -> str:
+    return f"/sandbox/broker-{broker_id}/data"
+
+
+@api(35, max_version=4)
+def describe_log_dirs(ctx) -> dict:
+    cluster = ctx.cluster
+    me = ctx.broker.id
+    wanted = None
+    if ctx.request.topics is not None:
+        wanted = {(t.topic, i) for t in ctx.request.topics for i in t.partitions}
+    topics = []
+    used = 0
+    for t in cluster.topics.values():
+        parts = []
+        for p in t.partitions:
+            if me not in p.replicas:
+                continue
+            size = replication.replica_size(p, me)
+            used += size
+            if wanted is None or (t.name, p.index) in wanted:
+                parts.append({"partition_index": p.index, "partition_size": size,
+                              "offset_lag": max(p.high_watermark - p.leo.get(me, 0), 0),
+                              "is_future_key": False})
+        if parts:
+            topics.append({"name": t.name, "partitions": parts})
+    return {"error_code": 0, "results": [{
+        "error_code": 0, "log_dir": log_dir(me), "topics": topics,
+        "total_bytes": DISK_BYTES, "usable_bytes": DISK_BYTES - used,
+    }]}

@@ -1,0 +1,68 @@
+"""DescribeQuorum v0-v2: the sandbox as a KRaft cluster in combined mode.
+
+Every broker is also a controller voter (there are no observers); the quorum leader is the
+active controller and its epoch the controller epoch. The metadata log's end offset is the
+cluster's change generation: live voters are caught up now, a stopped voter stays at the offset
+and time it stopped. Any broker answers (Kafka brokers forward DescribeQuorum to the controller).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from kio.schema.errors import ErrorCode
+
+from kafka_shell.sandbox.handlers import api
+from kafka_shell.sandbox.model import now_ms
+
+METADATA_TOPIC = "__cluster_metadata"
+
+
+def directory_id(cluster, broker_id: int) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-sandbox:{cluster.cluster_id}:{broker_id}")
+
+
+def _replica(cluster, b, now: int) -> dict:
+    stopped = cluster.extras.get("stopped_at", {}).get(b.id)
+    if b.alive or stopped is None:
+        offset, seen = cluster.generation, (now if b.alive else -1)
+    else:
+        offset, seen = stopped
+    return {"replica_id": b.id, "replica_directory_id": directory_id(cluster, b.id),
+            "log_end_offset": offset, "last_fetch_timestamp": seen,
+            "last_caught_up_timestamp": seen}
+
+
+def _valid(request) -> bool:
+    return (len(request.topics) == 1 and request.topics[0].topic_name == METADATA_TOPIC
+            and len(request.topics[0].partitions) == 1
+            and request.topics[0].partitions[0].partition_index == 0)
+
+
+def _error(request, code: int) -> dict:
+    return {"error_code": 0, "topics": [
+        {"topic_name": t.topic_name, "partitions": [
+            {"partition_index": p.partition_index, "error_code": code, "leader_id": -1,
+             "leader_epoch": -1, "high_watermark": -1} for p in t.partitions]}
+        for t in request.topics]}
+
+
+@api(55)
+def describe_quorum(ctx) -> dict:
+    cluster = ctx.cluster
+    if not _valid(ctx.request):
+        return _error(ctx.request, ErrorCode.unknown_topic_or_partition)
+    if cluster.controller_id < 0:
+        return _error(ctx.request, ErrorCode.not_leader_or_follower)
+    now = now_ms()
+    voters = [_replica(cluster, b, now) for b in cluster.brokers.values()]
+    return {
+        "error_code": 0,
+        "topics": [{"topic_name": METADATA_TOPIC, "partitions": [{
+            "partition_index": 0, "error_code": 0, "leader_id": cluster.controller_id,
+            "leader_epoch": cluster.controller_epoch, "high_watermark": cluster.generation,
+            "current_voters": voters, "observers": []}]}],
+        "nodes": [{"node_id": b.id, "listeners": [{"name": "CONTROLLER", "host": b.host,
+                                                   "port": b.port}]}
+                  for b in cluster.brokers.values()],
+    }

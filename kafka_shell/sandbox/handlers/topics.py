@@ -1,0 +1,141 @@
+"""CreateTopics, DeleteTopics and CreatePartitions: controller APIs.
+
+A request reaching a broker that is not the active controller gets NOT_CONTROLLER for every
+topic, as ZooKeeper-era brokers answered; clients refresh metadata and retry on the controller.
+Validation and state changes live in `sandbox.admin`; these handlers map requests onto it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kio.schema.errors import ErrorCode
+
+from kafka_shell import protocol
+from kafka_shell.sandbox import admin, configs
+from kafka_shell.sandbox.admin import AdminError
+from kafka_shell.sandbox.handlers import api
+
+NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
+
+
+def _error(name: str, code: int, message: str | None, **extra: object) -> dict:
+    return {"name": name, "error_code": code, "error_message": message, **extra}
+
+
+# -- CreateTopics ----------------------------------------------------------------------------
+
+
+@api(19)
+def create_topics(ctx) -> dict:
+    req = ctx.request
+    cluster = ctx.cluster
+    failed = {"topic_id": protocol.ZERO_UUID, "num_partitions": -1, "replication_factor": -1, "configs": None}
+    if not ctx.is_controller:
+        return {"topics": [_error(t.name, ErrorCode.not_controller, NOT_CONTROLLER_MESSAGE, **failed)
+                           for t in req.topics]}
+    total = sum(admin.requested_partitions(cluster, t.num_partitions, len(t.assignments)) for t in req.topics)
+    if total > admin.MAX_PARTITIONS_PER_REQUEST:
+        return {"topics": [_error(t.name, ErrorCode.policy_violation, admin.TOO_MANY_PARTITIONS, **failed)
+                           for t in req.topics]}
+    counts = Counter(t.name for t in req.topics)
+    results = []
+    for t in req.topics:
+        if counts[t.name] > 1:
+            results.append(_error(t.name, ErrorCode.invalid_request, "Duplicate topic name.", **failed))
+            continue
+        try:
+            results.append(_create_one(ctx, t, req.validate_only))
+        except AdminError as exc:
+            results.append(_error(t.name, exc.code, exc.message, **failed))
+    return {"topics": results}
+
+
+def _create_one(ctx, t, validate_only: bool) -> dict:
+    cluster = ctx.cluster
+    assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+    if len(assignment) != len(t.assignments):
+        dup = next(i for i, n in Counter(a.partition_index for a in t.assignments).items() if n > 1)
+        raise AdminError(ErrorCode.invalid_replica_assignment,
+                         f"Found multiple manual partition assignments for partition {dup}")
+    topic_configs = {c.name: c.value for c in t.configs}
+    replicas, checked = admin.plan_topic(cluster, t.name, t.num_partitions, t.replication_factor,
+                                         assignment, topic_configs)
+    topic_id = protocol.ZERO_UUID
+    if not validate_only:
+        topic_id = admin.create_topic(cluster, t.name, assignment=replicas, configs=checked).id
+    result = {"name": t.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
+              "num_partitions": len(replicas), "replication_factor": len(replicas[0])}
+    if ctx.version >= 5:  # configs are only in v5+; skip the work for older clients
+        result["configs"] = [
+            {"name": e["name"], "value": e["value"], "read_only": e["read_only"],
+             "config_source": e["config_source"], "is_sensitive": e["is_sensitive"]}
+            for e in configs.describe_topic(cluster, checked)]
+    return result
+
+
+# -- DeleteTopics ----------------------------------------------------------------------------
+
+
+@api(20)
+def delete_topics(ctx) -> dict:
+    req = ctx.request
+    cluster = ctx.cluster
+    if ctx.version >= 6:
+        wanted = [(t.name, t.topic_id if t.topic_id != protocol.ZERO_UUID else None) for t in req.topics]
+    else:
+        wanted = [(name, None) for name in req.topic_names]
+    if not ctx.is_controller:
+        return {"responses": [{"name": n, "topic_id": i or protocol.ZERO_UUID,
+                               "error_code": ErrorCode.not_controller,
+                               "error_message": NOT_CONTROLLER_MESSAGE} for n, i in wanted]}
+    counts = Counter(i or n for n, i in wanted)
+    return {"responses": [_delete_one(cluster, name, topic_id, counts[topic_id or name] > 1)
+                          for name, topic_id in wanted]}
+
+
+def _delete_one(cluster, name: str | None, topic_id, duplicate: bool) -> dict:
+    result = {"name": name, "topic_id": topic_id or protocol.ZERO_UUID, "error_code": 0, "error_message": None}
+    if name and topic_id:
+        return {**result, "error_code": ErrorCode.invalid_request,
+                "error_message": "Topic name and topic id cannot both be set."}
+    if duplicate:
+        return {**result, "error_code": ErrorCode.invalid_request,
+                "error_message": "Duplicate topic id." if topic_id else "Duplicate topic name."}
+    topic = cluster.topic_by_id(topic_id) if topic_id else cluster.topics.get(name)
+    if topic is None:
+        code = ErrorCode.unknown_topic_id if topic_id else ErrorCode.unknown_topic_or_partition
+        return {**result, "error_code": code}
+    if configs.broker_value(cluster, None, "delete.topic.enable") != "true":
+        return {**result, "name": topic.name, "error_code": ErrorCode.topic_deletion_disabled,
+                "error_message": "Topic deletion is disabled."}
+    admin.delete_topic(cluster, topic.name)
+    return {**result, "name": topic.name, "topic_id": topic.id}
+
+
+# -- CreatePartitions ------------------------------------------------------------------------
+
+
+@api(37)
+def create_partitions(ctx) -> dict:
+    req = ctx.request
+    cluster = ctx.cluster
+    if not ctx.is_controller:
+        return {"results": [_error(t.name, ErrorCode.not_controller, NOT_CONTROLLER_MESSAGE)
+                            for t in req.topics]}
+    counts = Counter(t.name for t in req.topics)
+    results = []
+    for t in req.topics:
+        if counts[t.name] > 1:
+            results.append(_error(t.name, ErrorCode.invalid_request, "Duplicate topic name."))
+            continue
+        assignment = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+        try:
+            replicas = admin.plan_new_partitions(cluster, t.name, t.count, assignment)
+        except AdminError as exc:
+            results.append(_error(t.name, exc.code, exc.message))
+            continue
+        if not req.validate_only:
+            admin.add_partitions(cluster, t.name, replicas)
+        results.append(_error(t.name, 0, None))
+    return {"results": results}

@@ -1,0 +1,108 @@
+"""Fault injection (stop/start, controller loss, delay, fail, set_log_end_offset) and
+DescribeQuorum, seen over real sockets."""
+
+from __future__ import annotations
+
+import select
+import socket
+
+import pytest
+
+from kafka_shell import protocol
+from kafka_shell.sandbox import admin as sandbox_admin
+from tests.sandbox.wire import request
+
+METADATA, ELECT, LIST_REASSIGNMENTS, API_VERSIONS, QUORUM = 3, 43, 46, 18, 55
+NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER = 6, 3, 41
+QUORUM_BODY = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
+
+
+def test_stop_broker_closes_its_port_and_fences_it(sandbox, admin):
+    address = sandbox.address(2)
+    sandbox.stop_broker(2)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(address, timeout=2).close()
+    assert sandbox.cluster.brokers[2].fenced
+    assert sorted(admin.list_topics(timeout=5).brokers) == [1, 3]
+    sandbox.start_broker(2)
+    assert sorted(admin.list_topics(timeout=5).brokers) == [1, 2, 3]
+    assert sandbox.cluster.brokers[2].epoch == 2
+
+
+def test_old_controller_answers_not_controller_after_losing_the_role(sandbox):
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 2, [[1, 2]])
+    old = sandbox.cluster.controller_id
+    new = sandbox.kill_controller()
+    assert new != old
+    elect = {"election_type": 0, "topic_partitions": [{"topic": "t", "partitions": [0]}]}
+    assert request(sandbox, old, ELECT, elect)["error_code"] == NOT_CONTROLLER
+    assert request(sandbox, old, LIST_REASSIGNMENTS, {"topics": None})["error_code"] == NOT_CONTROLLER
+    assert request(sandbox, new, ELECT, elect)["error_code"] == 0
+    assert request(sandbox, new, LIST_REASSIGNMENTS, {"topics": None})["error_code"] == 0
+
+
+def _api_versions_request() -> bytes:
+    cls = protocol.request_schema(API_VERSIONS, 3)
+    entity = protocol.build(cls, {"client_software_name": "t", "client_software_version": "1"})
+    return protocol.encode_request(entity, 7, "test")
+
+
+def test_a_delayed_broker_answers_later(sandbox):
+    sandbox.delay(1, 1000)
+    slow = socket.create_connection(sandbox.address(1), timeout=5)
+    slow.sendall(_api_versions_request())
+    # Broker 2 answers a request sent after the delayed one, while broker 1 has not answered.
+    assert request(sandbox, 2, API_VERSIONS, {})["error_code"] == 0
+    assert select.select([slow], [], [], 0)[0] == []
+    slow.settimeout(5)
+    assert len(slow.recv(65536)) > 8  # it does answer
+    slow.close()
+    sandbox.heal()
+    assert sandbox.cluster.brokers[1].delay_ms == 0
+
+
+def test_injected_errors_until_healed(sandbox):
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 1, [[1]])
+    sandbox.fail(1, "Metadata", "NOT_CONTROLLER")
+    body = {"topics": [{"name": "t"}]}
+    assert request(sandbox, 1, METADATA, body)["topics"][0]["error_code"] == NOT_CONTROLLER
+    assert request(sandbox, 2, METADATA, body)["topics"][0]["error_code"] == 0
+    sandbox.heal()
+    assert request(sandbox, 1, METADATA, body)["topics"][0]["error_code"] == 0
+    with pytest.raises(ValueError):
+        sandbox.fail(1, "NoSuchApi", "NOT_CONTROLLER")
+    with pytest.raises(ValueError):
+        sandbox.fail(9, "Metadata", "NOT_CONTROLLER")
+
+
+def test_set_log_end_offset_checks_its_arguments(sandbox):
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 1, [[1]])
+    for args in (("t", 0, 2, 5), ("t", 3, 1, 5), ("nope", 0, 1, 5), ("t", 0, 1, -1)):
+        with pytest.raises(ValueError):
+            sandbox.set_log_end_offset(*args)
+
+
+def test_describe_quorum_shows_the_controller_as_leader_and_stale_stopped_voters(sandbox):
+    controller = sandbox.cluster.controller_id
+    stopped = next(b for b in (1, 2, 3) if b != controller)
+    sandbox.stop_broker(stopped)
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 1, [[controller]])  # a change
+    r = request(sandbox, controller, QUORUM, QUORUM_BODY)
+    [partition] = r["topics"][0]["partitions"]
+    assert partition["error_code"] == 0 and partition["leader_id"] == controller
+    assert partition["leader_epoch"] == sandbox.cluster.controller_epoch
+    voters = {v["replica_id"]: v for v in partition["current_voters"]}
+    assert sorted(voters) == [1, 2, 3] and partition["observers"] == []
+    live = next(b for b in (1, 2, 3) if b not in (controller, stopped))
+    assert voters[live]["log_end_offset"] == partition["high_watermark"]
+    assert voters[stopped]["log_end_offset"] < partition["high_watermark"]
+    assert voters[stopped]["last_caught_up_timestamp"] <= voters[live]["last_caught_up_timestamp"]
+    assert sorted(n["node_id"] for n in r["nodes"]) == [1, 2, 3]
+    v0 = request(sandbox, live, QUORUM, QUORUM_BODY, version=0)["topics"][0]["partitions"][0]
+    assert v0["leader_id"] == controller and "last_fetch_timestamp" not in v0["current_voters"][0]
+
+
+def test_describe_quorum_of_another_topic(sandbox):
+    body = {"topics": [{"topic_name": "other", "partitions": [{"partition_index": 0}]}]}
+    [partition] = request(sandbox, 1, QUORUM, body)["topics"][0]["partitions"]
+    assert partition["error_code"] == UNKNOWN_TOPIC_OR_PARTITION

@@ -1,0 +1,84 @@
+"""Bad input never takes a broker down: after garbage on one connection, the broker still
+answers real requests on a new one."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafka_shell import protocol
+from kafka_shell.sandbox.server import Sandbox
+from tests.sandbox.wire import request
+
+API_VERSIONS, METADATA = 18, 3
+
+
+def send_garbage(sandbox, payload: bytes, broker: int = 1) -> None:
+    """Send bytes and end the stream, then read until the broker closes the connection."""
+    with socket.create_connection(sandbox.address(broker), timeout=5) as s:
+        try:
+            s.sendall(payload)
+            s.shutdown(socket.SHUT_WR)
+            while s.recv(65536):
+                pass
+        except ConnectionError:
+            pass
+
+
+def assert_serving(sandbox, caplog, broker: int = 1) -> None:
+    """The broker answers real requests, and no handler crashed on the input."""
+    crashes = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not crashes, crashes[0].getMessage()
+    assert request(sandbox, broker, API_VERSIONS, {})["error_code"] == 0
+    md = request(sandbox, broker, METADATA, {"topics": None})
+    assert sorted(b["node_id"] for b in md["brokers"]) == sorted(sandbox.cluster.brokers)
+
+
+def header(api_key: int, version: int, correlation: int = 1) -> bytes:
+    return struct.pack(">hhi", api_key, version, correlation)
+
+
+@pytest.mark.parametrize("payload", [
+    pytest.param(struct.pack(">i", 2**31 - 1), id="2GiB-length"),
+    pytest.param(struct.pack(">i", -5) + b"abc", id="negative-length"),
+    pytest.param(struct.pack(">i", 3) + b"abc", id="shorter-than-header"),
+    pytest.param(protocol.frame(header(999, 0)), id="unknown-api-key"),
+    pytest.param(protocol.frame(header(3, 99) + b"\x00\x00"), id="unknown-version"),
+    pytest.param(protocol.frame(header(3, 12) + b"\xff" * 40), id="garbage-body"),
+    pytest.param(protocol.frame(header(43, 2) + b"\x00\x01")[:-1], id="truncated-frame"),
+    pytest.param(struct.pack(">i", 100) + header(18, 3), id="length-beyond-data"),
+    pytest.param(protocol.frame(header(1000, 0) + b"\x00" * 3), id="get-replica-log-info-garbage"),
+    pytest.param(protocol.frame(header(45, 1) + b"\x00\xff\xff\xff\x7f"), id="huge-array-count"),
+])
+def test_malformed_frames_close_only_their_connection(sandbox, caplog, payload):
+    send_garbage(sandbox, payload)
+    assert_serving(sandbox, caplog)
+
+
+def test_a_valid_request_after_garbage_on_another_connection(sandbox, caplog):
+    with socket.create_connection(sandbox.address(1), timeout=2) as hanging:
+        hanging.sendall(struct.pack(">i", 1000) + b"partial")  # left waiting for its body
+        assert_serving(sandbox, caplog)
+
+
+@pytest.fixture(scope="module")
+def shared_sandbox():
+    with Sandbox(brokers=1) as s:
+        yield s
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.one_of(
+    st.binary(max_size=300),
+    st.builds(lambda key, version, body: protocol.frame(header(key, version) + body),
+              st.sampled_from([0, 1, 3, 18, 19, 32, 35, 43, 44, 45, 46, 55, 1000]),
+              st.integers(-1, 20), st.binary(max_size=200)),
+))
+def test_random_bytes_never_take_the_broker_down(shared_sandbox, caplog, data):
+    send_garbage(shared_sandbox, data)
+    assert_serving(shared_sandbox, caplog)
