@@ -19,7 +19,7 @@ from typing import Callable
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
-from kafka_shell.sandbox import handlers, replication
+from kafka_shell.sandbox import handlers, persist, replication
 from kafka_shell.sandbox.model import Broker, Cluster
 
 log = logging.getLogger("kafka_shell.sandbox")
@@ -106,7 +106,8 @@ class Sandbox:
 
     def __init__(self, brokers: int = 3, port_base: int | None = None,
                  racks: list[str] | None = None, host: str = "127.0.0.1",
-                 cluster_id: str | None = None, configs: dict[str, str] | None = None):
+                 cluster_id: str | None = None, configs: dict[str, str] | None = None,
+                 data_dir: str | None = None):
         if brokers < 1:
             raise ValueError("a sandbox needs at least one broker")
         if racks and len(racks) not in (1, brokers):
@@ -120,6 +121,11 @@ class Sandbox:
             },
             cluster_configs=dict(configs or {}),
         )
+        self.data_dir = data_dir
+        saved = persist.load(data_dir) if data_dir else None
+        if saved is not None:
+            # A kept cluster comes back as it was (its brokers, ports and racks win over arguments).
+            self.cluster = saved
         self.handlers = handlers.load()
         self._servers = {i: _BrokerServer(self, b) for i, b in self.cluster.brokers.items()}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -154,6 +160,9 @@ class Sandbox:
     def stop(self) -> None:
         if self._loop is None:
             return
+
+        if self.data_dir:
+            self.call(persist.save, self.cluster, self.data_dir)
 
         async def shutdown() -> None:
             for t in list(self._background):
