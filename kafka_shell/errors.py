@@ -32,3 +32,79 @@ class KafkaCallError(ShellError):
         super().__init__(message)
         self.code = code
         self.retriable = retriable
+
+
+# ---------------------------------------------------------------------------------------------
+# Kafka error codes -> one line saying what happened and what to do.
+#
+# Templates may use {topic}, {entity}, {detail} (the broker's own message), {rf}, {brokers},
+# {partitions}, {api}; a template whose context is missing falls back to the generic line.
+# Codes are plain ints (Kafka's protocol numbers) so this module stays import-cheap.
+
+KAFKA_ERRORS: dict[int, str] = {
+    3: 'Topic "{topic}" does not exist (check the name with list-topics, or use --if-exists).',
+    5: 'Partition leader of "{topic}" is not available: a broker may be down (see describe-topic).',
+    6: 'The broker is not the leader of "{topic}" any more: retry the command.',
+    7: "The request timed out: the cluster may be busy or a broker down; retry or raise --timeout.",
+    8: "Broker not available: check it with list-brokers and retry.",
+    13: "Network error talking to the cluster: retry the command.",
+    17: 'Invalid topic name "{topic}": use up to 249 letters, digits, ".", "_" or "-".',
+    19: 'Not enough in-sync replicas for "{topic}": bring brokers back or lower min.insync.replicas.',
+    29: 'Not authorized to access topic "{topic}": ask an administrator for the ACL.',
+    31: "Not authorized for this cluster operation: ask an administrator for the ACL.",
+    35: "{api} is not supported by this cluster.",
+    36: 'Topic "{topic}" already exists (use --if-not-exists).',
+    37: 'Invalid partition count for "{topic}": {detail}',
+    38: ('Replication factor {rf} of "{topic}" is larger than the {brokers} available broker(s): '
+         'use --replication-factor {brokers} or fewer.'),
+    39: 'Invalid replica assignment for "{topic}": {detail}',
+    40: "Invalid config for {entity}: {detail}",
+    41: "The controller moved while the request ran: retry the command.",
+    42: "The cluster rejected the request as invalid: {detail}",
+    44: "The cluster's policy rejected the change to {entity}: {detail}",
+    54: "This cluster has security disabled: the operation needs an authorizer.",
+    55: "Not attempted because another part of the request failed: fix that part and retry.",
+    56: 'Storage error on a broker holding "{topic}": check the broker\'s log directories.',
+    60: "A partition reassignment is in progress: wait for it (or cancel it) and retry.",
+    73: "Topic deletion is disabled on this cluster (delete.topic.enable=false).",
+    80: 'The preferred leader of "{topic}" is not available: bring that broker back first.',
+    83: 'No eligible leader for "{topic}": bring an in-sync replica back first.',
+    84: 'A valid leader is already elected for "{topic}": nothing to do.',
+    85: "No reassignment is in progress for {entity}.",
+    89: "The cluster throttled the request (quota exceeded): retry later.",
+    91: "{entity} does not exist.",
+    100: 'Topic id of "{topic}" is unknown: the topic may have been deleted; refresh and retry.',
+}
+
+
+class _Context(dict):
+    def __missing__(self, key: str) -> str:
+        raise KeyError(key)
+
+
+def kafka_error_message(code: int, name: str = "", detail: str = "", **context: object) -> str:
+    """One line for a Kafka error `code` (`name` and the broker's `detail` as a fallback)."""
+    template = KAFKA_ERRORS.get(code)
+    ctx = _Context(context, detail=detail or name or f"error {code}")
+    ctx.setdefault("entity", f'topic "{context["topic"]}"' if "topic" in context else "the resource")
+    if template is not None:
+        try:
+            return template.format_map(ctx)
+        except KeyError:
+            pass
+    label = (name or f"error {code}").upper()
+    return f"{label}: {detail}" if detail and detail != name else f"The cluster answered {label}."
+
+
+def from_kafka_exception(exc: BaseException, **context: object) -> KafkaCallError:
+    """A KafkaCallError from confluent-kafka's KafkaException (or KafkaError), with context."""
+    err = exc.args[0] if exc.args else None
+    if not hasattr(err, "code"):
+        return KafkaCallError(str(exc))
+    code = err.code()
+    detail = (err.str() or "").strip()
+    if code < 0:  # librdkafka's local errors (timeouts, transport): its own text says it best
+        return KafkaCallError(f"{detail or err.name()} (retry, or raise --timeout)", code,
+                              retriable=bool(err.retriable()))
+    msg = kafka_error_message(code, err.name(), detail, **context)
+    return KafkaCallError(msg, code, retriable=bool(err.retriable()))

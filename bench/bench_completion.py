@@ -1,0 +1,68 @@
+"""Completion speed with a large cache: build a ClusterSnapshot of 100,000 topics, then time one
+keystroke's `get_completions` (stage 1 + stage 2, all candidates consumed) for a few lines.
+
+    .venv/bin/python bench/bench_completion.py [TOPICS]
+
+Prints the median and worst time per keystroke; the goal is under 20 ms.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+from prompt_toolkit.document import Document
+
+from kafka_shell.metadata import BrokerInfo, ClusterSnapshot, PartitionInfo, TopicInfo
+from kafka_shell.registry import Command, Option, Registry, load_commands
+from kafka_shell.repl.completer import KafkaCompleter
+
+LINES = [
+    "describe-topic --topic ",            # every topic matches: the cap matters
+    "describe-topic --topic orders-4",    # a narrow prefix: bisection matters
+    "describe-topic --topic zzz",         # no match
+    "create-topic --config cleanup.policy=",
+    "desc",
+]
+
+
+def snapshot(n: int) -> ClusterSnapshot:
+    part = (PartitionInfo("x", 0, 1, (1, 2, 3), (1, 2, 3)),)
+    topics = {f"orders-{i}": TopicInfo(f"orders-{i}", None, part) for i in range(n)}
+    brokers = {i: BrokerInfo(i, "127.0.0.1", 9090 + i) for i in (1, 2, 3)}
+    return ClusterSnapshot("bench", 1, brokers, topics, groups=tuple(f"g{i}" for i in range(1000)))
+
+
+def registry() -> Registry:
+    """The shell's commands; a stand-in declaration of the two benchmarked ones if absent."""
+    real = load_commands()
+    if real.get("describe-topic") and real.get("create-topic"):
+        return real
+    stand_in = Registry()
+    stand_in.add(Command("describe-topic", print, (Option("--topic", completer="topic"),)))
+    stand_in.add(Command("create-topic", print, (Option("--topic", completer="topic"),
+                                                 Option("--config", completer="config_value"))))
+    return stand_in
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    snap = snapshot(n)
+    t0 = time.perf_counter()
+    completer = KafkaCompleter(registry(), snap)
+    build_ms = (time.perf_counter() - t0) * 1000
+    print(f"{n} topics; building the completer (done off the keystroke path): {build_ms:.1f} ms")
+    for line in LINES:
+        doc = Document(line)
+        times, count = [], 0
+        for _ in range(50):
+            t0 = time.perf_counter()
+            count = len(list(completer.get_completions(doc, None)))
+            times.append((time.perf_counter() - t0) * 1000)
+        print(f"{line!r:45} {count:4d} candidates  median {statistics.median(times):6.2f} ms"
+              f"  max {max(times):6.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

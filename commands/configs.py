@@ -1,0 +1,122 @@
+"""describe-configs and alter-configs for topics, brokers and the cluster-wide broker defaults.
+
+Options follow kafka-configs (`--entity-type topics|brokers`, `--entity-name`, `--entity-default`,
+`--add-config 'k=v,k2=[a,b]'`, `--delete-config k,k2`), with `--topic T` / `--broker ID` as
+shorthands. Secret values are never printed.
+"""
+
+from __future__ import annotations
+
+from commands.topics import admin_error, alter_configs, debug, entity_label, require_topic
+from kafka_shell.errors import KafkaCallError, UsageError
+from kafka_shell.registry import Option, command
+from kafka_shell.render import Result
+
+ENTITY_OPTIONS = (
+    Option("--entity-type", choices=("topics", "brokers"), help="What the configs belong to."),
+    Option("--entity-name", metavar="NAME", completer="entity_name", help="Topic name or broker id."),
+    Option("--entity-default", flag=True, help="The cluster-wide broker defaults."),
+    Option("--topic", metavar="NAME", completer="topic", help="Shorthand for --entity-type topics --entity-name NAME."),
+    Option("--broker", type=int, metavar="ID", completer="broker", help="Shorthand for --entity-type brokers --entity-name ID."),
+)
+ENTITY_GROUP = ("--topic", "--broker", "--entity-name", "--entity-default")
+
+
+def entity(args: dict) -> tuple[str, str]:
+    """(entity type, name) from the options; '' is the broker-default entity."""
+    if args["topic"]:
+        return "topics", args["topic"]
+    if args["broker"] is not None:
+        return "brokers", str(args["broker"])
+    if args["entity_default"]:
+        if args["entity_type"] == "topics":
+            raise UsageError("--entity-default applies to brokers: use --entity-type brokers")
+        return "brokers", ""
+    if not args["entity_type"]:
+        raise UsageError("--entity-name needs --entity-type topics or --entity-type brokers")
+    if args["entity_type"] == "brokers" and not args["entity_name"].isdigit():
+        raise UsageError(f'Invalid broker id "{args["entity_name"]}": use a number (see list-brokers)')
+    return args["entity_type"], args["entity_name"]
+
+
+@command("describe-configs", *ENTITY_OPTIONS,
+         Option("--all", flag=True, help="Show every config, defaults included."),
+         required_groups=(ENTITY_GROUP,), topic_context=True,
+         help="Show the configs of a topic, a broker or the broker defaults (overrides only unless --all).",
+         examples=("describe-configs --topic orders", "describe-configs --broker 1 --all",
+                   "describe-configs --entity-type brokers --entity-default"))
+def describe_configs(session, args: dict) -> Result:
+    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+    kind, name = entity(args)
+    if kind == "topics":
+        require_topic(session, name)
+    rtype = ResourceType.TOPIC if kind == "topics" else ResourceType.BROKER
+    debug(session, "DescribeConfigs request: 1 resource")
+    answer = session.conn.admin_call("describe_configs", [ConfigResource(rtype, name)])
+    entries = next(iter(answer.values()))
+    if isinstance(entries, BaseException):
+        raise KafkaCallError(admin_error(entries, entity=entity_label(kind, name),
+                                         **({"topic": name} if kind == "topics" else {})))
+    rows = []
+    for e in sorted(entries.values(), key=lambda e: e.name):
+        source = ConfigSource(e.source).name
+        if not args["all"] and source == "DEFAULT_CONFIG":
+            continue
+        value = "******" if e.is_sensitive and e.value is not None else e.value
+        rows.append([e.name, value, source, e.is_sensitive, e.is_read_only])
+    return Result.table(["Name", "Value", "Source", "Sensitive", "ReadOnly"], rows)
+
+
+def add_config_items(text: str) -> dict[str, str]:
+    """kafka-configs' `k=v,k2=[a,b]`: commas separate items except inside brackets."""
+    items, depth, current = [], 0, ""
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += ch
+    items.append(current)
+    out = {}
+    for item in filter(None, (i.strip() for i in items)):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError("k=v[,k2=v2] (a list value in brackets: k=[a,b])")
+        if value.startswith("[") and value.endswith("]"):
+            value = value[1:-1]
+        out[key.strip()] = value
+    return out
+
+
+def key_list(text: str) -> list[str]:
+    keys = [k.strip() for k in text.split(",") if k.strip()]
+    if not keys:
+        raise ValueError("config names separated by ','")
+    return keys
+
+
+@command("alter-configs", *ENTITY_OPTIONS,
+         Option("--add-config", type=add_config_items, metavar="K=V,K2=[A,B]", completer="config_key",
+                help="Configs to set."),
+         Option("--delete-config", type=key_list, metavar="K,K2", completer="config_key",
+                help="Configs to remove (back to their default)."),
+         required_groups=(ENTITY_GROUP,), mutates=True, topic_context=True,
+         help="Set or remove configs of a topic, a broker or the broker defaults.",
+         examples=("alter-configs --topic orders --add-config retention.ms=86400000",
+                   "alter-configs --entity-type brokers --entity-default --add-config log.retention.ms=3600000",
+                   "alter-configs --topic orders --delete-config retention.ms"))
+def alter_configs_command(session, args: dict) -> Result:
+    if not (args["add_config"] or args["delete_config"]):
+        raise UsageError("alter-configs needs --add-config or --delete-config")
+    kind, name = entity(args)
+    if kind == "topics":
+        require_topic(session, name)
+    changes = {"set": args["add_config"] or {}, "delete": args["delete_config"] or []}
+    both = set(changes["set"]) & set(changes["delete"])
+    if both:
+        raise UsageError(f"{', '.join(sorted(both))} is both added and deleted: pick one")
+    return Result.message(*alter_configs(session, kind, [name], changes, args["dry_run"]))

@@ -1,0 +1,94 @@
+"""Commands about the shell itself: help, topic context, refresh, output format, named clusters."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from commands.topics import require_topic
+from kafka_shell import clusters
+from kafka_shell.errors import UsageError
+from kafka_shell.parsing import find_command, help_text
+from kafka_shell.registry import REGISTRY, Option, command
+from kafka_shell.render import FORMATS, Result
+
+
+@command("help", Option("command", metavar="COMMAND", completer=None, help="A command to explain."),
+         help="List the commands, or explain one (also: COMMAND --help).",
+         examples=("help", "help create-topic"))
+def help_command(session, args: dict) -> Result:
+    if args["command"]:
+        return Result(text=help_text(find_command(args["command"])))
+    lines = ["Commands:"]
+    visible = [c for c in REGISTRY.commands.values() if not c.sandbox_only or session.sandbox is not None]
+    width = max(len(c.name) for c in visible)
+    for family, cmds in groupby(sorted(visible, key=lambda c: (c.family, c.name)), key=lambda c: c.family):
+        lines.append("")
+        lines += [f"  {c.name.ljust(width)}  {c.help}" for c in cmds]
+    lines += ["", "Type `help COMMAND` or `COMMAND --help` for its options."]
+    return Result(text="\n".join(lines))
+
+
+@command("topic", Option("name", metavar="TOPIC", completer="topic", help="Topic to switch to."),
+         help="Switch the context topic (topic commands use it when --topic is left out); "
+              "`topic` alone leaves it.",
+         examples=("topic orders", "topic"))
+def topic_command(session, args: dict) -> Result:
+    if not args["name"]:
+        left, session.topic = session.topic, None
+        return Result.message(f'Left "{left}" topic.' if left else "No topic context.")
+    require_topic(session, args["name"])
+    session.topic = args["name"]
+    return Result.message(f'Switched to "{args["name"]}" topic.')
+
+
+@command("refresh", help="Fetch the cluster metadata again (topics, brokers, controller).")
+def refresh_command(session, args: dict) -> Result:
+    snap = session.conn.refresh()
+    return Result.message(f"Metadata refreshed: {len(snap.brokers)} broker(s), {len(snap.topics)} topic(s), "
+                          f"controller {snap.controller_id}.")
+
+
+@command("output", Option("format", choices=FORMATS, help="table, json or csv."),
+         help="Show or set the output format of this session.", examples=("output json",))
+def output_command(session, args: dict) -> Result:
+    if args["format"]:
+        session.output = args["format"]
+    return Result.message(f"Output format: {session.output}.")
+
+
+@command("clusters", help=f"List the named clusters (from clusters.json in the config directory).")
+def clusters_command(session, args: dict) -> Result:
+    current = session.cluster or clusters.current()
+    rows = [[name, entry.get("bootstrap"), len(entry.get("properties") or {}), name == current]
+            for name, entry in sorted(clusters.load().items())]
+    return Result.table(["Name", "Bootstrap", "Properties", "Current"], rows)
+
+
+@command("use-cluster", Option("name", required=True, metavar="NAME", completer="cluster"),
+         help="Switch to a named cluster (and make it the default for the next runs).",
+         examples=("use-cluster prod",))
+def use_cluster(session, args: dict) -> Result:
+    from kafka_shell.session import Target
+    bootstrap, props = clusters.get(args["name"])
+    timeout = session.target.timeout_s if session.target else 10.0
+    session.switch(Target(bootstrap, props, cluster=args["name"], timeout_s=timeout))
+    clusters.set_current(args["name"])
+    if session.interactive:
+        session.conn  # connect now, so a wrong address shows here, not at the next command
+    return Result.message(f'Using cluster "{args["name"]}" ({bootstrap}).')
+
+
+@command("add-cluster", Option("name", required=True, metavar="NAME"),
+         Option("--bootstrap-server", required=True, metavar="H:P[,H:P]", aliases=("--broker-list",)),
+         Option("-X", repeatable=True, metavar="KEY=VALUE",
+                help="A client property; write ${ENV} to keep a secret out of the file."),
+         help="Add (or replace) a named cluster in clusters.json.",
+         examples=("add-cluster local --bootstrap-server localhost:9092",
+                   "add-cluster prod --bootstrap-server k1:9093 -X security.protocol=SASL_SSL "
+                   "-X 'sasl.password=${PROD_PASSWORD}'"))
+def add_cluster(session, args: dict) -> Result:
+    from kafka_shell.client_config import parse_x_options
+    if not args["name"].replace("-", "").replace("_", "").isalnum():
+        raise UsageError(f'Invalid cluster name "{args["name"]}": use letters, digits, "-" or "_"')
+    clusters.add(args["name"], args["bootstrap_server"], parse_x_options(args["X"]))
+    return Result.message(f'Added cluster "{args["name"]}" to {clusters.clusters_file()}.')

@@ -1,0 +1,488 @@
+"""KIP-4's topic commands: create-topic, alter-topic, delete-topic, list-topics, describe-topic.
+
+Option names follow Kafka's kafka-topics tool. Reads come from the metadata cache; every change
+goes to the controller through the connection manager. create-topic is batchable: a run of
+create-topic lines in a script becomes one CreateTopics request (see runner.run_lines).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any
+
+from kafka_shell.errors import (KafkaCallError, NotSupported, ShellError, UsageError,
+                                kafka_error_message)
+from kafka_shell.registry import Option, command
+from kafka_shell.render import Result, Table
+
+# Kafka's controller refuses requests creating more partitions than this in total.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+MAX_TOPIC_NAME = 249
+_LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
+UNKNOWN_TOPIC = 3
+
+
+# -- option types (ValueError text says what was expected) -------------------------------------
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError("a positive integer") from None
+    if value < 1 or value > 2**31 - 1:
+        raise ValueError("a positive integer")
+    return value
+
+
+def key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ValueError("key=value")
+    return key.strip(), value
+
+
+def replica_assignment(text: str) -> list[list[int]]:
+    """Kafka's format: partitions separated by commas, replicas by colons: `1:2,2:3,3:1`."""
+    try:
+        parts = [[int(b) for b in p.split(":")] for p in text.split(",")]
+    except ValueError:
+        raise ValueError("broker ids like 1:2,2:3 (replicas of a partition joined by ':')") from None
+    for i, replicas in enumerate(parts):
+        if len(set(replicas)) != len(replicas):
+            raise ValueError(f"distinct brokers per partition (partition {i} repeats one)")
+    if len({len(p) for p in parts}) != 1:
+        raise ValueError("the same number of replicas for every partition")
+    return parts
+
+
+def check_topic_name(name: str) -> None:
+    if (not name or len(name) > MAX_TOPIC_NAME or name in (".", "..")
+            or not _LEGAL_NAME.fullmatch(name)):
+        raise UsageError(f'Invalid topic name "{name}": use up to {MAX_TOPIC_NAME} letters, digits, '
+                         f'".", "_" or "-"')
+
+
+def is_pattern(name: str) -> bool:
+    return any(c in name for c in "*?[")
+
+
+def resolve_topics(session, names: list[str], include_internal: bool = True) -> list[str]:
+    """Names as given, with glob patterns expanded against the cache."""
+    known = session.snapshot.topics
+    out: list[str] = []
+    for name in names:
+        if is_pattern(name):
+            out += [t for t in sorted(known) if fnmatch.fnmatchcase(t, name)
+                    and (include_internal or not known[t].internal)]
+        else:
+            out.append(name)
+    return list(dict.fromkeys(out))
+
+
+def require_topic(session, name: str):
+    """The cached TopicInfo of `name`, refreshing once if the cache does not know it yet."""
+    topic = session.snapshot.topics.get(name)
+    if topic is None:
+        topic = session.conn.refresh().topics.get(name)
+    if topic is None:
+        check_topic_name(name)
+        raise KafkaCallError(f'Topic "{name}" does not exist (check the name with list-topics).',
+                             code=UNKNOWN_TOPIC)
+    return topic
+
+
+def admin_error(error: Exception, **context: Any) -> str:
+    """One line for an AdminClient result error, with our context (topic, rf, ...)."""
+    kafka_error = getattr(error, "error", None) or (error.args[0] if error.args else None)
+    if not hasattr(kafka_error, "code"):
+        return str(error)
+    return kafka_error_message(kafka_error.code(), kafka_error.name(), kafka_error.str(), **context)
+
+
+def debug(session, text: str) -> None:
+    """--debug shows each request the shell sends (how a script's lines were batched)."""
+    if session.debug:
+        session.stderr.write(f"debug: {text}\n")
+
+
+# -- create-topic ----------------------------------------------------------------------------
+
+CREATE_OPTIONS = (
+    Option("--topic", repeatable=True, required=True, metavar="NAME", help="Topic to create."),
+    Option("--partitions", type=positive_int, metavar="N",
+           help="Number of partitions (default: the broker's num.partitions)."),
+    Option("--replication-factor", type=positive_int, metavar="N",
+           help="Replicas per partition (default: the broker's default.replication.factor)."),
+    Option("--replica-assignment", type=replica_assignment, metavar="B:B,B:B",
+           help="Explicit replicas: partitions separated by ',', their brokers by ':'."),
+    Option("--config", type=key_value, repeatable=True, metavar="KEY=VALUE", completer="config_key",
+           help="A topic config override."),
+    Option("--if-not-exists", flag=True, help="Do nothing for topics that already exist."),
+)
+
+
+@command("create-topic", *CREATE_OPTIONS, mutates=True,
+         help="Create topics (one CreateTopics request for all of them).",
+         exclusive_groups=(("--replica-assignment", "--partitions"),
+                           ("--replica-assignment", "--replication-factor")),
+         examples=("create-topic --topic orders --partitions 6 --replication-factor 3",
+                   "create-topic --topic a --topic b --config cleanup.policy=compact",
+                   "create-topic --topic pinned --replica-assignment 1:2,2:3,3:1"))
+def create_topic(session, args: dict) -> Result:
+    outcome = create_topics(session, [args])[0]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
+def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
+    """Create the topics of many create-topic lines with as few requests as Kafka allows."""
+    from confluent_kafka.admin import NewTopic
+    outcomes: list[Result | ShellError | None] = [None] * len(lines)
+    wanted: list[tuple[int, NewTopic, dict]] = []    # (line index, topic, error context)
+    skipped: dict[int, list[str]] = {}
+    existing = session.snapshot.topics
+    brokers = len(session.snapshot.brokers)
+    for i, args in enumerate(lines):
+        try:
+            for name in args["topic"]:
+                check_topic_name(name)
+            partitions = len(args["replica_assignment"]) if args["replica_assignment"] else args["partitions"]
+            if partitions and partitions > MAX_PARTITIONS_PER_REQUEST:
+                raise UsageError(f"--partitions {partitions} is more than Kafka creates in one request "
+                                 f"({MAX_PARTITIONS_PER_REQUEST}): create fewer, then grow the topic "
+                                 "with alter-topic")
+        except UsageError as exc:
+            outcomes[i] = exc
+            continue
+        for name in args["topic"]:
+            if args["if_not_exists"] and name in existing:
+                skipped.setdefault(i, []).append(name)
+                continue
+            kwargs: dict[str, Any] = {"config": dict(args["config"])}
+            if args["replica_assignment"]:
+                kwargs["replica_assignment"] = args["replica_assignment"]
+                kwargs["num_partitions"] = len(args["replica_assignment"])
+            else:
+                kwargs["num_partitions"] = args["partitions"] or -1
+                kwargs["replication_factor"] = args["replication_factor"] or -1
+            context = {"topic": name, "brokers": brokers}
+            if args["replication_factor"]:
+                context["rf"] = args["replication_factor"]
+            wanted.append((i, NewTopic(name, **kwargs), context))
+    dry_run = bool(lines and lines[0].get("dry_run"))
+    results = _send_create(session, [t for _, t, _ in wanted], dry_run)
+    done: dict[int, list[str]] = {}
+    failed: dict[int, list[str]] = {}
+    for (i, topic, context), (_, error) in zip(wanted, results):
+        if error is None:
+            verb = "Topic {} would be created (dry run)." if dry_run else "Created topic {}."
+            done.setdefault(i, []).append(verb.format(topic.topic))
+        elif getattr(error, "code", None) == 36 and lines[i]["if_not_exists"]:
+            skipped.setdefault(i, []).append(topic.topic)
+        else:
+            failed.setdefault(i, []).append(admin_error(error, **context))
+    for i in range(len(lines)):
+        if outcomes[i] is not None:
+            continue
+        messages = done.get(i, []) + [f"Topic {n} already exists: skipped." for n in skipped.get(i, [])]
+        if i in failed:
+            messages += failed[i]
+        outcomes[i] = Result.message(*messages, exit_code=1 if i in failed else 0)
+    return outcomes  # type: ignore[return-value]
+
+
+def _send_create(session, topics: list, dry_run: bool) -> list[tuple[str, Exception | None]]:
+    """(name, error or None) per topic, in order. Topics go out in as few CreateTopics requests
+    as Kafka accepts: a request holds each name once and at most 10,000 partitions in all."""
+    chunks: list[list] = []
+    names: set[str] = set()
+    total = MAX_PARTITIONS_PER_REQUEST + 1
+    for t in topics:
+        size = len(t.replica_assignment or []) or max(t.num_partitions, 1)
+        if total + size > MAX_PARTITIONS_PER_REQUEST or t.topic in names:
+            chunks.append([])
+            names, total = set(), 0
+        chunks[-1].append(t)
+        names.add(t.topic)
+        total += size
+    out = []
+    for chunk in chunks:
+        debug(session, f"CreateTopics request: {len(chunk)} topic(s)" + (" (validate only)" if dry_run else ""))
+        answer = session.conn.admin_call("create_topics", chunk, mutation=True, validate_only=dry_run,
+                                         operation_timeout=session.conn.timeout_s)
+        for t in chunk:
+            result = answer.get(t.topic, answer.get(None))
+            out.append((t.topic, result if isinstance(result, BaseException) else None))
+    return out
+
+
+create_topic.batch = create_topics  # type: ignore[attr-defined]
+
+
+# -- alter-topic -----------------------------------------------------------------------------
+
+
+@command("alter-topic",
+         Option("--topic", repeatable=True, required=True, metavar="NAME", completer="topic",
+                help="Topic to change (a glob such as 'logs-*' selects many)."),
+         Option("--partitions", type=positive_int, metavar="N",
+                help="New total partition count (Kafka cannot decrease it)."),
+         Option("--replica-assignment", type=replica_assignment, metavar="B:B,B:B",
+                help="Replicas of the added partitions only, partitions separated by ','."),
+         Option("--config", type=key_value, repeatable=True, metavar="KEY=VALUE",
+                completer="config_key", help="Set a topic config."),
+         Option("--delete-config", repeatable=True, metavar="KEY", completer="config_key",
+                help="Remove a topic config override."),
+         mutates=True, topic_context=True,
+         help="Add partitions to topics or change their configs.",
+         examples=("alter-topic --topic orders --partitions 12",
+                   "alter-topic --topic orders --config retention.ms=86400000",
+                   "alter-topic --topic orders --delete-config retention.ms"))
+def alter_topic(session, args: dict) -> Result:
+    if not (args["partitions"] or args["config"] or args["delete_config"]):
+        raise UsageError("alter-topic needs --partitions, --config or --delete-config")
+    if args["replica_assignment"] and not args["partitions"]:
+        raise UsageError("--replica-assignment of alter-topic needs --partitions (the new total)")
+    dry_run = args["dry_run"]
+    topics = [require_topic(session, name) for name in resolve_topics(session, args["topic"])]
+    if not topics:
+        raise ShellError(f'No topic matches {", ".join(args["topic"])} (see list-topics)')
+    messages: list[str] = []
+    if args["partitions"]:
+        messages += _add_partitions(session, topics, args["partitions"], args["replica_assignment"], dry_run)
+    if args["config"] or args["delete_config"]:
+        changes = {"set": dict(args["config"]), "delete": args["delete_config"]}
+        messages += alter_configs(session, "topics", [t.name for t in topics], changes, dry_run)
+    return Result.message(*messages)
+
+
+def _add_partitions(session, topics, total: int, assignment, dry_run: bool) -> list[str]:
+    from confluent_kafka.admin import NewPartitions
+    for t in topics:
+        if total < len(t.partitions):
+            raise UsageError(f'Topic "{t.name}" has {len(t.partitions)} partitions and Kafka cannot '
+                             f"decrease them: give --partitions {len(t.partitions)} or more")
+        if assignment and len(assignment) != total - len(t.partitions):
+            raise UsageError(f"--replica-assignment lists {len(assignment)} partition(s) but "
+                             f'"{t.name}" gains {total - len(t.partitions)}: list the new ones only')
+    grow = [t for t in topics if total > len(t.partitions)]
+    messages = [f'Topic "{t.name}" already has {total} partitions: nothing to change.'
+                for t in topics if total == len(t.partitions)]
+    if not grow:
+        return messages
+    debug(session, f"CreatePartitions request: {len(grow)} topic(s)")
+    answer = session.conn.admin_call(
+        "create_partitions", [NewPartitions(t.name, total, *([assignment] if assignment else []))
+                              for t in grow],
+        mutation=True, validate_only=dry_run, operation_timeout=session.conn.timeout_s)
+    errors = []
+    for t in grow:
+        result = answer.get(t.name, answer.get(None))
+        if isinstance(result, BaseException):
+            errors.append(admin_error(result, topic=t.name))
+        else:
+            messages.append(f'Topic "{t.name}" {"would grow" if dry_run else "grew"} from '
+                            f"{len(t.partitions)} to {total} partitions" + (" (dry run)." if dry_run else "."))
+    if errors:
+        raise KafkaCallError(" ".join(messages + errors))
+    return messages
+
+
+INCREMENTAL_ALTER_CONFIGS = 44
+SET, DELETE = 0, 1   # IncrementalAlterConfigs operations
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+
+
+def alter_configs(session, entity_type: str, names: list[str], changes: dict, dry_run: bool) -> list[str]:
+    """Set and delete configs of topics or brokers with IncrementalAlterConfigs; one line each.
+    `names` holds topic names or broker ids ("" is the cluster-wide broker default, which
+    confluent-kafka cannot address: so this uses the direct channel). A broker's own configs go
+    to that broker, the rest to the controller, as Kafka's tools do."""
+    configs = ([{"name": k, "config_operation": SET, "value": v} for k, v in changes["set"].items()]
+               + [{"name": k, "config_operation": DELETE, "value": None} for k in changes["delete"]])
+    rtype = TOPIC_RESOURCE if entity_type == "topics" else BROKER_RESOURCE
+    body = {"resources": [{"resource_type": rtype, "resource_name": str(n), "configs": configs} for n in names],
+            "validate_only": dry_run}
+    if not session.conn.supports(INCREMENTAL_ALTER_CONFIGS):
+        raise NotSupported("IncrementalAlterConfigs (changing configs) is not supported by this cluster.")
+    debug(session, f"IncrementalAlterConfigs request: {len(names)} resource(s)")
+    if entity_type == "brokers" and len(names) == 1 and names[0]:
+        answer = session.conn.broker_request(int(names[0]), INCREMENTAL_ALTER_CONFIGS, body, mutation=True)
+    else:
+        answer = session.conn.controller_request(INCREMENTAL_ALTER_CONFIGS, body, mutation=True)
+    messages, errors = [], []
+    for r in answer.get("responses", []):
+        name = r.get("resource_name", "")
+        label = entity_label(entity_type, name)
+        if r.get("error_code"):
+            context = {"entity": label, **({"topic": name} if entity_type == "topics" else {})}
+            errors.append(kafka_error_message(r["error_code"], "", r.get("error_message") or "", **context))
+        else:
+            messages.append(f"{'Validated' if dry_run else 'Completed'} updating config for {label}"
+                            + (" (dry run)." if dry_run else "."))
+    if errors:
+        raise KafkaCallError(" ".join(messages + errors))
+    return messages
+
+
+def entity_label(entity_type: str, name: str) -> str:
+    if entity_type == "topics":
+        return f'topic "{name}"'
+    return f"broker {name}" if name else "the cluster-wide broker defaults"
+
+
+# -- delete-topic ----------------------------------------------------------------------------
+
+
+@command("delete-topic",
+         Option("--topic", repeatable=True, required=True, metavar="NAME", completer="topic",
+                help="Topic to delete (a glob such as 'tmp-*' selects many)."),
+         Option("--if-exists", flag=True, help="Do nothing for topics that do not exist."),
+         mutates=True, destructive=True, topic_context=True,
+         help="Delete topics (asks for confirmation; --yes outside the REPL).",
+         examples=("delete-topic --topic orders --yes", "delete-topic --topic 'tmp-*' --yes"))
+def delete_topic(session, args: dict) -> Result:
+    known = session.snapshot.topics
+    names = resolve_topics(session, args["topic"], include_internal=False)
+    missing_patterns = [p for p in args["topic"] if is_pattern(p)
+                        and not any(fnmatch.fnmatchcase(n, p) for n in names)]
+    if missing_patterns and not args["if_exists"]:
+        raise ShellError(f"No topic matches {', '.join(missing_patterns)} (use --if-exists to allow that)")
+    internal = [n for n in names if n in known and known[n].internal]
+    if internal:
+        raise UsageError(f"{', '.join(internal)} is an internal topic: kafka-shell does not delete it")
+    for n in names:
+        check_topic_name(n)
+    skipped = [n for n in names if args["if_exists"] and n not in known]
+    names = [n for n in names if n not in skipped]
+    messages = [f"Topic {n} does not exist: skipped." for n in skipped]
+    if args["dry_run"]:
+        return Result.message(*messages, *(f"Would delete topic {n} (dry run)." for n in names))
+    if not names:
+        return Result.message(*messages)
+    debug(session, f"DeleteTopics request: {len(names)} topic(s)")
+    answer = session.conn.admin_call("delete_topics", names, mutation=True,
+                                     operation_timeout=session.conn.timeout_s)
+    errors = []
+    for n in names:
+        result = answer.get(n, answer.get(None))
+        if isinstance(result, BaseException):
+            if args["if_exists"] and getattr(result, "code", None) == UNKNOWN_TOPIC:
+                messages.append(f"Topic {n} does not exist: skipped.")
+            else:
+                errors.append(admin_error(result, topic=n))
+        else:
+            messages.append(f"Deleted topic {n}.")
+            if session.topic == n:
+                session.topic = None
+    if errors:
+        raise KafkaCallError(" ".join(messages + errors))
+    return Result.message(*messages)
+
+
+# -- list-topics / describe-topic --------------------------------------------------------------
+
+
+@command("list-topics",
+         Option("pattern", metavar="PATTERN", help="Only topics matching this glob ('orders-*')."),
+         Option("--exclude-internal", flag=True, help="Leave out internal topics."),
+         help="List topics (from the metadata cache).",
+         examples=("list-topics", "list-topics 'orders-*' --exclude-internal"))
+def list_topics(session, args: dict) -> Result:
+    topics = session.snapshot.topics
+    rows = [[t.name, len(t.partitions), len(t.partitions[0].replicas) if t.partitions else 0]
+            for name, t in sorted(topics.items())
+            if (not args["pattern"] or fnmatch.fnmatchcase(name, args["pattern"]))
+            and not (args["exclude_internal"] and t.internal)]
+    return Result.table(["Topic", "Partitions", "ReplicationFactor"], rows)
+
+
+FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_isr_partitions",
+           "at_min_isr_partitions", "not_preferred_leader")
+
+
+@command("describe-topic",
+         Option("--topic", repeatable=True, metavar="NAME", completer="topic",
+                help="Topic to describe (a glob selects many; default: all)."),
+         Option("--under-replicated-partitions", flag=True, help="Partitions with replicas out of the ISR."),
+         Option("--unavailable-partitions", flag=True, help="Partitions without a live leader."),
+         Option("--under-min-isr-partitions", flag=True, help="Partitions with ISR below min.insync.replicas."),
+         Option("--at-min-isr-partitions", flag=True, help="Partitions with ISR at min.insync.replicas."),
+         Option("--not-preferred-leader", flag=True, help="Partitions led by another than their preferred replica."),
+         Option("--topics-with-overrides", flag=True, help="Only topics with config overrides (topic lines only)."),
+         Option("--exclude-internal", flag=True, help="Leave out internal topics."),
+         topic_context=True,
+         help="Describe topics and their partitions (Kafka's fields), with Kafka's filters.",
+         examples=("describe-topic --topic orders", "describe-topic --under-replicated-partitions"))
+def describe_topic(session, args: dict) -> Result:
+    snapshot = session.snapshot
+    if args["topic"]:
+        names = resolve_topics(session, args["topic"])
+        topics = [require_topic(session, n) for n in names]
+        snapshot = session.snapshot
+    else:
+        topics = [t for _, t in sorted(snapshot.topics.items())]
+    topics = [t for t in topics if not (args["exclude_internal"] and t.internal)]
+    filters = [f for f in FILTERS if args[f]]
+    need_configs = not filters or args["under_min_isr_partitions"] or args["at_min_isr_partitions"]
+    configs = topic_configs(session, [t.name for t in topics]) if need_configs or args["topics_with_overrides"] else {}
+    if args["topics_with_overrides"]:
+        topics = [t for t in topics if configs.get(t.name, ({}, 1))[0]]
+    topic_rows = [[t.name, str(t.topic_id) if t.topic_id else None, len(t.partitions),
+                   len(t.partitions[0].replicas) if t.partitions else 0,
+                   ",".join(f"{k}={v}" for k, v in sorted(configs.get(t.name, ({}, 1))[0].items()))]
+                  for t in topics]
+    tables = []
+    if not filters:
+        tables.append(Table(["Topic", "TopicId", "PartitionCount", "ReplicationFactor", "Configs"],
+                            topic_rows, name="topics"))
+    if not args["topics_with_overrides"]:
+        live = snapshot.brokers
+        rows = []
+        for t in topics:
+            min_isr = configs.get(t.name, ({}, 1))[1]
+            for p in t.partitions:
+                if filters and not _matches(p, filters, live, min_isr):
+                    continue
+                rows.append([t.name, p.partition, p.leader if p.leader >= 0 else "none",
+                             list(p.replicas), list(p.isr), list(p.offline_replicas)])
+        tables.append(Table(["Topic", "Partition", "Leader", "Replicas", "Isr", "Offline"], rows,
+                            name="partitions"))
+    elif filters:
+        tables.append(Table(["Topic", "TopicId", "PartitionCount", "ReplicationFactor", "Configs"],
+                            topic_rows, name="topics"))
+    return Result(tables=tables)
+
+
+def _matches(p, filters: list[str], live: dict, min_isr: int) -> bool:
+    leader_down = p.leader < 0 or p.leader not in live
+    checks = {
+        "under_replicated_partitions": len(p.isr) < len(p.replicas),
+        "unavailable_partitions": leader_down,
+        "under_min_isr_partitions": leader_down or len(p.isr) < min_isr,
+        "at_min_isr_partitions": len(p.isr) == min_isr,
+        "not_preferred_leader": p.leader != p.preferred_leader,
+    }
+    return any(checks[f] for f in filters)
+
+
+def topic_configs(session, names: list[str]) -> dict[str, tuple[dict[str, str], int]]:
+    """topic -> (its config overrides, its min.insync.replicas), in one DescribeConfigs call."""
+    if not names:
+        return {}
+    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+    debug(session, f"DescribeConfigs request: {len(names)} topic(s)")
+    answer = session.conn.admin_call("describe_configs",
+                                     [ConfigResource(ResourceType.TOPIC, n) for n in names])
+    out = {}
+    for resource, entries in answer.items():
+        if isinstance(entries, BaseException):
+            raise KafkaCallError(admin_error(entries, topic=getattr(resource, "name", "?")))
+        overrides = {e.name: ("******" if e.is_sensitive else e.value) for e in entries.values()
+                     if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+        min_isr = entries.get("min.insync.replicas")
+        out[resource.name] = (overrides, int(min_isr.value) if min_isr and min_isr.value else 1)
+    return out

@@ -1,0 +1,7 @@
+"""`python -m kafka_shell` runs the shell, like the `kafka-shell` console script."""
+
+import sys
+
+from kafka_shell.main import main
+
+sys.exit(main())

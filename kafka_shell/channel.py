@@ -1,0 +1,337 @@
+"""The direct channel: one blocking connection to one broker, speaking kio message types.
+
+It serves the requests confluent-kafka's AdminClient lacks (ElectLeaders v3, GetReplicaLogInfo,
+DescribeCluster, ...). At connect it negotiates ApiVersions and, when the security protocol says
+so, wraps the socket in TLS and authenticates with SASL PLAIN or SCRAM-SHA-256/512 (Kafka's
+SaslHandshake v1 + SaslAuthenticate). Settings are the same librdkafka properties the
+AdminClient gets. One request is in flight at a time; a lock makes each call thread-safe.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import itertools
+import os
+import socket
+import ssl
+import struct
+import threading
+
+from kafka_shell import protocol
+from kafka_shell.client_config import sasl_credentials, sasl_mechanism
+from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
+
+CLIENT_ID = "kafka-shell"
+SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 17, 18, 36
+UNSUPPORTED_VERSION, UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED = 35, 33, 58
+SECURITY_PROTOCOLS = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
+SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+
+
+class ConnectionLost(ShellError):
+    """The connection failed or broke. `sent` tells whether the request had been fully written:
+    if so, the broker may have acted on it (the caller decides whether resending is safe)."""
+
+    def __init__(self, message: str, sent: bool = False):
+        super().__init__(message)
+        self.sent = sent
+
+
+class Channel:
+    """One connection to one broker; `request` picks the newest version both sides have."""
+
+    def __init__(self, host: str, port: int, properties: dict | None = None, timeout_s: float = 10.0):
+        self.host, self.port = host, int(port)
+        self.timeout_s = timeout_s
+        self._props = dict(properties or {})
+        self._lock = threading.Lock()
+        self._correlation = itertools.count(1)
+        self._sock: socket.socket | None = None
+        self._versions: dict[int, range] = {}
+        security = self._props.get("security.protocol", "plaintext").lower()
+        if security not in SECURITY_PROTOCOLS:
+            raise UsageError(f"Unknown security.protocol {security!r}; use one of "
+                             + ", ".join(p.upper() for p in SECURITY_PROTOCOLS))
+        mechanism = sasl_mechanism(self._props) if security.startswith("sasl") else None
+        if mechanism is not None and mechanism != "PLAIN" and mechanism not in SCRAM_HASHES:
+            # Checked before connecting: nothing is sent when we could not finish the login.
+            raise NotSupported(
+                f"The direct channel cannot do SASL mechanism {mechanism}; it does PLAIN, "
+                "SCRAM-SHA-256 and SCRAM-SHA-512. Commands served by the AdminClient still work; "
+                "those needing the direct channel (e.g. elect with designated leaders, "
+                "replica log info) do not with this setting.")
+        self._sock = self._open(security)
+        try:
+            self._versions = self._negotiate_versions()
+            if mechanism is not None:
+                self._authenticate(mechanism)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def closed(self) -> bool:
+        return self._sock is None
+
+    def versions(self) -> dict[int, range]:
+        return dict(self._versions)
+
+    def pick_version(self, api_key: int, version: int | None = None) -> int:
+        """`version` if both sides have it, else the newest common one; NotSupported if none."""
+        ours = protocol.kio_versions(api_key)
+        theirs = self._versions.get(api_key, range(0))
+        common = [v for v in theirs if v in ours]
+        if version is not None and version in common:
+            return version
+        if version is None and common:
+            return max(common)
+        name = protocol.api_name(api_key)
+        wanted = f"v{version}" if version is not None else _span(ours)
+        offered = _span(theirs) if theirs else "none"
+        raise NotSupported(f"Broker {self.address} does not support {name} {wanted} "
+                           f"(it offers {offered}).")
+
+    def request(self, api_key: int, body: dict, version: int | None = None,
+                timeout_s: float | None = None) -> dict:
+        """Send one request and return its response as plain data (`protocol.to_dict`)."""
+        return protocol.to_dict(self.request_entity(api_key, body, version, timeout_s))  # type: ignore[return-value]
+
+    def request_entity(self, api_key: int, body: dict, version: int | None = None,
+                       timeout_s: float | None = None) -> object:
+        """Like `request` but returns the kio entity (no dict conversion: faster for big answers)."""
+        v = self.pick_version(api_key, version)
+        entity = protocol.build(protocol.request_schema(api_key, v), body)
+        raw = self._roundtrip(entity, timeout_s or _read_timeout(body, self.timeout_s))
+        return self._decode(protocol.response_schema(api_key, v), raw)
+
+    def close(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    # -- connection set-up -------------------------------------------------------------------
+
+    def _open(self, security: str) -> socket.socket:
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
+        except OSError as exc:
+            raise ConnectionLost(f"Cannot connect to {self.address}: {_reason(exc)}") from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if security.endswith("ssl"):
+            try:
+                sock = _ssl_context(self._props).wrap_socket(sock, server_hostname=self.host)
+            except ssl.SSLError as exc:
+                sock.close()
+                raise ConnectionLost(f"TLS handshake with {self.address} failed: {exc.reason or exc}") from None
+            except OSError as exc:
+                sock.close()
+                raise ConnectionLost(f"TLS handshake with {self.address} failed: {_reason(exc)}") from None
+        return sock
+
+    def _negotiate_versions(self) -> dict[int, range]:
+        """ApiVersions with our newest version; a broker that lacks it answers in v0 with its
+        ApiVersions range, and we ask again with the newest version it has."""
+        version = protocol.kio_versions(API_VERSIONS).stop - 1
+        for _ in range(2):
+            cls = protocol.request_schema(API_VERSIONS, version)
+            entity = protocol.build(cls, {"client_software_name": CLIENT_ID,
+                                          "client_software_version": _our_version()})
+            raw = self._roundtrip(entity, self.timeout_s)
+            (error,) = struct.unpack_from(">h", raw, 4)  # the header is v0 in every version
+            if error == UNSUPPORTED_VERSION:
+                answer = self._decode(protocol.response_schema(API_VERSIONS, 0), raw)
+                theirs = {k.api_key: k.max_version for k in answer.api_keys}  # type: ignore[attr-defined]
+                version = min(theirs.get(API_VERSIONS, 0), version)
+                continue
+            answer = self._decode(protocol.response_schema(API_VERSIONS, version), raw)
+            if answer.error_code:  # type: ignore[attr-defined]
+                raise KafkaCallError(f"Broker {self.address} refused ApiVersions "
+                                     f"(error {int(answer.error_code)})", code=int(answer.error_code))  # type: ignore[attr-defined]
+            return {k.api_key: range(k.min_version, k.max_version + 1)  # type: ignore[attr-defined]
+                    for k in answer.api_keys}  # type: ignore[attr-defined]
+        raise NotSupported(f"Broker {self.address} and the shell share no ApiVersions version.")
+
+    def _authenticate(self, mechanism: str) -> None:
+        handshake = self.request(SASL_HANDSHAKE, {"mechanism": mechanism}, version=1)
+        if handshake["error_code"] == UNSUPPORTED_SASL_MECHANISM:
+            offered = ", ".join(handshake["mechanisms"]) or "none"
+            raise KafkaCallError(f"Broker {self.address} does not enable SASL mechanism "
+                                 f"{mechanism} (it offers {offered}).", code=UNSUPPORTED_SASL_MECHANISM)
+        if handshake["error_code"]:
+            raise KafkaCallError(f"SASL handshake with {self.address} failed (error "
+                                 f"{handshake['error_code']}).", code=handshake["error_code"])
+        user, password = sasl_credentials(self._props)
+        if user is None or password is None:
+            raise UsageError(f"SASL {mechanism} needs sasl.username and sasl.password "
+                             "(or sasl.jaas.config with username and password).")
+        if mechanism == "PLAIN":
+            self._sasl_step(plain_message(user, password))
+            return
+        scram = ScramClient(mechanism, user, password)
+        server_first = self._sasl_step(scram.first_message())
+        server_final = self._sasl_step(scram.final_message(server_first))
+        scram.verify(server_final)
+
+    def _sasl_step(self, token: bytes) -> bytes:
+        answer = self.request(SASL_AUTHENTICATE, {"auth_bytes": token})
+        if answer["error_code"]:
+            detail = answer.get("error_message") or "authentication failed"
+            raise KafkaCallError(f"SASL authentication with {self.address} failed: {detail}",
+                                 code=answer["error_code"])
+        return answer["auth_bytes"] or b""
+
+    # -- framing -----------------------------------------------------------------------------
+
+    def _roundtrip(self, entity: object, timeout_s: float) -> bytes:
+        """Write one request and read its response body (header included); ConnectionLost on
+        any socket failure, after which this channel is closed."""
+        with self._lock:
+            sock = self._sock
+            if sock is None:
+                raise ConnectionLost(f"The connection to {self.address} is closed.")
+            correlation_id = next(self._correlation)
+            data = protocol.encode_request(entity, correlation_id, CLIENT_ID)
+            sent = False
+            try:
+                sock.settimeout(timeout_s)
+                sock.sendall(data)
+                sent = True
+                (size,) = struct.unpack(">i", _read_exactly(sock, 4))
+                if not 4 <= size <= protocol.MAX_FRAME:
+                    raise protocol.ProtocolError(f"response frame size {size}")
+                body = _read_exactly(sock, size)
+                (got,) = struct.unpack_from(">i", body)
+                if got != correlation_id:
+                    raise protocol.ProtocolError(f"correlation id {got}, expected {correlation_id}")
+                return body
+            except (OSError, protocol.ProtocolError) as exc:
+                self.close()
+                what = "sending to" if not sent else "waiting for an answer from"
+                raise ConnectionLost(f"Connection lost while {what} {self.address}: {_reason(exc)}",
+                                     sent=sent) from None
+
+    def _decode(self, cls: type, raw: bytes) -> object:
+        try:
+            return protocol.decode_response(cls, raw)[1]
+        except Exception as exc:  # kio raises assorted errors on bytes that do not parse
+            self.close()
+            raise ConnectionLost(f"Broker {self.address} sent an unreadable {cls.__name__}: {exc}",
+                                 sent=True) from None
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise ConnectionResetError("closed by the broker")
+        buf += chunk
+    return bytes(buf)
+
+
+def _read_timeout(body: dict, base: float) -> float:
+    """Wait longer than the broker's own operation timeout, so its answer is not cut off."""
+    ms = body.get("timeout_ms", body.get("timeout")) if isinstance(body, dict) else None
+    return base + ms / 1000 if isinstance(ms, (int, float)) and ms > 0 else base
+
+
+def _ssl_context(props: dict) -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ca = props.get("ssl.ca.location")
+    if ca and ca != "probe":
+        ctx.load_verify_locations(cafile=ca if os.path.isfile(ca) else None,
+                                  capath=ca if os.path.isdir(ca) else None)
+    if props.get("ssl.ca.pem"):
+        ctx.load_verify_locations(cadata=props["ssl.ca.pem"])
+    if props.get("ssl.certificate.location"):
+        ctx.load_cert_chain(props["ssl.certificate.location"], props.get("ssl.key.location"),
+                            password=props.get("ssl.key.password"))
+    if props.get("ssl.endpoint.identification.algorithm", "https").lower() == "none":
+        ctx.check_hostname = False
+    if props.get("enable.ssl.certificate.verification", "true").lower() == "false":
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, socket.timeout):
+        return "timed out"
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+def _span(r: range) -> str:
+    return f"v{r.start}" if len(r) == 1 else f"v{r.start}-v{r.stop - 1}"
+
+
+def _our_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("kafka-shell")
+    except Exception:
+        return "0"
+
+
+# -- SASL ---------------------------------------------------------------------------------------
+
+
+def plain_message(user: str, password: str) -> bytes:
+    """RFC 4616: authzid NUL authcid NUL passwd (empty authzid)."""
+    return b"\0" + user.encode() + b"\0" + password.encode()
+
+
+class ScramClient:
+    """The client side of SCRAM (RFC 5802) without channel binding, as Kafka uses it."""
+
+    def __init__(self, mechanism: str, user: str, password: str, nonce: str | None = None,
+                 hash_name: str | None = None):
+        self.hash_name = hash_name or SCRAM_HASHES[mechanism]
+        self._password = password.encode()
+        self._nonce = nonce or base64.b64encode(os.urandom(24)).decode()
+        name = user.replace("=", "=3D").replace(",", "=2C")
+        self._client_first_bare = f"n={name},r={self._nonce}"
+        self._server_signature = b""
+
+    def first_message(self) -> bytes:
+        return ("n,," + self._client_first_bare).encode()
+
+    def final_message(self, server_first: bytes) -> bytes:
+        text = server_first.decode()
+        attrs = _scram_attributes(text)
+        nonce, salt, iterations = attrs.get("r", ""), attrs.get("s"), attrs.get("i")
+        if not nonce.startswith(self._nonce) or salt is None or iterations is None:
+            raise KafkaCallError("SCRAM: the broker's first message is invalid (nonce, salt or "
+                                 "iteration count missing).", code=SASL_AUTHENTICATION_FAILED)
+        salted = hashlib.pbkdf2_hmac(self.hash_name, self._password, base64.b64decode(salt), int(iterations))
+        client_key = self._hmac(salted, b"Client Key")
+        stored_key = hashlib.new(self.hash_name, client_key).digest()
+        without_proof = f"c=biws,r={nonce}"  # biws = base64("n,,"): no channel binding
+        auth_message = f"{self._client_first_bare},{text},{without_proof}".encode()
+        signature = self._hmac(stored_key, auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature))
+        self._server_signature = self._hmac(self._hmac(salted, b"Server Key"), auth_message)
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        attrs = _scram_attributes(server_final.decode())
+        if "e" in attrs:
+            raise KafkaCallError(f"SCRAM authentication failed: {attrs['e']}", code=SASL_AUTHENTICATION_FAILED)
+        if not hmac.compare_digest(base64.b64decode(attrs.get("v", "")), self._server_signature):
+            raise KafkaCallError("SCRAM: the broker's signature is wrong (it does not know the "
+                                 "password); not trusting it.", code=SASL_AUTHENTICATION_FAILED)
+
+    def _hmac(self, key: bytes, msg: bytes) -> bytes:
+        return hmac.new(key, msg, self.hash_name).digest()
+
+
+def _scram_attributes(text: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in text.split(",") if "=" in part)

@@ -1,0 +1,142 @@
+"""Client settings: librdkafka properties from `--command-config FILE` and `-X key=value`.
+
+The same properties feed the AdminClient (librdkafka) and the shell's direct channel, so users
+write them once. Java clients' `sasl.jaas.config` (what Kafka's own tools read) is translated to
+librdkafka's `sasl.username` / `sasl.password`, since librdkafka rejects it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kafka_shell.errors import UsageError
+
+REDACTED = "******"
+# Keys whose values are secrets: never printed, logged or put into an error message.
+_SECRET_WORDS = ("password", "secret", "jaas", "ssl.key.pem", "token", "credential")
+
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def load_properties(path: str) -> dict[str, str]:
+    """Read a Java .properties file: `k=v`, `k: v` or `k v`; `#`/`!` comments; `\\` line
+    continuations and escapes (`\\uXXXX`, `\\t`, `\\=` ...)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise UsageError(f"Cannot read --command-config file {path}: {exc.strerror or exc}") from None
+    props: dict[str, str] = {}
+    for line in _logical_lines(text):
+        key, value = _split_property(line)
+        props[key] = value
+    return props
+
+
+def _logical_lines(text: str):
+    """Non-comment lines with continuations joined (a line ending in an odd number of `\\`)."""
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2:
+            pending += line[:-1]
+            continue
+        yield pending + line
+        pending = ""
+    if pending:
+        yield pending
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    i = 0
+    while i < len(line) and line[i] not in "=: \t\f":
+        i += 2 if line[i] == "\\" else 1
+    key = line[:i]
+    rest = line[i:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return _unescape(key), _unescape(rest)
+
+
+def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
+    out, i = [], 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            n = s[i + 1]
+            if n == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", s[i + 2:i + 6]):
+                out.append(chr(int(s[i + 2:i + 6], 16)))
+                i += 6
+                continue
+            out.append(_ESCAPES.get(n, n))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def parse_x_options(items: list[str]) -> dict[str, str]:
+    """`-X key=value` items as a dict (later items win); UsageError names the bad item."""
+    props: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep:
+            raise UsageError(f"-X expects key=value (a librdkafka property), got {item!r}")
+        if not key:
+            # Do not echo the item: its value may be a secret.
+            raise UsageError("-X expects key=value (a librdkafka property), got a value with no key")
+        props[key] = value
+    return props
+
+
+def is_secret(key: str) -> bool:
+    k = key.lower()
+    return any(word in k for word in _SECRET_WORDS)
+
+
+def redact(props: dict) -> dict:
+    """A copy safe to show: every secret value replaced by `******`."""
+    return {k: (REDACTED if is_secret(str(k)) and v not in (None, "") else v) for k, v in props.items()}
+
+
+def scrub(text: str, props: dict) -> str:
+    """`text` with any secret value of `props` replaced (for error messages from libraries)."""
+    for k, v in props.items():
+        if is_secret(str(k)) and isinstance(v, str) and len(v) >= 3:
+            text = text.replace(v, REDACTED)
+    return text
+
+
+def sasl_credentials(props: dict[str, str]) -> tuple[str | None, str | None]:
+    """(username, password) from librdkafka's keys, else from a Java `sasl.jaas.config`."""
+    user, password = props.get("sasl.username"), props.get("sasl.password")
+    if user is None and "sasl.jaas.config" in props:
+        options = {k: v.replace('\\"', '"') for k, v in _JAAS_OPTION.findall(props["sasl.jaas.config"])}
+        user, password = options.get("username"), options.get("password")
+    return user, password
+
+
+def sasl_mechanism(props: dict[str, str]) -> str:
+    """The SASL mechanism as librdkafka picks it (`sasl.mechanism` is its alias; GSSAPI default)."""
+    return (props.get("sasl.mechanisms") or props.get("sasl.mechanism") or "GSSAPI").strip().upper()
+
+
+def librdkafka_properties(props: dict[str, str]) -> dict[str, str]:
+    """The properties as librdkafka accepts them: `sasl.jaas.config` becomes username/password."""
+    out = dict(props)
+    jaas = out.pop("sasl.jaas.config", None)
+    if jaas is not None and "sasl.username" not in out:
+        user, password = sasl_credentials({"sasl.jaas.config": jaas})
+        if user is not None:
+            out["sasl.username"] = user
+        if password is not None:
+            out["sasl.password"] = password
+    return out

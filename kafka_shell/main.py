@@ -1,0 +1,277 @@
+"""`kafka-shell`: picks the mode from the command line and returns its exit code.
+
+    kafka-shell --bootstrap-server h:p                       REPL
+    kafka-shell --bootstrap-server h:p --command "LINE"      one command
+    kafka-shell --bootstrap-server h:p --create-topic ...    one command, KIP-4 flag style
+    kafka-shell --bootstrap-server h:p --file script.ksh     replay (`-` or piped stdin: stdin)
+    kafka-shell sandbox --brokers 3                          serve an embedded cluster
+
+Global options are parsed by hand (not argparse) so KIP-4's flag style can mix them freely with
+the command's own options, and so that the registry alone defines what a command accepts.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+from kafka_shell.errors import ShellError, UsageError
+from kafka_shell.parsing import suggest
+
+USAGE = """\
+Usage: kafka-shell [GLOBAL OPTIONS] [--command "LINE" | --file SCRIPT | --COMMAND [OPTIONS]]
+       kafka-shell sandbox [--brokers N] [--port-base N] [--racks a,b,c] [--data-dir D]
+
+With no command or file, kafka-shell opens the interactive shell (or replays piped stdin).
+
+Global options:
+  --bootstrap-server H:P[,H:P]  Brokers to connect to (alias --broker-list)
+  --cluster NAME                A cluster from clusters.json (see the clusters command)
+  --sandbox                     Start an embedded 3-broker cluster and use it
+  --command, -c LINE            Run one command line and exit
+  --file, -f SCRIPT             Replay a script, one command a line (`-` reads stdin)
+  --quiet, -q                   Replay: do not echo each command
+  --continue-on-error           Replay: run every line even after a failure
+  --output, -o table|json|csv   Output format (default table)
+  --command-config FILE         Client properties file (security settings)
+  -X KEY=VALUE                  A client property (repeatable)
+  --timeout S                   Connect timeout in seconds (default 10)
+  --yes                         Confirm destructive commands
+  --debug                       Show tracebacks and debug logs
+  --help, -h                    This help; `kafka-shell --command help` lists the commands
+
+Exit codes: 0 ok, 1 failed, 2 usage error."""
+
+
+@dataclass
+class Globals:
+    bootstrap: str | None = None
+    cluster: str | None = None
+    sandbox: bool = False
+    command: str | None = None
+    file: str | None = None
+    quiet: bool = False
+    continue_on_error: bool = False
+    output: str = "table"
+    command_config: str | None = None
+    x_options: list[str] = field(default_factory=list)
+    timeout: float = 10.0
+    yes: bool = False
+    debug: bool = False
+    help: bool = False
+    shell: bool = False
+    command_tokens: list[str] | None = None   # KIP-4 flag style: ["create-topic", "--topic", ...]
+
+
+# name -> (dest, takes a value); aliases share the dest.
+GLOBAL_OPTIONS: dict[str, tuple[str, bool]] = {
+    "--bootstrap-server": ("bootstrap", True), "--broker-list": ("bootstrap", True),
+    "--cluster": ("cluster", True), "--sandbox": ("sandbox", False),
+    "--command": ("command", True), "-c": ("command", True),
+    "--file": ("file", True), "-f": ("file", True),
+    "--quiet": ("quiet", False), "-q": ("quiet", False),
+    "--continue-on-error": ("continue_on_error", False),
+    "--output": ("output", True), "-o": ("output", True),
+    "--command-config": ("command_config", True), "-X": ("x_options", True),
+    "--timeout": ("timeout", True), "--yes": ("yes", False), "--debug": ("debug", False),
+    "--help": ("help", False), "-h": ("help", False), "--shell": ("shell", False),
+}
+
+
+def flag_commands() -> list:
+    """Commands usable in KIP-4's flag style (`kafka-shell --create-topic ...`): the cluster
+    commands; the shell's own (help, topic, output...) and sandbox ones only make sense as lines."""
+    from kafka_shell.registry import load_commands
+    return sorted((c for c in load_commands().commands.values()
+                   if c.family != "session" and not c.sandbox_only), key=lambda c: c.name)
+
+
+def flag_command(name: str):
+    return next((c for c in flag_commands() if c.name == name), None)
+
+
+def parse_globals(argv: list[str]) -> Globals:
+    g = Globals()
+    cmd = None
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        name, eq, inline = token.partition("=") if token.startswith("--") else (token, "", "")
+        if token.startswith("-X") and len(token) > 2:
+            name, eq, inline = "-X", "=", token[2:]
+        if name in GLOBAL_OPTIONS and not (cmd is not None and cmd.option(name) is not None):
+            dest, takes_value = GLOBAL_OPTIONS[name]
+            if takes_value:
+                if not eq:
+                    i += 1
+                    if i >= len(argv):
+                        raise UsageError(f"Option {name} needs a value (see kafka-shell --help)")
+                    inline = argv[i]
+                _set(g, dest, name, inline)
+            else:
+                setattr(g, dest, True)
+        elif cmd is None and token.startswith("--") and flag_command(token[2:]) is not None:
+            cmd = flag_command(token[2:])
+            g.command_tokens = [token[2:]]
+        elif cmd is not None:
+            g.command_tokens.append(token)  # type: ignore[union-attr]
+        else:
+            candidates = [*GLOBAL_OPTIONS, *(f"--{c.name}" for c in flag_commands())]
+            hint = suggest(name, candidates) or " (see kafka-shell --help)"
+            raise UsageError(f"Unknown option {name}{hint}")
+        i += 1
+    modes = [m for m in ("--command" if g.command else "", "--file" if g.file else "",
+                         f"--{cmd.name}" if cmd else "") if m]
+    if len(modes) > 1:
+        raise UsageError(f"Options {' and '.join(modes)} cannot be used together (pick one)")
+    return g
+
+
+def _set(g: Globals, dest: str, name: str, value: str) -> None:
+    if dest == "x_options":
+        g.x_options.append(value)
+    elif dest == "timeout":
+        try:
+            g.timeout = float(value)
+        except ValueError:
+            raise UsageError(f'Invalid value "{value}" for {name}: expected a number of seconds') from None
+        if g.timeout <= 0:
+            raise UsageError(f'Invalid value "{value}" for {name}: expected a positive number of seconds')
+    elif dest == "output":
+        from kafka_shell.render import FORMATS
+        if value not in FORMATS:
+            raise UsageError(f'Invalid value "{value}" for {name}: choose one of {", ".join(FORMATS)}')
+        g.output = value
+    else:
+        setattr(g, dest, value)
+
+
+def build_target(g: Globals, sandbox=None):
+    """Where to connect, from --bootstrap-server, --cluster, --sandbox or the current cluster."""
+    from kafka_shell.session import Target
+    props: dict[str, str] = {}
+    name = None
+    if g.bootstrap:
+        bootstrap = g.bootstrap
+    elif sandbox is not None:
+        bootstrap = sandbox.bootstrap
+    else:
+        from kafka_shell import clusters
+        name = g.cluster or clusters.current()
+        if name is None:
+            return None
+        bootstrap, props = clusters.get(name)
+    if g.command_config or g.x_options:
+        from kafka_shell import client_config
+        if g.command_config:
+            props.update(client_config.load_properties(g.command_config))
+        props.update(client_config.parse_x_options(g.x_options))
+    return Target(bootstrap, props, cluster=name, timeout_s=g.timeout)
+
+
+def run(argv: list[str]) -> int:
+    if argv[:1] == ["sandbox"]:
+        return serve_sandbox(argv[1:])
+    g = parse_globals(argv)
+    if g.help:
+        print(USAGE)
+        return 0
+    if g.debug:
+        import logging
+        logging.basicConfig(level=logging.DEBUG, format="debug: %(name)s: %(message)s")
+    if g.bootstrap and g.cluster:
+        raise UsageError("Options --bootstrap-server and --cluster cannot be used together (pick one)")
+    from kafka_shell.session import Session
+    session = Session(output=g.output, yes=g.yes, debug=g.debug)
+    try:
+        if g.sandbox:
+            from kafka_shell.sandbox.server import Sandbox
+            session.sandbox = Sandbox(brokers=3).start()
+        session.target = build_target(g, session.sandbox)
+        from kafka_shell import modes
+        if g.command_tokens is not None:
+            import shlex
+            return modes.oneshot(session, shlex.join(g.command_tokens))
+        if g.command is not None:
+            return modes.oneshot(session, g.command)
+        if g.file is not None:
+            return modes.replay(session, g.file, g.quiet, g.continue_on_error)
+        if not g.shell and modes.stdin_is_piped():
+            return modes.replay(session, "-", g.quiet, g.continue_on_error)
+        return interactive(session)
+    finally:
+        session.close()
+        if session.sandbox is not None:
+            session.sandbox.stop()
+
+
+def interactive(session) -> int:
+    session.interactive = True
+    conn = session.conn  # connect now: the greeting names the controller
+    controller = conn.snapshot.controller
+    where = f"{controller.address} (broker {controller.id})" if controller else conn.controller_address()
+    session.stderr.write(f"Connected to Kafka controller at {where}.\n")
+    from kafka_shell.repl import run_repl  # prompt_toolkit only loads here
+    return run_repl(session)
+
+
+def serve_sandbox(argv: list[str]) -> int:
+    """`kafka-shell sandbox`: serve an embedded cluster until Ctrl-C."""
+    import argparse
+    import inspect
+    import signal
+    import threading
+
+    p = argparse.ArgumentParser(prog="kafka-shell sandbox", description="Serve an embedded Kafka cluster.")
+    p.add_argument("--brokers", type=int, default=3)
+    p.add_argument("--port-base", type=int, default=None)
+    p.add_argument("--racks", default=None, help="comma-separated racks, one per broker or one for all")
+    p.add_argument("--data-dir", default=None)
+    args = p.parse_args(argv)
+    from kafka_shell.sandbox.server import Sandbox
+    kwargs = {"brokers": args.brokers, "port_base": args.port_base,
+              "racks": args.racks.split(",") if args.racks else None}
+    if args.data_dir:
+        if "data_dir" not in inspect.signature(Sandbox).parameters:
+            raise ShellError("--data-dir is not supported by this sandbox yet: run without it")
+        kwargs["data_dir"] = args.data_dir
+    try:
+        sandbox = Sandbox(**kwargs).start()
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"Cannot start the sandbox: {exc}") from None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    print(sandbox.bootstrap, flush=True)
+    sys.stderr.write(f"Sandbox cluster with {args.brokers} broker(s) at {sandbox.bootstrap}; "
+                     "Ctrl-C stops it.\n")
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sandbox.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        code = run(argv)
+    except ShellError as exc:
+        sys.stderr.write(f"{exc}\n")
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("Interrupted.\n")
+        code = 130
+    except Exception as exc:  # noqa: BLE001 - one line unless --debug asks for the traceback
+        if "--debug" in argv:
+            raise
+        sys.stderr.write(f"Internal error: {type(exc).__name__}: {exc} (run with --debug for details)\n")
+        code = 1
+    sys.stdout.flush()
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""The non-interactive modes, each a function returning the exit code (0 ok, 1 failed, 2 usage).
+The REPL lives in `kafka_shell.repl` and is imported only when it runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Iterable, TextIO
+
+from kafka_shell.errors import UsageError
+from kafka_shell.runner import run_line, run_lines
+from kafka_shell.session import Session
+
+
+def oneshot(session: Session, line: str) -> int:
+    """`kafka-shell --command LINE` (or KIP-4's `kafka-shell --create-topic ...`)."""
+    session.refresh_after_mutation = False  # the process ends after this line
+    return run_line(session, line)
+
+
+def replay(session: Session, path: str, quiet: bool = False, continue_on_error: bool = False) -> int:
+    """`kafka-shell --file script.ksh` (`-` reads standard input): one command a line."""
+    name = "stdin" if path == "-" else path
+    items = [(f"{name}:{number}: ", text) for number, text in script_lines(_read(path))]
+
+    def echo(where: str, line: str) -> None:
+        number = where.rsplit(":", 2)[-2]
+        session.stderr.write(f"{number}> {line.strip()}\n")
+        session.stderr.flush()
+
+    codes = run_lines(session, items, echo=None if quiet else echo, stop_on_error=not continue_on_error)
+    return 1 if any(codes) else 0
+
+
+def _read(path: str) -> list[str]:
+    if path == "-":
+        return sys.stdin.read().splitlines()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().splitlines()
+    except OSError as exc:
+        raise UsageError(f"Cannot read script {path}: {exc.strerror or exc}") from None
+
+
+def script_lines(raw: Iterable[str]) -> list[tuple[int, str]]:
+    """(first line number, logical line) pairs: `\\` at the end of a line continues it on the
+    next; blank lines and `#` comment lines are dropped."""
+    out: list[tuple[int, str]] = []
+    pending: list[str] = []
+    start = 0
+    for number, text in enumerate(raw, 1):
+        if not pending:
+            start = number
+            if not text.strip() or text.lstrip().startswith("#"):
+                continue
+        if text.endswith("\\") and not text.endswith("\\\\"):
+            pending.append(text[:-1])
+            continue
+        out.append((start, " ".join(p.strip() for p in [*pending, text])))
+        pending = []
+    if pending:
+        out.append((start, " ".join(p.strip() for p in pending)))
+    return out
+
+
+def stdin_is_piped(stream: TextIO = sys.stdin) -> bool:
+    try:
+        return not stream.isatty()
+    except (AttributeError, ValueError):
+        return False

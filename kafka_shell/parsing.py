@@ -1,0 +1,229 @@
+"""Command lines -> (command, arguments), and `CMD --help` text, both derived from the registry.
+
+Every check that can fail here fails before anything is sent to the cluster, with one line that
+names the bad part and what to do (a UsageError, exit code 2).
+"""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_shell.errors import UsageError
+from kafka_shell.registry import REGISTRY, Command, Option, Registry
+
+HELP_FLAGS = ("--help", "-h")
+
+
+@dataclass
+class Parsed:
+    command: Command
+    args: dict[str, Any]                     # option dest -> value (defaults filled in)
+    given: set[str] = field(default_factory=set)  # dests the line named explicitly
+    help: bool = False                       # `CMD --help`: show help, run nothing
+
+
+def tokenize(line: str) -> list[str]:
+    """Split a line like a POSIX shell does (quotes, escapes, and `#` comments where a word
+    starts, so `a=b#c` keeps its `#`)."""
+    try:
+        return shlex.split(_strip_comment(line))
+    except ValueError:
+        raise UsageError(f"Unbalanced quotes in: {line.strip()} (close the quote, or escape it with \\)") from None
+
+
+def _strip_comment(line: str) -> str:
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"" and (i == 0 or line[i - 1] != "\\"):
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i]
+    return line
+
+
+def suggest(word: str, candidates: list[str]) -> str:
+    """' (did you mean X?)' for the closest candidate, or ''."""
+    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def find_command(name: str, registry: Registry = REGISTRY) -> Command:
+    cmd = registry.get(name)
+    if cmd is None:
+        hint = suggest(name, registry.names()) or " (type help for the list of commands)"
+        raise UsageError(f"Unknown command {name}{hint}")
+    return cmd
+
+
+def parse(tokens: list[str], registry: Registry = REGISTRY,
+          context: dict[str, Any] | None = None) -> Parsed:
+    """Parse tokens (command name first). `context` fills options the line leaves out (the
+    REPL's context topic) before required options are checked."""
+    if not tokens:
+        raise UsageError("Empty command (type help for the list of commands)")
+    cmd = find_command(tokens[0], registry)
+    if any(t in HELP_FLAGS for t in tokens[1:]):
+        return Parsed(cmd, {}, help=True)
+    values: dict[str, Any] = {}
+    positionals = [o for o in cmd.options if o.positional]
+    rest = iter(tokens[1:])
+    for token in rest:
+        name, eq, inline = token.partition("=") if token.startswith("--") else (token, "", "")
+        opt = cmd.option(name) if token.startswith("-") and not _is_number(token) else None
+        if opt is None and token.startswith("-") and not _is_number(token):
+            raise UsageError(_unknown_option(cmd, name))
+        if opt is None:  # a positional value
+            if not positionals:
+                raise UsageError(f'Unexpected argument "{token}" for {cmd.name} (see {cmd.name} --help)')
+            opt = positionals[0]
+            if not opt.repeatable:
+                positionals.pop(0)
+            _store(cmd, opt, values, _convert(cmd, opt, token))
+            continue
+        if opt.flag:
+            if eq:
+                raise UsageError(f"Option {opt.name} of {cmd.name} takes no value")
+            _store(cmd, opt, values, True)
+            continue
+        raw = inline if eq else next(rest, None)
+        if raw is None:
+            raise UsageError(f"Option {opt.name} of {cmd.name} needs a value ({_metavar(opt)})")
+        _store(cmd, opt, values, _convert(cmd, opt, raw))
+    given = set(values)
+    _apply_context(cmd, values, context or {})
+    _check_groups(cmd, values)
+    missing = [o.name for o in cmd.options if o.required and o.dest not in values]
+    if missing:
+        plural = "s" if len(missing) > 1 else ""
+        raise UsageError(f"Missing required option{plural} {', '.join(missing)} for {cmd.name} "
+                         f"(see {cmd.name} --help)")
+    for o in cmd.options:
+        values.setdefault(o.dest, ([] if o.repeatable else False if o.flag else o.default))
+    return Parsed(cmd, values, given)
+
+
+def _is_number(token: str) -> bool:
+    return token[1:].replace(".", "", 1).isdigit()
+
+
+def _unknown_option(cmd: Command, name: str) -> str:
+    names = [n for o in cmd.options if not o.positional and not o.hidden for n in o.names]
+    hint = suggest(name, names) or f" (see {cmd.name} --help)"
+    return f"Unknown option {name} for {cmd.name}{hint}"
+
+
+def _store(cmd: Command, opt: Option, values: dict[str, Any], value: Any) -> None:
+    if opt.repeatable:
+        values.setdefault(opt.dest, []).append(value)
+    elif opt.dest in values:
+        raise UsageError(f"Option {opt.name} given twice for {cmd.name}")
+    else:
+        values[opt.dest] = value
+
+
+TYPE_NAMES = {int: "an integer", float: "a number", str: "text"}
+
+
+def _convert(cmd: Command, opt: Option, raw: str) -> Any:
+    label = opt.name if not opt.positional else opt.name.upper()
+    if opt.choices and raw not in opt.choices:
+        raise UsageError(f'Invalid value "{raw}" for {label} of {cmd.name}: choose one of '
+                         f"{', '.join(opt.choices)}")
+    try:
+        return opt.type(raw)
+    except (ValueError, TypeError) as exc:
+        expected = TYPE_NAMES.get(opt.type) or str(exc)
+        raise UsageError(f'Invalid value "{raw}" for {label} of {cmd.name}: expected {expected}') from None
+
+
+def _apply_context(cmd: Command, values: dict[str, Any], context: dict[str, Any]) -> None:
+    """Fill options from the context unless the line gave them (or another of their group)."""
+    for dest, value in context.items():
+        opt = next((o for o in cmd.options if o.dest == dest), None)
+        if opt is None or value is None or dest in values:
+            continue
+        group = next((g for g in (*cmd.required_groups, *cmd.exclusive_groups) if opt.name in g), ())
+        if any(_dest(cmd, n) in values for n in group):
+            continue
+        values[dest] = [value] if opt.repeatable else value
+
+
+def _dest(cmd: Command, name: str) -> str:
+    opt = cmd.option(name)
+    return opt.dest if opt else name
+
+
+def _check_groups(cmd: Command, values: dict[str, Any]) -> None:
+    for group in (*cmd.required_groups, *cmd.exclusive_groups):
+        present = [n for n in group if _dest(cmd, n) in values]
+        if len(present) > 1:
+            raise UsageError(f"Options {' and '.join(present)} of {cmd.name} cannot be used together "
+                             f"(pick one)")
+    for group in cmd.required_groups:
+        if not any(_dest(cmd, n) in values for n in group):
+            raise UsageError(f"{cmd.name} needs one of {', '.join(group)} (see {cmd.name} --help)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Help text
+
+
+def _metavar(opt: Option) -> str:
+    if opt.metavar:
+        return opt.metavar
+    if opt.choices:
+        return "|".join(opt.choices)
+    return {int: "INT", float: "NUM"}.get(opt.type, opt.dest.upper())
+
+
+def usage(cmd: Command) -> str:
+    parts = [cmd.name]
+    for o in cmd.options:
+        if o.hidden:
+            continue
+        text = o.name.upper() if o.positional else o.name if o.flag else f"{o.name} {_metavar(o)}"
+        if o.repeatable:
+            text += " ..."
+        parts.append(text if o.required else f"[{text}]")
+    return " ".join(parts)
+
+
+def help_text(cmd: Command) -> str:
+    lines = [f"Usage: {usage(cmd)}", "", cmd.help]
+    if cmd.description:
+        lines += ["", cmd.description]
+    if cmd.required_groups:
+        lines += ["", *(f"Give exactly one of: {', '.join(g)}" for g in cmd.required_groups)]
+    opts = [o for o in cmd.options if not o.hidden]
+    if opts:
+        lines += ["", "Options:"]
+        width = max(len(_option_label(o)) for o in opts)
+        for o in opts:
+            notes = [o.help] if o.help else []
+            if o.choices:
+                notes.append(f"(one of: {', '.join(o.choices)})")
+            if o.default not in (None, False):
+                notes.append(f"(default: {o.default})")
+            if o.repeatable:
+                notes.append("(repeatable)")
+            if o.required:
+                notes.append("(required)")
+            if o.aliases:
+                notes.append(f"(alias: {', '.join(o.aliases)})")
+            lines.append(f"  {_option_label(o).ljust(width)}  {' '.join(notes)}")
+    if cmd.topic_context:
+        lines += ["", "Uses the context topic (set with `topic NAME`) when --topic is not given."]
+    if cmd.examples:
+        lines += ["", "Examples:", *(f"  {e}" for e in cmd.examples)]
+    return "\n".join(lines)
+
+
+def _option_label(o: Option) -> str:
+    if o.positional:
+        return o.name.upper()
+    return o.name if o.flag else f"{o.name} {_metavar(o)}"

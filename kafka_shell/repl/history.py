@@ -1,0 +1,43 @@
+"""Command history in the user's data directory, minus any line carrying a secret."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from prompt_toolkit.history import FileHistory
+
+# A line is kept out of history (file and memory, hence out of auto-suggestions too) when it
+# mentions any of these: SASL/JAAS settings, passwords, secrets, tokens, private keys.
+SECRET = re.compile(r"password|passwd|secret|jaas|sasl\.|token|credential|ssl\.key", re.I)
+
+
+def is_secret(line: str) -> bool:
+    return SECRET.search(line) is not None
+
+
+def data_dir() -> Path:
+    """`$KAFKA_SHELL_DATA_DIR`, else `$XDG_DATA_HOME/kafka-shell` (~/.local/share by default)."""
+    if os.environ.get("KAFKA_SHELL_DATA_DIR"):
+        return Path(os.environ["KAFKA_SHELL_DATA_DIR"])
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "kafka-shell"
+
+
+def history_path() -> Path:
+    return data_dir() / "history"
+
+
+class SecretFreeHistory(FileHistory):
+    """A FileHistory that never keeps a line with a secret; the file is readable by its owner only."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        path = Path(path)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.touch(mode=0o600, exist_ok=True)
+        super().__init__(str(path))
+
+    def append_string(self, string: str) -> None:
+        if not is_secret(string):
+            super().append_string(string)

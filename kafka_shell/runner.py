@@ -1,0 +1,187 @@
+"""The one place a line is executed: parse, topic context, sandbox-only and confirmation checks,
+the handler, rendering, the cache refresh after a change, and every exception as one line.
+
+The REPL and one-shot mode call `run_line`; replay calls `run_lines`, which also sends runs of
+consecutive lines of a batchable command (create-topic) as one request, as KIP-4 intends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import traceback
+from dataclasses import dataclass
+from typing import Callable
+
+from kafka_shell import parsing
+from kafka_shell.errors import ShellError, UsageError, from_kafka_exception
+from kafka_shell.registry import REGISTRY, load_commands
+from kafka_shell.render import Result, render
+from kafka_shell.session import Session
+
+Echo = Callable[[str, str], None]   # (where, line) -> None, called before a line's output
+
+
+@dataclass
+class Line:
+    where: str              # "script.ksh:12: " in replay, "" elsewhere: prefixes error lines
+    text: str
+    parsed: parsing.Parsed | None = None
+    echoed: bool = False
+
+
+def run_line(session: Session, line: str, where: str = "") -> int:
+    """Run one line and print its output; return its exit code (0 for a blank line)."""
+    return run_lines(session, [(where, line)])[-1]
+
+
+def run_lines(session: Session, items: list[tuple[str, str]], echo: Echo | None = None,
+              stop_on_error: bool = True) -> list[int]:
+    """Run (where, line) items in order; return the exit code of each line run (a failure stops
+    the run unless stop_on_error is False)."""
+    load_commands()
+    lines = [Line(where, text) for where, text in items]
+    codes: list[int] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        try:
+            line.parsed = _prepare(session, line.text)
+        except ShellError as exc:
+            codes.append(_fail(session, line, exc, echo))
+        except Exception as exc:  # noqa: BLE001 - anything else is still one line (or --debug)
+            codes.append(_fail(session, line, exc, echo))
+        else:
+            _echo(line, echo)
+            run = [line]
+            batch = _batch_of(line.parsed)
+            if batch is not None:
+                run += _following_run(session, lines, i + 1, line.parsed)
+            results = _execute(session, run, batch, stop_on_error)
+            for ln, outcome in zip(run, results):
+                codes.append(_finish(session, ln, outcome, echo))
+                if codes[-1] and stop_on_error:
+                    break
+            i += len(run) - 1
+        if codes and codes[-1] and stop_on_error:
+            break
+        i += 1
+    return codes or [0]
+
+
+def _prepare(session: Session, text: str) -> parsing.Parsed | None:
+    tokens = parsing.tokenize(text)
+    if not tokens:
+        return None
+    cmd = parsing.find_command(tokens[0])
+    context = {"topic": session.topic} if cmd.topic_context and session.topic else None
+    parsed = parsing.parse(tokens, REGISTRY, context)
+    if parsed.help:
+        return parsed
+    if cmd.sandbox_only and session.sandbox is None:
+        raise UsageError("sandbox commands need kafka-shell --sandbox")
+    if cmd.destructive and not (parsed.args.get("yes") or session.yes or parsed.args.get("dry_run")):
+        if not session.interactive or session.confirm is None:
+            raise UsageError(f"{cmd.name} is destructive: add --yes to confirm")
+        if not session.confirm(f"{text.strip()}: this cannot be undone. Continue?"):
+            raise ShellError("Cancelled: nothing was changed.")
+    return parsed
+
+
+def _batch_of(parsed: parsing.Parsed | None):
+    if parsed is None or parsed.help:
+        return None
+    return getattr(parsed.command.handler, "batch", None)
+
+
+def _following_run(session: Session, lines: list[Line], start: int, first: parsing.Parsed) -> list[Line]:
+    """The lines after `start` that parse cleanly to the same batchable command."""
+    run = []
+    for line in lines[start:]:
+        try:
+            parsed = _prepare(session, line.text)
+        except Exception:  # noqa: BLE001 - the line runs (and fails) on its own later
+            break
+        if parsed is None or parsed.help or parsed.command is not first.command \
+                or bool(parsed.args.get("dry_run")) != bool(first.args.get("dry_run")):
+            break
+        line.parsed = parsed
+        run.append(line)
+    return run
+
+
+def _execute(session: Session, run: list[Line], batch, stop_on_error: bool) -> list[object]:
+    """The outcome (Result or exception) of each line of the run."""
+    first = run[0].parsed
+    if first is None:
+        return [Result()]
+    if first.help:
+        return [Result(text=parsing.help_text(first.command))]
+    if batch is None:
+        try:
+            outcomes = [first.command.handler(session, first.args)]
+        except Exception as exc:  # noqa: BLE001
+            outcomes = [exc]
+    else:
+        args = [ln.parsed.args for ln in run]  # type: ignore[union-attr]
+        if stop_on_error and len(run) > 1 and not first.args.get("dry_run"):
+            # The first failure must stop the run: validate the whole run first, and send only
+            # the lines before the first line that would fail.
+            checks = batch(session, [{**a, "dry_run": True} for a in args])
+            bad = next((k for k, c in enumerate(checks) if _failed(c)), None)
+            if bad is not None:
+                done = batch(session, args[:bad]) if bad else []
+                return [*done, checks[bad]]
+        outcomes = batch(session, args)
+    if first.command.mutates and not first.args.get("dry_run") and session.refresh_after_mutation \
+            and any(isinstance(o, Result) and o.exit_code == 0 for o in outcomes):
+        _refresh(session)
+    return outcomes
+
+
+def _failed(outcome: object) -> bool:
+    return isinstance(outcome, BaseException) or getattr(outcome, "exit_code", 0) != 0
+
+
+def _refresh(session: Session) -> None:
+    try:
+        session.conn.refresh()
+    except Exception as exc:  # noqa: BLE001 - a failed refresh must not fail the change itself
+        session.notify(f"Could not refresh the metadata cache: {exc}")
+
+
+def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) -> int:
+    if isinstance(outcome, BaseException):
+        return _fail(session, line, outcome, echo)
+    if line.parsed is not None:
+        _echo(line, echo)
+    result: Result = outcome  # type: ignore[assignment]
+    if line.where and result.exit_code:
+        result = dataclasses.replace(result, messages=[line.where + m for m in result.messages])
+    render(result, session.output, session.stdout, session.stderr)
+    return result.exit_code
+
+
+def _echo(line: Line, echo: Echo | None) -> None:
+    if echo is not None and not line.echoed:
+        echo(line.where, line.text)
+        line.echoed = True
+
+
+def _fail(session: Session, line: Line, exc: BaseException, echo: Echo | None) -> int:
+    """Report an exception as one line on stderr; return its exit code."""
+    if line.text.strip():
+        _echo(line, echo)
+    if isinstance(exc, ShellError):
+        message, code = str(exc), exc.exit_code
+    elif type(exc).__name__ == "KafkaException":
+        err = from_kafka_exception(exc)
+        message, code = str(err), err.exit_code
+    elif isinstance(exc, KeyboardInterrupt):
+        message, code = "Interrupted.", 130
+    else:
+        message, code = f"Internal error: {type(exc).__name__}: {exc} (run with --debug for details)", 1
+    if session.debug and not isinstance(exc, UsageError):
+        session.stderr.write("".join(traceback.format_exception(exc)))
+    session.stderr.write(f"{line.where}{message}\n")
+    session.stderr.flush()
+    return code

@@ -1,0 +1,81 @@
+"""The state one run of the shell carries from line to line: the connection, the context topic,
+the output format and settings, and how to ask for confirmation. REPL, one-shot and replay modes
+each build one Session and pass every line through `runner.run_line(session, line)`.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, TextIO
+
+from kafka_shell.errors import UsageError
+from kafka_shell.metadata import ClusterSnapshot
+
+
+@dataclass
+class Target:
+    """Where to connect: a bootstrap list and client properties (secrets included: never print)."""
+    bootstrap: str
+    properties: dict[str, str] = field(default_factory=dict)
+    cluster: str | None = None        # the clusters.json name, when it came from there
+    timeout_s: float = 10.0
+
+
+@dataclass
+class Session:
+    target: Target | None = None
+    topic: str | None = None          # the context topic (`topic NAME`)
+    output: str = "table"
+    interactive: bool = False
+    yes: bool = False                 # --yes given on the command line
+    debug: bool = False
+    sandbox: Any = None               # the embedded Sandbox with --sandbox, else None
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
+    confirm: Callable[[str], bool] | None = None   # the REPL's yes/no prompt
+    settings: dict[str, Any] = field(default_factory=dict)
+    refresh_after_mutation: bool = True  # one-shot turns it off: the process ends anyway
+    _conn: Any = None
+
+    @property
+    def cluster(self) -> str | None:
+        return self.target.cluster if self.target else None
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None
+
+    @property
+    def conn(self):
+        """The ConnectionManager, connected on first use (so `help` needs no cluster)."""
+        if self._conn is None:
+            if self.target is None:
+                raise UsageError("No cluster given: use --bootstrap-server HOST:PORT, --cluster NAME "
+                                 "or --sandbox")
+            from kafka_shell.connection import ConnectionManager
+            conn = ConnectionManager(self.target.bootstrap, self.target.properties,
+                                     timeout_s=self.target.timeout_s, notify=self.notify)
+            conn.connect()
+            self._conn = conn
+        return self._conn
+
+    @property
+    def snapshot(self) -> ClusterSnapshot:
+        return self.conn.snapshot
+
+    def switch(self, target: Target) -> None:
+        """Use another cluster from the next command on (the context topic does not carry over)."""
+        self.close()
+        self.target = target
+        self.topic = None
+
+    def notify(self, message: str) -> None:
+        """Events from the connection manager (controller moved, broker lost) go to stderr."""
+        self.stderr.write(message.rstrip("\n") + "\n")
+        self.stderr.flush()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

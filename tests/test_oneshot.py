@@ -1,0 +1,204 @@
+"""One-shot mode (`--command LINE` and KIP-4's `--create-topic ...` flags) run as a real process
+against a sandbox cluster started in the test."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafka_shell.sandbox import admin as sandbox_admin
+
+ROOT = Path(__file__).resolve().parent.parent
+SHELL = [str(ROOT / ".venv" / "bin" / "kafka-shell")]
+
+
+def shell(*args: str, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run kafka-shell with args; stdin is closed (or given) so it never waits on a terminal."""
+    return subprocess.run([*SHELL, *args], input=stdin, capture_output=True, text=True, timeout=60,
+                          stdin=None if stdin is not None else subprocess.DEVNULL,
+                          env={**os.environ, **(env or {})}, cwd=ROOT)
+
+
+def run(sandbox, line: str, *extra: str, **kw) -> subprocess.CompletedProcess:
+    return shell("--bootstrap-server", sandbox.bootstrap, *extra, "--command", line, **kw)
+
+
+def topics(sandbox) -> dict[str, int]:
+    """Topic -> partition count, read from the sandbox's own state (not through the shell)."""
+    return sandbox.call(_topic_counts, sandbox.cluster)
+
+
+def _topic_counts(cluster) -> dict[str, int]:
+    return {n: len(t.partitions) for n, t in cluster.topics.items()}
+
+
+def assert_one_line_error(proc, code: int, *needles: str) -> None:
+    assert proc.returncode == code, proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_create_list_describe_alter_delete(sandbox):
+    p = run(sandbox, "create-topic --topic orders --partitions 5 --replication-factor 3")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip() == "Created topic orders."
+    assert topics(sandbox) == {"orders": 5}
+
+    p = run(sandbox, "list-topics", "--output", "json")
+    assert json.loads(p.stdout) == [{"Topic": "orders", "Partitions": 5, "ReplicationFactor": 3}]
+
+    p = run(sandbox, "describe-topic --topic orders", "--output", "json")
+    data = json.loads(p.stdout)
+    assert data["topics"][0]["PartitionCount"] == 5
+    assert data["topics"][0]["TopicId"] == str(sandbox.cluster.topics["orders"].id)
+    parts = data["partitions"]
+    assert [r["Partition"] for r in parts] == [0, 1, 2, 3, 4]
+    for row, part in zip(parts, sandbox.cluster.topics["orders"].partitions):
+        assert row["Replicas"] == part.replicas and row["Leader"] == part.leader
+        assert row["Isr"] == part.isr
+
+    p = run(sandbox, "alter-topic --topic orders --partitions 8")
+    assert p.returncode == 0, p.stderr
+    assert "from 5 to 8 partitions" in p.stderr
+    assert topics(sandbox) == {"orders": 8}
+
+    p = run(sandbox, "delete-topic --topic orders --yes")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip() == "Deleted topic orders."
+    assert topics(sandbox) == {}
+
+
+def test_kip4_flag_style_with_broker_list_last(sandbox):
+    p = shell("--create-topic", "--topic", "my_topic", "--partitions", "5", "--replication-factor", "3",
+              "--config", "retention.ms=1000", "--broker-list", sandbox.bootstrap)
+    assert p.returncode == 0, p.stderr
+    assert topics(sandbox) == {"my_topic": 5}
+    assert sandbox.cluster.topics["my_topic"].configs == {"retention.ms": "1000"}
+    p = shell("--list-topics", "--broker-list", sandbox.bootstrap, "--output", "csv")
+    assert p.returncode == 0
+    assert list(csv.reader(io.StringIO(p.stdout))) == [["Topic", "Partitions", "ReplicationFactor"],
+                                                      ["my_topic", "5", "3"]]
+
+
+BAD_INPUT = [
+    # (line, exit code, words the one-line error must contain)
+    ("crate-topic --topic x", 2, ["Unknown command crate-topic", "did you mean create-topic?"]),
+    ("create-topic --topic x --partiton 3", 2,
+     ["Unknown option --partiton for create-topic (did you mean --partitions?)"]),
+    ("create-topic --partitions 3", 2, ["Missing required option --topic"]),
+    ("create-topic --topic x --partitions many", 2, ['Invalid value "many" for --partitions']),
+    ("create-topic --topic 'x", 2, ["Unbalanced quotes"]),
+    ("create-topic --topic x --partitions 0", 2, ["positive integer"]),
+    ("create-topic --topic x --partitions 5000000", 2, ["more than Kafka creates in one request"]),
+    ("create-topic --topic 'bad name!'", 2, ['Invalid topic name "bad name!"']),
+    ("create-topic --topic " + "a" * 250, 2, ["Invalid topic name"]),
+    ("create-topic --topic x --replica-assignment 1:2 --partitions 2", 2, ["cannot be used together"]),
+    ("create-topic --topic x --replica-assignment 1:1", 2, ["distinct brokers"]),
+    ("create-topic --topic x --replication-factor 4", 1,
+     ['Replication factor 4 of "x" is larger than the 3 available broker(s)', "--replication-factor 3"]),
+    ("create-topic --topic existing", 1, ['Topic "existing" already exists (use --if-not-exists).']),
+    ("alter-topic --topic existing --partitions 1", 2, ["cannot decrease", "--partitions 2 or more"]),
+    ("alter-topic --topic missing --partitions 3", 1, ['Topic "missing" does not exist']),
+    ("describe-topic --topic missing", 1, ['Topic "missing" does not exist']),
+    ("delete-topic --topic existing", 2, ["delete-topic is destructive: add --yes to confirm"]),
+    ("delete-topic --topic missing --yes", 1, ['Topic "missing" does not exist']),
+    ("alter-configs --topic existing --add-config no.such.key=1", 1, ["Invalid config", "no.such.key"]),
+    ("describe-configs --topic existing --broker 1", 2, ["cannot be used together"]),
+    ("sandbox status", 2, ["sandbox commands need kafka-shell --sandbox"]),
+    ("list-topics --output yaml", 2, ["Unknown option --output"]),
+]
+
+
+@pytest.mark.parametrize("line,code,needles", BAD_INPUT, ids=[b[0][:40] for b in BAD_INPUT])
+def test_bad_input_is_one_line_with_exit_code_and_changes_nothing(sandbox, line, code, needles):
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "existing", 2, 1)
+    state = lambda c: (_topic_counts(c), dict(c.topics["existing"].configs))  # noqa: E731
+    before = sandbox.call(state, sandbox.cluster)
+    assert_one_line_error(run(sandbox, line), code, *needles)
+    assert sandbox.call(state, sandbox.cluster) == before
+
+
+def test_bad_global_options_are_usage_errors():
+    assert_one_line_error(shell("--bootstrap-server", "x:1", "--output", "yaml", "-c", "list-topics"), 2,
+                          'Invalid value "yaml" for --output')
+    assert_one_line_error(shell("--bootstap-server", "x:1"), 2, "did you mean --bootstrap-server?")
+    assert_one_line_error(shell("--timeout", "soon", "-c", "list-topics"), 2, "--timeout")
+    assert_one_line_error(shell("-c", "list-topics", "--file", "x.ksh"), 2, "cannot be used together")
+
+
+def test_unreachable_cluster_is_one_line_exit_1():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = shell("--bootstrap-server", f"127.0.0.1:{port}", "--timeout", "1", "--command", "list-topics")
+    assert_one_line_error(p, 1, f"Cannot reach any broker of 127.0.0.1:{port} within 1 s")
+
+
+def test_help_needs_no_cluster_and_goes_to_stdout():
+    p = shell("--command", "help")
+    assert p.returncode == 0 and "create-topic" in p.stdout and "describe-cluster" in p.stdout
+    p = shell("--command", "create-topic --help")
+    assert p.returncode == 0
+    assert p.stdout.startswith("Usage: create-topic --topic NAME ...")
+    assert "--replication-factor N" in p.stdout and "Examples:" in p.stdout
+    p = shell("--help")
+    assert p.returncode == 0 and "--bootstrap-server" in p.stdout
+
+
+def test_json_and_csv_carry_exactly_the_table_data(sandbox):
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "a", 3, 2)
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "b", 1, 3)
+    line = "describe-topic --topic a --topic b"
+    table = run(sandbox, line).stdout
+    as_json = json.loads(run(sandbox, line, "--output", "json").stdout)
+    as_csv = run(sandbox, line, "--output", "csv").stdout
+    csv_tables = [list(csv.reader(io.StringIO(block))) for block in as_csv.split("\n\n")]
+    for (name, records), rows in zip(as_json.items(), csv_tables):
+        assert rows[0] == list(records[0])  # same columns, same order
+        as_text = [[",".join(map(str, v)) if isinstance(v, list) else str(v) for v in r.values()]
+                   for r in records]
+        assert rows[1:] == as_text
+        for row in as_text:  # and the table shows the same cells
+            assert all(cell in table for cell in row if cell)
+    assert len(as_json["partitions"]) == 4
+
+
+def test_controller_killed_between_two_commands(sandbox):
+    assert run(sandbox, "create-topic --topic before --replication-factor 3").returncode == 0
+    old = sandbox.cluster.controller_id
+    new = sandbox.kill_controller()
+    assert new != old
+    p = run(sandbox, "create-topic --topic after --replication-factor 3")
+    assert p.returncode == 0, p.stderr
+    assert set(topics(sandbox)) == {"before", "after"}
+    p = run(sandbox, "list-brokers", "--output", "json")
+    roles = {r["Id"]: r["Role"] for r in json.loads(p.stdout)}
+    assert roles[new] == "controller" and roles[old] == "broker"
+
+
+def test_broker_down(sandbox):
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 3, 3)
+    sandbox.stop_broker(2)
+    p = run(sandbox, "describe-topic --topic t --under-replicated-partitions", "--output", "json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert len(rows) == 3 and all(2 not in r["Isr"] and 2 in r["Offline"] for r in rows)
+    p = run(sandbox, "describe-cluster", "--output", "json")
+    status = {b["Id"]: b["Status"] for b in json.loads(p.stdout)["brokers"]}
+    assert status == {1: "online", 2: "offline", 3: "online"}
+    p = run(sandbox, "create-topic --topic u --replication-factor 3")
+    assert p.returncode == 1 and "larger than the 2 available broker(s)" in p.stderr
+    assert "u" not in topics(sandbox)
+    assert run(sandbox, "create-topic --topic u --replication-factor 2").returncode == 0

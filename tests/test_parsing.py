@@ -1,0 +1,104 @@
+"""Parsing, help text, script lines and rendering, against the real command registry."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from kafka_shell.errors import UsageError
+from kafka_shell.modes import script_lines
+from kafka_shell.parsing import help_text, parse, tokenize
+from kafka_shell.registry import load_commands
+from kafka_shell.render import Result, Table, render
+
+REGISTRY = load_commands()
+
+
+def p(line: str, **context):
+    return parse(tokenize(line), REGISTRY, context or None)
+
+
+def test_tokenize_quotes_escapes_and_comments():
+    assert tokenize("create-topic --topic 'a b' --config x=\"1 2\" # note") == \
+        ["create-topic", "--topic", "a b", "--config", "x=1 2"]
+    assert tokenize("alter-configs --add-config a=b#c") == ["alter-configs", "--add-config", "a=b#c"]
+    assert tokenize("   # only a comment") == []
+    assert tokenize("topic '#hash' # comment") == ["topic", "#hash"]
+    assert tokenize("x --config 'a # b'") == ["x", "--config", "a # b"]
+    with pytest.raises(UsageError, match="Unbalanced quotes"):
+        tokenize('create-topic --topic "x')
+
+
+def test_values_types_repeats_and_defaults():
+    parsed = p("create-topic --topic a --topic=b --partitions 3 --config k=v --if-not-exists")
+    assert parsed.args["topic"] == ["a", "b"]
+    assert parsed.args["partitions"] == 3 and parsed.args["replication_factor"] is None
+    assert parsed.args["config"] == [("k", "v")]
+    assert parsed.args["if_not_exists"] is True and parsed.args["dry_run"] is False
+    assert parsed.given == {"topic", "partitions", "config", "if_not_exists"}
+    assert p("create-topic --topic a --replica-assignment 1:2,2:3").args["replica_assignment"] == [[1, 2], [2, 3]]
+
+
+@pytest.mark.parametrize("line,message", [
+    ("create-topc --topic a", "Unknown command create-topc (did you mean create-topic?)"),
+    ("frobnicate", "Unknown command frobnicate (type help for the list of commands)"),
+    ("create-topic --topic a --partiton 3", "Unknown option --partiton for create-topic (did you mean --partitions?)"),
+    ("create-topic --partitions 3", "Missing required option --topic for create-topic"),
+    ("create-topic --topic a --partitions", "Option --partitions of create-topic needs a value (N)"),
+    ("create-topic --topic a --partitions x", 'Invalid value "x" for --partitions of create-topic: expected a positive integer'),
+    ("create-topic --topic a --partitions 1 --partitions 2", "Option --partitions given twice"),
+    ("create-topic --topic a --if-not-exists=yes", "takes no value"),
+    ("create-topic --topic a extra", 'Unexpected argument "extra" for create-topic'),
+    ("output yaml", 'Invalid value "yaml" for FORMAT of output: choose one of table, json, csv'),
+    ("describe-configs --all", "describe-configs needs one of --topic, --broker, --entity-name, --entity-default"),
+    ("describe-configs --topic a --broker 1", "Options --topic and --broker of describe-configs cannot be used together"),
+    ("api-versions --broker one", 'Invalid value "one" for --broker of api-versions: expected an integer'),
+])
+def test_usage_errors_name_the_bad_part(line, message):
+    with pytest.raises(UsageError) as err:
+        p(line)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_context_topic_fills_only_what_the_line_leaves_out():
+    assert p("describe-topic", topic="orders").args["topic"] == ["orders"]
+    assert p("describe-topic --topic other", topic="orders").args["topic"] == ["other"]
+    assert p("describe-configs", topic="orders").args["topic"] == "orders"
+    # another option of the same required group wins over the context
+    assert p("describe-configs --broker 1", topic="orders").args["topic"] is None
+    assert "topic" not in p("create-topic --topic x", topic="orders").given - {"topic"}
+
+
+def test_help_flag_and_generated_help():
+    assert p("create-topic --help").help and p("delete-topic -h").help
+    text = help_text(REGISTRY.get("delete-topic"))
+    assert text.startswith("Usage: delete-topic --topic NAME ... [--if-exists] [--dry-run] [--yes]")
+    assert "--yes" in text and "Examples:" in text and "context topic" in text
+    assert "(choose" not in text
+    assert "(one of: table, json, csv)" in help_text(REGISTRY.get("output"))
+
+
+def test_script_lines_join_continuations_and_drop_comments():
+    raw = ["# header", "", "create-topic --topic a \\", "   --partitions 3", "topic a", "  # indented comment",
+           "describe-topic"]
+    assert script_lines(raw) == [(3, "create-topic --topic a --partitions 3"), (5, "topic a"), (7, "describe-topic")]
+
+
+def test_render_json_csv_and_table_share_the_data():
+    result = Result.table(["Topic", "Replicas", "Leader"], [["t", [1, 2], None]], "Done.")
+    outs = {}
+    for fmt in ("table", "json", "csv"):
+        out, err = io.StringIO(), io.StringIO()
+        render(result, fmt, out, err)
+        assert err.getvalue() == "Done.\n"  # messages never pollute stdout
+        outs[fmt] = out.getvalue()
+    assert json.loads(outs["json"]) == [{"Topic": "t", "Replicas": [1, 2], "Leader": None}]
+    assert outs["csv"] == "Topic,Replicas,Leader\nt,\"1,2\",\n"
+    assert outs["table"].splitlines()[2].split() == ["t", "1,2", "-"]
+    two = Result(tables=[Table(["A"], [[1]], name="x"), Table(["B"], [[2]], name="y")])
+    out = io.StringIO()
+    render(two, "json", out, io.StringIO())
+    assert json.loads(out.getvalue()) == {"x": [{"A": 1}], "y": [{"B": 2}]}

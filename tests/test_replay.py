@@ -1,0 +1,136 @@
+"""Replay mode (`--file script.ksh`, `-` and piped stdin) as a real process on a sandbox."""
+
+from __future__ import annotations
+
+import json
+
+from tests.test_oneshot import shell, topics
+
+
+def json_documents(text: str) -> list:
+    """The JSON documents printed one after another (one per command)."""
+    decoder, docs, i = json.JSONDecoder(), [], 0
+    while i < len(text):
+        doc, i = decoder.raw_decode(text, i)
+        docs.append(doc)
+        while i < len(text) and text[i].isspace():
+            i += 1
+    return docs
+
+
+def replay(sandbox, tmp_path, script: str, *extra: str):
+    path = tmp_path / "script.ksh"
+    path.write_text(script)
+    return shell("--bootstrap-server", sandbox.bootstrap, "--file", str(path), *extra), str(path)
+
+
+def test_first_failure_stops_with_file_and_line_number(sandbox, tmp_path):
+    script = ("create-topic --topic a\n"
+              "# a comment line\n"
+              "\n"
+              "create-topic --topic b --partiton 2\n"
+              "create-topic --topic c\n")
+    p, path = replay(sandbox, tmp_path, script)
+    assert p.returncode == 1
+    assert f"{path}:4: Unknown option --partiton for create-topic (did you mean --partitions?)" in p.stderr
+    assert set(topics(sandbox)) == {"a"}  # line 5 never ran
+    assert "5> " not in p.stderr and "1> create-topic --topic a" in p.stderr
+
+
+def test_continue_on_error_runs_every_line_and_still_fails(sandbox, tmp_path):
+    script = "create-topic --topic a\ncreate-topic --topic a\ncreate-topic --topic c\n"
+    p, path = replay(sandbox, tmp_path, script, "--continue-on-error")
+    assert p.returncode == 1
+    assert f'{path}:2: Topic "a" already exists (use --if-not-exists).' in p.stderr
+    assert set(topics(sandbox)) == {"a", "c"}
+
+
+def test_continuation_comments_and_context_lines(sandbox, tmp_path):
+    script = ("create-topic --topic orders \\\n"
+              "    --partitions 3 \\\n"
+              "    --replication-factor 2   # trailing comment\n"
+              "topic orders\n"
+              "alter-topic --partitions 6\n"
+              "describe-topic\n"
+              "topic\n"
+              "describe-topic --topic orders --under-replicated-partitions\n")
+    p, path = replay(sandbox, tmp_path, script, "--output", "json")
+    assert p.returncode == 0, p.stderr
+    assert topics(sandbox) == {"orders": 6}
+    assert "1> create-topic --topic orders --partitions 3 --replication-factor 2" in p.stderr
+    assert 'Switched to "orders" topic.' in p.stderr and 'Left "orders" topic.' in p.stderr
+    assert "5> alter-topic --partitions 6" in p.stderr
+    outputs = json_documents(p.stdout)
+    described = outputs[0]
+    assert described["topics"][0]["PartitionCount"] == 6
+    assert outputs[1] == []  # nothing under-replicated
+
+
+def test_context_topic_must_exist(sandbox, tmp_path):
+    p, path = replay(sandbox, tmp_path, "topic nope\ndescribe-topic\n")
+    assert p.returncode == 1
+    assert f'{path}:1: Topic "nope" does not exist' in p.stderr
+
+
+def test_stdin_with_dash_and_piped(sandbox):
+    p = shell("--bootstrap-server", sandbox.bootstrap, "--file", "-", "--quiet",
+              stdin="create-topic --topic s1\n")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip() == "Created topic s1."  # --quiet: no echo
+    p = shell("--bootstrap-server", sandbox.bootstrap, stdin="create-topic --topic s2\nlist-topics\n")
+    assert p.returncode == 0, p.stderr
+    assert "s1" in p.stdout and "s2" in p.stdout
+    assert "1> create-topic --topic s2" in p.stderr
+    p = shell("--bootstrap-server", sandbox.bootstrap, stdin="list-topics\ncrate-topic\n")
+    assert p.returncode == 1 and "stdin:2: Unknown command crate-topic" in p.stderr
+
+
+def test_destructive_lines_need_yes(sandbox, tmp_path):
+    p, path = replay(sandbox, tmp_path, "create-topic --topic d\ndelete-topic --topic d\n")
+    assert p.returncode == 1
+    assert f"{path}:2: delete-topic is destructive: add --yes to confirm" in p.stderr
+    assert "d" in topics(sandbox)
+    p, _ = replay(sandbox, tmp_path, "delete-topic --topic d\n", "--yes")
+    assert p.returncode == 0 and "d" not in topics(sandbox)
+
+
+def test_consecutive_create_topic_lines_are_one_request(sandbox, tmp_path):
+    lines = [f"create-topic --topic batch-{i} --partitions 2" for i in range(20)]
+    lines.insert(7, "create-topic --topic 'bad name'")
+    lines.insert(12, "create-topic --topic batch-3")  # a name twice in one run
+    p, path = replay(sandbox, tmp_path, "\n".join(lines) + "\nlist-topics\n",
+                     "--continue-on-error", "--debug")
+    requests = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: CreateTopics request")]
+    # Line 8 (bad name) fails before any request; the other 21 lines go out in two requests:
+    # a request may hold a name only once, so the second batch-3 (line 13) starts a new one.
+    assert requests == ["debug: CreateTopics request: 11 topic(s)", "debug: CreateTopics request: 10 topic(s)"]
+    assert f'{path}:8: Invalid topic name "bad name"' in p.stderr
+    assert f'{path}:13: Topic "batch-3" already exists (use --if-not-exists).' in p.stderr
+    assert len([n for n in topics(sandbox) if n.startswith("batch-")]) == 20
+    assert p.returncode == 1
+
+
+def test_batch_stops_at_first_failure_without_running_later_lines(sandbox, tmp_path):
+    script = "".join(f"create-topic --topic s{i}\n" for i in range(5))
+    script = script.replace("--topic s3", "--topic s3 --replication-factor 9")
+    p, path = replay(sandbox, tmp_path, script, "--debug")
+    assert p.returncode == 1
+    assert f'{path}:4: Replication factor 9 of "s3"' in p.stderr
+    assert set(topics(sandbox)) == {"s0", "s1", "s2"}
+    requests = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: CreateTopics request")]
+    assert requests == ["debug: CreateTopics request: 5 topic(s) (validate only)",
+                        "debug: CreateTopics request: 3 topic(s)"]
+
+
+def test_controller_killed_in_the_middle_of_a_replay(tmp_path):
+    script = ("create-topic --topic first --replication-factor 3\n"
+              "sandbox kill-controller\n"
+              "create-topic --topic second --replication-factor 3\n"
+              "list-topics\n")
+    path = tmp_path / "kill.ksh"
+    path.write_text(script)
+    p = shell("--sandbox", "--file", str(path), "--output", "csv")
+    assert p.returncode == 0, p.stderr
+    assert "Controller moved from broker" in p.stderr
+    assert "Created topic second." in p.stderr
+    assert p.stdout.splitlines()[1:] == ["first,1,3", "second,1,3"]

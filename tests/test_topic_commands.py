@@ -1,0 +1,130 @@
+"""Topic, config, cluster and named-cluster commands, run as a real process on a sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+from kafka_shell.sandbox import admin as sandbox_admin
+from tests.test_oneshot import run, shell, topics
+
+
+def out_json(p):
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_if_not_exists_if_exists_and_dry_run_change_nothing(sandbox):
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 2, 1)
+    p = run(sandbox, "create-topic --topic t --topic u --if-not-exists")
+    assert p.returncode == 0 and "Topic t already exists: skipped." in p.stderr
+    p = run(sandbox, "create-topic --topic v --partitions 4 --dry-run")
+    assert p.returncode == 0 and "Topic v would be created (dry run)." in p.stderr
+    p = run(sandbox, "alter-topic --topic t --partitions 6 --dry-run")
+    assert p.returncode == 0 and "would grow from 2 to 6" in p.stderr
+    p = run(sandbox, "delete-topic --topic t --dry-run")
+    assert p.returncode == 0 and "Would delete topic t (dry run)." in p.stderr
+    p = run(sandbox, "delete-topic --topic gone --if-exists --yes")
+    assert p.returncode == 0 and "Topic gone does not exist: skipped." in p.stderr
+    assert topics(sandbox) == {"t": 2, "u": 1}
+
+
+def test_delete_by_pattern_and_replica_assignment(sandbox):
+    p = run(sandbox, "create-topic --topic tmp-1 --topic tmp-2 --topic keep --replica-assignment 3:1,1:2")
+    assert p.returncode == 0, p.stderr
+    assert [pt.replicas for pt in sandbox.cluster.topics["keep"].partitions] == [[3, 1], [1, 2]]
+    p = run(sandbox, "delete-topic --topic 'tmp-*' --yes")
+    assert p.returncode == 0 and p.stderr.count("Deleted topic") == 2
+    assert set(topics(sandbox)) == {"keep"}
+    p = run(sandbox, "delete-topic --topic 'zzz-*' --yes")
+    assert p.returncode == 1 and "No topic matches zzz-*" in p.stderr
+
+
+def test_describe_filters(sandbox):
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 3, 3, [[1, 2, 3], [2, 3, 1], [3, 1, 2]])
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "o", 1, 1, [[1]], {"retention.ms": "5"})
+    sandbox.stop_broker(3)
+    rows = out_json(run(sandbox, "describe-topic --unavailable-partitions", "-o", "json"))
+    assert rows == []  # every partition still has a live leader
+    rows = out_json(run(sandbox, "describe-topic --topic t --not-preferred-leader", "-o", "json"))
+    assert [r["Partition"] for r in rows] == [2]  # partition 2 lost its preferred leader 3
+    rows = out_json(run(sandbox, "describe-topic --topic t --under-replicated-partitions", "-o", "json"))
+    assert [r["Partition"] for r in rows] == [0, 1, 2]
+    rows = out_json(run(sandbox, "describe-topic --topics-with-overrides", "-o", "json"))
+    assert [(r["Topic"], r["Configs"]) for r in rows] == [("o", "retention.ms=5")]
+    p = run(sandbox, "alter-configs --topic t --add-config min.insync.replicas=3")
+    assert p.returncode == 0, p.stderr
+    rows = out_json(run(sandbox, "describe-topic --topic t --under-min-isr-partitions", "-o", "json"))
+    assert len(rows) == 3
+    rows = out_json(run(sandbox, "describe-topic --topic o --at-min-isr-partitions", "-o", "json"))
+    assert [r["Topic"] for r in rows] == ["o"]
+
+
+def test_configs_for_topics_brokers_and_defaults(sandbox):
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 1)
+    p = run(sandbox, "alter-configs --topic t --add-config retention.ms=1000,cleanup.policy=[compact,delete]")
+    assert p.returncode == 0 and 'Completed updating config for topic "t".' in p.stderr
+    assert sandbox.cluster.topics["t"].configs == {"retention.ms": "1000", "cleanup.policy": "compact,delete"}
+    rows = out_json(run(sandbox, "describe-configs --topic t", "-o", "json"))
+    assert {r["Name"]: r["Value"] for r in rows} == {"retention.ms": "1000", "cleanup.policy": "compact,delete"}
+    p = run(sandbox, "alter-configs --topic t --delete-config retention.ms")
+    assert p.returncode == 0 and sandbox.cluster.topics["t"].configs == {"cleanup.policy": "compact,delete"}
+    p = run(sandbox, "alter-configs --entity-type brokers --entity-default --add-config log.retention.ms=3600000")
+    assert p.returncode == 0, p.stderr
+    assert "cluster-wide broker defaults" in p.stderr
+    assert sandbox.cluster.cluster_configs.get("log.retention.ms") == "3600000"
+    rows = out_json(run(sandbox, "describe-configs --broker 1 --all", "-o", "json"))
+    assert any(r["Name"] == "log.retention.ms" and r["Value"] == "3600000" for r in rows)
+
+
+def test_cluster_views(sandbox):
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 6, 2)
+    data = out_json(run(sandbox, "describe-cluster", "-o", "json"))
+    assert data["cluster"] == [{"ClusterId": sandbox.cluster.cluster_id, "Controller": sandbox.cluster.controller_id,
+                                "Brokers": 3, "Topics": 1, "Partitions": 6}]
+    assert sum(b["Partitions"] for b in data["brokers"]) == 12
+    assert sum(b["Leaders"] for b in data["brokers"]) == 6
+    rows = out_json(run(sandbox, "api-versions", "-o", "json"))
+    create = next(r for r in rows if r["Api"] == "CreateTopics")
+    assert create["Key"] == 19 and create["MaxVersion"] >= create["MinVersion"]
+
+
+def test_named_clusters_file(sandbox, tmp_path):
+    env = {"KAFKA_SHELL_CONFIG_DIR": str(tmp_path), "SANDBOX_ADDR": sandbox.bootstrap}
+    p = shell("--command", "add-cluster dev --bootstrap-server ${SANDBOX_ADDR} -X client.id=shell-test",
+              env=env)
+    assert p.returncode == 0, p.stderr
+    path = tmp_path / "clusters.json"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert json.loads(path.read_text())["clusters"]["dev"]["bootstrap"] == "${SANDBOX_ADDR}"  # kept unexpanded
+    rows = out_json(shell("--command", "clusters", "-o", "json", env=env))
+    assert rows == [{"Name": "dev", "Bootstrap": "${SANDBOX_ADDR}", "Properties": 1, "Current": False}]
+    p = shell("--cluster", "dev", "--command", "create-topic --topic via-name", env=env)
+    assert p.returncode == 0, p.stderr
+    assert "via-name" in topics(sandbox)
+    p = shell("--command", "use-cluster dev", env=env)
+    assert p.returncode == 0
+    assert json.loads((tmp_path / "state.json").read_text()) == {"current": "dev"}
+    p = shell("--command", "list-topics", "-o", "csv", env=env)  # the current cluster is the default
+    assert p.returncode == 0 and "via-name" in p.stdout
+    p = shell("--cluster", "prod", "--command", "list-topics", env=env)
+    assert p.returncode == 2 and 'Unknown cluster "prod" (known clusters: dev)' in p.stderr
+    assert shell("--command", "add-cluster bad --bootstrap-server '${KSH_TEST_UNSET}'", env=env).returncode == 0
+    p = shell("--cluster", "bad", "--command", "list-topics", env=env)
+    assert p.returncode == 2
+    assert p.stderr.strip() == 'Cluster "bad" uses ${KSH_TEST_UNSET}, which is not set: export it and retry'
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_sandbox_commands_with_embedded_cluster():
+    p = shell("--sandbox", "--file", "-", "--quiet", "--output", "json", stdin=(
+        "sandbox stop-broker 2\n"
+        "sandbox status\n"
+        "sandbox start-broker 2\n"
+        "sandbox stop-broker 9\n"))
+    assert p.returncode == 1
+    assert "Broker 2 stopped." in p.stderr and "Broker 2 started." in p.stderr
+    status = json.loads(p.stdout)
+    assert {r["Broker"]: r["State"] for r in status} == {1: "up", 2: "down", 3: "up"}
+    assert "stdin:4: no broker 9 in the sandbox" in p.stderr
