@@ -11,7 +11,7 @@ import fnmatch
 import re
 from typing import Any
 
-from kafka_shell.errors import (KafkaCallError, NotSupported, ShellError, UsageError,
+from kafka_shell.errors import (KafkaCallError, ShellError, UsageError,
                                 kafka_error_message)
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
@@ -273,6 +273,7 @@ def _add_partitions(session, topics, total: int, assignment, dry_run: bool) -> l
                 for t in topics if total == len(t.partitions)]
     if not grow:
         return messages
+    session.conn.require(CREATE_PARTITIONS, "Adding partitions")
     debug(session, f"CreatePartitions request: {len(grow)} topic(s)")
     answer = session.conn.admin_call(
         "create_partitions", [NewPartitions(t.name, total, *([assignment] if assignment else []))
@@ -291,6 +292,7 @@ def _add_partitions(session, topics, total: int, assignment, dry_run: bool) -> l
     return messages
 
 
+CREATE_PARTITIONS = 37
 INCREMENTAL_ALTER_CONFIGS = 44
 SET, DELETE = 0, 1   # IncrementalAlterConfigs operations
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
@@ -306,8 +308,7 @@ def alter_configs(session, entity_type: str, names: list[str], changes: dict, dr
     rtype = TOPIC_RESOURCE if entity_type == "topics" else BROKER_RESOURCE
     body = {"resources": [{"resource_type": rtype, "resource_name": str(n), "configs": configs} for n in names],
             "validate_only": dry_run}
-    if not session.conn.supports(INCREMENTAL_ALTER_CONFIGS):
-        raise NotSupported("IncrementalAlterConfigs (changing configs) is not supported by this cluster.")
+    session.conn.require(INCREMENTAL_ALTER_CONFIGS, "Changing configs")
     debug(session, f"IncrementalAlterConfigs request: {len(names)} resource(s)")
     if entity_type == "brokers" and len(names) == 1 and names[0]:
         answer = session.conn.broker_request(int(names[0]), INCREMENTAL_ALTER_CONFIGS, body, mutation=True)

@@ -35,7 +35,7 @@ from confluent_kafka import KafkaError, KafkaException
 from kafka_shell import protocol
 from kafka_shell.channel import Channel, ConnectionLost
 from kafka_shell.client_config import librdkafka_properties, scrub
-from kafka_shell.errors import ClusterUnreachable, KafkaCallError, ShellError, UsageError
+from kafka_shell.errors import ClusterUnreachable, KafkaCallError, NotSupported, ShellError, UsageError
 from kafka_shell.metadata import EMPTY, BrokerInfo, ClusterSnapshot, PartitionInfo, TopicInfo
 
 log = logging.getLogger("kafka_shell.connection")
@@ -247,6 +247,12 @@ class ConnectionManager:
     def supports(self, api_key: int, version: int = 0, broker_id: int | None = None) -> bool:
         """Whether the broker (default: the controller) advertises this API version."""
         return version in self.api_versions(broker_id).get(api_key, range(0))
+
+    def require(self, api_key: int, action: str) -> None:
+        """Fail up front, before anything is sent, when the controller lacks the API."""
+        if not self.supports(api_key):
+            raise NotSupported(f"{action} needs the {protocol.api_name(api_key)} API, which is not "
+                               "supported by this cluster.")
 
     # -- the AdminClient ---------------------------------------------------------------------
 

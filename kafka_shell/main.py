@@ -255,7 +255,12 @@ def serve_sandbox(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    if argv is None:
+        # A real process: kio registers hypothesis strategies for its types whenever hypothesis
+        # is importable (it is, in a venv with the test tools), which costs ~0.1 s of start-up
+        # that the shell never needs. Marking it absent makes kio skip it.
+        sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
+        argv = sys.argv[1:]
     try:
         code = run(argv)
     except ShellError as exc:
