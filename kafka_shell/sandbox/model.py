@@ -83,6 +83,9 @@ class Topic:
     configs: dict[str, str] = field(default_factory=dict)  # topic overrides only
     internal: bool = False
 
+    def partition(self, index: int) -> Partition | None:
+        return self.partitions[index] if 0 <= index < len(self.partitions) else None
+
 
 @dataclass
 class Cluster:
@@ -107,9 +110,7 @@ class Cluster:
 
     def partition(self, topic: str, index: int) -> Partition | None:
         t = self.topics.get(topic)
-        if t is None or not 0 <= index < len(t.partitions):
-            return None
-        return t.partitions[index]
+        return t.partition(index) if t is not None else None
 
     def live_brokers(self) -> list[Broker]:
         return [b for b in self.brokers.values() if b.usable]

@@ -82,7 +82,7 @@ async def produce(ctx) -> dict | None:
             answer = {"index": pd.index, "error_code": 0, "base_offset": -1, "log_append_time": -1,
                       "log_start_offset": -1, "record_errors": []}
             answers.append(answer)
-            p = t.partitions[pd.index] if t and 0 <= pd.index < len(t.partitions) else None
+            p = t.partition(pd.index) if t else None
             if acks not in (-1, 0, 1):
                 answer["error_code"] = ErrorCode.invalid_required_acks
             elif p is None:
@@ -162,7 +162,7 @@ def _fetch_once(ctx) -> tuple[list[dict], int, bool, list[Partition]]:
         t, topic_err, name, topic_id = _lookup(ctx, rt, "topic")
         parts = []
         for rp in rt.partitions:
-            p = t.partitions[rp.partition] if t and 0 <= rp.partition < len(t.partitions) else None
+            p = t.partition(rp.partition) if t else None
             answer = {"partition_index": rp.partition, "error_code": 0, "high_watermark": -1,
                       "last_stable_offset": -1, "log_start_offset": -1, "records": b""}
             parts.append(answer)
@@ -203,7 +203,7 @@ def list_offsets(ctx) -> dict:
         t = ctx.cluster.topics.get(rt.name)
         parts = []
         for rp in rt.partitions:
-            p = t.partitions[rp.partition_index] if t and 0 <= rp.partition_index < len(t.partitions) else None
+            p = t.partition(rp.partition_index) if t else None
             if p is None:
                 parts.append({"partition_index": rp.partition_index,
                               "error_code": ErrorCode.unknown_topic_or_partition})
@@ -246,7 +246,7 @@ def delete_records(ctx) -> dict:
         for rp in rt.partitions:
             answer = {"partition_index": rp.partition_index, "low_watermark": -1, "error_code": 0}
             parts.append(answer)
-            p = t.partitions[rp.partition_index] if t and 0 <= rp.partition_index < len(t.partitions) else None
+            p = t.partition(rp.partition_index) if t else None
             if p is None:
                 answer["error_code"] = ErrorCode.unknown_topic_or_partition
             elif (err := leader_error(ctx, p)):
@@ -274,7 +274,7 @@ def offset_for_leader_epoch(ctx) -> dict:
         t = ctx.cluster.topics.get(rt.topic)
         parts = []
         for rp in rt.partitions:
-            p = t.partitions[rp.partition] if t and 0 <= rp.partition < len(t.partitions) else None
+            p = t.partition(rp.partition) if t else None
             err = ErrorCode.unknown_topic_or_partition if p is None else leader_error(ctx, p, rp.current_leader_epoch)
             if err:
                 parts.append({"partition": rp.partition, "error_code": err})
