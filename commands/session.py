@@ -56,7 +56,7 @@ def output_command(session, args: dict) -> Result:
     return Result.message(f"Output format: {session.output}.")
 
 
-@command("clusters", help=f"List the named clusters (from clusters.json in the config directory).")
+@command("clusters", help="List the named clusters (from clusters.json in the config directory).")
 def clusters_command(session, args: dict) -> Result:
     current = session.cluster or clusters.current()
     rows = [[name, entry.get("bootstrap"), len(entry.get("properties") or {}), name == current]

@@ -236,14 +236,17 @@ create_topic.batch = create_topics  # type: ignore[attr-defined]
                 completer="config_key", help="Set a topic config."),
          Option("--delete-config", repeatable=True, metavar="KEY", completer="config_key",
                 help="Remove a topic config override."),
+         Option("--replication-factor", type=positive_int, metavar="N",
+                help="New replication factor (a minimal-movement, rack-aware reassignment)."),
          mutates=True, topic_context=True,
-         help="Add partitions to topics or change their configs.",
+         help="Add partitions to topics, change their replication factor or their configs.",
          examples=("alter-topic --topic orders --partitions 12",
                    "alter-topic --topic orders --config retention.ms=86400000",
-                   "alter-topic --topic orders --delete-config retention.ms"))
+                   "alter-topic --topic orders --delete-config retention.ms",
+                   "alter-topic --topic orders --replication-factor 3"))
 def alter_topic(session, args: dict) -> Result:
-    if not (args["partitions"] or args["config"] or args["delete_config"]):
-        raise UsageError("alter-topic needs --partitions, --config or --delete-config")
+    if not (args["partitions"] or args["config"] or args["delete_config"] or args["replication_factor"]):
+        raise UsageError("alter-topic needs --partitions, --replication-factor, --config or --delete-config")
     if args["replica_assignment"] and not args["partitions"]:
         raise UsageError("--replica-assignment of alter-topic needs --partitions (the new total)")
     dry_run = args["dry_run"]
@@ -253,6 +256,9 @@ def alter_topic(session, args: dict) -> Result:
     messages: list[str] = []
     if args["partitions"]:
         messages += _add_partitions(session, topics, args["partitions"], args["replica_assignment"], dry_run)
+    if args["replication_factor"]:
+        from commands.reassign import change_replication_factor
+        messages += change_replication_factor(session, topics, args["replication_factor"], dry_run)
     if args["config"] or args["delete_config"]:
         changes = {"set": dict(args["config"]), "delete": args["delete_config"]}
         messages += alter_configs(session, "topics", [t.name for t in topics], changes, dry_run)

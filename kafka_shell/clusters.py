@@ -14,20 +14,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 
 from kafka_shell.errors import UsageError
+from kafka_shell.paths import config_dir, write_json_atomically
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def config_dir() -> Path:
-    explicit = os.environ.get("KAFKA_SHELL_CONFIG_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "kafka-shell"
 
 
 def clusters_file() -> Path:
@@ -46,20 +38,6 @@ def _read_json(path: Path) -> dict:
     return data
 
 
-def write_atomically(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def load() -> dict[str, dict]:
     """name -> {"bootstrap": ..., "properties": {...}} (values not yet expanded)."""
     clusters = _read_json(clusters_file()).get("clusters", {})
@@ -74,13 +52,13 @@ def current() -> str | None:
 
 def set_current(name: str) -> None:
     get(name)  # must exist
-    write_atomically(config_dir() / "state.json", {"current": name})
+    write_json_atomically(config_dir() / "state.json", {"current": name})
 
 
 def add(name: str, bootstrap: str, properties: dict[str, str] | None = None) -> None:
     data = _read_json(clusters_file())
     data.setdefault("clusters", {})[name] = {"bootstrap": bootstrap, "properties": properties or {}}
-    write_atomically(clusters_file(), data)
+    write_json_atomically(clusters_file(), data)
 
 
 def get(name: str) -> tuple[str, dict[str, str]]:

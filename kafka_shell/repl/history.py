@@ -8,6 +8,8 @@ from pathlib import Path
 
 from prompt_toolkit.history import FileHistory
 
+from kafka_shell.paths import data_dir
+
 # A line is kept out of history (file and memory, hence out of auto-suggestions too) when it
 # mentions any of these: SASL/JAAS settings, passwords, secrets, tokens, private keys.
 SECRET = re.compile(r"password|passwd|secret|jaas|sasl\.|token|credential|ssl\.key", re.I)
@@ -15,14 +17,6 @@ SECRET = re.compile(r"password|passwd|secret|jaas|sasl\.|token|credential|ssl\.k
 
 def is_secret(line: str) -> bool:
     return SECRET.search(line) is not None
-
-
-def data_dir() -> Path:
-    """`$KAFKA_SHELL_DATA_DIR`, else `$XDG_DATA_HOME/kafka-shell` (~/.local/share by default)."""
-    if os.environ.get("KAFKA_SHELL_DATA_DIR"):
-        return Path(os.environ["KAFKA_SHELL_DATA_DIR"])
-    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(base) / "kafka-shell"
 
 
 def history_path() -> Path:

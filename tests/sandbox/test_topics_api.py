@@ -9,7 +9,6 @@ import uuid
 from collections import Counter
 
 import pytest
-from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kafka_shell import protocol

@@ -1,0 +1,430 @@
+"""Leader elections: preferred-replica-leader-election (KIP-4 / KIP-183) and elect-leaders
+(kafka-leader-election: preferred, unclean, and KAFKA-20098's designated elections).
+
+Every election goes to the controller as ElectLeaders over the direct channel, at most 1000
+partitions a request (the most a v3 request is served for). Results are grouped as Kafka's tool
+groups them (succeeded, already elected, failed, and exit 1 on any failure) and also returned as
+a table, so `--output json` carries one row per partition. `--blocking` then waits until every
+broker's own metadata shows the new leaders.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from commands.topics import debug, positive_int, require_topic
+from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError, kafka_error_message
+from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
+from kafka_shell.registry import Option, command
+from kafka_shell.render import Result
+
+ELECT_LEADERS, METADATA = 43, 3
+PREFERRED, UNCLEAN, DESIGNATED = 0, 1, 2
+TYPES = {"preferred": PREFERRED, "unclean": UNCLEAN, "designated": DESIGNATED}
+LABELS = {v: k.upper() for k, v in TYPES.items()}
+MIN_VERSION = {PREFERRED: 0, UNCLEAN: 1, DESIGNATED: 3}  # election types came in v1, designated in v3
+ELECTION_NOT_NEEDED = 84
+FILE_EXAMPLE = '{"partitions":[{"topic":"foo","partition":1}]}'
+POLL_S = 0.1
+
+Entry = tuple[str, int, "int | None"]   # (topic, partition, designated leader)
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError("a partition number (0 or more)") from None
+    if value < 0:
+        raise ValueError("a partition number (0 or more)")
+    return value
+
+
+SCOPE = ("--topic", "--all-topic-partitions", "--path-to-json-file")
+COMMON = (
+    Option("--topic", metavar="NAME", completer="topic", help="Elect for this topic's partitions."),
+    Option("--partition", type=non_negative_int, metavar="P", help="Only this partition of --topic."),
+    Option("--all-topic-partitions", flag=True, help="Elect for every partition of the cluster."),
+    Option("--path-to-json-file", metavar="FILE", completer="path",
+           help=f"Partitions from a file: {FILE_EXAMPLE} (\"designatedLeader\" per entry for "
+                "designated elections)."),
+    Option("--blocking", flag=True,
+           help="Wait until the metadata of every broker shows the new leaders."),
+    Option("--timeout-ms", type=positive_int, default=30000, metavar="MS",
+           help="How long the controller, and --blocking, may wait."),
+    Option("--zookeeper", metavar="HOST:PORT",
+           help="Removed (KIP-183): only says to use kafka-shell --bootstrap-server instead."),
+)
+PREFERRED_HELP = (
+    "The preferred replica of a partition is the first replica of its assignment (see the "
+    "Replicas column of describe-topic); Kafka spreads leadership evenly by making it the leader. "
+    "After a broker restarts, its partitions stay led by other brokers until an election moves "
+    "them back. Brokers with auto.leader.rebalance.enable=true (Kafka's default) do this by "
+    "themselves, which makes this command unnecessary.\n"
+    "Give exactly one of --topic (with --partition for one partition), --all-topic-partitions, "
+    "or --path-to-json-file. --zookeeper was removed (KIP-183): the election goes through the "
+    "brokers of --bootstrap-server.")
+
+
+@command("preferred-replica-leader-election", *COMMON,
+         mutates=True, topic_context=True, exclusive_groups=(SCOPE,),
+         help="Move leadership back to the preferred replicas (the first replica of each partition).",
+         description=PREFERRED_HELP,
+         examples=("preferred-replica-leader-election --topic orders",
+                   "preferred-replica-leader-election --all-topic-partitions --blocking",
+                   "preferred-replica-leader-election --path-to-json-file partitions.json --dry-run"))
+def preferred_replica_leader_election(session, args: dict) -> Result:
+    return elect(session, args, PREFERRED, "preferred-replica-leader-election")
+
+
+@command("elect-leaders",
+         Option("--election-type", choices=tuple(TYPES), required=True,
+                help="preferred: the first replica; unclean: any live replica of a partition "
+                     "without a leader (may lose data); designated: the replica the file names "
+                     "(KAFKA-20098, offline partitions only)."),
+         *COMMON,
+         mutates=True, topic_context=True, exclusive_groups=(SCOPE,),
+         help="Elect partition leaders: preferred, unclean or designated (kafka-leader-election).",
+         description=PREFERRED_HELP + "\nDesignated elections take --path-to-json-file with a "
+                     '"designatedLeader" (a broker id) per partition, as kafka-unclean-recovery writes it.',
+         examples=("elect-leaders --election-type preferred --all-topic-partitions",
+                   "elect-leaders --election-type unclean --topic orders --partition 3",
+                   "elect-leaders --election-type designated --path-to-json-file recovery.json"))
+def elect_leaders(session, args: dict) -> Result:
+    return elect(session, args, TYPES[args["election_type"]], "elect-leaders")
+
+
+# -- the election ----------------------------------------------------------------------------
+
+
+def elect(session, args: dict, kind: int, name: str) -> Result:
+    check_zookeeper(session, args)
+    entries = scope(session, args, kind, name)
+    check_support(session, kind)
+    if args["dry_run"]:
+        return predict(session, entries, kind)
+    outcomes = send(session, entries, kind, args["timeout_ms"])
+    result = report(outcomes, kind)
+    elected = [e for e in entries if outcomes[e[:2]][0] == 0]
+    if args["blocking"] and elected:
+        waited = wait_for_leaders(session, elected, kind, args["timeout_ms"])
+        result.messages.append(waited.messages[0])
+        result.exit_code = max(result.exit_code, waited.exit_code)
+    return result
+
+
+def check_zookeeper(session, args: dict) -> None:
+    """KIP-183: --zookeeper is gone; say what replaces it, and do nothing."""
+    if args["zookeeper"] is None:
+        return
+    if session.target is None:
+        raise UsageError("--zookeeper was removed (KIP-183): use --bootstrap-server HOST:PORT instead")
+    raise UsageError("--zookeeper was removed (KIP-183) and cannot be used with --bootstrap-server: "
+                     "drop --zookeeper (nothing was done)")
+
+
+def scope(session, args: dict, kind: int, name: str) -> list[Entry]:
+    """The partitions to elect for, from exactly one of the scope options."""
+    if args["partition"] is not None and not args["topic"]:
+        raise UsageError("--partition needs --topic (the topic the partition belongs to)")
+    if not any(args[o.lstrip("-").replace("-", "_")] for o in SCOPE):
+        raise UsageError(f"{name} needs one of {', '.join(SCOPE)} (see {name} --help)")
+    if kind == DESIGNATED and not args["path_to_json_file"]:
+        raise UsageError("Designated elections need --path-to-json-file with a \"designatedLeader\" "
+                         'per partition, like {"partitions":[{"topic":"foo","partition":1,"designatedLeader":2}]}')
+    if args["path_to_json_file"]:
+        entries = read_partitions_file(args["path_to_json_file"], kind)
+        check_partitions_exist(session, entries)
+        return entries
+    if args["topic"]:
+        topic = require_topic(session, args["topic"])
+        if args["partition"] is None:
+            return [(topic.name, p.partition, None) for p in topic.partitions]
+        entries = [(topic.name, args["partition"], None)]
+        check_partitions_exist(session, entries)
+        return entries
+    return [(t.name, p.partition, None) for _, t in sorted(session.snapshot.topics.items())
+            for p in t.partitions]
+
+
+def read_partitions_file(path: str, kind: int) -> list[Entry]:
+    """Kafka's election file; every problem is its own UsageError, and nothing is sent."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise UsageError(f"Cannot read --path-to-json-file {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): "
+                         f"expected {FILE_EXAMPLE}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("partitions"), list):
+        raise UsageError(f'{path} needs a "partitions" list, like {FILE_EXAMPLE}')
+    if not data["partitions"]:
+        raise UsageError(f"{path} lists no partitions: add at least one, like {FILE_EXAMPLE}")
+    entries: list[Entry] = []
+    seen: set[tuple[str, int]] = set()
+    for n, item in enumerate(data["partitions"], 1):
+        if not (isinstance(item, dict) and isinstance(item.get("topic"), str) and item["topic"]
+                and _is_int(item.get("partition")) and item["partition"] >= 0):
+            raise UsageError(f'{path}: entry {n} needs "topic" (a name) and "partition" (a number 0 or more), '
+                             f'like {{"topic":"foo","partition":1}}')
+        key = (item["topic"], item["partition"])
+        if key in seen:
+            raise UsageError(f"{path} lists partition {key[0]}-{key[1]} more than once: remove the duplicate")
+        seen.add(key)
+        leader = item.get("designatedLeader")
+        if kind == DESIGNATED and not (_is_int(leader) and leader >= 0):
+            raise UsageError(f'{path}: entry {n} ({key[0]}-{key[1]}) needs "designatedLeader" (a broker id) '
+                             "for a designated election")
+        if kind != DESIGNATED and "designatedLeader" in item:
+            raise UsageError(f'{path}: entry {n} has "designatedLeader", which only designated elections use: '
+                             "add --election-type designated, or remove it")
+        entries.append((key[0], key[1], leader))
+    return entries
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_partitions_exist(session, entries: list[Entry]) -> None:
+    """Unknown topics or partitions fail before anything is sent (the cache refreshed once)."""
+    def missing() -> list[Entry]:
+        topics = session.snapshot.topics
+        return [e for e in entries if e[0] not in topics or e[1] >= len(topics[e[0]].partitions)]
+    gone = missing()
+    if gone:
+        session.conn.refresh()
+        gone = missing()
+    if gone:
+        topic, partition, _ = gone[0]
+        known = session.snapshot.topics.get(topic)
+        where = (f"{topic} has {len(known.partitions)} partition(s)" if known
+                 else f'topic "{topic}" does not exist')
+        more = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
+        raise KafkaCallError(f"Partition {topic}-{partition} does not exist{more}: {where} "
+                             "(check with describe-topic); nothing was elected.", code=3)
+
+
+def check_support(session, kind: int) -> None:
+    conn = session.conn
+    conn.require(ELECT_LEADERS, "Leader elections")
+    if kind == DESIGNATED and not conn.supports(ELECT_LEADERS, 3):
+        raise NotSupported("Designated elections need ElectLeaders v3 (KAFKA-20098), which this cluster "
+                           "does not support: use --election-type unclean to let the controller pick a replica.")
+    if not conn.supports(ELECT_LEADERS, MIN_VERSION[kind]):
+        raise NotSupported(f"{LABELS[kind].title()} elections need ElectLeaders v{MIN_VERSION[kind]}, "
+                           "which this cluster does not support.")
+
+
+def send(session, entries: list[Entry], kind: int, timeout_ms: int) -> dict[tuple[str, int], tuple[int, str]]:
+    """(topic, partition) -> (error code, reason) for every entry, in batches of 1000."""
+    outcomes: dict[tuple[str, int], tuple[int, str]] = {}
+    batches = [entries[i:i + MAX_PARTITIONS_PER_REQUEST]
+               for i in range(0, len(entries), MAX_PARTITIONS_PER_REQUEST)]
+    for n, batch in enumerate(batches, 1):
+        debug(session, f"ElectLeaders request {n}/{len(batches)} to the controller: "
+                       f"{len(batch)} partition(s), {LABELS[kind]}")
+        answer = session.conn.controller_request(
+            ELECT_LEADERS, request_body(batch, kind, timeout_ms),
+            version=3 if kind == DESIGNATED else None, mutation=True)
+        top = answer.get("error_code", 0)
+        for t in answer.get("replica_election_results", []):
+            for r in t["partition_result"]:
+                code = r["error_code"] or top
+                why = "" if code in (0, ELECTION_NOT_NEEDED) else reason(code, r.get("error_message"), t["topic"])
+                outcomes[(t["topic"], r["partition_id"])] = (code, why)
+        for topic, partition, _ in batch:  # left out of the answer
+            outcomes.setdefault((topic, partition), (top, reason(top, None, topic)) if top
+                                else (-1, "the controller did not answer for it: retry"))
+    debug(session, f"ElectLeaders: {len(batches)} request(s) sent for {len(entries)} partition(s)")
+    return outcomes
+
+
+def request_body(batch: list[Entry], kind: int, timeout_ms: int) -> dict:
+    by_topic: dict[str, tuple[list[int], list[int]]] = {}
+    for topic, partition, leader in batch:
+        parts, leaders = by_topic.setdefault(topic, ([], []))
+        parts.append(partition)
+        leaders.append(leader)  # type: ignore[arg-type]
+    topics = [{"topic": t, "partitions": ps, **({"designated_leaders": ls} if kind == DESIGNATED else {})}
+              for t, (ps, ls) in by_topic.items()]
+    return {"election_type": kind, "topic_partitions": topics, "timeout": timeout_ms}
+
+
+def reason(code: int, detail: str | None, topic: str) -> str:
+    return kafka_error_message(code, "", detail or "", topic=topic)
+
+
+def report(outcomes: dict[tuple[str, int], tuple[int, str]], kind: int) -> Result:
+    """Kafka's three groups as status lines, and one table row per partition."""
+    label = LABELS[kind]
+    done, noop, failed, rows = [], [], [], []
+    for (topic, partition), (code, why) in sorted(outcomes.items()):
+        name = f"{topic}-{partition}"
+        if code == 0:
+            done.append(name)
+            rows.append([topic, partition, "elected", None])
+        elif code == ELECTION_NOT_NEEDED:
+            noop.append(name)
+            rows.append([topic, partition, "already elected", None])
+        else:
+            failed.append(f"Error completing leader election ({label}) for partition: {name}: {why}")
+            rows.append([topic, partition, "failed", why])
+    messages = []
+    if done:
+        messages.append(f"Successfully completed leader election ({label}) for partitions {', '.join(done)}")
+    if noop:
+        messages.append(f"Valid replica already elected for partitions {', '.join(noop)}")
+    messages += failed
+    if failed:
+        messages.append(f"{len(failed)} replica(s) could not be elected")
+    return Result.table(["Topic", "Partition", "Result", "Error"], rows, *messages,
+                        exit_code=1 if failed else 0)
+
+
+# -- --dry-run: what would change, from the metadata cache -----------------------------------------
+
+
+def predict(session, entries: list[Entry], kind: int) -> Result:
+    snap = session.snapshot
+    live = set(snap.brokers)
+    label = LABELS[kind]
+    would, noop, fail, rows = [], [], [], []
+    for topic, partition, designated in sorted(entries, key=lambda e: e[:2]):
+        p = snap.topics[topic].partitions[partition]
+        result, why = _predict(kind, p, designated, live)
+        name = f"{topic}-{partition}"
+        rows.append([topic, partition, result, why])
+        if result == "would elect":
+            would.append(name)
+        elif result == "already elected":
+            noop.append(name)
+        else:
+            fail.append(f"Would fail ({label}) for partition: {name}: {why}")
+    messages = []
+    if would:
+        messages.append(f"Would elect leaders ({label}) for partitions {', '.join(would)} (dry run)")
+    if noop:
+        messages.append(f"Valid replica already elected for partitions {', '.join(noop)}")
+    messages += fail
+    if not would:
+        messages.append("Nothing to elect (dry run).")
+    return Result.table(["Topic", "Partition", "Result", "Error"], rows, *messages)
+
+
+def _predict(kind: int, p, designated: int | None, live: set[int]) -> tuple[str, str | None]:
+    if kind == PREFERRED:
+        if p.leader == p.preferred_leader:
+            return "already elected", None
+        if p.preferred_leader in p.isr and p.preferred_leader in live:
+            return "would elect", None
+        return "would fail", f"preferred replica {p.preferred_leader} is not live and in the ISR"
+    if p.leader >= 0:
+        return "already elected", None
+    if kind == UNCLEAN:
+        if any(r in live for r in p.replicas):
+            return "would elect", None
+        return "would fail", "no replica is live"
+    if designated not in p.replicas:
+        return "would fail", f"broker {designated} is not a replica (replicas: {','.join(map(str, p.replicas))})"
+    if designated not in live:
+        return "would fail", f"broker {designated} is not live"
+    return "would elect", None
+
+
+# -- --blocking: wait until every broker shows the new leaders -----------------------------------
+
+
+def wait_for_leaders(session, elected: list[Entry], kind: int, timeout_ms: int) -> Result:
+    """Ask every broker for metadata until all of them show the elected leaders (not the
+    controller: waiting goes on if the controller moves meanwhile)."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    brokers = sorted(session.snapshot.brokers)
+    pending = {(t, p): d for t, p, d in elected}
+    total = len(pending)
+    bar = Progress(session.stderr, total)
+    started = time.monotonic()
+    while pending:
+        views = {}
+        topics = sorted({t for t, _ in pending})
+        for b in list(brokers):
+            try:
+                views[b] = _leaders(session, b, topics)
+            except ShellError as exc:
+                brokers.remove(b)
+                session.notify(f"Broker {b} did not answer ({exc}); waiting on the other brokers.")
+        if not brokers:
+            bar.close()
+            return Result.message("No broker answered while waiting for the new leaders.", exit_code=1)
+        for key in list(pending):
+            if _shown_everywhere(kind, key, pending[key], [views[b] for b in brokers]):
+                del pending[key]
+        bar.update(total - len(pending))
+        if not pending:
+            break
+        if time.monotonic() >= deadline:
+            bar.close()
+            first = next(iter(sorted(pending)))
+            return Result.message(
+                f"Timed out after {timeout_ms} ms waiting for the new leaders: {len(pending)} of {total} "
+                f"partition(s) not yet shown by every broker (first: {first[0]}-{first[1]}); "
+                "check with describe-topic or raise --timeout-ms.", exit_code=1)
+        time.sleep(POLL_S)
+    bar.close()
+    return Result.message(f"All {len(brokers)} broker(s) show the new leaders of {total} partition(s) "
+                          f"(waited {time.monotonic() - started:.1f} s).")
+
+
+def _leaders(session, broker: int, topics: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
+    """(topic, partition) -> (leader, preferred replica) as this broker's metadata has them."""
+    answer = session.conn.broker_request(broker, METADATA, {
+        "topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False})
+    return {(t["name"], p["partition_index"]): (p["leader_id"], (p["replica_nodes"] or [-1])[0])
+            for t in answer["topics"] for p in t["partitions"]}
+
+
+def _shown_everywhere(kind: int, key: tuple[str, int], designated: int | None, views: list[dict]) -> bool:
+    seen = [v.get(key) for v in views]
+    if any(s is None for s in seen) or len({s[0] for s in seen}) != 1:
+        return False
+    leader, preferred = seen[0]
+    if kind == PREFERRED:
+        return leader == preferred
+    if kind == DESIGNATED:
+        return leader == designated
+    return leader >= 0
+
+
+class Progress:
+    """A `\\r` text bar on stderr when it is a terminal; nothing otherwise (the caller prints a
+    final line either way)."""
+
+    WIDTH = 30
+
+    def __init__(self, stream, total: int):
+        self.stream = stream
+        self.total = max(total, 1)
+        self.shown = _isatty(stream)
+
+    def update(self, done: int) -> None:
+        if self.shown:
+            filled = self.WIDTH * done // self.total
+            self.stream.write(f"\rWaiting for brokers: [{'#' * filled}{'.' * (self.WIDTH - filled)}] "
+                              f"{done}/{self.total}")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

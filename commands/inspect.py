@@ -1,0 +1,199 @@
+"""Cluster inspection: describe-log-dirs (kafka-log-dirs), describe-quorum (kafka-metadata-quorum
+describe) and describe-controller. Each asks the cluster directly (the cache does not hold these)
+and says plainly when the cluster lacks the API.
+"""
+
+from __future__ import annotations
+
+from commands.topics import debug, require_topic
+from kafka_shell.errors import KafkaCallError, UsageError, kafka_error_message
+from kafka_shell.registry import Option, command
+from kafka_shell.render import Result, Table
+
+DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, DESCRIBE_QUORUM = 32, 35, 55
+BROKER_RESOURCE = 4
+METADATA_TOPIC = "__cluster_metadata"
+PREFERRED_CONTROLLER_KEY = "preferred.controller.id"
+
+
+def id_list(text: str) -> list[int]:
+    try:
+        ids = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError("broker ids separated by commas, like 1,2,3") from None
+    if not ids:
+        raise ValueError("broker ids separated by commas, like 1,2,3")
+    return list(dict.fromkeys(ids))
+
+
+def name_list(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise ValueError("topic names separated by commas, like a,b")
+    return list(dict.fromkeys(names))
+
+
+# -- describe-log-dirs -----------------------------------------------------------------------
+
+
+@command("describe-log-dirs",
+         Option("--broker-list", type=id_list, metavar="ID,ID", completer="broker",
+                help="Brokers to describe (default: every live broker)."),
+         Option("--topic-list", type=name_list, metavar="T,T", completer="topic",
+                help="Only these topics' partitions (default: all)."),
+         Option("--describe", flag=True, help="Accepted for kafka-log-dirs compatibility (the only action)."),
+         help="Log directories of brokers: per dir and partition, size, offset lag and future replicas.",
+         examples=("describe-log-dirs", "describe-log-dirs --broker-list 1,2 --topic-list orders"))
+def describe_log_dirs(session, args: dict) -> Result:
+    conn = session.conn
+    brokers = _brokers(session, args["broker_list"])
+    topics = None
+    if args["topic_list"]:
+        topics = [{"topic": t.name, "partitions": [p.partition for p in t.partitions]}
+                  for t in (require_topic(session, n) for n in args["topic_list"])]
+    conn.require(DESCRIBE_LOG_DIRS, "Describing log dirs")
+    dirs, parts, failed = [], [], 0
+    for b in brokers:
+        debug(session, f"DescribeLogDirs request to broker {b}")
+        answer = conn.broker_request(b, DESCRIBE_LOG_DIRS, {"topics": topics})
+        top = answer.get("error_code", 0)
+        for d in answer.get("results", []):
+            code = d["error_code"] or top
+            error = kafka_error_message(code, "", "", entity=f"log dir {d['log_dir']}") if code else None
+            failed += bool(code)
+            dirs.append([b, d["log_dir"], error, _known(d.get("total_bytes")), _known(d.get("usable_bytes"))])
+            for t in d["topics"]:
+                for p in t["partitions"]:
+                    parts.append([b, d["log_dir"], t["name"], p["partition_index"], p["partition_size"],
+                                  p["offset_lag"], p["is_future_key"]])
+    parts.sort(key=lambda r: (r[0], r[1], r[2], r[3]))
+    return Result(tables=[
+        Table(["Broker", "LogDir", "Error", "TotalBytes", "UsableBytes"], dirs, name="log_dirs"),
+        Table(["Broker", "LogDir", "Topic", "Partition", "Size", "OffsetLag", "IsFuture"], parts,
+              name="partitions")],
+        messages=[f"{failed} log dir(s) reported an error."] if failed else [], exit_code=1 if failed else 0)
+
+
+def _brokers(session, wanted: list[int] | None) -> list[int]:
+    live = session.snapshot.brokers
+    if wanted is None:
+        return sorted(live)
+    if set(wanted) - set(live):
+        live = session.conn.refresh().brokers
+    unknown = [b for b in wanted if b not in live]
+    if unknown:
+        raise UsageError(f"Broker {', '.join(map(str, unknown))} is not in the cluster (live brokers: "
+                         f"{', '.join(map(str, sorted(live)))}): fix --broker-list")
+    return wanted
+
+
+def _known(value):
+    """None (shown as -) for Kafka's "unknown" -1 and for versions without the field."""
+    return None if value is None or value < 0 else value
+
+
+# -- describe-quorum -------------------------------------------------------------------------
+
+
+@command("describe-quorum",
+         Option("--status", flag=True, help="The quorum's leader, epoch, high watermark and lag (default)."),
+         Option("--replication", flag=True, help="Each voter and observer: log end offset, lag, last fetch."),
+         exclusive_groups=(("--status", "--replication"),),
+         help="The KRaft metadata quorum, like kafka-metadata-quorum describe.",
+         examples=("describe-quorum --status", "describe-quorum --replication"))
+def describe_quorum(session, args: dict) -> Result:
+    quorum = _quorum(session)
+    voters, observers = quorum["current_voters"], quorum["observers"]
+    leader = next((v for v in voters if v["replica_id"] == quorum["leader_id"]), None)
+    leader_end = leader["log_end_offset"] if leader else quorum["high_watermark"]
+    if args["replication"]:
+        rows = [_replica_row(r, leader_end, status)
+                for r, status in ([(leader, "Leader")] if leader else [])
+                + [(v, "Follower") for v in voters if v is not leader]
+                + [(o, "Observer") for o in observers]]
+        return Result.table(["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
+                             "LastCaughtUpTimestamp", "Status"], rows)
+    laggard = min(voters, key=lambda v: v["log_end_offset"]) if voters else None
+    lag = leader_end - laggard["log_end_offset"] if laggard else 0
+    if laggard is None or laggard is leader:
+        lag_ms = 0
+    elif leader and leader["last_caught_up_timestamp"] >= 0 and laggard["last_caught_up_timestamp"] >= 0:
+        lag_ms = leader["last_caught_up_timestamp"] - laggard["last_caught_up_timestamp"]
+    else:
+        lag_ms = -1
+    endpoints = quorum["endpoints"]
+    return Result.table(
+        ["ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag", "MaxFollowerLagTimeMs",
+         "CurrentVoters", "CurrentObservers"],
+        [[session.snapshot.cluster_id, quorum["leader_id"], quorum["leader_epoch"], quorum["high_watermark"],
+          lag, lag_ms, [_node(v, endpoints) for v in voters], [_node(o, endpoints) for o in observers]]])
+
+
+def _quorum(session) -> dict:
+    """The __cluster_metadata partition of a DescribeQuorum answer, with `endpoints` (v2 nodes)."""
+    conn = session.conn
+    conn.require(DESCRIBE_QUORUM, "Describing the metadata quorum")
+    debug(session, "DescribeQuorum request")
+    answer = conn.controller_request(DESCRIBE_QUORUM, {"topics": [
+        {"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]})
+    code = answer.get("error_code", 0)
+    part = answer["topics"][0]["partitions"][0] if answer.get("topics") else {}
+    code = code or part.get("error_code", 0)
+    if code:
+        raise KafkaCallError("DescribeQuorum failed: " + kafka_error_message(
+            code, "", answer.get("error_message") or part.get("error_message") or "",
+            entity="the metadata quorum"), code=code)
+    endpoints = {n["node_id"]: [f"{e['name']}://{e['host']}:{e['port']}" for e in n["listeners"]]
+                 for n in answer.get("nodes") or []}
+    return {**part, "endpoints": endpoints}
+
+
+def _replica_row(r: dict, leader_end: int, status: str) -> list:
+    return [r["replica_id"], _directory(r), r["log_end_offset"], leader_end - r["log_end_offset"],
+            r.get("last_fetch_timestamp", -1), r.get("last_caught_up_timestamp", -1), status]
+
+
+def _directory(r: dict) -> str | None:
+    d = r.get("replica_directory_id")
+    return None if d is None or str(d) == "00000000-0000-0000-0000-000000000000" else str(d)
+
+
+def _node(r: dict, endpoints: dict) -> str:
+    """Kafka's `{"id": 1, "directoryId": "...", "endpoints": [...]}` as one short text: 1@CONTROLLER://h:p."""
+    where = endpoints.get(r["replica_id"])
+    return f"{r['replica_id']}@{'|'.join(where)}" if where else str(r["replica_id"])
+
+
+# -- describe-controller ---------------------------------------------------------------------
+
+
+@command("describe-controller",
+         help="The active controller: id, address, rack, epoch, and the preferred controller if one is set.",
+         examples=("describe-controller",))
+def describe_controller(session, args: dict) -> Result:
+    controller = session.snapshot.controller
+    if controller is None:
+        raise KafkaCallError("The cluster has no active controller right now; try again shortly.", code=41)
+    epoch = None
+    if session.conn.supports(DESCRIBE_QUORUM):
+        epoch = _quorum(session)["leader_epoch"]
+    return Result.table(["Id", "Host", "Port", "Rack", "ControllerEpoch", "PreferredController"],
+                        [[controller.id, controller.host, controller.port, controller.rack, epoch,
+                          _preferred_controller(session)]])
+
+
+def _preferred_controller(session) -> int | str:
+    """`preferred.controller.id` of the cluster-wide broker configs (KAFKA-1778), or "none" when
+    the cluster does not know the key or leaves it at -1."""
+    # Every key, not just ours: some brokers (Tansu) drop the connection on a key filter.
+    body = {"resources": [{"resource_type": BROKER_RESOURCE, "resource_name": "", "configuration_keys": None}]}
+    debug(session, "DescribeConfigs request: cluster-wide broker defaults")
+    answer = session.conn.controller_request(DESCRIBE_CONFIGS, body)
+    for r in answer.get("results", []):
+        if r.get("error_code"):
+            raise KafkaCallError(kafka_error_message(r["error_code"], "", r.get("error_message") or "",
+                                                     entity="the cluster-wide broker configs"))
+        for c in r.get("configs", []):
+            if c["name"] == PREFERRED_CONTROLLER_KEY and c.get("value") not in (None, "", "-1"):
+                return int(c["value"])
+    return "none"

@@ -1,0 +1,669 @@
+"""reassign-partitions: Kafka's kafka-reassign-partitions actions, files and messages, with
+exit codes scripts can trust, a minimal-movement --generate, a progress bar, and throttles
+that are always removed (the shell records what it set; see kafka_shell/throttles.py).
+
+Exit codes: 0 done, 1 failed, 2 bad input (nothing sent), 3 (--verify) still in progress,
+130 stopped waiting with Ctrl-C (the move goes on).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from commands.topics import alter_configs
+from kafka_shell import reassign_plan, throttles
+from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message
+from kafka_shell.registry import Option, command
+from kafka_shell.render import Result
+
+ALTER, LIST, LOG_DIRS = 45, 46, 35
+NO_REASSIGNMENT_IN_PROGRESS = 85
+IN_PROGRESS = 3
+INTERRUPTED = 130
+POLL_S = 0.2
+GIVE_UP_S = 60.0        # --blocking stops when the cluster does not answer for this long
+
+Key = tuple[str, int]
+
+
+def broker_ids(text: str) -> list[int]:
+    try:
+        ids = [int(b) for b in text.split(",") if b.strip()]
+    except ValueError:
+        raise ValueError("broker ids separated by commas, like 1,2,3") from None
+    if not ids or len(set(ids)) != len(ids):
+        raise ValueError("distinct broker ids separated by commas, like 1,2,3")
+    return ids
+
+
+def rate(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError("a rate in bytes per second (a positive integer)")
+    return value
+
+
+ACTIONS = ("--generate", "--execute", "--verify", "--cancel", "--list")
+FILE = "--reassignment-json-file"
+# Per action: options it requires (each tuple: exactly one of them), and options it permits.
+# `--blocking` without an action waits for the reassignments in progress.
+RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
+    "--generate": ((("--broker-list",), ("--topics-to-move-json-file", "--topic")),
+                   {"--disable-rack-aware", "--proposed-json-file"}),
+    "--execute": (((FILE,),), {"--additional", "--throttle", "--blocking", "--preserve-throttles", "--dry-run"}),
+    "--verify": (((FILE,),), {"--blocking", "--preserve-throttles"}),
+    "--cancel": (((FILE, "--all"),), {"--preserve-throttles", "--dry-run"}),
+    "--list": ((), set()),
+    "--blocking": ((), {"--preserve-throttles"}),
+}
+
+
+@command("reassign-partitions",
+         Option("--generate", flag=True, help="Propose a minimal-movement, balanced assignment."),
+         Option("--execute", flag=True, help="Start the reassignment of a JSON file."),
+         Option("--verify", flag=True, help="Per-partition status; exit 0 done, 3 in progress, 1 failed."),
+         Option("--cancel", flag=True, help="Cancel the moves of a file (or --all)."),
+         Option("--list", flag=True, help="List the reassignments in progress."),
+         Option(FILE, metavar="FILE", completer="path", help="Kafka's reassignment JSON file."),
+         Option("--topics-to-move-json-file", metavar="FILE", completer="path",
+                help='{"topics":[{"topic":"t"}],"version":1} (with --generate).'),
+         Option("--topic", repeatable=True, metavar="NAME", completer="topic",
+                help="A topic to move (with --generate, instead of a topics file)."),
+         Option("--broker-list", type=broker_ids, metavar="1,2,3", help="Brokers to place replicas on."),
+         Option("--disable-rack-aware", flag=True, help="Ignore racks when generating."),
+         Option("--proposed-json-file", metavar="FILE", completer="path",
+                help="Also save the proposed assignment to FILE (with --generate)."),
+         Option("--additional", flag=True, help="Execute while other reassignments run."),
+         Option("--throttle", type=rate, metavar="BYTES/S",
+                help="Replication throttle for the moves; removed when they end."),
+         Option("--blocking", flag=True,
+                help="Wait with a progress bar (with --execute or --verify; alone: all moves)."),
+         Option("--all", flag=True, help="With --cancel: every reassignment in progress."),
+         Option("--preserve-throttles", flag=True, help="Keep the throttles when the moves end."),
+         mutates=True,
+         exclusive_groups=(ACTIONS,),
+         help="Move partition replicas between brokers (Kafka's kafka-reassign-partitions).",
+         description=("Give exactly one action: --generate, --execute, --verify, --cancel or --list "
+                      "(or --blocking alone to wait for the moves in progress). Exit codes: 0 done, "
+                      "1 failed, 2 bad input, 3 --verify still in progress, 130 stopped waiting (the "
+                      "move goes on). Throttles the shell sets are recorded in its data dir and removed "
+                      "when the moves complete or are cancelled, also from a later session."),
+         examples=("reassign-partitions --generate --topic orders --broker-list 1,2,3,4",
+                   "reassign-partitions --execute --reassignment-json-file move.json --throttle 10000000",
+                   "reassign-partitions --verify --reassignment-json-file move.json --blocking",
+                   "reassign-partitions --list"))
+def reassign_partitions(session, args: dict) -> Result:
+    action = check_options(args)
+    if action == "--generate":
+        return generate(session, args)
+    if action == "--list":
+        return list_moves(session)
+    if action == "--blocking":
+        return wait_all(session, args)
+    targets = read_reassignment(args[dest(FILE)]) if args[dest(FILE)] else None
+    if action == "--execute":
+        return execute(session, args, targets)  # type: ignore[arg-type]
+    if action == "--verify":
+        return verify(session, args, targets)  # type: ignore[arg-type]
+    return cancel(session, args, targets)
+
+
+def dest(name: str) -> str:
+    return name.lstrip("-").replace("-", "_")
+
+
+def check_options(args: dict) -> str:
+    """The action, after Kafka's table of required and permitted options per action."""
+    given = [n for n in ("--generate", "--execute", "--verify", "--cancel", "--list", FILE,
+                         "--topics-to-move-json-file", "--topic", "--broker-list", "--disable-rack-aware",
+                         "--proposed-json-file", "--additional", "--throttle", "--blocking", "--all",
+                         "--preserve-throttles", "--dry-run") if args.get(dest(n)) not in (None, False, [])]
+    actions = [a for a in ACTIONS if a in given] or (["--blocking"] if "--blocking" in given else [])
+    if not actions:
+        raise UsageError("reassign-partitions needs one action: --generate, --execute, --verify, "
+                         "--cancel or --list (see reassign-partitions --help)")
+    action = actions[0]
+    required, permitted = RULES[action]
+    for group in required:
+        if not any(n in given for n in group):
+            raise UsageError(f'Action "{action}" needs {" or ".join(group)} (see reassign-partitions --help)')
+        if len([n for n in group if n in given]) > 1:
+            raise UsageError(f'Options {" and ".join(group)} can\'t be used together with action "{action}"')
+    allowed = {action, *permitted, *(n for g in required for n in g)}
+    for n in given:
+        if n not in allowed:
+            raise UsageError(f'Option "{n}" can\'t be used with action "{action}"')
+    return action
+
+
+# -- files --------------------------------------------------------------------------------------
+
+
+def read_json(path: str) -> object:
+    try:
+        text = Path(path).expanduser().read_text()
+    except OSError as exc:
+        raise UsageError(f"Cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{path} is not valid JSON ({exc}): fix the file") from None
+
+
+def read_reassignment(path: str) -> dict[Key, list[int]]:
+    """Kafka's reassignment file, checked as Kafka's tool checks it; each problem is one line."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise UsageError(f'{path}: expected an object like {{"version":1,"partitions":[...]}}')
+    if data.get("version", 1) != 1:
+        raise UsageError(f"{path}: unsupported version {data['version']!r}: only version 1 is supported")
+    entries = data.get("partitions")
+    if not isinstance(entries, list):
+        raise UsageError(f'{path}: no "partitions" list: give '
+                         '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}')
+    if not entries:
+        raise UsageError(f"{path}: the partition list is empty: list at least one partition to move")
+    out: dict[Key, list[int]] = {}
+    for e in entries:
+        if not (isinstance(e, dict) and isinstance(e.get("topic"), str) and _is_int(e.get("partition"))
+                and isinstance(e.get("replicas"), list) and all(_is_int(b) for b in e["replicas"])):
+            raise UsageError(f'{path}: bad entry {json.dumps(e)}: each needs "topic" (text), '
+                             '"partition" (integer) and "replicas" (list of broker ids)')
+        key = (e["topic"], e["partition"])
+        name = f"{key[0]}-{key[1]}"
+        replicas = e["replicas"]
+        if not replicas:
+            raise UsageError(f"{path}: the replica list of {name} is empty: give at least one broker")
+        if key in out:
+            raise UsageError(f"{path}: partition {name} is listed twice: list each partition once")
+        if len(set(replicas)) != len(replicas):
+            raise UsageError(f"{path}: the replicas of {name} ({_ids(replicas)}) name a broker twice: "
+                             "list each broker once")
+        dirs = e.get("log_dirs")
+        if dirs is not None:
+            if not isinstance(dirs, list) or len(dirs) != len(replicas):
+                count = len(dirs) if isinstance(dirs, list) else "not a list"
+                raise UsageError(f"{path}: log_dirs of {name} ({count}) must match its {len(replicas)} "
+                                 'replicas: give one directory (or "any") per replica')
+            if any(d != "any" for d in dirs):
+                raise UsageError(f'{path}: log_dirs of {name} names a directory: kafka-shell moves replicas '
+                                 'between brokers only; use "any"')
+        out[key] = list(replicas)
+    return out
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _ids(ids) -> str:
+    return ",".join(map(str, ids))
+
+
+def _name(key: Key) -> str:
+    return f"{key[0]}-{key[1]}"
+
+
+def as_json(assignment: dict[Key, list[int]]) -> str:
+    """Kafka's file format, sorted by topic then partition."""
+    parts = [{"topic": t, "partition": p, "replicas": r, "log_dirs": ["any"] * len(r)}
+             for (t, p), r in sorted(assignment.items())]
+    return json.dumps({"version": 1, "partitions": parts}, separators=(",", ":"))
+
+
+def write_file(path: Path, text: str) -> None:
+    path.write_text(text + "\n")
+
+
+def rollback_path(source: str) -> Path:
+    """`move.json` -> `move.rollback.json` beside it (never overwriting an earlier one)."""
+    src = Path(source).expanduser().resolve()
+    path, n = src.with_name(f"{src.stem}.rollback.json"), 1
+    while path.exists():
+        n += 1
+        path = src.with_name(f"{src.stem}.rollback.{n}.json")
+    return path
+
+
+# -- cluster reads ------------------------------------------------------------------------------
+
+
+def current_assignment(session, keys) -> dict[Key, list[int]]:
+    """Replicas of `keys` now (metadata refreshed); unknown topics/partitions are left out."""
+    topics = session.conn.refresh().topics
+    out = {}
+    for t, p in keys:
+        info = topics.get(t)
+        if info is not None and p < len(info.partitions) and info.partitions[p].partition == p:
+            out[(t, p)] = list(info.partitions[p].replicas)
+    return out
+
+
+def ongoing(session) -> dict[Key, dict]:
+    """Reassignments in progress: key -> {replicas, adding, removing} (from the controller)."""
+    answer = session.conn.controller_request(LIST, {"topics": None, "timeout_ms": 30000})
+    if answer.get("error_code"):
+        raise KafkaCallError(kafka_error_message(answer["error_code"], "", answer.get("error_message") or ""),
+                             code=answer["error_code"])
+    return {(t["name"], p["partition_index"]): {"replicas": p["replicas"], "adding": p["adding_replicas"],
+                                                "removing": p["removing_replicas"]}
+            for t in answer.get("topics", []) for p in t["partitions"]}
+
+
+def alter(session, moves: dict[Key, list[int] | None]) -> list[str]:
+    """Send AlterPartitionReassignments (None cancels); returns one line per failed partition."""
+    topics: dict[str, list] = {}
+    for (t, p), replicas in sorted(moves.items()):
+        topics.setdefault(t, []).append({"partition_index": p, "replicas": replicas})
+    body = {"timeout_ms": 30000, "allow_replication_factor_change": True,
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+    session.conn.require(ALTER, "Reassigning partitions")
+    answer = session.conn.controller_request(ALTER, body, mutation=True)
+    if answer.get("error_code"):
+        raise KafkaCallError(kafka_error_message(answer["error_code"], "", answer.get("error_message") or ""),
+                             code=answer["error_code"])
+    errors = []
+    for t in answer.get("responses", []):
+        for p in t["partitions"]:
+            if p["error_code"]:
+                errors.append(f"{t['name']}-{p['partition_index']}: " + kafka_error_message(
+                    p["error_code"], "", p.get("error_message") or "", topic=t["name"],
+                    entity=f"{t['name']}-{p['partition_index']}"))
+    return errors
+
+
+def cluster_key(session) -> str:
+    return session.snapshot.cluster_id or session.conn.bootstrap
+
+
+# -- --generate ---------------------------------------------------------------------------------
+
+
+def generate(session, args: dict) -> Result:
+    names = args["topic"] or topics_to_move(args["topics_to_move_json_file"])
+    snapshot = session.conn.refresh()
+    missing = [n for n in names if n not in snapshot.topics]
+    if missing:
+        raise UsageError(f'Topic "{missing[0]}" does not exist (check the name with list-topics)')
+    brokers = args["broker_list"]
+    unknown = [b for b in brokers if b not in snapshot.brokers]
+    if unknown:
+        raise UsageError(f"--broker-list names unknown broker(s) {_ids(unknown)}: live brokers are "
+                         f"{_ids(sorted(snapshot.brokers))}")
+    current = {(t, p.partition): list(p.replicas) for t in names for p in snapshot.topics[t].partitions}
+    try:
+        racks = reassign_plan.rack_map(brokers, {b: i.rack for b, i in snapshot.brokers.items()},
+                                       not args["disable_rack_aware"])
+        proposed = reassign_plan.plan(current, brokers, racks)
+    except reassign_plan.PlanError as exc:
+        raise UsageError(str(exc)) from None
+    messages = [f"{reassign_plan.moved(current, proposed)} replica(s) move "
+                f"(at least {reassign_plan.lower_bound(current, brokers)} needed for balance)."]
+    if args["proposed_json_file"]:
+        write_file(Path(args["proposed_json_file"]).expanduser(), as_json(proposed))
+        messages.append(f"Saved the proposed assignment to {args['proposed_json_file']}: run it with "
+                        f"reassign-partitions --execute --reassignment-json-file {args['proposed_json_file']}")
+    text = (f"Current partition replica assignment\n{as_json(current)}\n\n"
+            f"Proposed partition reassignment configuration\n{as_json(proposed)}")
+    return Result(text=text, messages=messages)
+
+
+def topics_to_move(path: str) -> list[str]:
+    data = read_json(path)
+    topics = data.get("topics") if isinstance(data, dict) else None
+    if (not isinstance(topics, list) or not topics
+            or not all(isinstance(t, dict) and isinstance(t.get("topic"), str) for t in topics)):
+        raise UsageError(f'{path}: expected {{"topics":[{{"topic":"t"}}],"version":1}} with at least one topic')
+    if data.get("version", 1) != 1:
+        raise UsageError(f"{path}: unsupported version {data['version']!r}: only version 1 is supported")
+    return list(dict.fromkeys(t["topic"] for t in topics))
+
+
+# -- --execute ----------------------------------------------------------------------------------
+
+
+def execute(session, args: dict, targets: dict[Key, list[int]]) -> Result:
+    path = args[dest(FILE)]
+    current = current_assignment(session, targets)
+    for key in targets:
+        if key not in current:
+            what = f'Topic "{key[0]}"' if key[0] not in session.snapshot.topics else f"Partition {_name(key)}"
+            raise UsageError(f"{path}: {what} does not exist: fix the file (see describe-topic)")
+    live = session.snapshot.brokers
+    for key, replicas in targets.items():
+        unknown = [b for b in replicas if b not in live]
+        if unknown:
+            raise UsageError(f"{path}: the replicas of {_name(key)} name unknown broker(s) {_ids(unknown)}: "
+                             f"live brokers are {_ids(sorted(live))}")
+    active = ongoing(session)
+    if active and not args["additional"]:
+        raise ShellError(f"Cannot execute: {len(active)} partition reassignment(s) are in progress "
+                         f"({', '.join(_name(k) for k in sorted(active)[:5])}): wait for them, or use "
+                         "--additional to add this one")
+    record = throttles.needed(current, targets, args["throttle"]) if args["throttle"] else None
+    rollback = as_json(current)
+    if args["dry_run"]:
+        lines = [f"Would start the reassignment of {len(targets)} partition(s) (dry run)."]
+        if record:
+            lines.append(f"Would throttle replication to {args['throttle']} B/s on broker(s) "
+                         f"{_ids(record['brokers'])} (dry run).")
+        return Result(text=f"Current partition replica assignment\n{rollback}", messages=lines)
+    saved = rollback_path(path)
+    write_file(saved, rollback)
+    messages = [f"Saved the current assignment to {saved}: use it as the --reassignment-json-file "
+                "option during rollback."]
+    if record:
+        messages += set_throttles(session, record)
+    errors = alter(session, targets)
+    started = [k for k in sorted(targets) if not any(e.startswith(_name(k) + ":") for e in errors)]
+    if started:
+        messages.append(f"Successfully started partition reassignment(s) for {','.join(map(_name, started))}.")
+    text = f"Current partition replica assignment\n{rollback}"
+    if errors:
+        return Result(text=text, messages=messages + errors, exit_code=1)
+    if args["blocking"]:
+        session.stderr.write("\n".join(messages) + "\n")
+        waited = wait_and_finish(session, args, set(targets), resume=f"--verify --reassignment-json-file {path} ")
+        return Result(text="\n\n".join(filter(None, (text, waited.text))), messages=waited.messages,
+                      exit_code=waited.exit_code)
+    messages.append(f"Check it with: reassign-partitions --verify --reassignment-json-file {path}")
+    return Result(text=text, messages=messages)
+
+
+def set_throttles(session, record: dict) -> list[str]:
+    """Record, then set, the throttles of a move (merged with those an earlier move left)."""
+    key = cluster_key(session)
+    merged = throttles.merge(throttles.load(key), record)
+    throttles.save(key, merged)
+    for topic in record["topics"]:
+        alter_configs(session, "topics", [topic], {"set": throttles.topic_values(merged["topics"][topic]),
+                                                   "delete": []}, False)
+    rates = {k: str(record["rate"]) for k in throttles.RATE_KEYS}
+    skipped = []
+    for b in record["brokers"]:
+        try:
+            alter_configs(session, "brokers", [str(b)], {"set": rates, "delete": []}, False)
+        except ShellError:
+            skipped.append(b)  # a down broker must not stop the move (Kafka's tool fails here)
+    lines = [f"Throttled replication to {record['rate']} B/s on broker(s) "
+             f"{_ids(b for b in record['brokers'] if b not in skipped)} and the moving replicas of "
+             f"topic(s) {', '.join(sorted(record['topics']))}."]
+    if skipped:
+        lines.append(f"Warning: could not throttle broker(s) {_ids(skipped)} (not reachable).")
+    return lines
+
+
+def clear_throttles(session, preserve: bool, moving: dict[Key, dict] | None = None) -> list[str]:
+    """Remove the throttles the shell recorded for this cluster once none of the recorded
+    partitions is still moving. What could not be removed stays recorded for a later try."""
+    key = cluster_key(session)
+    record = throttles.load(key)
+    if not record:
+        return []
+    if preserve:
+        return ["Throttles kept (--preserve-throttles)."]
+    moving = ongoing(session) if moving is None else moving
+    still = [p for p in record["partitions"] if tuple(_split(p)) in moving]
+    if still:
+        return [f"Throttles kept: {len(still)} throttled partition(s) still moving."]
+    left_brokers = []
+    for b in record["brokers"]:
+        try:
+            alter_configs(session, "brokers", [str(b)], {"set": {}, "delete": list(throttles.RATE_KEYS)}, False)
+        except ShellError:
+            left_brokers.append(b)
+    topics = [t for t in record["topics"] if t in session.snapshot.topics]
+    if topics:
+        alter_configs(session, "topics", topics, {"set": {}, "delete": [throttles.LEADER_REPLICAS,
+                                                                       throttles.FOLLOWER_REPLICAS]}, False)
+    done = [b for b in record["brokers"] if b not in left_brokers]
+    throttles.save(key, {**record, "brokers": left_brokers, "topics": {}, "partitions": []} if left_brokers else None)
+    lines = [f"Removed the replication throttles kafka-shell set on broker(s) {_ids(done)}"
+             + (f" and topic(s) {', '.join(sorted(topics))}." if topics else ".")]
+    if left_brokers:
+        lines.append(f"Warning: broker(s) {_ids(left_brokers)} not reachable: their throttle stays; "
+                     "run reassign-partitions --verify again later to remove it.")
+    return lines
+
+
+def _split(name: str) -> tuple[str, int]:
+    topic, _, p = name.rpartition(":")
+    return topic, int(p)
+
+
+# -- --verify, --cancel, --list, --blocking -------------------------------------------------------
+
+
+def verify(session, args: dict, targets: dict[Key, list[int]]) -> Result:
+    path = args[dest(FILE)]
+    if args["blocking"]:
+        return wait_and_finish(session, args, set(targets), resume=f"--verify --reassignment-json-file {path} ")
+    return status(session, args, targets)
+
+
+def status(session, args: dict, targets: dict[Key, list[int]]) -> Result:
+    moving = ongoing(session)
+    current = current_assignment(session, targets)
+    lines, failed, running = ["Status of partition reassignment:"], 0, 0
+    for key, want in sorted(targets.items()):
+        name = _name(key)
+        if key in moving:
+            running += 1
+            lines.append(f"Reassignment of partition {name} is still in progress.")
+        elif key not in current:
+            failed += 1
+            lines.append(f"Reassignment of partition {name} failed: the partition does not exist.")
+        elif current[key] == want:
+            lines.append(f"Reassignment of partition {name} is completed.")
+        else:
+            failed += 1
+            lines.append(f"There is no active reassignment of partition {name}, but replica set is "
+                         f"{_ids(current[key])} rather than {_ids(want)}.")
+    messages: list[str] = []
+    if failed:
+        messages.append(f"{failed} partition(s) are not as the file asks.")
+        code = 1
+    elif running:
+        messages.append(f"{running} of {len(targets)} partition(s) still moving: check again later, or wait "
+                        f"with reassign-partitions --verify --reassignment-json-file {args[dest(FILE)]} --blocking")
+        code = IN_PROGRESS
+    else:
+        messages += clear_throttles(session, args["preserve_throttles"], moving)
+        code = 0
+    return Result(text="\n".join(lines), messages=messages, exit_code=code)
+
+
+def cancel(session, args: dict, targets: dict[Key, list[int]] | None) -> Result:
+    moving = ongoing(session)
+    wanted = sorted(moving if targets is None else [k for k in targets if k in moving])
+    if not wanted:
+        return Result.message("None of the specified partition reassignments are active.")
+    if args["dry_run"]:
+        return Result.message(f"Would cancel the reassignment of {','.join(map(_name, wanted))} (dry run).")
+    errors = alter(session, {k: None for k in wanted})
+    done = [k for k in wanted if not any(e.startswith(_name(k) + ":") for e in errors)]
+    messages = [f"Successfully cancelled partition reassignment(s) for {','.join(map(_name, done))}."] if done else []
+    if errors:
+        return Result.message(*messages, *errors, exit_code=1)
+    messages += clear_throttles(session, args["preserve_throttles"])
+    return Result.message(*messages)
+
+
+def list_moves(session) -> Result:
+    moving = ongoing(session)
+    if not moving:
+        return Result(text="No partition reassignments found.")
+    lines = ["Current partition reassignments:"] + [
+        f"{_name(k)}: replicas: {_ids(m['replicas'])}. adding: {_ids(m['adding'])}. removing: {_ids(m['removing'])}."
+        for k, m in sorted(moving.items())]
+    return Result(text="\n".join(lines))
+
+
+def wait_all(session, args: dict) -> Result:
+    return wait_and_finish(session, args, None, resume="")
+
+
+def wait_and_finish(session, args: dict, keys: set[Key] | None, resume: str) -> Result:
+    """Wait for the moves (of `keys`, or all) with a progress bar, then verify / clear throttles."""
+    try:
+        wait(session, keys, Progress(session.stderr))
+    except KeyboardInterrupt:
+        return Result.message("Stopped waiting; the reassignment goes on. Resume waiting with: "
+                              f"reassign-partitions {resume}--blocking", exit_code=INTERRUPTED)
+    if keys is not None and args.get(dest(FILE)):
+        return status(session, args, read_reassignment(args[dest(FILE)]))
+    return Result.message("No partition reassignment in progress.",
+                          *clear_throttles(session, args["preserve_throttles"], {}))
+
+
+def wait(session, keys: set[Key] | None, progress: "Progress") -> None:
+    """Poll the controller until none of `keys` (or nothing at all) is moving. A controller
+    change is followed by the connection manager; other failures are retried for a while."""
+    total = len(keys) if keys is not None else None
+    failing_since = None
+    while True:
+        try:
+            moving = ongoing(session)
+            pending = {k: m for k, m in moving.items() if keys is None or k in keys}
+            if total is None:
+                total = len(pending)
+            if not pending:
+                progress.done()
+                return
+            copied, size = bytes_copied(session, pending)
+            failing_since = None
+        except ShellError as exc:
+            now = time.monotonic()
+            failing_since = failing_since or now
+            if now - failing_since > GIVE_UP_S:
+                raise
+            session.notify(f"Waiting: {exc} (retrying)")
+            time.sleep(1.0)
+            continue
+        progress.show(max(total, len(pending)) - len(pending), max(total, len(pending)), copied, size)
+        time.sleep(POLL_S)
+
+
+def bytes_copied(session, moving: dict[Key, dict]) -> tuple[int, int]:
+    """(bytes the adding replicas hold, bytes they need): DescribeLogDirs sizes of the adding
+    replicas against their leader's. Brokers that do not answer count as nothing copied."""
+    topics = session.snapshot.topics
+    leaders = {}
+    for (t, p) in moving:
+        info = topics.get(t)
+        if info is not None and p < len(info.partitions):
+            leaders[(t, p)] = info.partitions[p].leader
+    wanted: dict[int, set[Key]] = {}
+    for key, m in moving.items():
+        for b in [leaders.get(key, -1), *m["adding"]]:
+            if b >= 0:
+                wanted.setdefault(b, set()).add(key)
+    sizes: dict[tuple[int, Key], int] = {}
+    for b, keys in wanted.items():
+        by_topic: dict[str, list[int]] = {}
+        for t, p in keys:
+            by_topic.setdefault(t, []).append(p)
+        body = {"topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
+        try:
+            answer = session.conn.broker_request(b, LOG_DIRS, body)
+        except ShellError:
+            continue
+        for result in answer.get("results", []):
+            for t in result.get("topics", []):
+                for p in t.get("partitions", []):
+                    sizes[(b, (t["name"], p["partition_index"]))] = p["partition_size"]
+    copied = size = 0
+    for key, m in moving.items():
+        full = sizes.get((leaders.get(key, -1), key), 0)
+        for a in m["adding"]:
+            size += full
+            copied += min(sizes.get((a, key), 0), full)
+    return copied, size
+
+
+class Progress:
+    """A one-line progress bar on stderr (redrawn on a terminal; a line per change elsewhere)."""
+
+    def __init__(self, out) -> None:
+        self.out = out
+        self.tty = bool(getattr(out, "isatty", lambda: False)())
+        self.start = time.monotonic()
+        self.first: int | None = None
+        self.last = ""
+        self.drawn = False
+
+    def show(self, done: int, total: int, copied: int, size: int) -> None:
+        self.first = copied if self.first is None else self.first
+        elapsed = time.monotonic() - self.start
+        speed = (copied - self.first) / elapsed if elapsed > 0 else 0
+        eta = f"ETA {fmt_seconds((size - copied) / speed)}" if speed > 0 and size > copied else "ETA -"
+        fraction = copied / size if size else done / total if total else 1.0
+        bar = "#" * int(fraction * 20)
+        line = (f"[{bar:<20}] {done}/{total} partitions, {fmt_bytes(copied)}/{fmt_bytes(size)} copied")
+        if self.tty:
+            self.out.write(f"\r{line}, {eta}   ")
+        elif line != self.last:
+            self.out.write(f"{line}, {eta}\n")
+        self.last = line
+        self.drawn = True
+        self.out.flush()
+
+    def done(self) -> None:
+        if self.tty and self.drawn:
+            self.out.write("\n")
+            self.out.flush()
+
+
+def fmt_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def fmt_seconds(s: float) -> str:
+    s = int(s + 0.5)
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+# -- alter-topic --replication-factor ----------------------------------------------------------
+
+
+def change_replication_factor(session, topics, rf: int, dry_run: bool) -> list[str]:
+    """Plan (minimal movement, rack-aware) and start the reassignment that gives `topics`
+    `rf` replicas per partition; one line per topic."""
+    snapshot = session.conn.refresh()
+    brokers = sorted(snapshot.brokers)
+    messages = []
+    for topic in topics:
+        current = {(topic.name, p.partition): list(p.replicas) for p in topic.partitions}
+        old = len(topic.partitions[0].replicas) if topic.partitions else 0
+        if old == rf and all(len(r) == rf for r in current.values()):
+            messages.append(f'Topic "{topic.name}" already has replication factor {rf}: nothing to change.')
+            continue
+        try:
+            racks = reassign_plan.rack_map(brokers, {b: i.rack for b, i in snapshot.brokers.items()}, True)
+            proposed = reassign_plan.plan(current, brokers, racks, {topic.name: rf})
+        except reassign_plan.PlanError as exc:
+            raise UsageError(str(exc)) from None
+        changed = {k: r for k, r in proposed.items() if r != current[k]}
+        if dry_run:
+            messages.append(f'Topic "{topic.name}" would go from replication factor {old} to {rf}, '
+                            f"{reassign_plan.moved(current, proposed)} new replica(s) (dry run).")
+            continue
+        if ongoing(session):
+            raise ShellError("A partition reassignment is in progress: wait for it (reassign-partitions "
+                             "--blocking) or cancel it, then retry")
+        errors = alter(session, changed)
+        if errors:
+            raise KafkaCallError(" ".join(messages + errors))
+        messages.append(f'Topic "{topic.name}": replication factor {old} -> {rf} started '
+                        f"({len(changed)} partition(s), {reassign_plan.moved(current, proposed)} new replica(s)); "
+                        "wait for it with reassign-partitions --blocking.")
+    return messages

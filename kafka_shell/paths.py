@@ -1,0 +1,44 @@
+"""Where the shell keeps the user's files, and the one way it writes them.
+
+Config (clusters.json, state.json) lives in `$KAFKA_SHELL_CONFIG_DIR`, else
+`$XDG_CONFIG_HOME/kafka-shell`; data (history, the throttle record) in `$KAFKA_SHELL_DATA_DIR`,
+else `$XDG_DATA_HOME/kafka-shell`. Kept free of heavy imports: the one-shot path uses it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+
+def config_dir() -> Path:
+    explicit = os.environ.get("KAFKA_SHELL_CONFIG_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base) / "kafka-shell"
+
+
+def data_dir() -> Path:
+    explicit = os.environ.get("KAFKA_SHELL_DATA_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "kafka-shell"
+
+
+def write_json_atomically(path: Path, data: object) -> None:
+    """Write JSON readable by its owner only (mode 0600), never half-written (temp + rename)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
