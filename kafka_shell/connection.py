@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import operator
 import threading
 import time
 from typing import Callable
@@ -249,8 +250,9 @@ class ConnectionManager:
         return version in self.api_versions(broker_id).get(api_key, range(0))
 
     def require(self, api_key: int, action: str) -> None:
-        """Fail up front, before anything is sent, when the controller lacks the API."""
-        if not self.supports(api_key):
+        """Fail up front, before anything is sent, when the controller lacks the API (any version:
+        some APIs, like DescribeLogDirs, start above v0)."""
+        if not self.api_versions().get(api_key):
             raise NotSupported(f"{action} needs the {protocol.api_name(api_key)} API, which is not "
                                "supported by this cluster.")
 
@@ -432,18 +434,21 @@ def _topics(entities) -> dict[str, TopicInfo]:
             continue  # e.g. a topic being deleted: nothing to show
         name = t.name
         topic_id = getattr(t, "topic_id", None)
-        parts = sorted(t.partitions, key=lambda p: p.partition_index)
+        parts = sorted(t.partitions, key=_partition_index)
         topics[name] = TopicInfo(
             name=name,
             topic_id=None if topic_id in (None, protocol.ZERO_UUID) else topic_id,
-            partitions=tuple(
+            partitions=tuple([  # a list comprehension: faster than tuple(generator)
                 PartitionInfo(name, p.partition_index, p.leader_id, tuple(p.replica_nodes),
                               tuple(p.isr_nodes), tuple(getattr(p, "offline_replicas", ())),
                               getattr(p, "leader_epoch", -1))
-                for p in parts),
+                for p in parts]),
             internal=bool(getattr(t, "is_internal", False)),
         )
     return topics
+
+
+_partition_index = operator.attrgetter("partition_index")
 
 
 def _error_codes(tree: object):

@@ -21,7 +21,7 @@ from functools import lru_cache
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader, entity_writer, writers
 # kio's per-field writers (not exported; kio is pinned) let a cached, pre-encoded field be
 # written next to freshly encoded ones.
 from kio.serial._introspect import get_field_tag
@@ -204,48 +204,80 @@ def _writer(cls: type) -> typing.Callable:
 
 @dataclasses.dataclass(frozen=True)
 class Encoded:
-    """A top-level field value already in wire format (see `encode_field`): `build` keeps it
-    and `serialize` copies it. Lets a large answer (the topics of a full Metadata response)
-    be encoded once and reused while the state it describes is unchanged."""
+    """A field value already in wire format (see `encode_array`): `build` keeps it and
+    `serialize` copies it. Lets a large answer (the topics of a full Metadata response) be
+    assembled from encoded pieces kept while the state they describe is unchanged."""
     data: bytes
 
 
-def encode_field(cls: type, name: str, value: object) -> Encoded:
-    """The wire bytes of field `name` of entity class `cls` holding `value` (dicts allowed)."""
-    field = next(f for f in dataclasses.fields(cls) if f.name == name)
-    meta = next(f for f in _fields(cls) if f.name == name)
+def element_class(cls: type, name: str) -> type:
+    """The entity class of the elements of `cls`'s array-of-structs field `name`."""
+    f = next(f for f in _fields(cls) if f.name == name)
+    if f.nested is None or not f.is_array:
+        raise ValueError(f"{cls.__name__}.{name} is not an array of structs")
+    return f.nested
+
+
+def encode_array(cls: type, name: str, elements: typing.Sequence[bytes]) -> Encoded:
+    """Array field `name` of `cls` from its elements, each already encoded (`serialize` of an
+    `element_class` entity, or `head + ... + tail` from `encode_around`)."""
+    return Encoded(_array_length(cls, name, len(elements)) + b"".join(elements))
+
+
+@lru_cache(maxsize=1024)
+def _array_length(cls: type, name: str, length: int) -> bytes:
+    element_class(cls, name)
+    _field_writer(cls, next(f for f in dataclasses.fields(cls) if f.name == name))  # not tagged
     buf = io.BytesIO()
-    _field_writer(cls, field)(buf, _convert(meta, value))
-    return Encoded(buf.getvalue())
+    # The length writers of kio's own compact_array_writer / legacy_array_writer.
+    (writers.write_compact_array_length if cls.__flexible__ else writers.write_legacy_array_length)(buf, length)
+    return buf.getvalue()
+
+
+def encode_around(cls: type, value: dict, name: str) -> tuple[bytes, bytes]:
+    """(head, tail): the wire bytes of the `cls` entity built from `value` before and after its
+    field `name`, so that `head + <that field encoded> + tail` is the whole entity. Lets a caller
+    keep an element's fixed part and re-encode only the field that changes."""
+    head, _, tail = _chunks(build(cls, {**value, name: Encoded(b"")}))
+    return head, tail
+
+
+@lru_cache(maxsize=None)
+def _tagged(field: dataclasses.Field) -> bool:
+    return get_field_tag(field) is not None
 
 
 @lru_cache(maxsize=None)
 def _field_writer(cls: type, field: dataclasses.Field) -> typing.Callable:
-    if get_field_tag(field) is not None:
+    if _tagged(field):
         raise ValueError(f"{cls.__name__}.{field.name} is a tagged field: it cannot be pre-encoded")
     return get_field_writer(field, flexible=cls.__flexible__, is_request_header=False, is_tag=False)
 
 
-def _serialize_with_encoded(entity: object) -> bytes:
+def _chunks(entity: object) -> list[bytes]:
+    """An entity holding pre-encoded fields in wire format: the bytes between them, and theirs."""
     cls = type(entity)
+    chunks = []
     buf = io.BytesIO()
     for field in dataclasses.fields(entity):  # type: ignore[arg-type]
         value = getattr(entity, field.name)
         if isinstance(value, Encoded):
-            buf.write(value.data)
-        elif get_field_tag(field) is not None:
+            chunks += [buf.getvalue(), value.data]
+            buf = io.BytesIO()
+        elif _tagged(field):
             if value != field.default:
                 raise ValueError(f"{cls.__name__}: tagged fields are not written next to pre-encoded ones")
         else:
             _field_writer(cls, field)(buf, value)
     if cls.__flexible__:
-        buf.write(b"\x00")  # no tagged fields
-    return buf.getvalue()
+        writers.write_empty_tagged_fields(buf)
+    chunks.append(buf.getvalue())
+    return chunks
 
 
 def serialize(entity: object) -> bytes:
     if any(isinstance(getattr(entity, f.name), Encoded) for f in dataclasses.fields(entity)):  # type: ignore[arg-type]
-        return _serialize_with_encoded(entity)
+        return b"".join(_chunks(entity))
     buf = io.BytesIO()
     _writer(type(entity))(buf, entity)
     return buf.getvalue()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Iterable
 
 from kio.schema.errors import ErrorCode
 
@@ -353,23 +354,25 @@ def _copy(p: Partition, replica: int, credit: float) -> float:
     return credit
 
 
-def _advance(cluster: Cluster, seconds: float | None) -> bool:
-    """One replication step: every out-of-sync replica fetches from its leader (unlimited ones
-    completely; rate-limited ones only when `seconds` of budget are given). Caught-up replicas
-    join the ISR, moves complete. True while some copying is still pending."""
+def _advance(cluster: Cluster, seconds: float | None,
+             partitions: Iterable[Partition] | None = None) -> bool:
+    """One replication step: every out-of-sync replica (of `partitions`, default all) fetches
+    from its leader (unlimited ones completely; rate-limited ones only when `seconds` of budget
+    are given). Caught-up replicas join the ISR, moves complete. True while copying is pending."""
     budgets: dict[tuple[str, int], float] = {}
     credits = cluster.extras.setdefault("replication_credit", {})
     pending = False
     rebalance = _auto_rebalance(cluster)
-    for t in cluster.topics.values():
-        for p in t.partitions:
-            if p.leader >= 0 and _usable(cluster, p.leader):
-                for r in p.replicas:
-                    if r != p.leader and _usable(cluster, r):
-                        pending |= _fetch(cluster, p, r, seconds, budgets, credits)  # type: ignore[arg-type]
-                _maybe_complete_reassignment(cluster, p)
-            if rebalance:
-                elect_preferred(cluster, p)
+    if partitions is None:
+        partitions = (p for t in cluster.topics.values() for p in t.partitions)
+    for p in partitions:
+        if p.leader >= 0 and _usable(cluster, p.leader):
+            for r in p.replicas:
+                if r != p.leader and _usable(cluster, r):
+                    pending |= _fetch(cluster, p, r, seconds, budgets, credits)  # type: ignore[arg-type]
+            _maybe_complete_reassignment(cluster, p)
+        if rebalance:
+            elect_preferred(cluster, p)
     return pending
 
 
@@ -403,9 +406,11 @@ def _auto_rebalance(cluster: Cluster) -> bool:
     return configs.broker_value(cluster, None, "auto.leader.rebalance.enable") == "true"
 
 
-def settle(cluster: Cluster) -> None:
-    """Run replication forward after any change; keep ticking while rate-limited copies remain."""
-    if _advance(cluster, None):
+def settle(cluster: Cluster, partitions: Iterable[Partition] | None = None) -> None:
+    """Run replication forward after a change (to `partitions` when only those changed: an
+    election batch must not cost a scan of every partition); keep ticking while rate-limited
+    copies remain."""
+    if _advance(cluster, None, partitions):
         _start_ticker(cluster)
 
 

@@ -32,29 +32,81 @@ def partition_metadata(cluster, p) -> dict:
     }
 
 
-def topic_metadata(cluster, t) -> dict:
+def partition_state(p) -> tuple:
+    """Everything `partition_metadata` reads from the partition (the rest is which brokers are
+    alive): equal states give equal answers. Keep the two in step."""
+    return p.index, p.leader, p.leader_epoch, tuple(p.replicas), tuple(p.isr)
+
+
+def topic_metadata(cluster, t, partitions: object = None) -> dict:
+    """A topic's answer; `partitions` (e.g. already encoded) replaces its partitions' answers."""
     return {
         "error_code": 0, "name": t.name, "topic_id": t.id, "is_internal": t.internal,
-        "partitions": [partition_metadata(cluster, p) for p in t.partitions],
+        "partitions": [partition_metadata(cluster, p) for p in t.partitions] if partitions is None else partitions,
         "topic_authorized_operations": -2147483648,
     }
 
 
+class EncodedTopics:
+    """The topics array of a full-metadata answer for one Metadata version, kept encoded.
+
+    The whole array is reused while the cluster's generation stays the same. After a change it
+    is assembled again from encoded pieces: each topic's fixed bytes around its partitions, kept
+    by name, id and internal flag, and each partition kept by its `partition_state` while the
+    set of live brokers is the same (so a stopped broker encodes each distinct state once: they
+    differ only by index, replicas, ISR and epochs). Pieces the latest answer did not use are
+    dropped."""
+
+    def __init__(self, version: int) -> None:
+        self.response_cls = protocol.response_schema(3, version)
+        self.topic_cls = protocol.element_class(self.response_cls, "topics")
+        self.partition_cls = protocol.element_class(self.topic_cls, "partitions")
+        self.generation = -1
+        self.answer = protocol.Encoded(b"")
+        self.alive: frozenset[int] = frozenset()
+        self.partitions: dict[tuple, bytes] = {}
+        self.topics: dict[tuple, tuple[bytes, bytes]] = {}
+
+    def get(self, cluster) -> protocol.Encoded:
+        if cluster.generation != self.generation:
+            self.answer = self._build(cluster)
+            self.generation = cluster.generation
+        return self.answer
+
+    def _build(self, cluster) -> protocol.Encoded:
+        alive = frozenset(b.id for b in cluster.brokers.values() if b.alive)
+        old_partitions = self.partitions if alive == self.alive else {}
+        partitions: dict[tuple, bytes] = {}
+        topics: dict[tuple, tuple[bytes, bytes]] = {}
+        encoded = []
+        for t in cluster.topics.values():
+            parts = []
+            for p in t.partitions:
+                state = partition_state(p)
+                data = partitions.get(state) or old_partitions.get(state)
+                if data is None:
+                    data = protocol.serialize(protocol.build(self.partition_cls, partition_metadata(cluster, p)))
+                partitions[state] = data
+                parts.append(data)
+            key = (t.name, t.id, t.internal)
+            around = self.topics.get(key) or protocol.encode_around(
+                self.topic_cls, topic_metadata(cluster, t, partitions=()), "partitions")
+            topics[key] = around
+            encoded.append(around[0] + protocol.encode_array(self.topic_cls, "partitions", parts).data + around[1])
+        self.alive, self.partitions, self.topics = alive, partitions, topics
+        return protocol.encode_array(self.response_cls, "topics", encoded)
+
+
 def _all_topics(ctx) -> object:
-    """The topics of a full-metadata answer, encoded once per (version, generation): a
-    100,000-partition cluster answers repeated full requests without encoding them again.
-    An injected Metadata failure needs the topics as data (the error goes on each of them)."""
+    """The topics of a full-metadata answer (see `EncodedTopics`). An injected Metadata failure
+    needs the topics as data (the error goes on each of them)."""
     if ctx.api_key in ctx.broker.failures:
         return [topic_metadata(ctx.cluster, t) for t in ctx.cluster.topics.values()]
     cache = ctx.cluster.extras.setdefault("metadata_cache", {})
-    key = (ctx.version, ctx.cluster.generation)
-    hit = cache.get(key)
-    if hit is None:
-        cache.clear()
-        hit = cache[key] = protocol.encode_field(
-            protocol.response_schema(3, ctx.version), "topics",
-            [topic_metadata(ctx.cluster, t) for t in ctx.cluster.topics.values()])
-    return hit
+    encoded = cache.get(ctx.version)
+    if encoded is None:
+        encoded = cache[ctx.version] = EncodedTopics(ctx.version)
+    return encoded.get(ctx.cluster)
 
 
 @api(3)

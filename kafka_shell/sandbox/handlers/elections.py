@@ -87,5 +87,7 @@ def elect_leaders(ctx) -> dict:
         else:
             code, message = _elect(ctx, topic, index, designated)
         results.append((topic, index, code, message))
-    replication.settle(ctx.cluster)  # new leaders' followers truncate and catch up
+    # New leaders' followers truncate and catch up.
+    elected = (ctx.cluster.partition(topic, index) for topic, index, code, _ in results if not code)
+    replication.settle(ctx.cluster, [p for p in elected if p is not None])
     return {"error_code": top_error, "replica_election_results": _group(results)}
