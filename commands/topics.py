@@ -448,15 +448,21 @@ def describe_topic(session, args: dict) -> Result:
                             topic_rows, name="topics"))
     if not args["topics_with_overrides"]:
         live = snapshot.brokers
+        moving = moving_replicas(session)
+        elr = eligible_leaders(session, [t.name for t in topics])
         rows = []
         for t in topics:
             min_isr = configs.get(t.name, ({}, 1))[1]
             for p in t.partitions:
-                if filters and not _matches(p, filters, live, min_isr):
+                adding, removing = moving.get((t.name, p.partition), ((), ()))
+                if filters and not _matches(p, filters, live, min_isr, adding):
                     continue
+                eligible, last_known = elr.get((t.name, p.partition), ((), ()))
                 rows.append([t.name, p.partition, p.leader if p.leader >= 0 else "none",
-                             list(p.replicas), list(p.isr), list(p.offline_replicas)])
-        tables.append(Table(["Topic", "Partition", "Leader", "Replicas", "Isr", "Offline"], rows,
+                             list(p.replicas), list(p.isr), list(adding), list(removing),
+                             list(eligible), list(last_known), list(p.offline_replicas)])
+        tables.append(Table(["Topic", "Partition", "Leader", "Replicas", "Isr", "AddingReplicas",
+                             "RemovingReplicas", "Elr", "LastKnownElr", "Offline"], rows,
                             name="partitions"))
     elif filters:
         tables.append(Table(["Topic", "TopicId", "PartitionCount", "ReplicationFactor", "Configs"],
@@ -464,10 +470,46 @@ def describe_topic(session, args: dict) -> Result:
     return Result(tables=tables)
 
 
-def _matches(p, filters: list[str], live: dict, min_isr: int) -> bool:
+LIST_PARTITION_REASSIGNMENTS = 46
+DESCRIBE_TOPIC_PARTITIONS = 75
+PARTITIONS_PER_PAGE = 2000  # Kafka's default ResponsePartitionLimit
+
+
+def moving_replicas(session) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
+    """(topic, partition) -> (adding, removing) replicas of the moves in progress, where the
+    cluster can say (Metadata does not carry them; Kafka's describe shows them)."""
+    if not session.conn.supports(LIST_PARTITION_REASSIGNMENTS):
+        return {}
+    from commands.reassign import ongoing
+    return {key: (m["adding"], m["removing"]) for key, m in ongoing(session).items()}
+
+
+def eligible_leaders(session, names: list[str]) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
+    """(topic, partition) -> (ELR, last known ELR) from DescribeTopicPartitions, page by page,
+    where the cluster has it (KIP-966 fields that Metadata lacks)."""
+    if not names or not session.conn.supports(DESCRIBE_TOPIC_PARTITIONS):
+        return {}
+    out, cursor = {}, None
+    while True:
+        debug(session, f"DescribeTopicPartitions request: {len(names)} topic(s)")
+        answer = session.conn.broker_request(
+            session.conn.snapshot.controller_id, DESCRIBE_TOPIC_PARTITIONS,
+            {"topics": [{"name": n} for n in names], "response_partition_limit": PARTITIONS_PER_PAGE,
+             "cursor": cursor})
+        for t in answer.get("topics", []):
+            for p in t.get("partitions", []):
+                out[(t["name"], p["partition_index"])] = (p.get("eligible_leader_replicas") or [],
+                                                          p.get("last_known_elr") or [])
+        cursor = answer.get("next_cursor")
+        if not cursor:
+            return out
+
+
+def _matches(p, filters: list[str], live: dict, min_isr: int, adding=()) -> bool:
     leader_down = p.leader < 0 or p.leader not in live
     checks = {
-        "under_replicated_partitions": len(p.isr) < len(p.replicas),
+        # As Kafka: replicas being added do not count towards the replication factor.
+        "under_replicated_partitions": len(p.isr) < len(p.replicas) - len(adding),
         "unavailable_partitions": leader_down,
         "under_min_isr_partitions": leader_down or len(p.isr) < min_isr,
         "at_min_isr_partitions": len(p.isr) == min_isr,

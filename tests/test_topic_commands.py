@@ -128,3 +128,23 @@ def test_sandbox_commands_with_embedded_cluster():
     status = json.loads(p.stdout)
     assert {r["Broker"]: r["State"] for r in status} == {1: "up", 2: "down", 3: "up"}
     assert "stdin:4: no broker 9 in the sandbox" in p.stderr
+
+
+def test_describe_shows_moving_replicas_and_eligible_leaders(sandbox, tmp_path):
+    from tests.sandbox.wire import produce
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "m", 1, 2, [[1, 2]])
+    produce(sandbox, "m", 0, 4, 2000)
+    sandbox.set_replication_rate(100)  # broker 3 copies 8 kB at 100 B/s: the move stays in progress
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "m", "partition": 0, "replicas": [3, 2]}]}))
+    p = run(sandbox, f"reassign-partitions --execute --reassignment-json-file {plan}")
+    assert p.returncode == 0, p.stderr
+    (row,) = out_json(run(sandbox, "describe-topic --topic m", "-o", "json"))["partitions"]
+    assert (row["Replicas"], row["AddingReplicas"], row["RemovingReplicas"]) == ([3, 2, 1], [3], [1])
+    # Kafka does not count replicas being added: 2 in-sync of the 2 the partition will keep.
+    assert out_json(run(sandbox, "describe-topic --topic m --under-replicated-partitions", "-o", "json")) == []
+
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "e", 1, 3, [[1, 2, 3]], {"min.insync.replicas": "3"})
+    sandbox.stop_broker(3)
+    (row,) = out_json(run(sandbox, "describe-topic --topic e", "-o", "json"))["partitions"]
+    assert row["Isr"] == [1, 2] and row["Elr"] == [3]  # KIP-966: left the ISR below min ISR
