@@ -16,7 +16,7 @@ from commands.topics import alter_configs
 from kafka_shell import reassign_plan, throttles
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message
 from kafka_shell.registry import Option, command
-from kafka_shell.render import Result
+from kafka_shell.render import Result, Table
 
 ALTER, LIST, LOG_DIRS = 45, 46, 35
 NO_REASSIGNMENT_IN_PROGRESS = 85
@@ -216,6 +216,12 @@ def as_json(assignment: dict[Key, list[int]]) -> str:
     return json.dumps({"version": 1, "partitions": parts}, separators=(",", ":"))
 
 
+def assignment_table(assignment: dict[Key, list[int]], name: str) -> Table:
+    """An assignment as data, for --output json/csv (the table format prints Kafka's JSON text)."""
+    return Table(["Topic", "Partition", "Replicas"], [[t, p, r] for (t, p), r in sorted(assignment.items())],
+                 name=name)
+
+
 def write_file(path: Path, text: str) -> None:
     path.write_text(text + "\n")
 
@@ -310,7 +316,8 @@ def generate(session, args: dict) -> Result:
                         f"reassign-partitions --execute --reassignment-json-file {args['proposed_json_file']}")
     text = (f"Current partition replica assignment\n{as_json(current)}\n\n"
             f"Proposed partition reassignment configuration\n{as_json(proposed)}")
-    return Result(text=text, messages=messages)
+    return Result(tables=[assignment_table(current, "current"), assignment_table(proposed, "proposed")],
+                  text=text, messages=messages)
 
 
 def topics_to_move(path: str) -> list[str]:
@@ -347,12 +354,13 @@ def execute(session, args: dict, targets: dict[Key, list[int]]) -> Result:
                          "--additional to add this one")
     record = throttles.needed(current, targets, args["throttle"]) if args["throttle"] else None
     rollback = as_json(current)
+    before = assignment_table(current, "current")
     if args["dry_run"]:
         lines = [f"Would start the reassignment of {len(targets)} partition(s) (dry run)."]
         if record:
             lines.append(f"Would throttle replication to {args['throttle']} B/s on broker(s) "
                          f"{_ids(record['brokers'])} (dry run).")
-        return Result(text=f"Current partition replica assignment\n{rollback}", messages=lines)
+        return Result(tables=[before], text=f"Current partition replica assignment\n{rollback}", messages=lines)
     saved = rollback_path(path)
     write_file(saved, rollback)
     messages = [f"Saved the current assignment to {saved}: use it as the --reassignment-json-file "
@@ -365,14 +373,14 @@ def execute(session, args: dict, targets: dict[Key, list[int]]) -> Result:
         messages.append(f"Successfully started partition reassignment(s) for {','.join(map(_name, started))}.")
     text = f"Current partition replica assignment\n{rollback}"
     if errors:
-        return Result(text=text, messages=messages + errors, exit_code=1)
+        return Result(tables=[before], text=text, messages=messages + errors, exit_code=1)
     if args["blocking"]:
         session.stderr.write("\n".join(messages) + "\n")
         waited = wait_and_finish(session, args, set(targets), resume=f"--verify --reassignment-json-file {path} ")
-        return Result(text="\n\n".join(filter(None, (text, waited.text))), messages=waited.messages,
-                      exit_code=waited.exit_code)
+        return Result(tables=[before, *waited.tables], text="\n\n".join(filter(None, (text, waited.text))),
+                      messages=waited.messages, exit_code=waited.exit_code)
     messages.append(f"Check it with: reassign-partitions --verify --reassignment-json-file {path}")
-    return Result(text=text, messages=messages)
+    return Result(tables=[before], text=text, messages=messages)
 
 
 def set_throttles(session, record: dict) -> list[str]:
@@ -449,21 +457,26 @@ def verify(session, args: dict, targets: dict[Key, list[int]]) -> Result:
 def status(session, args: dict, targets: dict[Key, list[int]]) -> Result:
     moving = ongoing(session)
     current = current_assignment(session, targets)
-    lines, failed, running = ["Status of partition reassignment:"], 0, 0
+    lines, rows, failed, running = ["Status of partition reassignment:"], [], 0, 0
     for key, want in sorted(targets.items()):
         name = _name(key)
         if key in moving:
             running += 1
+            state = "in progress"
             lines.append(f"Reassignment of partition {name} is still in progress.")
         elif key not in current:
             failed += 1
+            state = "missing"
             lines.append(f"Reassignment of partition {name} failed: the partition does not exist.")
         elif current[key] == want:
+            state = "completed"
             lines.append(f"Reassignment of partition {name} is completed.")
         else:
             failed += 1
+            state = "differs"
             lines.append(f"There is no active reassignment of partition {name}, but replica set is "
                          f"{_ids(current[key])} rather than {_ids(want)}.")
+        rows.append([key[0], key[1], state, current.get(key), want])
     messages: list[str] = []
     if failed:
         messages.append(f"{failed} partition(s) are not as the file asks.")
@@ -475,7 +488,8 @@ def status(session, args: dict, targets: dict[Key, list[int]]) -> Result:
     else:
         messages += clear_throttles(session, args["preserve_throttles"], moving)
         code = 0
-    return Result(text="\n".join(lines), messages=messages, exit_code=code)
+    table = Table(["Topic", "Partition", "Status", "Replicas", "Target"], rows, name="status")
+    return Result(tables=[table], text="\n".join(lines), messages=messages, exit_code=code)
 
 
 def cancel(session, args: dict, targets: dict[Key, list[int]] | None) -> Result:
@@ -495,13 +509,15 @@ def cancel(session, args: dict, targets: dict[Key, list[int]] | None) -> Result:
 
 
 def list_moves(session) -> Result:
-    moving = ongoing(session)
+    moving = sorted(ongoing(session).items())
+    table = Table(["Topic", "Partition", "Replicas", "Adding", "Removing"],
+                  [[t, p, m["replicas"], m["adding"], m["removing"]] for (t, p), m in moving])
     if not moving:
-        return Result(text="No partition reassignments found.")
+        return Result(tables=[table], text="No partition reassignments found.")
     lines = ["Current partition reassignments:"] + [
         f"{_name(k)}: replicas: {_ids(m['replicas'])}. adding: {_ids(m['adding'])}. removing: {_ids(m['removing'])}."
-        for k, m in sorted(moving.items())]
-    return Result(text="\n".join(lines))
+        for k, m in moving]
+    return Result(tables=[table], text="\n".join(lines))
 
 
 def wait_all(session, args: dict) -> Result:

@@ -28,7 +28,9 @@ class Table:
 class Result:
     tables: list[Table] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)   # status lines, to stderr
-    text: str | None = None                              # preformatted output (help), to stdout
+    # Preformatted stdout (help). With tables too, it is the table format's view of them (e.g.
+    # Kafka's own wording), while json and csv print the tables: scripts always get data.
+    text: str | None = None
     exit_code: int = 0
 
     @classmethod
@@ -57,9 +59,9 @@ def cell(value: Any) -> str:
 
 
 def render(result: Result, fmt: str, out: TextIO, err: TextIO) -> None:
-    if result.text is not None:
+    if result.text is not None and (fmt == "table" or not result.tables):
         out.write(result.text.rstrip("\n") + "\n")
-    if result.tables:
+    elif result.tables:
         out.write(RENDERERS[fmt](result.tables))
     for line in result.messages:
         err.write(line + "\n")

@@ -117,6 +117,15 @@ def test_execute_verify_and_throttles_cleared_by_a_later_session(cluster, tmp_pa
     assert p.returncode == 3, p.stderr
     assert "Reassignment of partition t-0 is still in progress." in p.stdout
     assert "Removed" not in p.stderr and topic == configs(cluster, ResourceType.TOPIC, "t")
+    # Scripts get the same status as data.
+    p = shell("--bootstrap-server", cluster.bootstrap, "--output", "json", "--command",
+              f"reassign-partitions --verify --reassignment-json-file {path}", env=env)
+    assert p.returncode == 3, p.stderr
+    status = {(r["Topic"], r["Partition"]): r["Status"] for r in json.loads(p.stdout)}
+    assert status[("t", 0)] == "in progress"
+    listed = json.loads(shell("--bootstrap-server", cluster.bootstrap, "--output", "json", "--command",
+                              "reassign-partitions --list", env=env).stdout)
+    assert {(r["Topic"], r["Partition"]) for r in listed} == set(MOVE)
 
     # Each --verify is a new process: the one that sees the move done removes the throttles.
     deadline = time.monotonic() + 30
