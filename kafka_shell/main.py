@@ -218,7 +218,6 @@ def interactive(session) -> int:
 def serve_sandbox(argv: list[str]) -> int:
     """`kafka-shell sandbox`: serve an embedded cluster until Ctrl-C."""
     import argparse
-    import inspect
     import signal
     import threading
 
@@ -229,14 +228,10 @@ def serve_sandbox(argv: list[str]) -> int:
     p.add_argument("--data-dir", default=None)
     args = p.parse_args(argv)
     from kafka_shell.sandbox.server import Sandbox
-    kwargs = {"brokers": args.brokers, "port_base": args.port_base,
-              "racks": args.racks.split(",") if args.racks else None}
-    if args.data_dir:
-        if "data_dir" not in inspect.signature(Sandbox).parameters:
-            raise ShellError("--data-dir is not supported by this sandbox yet: run without it")
-        kwargs["data_dir"] = args.data_dir
     try:
-        sandbox = Sandbox(**kwargs).start()
+        sandbox = Sandbox(brokers=args.brokers, port_base=args.port_base,
+                          racks=args.racks.split(",") if args.racks else None,
+                          data_dir=args.data_dir).start()
     except (ValueError, OSError) as exc:
         raise UsageError(f"Cannot start the sandbox: {exc}") from None
     stop = threading.Event()
