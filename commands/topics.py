@@ -449,7 +449,7 @@ def describe_topic(session, args: dict) -> Result:
     if not args["topics_with_overrides"]:
         live = snapshot.brokers
         moving = moving_replicas(session)
-        elr = eligible_leaders(session, [t.name for t in topics])
+        elr = eligible_leaders(session, topics)
         rows = []
         for t in topics:
             min_isr = configs.get(t.name, ({}, 1))[1]
@@ -458,9 +458,8 @@ def describe_topic(session, args: dict) -> Result:
                 if filters and not _matches(p, filters, live, min_isr, adding):
                     continue
                 eligible, last_known = elr.get((t.name, p.partition), ((), ()))
-                rows.append([t.name, p.partition, p.leader if p.leader >= 0 else "none",
-                             list(p.replicas), list(p.isr), list(adding), list(removing),
-                             list(eligible), list(last_known), list(p.offline_replicas)])
+                rows.append([t.name, p.partition, p.leader if p.leader >= 0 else "none", p.replicas,
+                             p.isr, adding, removing, eligible, last_known, p.offline_replicas])
         tables.append(Table(["Topic", "Partition", "Leader", "Replicas", "Isr", "AddingReplicas",
                              "RemovingReplicas", "Elr", "LastKnownElr", "Offline"], rows,
                             name="partitions"))
@@ -484,9 +483,13 @@ def moving_replicas(session) -> dict[tuple[str, int], tuple[list[int], list[int]
     return {key: (m["adding"], m["removing"]) for key, m in ongoing(session).items()}
 
 
-def eligible_leaders(session, names: list[str]) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
+def eligible_leaders(session, topics: list) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
     """(topic, partition) -> (ELR, last known ELR) from DescribeTopicPartitions, page by page,
-    where the cluster has it (KIP-966 fields that Metadata lacks)."""
+    where the cluster has it (KIP-966 fields that Metadata lacks). Only topics with a partition
+    out of sync or offline are asked about: elsewhere both lists are empty by definition (the
+    ELR holds replicas that left the ISR), which keeps a healthy describe a cache read."""
+    names = [t.name for t in topics
+             if any(p.leader < 0 or len(p.isr) < len(p.replicas) for p in t.partitions)]
     if not names or not session.conn.supports(DESCRIBE_TOPIC_PARTITIONS):
         return {}
     out, cursor = {}, None

@@ -91,6 +91,7 @@ class ConnectionManager:
         self._refresh_lock = threading.Lock()  # one refresh at a time
         self._refreshing = False
         self._refresh_again = False
+        self._refresh_thread: threading.Thread | None = None
         self._admin = None
 
     # -- the cache ---------------------------------------------------------------------------
@@ -118,7 +119,9 @@ class ConnectionManager:
                 self._refresh_again = True
                 return
             self._refreshing = True
-        threading.Thread(target=self._background_refresh, name="kafka-shell-refresh", daemon=True).start()
+            self._refresh_thread = threading.Thread(target=self._background_refresh,
+                                                    name="kafka-shell-refresh", daemon=True)
+            self._refresh_thread.start()
 
     def _background_refresh(self) -> None:
         while True:
@@ -205,8 +208,6 @@ class ConnectionManager:
                 if resent_after_loss:
                     response = _settle(api_key, body, response, before, self._snapshot)
                 if not _rejected_by_non_controller(response, mutation):
-                    if mutation:
-                        self.refresh_in_background()
                     return response
                 reason = f"NOT_CONTROLLER from broker {controller.id}"
             if attempt + 1 < MAX_ATTEMPTS:
@@ -281,8 +282,6 @@ class ConnectionManager:
                 e.code == NOT_CONTROLLER or (not mutation and e.code in _ADMIN_TRANSPORT_ERRORS)
                 for e in errors)
             if not retry or attempt + 1 == MAX_ATTEMPTS:
-                if mutation:
-                    self.refresh_in_background()
                 return results
             time.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_S)
@@ -324,6 +323,11 @@ class ConnectionManager:
     # -- connections -------------------------------------------------------------------------
 
     def close(self) -> None:
+        # A refresh still running would be cut off mid-request at interpreter exit (a daemon
+        # thread inside native decoding can abort the process): let it finish first.
+        thread = self._refresh_thread
+        if thread is not None:
+            thread.join(self.timeout_s)
         with self._lock:
             channels, self._channels = list(self._channels.values()), {}
         for ch in channels:

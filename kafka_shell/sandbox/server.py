@@ -85,6 +85,10 @@ class _BrokerServer:
                     await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
+        except asyncio.CancelledError:
+            # close() cancels connections (a long-polling Fetch may be waiting). Ending normally
+            # keeps asyncio's stream callback, which calls task.exception(), from logging it.
+            pass
         except protocol.ProtocolError as exc:
             log.info("broker %d closes a connection: %s", self.broker.id, exc)
         finally:
