@@ -6,16 +6,20 @@ AdminClient and to the shell's own ConnectionManager.refresh().
 Run: .venv/bin/python bench/bench_sandbox.py [--topics N] [--partitions P]
 Prints figures and their ratio to the targets (start < 1 s, full metadata < 1 s).
 
-Figures on the development machine (10,000 x 10, medians; before -> after caching encoded pieces
-per topic and partition): list_topics repeated 569 -> 511 ms, first after a change 3356 -> 1059 ms
-(worst 3799 -> 1409 ms, after a broker stop); refresh() repeated 686 -> 819 ms (noise: GC), first
-after a change 3052 -> 947 ms. What is left after a stop or start is mostly Python's full GC
-passes over the ~1M objects of the sandbox's model, which shares the process with the clients.
+Each figure is taken twice, side by side: with the sandbox in a process of its own (as
+`kafka-shell sandbox` serves it) and in the clients' process (as in the tests), where the
+clients' garbage collection walks the broker's ~1M model objects too.
+
+Figures on the development machine (10,000 x 10, medians / worst, sandbox in its own process):
+list_topics repeated 308 / 405 ms, first after a change 547 / 828 ms; refresh() repeated
+300 / 366 ms, first after a change 446 / 509 ms. History: before encoded pieces were cached,
+the first answer after a change took 3.4 s; before refresh() paused the GC, it took 0.73 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import statistics
 import time
 from typing import Callable
@@ -63,23 +67,69 @@ def timed(fn: Callable[[], int], expect_partitions: int) -> float:
     return elapsed
 
 
-def changes(sandbox: Sandbox) -> list[tuple[str, Callable[[], None]]]:
-    """State changes that each make the next full answer be built anew."""
-    cluster = sandbox.cluster
-    created = iter(range(1_000_000))
-
-    def elect_preferred() -> None:
-        for t in cluster.topics.values():
+def _elect_preferred(sandbox: Sandbox) -> None:
+    def go() -> None:
+        for t in sandbox.cluster.topics.values():
             for p in t.partitions:
-                replication.elect_preferred(cluster, p)
-        replication.settle(cluster)
+                replication.elect_preferred(sandbox.cluster, p)
+        replication.settle(sandbox.cluster)
+    sandbox.call(go)
 
-    return [
-        ("one topic created", lambda: sandbox.call(sandbox_admin.create_topic, cluster, f"new-{next(created)}", 10, 3)),
-        ("broker 3 stopped", lambda: sandbox.stop_broker(3)),
-        ("broker 3 started", lambda: sandbox.start_broker(3)),
-        ("preferred election", lambda: sandbox.call(elect_preferred)),
-    ]
+
+# State changes that each make the next full answer be built anew: (label, op, args).
+CHANGES = [
+    ("one topic created", "create_topic", ("new-topic", 10, 3)),
+    ("broker 3 stopped", "stop_broker", (3,)),
+    ("broker 3 started", "start_broker", (3,)),
+    ("preferred election", "elect_preferred", ()),
+]
+OPS = {
+    "create_topic": lambda sb, name, n, rf: sb.call(sandbox_admin.create_topic, sb.cluster, name, n, rf),
+    "stop_broker": lambda sb, b: sb.stop_broker(b),
+    "start_broker": lambda sb, b: sb.start_broker(b),
+    "elect_preferred": _elect_preferred,
+}
+
+
+class OwnProcess:
+    """The sandbox in a process of its own, as `kafka-shell sandbox` runs it: the clients' work
+    (and their garbage collection) no longer shares an interpreter with the broker's model.
+    Operations travel over a pipe and run there."""
+
+    def __init__(self) -> None:
+        self.conn, child = multiprocessing.Pipe()
+        self.proc = multiprocessing.Process(target=self._serve, args=(child,), daemon=True)
+        self.proc.start()
+        self.bootstrap = self.conn.recv()
+
+    @staticmethod
+    def _serve(conn) -> None:
+        with Sandbox(brokers=3) as sandbox:
+            conn.send(sandbox.bootstrap)
+            while (msg := conn.recv()) is not None:
+                op, args = msg
+                OPS[op](sandbox, *args)
+                conn.send("done")
+
+    def do(self, op: str, *args: object) -> None:
+        self.conn.send((op, args))
+        self.conn.recv()
+
+    def close(self) -> None:
+        self.conn.send(None)
+        self.proc.join(10)
+
+
+class SameProcess:
+    def __init__(self) -> None:
+        self.sandbox = Sandbox(brokers=3).start()
+        self.bootstrap = self.sandbox.bootstrap
+
+    def do(self, op: str, *args: object) -> None:
+        OPS[op](self.sandbox, *args)
+
+    def close(self) -> None:
+        self.sandbox.stop()
 
 
 def report(label: str, times: list[float]) -> None:
@@ -88,13 +138,13 @@ def report(label: str, times: list[float]) -> None:
           f"({max(times) / METADATA_TARGET_S:.2f} x target)")
 
 
-def bench_reader(name: str, sandbox: Sandbox, read: Callable[[], int], total: int, runs: int) -> None:
+def bench_reader(name: str, host, read: Callable[[], int], total: int, runs: int) -> None:
     print(f"full metadata ({total} partitions) to {name}:")
     read()  # connections and version negotiation
     report("repeated", [timed(read, total) for _ in range(runs)])
     after = []
-    for label, change in changes(sandbox):
-        change()
+    for label, op, args in CHANGES:
+        host.do(op, *(f"{a}-{name[:5]}" if isinstance(a, str) else a for a in args))
         after.append(timed(read, total))
         print(f"    after {label}: {after[-1] * 1000:.0f} ms")
     report("first after a change", after)
@@ -116,24 +166,34 @@ def main() -> None:
     print(f"start 3 brokers until a real AdminClient sees them: best {best * 1000:.0f} ms, "
           f"median {statistics.median(starts) * 1000:.0f} ms ({best / START_TARGET_S:.2f} x target)")
 
-    with Sandbox(brokers=3) as sandbox:
-        admin = client(sandbox)
-        created = create_topics(admin, args.topics, args.partitions)
-        total = args.topics * args.partitions
-        print(f"create {args.topics} topics x {args.partitions} partitions (RF 3) in batched "
-              f"CreateTopics: {created:.2f} s")
+    for host_class in (OwnProcess, SameProcess):
+        host = host_class()
+        where = "its own process" if host_class is OwnProcess else "the clients' process"
+        print(f"-- sandbox in {where}")
+        try:
+            bench_host(host, args)
+        finally:
+            host.close()
 
-        def list_topics() -> int:
-            return sum(len(t.partitions) for t in admin.list_topics(timeout=60).topics.values())
 
-        manager = ConnectionManager(sandbox.bootstrap, timeout_s=60)
+def bench_host(host, args) -> None:
+    admin = AdminClient({"bootstrap.servers": host.bootstrap, "log_level": 3})
+    created = create_topics(admin, args.topics, args.partitions)
+    total = args.topics * args.partitions
+    print(f"create {args.topics} topics x {args.partitions} partitions (RF 3) in batched "
+          f"CreateTopics: {created:.2f} s")
 
-        def refresh() -> int:
-            return sum(len(t.partitions) for t in manager.refresh().topics.values())
+    def list_topics() -> int:
+        return sum(len(t.partitions) for t in admin.list_topics(timeout=60).topics.values())
 
-        bench_reader("AdminClient.list_topics", sandbox, list_topics, total, args.runs)
-        bench_reader("ConnectionManager.refresh()", sandbox, refresh, total, args.runs)
-        manager.close()
+    manager = ConnectionManager(host.bootstrap, timeout_s=60)
+
+    def refresh() -> int:
+        return sum(len(t.partitions) for t in manager.refresh().topics.values())
+
+    bench_reader("AdminClient.list_topics", host, list_topics, total, args.runs)
+    bench_reader("ConnectionManager.refresh()", host, refresh, total, args.runs)
+    manager.close()
 
 
 if __name__ == "__main__":

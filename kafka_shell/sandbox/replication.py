@@ -112,11 +112,12 @@ def set_leader(p: Partition, leader: int) -> None:
 def set_isr(cluster: Cluster, p: Partition, isr: list[int]) -> None:
     """Change the ISR and keep the ELR as KRaft's PartitionChangeBuilder does: below
     min.insync.replicas, replicas leaving the ISR become eligible leaders; at or above it the
-    ELR is cleared."""
+    ELR is cleared. `isr` is a new list, which the partition keeps."""
     old = p.isr
-    p.isr = list(isr)
+    p.isr = isr
     if len(p.isr) >= _min_isr(cluster, p):
-        p.elr, p.last_known_elr = [], []
+        if p.elr or p.last_known_elr:  # no new empty lists: a broker stop touches every partition
+            p.elr, p.last_known_elr = [], []
     else:
         p.elr = [r for r in p.replicas if (r in old or r in p.elr) and r not in p.isr]
     p.partition_epoch += 1
