@@ -380,11 +380,13 @@ def wait_for_leaders(session, elected: list[Entry], kind: int, timeout_ms: int) 
 
 
 def _leaders(session, broker: int, topics: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
-    """(topic, partition) -> (leader, preferred replica) as this broker's metadata has them."""
+    """(topic, partition) -> (leader, preferred replica) as this broker's metadata has them;
+    a partition answered with an error shows no leader yet."""
     answer = session.conn.broker_request(broker, METADATA, {
         "topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False})
     return {(t["name"], p["partition_index"]): (p["leader_id"], (p["replica_nodes"] or [-1])[0])
-            for t in answer["topics"] for p in t["partitions"]}
+            for t in answer["topics"] if not t["error_code"]
+            for p in t["partitions"] if not p["error_code"]}
 
 
 def _shown_everywhere(kind: int, key: tuple[str, int], designated: int | None, views: list[dict]) -> bool:

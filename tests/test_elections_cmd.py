@@ -189,6 +189,19 @@ def test_blocking_wait_goes_on_when_the_controller_is_killed(moved, admin):
     assert leaders(admin, "t") == [1, 2]
 
 
+def test_blocking_wait_is_bounded_by_timeout_ms(moved, admin):
+    # One broker answers every Metadata with an error: it never shows the new leader.
+    stale = next(b for b in moved.cluster.brokers if b != moved.cluster.controller_id)
+    moved.fail(stale, "Metadata", "LEADER_NOT_AVAILABLE")
+    p = run(moved, f"{ELECT} --topic t --blocking --timeout-ms 300")
+    assert p.returncode == 1
+    assert "Successfully completed leader election (PREFERRED) for partitions t-0" in p.stderr
+    assert ("Timed out after 300 ms waiting for the new leaders: 1 of 1 partition(s) not yet shown "
+            "by every broker (first: t-0)") in p.stderr
+    moved.heal()
+    assert leaders(admin, "t") == [1, 2]  # the election itself took effect
+
+
 def test_requests_over_1000_partitions_are_split(sandbox, admin):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "big", 2500, 2)
     sandbox.stop_broker(1)
