@@ -67,15 +67,6 @@ def timed(fn: Callable[[], int], expect_partitions: int) -> float:
     return elapsed
 
 
-def _elect_preferred(sandbox: Sandbox) -> None:
-    def go() -> None:
-        for t in sandbox.cluster.topics.values():
-            for p in t.partitions:
-                replication.elect_preferred(sandbox.cluster, p)
-        replication.settle(sandbox.cluster)
-    sandbox.call(go)
-
-
 # State changes that each make the next full answer be built anew: (label, op, args).
 CHANGES = [
     ("one topic created", "create_topic", ("new-topic", 10, 3)),
@@ -87,7 +78,7 @@ OPS = {
     "create_topic": lambda sb, name, n, rf: sb.call(sandbox_admin.create_topic, sb.cluster, name, n, rf),
     "stop_broker": lambda sb, b: sb.stop_broker(b),
     "start_broker": lambda sb, b: sb.start_broker(b),
-    "elect_preferred": _elect_preferred,
+    "elect_preferred": lambda sb: sb.call(replication.elect_all_preferred, sb.cluster),
 }
 
 

@@ -179,6 +179,15 @@ def unclean_elect(p: Partition, leader: int) -> None:
 # The elections below change state only; the caller runs `settle` once after a batch of them.
 
 
+def elect_all_preferred(cluster: Cluster) -> None:
+    """A preferred election on every partition, then replication settles (for tests and
+    benchmarks: the state an ElectLeaders request for all partitions leaves)."""
+    for t in cluster.topics.values():
+        for p in t.partitions:
+            elect_preferred(cluster, p)
+    settle(cluster)
+
+
 def elect_preferred(cluster: Cluster, p: Partition) -> int:
     """A preferred election (ElectLeaders type 0, auto rebalance); returns the error code."""
     if p.leader == p.preferred:

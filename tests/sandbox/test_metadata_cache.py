@@ -4,8 +4,6 @@ own writer gives for the same state built afresh."""
 
 from __future__ import annotations
 
-import socket
-import struct
 
 import pytest
 
@@ -13,6 +11,7 @@ from kafka_shell import protocol
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox import replication
 from kafka_shell.sandbox.handlers import core
+from tests.sandbox.wire import raw_frame
 
 METADATA = 3
 
@@ -22,19 +21,7 @@ def _full_metadata_frame(sandbox, broker_id: int, version: int, correlation_id: 
     request_cls = protocol.request_schema(METADATA, version)
     topics = [] if version == 0 else None  # v0 asks for every topic with an empty list
     request = protocol.build(request_cls, {"topics": topics, "allow_auto_topic_creation": False})
-    with socket.create_connection(sandbox.address(broker_id), timeout=5) as s:
-        s.sendall(protocol.encode_request(request, correlation_id, "cache-test"))
-        (size,) = struct.unpack(">i", _read(s, 4))
-        return struct.pack(">i", size) + _read(s, size)
-
-
-def _read(s: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = s.recv(n - len(data))
-        assert chunk, "connection closed mid-answer"
-        data += chunk
-    return data
+    return raw_frame(sandbox, broker_id, request, correlation_id, "cache-test")
 
 
 def _fresh_frame(sandbox, frame: bytes, version: int) -> bytes:
@@ -72,15 +59,6 @@ def _set_alive(sandbox, broker_id: int, alive: bool) -> None:
     sandbox.call(go)
 
 
-def _elect_preferred(sandbox) -> None:
-    def go() -> None:
-        for t in sandbox.cluster.topics.values():
-            for p in t.partitions:
-                replication.elect_preferred(sandbox.cluster, p)
-        replication.settle(sandbox.cluster)
-    sandbox.call(go)
-
-
 @pytest.mark.parametrize("version", [0, 4, 8, 12, 13])  # 0..8 legacy arrays, 9+ flexible
 def test_cached_full_metadata_equals_a_fresh_answer_after_every_change(sandbox, admin, version):
     cluster = sandbox.cluster
@@ -98,7 +76,7 @@ def test_cached_full_metadata_equals_a_fresh_answer_after_every_change(sandbox, 
     assert any(p.leader < 0 for t in cluster.topics.values() for p in t.partitions)  # some offline
 
     sandbox.start_broker(2)
-    _elect_preferred(sandbox)
+    sandbox.call(replication.elect_all_preferred, sandbox.cluster)
     assert _assert_cached_equals_fresh(sandbox, version, broker_id=2) == 27
 
     late0 = cluster.partition("late", 0)

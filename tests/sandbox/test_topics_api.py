@@ -3,8 +3,6 @@ DescribeCluster, DescribeTopicPartitions) and --data-dir persistence, seen by re
 
 from __future__ import annotations
 
-import socket
-import struct
 import uuid
 from collections import Counter
 
@@ -16,6 +14,7 @@ from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox import persist
 from kafka_shell.sandbox.model import Batch
 from kafka_shell.sandbox.server import Sandbox
+from tests.sandbox.wire import raw_frame
 
 NONE, UNKNOWN_TOPIC, INVALID_TOPIC, TOPIC_EXISTS = 0, 3, 17, 36
 INVALID_PARTITIONS, INVALID_RF, INVALID_ASSIGNMENT, INVALID_CONFIG = 37, 38, 39, 40
@@ -25,21 +24,10 @@ NOT_CONTROLLER, INVALID_REQUEST, POLICY_VIOLATION, UNKNOWN_TOPIC_ID = 41, 42, 44
 def raw_request(sandbox, broker_id: int, api_key: int, version: int, body: dict) -> dict:
     """One request over a real socket to one broker, encoded and decoded with `protocol`."""
     entity = protocol.build(protocol.request_schema(api_key, version), body)
-    with socket.create_connection(sandbox.address(broker_id), timeout=5) as s:
-        s.sendall(protocol.encode_request(entity, 7, "test"))
-        (size,) = struct.unpack(">i", _read(s, 4))
-        corr, answer = protocol.decode_response(protocol.response_schema(api_key, version), _read(s, size))
+    frame = raw_frame(sandbox, broker_id, entity, 7)
+    corr, answer = protocol.decode_response(protocol.response_schema(api_key, version), frame[4:])
     assert corr == 7
     return protocol.to_dict(answer)  # type: ignore[return-value]
-
-
-def _read(s: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        assert chunk, "connection closed"
-        buf += chunk
-    return buf
 
 
 def create(admin, *topics: NewTopic, **kwargs) -> dict[str, object]:

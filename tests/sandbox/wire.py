@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import socket
+import struct
+
 from confluent_kafka import Producer
 
+from kafka_shell import protocol
 from kafka_shell.channel import Channel
 
 
@@ -14,6 +18,24 @@ def request(sandbox, broker_id: int, api_key: int, body: dict, version: int | No
         return channel.request(api_key, body, version)
     finally:
         channel.close()
+
+
+def raw_frame(sandbox, broker_id: int, request: object, correlation_id: int, client_id: str = "test") -> bytes:
+    """Send one kio request entity over a new socket; return the whole answer frame, as sent
+    (for byte-level checks and for requests the channel would negotiate away)."""
+    with socket.create_connection(sandbox.address(broker_id), timeout=5) as s:
+        s.sendall(protocol.encode_request(request, correlation_id, client_id))
+        (size,) = struct.unpack(">i", read_exactly(s, 4))
+        return struct.pack(">i", size) + read_exactly(s, size)
+
+
+def read_exactly(s: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        assert chunk, "connection closed mid-answer"
+        data += chunk
+    return data
 
 
 def produce(sandbox, topic: str, partition: int, batches: int, size: int) -> None:
