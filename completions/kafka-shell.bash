@@ -8,22 +8,22 @@ _kafka_shell() {
   done
   local opts="--bootstrap-server --broker-list --cluster --command --command-config --continue-on-error --debug --file --help --output --quiet --sandbox --shell --timeout --yes -X -c -f -h -o -q"
   case "$cmd" in
-    alter-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --add-config --delete-config --dry-run --help";;
-    alter-topic) opts="$opts --topic --partitions --replica-assignment --config --delete-config --replication-factor --dry-run --help";;
-    api-versions) opts="$opts --broker --help";;
-    create-topic) opts="$opts --topic --partitions --replication-factor --replica-assignment --config --if-not-exists --dry-run --help";;
-    delete-topic) opts="$opts --topic --if-exists --dry-run --yes --help";;
-    describe-cluster) opts="$opts --help";;
-    describe-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --all --help";;
-    describe-controller) opts="$opts --help";;
-    describe-log-dirs) opts="$opts --broker-list --topic-list --describe --help";;
-    describe-quorum) opts="$opts --status --replication --help";;
-    describe-topic) opts="$opts --topic --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --not-preferred-leader --topics-with-overrides --exclude-internal --help";;
-    elect-leaders) opts="$opts --election-type --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --help";;
-    list-brokers) opts="$opts --help";;
-    list-topics) opts="$opts --exclude-internal --help";;
-    preferred-replica-leader-election) opts="$opts --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --help";;
-    reassign-partitions) opts="$opts --generate --execute --verify --cancel --list --reassignment-json-file --topics-to-move-json-file --topic --broker-list --disable-rack-aware --proposed-json-file --additional --throttle --blocking --all --preserve-throttles --dry-run --help";;
+    alter-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --add-config --delete-config --dry-run --output -o --help";;
+    alter-topic) opts="$opts --topic --partitions --replica-assignment --config --delete-config --replication-factor --dry-run --output -o --help";;
+    api-versions) opts="$opts --broker --output -o --help";;
+    create-topic) opts="$opts --topic --partitions --replication-factor --replica-assignment --config --if-not-exists --dry-run --output -o --help";;
+    delete-topic) opts="$opts --topic --if-exists --dry-run --yes --output -o --help";;
+    describe-cluster) opts="$opts --output -o --help";;
+    describe-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --all --output -o --help";;
+    describe-controller) opts="$opts --output -o --help";;
+    describe-log-dirs) opts="$opts --broker-list --topic-list --describe --output -o --help";;
+    describe-quorum) opts="$opts --status --replication --output -o --help";;
+    describe-topic) opts="$opts --topic --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --not-preferred-leader --topics-with-overrides --exclude-internal --output -o --help";;
+    elect-leaders) opts="$opts --election-type --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --help";;
+    list-brokers) opts="$opts --output -o --help";;
+    list-topics) opts="$opts --exclude-internal --output -o --help";;
+    preferred-replica-leader-election) opts="$opts --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --help";;
+    reassign-partitions) opts="$opts --generate --execute --verify --cancel --list --reassignment-json-file --topics-to-move-json-file --topic --broker-list --disable-rack-aware --proposed-json-file --additional --throttle --blocking --all --preserve-throttles --dry-run --output -o --help";;
     "") opts="$opts --alter-configs --alter-topic --api-versions --create-topic --delete-topic --describe-cluster --describe-configs --describe-controller --describe-log-dirs --describe-quorum --describe-topic --elect-leaders --list-brokers --list-topics --preferred-replica-leader-election --reassign-partitions sandbox";;
   esac
   COMPREPLY=( $(compgen -W "$opts" -- "$cur") )

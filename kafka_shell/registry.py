@@ -98,6 +98,9 @@ REGISTRY = Registry()
 # Options every mutating / destructive command gets, declared once here.
 DRY_RUN = Option("--dry-run", flag=True, help="Show what would change; change nothing.")
 YES = Option("--yes", flag=True, help="Do not ask for confirmation.")
+# Every command takes it: `describe-topic --topic t -o json` overrides the session's format.
+OUTPUT = Option("--output", aliases=("-o",), choices=("table", "json", "csv"), metavar="FORMAT",
+                help="Output format of this command (default: the session's, see `output`).")
 
 
 def command(name: str, *options: Option, **attrs: Any) -> Callable:
@@ -108,6 +111,7 @@ def command(name: str, *options: Option, **attrs: Any) -> Callable:
             opts.append(DRY_RUN)
         if attrs.get("destructive") and not any(o.name == "--yes" for o in opts):
             opts.append(YES)
+        opts.append(OUTPUT)
         family = attrs.pop("family", handler.__module__.rsplit(".", 1)[-1])
         REGISTRY.add(Command(name=name, handler=handler, options=tuple(opts), family=family, **attrs))
         return handler

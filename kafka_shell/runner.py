@@ -157,7 +157,8 @@ def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) ->
     result: Result = outcome  # type: ignore[assignment]
     if line.where and result.exit_code:
         result = dataclasses.replace(result, messages=[line.where + m for m in result.messages])
-    render(result, session.output, session.stdout, session.stderr)
+    fmt = (line.parsed.args.get("output") if line.parsed is not None else None) or session.output
+    render(result, fmt, session.stdout, session.stderr)
     return result.exit_code
 
 

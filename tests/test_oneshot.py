@@ -116,7 +116,7 @@ BAD_INPUT = [
     ("alter-configs --topic existing --add-config no.such.key=1", 1, ["Invalid config", "no.such.key"]),
     ("describe-configs --topic existing --broker 1", 2, ["cannot be used together"]),
     ("sandbox status", 2, ["sandbox commands need kafka-shell --sandbox"]),
-    ("list-topics --output yaml", 2, ["Unknown option --output"]),
+    ("list-topics --output yaml", 2, ["Invalid value \"yaml\" for --output", "table, json, csv"]),
 ]
 
 
@@ -201,3 +201,12 @@ def test_broker_down(sandbox):
     assert p.returncode == 1 and "larger than the 2 available broker(s)" in p.stderr
     assert "u" not in topics(sandbox)
     assert run(sandbox, "create-topic --topic u --replication-factor 2").returncode == 0
+
+
+def test_output_option_of_one_command_overrides_the_session_format(sandbox):
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "fmt", 2, 1)
+    p = run(sandbox, "list-topics -o json", "--output", "csv")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == [{"Topic": "fmt", "Partitions": 2, "ReplicationFactor": 1}]
+    p = run(sandbox, "list-topics", "--output", "csv")
+    assert p.stdout.splitlines() == ["Topic,Partitions,ReplicationFactor", "fmt,2,1"]
