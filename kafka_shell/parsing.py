@@ -131,6 +131,8 @@ TYPE_NAMES = {int: "an integer", float: "a number", str: "text"}
 
 def _convert(cmd: Command, opt: Option, raw: str) -> Any:
     label = opt.name if not opt.positional else opt.name.upper()
+    if opt.choices and raw not in opt.choices and raw.lower() in opt.choices:
+        raw = raw.lower()  # Kafka's tools take `--election-type PREFERRED`; scripts carry that over
     if opt.choices and raw not in opt.choices:
         raise UsageError(f'Invalid value "{raw}" for {label} of {cmd.name}: choose one of '
                          f"{', '.join(opt.choices)}")

@@ -39,6 +39,8 @@ def test_values_types_repeats_and_defaults():
     assert parsed.args["if_not_exists"] is True and parsed.args["dry_run"] is False
     assert parsed.given == {"topic", "partitions", "config", "if_not_exists"}
     assert p("create-topic --topic a --replica-assignment 1:2,2:3").args["replica_assignment"] == [[1, 2], [2, 3]]
+    # Choices as Kafka's tools spell them (upper case) are taken too.
+    assert p("elect-leaders --election-type PREFERRED --all-topic-partitions").args["election_type"] == "preferred"
 
 
 @pytest.mark.parametrize("line,message", [
