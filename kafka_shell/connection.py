@@ -33,8 +33,6 @@ import threading
 import time
 from typing import Callable, Iterator
 
-from confluent_kafka import KafkaError, KafkaException
-
 from kafka_shell import protocol
 from kafka_shell.channel import Channel, ConnectionLost
 from kafka_shell.client_config import librdkafka_properties, scrub
@@ -59,7 +57,6 @@ IDEMPOTENT_MUTATIONS = {
     44,  # IncrementalAlterConfigs
     45,  # AlterPartitionReassignments
 }
-_ADMIN_TRANSPORT_ERRORS = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT}
 
 
 @contextlib.contextmanager
@@ -74,22 +71,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-class AdminError(KafkaCallError, KafkaException):
-    """A failed AdminClient result: a KafkaCallError (one-line message, Kafka error code) that
-    is also the KafkaException confluent-kafka callers expect (`args[0]` is the KafkaError)."""
-
-    def __init__(self, error: KafkaError, key: object = None):
-        where = f"{key}: " if key is not None else ""
-        message = f"{where}{error.str()} [{error.name()}]"
-        KafkaCallError.__init__(self, message, code=error.code(), retriable=error.retriable())
-        self.args = (error,)
-        self.message = message
-        self.error = error
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class ConnectionManager:
@@ -278,6 +259,7 @@ class ConnectionManager:
     @property
     def admin(self):
         if self._admin is None:
+            from confluent_kafka import KafkaException
             from confluent_kafka.admin import AdminClient
             config = {"bootstrap.servers": self.bootstrap, **librdkafka_properties(self.properties),
                       "logger": _librdkafka_log}
@@ -290,12 +272,13 @@ class ConnectionManager:
     def admin_call(self, method: str, *args, mutation: bool = False, **kwargs) -> dict:
         """Call `AdminClient.<method>` and wait for its futures: {key: result or AdminError}
         (key None for calls that return one future or a plain value)."""
+        from kafka_shell.admin_client import TRANSPORT_ERRORS, AdminError
         backoff = INITIAL_BACKOFF_S
         for attempt in range(MAX_ATTEMPTS):
             results = self._admin_once(method, args, kwargs)
             errors = [r for r in results.values() if isinstance(r, AdminError)]
             retry = bool(errors) and len(errors) == len(results) and all(
-                e.code == NOT_CONTROLLER or (not mutation and e.code in _ADMIN_TRANSPORT_ERRORS)
+                e.code == NOT_CONTROLLER or (not mutation and e.code in TRANSPORT_ERRORS)
                 for e in errors)
             if not retry or attempt + 1 == MAX_ATTEMPTS:
                 return results
@@ -308,6 +291,7 @@ class ConnectionManager:
     def _refresh_admin_metadata(self) -> None:
         """librdkafka keeps routing to the controller of its last Metadata answer (refreshed
         every few minutes); a one-topic Metadata request makes it learn the new one now."""
+        from confluent_kafka import KafkaException
         topic = next(iter(self._snapshot.topics), "__consumer_offsets")
         try:
             self.admin.list_topics(topic=topic, timeout=self.timeout_s)
@@ -315,12 +299,15 @@ class ConnectionManager:
             log.debug("AdminClient metadata refresh failed: %s", exc)
 
     def _admin_once(self, method: str, args: tuple, kwargs: dict) -> dict:
+        from confluent_kafka import KafkaError, KafkaException
+
+        from kafka_shell.admin_client import AdminError, admin_error
         wait_s = self.timeout_s + max(float(kwargs.get(k) or 0) for k in
                                       ("request_timeout", "operation_timeout", "timeout"))
         try:
             outcome = getattr(self.admin, method)(*args, **kwargs)
         except KafkaException as exc:
-            return {None: _admin_error(exc, None)}
+            return {None: admin_error(exc, None)}
         futures = outcome if isinstance(outcome, dict) else {None: outcome}
         results: dict = {}
         deadline = time.monotonic() + wait_s
@@ -331,7 +318,7 @@ class ConnectionManager:
             try:
                 results[key] = value.result(timeout=max(0.0, deadline - time.monotonic()))
             except KafkaException as exc:
-                results[key] = _admin_error(exc, key)
+                results[key] = admin_error(exc, key)
             except concurrent.futures.TimeoutError:
                 results[key] = AdminError(KafkaError(KafkaError._TIMED_OUT, f"no answer within {wait_s:g} s"), key)
         return results
@@ -512,8 +499,3 @@ def _settle(api_key: int, body: dict, response: dict, before: ClusterSnapshot,
                     and name not in after.topics):
                 r["error_code"], r["error_message"] = 0, None
     return response
-
-
-def _admin_error(exc: KafkaException, key: object) -> AdminError:
-    error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
-    return AdminError(error, key)

@@ -12,7 +12,8 @@ from confluent_kafka.admin import ClusterMetadata
 
 from kafka_shell import connection
 from kafka_shell.client_config import load_properties, parse_x_options, redact
-from kafka_shell.connection import AdminError, ConnectionManager, parse_bootstrap
+from kafka_shell.admin_client import AdminError
+from kafka_shell.connection import ConnectionManager, parse_bootstrap
 from kafka_shell.errors import ClusterUnreachable, KafkaCallError, ShellError, UsageError
 from kafka_shell.sandbox import admin as sandbox_admin
 
