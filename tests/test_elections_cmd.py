@@ -12,15 +12,10 @@ import pytest
 
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.handlers import HANDLERS
-from tests.sandbox.wire import produce
+from tests.sandbox.wire import create, produce, stage_offline_partition
 from tests.test_oneshot import SHELL, assert_one_line_error, run, shell
 
 ELECT = "preferred-replica-leader-election"
-
-
-def create(sandbox, name: str, assignment: list[list[int]], **configs: str) -> None:
-    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, name, len(assignment),
-                 len(assignment[0]), assignment, configs)
 
 
 def leaders(admin, topic: str) -> list[int]:
@@ -114,15 +109,8 @@ def test_unclean_election_refused_without_a_live_replica_then_allowed(sandbox, a
 def offline(sandbox):
     """t-0 on [1, 2, 3], offline: 1 (the last ISR member) down, 2 and 3 up but out of sync
     holding 6 and 4 of its 10 records; `online` on [2, 3] has a leader."""
-    create(sandbox, "t", [[1, 2, 3]])
     create(sandbox, "online", [[2, 3]])
-    produce(sandbox, "t", 0, 10, 50)
-    for b in (2, 3, 1):
-        sandbox.stop_broker(b)
-    sandbox.start_broker(2)
-    sandbox.start_broker(3)
-    sandbox.set_log_end_offset("t", 0, 2, 6, epoch=0)
-    sandbox.set_log_end_offset("t", 0, 3, 4, epoch=0)
+    stage_offline_partition(sandbox)
     return sandbox
 
 

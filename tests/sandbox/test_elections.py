@@ -10,20 +10,14 @@ from confluent_kafka import ElectionType, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kafka_shell.protocol_ext import GET_REPLICA_LOG_INFO_KEY
-from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox import replication
 from kafka_shell.sandbox.server import Sandbox
-from tests.sandbox.wire import produce, request
+from tests.sandbox.wire import create, produce, request, stage_offline_partition
 
 ELECT = 43
 NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER = 0, 3, 6
 NOT_CONTROLLER, INVALID_REQUEST, UNKNOWN_TOPIC_ID = 41, 42, 100
 PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE, ELECTION_NOT_NEEDED = 80, 83, 84
-
-
-def create(sandbox, name: str, assignment: list[list[int]], **configs: str) -> None:
-    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, name, len(assignment),
-                 len(assignment[0]), assignment, configs)
 
 
 def leader(admin, topic: str, partition: int = 0) -> int:
@@ -129,16 +123,8 @@ def test_elect_leaders_on_a_broker_that_is_not_the_controller(sandbox):
 
 @pytest.fixture
 def offline(sandbox):
-    """t-0 on [1, 2, 3] with 10 records, offline: 1 (the last ISR member) down, 2 and 3 up but
-    out of sync, holding 6 and 4 records."""
-    create(sandbox, "t", [[1, 2, 3]])
-    produce(sandbox, "t", 0, 10, 50)
-    for b in (2, 3, 1):
-        sandbox.stop_broker(b)
-    sandbox.start_broker(2)
-    sandbox.start_broker(3)
-    sandbox.set_log_end_offset("t", 0, 2, 6, epoch=0)
-    sandbox.set_log_end_offset("t", 0, 3, 4, epoch=0)
+    """t-0 offline, its live replicas out of sync (see stage_offline_partition)."""
+    stage_offline_partition(sandbox)
     assert sandbox.cluster.partition("t", 0).leader == -1
     return sandbox
 

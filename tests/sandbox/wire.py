@@ -9,6 +9,7 @@ from confluent_kafka import Producer
 
 from kafka_shell import protocol
 from kafka_shell.channel import Channel
+from kafka_shell.sandbox import admin as sandbox_admin
 
 
 def request(sandbox, broker_id: int, api_key: int, body: dict, version: int | None = None) -> dict:
@@ -46,3 +47,22 @@ def produce(sandbox, topic: str, partition: int, batches: int, size: int) -> Non
         producer.produce(topic, b"x" * size, partition=partition)
         producer.flush(10)  # one batch per record
     assert producer.flush(10) == 0
+
+
+def create(sandbox, name: str, assignment: list[list[int]], **configs: str) -> None:
+    """A topic with this exact replica assignment, straight in the sandbox's state."""
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, name, len(assignment),
+                 len(assignment[0]), assignment, configs)
+
+
+def stage_offline_partition(sandbox) -> None:
+    """t-0 on [1, 2, 3] with 10 records, offline: 1 (the last ISR member) down, 2 and 3 up but
+    out of sync, holding 6 and 4 records (the unclean-recovery scenario of KAFKA-20098)."""
+    create(sandbox, "t", [[1, 2, 3]])
+    produce(sandbox, "t", 0, 10, 50)
+    for b in (2, 3, 1):
+        sandbox.stop_broker(b)
+    sandbox.start_broker(2)
+    sandbox.start_broker(3)
+    sandbox.set_log_end_offset("t", 0, 2, 6, epoch=0)
+    sandbox.set_log_end_offset("t", 0, 3, 4, epoch=0)
