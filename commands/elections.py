@@ -10,11 +10,12 @@ broker's own metadata shows the new leaders.
 
 from __future__ import annotations
 
-import json
 import time
 
 from commands.topics import debug, positive_int, require_topic
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError, kafka_error_message
+from kafka_shell.files import is_int, read_json
+from kafka_shell.progress import ProgressBar
 from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result
@@ -150,16 +151,7 @@ def scope(session, args: dict, kind: int, name: str) -> list[Entry]:
 
 def read_partitions_file(path: str, kind: int) -> list[Entry]:
     """Kafka's election file; every problem is its own UsageError, and nothing is sent."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise UsageError(f"Cannot read --path-to-json-file {path}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): "
-                         f"expected {FILE_EXAMPLE}") from None
+    data = read_json(path, "--path-to-json-file", f"expected {FILE_EXAMPLE}")
     if not isinstance(data, dict) or not isinstance(data.get("partitions"), list):
         raise UsageError(f'{path} needs a "partitions" list, like {FILE_EXAMPLE}')
     if not data["partitions"]:
@@ -168,7 +160,7 @@ def read_partitions_file(path: str, kind: int) -> list[Entry]:
     seen: set[tuple[str, int]] = set()
     for n, item in enumerate(data["partitions"], 1):
         if not (isinstance(item, dict) and isinstance(item.get("topic"), str) and item["topic"]
-                and _is_int(item.get("partition")) and item["partition"] >= 0):
+                and is_int(item.get("partition")) and item["partition"] >= 0):
             raise UsageError(f'{path}: entry {n} needs "topic" (a name) and "partition" (a number 0 or more), '
                              f'like {{"topic":"foo","partition":1}}')
         key = (item["topic"], item["partition"])
@@ -176,7 +168,7 @@ def read_partitions_file(path: str, kind: int) -> list[Entry]:
             raise UsageError(f"{path} lists partition {key[0]}-{key[1]} more than once: remove the duplicate")
         seen.add(key)
         leader = item.get("designatedLeader")
-        if kind == DESIGNATED and not (_is_int(leader) and leader >= 0):
+        if kind == DESIGNATED and not (is_int(leader) and leader >= 0):
             raise UsageError(f'{path}: entry {n} ({key[0]}-{key[1]}) needs "designatedLeader" (a broker id) '
                              "for a designated election")
         if kind != DESIGNATED and "designatedLeader" in item:
@@ -184,10 +176,6 @@ def read_partitions_file(path: str, kind: int) -> list[Entry]:
                              "add --election-type designated, or remove it")
         entries.append((key[0], key[1], leader))
     return entries
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check_partitions_exist(session, entries: list[Entry]) -> None:
@@ -346,7 +334,7 @@ def wait_for_leaders(session, elected: list[Entry], kind: int, timeout_ms: int) 
     brokers = sorted(session.snapshot.brokers)
     pending = {(t, p): d for t, p, d in elected}
     total = len(pending)
-    bar = Progress(session.stderr, total)
+    bar = ProgressBar(session.stderr)
     started = time.monotonic()
     while pending:
         views = {}
@@ -363,7 +351,7 @@ def wait_for_leaders(session, elected: list[Entry], kind: int, timeout_ms: int) 
         for key in list(pending):
             if _shown_everywhere(kind, key, pending[key], [views[b] for b in brokers]):
                 del pending[key]
-        bar.update(total - len(pending))
+        bar.show((total - len(pending)) / total, f"{total - len(pending)}/{total} partition(s) shown by every broker")
         if not pending:
             break
         if time.monotonic() >= deadline:
@@ -399,34 +387,3 @@ def _shown_everywhere(kind: int, key: tuple[str, int], designated: int | None, v
     if kind == DESIGNATED:
         return leader == designated
     return leader >= 0
-
-
-class Progress:
-    """A `\\r` text bar on stderr when it is a terminal; nothing otherwise (the caller prints a
-    final line either way)."""
-
-    WIDTH = 30
-
-    def __init__(self, stream, total: int):
-        self.stream = stream
-        self.total = max(total, 1)
-        self.shown = _isatty(stream)
-
-    def update(self, done: int) -> None:
-        if self.shown:
-            filled = self.WIDTH * done // self.total
-            self.stream.write(f"\rWaiting for brokers: [{'#' * filled}{'.' * (self.WIDTH - filled)}] "
-                              f"{done}/{self.total}")
-            self.stream.flush()
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def _isatty(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False

@@ -15,6 +15,8 @@ from pathlib import Path
 from commands.topics import alter_configs
 from kafka_shell import reassign_plan, throttles
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message
+from kafka_shell.files import is_int, read_json
+from kafka_shell.progress import ProgressBar
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
@@ -144,17 +146,6 @@ def check_options(args: dict) -> str:
 # -- files --------------------------------------------------------------------------------------
 
 
-def read_json(path: str) -> object:
-    try:
-        text = Path(path).expanduser().read_text()
-    except OSError as exc:
-        raise UsageError(f"Cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"{path} is not valid JSON ({exc}): fix the file") from None
-
-
 def read_reassignment(path: str) -> dict[Key, list[int]]:
     """Kafka's reassignment file, checked as Kafka's tool checks it; each problem is one line."""
     data = read_json(path)
@@ -170,8 +161,8 @@ def read_reassignment(path: str) -> dict[Key, list[int]]:
         raise UsageError(f"{path}: the partition list is empty: list at least one partition to move")
     out: dict[Key, list[int]] = {}
     for e in entries:
-        if not (isinstance(e, dict) and isinstance(e.get("topic"), str) and _is_int(e.get("partition"))
-                and isinstance(e.get("replicas"), list) and all(_is_int(b) for b in e["replicas"])):
+        if not (isinstance(e, dict) and isinstance(e.get("topic"), str) and is_int(e.get("partition"))
+                and isinstance(e.get("replicas"), list) and all(is_int(b) for b in e["replicas"])):
             raise UsageError(f'{path}: bad entry {json.dumps(e)}: each needs "topic" (text), '
                              '"partition" (integer) and "replicas" (list of broker ids)')
         key = (e["topic"], e["partition"])
@@ -195,10 +186,6 @@ def read_reassignment(path: str) -> dict[Key, list[int]]:
                                  'between brokers only; use "any"')
         out[key] = list(replicas)
     return out
-
-
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _ids(ids) -> str:
@@ -603,15 +590,12 @@ def bytes_copied(session, moving: dict[Key, dict]) -> tuple[int, int]:
 
 
 class Progress:
-    """A one-line progress bar on stderr (redrawn on a terminal; a line per change elsewhere)."""
+    """The wait's progress: partitions done, bytes copied and an ETA from the copy rate seen."""
 
     def __init__(self, out) -> None:
-        self.out = out
-        self.tty = bool(getattr(out, "isatty", lambda: False)())
+        self.bar = ProgressBar(out, log_changes=True)
         self.start = time.monotonic()
         self.first: int | None = None
-        self.last = ""
-        self.drawn = False
 
     def show(self, done: int, total: int, copied: int, size: int) -> None:
         self.first = copied if self.first is None else self.first
@@ -619,20 +603,11 @@ class Progress:
         speed = (copied - self.first) / elapsed if elapsed > 0 else 0
         eta = f"ETA {fmt_seconds((size - copied) / speed)}" if speed > 0 and size > copied else "ETA -"
         fraction = copied / size if size else done / total if total else 1.0
-        bar = "#" * int(fraction * 20)
-        line = (f"[{bar:<20}] {done}/{total} partitions, {fmt_bytes(copied)}/{fmt_bytes(size)} copied")
-        if self.tty:
-            self.out.write(f"\r{line}, {eta}   ")
-        elif line != self.last:
-            self.out.write(f"{line}, {eta}\n")
-        self.last = line
-        self.drawn = True
-        self.out.flush()
+        self.bar.show(fraction, f"{done}/{total} partitions, {fmt_bytes(copied)}/{fmt_bytes(size)} copied",
+                      f", {eta}")
 
     def done(self) -> None:
-        if self.tty and self.drawn:
-            self.out.write("\n")
-            self.out.flush()
+        self.bar.close()
 
 
 def fmt_bytes(n: float) -> str:
