@@ -119,8 +119,15 @@ def command(name: str, *options: Option, **attrs: Any) -> Callable:
 
 
 def load_commands() -> Registry:
-    """Import every module of the `commands` package once (each registers its commands)."""
-    import commands
-    for info in pkgutil.iter_modules(commands.__path__):
-        importlib.import_module(f"commands.{info.name}")
+    """Import every module of the `commands` package once (each registers its commands).
+    The runner calls this for every line: after the first call it only returns the registry."""
+    global _commands_loaded
+    if not _commands_loaded:
+        import commands
+        for info in pkgutil.iter_modules(commands.__path__):
+            importlib.import_module(f"commands.{info.name}")
+        _commands_loaded = True
     return REGISTRY
+
+
+_commands_loaded = False
