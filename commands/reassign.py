@@ -21,7 +21,6 @@ from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
 ALTER, LIST, LOG_DIRS = 45, 46, 35
-NO_REASSIGNMENT_IN_PROGRESS = 85
 IN_PROGRESS = 3
 INTERRUPTED = 130
 POLL_S = 0.2

@@ -13,7 +13,7 @@ from kafka_shell.errors import UsageError
 
 REDACTED = "******"
 # Keys whose values are secrets: never printed, logged or put into an error message.
-_SECRET_WORDS = ("password", "secret", "jaas", "ssl.key.pem", "token", "credential")
+SECRET_WORDS = ("password", "secret", "jaas", "ssl.key.pem", "token", "credential")
 
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
@@ -99,7 +99,7 @@ def parse_x_options(items: list[str]) -> dict[str, str]:
 
 def is_secret(key: str) -> bool:
     k = key.lower()
-    return any(word in k for word in _SECRET_WORDS)
+    return any(word in k for word in SECRET_WORDS)
 
 
 def redact(props: dict) -> dict:

@@ -81,7 +81,6 @@ class ConnectionManager:
         self.properties = dict(properties or {})
         self.timeout_s = timeout_s
         self.notify = notify or (lambda message: None)
-        self.last_refresh_error: Exception | None = None
         self._snapshot = EMPTY
         self._channels: dict[tuple[str, int], Channel] = {}
         self._lock = threading.Lock()
@@ -124,9 +123,7 @@ class ConnectionManager:
         while True:
             try:
                 self._refresh(retrying=False)
-                self.last_refresh_error = None
             except Exception as exc:  # keep the old cache; the next command reports the problem
-                self.last_refresh_error = exc
                 log.debug("background refresh failed: %s", exc)
             with self._lock:
                 if not self._refresh_again:

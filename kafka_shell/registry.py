@@ -112,6 +112,9 @@ def command(name: str, *options: Option, **attrs: Any) -> Callable:
         if attrs.get("destructive") and not any(o.name == "--yes" for o in opts):
             opts.append(YES)
         opts.append(OUTPUT)
+        unknown = [o.completer for o in opts if o.completer not in (None, *COMPLETERS)]
+        if unknown:
+            raise ValueError(f"{name}: unknown completer kind {unknown[0]!r} (one of {COMPLETERS})")
         family = attrs.pop("family", handler.__module__.rsplit(".", 1)[-1])
         REGISTRY.add(Command(name=name, handler=handler, options=tuple(opts), family=family, **attrs))
         return handler

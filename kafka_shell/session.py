@@ -34,7 +34,6 @@ class Session:
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     stderr: TextIO = field(default_factory=lambda: sys.stderr)
     confirm: Callable[[str], bool] | None = None   # the REPL's yes/no prompt
-    settings: dict[str, Any] = field(default_factory=dict)
     refresh_after_mutation: bool = True  # one-shot turns it off: the process ends anyway
     _conn: Any = None
 

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from prompt_toolkit.history import FileHistory
 
+from kafka_shell.client_config import SECRET_WORDS
 from kafka_shell.paths import data_dir
 
 # A line is kept out of history (file and memory, hence out of auto-suggestions too) when it
-# mentions any of these: SASL/JAAS settings, passwords, secrets, tokens, private keys.
-SECRET = re.compile(r"password|passwd|secret|jaas|sasl\.|token|credential|ssl\.key", re.I)
+# mentions a secret property (the words client_config redacts) or any SASL or SSL key setting.
+SECRET = re.compile("|".join(map(re.escape, (*SECRET_WORDS, "passwd", "sasl.", "ssl.key"))), re.I)
 
 
 def is_secret(line: str) -> bool:

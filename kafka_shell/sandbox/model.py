@@ -64,10 +64,6 @@ class Partition:
     batches: list[Batch] = field(default_factory=list)
 
     @property
-    def online(self) -> bool:
-        return self.leader >= 0
-
-    @property
     def preferred(self) -> int:
         return self.replicas[0]
 
