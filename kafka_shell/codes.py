@@ -1,0 +1,89 @@
+"""Kafka protocol numbers by name: API keys, error codes and the small enums requests carry.
+
+One place for them, as Kafka's clients keep `ApiKeys` and `Errors`; code compares
+`ApiKey.METADATA`, never `3`. Error codes are kio's `ErrorCode` (an IntEnum with Kafka's names
+in lower case), re-exported as `Error` so callers need not know where they come from.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from kio.schema.errors import ErrorCode as Error
+
+__all__ = ["ApiKey", "Error", "ElectionType", "ResourceType", "AlterConfigOp", "EndpointType"]
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
+    DESCRIBE_LOG_DIRS = 35
+    SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
+    DESCRIBE_QUORUM = 55
+    UPDATE_FEATURES = 57
+    DESCRIBE_CLUSTER = 60
+    UNREGISTER_BROKER = 64
+    DESCRIBE_TOPIC_PARTITIONS = 75
+    # KAFKA-20098's new RPC; Apache Kafka has not assigned it a key (see protocol_ext).
+    GET_REPLICA_LOG_INFO = 1000
+
+
+class ElectionType(IntEnum):
+    PREFERRED = 0
+    UNCLEAN = 1
+    DESIGNATED = 2   # ElectLeaders v3 (KAFKA-20098)
+
+
+class ResourceType(IntEnum):
+    """ConfigResource types of DescribeConfigs / (Incremental)AlterConfigs."""
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+
+
+class AlterConfigOp(IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+class EndpointType(IntEnum):
+    """DescribeCluster v1's endpoint type (KIP-919)."""
+    BROKER = 1
+    CONTROLLER = 2
