@@ -22,7 +22,7 @@ import argparse
 import multiprocessing
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -54,7 +54,7 @@ def create_topics(admin: AdminClient, topics: int, partitions: int) -> float:
     t0 = time.perf_counter()
     for first in range(0, topics, per_request):
         batch = [NewTopic(f"bench-{i:05d}", partitions, 3) for i in range(first, min(first + per_request, topics))]
-        for name, f in admin.create_topics(batch, request_timeout=120).items():
+        for _name, f in admin.create_topics(batch, request_timeout=120).items():
             f.result()
     return time.perf_counter() - t0
 

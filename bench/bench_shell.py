@@ -66,7 +66,7 @@ def main() -> None:
         from kafka_shell.session import Session, Target
         load_commands()
         session = Session(target=Target(sb.bootstrap), stdout=io.StringIO(), stderr=io.StringIO())
-        session.conn  # connect: fills the cache
+        session.connect()  # fills the cache
         times = []
         for _ in range(10):
             session.stdout = io.StringIO()

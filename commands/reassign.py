@@ -523,7 +523,7 @@ def wait_and_finish(session, args: dict, keys: set[Key] | None, resume: str) -> 
                           *clear_throttles(session, args["preserve_throttles"], {}))
 
 
-def wait(session, keys: set[Key] | None, progress: "Progress") -> None:
+def wait(session, keys: set[Key] | None, progress: Progress) -> None:
     """Poll the controller until none of `keys` (or nothing at all) is moving. A controller
     change is followed by the connection manager; other failures are retried for a while."""
     total = len(keys) if keys is not None else None

@@ -21,7 +21,7 @@ def help_command(session, args: dict) -> Result:
     lines = ["Commands:"]
     visible = [c for c in REGISTRY.commands.values() if not c.sandbox_only or session.sandbox is not None]
     width = max(len(c.name) for c in visible)
-    for family, cmds in groupby(sorted(visible, key=lambda c: (c.family, c.name)), key=lambda c: c.family):
+    for _family, cmds in groupby(sorted(visible, key=lambda c: (c.family, c.name)), key=lambda c: c.family):
         lines.append("")
         lines += [f"  {c.name.ljust(width)}  {c.help}" for c in cmds]
     lines += ["", "Type `help COMMAND` or `COMMAND --help` for its options."]
@@ -74,7 +74,7 @@ def use_cluster(session, args: dict) -> Result:
     session.switch(Target(bootstrap, props, cluster=args["name"], timeout_s=timeout))
     clusters.set_current(args["name"])
     if session.interactive:
-        session.conn  # connect now, so a wrong address shows here, not at the next command
+        session.connect()  # now, so a wrong address shows here, not at the next command
     return Result.message(f'Using cluster "{args["name"]}" ({bootstrap}).')
 
 

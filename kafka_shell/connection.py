@@ -31,7 +31,7 @@ import logging
 import operator
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from kafka_shell import protocol
 from kafka_shell.channel import Channel, ConnectionLost

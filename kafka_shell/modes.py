@@ -5,7 +5,8 @@ The REPL lives in `kafka_shell.repl` and is imported only when it runs.
 from __future__ import annotations
 
 import sys
-from typing import Iterable, TextIO
+from typing import TextIO
+from collections.abc import Iterable
 
 from kafka_shell.errors import UsageError
 from kafka_shell.runner import run_line, run_lines

@@ -16,7 +16,7 @@ import io
 import struct
 import typing
 import uuid
-from functools import lru_cache
+from functools import lru_cache, cache
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
@@ -41,13 +41,13 @@ class ProtocolError(Exception):
 # Schemas by API key and version
 
 
-@lru_cache(maxsize=None)
+@cache
 def request_schema(api_key: int, version: int) -> type:
     ext = protocol_ext.REQUESTS.get((api_key, version))
     return ext or load_request_schema(api_key, version)
 
 
-@lru_cache(maxsize=None)
+@cache
 def response_schema(api_key: int, version: int) -> type:
     ext = protocol_ext.RESPONSES.get((api_key, version))
     return ext or load_response_schema(api_key, version)
@@ -90,7 +90,7 @@ def _unwrap(tp: object) -> tuple[object, bool, bool]:
     """(inner type, is_array, nullable) of an annotation like `tuple[X, ...] | None`."""
     nullable = False
     args = typing.get_args(tp)
-    if typing.get_origin(tp) in (typing.Union, getattr(__import__("types"), "UnionType")):
+    if typing.get_origin(tp) in (typing.Union, __import__("types").UnionType):
         non_none = [a for a in args if a is not type(None)]
         nullable = len(non_none) != len(args)
         tp = non_none[0]
@@ -99,7 +99,7 @@ def _unwrap(tp: object) -> tuple[object, bool, bool]:
     return tp, False, nullable
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fields(cls: type) -> tuple[_Field, ...]:
     hints = typing.get_type_hints(cls)
     out = []
@@ -144,7 +144,7 @@ def _convert_one(f: _Field, value: object) -> object:
             return value
         if value < 0:  # type: ignore[operator]
             return None
-        return datetime.datetime.fromtimestamp(value / 1000, tz=datetime.timezone.utc)  # type: ignore[operator]
+        return datetime.datetime.fromtimestamp(value / 1000, tz=datetime.UTC)  # type: ignore[operator]
     return value
 
 
@@ -242,12 +242,12 @@ def encode_around(cls: type, value: dict, name: str) -> tuple[bytes, bytes]:
     return head, tail
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tagged(field: dataclasses.Field) -> bool:
     return get_field_tag(field) is not None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _field_writer(cls: type, field: dataclasses.Field) -> typing.Callable:
     if _tagged(field):
         raise ValueError(f"{cls.__name__}.{field.name} is a tagged field: it cannot be pre-encoded")

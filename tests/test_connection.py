@@ -54,14 +54,14 @@ def test_connect_fills_the_snapshot(sandbox, manager):
     assert snap.cluster_id == sandbox.cluster.cluster_id
     assert snap.controller_id == sandbox.cluster.controller_id
     assert sorted(snap.brokers) == [1, 2, 3]
-    assert snap.brokers[2].address == "%s:%d" % sandbox.address(2)
+    assert snap.brokers[2].address == "{}:{}".format(*sandbox.address(2))
     orders = snap.topics["orders"]
     assert orders.topic_id == sandbox.cluster.topics["orders"].id
     assert [p.partition for p in orders.partitions] == [0, 1, 2]
     for p, real in zip(orders.partitions, sandbox.cluster.topics["orders"].partitions):
         assert p.replicas == tuple(real.replicas) and p.leader == real.leader
         assert p.isr == tuple(real.isr) and p.leader_epoch == real.leader_epoch
-    assert manager.controller_address() == "%s:%d" % sandbox.address(snap.controller_id)
+    assert manager.controller_address() == "{}:{}".format(*sandbox.address(snap.controller_id))
 
 
 def test_snapshot_shows_offline_replicas_and_racks():
@@ -212,7 +212,7 @@ def test_request_to_a_restarted_broker_reconnects(sandbox, manager):
     sandbox.stop_broker(2)
     sandbox.start_broker(2)  # same id, new port: the refresh finds it
     assert manager.broker_request(2, 18, {})["error_code"] == 0
-    assert manager.snapshot.brokers[2].address == "%s:%d" % sandbox.address(2)
+    assert manager.snapshot.brokers[2].address == "{}:{}".format(*sandbox.address(2))
 
 
 def test_api_versions_and_supports(sandbox, manager):

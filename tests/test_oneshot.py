@@ -164,7 +164,7 @@ def test_json_and_csv_carry_exactly_the_table_data(sandbox):
     as_json = json.loads(run(sandbox, line, "--output", "json").stdout)
     as_csv = run(sandbox, line, "--output", "csv").stdout
     csv_tables = [list(csv.reader(io.StringIO(block))) for block in as_csv.split("\n\n")]
-    for (name, records), rows in zip(as_json.items(), csv_tables):
+    for (_name, records), rows in zip(as_json.items(), csv_tables):
         assert rows[0] == list(records[0])  # same columns, same order
         as_text = [[",".join(map(str, v)) if isinstance(v, list) else str(v) for v in r.values()]
                    for r in records]

@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from kafka_shell.session import Session
 
 
-def run_repl(session: "Session", **kw: object) -> int:
+def run_repl(session: Session, **kw: object) -> int:
     """Run the REPL on `session` until Ctrl-D, `exit` or `quit`; return the exit code (0).
     `kw` (input, output, history) lets tests drive it through a pipe."""
     from kafka_shell.repl.app import Repl

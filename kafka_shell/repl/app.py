@@ -80,7 +80,7 @@ class Repl:
     # -- the loop -----------------------------------------------------------------------------
 
     def run(self) -> int:
-        self.session.conn        # connect first (main has greeted with the controller's address)
+        self.session.connect()  # first (main has greeted with the controller's address)
         self._sync_completer()
         self.session.interactive = True
         self.session.confirm = self.confirm

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from kafka_shell.repl.app import Repl
 
 
-def create_key_bindings(repl: "Repl") -> KeyBindings:
+def create_key_bindings(repl: Repl) -> KeyBindings:
     kb = KeyBindings()
 
     @kb.add("c-space")

@@ -203,7 +203,7 @@ class _State:
     pending: Option | None      # the option whose value comes next
 
     @classmethod
-    def walk(cls, cmd: Command, words: list[str]) -> "_State":
+    def walk(cls, cmd: Command, words: list[str]) -> _State:
         s = cls(cmd, [], {}, 0, None)
         for w in words:
             if s.pending is not None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from kafka_shell.repl.app import Repl
 
 
-def create_toolbar(repl: "Repl") -> Callable[[], StyleAndTextTuples]:
+def create_toolbar(repl: Repl) -> Callable[[], StyleAndTextTuples]:
     # Metadata lists live brokers only: remember every broker seen so one that went down still
     # counts in the total.
     seen: set[int] = set()

@@ -16,7 +16,7 @@ import asyncio
 import struct
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
@@ -266,7 +266,7 @@ class Coordinator:
                 g.joined.clear()
                 try:
                     await asyncio.wait_for(g.joined.wait(), deadline - loop.time())
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
         self._complete_join(g)
 

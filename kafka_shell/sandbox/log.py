@@ -206,7 +206,7 @@ def notify_progress(cluster: Cluster) -> None:
 async def wait_progress(event: asyncio.Event, timeout_s: float) -> None:
     try:
         await asyncio.wait_for(event.wait(), max(timeout_s, 0))
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
 
 

@@ -14,7 +14,7 @@ import struct
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
@@ -29,7 +29,7 @@ API_VERSIONS_KEY = 18
 
 @dataclass
 class RequestContext:
-    sandbox: "Sandbox"
+    sandbox: Sandbox
     broker: Broker
     header: object
     request: object
@@ -48,7 +48,7 @@ class RequestContext:
 class _BrokerServer:
     """The listening socket and open connections of one broker."""
 
-    def __init__(self, sandbox: "Sandbox", broker: Broker):
+    def __init__(self, sandbox: Sandbox, broker: Broker):
         self.sandbox = sandbox
         self.broker = broker
         self.server: asyncio.base_events.Server | None = None
@@ -140,7 +140,7 @@ class Sandbox:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> "Sandbox":
+    def start(self) -> Sandbox:
         # Bind every port up front, in this thread, so a taken port fails start() at once.
         socks = {i: _bind(b.host, b.port) for i, b in self.cluster.brokers.items()}
         for i, s in socks.items():
@@ -184,7 +184,7 @@ class Sandbox:
         self._loop.close()
         self._loop = None
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

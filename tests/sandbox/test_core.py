@@ -47,7 +47,7 @@ def _raw(sandbox, payload: bytes) -> bytes:
         s.sendall(payload)
         try:
             return s.recv(65536)
-        except (ConnectionResetError, socket.timeout):
+        except (TimeoutError, ConnectionResetError):
             return b""
 
 

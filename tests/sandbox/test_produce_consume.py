@@ -157,7 +157,7 @@ def test_delete_records_moves_the_log_start(sandbox, admin):
 
 
 def _batch(*values: bytes, codec: int = 0) -> bytes:
-    ts = TZAwareMicros.parse(datetime.datetime.now(datetime.timezone.utc))
+    ts = TZAwareMicros.parse(datetime.datetime.now(datetime.UTC))
     records = tuple(Record(attributes=0, timestamp=ts, offset=i, key=None, value=v, headers=())
                     for i, v in enumerate(values))
     buf = io.BytesIO()

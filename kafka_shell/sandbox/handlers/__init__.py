@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
-from typing import Callable
+from collections.abc import Callable
 
 from kafka_shell import protocol
 
