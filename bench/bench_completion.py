@@ -14,7 +14,7 @@ import time
 
 from prompt_toolkit.document import Document
 
-from kafka_shell.metadata import BrokerInfo, ClusterSnapshot, PartitionInfo, TopicInfo
+from kafka_shell.metadata import BrokerInfo, ClusterSnapshot, ControllerInfo, PartitionInfo, TopicInfo
 from kafka_shell.registry import Command, Option, Registry, load_commands
 from kafka_shell.repl.completer import KafkaCompleter
 
@@ -31,7 +31,7 @@ def snapshot(n: int) -> ClusterSnapshot:
     part = (PartitionInfo("x", 0, 1, (1, 2, 3), (1, 2, 3)),)
     topics = {f"orders-{i}": TopicInfo(f"orders-{i}", None, part) for i in range(n)}
     brokers = {i: BrokerInfo(i, "127.0.0.1", 9090 + i) for i in (1, 2, 3)}
-    return ClusterSnapshot("bench", 1, brokers, topics, groups=tuple(f"g{i}" for i in range(1000)))
+    return ClusterSnapshot("bench", ControllerInfo(100), brokers, topics, groups=tuple(f"g{i}" for i in range(1000)))
 
 
 def registry() -> Registry:

@@ -1,4 +1,5 @@
-"""Cluster-wide reads: describe-cluster, list-brokers, api-versions (from the cache where it can)."""
+"""Cluster-wide reads: describe-cluster, list-brokers, api-versions (each reads the cluster when
+it runs; the controller is the one Kafka's own rules name, see kafka_shell/router.py)."""
 
 from __future__ import annotations
 
@@ -24,11 +25,13 @@ def _load(snapshot) -> tuple[Counter, Counter, set[int]]:
          help="Cluster id, controller, and each broker with its rack, partitions and leaders.",
          examples=("describe-cluster",))
 def describe_cluster(session, args: dict) -> Result:
-    snap = session.snapshot
+    snap = session.conn.read(controller=True)
     replicas, leaders, offline = _load(snap)
     partitions = sum(len(t.partitions) for t in snap.topics.values())
-    cluster = Table(["ClusterId", "Controller", "Brokers", "Topics", "Partitions"],
-                    [[snap.cluster_id, snap.controller_id, len(snap.brokers), len(snap.topics), partitions]],
+    c = snap.controller
+    cluster = Table(["ClusterId", "Mode", "Controller", "ControllerEpoch", "Brokers", "Topics", "Partitions"],
+                    [[snap.cluster_id, c.mode, c.id if c.id >= 0 else None, c.epoch if c.epoch >= 0 else None,
+                      len(snap.brokers), len(snap.topics), partitions]],
                     name="cluster")
     rows = [[b.id, b.host, b.port, b.rack, "online", replicas[b.id], leaders[b.id]]
             for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
@@ -37,10 +40,11 @@ def describe_cluster(session, args: dict) -> Result:
     return Result(tables=[cluster, brokers])
 
 
-@command("list-brokers", help="Brokers in the cluster (the controller marked).",
+@command("list-brokers", help="Live brokers (in ZooKeeper mode the controller marked; in KRaft mode the "
+                               "controllers are no brokers: see describe-controller).",
          examples=("list-brokers",))
 def list_brokers(session, args: dict) -> Result:
-    snap = session.snapshot
+    snap = session.conn.read([], controller=True)
     rows = [[b.id, b.host, b.port, b.rack, "controller" if b.id == snap.controller_id else "broker"]
             for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
     return Result.table(["Id", "Host", "Port", "Rack", "Role"], rows)
@@ -48,7 +52,7 @@ def list_brokers(session, args: dict) -> Result:
 
 @command("api-versions",
          Option("--broker", type=int, metavar="ID", completer="broker",
-                help="Broker to ask (default: the controller)."),
+                help="Broker to ask (default: any live broker)."),
          help="The API versions a broker supports.",
          examples=("api-versions", "api-versions --broker 2"))
 def api_versions(session, args: dict) -> Result:

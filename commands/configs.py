@@ -7,7 +7,7 @@ shorthands. Secret values are never printed.
 
 from __future__ import annotations
 
-from commands.topics import admin_error, alter_configs, debug, entity_label, require_topic
+from kafka_shell.operations import admin_error, alter_configs, debug, entity_label, require_topic
 from kafka_shell.errors import KafkaCallError, UsageError
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import time
 
-from commands.topics import debug, positive_int, require_topic
+from kafka_shell.codes import ApiKey, ElectionType, Error
+from kafka_shell.metadata import ClusterSnapshot
+from kafka_shell.operations import debug, require_topic
+from kafka_shell.option_types import positive_int
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError, kafka_error_message
 from kafka_shell.files import is_int, read_json
 from kafka_shell.progress import ProgressBar
@@ -20,12 +23,10 @@ from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result
 
-ELECT_LEADERS, METADATA = 43, 3
-PREFERRED, UNCLEAN, DESIGNATED = 0, 1, 2
+PREFERRED, UNCLEAN, DESIGNATED = ElectionType.PREFERRED, ElectionType.UNCLEAN, ElectionType.DESIGNATED
 TYPES = {"preferred": PREFERRED, "unclean": UNCLEAN, "designated": DESIGNATED}
 LABELS = {v: k.upper() for k, v in TYPES.items()}
 MIN_VERSION = {PREFERRED: 0, UNCLEAN: 1, DESIGNATED: 3}  # election types came in v1, designated in v3
-ELECTION_NOT_NEEDED = 84
 FILE_EXAMPLE = '{"partitions":[{"topic":"foo","partition":1}]}'
 POLL_S = 0.1
 
@@ -101,15 +102,15 @@ def elect_leaders(session, args: dict) -> Result:
 
 def elect(session, args: dict, kind: int, name: str) -> Result:
     check_zookeeper(session, args)
-    entries = scope(session, args, kind, name)
+    snap, entries = scope(session, args, kind, name)
     check_support(session, kind)
     if args["dry_run"]:
-        return predict(session, entries, kind)
+        return predict(snap, entries, kind)
     outcomes = send(session, entries, kind, args["timeout_ms"])
     result = report(outcomes, kind)
     elected = [e for e in entries if outcomes[e[:2]][0] == 0]
     if args["blocking"] and elected:
-        waited = wait_for_leaders(session, elected, kind, args["timeout_ms"])
+        waited = wait_for_leaders(session, snap, elected, kind, args["timeout_ms"])
         result.messages.append(waited.messages[0])
         result.exit_code = max(result.exit_code, waited.exit_code)
     return result
@@ -125,8 +126,9 @@ def check_zookeeper(session, args: dict) -> None:
                      "drop --zookeeper (nothing was done)")
 
 
-def scope(session, args: dict, kind: int, name: str) -> list[Entry]:
-    """The partitions to elect for, from exactly one of the scope options."""
+def scope(session, args: dict, kind: int, name: str) -> tuple[ClusterSnapshot, list[Entry]]:
+    """The partitions to elect for, from exactly one of the scope options, and the command's
+    one read of the cluster they were checked against (and a dry run predicts from)."""
     if args["partition"] is not None and not args["topic"]:
         raise UsageError("--partition needs --topic (the topic the partition belongs to)")
     if not any(args[o.lstrip("-").replace("-", "_")] for o in SCOPE):
@@ -136,17 +138,19 @@ def scope(session, args: dict, kind: int, name: str) -> list[Entry]:
                          'per partition, like {"partitions":[{"topic":"foo","partition":1,"designatedLeader":2}]}')
     if args["path_to_json_file"]:
         entries = read_partitions_file(args["path_to_json_file"], kind)
-        check_partitions_exist(session, entries)
-        return entries
+        snap = session.conn.read(sorted({e[0] for e in entries}))
+        check_partitions_exist(snap, entries)
+        return snap, entries
     if args["topic"]:
-        topic = require_topic(session, args["topic"])
+        snap = session.conn.read([args["topic"]])
+        topic = require_topic(session, args["topic"], snap)
         if args["partition"] is None:
-            return [(topic.name, p.partition, None) for p in topic.partitions]
+            return snap, [(topic.name, p.partition, None) for p in topic.partitions]
         entries = [(topic.name, args["partition"], None)]
-        check_partitions_exist(session, entries)
-        return entries
-    return [(t.name, p.partition, None) for _, t in sorted(session.snapshot.topics.items())
-            for p in t.partitions]
+        check_partitions_exist(snap, entries)
+        return snap, entries
+    snap = session.conn.read()
+    return snap, [(t.name, p.partition, None) for _, t in sorted(snap.topics.items()) for p in t.partitions]
 
 
 def read_partitions_file(path: str, kind: int) -> list[Entry]:
@@ -178,32 +182,27 @@ def read_partitions_file(path: str, kind: int) -> list[Entry]:
     return entries
 
 
-def check_partitions_exist(session, entries: list[Entry]) -> None:
-    """Unknown topics or partitions fail before anything is sent (the cache refreshed once)."""
-    def missing() -> list[Entry]:
-        topics = session.snapshot.topics
-        return [e for e in entries if e[0] not in topics or e[1] >= len(topics[e[0]].partitions)]
-    gone = missing()
-    if gone:
-        session.conn.refresh()
-        gone = missing()
+def check_partitions_exist(snap: ClusterSnapshot, entries: list[Entry]) -> None:
+    """Unknown topics or partitions (in the command's read `snap`) fail before anything is sent."""
+    topics = snap.topics
+    gone = [e for e in entries if e[0] not in topics or e[1] >= len(topics[e[0]].partitions)]
     if gone:
         topic, partition, _ = gone[0]
-        known = session.snapshot.topics.get(topic)
+        known = topics.get(topic)
         where = (f"{topic} has {len(known.partitions)} partition(s)" if known
                  else f'topic "{topic}" does not exist')
         more = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
         raise KafkaCallError(f"Partition {topic}-{partition} does not exist{more}: {where} "
-                             "(check with describe-topic); nothing was elected.", code=3)
+                             "(check with describe-topic); nothing was elected.", code=Error.unknown_topic_or_partition)
 
 
 def check_support(session, kind: int) -> None:
     conn = session.conn
-    conn.require(ELECT_LEADERS, "Leader elections")
-    if kind == DESIGNATED and not conn.supports(ELECT_LEADERS, 3):
+    conn.require(ApiKey.ELECT_LEADERS, "Leader elections")
+    if kind == DESIGNATED and not conn.supports(ApiKey.ELECT_LEADERS, 3):
         raise NotSupported("Designated elections need ElectLeaders v3 (KAFKA-20098), which this cluster "
                            "does not support: use --election-type unclean to let the controller pick a replica.")
-    if not conn.supports(ELECT_LEADERS, MIN_VERSION[kind]):
+    if not conn.supports(ApiKey.ELECT_LEADERS, MIN_VERSION[kind]):
         raise NotSupported(f"{LABELS[kind].title()} elections need ElectLeaders v{MIN_VERSION[kind]}, "
                            "which this cluster does not support.")
 
@@ -217,13 +216,13 @@ def send(session, entries: list[Entry], kind: int, timeout_ms: int) -> dict[tupl
         debug(session, f"ElectLeaders request {n}/{len(batches)} to the controller: "
                        f"{len(batch)} partition(s), {LABELS[kind]}")
         answer = session.conn.controller_request(
-            ELECT_LEADERS, request_body(batch, kind, timeout_ms),
+            ApiKey.ELECT_LEADERS, request_body(batch, kind, timeout_ms),
             version=3 if kind == DESIGNATED else None, mutation=True)
         top = answer.get("error_code", 0)
         for t in answer.get("replica_election_results", []):
             for r in t["partition_result"]:
                 code = r["error_code"] or top
-                why = "" if code in (0, ELECTION_NOT_NEEDED) else reason(code, r.get("error_message"), t["topic"])
+                why = "" if code in (0, Error.election_not_needed) else reason(code, r.get("error_message"), t["topic"])
                 outcomes[(t["topic"], r["partition_id"])] = (code, why)
         for topic, partition, _ in batch:  # left out of the answer
             outcomes.setdefault((topic, partition), (top, reason(top, None, topic)) if top
@@ -256,7 +255,7 @@ def report(outcomes: dict[tuple[str, int], tuple[int, str]], kind: int) -> Resul
         if code == 0:
             done.append(name)
             rows.append([topic, partition, "elected", None])
-        elif code == ELECTION_NOT_NEEDED:
+        elif code == Error.election_not_needed:
             noop.append(name)
             rows.append([topic, partition, "already elected", None])
         else:
@@ -274,11 +273,10 @@ def report(outcomes: dict[tuple[str, int], tuple[int, str]], kind: int) -> Resul
                         exit_code=1 if failed else 0)
 
 
-# -- --dry-run: what would change, from the metadata cache -----------------------------------------
+# -- --dry-run: what would change, from the command's read of the cluster ------------------------
 
 
-def predict(session, entries: list[Entry], kind: int) -> Result:
-    snap = session.snapshot
+def predict(snap: ClusterSnapshot, entries: list[Entry], kind: int) -> Result:
     live = set(snap.brokers)
     label = LABELS[kind]
     would, noop, fail, rows = [], [], [], []
@@ -327,11 +325,11 @@ def _predict(kind: int, p, designated: int | None, live: set[int]) -> tuple[str,
 # -- --blocking: wait until every broker shows the new leaders -----------------------------------
 
 
-def wait_for_leaders(session, elected: list[Entry], kind: int, timeout_ms: int) -> Result:
-    """Ask every broker for metadata until all of them show the elected leaders (not the
-    controller: waiting goes on if the controller moves meanwhile)."""
+def wait_for_leaders(session, snap: ClusterSnapshot, elected: list[Entry], kind: int, timeout_ms: int) -> Result:
+    """Ask every broker (of the command's read `snap`) for metadata until all of them show the
+    elected leaders (not the controller: waiting goes on if the controller moves meanwhile)."""
     deadline = time.monotonic() + timeout_ms / 1000
-    brokers = sorted(session.snapshot.brokers)
+    brokers = sorted(snap.brokers)
     pending = {(t, p): d for t, p, d in elected}
     total = len(pending)
     bar = ProgressBar(session.stderr)
@@ -370,7 +368,7 @@ def wait_for_leaders(session, elected: list[Entry], kind: int, timeout_ms: int) 
 def _leaders(session, broker: int, topics: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
     """(topic, partition) -> (leader, preferred replica) as this broker's metadata has them;
     a partition answered with an error shows no leader yet."""
-    answer = session.conn.broker_request(broker, METADATA, {
+    answer = session.conn.broker_request(broker, ApiKey.METADATA, {
         "topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False})
     return {(t["name"], p["partition_index"]): (p["leader_id"], (p["replica_nodes"] or [-1])[0])
             for t in answer["topics"] if not t["error_code"]

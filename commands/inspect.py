@@ -5,14 +5,13 @@ and says plainly when the cluster lacks the API.
 
 from __future__ import annotations
 
-from commands.topics import debug, require_topic
+from kafka_shell.codes import ApiKey, Error, ResourceType
+from kafka_shell.metadata import KRAFT
+from kafka_shell.operations import debug, read_topics
 from kafka_shell.errors import KafkaCallError, UsageError, kafka_error_message
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
-DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, DESCRIBE_QUORUM = 32, 35, 55
-BROKER_RESOURCE = 4
-METADATA_TOPIC = "__cluster_metadata"
 PREFERRED_CONTROLLER_KEY = "preferred.controller.id"
 
 
@@ -50,12 +49,12 @@ def describe_log_dirs(session, args: dict) -> Result:
     topics = None
     if args["topic_list"]:
         topics = [{"topic": t.name, "partitions": [p.partition for p in t.partitions]}
-                  for t in (require_topic(session, n) for n in args["topic_list"])]
-    conn.require(DESCRIBE_LOG_DIRS, "Describing log dirs")
+                  for t in read_topics(session, args["topic_list"])[1]]
+    conn.require(ApiKey.DESCRIBE_LOG_DIRS, "Describing log dirs")
     dirs, parts, failed = [], [], 0
     for b in brokers:
         debug(session, f"DescribeLogDirs request to broker {b}")
-        answer = conn.broker_request(b, DESCRIBE_LOG_DIRS, {"topics": topics})
+        answer = conn.broker_request(b, ApiKey.DESCRIBE_LOG_DIRS, {"topics": topics})
         top = answer.get("error_code", 0)
         for d in answer.get("results", []):
             code = d["error_code"] or top
@@ -75,11 +74,9 @@ def describe_log_dirs(session, args: dict) -> Result:
 
 
 def _brokers(session, wanted: list[int] | None) -> list[int]:
-    live = session.snapshot.brokers
+    live = session.conn.read([]).brokers
     if wanted is None:
         return sorted(live)
-    if set(wanted) - set(live):
-        live = session.conn.refresh().brokers
     unknown = [b for b in wanted if b not in live]
     if unknown:
         raise UsageError(f"Broker {', '.join(map(str, unknown))} is not in the cluster (live brokers: "
@@ -125,27 +122,17 @@ def describe_quorum(session, args: dict) -> Result:
     return Result.table(
         ["ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag", "MaxFollowerLagTimeMs",
          "CurrentVoters", "CurrentObservers"],
-        [[session.snapshot.cluster_id, quorum["leader_id"], quorum["leader_epoch"], quorum["high_watermark"],
+        [[session.conn.read([]).cluster_id, quorum["leader_id"], quorum["leader_epoch"], quorum["high_watermark"],
           lag, lag_ms, [_node(v, endpoints) for v in voters], [_node(o, endpoints) for o in observers]]])
 
 
 def _quorum(session) -> dict:
-    """The __cluster_metadata partition of a DescribeQuorum answer, with `endpoints` (v2 nodes)."""
-    conn = session.conn
-    conn.require(DESCRIBE_QUORUM, "Describing the metadata quorum")
+    """A fresh DescribeQuorum answer's __cluster_metadata partition, with `endpoints` (v2 nodes)."""
     debug(session, "DescribeQuorum request")
-    answer = conn.controller_request(DESCRIBE_QUORUM, {"topics": [
-        {"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]})
-    code = answer.get("error_code", 0)
-    part = answer["topics"][0]["partitions"][0] if answer.get("topics") else {}
-    code = code or part.get("error_code", 0)
-    if code:
-        raise KafkaCallError("DescribeQuorum failed: " + kafka_error_message(
-            code, "", answer.get("error_message") or part.get("error_message") or "",
-            entity="the metadata quorum"), code=code)
+    quorum = session.conn.quorum()
     endpoints = {n["node_id"]: [f"{e['name']}://{e['host']}:{e['port']}" for e in n["listeners"]]
-                 for n in answer.get("nodes") or []}
-    return {**part, "endpoints": endpoints}
+                 for n in quorum["nodes"]}
+    return {**quorum, "endpoints": endpoints}
 
 
 def _replica_row(r: dict, leader_end: int, status: str) -> list:
@@ -171,24 +158,26 @@ def _node(r: dict, endpoints: dict) -> str:
          help="The active controller: id, address, rack, epoch, and the preferred controller if one is set.",
          examples=("describe-controller",))
 def describe_controller(session, args: dict) -> Result:
-    controller = session.snapshot.controller
-    if controller is None:
-        raise KafkaCallError("The cluster has no active controller right now; try again shortly.", code=41)
-    epoch = None
-    if session.conn.supports(DESCRIBE_QUORUM):
-        epoch = _quorum(session)["leader_epoch"]
-    return Result.table(["Id", "Host", "Port", "Rack", "ControllerEpoch", "PreferredController"],
-                        [[controller.id, controller.host, controller.port, controller.rack, epoch,
-                          _preferred_controller(session)]])
+    controller = session.conn.controller()  # KRaft: one DescribeQuorum gives id and epoch together
+    if controller.id < 0:
+        raise KafkaCallError("The cluster has no active controller right now; try again shortly.",
+                             code=Error.not_controller)
+    rack = None
+    if controller.mode != KRAFT:  # a broker: Metadata knows its rack
+        broker = session.conn.read([]).brokers.get(controller.id)
+        rack = broker.rack if broker else None
+    return Result.table(["Id", "Host", "Port", "Rack", "Mode", "ControllerEpoch", "PreferredController"],
+                        [[controller.id, controller.host, controller.port, rack, controller.mode,
+                          controller.epoch if controller.epoch >= 0 else None, _preferred_controller(session)]])
 
 
 def _preferred_controller(session) -> int | str:
     """`preferred.controller.id` of the cluster-wide broker configs (KAFKA-1778), or "none" when
     the cluster does not know the key or leaves it at -1."""
     # Every key, not just ours: some brokers (Tansu) drop the connection on a key filter.
-    body = {"resources": [{"resource_type": BROKER_RESOURCE, "resource_name": "", "configuration_keys": None}]}
+    body = {"resources": [{"resource_type": ResourceType.BROKER, "resource_name": "", "configuration_keys": None}]}
     debug(session, "DescribeConfigs request: cluster-wide broker defaults")
-    answer = session.conn.controller_request(DESCRIBE_CONFIGS, body)
+    answer = session.conn.controller_request(ApiKey.DESCRIBE_CONFIGS, body)
     for r in answer.get("results", []):
         if r.get("error_code"):
             raise KafkaCallError(kafka_error_message(r["error_code"], "", r.get("error_message") or "",

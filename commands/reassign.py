@@ -12,21 +12,21 @@ import json
 import time
 from pathlib import Path
 
-from commands.topics import alter_configs
 from kafka_shell import reassign_plan, throttles
-from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message
+from kafka_shell.codes import ApiKey
+from kafka_shell.metadata import ClusterSnapshot
+from kafka_shell.operations import Key, alter_configs, alter_reassignments, ongoing
+from kafka_shell.errors import ShellError, UsageError
 from kafka_shell.files import is_int, read_json
 from kafka_shell.progress import ProgressBar
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
-ALTER, LIST, LOG_DIRS = 45, 46, 35
 IN_PROGRESS = 3
 INTERRUPTED = 130
 POLL_S = 0.2
 GIVE_UP_S = 60.0        # --blocking stops when the cluster does not answer for this long
 
-Key = tuple[str, int]
 
 
 def broker_ids(text: str) -> list[int]:
@@ -225,9 +225,9 @@ def rollback_path(source: str) -> Path:
 # -- cluster reads ------------------------------------------------------------------------------
 
 
-def current_assignment(session, keys) -> dict[Key, list[int]]:
-    """Replicas of `keys` now (metadata refreshed); unknown topics/partitions are left out."""
-    topics = session.conn.refresh().topics
+def current_assignment(snap: ClusterSnapshot, keys) -> dict[Key, list[int]]:
+    """Replicas of `keys` in the command's read `snap`; unknown topics/partitions are left out."""
+    topics = snap.topics
     out = {}
     for t, p in keys:
         info = topics.get(t)
@@ -236,37 +236,9 @@ def current_assignment(session, keys) -> dict[Key, list[int]]:
     return out
 
 
-def ongoing(session) -> dict[Key, dict]:
-    """Reassignments in progress: key -> {replicas, adding, removing} (from the controller)."""
-    answer = session.conn.controller_request(LIST, {"topics": None, "timeout_ms": 30000})
-    if answer.get("error_code"):
-        raise KafkaCallError(kafka_error_message(answer["error_code"], "", answer.get("error_message") or ""),
-                             code=answer["error_code"])
-    return {(t["name"], p["partition_index"]): {"replicas": p["replicas"], "adding": p["adding_replicas"],
-                                                "removing": p["removing_replicas"]}
-            for t in answer.get("topics", []) for p in t["partitions"]}
-
-
-def alter(session, moves: dict[Key, list[int] | None]) -> list[str]:
-    """Send AlterPartitionReassignments (None cancels); returns one line per failed partition."""
-    topics: dict[str, list] = {}
-    for (t, p), replicas in sorted(moves.items()):
-        topics.setdefault(t, []).append({"partition_index": p, "replicas": replicas})
-    body = {"timeout_ms": 30000, "allow_replication_factor_change": True,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-    session.conn.require(ALTER, "Reassigning partitions")
-    answer = session.conn.controller_request(ALTER, body, mutation=True)
-    if answer.get("error_code"):
-        raise KafkaCallError(kafka_error_message(answer["error_code"], "", answer.get("error_message") or ""),
-                             code=answer["error_code"])
-    errors = []
-    for t in answer.get("responses", []):
-        for p in t["partitions"]:
-            if p["error_code"]:
-                errors.append(f"{t['name']}-{p['partition_index']}: " + kafka_error_message(
-                    p["error_code"], "", p.get("error_message") or "", topic=t["name"],
-                    entity=f"{t['name']}-{p['partition_index']}"))
-    return errors
+def read_keys(session, keys) -> ClusterSnapshot:
+    """A fresh read of the topics that `keys` (topic, partition) name."""
+    return session.conn.read(sorted({t for t, _ in keys}))
 
 
 def cluster_key(session) -> str:
@@ -278,7 +250,7 @@ def cluster_key(session) -> str:
 
 def generate(session, args: dict) -> Result:
     names = args["topic"] or topics_to_move(args["topics_to_move_json_file"])
-    snapshot = session.conn.refresh()
+    snapshot = session.conn.read(names)
     missing = [n for n in names if n not in snapshot.topics]
     if missing:
         raise UsageError(f'Topic "{missing[0]}" does not exist (check the name with list-topics)')
@@ -322,12 +294,13 @@ def topics_to_move(path: str) -> list[str]:
 
 def execute(session, args: dict, targets: dict[Key, list[int]]) -> Result:
     path = args[dest(FILE)]
-    current = current_assignment(session, targets)
+    snap = read_keys(session, targets)
+    current = current_assignment(snap, targets)
     for key in targets:
         if key not in current:
-            what = f'Topic "{key[0]}"' if key[0] not in session.snapshot.topics else f"Partition {_name(key)}"
+            what = f'Topic "{key[0]}"' if key[0] not in snap.topics else f"Partition {_name(key)}"
             raise UsageError(f"{path}: {what} does not exist: fix the file (see describe-topic)")
-    live = session.snapshot.brokers
+    live = snap.brokers
     for key, replicas in targets.items():
         unknown = [b for b in replicas if b not in live]
         if unknown:
@@ -353,7 +326,7 @@ def execute(session, args: dict, targets: dict[Key, list[int]]) -> Result:
                 "option during rollback."]
     if record:
         messages += set_throttles(session, record)
-    errors = alter(session, targets)
+    errors = alter_reassignments(session, targets)
     started = [k for k in sorted(targets) if not any(e.startswith(_name(k) + ":") for e in errors)]
     if started:
         messages.append(f"Successfully started partition reassignment(s) for {','.join(map(_name, started))}.")
@@ -411,7 +384,7 @@ def clear_throttles(session, preserve: bool, moving: dict[Key, dict] | None = No
             alter_configs(session, "brokers", [str(b)], {"set": {}, "delete": list(throttles.RATE_KEYS)}, False)
         except ShellError:
             left_brokers.append(b)
-    topics = [t for t in record["topics"] if t in session.snapshot.topics]
+    topics = [t for t in record["topics"] if t in session.conn.read(list(record["topics"])).topics]
     if topics:
         alter_configs(session, "topics", topics, {"set": {}, "delete": [throttles.LEADER_REPLICAS,
                                                                        throttles.FOLLOWER_REPLICAS]}, False)
@@ -442,7 +415,7 @@ def verify(session, args: dict, targets: dict[Key, list[int]]) -> Result:
 
 def status(session, args: dict, targets: dict[Key, list[int]]) -> Result:
     moving = ongoing(session)
-    current = current_assignment(session, targets)
+    current = current_assignment(read_keys(session, targets), targets)
     lines, rows, failed, running = ["Status of partition reassignment:"], [], 0, 0
     for key, want in sorted(targets.items()):
         name = _name(key)
@@ -485,7 +458,7 @@ def cancel(session, args: dict, targets: dict[Key, list[int]] | None) -> Result:
         return Result.message("None of the specified partition reassignments are active.")
     if args["dry_run"]:
         return Result.message(f"Would cancel the reassignment of {','.join(map(_name, wanted))} (dry run).")
-    errors = alter(session, {k: None for k in wanted})
+    errors = alter_reassignments(session, {k: None for k in wanted})
     done = [k for k in wanted if not any(e.startswith(_name(k) + ":") for e in errors)]
     messages = [f"Successfully cancelled partition reassignment(s) for {','.join(map(_name, done))}."] if done else []
     if errors:
@@ -554,7 +527,7 @@ def wait(session, keys: set[Key] | None, progress: Progress) -> None:
 def bytes_copied(session, moving: dict[Key, dict]) -> tuple[int, int]:
     """(bytes the adding replicas hold, bytes they need): DescribeLogDirs sizes of the adding
     replicas against their leader's. Brokers that do not answer count as nothing copied."""
-    topics = session.snapshot.topics
+    topics = read_keys(session, moving).topics
     leaders = {}
     for (t, p) in moving:
         info = topics.get(t)
@@ -572,7 +545,7 @@ def bytes_copied(session, moving: dict[Key, dict]) -> tuple[int, int]:
             by_topic.setdefault(t, []).append(p)
         body = {"topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
         try:
-            answer = session.conn.broker_request(b, LOG_DIRS, body)
+            answer = session.conn.broker_request(b, ApiKey.DESCRIBE_LOG_DIRS, body)
         except ShellError:
             continue
         for result in answer.get("results", []):
@@ -620,40 +593,3 @@ def fmt_bytes(n: float) -> str:
 def fmt_seconds(s: float) -> str:
     s = int(s + 0.5)
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
-
-
-# -- alter-topic --replication-factor ----------------------------------------------------------
-
-
-def change_replication_factor(session, topics, rf: int, dry_run: bool) -> list[str]:
-    """Plan (minimal movement, rack-aware) and start the reassignment that gives `topics`
-    `rf` replicas per partition; one line per topic."""
-    snapshot = session.conn.refresh()
-    brokers = sorted(snapshot.brokers)
-    messages = []
-    for topic in topics:
-        current = {(topic.name, p.partition): list(p.replicas) for p in topic.partitions}
-        old = len(topic.partitions[0].replicas) if topic.partitions else 0
-        if old == rf and all(len(r) == rf for r in current.values()):
-            messages.append(f'Topic "{topic.name}" already has replication factor {rf}: nothing to change.')
-            continue
-        try:
-            racks = reassign_plan.rack_map(brokers, {b: i.rack for b, i in snapshot.brokers.items()}, True)
-            proposed = reassign_plan.plan(current, brokers, racks, {topic.name: rf})
-        except reassign_plan.PlanError as exc:
-            raise UsageError(str(exc)) from None
-        changed = {k: r for k, r in proposed.items() if r != current[k]}
-        if dry_run:
-            messages.append(f'Topic "{topic.name}" would go from replication factor {old} to {rf}, '
-                            f"{reassign_plan.moved(current, proposed)} new replica(s) (dry run).")
-            continue
-        if ongoing(session):
-            raise ShellError("A partition reassignment is in progress: wait for it (reassign-partitions "
-                             "--blocking) or cancel it, then retry")
-        errors = alter(session, changed)
-        if errors:
-            raise KafkaCallError(" ".join(messages + errors))
-        messages.append(f'Topic "{topic.name}": replication factor {old} -> {rf} started '
-                        f"({len(changed)} partition(s), {reassign_plan.moved(current, proposed)} new replica(s)); "
-                        "wait for it with reassign-partitions --blocking.")
-    return messages

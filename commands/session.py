@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from commands.topics import require_topic
+from kafka_shell.operations import require_topic
 from kafka_shell import clusters
 from kafka_shell.errors import UsageError
 from kafka_shell.parsing import find_command, help_text
@@ -45,7 +45,7 @@ def topic_command(session, args: dict) -> Result:
 def refresh_command(session, args: dict) -> Result:
     snap = session.conn.refresh()
     return Result.message(f"Metadata refreshed: {len(snap.brokers)} broker(s), {len(snap.topics)} topic(s), "
-                          f"controller {snap.controller_id}.")
+                          f"{snap.controller.describe()}.")
 
 
 @command("output", Option("format", choices=FORMATS, help="table, json or csv."),

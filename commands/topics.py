@@ -1,110 +1,26 @@
 """KIP-4's topic commands: create-topic, alter-topic, delete-topic, list-topics, describe-topic.
 
-Option names follow Kafka's kafka-topics tool. Reads come from the metadata cache; every change
-goes to the controller through the connection manager. create-topic is batchable: a run of
+Option names follow Kafka's kafka-topics tool. What a command shows or plans from it reads from
+the cluster when it runs (one read per command); every change goes to the controller through
+the connection manager. create-topic is batchable: a run of
 create-topic lines in a script becomes one CreateTopics request (see runner.run_lines).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import re
 from typing import Any
 
-from kafka_shell.errors import (KafkaCallError, ShellError, UsageError,
-                                kafka_error_message)
+from kafka_shell.codes import ApiKey, Error
+from kafka_shell.errors import KafkaCallError, ShellError, UsageError
+from kafka_shell.operations import (admin_error, alter_configs, change_replication_factor, check_topic_name, debug,
+                                    is_pattern, ongoing, read_for, read_topics, resolve_topics)
+from kafka_shell.option_types import key_value, positive_int, replica_assignment
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
 # Kafka's controller refuses requests creating more partitions than this in total.
 MAX_PARTITIONS_PER_REQUEST = 10_000
-MAX_TOPIC_NAME = 249
-_LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
-UNKNOWN_TOPIC = 3
-
-
-# -- option types (ValueError text says what was expected) -------------------------------------
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError("a positive integer") from None
-    if value < 1 or value > 2**31 - 1:
-        raise ValueError("a positive integer")
-    return value
-
-
-def key_value(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise ValueError("key=value")
-    return key.strip(), value
-
-
-def replica_assignment(text: str) -> list[list[int]]:
-    """Kafka's format: partitions separated by commas, replicas by colons: `1:2,2:3,3:1`."""
-    try:
-        parts = [[int(b) for b in p.split(":")] for p in text.split(",")]
-    except ValueError:
-        raise ValueError("broker ids like 1:2,2:3 (replicas of a partition joined by ':')") from None
-    for i, replicas in enumerate(parts):
-        if len(set(replicas)) != len(replicas):
-            raise ValueError(f"distinct brokers per partition (partition {i} repeats one)")
-    if len({len(p) for p in parts}) != 1:
-        raise ValueError("the same number of replicas for every partition")
-    return parts
-
-
-def check_topic_name(name: str) -> None:
-    if (not name or len(name) > MAX_TOPIC_NAME or name in (".", "..")
-            or not _LEGAL_NAME.fullmatch(name)):
-        raise UsageError(f'Invalid topic name "{name}": use up to {MAX_TOPIC_NAME} letters, digits, '
-                         f'".", "_" or "-"')
-
-
-def is_pattern(name: str) -> bool:
-    return any(c in name for c in "*?[")
-
-
-def resolve_topics(session, names: list[str], include_internal: bool = True) -> list[str]:
-    """Names as given, with glob patterns expanded against the cache."""
-    known = session.snapshot.topics
-    out: list[str] = []
-    for name in names:
-        if is_pattern(name):
-            out += [t for t in sorted(known) if fnmatch.fnmatchcase(t, name)
-                    and (include_internal or not known[t].internal)]
-        else:
-            out.append(name)
-    return list(dict.fromkeys(out))
-
-
-def require_topic(session, name: str):
-    """The cached TopicInfo of `name`, refreshing once if the cache does not know it yet."""
-    topic = session.snapshot.topics.get(name)
-    if topic is None:
-        topic = session.conn.refresh().topics.get(name)
-    if topic is None:
-        check_topic_name(name)
-        raise KafkaCallError(f'Topic "{name}" does not exist (check the name with list-topics).',
-                             code=UNKNOWN_TOPIC)
-    return topic
-
-
-def admin_error(error: Exception, **context: Any) -> str:
-    """One line for an AdminClient result error, with our context (topic, rf, ...)."""
-    kafka_error = getattr(error, "error", None) or (error.args[0] if error.args else None)
-    if not hasattr(kafka_error, "code"):
-        return str(error)
-    return kafka_error_message(kafka_error.code(), kafka_error.name(), kafka_error.str(), **context)
-
-
-def debug(session, text: str) -> None:
-    """--debug shows each request the shell sends (how a script's lines were batched)."""
-    if session.debug:
-        session.stderr.write(f"debug: {text}\n")
 
 
 # -- create-topic ----------------------------------------------------------------------------
@@ -143,8 +59,9 @@ def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
     outcomes: list[Result | ShellError | None] = [None] * len(lines)
     wanted: list[tuple[int, NewTopic, dict]] = []    # (line index, topic, error context)
     skipped: dict[int, list[str]] = {}
-    existing = session.snapshot.topics
-    brokers = len(session.snapshot.brokers)
+    wanted_names = [n for args in lines for n in args["topic"]]
+    snap = session.conn.read([n for n in wanted_names if _valid_name(n)])
+    existing, brokers = snap.topics, len(snap.brokers)
     for i, args in enumerate(lines):
         try:
             for name in args["topic"]:
@@ -180,7 +97,7 @@ def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
         if error is None:
             verb = "Topic {} would be created (dry run)." if dry_run else "Created topic {}."
             done.setdefault(i, []).append(verb.format(topic.topic))
-        elif getattr(error, "code", None) == 36 and lines[i]["if_not_exists"]:
+        elif getattr(error, "code", None) == Error.topic_already_exists and lines[i]["if_not_exists"]:
             skipped.setdefault(i, []).append(topic.topic)
         else:
             failed.setdefault(i, []).append(admin_error(error, **context))
@@ -222,6 +139,14 @@ def _send_create(session, topics: list, dry_run: bool) -> list[tuple[str, Except
 create_topic.batch = create_topics  # type: ignore[attr-defined]
 
 
+def _valid_name(name: str) -> bool:
+    try:
+        check_topic_name(name)
+    except UsageError:
+        return False
+    return True
+
+
 # -- alter-topic -----------------------------------------------------------------------------
 
 
@@ -250,15 +175,14 @@ def alter_topic(session, args: dict) -> Result:
     if args["replica_assignment"] and not args["partitions"]:
         raise UsageError("--replica-assignment of alter-topic needs --partitions (the new total)")
     dry_run = args["dry_run"]
-    topics = [require_topic(session, name) for name in resolve_topics(session, args["topic"])]
+    snap, topics = read_topics(session, args["topic"])
     if not topics:
         raise ShellError(f'No topic matches {", ".join(args["topic"])} (see list-topics)')
     messages: list[str] = []
     if args["partitions"]:
         messages += _add_partitions(session, topics, args["partitions"], args["replica_assignment"], dry_run)
     if args["replication_factor"]:
-        from commands.reassign import change_replication_factor
-        messages += change_replication_factor(session, topics, args["replication_factor"], dry_run)
+        messages += change_replication_factor(session, snap, topics, args["replication_factor"], dry_run)
     if args["config"] or args["delete_config"]:
         changes = {"set": dict(args["config"]), "delete": args["delete_config"]}
         messages += alter_configs(session, "topics", [t.name for t in topics], changes, dry_run)
@@ -279,7 +203,7 @@ def _add_partitions(session, topics, total: int, assignment, dry_run: bool) -> l
                 for t in topics if total == len(t.partitions)]
     if not grow:
         return messages
-    session.conn.require(CREATE_PARTITIONS, "Adding partitions")
+    session.conn.require(ApiKey.CREATE_PARTITIONS, "Adding partitions")
     debug(session, f"CreatePartitions request: {len(grow)} topic(s)")
     answer = session.conn.admin_call(
         "create_partitions", [NewPartitions(t.name, total, *([assignment] if assignment else []))
@@ -298,49 +222,6 @@ def _add_partitions(session, topics, total: int, assignment, dry_run: bool) -> l
     return messages
 
 
-CREATE_PARTITIONS = 37
-INCREMENTAL_ALTER_CONFIGS = 44
-SET, DELETE = 0, 1   # IncrementalAlterConfigs operations
-TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
-
-
-def alter_configs(session, entity_type: str, names: list[str], changes: dict, dry_run: bool) -> list[str]:
-    """Set and delete configs of topics or brokers with IncrementalAlterConfigs; one line each.
-    `names` holds topic names or broker ids ("" is the cluster-wide broker default, which
-    confluent-kafka cannot address: so this uses the direct channel). A broker's own configs go
-    to that broker, the rest to the controller, as Kafka's tools do."""
-    configs = ([{"name": k, "config_operation": SET, "value": v} for k, v in changes["set"].items()]
-               + [{"name": k, "config_operation": DELETE, "value": None} for k in changes["delete"]])
-    rtype = TOPIC_RESOURCE if entity_type == "topics" else BROKER_RESOURCE
-    body = {"resources": [{"resource_type": rtype, "resource_name": str(n), "configs": configs} for n in names],
-            "validate_only": dry_run}
-    session.conn.require(INCREMENTAL_ALTER_CONFIGS, "Changing configs")
-    debug(session, f"IncrementalAlterConfigs request: {len(names)} resource(s)")
-    if entity_type == "brokers" and len(names) == 1 and names[0]:
-        answer = session.conn.broker_request(int(names[0]), INCREMENTAL_ALTER_CONFIGS, body, mutation=True)
-    else:
-        answer = session.conn.controller_request(INCREMENTAL_ALTER_CONFIGS, body, mutation=True)
-    messages, errors = [], []
-    for r in answer.get("responses", []):
-        name = r.get("resource_name", "")
-        label = entity_label(entity_type, name)
-        if r.get("error_code"):
-            context = {"entity": label, **({"topic": name} if entity_type == "topics" else {})}
-            errors.append(kafka_error_message(r["error_code"], "", r.get("error_message") or "", **context))
-        else:
-            messages.append(f"{'Validated' if dry_run else 'Completed'} updating config for {label}"
-                            + (" (dry run)." if dry_run else "."))
-    if errors:
-        raise KafkaCallError(" ".join(messages + errors))
-    return messages
-
-
-def entity_label(entity_type: str, name: str) -> str:
-    if entity_type == "topics":
-        return f'topic "{name}"'
-    return f"broker {name}" if name else "the cluster-wide broker defaults"
-
-
 # -- delete-topic ----------------------------------------------------------------------------
 
 
@@ -352,8 +233,9 @@ def entity_label(entity_type: str, name: str) -> str:
          help="Delete topics (asks for confirmation; --yes outside the REPL).",
          examples=("delete-topic --topic orders --yes", "delete-topic --topic 'tmp-*' --yes"))
 def delete_topic(session, args: dict) -> Result:
-    known = session.snapshot.topics
-    names = resolve_topics(session, args["topic"], include_internal=False)
+    snap = read_for(session, args["topic"])
+    known = snap.topics
+    names = resolve_topics(snap, args["topic"], include_internal=False)
     missing_patterns = [p for p in args["topic"] if is_pattern(p)
                         and not any(fnmatch.fnmatchcase(n, p) for n in names)]
     if missing_patterns and not args["if_exists"]:
@@ -377,7 +259,7 @@ def delete_topic(session, args: dict) -> Result:
     for n in names:
         result = answer.get(n, answer.get(None))
         if isinstance(result, BaseException):
-            if args["if_exists"] and getattr(result, "code", None) == UNKNOWN_TOPIC:
+            if args["if_exists"] and getattr(result, "code", None) == Error.unknown_topic_or_partition:
                 messages.append(f"Topic {n} does not exist: skipped.")
             else:
                 errors.append(admin_error(result, topic=n))
@@ -396,10 +278,10 @@ def delete_topic(session, args: dict) -> Result:
 @command("list-topics",
          Option("pattern", metavar="PATTERN", help="Only topics matching this glob ('orders-*')."),
          Option("--exclude-internal", flag=True, help="Leave out internal topics."),
-         help="List topics (from the metadata cache).",
+         help="List topics.",
          examples=("list-topics", "list-topics 'orders-*' --exclude-internal"))
 def list_topics(session, args: dict) -> Result:
-    topics = session.snapshot.topics
+    topics = session.conn.read().topics
     rows = [[t.name, len(t.partitions), len(t.partitions[0].replicas) if t.partitions else 0]
             for name, t in sorted(topics.items())
             if (not args["pattern"] or fnmatch.fnmatchcase(name, args["pattern"]))
@@ -425,12 +307,10 @@ FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_i
          help="Describe topics and their partitions (Kafka's fields), with Kafka's filters.",
          examples=("describe-topic --topic orders", "describe-topic --under-replicated-partitions"))
 def describe_topic(session, args: dict) -> Result:
-    snapshot = session.snapshot
     if args["topic"]:
-        names = resolve_topics(session, args["topic"])
-        topics = [require_topic(session, n) for n in names]
-        snapshot = session.snapshot
+        snapshot, topics = read_topics(session, args["topic"])
     else:
+        snapshot = session.conn.read()
         topics = [t for _, t in sorted(snapshot.topics.items())]
     topics = [t for t in topics if not (args["exclude_internal"] and t.internal)]
     filters = [f for f in FILTERS if args[f]]
@@ -469,17 +349,14 @@ def describe_topic(session, args: dict) -> Result:
     return Result(tables=tables)
 
 
-LIST_PARTITION_REASSIGNMENTS = 46
-DESCRIBE_TOPIC_PARTITIONS = 75
 PARTITIONS_PER_PAGE = 2000  # Kafka's default ResponsePartitionLimit
 
 
 def moving_replicas(session) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
     """(topic, partition) -> (adding, removing) replicas of the moves in progress, where the
     cluster can say (Metadata does not carry them; Kafka's describe shows them)."""
-    if not session.conn.supports(LIST_PARTITION_REASSIGNMENTS):
+    if not session.conn.supports(ApiKey.LIST_PARTITION_REASSIGNMENTS):
         return {}
-    from commands.reassign import ongoing
     return {key: (m["adding"], m["removing"]) for key, m in ongoing(session).items()}
 
 
@@ -487,16 +364,16 @@ def eligible_leaders(session, topics: list) -> dict[tuple[str, int], tuple[list[
     """(topic, partition) -> (ELR, last known ELR) from DescribeTopicPartitions, page by page,
     where the cluster has it (KIP-966 fields that Metadata lacks). Only topics with a partition
     out of sync or offline are asked about: elsewhere both lists are empty by definition (the
-    ELR holds replicas that left the ISR), which keeps a healthy describe a cache read."""
+    ELR holds replicas that left the ISR), which keeps a healthy describe one Metadata read."""
     names = [t.name for t in topics
              if any(p.leader < 0 or len(p.isr) < len(p.replicas) for p in t.partitions)]
-    if not names or not session.conn.supports(DESCRIBE_TOPIC_PARTITIONS):
+    if not names or not session.conn.supports(ApiKey.DESCRIBE_TOPIC_PARTITIONS):
         return {}
     out, cursor = {}, None
     while True:
         debug(session, f"DescribeTopicPartitions request: {len(names)} topic(s)")
-        answer = session.conn.broker_request(
-            session.conn.snapshot.controller_id, DESCRIBE_TOPIC_PARTITIONS,
+        answer = session.conn.any_broker_request(
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS,
             {"topics": [{"name": n} for n in names], "response_partition_limit": PARTITIONS_PER_PAGE,
              "cursor": cursor})
         for t in answer.get("topics", []):

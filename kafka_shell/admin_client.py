@@ -18,7 +18,9 @@ class AdminError(KafkaCallError, KafkaException):
 
     def __init__(self, error: KafkaError, key: object = None):
         where = f"{key}: " if key is not None else ""
-        message = f"{where}{error.str()} [{error.name()}]"
+        # librdkafka's own error names (_TIMED_OUT, _TRANSPORT) mean nothing to a user: its text does.
+        name = "" if error.name().startswith("_") else f" [{error.name()}]"
+        message = f"{where}{error.str()}{name}"
         KafkaCallError.__init__(self, message, code=error.code(), retriable=error.retriable())
         self.args = (error,)
         self.message = message

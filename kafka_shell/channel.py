@@ -18,6 +18,7 @@ import socket
 import ssl
 import struct
 import threading
+import time
 
 from kafka_shell import protocol
 from kafka_shell.client_config import sasl_credentials, sasl_mechanism
@@ -39,11 +40,21 @@ class ConnectionLost(ShellError):
         self.sent = sent
 
 
+class NoAnswer(ConnectionLost):
+    """The peer did not answer before the deadline (it may be slow, stuck or trickling)."""
+
+
+class ConnectionRefused(ConnectionLost):
+    """Nothing listens at the address: reported at once, not retried until a deadline."""
+
+
 class Channel:
     """One connection to one broker; `request` picks the newest version both sides have."""
 
-    def __init__(self, host: str, port: int, properties: dict | None = None, timeout_s: float = 10.0):
+    def __init__(self, host: str, port: int, properties: dict | None = None, timeout_s: float = 10.0,
+                 name: str | None = None):
         self.host, self.port = host, int(port)
+        self.name = name or self.address  # how messages name the peer ("broker 2 at h:p")
         self.timeout_s = timeout_s
         self._props = dict(properties or {})
         self._lock = threading.Lock()
@@ -62,9 +73,10 @@ class Channel:
                 "SCRAM-SHA-256 and SCRAM-SHA-512. Commands served by the AdminClient still work; "
                 "those needing the direct channel (e.g. elect with designated leaders, "
                 "replica log info) do not with this setting.")
-        self._sock = self._open(security)
+        deadline = time.monotonic() + timeout_s
+        self._sock = self._open(security, deadline)
         try:
-            self._versions = self._negotiate_versions()
+            self._versions = self._negotiate_versions(deadline)
             if mechanism is not None:
                 self._authenticate(mechanism)
         except BaseException:
@@ -98,16 +110,20 @@ class Channel:
                            f"(it offers {offered}).")
 
     def request(self, api_key: int, body: dict, version: int | None = None,
-                timeout_s: float | None = None) -> dict:
-        """Send one request and return its response as plain data (`protocol.to_dict`)."""
-        return protocol.to_dict(self.request_entity(api_key, body, version, timeout_s))  # type: ignore[return-value]
+                deadline: float | None = None) -> dict:
+        """Send one request and return its response as plain data (`protocol.to_dict`).
+        `deadline` (time.monotonic()) bounds the whole exchange; by default the channel's
+        timeout plus the broker's own operation timeout from the body."""
+        return protocol.to_dict(self.request_entity(api_key, body, version, deadline))  # type: ignore[return-value]
 
     def request_entity(self, api_key: int, body: dict, version: int | None = None,
-                       timeout_s: float | None = None) -> object:
+                       deadline: float | None = None) -> object:
         """Like `request` but returns the kio entity (no dict conversion: faster for big answers)."""
         v = self.pick_version(api_key, version)
         entity = protocol.build(protocol.request_schema(api_key, v), body)
-        raw = self._roundtrip(entity, timeout_s or _read_timeout(body, self.timeout_s))
+        if deadline is None:
+            deadline = time.monotonic() + _read_timeout(body, self.timeout_s)
+        raw = self._roundtrip(entity, deadline)
         return self._decode(protocol.response_schema(api_key, v), raw)
 
     def close(self) -> None:
@@ -120,14 +136,18 @@ class Channel:
 
     # -- connection set-up -------------------------------------------------------------------
 
-    def _open(self, security: str) -> socket.socket:
+    def _open(self, security: str, deadline: float) -> socket.socket:
         try:
-            sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
+            sock = socket.create_connection((self.host, self.port), timeout=_left(deadline))
+        except ConnectionRefusedError:
+            raise ConnectionRefused(f"{self.name} refused the connection (nothing listens on "
+                                    f"{self.address})") from None
         except OSError as exc:
-            raise ConnectionLost(f"Cannot connect to {self.address}: {_reason(exc)}") from None
+            raise ConnectionLost(f"Cannot connect to {self.name}: {_reason(exc)}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if security.endswith("ssl"):
             try:
+                sock.settimeout(_left(deadline))
                 sock = _ssl_context(self._props).wrap_socket(sock, server_hostname=self.host)
             except ssl.SSLError as exc:
                 sock.close()
@@ -137,7 +157,7 @@ class Channel:
                 raise ConnectionLost(f"TLS handshake with {self.address} failed: {_reason(exc)}") from None
         return sock
 
-    def _negotiate_versions(self) -> dict[int, range]:
+    def _negotiate_versions(self, deadline: float) -> dict[int, range]:
         """ApiVersions with our newest version; a broker that lacks it answers in v0 with its
         ApiVersions range, and we ask again with the newest version it has."""
         version = protocol.kio_versions(API_VERSIONS).stop - 1
@@ -145,7 +165,7 @@ class Channel:
             cls = protocol.request_schema(API_VERSIONS, version)
             entity = protocol.build(cls, {"client_software_name": CLIENT_ID,
                                           "client_software_version": _our_version()})
-            raw = self._roundtrip(entity, self.timeout_s)
+            raw = self._roundtrip(entity, deadline)
             (error,) = struct.unpack_from(">h", raw, 4)  # the header is v0 in every version
             if error == UNSUPPORTED_VERSION:
                 answer = self._decode(protocol.response_schema(API_VERSIONS, 0), raw)
@@ -191,32 +211,37 @@ class Channel:
 
     # -- framing -----------------------------------------------------------------------------
 
-    def _roundtrip(self, entity: object, timeout_s: float) -> bytes:
-        """Write one request and read its response body (header included); ConnectionLost on
-        any socket failure, after which this channel is closed."""
+    def _roundtrip(self, entity: object, deadline: float) -> bytes:
+        """Write one request and read its response body (header included), all before
+        `deadline`, however slowly the broker trickles bytes; ConnectionLost (NoAnswer when the
+        deadline passed) on any failure, after which this channel is closed."""
         with self._lock:
             sock = self._sock
             if sock is None:
-                raise ConnectionLost(f"The connection to {self.address} is closed.")
+                raise ConnectionLost(f"The connection to {self.name} is closed.")
             correlation_id = next(self._correlation)
             data = protocol.encode_request(entity, correlation_id, CLIENT_ID)
             sent = False
             try:
-                sock.settimeout(timeout_s)
+                sock.settimeout(_left(deadline))
                 sock.sendall(data)
                 sent = True
-                (size,) = struct.unpack(">i", _read_exactly(sock, 4))
+                (size,) = struct.unpack(">i", _read_exactly(sock, 4, deadline))
                 if not 4 <= size <= protocol.MAX_FRAME:
                     raise protocol.ProtocolError(f"response frame size {size}")
-                body = _read_exactly(sock, size)
+                body = _read_exactly(sock, size, deadline)
                 (got,) = struct.unpack_from(">i", body)
                 if got != correlation_id:
                     raise protocol.ProtocolError(f"correlation id {got}, expected {correlation_id}")
                 return body
+            except (TimeoutError, _Late):
+                self.close()
+                what = protocol.api_name(type(entity).__api_key__)  # type: ignore[attr-defined]
+                raise NoAnswer(f"{_capital(self.name)} did not answer {what} in time", sent=sent) from None
             except (OSError, protocol.ProtocolError) as exc:
                 self.close()
                 what = "sending to" if not sent else "waiting for an answer from"
-                raise ConnectionLost(f"Connection lost while {what} {self.address}: {_reason(exc)}",
+                raise ConnectionLost(f"Connection lost while {what} {self.name}: {_reason(exc)}",
                                      sent=sent) from None
 
     def _decode(self, cls: type, raw: bytes) -> object:
@@ -224,13 +249,29 @@ class Channel:
             return protocol.decode_response(cls, raw)[1]
         except Exception as exc:  # kio raises assorted errors on bytes that do not parse
             self.close()
-            raise ConnectionLost(f"Broker {self.address} sent an unreadable {cls.__name__}: {exc}",
+            raise ConnectionLost(f"Malformed answer from {self.name} ({cls.__name__}: {exc})",
                                  sent=True) from None
 
 
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
+class _Late(Exception):
+    """The deadline passed between two reads."""
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 0.001)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _read_exactly(sock: socket.socket, n: int, deadline: float) -> bytes:
     buf = bytearray()
     while len(buf) < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _Late()
+        sock.settimeout(left)
         chunk = sock.recv(min(n - len(buf), 1 << 20))
         if not chunk:
             raise ConnectionResetError("closed by the broker")

@@ -84,6 +84,9 @@ class _Context(dict):
 
 def kafka_error_message(code: int, name: str = "", detail: str = "", **context: object) -> str:
     """One line for a Kafka error `code` (`name` and the broker's `detail` as a fallback)."""
+    if name.startswith("_"):  # librdkafka's local errors: their text says it, their names are internal
+        entity = context.get("entity")
+        return f"{entity}: {detail}" if entity else (detail or "The request failed in the client.")
     template = KAFKA_ERRORS.get(code)
     ctx = _Context(context, detail=detail or name or f"error {code}")
     ctx.setdefault("entity", f'topic "{context["topic"]}"' if "topic" in context else "the resource")

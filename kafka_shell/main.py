@@ -26,6 +26,9 @@ With no command or file, kafka-shell opens the interactive shell (or replays pip
 
 Global options:
   --bootstrap-server H:P[,H:P]  Brokers to connect to (alias --broker-list)
+  --bootstrap-controller H:P[,H:P]
+                                KRaft controllers' listeners: what they serve (the quorum,
+                                cluster and broker configs) goes straight to the active one
   --cluster NAME                A cluster from clusters.json (see the clusters command)
   --sandbox                     Start an embedded 3-broker cluster and use it
   --command, -c LINE            Run one command line and exit
@@ -35,7 +38,7 @@ Global options:
   --output, -o table|json|csv   Output format (default table)
   --command-config FILE         Client properties file (security settings)
   -X KEY=VALUE                  A client property (repeatable)
-  --timeout S                   Connect timeout in seconds (default 10)
+  --timeout S                   Bound on each request, retries included, in seconds (default 10)
   --yes                         Confirm destructive commands
   --debug                       Show tracebacks and debug logs
   --help, -h                    This help; `kafka-shell --command help` lists the commands
@@ -46,6 +49,7 @@ Exit codes: 0 ok, 1 failed, 2 usage error."""
 @dataclass
 class Globals:
     bootstrap: str | None = None
+    bootstrap_controller: str | None = None
     cluster: str | None = None
     sandbox: bool = False
     command: str | None = None
@@ -66,6 +70,7 @@ class Globals:
 # name -> (dest, takes a value); aliases share the dest.
 GLOBAL_OPTIONS: dict[str, tuple[str, bool]] = {
     "--bootstrap-server": ("bootstrap", True), "--broker-list": ("bootstrap", True),
+    "--bootstrap-controller": ("bootstrap_controller", True),
     "--cluster": ("cluster", True), "--sandbox": ("sandbox", False),
     "--command": ("command", True), "-c": ("command", True),
     "--file": ("file", True), "-f": ("file", True),
@@ -166,7 +171,8 @@ def build_target(g: Globals, sandbox=None):
         if g.command_config:
             props.update(client_config.load_properties(g.command_config))
         props.update(client_config.parse_x_options(g.x_options))
-    return Target(bootstrap, props, cluster=name, timeout_s=g.timeout)
+    return Target(bootstrap, props, cluster=name, timeout_s=g.timeout,
+                  bootstrap_controllers=g.bootstrap_controller)
 
 
 def run(argv: list[str]) -> int:
@@ -207,10 +213,8 @@ def run(argv: list[str]) -> int:
 
 def interactive(session) -> int:
     session.interactive = True
-    conn = session.conn  # connect now: the greeting names the controller
-    controller = conn.snapshot.controller
-    where = f"{controller.address} (broker {controller.id})" if controller else conn.controller_address()
-    session.stderr.write(f"Connected to Kafka controller at {where}.\n")
+    session.refresh_after_mutation = True
+    session.stderr.write(session.conn.greeting() + "\n")  # connects now
     from kafka_shell.repl import run_repl  # prompt_toolkit only loads here
     return run_repl(session)
 

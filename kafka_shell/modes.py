@@ -15,7 +15,6 @@ from kafka_shell.session import Session
 
 def oneshot(session: Session, line: str) -> int:
     """`kafka-shell --command LINE` (or KIP-4's `kafka-shell --create-topic ...`)."""
-    session.refresh_after_mutation = False  # the process ends after this line
     return run_line(session, line)
 
 

@@ -143,10 +143,9 @@ def _failed(outcome: object) -> bool:
 
 
 def _refresh(session: Session) -> None:
-    try:
-        session.conn.refresh()
-    except Exception as exc:  # noqa: BLE001 - a failed refresh must not fail the change itself
-        session.notify(f"Could not refresh the metadata cache: {exc}")
+    """The REPL's cache (completion, toolbar) follows a change at once; on a thread, so the
+    prompt comes back without waiting for it."""
+    session.conn.refresh_in_background()
 
 
 def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) -> int:

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, TextIO
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
 
 from kafka_shell.errors import UsageError
 from kafka_shell.metadata import ClusterSnapshot
+
+if TYPE_CHECKING:
+    from kafka_shell.connection import ConnectionManager
 
 
 @dataclass
@@ -21,6 +24,7 @@ class Target:
     properties: dict[str, str] = field(default_factory=dict)
     cluster: str | None = None        # the clusters.json name, when it came from there
     timeout_s: float = 10.0
+    bootstrap_controllers: str | None = None  # --bootstrap-controller (KRaft controller listeners)
 
 
 @dataclass
@@ -35,8 +39,8 @@ class Session:
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     stderr: TextIO = field(default_factory=lambda: sys.stderr)
     confirm: Callable[[str], bool] | None = None   # the REPL's yes/no prompt
-    refresh_after_mutation: bool = True  # one-shot turns it off: the process ends anyway
-    _conn: Any = None
+    refresh_after_mutation: bool = False  # the REPL's cache (completion) follows its changes
+    _conn: ConnectionManager | None = None
 
     @property
     def cluster(self) -> str | None:
@@ -47,7 +51,7 @@ class Session:
         return self._conn is not None
 
     @property
-    def conn(self):
+    def conn(self) -> ConnectionManager:
         """The ConnectionManager, connected on first use (so `help` needs no cluster)."""
         if self._conn is None:
             if self.target is None:
@@ -55,8 +59,9 @@ class Session:
                                  "or --sandbox")
             from kafka_shell.connection import ConnectionManager
             conn = ConnectionManager(self.target.bootstrap, self.target.properties,
-                                     timeout_s=self.target.timeout_s, notify=self.notify)
-            conn.connect()
+                                     timeout_s=self.target.timeout_s, notify=self.notify,
+                                     bootstrap_controllers=self.target.bootstrap_controllers)
+            conn.open()
             self._conn = conn
         return self._conn
 

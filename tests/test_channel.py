@@ -56,7 +56,7 @@ def test_read_timeout_closes_the_channel_and_says_the_request_was_sent(sandbox):
     with pytest.raises(ConnectionLost) as err:
         ch.request(METADATA, {"topics": []})
     assert err.value.sent and ch.closed
-    assert "waiting for an answer" in str(err.value)
+    assert str(err.value) == "{}:{} did not answer Metadata in time".format(*sandbox.address(1))
     with pytest.raises(ConnectionLost):
         ch.request(METADATA, {"topics": []})
     sandbox.heal()

@@ -79,13 +79,26 @@ def test_snapshot_shows_offline_replicas_and_racks():
     assert p.offline_replicas == (3,) and p.replicas == (1, 2, 3) and 3 not in p.isr
 
 
-def test_unreachable_bootstrap_names_the_servers_and_the_timeout():
-    bootstrap = f"127.0.0.1:{_closed_port()}"
-    cm = ConnectionManager(bootstrap, timeout_s=0.3)
+def test_refused_bootstrap_is_reported_at_once_as_refused():
+    address = f"127.0.0.1:{_closed_port()}"
+    cm = ConnectionManager(address, timeout_s=30)  # no waiting for the timeout: it is refused
     with pytest.raises(ClusterUnreachable) as err:
         cm.connect()
-    assert str(err.value) == f"Cannot reach any broker of {bootstrap} within 0.3 s"
+    assert str(err.value) == (f"Cannot reach any broker of {address}: connection refused by {address} "
+                              "(check the address and that the brokers are up)")
     assert err.value.exit_code == 1
+
+
+def test_silent_bootstrap_names_the_servers_and_the_timeout():
+    with socket.socket() as silent:  # accepts connections (the backlog) but never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        bootstrap = "127.0.0.1:{}".format(silent.getsockname()[1])
+        cm = ConnectionManager(bootstrap, timeout_s=0.3)
+        with pytest.raises(ClusterUnreachable) as err:
+            cm.connect()
+    assert str(err.value).startswith(f"Cannot reach any broker of {bootstrap} within 0.3 s (last: ")
+    assert "did not answer ApiVersions in time" in str(err.value)
 
 
 def test_unreachable_message_drops_decimals_of_whole_seconds():

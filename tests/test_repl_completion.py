@@ -9,7 +9,7 @@ import os
 from prompt_toolkit.document import Document
 from pygments.token import Comment, Error, Keyword, Name, Number, Operator, String, Text
 
-from kafka_shell.metadata import BrokerInfo, ClusterSnapshot, PartitionInfo, TopicInfo
+from kafka_shell.metadata import BrokerInfo, ClusterSnapshot, ControllerInfo, PartitionInfo, TopicInfo
 from kafka_shell.registry import Command, Option, Registry
 from kafka_shell.repl import suggest as s
 from kafka_shell.repl.completer import MAX_CANDIDATES, KafkaCompleter
@@ -65,7 +65,7 @@ def _topic(name: str, partitions: int = 1) -> TopicInfo:
 
 def make_snapshot(topics=("orders", "orders-dlq", "payments", "__consumer_offsets")) -> ClusterSnapshot:
     return ClusterSnapshot(
-        cluster_id="c1", controller_id=1,
+        cluster_id="c1", controller=ControllerInfo(100, 7),
         brokers={i: BrokerInfo(i, "127.0.0.1", 9090 + i) for i in (1, 2, 3, 12)},
         topics={t: _topic(t, 3) for t in topics},
         groups=("billing", "billing-audit", "search"),

@@ -26,7 +26,10 @@ def create_toolbar(repl: Repl) -> Callable[[], StyleAndTextTuples]:
         seen.update(snap.brokers)
         up, total = len(snap.brokers), len(seen)
         controller = str(snap.controller_id) if snap.controller_id >= 0 else "none"
-        if conn is not None and conn.refreshing:
+        unreachable = conn.unreachable_since if conn is not None else None
+        if unreachable is not None:
+            cache = f"unreachable since {time.strftime('%H:%M:%S', time.localtime(unreachable))}"
+        elif conn is not None and conn.refreshing:
             cache = "refreshing..."
         elif snap.taken_at:
             # A clock time, not an age: it stays true between redraws.
@@ -34,15 +37,20 @@ def create_toolbar(repl: Repl) -> Callable[[], StyleAndTextTuples]:
         else:
             cache = "no metadata"
         value, alarm = "class:bottom-toolbar.value", "class:bottom-toolbar.alarm"
+        if unreachable is not None:  # the last good counts would be false now
+            controller, brokers = "?", f"?/{total}"
+        else:
+            brokers = f"{up}/{total}"
         fields = [("cluster", repl.cluster_name(), value),
-                  ("controller", controller, alarm if controller == "none" else value),
-                  ("brokers", f"{up}/{total}", alarm if up < total else value),
+                  ("controller", controller, alarm if controller in ("none", "?") else value),
+                  ("brokers", brokers, alarm if unreachable is not None or up < total else value),
                   ("topic", session.topic or "-", value)]
         out: StyleAndTextTuples = []
         for key, text, style in fields:
             out += [("class:bottom-toolbar.key", f" {key}: "), (style, text),
                     ("class:bottom-toolbar", " ")]
-        out.append(("class:bottom-toolbar.state", f" {cache} "))
+        out.append(("class:bottom-toolbar.alarm" if unreachable is not None else "class:bottom-toolbar.state",
+                    f" {cache} "))
         return out
 
     return toolbar

@@ -1,0 +1,158 @@
+"""The metadata cache and its refresher: what completion, the toolbar and routing read.
+
+Never what a command shows or plans from: commands read the cluster when they run
+(`ConnectionManager.read`). The snapshot is rebuilt on a thread (`refresh_in_background`) and
+swapped in with one assignment, so `snapshot` never blocks. When a refresh cannot reach the
+cluster, `unreachable_since` says since when (the toolbar shows it instead of old counts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import threading
+import time
+from collections.abc import Iterable, Iterator
+
+from kafka_shell import protocol
+from kafka_shell.channel import Channel
+from kafka_shell.codes import ApiKey
+from kafka_shell.errors import ClusterUnreachable, ShellError
+from kafka_shell.metadata import EMPTY, BrokerInfo, ClusterSnapshot, topics_from_metadata
+from kafka_shell.router import Router
+
+log = logging.getLogger("kafka_shell.cache")
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Decoding a large cluster's metadata creates a few hundred thousand objects that all stay
+    alive (the snapshot): the cyclic GC would only walk them over and over (up to half the
+    refresh time at 100,000 partitions). Nothing built here forms cycles."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def read_snapshot(router: Router, deadline: float, topics: Iterable[str] | None = None,
+                  controller: bool = True) -> ClusterSnapshot:
+    """One Metadata request (the named topics, or all of them) and, with `controller`, the
+    active controller by the cluster's own rules (KRaft: DescribeQuorum; ZooKeeper: the same
+    Metadata answer, so it is always there). Without it, KRaft snapshots carry the controller
+    last seen: only for routing, never to show."""
+    names = None if topics is None else [{"name": n} for n in topics]
+    with gc_paused():
+        metadata = router.from_any_broker(lambda ch: ch.request_entity(
+            ApiKey.METADATA, {"topics": names, "allow_auto_topic_creation": False}, deadline=deadline),
+            deadline)
+        if controller:
+            router.refresh_controller(deadline, metadata)
+        else:
+            router.observe_metadata(metadata)
+        return ClusterSnapshot(
+            cluster_id=getattr(metadata, "cluster_id", None),
+            controller=router.controller,
+            brokers=dict(router.brokers),
+            topics=topics_from_metadata(metadata.topics),  # type: ignore[attr-defined]
+        )
+
+
+class MetadataCache:
+    def __init__(self, router: Router, timeout_s: float):
+        self.router = router
+        self.timeout_s = timeout_s
+        self.unreachable_since: float | None = None
+        self._snapshot = EMPTY
+        self._lock = threading.Lock()
+        self._refresh_lock = threading.Lock()  # one refresh at a time
+        self._refreshing = False
+        self._refresh_again = False
+        self._thread: threading.Thread | None = None
+
+    @property
+    def snapshot(self) -> ClusterSnapshot:
+        return self._snapshot
+
+    @property
+    def refreshing(self) -> bool:
+        return self._refreshing
+
+    def refresh(self) -> ClusterSnapshot:
+        """Read metadata, the controller and group ids now and swap in the new snapshot."""
+        with self._refresh_lock:
+            deadline = time.monotonic() + self.timeout_s
+            try:
+                snap = read_snapshot(self.router, deadline)
+            except ClusterUnreachable:
+                self.mark_unreachable()
+                raise
+            self.unreachable_since = None
+            self._snapshot = ClusterSnapshot(snap.cluster_id, snap.controller, snap.brokers, snap.topics,
+                                             groups=self._group_ids(snap.brokers.values(), deadline))
+            return self._snapshot
+
+    def mark_unreachable(self) -> None:
+        if self.unreachable_since is None:
+            self.unreachable_since = time.time()
+
+    def offer(self, snap: ClusterSnapshot) -> None:
+        """A full read a command made: fresher than the cache, so the cache takes it (keeping
+        its group ids, which that read did not ask for)."""
+        with self._lock:
+            if snap.taken_at >= self._snapshot.taken_at:
+                self._snapshot = ClusterSnapshot(snap.cluster_id, snap.controller, snap.brokers, snap.topics,
+                                                 groups=self._snapshot.groups, taken_at=snap.taken_at)
+                self.unreachable_since = None
+
+    def refresh_in_background(self) -> None:
+        """Refresh on a thread; a request made while one runs starts another right after it, so
+        a refresh asked for after a mutation always sees that mutation."""
+        with self._lock:
+            if self._refreshing:
+                self._refresh_again = True
+                return
+            self._refreshing = True
+            self._thread = threading.Thread(target=self._background_refresh,
+                                            name="kafka-shell-refresh", daemon=True)
+            self._thread.start()
+
+    def _background_refresh(self) -> None:
+        while True:
+            try:
+                self.refresh()
+            except Exception as exc:  # keep the old cache; the next command reports the problem
+                log.debug("background refresh failed: %s", exc)
+            with self._lock:
+                if not self._refresh_again:
+                    self._refreshing = False
+                    return
+                self._refresh_again = False
+
+    def close(self) -> None:
+        # A refresh still running would be cut off mid-request at interpreter exit (a daemon
+        # thread inside native decoding can abort the process): let it finish first.
+        thread = self._thread
+        if thread is not None:
+            thread.join(self.timeout_s)
+
+    def _group_ids(self, brokers: Iterable[BrokerInfo], deadline: float) -> tuple[str, ...]:
+        """Group ids from every broker (each lists the groups it coordinates); best effort:
+        brokers that fail or do not answer before the deadline are left out."""
+        ids: set[str] = set()
+        for b in brokers:
+            if time.monotonic() >= deadline:
+                break
+            try:
+                channel: Channel = self.router.broker_channel(b, deadline)
+                if ApiKey.LIST_GROUPS not in channel.versions():
+                    continue
+                answer = channel.request_entity(ApiKey.LIST_GROUPS, {}, deadline=deadline)
+                ids.update(g.group_id for g in answer.groups)  # type: ignore[attr-defined]
+            except (ShellError, protocol.ProtocolError, OSError) as exc:
+                log.debug("ListGroups on broker %s failed: %s", b.id, exc)
+        return tuple(sorted(ids))

@@ -1,0 +1,205 @@
+"""Operations that several command families share: topic lookup on a fresh read, config
+changes, reassignments, error lines and --debug notes. Command modules call these and never
+import each other (kafkactl's operation layer; see ../shared/STYLE.md).
+
+Every lookup here reads the cluster when it runs (`ConnectionManager.read`): what a command
+shows or plans from is never the metadata cache.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import TYPE_CHECKING, Any
+
+from kafka_shell import reassign_plan
+from kafka_shell.codes import AlterConfigOp, ApiKey, Error, ResourceType
+from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message
+from kafka_shell.metadata import ClusterSnapshot, TopicInfo
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
+
+MAX_TOPIC_NAME = 249
+_LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
+Key = tuple[str, int]
+REASSIGNMENT_TIMEOUT_MS = 30000
+
+
+def debug(session: Session, text: str) -> None:
+    """--debug shows each request the shell sends (how a script's lines were batched)."""
+    if session.debug:
+        session.stderr.write(f"debug: {text}\n")
+
+
+def admin_error(error: Exception, **context: Any) -> str:
+    """One line for an AdminClient result error, with our context (topic, rf, ...)."""
+    kafka_error = getattr(error, "error", None) or (error.args[0] if error.args else None)
+    if not hasattr(kafka_error, "code"):
+        return str(error)
+    return kafka_error_message(kafka_error.code(), kafka_error.name(), kafka_error.str(), **context)
+
+
+# -- topics ------------------------------------------------------------------------------------
+
+
+def check_topic_name(name: str) -> None:
+    if (not name or len(name) > MAX_TOPIC_NAME or name in (".", "..")
+            or not _LEGAL_NAME.fullmatch(name)):
+        raise UsageError(f'Invalid topic name "{name}": use up to {MAX_TOPIC_NAME} letters, digits, '
+                         f'".", "_" or "-"')
+
+
+def is_pattern(name: str) -> bool:
+    return any(c in name for c in "*?[")
+
+
+def read_for(session: Session, names: list[str] | None) -> ClusterSnapshot:
+    """A fresh read scoped to `names`: just those topics, or every topic when a name is a
+    glob or no name is given."""
+    if names is None or any(is_pattern(n) for n in names):
+        return session.conn.read()
+    return session.conn.read(names)
+
+
+def resolve_topics(snap: ClusterSnapshot, names: list[str], include_internal: bool = True) -> list[str]:
+    """Names as given, with glob patterns expanded against the read `snap`."""
+    known = snap.topics
+    out: list[str] = []
+    for name in names:
+        if is_pattern(name):
+            out += [t for t in sorted(known) if fnmatch.fnmatchcase(t, name)
+                    and (include_internal or not known[t].internal)]
+        else:
+            out.append(name)
+    return list(dict.fromkeys(out))
+
+
+def require_topic(session: Session, name: str, snap: ClusterSnapshot | None = None) -> TopicInfo:
+    """The topic `name` as the cluster has it now (from `snap`, a read this command made, or
+    from a fresh read of that one topic); a clear error when it does not exist."""
+    topic = (snap or session.conn.read([name])).topics.get(name)
+    if topic is None:
+        check_topic_name(name)
+        raise KafkaCallError(f'Topic "{name}" does not exist (check the name with list-topics).',
+                             code=Error.unknown_topic_or_partition)
+    return topic
+
+
+def read_topics(session: Session, names: list[str],
+                include_internal: bool = True) -> tuple[ClusterSnapshot, list[TopicInfo]]:
+    """One fresh read for the named topics (globs expanded) and each one's TopicInfo; a name
+    that does not exist is an error."""
+    snap = read_for(session, names)
+    return snap, [require_topic(session, n, snap) for n in resolve_topics(snap, names, include_internal)]
+
+
+# -- configs -----------------------------------------------------------------------------------
+
+
+def entity_label(entity_type: str, name: str) -> str:
+    if entity_type == "topics":
+        return f'topic "{name}"'
+    return f"broker {name}" if name else "the cluster-wide broker defaults"
+
+
+def alter_configs(session: Session, entity_type: str, names: list[str], changes: dict, dry_run: bool) -> list[str]:
+    """Set and delete configs of topics or brokers with IncrementalAlterConfigs; one line each.
+    `names` holds topic names or broker ids ("" is the cluster-wide broker default, which
+    confluent-kafka cannot address: so this uses the direct channel). A broker's own configs go
+    to that broker, the rest to the controller, as Kafka's tools do."""
+    configs = ([{"name": k, "config_operation": AlterConfigOp.SET, "value": v} for k, v in changes["set"].items()]
+               + [{"name": k, "config_operation": AlterConfigOp.DELETE, "value": None} for k in changes["delete"]])
+    rtype = ResourceType.TOPIC if entity_type == "topics" else ResourceType.BROKER
+    body = {"resources": [{"resource_type": rtype, "resource_name": str(n), "configs": configs} for n in names],
+            "validate_only": dry_run}
+    session.conn.require(ApiKey.INCREMENTAL_ALTER_CONFIGS, "Changing configs")
+    debug(session, f"IncrementalAlterConfigs request: {len(names)} resource(s)")
+    if entity_type == "brokers" and len(names) == 1 and names[0]:
+        answer = session.conn.broker_request(int(names[0]), ApiKey.INCREMENTAL_ALTER_CONFIGS, body, mutation=True)
+    else:
+        answer = session.conn.controller_request(ApiKey.INCREMENTAL_ALTER_CONFIGS, body, mutation=True)
+    messages, errors = [], []
+    for r in answer.get("responses", []):
+        name = r.get("resource_name", "")
+        label = entity_label(entity_type, name)
+        if r.get("error_code"):
+            context = {"entity": label, **({"topic": name} if entity_type == "topics" else {})}
+            errors.append(kafka_error_message(r["error_code"], "", r.get("error_message") or "", **context))
+        else:
+            messages.append(f"{'Validated' if dry_run else 'Completed'} updating config for {label}"
+                            + (" (dry run)." if dry_run else "."))
+    if errors:
+        raise KafkaCallError(" ".join(messages + errors))
+    return messages
+
+
+# -- reassignments -----------------------------------------------------------------------------
+
+
+def ongoing(session: Session) -> dict[Key, dict]:
+    """Reassignments in progress: key -> {replicas, adding, removing} (from the controller)."""
+    answer = session.conn.controller_request(ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                                             {"topics": None, "timeout_ms": REASSIGNMENT_TIMEOUT_MS})
+    if answer.get("error_code"):
+        raise KafkaCallError(kafka_error_message(answer["error_code"], "", answer.get("error_message") or ""),
+                             code=answer["error_code"])
+    return {(t["name"], p["partition_index"]): {"replicas": p["replicas"], "adding": p["adding_replicas"],
+                                                "removing": p["removing_replicas"]}
+            for t in answer.get("topics", []) for p in t["partitions"]}
+
+
+def alter_reassignments(session: Session, moves: dict[Key, list[int] | None]) -> list[str]:
+    """Send AlterPartitionReassignments (None cancels); returns one line per failed partition."""
+    topics: dict[str, list] = {}
+    for (t, p), replicas in sorted(moves.items()):
+        topics.setdefault(t, []).append({"partition_index": p, "replicas": replicas})
+    body = {"timeout_ms": REASSIGNMENT_TIMEOUT_MS, "allow_replication_factor_change": True,
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+    session.conn.require(ApiKey.ALTER_PARTITION_REASSIGNMENTS, "Reassigning partitions")
+    answer = session.conn.controller_request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, mutation=True)
+    if answer.get("error_code"):
+        raise KafkaCallError(kafka_error_message(answer["error_code"], "", answer.get("error_message") or ""),
+                             code=answer["error_code"])
+    errors = []
+    for t in answer.get("responses", []):
+        for p in t["partitions"]:
+            if p["error_code"]:
+                errors.append(f"{t['name']}-{p['partition_index']}: " + kafka_error_message(
+                    p["error_code"], "", p.get("error_message") or "", topic=t["name"],
+                    entity=f"{t['name']}-{p['partition_index']}"))
+    return errors
+
+
+def change_replication_factor(session: Session, snap: ClusterSnapshot, topics: list[TopicInfo], rf: int,
+                              dry_run: bool) -> list[str]:
+    """Plan (minimal movement, rack-aware) from the command's read `snap`, and start the
+    reassignment that gives `topics` `rf` replicas per partition; one line per topic."""
+    brokers = sorted(snap.brokers)
+    messages = []
+    for topic in topics:
+        current = {(topic.name, p.partition): list(p.replicas) for p in topic.partitions}
+        old = len(topic.partitions[0].replicas) if topic.partitions else 0
+        if old == rf and all(len(r) == rf for r in current.values()):
+            messages.append(f'Topic "{topic.name}" already has replication factor {rf}: nothing to change.')
+            continue
+        try:
+            racks = reassign_plan.rack_map(brokers, {b: i.rack for b, i in snap.brokers.items()}, True)
+            proposed = reassign_plan.plan(current, brokers, racks, {topic.name: rf})
+        except reassign_plan.PlanError as exc:
+            raise UsageError(str(exc)) from None
+        changed = {k: r for k, r in proposed.items() if r != current[k]}
+        if dry_run:
+            messages.append(f'Topic "{topic.name}" would go from replication factor {old} to {rf}, '
+                            f"{reassign_plan.moved(current, proposed)} new replica(s) (dry run).")
+            continue
+        if ongoing(session):
+            raise ShellError("A partition reassignment is in progress: wait for it (reassign-partitions "
+                             "--blocking) or cancel it, then retry")
+        errors = alter_reassignments(session, changed)
+        if errors:
+            raise KafkaCallError(" ".join(messages + errors))
+        messages.append(f'Topic "{topic.name}": replication factor {old} -> {rf} started '
+                        f"({len(changed)} partition(s), {reassign_plan.moved(current, proposed)} new replica(s)); "
+                        "wait for it with reassign-partitions --blocking.")
+    return messages

@@ -1,0 +1,308 @@
+"""The router: which node serves a request, by Kafka's own rules.
+
+It holds the open channels, finds out what kind of cluster it talks to, and knows the active
+controller:
+
+- **ZooKeeper mode** (brokers do not list DescribeQuorum in ApiVersions): the controller is a
+  broker, the one Metadata names; controller requests go to it, and other brokers answer them
+  with NOT_CONTROLLER.
+- **KRaft mode** (brokers list DescribeQuorum): the controllers are a Raft quorum of their own.
+  A broker's Metadata names a *random live broker* as controller (on purpose), so that field is
+  never read here: the active controller is the quorum leader of DescribeQuorum, with its epoch.
+  Admin requests go to any live broker, which forwards them to the active controller. With
+  `--bootstrap-controller`, what the controller listener serves (DescribeQuorum, DescribeCluster,
+  broker and cluster configs, features, UnregisterBroker) goes straight to the active controller.
+
+A controller change is announced (through `notify`) only when the active controller or its
+epoch really changed, once per change.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from kafka_shell.channel import Channel, ConnectionLost, ConnectionRefused
+from kafka_shell.codes import ApiKey, Error, ResourceType
+from kafka_shell.errors import ClusterUnreachable, KafkaCallError, UsageError
+from kafka_shell.metadata import KRAFT, NO_CONTROLLER, ZOOKEEPER, BrokerInfo, ControllerInfo
+
+log = logging.getLogger("kafka_shell.router")
+
+INITIAL_BACKOFF_S = 0.05
+MAX_BACKOFF_S = 1.0
+METADATA_TOPIC = "__cluster_metadata"
+QUORUM_REQUEST = {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]}
+# What Kafka's controller listener serves to admin clients (ControllerApis), when the user gives
+# --bootstrap-controller. Config requests only when every resource is a broker (or the cluster).
+CONTROLLER_LISTENER_APIS = {ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_CONFIGS,
+                            ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS,
+                            ApiKey.UPDATE_FEATURES, ApiKey.UNREGISTER_BROKER}
+CONFIG_APIS = {ApiKey.DESCRIBE_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS}
+
+T = TypeVar("T")
+
+
+class Router:
+    def __init__(self, bootstrap: str, properties: dict[str, str], timeout_s: float,
+                 notify: Callable[[str], None], bootstrap_controllers: str | None = None):
+        self.bootstrap = bootstrap
+        self.bootstrap_addresses = parse_bootstrap(bootstrap)
+        self.controller_addresses = parse_bootstrap(bootstrap_controllers) if bootstrap_controllers else []
+        self.properties = properties
+        self.timeout_s = timeout_s
+        self.notify = notify
+        self.mode: str | None = None          # KRAFT or ZOOKEEPER, once a broker answered
+        self.controller: ControllerInfo = NO_CONTROLLER
+        self.brokers: dict[int, BrokerInfo] = {}   # the latest Metadata's live brokers
+        self._channels: dict[tuple[str, int], Channel] = {}
+        self._lock = threading.Lock()
+
+    # -- channels ----------------------------------------------------------------------------
+
+    def channel(self, host: str, port: int, deadline: float, name: str | None = None) -> Channel:
+        with self._lock:
+            ch = self._channels.get((host, port))
+        if ch is not None and not ch.closed:
+            return ch
+        # Connect outside the lock, within what is left of the caller's deadline.
+        ch = Channel(host, port, self.properties, min(self.timeout_s, left(deadline)),
+                     name=name or self._name_of(host, port))
+        ch.timeout_s = self.timeout_s  # later requests get the full timeout
+        with self._lock:
+            current = self._channels.get((host, port))
+            if current is not None and not current.closed:
+                ch.close()  # another thread connected first
+                return current
+            self._channels[(host, port)] = ch
+        if self.mode is None and not self._is_controller_address(host, port):
+            self.mode = KRAFT if ApiKey.DESCRIBE_QUORUM in ch.versions() else ZOOKEEPER
+        return ch
+
+    def broker_channel(self, broker: BrokerInfo, deadline: float) -> Channel:
+        return self.channel(broker.host, broker.port, deadline, f"broker {broker.id} at {broker.address}")
+
+    def drop(self, channel: Channel) -> None:
+        with self._lock:
+            if self._channels.get((channel.host, channel.port)) is channel:
+                del self._channels[(channel.host, channel.port)]
+        channel.close()
+
+    def close(self) -> None:
+        with self._lock:
+            channels, self._channels = list(self._channels.values()), {}
+        for ch in channels:
+            ch.close()
+
+    def _name_of(self, host: str, port: int) -> str:
+        for b in self.brokers.values():
+            if (b.host, b.port) == (host, port):
+                return f"broker {b.id} at {b.address}"
+        if self._is_controller_address(host, port):
+            return f"controller at {host}:{port}"
+        return f"{host}:{port}"
+
+    def _is_controller_address(self, host: str, port: int) -> bool:
+        return (host, port) in self.controller_addresses or (
+            self.controller.mode == KRAFT and (self.controller.host, self.controller.port) == (host, port))
+
+    # -- brokers -----------------------------------------------------------------------------
+
+    def from_any_broker(self, fn: Callable[[Channel], T], deadline: float) -> T:
+        """fn(channel) on the first broker that answers: open connections first, then known
+        brokers, then the bootstrap list; retried with backoff until the deadline. When every
+        address refused the connection at once, that is said at once."""
+        backoff = INITIAL_BACKOFF_S
+        reasons: dict[str, str] = {}
+        while True:
+            refused = []
+            candidates = self._candidates()
+            for host, port in candidates:
+                try:
+                    ch = self.channel(host, port, deadline)
+                except ConnectionRefused as exc:
+                    refused.append(f"{host}:{port}")
+                    reasons[f"{host}:{port}"] = str(exc)
+                    continue
+                except ConnectionLost as exc:
+                    reasons[f"{host}:{port}"] = str(exc)
+                    continue
+                try:
+                    return fn(ch)
+                except ConnectionLost as exc:
+                    self.drop(ch)
+                    reasons[f"{host}:{port}"] = str(exc)
+                    log.debug("%s: %s", ch.name, exc)
+                if time.monotonic() >= deadline:
+                    break
+            if len(refused) == len(candidates):
+                raise ClusterUnreachable(f"Cannot reach any broker of {self.bootstrap}: connection refused "
+                                         f"by {', '.join(refused)} (check the address and that the brokers are up)")
+            if time.monotonic() + backoff >= deadline:
+                last = f" (last: {list(reasons.values())[-1]})" if reasons else ""
+                raise ClusterUnreachable(unreachable_message(self.bootstrap, self.timeout_s) + last)
+            time.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    def _candidates(self) -> list[tuple[str, int]]:
+        with self._lock:
+            open_ = [a for a, ch in self._channels.items()
+                     if not ch.closed and not self._is_controller_address(*a)]
+        known = [(b.host, b.port) for b in self.brokers.values()]
+        return list(dict.fromkeys(open_ + known + self.bootstrap_addresses))
+
+    def broker(self, broker_id: int) -> BrokerInfo:
+        broker = self.brokers.get(broker_id)
+        if broker is None:
+            live = ", ".join(map(str, sorted(self.brokers))) or "none"
+            raise KafkaCallError(f"Broker {broker_id} is not live in the cluster (live brokers: {live}).")
+        return broker
+
+    # -- the controller ----------------------------------------------------------------------
+
+    def observe_metadata(self, metadata: object) -> None:
+        """Take the live brokers from a Metadata answer, and in ZooKeeper mode the controller
+        (in KRaft mode Metadata's controller_id is a random broker: ignored)."""
+        brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, getattr(b, "rack", None))  # type: ignore[attr-defined]
+                   for b in metadata.brokers}  # type: ignore[attr-defined]
+        self.brokers = brokers
+        if self.mode == ZOOKEEPER:
+            cid = getattr(metadata, "controller_id", -1)
+            b = brokers.get(cid)
+            self.set_controller(ControllerInfo(cid, -1, b.host if b else None, b.port if b else None,
+                                               ZOOKEEPER) if cid >= 0 else NO_CONTROLLER)
+
+    def read_quorum(self, deadline: float) -> dict:
+        """The __cluster_metadata partition of a DescribeQuorum answer (KRaft), from the
+        controller listener when --bootstrap-controller was given, else through a broker;
+        updates the active controller from it."""
+        def ask(ch: Channel) -> dict:
+            return ch.request(ApiKey.DESCRIBE_QUORUM, QUORUM_REQUEST, deadline=deadline)
+
+        answer = self._from_controllers(ask, deadline) if self.controller_addresses else \
+            self.from_any_broker(ask, deadline)
+        part = answer["topics"][0]["partitions"][0] if answer.get("topics") else {}
+        code = answer.get("error_code") or part.get("error_code", Error.unknown_server_error)
+        if code:
+            from kafka_shell.errors import kafka_error_message
+            message = answer.get("error_message") or part.get("error_message") or ""
+            raise KafkaCallError("DescribeQuorum failed: " + kafka_error_message(
+                code, "", message, entity="the metadata quorum"), code=code, retriable=True)
+        endpoints = {n["node_id"]: n["listeners"] for n in answer.get("nodes") or []}
+        leader = part["leader_id"]
+        where = next(iter(endpoints.get(leader, [])), None)
+        if where is None and leader == self.controller.id:
+            where = {"host": self.controller.host, "port": self.controller.port}
+        self.set_controller(ControllerInfo(leader, part["leader_epoch"], where and where["host"],
+                                           where and where["port"], KRAFT) if leader >= 0 else NO_CONTROLLER)
+        return {**part, "nodes": answer.get("nodes") or []}
+
+    def refresh_controller(self, deadline: float, metadata: object | None = None) -> ControllerInfo:
+        """Find the active controller now (KRaft: DescribeQuorum; ZooKeeper: Metadata)."""
+        if metadata is not None:
+            self.observe_metadata(metadata)
+        if self.mode is None:
+            self.from_any_broker(lambda ch: ch, deadline)  # connecting tells the mode
+        if self.mode == KRAFT:
+            self.read_quorum(deadline)
+        elif metadata is None:
+            self.observe_metadata(self.from_any_broker(lambda ch: ch.request_entity(
+                ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False},
+                deadline=deadline), deadline))
+        return self.controller
+
+    def set_controller(self, new: ControllerInfo) -> None:
+        old, self.controller = self.controller, new
+        if old.id < 0 or new.id < 0:
+            if old.id >= 0 > new.id:
+                self.notify(f"The cluster has no active controller right now (was {old.id}).")
+            return
+        if (old.id, old.epoch) == (new.id, new.epoch):
+            return
+        if new.mode == KRAFT:
+            if old.id == new.id:
+                self.notify(f"Controller {new.id} was elected again (epoch {old.epoch} -> {new.epoch}).")
+            else:
+                self.notify(f"Active controller changed from {old.id} to {new.id} (epoch {new.epoch}).")
+        elif old.id != new.id:
+            self.notify(f"Controller moved from broker {old.id} to broker {new.id}.")
+
+    def _from_controllers(self, fn: Callable[[Channel], T], deadline: float) -> T:
+        """fn(channel) on the active controller's listener if known, else the first bootstrap
+        controller that answers."""
+        addresses = list(self.controller_addresses)
+        if self.controller.mode == KRAFT and self.controller.host is not None:
+            addresses.insert(0, (self.controller.host, self.controller.port))  # type: ignore[arg-type]
+        reasons = []
+        for host, port in dict.fromkeys(addresses):
+            try:
+                ch = self.channel(host, port, deadline)
+                return fn(ch)
+            except ConnectionLost as exc:
+                reasons.append(str(exc))
+                with self._lock:
+                    stale = self._channels.pop((host, port), None)
+                if stale is not None:
+                    stale.close()
+        raise ClusterUnreachable("Cannot reach any controller of the --bootstrap-controller list: "
+                                 + "; ".join(reasons))
+
+    # -- routing -----------------------------------------------------------------------------
+
+    def uses_controller_listener(self, api_key: int, body: dict) -> bool:
+        if not self.controller_addresses or api_key not in CONTROLLER_LISTENER_APIS:
+            return False
+        if api_key in CONFIG_APIS:
+            return all(r.get("resource_type") in (ResourceType.BROKER, ResourceType.BROKER_LOGGER)
+                       for r in body.get("resources", []))
+        return True
+
+    def controller_channel(self, api_key: int, body: dict, deadline: float) -> Channel:
+        """Where a controller request goes: the active controller's own listener (KRaft with
+        --bootstrap-controller, for what it serves), the controller broker (ZooKeeper), or any
+        live broker, which forwards it (KRaft)."""
+        if self.uses_controller_listener(api_key, body):
+            if self.controller.host is None:
+                self.read_quorum(deadline)
+            if self.controller.host is None:
+                raise KafkaCallError("The metadata quorum does not tell the active controller's "
+                                     "address; try again shortly.", code=Error.not_controller, retriable=True)
+            return self.channel(self.controller.host, self.controller.port, deadline,  # type: ignore[arg-type]
+                                f"controller {self.controller.id} at {self.controller.address}")
+        if self.mode == ZOOKEEPER:
+            if self.controller.id < 0 or self.controller.id not in self.brokers:
+                self.refresh_controller(deadline)
+            if self.controller.id not in self.brokers:
+                raise KafkaCallError("The cluster has no active controller right now; try again shortly.",
+                                     code=Error.not_controller, retriable=True)
+            return self.broker_channel(self.brokers[self.controller.id], deadline)
+        return self.from_any_broker(lambda ch: ch, deadline)
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def left(deadline: float) -> float:
+    """Seconds left before a monotonic deadline (at least a little, so a last try can run)."""
+    return max(deadline - time.monotonic(), 0.001)
+
+
+def unreachable_message(bootstrap: str, timeout_s: float) -> str:
+    return f"Cannot reach any broker of {bootstrap} within {timeout_s:g} s"  # 10.0 -> "10"
+
+
+def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
+    """`h:p,h2:p2` (optionally `[v6]:p` or `PLAINTEXT://h:p`) as (host, port) pairs."""
+    addresses = []
+    for item in filter(None, (s.strip() for s in bootstrap.split(","))):
+        item = item.split("://", 1)[-1]
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise UsageError(f"Bad bootstrap server {item!r}: use host:port[,host:port...]")
+        addresses.append((host.strip("[]"), int(port)))
+    if not addresses:
+        raise UsageError("No bootstrap server given: use host:port[,host:port...]")
+    return addresses

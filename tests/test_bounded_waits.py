@@ -1,0 +1,133 @@
+"""Every command ends within its --timeout (plus a little slack) whatever a broker does: silent,
+slow, trickling bytes, refusing connections; and the message says which broker did not answer.
+
+The shell runs as a real process; `subprocess.run(timeout=...)` is the bound: a command that
+hangs past --timeout + SLACK_S fails the test (this checks that waits are bounded, not speed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+
+import pytest
+
+from tests.test_oneshot import SHELL, assert_one_line_error
+
+TIMEOUT_S = 2
+SLACK_S = 2
+
+
+def bounded(*args: str) -> object:
+    import subprocess
+    return subprocess.run([*SHELL, "--timeout", str(TIMEOUT_S), *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=TIMEOUT_S + SLACK_S)
+
+
+@contextlib.contextmanager
+def silent_listener():
+    """A port that accepts connections (the kernel's backlog) and never answers."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        yield "127.0.0.1:{}".format(s.getsockname()[1])
+
+
+class TrickleProxy:
+    """Forwards to a real broker; after the first `fast` answers it sends what the broker
+    answers one byte every `every_s` seconds (a broker that is alive but hopelessly slow)."""
+
+    def __init__(self, target: tuple[str, int], fast: int = 1, every_s: float = 0.5):
+        self.target, self.fast, self.every_s = target, fast, every_s
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.address = "127.0.0.1:{}".format(self.sock.getsockname()[1])
+        self.stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            threading.Thread(target=self._pipe, args=(client, upstream, None), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, self.fast), daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket, fast_answers: int | None) -> None:
+        seen = 0
+        try:
+            while not self.stop.is_set():
+                data = src.recv(65536)
+                if not data:
+                    break
+                if fast_answers is None or seen < fast_answers:
+                    dst.sendall(data)
+                    seen += 1  # one recv per answer is close enough for small ApiVersions answers
+                    continue
+                for i in range(len(data)):
+                    if self.stop.is_set():
+                        return
+                    dst.sendall(data[i:i + 1])
+                    time.sleep(self.every_s)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+
+
+@pytest.mark.parametrize("line", ["list-topics", "describe-cluster", "describe-topic --topic t",
+                                  "create-topic --topic t2 --partitions 1"])
+def test_silent_broker(line):
+    with silent_listener() as address:
+        p = bounded("--bootstrap-server", address, "--command", line)
+    assert_one_line_error(p, 1, f"Cannot reach any broker of {address} within {TIMEOUT_S} s",
+                          f"{address} did not answer ApiVersions in time")
+
+
+@pytest.mark.parametrize("line", ["list-topics", "describe-cluster"])
+def test_refused_port_is_said_at_once(line):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        address = "127.0.0.1:{}".format(s.getsockname()[1])  # bound, not listening: refused
+        p = bounded("--bootstrap-server", address, "--command", line)
+    assert_one_line_error(p, 1, "connection refused by " + address)
+
+
+def test_trickling_broker(sandbox):
+    proxy = TrickleProxy(sandbox.address(1))
+    try:
+        p = bounded("--bootstrap-server", proxy.address, "--command", "list-topics")
+    finally:
+        proxy.close()
+    assert_one_line_error(p, 1, f"{proxy.address} did not answer Metadata in time")
+
+
+@pytest.mark.parametrize("line, what", [
+    ("describe-configs --broker 2", "broker 2: no answer from the cluster within 2 s"),
+    ("alter-configs --broker 2 --add-config log.cleaner.threads=2", "Broker 2 at {} did not answer"),
+    ("describe-log-dirs --broker-list 2", "Broker 2 at {} did not answer"),
+    ("api-versions --broker 2", "Broker 2 at {} did not answer ApiVersions"),
+])
+def test_slow_broker(sandbox, line, what):
+    sandbox.delay(2, 40_000)
+    p = bounded("--bootstrap-server", "{}:{}".format(*sandbox.address(1)), "--command", line)
+    assert_one_line_error(p, 1, what.format("{}:{}".format(*sandbox.address(2))))
+    assert "_TIMED_OUT" not in p.stderr and "Internal error" not in p.stderr
+
+
+def test_whole_cluster_slow(sandbox):
+    for b in (1, 2, 3):
+        sandbox.delay(b, 40_000)
+    p = bounded("--bootstrap-server", sandbox.bootstrap, "--command", "list-topics")
+    assert_one_line_error(p, 1, f"within {TIMEOUT_S} s", "did not answer")
