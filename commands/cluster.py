@@ -3,10 +3,15 @@ it runs; the controller is the one Kafka's own rules name, see kafka_shell/route
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections import Counter
 
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
 
 
 def _load(snapshot) -> tuple[Counter, Counter, set[int]]:
@@ -24,7 +29,7 @@ def _load(snapshot) -> tuple[Counter, Counter, set[int]]:
 @command("describe-cluster",
          help="Cluster id, controller, and each broker with its rack, partitions and leaders.",
          examples=("describe-cluster",))
-def describe_cluster(session, args: dict) -> Result:
+def describe_cluster(session: Session, args: dict) -> Result:
     snap = session.conn.read(controller=True)
     replicas, leaders, offline = _load(snap)
     partitions = sum(len(t.partitions) for t in snap.topics.values())
@@ -43,7 +48,7 @@ def describe_cluster(session, args: dict) -> Result:
 @command("list-brokers", help="Live brokers (in ZooKeeper mode the controller marked; in KRaft mode the "
                                "controllers are no brokers: see describe-controller).",
          examples=("list-brokers",))
-def list_brokers(session, args: dict) -> Result:
+def list_brokers(session: Session, args: dict) -> Result:
     snap = session.conn.read([], controller=True)
     rows = [[b.id, b.host, b.port, b.rack, "controller" if b.id == snap.controller_id else "broker"]
             for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
@@ -55,7 +60,7 @@ def list_brokers(session, args: dict) -> Result:
                 help="Broker to ask (default: any live broker)."),
          help="The API versions a broker supports.",
          examples=("api-versions", "api-versions --broker 2"))
-def api_versions(session, args: dict) -> Result:
+def api_versions(session: Session, args: dict) -> Result:
     from kafka_shell.protocol import api_name
     versions = session.conn.api_versions(args["broker"])
     rows = [[api_name(key), key, r.start, r.stop - 1] for key, r in sorted(versions.items())]

@@ -7,10 +7,15 @@ shorthands. Secret values are never printed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kafka_shell.operations import admin_error, alter_configs, debug, entity_label, require_topic
 from kafka_shell.errors import KafkaCallError, UsageError
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
 
 ENTITY_OPTIONS = (
     Option("--entity-type", choices=("topics", "brokers"), help="What the configs belong to."),
@@ -45,7 +50,7 @@ def entity(args: dict) -> tuple[str, str]:
          help="Show the configs of a topic, a broker or the broker defaults (overrides only unless --all).",
          examples=("describe-configs --topic orders", "describe-configs --broker 1 --all",
                    "describe-configs --entity-type brokers --entity-default"))
-def describe_configs(session, args: dict) -> Result:
+def describe_configs(session: Session, args: dict) -> Result:
     from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
     kind, name = entity(args)
     if kind == "topics":
@@ -109,7 +114,7 @@ def key_list(text: str) -> list[str]:
          examples=("alter-configs --topic orders --add-config retention.ms=86400000",
                    "alter-configs --entity-type brokers --entity-default --add-config log.retention.ms=3600000",
                    "alter-configs --topic orders --delete-config retention.ms"))
-def alter_configs_command(session, args: dict) -> Result:
+def alter_configs_command(session: Session, args: dict) -> Result:
     if not (args["add_config"] or args["delete_config"]):
         raise UsageError("alter-configs needs --add-config or --delete-config")
     kind, name = entity(args)

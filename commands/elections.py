@@ -10,6 +10,8 @@ broker's own metadata shows the new leaders.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import time
 
 from kafka_shell.codes import ApiKey, ElectionType, Error
@@ -22,6 +24,9 @@ from kafka_shell.progress import ProgressBar
 from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
 
 PREFERRED, UNCLEAN, DESIGNATED = ElectionType.PREFERRED, ElectionType.UNCLEAN, ElectionType.DESIGNATED
 TYPES = {"preferred": PREFERRED, "unclean": UNCLEAN, "designated": DESIGNATED}
@@ -76,7 +81,7 @@ PREFERRED_HELP = (
          examples=("preferred-replica-leader-election --topic orders",
                    "preferred-replica-leader-election --all-topic-partitions --blocking",
                    "preferred-replica-leader-election --path-to-json-file partitions.json --dry-run"))
-def preferred_replica_leader_election(session, args: dict) -> Result:
+def preferred_replica_leader_election(session: Session, args: dict) -> Result:
     return elect(session, args, PREFERRED, "preferred-replica-leader-election")
 
 
@@ -93,7 +98,7 @@ def preferred_replica_leader_election(session, args: dict) -> Result:
          examples=("elect-leaders --election-type preferred --all-topic-partitions",
                    "elect-leaders --election-type unclean --topic orders --partition 3",
                    "elect-leaders --election-type designated --path-to-json-file recovery.json"))
-def elect_leaders(session, args: dict) -> Result:
+def elect_leaders(session: Session, args: dict) -> Result:
     return elect(session, args, TYPES[args["election_type"]], "elect-leaders")
 
 
@@ -116,7 +121,7 @@ def elect(session, args: dict, kind: int, name: str) -> Result:
     return result
 
 
-def check_zookeeper(session, args: dict) -> None:
+def check_zookeeper(session: Session, args: dict) -> None:
     """KIP-183: --zookeeper is gone; say what replaces it, and do nothing."""
     if args["zookeeper"] is None:
         return

@@ -5,12 +5,17 @@ and says plainly when the cluster lacks the API.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kafka_shell.codes import ApiKey, Error, ResourceType
 from kafka_shell.metadata import KRAFT
 from kafka_shell.operations import debug, read_topics
 from kafka_shell.errors import KafkaCallError, UsageError, kafka_error_message
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
 
 PREFERRED_CONTROLLER_KEY = "preferred.controller.id"
 
@@ -43,7 +48,7 @@ def name_list(text: str) -> list[str]:
          Option("--describe", flag=True, help="Accepted for kafka-log-dirs compatibility (the only action)."),
          help="Log directories of brokers: per dir and partition, size, offset lag and future replicas.",
          examples=("describe-log-dirs", "describe-log-dirs --broker-list 1,2 --topic-list orders"))
-def describe_log_dirs(session, args: dict) -> Result:
+def describe_log_dirs(session: Session, args: dict) -> Result:
     conn = session.conn
     brokers = _brokers(session, args["broker_list"])
     topics = None
@@ -98,7 +103,7 @@ def _known(value):
          exclusive_groups=(("--status", "--replication"),),
          help="The KRaft metadata quorum, like kafka-metadata-quorum describe.",
          examples=("describe-quorum --status", "describe-quorum --replication"))
-def describe_quorum(session, args: dict) -> Result:
+def describe_quorum(session: Session, args: dict) -> Result:
     quorum = _quorum(session)
     voters, observers = quorum["current_voters"], quorum["observers"]
     leader = next((v for v in voters if v["replica_id"] == quorum["leader_id"]), None)
@@ -157,7 +162,7 @@ def _node(r: dict, endpoints: dict) -> str:
 @command("describe-controller",
          help="The active controller: id, address, rack, epoch, and the preferred controller if one is set.",
          examples=("describe-controller",))
-def describe_controller(session, args: dict) -> Result:
+def describe_controller(session: Session, args: dict) -> Result:
     controller = session.conn.controller()  # KRaft: one DescribeQuorum gives id and epoch together
     if controller.id < 0:
         raise KafkaCallError("The cluster has no active controller right now; try again shortly.",

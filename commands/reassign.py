@@ -8,6 +8,8 @@ Exit codes: 0 done, 1 failed, 2 bad input (nothing sent), 3 (--verify) still in 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import json
 import time
 from pathlib import Path
@@ -21,6 +23,9 @@ from kafka_shell.files import is_int, read_json
 from kafka_shell.progress import ProgressBar
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
 
 IN_PROGRESS = 3
 INTERRUPTED = 130
@@ -98,7 +103,7 @@ RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
                    "reassign-partitions --execute --reassignment-json-file move.json --throttle 10000000",
                    "reassign-partitions --verify --reassignment-json-file move.json --blocking",
                    "reassign-partitions --list"))
-def reassign_partitions(session, args: dict) -> Result:
+def reassign_partitions(session: Session, args: dict) -> Result:
     action = check_options(args)
     if action == "--generate":
         return generate(session, args)
@@ -248,7 +253,7 @@ def cluster_key(session) -> str:
 # -- --generate ---------------------------------------------------------------------------------
 
 
-def generate(session, args: dict) -> Result:
+def generate(session: Session, args: dict) -> Result:
     names = args["topic"] or topics_to_move(args["topics_to_move_json_file"])
     snapshot = session.conn.read(names)
     missing = [n for n in names if n not in snapshot.topics]
@@ -479,7 +484,7 @@ def list_moves(session) -> Result:
     return Result(tables=[table], text="\n".join(lines))
 
 
-def wait_all(session, args: dict) -> Result:
+def wait_all(session: Session, args: dict) -> Result:
     return wait_and_finish(session, args, None, resume="")
 
 

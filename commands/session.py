@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from itertools import groupby
 
 from kafka_shell.operations import require_topic
@@ -11,11 +13,14 @@ from kafka_shell.parsing import find_command, help_text
 from kafka_shell.registry import REGISTRY, Option, command
 from kafka_shell.render import FORMATS, Result
 
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
+
 
 @command("help", Option("command", metavar="COMMAND", completer=None, help="A command to explain."),
          help="List the commands, or explain one (also: COMMAND --help).",
          examples=("help", "help create-topic"))
-def help_command(session, args: dict) -> Result:
+def help_command(session: Session, args: dict) -> Result:
     if args["command"]:
         return Result(text=help_text(find_command(args["command"])))
     lines = ["Commands:"]
@@ -32,7 +37,7 @@ def help_command(session, args: dict) -> Result:
          help="Switch the context topic (topic commands use it when --topic is left out); "
               "`topic` alone leaves it.",
          examples=("topic orders", "topic"))
-def topic_command(session, args: dict) -> Result:
+def topic_command(session: Session, args: dict) -> Result:
     if not args["name"]:
         left, session.topic = session.topic, None
         return Result.message(f'Left "{left}" topic.' if left else "No topic context.")
@@ -42,7 +47,7 @@ def topic_command(session, args: dict) -> Result:
 
 
 @command("refresh", help="Fetch the cluster metadata again (topics, brokers, controller).")
-def refresh_command(session, args: dict) -> Result:
+def refresh_command(session: Session, args: dict) -> Result:
     snap = session.conn.refresh()
     return Result.message(f"Metadata refreshed: {len(snap.brokers)} broker(s), {len(snap.topics)} topic(s), "
                           f"{snap.controller.describe()}.")
@@ -50,14 +55,14 @@ def refresh_command(session, args: dict) -> Result:
 
 @command("output", Option("format", choices=FORMATS, help="table, json or csv."),
          help="Show or set the output format of this session.", examples=("output json",))
-def output_command(session, args: dict) -> Result:
+def output_command(session: Session, args: dict) -> Result:
     if args["format"]:
         session.output = args["format"]
     return Result.message(f"Output format: {session.output}.")
 
 
 @command("clusters", help="List the named clusters (from clusters.json in the config directory).")
-def clusters_command(session, args: dict) -> Result:
+def clusters_command(session: Session, args: dict) -> Result:
     current = session.cluster or clusters.current()
     rows = [[name, entry.get("bootstrap"), len(entry.get("properties") or {}), name == current]
             for name, entry in sorted(clusters.load().items())]
@@ -67,7 +72,7 @@ def clusters_command(session, args: dict) -> Result:
 @command("use-cluster", Option("name", required=True, metavar="NAME", completer="cluster"),
          help="Switch to a named cluster (and make it the default for the next runs).",
          examples=("use-cluster prod",))
-def use_cluster(session, args: dict) -> Result:
+def use_cluster(session: Session, args: dict) -> Result:
     from kafka_shell.session import Target
     bootstrap, props = clusters.get(args["name"])
     timeout = session.target.timeout_s if session.target else 10.0
@@ -86,7 +91,7 @@ def use_cluster(session, args: dict) -> Result:
          examples=("add-cluster local --bootstrap-server localhost:9092",
                    "add-cluster prod --bootstrap-server k1:9093 -X security.protocol=SASL_SSL "
                    "-X 'sasl.password=${PROD_PASSWORD}'"))
-def add_cluster(session, args: dict) -> Result:
+def add_cluster(session: Session, args: dict) -> Result:
     from kafka_shell.client_config import parse_x_options
     if not args["name"].replace("-", "").replace("_", "").isalnum():
         raise UsageError(f'Invalid cluster name "{args["name"]}": use letters, digits, "-" or "_"')

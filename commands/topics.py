@@ -9,7 +9,7 @@ create-topic lines in a script becomes one CreateTopics request (see runner.run_
 from __future__ import annotations
 
 import fnmatch
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError
@@ -18,6 +18,9 @@ from kafka_shell.operations import (admin_error, alter_configs, change_replicati
 from kafka_shell.option_types import key_value, positive_int, replica_assignment
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
 
 # Kafka's controller refuses requests creating more partitions than this in total.
 MAX_PARTITIONS_PER_REQUEST = 10_000
@@ -46,7 +49,7 @@ CREATE_OPTIONS = (
          examples=("create-topic --topic orders --partitions 6 --replication-factor 3",
                    "create-topic --topic a --topic b --config cleanup.policy=compact",
                    "create-topic --topic pinned --replica-assignment 1:2,2:3,3:1"))
-def create_topic(session, args: dict) -> Result:
+def create_topic(session: Session, args: dict) -> Result:
     outcome = create_topics(session, [args])[0]
     if isinstance(outcome, BaseException):
         raise outcome
@@ -169,7 +172,7 @@ def _valid_name(name: str) -> bool:
                    "alter-topic --topic orders --config retention.ms=86400000",
                    "alter-topic --topic orders --delete-config retention.ms",
                    "alter-topic --topic orders --replication-factor 3"))
-def alter_topic(session, args: dict) -> Result:
+def alter_topic(session: Session, args: dict) -> Result:
     if not (args["partitions"] or args["config"] or args["delete_config"] or args["replication_factor"]):
         raise UsageError("alter-topic needs --partitions, --replication-factor, --config or --delete-config")
     if args["replica_assignment"] and not args["partitions"]:
@@ -232,7 +235,7 @@ def _add_partitions(session, topics, total: int, assignment, dry_run: bool) -> l
          mutates=True, destructive=True, topic_context=True,
          help="Delete topics (asks for confirmation; --yes outside the REPL).",
          examples=("delete-topic --topic orders --yes", "delete-topic --topic 'tmp-*' --yes"))
-def delete_topic(session, args: dict) -> Result:
+def delete_topic(session: Session, args: dict) -> Result:
     snap = read_for(session, args["topic"])
     known = snap.topics
     names = resolve_topics(snap, args["topic"], include_internal=False)
@@ -280,7 +283,7 @@ def delete_topic(session, args: dict) -> Result:
          Option("--exclude-internal", flag=True, help="Leave out internal topics."),
          help="List topics.",
          examples=("list-topics", "list-topics 'orders-*' --exclude-internal"))
-def list_topics(session, args: dict) -> Result:
+def list_topics(session: Session, args: dict) -> Result:
     topics = session.conn.read().topics
     rows = [[t.name, len(t.partitions), len(t.partitions[0].replicas) if t.partitions else 0]
             for name, t in sorted(topics.items())
@@ -306,7 +309,7 @@ FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_i
          topic_context=True,
          help="Describe topics and their partitions (Kafka's fields), with Kafka's filters.",
          examples=("describe-topic --topic orders", "describe-topic --under-replicated-partitions"))
-def describe_topic(session, args: dict) -> Result:
+def describe_topic(session: Session, args: dict) -> Result:
     if args["topic"]:
         snapshot, topics = read_topics(session, args["topic"])
     else:

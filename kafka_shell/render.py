@@ -69,19 +69,36 @@ def render(result: Result, fmt: str, out: TextIO, err: TextIO) -> None:
     err.flush()
 
 
-def _table(tables: list[Table]) -> str:
-    """tabulate's "simple" layout. Cells are already text, so number parsing is off: it is
-    what makes tabulate slow on a 10,000-partition describe."""
-    from tabulate import tabulate  # only table output pays its import
+# Above this many rows a table goes through `_aligned`, which prints exactly tabulate's layout
+# for plain text cells ~10 times faster (tabulate inspects every cell's type and width: 0.35 s of
+# a 10,000-partition describe-topic).
+LARGE_TABLE_ROWS = 1000
 
+
+def _table(tables: list[Table]) -> str:
+    """tabulate's "simple" layout. Cells are already text, so number parsing is off."""
     blocks = []
     for t in tables:
         if not t.rows:
             blocks.append("(none)")
             continue
         rows = [[cell(v) for v in row] for row in t.rows]
+        if len(rows) > LARGE_TABLE_ROWS and all(c.isascii() for row in rows for c in row):
+            blocks.append(_aligned(t.columns, rows))
+            continue
+        from tabulate import tabulate  # only table output pays its import
         blocks.append(tabulate(rows, headers=t.columns, tablefmt="simple", disable_numparse=True))
     return "\n\n".join(blocks) + "\n"
+
+
+def _aligned(columns: list[str], rows: list[list[str]]) -> str:
+    """tabulate's "simple" table of left-aligned ASCII text: header, dashes, rows; columns two
+    spaces apart, each as wide as its widest cell or its header plus tabulate's padding of 2."""
+    widths = [max(len(h) + 2, max(map(len, col))) for h, col in zip(columns, zip(*rows))]
+    line = "  ".join(f"{{:<{w}}}" for w in widths).format
+    out = [line(*columns).rstrip(), "  ".join("-" * w for w in widths)]
+    out += [line(*row).rstrip() for row in rows]
+    return "\n".join(out)
 
 
 def _json(tables: list[Table]) -> str:

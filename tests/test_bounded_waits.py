@@ -32,7 +32,7 @@ def silent_listener():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen(16)
-        yield "127.0.0.1:{}".format(s.getsockname()[1])
+        yield f"127.0.0.1:{s.getsockname()[1]}"
 
 
 class TrickleProxy:
@@ -44,7 +44,7 @@ class TrickleProxy:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
-        self.address = "127.0.0.1:{}".format(self.sock.getsockname()[1])
+        self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
         self.stop = threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -99,7 +99,7 @@ def test_silent_broker(line):
 def test_refused_port_is_said_at_once(line):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        address = "127.0.0.1:{}".format(s.getsockname()[1])  # bound, not listening: refused
+        address = f"127.0.0.1:{s.getsockname()[1]}"  # bound, not listening: refused
         p = bounded("--bootstrap-server", address, "--command", line)
     assert_one_line_error(p, 1, "connection refused by " + address)
 

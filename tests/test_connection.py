@@ -93,7 +93,7 @@ def test_silent_bootstrap_names_the_servers_and_the_timeout():
     with socket.socket() as silent:  # accepts connections (the backlog) but never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
-        bootstrap = "127.0.0.1:{}".format(silent.getsockname()[1])
+        bootstrap = f"127.0.0.1:{silent.getsockname()[1]}"
         cm = ConnectionManager(bootstrap, timeout_s=0.3)
         with pytest.raises(ClusterUnreachable) as err:
             cm.connect()

@@ -4,9 +4,12 @@ pexpect against `kafka-shell --sandbox` in a pseudo-terminal."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pexpect
@@ -124,6 +127,54 @@ def test_toolbar_counts_brokers_up_out_of_all_seen(session, sandbox):
     assert "topic: orders" in "".join(t for _, t in fragments)
 
 
+def test_repl_reads_what_changed_behind_its_back(session, sandbox, admin):
+    """Each command reads the cluster when it runs: a topic another client created, a stopped
+    broker, a whole cluster gone (then the toolbar says unreachable, not the last counts)."""
+    from confluent_kafka.admin import NewTopic
+
+    from kafka_shell.sandbox import admin as sandbox_admin
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 2, 3, [[1, 2, 3], [2, 3, 1]])
+    outputs: list[str] = []
+    toolbar_text: list[str] = []
+
+    def typed(pipe, line: str, expect: str) -> str:
+        """Type a line, wait for its answer (stdout or stderr) to contain `expect`."""
+        start = len(session.stdout.getvalue()), len(session.stderr.getvalue())
+        pipe.send_text(line + "\n")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            new = session.stdout.getvalue()[start[0]:] + session.stderr.getvalue()[start[1]:]
+            if expect in new:
+                return new
+            time.sleep(0.02)
+        raise AssertionError(f"{line!r} never showed {expect!r}")
+
+    def drive(pipe) -> None:
+        try:
+            outputs.append(typed(pipe, "list-topics", "ReplicationFactor"))
+            admin.create_topics([NewTopic("made-elsewhere", 1, 1)])["made-elsewhere"].result(10)
+            outputs.append(typed(pipe, "list-topics", "made-elsewhere"))
+            sandbox.stop_broker(2)
+            outputs.append(typed(pipe, "describe-topic --topic t -o json", "Offline"))
+            for b in (1, 3):
+                sandbox.stop_broker(b)
+            outputs.append(typed(pipe, "describe-topic --topic t", "Cannot reach any broker"))
+            toolbar_text.append("".join(t for _, t in create_toolbar(Repl(session, output=DummyOutput()))()))
+        finally:
+            pipe.send_text(CTRL_D)
+
+    with create_pipe_input() as pipe:
+        feeder = threading.Thread(target=drive, args=(pipe,), daemon=True)
+        feeder.start()
+        run_repl(session, input=pipe, output=DummyOutput())
+        feeder.join(30)
+    assert len(outputs) == 4, outputs
+    assert "made-elsewhere" not in outputs[0] and "made-elsewhere" in outputs[1]
+    parts = json.loads(outputs[2][outputs[2].index("{"):])["partitions"]
+    assert all(p["Leader"] != 2 and 2 not in p["Isr"] and p["Offline"] == [2] for p in parts)
+    assert "unreachable since" in toolbar_text[0] and "brokers: ?/3" in toolbar_text[0]
+
+
 def test_completer_follows_the_cache(session):
     """A new snapshot in the connection manager reaches the completer: no request per key."""
     repl = Repl(session, output=DummyOutput())
@@ -200,7 +251,7 @@ def terminal(data_dir):
 
 def test_topic_context_end_to_end(terminal):
     t = terminal
-    t.child.expect(r"Connected to Kafka controller at 127\.0\.0\.1:\d+ \(broker \d\)\.")
+    t.child.expect(r"Connected to cluster \S+ \(KRaft, active controller 100 at 127\.0\.0\.1:\d+, epoch \d+\)\.")
     t.prompt()
     t.child.expect("cluster: " + ESC + "sandbox")                  # the toolbar's first drawing
     t.child.expect("brokers: " + ESC + "3/3")
