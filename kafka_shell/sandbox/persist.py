@@ -1,10 +1,11 @@
 """`--data-dir` persistence: the sandbox's state as one JSON file, written atomically.
 
-Saved: cluster id, controller, cluster-wide configs, brokers (id, host, port, rack, configs),
+Saved: cluster id, mode, controller, KRaft controllers (id, host, port), cluster-wide configs, brokers (id, host, port, rack, configs),
 topics with their configs and partitions (replicas, leader, epochs, ISR, ELR, log end offsets,
 high watermark) and the record batches, base64-encoded, up to RECORD_BYTES_PER_PARTITION per
 partition: older batches past that are dropped and the log start offset moves past them, as
-retention would. Brokers come back alive; state kept by other modules in `Cluster.extras`
+retention would. Format 1 (before the KRaft mode) loads as a zk-mode cluster, which it was.
+Brokers and controllers come back alive; state kept by other modules in `Cluster.extras`
 (groups, reassignments) is not saved.
 
 Use: `persist.load(dir)` before starting (None when the directory holds no state), and
@@ -21,10 +22,11 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from kafka_shell.sandbox.model import Batch, Broker, Cluster, Partition, Topic
+from kafka_shell.sandbox.model import ZK, Batch, Broker, Cluster, Controller, Partition, Topic
 
 STATE_FILE = "sandbox-state.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 RECORD_BYTES_PER_PARTITION = 1024 * 1024
 
 
@@ -39,6 +41,9 @@ def save(cluster: Cluster, data_dir: str | os.PathLike) -> Path:
     state = {
         "version": FORMAT_VERSION,
         "cluster_id": cluster.cluster_id,
+        "mode": cluster.mode,
+        "controllers": [{"id": c.id, "host": c.host, "port": c.port, "configs": c.configs}
+                        for c in cluster.controllers.values()],
         "controller_id": cluster.controller_id,
         "controller_epoch": cluster.controller_epoch,
         "cluster_configs": cluster.cluster_configs,
@@ -95,15 +100,18 @@ def load(data_dir: str | os.PathLike) -> Cluster | None:
         state = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise StateError(f"{path} is not valid JSON ({exc}): move it away to start afresh") from None
-    if state.get("version") != FORMAT_VERSION:
+    if state.get("version") not in READABLE_VERSIONS:
         raise StateError(f"{path} has format version {state.get('version')!r}; this sandbox reads "
-                         f"version {FORMAT_VERSION}")
+                         f"versions {', '.join(map(str, READABLE_VERSIONS))}")
     brokers = {b["id"]: Broker(id=b["id"], host=b["host"], port=b["port"], rack=b["rack"],
                                epoch=b["epoch"] + 1, configs=b["configs"])  # a restart bumps the epoch
                for b in state["brokers"]}
     cluster = Cluster(cluster_id=state["cluster_id"], brokers=brokers,
                       controller_id=state["controller_id"], controller_epoch=state["controller_epoch"],
-                      cluster_configs=state["cluster_configs"])
+                      cluster_configs=state["cluster_configs"], mode=state.get("mode", ZK),
+                      controllers={c["id"]: Controller(id=c["id"], host=c["host"], port=c["port"],
+                                                       configs=c["configs"])
+                                   for c in state.get("controllers", [])})
     for t in state["topics"]:
         cluster.topics[t["name"]] = Topic(
             name=t["name"], id=uuid.UUID(t["id"]), internal=t["internal"], configs=t["configs"],
