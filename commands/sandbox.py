@@ -30,7 +30,7 @@ ACTIONS = {
          Option("action", choices=tuple(ACTIONS), required=True, help="What to do."),
          Option("args", repeatable=True, metavar="ARG", help="The action's arguments."),
          Option("--epoch", type=int, metavar="E", help="Leader epoch for set-log-end-offset."),
-         sandbox_only=True,
+         sandbox_only=True, changes_cluster=True,
          help="Control the sandbox cluster (faults, brokers, controllers).",
          description="\n".join(f"  {a} {' '.join(n)}: {h}" for a, (n, h) in ACTIONS.items()) +
          "\n  Works on kafka-shell --sandbox, and on a `kafka-shell sandbox` server given as "

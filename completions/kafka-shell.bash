@@ -6,7 +6,7 @@ _kafka_shell() {
       --alter-configs|--alter-topic|--api-versions|--create-topic|--delete-topic|--describe-cluster|--describe-configs|--describe-controller|--describe-log-dirs|--describe-quorum|--describe-topic|--elect-leaders|--list-brokers|--list-topics|--preferred-replica-leader-election|--reassign-partitions) cmd="${w#--}";;
     esac
   done
-  local opts="--bootstrap-server --broker-list --cluster --command --command-config --continue-on-error --debug --file --help --output --quiet --sandbox --shell --timeout --yes -X -c -f -h -o -q"
+  local opts="--bootstrap-controller --bootstrap-server --broker-list --cluster --command --command-config --continue-on-error --debug --file --help --output --quiet --sandbox --shell --timeout --yes -X -c -f -h -o -q"
   case "$cmd" in
     alter-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --add-config --delete-config --dry-run --output -o --help";;
     alter-topic) opts="$opts --topic --partitions --replica-assignment --config --delete-config --replication-factor --dry-run --output -o --help";;

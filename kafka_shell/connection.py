@@ -160,6 +160,10 @@ class ConnectionManager:
                 channel = self.router.controller_channel(api_key, body, deadline)
                 response = channel.request(api_key, body, version, deadline=deadline)
             except NoAnswer as late:
+                if mutation and late.sent:
+                    raise KafkaCallError(f"{late}: the {protocol.api_name(api_key)} request may or may not "
+                                         "have taken effect. Check the cluster state before retrying.",
+                                         retriable=False) from None
                 raise self._no_answer(late) from None
             except ConnectionLost as lost:
                 reason = str(lost)
@@ -297,6 +301,10 @@ class ConnectionManager:
                 return results
             time.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_S)
+            try:
+                self.router.refresh_controller(deadline)  # says so if the controller moved
+            except (ConnectionLost, KafkaCallError) as exc:
+                log.debug("finding the controller again failed: %s", exc)
             self._refresh_admin_metadata(deadline)
 
     def _refresh_admin_metadata(self, deadline: float) -> None:
@@ -313,7 +321,7 @@ class ConnectionManager:
         from confluent_kafka import KafkaError, KafkaException
 
         from kafka_shell.admin_client import AdminError, admin_error
-        if "request_timeout" in _admin_params(method) and "request_timeout" not in kwargs:
+        if method in TAKES_REQUEST_TIMEOUT and "request_timeout" not in kwargs:
             kwargs = {**kwargs, "request_timeout": left(deadline)}  # librdkafka stops waiting too
         try:
             outcome = getattr(self.admin, method)(*args, **kwargs)
@@ -342,13 +350,11 @@ class ConnectionManager:
         self._admin = None
 
 
-def _admin_params(method: str) -> tuple[str, ...]:
-    """The keyword arguments an AdminClient method takes (confluent-kafka's C methods have no
-    signature; these take request_timeout, in seconds)."""
-    return () if method in _NO_REQUEST_TIMEOUT else ("request_timeout",)
-
-
-_NO_REQUEST_TIMEOUT = {"list_topics", "list_groups", "poll"}
+# AdminClient methods whose request_timeout (seconds) we set to what is left of the deadline, so
+# librdkafka gives up when we do. Not every method takes it, and elect_leaders' C binding fails
+# on it (SystemError in confluent-kafka 2.16): only these get it.
+TAKES_REQUEST_TIMEOUT = {"create_topics", "delete_topics", "create_partitions", "describe_configs",
+                         "alter_configs", "incremental_alter_configs", "describe_cluster", "describe_topics"}
 
 
 def _error_codes(tree: object):

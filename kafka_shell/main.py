@@ -214,7 +214,6 @@ def run(argv: list[str]) -> int:
 
 def interactive(session) -> int:
     session.interactive = True
-    session.refresh_after_mutation = True
     session.stderr.write(session.conn.greeting() + "\n")  # connects now
     from kafka_shell.repl import run_repl  # prompt_toolkit only loads here
     return run_repl(session)

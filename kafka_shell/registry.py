@@ -61,6 +61,7 @@ class Command:
     aliases: tuple[str, ...] = ()
     family: str = ""
     mutates: bool = False             # offers --dry-run; refreshes the metadata cache after
+    changes_cluster: bool = False     # refreshes the cache after too, without --dry-run (sandbox faults)
     destructive: bool = False         # asks for confirmation in the REPL, needs --yes elsewhere
     required_groups: tuple[tuple[str, ...], ...] = ()   # exactly one of each group is required
     exclusive_groups: tuple[tuple[str, ...], ...] = ()  # at most one of each group

@@ -169,6 +169,11 @@ class Router:
         brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, getattr(b, "rack", None))  # type: ignore[attr-defined]
                    for b in metadata.brokers}  # type: ignore[attr-defined]
         self.brokers = brokers
+        with self._lock:  # a bootstrap connection learns which broker it reaches
+            for b in brokers.values():
+                ch = self._channels.get((b.host, b.port))
+                if ch is not None:
+                    ch.name = f"broker {b.id} at {b.address}"
         if self.mode == ZOOKEEPER:
             cid = getattr(metadata, "controller_id", -1)
             b = brokers.get(cid)

@@ -133,7 +133,8 @@ def _execute(session: Session, run: list[Line], batch, stop_on_error: bool) -> l
                 done = batch(session, args[:bad]) if bad else []
                 return [*done, checks[bad]]
         outcomes = batch(session, args)
-    if first.command.mutates and not first.args.get("dry_run") and session.refresh_after_mutation \
+    if (first.command.mutates or first.command.changes_cluster) and not first.args.get("dry_run") \
+            and session.refresh_after_mutation \
             and any(isinstance(o, Result) and o.exit_code == 0 for o in outcomes):
         _refresh(session)
     return outcomes
@@ -144,9 +145,11 @@ def _failed(outcome: object) -> bool:
 
 
 def _refresh(session: Session) -> None:
-    """The REPL's cache (completion, toolbar) follows a change at once; on a thread, so the
-    prompt comes back without waiting for it."""
-    session.conn.refresh_in_background()
+    """The REPL's cache (completion, toolbar) follows a change at once: the next Tab knows it."""
+    try:
+        session.conn.refresh()
+    except Exception as exc:  # noqa: BLE001 - a failed refresh must not fail the change itself
+        session.notify(f"Could not refresh the metadata cache: {exc}")
 
 
 def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) -> int:

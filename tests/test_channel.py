@@ -31,9 +31,9 @@ def test_negotiates_versions_and_uses_the_newest_common_one(sandbox):
         assert ch.pick_version(METADATA) == min(theirs.stop, protocol.kio_versions(METADATA).stop) - 1
         answer = ch.request(METADATA, {"topics": None})
         assert sorted(b["node_id"] for b in answer["brokers"]) == [1, 2, 3]
-        assert answer["controller_id"] == sandbox.cluster.controller_id
+        assert answer["controller_id"] in (1, 2, 3)  # KRaft: a random live broker, as Kafka answers
         old = ch.request(METADATA, {"topics": None}, version=1)  # an explicit version works too
-        assert old["controller_id"] == sandbox.cluster.controller_id
+        assert old["controller_id"] in (1, 2, 3)
     finally:
         ch.close()
 
@@ -66,7 +66,7 @@ def test_connection_refused_is_connection_lost_before_sending():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with pytest.raises(ConnectionLost, match=f"Cannot connect to 127.0.0.1:{port}") as err:
+    with pytest.raises(ConnectionLost, match=f"127.0.0.1:{port} refused the connection") as err:
         Channel("127.0.0.1", port, {}, timeout_s=1)
     assert not err.value.sent
 

@@ -8,6 +8,8 @@ import json
 import pytest
 
 from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox.server import Sandbox
+from tests.conftest import BOTH_MODES, KRAFT_MODE, ZK_MODE
 from kafka_shell.sandbox import replication
 from tests.sandbox.wire import produce
 from tests.tansu import tansu_broker
@@ -60,46 +62,65 @@ def test_inspection_bad_input(sandbox, line, code, needles):
     assert_one_line_error(run(sandbox, line), code, *needles)
 
 
-def test_describe_quorum_status_and_replication(sandbox):
-    sandbox.stop_broker(3)
-    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 1)  # the log moves on without 3
-    cluster = sandbox.cluster
-    stopped_offset = cluster.extras["stopped_at"][3][0]
+@pytest.fixture
+def quorum3(sandbox_mode):
+    """Three KRaft voters (100-102) and brokers 1-3, or in zk mode a 3-broker cluster."""
+    with Sandbox(brokers=3, controllers=3, mode=sandbox_mode) as sb:
+        yield sb
+
+
+@KRAFT_MODE
+def test_describe_quorum_status_and_replication(quorum3):
+    sandbox, cluster = quorum3, quorum3.cluster
+    leader = sandbox.active_controller
+    follower = next(c for c in sandbox.controller_ids if c != leader)
+    sandbox.stop_controller(follower)
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 1)  # the log moves on without it
+    stopped_offset = cluster.extras["stopped_at"][follower][0]
     [status] = out_json(run(sandbox, "describe-quorum --status", "-o", "json"))
-    addresses = {b.id: f"{b.id}@CONTROLLER://{b.host}:{b.port}" for b in cluster.brokers.values()}
+    voters = [f"{c}@CONTROLLER://{h}:{p}" for c in sandbox.controller_ids for h, p in [sandbox.address(c)]]
     assert status == {
-        "ClusterId": cluster.cluster_id, "LeaderId": cluster.controller_id,
-        "LeaderEpoch": cluster.controller_epoch, "HighWatermark": cluster.generation,
+        "ClusterId": cluster.cluster_id, "LeaderId": leader,
+        "LeaderEpoch": sandbox.controller_epoch, "HighWatermark": cluster.generation,
         "MaxFollowerLag": cluster.generation - stopped_offset,
         "MaxFollowerLagTimeMs": status["MaxFollowerLagTimeMs"],
-        "CurrentVoters": [addresses[b] for b in (1, 2, 3)], "CurrentObservers": []}
+        "CurrentVoters": voters, "CurrentObservers": ["1", "2", "3"]}  # brokers observe the quorum
     assert status["MaxFollowerLagTimeMs"] >= 0
     [default] = out_json(run(sandbox, "describe-quorum", "-o", "json"))  # --status is the default
-    lag_time = "MaxFollowerLagTimeMs"  # grows while broker 3 stays down
+    lag_time = "MaxFollowerLagTimeMs"  # grows while the follower stays down
     assert {**default, lag_time: None} == {**status, lag_time: None} and default[lag_time] >= status[lag_time]
 
     table = out_json(run(sandbox, "describe-quorum --replication", "-o", "json"))
     by_id = {r["NodeId"]: r for r in table}
-    leader = cluster.controller_id
     assert table[0]["NodeId"] == leader and table[0]["Status"] == "Leader" and table[0]["Lag"] == 0
-    assert {r["Status"] for r in table[1:]} == {"Follower"}
-    assert (by_id[3]["LogEndOffset"], by_id[3]["Lag"]) == (stopped_offset, cluster.generation - stopped_offset)
-    assert by_id[3]["LastCaughtUpTimestamp"] == cluster.extras["stopped_at"][3][1]
+    assert [r["Status"] for r in table[1:]] == ["Follower", "Follower", "Observer", "Observer", "Observer"]
+    assert (by_id[follower]["LogEndOffset"], by_id[follower]["Lag"]) == (stopped_offset, cluster.generation - stopped_offset)
+    assert by_id[follower]["LastCaughtUpTimestamp"] == cluster.extras["stopped_at"][follower][1]
     assert all(r["DirectoryId"] for r in table)
 
 
-def test_describe_controller_and_the_preferred_controller(sandbox):
-    cluster = sandbox.cluster
+@ZK_MODE
+def test_describe_quorum_on_a_zookeeper_mode_cluster(sandbox):
+    assert_one_line_error(run(sandbox, "describe-quorum"), 1,
+                          "needs the DescribeQuorum API, which is not supported by this cluster")
+
+
+@BOTH_MODES
+def test_describe_controller_and_the_preferred_controller(quorum3):
+    sandbox = quorum3
     [row] = out_json(run(sandbox, "describe-controller", "-o", "json"))
-    c = cluster.brokers[cluster.controller_id]
-    assert row == {"Id": c.id, "Host": c.host, "Port": c.port, "Rack": None,
-                   "ControllerEpoch": cluster.controller_epoch, "PreferredController": "none"}
-    target = next(b for b in cluster.brokers if b != c.id)
+    active = sandbox.active_controller
+    host, port = sandbox.address(active)
+    kraft = sandbox.mode == "kraft"
+    assert row == {"Id": active, "Host": host, "Port": port, "Rack": None, "Mode": "KRaft" if kraft else "ZooKeeper",
+                   "ControllerEpoch": sandbox.controller_epoch if kraft else None, "PreferredController": "none"}
+    # KAFKA-1778: the preferred controller is one of the voters in KRaft mode, a broker in zk mode.
+    target = next(c for c in (sandbox.controller_ids if kraft else [1, 2, 3]) if c != active)
     p = run(sandbox, f"alter-configs --entity-type brokers --entity-default --add-config preferred.controller.id={target}")
     assert p.returncode == 0, p.stderr
     [row] = out_json(run(sandbox, "describe-controller", "-o", "json"))
-    assert (row["Id"], row["PreferredController"]) == (target, target) == (cluster.controller_id, target)
-    assert row["ControllerEpoch"] == cluster.controller_epoch
+    assert (row["Id"], row["PreferredController"]) == (target, target) == (sandbox.active_controller, target)
+    assert row["ControllerEpoch"] == (sandbox.controller_epoch if kraft else None)
 
 
 def test_on_a_cluster_without_the_apis():

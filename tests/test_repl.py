@@ -172,7 +172,8 @@ def test_repl_reads_what_changed_behind_its_back(session, sandbox, admin):
     assert "made-elsewhere" not in outputs[0] and "made-elsewhere" in outputs[1]
     parts = json.loads(outputs[2][outputs[2].index("{"):])["partitions"]
     assert all(p["Leader"] != 2 and 2 not in p["Isr"] and p["Offline"] == [2] for p in parts)
-    assert "unreachable since" in toolbar_text[0] and "brokers: ?/3" in toolbar_text[0]
+    assert "unreachable since" in toolbar_text[0] and "controller: ?" in toolbar_text[0]
+    assert "brokers: ?/" in toolbar_text[0]
 
 
 def test_completer_follows_the_cache(session):

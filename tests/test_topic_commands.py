@@ -81,8 +81,9 @@ def test_configs_for_topics_brokers_and_defaults(sandbox):
 def test_cluster_views(sandbox):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 6, 2)
     data = out_json(run(sandbox, "describe-cluster", "-o", "json"))
-    assert data["cluster"] == [{"ClusterId": sandbox.cluster.cluster_id, "Controller": sandbox.cluster.controller_id,
-                                "Brokers": 3, "Topics": 1, "Partitions": 6}]
+    assert data["cluster"] == [{"ClusterId": sandbox.cluster.cluster_id, "Mode": "KRaft", "Controller": 100,
+                                "ControllerEpoch": sandbox.controller_epoch, "Brokers": 3, "Topics": 1,
+                                "Partitions": 6}]
     assert sum(b["Partitions"] for b in data["brokers"]) == 12
     assert sum(b["Leaders"] for b in data["brokers"]) == 6
     rows = out_json(run(sandbox, "api-versions", "-o", "json"))
@@ -126,7 +127,7 @@ def test_sandbox_commands_with_embedded_cluster():
     assert p.returncode == 1
     assert "Broker 2 stopped." in p.stderr and "Broker 2 started." in p.stderr
     status = json.loads(p.stdout)
-    assert {r["Broker"]: r["State"] for r in status} == {1: "up", 2: "down", 3: "up"}
+    assert {r["Node"]: r["State"] for r in status} == {1: "up", 2: "down", 3: "up", 100: "up"}
     assert "stdin:4: no broker 9 in the sandbox" in p.stderr
 
 

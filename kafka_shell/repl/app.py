@@ -40,6 +40,7 @@ class Repl:
     def __init__(self, session: Session, input: Any = None, output: Any = None,
                  history: History | None = None):
         self.session = session
+        session.refresh_after_mutation = True  # completion and the toolbar follow our changes
         self.registry = load_commands()
         self.completer = self._build_completer(self._snapshot())
         self._swap_lock = threading.Lock()

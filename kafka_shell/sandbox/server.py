@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.sandbox import control, handlers, persist, replication
-from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Broker, Cluster, Controller
+from kafka_shell.sandbox.model import KRAFT, MODES, Broker, Cluster, Controller
 
 log = logging.getLogger("kafka_shell.sandbox")
 
