@@ -27,7 +27,6 @@ times. A mutation is never applied twice:
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -318,6 +317,8 @@ class ConnectionManager:
             log.debug("AdminClient metadata refresh failed: %s", exc)
 
     def _admin_once(self, method: str, args: tuple, kwargs: dict, deadline: float) -> dict:
+        import concurrent.futures
+
         from confluent_kafka import KafkaError, KafkaException
 
         from kafka_shell.admin_client import AdminError, admin_error
