@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.sandbox import control, handlers, persist, replication
-from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Broker, Cluster, Controller
+from kafka_shell.sandbox.model import KRAFT, MODES, Broker, Cluster, Controller
 
 log = logging.getLogger("kafka_shell.sandbox")
 
@@ -197,7 +197,6 @@ class Sandbox:
             # A kept cluster comes back as it was (its mode, nodes, ports and racks win over arguments).
             self.cluster = saved
         self.handlers = handlers.load()
-        self._apis = self._listener_apis()
         self._servers = {i: _BrokerServer(self, b) for i, b in self.cluster.brokers.items()}
         self._controller_servers = {i: _BrokerServer(self, c) for i, c in self.cluster.controllers.items()}
         self._control_server: _BrokerServer | None = None
@@ -488,16 +487,14 @@ class Sandbox:
 
     # -- request dispatch (loop thread) -------------------------------------------------------
 
-    def _listener_apis(self) -> dict[str, dict[int, handlers.Api]]:
-        broker = dict(self.handlers)
-        if not self.cluster.kraft:
-            broker = {k: a for k, a in broker.items() if k not in ZK_BROKER_LACKS}
-        controller = {k: a for k, a in self.handlers.items() if k in CONTROLLER_LISTENER_APIS}
-        return {"broker": broker, "controller": controller}
+    def _serves(self, node: Broker | Controller, api_key: int) -> bool:
+        if isinstance(node, Controller):
+            return api_key in CONTROLLER_LISTENER_APIS
+        return self.cluster.kraft or api_key not in ZK_BROKER_LACKS
 
     def served_apis(self, node: Broker | Controller) -> dict[int, handlers.Api]:
         """The APIs a node's listener serves (what its ApiVersions lists)."""
-        return self._apis["controller" if isinstance(node, Controller) else "broker"]
+        return {k: a for k, a in self.handlers.items() if self._serves(node, k)}
 
     async def dispatch(self, broker: Node, body: bytes) -> bytes | None:
         api_key, version, correlation_id = protocol.peek_header(body)
@@ -505,7 +502,7 @@ class Sandbox:
             return await control.serve(self, body, correlation_id)
         if isinstance(broker, control.ControlNode):
             raise protocol.ProtocolError("the control listener serves only the sandbox control API")
-        api = self.served_apis(broker).get(api_key)
+        api = self.handlers.get(api_key) if self._serves(broker, api_key) else None
         if api is None:
             # Kafka closes the connection on an API key it does not know (or that this
             # listener does not serve).

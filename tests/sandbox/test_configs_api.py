@@ -9,7 +9,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.test_topics_api import INVALID_CONFIG, INVALID_REQUEST, UNKNOWN_TOPIC, raw_request
-from tests.conftest import BOTH_MODES, ZK_MODE
+from tests.conftest import ZK_MODE
 
 SET, DELETE, APPEND, SUBTRACT = (AlterConfigOpType.SET, AlterConfigOpType.DELETE,
                                  AlterConfigOpType.APPEND, AlterConfigOpType.SUBTRACT)

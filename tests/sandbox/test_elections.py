@@ -13,7 +13,7 @@ from kafka_shell.protocol_ext import GET_REPLICA_LOG_INFO_KEY
 from kafka_shell.sandbox import replication
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import create, produce, request, stage_offline_partition
-from tests.conftest import BOTH_MODES, KRAFT_MODE, ZK_MODE
+from tests.conftest import BOTH_MODES, ZK_MODE
 
 pytestmark = BOTH_MODES  # controller, elections, reassignments and faults: both sandbox modes
 

@@ -10,7 +10,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from kafka_shell.sandbox import admin as sandbox_admin
 from tests.sandbox.wire import produce, request
-from tests.conftest import BOTH_MODES, KRAFT_MODE, ZK_MODE
+from tests.conftest import BOTH_MODES
 
 pytestmark = BOTH_MODES  # controller, elections, reassignments and faults: both sandbox modes
 

@@ -15,7 +15,7 @@ from kafka_shell.sandbox import persist
 from kafka_shell.sandbox.model import Batch
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import raw_frame
-from tests.conftest import BOTH_MODES, ZK_MODE
+from tests.conftest import ZK_MODE
 
 NONE, UNKNOWN_TOPIC, INVALID_TOPIC, TOPIC_EXISTS = 0, 3, 17, 36
 INVALID_PARTITIONS, INVALID_RF, INVALID_ASSIGNMENT, INVALID_CONFIG = 37, 38, 39, 40
