@@ -312,6 +312,35 @@ def broker_started(cluster: Cluster, broker_id: int) -> None:
     settle(cluster)  # the restarted replicas truncate, catch up and rejoin the ISR
 
 
+def unregister_broker(cluster: Cluster, broker_id: int) -> tuple[int, str | None]:
+    """UnregisterBroker, as KRaft's ReplicationControlManager: the broker leaves every ISR and
+    ELR (its leaderships move) and its registration goes. A running broker registers again at
+    once with a new epoch (its lifecycle manager would within a heartbeat); a stopped one stays
+    unregistered until it starts."""
+    b = cluster.brokers.get(broker_id)
+    if b is None or not b.registered:
+        return ErrorCode.broker_id_not_registered, f"Broker ID {broker_id} is not currently registered"
+    for t in cluster.topics.values():
+        for p in t.partitions:
+            if broker_id in p.elr:
+                p.elr = [r for r in p.elr if r != broker_id]
+            if broker_id in p.isr:
+                set_isr(cluster, p, [r for r in p.isr if r != broker_id])
+    b.fenced = True
+    b.registered = False
+    for t in cluster.topics.values():
+        for p in t.partitions:
+            if p.leader == broker_id:
+                elect_from_isr(cluster, p)
+    if b.alive:
+        b.registered = True
+        b.epoch += 1
+        broker_started(cluster, broker_id)
+    cluster.changed()
+    settle(cluster)
+    return ErrorCode.none, None
+
+
 # -- reassignments ----------------------------------------------------------------------------
 # Like the elections above, these change state only: the caller runs `settle` once afterwards.
 

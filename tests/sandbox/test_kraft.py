@@ -277,3 +277,64 @@ def test_admin_client_on_a_kraft_sandbox_sees_brokers_only():
     with Sandbox(brokers=3) as sb:
         md = AdminClient({"bootstrap.servers": sb.bootstrap, "log_level": 0}).list_topics(timeout=5)
         assert sorted(md.brokers) == [1, 2, 3]
+
+
+# -- UnregisterBroker and UpdateFeatures ------------------------------------------------------
+
+
+def test_unregister_broker_on_the_controller_and_through_brokers(three_voters):
+    sb = three_voters
+    create(sb, "t", [[1, 2, 3]])
+    p = sb.cluster.partition("t", 0)
+    sb.stop_broker(3)
+    assert request(sb, 101, ApiKey.UNREGISTER_BROKER, {"broker_id": 3})["error_code"] == Error.not_controller
+    assert request(sb, 100, ApiKey.UNREGISTER_BROKER, {"broker_id": 3})["error_code"] == Error.none
+    again = request(sb, 1, ApiKey.UNREGISTER_BROKER, {"broker_id": 3})  # forwarded
+    assert (again["error_code"], again["error_message"]) == (
+        Error.broker_id_not_registered, "Broker ID 3 is not currently registered")
+    listed = request(sb, 1, ApiKey.DESCRIBE_CLUSTER, {"endpoint_type": 1, "include_fenced_brokers": True})
+    assert [b["broker_id"] for b in listed["brokers"]] == [1, 2]
+    move = {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "replicas": [1, 3]}]}]}
+    answer = request(sb, 1, ApiKey.ALTER_PARTITION_REASSIGNMENTS, move)
+    assert answer["responses"][0]["partitions"][0]["error_code"] == Error.invalid_replica_assignment
+    # A running broker leaves the ISR and its leaderships, then registers again with a new epoch.
+    assert p.leader == 1
+    assert request(sb, 2, ApiKey.UNREGISTER_BROKER, {"broker_id": 1})["error_code"] == Error.none
+    assert p.leader == 2 and sb.cluster.brokers[1].epoch == 2 and not sb.cluster.brokers[1].fenced
+    sb.start_broker(3)
+    assert [b["broker_id"] for b in request(sb, 1, ApiKey.DESCRIBE_CLUSTER, {})["brokers"]] == [1, 2, 3]
+
+
+@KRAFT_MODE
+def test_features_in_api_versions_and_update_features(sandbox):
+    def finalized() -> dict[str, int]:
+        answer = request(sandbox, 1, ApiKey.API_VERSIONS, {}, version=3)
+        return {f["name"]: f["max_version_level"] for f in answer["finalized_features"]}
+
+    def update(node: int, feature: str, level: int, upgrade_type: int = 1, **extra) -> dict:
+        body = {"timeout": 5000, "feature_updates": [
+            {"feature": feature, "max_version_level": level, "upgrade_type": upgrade_type}], **extra}
+        return request(sandbox, node, ApiKey.UPDATE_FEATURES, body, version=1)
+
+    assert finalized() == {"metadata.version": 21}
+    assert update(1, "group.version", 1, validate_only=True)["results"][0]["error_code"] == Error.none
+    assert finalized() == {"metadata.version": 21}
+    answer = update(2, "group.version", 1)  # forwarded to the controller
+    assert (answer["error_code"], [r["feature"] for r in answer["results"]]) == (Error.none, ["group.version"])
+    assert finalized() == {"metadata.version": 21, "group.version": 1}
+    for feature, level, kind, message in (
+            ("group.version", 0, 1, "without setting the upgrade type"),
+            ("group.version", 9, 1, "only supports versions 0-1"),
+            ("metadata.version", 20, 2, "might delete metadata information"),
+            ("group.version", 0, 7, "does not support the given upgrade type")):
+        answer = update(100, feature, level, kind)
+        assert answer["error_code"] == Error.invalid_update_version and message in answer["error_message"]
+        assert answer["results"] == []
+    assert update(100, "group.version", 0, 2)["error_code"] == Error.none  # a safe downgrade
+    assert finalized() == {"metadata.version": 21}
+
+
+@ZK_MODE
+def test_zk_brokers_report_no_features(sandbox):
+    answer = request(sandbox, 1, ApiKey.API_VERSIONS, {}, version=3)
+    assert (answer["finalized_features"], answer["finalized_features_epoch"]) == ([], -1)
