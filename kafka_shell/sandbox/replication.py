@@ -98,9 +98,14 @@ def move_controller(cluster: Cluster) -> int:
     return elect_controller(cluster, exclude=exclude)
 
 
+def stopped_at(cluster: Cluster) -> dict[int, tuple[int, int]]:
+    """Node id -> (metadata log end, time) when a broker or controller stopped (DescribeQuorum)."""
+    return cluster.extras.setdefault("stopped_at", {})  # type: ignore[return-value]
+
+
 def controller_stopped(cluster: Cluster, controller_id: int) -> None:
     """A KRaft voter stopped: the others elect a new leader if it was the active one."""
-    cluster.extras.setdefault("stopped_at", {})[controller_id] = (cluster.generation, now_ms())
+    stopped_at(cluster)[controller_id] = (cluster.generation, now_ms())
     if cluster.controller_id == controller_id:
         elect_controller(cluster, exclude=controller_id)
 
@@ -273,8 +278,7 @@ def broker_stopped(cluster: Cluster, broker_id: int) -> None:
     """A broker's process stopped (it is no longer alive). The controller fences it and moves
     its leaderships away; a KRaft cluster without an active controller does that only when a
     voter is back (`_catch_up_controller_work`)."""
-    stopped_at = cluster.extras.setdefault("stopped_at", {})
-    stopped_at.setdefault(broker_id, (cluster.generation, now_ms()))
+    stopped_at(cluster).setdefault(broker_id, (cluster.generation, now_ms()))
     if not cluster.controller_available:
         cluster.changed()
         return
@@ -296,7 +300,7 @@ def broker_stopped(cluster: Cluster, broker_id: int) -> None:
 def broker_started(cluster: Cluster, broker_id: int) -> None:
     """A broker's process is back (alive). The controller unfences it; in KRaft mode without an
     active controller it stays fenced until a voter is back."""
-    cluster.extras.get("stopped_at", {}).pop(broker_id, None)
+    stopped_at(cluster).pop(broker_id, None)
     if not cluster.controller_available:
         cluster.changed()
         return

@@ -314,7 +314,9 @@ class Sandbox:
         """The cluster's nodes and controller as plain data (the shell's `sandbox status`)."""
         def go() -> dict:
             c = self.cluster
-            failures = lambda n: {protocol.api_name(k): _error_name(v) for k, v in n.failures.items()}  # noqa: E731
+            def failures(n: Broker | Controller) -> dict[str, str]:
+                return {protocol.api_name(k): _error_name(v) for k, v in n.failures.items()}
+
             return {
                 "mode": c.mode, "cluster_id": c.cluster_id, "active_controller": c.controller_id,
                 "controller_epoch": c.controller_epoch, "bootstrap": self.bootstrap,
@@ -434,7 +436,9 @@ class Sandbox:
     def heal(self) -> None:
         """Remove every delay and injected error (stopped brokers stay stopped)."""
         def go() -> None:
-            for b in [*self.cluster.brokers.values(), *self.cluster.controllers.values()]:
+            nodes: list[Broker | Controller] = [*self.cluster.brokers.values(),
+                                                *self.cluster.controllers.values()]
+            for b in nodes:
                 b.delay_ms = 0
                 b.failures.clear()
         self.call(go)
