@@ -18,6 +18,7 @@ from kafka_shell import protocol
 from kafka_shell.channel import Channel, ConnectionLost, ScramClient
 from kafka_shell.errors import KafkaCallError, NotSupported, UsageError
 
+
 METADATA, SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 3, 17, 18, 36
 
 

@@ -16,6 +16,8 @@ from tests.conftest import BOTH_MODES
 from tests.sandbox.wire import create, produce, stage_offline_partition
 from tests.test_oneshot import SHELL, assert_one_line_error, run, shell
 
+pytestmark = BOTH_MODES  # elections and reassignments, in KRaft and in ZooKeeper mode
+
 ELECT = "preferred-replica-leader-election"
 
 
@@ -153,7 +155,6 @@ def test_designated_election_on_a_cluster_without_elect_leaders_v3(offline, monk
     assert state(offline) == before
 
 
-@BOTH_MODES
 def test_blocking_wait_goes_on_when_the_controller_is_killed(moved, admin):
     controller, epoch = moved.active_controller, moved.controller_epoch
     slow = next(b for b in moved.cluster.brokers if b != controller)

@@ -7,6 +7,7 @@ import json
 from tests.test_oneshot import shell, topics
 
 
+
 def json_documents(text: str) -> list:
     """The JSON documents printed one after another (one per command)."""
     decoder, docs, i = json.JSONDecoder(), [], 0

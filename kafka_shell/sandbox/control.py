@@ -27,7 +27,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kafka_shell.errors import UsageError
+from kafka_shell.errors import ShellError, UsageError
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.server import Sandbox
@@ -159,7 +159,7 @@ class RemoteSandbox:
             return _request(self.address, method, list(args), self.timeout_s)
         except ControlError as exc:
             host, port = self.address
-            raise UsageError(f"The sandbox control endpoint {host}:{port} {exc}: is the "
+            raise ShellError(f"The sandbox control endpoint {host}:{port} {exc}: is the "
                              "kafka-shell sandbox server still running?") from None
 
     def status(self) -> dict:

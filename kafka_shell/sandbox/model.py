@@ -24,6 +24,7 @@ class Broker:
     rack: str | None = None
     alive: bool = True          # process up and port open
     fenced: bool = False        # the controller considers it out of the cluster
+    registered: bool = True     # known to the controller (UnregisterBroker clears it until a restart)
     epoch: int = 1              # broker epoch, bumped at every (re)start
     delay_ms: int = 0           # fault injection: answer this much later
     failures: dict[int, int] = field(default_factory=dict)  # api key -> error code to return

@@ -98,9 +98,14 @@ def move_controller(cluster: Cluster) -> int:
     return elect_controller(cluster, exclude=exclude)
 
 
+def stopped_at(cluster: Cluster) -> dict[int, tuple[int, int]]:
+    """Node id -> (metadata log end, time) when a broker or controller stopped (DescribeQuorum)."""
+    return cluster.extras.setdefault("stopped_at", {})  # type: ignore[return-value]
+
+
 def controller_stopped(cluster: Cluster, controller_id: int) -> None:
     """A KRaft voter stopped: the others elect a new leader if it was the active one."""
-    cluster.extras.setdefault("stopped_at", {})[controller_id] = (cluster.generation, now_ms())
+    stopped_at(cluster)[controller_id] = (cluster.generation, now_ms())
     if cluster.controller_id == controller_id:
         elect_controller(cluster, exclude=controller_id)
 
@@ -273,8 +278,7 @@ def broker_stopped(cluster: Cluster, broker_id: int) -> None:
     """A broker's process stopped (it is no longer alive). The controller fences it and moves
     its leaderships away; a KRaft cluster without an active controller does that only when a
     voter is back (`_catch_up_controller_work`)."""
-    stopped_at = cluster.extras.setdefault("stopped_at", {})
-    stopped_at.setdefault(broker_id, (cluster.generation, now_ms()))
+    stopped_at(cluster).setdefault(broker_id, (cluster.generation, now_ms()))
     if not cluster.controller_available:
         cluster.changed()
         return
@@ -296,7 +300,7 @@ def broker_stopped(cluster: Cluster, broker_id: int) -> None:
 def broker_started(cluster: Cluster, broker_id: int) -> None:
     """A broker's process is back (alive). The controller unfences it; in KRaft mode without an
     active controller it stays fenced until a voter is back."""
-    cluster.extras.get("stopped_at", {}).pop(broker_id, None)
+    stopped_at(cluster).pop(broker_id, None)
     if not cluster.controller_available:
         cluster.changed()
         return
@@ -310,6 +314,35 @@ def broker_started(cluster: Cluster, broker_id: int) -> None:
         elect_controller(cluster)
     cluster.changed()
     settle(cluster)  # the restarted replicas truncate, catch up and rejoin the ISR
+
+
+def unregister_broker(cluster: Cluster, broker_id: int) -> tuple[int, str | None]:
+    """UnregisterBroker, as KRaft's ReplicationControlManager: the broker leaves every ISR and
+    ELR (its leaderships move) and its registration goes. A running broker registers again at
+    once with a new epoch (its lifecycle manager would within a heartbeat); a stopped one stays
+    unregistered until it starts."""
+    b = cluster.brokers.get(broker_id)
+    if b is None or not b.registered:
+        return ErrorCode.broker_id_not_registered, f"Broker ID {broker_id} is not currently registered"
+    for t in cluster.topics.values():
+        for p in t.partitions:
+            if broker_id in p.elr:
+                p.elr = [r for r in p.elr if r != broker_id]
+            if broker_id in p.isr:
+                set_isr(cluster, p, [r for r in p.isr if r != broker_id])
+    b.fenced = True
+    b.registered = False
+    for t in cluster.topics.values():
+        for p in t.partitions:
+            if p.leader == broker_id:
+                elect_from_isr(cluster, p)
+    if b.alive:
+        b.registered = True
+        b.epoch += 1
+        broker_started(cluster, broker_id)
+    cluster.changed()
+    settle(cluster)
+    return ErrorCode.none, None
 
 
 # -- reassignments ----------------------------------------------------------------------------

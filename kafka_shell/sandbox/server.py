@@ -31,17 +31,19 @@ API_VERSIONS_KEY = ApiKey.API_VERSIONS
 CONTROLLER_ID_BASE = 100
 # What a KRaft controller listener serves to clients (Kafka's ControllerApis, without the
 # quorum's and brokers' own RPCs and the APIs the sandbox lacks: ACLs, quotas, SCRAM, tokens).
+# (zk-mode brokers serve UnregisterBroker and UpdateFeatures too, on the controller broker.)
 CONTROLLER_LISTENER_APIS = frozenset({
     ApiKey.API_VERSIONS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
     ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
     ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
-    ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER})
+    ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER, ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES})
 # What a KRaft broker forwards to the active controller (KafkaApis' maybeForwardToController,
 # forwardToControllerOrFail and the config APIs' forwarding).
 FORWARDED_APIS = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ELECT_LEADERS,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
-    ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_QUORUM})
+    ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_QUORUM,
+    ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES})
 # What a ZooKeeper-mode broker lacks of the KRaft broker's APIs (how clients tell them apart).
 ZK_BROKER_LACKS = frozenset({ApiKey.DESCRIBE_QUORUM})
 # Kafka's forwarding channel gives up after 60 s (BrokerServer's retryTimeoutMs) with
@@ -197,7 +199,6 @@ class Sandbox:
             # A kept cluster comes back as it was (its mode, nodes, ports and racks win over arguments).
             self.cluster = saved
         self.handlers = handlers.load()
-        self._apis = self._listener_apis()
         self._servers = {i: _BrokerServer(self, b) for i, b in self.cluster.brokers.items()}
         self._controller_servers = {i: _BrokerServer(self, c) for i, c in self.cluster.controllers.items()}
         self._control_server: _BrokerServer | None = None
@@ -313,7 +314,9 @@ class Sandbox:
         """The cluster's nodes and controller as plain data (the shell's `sandbox status`)."""
         def go() -> dict:
             c = self.cluster
-            failures = lambda n: {protocol.api_name(k): _error_name(v) for k, v in n.failures.items()}  # noqa: E731
+            def failures(n: Broker | Controller) -> dict[str, str]:
+                return {protocol.api_name(k): _error_name(v) for k, v in n.failures.items()}
+
             return {
                 "mode": c.mode, "cluster_id": c.cluster_id, "active_controller": c.controller_id,
                 "controller_epoch": c.controller_epoch, "bootstrap": self.bootstrap,
@@ -377,6 +380,7 @@ class Sandbox:
                 return
             await self._servers[broker_id].listen()
             b.alive = True
+            b.registered = True  # a starting broker registers (again)
             b.epoch += 1
             replication.broker_started(self.cluster, broker_id)
 
@@ -432,7 +436,9 @@ class Sandbox:
     def heal(self) -> None:
         """Remove every delay and injected error (stopped brokers stay stopped)."""
         def go() -> None:
-            for b in [*self.cluster.brokers.values(), *self.cluster.controllers.values()]:
+            nodes: list[Broker | Controller] = [*self.cluster.brokers.values(),
+                                                *self.cluster.controllers.values()]
+            for b in nodes:
                 b.delay_ms = 0
                 b.failures.clear()
         self.call(go)
@@ -488,16 +494,14 @@ class Sandbox:
 
     # -- request dispatch (loop thread) -------------------------------------------------------
 
-    def _listener_apis(self) -> dict[str, dict[int, handlers.Api]]:
-        broker = dict(self.handlers)
-        if not self.cluster.kraft:
-            broker = {k: a for k, a in broker.items() if k not in ZK_BROKER_LACKS}
-        controller = {k: a for k, a in self.handlers.items() if k in CONTROLLER_LISTENER_APIS}
-        return {"broker": broker, "controller": controller}
+    def _serves(self, node: Broker | Controller, api_key: int) -> bool:
+        if isinstance(node, Controller):
+            return api_key in CONTROLLER_LISTENER_APIS
+        return self.cluster.kraft or api_key not in ZK_BROKER_LACKS
 
     def served_apis(self, node: Broker | Controller) -> dict[int, handlers.Api]:
         """The APIs a node's listener serves (what its ApiVersions lists)."""
-        return self._apis["controller" if isinstance(node, Controller) else "broker"]
+        return {k: a for k, a in self.handlers.items() if self._serves(node, k)}
 
     async def dispatch(self, broker: Node, body: bytes) -> bytes | None:
         api_key, version, correlation_id = protocol.peek_header(body)
@@ -505,7 +509,7 @@ class Sandbox:
             return await control.serve(self, body, correlation_id)
         if isinstance(broker, control.ControlNode):
             raise protocol.ProtocolError("the control listener serves only the sandbox control API")
-        api = self.served_apis(broker).get(api_key)
+        api = self.handlers.get(api_key) if self._serves(broker, api_key) else None
         if api is None:
             # Kafka closes the connection on an API key it does not know (or that this
             # listener does not serve).

@@ -6,7 +6,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.sandbox import admin
-from kafka_shell.sandbox.handlers import api
+from kafka_shell.sandbox.handlers import api, features
 
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
 
@@ -17,7 +17,9 @@ def api_versions(ctx) -> dict:
     not, a controller listener lists only what controllers serve."""
     keys = [{"api_key": k, "min_version": a.versions.start, "max_version": a.versions.stop - 1}
             for k, a in sorted(ctx.served_apis().items())]
-    return {"error_code": 0, "api_keys": keys, "finalized_features_epoch": -1}
+    if not ctx.cluster.kraft:
+        return {"error_code": 0, "api_keys": keys, "finalized_features_epoch": -1}
+    return {"error_code": 0, "api_keys": keys, **features.api_versions_features(ctx.cluster)}
 
 
 def partition_metadata(cluster, p) -> dict:
