@@ -147,8 +147,7 @@ def test_designated_election_rules_and_success(offline, admin, tmp_path):
 
 def test_designated_election_on_a_cluster_without_elect_leaders_v3(offline, monkeypatch, tmp_path):
     # Serve ElectLeaders v0-v2 only, as every Apache Kafka release does.
-    served = offline.served_apis(offline.cluster.brokers[1])  # what the broker listeners serve
-    monkeypatch.setitem(served, 43, dataclasses.replace(HANDLERS[43], versions=range(0, 3)))
+    monkeypatch.setitem(offline.handlers, 43, dataclasses.replace(HANDLERS[43], versions=range(0, 3)))
     before = state(offline)
     p = run(offline, f"elect-leaders --election-type designated --path-to-json-file {plan(tmp_path, ('t', 0, 2))}")
     assert_one_line_error(p, 1, "Designated elections need ElectLeaders v3", "--election-type unclean")
