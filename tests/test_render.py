@@ -17,7 +17,7 @@ ascii_text = st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126)
     st.lists(st.lists(ascii_text, min_size=n, max_size=n), min_size=1, max_size=20))))
 def test_aligned_writer_matches_tabulate(table):
     columns, rows = table
-    assert _aligned(columns, rows) == tabulate(rows, headers=columns, tablefmt="simple", disable_numparse=True)
+    assert _aligned(columns, [list(c) for c in zip(*rows)]) == tabulate(rows, headers=columns, tablefmt="simple", disable_numparse=True)
 
 
 def test_large_tables_take_the_aligned_writer_with_the_same_text():

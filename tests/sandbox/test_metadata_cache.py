@@ -132,3 +132,43 @@ def test_encode_array_and_encode_around_match_kios_writer(version):
         whole = protocol.serialize(protocol.build(response_cls, {"topics": [topic] * n}))
         pieces = protocol.build(response_cls, {"topics": protocol.encode_array(response_cls, "topics", [assembled] * n)})
         assert protocol.serialize(pieces) == whole
+
+
+@pytest.mark.parametrize("version", [1, 9, 12])
+def test_named_topic_answers_equal_a_fresh_answer_after_every_change(sandbox, version):
+    """Requests naming topics take each topic's cached element (`EncodedTopics.topic`)."""
+    from kio.schema.errors import ErrorCode
+    cluster = sandbox.cluster
+    names = ["late", "nosuch", "t1"]
+    request_cls = protocol.request_schema(METADATA, version)
+    response_cls = protocol.response_schema(METADATA, version)
+
+    def check(broker_id: int = 1) -> None:
+        request = protocol.build(request_cls, {"topics": [{"name": n} for n in names],
+                                               "allow_auto_topic_creation": False})
+        frame = raw_frame(sandbox, broker_id, request, 7, "named-test")
+        correlation_id, entity = protocol.decode_response(response_cls, frame[4:])
+        answer = protocol.to_dict(entity)
+
+        def fresh() -> bytes:
+            answer["topics"] = [core.topic_metadata(cluster, cluster.topics[n]) if n in cluster.topics else
+                                {"error_code": ErrorCode.unknown_topic_or_partition, "name": n,
+                                 "topic_id": protocol.ZERO_UUID, "partitions": []} for n in names]
+            return protocol.encode_response(protocol.build(response_cls, answer), correlation_id)
+
+        assert frame == sandbox.call(fresh)
+
+    sandbox.call(sandbox_admin.create_topic, cluster, "t1", 4, 2)
+    sandbox.call(sandbox_admin.create_topic, cluster, "late", 30, 3)
+    check()
+    check()  # repeated: the cached elements
+    sandbox.stop_broker(2)
+    check()
+    sandbox.start_broker(2)
+    check(broker_id=2)
+    follower = next(r for r in cluster.partition("late", 0).replicas if r != cluster.partition("late", 0).leader)
+    _set_alive(sandbox, follower, False)  # liveness alone: offline replicas must follow
+    check(broker_id=cluster.partition("late", 0).leader)
+    _set_alive(sandbox, follower, True)
+    sandbox.call(sandbox_admin.delete_topic, cluster, "late")
+    check()
