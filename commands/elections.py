@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 PREFERRED, UNCLEAN, DESIGNATED = ElectionType.PREFERRED, ElectionType.UNCLEAN, ElectionType.DESIGNATED
 TYPES = {"preferred": PREFERRED, "unclean": UNCLEAN, "designated": DESIGNATED}
-LABELS = {v: k.upper() for k, v in TYPES.items()}
-MIN_VERSION = {PREFERRED: 0, UNCLEAN: 1, DESIGNATED: 3}  # election types came in v1, designated in v3
+LABELS: dict[int, str] = {v: k.upper() for k, v in TYPES.items()}
+MIN_VERSION: dict[int, int] = {PREFERRED: 0, UNCLEAN: 1, DESIGNATED: 3}  # election types came in v1, designated in v3
 FILE_EXAMPLE = '{"partitions":[{"topic":"foo","partition":1}]}'
 POLL_S = 0.1
 
@@ -381,8 +381,8 @@ def _leaders(session, broker: int, topics: list[str]) -> dict[tuple[str, int], t
 
 
 def _shown_everywhere(kind: int, key: tuple[str, int], designated: int | None, views: list[dict]) -> bool:
-    seen = [v.get(key) for v in views]
-    if any(s is None for s in seen) or len({s[0] for s in seen}) != 1:
+    seen = [v[key] for v in views if key in v]
+    if len(seen) < len(views) or len({s[0] for s in seen}) != 1:
         return False
     leader, preferred = seen[0]
     if kind == PREFERRED:

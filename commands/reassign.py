@@ -285,7 +285,9 @@ def generate(session: Session, args: dict) -> Result:
 
 def topics_to_move(path: str) -> list[str]:
     data = read_json(path)
-    topics = data.get("topics") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        data = {}
+    topics = data.get("topics")
     if (not isinstance(topics, list) or not topics
             or not all(isinstance(t, dict) and isinstance(t.get("topic"), str) for t in topics)):
         raise UsageError(f'{path}: expected {{"topics":[{{"topic":"t"}}],"version":1}} with at least one topic')

@@ -114,7 +114,7 @@ def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
     return outcomes  # type: ignore[return-value]
 
 
-def _send_create(session, topics: list, dry_run: bool) -> list[tuple[str, Exception | None]]:
+def _send_create(session: Session, topics: list, dry_run: bool) -> list[tuple[str, BaseException | None]]:
     """(name, error or None) per topic, in order. Topics go out in as few CreateTopics requests
     as Kafka accepts: a request holds each name once and at most 10,000 partitions in all."""
     chunks: list[list] = []

@@ -6,6 +6,8 @@ mode that runs them prints `str(error)` on stderr and returns `error.exit_code`.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ShellError(Exception):
     """A failure to report as one line: what happened and what to do."""
@@ -101,7 +103,7 @@ def kafka_error_message(code: int, name: str = "", detail: str = "", **context: 
 
 def from_kafka_exception(exc: BaseException, **context: object) -> KafkaCallError:
     """A KafkaCallError from confluent-kafka's KafkaException (or KafkaError), with context."""
-    err = exc.args[0] if exc.args else None
+    err: Any = exc.args[0] if exc.args else None
     if not hasattr(err, "code"):
         return KafkaCallError(str(exc))
     code = err.code()

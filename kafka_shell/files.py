@@ -3,6 +3,8 @@ report a file that cannot be read or parsed, and the type check those formats ne
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 import json
 from pathlib import Path
 
@@ -22,6 +24,6 @@ def read_json(path: str, option: str = "", hint: str = "fix the file") -> object
                          f"{hint}") from None
 
 
-def is_int(value: object) -> bool:
+def is_int(value: object) -> TypeGuard[int]:
     """A JSON integer (JSON's true and false are not partition numbers or broker ids)."""
     return isinstance(value, int) and not isinstance(value, bool)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafka_shell import reassign_plan
@@ -32,9 +33,9 @@ def debug(session: Session, text: str) -> None:
         session.stderr.write(f"debug: {text}\n")
 
 
-def admin_error(error: Exception, **context: Any) -> str:
+def admin_error(error: BaseException, **context: Any) -> str:
     """One line for an AdminClient result error, with our context (topic, rf, ...)."""
-    kafka_error = getattr(error, "error", None) or (error.args[0] if error.args else None)
+    kafka_error: Any = getattr(error, "error", None) or (error.args[0] if error.args else None)
     if not hasattr(kafka_error, "code"):
         return str(error)
     return kafka_error_message(kafka_error.code(), kafka_error.name(), kafka_error.str(), **context)
@@ -149,7 +150,7 @@ def ongoing(session: Session) -> dict[Key, dict]:
             for t in answer.get("topics", []) for p in t["partitions"]}
 
 
-def alter_reassignments(session: Session, moves: dict[Key, list[int] | None]) -> list[str]:
+def alter_reassignments(session: Session, moves: Mapping[Key, list[int] | None]) -> list[str]:
     """Send AlterPartitionReassignments (None cancels); returns one line per failed partition."""
     topics: dict[str, list] = {}
     for (t, p), replicas in sorted(moves.items()):

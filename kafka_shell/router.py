@@ -176,8 +176,8 @@ class Router:
                     ch.name = f"broker {b.id} at {b.address}"
         if self.mode == ZOOKEEPER:
             cid = getattr(metadata, "controller_id", -1)
-            b = brokers.get(cid)
-            self.set_controller(ControllerInfo(cid, -1, b.host if b else None, b.port if b else None,
+            where = brokers.get(cid)
+            self.set_controller(ControllerInfo(cid, -1, where.host if where else None, where.port if where else None,
                                                ZOOKEEPER) if cid >= 0 else NO_CONTROLLER)
 
     def read_quorum(self, deadline: float) -> dict:

@@ -54,7 +54,7 @@ def run_lines(session: Session, items: list[tuple[str, str]], echo: Echo | None 
             _echo(line, echo)
             run = [line]
             batch = _batch_of(line.parsed)
-            if batch is not None:
+            if batch is not None and line.parsed is not None:
                 run += _following_run(session, lines, i + 1, line.parsed)
             results = _execute(session, run, batch, stop_on_error)
             for ln, outcome in zip(run, results):
