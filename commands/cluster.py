@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kafka_shell.registry import Option, command
+from commands.topics import require_brokers
+from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
 
@@ -47,12 +48,14 @@ def list_brokers(session, args: dict) -> Result:
 
 
 @command("api-versions",
-         Option("--broker", type=int, metavar="ID", completer="broker",
+         Option("--broker", type=int_range(0, INT32_MAX, "a broker id"), metavar="ID", completer="broker",
                 help="Broker to ask (default: the controller)."),
          help="The API versions a broker supports.",
          examples=("api-versions", "api-versions --broker 2"))
 def api_versions(session, args: dict) -> Result:
     from kafka_shell.protocol import api_name
+    if args["broker"] is not None:
+        require_brokers(session, [args["broker"]])
     versions = session.conn.api_versions(args["broker"])
     rows = [[api_name(key), key, r.start, r.stop - 1] for key, r in sorted(versions.items())]
     return Result.table(["Api", "Key", "MinVersion", "MaxVersion"], rows)

@@ -7,9 +7,9 @@ shorthands. Secret values are never printed.
 
 from __future__ import annotations
 
-from commands.topics import admin_error, alter_configs, debug, entity_label, require_topic
-from kafka_shell.errors import KafkaCallError, UsageError
-from kafka_shell.registry import Option, command
+from commands.topics import admin_error, alter_configs, debug, entity_label, require_brokers, require_topic
+from kafka_shell.errors import KafkaCallError, UsageError, shown
+from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result
 
 ENTITY_OPTIONS = (
@@ -17,7 +17,8 @@ ENTITY_OPTIONS = (
     Option("--entity-name", metavar="NAME", completer="entity_name", help="Topic name or broker id."),
     Option("--entity-default", flag=True, help="The cluster-wide broker defaults."),
     Option("--topic", metavar="NAME", completer="topic", help="Shorthand for --entity-type topics --entity-name NAME."),
-    Option("--broker", type=int, metavar="ID", completer="broker", help="Shorthand for --entity-type brokers --entity-name ID."),
+    Option("--broker", type=int_range(0, INT32_MAX, "a broker id"), metavar="ID", completer="broker",
+           help="Shorthand for --entity-type brokers --entity-name ID."),
 )
 ENTITY_GROUP = ("--topic", "--broker", "--entity-name", "--entity-default")
 
@@ -34,8 +35,9 @@ def entity(args: dict) -> tuple[str, str]:
         return "brokers", ""
     if not args["entity_type"]:
         raise UsageError("--entity-name needs --entity-type topics or --entity-type brokers")
-    if args["entity_type"] == "brokers" and not args["entity_name"].isdigit():
-        raise UsageError(f'Invalid broker id "{args["entity_name"]}": use a number (see list-brokers)')
+    if args["entity_type"] == "brokers" and not (args["entity_name"].isascii() and args["entity_name"].isdigit()
+                                                 and int(args["entity_name"]) <= INT32_MAX):
+        raise UsageError(f'Invalid broker id "{shown(args["entity_name"])}": use a number (see list-brokers)')
     return args["entity_type"], args["entity_name"]
 
 
@@ -50,6 +52,8 @@ def describe_configs(session, args: dict) -> Result:
     kind, name = entity(args)
     if kind == "topics":
         require_topic(session, name)
+    elif name:
+        require_brokers(session, [int(name)])
     rtype = ResourceType.TOPIC if kind == "topics" else ResourceType.BROKER
     debug(session, "DescribeConfigs request: 1 resource")
     answer = session.conn.admin_call("describe_configs", [ConfigResource(rtype, name)])
@@ -115,6 +119,8 @@ def alter_configs_command(session, args: dict) -> Result:
     kind, name = entity(args)
     if kind == "topics":
         require_topic(session, name)
+    elif name:
+        require_brokers(session, [int(name)])
     changes = {"set": args["add_config"] or {}, "delete": args["delete_config"] or []}
     both = set(changes["set"]) & set(changes["delete"])
     if both:

@@ -17,7 +17,7 @@ from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageEr
 from kafka_shell.files import is_int, read_json
 from kafka_shell.progress import ProgressBar
 from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
-from kafka_shell.registry import Option, command
+from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result
 
 ELECT_LEADERS, METADATA = 43, 3
@@ -32,14 +32,7 @@ POLL_S = 0.1
 Entry = tuple[str, int, "int | None"]   # (topic, partition, designated leader)
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError("a partition number (0 or more)") from None
-    if value < 0:
-        raise ValueError("a partition number (0 or more)")
-    return value
+non_negative_int = int_range(0, INT32_MAX, "a partition number")
 
 
 SCOPE = ("--topic", "--all-topic-partitions", "--path-to-json-file")

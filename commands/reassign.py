@@ -8,16 +8,17 @@ Exit codes: 0 done, 1 failed, 2 bad input (nothing sent), 3 (--verify) still in 
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
 
-from commands.topics import alter_configs
+from commands.topics import alter_configs, require_brokers
 from kafka_shell import reassign_plan, throttles
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message
-from kafka_shell.files import is_int, read_json
+from kafka_shell.files import FileExists, is_int, read_json, write_new
 from kafka_shell.progress import ProgressBar
-from kafka_shell.registry import Option, command
+from kafka_shell.registry import INT32_MAX, INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
 ALTER, LIST, LOG_DIRS = 45, 46, 35
@@ -30,23 +31,18 @@ Key = tuple[str, int]
 
 
 def broker_ids(text: str) -> list[int]:
+    broker = int_range(0, INT32_MAX)
     try:
-        ids = [int(b) for b in text.split(",") if b.strip()]
+        ids = [broker(b) for b in text.split(",") if b.strip()]
     except ValueError:
-        raise ValueError("broker ids separated by commas, like 1,2,3") from None
+        raise ValueError(f"broker ids separated by commas, like 1,2,3 (each from 0 to {INT32_MAX})") from None
     if not ids or len(set(ids)) != len(ids):
         raise ValueError("distinct broker ids separated by commas, like 1,2,3")
     return ids
 
 
-def rate(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError("a rate in bytes per second (a positive integer)")
-    return value
+# Throttle rates are Kafka long configs.
+rate = int_range(1, INT64_MAX, "a rate in bytes per second")
 
 
 ACTIONS = ("--generate", "--execute", "--verify", "--cancel", "--list")
@@ -209,17 +205,22 @@ def assignment_table(assignment: dict[Key, list[int]], name: str) -> Table:
 
 
 def write_file(path: Path, text: str) -> None:
-    path.write_text(text + "\n")
+    """A new file (an existing file or a symlink there is refused, with one line)."""
+    write_new(path, text + "\n")
 
 
-def rollback_path(source: str) -> Path:
-    """`move.json` -> `move.rollback.json` beside it (never overwriting an earlier one)."""
+def save_rollback(source: str, text: str) -> Path:
+    """Write `move.rollback.json` beside `move.json` (`move.rollback.2.json`... when taken),
+    never over an earlier one and never through a symlink, dangling or not."""
     src = Path(source).expanduser().resolve()
-    path, n = src.with_name(f"{src.stem}.rollback.json"), 1
-    while path.exists():
-        n += 1
-        path = src.with_name(f"{src.stem}.rollback.{n}.json")
-    return path
+    for n in itertools.count(1):
+        path = src.with_name(f"{src.stem}.rollback.json" if n == 1 else f"{src.stem}.rollback.{n}.json")
+        try:
+            write_file(path, text)
+            return path
+        except FileExists:
+            continue
+    raise AssertionError("unreachable")
 
 
 # -- cluster reads ------------------------------------------------------------------------------
@@ -283,10 +284,7 @@ def generate(session, args: dict) -> Result:
     if missing:
         raise UsageError(f'Topic "{missing[0]}" does not exist (check the name with list-topics)')
     brokers = args["broker_list"]
-    unknown = [b for b in brokers if b not in snapshot.brokers]
-    if unknown:
-        raise UsageError(f"--broker-list names unknown broker(s) {_ids(unknown)}: live brokers are "
-                         f"{_ids(sorted(snapshot.brokers))}")
+    require_brokers(session, brokers)
     current = {(t, p.partition): list(p.replicas) for t in names for p in snapshot.topics[t].partitions}
     try:
         racks = reassign_plan.rack_map(brokers, {b: i.rack for b, i in snapshot.brokers.items()},
@@ -347,8 +345,7 @@ def execute(session, args: dict, targets: dict[Key, list[int]]) -> Result:
             lines.append(f"Would throttle replication to {args['throttle']} B/s on broker(s) "
                          f"{_ids(record['brokers'])} (dry run).")
         return Result(tables=[before], text=f"Current partition replica assignment\n{rollback}", messages=lines)
-    saved = rollback_path(path)
-    write_file(saved, rollback)
+    saved = save_rollback(path, rollback)
     messages = [f"Saved the current assignment to {saved}: use it as the --reassignment-json-file "
                 "option during rollback."]
     if record:

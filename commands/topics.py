@@ -11,9 +11,10 @@ import fnmatch
 import re
 from typing import Any
 
+from kafka_shell.codes import Error
 from kafka_shell.errors import (KafkaCallError, ShellError, UsageError,
                                 kafka_error_message)
-from kafka_shell.registry import Option, command
+from kafka_shell.registry import INT16_MAX, INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
 # Kafka's controller refuses requests creating more partitions than this in total.
@@ -21,19 +22,18 @@ MAX_PARTITIONS_PER_REQUEST = 10_000
 MAX_TOPIC_NAME = 249
 _LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 UNKNOWN_TOPIC = 3
+# kafka-topics prints this for a name with '.' or '_' (Topic.hasCollisionChars).
+COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
+                     "('_') could collide. To avoid issues it is best to use either, but not both.")
 
 
 # -- option types (ValueError text says what was expected) -------------------------------------
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError("a positive integer") from None
-    if value < 1 or value > 2**31 - 1:
-        raise ValueError("a positive integer")
-    return value
+# Each integer is checked against the Kafka field it is sent in (int32 counts, int16 factor).
+positive_int = int_range(1, INT32_MAX, "a positive integer")
+replication_factor = int_range(1, INT16_MAX, "a replication factor")
+BROKER_ID_RANGE = (0, INT32_MAX)
 
 
 def key_value(text: str) -> tuple[str, str]:
@@ -45,10 +45,12 @@ def key_value(text: str) -> tuple[str, str]:
 
 def replica_assignment(text: str) -> list[list[int]]:
     """Kafka's format: partitions separated by commas, replicas by colons: `1:2,2:3,3:1`."""
+    broker = int_range(*BROKER_ID_RANGE, "broker ids")
     try:
-        parts = [[int(b) for b in p.split(":")] for p in text.split(",")]
+        parts = [[broker(b) for b in p.split(":")] for p in text.split(",")]
     except ValueError:
-        raise ValueError("broker ids like 1:2,2:3 (replicas of a partition joined by ':')") from None
+        raise ValueError(f"broker ids from {BROKER_ID_RANGE[0]} to {BROKER_ID_RANGE[1]} like 1:2,2:3 "
+                         "(replicas of a partition joined by ':')") from None
     for i, replicas in enumerate(parts):
         if len(set(replicas)) != len(replicas):
             raise ValueError(f"distinct brokers per partition (partition {i} repeats one)")
@@ -62,6 +64,10 @@ def check_topic_name(name: str) -> None:
             or not _LEGAL_NAME.fullmatch(name)):
         raise UsageError(f'Invalid topic name "{name}": use up to {MAX_TOPIC_NAME} letters, digits, '
                          f'".", "_" or "-"')
+
+
+def has_collision_chars(name: str) -> bool:
+    return "." in name or "_" in name
 
 
 def is_pattern(name: str) -> bool:
@@ -93,6 +99,18 @@ def require_topic(session, name: str):
     return topic
 
 
+def require_brokers(session, ids: list[int]) -> None:
+    """Fail at once for broker ids the cluster does not have (refreshing once), rather than
+    let a request to them wait for a timeout."""
+    known = session.snapshot.brokers
+    if set(ids) - set(known):
+        known = session.conn.refresh().brokers
+    unknown = [b for b in ids if b not in known]
+    if unknown:
+        which = f"Broker {unknown[0]} is" if len(unknown) == 1 else f"Brokers {', '.join(map(str, unknown))} are"
+        raise UsageError(f"{which} not in the cluster (brokers: {', '.join(map(str, sorted(known)))})")
+
+
 def admin_error(error: Exception, **context: Any) -> str:
     """One line for an AdminClient result error, with our context (topic, rf, ...)."""
     kafka_error = getattr(error, "error", None) or (error.args[0] if error.args else None)
@@ -113,7 +131,7 @@ CREATE_OPTIONS = (
     Option("--topic", repeatable=True, required=True, metavar="NAME", help="Topic to create."),
     Option("--partitions", type=positive_int, metavar="N",
            help="Number of partitions (default: the broker's num.partitions)."),
-    Option("--replication-factor", type=positive_int, metavar="N",
+    Option("--replication-factor", type=replication_factor, metavar="N",
            help="Replicas per partition (default: the broker's default.replication.factor)."),
     Option("--replica-assignment", type=replica_assignment, metavar="B:B,B:B",
            help="Explicit replicas: partitions separated by ',', their brokers by ':'."),
@@ -171,7 +189,12 @@ def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
             context = {"topic": name, "brokers": brokers}
             if args["replication_factor"]:
                 context["rf"] = args["replication_factor"]
-            wanted.append((i, NewTopic(name, **kwargs), context))
+            try:
+                wanted.append((i, NewTopic(name, **kwargs), context))
+            except ValueError:  # confluent-kafka refuses a factor over 10,000: no cluster has that many brokers
+                code = Error.invalid_replication_factor
+                outcomes[i] = KafkaCallError(kafka_error_message(code, **context), code=code)
+                break
     dry_run = bool(lines and lines[0].get("dry_run"))
     results = _send_create(session, [t for _, t, _ in wanted], dry_run)
     done: dict[int, list[str]] = {}
@@ -179,6 +202,8 @@ def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
     for (i, topic, context), (_, error) in zip(wanted, results):
         if error is None:
             verb = "Topic {} would be created (dry run)." if dry_run else "Created topic {}."
+            if has_collision_chars(topic.topic):
+                done.setdefault(i, []).append(COLLISION_WARNING)
             done.setdefault(i, []).append(verb.format(topic.topic))
         elif getattr(error, "code", None) == 36 and lines[i]["if_not_exists"]:
             skipped.setdefault(i, []).append(topic.topic)
@@ -186,6 +211,7 @@ def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
             failed.setdefault(i, []).append(admin_error(error, **context))
     for i in range(len(lines)):
         if outcomes[i] is not None:
+            done.pop(i, None)  # a line that failed before it was sent created nothing
             continue
         messages = done.get(i, []) + [f"Topic {n} already exists: skipped." for n in skipped.get(i, [])]
         if i in failed:
@@ -236,7 +262,7 @@ create_topic.batch = create_topics  # type: ignore[attr-defined]
                 completer="config_key", help="Set a topic config."),
          Option("--delete-config", repeatable=True, metavar="KEY", completer="config_key",
                 help="Remove a topic config override."),
-         Option("--replication-factor", type=positive_int, metavar="N",
+         Option("--replication-factor", type=replication_factor, metavar="N",
                 help="New replication factor (a minimal-movement, rack-aware reassignment)."),
          mutates=True, topic_context=True,
          help="Add partitions to topics, change their replication factor or their configs.",

@@ -11,7 +11,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_shell.errors import UsageError
+from kafka_shell.errors import UsageError, shown
 from kafka_shell.registry import REGISTRY, Command, Option, Registry
 
 HELP_FLAGS = ("--help", "-h")
@@ -31,7 +31,7 @@ def tokenize(line: str) -> list[str]:
     try:
         return shlex.split(_strip_comment(line))
     except ValueError:
-        raise UsageError(f"Unbalanced quotes in: {line.strip()} (close the quote, or escape it with \\)") from None
+        raise UsageError(f"Unbalanced quotes in: {shown(line.strip())} (close the quote, or escape it with \\)") from None
 
 
 def _strip_comment(line: str) -> str:
@@ -56,7 +56,7 @@ def find_command(name: str, registry: Registry = REGISTRY) -> Command:
     cmd = registry.get(name)
     if cmd is None:
         hint = suggest(name, registry.names()) or " (type help for the list of commands)"
-        raise UsageError(f"Unknown command {name}{hint}")
+        raise UsageError(f"Unknown command {shown(name)}{hint}")
     return cmd
 
 
@@ -79,7 +79,7 @@ def parse(tokens: list[str], registry: Registry = REGISTRY,
             raise UsageError(_unknown_option(cmd, name))
         if opt is None:  # a positional value
             if not positionals:
-                raise UsageError(f'Unexpected argument "{token}" for {cmd.name} (see {cmd.name} --help)')
+                raise UsageError(f'Unexpected argument "{shown(token)}" for {cmd.name} (see {cmd.name} --help)')
             opt = positionals[0]
             if not opt.repeatable:
                 positionals.pop(0)
@@ -114,7 +114,7 @@ def _is_number(token: str) -> bool:
 def _unknown_option(cmd: Command, name: str) -> str:
     names = [n for o in cmd.options if not o.positional and not o.hidden for n in o.names]
     hint = suggest(name, names) or f" (see {cmd.name} --help)"
-    return f"Unknown option {name} for {cmd.name}{hint}"
+    return f"Unknown option {shown(name)} for {cmd.name}{hint}"
 
 
 def _store(cmd: Command, opt: Option, values: dict[str, Any], value: Any) -> None:
@@ -134,13 +134,13 @@ def _convert(cmd: Command, opt: Option, raw: str) -> Any:
     if opt.choices and raw not in opt.choices and raw.lower() in opt.choices:
         raw = raw.lower()  # Kafka's tools take `--election-type PREFERRED`; scripts carry that over
     if opt.choices and raw not in opt.choices:
-        raise UsageError(f'Invalid value "{raw}" for {label} of {cmd.name}: choose one of '
+        raise UsageError(f'Invalid value "{shown(raw)}" for {label} of {cmd.name}: choose one of '
                          f"{', '.join(opt.choices)}")
     try:
         return opt.type(raw)
     except (ValueError, TypeError) as exc:
         expected = TYPE_NAMES.get(opt.type) or str(exc)
-        raise UsageError(f'Invalid value "{raw}" for {label} of {cmd.name}: expected {expected}') from None
+        raise UsageError(f'Invalid value "{shown(raw)}" for {label} of {cmd.name}: expected {expected}') from None
 
 
 def _apply_context(cmd: Command, values: dict[str, Any], context: dict[str, Any]) -> None:
