@@ -6,7 +6,7 @@ from itertools import groupby
 
 from commands.topics import require_topic
 from kafka_shell import clusters
-from kafka_shell.errors import UsageError
+from kafka_shell.errors import UsageError, shown
 from kafka_shell.parsing import find_command, help_text
 from kafka_shell.registry import REGISTRY, Option, command
 from kafka_shell.render import FORMATS, Result
@@ -68,8 +68,11 @@ def clusters_command(session, args: dict) -> Result:
          help="Switch to a named cluster (and make it the default for the next runs).",
          examples=("use-cluster prod",))
 def use_cluster(session, args: dict) -> Result:
+    from kafka_shell.client_config import check_bootstrap, validate
     from kafka_shell.session import Target
     bootstrap, props = clusters.get(args["name"])
+    check_bootstrap(bootstrap, f'cluster "{args["name"]}"')
+    validate(props)  # as at start: bad settings fail here, for every command alike
     timeout = session.target.timeout_s if session.target else 10.0
     session.switch(Target(bootstrap, props, cluster=args["name"], timeout_s=timeout))
     clusters.set_current(args["name"])
@@ -87,8 +90,10 @@ def use_cluster(session, args: dict) -> Result:
                    "add-cluster prod --bootstrap-server k1:9093 -X security.protocol=SASL_SSL "
                    "-X 'sasl.password=${PROD_PASSWORD}'"))
 def add_cluster(session, args: dict) -> Result:
-    from kafka_shell.client_config import parse_x_options
-    if not args["name"].replace("-", "").replace("_", "").isalnum():
-        raise UsageError(f'Invalid cluster name "{args["name"]}": use letters, digits, "-" or "_"')
+    from kafka_shell.client_config import check_bootstrap, parse_x_options
+    if not (args["name"].isascii() and args["name"].replace("-", "").replace("_", "").isalnum()):
+        raise UsageError(f'Invalid cluster name "{shown(args["name"])}": use letters, digits, "-" or "_"')
+    if "${" not in args["bootstrap_server"]:  # a ${VAR} is checked when the cluster is used
+        check_bootstrap(args["bootstrap_server"])
     clusters.add(args["name"], args["bootstrap_server"], parse_x_options(args["X"]))
     return Result.message(f'Added cluster "{args["name"]}" to {clusters.clusters_file()}.')

@@ -20,6 +20,7 @@ from kafka_shell.render import Result, Table
 # Kafka's controller refuses requests creating more partitions than this in total.
 MAX_PARTITIONS_PER_REQUEST = 10_000
 MAX_TOPIC_NAME = 249
+CLIENT_MAX_REPLICATION_FACTOR = 10_000   # librdkafka's bound (a Kafka int16 goes to 32767)
 _LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 UNKNOWN_TOPIC = 3
 # kafka-topics prints this for a name with '.' or '_' (Topic.hasCollisionChars).
@@ -189,12 +190,12 @@ def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
             context = {"topic": name, "brokers": brokers}
             if args["replication_factor"]:
                 context["rf"] = args["replication_factor"]
-            try:
-                wanted.append((i, NewTopic(name, **kwargs), context))
-            except ValueError:  # confluent-kafka refuses a factor over 10,000: no cluster has that many brokers
+            if (args["replication_factor"] or 0) > CLIENT_MAX_REPLICATION_FACTOR:
+                # librdkafka refuses to send it (a ValueError); Kafka would answer this error.
                 code = Error.invalid_replication_factor
                 outcomes[i] = KafkaCallError(kafka_error_message(code, **context), code=code)
                 break
+            wanted.append((i, NewTopic(name, **kwargs), context))
     dry_run = bool(lines and lines[0].get("dry_run"))
     results = _send_create(session, [t for _, t, _ in wanted], dry_run)
     done: dict[int, list[str]] = {}

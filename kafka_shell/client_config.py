@@ -152,6 +152,18 @@ FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", 
              "ssl.crl.location", "sasl.kerberos.keytab", "ssl.engine.location")
 
 
+def check_bootstrap(bootstrap: str, where: str = "--bootstrap-server") -> str:
+    """`h:p[,h:p]` (`[v6]:p`, `PLAINTEXT://h:p`) with ports 1-65535; a UsageError otherwise."""
+    items = [s.strip() for s in bootstrap.split(",") if s.strip()]
+    for item in items or [""]:
+        host, sep, port = item.split("://", 1)[-1].rpartition(":")
+        if not (sep and host and host.isprintable() and " " not in host and port.isascii()
+                and port.isdigit() and 0 < int(port) < 65536):
+            raise UsageError(f'Bad bootstrap server "{shown(item)}" in {where}: use host:port[,host:port...] '
+                             "(ports 1 to 65535)")
+    return bootstrap
+
+
 def expand_env(value: str, where: str) -> str:
     """`value` with each `${VAR}` replaced by the environment's; a UsageError names an unset one."""
     def sub(m: re.Match) -> str:

@@ -26,6 +26,8 @@ from kafka_shell.errors import ShellError, UsageError
 
 PRIVATE = 0o600
 PRIVATE_DIR = 0o700
+# Scripts, property and JSON files are small; a bigger input (say /dev/zero) is a mistake.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
 class FileExists(UsageError):
@@ -41,9 +43,11 @@ def read_text(path: str, what: str = "") -> str:
     named = f"{what} {path}" if what else path
     try:
         with open(os.path.expanduser(path), "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise UsageError(f"Cannot read {named}: {exc.strerror or exc}") from None
+            data = fh.read(MAX_INPUT_BYTES + 1)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise UsageError(f"Cannot read {named}: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise UsageError(f"Cannot read {named}: larger than {MAX_INPUT_BYTES // 2**20} MiB (give a smaller file)")
     return decode(data, named)
 
 
@@ -103,8 +107,8 @@ def write_new(path: Path, text: str, mode: int = 0o644) -> None:
         fd = os.open(path, flags, mode)
     except FileExistsError:
         raise FileExists(f"{path} already exists: remove it or choose another file name") from None
-    except OSError as exc:
-        raise UsageError(f"Cannot write {path}: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise UsageError(f"Cannot write {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

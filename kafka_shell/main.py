@@ -174,6 +174,7 @@ def build_target(g: Globals, sandbox=None):
             return None
         bootstrap, props = clusters.get(name)
     from kafka_shell import client_config
+    client_config.check_bootstrap(bootstrap, f'cluster "{name}"' if name else "--bootstrap-server")
     if g.command_config:
         file_props = client_config.load_properties(g.command_config)
         props.update(client_config.expand_all(file_props, f"--command-config {g.command_config}"))
