@@ -7,7 +7,7 @@ shorthands. Secret values are never printed.
 
 from __future__ import annotations
 
-from commands.topics import admin_error, alter_configs, debug, entity_label, require_brokers, require_topic
+from commands.topics import CONFIG_NAME, admin_error, alter_configs, debug, entity_label, require_brokers, require_topic
 from kafka_shell.errors import KafkaCallError, UsageError, shown
 from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result
@@ -88,8 +88,8 @@ def add_config_items(text: str) -> dict[str, str]:
     out = {}
     for item in filter(None, (i.strip() for i in items)):
         key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError("k=v[,k2=v2] (a list value in brackets: k=[a,b])")
+        if not sep or not CONFIG_NAME.fullmatch(key.strip()):
+            raise ValueError("k=v[,k2=v2] (a list value in brackets: k=[a,b]; k a config name)")
         if value.startswith("[") and value.endswith("]"):
             value = value[1:-1]
         out[key.strip()] = value
@@ -98,7 +98,7 @@ def add_config_items(text: str) -> dict[str, str]:
 
 def key_list(text: str) -> list[str]:
     keys = [k.strip() for k in text.split(",") if k.strip()]
-    if not keys:
+    if not keys or not all(CONFIG_NAME.fullmatch(k) for k in keys):
         raise ValueError("config names separated by ','")
     return keys
 

@@ -102,7 +102,7 @@ def reassign_partitions(session, args: dict) -> Result:
         return list_moves(session)
     if action == "--blocking":
         return wait_all(session, args)
-    targets = read_reassignment(args[dest(FILE)]) if args[dest(FILE)] else None
+    targets = read_reassignment(args[dest(FILE)]) if args[dest(FILE)] is not None else None
     if action == "--execute":
         return execute(session, args, targets)  # type: ignore[arg-type]
     if action == "--verify":

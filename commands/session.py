@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from itertools import groupby
 
 from commands.topics import require_topic
@@ -81,6 +82,9 @@ def use_cluster(session, args: dict) -> Result:
     return Result.message(f'Using cluster "{args["name"]}" ({bootstrap}).')
 
 
+CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
 @command("add-cluster", Option("name", required=True, metavar="NAME"),
          Option("--bootstrap-server", required=True, metavar="H:P[,H:P]", aliases=("--broker-list",)),
          Option("-X", repeatable=True, metavar="KEY=VALUE",
@@ -91,8 +95,9 @@ def use_cluster(session, args: dict) -> Result:
                    "-X 'sasl.password=${PROD_PASSWORD}'"))
 def add_cluster(session, args: dict) -> Result:
     from kafka_shell.client_config import check_bootstrap, parse_x_options
-    if not (args["name"].isascii() and args["name"].replace("-", "").replace("_", "").isalnum()):
-        raise UsageError(f'Invalid cluster name "{shown(args["name"])}": use letters, digits, "-" or "_"')
+    if not CLUSTER_NAME.fullmatch(args["name"]):
+        raise UsageError(f'Invalid cluster name "{shown(args["name"])}": use up to 64 letters, digits, "-" or "_", '
+                         "starting with a letter or digit")
     if "${" not in args["bootstrap_server"]:  # a ${VAR} is checked when the cluster is used
         check_bootstrap(args["bootstrap_server"])
     clusters.add(args["name"], args["bootstrap_server"], parse_x_options(args["X"]))

@@ -13,7 +13,7 @@ from typing import Any
 
 from kafka_shell.codes import Error
 from kafka_shell.errors import (KafkaCallError, ShellError, UsageError,
-                                kafka_error_message)
+                                kafka_error_message, shown)
 from kafka_shell.registry import INT16_MAX, INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
@@ -37,10 +37,20 @@ replication_factor = int_range(1, INT16_MAX, "a replication factor")
 BROKER_ID_RANGE = (0, INT32_MAX)
 
 
+CONFIG_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")   # Kafka's config names are far shorter
+
+
+def config_name(text: str) -> str:
+    """An option type: a config name as Kafka spells them (letters, digits, '.', '_', '-')."""
+    if not CONFIG_NAME.fullmatch(text.strip()):
+        raise ValueError("a config name (letters, digits, '.', '_' or '-')")
+    return text.strip()
+
+
 def key_value(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise ValueError("key=value")
+    if not sep or not CONFIG_NAME.fullmatch(key.strip()):
+        raise ValueError("key=value (the key a config name: letters, digits, '.', '_' or '-')")
     return key.strip(), value
 
 
@@ -63,7 +73,7 @@ def replica_assignment(text: str) -> list[list[int]]:
 def check_topic_name(name: str) -> None:
     if (not name or len(name) > MAX_TOPIC_NAME or name in (".", "..")
             or not _LEGAL_NAME.fullmatch(name)):
-        raise UsageError(f'Invalid topic name "{name}": use up to {MAX_TOPIC_NAME} letters, digits, '
+        raise UsageError(f'Invalid topic name "{shown(name)}": use up to {MAX_TOPIC_NAME} letters, digits, '
                          f'".", "_" or "-"')
 
 
@@ -75,12 +85,32 @@ def is_pattern(name: str) -> bool:
     return any(c in name for c in "*?[")
 
 
+_GLOB = re.compile(r"[A-Za-z0-9._*?\[\]!-]+")
+
+
+def topic_pattern(text: str) -> str:
+    """An option type: a glob over topic names (legal name characters and * ? [ ] !), no
+    longer than a name, so that matching stays cheap whatever the user typed."""
+    if len(text) > MAX_TOPIC_NAME or not _GLOB.fullmatch(text):
+        raise ValueError(f"a topic name or glob: up to {MAX_TOPIC_NAME} letters, digits, '.', '_', '-' "
+                         "and * ? [ ]")
+    return text
+
+
+def check_pattern(name: str) -> None:
+    try:
+        topic_pattern(name)
+    except ValueError as exc:
+        raise UsageError(f'Invalid topic pattern "{shown(name)}": expected {exc}') from None
+
+
 def resolve_topics(session, names: list[str], include_internal: bool = True) -> list[str]:
     """Names as given, with glob patterns expanded against the cache."""
     known = session.snapshot.topics
     out: list[str] = []
     for name in names:
         if is_pattern(name):
+            check_pattern(name)
             out += [t for t in sorted(known) if fnmatch.fnmatchcase(t, name)
                     and (include_internal or not known[t].internal)]
         else:
@@ -261,7 +291,7 @@ create_topic.batch = create_topics  # type: ignore[attr-defined]
                 help="Replicas of the added partitions only, partitions separated by ','."),
          Option("--config", type=key_value, repeatable=True, metavar="KEY=VALUE",
                 completer="config_key", help="Set a topic config."),
-         Option("--delete-config", repeatable=True, metavar="KEY", completer="config_key",
+         Option("--delete-config", type=config_name, repeatable=True, metavar="KEY", completer="config_key",
                 help="Remove a topic config override."),
          Option("--replication-factor", type=replication_factor, metavar="N",
                 help="New replication factor (a minimal-movement, rack-aware reassignment)."),
@@ -279,7 +309,7 @@ def alter_topic(session, args: dict) -> Result:
     dry_run = args["dry_run"]
     topics = [require_topic(session, name) for name in resolve_topics(session, args["topic"])]
     if not topics:
-        raise ShellError(f'No topic matches {", ".join(args["topic"])} (see list-topics)')
+        raise ShellError(f'No topic matches {", ".join(map(shown, args["topic"]))} (see list-topics)')
     messages: list[str] = []
     if args["partitions"]:
         messages += _add_partitions(session, topics, args["partitions"], args["replica_assignment"], dry_run)
@@ -384,7 +414,7 @@ def delete_topic(session, args: dict) -> Result:
     missing_patterns = [p for p in args["topic"] if is_pattern(p)
                         and not any(fnmatch.fnmatchcase(n, p) for n in names)]
     if missing_patterns and not args["if_exists"]:
-        raise ShellError(f"No topic matches {', '.join(missing_patterns)} (use --if-exists to allow that)")
+        raise ShellError(f"No topic matches {', '.join(map(shown, missing_patterns))} (use --if-exists to allow that)")
     internal = [n for n in names if n in known and known[n].internal]
     if internal:
         raise UsageError(f"{', '.join(internal)} is an internal topic: kafka-shell does not delete it")
@@ -421,7 +451,7 @@ def delete_topic(session, args: dict) -> Result:
 
 
 @command("list-topics",
-         Option("pattern", metavar="PATTERN", help="Only topics matching this glob ('orders-*')."),
+         Option("pattern", type=topic_pattern, metavar="PATTERN", help="Only topics matching this glob ('orders-*')."),
          Option("--exclude-internal", flag=True, help="Leave out internal topics."),
          help="List topics (from the metadata cache).",
          examples=("list-topics", "list-topics 'orders-*' --exclude-internal"))
@@ -455,6 +485,8 @@ def describe_topic(session, args: dict) -> Result:
     snapshot = session.snapshot
     if args["topic"]:
         names = resolve_topics(session, args["topic"])
+        if not names:  # as kafka-topics --describe: a pattern matching nothing is an error
+            raise ShellError(f'No topic matches {", ".join(map(shown, args["topic"]))} (see list-topics)')
         topics = [require_topic(session, n) for n in names]
         snapshot = session.snapshot
     else:

@@ -121,7 +121,7 @@ def parse_globals(argv: list[str]) -> Globals:
             hint = suggest(name, candidates) or " (see kafka-shell --help)"
             raise UsageError(f"Unknown option {shown(name)}{hint}")
         i += 1
-    modes = [m for m in ("--command" if g.command else "", "--file" if g.file else "",
+    modes = [m for m in ("--command" if g.command is not None else "", "--file" if g.file is not None else "",
                          f"--{cmd.name}" if cmd else "") if m]
     if len(modes) > 1:
         raise UsageError(f"Options {' and '.join(modes)} cannot be used together (pick one)")
@@ -169,13 +169,13 @@ def build_target(g: Globals, sandbox=None):
         bootstrap = sandbox.bootstrap
     else:
         from kafka_shell import clusters
-        name = g.cluster or clusters.current()
+        name = g.cluster if g.cluster is not None else clusters.current()
         if name is None:
             return None
         bootstrap, props = clusters.get(name)
     from kafka_shell import client_config
     client_config.check_bootstrap(bootstrap, f'cluster "{name}"' if name else "--bootstrap-server")
-    if g.command_config:
+    if g.command_config is not None:
         file_props = client_config.load_properties(g.command_config)
         props.update(client_config.expand_all(file_props, f"--command-config {g.command_config}"))
     if g.x_options:
