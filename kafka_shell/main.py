@@ -36,10 +36,14 @@ Global options:
   --output, -o table|json|csv   Output format (default table)
   --command-config FILE         Client properties file (security settings)
   -X KEY=VALUE                  A client property (repeatable)
-  --timeout S                   Connect timeout in seconds (default 10)
+  --timeout S                   Connect timeout in seconds (default 10, at most 2147483)
   --yes                         Confirm destructive commands
   --debug                       Show tracebacks and debug logs
   --help, -h                    This help; `kafka-shell --command help` lists the commands
+
+Secrets: other users see the command line (ps). Put passwords in a --command-config file or a
+clusters.json cluster, or write -X 'sasl.password=${ENV}' (values of -X, --command-config and
+clusters.json expand ${VAR} from the environment).
 
 Exit codes: 0 ok, 1 failed, 2 usage error."""
 
