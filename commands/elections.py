@@ -14,7 +14,7 @@ import time
 
 from commands.topics import debug, positive_int, require_topic
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError, kafka_error_message
-from kafka_shell.files import is_int, read_json
+from kafka_shell.files import is_id, read_json
 from kafka_shell.progress import ProgressBar
 from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
 from kafka_shell.registry import INT32_MAX, Option, command, int_range
@@ -153,7 +153,7 @@ def read_partitions_file(path: str, kind: int) -> list[Entry]:
     seen: set[tuple[str, int]] = set()
     for n, item in enumerate(data["partitions"], 1):
         if not (isinstance(item, dict) and isinstance(item.get("topic"), str) and item["topic"]
-                and is_int(item.get("partition")) and item["partition"] >= 0):
+                and is_id(item.get("partition"))):
             raise UsageError(f'{path}: entry {n} needs "topic" (a name) and "partition" (a number 0 or more), '
                              f'like {{"topic":"foo","partition":1}}')
         key = (item["topic"], item["partition"])
@@ -161,7 +161,7 @@ def read_partitions_file(path: str, kind: int) -> list[Entry]:
             raise UsageError(f"{path} lists partition {key[0]}-{key[1]} more than once: remove the duplicate")
         seen.add(key)
         leader = item.get("designatedLeader")
-        if kind == DESIGNATED and not (is_int(leader) and leader >= 0):
+        if kind == DESIGNATED and not is_id(leader):
             raise UsageError(f'{path}: entry {n} ({key[0]}-{key[1]}) needs "designatedLeader" (a broker id) '
                              "for a designated election")
         if kind != DESIGNATED and "designatedLeader" in item:

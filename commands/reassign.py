@@ -16,7 +16,7 @@ from pathlib import Path
 from commands.topics import alter_configs, require_brokers
 from kafka_shell import reassign_plan, throttles
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message
-from kafka_shell.files import FileExists, is_int, read_json, write_new
+from kafka_shell.files import FileExists, is_id, read_json, write_new
 from kafka_shell.progress import ProgressBar
 from kafka_shell.registry import INT32_MAX, INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
@@ -156,8 +156,8 @@ def read_reassignment(path: str) -> dict[Key, list[int]]:
         raise UsageError(f"{path}: the partition list is empty: list at least one partition to move")
     out: dict[Key, list[int]] = {}
     for e in entries:
-        if not (isinstance(e, dict) and isinstance(e.get("topic"), str) and is_int(e.get("partition"))
-                and isinstance(e.get("replicas"), list) and all(is_int(b) for b in e["replicas"])):
+        if not (isinstance(e, dict) and isinstance(e.get("topic"), str) and is_id(e.get("partition"))
+                and isinstance(e.get("replicas"), list) and all(is_id(b) for b in e["replicas"])):
             raise UsageError(f'{path}: bad entry {json.dumps(e)}: each needs "topic" (text), '
                              '"partition" (integer) and "replicas" (list of broker ids)')
         key = (e["topic"], e["partition"])

@@ -77,6 +77,11 @@ def is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def is_id(value: object) -> bool:
+    """A JSON integer fit for a partition number or broker id: Kafka's int32, 0 or more."""
+    return is_int(value) and 0 <= value <= 2**31 - 1  # type: ignore[operator]
+
+
 def read_owned(path: Path) -> str | None:
     """A file the shell owns (None when there is none yet), brought to mode 0600 on the way:
     files older versions wrote 0644 may hold secrets or state."""
