@@ -146,6 +146,8 @@ def librdkafka_properties(props: dict[str, str]) -> dict[str, str]:
 
 # -- ${ENV} references, and the checks made once at start ---------------------------------------
 
+# What the direct channel (kafka_shell/channel.py) can log in with.
+SHELL_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Properties naming a file librdkafka (or the direct channel) opens: a missing one is named.
 FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.keystore.location",
@@ -199,6 +201,12 @@ def validate(props: dict[str, str]) -> None:
         if path and not (key == "ssl.ca.location" and path == "probe") and not os.path.exists(path):
             raise UsageError(f"{key}: file {shown(path)} does not exist: fix the path "
                              "(-X, --command-config or clusters.json)")
+    security = props.get("security.protocol", "").strip().lower()
+    mechanism = sasl_mechanism(props) if security.startswith("sasl") else None
+    if mechanism is not None and mechanism not in SHELL_SASL_MECHANISMS:
+        # Every command connects through the shell's own channel first, which logs in itself.
+        raise UsageError(f"SASL mechanism {mechanism} is not supported by kafka-shell: use "
+                         f"{', '.join(SHELL_SASL_MECHANISMS)} (set sasl.mechanism)")
     if not props:
         return
     key = _settings_key(props)
