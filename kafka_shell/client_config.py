@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from kafka_shell.errors import UsageError, shown
 from kafka_shell.files import read_text
@@ -265,7 +266,8 @@ def _check_with_librdkafka(props: dict[str, str]) -> None:
     quiet.propagate = False
     try:
         # No bootstrap.servers: the client only parses its settings, it connects nowhere.
-        AdminClient({**librdkafka_properties(props), "logger": quiet})
+        conf: dict[str, Any] = {**librdkafka_properties(props), "logger": quiet}
+        AdminClient(conf)
     except KafkaException as exc:
         err = exc.args[0] if exc.args else exc
         text = err.str() if hasattr(err, "str") else str(err)
