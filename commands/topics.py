@@ -242,7 +242,6 @@ def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
             failed.setdefault(i, []).append(admin_error(error, **context))
     for i in range(len(lines)):
         if outcomes[i] is not None:
-            done.pop(i, None)  # a line that failed before it was sent created nothing
             continue
         messages = done.get(i, []) + [f"Topic {n} already exists: skipped." for n in skipped.get(i, [])]
         if i in failed:

@@ -11,12 +11,16 @@ settings are checked once, before any command runs (`validate`), the same way fo
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import json
 import os
 import re
 from typing import Any
 
-from kafka_shell.errors import UsageError, shown
-from kafka_shell.files import read_text
+from kafka_shell.errors import ShellError, UsageError, shown
+from kafka_shell.files import read_owned, read_text, write_json_owned
+from kafka_shell.paths import data_dir
 
 REDACTED = "******"
 # Keys whose values are secrets: never printed, logged or put into an error message.
@@ -218,15 +222,12 @@ def validate(props: dict[str, str]) -> None:
 
 
 # Settings librdkafka accepted are remembered (by a digest of the redacted settings: no secret
-# is stored) so that later runs skip the confluent-kafka import, ~70 ms of a one-shot start.
+# is stored) so that later runs skip the confluent-kafka check, ~95 ms of a one-shot start.
 VALIDATED_FILE = "validated-settings.json"
 MAX_REMEMBERED = 32
 
 
 def _settings_key(props: dict[str, str]) -> str:
-    import hashlib
-    import importlib.util
-    import json
     spec = importlib.util.find_spec("confluent_kafka")
     where = os.path.dirname(spec.origin) if spec and spec.origin else ""
     build = f"{where}:{os.stat(where).st_mtime_ns if where else 0}"  # a new librdkafka checks again
@@ -235,10 +236,6 @@ def _settings_key(props: dict[str, str]) -> str:
 
 
 def _validated() -> list[str]:
-    import json
-
-    from kafka_shell.files import read_owned
-    from kafka_shell.paths import data_dir
     try:
         data = json.loads(read_owned(data_dir() / VALIDATED_FILE) or "[]")
     except (OSError, ValueError, UsageError):
@@ -247,9 +244,6 @@ def _validated() -> list[str]:
 
 
 def _remember(key: str) -> None:
-    from kafka_shell.errors import ShellError
-    from kafka_shell.files import write_json_owned
-    from kafka_shell.paths import data_dir
     try:
         write_json_owned(data_dir() / VALIDATED_FILE, [key, *_validated()][:MAX_REMEMBERED])
     except (OSError, ShellError):
