@@ -275,3 +275,13 @@ def test_a_sample_as_a_real_process_with_raw_bytes(cluster, isolated):
         assert len(err.splitlines()) == 1, err
         assert "Internal error" not in err and "Traceback" not in err
     assert state(sandbox) == before
+
+
+@pytest.mark.parametrize("line", ["x" * 1_000_000, "list-topics --" + "x" * 1_000_000, '"' * 1_000_001,
+                                  "create-topic --topic " + "a" * 120_000])
+def test_huge_lines_are_refused_in_one_line(cluster, isolated, line):
+    """A pasted megabyte: refused at once (shlex and difflib are quadratic), one short line."""
+    sandbox, _, _ = cluster
+    code, out, err = run_inprocess(["--bootstrap-server", sandbox.bootstrap, "--command", line])
+    assert problems(code, out, err, may_succeed=False) is None
+    assert code == 2 and len(err) < 300
