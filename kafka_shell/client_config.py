@@ -153,6 +153,7 @@ def librdkafka_properties(props: dict[str, str]) -> dict[str, str]:
 
 # What the direct channel (kafka_shell/channel.py) can log in with.
 SHELL_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Properties naming a file librdkafka (or the direct channel) opens: a missing one is named.
 FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.keystore.location",
@@ -201,6 +202,10 @@ def validate(props: dict[str, str]) -> None:
     they name must exist, and librdkafka must accept the rest (property names, value types,
     SASL mechanisms it was built with). librdkafka's check costs the confluent-kafka import
     (~95 ms with the client set-up), so it runs only for settings not checked before."""
+    for key, value in props.items():
+        if _CONTROL.search(key) or _CONTROL.search(value):  # librdkafka would cut them at a NUL
+            raise UsageError(f'Client setting "{shown(key)}" holds a control character (in its '
+                             f"{'name' if _CONTROL.search(key) else 'value'}): remove it")
     for key in FILE_KEYS:
         path = props.get(key)
         if path and not (key == "ssl.ca.location" and path == "probe") and not os.path.exists(path):

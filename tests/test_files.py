@@ -211,6 +211,8 @@ def test_help_recommends_keeping_secrets_off_the_command_line():
     ("socket.timeout.ms=soon", 'Invalid client setting: Invalid value for configuration property "socket.timeout.ms"'),
     ("ssl.ca.location=/nonexistent/ca.pem", "ssl.ca.location: file /nonexistent/ca.pem does not exist"),
     ("ssl.key.location=/nonexistent/key.pem", "ssl.key.location: file /nonexistent/key.pem does not exist"),
+    ("client.id=a\x00b", 'Client setting "client.id" holds a control character (in its value): remove it'),
+    ("a\x00b=1", 'Client setting "a\\x00b" holds a control character (in its name): remove it'),
     ("security.protocol=SASL_PLAINTEXT",  # librdkafka's default mechanism, GSSAPI
      "SASL mechanism GSSAPI is not supported by kafka-shell: use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
 ])
