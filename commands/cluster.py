@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from collections import Counter
 
-from kafka_shell.registry import Option, command
+from kafka_shell.operations import require_brokers
+from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
@@ -56,12 +57,14 @@ def list_brokers(session: Session, args: dict) -> Result:
 
 
 @command("api-versions",
-         Option("--broker", type=int, metavar="ID", completer="broker",
+         Option("--broker", type=int_range(0, INT32_MAX, "a broker id"), metavar="ID", completer="broker",
                 help="Broker to ask (default: any live broker)."),
          help="The API versions a broker supports.",
          examples=("api-versions", "api-versions --broker 2"))
 def api_versions(session: Session, args: dict) -> Result:
     from kafka_shell.protocol import api_name
+    if args["broker"] is not None:
+        require_brokers(session, [args["broker"]])
     versions = session.conn.api_versions(args["broker"])
     rows = [[api_name(key), key, r.start, r.stop - 1] for key, r in sorted(versions.items())]
     return Result.table(["Api", "Key", "MinVersion", "MaxVersion"], rows)

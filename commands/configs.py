@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_shell.operations import admin_error, alter_configs, debug, entity_label, require_topic
-from kafka_shell.errors import KafkaCallError, UsageError
-from kafka_shell.registry import Option, command
+from kafka_shell.errors import KafkaCallError, UsageError, shown
+from kafka_shell.operations import admin_error, alter_configs, debug, entity_label, require_brokers, require_topic
+from kafka_shell.option_types import CONFIG_NAME
+from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result
 
 if TYPE_CHECKING:
@@ -22,7 +23,8 @@ ENTITY_OPTIONS = (
     Option("--entity-name", metavar="NAME", completer="entity_name", help="Topic name or broker id."),
     Option("--entity-default", flag=True, help="The cluster-wide broker defaults."),
     Option("--topic", metavar="NAME", completer="topic", help="Shorthand for --entity-type topics --entity-name NAME."),
-    Option("--broker", type=int, metavar="ID", completer="broker", help="Shorthand for --entity-type brokers --entity-name ID."),
+    Option("--broker", type=int_range(0, INT32_MAX, "a broker id"), metavar="ID", completer="broker",
+           help="Shorthand for --entity-type brokers --entity-name ID."),
 )
 ENTITY_GROUP = ("--topic", "--broker", "--entity-name", "--entity-default")
 
@@ -39,8 +41,9 @@ def entity(args: dict) -> tuple[str, str]:
         return "brokers", ""
     if not args["entity_type"]:
         raise UsageError("--entity-name needs --entity-type topics or --entity-type brokers")
-    if args["entity_type"] == "brokers" and not args["entity_name"].isdigit():
-        raise UsageError(f'Invalid broker id "{args["entity_name"]}": use a number (see list-brokers)')
+    if args["entity_type"] == "brokers" and not (args["entity_name"].isascii() and args["entity_name"].isdigit()
+                                                 and int(args["entity_name"]) <= INT32_MAX):
+        raise UsageError(f'Invalid broker id "{shown(args["entity_name"])}": use a number (see list-brokers)')
     return args["entity_type"], args["entity_name"]
 
 
@@ -55,6 +58,8 @@ def describe_configs(session: Session, args: dict) -> Result:
     kind, name = entity(args)
     if kind == "topics":
         require_topic(session, name)
+    elif name:
+        require_brokers(session, [int(name)])
     rtype = ResourceType.TOPIC if kind == "topics" else ResourceType.BROKER
     debug(session, "DescribeConfigs request: 1 resource")
     answer = session.conn.admin_call("describe_configs", [ConfigResource(rtype, name)])
@@ -89,8 +94,8 @@ def add_config_items(text: str) -> dict[str, str]:
     out = {}
     for item in filter(None, (i.strip() for i in items)):
         key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError("k=v[,k2=v2] (a list value in brackets: k=[a,b])")
+        if not sep or not CONFIG_NAME.fullmatch(key.strip()):
+            raise ValueError("k=v[,k2=v2] (a list value in brackets: k=[a,b]; k a config name)")
         if value.startswith("[") and value.endswith("]"):
             value = value[1:-1]
         out[key.strip()] = value
@@ -99,7 +104,7 @@ def add_config_items(text: str) -> dict[str, str]:
 
 def key_list(text: str) -> list[str]:
     keys = [k.strip() for k in text.split(",") if k.strip()]
-    if not keys:
+    if not keys or not all(CONFIG_NAME.fullmatch(k) for k in keys):
         raise ValueError("config names separated by ','")
     return keys
 
@@ -120,6 +125,8 @@ def alter_configs_command(session: Session, args: dict) -> Result:
     kind, name = entity(args)
     if kind == "topics":
         require_topic(session, name)
+    elif name:
+        require_brokers(session, [int(name)])
     changes = {"set": args["add_config"] or {}, "delete": args["delete_config"] or []}
     both = set(changes["set"]) & set(changes["delete"])
     if both:

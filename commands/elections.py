@@ -19,10 +19,10 @@ from kafka_shell.metadata import ClusterSnapshot
 from kafka_shell.operations import debug, require_topic
 from kafka_shell.option_types import positive_int
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError, kafka_error_message
-from kafka_shell.files import is_int, read_json
+from kafka_shell.files import is_id, read_json
 from kafka_shell.progress import ProgressBar
 from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
-from kafka_shell.registry import Option, command
+from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result
 
 if TYPE_CHECKING:
@@ -38,14 +38,7 @@ POLL_S = 0.1
 Entry = tuple[str, int, "int | None"]   # (topic, partition, designated leader)
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError("a partition number (0 or more)") from None
-    if value < 0:
-        raise ValueError("a partition number (0 or more)")
-    return value
+non_negative_int = int_range(0, INT32_MAX, "a partition number")
 
 
 SCOPE = ("--topic", "--all-topic-partitions", "--path-to-json-file")
@@ -169,7 +162,7 @@ def read_partitions_file(path: str, kind: int) -> list[Entry]:
     seen: set[tuple[str, int]] = set()
     for n, item in enumerate(data["partitions"], 1):
         if not (isinstance(item, dict) and isinstance(item.get("topic"), str) and item["topic"]
-                and is_int(item.get("partition")) and item["partition"] >= 0):
+                and is_id(item.get("partition"))):
             raise UsageError(f'{path}: entry {n} needs "topic" (a name) and "partition" (a number 0 or more), '
                              f'like {{"topic":"foo","partition":1}}')
         key = (item["topic"], item["partition"])
@@ -177,7 +170,7 @@ def read_partitions_file(path: str, kind: int) -> list[Entry]:
             raise UsageError(f"{path} lists partition {key[0]}-{key[1]} more than once: remove the duplicate")
         seen.add(key)
         leader = item.get("designatedLeader")
-        if kind == DESIGNATED and not (is_int(leader) and leader >= 0):
+        if kind == DESIGNATED and not is_id(leader):
             raise UsageError(f'{path}: entry {n} ({key[0]}-{key[1]}) needs "designatedLeader" (a broker id) '
                              "for a designated election")
         if kind != DESIGNATED and "designatedLeader" in item:

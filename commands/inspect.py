@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell.codes import ApiKey, Error, ResourceType
+from kafka_shell.errors import KafkaCallError, kafka_error_message
 from kafka_shell.metadata import KRAFT
-from kafka_shell.operations import debug, read_topics
-from kafka_shell.errors import KafkaCallError, UsageError, kafka_error_message
-from kafka_shell.registry import Option, command
+from kafka_shell.operations import debug, read_topics, require_brokers
+from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
@@ -21,10 +21,11 @@ PREFERRED_CONTROLLER_KEY = "preferred.controller.id"
 
 
 def id_list(text: str) -> list[int]:
+    broker = int_range(0, INT32_MAX)
     try:
-        ids = [int(x) for x in text.split(",") if x.strip()]
+        ids = [broker(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise ValueError("broker ids separated by commas, like 1,2,3") from None
+        raise ValueError(f"broker ids separated by commas, like 1,2,3 (each from 0 to {INT32_MAX})") from None
     if not ids:
         raise ValueError("broker ids separated by commas, like 1,2,3")
     return list(dict.fromkeys(ids))
@@ -79,13 +80,9 @@ def describe_log_dirs(session: Session, args: dict) -> Result:
 
 
 def _brokers(session, wanted: list[int] | None) -> list[int]:
-    live = session.conn.read([]).brokers
     if wanted is None:
-        return sorted(live)
-    unknown = [b for b in wanted if b not in live]
-    if unknown:
-        raise UsageError(f"Broker {', '.join(map(str, unknown))} is not in the cluster (live brokers: "
-                         f"{', '.join(map(str, sorted(live)))}): fix --broker-list")
+        return sorted(session.conn.read([]).brokers)
+    require_brokers(session, wanted)
     return wanted
 
 

@@ -8,6 +8,7 @@ Exit codes: 0 done, 1 failed, 2 bad input (nothing sent), 3 (--verify) still in 
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 import json
@@ -16,12 +17,12 @@ from pathlib import Path
 
 from kafka_shell import reassign_plan, throttles
 from kafka_shell.codes import ApiKey
-from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import Key, alter_configs, alter_reassignments, ongoing
 from kafka_shell.errors import ShellError, UsageError
-from kafka_shell.files import is_int, read_json
+from kafka_shell.files import FileExists, is_id, read_json, write_new
+from kafka_shell.metadata import ClusterSnapshot
+from kafka_shell.operations import Key, alter_configs, alter_reassignments, ongoing, require_brokers
 from kafka_shell.progress import ProgressBar
-from kafka_shell.registry import Option, command
+from kafka_shell.registry import INT32_MAX, INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
@@ -35,23 +36,18 @@ GIVE_UP_S = 60.0        # --blocking stops when the cluster does not answer for 
 
 
 def broker_ids(text: str) -> list[int]:
+    broker = int_range(0, INT32_MAX)
     try:
-        ids = [int(b) for b in text.split(",") if b.strip()]
+        ids = [broker(b) for b in text.split(",") if b.strip()]
     except ValueError:
-        raise ValueError("broker ids separated by commas, like 1,2,3") from None
+        raise ValueError(f"broker ids separated by commas, like 1,2,3 (each from 0 to {INT32_MAX})") from None
     if not ids or len(set(ids)) != len(ids):
         raise ValueError("distinct broker ids separated by commas, like 1,2,3")
     return ids
 
 
-def rate(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError("a rate in bytes per second (a positive integer)")
-    return value
+# Throttle rates are Kafka long configs.
+rate = int_range(1, INT64_MAX, "a rate in bytes per second")
 
 
 ACTIONS = ("--generate", "--execute", "--verify", "--cancel", "--list")
@@ -111,7 +107,7 @@ def reassign_partitions(session: Session, args: dict) -> Result:
         return list_moves(session)
     if action == "--blocking":
         return wait_all(session, args)
-    targets = read_reassignment(args[dest(FILE)]) if args[dest(FILE)] else None
+    targets = read_reassignment(args[dest(FILE)]) if args[dest(FILE)] is not None else None
     if action == "--execute":
         return execute(session, args, targets)  # type: ignore[arg-type]
     if action == "--verify":
@@ -165,8 +161,8 @@ def read_reassignment(path: str) -> dict[Key, list[int]]:
         raise UsageError(f"{path}: the partition list is empty: list at least one partition to move")
     out: dict[Key, list[int]] = {}
     for e in entries:
-        if not (isinstance(e, dict) and isinstance(e.get("topic"), str) and is_int(e.get("partition"))
-                and isinstance(e.get("replicas"), list) and all(is_int(b) for b in e["replicas"])):
+        if not (isinstance(e, dict) and isinstance(e.get("topic"), str) and is_id(e.get("partition"))
+                and isinstance(e.get("replicas"), list) and all(is_id(b) for b in e["replicas"])):
             raise UsageError(f'{path}: bad entry {json.dumps(e)}: each needs "topic" (text), '
                              '"partition" (integer) and "replicas" (list of broker ids)')
         key = (e["topic"], e["partition"])
@@ -214,17 +210,22 @@ def assignment_table(assignment: dict[Key, list[int]], name: str) -> Table:
 
 
 def write_file(path: Path, text: str) -> None:
-    path.write_text(text + "\n")
+    """A new file (an existing file or a symlink there is refused, with one line)."""
+    write_new(path, text + "\n")
 
 
-def rollback_path(source: str) -> Path:
-    """`move.json` -> `move.rollback.json` beside it (never overwriting an earlier one)."""
+def save_rollback(source: str, text: str) -> Path:
+    """Write `move.rollback.json` beside `move.json` (`move.rollback.2.json`... when taken),
+    never over an earlier one and never through a symlink, dangling or not."""
     src = Path(source).expanduser().resolve()
-    path, n = src.with_name(f"{src.stem}.rollback.json"), 1
-    while path.exists():
-        n += 1
-        path = src.with_name(f"{src.stem}.rollback.{n}.json")
-    return path
+    for n in itertools.count(1):
+        path = src.with_name(f"{src.stem}.rollback.json" if n == 1 else f"{src.stem}.rollback.{n}.json")
+        try:
+            write_file(path, text)
+            return path
+        except FileExists:
+            continue
+    raise AssertionError("unreachable")
 
 
 # -- cluster reads ------------------------------------------------------------------------------
@@ -260,10 +261,7 @@ def generate(session: Session, args: dict) -> Result:
     if missing:
         raise UsageError(f'Topic "{missing[0]}" does not exist (check the name with list-topics)')
     brokers = args["broker_list"]
-    unknown = [b for b in brokers if b not in snapshot.brokers]
-    if unknown:
-        raise UsageError(f"--broker-list names unknown broker(s) {_ids(unknown)}: live brokers are "
-                         f"{_ids(sorted(snapshot.brokers))}")
+    require_brokers(session, brokers)
     current = {(t, p.partition): list(p.replicas) for t in names for p in snapshot.topics[t].partitions}
     try:
         racks = reassign_plan.rack_map(brokers, {b: i.rack for b, i in snapshot.brokers.items()},
@@ -327,8 +325,7 @@ def execute(session, args: dict, targets: dict[Key, list[int]]) -> Result:
             lines.append(f"Would throttle replication to {args['throttle']} B/s on broker(s) "
                          f"{_ids(record['brokers'])} (dry run).")
         return Result(tables=[before], text=f"Current partition replica assignment\n{rollback}", messages=lines)
-    saved = rollback_path(path)
-    write_file(saved, rollback)
+    saved = save_rollback(path, rollback)
     messages = [f"Saved the current assignment to {saved}: use it as the --reassignment-json-file "
                 "option during rollback."]
     if record:

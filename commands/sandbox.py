@@ -4,8 +4,8 @@ Both are driven through the same methods (`Sandbox` / `RemoteSandbox`), each don
 
 from __future__ import annotations
 
-from kafka_shell.errors import UsageError
-from kafka_shell.registry import Option, command
+from kafka_shell.errors import UsageError, shown
+from kafka_shell.registry import INT32_MAX, INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result
 
 # action -> (argument names, what it does)
@@ -29,7 +29,8 @@ ACTIONS = {
 @command("sandbox",
          Option("action", choices=tuple(ACTIONS), required=True, help="What to do."),
          Option("args", repeatable=True, metavar="ARG", help="The action's arguments."),
-         Option("--epoch", type=int, metavar="E", help="Leader epoch for set-log-end-offset."),
+         Option("--epoch", type=int_range(0, INT32_MAX, "a leader epoch"), metavar="E",
+                help="Leader epoch for set-log-end-offset."),
          sandbox_only=True, changes_cluster=True,
          help="Control the sandbox cluster (faults, brokers, controllers).",
          description="\n".join(f"  {a} {' '.join(n)}: {h}" for a, (n, h) in ACTIONS.items()) +
@@ -84,10 +85,12 @@ def sandbox_command(session, args: dict) -> Result:
 
 
 def _int(text: str, what: str) -> int:
+    """BROKER and MS are int32 in Kafka, OFFSET an int64."""
+    high = INT64_MAX if what == "OFFSET" else INT32_MAX
     try:
-        return int(text)
-    except ValueError:
-        raise UsageError(f'Invalid {what} "{text}": expected an integer') from None
+        return int_range(0, high)(text)
+    except ValueError as exc:
+        raise UsageError(f'Invalid {what} "{shown(text)}": expected {exc}') from None
 
 
 def _controller(status: dict) -> str:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from itertools import groupby
 
 from kafka_shell.operations import require_topic
 from kafka_shell import clusters
-from kafka_shell.errors import UsageError
+from kafka_shell.errors import UsageError, shown
 from kafka_shell.parsing import find_command, help_text
 from kafka_shell.registry import REGISTRY, Option, command
 from kafka_shell.render import FORMATS, Result
@@ -73,14 +74,20 @@ def clusters_command(session: Session, args: dict) -> Result:
          help="Switch to a named cluster (and make it the default for the next runs).",
          examples=("use-cluster prod",))
 def use_cluster(session: Session, args: dict) -> Result:
+    from kafka_shell.client_config import check_bootstrap, validate
     from kafka_shell.session import Target
     bootstrap, props = clusters.get(args["name"])
+    check_bootstrap(bootstrap, f'cluster "{args["name"]}"')
+    validate(props)  # as at start: bad settings fail here, for every command alike
     timeout = session.target.timeout_s if session.target else 10.0
     session.switch(Target(bootstrap, props, cluster=args["name"], timeout_s=timeout))
     clusters.set_current(args["name"])
     if session.interactive:
         session.connect()  # now, so a wrong address shows here, not at the next command
     return Result.message(f'Using cluster "{args["name"]}" ({bootstrap}).')
+
+
+CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
 @command("add-cluster", Option("name", required=True, metavar="NAME"),
@@ -92,8 +99,11 @@ def use_cluster(session: Session, args: dict) -> Result:
                    "add-cluster prod --bootstrap-server k1:9093 -X security.protocol=SASL_SSL "
                    "-X 'sasl.password=${PROD_PASSWORD}'"))
 def add_cluster(session: Session, args: dict) -> Result:
-    from kafka_shell.client_config import parse_x_options
-    if not args["name"].replace("-", "").replace("_", "").isalnum():
-        raise UsageError(f'Invalid cluster name "{args["name"]}": use letters, digits, "-" or "_"')
+    from kafka_shell.client_config import check_bootstrap, parse_x_options
+    if not CLUSTER_NAME.fullmatch(args["name"]):
+        raise UsageError(f'Invalid cluster name "{shown(args["name"])}": use up to 64 letters, digits, "-" or "_", '
+                         "starting with a letter or digit")
+    if "${" not in args["bootstrap_server"]:  # a ${VAR} is checked when the cluster is used
+        check_bootstrap(args["bootstrap_server"])
     clusters.add(args["name"], args["bootstrap_server"], parse_x_options(args["X"]))
     return Result.message(f'Added cluster "{args["name"]}" to {clusters.clusters_file()}.')

@@ -12,10 +12,10 @@ import fnmatch
 from typing import TYPE_CHECKING, Any
 
 from kafka_shell.codes import ApiKey, Error
-from kafka_shell.errors import KafkaCallError, ShellError, UsageError
+from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
 from kafka_shell.operations import (admin_error, alter_configs, change_replication_factor, check_topic_name, debug,
-                                    is_pattern, ongoing, read_for, read_topics, resolve_topics)
-from kafka_shell.option_types import key_value, positive_int, replica_assignment
+                                    has_collision_chars, is_pattern, ongoing, read_for, read_topics, resolve_topics)
+from kafka_shell.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor, topic_pattern
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 
 # Kafka's controller refuses requests creating more partitions than this in total.
 MAX_PARTITIONS_PER_REQUEST = 10_000
+CLIENT_MAX_REPLICATION_FACTOR = 10_000   # librdkafka's bound (a Kafka int16 goes to 32767)
+# kafka-topics prints this for a name with '.' or '_' (Topic.hasCollisionChars).
+COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
+                     "('_') could collide. To avoid issues it is best to use either, but not both.")
 
 
 # -- create-topic ----------------------------------------------------------------------------
@@ -32,7 +36,7 @@ CREATE_OPTIONS = (
     Option("--topic", repeatable=True, required=True, metavar="NAME", help="Topic to create."),
     Option("--partitions", type=positive_int, metavar="N",
            help="Number of partitions (default: the broker's num.partitions)."),
-    Option("--replication-factor", type=positive_int, metavar="N",
+    Option("--replication-factor", type=replication_factor, metavar="N",
            help="Replicas per partition (default: the broker's default.replication.factor)."),
     Option("--replica-assignment", type=replica_assignment, metavar="B:B,B:B",
            help="Explicit replicas: partitions separated by ',', their brokers by ':'."),
@@ -91,6 +95,11 @@ def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
             context = {"topic": name, "brokers": brokers}
             if args["replication_factor"]:
                 context["rf"] = args["replication_factor"]
+            if (args["replication_factor"] or 0) > CLIENT_MAX_REPLICATION_FACTOR:
+                # librdkafka refuses to send it (a ValueError); Kafka would answer this error.
+                code = Error.invalid_replication_factor
+                outcomes[i] = KafkaCallError(kafka_error_message(code, **context), code=code)
+                break
             wanted.append((i, NewTopic(name, **kwargs), context))
     dry_run = bool(lines and lines[0].get("dry_run"))
     results = _send_create(session, [t for _, t, _ in wanted], dry_run)
@@ -99,6 +108,8 @@ def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
     for (i, topic, context), (_, error) in zip(wanted, results):
         if error is None:
             verb = "Topic {} would be created (dry run)." if dry_run else "Created topic {}."
+            if has_collision_chars(topic.topic):
+                done.setdefault(i, []).append(COLLISION_WARNING)
             done.setdefault(i, []).append(verb.format(topic.topic))
         elif getattr(error, "code", None) == Error.topic_already_exists and lines[i]["if_not_exists"]:
             skipped.setdefault(i, []).append(topic.topic)
@@ -162,9 +173,9 @@ def _valid_name(name: str) -> bool:
                 help="Replicas of the added partitions only, partitions separated by ','."),
          Option("--config", type=key_value, repeatable=True, metavar="KEY=VALUE",
                 completer="config_key", help="Set a topic config."),
-         Option("--delete-config", repeatable=True, metavar="KEY", completer="config_key",
+         Option("--delete-config", type=config_name, repeatable=True, metavar="KEY", completer="config_key",
                 help="Remove a topic config override."),
-         Option("--replication-factor", type=positive_int, metavar="N",
+         Option("--replication-factor", type=replication_factor, metavar="N",
                 help="New replication factor (a minimal-movement, rack-aware reassignment)."),
          mutates=True, topic_context=True,
          help="Add partitions to topics, change their replication factor or their configs.",
@@ -180,7 +191,7 @@ def alter_topic(session: Session, args: dict) -> Result:
     dry_run = args["dry_run"]
     snap, topics = read_topics(session, args["topic"])
     if not topics:
-        raise ShellError(f'No topic matches {", ".join(args["topic"])} (see list-topics)')
+        raise ShellError(f'No topic matches {", ".join(map(shown, args["topic"]))} (see list-topics)')
     messages: list[str] = []
     if args["partitions"]:
         messages += _add_partitions(session, topics, args["partitions"], args["replica_assignment"], dry_run)
@@ -242,7 +253,7 @@ def delete_topic(session: Session, args: dict) -> Result:
     missing_patterns = [p for p in args["topic"] if is_pattern(p)
                         and not any(fnmatch.fnmatchcase(n, p) for n in names)]
     if missing_patterns and not args["if_exists"]:
-        raise ShellError(f"No topic matches {', '.join(missing_patterns)} (use --if-exists to allow that)")
+        raise ShellError(f"No topic matches {', '.join(map(shown, missing_patterns))} (use --if-exists to allow that)")
     internal = [n for n in names if n in known and known[n].internal]
     if internal:
         raise UsageError(f"{', '.join(internal)} is an internal topic: kafka-shell does not delete it")
@@ -279,7 +290,7 @@ def delete_topic(session: Session, args: dict) -> Result:
 
 
 @command("list-topics",
-         Option("pattern", metavar="PATTERN", help="Only topics matching this glob ('orders-*')."),
+         Option("pattern", type=topic_pattern, metavar="PATTERN", help="Only topics matching this glob ('orders-*')."),
          Option("--exclude-internal", flag=True, help="Leave out internal topics."),
          help="List topics.",
          examples=("list-topics", "list-topics 'orders-*' --exclude-internal"))
@@ -312,6 +323,8 @@ FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_i
 def describe_topic(session: Session, args: dict) -> Result:
     if args["topic"]:
         snapshot, topics = read_topics(session, args["topic"])
+        if not topics:  # as kafka-topics --describe: a pattern matching nothing is an error
+            raise ShellError(f'No topic matches {", ".join(map(shown, args["topic"]))} (see list-topics)')
     else:
         snapshot = session.conn.read()
         topics = [t for _, t in sorted(snapshot.topics.items())]

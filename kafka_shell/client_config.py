@@ -3,13 +3,24 @@
 The same properties feed the AdminClient (librdkafka) and the shell's direct channel, so users
 write them once. Java clients' `sasl.jaas.config` (what Kafka's own tools read) is translated to
 librdkafka's `sasl.username` / `sasl.password`, since librdkafka rejects it.
+
+`${VAR}` in a value (of -X, --command-config or clusters.json) is replaced by the environment
+variable, so secrets stay off the command line, where `ps` shows them to every user. The
+settings are checked once, before any command runs (`validate`), the same way for all commands.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import json
+import os
 import re
+from typing import Any
 
-from kafka_shell.errors import UsageError
+from kafka_shell.errors import ShellError, UsageError, shown
+from kafka_shell.files import read_owned, read_text, write_json_owned
+from kafka_shell.paths import data_dir
 
 REDACTED = "******"
 # Keys whose values are secrets: never printed, logged or put into an error message.
@@ -22,11 +33,7 @@ _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 def load_properties(path: str) -> dict[str, str]:
     """Read a Java .properties file: `k=v`, `k: v` or `k v`; `#`/`!` comments; `\\` line
     continuations and escapes (`\\uXXXX`, `\\t`, `\\=` ...)."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise UsageError(f"Cannot read --command-config file {path}: {exc.strerror or exc}") from None
+    text = read_text(path, "--command-config file")
     props: dict[str, str] = {}
     for line in _logical_lines(text):
         key, value = _split_property(line)
@@ -89,7 +96,7 @@ def parse_x_options(items: list[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep:
-            raise UsageError(f"-X expects key=value (a librdkafka property), got {item!r}")
+            raise UsageError(f'-X expects key=value (a librdkafka property), got "{shown(item)}"')
         if not key:
             # Do not echo the item: its value may be a secret.
             raise UsageError("-X expects key=value (a librdkafka property), got a value with no key")
@@ -140,3 +147,129 @@ def librdkafka_properties(props: dict[str, str]) -> dict[str, str]:
         if password is not None:
             out["sasl.password"] = password
     return out
+
+
+# -- ${ENV} references, and the checks made once at start ---------------------------------------
+
+# What the direct channel (kafka_shell/channel.py) can log in with.
+SHELL_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Properties naming a file librdkafka (or the direct channel) opens: a missing one is named.
+FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.keystore.location",
+             "ssl.crl.location", "sasl.kerberos.keytab", "ssl.engine.location")
+
+
+def check_bootstrap(bootstrap: str, where: str = "--bootstrap-server") -> str:
+    """`h:p[,h:p]` (`[v6]:p`, `PLAINTEXT://h:p`) with ports 1-65535; a UsageError otherwise."""
+    items = [s.strip() for s in bootstrap.split(",") if s.strip()]
+    for item in items or [""]:
+        host, sep, port = item.split("://", 1)[-1].rpartition(":")
+        if not (sep and host and host.isprintable() and " " not in host and port.isascii()
+                and port.isdigit() and 0 < int(port) < 65536):
+            raise UsageError(f'Bad bootstrap server "{shown(item)}" in {where}: use host:port[,host:port...] '
+                             "(ports 1 to 65535)")
+    return bootstrap
+
+
+def expand_env(value: str, where: str) -> str:
+    """`value` with each `${VAR}` replaced by the environment's; a UsageError names an unset one."""
+    def sub(m: re.Match) -> str:
+        if m.group(1) not in os.environ:
+            raise UsageError(f"{where} uses ${{{m.group(1)}}}, which is not set: export it and retry")
+        return os.environ[m.group(1)]
+    return _ENV_REF.sub(sub, value)
+
+
+def expand_all(props: dict[str, str], where: str) -> dict[str, str]:
+    return {k: expand_env(v, f"{where} ({k})") for k, v in props.items()}
+
+
+def command_line_secrets(props: dict[str, str]) -> list[str]:
+    """Keys of -X properties that put a secret itself on the command line (not a ${VAR})."""
+    return [k for k, v in props.items() if is_secret(k) and v and not _ENV_REF.fullmatch(v.strip())]
+
+
+def secrets_warning(keys: list[str]) -> str:
+    """One line for secrets given with -X; it names the keys, never the values."""
+    return (f"Warning: -X {', '.join(keys)} on the command line is visible to other users (ps): "
+            f"put it in a --command-config file or a clusters.json cluster, or write "
+            f"-X '{keys[0]}=${{ENV_VAR}}'.")
+
+
+def validate(props: dict[str, str]) -> None:
+    """Check client settings before any command runs, the same way for every command: files
+    they name must exist, and librdkafka must accept the rest (property names, value types,
+    SASL mechanisms it was built with). librdkafka's check costs the confluent-kafka import
+    (~95 ms with the client set-up), so it runs only for settings not checked before."""
+    for key, value in props.items():
+        if _CONTROL.search(key) or _CONTROL.search(value):  # librdkafka would cut them at a NUL
+            raise UsageError(f'Client setting "{shown(key)}" holds a control character (in its '
+                             f"{'name' if _CONTROL.search(key) else 'value'}): remove it")
+    for key in FILE_KEYS:
+        path = props.get(key)
+        if path and not (key == "ssl.ca.location" and path == "probe") and not os.path.exists(path):
+            raise UsageError(f"{key}: file {shown(path)} does not exist: fix the path "
+                             "(-X, --command-config or clusters.json)")
+    security = props.get("security.protocol", "").strip().lower()
+    mechanism = sasl_mechanism(props) if security.startswith("sasl") else None
+    if mechanism is not None and mechanism not in SHELL_SASL_MECHANISMS:
+        # Every command connects through the shell's own channel first, which logs in itself.
+        raise UsageError(f"SASL mechanism {mechanism} is not supported by kafka-shell: use "
+                         f"{', '.join(SHELL_SASL_MECHANISMS)} (set sasl.mechanism)")
+    if not props:
+        return
+    key = _settings_key(props)
+    if key in _validated():
+        return
+    _check_with_librdkafka(props)
+    _remember(key)
+
+
+# Settings librdkafka accepted are remembered (by a digest of the redacted settings: no secret
+# is stored) so that later runs skip the confluent-kafka check, ~95 ms of a one-shot start.
+VALIDATED_FILE = "validated-settings.json"
+MAX_REMEMBERED = 32
+
+
+def _settings_key(props: dict[str, str]) -> str:
+    spec = importlib.util.find_spec("confluent_kafka")
+    where = os.path.dirname(spec.origin) if spec and spec.origin else ""
+    build = f"{where}:{os.stat(where).st_mtime_ns if where else 0}"  # a new librdkafka checks again
+    text = json.dumps([build, sorted(redact(librdkafka_properties(props)).items())])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _validated() -> list[str]:
+    try:
+        data = json.loads(read_owned(data_dir() / VALIDATED_FILE) or "[]")
+    except (OSError, ValueError, UsageError):
+        return []
+    return data if isinstance(data, list) else []
+
+
+def _remember(key: str) -> None:
+    try:
+        write_json_owned(data_dir() / VALIDATED_FILE, [key, *_validated()][:MAX_REMEMBERED])
+    except (OSError, ShellError):
+        pass  # a read-only home only costs the check next time
+
+
+def _check_with_librdkafka(props: dict[str, str]) -> None:
+    import logging
+
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+    quiet = logging.getLogger("kafka_shell.validate")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    try:
+        # No bootstrap.servers: the client only parses its settings, it connects nowhere.
+        conf: dict[str, Any] = {**librdkafka_properties(props), "logger": quiet}
+        AdminClient(conf)
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else exc
+        text = err.str() if hasattr(err, "str") else str(err)
+        text = text.removeprefix("Failed to create admin client: ")
+        raise UsageError(f"Invalid client setting: {scrub(text, props)} "
+                         "(fix -X, --command-config or the cluster's properties)") from None

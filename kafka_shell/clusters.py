@@ -5,21 +5,20 @@ remembers the current one (so the main file can stay read-only, as kafkactl does
                            "properties": {"security.protocol": "SASL_SSL",
                                           "sasl.password": "${PROD_KAFKA_PASSWORD}"}}}}
 
-`${ENV}` in any value is expanded when the cluster is used. Files are written atomically
-(temp file, mode 0600, rename): they may hold secrets.
+`${ENV}` in any value is expanded when the cluster is used (client_config.expand_env). Files are
+written atomically (temp file, mode 0600, rename) and brought to 0600 when read: they may hold
+secrets.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 from pathlib import Path
 
+from kafka_shell.client_config import expand_all, expand_env
 from kafka_shell.errors import UsageError
-from kafka_shell.paths import config_dir, write_json_atomically
-
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+from kafka_shell.files import read_owned, write_json_owned
+from kafka_shell.paths import config_dir
 
 
 def clusters_file() -> Path:
@@ -27,12 +26,14 @@ def clusters_file() -> Path:
 
 
 def _read_json(path: Path) -> dict:
+    """The file's object ({} when there is none); the file is brought to mode 0600."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"Cannot read {path}: {exc} (fix or remove the file)") from None
+        text = read_owned(path)
+        data = json.loads(text) if text is not None else {}
+    except (OSError, ValueError, RecursionError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "nested too deeply" \
+            if isinstance(exc, RecursionError) else exc
+        raise UsageError(f"Cannot read {path}: {reason} (fix or remove the file)") from None
     if not isinstance(data, dict):
         raise UsageError(f"Cannot read {path}: expected a JSON object (fix or remove the file)")
     return data
@@ -52,13 +53,13 @@ def current() -> str | None:
 
 def set_current(name: str) -> None:
     get(name)  # must exist
-    write_json_atomically(config_dir() / "state.json", {"current": name})
+    write_json_owned(config_dir() / "state.json", {"current": name})
 
 
 def add(name: str, bootstrap: str, properties: dict[str, str] | None = None) -> None:
     data = _read_json(clusters_file())
     data.setdefault("clusters", {})[name] = {"bootstrap": bootstrap, "properties": properties or {}}
-    write_json_atomically(clusters_file(), data)
+    write_json_owned(clusters_file(), data)
 
 
 def get(name: str) -> tuple[str, dict[str, str]]:
@@ -69,13 +70,8 @@ def get(name: str) -> tuple[str, dict[str, str]]:
         known = ", ".join(sorted(clusters)) or f"none: add one to {clusters_file()}"
         raise UsageError(f'Unknown cluster "{name}" (known clusters: {known})')
     props = entry.get("properties") or {}
-    return _expand(entry["bootstrap"], name), {str(k): _expand(str(v), name) for k, v in props.items()}
-
-
-def _expand(value: str, cluster: str) -> str:
-    def sub(m: re.Match) -> str:
-        if m.group(1) not in os.environ:
-            raise UsageError(f'Cluster "{cluster}" uses ${{{m.group(1)}}}, which is not set: '
-                             f"export it and retry")
-        return os.environ[m.group(1)]
-    return _ENV_REF.sub(sub, value)
+    if not isinstance(props, dict):
+        raise UsageError(f'Cannot read {clusters_file()}: "properties" of "{name}" must be an object')
+    where = f'Cluster "{name}"'
+    return (expand_env(str(entry["bootstrap"]), where),
+            expand_all({str(k): str(v) for k, v in props.items()}, where))

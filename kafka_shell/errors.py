@@ -7,6 +7,26 @@ mode that runs them prints `str(error)` on stderr and returns `error.exit_code`.
 from __future__ import annotations
 
 from typing import Any
+import re
+
+
+# C0 and C1 control characters (NUL, ESC, newlines...) and the surrogates Python uses for bytes
+# that are not UTF-8: never written raw to a terminal.
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+MAX_SHOWN = 80   # longest user value quoted back in a message
+
+
+def printable(text: str) -> str:
+    """`text` safe to print as one line: control characters escaped (`\\x00`, `\\n`)."""
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1] if m.group() in "\t\n\r"
+                            else f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                            else f"\\u{ord(m.group()):04x}", text)
+
+
+def shown(value: str) -> str:
+    """A user's value to quote in a message: printable, and cut short when long."""
+    value = printable(value)
+    return value if len(value) <= MAX_SHOWN else value[:MAX_SHOWN] + f"... ({len(value)} characters)"
 
 
 class ShellError(Exception):
@@ -79,6 +99,11 @@ KAFKA_ERRORS: dict[int, str] = {
 }
 
 
+# Codes whose broker message is more precise than our template (Kafka's "Topic 'my_topic'
+# collides with existing topic: my.topic" beats "Invalid topic name"): the broker's text wins.
+BROKER_TEXT_WINS = {17}
+
+
 class _Context(dict):
     def __missing__(self, key: str) -> str:
         raise KeyError(key)
@@ -90,6 +115,8 @@ def kafka_error_message(code: int, name: str = "", detail: str = "", **context: 
         entity = context.get("entity")
         return f"{entity}: {detail}" if entity else (detail or "The request failed in the client.")
     template = KAFKA_ERRORS.get(code)
+    if code in BROKER_TEXT_WINS and detail and detail.lower() != name.lower():
+        return detail
     ctx = _Context(context, detail=detail or name or f"error {code}")
     ctx.setdefault("entity", f'topic "{context["topic"]}"' if "topic" in context else "the resource")
     if template is not None:

@@ -12,10 +12,11 @@ the command's own options, and so that the registry alone defines what a command
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 
-from kafka_shell.errors import ShellError, UsageError
+from kafka_shell.errors import ShellError, UsageError, printable, shown
 from kafka_shell.parsing import suggest
 
 USAGE = """\
@@ -39,10 +40,15 @@ Global options:
   --output, -o table|json|csv   Output format (default table)
   --command-config FILE         Client properties file (security settings)
   -X KEY=VALUE                  A client property (repeatable)
-  --timeout S                   Bound on each request, retries included, in seconds (default 10)
+  --timeout S                   Bound on each request, retries included, in seconds (default 10,
+                                at most 2147483)
   --yes                         Confirm destructive commands
   --debug                       Show tracebacks and debug logs
   --help, -h                    This help; `kafka-shell --command help` lists the commands
+
+Secrets: other users see the command line (ps). Put passwords in a --command-config file or a
+clusters.json cluster, or write -X 'sasl.password=${ENV}' (values of -X, --command-config and
+clusters.json expand ${VAR} from the environment).
 
 Exit codes: 0 ok, 1 failed, 2 usage error."""
 
@@ -124,9 +130,9 @@ def parse_globals(argv: list[str]) -> Globals:
         else:
             candidates = [*GLOBAL_OPTIONS, *(f"--{c.name}" for c in flag_commands())]
             hint = suggest(name, candidates) or " (see kafka-shell --help)"
-            raise UsageError(f"Unknown option {name}{hint}")
+            raise UsageError(f"Unknown option {shown(name)}{hint}")
         i += 1
-    modes = [m for m in ("--command" if g.command else "", "--file" if g.file else "",
+    modes = [m for m in ("--command" if g.command is not None else "", "--file" if g.file is not None else "",
                          f"--{cmd.name}" if cmd else "") if m]
     if len(modes) > 1:
         raise UsageError(f"Options {' and '.join(modes)} cannot be used together (pick one)")
@@ -137,19 +143,30 @@ def _set(g: Globals, dest: str, name: str, value: str) -> None:
     if dest == "x_options":
         g.x_options.append(value)
     elif dest == "timeout":
-        try:
-            g.timeout = float(value)
-        except ValueError:
-            raise UsageError(f'Invalid value "{value}" for {name}: expected a number of seconds') from None
-        if g.timeout <= 0:
-            raise UsageError(f'Invalid value "{value}" for {name}: expected a positive number of seconds')
+        g.timeout = _seconds(value, name)
     elif dest == "output":
         from kafka_shell.render import FORMATS
         if value not in FORMATS:
-            raise UsageError(f'Invalid value "{value}" for {name}: choose one of {", ".join(FORMATS)}')
+            raise UsageError(f'Invalid value "{shown(value)}" for {name}: choose one of {", ".join(FORMATS)}')
         g.output = value
     else:
         setattr(g, dest, value)
+
+
+# Timeouts go to Kafka in milliseconds, in int32 fields.
+MAX_TIMEOUT_S = (2**31 - 1) // 1000
+
+
+def _seconds(value: str, name: str) -> float:
+    """A timeout in seconds, finite and within what Kafka's int32 millisecond fields hold."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (0.001 <= seconds <= MAX_TIMEOUT_S):  # NaN fails every comparison
+        raise UsageError(f'Invalid value "{shown(value)}" for {name}: expected a number of seconds '
+                         f"from 0.001 to {MAX_TIMEOUT_S}")
+    return seconds
 
 
 def build_target(g: Globals, sandbox=None):
@@ -163,15 +180,24 @@ def build_target(g: Globals, sandbox=None):
         bootstrap = sandbox.bootstrap
     else:
         from kafka_shell import clusters
-        name = g.cluster or clusters.current()
+        name = g.cluster if g.cluster is not None else clusters.current()
         if name is None:
             return None
         bootstrap, props = clusters.get(name)
-    if g.command_config or g.x_options:
-        from kafka_shell import client_config
-        if g.command_config:
-            props.update(client_config.load_properties(g.command_config))
-        props.update(client_config.parse_x_options(g.x_options))
+    from kafka_shell import client_config
+    client_config.check_bootstrap(bootstrap, f'cluster "{name}"' if name else "--bootstrap-server")
+    if g.bootstrap_controller is not None:
+        client_config.check_bootstrap(g.bootstrap_controller, "--bootstrap-controller")
+    if g.command_config is not None:
+        file_props = client_config.load_properties(g.command_config)
+        props.update(client_config.expand_all(file_props, f"--command-config {g.command_config}"))
+    if g.x_options:
+        x_props = client_config.parse_x_options(g.x_options)
+        exposed = client_config.command_line_secrets(x_props)
+        if exposed:
+            sys.stderr.write(client_config.secrets_warning(exposed) + "\n")
+        props.update(client_config.expand_all(x_props, "-X"))
+    client_config.validate(props)
     return Target(bootstrap, props, cluster=name, timeout_s=g.timeout,
                   bootstrap_controllers=g.bootstrap_controller)
 
@@ -300,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = run(argv)
     except ShellError as exc:
-        sys.stderr.write(f"{exc}\n")
+        sys.stderr.write(printable(str(exc)) + "\n")
         code = exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")
@@ -308,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - one line unless --debug asks for the traceback
         if "--debug" in argv:
             raise
-        sys.stderr.write(f"Internal error: {type(exc).__name__}: {exc} (run with --debug for details)\n")
+        sys.stderr.write(printable(f"Internal error: {type(exc).__name__}: {exc} (run with --debug for details)") + "\n")
         code = 1
     sys.stdout.flush()
     return code

@@ -8,7 +8,8 @@ import sys
 from typing import TextIO
 from collections.abc import Iterable
 
-from kafka_shell.errors import UsageError
+from kafka_shell.errors import printable
+from kafka_shell.files import decode, read_text
 from kafka_shell.runner import run_line, run_lines
 from kafka_shell.session import Session
 
@@ -25,7 +26,7 @@ def replay(session: Session, path: str, quiet: bool = False, continue_on_error: 
 
     def echo(where: str, line: str) -> None:
         number = where.rsplit(":", 2)[-2]
-        session.stderr.write(f"{number}> {line.strip()}\n")
+        session.stderr.write(f"{number}> {printable(line.strip())}\n")
         session.stderr.flush()
 
     codes = run_lines(session, items, echo=None if quiet else echo, stop_on_error=not continue_on_error)
@@ -34,12 +35,9 @@ def replay(session: Session, path: str, quiet: bool = False, continue_on_error: 
 
 def _read(path: str) -> list[str]:
     if path == "-":
-        return sys.stdin.read().splitlines()
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read().splitlines()
-    except OSError as exc:
-        raise UsageError(f"Cannot read script {path}: {exc.strerror or exc}") from None
+        raw = getattr(sys.stdin, "buffer", None)  # a test's StringIO stdin has no bytes to decode
+        return (decode(raw.read(), "standard input") if raw else sys.stdin.read()).splitlines()
+    return read_text(path, "script").splitlines()
 
 
 def script_lines(raw: Iterable[str]) -> list[tuple[int, str]]:

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_shell import reassign_plan
 from kafka_shell.codes import AlterConfigOp, ApiKey, Error, ResourceType
-from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message
+from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
 from kafka_shell.metadata import ClusterSnapshot, TopicInfo
+from kafka_shell.option_types import MAX_TOPIC_NAME, topic_pattern
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
 
-MAX_TOPIC_NAME = 249
 _LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 Key = tuple[str, int]
 REASSIGNMENT_TIMEOUT_MS = 30000
@@ -47,17 +47,31 @@ def admin_error(error: BaseException, **context: Any) -> str:
 def check_topic_name(name: str) -> None:
     if (not name or len(name) > MAX_TOPIC_NAME or name in (".", "..")
             or not _LEGAL_NAME.fullmatch(name)):
-        raise UsageError(f'Invalid topic name "{name}": use up to {MAX_TOPIC_NAME} letters, digits, '
+        raise UsageError(f'Invalid topic name "{shown(name)}": use up to {MAX_TOPIC_NAME} letters, digits, '
                          f'".", "_" or "-"')
+
+
+def has_collision_chars(name: str) -> bool:
+    return "." in name or "_" in name
 
 
 def is_pattern(name: str) -> bool:
     return any(c in name for c in "*?[")
 
 
+def check_pattern(name: str) -> None:
+    try:
+        topic_pattern(name)
+    except ValueError as exc:
+        raise UsageError(f'Invalid topic pattern "{shown(name)}": expected {exc}') from None
+
+
 def read_for(session: Session, names: list[str] | None) -> ClusterSnapshot:
     """A fresh read scoped to `names`: just those topics, or every topic when a name is a
     glob or no name is given."""
+    for n in names or ():
+        if is_pattern(n):
+            check_pattern(n)  # before anything is sent
     if names is None or any(is_pattern(n) for n in names):
         return session.conn.read()
     return session.conn.read(names)
@@ -69,6 +83,7 @@ def resolve_topics(snap: ClusterSnapshot, names: list[str], include_internal: bo
     out: list[str] = []
     for name in names:
         if is_pattern(name):
+            check_pattern(name)
             out += [t for t in sorted(known) if fnmatch.fnmatchcase(t, name)
                     and (include_internal or not known[t].internal)]
         else:
@@ -93,6 +108,16 @@ def read_topics(session: Session, names: list[str],
     that does not exist is an error."""
     snap = read_for(session, names)
     return snap, [require_topic(session, n, snap) for n in resolve_topics(snap, names, include_internal)]
+
+
+def require_brokers(session: Session, ids: list[int]) -> None:
+    """Fail at once for broker ids the cluster does not have (a fresh read of its brokers),
+    rather than let a request to them wait for a timeout."""
+    known = session.conn.read([]).brokers
+    unknown = [b for b in ids if b not in known]
+    if unknown:
+        which = f"Broker {unknown[0]} is" if len(unknown) == 1 else f"Brokers {', '.join(map(str, unknown))} are"
+        raise UsageError(f"{which} not in the cluster (brokers: {', '.join(map(str, sorted(known)))})")
 
 
 # -- configs -----------------------------------------------------------------------------------

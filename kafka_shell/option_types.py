@@ -1,38 +1,56 @@
 """Option value types shared by several commands. Each takes the text the user typed and
 returns the value, or raises ValueError whose text says what was expected (the parser turns it
-into `Invalid value "x" for --opt of cmd: expected <text>`)."""
+into `Invalid value "x" for --opt of cmd: expected <text>`). Integers are checked against the
+Kafka field they are sent in (int32 counts and ids, int16 replication factors)."""
 
 from __future__ import annotations
 
-INT32_MAX = 2**31 - 1
+import re
+
+from kafka_shell.registry import INT16_MAX, INT32_MAX, int_range
+
+positive_int = int_range(1, INT32_MAX, "a positive integer")
+replication_factor = int_range(1, INT16_MAX, "a replication factor")
+BROKER_ID_RANGE = (0, INT32_MAX)
+CONFIG_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")   # Kafka's config names are far shorter
+MAX_TOPIC_NAME = 249
+_GLOB = re.compile(r"[A-Za-z0-9._*?\[\]!-]+")
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError("a positive integer") from None
-    if value < 1 or value > INT32_MAX:
-        raise ValueError("a positive integer")
-    return value
+def config_name(text: str) -> str:
+    """A config name as Kafka spells them (letters, digits, '.', '_', '-')."""
+    if not CONFIG_NAME.fullmatch(text.strip()):
+        raise ValueError("a config name (letters, digits, '.', '_' or '-')")
+    return text.strip()
 
 
 def key_value(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise ValueError("key=value")
+    if not sep or not CONFIG_NAME.fullmatch(key.strip()):
+        raise ValueError("key=value (the key a config name: letters, digits, '.', '_' or '-')")
     return key.strip(), value
 
 
 def replica_assignment(text: str) -> list[list[int]]:
     """Kafka's format: partitions separated by commas, replicas by colons: `1:2,2:3,3:1`."""
+    broker = int_range(*BROKER_ID_RANGE, "broker ids")
     try:
-        parts = [[int(b) for b in p.split(":")] for p in text.split(",")]
+        parts = [[broker(b) for b in p.split(":")] for p in text.split(",")]
     except ValueError:
-        raise ValueError("broker ids like 1:2,2:3 (replicas of a partition joined by ':')") from None
+        raise ValueError(f"broker ids from {BROKER_ID_RANGE[0]} to {BROKER_ID_RANGE[1]} like 1:2,2:3 "
+                         "(replicas of a partition joined by ':')") from None
     for i, replicas in enumerate(parts):
         if len(set(replicas)) != len(replicas):
             raise ValueError(f"distinct brokers per partition (partition {i} repeats one)")
     if len({len(p) for p in parts}) != 1:
         raise ValueError("the same number of replicas for every partition")
     return parts
+
+
+def topic_pattern(text: str) -> str:
+    """A glob over topic names (legal name characters and * ? [ ] !), no longer than a name,
+    so that matching stays cheap whatever the user typed."""
+    if len(text) > MAX_TOPIC_NAME or not _GLOB.fullmatch(text):
+        raise ValueError(f"a topic name or glob: up to {MAX_TOPIC_NAME} letters, digits, '.', '_', '-' "
+                         "and * ? [ ]")
+    return text

@@ -11,10 +11,13 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_shell.errors import UsageError
+from kafka_shell.errors import UsageError, shown
 from kafka_shell.registry import REGISTRY, Command, Option, Registry
 
 HELP_FLAGS = ("--help", "-h")
+# shlex takes time quadratic in a token's length: 128 KiB splits in ~0.4 s, 1 MiB in ~30 s.
+MAX_LINE = 128 * 1024
+MAX_SUGGESTED = 100   # longer words get no "did you mean": no command or option is near that long
 
 
 @dataclass
@@ -28,10 +31,13 @@ class Parsed:
 def tokenize(line: str) -> list[str]:
     """Split a line like a POSIX shell does (quotes, escapes, and `#` comments where a word
     starts, so `a=b#c` keeps its `#`)."""
+    if len(line) > MAX_LINE:
+        raise UsageError(f"Command line too long ({len(line)} characters, at most {MAX_LINE}): split it into "
+                         "several commands")
     try:
         return shlex.split(_strip_comment(line))
     except ValueError:
-        raise UsageError(f"Unbalanced quotes in: {line.strip()} (close the quote, or escape it with \\)") from None
+        raise UsageError(f"Unbalanced quotes in: {shown(line.strip())} (close the quote, or escape it with \\)") from None
 
 
 def _strip_comment(line: str) -> str:
@@ -48,6 +54,8 @@ def _strip_comment(line: str) -> str:
 
 def suggest(word: str, candidates: list[str]) -> str:
     """' (did you mean X?)' for the closest candidate, or ''."""
+    if len(word) > MAX_SUGGESTED:  # difflib is quadratic: a pasted megabyte would take seconds
+        return ""
     close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
 
@@ -56,7 +64,7 @@ def find_command(name: str, registry: Registry = REGISTRY) -> Command:
     cmd = registry.get(name)
     if cmd is None:
         hint = suggest(name, registry.names()) or " (type help for the list of commands)"
-        raise UsageError(f"Unknown command {name}{hint}")
+        raise UsageError(f"Unknown command {shown(name)}{hint}")
     return cmd
 
 
@@ -79,7 +87,7 @@ def parse(tokens: list[str], registry: Registry = REGISTRY,
             raise UsageError(_unknown_option(cmd, name))
         if opt is None:  # a positional value
             if not positionals:
-                raise UsageError(f'Unexpected argument "{token}" for {cmd.name} (see {cmd.name} --help)')
+                raise UsageError(f'Unexpected argument "{shown(token)}" for {cmd.name} (see {cmd.name} --help)')
             opt = positionals[0]
             if not opt.repeatable:
                 positionals.pop(0)
@@ -114,7 +122,7 @@ def _is_number(token: str) -> bool:
 def _unknown_option(cmd: Command, name: str) -> str:
     names = [n for o in cmd.options if not o.positional and not o.hidden for n in o.names]
     hint = suggest(name, names) or f" (see {cmd.name} --help)"
-    return f"Unknown option {name} for {cmd.name}{hint}"
+    return f"Unknown option {shown(name)} for {cmd.name}{hint}"
 
 
 def _store(cmd: Command, opt: Option, values: dict[str, Any], value: Any) -> None:
@@ -134,13 +142,13 @@ def _convert(cmd: Command, opt: Option, raw: str) -> Any:
     if opt.choices and raw not in opt.choices and raw.lower() in opt.choices:
         raw = raw.lower()  # Kafka's tools take `--election-type PREFERRED`; scripts carry that over
     if opt.choices and raw not in opt.choices:
-        raise UsageError(f'Invalid value "{raw}" for {label} of {cmd.name}: choose one of '
+        raise UsageError(f'Invalid value "{shown(raw)}" for {label} of {cmd.name}: choose one of '
                          f"{', '.join(opt.choices)}")
     try:
         return opt.type(raw)
     except (ValueError, TypeError) as exc:
         expected = TYPE_NAMES.get(opt.type) or str(exc)
-        raise UsageError(f'Invalid value "{raw}" for {label} of {cmd.name}: expected {expected}') from None
+        raise UsageError(f'Invalid value "{shown(raw)}" for {label} of {cmd.name}: expected {expected}') from None
 
 
 def _apply_context(cmd: Command, values: dict[str, Any], context: dict[str, Any]) -> None:

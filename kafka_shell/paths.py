@@ -7,9 +7,7 @@ else `$XDG_DATA_HOME/kafka-shell`. Kept free of heavy imports: the one-shot path
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -31,14 +29,5 @@ def data_dir() -> Path:
 
 def write_json_atomically(path: Path, data: object) -> None:
     """Write JSON readable by its owner only (mode 0600), never half-written (temp + rename)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    from kafka_shell.files import write_json_owned  # the one way files are written
+    write_json_owned(path, data)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
@@ -20,6 +21,22 @@ from collections.abc import Callable
 # Value completer kinds, resolved by the REPL completer against the metadata cache.
 COMPLETERS = ("topic", "broker", "group", "config_key", "config_value", "path", "cluster",
               "entity_name", "api", "error")
+
+
+# Kafka's integer field widths: an option's value must fit the field it is sent in.
+INT16_MAX, INT32_MAX, INT64_MAX = 2**15 - 1, 2**31 - 1, 2**63 - 1
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def int_range(low: int, high: int, what: str = "an integer") -> Callable[[str], int]:
+    """An option type: an integer from `low` to `high` (Kafka's field width), in ASCII digits.
+    Its ValueError says the range, e.g. "a replication factor from 1 to 32767"."""
+    def convert(text: str) -> int:
+        text = text.strip()
+        if _INTEGER.fullmatch(text) and len(text) <= 20 and low <= int(text) <= high:
+            return int(text)
+        raise ValueError(f"{what} from {low} to {high}")
+    return convert
 
 
 @dataclass(frozen=True)

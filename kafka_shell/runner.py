@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from collections.abc import Callable
 
 from kafka_shell import parsing
-from kafka_shell.errors import ShellError, UsageError, from_kafka_exception
+from kafka_shell.errors import ShellError, UsageError, from_kafka_exception, printable
 from kafka_shell.registry import REGISTRY, load_commands
 from kafka_shell.render import Result, render
 from kafka_shell.session import Session
@@ -186,6 +186,6 @@ def _fail(session: Session, line: Line, exc: BaseException, echo: Echo | None) -
         message, code = f"Internal error: {type(exc).__name__}: {exc} (run with --debug for details)", 1
     if session.debug and not isinstance(exc, UsageError):
         session.stderr.write("".join(traceback.format_exception(exc)))
-    session.stderr.write(f"{line.where}{message}\n")
+    session.stderr.write(printable(f"{line.where}{message}") + "\n")
     session.stderr.flush()
     return code

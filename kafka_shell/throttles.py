@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kafka_shell.paths import data_dir, write_json_atomically
+from kafka_shell.files import read_owned, write_json_owned
+from kafka_shell.paths import data_dir
 
 RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
@@ -69,10 +70,12 @@ def record_path() -> Path:
 
 
 def _read() -> dict:
+    """The whole record (brought to mode 0600); {} when missing or unreadable."""
     try:
-        return json.loads(record_path().read_text())
-    except (OSError, ValueError):
+        data = json.loads(read_owned(record_path()) or "{}")
+    except (OSError, ValueError, RecursionError):
         return {}
+    return data if isinstance(data, dict) else {}
 
 
 def load(cluster_id: str) -> dict | None:
@@ -86,4 +89,4 @@ def save(cluster_id: str, record: dict | None) -> None:
         data[cluster_id] = record
     else:
         data.pop(cluster_id, None)
-    write_json_atomically(record_path(), data)
+    write_json_owned(record_path(), data)

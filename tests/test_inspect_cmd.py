@@ -53,7 +53,7 @@ def test_describe_log_dirs_matches_the_replicas_and_their_lag(sandbox):
 
 
 @pytest.mark.parametrize("line,code,needles", [
-    ("describe-log-dirs --broker-list 9", 2, ["Broker 9 is not in the cluster (live brokers: 1, 2, 3)"]),
+    ("describe-log-dirs --broker-list 9", 2, ["Broker 9 is not in the cluster (brokers: 1, 2, 3)"]),
     ("describe-log-dirs --broker-list one", 2, ['Invalid value "one" for --broker-list']),
     ("describe-log-dirs --topic-list nope", 1, ['Topic "nope" does not exist']),
     ("describe-quorum --status --replication", 2, ["cannot be used together"]),

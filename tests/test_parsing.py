@@ -56,7 +56,7 @@ def test_values_types_repeats_and_defaults():
     ("output yaml", 'Invalid value "yaml" for FORMAT of output: choose one of table, json, csv'),
     ("describe-configs --all", "describe-configs needs one of --topic, --broker, --entity-name, --entity-default"),
     ("describe-configs --topic a --broker 1", "Options --topic and --broker of describe-configs cannot be used together"),
-    ("api-versions --broker one", 'Invalid value "one" for --broker of api-versions: expected an integer'),
+    ("api-versions --broker one", 'Invalid value "one" for --broker of api-versions: expected a broker id from 0 to 2147483647'),
 ])
 def test_usage_errors_name_the_bad_part(line, message):
     with pytest.raises(UsageError) as err:

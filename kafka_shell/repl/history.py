@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
+import sys
 from pathlib import Path
 
 from prompt_toolkit.history import FileHistory
 
 from kafka_shell.client_config import SECRET_WORDS
+from kafka_shell.files import PRIVATE_DIR, append_private
 from kafka_shell.paths import data_dir
 
 # A line is kept out of history (file and memory, hence out of auto-suggestions too) when it
@@ -25,14 +28,34 @@ def history_path() -> Path:
 
 
 class SecretFreeHistory(FileHistory):
-    """A FileHistory that never keeps a line with a secret; the file is readable by its owner only."""
+    """A FileHistory that never keeps a line with a secret. The file is readable by its owner
+    only (an existing one is brought to 0600) and never written through a symlink: when it
+    cannot be opened so, history stays in memory for this session, with one line saying why."""
 
     def __init__(self, path: str | os.PathLike[str]):
         path = Path(path)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path.touch(mode=0o600, exist_ok=True)
+        self.saving = True
+        try:
+            path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+            append_private(path, "")
+        except OSError as exc:
+            self.saving = False
+            reason = "it is a symbolic link" if path.is_symlink() else exc.strerror or str(exc)
+            sys.stderr.write(f"History is not saved: cannot write {path} ({reason}).\n")
         super().__init__(str(path))
+
+    def load_history_strings(self):
+        return super().load_history_strings() if self.saving else []
 
     def append_string(self, string: str) -> None:
         if not is_secret(string):
             super().append_string(string)
+
+    def store_string(self, string: str) -> None:
+        if not self.saving:
+            return
+        lines = "".join(f"+{line}\n" for line in string.split("\n"))
+        try:
+            append_private(Path(self.filename), f"\n# {datetime.datetime.now()}\n{lines}")  # type: ignore[arg-type]
+        except OSError:
+            self.saving = False  # the file went away or became a symlink: keep the rest in memory
