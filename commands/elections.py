@@ -16,7 +16,7 @@ import time
 
 from kafka_shell.codes import ApiKey, ElectionType, Error
 from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import debug, require_topic
+from kafka_shell.operations import debug, read_for, require_topic
 from kafka_shell.option_types import positive_int
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError, kafka_error_message
 from kafka_shell.files import is_id, read_json
@@ -136,11 +136,11 @@ def scope(session, args: dict, kind: int, name: str) -> tuple[ClusterSnapshot, l
                          'per partition, like {"partitions":[{"topic":"foo","partition":1,"designatedLeader":2}]}')
     if args["path_to_json_file"]:
         entries = read_partitions_file(args["path_to_json_file"], kind)
-        snap = session.conn.read(sorted({e[0] for e in entries}))
+        snap = read_for(session, sorted({e[0] for e in entries}))
         check_partitions_exist(snap, entries)
         return snap, entries
     if args["topic"]:
-        snap = session.conn.read([args["topic"]])
+        snap = read_for(session, [args["topic"]])
         topic = require_topic(session, args["topic"], snap)
         if args["partition"] is None:
             return snap, [(topic.name, p.partition, None) for p in topic.partitions]

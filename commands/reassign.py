@@ -20,7 +20,7 @@ from kafka_shell.codes import ApiKey
 from kafka_shell.errors import ShellError, UsageError
 from kafka_shell.files import FileExists, is_id, read_json, write_new
 from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import Key, alter_configs, alter_reassignments, ongoing, require_brokers
+from kafka_shell.operations import Key, alter_configs, alter_reassignments, ongoing, read_for, require_brokers
 from kafka_shell.progress import ProgressBar
 from kafka_shell.registry import INT32_MAX, INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
@@ -244,7 +244,7 @@ def current_assignment(snap: ClusterSnapshot, keys) -> dict[Key, list[int]]:
 
 def read_keys(session, keys) -> ClusterSnapshot:
     """A fresh read of the topics that `keys` (topic, partition) name."""
-    return session.conn.read(sorted({t for t, _ in keys}))
+    return read_for(session, sorted({t for t, _ in keys}))
 
 
 def cluster_key(session) -> str:
@@ -256,7 +256,7 @@ def cluster_key(session) -> str:
 
 def generate(session: Session, args: dict) -> Result:
     names = args["topic"] or topics_to_move(args["topics_to_move_json_file"])
-    snapshot = session.conn.read(names)
+    snapshot = read_for(session, names)
     missing = [n for n in names if n not in snapshot.topics]
     if missing:
         raise UsageError(f'Topic "{missing[0]}" does not exist (check the name with list-topics)')

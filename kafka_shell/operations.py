@@ -69,9 +69,11 @@ def check_pattern(name: str) -> None:
 def read_for(session: Session, names: list[str] | None) -> ClusterSnapshot:
     """A fresh read scoped to `names`: just those topics, or every topic when a name is a
     glob or no name is given."""
-    for n in names or ():
+    for n in names or ():  # a name that cannot exist is refused before anything is sent
         if is_pattern(n):
-            check_pattern(n)  # before anything is sent
+            check_pattern(n)
+        else:
+            check_topic_name(n)
     if names is None or any(is_pattern(n) for n in names):
         return session.conn.read()
     return session.conn.read(names)
@@ -94,7 +96,10 @@ def resolve_topics(snap: ClusterSnapshot, names: list[str], include_internal: bo
 def require_topic(session: Session, name: str, snap: ClusterSnapshot | None = None) -> TopicInfo:
     """The topic `name` as the cluster has it now (from `snap`, a read this command made, or
     from a fresh read of that one topic); a clear error when it does not exist."""
-    topic = (snap or session.conn.read([name])).topics.get(name)
+    if snap is None:
+        check_topic_name(name)  # before anything is sent
+        snap = session.conn.read([name])
+    topic = snap.topics.get(name)
     if topic is None:
         check_topic_name(name)
         raise KafkaCallError(f'Topic "{name}" does not exist (check the name with list-topics).',
