@@ -222,10 +222,9 @@ class Channel:
     def _decode(self, cls: type, raw: bytes) -> object:
         try:
             return protocol.decode_response(cls, raw)[1]
-        except Exception as exc:  # kio raises assorted errors on bytes that do not parse
+        except protocol.ProtocolError as exc:  # validated before kio reads it: never an abort
             self.close()
-            raise ConnectionLost(f"Broker {self.address} sent an unreadable {cls.__name__}: {exc}",
-                                 sent=True) from None
+            raise ConnectionLost(f"Malformed answer from broker {self.address} ({exc})", sent=True) from None
 
 
 def _read_exactly(sock: socket.socket, n: int) -> bytes:
