@@ -39,6 +39,11 @@ class ConnectionLost(ShellError):
         self.sent = sent
 
 
+class MalformedAnswer(ConnectionLost):
+    """The broker's answer is not a valid message of the expected type (checked before kio's
+    native reader sees it); the connection is closed."""
+
+
 class Channel:
     """One connection to one broker; `request` picks the newest version both sides have."""
 
@@ -224,7 +229,7 @@ class Channel:
             return protocol.decode_response(cls, raw)[1]
         except protocol.ProtocolError as exc:  # validated before kio reads it: never an abort
             self.close()
-            raise ConnectionLost(f"Malformed answer from broker {self.address} ({exc})", sent=True) from None
+            raise MalformedAnswer(f"Malformed answer from broker {self.address} ({exc})", sent=True) from None
 
 
 def _read_exactly(sock: socket.socket, n: int) -> bytes:
