@@ -213,12 +213,14 @@ class _Generator:
             raise TypeError(f"{path}: no frame validation for kafka_type {kafka_type!r}")
         n = self.name("n")
         if cls.__flexible__ and kafka_type != "legacy_client_id":
-            self.varint(indent, n)
-            self.emit(indent, f"if {n}:")
+            # Length + 1 as a varint (0: null). kio bounds-checks strings and refuses a null where
+            # a value is required; all we need is where the field ends.
+            self.emit(indent, f"{n} = buf[pos]")
+            self.emit(indent, f"if {n} < 128:")
+            self.emit(indent + 1, f"pos += {n} or 1")
+            self.emit(indent, "else:")
+            self.emit(indent + 1, f"{n}, pos = uvarint(buf, pos)")
             self.emit(indent + 1, f"pos += {n} - 1")
-            if not nullable:
-                self.emit(indent, "else:")
-                self.emit(indent + 1, f"fail('{path}: null where a value is required')")
         else:
             reader, width = ("int16", 2) if kafka_type in ("string", "legacy_client_id") else ("int32", 4)
             self.emit(indent, f"{n} = {reader}(buf, pos)[0]")
@@ -231,31 +233,50 @@ class _Generator:
         self.emit(indent + 1, f"fail('{path}: its length runs past the end of the frame')")
 
     def array(self, cls: type, f: _Field, indent: int, end: str, path: str) -> None:
-        n = self.name("n")
-        if cls.__flexible__:
-            self.varint(indent, n)
-            self.emit(indent, f"{n} -= 1")  # 0 (null) becomes -1
-        else:
-            self.emit(indent, f"{n} = int32(buf, pos)[0]")
-            self.emit(indent, "pos += 4")
-            self.emit(indent, f"if {n} < -1:")
-            self.emit(indent + 1, f"fail('{path}: array length %d' % {n})")
         if f.nested is not None:
             element_size = min_size(f.nested)
             fixed = None
         else:
             element_size = _min_primitive_size(cls, f.kafka_type or "")
             fixed = _FIXED.get(f.kafka_type or "")
-        self.emit(indent, f"if {n} > 0:")
-        indent += 1
+        n = self.name("n")
         # The check that prevents the huge allocation: n elements of at least element_size bytes
         # each must fit in what is left.
-        self.emit(indent, f"if {n} * {max(element_size, 1)} > {end} - pos:")
-        self.emit(indent + 1, f"fail('{path}: an array of %d elements in %d bytes' % ({n}, {end} - pos))")
-        if fixed is not None:
-            self.emit(indent, f"pos += {n} * {fixed}")
-            return
-        self.emit(indent, f"for _ in range({n}):")
+        too_long = (f"if {n} * {max(element_size, 1)} > {end} - pos:",
+                    f"fail('{path}: an array of %d elements in %d bytes' % ({n}, {end} - pos))")
+        if cls.__flexible__:
+            # Length + 1 as a varint (0: null). A one-byte varint (under 127 elements) cannot ask
+            # for a large allocation: only longer ones are checked.
+            self.emit(indent, f"{n} = buf[pos]")
+            if fixed is not None:
+                self.emit(indent, f"if {n} < 2:")
+                self.emit(indent + 1, "pos += 1")
+                self.emit(indent, f"elif {n} < 128:")
+                self.emit(indent + 1, f"pos += {n} * {fixed} - {fixed - 1}")
+            else:
+                self.emit(indent, f"if {n} < 128:")
+                self.emit(indent + 1, "pos += 1")
+                self.emit(indent + 1, f"{n} -= 1")
+            self.emit(indent, "else:")
+            self.emit(indent + 1, f"{n}, pos = uvarint(buf, pos)")
+            self.emit(indent + 1, f"{n} -= 1")
+            self.emit(indent + 1, too_long[0])
+            self.emit(indent + 2, too_long[1])
+            if fixed is not None:
+                self.emit(indent + 1, f"pos += {n} * {fixed}")
+                return
+        else:
+            self.emit(indent, f"{n} = int32(buf, pos)[0]")
+            self.emit(indent, "pos += 4")
+            self.emit(indent, f"if {n} < -1:")
+            self.emit(indent + 1, f"fail('{path}: array length %d' % {n})")
+            self.emit(indent, too_long[0])
+            self.emit(indent + 1, too_long[1])
+            if fixed is not None:
+                self.emit(indent, f"if {n} > 0:")
+                self.emit(indent + 1, f"pos += {n} * {fixed}")
+                return
+        self.emit(indent, f"for _ in range({n}):")  # empty for -1 (null) and 0
         if f.nested is not None:
             self.struct(f.nested, False, indent + 1, end, path + "[]")
         else:
@@ -264,9 +285,11 @@ class _Generator:
     def tagged_fields(self, cls: type, indent: int, end: str, path: str) -> None:
         tagged = [f for f in _fields(cls) if f.tag is not None]
         count, tag, size, stop = self.name("count"), self.name("tag"), self.name("size"), self.name("stop")
-        self.varint(indent, count)
-        self.emit(indent, f"if {count}:")  # almost always 0
+        self.emit(indent, "if not buf[pos]:")  # almost always: no tagged field
+        self.emit(indent + 1, "pos += 1")
+        self.emit(indent, "else:")
         indent += 1
+        self.emit(indent, f"{count}, pos = uvarint(buf, pos)")
         self.emit(indent, f"if {count} * 2 > {end} - pos:")
         self.emit(indent + 1, f"fail('{path}: %d tagged fields in %d bytes' % ({count}, {end} - pos))")
         self.emit(indent, f"for _ in range({count}):")

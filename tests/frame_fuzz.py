@@ -4,8 +4,13 @@ extreme values at every place a length could be)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import random
+import resource
 import struct
+import subprocess
+import sys
 from functools import cache
 
 from kio.schema.index import api_key_map
@@ -98,3 +103,72 @@ def request_frames(api_key: int, version: int, rnd: random.Random, count: int) -
     """`count` hostile request frames (size prefix included) of one API version."""
     base = sample_request(api_key, version)
     return [protocol.frame(mutate(base, rnd, keep=4)) for _ in range(count)]
+
+
+async def _send_one(host: str, port: int, frame: bytes, wait_s: float) -> None:
+    """Send one frame on a new connection; wait for the first byte of an answer or the close
+    (a valid long-poll may answer late: give up after wait_s)."""
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+    except OSError:
+        return
+    try:
+        writer.write(frame)
+        await asyncio.wait_for(reader.read(1), wait_s)
+    except (OSError, TimeoutError):
+        pass
+    finally:
+        writer.transport.abort()
+
+
+def send_frames(address: str, frames_: list[bytes], concurrency: int = 64, wait_s: float = 1.0) -> None:
+    """Send every frame, each on its own connection, `concurrency` at a time."""
+    host, port = address.split(",")[0].rsplit(":", 1)
+
+    async def run() -> None:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(frame: bytes) -> None:
+            async with gate:
+                await _send_one(host, int(port), frame, wait_s)
+
+        await asyncio.gather(*(one(f) for f in frames_))
+
+    asyncio.run(run())
+
+
+def spawn_sandbox(brokers: int = 1, configs: dict[str, str] | None = None,
+                  fd_limit: int | None = None) -> tuple[subprocess.Popen, str]:
+    """A sandbox in a process of its own (so that an abort shows as a dead process), with these
+    broker configs (and this many file descriptors at most); returns the process and its
+    bootstrap address. Stop it with `stop_sandbox`."""
+
+    def limit_fds() -> None:
+        if fd_limit is not None:
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, hard))
+
+    script = ("import json, sys\n"
+              "from kafka_shell.sandbox.server import Sandbox\n"
+              "with Sandbox(brokers=int(sys.argv[1]), configs=json.loads(sys.argv[2])) as s:\n"
+              "    print(s.bootstrap, flush=True)\n"
+              "    sys.stdin.read()\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(brokers), json.dumps(configs or {})],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=limit_fds)  # noqa: PLW1509
+    bootstrap = proc.stdout.readline().strip()  # type: ignore[union-attr]
+    if not bootstrap:
+        raise RuntimeError(f"the sandbox did not start: {proc.stderr.read()}")  # type: ignore[union-attr]
+    return proc, bootstrap
+
+
+def stop_sandbox(proc: subprocess.Popen) -> str:
+    """Stop a spawned sandbox; returns what it wrote on stderr."""
+    if proc.poll() is None:
+        proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.stderr.read()  # type: ignore[union-attr]

@@ -199,8 +199,12 @@ class _Connection(asyncio.Protocol):
             pass
         except protocol.ProtocolError as exc:
             log.info("broker %d closes a connection: %s", self.server.broker.id, exc)
-        except Exception:
-            log.exception("broker %d: a request failed; closing its connection", self.server.broker.id)
+        except Exception as exc:
+            # One line per failure (a flood of hostile requests must not flood the log); the
+            # traceback at debug level.
+            log.error("broker %d: a request failed (%s: %s); closing its connection",
+                      self.server.broker.id, type(exc).__name__, exc)
+            log.debug("request failure", exc_info=True)
         finally:
             self.close()
 
