@@ -151,7 +151,7 @@ class Channel:
             entity = protocol.build(cls, {"client_software_name": CLIENT_ID,
                                           "client_software_version": _our_version()})
             raw = self._roundtrip(entity, self.timeout_s)
-            (error,) = struct.unpack_from(">h", raw, 4)  # the header is v0 in every version
+            error = self._api_versions_error(raw)
             if error == UNSUPPORTED_VERSION:
                 answer = self._decode(protocol.response_schema(API_VERSIONS, 0), raw)
                 theirs = {k.api_key: k.max_version for k in answer.api_keys}  # type: ignore[attr-defined]
@@ -228,8 +228,19 @@ class Channel:
         try:
             return protocol.decode_response(cls, raw)[1]
         except protocol.ProtocolError as exc:  # validated before kio reads it: never an abort
-            self.close()
-            raise MalformedAnswer(f"Malformed answer from broker {self.address} ({exc})", sent=True) from None
+            raise self._malformed(str(exc)) from None
+
+    def _api_versions_error(self, raw: bytes) -> int:
+        """The error code of an ApiVersions answer, read before picking the version to decode
+        it with (its header is v0 in every version)."""
+        if len(raw) < 6:
+            raise self._malformed("ApiVersionsResponse ends early: the frame is truncated")
+        return struct.unpack_from(">h", raw, 4)[0]
+
+    def _malformed(self, what: str) -> MalformedAnswer:
+        """Close this connection; the error that fails the request."""
+        self.close()
+        return MalformedAnswer(f"Malformed answer from broker {self.address} ({what})", sent=True)
 
 
 def _read_exactly(sock: socket.socket, n: int) -> bytes:

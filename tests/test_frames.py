@@ -52,6 +52,17 @@ def test_every_valid_message_passes_validation():
         assert correlation_id == 7 and isinstance(answer, cls)
 
 
+def test_the_validator_ends_where_kio_ends():
+    """The walk reads each message exactly as kio does: same end, for every schema."""
+    for api_key, version in frame_fuzz.all_versions():
+        for cls, body in ((protocol.request_schema(api_key, version), frame_fuzz.sample_request(api_key, version)),
+                          (protocol.response_schema(api_key, version), frame_fuzz.sample_response(api_key, version))):
+            header_end = frames.check(cls.__header_schema__, body, 0)
+            assert header_end == protocol._reader(cls.__header_schema__)(body, 0)[1], cls
+            end = frames.check(cls, body, header_end)
+            assert end == header_end + protocol._reader(cls)(body, header_end)[1] == len(body), cls
+
+
 def test_tagged_field_must_fill_its_declared_size():
     cls = protocol.response_schema(ApiKey.API_VERSIONS, 3)
     body = bytearray(frame_fuzz.sample_response(ApiKey.API_VERSIONS, 3))
@@ -108,11 +119,22 @@ def test_broker_decoder_survives_hostile_requests(api_key, seed):
 # -- the shell against a hostile broker ----------------------------------------------------------
 
 
-class HostileBroker:
-    """Answers every request with an ApiVersions v3 response whose api_keys array claims
-    2^32 - 2 elements (the client-side twin of the 21-byte frame)."""
+def huge_api_keys(correlation_id: int) -> bytes:
+    """ApiVersions answer (header v0, error_code 0) whose api_keys array claims 2^32 - 2 elements:
+    the client-side twin of the 21-byte frame."""
+    return struct.pack(">ih", correlation_id, 0) + b"\xff\xff\xff\xff\x0f"
 
-    def __init__(self) -> None:
+
+def truncated(correlation_id: int) -> bytes:
+    """An answer holding nothing but its correlation id."""
+    return struct.pack(">i", correlation_id)
+
+
+class HostileBroker:
+    """Answers every request with `answer(correlation_id)`."""
+
+    def __init__(self, answer) -> None:
+        self.answer = answer
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
@@ -136,9 +158,7 @@ class HostileBroker:
                         return
                     body = conn.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
                     (correlation_id,) = struct.unpack_from(">i", body, 4)
-                    # header v0 (ApiVersions), error_code 0, api_keys: varint 0xffffffff
-                    answer = struct.pack(">ih", correlation_id, 0) + b"\xff\xff\xff\xff\x0f"
-                    conn.sendall(protocol.frame(answer))
+                    conn.sendall(protocol.frame(self.answer(correlation_id)))
             except OSError:
                 return
 
@@ -146,8 +166,10 @@ class HostileBroker:
         self.sock.close()
 
 
-def test_channel_fails_the_request_with_one_line():
-    broker = HostileBroker()
+@pytest.mark.parametrize("answer, what", [(huge_api_keys, "an array of 4294967294 elements"),
+                                          (truncated, "ends early")])
+def test_channel_fails_the_request_with_one_line(answer, what):
+    broker = HostileBroker(answer)
     host, port = broker.address.split(":")
     try:
         with pytest.raises(MalformedAnswer) as caught:
@@ -156,11 +178,12 @@ def test_channel_fails_the_request_with_one_line():
         broker.close()
     message = str(caught.value)
     assert message.startswith(f"Malformed answer from broker {broker.address} (")
-    assert "an array of 4294967294 elements" in message and "\n" not in message
+    assert what in message and "\n" not in message
 
 
-def test_shell_survives_a_hostile_api_versions_answer():
-    broker = HostileBroker()
+@pytest.mark.parametrize("answer", [huge_api_keys, truncated])
+def test_shell_survives_a_hostile_api_versions_answer(answer):
+    broker = HostileBroker(answer)
     try:
         p = shell("--bootstrap-server", broker.address, "--timeout", "2", "--command", "list-topics")
     finally:
