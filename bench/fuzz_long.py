@@ -31,7 +31,7 @@ def main() -> int:
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     rnd = random.Random(seed)
-    print(f"seed {seed}, {args.minutes:g} minutes")
+    print(f"seed {seed}, {args.minutes:g} minutes", flush=True)
     versions = frame_fuzz.all_versions()
     sent: collections.Counter[str] = collections.Counter()
     decoded: collections.Counter[str] = collections.Counter()

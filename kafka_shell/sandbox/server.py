@@ -56,12 +56,13 @@ class _RequestMemory:
     stops reading (like Kafka's memory pool muting channels) until the total drops."""
 
     def __init__(self, sandbox: Sandbox):
-        self.sandbox = sandbox
+        self.sandbox = weakref.ref(sandbox)  # a strong one would keep the sandbox in `_memory` for good
         self.used = 0
         self.paused: set[_Connection] = set()
 
     def limit(self) -> int:
-        return _config_int(self.sandbox, None, "queued.max.request.bytes")
+        sandbox = self.sandbox()
+        return -1 if sandbox is None else _config_int(sandbox, None, "queued.max.request.bytes")
 
     def over(self) -> bool:
         limit = self.limit()
@@ -171,6 +172,19 @@ class _Connection(asyncio.Protocol):
     def resume(self) -> None:
         if self.transport is not None and not self.transport.is_closing() and not self.transport.is_reading():
             self.transport.resume_reading()
+
+    def left_while_paused(self) -> bool:
+        """Whether the client reset or closed the connection while it was not reading (it cannot
+        see the end of the stream then). Linux only, from the socket's TCP state. A client that
+        closes with bytes still unsent behind the stalled ones is only seen by the idle timeout,
+        as in Kafka."""
+        if self.transport is None or self.transport.is_reading() or not hasattr(socket, "TCP_INFO"):
+            return False
+        sock = self.transport.get_extra_info("socket")
+        try:
+            return sock is not None and sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] in _TCP_PEER_GONE
+        except OSError:
+            return False
 
     # -- serving --------------------------------------------------------------------------------
 
@@ -309,11 +323,14 @@ class _BrokerServer:
 
     async def _expire_idle(self) -> None:
         """connections.max.idle.ms: close connections with no request in service and no bytes
-        in or out for longer than that (a negative value turns it off, as in Kafka)."""
+        in or out for longer than that (a negative value turns it off, as in Kafka). Also close
+        connections that stopped reading (queued.max.request.bytes) whose client has left."""
         loop = asyncio.get_running_loop()
         while True:
             idle_s = _config_int(self.sandbox, self.broker.id, "connections.max.idle.ms") / 1000
-            await asyncio.sleep(min(max(idle_s / 4, 0.05), 1.0))
+            await asyncio.sleep(1.0 if idle_s < 0 else min(max(idle_s / 4, 0.05), 1.0))
+            for conn in [c for c in self.connections if c.left_while_paused()]:
+                conn.close()
             if idle_s < 0:
                 continue
             cutoff = loop.time() - idle_s
@@ -324,6 +341,7 @@ class _BrokerServer:
 
 
 _OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+_TCP_PEER_GONE = {7, 8}  # Linux's tcp_states.h: TCP_CLOSE (reset by the peer), TCP_CLOSE_WAIT
 
 
 class _AcceptErrors:

@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient
 
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey
+from kafka_shell.sandbox import server
 from kafka_shell.sandbox.server import Sandbox
 from tests import frame_fuzz
 from tests.sandbox.wire import create, request
@@ -80,14 +81,18 @@ def send_what_is_taken(socks: list[socket.socket], total: int, stall_s: float = 
     returns the bytes sent over all."""
     chunk = b"\0" * MiB
     sent = dict.fromkeys(socks, 0)
+    open_ = set(socks)
     last_progress = time.monotonic()
     while time.monotonic() - last_progress < stall_s:
         progress = False
         for s in socks:
-            if sent[s] < total:
+            if s in open_ and sent[s] < total:
                 try:
                     n = s.send(chunk[:total - sent[s]])
                 except BlockingIOError:
+                    continue
+                except ConnectionError:  # closed by the broker (e.g. idle): nothing more to send
+                    open_.discard(s)
                     continue
                 sent[s] += n
                 progress = progress or n > 0
@@ -128,6 +133,40 @@ def test_idle_connections_and_partial_frames_stay_bounded(more_file_descriptors)
             s.close()
         stderr = frame_fuzz.stop_sandbox(proc)
     assert "Traceback" not in stderr, stderr
+
+
+def test_queued_request_bytes_bound_stalled_frames_and_are_released():
+    limit, read = MiB, 256 * 1024  # asyncio reads at most 256 KiB at a time
+    with Sandbox(brokers=1, configs={"queued.max.request.bytes": str(limit)}) as sandbox:
+        memory = server._request_memory(sandbox)
+        stalled = [socket.create_connection(sandbox.address(1)) for _ in range(3)]
+        for s in stalled:
+            s.sendall(struct.pack(">i", 50 * MiB))
+            s.setblocking(False)
+        send_what_is_taken(stalled, 10 * MiB, stall_s=0.5)
+        held = sandbox.call(lambda: memory.used)
+        assert limit <= held <= limit + len(stalled) * read  # over by one read per connection at most
+        assert request(sandbox, 1, ApiKey.API_VERSIONS, {})["error_code"] == 0  # others still served
+        for s in stalled:  # reset: a stalled connection sees that without reading
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+        assert wait_for(lambda: sandbox.call(lambda: memory.used) == 0)
+
+
+def test_stalled_connections_are_closed_when_idle():
+    """A client that leaves a stalled frame with a plain close: its FIN waits behind the bytes the
+    broker does not read, so only connections.max.idle.ms ends it (as in Kafka)."""
+    with Sandbox(brokers=1, configs={"queued.max.request.bytes": str(MiB),
+                                     "connections.max.idle.ms": "300"}) as sandbox:
+        memory = server._request_memory(sandbox)
+        stalled = [socket.create_connection(sandbox.address(1)) for _ in range(2)]
+        for s in stalled:
+            s.sendall(struct.pack(">i", 50 * MiB))
+            s.setblocking(False)
+        send_what_is_taken(stalled, 10 * MiB, stall_s=0.5)
+        for s in stalled:
+            s.close()
+        assert wait_for(lambda: sandbox.call(lambda: memory.used) == 0)
 
 
 def test_idle_connections_are_closed():
