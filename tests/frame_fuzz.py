@@ -11,6 +11,7 @@ import resource
 import struct
 import subprocess
 import sys
+import tempfile
 from functools import cache
 
 from kio.schema.index import api_key_map
@@ -153,12 +154,15 @@ def spawn_sandbox(brokers: int = 1, configs: dict[str, str] | None = None,
               "with Sandbox(brokers=int(sys.argv[1]), configs=json.loads(sys.argv[2])) as s:\n"
               "    print(s.bootstrap, flush=True)\n"
               "    sys.stdin.read()\n")
+    # Its log goes to a file: a pipe nobody drains would block the sandbox once full.
+    log = tempfile.TemporaryFile("w+")
     proc = subprocess.Popen([sys.executable, "-c", script, str(brokers), json.dumps(configs or {})],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
                             preexec_fn=limit_fds)  # noqa: PLW1509
+    proc.log = log  # type: ignore[attr-defined]
     bootstrap = proc.stdout.readline().strip()  # type: ignore[union-attr]
     if not bootstrap:
-        raise RuntimeError(f"the sandbox did not start: {proc.stderr.read()}")  # type: ignore[union-attr]
+        raise RuntimeError(f"the sandbox did not start: {stop_sandbox(proc)}")
     return proc, bootstrap
 
 
@@ -171,4 +175,8 @@ def stop_sandbox(proc: subprocess.Popen) -> str:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    return proc.stderr.read()  # type: ignore[union-attr]
+    log = proc.log  # type: ignore[attr-defined]
+    log.seek(0)
+    text = log.read()
+    log.close()
+    return text

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import errno
 import logging
 import socket
 import threading
@@ -142,6 +141,7 @@ class _Connection(asyncio.Protocol):
         self.writable.clear()
 
     def resume_writing(self) -> None:
+        self.last_active = asyncio.get_running_loop().time()
         self.writable.set()
 
     # -- framing --------------------------------------------------------------------------------
@@ -200,13 +200,14 @@ class _Connection(asyncio.Protocol):
                     self.resume()  # it held nothing else: let the next request in
                 try:
                     response = await self.server.sandbox.dispatch(self.server.broker, body)
-                    if response is not None and self.transport is not None:
-                        self.transport.write(response)
-                        await self.writable.wait()
                 finally:
                     self._release(self.serving)
                     self.serving = 0
                     self.last_active = asyncio.get_running_loop().time()
+                if response is not None and self.transport is not None:
+                    self.transport.write(response)
+                    # A client that does not read its answer stalls here; the idle timeout ends it.
+                    await self.writable.wait()
         except asyncio.CancelledError:
             # close() cancels the task (the client left, or the broker stops). Ending normally
             # keeps asyncio from logging it.
@@ -286,11 +287,11 @@ class _BrokerServer:
         while True:
             try:
                 client, address = await loop.sock_accept(self.sock)
+            except (ConnectionAbortedError, InterruptedError):
+                continue  # the client gave up before we accepted it
             except OSError as exc:
-                if exc.errno not in _OUT_OF_RESOURCES:
-                    raise
-                # At the fd limit the pending connection stays queued and every retry fails
-                # alike: log it at most once a second, and retry a little later.
+                # At the fd limit (EMFILE) the pending connection stays queued and every retry
+                # fails alike: log it at most once a second, and retry a little later.
                 _accept_errors.report(self.broker.id, exc)
                 await asyncio.sleep(0.1)
                 continue
@@ -340,12 +341,12 @@ class _BrokerServer:
                 conn.close()
 
 
-_OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 _TCP_PEER_GONE = {7, 8}  # Linux's tcp_states.h: TCP_CLOSE (reset by the peer), TCP_CLOSE_WAIT
 
 
 class _AcceptErrors:
-    """Accept failures at the fd limit, logged at most once a second for the whole process."""
+    """Accept failures (at the fd limit: EMFILE), logged at most once a second for the whole
+    process."""
 
     def __init__(self) -> None:
         self.last = 0.0
