@@ -74,6 +74,11 @@ def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
     _fail("a varint is longer than 5 bytes")
 
 
+def _flexible(cls: type) -> bool:
+    """Whether kio's `cls` uses the compact (KIP-482) encoding."""
+    return bool(cls.__flexible__)  # type: ignore[attr-defined]
+
+
 @cache
 def _validator(cls: type) -> Validator:
     source = _Generator().function(cls)
@@ -116,7 +121,7 @@ def _fields(cls: type) -> tuple[_Field, ...]:
 @cache
 def min_size(cls: type) -> int:
     """The fewest bytes one `cls` entity can take on the wire."""
-    size = 1 if cls.__flexible__ else 0  # the tagged-field count
+    size = 1 if _flexible(cls) else 0  # the tagged-field count
     for f in _fields(cls):
         if f.tag is None:
             size += _min_field_size(cls, f)
@@ -125,7 +130,7 @@ def min_size(cls: type) -> int:
 
 def _min_field_size(cls: type, f: _Field) -> int:
     if f.is_array:
-        return 1 if cls.__flexible__ else 4
+        return 1 if _flexible(cls) else 4
     if f.nested is not None:
         return 1 if f.nullable else min_size(f.nested)
     return _min_primitive_size(cls, f.kafka_type or "")
@@ -136,7 +141,7 @@ def _min_primitive_size(cls: type, kafka_type: str) -> int:
         return _FIXED[kafka_type]
     if kafka_type == "legacy_client_id":
         return 2
-    if cls.__flexible__:
+    if _flexible(cls):
         return 1
     return 2 if kafka_type == "string" else 4
 
@@ -184,7 +189,7 @@ class _Generator:
             self.field(cls, f, indent, end, f"{path}.{f.name}")
         if fixed:
             self.emit(indent, f"pos += {fixed}")
-        if cls.__flexible__:
+        if _flexible(cls):
             self.tagged_fields(cls, indent, end, path)
 
     def field(self, cls: type, f: _Field, indent: int, end: str, path: str) -> None:
@@ -212,7 +217,7 @@ class _Generator:
         if kafka_type not in _LENGTH_PREFIXED and kafka_type != "legacy_client_id":
             raise TypeError(f"{path}: no frame validation for kafka_type {kafka_type!r}")
         n = self.name("n")
-        if cls.__flexible__ and kafka_type != "legacy_client_id":
+        if _flexible(cls) and kafka_type != "legacy_client_id":
             # Length + 1 as a varint (0: null). kio bounds-checks strings and refuses a null where
             # a value is required; all we need is where the field ends.
             self.emit(indent, f"{n} = buf[pos]")
@@ -244,7 +249,7 @@ class _Generator:
         # each must fit in what is left.
         too_long = (f"if {n} * {max(element_size, 1)} > {end} - pos:",
                     f"fail('{path}: an array of %d elements in %d bytes' % ({n}, {end} - pos))")
-        if cls.__flexible__:
+        if _flexible(cls):
             # Length + 1 as a varint (0: null). A one-byte varint (under 127 elements) cannot ask
             # for a large allocation: only longer ones are checked.
             self.emit(indent, f"{n} = buf[pos]")
