@@ -49,6 +49,9 @@ class NoAnswer(ConnectionLost):
 
 class ConnectionRefused(ConnectionLost):
     """Nothing listens at the address: reported at once, not retried until a deadline."""
+class MalformedAnswer(ConnectionLost):
+    """The broker's answer is not a valid message of the expected type (checked before kio's
+    native reader sees it); the connection is closed."""
 
 
 class Channel:
@@ -170,7 +173,7 @@ class Channel:
             entity = protocol.build(cls, {"client_software_name": CLIENT_ID,
                                           "client_software_version": __version__})
             raw = self._roundtrip(entity, deadline)
-            (error,) = struct.unpack_from(">h", raw, 4)  # the header is v0 in every version
+            error = self._api_versions_error(raw)
             if error == UNSUPPORTED_VERSION:
                 answer = self._decode(protocol.response_schema(API_VERSIONS, 0), raw)
                 theirs = {k.api_key: k.max_version for k in answer.api_keys}  # type: ignore[attr-defined]
@@ -251,10 +254,20 @@ class Channel:
     def _decode(self, cls: type, raw: bytes) -> object:
         try:
             return protocol.decode_response(cls, raw)[1]
-        except Exception as exc:  # kio raises assorted errors on bytes that do not parse
-            self.close()
-            raise ConnectionLost(f"Malformed answer from {self.name} ({cls.__name__}: {exc})",
-                                 sent=True) from None
+        except protocol.ProtocolError as exc:  # validated before kio reads it: never an abort
+            raise self._malformed(str(exc)) from None
+
+    def _api_versions_error(self, raw: bytes) -> int:
+        """The error code of an ApiVersions answer, read before picking the version to decode
+        it with (its header is v0 in every version)."""
+        if len(raw) < 6:
+            raise self._malformed("ApiVersionsResponse ends early: the frame is truncated")
+        return struct.unpack_from(">h", raw, 4)[0]
+
+    def _malformed(self, what: str) -> MalformedAnswer:
+        """Close this connection; the error that fails the request."""
+        self.close()
+        return MalformedAnswer(f"Malformed answer from {self.name} ({what})", sent=True)
 
 
 class _Late(Exception):

@@ -27,7 +27,7 @@ from kio.serial import entity_reader, entity_writer, writers
 from kio.serial._introspect import get_field_tag
 from kio.serial._serialize import get_field_writer
 
-from kafka_shell import protocol_ext
+from kafka_shell import frames, protocol_ext
 
 MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 ZERO_UUID = uuid.UUID(int=0)
@@ -299,10 +299,24 @@ def decode_request(body: bytes) -> tuple[object, object]:
     api_key, version, _ = peek_header(body)
     try:
         cls = request_schema(api_key, version)
+    except Exception:
+        raise ProtocolError(f"unknown {api_name(api_key)} v{version}") from None
+    return _decode(cls, body, f"{api_name(api_key)} v{version}")
+
+
+def _decode(cls: type, body: bytes, what: str) -> tuple[object, object]:
+    """(header, entity) of a message body: validated first (see `frames`), so that kio's native
+    reader never sees a length the body cannot hold, then read by kio."""
+    try:
+        used = frames.check(cls.__header_schema__, body, 0)
+        frames.check(cls, body, used)
         header, used = _reader(cls.__header_schema__)(body, 0)
         entity, _ = _reader(cls)(body, used)
-    except Exception as exc:  # kio raises a variety of errors on garbage; all mean "bad frame"
-        raise ProtocolError(f"cannot decode {api_name(api_key)} v{version}: {exc}") from None
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: B036 - kio raises assorted errors on garbage (a Rust
+        # panic arrives as a BaseException); all mean "bad frame"
+        raise ProtocolError(f"cannot decode {what}: {str(exc) or type(exc).__name__}") from None
     return header, entity
 
 
@@ -322,7 +336,7 @@ def encode_request(entity: object, correlation_id: int, client_id: str | None) -
 
 
 def decode_response(cls: type, body: bytes) -> tuple[int, object]:
-    """(correlation_id, entity) of a response body of the given schema."""
-    header, used = _reader(cls.__header_schema__)(body, 0)
-    entity, _ = _reader(cls)(body, used)
-    return header.correlation_id, entity
+    """(correlation_id, entity) of a response body of the given schema; raises ProtocolError
+    when the body is not a valid `cls`."""
+    header, entity = _decode(cls, body, cls.__name__)
+    return header.correlation_id, entity  # type: ignore[attr-defined]

@@ -122,6 +122,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
     _t("broker.rack", "string", None),
     _t("log.message.timestamp.before.max.ms", "long", "9223372036854775807", minimum=0),
     _t("log.message.timestamp.after.max.ms", "long", "3600000", minimum=0),
+    # The socket server's limits (Kafka's SocketServerConfigs); see docs/sandbox.md, "Limits".
+    _t("socket.request.max.bytes", "int", "104857600", minimum=1),
+    # Kafka's default is -1 (no limit); the sandbox bounds it (all its brokers share one process).
+    _t("queued.max.request.bytes", "long", "104857600"),
+    _t("max.connections", "int", "2147483647", minimum=0),
+    _t("max.connections.per.ip", "int", "2147483647", minimum=0),
+    _t("connections.max.idle.ms", "long", "600000"),
 ]}
 
 
@@ -195,6 +202,15 @@ _DOCS = {
     "preferred.controller.id": "Sandbox extension (KAFKA-1778): the broker that should hold "
                                "the controller role while it is usable; -1 for none.",
     "broker.rack": "The rack of the broker, used by rack-aware replica placement.",
+    "socket.request.max.bytes": "The maximum number of bytes in a socket request.",
+    "queued.max.request.bytes": "The number of queued bytes allowed before no more requests are "
+                                "read (sandbox: for all its brokers together; -1: no limit).",
+    "max.connections": "The maximum number of connections a broker allows at any time; new "
+                       "connections over it are closed.",
+    "max.connections.per.ip": "The maximum number of connections a broker allows from each ip "
+                              "address; new connections over it are closed.",
+    "connections.max.idle.ms": "Idle connections timeout: connections idle for longer than this "
+                               "are closed (-1: never).",
 }
 
 # Broker keys that cannot change without a restart (not in Kafka's DynamicBrokerConfig).
@@ -202,6 +218,7 @@ _STATIC_BROKER_KEYS = {
     "auto.create.topics.enable", "auto.leader.rebalance.enable", "default.replication.factor",
     "num.partitions", "offsets.topic.replication.factor", "offsets.topic.num.partitions",
     "delete.topic.enable", "log.dirs", "broker.id", "node.id", "broker.rack",
+    "socket.request.max.bytes", "queued.max.request.bytes", "connections.max.idle.ms",
 }
 
 

@@ -9,12 +9,14 @@ the loop thread through `Sandbox.call`, so handlers never see concurrent mutatio
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import random
 import socket
-import struct
 import threading
+import time
 import uuid
+import weakref
 from dataclasses import dataclass
 from collections.abc import Callable
 
@@ -22,7 +24,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
-from kafka_shell.sandbox import control, handlers, persist, replication
+from kafka_shell.sandbox import configs, control, handlers, persist, replication
 from kafka_shell.sandbox.model import KRAFT, MODES, Broker, Cluster, Controller
 
 log = logging.getLogger("kafka_shell.sandbox")
@@ -95,63 +97,329 @@ class RequestContext:
         return random.choice(live) if live else -1
 
 
+class _RequestMemory:
+    """queued.max.request.bytes for the whole sandbox process: the bytes of requests being read
+    or waiting for their answer. Counted as they arrive (a declared 100 MiB frame holds what has
+    come so far), so a few large partial frames cannot starve everyone else. While the total is
+    at or over the limit, a connection that holds more than the request it is being served for
+    stops reading (like Kafka's memory pool muting channels) until the total drops."""
+
+    def __init__(self, sandbox: Sandbox):
+        self.sandbox = weakref.ref(sandbox)  # a strong one would keep the sandbox in `_memory` for good
+        self.used = 0
+        self.paused: set[_Connection] = set()
+
+    def limit(self) -> int:
+        sandbox = self.sandbox()
+        return -1 if sandbox is None else _config_int(sandbox, None, "queued.max.request.bytes")
+
+    def over(self) -> bool:
+        limit = self.limit()
+        return 0 <= limit <= self.used
+
+    def add(self, size: int) -> None:
+        self.used += size
+
+    def release(self, size: int) -> None:
+        self.used -= size
+        if self.paused and not self.over():
+            waiting, self.paused = self.paused, set()
+            for conn in waiting:
+                conn.resume()
+
+
+_memory: weakref.WeakKeyDictionary[Sandbox, _RequestMemory] = weakref.WeakKeyDictionary()
+
+
+def _request_memory(sandbox: Sandbox) -> _RequestMemory:
+    memory = _memory.get(sandbox)
+    if memory is None:
+        memory = _memory[sandbox] = _RequestMemory(sandbox)
+    return memory
+
+
+def _config_int(sandbox: Sandbox, broker_id: int | None, key: str) -> int:
+    return int(configs.broker_value(sandbox.cluster, broker_id, key) or -1)
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: frames its bytes into requests and serves them one at a time, in
+    order, on its own task. The task is cancelled when the client leaves, so nothing (a
+    long-polling Fetch, an acks=all Produce) keeps waiting for a client that is gone."""
+
+    def __init__(self, server: _BrokerServer, ip: str):
+        self.server = server
+        self.ip = ip
+        self.memory = _request_memory(server.sandbox)
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()  # received bytes not yet cut into requests
+        self.requests: collections.deque[bytes] = collections.deque()
+        self.held = 0  # bytes counted in self.memory for this connection
+        self.serving = 0  # size of the request being served (0: none)
+        self.last_active = asyncio.get_running_loop().time()
+        self.arrived = asyncio.Event()
+        self.writable = asyncio.Event()
+        self.writable.set()
+        self.task = asyncio.ensure_future(self._serve())
+
+    # -- asyncio.Protocol -----------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = asyncio.get_running_loop().time()
+        self.buffer += data
+        self.held += len(data)
+        self.memory.add(len(data))
+        try:
+            self._cut_requests()
+        except protocol.ProtocolError as exc:
+            log.info("broker %d closes a connection: %s", self.server.broker.id, exc)
+            self.close()
+            return
+        if self.held > self.serving and self.memory.over():
+            self.pause()
+
+    def eof_received(self) -> bool:
+        return False  # Kafka closes a connection its client has closed: the transport closes
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.close()
+
+    def pause_writing(self) -> None:
+        self.writable.clear()
+
+    def resume_writing(self) -> None:
+        self.last_active = asyncio.get_running_loop().time()
+        self.writable.set()
+
+    # -- framing --------------------------------------------------------------------------------
+
+    def _cut_requests(self) -> None:
+        buffer = self.buffer
+        while len(buffer) >= 4:
+            size = int.from_bytes(buffer[:4], "big", signed=True)
+            max_bytes = _config_int(self.server.sandbox, self.server.broker.id, "socket.request.max.bytes")
+            if size < 8 or size > max_bytes:
+                # Closed before its body is read, as Kafka's InvalidReceiveException does.
+                raise protocol.ProtocolError(f"frame size {size} out of bounds (socket.request.max.bytes "
+                                             f"is {max_bytes})")
+            if len(buffer) < 4 + size:
+                return
+            with memoryview(buffer) as view:
+                body = bytes(view[4:4 + size])
+            del buffer[:4 + size]
+            # The 4 size bytes were counted too; they are released with the request.
+            self.requests.append(body)
+            self.arrived.set()
+
+    def pause(self) -> None:
+        if self.transport is not None and self.transport.is_reading():
+            self.transport.pause_reading()
+            self.memory.paused.add(self)
+
+    def resume(self) -> None:
+        if self.transport is not None and not self.transport.is_closing() and not self.transport.is_reading():
+            self.transport.resume_reading()
+
+    def left_while_paused(self) -> bool:
+        """Whether the client reset or closed the connection while it was not reading (it cannot
+        see the end of the stream then). Linux only, from the socket's TCP state. A client that
+        closes with bytes still unsent behind the stalled ones is only seen by the idle timeout,
+        as in Kafka."""
+        if self.transport is None or self.transport.is_reading() or not hasattr(socket, "TCP_INFO"):
+            return False
+        sock = self.transport.get_extra_info("socket")
+        try:
+            return sock is not None and sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] in _TCP_PEER_GONE
+        except OSError:
+            return False
+
+    # -- serving --------------------------------------------------------------------------------
+
+    async def _serve(self) -> None:
+        try:
+            while True:
+                if not self.requests:
+                    self.arrived.clear()
+                    await self.arrived.wait()
+                body = self.requests.popleft()
+                self.serving = 4 + len(body)
+                if self.transport is not None and self.held <= self.serving:
+                    self.resume()  # it held nothing else: let the next request in
+                try:
+                    response = await self.server.sandbox.dispatch(self.server.broker, body)
+                finally:
+                    self._release(self.serving)
+                    self.serving = 0
+                    self.last_active = asyncio.get_running_loop().time()
+                if response is not None and self.transport is not None:
+                    self.transport.write(response)
+                    # A client that does not read its answer stalls here; the idle timeout ends it.
+                    await self.writable.wait()
+        except asyncio.CancelledError:
+            # close() cancels the task (the client left, or the broker stops). Ending normally
+            # keeps asyncio from logging it.
+            pass
+        except protocol.ProtocolError as exc:
+            log.info("broker %d closes a connection: %s", self.server.broker.id, exc)
+        except Exception as exc:
+            # One line per failure (a flood of hostile requests must not flood the log); the
+            # traceback at debug level.
+            log.error("broker %d: a request failed (%s: %s); closing its connection",
+                      self.server.broker.id, type(exc).__name__, exc)
+            log.debug("request failure", exc_info=True)
+        finally:
+            self.close()
+
+    def _release(self, size: int) -> None:
+        self.held -= size
+        self.memory.release(size)
+
+    def close(self) -> None:
+        """Drop the connection and whatever it holds (idempotent)."""
+        if self.transport is not None:
+            self.transport.abort()
+            self.transport = None
+            self.server.forget(self)
+            self.memory.paused.discard(self)
+            self._release(self.held - self.serving)
+            self.buffer.clear()
+            self.requests.clear()
+            if self.task is not asyncio.current_task():
+                self.task.cancel()
+
+
 class _BrokerServer:
     """The listening socket and open connections of one node: a broker, a controller (its
-    CONTROLLER listener) or the control endpoint."""
+    CONTROLLER listener) or the control endpoint, with Kafka's socket-server limits read from
+    the broker configs: socket.request.max.bytes, queued.max.request.bytes (shared by the whole
+    sandbox), max.connections, max.connections.per.ip and connections.max.idle.ms."""
 
     def __init__(self, sandbox: Sandbox, broker: Node):
         self.sandbox = sandbox
         self.broker = broker
-        self.server: asyncio.base_events.Server | None = None
-        self.connections: dict[asyncio.StreamWriter, asyncio.Task] = {}
+        self.sock: socket.socket | None = None
+        self.connections: dict[_Connection, asyncio.Task] = {}
+        self.per_ip: collections.Counter[str] = collections.Counter()
+        self._tasks: list[asyncio.Task] = []
 
     async def listen(self, sock: socket.socket | None = None) -> None:
         if sock is None:
             sock = _bind(self.broker.host, self.broker.port)
-        self.server = await asyncio.start_server(self._serve, sock=sock, limit=2**20)
+        self.sock = sock
         self.broker.port = sock.getsockname()[1]
+        self._tasks = [asyncio.ensure_future(self._accept()), asyncio.ensure_future(self._expire_idle())]
 
     async def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            self.server = None
-        # Drop every connection and cancel its task (a long-polling Fetch may be waiting in it).
-        for writer, task in list(self.connections.items()):
-            writer.transport.abort()
+        for task in self._tasks:
             task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        # Drop every connection and cancel its task (a long-polling Fetch may be waiting in it).
+        for conn in list(self.connections):
+            conn.close()
         self.connections.clear()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections[writer] = asyncio.current_task()  # type: ignore[assignment]
-        try:
-            while True:
-                head = await reader.readexactly(4)
-                (size,) = struct.unpack(">i", head)
-                if size < 8 or size > protocol.MAX_FRAME:
-                    raise protocol.ProtocolError(f"frame size {size} out of bounds")
-                body = await reader.readexactly(size)
-                response = await self.sandbox.dispatch(self.broker, body)
-                if response is not None:
-                    writer.write(response)
-                    await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        except asyncio.CancelledError:
-            # close() cancels connections (a long-polling Fetch may be waiting). Ending normally
-            # keeps asyncio's stream callback, which calls task.exception(), from logging it.
-            pass
-        except protocol.ProtocolError as exc:
-            log.info("broker %d closes a connection: %s", self.broker.id, exc)
-        finally:
-            self.connections.pop(writer, None)
-            writer.transport.abort()
+    def forget(self, conn: _Connection) -> None:
+        if self.connections.pop(conn, None) is not None:
+            self.per_ip[conn.ip] -= 1
+            if not self.per_ip[conn.ip]:
+                del self.per_ip[conn.ip]
+
+    async def _accept(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self.sock is not None
+        while True:
+            try:
+                client, address = await loop.sock_accept(self.sock)
+            except (ConnectionAbortedError, InterruptedError):
+                continue  # the client gave up before we accepted it
+            except OSError as exc:
+                # At the fd limit (EMFILE) the pending connection stays queued and every retry
+                # fails alike: log it at most once a second, and retry a little later.
+                _accept_errors.report(self.broker.id, exc)
+                await asyncio.sleep(0.1)
+                continue
+            refusal = self._refusal(address[0])
+            if refusal:
+                log.info("broker %d refuses a connection from %s: %s", self.broker.id, address[0], refusal)
+                client.close()
+                continue
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = _Connection(self, address[0])
+            self.connections[conn] = conn.task
+            self.per_ip[conn.ip] += 1
+            try:
+                await loop.connect_accepted_socket(lambda c=conn: c, client)  # type: ignore[misc]
+            except OSError:
+                conn.transport = None
+                self.forget(conn)
+                conn.task.cancel()
+                client.close()
+
+    def _refusal(self, ip: str) -> str | None:
+        """Why a new connection from `ip` is over a limit, or None."""
+        total = _config_int(self.sandbox, self.broker.id, "max.connections")
+        if len(self.connections) >= total:
+            return f"max.connections ({total}) reached"
+        per_ip = _config_int(self.sandbox, self.broker.id, "max.connections.per.ip")
+        if self.per_ip[ip] >= per_ip:
+            return f"max.connections.per.ip ({per_ip}) reached"
+        return None
+
+    async def _expire_idle(self) -> None:
+        """connections.max.idle.ms: close connections with no request in service and no bytes
+        in or out for longer than that (a negative value turns it off, as in Kafka). Also close
+        connections that stopped reading (queued.max.request.bytes) whose client has left."""
+        loop = asyncio.get_running_loop()
+        while True:
+            idle_s = _config_int(self.sandbox, self.broker.id, "connections.max.idle.ms") / 1000
+            await asyncio.sleep(1.0 if idle_s < 0 else min(max(idle_s / 4, 0.05), 1.0))
+            for conn in [c for c in self.connections if c.left_while_paused()]:
+                conn.close()
+            if idle_s < 0:
+                continue
+            cutoff = loop.time() - idle_s
+            for conn in [c for c in self.connections if not c.serving and c.last_active < cutoff]:
+                log.info("broker %d closes a connection from %s idle for over %d ms", self.broker.id,
+                         conn.ip, idle_s * 1000)
+                conn.close()
+
+
+_TCP_PEER_GONE = {7, 8}  # Linux's tcp_states.h: TCP_CLOSE (reset by the peer), TCP_CLOSE_WAIT
+
+
+class _AcceptErrors:
+    """Accept failures (at the fd limit: EMFILE), logged at most once a second for the whole
+    process."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+        self.suppressed = 0
+
+    def report(self, broker_id: int, exc: OSError) -> None:
+        now = time.monotonic()
+        if now - self.last < 1.0:
+            self.suppressed += 1
+            return
+        more = f" ({self.suppressed} more since the last message)" if self.suppressed else ""
+        log.warning("broker %d cannot accept connections: %s%s", broker_id, exc.strerror or exc, more)
+        self.last, self.suppressed = now, 0
+
+
+_accept_errors = _AcceptErrors()
 
 
 def _bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
-    sock.listen(128)
+    sock.listen(1024)
     sock.setblocking(False)
     return sock
 

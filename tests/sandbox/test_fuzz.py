@@ -4,6 +4,7 @@ answers real requests on a new one."""
 from __future__ import annotations
 
 import logging
+import random
 import socket
 import struct
 
@@ -11,8 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from confluent_kafka.admin import AdminClient
+
 from kafka_shell import protocol
+from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.server import Sandbox
+from tests import frame_fuzz
 from tests.sandbox.wire import request
 
 API_VERSIONS, METADATA = 18, 3
@@ -82,3 +87,43 @@ def shared_sandbox():
 def test_random_bytes_never_take_the_broker_down(shared_sandbox, caplog, data):
     send_garbage(shared_sandbox, data)
     assert_serving(shared_sandbox, caplog)
+
+
+# -- a sandbox in a process of its own: a native abort would show as a dead process -------------
+
+FRAMES_PER_VERSION = 10  # per example, for every request version kio knows (bench/fuzz_long.py runs longer)
+
+
+@pytest.fixture(scope="module")
+def sandbox_process():
+    proc, bootstrap = frame_fuzz.spawn_sandbox(brokers=1)
+    yield proc, bootstrap
+    frame_fuzz.stop_sandbox(proc)
+
+
+def assert_process_serves(proc, bootstrap: str) -> None:
+    assert proc.poll() is None, f"the sandbox process died (exit {proc.returncode})"
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    assert admin.list_topics(timeout=10).brokers
+
+
+def test_the_21_byte_frame_leaves_the_process_serving(sandbox_process):
+    proc, bootstrap = sandbox_process
+    frame_fuzz.send_frames(bootstrap, [frame_fuzz.METADATA_V12_HOSTILE] * 3)
+    hostile = [frame_fuzz.METADATA_V12_HOSTILE[:4] + protocol.serialize(protocol.build(
+        protocol.request_schema(key, version).__header_schema__,
+        {"request_api_key": key, "request_api_version": version, "correlation_id": 1, "client_id": "x"}))
+        + b"\xff\xff\xff\xff\x0f" for key, version in ((ApiKey.DELETE_TOPICS, 6), (ApiKey.CREATE_TOPICS, 7))]
+    frame_fuzz.send_frames(bootstrap, [struct.pack(">i", len(f) - 4) + f[4:] for f in hostile])
+    assert_process_serves(proc, bootstrap)
+
+
+@settings(max_examples=2, deadline=None)
+@given(seed=st.integers(0, 2**64 - 1))
+def test_hostile_frames_of_every_api_version_leave_the_process_serving(sandbox_process, seed):
+    proc, bootstrap = sandbox_process
+    rnd = random.Random(seed)
+    frames = [f for key, version in frame_fuzz.all_versions()
+              for f in frame_fuzz.request_frames(key, version, rnd, FRAMES_PER_VERSION)]
+    frame_fuzz.send_frames(bootstrap, frames, wait_s=0.3)
+    assert_process_serves(proc, bootstrap)
