@@ -20,7 +20,7 @@ from kafka_shell.parsing import suggest
 
 USAGE = """\
 Usage: kafka-shell [GLOBAL OPTIONS] [--command "LINE" | --file SCRIPT | --COMMAND [OPTIONS]]
-       kafka-shell sandbox [--brokers N] [--port-base N] [--racks a,b,c] [--data-dir D]
+       kafka-shell sandbox [--brokers N] [--port-base N] [--racks a,b,c] [--data-dir D] [--listen H]
 
 With no command or file, kafka-shell opens the interactive shell (or replays piped stdin).
 
@@ -216,36 +216,47 @@ def interactive(session) -> int:
 
 
 def serve_sandbox(argv: list[str]) -> int:
-    """`kafka-shell sandbox`: serve an embedded cluster until Ctrl-C."""
+    """`kafka-shell sandbox`: serve an embedded cluster until Ctrl-C, SIGTERM or SIGHUP."""
     import argparse
     import signal
     import threading
 
     p = argparse.ArgumentParser(prog="kafka-shell sandbox", description="Serve an embedded Kafka cluster.")
-    p.add_argument("--brokers", type=int, default=3)
+    p.add_argument("--brokers", type=int, default=None, help="number of brokers (default 3)")
     p.add_argument("--port-base", type=int, default=None)
     p.add_argument("--racks", default=None, help="comma-separated racks, one per broker or one for all")
-    p.add_argument("--data-dir", default=None)
+    p.add_argument("--data-dir", default=None,
+                   help="keep the cluster here: every acknowledged change survives a crash")
+    p.add_argument("--listen", default=None,
+                   help="address to listen on (default 127.0.0.1; saved clusters must be on loopback "
+                        "unless this names their address)")
     args = p.parse_args(argv)
+    from kafka_shell.sandbox.persist import StateError
     from kafka_shell.sandbox.server import Sandbox
     try:
         sandbox = Sandbox(brokers=args.brokers, port_base=args.port_base,
                           racks=args.racks.split(",") if args.racks else None,
-                          data_dir=args.data_dir).start()
+                          host=args.listen, data_dir=args.data_dir).start()
+    except StateError as exc:
+        raise UsageError(str(exc)) from None
     except (ValueError, OSError) as exc:
         raise UsageError(f"Cannot start the sandbox: {exc}") from None
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    def on_signal(*_: object) -> None:
+        if stop.is_set() and args.data_dir:
+            sys.stderr.write(f"saving state to {args.data_dir}; please wait\n")
+        stop.set()
+
+    # Ctrl-C, kill and a closed terminal all stop cleanly; a second one does not cut the save short.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     print(sandbox.bootstrap, flush=True)
-    sys.stderr.write(f"Sandbox cluster with {args.brokers} broker(s) at {sandbox.bootstrap}; "
-                     "Ctrl-C stops it.\n")
-    try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
+    sys.stderr.write(f"Sandbox cluster with {len(sandbox.cluster.brokers)} broker(s) at "
+                     f"{sandbox.bootstrap}; Ctrl-C stops it.\n")
+    while not stop.wait(0.5):
         pass
-    finally:
-        sandbox.stop()
+    sandbox.stop()
     return 0
 
 

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import struct
 import threading
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
-from kafka_shell.sandbox import handlers, persist, replication
+from kafka_shell.sandbox import handlers, journal, persist, replication
 from kafka_shell.sandbox.model import Broker, Cluster
 
 log = logging.getLogger("kafka_shell.sandbox")
@@ -108,10 +110,17 @@ def _bind(host: str, port: int) -> socket.socket:
 class Sandbox:
     """An embedded Kafka cluster. Use as a context manager, or start() / stop()."""
 
-    def __init__(self, brokers: int = 3, port_base: int | None = None,
-                 racks: list[str] | None = None, host: str = "127.0.0.1",
+    def __init__(self, brokers: int | None = None, port_base: int | None = None,
+                 racks: list[str] | None = None, host: str | None = None,
                  cluster_id: str | None = None, configs: dict[str, str] | None = None,
                  data_dir: str | None = None):
+        """`brokers` (default 3), `port_base` and `host` (the listen address, default 127.0.0.1)
+        must match the cluster kept in `data_dir`, if any (persist.StateError otherwise)."""
+        saved = journal.recover(data_dir) if data_dir else None
+        if saved is not None:
+            persist.check_arguments(saved[0], Path(data_dir) / persist.STATE_FILE,  # type: ignore[arg-type]
+                                    brokers, port_base, host)
+        brokers = 3 if brokers is None else brokers
         if brokers < 1:
             raise ValueError("a sandbox needs at least one broker")
         if racks and len(racks) not in (1, brokers):
@@ -119,17 +128,20 @@ class Sandbox:
         self.cluster = Cluster(
             cluster_id=cluster_id or _cluster_id(),
             brokers={
-                i: Broker(id=i, host=host, port=(port_base + i - 1) if port_base else 0,
+                i: Broker(id=i, host=host or "127.0.0.1", port=(port_base + i - 1) if port_base else 0,
                           rack=(racks[(i - 1) % len(racks)] if racks else None))
                 for i in range(1, brokers + 1)
             },
             cluster_configs=dict(configs or {}),
         )
         self.data_dir = data_dir
-        saved = persist.load(data_dir) if data_dir else None
+        self.journal: journal.Journal | None = None
+        self._journal_seq = 0
         if saved is not None:
-            # A kept cluster comes back as it was (its brokers, ports and racks win over arguments).
-            self.cluster = saved
+            # A kept cluster comes back as it was (its brokers, ports and racks).
+            self.cluster, self._journal_seq = saved
+            for b in self.cluster.brokers.values():
+                b.host = host or b.host
         self.handlers = handlers.load()
         self._servers = {i: _BrokerServer(self, b) for i, b in self.cluster.brokers.items()}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -141,10 +153,21 @@ class Sandbox:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> Sandbox:
-        # Bind every port up front, in this thread, so a taken port fails start() at once.
-        socks = {i: _bind(b.host, b.port) for i, b in self.cluster.brokers.items()}
-        for i, s in socks.items():
-            self.cluster.brokers[i].port = s.getsockname()[1]
+        lock = journal.lock(self.data_dir) if self.data_dir else None
+        socks: dict[int, socket.socket] = {}
+        try:
+            # Bind every port up front, in this thread, so a taken port fails start() at once.
+            for i, b in self.cluster.brokers.items():
+                socks[i] = _bind(b.host, b.port)
+                b.port = socks[i].getsockname()[1]
+            if lock is not None and self.data_dir:
+                self.journal = journal.Journal.open(self.cluster, self.data_dir, self._journal_seq, lock)
+        except BaseException:
+            for s in socks.values():
+                s.close()
+            if lock is not None:
+                os.close(lock)
+            raise
         ready = threading.Event()
         self._loop = asyncio.new_event_loop()
 
@@ -153,6 +176,8 @@ class Sandbox:
             for i, s in socks.items():
                 self._loop.run_until_complete(self._servers[i].listen(s))
             replication.elect_controller(self.cluster)
+            if self.journal is not None:
+                self.spawn(self.journal.run_periodic())
             ready.set()
             self._loop.run_forever()
 
@@ -165,9 +190,6 @@ class Sandbox:
         if self._loop is None:
             return
 
-        if self.data_dir:
-            self.call(persist.save, self.cluster, self.data_dir)
-
         async def shutdown() -> None:
             for t in list(self._background):
                 t.cancel()
@@ -179,6 +201,10 @@ class Sandbox:
             await asyncio.gather(*tasks, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(5)
+        if self.journal is not None:
+            # Served no more: write the whole state (no time limit: a big state takes a while).
+            asyncio.run_coroutine_threadsafe(self.journal.close(), self._loop).result()
+            self.journal = None
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)  # type: ignore[union-attr]
         self._loop.close()
@@ -207,6 +233,8 @@ class Sandbox:
             result = fn(*args)
             if asyncio.iscoroutine(result):
                 result = await result
+            if self.journal is not None:
+                await self.journal.sync()  # a fault injected or a state set is kept like a request's
             return result
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(30)  # type: ignore[arg-type]
@@ -328,6 +356,8 @@ class Sandbox:
         result = api.handler(ctx)
         if asyncio.iscoroutine(result):
             result = await result
+        if self.journal is not None:
+            await self.journal.sync()  # what this answer acknowledges is on disk first
         if result is None:
             return None  # e.g. Produce with acks=0
         injected = broker.failures.get(api_key)

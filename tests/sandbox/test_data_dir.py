@@ -1,10 +1,31 @@
-"""--data-dir: a sandbox keeps its topics and configs across runs."""
+"""--data-dir: a sandbox keeps its state across runs, and what it acknowledged across a kill -9.
+
+The crash tests run `kafka-shell sandbox` as a subprocess and SIGKILL it; the in-process ones
+copy the data directory while the sandbox runs (what a crash at that moment would leave) and
+recover the copy."""
 
 from __future__ import annotations
 
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
 
+import pytest
+from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                  NewPartitions, NewTopic)
+
+from kafka_shell.codes import Error
+from kafka_shell.sandbox import journal, persist, replication
 from kafka_shell.sandbox.server import Sandbox
+from tests.test_oneshot import SHELL
+
+TOPICS = [f"t{i}" for i in range(10)]
+MESSAGES = 5000
 
 
 def test_topics_and_configs_survive_a_restart(tmp_path):
@@ -20,3 +41,300 @@ def test_topics_and_configs_survive_a_restart(tmp_path):
         res = ConfigResource(ConfigResource.Type.TOPIC, "kept")
         configs = a.describe_configs([res])[res].result(10)
         assert configs["retention.ms"].value == "1000"
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def serve(data_dir: Path, *args: str, env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([*SHELL, "sandbox", "--data-dir", str(data_dir), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+    bootstrap = proc.stdout.readline().strip()  # the first line is the bootstrap address
+    if not bootstrap:
+        proc.kill()
+        pytest.fail(f"the sandbox did not start: {proc.communicate()[1]}")
+    return proc, bootstrap
+
+
+def kill9(proc: subprocess.Popen) -> None:
+    proc.kill()  # SIGKILL: no handler, no save
+    proc.wait(10)
+    proc.stdout.close()
+    proc.stderr.close()
+
+
+def create_topics(bootstrap: str, names: list[str]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    futures = admin.create_topics([NewTopic(n, 3, 2) for n in names])
+    for f in futures.values():
+        f.result(15)
+
+
+def produce(bootstrap: str, topics: list[str], count: int, first: int = 0) -> set[bytes]:
+    """Produce `count` messages with acks=all, flushed; returns the values acknowledged."""
+    acked: set[bytes] = set()
+    errors: list = []
+
+    def delivered(err, msg) -> None:
+        if err is None:
+            acked.add(msg.value())
+        else:
+            errors.append(err)
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                         "log_level": 3})
+    for i in range(first, first + count):
+        producer.produce(topics[i % len(topics)], value=b"m%06d-" % i + b"x" * 50, on_delivery=delivered)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    assert not errors
+    return acked
+
+
+def read_all(bootstrap: str, topics: list[str]) -> set[bytes]:
+    """Every message of the topics, read by offsets from each partition's start to its end."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "check", "log_level": 3,
+                         "enable.auto.commit": False})
+    try:
+        md = consumer.list_topics(timeout=10)
+        wanted: dict[tuple[str, int], int] = {}
+        assign = []
+        for t in topics:
+            for p in md.topics[t].partitions:
+                low, high = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)
+                if high > low:
+                    wanted[(t, p)] = high
+                    assign.append(TopicPartition(t, p, low))
+        consumer.assign(assign)
+        seen: set[bytes] = set()
+        deadline = time.monotonic() + 30
+        while wanted and time.monotonic() < deadline:
+            msg = consumer.poll(1)
+            if msg is None or msg.error():
+                continue
+            seen.add(msg.value())
+            if msg.offset() + 1 >= wanted.get((msg.topic(), msg.partition()), -1):
+                wanted.pop((msg.topic(), msg.partition()), None)
+        assert not wanted, f"partitions not read to their end: {wanted}"
+        return seen
+    finally:
+        consumer.close()
+
+
+# -- kill -9 ----------------------------------------------------------------------------------
+
+
+def test_kill_9_keeps_every_acknowledged_create_and_produce(tmp_path):
+    proc, bootstrap = serve(tmp_path)
+    try:
+        create_topics(bootstrap, TOPICS)
+        acked = produce(bootstrap, TOPICS, MESSAGES)
+    finally:
+        kill9(proc)
+    assert len(acked) == MESSAGES
+    proc, bootstrap = serve(tmp_path)
+    try:
+        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+        assert set(TOPICS) <= set(md.topics)
+        assert all(len(md.topics[t].partitions) == 3 for t in TOPICS)
+        assert read_all(bootstrap, TOPICS) == acked
+    finally:
+        kill9(proc)
+
+
+def test_kill_9_during_compaction_loses_nothing(tmp_path):
+    # A small journal makes every few writes compact; the pause holds each compaction between its
+    # temp file and its rename, where the kill lands.
+    env = {journal.COMPACT_BYTES_ENV: "20000", persist.PAUSE_ENV: "3"}
+    proc, bootstrap = serve(tmp_path, env=env)
+    try:
+        create_topics(bootstrap, TOPICS[:2])
+        acked = produce(bootstrap, TOPICS[:2], 500)
+        assert _wait_for(lambda: list(tmp_path.glob(".state-*.tmp")))  # a compaction is under way
+        acked |= produce(bootstrap, TOPICS[:2], 200, first=500)  # acknowledged during it
+        assert list(tmp_path.glob(".state-*.tmp"))  # still under way (the pause is 3 s)
+    finally:
+        kill9(proc)
+    proc, bootstrap = serve(tmp_path)
+    try:
+        assert not list(tmp_path.glob(".state-*.tmp"))  # the interrupted save's file is gone
+        assert read_all(bootstrap, TOPICS[:2]) == acked
+    finally:
+        kill9(proc)
+
+
+def _wait_for(check, seconds: float = 10):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.01)
+    return None
+
+
+# -- signals ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_signals_stop_cleanly_and_save(tmp_path, sig):
+    proc, bootstrap = serve(tmp_path)
+    create_topics(bootstrap, ["kept"])
+    proc.send_signal(sig)
+    assert proc.wait(15) == 0
+    proc.stdout.close()
+    proc.stderr.close()
+    assert not journal.journal_files(tmp_path)  # all of it is in the state file
+    assert "kept" in persist.load(tmp_path).topics
+
+
+def test_a_second_ctrl_c_waits_for_the_save(tmp_path):
+    proc, bootstrap = serve(tmp_path, env={persist.PAUSE_ENV: "1"})
+    create_topics(bootstrap, ["kept"])
+    proc.send_signal(signal.SIGINT)
+    assert _wait_for(lambda: list(tmp_path.glob(".state-*.tmp")))  # the final save is under way
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0
+    assert f"saving state to {tmp_path}; please wait" in err
+    assert "kept" in persist.load(tmp_path).topics
+
+
+def test_stale_temp_files_are_removed_at_start(tmp_path):
+    stale = tmp_path / ".state-abc123.tmp"
+    stale.write_bytes(b"\0" * 1000)
+    with Sandbox(brokers=1, data_dir=str(tmp_path)):
+        assert not stale.exists()
+
+
+def test_a_data_dir_serves_one_sandbox_at_a_time(tmp_path):
+    with Sandbox(brokers=1, data_dir=str(tmp_path)):
+        with pytest.raises(persist.StateError, match="in use by another sandbox"):
+            Sandbox(brokers=1, data_dir=str(tmp_path)).start()
+
+
+# -- the state file is checked ----------------------------------------------------------------
+
+
+def _refused(data_dir: Path, *args: str) -> str:
+    p = subprocess.run([*SHELL, "sandbox", "--data-dir", str(data_dir), *args], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Internal error" not in lines[0] and "Traceback" not in p.stderr
+    return lines[0]
+
+
+def _saved(tmp_path: Path, brokers: int = 1) -> dict:
+    with Sandbox(brokers=brokers, data_dir=str(tmp_path)):
+        pass
+    return json.loads((tmp_path / persist.STATE_FILE).read_text())
+
+
+@pytest.mark.parametrize("content, expected", [
+    (b'{"version":1}', "brokers must be a list"),
+    (b"\x00\xff\xfe\x89PNG garbage \x01", "is not valid JSON"),
+    (b'{"version":7}', "has format version 7"),
+    (b"[1, 2]", "must be a JSON object"),
+])
+def test_an_unreadable_state_file_is_one_line(tmp_path, content, expected):
+    (tmp_path / persist.STATE_FILE).write_bytes(content)
+    line = _refused(tmp_path)
+    assert str(tmp_path / persist.STATE_FILE) in line and expected in line
+
+
+def test_a_field_of_the_wrong_type_is_named(tmp_path):
+    state = _saved(tmp_path)
+    state["brokers"][0]["port"] = "9092"
+    (tmp_path / persist.STATE_FILE).write_text(json.dumps(state))
+    assert _refused(tmp_path).endswith("brokers[0].port must be an integer in 0..65535")
+
+
+def test_a_non_loopback_host_needs_listen(tmp_path):
+    state = _saved(tmp_path)
+    state["brokers"][0]["host"] = "0.0.0.0"
+    (tmp_path / persist.STATE_FILE).write_text(json.dumps(state))
+    line = _refused(tmp_path)
+    assert "broker 1 listens on 0.0.0.0, not a loopback address: pass --listen 0.0.0.0" in line
+    # --listen puts it where it is told (here back on loopback): the saved host does not win.
+    proc, bootstrap = serve(tmp_path, "--listen", "127.0.0.1")
+    kill9(proc)
+    assert bootstrap.startswith("127.0.0.1:")
+
+
+def test_brokers_and_port_base_must_match_the_saved_cluster(tmp_path):
+    state = _saved(tmp_path, brokers=3)
+    ports = [b["port"] for b in state["brokers"]]
+    line = _refused(tmp_path, "--brokers", "5")
+    assert line.startswith(f"{tmp_path} holds a 3-broker cluster on ")
+    assert line.endswith("--brokers 5 does not match: drop --brokers or use another --data-dir")
+    line = _refused(tmp_path, "--port-base", str(ports[0] + 1))
+    assert f"--port-base {ports[0] + 1} does not match: drop --port-base" in line
+
+
+# -- the journal, recovered from a copy taken while the sandbox runs ---------------------------
+
+
+def _crash_copy(src: Path, dst: Path) -> Path:
+    """The data directory as a kill -9 at this moment would leave it."""
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(journal.LOCK_FILE))
+    return dst
+
+
+def _comparable(cluster) -> dict:
+    state = persist.state_of(cluster)
+    for b in state["brokers"]:
+        b.pop("epoch")  # a restart bumps it
+    state.pop("controller_epoch")
+    return state
+
+
+def test_the_journal_replays_admin_changes_and_truncations(tmp_path):
+    data = tmp_path / "data"
+    with Sandbox(brokers=3, data_dir=str(data)) as s:
+        a = AdminClient({"bootstrap.servers": s.bootstrap, "log_level": 3})
+        create_topics(s.bootstrap, ["a", "b", "gone"])
+        produce(s.bootstrap, ["a", "b", "gone"], 300)
+        a.create_partitions([NewPartitions("a", 5)])["a"].result(10)
+        a.delete_topics(["gone"])["gone"].result(10)
+        create_topics(s.bootstrap, ["gone"])  # the same name, a new topic id
+        res = ConfigResource(ConfigResource.Type.TOPIC, "b", incremental_configs=[
+            ConfigEntry("retention.ms", "5000", incremental_operation=AlterConfigOpType.SET)])
+        a.incremental_alter_configs([res])[res].result(10)
+        for f in a.delete_records([TopicPartition("b", 0, OFFSET_END)]).values():  # up to the end
+            f.result(10)
+        # Broker faults change ISRs and leaders; a designated election truncates b-1 to 3.
+        p = s.cluster.partition("b", 1)
+        leader, follower = p.leader, next(r for r in p.replicas if r != p.leader)
+        s.stop_broker(follower)
+        s.stop_broker(leader)
+        s.set_log_end_offset("b", 1, follower, 3)
+        s.start_broker(follower)
+        assert s.call(replication.elect_designated, s.cluster, p, follower) == (Error.none, None)
+        assert p.high_watermark == 3
+        s.start_broker(leader)
+        produce(s.bootstrap, ["b"], 30, first=1000)
+        assert any(b.base_offset == 3 for b in p.batches)
+        crashed = _crash_copy(data, tmp_path / "crashed")
+        live = s.call(_comparable, s.cluster)
+    recovered, _ = journal.recover(crashed)
+    assert _comparable(recovered) == live
+
+
+def test_a_write_cut_short_by_a_crash_is_dropped(tmp_path):
+    data = tmp_path / "data"
+    with Sandbox(brokers=1, data_dir=str(data)) as s:
+        create_topics_rf1(s.bootstrap, ["a"])
+        crashed = _crash_copy(data, tmp_path / "crashed")
+        live = s.call(_comparable, s.cluster)
+    (path,) = journal.journal_files(crashed).values()
+    with open(path, "ab") as f:
+        f.write(journal.FRAME.pack(1000, 0) + b"half a record")  # never fsynced, never acknowledged
+    recovered, _ = journal.recover(crashed)
+    assert _comparable(recovered) == live
+
+
+def create_topics_rf1(bootstrap: str, names: list[str]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    for f in admin.create_topics([NewTopic(n, 2, 1) for n in names]).values():
+        f.result(15)
