@@ -218,6 +218,7 @@ def interactive(session) -> int:
 def serve_sandbox(argv: list[str]) -> int:
     """`kafka-shell sandbox`: serve an embedded cluster until Ctrl-C, SIGTERM or SIGHUP."""
     import argparse
+    import contextlib
     import signal
     import threading
 
@@ -245,7 +246,8 @@ def serve_sandbox(argv: list[str]) -> int:
 
     def on_signal(*_: object) -> None:
         if stop.is_set() and args.data_dir:
-            sys.stderr.write(f"saving state to {args.data_dir}; please wait\n")
+            with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+                sys.stderr.write(f"saving state to {args.data_dir}; please wait\n")
         stop.set()
 
     # Ctrl-C, kill and a closed terminal all stop cleanly; a second one does not cut the save short.
@@ -256,7 +258,10 @@ def serve_sandbox(argv: list[str]) -> int:
                      f"{sandbox.bootstrap}; Ctrl-C stops it.\n")
     while not stop.wait(0.5):
         pass
-    sandbox.stop()
+    try:
+        sandbox.stop()
+    except OSError as exc:
+        raise ShellError(f"Cannot save the sandbox state to {args.data_dir}: {exc}") from None
     return 0
 
 

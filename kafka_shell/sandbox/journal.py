@@ -126,7 +126,7 @@ def replay(cluster: Cluster, path: Path) -> None:
         kind, json_length = KIND.unpack_from(payload)
         try:
             record = json.loads(payload[KIND.size:KIND.size + json_length])
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise persist.StateError(f"{path}: record at byte {pos} is not valid JSON ({exc})") from None
         _apply(cluster, check, kind, check.mapping(record, f"record at byte {pos}"),
                payload[KIND.size + json_length:])

@@ -321,6 +321,23 @@ def test_the_journal_replays_admin_changes_and_truncations(tmp_path):
     assert _comparable(recovered) == live
 
 
+def test_answers_wait_for_the_journal(tmp_path, monkeypatch):
+    fsync = journal._append
+
+    def slow_fsync(*args) -> None:  # a slow disk: answers sent before the write would show
+        time.sleep(0.1)
+        fsync(*args)
+
+    monkeypatch.setattr(journal, "_append", slow_fsync)
+    data = tmp_path / "data"
+    with Sandbox(brokers=1, data_dir=str(data)) as s:
+        create_topics_rf1(s.bootstrap, ["a"])
+        assert len(produce(s.bootstrap, ["a"], 50)) == 50
+        crashed = _crash_copy(data, tmp_path / "crashed")  # right after the last answer
+    recovered, _ = journal.recover(crashed)
+    assert sum(p.high_watermark for p in recovered.topics["a"].partitions) == 50
+
+
 def test_a_write_cut_short_by_a_crash_is_dropped(tmp_path):
     data = tmp_path / "data"
     with Sandbox(brokers=1, data_dir=str(data)) as s:
@@ -332,6 +349,22 @@ def test_a_write_cut_short_by_a_crash_is_dropped(tmp_path):
         f.write(journal.FRAME.pack(1000, 0) + b"half a record")  # never fsynced, never acknowledged
     recovered, _ = journal.recover(crashed)
     assert _comparable(recovered) == live
+
+
+def test_a_kill_after_compactions_rename_skips_the_journals_it_holds(tmp_path):
+    data = tmp_path / "data"
+    with Sandbox(brokers=1, data_dir=str(data)) as s:
+        create_topics_rf1(s.bootstrap, ["a"])
+        produce(s.bootstrap, ["a"], 100)
+    with Sandbox(data_dir=str(data)) as s:  # the journal now appends to batches the state holds
+        produce(s.bootstrap, ["a"], 100, first=100)
+        crashed = _crash_copy(data, tmp_path / "crashed")
+        live = s.call(_comparable, s.cluster)
+        compacted = s.call(persist.state_of, s.cluster, s.journal.seq + 1)
+    persist.write(compacted, crashed)  # renamed in place; the journal it holds not yet deleted
+    assert journal.journal_files(crashed)
+    recovered, _ = journal.recover(crashed)
+    assert _comparable(recovered) == live  # replaying that journal again would double the records
 
 
 def create_topics_rf1(bootstrap: str, names: list[str]) -> None:
