@@ -8,6 +8,12 @@ creates a topic of 6 partitions with replication factor 3, and times a real conf
 Producer (acks=all) sending N messages of B bytes until flush() returns: every message
 acknowledged. The two modes alternate; medians are printed with their ratio. `--dir` picks the
 file system the journal is on (default: the system temp dir); its fsync speed is the cost.
+
+Figures on the development machine (2 CPUs, ext4 on a virtual disk), durable / in-memory
+throughput: 50,000 x 200 B 0.96 (158k vs 164k messages/s); 300,000 x 200 B 0.74 (164k vs 223k
+messages/s, 33 vs 45 MB/s); 100,000 x 2,000 B 0.81 (96 vs 119 MB/s; the journal compacts
+about three times). Group commit is what keeps it close: librdkafka's produce requests to the
+three leaders share each fsync.
 """
 
 from __future__ import annotations

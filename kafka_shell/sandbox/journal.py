@@ -222,7 +222,7 @@ class Journal:
         for path in persist.remove_temp_files(directory):
             log.info("removed %s, left by an interrupted save", path)
         seq += 1
-        persist.save(cluster, directory, seq)
+        persist.save(cluster, directory, seq, pausable=False)
         _delete_journals_before(directory, seq)
         return cls(cluster, directory, seq, lock_fd)
 

@@ -98,9 +98,10 @@ def _newest_batches(p: Partition) -> list[Batch]:
     return kept
 
 
-def write(state: dict, data_dir: str | os.PathLike) -> Path:
+def write(state: dict, data_dir: str | os.PathLike, pausable: bool = True) -> Path:
     """Write a `state_of` result to `data_dir/sandbox-state.json`: a temp file, fsynced, renamed
-    over the old one, directory fsynced. A crash at any point leaves the old file or the new."""
+    over the old one, directory fsynced. A crash at any point leaves the old file or the new.
+    `pausable`: tests may hold this save (see `pause_for_tests`)."""
     directory = Path(data_dir)
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / STATE_FILE
@@ -110,7 +111,8 @@ def write(state: dict, data_dir: str | os.PathLike) -> Path:
             json.dump(state, f, separators=(",", ":"), default=_encode_batch)
             f.flush()
             os.fsync(f.fileno())
-        pause_for_tests()
+        if pausable:
+            pause_for_tests()
         os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)
@@ -119,8 +121,9 @@ def write(state: dict, data_dir: str | os.PathLike) -> Path:
     return target
 
 
-def save(cluster: Cluster, data_dir: str | os.PathLike, journal_seq: int = 0) -> Path:
-    return write(state_of(cluster, journal_seq), data_dir)
+def save(cluster: Cluster, data_dir: str | os.PathLike, journal_seq: int = 0,
+         pausable: bool = True) -> Path:
+    return write(state_of(cluster, journal_seq), data_dir, pausable)
 
 
 def _encode_batch(b: object) -> dict:
@@ -143,8 +146,8 @@ PAUSE_ENV = "KAFKA_SHELL_SANDBOX_SAVE_PAUSE"
 
 
 def pause_for_tests() -> None:
-    """Tests set KAFKA_SHELL_SANDBOX_SAVE_PAUSE=seconds to hold a save between its temp file and
-    its rename, so they can kill the process in the middle of one."""
+    """Tests set KAFKA_SHELL_SANDBOX_SAVE_PAUSE=seconds to hold compactions and the save at stop
+    between the temp file and the rename, so they can kill or interrupt the process there."""
     seconds = os.environ.get(PAUSE_ENV)
     if seconds:
         import time
