@@ -12,8 +12,8 @@ file system the journal is on (default: the system temp dir); its fsync speed is
 Figures on the development machine (2 CPUs, ext4 on a virtual disk), durable / in-memory
 throughput: 50,000 x 200 B 0.96 (158k vs 164k messages/s); 300,000 x 200 B 0.74 (164k vs 223k
 messages/s, 33 vs 45 MB/s); 100,000 x 2,000 B 0.81 (96 vs 119 MB/s; the journal compacts
-about three times). Group commit is what keeps it close: librdkafka's produce requests to the
-three leaders share each fsync.
+about three times). Large produce requests and group commit keep it close: counted once, the
+100,000 x 200 B run took 55 requests and 25 journal writes (each one write and one fsync).
 """
 
 from __future__ import annotations
