@@ -175,7 +175,12 @@ def _apply_partition(cluster: Cluster, check: persist.Checker, record: dict, raw
         p.batches = []
     pos = 0
     for i, entry in enumerate(check.array(record.get("batches"), "batches")):
-        base, last, max_ts, size = (check.integer(v, f"batches[{i}]") for v in check.array(entry, f"batches[{i}]"))
+        entry = check.array(entry, f"batches[{i}]")
+        if len(entry) != 4:
+            raise check.fail(f"batches[{i}]", "[base offset, last offset, max timestamp, size]")
+        base, last, max_ts, size = (check.integer(v, f"batches[{i}]") for v in entry)
+        if size < 0 or pos + size > len(raw):
+            raise check.fail(f"batches[{i}] size", f"within the record's {len(raw)} bytes")
         p.batches.append(Batch(base, last, max_ts, raw[pos:pos + size]))
         pos += size
     p.batches = [b for b in p.batches if b.last_offset >= p.log_start_offset]
@@ -222,32 +227,33 @@ class Journal:
         for path in persist.remove_temp_files(directory):
             log.info("removed %s, left by an interrupted save", path)
         seq += 1
-        persist.save(cluster, directory, seq, pausable=False)
-        _delete_journals_before(directory, seq)
+        _write_state(directory, persist.state_of(cluster, seq), pausable=False)
         return cls(cluster, directory, seq, lock_fd)
 
     # -- group commit ----------------------------------------------------------------------
 
     def touch(self, p: Partition) -> None:
-        self._touched[id(p)] = p
-        self._start_writer()
+        self._touched[id(p)] = p  # written by the sync() of the request that touched it
 
     def _pending(self) -> bool:
         return bool(self._touched) or self.cluster.generation != self._generation
 
     async def sync(self) -> None:
         """Return once every change made so far is on disk (fsynced)."""
-        if self._failed is not None:
-            raise JournalError(f"the journal in {self.directory} cannot be written: {self._failed}")
-        target = self._captured + 1 if self._pending() else self._captured
+        self._check_failed()
+        target = self._captured
         if self._pending():
+            target += 1  # the next write captures them
             self._start_writer()
         while self._durable < target:
             if self._progress is None:
                 self._progress = asyncio.Event()
             await self._progress.wait()
-            if self._failed is not None:
-                raise JournalError(f"the journal in {self.directory} cannot be written: {self._failed}")
+            self._check_failed()
+
+    def _check_failed(self) -> None:
+        if self._failed is not None:
+            raise JournalError(f"the journal in {self.directory} cannot be written: {self._failed}")
 
     def _start_writer(self) -> None:
         if self._writer is None or self._writer.done():
@@ -268,7 +274,8 @@ class Journal:
                 self._file = open(journal_path(self.directory, self.seq), "ab")  # noqa: SIM115
                 self.size = 0
             try:
-                await loop.run_in_executor(None, _append, file, data, state is not None and self.directory)
+                await loop.run_in_executor(None, _append, file, data,
+                                           self.directory if state is not None else None)
             except OSError as exc:
                 self._failed = exc
                 log.error("cannot write the journal in %s: %s; changes are no longer acknowledged",
@@ -296,6 +303,8 @@ class Journal:
             for gone in [i for i in self._topics if i not in live]:
                 out += _frame(DELETE, {"id": str(gone)})
                 del self._topics[gone]
+                for key in [k for k in self._last_batch if k[0] == gone]:
+                    del self._last_batch[key]
             for t in cluster.topics.values():
                 blob = _json(persist.topic_meta(t))
                 if self._topics.get(t.id) != blob:
@@ -333,8 +342,7 @@ class Journal:
         delete those journals. Off the loop thread; writes go on to the next journal meanwhile."""
         def compact() -> None:
             old_journal.close()
-            persist.write(state, self.directory)
-            _delete_journals_before(self.directory, state["journal"])
+            _write_state(self.directory, state)
         try:
             await asyncio.get_running_loop().run_in_executor(None, compact)
         except OSError as exc:
@@ -352,15 +360,11 @@ class Journal:
             if self._failed is None:
                 state = persist.state_of(self.cluster, self.seq + 1)
                 self._file.close()
-                await asyncio.get_running_loop().run_in_executor(None, self._final_save, state)
+                await asyncio.get_running_loop().run_in_executor(None, _write_state, self.directory, state)
         finally:
             self._file.close()
             self.cluster.extras.pop(EXTRAS_KEY, None)
             os.close(self._lock_fd)
-
-    def _final_save(self, state: dict) -> None:
-        persist.write(state, self.directory)
-        _delete_journals_before(self.directory, state["journal"])
 
     async def run_periodic(self) -> None:
         """Journal changes no request waits for (replication catch-up, elections it causes)."""
@@ -370,18 +374,20 @@ class Journal:
                 self._start_writer()
 
 
-def _append(file: BinaryIO, data: bytes, new_journal_in: Path | bool) -> None:
+def _append(file: BinaryIO, data: bytes, new_journal_in: Path | None) -> None:
     if data:
         file.write(data)
         file.flush()
         os.fsync(file.fileno())
-    if new_journal_in:  # a journal created for the writes after this one: make it last too
-        persist.fsync_dir(new_journal_in)  # type: ignore[arg-type]
+    if new_journal_in is not None:  # a journal created for the writes after these: make it last
+        persist.fsync_dir(new_journal_in)
 
 
-def _delete_journals_before(directory: Path, seq: int) -> None:
+def _write_state(directory: Path, state: dict, pausable: bool = True) -> None:
+    """Write the state file, then delete the journals it holds (those before its `journal`)."""
+    persist.write(state, directory, pausable)
     for n, path in journal_files(directory).items():
-        if n < seq:
+        if n < state["journal"]:
             path.unlink(missing_ok=True)
 
 

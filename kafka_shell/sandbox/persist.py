@@ -121,9 +121,8 @@ def write(state: dict, data_dir: str | os.PathLike, pausable: bool = True) -> Pa
     return target
 
 
-def save(cluster: Cluster, data_dir: str | os.PathLike, journal_seq: int = 0,
-         pausable: bool = True) -> Path:
-    return write(state_of(cluster, journal_seq), data_dir, pausable)
+def save(cluster: Cluster, data_dir: str | os.PathLike, journal_seq: int = 0) -> Path:
+    return write(state_of(cluster, journal_seq), data_dir)
 
 
 def _encode_batch(b: object) -> dict:
