@@ -216,8 +216,11 @@ def cluster_from_meta(check: Checker, state: dict) -> Cluster:
         brokers[b.id] = b
     if not brokers:
         raise StateError(f"{check.path}: brokers must list at least one broker")
+    controller = check.integer(state.get("controller_id"), "controller_id", low=-1)
+    if controller != -1 and controller not in brokers:
+        raise check.fail("controller_id", f"-1 or one of the brokers ({sorted(brokers)})")
     return Cluster(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers=brokers,
-                   controller_id=check.integer(state.get("controller_id"), "controller_id", low=-1),
+                   controller_id=controller,
                    controller_epoch=check.integer(state.get("controller_epoch"), "controller_epoch", low=0),
                    cluster_configs=check.str_map(state.get("cluster_configs"), "cluster_configs"))
 
@@ -258,10 +261,14 @@ def check_partition_meta(check: Checker, ps: dict, where: str, cluster: Cluster)
     out["leader"] = check.integer(ps.get("leader"), f"{where}.leader", low=-1)
     out["leo"] = check.int_map(ps.get("leo"), f"{where}.leo")
     out["replica_epoch"] = check.int_map(ps.get("replica_epoch"), f"{where}.replica_epoch")
-    unknown = sorted({r for r in out["replicas"] if r not in cluster.brokers})
-    if not out["replicas"] or unknown:
-        raise StateError(f"{check.path}: {where}.replicas must name known brokers "
-                         f"(unknown: {unknown or 'none listed'})")
+    replicas = out["replicas"]
+    if not replicas or len(set(replicas)) < len(replicas) or any(r not in cluster.brokers for r in replicas):
+        raise check.fail(f"{where}.replicas", f"distinct ids of known brokers ({sorted(cluster.brokers)})")
+    for key in ("isr", "elr", "last_known_elr", "adding", "removing", "leo", "replica_epoch"):
+        if any(r not in replicas for r in out[key]):
+            raise check.fail(f"{where}.{key}", f"about its replicas ({replicas}) only")
+    if out["leader"] != -1 and out["leader"] not in replicas:
+        raise check.fail(f"{where}.leader", f"-1 or one of its replicas ({replicas})")
     return out
 
 

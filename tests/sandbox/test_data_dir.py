@@ -20,6 +20,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
                                   NewPartitions, NewTopic)
 
 from kafka_shell.codes import Error
+from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox import journal, persist, replication
 from kafka_shell.sandbox.server import Sandbox
 from tests.test_oneshot import SHELL
@@ -226,8 +227,8 @@ def _refused(data_dir: Path, *args: str) -> str:
 
 
 def _saved(tmp_path: Path, brokers: int = 1) -> dict:
-    with Sandbox(brokers=brokers, data_dir=str(tmp_path)):
-        pass
+    with Sandbox(brokers=brokers, data_dir=str(tmp_path)) as s:
+        s.call(sandbox_admin.create_topic, s.cluster, "t", 1, 1)
     return json.loads((tmp_path / persist.STATE_FILE).read_text())
 
 
@@ -243,11 +244,22 @@ def test_an_unreadable_state_file_is_one_line(tmp_path, content, expected):
     assert str(tmp_path / persist.STATE_FILE) in line and expected in line
 
 
-def test_a_field_of_the_wrong_type_is_named(tmp_path):
+@pytest.mark.parametrize("path, value, expected", [
+    (("brokers", 0, "port"), "9092", "brokers[0].port must be an integer in 0..65535"),
+    (("topics", 0, "partitions", 0, "leader"), 9, "topics[0].partitions[0].leader must be -1 or one of "
+                                                   "its replicas ([1])"),
+    (("topics", 0, "partitions", 0, "replicas"), [1, 1], "topics[0].partitions[0].replicas must be "
+                                                         "distinct ids of known brokers ([1])"),
+    (("controller_id",), 5, "controller_id must be -1 or one of the brokers ([1])"),
+])
+def test_a_bad_field_is_named(tmp_path, path, value, expected):
     state = _saved(tmp_path)
-    state["brokers"][0]["port"] = "9092"
+    holder = state
+    for key in path[:-1]:
+        holder = holder[key]
+    holder[path[-1]] = value
     (tmp_path / persist.STATE_FILE).write_text(json.dumps(state))
-    assert _refused(tmp_path).endswith("brokers[0].port must be an integer in 0..65535")
+    assert _refused(tmp_path) == f"{tmp_path / persist.STATE_FILE}: {expected}"
 
 
 def test_a_non_loopback_host_needs_listen(tmp_path):
