@@ -40,6 +40,7 @@ from typing import BinaryIO
 
 from crc32c import crc32c
 
+from kafka_shell.protocol import ProtocolError
 from kafka_shell.sandbox import persist
 from kafka_shell.sandbox.model import Batch, Cluster, Partition, Topic
 
@@ -87,8 +88,9 @@ def lock(data_dir: str | os.PathLike) -> int:
     return fd
 
 
-class JournalError(Exception):
-    """The journal cannot be written: nothing more is acknowledged."""
+class JournalError(ProtocolError):
+    """The journal cannot be written: nothing more is acknowledged. A ProtocolError, so a broker
+    closes the connection instead of answering (one log line, no traceback)."""
 
 
 # -- recovery ---------------------------------------------------------------------------------
@@ -263,28 +265,28 @@ class Journal:
         loop = asyncio.get_running_loop()
         while self._pending() and self._failed is None:
             await asyncio.sleep(0)  # the requests of this loop tick join this write
-            data = self._capture()
             self._captured += 1
-            self.size += len(data)
             file, state = self._file, None
-            if self.size >= self.compact_bytes and self._compaction is None:
-                # The state now is the old journals' end: later changes go to the next journal.
-                self.seq += 1
-                state = persist.state_of(self.cluster, self.seq)
-                self._file = open(journal_path(self.directory, self.seq), "ab")  # noqa: SIM115
-                self.size = 0
             try:
+                data = self._capture()
+                self.size += len(data)
+                if self.size >= self.compact_bytes and self._compaction is None:
+                    # The state now is the old journals' end: later changes go to the next one.
+                    self.seq += 1
+                    state = persist.state_of(self.cluster, self.seq)
+                    self._file = open(journal_path(self.directory, self.seq), "ab")  # noqa: SIM115
+                    self.size = 0
                 await loop.run_in_executor(None, _append, file, data,
                                            self.directory if state is not None else None)
-            except OSError as exc:
+            except Exception as exc:  # noqa: BLE001 - a full disk (or a bug) fails the waiting requests
                 self._failed = exc
-                log.error("cannot write the journal in %s: %s; changes are no longer acknowledged",
+                log.error("cannot write the journal in %s: %s; nothing more is acknowledged",
                           self.directory, exc)
             self._durable = self._captured
             if self._progress is not None:
                 self._progress.set()
                 self._progress = None
-            if state is not None:
+            if state is not None and self._failed is None:
                 self._compaction = loop.create_task(self._compact(file, state))
 
     # -- what changed ----------------------------------------------------------------------

@@ -6,6 +6,7 @@ recover the copy."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                   NewPartitions, NewTopic)
 
@@ -348,6 +349,20 @@ def test_answers_wait_for_the_journal(tmp_path, monkeypatch):
         crashed = _crash_copy(data, tmp_path / "crashed")  # right after the last answer
     recovered, _ = journal.recover(crashed)
     assert sum(p.high_watermark for p in recovered.topics["a"].partitions) == 50
+
+
+def test_a_journal_that_cannot_be_written_acknowledges_nothing(tmp_path, monkeypatch):
+    def disk_full(*args) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with Sandbox(brokers=1, data_dir=str(tmp_path)) as s:
+        monkeypatch.setattr(journal, "_append", disk_full)
+        admin = AdminClient({"bootstrap.servers": s.bootstrap, "log_level": 3})
+        with pytest.raises(KafkaException):  # no answer: the broker closes the connection
+            admin.create_topics([NewTopic("lost", 1, 1)], request_timeout=1)["lost"].result(10)
+        with pytest.raises(journal.JournalError, match="No space left on device"):
+            s.stop_broker(1)
+    assert "lost" not in persist.load(tmp_path).topics  # nor saved at stop: only what was journaled
 
 
 def test_a_write_cut_short_by_a_crash_is_dropped(tmp_path):
