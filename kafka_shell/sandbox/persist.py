@@ -6,7 +6,7 @@ topics with their configs and partitions (replicas, leader, epochs, ISR, ELR, lo
 high watermark) and the record batches, base64-encoded, up to RECORD_BYTES_PER_PARTITION per
 partition: older batches past that are dropped and the log start offset moves past them, as
 retention would. Brokers come back alive; state kept by other modules in `Cluster.extras`
-(groups, reassignments) is not saved. `journal` names the first journal file to replay on top
+(groups, the replication rate) is not saved. `journal` names the first journal file to replay on top
 (see `journal.py`, which keeps the changes made since the file was written).
 
 Use: `load(dir)` (None when the directory holds no state) and `save(cluster, dir)` from the loop
