@@ -38,7 +38,8 @@ TOPIC = "bench"
 def serve(data_dir: str | None) -> tuple[subprocess.Popen, str]:
     args = [SHELL, "sandbox", "--brokers", "3"] + (["--data-dir", data_dir] if data_dir else [])
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return proc, proc.stdout.readline().strip()  # type: ignore[union-attr]
+    first = proc.stdout.readline().strip()  # type: ignore[union-attr]
+    return proc, first.removeprefix("bootstrap.servers=")
 
 
 def produce(bootstrap: str, messages: int, size: int) -> float:

@@ -1,4 +1,6 @@
-"""`sandbox ACTION ...`: fault injection on the embedded cluster (only with kafka-shell --sandbox)."""
+"""`sandbox ACTION ...`: fault injection on the embedded cluster (kafka-shell --sandbox) or on a
+`kafka-shell sandbox` server (through its control endpoint, see kafka_shell/sandbox/control.py).
+Both are driven through the same methods (`Sandbox` / `RemoteSandbox`), each done when it returns."""
 
 from __future__ import annotations
 
@@ -8,10 +10,14 @@ from kafka_shell.render import Result
 
 # action -> (argument names, what it does)
 ACTIONS = {
-    "status": ((), "Show each broker: alive, controller, delay, injected errors."),
+    "status": ((), "Show each broker and controller: alive, active controller, delay, injected errors."),
     "stop-broker": (("BROKER",), "Stop a broker (its port closes)."),
     "start-broker": (("BROKER",), "Start a stopped broker."),
-    "kill-controller": ((), "Make the active controller resign; another broker takes over."),
+    "kill-controller": ((), "Kill the active controller; another voter (zk mode: broker) takes over, "
+                            "a lone one comes back with a higher epoch."),
+    "stop-controller": (("CONTROLLER",), "Stop a KRaft controller (its listener closes; with no "
+                                         "voter left there is no active controller)."),
+    "start-controller": (("CONTROLLER",), "Start a stopped KRaft controller."),
     "set-log-end-offset": (("TOPIC", "PARTITION", "BROKER", "OFFSET"),
                            "Set a replica's log end offset (with --epoch, its leader epoch)."),
     "delay": (("BROKER", "MS"), "Answer every request of a broker MS milliseconds late."),
@@ -25,10 +31,13 @@ ACTIONS = {
          Option("args", repeatable=True, metavar="ARG", help="The action's arguments."),
          Option("--epoch", type=int, metavar="E", help="Leader epoch for set-log-end-offset."),
          sandbox_only=True,
-         help="Control the embedded sandbox cluster (faults, brokers, controller).",
-         description="\n".join(f"  {a} {' '.join(n)}: {h}" for a, (n, h) in ACTIONS.items()),
+         help="Control the sandbox cluster (faults, brokers, controllers).",
+         description="\n".join(f"  {a} {' '.join(n)}: {h}" for a, (n, h) in ACTIONS.items()) +
+         "\n  Works on kafka-shell --sandbox, and on a `kafka-shell sandbox` server given as "
+         "--bootstrap-server (through its control endpoint).",
          examples=("sandbox status", "sandbox stop-broker 2", "sandbox kill-controller",
-                   "sandbox fail 1 CreateTopics NOT_CONTROLLER", "sandbox heal"))
+                   "sandbox stop-controller 100", "sandbox fail 1 CreateTopics NOT_CONTROLLER",
+                   "sandbox heal"))
 def sandbox_command(session, args: dict) -> Result:
     action, values = args["action"], args["args"]
     names = ACTIONS[action][0]
@@ -44,9 +53,18 @@ def sandbox_command(session, args: dict) -> Result:
             getattr(sb, action.replace("-", "_"))(broker)
             return Result.message(f"Broker {broker} {'stopped' if action == 'stop-broker' else 'started'}.")
         if action == "kill-controller":
-            old = sb.cluster.controller_id
-            new = sb.kill_controller()
-            return Result.message(f"Controller moved from broker {old} to broker {new}.")
+            before = sb.status()
+            sb.kill_controller()
+            after = sb.status()
+            return Result.message(
+                f"Active controller {_controller(before)} killed; active controller now "
+                f"{_controller(after)}.")
+        if action in ("stop-controller", "start-controller"):
+            controller = _int(values[0], "CONTROLLER")
+            getattr(sb, action.replace("-", "_"))(controller)
+            done = "stopped" if action == "stop-controller" else "started"
+            return Result.message(f"Controller {controller} {done}; active controller now "
+                                  f"{_controller(sb.status())}.")
         if action == "set-log-end-offset":
             topic, partition, broker, offset = values
             kwargs = {"epoch": args["epoch"]} if args["epoch"] is not None else {}
@@ -72,9 +90,23 @@ def _int(text: str, what: str) -> int:
         raise UsageError(f'Invalid {what} "{text}": expected an integer') from None
 
 
+def _controller(status: dict) -> str:
+    """`100 (epoch 3)`, `broker 2 (epoch 3)` in zk mode, or `none (epoch 3)`."""
+    active = status["active_controller"]
+    who = "none" if active < 0 else (f"broker {active}" if status["mode"] == "zk" else str(active))
+    return f"{who} (epoch {status['controller_epoch']})"
+
+
 def _status(sb) -> Result:
-    cluster = sb.cluster
-    rows = [[b.id, f"{b.host}:{b.port}", b.rack, "up" if b.alive else "down",
-             b.id == cluster.controller_id, b.delay_ms, ",".join(f"{k}:{v}" for k, v in b.failures.items())]
-            for b in cluster.brokers.values()]
-    return Result.table(["Broker", "Address", "Rack", "State", "Controller", "DelayMs", "Failures"], rows)
+    status = sb.status()
+    active = status["active_controller"]
+    rows = []
+    for role, nodes in (("broker", status["brokers"]), ("controller", status["controllers"])):
+        for n in nodes:
+            state = "up" if n["alive"] else "down"
+            if role == "broker" and n["alive"] and n["fenced"]:
+                state = "up (fenced)"
+            rows.append([n["id"], role, f"{n['host']}:{n['port']}", n.get("rack"), state,
+                         n["id"] == active, n["delay_ms"],
+                         ",".join(f"{k}:{v}" for k, v in n["failures"].items())])
+    return Result.table(["Node", "Role", "Address", "Rack", "State", "Controller", "DelayMs", "Failures"], rows)

@@ -78,7 +78,8 @@ def _prepare(session: Session, text: str) -> parsing.Parsed | None:
     if parsed.help:
         return parsed
     if cmd.sandbox_only and session.sandbox is None:
-        raise UsageError("sandbox commands need kafka-shell --sandbox")
+        from kafka_shell.sandbox import control  # a `kafka-shell sandbox` server's control endpoint
+        session.sandbox = control.attach(session.target)
     if cmd.destructive and not (parsed.args.get("yes") or session.yes or parsed.args.get("dry_run")):
         if not session.interactive or session.confirm is None:
             raise UsageError(f"{cmd.name} is destructive: add --yes to confirm")

@@ -17,6 +17,11 @@ import pytest
 from kafka_shell import protocol
 from kafka_shell.channel import Channel, ConnectionLost, ScramClient
 from kafka_shell.errors import KafkaCallError, NotSupported, UsageError
+from tests.conftest import ZK_MODE
+
+# The shell's connection manager still has ZooKeeper-era semantics (the controller is the broker
+# Metadata names): run these on a zk-mode sandbox until it is KRaft-aware, then on BOTH_MODES.
+pytestmark = ZK_MODE
 
 METADATA, SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 3, 17, 18, 36
 

@@ -16,6 +16,11 @@ from kafka_shell.admin_client import AdminError
 from kafka_shell.connection import ConnectionManager, parse_bootstrap
 from kafka_shell.errors import ClusterUnreachable, KafkaCallError, ShellError, UsageError
 from kafka_shell.sandbox import admin as sandbox_admin
+from tests.conftest import ZK_MODE
+
+# The shell's connection manager still has ZooKeeper-era semantics (the controller is the broker
+# Metadata names): run these on a zk-mode sandbox until it is KRaft-aware, then on BOTH_MODES.
+pytestmark = ZK_MODE
 
 LIST_REASSIGNMENTS, ELECT_LEADERS, DELETE_RECORDS = 46, 43, 21
 NOT_CONTROLLER = 41
@@ -66,7 +71,7 @@ def test_connect_fills_the_snapshot(sandbox, manager):
 
 def test_snapshot_shows_offline_replicas_and_racks():
     from kafka_shell.sandbox.server import Sandbox
-    with Sandbox(brokers=3, racks=["a", "b", "c"]) as sandbox:
+    with Sandbox(brokers=3, racks=["a", "b", "c"], mode="zk") as sandbox:
         sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 3, [[1, 2, 3]])
         sandbox.stop_broker(3)
         cm = ConnectionManager(sandbox.bootstrap, timeout_s=5)

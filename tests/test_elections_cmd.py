@@ -14,6 +14,11 @@ from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.handlers import HANDLERS
 from tests.sandbox.wire import create, produce, stage_offline_partition
 from tests.test_oneshot import SHELL, assert_one_line_error, run, shell
+from tests.conftest import ZK_MODE
+
+# The shell's connection manager still has ZooKeeper-era semantics (the controller is the broker
+# Metadata names): run these on a zk-mode sandbox until it is KRaft-aware, then on BOTH_MODES.
+pytestmark = ZK_MODE
 
 ELECT = "preferred-replica-leader-election"
 

@@ -14,6 +14,11 @@ from pathlib import Path
 import pytest
 
 from kafka_shell.sandbox import admin as sandbox_admin
+from tests.conftest import ZK_MODE
+
+# The shell's connection manager still has ZooKeeper-era semantics (the controller is the broker
+# Metadata names): run these on a zk-mode sandbox until it is KRaft-aware, then on BOTH_MODES.
+pytestmark = ZK_MODE
 
 ROOT = Path(__file__).resolve().parent.parent
 SHELL = [str(ROOT / ".venv" / "bin" / "kafka-shell")]

@@ -19,6 +19,11 @@ from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import produce
 from tests.test_oneshot import SHELL, ROOT, assert_one_line_error, shell
+from tests.conftest import ZK_MODE
+
+# The shell's connection manager still has ZooKeeper-era semantics (the controller is the broker
+# Metadata names): run these on a zk-mode sandbox until it is KRaft-aware, then on BOTH_MODES.
+pytestmark = ZK_MODE
 
 THROTTLE_KEYS = {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
 REPLICA_KEYS = {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
@@ -32,7 +37,7 @@ def env(tmp_path):
 @pytest.fixture
 def cluster():
     """4 brokers on racks a,b,a,b; topic t: 2 partitions on [1, 2], [2, 1] holding ~20 KB each."""
-    with Sandbox(brokers=4, racks=["a", "b", "a", "b"]) as s:
+    with Sandbox(brokers=4, racks=["a", "b", "a", "b"], mode="zk") as s:
         s.call(sandbox_admin.create_topic, s.cluster, "t", 2, 2, [[1, 2], [2, 1]])
         for p in (0, 1):
             produce(s, "t", p, 20, 1000)
@@ -296,7 +301,7 @@ def proposed_of(stdout: str) -> dict:
 
 
 def test_generate_is_balanced_minimal_and_changes_nothing(tmp_path, env):
-    with Sandbox(brokers=6, racks=["a", "b", "c", "a", "b", "c"]) as s:
+    with Sandbox(brokers=6, racks=["a", "b", "c", "a", "b", "c"], mode="zk") as s:
         for name, parts in (("orders", 12), ("events", 7)):  # on brokers 1-3 only
             placed = reassign_plan.kafka_assignment(parts, 3, [1, 2, 3], {1: "a", 2: "b", 3: "c"}, 0, 1)
             s.call(sandbox_admin.create_topic, s.cluster, name, parts, 3, placed)

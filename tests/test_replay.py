@@ -5,6 +5,11 @@ from __future__ import annotations
 import json
 
 from tests.test_oneshot import shell, topics
+from tests.conftest import ZK_MODE
+
+# The shell's connection manager still has ZooKeeper-era semantics (the controller is the broker
+# Metadata names): run these on a zk-mode sandbox until it is KRaft-aware, then on BOTH_MODES.
+pytestmark = ZK_MODE
 
 
 def json_documents(text: str) -> list:

@@ -8,6 +8,11 @@ import stat
 
 from kafka_shell.sandbox import admin as sandbox_admin
 from tests.test_oneshot import run, shell, topics
+from tests.conftest import ZK_MODE
+
+# The shell's connection manager still has ZooKeeper-era semantics (the controller is the broker
+# Metadata names): run these on a zk-mode sandbox until it is KRaft-aware, then on BOTH_MODES.
+pytestmark = ZK_MODE
 
 
 def out_json(p):
@@ -126,7 +131,8 @@ def test_sandbox_commands_with_embedded_cluster():
     assert p.returncode == 1
     assert "Broker 2 stopped." in p.stderr and "Broker 2 started." in p.stderr
     status = json.loads(p.stdout)
-    assert {r["Broker"]: r["State"] for r in status} == {1: "up", 2: "down", 3: "up"}
+    assert {(r["Node"], r["Role"]): r["State"] for r in status} == {
+        (1, "broker"): "up", (2, "broker"): "down", (3, "broker"): "up", (100, "controller"): "up"}
     assert "stdin:4: no broker 9 in the sandbox" in p.stderr
 
 

@@ -247,7 +247,7 @@ def topic_value(cluster: Cluster, topic: str, key: str) -> str | None:
 def broker_value(cluster: Cluster, broker_id: int | None, key: str) -> str | None:
     """The effective value of a broker config: per-broker, cluster default, static default."""
     if broker_id is not None:
-        b = cluster.brokers.get(broker_id)
+        b = cluster.node(broker_id)
         if b is not None and key in b.configs:
             return b.configs[key]
     if key in cluster.cluster_configs:
@@ -350,14 +350,15 @@ def describe_topic(cluster: Cluster, overrides: dict[str, str]) -> list[dict]:
 
 def _broker_facts(cluster: Cluster, broker_id: int) -> dict[str, str | None]:
     """Keys whose value is a fact of the broker itself (its static identity)."""
-    b = cluster.brokers[broker_id]
+    b = cluster.node(broker_id)
+    assert b is not None
     return {"broker.id": str(b.id), "node.id": str(b.id), "broker.rack": b.rack}
 
 
 def describe_broker(cluster: Cluster, broker_id: int) -> list[dict]:
     """Every broker key as that broker sees it: per-broker, cluster default, static, default."""
     facts = _broker_facts(cluster, broker_id)
-    per_broker = cluster.brokers[broker_id].configs
+    per_broker = cluster.node(broker_id).configs  # type: ignore[union-attr]
     out = []
     for key, d in BROKER_CONFIGS.items():
         synonyms = []

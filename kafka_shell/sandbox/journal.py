@@ -6,7 +6,9 @@ same loop tick share one write and one fsync (group commit), and the fsync runs 
 thread, so the brokers keep serving meanwhile.
 
 What is journaled is the effect, not the request, found when a write starts:
-- `cluster`: cluster id, controller, cluster configs and brokers, when they changed;
+- `cluster`: cluster id, mode, the active controller and its epoch, cluster configs, brokers,
+  KRaft controllers and the control endpoint's port, when they changed (a controller killed,
+  stopped or started, a preferred controller designated: whatever moves the active one);
 - `topic`: a topic's configs and every partition's replication state (no batches), for each
   topic that differs from what the journal last held (checked when `Cluster.generation` moved);
 - `delete`: a topic id that is gone;
@@ -140,9 +142,8 @@ def replay(cluster: Cluster, path: Path) -> None:
 def _apply(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict, raw: bytes) -> None:
     if kind == CLUSTER:
         saved = persist.cluster_from_meta(check, record)
-        cluster.cluster_id, cluster.controller_id = saved.cluster_id, saved.controller_id
-        cluster.controller_epoch, cluster.cluster_configs = saved.controller_epoch, saved.cluster_configs
-        cluster.brokers = saved.brokers
+        for name in persist.CLUSTER_FIELDS:
+            setattr(cluster, name, getattr(saved, name))
     elif kind == TOPIC:
         t = persist.topic_from_meta(check, record, "topic record", cluster, with_batches=False)
         old = cluster.topic_by_id(t.id)

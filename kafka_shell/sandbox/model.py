@@ -24,6 +24,7 @@ class Broker:
     rack: str | None = None
     alive: bool = True          # process up and port open
     fenced: bool = False        # the controller considers it out of the cluster
+    registered: bool = True     # known to the controller (UnregisterBroker clears it until a restart)
     epoch: int = 1              # broker epoch, bumped at every (re)start
     delay_ms: int = 0           # fault injection: answer this much later
     failures: dict[int, int] = field(default_factory=dict)  # api key -> error code to return
@@ -32,6 +33,23 @@ class Broker:
     @property
     def usable(self) -> bool:
         return self.alive and not self.fenced
+
+
+@dataclass
+class Controller:
+    """A KRaft controller (a voter of the metadata quorum) with its own CONTROLLER listener."""
+    id: int
+    host: str
+    port: int
+    alive: bool = True          # process up and port open
+    rack: str | None = None     # controllers have no rack; here so configs treat nodes alike
+    delay_ms: int = 0           # fault injection, as for brokers
+    failures: dict[int, int] = field(default_factory=dict)
+    configs: dict[str, str] = field(default_factory=dict)   # dynamic per-node configs
+
+
+KRAFT, ZK = "kraft", "zk"
+MODES = (KRAFT, ZK)
 
 
 @dataclass
@@ -87,8 +105,15 @@ class Topic:
 class Cluster:
     cluster_id: str
     brokers: dict[int, Broker]
+    # The active controller and its epoch: a broker id in zk mode, a controller id in KRaft mode
+    # (-1: none, e.g. every voter stopped).
     controller_id: int = -1
     controller_epoch: int = 0
+    mode: str = KRAFT
+    controllers: dict[int, Controller] = field(default_factory=dict)  # KRaft voters by id
+    # The port of the control endpoint once a `kafka-shell sandbox` server bound it (None before):
+    # --data-dir keeps it, so the endpoint keeps its address across restarts, as the nodes do.
+    control_port: int | None = None
     topics: dict[str, Topic] = field(default_factory=dict)
     cluster_configs: dict[str, str] = field(default_factory=dict)  # dynamic cluster-wide defaults
     generation: int = 0
@@ -110,6 +135,20 @@ class Cluster:
 
     def live_brokers(self) -> list[Broker]:
         return [b for b in self.brokers.values() if b.usable]
+
+    @property
+    def kraft(self) -> bool:
+        return self.mode == KRAFT
+
+    @property
+    def controller_available(self) -> bool:
+        """Whether controller work (fencing, elections, ISR changes, admin requests) can happen:
+        always in zk mode (ZooKeeper fences brokers), only with an active voter in KRaft mode."""
+        return not self.kraft or self.controller_id >= 0
+
+    def node(self, node_id: int) -> Broker | Controller | None:
+        """A broker or a controller by id (their ids never collide)."""
+        return self.brokers.get(node_id) or self.controllers.get(node_id)
 
     def snapshot(self) -> dict:
         """A plain-data copy of the state (for --data-dir persistence and for debugging)."""

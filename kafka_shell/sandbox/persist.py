@@ -1,13 +1,16 @@
 """`--data-dir` state file: the sandbox's state as one JSON file, written atomically and checked
 when read.
 
-Saved: cluster id, controller, cluster-wide configs, brokers (id, host, port, rack, configs),
-topics with their configs and partitions (replicas, leader, epochs, ISR, ELR, log end offsets,
-high watermark) and the record batches, base64-encoded, up to RECORD_BYTES_PER_PARTITION per
-partition: older batches past that are dropped and the log start offset moves past them, as
-retention would. Brokers come back alive; state kept by other modules in `Cluster.extras`
-(groups, the replication rate) is not saved. `journal` names the first journal file to replay on top
-(see `journal.py`, which keeps the changes made since the file was written).
+Saved: cluster id, mode, the active controller and its epoch, the KRaft controllers (id, host,
+port, configs), the control endpoint's port, cluster-wide configs, brokers (id, host, port,
+rack, configs), topics with their configs and partitions (replicas, leader, epochs, ISR, ELR,
+log end offsets, high watermark) and the record batches, base64-encoded, up to
+RECORD_BYTES_PER_PARTITION per partition: older batches past that are dropped and the log start
+offset moves past them, as retention would. Brokers and controllers come back alive; state kept
+by other modules in `Cluster.extras` (groups, the replication rate, finalized features) is not
+saved. `journal` names the first journal file to replay on top (see `journal.py`, which keeps
+the changes made since the file was written). Format 1 (before the KRaft mode: no mode, no
+controllers) loads as the zk-mode cluster it was.
 
 Use: `load(dir)` (None when the directory holds no state) and `save(cluster, dir)` from the loop
 thread. Everything read is validated: a bad file raises `StateError`, one line naming the file
@@ -26,11 +29,12 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from kafka_shell.sandbox.model import Batch, Broker, Cluster, Partition, Topic
+from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Batch, Broker, Cluster, Controller, Partition, Topic
 
 STATE_FILE = "sandbox-state.json"
 TEMP_PREFIX, TEMP_SUFFIX = ".state-", ".tmp"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 RECORD_BYTES_PER_PARTITION = 1024 * 1024
 
 
@@ -42,15 +46,24 @@ class StateError(Exception):
 
 
 def cluster_meta(cluster: Cluster) -> dict:
-    """Cluster id, controller, cluster-wide configs and brokers: everything but the topics."""
+    """Everything but the topics: the `CLUSTER_FIELDS` of the cluster (fresh dicts, safe to keep)."""
     return {
         "cluster_id": cluster.cluster_id,
+        "mode": cluster.mode,
         "controller_id": cluster.controller_id,
         "controller_epoch": cluster.controller_epoch,
         "cluster_configs": dict(cluster.cluster_configs),
         "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "epoch": b.epoch,
                      "configs": dict(b.configs)} for b in cluster.brokers.values()],
+        "controllers": [{"id": c.id, "host": c.host, "port": c.port, "configs": dict(c.configs)}
+                        for c in cluster.controllers.values()],
+        "control_port": cluster.control_port,
     }
+
+
+# The Cluster fields `cluster_meta` holds (what a journal's cluster record replaces).
+CLUSTER_FIELDS = ("cluster_id", "mode", "controller_id", "controller_epoch", "cluster_configs",
+                  "brokers", "controllers", "control_port")
 
 
 def partition_meta(p: Partition) -> dict:
@@ -185,9 +198,12 @@ def load_state(data_dir: str | os.PathLike) -> tuple[Cluster, int] | None:
     check = Checker(path)
     if not isinstance(state, dict):
         raise StateError(f"{path}: the state must be a JSON object")
-    if state.get("version") != FORMAT_VERSION:
-        raise StateError(f"{path} has format version {state.get('version')!r}; this sandbox reads "
-                         f"version {FORMAT_VERSION}")
+    version = state.get("version")
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        raise StateError(f"{path} has format version {version!r}; this sandbox reads "
+                         f"versions {', '.join(map(str, READABLE_VERSIONS))}")
+    if version == 1:  # before the KRaft mode: the zk-mode cluster it was
+        state = {**state, "mode": ZK, "controllers": []}
     seq = check.integer(state.get("journal", 0), "journal", low=0)
     cluster = cluster_from_meta(check, state)
     topics = check.array(state.get("topics"), "topics")
@@ -201,6 +217,9 @@ def load_state(data_dir: str | os.PathLike) -> tuple[Cluster, int] | None:
 
 def cluster_from_meta(check: Checker, state: dict) -> Cluster:
     """A cluster without topics from `cluster_meta`'s dict (brokers' epochs bumped: a restart)."""
+    mode = state.get("mode")
+    if not isinstance(mode, str) or mode not in MODES:
+        raise check.fail("mode", " or ".join(f'"{m}"' for m in MODES))
     brokers: dict[int, Broker] = {}
     for i, bs in enumerate(check.array(state.get("brokers"), "brokers")):
         where = f"brokers[{i}]"
@@ -216,13 +235,49 @@ def cluster_from_meta(check: Checker, state: dict) -> Cluster:
         brokers[b.id] = b
     if not brokers:
         raise StateError(f"{check.path}: brokers must list at least one broker")
+    controllers: dict[int, Controller] = {}
+    for i, cs in enumerate(check.array(state.get("controllers"), "controllers")):
+        where = f"controllers[{i}]"
+        cs = check.mapping(cs, where)
+        c = Controller(id=check.integer(cs.get("id"), f"{where}.id", low=0),
+                       host=check.text(cs.get("host"), f"{where}.host"),
+                       port=check.integer(cs.get("port"), f"{where}.port", low=0, high=65535),
+                       configs=check.str_map(cs.get("configs"), f"{where}.configs"))
+        if c.id in controllers or c.id in brokers:
+            raise StateError(f"{check.path}: node id {c.id} appears twice (controllers[{i}].id)")
+        controllers[c.id] = c
+    if mode == KRAFT and not controllers:
+        raise StateError(f"{check.path}: controllers must list at least one controller in KRaft mode")
+    if mode == ZK and controllers:
+        raise check.fail("controllers", "empty in zk mode (its controller is a broker)")
+    # The active controller: a voter in KRaft mode, a broker in zk mode.
+    candidates, kind = (controllers, "controllers") if mode == KRAFT else (brokers, "brokers")
     controller = check.integer(state.get("controller_id"), "controller_id", low=-1)
-    if controller != -1 and controller not in brokers:
-        raise check.fail("controller_id", f"-1 or one of the brokers ({sorted(brokers)})")
+    if controller != -1 and controller not in candidates:
+        raise check.fail("controller_id", f"-1 or one of the {kind} ({sorted(candidates)})")
+    control_port = state.get("control_port")
+    if control_port is not None:
+        control_port = check.integer(control_port, "control_port", low=0, high=65535)
+    _check_ports_differ(check, brokers, controllers, control_port)
     return Cluster(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers=brokers,
                    controller_id=controller,
                    controller_epoch=check.integer(state.get("controller_epoch"), "controller_epoch", low=0),
-                   cluster_configs=check.str_map(state.get("cluster_configs"), "cluster_configs"))
+                   cluster_configs=check.str_map(state.get("cluster_configs"), "cluster_configs"),
+                   mode=mode, controllers=controllers, control_port=control_port)
+
+
+def _check_ports_differ(check: Checker, brokers: dict[int, Broker], controllers: dict[int, Controller],
+                        control_port: int | None) -> None:
+    """Two listeners cannot share a port (0 means a free one, chosen at start)."""
+    listeners = [*((f"brokers[{i}].port", b.port) for i, b in enumerate(brokers.values())),
+                 *((f"controllers[{i}].port", c.port) for i, c in enumerate(controllers.values())),
+                 ("control_port", control_port)]
+    seen: dict[int, str] = {}
+    for where, port in listeners:
+        if port:
+            if port in seen:
+                raise check.fail(where, f"a port no other listener has ({seen[port]} is {port} too)")
+            seen[port] = where
 
 
 def topic_from_meta(check: Checker, state: object, where: str, cluster: Cluster,
@@ -354,24 +409,32 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_arguments(cluster: Cluster, path: Path, brokers: int | None, port_base: int | None,
-                    listen: str | None) -> None:
+def check_arguments(cluster: Cluster, path: Path, brokers: int | None, mode: str | None,
+                    controllers: int | None, port_base: int | None, listen: str | None) -> None:
     """A saved cluster wins over the arguments, so arguments that disagree with it are errors
     (not silently ignored); without `listen` (which then replaces the saved hosts) it serves
     on loopback only."""
     saved = sorted(cluster.brokers.values(), key=lambda b: b.id)
-    ports = [b.port for b in saved]
+    voters = sorted(cluster.controllers.values(), key=lambda c: c.id)
+    nodes: list[Broker | Controller] = [*saved, *voters]
+    # In `port_base` order: brokers, then controllers, then the control endpoint.
+    ports = [n.port for n in nodes]
+    ports += [cluster.control_port] if cluster.control_port is not None else []
     span = f"port {ports[0]}" if len(ports) == 1 else f"ports {ports[0]}-{ports[-1]}" \
         if ports == list(range(ports[0], ports[0] + len(ports))) else "ports " + ",".join(map(str, ports))
-    holds = f"{path.parent} holds a {len(saved)}-broker cluster on {span}"
+    shape = (f"KRaft cluster with {len(voters)} controller{'s' if len(voters) != 1 else ''}"
+             if cluster.kraft else "zk-mode cluster")
+    holds = f"{path.parent} holds a {len(saved)}-broker {shape} on {span}"
     fix = "use another --data-dir"
-    if brokers is not None and brokers != len(saved):
-        raise StateError(f"{holds}; --brokers {brokers} does not match: drop --brokers or {fix}")
-    if port_base is not None and ports != [port_base + b.id - 1 for b in saved]:
+    for option, given, kept in (("--brokers", brokers, len(saved)), ("--mode", mode, cluster.mode),
+                                ("--controllers", controllers, len(voters))):
+        if given is not None and given != kept:
+            raise StateError(f"{holds}; {option} {given} does not match: drop {option} or {fix}")
+    if port_base is not None and ports != list(range(port_base, port_base + len(ports))):
         raise StateError(f"{holds}; --port-base {port_base} does not match: drop --port-base or {fix}")
     if listen is None:
-        for b in saved:
-            if not is_loopback(b.host):
-                raise StateError(f"{path}: broker {b.id} listens on {b.host}, not a loopback address: "
-                                 f"pass --listen {b.host} to serve there, or {fix}")
-
+        for n in nodes:
+            if not is_loopback(n.host):
+                role = "broker" if isinstance(n, Broker) else "controller"
+                raise StateError(f"{path}: {role} {n.id} listens on {n.host}, not a loopback address: "
+                                 f"pass --listen {n.host} to serve there, or {fix}")

@@ -15,9 +15,11 @@
 - Leadership does not move back to the preferred replica unless `auto.leader.rebalance.enable`
   is true (then at once, where Kafka checks every leader.imbalance.check.interval.seconds) or a
   preferred election asks for it.
-- The controller is one usable broker; `preferred.controller.id` (KAFKA-1778) names the only
-  broker allowed to stand while it is usable: designating it makes the active controller resign
-  to it; while it is down every live broker stands, and it takes the role back when it returns.
+- The controller is one live voter of the controller quorum in KRaft mode, one usable broker in
+  zk mode; `preferred.controller.id` (KAFKA-1778) names the only candidate allowed to stand while
+  it can: designating it makes the active controller resign to it; while it is down every other
+  candidate stands, and it takes the role back when it returns. A KRaft cluster without a live
+  voter has no controller: stopped brokers stay unfenced and leaders stay until one is back.
 """
 
 from __future__ import annotations
@@ -45,9 +47,16 @@ def preferred_controller(cluster: Cluster) -> int | None:
     return int(value) if value not in (None, "", "-1") else None
 
 
+def controller_candidates(cluster: Cluster, exclude: int | None = None) -> list[int]:
+    """Who may hold the controller role now: live voters in KRaft mode, usable brokers in zk mode."""
+    if cluster.kraft:
+        return sorted(c.id for c in cluster.controllers.values() if c.alive and c.id != exclude)
+    return sorted(b.id for b in cluster.live_brokers() if b.id != exclude)
+
+
 def elect_controller(cluster: Cluster, exclude: int | None = None) -> int:
-    """Choose the controller among usable brokers; the preferred one stands alone when usable."""
-    usable = sorted(b.id for b in cluster.live_brokers() if b.id != exclude)
+    """Choose the controller among the candidates; the preferred one stands alone when it can."""
+    usable = controller_candidates(cluster, exclude)
     preferred = preferred_controller(cluster)
     if preferred in usable:
         chosen = preferred
@@ -60,25 +69,61 @@ def elect_controller(cluster: Cluster, exclude: int | None = None) -> int:
     else:
         chosen = -1
     if chosen != cluster.controller_id:
+        returned = cluster.controller_id < 0 and chosen >= 0
         cluster.controller_id = chosen
-        cluster.controller_epoch += 1
+        # A KRaft quorum without voters holds no election, so its epoch stays until one is back.
+        if chosen >= 0 or not cluster.kraft:
+            cluster.controller_epoch += 1
         cluster.changed()
+        if returned and cluster.kraft:
+            _catch_up_controller_work(cluster)
     return chosen
 
 
 def move_controller(cluster: Cluster) -> int:
-    """The active controller resigns (a crash of its controller role): another broker takes over.
-    With a preferred controller designated and usable, it takes over (or keeps) the role."""
+    """The active controller resigns (a crash of its controller role): another candidate takes
+    over; a lone one (or the preferred one) takes the role back at once with a higher epoch."""
     old = cluster.controller_id
+    if old < 0:
+        raise ValueError("there is no active controller to kill (start a controller first)")
+    candidates = controller_candidates(cluster)
     preferred = preferred_controller(cluster)
-    exclude = None if preferred == old and preferred in {b.id for b in cluster.live_brokers()} else old
-    if exclude is not None and len(cluster.live_brokers()) <= 1:
-        exclude = None  # a lone broker re-elects itself
+    exclude = None if preferred == old and preferred in candidates else old
+    if exclude is not None and len(candidates) <= 1:
+        exclude = None  # a lone candidate re-elects itself
     if exclude is None:
         cluster.controller_epoch += 1
         cluster.changed()
         return old
     return elect_controller(cluster, exclude=exclude)
+
+
+def stopped_at(cluster: Cluster) -> dict[int, tuple[int, int]]:
+    """Node id -> (metadata log end, time) when a broker or controller stopped (DescribeQuorum)."""
+    return cluster.extras.setdefault("stopped_at", {})  # type: ignore[return-value]
+
+
+def controller_stopped(cluster: Cluster, controller_id: int) -> None:
+    """A KRaft voter stopped: the others elect a new leader if it was the active one."""
+    stopped_at(cluster)[controller_id] = (cluster.generation, now_ms())
+    if cluster.controller_id == controller_id:
+        elect_controller(cluster, exclude=controller_id)
+
+
+def controller_started(cluster: Cluster, controller_id: int) -> None:
+    if cluster.controller_id < 0 or preferred_controller(cluster) == controller_id:
+        elect_controller(cluster)
+
+
+def _catch_up_controller_work(cluster: Cluster) -> None:
+    """A KRaft quorum got a leader back: it fences the brokers that stopped meanwhile (their
+    partitions fail over) and unfences those that came back, then replication settles."""
+    for b in cluster.brokers.values():
+        if not b.alive and not b.fenced:
+            broker_stopped(cluster, b.id)
+        elif b.alive and b.fenced:
+            broker_started(cluster, b.id)
+    settle(cluster)
 
 
 def on_cluster_config_changed(cluster: Cluster, key: str) -> None:
@@ -230,7 +275,14 @@ def elect_designated(cluster: Cluster, p: Partition, broker_id: int) -> tuple[in
 
 
 def broker_stopped(cluster: Cluster, broker_id: int) -> None:
-    cluster.extras.setdefault("stopped_at", {})[broker_id] = (cluster.generation, now_ms())
+    """A broker's process stopped (it is no longer alive). The controller fences it and moves
+    its leaderships away; a KRaft cluster without an active controller does that only when a
+    voter is back (`_catch_up_controller_work`)."""
+    stopped_at(cluster).setdefault(broker_id, (cluster.generation, now_ms()))
+    if not cluster.controller_available:
+        cluster.changed()
+        return
+    cluster.brokers[broker_id].fenced = True
     for t in cluster.topics.values():
         for p in t.partitions:
             if broker_id not in p.replicas:
@@ -239,22 +291,58 @@ def broker_stopped(cluster: Cluster, broker_id: int) -> None:
                 set_isr(cluster, p, [r for r in p.isr if r != broker_id])
             if p.leader == broker_id:
                 elect_from_isr(cluster, p)
-    if cluster.controller_id == broker_id or cluster.controller_id < 0:
+    if not cluster.kraft and (cluster.controller_id == broker_id or cluster.controller_id < 0):
         elect_controller(cluster, exclude=broker_id)
     cluster.changed()
     settle(cluster)
 
 
 def broker_started(cluster: Cluster, broker_id: int) -> None:
+    """A broker's process is back (alive). The controller unfences it; in KRaft mode without an
+    active controller it stays fenced until a voter is back."""
+    stopped_at(cluster).pop(broker_id, None)
+    if not cluster.controller_available:
+        cluster.changed()
+        return
+    cluster.brokers[broker_id].fenced = False
     for t in cluster.topics.values():
         for p in t.partitions:
             if broker_id in p.replicas and p.leader < 0:
                 elect_from_isr(cluster, p)
     preferred = preferred_controller(cluster)
-    if cluster.controller_id < 0 or preferred == broker_id:
+    if not cluster.kraft and (cluster.controller_id < 0 or preferred == broker_id):
         elect_controller(cluster)
     cluster.changed()
     settle(cluster)  # the restarted replicas truncate, catch up and rejoin the ISR
+
+
+def unregister_broker(cluster: Cluster, broker_id: int) -> tuple[int, str | None]:
+    """UnregisterBroker, as KRaft's ReplicationControlManager: the broker leaves every ISR and
+    ELR (its leaderships move) and its registration goes. A running broker registers again at
+    once with a new epoch (its lifecycle manager would within a heartbeat); a stopped one stays
+    unregistered until it starts."""
+    b = cluster.brokers.get(broker_id)
+    if b is None or not b.registered:
+        return ErrorCode.broker_id_not_registered, f"Broker ID {broker_id} is not currently registered"
+    for t in cluster.topics.values():
+        for p in t.partitions:
+            if broker_id in p.elr:
+                p.elr = [r for r in p.elr if r != broker_id]
+            if broker_id in p.isr:
+                set_isr(cluster, p, [r for r in p.isr if r != broker_id])
+    b.fenced = True
+    b.registered = False
+    for t in cluster.topics.values():
+        for p in t.partitions:
+            if p.leader == broker_id:
+                elect_from_isr(cluster, p)
+    if b.alive:
+        b.registered = True
+        b.epoch += 1
+        broker_started(cluster, broker_id)
+    cluster.changed()
+    settle(cluster)
+    return ErrorCode.none, None
 
 
 # -- reassignments ----------------------------------------------------------------------------
@@ -372,7 +460,10 @@ def _advance(cluster: Cluster, seconds: float | None,
     budgets: dict[tuple[str, int], float] = {}
     credits = cluster.extras.setdefault("replication_credit", {})
     pending = False
-    rebalance = _auto_rebalance(cluster)
+    # Without an active KRaft controller followers still copy, but ISR changes, completed moves
+    # and leader changes wait for one (they are controller decisions).
+    decide = cluster.controller_available
+    rebalance = decide and _auto_rebalance(cluster)
     if partitions is None:
         partitions = (p for t in cluster.topics.values() for p in t.partitions)
     for p in partitions:
@@ -380,7 +471,8 @@ def _advance(cluster: Cluster, seconds: float | None,
             for r in p.replicas:
                 if r != p.leader and _usable(cluster, r):
                     pending |= _fetch(cluster, p, r, seconds, budgets, credits)  # type: ignore[arg-type]
-            _maybe_complete_reassignment(cluster, p)
+            if decide:
+                _maybe_complete_reassignment(cluster, p)
         if rebalance:
             elect_preferred(cluster, p)
     return pending
@@ -406,7 +498,7 @@ def _fetch(cluster: Cluster, p: Partition, r: int, seconds: float | None,
         return True
     credits.pop((p.topic, p.index, r), None)
     p.replica_epoch[r] = p.replica_epoch.get(p.leader, p.leader_epoch)
-    if r not in p.isr:
+    if r not in p.isr and cluster.controller_available:
         set_isr(cluster, p, p.isr + [r])
         cluster.changed()
     return False

@@ -1,5 +1,6 @@
 """The sandbox: N brokers in one process, each on its own loopback port, served by one asyncio
-loop on a background thread.
+loop on a background thread. In KRaft mode (the default) a quorum of controllers with their own
+node ids and CONTROLLER listeners runs beside them; in zk mode the controller is a broker.
 
 Python callers (tests, the shell's `sandbox` commands) use `Sandbox`; every state change runs in
 the loop thread through `Sandbox.call`, so handlers never see concurrent mutation.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import socket
 import struct
 import threading
@@ -21,36 +23,85 @@ from collections.abc import Callable
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
-from kafka_shell.sandbox import handlers, journal, persist, replication
-from kafka_shell.sandbox.model import Broker, Cluster
+from kafka_shell.codes import ApiKey, Error
+from kafka_shell.sandbox import control, handlers, journal, persist, replication
+from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Broker, Cluster, Controller
 
 log = logging.getLogger("kafka_shell.sandbox")
 
-API_VERSIONS_KEY = 18
+API_VERSIONS_KEY = ApiKey.API_VERSIONS
+CONTROLLER_ID_BASE = 100
+# What a KRaft controller listener serves to clients (Kafka's ControllerApis, without the
+# quorum's and brokers' own RPCs and the APIs the sandbox lacks: ACLs, quotas, SCRAM, tokens).
+# (zk-mode brokers serve UnregisterBroker and UpdateFeatures too, on the controller broker.)
+CONTROLLER_LISTENER_APIS = frozenset({
+    ApiKey.API_VERSIONS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
+    ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
+    ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER, ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES})
+# What a KRaft broker forwards to the active controller (KafkaApis' maybeForwardToController,
+# forwardToControllerOrFail and the config APIs' forwarding).
+FORWARDED_APIS = frozenset({
+    ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ELECT_LEADERS,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
+    ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_QUORUM,
+    ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES})
+# What a ZooKeeper-mode broker lacks of the KRaft broker's APIs (how clients tell them apart).
+ZK_BROKER_LACKS = frozenset({ApiKey.DESCRIBE_QUORUM})
+# Kafka's forwarding channel gives up after 60 s (BrokerServer's retryTimeoutMs) with
+# REQUEST_TIMED_OUT; the sandbox also stops at the request's own timeout when it is shorter.
+FORWARD_TIMEOUT_S = 60.0
+FORWARD_POLL_S = 0.02
+
+Node = Broker | Controller | control.ControlNode
 
 
 @dataclass
 class RequestContext:
     sandbox: Sandbox
-    broker: Broker
+    broker: Broker | Controller   # the node whose listener took the request (broker or controller)
     header: object
     request: object
     api_key: int
     version: int
+    # For a request a KRaft broker forwards: whether the active controller took it (None: not
+    # forwarded).
+    forwarded: bool | None = None
 
     @property
     def cluster(self) -> Cluster:
         return self.sandbox.cluster
 
     @property
+    def on_controller_listener(self) -> bool:
+        return isinstance(self.broker, Controller)
+
+    @property
     def is_controller(self) -> bool:
+        """Whether the active controller serves this request: a forwarded one once a controller
+        took it, else the node itself being the active controller."""
+        if self.forwarded is not None:
+            return self.forwarded
         return self.broker.id == self.cluster.controller_id
+
+    def served_apis(self) -> dict[int, handlers.Api]:
+        return self.sandbox.served_apis(self.broker)
+
+    def advertised_controller_id(self) -> int:
+        """The `controller_id` of Metadata and DescribeCluster: the controller broker in zk mode;
+        through a KRaft broker a random live broker, drawn per request (KRaftMetadataCache);
+        on a controller listener the active controller (KIP-919)."""
+        if not self.cluster.kraft or self.on_controller_listener:
+            return self.cluster.controller_id
+        live = [b.id for b in self.cluster.live_brokers()]
+        return random.choice(live) if live else -1
 
 
 class _BrokerServer:
-    """The listening socket and open connections of one broker."""
+    """The listening socket and open connections of one node: a broker, a controller (its
+    CONTROLLER listener) or the control endpoint."""
 
-    def __init__(self, sandbox: Sandbox, broker: Broker):
+    def __init__(self, sandbox: Sandbox, broker: Node):
         self.sandbox = sandbox
         self.broker = broker
         self.server: asyncio.base_events.Server | None = None
@@ -113,37 +164,72 @@ class Sandbox:
     def __init__(self, brokers: int | None = None, port_base: int | None = None,
                  racks: list[str] | None = None, host: str | None = None,
                  cluster_id: str | None = None, configs: dict[str, str] | None = None,
-                 data_dir: str | None = None):
-        """`brokers` (default 3), `port_base` and `host` (the listen address, default 127.0.0.1)
-        must match the cluster kept in `data_dir`, if any (persist.StateError otherwise)."""
+                 data_dir: str | None = None, mode: str | None = None,
+                 controllers: int | None = None, serve_control: bool = False):
+        """`brokers` (default 3). `mode`: "kraft" (the default: `controllers` voters of their own,
+        default 1, with ids 100, 101..., see `controller_id_base`) or "zk" (the controller is a
+        broker). Ports: free ones, or from `port_base`: brokers first, then controllers, then the
+        control listener. `host`: the listen address (default 127.0.0.1). `serve_control`: serve
+        the control endpoint (`sandbox.control`) for other processes. A cluster kept in
+        `data_dir` comes back as it was: `brokers`, `mode`, `controllers`, `port_base` and `host`
+        must match it (persist.StateError otherwise)."""
+        if mode is not None and mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}: use kraft or zk")
+        if mode == ZK and controllers is not None:
+            raise ValueError("a zk-mode sandbox has no controller quorum (its controller is a broker)")
         saved = journal.recover(data_dir) if data_dir else None
         if saved is not None:
             persist.check_arguments(saved[0], Path(data_dir) / persist.STATE_FILE,  # type: ignore[arg-type]
-                                    brokers, port_base, host)
+                                    brokers, mode, controllers, port_base, host)
         brokers = 3 if brokers is None else brokers
+        mode = KRAFT if mode is None else mode
+        controllers = 1 if controllers is None else controllers
         if brokers < 1:
             raise ValueError("a sandbox needs at least one broker")
         if racks and len(racks) not in (1, brokers):
             raise ValueError(f"--racks needs one rack or {brokers} racks, got {len(racks)}")
+        if mode == KRAFT and controllers < 1:
+            raise ValueError("a KRaft sandbox needs at least one controller")
+        voters = controllers if mode == KRAFT else 0
+        base = controller_id_base(brokers)
+        listen = host or "127.0.0.1"
         self.cluster = Cluster(
             cluster_id=cluster_id or _cluster_id(),
             brokers={
-                i: Broker(id=i, host=host or "127.0.0.1", port=(port_base + i - 1) if port_base else 0,
+                i: Broker(id=i, host=listen, port=(port_base + i - 1) if port_base else 0,
                           rack=(racks[(i - 1) % len(racks)] if racks else None))
                 for i in range(1, brokers + 1)
             },
             cluster_configs=dict(configs or {}),
+            mode=mode,
+            controllers={
+                base + k: Controller(id=base + k, host=listen,
+                                     port=(port_base + brokers + k) if port_base else 0)
+                for k in range(voters)
+            },
         )
         self.data_dir = data_dir
         self.journal: journal.Journal | None = None
         self._journal_seq = 0
         if saved is not None:
-            # A kept cluster comes back as it was (its brokers, ports and racks).
+            # A kept cluster comes back as it was (its mode, nodes, ports and racks).
             self.cluster, self._journal_seq = saved
-            for b in self.cluster.brokers.values():
-                b.host = host or b.host
+            nodes: list[Broker | Controller] = [*self.cluster.brokers.values(),
+                                                *self.cluster.controllers.values()]
+            for n in nodes:
+                n.host = host or n.host
         self.handlers = handlers.load()
         self._servers = {i: _BrokerServer(self, b) for i, b in self.cluster.brokers.items()}
+        self._controller_servers = {i: _BrokerServer(self, c) for i, c in self.cluster.controllers.items()}
+        self._control_server: _BrokerServer | None = None
+        if serve_control:
+            c = self.cluster
+            # Where it was (a kept cluster), else after the brokers and controllers.
+            control_port = c.control_port if c.control_port is not None else \
+                (port_base + len(c.brokers) + len(c.controllers)) if port_base else 0
+            nodes_host = next(iter(c.brokers.values())).host  # served where the nodes are
+            self._control_server = _BrokerServer(self, control.ControlNode(host=nodes_host,
+                                                                           port=control_port))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._background: set[asyncio.Task] = set()
@@ -152,19 +238,26 @@ class Sandbox:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
+    def _all_servers(self) -> list[_BrokerServer]:
+        servers = [*self._servers.values(), *self._controller_servers.values()]
+        return servers + ([self._control_server] if self._control_server else [])
+
     def start(self) -> Sandbox:
         lock = journal.lock(self.data_dir) if self.data_dir else None
-        socks: dict[int, socket.socket] = {}
+        servers = self._all_servers()
+        socks: list[socket.socket] = []
         try:
             # Bind every port up front, in this thread, so a taken port fails start() at once.
-            for i, b in self.cluster.brokers.items():
-                socks[i] = _bind(b.host, b.port)
-                b.port = socks[i].getsockname()[1]
+            for server in servers:
+                socks.append(_bind(server.broker.host, server.broker.port))
+                server.broker.port = socks[-1].getsockname()[1]
+            if self._control_server is not None:
+                self.cluster.control_port = self._control_server.broker.port
             if lock is not None and self.data_dir:
                 self.journal = journal.Journal.open(self.cluster, self.data_dir, self._journal_seq, lock)
         except BaseException:
-            for s in socks.values():
-                s.close()
+            for sock in socks:
+                sock.close()
             if lock is not None:
                 os.close(lock)
             raise
@@ -173,8 +266,8 @@ class Sandbox:
 
         def run() -> None:
             asyncio.set_event_loop(self._loop)
-            for i, s in socks.items():
-                self._loop.run_until_complete(self._servers[i].listen(s))
+            for server, sock in zip(servers, socks):
+                self._loop.run_until_complete(server.listen(sock))
             replication.elect_controller(self.cluster)
             if self.journal is not None:
                 self.spawn(self.journal.run_periodic())
@@ -193,9 +286,10 @@ class Sandbox:
         async def shutdown() -> None:
             for t in list(self._background):
                 t.cancel()
-            tasks = [t for s in self._servers.values() for t in s.connections.values()]
+            servers = self._all_servers()
+            tasks = [t for s in servers for t in s.connections.values()]
             tasks += list(self._background)
-            for s in self._servers.values():
+            for s in servers:
                 await s.close()
             # Let the cancelled tasks unwind before the loop stops.
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -220,9 +314,61 @@ class Sandbox:
     def bootstrap(self) -> str:
         return ",".join(f"{b.host}:{b.port}" for b in self.cluster.brokers.values())
 
-    def address(self, broker_id: int) -> tuple[str, int]:
-        b = self.cluster.brokers[broker_id]
-        return b.host, b.port
+    @property
+    def mode(self) -> str:
+        return self.cluster.mode
+
+    @property
+    def controller_ids(self) -> list[int]:
+        """The KRaft voters' ids (none in zk mode)."""
+        return sorted(self.cluster.controllers)
+
+    @property
+    def active_controller(self) -> int:
+        """The active controller's id (a broker's in zk mode), -1 when there is none."""
+        return self.cluster.controller_id
+
+    @property
+    def controller_epoch(self) -> int:
+        return self.cluster.controller_epoch
+
+    @property
+    def bootstrap_controllers(self) -> str:
+        """host:port,... of the controller listeners ("" in zk mode)."""
+        return ",".join(f"{c.host}:{c.port}" for c in self.cluster.controllers.values())
+
+    @property
+    def control_address(self) -> str | None:
+        """host:port of the control endpoint, when served (`serve_control=True`)."""
+        if self._control_server is None:
+            return None
+        return f"{self._control_server.broker.host}:{self._control_server.broker.port}"
+
+    def status(self) -> dict:
+        """The cluster's nodes and controller as plain data (the shell's `sandbox status`)."""
+        def go() -> dict:
+            c = self.cluster
+            def failures(n: Broker | Controller) -> dict[str, str]:
+                return {protocol.api_name(k): _error_name(v) for k, v in n.failures.items()}
+
+            return {
+                "mode": c.mode, "cluster_id": c.cluster_id, "active_controller": c.controller_id,
+                "controller_epoch": c.controller_epoch, "bootstrap": self.bootstrap,
+                "bootstrap_controllers": self.bootstrap_controllers, "control": self.control_address,
+                "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack,
+                             "alive": b.alive, "fenced": b.fenced, "delay_ms": b.delay_ms,
+                             "failures": failures(b)} for b in c.brokers.values()],
+                "controllers": [{"id": n.id, "host": n.host, "port": n.port, "alive": n.alive,
+                                 "delay_ms": n.delay_ms, "failures": failures(n)}
+                                for n in c.controllers.values()],
+            }
+        return self.call(go)  # type: ignore[return-value]
+
+    def address(self, node_id: int) -> tuple[str, int]:
+        """host, port of a broker's listener, or of a KRaft controller's CONTROLLER listener."""
+        self._check_node(node_id)
+        b = self.cluster.node(node_id)
+        return b.host, b.port  # type: ignore[union-attr]
 
     def call(self, fn: Callable, *args: object) -> object:
         """Run fn(*args) in the loop thread (awaiting it if it is a coroutine) and return its result."""
@@ -257,7 +403,6 @@ class Sandbox:
                 return
             await self._servers[broker_id].close()
             b.alive = False
-            b.fenced = True
             replication.broker_stopped(self.cluster, broker_id)
 
         self.call(go)
@@ -271,31 +416,65 @@ class Sandbox:
                 return
             await self._servers[broker_id].listen()
             b.alive = True
-            b.fenced = False
+            b.registered = True  # a starting broker registers (again)
             b.epoch += 1
             replication.broker_started(self.cluster, broker_id)
 
         self.call(go)
 
     def kill_controller(self) -> int:
-        """The active controller resigns; another live broker takes over. Returns the new id."""
+        """The active controller resigns (is killed and restarts): another candidate takes over
+        (a voter in KRaft mode, a broker in zk mode), a lone one comes back at once with a higher
+        epoch. Returns the new active controller's id."""
         return self.call(replication.move_controller, self.cluster)  # type: ignore[return-value]
 
+    def stop_controller(self, controller_id: int) -> None:
+        """Stop a KRaft voter: its listener closes; if it was active another live voter takes
+        over (epoch + 1), and with none left there is no active controller (-1)."""
+        self._check_controller(controller_id)
+
+        async def go() -> None:
+            c = self.cluster.controllers[controller_id]
+            if not c.alive:
+                return
+            await self._controller_servers[controller_id].close()
+            c.alive = False
+            replication.controller_stopped(self.cluster, controller_id)
+
+        self.call(go)
+
+    def start_controller(self, controller_id: int) -> None:
+        """Start a stopped voter; a quorum without a leader elects it at once."""
+        self._check_controller(controller_id)
+
+        async def go() -> None:
+            c = self.cluster.controllers[controller_id]
+            if c.alive:
+                return
+            await self._controller_servers[controller_id].listen()
+            c.alive = True
+            replication.controller_started(self.cluster, controller_id)
+
+        self.call(go)
+
     def delay(self, broker_id: int, ms: int) -> None:
-        self._check_broker(broker_id)
-        self.call(setattr, self.cluster.brokers[broker_id], "delay_ms", int(ms))
+        """Make a broker (or a controller) answer every request `ms` later."""
+        self._check_node(broker_id)
+        self.call(setattr, self.cluster.node(broker_id), "delay_ms", int(ms))
 
     def fail(self, broker_id: int, api: int | str, error: int | str) -> None:
         """Make broker answer every request of `api` with `error` (names or numbers)."""
-        self._check_broker(broker_id)
+        self._check_node(broker_id)
         key = api_key_of(api)
         code = error_code_of(error)
-        self.call(self.cluster.brokers[broker_id].failures.__setitem__, key, code)
+        self.call(self.cluster.node(broker_id).failures.__setitem__, key, code)  # type: ignore[union-attr]
 
     def heal(self) -> None:
         """Remove every delay and injected error (stopped brokers stay stopped)."""
         def go() -> None:
-            for b in self.cluster.brokers.values():
+            nodes: list[Broker | Controller] = [*self.cluster.brokers.values(),
+                                                *self.cluster.controllers.values()]
+            for b in nodes:
                 b.delay_ms = 0
                 b.failures.clear()
         self.call(go)
@@ -336,13 +515,40 @@ class Sandbox:
             ids = ", ".join(map(str, self.cluster.brokers))
             raise ValueError(f"no broker {broker_id} in the sandbox (brokers: {ids})")
 
+    def _check_controller(self, controller_id: int) -> None:
+        if controller_id not in self.cluster.controllers:
+            if not self.cluster.kraft:
+                raise ValueError("a zk-mode sandbox has no controller quorum (its controller is a "
+                                 "broker: use kill-controller or stop-broker)")
+            ids = ", ".join(map(str, self.cluster.controllers))
+            raise ValueError(f"no controller {controller_id} in the sandbox (controllers: {ids})")
+
+    def _check_node(self, node_id: int) -> None:
+        if self.cluster.node(node_id) is None:
+            ids = ", ".join(map(str, [*self.cluster.brokers, *self.cluster.controllers]))
+            raise ValueError(f"no broker or controller {node_id} in the sandbox (nodes: {ids})")
+
     # -- request dispatch (loop thread) -------------------------------------------------------
 
-    async def dispatch(self, broker: Broker, body: bytes) -> bytes | None:
+    def _serves(self, node: Broker | Controller, api_key: int) -> bool:
+        if isinstance(node, Controller):
+            return api_key in CONTROLLER_LISTENER_APIS
+        return self.cluster.kraft or api_key not in ZK_BROKER_LACKS
+
+    def served_apis(self, node: Broker | Controller) -> dict[int, handlers.Api]:
+        """The APIs a node's listener serves (what its ApiVersions lists)."""
+        return {k: a for k, a in self.handlers.items() if self._serves(node, k)}
+
+    async def dispatch(self, broker: Node, body: bytes) -> bytes | None:
         api_key, version, correlation_id = protocol.peek_header(body)
-        api = self.handlers.get(api_key)
+        if api_key == control.SANDBOX_CONTROL_KEY and self._control_server is not None:
+            return await control.serve(self, body, correlation_id)
+        if isinstance(broker, control.ControlNode):
+            raise protocol.ProtocolError("the control listener serves only the sandbox control API")
+        api = self.handlers.get(api_key) if self._serves(broker, api_key) else None
         if api is None:
-            # Kafka closes the connection on an API key it does not know.
+            # Kafka closes the connection on an API key it does not know (or that this
+            # listener does not serve).
             raise protocol.ProtocolError(f"unknown api key {api_key}")
         if version not in api.versions:
             if api_key == API_VERSIONS_KEY:
@@ -353,6 +559,8 @@ class Sandbox:
         if broker.delay_ms:
             await asyncio.sleep(broker.delay_ms / 1000)
         ctx = RequestContext(self, broker, header, request, api_key, version)
+        if self.cluster.kraft and isinstance(broker, Broker) and api_key in FORWARDED_APIS:
+            ctx.forwarded = await self._await_controller(request)
         result = api.handler(ctx)
         if asyncio.iscoroutine(result):
             result = await result
@@ -360,11 +568,32 @@ class Sandbox:
             await self.journal.sync()  # what this answer acknowledges is on disk first
         if result is None:
             return None  # e.g. Produce with acks=0
+        if ctx.forwarded is False:
+            # Kafka's ForwardingManager.onTimeout: the request's error response, REQUEST_TIMED_OUT.
+            result = _with_error(result, Error.request_timed_out)
         injected = broker.failures.get(api_key)
         if injected is not None:
             result = _with_error(result, injected)
         cls = protocol.response_schema(api_key, version)
         return protocol.encode_response(protocol.build(cls, result), correlation_id)
+
+    async def _await_controller(self, request: object) -> bool:
+        """Wait, as a KRaft broker's forwarding does, for an active controller; False when none
+        came within the request's own timeout (at most FORWARD_TIMEOUT_S)."""
+        if self.cluster.controller_available:
+            return True
+        timeout = getattr(request, "timeout", None)
+        wait_s = FORWARD_TIMEOUT_S
+        if timeout is not None:
+            seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout / 1000
+            wait_s = min(wait_s, max(seconds, 0.0))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        while not self.cluster.controller_available:
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(min(FORWARD_POLL_S, max(deadline - loop.time(), 0.0)))
+        return True
 
     def _api_versions_v0_error(self, correlation_id: int) -> bytes:
         cls = protocol.response_schema(API_VERSIONS_KEY, 0)
@@ -388,6 +617,22 @@ def _with_error(tree: object, code: int) -> object:
     if isinstance(tree, list):
         return [_with_error(v, code) for v in tree]
     return tree
+
+
+def controller_id_base(brokers: int) -> int:
+    """The first KRaft controller id: 100, or the next power of ten above the broker ids when
+    there are 100 brokers or more (1000 for 100-999 brokers), so the ids never collide."""
+    base = CONTROLLER_ID_BASE
+    while base <= brokers:
+        base *= 10
+    return base
+
+
+def _error_name(code: int) -> str:
+    try:
+        return Error(code).name.upper()
+    except ValueError:
+        return str(code)
 
 
 def _cluster_id() -> str:

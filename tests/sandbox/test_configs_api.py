@@ -9,6 +9,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.test_topics_api import INVALID_CONFIG, INVALID_REQUEST, UNKNOWN_TOPIC, raw_request
+from tests.conftest import ZK_MODE
 
 SET, DELETE, APPEND, SUBTRACT = (AlterConfigOpType.SET, AlterConfigOpType.DELETE,
                                  AlterConfigOpType.APPEND, AlterConfigOpType.SUBTRACT)
@@ -152,6 +153,7 @@ def test_broker_alters_check_read_only_keys_and_types_and_keep_static_values():
         assert describe(admin, "topic", "t")["min.insync.replicas"].value == "2"
 
 
+@ZK_MODE  # KRaft: tests/sandbox/test_kraft.py (the preferred controller is a voter there)
 def test_preferred_controller_is_a_cluster_wide_key_that_moves_the_controller(sandbox, admin):
     target = next(b for b in sandbox.cluster.brokers if b != sandbox.cluster.controller_id)
     code, _ = incremental(admin, "broker", str(target), ("preferred.controller.id", SET, str(target)))

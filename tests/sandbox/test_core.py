@@ -8,19 +8,25 @@ import time
 
 from kafka_shell import protocol
 from kafka_shell.sandbox import admin as sandbox_admin
+from tests.conftest import BOTH_MODES, ZK_MODE
 
 
+@BOTH_MODES
 def test_metadata_lists_brokers_controller_and_topics(sandbox, admin):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "orders", 3, 2)
     md = admin.list_topics(timeout=5)
     assert sorted(md.brokers) == [1, 2, 3]
-    assert md.controller_id == sandbox.cluster.controller_id
+    if sandbox.mode == "zk":
+        assert md.controller_id == sandbox.cluster.controller_id
+    else:  # KRaft brokers name a random live broker, never the controller (100)
+        assert md.controller_id in (1, 2, 3) and sandbox.active_controller == 100
     assert md.cluster_id == sandbox.cluster.cluster_id
     assert sorted(md.topics["orders"].partitions) == [0, 1, 2]
     for p in md.topics["orders"].partitions.values():
         assert len(p.replicas) == 2 and p.leader == p.replicas[0]
 
 
+@ZK_MODE  # in KRaft mode Metadata never names the controller (test_kraft.py)
 def test_kill_controller_reports_new_controller_within_a_second(sandbox, admin):
     old = admin.list_topics(timeout=5).controller_id
     new = sandbox.kill_controller()

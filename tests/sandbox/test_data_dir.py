@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -22,9 +23,9 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 
 from kafka_shell.codes import Error
 from kafka_shell.sandbox import admin as sandbox_admin
-from kafka_shell.sandbox import journal, persist, replication
+from kafka_shell.sandbox import control, journal, persist, replication
 from kafka_shell.sandbox.server import Sandbox
-from tests.test_oneshot import SHELL
+from tests.test_oneshot import SHELL, shell
 
 TOPICS = [f"t{i}" for i in range(10)]
 MESSAGES = 5000
@@ -48,15 +49,21 @@ def test_topics_and_configs_survive_a_restart(tmp_path):
 # -- helpers ----------------------------------------------------------------------------------
 
 
-def serve(data_dir: Path, *args: str, env: dict | None = None) -> tuple[subprocess.Popen, str]:
+def serve_announced(data_dir: Path, *args: str, env: dict | None = None) -> tuple[subprocess.Popen, dict[str, str]]:
+    """Start `kafka-shell sandbox --data-dir`; its announced lines (bootstrap.servers, ...)."""
     proc = subprocess.Popen([*SHELL, "sandbox", "--data-dir", str(data_dir), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **(env or {})})
-    bootstrap = proc.stdout.readline().strip()  # the first line is the bootstrap address
-    if not bootstrap:
+    lines = [proc.stdout.readline().strip() for _ in range(3)]
+    if not lines[0].startswith("bootstrap.servers="):
         proc.kill()
         pytest.fail(f"the sandbox did not start: {proc.communicate()[1]}")
-    return proc, bootstrap
+    return proc, dict(line.split("=", 1) for line in lines)
+
+
+def serve(data_dir: Path, *args: str, env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    proc, announced = serve_announced(data_dir, *args, env=env)
+    return proc, announced["bootstrap.servers"]
 
 
 def kill9(proc: subprocess.Popen) -> None:
@@ -73,8 +80,10 @@ def create_topics(bootstrap: str, names: list[str]) -> None:
         f.result(15)
 
 
-def produce(bootstrap: str, topics: list[str], count: int, first: int = 0) -> set[bytes]:
-    """Produce `count` messages with acks=all, flushed; returns the values acknowledged."""
+def produce(bootstrap: str, topics: list[str], count: int, first: int = 0,
+            partition: int | None = None) -> set[bytes]:
+    """Produce `count` messages with acks=all, flushed (to `partition`, or where the partitioner
+    puts them); returns the values acknowledged."""
     acked: set[bytes] = set()
     errors: list = []
 
@@ -87,7 +96,9 @@ def produce(bootstrap: str, topics: list[str], count: int, first: int = 0) -> se
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
                          "log_level": 3})
     for i in range(first, first + count):
-        producer.produce(topics[i % len(topics)], value=b"m%06d-" % i + b"x" * 50, on_delivery=delivered)
+        where = {} if partition is None else {"partition": partition}
+        producer.produce(topics[i % len(topics)], value=b"m%06d-" % i + b"x" * 50, on_delivery=delivered,
+                         **where)
         producer.poll(0)
     assert producer.flush(30) == 0
     assert not errors
@@ -141,6 +152,74 @@ def test_kill_9_keeps_every_acknowledged_create_and_produce(tmp_path):
         assert set(TOPICS) <= set(md.topics)
         assert all(len(md.topics[t].partitions) == 3 for t in TOPICS)
         assert read_all(bootstrap, TOPICS) == acked
+    finally:
+        kill9(proc)
+
+
+def _shell_ok(bootstrap: str, line: str) -> str:
+    p = shell("--bootstrap-server", bootstrap, "--command", line)
+    assert p.returncode == 0, p.stderr
+    return p.stderr.strip()
+
+
+def _status(announced: dict[str, str]) -> dict:
+    """What the server says of its nodes, through its control endpoint."""
+    host, _, port = announced["control"].rpartition(":")
+    return control.RemoteSandbox((host, int(port))).status()
+
+
+def _controllers(status: dict) -> list[tuple[int, int, bool]]:
+    return [(c["id"], c["port"], c["alive"]) for c in status["controllers"]]
+
+
+def test_kill_9_keeps_a_kraft_quorum_and_its_active_controller(tmp_path):
+    proc, announced = serve_announced(tmp_path, "--brokers", "3", "--controllers", "3")
+    bootstrap = announced["bootstrap.servers"]
+    try:
+        create_topics(bootstrap, TOPICS[:3])
+        acked = produce(bootstrap, TOPICS[:3], 300)
+        # Each change of the active controller is acknowledged once journaled.
+        assert _shell_ok(bootstrap, "sandbox kill-controller").endswith("now 101 (epoch 2).")
+        assert _shell_ok(bootstrap, "sandbox stop-controller 101").endswith("now 102 (epoch 3).")
+        _shell_ok(bootstrap, "sandbox start-controller 101")  # 102 stays active
+        _shell_ok(bootstrap, "alter-configs --entity-type brokers --entity-default "
+                             "--add-config preferred.controller.id=101")  # 102 resigns to 101
+        before = _status(announced)
+        assert (before["active_controller"], before["controller_epoch"]) == (101, 4)
+    finally:
+        kill9(proc)
+    proc, again = serve_announced(tmp_path)
+    try:
+        assert {k: again[k] for k in ("bootstrap.controllers", "control")} == \
+            {k: announced[k] for k in ("bootstrap.controllers", "control")}
+        after = _status(again)
+        assert (after["mode"], after["active_controller"], after["controller_epoch"]) == ("kraft", 101, 4)
+        assert _controllers(after) == _controllers(before)  # ids and ports; all alive again
+        assert persist.load(tmp_path).cluster_configs[replication.PREFERRED_CONTROLLER_KEY] == "101"
+        assert read_all(again["bootstrap.servers"], TOPICS[:3]) == acked
+    finally:
+        kill9(proc)
+
+
+def test_kill_9_keeps_a_zk_mode_cluster_and_its_controller_broker(tmp_path):
+    proc, announced = serve_announced(tmp_path, "--brokers", "3", "--mode", "zk")
+    bootstrap = announced["bootstrap.servers"]
+    try:
+        create_topics(bootstrap, TOPICS[:2])
+        acked = produce(bootstrap, TOPICS[:2], 200)
+        assert _shell_ok(bootstrap, "sandbox kill-controller").endswith("now broker 2 (epoch 2).")
+        _shell_ok(bootstrap, "sandbox stop-broker 3")
+        acked |= produce(bootstrap, TOPICS[:2], 100, first=200)
+    finally:
+        kill9(proc)
+    assert "--controllers 1 does not match" in _refused(tmp_path, "--controllers", "1")
+    proc, again = serve_announced(tmp_path)
+    try:
+        assert again["bootstrap.controllers"] == ""
+        after = _status(again)
+        assert (after["mode"], after["active_controller"], after["controller_epoch"]) == ("zk", 2, 2)
+        assert after["controllers"] == [] and all(b["alive"] for b in after["brokers"])
+        assert read_all(again["bootstrap.servers"], TOPICS[:2]) == acked
     finally:
         kill9(proc)
 
@@ -227,8 +306,8 @@ def _refused(data_dir: Path, *args: str) -> str:
     return lines[0]
 
 
-def _saved(tmp_path: Path, brokers: int = 1) -> dict:
-    with Sandbox(brokers=brokers, data_dir=str(tmp_path)) as s:
+def _saved(tmp_path: Path, brokers: int = 1, **kwargs: object) -> dict:
+    with Sandbox(brokers=brokers, data_dir=str(tmp_path), **kwargs) as s:
         s.call(sandbox_admin.create_topic, s.cluster, "t", 1, 1)
     return json.loads((tmp_path / persist.STATE_FILE).read_text())
 
@@ -245,22 +324,43 @@ def test_an_unreadable_state_file_is_one_line(tmp_path, content, expected):
     assert str(tmp_path / persist.STATE_FILE) in line and expected in line
 
 
-@pytest.mark.parametrize("path, value, expected", [
-    (("brokers", 0, "port"), "9092", "brokers[0].port must be an integer in 0..65535"),
-    (("topics", 0, "partitions", 0, "leader"), 9, "topics[0].partitions[0].leader must be -1 or one of "
-                                                   "its replicas ([1])"),
-    (("topics", 0, "partitions", 0, "replicas"), [1, 1], "topics[0].partitions[0].replicas must be "
-                                                         "distinct ids of known brokers ([1])"),
-    (("controller_id",), 5, "controller_id must be -1 or one of the brokers ([1])"),
+@pytest.mark.parametrize("mode, path, value, expected", [
+    ("kraft", ("brokers", 0, "port"), "9092", "brokers[0].port must be an integer in 0..65535"),
+    ("kraft", ("topics", 0, "partitions", 0, "leader"), 9, "topics[0].partitions[0].leader must be -1 or "
+                                                            "one of its replicas ([1])"),
+    ("kraft", ("topics", 0, "partitions", 0, "replicas"), [1, 1], "topics[0].partitions[0].replicas "
+                                                                  "must be distinct ids of known brokers ([1])"),
+    # KRaft: the active controller is a voter, never a broker; voters' ports are checked like brokers'.
+    ("kraft", ("controller_id",), 1, "controller_id must be -1 or one of the controllers ([100])"),
+    ("kraft", ("controllers", 0, "port"), 70000, "controllers[0].port must be an integer in 0..65535"),
+    ("kraft", ("controllers",), [], "controllers must list at least one controller in KRaft mode"),
+    ("kraft", ("control_port",), -1, "control_port must be an integer in 0..65535"),
+    ("kraft", ("mode",), "combined", 'mode must be "kraft" or "zk"'),
+    ("zk", ("controller_id",), 5, "controller_id must be -1 or one of the brokers ([1])"),
+    ("zk", ("controllers",), [{"id": 100, "host": "127.0.0.1", "port": 0, "configs": {}}],
+     "controllers must be empty in zk mode (its controller is a broker)"),
 ])
-def test_a_bad_field_is_named(tmp_path, path, value, expected):
-    state = _saved(tmp_path)
+def test_a_bad_field_is_named(tmp_path, mode, path, value, expected):
+    state = _saved(tmp_path, mode=mode)
     holder = state
     for key in path[:-1]:
         holder = holder[key]
     holder[path[-1]] = value
     (tmp_path / persist.STATE_FILE).write_text(json.dumps(state))
     assert _refused(tmp_path) == f"{tmp_path / persist.STATE_FILE}: {expected}"
+
+
+def test_two_listeners_on_one_port_or_one_node_id_are_refused(tmp_path):
+    state = _saved(tmp_path, brokers=2, controllers=2)
+    state["control_port"] = state["controllers"][1]["port"]
+    (tmp_path / persist.STATE_FILE).write_text(json.dumps(state))
+    port = state["control_port"]
+    assert _refused(tmp_path).endswith(f"control_port must be a port no other listener has "
+                                       f"(controllers[1].port is {port} too)")
+    state["control_port"] = None
+    state["controllers"][1]["id"] = 2
+    (tmp_path / persist.STATE_FILE).write_text(json.dumps(state))
+    assert _refused(tmp_path).endswith("node id 2 appears twice (controllers[1].id)")
 
 
 def test_a_non_loopback_host_needs_listen(tmp_path):
@@ -279,10 +379,63 @@ def test_brokers_and_port_base_must_match_the_saved_cluster(tmp_path):
     state = _saved(tmp_path, brokers=3)
     ports = [b["port"] for b in state["brokers"]]
     line = _refused(tmp_path, "--brokers", "5")
-    assert line.startswith(f"{tmp_path} holds a 3-broker cluster on ")
+    assert line.startswith(f"{tmp_path} holds a 3-broker KRaft cluster with 1 controller on ")
     assert line.endswith("--brokers 5 does not match: drop --brokers or use another --data-dir")
     line = _refused(tmp_path, "--port-base", str(ports[0] + 1))
     assert f"--port-base {ports[0] + 1} does not match: drop --port-base" in line
+
+
+def test_mode_and_controllers_must_match_the_saved_cluster(tmp_path):
+    _saved(tmp_path, brokers=2, controllers=3)
+    line = _refused(tmp_path, "--mode", "zk")
+    assert line.startswith(f"{tmp_path} holds a 2-broker KRaft cluster with 3 controllers on ")
+    assert line.endswith("--mode zk does not match: drop --mode or use another --data-dir")
+    line = _refused(tmp_path, "--controllers", "1")
+    assert line.endswith("--controllers 1 does not match: drop --controllers or use another --data-dir")
+    zk = tmp_path / "zk"
+    _saved(zk, brokers=2, mode="zk")
+    line = _refused(zk, "--controllers", "1")
+    assert line.startswith(f"{zk} holds a 2-broker zk-mode cluster on ")
+    assert line.endswith("--controllers 1 does not match: drop --controllers or use another --data-dir")
+
+
+def test_port_base_places_controllers_and_the_control_endpoint_and_must_match_them(tmp_path):
+    port_base = _free_port_run(6)
+    proc, _ = serve(tmp_path, "--brokers", "2", "--controllers", "3", "--port-base", str(port_base))
+    kill9(proc)
+    state = json.loads((tmp_path / persist.STATE_FILE).read_text())
+    assert [c["port"] for c in state["controllers"]] == [port_base + 2, port_base + 3, port_base + 4]
+    assert state["control_port"] == port_base + 5
+    line = _refused(tmp_path, "--port-base", str(port_base + 1))
+    assert line.startswith(f"{tmp_path} holds a 2-broker KRaft cluster with 3 controllers on ports "
+                           f"{port_base}-{port_base + 5}; --port-base {port_base + 1} does not match")
+    # The control endpoint keeps its address across restarts, as the nodes do.
+    proc, announced = serve_announced(tmp_path, "--port-base", str(port_base))
+    kill9(proc)
+    assert announced["control"] == f"127.0.0.1:{port_base + 5}"
+
+
+def _free_port_run(n: int) -> int:
+    """The first of n consecutive free loopback ports (bound for a moment, then released)."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            first = probe.getsockname()[1]
+        if first + n > 65535:
+            continue
+        try:
+            socks = []
+            for port in range(first, first + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    pytest.fail("no run of free ports")
 
 
 # -- the journal, recovered from a copy taken while the sandbox runs ---------------------------
@@ -326,7 +479,7 @@ def test_the_journal_replays_admin_changes_and_truncations(tmp_path):
         assert s.call(replication.elect_designated, s.cluster, p, follower) == (Error.none, None)
         assert p.high_watermark == 3
         s.start_broker(leader)
-        produce(s.bootstrap, ["b"], 30, first=1000)
+        produce(s.bootstrap, ["b"], 30, first=1000, partition=1)
         assert any(b.base_offset == 3 for b in p.batches)
         crashed = _crash_copy(data, tmp_path / "crashed")
         live = s.call(_comparable, s.cluster)

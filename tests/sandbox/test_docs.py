@@ -17,3 +17,13 @@ def test_api_table_matches_what_the_brokers_serve():
     served = {k: (protocol.api_name(k), a.versions.start, a.versions.stop - 1)
               for k, a in handlers.load().items()}
     assert documented == served, "regenerate the table in docs/sandbox.md (the command is above it)"
+
+
+def test_controller_listener_table_matches_what_controllers_serve():
+    from kafka_shell.sandbox.server import CONTROLLER_LISTENER_APIS
+    section = DOC.read_text().split("<!-- controller-listener-table -->")[1].split("<!-- /controller-listener-table -->")[0]
+    documented = {int(k): (name, int(lo), int(hi))
+                  for k, name, lo, hi in re.findall(r"^\| (\d+) \| (\w+) \| (\d+)-(\d+) \|$", section, re.M)}
+    served = {k: (protocol.api_name(k), a.versions.start, a.versions.stop - 1)
+              for k, a in handlers.load().items() if k in CONTROLLER_LISTENER_APIS}
+    assert documented == served, "regenerate the controller listener table in docs/sandbox.md"

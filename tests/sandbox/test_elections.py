@@ -13,6 +13,9 @@ from kafka_shell.protocol_ext import GET_REPLICA_LOG_INFO_KEY
 from kafka_shell.sandbox import replication
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import create, produce, request, stage_offline_partition
+from tests.conftest import BOTH_MODES, ZK_MODE
+
+pytestmark = BOTH_MODES  # controller, elections, reassignments and faults: both sandbox modes
 
 ELECT = 43
 NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER = 0, 3, 6
@@ -112,6 +115,7 @@ def test_eligible_leader_replica_leads_again_when_it_returns(sandbox, admin):
     assert leader(admin, "t") == 2
 
 
+@ZK_MODE  # KRaft brokers forward it to the controller (test_kraft.py)
 def test_elect_leaders_on_a_broker_that_is_not_the_controller(sandbox):
     create(sandbox, "t", [[1, 2]])
     other = next(b for b in sandbox.cluster.brokers if b != sandbox.cluster.controller_id)
@@ -214,6 +218,7 @@ def wait_controller(admin, wanted: int) -> None:
         time.sleep(0.05)
 
 
+@ZK_MODE  # KRaft: the voters' version is in test_kraft.py
 def test_preferred_controller_takes_over_and_returns_after_a_restart(sandbox, admin):
     target = next(b for b in (3, 2, 1) if b != sandbox.cluster.controller_id)
     set_cluster_config(sandbox, replication.PREFERRED_CONTROLLER_KEY, str(target))

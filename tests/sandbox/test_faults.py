@@ -11,6 +11,9 @@ import pytest
 from kafka_shell import protocol
 from kafka_shell.sandbox import admin as sandbox_admin
 from tests.sandbox.wire import request
+from tests.conftest import BOTH_MODES, KRAFT_MODE, ZK_MODE
+
+pytestmark = BOTH_MODES  # controller, elections, reassignments and faults: both sandbox modes
 
 METADATA, ELECT, LIST_REASSIGNMENTS, API_VERSIONS, QUORUM = 3, 43, 46, 18, 55
 NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER = 6, 3, 41
@@ -29,6 +32,7 @@ def test_stop_broker_closes_its_port_and_fences_it(sandbox, admin):
     assert sandbox.cluster.brokers[2].epoch == 2
 
 
+@ZK_MODE  # KRaft voters: test_kraft.py
 def test_old_controller_answers_not_controller_after_losing_the_role(sandbox):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 2, [[1, 2]])
     old = sandbox.cluster.controller_id
@@ -82,26 +86,28 @@ def test_set_log_end_offset_checks_its_arguments(sandbox):
             sandbox.set_log_end_offset(*args)
 
 
-def test_describe_quorum_shows_the_controller_as_leader_and_stale_stopped_voters(sandbox):
-    controller = sandbox.cluster.controller_id
-    stopped = next(b for b in (1, 2, 3) if b != controller)
-    sandbox.stop_broker(stopped)
-    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 1, [[controller]])  # a change
-    r = request(sandbox, controller, QUORUM, QUORUM_BODY)
+@KRAFT_MODE  # zk-mode brokers do not serve DescribeQuorum (test_kraft.py)
+def test_describe_quorum_shows_the_controller_as_leader_and_stale_stopped_replicas(sandbox):
+    controller = sandbox.active_controller
+    sandbox.stop_broker(2)
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 1, [[1]])  # a change
+    r = request(sandbox, controller, QUORUM, QUORUM_BODY)  # on the controller listener
     [partition] = r["topics"][0]["partitions"]
-    assert partition["error_code"] == 0 and partition["leader_id"] == controller
-    assert partition["leader_epoch"] == sandbox.cluster.controller_epoch
+    assert partition["error_code"] == 0 and partition["leader_id"] == controller == 100
+    assert partition["leader_epoch"] == sandbox.controller_epoch
     voters = {v["replica_id"]: v for v in partition["current_voters"]}
-    assert sorted(voters) == [1, 2, 3] and partition["observers"] == []
-    live = next(b for b in (1, 2, 3) if b not in (controller, stopped))
-    assert voters[live]["log_end_offset"] == partition["high_watermark"]
-    assert voters[stopped]["log_end_offset"] < partition["high_watermark"]
-    assert voters[stopped]["last_caught_up_timestamp"] <= voters[live]["last_caught_up_timestamp"]
-    assert sorted(n["node_id"] for n in r["nodes"]) == [1, 2, 3]
-    v0 = request(sandbox, live, QUORUM, QUORUM_BODY, version=0)["topics"][0]["partitions"][0]
+    observers = {v["replica_id"]: v for v in partition["observers"]}
+    assert sorted(voters) == [100] and sorted(observers) == [1, 2, 3]
+    assert observers[1]["log_end_offset"] == partition["high_watermark"] == voters[100]["log_end_offset"]
+    assert observers[2]["log_end_offset"] < partition["high_watermark"]
+    assert observers[2]["last_caught_up_timestamp"] <= observers[1]["last_caught_up_timestamp"]
+    assert [(n["node_id"], n["listeners"][0]["name"], n["listeners"][0]["port"]) for n in r["nodes"]] == [
+        (100, "CONTROLLER", sandbox.address(100)[1])]
+    v0 = request(sandbox, 3, QUORUM, QUORUM_BODY, version=0)["topics"][0]["partitions"][0]  # forwarded
     assert v0["leader_id"] == controller and "last_fetch_timestamp" not in v0["current_voters"][0]
 
 
+@KRAFT_MODE
 def test_describe_quorum_of_another_topic(sandbox):
     body = {"topics": [{"topic_name": "other", "partitions": [{"partition_index": 0}]}]}
     [partition] = request(sandbox, 1, QUORUM, body)["topics"][0]["partitions"]

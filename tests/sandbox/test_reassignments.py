@@ -10,6 +10,9 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from kafka_shell.sandbox import admin as sandbox_admin
 from tests.sandbox.wire import produce, request
+from tests.conftest import BOTH_MODES
+
+pytestmark = BOTH_MODES  # controller, elections, reassignments and faults: both sandbox modes
 
 ALTER, LIST, LOG_DIRS = 45, 46, 35
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICATION_FACTOR = 0, 3, 38
@@ -101,7 +104,10 @@ def test_reassignment_validation(loaded):
     assert alter(loaded, {("t", 0): [1, 2, 3]}, allow_replication_factor_change=False) == {
         ("t", 0): INVALID_REPLICATION_FACTOR}
     other = next(b for b in (1, 2, 3) if b != controller(loaded))
-    assert alter(loaded, {("t", 0): [1, 3]}, broker=other) == {("t", 0): NOT_CONTROLLER}
+    if loaded.mode == "zk":
+        assert alter(loaded, {("t", 0): [1, 3]}, broker=other) == {("t", 0): NOT_CONTROLLER}
+    else:  # a KRaft broker forwards it to the active controller, which validates it
+        assert alter(loaded, {("t", 0): [1, 9]}, broker=other) == {("t", 0): INVALID_REPLICA_ASSIGNMENT}
     assert ongoing(loaded) == {}
 
 

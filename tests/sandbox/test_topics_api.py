@@ -15,6 +15,7 @@ from kafka_shell.sandbox import persist
 from kafka_shell.sandbox.model import Batch
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import raw_frame
+from tests.conftest import ZK_MODE
 
 NONE, UNKNOWN_TOPIC, INVALID_TOPIC, TOPIC_EXISTS = 0, 3, 17, 36
 INVALID_PARTITIONS, INVALID_RF, INVALID_ASSIGNMENT, INVALID_CONFIG = 37, 38, 39, 40
@@ -127,6 +128,7 @@ def test_absurd_partition_counts_are_refused_for_the_whole_request(sandbox, admi
     assert sandbox.cluster.topics == {}
 
 
+@ZK_MODE  # KRaft brokers forward it (test_kraft.py)
 def test_create_topics_on_a_non_controller_answers_not_controller(sandbox, admin):
     old = sandbox.cluster.controller_id
     new = sandbox.kill_controller()
@@ -234,12 +236,14 @@ def test_metadata_does_not_auto_create_when_disabled():
 # -- DescribeCluster and DescribeTopicPartitions ---------------------------------------------
 
 
-def test_describe_cluster_lists_brokers_controller_and_fenced_brokers():
-    with Sandbox(brokers=3, racks=["r1", "r2", "r3"]) as sandbox:
+@pytest.mark.parametrize("mode", ["kraft", "zk"])
+def test_describe_cluster_lists_brokers_controller_and_fenced_brokers(mode):
+    with Sandbox(brokers=3, racks=["r1", "r2", "r3"], mode=mode) as sandbox:
         sandbox.stop_broker(3)
         v0 = raw_request(sandbox, 1, 60, 0, {"include_cluster_authorized_operations": False})
         assert v0["cluster_id"] == sandbox.cluster.cluster_id
-        assert v0["controller_id"] == sandbox.cluster.controller_id
+        # zk: the controller broker; KRaft: a random live broker (never the controller, 100)
+        assert v0["controller_id"] in ((sandbox.cluster.controller_id,) if mode == "zk" else (1, 2))
         assert [(b["broker_id"], b["port"], b["rack"]) for b in v0["brokers"]] == \
             [(i, sandbox.address(i)[1], f"r{i}") for i in (1, 2)]
         v2 = raw_request(sandbox, 2, 60, 2, {"endpoint_type": 1, "include_fenced_brokers": True})

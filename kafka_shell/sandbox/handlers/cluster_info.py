@@ -5,12 +5,12 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
+from kafka_shell.codes import EndpointType
 from kafka_shell.sandbox import admin
 from kafka_shell.sandbox.admin import AdminError
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.core import partition_metadata
 
-BROKER_ENDPOINT = 1
 NO_AUTHORIZED_OPERATIONS = -2147483648
 # Kafka's max.request.partition.size.limit default: the most partitions one answer holds.
 MAX_PARTITIONS_PER_ANSWER = 2000
@@ -18,20 +18,39 @@ MAX_PARTITIONS_PER_ANSWER = 2000
 
 @api(60)
 def describe_cluster(ctx) -> dict:
+    """A broker listener describes the brokers (controller_id: see `advertised_controller_id`);
+    a KRaft controller listener, asked with endpoint type CONTROLLER, the voters and the active
+    controller (KIP-919). The other endpoint type: MISMATCHED_ENDPOINT_TYPE (v0: INVALID_REQUEST),
+    an unknown one UNSUPPORTED_ENDPOINT_TYPE, as Kafka's AuthHelper answers."""
     req = ctx.request
     cluster = ctx.cluster
-    answer = {"error_code": 0, "error_message": None, "endpoint_type": BROKER_ENDPOINT,
-              "cluster_id": cluster.cluster_id, "controller_id": cluster.controller_id,
+    served = EndpointType.CONTROLLER if ctx.on_controller_listener else EndpointType.BROKER
+    wanted = getattr(req, "endpoint_type", EndpointType.BROKER)
+    answer = {"error_code": 0, "error_message": None, "endpoint_type": served,
+              "cluster_id": cluster.cluster_id, "controller_id": -1,
               "brokers": [], "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS}
-    if getattr(req, "endpoint_type", BROKER_ENDPOINT) != BROKER_ENDPOINT:
-        return {**answer, "error_code": ErrorCode.mismatched_endpoint_type,
-                "error_message": "The request was sent to an endpoint of type BROKER, "
-                                 "but we wanted an endpoint of type CONTROLLER"}
+    if wanted not in tuple(EndpointType):
+        code = ErrorCode.invalid_request if ctx.version == 0 else ErrorCode.unsupported_endpoint_type
+        return {**answer, "endpoint_type": EndpointType.BROKER, "cluster_id": "", "error_code": code,
+                "error_message": f"Unsupported endpoint type {wanted}"}
+    if wanted != served:
+        code = ErrorCode.invalid_request if ctx.version == 0 else ErrorCode.mismatched_endpoint_type
+        return {**answer, "endpoint_type": EndpointType.BROKER, "cluster_id": "", "error_code": code,
+                "error_message": f"The request was sent to an endpoint of type {served.name}, "
+                                 f"but we wanted an endpoint of type {EndpointType(wanted).name}"}
+    if served == EndpointType.CONTROLLER:
+        # Every registered voter (a stopped one stays registered), never fenced.
+        answer["brokers"] = [{"broker_id": c.id, "host": c.host, "port": c.port, "rack": None,
+                              "is_fenced": False} for c in sorted(cluster.controllers.values(), key=lambda c: c.id)]
+        answer["controller_id"] = cluster.controller_id
+        return answer
     # A stopped broker stays registered but fenced: listed only when fenced brokers are asked for.
     include_fenced = getattr(req, "include_fenced_brokers", False)
     answer["brokers"] = [
         {"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": not b.usable}
-        for b in sorted(cluster.brokers.values(), key=lambda b: b.id) if b.usable or include_fenced]
+        for b in sorted(cluster.brokers.values(), key=lambda b: b.id)
+        if b.usable or (include_fenced and b.registered)]
+    answer["controller_id"] = ctx.advertised_controller_id()
     return answer
 
 

@@ -147,6 +147,10 @@ def _alter(ctx, new_values) -> dict:
 
 def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
     cluster = ctx.cluster
+    if cluster.kraft and not ctx.is_controller:
+        # KRaft: the active controller changes configs (brokers forward to it); a standby voter
+        # answers NOT_CONTROLLER. In zk mode every broker writes configs itself.
+        raise AdminError(ErrorCode.not_controller, "This is not the correct controller for this cluster.")
     duplicates = [k for k, n in Counter(c.name for c in r.configs).items() if n > 1]
     if duplicates:
         raise AdminError(ErrorCode.invalid_request, "Error due to duplicate config keys")
@@ -172,15 +176,16 @@ def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
         current = {k: v for k, v in cluster.cluster_configs.items() if k not in static}
     else:
         broker_id = _broker_id(r.resource_name)
-        if broker_id not in cluster.brokers:
+        node = cluster.node(broker_id)
+        if node is None:
             raise AdminError(ErrorCode.invalid_request, f"Broker {broker_id} is not in the cluster.")
-        current = cluster.brokers[broker_id].configs
+        current = node.configs
     new = new_values(r, current, configs.BROKER_CONFIGS, "broker")
     _check_broker_configs(cluster, r.resource_name, new, current)
     if validate_only or new == current:
         return
     if not cluster_wide:
-        cluster.brokers[broker_id].configs = new
+        node.configs = new
         cluster.changed()
         return
     changed = {k for k in set(new) | set(current) if new.get(k) != current.get(k)}
@@ -209,9 +214,10 @@ def _check_broker_configs(cluster, name: str, new: dict[str, str], current: dict
         if problem:
             raise AdminError(ErrorCode.invalid_request, prefix + problem)
     preferred = new.get(replication.PREFERRED_CONTROLLER_KEY)
-    if preferred is not None and int(preferred) != -1 and int(preferred) not in cluster.brokers:
+    candidates, kind = (cluster.controllers, "controller") if cluster.kraft else (cluster.brokers, "broker")
+    if preferred is not None and int(preferred) != -1 and int(preferred) not in candidates:
         raise AdminError(ErrorCode.invalid_request,
-                         prefix + f"{replication.PREFERRED_CONTROLLER_KEY} {preferred} is not a broker of the cluster")
+                         prefix + f"{replication.PREFERRED_CONTROLLER_KEY} {preferred} is not a {kind} of the cluster")
 
 
 def _cluster_config_changed(cluster, key: str) -> None:

@@ -6,16 +6,20 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.sandbox import admin
-from kafka_shell.sandbox.handlers import HANDLERS, api
+from kafka_shell.sandbox.handlers import api, features
 
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
 
 
 @api(18)
 def api_versions(ctx) -> dict:
+    """The APIs of the listener asked: a KRaft broker lists DescribeQuorum, a zk-mode broker does
+    not, a controller listener lists only what controllers serve."""
     keys = [{"api_key": k, "min_version": a.versions.start, "max_version": a.versions.stop - 1}
-            for k, a in sorted(HANDLERS.items())]
-    return {"error_code": 0, "api_keys": keys, "finalized_features_epoch": -1}
+            for k, a in sorted(ctx.served_apis().items())]
+    if not ctx.cluster.kraft:
+        return {"error_code": 0, "api_keys": keys, "finalized_features_epoch": -1}
+    return {"error_code": 0, "api_keys": keys, **features.api_versions_features(ctx.cluster)}
 
 
 def partition_metadata(cluster, p) -> dict:
@@ -123,10 +127,13 @@ def metadata(ctx) -> dict:
             t = cluster.topics.get(name) if name else cluster.topic_by_id(topic_id)
             code = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
             if t is None and name and getattr(req, "allow_auto_topic_creation", True):
-                try:
-                    t = admin.auto_create_topic(cluster, name)
-                except admin.AdminError as exc:
-                    code = exc.code
+                if not cluster.controller_available:
+                    code = ErrorCode.leader_not_available  # creation waits for a KRaft controller
+                else:
+                    try:
+                        t = admin.auto_create_topic(cluster, name)
+                    except admin.AdminError as exc:
+                        code = exc.code
             if t is None:
                 topics.append({"error_code": code, "name": name, "topic_id": topic_id or protocol.ZERO_UUID,
                                "partitions": []})
@@ -136,7 +143,7 @@ def metadata(ctx) -> dict:
         "brokers": [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
                     for b in cluster.brokers.values() if b.usable],
         "cluster_id": cluster.cluster_id,
-        "controller_id": cluster.controller_id,
+        "controller_id": ctx.advertised_controller_id(),
         "topics": topics,
         "cluster_authorized_operations": -2147483648,
     }

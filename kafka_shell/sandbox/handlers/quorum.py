@@ -1,9 +1,11 @@
-"""DescribeQuorum v0-v2: the sandbox as a KRaft cluster in combined mode.
+"""DescribeQuorum v0-v2: the KRaft controller quorum (not served by zk-mode brokers).
 
-Every broker is also a controller voter (there are no observers); the quorum leader is the
-active controller and its epoch the controller epoch. The metadata log's end offset is the
-cluster's change generation: live voters are caught up now, a stopped voter stays at the offset
-and time it stopped. Any broker answers (Kafka brokers forward DescribeQuorum to the controller).
+Voters are the controllers, observers the brokers; the leader is the active controller and its
+epoch the controller epoch. The metadata log's end offset is the cluster's change generation:
+live replicas are caught up now, a stopped one stays at the offset and time it stopped. v2
+`Nodes` lists each voter's CONTROLLER listener. Brokers forward the request to the active
+controller (the server waits for one); on a controller listener a voter that is not the leader
+answers NOT_LEADER_OR_FOLLOWER, as KafkaRaftClient does.
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ def directory_id(cluster, broker_id: int) -> uuid.UUID:
     return uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-sandbox:{cluster.cluster_id}:{broker_id}")
 
 
-def _replica(cluster, b, now: int) -> dict:
-    stopped = cluster.extras.get("stopped_at", {}).get(b.id)
-    if b.alive or stopped is None:
-        offset, seen = cluster.generation, (now if b.alive else -1)
+def _replica(cluster, node, now: int) -> dict:
+    stopped = cluster.extras.get("stopped_at", {}).get(node.id)
+    if node.alive or stopped is None:
+        offset, seen = cluster.generation, (now if node.alive else -1)
     else:
         offset, seen = stopped
-    return {"replica_id": b.id, "replica_directory_id": directory_id(cluster, b.id),
+    return {"replica_id": node.id, "replica_directory_id": directory_id(cluster, node.id),
             "log_end_offset": offset, "last_fetch_timestamp": seen,
             "last_caught_up_timestamp": seen}
 
@@ -52,17 +54,18 @@ def describe_quorum(ctx) -> dict:
     cluster = ctx.cluster
     if not _valid(ctx.request):
         return _error(ctx.request, ErrorCode.unknown_topic_or_partition)
-    if cluster.controller_id < 0:
+    if cluster.controller_id < 0 or not ctx.is_controller:
         return _error(ctx.request, ErrorCode.not_leader_or_follower)
     now = now_ms()
-    voters = [_replica(cluster, b, now) for b in cluster.brokers.values()]
+    voters = [_replica(cluster, c, now) for c in cluster.controllers.values()]
+    observers = [_replica(cluster, b, now) for b in cluster.brokers.values()]
     return {
         "error_code": 0,
         "topics": [{"topic_name": METADATA_TOPIC, "partitions": [{
             "partition_index": 0, "error_code": 0, "leader_id": cluster.controller_id,
             "leader_epoch": cluster.controller_epoch, "high_watermark": cluster.generation,
-            "current_voters": voters, "observers": []}]}],
-        "nodes": [{"node_id": b.id, "listeners": [{"name": "CONTROLLER", "host": b.host,
-                                                   "port": b.port}]}
-                  for b in cluster.brokers.values()],
+            "current_voters": voters, "observers": observers}]}],
+        "nodes": [{"node_id": c.id, "listeners": [{"name": "CONTROLLER", "host": c.host,
+                                                   "port": c.port}]}
+                  for c in cluster.controllers.values()],
     }

@@ -22,7 +22,7 @@ def _validate_target(ctx, p, target: list[int], allow_rf_change: bool) -> tuple[
             "The manual partition assignment includes an empty replica list.")
     seen: set[int] = set()
     for b in sorted(target):
-        if b not in ctx.cluster.brokers:
+        if b not in ctx.cluster.brokers or not ctx.cluster.brokers[b].registered:
             return ErrorCode.invalid_replica_assignment, (
                 f"The manual partition assignment includes broker {b}, but no such broker is registered.")
         if b in seen:

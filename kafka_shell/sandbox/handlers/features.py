@@ -1,0 +1,98 @@
+"""Feature flags (KIP-584): ApiVersions reports them, UpdateFeatures v0-v2 changes them.
+
+The sandbox supports a few of Kafka 3.9's features (SUPPORTED: the levels every node supports)
+and starts with metadata.version at 3.9-IV0 (level 21), the others at 0 (Kafka leaves level-0
+features out of the finalized list). UpdateFeatures is a controller API (brokers forward it in
+KRaft mode), validated as Kafka's FeatureControlManager does: unknown upgrade types, levels
+outside the supported range, downgrades without a downgrade type and "downgrades" to a higher
+level are INVALID_UPDATE_VERSION; metadata.version is never downgraded (Kafka refuses any
+downgrade that might lose metadata, and unsafe ones altogether). The first failing update fails
+the whole request, and nothing changes.
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from kafka_shell.codes import ApiKey
+from kafka_shell.sandbox.handlers import api
+
+METADATA_VERSION = "metadata.version"
+# feature -> (lowest, highest) level every sandbox node supports.
+SUPPORTED = {METADATA_VERSION: (7, 21), "kraft.version": (0, 1), "group.version": (0, 1),
+             "transaction.version": (0, 2)}
+INITIAL = {METADATA_VERSION: 21}
+UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
+FEATURES_KEY = "features"  # cluster extra: feature -> finalized level
+
+
+def finalized(cluster) -> dict[str, int]:
+    return cluster.extras.setdefault(FEATURES_KEY, dict(INITIAL))
+
+
+def api_versions_features(cluster) -> dict:
+    """The feature fields of an ApiVersions answer (v3+)."""
+    return {
+        "supported_features": [{"name": n, "min_version": lo, "max_version": hi}
+                               for n, (lo, hi) in SUPPORTED.items()],
+        "finalized_features_epoch": cluster.generation,
+        "finalized_features": [{"name": n, "min_version_level": level, "max_version_level": level}
+                               for n, level in finalized(cluster).items() if level > 0],
+    }
+
+
+def _upgrade_type(update, version: int) -> int:
+    if version == 0:
+        return SAFE_DOWNGRADE if update.allow_downgrade else UPGRADE
+    return update.upgrade_type
+
+
+def _check(cluster, name: str, level: int, kind: int) -> str | None:
+    """Why this update is refused (Kafka's messages), or None."""
+    def invalid(reason: str) -> str:
+        return f"Invalid update version {level} for feature {name}. {reason}"
+    if kind not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
+        return invalid("The controller does not support the given upgrade type.")
+    current = finalized(cluster).get(name, 0)
+    if level < 0:
+        return invalid("A feature version cannot be less than 0.")
+    low, high = SUPPORTED.get(name, (0, 0))
+    if name not in SUPPORTED and level > 0:
+        return invalid(f"Local controller {cluster.controller_id} does not support this feature.")
+    if not low <= level <= high:
+        return invalid(f"Local controller {cluster.controller_id} only supports versions {low}-{high}")
+    if level < current and kind == UPGRADE:
+        return invalid("Can't downgrade the version of this feature without setting the upgrade "
+                       "type to either safe or unsafe downgrade.")
+    if level > current and kind != UPGRADE:
+        return invalid("Can't downgrade to a newer version.")
+    if name == METADATA_VERSION and level < current:
+        reason = ("Unsafe metadata downgrade is not supported in this version." if kind == UNSAFE_DOWNGRADE
+                  else "Refusing to perform the requested downgrade because it might delete metadata information.")
+        return f"Invalid metadata.version {level}. {reason}"
+    return None
+
+
+@api(ApiKey.UPDATE_FEATURES)
+def update_features(ctx) -> dict:
+    req = ctx.request
+    names = [u.feature for u in req.feature_updates]
+    error, message = ErrorCode.none, None
+    if not ctx.is_controller:
+        error, message = ErrorCode.not_controller, "This is not the correct controller for this cluster."
+    elif len(set(names)) != len(names):
+        error, message = ErrorCode.invalid_request, "Duplicate feature in the request."
+    else:
+        for u in req.feature_updates:
+            message = _check(ctx.cluster, u.feature, u.max_version_level, _upgrade_type(u, ctx.version))
+            if message is not None:
+                error = ErrorCode.invalid_update_version
+                break
+    if error == ErrorCode.none and not getattr(req, "validate_only", False):
+        levels = finalized(ctx.cluster)
+        for u in req.feature_updates:
+            levels[u.feature] = u.max_version_level
+        ctx.cluster.changed()
+    # Kafka's UpdateFeaturesResponse.createWithErrors: per-feature results only on success.
+    results = [{"feature": n, "error_code": 0, "error_message": None} for n in names] if not error else []
+    return {"error_code": error, "error_message": message, "results": results}

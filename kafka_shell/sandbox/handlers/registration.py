@@ -1,0 +1,20 @@
+"""UnregisterBroker v0: a controller API (KRaft brokers forward it; a standby voter, or in zk
+mode a broker other than the controller, answers NOT_CONTROLLER). See
+`replication.unregister_broker`."""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from kafka_shell.codes import ApiKey
+from kafka_shell.sandbox import replication
+from kafka_shell.sandbox.handlers import api
+
+
+@api(ApiKey.UNREGISTER_BROKER)
+def unregister_broker(ctx) -> dict:
+    if not ctx.is_controller:
+        return {"error_code": ErrorCode.not_controller,
+                "error_message": "This is not the correct controller for this cluster."}
+    code, message = replication.unregister_broker(ctx.cluster, ctx.request.broker_id)
+    return {"error_code": code, "error_message": message}
