@@ -487,6 +487,22 @@ def test_the_journal_replays_admin_changes_and_truncations(tmp_path):
     assert _comparable(recovered) == live
 
 
+def test_the_journal_replays_a_quorum_left_without_a_leader(tmp_path):
+    data = tmp_path / "data"
+    with Sandbox(brokers=2, controllers=2, data_dir=str(data)) as s:
+        s.kill_controller()  # 100 -> 101, epoch 2
+        s.stop_controller(101)  # -> 100, epoch 3
+        s.stop_controller(100)  # no leader: -1, the epoch stays
+        assert (s.active_controller, s.controller_epoch) == (-1, 3)
+        crashed = _crash_copy(data, tmp_path / "crashed")
+        live = s.call(_comparable, s.cluster)
+    recovered, _ = journal.recover(crashed)
+    assert _comparable(recovered) == live
+    assert (recovered.mode, recovered.controller_id, recovered.controller_epoch) == ("kraft", -1, 3)
+    with Sandbox(data_dir=str(crashed)) as s:  # every voter is back: one is elected
+        assert (s.active_controller, s.controller_epoch) == (100, 4)
+
+
 def test_answers_wait_for_the_journal(tmp_path, monkeypatch):
     fsync = journal._append
 
