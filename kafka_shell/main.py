@@ -22,7 +22,7 @@ from kafka_shell.parsing import suggest
 USAGE = """\
 Usage: kafka-shell [GLOBAL OPTIONS] [--command "LINE" | --file SCRIPT | --COMMAND [OPTIONS]]
        kafka-shell sandbox [--brokers N] [--mode kraft|zk] [--controllers N] [--port-base N]
-                           [--racks a,b,c] [--data-dir D]     (see kafka-shell sandbox --help)
+                           [--racks a,b,c] [--data-dir D] [--listen H]   (see kafka-shell sandbox --help)
 
 With no command or file, kafka-shell opens the interactive shell (or replays piped stdin).
 
@@ -246,7 +246,8 @@ def interactive(session) -> int:
 
 
 SANDBOX_EPILOG = """\
-Prints three lines on stdout, then serves until Ctrl-C or SIGTERM:
+Prints three lines on stdout, then serves until Ctrl-C, SIGTERM or SIGHUP (each stops it
+cleanly; with --data-dir it saves the state first, and a second Ctrl-C does not cut that short):
   bootstrap.servers=H:P,...      the broker listeners (give them to --bootstrap-server)
   bootstrap.controllers=H:P,...  the KRaft controller listeners (empty in zk mode)
   control=H:P                    the control endpoint
@@ -255,7 +256,7 @@ Fault injection from another shell: kafka-shell --bootstrap-server <bootstrap.se
 --command "sandbox stop-broker 2" (also start-broker, kill-controller, stop-controller ID,
 start-controller ID, delay, fail, heal, status; `sandbox --help` in the shell lists them). The
 shell finds the control endpoint by asking a broker listener with a sandbox-only API key, then
-talks to the control listener on loopback; each command returns once the cluster is as it says.
+talks to the control listener; each command returns once the cluster is as it says.
 With every broker stopped, set KAFKA_SHELL_SANDBOX_CONTROL=<control> for one-shot commands.
 
 KRaft mode (default) runs like Kafka 3.9/4.x: a controller quorum with ids 100, 101, ... (1000
@@ -265,16 +266,18 @@ ZooKeeper-era Kafka: the controller is a broker. See docs/sandbox.md."""
 
 
 def serve_sandbox(argv: list[str]) -> int:
-    """`kafka-shell sandbox`: serve an embedded cluster until Ctrl-C."""
+    """`kafka-shell sandbox`: serve an embedded cluster until Ctrl-C, SIGTERM or SIGHUP."""
     import argparse
+    import contextlib
     import signal
     import threading
 
+    from kafka_shell.sandbox.model import MODES
     p = argparse.ArgumentParser(prog="kafka-shell sandbox", description="Serve an embedded Kafka cluster "
-                                "on 127.0.0.1 (real Kafka wire protocol).", epilog=SANDBOX_EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--brokers", type=int, default=3, metavar="N", help="number of brokers, ids 1..N (default 3)")
-    p.add_argument("--mode", choices=("kraft", "zk"), default="kraft",
+                                "on 127.0.0.1 or --listen (real Kafka wire protocol).",
+                                epilog=SANDBOX_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--brokers", type=int, default=None, metavar="N", help="number of brokers, ids 1..N (default 3)")
+    p.add_argument("--mode", choices=MODES, default=None,
                    help="kraft: a controller quorum of its own (default); zk: the controller is a broker")
     p.add_argument("--controllers", type=int, default=None, metavar="N",
                    help="KRaft controller voters, ids 100, 101, ... (default 1; not with --mode zk)")
@@ -283,21 +286,37 @@ def serve_sandbox(argv: list[str]) -> int:
                         "instead of free ports")
     p.add_argument("--racks", default=None, help="comma-separated racks, one per broker or one for all")
     p.add_argument("--data-dir", default=None, metavar="D",
-                   help="keep the cluster's state in D across restarts (mode and nodes included)")
+                   help="keep the cluster in D: every acknowledged change survives a crash (kill -9); "
+                        "a kept cluster comes back with its mode, nodes and ports, and --brokers, "
+                        "--mode, --controllers and --port-base must match it")
+    p.add_argument("--listen", default=None, metavar="H",
+                   help="address to listen on (default 127.0.0.1; a kept cluster must be on loopback "
+                        "unless this names its address)")
     args = p.parse_args(argv)
     if args.mode == "zk" and args.controllers is not None:
         raise UsageError("--controllers needs --mode kraft (a zk-mode controller is a broker)")
+    from kafka_shell.sandbox.persist import StateError
     from kafka_shell.sandbox.server import Sandbox
     try:
         sandbox = Sandbox(brokers=args.brokers, port_base=args.port_base,
                           racks=args.racks.split(",") if args.racks else None,
-                          data_dir=args.data_dir, mode=args.mode,
-                          controllers=1 if args.controllers is None else args.controllers,
-                          serve_control=True).start()
+                          host=args.listen, data_dir=args.data_dir, mode=args.mode,
+                          controllers=args.controllers, serve_control=True).start()
+    except StateError as exc:
+        raise UsageError(str(exc)) from None
     except (ValueError, OSError) as exc:
         raise UsageError(f"Cannot start the sandbox: {exc}") from None
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    def on_signal(*_: object) -> None:
+        if stop.is_set() and args.data_dir:
+            with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+                sys.stderr.write(f"saving state to {args.data_dir}; please wait\n")
+        stop.set()
+
+    # Ctrl-C, kill and a closed terminal all stop cleanly; a second one does not cut the save short.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     print(f"bootstrap.servers={sandbox.bootstrap}", flush=True)
     print(f"bootstrap.controllers={sandbox.bootstrap_controllers}", flush=True)
     print(f"control={sandbox.control_address}", flush=True)
@@ -306,13 +325,12 @@ def serve_sandbox(argv: list[str]) -> int:
     sys.stderr.write(f"Sandbox cluster ({sandbox.mode} mode) with {len(sandbox.cluster.brokers)} broker(s) "
                      f"at {sandbox.bootstrap}, {quorum}, control endpoint {sandbox.control_address}; "
                      "Ctrl-C stops it.\n")
-    try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
+    while not stop.wait(0.5):
         pass
-    finally:
+    try:
         sandbox.stop()
+    except OSError as exc:
+        raise ShellError(f"Cannot save the sandbox state to {args.data_dir}: {exc}") from None
     return 0
 
 

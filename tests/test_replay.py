@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from kafka_shell.sandbox.server import Sandbox
 from tests.test_oneshot import shell, topics
 
 
@@ -130,7 +131,11 @@ def test_controller_killed_in_the_middle_of_a_replay(tmp_path):
               "list-topics\n")
     path = tmp_path / "kill.ksh"
     path.write_text(script)
-    p = shell("--sandbox", "--file", str(path), "--output", "csv")
+    # A zk-mode server (`kafka-shell --sandbox` is KRaft, whose brokers name a random broker as
+    # controller, so the move would show only by chance); the shell drives it through its
+    # control endpoint.
+    with Sandbox(brokers=3, mode="zk", serve_control=True) as sandbox:
+        p = shell("--bootstrap-server", sandbox.bootstrap, "--file", str(path), "--output", "csv")
     assert p.returncode == 0, p.stderr
     # KRaft with one voter: the controller comes back itself, with a higher epoch.
     assert "active controller now 100 (epoch 2)." in p.stderr

@@ -114,7 +114,7 @@ def test_help_explains_every_option():
     p = subprocess.run([*SHELL, "sandbox", "--help"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0
     for option in ("--brokers", "--mode", "--controllers", "--port-base", "--racks", "--data-dir",
-                   "control", "sandbox stop-broker 2"):
+                   "--listen", "control", "sandbox stop-broker 2", "SIGTERM or SIGHUP", "survives"):
         assert option in p.stdout
     p = subprocess.run([*SHELL, "sandbox", "--mode", "zk", "--controllers", "2"], capture_output=True,
                        text=True, timeout=30)

@@ -9,9 +9,10 @@ version, int32 correlation id, nullable int16-length client id) with the sandbox
 SANDBOX_CONTROL_KEY, version 0, and a JSON body `{"method": NAME, "args": [...]}`. The answer
 is framed as well: int32 correlation id, then `{"result": ...}` or `{"error": "message"}`.
 
-Served, only when the server enables it (`Sandbox(control=True)`), on its own loopback control
-listener, announced at start and by `status`, and on every broker and controller listener, so
-that a client that knows only the bootstrap servers can find it: `attach` asks the bootstrap
+Served, only when the server enables it (`Sandbox(serve_control=True)`), on its own control
+listener (on the nodes' address: loopback unless --listen; --data-dir keeps its port),
+announced at start and by `status`, and on every broker and controller listener, so that a
+client that knows only the bootstrap servers can find it: `attach` asks the bootstrap
 servers for `status` and then talks to the control listener, which no fault ever closes. A
 Kafka broker closes the connection on this unknown key, which tells the client it is no sandbox.
 """

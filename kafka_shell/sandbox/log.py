@@ -19,7 +19,7 @@ from crc32c import crc32c
 from kio._kio_native import read_signed_varint, read_signed_varlong
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, replication
+from kafka_shell.sandbox import configs, journal, replication
 from kafka_shell.sandbox.model import Batch, Cluster, Partition, now_ms
 
 # v2 batch header: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
@@ -170,6 +170,7 @@ def append(cluster: Cluster, p: Partition, batches: list[bytearray]) -> tuple[in
         next_offset += last_delta + 1
     p.leo[p.leader] = next_offset
     p.replica_epoch[p.leader] = p.leader_epoch
+    journal.touched(cluster, p)
     return first, append_time
 
 
@@ -301,3 +302,4 @@ def delete_before(cluster: Cluster, p: Partition, offset: int) -> None:
         return
     p.log_start_offset = offset
     p.batches = [b for b in p.batches if b.last_offset >= offset]
+    journal.touched(cluster, p)

@@ -111,6 +111,9 @@ class Cluster:
     controller_epoch: int = 0
     mode: str = KRAFT
     controllers: dict[int, Controller] = field(default_factory=dict)  # KRaft voters by id
+    # The port of the control endpoint once a `kafka-shell sandbox` server bound it (None before):
+    # --data-dir keeps it, so the endpoint keeps its address across restarts, as the nodes do.
+    control_port: int | None = None
     topics: dict[str, Topic] = field(default_factory=dict)
     cluster_configs: dict[str, str] = field(default_factory=dict)  # dynamic cluster-wide defaults
     generation: int = 0

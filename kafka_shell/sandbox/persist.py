@@ -1,128 +1,440 @@
-"""`--data-dir` persistence: the sandbox's state as one JSON file, written atomically.
+"""`--data-dir` state file: the sandbox's state as one JSON file, written atomically and checked
+when read.
 
-Saved: cluster id, mode, controller, KRaft controllers (id, host, port), cluster-wide configs, brokers (id, host, port, rack, configs),
-topics with their configs and partitions (replicas, leader, epochs, ISR, ELR, log end offsets,
-high watermark) and the record batches, base64-encoded, up to RECORD_BYTES_PER_PARTITION per
-partition: older batches past that are dropped and the log start offset moves past them, as
-retention would. Format 1 (before the KRaft mode) loads as a zk-mode cluster, which it was.
-Brokers and controllers come back alive; state kept by other modules in `Cluster.extras`
-(groups, reassignments) is not saved.
+Saved: cluster id, mode, the active controller and its epoch, the KRaft controllers (id, host,
+port, configs), the control endpoint's port, cluster-wide configs, brokers (id, host, port,
+rack, configs), topics with their configs and partitions (replicas, leader, epochs, ISR, ELR,
+log end offsets, high watermark) and the record batches, base64-encoded, up to
+RECORD_BYTES_PER_PARTITION per partition: older batches past that are dropped and the log start
+offset moves past them, as retention would. Brokers and controllers come back alive; state kept
+by other modules in `Cluster.extras` (groups, the replication rate, finalized features) is not
+saved. `journal` names the first journal file to replay on top (see `journal.py`, which keeps
+the changes made since the file was written). Format 1 (before the KRaft mode: no mode, no
+controllers) loads as the zk-mode cluster it was.
 
-Use: `persist.load(dir)` before starting (None when the directory holds no state), and
-`persist.save(cluster, dir)` from the loop thread (`sandbox.call(persist.save, cluster, dir)`).
+Use: `load(dir)` (None when the directory holds no state) and `save(cluster, dir)` from the loop
+thread. Everything read is validated: a bad file raises `StateError`, one line naming the file
+and what is wrong.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import dataclasses
+import ipaddress
 import json
 import os
 import tempfile
 import uuid
 from pathlib import Path
 
-from kafka_shell.sandbox.model import ZK, Batch, Broker, Cluster, Controller, Partition, Topic
+from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Batch, Broker, Cluster, Controller, Partition, Topic
 
 STATE_FILE = "sandbox-state.json"
+TEMP_PREFIX, TEMP_SUFFIX = ".state-", ".tmp"
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 RECORD_BYTES_PER_PARTITION = 1024 * 1024
 
 
 class StateError(Exception):
-    """The data directory holds a state file this version cannot read."""
+    """The data directory holds state this version cannot use (the message names the file)."""
 
 
-def save(cluster: Cluster, data_dir: str | os.PathLike) -> Path:
-    """Write the state to `data_dir/sandbox-state.json` (temp file + rename: never half-written)."""
-    directory = Path(data_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    state = {
-        "version": FORMAT_VERSION,
+# -- writing ----------------------------------------------------------------------------------
+
+
+def cluster_meta(cluster: Cluster) -> dict:
+    """Everything but the topics: the `CLUSTER_FIELDS` of the cluster (fresh dicts, safe to keep)."""
+    return {
         "cluster_id": cluster.cluster_id,
         "mode": cluster.mode,
-        "controllers": [{"id": c.id, "host": c.host, "port": c.port, "configs": c.configs}
-                        for c in cluster.controllers.values()],
         "controller_id": cluster.controller_id,
         "controller_epoch": cluster.controller_epoch,
-        "cluster_configs": cluster.cluster_configs,
+        "cluster_configs": dict(cluster.cluster_configs),
         "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "epoch": b.epoch,
-                     "configs": b.configs} for b in cluster.brokers.values()],
-        "topics": [{"name": t.name, "id": str(t.id), "internal": t.internal, "configs": t.configs,
-                    "partitions": [_partition_state(p) for p in t.partitions]}
-                   for t in cluster.topics.values()],
+                     "configs": dict(b.configs)} for b in cluster.brokers.values()],
+        "controllers": [{"id": c.id, "host": c.host, "port": c.port, "configs": dict(c.configs)}
+                        for c in cluster.controllers.values()],
+        "control_port": cluster.control_port,
     }
-    target = directory / STATE_FILE
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".state-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(state, f, separators=(",", ":"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return target
 
 
-def _partition_state(p: Partition) -> dict:
+# The Cluster fields `cluster_meta` holds (what a journal's cluster record replaces).
+CLUSTER_FIELDS = ("cluster_id", "mode", "controller_id", "controller_epoch", "cluster_configs",
+                  "brokers", "controllers", "control_port")
+
+
+def partition_meta(p: Partition) -> dict:
+    """A partition's replication state, without its batches (a fresh dict, safe to keep)."""
+    state = {f.name: getattr(p, f.name) for f in dataclasses.fields(Partition)
+             if f.name not in ("topic", "batches", "leo", "replica_epoch")}
+    for key in ("replicas", "isr", "elr", "last_known_elr", "adding", "removing"):
+        state[key] = list(state[key])
+    state["leo"] = {str(r): v for r, v in p.leo.items()}
+    state["replica_epoch"] = {str(r): v for r, v in p.replica_epoch.items()}
+    return state
+
+
+def topic_meta(t: Topic) -> dict:
+    """A topic and its partitions' replication state, without batches."""
+    return {"name": t.name, "id": str(t.id), "internal": t.internal, "configs": dict(t.configs),
+            "partitions": [partition_meta(p) for p in t.partitions]}
+
+
+def state_of(cluster: Cluster, journal_seq: int = 0) -> dict:
+    """The whole state as plain data, batches as `Batch` objects (`write` encodes them): cheap to
+    take in the loop thread, and safe to write from another one (batches are never changed)."""
+    topics = []
+    for t in cluster.topics.values():
+        state = topic_meta(t)
+        for ps, p in zip(state["partitions"], t.partitions, strict=True):
+            kept = _newest_batches(p)
+            if len(kept) < len(p.batches):  # older batches dropped, as retention would
+                first = kept[0].base_offset if kept else p.high_watermark
+                ps["log_start_offset"] = max(first, p.log_start_offset)
+            ps["batches"] = kept
+        topics.append(state)
+    return {"version": FORMAT_VERSION, "journal": journal_seq, **cluster_meta(cluster), "topics": topics}
+
+
+def _newest_batches(p: Partition) -> list[Batch]:
     kept: list[Batch] = []
     size = 0
-    for b in reversed(p.batches):  # keep the newest batches that fit
+    for b in reversed(p.batches):
         size += len(b.data)
         if size > RECORD_BYTES_PER_PARTITION:
             break
         kept.append(b)
     kept.reverse()
-    dropped = len(kept) < len(p.batches)
-    log_start = (kept[0].base_offset if kept else p.high_watermark) if dropped else p.log_start_offset
-    state = {f.name: getattr(p, f.name) for f in dataclasses.fields(Partition)
-             if f.name not in ("topic", "batches", "leo", "replica_epoch")}
-    state.update(
-        log_start_offset=max(log_start, p.log_start_offset),
-        leo={str(r): v for r, v in p.leo.items()},
-        replica_epoch={str(r): v for r, v in p.replica_epoch.items()},
-        batches=[{"base_offset": b.base_offset, "last_offset": b.last_offset,
-                  "max_timestamp": b.max_timestamp, "data": base64.b64encode(b.data).decode()}
-                 for b in kept],
-    )
-    return state
+    return kept
+
+
+def write(state: dict, data_dir: str | os.PathLike, pausable: bool = True) -> Path:
+    """Write a `state_of` result to `data_dir/sandbox-state.json`: a temp file, fsynced, renamed
+    over the old one, directory fsynced. A crash at any point leaves the old file or the new.
+    `pausable`: tests may hold this save (see `pause_for_tests`)."""
+    directory = Path(data_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / STATE_FILE
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(state, f, separators=(",", ":"), default=_encode_batch)
+            f.flush()
+            os.fsync(f.fileno())
+        if pausable:
+            pause_for_tests()
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    fsync_dir(directory)
+    return target
+
+
+def save(cluster: Cluster, data_dir: str | os.PathLike, journal_seq: int = 0) -> Path:
+    return write(state_of(cluster, journal_seq), data_dir)
+
+
+def _encode_batch(b: object) -> dict:
+    if not isinstance(b, Batch):
+        raise TypeError(f"cannot save {type(b).__name__}")
+    return {"base_offset": b.base_offset, "last_offset": b.last_offset,
+            "max_timestamp": b.max_timestamp, "data": base64.b64encode(b.data).decode()}
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new file in `directory` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+PAUSE_ENV = "KAFKA_SHELL_SANDBOX_SAVE_PAUSE"
+
+
+def pause_for_tests() -> None:
+    """Tests set KAFKA_SHELL_SANDBOX_SAVE_PAUSE=seconds to hold compactions and the save at stop
+    between the temp file and the rename, so they can kill or interrupt the process there."""
+    seconds = os.environ.get(PAUSE_ENV)
+    if seconds:
+        import time
+        time.sleep(float(seconds))
+
+
+def remove_temp_files(data_dir: str | os.PathLike) -> list[Path]:
+    """Delete temp files that saves killed before their rename left behind."""
+    removed = []
+    for path in Path(data_dir).glob(f"{TEMP_PREFIX}*{TEMP_SUFFIX}"):
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+# -- reading ----------------------------------------------------------------------------------
 
 
 def load(data_dir: str | os.PathLike) -> Cluster | None:
     """The saved cluster, or None when `data_dir` holds no state yet."""
+    loaded = load_state(data_dir)
+    return loaded[0] if loaded else None
+
+
+def load_state(data_dir: str | os.PathLike) -> tuple[Cluster, int] | None:
+    """The saved cluster and the first journal to replay on it; None when there is no state."""
     path = Path(data_dir) / STATE_FILE
     if not path.exists():
         return None
     try:
-        state = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
+        state = json.loads(path.read_bytes())
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise StateError(f"{path} is not valid JSON ({exc}): move it away to start afresh") from None
-    if state.get("version") not in READABLE_VERSIONS:
-        raise StateError(f"{path} has format version {state.get('version')!r}; this sandbox reads "
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc.strerror}") from None
+    check = Checker(path)
+    if not isinstance(state, dict):
+        raise StateError(f"{path}: the state must be a JSON object")
+    version = state.get("version")
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        raise StateError(f"{path} has format version {version!r}; this sandbox reads "
                          f"versions {', '.join(map(str, READABLE_VERSIONS))}")
-    brokers = {b["id"]: Broker(id=b["id"], host=b["host"], port=b["port"], rack=b["rack"],
-                               epoch=b["epoch"] + 1, configs=b["configs"])  # a restart bumps the epoch
-               for b in state["brokers"]}
-    cluster = Cluster(cluster_id=state["cluster_id"], brokers=brokers,
-                      controller_id=state["controller_id"], controller_epoch=state["controller_epoch"],
-                      cluster_configs=state["cluster_configs"], mode=state.get("mode", ZK),
-                      controllers={c["id"]: Controller(id=c["id"], host=c["host"], port=c["port"],
-                                                       configs=c["configs"])
-                                   for c in state.get("controllers", [])})
-    for t in state["topics"]:
-        cluster.topics[t["name"]] = Topic(
-            name=t["name"], id=uuid.UUID(t["id"]), internal=t["internal"], configs=t["configs"],
-            partitions=[_partition(t["name"], p) for p in t["partitions"]])
-    return cluster
+    if version == 1:  # before the KRaft mode: the zk-mode cluster it was
+        state = {**state, "mode": ZK, "controllers": []}
+    seq = check.integer(state.get("journal", 0), "journal", low=0)
+    cluster = cluster_from_meta(check, state)
+    topics = check.array(state.get("topics"), "topics")
+    for i, ts in enumerate(topics):
+        t = topic_from_meta(check, ts, f"topics[{i}]", cluster, with_batches=True)
+        if t.name in cluster.topics:
+            raise StateError(f"{path}: topic {t.name!r} appears twice")
+        cluster.topics[t.name] = t
+    return cluster, seq
 
 
-def _partition(topic: str, state: dict) -> Partition:
-    fields = dict(state)
-    fields["leo"] = {int(r): v for r, v in state["leo"].items()}
-    fields["replica_epoch"] = {int(r): v for r, v in state["replica_epoch"].items()}
-    fields["batches"] = [Batch(b["base_offset"], b["last_offset"], b["max_timestamp"],
-                               base64.b64decode(b["data"])) for b in state["batches"]]
-    return Partition(topic=topic, **fields)
+def cluster_from_meta(check: Checker, state: dict) -> Cluster:
+    """A cluster without topics from `cluster_meta`'s dict (brokers' epochs bumped: a restart)."""
+    mode = state.get("mode")
+    if not isinstance(mode, str) or mode not in MODES:
+        raise check.fail("mode", " or ".join(f'"{m}"' for m in MODES))
+    brokers: dict[int, Broker] = {}
+    for i, bs in enumerate(check.array(state.get("brokers"), "brokers")):
+        where = f"brokers[{i}]"
+        bs = check.mapping(bs, where)
+        b = Broker(id=check.integer(bs.get("id"), f"{where}.id", low=0),
+                   host=check.text(bs.get("host"), f"{where}.host"),
+                   port=check.integer(bs.get("port"), f"{where}.port", low=0, high=65535),
+                   rack=check.optional_text(bs.get("rack"), f"{where}.rack"),
+                   epoch=check.integer(bs.get("epoch"), f"{where}.epoch", low=0) + 1,
+                   configs=check.str_map(bs.get("configs"), f"{where}.configs"))
+        if b.id in brokers:
+            raise StateError(f"{check.path}: broker {b.id} appears twice")
+        brokers[b.id] = b
+    if not brokers:
+        raise StateError(f"{check.path}: brokers must list at least one broker")
+    controllers: dict[int, Controller] = {}
+    for i, cs in enumerate(check.array(state.get("controllers"), "controllers")):
+        where = f"controllers[{i}]"
+        cs = check.mapping(cs, where)
+        c = Controller(id=check.integer(cs.get("id"), f"{where}.id", low=0),
+                       host=check.text(cs.get("host"), f"{where}.host"),
+                       port=check.integer(cs.get("port"), f"{where}.port", low=0, high=65535),
+                       configs=check.str_map(cs.get("configs"), f"{where}.configs"))
+        if c.id in controllers or c.id in brokers:
+            raise StateError(f"{check.path}: node id {c.id} appears twice (controllers[{i}].id)")
+        controllers[c.id] = c
+    if mode == KRAFT and not controllers:
+        raise StateError(f"{check.path}: controllers must list at least one controller in KRaft mode")
+    if mode == ZK and controllers:
+        raise check.fail("controllers", "empty in zk mode (its controller is a broker)")
+    # The active controller: a voter in KRaft mode, a broker in zk mode.
+    candidates, kind = (controllers, "controllers") if mode == KRAFT else (brokers, "brokers")
+    controller = check.integer(state.get("controller_id"), "controller_id", low=-1)
+    if controller != -1 and controller not in candidates:
+        raise check.fail("controller_id", f"-1 or one of the {kind} ({sorted(candidates)})")
+    control_port = state.get("control_port")
+    if control_port is not None:
+        control_port = check.integer(control_port, "control_port", low=0, high=65535)
+    _check_ports_differ(check, brokers, controllers, control_port)
+    return Cluster(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers=brokers,
+                   controller_id=controller,
+                   controller_epoch=check.integer(state.get("controller_epoch"), "controller_epoch", low=0),
+                   cluster_configs=check.str_map(state.get("cluster_configs"), "cluster_configs"),
+                   mode=mode, controllers=controllers, control_port=control_port)
+
+
+def _check_ports_differ(check: Checker, brokers: dict[int, Broker], controllers: dict[int, Controller],
+                        control_port: int | None) -> None:
+    """Two listeners cannot share a port (0 means a free one, chosen at start)."""
+    listeners = [*((f"brokers[{i}].port", b.port) for i, b in enumerate(brokers.values())),
+                 *((f"controllers[{i}].port", c.port) for i, c in enumerate(controllers.values())),
+                 ("control_port", control_port)]
+    seen: dict[int, str] = {}
+    for where, port in listeners:
+        if port:
+            if port in seen:
+                raise check.fail(where, f"a port no other listener has ({seen[port]} is {port} too)")
+            seen[port] = where
+
+
+def topic_from_meta(check: Checker, state: object, where: str, cluster: Cluster,
+                    with_batches: bool) -> Topic:
+    """A topic from `topic_meta`'s dict (plus batches when `with_batches`), checked."""
+    ts = check.mapping(state, where)
+    name = check.text(ts.get("name"), f"{where}.name")
+    partitions = [partition_from_meta(check, ps, f"{where}.partitions[{i}]", name, i, cluster,
+                                      with_batches)
+                  for i, ps in enumerate(check.array(ts.get("partitions"), f"{where}.partitions"))]
+    return Topic(name=name, id=check.uuid_of(ts.get("id"), f"{where}.id"), partitions=partitions,
+                 configs=check.str_map(ts.get("configs"), f"{where}.configs"),
+                 internal=check.flag(ts.get("internal"), f"{where}.internal"))
+
+
+def partition_from_meta(check: Checker, state: object, where: str, topic: str, index: int,
+                        cluster: Cluster, with_batches: bool) -> Partition:
+    ps = check.mapping(state, where)
+    fields = check_partition_meta(check, ps, where, cluster)
+    if fields["index"] != index:
+        raise StateError(f"{check.path}: {where}.index is {fields['index']}, expected {index}")
+    p = Partition(topic=topic, **fields)
+    if with_batches:
+        p.batches = [check.batch(b, f"{where}.batches[{i}]")
+                     for i, b in enumerate(check.array(ps.get("batches"), f"{where}.batches"))]
+    return p
+
+
+def check_partition_meta(check: Checker, ps: dict, where: str, cluster: Cluster) -> dict:
+    """The Partition fields (but topic and batches) of a `partition_meta` dict, checked."""
+    out: dict = {"index": check.integer(ps.get("index"), f"{where}.index", low=0)}
+    for key in ("replicas", "isr", "elr", "last_known_elr", "adding", "removing"):
+        out[key] = check.int_list(ps.get(key), f"{where}.{key}")
+    for key in ("leader_epoch", "partition_epoch", "log_start_offset", "high_watermark"):
+        out[key] = check.integer(ps.get(key), f"{where}.{key}", low=0)
+    out["leader"] = check.integer(ps.get("leader"), f"{where}.leader", low=-1)
+    out["leo"] = check.int_map(ps.get("leo"), f"{where}.leo")
+    out["replica_epoch"] = check.int_map(ps.get("replica_epoch"), f"{where}.replica_epoch")
+    replicas = out["replicas"]
+    if not replicas or len(set(replicas)) < len(replicas) or any(r not in cluster.brokers for r in replicas):
+        raise check.fail(f"{where}.replicas", f"distinct ids of known brokers ({sorted(cluster.brokers)})")
+    for key in ("isr", "elr", "last_known_elr", "adding", "removing", "leo", "replica_epoch"):
+        if any(r not in replicas for r in out[key]):
+            raise check.fail(f"{where}.{key}", f"about its replicas ({replicas}) only")
+    if out["leader"] != -1 and out["leader"] not in replicas:
+        raise check.fail(f"{where}.leader", f"-1 or one of its replicas ({replicas})")
+    return out
+
+
+class Checker:
+    """Type checks of values read from `path`; each failure is a StateError naming the file and
+    the field (`brokers[0].port must be an integer in 0..65535`)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, where: str, what: str) -> StateError:
+        return StateError(f"{self.path}: {where} must be {what}")
+
+    def integer(self, v: object, where: str, low: int | None = None, high: int | None = None) -> int:
+        if not isinstance(v, int) or isinstance(v, bool) or (low is not None and v < low) \
+                or (high is not None and v > high) or abs(v) >= 2**63:
+            span = f" in {low}..{high}" if high is not None else f" >= {low}" if low is not None else ""
+            raise self.fail(where, f"an integer{span}")
+        return v
+
+    def text(self, v: object, where: str) -> str:
+        if not isinstance(v, str):
+            raise self.fail(where, "a string")
+        return v
+
+    def optional_text(self, v: object, where: str) -> str | None:
+        return None if v is None else self.text(v, where)
+
+    def flag(self, v: object, where: str) -> bool:
+        if not isinstance(v, bool):
+            raise self.fail(where, "true or false")
+        return v
+
+    def mapping(self, v: object, where: str) -> dict:
+        if not isinstance(v, dict):
+            raise self.fail(where, "an object")
+        return v
+
+    def array(self, v: object, where: str) -> list:
+        if not isinstance(v, list):
+            raise self.fail(where, "a list")
+        return v
+
+    def str_map(self, v: object, where: str) -> dict[str, str]:
+        if not isinstance(v, dict) or not all(isinstance(x, str) for x in v.values()):
+            raise self.fail(where, "an object of string values")
+        return dict(v)
+
+    def int_map(self, v: object, where: str) -> dict[int, int]:
+        if not isinstance(v, dict) or not all(k.isdigit() for k in v):
+            raise self.fail(where, "an object from broker ids to integers")
+        return {int(k): self.integer(x, f"{where}.{k}", low=0) for k, x in v.items()}
+
+    def int_list(self, v: object, where: str) -> list[int]:
+        return [self.integer(x, f"{where}[{i}]", low=0) for i, x in enumerate(self.array(v, where))]
+
+    def uuid_of(self, v: object, where: str) -> uuid.UUID:
+        try:
+            return uuid.UUID(self.text(v, where))
+        except ValueError:
+            raise self.fail(where, "a UUID") from None
+
+    def batch(self, v: object, where: str) -> Batch:
+        bs = self.mapping(v, where)
+        try:
+            data = base64.b64decode(self.text(bs.get("data"), f"{where}.data"), validate=True)
+        except (binascii.Error, ValueError):
+            raise self.fail(f"{where}.data", "base64") from None
+        return Batch(self.integer(bs.get("base_offset"), f"{where}.base_offset", low=0),
+                     self.integer(bs.get("last_offset"), f"{where}.last_offset", low=0),
+                     self.integer(bs.get("max_timestamp"), f"{where}.max_timestamp"), data)
+
+
+# -- arguments against the saved cluster -------------------------------------------------------
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_arguments(cluster: Cluster, path: Path, brokers: int | None, mode: str | None,
+                    controllers: int | None, port_base: int | None, listen: str | None) -> None:
+    """A saved cluster wins over the arguments, so arguments that disagree with it are errors
+    (not silently ignored); without `listen` (which then replaces the saved hosts) it serves
+    on loopback only."""
+    saved = sorted(cluster.brokers.values(), key=lambda b: b.id)
+    voters = sorted(cluster.controllers.values(), key=lambda c: c.id)
+    nodes: list[Broker | Controller] = [*saved, *voters]
+    # In `port_base` order: brokers, then controllers, then the control endpoint.
+    ports = [n.port for n in nodes]
+    ports += [cluster.control_port] if cluster.control_port is not None else []
+    span = f"port {ports[0]}" if len(ports) == 1 else f"ports {ports[0]}-{ports[-1]}" \
+        if ports == list(range(ports[0], ports[0] + len(ports))) else "ports " + ",".join(map(str, ports))
+    shape = (f"KRaft cluster with {len(voters)} controller{'s' if len(voters) != 1 else ''}"
+             if cluster.kraft else "zk-mode cluster")
+    holds = f"{path.parent} holds a {len(saved)}-broker {shape} on {span}"
+    fix = "use another --data-dir"
+    for option, given, kept in (("--brokers", brokers, len(saved)), ("--mode", mode, cluster.mode),
+                                ("--controllers", controllers, len(voters))):
+        if given is not None and given != kept:
+            raise StateError(f"{holds}; {option} {given} does not match: drop {option} or {fix}")
+    if port_base is not None and ports != list(range(port_base, port_base + len(ports))):
+        raise StateError(f"{holds}; --port-base {port_base} does not match: drop --port-base or {fix}")
+    if listen is None:
+        for n in nodes:
+            if not is_loopback(n.host):
+                role = "broker" if isinstance(n, Broker) else "controller"
+                raise StateError(f"{path}: {role} {n.id} listens on {n.host}, not a loopback address: "
+                                 f"pass --listen {n.host} to serve there, or {fix}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import os
 import random
 import socket
 import threading
@@ -18,14 +19,15 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
-from kafka_shell.sandbox import configs, control, handlers, persist, replication
-from kafka_shell.sandbox.model import KRAFT, MODES, Broker, Cluster, Controller
+from kafka_shell.sandbox import configs, control, handlers, journal, persist, replication
+from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Broker, Cluster, Controller
 
 log = logging.getLogger("kafka_shell.sandbox")
 
@@ -427,52 +429,75 @@ def _bind(host: str, port: int) -> socket.socket:
 class Sandbox:
     """An embedded Kafka cluster. Use as a context manager, or start() / stop()."""
 
-    def __init__(self, brokers: int = 3, port_base: int | None = None,
-                 racks: list[str] | None = None, host: str = "127.0.0.1",
+    def __init__(self, brokers: int | None = None, port_base: int | None = None,
+                 racks: list[str] | None = None, host: str | None = None,
                  cluster_id: str | None = None, configs: dict[str, str] | None = None,
-                 data_dir: str | None = None, mode: str = KRAFT, controllers: int = 1,
-                 serve_control: bool = False):
-        """`mode`: "kraft" (controllers of their own, `controllers` voters with ids 100, 101...,
-        see `controller_id_base`) or "zk" (the controller is a broker). Ports: free ones, or
-        from `port_base`: brokers first, then controllers, then the control listener.
-        `serve_control`: serve the control endpoint (`sandbox.control`) for other processes."""
+                 data_dir: str | None = None, mode: str | None = None,
+                 controllers: int | None = None, serve_control: bool = False):
+        """`brokers` (default 3). `mode`: "kraft" (the default: `controllers` voters of their own,
+        default 1, with ids 100, 101..., see `controller_id_base`) or "zk" (the controller is a
+        broker). Ports: free ones, or from `port_base`: brokers first, then controllers, then the
+        control listener. `host`: the listen address (default 127.0.0.1). `serve_control`: serve
+        the control endpoint (`sandbox.control`) for other processes. A cluster kept in
+        `data_dir` comes back as it was: `brokers`, `mode`, `controllers`, `port_base` and `host`
+        must match it (persist.StateError otherwise)."""
+        if mode is not None and mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}: use kraft or zk")
+        if mode == ZK and controllers is not None:
+            raise ValueError("a zk-mode sandbox has no controller quorum (its controller is a broker)")
+        saved = journal.recover(data_dir) if data_dir else None
+        if saved is not None:
+            persist.check_arguments(saved[0], Path(data_dir) / persist.STATE_FILE,  # type: ignore[arg-type]
+                                    brokers, mode, controllers, port_base, host)
+        brokers = 3 if brokers is None else brokers
+        mode = KRAFT if mode is None else mode
+        controllers = 1 if controllers is None else controllers
         if brokers < 1:
             raise ValueError("a sandbox needs at least one broker")
         if racks and len(racks) not in (1, brokers):
             raise ValueError(f"--racks needs one rack or {brokers} racks, got {len(racks)}")
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}: use kraft or zk")
         if mode == KRAFT and controllers < 1:
             raise ValueError("a KRaft sandbox needs at least one controller")
         voters = controllers if mode == KRAFT else 0
         base = controller_id_base(brokers)
+        listen = host or "127.0.0.1"
         self.cluster = Cluster(
             cluster_id=cluster_id or _cluster_id(),
             brokers={
-                i: Broker(id=i, host=host, port=(port_base + i - 1) if port_base else 0,
+                i: Broker(id=i, host=listen, port=(port_base + i - 1) if port_base else 0,
                           rack=(racks[(i - 1) % len(racks)] if racks else None))
                 for i in range(1, brokers + 1)
             },
             cluster_configs=dict(configs or {}),
             mode=mode,
             controllers={
-                base + k: Controller(id=base + k, host=host,
+                base + k: Controller(id=base + k, host=listen,
                                      port=(port_base + brokers + k) if port_base else 0)
                 for k in range(voters)
             },
         )
         self.data_dir = data_dir
-        saved = persist.load(data_dir) if data_dir else None
+        self.journal: journal.Journal | None = None
+        self._journal_seq = 0
         if saved is not None:
-            # A kept cluster comes back as it was (its mode, nodes, ports and racks win over arguments).
-            self.cluster = saved
+            # A kept cluster comes back as it was (its mode, nodes, ports and racks).
+            self.cluster, self._journal_seq = saved
+            nodes: list[Broker | Controller] = [*self.cluster.brokers.values(),
+                                                *self.cluster.controllers.values()]
+            for n in nodes:
+                n.host = host or n.host
         self.handlers = handlers.load()
         self._servers = {i: _BrokerServer(self, b) for i, b in self.cluster.brokers.items()}
         self._controller_servers = {i: _BrokerServer(self, c) for i, c in self.cluster.controllers.items()}
         self._control_server: _BrokerServer | None = None
         if serve_control:
-            control_port = (port_base + brokers + voters) if port_base else 0
-            self._control_server = _BrokerServer(self, control.ControlNode(host=host, port=control_port))
+            c = self.cluster
+            # Where it was (a kept cluster), else after the brokers and controllers.
+            control_port = c.control_port if c.control_port is not None else \
+                (port_base + len(c.brokers) + len(c.controllers)) if port_base else 0
+            nodes_host = next(iter(c.brokers.values())).host  # served where the nodes are
+            self._control_server = _BrokerServer(self, control.ControlNode(host=nodes_host,
+                                                                           port=control_port))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._background: set[asyncio.Task] = set()
@@ -486,18 +511,24 @@ class Sandbox:
         return servers + ([self._control_server] if self._control_server else [])
 
     def start(self) -> Sandbox:
-        # Bind every port up front, in this thread, so a taken port fails start() at once.
+        lock = journal.lock(self.data_dir) if self.data_dir else None
         servers = self._all_servers()
-        socks = []
+        socks: list[socket.socket] = []
         try:
+            # Bind every port up front, in this thread, so a taken port fails start() at once.
             for server in servers:
                 socks.append(_bind(server.broker.host, server.broker.port))
-        except OSError:
+                server.broker.port = socks[-1].getsockname()[1]
+            if self._control_server is not None:
+                self.cluster.control_port = self._control_server.broker.port
+            if lock is not None and self.data_dir:
+                self.journal = journal.Journal.open(self.cluster, self.data_dir, self._journal_seq, lock)
+        except BaseException:
             for sock in socks:
                 sock.close()
+            if lock is not None:
+                os.close(lock)
             raise
-        for server, sock in zip(servers, socks):
-            server.broker.port = sock.getsockname()[1]
         ready = threading.Event()
         self._loop = asyncio.new_event_loop()
 
@@ -506,6 +537,8 @@ class Sandbox:
             for server, sock in zip(servers, socks):
                 self._loop.run_until_complete(server.listen(sock))
             replication.elect_controller(self.cluster)
+            if self.journal is not None:
+                self.spawn(self.journal.run_periodic())
             ready.set()
             self._loop.run_forever()
 
@@ -517,9 +550,6 @@ class Sandbox:
     def stop(self) -> None:
         if self._loop is None:
             return
-
-        if self.data_dir:
-            self.call(persist.save, self.cluster, self.data_dir)
 
         async def shutdown() -> None:
             for t in list(self._background):
@@ -533,6 +563,10 @@ class Sandbox:
             await asyncio.gather(*tasks, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(5)
+        if self.journal is not None:
+            # Served no more: write the whole state (no time limit: a big state takes a while).
+            asyncio.run_coroutine_threadsafe(self.journal.close(), self._loop).result()
+            self.journal = None
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)  # type: ignore[union-attr]
         self._loop.close()
@@ -613,6 +647,8 @@ class Sandbox:
             result = fn(*args)
             if asyncio.iscoroutine(result):
                 result = await result
+            if self.journal is not None:
+                await self.journal.sync()  # a fault injected or a state set is kept like a request's
             return result
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(30)  # type: ignore[arg-type]
@@ -796,6 +832,8 @@ class Sandbox:
         result = api.handler(ctx)
         if asyncio.iscoroutine(result):
             result = await result
+        if self.journal is not None:
+            await self.journal.sync()  # what this answer acknowledges is on disk first
         if result is None:
             return None  # e.g. Produce with acks=0
         if ctx.forwarded is False:

@@ -3,6 +3,7 @@ DescribeQuorum and DescribeCluster on both listeners, the controller quorum's fa
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
 
@@ -258,19 +259,21 @@ def test_preferred_controller_picks_among_the_voters(three_voters):
 def test_data_dir_keeps_the_mode_and_the_controllers(tmp_path):
     with Sandbox(brokers=2, controllers=2, data_dir=str(tmp_path)) as sb:
         ports = sb.bootstrap_controllers
-    with Sandbox(brokers=5, mode="zk", data_dir=str(tmp_path)) as sb:  # the kept cluster wins
+    # The kept cluster wins, so arguments that disagree with it are errors, not ignored.
+    with pytest.raises(persist.StateError, match="--mode zk does not match: drop --mode"):
+        Sandbox(mode="zk", data_dir=str(tmp_path))
+    with Sandbox(data_dir=str(tmp_path)) as sb:
         assert (sb.mode, sb.controller_ids, sb.bootstrap_controllers) == ("kraft", [100, 101], ports)
         assert sb.active_controller in (100, 101)
-    # A state file from before the KRaft mode loads as the zk-mode cluster it was.
-    state = persist.STATE_FILE
-    old = (tmp_path / state).read_text().replace('"version":2', '"version":1')
-    (tmp_path / state).write_text(old.replace('"mode":"kraft"', '"mode":"x"').replace('"mode":"x",', ""))
-    import json
-    data = json.loads((tmp_path / state).read_text())
-    data.pop("controllers")
-    (tmp_path / state).write_text(json.dumps(data))
+    # A state file from before the KRaft mode (no mode, no controllers, a broker as controller)
+    # loads as the zk-mode cluster it was.
+    data = json.loads((tmp_path / persist.STATE_FILE).read_text())
+    for key in ("mode", "controllers", "control_port"):
+        data.pop(key)
+    data.update(version=1, controller_id=1)
+    (tmp_path / persist.STATE_FILE).write_text(json.dumps(data))
     loaded = persist.load(tmp_path)
-    assert loaded is not None and (loaded.mode, loaded.controllers) == ("zk", {})
+    assert loaded is not None and (loaded.mode, loaded.controllers, loaded.controller_id) == ("zk", {}, 1)
 
 
 def test_admin_client_on_a_kraft_sandbox_sees_brokers_only():
