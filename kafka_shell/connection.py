@@ -310,9 +310,11 @@ class ConnectionManager:
         """librdkafka keeps routing to the controller of its last Metadata answer (refreshed
         every few minutes); a one-topic Metadata request makes it learn the new one now."""
         from confluent_kafka import KafkaException
-        topic = next(iter(self.snapshot.topics), "__consumer_offsets")
+        # A topic the cache knows keeps the request small; naming one that does not exist could
+        # make a broker with auto.create.topics.enable create it, so without one ask for all.
+        topic = next(iter(self.snapshot.topics), None)
         try:
-            self.admin.list_topics(topic=topic, timeout=left(deadline))
+            self.admin.list_topics(**({"topic": topic} if topic else {}), timeout=left(deadline))
         except KafkaException as exc:
             log.debug("AdminClient metadata refresh failed: %s", exc)
 

@@ -65,7 +65,7 @@ def test_inspection_bad_input(sandbox, line, code, needles):
 @pytest.fixture
 def quorum3(sandbox_mode):
     """Three KRaft voters (100-102) and brokers 1-3, or in zk mode a 3-broker cluster."""
-    with Sandbox(brokers=3, controllers=3, mode=sandbox_mode) as sb:
+    with Sandbox(brokers=3, mode=sandbox_mode, **({"controllers": 3} if sandbox_mode == "kraft" else {})) as sb:
         yield sb
 
 
