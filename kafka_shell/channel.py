@@ -75,10 +75,9 @@ class Channel:
         if mechanism is not None and mechanism != "PLAIN" and mechanism not in SCRAM_HASHES:
             # Checked before connecting: nothing is sent when we could not finish the login.
             raise NotSupported(
-                f"The direct channel cannot do SASL mechanism {mechanism}; it does PLAIN, "
-                "SCRAM-SHA-256 and SCRAM-SHA-512. Commands served by the AdminClient still work; "
-                "those needing the direct channel (e.g. elect with designated leaders, "
-                "replica log info) do not with this setting.")
+                f"kafka-shell cannot log in with SASL mechanism {mechanism} (it does PLAIN, "
+                "SCRAM-SHA-256 and SCRAM-SHA-512): every command reads the cluster through its "
+                "own connection, so none works with this setting.")
         deadline = time.monotonic() + timeout_s
         self._sock = self._open(security, deadline)
         try:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from kafka_shell.channel import Channel, ConnectionLost, ConnectionRefused
+from kafka_shell.channel import Channel, ConnectionLost, ConnectionRefused, MalformedAnswer
 from kafka_shell.codes import ApiKey, Error, ResourceType
 from kafka_shell.errors import ClusterUnreachable, KafkaCallError, UsageError
 from kafka_shell.metadata import KRAFT, NO_CONTROLLER, ZOOKEEPER, BrokerInfo, ControllerInfo
@@ -85,11 +85,11 @@ class Router:
     def broker_channel(self, broker: BrokerInfo, deadline: float) -> Channel:
         return self.channel(broker.host, broker.port, deadline, f"broker {broker.id} at {broker.address}")
 
-    def drop(self, channel: Channel) -> None:
+    def _drop_address(self, host: str, port: int) -> None:
         with self._lock:
-            if self._channels.get((channel.host, channel.port)) is channel:
-                del self._channels[(channel.host, channel.port)]
-        channel.close()
+            ch = self._channels.pop((host, port), None)
+        if ch is not None:
+            ch.close()
 
     def close(self) -> None:
         with self._lock:
@@ -114,33 +114,34 @@ class Router:
     def from_any_broker(self, fn: Callable[[Channel], T], deadline: float) -> T:
         """fn(channel) on the first broker that answers: open connections first, then known
         brokers, then the bootstrap list; retried with backoff until the deadline. When every
-        address refused the connection at once, that is said at once."""
+        address refused the connection, or answered with bytes that are no Kafka message, that
+        is said at once: waiting would not change it."""
         backoff = INITIAL_BACKOFF_S
         reasons: dict[str, str] = {}
         while True:
-            refused = []
+            refused, malformed = [], []
             candidates = self._candidates()
             for host, port in candidates:
                 try:
                     ch = self.channel(host, port, deadline)
+                    return fn(ch)
                 except ConnectionRefused as exc:
                     refused.append(f"{host}:{port}")
                     reasons[f"{host}:{port}"] = str(exc)
-                    continue
+                except MalformedAnswer as exc:
+                    malformed.append(str(exc))
+                    reasons[f"{host}:{port}"] = str(exc)
                 except ConnectionLost as exc:
                     reasons[f"{host}:{port}"] = str(exc)
-                    continue
-                try:
-                    return fn(ch)
-                except ConnectionLost as exc:
-                    self.drop(ch)
-                    reasons[f"{host}:{port}"] = str(exc)
-                    log.debug("%s: %s", ch.name, exc)
+                    log.debug("%s:%s: %s", host, port, exc)
+                self._drop_address(host, port)
                 if time.monotonic() >= deadline:
                     break
             if len(refused) == len(candidates):
                 raise ClusterUnreachable(f"Cannot reach any broker of {self.bootstrap}: connection refused "
                                          f"by {', '.join(refused)} (check the address and that the brokers are up)")
+            if malformed and len(refused) + len(malformed) == len(candidates):
+                raise ClusterUnreachable(malformed[0])
             if time.monotonic() + backoff >= deadline:
                 last = f" (last: {list(reasons.values())[-1]})" if reasons else ""
                 raise ClusterUnreachable(unreachable_message(self.bootstrap, self.timeout_s) + last)
@@ -248,10 +249,7 @@ class Router:
                 return fn(ch)
             except ConnectionLost as exc:
                 reasons.append(str(exc))
-                with self._lock:
-                    stale = self._channels.pop((host, port), None)
-                if stale is not None:
-                    stale.close()
+                self._drop_address(host, port)
         raise ClusterUnreachable("Cannot reach any controller of the --bootstrap-controller list: "
                                  + "; ".join(reasons))
 

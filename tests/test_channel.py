@@ -274,8 +274,8 @@ def test_mechanisms_the_channel_lacks_are_named_before_connecting(mechanism):
     props = {"security.protocol": "SASL_SSL", "sasl.mechanisms": mechanism}
     with pytest.raises(NotSupported) as err:
         Channel("127.0.0.1", 1, props, timeout_s=1)  # port 1: proves nothing was attempted
-    assert f"cannot do SASL mechanism {mechanism}" in str(err.value)
-    assert "AdminClient still work" in str(err.value)
+    assert f"cannot log in with SASL mechanism {mechanism}" in str(err.value)
+    assert "none works with this setting" in str(err.value)
 
 
 def test_sasl_without_mechanism_means_gssapi_like_librdkafka():
