@@ -21,6 +21,7 @@ import time
 from typing import TYPE_CHECKING
 
 from kafka_shell import __version__, protocol
+from kafka_shell.codes import ApiKey, Error
 from kafka_shell.client_config import sasl_credentials, sasl_mechanism
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
 
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
     import ssl
 
 CLIENT_ID = "kafka-shell"
-SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 17, 18, 36
-UNSUPPORTED_VERSION, UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED = 35, 33, 58
 SECURITY_PROTOCOLS = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
 SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 
@@ -166,19 +165,19 @@ class Channel:
     def _negotiate_versions(self, deadline: float) -> dict[int, range]:
         """ApiVersions with our newest version; a broker that lacks it answers in v0 with its
         ApiVersions range, and we ask again with the newest version it has."""
-        version = protocol.kio_versions(API_VERSIONS).stop - 1
+        version = protocol.kio_versions(ApiKey.API_VERSIONS).stop - 1
         for _ in range(2):
-            cls = protocol.request_schema(API_VERSIONS, version)
+            cls = protocol.request_schema(ApiKey.API_VERSIONS, version)
             entity = protocol.build(cls, {"client_software_name": CLIENT_ID,
                                           "client_software_version": __version__})
             raw = self._roundtrip(entity, deadline)
             error = self._api_versions_error(raw)
-            if error == UNSUPPORTED_VERSION:
-                answer = self._decode(protocol.response_schema(API_VERSIONS, 0), raw)
+            if error == Error.unsupported_version:
+                answer = self._decode(protocol.response_schema(ApiKey.API_VERSIONS, 0), raw)
                 theirs = {k.api_key: k.max_version for k in answer.api_keys}  # type: ignore[attr-defined]
-                version = min(theirs.get(API_VERSIONS, 0), version)
+                version = min(theirs.get(ApiKey.API_VERSIONS, 0), version)
                 continue
-            answer = self._decode(protocol.response_schema(API_VERSIONS, version), raw)
+            answer = self._decode(protocol.response_schema(ApiKey.API_VERSIONS, version), raw)
             if answer.error_code:  # type: ignore[attr-defined]
                 raise KafkaCallError(f"Broker {self.address} refused ApiVersions "
                                      f"(error {int(answer.error_code)})", code=int(answer.error_code))  # type: ignore[attr-defined]
@@ -187,11 +186,11 @@ class Channel:
         raise NotSupported(f"Broker {self.address} and the shell share no ApiVersions version.")
 
     def _authenticate(self, mechanism: str) -> None:
-        handshake = self.request(SASL_HANDSHAKE, {"mechanism": mechanism}, version=1)
-        if handshake["error_code"] == UNSUPPORTED_SASL_MECHANISM:
+        handshake = self.request(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism}, version=1)
+        if handshake["error_code"] == Error.unsupported_sasl_mechanism:
             offered = ", ".join(handshake["mechanisms"]) or "none"
             raise KafkaCallError(f"Broker {self.address} does not enable SASL mechanism "
-                                 f"{mechanism} (it offers {offered}).", code=UNSUPPORTED_SASL_MECHANISM)
+                                 f"{mechanism} (it offers {offered}).", code=Error.unsupported_sasl_mechanism)
         if handshake["error_code"]:
             raise KafkaCallError(f"SASL handshake with {self.address} failed (error "
                                  f"{handshake['error_code']}).", code=handshake["error_code"])
@@ -208,7 +207,7 @@ class Channel:
         scram.verify(server_final)
 
     def _sasl_step(self, token: bytes) -> bytes:
-        answer = self.request(SASL_AUTHENTICATE, {"auth_bytes": token})
+        answer = self.request(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
         if answer["error_code"]:
             detail = answer.get("error_message") or "authentication failed"
             raise KafkaCallError(f"SASL authentication with {self.address} failed: {detail}",
@@ -360,7 +359,7 @@ class ScramClient:
         nonce, salt, iterations = attrs.get("r", ""), attrs.get("s"), attrs.get("i")
         if not nonce.startswith(self._nonce) or salt is None or iterations is None:
             raise KafkaCallError("SCRAM: the broker's first message is invalid (nonce, salt or "
-                                 "iteration count missing).", code=SASL_AUTHENTICATION_FAILED)
+                                 "iteration count missing).", code=Error.sasl_authentication_failed)
         salted = hashlib.pbkdf2_hmac(self.hash_name, self._password, base64.b64decode(salt), int(iterations))
         client_key = self._hmac(salted, b"Client Key")
         stored_key = hashlib.new(self.hash_name, client_key).digest()
@@ -374,10 +373,10 @@ class ScramClient:
     def verify(self, server_final: bytes) -> None:
         attrs = _scram_attributes(server_final.decode())
         if "e" in attrs:
-            raise KafkaCallError(f"SCRAM authentication failed: {attrs['e']}", code=SASL_AUTHENTICATION_FAILED)
+            raise KafkaCallError(f"SCRAM authentication failed: {attrs['e']}", code=Error.sasl_authentication_failed)
         if not hmac.compare_digest(base64.b64decode(attrs.get("v", "")), self._server_signature):
             raise KafkaCallError("SCRAM: the broker's signature is wrong (it does not know the "
-                                 "password); not trusting it.", code=SASL_AUTHENTICATION_FAILED)
+                                 "password); not trusting it.", code=Error.sasl_authentication_failed)
 
     def _hmac(self, key: bytes, msg: bytes) -> bytes:
         return hmac.new(key, msg, self.hash_name).digest()
