@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,7 +135,8 @@ def _store(cmd: Command, opt: Option, values: dict[str, Any], value: Any) -> Non
         values[opt.dest] = value
 
 
-TYPE_NAMES = {int: "an integer", float: "a number", str: "text"}
+# Keyed by an option's converter (`Option.type`).
+TYPE_NAMES: dict[Callable[[str], Any], str] = {int: "an integer", float: "a number", str: "text"}
 
 
 def _convert(cmd: Command, opt: Option, raw: str) -> Any:
@@ -188,7 +190,8 @@ def _metavar(opt: Option) -> str:
         return opt.metavar
     if opt.choices:
         return "|".join(opt.choices)
-    return {int: "INT", float: "NUM"}.get(opt.type, opt.dest.upper())
+    metavars: dict[Callable[[str], Any], str] = {int: "INT", float: "NUM"}
+    return metavars.get(opt.type, opt.dest.upper())
 
 
 def usage(cmd: Command) -> str:

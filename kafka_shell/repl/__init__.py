@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from prompt_toolkit.history import History
+
     from kafka_shell.session import Session
 
 
-def run_repl(session: Session, **kw: object) -> int:
+def run_repl(session: Session, input: Any = None, output: Any = None,
+             history: History | None = None) -> int:
     """Run the REPL on `session` until Ctrl-D, `exit` or `quit`; return the exit code (0).
-    `kw` (input, output, history) lets tests drive it through a pipe."""
+    `input`, `output` and `history` (prompt_toolkit's) let tests drive it through a pipe."""
     from kafka_shell.repl.app import Repl
-    return Repl(session, **kw).run()
+    return Repl(session, input=input, output=output, history=history).run()

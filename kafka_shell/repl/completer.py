@@ -59,7 +59,9 @@ class KafkaCompleter(Completer):
         match suggestion:
             case s.CommandName():
                 for name in starting_with(self.commands, prefix):
-                    yield name, self.registry.get(name).help
+                    cmd = self.registry.get(name)
+                    assert cmd is not None, "self.commands are the registry's own names"
+                    yield name, cmd.help
             case s.OptionName(command, exclude):
                 yield from self._options(command, exclude, prefix)
             case s.Topic():
@@ -71,10 +73,10 @@ class KafkaCompleter(Completer):
             case s.Group():
                 for name in starting_with(self.groups, prefix):
                     yield name, "group"
-            case s.ConfigKey(entity, suffix):
+            case s.ConfigKey(entity, suffix) if entity is not None:  # None: a type with no known keys
                 for key in starting_with(config_keys.keys(entity), prefix):
                     yield key + suffix, config_keys.describe(entity, key)
-            case s.ConfigValue(entity, key):
+            case s.ConfigValue(entity, key) if entity is not None:
                 yield from _prefixed(config_keys.values(entity, key), prefix, key)
             case s.Choice(choices):
                 yield from _prefixed(choices, prefix, "")
@@ -89,6 +91,7 @@ class KafkaCompleter(Completer):
 
     def _options(self, command: str, exclude: frozenset[str], prefix: str) -> Iterator[tuple[str, str]]:
         cmd = self.registry.get(command)
+        assert cmd is not None, "OptionName names a registered command"
         # "part" finds --partitions too: users often skip the dashes.
         bare = prefix.lstrip("-")
         for o in cmd.options:

@@ -323,6 +323,7 @@ class Coordinator:
         err = self._member_error(g, member_id, generation)
         if err:
             return _error(err)
+        assert g is not None, "_member_error reports a missing group"
         if (protocol_type and protocol_type != g.protocol_type) or \
                 (protocol_name and protocol_name != g.protocol_name):
             return _error(ErrorCode.inconsistent_group_protocol)
@@ -351,6 +352,7 @@ class Coordinator:
         err = self._member_error(g, member_id, generation)
         if err:
             return err
+        assert g is not None, "_member_error reports a missing group"
         self._heartbeat(g, g.members[member_id])
         return ErrorCode.rebalance_in_progress if g.state == PREPARING else 0
 
@@ -363,7 +365,7 @@ class Coordinator:
             if g is not None and member_id in g.pending:
                 g.pending.pop(member_id).cancel()
                 out.append(0)
-            elif m is None:
+            elif g is None or m is None:
                 out.append(ErrorCode.unknown_member_id)
             else:
                 self._remove(g, m, rebalance=True)

@@ -71,11 +71,11 @@ def split_batches(data: bytes) -> list[bytearray]:
     return out
 
 
-def codec_of(batch: bytes) -> int:
+def codec_of(batch: bytes | bytearray) -> int:
     return struct.unpack_from(">h", batch, ATTRIBUTES_AT)[0] & CODEC_MASK
 
 
-def records_section(batch: bytes) -> bytes:
+def records_section(batch: bytes | bytearray) -> bytes:
     """The batch's records, decompressed."""
     body = bytes(memoryview(batch)[HEADER_SIZE:])
     codec = codec_of(batch)

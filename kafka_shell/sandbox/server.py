@@ -20,7 +20,7 @@ import uuid
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from kio.schema.errors import ErrorCode
 
@@ -530,17 +530,17 @@ class Sandbox:
                 os.close(lock)
             raise
         ready = threading.Event()
-        self._loop = asyncio.new_event_loop()
+        loop = self._loop = asyncio.new_event_loop()
 
         def run() -> None:
-            asyncio.set_event_loop(self._loop)
+            asyncio.set_event_loop(loop)
             for server, sock in zip(servers, socks):
-                self._loop.run_until_complete(server.listen(sock))
+                loop.run_until_complete(server.listen(sock))
             replication.elect_controller(self.cluster)
             if self.journal is not None:
                 self.spawn(self.journal.run_periodic())
             ready.set()
-            self._loop.run_forever()
+            loop.run_forever()
 
         self._thread = threading.Thread(target=run, name="kafka-sandbox", daemon=True)
         self._thread.start()
@@ -653,9 +653,9 @@ class Sandbox:
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(30)  # type: ignore[arg-type]
 
-    def spawn(self, coro: object) -> asyncio.Task:
+    def spawn(self, coro: Awaitable[object]) -> asyncio.Task:
         """Start a background task on the loop (loop thread only); cancelled at stop()."""
-        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task

@@ -7,6 +7,7 @@ from kio.schema.errors import ErrorCode
 from kafka_shell import protocol
 from kafka_shell.sandbox import admin
 from kafka_shell.sandbox.handlers import api, features
+from kafka_shell.sandbox.model import Topic
 
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
 
@@ -144,15 +145,16 @@ def _all_topics(ctx) -> object:
 def metadata(ctx) -> dict:
     cluster = ctx.cluster
     req = ctx.request
+    topics: object
     if req.topics is None or (ctx.version == 0 and not req.topics):
         topics = _all_topics(ctx)
     else:
-        topics = []
+        found: list[Topic | dict] = []  # a topic, or the error answer for a name or id
         for rt in req.topics:
             name = getattr(rt, "name", None)
             topic_id = getattr(rt, "topic_id", None)
             t = cluster.topics.get(name) if name else cluster.topic_by_id(topic_id)
-            code = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
+            code: int = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
             if t is None and name and getattr(req, "allow_auto_topic_creation", True):
                 if not cluster.controller_available:
                     code = ErrorCode.leader_not_available  # creation waits for a KRaft controller
@@ -162,17 +164,17 @@ def metadata(ctx) -> dict:
                     except admin.AdminError as exc:
                         code = exc.code
             if t is None:
-                topics.append({"error_code": code, "name": name, "topic_id": topic_id or protocol.ZERO_UUID,
-                               "partitions": []})
+                found.append({"error_code": code, "name": name, "topic_id": topic_id or protocol.ZERO_UUID,
+                              "partitions": []})
             else:
-                topics.append(t)
+                found.append(t)
         if ctx.api_key in ctx.broker.failures:  # an injected error goes on each topic: data, not bytes
-            topics = [topic_metadata(cluster, t) if not isinstance(t, dict) else t for t in topics]
+            topics = [topic_metadata(cluster, t) if not isinstance(t, dict) else t for t in found]
         else:
             encoded = _encoded(ctx)
             topics = protocol.encode_array(encoded.response_cls, "topics", [
                 encoded.topic(cluster, t) if not isinstance(t, dict)
-                else protocol.serialize(protocol.build(encoded.topic_cls, t)) for t in topics])
+                else protocol.serialize(protocol.build(encoded.topic_cls, t)) for t in found])
     return {
         "brokers": [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
                     for b in cluster.brokers.values() if b.usable],

@@ -21,9 +21,9 @@ def _kind(ctx) -> int:
     return getattr(ctx.request, "election_type", PREFERRED)  # v0 has only preferred elections
 
 
-def _requested(ctx) -> list[tuple[str, int, int | None, int | None]]:
-    """(topic, partition, designated leader, error) for each requested partition."""
-    out = []
+def _requested(ctx) -> list[tuple[str, int, int | None, int]]:
+    """(topic, partition, designated leader, error or NONE) for each requested partition."""
+    out: list[tuple[str, int, int | None, int]] = []
     for tp in ctx.request.topic_partitions:
         designated = getattr(tp, "designated_leaders", None)
         mismatch = (_kind(ctx) == DESIGNATED_ELECTION
@@ -32,7 +32,7 @@ def _requested(ctx) -> list[tuple[str, int, int | None, int | None]]:
             if mismatch:
                 out.append((tp.topic, index, None, ErrorCode.invalid_request))
             else:
-                out.append((tp.topic, index, designated[i] if designated else None, None))
+                out.append((tp.topic, index, designated[i] if designated else None, ErrorCode.none))
     if ctx.version >= 3:
         out = out[:MAX_PARTITIONS_PER_REQUEST]
     return out

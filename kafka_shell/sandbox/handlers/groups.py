@@ -6,9 +6,12 @@ The state machine is `kafka_shell.sandbox.groups`; this module maps requests ont
 
 from __future__ import annotations
 
+import uuid
+
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import groups as gc
+from kafka_shell.sandbox.model import Topic
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.records import find_topic, topic_keys
 
@@ -137,11 +140,13 @@ def offset_commit(ctx) -> dict:
         parts = []
         for rp in rt.partitions:
             code = err or topic_err
-            if not code and not 0 <= rp.partition_index < len(t.partitions):
-                code = ErrorCode.unknown_topic_or_partition
             if not code:
-                code = coord.commit(group, t.name, rp.partition_index, rp.committed_offset,
-                                    getattr(rp, "committed_leader_epoch", -1), rp.committed_metadata)
+                assert group is not None and t is not None, "no error: commit_error gave a group, find_topic a topic"
+                if not 0 <= rp.partition_index < len(t.partitions):
+                    code = ErrorCode.unknown_topic_or_partition
+                else:
+                    code = coord.commit(group, t.name, rp.partition_index, rp.committed_offset,
+                                        getattr(rp, "committed_leader_epoch", -1), rp.committed_metadata)
             parts.append({"partition_index": rp.partition_index, "error_code": code})
         topics.append({**topic_keys(t, name, topic_id), "partitions": parts})
     return {"topics": topics}
@@ -162,6 +167,7 @@ def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
         return {"group_id": group_id, "error_code": err, "topics": []}
     g = gc.all_groups(ctx.cluster).get(group_id)
     committed = g.offsets if g else {}
+    requests: list[tuple[Topic | None, str | None, uuid.UUID | None, list[int]]]
     if wanted is None:  # every topic the group has offsets for
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(committed):
@@ -175,17 +181,18 @@ def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
                              list(rt.partition_indexes)))
     topics = []
     for t, name, topic_id, partitions in requests:
+        keys = topic_keys(t, name, topic_id)  # its "name" is "" for a topic unknown by name
         if t is None and topic_id is not None:
             parts = [{"partition_index": i, "committed_offset": -1, "metadata": "",
                       "error_code": ErrorCode.unknown_topic_id} for i in partitions]
         else:
             parts = []
             for i in partitions:
-                o = committed.get((name or t.name, i))
+                o = committed.get((keys["name"], i))
                 parts.append({"partition_index": i, "error_code": 0, "metadata": o.metadata or "" if o else "",
                               "committed_offset": o.offset if o else -1,
                               "committed_leader_epoch": o.leader_epoch if o else -1})
-        topics.append({**topic_keys(t, name, topic_id), "partitions": parts})
+        topics.append({**keys, "partitions": parts})
     return {"group_id": group_id, "error_code": 0, "topics": topics}
 
 
@@ -197,6 +204,7 @@ def offset_delete(ctx) -> dict:
     err = err or _coordinator(ctx).delete_offsets_error(g)
     if err:
         return {"error_code": err, "topics": []}
+    assert g is not None, "delete_offsets_error reports a missing group"
     subscribed = g.subscribed_topics() or set()
     topics = []
     for rt in req.topics:
@@ -209,7 +217,7 @@ def offset_delete(ctx) -> dict:
                 code = ErrorCode.group_subscribed_to_topic
             else:
                 g.offsets.pop((rt.name, rp.partition_index), None)
-                code = 0
+                code = ErrorCode.none
             parts.append({"partition_index": rp.partition_index, "error_code": code})
         topics.append({"name": rt.name, "partitions": parts})
     return {"error_code": 0, "topics": topics}

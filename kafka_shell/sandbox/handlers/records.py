@@ -85,7 +85,7 @@ async def produce(ctx) -> dict | None:
             p = t.partition(pd.index) if t else None
             if acks not in (-1, 0, 1):
                 answer["error_code"] = ErrorCode.invalid_required_acks
-            elif p is None:
+            elif t is None or p is None:
                 answer["error_code"] = topic_err or ErrorCode.unknown_topic_or_partition
             elif t.internal:
                 answer["error_code"] = ErrorCode.invalid_topic_exception
@@ -276,7 +276,7 @@ def offset_for_leader_epoch(ctx) -> dict:
         for rp in rt.partitions:
             p = t.partition(rp.partition) if t else None
             err = ErrorCode.unknown_topic_or_partition if p is None else leader_error(ctx, p, rp.current_leader_epoch)
-            if err:
+            if p is None or err:
                 parts.append({"partition": rp.partition, "error_code": err})
                 continue
             epoch, end = log.end_offset_for_epoch(p, rp.leader_epoch)
