@@ -18,8 +18,10 @@ from kio.schema.response_header.v1.header import ResponseHeader
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
-ELECT_LEADERS_KEY = 43
-GET_REPLICA_LOG_INFO_KEY = 1000
+from kafka_shell.codes import ApiKey
+
+ELECT_LEADERS_KEY: int = ApiKey.ELECT_LEADERS
+GET_REPLICA_LOG_INFO_KEY: int = ApiKey.GET_REPLICA_LOG_INFO
 DESIGNATED_ELECTION = 2  # ElectionType: 0 preferred, 1 unclean, 2 designated (v3+)
 MAX_PARTITIONS_PER_REQUEST = 1000
 

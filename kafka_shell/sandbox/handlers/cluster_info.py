@@ -5,7 +5,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
-from kafka_shell.codes import EndpointType
+from kafka_shell.codes import ApiKey, EndpointType
 from kafka_shell.sandbox import admin
 from kafka_shell.sandbox.admin import AdminError
 from kafka_shell.sandbox.handlers import api
@@ -16,7 +16,7 @@ NO_AUTHORIZED_OPERATIONS = -2147483648
 MAX_PARTITIONS_PER_ANSWER = 2000
 
 
-@api(60)
+@api(ApiKey.DESCRIBE_CLUSTER)
 def describe_cluster(ctx) -> dict:
     """A broker listener describes the brokers (controller_id: see `advertised_controller_id`);
     a KRaft controller listener, asked with endpoint type CONTROLLER, the voters and the active
@@ -54,7 +54,7 @@ def describe_cluster(ctx) -> dict:
     return answer
 
 
-@api(75)
+@api(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
 def describe_topic_partitions(ctx) -> dict:
     req = ctx.request
     cluster = ctx.cluster

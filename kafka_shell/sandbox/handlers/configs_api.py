@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import admin, configs, replication
 from kafka_shell.sandbox.admin import AdminError
+from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.handlers import api
 
 TOPIC = 2
@@ -40,7 +41,7 @@ def _unsupported(resource_type: int) -> AdminError:
 # -- DescribeConfigs -------------------------------------------------------------------------
 
 
-@api(32)
+@api(ApiKey.DESCRIBE_CONFIGS)
 def describe_configs(ctx) -> dict:
     req = ctx.request
     results = []
@@ -86,7 +87,7 @@ def _describe(ctx, resource_type: int, name: str) -> list[dict]:
 # -- AlterConfigs / IncrementalAlterConfigs --------------------------------------------------
 
 
-@api(33)
+@api(ApiKey.ALTER_CONFIGS)
 def alter_configs(ctx) -> dict:
     """The legacy API: the given configs replace every dynamic config of the resource."""
     def new_values(resource, current: dict[str, str], defs, kind: str) -> dict[str, str]:
@@ -94,7 +95,7 @@ def alter_configs(ctx) -> dict:
     return _alter(ctx, new_values)
 
 
-@api(44)
+@api(ApiKey.INCREMENTAL_ALTER_CONFIGS)
 def incremental_alter_configs(ctx) -> dict:
     def new_values(resource, current: dict[str, str], defs, kind: str) -> dict[str, str]:
         out = dict(current)

@@ -6,13 +6,14 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.sandbox import admin
+from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.handlers import api, features
 from kafka_shell.sandbox.model import Topic
 
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
 
 
-@api(18)
+@api(ApiKey.API_VERSIONS)
 def api_versions(ctx) -> dict:
     """The APIs of the listener asked: a KRaft broker lists DescribeQuorum, a zk-mode broker does
     not, a controller listener lists only what controllers serve."""
@@ -141,7 +142,7 @@ def _all_topics(ctx) -> object:
     return _encoded(ctx).get(ctx.cluster)
 
 
-@api(3)
+@api(ApiKey.METADATA)
 def metadata(ctx) -> dict:
     cluster = ctx.cluster
     req = ctx.request

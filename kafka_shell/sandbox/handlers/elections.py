@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.protocol_ext import DESIGNATED_ELECTION, ELECT_LEADERS_KEY, MAX_PARTITIONS_PER_REQUEST
+from kafka_shell.protocol_ext import DESIGNATED_ELECTION, MAX_PARTITIONS_PER_REQUEST
 from kafka_shell.sandbox import replication
+from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.handlers import api
 
 PREFERRED, UNCLEAN = 0, 1
@@ -59,7 +60,7 @@ def _group(results: list[tuple[str, int, int, str | None]]) -> list[dict]:
     return [{"topic": t, "partition_result": parts} for t, parts in by_topic.items()]
 
 
-@api(ELECT_LEADERS_KEY, controller_only=True)
+@api(ApiKey.ELECT_LEADERS, controller_only=True)
 def elect_leaders(ctx) -> dict:
     req = ctx.request
     kind = _kind(ctx)

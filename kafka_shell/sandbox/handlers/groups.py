@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import groups as gc
 from kafka_shell.sandbox.model import Topic
+from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.records import find_topic, topic_keys
 
@@ -35,7 +36,7 @@ def _client_host(ctx) -> str:
 # -- FindCoordinator --------------------------------------------------------------------------
 
 
-@api(10)
+@api(ApiKey.FIND_COORDINATOR)
 def find_coordinator(ctx) -> dict:
     req = ctx.request
     key_type = getattr(req, "key_type", GROUP_KEY)
@@ -66,7 +67,7 @@ def _find(ctx, key: str, key_type: int) -> dict:
 # -- membership -------------------------------------------------------------------------------
 
 
-@api(11)
+@api(ApiKey.JOIN_GROUP)
 async def join_group(ctx) -> dict:
     req = ctx.request
     # Fields older versions lack: v0 has no rebalance timeout (the session timeout serves).
@@ -86,7 +87,7 @@ async def join_group(ctx) -> dict:
     return {**base, **{k: v for k, v in result.items() if v is not None}}
 
 
-@api(14)
+@api(ApiKey.SYNC_GROUP)
 async def sync_group(ctx) -> dict:
     req = ctx.request
     err = _not_coordinator(ctx, req.group_id)
@@ -98,7 +99,7 @@ async def sync_group(ctx) -> dict:
     return {"assignment": b"", **result}
 
 
-@api(12)
+@api(ApiKey.HEARTBEAT)
 def heartbeat(ctx) -> dict:
     req = ctx.request
     err = _not_coordinator(ctx, req.group_id) or \
@@ -106,7 +107,7 @@ def heartbeat(ctx) -> dict:
     return {"error_code": err}
 
 
-@api(13)
+@api(ApiKey.LEAVE_GROUP)
 def leave_group(ctx) -> dict:
     req = ctx.request
     if ctx.version >= 3:
@@ -126,7 +127,7 @@ def leave_group(ctx) -> dict:
 # -- offsets ----------------------------------------------------------------------------------
 
 
-@api(8)
+@api(ApiKey.OFFSET_COMMIT)
 def offset_commit(ctx) -> dict:
     req = ctx.request
     coord = _coordinator(ctx)
@@ -152,7 +153,7 @@ def offset_commit(ctx) -> dict:
     return {"topics": topics}
 
 
-@api(9)
+@api(ApiKey.OFFSET_FETCH)
 def offset_fetch(ctx) -> dict:
     req = ctx.request
     if ctx.version >= 8:
@@ -196,7 +197,7 @@ def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
     return {"group_id": group_id, "error_code": 0, "topics": topics}
 
 
-@api(47)
+@api(ApiKey.OFFSET_DELETE)
 def offset_delete(ctx) -> dict:
     req = ctx.request
     err = _not_coordinator(ctx, req.group_id)
@@ -226,7 +227,7 @@ def offset_delete(ctx) -> dict:
 # -- administration ---------------------------------------------------------------------------
 
 
-@api(16)
+@api(ApiKey.LIST_GROUPS)
 def list_groups(ctx) -> dict:
     req = ctx.request
     states = {s.lower() for s in getattr(req, "states_filter", ())}
@@ -242,7 +243,7 @@ def list_groups(ctx) -> dict:
     return {"error_code": 0, "groups": out}
 
 
-@api(15)
+@api(ApiKey.DESCRIBE_GROUPS)
 def describe_groups(ctx) -> dict:
     return {"groups": [_describe(ctx, group_id) for group_id in ctx.request.groups]}
 
@@ -268,7 +269,7 @@ def _describe(ctx, group_id: str) -> dict:
             "protocol_data": (g.protocol_name or "") if stable else "", "members": members}
 
 
-@api(42)
+@api(ApiKey.DELETE_GROUPS)
 def delete_groups(ctx) -> dict:
     coord = _coordinator(ctx)
     return {"results": [{"group_id": gid, "error_code": _not_coordinator(ctx, gid) or coord.delete(gid)}

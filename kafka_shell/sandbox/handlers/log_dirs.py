@@ -8,6 +8,7 @@ dir's total/usable bytes (v4) are those of a fixed-size virtual disk.
 from __future__ import annotations
 
 from kafka_shell.sandbox import replication
+from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.handlers import api
 
 DISK_BYTES = 100 * 2**30
@@ -17,7 +18,7 @@ def log_dir(broker_id: int) -> str:
     return f"/sandbox/broker-{broker_id}/data"
 
 
-@api(35, max_version=4)
+@api(ApiKey.DESCRIBE_LOG_DIRS, max_version=4)
 def describe_log_dirs(ctx) -> dict:
     cluster = ctx.cluster
     me = ctx.broker.id

@@ -14,6 +14,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
+from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.model import now_ms
 
@@ -49,7 +50,7 @@ def _error(request, code: int) -> dict:
         for t in request.topics]}
 
 
-@api(55)
+@api(ApiKey.DESCRIBE_QUORUM)
 def describe_quorum(ctx) -> dict:
     cluster = ctx.cluster
     if not _valid(ctx.request):

@@ -11,9 +11,9 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import replication
+from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.handlers import api
 
-ALTER_KEY, LIST_KEY = 45, 46
 
 
 def _validate_target(ctx, p, target: list[int], allow_rf_change: bool) -> tuple[int, str | None]:
@@ -51,7 +51,7 @@ def _alter_one(ctx, topic: str, index: int, target, allow_rf_change: bool) -> tu
     return code, message
 
 
-@api(ALTER_KEY, controller_only=True)
+@api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, controller_only=True)
 def alter_partition_reassignments(ctx) -> dict:
     req = ctx.request
     allow_rf_change = getattr(req, "allow_replication_factor_change", True)
@@ -77,7 +77,7 @@ def _ongoing(p) -> dict:
             "adding_replicas": p.adding, "removing_replicas": p.removing}
 
 
-@api(LIST_KEY, controller_only=True)
+@api(ApiKey.LIST_PARTITION_REASSIGNMENTS, controller_only=True)
 def list_partition_reassignments(ctx) -> dict:
     if not ctx.is_controller:
         return {"error_code": ErrorCode.not_controller, "error_message": None, "topics": []}

@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.sandbox import configs, log
+from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.model import Cluster, Partition, Topic
 
@@ -67,7 +68,7 @@ def _lookup(ctx, rt, name_attr: str) -> tuple[Topic | None, int, str | None, uui
 # -- Produce ----------------------------------------------------------------------------------
 
 
-@api(0)
+@api(ApiKey.PRODUCE)
 async def produce(ctx) -> dict | None:
     req = ctx.request
     cluster = ctx.cluster
@@ -134,7 +135,7 @@ async def _await_replication(cluster: Cluster, appended: list, timeout_s: float)
 # -- Fetch ------------------------------------------------------------------------------------
 
 
-@api(1)
+@api(ApiKey.FETCH)
 async def fetch(ctx) -> dict:
     """A long poll: answer when min_bytes are readable, on any error, or after max_wait."""
     req = ctx.request
@@ -195,7 +196,7 @@ def _fetch_once(ctx) -> tuple[list[dict], int, bool, list[Partition]]:
 CONSUMER_REPLICA_ID = -1
 
 
-@api(2)
+@api(ApiKey.LIST_OFFSETS)
 def list_offsets(ctx) -> dict:
     req = ctx.request
     topics = []
@@ -237,7 +238,7 @@ def _offset_for(p: Partition, timestamp: int, upper: int) -> tuple[int, int, int
 HIGH_WATERMARK = -1
 
 
-@api(21)
+@api(ApiKey.DELETE_RECORDS)
 def delete_records(ctx) -> dict:
     topics = []
     for rt in ctx.request.topics:
@@ -267,7 +268,7 @@ def delete_records(ctx) -> dict:
 # -- OffsetForLeaderEpoch ---------------------------------------------------------------------
 
 
-@api(23)
+@api(ApiKey.OFFSET_FOR_LEADER_EPOCH)
 def offset_for_leader_epoch(ctx) -> dict:
     topics = []
     for rt in ctx.request.topics:

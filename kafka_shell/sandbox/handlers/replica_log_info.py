@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.protocol_ext import GET_REPLICA_LOG_INFO_KEY, MAX_PARTITIONS_PER_REQUEST
+from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
+from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.handlers import api
 
 
@@ -29,7 +30,7 @@ def _info(ctx, topic, index: int) -> dict:
             "log_end_offset": p.leo.get(me, 0), "error_code": 0}
 
 
-@api(GET_REPLICA_LOG_INFO_KEY)
+@api(ApiKey.GET_REPLICA_LOG_INFO)
 def get_replica_log_info(ctx) -> dict:
     budget = MAX_PARTITIONS_PER_REQUEST
     more = False

@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from kafka_shell import protocol
 from kafka_shell.sandbox import admin, configs
 from kafka_shell.sandbox.admin import AdminError
+from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.handlers import api
 
 NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
@@ -26,7 +27,7 @@ def _error(name: str, code: int, message: str | None, **extra: object) -> dict:
 # -- CreateTopics ----------------------------------------------------------------------------
 
 
-@api(19)
+@api(ApiKey.CREATE_TOPICS)
 def create_topics(ctx) -> dict:
     req = ctx.request
     cluster = ctx.cluster
@@ -77,7 +78,7 @@ def _create_one(ctx, t, validate_only: bool) -> dict:
 # -- DeleteTopics ----------------------------------------------------------------------------
 
 
-@api(20)
+@api(ApiKey.DELETE_TOPICS)
 def delete_topics(ctx) -> dict:
     req = ctx.request
     cluster = ctx.cluster
@@ -116,7 +117,7 @@ def _delete_one(cluster, name: str | None, topic_id, duplicate: bool) -> dict:
 # -- CreatePartitions ------------------------------------------------------------------------
 
 
-@api(37)
+@api(ApiKey.CREATE_PARTITIONS)
 def create_partitions(ctx) -> dict:
     req = ctx.request
     cluster = ctx.cluster
