@@ -160,15 +160,23 @@ FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", 
              "ssl.crl.location", "sasl.kerberos.keytab", "ssl.engine.location")
 
 
-def check_bootstrap(bootstrap: str, where: str = "--bootstrap-server") -> str:
-    """`h:p[,h:p]` (`[v6]:p`, `PLAINTEXT://h:p`) with ports 1-65535; a UsageError otherwise."""
+def parse_bootstrap(bootstrap: str, where: str = "--bootstrap-server") -> list[tuple[str, int]]:
+    """`h:p[,h:p]` (`[v6]:p`, `PLAINTEXT://h:p`) with ports 1-65535 as (host, port) pairs; a
+    UsageError otherwise. The one parser of bootstrap lists (brokers' and controllers')."""
     items = [s.strip() for s in bootstrap.split(",") if s.strip()]
+    addresses = []
     for item in items or [""]:
         host, sep, port = item.split("://", 1)[-1].rpartition(":")
         if not (sep and host and host.isprintable() and " " not in host and port.isascii()
                 and port.isdigit() and 0 < int(port) < 65536):
             raise UsageError(f'Bad bootstrap server "{shown(item)}" in {where}: use host:port[,host:port...] '
                              "(ports 1 to 65535)")
+        addresses.append((host.strip("[]"), int(port)))
+    return addresses
+
+
+def check_bootstrap(bootstrap: str, where: str = "--bootstrap-server") -> str:
+    parse_bootstrap(bootstrap, where)
     return bootstrap
 
 

@@ -34,11 +34,11 @@ from collections.abc import Callable, Iterable
 from kafka_shell import protocol
 from kafka_shell.cache import MetadataCache, read_snapshot
 from kafka_shell.channel import Channel, ConnectionLost, NoAnswer
-from kafka_shell.client_config import librdkafka_properties, scrub
+from kafka_shell.client_config import librdkafka_properties, parse_bootstrap, scrub
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import ClusterUnreachable, KafkaCallError, NotSupported, UsageError
 from kafka_shell.metadata import KRAFT, ClusterSnapshot, ControllerInfo
-from kafka_shell.router import INITIAL_BACKOFF_S, MAX_BACKOFF_S, Router, left, parse_bootstrap, unreachable_message
+from kafka_shell.router import INITIAL_BACKOFF_S, MAX_BACKOFF_S, Router, left, unreachable_message
 
 __all__ = ["ConnectionManager", "parse_bootstrap", "unreachable_message"]
 

@@ -25,9 +25,10 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from kafka_shell.client_config import parse_bootstrap
 from kafka_shell.channel import Channel, ConnectionLost, ConnectionRefused, MalformedAnswer
 from kafka_shell.codes import ApiKey, Error, ResourceType
-from kafka_shell.errors import ClusterUnreachable, KafkaCallError, UsageError
+from kafka_shell.errors import ClusterUnreachable, KafkaCallError
 from kafka_shell.metadata import KRAFT, NO_CONTROLLER, ZOOKEEPER, BrokerInfo, ControllerInfo
 
 log = logging.getLogger("kafka_shell.router")
@@ -51,7 +52,8 @@ class Router:
                  notify: Callable[[str], None], bootstrap_controllers: str | None = None):
         self.bootstrap = bootstrap
         self.bootstrap_addresses = parse_bootstrap(bootstrap)
-        self.controller_addresses = parse_bootstrap(bootstrap_controllers) if bootstrap_controllers else []
+        self.controller_addresses = (parse_bootstrap(bootstrap_controllers, "--bootstrap-controller")
+                                     if bootstrap_controllers else [])
         self.properties = properties
         self.timeout_s = timeout_s
         self.notify = notify
@@ -295,17 +297,3 @@ def left(deadline: float) -> float:
 
 def unreachable_message(bootstrap: str, timeout_s: float) -> str:
     return f"Cannot reach any broker of {bootstrap} within {timeout_s:g} s"  # 10.0 -> "10"
-
-
-def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
-    """`h:p,h2:p2` (optionally `[v6]:p` or `PLAINTEXT://h:p`) as (host, port) pairs."""
-    addresses = []
-    for item in filter(None, (s.strip() for s in bootstrap.split(","))):
-        item = item.split("://", 1)[-1]
-        host, sep, port = item.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise UsageError(f"Bad bootstrap server {item!r}: use host:port[,host:port...]")
-        addresses.append((host.strip("[]"), int(port)))
-    if not addresses:
-        raise UsageError("No bootstrap server given: use host:port[,host:port...]")
-    return addresses

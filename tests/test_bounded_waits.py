@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from tests.loopback import LoopbackServer
 from tests.test_oneshot import SHELL, assert_one_line_error
 
 TIMEOUT_S = 2
@@ -35,28 +36,19 @@ def silent_listener():
         yield f"127.0.0.1:{s.getsockname()[1]}"
 
 
-class TrickleProxy:
+class TrickleProxy(LoopbackServer):
     """Forwards to a real broker; after the first `fast` answers it sends what the broker
     answers one byte every `every_s` seconds (a broker that is alive but hopelessly slow)."""
 
     def __init__(self, target: tuple[str, int], fast: int = 1, every_s: float = 0.5):
         self.target, self.fast, self.every_s = target, fast, every_s
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
         self.stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        while not self.stop.is_set():
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            threading.Thread(target=self._pipe, args=(client, upstream, None), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, self.fast), daemon=True).start()
+    def serve(self, conn: socket.socket) -> None:
+        upstream = socket.create_connection(self.target)
+        threading.Thread(target=self._pipe, args=(conn, upstream, None), daemon=True).start()
+        self._pipe(upstream, conn, self.fast)
 
     def _pipe(self, src: socket.socket, dst: socket.socket, fast_answers: int | None) -> None:
         seen = 0
@@ -83,7 +75,7 @@ class TrickleProxy:
 
     def close(self) -> None:
         self.stop.set()
-        self.sock.close()
+        super().close()
 
 
 @pytest.mark.parametrize("line", ["list-topics", "describe-cluster", "describe-topic --topic t",

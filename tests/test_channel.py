@@ -10,13 +10,13 @@ import socket
 import ssl
 import struct
 import subprocess
-import threading
 
 import pytest
 
 from kafka_shell import protocol
 from kafka_shell.channel import Channel, ConnectionLost, ScramClient
 from kafka_shell.errors import KafkaCallError, NotSupported, UsageError
+from tests.loopback import LoopbackServer
 
 
 METADATA, SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 3, 17, 18, 36
@@ -105,7 +105,7 @@ def test_scram_escapes_user_names_and_rejects_a_foreign_nonce():
 # -- TLS and SASL against a small test broker ----------------------------------------------------
 
 
-class TestBroker:
+class TestBroker(LoopbackServer):
     """A one-broker Kafka endpoint on 127.0.0.1 that does ApiVersions (v0..v2 only, so clients
     must fall back), SASL PLAIN and SCRAM-SHA-256 for one user, and Metadata; optionally TLS."""
 
@@ -114,26 +114,10 @@ class TestBroker:
 
     def __init__(self, user: str, password: str, tls: ssl.SSLContext | None = None):
         self.user, self.password, self.tls = user, password, tls
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
         self.authenticated: list[str] = []
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-        self._thread.start()
+        super().__init__()
 
-    def close(self) -> None:
-        self.sock.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket) -> None:
         try:
             if self.tls is not None:
                 conn = self.tls.wrap_socket(conn, server_side=True)

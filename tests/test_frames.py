@@ -8,7 +8,6 @@ import random
 import signal
 import socket
 import struct
-import threading
 
 import pytest
 from hypothesis import given, settings
@@ -19,6 +18,7 @@ from kafka_shell.channel import Channel, MalformedAnswer
 from kafka_shell.codes import ApiKey
 from tests import frame_fuzz
 from tests.test_oneshot import shell
+from tests.loopback import LoopbackServer
 
 API_KEYS = sorted({k for k, _ in frame_fuzz.all_versions()})
 FRAMES_PER_EXAMPLE = 100
@@ -130,26 +130,14 @@ def truncated(correlation_id: int) -> bytes:
     return struct.pack(">i", correlation_id)
 
 
-class HostileBroker:
+class HostileBroker(LoopbackServer):
     """Answers every request with `answer(correlation_id)`."""
 
     def __init__(self, answer) -> None:
         self.answer = answer
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket) -> None:
         with conn:
             try:
                 while True:
