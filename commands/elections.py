@@ -16,12 +16,11 @@ import time
 
 from kafka_shell.codes import ApiKey, ElectionType, Error
 from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import debug, read_for, require_topic
+from kafka_shell.operations import Entry, elect_partitions, read_for, require_topic
 from kafka_shell.option_types import positive_int
-from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError, kafka_error_message
+from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
 from kafka_shell.files import is_id, read_json
 from kafka_shell.progress import ProgressBar
-from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
 from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result
 
@@ -34,9 +33,6 @@ LABELS: dict[int, str] = {v: k.upper() for k, v in TYPES.items()}
 MIN_VERSION: dict[int, int] = {PREFERRED: 0, UNCLEAN: 1, DESIGNATED: 3}  # election types came in v1, designated in v3
 FILE_EXAMPLE = '{"partitions":[{"topic":"foo","partition":1}]}'
 POLL_S = 0.1
-
-Entry = tuple[str, int, "int | None"]   # (topic, partition, designated leader)
-
 
 non_negative_int = int_range(0, INT32_MAX, "a partition number")
 
@@ -104,7 +100,7 @@ def elect(session, args: dict, kind: int, name: str) -> Result:
     check_support(session, kind)
     if args["dry_run"]:
         return predict(snap, entries, kind)
-    outcomes = send(session, entries, kind, args["timeout_ms"])
+    outcomes = elect_partitions(session, entries, kind, args["timeout_ms"])
     result = report(outcomes, kind)
     elected = [e for e in entries if outcomes[e[:2]][0] == 0]
     if args["blocking"] and elected:
@@ -203,45 +199,6 @@ def check_support(session, kind: int) -> None:
     if not conn.supports(ApiKey.ELECT_LEADERS, MIN_VERSION[kind]):
         raise NotSupported(f"{LABELS[kind].title()} elections need ElectLeaders v{MIN_VERSION[kind]}, "
                            "which this cluster does not support.")
-
-
-def send(session, entries: list[Entry], kind: int, timeout_ms: int) -> dict[tuple[str, int], tuple[int, str]]:
-    """(topic, partition) -> (error code, reason) for every entry, in batches of 1000."""
-    outcomes: dict[tuple[str, int], tuple[int, str]] = {}
-    batches = [entries[i:i + MAX_PARTITIONS_PER_REQUEST]
-               for i in range(0, len(entries), MAX_PARTITIONS_PER_REQUEST)]
-    for n, batch in enumerate(batches, 1):
-        debug(session, f"ElectLeaders request {n}/{len(batches)} to the controller: "
-                       f"{len(batch)} partition(s), {LABELS[kind]}")
-        answer = session.conn.controller_request(
-            ApiKey.ELECT_LEADERS, request_body(batch, kind, timeout_ms),
-            version=3 if kind == DESIGNATED else None, mutation=True)
-        top = answer.get("error_code", 0)
-        for t in answer.get("replica_election_results", []):
-            for r in t["partition_result"]:
-                code = r["error_code"] or top
-                why = "" if code in (0, Error.election_not_needed) else reason(code, r.get("error_message"), t["topic"])
-                outcomes[(t["topic"], r["partition_id"])] = (code, why)
-        for topic, partition, _ in batch:  # left out of the answer
-            outcomes.setdefault((topic, partition), (top, reason(top, None, topic)) if top
-                                else (-1, "the controller did not answer for it: retry"))
-    debug(session, f"ElectLeaders: {len(batches)} request(s) sent for {len(entries)} partition(s)")
-    return outcomes
-
-
-def request_body(batch: list[Entry], kind: int, timeout_ms: int) -> dict:
-    by_topic: dict[str, tuple[list[int], list[int]]] = {}
-    for topic, partition, leader in batch:
-        parts, leaders = by_topic.setdefault(topic, ([], []))
-        parts.append(partition)
-        leaders.append(leader)  # type: ignore[arg-type]
-    topics = [{"topic": t, "partitions": ps, **({"designated_leaders": ls} if kind == DESIGNATED else {})}
-              for t, (ps, ls) in by_topic.items()]
-    return {"election_type": kind, "topic_partitions": topics, "timeout": timeout_ms}
-
-
-def reason(code: int, detail: str | None, topic: str) -> str:
-    return kafka_error_message(code, "", detail or "", topic=topic)
 
 
 def report(outcomes: dict[tuple[str, int], tuple[int, str]], kind: int) -> Result:

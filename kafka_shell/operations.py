@@ -14,16 +14,18 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafka_shell import reassign_plan
-from kafka_shell.codes import AlterConfigOp, ApiKey, Error, ResourceType
+from kafka_shell.codes import AlterConfigOp, ApiKey, ElectionType, Error, ResourceType
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
 from kafka_shell.metadata import ClusterSnapshot, TopicInfo
 from kafka_shell.option_types import MAX_TOPIC_NAME, topic_pattern
+from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
 
 _LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 Key = tuple[str, int]
+Entry = tuple[str, int, "int | None"]   # (topic, partition, designated leader)
 REASSIGNMENT_TIMEOUT_MS = 30000
 
 
@@ -234,3 +236,53 @@ def change_replication_factor(session: Session, snap: ClusterSnapshot, topics: l
                         f"({len(changed)} partition(s), {reassign_plan.moved(current, proposed)} new replica(s)); "
                         "wait for it with reassign-partitions --blocking.")
     return messages
+
+
+# -- leader elections --------------------------------------------------------------------------
+
+
+def elect_partitions(session: Session, entries: list[Entry], kind: int, timeout_ms: int,
+                     on_batch: Any = None) -> dict[Key, tuple[int, str]]:
+    """ElectLeaders to the controller, at most 1000 partitions a request (v3 for designated
+    elections): (topic, partition) -> (error code, reason) for every entry. `on_batch(done)` is
+    called after each batch; when it returns False, the remaining batches are not sent."""
+    outcomes: dict[Key, tuple[int, str]] = {}
+    batches = [entries[i:i + MAX_PARTITIONS_PER_REQUEST]
+               for i in range(0, len(entries), MAX_PARTITIONS_PER_REQUEST)]
+    label = ElectionType(kind).name
+    for n, batch in enumerate(batches, 1):
+        debug(session, f"ElectLeaders request {n}/{len(batches)} to the controller: "
+                       f"{len(batch)} partition(s), {label}")
+        answer = session.conn.controller_request(
+            ApiKey.ELECT_LEADERS, election_body(batch, kind, timeout_ms),
+            version=3 if kind == ElectionType.DESIGNATED else None, mutation=True)
+        top = answer.get("error_code", 0)
+        for t in answer.get("replica_election_results", []):
+            for r in t["partition_result"]:
+                code = r["error_code"] or top
+                why = "" if code in (0, Error.election_not_needed) else \
+                    election_reason(code, r.get("error_message"), t["topic"])
+                outcomes[(t["topic"], r["partition_id"])] = (code, why)
+        for topic, partition, _ in batch:  # left out of the answer
+            outcomes.setdefault((topic, partition), (top, election_reason(top, None, topic)) if top
+                                else (-1, "the controller did not answer for it: retry"))
+        if on_batch is not None and not on_batch(n * MAX_PARTITIONS_PER_REQUEST) and n < len(batches):
+            break
+    debug(session, f"ElectLeaders: {len(batches)} request(s) sent for {len(entries)} partition(s)")
+    return outcomes
+
+
+def election_body(batch: list[Entry], kind: int, timeout_ms: int) -> dict:
+    by_topic: dict[str, tuple[list[int], list[int]]] = {}
+    for topic, partition, leader in batch:
+        parts, leaders = by_topic.setdefault(topic, ([], []))
+        parts.append(partition)
+        leaders.append(leader)  # type: ignore[arg-type]
+    designated = kind == ElectionType.DESIGNATED
+    topics = [{"topic": t, "partitions": ps, **({"designated_leaders": ls} if designated else {})}
+              for t, (ps, ls) in by_topic.items()]
+    return {"election_type": kind, "topic_partitions": topics, "timeout": timeout_ms}
+
+
+def election_reason(code: int, detail: str | None, topic: str) -> str:
+    return kafka_error_message(code, "", detail or "", topic=topic)

@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 import weakref
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Awaitable, Callable
@@ -723,6 +724,18 @@ class Sandbox:
             c.alive = True
             replication.controller_started(self.cluster, controller_id)
 
+        self.call(go)
+
+    def set_kafka_20098(self, enabled: bool) -> None:
+        """Serve KAFKA-20098's RPCs (GetReplicaLogInfo, designated ElectLeaders v3) or not: off,
+        the brokers answer ApiVersions as every Apache Kafka release does."""
+        def go() -> None:
+            served = dict(handlers.load())  # a copy: the registry is shared by every sandbox
+            if not enabled:
+                served.pop(ApiKey.GET_REPLICA_LOG_INFO, None)
+                elect = served[ApiKey.ELECT_LEADERS]
+                served[ApiKey.ELECT_LEADERS] = dataclasses.replace(elect, versions=range(elect.versions.start, 3))
+            self.handlers = served
         self.call(go)
 
     def delay(self, broker_id: int, ms: int) -> None:

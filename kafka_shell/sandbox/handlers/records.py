@@ -194,6 +194,7 @@ def _fetch_once(ctx) -> tuple[list[dict], int, bool, list[Partition]]:
 # -- ListOffsets ------------------------------------------------------------------------------
 
 CONSUMER_REPLICA_ID = -1
+DEBUGGING_REPLICA_ID = -2  # Kafka's debugging id: served from this broker's own log, leader or not
 
 
 @api(ApiKey.LIST_OFFSETS)
@@ -209,12 +210,22 @@ def list_offsets(ctx) -> dict:
                 parts.append({"partition_index": rp.partition_index,
                               "error_code": ErrorCode.unknown_topic_or_partition})
                 continue
-            err = leader_error(ctx, p, rp.current_leader_epoch)
+            debugging = req.replica_id == DEBUGGING_REPLICA_ID
+            if debugging:  # any replica, even of an offline partition (ReplicaManager.fetchOffset)
+                err = ErrorCode.not_leader_or_follower if ctx.broker.id not in p.replicas else 0
+            else:
+                err = leader_error(ctx, p, rp.current_leader_epoch)
             if err:
                 parts.append({"partition_index": rp.partition_index, "error_code": err})
                 continue
-            # Clients see up to the high watermark (no transactions: LSO = HW); others the LEO.
-            upper = p.high_watermark if req.replica_id == CONSUMER_REPLICA_ID else p.leo.get(p.leader, 0)
+            # Clients see up to the high watermark (no transactions: LSO = HW); others the LEO,
+            # the debugging id this replica's own (its epoch answered is the partition's current one).
+            if debugging:
+                upper = p.leo.get(ctx.broker.id, 0)
+            elif req.replica_id == CONSUMER_REPLICA_ID:
+                upper = p.high_watermark
+            else:
+                upper = p.leo.get(p.leader, 0)
             found = _offset_for(p, rp.timestamp, upper)
             offset, ts, epoch = found if found else (-1, -1, -1)
             parts.append({"partition_index": rp.partition_index, "error_code": 0,

@@ -1,0 +1,541 @@
+"""unclean-recovery (kafka-unclean-recovery, KAFKA-20098): bring offline partitions back by
+electing the replica with the longest log, not a random one.
+
+Every broker holding a replica of the targeted partitions is asked, directly, what its replica
+holds; a replica is a candidate when its broker is live and answered without error within
+--recovery-duration-ms. The chosen one has the highest leader epoch, then the longest log end
+offset; ties go to the earlier replica in the assignment.
+
+Two ways to ask and to elect, picked from what the cluster advertises:
+- KAFKA-20098's RPCs: GetReplicaLogInfo (<= 1000 partitions a request, following HasMoreData)
+  and designated elections (ElectLeaders v3, <= 1000 partitions a request).
+- Stock Apache Kafka, which has neither: ListOffsets v4+ with ReplicaId -2 (Kafka's debugging
+  replica id) and Timestamp -1 answers a replica's local log end offset on any broker holding
+  it; then a reorder-only reassignment puts the chosen replica first, an unclean election elects
+  the first live replica of the assignment, and a second reorder restores the old order. There
+  the leader epoch a broker answers is its partition's current epoch, not that of the last
+  record, so the rule is "longest log".
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafka_shell.codes import ApiKey, ElectionType, Error
+from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
+from kafka_shell.files import is_id, read_json, write_new
+from kafka_shell.metadata import ClusterSnapshot
+from kafka_shell.operations import Entry, Key, alter_reassignments, debug, elect_partitions, read_for
+from kafka_shell.option_types import positive_int
+from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
+from kafka_shell.registry import Option, command
+from kafka_shell.render import Result, Table
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
+
+FILE_EXAMPLE = '{"partitions":[{"topic":"foo","partitions":[0,3,5]}]}'
+DEBUGGING_REPLICA_ID = -2       # ListOffsets: answer from the local log, leader or not
+LATEST_TIMESTAMP = -1           # ListOffsets: the log end offset
+MIN_LIST_OFFSETS_VERSION = 4    # the first version with leader epochs in the answer
+RETRY_S = 0.1
+ELECTION_TIMEOUT_MS = 30000
+LIVE, FENCED, UNREACHABLE = "live", "fenced", "unreachable"
+DESIGNATED_PATH, STOCK_PATH = "designated", "stock"
+
+SCOPE = ("--path-to-json-file", "--all-offline-partitions")
+ACTIONS = ("--show-replica-info", "--manual-recovery-output-file", "--automated-recovery")
+
+
+@dataclass
+class Replica:
+    broker: int
+    state: str                 # live / fenced / unreachable
+    in_isr: bool               # in the last ISR the controller knows
+    epoch: int = -1
+    log_end: int = -1
+    error: str | None = None
+
+    @property
+    def candidate(self) -> bool:
+        return self.state == LIVE and self.error is None and self.log_end >= 0
+
+
+@dataclass
+class Target:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    leader: int                # at the read: -1 when offline
+    rows: list[Replica] = field(default_factory=list)
+    chosen: int | None = None
+
+    @property
+    def key(self) -> Key:
+        return (self.topic, self.partition)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    def longest(self) -> int:
+        return max((r.log_end for r in self.rows if r.candidate), default=-1)
+
+    def truncated(self) -> int:
+        """Messages electing the chosen replica drops from the other answered replicas."""
+        chosen = next((r for r in self.rows if r.broker == self.chosen), None)
+        if chosen is None:
+            return 0
+        return max((r.log_end for r in self.rows if r.error is None), default=0) - chosen.log_end
+
+
+@command("unclean-recovery",
+         Option("--path-to-json-file", metavar="FILE", completer="path",
+                help=f"The partitions to recover: {FILE_EXAMPLE}."),
+         Option("--all-offline-partitions", flag=True,
+                help="Every partition without a leader (in the REPL, of the context topic only)."),
+         Option("--topic", metavar="NAME", completer="topic",
+                help="Limit --all-offline-partitions to this topic (the REPL's context topic)."),
+         Option("--show-replica-info", flag=True,
+                help="Print each replica's leader epoch, log end offset and gap to the longest log."),
+         Option("--manual-recovery-output-file", metavar="FILE", completer="path",
+                help="Write a new file of designated leaders for elect-leaders --election-type designated."),
+         Option("--automated-recovery", flag=True,
+                help="Elect the chosen replicas (asks first in the REPL; --yes elsewhere)."),
+         Option("--recovery-duration-ms", type=positive_int, default=30000, metavar="MS",
+                help="Replicas must answer within this time to be candidates (requests are retried until then)."),
+         Option("--recovery-election-attempts", type=positive_int, default=3, metavar="N",
+                help="Attempts per partition on transient election failures."),
+         Option("--yes", flag=True, help="Do not ask before the elections."),
+         aliases=("kafka-unclean-recovery",),
+         mutates=True, topic_context=True,
+         exclusive_groups=(SCOPE, ("--manual-recovery-output-file", "--automated-recovery")),
+         help="Recover offline partitions by electing the replica with the longest log (KAFKA-20098).",
+         description=(
+             "Asks every broker holding a replica of the targeted partitions for its leader epoch and "
+             "log end offset, and picks, among live replicas that answered, the highest epoch, then the "
+             "longest log (ties: the earlier replica in the assignment). Give one of --path-to-json-file "
+             "or --all-offline-partitions, and at least one of --show-replica-info, "
+             "--manual-recovery-output-file, --automated-recovery. On a cluster without KAFKA-20098's "
+             "GetReplicaLogInfo and designated elections (every Apache Kafka release), the log ends come "
+             "from ListOffsets and the chosen replica is elected by a reorder-only reassignment and an "
+             "unclean election. An unclean election truncates the other replicas to the new leader's log."),
+         examples=("unclean-recovery --all-offline-partitions --show-replica-info --dry-run",
+                   "unclean-recovery --all-offline-partitions --manual-recovery-output-file recovery.json",
+                   "unclean-recovery --path-to-json-file parts.json --automated-recovery --yes"))
+def unclean_recovery(session: Session, args: dict) -> Result:
+    check_arguments(session, args)
+    path = recovery_path(session)
+    snap, targets = read_targets(session, args)
+    offline = [t for t in targets if t.leader < 0]
+    if offline:
+        gather(session, snap, offline, path, args["recovery_duration_ms"])
+    for t in offline:
+        choose(t, path)
+    tables: list[Table] = []
+    messages: list[str] = []
+    if args["show_replica_info"]:
+        tables.append(replica_table(targets))
+        if path == STOCK_PATH:
+            messages.append("Leader epochs come from ListOffsets (this cluster lacks GetReplicaLogInfo): "
+                            "they are each broker's current epoch, so replicas are compared by log length.")
+    for t in targets:
+        if t.leader >= 0:
+            messages.append(f"{t.name} is online (leader {t.leader}): nothing to recover.")
+    stuck = [t for t in offline if t.chosen is None]
+    failures = [f"No candidate for {t.name}: no live replica answered within "
+                f"{args['recovery_duration_ms']} ms ({why_none(t)})." for t in stuck]
+    plan = [t for t in offline if t.chosen is not None]
+    if args["manual_recovery_output_file"]:
+        messages.append(write_manual_file(args["manual_recovery_output_file"], plan, args["dry_run"]))
+    exit_code = 1 if failures else 0
+    if args["automated_recovery"] and plan:
+        if args["dry_run"]:
+            messages += [f"Would elect {t.chosen} for {t.name} ({describe_truncation(t)}) (dry run)." for t in plan]
+        else:
+            confirm(session, args, plan)
+            results, notes = run_elections(session, path, plan, args["recovery_election_attempts"])
+            tables.append(Table(["Topic", "Partition", "Result", "Leader", "Error"], results))
+            messages += notes
+            failures += [f"Recovery failed for {r[0]}-{r[1]}: {r[4]}" for r in results
+                         if r[2] not in ("elected", "already online")]
+            exit_code = 1 if failures else 0
+    elif args["automated_recovery"] and not offline:
+        messages.append("No offline partition to recover.")
+    return Result(tables=tables, messages=messages + failures, exit_code=exit_code)
+
+
+# -- arguments -------------------------------------------------------------------------------
+
+
+def check_arguments(session: Session, args: dict) -> None:
+    """Every usage problem before anything is sent."""
+    if not any(args[o.lstrip("-").replace("-", "_")] for o in SCOPE):
+        raise UsageError("unclean-recovery needs one of --path-to-json-file or --all-offline-partitions "
+                         "(see unclean-recovery --help)")
+    if not any(args[o.lstrip("-").replace("-", "_")] for o in ACTIONS):
+        raise UsageError("unclean-recovery needs at least one of --show-replica-info, "
+                         "--manual-recovery-output-file or --automated-recovery")
+    out = args["manual_recovery_output_file"]
+    if out and Path(out).expanduser().is_symlink() or out and Path(out).expanduser().exists():
+        raise UsageError(f"{out} already exists: --manual-recovery-output-file writes a new file, "
+                         "give another name")
+    if (args["automated_recovery"] and not args["dry_run"] and not (args["yes"] or session.yes)
+            and not (session.interactive and session.confirm is not None)):
+        raise UsageError("unclean-recovery --automated-recovery may truncate logs: add --yes to confirm "
+                         "(or --dry-run to see the plan)")
+
+
+def read_partitions_file(path: str) -> list[Key]:
+    data = read_json(path, "--path-to-json-file", f"expected {FILE_EXAMPLE}")
+    if not isinstance(data, dict) or not isinstance(data.get("partitions"), list) or not data["partitions"]:
+        raise UsageError(f'{path} needs a non-empty "partitions" list, like {FILE_EXAMPLE}')
+    keys: list[Key] = []
+    for n, item in enumerate(data["partitions"], 1):
+        if not (isinstance(item, dict) and isinstance(item.get("topic"), str) and item["topic"]
+                and isinstance(item.get("partitions"), list) and item["partitions"]
+                and all(is_id(p) for p in item["partitions"])):
+            raise UsageError(f'{path}: entry {n} needs "topic" (a name) and "partitions" (a list of numbers '
+                             f"0 or more), like {FILE_EXAMPLE}")
+        keys += [(item["topic"], p) for p in item["partitions"]]
+    dupes = {k for k in keys if keys.count(k) > 1} if len(keys) < 5000 else \
+        {k for k, c in _counts(keys).items() if c > 1}
+    if dupes:
+        t, p = sorted(dupes)[0]
+        raise UsageError(f"{path} lists partition {t}-{p} more than once: remove the duplicate")
+    return keys
+
+
+def _counts(keys: list[Key]) -> dict[Key, int]:
+    out: dict[Key, int] = {}
+    for k in keys:
+        out[k] = out.get(k, 0) + 1
+    return out
+
+
+def read_targets(session: Session, args: dict) -> tuple[ClusterSnapshot, list[Target]]:
+    """The targeted partitions from a fresh read of the cluster."""
+    if args["path_to_json_file"]:
+        keys = read_partitions_file(args["path_to_json_file"])
+        snap = read_for(session, sorted({t for t, _ in keys}))
+        for topic, partition in keys:
+            known = snap.topics.get(topic)
+            if known is None or partition >= len(known.partitions):
+                where = (f"{topic} has {len(known.partitions)} partition(s)" if known
+                         else f'topic "{topic}" does not exist')
+                raise KafkaCallError(f"Partition {topic}-{partition} does not exist: {where} "
+                                     "(check with describe-topic); nothing was done.",
+                                     code=Error.unknown_topic_or_partition)
+        parts = [snap.topics[t].partitions[p] for t, p in keys]
+    else:
+        snap = read_for(session, [args["topic"]] if args["topic"] else None)
+        if args["topic"] and args["topic"] not in snap.topics:
+            raise KafkaCallError(f'Topic "{args["topic"]}" does not exist (check the name with list-topics).',
+                                 code=Error.unknown_topic_or_partition)
+        parts = [p for _, t in sorted(snap.topics.items()) for p in t.partitions if p.leader < 0]
+    targets = [Target(p.topic, p.partition, tuple(p.replicas), p.leader) for p in parts]
+    isr = {(p.topic, p.partition): set(p.isr) for p in parts}
+    for t in targets:
+        t.rows = [Replica(b, LIVE if b in snap.brokers else FENCED, b in isr[t.key]) for b in t.replicas]
+    return snap, targets
+
+
+def recovery_path(session: Session) -> str:
+    """KAFKA-20098's RPCs where the cluster has them, else stock Kafka's way; neither: stop."""
+    conn = session.conn
+    if conn.supports(ApiKey.GET_REPLICA_LOG_INFO, 0) and conn.supports(ApiKey.ELECT_LEADERS, 3):
+        return DESIGNATED_PATH
+    if (conn.supports(ApiKey.LIST_OFFSETS, MIN_LIST_OFFSETS_VERSION)
+            and conn.supports(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0)
+            and conn.supports(ApiKey.ELECT_LEADERS, 1)):
+        return STOCK_PATH
+    raise NotSupported("unclean-recovery needs GetReplicaLogInfo and ElectLeaders v3 (KAFKA-20098), or "
+                       "ListOffsets v4, AlterPartitionReassignments and unclean elections (ElectLeaders v1): "
+                       "this cluster has neither; nothing was done.")
+
+
+# -- asking the replicas -----------------------------------------------------------------------
+
+
+def gather(session: Session, snap: ClusterSnapshot, targets: list[Target], path: str, duration_ms: int) -> None:
+    """Ask every live broker holding a replica, in parallel, until each answered or the
+    recovery duration ended; fill in each target's rows."""
+    deadline = time.monotonic() + duration_ms / 1000
+    by_broker: dict[int, list[Target]] = {}
+    for t in targets:
+        for r in t.rows:
+            if r.state == LIVE:
+                by_broker.setdefault(r.broker, []).append(t)
+    answers: queue.Queue = queue.Queue()
+    ask = ask_log_info if path == DESIGNATED_PATH else ask_list_offsets
+    for broker, held in sorted(by_broker.items()):
+        threading.Thread(target=_ask_until, daemon=True, name=f"recovery-{broker}",
+                         args=(session, snap, broker, held, ask, deadline, answers)).start()
+    found: dict[int, dict[Key, tuple[int, int, str | None]]] = {}
+    while len(found) < len(by_broker):
+        try:
+            broker, info = answers.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        found[broker] = info
+    for t in targets:
+        for r in t.rows:
+            if r.state != LIVE:
+                r.error = "broker is not live"
+                continue
+            info = found.get(r.broker)
+            if info is None:
+                r.state, r.error = UNREACHABLE, f"no answer within {duration_ms} ms"
+                continue
+            r.epoch, r.log_end, r.error = info.get(t.key, (-1, -1, "not answered"))
+
+
+def _ask_until(session: Session, snap: ClusterSnapshot, broker: int, held: list[Target], ask: Any,
+               deadline: float, answers: queue.Queue) -> None:
+    """One broker's answers, retried on errors until the deadline (a thread of its own, so a
+    slow broker does not hold up the others)."""
+    while True:
+        try:
+            answers.put((broker, ask(session, snap, broker, held)))
+            return
+        except ShellError as exc:
+            debug(session, f"broker {broker} did not answer ({exc}); retrying")
+        if time.monotonic() + RETRY_S >= deadline:
+            return
+        time.sleep(RETRY_S)
+
+
+def ask_log_info(session: Session, snap: ClusterSnapshot, broker: int,
+                 held: list[Target]) -> dict[Key, tuple[int, int, str | None]]:
+    """GetReplicaLogInfo to `broker`, <= 1000 partitions a request; what an answer leaves out
+    (HasMoreData) is asked again."""
+    ids = {snap.topics[t.topic].topic_id: t.topic for t in held}
+    left = [t.key for t in held]
+    out: dict[Key, tuple[int, int, str | None]] = {}
+    while left:
+        page, left = left[:MAX_PARTITIONS_PER_REQUEST], left[MAX_PARTITIONS_PER_REQUEST:]
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in page:
+            by_topic.setdefault(topic, []).append(partition)
+        debug(session, f"GetReplicaLogInfo request to broker {broker}: {len(page)} partition(s)")
+        answer = session.conn.broker_request(broker, ApiKey.GET_REPLICA_LOG_INFO, {"topic_partitions": [
+            {"topic_id": snap.topics[t].topic_id, "partitions": ps} for t, ps in by_topic.items()]})
+        for tl in answer.get("topic_partition_log_info_list", []):
+            name = ids.get(tl["topic_id"])
+            if name is None:
+                continue
+            for info in tl["partition_log_info"]:
+                out[(name, info["partition"])] = (info["partition_leader_epoch"], info["log_end_offset"],
+                                                  _error(info["error_code"], name))
+        unanswered = [k for k in page if k not in out]
+        if unanswered and not answer.get("has_more_data"):
+            for k in unanswered:
+                out[k] = (-1, -1, "left out of the broker's answer")
+        elif unanswered:
+            left = unanswered + left
+    return out
+
+
+def ask_list_offsets(session: Session, snap: ClusterSnapshot, broker: int,
+                     held: list[Target]) -> dict[Key, tuple[int, int, str | None]]:
+    """ListOffsets with ReplicaId -2 and Timestamp -1 to `broker`: its own replica's log end."""
+    keys = [t.key for t in held]
+    out: dict[Key, tuple[int, int, str | None]] = {}
+    for i in range(0, len(keys), MAX_PARTITIONS_PER_REQUEST):
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in keys[i:i + MAX_PARTITIONS_PER_REQUEST]:
+            by_topic.setdefault(topic, []).append(partition)
+        body = {"replica_id": DEBUGGING_REPLICA_ID, "isolation_level": 0, "topics": [
+            {"name": t, "partitions": [{"partition_index": p, "current_leader_epoch": -1,
+                                        "timestamp": LATEST_TIMESTAMP} for p in ps]}
+            for t, ps in by_topic.items()]}
+        debug(session, f"ListOffsets (replica id -2) request to broker {broker}: "
+                       f"{sum(map(len, by_topic.values()))} partition(s)")
+        answer = session.conn.broker_request(broker, ApiKey.LIST_OFFSETS, body)
+        for t in answer.get("topics", []):
+            for p in t["partitions"]:
+                code = p["error_code"]
+                out[(t["name"], p["partition_index"])] = (
+                    p.get("leader_epoch", -1) if not code else -1,
+                    p.get("offset", -1) if not code else -1, _error(code, t["name"]))
+    return out
+
+
+def _error(code: int, topic: str) -> str | None:
+    if not code:
+        return None
+    try:
+        return Error(code).name.upper()
+    except ValueError:
+        return f"error {code}"
+
+
+# -- choosing ----------------------------------------------------------------------------------
+
+
+def choose(t: Target, path: str) -> None:
+    """Highest leader epoch, then longest log; ties to the earlier replica in the assignment.
+    On the stock path the epochs say nothing about the logs: longest log only."""
+    order = {b: i for i, b in enumerate(t.replicas)}
+    candidates = [r for r in t.rows if r.candidate]
+    if not candidates:
+        return
+    if path == DESIGNATED_PATH:
+        best = max(candidates, key=lambda r: (r.epoch, r.log_end, -order[r.broker]))
+    else:
+        best = max(candidates, key=lambda r: (r.log_end, -order[r.broker]))
+    t.chosen = best.broker
+
+
+def why_none(t: Target) -> str:
+    return "; ".join(f"replica {r.broker}: {r.error or r.state}" for r in t.rows)
+
+
+def describe_truncation(t: Target) -> str:
+    n = t.truncated()
+    return f"truncates {n} message(s) of other answered replicas" if n else "no answered replica loses messages"
+
+
+def replica_table(targets: list[Target]) -> Table:
+    rows = []
+    for t in targets:
+        longest = t.longest()
+        for r in t.rows:
+            gap = longest - r.log_end if r.log_end >= 0 and longest >= 0 else None
+            rows.append([t.topic, t.partition, r.broker, r.state, "yes" if r.in_isr else "no",
+                         r.epoch if r.log_end >= 0 else None, r.log_end if r.log_end >= 0 else None,
+                         gap, r.error, "*" if r.broker == t.chosen else ""])
+    return Table(["Topic", "Partition", "Replica", "Broker", "Last ISR", "Leader epoch", "Log end offset",
+                  "Gap", "Error", "Chosen"], rows)
+
+
+def write_manual_file(path: str, plan: list[Target], dry_run: bool) -> str:
+    if dry_run:
+        return f"Would write {len(plan)} designated leader(s) to {path} (dry run)."
+    body = {"partitions": [{"topic": t.topic, "partition": t.partition, "designatedLeader": t.chosen}
+                           for t in plan]}
+    write_new(Path(path).expanduser(), json.dumps(body, indent=2) + "\n")
+    return (f"Wrote {len(plan)} designated leader(s) to {path}: run elect-leaders --election-type designated "
+            f"--path-to-json-file {path}")
+
+
+# -- electing ----------------------------------------------------------------------------------
+
+
+def confirm(session: Session, args: dict, plan: list[Target]) -> None:
+    if args["yes"] or session.yes:
+        return
+    names = ", ".join(f"{t.name} -> {t.chosen}" for t in plan[:10]) + (
+        f" and {len(plan) - 10} more" if len(plan) > 10 else "")
+    lost = sum(t.truncated() for t in plan)
+    assert session.confirm is not None  # check_arguments made sure
+    if not session.confirm(f"Elect {names}: other replicas lose {lost} message(s). Continue?"):
+        raise ShellError("Cancelled: nothing was changed.")
+
+
+class StopAfterBatch:
+    """Ctrl-C or SIGTERM during the elections: the batch in flight finishes, no other starts."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> StopAfterBatch:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._stop)
+        return self
+
+    def _stop(self, signum: int, frame: object) -> None:
+        self.requested = True
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def run_elections(session: Session, path: str, plan: list[Target],
+                  attempts: int) -> tuple[list[list[Any]], list[str]]:
+    """Elect each target's chosen replica; rows (topic, partition, result, leader, error)."""
+    outcomes: dict[Key, tuple[int, str]] = {}
+    notes: list[str] = []
+    with StopAfterBatch() as stop:
+        pending = list(plan)
+        for attempt in range(attempts):
+            batches = [pending[i:i + MAX_PARTITIONS_PER_REQUEST]
+                       for i in range(0, len(pending), MAX_PARTITIONS_PER_REQUEST)]
+            for batch in batches:
+                if stop.requested:
+                    break
+                outcomes.update(elect_batch(session, path, batch))
+            retry = [t for t in pending if t.key in outcomes and _transient(outcomes[t.key][0])]
+            if stop.requested or not retry:
+                break
+            pending = retry
+            time.sleep(RETRY_S * (attempt + 1))
+        if stop.requested:
+            notes.append(f"Stopped by a signal after the batch in flight: {len(plan) - len(outcomes)} "
+                         "partition(s) were not attempted; run the same command again to finish.")
+    after = session.conn.read(sorted({t.topic for t in plan}))
+    rows = []
+    for t in plan:
+        now = after.topics[t.topic].partitions[t.partition].leader if t.topic in after.topics else -1
+        code, why = outcomes.get(t.key, (None, "not attempted (stopped)"))
+        if code == 0 and now == t.chosen:
+            rows.append([t.topic, t.partition, "elected", now, None])
+        elif code == Error.election_not_needed and now >= 0:
+            rows.append([t.topic, t.partition, "already online", now, None])
+        elif code == 0:
+            rows.append([t.topic, t.partition, "failed", now,
+                         f"broker {now} was elected instead of {t.chosen}: the log was truncated to broker {now}'s"
+                         if now >= 0 else "elected, but the partition has no leader now"])
+        else:
+            rows.append([t.topic, t.partition, "failed" if code is not None else "not attempted", now, why])
+    if path == STOCK_PATH and any(r[2] == "elected" for r in rows):
+        notes.append("The original replica order is restored: a later preferred election moves leadership "
+                     "back to the preferred replica.")
+    return rows, notes
+
+
+def _transient(code: int) -> bool:
+    try:
+        return code != 0 and Error(code).retriable
+    except ValueError:
+        return code == -1
+
+
+def elect_batch(session: Session, path: str, batch: list[Target]) -> dict[Key, tuple[int, str]]:
+    if path == DESIGNATED_PATH:
+        entries: list[Entry] = [(t.topic, t.partition, t.chosen) for t in batch]
+        return elect_partitions(session, entries, ElectionType.DESIGNATED, ELECTION_TIMEOUT_MS)
+    return elect_by_reorder(session, batch)
+
+
+def elect_by_reorder(session: Session, batch: list[Target]) -> dict[Key, tuple[int, str]]:
+    """Stock Kafka: reorder so the chosen replica is first, unclean election (the first live
+    replica of the assignment wins), then restore the original order."""
+    outcomes: dict[Key, tuple[int, str]] = {}
+    moves = {t.key: [t.chosen, *[b for b in t.replicas if b != t.chosen]] for t in batch}
+    debug(session, f"AlterPartitionReassignments (reorder only): {len(moves)} partition(s)")
+    for line in alter_reassignments(session, moves):  # type: ignore[arg-type]
+        key = line.split(": ", 1)[0]
+        for t in batch:
+            if t.name == key:
+                outcomes[t.key] = (Error.invalid_replica_assignment,
+                                   f"the reorder was refused ({line.split(': ', 1)[1]})")
+    reordered = [t for t in batch if t.key not in outcomes]
+    if reordered:
+        entries: list[Entry] = [(t.topic, t.partition, None) for t in reordered]
+        outcomes.update(elect_partitions(session, entries, ElectionType.UNCLEAN, ELECTION_TIMEOUT_MS))
+        restore = {t.key: list(t.replicas) for t in reordered}
+        debug(session, f"AlterPartitionReassignments (restore order): {len(restore)} partition(s)")
+        for line in alter_reassignments(session, restore):
+            session.notify(f"Could not restore the replica order of {line}")
+    return outcomes
