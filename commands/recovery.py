@@ -150,7 +150,7 @@ def unclean_recovery(session: Session, args: dict) -> Result:
         if t.leader >= 0:
             messages.append(f"{t.name} is online (leader {t.leader}): nothing to recover.")
     stuck = [t for t in offline if t.chosen is None]
-    failures = [f"No candidate for {t.name}: no live replica answered within "
+    failures = [f"No candidate for {t.name}: no live replica answered without error within "
                 f"{args['recovery_duration_ms']} ms ({why_none(t)})." for t in stuck]
     plan = [t for t in offline if t.chosen is not None]
     if args["manual_recovery_output_file"]:

@@ -3,7 +3,7 @@ _kafka_shell() {
   local cur="${COMP_WORDS[COMP_CWORD]}" cmd="" w
   for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
     case "$w" in
-      --alter-configs|--alter-topic|--api-versions|--create-topic|--delete-topic|--describe-cluster|--describe-configs|--describe-controller|--describe-log-dirs|--describe-quorum|--describe-topic|--elect-leaders|--list-brokers|--list-topics|--preferred-replica-leader-election|--reassign-partitions) cmd="${w#--}";;
+      --alter-configs|--alter-topic|--api-versions|--create-topic|--delete-topic|--describe-cluster|--describe-configs|--describe-controller|--describe-log-dirs|--describe-quorum|--describe-topic|--elect-leaders|--list-brokers|--list-topics|--preferred-replica-leader-election|--reassign-partitions|--unclean-recovery) cmd="${w#--}";;
     esac
   done
   local opts="--bootstrap-controller --bootstrap-server --broker-list --cluster --command --command-config --continue-on-error --debug --file --help --output --quiet --sandbox --shell --timeout --yes -X -c -f -h -o -q"
@@ -24,7 +24,8 @@ _kafka_shell() {
     list-topics) opts="$opts --exclude-internal --output -o --help";;
     preferred-replica-leader-election) opts="$opts --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --help";;
     reassign-partitions) opts="$opts --generate --execute --verify --cancel --list --reassignment-json-file --topics-to-move-json-file --topic --broker-list --disable-rack-aware --proposed-json-file --additional --throttle --blocking --all --preserve-throttles --dry-run --output -o --help";;
-    "") opts="$opts --alter-configs --alter-topic --api-versions --create-topic --delete-topic --describe-cluster --describe-configs --describe-controller --describe-log-dirs --describe-quorum --describe-topic --elect-leaders --list-brokers --list-topics --preferred-replica-leader-election --reassign-partitions sandbox";;
+    unclean-recovery) opts="$opts --path-to-json-file --all-offline-partitions --topic --show-replica-info --manual-recovery-output-file --automated-recovery --recovery-duration-ms --recovery-election-attempts --yes --dry-run --output -o --help";;
+    "") opts="$opts --alter-configs --alter-topic --api-versions --create-topic --delete-topic --describe-cluster --describe-configs --describe-controller --describe-log-dirs --describe-quorum --describe-topic --elect-leaders --list-brokers --list-topics --preferred-replica-leader-election --reassign-partitions --unclean-recovery sandbox";;
   esac
   COMPREPLY=( $(compgen -W "$opts" -- "$cur") )
 }

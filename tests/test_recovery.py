@@ -1,0 +1,284 @@
+"""unclean-recovery (KAFKA-20098) against a real sandbox, in both of its paths: the cluster's
+GetReplicaLogInfo and designated elections, and stock Kafka's way (ListOffsets replica id -2,
+a reorder-only reassignment and an unclean election) with those RPCs turned off."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import subprocess
+
+import pytest
+
+from kafka_shell.runner import run_line
+from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox.handlers import replica_log_info
+from kafka_shell.session import Session, Target
+from tests.conftest import BOTH_MODES, KRAFT_MODE
+from tests.sandbox.wire import create, produce
+from tests.test_oneshot import SHELL, assert_one_line_error, run, shell
+
+pytestmark = BOTH_MODES  # elections and reassignments, in KRaft and in ZooKeeper mode
+
+RECOVER = "unclean-recovery --all-offline-partitions --automated-recovery --yes"
+
+
+@pytest.fixture(params=["designated", "stock"])
+def path(request, sandbox) -> str:
+    """Which way the cluster offers: KAFKA-20098's RPCs, or only what Apache Kafka has."""
+    if request.param == "stock":
+        sandbox.set_kafka_20098(False)
+    return request.param
+
+
+def partition(sandbox, topic: str = "t", index: int = 0):
+    return sandbox.call(lambda: _copy(sandbox.cluster.partition(topic, index)))
+
+
+def _copy(p) -> dict:
+    return {"leader": p.leader, "replicas": list(p.replicas), "hw": p.high_watermark, "leo": dict(p.leo)}
+
+
+def leader(admin, topic: str = "t", index: int = 0) -> int:
+    return admin.list_topics(topic, timeout=5).topics[topic].partitions[index].leader
+
+
+def diverged(sandbox) -> None:
+    """t-0 on [1, 3, 2] (unclean.leader.election.enable=false): 10 records on all three; 3
+    stops; 5 more on 1 and 2; 2 stops; 3 more on 1; 1 stops (the whole ISR is gone); 3 and 2
+    come back out of sync holding 10 and 15 records. Kafka's unclean election would pick 3,
+    the first live replica: the longest log is 2's."""
+    create(sandbox, "t", [[1, 3, 2]], **{"unclean.leader.election.enable": "false"})
+    produce(sandbox, "t", 0, 10, 20)
+    sandbox.stop_broker(3)
+    produce(sandbox, "t", 0, 5, 20)
+    sandbox.stop_broker(2)
+    produce(sandbox, "t", 0, 3, 20)
+    sandbox.stop_broker(1)  # kill -9 of the last ISR member
+    sandbox.start_broker(3)
+    sandbox.start_broker(2)
+
+
+def test_the_seed_system_test(sandbox, path, admin):
+    diverged(sandbox)
+    assert leader(admin) == -1
+    assert partition(sandbox)["leo"] == {1: 18, 2: 15, 3: 10}
+    p = run(sandbox, RECOVER + " --show-replica-info", "-o", "json")
+    assert p.returncode == 0, p.stderr
+    replicas, results = json.loads(p.stdout).values()
+    chosen = {r["Replica"]: r for r in replicas}
+    assert chosen[2]["Chosen"] == "*" and chosen[2]["Log end offset"] == 15 and chosen[2]["Gap"] == 0
+    assert chosen[3]["Log end offset"] == 10 and chosen[3]["Gap"] == 5 and chosen[3]["Chosen"] == ""
+    assert chosen[1]["Broker"] == "fenced" and chosen[1]["Error"] == "broker is not live"
+    assert results == [{"Topic": "t", "Partition": 0, "Result": "elected", "Leader": 2, "Error": None}]
+    assert leader(admin) == 2
+    after = partition(sandbox)
+    assert after["hw"] == 15 and after["replicas"] == [1, 3, 2]  # stock path: the order is restored
+    again = run(sandbox, RECOVER)  # running it twice is safe
+    assert again.returncode == 0 and "No offline partition to recover." in again.stderr
+    assert partition(sandbox) == after
+
+
+@KRAFT_MODE
+def test_stock_path_says_the_epochs_are_not_the_last_records(sandbox, admin):
+    sandbox.set_kafka_20098(False)
+    diverged(sandbox)
+    p = run(sandbox, "unclean-recovery --all-offline-partitions --show-replica-info")
+    assert p.returncode == 0, p.stderr
+    assert "they are each broker's current epoch, so replicas are compared by log length" in p.stderr
+    assert leader(admin) == -1  # nothing elected without --automated-recovery
+
+
+@KRAFT_MODE
+def test_a_replica_that_never_answers_is_no_candidate(sandbox, admin):
+    diverged(sandbox)
+    sandbox.delay(2, 1500)  # the longest log's broker answers too late
+    b3 = sandbox.cluster.brokers[3]  # bootstrap from a broker that answers at once
+    p = shell("--bootstrap-server", f"{b3.host}:{b3.port}", "-o", "json", "--command",
+              "unclean-recovery --all-offline-partitions --show-replica-info "
+              "--recovery-duration-ms 400 --automated-recovery --yes")
+    assert p.returncode == 0, p.stderr
+    replicas, results = json.loads(p.stdout).values()
+    row = {r["Replica"]: r for r in replicas}
+    assert row[2]["Broker"] == "unreachable" and row[2]["Error"] == "no answer within 400 ms"
+    assert row[3]["Chosen"] == "*"
+    assert results[0]["Result"] == "elected" and results[0]["Leader"] == 3
+
+
+def offline_topic(sandbox, name: str, count: int) -> None:
+    """`count` partitions on [1, 2], offline: 1, the last ISR member, down; 2 live, out of sync."""
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, name, count, 2, [[1, 2]] * count, {})
+    sandbox.stop_broker(2)
+    sandbox.stop_broker(1)
+    sandbox.start_broker(2)
+
+
+@KRAFT_MODE
+def test_log_info_is_asked_1000_partitions_a_request_following_has_more_data(sandbox, monkeypatch):
+    offline_topic(sandbox, "big", 2500)
+    line = "unclean-recovery --all-offline-partitions --show-replica-info"
+    p = run(sandbox, line, "--debug", "-o", "json")
+    assert p.returncode == 0, p.stderr
+    sent = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: GetReplicaLogInfo request")]
+    assert sent == [f"debug: GetReplicaLogInfo request to broker 2: {n} partition(s)" for n in (1000, 1000, 500)]
+    rows = json.loads(p.stdout)
+    assert len(rows) == 5000 and sum(r["Chosen"] == "*" for r in rows) == 2500
+    # A broker that serves fewer partitions a request says HasMoreData: the rest is asked again.
+    monkeypatch.setattr(replica_log_info, "MAX_PARTITIONS_PER_REQUEST", 400)
+    p = run(sandbox, line, "--debug", "-o", "json")
+    assert p.returncode == 0, p.stderr
+    sent = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: GetReplicaLogInfo request")]
+    assert len(sent) == 7  # 1000 (400 answered), 1000 (600 left first), ... until all 2500 are
+    rows = json.loads(p.stdout)
+    assert sum(r["Chosen"] == "*" for r in rows) == 2500 and not any(r["Error"] == "left out of the broker's answer"
+                                                                     for r in rows)
+
+
+def in_process(sandbox, answer) -> tuple[Session, io.StringIO]:
+    """A REPL-like session whose confirmation prompt runs `answer(question)`."""
+    err = io.StringIO()
+    session = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=io.StringIO(), stderr=err)
+    session.interactive = True
+    session.confirm = answer
+    return session, err
+
+
+def test_a_partition_back_by_itself_before_the_election_is_already_online(sandbox, path, admin):
+    diverged(sandbox)
+    questions = []
+
+    def broker_1_comes_back(question: str) -> bool:
+        questions.append(question)
+        sandbox.start_broker(1)  # the last ISR member: it leads again, cleanly
+        return True
+
+    session, err = in_process(sandbox, broker_1_comes_back)
+    try:
+        code = run_line(session, "unclean-recovery --all-offline-partitions --automated-recovery")
+    finally:
+        session.close()
+    assert code == 0, err.getvalue()
+    assert questions == ["Elect t-0 -> 2: other replicas lose 0 message(s). Continue?"]
+    assert "already online" in session.stdout.getvalue()  # type: ignore[attr-defined]
+    assert leader(admin) == 1 and partition(sandbox)["hw"] == 18
+
+
+def test_a_failed_election_exits_1_with_a_line(sandbox, path, admin):
+    diverged(sandbox)
+
+    def chosen_broker_dies(question: str) -> bool:
+        sandbox.stop_broker(2)
+        return True
+
+    session, err = in_process(sandbox, chosen_broker_dies)
+    try:
+        code = run_line(session, "unclean-recovery --all-offline-partitions --automated-recovery")
+    finally:
+        session.close()
+    assert code == 1
+    lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("Recovery failed for t-0: ")]
+    assert len(lines) == 1, err.getvalue()
+    if path == "stock":  # the unclean election took the first live replica: say what was lost
+        assert "broker 3 was elected instead of 2" in lines[0] and leader(admin) == 3
+    else:
+        assert leader(admin) == -1
+
+
+@KRAFT_MODE
+def test_refusing_the_confirmation_changes_nothing(sandbox, admin):
+    diverged(sandbox)
+    session, err = in_process(sandbox, lambda question: False)
+    try:
+        code = run_line(session, "unclean-recovery --all-offline-partitions --automated-recovery")
+    finally:
+        session.close()
+    assert code == 1 and "Cancelled: nothing was changed." in err.getvalue()
+    assert leader(admin) == -1
+
+
+@KRAFT_MODE
+def test_manual_file_feeds_a_designated_election(sandbox, admin, tmp_path):
+    diverged(sandbox)
+    out = tmp_path / "recovery.json"
+    p = run(sandbox, f"kafka-unclean-recovery --all-offline-partitions --manual-recovery-output-file {out}")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(out.read_text()) == {"partitions": [{"topic": "t", "partition": 0, "designatedLeader": 2}]}
+    assert leader(admin) == -1  # only the file
+    again = run(sandbox, f"unclean-recovery --all-offline-partitions --manual-recovery-output-file {out}")
+    assert_one_line_error(again, 2, f"{out} already exists")
+    p = run(sandbox, f"elect-leaders --election-type designated --path-to-json-file {out}")
+    assert p.returncode == 0, p.stderr
+    assert leader(admin) == 2 and partition(sandbox)["hw"] == 15
+
+
+@KRAFT_MODE
+def test_dry_run_and_the_json_scope(sandbox, path, admin, tmp_path):
+    diverged(sandbox)
+    create(sandbox, "online", [[2, 3]])
+    scope = tmp_path / "parts.json"
+    scope.write_text(json.dumps({"partitions": [{"topic": "t", "partitions": [0]},
+                                                {"topic": "online", "partitions": [0]}]}))
+    p = run(sandbox, f"unclean-recovery --path-to-json-file {scope} --automated-recovery --dry-run")
+    assert p.returncode == 0, p.stderr
+    assert "online-0 is online (leader 2): nothing to recover." in p.stderr
+    assert "Would elect 2 for t-0 (truncates 0 message(s) of other answered replicas) (dry run)." \
+        in p.stderr or "Would elect 2 for t-0 (no answered replica loses messages) (dry run)." in p.stderr
+    assert leader(admin) == -1
+
+
+@KRAFT_MODE
+@pytest.mark.parametrize("line, message", [
+    ("unclean-recovery --show-replica-info", "needs one of --path-to-json-file or --all-offline-partitions"),
+    ("unclean-recovery --all-offline-partitions", "needs at least one of --show-replica-info"),
+    ("unclean-recovery --all-offline-partitions --automated-recovery",
+     "may truncate logs: add --yes to confirm"),
+    ("unclean-recovery --all-offline-partitions --automated-recovery --manual-recovery-output-file x.json --yes",
+     "--manual-recovery-output-file"),
+    ("unclean-recovery --all-offline-partitions --path-to-json-file x.json --show-replica-info",
+     "--path-to-json-file"),
+])
+def test_bad_usage_is_one_line_and_changes_nothing(sandbox, admin, line, message):
+    diverged(sandbox)
+    p = run(sandbox, line)
+    assert_one_line_error(p, 2, message)
+    assert leader(admin) == -1
+
+
+@KRAFT_MODE
+def test_no_candidate_fails_the_run(sandbox, admin):
+    diverged(sandbox)
+    sandbox.delay(3, 1500)  # live, but answers too late
+    sandbox.fail(2, "GetReplicaLogInfo", "KAFKA_STORAGE_ERROR")  # live, its log directory failed
+    b1 = sandbox.cluster.brokers[2]
+    p = shell("--bootstrap-server", f"{b1.host}:{b1.port}", "--command", RECOVER + " --recovery-duration-ms 300")
+    assert p.returncode == 1
+    assert ("No candidate for t-0: no live replica answered without error within 300 ms (replica 1: broker is "
+            "not live; replica 3: no answer within 300 ms; replica 2: KAFKA_STORAGE_ERROR).") in p.stderr.splitlines()
+    sandbox.heal()
+    assert leader(admin) == -1
+
+
+@KRAFT_MODE
+def test_ctrl_c_stops_after_the_batch_in_flight(sandbox, admin):
+    offline_topic(sandbox, "big", 2500)
+    sandbox.delay(sandbox.active_controller, 600)  # each election batch takes a while
+    proc = subprocess.Popen([*SHELL, "--bootstrap-server", sandbox.bootstrap, "--debug", "--command", RECOVER],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("debug: ElectLeaders request 1/"):
+            proc.send_signal(signal.SIGINT)
+            break
+    out, rest = proc.communicate(timeout=60)
+    err = "".join(seen) + rest
+    assert proc.returncode == 1, err
+    assert "Stopped by a signal after the batch in flight: 1500 partition(s) were not attempted" in err
+    led = sandbox.call(lambda: sum(p.leader >= 0 for p in sandbox.cluster.topics["big"].partitions))
+    assert led == 1000
+    sandbox.heal()
+    p = run(sandbox, RECOVER)  # the same command finishes the job
+    assert p.returncode == 0, p.stderr
+    assert sandbox.call(lambda: all(p.leader == 2 for p in sandbox.cluster.topics["big"].partitions))
