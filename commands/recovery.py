@@ -400,7 +400,13 @@ def why_none(t: Target) -> str:
 
 def describe_truncation(t: Target) -> str:
     n = t.truncated()
-    return f"truncates {n} message(s) of other answered replicas" if n else "no answered replica loses messages"
+    said = f"truncates {n} message(s) of other answered replicas" if n else "no answered replica loses messages"
+    silent = [str(r.broker) for r in t.rows if r.error is not None]
+    if silent:
+        end = next(r.log_end for r in t.rows if r.broker == t.chosen)
+        said += (f"; replica(s) {','.join(silent)} did not answer: whatever they hold beyond offset {end} "
+                 "is lost when they come back")
+    return said
 
 
 def replica_table(targets: list[Target]) -> Table:
@@ -435,8 +441,10 @@ def confirm(session: Session, args: dict, plan: list[Target]) -> None:
     names = ", ".join(f"{t.name} -> {t.chosen}" for t in plan[:10]) + (
         f" and {len(plan) - 10} more" if len(plan) > 10 else "")
     lost = sum(t.truncated() for t in plan)
+    silent = sum(any(r.error is not None for r in t.rows) for t in plan)
+    unknown = f" ({silent} partition(s) have replicas that did not answer and may lose more)" if silent else ""
     assert session.confirm is not None  # check_arguments made sure
-    if not session.confirm(f"Elect {names}: other replicas lose {lost} message(s). Continue?"):
+    if not session.confirm(f"Elect {names}: answered replicas lose {lost} message(s){unknown}. Continue?"):
         raise ShellError("Cancelled: nothing was changed.")
 
 

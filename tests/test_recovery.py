@@ -159,7 +159,8 @@ def test_a_partition_back_by_itself_before_the_election_is_already_online(sandbo
     finally:
         session.close()
     assert code == 0, err.getvalue()
-    assert questions == ["Elect t-0 -> 2: other replicas lose 0 message(s). Continue?"]
+    assert questions == ["Elect t-0 -> 2: answered replicas lose 0 message(s) (1 partition(s) have replicas "
+                         "that did not answer and may lose more). Continue?"]
     assert "already online" in session.stdout.getvalue()  # type: ignore[attr-defined]
     assert leader(admin) == 1 and partition(sandbox)["hw"] == 18
 
@@ -222,8 +223,8 @@ def test_dry_run_and_the_json_scope(sandbox, path, admin, tmp_path):
     p = run(sandbox, f"unclean-recovery --path-to-json-file {scope} --automated-recovery --dry-run")
     assert p.returncode == 0, p.stderr
     assert "online-0 is online (leader 2): nothing to recover." in p.stderr
-    assert "Would elect 2 for t-0 (truncates 0 message(s) of other answered replicas) (dry run)." \
-        in p.stderr or "Would elect 2 for t-0 (no answered replica loses messages) (dry run)." in p.stderr
+    assert ("Would elect 2 for t-0 (no answered replica loses messages; replica(s) 1 did not answer: whatever "
+            "they hold beyond offset 15 is lost when they come back) (dry run).") in p.stderr.splitlines()
     assert leader(admin) == -1
 
 
@@ -282,3 +283,19 @@ def test_ctrl_c_stops_after_the_batch_in_flight(sandbox, admin):
     p = run(sandbox, RECOVER)  # the same command finishes the job
     assert p.returncode == 0, p.stderr
     assert sandbox.call(lambda: all(p.leader == 2 for p in sandbox.cluster.topics["big"].partitions))
+
+
+@KRAFT_MODE
+def test_the_repl_context_topic_limits_all_offline_partitions(sandbox, admin):
+    create(sandbox, "u", [[1, 2]])
+    diverged(sandbox)  # u-0 goes offline too
+    session, err = in_process(sandbox, lambda question: True)
+    session.topic = "u"
+    try:
+        code = run_line(session, "unclean-recovery --all-offline-partitions --show-replica-info -o json")
+    finally:
+        session.close()
+    assert code == 0, err.getvalue()
+    rows = json.loads(session.stdout.getvalue())  # type: ignore[attr-defined]
+    assert {(r["Topic"], r["Replica"], r["Chosen"]) for r in rows} == {("u", 1, ""), ("u", 2, "*")}
+    assert leader(admin, "u") == -1 and leader(admin) == -1
