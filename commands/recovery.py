@@ -164,8 +164,9 @@ def unclean_recovery(session: Session, args: dict) -> Result:
             results, notes = run_elections(session, path, plan, args["recovery_election_attempts"])
             tables.append(Table(["Topic", "Partition", "Result", "Leader", "Error"], results))
             messages += notes
-            failures += [f"Recovery failed for {r[0]}-{r[1]}: {r[4]}" for r in results
-                         if r[2] not in ("elected", "already online")]
+            failures += [f"Recovery failed for {r[0]}-{r[1]}: {r[4]}"
+                         + (" (run unclean-recovery again: it asks the replicas anew)" if r[3] < 0 else "")
+                         for r in results if r[2] not in ("elected", "already online")]
             exit_code = 1 if failures else 0
     elif args["automated_recovery"] and not offline:
         messages.append("No offline partition to recover.")
@@ -501,15 +502,24 @@ def run_elections(session: Session, path: str, plan: list[Target],
         elif code == Error.election_not_needed and now >= 0:
             rows.append([t.topic, t.partition, "already online", now, None])
         elif code == 0:
-            rows.append([t.topic, t.partition, "failed", now,
-                         f"broker {now} was elected instead of {t.chosen}: the log was truncated to broker {now}'s"
-                         if now >= 0 else "elected, but the partition has no leader now"])
+            rows.append([t.topic, t.partition, "failed", now, elected_instead(t, now)])
         else:
             rows.append([t.topic, t.partition, "failed" if code is not None else "not attempted", now, why])
     if path == STOCK_PATH and any(r[2] == "elected" for r in rows):
         notes.append("The original replica order is restored: a later preferred election moves leadership "
                      "back to the preferred replica.")
     return rows, notes
+
+
+def elected_instead(t: Target, now: int) -> str:
+    """Stock path: the unclean election took another replica (the chosen one's broker stopped in
+    between); say how much of the chosen log that cost."""
+    if now < 0:
+        return "elected, but the partition has no leader now"
+    ends = {r.broker: r.log_end for r in t.rows}
+    lost = ends.get(t.chosen, -1) - ends.get(now, -1)  # type: ignore[arg-type]
+    what = f": {lost} message(s) beyond offset {ends[now]} were truncated" if lost > 0 and ends.get(now, -1) >= 0 else ""
+    return f"broker {now} was elected instead of {t.chosen} (whose broker stopped in between){what}"
 
 
 def _transient(code: int) -> bool:
