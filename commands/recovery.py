@@ -20,6 +20,7 @@ Two ways to ask and to elect, picked from what the cluster advertises:
 from __future__ import annotations
 
 import json
+import os
 import queue
 import signal
 import threading
@@ -185,7 +186,7 @@ def check_arguments(session: Session, args: dict) -> None:
         raise UsageError("unclean-recovery needs at least one of --show-replica-info, "
                          "--manual-recovery-output-file or --automated-recovery")
     out = args["manual_recovery_output_file"]
-    if out and Path(out).expanduser().is_symlink() or out and Path(out).expanduser().exists():
+    if out and os.path.lexists(os.path.expanduser(out)):  # write_new refuses it too, but only after the asking
         raise UsageError(f"{out} already exists: --manual-recovery-output-file writes a new file, "
                          "give another name")
     if (args["automated_recovery"] and not args["dry_run"] and not (args["yes"] or session.yes)
@@ -206,19 +207,13 @@ def read_partitions_file(path: str) -> list[Key]:
             raise UsageError(f'{path}: entry {n} needs "topic" (a name) and "partitions" (a list of numbers '
                              f"0 or more), like {FILE_EXAMPLE}")
         keys += [(item["topic"], p) for p in item["partitions"]]
-    dupes = {k for k in keys if keys.count(k) > 1} if len(keys) < 5000 else \
-        {k for k, c in _counts(keys).items() if c > 1}
-    if dupes:
-        t, p = sorted(dupes)[0]
-        raise UsageError(f"{path} lists partition {t}-{p} more than once: remove the duplicate")
-    return keys
-
-
-def _counts(keys: list[Key]) -> dict[Key, int]:
-    out: dict[Key, int] = {}
+    counts: dict[Key, int] = {}
     for k in keys:
-        out[k] = out.get(k, 0) + 1
-    return out
+        counts[k] = counts.get(k, 0) + 1
+    dupes = sorted(k for k, n in counts.items() if n > 1)
+    if dupes:
+        raise UsageError(f"{path} lists partition {dupes[0][0]}-{dupes[0][1]} more than once: remove the duplicate")
+    return keys
 
 
 def read_targets(session: Session, args: dict) -> tuple[ClusterSnapshot, list[Target]]:

@@ -4,6 +4,7 @@ a reorder-only reassignment and an unclean election) with those RPCs turned off.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import signal
@@ -11,6 +12,7 @@ import subprocess
 
 import pytest
 
+from kafka_shell.codes import ApiKey
 from kafka_shell.runner import run_line
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.handlers import replica_log_info
@@ -300,3 +302,35 @@ def test_the_repl_context_topic_limits_all_offline_partitions(sandbox, admin):
     rows = json.loads(session.stdout.getvalue())  # type: ignore[attr-defined]
     assert {(r["Topic"], r["Replica"], r["Chosen"]) for r in rows} == {("u", 1, ""), ("u", 2, "*")}
     assert leader(admin, "u") == -1 and leader(admin) == -1
+
+
+@pytest.mark.parametrize("path", ["designated", "stock"], indirect=True)
+@KRAFT_MODE
+def test_the_candidate_rule(sandbox, path):
+    """Highest leader epoch first (where the epochs are the last records', i.e. with
+    GetReplicaLogInfo), then the longest log; ties to the earlier replica of the assignment."""
+    create(sandbox, "t", [[1, 3, 2]])
+    create(sandbox, "tie", [[1, 3, 2]])
+    for b in (2, 3, 1):
+        sandbox.stop_broker(b)
+    sandbox.start_broker(3)
+    sandbox.start_broker(2)
+    sandbox.set_log_end_offset("t", 0, 3, 10, epoch=5)
+    sandbox.set_log_end_offset("t", 0, 2, 15, epoch=3)
+    sandbox.set_log_end_offset("tie", 0, 3, 7, epoch=2)
+    sandbox.set_log_end_offset("tie", 0, 2, 7, epoch=2)
+    p = run(sandbox, "unclean-recovery --all-offline-partitions --show-replica-info", "-o", "json")
+    assert p.returncode == 0, p.stderr
+    chosen = {r["Topic"]: r["Replica"] for r in json.loads(p.stdout) if r["Chosen"] == "*"}
+    assert chosen == {"t": 3 if path == "designated" else 2, "tie": 3}
+
+
+@KRAFT_MODE
+def test_a_cluster_with_neither_path_is_refused_before_anything_changes(sandbox, admin, monkeypatch):
+    diverged(sandbox)
+    sandbox.set_kafka_20098(False)
+    list_offsets = sandbox.handlers[ApiKey.LIST_OFFSETS]
+    monkeypatch.setitem(sandbox.handlers, ApiKey.LIST_OFFSETS, dataclasses.replace(list_offsets, versions=range(0, 4)))
+    p = run(sandbox, RECOVER)
+    assert_one_line_error(p, 1, "this cluster has neither; nothing was done")
+    assert leader(admin) == -1
