@@ -234,3 +234,20 @@ def change_replication_factor(session: Session, snap: ClusterSnapshot, topics: l
                         f"({len(changed)} partition(s), {reassign_plan.moved(current, proposed)} new replica(s)); "
                         "wait for it with reassign-partitions --blocking.")
     return messages
+
+
+def topic_min_isr(session: Session, names: list[str]) -> dict[str, int]:
+    """topic -> its min.insync.replicas (1 when the cluster does not say), in one DescribeConfigs call."""
+    if not names:
+        return {}
+    from confluent_kafka.admin import ConfigResource, ResourceType as AdminResourceType
+    debug(session, f"DescribeConfigs request: {len(names)} topic(s)")
+    answer = session.conn.admin_call("describe_configs",
+                                     [ConfigResource(AdminResourceType.TOPIC, n) for n in names])
+    out = {}
+    for resource, entries in answer.items():
+        if isinstance(entries, BaseException):
+            raise KafkaCallError(admin_error(entries, topic=getattr(resource, "name", "?")))
+        min_isr = entries.get("min.insync.replicas")
+        out[resource.name] = int(min_isr.value) if min_isr and min_isr.value else 1
+    return out
