@@ -114,13 +114,14 @@ def missing(session: Session, mapping_topic: str) -> Result:
     summary, detail = [], []
     for broker_id in sorted(lost):
         parts = lost[broker_id]
-        under = sum(len(p.isr) < len(p.replicas) for p in parts)
-        offline = sum(p.leader < 0 or p.leader not in regs.live for p in parts)
-        below = sum(len(p.isr) < min_isr.get(p.topic, 1) for p in parts)
+        counts = loss_counts(parts, regs, min_isr)
         state = "fenced" if broker_id in regs.fenced else "not registered"
-        summary.append([broker_id, state, hosts.get(broker_id), len(parts), under, below, offline])
-        detail += [[broker_id, p.topic, p.partition, p.leader if p.leader >= 0 else "none",
-                    list(p.replicas), list(p.isr)] for p in parts]
+        summary.append([broker_id, state, hosts.get(broker_id), len(parts), *counts])
+        by_topic: dict[str, list] = {}
+        for p in parts:
+            by_topic.setdefault(p.topic, []).append(p)
+        detail += [[broker_id, topic, [p.partition for p in ps], *loss_counts(ps, regs, min_isr)]
+                   for topic, ps in sorted(by_topic.items())]
     names = ", ".join(map(str, sorted(lost)))
     return Result(tables=[Table(MISSING_COLUMNS, summary, name="missing"),
                           Table(PARTITION_COLUMNS, detail, name="partitions")],
@@ -128,9 +129,16 @@ def missing(session: Session, mapping_topic: str) -> Result:
                             "(see broker-ids suggest), or reassign its partitions."])
 
 
+def loss_counts(parts: list, regs: Registrations, min_isr: dict[str, int]) -> list[int]:
+    """How many of `parts` are under-replicated, under min ISR, offline (no live leader)."""
+    return [sum(len(p.isr) < len(p.replicas) for p in parts),
+            sum(len(p.isr) < min_isr.get(p.topic, 1) for p in parts),
+            sum(p.leader < 0 or p.leader not in regs.live for p in parts)]
+
+
 MISSING_COLUMNS = ["BrokerId", "State", "LastHost", "Partitions", "UnderReplicated", "UnderMinIsr",
                    "Offline"]
-PARTITION_COLUMNS = ["BrokerId", "Topic", "Partition", "Leader", "Replicas", "Isr"]
+PARTITION_COLUMNS = ["BrokerId", "Topic", "Partitions", "UnderReplicated", "UnderMinIsr", "Offline"]
 
 
 def last_hosts(session: Session, snap: ClusterSnapshot, mapping_topic: str,

@@ -236,18 +236,24 @@ def change_replication_factor(session: Session, snap: ClusterSnapshot, topics: l
     return messages
 
 
+
 def topic_min_isr(session: Session, names: list[str]) -> dict[str, int]:
-    """topic -> its min.insync.replicas (1 when the cluster does not say), in one DescribeConfigs call."""
+    """topic -> its min.insync.replicas (1 when the cluster does not say), in one DescribeConfigs
+    request over the direct channel (the AdminClient's per-resource futures cost ~1 ms a topic)."""
     if not names:
         return {}
-    from confluent_kafka.admin import ConfigResource, ResourceType as AdminResourceType
+    # Only the one key: every key of 1,000 topics is ~40,000 entries to decode.
+    body = {"resources": [{"resource_type": ResourceType.TOPIC, "resource_name": n,
+                           "configuration_keys": ["min.insync.replicas"]}
+                          for n in names]}
     debug(session, f"DescribeConfigs request: {len(names)} topic(s)")
-    answer = session.conn.admin_call("describe_configs",
-                                     [ConfigResource(AdminResourceType.TOPIC, n) for n in names])
+    answer = session.conn.controller_request(ApiKey.DESCRIBE_CONFIGS, body)
     out = {}
-    for resource, entries in answer.items():
-        if isinstance(entries, BaseException):
-            raise KafkaCallError(admin_error(entries, topic=getattr(resource, "name", "?")))
-        min_isr = entries.get("min.insync.replicas")
-        out[resource.name] = int(min_isr.value) if min_isr and min_isr.value else 1
+    for r in answer.get("results", []):
+        name = r.get("resource_name", "")
+        if r.get("error_code"):
+            raise KafkaCallError(kafka_error_message(r["error_code"], "", r.get("error_message") or "",
+                                                     topic=name, entity=f'topic "{name}"'))
+        value = next((c.get("value") for c in r.get("configs", []) if c["name"] == "min.insync.replicas"), None)
+        out[name] = int(value) if value else 1
     return out
