@@ -11,23 +11,21 @@ without an id, and `gc` removes the entries the KIP calls garbage.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_shell.codes import ApiKey
-from kafka_shell.errors import KafkaCallError, UsageError, kafka_error_message
+from kafka_shell.broker_identity import MAPPING_TOPIC, apply_record, choose_id, mapping_value
+from kafka_shell.codes import ApiKey, ResourceType
+from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
 from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import debug, topic_min_isr
+from kafka_shell.operations import admin_error, check_topic_name, debug, topic_min_isr
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
 
-MAPPING_TOPIC = "__broker_hosts"
-MAPPING_VERSION = 0
 ACTIONS = {
     "missing": "Ids that replica sets name but no live broker holds, and what they cost.",
     "hosts": "The host -> id mapping, each entry live, missing or garbage.",
@@ -66,9 +64,17 @@ def broker_ids(session: Session, args: dict) -> Result:
         raise UsageError("broker-ids suggest needs --host HOST (the host name of the starting broker)")
     if action not in ("record", "gc") and (args["dry_run"] or args["yes"]):
         raise UsageError(f"--dry-run and --yes are for broker-ids record and gc, not {action}")
+    topic = args["mapping_topic"]
+    check_topic_name(topic)
     if action == "missing":
-        return missing(session, args["mapping_topic"])
-    raise UsageError(f"broker-ids {action} is not available yet")
+        return missing(session, topic)
+    if action == "hosts":
+        return hosts_action(session, topic)
+    if action == "record":
+        return record(session, topic, args["dry_run"])
+    if action == "suggest":
+        return suggest(session, topic, args["host"])
+    return gc(session, topic, args["dry_run"], args["yes"])
 
 
 # -- reading the cluster -----------------------------------------------------------------------
@@ -143,32 +149,14 @@ PARTITION_COLUMNS = ["BrokerId", "Topic", "Partitions", "UnderReplicated", "Unde
 
 def last_hosts(session: Session, snap: ClusterSnapshot, mapping_topic: str,
                regs: Registrations) -> dict[int, str]:
-    """id -> the host it last had: a fenced registration's host, else the mapping's entry."""
-    hosts: dict[int, str] = {}
-    if mapping_topic in snap.topics:
-        for host, broker_id in read_mapping(session, mapping_topic, snap).items():
-            hosts.setdefault(broker_id, host)
-    hosts.update(regs.fenced)
+    """id -> the host it last had: the mapping's entry, else a fenced registration's host."""
+    hosts: dict[int, str] = dict(regs.fenced)
+    for host, broker_id in sorted(read_mapping(session, mapping_topic, snap).items()):
+        hosts[broker_id] = host
     return hosts
 
 
 # -- the mapping topic -------------------------------------------------------------------------
-
-
-def mapping_value(broker_id: int) -> bytes:
-    return json.dumps({"version": MAPPING_VERSION, "broker.id": broker_id}).encode()
-
-
-def parse_mapping_value(value: bytes) -> int | None:
-    """The broker id of a mapping value, None when it is not one this version understands."""
-    try:
-        data = json.loads(value)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(data, dict) or data.get("version") != MAPPING_VERSION:
-        return None
-    broker_id = data.get("broker.id")
-    return broker_id if isinstance(broker_id, int) and not isinstance(broker_id, bool) and broker_id >= 0 else None
 
 
 def read_mapping(session: Session, topic: str, snap: ClusterSnapshot) -> dict[str, int]:
@@ -178,7 +166,7 @@ def read_mapping(session: Session, topic: str, snap: ClusterSnapshot) -> dict[st
     info = snap.topics.get(topic)
     if info is None:
         return {}
-    consumer = Consumer({**session_client_config(session), "group.id": "kafka-shell-broker-ids",
+    consumer = Consumer({**session.conn.client_config(), "group.id": "kafka-shell-broker-ids",
                          "enable.auto.commit": False, "enable.partition.eof": True,
                          "auto.offset.reset": "earliest"})
     mapping: dict[str, int] = {}
@@ -207,14 +195,9 @@ def read_mapping(session: Session, topic: str, snap: ClusterSnapshot) -> dict[st
                     raise KafkaCallError(f'Reading the mapping topic "{topic}": {error.str()}')
                 done.add(partition)
                 continue
-            key = msg.key()
-            if isinstance(key, bytes):
-                value = msg.value()
-                broker_id = parse_mapping_value(value) if isinstance(value, bytes) else None
-                if broker_id is None:  # a tombstone, or a value this version cannot read
-                    mapping.pop(key.decode(errors="replace"), None)
-                else:
-                    mapping[key.decode(errors="replace")] = broker_id
+            key, value = msg.key(), msg.value()
+            apply_record(mapping, key if isinstance(key, bytes) else None,
+                         value if isinstance(value, bytes) else None)
             if offset + 1 >= ends[partition]:
                 done.add(partition)
     except KafkaException as exc:
@@ -224,9 +207,136 @@ def read_mapping(session: Session, topic: str, snap: ClusterSnapshot) -> dict[st
     return mapping
 
 
-def session_client_config(session: Session) -> dict:
-    """The session's bootstrap and client settings, for a Producer or a Consumer."""
-    from kafka_shell.client_config import librdkafka_properties
-    conn = session.conn
-    return {"bootstrap.servers": conn.bootstrap, **librdkafka_properties(conn.properties), "log_level": 3}
 
+def mapping_state(broker_id: int, host: str, live_hosts: dict[int, str]) -> str:
+    """KIP-426: an entry is garbage when its id is live on another host; missing when no live
+    broker holds its id."""
+    if broker_id not in live_hosts:
+        return "missing"
+    return "live" if live_hosts[broker_id] == host else "garbage"
+
+
+def live_host_names(session: Session, regs: Registrations) -> dict[int, str]:
+    """id -> the machine name of each live broker: its `host.name` config where the broker
+    tells it (the sandbox's --hosts), else the host of its registration."""
+    names = dict(regs.live)
+    for broker_id in sorted(regs.live):
+        body = {"resources": [{"resource_type": ResourceType.BROKER, "resource_name": str(broker_id),
+                               "configuration_keys": [HOST_NAME_KEY]}]}
+        debug(session, f"DescribeConfigs request: broker {broker_id} {HOST_NAME_KEY}")
+        answer = session.conn.broker_request(broker_id, ApiKey.DESCRIBE_CONFIGS, body)
+        for r in answer.get("results", []):
+            for c in r.get("configs", []) if not r.get("error_code") else ():
+                if c["name"] == HOST_NAME_KEY and c.get("value"):
+                    names[broker_id] = c["value"]
+    return names
+
+
+HOST_NAME_KEY = "host.name"
+
+
+def current(session: Session, topic: str) -> tuple[ClusterSnapshot, Registrations, dict[int, str], dict[str, int]]:
+    """One fresh read: the snapshot, the registrations, the live brokers' host names, the mapping."""
+    snap = session.conn.read()
+    regs = registrations(session, snap)
+    return snap, regs, live_host_names(session, regs), read_mapping(session, topic, snap)
+
+
+def hosts_action(session: Session, topic: str) -> Result:
+    snap, regs, live_hosts, mapping = current(session, topic)
+    rows = [[host, broker_id, mapping_state(broker_id, host, live_hosts)] for host, broker_id in sorted(mapping.items())]
+    messages = [] if topic in snap.topics else [f'The mapping topic "{topic}" does not exist yet: '
+                                                "broker-ids record creates it."]
+    return Result(tables=[Table(["Host", "BrokerId", "State"], rows)], messages=messages)
+
+
+def record(session: Session, topic: str, dry_run: bool) -> Result:
+    """Write host -> id for every live broker whose entry is absent or different."""
+    snap, regs, live_hosts, mapping = current(session, topic)
+    changes = {host: broker_id for broker_id, host in sorted(live_hosts.items()) if mapping.get(host) != broker_id}
+    rows = [[host, mapping.get(host), broker_id] for host, broker_id in sorted(changes.items())]
+    table = Table(["Host", "OldBrokerId", "BrokerId"], rows)
+    if not changes:
+        return Result(tables=[table], messages=[f'The mapping in "{topic}" is up to date ({len(mapping)} host(s)).'])
+    if dry_run:
+        return Result(tables=[table], messages=[f'Would record {len(changes)} host(s) in "{topic}" (dry run).'])
+    if topic not in snap.topics:
+        create_mapping_topic(session, topic, len(regs.live))
+    produce(session, topic, {host: mapping_value(b) for host, b in changes.items()})
+    return Result(tables=[table], messages=[f'Recorded {len(changes)} host(s) in "{topic}".'])
+
+
+def create_mapping_topic(session: Session, topic: str, brokers: int) -> None:
+    """Compacted, one partition (the mapping is small and read whole), RF 3 or the broker count."""
+    from confluent_kafka.admin import NewTopic
+    rf = max(1, min(3, brokers))
+    new = NewTopic(topic, num_partitions=1, replication_factor=rf, config={"cleanup.policy": "compact"})
+    debug(session, f'CreateTopics request: "{topic}" (compacted, replication factor {rf})')
+    for error in session.conn.admin_call("create_topics", [new], mutation=True).values():
+        if isinstance(error, BaseException) and "TOPIC_ALREADY_EXISTS" not in str(error):
+            raise KafkaCallError(admin_error(error, topic=topic))
+
+
+def produce(session: Session, topic: str, records: dict[str, bytes | None]) -> None:
+    """Write key -> value records (None: a tombstone), acknowledged by all in-sync replicas."""
+    from confluent_kafka import KafkaException, Producer
+    failures: list[str] = []
+
+    def delivered(error, _msg) -> None:
+        if error is not None:
+            failures.append(error.str())
+
+    try:
+        producer = Producer({**session.conn.client_config(), "acks": "all", "enable.idempotence": False})
+        for host, value in records.items():
+            producer.produce(topic, key=host.encode(), value=value, partition=0, on_delivery=delivered)
+        left = producer.flush(session.conn.timeout_s)
+    except KafkaException as exc:
+        raise KafkaCallError(f'Writing to the mapping topic "{topic}": {exc.args[0].str()}') from None
+    if failures or left:
+        reason = failures[0] if failures else f"{left} record(s) not acknowledged within {session.conn.timeout_s:g} s"
+        raise KafkaCallError(f'Writing to the mapping topic "{topic}" failed: {reason}.', retriable=True)
+
+
+def suggest(session: Session, topic: str, host: str) -> Result:
+    """KIP-426's procedure for a broker starting on `host` without an id (no broker.id in its
+    config, no meta.properties): the mapping's id for the host unless a live broker holds it;
+    else the one missing id; several missing ids need a human; none: a new id."""
+    snap, regs, live_hosts, mapping = current(session, topic)
+    missing_ids = {r for t in snap.topics.values() for p in t.partitions for r in p.replicas
+                   if r not in regs.live} | set(regs.fenced)
+    choice = choose_id(host, mapping, set(regs.live), missing_ids, set(regs.fenced))
+    held = (f" (the mapping's id {choice.garbage_of} is live on {live_hosts.get(choice.garbage_of)}: "
+            "that entry is garbage)" if choice.garbage_of is not None else "")
+    if choice.broker_id is None:
+        raise ShellError(f"Several ids are missing ({', '.join(map(str, choice.candidates))}){held}: which one "
+                         f"the broker on {host} takes is a human decision (KIP-426); set broker.id in its config.")
+    why = {"mapping": f'the mapping in "{topic}" names it and no live broker holds it',
+           "only missing id": "the one id replica sets name that no live broker holds",
+           "new id": "no id is missing, so a new one (the highest known id + 1)"}[choice.reason]
+    return Result.table(["Host", "BrokerId", "Reason"], [[host, choice.broker_id, choice.reason]],
+                        f"Broker on {host} should take id {choice.broker_id}: {why}{held}.")
+
+
+def gc(session: Session, topic: str, dry_run: bool, yes: bool) -> Result:
+    """Tombstones for the garbage entries (host g -> N while N is live on host h != g)."""
+    _, _, live_hosts, mapping = current(session, topic)
+    garbage = {host: b for host, b in sorted(mapping.items()) if mapping_state(b, host, live_hosts) == "garbage"}
+    rows = [[host, b, live_hosts[b]] for host, b in garbage.items()]
+    table = Table(["Host", "BrokerId", "LiveOn"], rows)
+    if not garbage:
+        return Result(tables=[table], messages=[f'No garbage in the mapping of "{topic}".'])
+    if dry_run:
+        return Result(tables=[table], messages=[f"Would remove {entries(len(garbage))} (dry run)."])
+    if not (yes or session.yes):
+        if not session.interactive or session.confirm is None:
+            raise UsageError(f"broker-ids gc removes {entries(len(garbage))} "
+                             f"({', '.join(map(shown, garbage))}): add --yes to confirm")
+        if not session.confirm(f"Remove {entries(len(garbage))}: {', '.join(garbage)}?"):
+            return Result(tables=[table], messages=["Nothing removed."], exit_code=1)
+    produce(session, topic, dict.fromkeys(garbage))
+    return Result(tables=[table], messages=[f'Removed {entries(len(garbage))} from "{topic}".'])
+
+
+def entries(n: int) -> str:
+    return f"{n} garbage mapping entr{'y' if n == 1 else 'ies'}"

@@ -269,6 +269,12 @@ class ConnectionManager:
 
     # -- the AdminClient ---------------------------------------------------------------------
 
+    def client_config(self) -> dict:
+        """Settings for a confluent-kafka Producer or Consumer of this session (its logs quiet
+        unless --debug configures logging, as the AdminClient's)."""
+        return {"bootstrap.servers": self.bootstrap, **librdkafka_properties(self.properties),
+                "logger": _librdkafka_log}
+
     @property
     def admin(self):
         if self._admin is None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import BOTH_MODES
 from kafka_shell.codes import ApiKey
+from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import create, request
 from tests.test_oneshot import assert_one_line_error, run
 
@@ -66,3 +69,100 @@ def test_bad_options_are_one_line(sandbox):
     assert_one_line_error(run(sandbox, "broker-ids missing --host h"), 2, "--host is for broker-ids suggest")
     assert_one_line_error(run(sandbox, "broker-ids suggest"), 2, "needs --host")
     assert_one_line_error(run(sandbox, "broker-ids hosts --yes"), 2, "record and gc")
+
+
+# -- the mapping topic and KIP-426's procedure ---------------------------------------------------
+
+
+def mapping(sandbox) -> list[dict]:
+    return tables(run(sandbox, "broker-ids hosts -o json"))
+
+
+def suggest(sandbox, host: str):
+    return run(sandbox, f"broker-ids suggest --host {host} -o json")
+
+
+def test_record_writes_only_what_changed_and_hosts_shows_states(sandbox):
+    p = run(sandbox, "broker-ids record --dry-run -o json")
+    assert [r["Host"] for r in tables(p)] == ["broker-1.sandbox", "broker-2.sandbox", "broker-3.sandbox"]
+    assert "__broker_hosts" not in sandbox.cluster.topics  # a dry run creates nothing
+    assert "Recorded 3 host(s)" in run(sandbox, "broker-ids record").stderr
+    topic = sandbox.cluster.topics["__broker_hosts"]
+    assert topic.configs["cleanup.policy"] == "compact" and len(topic.partitions[0].replicas) == 3
+    assert mapping(sandbox) == [{"Host": f"broker-{i}.sandbox", "BrokerId": i, "State": "live"} for i in (1, 2, 3)]
+    p = run(sandbox, "broker-ids record -o json")
+    assert tables(p) == [] and "up to date (3 host(s))" in p.stderr
+    sandbox.replace_broker(2, "rack2-node7", lose_disk=False)  # same id, new machine name: recorded by the broker
+    sandbox.stop_broker(3)
+    assert mapping(sandbox) == [{"Host": "broker-1.sandbox", "BrokerId": 1, "State": "live"},
+                                {"Host": "broker-2.sandbox", "BrokerId": 2, "State": "garbage"},
+                                {"Host": "broker-3.sandbox", "BrokerId": 3, "State": "missing"},
+                                {"Host": "rack2-node7", "BrokerId": 2, "State": "live"}]
+
+
+def test_suggest_follows_each_branch_of_the_procedure(sandbox):
+    create(sandbox, "t", [[1, 2, 3]])
+    run(sandbox, "broker-ids record")
+    # No id missing: a new one.
+    assert tables(suggest(sandbox, "fresh.sandbox")) == [{"Host": "fresh.sandbox", "BrokerId": 4, "Reason": "new id"}]
+    sandbox.stop_broker(3)
+    # The mapping names the host's id and no live broker holds it.
+    assert tables(suggest(sandbox, "broker-3.sandbox"))[0]["Reason"] == "mapping"
+    # Another host: the one missing id.
+    assert tables(suggest(sandbox, "fresh.sandbox")) == [{"Host": "fresh.sandbox", "BrokerId": 3,
+                                                         "Reason": "only missing id"}]
+    # The mapping points at a live id: that entry is garbage, the missing id is taken.
+    p = suggest(sandbox, "broker-2.sandbox")
+    assert tables(p)[0]["BrokerId"] == 3 and "id 2 is live on broker-2.sandbox: that entry is garbage" in p.stderr
+    # Several ids missing: a human decides.
+    sandbox.stop_broker(2)
+    assert_one_line_error(suggest(sandbox, "fresh.sandbox"), 1, "Several ids are missing (2, 3)", "human decision")
+    assert tables(suggest(sandbox, "broker-2.sandbox"))[0] == {"Host": "broker-2.sandbox", "BrokerId": 2,
+                                                              "Reason": "mapping"}
+
+
+@pytest.fixture
+def served(sandbox_mode):
+    """A sandbox with its control endpoint, for `sandbox replace-broker` from the shell."""
+    with Sandbox(brokers=3, mode=sandbox_mode, serve_control=True) as s:
+        yield s
+
+
+def test_replace_broker_takes_its_id_by_the_procedure(served):
+    sandbox = served
+    create(sandbox, "t", [[1, 2, 3]])
+    run(sandbox, "broker-ids record")
+    sandbox.stop_broker(2)
+    sandbox.stop_broker(3)
+    p = run(sandbox, "sandbox replace-broker 3 --lose-disk --host elsewhere.sandbox")
+    assert_one_line_error(p, 2, "several ids are missing (2, 3)", "human decision")
+    assert sandbox.replace_broker(3, "broker-3.sandbox", lose_disk=True) == (3, "mapping")
+    assert sandbox.replace_broker(2, "elsewhere.sandbox", lose_disk=True) == (2, "only missing id")
+    assert {r["Host"]: r["State"] for r in mapping(sandbox)}["broker-2.sandbox"] == "garbage"
+    p = run(sandbox, "sandbox replace-broker 1 --keep-id --lose-disk")
+    assert_one_line_error(p, 2, "--keep-id", "--lose-disk")
+
+
+def test_gc_removes_garbage_with_tombstones_after_confirmation(sandbox):
+    run(sandbox, "broker-ids record")
+    sandbox.replace_broker(1, "moved.sandbox")
+    p = run(sandbox, "broker-ids gc --dry-run -o json")
+    assert tables(p) == [{"Host": "broker-1.sandbox", "BrokerId": 1, "LiveOn": "moved.sandbox"}]
+    assert_one_line_error(run(sandbox, "broker-ids gc"), 2, "add --yes to confirm")
+    assert {r["Host"] for r in mapping(sandbox)} == {"broker-1.sandbox", "broker-2.sandbox", "broker-3.sandbox",
+                                                     "moved.sandbox"}
+    p = run(sandbox, "broker-ids gc --yes")
+    assert p.returncode == 0 and "Removed 1 garbage mapping entry" in p.stderr
+    assert {r["Host"]: r["State"] for r in mapping(sandbox)} == {
+        "broker-2.sandbox": "live", "broker-3.sandbox": "live", "moved.sandbox": "live"}
+    assert "No garbage" in run(sandbox, "broker-ids gc --yes").stderr
+
+
+def test_missing_gives_the_mapping_host_of_an_unregistered_id(sandbox):
+    create(sandbox, "t", [[1, 3]])
+    run(sandbox, "broker-ids record")
+    sandbox.stop_broker(3)
+    unregister(sandbox, 3)
+    got = tables(run(sandbox, "broker-ids missing -o json"))
+    assert got["missing"][0]["BrokerId"] == 3 and got["missing"][0]["LastHost"] == "broker-3.sandbox"
+    assert got["missing"][0]["State"] == "not registered"
