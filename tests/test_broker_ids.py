@@ -4,6 +4,7 @@ a broker starting without an id, run as a real process against a sandbox."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +12,8 @@ from tests.conftest import BOTH_MODES
 from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import create, request
-from tests.test_oneshot import assert_one_line_error, run
+from tests.test_oneshot import assert_one_line_error, run, shell
+from tests.test_replay import json_documents
 
 pytestmark = BOTH_MODES
 
@@ -166,3 +168,23 @@ def test_missing_gives_the_mapping_host_of_an_unregistered_id(sandbox):
     got = tables(run(sandbox, "broker-ids missing -o json"))
     assert got["missing"][0]["BrokerId"] == 3 and got["missing"][0]["LastHost"] == "broker-3.sandbox"
     assert got["missing"][0]["State"] == "not registered"
+
+
+def test_docs_replay_a_broker_lost_its_disk(served):
+    """docs/broker-lost-disk.ksh, the issue's "done when": 3 is missing, comes back as 3
+    through the mapping with an empty disk, and the partitions return to full ISR."""
+    script = Path(__file__).resolve().parent.parent / "docs" / "broker-lost-disk.ksh"
+    p = shell("--bootstrap-server", served.bootstrap, "--file", str(script), "-o", "json")
+    assert p.returncode == 0, p.stderr
+    docs = json_documents(p.stdout)
+    missing_before, suggested, missing_after, under = docs[-4:]
+    assert [r["BrokerId"] for r in missing_before["missing"]] == [3]
+    assert missing_before["missing"][0]["Partitions"] >= 6
+    assert {"BrokerId": 3, "Topic": "orders", "Partitions": [0, 1, 2, 3, 4, 5], "UnderReplicated": 6,
+            "UnderMinIsr": 0, "Offline": 0} in missing_before["partitions"]
+    assert suggested == [{"Host": "broker-3.sandbox", "BrokerId": 3, "Reason": "mapping"}]
+    assert "Broker 3 replaced: it started with an empty disk as broker 3 (mapping)." in p.stderr
+    assert missing_after == {"missing": [], "partitions": []}
+    assert under == []
+    isr = served.call(lambda c: [sorted(q.isr) for q in c.topics["orders"].partitions], served.cluster)
+    assert isr == [[1, 2, 3]] * 6
