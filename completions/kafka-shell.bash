@@ -3,7 +3,7 @@ _kafka_shell() {
   local cur="${COMP_WORDS[COMP_CWORD]}" cmd="" w
   for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
     case "$w" in
-      --alter-configs|--alter-topic|--api-versions|--broker-ids|--create-topic|--delete-topic|--describe-cluster|--describe-configs|--describe-controller|--describe-log-dirs|--describe-quorum|--describe-topic|--elect-leaders|--list-brokers|--list-topics|--preferred-controller|--preferred-replica-leader-election|--reassign-partitions) cmd="${w#--}";;
+      --alter-configs|--alter-topic|--api-versions|--broker-ids|--create-topic|--delete-topic|--describe-cluster|--describe-configs|--describe-controller|--describe-log-dirs|--describe-quorum|--describe-topic|--elect-leaders|--list-brokers|--list-topics|--preferred-controller|--preferred-replica-leader-election|--reassign-partitions|--rolling-restart-plan) cmd="${w#--}";;
     esac
   done
   local opts="--bootstrap-controller --bootstrap-server --broker-list --cluster --command --command-config --continue-on-error --debug --file --help --output --quiet --sandbox --shell --timeout --yes -X -c -f -h -o -q"
@@ -26,7 +26,8 @@ _kafka_shell() {
     preferred-controller) opts="$opts --blocking --timeout-ms --dry-run --output -o --help";;
     preferred-replica-leader-election) opts="$opts --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --help";;
     reassign-partitions) opts="$opts --generate --execute --verify --cancel --list --reassignment-json-file --topics-to-move-json-file --topic --broker-list --disable-rack-aware --proposed-json-file --additional --throttle --blocking --all --preserve-throttles --dry-run --output -o --help";;
-    "") opts="$opts --alter-configs --alter-topic --api-versions --broker-ids --create-topic --delete-topic --describe-cluster --describe-configs --describe-controller --describe-log-dirs --describe-quorum --describe-topic --elect-leaders --list-brokers --list-topics --preferred-controller --preferred-replica-leader-election --reassign-partitions sandbox";;
+    rolling-restart-plan) opts="$opts --brokers --output -o --help";;
+    "") opts="$opts --alter-configs --alter-topic --api-versions --broker-ids --create-topic --delete-topic --describe-cluster --describe-configs --describe-controller --describe-log-dirs --describe-quorum --describe-topic --elect-leaders --list-brokers --list-topics --preferred-controller --preferred-replica-leader-election --reassign-partitions --rolling-restart-plan sandbox";;
   esac
   COMPREPLY=( $(compgen -W "$opts" -- "$cur") )
 }
