@@ -738,7 +738,7 @@ class Sandbox:
         """Write host -> id to the mapping topic with a real producer, as a starting broker would."""
         from confluent_kafka import Producer
         failures: list[str] = []
-        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "log_level": 3})
+        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "log_level": 0})
         producer.produce(topic, key=host.encode(), value=mapping_value(broker_id), partition=0,
                          on_delivery=lambda error, _msg: failures.append(error.str()) if error else None)
         if producer.flush(10) or failures:
