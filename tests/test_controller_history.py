@@ -23,3 +23,15 @@ def test_moves_seen_by_commands_are_kept_across_runs(sandbox, tmp_path):
     if sandbox.mode == "kraft":
         assert history[1]["Epoch"] == sandbox.controller_epoch
     assert "2 controller observation(s)" in p.stderr
+
+
+def test_describe_controller_tells_since_when_and_the_voters(sandbox, tmp_path):
+    env = {"KAFKA_SHELL_DATA_DIR": str(tmp_path)}
+    row = json.loads(run(sandbox, "describe-controller -o json", env=env).stdout)[0]
+    assert row["Id"] == sandbox.active_controller and row["HeldSince"].endswith("+00:00")
+    again = json.loads(run(sandbox, "describe-controller -o json", env=env).stdout)[0]
+    assert again["HeldSince"] == row["HeldSince"]   # the same uninterrupted hold
+    if sandbox.mode == "kraft":
+        assert row["Voters"] == ["100 (lag 0)"]
+    else:
+        assert row["Voters"] is None
