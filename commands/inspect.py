@@ -5,7 +5,10 @@ and says plainly when the cluster lacks the API.
 
 from __future__ import annotations
 
+import datetime
 from typing import TYPE_CHECKING
+
+from kafka_shell import controller_history
 
 from kafka_shell.codes import ApiKey, Error, ResourceType
 from kafka_shell.errors import KafkaCallError, kafka_error_message
@@ -168,9 +171,39 @@ def describe_controller(session: Session, args: dict) -> Result:
     if controller.mode != KRAFT:  # a broker: Metadata knows its rack
         broker = session.conn.read([]).brokers.get(controller.id)
         rack = broker.rack if broker else None
-    return Result.table(["Id", "Host", "Port", "Rack", "Mode", "ControllerEpoch", "PreferredController"],
+    return Result.table(["Id", "Host", "Port", "Rack", "Mode", "ControllerEpoch", "PreferredController",
+                         "HeldSince", "Voters"],
                         [[controller.id, controller.host, controller.port, rack, controller.mode,
-                          controller.epoch if controller.epoch >= 0 else None, _preferred_controller(session)]])
+                          controller.epoch if controller.epoch >= 0 else None, _preferred_controller(session),
+                          _held_since(session, controller),
+                          _voters(session) if controller.mode == KRAFT else None]])
+
+
+def _held_since(session, controller) -> str | None:
+    """Since when the controller has held the role without a change, as this shell saw it
+    (`controller-history`: the first of the latest run of observations naming it)."""
+    if session.conn.cluster_id is None:
+        session.conn.read([])
+    cluster_id = session.conn.cluster_id
+    if not cluster_id:
+        return None
+    controller_history.observe(cluster_id, controller)
+    since = None
+    for entry in reversed(controller_history.load(cluster_id)):
+        if entry.get("to") != controller.id or not isinstance(entry.get("time"), (int, float)):
+            break
+        since = entry["time"]
+    return (datetime.datetime.fromtimestamp(since, datetime.UTC).isoformat(timespec="seconds")
+            if since is not None else None)
+
+
+def _voters(session) -> list[str]:
+    """KRaft voters with their lag behind the leader's log end: `101 (lag 0)`."""
+    quorum = session.conn.quorum()
+    voters = quorum.get("current_voters", [])
+    end = max((v.get("log_end_offset", -1) for v in voters), default=-1)
+    return [f"{v['replica_id']} (lag {end - v['log_end_offset'] if v.get('log_end_offset', -1) >= 0 else '?'})"
+            for v in voters]
 
 
 def _preferred_controller(session) -> int | str:

@@ -23,6 +23,9 @@ ACTIONS = {
     "delay": (("BROKER", "MS"), "Answer every request of a broker MS milliseconds late."),
     "fail": (("BROKER", "API", "ERROR_NAME"), "Answer every API request of a broker with an error."),
     "heal": ((), "Remove every delay and injected error."),
+    "replace-broker": (("BROKER",), "Bring a broker back as a repaired machine does (on --host): with its "
+                                    "id (--keep-id, the default), or with its disk lost (--lose-disk) taking "
+                                    "an id by KIP-426's procedure; it records its host in __broker_hosts."),
 }
 
 
@@ -31,22 +34,33 @@ ACTIONS = {
          Option("args", repeatable=True, metavar="ARG", help="The action's arguments."),
          Option("--epoch", type=int_range(0, INT32_MAX, "a leader epoch"), metavar="E",
                 help="Leader epoch for set-log-end-offset."),
-         sandbox_only=True, changes_cluster=True,
+         Option("--host", metavar="HOST", help="replace-broker: the machine's host name (default: the broker's)."),
+         Option("--keep-id", flag=True, help="replace-broker: the disk survived; the broker keeps its id."),
+         Option("--lose-disk", flag=True,
+                help="replace-broker: the disk is gone (no meta.properties); the id comes from KIP-426's procedure."),
+         sandbox_only=True, changes_cluster=True, exclusive_groups=(("--keep-id", "--lose-disk"),),
          help="Control the sandbox cluster (faults, brokers, controllers).",
          description="\n".join(f"  {a} {' '.join(n)}: {h}" for a, (n, h) in ACTIONS.items()) +
          "\n  Works on kafka-shell --sandbox, and on a `kafka-shell sandbox` server given as "
          "--bootstrap-server (through its control endpoint).",
          examples=("sandbox status", "sandbox stop-broker 2", "sandbox kill-controller",
                    "sandbox stop-controller 100", "sandbox fail 1 CreateTopics NOT_CONTROLLER",
-                   "sandbox heal"))
+                   "sandbox heal", "sandbox replace-broker 3 --lose-disk --host broker-3.sandbox"))
 def sandbox_command(session, args: dict) -> Result:
     action, values = args["action"], args["args"]
     names = ACTIONS[action][0]
     if len(values) != len(names):
         usage = " ".join(["sandbox", action, *names])
         raise UsageError(f"sandbox {action} takes {len(names)} argument(s): {usage}")
+    if action != "replace-broker" and (args["host"] or args["keep_id"] or args["lose_disk"]):
+        raise UsageError("--host, --keep-id and --lose-disk are for sandbox replace-broker")
     sb = session.sandbox
     try:
+        if action == "replace-broker":
+            broker = _int(values[0], "BROKER")
+            chosen, reason = sb.replace_broker(broker, args["host"], args["lose_disk"])
+            disk = "with an empty disk" if args["lose_disk"] else "with its disk"
+            return Result.message(f"Broker {broker} replaced: it started {disk} as broker {chosen} ({reason}).")
         if action == "status":
             return _status(sb)
         if action in ("stop-broker", "start-broker"):

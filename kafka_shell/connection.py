@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from kafka_shell import protocol
+from kafka_shell import controller_history, protocol
 from kafka_shell.cache import MetadataCache, read_snapshot
 from kafka_shell.channel import Channel, ConnectionLost, NoAnswer
 from kafka_shell.client_config import librdkafka_properties, parse_bootstrap, scrub
@@ -64,6 +64,7 @@ class ConnectionManager:
         self.router = Router(bootstrap, self.properties, timeout_s, self._notify, bootstrap_controllers)
         self.cache = MetadataCache(self.router, timeout_s)
         self._admin = None
+        self.cluster_id: str | None = None   # from the last read (controller_history's key)
 
     def _notify(self, message: str) -> None:
         self.notify(message)  # looked up at call time: the session may set notify later
@@ -118,11 +119,16 @@ class ConnectionManager:
             raise
         if topics is None and controller:
             self.cache.offer(snap)
+        self.cluster_id = snap.cluster_id or self.cluster_id
+        if controller:
+            controller_history.observe(self.cluster_id, snap.controller)
         return snap
 
     def controller(self) -> ControllerInfo:
         """The active controller now (KRaft: DescribeQuorum; ZooKeeper: Metadata)."""
-        return self.router.refresh_controller(self._deadline())
+        info = self.router.refresh_controller(self._deadline())
+        controller_history.observe(self.cluster_id, info)
+        return info
 
     def quorum(self) -> dict:
         """The __cluster_metadata partition of a fresh DescribeQuorum answer, with `nodes`."""
@@ -268,6 +274,12 @@ class ConnectionManager:
                                "supported by this cluster.")
 
     # -- the AdminClient ---------------------------------------------------------------------
+
+    def client_config(self) -> dict:
+        """Settings for a confluent-kafka Producer or Consumer of this session (its logs quiet
+        unless --debug configures logging, as the AdminClient's)."""
+        return {"bootstrap.servers": self.bootstrap, **librdkafka_properties(self.properties),
+                "logger": _librdkafka_log}
 
     @property
     def admin(self):

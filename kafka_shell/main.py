@@ -285,6 +285,9 @@ def serve_sandbox(argv: list[str]) -> int:
                    help="listen on P.. (brokers, then controllers, then the control endpoint) "
                         "instead of free ports")
     p.add_argument("--racks", default=None, help="comma-separated racks, one per broker or one for all")
+    p.add_argument("--hosts", default=None, metavar="H1,H2,...",
+                   help="the brokers' machine names, one per broker (default broker-1.sandbox, ...); "
+                        "they key KIP-426's host -> id mapping, the advertised address stays loopback")
     p.add_argument("--data-dir", default=None, metavar="D",
                    help="keep the cluster in D: every acknowledged change survives a crash (kill -9); "
                         "a kept cluster comes back with its mode, nodes and ports, and --brokers, "
@@ -300,6 +303,7 @@ def serve_sandbox(argv: list[str]) -> int:
     try:
         sandbox = Sandbox(brokers=args.brokers, port_base=args.port_base,
                           racks=args.racks.split(",") if args.racks else None,
+                          hosts=args.hosts.split(",") if args.hosts else None,
                           host=args.listen, data_dir=args.data_dir, mode=args.mode,
                           controllers=args.controllers, serve_control=True).start()
     except StateError as exc:

@@ -9,6 +9,8 @@ NOT_CONTROLLER from the others), `@KRAFT_MODE` in KRaft mode only.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from confluent_kafka.admin import AdminClient
 
@@ -27,6 +29,17 @@ def pytest_generate_tests(metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("modes")
     if marker is not None and "sandbox_mode" in metafunc.fixturenames:
         metafunc.parametrize("sandbox_mode", marker.args, indirect=True, ids=list(marker.args))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_data_dir(tmp_path_factory):
+    """Shells the tests start keep their data (controller history, ...) out of the user's."""
+    if "KAFKA_SHELL_DATA_DIR" not in os.environ:
+        os.environ["KAFKA_SHELL_DATA_DIR"] = str(tmp_path_factory.mktemp("kafka-shell-data"))
+        yield
+        del os.environ["KAFKA_SHELL_DATA_DIR"]
+    else:
+        yield
 
 
 @pytest.fixture

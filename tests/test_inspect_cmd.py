@@ -112,8 +112,11 @@ def test_describe_controller_and_the_preferred_controller(quorum3):
     active = sandbox.active_controller
     host, port = sandbox.address(active)
     kraft = sandbox.mode == "kraft"
+    held, voters = row.pop("HeldSince"), row.pop("Voters")
     assert row == {"Id": active, "Host": host, "Port": port, "Rack": None, "Mode": "KRaft" if kraft else "ZooKeeper",
                    "ControllerEpoch": sandbox.controller_epoch if kraft else None, "PreferredController": "none"}
+    assert held.endswith("+00:00")   # since when, as this shell saw it (controller-history)
+    assert voters == ([f"{c} (lag 0)" for c in sandbox.controller_ids] if kraft else None)
     # KAFKA-1778: the preferred controller is one of the voters in KRaft mode, a broker in zk mode.
     target = next(c for c in (sandbox.controller_ids if kraft else [1, 2, 3]) if c != active)
     p = run(sandbox, f"alter-configs --entity-type brokers --entity-default --add-config preferred.controller.id={target}")

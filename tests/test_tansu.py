@@ -67,3 +67,13 @@ def test_missing_api_is_reported_as_not_supported_and_changes_nothing(tansu):
     assert r.stderr.strip() == ("Adding partitions needs the CreatePartitions API, which is not "
                                 "supported by this cluster.")
     assert topic_partitions(tansu)["tansu-d"] == 2
+
+
+def test_preferred_controller_is_refused_where_the_cluster_lacks_it(tansu):
+    """Tansu, like Apache Kafka, has no preferred.controller.id: one line, exit 1, nothing sent."""
+    r = run(tansu, "preferred-controller set 1 --blocking")
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "This cluster has no preferred controller (preferred.controller.id is not a config of its brokers; "
+        "KAFKA-1778 is not in Apache Kafka): nothing was changed. Plan the restart order with "
+        "rolling-restart-plan instead."]

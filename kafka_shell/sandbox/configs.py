@@ -120,6 +120,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
     _t("broker.id", "int", "-1"),
     _t("node.id", "int", "-1"),
     _t("broker.rack", "string", None),
+    _t("host.name", "string", None),
     _t("log.message.timestamp.before.max.ms", "long", "9223372036854775807", minimum=0),
     _t("log.message.timestamp.after.max.ms", "long", "3600000", minimum=0),
     # The socket server's limits (Kafka's SocketServerConfigs); see docs/sandbox.md, "Limits".
@@ -202,6 +203,7 @@ _DOCS = {
     "preferred.controller.id": "Sandbox extension (KAFKA-1778): the broker that should hold "
                                "the controller role while it is usable; -1 for none.",
     "broker.rack": "The rack of the broker, used by rack-aware replica placement.",
+    "host.name": "The broker machine's host name (the sandbox's --hosts; KIP-426's mapping key).",
     "socket.request.max.bytes": "The maximum number of bytes in a socket request.",
     "queued.max.request.bytes": "The number of queued bytes allowed before no more requests are "
                                 "read (sandbox: for all its brokers together; -1: no limit).",
@@ -217,7 +219,7 @@ _DOCS = {
 _STATIC_BROKER_KEYS = {
     "auto.create.topics.enable", "auto.leader.rebalance.enable", "default.replication.factor",
     "num.partitions", "offsets.topic.replication.factor", "offsets.topic.num.partitions",
-    "delete.topic.enable", "log.dirs", "broker.id", "node.id", "broker.rack",
+    "delete.topic.enable", "log.dirs", "broker.id", "node.id", "broker.rack", "host.name",
     "socket.request.max.bytes", "queued.max.request.bytes", "connections.max.idle.ms",
 }
 
@@ -369,7 +371,8 @@ def _broker_facts(cluster: Cluster, broker_id: int) -> dict[str, str | None]:
     """Keys whose value is a fact of the broker itself (its static identity)."""
     b = cluster.node(broker_id)
     assert b is not None
-    return {"broker.id": str(b.id), "node.id": str(b.id), "broker.rack": b.rack}
+    return {"broker.id": str(b.id), "node.id": str(b.id), "broker.rack": b.rack,
+            "host.name": getattr(b, "host_name", None)}
 
 
 def describe_broker(cluster: Cluster, broker_id: int) -> list[dict]:

@@ -41,7 +41,8 @@ VERSION = 0
 CONTROL_ENV = "KAFKA_SHELL_SANDBOX_CONTROL"
 # The Sandbox methods a client may call (the fault injection API and status).
 METHODS = ("status", "stop_broker", "start_broker", "kill_controller", "stop_controller",
-           "start_controller", "delay", "fail", "heal", "set_log_end_offset", "set_replication_rate")
+           "start_controller", "delay", "fail", "heal", "set_log_end_offset", "set_replication_rate",
+           "replace_broker")
 _CLIENT_ID = b"kafka-shell-sandbox-control"
 
 
@@ -196,6 +197,10 @@ class RemoteSandbox:
 
     def set_replication_rate(self, bytes_per_second: int | None) -> None:
         self._call("set_replication_rate", bytes_per_second)
+
+    def replace_broker(self, broker_id: int, host_name: str | None = None, lose_disk: bool = False) -> tuple[int, str]:
+        answer: list = self._call("replace_broker", broker_id, host_name, lose_disk)  # type: ignore[assignment]
+        return answer[0], answer[1]
 
     def stop(self) -> None:
         """Nothing to release: the server keeps running (the shell calls this at exit)."""

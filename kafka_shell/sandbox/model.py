@@ -22,6 +22,8 @@ class Broker:
     host: str
     port: int
     rack: str | None = None
+    # The machine's name (KIP-426's host -> id mapping keys on it); the advertised address stays `host`.
+    host_name: str | None = None
     alive: bool = True          # process up and port open
     fenced: bool = False        # the controller considers it out of the cluster
     registered: bool = True     # known to the controller (UnregisterBroker clears it until a restart)

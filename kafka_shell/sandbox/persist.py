@@ -54,7 +54,7 @@ def cluster_meta(cluster: Cluster) -> dict:
         "controller_epoch": cluster.controller_epoch,
         "cluster_configs": dict(cluster.cluster_configs),
         "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "epoch": b.epoch,
-                     "configs": dict(b.configs)} for b in cluster.brokers.values()],
+                     "host_name": b.host_name, "configs": dict(b.configs)} for b in cluster.brokers.values()],
         "controllers": [{"id": c.id, "host": c.host, "port": c.port, "configs": dict(c.configs)}
                         for c in cluster.controllers.values()],
         "control_port": cluster.control_port,
@@ -228,6 +228,7 @@ def cluster_from_meta(check: Checker, state: dict) -> Cluster:
                    host=check.text(bs.get("host"), f"{where}.host"),
                    port=check.integer(bs.get("port"), f"{where}.port", low=0, high=65535),
                    rack=check.optional_text(bs.get("rack"), f"{where}.rack"),
+                   host_name=check.optional_text(bs.get("host_name"), f"{where}.host_name"),
                    epoch=check.integer(bs.get("epoch"), f"{where}.epoch", low=0) + 1,
                    configs=check.str_map(bs.get("configs"), f"{where}.configs"))
         if b.id in brokers:

@@ -27,7 +27,8 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
-from kafka_shell.sandbox import configs, control, handlers, journal, persist, replication
+from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
+from kafka_shell.sandbox import configs, control, handlers, identity, journal, persist, replication
 from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Broker, Cluster, Controller
 
 log = logging.getLogger("kafka_shell.sandbox")
@@ -434,7 +435,8 @@ class Sandbox:
                  racks: list[str] | None = None, host: str | None = None,
                  cluster_id: str | None = None, configs: dict[str, str] | None = None,
                  data_dir: str | None = None, mode: str | None = None,
-                 controllers: int | None = None, serve_control: bool = False):
+                 controllers: int | None = None, serve_control: bool = False,
+                 hosts: list[str] | None = None):
         """`brokers` (default 3). `mode`: "kraft" (the default: `controllers` voters of their own,
         default 1, with ids 100, 101..., see `controller_id_base`) or "zk" (the controller is a
         broker). Ports: free ones, or from `port_base`: brokers first, then controllers, then the
@@ -457,6 +459,8 @@ class Sandbox:
             raise ValueError("a sandbox needs at least one broker")
         if racks and len(racks) not in (1, brokers):
             raise ValueError(f"--racks needs one rack or {brokers} racks, got {len(racks)}")
+        if hosts and len(hosts) != brokers:
+            raise ValueError(f"--hosts needs {brokers} host names (one per broker), got {len(hosts)}")
         if mode == KRAFT and controllers < 1:
             raise ValueError("a KRaft sandbox needs at least one controller")
         voters = controllers if mode == KRAFT else 0
@@ -466,7 +470,8 @@ class Sandbox:
             cluster_id=cluster_id or _cluster_id(),
             brokers={
                 i: Broker(id=i, host=listen, port=(port_base + i - 1) if port_base else 0,
-                          rack=(racks[(i - 1) % len(racks)] if racks else None))
+                          rack=(racks[(i - 1) % len(racks)] if racks else None),
+                          host_name=hosts[i - 1] if hosts else f"broker-{i}.sandbox")
                 for i in range(1, brokers + 1)
             },
             cluster_configs=dict(configs or {}),
@@ -690,6 +695,56 @@ class Sandbox:
             replication.broker_started(self.cluster, broker_id)
 
         self.call(go)
+
+    def replace_broker(self, broker_id: int, host_name: str | None = None, lose_disk: bool = False,
+                       mapping_topic: str = MAPPING_TOPIC) -> tuple[int, str]:
+        """Broker `broker_id`'s machine is repaired and starts again, on `host_name` (default: its
+        own). With its disk it keeps its id (broker.id / meta.properties). With a lost disk and
+        no id configured it takes one by KIP-426's startup procedure (the mapping, else the one
+        missing id, else a new id), its replicas empty until they catch up from the leaders.
+        Then, as the KIP's broker does, it records its host in the mapping topic if that exists.
+        Returns the id it took and why ("meta.properties", "mapping", "only missing id")."""
+        self._check_broker(broker_id)
+        self.stop_broker(broker_id)
+        host = host_name or self.cluster.brokers[broker_id].host_name or f"broker-{broker_id}.sandbox"
+
+        async def go() -> tuple[int, str]:
+            if not lose_disk:
+                chosen, reason = broker_id, "meta.properties"
+            else:
+                choice = identity.startup_choice(self.cluster, host, mapping_topic)
+                if choice.broker_id is None:
+                    raise ValueError(f"several ids are missing ({', '.join(map(str, choice.candidates))}): "
+                                     f"a broker on {host} without an id needs a human decision (KIP-426); "
+                                     "give it one with --keep-id or start the broker you mean")
+                if choice.broker_id not in self.cluster.brokers:
+                    raise ValueError(f"a broker on {host} would take the new id {choice.broker_id}: "
+                                     "the sandbox cannot add brokers")
+                if self.cluster.brokers[choice.broker_id].alive:
+                    raise ValueError(f"a broker on {host} would take id {choice.broker_id}, which is live")
+                chosen, reason = choice.broker_id, choice.reason
+                identity.lose_disk(self.cluster, chosen)
+            self.cluster.brokers[chosen].host_name = host
+            self.cluster.changed()
+            return chosen, reason
+
+        answer: tuple[int, str] = self.call(go)  # type: ignore[assignment]
+        chosen, reason = answer
+        self.start_broker(chosen)
+        if self.call(lambda: mapping_topic in self.cluster.topics):
+            self._record_host(mapping_topic, host, chosen)
+        return chosen, reason
+
+    def _record_host(self, topic: str, host: str, broker_id: int) -> None:
+        """Write host -> id to the mapping topic with a real producer, as a starting broker would."""
+        from confluent_kafka import Producer
+        failures: list[str] = []
+        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "log_level": 0})
+        producer.produce(topic, key=host.encode(), value=mapping_value(broker_id), partition=0,
+                         on_delivery=lambda error, _msg: failures.append(error.str()) if error else None)
+        if producer.flush(10) or failures:
+            raise ValueError(f"broker {broker_id} could not record {host} in {topic}: "
+                             f"{failures[0] if failures else 'not acknowledged'}")
 
     def kill_controller(self) -> int:
         """The active controller resigns (is killed and restarts): another candidate takes over

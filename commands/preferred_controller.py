@@ -1,0 +1,157 @@
+"""`preferred-controller set N | clear | show` (KAFKA-1778): name the one candidate that should
+hold the controller role, so a rolling restart moves it once instead of once per bounced node.
+
+The designation is the cluster-wide broker config `preferred.controller.id` (the sandbox
+implements it in both modes: the active controller resigns to N, only N stands while it is up,
+N's crash lets every candidate stand, `clear` lifts the restriction). Apache Kafka has no such
+config: a cluster whose brokers do not list it is told so in one line, and nothing is changed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from kafka_shell.channel import Channel, ConnectionLost
+from kafka_shell.codes import ApiKey, ResourceType
+from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
+from kafka_shell.metadata import KRAFT, ControllerInfo
+from kafka_shell.operations import alter_configs, debug
+from kafka_shell.option_types import positive_int
+from kafka_shell.registry import INT32_MAX, Option, command, int_range
+from kafka_shell.render import Result
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
+
+KEY = "preferred.controller.id"
+ACTIONS = ("set", "clear", "show")
+POLL_S = 0.1
+node_id = int_range(0, INT32_MAX, "a node id")
+
+
+@command("preferred-controller",
+         Option("action", choices=ACTIONS, required=True, help="set N, clear, or show."),
+         Option("args", repeatable=True, metavar="N", help="set: the node that should be the controller."),
+         Option("--blocking", flag=True, help="set: wait until N is the active controller."),
+         Option("--timeout-ms", type=positive_int, default=30000, metavar="MS",
+                help="How long --blocking waits (default 30000)."),
+         mutates=True,
+         help="Designate the controller (KAFKA-1778): set N, clear, or show the preferred controller.",
+         description="The active controller resigns to N and only N stands while it is up; if N "
+                     "crashes every candidate stands again. N is a KRaft controller (voter) id, or "
+                     "in ZooKeeper mode a broker id. Clusters without the preferred.controller.id "
+                     "config (Apache Kafka) are refused: plan restarts with rolling-restart-plan.",
+         examples=("preferred-controller show", "preferred-controller set 101 --blocking",
+                   "preferred-controller clear"))
+def preferred_controller(session: Session, args: dict) -> Result:
+    action, values = args["action"], args["args"]
+    if action == "set" and len(values) != 1:
+        raise UsageError("preferred-controller set takes one node id: preferred-controller set N")
+    if action != "set" and values:
+        raise UsageError(f"preferred-controller {action} takes no argument")
+    if action != "set" and args["blocking"]:
+        raise UsageError("--blocking is for preferred-controller set")
+    require_feature(session)
+    if action == "show":
+        return show(session)
+    if action == "clear":
+        lines = alter_configs(session, "brokers", [""], {"set": {}, "delete": [KEY]}, args["dry_run"])
+        verb = "would be" if args["dry_run"] else "is"
+        return Result.message(*lines, f"No preferred controller {verb} set: every candidate may stand.")
+    try:
+        wanted = node_id(values[0])
+    except ValueError as exc:
+        raise UsageError(f'Invalid node id "{shown(values[0])}": expected {exc}') from None
+    require_up(session, wanted)
+    lines = alter_configs(session, "brokers", [""], {"set": {KEY: str(wanted)}, "delete": []}, args["dry_run"])
+    if args["dry_run"]:
+        return Result.message(*lines)
+    if not args["blocking"]:
+        now = session.conn.controller()
+        return Result.message(*lines, f"Preferred controller set to {wanted}; active controller now {now.id}.")
+    return Result.message(*lines, wait_until_active(session, wanted, args["timeout_ms"]))
+
+
+def show(session: Session) -> Result:
+    active = session.conn.controller()
+    preferred = current_preferred(session)
+    return Result.table(["PreferredController", "ActiveController", "Epoch", "Mode"],
+                        [[preferred if preferred is not None else "none", active.id,
+                          active.epoch if active.epoch >= 0 else None, active.mode]])
+
+
+def require_feature(session: Session) -> None:
+    """The cluster's brokers must know the key: a broker lists every config it has when asked
+    for all of them (Apache Kafka's do not list this one)."""
+    brokers = sorted(session.conn.read([]).brokers)
+    if not brokers:
+        raise KafkaCallError("No live broker to ask: start one and retry.")
+    body = {"resources": [{"resource_type": ResourceType.BROKER, "resource_name": str(brokers[0]),
+                           "configuration_keys": None}]}
+    debug(session, f"DescribeConfigs request: broker {brokers[0]} (is {KEY} known?)")
+    answer = session.conn.broker_request(brokers[0], ApiKey.DESCRIBE_CONFIGS, body)
+    names = {c["name"] for r in answer.get("results", []) for c in r.get("configs", [])}
+    if KEY not in names:
+        raise ShellError(f"This cluster has no preferred controller ({KEY} is not a config of its brokers; "
+                         "KAFKA-1778 is not in Apache Kafka): nothing was changed. Plan the restart order "
+                         "with rolling-restart-plan instead.")
+
+
+def current_preferred(session: Session) -> int | None:
+    body = {"resources": [{"resource_type": ResourceType.BROKER, "resource_name": "", "configuration_keys": None}]}
+    debug(session, "DescribeConfigs request: cluster-wide broker defaults")
+    answer = session.conn.controller_request(ApiKey.DESCRIBE_CONFIGS, body)
+    for r in answer.get("results", []):
+        if r.get("error_code"):
+            raise KafkaCallError(kafka_error_message(r["error_code"], "", r.get("error_message") or "",
+                                                     entity="the cluster-wide broker configs"))
+        for c in r.get("configs", []):
+            if c["name"] == KEY and c.get("value") not in (None, "", "-1"):
+                return int(c["value"])
+    return None
+
+
+def require_up(session: Session, wanted: int) -> None:
+    """N must be a controller candidate that is running: a KRaft voter whose CONTROLLER listener
+    answers, or a live broker in ZooKeeper mode. Refused otherwise, before anything changes."""
+    active = session.conn.controller()
+    if active.mode != KRAFT:
+        live = sorted(session.conn.read([]).brokers)
+        if wanted not in live:
+            raise ShellError(f"Broker {wanted} is not a live broker (live: {', '.join(map(str, live))}): "
+                             "it cannot become the controller; nothing was changed.")
+        return
+    quorum = session.conn.quorum()
+    voters = sorted(v["replica_id"] for v in quorum.get("current_voters", []))
+    if wanted not in voters:
+        raise ShellError(f"{wanted} is not a controller of the cluster (voters: {', '.join(map(str, voters))}); "
+                         "nothing was changed.")
+    listeners = {n["node_id"]: n.get("listeners") or [] for n in quorum.get("nodes", [])}
+    if wanted != active.id and not any(answers(session, ep["host"], ep["port"]) for ep in listeners.get(wanted, [])):
+        raise ShellError(f"Controller {wanted} does not answer (is it down?): it cannot become the active "
+                         "controller; nothing was changed.")
+
+
+def answers(session: Session, host: str, port: int) -> bool:
+    try:
+        channel = Channel(host, port, session.conn.properties, timeout_s=min(session.conn.timeout_s, 5.0))
+    except (ConnectionLost, OSError):
+        return False
+    channel.close()
+    return True
+
+
+def wait_until_active(session: Session, wanted: int, timeout_ms: int) -> str:
+    session.stderr.write(f"Waiting for {wanted} to become the active controller...\n")
+    deadline = time.monotonic() + timeout_ms / 1000
+    now: ControllerInfo = session.conn.controller()
+    while now.id != wanted:
+        if time.monotonic() >= deadline:
+            raise KafkaCallError(f"{wanted} is not the active controller after {timeout_ms} ms "
+                                 f"(the active controller is {now.id}); the designation stays set.",
+                                 retriable=True)
+        time.sleep(POLL_S)
+        now = session.conn.controller()
+    epoch = f" (epoch {now.epoch})" if now.epoch >= 0 else ""
+    return f"{wanted} is the active controller{epoch}."

@@ -1,0 +1,190 @@
+"""broker-ids (KIP-426): missing ids, the host -> id mapping topic, and the KIP's procedure for
+a broker starting without an id, run as a real process against a sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BOTH_MODES
+from kafka_shell.codes import ApiKey
+from kafka_shell.sandbox.server import Sandbox
+from tests.sandbox.wire import create, request
+from tests.test_oneshot import assert_one_line_error, run, shell
+from tests.test_replay import json_documents
+
+pytestmark = BOTH_MODES
+
+
+def tables(p) -> dict:
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_missing_names_a_stopped_broker_and_what_its_partitions_lost(sandbox):
+    create(sandbox, "t", [[1, 2, 3], [2, 3, 1], [3, 1, 2]], **{"min.insync.replicas": "3"})
+    create(sandbox, "u", [[1, 2]])   # names no lost id: not listed
+    assert tables(run(sandbox, "broker-ids missing -o json")) == {"missing": [], "partitions": []}
+    sandbox.stop_broker(3)
+    p = run(sandbox, "broker-ids missing -o json")
+    got = tables(p)
+    assert got["missing"] == [{"BrokerId": 3, "State": "fenced", "LastHost": "127.0.0.1", "Partitions": 3,
+                               "UnderReplicated": 3, "UnderMinIsr": 3, "Offline": 0}]
+    assert got["partitions"] == [{"BrokerId": 3, "Topic": "t", "Partitions": [0, 1, 2], "UnderReplicated": 3,
+                                  "UnderMinIsr": 3, "Offline": 0}]
+    assert "Missing broker id(s): 3." in p.stderr
+
+
+def unregister(sandbox, broker_id: int) -> None:
+    """UnregisterBroker, sent where the controller serves it (a KRaft broker forwards it)."""
+    to = sandbox.active_controller if sandbox.mode == "zk" else 1
+    assert request(sandbox, to, ApiKey.UNREGISTER_BROKER, {"broker_id": broker_id})["error_code"] == 0
+
+
+def test_missing_counts_offline_partitions_and_unregistered_ids(sandbox):
+    create(sandbox, "solo", [[2]])
+    create(sandbox, "pair", [[1, 3]])
+    sandbox.stop_broker(2)
+    sandbox.stop_broker(3)
+    unregister(sandbox, 3)
+    got = tables(run(sandbox, "broker-ids missing -o json"))
+    by_id = {r["BrokerId"]: r for r in got["missing"]}
+    assert by_id[2]["Offline"] == 1 and by_id[2]["Partitions"] == 1
+    assert by_id[3] == {"BrokerId": 3, "State": "not registered", "LastHost": None, "Partitions": 1,
+                        "UnderReplicated": 1, "UnderMinIsr": 0, "Offline": 0}
+
+
+def test_missing_csv_and_table(sandbox):
+    create(sandbox, "t", [[1, 3]])
+    sandbox.stop_broker(3)
+    p = run(sandbox, "broker-ids missing -o csv")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[:2] == ["BrokerId,State,LastHost,Partitions,UnderReplicated,UnderMinIsr,Offline",
+                                         "3,fenced,127.0.0.1,1,1,0,0"]
+    p = run(sandbox, "broker-ids missing")
+    assert p.returncode == 0 and "fenced" in p.stdout.splitlines()[2]
+
+
+def test_bad_options_are_one_line(sandbox):
+    assert_one_line_error(run(sandbox, "broker-ids missing --host h"), 2, "--host is for broker-ids suggest")
+    assert_one_line_error(run(sandbox, "broker-ids suggest"), 2, "needs --host")
+    assert_one_line_error(run(sandbox, "broker-ids hosts --yes"), 2, "record and gc")
+
+
+# -- the mapping topic and KIP-426's procedure ---------------------------------------------------
+
+
+def mapping(sandbox) -> list[dict]:
+    return tables(run(sandbox, "broker-ids hosts -o json"))
+
+
+def suggest(sandbox, host: str):
+    return run(sandbox, f"broker-ids suggest --host {host} -o json")
+
+
+def test_record_writes_only_what_changed_and_hosts_shows_states(sandbox):
+    p = run(sandbox, "broker-ids record --dry-run -o json")
+    assert [r["Host"] for r in tables(p)] == ["broker-1.sandbox", "broker-2.sandbox", "broker-3.sandbox"]
+    assert "__broker_hosts" not in sandbox.cluster.topics  # a dry run creates nothing
+    assert "Recorded 3 host(s)" in run(sandbox, "broker-ids record").stderr
+    topic = sandbox.cluster.topics["__broker_hosts"]
+    assert topic.configs["cleanup.policy"] == "compact" and len(topic.partitions[0].replicas) == 3
+    assert mapping(sandbox) == [{"Host": f"broker-{i}.sandbox", "BrokerId": i, "State": "live"} for i in (1, 2, 3)]
+    p = run(sandbox, "broker-ids record -o json")
+    assert tables(p) == [] and "up to date (3 host(s))" in p.stderr
+    sandbox.replace_broker(2, "rack2-node7", lose_disk=False)  # same id, new machine name: recorded by the broker
+    sandbox.stop_broker(3)
+    assert mapping(sandbox) == [{"Host": "broker-1.sandbox", "BrokerId": 1, "State": "live"},
+                                {"Host": "broker-2.sandbox", "BrokerId": 2, "State": "garbage"},
+                                {"Host": "broker-3.sandbox", "BrokerId": 3, "State": "missing"},
+                                {"Host": "rack2-node7", "BrokerId": 2, "State": "live"}]
+
+
+def test_suggest_follows_each_branch_of_the_procedure(sandbox):
+    create(sandbox, "t", [[1, 2, 3]])
+    run(sandbox, "broker-ids record")
+    # No id missing: a new one.
+    assert tables(suggest(sandbox, "fresh.sandbox")) == [{"Host": "fresh.sandbox", "BrokerId": 4, "Reason": "new id"}]
+    sandbox.stop_broker(3)
+    # The mapping names the host's id and no live broker holds it.
+    assert tables(suggest(sandbox, "broker-3.sandbox"))[0]["Reason"] == "mapping"
+    # Another host: the one missing id.
+    assert tables(suggest(sandbox, "fresh.sandbox")) == [{"Host": "fresh.sandbox", "BrokerId": 3,
+                                                         "Reason": "only missing id"}]
+    # The mapping points at a live id: that entry is garbage, the missing id is taken.
+    p = suggest(sandbox, "broker-2.sandbox")
+    assert tables(p)[0]["BrokerId"] == 3 and "id 2 is live on broker-2.sandbox: that entry is garbage" in p.stderr
+    # Several ids missing: a human decides.
+    sandbox.stop_broker(2)
+    assert_one_line_error(suggest(sandbox, "fresh.sandbox"), 1, "Several ids are missing (2, 3)", "human decision")
+    assert tables(suggest(sandbox, "broker-2.sandbox"))[0] == {"Host": "broker-2.sandbox", "BrokerId": 2,
+                                                              "Reason": "mapping"}
+
+
+@pytest.fixture
+def served(sandbox_mode):
+    """A sandbox with its control endpoint, for `sandbox replace-broker` from the shell."""
+    with Sandbox(brokers=3, mode=sandbox_mode, serve_control=True) as s:
+        yield s
+
+
+def test_replace_broker_takes_its_id_by_the_procedure(served):
+    sandbox = served
+    create(sandbox, "t", [[1, 2, 3]])
+    run(sandbox, "broker-ids record")
+    sandbox.stop_broker(2)
+    sandbox.stop_broker(3)
+    p = run(sandbox, "sandbox replace-broker 3 --lose-disk --host elsewhere.sandbox")
+    assert_one_line_error(p, 2, "several ids are missing (2, 3)", "human decision")
+    assert sandbox.replace_broker(3, "broker-3.sandbox", lose_disk=True) == (3, "mapping")
+    assert sandbox.replace_broker(2, "elsewhere.sandbox", lose_disk=True) == (2, "only missing id")
+    assert {r["Host"]: r["State"] for r in mapping(sandbox)}["broker-2.sandbox"] == "garbage"
+    p = run(sandbox, "sandbox replace-broker 1 --keep-id --lose-disk")
+    assert_one_line_error(p, 2, "--keep-id", "--lose-disk")
+
+
+def test_gc_removes_garbage_with_tombstones_after_confirmation(sandbox):
+    run(sandbox, "broker-ids record")
+    sandbox.replace_broker(1, "moved.sandbox")
+    p = run(sandbox, "broker-ids gc --dry-run -o json")
+    assert tables(p) == [{"Host": "broker-1.sandbox", "BrokerId": 1, "LiveOn": "moved.sandbox"}]
+    assert_one_line_error(run(sandbox, "broker-ids gc"), 2, "add --yes to confirm")
+    assert {r["Host"] for r in mapping(sandbox)} == {"broker-1.sandbox", "broker-2.sandbox", "broker-3.sandbox",
+                                                     "moved.sandbox"}
+    p = run(sandbox, "broker-ids gc --yes")
+    assert p.returncode == 0 and "Removed 1 garbage mapping entry" in p.stderr
+    assert {r["Host"]: r["State"] for r in mapping(sandbox)} == {
+        "broker-2.sandbox": "live", "broker-3.sandbox": "live", "moved.sandbox": "live"}
+    assert "No garbage" in run(sandbox, "broker-ids gc --yes").stderr
+
+
+def test_missing_gives_the_mapping_host_of_an_unregistered_id(sandbox):
+    create(sandbox, "t", [[1, 3]])
+    run(sandbox, "broker-ids record")
+    sandbox.stop_broker(3)
+    unregister(sandbox, 3)
+    got = tables(run(sandbox, "broker-ids missing -o json"))
+    assert got["missing"][0]["BrokerId"] == 3 and got["missing"][0]["LastHost"] == "broker-3.sandbox"
+    assert got["missing"][0]["State"] == "not registered"
+
+
+def test_docs_replay_a_broker_lost_its_disk(served):
+    """docs/broker-lost-disk.ksh, the issue's "done when": 3 is missing, comes back as 3
+    through the mapping with an empty disk, and the partitions return to full ISR."""
+    script = Path(__file__).resolve().parent.parent / "docs" / "broker-lost-disk.ksh"
+    p = shell("--bootstrap-server", served.bootstrap, "--file", str(script), "-o", "json")
+    assert p.returncode == 0, p.stderr
+    docs = json_documents(p.stdout)
+    missing_before, suggested, missing_after, under = docs[-4:]
+    assert [r["BrokerId"] for r in missing_before["missing"]] == [3]
+    assert missing_before["missing"][0]["Partitions"] >= 6
+    assert {"BrokerId": 3, "Topic": "orders", "Partitions": [0, 1, 2, 3, 4, 5], "UnderReplicated": 6,
+            "UnderMinIsr": 0, "Offline": 0} in missing_before["partitions"]
+    assert suggested == [{"Host": "broker-3.sandbox", "BrokerId": 3, "Reason": "mapping"}]
+    assert "Broker 3 replaced: it started with an empty disk as broker 3 (mapping)." in p.stderr
+    assert missing_after == {"missing": [], "partitions": []}
+    assert under == []
+    isr = served.call(lambda c: [sorted(q.isr) for q in c.topics["orders"].partitions], served.cluster)
+    assert isr == [[1, 2, 3]] * 6
