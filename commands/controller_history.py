@@ -1,5 +1,7 @@
 """`controller-history`: the controller changes this shell has seen on the cluster (time, from,
-to, epoch), kept per cluster in the user's data dir by `kafka_shell.controller_history`."""
+to, epoch), kept per cluster in the user's data dir by `kafka_shell.controller_history`; on a
+sandbox (embedded, or a `kafka-shell sandbox` server's control endpoint) also the cluster's own
+record of them, beside."""
 
 from __future__ import annotations
 
@@ -9,27 +11,54 @@ from typing import TYPE_CHECKING
 from kafka_shell import controller_history
 from kafka_shell.errors import ShellError
 from kafka_shell.registry import command
-from kafka_shell.render import Result
+from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
 
 
 @command("controller-history",
-         help="The controller changes this shell has seen on this cluster (time, from, to, epoch).",
+         help="The controller changes this shell has seen on this cluster (time, from, to, epoch); "
+              "on a sandbox also the cluster's own record.",
          description="Every command that learns the active controller records a change from the "
                      "last one seen (another node, or a new KRaft epoch) in the user's data dir, per "
-                     "cluster id; changes while no shell ran show up at the next run, timed then.",
+                     "cluster id; changes while no shell ran show up at the next run, timed then. "
+                     "On a sandbox the cluster's own record of each change is shown beside "
+                     "(tables `observed` and `cluster` in json).",
          examples=("controller-history", "controller-history -o json"))
 def controller_history_command(session: Session, args: dict) -> Result:
     snap = session.conn.read([], controller=True)  # records the controller as it is now
     if not snap.cluster_id:
         raise ShellError("The cluster does not tell its id, so no history is kept for it.")
-    rows = [[datetime.datetime.fromtimestamp(e["time"], datetime.UTC).isoformat(timespec="seconds"),
-             e.get("from"), e.get("to"), _epoch(e.get("epoch")), e.get("mode")]
+    rows = [[_time(e["time"]), e.get("from"), e.get("to"), _epoch(e.get("epoch")), e.get("mode")]
             for e in controller_history.load(snap.cluster_id) if isinstance(e.get("time"), (int, float))]
-    return Result.table(["Time", "From", "To", "Epoch", "Mode"], rows,
-                        f"{len(rows)} controller observation(s) for cluster {snap.cluster_id}.")
+    message = f"{len(rows)} controller observation(s) for cluster {snap.cluster_id}."
+    changes = _sandbox_changes(session)
+    if changes is None:
+        return Result.table(["Time", "From", "To", "Epoch", "Mode"], rows, message)
+    cluster_rows = [[_time(e["time"]), e.get("from"), e.get("to"), e.get("epoch")] for e in changes]
+    return Result(tables=[Table(["Time", "From", "To", "Epoch", "Mode"], rows, "observed"),
+                          Table(["Time", "From", "To", "Epoch"], cluster_rows, "cluster")],
+                  messages=[message, f"{len(cluster_rows)} controller change(s) in the sandbox's own record."])
+
+
+def _time(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(timespec="seconds")
+
+
+def _sandbox_changes(session: Session) -> list[dict] | None:
+    """The sandbox's own record of its controller changes; None when the cluster is no sandbox
+    (or a sandbox server without its control endpoint)."""
+    sandbox = session.sandbox
+    if sandbox is None:
+        from kafka_shell.sandbox import control  # a `kafka-shell sandbox` server's control endpoint
+        try:
+            sandbox = control.attach(session.target)
+        except ShellError:  # UsageError too: no sandbox answered
+            return None
+    changes = sandbox.status().get("controller_changes")
+    return [e for e in changes if isinstance(e, dict) and isinstance(e.get("time"), (int, float))] \
+        if isinstance(changes, list) else None
 
 
 def _epoch(value: object) -> int | None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 
+from kafka_shell.runner import run_line
+from kafka_shell.sandbox.server import Sandbox
+from kafka_shell.session import Session, Target
 from tests.conftest import BOTH_MODES
 from tests.test_oneshot import run
 
@@ -35,3 +39,44 @@ def test_describe_controller_tells_since_when_and_the_voters(sandbox, tmp_path):
         assert row["Voters"] == ["100 (lag 0)"]
     else:
         assert row["Voters"] is None
+
+
+def _in_process(sandbox, line: str) -> dict:
+    """`line` in a Session with the embedded sandbox (no subprocess): its json output."""
+    session = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=io.StringIO(),
+                      stderr=io.StringIO())
+    try:
+        code = run_line(session, line)
+    finally:
+        session.close()
+    assert code == 0, session.stderr.getvalue()  # type: ignore[attr-defined]
+    return json.loads(session.stdout.getvalue())  # type: ignore[attr-defined]
+
+
+def test_an_embedded_sandbox_shows_its_own_record_beside(sandbox, tmp_path, monkeypatch):
+    monkeypatch.setenv("KAFKA_SHELL_DATA_DIR", str(tmp_path))
+    first = sandbox.active_controller
+    got = _in_process(sandbox, "controller-history -o json")
+    assert [(e["From"], e["To"], e["Epoch"]) for e in got["cluster"]] == [(None, first, 1)]
+    assert [(e["From"], e["To"]) for e in got["observed"]] == [(None, first)]
+    sandbox.kill_controller()
+    changes = [(e["From"], e["To"], e["Epoch"]) for e in _in_process(sandbox, "controller-history -o json")["cluster"]]
+    assert changes == [(None, first, 1), (first, sandbox.active_controller, sandbox.controller_epoch)]
+    if sandbox.mode == "kraft":
+        # The lone voter stops (no controller, the epoch stays) and comes back with a new epoch.
+        sandbox.stop_controller(first)
+        sandbox.start_controller(first)
+        changes = [(e["From"], e["To"], e["Epoch"]) for e in _in_process(sandbox, "controller-history -o json")["cluster"]]
+        assert changes[2:] == [(first, None, 2), (None, first, 3)]
+
+
+def test_a_sandbox_server_shows_its_record_through_the_control_endpoint(sandbox_mode, tmp_path):
+    env = {"KAFKA_SHELL_DATA_DIR": str(tmp_path)}
+    with Sandbox(brokers=3, mode=sandbox_mode, serve_control=True) as served:
+        served.kill_controller()
+        p = run(served, "controller-history -o json", env=env)
+        assert p.returncode == 0, p.stderr
+        got = json.loads(p.stdout)
+        assert [e["To"] for e in got["cluster"]] == [got["cluster"][0]["To"], served.active_controller]
+        assert got["cluster"][-1]["Epoch"] == served.controller_epoch == 2
+        assert "2 controller change(s) in the sandbox's own record" in p.stderr

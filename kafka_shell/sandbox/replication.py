@@ -34,6 +34,8 @@ from kafka_shell.sandbox import configs
 from kafka_shell.sandbox.model import Cluster, Partition, now_ms
 
 PREFERRED_CONTROLLER_KEY = "preferred.controller.id"
+CONTROLLER_CHANGES_KEY = "controller_changes"
+MAX_CONTROLLER_CHANGES = 1000
 REPLICATION_RATE_KEY = "replication.rate.bytes"  # cluster extra: catch-up bytes/s per follower
 TICK_S = 0.05
 _UNLIMITED = 2**62  # Kafka's throttled-rate default is Long.MAX_VALUE: no throttle
@@ -69,11 +71,13 @@ def elect_controller(cluster: Cluster, exclude: int | None = None) -> int:
     else:
         chosen = -1
     if chosen != cluster.controller_id:
-        returned = cluster.controller_id < 0 and chosen >= 0
+        old = cluster.controller_id
+        returned = old < 0 and chosen >= 0
         cluster.controller_id = chosen
         # A KRaft quorum without voters holds no election, so its epoch stays until one is back.
         if chosen >= 0 or not cluster.kraft:
             cluster.controller_epoch += 1
+        _record_controller_change(cluster, old)
         cluster.changed()
         if returned and cluster.kraft:
             _catch_up_controller_work(cluster)
@@ -93,9 +97,25 @@ def move_controller(cluster: Cluster) -> int:
         exclude = None  # a lone candidate re-elects itself
     if exclude is None:
         cluster.controller_epoch += 1
+        _record_controller_change(cluster, old)
         cluster.changed()
         return old
     return elect_controller(cluster, exclude=exclude)
+
+
+def controller_changes(cluster: Cluster) -> list[dict]:
+    """The cluster's own record of its controller changes, oldest first: {"time" (s), "from",
+    "to" (None: no controller), "epoch"} (the metadata log's leader changes in KRaft mode, the
+    /controller znode's in zk mode). In memory only: a --data-dir restart begins a new record."""
+    return cluster.extras.setdefault(CONTROLLER_CHANGES_KEY, [])  # type: ignore[return-value]
+
+
+def _record_controller_change(cluster: Cluster, old: int) -> None:
+    changes = controller_changes(cluster)
+    changes.append({"time": now_ms() / 1000, "from": old if old >= 0 else None,
+                    "to": cluster.controller_id if cluster.controller_id >= 0 else None,
+                    "epoch": cluster.controller_epoch})
+    del changes[:-MAX_CONTROLLER_CHANGES]
 
 
 def stopped_at(cluster: Cluster) -> dict[int, tuple[int, int]]:

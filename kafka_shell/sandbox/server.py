@@ -635,6 +635,7 @@ class Sandbox:
                 "controllers": [{"id": n.id, "host": n.host, "port": n.port, "alive": n.alive,
                                  "delay_ms": n.delay_ms, "failures": failures(n)}
                                 for n in c.controllers.values()],
+                "controller_changes": [dict(e) for e in replication.controller_changes(c)],
             }
         return self.call(go)  # type: ignore[return-value]
 
