@@ -60,7 +60,9 @@ def sandbox_command(session, args: dict) -> Result:
             broker = _int(values[0], "BROKER")
             chosen, reason = sb.replace_broker(broker, args["host"], args["lose_disk"])
             disk = "with an empty disk" if args["lose_disk"] else "with its disk"
-            return Result.message(f"Broker {broker} replaced: it started {disk} as broker {chosen} ({reason}).")
+            gone = (f" Id {broker} is not taken again: it stays stopped (see broker-ids missing)."
+                    if reason == "new id" else "")
+            return Result.message(f"Broker {broker} replaced: it started {disk} as broker {chosen} ({reason}).{gone}")
         if action == "status":
             return _status(sb)
         if action in ("stop-broker", "start-broker"):

@@ -188,3 +188,35 @@ def test_docs_replay_a_broker_lost_its_disk(served):
     assert under == []
     isr = served.call(lambda c: [sorted(q.isr) for q in c.topics["orders"].partitions], served.cluster)
     assert isr == [[1, 2, 3]] * 6
+
+
+def test_replace_broker_with_a_new_id_adds_a_broker_and_records_it(served):
+    """No mapping entry for the host and no missing id (broker 3 was unregistered and names no
+    replica): KIP-426 ends at a new id. The sandbox starts a new broker (never a voter) under
+    it; id 3 stays stopped."""
+    sandbox = served
+    create(sandbox, "t", [[1, 2]])
+    sandbox.stop_broker(3)
+    unregister(sandbox, 3)
+    assert run(sandbox, "broker-ids record").returncode == 0   # the mapping topic on brokers 1 and 2
+    p = run(sandbox, "sandbox replace-broker 3 --lose-disk --host fresh.sandbox")
+    assert p.returncode == 0, p.stderr
+    assert "as broker 4 (new id)" in p.stderr and "Id 3 is not taken again" in p.stderr
+    assert sandbox.controller_ids == ([100] if sandbox.mode == "kraft" else [])
+    status = {b["id"]: b for b in sandbox.status()["brokers"]}
+    assert status[4]["alive"] and not status[4]["fenced"] and not status[3]["alive"]
+    assert {r["Host"]: (r["BrokerId"], r["State"]) for r in mapping(sandbox)}["fresh.sandbox"] == (4, "live")
+    # The new broker serves clients on its own listener (the bootstrap now names it).
+    assert sandbox.bootstrap.count(",") == 3 and request(sandbox, 4, ApiKey.API_VERSIONS, {})["error_code"] == 0
+
+
+def test_an_added_broker_is_kept_by_the_data_dir(sandbox_mode, tmp_path):
+    data = str(tmp_path / "data")
+    with Sandbox(brokers=2, mode=sandbox_mode, data_dir=data) as first:
+        assert first.add_broker(host_name="extra.sandbox") == 3
+        port = first.address(3)[1]
+        with pytest.raises(ValueError, match="id is taken"):
+            first.add_broker(1)
+    with Sandbox(data_dir=data, mode=sandbox_mode) as again:
+        assert sorted(again.cluster.brokers) == [1, 2, 3] and again.address(3)[1] == port
+        assert again.status()["brokers"][2]["alive"]

@@ -719,8 +719,10 @@ class Sandbox:
                                      f"a broker on {host} without an id needs a human decision (KIP-426); "
                                      "give it one with --keep-id or start the broker you mean")
                 if choice.broker_id not in self.cluster.brokers:
-                    raise ValueError(f"a broker on {host} would take the new id {choice.broker_id}: "
-                                     "the sandbox cannot add brokers")
+                    # A new id (KIP-426): a new broker starts; broker_id stays missing until a human
+                    # reassigns its partitions, as on a real cluster.
+                    self._check_new_broker_id(choice.broker_id)
+                    return choice.broker_id, choice.reason
                 if self.cluster.brokers[choice.broker_id].alive:
                     raise ValueError(f"a broker on {host} would take id {choice.broker_id}, which is live")
                 chosen, reason = choice.broker_id, choice.reason
@@ -731,10 +733,40 @@ class Sandbox:
 
         answer: tuple[int, str] = self.call(go)  # type: ignore[assignment]
         chosen, reason = answer
-        self.start_broker(chosen)
+        if chosen == broker_id or self.call(lambda: chosen in self.cluster.brokers):
+            self.start_broker(chosen)
+        else:
+            self.add_broker(chosen, host, rack=self.cluster.brokers[broker_id].rack)
         if self.call(lambda: mapping_topic in self.cluster.topics):
             self._record_host(mapping_topic, host, chosen)
         return chosen, reason
+
+    def add_broker(self, broker_id: int | None = None, host_name: str | None = None,
+                   rack: str | None = None) -> int:
+        """Start a new broker (in KRaft mode a broker, never a voter) with its own listener on the
+        nodes' address and a free port, registered with the controller (fenced while a KRaft
+        cluster has no active controller). It holds no replicas until partitions are reassigned
+        to it. `broker_id` defaults to the highest broker id + 1. A --data-dir keeps it (its
+        port too), so a restart with --brokers must count it. Returns its id."""
+        async def go() -> int:
+            c = self.cluster
+            new_id = max(c.brokers) + 1 if broker_id is None else broker_id
+            self._check_new_broker_id(new_id)
+            listen = next(iter(c.brokers.values())).host
+            b = Broker(id=new_id, host=listen, port=0, rack=rack,
+                       host_name=host_name or f"broker-{new_id}.sandbox", fenced=not c.controller_available)
+            server = _BrokerServer(self, b)
+            await server.listen()
+            c.brokers[new_id] = b
+            self._servers[new_id] = server
+            replication.broker_started(c, new_id)
+            return new_id
+
+        return self.call(go)  # type: ignore[return-value]
+
+    def _check_new_broker_id(self, broker_id: int) -> None:
+        if broker_id < 0 or self.cluster.node(broker_id) is not None:
+            raise ValueError(f"cannot add broker {broker_id}: the id is taken (or negative)")
 
     def _record_host(self, topic: str, host: str, broker_id: int) -> None:
         """Write host -> id to the mapping topic with a real producer, as a starting broker would."""
