@@ -10,17 +10,16 @@ from typing import TYPE_CHECKING
 
 from kafka_shell import controller_history
 
-from kafka_shell.codes import ApiKey, Error, ResourceType
+from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import KafkaCallError, kafka_error_message
 from kafka_shell.metadata import KRAFT
-from kafka_shell.operations import debug, read_topics, require_brokers
+from kafka_shell.operations import debug, read_topics, require_brokers, read_preferred_controller
 from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
 
-PREFERRED_CONTROLLER_KEY = "preferred.controller.id"
 
 
 def id_list(text: str) -> list[int]:
@@ -174,7 +173,7 @@ def describe_controller(session: Session, args: dict) -> Result:
     return Result.table(["Id", "Host", "Port", "Rack", "Mode", "ControllerEpoch", "PreferredController",
                          "HeldSince", "Voters"],
                         [[controller.id, controller.host, controller.port, rack, controller.mode,
-                          controller.epoch if controller.epoch >= 0 else None, _preferred_controller(session),
+                          controller.epoch if controller.epoch >= 0 else None, _or_none(read_preferred_controller(session)),
                           _held_since(session, controller),
                           _voters(session) if controller.mode == KRAFT else None]])
 
@@ -206,18 +205,5 @@ def _voters(session) -> list[str]:
             for v in voters]
 
 
-def _preferred_controller(session) -> int | str:
-    """`preferred.controller.id` of the cluster-wide broker configs (KAFKA-1778), or "none" when
-    the cluster does not know the key or leaves it at -1."""
-    # Every key, not just ours: some brokers (Tansu) drop the connection on a key filter.
-    body = {"resources": [{"resource_type": ResourceType.BROKER, "resource_name": "", "configuration_keys": None}]}
-    debug(session, "DescribeConfigs request: cluster-wide broker defaults")
-    answer = session.conn.controller_request(ApiKey.DESCRIBE_CONFIGS, body)
-    for r in answer.get("results", []):
-        if r.get("error_code"):
-            raise KafkaCallError(kafka_error_message(r["error_code"], "", r.get("error_message") or "",
-                                                     entity="the cluster-wide broker configs"))
-        for c in r.get("configs", []):
-            if c["name"] == PREFERRED_CONTROLLER_KEY and c.get("value") not in (None, "", "-1"):
-                return int(c["value"])
-    return "none"
+def _or_none(broker_id: int | None) -> int | str:
+    return "none" if broker_id is None else broker_id

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.channel import Channel, ConnectionLost
 from kafka_shell.codes import ApiKey, ResourceType
-from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
+from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.metadata import KRAFT, ControllerInfo
-from kafka_shell.operations import alter_configs, debug
+from kafka_shell.operations import alter_configs, debug, PREFERRED_CONTROLLER_KEY, read_preferred_controller
 from kafka_shell.option_types import positive_int
 from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result
@@ -24,7 +24,6 @@ from kafka_shell.render import Result
 if TYPE_CHECKING:
     from kafka_shell.session import Session
 
-KEY = "preferred.controller.id"
 ACTIONS = ("set", "clear", "show")
 POLL_S = 0.1
 node_id = int_range(0, INT32_MAX, "a node id")
@@ -56,7 +55,7 @@ def preferred_controller(session: Session, args: dict) -> Result:
     if action == "show":
         return show(session)
     if action == "clear":
-        lines = alter_configs(session, "brokers", [""], {"set": {}, "delete": [KEY]}, args["dry_run"])
+        lines = alter_configs(session, "brokers", [""], {"set": {}, "delete": [PREFERRED_CONTROLLER_KEY]}, args["dry_run"])
         verb = "would be" if args["dry_run"] else "is"
         return Result.message(*lines, f"No preferred controller {verb} set: every candidate may stand.")
     try:
@@ -64,7 +63,7 @@ def preferred_controller(session: Session, args: dict) -> Result:
     except ValueError as exc:
         raise UsageError(f'Invalid node id "{shown(values[0])}": expected {exc}') from None
     require_up(session, wanted)
-    lines = alter_configs(session, "brokers", [""], {"set": {KEY: str(wanted)}, "delete": []}, args["dry_run"])
+    lines = alter_configs(session, "brokers", [""], {"set": {PREFERRED_CONTROLLER_KEY: str(wanted)}, "delete": []}, args["dry_run"])
     if args["dry_run"]:
         return Result.message(*lines)
     if not args["blocking"]:
@@ -75,7 +74,7 @@ def preferred_controller(session: Session, args: dict) -> Result:
 
 def show(session: Session) -> Result:
     active = session.conn.controller()
-    preferred = current_preferred(session)
+    preferred = read_preferred_controller(session)
     return Result.table(["PreferredController", "ActiveController", "Epoch", "Mode"],
                         [[preferred if preferred is not None else "none", active.id,
                           active.epoch if active.epoch >= 0 else None, active.mode]])
@@ -89,27 +88,13 @@ def require_feature(session: Session) -> None:
         raise KafkaCallError("No live broker to ask: start one and retry.")
     body = {"resources": [{"resource_type": ResourceType.BROKER, "resource_name": str(brokers[0]),
                            "configuration_keys": None}]}
-    debug(session, f"DescribeConfigs request: broker {brokers[0]} (is {KEY} known?)")
+    debug(session, f"DescribeConfigs request: broker {brokers[0]} (is {PREFERRED_CONTROLLER_KEY} known?)")
     answer = session.conn.broker_request(brokers[0], ApiKey.DESCRIBE_CONFIGS, body)
     names = {c["name"] for r in answer.get("results", []) for c in r.get("configs", [])}
-    if KEY not in names:
-        raise ShellError(f"This cluster has no preferred controller ({KEY} is not a config of its brokers; "
+    if PREFERRED_CONTROLLER_KEY not in names:
+        raise ShellError(f"This cluster has no preferred controller ({PREFERRED_CONTROLLER_KEY} is not a config of its brokers; "
                          "KAFKA-1778 is not in Apache Kafka): nothing was changed. Plan the restart order "
                          "with rolling-restart-plan instead.")
-
-
-def current_preferred(session: Session) -> int | None:
-    body = {"resources": [{"resource_type": ResourceType.BROKER, "resource_name": "", "configuration_keys": None}]}
-    debug(session, "DescribeConfigs request: cluster-wide broker defaults")
-    answer = session.conn.controller_request(ApiKey.DESCRIBE_CONFIGS, body)
-    for r in answer.get("results", []):
-        if r.get("error_code"):
-            raise KafkaCallError(kafka_error_message(r["error_code"], "", r.get("error_message") or "",
-                                                     entity="the cluster-wide broker configs"))
-        for c in r.get("configs", []):
-            if c["name"] == KEY and c.get("value") not in (None, "", "-1"):
-                return int(c["value"])
-    return None
 
 
 def require_up(session: Session, wanted: int) -> None:

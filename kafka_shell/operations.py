@@ -167,6 +167,26 @@ def alter_configs(session: Session, entity_type: str, names: list[str], changes:
     return messages
 
 
+PREFERRED_CONTROLLER_KEY = "preferred.controller.id"   # KAFKA-1778, a cluster-wide broker config
+
+
+def read_preferred_controller(session: Session) -> int | None:
+    """The cluster's preferred controller (KAFKA-1778), or None when the cluster does not know
+    the key or leaves it at -1: read now from the cluster-wide broker configs."""
+    # Every key, not just ours: some brokers (Tansu) drop the connection on a key filter.
+    body = {"resources": [{"resource_type": ResourceType.BROKER, "resource_name": "", "configuration_keys": None}]}
+    debug(session, "DescribeConfigs request: cluster-wide broker defaults")
+    answer = session.conn.controller_request(ApiKey.DESCRIBE_CONFIGS, body)
+    for r in answer.get("results", []):
+        if r.get("error_code"):
+            raise KafkaCallError(kafka_error_message(r["error_code"], "", r.get("error_message") or "",
+                                                     entity="the cluster-wide broker configs"))
+        for c in r.get("configs", []):
+            if c["name"] == PREFERRED_CONTROLLER_KEY and c.get("value") not in (None, "", "-1"):
+                return int(c["value"])
+    return None
+
+
 # -- reassignments -----------------------------------------------------------------------------
 
 
