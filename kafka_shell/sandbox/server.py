@@ -59,6 +59,8 @@ FORWARD_POLL_S = 0.02
 
 Node = Broker | Controller | control.ControlNode
 
+ANONYMOUS = "User:ANONYMOUS"  # Kafka's principal for a connection that did not authenticate
+
 
 @dataclass
 class RequestContext:
@@ -71,6 +73,8 @@ class RequestContext:
     # For a request a KRaft broker forwards: whether the active controller took it (None: not
     # forwarded).
     forwarded: bool | None = None
+    # Who sent it, as Kafka's KafkaPrincipal string: the SASL or TLS identity of the connection.
+    principal: str = ANONYMOUS
 
     @property
     def cluster(self) -> Cluster:
@@ -154,6 +158,7 @@ class _Connection(asyncio.Protocol):
     def __init__(self, server: _BrokerServer, ip: str):
         self.server = server
         self.ip = ip
+        self.principal = ANONYMOUS  # until SASL or a TLS client certificate says who it is
         self.memory = _request_memory(server.sandbox)
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()  # received bytes not yet cut into requests
@@ -253,7 +258,7 @@ class _Connection(asyncio.Protocol):
                 if self.transport is not None and self.held <= self.serving:
                     self.resume()  # it held nothing else: let the next request in
                 try:
-                    response = await self.server.sandbox.dispatch(self.server.broker, body)
+                    response = await self.server.sandbox.dispatch(self.server.broker, body, self.principal)
                 finally:
                     self._release(self.serving)
                     self.serving = 0
@@ -908,7 +913,7 @@ class Sandbox:
         """The APIs a node's listener serves (what its ApiVersions lists)."""
         return {k: a for k, a in self.handlers.items() if self._serves(node, k)}
 
-    async def dispatch(self, broker: Node, body: bytes) -> bytes | None:
+    async def dispatch(self, broker: Node, body: bytes, principal: str = ANONYMOUS) -> bytes | None:
         api_key, version, correlation_id = protocol.peek_header(body)
         if api_key == control.SANDBOX_CONTROL_KEY and self._control_server is not None:
             return await control.serve(self, body, correlation_id)
@@ -927,7 +932,7 @@ class Sandbox:
         header, request = protocol.decode_request(body)
         if broker.delay_ms:
             await asyncio.sleep(broker.delay_ms / 1000)
-        ctx = RequestContext(self, broker, header, request, api_key, version)
+        ctx = RequestContext(self, broker, header, request, api_key, version, principal=principal)
         if self.cluster.kraft and isinstance(broker, Broker) and api_key in FORWARDED_APIS:
             ctx.forwarded = await self._await_controller(request)
         result = api.handler(ctx)
