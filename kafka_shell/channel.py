@@ -2,16 +2,13 @@
 
 It serves the requests confluent-kafka's AdminClient lacks (ElectLeaders v3, GetReplicaLogInfo,
 DescribeCluster, ...). At connect it negotiates ApiVersions and, when the security protocol says
-so, wraps the socket in TLS and authenticates with SASL PLAIN or SCRAM-SHA-256/512 (Kafka's
+so, wraps the socket in TLS and authenticates with SASL (kafka_shell/sasl.py: its mechanisms, over Kafka's
 SaslHandshake v1 + SaslAuthenticate). Settings are the same librdkafka properties the
 AdminClient gets. One request is in flight at a time; a lock makes each call thread-safe.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import itertools
 import os
 import socket
@@ -22,15 +19,15 @@ from typing import TYPE_CHECKING
 
 from kafka_shell import __version__, protocol
 from kafka_shell.codes import ApiKey, Error
-from kafka_shell.client_config import sasl_credentials, sasl_mechanism
+from kafka_shell.client_config import sasl_mechanism
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
+from kafka_shell.sasl import CLIENT_MECHANISMS
 
 if TYPE_CHECKING:
     import ssl
 
 CLIENT_ID = "kafka-shell"
 SECURITY_PROTOCOLS = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
-SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 
 
 class ConnectionLost(ShellError):
@@ -71,11 +68,11 @@ class Channel:
             raise UsageError(f"Unknown security.protocol {security!r}; use one of "
                              + ", ".join(p.upper() for p in SECURITY_PROTOCOLS))
         mechanism = sasl_mechanism(self._props) if security.startswith("sasl") else None
-        if mechanism is not None and mechanism != "PLAIN" and mechanism not in SCRAM_HASHES:
+        if mechanism is not None and mechanism not in CLIENT_MECHANISMS:
             # Checked before connecting: nothing is sent when we could not finish the login.
             raise NotSupported(
-                f"kafka-shell cannot log in with SASL mechanism {mechanism} (it does PLAIN, "
-                "SCRAM-SHA-256 and SCRAM-SHA-512): every command reads the cluster through its "
+                f"kafka-shell cannot log in with SASL mechanism {mechanism} (it does "
+                f"{', '.join(CLIENT_MECHANISMS)}): every command reads the cluster through its "
                 "own connection, so none works with this setting.")
         deadline = time.monotonic() + timeout_s
         self._sock = self._open(security, deadline)
@@ -194,17 +191,10 @@ class Channel:
         if handshake["error_code"]:
             raise KafkaCallError(f"SASL handshake with {self.address} failed (error "
                                  f"{handshake['error_code']}).", code=handshake["error_code"])
-        user, password = sasl_credentials(self._props)
-        if user is None or password is None:
-            raise UsageError(f"SASL {mechanism} needs sasl.username and sasl.password "
-                             "(or sasl.jaas.config with username and password).")
-        if mechanism == "PLAIN":
-            self._sasl_step(plain_message(user, password))
-            return
-        scram = ScramClient(mechanism, user, password)
-        server_first = self._sasl_step(scram.first_message())
-        server_final = self._sasl_step(scram.final_message(server_first))
-        scram.verify(server_final)
+        login = CLIENT_MECHANISMS[mechanism](self._props, self.host)
+        token: bytes | None = login.start()
+        while token is not None:
+            token = login.respond(self._sasl_step(token))
 
     def _sasl_step(self, token: bytes) -> bytes:
         answer = self.request(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
@@ -328,59 +318,3 @@ def _reason(exc: BaseException) -> str:
 
 def _span(r: range) -> str:
     return f"v{r.start}" if len(r) == 1 else f"v{r.start}-v{r.stop - 1}"
-
-
-# -- SASL ---------------------------------------------------------------------------------------
-
-
-def plain_message(user: str, password: str) -> bytes:
-    """RFC 4616: authzid NUL authcid NUL passwd (empty authzid)."""
-    return b"\0" + user.encode() + b"\0" + password.encode()
-
-
-class ScramClient:
-    """The client side of SCRAM (RFC 5802) without channel binding, as Kafka uses it."""
-
-    def __init__(self, mechanism: str, user: str, password: str, nonce: str | None = None,
-                 hash_name: str | None = None):
-        self.hash_name = hash_name or SCRAM_HASHES[mechanism]
-        self._password = password.encode()
-        self._nonce = nonce or base64.b64encode(os.urandom(24)).decode()
-        name = user.replace("=", "=3D").replace(",", "=2C")
-        self._client_first_bare = f"n={name},r={self._nonce}"
-        self._server_signature = b""
-
-    def first_message(self) -> bytes:
-        return ("n,," + self._client_first_bare).encode()
-
-    def final_message(self, server_first: bytes) -> bytes:
-        text = server_first.decode()
-        attrs = _scram_attributes(text)
-        nonce, salt, iterations = attrs.get("r", ""), attrs.get("s"), attrs.get("i")
-        if not nonce.startswith(self._nonce) or salt is None or iterations is None:
-            raise KafkaCallError("SCRAM: the broker's first message is invalid (nonce, salt or "
-                                 "iteration count missing).", code=Error.sasl_authentication_failed)
-        salted = hashlib.pbkdf2_hmac(self.hash_name, self._password, base64.b64decode(salt), int(iterations))
-        client_key = self._hmac(salted, b"Client Key")
-        stored_key = hashlib.new(self.hash_name, client_key).digest()
-        without_proof = f"c=biws,r={nonce}"  # biws = base64("n,,"): no channel binding
-        auth_message = f"{self._client_first_bare},{text},{without_proof}".encode()
-        signature = self._hmac(stored_key, auth_message)
-        proof = bytes(a ^ b for a, b in zip(client_key, signature))
-        self._server_signature = self._hmac(self._hmac(salted, b"Server Key"), auth_message)
-        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
-
-    def verify(self, server_final: bytes) -> None:
-        attrs = _scram_attributes(server_final.decode())
-        if "e" in attrs:
-            raise KafkaCallError(f"SCRAM authentication failed: {attrs['e']}", code=Error.sasl_authentication_failed)
-        if not hmac.compare_digest(base64.b64decode(attrs.get("v", "")), self._server_signature):
-            raise KafkaCallError("SCRAM: the broker's signature is wrong (it does not know the "
-                                 "password); not trusting it.", code=Error.sasl_authentication_failed)
-
-    def _hmac(self, key: bytes, msg: bytes) -> bytes:
-        return hmac.new(key, msg, self.hash_name).digest()
-
-
-def _scram_attributes(text: str) -> dict[str, str]:
-    return dict(part.split("=", 1) for part in text.split(",") if "=" in part)

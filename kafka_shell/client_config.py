@@ -151,8 +151,6 @@ def librdkafka_properties(props: dict[str, str]) -> dict[str, str]:
 
 # -- ${ENV} references, and the checks made once at start ---------------------------------------
 
-# What the direct channel (kafka_shell/channel.py) can log in with.
-SHELL_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Properties naming a file librdkafka (or the direct channel) opens: a missing one is named.
@@ -221,10 +219,12 @@ def validate(props: dict[str, str]) -> None:
                              "(-X, --command-config or clusters.json)")
     security = props.get("security.protocol", "").strip().lower()
     mechanism = sasl_mechanism(props) if security.startswith("sasl") else None
-    if mechanism is not None and mechanism not in SHELL_SASL_MECHANISMS:
+    from kafka_shell.sasl import CLIENT_MECHANISMS  # it imports this module
+
+    if mechanism is not None and mechanism not in CLIENT_MECHANISMS:
         # Every command connects through the shell's own channel first, which logs in itself.
         raise UsageError(f"SASL mechanism {mechanism} is not supported by kafka-shell: use "
-                         f"{', '.join(SHELL_SASL_MECHANISMS)} (set sasl.mechanism)")
+                         f"{', '.join(CLIENT_MECHANISMS)} (set sasl.mechanism)")
     if not props:
         return
     key = _settings_key(props)

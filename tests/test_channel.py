@@ -14,7 +14,8 @@ import subprocess
 import pytest
 
 from kafka_shell import protocol
-from kafka_shell.channel import Channel, ConnectionLost, ScramClient
+from kafka_shell.channel import Channel, ConnectionLost
+from kafka_shell.sasl import ScramClient
 from kafka_shell.errors import KafkaCallError, NotSupported, UsageError
 from tests.loopback import LoopbackServer
 
@@ -293,5 +294,5 @@ def test_ssl_with_ca_and_sasl_scram(certificate):
 
 
 def test_plain_message_layout():
-    from kafka_shell.channel import plain_message
+    from kafka_shell.sasl import plain_message
     assert plain_message("u", "p") == b"\0u\0p"
