@@ -247,7 +247,7 @@ def hosts_action(session: Session, topic: str) -> Result:
     rows = [[host, broker_id, mapping_state(broker_id, host, live_hosts)] for host, broker_id in sorted(mapping.items())]
     messages = [] if topic in snap.topics else [f'The mapping topic "{topic}" does not exist yet: '
                                                 "broker-ids record creates it."]
-    return Result(tables=[Table(["Host", "BrokerId", "State"], rows)], messages=messages)
+    return Result(tables=[Table(["Host", "BrokerId", "State"], rows, name="hosts")], messages=messages)
 
 
 def record(session: Session, topic: str, dry_run: bool) -> Result:
@@ -255,7 +255,7 @@ def record(session: Session, topic: str, dry_run: bool) -> Result:
     snap, regs, live_hosts, mapping = current(session, topic)
     changes = {host: broker_id for broker_id, host in sorted(live_hosts.items()) if mapping.get(host) != broker_id}
     rows = [[host, mapping.get(host), broker_id] for host, broker_id in sorted(changes.items())]
-    table = Table(["Host", "OldBrokerId", "BrokerId"], rows)
+    table = Table(["Host", "OldBrokerId", "BrokerId"], rows, name="recorded")
     if not changes:
         return Result(tables=[table], messages=[f'The mapping in "{topic}" is up to date ({len(mapping)} host(s)).'])
     if dry_run:
@@ -315,7 +315,7 @@ def suggest(session: Session, topic: str, host: str) -> Result:
            "only missing id": "the one id replica sets name that no live broker holds",
            "new id": "no id is missing, so a new one (the highest known id + 1)"}[choice.reason]
     return Result.table(["Host", "BrokerId", "Reason"], [[host, choice.broker_id, choice.reason]],
-                        f"Broker on {host} should take id {choice.broker_id}: {why}{held}.")
+                        f"Broker on {host} should take id {choice.broker_id}: {why}{held}.", name="suggestion")
 
 
 def gc(session: Session, topic: str, dry_run: bool, yes: bool) -> Result:
@@ -323,7 +323,7 @@ def gc(session: Session, topic: str, dry_run: bool, yes: bool) -> Result:
     _, _, live_hosts, mapping = current(session, topic)
     garbage = {host: b for host, b in sorted(mapping.items()) if mapping_state(b, host, live_hosts) == "garbage"}
     rows = [[host, b, live_hosts[b]] for host, b in garbage.items()]
-    table = Table(["Host", "BrokerId", "LiveOn"], rows)
+    table = Table(["Host", "BrokerId", "LiveOn"], rows, name="garbage")
     if not garbage:
         return Result(tables=[table], messages=[f'No garbage in the mapping of "{topic}".'])
     if dry_run:

@@ -53,7 +53,7 @@ def list_brokers(session: Session, args: dict) -> Result:
     snap = session.conn.read([], controller=True)
     rows = [[b.id, b.host, b.port, b.rack, "controller" if b.id == snap.controller_id else "broker"]
             for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
-    return Result.table(["Id", "Host", "Port", "Rack", "Role"], rows)
+    return Result.table(["Id", "Host", "Port", "Rack", "Role"], rows, name="brokers")
 
 
 @command("api-versions",
@@ -67,4 +67,4 @@ def api_versions(session: Session, args: dict) -> Result:
         require_brokers(session, [args["broker"]])
     versions = session.conn.api_versions(args["broker"])
     rows = [[api_name(key), key, r.start, r.stop - 1] for key, r in sorted(versions.items())]
-    return Result.table(["Api", "Key", "MinVersion", "MaxVersion"], rows)
+    return Result.table(["Api", "Key", "MinVersion", "MaxVersion"], rows, name="api_versions")

@@ -74,7 +74,7 @@ def describe_configs(session: Session, args: dict) -> Result:
             continue
         value = "******" if e.is_sensitive and e.value is not None else e.value
         rows.append([e.name, value, source, e.is_sensitive, e.is_read_only])
-    return Result.table(["Name", "Value", "Source", "Sensitive", "ReadOnly"], rows)
+    return Result.table(["Name", "Value", "Source", "Sensitive", "ReadOnly"], rows, name="configs")
 
 
 def add_config_items(text: str) -> dict[str, str]:

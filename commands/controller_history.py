@@ -35,7 +35,7 @@ def controller_history_command(session: Session, args: dict) -> Result:
     message = f"{len(rows)} controller observation(s) for cluster {snap.cluster_id}."
     changes = _sandbox_changes(session)
     if changes is None:
-        return Result.table(["Time", "From", "To", "Epoch", "Mode"], rows, message)
+        return Result.table(["Time", "From", "To", "Epoch", "Mode"], rows, message, name="observed")
     cluster_rows = [[_time(e["time"]), e.get("from"), e.get("to"), e.get("epoch")] for e in changes]
     return Result(tables=[Table(["Time", "From", "To", "Epoch", "Mode"], rows, "observed"),
                           Table(["Time", "From", "To", "Epoch"], cluster_rows, "cluster")],

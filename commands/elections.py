@@ -57,16 +57,27 @@ PREFERRED_HELP = (
     "Replicas column of describe-topic); Kafka spreads leadership evenly by making it the leader. "
     "After a broker restarts, its partitions stay led by other brokers until an election moves "
     "them back. Brokers with auto.leader.rebalance.enable=true (Kafka's default) do this by "
-    "themselves, which makes this command unnecessary.\n"
+    "themselves, which makes a preferred election unnecessary.")
+SCOPE_HELP = (
     "Give exactly one of --topic (with --partition for one partition), --all-topic-partitions, "
     "or --path-to-json-file. --zookeeper was removed (KIP-183): the election goes through the "
     "brokers of --bootstrap-server.")
+# One paragraph per election type, each true for its own type only.
+ELECTION_TYPES_HELP = (
+    "preferred: " + PREFERRED_HELP + "\n"
+    "unclean: only for partitions without a leader. The controller makes a live replica the leader "
+    "even if it is out of the ISR, so messages it had not copied are lost. It is the last resort "
+    "when every in-sync replica is gone; brokers never do it by themselves unless the topic sets "
+    "unclean.leader.election.enable=true.\n"
+    "designated: only for offline partitions (KAFKA-20098). The leader is the replica that "
+    "--path-to-json-file names for each partition (\"designatedLeader\", a broker id, as "
+    "kafka-unclean-recovery writes it); like unclean, it may lose data.")
 
 
 @command("preferred-replica-leader-election", *COMMON,
          mutates=True, topic_context=True, exclusive_groups=(SCOPE,),
          help="Move leadership back to the preferred replicas (the first replica of each partition).",
-         description=PREFERRED_HELP,
+         description=PREFERRED_HELP + "\n" + SCOPE_HELP,
          examples=("preferred-replica-leader-election --topic orders",
                    "preferred-replica-leader-election --all-topic-partitions --blocking",
                    "preferred-replica-leader-election --path-to-json-file partitions.json --dry-run"))
@@ -82,8 +93,7 @@ def preferred_replica_leader_election(session: Session, args: dict) -> Result:
          *COMMON,
          mutates=True, topic_context=True, exclusive_groups=(SCOPE,),
          help="Elect partition leaders: preferred, unclean or designated (kafka-leader-election).",
-         description=PREFERRED_HELP + "\nDesignated elections take --path-to-json-file with a "
-                     '"designatedLeader" (a broker id) per partition, as kafka-unclean-recovery writes it.',
+         description=ELECTION_TYPES_HELP + "\n" + SCOPE_HELP,
          examples=("elect-leaders --election-type preferred --all-topic-partitions",
                    "elect-leaders --election-type unclean --topic orders --partition 3",
                    "elect-leaders --election-type designated --path-to-json-file recovery.json"))
@@ -224,7 +234,7 @@ def report(outcomes: dict[tuple[str, int], tuple[int, str]], kind: int) -> Resul
     messages += failed
     if failed:
         messages.append(f"{len(failed)} replica(s) could not be elected")
-    return Result.table(["Topic", "Partition", "Result", "Error"], rows, *messages,
+    return Result.table(["Topic", "Partition", "Result", "Error"], rows, *messages, name="elections",
                         exit_code=1 if failed else 0)
 
 
@@ -254,7 +264,7 @@ def predict(snap: ClusterSnapshot, entries: list[Entry], kind: int) -> Result:
     messages += fail
     if not would:
         messages.append("Nothing to elect (dry run).")
-    return Result.table(["Topic", "Partition", "Result", "Error"], rows, *messages)
+    return Result.table(["Topic", "Partition", "Result", "Error"], rows, *messages, name="elections")
 
 
 def _predict(kind: int, p, designated: int | None, live: set[int]) -> tuple[str, str | None]:

@@ -75,9 +75,10 @@ def describe_log_dirs(session: Session, args: dict) -> Result:
                                   p["offset_lag"], p["is_future_key"]])
     parts.sort(key=lambda r: (r[0], r[1], r[2], r[3]))
     return Result(tables=[
-        Table(["Broker", "LogDir", "Error", "TotalBytes", "UsableBytes"], dirs, name="log_dirs"),
+        Table(["Broker", "LogDir", "Error", "TotalBytes", "UsableBytes"], dirs, name="log_dirs",
+              kinds={"TotalBytes": "bytes", "UsableBytes": "bytes"}),
         Table(["Broker", "LogDir", "Topic", "Partition", "Size", "OffsetLag", "IsFuture"], parts,
-              name="partitions")],
+              name="partitions", kinds={"Size": "bytes"})],
         messages=[f"{failed} log dir(s) reported an error."] if failed else [], exit_code=1 if failed else 0)
 
 
@@ -113,7 +114,8 @@ def describe_quorum(session: Session, args: dict) -> Result:
                 + [(v, "Follower") for v in voters if v is not leader]
                 + [(o, "Observer") for o in observers]]
         return Result.table(["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
-                             "LastCaughtUpTimestamp", "Status"], rows)
+                             "LastCaughtUpTimestamp", "Status"], rows, name="replication",
+                            kinds={"LastFetchTimestamp": "time", "LastCaughtUpTimestamp": "time"})
     laggard = min(voters, key=lambda v: v["log_end_offset"]) if voters else None
     lag = leader_end - laggard["log_end_offset"] if laggard else 0
     if laggard is None or laggard is leader:
@@ -127,7 +129,8 @@ def describe_quorum(session: Session, args: dict) -> Result:
         ["ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag", "MaxFollowerLagTimeMs",
          "CurrentVoters", "CurrentObservers"],
         [[session.conn.read([]).cluster_id, quorum["leader_id"], quorum["leader_epoch"], quorum["high_watermark"],
-          lag, lag_ms, [_node(v, endpoints) for v in voters], [_node(o, endpoints) for o in observers]]])
+          lag, lag_ms, [_node(v, endpoints) for v in voters], [_node(o, endpoints) for o in observers]]],
+        name="status", kinds={"MaxFollowerLagTimeMs": "ms"})
 
 
 def _quorum(session) -> dict:
@@ -175,7 +178,7 @@ def describe_controller(session: Session, args: dict) -> Result:
                         [[controller.id, controller.host, controller.port, rack, controller.mode,
                           controller.epoch if controller.epoch >= 0 else None, _or_none(read_preferred_controller(session)),
                           _held_since(session, controller),
-                          _voters(session) if controller.mode == KRAFT else None]])
+                          _voters(session) if controller.mode == KRAFT else None]], name="controller")
 
 
 def _held_since(session, controller) -> str | None:

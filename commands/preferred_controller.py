@@ -77,7 +77,7 @@ def show(session: Session) -> Result:
     preferred = read_preferred_controller(session)
     return Result.table(["PreferredController", "ActiveController", "Epoch", "Mode"],
                         [[preferred if preferred is not None else "none", active.id,
-                          active.epoch if active.epoch >= 0 else None, active.mode]])
+                          active.epoch if active.epoch >= 0 else None, active.mode]], name="preferred_controller")
 
 
 def require_feature(session: Session) -> None:

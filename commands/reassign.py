@@ -474,7 +474,7 @@ def cancel(session, args: dict, targets: dict[Key, list[int]] | None) -> Result:
 def list_moves(session) -> Result:
     moving = sorted(ongoing(session).items())
     table = Table(["Topic", "Partition", "Replicas", "Adding", "Removing"],
-                  [[t, p, m["replicas"], m["adding"], m["removing"]] for (t, p), m in moving])
+                  [[t, p, m["replicas"], m["adding"], m["removing"]] for (t, p), m in moving], name="reassignments")
     if not moving:
         return Result(tables=[table], text="No partition reassignments found.")
     lines = ["Current partition reassignments:"] + [

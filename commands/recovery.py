@@ -163,7 +163,7 @@ def unclean_recovery(session: Session, args: dict) -> Result:
         else:
             confirm(session, args, plan)
             results, notes = run_elections(session, path, plan, args["recovery_election_attempts"])
-            tables.append(Table(["Topic", "Partition", "Result", "Leader", "Error"], results))
+            tables.append(Table(["Topic", "Partition", "Result", "Leader", "Error"], results, name="elections"))
             messages += notes
             failures += [f"Recovery failed for {r[0]}-{r[1]}: {r[4]}"
                          + (" (run unclean-recovery again: it asks the replicas anew)" if r[3] < 0 else "")
@@ -415,7 +415,7 @@ def replica_table(targets: list[Target]) -> Table:
                          r.epoch if r.log_end >= 0 else None, r.log_end if r.log_end >= 0 else None,
                          gap, r.error, "*" if r.broker == t.chosen else ""])
     return Table(["Topic", "Partition", "Replica", "Broker", "Last ISR", "Leader epoch", "Log end offset",
-                  "Gap", "Error", "Chosen"], rows)
+                  "Gap", "Error", "Chosen"], rows, name="replicas")
 
 
 def write_manual_file(path: str, plan: list[Target], dry_run: bool) -> str:

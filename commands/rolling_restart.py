@@ -59,7 +59,7 @@ def rolling_restart_plan(session: Session, args: dict) -> Result:
         rows.append([i, role, nodes, unavailable, check])
     moves = 1 if (controller.mode != KRAFT and controller.id in wanted) or controller.id in voters else 0
     return Result.table(["Step", "Role", "Nodes", "UnavailablePartitions", "CheckBeforeNext"], rows,
-                        f"{len(steps)} step(s); the controller moves {moves} time(s).")
+                        f"{len(steps)} step(s); the controller moves {moves} time(s).", name="steps")
 
 
 def plan(snap: ClusterSnapshot, brokers: list[int], controller_broker: int | None, voters: list[int],

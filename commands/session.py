@@ -10,28 +10,30 @@ from itertools import groupby
 from kafka_shell.operations import require_topic
 from kafka_shell import clusters
 from kafka_shell.errors import UsageError, shown
-from kafka_shell.parsing import find_command, help_text
+from kafka_shell.parsing import find_command, format_entries, help_text, wrap_lines
 from kafka_shell.registry import REGISTRY, Option, command
-from kafka_shell.render import FORMATS, Result
+from kafka_shell.render import EXPANDED, FORMATS, Result
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
 
 
 @command("help", Option("command", metavar="COMMAND", completer=None, help="A command to explain."),
-         help="List the commands, or explain one (also: COMMAND --help).",
+         aliases=("?",),
+         help="List the commands, or explain one (also: COMMAND --help, ?).",
          examples=("help", "help create-topic"))
 def help_command(session: Session, args: dict) -> Result:
     if args["command"]:
         return Result(text=help_text(find_command(args["command"])))
     lines = ["Commands:"]
     visible = [c for c in REGISTRY.commands.values() if not c.sandbox_only or session.sandbox is not None]
-    width = max(len(c.name) for c in visible)
+    entries: list[tuple[str, str] | None] = []
     for _family, cmds in groupby(sorted(visible, key=lambda c: (c.family, c.name)), key=lambda c: c.family):
-        lines.append("")
-        lines += [f"  {c.name.ljust(width)}  {c.help}" for c in cmds]
+        entries.append(None)   # a blank line between families
+        entries += [(", ".join((c.name, *c.aliases)), c.help) for c in cmds]
+    lines += format_entries(entries)
     lines += ["", "Type `help COMMAND` or `COMMAND --help` for its options."]
-    return Result(text="\n".join(lines))
+    return Result(text="\n".join(wrap_lines(lines)))
 
 
 @command("topic", Option("name", metavar="TOPIC", completer="topic", help="Topic to switch to."),
@@ -54,7 +56,7 @@ def refresh_command(session: Session, args: dict) -> Result:
                           f"{snap.controller.describe()}.")
 
 
-@command("output", Option("format", choices=FORMATS, help="table, json or csv."),
+@command("output", Option("format", choices=FORMATS, help="table, json, jsonl or csv."),
          help="Show or set the output format of this session.", examples=("output json",))
 def output_command(session: Session, args: dict) -> Result:
     if args["format"]:
@@ -62,12 +64,49 @@ def output_command(session: Session, args: dict) -> Result:
     return Result.message(f"Output format: {session.output}.")
 
 
+@command("pager", Option("state", choices=("on", "off"), help="on: page results taller than the terminal."),
+         help="Show or set whether the interactive shell pages tall results through $PAGER "
+              "(default less -SRXF).",
+         examples=("pager off", "pager on"))
+def pager_command(session: Session, args: dict) -> Result:
+    if args["state"]:
+        session.pager = args["state"] == "on"
+    return Result.message(f"Pager: {'on' if session.pager else 'off'}.")
+
+
+@command("expanded", Option("state", choices=EXPANDED,
+                            help="on: vertical records; off: rows; auto: vertical when wider than the terminal."),
+         help="Show or set the vertical table layout, like pgcli's \\x (default auto).",
+         examples=("expanded on", "expanded auto"))
+def expanded_command(session: Session, args: dict) -> Result:
+    if args["state"]:
+        session.expanded = args["state"]
+    return Result.message(f"Expanded display: {session.expanded}.")
+
+
+@command("exit", aliases=("quit",), help="Leave the interactive shell (also Ctrl-D).")
+def exit_command(session: Session, args: dict) -> Result:
+    # The REPL ends on these words before running anything; elsewhere there is nothing to leave.
+    return Result.message("exit and quit leave the interactive shell; here they do nothing.")
+
+
+CLEAR_SCREEN = "\x1b[H\x1b[2J"
+
+
+@command("clear", help="Clear the screen (also Ctrl-L).")
+def clear_command(session: Session, args: dict) -> Result:
+    if session.stdout.isatty():
+        session.stdout.write(CLEAR_SCREEN)
+        session.stdout.flush()
+    return Result()
+
+
 @command("clusters", help="List the named clusters (from clusters.json in the config directory).")
 def clusters_command(session: Session, args: dict) -> Result:
     current = session.cluster or clusters.current()
     rows = [[name, entry.get("bootstrap"), len(entry.get("properties") or {}), name == current]
             for name, entry in sorted(clusters.load().items())]
-    return Result.table(["Name", "Bootstrap", "Properties", "Current"], rows)
+    return Result.table(["Name", "Bootstrap", "Properties", "Current"], rows, name="clusters")
 
 
 @command("use-cluster", Option("name", required=True, metavar="NAME", completer="cluster"),

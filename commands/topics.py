@@ -208,7 +208,7 @@ def _add_partitions(session, topics, total: int, assignment, dry_run: bool) -> l
     for t in topics:
         if total < len(t.partitions):
             raise UsageError(f'Topic "{t.name}" has {len(t.partitions)} partitions and Kafka cannot '
-                             f"decrease them: give --partitions {len(t.partitions)} or more")
+                             f"decrease them: give --partitions {len(t.partitions) + 1} or more")
         if assignment and len(assignment) != total - len(t.partitions):
             raise UsageError(f"--replica-assignment lists {len(assignment)} partition(s) but "
                              f'"{t.name}" gains {total - len(t.partitions)}: list the new ones only')
@@ -300,7 +300,7 @@ def list_topics(session: Session, args: dict) -> Result:
             for name, t in sorted(topics.items())
             if (not args["pattern"] or fnmatch.fnmatchcase(name, args["pattern"]))
             and not (args["exclude_internal"] and t.internal)]
-    return Result.table(["Topic", "Partitions", "ReplicationFactor"], rows)
+    return Result.table(["Topic", "Partitions", "ReplicationFactor"], rows, name="topics")
 
 
 FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_isr_partitions",

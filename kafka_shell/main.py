@@ -37,7 +37,10 @@ Global options:
   --file, -f SCRIPT             Replay a script, one command a line (`-` reads stdin)
   --quiet, -q                   Replay: do not echo each command
   --continue-on-error           Replay: run every line even after a failure
-  --output, -o table|json|csv   Output format (default table)
+  --output, -o FORMAT           Output format: table (default), json, jsonl or csv
+  --csv-table NAME              The table --output csv writes, by its json name (default: the first)
+  --expanded                    Tables as vertical records (default: only when wider than the terminal)
+  --no-pager                    Interactive shell: never page tall results through $PAGER
   --command-config FILE         Client properties file (security settings)
   -X KEY=VALUE                  A client property (repeatable)
   --timeout S                   Bound on each request, retries included, in seconds (default 10,
@@ -45,6 +48,7 @@ Global options:
   --yes                         Confirm destructive commands
   --debug                       Show tracebacks and debug logs
   --help, -h                    This help; `kafka-shell --command help` lists the commands
+  --version                     Print the version and exit
 
 Secrets: other users see the command line (ps). Put passwords in a --command-config file or a
 clusters.json cluster, or write -X 'sasl.password=${ENV}' (values of -X, --command-config and
@@ -70,7 +74,11 @@ class Globals:
     yes: bool = False
     debug: bool = False
     help: bool = False
+    version: bool = False
     shell: bool = False
+    csv_table: str | None = None
+    expanded: bool = False
+    no_pager: bool = False
     command_tokens: list[str] | None = None   # KIP-4 flag style: ["create-topic", "--topic", ...]
 
 
@@ -87,6 +95,8 @@ GLOBAL_OPTIONS: dict[str, tuple[str, bool]] = {
     "--command-config": ("command_config", True), "-X": ("x_options", True),
     "--timeout": ("timeout", True), "--yes": ("yes", False), "--debug": ("debug", False),
     "--help": ("help", False), "-h": ("help", False), "--shell": ("shell", False),
+    "--version": ("version", False), "--csv-table": ("csv_table", True),
+    "--expanded": ("expanded", False), "--no-pager": ("no_pager", False),
 }
 
 
@@ -209,13 +219,18 @@ def run(argv: list[str]) -> int:
     if g.help:
         print(USAGE)
         return 0
+    if g.version:
+        from kafka_shell import __version__
+        print(f"kafka-shell {__version__}")
+        return 0
     if g.debug:
         import logging
         logging.basicConfig(level=logging.DEBUG, format="debug: %(name)s: %(message)s")
     if g.bootstrap and g.cluster:
         raise UsageError("Options --bootstrap-server and --cluster cannot be used together (pick one)")
     from kafka_shell.session import Session
-    session = Session(output=g.output, yes=g.yes, debug=g.debug)
+    session = Session(output=g.output, yes=g.yes, debug=g.debug, pager=not g.no_pager,
+                      expanded="on" if g.expanded else "auto", csv_table=g.csv_table)
     try:
         if g.sandbox:
             from kafka_shell.sandbox.server import Sandbox

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import difflib
 import shlex
+import shutil
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -195,6 +197,10 @@ def _metavar(opt: Option) -> str:
 
 
 def usage(cmd: Command) -> str:
+    return " ".join(_usage_parts(cmd))
+
+
+def _usage_parts(cmd: Command) -> list[str]:
     parts = [cmd.name]
     for o in cmd.options:
         if o.hidden:
@@ -203,19 +209,86 @@ def usage(cmd: Command) -> str:
         if o.repeatable:
             text += " ..."
         parts.append(text if o.required else f"[{text}]")
-    return " ".join(parts)
+    return parts
 
 
-def help_text(cmd: Command) -> str:
-    lines = [f"Usage: {usage(cmd)}", "", cmd.help]
-    if cmd.description:
-        lines += ["", cmd.description]
+# argparse's layout: help text in a column of its own, which starts at most this far in; a longer
+# label puts its help on the next line.
+MAX_HELP_POSITION = 32
+MIN_WIDTH = 40
+
+
+def terminal_width() -> int:
+    """The width help is wrapped to: the terminal's (COLUMNS first), 80 when there is none."""
+    return max(shutil.get_terminal_size((80, 24)).columns, MIN_WIDTH)
+
+
+def _wrap(text: str, width: int, indent: str = "", first: str | None = None) -> list[str]:
+    """Words never cut (not even at their hyphens: "--bootstrap-server" stays whole)."""
+    return textwrap.wrap(text, width, initial_indent=indent if first is None else first, subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False) or [first or ""]
+
+
+def _pack(parts: list[str], width: int, prefix: str) -> list[str]:
+    """Usage parts ("[--topic NAME]") on as few lines as fit, none split, as argparse does."""
+    indent = " " * (len(prefix) + len(parts[0]) + 1)
+    lines = [f"{prefix}{parts[0]}"]
+    for part in parts[1:]:
+        if len(lines[-1]) + 1 + len(part) > width and lines[-1].strip() != "":
+            lines.append(indent + part)
+        else:
+            lines[-1] += " " + part
+    return lines
+
+
+def wrap_lines(lines: list[str], width: int | None = None) -> list[str]:
+    """Each line longer than `width` wrapped, its continuation lines indented as it is."""
+    width = width or terminal_width()
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        first, *rest = _wrap(line.strip(), width - len(indent) - 2)
+        out += [indent + first, *(f"{indent}  {r}" for r in rest)]   # continuations 2 further in
+    return out
+
+
+def format_entries(entries: list[tuple[str, str] | None], width: int | None = None,
+                   max_position: int = MAX_HELP_POSITION) -> list[str]:
+    """(label, help) rows as argparse formats options: labels indented by 2, help wrapped in a
+    column of its own; None is a blank line."""
+    width = width or terminal_width()
+    labels = [e[0] for e in entries if e is not None]
+    position = min(max(map(len, labels), default=0) + 4, max_position, width // 2)
+    out: list[str] = []
+    for entry in entries:
+        if entry is None:
+            out.append("")
+            continue
+        label, text = entry
+        head = f"  {label}"
+        body = _wrap(text, width - position) if text else []
+        if len(head) + 2 > position and body:
+            out += [head, *(" " * position + b for b in body)]
+        else:
+            out.append((head.ljust(position) + (body[0] if body else "")).rstrip())
+            out += [" " * position + b for b in body[1:]]
+    return out
+
+
+def help_text(cmd: Command, width: int | None = None) -> str:
+    width = width or terminal_width()
+    lines = _pack(_usage_parts(cmd), width, "Usage: ")
+    for text in (cmd.help, cmd.description):
+        for paragraph in filter(None, text.split("\n")):
+            lines += ["", *_wrap(paragraph, width)]
     if cmd.required_groups:
-        lines += ["", *(f"Give exactly one of: {', '.join(g)}" for g in cmd.required_groups)]
+        lines += ["", *(line for g in cmd.required_groups for line in _wrap(f"Give exactly one of: {', '.join(g)}", width))]
     opts = [o for o in cmd.options if not o.hidden]
     if opts:
-        lines += ["", "Options:"]
-        width = max(len(_option_label(o)) for o in opts)
+        entries: list[tuple[str, str] | None] = []
         for o in opts:
             notes = [o.help] if o.help else []
             if o.choices:
@@ -228,12 +301,13 @@ def help_text(cmd: Command) -> str:
                 notes.append("(required)")
             if o.aliases:
                 notes.append(f"(alias: {', '.join(o.aliases)})")
-            lines.append(f"  {_option_label(o).ljust(width)}  {' '.join(notes)}")
+            entries.append((_option_label(o), " ".join(notes)))
+        lines += ["", "Options:", *format_entries(entries, width)]
     if cmd.topic_context:
-        lines += ["", "Uses the context topic (set with `topic NAME`) when --topic is not given."]
+        lines += ["", *_wrap("Uses the context topic (set with `topic NAME`) when --topic is not given.", width)]
     if cmd.examples:
-        lines += ["", "Examples:", *(f"  {e}" for e in cmd.examples)]
-    return "\n".join(lines)
+        lines += ["", "Examples:", *wrap_lines([f"  {e}" for e in cmd.examples], width)]
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def _option_label(o: Option) -> str:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
 
+from kafka_shell.render import FORMATS
+
 # Value completer kinds, resolved by the REPL completer against the metadata cache.
 COMPLETERS = ("topic", "broker", "group", "config_key", "config_value", "path", "cluster",
               "entity_name", "api", "error")
@@ -118,8 +120,10 @@ REGISTRY = Registry()
 DRY_RUN = Option("--dry-run", flag=True, help="Show what would change; change nothing.")
 YES = Option("--yes", flag=True, help="Do not ask for confirmation.")
 # Every command takes it: `describe-topic --topic t -o json` overrides the session's format.
-OUTPUT = Option("--output", aliases=("-o",), choices=("table", "json", "csv"), metavar="FORMAT",
+OUTPUT = Option("--output", aliases=("-o",), choices=FORMATS, metavar="FORMAT",
                 help="Output format of this command (default: the session's, see `output`).")
+CSV_TABLE = Option("--csv-table", metavar="NAME",
+                   help="The table --output csv writes, by its json name (default: the first).")
 
 
 def command(name: str, *options: Option, **attrs: Any) -> Callable:
@@ -130,7 +134,7 @@ def command(name: str, *options: Option, **attrs: Any) -> Callable:
             opts.append(DRY_RUN)
         if attrs.get("destructive") and not any(o.name == "--yes" for o in opts):
             opts.append(YES)
-        opts.append(OUTPUT)
+        opts += [OUTPUT, CSV_TABLE]
         unknown = [o.completer for o in opts if o.completer not in (None, *COMPLETERS)]
         if unknown:
             raise ValueError(f"{name}: unknown completer kind {unknown[0]!r} (one of {COMPLETERS})")

@@ -1,24 +1,39 @@
-"""What handlers return (`Result`) and the one renderer that prints it as a table, JSON or CSV.
+"""What handlers return (`Result`) and the one renderer that prints it as a table, JSON, JSON lines
+or CSV.
 
 Tables go to stdout; messages go to stderr, so `--output json` stdout is always valid JSON and
-carries exactly the rows and columns the table shows.
+carries exactly the rows and columns the table shows. The table format alone is for people: it
+leaves out columns empty in every row, shows sizes, times and durations readably (by the column
+kinds a Table declares), and turns to a vertical record layout when a table is wider than the
+terminal. json, jsonl and csv carry the exact values.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-FORMATS = ("table", "json", "csv")
+from kafka_shell.errors import UsageError, shown
+
+FORMATS = ("table", "json", "jsonl", "csv")
+EXPANDED = ("auto", "on", "off")
+# Column kinds a Table may declare: how the table format shows a column's numbers.
+#   bytes: a size ("100 GiB"); time: epoch milliseconds, shown as an age ("120 ms ago");
+#   ms: a duration in milliseconds ("1.5 s"). Negative values are Kafka's "unknown" (shown as -).
+KINDS = ("bytes", "time", "ms")
 
 
 @dataclass
 class Table:
     columns: list[str]
     rows: list[list[Any]]
-    name: str = ""            # the JSON key when a result holds several tables
+    name: str = ""            # its key in json, its "table" in jsonl, what --csv-table picks
+    kinds: dict[str, str] = field(default_factory=dict)   # column -> one of KINDS
 
     def records(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row)) for row in self.rows]
@@ -34,12 +49,24 @@ class Result:
     exit_code: int = 0
 
     @classmethod
-    def table(cls, columns: list[str], rows: list[list[Any]], *messages: str, **kw: Any) -> Result:
-        return cls(tables=[Table(columns, rows)], messages=list(messages), **kw)
+    def table(cls, columns: list[str], rows: list[list[Any]], *messages: str, name: str = "",
+              kinds: dict[str, str] | None = None, **kw: Any) -> Result:
+        return cls(tables=[Table(columns, rows, name=name, kinds=kinds or {})], messages=list(messages), **kw)
 
     @classmethod
     def message(cls, *messages: str, exit_code: int = 0) -> Result:
         return cls(messages=list(messages), exit_code=exit_code)
+
+
+@dataclass
+class View:
+    """Where the output goes: the terminal's size (None when stdout is no terminal), the vertical
+    layout setting, the table --output csv writes, and the pager (the REPL's, when it may page)."""
+    width: int | None = None
+    height: int | None = None
+    expanded: str = "auto"             # one of EXPANDED
+    csv_table: str | None = None
+    pager: Callable[[str], bool] | None = None   # shows the text; False when it could not
 
 
 def cell(value: Any) -> str:
@@ -58,15 +85,29 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-def render(result: Result, fmt: str, out: TextIO, err: TextIO) -> None:
-    if result.text is not None and (fmt == "table" or not result.tables):
-        out.write(result.text.rstrip("\n") + "\n")
-    elif result.tables:
-        out.write(RENDERERS[fmt](result.tables))
+def render(result: Result, fmt: str, out: TextIO, err: TextIO, view: View | None = None) -> None:
+    view = view or View()
+    text = output_text(result, fmt, view)
+    if text and not (view.pager and view.height and text.count("\n") >= view.height and view.pager(text)):
+        out.write(text)
     for line in result.messages:
         err.write(line + "\n")
     out.flush()
     err.flush()
+
+
+def output_text(result: Result, fmt: str, view: View | None = None) -> str:
+    """What `render` writes to stdout."""
+    view = view or View()
+    if result.text is not None and (fmt == "table" or not result.tables):
+        return result.text.rstrip("\n") + "\n"
+    if not result.tables:
+        return ""
+    if fmt == "table":
+        return _table(result.tables, view)
+    if fmt == "csv":
+        return _csv(_csv_table(result.tables, view.csv_table))
+    return RENDERERS[fmt](result.tables)
 
 
 # Above this many rows a table goes through `_aligned`, which prints exactly tabulate's layout
@@ -75,22 +116,115 @@ def render(result: Result, fmt: str, out: TextIO, err: TextIO) -> None:
 LARGE_TABLE_ROWS = 1000
 
 
-def _table(tables: list[Table]) -> str:
-    """tabulate's "simple" layout. Cells are already text, so number parsing is off."""
+def _table(tables: list[Table], view: View | None = None) -> str:
+    """tabulate's "simple" layout (or records one under another, when expanded). Cells are
+    already text, so number parsing is off."""
+    view = view or View()
+    if all(not t.rows for t in tables):
+        return "(none)\n"   # one word for the whole result, not one per empty table
     blocks = []
     for t in tables:
         if not t.rows:
-            blocks.append("(none)")
+            blocks.append(f"(no {t.name.replace('_', ' ') or 'rows'})")
             continue
-        if len(t.rows) > LARGE_TABLE_ROWS:
-            columns = [_column_text(col) for col in zip(*t.rows)]
-            if all("".join(col).isascii() for col in columns):
-                blocks.append(_aligned(t.columns, columns))
-                continue
-        rows = [[cell(v) for v in row] for row in t.rows]
-        from tabulate import tabulate  # only table output pays its import
-        blocks.append(tabulate(rows, headers=t.columns, tablefmt="simple", disable_numparse=True))
+        t = _for_people(t)
+        text = _horizontal(t)
+        if view.expanded == "on" or (view.expanded == "auto" and view.width is not None
+                                     and _widest_line(text) > view.width):
+            text = _vertical(t, view.width)
+        blocks.append(text)
     return "\n\n".join(blocks) + "\n"
+
+
+def _horizontal(t: Table) -> str:
+    if len(t.rows) > LARGE_TABLE_ROWS:
+        columns = [_column_text(col) for col in zip(*t.rows)]
+        if all("".join(col).isascii() for col in columns):
+            return _aligned(t.columns, columns)
+    rows = [[cell(v) for v in row] for row in t.rows]
+    from tabulate import tabulate  # only table output pays its import
+    return tabulate(rows, headers=t.columns, tablefmt="simple", disable_numparse=True)
+
+
+def _widest_line(text: str) -> int:
+    return max(map(len, text.splitlines()), default=0)
+
+
+def _vertical(t: Table, width: int | None) -> str:
+    """pgcli's expanded layout: `-[ RECORD n ]---` and then `Column | value`, one line each."""
+    key_width = max(map(len, t.columns))
+    records = []
+    for n, row in enumerate(t.rows, 1):
+        lines = [f"{c.ljust(key_width)} | {cell(v)}" for c, v in zip(t.columns, row)]
+        rule = min(max(map(len, lines)), width or 80)
+        head = f"-[ RECORD {n} ]"
+        records.append("\n".join([head + "-" * max(rule - len(head), 0), *lines]))
+    return "\n".join(records)
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or (isinstance(value, (list, tuple)) and not value)
+
+
+def _for_people(t: Table) -> Table:
+    """The table format's view: columns empty in every row left out, declared kinds readable."""
+    keep = [i for i in range(len(t.columns)) if not all(_empty(row[i]) for row in t.rows)] or \
+        list(range(len(t.columns)))
+    show: list[Callable[[Any], Any] | None] = [HUMAN.get(t.kinds.get(t.columns[i], "")) for i in keep]
+    if len(keep) == len(t.columns) and not any(show):
+        return t
+    rows = [[row[i] if f is None else f(row[i]) for i, f in zip(keep, show)] for row in t.rows]
+    return Table([t.columns[i] for i in keep], rows, name=t.name)
+
+
+def human_bytes(value: Any) -> Any:
+    """1536 -> "1.5 KiB", 107374182400 -> "100 GiB" (binary units, as Kafka's sizes are)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return value
+    if value < 0:
+        return None
+    if value < 1024:
+        return f"{value} B"
+    size = float(value)
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        size /= 1024
+        if size < 1024 or unit == "EiB":
+            break
+    return f"{size:.1f}".rstrip("0").rstrip(".") + f" {unit}"
+
+
+def human_ms(value: Any) -> Any:
+    """A duration in milliseconds: 120 -> "120 ms", 1500 -> "1.5 s", 125000 -> "2 min 5 s"."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return value
+    if value < 0:
+        return None
+    if value < 1000:
+        return f"{value:g} ms"
+    seconds = value / 1000
+    if seconds < 60:
+        return f"{seconds:.1f}".rstrip("0").rstrip(".") + " s"
+    minutes, sec = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {sec} s" if sec else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+def human_time(value: Any, now_ms: float | None = None) -> Any:
+    """Epoch milliseconds as an age, like kafka-metadata-quorum --human-readable: "120 ms ago"."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return value
+    if value < 0:
+        return None
+    age = round((time.time() * 1000 if now_ms is None else now_ms) - value)
+    return f"{human_ms(age)} ago" if age >= 0 else f"in {human_ms(-age)}"
+
+
+HUMAN: dict[str, Callable[[Any], Any]] = {"bytes": human_bytes, "time": human_time, "ms": human_ms}
 
 
 def _column_text(values: tuple) -> list[str]:
@@ -117,12 +251,43 @@ def _aligned(header: list[str], columns: list[list[str]]) -> str:
     return "\n".join(out)
 
 
+def table_key(t: Table, i: int) -> str:
+    """A table's name in json and jsonl ("table0"... only for a table someone forgot to name)."""
+    return t.name or f"table{i}"
+
+
 def _json(tables: list[Table]) -> str:
-    if len(tables) == 1:
-        data: Any = tables[0].records()
-    else:
-        data = {t.name or f"table{i}": t.records() for i, t in enumerate(tables)}
-    return json.dumps(data, indent=1, default=str) + "\n"
+    """Always one shape: an object whose keys name the result's tables."""
+    return json.dumps({table_key(t, i): t.records() for i, t in enumerate(tables)}, indent=1, default=str) + "\n"
+
+
+_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def snake_case(column: str) -> str:
+    """"LastFetchTimestamp" -> "last_fetch_timestamp", "Leader epoch" -> "leader_epoch"."""
+    return re.sub(r"[^0-9a-zA-Z]+", "_", _WORD_START.sub("_", column.strip())).strip("_").lower()
+
+
+def _jsonl(tables: list[Table]) -> str:
+    """One row an object a line, snake_case keys, with its table's name under "table"."""
+    lines = []
+    for i, t in enumerate(tables):
+        keys = ["table", *map(snake_case, t.columns)]
+        name = table_key(t, i)
+        lines += [json.dumps(dict(zip(keys, [name, *row])), default=str) for row in t.rows]
+    return "".join(line + "\n" for line in lines)
+
+
+def _csv_table(tables: list[Table], name: str | None) -> Table:
+    """The one table csv writes: the main one (the first), or the one --csv-table names."""
+    if name is None:
+        return tables[0]
+    for i, t in enumerate(tables):
+        if name == table_key(t, i):
+            return t
+    names = ", ".join(table_key(t, i) for i, t in enumerate(tables))
+    raise UsageError(f'No table "{shown(name)}" in this result for --csv-table: choose one of {names}')
 
 
 class _Lines:
@@ -133,15 +298,13 @@ class _Lines:
         self.parts.append(s)
 
 
-def _csv(tables: list[Table]) -> str:
+def _csv(table: Table) -> str:
     buf = _Lines()
-    for i, t in enumerate(tables):
-        if i:
-            buf.write("\n")
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(t.columns)
-        w.writerows([cell(v) if v is not None else "" for v in row] for row in t.rows)
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(table.columns)
+    w.writerows([cell(v) if v is not None else "" for v in row] for row in table.rows)
     return "".join(buf.parts)
 
 
-RENDERERS = {"table": _table, "json": _json, "csv": _csv}
+RENDERERS: dict[str, Callable[[list[Table]], str]] = {
+    "table": _table, "json": _json, "jsonl": _jsonl, "csv": lambda tables: _csv(tables[0])}

@@ -8,6 +8,7 @@ consecutive lines of a batchable command (create-topic) as one request, as KIP-4
 from __future__ import annotations
 
 import dataclasses
+import os
 import traceback
 from dataclasses import dataclass
 from collections.abc import Callable
@@ -15,7 +16,8 @@ from collections.abc import Callable
 from kafka_shell import parsing
 from kafka_shell.errors import ShellError, UsageError, from_kafka_exception, printable
 from kafka_shell.registry import REGISTRY, load_commands
-from kafka_shell.render import Result, render
+from kafka_shell.pager import page
+from kafka_shell.render import Result, View, render
 from kafka_shell.session import Session
 
 Echo = Callable[[str, str], None]   # (where, line) -> None, called before a line's output
@@ -160,9 +162,31 @@ def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) ->
     result: Result = outcome  # type: ignore[assignment]
     if line.where and result.exit_code:
         result = dataclasses.replace(result, messages=[line.where + m for m in result.messages])
-    fmt = (line.parsed.args.get("output") if line.parsed is not None else None) or session.output
-    render(result, fmt, session.stdout, session.stderr)
+    args = line.parsed.args if line.parsed is not None else {}
+    fmt = args.get("output") or session.output
+    try:
+        render(result, fmt, session.stdout, session.stderr, _view(session, args.get("csv_table")))
+    except UsageError as exc:   # --csv-table naming no table of the result
+        return _fail(session, line, exc, echo)
     return result.exit_code
+
+
+def _view(session: Session, csv_table: str | None) -> View:
+    """The terminal the output goes to (if any), and the pager when the REPL may page."""
+    size = _terminal_size(session.stdout)
+    paging = session.pager and session.interactive and size is not None
+    return View(width=size.columns if size else None, height=size.lines if size else None,
+                expanded=session.expanded, csv_table=csv_table or session.csv_table,
+                pager=page if paging else None)
+
+
+def _terminal_size(stream) -> os.terminal_size | None:
+    try:
+        if not stream.isatty():
+            return None
+        return os.get_terminal_size(stream.fileno())
+    except (AttributeError, ValueError, OSError):   # a test's StringIO, a closed stream
+        return None
 
 
 def _echo(line: Line, echo: Echo | None) -> None:

@@ -40,6 +40,9 @@ class Session:
     stderr: TextIO = field(default_factory=lambda: sys.stderr)
     confirm: Callable[[str], bool] | None = None   # the REPL's yes/no prompt
     refresh_after_mutation: bool = False  # the REPL's cache (completion) follows its changes
+    pager: bool = True                # the REPL pages results taller than the terminal (`pager off`)
+    expanded: str = "auto"            # vertical tables: auto (when too wide), on, off (`expanded`)
+    csv_table: str | None = None      # --csv-table: the table --output csv writes (default: the first)
     _conn: ConnectionManager | None = None
 
     @property

@@ -1,4 +1,5 @@
-"""Reading `--output json` in tests, whatever the shape: one place to change when it changes."""
+"""Reading `--output json` in tests: one place that knows its shape (an object whose keys name
+the result's tables)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from typing import Any
 
 
 def json_tables(stdout: str) -> dict[str, list[dict[str, Any]]]:
-    """Every table of a `--output json` result, by name ("" for an unnamed single table)."""
+    """Every table of a `--output json` result, by name."""
     data = json.loads(stdout)
-    if isinstance(data, list):
-        return {"": data}
+    if not isinstance(data, dict) or not all(isinstance(rows, list) for rows in data.values()):
+        raise ValueError(f"--output json is not an object of table name -> rows: {stdout[:200]!r}")
     return data
 
 
@@ -22,3 +23,9 @@ def json_rows(stdout: str, name: str | None = None) -> list[dict[str, Any]]:
     if name is not None and len(tables) > 1:
         raise KeyError(f"no table {name!r} in {sorted(tables)}")
     return next(iter(tables.values()))
+
+
+def json_data(stdout: str) -> list[dict[str, Any]] | dict[str, list[dict[str, Any]]]:
+    """For helpers that read many commands: the rows of a one-table result, else every table by name."""
+    tables = json_tables(stdout)
+    return next(iter(tables.values())) if len(tables) == 1 else tables

@@ -3,7 +3,6 @@ a broker starting without an id, run as a real process against a sandbox."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,14 @@ from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import create, request
 from tests.test_oneshot import assert_one_line_error, run, shell
 from tests.test_replay import json_documents
+from tests.output import json_data
 
 pytestmark = BOTH_MODES
 
 
 def tables(p) -> dict:
     assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    return json_data(p.stdout)
 
 
 def test_missing_names_a_stopped_broker_and_what_its_partitions_lost(sandbox):

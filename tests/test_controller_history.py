@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 import io
-import json
 
 from kafka_shell.runner import run_line
 from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.session import Session, Target
 from tests.conftest import BOTH_MODES
 from tests.test_oneshot import run
+from tests.output import json_rows, json_tables
 
 pytestmark = BOTH_MODES
 
 
 def test_moves_seen_by_commands_are_kept_across_runs(sandbox, tmp_path):
     env = {"KAFKA_SHELL_DATA_DIR": str(tmp_path)}
-    first = json.loads(run(sandbox, "controller-history -o json", env=env).stdout)
+    first = json_rows(run(sandbox, "controller-history -o json", env=env).stdout)
     assert [(e["From"], e["To"]) for e in first] == [(None, sandbox.active_controller)]
     before = sandbox.active_controller
     sandbox.kill_controller()
     assert run(sandbox, "describe-controller", env=env).returncode == 0   # sees the change
     p = run(sandbox, "controller-history -o json", env=env)
-    history = json.loads(p.stdout)
+    history = json_rows(p.stdout)
     assert len(history) == 2 and history[1]["From"] == before and history[1]["To"] == sandbox.active_controller
     if sandbox.mode == "kraft":
         assert history[1]["Epoch"] == sandbox.controller_epoch
@@ -31,9 +31,9 @@ def test_moves_seen_by_commands_are_kept_across_runs(sandbox, tmp_path):
 
 def test_describe_controller_tells_since_when_and_the_voters(sandbox, tmp_path):
     env = {"KAFKA_SHELL_DATA_DIR": str(tmp_path)}
-    row = json.loads(run(sandbox, "describe-controller -o json", env=env).stdout)[0]
+    row = json_rows(run(sandbox, "describe-controller -o json", env=env).stdout)[0]
     assert row["Id"] == sandbox.active_controller and row["HeldSince"].endswith("+00:00")
-    again = json.loads(run(sandbox, "describe-controller -o json", env=env).stdout)[0]
+    again = json_rows(run(sandbox, "describe-controller -o json", env=env).stdout)[0]
     assert again["HeldSince"] == row["HeldSince"]   # the same uninterrupted hold
     if sandbox.mode == "kraft":
         assert row["Voters"] == ["100 (lag 0)"]
@@ -50,7 +50,7 @@ def _in_process(sandbox, line: str) -> dict:
     finally:
         session.close()
     assert code == 0, session.stderr.getvalue()  # type: ignore[attr-defined]
-    return json.loads(session.stdout.getvalue())  # type: ignore[attr-defined]
+    return json_tables(session.stdout.getvalue())  # type: ignore[attr-defined]
 
 
 def test_an_embedded_sandbox_shows_its_own_record_beside(sandbox, tmp_path, monkeypatch):
@@ -76,7 +76,7 @@ def test_a_sandbox_server_shows_its_record_through_the_control_endpoint(sandbox_
         served.kill_controller()
         p = run(served, "controller-history -o json", env=env)
         assert p.returncode == 0, p.stderr
-        got = json.loads(p.stdout)
+        got = json_tables(p.stdout)
         assert [e["To"] for e in got["cluster"]] == [got["cluster"][0]["To"], served.active_controller]
         assert got["cluster"][-1]["Epoch"] == served.controller_epoch == 2
         assert "2 controller change(s) in the sandbox's own record" in p.stderr

@@ -8,7 +8,6 @@ as the shell's modes), with the sandbox's fault injection as `sandbox ...` lines
 from __future__ import annotations
 
 import io
-import json
 
 import pytest
 
@@ -19,6 +18,7 @@ from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.session import Session, Target
 from tests.conftest import BOTH_MODES, KRAFT_MODE
+from tests.output import json_data, json_rows
 
 pytestmark = BOTH_MODES
 NOTICES = ("Controller moved", "Active controller changed", "Controller 100 was elected again")
@@ -38,7 +38,7 @@ class Shell:
         self.session.stdout, self.session.stderr = io.StringIO(), io.StringIO()
         code = run_line(self.session, line)
         out = self.session.stdout.getvalue()
-        return code, (json.loads(out) if out.strip() else None), self.session.stderr.getvalue()
+        return code, (json_data(out) if out.strip() else None), self.session.stderr.getvalue()
 
     def ok(self, line: str) -> object:
         code, out, err = self.run(line)
@@ -217,5 +217,5 @@ def test_replay_reads_what_changed_between_lines(sandbox, admin, tmp_path):
     out = session.stdout.getvalue()
     blocks = out[:out.index("{")].split("Topic,Partitions,ReplicationFactor\n")
     assert "made-elsewhere" not in blocks[1] and "made-elsewhere" in blocks[2]
-    partitions = json.loads(out[out.index("{"):])["partitions"]
+    partitions = json_rows(out[out.index("{"):], "partitions")
     assert all(p["Leader"] != 2 and p["Offline"] == [2] for p in partitions)

@@ -15,6 +15,7 @@ from kafka_shell.sandbox.handlers import HANDLERS
 from tests.conftest import BOTH_MODES
 from tests.sandbox.wire import create, produce, stage_offline_partition
 from tests.test_oneshot import SHELL, assert_one_line_error, run, shell
+from tests.output import json_rows
 
 pytestmark = BOTH_MODES  # elections and reassignments, in KRaft and in ZooKeeper mode
 
@@ -33,7 +34,7 @@ def state(sandbox) -> dict:
 
 
 def rows(p) -> list[dict]:
-    return json.loads(p.stdout)
+    return json_rows(p.stdout)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ against the sandbox's own state (and Tansu, for a cluster lacking the APIs)."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -14,11 +13,12 @@ from kafka_shell.sandbox import replication
 from tests.sandbox.wire import produce
 from tests.tansu import tansu_broker
 from tests.test_oneshot import assert_one_line_error, run, shell
+from tests.output import json_data
 
 
 def out_json(p):
     assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    return json_data(p.stdout)
 
 
 def replica_view(cluster) -> dict:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 import socket
 import subprocess
@@ -15,6 +14,7 @@ import pytest
 
 from kafka_shell.sandbox import admin as sandbox_admin
 from tests.conftest import BOTH_MODES
+from tests.output import json_rows, json_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 SHELL = [str(ROOT / ".venv" / "bin" / "kafka-shell")]
@@ -57,10 +57,10 @@ def test_create_list_describe_alter_delete(sandbox):
     assert topics(sandbox) == {"orders": 5}
 
     p = run(sandbox, "list-topics", "--output", "json")
-    assert json.loads(p.stdout) == [{"Topic": "orders", "Partitions": 5, "ReplicationFactor": 3}]
+    assert json_rows(p.stdout) == [{"Topic": "orders", "Partitions": 5, "ReplicationFactor": 3}]
 
     p = run(sandbox, "describe-topic --topic orders", "--output", "json")
-    data = json.loads(p.stdout)
+    data = json_tables(p.stdout)
     assert data["topics"][0]["PartitionCount"] == 5
     assert data["topics"][0]["TopicId"] == str(sandbox.cluster.topics["orders"].id)
     parts = data["partitions"]
@@ -109,7 +109,7 @@ BAD_INPUT = [
     ("create-topic --topic x --replication-factor 4", 1,
      ['Replication factor 4 of "x" is larger than the 3 available broker(s)', "--replication-factor 3"]),
     ("create-topic --topic existing", 1, ['Topic "existing" already exists (use --if-not-exists).']),
-    ("alter-topic --topic existing --partitions 1", 2, ["cannot decrease", "--partitions 2 or more"]),
+    ("alter-topic --topic existing --partitions 1", 2, ["cannot decrease", "--partitions 3 or more"]),
     ("alter-topic --topic missing --partitions 3", 1, ['Topic "missing" does not exist']),
     ("describe-topic --topic missing", 1, ['Topic "missing" does not exist']),
     ("delete-topic --topic existing", 2, ["delete-topic is destructive: add --yes to confirm"]),
@@ -117,7 +117,7 @@ BAD_INPUT = [
     ("alter-configs --topic existing --add-config no.such.key=1", 1, ["Invalid config", "no.such.key"]),
     ("describe-configs --topic existing --broker 1", 2, ["cannot be used together"]),
     ("sandbox status", 2, ["sandbox commands need kafka-shell --sandbox"]),
-    ("list-topics --output yaml", 2, ["Invalid value \"yaml\" for --output", "table, json, csv"]),
+    ("list-topics --output yaml", 2, ["Invalid value \"yaml\" for --output", "table, json, jsonl, csv"]),
 ]
 
 
@@ -162,9 +162,11 @@ def test_json_and_csv_carry_exactly_the_table_data(sandbox):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "b", 1, 3)
     line = "describe-topic --topic a --topic b"
     table = run(sandbox, line).stdout
-    as_json = json.loads(run(sandbox, line, "--output", "json").stdout)
-    as_csv = run(sandbox, line, "--output", "csv").stdout
-    csv_tables = [list(csv.reader(io.StringIO(block))) for block in as_csv.split("\n\n")]
+    as_json = json_tables(run(sandbox, line, "--output", "json").stdout)
+    # csv writes one table: the first unless --csv-table names another.
+    assert run(sandbox, line, "--output", "csv").stdout == run(sandbox, line, "--output", "csv", "--csv-table", "topics").stdout
+    csv_tables = [list(csv.reader(io.StringIO(run(sandbox, line, "--output", "csv", "--csv-table", name).stdout)))
+                  for name in as_json]
     for (_name, records), rows in zip(as_json.items(), csv_tables):
         assert rows[0] == list(records[0])  # same columns, same order
         as_text = [[",".join(map(str, v)) if isinstance(v, list) else str(v) for v in r.values()]
@@ -185,12 +187,12 @@ def test_controller_killed_between_two_commands(sandbox):
     assert p.returncode == 0, p.stderr
     assert set(topics(sandbox)) == {"before", "after"}
     p = run(sandbox, "list-brokers", "--output", "json")
-    roles = {r["Id"]: r["Role"] for r in json.loads(p.stdout)}
+    roles = {r["Id"]: r["Role"] for r in json_rows(p.stdout)}
     if sandbox.mode == "zk":
         assert new != old and roles[new] == "controller" and roles[old] == "broker"
     else:  # the controllers are no brokers; a lone voter comes back itself
         assert new == old == 100 and set(roles.values()) == {"broker"}
-    [row] = json.loads(run(sandbox, "describe-controller", "-o", "json").stdout)
+    [row] = json_rows(run(sandbox, "describe-controller", "-o", "json").stdout)
     assert (row["Id"], row["ControllerEpoch"] or -1) == (new, sandbox.controller_epoch if sandbox.mode == "kraft" else -1)
 
 
@@ -199,10 +201,10 @@ def test_broker_down(sandbox):
     sandbox.stop_broker(2)
     p = run(sandbox, "describe-topic --topic t --under-replicated-partitions", "--output", "json")
     assert p.returncode == 0, p.stderr
-    rows = json.loads(p.stdout)
+    rows = json_rows(p.stdout, "partitions")
     assert len(rows) == 3 and all(2 not in r["Isr"] and 2 in r["Offline"] for r in rows)
     p = run(sandbox, "describe-cluster", "--output", "json")
-    status = {b["Id"]: b["Status"] for b in json.loads(p.stdout)["brokers"]}
+    status = {b["Id"]: b["Status"] for b in json_rows(p.stdout, "brokers")}
     assert status == {1: "online", 2: "offline", 3: "online"}
     p = run(sandbox, "create-topic --topic u --replication-factor 3")
     assert p.returncode == 1 and "larger than the 2 available broker(s)" in p.stderr
@@ -214,6 +216,6 @@ def test_output_option_of_one_command_overrides_the_session_format(sandbox):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "fmt", 2, 1)
     p = run(sandbox, "list-topics -o json", "--output", "csv")
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout) == [{"Topic": "fmt", "Partitions": 2, "ReplicationFactor": 1}]
+    assert json_rows(p.stdout) == [{"Topic": "fmt", "Partitions": 2, "ReplicationFactor": 1}]
     p = run(sandbox, "list-topics", "--output", "csv")
     assert p.stdout.splitlines() == ["Topic,Partitions,ReplicationFactor", "fmt,2,1"]

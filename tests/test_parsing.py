@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 
 import pytest
 
@@ -12,6 +11,7 @@ from kafka_shell.modes import script_lines
 from kafka_shell.parsing import help_text, parse, tokenize
 from kafka_shell.registry import load_commands
 from kafka_shell.render import Result, Table, render
+from tests.output import json_rows, json_tables
 
 REGISTRY = load_commands()
 
@@ -53,7 +53,7 @@ def test_values_types_repeats_and_defaults():
     ("create-topic --topic a --partitions 1 --partitions 2", "Option --partitions given twice"),
     ("create-topic --topic a --if-not-exists=yes", "takes no value"),
     ("create-topic --topic a extra", 'Unexpected argument "extra" for create-topic'),
-    ("output yaml", 'Invalid value "yaml" for FORMAT of output: choose one of table, json, csv'),
+    ("output yaml", 'Invalid value "yaml" for FORMAT of output: choose one of table, json, jsonl, csv'),
     ("describe-configs --all", "describe-configs needs one of --topic, --broker, --entity-name, --entity-default"),
     ("describe-configs --topic a --broker 1", "Options --topic and --broker of describe-configs cannot be used together"),
     ("api-versions --broker one", 'Invalid value "one" for --broker of api-versions: expected a broker id from 0 to 2147483647'),
@@ -80,7 +80,7 @@ def test_help_flag_and_generated_help():
     assert text.startswith("Usage: delete-topic --topic NAME ... [--if-exists] [--dry-run] [--yes]")
     assert "--yes" in text and "Examples:" in text and "context topic" in text
     assert "(choose" not in text
-    assert "(one of: table, json, csv)" in help_text(REGISTRY.get("output"))
+    assert "(one of: table, json, jsonl, csv)" in help_text(REGISTRY.get("output"))
 
 
 def test_script_lines_join_continuations_and_drop_comments():
@@ -97,10 +97,14 @@ def test_render_json_csv_and_table_share_the_data():
         render(result, fmt, out, err)
         assert err.getvalue() == "Done.\n"  # messages never pollute stdout
         outs[fmt] = out.getvalue()
-    assert json.loads(outs["json"]) == [{"Topic": "t", "Replicas": [1, 2], "Leader": None}]
+    assert json_rows(outs["json"]) == [{"Topic": "t", "Replicas": [1, 2], "Leader": None}]
     assert outs["csv"] == "Topic,Replicas,Leader\nt,\"1,2\",\n"
-    assert outs["table"].splitlines()[2].split() == ["t", "1,2", "-"]
+    assert outs["table"].splitlines()[2].split() == ["t", "1,2"]   # a column empty in every row is left out
+    two_rows = Result.table(["Topic", "Leader"], [["t", None], ["u", 1]])
+    out = io.StringIO()
+    render(two_rows, "table", out, io.StringIO())
+    assert out.getvalue().splitlines()[2].split() == ["t", "-"]
     two = Result(tables=[Table(["A"], [[1]], name="x"), Table(["B"], [[2]], name="y")])
     out = io.StringIO()
     render(two, "json", out, io.StringIO())
-    assert json.loads(out.getvalue()) == {"x": [{"A": 1}], "y": [{"B": 2}]}
+    assert json_tables(out.getvalue()) == {"x": [{"A": 1}], "y": [{"B": 2}]}

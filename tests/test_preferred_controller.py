@@ -4,13 +4,13 @@ right after the old controller resigned; it is down when `set` runs), and clear.
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from kafka_shell.sandbox.server import Sandbox
 from tests.conftest import BOTH_MODES
 from tests.test_oneshot import assert_one_line_error, run
+from tests.output import json_rows
 
 pytestmark = BOTH_MODES
 
@@ -45,11 +45,11 @@ def test_set_blocking_moves_the_controller_and_show_tells_it(cluster):
     assert p.returncode == 0, p.stderr
     assert f"{wanted} is the active controller" in p.stderr.splitlines()[-1]
     assert cluster.active_controller == wanted and cluster.cluster.cluster_configs[KEY] == str(wanted)
-    shown = json.loads(run(cluster, "preferred-controller show -o json").stdout)
+    shown = json_rows(run(cluster, "preferred-controller show -o json").stdout)
     assert shown[0]["PreferredController"] == wanted and shown[0]["ActiveController"] == wanted
     p = run(cluster, "preferred-controller clear")
     assert p.returncode == 0 and KEY not in cluster.cluster.cluster_configs
-    assert json.loads(run(cluster, "preferred-controller show -o json").stdout)[0]["PreferredController"] == "none"
+    assert json_rows(run(cluster, "preferred-controller show -o json").stdout)[0]["PreferredController"] == "none"
 
 
 def test_the_designated_node_crashing_after_the_resignation_leaves_a_controller(cluster):

@@ -20,6 +20,7 @@ from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import produce
 from tests.test_oneshot import SHELL, ROOT, assert_one_line_error, shell
 from tests.conftest import BOTH_MODES
+from tests.output import json_rows
 
 pytestmark = BOTH_MODES  # elections and reassignments, in KRaft and in ZooKeeper mode
 
@@ -124,9 +125,9 @@ def test_execute_verify_and_throttles_cleared_by_a_later_session(cluster, tmp_pa
     p = shell("--bootstrap-server", cluster.bootstrap, "--output", "json", "--command",
               f"reassign-partitions --verify --reassignment-json-file {path}", env=env)
     assert p.returncode == 3, p.stderr
-    status = {(r["Topic"], r["Partition"]): r["Status"] for r in json.loads(p.stdout)}
+    status = {(r["Topic"], r["Partition"]): r["Status"] for r in json_rows(p.stdout, "status")}
     assert status[("t", 0)] == "in progress"
-    listed = json.loads(shell("--bootstrap-server", cluster.bootstrap, "--output", "json", "--command",
+    listed = json_rows(shell("--bootstrap-server", cluster.bootstrap, "--output", "json", "--command",
                               "reassign-partitions --list", env=env).stdout)
     assert {(r["Topic"], r["Partition"]) for r in listed} == set(MOVE)
 

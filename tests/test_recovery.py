@@ -20,6 +20,7 @@ from kafka_shell.session import Session, Target
 from tests.conftest import BOTH_MODES, KRAFT_MODE
 from tests.sandbox.wire import create, produce
 from tests.test_oneshot import SHELL, assert_one_line_error, run, shell
+from tests.output import json_rows, json_tables
 
 pytestmark = BOTH_MODES  # elections and reassignments, in KRaft and in ZooKeeper mode
 
@@ -68,7 +69,7 @@ def test_the_seed_system_test(sandbox, path, admin):
     assert partition(sandbox)["leo"] == {1: 18, 2: 15, 3: 10}
     p = run(sandbox, RECOVER + " --show-replica-info", "-o", "json")
     assert p.returncode == 0, p.stderr
-    replicas, results = json.loads(p.stdout).values()
+    replicas, results = json_tables(p.stdout).values()
     chosen = {r["Replica"]: r for r in replicas}
     assert chosen[2]["Chosen"] == "*" and chosen[2]["Log end offset"] == 15 and chosen[2]["Gap"] == 0
     assert chosen[3]["Log end offset"] == 10 and chosen[3]["Gap"] == 5 and chosen[3]["Chosen"] == ""
@@ -101,7 +102,7 @@ def test_a_replica_that_never_answers_is_no_candidate(sandbox, admin):
               "unclean-recovery --all-offline-partitions --show-replica-info "
               "--recovery-duration-ms 400 --automated-recovery --yes")
     assert p.returncode == 0, p.stderr
-    replicas, results = json.loads(p.stdout).values()
+    replicas, results = json_tables(p.stdout).values()
     row = {r["Replica"]: r for r in replicas}
     assert row[2]["Broker"] == "unreachable" and row[2]["Error"] == "no answer within 400 ms"
     assert row[3]["Chosen"] == "*"
@@ -124,7 +125,7 @@ def test_log_info_is_asked_1000_partitions_a_request_following_has_more_data(san
     assert p.returncode == 0, p.stderr
     sent = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: GetReplicaLogInfo request")]
     assert sent == [f"debug: GetReplicaLogInfo request to broker 2: {n} partition(s)" for n in (1000, 1000, 500)]
-    rows = json.loads(p.stdout)
+    rows = json_rows(p.stdout)
     assert len(rows) == 5000 and sum(r["Chosen"] == "*" for r in rows) == 2500
     # A broker that serves fewer partitions a request says HasMoreData: the rest is asked again.
     monkeypatch.setattr(replica_log_info, "MAX_PARTITIONS_PER_REQUEST", 400)
@@ -132,7 +133,7 @@ def test_log_info_is_asked_1000_partitions_a_request_following_has_more_data(san
     assert p.returncode == 0, p.stderr
     sent = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: GetReplicaLogInfo request")]
     assert len(sent) == 7  # 1000 (400 answered), 1000 (600 left first), ... until all 2500 are
-    rows = json.loads(p.stdout)
+    rows = json_rows(p.stdout)
     assert sum(r["Chosen"] == "*" for r in rows) == 2500 and not any(r["Error"] == "left out of the broker's answer"
                                                                      for r in rows)
 
@@ -299,7 +300,7 @@ def test_the_repl_context_topic_limits_all_offline_partitions(sandbox, admin):
     finally:
         session.close()
     assert code == 0, err.getvalue()
-    rows = json.loads(session.stdout.getvalue())  # type: ignore[attr-defined]
+    rows = json_rows(session.stdout.getvalue())  # type: ignore[attr-defined]
     assert {(r["Topic"], r["Replica"], r["Chosen"]) for r in rows} == {("u", 1, ""), ("u", 2, "*")}
     assert leader(admin, "u") == -1 and leader(admin) == -1
 
@@ -321,7 +322,7 @@ def test_the_candidate_rule(sandbox, path):
     sandbox.set_log_end_offset("tie", 0, 2, 7, epoch=2)
     p = run(sandbox, "unclean-recovery --all-offline-partitions --show-replica-info", "-o", "json")
     assert p.returncode == 0, p.stderr
-    chosen = {r["Topic"]: r["Replica"] for r in json.loads(p.stdout) if r["Chosen"] == "*"}
+    chosen = {r["Topic"]: r["Replica"] for r in json_rows(p.stdout) if r["Chosen"] == "*"}
     assert chosen == {"t": 3 if path == "designated" else 2, "tie": 3}
 
 

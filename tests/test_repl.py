@@ -4,7 +4,6 @@ pexpect against `kafka-shell --sandbox` in a pseudo-terminal."""
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import sys
@@ -24,6 +23,7 @@ from kafka_shell.repl.app import Repl
 from kafka_shell.repl.history import SecretFreeHistory, history_path, is_secret
 from kafka_shell.repl.toolbar import create_toolbar
 from kafka_shell.session import Session, Target
+from tests.output import json_rows
 
 SHELL = str(Path(sys.executable).parent / "kafka-shell")
 CTRL_D = "\x04"
@@ -170,7 +170,7 @@ def test_repl_reads_what_changed_behind_its_back(session, sandbox, admin):
         feeder.join(30)
     assert len(outputs) == 4, outputs
     assert "made-elsewhere" not in outputs[0] and "made-elsewhere" in outputs[1]
-    parts = json.loads(outputs[2][outputs[2].index("{"):])["partitions"]
+    parts = json_rows(outputs[2][outputs[2].index("{"):], "partitions")
     assert all(p["Leader"] != 2 and 2 not in p["Isr"] and p["Offline"] == [2] for p in parts)
     assert "unreachable since" in toolbar_text[0] and "controller: ?" in toolbar_text[0]
     assert "brokers: ?/" in toolbar_text[0]

@@ -4,7 +4,6 @@ more than one replica at a time."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -12,6 +11,7 @@ from kafka_shell.sandbox.server import Sandbox
 from tests.conftest import BOTH_MODES
 from tests.sandbox.wire import create
 from tests.test_oneshot import assert_one_line_error, run
+from tests.output import json_rows
 
 pytestmark = BOTH_MODES
 
@@ -27,7 +27,7 @@ def cluster(sandbox_mode):
 def test_following_the_plan_moves_the_controller_at_most_once(cluster):
     p = run(cluster, "rolling-restart-plan -o json")
     assert p.returncode == 0, p.stderr
-    steps = json.loads(p.stdout)
+    steps = json_rows(p.stdout)
     broker_steps = [s["Nodes"] for s in steps if s["Role"].startswith("broker")]
     assert sorted(b for nodes in broker_steps for b in nodes) == [1, 2, 3, 4, 5]
     replicas = cluster.call(lambda c: [set(q.replicas) for t in c.topics.values() for q in t.partitions],
@@ -55,7 +55,7 @@ def test_following_the_plan_moves_the_controller_at_most_once(cluster):
 
 
 def test_brokers_option_and_bad_ids(cluster):
-    steps = json.loads(run(cluster, "rolling-restart-plan --brokers 1,2 -o json").stdout)
+    steps = json_rows(run(cluster, "rolling-restart-plan --brokers 1,2 -o json").stdout)
     assert [s["Nodes"] for s in steps] == [[1], [2]] or [s["Nodes"] for s in steps] == [[2], [1]]
     assert_one_line_error(run(cluster, "rolling-restart-plan --brokers 1,9"), 2, "9 not live")
     assert_one_line_error(run(cluster, "rolling-restart-plan --brokers x"), 2, "broker ids")

@@ -3,13 +3,13 @@ must work on clusters other than our sandbox, and say clearly when one lacks an 
 
 from __future__ import annotations
 
-import json
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
 from tests.tansu import tansu_broker
 from tests.test_oneshot import shell
+from tests.output import json_rows
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_create_list_describe_delete_topics(tansu):
     assert again.stderr.strip() == 'Topic "tansu-a" already exists (use --if-not-exists).'
 
     listed = run(tansu, "list-topics", "--output", "json")
-    assert {"tansu-a", "tansu-b"} <= {row["Topic"] for row in json.loads(listed.stdout)}
+    assert {"tansu-a", "tansu-b"} <= {row["Topic"] for row in json_rows(listed.stdout)}
 
     described = run(tansu, "describe-topic --topic tansu-a", "--output", "json")
     assert described.returncode == 0, described.stderr

@@ -8,11 +8,12 @@ import stat
 
 from kafka_shell.sandbox import admin as sandbox_admin
 from tests.test_oneshot import run, shell, topics
+from tests.output import json_data, json_rows
 
 
 def out_json(p):
     assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    return json_data(p.stdout)
 
 
 def test_if_not_exists_if_exists_and_dry_run_change_nothing(sandbox):
@@ -126,7 +127,7 @@ def test_sandbox_commands_with_embedded_cluster():
         "sandbox stop-broker 9\n"))
     assert p.returncode == 1
     assert "Broker 2 stopped." in p.stderr and "Broker 2 started." in p.stderr
-    status = json.loads(p.stdout)
+    status = json_rows(p.stdout)
     assert {r["Node"]: r["State"] for r in status} == {1: "up", 2: "down", 3: "up", 100: "up"}
     assert "stdin:4: no broker 9 in the sandbox" in p.stderr
 
