@@ -182,10 +182,10 @@ def test_docs_replay_a_broker_lost_its_disk(served):
     assert missing_before["missing"][0]["Partitions"] >= 6
     assert {"BrokerId": 3, "Topic": "orders", "Partitions": [0, 1, 2, 3, 4, 5], "UnderReplicated": 6,
             "UnderMinIsr": 0, "Offline": 0} in missing_before["partitions"]
-    assert suggested == [{"Host": "broker-3.sandbox", "BrokerId": 3, "Reason": "mapping"}]
+    assert suggested == {"suggestion": [{"Host": "broker-3.sandbox", "BrokerId": 3, "Reason": "mapping"}]}
     assert "Broker 3 replaced: it started with an empty disk as broker 3 (mapping)." in p.stderr
     assert missing_after == {"missing": [], "partitions": []}
-    assert under == []
+    assert under == {"partitions": []}
     isr = served.call(lambda c: [sorted(q.isr) for q in c.topics["orders"].partitions], served.cluster)
     assert isr == [[1, 2, 3]] * 6
 
