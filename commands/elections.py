@@ -233,8 +233,10 @@ def report(outcomes: dict[tuple[str, int], tuple[int, str]], kind: int) -> Resul
         messages.append(f"Valid replica already elected for partitions {', '.join(noop)}")
     messages += failed
     if failed:
-        messages.append(f"{len(failed)} replica(s) could not be elected")
+        messages.append(f"{len(failed)} partition(s) could not be elected")
+    # Each failure's error is said once, on its status line: the table format leaves it out.
     return Result.table(["Topic", "Partition", "Result", "Error"], rows, *messages, name="elections",
+                        kinds={"Error": "reported"},
                         exit_code=1 if failed else 0)
 
 

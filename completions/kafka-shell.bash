@@ -6,29 +6,29 @@ _kafka_shell() {
       --alter-configs|--alter-topic|--api-versions|--broker-ids|--controller-history|--create-topic|--delete-topic|--describe-cluster|--describe-configs|--describe-controller|--describe-log-dirs|--describe-quorum|--describe-topic|--elect-leaders|--list-brokers|--list-topics|--preferred-controller|--preferred-replica-leader-election|--reassign-partitions|--rolling-restart-plan|--unclean-recovery) cmd="${w#--}";;
     esac
   done
-  local opts="--bootstrap-controller --bootstrap-server --broker-list --cluster --command --command-config --continue-on-error --debug --file --help --output --quiet --sandbox --shell --timeout --yes -X -c -f -h -o -q"
+  local opts="--bootstrap-controller --bootstrap-server --broker-list --cluster --command --command-config --continue-on-error --csv-table --debug --expanded --file --help --no-pager --output --quiet --sandbox --shell --timeout --version --yes -X -c -f -h -o -q"
   case "$cmd" in
-    alter-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --add-config --delete-config --dry-run --output -o --help";;
-    alter-topic) opts="$opts --topic --partitions --replica-assignment --config --delete-config --replication-factor --dry-run --output -o --help";;
-    api-versions) opts="$opts --broker --output -o --help";;
-    broker-ids) opts="$opts --host --mapping-topic --dry-run --yes --output -o --help";;
-    controller-history) opts="$opts --output -o --help";;
-    create-topic) opts="$opts --topic --partitions --replication-factor --replica-assignment --config --if-not-exists --dry-run --output -o --help";;
-    delete-topic) opts="$opts --topic --if-exists --dry-run --yes --output -o --help";;
-    describe-cluster) opts="$opts --output -o --help";;
-    describe-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --all --output -o --help";;
-    describe-controller) opts="$opts --output -o --help";;
-    describe-log-dirs) opts="$opts --broker-list --topic-list --describe --output -o --help";;
-    describe-quorum) opts="$opts --status --replication --output -o --help";;
-    describe-topic) opts="$opts --topic --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --not-preferred-leader --topics-with-overrides --exclude-internal --output -o --help";;
-    elect-leaders) opts="$opts --election-type --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --help";;
-    list-brokers) opts="$opts --output -o --help";;
-    list-topics) opts="$opts --exclude-internal --output -o --help";;
-    preferred-controller) opts="$opts --blocking --timeout-ms --dry-run --output -o --help";;
-    preferred-replica-leader-election) opts="$opts --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --help";;
-    reassign-partitions) opts="$opts --generate --execute --verify --cancel --list --reassignment-json-file --topics-to-move-json-file --topic --broker-list --disable-rack-aware --proposed-json-file --additional --throttle --blocking --all --preserve-throttles --dry-run --output -o --help";;
-    rolling-restart-plan) opts="$opts --brokers --output -o --help";;
-    unclean-recovery) opts="$opts --path-to-json-file --all-offline-partitions --topic --show-replica-info --manual-recovery-output-file --automated-recovery --recovery-duration-ms --recovery-election-attempts --yes --dry-run --output -o --help";;
+    alter-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --add-config --delete-config --dry-run --output -o --csv-table --help";;
+    alter-topic) opts="$opts --topic --partitions --replica-assignment --config --delete-config --replication-factor --dry-run --output -o --csv-table --help";;
+    api-versions) opts="$opts --broker --output -o --csv-table --help";;
+    broker-ids) opts="$opts --host --mapping-topic --dry-run --yes --output -o --csv-table --help";;
+    controller-history) opts="$opts --output -o --csv-table --help";;
+    create-topic) opts="$opts --topic --partitions --replication-factor --replica-assignment --config --if-not-exists --dry-run --output -o --csv-table --help";;
+    delete-topic) opts="$opts --topic --if-exists --dry-run --yes --output -o --csv-table --help";;
+    describe-cluster) opts="$opts --output -o --csv-table --help";;
+    describe-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --all --output -o --csv-table --help";;
+    describe-controller) opts="$opts --output -o --csv-table --help";;
+    describe-log-dirs) opts="$opts --broker-list --topic-list --describe --output -o --csv-table --help";;
+    describe-quorum) opts="$opts --status --replication --output -o --csv-table --help";;
+    describe-topic) opts="$opts --topic --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --not-preferred-leader --topics-with-overrides --exclude-internal --output -o --csv-table --help";;
+    elect-leaders) opts="$opts --election-type --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --csv-table --help";;
+    list-brokers) opts="$opts --output -o --csv-table --help";;
+    list-topics) opts="$opts --exclude-internal --output -o --csv-table --help";;
+    preferred-controller) opts="$opts --blocking --timeout-ms --dry-run --output -o --csv-table --help";;
+    preferred-replica-leader-election) opts="$opts --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --csv-table --help";;
+    reassign-partitions) opts="$opts --generate --execute --verify --cancel --list --reassignment-json-file --topics-to-move-json-file --topic --broker-list --disable-rack-aware --proposed-json-file --additional --throttle --blocking --all --preserve-throttles --dry-run --output -o --csv-table --help";;
+    rolling-restart-plan) opts="$opts --brokers --output -o --csv-table --help";;
+    unclean-recovery) opts="$opts --path-to-json-file --all-offline-partitions --topic --show-replica-info --manual-recovery-output-file --automated-recovery --recovery-duration-ms --recovery-election-attempts --yes --dry-run --output -o --csv-table --help";;
     "") opts="$opts --alter-configs --alter-topic --api-versions --broker-ids --controller-history --create-topic --delete-topic --describe-cluster --describe-configs --describe-controller --describe-log-dirs --describe-quorum --describe-topic --elect-leaders --list-brokers --list-topics --preferred-controller --preferred-replica-leader-election --reassign-partitions --rolling-restart-plan --unclean-recovery sandbox";;
   esac
   COMPREPLY=( $(compgen -W "$opts" -- "$cur") )

@@ -19,42 +19,51 @@ from dataclasses import dataclass, field
 from kafka_shell.errors import ShellError, UsageError, printable, shown
 from kafka_shell.parsing import suggest
 
-USAGE = """\
+USAGE_HEAD = """\
 Usage: kafka-shell [GLOBAL OPTIONS] [--command "LINE" | --file SCRIPT | --COMMAND [OPTIONS]]
        kafka-shell sandbox [--brokers N] [--mode kraft|zk] [--controllers N] [--port-base N]
                            [--racks a,b,c] [--data-dir D] [--listen H]   (see kafka-shell sandbox --help)
 
 With no command or file, kafka-shell opens the interactive shell (or replays piped stdin).
 
-Global options:
-  --bootstrap-server H:P[,H:P]  Brokers to connect to (alias --broker-list)
-  --bootstrap-controller H:P[,H:P]
-                                KRaft controllers' listeners: what they serve (the quorum,
-                                cluster and broker configs) goes straight to the active one
-  --cluster NAME                A cluster from clusters.json (see the clusters command)
-  --sandbox                     Start an embedded 3-broker cluster and use it
-  --command, -c LINE            Run one command line and exit
-  --file, -f SCRIPT             Replay a script, one command a line (`-` reads stdin)
-  --quiet, -q                   Replay: do not echo each command
-  --continue-on-error           Replay: run every line even after a failure
-  --output, -o FORMAT           Output format: table (default), json, jsonl or csv
-  --csv-table NAME              The table --output csv writes, by its json name (default: the first)
-  --expanded                    Tables as vertical records (default: only when wider than the terminal)
-  --no-pager                    Interactive shell: never page tall results through $PAGER
-  --command-config FILE         Client properties file (security settings)
-  -X KEY=VALUE                  A client property (repeatable)
-  --timeout S                   Bound on each request, retries included, in seconds (default 10,
-                                at most 2147483)
-  --yes                         Confirm destructive commands
-  --debug                       Show tracebacks and debug logs
-  --help, -h                    This help; `kafka-shell --command help` lists the commands
-  --version                     Print the version and exit
+Global options:"""
 
-Secrets: other users see the command line (ps). Put passwords in a --command-config file or a
-clusters.json cluster, or write -X 'sasl.password=${ENV}' (values of -X, --command-config and
+GLOBAL_HELP = [
+    ("--bootstrap-server H:P[,H:P]", "Brokers to connect to (alias --broker-list)"),
+    ("--bootstrap-controller H:P[,H:P]", "KRaft controllers' listeners: what they serve (the quorum, "
+     "cluster and broker configs) goes straight to the active one"),
+    ("--cluster NAME", "A cluster from clusters.json (see the clusters command)"),
+    ("--sandbox", "Start an embedded 3-broker cluster and use it"),
+    ("--command, -c LINE", "Run one command line and exit"),
+    ("--file, -f SCRIPT", "Replay a script, one command a line (`-` reads stdin)"),
+    ("--quiet, -q", "Replay: do not echo each command"),
+    ("--continue-on-error", "Replay: run every line even after a failure"),
+    ("--output, -o FORMAT", "Output format: table (default), json, jsonl or csv"),
+    ("--csv-table NAME", "The table --output csv writes, by its json name (default: the first)"),
+    ("--expanded", "Tables as vertical records (default: only when wider than the terminal)"),
+    ("--no-pager", "Interactive shell: never page tall results through $PAGER (default less -SRXF)"),
+    ("--command-config FILE", "Client properties file (security settings)"),
+    ("-X KEY=VALUE", "A client property (repeatable)"),
+    ("--timeout S", "Bound on each request, retries included, in seconds (default 10, at most 2147483)"),
+    ("--yes", "Confirm destructive commands"),
+    ("--debug", "Show tracebacks and debug logs"),
+    ("--help, -h", "This help; `kafka-shell --command help` lists the commands"),
+    ("--version", "Print the version and exit"),
+]
+
+USAGE_TAIL = """\
+Secrets: other users see the command line (ps). Put passwords in a --command-config file or a \
+clusters.json cluster, or write -X 'sasl.password=${ENV}' (values of -X, --command-config and \
 clusters.json expand ${VAR} from the environment).
 
 Exit codes: 0 ok, 1 failed, 2 usage error."""
+
+
+def usage_text(width: int | None = None) -> str:
+    """`kafka-shell --help`, wrapped to the terminal."""
+    from kafka_shell.parsing import format_entries, wrap_lines
+    lines = [*USAGE_HEAD.splitlines(), *format_entries(list(GLOBAL_HELP), width), "", *USAGE_TAIL.splitlines()]
+    return "\n".join(wrap_lines(lines, width))
 
 
 @dataclass
@@ -217,7 +226,7 @@ def run(argv: list[str]) -> int:
         return serve_sandbox(argv[1:])
     g = parse_globals(argv)
     if g.help:
-        print(USAGE)
+        print(usage_text())
         return 0
     if g.version:
         from kafka_shell import __version__

@@ -250,8 +250,9 @@ def wrap_lines(lines: list[str], width: int | None = None) -> list[str]:
             out.append(line)
             continue
         indent = line[:len(line) - len(line.lstrip())]
-        first, *rest = _wrap(line.strip(), width - len(indent) - 2)
-        out += [indent + first, *(f"{indent}  {r}" for r in rest)]   # continuations 2 further in
+        more = indent + "  " if indent else ""   # an indented line (an example) continues further in
+        first, *rest = _wrap(line.strip(), width - len(more))
+        out += [indent + first, *(more + r for r in rest)]
     return out
 
 

@@ -25,7 +25,8 @@ EXPANDED = ("auto", "on", "off")
 # Column kinds a Table may declare: how the table format shows a column's numbers.
 #   bytes: a size ("100 GiB"); time: epoch milliseconds, shown as an age ("120 ms ago");
 #   ms: a duration in milliseconds ("1.5 s"). Negative values are Kafka's "unknown" (shown as -).
-KINDS = ("bytes", "time", "ms")
+#   reported: said in the result's messages already, so the table format leaves it out.
+KINDS = ("bytes", "time", "ms", "reported")
 
 
 @dataclass
@@ -168,8 +169,8 @@ def _empty(value: Any) -> bool:
 
 def _for_people(t: Table) -> Table:
     """The table format's view: columns empty in every row left out, declared kinds readable."""
-    keep = [i for i in range(len(t.columns)) if not all(_empty(row[i]) for row in t.rows)] or \
-        list(range(len(t.columns)))
+    keep = [i for i, c in enumerate(t.columns)
+            if t.kinds.get(c) != "reported" and not all(_empty(row[i]) for row in t.rows)] or list(range(len(t.columns)))
     show: list[Callable[[Any], Any] | None] = [HUMAN.get(t.kinds.get(t.columns[i], "")) for i in keep]
     if len(keep) == len(t.columns) and not any(show):
         return t

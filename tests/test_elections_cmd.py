@@ -84,7 +84,7 @@ def test_failures_are_reported_one_line_each_and_exit_1(moved, admin):
     assert "Successfully completed leader election (PREFERRED) for partitions t-0" in lines
     assert ('Error completing leader election (PREFERRED) for partition: u-0: The preferred leader of "u" '
             "is not available: bring that broker back first.") in lines
-    assert lines[-1] == "1 replica(s) could not be elected"
+    assert lines[-1] == "1 partition(s) could not be elected"
     assert leaders(admin, "t")[0] == 1 and leaders(admin, "u") == [1]
 
 
@@ -98,7 +98,7 @@ def test_unclean_election_refused_without_a_live_replica_then_allowed(sandbox, a
     assert p.returncode == 1
     assert ('Error completing leader election (UNCLEAN) for partition: t-0: No eligible leader for "t": '
             "bring an in-sync replica back first.") in p.stderr
-    assert "1 replica(s) could not be elected" in p.stderr
+    assert "1 partition(s) could not be elected" in p.stderr
     sandbox.start_broker(2)  # out of sync: not elected by itself (unclean.leader.election.enable=false)
     assert leaders(admin, "t") == [-1]
     p = run(sandbox, line)
