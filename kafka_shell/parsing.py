@@ -232,6 +232,8 @@ def _wrap(text: str, width: int, indent: str = "", first: str | None = None) -> 
 def _pack(parts: list[str], width: int, prefix: str) -> list[str]:
     """Usage parts ("[--topic NAME]") on as few lines as fit, none split, as argparse does."""
     indent = " " * (len(prefix) + len(parts[0]) + 1)
+    if len(indent) + max(map(len, parts)) > width:   # too far in: the options go under the name
+        indent = " " * len(prefix)
     lines = [f"{prefix}{parts[0]}"]
     for part in parts[1:]:
         if len(lines[-1]) + 1 + len(part) > width and lines[-1].strip() != "":
