@@ -161,6 +161,12 @@ def parse_globals(argv: list[str]) -> Globals:
 def _set(g: Globals, dest: str, name: str, value: str) -> None:
     if dest == "x_options":
         g.x_options.append(value)
+    elif dest == "csv_table":
+        from kafka_shell.registry import table_name
+        try:
+            g.csv_table = table_name(value)
+        except ValueError as exc:
+            raise UsageError(f'Invalid value "{shown(value)}" for {name}: expected {exc}') from None
     elif dest == "timeout":
         g.timeout = _seconds(value, name)
     elif dest == "output":
@@ -235,6 +241,8 @@ def run(argv: list[str]) -> int:
     if g.debug:
         import logging
         logging.basicConfig(level=logging.DEBUG, format="debug: %(name)s: %(message)s")
+    if g.csv_table and g.output != "csv":
+        raise UsageError("--csv-table picks the table of --output csv: add --output csv (or leave --csv-table out)")
     if g.bootstrap and g.cluster:
         raise UsageError("Options --bootstrap-server and --cluster cannot be used together (pick one)")
     from kafka_shell.session import Session

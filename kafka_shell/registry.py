@@ -116,13 +116,23 @@ class Registry:
 
 REGISTRY = Registry()
 
+_TABLE_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def table_name(text: str) -> str:
+    """An option type: a table's name as json shows it (snake_case)."""
+    if not _TABLE_NAME.fullmatch(text):
+        raise ValueError("a table name as --output json shows it (like partitions)")
+    return text
+
+
 # Options every mutating / destructive command gets, declared once here.
 DRY_RUN = Option("--dry-run", flag=True, help="Show what would change; change nothing.")
 YES = Option("--yes", flag=True, help="Do not ask for confirmation.")
 # Every command takes it: `describe-topic --topic t -o json` overrides the session's format.
 OUTPUT = Option("--output", aliases=("-o",), choices=FORMATS, metavar="FORMAT",
                 help="Output format of this command (default: the session's, see `output`).")
-CSV_TABLE = Option("--csv-table", metavar="NAME",
+CSV_TABLE = Option("--csv-table", metavar="NAME", type=table_name,
                    help="The table --output csv writes, by its json name (default: the first).")
 
 

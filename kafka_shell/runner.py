@@ -79,6 +79,8 @@ def _prepare(session: Session, text: str) -> parsing.Parsed | None:
     parsed = parsing.parse(tokens, REGISTRY, context)
     if parsed.help:
         return parsed
+    if parsed.args.get("csv_table") and (parsed.args.get("output") or session.output) != "csv":
+        raise UsageError(f"--csv-table picks the table of --output csv: add -o csv to {cmd.name} (or leave --csv-table out)")
     if cmd.sandbox_only and session.sandbox is None:
         from kafka_shell.sandbox import control  # a `kafka-shell sandbox` server's control endpoint
         session.sandbox = control.attach(session.target)

@@ -221,7 +221,8 @@ GLOBAL_CASES = [
     ["-X", v] for v in ("", "=", "=x", "\x00=1", "foo.bar=1", "socket.timeout.ms=nan",
                         "security.protocol=bogus", "ssl.ca.location=/nonexistent",
                         "ssl.certificate.location=/nonexistent/cert.pem", "sasl.password=${KSH_UNSET_VAR}")
-] + [["--output", v] for v in ("", "\x00", "xml")] + [["--cluster", v] for v in ("", "\x00", "nope")]
+] + [["--output", v] for v in ("", "\x00", "xml")] + [["--cluster", v] for v in ("", "\x00", "nope")] \
+    + [["--csv-table", v] for v in ("", "\x00", "nope", "Ünï")]
 
 
 @pytest.mark.parametrize("option", GLOBAL_CASES, ids=lambda o: f"{o[0]}={o[1][:12]!r}")
