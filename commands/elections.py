@@ -67,8 +67,8 @@ ELECTION_TYPES_HELP = (
     "preferred: " + PREFERRED_HELP + "\n"
     "unclean: only for partitions without a leader. The controller makes a live replica the leader "
     "even if it is out of the ISR, so messages it had not copied are lost. It is the last resort "
-    "when every in-sync replica is gone; brokers never do it by themselves unless the topic sets "
-    "unclean.leader.election.enable=true.\n"
+    "when every in-sync replica is gone; the controller does it by itself only where "
+    "unclean.leader.election.enable=true (a topic or broker config).\n"
     "designated: only for offline partitions (KAFKA-20098). The leader is the replica that "
     "--path-to-json-file names for each partition (\"designatedLeader\", a broker id, as "
     "kafka-unclean-recovery writes it); like unclean, it may lose data.")
