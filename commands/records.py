@@ -18,7 +18,8 @@ from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, printable, shown
 from kafka_shell.files import MAX_INPUT_BYTES, is_int, read_bytes, read_json
 from kafka_shell.groups import EARLIEST, LATEST, MAX_TIMESTAMP, Key
-from kafka_shell.operations import debug, read_topics, require_topic
+from kafka_shell.metadata import ClusterSnapshot
+from kafka_shell.operations import debug, read_for, read_topics, require_topic
 from kafka_shell.option_types import positive_int
 from kafka_shell.registry import INT32_MAX, INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
@@ -288,6 +289,21 @@ def _send(session: Session, topic: str, records: list[tuple[bytes | None, bytes]
                   messages=[note, *failures], exit_code=1 if failures else 0)
 
 
+def _start_offsets(session: Session, snap: ClusterSnapshot, topic: str, parts: list[int], args: dict) -> dict[int, int]:
+    """Where each assigned partition starts. Absolute offsets, looked up here, where we can:
+    given a logical one (beginning, end), librdkafka waits 500 ms before its first offset query
+    when it assigns a partition before it knows the leader."""
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED
+    if args["offset"] is not None:
+        return dict.fromkeys(parts, args["offset"])
+    if args["group"]:
+        return dict.fromkeys(parts, OFFSET_STORED)
+    logical = OFFSET_BEGINNING if args["from_beginning"] else OFFSET_END
+    found = groups.log_offsets(session, snap, [(topic, p) for p in parts],
+                               EARLIEST if args["from_beginning"] else LATEST)
+    return {p: logical if found[(topic, p)].error else found[(topic, p)].offset for p in parts}
+
+
 # -- consume -----------------------------------------------------------------------------------
 
 REPL_MAX_MESSAGES = 10
@@ -322,12 +338,13 @@ def shown_bytes(data: str | bytes | None) -> str | None:
                    "consume --topic orders --partition 0 --offset 42",
                    "consume --topic orders --group audit --from-beginning"))
 def consume(session: Session, args: dict) -> Result:
-    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED, Consumer, KafkaException, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
     if args["offset"] is not None and args["partition"] is None:
         raise UsageError("--offset needs --partition (an offset is a position in one partition)")
     if args["timeout"] is not None and not 0 < args["timeout"] <= 86400:
         raise UsageError("--timeout of consume must be from 0 to 86400 seconds")
-    topic = require_topic(session, args["topic"])
+    snap = read_for(session, [args["topic"]])
+    topic = require_topic(session, args["topic"], snap)
     if args["partition"] is not None and args["partition"] >= len(topic.partitions):
         raise UsageError(f'Topic "{topic.name}" has no partition {args["partition"]} (it has {len(topic.partitions)})')
     limit = args["max_messages"] or (REPL_MAX_MESSAGES if session.interactive else None)
@@ -340,8 +357,8 @@ def consume(session: Session, args: dict) -> Result:
         consumer = Consumer(config)
     except KafkaException as exc:
         raise UsageError(f"Invalid client setting: {exc.args[0]}") from None
-    start = args["offset"] if args["offset"] is not None else \
-        OFFSET_STORED if group else OFFSET_BEGINNING if args["from_beginning"] else OFFSET_END
+    parts = [args["partition"]] if args["partition"] is not None else [p.partition for p in topic.partitions]
+    starts = _start_offsets(session, snap, topic.name, parts, args)
     rows: list[list[Any]] = []
     failures: list[str] = []
     interrupted = False
@@ -349,8 +366,7 @@ def consume(session: Session, args: dict) -> Result:
         if group and args["partition"] is None:
             consumer.subscribe([topic.name])
         else:
-            parts = [args["partition"]] if args["partition"] is not None else [p.partition for p in topic.partitions]
-            consumer.assign([TopicPartition(topic.name, p, start) for p in parts])
+            consumer.assign([TopicPartition(topic.name, p, starts[p]) for p in parts])
         debug(session, f"consuming {topic.name} ({'group ' + group if group else 'no group'}, "
                        f"stop after {limit or 'no limit'} record(s) or {idle_s:g} s idle)")
         last = time.monotonic()

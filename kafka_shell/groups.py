@@ -9,11 +9,12 @@ request per leader. Everything here reads the cluster when it runs; nothing come
 
 from __future__ import annotations
 
+import concurrent.futures
 import struct
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
@@ -186,22 +187,33 @@ def describe_groups(session: Session, group_ids: list[str]) -> dict[str, GroupDe
 
 
 def committed_offsets(session: Session, group_id: str) -> dict[Key, int]:
-    """The group's committed offsets (OffsetFetch of every topic), at its coordinator."""
+    """The group's committed offsets (OffsetFetch of every topic), at its coordinator. The
+    answer is read as kio entities: a group may hold offsets of 10,000s of partitions."""
     body = {"group_id": group_id, "topics": None, "require_stable": False,
             "groups": [{"group_id": group_id, "topics": None}]}
     answer, _ = ask_coordinators(session, [group_id], ApiKey.OFFSET_FETCH, lambda ids: body,
-                                 lambda a: {group_id: a["groups"][0] if "groups" in a else a})[group_id]
-    if answer.get("error_code"):
-        raise KafkaCallError(group_error(answer["error_code"], group_id), code=answer["error_code"])
+                                 lambda a: {group_id: a.groups[0] if hasattr(a, "groups") else a},
+                                 entity=True)[group_id]
+    code = error_code(answer)
+    if code:
+        raise KafkaCallError(group_error(code, group_id), code=code)
     out = {}
-    for t in answer.get("topics", []):
-        for p in t["partitions"]:
-            if p.get("error_code"):
-                raise KafkaCallError(f"{t['name']}-{p['partition_index']}: "
-                                     + group_error(p["error_code"], group_id), code=p["error_code"])
-            if p["committed_offset"] >= 0:
-                out[(t["name"], p["partition_index"])] = p["committed_offset"]
+    for t in answer.topics:
+        name = t.name
+        for p in t.partitions:
+            if p.error_code:
+                raise KafkaCallError(f"{name}-{p.partition_index}: " + group_error(p.error_code, group_id),
+                                     code=int(p.error_code))
+            if p.committed_offset >= 0:
+                out[(name, p.partition_index)] = p.committed_offset
     return out
+
+
+def error_code(part: Any) -> int:
+    """The error code of an answer's part, a dict or a kio entity (0 where it has none)."""
+    if isinstance(part, dict):
+        return part.get("error_code", 0)
+    return int(getattr(part, "error_code", 0))
 
 
 def commit_offsets(session: Session, group_id: str, offsets: dict[Key, int]) -> dict[Key, int]:
@@ -267,14 +279,16 @@ def find_coordinators(session: Session, group_ids: list[str]) -> dict[str, tuple
 
 
 def ask_coordinators(session: Session, group_ids: list[str], api_key: int, body_for: Callable[[list[str]], dict],
-                     split: Callable[[dict], dict[str, dict]], mutation: bool = False) -> dict[str, tuple[dict, int]]:
+                     split: Callable[[Any], dict[str, Any]], mutation: bool = False,
+                     entity: bool = False) -> dict[str, tuple[Any, int]]:
     """Each group's part of its coordinator's answer, with the coordinator's id: one request per
     coordinator for the groups it holds. Groups answered with a coordinator error are looked
     up again and asked again with backoff until `--timeout`; past it, their last answer stands
-    (a part with only `error_code` when the coordinator could not be found)."""
+    (a part with only `error_code` when the coordinator could not be found). With `entity`
+    (reads only) `split` gets the kio entity rather than dicts."""
     deadline = time.monotonic() + session.conn.timeout_s
     backoff = INITIAL_BACKOFF_S
-    out: dict[str, tuple[dict, int]] = {}
+    out: dict[str, tuple[Any, int]] = {}
     pending = list(dict.fromkeys(group_ids))
     while pending:
         retry = []
@@ -289,9 +303,12 @@ def ask_coordinators(session: Session, group_ids: list[str], api_key: int, body_
                 by_node.setdefault(node, []).append(gid)
         for node, ids in by_node.items():
             debug(session, f"{ApiKey(api_key).name} request to coordinator {node}: {len(ids)} group(s)")
+            version = _version(session, node, api_key)
             try:
-                answer = session.conn.broker_request(node, api_key, body_for(ids), _version(session, node, api_key),
-                                                     mutation=mutation)
+                if entity:
+                    answer = session.conn.broker_request_entity(node, api_key, body_for(ids), version)
+                else:
+                    answer = session.conn.broker_request(node, api_key, body_for(ids), version, mutation=mutation)
             except KafkaCallError as exc:
                 if mutation or time.monotonic() + backoff >= deadline:
                     raise
@@ -302,7 +319,7 @@ def ask_coordinators(session: Session, group_ids: list[str], api_key: int, body_
             for gid in ids:
                 part = parts.get(gid, {"error_code": Error.unknown_server_error})
                 out[gid] = (part, node)
-                if part.get("error_code") in COORDINATOR_RETRIABLE:
+                if error_code(part) in COORDINATOR_RETRIABLE:
                     retry.append(gid)
         if not retry or time.monotonic() + backoff >= deadline:
             break
@@ -350,8 +367,11 @@ def log_offsets(session: Session, snap: ClusterSnapshot, keys: Iterable[Key], ti
                 out[key] = LogOffset(-1, error=Error.leader_not_available)
             else:
                 by_leader.setdefault(parts[key[1]].leader, []).append(key)
-        for leader, ks in sorted(by_leader.items()):
-            out.update(_list_offsets_at(session, leader, ks, timestamp))
+        # One request per leader, all at once: each leader answers while we read the others.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(by_leader), 16))) as pool:
+            for answer in pool.map(lambda item: _list_offsets_at(session, item[0], item[1], timestamp),
+                                   sorted(by_leader.items())):
+                out.update(answer)
         moved = [k for k in keys if out[k].error in LEADER_RETRIABLE]
         if not moved or attempt:
             break
@@ -370,11 +390,15 @@ def _list_offsets_at(session: Session, leader: int, keys: list[Key], timestamp: 
         raise ShellError("This cluster does not support --time max-timestamp (ListOffsets v7, Kafka 3.0+).")
     debug(session, f"ListOffsets request to broker {leader}: {len(keys)} partition(s)")
     try:
-        answer = session.conn.broker_request(leader, ApiKey.LIST_OFFSETS, body)
+        answer = session.conn.broker_request_entity(leader, ApiKey.LIST_OFFSETS, body)
     except KafkaCallError:
         return {k: LogOffset(-1, error=Error.leader_not_available) for k in keys}
-    out = {(t["name"], p["partition_index"]): LogOffset(p.get("offset", -1), p.get("timestamp", -1), p["error_code"])
-           for t in answer.get("topics", []) for p in t["partitions"]}
+    out = {}
+    for t in answer.topics:
+        name = t.name
+        for p in t.partitions:
+            out[(name, p.partition_index)] = LogOffset(getattr(p, "offset", -1), getattr(p, "timestamp", -1),
+                                                       int(p.error_code))
     return {k: out.get(k, LogOffset(-1, error=Error.unknown_server_error)) for k in keys}
 
 
