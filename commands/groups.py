@@ -19,6 +19,7 @@ from kafka_shell.codes import Error
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.files import read_text
 from kafka_shell.groups import EARLIEST, LATEST, Key
+from kafka_shell.metadata import ClusterSnapshot
 from kafka_shell.operations import read_for
 from kafka_shell.registry import INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
@@ -282,20 +283,16 @@ def _plan(session: Session, gid: str, args: dict, plan_file: dict[str, dict[Key,
             return {}
         requested = plan_file[gid]
         keys = list(requested)
+        snap = _read_partitions(session, keys)
     elif args["all_topics"]:
         keys = sorted(committed)
+        snap = _read_partitions(session, keys)
     else:
-        keys = groups.topic_partitions(session, read_for(session, groups.topic_names(args["topic"])), args["topic"])
-    snap = session.conn.read(sorted({t for t, _ in keys})) if keys else None
-    if snap is not None:
-        missing = sorted({t for t, _ in keys} - set(snap.topics))
-        if missing:
-            raise KafkaCallError(f'Topic "{missing[0]}" does not exist (check the name with list-topics).',
-                                 code=Error.unknown_topic_or_partition)
+        snap = read_for(session, groups.topic_names(args["topic"]))
+        keys = groups.topic_partitions(session, snap, args["topic"])
     targets: dict[Key, int] = {}
 
     def log_at(timestamp: int) -> dict[Key, int]:
-        assert snap is not None
         answers = groups.log_offsets(session, snap, keys, timestamp)
         good = {}
         for key, a in answers.items():
@@ -334,6 +331,16 @@ def _plan(session: Session, gid: str, args: dict, plan_file: dict[str, dict[Key,
             requested = {k: committed[k] + args["shift_by"] for k in keys}
         targets = _clamp(requested, log_at(EARLIEST), log_at(LATEST), notes)
     return {k: (committed.get(k), targets[k]) for k in keys if k in targets}
+
+
+def _read_partitions(session: Session, keys: list[Key]) -> ClusterSnapshot:
+    """A fresh read of the topics of `keys`; a topic that does not exist is an error."""
+    snap = session.conn.read(sorted({t for t, _ in keys}))
+    missing = sorted({t for t, _ in keys} - set(snap.topics))
+    if missing:
+        raise KafkaCallError(f'Topic "{shown(missing[0])}" does not exist (check the name with list-topics).',
+                             code=Error.unknown_topic_or_partition)
+    return snap
 
 
 def _clamp(requested: dict[Key, int], starts: dict[Key, int], ends: dict[Key, int], notes: list[str]) -> dict[Key, int]:

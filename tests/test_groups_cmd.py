@@ -247,6 +247,10 @@ def test_reset_of_a_new_group_and_bad_specifiers(sandbox, stamped):
     assert code == 2 and "--to-earliest" in err
     code, _, err = sh(sandbox, "reset-offsets --group nothing --topic t --shift-by 1")
     assert code == 2 and "no current committed offset" in err
+    code, _, err = sh(sandbox, "reset-offsets --group g --topic t:7 --to-earliest")
+    assert code == 2 and err.strip() == 'Topic "t" has no partition 7 (it has 2)'
+    code, _, err = sh(sandbox, "reset-offsets --group g --topic nope --to-earliest")
+    assert code == 1 and err.strip() == 'Topic "nope" does not exist (check the name with list-topics).'
 
 
 # -- deleting ----------------------------------------------------------------------------------

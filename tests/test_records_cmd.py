@@ -4,12 +4,15 @@ timestamps, delete-records by arguments and by Kafka's file, and exit codes on p
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from kafka_shell.runner import run_line
+from kafka_shell.session import Session, Target
 from tests.output import json_rows
 from tests.test_groups_cmd import committed, create, ok, sh
 from tests.test_oneshot import run
@@ -148,3 +151,21 @@ def test_produce_from_stdin_in_a_real_process(sandbox):
     assert [r["Offset"] for r in json.loads(p.stdout)] == [0, 1]
     p = run(sandbox, "consume --topic t --from-beginning --max-messages 2")
     assert p.returncode == 0 and "one" in p.stdout and "two" in p.stdout
+
+
+def test_in_the_repl_the_context_topic_serves_and_consume_stops_at_10(sandbox):
+    create(sandbox, "t", 1)
+    out, err = io.StringIO(), io.StringIO()
+    session = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=out, stderr=err, interactive=True,
+                      output="json")
+    try:
+        assert run_line(session, "topic t") == 0
+        assert run_line(session, "produce " + " ".join(f"v{i}" for i in range(12))) == 0
+        out.truncate(0), out.seek(0)
+        assert run_line(session, "consume --from-beginning") == 0, err.getvalue()
+        assert [r["Value"] for r in json_rows(out.getvalue())] == [f"v{i}" for i in range(10)]
+        out.truncate(0), out.seek(0)
+        assert run_line(session, "get-offsets") == 0
+        assert json_rows(out.getvalue())[0]["Offset"] == 12
+    finally:
+        session.close()
