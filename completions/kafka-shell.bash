@@ -33,7 +33,7 @@ _kafka_shell() {
     list-topics) opts="$opts --exclude-internal --output -o --help";;
     preferred-controller) opts="$opts --blocking --timeout-ms --dry-run --output -o --help";;
     preferred-replica-leader-election) opts="$opts --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --help";;
-    produce) opts="$opts --topic --file --key-separator --header --partition --acks --output -o --help";;
+    produce) opts="$opts --topic --file --key-separator --header --partition --acks --request-required-acks --output -o --help";;
     reassign-partitions) opts="$opts --generate --execute --verify --cancel --list --reassignment-json-file --topics-to-move-json-file --topic --broker-list --disable-rack-aware --proposed-json-file --additional --throttle --blocking --all --preserve-throttles --dry-run --output -o --help";;
     reset-offsets) opts="$opts --group --topic --all-topics --to-earliest --to-latest --to-current --to-offset --shift-by --to-datetime --by-duration --from-file --execute --export --yes --dry-run --output -o --help";;
     rolling-restart-plan) opts="$opts --brokers --output -o --help";;
