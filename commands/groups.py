@@ -42,8 +42,17 @@ def group_states(text: str) -> list[str]:
     return states  # type: ignore[return-value]
 
 
-GROUP_ARG = Option("group", repeatable=True, required=True, metavar="GROUP", completer="group",
-                   help="Consumer group id.")
+ALL_GROUPS = Option("--all-groups", flag=True, help="Every group of the cluster.")
+
+
+def chosen_groups(session: Session, given: list[str], all_groups: bool) -> list[str]:
+    """The groups named, or with --all-groups every group the brokers list."""
+    if not all_groups:
+        return list(dict.fromkeys(given))
+    listed, failures = groups.list_groups(session)
+    if failures:
+        raise ShellError(" ".join(failures))
+    return [g.group_id for g in listed]
 
 
 # -- list-groups -------------------------------------------------------------------------------
@@ -69,7 +78,9 @@ def list_groups(session: Session, args: dict) -> Result:
 # -- describe-group ----------------------------------------------------------------------------
 
 
-@command("describe-group", GROUP_ARG,
+@command("describe-group",
+         Option("group", repeatable=True, metavar="GROUP", completer="group", help="Consumer group id."),
+         ALL_GROUPS,
          Option("--members", flag=True, help="Members: consumer id, host, client id, assigned partitions."),
          Option("--state", flag=True, help="State, coordinator, assignment strategy and member count."),
          Option("--offsets", flag=True,
@@ -77,11 +88,12 @@ def list_groups(session: Session, args: dict) -> Result:
          Option("--topic", metavar="NAME", completer="topic", help="Only this topic's partitions. "
                 + TOPIC_CONTEXT_HELP),
          topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
+         required_groups=(("group", "--all-groups"),),
          help="Describe consumer groups: offsets and lag (default), --members or --state.",
          examples=("describe-group orders-app", "describe-group orders-app --members",
                    "describe-group a b --state"))
 def describe_group(session: Session, args: dict) -> Result:
-    ids = list(dict.fromkeys(args["group"]))
+    ids = chosen_groups(session, args["group"], args["all_groups"])
     described = groups.describe_groups(session, ids)
     failures = [groups.group_error(d.error, gid, d.error_message) for gid, d in described.items() if d.error]
     found = [d for d in described.values() if not d.error]
@@ -198,8 +210,9 @@ def iso_duration(text: str) -> int:
 
 
 @command("reset-offsets",
-         Option("--group", repeatable=True, required=True, metavar="GROUP", completer="group",
+         Option("--group", repeatable=True, metavar="GROUP", completer="group",
                 help="Consumer group whose offsets to reset (repeatable)."),
+         ALL_GROUPS,
          Option("--topic", repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
                 help="Topic, or some of its partitions as topic:0,1. " + TOPIC_CONTEXT_HELP),
          Option("--all-topics", flag=True, help="Every topic the group has committed offsets for."),
@@ -218,7 +231,8 @@ def iso_duration(text: str) -> int:
          Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
          Option("--yes", flag=True, help="Do not ask for confirmation before --execute."),
          mutates=True, topic_context=True,
-         required_groups=(SPECIFIERS,), exclusive_groups=(("--topic", "--all-topics", "--from-file"),),
+         required_groups=(SPECIFIERS, ("--group", "--all-groups")),
+         exclusive_groups=(("--topic", "--all-topics", "--from-file"),),
          help="Plan (default) or --execute a reset of a group's committed offsets (the group must be inactive).",
          examples=("reset-offsets --group app --topic orders --to-earliest",
                    "reset-offsets --group app --topic orders:0,1 --shift-by -10 --execute",
@@ -226,7 +240,7 @@ def iso_duration(text: str) -> int:
                    "reset-offsets --group app --all-topics --to-current --export > plan.csv",
                    "reset-offsets --group app --from-file plan.csv --execute"))
 def reset_offsets(session: Session, args: dict) -> Result:
-    group_ids = list(dict.fromkeys(args["group"]))
+    group_ids = chosen_groups(session, args["group"], args["all_groups"])
     plan_file = _read_plan(args["from_file"], group_ids) if args["from_file"] else None
     if not (args["topic"] or args["all_topics"] or plan_file is not None):
         raise UsageError("reset-offsets needs a scope: --topic, --all-topics or --from-file")

@@ -22,7 +22,7 @@ _kafka_shell() {
     describe-cluster) opts="$opts --output -o --help";;
     describe-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --all --output -o --help";;
     describe-controller) opts="$opts --output -o --help";;
-    describe-group) opts="$opts --members --state --offsets --topic --output -o --help";;
+    describe-group) opts="$opts --all-groups --members --state --offsets --topic --output -o --help";;
     describe-log-dirs) opts="$opts --broker-list --topic-list --describe --output -o --help";;
     describe-quorum) opts="$opts --status --replication --output -o --help";;
     describe-topic) opts="$opts --topic --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --not-preferred-leader --topics-with-overrides --exclude-internal --output -o --help";;
@@ -35,7 +35,7 @@ _kafka_shell() {
     preferred-replica-leader-election) opts="$opts --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --help";;
     produce) opts="$opts --topic --file --key-separator --header --partition --acks --request-required-acks --output -o --help";;
     reassign-partitions) opts="$opts --generate --execute --verify --cancel --list --reassignment-json-file --topics-to-move-json-file --topic --broker-list --disable-rack-aware --proposed-json-file --additional --throttle --blocking --all --preserve-throttles --dry-run --output -o --help";;
-    reset-offsets) opts="$opts --group --topic --all-topics --to-earliest --to-latest --to-current --to-offset --shift-by --to-datetime --by-duration --from-file --execute --export --yes --dry-run --output -o --help";;
+    reset-offsets) opts="$opts --group --all-groups --topic --all-topics --to-earliest --to-latest --to-current --to-offset --shift-by --to-datetime --by-duration --from-file --execute --export --yes --dry-run --output -o --help";;
     rolling-restart-plan) opts="$opts --brokers --output -o --help";;
     unclean-recovery) opts="$opts --path-to-json-file --all-offline-partitions --topic --show-replica-info --manual-recovery-output-file --automated-recovery --recovery-duration-ms --recovery-election-attempts --yes --dry-run --output -o --help";;
     "") opts="$opts --alter-configs --alter-topic --api-versions --broker-ids --consume --controller-history --create-topic --delete-group --delete-offsets --delete-records --delete-topic --describe-cluster --describe-configs --describe-controller --describe-group --describe-log-dirs --describe-quorum --describe-topic --elect-leaders --get-offsets --list-brokers --list-groups --list-topics --preferred-controller --preferred-replica-leader-election --produce --reassign-partitions --reset-offsets --rolling-restart-plan --unclean-recovery sandbox";;

@@ -217,6 +217,9 @@ def test_export_and_from_file_round_trip(sandbox, stamped, tmp_path: Path):
     commit(sandbox, "h", "t", {0: 1})
     out, _ = ok(sandbox, "reset-offsets --group g --group h --topic t:0 --to-earliest --export")
     assert out == "g,t,0,0\nh,t,0,0\n"  # several groups: the group comes first
+    assert ok(sandbox, "reset-offsets --all-groups --topic t:0 --to-earliest --export")[0] == out
+    out, _ = ok(sandbox, "describe-group --all-groups --state -o json")
+    assert [r["Group"] for r in json_rows(out)] == ["g", "h"]
     plan_file.write_text("g,t,0,2\nh,t,0,8\n")
     ok(sandbox, f"reset-offsets --group g --group h --from-file {plan_file} --execute --yes")
     assert committed(sandbox, "g")[0] == 2 and committed(sandbox, "h") == {0: 8}
