@@ -14,6 +14,8 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from kafka_shell.registry import load_commands
+from kafka_shell.repl.suggest import Group, suggest
 from kafka_shell.runner import run_line
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox import groups as sandbox_groups
@@ -340,6 +342,13 @@ def test_completion_offers_group_ids_from_one_list_per_broker(sandbox):
         assert session.conn.refresh().groups == ("completed-group",)
     finally:
         session.close()
+
+
+def test_every_group_argument_completes_group_ids():
+    registry = load_commands()
+    for line in ("describe-group ", "delete-group a ", "reset-offsets --group ", "delete-offsets --group ",
+                 "consume --topic t --group "):
+        assert Group() in suggest(line, registry).suggestions, line
 
 
 def test_exit_code_of_a_real_process_on_partial_failure(sandbox):
