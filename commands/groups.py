@@ -147,7 +147,13 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
         for key in keys_of[d.group_id]:
             current = committed[d.group_id].get(key)
             end = ends[key]
-            if end.error:
+            if end.error == Error.unknown_topic_or_partition:
+                # As Kafka's tool: a deleted topic's offsets show without a log end, no failure.
+                gone = (f"Topic {key[0]} no longer exists: group '{d.group_id}' still has offsets for it "
+                        "(delete-offsets removes them).")
+                if gone not in messages:
+                    messages.append(gone)
+            elif end.error:
                 failures.append(groups.offset_error(key, end.error))
             leo = None if end.error else end.offset
             lag = leo - current if leo is not None and current is not None else None
