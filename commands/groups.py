@@ -85,8 +85,8 @@ def list_groups(session: Session, args: dict) -> Result:
          Option("--state", flag=True, help="State, coordinator, assignment strategy and member count."),
          Option("--offsets", flag=True,
                 help="Per partition: current offset, log end offset, lag and member (the default)."),
-         Option("--topic", metavar="NAME", completer="topic", help="Only this topic's partitions. "
-                + TOPIC_CONTEXT_HELP),
+         Option("--topic", metavar="NAME", completer="topic",
+                help=TOPIC_CONTEXT_HELP + " Only its partitions are shown."),
          topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
          required_groups=(("group", "--all-groups"),),
          help="Describe consumer groups: offsets and lag (default), --members or --state.",
@@ -217,10 +217,10 @@ def iso_duration(text: str) -> int:
 
 @command("reset-offsets",
          Option("--group", repeatable=True, metavar="GROUP", completer="group",
-                help="Consumer group whose offsets to reset (repeatable)."),
+                help="Consumer group whose offsets to reset."),
          ALL_GROUPS,
          Option("--topic", repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
-                help="Topic, or some of its partitions as topic:0,1. " + TOPIC_CONTEXT_HELP),
+                help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
          Option("--all-topics", flag=True, help="Every topic the group has committed offsets for."),
          Option("--to-earliest", flag=True, help="The log start offset."),
          Option("--to-latest", flag=True, help="The log end offset."),
@@ -452,7 +452,7 @@ def delete_group(session: Session, args: dict) -> Result:
 @command("delete-offsets",
          Option("--group", required=True, metavar="GROUP", completer="group", help="Consumer group."),
          Option("--topic", repeatable=True, required=True, metavar="TOPIC[:P,P]", completer="topic",
-                help="Topic, or some of its partitions as topic:0,1. " + TOPIC_CONTEXT_HELP),
+                help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
          mutates=True, destructive=True, topic_context=True,
          help="Delete a group's committed offsets of topics it no longer consumes.",
          examples=("delete-offsets --group app --topic old-topic --yes",))

@@ -64,7 +64,7 @@ def partition_list(text: str) -> list[int]:
 
 @command("get-offsets",
          Option("--topic", repeatable=True, required=True, metavar="NAME", completer="topic",
-                help="Topic (a glob selects many). " + TOPIC_HELP),
+                help=TOPIC_HELP + " A glob selects many."),
          Option("--partitions", type=partition_list, metavar="P,P", help="Only these partitions."),
          Option("--time", type=offset_time, default=LATEST, metavar="TIME",
                 help="latest (default), earliest, max-timestamp, a timestamp in ms or an ISO date and time: "
