@@ -5,15 +5,18 @@ exit codes on partial failure."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from kafka_shell.codes import ApiKey
 from kafka_shell.registry import load_commands
 from kafka_shell.repl.suggest import Group, suggest
 from kafka_shell.runner import run_line
@@ -340,14 +343,22 @@ def test_a_moved_coordinator_is_found_again(sandbox):
     assert json_rows(out)[0]["Coordinator"] not in (old, -1)
 
 
-def test_completion_offers_group_ids_from_one_list_per_broker(sandbox):
+def test_completion_offers_group_ids_from_one_list_per_broker(sandbox, monkeypatch):
     create(sandbox, "t", 1)
-    commit(sandbox, "completed-group", "t", {0: 0})
+    for group in ("a-group", "b-group", "c-group"):
+        commit(sandbox, group, "t", {0: 0})
+    served: Counter = Counter()
+    for key in (ApiKey.LIST_GROUPS, ApiKey.DESCRIBE_GROUPS, ApiKey.OFFSET_FETCH, ApiKey.FIND_COORDINATOR):
+        api = sandbox.handlers[key]
+        monkeypatch.setitem(sandbox.handlers, key, dataclasses.replace(
+            api, handler=lambda ctx, handler=api.handler, key=key: (served.update([key]), handler(ctx))[1]))
     session = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=io.StringIO(), stderr=io.StringIO())
     try:
-        assert session.conn.refresh().groups == ("completed-group",)
+        assert session.conn.refresh().groups == ("a-group", "b-group", "c-group")
     finally:
         session.close()
+    # The refresh the toolbar and completion live on: one ListGroups per broker, nothing per group.
+    assert served == {ApiKey.LIST_GROUPS: 3}
 
 
 def test_every_group_argument_completes_group_ids():
