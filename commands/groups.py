@@ -21,6 +21,7 @@ from kafka_shell.files import read_text
 from kafka_shell.groups import EARLIEST, LATEST, Key
 from kafka_shell.metadata import ClusterSnapshot
 from kafka_shell.operations import read_for
+from kafka_shell.option_types import group_id
 from kafka_shell.registry import INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
@@ -71,15 +72,15 @@ def list_groups(session: Session, args: dict) -> Result:
         d = described.get(g.group_id)
         rows.append([g.group_id, (d.state if d and not d.error else g.state) or None, g.group_type,
                      g.protocol_type or None, len(d.members) if d and not d.error else None])
-    return Result(tables=[Table(["Group", "State", "Type", "ProtocolType", "Members"], rows, name="groups")],
-                  messages=failures, exit_code=1 if failures else 0)
+    return groups.outcome([Table(["Group", "State", "Type", "ProtocolType", "Members"], rows, name="groups")],
+                          [], failures)
 
 
 # -- describe-group ----------------------------------------------------------------------------
 
 
 @command("describe-group",
-         Option("group", repeatable=True, metavar="GROUP", completer="group", help="Consumer group id."),
+         Option("group", type=group_id, repeatable=True, metavar="GROUP", completer="group", help="Consumer group id."),
          ALL_GROUPS,
          Option("--members", flag=True, help="Members: consumer id, host, client id, assigned partitions."),
          Option("--state", flag=True, help="State, coordinator, assignment strategy and member count."),
@@ -100,7 +101,7 @@ def describe_group(session: Session, args: dict) -> Result:
     if args["state"]:
         rows = [[d.group_id, d.coordinator, d.protocol or None, d.state, len(d.members)] for d in found]
         table = Table(["Group", "Coordinator", "AssignmentStrategy", "State", "Members"], rows, name="groups")
-        return Result(tables=[table], messages=failures, exit_code=1 if failures else 0)
+        return groups.outcome([table], [], failures)
     topic = args["topic"]
     if args["members"]:
         rows = []
@@ -111,7 +112,7 @@ def describe_group(session: Session, args: dict) -> Result:
                              _assignment_text(mine)])
         table = Table(["Group", "ConsumerId", "GroupInstanceId", "Host", "ClientId", "Partitions", "Assignment"],
                       rows, name="members")
-        return Result(tables=[table], messages=failures, exit_code=1 if failures else 0)
+        return groups.outcome([table], [], failures)
     return _describe_offsets(session, found, topic, failures)
 
 
@@ -149,7 +150,7 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
             end = ends[key]
             if end.error == Error.unknown_topic_or_partition:
                 # As Kafka's tool: a deleted topic's offsets show without a log end, no failure.
-                gone = (f"Topic {key[0]} no longer exists: group '{d.group_id}' still has offsets for it "
+                gone = (f"Topic {key[0]} no longer exists: group '{shown(d.group_id)}' still has offsets for it "
                         "(delete-offsets removes them).")
                 if gone not in messages:
                     messages.append(gone)
@@ -167,13 +168,13 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
                 total = (total or 0) + lag
         by_group.append([d.group_id, d.state, len(d.members), len(keys_of[d.group_id]), total])
         if not d.members:
-            messages.append(f"Consumer group '{d.group_id}' has no active members.")
+            messages.append(f"Consumer group '{shown(d.group_id)}' has no active members.")
     tables = [Table(["Group", "Topic", "Partition", "CurrentOffset", "LogEndOffset", "Lag", "ConsumerId",
                      "Host", "ClientId"], rows, name="offsets"),
               Table(["Group", "Topic", "Partitions", "Lag"],
                     [[g, t, n, lag] for (g, t), (n, lag) in sorted(by_topic.items())], name="topic_totals"),
               Table(["Group", "State", "Members", "Partitions", "Lag"], by_group, name="group_totals")]
-    return Result(tables=tables, messages=messages + failures, exit_code=1 if failures else 0)
+    return groups.outcome(tables, messages, failures)
 
 
 # -- reset-offsets -----------------------------------------------------------------------------
@@ -216,7 +217,7 @@ def iso_duration(text: str) -> int:
 
 
 @command("reset-offsets",
-         Option("--group", repeatable=True, metavar="GROUP", completer="group",
+         Option("--group", type=group_id, repeatable=True, metavar="GROUP", completer="group",
                 help="Consumer group whose offsets to reset."),
          ALL_GROUPS,
          Option("--topic", repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
@@ -261,7 +262,7 @@ def reset_offsets(session: Session, args: dict) -> Result:
             failures.append(groups.group_error(d.error, gid, d.error_message))
             continue
         if d.active:
-            failures.append(f"Assignments can only be reset if the group '{gid}' is inactive, but the current "
+            failures.append(f"Assignments can only be reset if the group '{shown(gid)}' is inactive, but the current "
                             f"state is {d.state}.")
             continue
         try:
@@ -277,10 +278,10 @@ def reset_offsets(session: Session, args: dict) -> Result:
             codes = groups.commit_offsets(session, gid, {k: new for k, (_, new) in plan.items()})
             failures += [f"{t}-{p}: " + groups.group_error(code, gid) for (t, p), code in sorted(codes.items()) if code]
             done = sum(1 for code in codes.values() if not code)
-            notes.append(f"Reset {done} offset(s) of group '{gid}'.")
+            notes.append(f"Reset {done} offset(s) of group '{shown(gid)}'.")
     elif plans and not args["export"]:
         notes.append("Dry run: nothing was changed (add --execute to apply).")
-    return Result(tables=[table], text=text, messages=notes + failures, exit_code=1 if failures else 0)
+    return groups.outcome([table], notes, failures, text)
 
 
 def _confirm(session: Session, args: dict, rows: list) -> None:
@@ -288,7 +289,7 @@ def _confirm(session: Session, args: dict, rows: list) -> None:
         return
     if not session.interactive or session.confirm is None:
         raise UsageError("reset-offsets --execute changes committed offsets: add --yes to confirm")
-    groups_named = ", ".join(sorted({r[0] for r in rows}))
+    groups_named = ", ".join(sorted({shown(r[0]) for r in rows}))
     if not session.confirm(f"Reset {len(rows)} offset(s) of group(s) {groups_named}. Continue?"):
         raise ShellError("Cancelled: nothing was changed.")
 
@@ -299,7 +300,7 @@ def _plan(session: Session, gid: str, args: dict, plan_file: dict[str, dict[Key,
     committed = groups.committed_offsets(session, gid)
     if plan_file is not None:
         if gid not in plan_file:
-            failures.append(f"No reset plan for group {gid} found")
+            failures.append(f"No reset plan for group {shown(gid)} found")
             return {}
         requested = plan_file[gid]
         keys = list(requested)
@@ -419,7 +420,7 @@ def _export(plans: dict[str, dict[Key, tuple[int | None, int]]], single_group: b
 # -- delete-group / delete-offsets -------------------------------------------------------------
 
 
-@command("delete-group", Option("group", repeatable=True, required=True, metavar="GROUP", completer="group",
+@command("delete-group", Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
                                 help="Consumer group to delete."),
          mutates=True, destructive=True,
          help="Delete consumer groups and their offsets (only empty groups; asks for confirmation).",
@@ -433,24 +434,24 @@ def delete_group(session: Session, args: dict) -> Result:
         if d.error:
             failures.append(groups.group_error(d.error, gid, d.error_message))
         elif d.members:
-            failures.append(f"Consumer group '{gid}' has {len(d.members)} active member(s): stop its consumers "
+            failures.append(f"Consumer group '{shown(gid)}' has {len(d.members)} active member(s): stop its consumers "
                             "first (it was not deleted).")
         else:
             deletable.append(gid)
     messages = []
     if args["dry_run"]:
-        messages = [f"Would delete consumer group '{gid}' (dry run)." for gid in deletable]
+        messages = [f"Would delete consumer group '{shown(gid)}' (dry run)." for gid in deletable]
     elif deletable:
         for gid, (code, detail) in groups.delete_groups(session, deletable).items():
             if code:
                 failures.append(groups.group_error(code, gid, detail))
             else:
-                messages.append(f"Deleted consumer group '{gid}'.")
+                messages.append(f"Deleted consumer group '{shown(gid)}'.")
     return Result.message(*messages, *failures, exit_code=1 if failures else 0)
 
 
 @command("delete-offsets",
-         Option("--group", required=True, metavar="GROUP", completer="group", help="Consumer group."),
+         Option("--group", type=group_id, required=True, metavar="GROUP", completer="group", help="Consumer group."),
          Option("--topic", repeatable=True, required=True, metavar="TOPIC[:P,P]", completer="topic",
                 help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
          mutates=True, destructive=True, topic_context=True,
@@ -460,11 +461,11 @@ def delete_offsets(session: Session, args: dict) -> Result:
     gid = args["group"]
     keys = groups.topic_partitions(session, read_for(session, groups.topic_names(args["topic"])), args["topic"])
     if args["dry_run"]:
-        return Result.message(*(f"Would delete the offset of {t}-{p} for group '{gid}' (dry run)." for t, p in keys))
+        return Result.message(*(f"Would delete the offset of {t}-{p} for group '{shown(gid)}' (dry run)."
+                                for t, p in keys))
     top, codes = groups.delete_offsets(session, gid, keys)
     if top:
         raise KafkaCallError(groups.group_error(top, gid), code=top)
     failures = [f"{t}-{p}: " + groups.group_error(code, gid) for (t, p), code in sorted(codes.items()) if code]
     rows = [[t, p, "Error" if code else "Successful"] for (t, p), code in sorted(codes.items())]
-    return Result(tables=[Table(["Topic", "Partition", "Status"], rows, name="offsets")], messages=failures,
-                  exit_code=1 if failures else 0)
+    return groups.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [], failures)

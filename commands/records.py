@@ -19,8 +19,8 @@ from kafka_shell.errors import KafkaCallError, ShellError, UsageError, printable
 from kafka_shell.files import MAX_INPUT_BYTES, is_int, read_bytes, read_json
 from kafka_shell.groups import EARLIEST, LATEST, MAX_TIMESTAMP, Key
 from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import debug, read_for, read_topics, require_topic
-from kafka_shell.option_types import positive_int
+from kafka_shell.operations import check_topic_name, debug, read_for, read_topics, require_topic
+from kafka_shell.option_types import group_id, positive_int
 from kafka_shell.registry import INT32_MAX, INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
@@ -40,7 +40,7 @@ def offset_time(text: str) -> int:
     text = text.strip().lower()
     if text in TIME_NAMES:
         return TIME_NAMES[text]
-    if text.isdigit() and len(text) <= 18:
+    if text.isascii() and text.isdigit() and len(text) <= 18:
         return int(text)
     try:
         moment = datetime.datetime.fromisoformat(text.upper())
@@ -90,14 +90,14 @@ def get_offsets(session: Session, args: dict) -> Result:
         else:
             rows.append([key[0], key[1], a.offset, a.timestamp if a.timestamp >= 0 else None])
             lines.append(f"{key[0]}:{key[1]}:{a.offset}")
-    return Result(tables=[Table(["Topic", "Partition", "Offset", "Timestamp"], rows, name="offsets")],
-                  text="\n".join(lines) if lines else "(none)", messages=notes + failures,
-                  exit_code=1 if failures else 0)
+    return groups.outcome([Table(["Topic", "Partition", "Offset", "Timestamp"], rows, name="offsets")], notes,
+                          failures, "\n".join(lines) if lines else "(none)")
 
 
 # -- delete-records ----------------------------------------------------------------------------
 
 DELETE_RECORDS_TIMEOUT_MS = 30000
+HIGH_WATERMARK = -1   # DeleteRecords' offset meaning "up to the high watermark"
 
 
 def _offsets_file(path: str) -> dict[Key, int]:
@@ -114,6 +114,10 @@ def _offsets_file(path: str) -> dict[Key, int]:
         if not (isinstance(e, dict) and isinstance(e.get("topic"), str) and is_int(e.get("partition"))
                 and is_int(e.get("offset"))):
             raise UsageError(f"{path}: partitions[{i}] needs a string topic and integer partition and offset")
+        if not 0 <= e["partition"] <= INT32_MAX or not HIGH_WATERMARK <= e["offset"] <= INT64_MAX:
+            raise UsageError(f"{path}: partitions[{i}]: partition from 0 to {INT32_MAX}, offset from -1 "
+                             f"(the high watermark) to {INT64_MAX}")
+        check_topic_name(e["topic"])
         key = (e["topic"], e["partition"])
         if key in out:
             raise UsageError(f"{path}: duplicate partition {key[0]}-{key[1]}")
@@ -182,18 +186,22 @@ def delete_records(session: Session, args: dict) -> Result:
         elif code:
             failures.append(groups.offset_error(key, code))
         rows.append([key[0], key[1], None if code else low, "Error" if code else "Successful"])
-    return Result(tables=[Table(["Topic", "Partition", "LowWatermark", "Status"], rows, name="records")],
-                  messages=failures, exit_code=1 if failures else 0)
+    return groups.outcome([Table(["Topic", "Partition", "LowWatermark", "Status"], rows, name="records")], [],
+                          failures)
 
 
 # -- produce -----------------------------------------------------------------------------------
 
 
-def header(text: str) -> tuple[str, str]:
+def header(text: str) -> tuple[str, bytes]:
     key, sep, value = text.partition("=")
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("key=value with a UTF-8 key") from None
     if not sep or not key:
         raise ValueError("key=value")
-    return key, value
+    return key, value.encode("utf-8", "surrogateescape")
 
 
 @command("produce",
@@ -211,10 +219,15 @@ def header(text: str) -> tuple[str, str]:
          examples=("produce --topic orders hello world", "produce --topic orders --key-separator : k1:v1 k2:v2",
                    "produce --topic orders --file values.txt --header source=batch"))
 def produce(session: Session, args: dict) -> Result:
+    if args["value"] and args["file"]:
+        raise UsageError("Give values as arguments or --file, not both")
+    topic = require_topic(session, args["topic"])
+    if args["partition"] is not None and args["partition"] >= len(topic.partitions):
+        raise UsageError(f'Topic "{topic.name}" has no partition {args["partition"]} (it has {len(topic.partitions)})')
     lines = _values(session, args)
     if not lines:
         raise UsageError("Nothing to send: give values, --file FILE, or lines on stdin")
-    sep = args["key_separator"].encode() if args["key_separator"] else None
+    sep = raw_bytes(args["key_separator"]) if args["key_separator"] else None
     records: list[tuple[bytes | None, bytes]] = []
     for n, line in enumerate(lines, 1):
         if sep is None:
@@ -225,21 +238,32 @@ def produce(session: Session, args: dict) -> Result:
             raise UsageError(f"Line {n} has no key separator {shown(args['key_separator'])}: "
                              "give KEY<SEP>VALUE on every line")
         records.append((key, value))
-    topic = require_topic(session, args["topic"])
-    if args["partition"] is not None and args["partition"] >= len(topic.partitions):
-        raise UsageError(f'Topic "{topic.name}" has no partition {args["partition"]} (it has {len(topic.partitions)})')
     return _send(session, topic.name, records, args)
 
 
+def _stdin_piped() -> bool:
+    try:
+        return not sys.stdin.isatty()
+    except (AttributeError, ValueError, OSError):  # closed, or replaced by a test harness
+        return False
+
+
+def raw_bytes(text: str) -> bytes:
+    """What the user typed, as bytes: text as UTF-8, and bytes of the command line that were
+    not UTF-8 (Python's surrogate escapes) as they came."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 def _values(session: Session, args: dict) -> list[bytes]:
-    if args["value"] and args["file"]:
-        raise UsageError("Give values as arguments or --file, not both")
     if args["value"]:
-        return [v.encode() for v in args["value"]]
+        return [raw_bytes(v) for v in args["value"]]
     if args["file"]:
         data = read_bytes(args["file"], "--file")
-    elif not session.interactive and not sys.stdin.isatty():
-        data = sys.stdin.buffer.read(MAX_INPUT_BYTES)
+    elif not session.interactive and _stdin_piped():
+        try:
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES)
+        except (OSError, ValueError, AttributeError) as exc:
+            raise UsageError(f"Cannot read standard input: {exc}") from None
     else:
         return []
     return [line.rstrip(b"\r") for line in data.split(b"\n") if line.rstrip(b"\r")]
@@ -286,8 +310,7 @@ def _send(session: Session, topic: str, records: list[tuple[bytes | None, bytes]
     sent = len(rows)
     note = f"Produced {sent} record(s) to {topic}." if not failures else \
         f"Produced {sent} of {len(records)} record(s) to {topic}."
-    return Result(tables=[Table(["Record", "Partition", "Offset"], rows, name="produced")],
-                  messages=[note, *failures], exit_code=1 if failures else 0)
+    return groups.outcome([Table(["Record", "Partition", "Offset"], rows, name="produced")], [note], failures)
 
 
 def _start_offsets(session: Session, snap: ClusterSnapshot, topic: str, parts: list[int], args: dict) -> dict[int, int]:
@@ -329,7 +352,7 @@ def shown_bytes(data: str | bytes | None) -> str | None:
          Option("--partition", type=partition_index, metavar="P", help="Only this partition."),
          Option("--max-messages", type=positive_int, metavar="N",
                 help=f"Stop after N records (default {REPL_MAX_MESSAGES} in the REPL, else none)."),
-         Option("--group", metavar="GROUP", completer="group",
+         Option("--group", type=group_id, metavar="GROUP", completer="group",
                 help="Consume as this consumer group and commit (default: no group, nothing committed)."),
          Option("--timeout", type=float, metavar="SECONDS",
                 help="Stop when no record came for this long (default: the session's --timeout)."),
@@ -394,5 +417,5 @@ def consume(session: Session, args: dict) -> Result:
     finally:
         consumer.close()  # with a group: commits what was consumed and leaves the group
     notes = [f"Consumed {len(rows)} record(s)" + (" (interrupted)." if interrupted else ".")]
-    return Result(tables=[Table(["Partition", "Offset", "Timestamp", "Key", "Headers", "Value"], rows,
-                                name="records")], messages=notes + failures, exit_code=1 if failures else 0)
+    return groups.outcome([Table(["Partition", "Offset", "Timestamp", "Key", "Headers", "Value"], rows,
+                                 name="records")], notes, failures)

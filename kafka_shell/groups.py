@@ -22,6 +22,7 @@ from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
 from kafka_shell.metadata import ClusterSnapshot
 from kafka_shell.operations import debug
+from kafka_shell.render import Result, Table
 from kafka_shell.router import INITIAL_BACKOFF_S, MAX_BACKOFF_S
 
 if TYPE_CHECKING:
@@ -418,6 +419,17 @@ def _list_offsets_at(session: Session, leader: int, keys: list[Key], timestamp: 
 
 def offset_error(key: Key, code: int) -> str:
     return f"{key[0]}-{key[1]}: " + kafka_error_message(code, _error_name(code), "", topic=key[0])
+
+
+# -- results -----------------------------------------------------------------------------------
+
+
+def outcome(tables: list[Table], notes: list[str], failures: list[str], text: str | None = None) -> Result:
+    """A command's result where parts may fail: the tables (or `text`) and notes, then one line
+    per failure and exit 1 if any. When nothing succeeded, only the lines: no empty tables."""
+    if failures and not any(t.rows for t in tables):
+        return Result.message(*notes, *failures, exit_code=1)
+    return Result(tables=tables, text=text, messages=[*notes, *failures], exit_code=1 if failures else 0)
 
 
 # -- topic[:partition,...] arguments -----------------------------------------------------------
