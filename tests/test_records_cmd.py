@@ -68,6 +68,10 @@ def test_produce_then_consume_round_trip_with_keys_headers_and_binary_values(san
     assert err.strip() == "Consumed 3 record(s)."
     out, _ = ok(sandbox, "consume --topic t --partition 1 --offset 1 --timeout 0.5 -o json")
     assert [(r["Key"], r["Value"], r["Headers"]) for r in json_rows(out)] == [("k2", "two words", "source=test,n=1")]
+    # Bytes of the command line that are not UTF-8 (as Python hands them over) go out as they came.
+    ok(sandbox, "produce --topic t --partition 1 \udcff\udcfe")
+    out, _ = ok(sandbox, "consume --topic t --partition 1 --offset 2 --timeout 0.5 -o json")
+    assert [r["Value"] for r in json_rows(out)] == ["0xfffe"]
 
 
 def seen_ts(messages: list, partition: int, offset: int) -> int:
