@@ -373,3 +373,18 @@ def test_exit_code_of_a_real_process_on_partial_failure(sandbox):
     commit(sandbox, "real", "t", {0: 0})
     p = run(sandbox, "describe-group real ghost --state")
     assert p.returncode == 1 and "Consumer group 'ghost' does not exist" in p.stderr and "real" in p.stdout
+
+
+def test_reset_execute_asks_in_the_repl(sandbox, stamped):
+    asked: list[str] = []
+    for answer, expected in ((False, {0: 4, 1: 3}), (True, {0: 10, 1: 5})):
+        session = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=io.StringIO(),
+                          stderr=io.StringIO(), interactive=True,
+                          confirm=lambda question, answer=answer: asked.append(question) or answer)
+        try:
+            code = run_line(session, "reset-offsets --group g --topic t --to-latest --execute")
+        finally:
+            session.close()
+        assert code == (0 if answer else 1)
+        assert committed(sandbox, "g") == expected
+    assert asked == ["Reset 2 offset(s) of group(s) g. Continue?"] * 2
