@@ -3,7 +3,7 @@ _kafka_shell() {
   local cur="${COMP_WORDS[COMP_CWORD]}" cmd="" w
   for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
     case "$w" in
-      --alter-configs|--alter-topic|--api-versions|--broker-ids|--controller-history|--create-topic|--delete-topic|--describe-cluster|--describe-configs|--describe-controller|--describe-log-dirs|--describe-quorum|--describe-topic|--elect-leaders|--list-brokers|--list-topics|--preferred-controller|--preferred-replica-leader-election|--reassign-partitions|--rolling-restart-plan|--unclean-recovery) cmd="${w#--}";;
+      --alter-configs|--alter-topic|--api-versions|--broker-ids|--consume|--controller-history|--create-topic|--delete-group|--delete-offsets|--delete-records|--delete-topic|--describe-cluster|--describe-configs|--describe-controller|--describe-group|--describe-log-dirs|--describe-quorum|--describe-topic|--elect-leaders|--get-offsets|--list-brokers|--list-groups|--list-topics|--preferred-controller|--preferred-replica-leader-election|--produce|--reassign-partitions|--reset-offsets|--rolling-restart-plan|--unclean-recovery) cmd="${w#--}";;
     esac
   done
   local opts="--bootstrap-controller --bootstrap-server --broker-list --cluster --command --command-config --continue-on-error --csv-table --debug --expanded --file --help --no-pager --output --quiet --sandbox --shell --timeout --version --yes -X -c -f -h -o -q"
@@ -12,24 +12,33 @@ _kafka_shell() {
     alter-topic) opts="$opts --topic --partitions --replica-assignment --config --delete-config --replication-factor --dry-run --output -o --csv-table --help";;
     api-versions) opts="$opts --broker --output -o --csv-table --help";;
     broker-ids) opts="$opts --host --mapping-topic --dry-run --yes --output -o --csv-table --help";;
+    consume) opts="$opts --topic --from-beginning --offset --partition --max-messages --group --timeout --output -o --csv-table --help";;
     controller-history) opts="$opts --output -o --csv-table --help";;
     create-topic) opts="$opts --topic --partitions --replication-factor --replica-assignment --config --if-not-exists --dry-run --output -o --csv-table --help";;
+    delete-group) opts="$opts --dry-run --yes --output -o --csv-table --help";;
+    delete-offsets) opts="$opts --group --topic --dry-run --yes --output -o --csv-table --help";;
+    delete-records) opts="$opts --topic --partition --before-offset --offset-json-file --dry-run --yes --output -o --csv-table --help";;
     delete-topic) opts="$opts --topic --if-exists --dry-run --yes --output -o --csv-table --help";;
     describe-cluster) opts="$opts --output -o --csv-table --help";;
     describe-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --all --output -o --csv-table --help";;
     describe-controller) opts="$opts --output -o --csv-table --help";;
+    describe-group) opts="$opts --all-groups --members --state --offsets --topic --output -o --csv-table --help";;
     describe-log-dirs) opts="$opts --broker-list --topic-list --describe --output -o --csv-table --help";;
     describe-quorum) opts="$opts --status --replication --output -o --csv-table --help";;
     describe-topic) opts="$opts --topic --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --not-preferred-leader --topics-with-overrides --exclude-internal --output -o --csv-table --help";;
     elect-leaders) opts="$opts --election-type --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --csv-table --help";;
+    get-offsets) opts="$opts --topic --partitions --time --output -o --csv-table --help";;
     list-brokers) opts="$opts --output -o --csv-table --help";;
+    list-groups) opts="$opts --state --output -o --csv-table --help";;
     list-topics) opts="$opts --exclude-internal --output -o --csv-table --help";;
     preferred-controller) opts="$opts --blocking --timeout-ms --dry-run --output -o --csv-table --help";;
     preferred-replica-leader-election) opts="$opts --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --csv-table --help";;
+    produce) opts="$opts --topic --file --key-separator --header --partition --acks --request-required-acks --output -o --csv-table --help";;
     reassign-partitions) opts="$opts --generate --execute --verify --cancel --list --reassignment-json-file --topics-to-move-json-file --topic --broker-list --disable-rack-aware --proposed-json-file --additional --throttle --blocking --all --preserve-throttles --dry-run --output -o --csv-table --help";;
+    reset-offsets) opts="$opts --group --all-groups --topic --all-topics --to-earliest --to-latest --to-current --to-offset --shift-by --to-datetime --by-duration --from-file --execute --export --yes --dry-run --output -o --csv-table --help";;
     rolling-restart-plan) opts="$opts --brokers --output -o --csv-table --help";;
     unclean-recovery) opts="$opts --path-to-json-file --all-offline-partitions --topic --show-replica-info --manual-recovery-output-file --automated-recovery --recovery-duration-ms --recovery-election-attempts --yes --dry-run --output -o --csv-table --help";;
-    "") opts="$opts --alter-configs --alter-topic --api-versions --broker-ids --controller-history --create-topic --delete-topic --describe-cluster --describe-configs --describe-controller --describe-log-dirs --describe-quorum --describe-topic --elect-leaders --list-brokers --list-topics --preferred-controller --preferred-replica-leader-election --reassign-partitions --rolling-restart-plan --unclean-recovery sandbox";;
+    "") opts="$opts --alter-configs --alter-topic --api-versions --broker-ids --consume --controller-history --create-topic --delete-group --delete-offsets --delete-records --delete-topic --describe-cluster --describe-configs --describe-controller --describe-group --describe-log-dirs --describe-quorum --describe-topic --elect-leaders --get-offsets --list-brokers --list-groups --list-topics --preferred-controller --preferred-replica-leader-election --produce --reassign-partitions --reset-offsets --rolling-restart-plan --unclean-recovery sandbox";;
   esac
   COMPREPLY=( $(compgen -W "$opts" -- "$cur") )
 }

@@ -42,6 +42,12 @@ class FileExists(UsageError):
 def read_text(path: str, what: str = "") -> str:
     """A user's UTF-8 text file; a UsageError naming `what` (a script, an option) and the path
     otherwise."""
+    return decode(read_bytes(path, what), f"{what} {path}" if what else path)
+
+
+def read_bytes(path: str, what: str = "") -> bytes:
+    """A user's file as it is (records to produce may be binary); a UsageError naming `what`
+    and the path when it cannot be read."""
     named = f"{what} {path}" if what else path
     try:
         with open(os.path.expanduser(path), "rb") as fh:
@@ -50,7 +56,7 @@ def read_text(path: str, what: str = "") -> str:
         raise UsageError(f"Cannot read {named}: {getattr(exc, 'strerror', None) or exc}") from None
     if len(data) > MAX_INPUT_BYTES:
         raise UsageError(f"Cannot read {named}: larger than {MAX_INPUT_BYTES // 2**20} MiB (give a smaller file)")
-    return decode(data, named)
+    return data
 
 
 def decode(data: bytes, what: str) -> str:

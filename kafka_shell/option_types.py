@@ -54,3 +54,17 @@ def topic_pattern(text: str) -> str:
         raise ValueError(f"a topic name or glob: up to {MAX_TOPIC_NAME} letters, digits, '.', '_', '-' "
                          "and * ? [ ]")
     return text
+
+
+MAX_GROUP_ID_BYTES = 2**15 - 1   # a Kafka string: int16 length
+
+
+def group_id(text: str) -> str:
+    """A consumer group id: any text Kafka can carry (not empty, UTF-8, up to 32767 bytes)."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError("a group id in UTF-8 text") from None
+    if not 0 < size <= MAX_GROUP_ID_BYTES:
+        raise ValueError(f"a group id of 1 to {MAX_GROUP_ID_BYTES} bytes")
+    return text

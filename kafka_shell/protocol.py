@@ -189,6 +189,21 @@ def build(cls: EntityClass, data: dict | object) -> object:
     return cls(**kwargs)
 
 
+def maker(cls: EntityClass, **fixed: object) -> typing.Callable[..., object]:
+    """A fast way to build many `cls` entities (the partitions of a large answer): each call
+    gives `fixed` plus its own keyword values, keeping only the fields `cls` has. Values must
+    already be what the field holds (ErrorCode members for error codes) and every field without
+    a default must be given; `build` converts field by field, about 3x slower."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    base = {k: v for k, v in fixed.items() if k in names}
+
+    def make(**values: object) -> object:
+        if values.keys() <= names:
+            return cls(**{**base, **values})
+        return cls(**{**base, **{k: v for k, v in values.items() if k in names}})
+    return make
+
+
 def to_dict(entity: object) -> object:
     """Plain data from a kio entity: ints for error codes, ms for durations, lists for arrays."""
     if dataclasses.is_dataclass(entity):

@@ -23,6 +23,7 @@ import pytest
 from kafka_shell.main import main
 from kafka_shell.registry import Command, Option, load_commands
 from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import groups as sandbox_groups
 from kafka_shell.sandbox.server import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,6 +123,8 @@ def cluster(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hostile")
     with Sandbox(brokers=3) as s:
         s.call(sandbox_admin.create_topic, s.cluster, "t", 3, 3)
+        # As on any cluster that has served a group: else the first FindCoordinator creates it.
+        s.call(sandbox_groups.ensure_offsets_topic, s.cluster)
         move = tmp / "move.json"
         move.write_text(json.dumps({"version": 1, "partitions": [
             {"topic": "t", "partition": 0, "replicas": [1, 2, 3]}]}))

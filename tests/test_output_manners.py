@@ -229,9 +229,17 @@ TABLE_LINES: dict[str, list[str]] = {
     "rolling-restart-plan": ["rolling-restart-plan"],
     "sandbox": ["sandbox status"],
     "unclean-recovery": ["unclean-recovery --all-offline-partitions --show-replica-info"],
+    "list-groups": ["list-groups"],
+    "describe-group": ["describe-group --all-groups", "describe-group --all-groups --members", "describe-group --all-groups --state"],
+    "reset-offsets": ["reset-offsets --group shape --topic t --to-earliest"],
+    "delete-offsets": ["delete-offsets --group shape --topic t --yes"],
+    "get-offsets": ["get-offsets --topic t", "get-offsets --topic t --time earliest"],
+    "delete-records": ["delete-records --topic t --partition 0 --before-offset 0 --yes"],
+    "produce": ["produce --topic t v1 v2"],
+    "consume": ["consume --topic t --from-beginning --max-messages 1 --timeout 5"],
 }
 # Commands that only say what they did (status lines, help text): no tables to shape.
-MESSAGE_ONLY = {"add-cluster", "alter-configs", "alter-topic", "clear", "create-topic", "delete-topic", "exit",
+MESSAGE_ONLY = {"add-cluster", "alter-configs", "alter-topic", "clear", "create-topic", "delete-group", "delete-topic", "exit",
                 "expanded", "help", "output", "pager", "refresh", "topic", "use-cluster"}
 CASES = [(name, line) for name, lines in TABLE_LINES.items() for line in lines]
 
@@ -260,6 +268,10 @@ def _outputs(sandbox, line: str, tmp_path: Path) -> dict[str, str]:
 def test_every_table_command_has_one_json_shape_and_loads_as_jsonl_and_csv(sandbox, tmp_path, monkeypatch, name, line):
     monkeypatch.setenv("KAFKA_SHELL_CONFIG_DIR", str(tmp_path / "config"))
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 2, 2)
+    if name in ("consume", "describe-group", "reset-offsets", "delete-offsets"):
+        # Something to read, and a group "shape" with committed offsets and no members.
+        _outputs(sandbox, "produce --topic t v", tmp_path)
+        _outputs(sandbox, "consume --topic t --from-beginning --group shape --max-messages 1 --timeout 5", tmp_path)
     out = _outputs(sandbox, line, tmp_path)
     tables = json_tables(out["json"])
     assert isinstance(json.loads(out["json"]), dict) and tables

@@ -10,6 +10,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
+from kafka_shell import protocol
 from kafka_shell.sandbox import groups as gc
 from kafka_shell.sandbox.model import Topic
 from kafka_shell.codes import ApiKey
@@ -162,7 +163,18 @@ def offset_fetch(ctx) -> dict:
     return {"topics": answer["topics"], "error_code": answer["error_code"]}
 
 
+def _partition_maker(ctx):
+    """Partitions of an OffsetFetch answer made as entities at once: a group may hold offsets
+    of 10,000s of partitions, and `build` would convert each field of each one."""
+    cls = protocol.response_schema(ApiKey.OFFSET_FETCH, ctx.version)
+    if ctx.version >= 8:
+        cls = protocol.element_class(cls, "groups")
+    partition_cls = protocol.element_class(protocol.element_class(cls, "topics"), "partitions")
+    return protocol.maker(partition_cls, error_code=ErrorCode.none, metadata="", committed_leader_epoch=-1)
+
+
 def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
+    make = _partition_maker(ctx)
     err = _not_coordinator(ctx, group_id)
     if err:
         return {"group_id": group_id, "error_code": err, "topics": []}
@@ -190,9 +202,9 @@ def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
             parts = []
             for i in partitions:
                 o = committed.get((keys["name"], i))
-                parts.append({"partition_index": i, "error_code": 0, "metadata": o.metadata or "" if o else "",
-                              "committed_offset": o.offset if o else -1,
-                              "committed_leader_epoch": o.leader_epoch if o else -1})
+                parts.append(make(partition_index=i, committed_offset=-1) if o is None else
+                             make(partition_index=i, metadata=o.metadata or "", committed_offset=o.offset,
+                                  committed_leader_epoch=o.leader_epoch))
         topics.append({**keys, "partitions": parts})
     return {"group_id": group_id, "error_code": 0, "topics": topics}
 

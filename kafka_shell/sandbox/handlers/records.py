@@ -200,10 +200,13 @@ DEBUGGING_REPLICA_ID = -2  # Kafka's debugging id: served from this broker's own
 @api(ApiKey.LIST_OFFSETS)
 def list_offsets(ctx) -> dict:
     req = ctx.request
+    # Answers are made as entities at once (describe-group asks about 10,000s of partitions).
+    make = protocol.maker(protocol.element_class(protocol.element_class(
+        protocol.response_schema(ApiKey.LIST_OFFSETS, ctx.version), "topics"), "partitions"), error_code=ErrorCode.none)
     topics = []
     for rt in req.topics:
         t = ctx.cluster.topics.get(rt.name)
-        parts = []
+        parts: list[object] = []
         for rp in rt.partitions:
             p = t.partition(rp.partition_index) if t else None
             if p is None:
@@ -228,8 +231,7 @@ def list_offsets(ctx) -> dict:
                 upper = p.leo.get(p.leader, 0)
             found = _offset_for(p, rp.timestamp, upper)
             offset, ts, epoch = found if found else (-1, -1, -1)
-            parts.append({"partition_index": rp.partition_index, "error_code": 0,
-                          "timestamp": ts, "offset": offset, "leader_epoch": epoch})
+            parts.append(make(partition_index=rp.partition_index, timestamp=ts, offset=offset, leader_epoch=epoch))
         topics.append({"name": rt.name, "partitions": parts})
     return {"topics": topics}
 

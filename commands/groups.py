@@ -1,0 +1,471 @@
+"""Consumer group commands, after Kafka's kafka-consumer-groups: list-groups, describe-group,
+reset-offsets, delete-group, delete-offsets.
+
+Each group is served by its coordinator (kafka_shell/groups.py finds it and retries while it
+moves). Every failure is one line and makes the exit code 1; the rest of the command still runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import re
+import time
+from typing import TYPE_CHECKING
+
+from kafka_shell import groups
+from kafka_shell.codes import Error
+from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
+from kafka_shell.files import read_text
+from kafka_shell.groups import EARLIEST, LATEST, Key
+from kafka_shell.metadata import ClusterSnapshot
+from kafka_shell.operations import read_for
+from kafka_shell.option_types import group_id
+from kafka_shell.registry import INT64_MAX, Option, command, int_range
+from kafka_shell.render import Result, Table
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
+
+# Kafka's ConsumerGroupState values (what --state accepts).
+GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning",
+                "Reconciling", "Unknown")
+TOPIC_CONTEXT_HELP = "Topic (default: the context topic)."
+
+
+def group_states(text: str) -> list[str]:
+    """Kafka's `--state` list: states separated by commas, any case."""
+    by_lower = {s.lower(): s for s in GROUP_STATES}
+    states = [by_lower.get(s.strip().lower()) for s in text.split(",")]
+    if not all(states):
+        raise ValueError(f"states separated by commas, of {', '.join(GROUP_STATES)}")
+    return states  # type: ignore[return-value]
+
+
+ALL_GROUPS = Option("--all-groups", flag=True, help="Every group of the cluster.")
+
+
+def chosen_groups(session: Session, given: list[str], all_groups: bool) -> list[str]:
+    """The groups named, or with --all-groups every group the brokers list."""
+    if not all_groups:
+        return list(dict.fromkeys(given))
+    listed, failures = groups.list_groups(session)
+    if failures:
+        raise ShellError(" ".join(failures))
+    return [g.group_id for g in listed]
+
+
+# -- list-groups -------------------------------------------------------------------------------
+
+
+@command("list-groups",
+         Option("--state", type=group_states, metavar="STATE[,STATE]",
+                help="Only groups in these states (e.g. Stable,Empty)."),
+         help="List consumer groups with their state, type, protocol and member count.",
+         examples=("list-groups", "list-groups --state Stable"))
+def list_groups(session: Session, args: dict) -> Result:
+    listed, failures = groups.list_groups(session, args["state"] or ())
+    described = groups.describe_groups(session, [g.group_id for g in listed]) if listed else {}
+    rows = []
+    for g in listed:
+        d = described.get(g.group_id)
+        rows.append([g.group_id, (d.state if d and not d.error else g.state) or None, g.group_type,
+                     g.protocol_type or None, len(d.members) if d and not d.error else None])
+    return groups.outcome([Table(["Group", "State", "Type", "ProtocolType", "Members"], rows, name="groups")],
+                          [], failures)
+
+
+# -- describe-group ----------------------------------------------------------------------------
+
+
+@command("describe-group",
+         Option("group", type=group_id, repeatable=True, metavar="GROUP", completer="group", help="Consumer group id."),
+         ALL_GROUPS,
+         Option("--members", flag=True, help="Members: consumer id, host, client id, assigned partitions."),
+         Option("--state", flag=True, help="State, coordinator, assignment strategy and member count."),
+         Option("--offsets", flag=True,
+                help="Per partition: current offset, log end offset, lag and member (the default)."),
+         Option("--topic", metavar="NAME", completer="topic",
+                help=TOPIC_CONTEXT_HELP + " Only its partitions are shown."),
+         topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
+         required_groups=(("group", "--all-groups"),),
+         help="Describe consumer groups: offsets and lag (default), --members or --state.",
+         examples=("describe-group orders-app", "describe-group orders-app --members",
+                   "describe-group a b --state"))
+def describe_group(session: Session, args: dict) -> Result:
+    ids = chosen_groups(session, args["group"], args["all_groups"])
+    described = groups.describe_groups(session, ids)
+    failures = [groups.group_error(d.error, gid, d.error_message) for gid, d in described.items() if d.error]
+    found = [d for d in described.values() if not d.error]
+    if args["state"]:
+        rows = [[d.group_id, d.coordinator, d.protocol or None, d.state, len(d.members)] for d in found]
+        table = Table(["Group", "Coordinator", "AssignmentStrategy", "State", "Members"], rows, name="groups")
+        return groups.outcome([table], [], failures)
+    topic = args["topic"]
+    if args["members"]:
+        rows = []
+        for d in found:
+            for m in d.members:
+                mine = [k for k in m.assignment if topic is None or k[0] == topic]
+                rows.append([d.group_id, m.member_id, m.instance_id, m.host, m.client_id, len(mine),
+                             _assignment_text(mine)])
+        table = Table(["Group", "ConsumerId", "GroupInstanceId", "Host", "ClientId", "Partitions", "Assignment"],
+                      rows, name="members")
+        return groups.outcome([table], [], failures)
+    return _describe_offsets(session, found, topic, failures)
+
+
+def _assignment_text(keys: list[Key]) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in sorted(keys):
+        by_topic.setdefault(t, []).append(p)
+    return " ".join(f"{t}({','.join(map(str, ps))})" for t, ps in by_topic.items()) or "-"
+
+
+def _describe_offsets(session: Session, found: list[groups.GroupDescription], topic: str | None,
+                      failures: list[str]) -> Result:
+    committed: dict[str, dict[Key, int]] = {}
+    for d in found:
+        try:
+            committed[d.group_id] = groups.committed_offsets(session, d.group_id)
+        except KafkaCallError as exc:
+            failures.append(str(exc))
+            committed[d.group_id] = {}
+    owners: dict[str, dict[Key, groups.Member]] = {
+        d.group_id: {k: m for m in d.members for k in m.assignment} for d in found}
+    keys_of = {d.group_id: sorted(k for k in {*committed[d.group_id], *owners[d.group_id]}
+                                  if topic is None or k[0] == topic) for d in found}
+    names = sorted({t for ks in keys_of.values() for t, _ in ks})
+    ends = groups.log_offsets(session, session.conn.read(names), {k for ks in keys_of.values() for k in ks},
+                              LATEST) if names else {}
+    rows: list[list] = []
+    by_topic: dict[tuple[str, str], list] = {}
+    by_group: list[list] = []
+    messages: list[str] = []
+    for d in found:
+        total: int | None = None
+        for key in keys_of[d.group_id]:
+            current = committed[d.group_id].get(key)
+            end = ends[key]
+            if end.error == Error.unknown_topic_or_partition:
+                # As Kafka's tool: a deleted topic's offsets show without a log end, no failure.
+                gone = (f"Topic {key[0]} no longer exists: group '{shown(d.group_id)}' still has offsets for it "
+                        "(delete-offsets removes them).")
+                if gone not in messages:
+                    messages.append(gone)
+            elif end.error:
+                failures.append(groups.offset_error(key, end.error))
+            leo = None if end.error else end.offset
+            lag = leo - current if leo is not None and current is not None else None
+            m = owners[d.group_id].get(key)
+            rows.append([d.group_id, key[0], key[1], current, leo, lag, m.member_id if m else None,
+                         m.host if m else None, m.client_id if m else None])
+            entry = by_topic.setdefault((d.group_id, key[0]), [0, None])
+            entry[0] += 1
+            if lag is not None:
+                entry[1] = (entry[1] or 0) + lag
+                total = (total or 0) + lag
+        by_group.append([d.group_id, d.state, len(d.members), len(keys_of[d.group_id]), total])
+        if not d.members:
+            messages.append(f"Consumer group '{shown(d.group_id)}' has no active members.")
+    tables = [Table(["Group", "Topic", "Partition", "CurrentOffset", "LogEndOffset", "Lag", "ConsumerId",
+                     "Host", "ClientId"], rows, name="offsets"),
+              Table(["Group", "Topic", "Partitions", "Lag"],
+                    [[g, t, n, lag] for (g, t), (n, lag) in sorted(by_topic.items())], name="topic_totals"),
+              Table(["Group", "State", "Members", "Partitions", "Lag"], by_group, name="group_totals")]
+    return groups.outcome(tables, messages, failures)
+
+
+# -- reset-offsets -----------------------------------------------------------------------------
+
+SPECIFIERS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset", "--shift-by", "--to-datetime",
+              "--by-duration", "--from-file")
+offset_value = int_range(0, INT64_MAX, "an offset")
+shift_value = int_range(-INT64_MAX, INT64_MAX, "a number of offsets (negative moves back)")
+# Java's Duration.parse: PnDTnHnMn.nS (each part optional, a sign allowed on each).
+_DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?",
+                       re.IGNORECASE)
+
+
+def iso_datetime(text: str) -> int:
+    """Kafka's --to-datetime: 'YYYY-MM-DDTHH:mm:SS.sss', UTC unless it gives a zone; epoch ms."""
+    if "T" not in text:
+        raise ValueError("an ISO 8601 date and time such as 2024-01-31T12:00:00.000 (UTC unless a zone "
+                         "such as +02:00 or Z is given)")
+    try:
+        moment = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError("an ISO 8601 date and time such as 2024-01-31T12:00:00.000 (UTC unless a zone "
+                         "such as +02:00 or Z is given)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def iso_duration(text: str) -> int:
+    """Kafka's --by-duration (Java's Duration.parse, e.g. PT1H30M or P1DT2H): milliseconds."""
+    m = _DURATION.fullmatch(text.strip())
+    if not m or not any(m.group(i) for i in (2, 3, 4, 5)) or text.strip().upper().endswith("T"):
+        raise ValueError("an ISO 8601 duration such as PT15M, PT1H30M or P1DT2H")
+    sign = -1 if m.group(1) == "-" else 1
+    days, hours, minutes, seconds = (int(m.group(i) or 0) for i in (2, 3, 4, 5))
+    fraction = (m.group(6) or "").ljust(3, "0")[:3]
+    ms = (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000
+    ms += (-1 if (m.group(5) or "").startswith("-") else 1) * int(fraction or 0)
+    return sign * ms
+
+
+@command("reset-offsets",
+         Option("--group", type=group_id, repeatable=True, metavar="GROUP", completer="group",
+                help="Consumer group whose offsets to reset."),
+         ALL_GROUPS,
+         Option("--topic", repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
+                help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
+         Option("--all-topics", flag=True, help="Every topic the group has committed offsets for."),
+         Option("--to-earliest", flag=True, help="The log start offset."),
+         Option("--to-latest", flag=True, help="The log end offset."),
+         Option("--to-current", flag=True, help="The committed offset (the log end where there is none)."),
+         Option("--to-offset", type=offset_value, metavar="N", help="Offset N (kept within the log)."),
+         Option("--shift-by", type=shift_value, metavar="N", help="The committed offset plus N (may be negative)."),
+         Option("--to-datetime", type=iso_datetime, metavar="YYYY-MM-DDTHH:mm:SS.sss",
+                help="The first offset at or after this time (UTC unless a zone is given)."),
+         Option("--by-duration", type=iso_duration, metavar="PnDTnHnM",
+                help="The first offset at or after now minus this duration (e.g. PT1H)."),
+         Option("--from-file", metavar="CSV", completer="path",
+                help="Offsets from a CSV file: topic,partition,offset (or group,topic,partition,offset)."),
+         Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
+         Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
+         Option("--yes", flag=True, help="Do not ask for confirmation before --execute."),
+         mutates=True, topic_context=True,
+         required_groups=(SPECIFIERS, ("--group", "--all-groups")),
+         exclusive_groups=(("--topic", "--all-topics", "--from-file"),),
+         help="Plan (default) or --execute a reset of a group's committed offsets (the group must be inactive).",
+         examples=("reset-offsets --group app --topic orders --to-earliest",
+                   "reset-offsets --group app --topic orders:0,1 --shift-by -10 --execute",
+                   "reset-offsets --group app --all-topics --to-datetime 2024-01-31T12:00:00.000 --execute",
+                   "reset-offsets --group app --all-topics --to-current --export > plan.csv",
+                   "reset-offsets --group app --from-file plan.csv --execute"))
+def reset_offsets(session: Session, args: dict) -> Result:
+    group_ids = chosen_groups(session, args["group"], args["all_groups"])
+    plan_file = _read_plan(args["from_file"], group_ids) if args["from_file"] else None
+    if not (args["topic"] or args["all_topics"] or plan_file is not None):
+        raise UsageError("reset-offsets needs a scope: --topic, --all-topics or --from-file")
+    execute = args["execute"] and not args["dry_run"]
+    described = groups.describe_groups(session, group_ids)
+    failures: list[str] = []
+    notes: list[str] = []
+    plans: dict[str, dict[Key, tuple[int | None, int]]] = {}
+    for gid in group_ids:
+        d = described[gid]
+        if d.error and d.error != Error.group_id_not_found:
+            failures.append(groups.group_error(d.error, gid, d.error_message))
+            continue
+        if d.active:
+            failures.append(f"Assignments can only be reset if the group '{shown(gid)}' is inactive, but the current "
+                            f"state is {d.state}.")
+            continue
+        try:
+            plans[gid] = _plan(session, gid, args, plan_file, notes, failures)
+        except KafkaCallError as exc:
+            failures.append(str(exc))
+    rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
+    table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
+    text = _export(plans, len(group_ids) == 1) if args["export"] else None
+    if execute and plans:
+        _confirm(session, args, rows)
+        for gid, plan in plans.items():
+            codes = groups.commit_offsets(session, gid, {k: new for k, (_, new) in plan.items()})
+            failures += [f"{t}-{p}: " + groups.group_error(code, gid) for (t, p), code in sorted(codes.items()) if code]
+            done = sum(1 for code in codes.values() if not code)
+            notes.append(f"Reset {done} offset(s) of group '{shown(gid)}'.")
+    elif plans and not args["export"]:
+        notes.append("Dry run: nothing was changed (add --execute to apply).")
+    return groups.outcome([table], notes, failures, text)
+
+
+def _confirm(session: Session, args: dict, rows: list) -> None:
+    if args["yes"] or session.yes:
+        return
+    if not session.interactive or session.confirm is None:
+        raise UsageError("reset-offsets --execute changes committed offsets: add --yes to confirm")
+    groups_named = ", ".join(sorted({shown(r[0]) for r in rows}))
+    if not session.confirm(f"Reset {len(rows)} offset(s) of group(s) {groups_named}. Continue?"):
+        raise ShellError("Cancelled: nothing was changed.")
+
+
+def _plan(session: Session, gid: str, args: dict, plan_file: dict[str, dict[Key, int]] | None,
+          notes: list[str], failures: list[str]) -> dict[Key, tuple[int | None, int]]:
+    """(topic, partition) -> (committed offset or None, new offset) as Kafka's tool computes it."""
+    committed = groups.committed_offsets(session, gid)
+    if plan_file is not None:
+        if gid not in plan_file:
+            failures.append(f"No reset plan for group {shown(gid)} found")
+            return {}
+        requested = plan_file[gid]
+        keys = list(requested)
+        snap = _read_partitions(session, keys)
+    elif args["all_topics"]:
+        keys = sorted(committed)
+        snap = _read_partitions(session, keys)
+    else:
+        snap = read_for(session, groups.topic_names(args["topic"]))
+        keys = groups.topic_partitions(session, snap, args["topic"])
+    targets: dict[Key, int] = {}
+
+    def log_at(timestamp: int) -> dict[Key, int]:
+        answers = groups.log_offsets(session, snap, keys, timestamp)
+        good = {}
+        for key, a in answers.items():
+            if a.error:
+                failures.append(groups.offset_error(key, a.error))
+            else:
+                good[key] = a.offset
+        return good
+
+    if not keys:
+        return {}
+    if args["to_earliest"]:
+        targets = log_at(EARLIEST)
+    elif args["to_latest"]:
+        targets = log_at(LATEST)
+    elif args["to_current"]:
+        without = [k for k in keys if k not in committed]
+        ends = log_at(LATEST) if without else {}
+        targets = {k: committed[k] if k in committed else ends[k] for k in keys if k in committed or k in ends}
+    elif args["to_datetime"] is not None or args["by_duration"] is not None:
+        when = args["to_datetime"] if args["to_datetime"] is not None else int(time.time() * 1000) - args["by_duration"]
+        found = log_at(when)
+        empty = [k for k, offset in found.items() if offset < 0]
+        ends = log_at(LATEST) if empty else {}
+        for key in empty:
+            notes.append(f"Warn: Partition {key[1]} from topic {key[0]} is empty. Falling back to latest known offset.")
+        targets = {k: (ends[k] if offset < 0 else offset) for k, offset in found.items() if offset >= 0 or k in ends}
+    else:
+        if args["to_offset"] is not None:
+            requested = dict.fromkeys(keys, args["to_offset"])
+        elif args["shift_by"] is not None:
+            without = [k for k in keys if k not in committed]
+            if without:
+                raise UsageError(f"Cannot shift offset for partition {without[0][0]}-{without[0][1]} since there is "
+                                 "no current committed offset (use another specifier for it)")
+            requested = {k: committed[k] + args["shift_by"] for k in keys}
+        targets = _clamp(requested, log_at(EARLIEST), log_at(LATEST), notes)
+    return {k: (committed.get(k), targets[k]) for k in keys if k in targets}
+
+
+def _read_partitions(session: Session, keys: list[Key]) -> ClusterSnapshot:
+    """A fresh read of the topics of `keys`; a topic that does not exist is an error."""
+    snap = session.conn.read(sorted({t for t, _ in keys}))
+    missing = sorted({t for t, _ in keys} - set(snap.topics))
+    if missing:
+        raise KafkaCallError(f'Topic "{shown(missing[0])}" does not exist (check the name with list-topics).',
+                             code=Error.unknown_topic_or_partition)
+    return snap
+
+
+def _clamp(requested: dict[Key, int], starts: dict[Key, int], ends: dict[Key, int], notes: list[str]) -> dict[Key, int]:
+    """Kafka's checkOffsetsRange: an offset past the log end becomes the log end, one before the
+    log start the log start, each with a note."""
+    out = {}
+    for key, offset in requested.items():
+        if key not in starts or key not in ends:
+            continue  # its error is already reported
+        label = f"{key[0]}-{key[1]}"
+        if offset > ends[key]:
+            notes.append(f"New offset ({offset}) is higher than latest offset for topic partition {label}. "
+                         f"Value will be set to {ends[key]}")
+            offset = ends[key]
+        elif offset < starts[key]:
+            notes.append(f"New offset ({offset}) is lower than earliest offset for topic partition {label}. "
+                         f"Value will be set to {starts[key]}")
+            offset = starts[key]
+        out[key] = offset
+    return out
+
+
+def _read_plan(path: str, group_ids: list[str]) -> dict[str, dict[Key, int]]:
+    """Kafka's reset CSV: `topic,partition,offset` lines (one group given) or
+    `group,topic,partition,offset` lines."""
+    text = read_text(path, "--from-file")
+    plan: dict[str, dict[Key, int]] = {}
+    for n, row in enumerate(csv.reader(io.StringIO(text)), 1):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) == 3 and len(group_ids) == 1:
+            gid, (topic, partition, offset) = group_ids[0], row
+        elif len(row) == 4:
+            gid, topic, partition, offset = row
+        else:
+            want = "topic,partition,offset" if len(group_ids) == 1 else "group,topic,partition,offset"
+            raise UsageError(f"{path}:{n}: expected {want}, got {shown(','.join(row))}")
+        if not (partition.strip().isdigit() and offset.strip().lstrip("-").isdigit()):
+            raise UsageError(f"{path}:{n}: partition and offset must be integers, got {shown(','.join(row))}")
+        plan.setdefault(gid, {})[(topic, int(partition))] = int(offset)
+    if not plan:
+        raise UsageError(f"{path} holds no offsets (expected topic,partition,offset lines)")
+    return plan
+
+
+def _export(plans: dict[str, dict[Key, tuple[int | None, int]]], single_group: bool) -> str:
+    """Kafka's --export CSV: topic,partition,offset for one group, else group first."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for gid, plan in plans.items():
+        for (t, p), (_, new) in sorted(plan.items()):
+            writer.writerow([t, p, new] if single_group else [gid, t, p, new])
+    return out.getvalue()
+
+
+# -- delete-group / delete-offsets -------------------------------------------------------------
+
+
+@command("delete-group", Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
+                                help="Consumer group to delete."),
+         mutates=True, destructive=True,
+         help="Delete consumer groups and their offsets (only empty groups; asks for confirmation).",
+         examples=("delete-group old-app --yes", "delete-group a b --dry-run"))
+def delete_group(session: Session, args: dict) -> Result:
+    ids = list(dict.fromkeys(args["group"]))
+    described = groups.describe_groups(session, ids)
+    failures, deletable = [], []
+    for gid in ids:
+        d = described[gid]
+        if d.error:
+            failures.append(groups.group_error(d.error, gid, d.error_message))
+        elif d.members:
+            failures.append(f"Consumer group '{shown(gid)}' has {len(d.members)} active member(s): stop its consumers "
+                            "first (it was not deleted).")
+        else:
+            deletable.append(gid)
+    messages = []
+    if args["dry_run"]:
+        messages = [f"Would delete consumer group '{shown(gid)}' (dry run)." for gid in deletable]
+    elif deletable:
+        for gid, (code, detail) in groups.delete_groups(session, deletable).items():
+            if code:
+                failures.append(groups.group_error(code, gid, detail))
+            else:
+                messages.append(f"Deleted consumer group '{shown(gid)}'.")
+    return Result.message(*messages, *failures, exit_code=1 if failures else 0)
+
+
+@command("delete-offsets",
+         Option("--group", type=group_id, required=True, metavar="GROUP", completer="group", help="Consumer group."),
+         Option("--topic", repeatable=True, required=True, metavar="TOPIC[:P,P]", completer="topic",
+                help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
+         mutates=True, destructive=True, topic_context=True,
+         help="Delete a group's committed offsets of topics it no longer consumes.",
+         examples=("delete-offsets --group app --topic old-topic --yes",))
+def delete_offsets(session: Session, args: dict) -> Result:
+    gid = args["group"]
+    keys = groups.topic_partitions(session, read_for(session, groups.topic_names(args["topic"])), args["topic"])
+    if args["dry_run"]:
+        return Result.message(*(f"Would delete the offset of {t}-{p} for group '{shown(gid)}' (dry run)."
+                                for t, p in keys))
+    top, codes = groups.delete_offsets(session, gid, keys)
+    if top:
+        raise KafkaCallError(groups.group_error(top, gid), code=top)
+    failures = [f"{t}-{p}: " + groups.group_error(code, gid) for (t, p), code in sorted(codes.items()) if code]
+    rows = [[t, p, "Error" if code else "Successful"] for (t, p), code in sorted(codes.items())]
+    return groups.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [], failures)
