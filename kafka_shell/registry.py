@@ -66,6 +66,11 @@ class Option:
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
 
+    @property
+    def is_list(self) -> bool:
+        """Its value lists several names or ids separated by commas (metavar `ID,ID`)."""
+        return "," in (self.metavar or "") and self.completer in ("topic", "broker", "group")
+
 
 @dataclass(frozen=True)
 class Command:

@@ -39,7 +39,8 @@ def run_lines(session: Session, items: list[tuple[str, str]], echo: Echo | None 
     """Run (where, line) items in order; return the exit code of each line run (a failure stops
     the run unless stop_on_error is False)."""
     load_commands()
-    lines = [Line(where, text) for where, text in items]
+    # `a; b` is two commands, in every mode.
+    lines = [Line(where, part) for where, text in items for part in parsing.split_commands(text)]
     codes: list[int] = []
     i = 0
     while i < len(lines):
