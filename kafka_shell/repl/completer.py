@@ -83,10 +83,11 @@ class KafkaCompleter(Completer):
                 for name in self.groups.matches(prefix, MAX_CANDIDATES + len(exclude)):
                     if name not in exclude:
                         yield name, "group"
-            case s.ConfigKey(entity, suffix, overrides, name) if entity is not None:  # None: no known keys
+            case s.ConfigKey(entity, suffix, overrides, name, exclude) if entity is not None:  # None: no keys known
                 keys = self._overrides(entity, name) if overrides else None
                 for key in matching(config_keys.keys(entity) if keys is None else keys, prefix):
-                    yield key + suffix, config_keys.describe(entity, key)
+                    if key not in exclude:
+                        yield key + suffix, config_keys.describe(entity, key)
             case s.ConfigValue(entity, key) if entity is not None:
                 yield from _matched(config_keys.values(entity, key), prefix, key)
             case s.Choice(choices):

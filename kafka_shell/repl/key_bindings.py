@@ -54,15 +54,18 @@ def create_key_bindings(repl: Repl) -> KeyBindings:
 
     @kb.add("c-r", filter=is_searching)
     def _(event: KeyPressEvent) -> None:
-        """Ctrl-R again: the next older history entry that matches. prompt_toolkit's own steps
-        to the previous occurrence, which is often in the same line or an identical entry."""
+        """Ctrl-R again: the next older history entry that matches what is shown. prompt_toolkit's
+        own first goes to the match it already shows (as a preview), then to the previous
+        occurrence, often in the same line or an identical entry: the same text each time."""
         target = event.app.layout.search_target_buffer_control
         if target is None:
             return
         buffer = target.buffer
         if target.search_state.direction != search.SearchDirection.BACKWARD:
             search.do_incremental_search(search.SearchDirection.BACKWARD)  # only turns around
-        text = buffer.text
+        state = target.search_state
+        state.text = event.current_buffer.text
+        text = buffer.document_for_search(state).text   # the match on screen
         start = position = (buffer.working_index, buffer.cursor_position)
         while True:
             search.do_incremental_search(search.SearchDirection.BACKWARD)

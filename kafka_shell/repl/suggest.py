@@ -47,6 +47,7 @@ class ConfigKey:
     suffix: str = ""          # "=" when the key starts a key=value assignment
     overrides: bool = False   # only the keys the entity overrides (--delete-config)
     name: str | None = None   # the entity's name when the line gives it ("" the broker default)
+    exclude: frozenset[str] = frozenset()   # keys already listed (`k1,k2,<Tab>`)
 
 
 @dataclass(frozen=True)
@@ -320,7 +321,8 @@ def _part(ctx: Context, part: str, *suggestions: object) -> Context:
 
 def _key_list(entity: str | None, name: str | None, ctx: Context) -> Context:
     """`key[,key...]` of keys to remove: complete the last key from the entity's overrides."""
-    return _part(ctx, _last_item(ctx.prefix), ConfigKey(entity, overrides=True, name=name))
+    *listed, last = ctx.prefix.split(",")
+    return _part(ctx, last, ConfigKey(entity, overrides=True, name=name, exclude=frozenset(listed)))
 
 
 def _next_item(ctx: Context, kind: type[Topic | Broker | Group]) -> Context:
