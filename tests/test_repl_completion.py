@@ -294,3 +294,9 @@ def test_lexer_keeps_every_character():
     text = "create-topic  --config 'a=b  c' x\\ y --topic \"unfinished"
     lexer = lexer_for(REGISTRY, lambda: ())()
     assert "".join(v for _, _, v in lexer.get_tokens_unprocessed(text)) == text
+
+
+def test_lexer_marks_an_unknown_option_unlike_a_valid_one():
+    assert _tokens("describe-topic --topik x --topic=orders --help") == [
+        (Keyword, "describe-topic"), (Error, "--topik"), (String, "x"),
+        (Name.Attribute, "--topic"), (Operator, "="), (Name.Class, "orders"), (Name.Attribute, "--help")]
