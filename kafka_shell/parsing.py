@@ -229,6 +229,8 @@ def _convert(cmd: Command, opt: Option, raw: str) -> Any:
 
 def _apply_context(cmd: Command, values: dict[str, Any], context: dict[str, Any]) -> None:
     """Fill options from the context unless the line gave them (or another of their group)."""
+    if cmd.context_with and not any(_dest(cmd, n) in values for n in cmd.context_with):
+        return
     for dest, value in context.items():
         opt = next((o for o in cmd.options if o.dest == dest), None)
         if opt is None or value is None or dest in values:
@@ -298,13 +300,11 @@ def help_text(cmd: Command) -> str:
                 notes.append(f"(default: {o.default})")
             if o.repeatable:
                 notes.append("(repeatable)")
-            if o.required:
+            if o.required and not (cmd.topic_context and o.dest == "topic"):  # the context may give it
                 notes.append("(required)")
             if o.aliases:
                 notes.append(f"(alias: {', '.join(o.aliases)})")
             lines.append(f"  {_option_label(o).ljust(width)}  {' '.join(notes)}")
-    if cmd.topic_context:
-        lines += ["", "Uses the context topic (set with `topic NAME`) when --topic is not given."]
     if cmd.examples:
         lines += ["", "Examples:", *(f"  {e}" for e in cmd.examples)]
     return "\n".join(lines)

@@ -11,6 +11,7 @@ import stat
 
 import pytest
 
+
 from kafka_shell.runner import run_line
 from kafka_shell.session import Session, Target
 
@@ -38,3 +39,33 @@ def test_add_cluster_keeps_secrets_out_of_the_file_unless_told(tmp_path, monkeyp
     assert code == 0, err
     assert json.loads(path.read_text())["clusters"]["q"]["properties"] == {"sasl.password": "hunter2"}
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_topic_context_reaches_every_command_that_takes_a_topic(sandbox):
+    from tests.output import json_rows
+    s = Session(target=Target(sandbox.bootstrap), stdout=io.StringIO(), stderr=io.StringIO())
+    try:
+        for line in ("create-topic --topic orders --partitions 2 --replication-factor 1",
+                     "create-topic --topic other --partitions 1 --replication-factor 1", "topic orders"):
+            assert run_line(s, line) == 0, s.stderr.getvalue()
+        start = len(s.stdout.getvalue())
+        assert run_line(s, "describe-log-dirs -o json") == 0, s.stderr.getvalue()
+        rows = json_rows(s.stdout.getvalue()[start:], "partitions")
+        assert {r["Topic"] for r in rows} == {"orders"}             # filtered to the context topic
+        start = len(s.stdout.getvalue())
+        assert run_line(s, "reassign-partitions --generate --broker-list 1,2,3") == 0, s.stderr.getvalue()
+        plan = s.stdout.getvalue()[start:]
+        assert '"orders"' in plan and '"other"' not in plan
+        assert run_line(s, "reassign-partitions --list") == 0, s.stderr.getvalue()   # no --topic there
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("name", ["alter-topic", "delete-topic", "describe-topic", "describe-log-dirs",
+                                  "reassign-partitions", "elect-leaders", "alter-configs"])
+def test_help_says_the_context_topic_one_way(name):
+    from kafka_shell.parsing import help_text
+    from kafka_shell.registry import load_commands
+    text = help_text(load_commands().commands[name]).splitlines()
+    line = next(row for row in text if row.strip().startswith("--topic "))
+    assert "(default: the context topic)" in line and "(required)" not in line
