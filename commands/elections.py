@@ -81,6 +81,7 @@ def preferred_replica_leader_election(session: Session, args: dict) -> Result:
                      "(KAFKA-20098, offline partitions only)."),
          *COMMON,
          mutates=True, topic_context=True, exclusive_groups=(SCOPE,),
+         confirm=lambda s, a: confirm_election(s, a),
          help="Elect partition leaders: preferred, unclean or designated (kafka-leader-election).",
          description=PREFERRED_HELP + "\nDesignated elections take --path-to-json-file with a "
                      '"designatedLeader" (a broker id) per partition, as kafka-unclean-recovery writes it.',
@@ -89,6 +90,20 @@ def preferred_replica_leader_election(session: Session, args: dict) -> Result:
                    "elect-leaders --election-type designated --path-to-json-file recovery.json"))
 def elect_leaders(session: Session, args: dict) -> Result:
     return elect(session, args, TYPES[args["election_type"]], "elect-leaders")
+
+
+def confirm_election(session: Session, args: dict) -> str | None:
+    """Unclean and designated elections may lose acknowledged records: name what they touch."""
+    kind = TYPES[args["election_type"]]
+    if kind == PREFERRED:
+        return None
+    check_zookeeper(session, args)
+    _, entries = scope(session, args, kind, "elect-leaders")
+    listed = ", ".join(f"{e[0]}-{e[1]}" for e in entries[:10]) + (f" and {len(entries) - 10} more"
+                                                                  if len(entries) > 10 else "")
+    plural = "s" if len(entries) != 1 else ""
+    return (f"Run a{'n' if kind == UNCLEAN else ''} {LABELS[kind].lower()} election for {len(entries)} "
+            f"partition{plural} ({listed}), which may lose acknowledged records?")
 
 
 # -- the election ----------------------------------------------------------------------------

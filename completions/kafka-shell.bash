@@ -54,7 +54,7 @@ _kafka_shell() {
     describe-log-dirs) opts="--broker-list --topic-list --topic --describe --output -o --help";;
     describe-quorum) opts="--status --replication --output -o --help";;
     describe-topic) opts="--topic --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --not-preferred-leader --topics-with-overrides --exclude-internal --output -o --help";;
-    elect-leaders) opts="--election-type --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --help";;
+    elect-leaders) opts="--election-type --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --yes --output -o --help";;
     list-brokers) opts="--output -o --help";;
     list-topics) opts="--exclude-internal --output -o --help";;
     preferred-controller) opts="--blocking --timeout-ms --dry-run --output -o --help";;

@@ -146,6 +146,7 @@ complete -c kafka-shell -n '__fish_contains_opt elect-leaders' -l blocking -d 'W
 complete -c kafka-shell -n '__fish_contains_opt elect-leaders' -l timeout-ms -x -d 'How long the controller, and --blocking, may wait'
 complete -c kafka-shell -n '__fish_contains_opt elect-leaders' -l zookeeper -x -d 'Removed (KIP-183): only says to use kafka-shell --bootstrap-server instead'
 complete -c kafka-shell -n '__fish_contains_opt elect-leaders' -l dry-run -d 'Show what would change; change nothing'
+complete -c kafka-shell -n '__fish_contains_opt elect-leaders' -l yes -d 'Do not ask for confirmation'
 complete -c kafka-shell -n '__fish_contains_opt elect-leaders' -l output -xa 'table json csv' -d 'Output format of this command (default: the session\'s, see `output`)'
 complete -c kafka-shell -n '__fish_contains_opt elect-leaders' -s o -xa 'table json csv' -d 'Output format of this command (default: the session\'s, see `output`)'
 complete -c kafka-shell -n 'not __fish_contains_opt alter-configs alter-topic api-versions broker-ids controller-history create-topic delete-topic describe-cluster describe-configs describe-controller describe-log-dirs describe-quorum describe-topic elect-leaders list-brokers list-topics preferred-controller preferred-replica-leader-election reassign-partitions rolling-restart-plan unclean-recovery; and not __fish_seen_subcommand_from sandbox' -l list-brokers -d 'Live brokers (in ZooKeeper mode the controller marked; in KRaft mode the controllers are no brokers: see describe-controller)'

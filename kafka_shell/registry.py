@@ -89,6 +89,9 @@ class Command:
     exclusive_groups: tuple[tuple[str, ...], ...] = ()  # at most one of each group
     topic_context: bool = False       # `--topic` defaults to the REPL's context topic
     context_with: tuple[str, ...] = ()  # ... only when one of these options is given (an action)
+    # The question to ask before this invocation runs (naming its targets and counts), or None
+    # when it needs none. It reads the cluster and refuses bad targets before anyone is asked.
+    confirm: Callable[[Any, dict], str | None] | None = None
     sandbox_only: bool = False        # only when the shell runs on its embedded sandbox
 
     def option(self, name: str) -> Option | None:
@@ -134,7 +137,7 @@ def command(name: str, *options: Option, **attrs: Any) -> Callable:
         opts = list(options)
         if attrs.get("mutates") and not any(o.name == "--dry-run" for o in opts):
             opts.append(DRY_RUN)
-        if attrs.get("destructive") and not any(o.name == "--yes" for o in opts):
+        if (attrs.get("destructive") or attrs.get("confirm")) and not any(o.name == "--yes" for o in opts):
             opts.append(YES)
         opts.append(OUTPUT)
         if attrs.get("topic_context"):

@@ -69,3 +69,44 @@ def test_help_says_the_context_topic_one_way(name):
     text = help_text(load_commands().commands[name]).splitlines()
     line = next(row for row in text if row.strip().startswith("--topic "))
     assert "(default: the context topic)" in line and "(required)" not in line
+
+
+def test_confirmations_name_targets_and_refuse_missing_ones_before_asking(sandbox):
+    asked: list[str] = []
+    s = Session(target=Target(sandbox.bootstrap), stdout=io.StringIO(), stderr=io.StringIO(),
+                interactive=True, confirm=lambda question: asked.append(question) is None and False)
+    try:
+        for name, partitions in (("t1", 1), ("t2", 2), ("t3", 3), ("keep", 1)):
+            assert run_line(s, f"create-topic --topic {name} --partitions {partitions} --replication-factor 1") == 0
+        assert run_line(s, "delete-topic --topic 't*'") == 1                      # answered no
+        assert asked == ["Delete 3 topics (t1, t2, t3; 6 partitions)?"]
+        assert run_line(s, "delete-topic --topic nosuch") == 1                    # refused, never asked
+        assert len(asked) == 1 and 'Topic "nosuch" does not exist' in s.stderr.getvalue()
+        assert run_line(s, "elect-leaders --election-type unclean --topic t2") == 1
+        assert asked[1] == ("Run an unclean election for 2 partitions (t2-0, t2-1), which may lose "
+                            "acknowledged records?")
+        assert run_line(s, "elect-leaders --election-type preferred --topic t2") == 0   # asks nothing
+        assert len(asked) == 2
+    finally:
+        s.close()
+    assert set(topics_of(sandbox)) >= {"t1", "t2", "t3", "keep"}               # nothing deleted
+
+
+def test_one_shot_needs_yes_for_unclean_elections_and_deletions(sandbox):
+    target = Target(sandbox.bootstrap)
+    assert oneshot("create-topic --topic t --partitions 2 --replication-factor 1", target)[0] == 0
+    code, out, err = oneshot("elect-leaders --election-type unclean --topic t", target)
+    assert code == 2 and out == "" and err == (
+        "Run an unclean election for 2 partitions (t-0, t-1), which may lose acknowledged records: "
+        "add --yes to confirm\n")
+    code, _, err = oneshot("elect-leaders --election-type unclean --topic t --yes", target)
+    assert code == 0, err
+    code, _, err = oneshot("delete-topic --topic 'nosuch*'", target)
+    assert code == 1 and "No topic matches nosuch*" in err and "--yes" not in err
+    code, _, err = oneshot("delete-topic --topic t", target)
+    assert code == 2 and err == "Delete 1 topic (t; 2 partitions): add --yes to confirm\n"
+    assert "t" in topics_of(sandbox)
+
+
+def topics_of(sandbox) -> list[str]:
+    return sandbox.call(lambda cluster: list(cluster.topics), sandbox.cluster)
