@@ -6,6 +6,8 @@ import os
 import shlex
 import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +59,52 @@ def _fish_complete(line: str, env: dict | None = None) -> list[str]:
     return [row.split("\t")[0] for row in out.splitlines()]
 
 
+# zsh completes only inside its line editor: run an interactive zsh in a pseudo-terminal (zpty),
+# type the line and Tab, and have compadd print what it would add after zsh's own matching.
+ZSH_SETUP = r"""
+PROMPT=
+fpath=($KSH_COMPLETIONS $fpath)
+autoload -Uz compinit && compinit -u -D
+bindkey '^I' complete-word
+_ksh_done() { print -r -- KSH-DONE }
+comppostfuncs=(_ksh_done exit)
+zstyle ':completion:*' insert-tab false
+compadd() {
+  if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then
+    builtin compadd "$@"; return
+  fi
+  local -a hits
+  builtin compadd -A hits "$@"
+  (( $#hits )) && print -rl -- "KSH-CANDIDATE:"${^hits}
+}
+print KSH-READY
+"""
+ZSH_DRIVER = r"""
+zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z "source $KSH_SETUP"
+local line
+repeat 50; do zpty -r z line; [[ $line == *KSH-READY* ]] && break; done
+zpty -w z "$1"$'\t'
+while zpty -r z line; do
+  [[ $line == *KSH-DONE* ]] && break
+  [[ $line == *KSH-CANDIDATE:* ]] && print -r -- ${${line##*KSH-CANDIDATE:}%$'\r'}
+done
+zpty -d z
+"""
+
+
+def _zsh_complete(line: str, env: dict | None = None, tmp: Path | None = None) -> list[str]:
+    tmp = Path(tempfile.mkdtemp()) if tmp is None else tmp
+    (tmp / "setup.zsh").write_text(ZSH_SETUP)
+    (tmp / "driver.zsh").write_text(ZSH_DRIVER)
+    env = {**os.environ, "KSH_COMPLETIONS": str(completions.OUT_DIR), "KSH_SETUP": str(tmp / "setup.zsh"),
+           **(env or {})}
+    out = subprocess.run(["zsh", str(tmp / "driver.zsh"), line], capture_output=True, text=True, timeout=30,
+                         env=env, cwd=completions.OUT_DIR.parent).stdout
+    return [w for w in out.splitlines() if w]
+
+
 def test_bash_completion_runs():
     assert _bash_complete("kafka-shell", "--create-topic", "--par") == ["--partitions"]
     assert "--describe-topic" in _bash_complete("kafka-shell", "--desc")
@@ -64,16 +112,26 @@ def test_bash_completion_runs():
         ["--under-min-isr-partitions", "--under-replicated-partitions"]
 
 
-def test_values_files_enums_and_every_sandbox_option():
-    for complete in (lambda *w: _bash_complete("kafka-shell", *w), lambda *w: _fish_complete(" ".join(["kafka-shell", *w]))):
-        assert sorted(complete("--output", "")) == ["csv", "json", "table"]
-        assert sorted(complete("--describe-topic", "--output", "j")) == ["json"]
-        assert complete("--file", "completions/kafka-shell.b") == ["completions/kafka-shell.bash"]
-        assert complete("--create-topic", "--topic", "") == []      # free text: no "-" inserted
-        assert complete("sandbox", "--mode", "") == ["kraft", "zk"]
-        sandbox = complete("sandbox", "--")
-        assert {"--brokers", "--port-base", "--racks", "--data-dir", "--mode", "--controllers"} <= set(sandbox)
-        assert "--shell" not in complete("--s")
+COMPLETERS = {
+    "bash": lambda *words: _bash_complete("kafka-shell", *words),
+    "fish": lambda *words: _fish_complete(" ".join(["kafka-shell", *words])),
+    "zsh": lambda *words: _zsh_complete(" ".join(["kafka-shell", *words])),
+}
+
+
+@pytest.mark.parametrize("shell", COMPLETERS)
+def test_values_files_enums_and_every_sandbox_option(shells, shell):
+    complete = COMPLETERS[shell]
+    assert sorted(complete("--output", "")) == ["csv", "json", "table"]
+    assert sorted(complete("--describe-topic", "--output", "j")) == ["json"]
+    assert complete("--create-topic", "--par") == ["--partitions"]
+    files = complete("--file", "completions/kafka-shell.b")   # zsh lists the name, the others the path
+    assert files in (["completions/kafka-shell.bash"], ["kafka-shell.bash"])
+    assert complete("--create-topic", "--topic", "") == []      # free text: no "-" inserted
+    assert complete("sandbox", "--mode", "") == ["kraft", "zk"]
+    sandbox = complete("sandbox", "--")
+    assert {"--brokers", "--port-base", "--racks", "--data-dir", "--mode", "--controllers"} <= set(sandbox)
+    assert "--shell" not in complete("--s")
 
 
 def test_cluster_and_topic_names_come_from_kafka_shell(shells, sandbox, tmp_path):
@@ -88,6 +146,8 @@ def test_cluster_and_topic_names_come_from_kafka_shell(shells, sandbox, tmp_path
     line = [KAFKA_SHELL, "--bootstrap-server", sandbox.bootstrap, "--describe-topic", "--topic"]
     assert _bash_complete(*line, "or", env=env) == ["orders"]
     assert sorted(_fish_complete(" ".join([*line, "o"]), env=env)) == ["orders", "other"]
+    assert _zsh_complete(" ".join([*line, "ot"]), env=env, tmp=tmp_path) == ["other"]
+    assert sorted(_zsh_complete(f"{KAFKA_SHELL} --cluster ", env=env, tmp=tmp_path)) == ["dev", "prod"]
 
 
 @pytest.mark.parametrize("shell,name", [("zsh", "_kafka-shell"), ("fish", "kafka-shell.fish")])
