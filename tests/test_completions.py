@@ -37,8 +37,11 @@ KAFKA_SHELL = str(completions.OUT_DIR.parent / ".venv" / "bin" / "kafka-shell")
 @pytest.fixture(scope="session")
 def shells() -> None:
     """zsh and fish, installed when missing (CI runs as root on a clean Debian machine)."""
-    if not (shutil.which("zsh") and shutil.which("fish")) and shutil.which("apt-get"):
-        subprocess.run(["apt-get", "install", "-y", "-q", "zsh", "fish"], capture_output=True, timeout=300)
+    for step in (["apt-get", "install", "-y", "-q", "zsh", "fish"], ["apt-get", "update", "-q"],
+                 ["apt-get", "install", "-y", "-q", "zsh", "fish"]):   # a clean machine has no lists yet
+        if (shutil.which("zsh") and shutil.which("fish")) or not shutil.which("apt-get"):
+            break
+        subprocess.run(step, capture_output=True, timeout=600)
     assert shutil.which("zsh") and shutil.which("fish"), "apt-get install -y zsh fish"
 
 
