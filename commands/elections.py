@@ -74,24 +74,6 @@ def preferred_replica_leader_election(session: Session, args: dict) -> Result:
     return elect(session, args, PREFERRED, "preferred-replica-leader-election")
 
 
-@command("elect-leaders",
-         Option("--election-type", choices=tuple(TYPES), required=True,
-                help="preferred: the first replica; unclean: any live replica of a partition "
-                     "without a leader (may lose data); designated: the replica the file names "
-                     "(KAFKA-20098, offline partitions only)."),
-         *COMMON,
-         mutates=True, topic_context=True, exclusive_groups=(SCOPE,),
-         confirm=lambda s, a: confirm_election(s, a),
-         help="Elect partition leaders: preferred, unclean or designated (kafka-leader-election).",
-         description=PREFERRED_HELP + "\nDesignated elections take --path-to-json-file with a "
-                     '"designatedLeader" (a broker id) per partition, as kafka-unclean-recovery writes it.',
-         examples=("elect-leaders --election-type preferred --all-topic-partitions",
-                   "elect-leaders --election-type unclean --topic orders --partition 3",
-                   "elect-leaders --election-type designated --path-to-json-file recovery.json"))
-def elect_leaders(session: Session, args: dict) -> Result:
-    return elect(session, args, TYPES[args["election_type"]], "elect-leaders")
-
-
 def confirm_election(session: Session, args: dict) -> str | None:
     """Unclean and designated elections may lose acknowledged records: name what they touch."""
     kind = TYPES[args["election_type"]]
@@ -104,6 +86,24 @@ def confirm_election(session: Session, args: dict) -> str | None:
     plural = "s" if len(entries) != 1 else ""
     return (f"Run a{'n' if kind == UNCLEAN else ''} {LABELS[kind].lower()} election for {len(entries)} "
             f"partition{plural} ({listed}), which may lose acknowledged records?")
+
+
+@command("elect-leaders",
+         Option("--election-type", choices=tuple(TYPES), required=True,
+                help="preferred: the first replica; unclean: any live replica of a partition "
+                     "without a leader (may lose data); designated: the replica the file names "
+                     "(KAFKA-20098, offline partitions only)."),
+         *COMMON,
+         mutates=True, topic_context=True, exclusive_groups=(SCOPE,),
+         confirm=confirm_election,
+         help="Elect partition leaders: preferred, unclean or designated (kafka-leader-election).",
+         description=PREFERRED_HELP + "\nDesignated elections take --path-to-json-file with a "
+                     '"designatedLeader" (a broker id) per partition, as kafka-unclean-recovery writes it.',
+         examples=("elect-leaders --election-type preferred --all-topic-partitions",
+                   "elect-leaders --election-type unclean --topic orders --partition 3",
+                   "elect-leaders --election-type designated --path-to-json-file recovery.json"))
+def elect_leaders(session: Session, args: dict) -> Result:
+    return elect(session, args, TYPES[args["election_type"]], "elect-leaders")
 
 
 # -- the election ----------------------------------------------------------------------------

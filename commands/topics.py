@@ -240,13 +240,6 @@ def _add_partitions(session, topics, total: int, assignment, dry_run: bool) -> l
 # -- delete-topic ----------------------------------------------------------------------------
 
 
-@command("delete-topic",
-         Option("--topic", repeatable=True, required=True, metavar="NAME", completer="topic",
-                help="Topic to delete (a glob such as 'tmp-*' selects many)."),
-         Option("--if-exists", flag=True, help="Do nothing for topics that do not exist."),
-         mutates=True, destructive=True, topic_context=True, confirm=lambda s, a: confirm_delete(s, a),
-         help="Delete topics (asks for confirmation; --yes outside the REPL).",
-         examples=("delete-topic --topic orders --yes", "delete-topic --topic 'tmp-*' --yes"))
 def delete_targets(session: Session, args: dict) -> tuple[ClusterSnapshot, list[str], list[str]]:
     """(the read, topics to delete, topics skipped by --if-exists): patterns resolved and
     existence checked, for the confirmation and the deletion alike."""
@@ -279,6 +272,13 @@ def confirm_delete(session: Session, args: dict) -> str | None:
     return f"Delete {len(names)} topic{plural} ({listed}; {partitions} partition{'s' if partitions != 1 else ''})?"
 
 
+@command("delete-topic",
+         Option("--topic", repeatable=True, required=True, metavar="NAME", completer="topic",
+                help="Topic to delete (a glob such as 'tmp-*' selects many)."),
+         Option("--if-exists", flag=True, help="Do nothing for topics that do not exist."),
+         mutates=True, destructive=True, topic_context=True, confirm=confirm_delete,
+         help="Delete topics (asks for confirmation; --yes outside the REPL).",
+         examples=("delete-topic --topic orders --yes", "delete-topic --topic 'tmp-*' --yes"))
 def delete_topic(session: Session, args: dict) -> Result:
     _, names, skipped = delete_targets(session, args)
     messages = [f"Topic {n} does not exist: skipped." for n in skipped]

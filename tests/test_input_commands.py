@@ -110,3 +110,16 @@ def test_one_shot_needs_yes_for_unclean_elections_and_deletions(sandbox):
 
 def topics_of(sandbox) -> list[str]:
     return sandbox.call(lambda cluster: list(cluster.topics), sandbox.cluster)
+
+
+def test_confirmed_deletion_deletes_what_it_named(sandbox):
+    target = Target(sandbox.bootstrap)
+    assert oneshot("create-topic --topic t1 --partitions 1 --replication-factor 1", target)[0] == 0
+    assert oneshot("create-topic --topic t2 --partitions 1 --replication-factor 1", target)[0] == 0
+    asked: list[str] = []
+    code, _, err = oneshot("delete-topic --topic 't*'", target, interactive=True,
+                           confirm=lambda question: asked.append(question) is None)
+    assert code == 0, err
+    assert asked == ["Delete 2 topics (t1, t2; 2 partitions)?"]
+    assert "Deleted topic t1." in err and "Deleted topic t2." in err
+    assert not {"t1", "t2"} & set(topics_of(sandbox))
