@@ -300,3 +300,8 @@ def test_lexer_marks_an_unknown_option_unlike_a_valid_one():
     assert _tokens("describe-topic --topik x --topic=orders --help") == [
         (Keyword, "describe-topic"), (Error, "--topik"), (String, "x"),
         (Name.Attribute, "--topic"), (Operator, "="), (Name.Class, "orders"), (Name.Attribute, "--help")]
+
+
+def test_completion_goes_on_after_a_continued_line():
+    assert suggest("describe-topic \\\n--topic or", REGISTRY).suggestions == (s.Topic(),)
+    assert starts(complete("describe-topic \\\n--topic ord"), ["orders", "orders-dlq"])

@@ -136,7 +136,8 @@ def split_line(text: str) -> tuple[list[Word], int | None]:
             elif c == "\\":
                 if i + 1 < n:
                     i += 1
-                    chars.append(text[i])
+                    if text[i] != "\n":   # a backslash-newline only continues the line
+                        chars.append(text[i])
             elif c.isspace() or c == "#":
                 break
             else:
