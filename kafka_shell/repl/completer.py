@@ -2,7 +2,10 @@
 
 A `KafkaCompleter` is built from one immutable ClusterSnapshot and never changes; when the cache
 refreshes, the REPL builds a new one and swaps it in with one assignment (pgcli's refresher), so a
-keystroke never waits on the cluster and never sees a half-built index.
+keystroke never waits on the cluster and never sees a half-built index. One exception: the first
+Tab after `--delete-config` reads that entity's overrides (one DescribeConfigs, bounded by
+--timeout, off the event loop in the ThreadedCompleter), which the REPL keeps briefly.
+Matching is fuzzy (repl/fuzzy.py): prefix matches first, then subsequences.
 """
 
 from __future__ import annotations
@@ -27,11 +30,6 @@ MAX_CANDIDATES = 200
 
 # (entity type, entity name) -> the config keys it overrides, or None when they cannot be read.
 Overrides = Callable[[str, str], "Sequence[str] | None"]
-
-
-def starting_with(items: Sequence[str], prefix: str, limit: int = MAX_CANDIDATES) -> Iterator[str]:
-    """The items of a sorted sequence that start with `prefix`, found by bisection."""
-    return fuzzy.starting_with(items, prefix, limit)
 
 
 def matching(items: Sequence[str], typed: str) -> list[str]:
