@@ -2,7 +2,7 @@
 # Topic and cluster names come from a short kafka-shell call when Tab is pressed.
 function __kafka_shell_clusters
     set -l exe (commandline -opc)[1]
-    $exe --command clusters --output csv 2>/dev/null | tail -n +2 | cut -d, -f1
+    $exe --bootstrap-server localhost:9 --command clusters --output csv 2>/dev/null | tail -n +2 | cut -d, -f1
 end
 function __kafka_shell_topics
     set -l words (commandline -opc)

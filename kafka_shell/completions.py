@@ -6,7 +6,9 @@
 They complete global options, KIP-4's command flags (`--create-topic`) and each command's options,
 the `sandbox` subcommand's options, and option values: files for file options, the choices of
 enum options (`--output`), `--cluster` names and topic names. Names are read when Tab is pressed,
-by a short kafka-shell call: `kafka-shell --command clusters` (reads clusters.json) and
+by a short kafka-shell call: `kafka-shell --bootstrap-server NO_CLUSTER --command clusters`
+(reads clusters.json; the placeholder address keeps a broken current cluster from stopping it,
+and nothing connects) and
 `kafka-shell <the line's --bootstrap-server/--cluster/--command-config/-X> --timeout 2 --command
 list-topics` (one Metadata request; nothing is cached, so no list goes stale). An option whose
 value is free text completes nothing rather than the next option's dash.
@@ -28,6 +30,7 @@ FILES = {"bash": "kafka-shell.bash", "zsh": "_kafka-shell", "fish": "kafka-shell
 # Value kinds.
 FLAG, FILE, DIR, ENUM, CLUSTER, TOPIC, TEXT = "flag", "file", "dir", "enum", "cluster", "topic", "text"
 SANDBOX = "sandbox"
+NO_CLUSTER = "localhost:9"   # `clusters` reads the file only: this address is never dialled
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,7 @@ def bash() -> str:
     return f"""# {HEADER}
 # Topic and cluster names come from a short kafka-shell call when Tab is pressed.
 _kafka_shell_clusters() {{
-  "${{COMP_WORDS[0]}}" --command clusters --output csv 2>/dev/null | tail -n +2 | cut -d, -f1
+  "${{COMP_WORDS[0]}}" --bootstrap-server {NO_CLUSTER} --command clusters --output csv 2>/dev/null | tail -n +2 | cut -d, -f1
 }}
 _kafka_shell_topics() {{
   local i args=()
@@ -218,7 +221,7 @@ def zsh() -> str:
 # Topic and cluster names come from a short kafka-shell call when Tab is pressed.
 _kafka_shell_clusters() {{
   local -a names
-  names=(${{(f)"$(${{words[1]}} --command clusters --output csv 2>/dev/null | tail -n +2 | cut -d, -f1)"}})
+  names=(${{(f)"$(${{words[1]}} --bootstrap-server {NO_CLUSTER} --command clusters --output csv 2>/dev/null | tail -n +2 | cut -d, -f1)"}})
   compadd -a names
 }}
 _kafka_shell_topics() {{
@@ -292,7 +295,7 @@ def fish() -> str:
         "# Topic and cluster names come from a short kafka-shell call when Tab is pressed.",
         "function __kafka_shell_clusters",
         "    set -l exe (commandline -opc)[1]",
-        "    $exe --command clusters --output csv 2>/dev/null | tail -n +2 | cut -d, -f1",
+        f"    $exe --bootstrap-server {NO_CLUSTER} --command clusters --output csv 2>/dev/null | tail -n +2 | cut -d, -f1",
         "end",
         "function __kafka_shell_topics",
         "    set -l words (commandline -opc)",

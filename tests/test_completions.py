@@ -170,3 +170,12 @@ def test_check_mode_reports_stale_files(tmp_path, monkeypatch):
     assert completions.main(["--check"]) == 1
     assert completions.main([]) == 0
     assert completions.main(["--check"]) == 0
+
+
+def test_cluster_names_despite_a_broken_current_cluster(tmp_path):
+    env = {"KAFKA_SHELL_CONFIG_DIR": str(tmp_path)}
+    (tmp_path / "clusters.json").write_text('{"clusters": {"bad": {"bootstrap": "${KSH_TEST_UNSET}"}}}')
+    (tmp_path / "state.json").write_text('{"current": "bad"}')
+    for name in ("clusters.json", "state.json"):
+        os.chmod(tmp_path / name, 0o600)
+    assert _bash_complete(KAFKA_SHELL, "--cluster", "", env=env) == ["bad"]
