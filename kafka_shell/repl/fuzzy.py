@@ -35,12 +35,15 @@ def _subsequence(typed: str) -> re.Pattern[str]:
     return re.compile(re.escape(typed[0]) + "".join(f"[^{re.escape(c)}\n]*+{re.escape(c)}" for c in typed[1:]))
 
 
-def _score(typed: str, name: str) -> tuple[int, int]:
-    """(length, start) of the most compact, then earliest, match of `typed` in `name`."""
-    pattern = ".*?".join(map(re.escape, typed))
-    best = min(((len(m.group(1)), m.start()) for m in re.finditer(f"(?=({pattern}))", name, re.I)),
-               default=(len(name), len(name)))
-    return best
+def _scorer(typed: str) -> re.Pattern[str]:
+    """Every match of `typed` in a name, shortest first from each start (a lookahead, so
+    matches may overlap)."""
+    return re.compile(f"(?=({'.*?'.join(map(re.escape, typed))}))", re.I)
+
+
+def _score(scorer: re.Pattern[str], name: str) -> tuple[int, int]:
+    """(length, start) of the most compact, then earliest, match in `name`."""
+    return min(((len(m.group(1)), m.start()) for m in scorer.finditer(name)), default=(len(name), len(name)))
 
 
 class FuzzyIndex:
@@ -69,7 +72,8 @@ class FuzzyIndex:
             if name not in prefixed:
                 others.append(name)
             position = self.starts[line] + len(name) + 1   # one match a line is enough
-        others.sort(key=lambda name: (*_score(typed, name), name))
+        scorer = _scorer(typed)
+        others.sort(key=lambda name: (*_score(scorer, name), name))
         return found + others[:limit - len(found)]
 
 
