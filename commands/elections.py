@@ -85,6 +85,20 @@ def preferred_replica_leader_election(session: Session, args: dict) -> Result:
     return elect(session, args, PREFERRED, "preferred-replica-leader-election")
 
 
+def confirm_election(session: Session, args: dict) -> str | None:
+    """Unclean and designated elections may lose acknowledged records: name what they touch."""
+    kind = TYPES[args["election_type"]]
+    if kind == PREFERRED:
+        return None
+    check_zookeeper(session, args)
+    _, entries = scope(session, args, kind, "elect-leaders")
+    listed = ", ".join(f"{e[0]}-{e[1]}" for e in entries[:10]) + (f" and {len(entries) - 10} more"
+                                                                  if len(entries) > 10 else "")
+    plural = "s" if len(entries) != 1 else ""
+    return (f"Run a{'n' if kind == UNCLEAN else ''} {LABELS[kind].lower()} election for {len(entries)} "
+            f"partition{plural} ({listed}), which may lose acknowledged records?")
+
+
 @command("elect-leaders",
          Option("--election-type", choices=tuple(TYPES), required=True,
                 help="preferred: the first replica; unclean: any live replica of a partition "
@@ -92,6 +106,7 @@ def preferred_replica_leader_election(session: Session, args: dict) -> Result:
                      "(KAFKA-20098, offline partitions only)."),
          *COMMON,
          mutates=True, topic_context=True, exclusive_groups=(SCOPE,),
+         confirm=confirm_election,
          help="Elect partition leaders: preferred, unclean or designated (kafka-leader-election).",
          description=ELECTION_TYPES_HELP + "\n" + SCOPE_HELP,
          examples=("elect-leaders --election-type preferred --all-topic-partitions",

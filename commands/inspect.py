@@ -48,16 +48,20 @@ def name_list(text: str) -> list[str]:
                 help="Brokers to describe (default: every live broker)."),
          Option("--topic-list", type=name_list, metavar="T,T", completer="topic",
                 help="Only these topics' partitions (default: all)."),
+         Option("--topic", repeatable=True, metavar="NAME", completer="topic",
+                help="Only this topic's partitions, like --topic-list."),
          Option("--describe", flag=True, help="Accepted for kafka-log-dirs compatibility (the only action)."),
+         topic_context=True, exclusive_groups=(("--topic", "--topic-list"),),
          help="Log directories of brokers: per dir and partition, size, offset lag and future replicas.",
          examples=("describe-log-dirs", "describe-log-dirs --broker-list 1,2 --topic-list orders"))
 def describe_log_dirs(session: Session, args: dict) -> Result:
     conn = session.conn
     brokers = _brokers(session, args["broker_list"])
     topics = None
-    if args["topic_list"]:
+    names = list(dict.fromkeys([*(args["topic_list"] or []), *args["topic"]]))
+    if names:
         topics = [{"topic": t.name, "partitions": [p.partition for p in t.partitions]}
-                  for t in read_topics(session, args["topic_list"])[1]]
+                  for t in read_topics(session, names)[1]]
     conn.require(ApiKey.DESCRIBE_LOG_DIRS, "Describing log dirs")
     dirs, parts, failed = [], [], 0
     for b in brokers:

@@ -76,7 +76,8 @@ RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
                 help='{"topics":[{"topic":"t"}],"version":1} (with --generate).'),
          Option("--topic", repeatable=True, metavar="NAME", completer="topic",
                 help="A topic to move (with --generate, instead of a topics file)."),
-         Option("--broker-list", type=broker_ids, metavar="1,2,3", help="Brokers to place replicas on."),
+         Option("--broker-list", type=broker_ids, metavar="1,2,3", completer="broker",
+                help="Brokers to place replicas on."),
          Option("--disable-rack-aware", flag=True, help="Ignore racks when generating."),
          Option("--proposed-json-file", metavar="FILE", completer="path",
                 help="Also save the proposed assignment to FILE (with --generate)."),
@@ -87,8 +88,8 @@ RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
                 help="Wait with a progress bar (with --execute or --verify; alone: all moves)."),
          Option("--all", flag=True, help="With --cancel: every reassignment in progress."),
          Option("--preserve-throttles", flag=True, help="Keep the throttles when the moves end."),
-         mutates=True,
-         exclusive_groups=(ACTIONS,),
+         mutates=True, topic_context=True, context_with=("--generate",),
+         exclusive_groups=(ACTIONS, ("--topics-to-move-json-file", "--topic")),
          help="Move partition replicas between brokers (Kafka's kafka-reassign-partitions).",
          description=("Give exactly one action: --generate, --execute, --verify, --cancel or --list "
                       "(or --blocking alone to wait for the moves in progress). Exit codes: 0 done, "

@@ -103,7 +103,7 @@ class Target:
          Option("--all-offline-partitions", flag=True,
                 help="Every partition without a leader (in the REPL, of the context topic only)."),
          Option("--topic", metavar="NAME", completer="topic",
-                help="Limit --all-offline-partitions to this topic (the REPL's context topic)."),
+                help="Limit --all-offline-partitions to this topic."),
          Option("--show-replica-info", flag=True,
                 help="Print each replica's leader epoch, log end offset and gap to the longest log."),
          Option("--manual-recovery-output-file", metavar="FILE", completer="path",

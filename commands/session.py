@@ -133,16 +133,24 @@ CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
          Option("--bootstrap-server", required=True, metavar="H:P[,H:P]", aliases=("--broker-list",)),
          Option("-X", repeatable=True, metavar="KEY=VALUE",
                 help="A client property; write ${ENV} to keep a secret out of the file."),
+         Option("--store-secret", flag=True,
+                help="Write secrets given in clear into clusters.json (mode 0600) all the same."),
          help="Add (or replace) a named cluster in clusters.json.",
          examples=("add-cluster local --bootstrap-server localhost:9092",
                    "add-cluster prod --bootstrap-server k1:9093 -X security.protocol=SASL_SSL "
                    "-X 'sasl.password=${PROD_PASSWORD}'"))
 def add_cluster(session: Session, args: dict) -> Result:
-    from kafka_shell.client_config import check_bootstrap, parse_x_options
+    from kafka_shell.client_config import check_bootstrap, command_line_secrets, parse_x_options
     if not CLUSTER_NAME.fullmatch(args["name"]):
         raise UsageError(f'Invalid cluster name "{shown(args["name"])}": use up to 64 letters, digits, "-" or "_", '
                          "starting with a letter or digit")
     if "${" not in args["bootstrap_server"]:  # a ${VAR} is checked when the cluster is used
         check_bootstrap(args["bootstrap_server"])
-    clusters.add(args["name"], args["bootstrap_server"], parse_x_options(args["X"]))
+    props = parse_x_options(args["X"])
+    secrets = command_line_secrets(props)
+    if secrets and not args["store_secret"]:
+        raise UsageError(f"Not writing {', '.join(secrets)} in clear into clusters.json: reference the "
+                         f"environment instead (-X '{secrets[0]}=${{ENV_VAR}}', read when the cluster is "
+                         "used), or add --store-secret to store it (the file is readable by you only)")
+    clusters.add(args["name"], args["bootstrap_server"], props)
     return Result.message(f'Added cluster "{args["name"]}" to {clusters.clusters_file()}.')

@@ -20,6 +20,7 @@ from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
+    from kafka_shell.metadata import ClusterSnapshot
     from kafka_shell.session import Session
 
 # Kafka's controller refuses requests creating more partitions than this in total.
@@ -239,14 +240,9 @@ def _add_partitions(session, topics, total: int, assignment, dry_run: bool) -> l
 # -- delete-topic ----------------------------------------------------------------------------
 
 
-@command("delete-topic",
-         Option("--topic", repeatable=True, required=True, metavar="NAME", completer="topic",
-                help="Topic to delete (a glob such as 'tmp-*' selects many)."),
-         Option("--if-exists", flag=True, help="Do nothing for topics that do not exist."),
-         mutates=True, destructive=True, topic_context=True,
-         help="Delete topics (asks for confirmation; --yes outside the REPL).",
-         examples=("delete-topic --topic orders --yes", "delete-topic --topic 'tmp-*' --yes"))
-def delete_topic(session: Session, args: dict) -> Result:
+def delete_targets(session: Session, args: dict) -> tuple[ClusterSnapshot, list[str], list[str]]:
+    """(the read, topics to delete, topics skipped by --if-exists): patterns resolved and
+    existence checked, for the confirmation and the deletion alike."""
     snap = read_for(session, args["topic"])
     known = snap.topics
     names = resolve_topics(snap, args["topic"], include_internal=False)
@@ -259,8 +255,32 @@ def delete_topic(session: Session, args: dict) -> Result:
         raise UsageError(f"{', '.join(internal)} is an internal topic: kafka-shell does not delete it")
     for n in names:
         check_topic_name(n)
-    skipped = [n for n in names if args["if_exists"] and n not in known]
-    names = [n for n in names if n not in skipped]
+    missing = [n for n in names if n not in known]
+    if missing and not args["if_exists"]:
+        raise KafkaCallError(f'Topic "{missing[0]}" does not exist (check the name with list-topics, '
+                             "or use --if-exists)")
+    return snap, [n for n in names if n in known], missing
+
+
+def confirm_delete(session: Session, args: dict) -> str | None:
+    snap, names, _ = delete_targets(session, args)
+    if not names:
+        return None
+    partitions = sum(len(snap.topics[n].partitions) for n in names)
+    listed = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    plural = "s" if len(names) > 1 else ""
+    return f"Delete {len(names)} topic{plural} ({listed}; {partitions} partition{'s' if partitions != 1 else ''})?"
+
+
+@command("delete-topic",
+         Option("--topic", repeatable=True, required=True, metavar="NAME", completer="topic",
+                help="Topic to delete (a glob such as 'tmp-*' selects many)."),
+         Option("--if-exists", flag=True, help="Do nothing for topics that do not exist."),
+         mutates=True, destructive=True, topic_context=True, confirm=confirm_delete,
+         help="Delete topics (asks for confirmation; --yes outside the REPL).",
+         examples=("delete-topic --topic orders --yes", "delete-topic --topic 'tmp-*' --yes"))
+def delete_topic(session: Session, args: dict) -> Result:
+    _, names, skipped = delete_targets(session, args)
     messages = [f"Topic {n} does not exist: skipped." for n in skipped]
     if args["dry_run"]:
         return Result.message(*messages, *(f"Would delete topic {n} (dry run)." for n in names))

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from kafka_shell.errors import printable
 from kafka_shell.files import decode, read_text
+from kafka_shell.parsing import logical_lines
 from kafka_shell.runner import run_line, run_lines
 from kafka_shell.session import Session
 
@@ -41,24 +42,9 @@ def _read(path: str) -> list[str]:
 
 
 def script_lines(raw: Iterable[str]) -> list[tuple[int, str]]:
-    """(first line number, logical line) pairs: `\\` at the end of a line continues it on the
-    next; blank lines and `#` comment lines are dropped."""
-    out: list[tuple[int, str]] = []
-    pending: list[str] = []
-    start = 0
-    for number, text in enumerate(raw, 1):
-        if not pending:
-            start = number
-            if not text.strip() or text.lstrip().startswith("#"):
-                continue
-        if text.endswith("\\") and not text.endswith("\\\\"):
-            pending.append(text[:-1])
-            continue
-        out.append((start, " ".join(p.strip() for p in [*pending, text])))
-        pending = []
-    if pending:
-        out.append((start, " ".join(p.strip() for p in pending)))
-    return out
+    """(first line number, logical line) pairs: `\\` at the end of a line, or a quote left
+    open, continues it on the next; blank lines and `#` comment lines are dropped."""
+    return logical_lines(raw)
 
 
 def stdin_is_piped(stream: TextIO = sys.stdin) -> bool:

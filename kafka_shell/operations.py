@@ -328,3 +328,22 @@ def topic_min_isr(session: Session, names: list[str]) -> dict[str, int]:
         value = next((c.get("value") for c in r.get("configs", []) if c["name"] == "min.insync.replicas"), None)
         out[name] = int(value) if value else 1
     return out
+
+
+# Where an entity's removable overrides come from (what `--delete-config` can take back).
+_OVERRIDE_SOURCES = {"topics": ("DYNAMIC_TOPIC_CONFIG",), "brokers": ("DYNAMIC_BROKER_CONFIG",),
+                     "": ("DYNAMIC_DEFAULT_BROKER_CONFIG",)}
+
+
+def config_overrides(session: Session, entity_type: str, name: str) -> list[str]:
+    """The config keys a topic or broker (name "" : the broker defaults) overrides dynamically,
+    in one DescribeConfigs request."""
+    from confluent_kafka.admin import ConfigResource, ConfigSource
+    from confluent_kafka.admin import ResourceType as AdminResourceType
+    rtype = AdminResourceType.TOPIC if entity_type == "topics" else AdminResourceType.BROKER
+    answer = session.conn.admin_call("describe_configs", [ConfigResource(rtype, name)])
+    entries = next(iter(answer.values()))
+    if isinstance(entries, BaseException):
+        raise KafkaCallError(admin_error(entries, entity=entity_label(entity_type, name)))
+    sources = _OVERRIDE_SOURCES["" if entity_type == "brokers" and not name else entity_type]
+    return sorted(e.name for e in entries.values() if ConfigSource(e.source).name in sources)

@@ -10,7 +10,7 @@ import difflib
 import shlex
 import shutil
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +53,80 @@ def _strip_comment(line: str) -> str:
         elif ch == "#" and (i == 0 or line[i - 1].isspace()):
             return line[:i]
     return line
+
+
+@dataclass(frozen=True)
+class _Scan:
+    separators: tuple[int, ...]   # where a `;` outside quotes and comments splits the line
+    open_quote: str               # the quote still open at the end, "" when none
+    trailing_backslash: bool      # the line ends with an unescaped `\`: it continues
+
+
+def _scan(text: str) -> _Scan:
+    """One pass over a line as a POSIX shell reads it: quotes, escapes, `#` comments."""
+    separators: list[int] = []
+    quote, i, n = "", 0, len(text)
+    while i < n:
+        c = text[i]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif c == "\\" and quote == '"':
+                i += 1
+        elif c == "\\":
+            if i + 1 == n:
+                return _Scan(tuple(separators), "", True)
+            i += 1
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (i == 0 or text[i - 1].isspace() or text[i - 1] == ";"):
+            break
+        elif c == ";":
+            separators.append(i)
+        i += 1
+    return _Scan(tuple(separators), quote, False)
+
+
+def split_commands(line: str) -> list[str]:
+    """`a; b` -> ["a", "b"]: a `;` outside quotes separates commands (`\\;` and `';'` do not)."""
+    separators = _scan(line).separators if ";" in line else ()
+    if not separators:
+        return [line]
+    bounds = [-1, *separators, len(line)]
+    parts = [line[a + 1:b].strip() for a, b in zip(bounds, bounds[1:])]
+    return [p for p in parts if p] or [""]
+
+
+def is_incomplete(text: str) -> bool:
+    """The text goes on on the next line: it ends with `\\` or inside an open quote."""
+    scan = _scan(text)
+    return scan.trailing_backslash or bool(scan.open_quote)
+
+
+def logical_lines(raw: Iterable[str]) -> list[tuple[int, str]]:
+    """(first line number, logical line) pairs from physical lines: a line ending with `\\`
+    continues on the next (joined with a space), as does one that leaves a quote open (the
+    newline stays inside the quote); blank lines and `#` comment lines are dropped."""
+    out: list[tuple[int, str]] = []
+    pending, start, in_quote = "", 0, False
+    for number, text in enumerate(raw, 1):
+        if not pending:
+            start = number
+            if not text.strip() or text.lstrip().startswith("#"):
+                continue
+        text = text if in_quote else text.strip()
+        scan = _scan(pending + text)
+        in_quote = bool(scan.open_quote)
+        if scan.trailing_backslash:
+            pending += text[:-1].strip() + " "
+        elif scan.open_quote:
+            pending += text + "\n"
+        else:
+            out.append((start, (pending + text).strip()))
+            pending = ""
+    if pending.strip():
+        out.append((start, pending.strip()))
+    return out
 
 
 def suggest(word: str, candidates: list[str]) -> str:
@@ -157,6 +231,8 @@ def _convert(cmd: Command, opt: Option, raw: str) -> Any:
 
 def _apply_context(cmd: Command, values: dict[str, Any], context: dict[str, Any]) -> None:
     """Fill options from the context unless the line gave them (or another of their group)."""
+    if cmd.context_with and not any(_dest(cmd, n) in values for n in cmd.context_with):
+        return
     for dest, value in context.items():
         opt = next((o for o in cmd.options if o.dest == dest), None)
         if opt is None or value is None or dest in values:
@@ -300,14 +376,12 @@ def help_text(cmd: Command, width: int | None = None) -> str:
                 notes.append(f"(default: {o.default})")
             if o.repeatable:
                 notes.append("(repeatable)")
-            if o.required:
+            if o.required and not (cmd.topic_context and o.dest == "topic"):  # the context may give it
                 notes.append("(required)")
             if o.aliases:
                 notes.append(f"(alias: {', '.join(o.aliases)})")
             entries.append((_option_label(o), " ".join(notes)))
         lines += ["", "Options:", *format_entries(entries, width)]
-    if cmd.topic_context:
-        lines += ["", *_wrap("Uses the context topic (set with `topic NAME`) when --topic is not given.", width)]
     if cmd.examples:
         lines += ["", "Examples:", *wrap_lines([f"  {e}" for e in cmd.examples], width)]
     return "\n".join(line.rstrip() for line in lines)

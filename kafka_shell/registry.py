@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from collections.abc import Callable
 
@@ -68,6 +68,11 @@ class Option:
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
 
+    @property
+    def is_list(self) -> bool:
+        """Its value lists several names or ids separated by commas (metavar `ID,ID`)."""
+        return "," in (self.metavar or "") and self.completer in ("topic", "broker", "group")
+
 
 @dataclass(frozen=True)
 class Command:
@@ -85,6 +90,10 @@ class Command:
     required_groups: tuple[tuple[str, ...], ...] = ()   # exactly one of each group is required
     exclusive_groups: tuple[tuple[str, ...], ...] = ()  # at most one of each group
     topic_context: bool = False       # `--topic` defaults to the REPL's context topic
+    context_with: tuple[str, ...] = ()  # ... only when one of these options is given (an action)
+    # The question to ask before this invocation runs (naming its targets and counts), or None
+    # when it needs none. It reads the cluster and refuses bad targets before anyone is asked.
+    confirm: Callable[[Any, dict], str | None] | None = None
     sandbox_only: bool = False        # only when the shell runs on its embedded sandbox
 
     def option(self, name: str) -> Option | None:
@@ -142,9 +151,11 @@ def command(name: str, *options: Option, **attrs: Any) -> Callable:
         opts = list(options)
         if attrs.get("mutates") and not any(o.name == "--dry-run" for o in opts):
             opts.append(DRY_RUN)
-        if attrs.get("destructive") and not any(o.name == "--yes" for o in opts):
+        if (attrs.get("destructive") or attrs.get("confirm")) and not any(o.name == "--yes" for o in opts):
             opts.append(YES)
         opts += [OUTPUT, CSV_TABLE]
+        if attrs.get("topic_context"):
+            opts = [_context_help(o) if o.dest == "topic" else o for o in opts]
         unknown = [o.completer for o in opts if o.completer not in (None, *COMPLETERS)]
         if unknown:
             raise ValueError(f"{name}: unknown completer kind {unknown[0]!r} (one of {COMPLETERS})")
@@ -152,6 +163,16 @@ def command(name: str, *options: Option, **attrs: Any) -> Callable:
         REGISTRY.add(Command(name=name, handler=handler, options=tuple(opts), family=family, **attrs))
         return handler
     return register
+
+
+CONTEXT_DEFAULT = "(default: the context topic)"
+
+
+def _context_help(opt: Option) -> Option:
+    """`--topic` of a command that uses the context topic says so, the same way everywhere."""
+    if CONTEXT_DEFAULT in opt.help:
+        return opt
+    return replace(opt, help=f"{opt.help.rstrip('.') or 'Topic'} {CONTEXT_DEFAULT}.")
 
 
 def load_commands() -> Registry:

@@ -41,7 +41,8 @@ def run_lines(session: Session, items: list[tuple[str, str]], echo: Echo | None 
     """Run (where, line) items in order; return the exit code of each line run (a failure stops
     the run unless stop_on_error is False)."""
     load_commands()
-    lines = [Line(where, text) for where, text in items]
+    # `a; b` is two commands, in every mode.
+    lines = [Line(where, part) for where, text in items for part in parsing.split_commands(text)]
     codes: list[int] = []
     i = 0
     while i < len(lines):
@@ -84,10 +85,18 @@ def _prepare(session: Session, text: str) -> parsing.Parsed | None:
     if cmd.sandbox_only and session.sandbox is None:
         from kafka_shell.sandbox import control  # a `kafka-shell sandbox` server's control endpoint
         session.sandbox = control.attach(session.target)
-    if cmd.destructive and not (parsed.args.get("yes") or session.yes or parsed.args.get("dry_run")):
+    if (cmd.destructive or cmd.confirm) and not (parsed.args.get("yes") or session.yes or parsed.args.get("dry_run")):
+        if cmd.confirm is not None:   # it names the targets, after checking them
+            question = cmd.confirm(session, parsed.args)
+            if question is None:
+                return parsed
+            refusal = f"{question.rstrip('?')}: add --yes to confirm"
+        else:
+            question = f"{text.strip()}: this cannot be undone. Continue?"
+            refusal = f"{cmd.name} is destructive: add --yes to confirm"
         if not session.interactive or session.confirm is None:
-            raise UsageError(f"{cmd.name} is destructive: add --yes to confirm")
-        if not session.confirm(f"{text.strip()}: this cannot be undone. Continue?"):
+            raise UsageError(refusal)
+        if not session.confirm(question):
             raise ShellError("Cancelled: nothing was changed.")
     return parsed
 

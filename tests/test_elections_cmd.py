@@ -93,7 +93,7 @@ def test_unclean_election_refused_without_a_live_replica_then_allowed(sandbox, a
     produce(sandbox, "t", 0, 2, 10)
     sandbox.stop_broker(2)
     sandbox.stop_broker(1)  # offline: the last ISR member is down
-    line = "elect-leaders --election-type unclean --topic t"
+    line = "elect-leaders --election-type unclean --topic t --yes"
     p = run(sandbox, line)
     assert p.returncode == 1
     assert ('Error completing leader election (UNCLEAN) for partition: t-0: No eligible leader for "t": '
@@ -126,7 +126,7 @@ def plan(tmp_path, *entries: tuple[str, int, int]) -> str:
 
 
 def test_designated_election_rules_and_success(offline, admin, tmp_path):
-    line = "elect-leaders --election-type designated --path-to-json-file {}"
+    line = "elect-leaders --election-type designated --path-to-json-file {} --yes"
     before = state(offline)
     p = run(offline, line.format(plan(tmp_path, ("t", 0, 4))), "-o", "json")
     assert p.returncode == 1
@@ -150,7 +150,7 @@ def test_designated_election_on_a_cluster_without_elect_leaders_v3(offline, monk
     # Serve ElectLeaders v0-v2 only, as every Apache Kafka release does.
     monkeypatch.setitem(offline.handlers, 43, dataclasses.replace(HANDLERS[43], versions=range(0, 3)))
     before = state(offline)
-    p = run(offline, f"elect-leaders --election-type designated --path-to-json-file {plan(tmp_path, ('t', 0, 2))}")
+    p = run(offline, f"elect-leaders --election-type designated --path-to-json-file {plan(tmp_path, ('t', 0, 2))} --yes")
     assert_one_line_error(p, 1, "Designated elections need ElectLeaders v3", "--election-type unclean")
     assert state(offline) == before
 

@@ -112,7 +112,7 @@ BAD_INPUT = [
     ("alter-topic --topic existing --partitions 1", 2, ["cannot decrease", "--partitions 3 or more"]),
     ("alter-topic --topic missing --partitions 3", 1, ['Topic "missing" does not exist']),
     ("describe-topic --topic missing", 1, ['Topic "missing" does not exist']),
-    ("delete-topic --topic existing", 2, ["delete-topic is destructive: add --yes to confirm"]),
+    ("delete-topic --topic existing", 2, ["Delete 1 topic (existing; ", "partitions): add --yes to confirm"]),
     ("delete-topic --topic missing --yes", 1, ['Topic "missing" does not exist']),
     ("alter-configs --topic existing --add-config no.such.key=1", 1, ["Invalid config", "no.such.key"]),
     ("describe-configs --topic existing --broker 1", 2, ["cannot be used together"]),

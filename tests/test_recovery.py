@@ -212,7 +212,7 @@ def test_manual_file_feeds_a_designated_election(sandbox, admin, tmp_path):
     assert leader(admin) == -1  # only the file
     again = run(sandbox, f"unclean-recovery --all-offline-partitions --manual-recovery-output-file {out}")
     assert_one_line_error(again, 2, f"{out} already exists")
-    p = run(sandbox, f"elect-leaders --election-type designated --path-to-json-file {out}")
+    p = run(sandbox, f"elect-leaders --election-type designated --path-to-json-file {out} --yes")
     assert p.returncode == 0, p.stderr
     assert leader(admin) == 2 and partition(sandbox)["hw"] == 15
 

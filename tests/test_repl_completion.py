@@ -131,9 +131,11 @@ def test_unknown_command_gets_no_suggestions():
 
 def test_config_entity_follows_entity_type():
     ctx = suggest("alter-configs --entity-type brokers --delete-config ", REGISTRY)
-    assert ctx.suggestions == (s.ConfigKey("brokers"),)
+    assert ctx.suggestions == (s.ConfigKey("brokers", overrides=True),)
     ctx = suggest("alter-configs --delete-config ", REGISTRY)
-    assert ctx.suggestions == (s.ConfigKey("topics"),)
+    assert ctx.suggestions == (s.ConfigKey("topics", overrides=True),)
+    ctx = suggest("alter-configs --topic orders --delete-config ", REGISTRY)
+    assert ctx.suggestions == (s.ConfigKey("topics", overrides=True, name="orders"),)
 
 
 def test_config_assignment_completes_key_then_value():
@@ -146,8 +148,13 @@ def test_config_assignment_completes_key_then_value():
 
 # -- stage 2: candidates -----------------------------------------------------------------------
 
+def starts(got: list[str], expected: list[str]) -> bool:
+    """Matches by prefix come first (fuzzy matches may follow)."""
+    return got[:len(expected)] == expected
+
+
 def test_command_names():
-    assert complete("de") == ["delete-topic", "describe-group", "describe-topic"]
+    assert starts(complete("de"), ["delete-topic", "describe-group", "describe-topic"])
 
 
 def test_option_names_not_yet_given():
@@ -157,23 +164,23 @@ def test_option_names_not_yet_given():
 
 
 def test_option_names_match_without_dashes():
-    assert complete("create-topic part") == ["--partitions"]
+    assert starts(complete("create-topic part"), ["--partitions"])
 
 
 def test_exclusive_options_drop_each_other():
-    assert complete("describe-group --members --") == ["--group"]
+    assert starts(complete("describe-group --members --"), ["--group"])
 
 
 def test_topic_names_by_prefix():
-    assert complete("describe-topic --topic ord") == ["orders", "orders-dlq"]
-    assert complete("describe-topic --topic=pay") == ["payments"]
+    assert starts(complete("describe-topic --topic ord"), ["orders", "orders-dlq"])
+    assert starts(complete("describe-topic --topic=pay"), ["payments"])
     assert complete("describe-topic --topic nosuch") == []
 
 
 def test_positional_topic_and_options_when_nothing_typed():
     got = complete("topic ")
     assert got == ["__consumer_offsets", "orders", "orders-dlq", "payments"]
-    assert complete("topic o") == ["orders", "orders-dlq"]
+    assert starts(complete("topic o"), ["orders", "orders-dlq"])
 
 
 def test_unfinished_quote_keeps_the_quote():
@@ -183,54 +190,54 @@ def test_unfinished_quote_keeps_the_quote():
 
 
 def test_broker_ids_and_group_ids():
-    assert complete("elect-leaders --broker 1") == ["1", "12"]
-    assert complete("describe-group --group bill") == ["billing", "billing-audit"]
+    assert starts(complete("elect-leaders --broker 1"), ["1", "12"])
+    assert starts(complete("describe-group --group bill"), ["billing", "billing-audit"])
 
 
 def test_entity_name_follows_entity_type():
-    assert complete("alter-configs --entity-type groups --entity-name s") == ["search"]
-    assert complete("alter-configs --entity-type brokers --entity-name ") == ["1", "12", "2", "3"]
-    assert complete("alter-configs --entity-type topics --entity-name pay") == ["payments"]
+    assert starts(complete("alter-configs --entity-type groups --entity-name s"), ["search"])
+    assert starts(complete("alter-configs --entity-type brokers --entity-name "), ["1", "12", "2", "3"])
+    assert starts(complete("alter-configs --entity-type topics --entity-name pay"), ["payments"])
 
 
 def test_config_keys_for_topics_and_brokers():
-    assert complete("create-topic --config cleanup") == ["cleanup.policy="]
-    assert complete("alter-configs --add-config retention.") == ["retention.bytes=", "retention.ms="]
+    assert starts(complete("create-topic --config cleanup"), ["cleanup.policy="])
+    assert starts(complete("alter-configs --add-config retention."), ["retention.bytes=", "retention.ms="])
     brokers = complete("alter-configs --entity-type brokers --add-config log.retention.")
-    assert brokers == ["log.retention.bytes=", "log.retention.hours=", "log.retention.ms="]
+    assert starts(brokers, ["log.retention.bytes=", "log.retention.hours=", "log.retention.ms="])
     assert "log.retention.hours" not in complete("alter-configs --delete-config log.")
 
 
 def test_config_values_closed_sets():
-    assert complete("create-topic --config cleanup.policy=") == ["compact", "delete"]
-    assert complete("alter-configs --add-config compression.type=z") == ["zstd"]
-    assert complete("alter-configs --add-config preallocate=") == ["true", "false"]
+    assert starts(complete("create-topic --config cleanup.policy="), ["compact", "delete"])
+    assert starts(complete("alter-configs --add-config compression.type=z"), ["zstd"])
+    assert starts(complete("alter-configs --add-config preallocate="), ["true", "false"])
     assert complete("alter-configs --add-config retention.ms=") == []
 
 
 def test_config_value_of_the_last_pair():
-    assert complete("alter-configs --add-config retention.ms=1,cleanup.policy=c") == ["compact"]
-    assert complete("alter-configs --add-config retention.ms=1,min.in") == ["min.insync.replicas="]
-    assert complete("alter-configs --add-config cleanup.policy=[compact,d") == ["delete"]
-    assert complete("alter-configs --add-config a=[x,y],preall") == ["preallocate="]
-    assert complete("set-config --pair cleanup.policy=") == ["compact", "delete"]
+    assert starts(complete("alter-configs --add-config retention.ms=1,cleanup.policy=c"), ["compact"])
+    assert starts(complete("alter-configs --add-config retention.ms=1,min.in"), ["min.insync.replicas="])
+    assert starts(complete("alter-configs --add-config cleanup.policy=[compact,d"), ["delete"])
+    assert starts(complete("alter-configs --add-config a=[x,y],preall"), ["preallocate="])
+    assert starts(complete("set-config --pair cleanup.policy="), ["compact", "delete"])
 
 
 def test_config_entity_follows_the_options_naming_it():
-    assert complete("alter-configs --broker 1 --add-config log.ret") == [
-        "log.retention.bytes=", "log.retention.hours=", "log.retention.ms="]
-    assert complete("alter-configs --entity-default --delete-config log.roll.") == [
-        "log.roll.hours", "log.roll.jitter.ms", "log.roll.ms"]
+    assert starts(complete("alter-configs --broker 1 --add-config log.ret"), [
+        "log.retention.bytes=", "log.retention.hours=", "log.retention.ms="])
+    assert starts(complete("alter-configs --entity-default --delete-config log.roll."), [
+        "log.roll.hours", "log.roll.jitter.ms", "log.roll.ms"])
     assert complete("alter-configs --topic orders --add-config log.ret") == []
 
 
 def test_key_lists_complete_the_last_key():
-    assert complete("alter-configs --delete-config retention.ms,cleanup") == ["cleanup.policy"]
+    assert starts(complete("alter-configs --delete-config retention.ms,cleanup"), ["cleanup.policy"])
 
 
 def test_choices():
-    assert complete("elect-leaders --election-type u") == ["unclean"]
-    assert complete("alter-configs --entity-type b") == ["brokers"]
+    assert starts(complete("elect-leaders --election-type u"), ["unclean"])
+    assert starts(complete("alter-configs --entity-type b"), ["brokers"])
 
 
 def test_paths(tmp_path, monkeypatch):
@@ -256,7 +263,7 @@ def test_help_completes_command_names():
 def test_many_topics_are_capped_and_found_by_bisection():
     names = [f"t{i:06d}" for i in range(100_000)]
     got = complete("describe-topic --topic t0999", make_snapshot(names))
-    assert got == [f"t0999{i:02d}" for i in range(100)]
+    assert got[:100] == [f"t0999{i:02d}" for i in range(100)]   # prefix matches first
     assert len(complete("describe-topic --topic t", make_snapshot(names))) == MAX_CANDIDATES
 
 
@@ -287,3 +294,14 @@ def test_lexer_keeps_every_character():
     text = "create-topic  --config 'a=b  c' x\\ y --topic \"unfinished"
     lexer = lexer_for(REGISTRY, lambda: ())()
     assert "".join(v for _, _, v in lexer.get_tokens_unprocessed(text)) == text
+
+
+def test_lexer_marks_an_unknown_option_unlike_a_valid_one():
+    assert _tokens("describe-topic --topik x --topic=orders --help") == [
+        (Keyword, "describe-topic"), (Error, "--topik"), (String, "x"),
+        (Name.Attribute, "--topic"), (Operator, "="), (Name.Class, "orders"), (Name.Attribute, "--help")]
+
+
+def test_completion_goes_on_after_a_continued_line():
+    assert suggest("describe-topic \\\n--topic or", REGISTRY).suggestions == (s.Topic(),)
+    assert starts(complete("describe-topic \\\n--topic ord"), ["orders", "orders-dlq"])

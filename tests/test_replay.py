@@ -92,7 +92,7 @@ def test_stdin_with_dash_and_piped(sandbox):
 def test_destructive_lines_need_yes(sandbox, tmp_path):
     p, path = replay(sandbox, tmp_path, "create-topic --topic d\ndelete-topic --topic d\n")
     assert p.returncode == 1
-    assert f"{path}:2: delete-topic is destructive: add --yes to confirm" in p.stderr
+    assert f"{path}:2: Delete 1 topic (d; 1 partition): add --yes to confirm" in p.stderr
     assert "d" in topics(sandbox)
     p, _ = replay(sandbox, tmp_path, "delete-topic --topic d\n", "--yes")
     assert p.returncode == 0 and "d" not in topics(sandbox)

@@ -21,6 +21,7 @@ from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.patch_stdout import patch_stdout
 
 from kafka_shell.metadata import EMPTY, ClusterSnapshot
+from kafka_shell.parsing import logical_lines
 from kafka_shell.registry import load_commands
 from kafka_shell.repl.completer import KafkaCompleter
 from kafka_shell.repl.history import SecretFreeHistory, history_path
@@ -36,12 +37,14 @@ EXIT_WORDS = ("exit", "quit")
 class Repl:
     refresh_every_s = 30.0   # background metadata refresh
     poll_s = 0.5             # how soon a new snapshot reaches the completer and toolbar
+    overrides_keep_s = 30.0  # how long an entity's config overrides serve completion
 
     def __init__(self, session: Session, input: Any = None, output: Any = None,
                  history: History | None = None):
         self.session = session
         session.refresh_after_mutation = True  # completion and the toolbar follow our changes
         self.registry = load_commands()
+        self._overrides: dict[tuple[str, str], tuple[float, list[str] | None]] = {}
         self.completer = self._build_completer(self._snapshot())
         self._swap_lock = threading.Lock()
         self._stop = threading.Event()
@@ -49,6 +52,8 @@ class Repl:
             message=self.message,
             completer=ThreadedCompleter(DynamicCompleter(lambda: self.completer)),
             complete_while_typing=True,
+            multiline=True,               # Enter runs the line unless it goes on (key_bindings)
+            prompt_continuation=_continuation,
             lexer=PygmentsLexer(lexer_for(self.registry, lambda: self._snapshot().topics)),
             auto_suggest=AutoSuggestFromHistory(),
             history=history if history is not None else SecretFreeHistory(history_path()),
@@ -94,10 +99,11 @@ class Repl:
                     continue
                 except EOFError:            # Ctrl-D
                     return 0
-                if line.strip() in EXIT_WORDS:
-                    return 0
-                if line.strip():
-                    self.execute(line)
+                # A pasted block, or continued lines: each logical line runs on its own.
+                for _, text in logical_lines(line.splitlines()):
+                    if text in EXIT_WORDS:
+                        return 0
+                    self.execute(text)
         finally:
             self._stop.set()
 
@@ -125,6 +131,7 @@ class Repl:
             self.session.stderr.write("Cancelled.\n")
             self.session.stderr.flush()
             code = 130
+        self._overrides.clear()
         self._sync_completer()
         return code
 
@@ -163,12 +170,34 @@ class Repl:
             return True
 
     def _build_completer(self, snapshot: ClusterSnapshot) -> KafkaCompleter:
-        return KafkaCompleter(self.registry, snapshot, clusters=_cluster_names())
+        return KafkaCompleter(self.registry, snapshot, clusters=_cluster_names(),
+                              overrides=self.overrides, context_topic=lambda: self.session.topic)
+
+    def overrides(self, entity_type: str, name: str) -> list[str] | None:
+        """An entity's config overrides for `--delete-config` completion: read once, on the first
+        Tab that needs them, and kept for `overrides_keep_s` or until a command runs (which may
+        change them). None when they cannot be read: completion then offers every key."""
+        from kafka_shell.operations import config_overrides
+        key = (entity_type, name)
+        kept = self._overrides.get(key)
+        if kept is not None and time.monotonic() - kept[0] < self.overrides_keep_s:
+            return kept[1]
+        try:
+            keys: list[str] | None = config_overrides(self.session, entity_type, name)
+        except Exception:  # noqa: BLE001 - completion must not fail; the command will say what is wrong
+            keys = None
+        self._overrides[key] = (time.monotonic(), keys)
+        return keys
 
     def _invalidate(self) -> None:
         app = self.prompt_session.app
         if app.is_running:
             app.invalidate()
+
+
+def _continuation(width: int, line_number: int, wrap_count: int) -> StyleAndTextTuples:
+    """What precedes a continuation line: dots as wide as the prompt, like pgcli."""
+    return [("class:continuation", "." * (width - 1) + " ")]
 
 
 def _cluster_names() -> list[str]:

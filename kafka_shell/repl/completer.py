@@ -2,7 +2,10 @@
 
 A `KafkaCompleter` is built from one immutable ClusterSnapshot and never changes; when the cache
 refreshes, the REPL builds a new one and swaps it in with one assignment (pgcli's refresher), so a
-keystroke never waits on the cluster and never sees a half-built index.
+keystroke never waits on the cluster and never sees a half-built index. One exception: the first
+Tab after `--delete-config` reads that entity's overrides (one DescribeConfigs, bounded by
+--timeout, off the event loop in the ThreadedCompleter), which the REPL keeps briefly.
+Matching is fuzzy (repl/fuzzy.py): prefix matches first, then subsequences.
 """
 
 from __future__ import annotations
@@ -10,8 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import shlex
-from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
@@ -19,32 +21,35 @@ from prompt_toolkit.document import Document
 from kafka_shell import config_keys
 from kafka_shell.metadata import EMPTY, ClusterSnapshot
 from kafka_shell.registry import Registry
+from kafka_shell.repl import fuzzy
 from kafka_shell.repl import suggest as s
 
 # More candidates than this are not worth showing in a menu; capping keeps a keystroke fast with
 # 100,000 topics cached.
 MAX_CANDIDATES = 200
 
+# (entity type, entity name) -> the config keys it overrides, or None when they cannot be read.
+Overrides = Callable[[str, str], "Sequence[str] | None"]
 
-def starting_with(items: Sequence[str], prefix: str, limit: int = MAX_CANDIDATES) -> Iterator[str]:
-    """The items of a sorted sequence that start with `prefix`, found by bisection."""
-    i = bisect_left(items, prefix)
-    end = min(len(items), i + limit)
-    while i < end and items[i].startswith(prefix):
-        yield items[i]
-        i += 1
+
+def matching(items: Sequence[str], typed: str) -> list[str]:
+    """The sorted `items` that match `typed`, fuzzily (see repl/fuzzy.py)."""
+    return fuzzy.fuzzy_matches(items, typed, MAX_CANDIDATES)
 
 
 class KafkaCompleter(Completer):
     def __init__(self, registry: Registry, snapshot: ClusterSnapshot = EMPTY,
-                 clusters: Iterable[str] = ()):
+                 clusters: Iterable[str] = (), overrides: Overrides | None = None,
+                 context_topic: Callable[[], str | None] = lambda: None):
         self.registry = registry
         self.snapshot = snapshot
         self.clusters = sorted(clusters)       # named clusters (clusters.json), read once
-        self.topics = snapshot.topic_names()
-        self.groups = sorted(snapshot.groups)
+        self.topics = fuzzy.FuzzyIndex(snapshot.topics)
+        self.groups = fuzzy.FuzzyIndex(snapshot.groups)
         self.brokers = sorted(str(b) for b in snapshot.brokers)
         self.commands = registry.names()
+        self.overrides = overrides             # reads an entity's overrides (kept briefly)
+        self.context_topic = context_topic     # the REPL's context topic, read at each keystroke
 
     def get_completions(self, document: Document,
                         complete_event: CompleteEvent | None = None) -> Iterator[Completion]:
@@ -58,47 +63,64 @@ class KafkaCompleter(Completer):
         """(candidate, description) pairs for one suggestion, in display order."""
         match suggestion:
             case s.CommandName():
-                for name in starting_with(self.commands, prefix):
+                for name in matching(self.commands, prefix):
                     cmd = self.registry.get(name)
                     assert cmd is not None, "self.commands are the registry's own names"
                     yield name, cmd.help
             case s.OptionName(command, exclude):
                 yield from self._options(command, exclude, prefix)
-            case s.Topic():
-                for name in starting_with(self.topics, prefix):
-                    yield name, f"{len(self.snapshot.topics[name].partitions)} partitions"
-            case s.Broker():
-                for bid in starting_with(self.brokers, prefix):
-                    yield bid, self.snapshot.brokers[int(bid)].address
-            case s.Group():
-                for name in starting_with(self.groups, prefix):
-                    yield name, "group"
-            case s.ConfigKey(entity, suffix) if entity is not None:  # None: a type with no known keys
-                for key in starting_with(config_keys.keys(entity), prefix):
-                    yield key + suffix, config_keys.describe(entity, key)
+            case s.Topic(exclude):
+                for name in self.topics.matches(prefix, MAX_CANDIDATES + len(exclude)):
+                    if name not in exclude:
+                        yield name, f"{len(self.snapshot.topics[name].partitions)} partitions"
+            case s.Broker(exclude):
+                for bid in matching(self.brokers, prefix):
+                    if bid not in exclude:
+                        yield bid, self.snapshot.brokers[int(bid)].address
+            case s.Group(exclude):
+                for name in self.groups.matches(prefix, MAX_CANDIDATES + len(exclude)):
+                    if name not in exclude:
+                        yield name, "group"
+            case s.ConfigKey(entity, suffix, overrides, name, exclude) if entity is not None:  # None: no keys known
+                keys = self._overrides(entity, name) if overrides else None
+                for key in matching(config_keys.keys(entity) if keys is None else keys, prefix):
+                    if key not in exclude:
+                        yield key + suffix, config_keys.describe(entity, key)
             case s.ConfigValue(entity, key) if entity is not None:
-                yield from _prefixed(config_keys.values(entity, key), prefix, key)
+                yield from _matched(config_keys.values(entity, key), prefix, key)
             case s.Choice(choices):
-                yield from _prefixed(choices, prefix, "")
+                yield from _matched(choices, prefix, "")
             case s.Path():
                 yield from _paths(prefix)
             case s.Cluster():
-                yield from _prefixed(self.clusters, prefix, "cluster")
+                yield from _matched(self.clusters, prefix, "cluster")
             case s.Api():
-                yield from _prefixed(_api_names(), prefix, "API")
+                yield from _matched(_api_names(), prefix, "API")
             case s.ErrorName():
-                yield from _prefixed(_error_names(), prefix, "error")
+                yield from _matched(_error_names(), prefix, "error")
+
+    def _overrides(self, entity: str, name: str | None) -> list[str] | None:
+        """The keys the entity overrides (what --delete-config can remove), sorted; None when
+        unknown (no entity named yet, or no reader): then every key is offered."""
+        if name is None and entity == config_keys.TOPIC:
+            name = self.context_topic()
+        if name is None or self.overrides is None:
+            return None
+        keys = self.overrides(entity, name)
+        return None if keys is None else sorted(keys)
 
     def _options(self, command: str, exclude: frozenset[str], prefix: str) -> Iterator[tuple[str, str]]:
         cmd = self.registry.get(command)
         assert cmd is not None, "OptionName names a registered command"
         # "part" finds --partitions too: users often skip the dashes.
+        # Matched without their dashes ("rf" finds --replication-factor), in declaration order
+        # when nothing is typed.
         bare = prefix.lstrip("-")
-        for o in cmd.options:
-            if o.positional or o.hidden or o.name in exclude:
-                continue
-            if o.name.startswith(prefix) or (not prefix.startswith("-") and o.name[2:].startswith(bare)):
-                yield o.name, o.help
+        options = {o.name[2:] if o.name.startswith("--") else o.name.lstrip("-"): o for o in cmd.options
+                   if not (o.positional or o.hidden or o.name in exclude)}
+        names = list(options) if not bare else matching(sorted(options), bare)
+        for name in names:
+            yield options[name].name, options[name].help
 
     @staticmethod
     def _quoted(text: str, ctx: s.Context, is_path: bool) -> str:
@@ -112,8 +134,10 @@ class KafkaCompleter(Completer):
         return text
 
 
-def _prefixed(items: Iterable[str], prefix: str, meta: str) -> Iterator[tuple[str, str]]:
-    return ((item, meta) for item in items if item.startswith(prefix))
+def _matched(items: Iterable[str], typed: str, meta: str) -> Iterator[tuple[str, str]]:
+    """A short list's matches; all of it, in its own order, when nothing is typed."""
+    found = matching(sorted(items), typed) if typed else items
+    return ((item, meta) for item in found)
 
 
 def _paths(prefix: str) -> Iterator[tuple[str, str]]:

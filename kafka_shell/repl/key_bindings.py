@@ -1,13 +1,20 @@
-"""Key bindings on top of prompt_toolkit's Emacs defaults (which already give Ctrl-C: cancel
-the line, Ctrl-D: leave on an empty line, Ctrl-R: search history, Right: take the suggestion)."""
+r"""Key bindings on top of prompt_toolkit's Emacs defaults (which already give Ctrl-C: cancel
+the line, Ctrl-D: leave on an empty line, Ctrl-R: search history, Right: take the suggestion).
+
+The prompt is multi-line: Enter runs the text unless it ends with `\` or inside an open quote,
+where it starts a continuation line; a pasted block stays in the buffer and runs line by line."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from prompt_toolkit import search
 from prompt_toolkit.application.current import get_app
-from prompt_toolkit.filters import Condition, completion_is_selected
+from prompt_toolkit.enums import DEFAULT_BUFFER
+from prompt_toolkit.filters import Condition, completion_is_selected, has_focus, is_searching
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+from kafka_shell.parsing import is_incomplete
 
 if TYPE_CHECKING:
     from kafka_shell.repl.app import Repl
@@ -35,5 +42,39 @@ def create_key_bindings(repl: Repl) -> KeyBindings:
     def _(event: KeyPressEvent) -> None:
         """Enter on a highlighted completion of a menu takes it instead of running the line."""
         event.current_buffer.complete_state = None
+
+    @kb.add("enter", filter=has_focus(DEFAULT_BUFFER) & ~(completion_is_selected & choosing))
+    def _(event: KeyPressEvent) -> None:
+        """Run the text, or go on on a new line after a trailing `\\` or inside a quote."""
+        buffer = event.current_buffer
+        if is_incomplete(buffer.text):
+            buffer.insert_text("\n")
+        else:
+            buffer.validate_and_handle()
+
+    @kb.add("c-r", filter=is_searching)
+    def _(event: KeyPressEvent) -> None:
+        """Ctrl-R again: the next older history entry that matches what is shown. prompt_toolkit's
+        own first goes to the match it already shows (as a preview), then to the previous
+        occurrence, often in the same line or an identical entry: the same text each time."""
+        target = event.app.layout.search_target_buffer_control
+        if target is None:
+            return
+        buffer = target.buffer
+        if target.search_state.direction != search.SearchDirection.BACKWARD:
+            search.do_incremental_search(search.SearchDirection.BACKWARD)  # only turns around
+        state = target.search_state
+        state.text = event.current_buffer.text
+        text = buffer.document_for_search(state).text   # the match on screen
+        start = position = (buffer.working_index, buffer.cursor_position)
+        while True:
+            search.do_incremental_search(search.SearchDirection.BACKWARD)
+            now = (buffer.working_index, buffer.cursor_position)
+            if buffer.text != text:
+                return
+            if now == position:   # no older match: stay where the search was
+                buffer.working_index, buffer.cursor_position = start
+                return
+            position = now
 
     return kb

@@ -8,7 +8,8 @@ from collections.abc import Callable, Container, Iterator
 from pygments.lexer import Lexer
 from pygments.token import Comment, Error, Keyword, Name, Number, Operator, String, Text, _TokenType
 
-from kafka_shell.registry import Registry
+from kafka_shell.parsing import HELP_FLAGS
+from kafka_shell.registry import Command, Registry
 from kafka_shell.repl.suggest import is_option, split_line
 
 
@@ -22,20 +23,21 @@ class KafkaShellLexer(Lexer):
     def get_tokens_unprocessed(self, text: str) -> Iterator[tuple[int, _TokenType, str]]:
         pos = 0
         words, comment = split_line(text)
+        cmd = None
         for i, word in enumerate(words):
             if word.start > pos:
                 yield pos, Text.Whitespace, text[pos:word.start]
             raw = text[word.start:word.end]
             if i == 0:
-                known = self.registry is not None and self.registry.get(word.value) is not None
-                yield word.start, Keyword if known else Error, raw
+                cmd = self.registry.get(word.value) if self.registry is not None else None
+                yield word.start, Keyword if cmd is not None else Error, raw
             elif is_option(word.value) and "=" in raw:
                 name, _, value = raw.partition("=")
-                yield word.start, Name.Attribute, name
+                yield word.start, self._option_token(cmd, name), name
                 yield word.start + len(name), Operator, "="
                 yield word.start + len(name) + 1, self._value_token(value, value), value
             elif is_option(word.value):
-                yield word.start, Name.Attribute, raw
+                yield word.start, self._option_token(cmd, word.value), raw
             else:
                 yield word.start, self._value_token(word.value, raw), raw
             pos = word.end
@@ -44,6 +46,13 @@ class KafkaShellLexer(Lexer):
             yield pos, Text.Whitespace, text[pos:end]
         if comment is not None:
             yield comment, Comment, text[comment:]
+
+    @staticmethod
+    def _option_token(cmd: Command | None, name: str) -> _TokenType:
+        """An option the command does not take shows as an error before Enter."""
+        if cmd is not None and cmd.option(name) is None and name not in HELP_FLAGS:
+            return Error
+        return Name.Attribute
 
     def _value_token(self, value: str, raw: str) -> _TokenType:
         if value in self.topics():

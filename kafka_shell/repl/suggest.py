@@ -28,23 +28,26 @@ class OptionName:
 
 @dataclass(frozen=True)
 class Topic:
-    pass
+    exclude: frozenset[str] = frozenset()   # already listed before the cursor (`a,b,<Tab>`)
 
 
 @dataclass(frozen=True)
 class Broker:
-    pass
+    exclude: frozenset[str] = frozenset()   # already listed before the cursor (`a,b,<Tab>`)
 
 
 @dataclass(frozen=True)
 class Group:
-    pass
+    exclude: frozenset[str] = frozenset()   # already listed before the cursor (`a,b,<Tab>`)
 
 
 @dataclass(frozen=True)
 class ConfigKey:
     entity: str | None        # config_keys.TOPIC / BROKER; None: a type we know no keys for
     suffix: str = ""          # "=" when the key starts a key=value assignment
+    overrides: bool = False   # only the keys the entity overrides (--delete-config)
+    name: str | None = None   # the entity's name when the line gives it ("" the broker default)
+    exclude: frozenset[str] = frozenset()   # keys already listed (`k1,k2,<Tab>`)
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,8 @@ def split_line(text: str) -> tuple[list[Word], int | None]:
             elif c == "\\":
                 if i + 1 < n:
                     i += 1
-                    chars.append(text[i])
+                    if text[i] != "\n":   # a backslash-newline only continues the line
+                        chars.append(text[i])
             elif c.isspace() or c == "#":
                 break
             else:
@@ -245,6 +249,14 @@ class _State:
                 exclude |= set(group)
         return OptionName(self.cmd.name, frozenset(exclude))
 
+    def entity_name(self) -> str | None:
+        """The entity the line names (`--topic`, `--broker`, `--entity-name`; "" for
+        `--entity-default`), None when it names none yet."""
+        for option in ("--topic", "--broker", "--entity-name"):
+            if option in self.values:
+                return self.values[option]
+        return "" if "--entity-default" in self.given else None
+
     def entity(self) -> str | None:
         """Whose config keys apply: `--entity-type` decides, else the options naming the
         entity (`--topic`, `--broker`, `--entity-default`), else the command's name."""
@@ -259,6 +271,7 @@ class _State:
 
 _SIMPLE = {"topic": Topic(), "broker": Broker(), "group": Group(), "path": Path(),
            "cluster": Cluster(), "api": Api(), "error": ErrorName()}
+_LISTED: dict[str, type[Topic | Broker | Group]] = {"topic": Topic, "broker": Broker, "group": Group}
 _ENTITY_NAMES = {"topics": Topic(), "topic": Topic(), "brokers": Broker(), "broker": Broker(),
                  "groups": Group(), "group": Group()}
 
@@ -270,6 +283,8 @@ def _value(state: _State, opt: Option, ctx: Context) -> Context:
     if opt.choices:
         return _with(ctx, Choice(opt.choices))
     kind = opt.completer
+    if kind in _LISTED and opt.is_list:
+        return _next_item(ctx, _LISTED[kind])
     if kind in _SIMPLE:
         return _with(ctx, _SIMPLE[kind])
     if kind == "entity_name":
@@ -278,7 +293,7 @@ def _value(state: _State, opt: Option, ctx: Context) -> Context:
     if kind == "config_value" or (kind == "config_key" and "=" in (opt.metavar or "")):
         return _assignment(state.entity(), ctx)       # --config KEY=VALUE
     if kind == "config_key":
-        return _key_list(state.entity(), ctx)         # --delete-config K,K2
+        return _key_list(state.entity(), state.entity_name(), ctx)   # --delete-config K,K2
     if kind is None and opt.positional and opt.dest == "command":
         return _with(ctx, CommandName())     # `help CMD`
     return Context(())
@@ -305,9 +320,16 @@ def _part(ctx: Context, part: str, *suggestions: object) -> Context:
     return Context(suggestions, part, len(part))
 
 
-def _key_list(entity: str | None, ctx: Context) -> Context:
-    """`key[,key...]`: complete the last key."""
-    return _part(ctx, _last_item(ctx.prefix), ConfigKey(entity))
+def _key_list(entity: str | None, name: str | None, ctx: Context) -> Context:
+    """`key[,key...]` of keys to remove: complete the last key from the entity's overrides."""
+    *listed, last = ctx.prefix.split(",")
+    return _part(ctx, last, ConfigKey(entity, overrides=True, name=name, exclude=frozenset(listed)))
+
+
+def _next_item(ctx: Context, kind: type[Topic | Broker | Group]) -> Context:
+    """`a,b,<Tab>` in a list of names or ids: the ones not listed yet."""
+    *listed, last = ctx.prefix.split(",")
+    return _part(ctx, last, kind(exclude=frozenset(listed)))
 
 
 def _assignment(entity: str | None, ctx: Context) -> Context:
