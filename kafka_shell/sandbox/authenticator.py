@@ -56,7 +56,7 @@ class SaslAuthenticator:
         handshake). Else the authenticator's own answer."""
         api_key, version, correlation_id = protocol.peek_header(body)
         if self.state == COMPLETE:
-            if api_key == ApiKey.SASL_HANDSHAKE:
+            if api_key == ApiKey.SASL_HANDSHAKE and self.expires_at is not None:
                 self.state, self.reauthenticating = HANDSHAKE, True   # KIP-368
                 return self._handshake(body, correlation_id)
             if self.expires_at is not None and time.monotonic() > self.expires_at:
