@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from kafka_shell import __version__, protocol
 from kafka_shell.codes import ApiKey, Error
-from kafka_shell.client_config import sasl_mechanism
+from kafka_shell.client_config import librdkafka_properties, sasl_mechanism
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
 from kafka_shell.sasl import CLIENT_MECHANISMS
 
@@ -66,7 +66,7 @@ class Channel:
         self.host, self.port = host, int(port)
         self.name = name or self.address  # how messages name the peer ("broker 2 at h:p")
         self.timeout_s = timeout_s
-        self._props = dict(properties or {})
+        self._props = librdkafka_properties(dict(properties or {}))  # Java stores as PEM, ...
         self._lock = threading.Lock()
         self._correlation = itertools.count(1)
         self._sock: socket.socket | None = None

@@ -595,7 +595,7 @@ class Sandbox:
         for user, password in (users or {}).items():
             security.add_user(self, user, password)
         self.handlers = handlers.load()
-        self._servers = {i: _BrokerServer(self, b) for i, b in self.cluster.brokers.items()}
+        self._servers = {i: _BrokerServer(self, b, self.listeners[0]) for i, b in self.cluster.brokers.items()}
         self._listener_servers = {i: self._extra_listeners(b, port_base) for i, b in self.cluster.brokers.items()}
         self._controller_servers = {i: _BrokerServer(self, c) for i, c in self.cluster.controllers.items()}
         self._control_server: _BrokerServer | None = None
@@ -902,7 +902,7 @@ class Sandbox:
             listen = next(iter(c.brokers.values())).host
             b = Broker(id=new_id, host=listen, port=0, rack=rack,
                        host_name=host_name or f"broker-{new_id}.sandbox", fenced=not c.controller_available)
-            server = _BrokerServer(self, b)
+            server = _BrokerServer(self, b, self.listeners[0])
             await server.listen()
             c.brokers[new_id] = b
             self._servers[new_id] = server

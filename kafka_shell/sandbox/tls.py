@@ -35,7 +35,8 @@ def ensure_certificates(tls_dir: str | Path) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     if not (d / CA_FILE).exists() or not (d / CA_KEY_FILE).exists():
         key = ec.generate_private_key(ec.SECP256R1())
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kafka-shell sandbox CA")])
+        # A name of its own: two sandboxes' CAs are told apart (an unknown CA is not taken for one).
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"kafka-shell sandbox CA {os.urandom(4).hex()}")])
         now = _now()
         cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
                 .public_key(key.public_key()).serial_number(x509.random_serial_number())
