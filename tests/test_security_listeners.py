@@ -265,3 +265,14 @@ def test_confluent_kafka_clients_log_in_over_sasl_ssl(secured):
         assert message is not None and message.value() == b"hello over SASL_SSL"
     finally:
         consumer.close()
+
+
+def test_debug_shows_librdkafkas_logs_without_secrets(secured, tmp_path):
+    """--debug with -X debug=...: librdkafka's own log lines come out (the AdminClient is
+    polled for them), and the password is in none of them."""
+    proc = connect(secured, "SASL_PLAINTEXT", {**sasl("PLAIN"), "debug": "broker,security,conf"}, tmp_path,
+                   "create-topic --topic debugged --partitions 1 --replication-factor 1\n", "--debug")
+    assert proc.returncode == 0, proc.stderr
+    assert "debug: kafka_shell.librdkafka: " in proc.stderr
+    assert "Created topic debugged." in proc.stderr
+    assert PASSWORD not in proc.stderr + proc.stdout
