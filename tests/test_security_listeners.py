@@ -10,14 +10,16 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pexpect
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from kafka_shell.channel import Channel
-from kafka_shell.codes import ApiKey
+from kafka_shell.channel import Channel, ConnectionLost
+from kafka_shell.codes import AlterConfigOp, ApiKey, ResourceType
+from kafka_shell.connection import ConnectionManager
 from kafka_shell.sandbox import tls
 from kafka_shell.sandbox.server import Sandbox
 
@@ -237,15 +239,53 @@ def test_the_repl_logs_in_again_after_the_session_lifetime(tmp_path):
             child.sendline("create-topic --topic before-idle --partitions 1 --replication-factor 1")
             child.expect_exact("Created topic before-idle.")
             child.expect(pexpect.TIMEOUT, timeout=4)   # idle past the 3 s session
+            # A broker's config change goes to that broker on the shell's own connection, and is
+            # never resent blindly: without a new login the broker would close the connection on
+            # it and the shell could only say "may or may not have taken effect".
             child.sendline("alter-configs --broker 1 --add-config leader.replication.throttled.rate=1000000")
+            child.sendline("alter-topic --topic before-idle --partitions 2")
             child.sendline("create-topic --topic after-idle --partitions 1 --replication-factor 1")
             child.expect_exact("Created topic after-idle.")
-            assert "outcome unknown" not in child.before and "may or may not" not in child.before
+            assert "may or may not" not in child.before and "rror" not in child.before, child.before
             child.sendline("exit")
             child.expect(pexpect.EOF)
         finally:
             child.terminate(force=True)
+        assert sb.call(lambda: len(sb.cluster.topics["before-idle"].partitions)) == 2
         assert sb.call(lambda: sb.cluster.brokers[1].configs.get("leader.replication.throttled.rate")) == "1000000"
+
+
+def test_the_broker_ends_a_session_that_is_not_renewed():
+    """KIP-368 on the broker side: past connections.max.reauth.ms a request without a new login
+    closes the connection; a SaslHandshake on the open connection logs in again."""
+    with Sandbox(brokers=1, listeners=["SASL_PLAINTEXT"], users={USER: PASSWORD}, reauth_ms=400) as sb:
+        host, port = sb.bootstrap.split(":")
+        renewed = Channel(host, int(port), sasl("SCRAM-SHA-512"), timeout_s=10)
+        stale = Channel(host, int(port), sasl("PLAIN"), timeout_s=10)
+        stale._session_ends = None  # a client that never logs in again
+        time.sleep(0.6)
+        assert renewed.request(ApiKey.METADATA, {"topics": []})["brokers"]
+        with pytest.raises(ConnectionLost):
+            stale.request(ApiKey.METADATA, {"topics": []})
+        renewed.close()
+
+
+def test_a_broker_config_change_after_the_session_lifetime_goes_through():
+    """The issue's case: a config change sent to a broker on a connection idle past its SASL
+    session is not lost as "outcome unknown": the channel logs in again first."""
+    with Sandbox(brokers=1, listeners=["SASL_PLAINTEXT"], users={USER: PASSWORD}, reauth_ms=400) as sb:
+        conn = ConnectionManager(sb.bootstrap, sasl("SCRAM-SHA-256"), timeout_s=30)
+        try:
+            conn.read()
+            time.sleep(0.6)
+            body = {"resources": [{"resource_type": ResourceType.BROKER, "resource_name": "1", "configs": [
+                {"name": "leader.replication.throttled.rate", "config_operation": AlterConfigOp.SET,
+                 "value": "5000"}]}], "validate_only": False}
+            answer = conn.broker_request(1, ApiKey.INCREMENTAL_ALTER_CONFIGS, body, mutation=True)
+            assert [r["error_code"] for r in answer["responses"]] == [0]
+        finally:
+            conn.close()
+        assert sb.call(lambda: sb.cluster.brokers[1].configs.get("leader.replication.throttled.rate")) == "5000"
 
 
 def test_confluent_kafka_clients_log_in_over_sasl_ssl(secured):
