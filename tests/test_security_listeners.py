@@ -171,6 +171,12 @@ def test_sasl_client_at_a_plaintext_listener(secured, tmp_path):
                 "this listener does not use SASL: set security.protocol=PLAINTEXT")
 
 
+def test_a_mechanism_the_listener_does_not_enable(tmp_path):
+    with Sandbox(brokers=1, listeners=["SASL_PLAINTEXT"], sasl_mechanisms=["PLAIN"], users={USER: PASSWORD}) as sb:
+        assert_says(mistake(sb, "SASL_PLAINTEXT", sasl("SCRAM-SHA-512"), tmp_path), 1,
+                    "does not enable SASL mechanism SCRAM-SHA-512 (it offers PLAIN)")
+
+
 @pytest.mark.parametrize("mechanism, message", [
     ("PLAIN", "Authentication failed: Invalid username or password"),
     ("SCRAM-SHA-256", "Authentication failed during authentication due to invalid credentials with "
