@@ -46,6 +46,7 @@ class SaslAuthenticator:
         self.principal: str | None = None        # once authenticated
         self.expires_at: float | None = None     # time.monotonic() when the session ends
         self.reauthenticating = False
+        self.bad_mechanism: str | None = None    # why the re-authentication under way fails
 
     @property
     def complete(self) -> bool:
@@ -82,7 +83,10 @@ class SaslAuthenticator:
         wanted = request.mechanism  # type: ignore[attr-defined]
         version = protocol.peek_header(body)[1]
         if self.reauthenticating and wanted != self.mechanism_name:
-            self.state = FAILED  # REAUTH_BAD_MECHANISM: the SaslAuthenticate that follows fails
+            # REAUTH_BAD_MECHANISM: the handshake succeeds, the SaslAuthenticate after it fails.
+            self.state = AUTHENTICATE
+            self.bad_mechanism = (f"SASL mechanism '{wanted}' requested by client is not supported for "
+                                  f"re-authentication of mechanism '{self.mechanism_name}'")
             return self._respond(ApiKey.SASL_HANDSHAKE, version, correlation_id,
                                  {"error_code": Error.none, "mechanisms": self.enabled})
         if wanted not in self.enabled:
@@ -95,13 +99,15 @@ class SaslAuthenticator:
                              {"error_code": Error.none, "mechanisms": self.enabled})
 
     def _authenticate(self, body: bytes, version: int, correlation_id: int) -> Answer:
+        if self.bad_mechanism is not None:
+            return self._auth_failed(version, correlation_id, self.bad_mechanism)
         assert self.login is not None
         _, request = protocol.decode_request(body)
         try:
             token = self.login.step(bytes(request.auth_bytes))  # type: ignore[attr-defined]
             if self.login.complete and self.reauthenticating and self.login.principal != self.principal:
-                raise SaslFailure(f"Cannot change principals during re-authentication from "
-                                  f"{self.principal}: {self.login.principal}")
+                before, after = (p.replace(":", ".", 1) for p in (self.principal or "", self.login.principal))
+                raise SaslFailure(f"Cannot change principals during re-authentication from {before}: {after}")
         except SaslInvalidCredentials:
             return self._auth_failed(version, correlation_id,
                                      f"Authentication failed during {self._what()} due to invalid "

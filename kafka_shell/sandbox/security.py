@@ -35,7 +35,9 @@ class SaslFailure(Exception):
 class ServerMechanism(Protocol):
     complete: bool
     principal: str              # valid once complete
-    lifetime_ms: int | None     # credential lifetime (OAUTHBEARER token expiry), else None
+    # When the credential expires (OAUTHBEARER token expiry), in ms since the epoch, as Kafka's
+    # CREDENTIAL_LIFETIME_MS negotiated property; None: it does not.
+    lifetime_ms: int | None
 
     def step(self, token: bytes) -> bytes:
         """Take the client's token, give the server's answer (b"" when there is none)."""
