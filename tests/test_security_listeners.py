@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 from confluent_kafka import Consumer, Producer
 
 from kafka_shell.channel import Channel, ConnectionLost
@@ -129,6 +131,16 @@ def test_principals_are_kafkas(secured):
     finally:
         by_cert.close()
         by_sasl.close()
+
+
+def test_a_distinguished_name_reads_as_javas_x500principal():
+    """RFC 2253 keywords by name, any other attribute as its OID and DER value in hex."""
+    name = x509.Name([x509.NameAttribute(NameOID.COUNTRY_NAME, "DE"),
+                      x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Example, Inc."),
+                      x509.NameAttribute(NameOID.COMMON_NAME, "carol"),
+                      x509.NameAttribute(NameOID.EMAIL_ADDRESS, "carol@example.com")])
+    assert tls.x500_name(name) == ("1.2.840.113549.1.9.1=#16116361726f6c406578616d706c652e636f6d,"
+                                   "CN=carol,O=Example\\, Inc.,C=DE")
 
 
 # -- each connection mistake, told at once ------------------------------------------------------

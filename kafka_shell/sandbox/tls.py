@@ -106,7 +106,36 @@ def peer_principal(ssl_object: ssl.SSLObject | None) -> str | None:
     der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
     if not der:
         return None
-    return "User:" + x509.load_der_x509_certificate(der).subject.rfc4514_string()
+    return "User:" + x500_name(x509.load_der_x509_certificate(der).subject)
+
+
+# The attribute keywords X500Principal.getName() writes (RFC 2253); others are written as the
+# OID and the value's DER encoding in hex ("1.2.840.113549.1.9.1=#1611...").
+RFC2253_KEYWORDS = {NameOID.COMMON_NAME, NameOID.COUNTRY_NAME, NameOID.LOCALITY_NAME,
+                    NameOID.STATE_OR_PROVINCE_NAME, NameOID.ORGANIZATION_NAME,
+                    NameOID.ORGANIZATIONAL_UNIT_NAME, NameOID.STREET_ADDRESS, NameOID.DOMAIN_COMPONENT,
+                    NameOID.USER_ID}
+_STRING_CODECS = {30: "utf-16-be", 28: "utf-32-be"}  # BMPString, UniversalString; others UTF-8/ASCII
+
+
+def x500_name(name: x509.Name) -> str:
+    """The distinguished name as Java's X500Principal.getName() gives it: RFC 2253, the last RDN
+    first, multi-valued RDNs joined by "+"."""
+    def attribute(a: x509.NameAttribute) -> str:
+        if a.oid in RFC2253_KEYWORDS:
+            return a.rfc4514_string()
+        tag = getattr(getattr(a, "_type", None), "value", 12)  # 12: UTF8String
+        value = a.value if isinstance(a.value, bytes) else a.value.encode(_STRING_CODECS.get(tag, "utf-8"))
+        return f"{a.oid.dotted_string}=#{_der(tag, value).hex()}"
+    return ",".join("+".join(attribute(a) for a in rdn) for rdn in reversed(name.rdns))
+
+
+def _der(tag: int, value: bytes) -> bytes:
+    n = len(value)
+    if n < 0x80:
+        return bytes([tag, n]) + value
+    size = (n.bit_length() + 7) // 8
+    return bytes([tag, 0x80 | size]) + n.to_bytes(size, "big") + value
 
 
 def _now() -> datetime.datetime:
