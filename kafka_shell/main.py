@@ -252,7 +252,7 @@ cleanly; with --data-dir it saves the state first, and a second Ctrl-C does not 
   bootstrap.servers=H:P,...      the broker listeners (give them to --bootstrap-server)
   bootstrap.controllers=H:P,...  the KRaft controller listeners (empty in zk mode)
   control=H:P                    the control endpoint
-With --listeners, also bootstrap.servers.NAME=H:P,... per listener (bootstrap.servers is the
+With --listeners, then bootstrap.servers.NAME=H:P,... per listener (bootstrap.servers is the
 first one's), and with a TLS listener ssl.ca.location=D/ca.pem. See docs/security.md.
 
 Fault injection from another shell: kafka-shell --bootstrap-server <bootstrap.servers>
@@ -344,13 +344,14 @@ def serve_sandbox(argv: list[str]) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
     print(f"bootstrap.servers={sandbox.bootstrap}", flush=True)
+    print(f"bootstrap.controllers={sandbox.bootstrap_controllers}", flush=True)
+    print(f"control={sandbox.control_address}", flush=True)
+    # After the three lines scripts already read: the secured listeners.
     if sandbox.listeners != ["PLAINTEXT"]:
         for listener in sandbox.listeners:
             print(f"bootstrap.servers.{listener}={sandbox.bootstrap_for(listener)}", flush=True)
     if sandbox.tls_dir:
         print(f"ssl.ca.location={sandbox.tls_dir}/ca.pem", flush=True)
-    print(f"bootstrap.controllers={sandbox.bootstrap_controllers}", flush=True)
-    print(f"control={sandbox.control_address}", flush=True)
     quorum = (f"{len(sandbox.controller_ids)} controller(s) at {sandbox.bootstrap_controllers}"
               if sandbox.mode == "kraft" else "the controller on a broker")
     sys.stderr.write(f"Sandbox cluster ({sandbox.mode} mode) with {len(sandbox.cluster.brokers)} broker(s) "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -334,3 +335,26 @@ def test_debug_shows_librdkafkas_logs_without_secrets(secured, tmp_path):
     assert "debug: kafka_shell.librdkafka: " in proc.stderr
     assert "Created topic debugged." in proc.stderr
     assert PASSWORD not in proc.stderr + proc.stdout
+
+
+def test_kafka_shell_sandbox_serves_secured_listeners(tmp_path):
+    """`kafka-shell sandbox --listeners ... --user ... --tls-dir`: the banner's per-listener
+    bootstrap lists and CA are what a client needs to log in."""
+    proc = subprocess.Popen([SHELL, "sandbox", "--brokers", "1", "--listeners", "PLAINTEXT,SASL_SSL",
+                             "--user", f"{USER}:{PASSWORD}", "--tls-dir", str(tmp_path / "tls"),
+                             "--connections-max-reauth-ms", "60000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = dict(proc.stdout.readline().strip().split("=", 1) for _ in range(6))  # type: ignore[union-attr]
+        assert list(banner) == ["bootstrap.servers", "bootstrap.controllers", "control",
+                                "bootstrap.servers.PLAINTEXT", "bootstrap.servers.SASL_SSL", "ssl.ca.location"]
+        assert banner["ssl.ca.location"] == str(tmp_path / "tls" / "ca.pem")
+        props = {**sasl("SCRAM-SHA-512", "SASL_SSL"), "ssl.ca.location": banner["ssl.ca.location"]}
+        config = write_config(tmp_path / "client.properties", props)
+        done = shell("--bootstrap-server", banner["bootstrap.servers.SASL_SSL"], "--command-config", config,
+                     "--command", "list-brokers")
+        assert done.returncode == 0, done.stderr
+        assert banner["bootstrap.servers.SASL_SSL"].split(":")[1] in done.stdout
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(15) == 0
