@@ -91,9 +91,17 @@ class Channel:
         try:
             try:
                 self._versions = self._negotiate_versions(deadline)
-            except ConnectionLost:
+            except ConnectionLost as lost:
                 if not security.endswith("ssl"):
                     self._diagnose_tls(deadline)  # a TLS listener closes on plaintext bytes
+                elif security == "ssl" and not isinstance(lost, NoAnswer):
+                    # A broker whose TLS alert did not come through (or that sends none) closes a
+                    # connection without a certificate it accepts right after the handshake.
+                    raise SecuritySetupError(f"{self.address} closed the TLS connection at once: " + (
+                        "it probably does not accept the client certificate (is it signed by a CA the "
+                        "broker trusts, and valid now?)" if _client_certificate(self._props) else
+                        "it probably requires a client certificate (ssl.client.auth=required): set "
+                        "ssl.certificate.location and ssl.key.location (or ssl.keystore.location)")) from None
                 raise
             self._mechanism = mechanism
             if mechanism is not None:
@@ -189,7 +197,8 @@ class Channel:
                     raise SecuritySetupError(f"{self.address} does not speak TLS; set security.protocol="
                                              f"{plain}, or use the broker's TLS listener") from None
                 reason = (getattr(exc, "reason", None) or str(exc)) if isinstance(exc, ssl.SSLError) else _reason(exc)
-                raise ConnectionLost(f"TLS handshake with {self.address} failed: {reason}") from None
+                raise _tls_alert_error(self.address, reason) or ConnectionLost(
+                    f"TLS handshake with {self.address} failed: {reason}") from None
         return sock
 
     # -- telling a listener's security protocol, when a connection fails the way a mismatch does
@@ -324,11 +333,14 @@ class Channel:
             correlation_id = next(self._correlation)
             data = protocol.encode_request(entity, correlation_id, CLIENT_ID)
             sent = False
-            if _closed_by_peer(sock):
-                # A broker sends nothing unasked: bytes or an end of stream on an idle
-                # connection mean it closed it (idle or session expiry). Nothing was sent.
+            closed = _closed_by_peer(sock)
+            if closed is not None:
+                # A broker sends nothing unasked: bytes, a TLS alert or an end of stream on an
+                # idle connection mean it closed it (idle, session expiry, a refused client
+                # certificate). Nothing was sent.
                 self.close()
-                raise ConnectionLost(f"{_capital(self.name)} had closed the connection (idle)", sent=False)
+                raise _tls_alert_error(self.address, closed) or ConnectionLost(
+                    f"{_capital(self.name)} had closed the connection ({closed}) before the request", sent=False)
             try:
                 sock.settimeout(_left(deadline))
                 sock.sendall(data)
@@ -347,6 +359,9 @@ class Channel:
                 raise NoAnswer(f"{_capital(self.name)} did not answer {what} in time", sent=sent) from None
             except (OSError, protocol.ProtocolError) as exc:
                 self.close()
+                alert = _tls_alert_error(self.address, getattr(exc, "reason", None) or str(exc))
+                if alert is not None:  # the broker refused our certificate: nothing was served
+                    raise alert from None
                 what = "sending to" if not sent else "waiting for an answer from"
                 raise ConnectionLost(f"Connection lost while {what} {self.name}: {_reason(exc)}",
                                      sent=sent) from None
@@ -374,22 +389,45 @@ class _Late(Exception):
     """The deadline passed between two reads."""
 
 
-def _closed_by_peer(sock: socket.socket) -> bool:
-    """Whether an idle connection was closed by the broker (or sent something unasked). A TLS
-    connection may be readable for records that hold no data (TLS 1.3 session tickets)."""
+def _closed_by_peer(sock: socket.socket) -> str | None:
+    """Why an idle connection is over (the broker closed it, sent something unasked or a TLS
+    alert), None while it is fine. A TLS connection may be readable for records that hold no
+    data (TLS 1.3 session tickets)."""
     import select
     try:
         if not select.select([sock], [], [], 0)[0]:
-            return False
+            return None
         sock.settimeout(0)
-        sock.recv(1)  # data unasked, or b"" (the end of the stream): either way, done
-        return True
+        return "idle" if not sock.recv(1) else "unexpected bytes"
     except (BlockingIOError, InterruptedError):
-        return False
+        return None
     except OSError as exc:
-        return type(exc).__name__ not in ("SSLWantReadError", "SSLWantWriteError")
+        if type(exc).__name__ in ("SSLWantReadError", "SSLWantWriteError"):
+            return None
+        return getattr(exc, "reason", None) or _reason(exc)
     except ValueError:
-        return True
+        return "closed"
+
+
+def _client_certificate(props: dict) -> bool:
+    return bool(props.get("ssl.certificate.location") or props.get("ssl.certificate.pem"))
+
+
+# TLS alerts a broker sends about the client's own certificate (by OpenSSL's reason names).
+_CLIENT_CERTIFICATE_ALERTS = ("CERTIFICATE_REQUIRED", "UNKNOWN_CA", "BAD_CERTIFICATE", "CERTIFICATE_EXPIRED",
+                              "CERTIFICATE_UNKNOWN", "CERTIFICATE_REVOKED", "UNSUPPORTED_CERTIFICATE")
+
+
+def _tls_alert_error(address: str, reason: str) -> SecuritySetupError | None:
+    """The error for a broker that refused the client's certificate (mutual TLS), else None."""
+    upper = reason.upper()
+    if "CERTIFICATE_REQUIRED" in upper:
+        return SecuritySetupError(f"{address} requires a client certificate (ssl.client.auth): set "
+                                  "ssl.certificate.location and ssl.key.location (or ssl.keystore.location)")
+    if any(alert in upper for alert in _CLIENT_CERTIFICATE_ALERTS) and "ALERT" in upper:
+        return SecuritySetupError(f"{address} refused the client certificate ({reason}): use one signed "
+                                  "by a CA the broker trusts, and valid now")
+    return None
 
 
 def _left(deadline: float) -> float:

@@ -230,6 +230,19 @@ def test_a_broker_certificate_that_does_not_fit(tmp_path, problem, message):
             assert proc.returncode == 0, proc.stderr
 
 
+def test_mutual_tls_without_an_accepted_client_certificate(secured, tmp_path):
+    ca = f"{secured.tls_dir}/ca.pem"
+    assert_says(mistake(secured, "SSL", {"security.protocol": "SSL", "ssl.ca.location": ca}, tmp_path), 1,
+                "closed the TLS connection at once: it probably requires a client certificate "
+                "(ssl.client.auth=required): set ssl.certificate.location and ssl.key.location")
+    other = tls.ensure_certificates(tmp_path / "other")            # a certificate of another CA
+    cert, key = tls.issue_certificate(other, CLIENT_DN, "carol")
+    props = {"security.protocol": "SSL", "ssl.ca.location": ca, "ssl.certificate.location": str(cert),
+             "ssl.key.location": str(key)}
+    assert_says(mistake(secured, "SSL", props, tmp_path), 1,
+                "closed the TLS connection at once: it probably does not accept the client certificate")
+
+
 def test_a_missing_ca_file_is_named(secured, tmp_path):
     missing = str(tmp_path / "nowhere" / "ca.pem")
     proc = mistake(secured, "SSL", {"security.protocol": "SSL", "ssl.ca.location": missing}, tmp_path)
