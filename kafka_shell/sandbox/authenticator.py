@@ -1,5 +1,7 @@
 """A SASL listener's login, per connection: Kafka's SaslServerAuthenticator (KIP-43, KIP-152,
-KIP-368) on top of the mechanisms in `security.SERVER_MECHANISMS`.
+KIP-368) on top of the mechanisms in `security.SERVER_MECHANISMS`. After SaslHandshake v0 the
+tokens come as bare frames (the answer too; a failure just closes), after v1 in
+SaslAuthenticate requests.
 
 Before the login completes only ApiVersions and SaslHandshake are served; any other request
 closes the connection (ILLEGAL_SASL_STATE). SaslHandshake names the mechanism
@@ -47,6 +49,8 @@ class SaslAuthenticator:
         self.expires_at: float | None = None     # time.monotonic() when the session ends
         self.reauthenticating = False
         self.bad_mechanism: str | None = None    # why the re-authentication under way fails
+        # After SaslHandshake v0 the tokens come as bare size-prefixed frames, not requests.
+        self.raw_tokens = False
 
     @property
     def complete(self) -> bool:
@@ -55,6 +59,8 @@ class SaslAuthenticator:
     def receive(self, body: bytes) -> Answer | None:
         """None: the request goes to the broker (authenticated, or ApiVersions before the
         handshake). Else the authenticator's own answer."""
+        if self.raw_tokens and self.state == AUTHENTICATE:
+            return self._raw_token(body)
         api_key, version, correlation_id = protocol.peek_header(body)
         if self.state == COMPLETE:
             if api_key == ApiKey.SASL_HANDSHAKE and self.expires_at is not None:
@@ -94,6 +100,7 @@ class SaslAuthenticator:
                                        {"error_code": Error.unsupported_sasl_mechanism,
                                         "mechanisms": self.enabled}), close=True)
         self.mechanism_name, self.state = wanted, AUTHENTICATE
+        self.raw_tokens = version == 0   # KIP-152: v1 wraps the tokens in SaslAuthenticate
         self.login = SERVER_MECHANISMS[wanted](self.sandbox)
         return self._respond(ApiKey.SASL_HANDSHAKE, version, correlation_id,
                              {"error_code": Error.none, "mechanisms": self.enabled})
@@ -122,6 +129,21 @@ class SaslAuthenticator:
         return self._respond(ApiKey.SASL_AUTHENTICATE, version, correlation_id,
                              {"error_code": Error.none, "auth_bytes": token,
                               "session_lifetime": lifetime_ms})
+
+    def _raw_token(self, token: bytes) -> Answer:
+        """A SASL token of a v0 handshake: the answer is a bare frame; a failure can only close
+        the connection (no error can be sent)."""
+        assert self.login is not None
+        try:
+            answer = self.login.step(token)
+        except SaslFailure:
+            self.state = FAILED
+            return Answer(None, close=True)
+        if self.login.complete:
+            self.principal, self.state = self.login.principal, COMPLETE
+            lifetime_ms = self._session_lifetime_ms()
+            self.expires_at = time.monotonic() + lifetime_ms / 1000 if lifetime_ms else None
+        return Answer(protocol.frame(answer))
 
     def _session_lifetime_ms(self) -> int:
         """Kafka's calcCompletionTimesAndReturnSessionLifetimeMs: the smaller of

@@ -226,7 +226,9 @@ class _Connection(asyncio.Protocol):
         while len(buffer) >= 4:
             size = int.from_bytes(buffer[:4], "big", signed=True)
             max_bytes = _config_int(self.server.sandbox, self.server.broker.id, "socket.request.max.bytes")
-            if size < 8 or size > max_bytes:
+            # A request has an 8-byte header at least; a bare SASL token (v0 handshake) need not.
+            smallest = 0 if self.sasl is not None and self.sasl.raw_tokens else 8
+            if size < smallest or size > max_bytes:
                 # Closed before its body is read, as Kafka's InvalidReceiveException does.
                 raise protocol.ProtocolError(f"frame size {size} out of bounds (socket.request.max.bytes "
                                              f"is {max_bytes})")

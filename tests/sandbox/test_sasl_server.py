@@ -4,7 +4,12 @@ kept as Kafka keeps them, and the rules of re-authentication (KIP-368)."""
 
 from __future__ import annotations
 
+import socket
+import struct
+
 import pytest
+
+from kafka_shell import protocol
 
 from kafka_shell.channel import Channel, ConnectionLost
 from kafka_shell.codes import ApiKey, Error
@@ -83,3 +88,41 @@ def test_re_authentication_keeps_the_mechanism_and_the_principal(sb):
     with pytest.raises(KafkaCallError, match="Cannot change principals during re-authentication from "
                                              "User.alice: User.bob"):
         ch.request(ApiKey.METADATA, {"topics": []})
+
+
+def _send(sock: socket.socket, payload: bytes) -> bytes:
+    """Write one size-prefixed frame, read one back."""
+    sock.sendall(protocol.frame(payload))
+    size = struct.unpack(">i", _exactly(sock, 4))[0]
+    return _exactly(sock, size)
+
+
+def _exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        assert chunk, "closed by the broker"
+        data += chunk
+    return data
+
+
+def _request(api_key: int, version: int, body: dict) -> bytes:
+    entity = protocol.build(protocol.request_schema(api_key, version), body)
+    return protocol.encode_request(entity, 7, "test")[4:]
+
+
+def test_a_v0_handshake_takes_bare_tokens(sb):
+    """SaslHandshake v0 (before KIP-152): the tokens that follow are bare frames, not
+    SaslAuthenticate requests; after the login the connection serves requests as usual."""
+    with socket.create_connection(("127.0.0.1", sasl_port(sb)), timeout=10) as sock:
+        answer = _send(sock, _request(ApiKey.SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"}))
+        _, handshake = protocol.decode_response(protocol.response_schema(ApiKey.SASL_HANDSHAKE, 0), answer)
+        assert handshake.error_code == Error.none  # type: ignore[attr-defined]
+        assert _send(sock, b"\0alice\0alice-pw") == b""             # PLAIN: an empty answer
+        answer = _send(sock, _request(ApiKey.METADATA, 12, {"topics": None}))
+        _, metadata = protocol.decode_response(protocol.response_schema(ApiKey.METADATA, 12), answer)
+        assert [b.node_id for b in metadata.brokers] == [1]  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", sasl_port(sb)), timeout=10) as sock:
+        _send(sock, _request(ApiKey.SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"}))
+        sock.sendall(protocol.frame(b"\0alice\0wrong"))              # a refused login: closed
+        assert sock.recv(1) == b""
