@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from kafka_shell import __version__, protocol
 from kafka_shell.codes import ApiKey, Error
-from kafka_shell.client_config import sasl_mechanism
+from kafka_shell.client_config import librdkafka_properties, sasl_mechanism
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
 from kafka_shell.sasl import CLIENT_MECHANISMS
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import ssl
 
 CLIENT_ID = "kafka-shell"
+REAUTH_FRACTION = 0.85  # of the broker's session lifetime, when the channel logs in again
 SECURITY_PROTOCOLS = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
 
 
@@ -45,6 +46,13 @@ class NoAnswer(ConnectionLost):
 
 class ConnectionRefused(ConnectionLost):
     """Nothing listens at the address: reported at once, not retried until a deadline."""
+
+
+class SecuritySetupError(ShellError):
+    """The connection cannot work as the settings say (TLS verification failed, the listener
+    speaks another security protocol): said at once, never retried. Nothing reached the broker
+    (the broker's security layer refused it before any request was served)."""
+
 class MalformedAnswer(ConnectionLost):
     """The broker's answer is not a valid message of the expected type (checked before kio's
     native reader sees it); the connection is closed."""
@@ -58,12 +66,16 @@ class Channel:
         self.host, self.port = host, int(port)
         self.name = name or self.address  # how messages name the peer ("broker 2 at h:p")
         self.timeout_s = timeout_s
-        self._props = dict(properties or {})
+        self._props = librdkafka_properties(dict(properties or {}))  # Java stores as PEM, ...
         self._lock = threading.Lock()
         self._correlation = itertools.count(1)
         self._sock: socket.socket | None = None
         self._versions: dict[int, range] = {}
+        self._answered = False  # a request past ApiVersions (and the login) was answered
+        self._mechanism: str | None = None
+        self._session_ends: float | None = None  # KIP-368: log in again before this (monotonic)
         security = self._props.get("security.protocol", "plaintext").lower()
+        self._security = security
         if security not in SECURITY_PROTOCOLS:
             raise UsageError(f"Unknown security.protocol {security!r}; use one of "
                              + ", ".join(p.upper() for p in SECURITY_PROTOCOLS))
@@ -77,9 +89,23 @@ class Channel:
         deadline = time.monotonic() + timeout_s
         self._sock = self._open(security, deadline)
         try:
-            self._versions = self._negotiate_versions(deadline)
+            try:
+                self._versions = self._negotiate_versions(deadline)
+            except ConnectionLost as lost:
+                if not security.endswith("ssl"):
+                    self._diagnose_tls(deadline)  # a TLS listener closes on plaintext bytes
+                elif security == "ssl" and not isinstance(lost, NoAnswer):
+                    # A broker whose TLS alert did not come through (or that sends none) closes a
+                    # connection without a certificate it accepts right after the handshake.
+                    raise SecuritySetupError(f"{self.address} closed the TLS connection at once: " + (
+                        "it probably does not accept the client certificate (is it signed by a CA the "
+                        "broker trusts, and valid now?)" if _client_certificate(self._props) else
+                        "it probably requires a client certificate (ssl.client.auth=required): set "
+                        "ssl.certificate.location and ssl.key.location (or ssl.keystore.location)")) from None
+                raise
+            self._mechanism = mechanism
             if mechanism is not None:
-                self._authenticate(mechanism)
+                self._authenticate(mechanism, deadline)
         except BaseException:
             self.close()
             raise
@@ -124,7 +150,14 @@ class Channel:
         entity = protocol.build(protocol.request_schema(api_key, v), body)
         if deadline is None:
             deadline = time.monotonic() + _read_timeout(body, self.timeout_s)
-        raw = self._roundtrip(entity, deadline)
+        self._reauthenticate_if_due(deadline)
+        try:
+            raw = self._roundtrip(entity, deadline)
+        except ConnectionLost as lost:
+            if not self._answered and self._mechanism is None and not isinstance(lost, NoAnswer):
+                self._diagnose_sasl(deadline)  # a SASL listener closes on a request before login
+            raise
+        self._answered = True
         return self._decode(protocol.response_schema(api_key, v), raw)
 
     def close(self) -> None:
@@ -148,16 +181,74 @@ class Channel:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if security.endswith("ssl"):
             import ssl  # only TLS connections pay for its import (~15 ms of a one-shot start)
+            context = _ssl_context(self._props)
             try:
                 sock.settimeout(_left(deadline))
-                sock = _ssl_context(self._props).wrap_socket(sock, server_hostname=self.host)
-            except ssl.SSLError as exc:
+                sock = context.wrap_socket(sock, server_hostname=self.host)
+            except ssl.SSLCertVerificationError as exc:
                 sock.close()
-                raise ConnectionLost(f"TLS handshake with {self.address} failed: {exc.reason or exc}") from None
-            except OSError as exc:
+                raise SecuritySetupError(
+                    f"TLS handshake with {self.address} failed: the broker's certificate is not "
+                    f"trusted: {exc.verify_message} ({_tls_advice(exc.verify_message)})") from None
+            except (ssl.SSLError, OSError) as exc:
                 sock.close()
-                raise ConnectionLost(f"TLS handshake with {self.address} failed: {_reason(exc)}") from None
+                if not isinstance(exc, TimeoutError) and self._speaks_plaintext(deadline):
+                    plain = "SASL_PLAINTEXT" if security.startswith("sasl") else "PLAINTEXT"
+                    raise SecuritySetupError(f"{self.address} does not speak TLS; set security.protocol="
+                                             f"{plain}, or use the broker's TLS listener") from None
+                reason = (getattr(exc, "reason", None) or str(exc)) if isinstance(exc, ssl.SSLError) else _reason(exc)
+                raise _tls_alert_error(self.address, reason) or ConnectionLost(
+                    f"TLS handshake with {self.address} failed: {reason}") from None
         return sock
+
+    # -- telling a listener's security protocol, when a connection fails the way a mismatch does
+
+    def _diagnose_tls(self, deadline: float) -> None:
+        """Raise SecuritySetupError if the listener speaks TLS (a plaintext client's bytes are
+        no TLS record: the broker closes the connection)."""
+        import ssl
+        probe = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        probe.check_hostname, probe.verify_mode = False, ssl.CERT_NONE
+        try:
+            with socket.create_connection((self.host, self.port), timeout=_left(deadline)) as raw, \
+                    probe.wrap_socket(raw, server_hostname=self.host):
+                pass
+        except (OSError, ValueError):
+            return
+        sasl = "SASL_SSL" if self._security.startswith("sasl") else "SSL"
+        raise SecuritySetupError(f"{self.address} speaks TLS; set security.protocol=SSL or SASL_SSL "
+                                 f"(probably {sasl}) and ssl.ca.location")
+
+    def _speaks_plaintext(self, deadline: float) -> bool:
+        """Whether the listener answers a plaintext ApiVersions."""
+        try:
+            Channel(self.host, self.port, {}, max(_left(deadline), 0.5)).close()
+        except (ShellError, OSError):
+            return False
+        return True
+
+    def _diagnose_sasl(self, deadline: float) -> None:
+        """Raise SecuritySetupError if the listener takes SASL (it closes the connection on any
+        request but ApiVersions and SaslHandshake until the client logs in)."""
+        try:
+            probe = Channel(self.host, self.port, {**self._props, "security.protocol": self._security},
+                            max(_left(deadline), 0.5))
+        except (ShellError, OSError):
+            return
+        probe._answered = True  # its own failure needs no diagnosis
+        try:
+            answer = probe.request(ApiKey.SASL_HANDSHAKE, {"mechanism": "PLAIN"}, version=1)
+        except (ShellError, OSError):
+            return
+        finally:
+            probe.close()
+        if answer["error_code"] in (Error.none, Error.unsupported_sasl_mechanism):
+            sasl = "SASL_SSL" if self._security.endswith("ssl") else "SASL_PLAINTEXT"
+            offered = ", ".join(answer["mechanisms"]) or "none"
+            raise SecuritySetupError(
+                f"{self.address}: this listener needs SASL: set security.protocol=SASL_PLAINTEXT or "
+                f"SASL_SSL (here {sasl}), sasl.mechanism (it offers {offered}), sasl.username and "
+                "sasl.password")
 
     def _negotiate_versions(self, deadline: float) -> dict[int, range]:
         """ApiVersions with our newest version; a broker that lacks it answers in v0 with its
@@ -182,8 +273,15 @@ class Channel:
                     for k in answer.api_keys}  # type: ignore[attr-defined]
         raise NotSupported(f"Broker {self.address} and the shell share no ApiVersions version.")
 
-    def _authenticate(self, mechanism: str) -> None:
-        handshake = self.request(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism}, version=1)
+    def _authenticate(self, mechanism: str, deadline: float) -> None:
+        """SaslHandshake v1 and the mechanism's SaslAuthenticate exchange; also how the channel
+        logs in again on an open connection (KIP-368). The session lifetime the broker gives
+        (v1+) sets when that is due."""
+        handshake = self._request_raw(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism}, deadline, version=1)
+        if handshake["error_code"] == Error.illegal_sasl_state:
+            plain = "SSL" if self._security.endswith("ssl") else "PLAINTEXT"
+            raise SecuritySetupError(f"{self.address}: this listener does not use SASL: set "
+                                     f"security.protocol={plain} (or use the broker's SASL listener)")
         if handshake["error_code"] == Error.unsupported_sasl_mechanism:
             offered = ", ".join(handshake["mechanisms"]) or "none"
             raise KafkaCallError(f"Broker {self.address} does not enable SASL mechanism "
@@ -193,16 +291,34 @@ class Channel:
                                  f"{handshake['error_code']}).", code=handshake["error_code"])
         login = CLIENT_MECHANISMS[mechanism](self._props, self.host)
         token: bytes | None = login.start()
+        lifetime_ms = 0
         while token is not None:
-            token = login.respond(self._sasl_step(token))
+            answer = self._request_raw(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token}, deadline)
+            if answer["error_code"]:
+                detail = answer.get("error_message") or "authentication failed"
+                raise KafkaCallError(f"SASL authentication with {self.address} failed: {detail}",
+                                     code=answer["error_code"])
+            lifetime_ms = answer.get("session_lifetime") or 0
+            token = login.respond(answer["auth_bytes"] or b"")
+        # Log in again well before the session ends (Kafka's clients pick 85-95% of it).
+        self._session_ends = time.monotonic() + lifetime_ms * REAUTH_FRACTION / 1000 if lifetime_ms else None
 
-    def _sasl_step(self, token: bytes) -> bytes:
-        answer = self.request(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
-        if answer["error_code"]:
-            detail = answer.get("error_message") or "authentication failed"
-            raise KafkaCallError(f"SASL authentication with {self.address} failed: {detail}",
-                                 code=answer["error_code"])
-        return answer["auth_bytes"] or b""
+    def _reauthenticate_if_due(self, deadline: float) -> None:
+        """KIP-368: past most of the session lifetime, log in again on this connection before
+        the request, so the broker does not close it; nothing of the request was sent yet."""
+        if self._mechanism is None or self._session_ends is None or time.monotonic() < self._session_ends:
+            return
+        try:
+            self._authenticate(self._mechanism, deadline)
+        except ConnectionLost as lost:
+            lost.sent = False  # the request itself never left the client: safe to send again
+            raise
+
+    def _request_raw(self, api_key: int, body: dict, deadline: float, version: int | None = None) -> dict:
+        v = self.pick_version(api_key, version)
+        entity = protocol.build(protocol.request_schema(api_key, v), body)
+        return protocol.to_dict(self._decode(protocol.response_schema(api_key, v),  # type: ignore[return-value]
+                                             self._roundtrip(entity, deadline)))
 
     # -- framing -----------------------------------------------------------------------------
 
@@ -217,6 +333,14 @@ class Channel:
             correlation_id = next(self._correlation)
             data = protocol.encode_request(entity, correlation_id, CLIENT_ID)
             sent = False
+            closed = _closed_by_peer(sock)
+            if closed is not None:
+                # A broker sends nothing unasked: bytes, a TLS alert or an end of stream on an
+                # idle connection mean it closed it (idle, session expiry, a refused client
+                # certificate). Nothing was sent.
+                self.close()
+                raise _tls_alert_error(self.address, closed) or ConnectionLost(
+                    f"{_capital(self.name)} had closed the connection ({closed}) before the request", sent=False)
             try:
                 sock.settimeout(_left(deadline))
                 sock.sendall(data)
@@ -235,6 +359,9 @@ class Channel:
                 raise NoAnswer(f"{_capital(self.name)} did not answer {what} in time", sent=sent) from None
             except (OSError, protocol.ProtocolError) as exc:
                 self.close()
+                alert = _tls_alert_error(self.address, getattr(exc, "reason", None) or str(exc))
+                if alert is not None:  # the broker refused our certificate: nothing was served
+                    raise alert from None
                 what = "sending to" if not sent else "waiting for an answer from"
                 raise ConnectionLost(f"Connection lost while {what} {self.name}: {_reason(exc)}",
                                      sent=sent) from None
@@ -260,6 +387,47 @@ class Channel:
 
 class _Late(Exception):
     """The deadline passed between two reads."""
+
+
+def _closed_by_peer(sock: socket.socket) -> str | None:
+    """Why an idle connection is over (the broker closed it, sent something unasked or a TLS
+    alert), None while it is fine. A TLS connection may be readable for records that hold no
+    data (TLS 1.3 session tickets)."""
+    import select
+    try:
+        if not select.select([sock], [], [], 0)[0]:
+            return None
+        sock.settimeout(0)
+        return "idle" if not sock.recv(1) else "unexpected bytes"
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError as exc:
+        if type(exc).__name__ in ("SSLWantReadError", "SSLWantWriteError"):
+            return None
+        return getattr(exc, "reason", None) or _reason(exc)
+    except ValueError:
+        return "closed"
+
+
+def _client_certificate(props: dict) -> bool:
+    return bool(props.get("ssl.certificate.location") or props.get("ssl.certificate.pem"))
+
+
+# TLS alerts a broker sends about the client's own certificate (by OpenSSL's reason names).
+_CLIENT_CERTIFICATE_ALERTS = ("CERTIFICATE_REQUIRED", "UNKNOWN_CA", "BAD_CERTIFICATE", "CERTIFICATE_EXPIRED",
+                              "CERTIFICATE_UNKNOWN", "CERTIFICATE_REVOKED", "UNSUPPORTED_CERTIFICATE")
+
+
+def _tls_alert_error(address: str, reason: str) -> SecuritySetupError | None:
+    """The error for a broker that refused the client's certificate (mutual TLS), else None."""
+    upper = reason.upper()
+    if "CERTIFICATE_REQUIRED" in upper:
+        return SecuritySetupError(f"{address} requires a client certificate (ssl.client.auth): set "
+                                  "ssl.certificate.location and ssl.key.location (or ssl.keystore.location)")
+    if any(alert in upper for alert in _CLIENT_CERTIFICATE_ALERTS) and "ALERT" in upper:
+        return SecuritySetupError(f"{address} refused the client certificate ({reason}): use one signed "
+                                  "by a CA the broker trusts, and valid now")
+    return None
 
 
 def _left(deadline: float) -> float:
@@ -291,23 +459,67 @@ def _read_timeout(body: dict, base: float) -> float:
 
 
 def _ssl_context(props: dict) -> ssl.SSLContext:
+    """The client's TLS context from librdkafka's properties (Java keystores already converted
+    to PEM by `client_config.librdkafka_properties`); a file that cannot be used is named."""
     import ssl
     ctx = ssl.create_default_context()
     ca = props.get("ssl.ca.location")
-    if ca and ca != "probe":
-        ctx.load_verify_locations(cafile=ca if os.path.isfile(ca) else None,
-                                  capath=ca if os.path.isdir(ca) else None)
-    if props.get("ssl.ca.pem"):
-        ctx.load_verify_locations(cadata=props["ssl.ca.pem"])
-    if props.get("ssl.certificate.location"):
-        ctx.load_cert_chain(props["ssl.certificate.location"], props.get("ssl.key.location"),
-                            password=props.get("ssl.key.password"))
-    if props.get("ssl.endpoint.identification.algorithm", "https").lower() == "none":
+    try:
+        if ca and ca != "probe":
+            _check_readable("ssl.ca.location", ca)
+            ctx.load_verify_locations(cafile=ca if os.path.isfile(ca) else None,
+                                      capath=ca if os.path.isdir(ca) else None)
+        if props.get("ssl.ca.pem"):
+            ctx.load_verify_locations(cadata=props["ssl.ca.pem"])
+        if props.get("ssl.certificate.location"):
+            _check_readable("ssl.certificate.location", props["ssl.certificate.location"])
+            if props.get("ssl.key.location"):
+                _check_readable("ssl.key.location", props["ssl.key.location"])
+            ctx.load_cert_chain(props["ssl.certificate.location"], props.get("ssl.key.location"),
+                                password=props.get("ssl.key.password"))
+        elif props.get("ssl.certificate.pem"):
+            _load_pem_chain(ctx, props["ssl.certificate.pem"], props.get("ssl.key.pem", ""),
+                            props.get("ssl.key.password"))
+    except ssl.SSLError as exc:
+        raise UsageError(f"Cannot use the TLS settings (ssl.ca.location, ssl.certificate.*, "
+                         f"ssl.key.*): {exc.reason or exc}: check the files and ssl.key.password") from None
+    if props.get("ssl.endpoint.identification.algorithm", "https").strip().lower() in ("", "none"):
         ctx.check_hostname = False
     if props.get("enable.ssl.certificate.verification", "true").lower() == "false":
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
     return ctx
+
+
+def _check_readable(key: str, path: str) -> None:
+    if not os.path.exists(path):
+        raise UsageError(f"{key}: file {path} does not exist: fix the path (-X, --command-config "
+                         "or clusters.json)")
+    if not os.access(path, os.R_OK):
+        raise UsageError(f"{key}: file {path} is not readable by this user: fix its permissions")
+
+
+def _load_pem_chain(ctx: ssl.SSLContext, certificate: str, key: str, password: str | None) -> None:
+    """A certificate and key given as PEM text (from a Java keystore), loaded through an
+    anonymous in-memory file: the key is never written to disk."""
+    fd = os.memfd_create("kafka-shell-client-cert", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, (certificate.rstrip("\n") + "\n" + key).encode())
+        path = f"/proc/self/fd/{fd}"
+        ctx.load_cert_chain(path, path, password=password)
+    finally:
+        os.close(fd)
+
+
+def _tls_advice(verify_message: str) -> str:
+    """What to do about a certificate the client does not trust."""
+    message = verify_message.lower()
+    if "hostname" in message or "ip address mismatch" in message:
+        return ("connect with a name the certificate lists, or set ssl.endpoint.identification.algorithm="
+                "none to skip the host-name check")
+    if "expired" in message or "not yet valid" in message:
+        return "the broker needs a new certificate (or check this machine's clock)"
+    return "set ssl.ca.location to the CA that signed the broker's certificate"
 
 
 def _reason(exc: BaseException) -> str:

@@ -96,6 +96,10 @@ def parse_x_options(items: list[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep:
+            if is_secret(item):  # e.g. sasl.password:secret: name the key, never the value
+                name = re.split(r"[:\s]", item, maxsplit=1)[0]
+                raise UsageError(f'-X expects key=value (a librdkafka property), got "{shown(name)}..." '
+                                 f"(value not shown): write -X '{shown(name)}=${{ENV_VAR}}'")
             raise UsageError(f'-X expects key=value (a librdkafka property), got "{shown(item)}"')
         if not key:
             # Do not echo the item: its value may be a secret.
@@ -126,9 +130,19 @@ def sasl_credentials(props: dict[str, str]) -> tuple[str | None, str | None]:
     """(username, password) from librdkafka's keys, else from a Java `sasl.jaas.config`."""
     user, password = props.get("sasl.username"), props.get("sasl.password")
     if user is None and "sasl.jaas.config" in props:
-        options = {k: v.replace('\\"', '"') for k, v in _JAAS_OPTION.findall(props["sasl.jaas.config"])}
+        options = {k: _java_unquote(v) for k, v in _JAAS_OPTION.findall(props["sasl.jaas.config"])}
         user, password = options.get("username"), options.get("password")
     return user, password
+
+
+_JAVA_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+
+def _java_unquote(text: str) -> str:
+    """A quoted JAAS value's text as Java's StreamTokenizer reads it: `\\` and `\"`, the
+    letter escapes and octal `\\ooo`; any other escaped character stands for itself."""
+    return re.sub(r"\\([0-7]{1,3}|.)", lambda m: chr(int(m.group(1), 8)) if m.group(1)[0] in "01234567"
+                  else _JAVA_ESCAPES.get(m.group(1), m.group(1)), text)
 
 
 def sasl_mechanism(props: dict[str, str]) -> str:
@@ -137,8 +151,14 @@ def sasl_mechanism(props: dict[str, str]) -> str:
 
 
 def librdkafka_properties(props: dict[str, str]) -> dict[str, str]:
-    """The properties as librdkafka accepts them: `sasl.jaas.config` becomes username/password."""
-    out = dict(props)
+    """The properties as librdkafka (and the direct channel) accept them: `sasl.jaas.config`
+    becomes username/password; Java's trust and key stores (JKS or PKCS12) become PEM text
+    (ssl.ca.pem, ssl.certificate.pem, ssl.key.pem), in memory; Java's empty
+    ssl.endpoint.identification.algorithm (no host-name check) becomes `none`."""
+    from kafka_shell import keystores
+    out = keystores.as_pem(dict(props))
+    if out.get("ssl.endpoint.identification.algorithm", "https").strip() == "":
+        out["ssl.endpoint.identification.algorithm"] = "none"
     jaas = out.pop("sasl.jaas.config", None)
     if jaas is not None and "sasl.username" not in out:
         user, password = sasl_credentials({"sasl.jaas.config": jaas})
@@ -155,6 +175,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Properties naming a file librdkafka (or the direct channel) opens: a missing one is named.
 FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.keystore.location",
+             "ssl.truststore.location",
              "ssl.crl.location", "sasl.kerberos.keytab", "ssl.engine.location")
 
 

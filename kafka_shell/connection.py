@@ -316,6 +316,7 @@ class ConnectionManager:
         backoff = INITIAL_BACKOFF_S
         while True:
             results = self._admin_once(method, args, kwargs, deadline)
+            self.admin.poll(0)  # librdkafka's log lines reach `logger` only when polled (--debug)
             errors = [r for r in results.values() if isinstance(r, AdminError)]
             retry = bool(errors) and len(errors) == len(results) and all(
                 e.code == Error.not_controller or (not mutation and e.code in TRANSPORT_ERRORS)

@@ -22,7 +22,8 @@ from kafka_shell.parsing import suggest
 USAGE_HEAD = """\
 Usage: kafka-shell [GLOBAL OPTIONS] [--command "LINE" | --file SCRIPT | --COMMAND [OPTIONS]]
        kafka-shell sandbox [--brokers N] [--mode kraft|zk] [--controllers N] [--port-base N]
-                           [--racks a,b,c] [--data-dir D] [--listen H]   (see kafka-shell sandbox --help)
+                           [--racks a,b,c] [--data-dir D] [--listen H] [--listeners L,L]
+                           [--user NAME:PASSWORD] [--tls-dir D]   (see kafka-shell sandbox --help)
 
 With no command or file, kafka-shell opens the interactive shell (or replays piped stdin).
 
@@ -283,6 +284,8 @@ cleanly; with --data-dir it saves the state first, and a second Ctrl-C does not 
   bootstrap.servers=H:P,...      the broker listeners (give them to --bootstrap-server)
   bootstrap.controllers=H:P,...  the KRaft controller listeners (empty in zk mode)
   control=H:P                    the control endpoint
+With --listeners, then bootstrap.servers.NAME=H:P,... per listener (bootstrap.servers is the
+first one's), and with a TLS listener ssl.ca.location=D/ca.pem. See docs/security.md.
 
 Fault injection from another shell: kafka-shell --bootstrap-server <bootstrap.servers>
 --command "sandbox stop-broker 2" (also start-broker, kill-controller, stop-controller ID,
@@ -327,7 +330,23 @@ def serve_sandbox(argv: list[str]) -> int:
     p.add_argument("--listen", default=None, metavar="H",
                    help="address to listen on (default 127.0.0.1; a kept cluster must be on loopback "
                         "unless this names its address)")
+    p.add_argument("--listeners", default=None, metavar="L,L",
+                   help="listeners, each on its own port per broker: PLAINTEXT, SSL, SASL_PLAINTEXT, "
+                        "SASL_SSL (default PLAINTEXT; the banner prints each one's bootstrap list)")
+    p.add_argument("--sasl-mechanisms", default=None, metavar="M,M",
+                   help="SASL mechanisms of the SASL listeners (default PLAIN,SCRAM-SHA-256,SCRAM-SHA-512)")
+    p.add_argument("--user", action="append", default=[], metavar="NAME:PASSWORD",
+                   help="a user who logs in with PLAIN and SCRAM (repeatable; ${VAR} takes the "
+                        "password from the environment)")
+    p.add_argument("--tls-dir", default=None, metavar="D",
+                   help="where the CA (ca.pem: give it to clients as ssl.ca.location) and the broker "
+                        "certificate are kept, made when missing (default: a new temporary directory)")
+    p.add_argument("--ssl-client-auth", choices=("none", "requested", "required"), default="none",
+                   help="ssl.client.auth of the SSL listener: client certificates (mutual TLS)")
+    p.add_argument("--connections-max-reauth-ms", type=int, default=None, metavar="MS",
+                   help="the longest SASL session (KIP-368): clients must log in again before it ends")
     args = p.parse_args(argv)
+    users = dict(_sandbox_user(item) for item in args.user)
     if args.mode == "zk" and args.controllers is not None:
         raise UsageError("--controllers needs --mode kraft (a zk-mode controller is a broker)")
     from kafka_shell.sandbox.persist import StateError
@@ -337,7 +356,10 @@ def serve_sandbox(argv: list[str]) -> int:
                           racks=args.racks.split(",") if args.racks else None,
                           hosts=args.hosts.split(",") if args.hosts else None,
                           host=args.listen, data_dir=args.data_dir, mode=args.mode,
-                          controllers=args.controllers, serve_control=True).start()
+                          controllers=args.controllers, serve_control=True,
+                          listeners=_upper_list(args.listeners), sasl_mechanisms=_upper_list(args.sasl_mechanisms),
+                          users=users, tls_dir=args.tls_dir, ssl_client_auth=args.ssl_client_auth,
+                          reauth_ms=args.connections_max_reauth_ms).start()
     except StateError as exc:
         raise UsageError(str(exc)) from None
     except (ValueError, OSError) as exc:
@@ -356,6 +378,12 @@ def serve_sandbox(argv: list[str]) -> int:
     print(f"bootstrap.servers={sandbox.bootstrap}", flush=True)
     print(f"bootstrap.controllers={sandbox.bootstrap_controllers}", flush=True)
     print(f"control={sandbox.control_address}", flush=True)
+    # After the three lines scripts already read: the secured listeners.
+    if sandbox.listeners != ["PLAINTEXT"]:
+        for listener in sandbox.listeners:
+            print(f"bootstrap.servers.{listener}={sandbox.bootstrap_for(listener)}", flush=True)
+    if sandbox.tls_dir:
+        print(f"ssl.ca.location={sandbox.tls_dir}/ca.pem", flush=True)
     quorum = (f"{len(sandbox.controller_ids)} controller(s) at {sandbox.bootstrap_controllers}"
               if sandbox.mode == "kraft" else "the controller on a broker")
     sys.stderr.write(f"Sandbox cluster ({sandbox.mode} mode) with {len(sandbox.cluster.brokers)} broker(s) "
@@ -368,6 +396,19 @@ def serve_sandbox(argv: list[str]) -> int:
     except OSError as exc:
         raise ShellError(f"Cannot save the sandbox state to {args.data_dir}: {exc}") from None
     return 0
+
+
+def _upper_list(text: str | None) -> list[str] | None:
+    return [part.strip().upper() for part in text.split(",") if part.strip()] if text else None
+
+
+def _sandbox_user(item: str) -> tuple[str, str]:
+    from kafka_shell.client_config import expand_env
+    name, sep, password = item.partition(":")
+    if not sep or not name or not password:
+        raise UsageError("--user expects NAME:PASSWORD (e.g. --user alice:secret, or "
+                         "--user 'alice:${ALICE_PASSWORD}')")
+    return name, expand_env(password, f"--user {name}")
 
 
 def main(argv: list[str] | None = None) -> int:

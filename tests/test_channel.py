@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from kafka_shell import protocol
-from kafka_shell.channel import Channel, ConnectionLost
+from kafka_shell.channel import Channel, ConnectionLost, SecuritySetupError
 from kafka_shell.sasl import ScramClient
 from kafka_shell.errors import KafkaCallError, NotSupported, UsageError
 from tests.loopback import LoopbackServer
@@ -284,7 +284,8 @@ def test_ssl_with_ca_and_sasl_scram(certificate):
         assert ch.request(METADATA, {"topics": None})["controller_id"] == 1
         ch.close()
         assert b.authenticated == ["alice"]
-        with pytest.raises(ConnectionLost, match="TLS handshake with .* failed"):
+        with pytest.raises(SecuritySetupError, match="TLS handshake with .* failed: the broker's "
+                           "certificate is not trusted: self-signed certificate"):
             Channel("127.0.0.1", b.port, {"security.protocol": "SSL"}, timeout_s=5)  # CA unknown
         unverified = {"security.protocol": "SSL", "enable.ssl.certificate.verification": "false",
                       **_sasl("PLAIN", security="SASL_SSL")}

@@ -130,6 +130,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
     _t("max.connections", "int", "2147483647", minimum=0),
     _t("max.connections.per.ip", "int", "2147483647", minimum=0),
     _t("connections.max.idle.ms", "long", "600000"),
+    _t("connections.max.reauth.ms", "long", "0"),
 ]}
 
 
@@ -213,6 +214,8 @@ _DOCS = {
                               "address; new connections over it are closed.",
     "connections.max.idle.ms": "Idle connections timeout: connections idle for longer than this "
                                "are closed (-1: never).",
+    "connections.max.reauth.ms": "The longest SASL session (KIP-368): a client must log in "
+                                 "again on its connection before it ends (0: no limit).",
 }
 
 # Broker keys that cannot change without a restart (not in Kafka's DynamicBrokerConfig).
@@ -221,6 +224,7 @@ _STATIC_BROKER_KEYS = {
     "num.partitions", "offsets.topic.replication.factor", "offsets.topic.num.partitions",
     "delete.topic.enable", "log.dirs", "broker.id", "node.id", "broker.rack", "host.name",
     "socket.request.max.bytes", "queued.max.request.bytes", "connections.max.idle.ms",
+    "connections.max.reauth.ms",
 }
 
 

@@ -31,6 +31,8 @@ class Broker:
     delay_ms: int = 0           # fault injection: answer this much later
     failures: dict[int, int] = field(default_factory=dict)  # api key -> error code to return
     configs: dict[str, str] = field(default_factory=dict)   # dynamic per-broker configs
+    # The ports of its listeners other than the first (which is `port`), by listener name.
+    listener_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def usable(self) -> bool:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import os
@@ -34,7 +35,9 @@ class SaslFailure(Exception):
 class ServerMechanism(Protocol):
     complete: bool
     principal: str              # valid once complete
-    lifetime_ms: int | None     # credential lifetime (OAUTHBEARER token expiry), else None
+    # When the credential expires (OAUTHBEARER token expiry), in ms since the epoch, as Kafka's
+    # CREDENTIAL_LIFETIME_MS negotiated property; None: it does not.
+    lifetime_ms: int | None
 
     def step(self, token: bytes) -> bytes:
         """Take the client's token, give the server's answer (b"" when there is none)."""
@@ -72,3 +75,123 @@ class ScramCredential:
 def scram_store(cluster: Cluster) -> dict[str, dict[str, ScramCredential]]:
     """user -> mechanism -> credential (created empty on first use)."""
     return cluster.extras.setdefault("scram_credentials", {})  # type: ignore[return-value]
+
+
+class SaslInvalidCredentials(SaslFailure):
+    """A refused login whose detail must not reach the client (Kafka's SaslException): the
+    authenticator answers Kafka's generic "due to invalid credentials" message instead."""
+
+
+class PlainServer:
+    """Kafka's PlainSaslServer, checking the sandbox's users (its JAAS `user_NAME="password"`)."""
+
+    def __init__(self, sandbox: Sandbox):
+        self._users = sandbox.users
+        self.complete = False
+        self.principal = ""
+        self.lifetime_ms: int | None = None
+
+    def step(self, token: bytes) -> bytes:
+        parts = token.decode("utf-8", "replace").split("\0")
+        if len(parts) != 3:
+            raise SaslFailure(f"Invalid SASL/PLAIN response: expected 3 tokens, got {min(len(parts), 4)}")
+        authzid, user, password = parts
+        if not user:
+            raise SaslFailure("Authentication failed: username not specified")
+        if not password:
+            raise SaslFailure("Authentication failed: password not specified")
+        expected = self._users.get(user)
+        if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
+            raise SaslFailure("Authentication failed: Invalid username or password")
+        if authzid and authzid != user:
+            raise SaslFailure("Authentication failed: Client requested an authorization id that is "
+                              "different from username")
+        self.principal, self.complete = f"User:{user}", True
+        return b""
+
+
+class ScramServer:
+    """Kafka's ScramSaslServer (RFC 5802 without channel binding) over `scram_store`."""
+
+    def __init__(self, mechanism: str, sandbox: Sandbox):
+        self.mechanism = mechanism
+        self._hash = SCRAM_HASHES[mechanism]
+        self._store = scram_store(sandbox.cluster)
+        self._credential: ScramCredential | None = None
+        self._client_first_bare = self._server_first = self._nonce = self._gs2 = ""
+        self.complete = False
+        self.principal = ""
+        self.lifetime_ms: int | None = None
+
+    @classmethod
+    def factory(cls, mechanism: str) -> Callable[[Sandbox], ScramServer]:
+        return lambda sandbox: cls(mechanism, sandbox)
+
+    def step(self, token: bytes) -> bytes:
+        text = token.decode("utf-8", "replace")
+        if self._credential is None:
+            return self._first(text)
+        if not self.complete:
+            return self._final(text)
+        raise SaslFailure(f"Unexpected challenge in Sasl server state {self.mechanism} COMPLETE")
+
+    def _first(self, text: str) -> bytes:
+        gs2_flag, authzid, bare = (text.split(",", 2) + ["", ""])[:3]
+        attrs = _attributes(bare)
+        if gs2_flag not in ("n", "y") or "n" not in attrs or "r" not in attrs:
+            raise SaslInvalidCredentials("Invalid SCRAM client first message")
+        user = attrs["n"].replace("=2C", ",").replace("=3D", "=")
+        credential = self._store.get(user, {}).get(self.mechanism)
+        if credential is None or credential.iterations < SCRAM_MIN_ITERATIONS:
+            raise SaslInvalidCredentials("Authentication failed: Invalid user credentials")
+        if authzid and authzid.removeprefix("a=") != user:
+            raise SaslFailure("Authentication failed: Client requested an authorization id that is "
+                              "different from username")
+        self._gs2 = f"{gs2_flag},{authzid},"
+        self._credential, self._client_first_bare, self.principal = credential, bare, f"User:{user}"
+        self._nonce = attrs["r"] + base64.b64encode(os.urandom(18)).decode()
+        salt = base64.b64encode(credential.salt).decode()
+        self._server_first = f"r={self._nonce},s={salt},i={credential.iterations}"
+        return self._server_first.encode()
+
+    def _final(self, text: str) -> bytes:
+        assert self._credential is not None
+        without_proof, _, proof_attr = text.rpartition(",p=")
+        attrs = _attributes(without_proof)
+        if attrs.get("r") != self._nonce:
+            raise SaslInvalidCredentials("Invalid client nonce in the final client message.")
+        if attrs.get("c") != base64.b64encode(self._gs2.encode()).decode():
+            raise SaslInvalidCredentials("Authentication failed: Invalid client final message")
+        auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
+        signature = hmac.new(self._credential.stored_key, auth_message, self._hash).digest()
+        try:
+            proof = base64.b64decode(proof_attr, validate=True)
+        except ValueError:
+            raise SaslInvalidCredentials("Authentication failed: Invalid client final message") from None
+        client_key = bytes(a ^ b for a, b in zip(proof, signature))
+        if len(proof) != len(signature) or not hmac.compare_digest(
+                hashlib.new(self._hash, client_key).digest(), self._credential.stored_key):
+            raise SaslInvalidCredentials("Invalid client credentials")
+        self.complete = True
+        server_signature = hmac.new(self._credential.server_key, auth_message, self._hash).digest()
+        return f"v={base64.b64encode(server_signature).decode()}".encode()
+
+
+def _attributes(text: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in text.split(",") if "=" in part)
+
+
+def add_user(sandbox: Sandbox, user: str, password: str) -> None:
+    """A user who logs in with PLAIN and both SCRAM mechanisms (as `kafka-storage format
+    --add-scram` and a JAAS `user_NAME` entry would set up)."""
+    sandbox.users[user] = password
+    for mechanism in SCRAM_HASHES:
+        scram_store(sandbox.cluster).setdefault(user, {})[mechanism] = \
+            ScramCredential.from_password(mechanism, password)
+
+
+SERVER_MECHANISMS.update({
+    "PLAIN": PlainServer,
+    "SCRAM-SHA-256": ScramServer.factory("SCRAM-SHA-256"),
+    "SCRAM-SHA-512": ScramServer.factory("SCRAM-SHA-512"),
+})

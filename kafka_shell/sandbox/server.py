@@ -14,6 +14,7 @@ import logging
 import os
 import random
 import socket
+import ssl
 import threading
 import time
 import uuid
@@ -28,7 +29,8 @@ from kio.schema.errors import ErrorCode
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
-from kafka_shell.sandbox import configs, control, handlers, identity, journal, persist, replication
+from kafka_shell.sandbox import configs, control, handlers, identity, journal, persist, replication, security, tls
+from kafka_shell.sandbox.authenticator import SaslAuthenticator
 from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Broker, Cluster, Controller
 
 log = logging.getLogger("kafka_shell.sandbox")
@@ -60,6 +62,9 @@ FORWARD_POLL_S = 0.02
 Node = Broker | Controller | control.ControlNode
 
 ANONYMOUS = "User:ANONYMOUS"  # Kafka's principal for a connection that did not authenticate
+# A listener's name is its security protocol (Kafka's default listener.security.protocol.map).
+LISTENERS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+PLAINTEXT = "PLAINTEXT"
 
 
 @dataclass
@@ -75,6 +80,8 @@ class RequestContext:
     forwarded: bool | None = None
     # Who sent it, as Kafka's KafkaPrincipal string: the SASL or TLS identity of the connection.
     principal: str = ANONYMOUS
+    # The listener it came in on: Metadata and the like advertise that listener's endpoints.
+    listener: str = PLAINTEXT
 
     @property
     def cluster(self) -> Cluster:
@@ -94,6 +101,11 @@ class RequestContext:
 
     def served_apis(self) -> dict[int, handlers.Api]:
         return self.sandbox.served_apis(self.broker)
+
+    def port_of(self, broker: Broker) -> int:
+        """The broker's port on the listener this request came in on (as Kafka advertises the
+        endpoints of the client's listener)."""
+        return broker.listener_ports.get(self.listener, broker.port)
 
     def advertised_controller_id(self) -> int:
         """The `controller_id` of Metadata and DescribeCluster: the controller broker in zk mode;
@@ -159,6 +171,8 @@ class _Connection(asyncio.Protocol):
         self.server = server
         self.ip = ip
         self.principal = ANONYMOUS  # until SASL or a TLS client certificate says who it is
+        self.sasl = server.authenticator()  # None on a listener without SASL
+        self.closing = False  # close once the answers written so far are sent
         self.memory = _request_memory(server.sandbox)
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()  # received bytes not yet cut into requests
@@ -175,6 +189,8 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        if self.sasl is None:
+            self.principal = tls.peer_principal(transport.get_extra_info("ssl_object")) or ANONYMOUS
 
     def data_received(self, data: bytes) -> None:
         self.last_active = asyncio.get_running_loop().time()
@@ -210,7 +226,9 @@ class _Connection(asyncio.Protocol):
         while len(buffer) >= 4:
             size = int.from_bytes(buffer[:4], "big", signed=True)
             max_bytes = _config_int(self.server.sandbox, self.server.broker.id, "socket.request.max.bytes")
-            if size < 8 or size > max_bytes:
+            # A request has an 8-byte header at least; a bare SASL token (v0 handshake) need not.
+            smallest = 0 if self.sasl is not None and self.sasl.raw_tokens else 8
+            if size < smallest or size > max_bytes:
                 # Closed before its body is read, as Kafka's InvalidReceiveException does.
                 raise protocol.ProtocolError(f"frame size {size} out of bounds (socket.request.max.bytes "
                                              f"is {max_bytes})")
@@ -258,7 +276,14 @@ class _Connection(asyncio.Protocol):
                 if self.transport is not None and self.held <= self.serving:
                     self.resume()  # it held nothing else: let the next request in
                 try:
-                    response = await self.server.sandbox.dispatch(self.server.broker, body, self.principal)
+                    answer = self.sasl.receive(body) if self.sasl is not None else None
+                    if self.sasl is not None and self.sasl.principal is not None:
+                        self.principal = self.sasl.principal
+                    if answer is not None:
+                        response, self.closing = answer.response, answer.close
+                    else:
+                        response = await self.server.sandbox.dispatch(self.server.broker, body, self.principal,
+                                                                      self.server.listener)
                 finally:
                     self._release(self.serving)
                     self.serving = 0
@@ -267,6 +292,8 @@ class _Connection(asyncio.Protocol):
                     self.transport.write(response)
                     # A client that does not read its answer stalls here; the idle timeout ends it.
                     await self.writable.wait()
+                if self.closing:
+                    return
         except asyncio.CancelledError:
             # close() cancels the task (the client left, or the broker stops). Ending normally
             # keeps asyncio from logging it.
@@ -289,7 +316,10 @@ class _Connection(asyncio.Protocol):
     def close(self) -> None:
         """Drop the connection and whatever it holds (idempotent)."""
         if self.transport is not None:
-            self.transport.abort()
+            if self.closing:
+                self.transport.close()  # what was written still goes out (an error answer)
+            else:
+                self.transport.abort()
             self.transport = None
             self.server.forget(self)
             self.memory.paused.discard(self)
@@ -306,19 +336,44 @@ class _BrokerServer:
     the broker configs: socket.request.max.bytes, queued.max.request.bytes (shared by the whole
     sandbox), max.connections, max.connections.per.ip and connections.max.idle.ms."""
 
-    def __init__(self, sandbox: Sandbox, broker: Node):
+    def __init__(self, sandbox: Sandbox, broker: Node, listener: str = PLAINTEXT):
         self.sandbox = sandbox
         self.broker = broker
+        # A broker's first listener is on broker.port, the others on broker.listener_ports.
+        self.listener = listener
+        self.primary = not isinstance(broker, Broker) or listener == sandbox.listeners[0]
         self.sock: socket.socket | None = None
         self.connections: dict[_Connection, asyncio.Task] = {}
         self.per_ip: collections.Counter[str] = collections.Counter()
         self._tasks: list[asyncio.Task] = []
 
+    @property
+    def port(self) -> int:
+        if self.primary:
+            return self.broker.port
+        return self.broker.listener_ports.get(self.listener, 0)  # type: ignore[union-attr]
+
+    @port.setter
+    def port(self, port: int) -> None:
+        if self.primary:
+            self.broker.port = port
+        else:
+            self.broker.listener_ports[self.listener] = port  # type: ignore[union-attr]
+
+    @property
+    def tls(self) -> bool:
+        return isinstance(self.broker, Broker) and self.listener.endswith("SSL")
+
+    def authenticator(self) -> SaslAuthenticator | None:
+        if not isinstance(self.broker, Broker) or not self.listener.startswith("SASL"):
+            return None
+        return SaslAuthenticator(self.sandbox, self.broker.id, self.sandbox.sasl_mechanisms)
+
     async def listen(self, sock: socket.socket | None = None) -> None:
         if sock is None:
-            sock = _bind(self.broker.host, self.broker.port)
+            sock = _bind(self.broker.host, self.port)
         self.sock = sock
-        self.broker.port = sock.getsockname()[1]
+        self.port = sock.getsockname()[1]
         self._tasks = [asyncio.ensure_future(self._accept()), asyncio.ensure_future(self._expire_idle())]
 
     async def close(self) -> None:
@@ -363,13 +418,24 @@ class _BrokerServer:
             conn = _Connection(self, address[0])
             self.connections[conn] = conn.task
             self.per_ip[conn.ip] += 1
-            try:
-                await loop.connect_accepted_socket(lambda c=conn: c, client)  # type: ignore[misc]
-            except OSError:
-                conn.transport = None
-                self.forget(conn)
-                conn.task.cancel()
-                client.close()
+            if self.tls:
+                # The TLS handshake runs beside the accept loop: a slow client holds up no one.
+                self.sandbox.spawn(self._connect(conn, client))
+            else:
+                await self._connect(conn, client)
+
+    async def _connect(self, conn: _Connection, client: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.connect_accepted_socket(lambda c=conn: c, client,  # type: ignore[misc]
+                                               ssl=self.sandbox.tls_context(self.listener) if self.tls else None)
+        except OSError as exc:
+            if self.tls:
+                log.info("broker %d: TLS handshake with %s failed: %s", self.broker.id, conn.ip, exc)
+            conn.transport = None
+            self.forget(conn)
+            conn.task.cancel()
+            client.close()
 
     def _refusal(self, ip: str) -> str | None:
         """Why a new connection from `ip` is over a limit, or None."""
@@ -441,14 +507,43 @@ class Sandbox:
                  cluster_id: str | None = None, configs: dict[str, str] | None = None,
                  data_dir: str | None = None, mode: str | None = None,
                  controllers: int | None = None, serve_control: bool = False,
-                 hosts: list[str] | None = None):
+                 hosts: list[str] | None = None, listeners: list[str] | None = None,
+                 sasl_mechanisms: list[str] | None = None, users: dict[str, str] | None = None,
+                 tls_dir: str | None = None, reauth_ms: int | None = None, ssl_client_auth: str = "none"):
         """`brokers` (default 3). `mode`: "kraft" (the default: `controllers` voters of their own,
         default 1, with ids 100, 101..., see `controller_id_base`) or "zk" (the controller is a
         broker). Ports: free ones, or from `port_base`: brokers first, then controllers, then the
         control listener. `host`: the listen address (default 127.0.0.1). `serve_control`: serve
         the control endpoint (`sandbox.control`) for other processes. A cluster kept in
         `data_dir` comes back as it was: `brokers`, `mode`, `controllers`, `port_base` and `host`
-        must match it (persist.StateError otherwise)."""
+        must match it (persist.StateError otherwise).
+
+        Security (see docs/security.md): `listeners`, names from LISTENERS (default one
+        PLAINTEXT), each on its own port per broker (the first on the broker's port; `bootstrap_for`
+        gives each one's list); `sasl_mechanisms` the SASL listeners enable (default PLAIN,
+        SCRAM-SHA-256, SCRAM-SHA-512); `users` name -> password for PLAIN and SCRAM; `tls_dir` where
+        the CA (`ca.pem`, for clients) and broker certificate are kept or made (default a new
+        temporary directory); `ssl_client_auth` (none, requested, required) for the SSL listener;
+        `reauth_ms`: connections.max.reauth.ms (KIP-368)."""
+        self.listeners = list(listeners or [PLAINTEXT])
+        unknown = [n for n in self.listeners if n not in LISTENERS]
+        if unknown or not self.listeners or len(set(self.listeners)) != len(self.listeners):
+            raise ValueError(f"bad listeners {','.join(self.listeners)}: name each of "
+                             f"{', '.join(LISTENERS)} at most once")
+        self.sasl_mechanisms = list(sasl_mechanisms or ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+        unsupported = [m for m in self.sasl_mechanisms if m not in security.SERVER_MECHANISMS]
+        if unsupported:
+            raise ValueError(f"unsupported SASL mechanism {unsupported[0]}: use "
+                             f"{', '.join(security.SERVER_MECHANISMS)}")
+        if ssl_client_auth not in tls.CLIENT_AUTH:
+            raise ValueError(f"bad ssl.client.auth {ssl_client_auth!r}: use {', '.join(tls.CLIENT_AUTH)}")
+        self.ssl_client_auth = ssl_client_auth
+        self.tls_dir: str | None = None
+        if any(n.endswith("SSL") for n in self.listeners):
+            import tempfile
+            self.tls_dir = str(tls.ensure_certificates(tls_dir or tempfile.mkdtemp(prefix="kafka-sandbox-tls-")))
+        self._tls_contexts: dict[str, ssl.SSLContext] = {}
+        self.users: dict[str, str] = {}
         if mode is not None and mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: use kraft or zk")
         if mode == ZK and controllers is not None:
@@ -497,8 +592,13 @@ class Sandbox:
                                                 *self.cluster.controllers.values()]
             for n in nodes:
                 n.host = host or n.host
+        if reauth_ms is not None:
+            self.cluster.cluster_configs["connections.max.reauth.ms"] = str(int(reauth_ms))
+        for user, password in (users or {}).items():
+            security.add_user(self, user, password)
         self.handlers = handlers.load()
-        self._servers = {i: _BrokerServer(self, b) for i, b in self.cluster.brokers.items()}
+        self._servers = {i: _BrokerServer(self, b, self.listeners[0]) for i, b in self.cluster.brokers.items()}
+        self._listener_servers = {i: self._extra_listeners(b, port_base) for i, b in self.cluster.brokers.items()}
         self._controller_servers = {i: _BrokerServer(self, c) for i, c in self.cluster.controllers.items()}
         self._control_server: _BrokerServer | None = None
         if serve_control:
@@ -519,7 +619,41 @@ class Sandbox:
 
     def _all_servers(self) -> list[_BrokerServer]:
         servers = [*self._servers.values(), *self._controller_servers.values()]
+        servers += [s for extra in self._listener_servers.values() for s in extra]
         return servers + ([self._control_server] if self._control_server else [])
+
+    def _extra_listeners(self, b: Broker, port_base: int | None = None) -> list[_BrokerServer]:
+        """The servers of a broker's listeners after the first. From `port_base` their ports
+        follow the brokers', controllers' and control listener's, listener by listener."""
+        servers = []
+        for k, name in enumerate(self.listeners[1:]):
+            server = _BrokerServer(self, b, name)
+            if port_base and not b.listener_ports.get(name):
+                c = self.cluster
+                server.port = port_base + len(c.brokers) + len(c.controllers) + 1 + k * len(c.brokers) + b.id - 1
+            servers.append(server)
+        return servers
+
+    def _broker_servers(self, broker_id: int) -> list[_BrokerServer]:
+        return [self._servers[broker_id], *self._listener_servers.get(broker_id, [])]
+
+    def tls_context(self, listener: str) -> ssl.SSLContext:
+        """The TLS context of an SSL or SASL_SSL listener (client certificates asked for on
+        the SSL listener only, as ssl.client.auth applies there)."""
+        ctx = self._tls_contexts.get(listener)
+        if ctx is None:
+            assert self.tls_dir is not None
+            auth = self.ssl_client_auth if listener == "SSL" else "none"
+            ctx = self._tls_contexts[listener] = tls.server_context(self.tls_dir, auth)
+        return ctx
+
+    def bootstrap_for(self, listener: str) -> str:
+        """host:port,... of the brokers' `listener`."""
+        if listener not in self.listeners:
+            raise ValueError(f"the sandbox has no {listener} listener (it has {', '.join(self.listeners)})")
+        if listener == self.listeners[0]:
+            return self.bootstrap
+        return ",".join(f"{b.host}:{b.listener_ports[listener]}" for b in self.cluster.brokers.values())
 
     def start(self) -> Sandbox:
         lock = journal.lock(self.data_dir) if self.data_dir else None
@@ -528,8 +662,8 @@ class Sandbox:
         try:
             # Bind every port up front, in this thread, so a taken port fails start() at once.
             for server in servers:
-                socks.append(_bind(server.broker.host, server.broker.port))
-                server.broker.port = socks[-1].getsockname()[1]
+                socks.append(_bind(server.broker.host, server.port))
+                server.port = socks[-1].getsockname()[1]
             if self._control_server is not None:
                 self.cluster.control_port = self._control_server.broker.port
             if lock is not None and self.data_dir:
@@ -644,6 +778,14 @@ class Sandbox:
             }
         return self.call(go)  # type: ignore[return-value]
 
+    def principals(self) -> list[tuple[str, str]]:
+        """(listener, principal) of each open client connection to the brokers, in no order."""
+        def go() -> list[tuple[str, str]]:
+            return [(server.listener, conn.principal)
+                    for i in self.cluster.brokers for server in self._broker_servers(i)
+                    for conn in server.connections]
+        return self.call(go)  # type: ignore[return-value]
+
     def address(self, node_id: int) -> tuple[str, int]:
         """host, port of a broker's listener, or of a KRaft controller's CONTROLLER listener."""
         self._check_node(node_id)
@@ -681,7 +823,8 @@ class Sandbox:
             b = self.cluster.brokers[broker_id]
             if not b.alive:
                 return
-            await self._servers[broker_id].close()
+            for server in self._broker_servers(broker_id):
+                await server.close()
             b.alive = False
             replication.broker_stopped(self.cluster, broker_id)
 
@@ -694,7 +837,8 @@ class Sandbox:
             b = self.cluster.brokers[broker_id]
             if b.alive:
                 return
-            await self._servers[broker_id].listen()
+            for server in self._broker_servers(broker_id):
+                await server.listen()
             b.alive = True
             b.registered = True  # a starting broker registers (again)
             b.epoch += 1
@@ -760,10 +904,13 @@ class Sandbox:
             listen = next(iter(c.brokers.values())).host
             b = Broker(id=new_id, host=listen, port=0, rack=rack,
                        host_name=host_name or f"broker-{new_id}.sandbox", fenced=not c.controller_available)
-            server = _BrokerServer(self, b)
+            server = _BrokerServer(self, b, self.listeners[0])
             await server.listen()
             c.brokers[new_id] = b
             self._servers[new_id] = server
+            self._listener_servers[new_id] = self._extra_listeners(b)
+            for extra in self._listener_servers[new_id]:
+                await extra.listen()
             replication.broker_started(c, new_id)
             return new_id
 
@@ -913,7 +1060,8 @@ class Sandbox:
         """The APIs a node's listener serves (what its ApiVersions lists)."""
         return {k: a for k, a in self.handlers.items() if self._serves(node, k)}
 
-    async def dispatch(self, broker: Node, body: bytes, principal: str = ANONYMOUS) -> bytes | None:
+    async def dispatch(self, broker: Node, body: bytes, principal: str = ANONYMOUS,
+                       listener: str = PLAINTEXT) -> bytes | None:
         api_key, version, correlation_id = protocol.peek_header(body)
         if api_key == control.SANDBOX_CONTROL_KEY and self._control_server is not None:
             return await control.serve(self, body, correlation_id)
@@ -932,7 +1080,8 @@ class Sandbox:
         header, request = protocol.decode_request(body)
         if broker.delay_ms:
             await asyncio.sleep(broker.delay_ms / 1000)
-        ctx = RequestContext(self, broker, header, request, api_key, version, principal=principal)
+        ctx = RequestContext(self, broker, header, request, api_key, version, principal=principal,
+                             listener=listener)
         if self.cluster.kraft and isinstance(broker, Broker) and api_key in FORWARDED_APIS:
             ctx.forwarded = await self._await_controller(request)
         result = api.handler(ctx)

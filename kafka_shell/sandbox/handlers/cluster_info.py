@@ -47,7 +47,7 @@ def describe_cluster(ctx) -> dict:
     # A stopped broker stays registered but fenced: listed only when fenced brokers are asked for.
     include_fenced = getattr(req, "include_fenced_brokers", False)
     answer["brokers"] = [
-        {"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": not b.usable}
+        {"broker_id": b.id, "host": b.host, "port": ctx.port_of(b), "rack": b.rack, "is_fenced": not b.usable}
         for b in sorted(cluster.brokers.values(), key=lambda b: b.id)
         if b.usable or (include_fenced and b.registered)]
     answer["controller_id"] = ctx.advertised_controller_id()

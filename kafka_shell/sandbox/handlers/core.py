@@ -177,7 +177,7 @@ def metadata(ctx) -> dict:
                 encoded.topic(cluster, t) if not isinstance(t, dict)
                 else protocol.serialize(protocol.build(encoded.topic_cls, t)) for t in found])
     return {
-        "brokers": [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
+        "brokers": [{"node_id": b.id, "host": b.host, "port": ctx.port_of(b), "rack": b.rack}
                     for b in cluster.brokers.values() if b.usable],
         "cluster_id": cluster.cluster_id,
         "controller_id": ctx.advertised_controller_id(),

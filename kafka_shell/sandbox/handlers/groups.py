@@ -62,7 +62,7 @@ def _find(ctx, key: str, key_type: int) -> dict:
         return {**missing, "error_code": ErrorCode.coordinator_not_available,
                 "error_message": "The coordinator is not available."}
     b = ctx.cluster.brokers[node]
-    return {"key": key, "node_id": b.id, "host": b.host, "port": b.port, "error_code": 0}
+    return {"key": key, "node_id": b.id, "host": b.host, "port": ctx.port_of(b), "error_code": 0}
 
 
 # -- membership -------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ def _current_leader(p: Partition | None) -> dict:
 def _node_endpoints(ctx, partitions: list[Partition]) -> list[dict]:
     """Endpoints of the leaders named in NOT_LEADER_OR_FOLLOWER answers (KIP-951)."""
     ids = sorted({p.leader for p in partitions if p.leader >= 0})
-    return [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
+    return [{"node_id": b.id, "host": b.host, "port": ctx.port_of(b), "rack": b.rack}
             for b in (ctx.cluster.brokers[i] for i in ids) if b.usable]
 
 
