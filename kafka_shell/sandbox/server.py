@@ -441,14 +441,20 @@ class Sandbox:
                  cluster_id: str | None = None, configs: dict[str, str] | None = None,
                  data_dir: str | None = None, mode: str | None = None,
                  controllers: int | None = None, serve_control: bool = False,
-                 hosts: list[str] | None = None):
+                 hosts: list[str] | None = None,
+                 oauth_jwks: dict | str | None = None, oauth_options: dict[str, str] | None = None,
+                 kerberos_keytab: str | None = None, kerberos_principal: str | None = None):
         """`brokers` (default 3). `mode`: "kraft" (the default: `controllers` voters of their own,
         default 1, with ids 100, 101..., see `controller_id_base`) or "zk" (the controller is a
         broker). Ports: free ones, or from `port_base`: brokers first, then controllers, then the
         control listener. `host`: the listen address (default 127.0.0.1). `serve_control`: serve
         the control endpoint (`sandbox.control`) for other processes. A cluster kept in
         `data_dir` comes back as it was: `brokers`, `mode`, `controllers`, `port_base` and `host`
-        must match it (persist.StateError otherwise)."""
+        must match it (persist.StateError otherwise). SASL logins (kafka_shell/sandbox/security.py):
+        OAUTHBEARER takes signed tokens checked against the JWK set `oauth_jwks` (a dict or a JSON
+        file), else unsecured ones; `oauth_options` holds Kafka's settings for it by name
+        (sandbox/oauthbearer.py). GSSAPI logs in as the broker with `kerberos_keytab` (and
+        `kerberos_principal`, else any key of the keytab)."""
         if mode is not None and mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: use kraft or zk")
         if mode == ZK and controllers is not None:
@@ -487,6 +493,8 @@ class Sandbox:
                 for k in range(voters)
             },
         )
+        self.oauth_jwks, self.oauth_options = oauth_jwks, dict(oauth_options or {})
+        self.kerberos_keytab, self.kerberos_principal = kerberos_keytab, kerberos_principal
         self.data_dir = data_dir
         self.journal: journal.Journal | None = None
         self._journal_seq = 0
