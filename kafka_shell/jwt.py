@@ -48,9 +48,8 @@ def unsecured_token(principal: str, principal_claim: str = "sub", scope_claim: s
                     now: float | None = None) -> str:
     """An unsecured JWS (`alg` none, empty signature) as librdkafka's default token refresh
     builds it: iat and exp in seconds with milliseconds, the scope as a JSON list."""
-    now = time.time() if now is None else now
-    claims: dict[str, object] = {principal_claim: principal, "iat": round(now, 3),
-                                 "exp": round(now + life_seconds, 3)}
+    now = (time.time_ns() // 1_000_000 if now is None else int(now * 1000)) / 1000  # whole ms, as librdkafka
+    claims: dict[str, object] = {principal_claim: principal, "iat": now, "exp": now + life_seconds}
     if scope:
         claims[scope_claim] = list(dict.fromkeys(scope))
     return f"{encode_part({'alg': 'none'})}.{encode_part(claims)}."

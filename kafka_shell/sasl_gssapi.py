@@ -16,6 +16,7 @@ authorization id (the broker uses the authenticated name).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -109,7 +110,9 @@ def credentials(props: dict[str, str]) -> Any:
         return None
     try:
         name = gssapi.Name(principal, gssapi.NameType.kerberos_principal)
-        store = {"client_keytab": keytab, "ccache": f"MEMORY:kafka-shell-{os.getpid()}"}
+        # One in-memory cache per login identity: a cache holds one principal's tickets.
+        identity = hashlib.sha1(f"{principal}\0{keytab}".encode()).hexdigest()[:12]
+        store = {"client_keytab": keytab, "ccache": f"MEMORY:kafka-shell-{os.getpid()}-{identity}"}
         return gssapi.Credentials(name=name, usage="initiate", store=store)
     except gssapi.exceptions.GSSError as exc:
         raise _failed(f"cannot get tickets for {shown(principal)} from keytab {shown(keytab)}", exc) from None
