@@ -18,7 +18,7 @@ import os
 import re
 from typing import Any
 
-from kafka_shell.errors import ShellError, UsageError, shown
+from kafka_shell.errors import NO_SASL_PROVIDER, ShellError, UsageError, shown
 from kafka_shell.files import read_owned, read_text, write_json_owned
 from kafka_shell.paths import data_dir
 
@@ -286,9 +286,6 @@ def _check_with_librdkafka(props: dict[str, str]) -> None:
     if text is not None:
         raise UsageError(f"Invalid client setting: {scrub(text, props)} "
                          "(fix -X, --command-config or the cluster's properties)")
-
-
-NO_SASL_PROVIDER = "No provider for SASL mechanism"
 
 
 def _librdkafka_refusal(conf: dict[str, Any]) -> str | None:

@@ -35,9 +35,10 @@ from typing import Any
 from kafka_shell import controller_history, protocol
 from kafka_shell.cache import MetadataCache, read_snapshot
 from kafka_shell.channel import Channel, ConnectionLost, NoAnswer
-from kafka_shell.client_config import NO_SASL_PROVIDER, librdkafka_properties, parse_bootstrap, sasl_mechanism, scrub
+from kafka_shell.client_config import librdkafka_properties, parse_bootstrap, sasl_mechanism, scrub
 from kafka_shell.codes import ApiKey, Error
-from kafka_shell.errors import ClusterUnreachable, KafkaCallError, NotSupported, UsageError
+from kafka_shell.errors import (NO_SASL_PROVIDER, ClusterUnreachable, KafkaCallError, NotSupported, UsageError,
+                                librdkafka_cannot_log_in)
 from kafka_shell.metadata import KRAFT, ClusterSnapshot, ControllerInfo
 from kafka_shell.router import INITIAL_BACKOFF_S, MAX_BACKOFF_S, Router, left, unreachable_message
 
@@ -298,7 +299,8 @@ class ConnectionManager:
             except KafkaException as exc:
                 text = scrub(exc.args[0].str() if exc.args else str(exc), self.properties)
                 if NO_SASL_PROVIDER in text:
-                    raise NotSupported(_admin_cannot_log_in(method, sasl_mechanism(self.properties))) from None
+                    request = "".join(word.capitalize() for word in method.split("_")) if method else None
+                    raise NotSupported(librdkafka_cannot_log_in(sasl_mechanism(self.properties), request)) from None
                 raise UsageError(f"Invalid client setting: {text}") from None
         return self._admin
 
@@ -371,16 +373,6 @@ class ConnectionManager:
         self.cache.close()
         self.router.close()
         self._admin = None
-
-
-def _admin_cannot_log_in(method: str | None, mechanism: str) -> str:
-    """Which request needs what, when librdkafka lacks the SASL mechanism (confluent-kafka's
-    wheels are built without GSSAPI) while the shell's own connection logs in."""
-    request = "".join(word.capitalize() for word in method.split("_")) if method else "its requests"
-    return (f"This command sends {request} through librdkafka (confluent-kafka's AdminClient), which "
-            f"cannot log in with SASL {mechanism}: the installed build lacks it (it has PLAIN, "
-            "SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER). Commands served by the shell's own "
-            "connection work; for this one use a client with Kerberos support (e.g. Kafka's own tools).")
 
 
 # AdminClient methods whose request_timeout (seconds) we set to what is left of the deadline, so

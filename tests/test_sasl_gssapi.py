@@ -19,7 +19,7 @@ from kafka_shell.channel import Channel
 from kafka_shell.client_config import validate
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.connection import ConnectionManager
-from kafka_shell.errors import KafkaCallError, NotSupported, UsageError
+from kafka_shell.errors import KafkaCallError, NotSupported, UsageError, from_kafka_exception
 from kafka_shell.main import main
 from kafka_shell.sandbox.kerberos import GssapiServer, short_name
 from kafka_shell.sandbox.security import SERVER_MECHANISMS, SaslFailure
@@ -183,7 +183,17 @@ def test_admin_client_commands_say_which_request_needs_what(kdc):
         "This command sends CreateTopics through librdkafka (confluent-kafka's AdminClient), which cannot "
         "log in with SASL GSSAPI: the installed build lacks it (it has PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
         "and OAUTHBEARER). Commands served by the shell's own connection work; for this one use a client "
-        "with Kerberos support (e.g. Kafka's own tools).")
+        "with SASL GSSAPI (e.g. Kafka's own tools).")
+
+
+def test_librdkafka_consumers_and_producers_say_the_same(kdc):
+    from confluent_kafka import Consumer, KafkaException
+    conn = ConnectionManager("localhost:1", client_props(kdc), timeout_s=2)
+    with pytest.raises(KafkaException) as err:
+        Consumer({**conn.client_config(), "group.id": "g"})
+    conn.close()
+    assert str(from_kafka_exception(err.value)).startswith(
+        "This command uses librdkafka (confluent-kafka), which cannot log in with SASL GSSAPI: the installed build lacks it")
 
 
 def test_kinit_command_runs_through_the_shell_like_librdkafka(kdc, tmp_path):
