@@ -122,15 +122,17 @@ def raw_token(header: dict, claims: dict, signature: str = "") -> str:
     return f"{jwt.encode_part(header)}.{jwt.encode_part(claims)}.{signature}"
 
 
-@pytest.mark.parametrize("header,claims", [
-    ({"alg": "none"}, {"sub": "alice", "iat": time.time() - 20, "exp": time.time() - 10}),    # expired
-    ({"alg": "none"}, {"sub": "alice", "iat": time.time() + 60, "exp": time.time() + 600}),   # issued in the future
-    ({"alg": "none"}, {"sub": "alice", "iat": time.time()}),                                   # no exp
-    ({"alg": "none"}, {"iat": time.time(), "exp": time.time() + 60}),                          # no principal
-    ({"alg": "none"}, {"sub": "alice", "exp": "tomorrow"}),                                    # exp not a number
-    ({"alg": "HS256"}, {"sub": "alice", "exp": time.time() + 60}),                             # not unsecured
+@pytest.mark.parametrize("header,claims", [   # times in seconds from now, made when the test runs
+    ({"alg": "none"}, {"sub": "alice", "iat": -20, "exp": -10}),    # expired
+    ({"alg": "none"}, {"sub": "alice", "iat": 60, "exp": 600}),     # issued in the future
+    ({"alg": "none"}, {"sub": "alice", "iat": 0}),                  # no exp
+    ({"alg": "none"}, {"iat": 0, "exp": 60}),                       # no principal
+    ({"alg": "none"}, {"sub": "alice", "exp": "tomorrow"}),         # exp not a number
+    ({"alg": "HS256"}, {"sub": "alice", "exp": 60}),                # not unsecured
 ])
 def test_tokens_kafka_refuses_get_invalid_token(header, claims):
+    now = time.time()
+    claims = {k: now + v if k in ("iat", "exp") and isinstance(v, int) else v for k, v in claims.items()}
     assert refused(OAuthBearerServer(unsecured_sandbox()), raw_token(header, claims)) == '{"status":"invalid_token"}'
 
 
