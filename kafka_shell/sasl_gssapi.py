@@ -37,32 +37,40 @@ _kinit_done: set[str] = set()      # commands already run in this process
 _lock = threading.Lock()
 
 
-def load_gssapi() -> Any:
+def load_gssapi(hint: str = "") -> Any:
     try:
         import gssapi
     except ImportError:
         raise NotSupported(
             "SASL GSSAPI needs the Python package gssapi: pip install 'kafka-shell[kerberos]' "
-            "(it builds against the Kerberos libraries: Debian libkrb5-dev, Red Hat krb5-devel)") from None
+            f"(it builds against the Kerberos libraries: Debian libkrb5-dev, Red Hat krb5-devel){hint}") from None
     return gssapi
 
 
-def _failed(what: str, exc: Exception) -> KafkaCallError:
-    return KafkaCallError(f"Kerberos: {what}: {exc}", code=Error.sasl_authentication_failed)
+def unset_mechanism_hint(props: dict[str, str]) -> str:
+    """Said when GSSAPI came from librdkafka's default rather than from the user."""
+    if props.get("sasl.mechanism") or props.get("sasl.mechanisms"):
+        return ""
+    return ". sasl.mechanism is not set, and GSSAPI is librdkafka's default: set it if you meant PLAIN, SCRAM or OAUTHBEARER"
+
+
+def _failed(what: str, exc: Exception, hint: str = "") -> KafkaCallError:
+    return KafkaCallError(f"Kerberos: {what}: {exc}{hint}", code=Error.sasl_authentication_failed)
 
 
 class GssapiClient:
     def __init__(self, props: dict[str, str], host: str):
-        gssapi = self._gssapi = load_gssapi()
+        self._hint = unset_mechanism_hint(props)
+        gssapi = self._gssapi = load_gssapi(self._hint)
         service = props.get("sasl.kerberos.service.name", DEFAULT_SERVICE)
         self._target = gssapi.Name(f"{service}@{host}", gssapi.NameType.hostbased_service)
-        creds = credentials(props)
+        creds = credentials(props, self._hint)
         flags = [gssapi.RequirementFlag.mutual_authentication, gssapi.RequirementFlag.out_of_sequence_detection]
         try:
             self._context = gssapi.SecurityContext(name=self._target, creds=creds, usage="initiate",
                                                    mech=gssapi.MechType.kerberos, flags=flags)
         except gssapi.exceptions.GSSError as exc:
-            raise _failed(f"cannot start a context for {service}@{host}", exc) from None
+            raise _failed(f"cannot start a context for {service}@{host}", exc, self._hint) from None
         self._layer_chosen = False
 
     def start(self) -> bytes:
@@ -80,7 +88,7 @@ class GssapiClient:
             return self._context.step(token) or b""
         except self._gssapi.exceptions.GSSError as exc:
             raise _failed(f"cannot log in to {self._target} (run kinit, or set sasl.kerberos.keytab "
-                          "and sasl.kerberos.principal)", exc) from None
+                          "and sasl.kerberos.principal)", exc, self._hint) from None
 
     def _choose_layer(self, challenge: bytes) -> bytes:
         """Take "no security layer" from the broker's wrapped offer (RFC 4752 3.1)."""
@@ -96,9 +104,9 @@ class GssapiClient:
         return self._context.wrap(bytes([NO_SECURITY_LAYER, 0, 0, 0]), encrypt=False).message
 
 
-def credentials(props: dict[str, str]) -> Any:
+def credentials(props: dict[str, str], hint: str = "") -> Any:
     """The initiator's credentials by the rules in the module's docstring."""
-    gssapi = load_gssapi()
+    gssapi = load_gssapi(hint)
     command = props.get("sasl.kerberos.kinit.cmd")
     relogin = props.get("sasl.kerberos.min.time.before.relogin", "60000").strip()
     keytab = props.get("sasl.kerberos.keytab")
@@ -115,7 +123,7 @@ def credentials(props: dict[str, str]) -> Any:
         store = {"client_keytab": keytab, "ccache": f"MEMORY:kafka-shell-{os.getpid()}-{identity}"}
         return gssapi.Credentials(name=name, usage="initiate", store=store)
     except gssapi.exceptions.GSSError as exc:
-        raise _failed(f"cannot get tickets for {shown(principal)} from keytab {shown(keytab)}", exc) from None
+        raise _failed(f"cannot get tickets for {shown(principal)} from keytab {shown(keytab)}", exc, hint) from None
 
 
 def _render(template: str, props: dict[str, str]) -> str:

@@ -150,6 +150,16 @@ def test_sasl_without_mechanism_is_gssapi_like_librdkafka(kdc):
     assert broker.principals == ["User:client"]
 
 
+def test_a_failed_login_without_sasl_mechanism_says_gssapi_was_the_default(kdc):
+    props = {k: v for k, v in client_props(kdc, **{"sasl.kerberos.service.name": "nokafka"}).items()
+             if k != "sasl.mechanism"}
+    with pytest.raises(KafkaCallError) as err:
+        CLIENT_MECHANISMS["GSSAPI"](props, "localhost").start()
+    assert len(str(err.value).splitlines()) == 1
+    assert str(err.value).endswith(". sasl.mechanism is not set, and GSSAPI is librdkafka's default: "
+                                   "set it if you meant PLAIN, SCRAM or OAUTHBEARER")
+
+
 def test_broker_refusal_reaches_the_user_as_one_line(kdc):
     elsewhere = kdc.keytab("kafka/elsewhere.localhost")  # the broker has no key for kafka/localhost
     broker = SaslTestBroker(broker_sandbox(kdc, keytab=elsewhere), ["GSSAPI"])
