@@ -21,7 +21,7 @@ from kafka_shell.codes import ApiKey, Error
 from kafka_shell.connection import ConnectionManager
 from kafka_shell.errors import KafkaCallError, NotSupported, UsageError, from_kafka_exception
 from kafka_shell.main import main
-from kafka_shell.sandbox.kerberos import GssapiServer, short_name
+from kafka_shell.sandbox.kerberos import GssapiServer, parse_rules, short_name
 from kafka_shell.sandbox.security import SERVER_MECHANISMS, SaslFailure
 from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.sasl import CLIENT_MECHANISMS
@@ -101,6 +101,34 @@ def test_default_rule_takes_the_first_component_in_the_default_realm(kdc):
     server = GssapiServer(broker_sandbox(kdc))
     login(server, client_props(kdc, **{"sasl.kerberos.keytab": str(keytab), "sasl.kerberos.principal": "etl/worker1"}))
     assert server.principal == "User:etl"
+
+
+@pytest.mark.parametrize("rules,name,short", [
+    (r"RULE:[1:$1@$0](.*@EXAMPLE\.COM)s/@.*//", "alice@EXAMPLE.COM", "alice"),
+    (r"RULE:[2:$1](App\..*)s/App\.(.*)/$1/g", "App.service-name/example.com@EXAMPLE.COM", "service-name"),
+    (r"RULE:[2:$1;$2](^.*;admin$)s/;admin$//", "joe/admin@EXAMPLE.COM", "joe"),
+    (r"RULE:[1:$1]/L", "Alice@OTHER.COM", "alice"),
+    (r"RULE:[2:$1](nomatch)s/x/y/,DEFAULT", "svc/h@EXAMPLE.COM", "svc"),
+])
+def test_principal_to_local_rules_as_kafka_applies_them(rules, name, short):
+    assert short_name(name, "EXAMPLE.COM", parse_rules(rules)) == short
+
+
+def test_rules_that_give_nothing_or_a_non_simple_name_refuse_the_login():
+    with pytest.raises(SaslFailure, match=r"No rules apply to bob@OTHER.COM, rules \[RULE:\[1:\$1\]\(x.*\)\]"):
+        short_name("bob@OTHER.COM", "EXAMPLE.COM", parse_rules("RULE:[1:$1](x.*)"))
+    with pytest.raises(SaslFailure, match="Non-simple name bob@OTHER.COM after auth_to_local rule"):
+        short_name("bob@OTHER.COM", "EXAMPLE.COM", parse_rules("RULE:[1:$1@$0]"))
+    with pytest.raises(ValueError, match="Invalid rule: NOPE"):
+        parse_rules("NOPE")
+
+
+def test_the_sandboxs_rules_config_names_the_principal(kdc):
+    rules = "RULE:[1:$1]/U,DEFAULT"
+    server = GssapiServer(Sandbox(brokers=1, kerberos_keytab=str(kdc.broker_keytab),
+                                  configs={"sasl.kerberos.principal.to.local.rules": rules}))
+    login(server, client_props(kdc))
+    assert server.principal == "User:CLIENT"
 
 
 def test_unknown_service_fails_on_the_client_with_kerberos_reason(kdc):
