@@ -131,6 +131,11 @@ def sasl_credentials(props: dict[str, str]) -> tuple[str | None, str | None]:
     return user, password
 
 
+def jaas_options(jaas: str) -> dict[str, str]:
+    """The quoted options (name="value") of a Java `sasl.jaas.config`, unescaped."""
+    return {k: v.replace('\\"', '"') for k, v in _JAAS_OPTION.findall(jaas)}
+
+
 def sasl_mechanism(props: dict[str, str]) -> str:
     """The SASL mechanism as librdkafka picks it (`sasl.mechanism` is its alias; GSSAPI default)."""
     return (props.get("sasl.mechanisms") or props.get("sasl.mechanism") or "GSSAPI").strip().upper()

@@ -3,6 +3,8 @@
 
 - the service is `sasl.kerberos.service.name` (default kafka) at the broker's host name, as
   librdkafka names it ("kafka@broker1.example.com"; the Kerberos library canonicalizes it).
+- a Java client's `sasl.jaas.config` with Krb5LoginModule (useKeyTab, keyTab, principal) stands
+  for `sasl.kerberos.keytab` and `sasl.kerberos.principal` when those are not set.
 - credentials: when `sasl.kerberos.kinit.cmd` is set, that command runs once per process (as
   librdkafka runs it, `%{property}` replaced) and the default ticket cache is used; else, with
   `sasl.kerberos.keytab`, tickets for `sasl.kerberos.principal` (default kafkaclient) come from
@@ -24,6 +26,7 @@ import subprocess
 import threading
 from typing import Any
 
+from kafka_shell.client_config import jaas_options
 from kafka_shell.errors import KafkaCallError, NotSupported, UsageError, shown
 from kafka_shell.codes import Error
 
@@ -58,8 +61,20 @@ def _failed(what: str, exc: Exception, hint: str = "") -> KafkaCallError:
     return KafkaCallError(f"Kerberos: {what}: {exc}{hint}", code=Error.sasl_authentication_failed)
 
 
+def with_java_login(props: dict[str, str]) -> dict[str, str]:
+    """librdkafka's keytab and principal taken from a Java client's Krb5LoginModule (`useKeyTab=true
+    keyTab="..." principal="..."`) where librdkafka's own keys are not set."""
+    jaas = props.get("sasl.jaas.config", "")
+    if "Krb5LoginModule" not in jaas or not re.search(r'useKeyTab\s*=\s*"?true', jaas):
+        return props
+    options = jaas_options(jaas)
+    java = {"sasl.kerberos.keytab": options.get("keyTab"), "sasl.kerberos.principal": options.get("principal")}
+    return {**{k: v for k, v in java.items() if v}, **props}
+
+
 class GssapiClient:
     def __init__(self, props: dict[str, str], host: str):
+        props = with_java_login(props)
         self._hint = unset_mechanism_hint(props)
         gssapi = self._gssapi = load_gssapi(self._hint)
         service = props.get("sasl.kerberos.service.name", DEFAULT_SERVICE)

@@ -92,6 +92,15 @@ def test_kinit_command_then_the_ticket_cache(kdc):
     assert again.principal == "User:client"
 
 
+def test_java_clients_jaas_login_works_as_their_keytab_and_principal(kdc):
+    jaas = ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
+            f'keyTab="{kdc.client_keytab}" principal="client@{kdc_setup.REALM}";')
+    server = GssapiServer(broker_sandbox(kdc))
+    login(server, {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI",
+                   "sasl.kerberos.service.name": "kafka", "sasl.jaas.config": jaas})
+    assert server.principal == "User:client"
+
+
 def test_default_rule_takes_the_first_component_in_the_default_realm(kdc):
     assert short_name(f"svc/host.example@{kdc_setup.REALM}", kdc_setup.REALM) == "svc"
     assert short_name("plain", kdc_setup.REALM) == "plain"
