@@ -41,7 +41,7 @@ def invalid_credentials(mechanism: str) -> SaslFailure:
 class ServerMechanism(Protocol):
     complete: bool
     principal: str              # valid once complete
-    lifetime_ms: int | None     # when the credential expires, ms since the epoch (Kafka's lifetimeMs: an OAUTHBEARER token's exp), else None
+    lifetime_ms: int | None     # credential lifetime (OAUTHBEARER token expiry), else None
 
     def step(self, token: bytes) -> bytes:
         """Take the client's token, give the server's answer (b"" when there is none)."""
