@@ -131,24 +131,14 @@ def sasl_credentials(props: dict[str, str]) -> tuple[str | None, str | None]:
     return user, password
 
 
-def jaas_options(jaas: str) -> dict[str, str]:
-    """The quoted options (name="value") of a Java `sasl.jaas.config`, unescaped."""
-    return {k: v.replace('\\"', '"') for k, v in _JAAS_OPTION.findall(jaas)}
-
-
 def sasl_mechanism(props: dict[str, str]) -> str:
     """The SASL mechanism as librdkafka picks it (`sasl.mechanism` is its alias; GSSAPI default)."""
     return (props.get("sasl.mechanisms") or props.get("sasl.mechanism") or "GSSAPI").strip().upper()
 
 
 def librdkafka_properties(props: dict[str, str]) -> dict[str, str]:
-    """The properties as librdkafka accepts them: `sasl.jaas.config` becomes username/password;
-    an unsecured OAUTHBEARER token from `sasl.oauthbearer.config` is enabled, as the direct
-    channel builds it (librdkafka otherwise waits for a token callback that never comes)."""
+    """The properties as librdkafka accepts them: `sasl.jaas.config` becomes username/password."""
     out = dict(props)
-    if (out.get("security.protocol", "").lower().startswith("sasl") and sasl_mechanism(out) == "OAUTHBEARER"
-            and out.get("sasl.oauthbearer.method", "default").lower() == "default" and out.get("sasl.oauthbearer.config")):
-        out.setdefault("enable.sasl.oauthbearer.unsecure.jwt", "true")
     jaas = out.pop("sasl.jaas.config", None)
     if jaas is not None and "sasl.username" not in out:
         user, password = sasl_credentials({"sasl.jaas.config": jaas})
@@ -156,7 +146,17 @@ def librdkafka_properties(props: dict[str, str]) -> dict[str, str]:
             out["sasl.username"] = user
         if password is not None:
             out["sasl.password"] = password
+    if (out.get("security.protocol", "").lower().startswith("sasl") and sasl_mechanism(out) == "OAUTHBEARER"
+            and out.get("sasl.oauthbearer.method", "default").lower() == "default" and out.get("sasl.oauthbearer.config")):
+        # An unsecured token, as the direct channel builds it: without this librdkafka waits for
+        # a token callback that never comes.
+        out.setdefault("enable.sasl.oauthbearer.unsecure.jwt", "true")
     return out
+
+
+def jaas_options(jaas: str) -> dict[str, str]:
+    """The quoted options (name="value") of a Java `sasl.jaas.config`, unescaped."""
+    return {k: v.replace('\\"', '"') for k, v in _JAAS_OPTION.findall(jaas)}
 
 
 # -- ${ENV} references, and the checks made once at start ---------------------------------------
