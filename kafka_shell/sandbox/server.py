@@ -450,11 +450,7 @@ class Sandbox:
         control listener. `host`: the listen address (default 127.0.0.1). `serve_control`: serve
         the control endpoint (`sandbox.control`) for other processes. A cluster kept in
         `data_dir` comes back as it was: `brokers`, `mode`, `controllers`, `port_base` and `host`
-        must match it (persist.StateError otherwise). SASL logins (kafka_shell/sandbox/security.py):
-        OAUTHBEARER takes signed tokens checked against the JWK set `oauth_jwks` (a dict or a JSON
-        file), else unsecured ones; `oauth_options` holds Kafka's settings for it by name
-        (sandbox/oauthbearer.py). GSSAPI logs in as the broker with `kerberos_keytab` (and
-        `kerberos_principal`, else any key of the keytab)."""
+        must match it (persist.StateError otherwise)."""
         if mode is not None and mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: use kraft or zk")
         if mode == ZK and controllers is not None:
@@ -493,6 +489,10 @@ class Sandbox:
                 for k in range(voters)
             },
         )
+        # SASL logins: OAUTHBEARER takes signed tokens checked against the JWK set `oauth_jwks` (a
+        # dict or a JSON file), else unsecured ones; `oauth_options` holds Kafka's settings for it
+        # by name (sandbox/oauthbearer.py). GSSAPI logs in as the broker with `kerberos_keytab` and
+        # `kerberos_principal` (else any key of the keytab): sandbox/kerberos.py.
         self.oauth_jwks, self.oauth_options = oauth_jwks, dict(oauth_options or {})
         self.kerberos_keytab, self.kerberos_principal = kerberos_keytab, kerberos_principal
         self.data_dir = data_dir
