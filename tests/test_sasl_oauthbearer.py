@@ -332,3 +332,18 @@ def test_shell_commands_over_a_sandbox_oauthbearer_listener(key, endpoint, metho
         assert code == 0 and "paid" in out, err
         code, out, err = run(*base, "--command", "describe-cluster")
         assert code == 0, err
+
+
+@needs_sasl_listener
+def test_a_session_ends_with_its_token_and_the_channel_logs_in_again():
+    """Kafka caps an OAUTHBEARER session at the token's expiry (KIP-368); the direct channel logs
+    in again, with a new token, before it ends."""
+    props = {**UNSECURED, "sasl.oauthbearer.config": "principal=alice lifeSeconds=2"}
+    with Sandbox(brokers=1, listeners=["SASL_PLAINTEXT"], sasl_mechanisms=["OAUTHBEARER"]) as s:  # type: ignore[call-arg]
+        host, port = s.bootstrap_for("SASL_PLAINTEXT").split(",")[0].rsplit(":", 1)  # type: ignore[attr-defined]
+        ch = Channel(host, int(port), props, timeout_s=5)
+        try:
+            time.sleep(2.5)  # past the first token's expiry
+            assert ch.request(ApiKey.METADATA, {"topics": None})["brokers"]
+        finally:
+            ch.close()
