@@ -146,6 +146,9 @@ def librdkafka_properties(props: dict[str, str]) -> dict[str, str]:
             out["sasl.username"] = user
         if password is not None:
             out["sasl.password"] = password
+    if jaas is not None and "OAuthBearerLoginModule" in jaas:
+        from kafka_shell.sasl_oauthbearer import from_java_login
+        out = from_java_login({**out, "sasl.jaas.config": jaas})
     if (out.get("security.protocol", "").lower().startswith("sasl") and sasl_mechanism(out) == "OAUTHBEARER"
             and out.get("sasl.oauthbearer.method", "default").lower() == "default" and out.get("sasl.oauthbearer.config")):
         # An unsecured token, as the direct channel builds it: without this librdkafka waits for

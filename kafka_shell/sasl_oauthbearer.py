@@ -4,6 +4,8 @@ tokens librdkafka gets from the same properties:
 - `sasl.oauthbearer.method=default` (librdkafka's default): an unsecured JWS built from
   `sasl.oauthbearer.config` ("principal=alice scope=a,b lifeSeconds=600 extension_k=v"), as
   librdkafka's default token refresh does; only brokers that accept unsecured tokens take it.
+- a Java client's OAuthBearerLoginModule `sasl.jaas.config` works as the same librdkafka
+  properties (`from_java_login`).
 - `sasl.oauthbearer.method=oidc`: a token fetched from `sasl.oauthbearer.token.endpoint.url`
   with the client-credentials grant (`sasl.oauthbearer.client.id` / `.client.secret` in a Basic
   header, `sasl.oauthbearer.scope`), kept for this process until 80% of its lifetime has passed,
@@ -47,8 +49,51 @@ def client_first_message(token: str, extensions: dict[str, str] | None = None) -
     return f"n,,{SEPARATOR}auth=Bearer {token}{pairs}{SEPARATOR}{SEPARATOR}".encode()
 
 
+def from_java_login(props: dict[str, str]) -> dict[str, str]:
+    """librdkafka's OAUTHBEARER properties from a Java client's: OAuthBearerLoginModule options
+    in `sasl.jaas.config` (clientId, clientSecret, scope and extension_NAME with
+    `sasl.oauthbearer.token.endpoint.url`: OIDC; unsecuredLogin* options: an unsecured token) where
+    librdkafka's own keys are not set, without the Java-only `sasl.login.*` keys."""
+    jaas = props.get("sasl.jaas.config", "")
+    if "OAuthBearerLoginModule" not in jaas:
+        return props
+    from kafka_shell.client_config import jaas_options
+    options = jaas_options(jaas)
+    java: dict[str, str] = {}
+    extensions = {k.removeprefix("extension_"): v for k, v in options.items() if k.startswith("extension_")}
+    if "clientId" in options and props.get("sasl.oauthbearer.token.endpoint.url"):
+        java = {"sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.client.id": options["clientId"],
+                "sasl.oauthbearer.client.secret": options.get("clientSecret", ""),
+                **({"sasl.oauthbearer.scope": options["scope"]} if options.get("scope") else {}),
+                **({"sasl.oauthbearer.extensions": ",".join(f"{k}={v}" for k, v in extensions.items())}
+                   if extensions else {})}
+    elif any(k.startswith("unsecuredLogin") for k in options):
+        java = {"sasl.oauthbearer.config": _unsecured_config(options)}
+    kept = {k: v for k, v in props.items() if not k.startswith("sasl.login.") and k != "sasl.jaas.config"}
+    return {**java, **kept}
+
+
+def _unsecured_config(options: dict[str, str]) -> str:
+    """`sasl.oauthbearer.config` from OAuthBearerUnsecuredLoginCallbackHandler's options."""
+    principal_claim = options.get("unsecuredLoginPrincipalClaimName", "sub")
+    scope_claim = options.get("unsecuredLoginScopeClaimName", "scope")
+    items = [f"principal={options.get(f'unsecuredLoginStringClaim_{principal_claim}', '')}"]
+    if principal_claim != "sub":
+        items.append(f"principalClaimName={principal_claim}")
+    scope = options.get(f"unsecuredLoginListClaim_{scope_claim}") or options.get(f"unsecuredLoginStringClaim_{scope_claim}")
+    if scope:  # a list claim's first character is its separator (",a,b")
+        values = scope[1:].split(scope[0]) if f"unsecuredLoginListClaim_{scope_claim}" in options else [scope]
+        items += [f"scopeClaimName={scope_claim}"] * (scope_claim != "scope") + [f"scope={','.join(v for v in values if v)}"]
+    if "unsecuredLoginLifetimeSeconds" in options:
+        items.append(f"lifeSeconds={options['unsecuredLoginLifetimeSeconds']}")
+    items += [f"extension_{k.removeprefix('unsecuredLoginExtension_')}={v}" for k, v in options.items()
+              if k.startswith("unsecuredLoginExtension_")]
+    return " ".join(items)
+
+
 class OAuthBearerClient:
     def __init__(self, props: dict[str, str], host: str):
+        props = from_java_login(props)
         method = props.get("sasl.oauthbearer.method", "default").strip().lower()
         if method == "oidc":
             token, extensions = fetched_token(props), _extension_list(props.get("sasl.oauthbearer.extensions", ""))

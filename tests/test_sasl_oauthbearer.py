@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient
 
 from kafka_shell import jwt
 from kafka_shell.channel import Channel
+from kafka_shell.client_config import librdkafka_properties, validate
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import KafkaCallError, UsageError
 from kafka_shell.main import main
@@ -347,3 +348,38 @@ def test_a_session_ends_with_its_token_and_the_channel_logs_in_again():
             assert ch.request(ApiKey.METADATA, {"topics": None})["brokers"]
         finally:
             ch.close()
+
+
+# -- a Java client's properties --------------------------------------------------------------------
+
+JAVA_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required"
+
+
+def test_java_unsecured_login_options_become_librdkafkas():
+    props = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+             "sasl.jaas.config": f'{JAVA_MODULE} unsecuredLoginStringClaim_sub="alice" '
+                                 'unsecuredLoginListClaim_scope=",kafka,admin" unsecuredLoginLifetimeSeconds="600" '
+                                 'unsecuredLoginExtension_traceId="42";'}
+    out = librdkafka_properties(props)
+    assert out["sasl.oauthbearer.config"] == "principal=alice scope=kafka,admin lifeSeconds=600 extension_traceId=42"
+    assert "sasl.jaas.config" not in out and out["enable.sasl.oauthbearer.unsecure.jwt"] == "true"
+    server = OAuthBearerServer(unsecured_sandbox(unsecuredValidatorRequiredScope="admin"))
+    login(server, props)  # the direct channel's client reads the same options
+    assert server.principal == "User:alice"
+
+
+def test_java_oidc_client_properties_work_for_the_channel_and_librdkafka(key, endpoint):
+    props = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+             "sasl.oauthbearer.token.endpoint.url": endpoint.url,
+             "sasl.login.callback.handler.class":
+                 "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+             "sasl.jaas.config": f'{JAVA_MODULE} clientId="shell-client" clientSecret="s3cret-value" scope="kafka";'}
+    validate(props)  # librdkafka takes the translated settings (no Java-only key is left)
+    broker = SaslTestBroker(Sandbox(brokers=1, oauth_jwks=key.jwks()), ["OAUTHBEARER"])
+    try:
+        Channel("127.0.0.1", broker.port, props, timeout_s=5).close()
+        admin = AdminClient({"bootstrap.servers": broker.address, **librdkafka_properties(props), "log_level": 3})
+        assert admin.list_topics(timeout=10).cluster_id == "sasl-test"
+    finally:
+        broker.close()
+    assert set(broker.principals) == {"User:shell-client"} and len(broker.principals) >= 2
