@@ -156,6 +156,13 @@ def test_broker_with_a_stale_key_answers_kafkas_generic_failure(kdc, tmp_path):
     assert str(err.value) == GENERIC
 
 
+def test_a_broker_without_a_kerberos_login_refuses_gssapi_at_the_first_token(kdc):
+    server = SERVER_MECHANISMS["GSSAPI"](Sandbox(brokers=1))  # made at SaslHandshake: must not fail there
+    with pytest.raises(SaslFailure) as err:
+        login(server, client_props(kdc))
+    assert str(err.value) == GENERIC
+
+
 def test_missing_keytab_for_the_client_is_named(kdc, tmp_path):
     props = client_props(kdc, **{"sasl.kerberos.keytab": str(tmp_path / "none.keytab")})
     with pytest.raises(KafkaCallError, match="Kerberos: cannot get tickets for client from keytab"):

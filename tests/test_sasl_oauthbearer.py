@@ -232,6 +232,15 @@ def test_expected_audience_and_issuer(key):
     assert server.principal == "User:bob"
 
 
+@pytest.mark.parametrize("settings,message", [
+    ({"oauth_jwks": {"no": "keys"}}, 'oauth_jwks is a JWK set'),
+    ({"oauth_options": {"unsecuredValidatorAllowableClockSkewMs": "-1"}}, "must not be negative"),
+])
+def test_bad_oauth_settings_fail_when_the_sandbox_is_made(settings, message):
+    with pytest.raises(ValueError, match=message):
+        Sandbox(brokers=1, **settings)
+
+
 def test_registered_as_the_sandbox_mechanism():
     server = SERVER_MECHANISMS["OAUTHBEARER"](unsecured_sandbox())
     login(server, UNSECURED)  # type: ignore[arg-type]

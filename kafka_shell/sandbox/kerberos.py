@@ -39,26 +39,35 @@ log = logging.getLogger("kafka_shell.sandbox.kerberos")
 
 class GssapiServer:
     def __init__(self, sandbox: Sandbox):
-        import gssapi
-        self._gssapi = gssapi
-        keytab = getattr(sandbox, "kerberos_keytab", None)
-        if not keytab:
-            raise invalid_credentials(MECHANISM)  # a broker without a Kerberos login takes no GSSAPI
-        principal = getattr(sandbox, "kerberos_principal", None)
-        name = gssapi.Name(principal, gssapi.NameType.kerberos_principal) if principal else None
-        try:
-            creds = gssapi.Credentials(name=name, usage="accept", store={"keytab": str(keytab)})
-        except gssapi.exceptions.GSSError as exc:
-            log.warning("GSSAPI: no acceptor credentials from keytab %s: %s", keytab, exc)
-            raise invalid_credentials(MECHANISM) from None
-        self._context = gssapi.SecurityContext(creds=creds, usage="accept")
-        self._cluster = sandbox.cluster
-        self._stage = 0   # 0: GSS tokens, 1: offer the layers, 2: read the client's choice
         self.complete = False
         self.principal = ""
         self.lifetime_ms: int | None = None   # Kafka sets no credential lifetime for GSSAPI
+        self._cluster = sandbox.cluster
+        self._stage = 0   # 0: GSS tokens, 1: offer the layers, 2: read the client's choice
+        # None: this broker cannot take GSSAPI logins; each login then fails at its first step
+        # (a mechanism is made at SaslHandshake, which must still be answered).
+        self._context: Any = None
+        try:
+            import gssapi
+        except ImportError:
+            log.warning("GSSAPI logins need the Python package gssapi")
+            return
+        self._gssapi = gssapi
+        keytab = getattr(sandbox, "kerberos_keytab", None)
+        if not keytab:
+            log.warning("GSSAPI logins need the sandbox's kerberos_keytab")
+            return
+        principal = getattr(sandbox, "kerberos_principal", None)
+        try:
+            name = gssapi.Name(principal, gssapi.NameType.kerberos_principal) if principal else None
+            creds = gssapi.Credentials(name=name, usage="accept", store={"keytab": str(keytab)})
+            self._context = gssapi.SecurityContext(creds=creds, usage="accept")
+        except gssapi.exceptions.GSSError as exc:
+            log.warning("GSSAPI: no acceptor credentials from keytab %s: %s", keytab, exc)
 
     def step(self, token: bytes) -> bytes:
+        if self._context is None:
+            raise invalid_credentials(MECHANISM)
         try:
             if self._stage == 0:
                 answer = self._context.step(token)

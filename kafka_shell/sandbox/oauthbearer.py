@@ -63,12 +63,15 @@ class Token:
         self.principal, self.lifetime_ms = principal, lifetime_ms
 
 
+def validator(jwks: Mapping[str, Any] | str | Path | None, options: Mapping[str, str]) -> UnsecuredValidator | SignedValidator:
+    """The validator Kafka's broker would run with these settings; ValueError for bad ones (the
+    sandbox checks them when it is made)."""
+    return SignedValidator(jwks, options) if jwks is not None else UnsecuredValidator(options)
+
+
 class OAuthBearerServer:
     def __init__(self, sandbox: Sandbox):
-        options: Mapping[str, str] = getattr(sandbox, "oauth_options", None) or {}
-        jwks = getattr(sandbox, "oauth_jwks", None)
-        self._validate = (SignedValidator(jwks, options).validate if jwks is not None
-                          else UnsecuredValidator(options).validate)
+        self._validate = validator(sandbox.oauth_jwks, sandbox.oauth_options).validate
         self.complete = False
         self.principal = ""
         self.lifetime_ms: int | None = None

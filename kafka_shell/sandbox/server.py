@@ -495,6 +495,9 @@ class Sandbox:
         # `kerberos_principal` (else any key of the keytab): sandbox/kerberos.py.
         self.oauth_jwks, self.oauth_options = oauth_jwks, dict(oauth_options or {})
         self.kerberos_keytab, self.kerberos_principal = kerberos_keytab, kerberos_principal
+        if oauth_jwks is not None or oauth_options:
+            from kafka_shell.sandbox.oauthbearer import validator
+            validator(oauth_jwks, self.oauth_options)  # bad settings fail here, not at a login
         self.data_dir = data_dir
         self.journal: journal.Journal | None = None
         self._journal_seq = 0
