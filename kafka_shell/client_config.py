@@ -18,7 +18,7 @@ import os
 import re
 from typing import Any
 
-from kafka_shell.errors import ShellError, UsageError, shown
+from kafka_shell.errors import NO_SASL_PROVIDER, ShellError, UsageError, shown
 from kafka_shell.files import read_owned, read_text, write_json_owned
 from kafka_shell.paths import data_dir
 
@@ -130,7 +130,7 @@ def sasl_credentials(props: dict[str, str]) -> tuple[str | None, str | None]:
     """(username, password) from librdkafka's keys, else from a Java `sasl.jaas.config`."""
     user, password = props.get("sasl.username"), props.get("sasl.password")
     if user is None and "sasl.jaas.config" in props:
-        options = {k: _java_unquote(v) for k, v in _JAAS_OPTION.findall(props["sasl.jaas.config"])}
+        options = jaas_options(props["sasl.jaas.config"])
         user, password = options.get("username"), options.get("password")
     return user, password
 
@@ -166,7 +166,20 @@ def librdkafka_properties(props: dict[str, str]) -> dict[str, str]:
             out["sasl.username"] = user
         if password is not None:
             out["sasl.password"] = password
+    if jaas is not None and "OAuthBearerLoginModule" in jaas:
+        from kafka_shell.sasl_oauthbearer import from_java_login
+        out = from_java_login({**out, "sasl.jaas.config": jaas})
+    if (out.get("security.protocol", "").lower().startswith("sasl") and sasl_mechanism(out) == "OAUTHBEARER"
+            and out.get("sasl.oauthbearer.method", "default").lower() == "default" and out.get("sasl.oauthbearer.config")):
+        # An unsecured token, as the direct channel builds it: without this librdkafka waits for
+        # a token callback that never comes.
+        out.setdefault("enable.sasl.oauthbearer.unsecure.jwt", "true")
     return out
+
+
+def jaas_options(jaas: str) -> dict[str, str]:
+    """The quoted options (name="value") of a Java `sasl.jaas.config`, unescaped."""
+    return {k: _java_unquote(v) for k, v in _JAAS_OPTION.findall(jaas)}
 
 
 # -- ${ENV} references, and the checks made once at start ---------------------------------------
@@ -287,18 +300,31 @@ def _remember(key: str) -> None:
 def _check_with_librdkafka(props: dict[str, str]) -> None:
     import logging
 
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
     quiet = logging.getLogger("kafka_shell.validate")
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
+    # No bootstrap.servers: the client only parses its settings, it connects nowhere.
+    conf: dict[str, Any] = {**librdkafka_properties(props), "logger": quiet}
+    text = _librdkafka_refusal(conf)
+    if text is not None and text.startswith(NO_SASL_PROVIDER):
+        # A mechanism this librdkafka build lacks (GSSAPI in confluent-kafka's wheels): the
+        # direct channel logs in itself, and the commands that need the AdminClient say so.
+        # Check the other settings the same way.
+        conf["security.protocol"] = conf["security.protocol"].lower().replace("sasl_", "")
+        text = _librdkafka_refusal(conf)
+    if text is not None:
+        raise UsageError(f"Invalid client setting: {scrub(text, props)} "
+                         "(fix -X, --command-config or the cluster's properties)")
+
+
+def _librdkafka_refusal(conf: dict[str, Any]) -> str | None:
+    """librdkafka's reason for refusing these settings, or None when it takes them."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
     try:
-        # No bootstrap.servers: the client only parses its settings, it connects nowhere.
-        conf: dict[str, Any] = {**librdkafka_properties(props), "logger": quiet}
         AdminClient(conf)
     except KafkaException as exc:
         err = exc.args[0] if exc.args else exc
         text = err.str() if hasattr(err, "str") else str(err)
-        text = text.removeprefix("Failed to create admin client: ")
-        raise UsageError(f"Invalid client setting: {scrub(text, props)} "
-                         "(fix -X, --command-config or the cluster's properties)") from None
+        return text.removeprefix("Failed to create admin client: ")
+    return None

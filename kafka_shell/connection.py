@@ -35,9 +35,10 @@ from typing import Any, TypeVar
 from kafka_shell import controller_history, protocol
 from kafka_shell.cache import MetadataCache, read_snapshot
 from kafka_shell.channel import Channel, ConnectionLost, NoAnswer
-from kafka_shell.client_config import librdkafka_properties, parse_bootstrap, scrub
+from kafka_shell.client_config import librdkafka_properties, parse_bootstrap, sasl_mechanism, scrub
 from kafka_shell.codes import ApiKey, Error
-from kafka_shell.errors import ClusterUnreachable, KafkaCallError, NotSupported, UsageError
+from kafka_shell.errors import (NO_SASL_PROVIDER, ClusterUnreachable, KafkaCallError, NotSupported, UsageError,
+                                librdkafka_cannot_log_in)
 from kafka_shell.metadata import KRAFT, ClusterSnapshot, ControllerInfo
 from kafka_shell.router import INITIAL_BACKOFF_S, MAX_BACKOFF_S, Router, left, unreachable_message
 
@@ -65,7 +66,7 @@ class ConnectionManager:
         self.notify = notify or (lambda message: None)
         self.router = Router(bootstrap, self.properties, timeout_s, self._notify, bootstrap_controllers)
         self.cache = MetadataCache(self.router, timeout_s)
-        self._admin = None
+        self._admin: Any = None
         self.cluster_id: str | None = None   # from the last read (controller_history's key)
 
     def _notify(self, message: str) -> None:
@@ -295,15 +296,23 @@ class ConnectionManager:
 
     @property
     def admin(self):
+        return self._admin_client()
+
+    def _admin_client(self, method: str | None = None):
+        """The AdminClient; `method` names the request in the message when it cannot log in."""
         if self._admin is None:
             from confluent_kafka import KafkaException
             from confluent_kafka.admin import AdminClient
-            config = {"bootstrap.servers": self.bootstrap, **librdkafka_properties(self.properties),
-                      "logger": _librdkafka_log}
+            config: dict[str, Any] = {"bootstrap.servers": self.bootstrap,
+                                      **librdkafka_properties(self.properties), "logger": _librdkafka_log}
             try:
                 self._admin = AdminClient(config)
             except KafkaException as exc:
-                raise UsageError(f"Invalid client setting: {scrub(str(exc.args[0]), self.properties)}") from None
+                text = scrub(exc.args[0].str() if exc.args else str(exc), self.properties)
+                if NO_SASL_PROVIDER in text:
+                    request = "".join(word.capitalize() for word in method.split("_")) if method else None
+                    raise NotSupported(librdkafka_cannot_log_in(sasl_mechanism(self.properties), request)) from None
+                raise UsageError(f"Invalid client setting: {text}") from None
         return self._admin
 
     def admin_call(self, method: str, *args, mutation: bool = False, **kwargs) -> dict:
@@ -352,7 +361,7 @@ class ConnectionManager:
         if method in TAKES_REQUEST_TIMEOUT and "request_timeout" not in kwargs:
             kwargs = {**kwargs, "request_timeout": left(deadline)}  # librdkafka stops waiting too
         try:
-            outcome = getattr(self.admin, method)(*args, **kwargs)
+            outcome = getattr(self._admin_client(method), method)(*args, **kwargs)
         except KafkaException as exc:
             return {None: admin_error(exc, None)}
         futures = outcome if isinstance(outcome, dict) else {None: outcome}

@@ -128,6 +128,22 @@ def kafka_error_message(code: int, name: str = "", detail: str = "", **context: 
     return f"{label}: {detail}" if detail and detail != name else f"The cluster answered {label}."
 
 
+# librdkafka's refusal of a SASL mechanism its build lacks (confluent-kafka's wheels: GSSAPI).
+NO_SASL_PROVIDER = "No provider for SASL mechanism"
+_NO_SASL_PROVIDER = re.compile(NO_SASL_PROVIDER + r" (\S+?):")
+
+
+def librdkafka_cannot_log_in(mechanism: str, request: str | None = None) -> str:
+    """Which part of a command needs what, when librdkafka lacks the SASL mechanism that the
+    shell's own connection logs in with."""
+    uses = (f"sends {request} through librdkafka (confluent-kafka's AdminClient)" if request
+            else "uses librdkafka (confluent-kafka)")
+    return (f"This command {uses}, which cannot log in with SASL {mechanism}: the installed build "
+            "lacks it (it has PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER). Commands served "
+            f"by the shell's own connection work; for this one use a client with SASL {mechanism} "
+            "(e.g. Kafka's own tools).")
+
+
 def from_kafka_exception(exc: BaseException, **context: object) -> KafkaCallError:
     """A KafkaCallError from confluent-kafka's KafkaException (or KafkaError), with context."""
     err: Any = exc.args[0] if exc.args else None
@@ -135,6 +151,9 @@ def from_kafka_exception(exc: BaseException, **context: object) -> KafkaCallErro
         return KafkaCallError(str(exc))
     code = err.code()
     detail = (err.str() or "").strip()
+    lacking = _NO_SASL_PROVIDER.search(detail)
+    if lacking:
+        return KafkaCallError(librdkafka_cannot_log_in(lacking.group(1)), code)
     if code < 0:  # librdkafka's local errors (timeouts, transport): its own text says it best
         return KafkaCallError(f"{detail or err.name()} (retry, or raise --timeout)", code,
                               retriable=bool(err.retriable()))

@@ -345,6 +345,13 @@ def serve_sandbox(argv: list[str]) -> int:
                    help="ssl.client.auth of the SSL listener: client certificates (mutual TLS)")
     p.add_argument("--connections-max-reauth-ms", type=int, default=None, metavar="MS",
                    help="the longest SASL session (KIP-368): clients must log in again before it ends")
+    p.add_argument("--oauth-jwks", default=None, metavar="FILE",
+                   help="OAUTHBEARER: accept tokens signed by these keys (a JWKS file); default: "
+                        "unsecured tokens, as Kafka's default validator")
+    p.add_argument("--kerberos-keytab", default=None, metavar="FILE",
+                   help="GSSAPI: the brokers' keytab")
+    p.add_argument("--kerberos-principal", default=None, metavar="NAME",
+                   help="GSSAPI: the brokers' service principal (e.g. kafka/localhost@REALM)")
     args = p.parse_args(argv)
     users = dict(_sandbox_user(item) for item in args.user)
     if args.mode == "zk" and args.controllers is not None:
@@ -359,7 +366,9 @@ def serve_sandbox(argv: list[str]) -> int:
                           controllers=args.controllers, serve_control=True,
                           listeners=_upper_list(args.listeners), sasl_mechanisms=_upper_list(args.sasl_mechanisms),
                           users=users, tls_dir=args.tls_dir, ssl_client_auth=args.ssl_client_auth,
-                          reauth_ms=args.connections_max_reauth_ms).start()
+                          reauth_ms=args.connections_max_reauth_ms, oauth_jwks=args.oauth_jwks,
+                          kerberos_keytab=args.kerberos_keytab,
+                          kerberos_principal=args.kerberos_principal).start()
     except StateError as exc:
         raise UsageError(str(exc)) from None
     except (ValueError, OSError) as exc:

@@ -118,9 +118,21 @@ def _scram_attributes(text: str) -> dict[str, str]:
     return dict(part.split("=", 1) for part in text.split(",") if "=" in part)
 
 
+def _gssapi(props: dict[str, str], host: str) -> ClientMechanism:
+    from kafka_shell.sasl_gssapi import GssapiClient  # imports the gssapi package
+    return GssapiClient(props, host)
+
+
+def _oauthbearer(props: dict[str, str], host: str) -> ClientMechanism:
+    from kafka_shell.sasl_oauthbearer import OAuthBearerClient  # imports urllib (token fetch)
+    return OAuthBearerClient(props, host)
+
+
 # name -> factory(properties, broker host) -> mechanism
 CLIENT_MECHANISMS: dict[str, Callable[[dict[str, str], str], ClientMechanism]] = {
     "PLAIN": PlainClient,
     "SCRAM-SHA-256": ScramClient.from_properties("SCRAM-SHA-256"),
     "SCRAM-SHA-512": ScramClient.from_properties("SCRAM-SHA-512"),
+    "GSSAPI": _gssapi,
+    "OAUTHBEARER": _oauthbearer,
 }

@@ -32,6 +32,13 @@ class SaslFailure(Exception):
     """A refused login: the message goes in SaslAuthenticate's error_message."""
 
 
+def invalid_credentials(mechanism: str) -> SaslFailure:
+    """Kafka's answer to any failure but a SaslAuthenticationException: the detail stays on the
+    broker, since it may tell whether a user exists (SaslServerAuthenticator.handleSaslToken)."""
+    return SaslInvalidCredentials("Authentication failed during authentication due to invalid credentials "
+                       f"with SASL mechanism {mechanism}")
+
+
 class ServerMechanism(Protocol):
     complete: bool
     principal: str              # valid once complete
@@ -43,8 +50,21 @@ class ServerMechanism(Protocol):
         """Take the client's token, give the server's answer (b"" when there is none)."""
 
 
+def _gssapi(sandbox: Sandbox) -> ServerMechanism:
+    from kafka_shell.sandbox.kerberos import GssapiServer  # needs the gssapi package
+    return GssapiServer(sandbox)
+
+
+def _oauthbearer(sandbox: Sandbox) -> ServerMechanism:
+    from kafka_shell.sandbox.oauthbearer import OAuthBearerServer
+    return OAuthBearerServer(sandbox)
+
+
 # name -> factory(sandbox) -> a new login's mechanism
-SERVER_MECHANISMS: dict[str, Callable[[Sandbox], ServerMechanism]] = {}
+SERVER_MECHANISMS: dict[str, Callable[[Sandbox], ServerMechanism]] = {
+    "GSSAPI": _gssapi,
+    "OAUTHBEARER": _oauthbearer,
+}
 
 
 @dataclass(frozen=True)

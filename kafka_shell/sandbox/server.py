@@ -509,7 +509,9 @@ class Sandbox:
                  controllers: int | None = None, serve_control: bool = False,
                  hosts: list[str] | None = None, listeners: list[str] | None = None,
                  sasl_mechanisms: list[str] | None = None, users: dict[str, str] | None = None,
-                 tls_dir: str | None = None, reauth_ms: int | None = None, ssl_client_auth: str = "none"):
+                 tls_dir: str | None = None, reauth_ms: int | None = None, ssl_client_auth: str = "none",
+                 oauth_jwks: dict | str | None = None, oauth_options: dict[str, str] | None = None,
+                 kerberos_keytab: str | None = None, kerberos_principal: str | None = None):
         """`brokers` (default 3). `mode`: "kraft" (the default: `controllers` voters of their own,
         default 1, with ids 100, 101..., see `controller_id_base`) or "zk" (the controller is a
         broker). Ports: free ones, or from `port_base`: brokers first, then controllers, then the
@@ -582,6 +584,15 @@ class Sandbox:
                 for k in range(voters)
             },
         )
+        # SASL logins: OAUTHBEARER takes signed tokens checked against the JWK set `oauth_jwks` (a
+        # dict or a JSON file), else unsecured ones; `oauth_options` holds Kafka's settings for it
+        # by name (sandbox/oauthbearer.py). GSSAPI logs in as the broker with `kerberos_keytab` and
+        # `kerberos_principal` (else any key of the keytab): sandbox/kerberos.py.
+        self.oauth_jwks, self.oauth_options = oauth_jwks, dict(oauth_options or {})
+        self.kerberos_keytab, self.kerberos_principal = kerberos_keytab, kerberos_principal
+        if oauth_jwks is not None or oauth_options:
+            from kafka_shell.sandbox.oauthbearer import validator
+            validator(oauth_jwks, self.oauth_options)  # bad settings fail here, not at a login
         self.data_dir = data_dir
         self.journal: journal.Journal | None = None
         self._journal_seq = 0
