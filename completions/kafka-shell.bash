@@ -3,24 +3,31 @@ _kafka_shell() {
   local cur="${COMP_WORDS[COMP_CWORD]}" cmd="" w
   for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
     case "$w" in
-      --alter-configs|--alter-topic|--api-versions|--broker-ids|--controller-history|--create-topic|--delete-topic|--describe-cluster|--describe-configs|--describe-controller|--describe-log-dirs|--describe-quorum|--describe-topic|--elect-leaders|--list-brokers|--list-topics|--preferred-controller|--preferred-replica-leader-election|--reassign-partitions|--rolling-restart-plan|--unclean-recovery) cmd="${w#--}";;
+      --alter-client-quotas|--alter-configs|--alter-topic|--alter-user-scram-credentials|--api-versions|--broker-ids|--controller-history|--create-acls|--create-topic|--delete-acls|--delete-topic|--describe-acls|--describe-client-quotas|--describe-cluster|--describe-configs|--describe-controller|--describe-log-dirs|--describe-quorum|--describe-topic|--describe-user-scram-credentials|--elect-leaders|--list-brokers|--list-topics|--preferred-controller|--preferred-replica-leader-election|--reassign-partitions|--rolling-restart-plan|--unclean-recovery) cmd="${w#--}";;
     esac
   done
   local opts="--bootstrap-controller --bootstrap-server --broker-list --cluster --command --command-config --continue-on-error --debug --file --help --output --quiet --sandbox --shell --timeout --yes -X -c -f -h -o -q"
   case "$cmd" in
+    alter-client-quotas) opts="$opts --entity-type --entity-name --entity-default --add-config --delete-config --dry-run --output -o --help";;
     alter-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --add-config --delete-config --dry-run --output -o --help";;
     alter-topic) opts="$opts --topic --partitions --replica-assignment --config --delete-config --replication-factor --dry-run --output -o --help";;
+    alter-user-scram-credentials) opts="$opts --add --delete --mechanism --iterations --password-file --password-env --dry-run --output -o --help";;
     api-versions) opts="$opts --broker --output -o --help";;
     broker-ids) opts="$opts --host --mapping-topic --dry-run --yes --output -o --help";;
     controller-history) opts="$opts --output -o --help";;
+    create-acls) opts="$opts --topic --group --cluster --transactional-id --allow-principal --deny-principal --allow-host --deny-host --operation --resource-pattern-type --producer --consumer --dry-run --output -o --help";;
     create-topic) opts="$opts --topic --partitions --replication-factor --replica-assignment --config --if-not-exists --dry-run --output -o --help";;
+    delete-acls) opts="$opts --topic --group --cluster --transactional-id --allow-principal --deny-principal --allow-host --deny-host --operation --resource-pattern-type --yes --dry-run --output -o --help";;
     delete-topic) opts="$opts --topic --if-exists --dry-run --yes --output -o --help";;
+    describe-acls) opts="$opts --topic --group --cluster --transactional-id --resource-pattern-type --principal --output -o --help";;
+    describe-client-quotas) opts="$opts --entity-type --entity-name --entity-default --output -o --help";;
     describe-cluster) opts="$opts --output -o --help";;
     describe-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --all --output -o --help";;
     describe-controller) opts="$opts --output -o --help";;
     describe-log-dirs) opts="$opts --broker-list --topic-list --describe --output -o --help";;
     describe-quorum) opts="$opts --status --replication --output -o --help";;
     describe-topic) opts="$opts --topic --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --not-preferred-leader --topics-with-overrides --exclude-internal --output -o --help";;
+    describe-user-scram-credentials) opts="$opts --user --output -o --help";;
     elect-leaders) opts="$opts --election-type --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --help";;
     list-brokers) opts="$opts --output -o --help";;
     list-topics) opts="$opts --exclude-internal --output -o --help";;
@@ -29,7 +36,7 @@ _kafka_shell() {
     reassign-partitions) opts="$opts --generate --execute --verify --cancel --list --reassignment-json-file --topics-to-move-json-file --topic --broker-list --disable-rack-aware --proposed-json-file --additional --throttle --blocking --all --preserve-throttles --dry-run --output -o --help";;
     rolling-restart-plan) opts="$opts --brokers --output -o --help";;
     unclean-recovery) opts="$opts --path-to-json-file --all-offline-partitions --topic --show-replica-info --manual-recovery-output-file --automated-recovery --recovery-duration-ms --recovery-election-attempts --yes --dry-run --output -o --help";;
-    "") opts="$opts --alter-configs --alter-topic --api-versions --broker-ids --controller-history --create-topic --delete-topic --describe-cluster --describe-configs --describe-controller --describe-log-dirs --describe-quorum --describe-topic --elect-leaders --list-brokers --list-topics --preferred-controller --preferred-replica-leader-election --reassign-partitions --rolling-restart-plan --unclean-recovery sandbox";;
+    "") opts="$opts --alter-client-quotas --alter-configs --alter-topic --alter-user-scram-credentials --api-versions --broker-ids --controller-history --create-acls --create-topic --delete-acls --delete-topic --describe-acls --describe-client-quotas --describe-cluster --describe-configs --describe-controller --describe-log-dirs --describe-quorum --describe-topic --describe-user-scram-credentials --elect-leaders --list-brokers --list-topics --preferred-controller --preferred-replica-leader-election --reassign-partitions --rolling-restart-plan --unclean-recovery sandbox";;
   esac
   COMPREPLY=( $(compgen -W "$opts" -- "$cur") )
 }

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
-from kafka_shell import config_keys
+from kafka_shell import acl, config_keys
 from kafka_shell.metadata import EMPTY, ClusterSnapshot
 from kafka_shell.registry import Registry
 from kafka_shell.repl import suggest as s
@@ -88,6 +88,8 @@ class KafkaCompleter(Completer):
                 yield from _prefixed(_api_names(), prefix, "API")
             case s.ErrorName():
                 yield from _prefixed(_error_names(), prefix, "error")
+            case s.Principal():
+                yield from _prefixed(sorted(acl.SEEN.principals), prefix, "principal")
 
     def _options(self, command: str, exclude: frozenset[str], prefix: str) -> Iterator[tuple[str, str]]:
         cmd = self.registry.get(command)

@@ -79,6 +79,11 @@ class ErrorName:
 
 
 @dataclass(frozen=True)
+class Principal:
+    """A Kafka principal seen in ACLs this session listed (describe-acls)."""
+
+
+@dataclass(frozen=True)
 class Context:
     """What to complete at the cursor: `prefix` is the typed part (unquoted) that candidates must
     start with; `replace` the number of characters before the cursor a completion replaces;
@@ -258,7 +263,7 @@ class _State:
 
 
 _SIMPLE = {"topic": Topic(), "broker": Broker(), "group": Group(), "path": Path(),
-           "cluster": Cluster(), "api": Api(), "error": ErrorName()}
+           "cluster": Cluster(), "api": Api(), "error": ErrorName(), "principal": Principal()}
 _ENTITY_NAMES = {"topics": Topic(), "topic": Topic(), "brokers": Broker(), "broker": Broker(),
                  "groups": Group(), "group": Group()}
 

@@ -29,6 +29,8 @@ from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
 from kafka_shell.sandbox import configs, control, handlers, identity, journal, persist, replication
+from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME, AclBinding, Authorizer, acl_store, binding_problem
+from kafka_shell.codes import AclOperation, AclResourceType
 from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Broker, Cluster, Controller
 
 log = logging.getLogger("kafka_shell.sandbox")
@@ -75,10 +77,22 @@ class RequestContext:
     forwarded: bool | None = None
     # Who sent it, as Kafka's KafkaPrincipal string: the SASL or TLS identity of the connection.
     principal: str = ANONYMOUS
+    client_host: str = "127.0.0.1"   # the client's address, which ACL hosts match
 
     @property
     def cluster(self) -> Cluster:
         return self.sandbox.cluster
+
+    def authorize(self, op: AclOperation, resource_type: AclResourceType, name: str = CLUSTER_NAME) -> bool:
+        """Whether the authorizer (if any) lets this request's principal do `op` on the resource."""
+        auth = self.sandbox.authorizer
+        return auth is None or auth.authorize(self.cluster, self.principal, self.client_host, op,
+                                              resource_type, name)
+
+    def permits(self, resource_type: AclResourceType, name: str = CLUSTER_NAME) -> bool:
+        """`authorize` with the operation this request's API needs on that resource type
+        (authorizer.API_NEEDS)."""
+        return self.authorize(API_NEEDS[self.api_key][resource_type], resource_type, name)
 
     @property
     def on_controller_listener(self) -> bool:
@@ -258,7 +272,8 @@ class _Connection(asyncio.Protocol):
                 if self.transport is not None and self.held <= self.serving:
                     self.resume()  # it held nothing else: let the next request in
                 try:
-                    response = await self.server.sandbox.dispatch(self.server.broker, body, self.principal)
+                    response = await self.server.sandbox.dispatch(self.server.broker, body, self.principal,
+                                                                  self.ip)
                 finally:
                     self._release(self.serving)
                     self.serving = 0
@@ -441,14 +456,17 @@ class Sandbox:
                  cluster_id: str | None = None, configs: dict[str, str] | None = None,
                  data_dir: str | None = None, mode: str | None = None,
                  controllers: int | None = None, serve_control: bool = False,
-                 hosts: list[str] | None = None):
+                 hosts: list[str] | None = None, authorizer: bool = False,
+                 super_users: list[str] | None = None, allow_everyone_if_no_acl_found: bool = False):
         """`brokers` (default 3). `mode`: "kraft" (the default: `controllers` voters of their own,
         default 1, with ids 100, 101..., see `controller_id_base`) or "zk" (the controller is a
         broker). Ports: free ones, or from `port_base`: brokers first, then controllers, then the
         control listener. `host`: the listen address (default 127.0.0.1). `serve_control`: serve
         the control endpoint (`sandbox.control`) for other processes. A cluster kept in
         `data_dir` comes back as it was: `brokers`, `mode`, `controllers`, `port_base` and `host`
-        must match it (persist.StateError otherwise)."""
+        must match it (persist.StateError otherwise). `authorizer`: check ACLs as Kafka's
+        StandardAuthorizer does, `super_users` ("User:admin") bypassing them
+        (`allow_everyone_if_no_acl_found`: a resource without ACLs is open)."""
         if mode is not None and mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: use kraft or zk")
         if mode == ZK and controllers is not None:
@@ -498,6 +516,7 @@ class Sandbox:
             for n in nodes:
                 n.host = host or n.host
         self.handlers = handlers.load()
+        self.authorizer = Authorizer(super_users, allow_everyone_if_no_acl_found) if authorizer else None
         self._servers = {i: _BrokerServer(self, b) for i, b in self.cluster.brokers.items()}
         self._controller_servers = {i: _BrokerServer(self, c) for i, c in self.cluster.controllers.items()}
         self._control_server: _BrokerServer | None = None
@@ -831,6 +850,19 @@ class Sandbox:
             self.handlers = served
         self.call(go)
 
+    def add_acls(self, *bindings: AclBinding) -> None:
+        """Create ACL bindings directly (as a super user would with CreateAcls): how a test or an
+        operator grants the first permissions when no principal can yet."""
+        def go() -> None:
+            store = acl_store(self.cluster)
+            for b in bindings:
+                problem = binding_problem(b)
+                if problem:
+                    raise ValueError(problem)
+                if b not in store:
+                    store.append(b)
+        self.call(go)
+
     def delay(self, broker_id: int, ms: int) -> None:
         """Make a broker (or a controller) answer every request `ms` later."""
         self._check_node(broker_id)
@@ -913,7 +945,8 @@ class Sandbox:
         """The APIs a node's listener serves (what its ApiVersions lists)."""
         return {k: a for k, a in self.handlers.items() if self._serves(node, k)}
 
-    async def dispatch(self, broker: Node, body: bytes, principal: str = ANONYMOUS) -> bytes | None:
+    async def dispatch(self, broker: Node, body: bytes, principal: str = ANONYMOUS,
+                       client_host: str = "127.0.0.1") -> bytes | None:
         api_key, version, correlation_id = protocol.peek_header(body)
         if api_key == control.SANDBOX_CONTROL_KEY and self._control_server is not None:
             return await control.serve(self, body, correlation_id)
@@ -932,7 +965,8 @@ class Sandbox:
         header, request = protocol.decode_request(body)
         if broker.delay_ms:
             await asyncio.sleep(broker.delay_ms / 1000)
-        ctx = RequestContext(self, broker, header, request, api_key, version, principal=principal)
+        ctx = RequestContext(self, broker, header, request, api_key, version, principal=principal,
+                             client_host=client_host)
         if self.cluster.kraft and isinstance(broker, Broker) and api_key in FORWARDED_APIS:
             ctx.forwarded = await self._await_controller(request)
         result = api.handler(ctx)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
-from kafka_shell.codes import ApiKey, EndpointType
+from kafka_shell.codes import AclResourceType, ApiKey, EndpointType
 from kafka_shell.sandbox import admin
 from kafka_shell.sandbox.admin import AdminError
 from kafka_shell.sandbox.handlers import api
@@ -77,6 +77,11 @@ def describe_topic_partitions(ctx) -> dict:
             # Every partition of the previous topic fitted: continue at this topic's start.
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
+        if not ctx.permits(AclResourceType.TOPIC, name):  # named: refused; listed: left out
+            if requested:
+                topics.append({"error_code": ErrorCode.topic_authorization_failed, "name": name,
+                               "topic_id": protocol.ZERO_UUID, "partitions": []})
+            continue
         topic = cluster.topics.get(name)
         if topic is None:
             if requested:  # listing all topics never names a missing one

@@ -6,7 +6,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.sandbox import admin
-from kafka_shell.codes import ApiKey
+from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api, features
 from kafka_shell.sandbox.model import Topic
 
@@ -135,11 +135,22 @@ def _encoded(ctx) -> EncodedTopics:
 
 
 def _all_topics(ctx) -> object:
-    """The topics of a full-metadata answer (see `EncodedTopics`). An injected Metadata failure
-    needs the topics as data (the error goes on each of them)."""
+    """The topics of a full-metadata answer (see `EncodedTopics`): those the principal may
+    describe (Kafka leaves the others out). An injected Metadata failure needs the topics as
+    data (the error goes on each of them)."""
+    visible = [t for t in ctx.cluster.topics.values() if ctx.permits(AclResourceType.TOPIC, t.name)]
     if ctx.api_key in ctx.broker.failures:
-        return [topic_metadata(ctx.cluster, t) for t in ctx.cluster.topics.values()]
-    return _encoded(ctx).get(ctx.cluster)
+        return [topic_metadata(ctx.cluster, t) for t in visible]
+    encoded = _encoded(ctx)
+    if len(visible) == len(ctx.cluster.topics):
+        return encoded.get(ctx.cluster)
+    return protocol.encode_array(encoded.response_cls, "topics", [encoded.topic(ctx.cluster, t) for t in visible])
+
+
+def _may_create(ctx, name: str) -> bool:
+    """Auto-creation needs CREATE on the cluster or on the topic (KafkaApis.handleTopicMetadataRequest)."""
+    return ctx.authorize(AclOperation.CREATE, AclResourceType.CLUSTER) or \
+        ctx.authorize(AclOperation.CREATE, AclResourceType.TOPIC, name)
 
 
 @api(ApiKey.METADATA)
@@ -156,7 +167,11 @@ def metadata(ctx) -> dict:
             topic_id = getattr(rt, "topic_id", None)
             t = cluster.topics.get(name) if name else cluster.topic_by_id(topic_id)
             code: int = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
-            if t is None and name and getattr(req, "allow_auto_topic_creation", True):
+            if (name or t) and not ctx.permits(AclResourceType.TOPIC, name or t.name):
+                t, code = None, ErrorCode.topic_authorization_failed  # whether it exists or not
+            elif t is None and name and getattr(req, "allow_auto_topic_creation", True) and not _may_create(ctx, name):
+                code = ErrorCode.topic_authorization_failed
+            elif t is None and name and getattr(req, "allow_auto_topic_creation", True):
                 if not cluster.controller_available:
                     code = ErrorCode.leader_not_available  # creation waits for a KRaft controller
                 else:

@@ -1,0 +1,164 @@
+"""ACLs, SCRAM users and client quotas: what the security commands share, and what Kafka requires
+of each request (`API_NEEDS`, read by the sandbox's authorizer and by the shell's messages).
+
+`authorization_message` is the one place an authorization failure becomes a line naming the
+operation and resource that were refused ("not authorized: DESCRIBE on CLUSTER is needed for
+reassignments").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from kafka_shell.codes import AclOperation as Op
+from kafka_shell.codes import AclPermission, AclResourceType as Res, ApiKey, Error, PatternType
+
+CLUSTER_NAME = "kafka-cluster"
+
+# What each API checks, by resource type (Kafka's KafkaApis / ControllerApis). APIs absent here
+# check nothing (ApiVersions, SASL, DescribeCluster).
+API_NEEDS: dict[int, dict[Res, Op]] = {
+    ApiKey.PRODUCE: {Res.TOPIC: Op.WRITE},
+    ApiKey.FETCH: {Res.TOPIC: Op.READ},
+    ApiKey.LIST_OFFSETS: {Res.TOPIC: Op.DESCRIBE},
+    ApiKey.METADATA: {Res.TOPIC: Op.DESCRIBE},        # + CREATE (CLUSTER or TOPIC) to auto-create
+    ApiKey.OFFSET_COMMIT: {Res.GROUP: Op.READ, Res.TOPIC: Op.READ},
+    ApiKey.OFFSET_FETCH: {Res.GROUP: Op.DESCRIBE, Res.TOPIC: Op.DESCRIBE},
+    ApiKey.FIND_COORDINATOR: {Res.GROUP: Op.DESCRIBE, Res.TRANSACTIONAL_ID: Op.DESCRIBE},
+    ApiKey.JOIN_GROUP: {Res.GROUP: Op.READ},
+    ApiKey.HEARTBEAT: {Res.GROUP: Op.READ},
+    ApiKey.LEAVE_GROUP: {Res.GROUP: Op.READ},
+    ApiKey.SYNC_GROUP: {Res.GROUP: Op.READ},
+    ApiKey.DESCRIBE_GROUPS: {Res.GROUP: Op.DESCRIBE},
+    ApiKey.LIST_GROUPS: {Res.CLUSTER: Op.DESCRIBE, Res.GROUP: Op.DESCRIBE},  # CLUSTER, else per group
+    ApiKey.DELETE_GROUPS: {Res.GROUP: Op.DELETE},
+    ApiKey.OFFSET_DELETE: {Res.GROUP: Op.DELETE, Res.TOPIC: Op.READ},
+    ApiKey.CREATE_TOPICS: {Res.CLUSTER: Op.CREATE, Res.TOPIC: Op.CREATE},    # CLUSTER, else per topic
+    ApiKey.DELETE_TOPICS: {Res.TOPIC: Op.DELETE},
+    ApiKey.CREATE_PARTITIONS: {Res.TOPIC: Op.ALTER},
+    ApiKey.DELETE_RECORDS: {Res.TOPIC: Op.DELETE},
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: {Res.TOPIC: Op.DESCRIBE},
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: {Res.TOPIC: Op.DESCRIBE},
+    ApiKey.DESCRIBE_CONFIGS: {Res.TOPIC: Op.DESCRIBE_CONFIGS, Res.CLUSTER: Op.DESCRIBE_CONFIGS},
+    ApiKey.ALTER_CONFIGS: {Res.TOPIC: Op.ALTER_CONFIGS, Res.CLUSTER: Op.ALTER_CONFIGS},
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: {Res.TOPIC: Op.ALTER_CONFIGS, Res.CLUSTER: Op.ALTER_CONFIGS},
+    ApiKey.DESCRIBE_LOG_DIRS: {Res.CLUSTER: Op.DESCRIBE},
+    ApiKey.ELECT_LEADERS: {Res.CLUSTER: Op.ALTER},
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: {Res.CLUSTER: Op.ALTER},
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: {Res.CLUSTER: Op.DESCRIBE},
+    ApiKey.DESCRIBE_QUORUM: {Res.CLUSTER: Op.DESCRIBE},
+    ApiKey.UPDATE_FEATURES: {Res.CLUSTER: Op.ALTER},
+    ApiKey.UNREGISTER_BROKER: {Res.CLUSTER: Op.ALTER},
+    ApiKey.GET_REPLICA_LOG_INFO: {Res.CLUSTER: Op.DESCRIBE},
+    ApiKey.DESCRIBE_ACLS: {Res.CLUSTER: Op.DESCRIBE},
+    ApiKey.CREATE_ACLS: {Res.CLUSTER: Op.ALTER},
+    ApiKey.DELETE_ACLS: {Res.CLUSTER: Op.ALTER},
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: {Res.CLUSTER: Op.DESCRIBE},
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: {Res.CLUSTER: Op.ALTER},
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: {Res.CLUSTER: Op.DESCRIBE_CONFIGS},
+    ApiKey.ALTER_CLIENT_QUOTAS: {Res.CLUSTER: Op.ALTER_CONFIGS},
+}
+
+# The resource type an authorization error code is about.
+DENIED_RESOURCE = {
+    Error.topic_authorization_failed: Res.TOPIC,
+    Error.group_authorization_failed: Res.GROUP,
+    Error.cluster_authorization_failed: Res.CLUSTER,
+    Error.transactional_id_authorization_failed: Res.TRANSACTIONAL_ID,
+}
+
+
+def is_authorization_error(code: int | None) -> bool:
+    return code in DENIED_RESOURCE
+
+
+def authorization_message(api_key: int, code: int, name: str | None = None, purpose: str = "") -> str:
+    """The line for an authorization error `code` answered to `api_key`: which operation on
+    which resource the cluster refused, e.g. 'not authorized: DESCRIBE on CLUSTER is needed
+    for reassignments'. `name`: the topic, group or transactional id; `purpose`: what for."""
+    resource = DENIED_RESOURCE[code]  # type: ignore[index]
+    op = API_NEEDS.get(api_key, {}).get(resource)
+    label = "CLUSTER" if resource == Res.CLUSTER else \
+        f'{resource.name} "{name}"' if name is not None else resource.name
+    what = f"{op.name} on {label}" if op is not None else f"access to {label}"
+    return f"not authorized: {what} is needed" + (f" {purpose}" if purpose else "")
+
+
+# -- names on the command line ----------------------------------------------------------------
+
+RESOURCE_OPTIONS = {"topic": Res.TOPIC, "group": Res.GROUP, "transactional_id": Res.TRANSACTIONAL_ID}
+OPERATIONS = tuple(o.name for o in Op if o not in (Op.UNKNOWN, Op.ANY))
+PATTERN_TYPES = ("LITERAL", "PREFIXED", "MATCH", "ANY")
+
+
+def operation(text: str) -> Op:
+    """An operation as kafka-acls takes it: Read, read, DESCRIBE_CONFIGS, DescribeConfigs."""
+    wanted = text.replace("-", "").replace("_", "").upper()
+    for o in Op:
+        if o.name.replace("_", "") == wanted and o not in (Op.UNKNOWN, Op.ANY):
+            return o
+    raise ValueError(f"an operation ({', '.join(OPERATIONS)})")
+
+
+def principal(text: str) -> str:
+    """A Kafka principal, TYPE:NAME (User:alice, User:*)."""
+    kind, sep, name = text.partition(":")
+    if not sep or not kind or not name:
+        raise ValueError("a principal such as User:alice or User:*")
+    return text
+
+
+def pattern_type(text: str) -> PatternType:
+    try:
+        return PatternType[text.upper()]
+    except KeyError:
+        raise ValueError(f"a pattern type ({', '.join(PATTERN_TYPES)})") from None
+
+
+def binding_row(resource_type: int, name: str, pattern: int, entry: dict) -> list:
+    return [_name(Res, resource_type), name, _name(PatternType, pattern), entry["principal"], entry["host"],
+            _name(Op, entry["operation"]), _name(AclPermission, entry["permission_type"])]
+
+
+class Seen:
+    """Principals and resources the ACLs listed this session named: completion offers them
+    (a cache for typing, never an answer; describe-acls always asks the cluster)."""
+
+    def __init__(self) -> None:
+        self.principals: set[str] = set()
+        self.resources: set[tuple[str, str]] = set()   # (resource type, name)
+
+    def remember(self, rows: list[list]) -> None:
+        for row in rows:
+            self.resources.add((row[0], row[1]))
+            self.principals.add(row[3])
+
+
+SEEN = Seen()
+
+ACL_COLUMNS = ["ResourceType", "Name", "PatternType", "Principal", "Host", "Operation", "Permission"]
+
+
+def _name(enum: type, value: int) -> str:
+    try:
+        return enum(value).name
+    except ValueError:
+        return str(value)
+
+
+# -- SCRAM ------------------------------------------------------------------------------------
+
+SCRAM_MECHANISMS = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
+MECHANISM_NAMES = {i: name for name, (i, _) in SCRAM_MECHANISMS.items()}
+
+
+def salted_password(mechanism: str, password: str, iterations: int) -> tuple[bytes, bytes]:
+    """(salt, SaltedPassword) as Kafka's admin client sends them: the password never leaves."""
+    salt = os.urandom(32)
+    return salt, hashlib.pbkdf2_hmac(SCRAM_MECHANISMS[mechanism][1], password.encode(), salt, iterations)
+
+
+# -- client quotas ----------------------------------------------------------------------------
+
+QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
