@@ -19,7 +19,7 @@ from kafka_shell import protocol
 from kafka_shell.channel import Channel
 from kafka_shell.codes import ApiKey
 from kafka_shell.errors import ClusterUnreachable, ShellError
-from kafka_shell.metadata import EMPTY, BrokerInfo, ClusterSnapshot, topics_from_metadata
+from kafka_shell.metadata import EMPTY, BrokerInfo, ClusterSnapshot, topics_from_metadata, unauthorized_topics
 from kafka_shell.router import Router
 
 log = logging.getLogger("kafka_shell.cache")
@@ -59,6 +59,7 @@ def read_snapshot(router: Router, deadline: float, topics: Iterable[str] | None 
             controller=router.controller,
             brokers=dict(router.brokers),
             topics=topics_from_metadata(metadata.topics),  # type: ignore[attr-defined]
+            unauthorized=unauthorized_topics(metadata.topics),  # type: ignore[attr-defined]
         )
 
 

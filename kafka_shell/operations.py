@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafka_shell import reassign_plan
+from kafka_shell.acl import authorization_message, is_authorization_error
 from kafka_shell.codes import AlterConfigOp, ApiKey, ElectionType, Error, ResourceType
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
 from kafka_shell.metadata import ClusterSnapshot, TopicInfo
@@ -27,6 +28,16 @@ _LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 Key = tuple[str, int]
 Entry = tuple[str, int, "int | None"]   # (topic, partition, designated leader)
 REASSIGNMENT_TIMEOUT_MS = 30000
+
+
+def response_error(api_key: int, code: int, message: str | None = None, purpose: str = "",
+                   **context: Any) -> KafkaCallError:
+    """The one way a response's error code becomes a command's error: an authorization error
+    says which operation on which resource was refused (kafka_shell.acl.authorization_message),
+    any other error its usual line."""
+    if is_authorization_error(code):
+        return KafkaCallError(authorization_message(api_key, code, context.get("topic"), purpose), code=code)
+    return KafkaCallError(kafka_error_message(code, "", message or "", **context), code=code)
 
 
 def debug(session: Session, text: str) -> None:
@@ -102,6 +113,8 @@ def require_topic(session: Session, name: str, snap: ClusterSnapshot | None = No
         check_topic_name(name)  # before anything is sent
         snap = session.conn.read([name])
     topic = snap.topics.get(name)
+    if name in snap.unauthorized:  # Metadata refused it: whether it exists is not ours to know
+        raise response_error(ApiKey.METADATA, Error.topic_authorization_failed, topic=name)
     if topic is None:
         check_topic_name(name)
         raise KafkaCallError(f'Topic "{name}" does not exist (check the name with list-topics).',
@@ -195,8 +208,8 @@ def ongoing(session: Session) -> dict[Key, dict]:
     answer = session.conn.controller_request(ApiKey.LIST_PARTITION_REASSIGNMENTS,
                                              {"topics": None, "timeout_ms": REASSIGNMENT_TIMEOUT_MS})
     if answer.get("error_code"):
-        raise KafkaCallError(kafka_error_message(answer["error_code"], "", answer.get("error_message") or ""),
-                             code=answer["error_code"])
+        raise response_error(ApiKey.LIST_PARTITION_REASSIGNMENTS, answer["error_code"],
+                             answer.get("error_message"), "for reassignments")
     return {(t["name"], p["partition_index"]): {"replicas": p["replicas"], "adding": p["adding_replicas"],
                                                 "removing": p["removing_replicas"]}
             for t in answer.get("topics", []) for p in t["partitions"]}
