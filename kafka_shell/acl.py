@@ -35,7 +35,7 @@ API_NEEDS: dict[int, dict[Res, Op]] = {
     ApiKey.DELETE_GROUPS: {Res.GROUP: Op.DELETE},
     ApiKey.OFFSET_DELETE: {Res.GROUP: Op.DELETE, Res.TOPIC: Op.READ},
     ApiKey.CREATE_TOPICS: {Res.CLUSTER: Op.CREATE, Res.TOPIC: Op.CREATE},    # CLUSTER, else per topic
-    ApiKey.DELETE_TOPICS: {Res.TOPIC: Op.DELETE},
+    ApiKey.DELETE_TOPICS: {Res.CLUSTER: Op.DELETE, Res.TOPIC: Op.DELETE},    # CLUSTER, else per topic
     ApiKey.CREATE_PARTITIONS: {Res.TOPIC: Op.ALTER},
     ApiKey.DELETE_RECORDS: {Res.TOPIC: Op.DELETE},
     ApiKey.OFFSET_FOR_LEADER_EPOCH: {Res.TOPIC: Op.DESCRIBE},

@@ -17,7 +17,6 @@ ACLs live on the cluster (`acl_store`), so every broker and controller sees the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from kafka_shell.acl import API_NEEDS, CLUSTER_NAME
@@ -91,21 +90,21 @@ class AclFilter:
         return b.name in (self.name, WILDCARD)
 
     def problem(self) -> str | None:
-        """Why Kafka refuses this filter (INVALID_REQUEST), or None."""
-        for value, enum in ((self.resource_type, Res), (self.pattern_type, PatternType),
-                            (self.operation, Op), (self.permission, AclPermission)):
-            if value == enum.UNKNOWN:
-                return f"Invalid {_field_name(enum)} UNKNOWN in the filter"
+        """Why Kafka refuses this filter (INVALID_REQUEST, AclControlManager.validateFilter), or None."""
+        if Res.UNKNOWN == self.resource_type or PatternType.UNKNOWN == self.pattern_type:
+            return "Unknown patternFilter."
+        if Op.UNKNOWN == self.operation or AclPermission.UNKNOWN == self.permission:
+            return "Unknown entryFilter."
         return None
 
 
-def _field_name(enum: type[IntEnum]) -> str:
-    return {Res: "resourceType", PatternType: "patternType", Op: "operation",
-            AclPermission: "permissionType"}[enum]
-
-
 def binding_problem(b: AclBinding) -> str | None:
-    """Why Kafka refuses to create this binding (INVALID_REQUEST), with its messages, or None."""
+    """Why Kafka refuses to create this binding (INVALID_REQUEST), with its messages (AclApis,
+    then AclControlManager.validateNewAcl), or None."""
+    if b.resource_type == Res.CLUSTER and b.name != CLUSTER_NAME:
+        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+    if not b.name:
+        return "Invalid empty resource name"
     if b.resource_type in (Res.UNKNOWN, Res.ANY):
         return f"Invalid resourceType {b.resource_type.name}"
     if b.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
@@ -114,10 +113,6 @@ def binding_problem(b: AclBinding) -> str | None:
         return f"Invalid operation {b.operation.name}"
     if b.permission not in (AclPermission.ALLOW, AclPermission.DENY):
         return f"Invalid permissionType {b.permission.name}"
-    if not b.name:
-        return "Resource name should not be empty"
-    if b.resource_type == Res.CLUSTER and b.name != CLUSTER_NAME:
-        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
     kind, _, user = b.principal.partition(":")
     if not kind or not user:
         return f"Could not parse principal from `{b.principal}` (no colon is present separating " \

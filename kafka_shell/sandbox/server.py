@@ -38,20 +38,23 @@ log = logging.getLogger("kafka_shell.sandbox")
 API_VERSIONS_KEY = ApiKey.API_VERSIONS
 CONTROLLER_ID_BASE = 100
 # What a KRaft controller listener serves to clients (Kafka's ControllerApis, without the
-# quorum's and brokers' own RPCs and the APIs the sandbox lacks: ACLs, quotas, SCRAM, tokens).
+# quorum's and brokers' own RPCs and the APIs the sandbox lacks: delegation tokens).
 # (zk-mode brokers serve UnregisterBroker and UpdateFeatures too, on the controller broker.)
 CONTROLLER_LISTENER_APIS = frozenset({
     ApiKey.API_VERSIONS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
     ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
     ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
-    ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER, ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES})
+    ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER, ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES,
+    ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CLIENT_QUOTAS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS})
 # What a KRaft broker forwards to the active controller (KafkaApis' maybeForwardToController,
 # forwardToControllerOrFail and the config APIs' forwarding).
 FORWARDED_APIS = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ELECT_LEADERS,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
     ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_QUORUM,
-    ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES})
+    ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
+    ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS})
 # What a ZooKeeper-mode broker lacks of the KRaft broker's APIs (how clients tell them apart).
 ZK_BROKER_LACKS = frozenset({ApiKey.DESCRIBE_QUORUM})
 # Kafka's forwarding channel gives up after 60 s (BrokerServer's retryTimeoutMs) with

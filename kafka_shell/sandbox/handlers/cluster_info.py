@@ -5,7 +5,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
-from kafka_shell.codes import AclResourceType, ApiKey, EndpointType
+from kafka_shell.codes import AclOperation, AclResourceType, ApiKey, EndpointType
 from kafka_shell.sandbox import admin
 from kafka_shell.sandbox.admin import AdminError
 from kafka_shell.sandbox.handlers import api
@@ -29,6 +29,9 @@ def describe_cluster(ctx) -> dict:
     answer = {"error_code": 0, "error_message": None, "endpoint_type": served,
               "cluster_id": cluster.cluster_id, "controller_id": -1,
               "brokers": [], "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS}
+    if ctx.on_controller_listener and not ctx.authorize(AclOperation.ALTER, AclResourceType.CLUSTER):
+        # ControllerApis asks ALTER on the cluster here (a broker asks nothing).
+        return {**answer, "cluster_id": "", "error_code": ErrorCode.cluster_authorization_failed}
     if wanted not in tuple(EndpointType):
         code = ErrorCode.invalid_request if ctx.version == 0 else ErrorCode.unsupported_endpoint_type
         return {**answer, "endpoint_type": EndpointType.BROKER, "cluster_id": "", "error_code": code,

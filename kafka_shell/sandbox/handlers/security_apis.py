@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections import Counter
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -17,7 +18,8 @@ from kafka_shell.sandbox import security
 from kafka_shell.sandbox.authorizer import AclBinding, AclFilter, acl_store, binding_problem
 from kafka_shell.sandbox.handlers import api
 
-NO_AUTHORIZER = "No Authorizer is configured on the broker"
+NO_AUTHORIZER = "No Authorizer is configured on the broker"   # DescribeAcls' words
+NO_AUTHORIZER_TO_CHANGE = "No Authorizer is configured."      # CreateAcls' and DeleteAcls'
 
 
 def _enum(enum: type, value: int):  # an unknown number reads as UNKNOWN (Kafka's fromCode)
@@ -44,10 +46,10 @@ def _binding_fields(b: AclBinding) -> dict:
 
 @api(ApiKey.DESCRIBE_ACLS)
 def describe_acls(ctx) -> dict:
-    if ctx.sandbox.authorizer is None:
-        return {"error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER, "resources": []}
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None, "resources": []}
+    if ctx.sandbox.authorizer is None:
+        return {"error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER, "resources": []}
     wanted = _filter(ctx.request)
     problem = wanted.problem()
     if problem:
@@ -104,11 +106,19 @@ def delete_acls(ctx) -> dict:
     return {"filter_results": results}
 
 
+def _standby(ctx) -> bool:
+    """A write sent to a KRaft voter that is not the active controller (NOT_CONTROLLER)."""
+    return ctx.on_controller_listener and not ctx.is_controller
+
+
 def _acl_refusal(ctx) -> dict | None:
-    if ctx.sandbox.authorizer is None:
-        return {"error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER}
+    """Kafka asks ALTER on the cluster first (always allowed without an authorizer)."""
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
+    if _standby(ctx):
+        return {"error_code": ErrorCode.not_controller, "error_message": None}
+    if ctx.sandbox.authorizer is None:
+        return {"error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER_TO_CHANGE}
     return None
 
 
@@ -143,41 +153,55 @@ def describe_user_scram_credentials(ctx) -> dict:
 
 @api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
 def alter_user_scram_credentials(ctx) -> dict:
+    """KRaft's ScramControlManager: a user may appear once per request (deletion or upsertion,
+    whatever the mechanism); each user succeeds or fails alone."""
     req = ctx.request
-    users = list(dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions]))
-    if not ctx.permits(AclResourceType.CLUSTER):
-        return {"results": [{"user": u, "error_code": ErrorCode.cluster_authorization_failed,
-                             "error_message": None} for u in users]}
+    refused = ErrorCode.cluster_authorization_failed if not ctx.permits(AclResourceType.CLUSTER) else \
+        ErrorCode.not_controller if _standby(ctx) else None
+    if refused is not None:
+        users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+        return {"results": [{"user": u, "error_code": refused, "error_message": None} for u in users]}
     store = security.scram_store(ctx.cluster)
-    pairs = Counter([(d.name, d.mechanism) for d in req.deletions] + [(u.name, u.mechanism) for u in req.upsertions])
+    deletions: dict[str, Any] = {}    # user -> its kio deletion / upsertion
+    upsertions: dict[str, Any] = {}
     errors: dict[str, tuple[int, str]] = {}
-    for (user, _), n in pairs.items():
-        if n > 1:
-            errors.setdefault(user, (ErrorCode.duplicate_resource,
-                                     "A user credential cannot be altered twice in the same request"))
     for d in req.deletions:
+        if d.name in errors:
+            continue
+        if deletions.pop(d.name, None) is not None:
+            errors[d.name] = DUPLICATE
+            continue
         problem = _scram_problem(d.name, d.mechanism, None)
         if problem is None and SCRAM_MECHANISMS[d.mechanism] not in store.get(d.name, {}):
             problem = (ErrorCode.resource_not_found, "Attempt to delete a user credential that does not exist")
         if problem:
-            errors.setdefault(d.name, problem)
+            errors[d.name] = problem
+        else:
+            deletions[d.name] = d
     for u in req.upsertions:
+        if u.name in errors:
+            continue
+        if deletions.pop(u.name, None) is not None or upsertions.pop(u.name, None) is not None:
+            errors[u.name] = DUPLICATE
+            continue
         problem = _scram_problem(u.name, u.mechanism, u.iterations)
         if problem:
-            errors.setdefault(u.name, problem)
-    # A user's alterations are applied together, or none of them (an error on any refuses all).
-    for d in req.deletions:
-        if d.name not in errors:
-            store[d.name].pop(SCRAM_MECHANISMS[d.mechanism], None)
-    for u in req.upsertions:
-        if u.name not in errors:
-            mechanism = SCRAM_MECHANISMS[u.mechanism]
-            store.setdefault(u.name, {})[mechanism] = security.ScramCredential.from_salted_password(
-                mechanism, u.salted_password, u.salt, u.iterations)
-    for user in [u for u in store if not store[u]]:
-        del store[user]
-    return {"results": [{"user": u, "error_code": errors.get(u, (0, None))[0],
-                         "error_message": errors.get(u, (0, None))[1]} for u in users]}
+            errors[u.name] = problem
+        else:
+            upsertions[u.name] = u
+    for d in deletions.values():
+        store[d.name].pop(SCRAM_MECHANISMS[d.mechanism], None)
+        if not store[d.name]:
+            del store[d.name]
+    for u in upsertions.values():
+        mechanism = SCRAM_MECHANISMS[u.mechanism]
+        store.setdefault(u.name, {})[mechanism] = security.ScramCredential.from_salted_password(
+            mechanism, u.salted_password, u.salt, u.iterations)
+    return {"results": [*({"user": n, "error_code": 0, "error_message": None} for n in [*deletions, *upsertions]),
+                        *({"user": n, "error_code": c, "error_message": m} for n, (c, m) in errors.items())]}
+
+
+DUPLICATE = (ErrorCode.duplicate_resource, "A user credential cannot be altered twice in the same request")
 
 
 def _scram_problem(user: str, mechanism: int, iterations: int | None) -> tuple[int, str] | None:
@@ -192,13 +216,15 @@ def _scram_problem(user: str, mechanism: int, iterations: int | None) -> tuple[i
     return None
 
 
-# -- client quotas ------------------------------------------------------------------------------
+# -- client quotas ----------------------------------------------------------------------------
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
-# Kafka's QuotaConfigs: the keys each kind of entity takes, and whether the value is a whole number.
-CLIENT_QUOTA_KEYS = {"producer_byte_rate": True, "consumer_byte_rate": True,
-                     "request_percentage": False, "controller_mutation_rate": False}
-IP_QUOTA_KEYS = {"connection_creation_rate": True}
+# Kafka's QuotaConfig: the keys each kind of entity takes, with the bound of a whole-number key
+# (None: a double).
+CLIENT_QUOTA_KEYS: dict[str, tuple[str, float] | None] = {
+    "producer_byte_rate": ("a LONG", 2.0**63 - 1), "consumer_byte_rate": ("a LONG", 2.0**63 - 1),
+    "request_percentage": None, "controller_mutation_rate": None}
+IP_QUOTA_KEYS: dict[str, tuple[str, float] | None] = {"connection_creation_rate": ("an INT", 2.0**31 - 1)}
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2   # DescribeClientQuotas match types
 
 Entity = tuple[tuple[str, "str | None"], ...]   # sorted (entity type, name; None: the default)
@@ -208,46 +234,80 @@ def quota_store(cluster) -> dict[Entity, dict[str, float]]:
     return cluster.extras.setdefault("client_quotas", {})  # type: ignore[no-any-return]
 
 
-def _entity_problem(entity: dict[str, str | None], count: int) -> str | None:
-    if count != len(entity):
-        return "Duplicate entity type"
-    if not entity:
+def _entity_text(entity: dict[str, str | None]) -> str:
+    return "ClientQuotaEntity(entries={" + ", ".join(f"{k}={v}" for k, v in entity.items()) + "})"
+
+
+def _entity_problem(pairs: list[tuple[str, str | None]]) -> str | None:
+    """KRaft's ClientQuotaControlManager.validateEntity and configKeysForEntityType."""
+    if not pairs:
         return "Invalid empty client quota entity"
-    for kind in entity:
+    seen: set[str] = set()
+    for kind, name in pairs:
+        if kind in seen:
+            return f"Invalid client quota entity, duplicate entity entry {kind}"
+        seen.add(kind)
         if kind not in (USER, CLIENT_ID, IP):
             return f"Unhandled client quota entity type: {kind}"
+        if name == "":
+            return f"Empty {kind} not supported"
+    entity = dict(pairs)
     if IP in entity and len(entity) > 1:
-        return "Invalid quota entity combination, IP entity should not be used with user/client ID entity."
+        return "Invalid quota entity combination, IP entity should not be combined with User or ClientId"
     ip = entity.get(IP)
     if ip is not None:
         try:
-            ipaddress.ip_address(ip)
+            ipaddress.ip_address(ip)   # (Kafka also resolves host names; the sandbox does not)
         except ValueError:
             return f"{ip} is not a valid IP or resolvable host."
+    return None
+
+
+def _value_problem(keys: dict[str, tuple[str, float] | None], key: str, value: float) -> str | None:
+    if key not in keys:
+        return f"Invalid configuration key {key}"
+    if value <= 0.0:
+        return f"Quota {key} must be greater than 0"
+    whole = keys[key]
+    if whole is not None:
+        kind, bound = whole
+        if value > bound:
+            return f"Proposed value for {key} is too large for {kind}."
+        if abs(value % 1.0) > 1e-6:
+            return f"{key} cannot be a fractional value."
     return None
 
 
 @api(ApiKey.ALTER_CLIENT_QUOTAS)
 def alter_client_quotas(ctx) -> dict:
     req = ctx.request
-    authorized = ctx.permits(AclResourceType.CLUSTER)
+    refused = ErrorCode.cluster_authorization_failed if not ctx.permits(AclResourceType.CLUSTER) else \
+        ErrorCode.not_controller if _standby(ctx) else None
     store = quota_store(ctx.cluster)
     results = []
     for e in req.entries:
-        entity = {d.entity_type: d.entity_name for d in e.entity}
-        answer = {"entity": [{"entity_type": d.entity_type, "entity_name": d.entity_name} for d in e.entity],
+        pairs = [(d.entity_type, d.entity_name) for d in e.entity]
+        answer = {"entity": [{"entity_type": t, "entity_name": n} for t, n in pairs],
                   "error_code": 0, "error_message": None}
         results.append(answer)
-        if not authorized:
-            answer["error_code"] = ErrorCode.cluster_authorization_failed
+        if refused is not None:
+            answer["error_code"] = refused
             continue
-        problem = _entity_problem(entity, len(e.entity)) or _ops_problem(entity, e.ops)
+        entity = dict(pairs)
+        keys = [op.key for op in e.ops]
+        duplicate = next((k for k in keys if keys.count(k) > 1), None)
+        problem = f"Duplicate quota key {duplicate} not updating quota for this entity {_entity_text(entity)}" \
+            if duplicate else _entity_problem(pairs)
+        if problem is None:
+            allowed = IP_QUOTA_KEYS if IP in entity else CLIENT_QUOTA_KEYS
+            problem = next((p for op in e.ops if not op.remove
+                            for p in [_value_problem(allowed, op.key, op.value)] if p), None)
         if problem:
             answer.update(error_code=ErrorCode.invalid_request, error_message=problem)
             continue
         if req.validate_only:
             continue
-        key: Entity = tuple(sorted(entity.items(), key=lambda kv: kv[0]))
+        key: Entity = tuple(sorted(entity.items()))
         values = dict(store.get(key, {}))
         for op in e.ops:
             if op.remove:
@@ -261,55 +321,47 @@ def alter_client_quotas(ctx) -> dict:
     return {"entries": results}
 
 
-def _ops_problem(entity: dict[str, str | None], ops) -> str | None:
-    keys = IP_QUOTA_KEYS if IP in entity else CLIENT_QUOTA_KEYS
-    if len({op.key for op in ops}) != len(ops):
-        return "Duplicate quota key in the request"
-    for op in ops:
-        if op.key not in keys:
-            return f"Unknown quota key {op.key} for this entity"
-        if op.remove:
-            continue
-        if op.value <= 0:
-            return f"Invalid value {op.value} for configuration key {op.key}: must be positive"
-        if keys[op.key] and op.value != int(op.value):
-            return f"Invalid value {op.value} for configuration key {op.key}, must be a whole number"
-    return None
-
-
 @api(ApiKey.DESCRIBE_CLIENT_QUOTAS)
 def describe_client_quotas(ctx) -> dict:
+    """As a KRaft broker answers from its metadata image (ClientQuotasImage.describe)."""
     req = ctx.request
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None, "entries": None}
-    kinds = [c.entity_type for c in req.components]
-    problem = None
-    if len(set(kinds)) != len(kinds):
-        problem = "Duplicate filter component entity type"
-    elif IP in kinds and len(kinds) > 1:
-        problem = ("Invalid entity filter component combination, IP filter component should not be used "
-                   "with user or clientId filter component.")
-    elif any(c.match_type not in (EXACT, DEFAULT, SPECIFIED) for c in req.components):
-        problem = "Unknown match type"
-    if problem:
-        return {"error_code": ErrorCode.invalid_request, "error_message": problem, "entries": None}
+    exact: dict[str, str | None] = {}
+    typed: set[str] = set()
+    for c in req.components:
+        code, problem = ErrorCode.invalid_request, None
+        if not c.entity_type:
+            problem = "Invalid empty entity type."
+        elif c.entity_type in exact or c.entity_type in typed:
+            problem = f"Entity type {c.entity_type} cannot appear more than once in the filter."
+        elif c.entity_type not in (USER, CLIENT_ID, IP):
+            code, problem = ErrorCode.unsupported_version, f"Unsupported entity type {c.entity_type}"
+        elif c.match_type == EXACT and c.match is None:
+            problem = "Request specified MATCH_TYPE_EXACT, but set match string to null."
+        elif c.match_type == DEFAULT and c.match is not None:
+            problem = "Request specified MATCH_TYPE_DEFAULT, but also specified a match string."
+        elif c.match_type == SPECIFIED and c.match is not None:
+            problem = "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."
+        elif c.match_type not in (EXACT, DEFAULT, SPECIFIED):
+            problem = f"Unknown match type {c.match_type}"
+        if problem:
+            return {"error_code": code, "error_message": problem, "entries": None}
+        if c.match_type == SPECIFIED:
+            typed.add(c.entity_type)
+        else:
+            exact[c.entity_type] = c.match
+    if IP in exact or IP in typed:
+        if {USER, CLIENT_ID} & (set(exact) | typed):
+            return {"error_code": ErrorCode.invalid_request, "entries": None, "error_message":
+                    "Invalid entity filter component combination. IP filter component should not be used "
+                    "with user or clientId filter component."}
     entries = []
     for key, values in quota_store(ctx.cluster).items():
         entity = dict(key)
-        if req.strict and set(entity) != set(kinds):
+        if req.strict and len(entity) != len(exact) + len(typed):
             continue
-        if all(_component_matches(c, entity) for c in req.components):
+        if all(k in entity and entity[k] == v for k, v in exact.items()) and typed <= set(entity):
             entries.append({"entity": [{"entity_type": t, "entity_name": n} for t, n in key],
                             "values": [{"key": k, "value": v} for k, v in sorted(values.items())]})
     return {"error_code": 0, "error_message": None, "entries": entries}
-
-
-def _component_matches(c, entity: dict[str, str | None]) -> bool:
-    if c.entity_type not in entity:
-        return False
-    name = entity[c.entity_type]
-    if c.match_type == EXACT:
-        return name == c.match
-    if c.match_type == DEFAULT:
-        return name is None
-    return name is not None
