@@ -17,7 +17,7 @@ import time
 from kafka_shell.acl import authorization_message, is_authorization_error
 from kafka_shell.codes import ApiKey, ElectionType, Error
 from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import Entry, debug, elect_partitions, read_for, require_topic
+from kafka_shell.operations import Entry, elect_all, elect_partitions, read_for, require_topic
 from kafka_shell.option_types import positive_int
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
 from kafka_shell.files import is_id, read_json
@@ -102,8 +102,9 @@ def elect(session, args: dict, kind: int, name: str) -> Result:
     if args["dry_run"]:
         return predict(snap, entries, kind)
     if args["all_topic_partitions"] and not entries:
-        check_election_allowed(session, kind, args["timeout_ms"])
-    outcomes = elect_partitions(session, entries, kind, args["timeout_ms"])
+        outcomes = elect_everything(session, kind, args["timeout_ms"])
+    else:
+        outcomes = elect_partitions(session, entries, kind, args["timeout_ms"])
     result = report(outcomes, kind)
     elected = [e for e in entries if outcomes[e[:2]][0] == 0]
     if args["blocking"] and elected:
@@ -113,16 +114,17 @@ def elect(session, args: dict, kind: int, name: str) -> Result:
     return result
 
 
-def check_election_allowed(session: Session, kind: int, timeout_ms: int) -> None:
+def elect_everything(session: Session, kind: int, timeout_ms: int) -> dict[tuple[str, int], tuple[int, str]]:
     """No topic is visible: ask, as kafka-leader-election does, for every partition (null), so a
     refusal is said as Kafka's tool says it rather than an empty success."""
-    debug(session, "ElectLeaders request to the controller: all partitions")
-    answer = session.conn.controller_request(ApiKey.ELECT_LEADERS, {
-        "election_type": kind, "topic_partitions": None, "timeout_ms": timeout_ms}, mutation=True)
-    code = answer.get("error_code", 0)
-    if is_authorization_error(code):
-        raise KafkaCallError("Not authorized to perform leader election: "
-                             + authorization_message(ApiKey.ELECT_LEADERS, code).removeprefix("not authorized: "))
+    try:
+        return elect_all(session, kind, timeout_ms)
+    except KafkaCallError as exc:
+        if not is_authorization_error(exc.code):
+            raise
+        needed = authorization_message(ApiKey.ELECT_LEADERS, exc.code, purpose="")  # type: ignore[arg-type]
+        raise KafkaCallError(f"Not authorized to perform leader election: {needed.removeprefix('not authorized: ')}",
+                             code=exc.code) from None
 
 
 def check_zookeeper(session: Session, args: dict) -> None:

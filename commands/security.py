@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 from kafka_shell import acl
 from kafka_shell.codes import AclOperation as Op
-from kafka_shell.codes import AclPermission, AclResourceType as Res, ApiKey, Error, PatternType
-from kafka_shell.errors import KafkaCallError, UsageError, kafka_error_message, printable, shown
+from kafka_shell.codes import AclPermission, AclResourceType as Res, ApiKey, PatternType
+from kafka_shell.errors import UsageError, printable, shown
 from kafka_shell.files import read_text
-from kafka_shell.operations import debug
+from kafka_shell.operations import debug, response_error
 from kafka_shell.registry import Option, command, int_range
 from kafka_shell.render import Result, Table
 
@@ -58,16 +58,6 @@ def _pattern(args: dict, default: PatternType) -> PatternType:
     return acl.pattern_type(text) if text else default
 
 
-def _fail(api_key: int, code: int, message: str | None, purpose: str = "", **context: object) -> KafkaCallError:
-    if acl.is_authorization_error(code):
-        return KafkaCallError(acl.authorization_message(api_key, code, purpose=purpose), code=code)
-    try:
-        name = Error(code).name
-    except ValueError:
-        name = ""
-    return KafkaCallError(kafka_error_message(code, name, message or "", **context), code=code)
-
-
 # -- ACLs -------------------------------------------------------------------------------------
 
 
@@ -79,7 +69,7 @@ def _describe(session: Session, kind: Res, name: str | None, pattern: PatternTyp
     debug(session, "DescribeAcls request")
     answer = session.conn.any_broker_request(ApiKey.DESCRIBE_ACLS, body)
     if answer.get("error_code"):
-        raise _fail(ApiKey.DESCRIBE_ACLS, answer["error_code"], answer.get("error_message"), "to list ACLs")
+        raise response_error(ApiKey.DESCRIBE_ACLS, answer["error_code"], answer.get("error_message"))
     rows = [acl.binding_row(r["resource_type"], r["resource_name"], r.get("pattern_type", PatternType.LITERAL), e)
             for r in answer.get("resources", []) for e in r["acls"]]
     return sorted(rows)
@@ -169,7 +159,7 @@ def create_acls(session: Session, args: dict) -> Result:
     failed = [(b, r) for b, r in zip(bindings, answer.get("results", [])) if r.get("error_code")]
     if failed:
         b, r = failed[0]
-        raise _fail(ApiKey.CREATE_ACLS, r["error_code"], r.get("error_message"), "to create ACLs")
+        raise response_error(ApiKey.CREATE_ACLS, r["error_code"], r.get("error_message"))
     return Result(tables=[table], messages=[f"Added {len(bindings)} ACL(s)."])
 
 
@@ -219,7 +209,7 @@ def delete_acls(session: Session, args: dict) -> Result:
     deleted: list[list] = []
     for r in answer.get("filter_results", []):
         if r.get("error_code"):
-            raise _fail(ApiKey.DELETE_ACLS, r["error_code"], r.get("error_message"), "to delete ACLs")
+            raise response_error(ApiKey.DELETE_ACLS, r["error_code"], r.get("error_message"))
         deleted += [acl.binding_row(m["resource_type"], m["resource_name"], m["pattern_type"], m)
                     for m in r["matching_acls"]]
     return Result(tables=[Table(acl.ACL_COLUMNS, deleted, name="acls")],
@@ -233,7 +223,7 @@ def _matching(session: Session, filters: list[dict]) -> list[list]:
         debug(session, "DescribeAcls request")
         answer = session.conn.any_broker_request(ApiKey.DESCRIBE_ACLS, body)
         if answer.get("error_code"):
-            raise _fail(ApiKey.DESCRIBE_ACLS, answer["error_code"], answer.get("error_message"), "to list ACLs")
+            raise response_error(ApiKey.DESCRIBE_ACLS, answer["error_code"], answer.get("error_message"))
         for r in answer.get("resources", []):
             for e in r["acls"]:
                 row = acl.binding_row(r["resource_type"], r["resource_name"], r.get("pattern_type", 3), e)
@@ -255,12 +245,11 @@ def describe_user_scram_credentials(session: Session, args: dict) -> Result:
     answer = session.conn.any_broker_request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
                                              {"users": [{"name": u} for u in users] if users else None})
     if answer.get("error_code"):
-        raise _fail(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, answer["error_code"], answer.get("error_message"),
-                    "to list SCRAM users")
+        raise response_error(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, answer["error_code"], answer.get("error_message"))
     rows = []
     for r in answer.get("results", []):
         if r.get("error_code"):
-            raise _fail(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, r["error_code"], r.get("error_message"),
+            raise response_error(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, r["error_code"], r.get("error_message"),
                         entity=f'The SCRAM user "{shown(r["user"])}"')
         for c in r["credential_infos"]:
             rows.append([r["user"], acl.MECHANISM_NAMES.get(c["mechanism"], str(c["mechanism"])), c["iterations"]])
@@ -321,8 +310,7 @@ def alter_user_scram_credentials(session: Session, args: dict) -> Result:
     answer = session.conn.controller_request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, body, mutation=True)
     for r in answer.get("results", []):
         if r.get("error_code"):
-            raise _fail(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, r["error_code"], r.get("error_message"),
-                        "to change SCRAM users")
+            raise response_error(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, r["error_code"], r.get("error_message"))
     return Result.message(done)
 
 
@@ -366,8 +354,7 @@ def describe_client_quotas(session: Session, args: dict) -> Result:
     debug(session, "DescribeClientQuotas request")
     answer = session.conn.any_broker_request(ApiKey.DESCRIBE_CLIENT_QUOTAS, {"components": components, "strict": False})
     if answer.get("error_code"):
-        raise _fail(ApiKey.DESCRIBE_CLIENT_QUOTAS, answer["error_code"], answer.get("error_message"),
-                    "to read quotas")
+        raise response_error(ApiKey.DESCRIBE_CLIENT_QUOTAS, answer["error_code"], answer.get("error_message"))
     rows = []
     for e in answer.get("entries") or []:
         label = ", ".join(f"{d['entity_type']}={d['entity_name'] if d['entity_name'] is not None else '<default>'}"
@@ -418,7 +405,7 @@ def alter_client_quotas(session: Session, args: dict) -> Result:
     answer = session.conn.controller_request(ApiKey.ALTER_CLIENT_QUOTAS, body, mutation=not args["dry_run"])
     for r in answer.get("entries", []):
         if r.get("error_code"):
-            raise _fail(ApiKey.ALTER_CLIENT_QUOTAS, r["error_code"], r.get("error_message"), "to change quotas")
+            raise response_error(ApiKey.ALTER_CLIENT_QUOTAS, r["error_code"], r.get("error_message"))
     if args["dry_run"]:
         return Result.message(f"The quotas of {label} would change (validated, dry run).")
     return Result.message(f"Updated the quotas of {label}.")

@@ -69,14 +69,54 @@ DENIED_RESOURCE = {
 }
 
 
+# What a refused request was for, in the messages (cluster-wide refusals say it).
+API_PURPOSE: dict[int, str] = {
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: "for reassignments",
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: "to reassign partitions",
+    ApiKey.DESCRIBE_LOG_DIRS: "to describe log dirs",
+    ApiKey.ELECT_LEADERS: "to elect leaders",
+    ApiKey.DESCRIBE_QUORUM: "to describe the metadata quorum",
+    ApiKey.UPDATE_FEATURES: "to change features",
+    ApiKey.UNREGISTER_BROKER: "to unregister brokers",
+    ApiKey.GET_REPLICA_LOG_INFO: "to read replica log ends",
+    ApiKey.DESCRIBE_CONFIGS: "to describe configs",
+    ApiKey.ALTER_CONFIGS: "to alter configs",
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: "to alter configs",
+    ApiKey.DESCRIBE_ACLS: "to list ACLs",
+    ApiKey.CREATE_ACLS: "to create ACLs",
+    ApiKey.DELETE_ACLS: "to delete ACLs",
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "to list SCRAM users",
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "to change SCRAM users",
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: "to read quotas",
+    ApiKey.ALTER_CLIENT_QUOTAS: "to change quotas",
+    ApiKey.DESCRIBE_CLUSTER: "to describe the controllers",
+}
+
+# The request each AdminClient method sends (for the messages of refused admin calls).
+ADMIN_METHOD_APIS: dict[str, int] = {
+    "create_topics": ApiKey.CREATE_TOPICS, "delete_topics": ApiKey.DELETE_TOPICS,
+    "create_partitions": ApiKey.CREATE_PARTITIONS, "describe_configs": ApiKey.DESCRIBE_CONFIGS,
+    "alter_configs": ApiKey.ALTER_CONFIGS, "incremental_alter_configs": ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    "list_consumer_groups": ApiKey.LIST_GROUPS, "describe_consumer_groups": ApiKey.DESCRIBE_GROUPS,
+    "delete_consumer_groups": ApiKey.DELETE_GROUPS, "list_consumer_group_offsets": ApiKey.OFFSET_FETCH,
+    "alter_consumer_group_offsets": ApiKey.OFFSET_COMMIT, "delete_records": ApiKey.DELETE_RECORDS,
+    "list_offsets": ApiKey.LIST_OFFSETS, "elect_leaders": ApiKey.ELECT_LEADERS,
+    "describe_topics": ApiKey.METADATA, "list_topics": ApiKey.METADATA,
+    "create_acls": ApiKey.CREATE_ACLS, "describe_acls": ApiKey.DESCRIBE_ACLS, "delete_acls": ApiKey.DELETE_ACLS,
+}
+
+
 def is_authorization_error(code: int | None) -> bool:
     return code in DENIED_RESOURCE
 
 
-def authorization_message(api_key: int, code: int, name: str | None = None, purpose: str = "") -> str:
+def authorization_message(api_key: int, code: int, name: str | None = None, purpose: str | None = None) -> str:
     """The line for an authorization error `code` answered to `api_key`: which operation on
     which resource the cluster refused, e.g. 'not authorized: DESCRIBE on CLUSTER is needed
-    for reassignments'. `name`: the topic, group or transactional id; `purpose`: what for."""
+    for reassignments'. `name`: the topic, group or transactional id; `purpose`: what for
+    (default: API_PURPOSE's words for the request)."""
+    if purpose is None:
+        purpose = API_PURPOSE.get(api_key, "")
     resource = DENIED_RESOURCE[code]  # type: ignore[index]
     op = API_NEEDS.get(api_key, {}).get(resource)
     label = "CLUSTER" if resource == Res.CLUSTER else \

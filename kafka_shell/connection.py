@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from kafka_shell import controller_history, protocol
+from kafka_shell.acl import ADMIN_METHOD_APIS, authorization_message, is_authorization_error
 from kafka_shell.cache import MetadataCache, read_snapshot
 from kafka_shell.channel import Channel, ConnectionLost, NoAnswer
 from kafka_shell.client_config import librdkafka_properties, parse_bootstrap, scrub
@@ -179,7 +180,7 @@ class ConnectionManager:
                 if resent_after_loss:
                     response = _settle(api_key, body, response, before, self._read_after(body))
                 if not _rejected_by_non_controller(response, mutation):
-                    return response
+                    return refused_at_top(api_key, response)
                 reason = f"NOT_CONTROLLER from {channel.name}"
             if attempt + 1 == MAX_ATTEMPTS or time.monotonic() + backoff >= deadline:
                 break
@@ -216,7 +217,7 @@ class ConnectionManager:
                 self._read_brokers(deadline)
             try:
                 channel = self.router.broker_channel(self.router.broker(broker_id), deadline)
-                return channel.request(api_key, body, version, deadline=deadline)
+                return refused_at_top(api_key, channel.request(api_key, body, version, deadline=deadline))
             except NoAnswer as late:
                 raise self._no_answer(late) from None
             except ConnectionLost as lost:
@@ -228,8 +229,8 @@ class ConnectionManager:
         """A read any broker answers (DescribeTopicPartitions, ...): the first live one."""
         deadline = self._deadline(body)
         try:
-            return self.router.from_any_broker(
-                lambda ch: ch.request(api_key, body, version, deadline=deadline), deadline)
+            return refused_at_top(api_key, self.router.from_any_broker(
+                lambda ch: ch.request(api_key, body, version, deadline=deadline), deadline))
         except NoAnswer as late:
             raise self._no_answer(late) from None
 
@@ -336,12 +337,13 @@ class ConnectionManager:
         from confluent_kafka import KafkaError, KafkaException
 
         from kafka_shell.admin_client import AdminError, admin_error
+        api_key = ADMIN_METHOD_APIS.get(method)
         if method in TAKES_REQUEST_TIMEOUT and "request_timeout" not in kwargs:
             kwargs = {**kwargs, "request_timeout": left(deadline)}  # librdkafka stops waiting too
         try:
             outcome = getattr(self.admin, method)(*args, **kwargs)
         except KafkaException as exc:
-            return {None: admin_error(exc, None)}
+            return {None: admin_error(exc, None, api_key)}
         futures = outcome if isinstance(outcome, dict) else {None: outcome}
         results: dict = {}
         for key, value in futures.items():
@@ -351,7 +353,7 @@ class ConnectionManager:
             try:
                 results[key] = value.result(timeout=left(deadline))
             except KafkaException as exc:
-                results[key] = admin_error(exc, key)
+                results[key] = admin_error(exc, key, api_key)
             except concurrent.futures.TimeoutError:
                 results[key] = AdminError(KafkaError(KafkaError._TIMED_OUT,
                                                      f"no answer from the cluster within {self.timeout_s:g} s"), key)
@@ -368,6 +370,15 @@ class ConnectionManager:
 # AdminClient methods whose request_timeout (seconds) we set to what is left of the deadline, so
 # librdkafka gives up when we do. Not every method takes it, and elect_leaders' C binding fails
 # on it (SystemError in confluent-kafka 2.16): only these get it.
+def refused_at_top(api_key: int, answer: dict) -> dict:
+    """The answer, unless its top-level error refuses the request's authorization: then the
+    one line naming what was refused (every response's top-level error is read here)."""
+    code = answer.get("error_code")
+    if is_authorization_error(code):
+        raise KafkaCallError(authorization_message(api_key, code), code=code)  # type: ignore[arg-type]
+    return answer
+
+
 TAKES_REQUEST_TIMEOUT = {"create_topics", "delete_topics", "create_partitions", "describe_configs",
                          "alter_configs", "incremental_alter_configs", "describe_cluster", "describe_topics"}
 

@@ -30,14 +30,18 @@ Entry = tuple[str, int, "int | None"]   # (topic, partition, designated leader)
 REASSIGNMENT_TIMEOUT_MS = 30000
 
 
-def response_error(api_key: int, code: int, message: str | None = None, purpose: str = "",
+def response_error(api_key: int, code: int, message: str | None = None, purpose: str | None = None,
                    **context: Any) -> KafkaCallError:
     """The one way a response's error code becomes a command's error: an authorization error
     says which operation on which resource was refused (kafka_shell.acl.authorization_message),
     any other error its usual line."""
     if is_authorization_error(code):
         return KafkaCallError(authorization_message(api_key, code, context.get("topic"), purpose), code=code)
-    return KafkaCallError(kafka_error_message(code, "", message or "", **context), code=code)
+    try:
+        name = Error(code).name
+    except ValueError:
+        name = ""
+    return KafkaCallError(kafka_error_message(code, name, message or "", **context), code=code)
 
 
 def debug(session: Session, text: str) -> None:
@@ -51,6 +55,9 @@ def admin_error(error: BaseException, **context: Any) -> str:
     kafka_error: Any = getattr(error, "error", None) or (error.args[0] if error.args else None)
     if not hasattr(kafka_error, "code"):
         return str(error)
+    api_key = getattr(error, "api_key", None)
+    if api_key is not None and is_authorization_error(kafka_error.code()):
+        return authorization_message(api_key, kafka_error.code(), context.get("topic"))
     return kafka_error_message(kafka_error.code(), kafka_error.name(), kafka_error.str(), **context)
 
 
@@ -208,8 +215,7 @@ def ongoing(session: Session) -> dict[Key, dict]:
     answer = session.conn.controller_request(ApiKey.LIST_PARTITION_REASSIGNMENTS,
                                              {"topics": None, "timeout_ms": REASSIGNMENT_TIMEOUT_MS})
     if answer.get("error_code"):
-        raise response_error(ApiKey.LIST_PARTITION_REASSIGNMENTS, answer["error_code"],
-                             answer.get("error_message"), "for reassignments")
+        raise response_error(ApiKey.LIST_PARTITION_REASSIGNMENTS, answer["error_code"], answer.get("error_message"))
     return {(t["name"], p["partition_index"]): {"replicas": p["replicas"], "adding": p["adding_replicas"],
                                                 "removing": p["removing_replicas"]}
             for t in answer.get("topics", []) for p in t["partitions"]}
@@ -290,18 +296,36 @@ def elect_partitions(session: Session, entries: list[Entry], kind: int, timeout_
             ApiKey.ELECT_LEADERS, election_body(batch, kind, timeout_ms),
             version=3 if kind == ElectionType.DESIGNATED else None, mutation=True)
         top = answer.get("error_code", 0)
-        for t in answer.get("replica_election_results", []):
-            for r in t["partition_result"]:
-                code = r["error_code"] or top
-                why = "" if code in (0, Error.election_not_needed) else \
-                    election_reason(code, r.get("error_message"), t["topic"])
-                outcomes[(t["topic"], r["partition_id"])] = (code, why)
+        outcomes.update(election_outcomes(answer))
         for topic, partition, _ in batch:  # left out of the answer
             outcomes.setdefault((topic, partition), (top, election_reason(top, None, topic)) if top
                                 else (-1, "the controller did not answer for it: retry"))
         if on_batch is not None and not on_batch(n * MAX_PARTITIONS_PER_REQUEST) and n < len(batches):
             break
     debug(session, f"ElectLeaders: {len(batches)} request(s) sent for {len(entries)} partition(s)")
+    return outcomes
+
+
+def elect_all(session: Session, kind: int, timeout_ms: int) -> dict[Key, tuple[int, str]]:
+    """ElectLeaders for every partition of the cluster (a null partition list), as
+    kafka-leader-election --all-topic-partitions asks when no topic is visible to it: the
+    controller answers for the partitions it elected or refuses the request."""
+    debug(session, f"ElectLeaders request to the controller: every partition, {ElectionType(kind).name}")
+    answer = session.conn.controller_request(ApiKey.ELECT_LEADERS, {
+        "election_type": kind, "topic_partitions": None, "timeout": timeout_ms}, mutation=True)
+    return election_outcomes(answer)
+
+
+def election_outcomes(answer: dict) -> dict[Key, tuple[int, str]]:
+    """(topic, partition) -> (error code, reason) of an ElectLeaders answer."""
+    top = answer.get("error_code", 0)
+    outcomes: dict[Key, tuple[int, str]] = {}
+    for t in answer.get("replica_election_results", []):
+        for r in t["partition_result"]:
+            code = r["error_code"] or top
+            why = "" if code in (0, Error.election_not_needed) else \
+                election_reason(code, r.get("error_message"), t["topic"])
+            outcomes[(t["topic"], r["partition_id"])] = (code, why)
     return outcomes
 
 
