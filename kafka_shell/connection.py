@@ -141,7 +141,9 @@ class ConnectionManager:
         h:p, epoch 7)` or `(ZooKeeper mode, controller broker 2 at h:p)`."""
         snap = self.snapshot if self.snapshot.taken_at else self.connect()
         mode = "KRaft" if self.mode == KRAFT else "ZooKeeper mode"
-        return f"Connected to cluster {snap.cluster_id or '(no id)'} ({mode}, {snap.controller.describe()})."
+        refused = self.cache.controller_refused
+        controller = f"active controller not shown: {refused}" if refused else snap.controller.describe()
+        return f"Connected to cluster {snap.cluster_id or '(no id)'} ({mode}, {controller})."
 
     def controller_address(self) -> str:
         controller = self.router.controller

@@ -30,18 +30,24 @@ Entry = tuple[str, int, "int | None"]   # (topic, partition, designated leader)
 REASSIGNMENT_TIMEOUT_MS = 30000
 
 
-def response_error(api_key: int, code: int, message: str | None = None, purpose: str | None = None,
-                   **context: Any) -> KafkaCallError:
-    """The one way a response's error code becomes a command's error: an authorization error
-    says which operation on which resource was refused (kafka_shell.acl.authorization_message),
-    any other error its usual line."""
+def error_line(api_key: int, code: int, message: str | None = None, purpose: str | None = None,
+               **context: Any) -> str:
+    """The one way an error code of a response becomes a line: an authorization error says which
+    operation on which resource was refused (kafka_shell.acl.authorization_message), any other
+    error its usual line (errors.kafka_error_message, with the `topic`, `entity`... context)."""
     if is_authorization_error(code):
-        return KafkaCallError(authorization_message(api_key, code, context.get("topic"), purpose), code=code)
+        return authorization_message(api_key, code, context.get("topic"), purpose)
     try:
         name = Error(code).name
     except ValueError:
         name = ""
-    return KafkaCallError(kafka_error_message(code, name, message or "", **context), code=code)
+    return kafka_error_message(code, name, message or "", **context)
+
+
+def response_error(api_key: int, code: int, message: str | None = None, purpose: str | None = None,
+                   **context: Any) -> KafkaCallError:
+    """`error_line` as the command's error."""
+    return KafkaCallError(error_line(api_key, code, message, purpose, **context), code=code)
 
 
 def debug(session: Session, text: str) -> None:
@@ -113,6 +119,18 @@ def resolve_topics(snap: ClusterSnapshot, names: list[str], include_internal: bo
     return list(dict.fromkeys(out))
 
 
+def read_maybe_controller(session: Session, topics: list[str] | None = None) -> tuple[ClusterSnapshot, str | None]:
+    """A fresh read with the active controller when the principal may learn it (KRaft:
+    DescribeQuorum needs DESCRIBE on the cluster); when refused, the read without it and the
+    line saying why (the controller of such a snapshot is not to be shown)."""
+    try:
+        return session.conn.read(topics, controller=True), None
+    except KafkaCallError as exc:
+        if not is_authorization_error(exc.code):
+            raise
+        return session.conn.read(topics), f"The active controller is not shown: {exc}."
+
+
 def require_topic(session: Session, name: str, snap: ClusterSnapshot | None = None) -> TopicInfo:
     """The topic `name` as the cluster has it now (from `snap`, a read this command made, or
     from a fresh read of that one topic); a clear error when it does not exist."""
@@ -178,7 +196,8 @@ def alter_configs(session: Session, entity_type: str, names: list[str], changes:
         label = entity_label(entity_type, name)
         if r.get("error_code"):
             context = {"entity": label, **({"topic": name} if entity_type == "topics" else {})}
-            errors.append(kafka_error_message(r["error_code"], "", r.get("error_message") or "", **context))
+            errors.append(error_line(ApiKey.INCREMENTAL_ALTER_CONFIGS, r["error_code"], r.get("error_message"),
+                                     **context))
         else:
             messages.append(f"{'Validated' if dry_run else 'Completed'} updating config for {label}"
                             + (" (dry run)." if dry_run else "."))
@@ -199,8 +218,8 @@ def read_preferred_controller(session: Session) -> int | None:
     answer = session.conn.controller_request(ApiKey.DESCRIBE_CONFIGS, body)
     for r in answer.get("results", []):
         if r.get("error_code"):
-            raise KafkaCallError(kafka_error_message(r["error_code"], "", r.get("error_message") or "",
-                                                     entity="the cluster-wide broker configs"))
+            raise response_error(ApiKey.DESCRIBE_CONFIGS, r["error_code"], r.get("error_message"),
+                                 entity="the cluster-wide broker configs")
         for c in r.get("configs", []):
             if c["name"] == PREFERRED_CONTROLLER_KEY and c.get("value") not in (None, "", "-1"):
                 return int(c["value"])
@@ -237,8 +256,8 @@ def alter_reassignments(session: Session, moves: Mapping[Key, list[int] | None])
     for t in answer.get("responses", []):
         for p in t["partitions"]:
             if p["error_code"]:
-                errors.append(f"{t['name']}-{p['partition_index']}: " + kafka_error_message(
-                    p["error_code"], "", p.get("error_message") or "", topic=t["name"],
+                errors.append(f"{t['name']}-{p['partition_index']}: " + error_line(
+                    ApiKey.ALTER_PARTITION_REASSIGNMENTS, p["error_code"], p.get("error_message"), topic=t["name"],
                     entity=f"{t['name']}-{p['partition_index']}"))
     return errors
 
@@ -342,7 +361,7 @@ def election_body(batch: list[Entry], kind: int, timeout_ms: int) -> dict:
 
 
 def election_reason(code: int, detail: str | None, topic: str) -> str:
-    return kafka_error_message(code, "", detail or "", topic=topic)
+    return error_line(ApiKey.ELECT_LEADERS, code, detail, topic=topic)
 
 
 def topic_min_isr(session: Session, names: list[str]) -> dict[str, int]:
@@ -360,8 +379,8 @@ def topic_min_isr(session: Session, names: list[str]) -> dict[str, int]:
     for r in answer.get("results", []):
         name = r.get("resource_name", "")
         if r.get("error_code"):
-            raise KafkaCallError(kafka_error_message(r["error_code"], "", r.get("error_message") or "",
-                                                     topic=name, entity=f'topic "{name}"'))
+            raise response_error(ApiKey.DESCRIBE_CONFIGS, r["error_code"], r.get("error_message"),
+                                 topic=name, entity=f'topic "{name}"')
         value = next((c.get("value") for c in r.get("configs", []) if c["name"] == "min.insync.replicas"), None)
         out[name] = int(value) if value else 1
     return out

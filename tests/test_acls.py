@@ -162,3 +162,34 @@ def test_describe_topic_without_cluster_describe_shows_the_topic(secured):
     assert p.returncode == 0, p.stderr
     assert "pay-orders" in p.stdout
     assert "pay-orders" in shell_ok(secured, "list-topics")
+
+
+def test_without_cluster_describe_the_controller_is_not_shown_but_the_rest_is(secured):
+    from kafka_shell.connection import ConnectionManager
+    p = run(secured, "describe-cluster -o json")
+    assert p.returncode == 0, p.stderr
+    [cluster] = json_rows(p.stdout, "cluster")
+    assert cluster["Brokers"] == 3
+    # zk mode: Metadata names the controller; KRaft: DescribeQuorum, which is refused.
+    assert cluster["Controller"] == (None if secured.mode == "kraft" else secured.active_controller)
+    if secured.mode == "kraft":
+        assert p.stderr.strip() == ("The active controller is not shown: not authorized: DESCRIBE on CLUSTER is "
+                                    "needed to find the active controller (DescribeQuorum).")
+        cm = ConnectionManager(secured.bootstrap, timeout_s=5)
+        try:
+            assert cm.greeting().endswith("(KRaft, active controller not shown: not authorized: DESCRIBE on "
+                                          "CLUSTER is needed to find the active controller (DescribeQuorum)).")
+        finally:
+            cm.close()
+    assert [r["Id"] for r in json_rows(shell_ok(secured, "list-brokers -o json"))] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("line, message", [
+    ("create-topic --topic newt --partitions 1 --replication-factor 1", 'not authorized: CREATE on TOPIC "newt" is needed'),
+    ("delete-topic --topic pay-orders --yes", 'not authorized: DELETE on TOPIC "pay-orders" is needed'),
+    ("alter-configs --broker 1 --add-config log.cleaner.threads=2",
+     "not authorized: ALTER_CONFIGS on CLUSTER is needed to alter configs"),
+    ("reassign-partitions --list", "not authorized: DESCRIBE on CLUSTER is needed for reassignments"),
+])
+def test_more_refusals_name_the_operation(secured, line, message):
+    assert_one_line_error(run(secured, line), 1, message)
