@@ -26,10 +26,11 @@ if TYPE_CHECKING:
     from kafka_shell.session import Session
 
 RESOURCE = (
-    Option("--topic", repeatable=True, metavar="NAME", completer="topic", help="Topic resource (repeatable)."),
-    Option("--group", repeatable=True, metavar="NAME", completer="group", help="Group resource (repeatable)."),
+    Option("--topic", repeatable=True, metavar="NAME", completer="acl_resource", help="Topic resource (repeatable)."),
+    Option("--group", repeatable=True, metavar="NAME", completer="acl_resource", help="Group resource (repeatable)."),
     Option("--cluster", flag=True, help="The cluster resource."),
-    Option("--transactional-id", repeatable=True, metavar="ID", help="Transactional id resource (repeatable)."),
+    Option("--transactional-id", repeatable=True, metavar="ID", completer="acl_resource",
+           help="Transactional id resource (repeatable)."),
 )
 PRINCIPALS = (
     Option("--allow-principal", type=acl.principal, repeatable=True, metavar="TYPE:NAME", completer="principal",
@@ -152,6 +153,7 @@ def _row(b: dict) -> list:
 def create_acls(session: Session, args: dict) -> Result:
     bindings = _bindings(args)
     table = Table(acl.ACL_COLUMNS, [_row(b) for b in bindings], name="acls")
+    acl.SEEN.remember(table.rows)
     if args["dry_run"]:
         return Result(tables=[table], messages=[f"Would add {len(bindings)} ACL(s) (dry run)."])
     debug(session, f"CreateAcls request: {len(bindings)} ACL(s)")
@@ -192,6 +194,7 @@ def delete_acls(session: Session, args: dict) -> Result:
                     filters.append(f)
     # What would go, read first: the confirmation and the dry run name it.
     doomed = _matching(session, filters)
+    acl.SEEN.remember(doomed)
     table = Table(acl.ACL_COLUMNS, doomed, name="acls")
     if not doomed:
         return Result(tables=[table], messages=["No ACLs match: nothing to delete."])

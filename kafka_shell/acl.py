@@ -170,9 +170,15 @@ class Seen:
         self.resources: set[tuple[str, str]] = set()   # (resource type, name)
 
     def remember(self, rows: list[list]) -> None:
+        """Take the rows of an ACL table (ACL_COLUMNS)."""
         for row in rows:
             self.resources.add((row[0], row[1]))
             self.principals.add(row[3])
+
+    def names(self, kind: str) -> set[str]:
+        """Resource names seen of an option's kind: topic, group or transactional_id."""
+        wanted = kind.upper()
+        return {name for rtype, name in self.resources if rtype == wanted}
 
 
 SEEN = Seen()

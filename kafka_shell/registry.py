@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 # Value completer kinds, resolved by the REPL completer against the metadata cache.
 COMPLETERS = ("topic", "broker", "group", "config_key", "config_value", "path", "cluster",
-              "entity_name", "api", "error", "principal")
+              "entity_name", "api", "error", "principal", "acl_resource")
 
 
 # Kafka's integer field widths: an option's value must fit the field it is sent in.

@@ -37,8 +37,9 @@ def starting_with(items: Sequence[str], prefix: str, limit: int = MAX_CANDIDATES
 
 class KafkaCompleter(Completer):
     def __init__(self, registry: Registry, snapshot: ClusterSnapshot = EMPTY,
-                 clusters: Iterable[str] = ()):
+                 clusters: Iterable[str] = (), acls: acl.Seen = acl.SEEN):
         self.registry = registry
+        self.acls = acls                       # principals and resources ACL listings named
         self.snapshot = snapshot
         self.clusters = sorted(clusters)       # named clusters (clusters.json), read once
         self.topics = snapshot.topic_names()
@@ -89,7 +90,10 @@ class KafkaCompleter(Completer):
             case s.ErrorName():
                 yield from _prefixed(_error_names(), prefix, "error")
             case s.Principal():
-                yield from _prefixed(sorted(acl.SEEN.principals), prefix, "principal")
+                yield from _prefixed(sorted(self.acls.principals), prefix, "principal")
+            case s.AclResource(kind):
+                known = self.topics if kind == "topic" else self.groups if kind == "group" else []
+                yield from _prefixed(sorted(set(known) | self.acls.names(kind)), prefix, kind.replace("_", " "))
 
     def _options(self, command: str, exclude: frozenset[str], prefix: str) -> Iterator[tuple[str, str]]:
         cmd = self.registry.get(command)

@@ -84,6 +84,13 @@ class Principal:
 
 
 @dataclass(frozen=True)
+class AclResource:
+    """A resource name for an ACL: seen in ACLs this session listed, or (topics, groups) known
+    to the cluster. `kind` is the option's dest: topic, group or transactional_id."""
+    kind: str
+
+
+@dataclass(frozen=True)
 class Context:
     """What to complete at the cursor: `prefix` is the typed part (unquoted) that candidates must
     start with; `replace` the number of characters before the cursor a completion replaces;
@@ -277,6 +284,8 @@ def _value(state: _State, opt: Option, ctx: Context) -> Context:
     kind = opt.completer
     if kind in _SIMPLE:
         return _with(ctx, _SIMPLE[kind])
+    if kind == "acl_resource":
+        return _with(ctx, AclResource(opt.dest))
     if kind == "entity_name":
         found = _ENTITY_NAMES.get(state.values.get("--entity-type", "").lower())
         return _with(ctx, found) if found else Context(())
