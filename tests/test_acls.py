@@ -193,3 +193,36 @@ def test_without_cluster_describe_the_controller_is_not_shown_but_the_rest_is(se
 ])
 def test_more_refusals_name_the_operation(secured, line, message):
     assert_one_line_error(run(secured, line), 1, message)
+
+
+def test_acls_scram_users_and_quotas_survive_a_kill_9(tmp_path):
+    from tests.sandbox.test_data_dir import kill9, serve
+    from tests.test_oneshot import shell
+
+    def ok(bootstrap: str, line: str) -> str:
+        p = shell("--bootstrap-server", bootstrap, "--command", line)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    secret = tmp_path / "pw"
+    secret.write_text("s3cret")
+    data = tmp_path / "data"
+    args = ("--brokers", "1", "--authorizer", "--super-users", f"User:admin;{ME}")
+    proc, bootstrap = serve(data, *args)
+    try:
+        ok(bootstrap, "create-acls --allow-principal User:alice --operation Read --topic orders")
+        ok(bootstrap, f"alter-user-scram-credentials --add alice --mechanism SCRAM-SHA-256 --password-file {secret}")
+        ok(bootstrap, "alter-client-quotas --entity-type users --entity-name alice --add-config producer_byte_rate=1024")
+    finally:
+        kill9(proc)   # no save at exit: the journal kept what was acknowledged
+    proc, bootstrap = serve(data, *args)
+    try:
+        assert json_rows(ok(bootstrap, "describe-acls -o json"), "acls") == [
+            {"ResourceType": "TOPIC", "Name": "orders", "PatternType": "LITERAL", "Principal": "User:alice",
+             "Host": "*", "Operation": "READ", "Permission": "ALLOW"}]
+        assert json_rows(ok(bootstrap, "describe-user-scram-credentials -o json"), "scram_credentials") == [
+            {"User": "alice", "Mechanism": "SCRAM-SHA-256", "Iterations": 4096}]
+        assert json_rows(ok(bootstrap, "describe-client-quotas -o json"), "client_quotas") == [
+            {"Entity": "user=alice", "Key": "producer_byte_rate", "Value": 1024}]
+    finally:
+        kill9(proc)

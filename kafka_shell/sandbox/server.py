@@ -864,6 +864,7 @@ class Sandbox:
                     raise ValueError(problem)
                 if b not in store:
                     store.append(b)
+            self.cluster.changed()
         self.call(go)
 
     def delay(self, broker_id: int, ms: int) -> None:

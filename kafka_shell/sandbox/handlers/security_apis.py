@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.codes import AclOperation, AclPermission, AclResourceType, ApiKey, PatternType
 from kafka_shell.sandbox import security
+from kafka_shell.sandbox.security_state import QuotaEntity, quota_store
 from kafka_shell.sandbox.authorizer import AclBinding, AclFilter, acl_store, binding_problem
 from kafka_shell.sandbox.handlers import api
 
@@ -82,6 +83,7 @@ def create_acls(ctx) -> dict:
             continue
         if b not in store:  # creating an existing binding succeeds and changes nothing
             store.append(b)
+            ctx.cluster.changed()  # kept by --data-dir
         results.append({"error_code": 0, "error_message": None})
     return {"results": results}
 
@@ -100,7 +102,9 @@ def delete_acls(ctx) -> dict:
             results.append({"error_code": ErrorCode.invalid_request, "error_message": problem, "matching_acls": []})
             continue
         gone = [b for b in store if wanted.matches(b)]
-        store[:] = [b for b in store if b not in gone]
+        if gone:
+            store[:] = [b for b in store if b not in gone]
+            ctx.cluster.changed()
         results.append({"error_code": 0, "error_message": None, "matching_acls": [
             {"error_code": 0, "error_message": None, **_binding_fields(b)} for b in gone]})
     return {"filter_results": results}
@@ -197,6 +201,8 @@ def alter_user_scram_credentials(ctx) -> dict:
         mechanism = SCRAM_MECHANISMS[u.mechanism]
         store.setdefault(u.name, {})[mechanism] = security.ScramCredential.from_salted_password(
             mechanism, u.salted_password, u.salt, u.iterations)
+    if deletions or upsertions:
+        ctx.cluster.changed()  # kept by --data-dir
     return {"results": [*({"user": n, "error_code": 0, "error_message": None} for n in [*deletions, *upsertions]),
                         *({"user": n, "error_code": c, "error_message": m} for n, (c, m) in errors.items())]}
 
@@ -226,13 +232,6 @@ CLIENT_QUOTA_KEYS: dict[str, tuple[str, float] | None] = {
     "request_percentage": None, "controller_mutation_rate": None}
 IP_QUOTA_KEYS: dict[str, tuple[str, float] | None] = {"connection_creation_rate": ("an INT", 2.0**31 - 1)}
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2   # DescribeClientQuotas match types
-
-Entity = tuple[tuple[str, "str | None"], ...]   # sorted (entity type, name; None: the default)
-
-
-def quota_store(cluster) -> dict[Entity, dict[str, float]]:
-    return cluster.extras.setdefault("client_quotas", {})  # type: ignore[no-any-return]
-
 
 def _entity_text(entity: dict[str, str | None]) -> str:
     return "ClientQuotaEntity(entries={" + ", ".join(f"{k}={v}" for k, v in entity.items()) + "})"
@@ -307,17 +306,19 @@ def alter_client_quotas(ctx) -> dict:
             continue
         if req.validate_only:
             continue
-        key: Entity = tuple(sorted(entity.items()))
+        key: QuotaEntity = tuple(sorted(entity.items()))
         values = dict(store.get(key, {}))
         for op in e.ops:
             if op.remove:
                 values.pop(op.key, None)
             else:
                 values[op.key] = op.value
-        if values:
-            store[key] = values
-        else:
-            store.pop(key, None)
+        if values != store.get(key, {}):
+            if values:
+                store[key] = values
+            else:
+                store.pop(key, None)
+            ctx.cluster.changed()  # kept by --data-dir
     return {"entries": results}
 
 
