@@ -19,6 +19,7 @@ from kafka_shell.codes import AclPermission, AclResourceType as Res, ApiKey, Pat
 from kafka_shell.errors import UsageError, printable, shown
 from kafka_shell.files import read_text
 from kafka_shell.operations import debug, response_error
+from kafka_shell.option_types import CONFIG_NAME
 from kafka_shell.registry import Option, command, int_range
 from kafka_shell.render import Result, Table
 
@@ -26,10 +27,12 @@ if TYPE_CHECKING:
     from kafka_shell.session import Session
 
 RESOURCE = (
-    Option("--topic", repeatable=True, metavar="NAME", completer="acl_resource", help="Topic resource (repeatable)."),
-    Option("--group", repeatable=True, metavar="NAME", completer="acl_resource", help="Group resource (repeatable)."),
+    Option("--topic", type=acl.topic, repeatable=True, metavar="NAME", completer="acl_resource",
+           help="Topic resource (repeatable; * for every topic)."),
+    Option("--group", type=acl.name, repeatable=True, metavar="NAME", completer="acl_resource",
+           help="Group resource (repeatable; * for every group)."),
     Option("--cluster", flag=True, help="The cluster resource."),
-    Option("--transactional-id", repeatable=True, metavar="ID", completer="acl_resource",
+    Option("--transactional-id", type=acl.name, repeatable=True, metavar="ID", completer="acl_resource",
            help="Transactional id resource (repeatable)."),
 )
 PRINCIPALS = (
@@ -37,8 +40,10 @@ PRINCIPALS = (
            help="Principal to allow, e.g. User:alice (repeatable)."),
     Option("--deny-principal", type=acl.principal, repeatable=True, metavar="TYPE:NAME", completer="principal",
            help="Principal to deny (repeatable)."),
-    Option("--allow-host", repeatable=True, metavar="HOST", help="Host the allow principals may use (default *)."),
-    Option("--deny-host", repeatable=True, metavar="HOST", help="Host the deny principals are denied from (default *)."),
+    Option("--allow-host", type=acl.host, repeatable=True, metavar="IP",
+           help="Address the allow principals may connect from (default *: any)."),
+    Option("--deny-host", type=acl.host, repeatable=True, metavar="IP",
+           help="Address the deny principals are denied from (default *: any)."),
     Option("--operation", type=acl.operation, repeatable=True, metavar="OP",
            help=f"Operation (repeatable): {', '.join(acl.OPERATIONS)}."),
 )
@@ -239,7 +244,7 @@ def _matching(session: Session, filters: list[dict]) -> list[list]:
 
 
 @command("describe-user-scram-credentials",
-         Option("--user", repeatable=True, metavar="NAME", help="Only these users (repeatable)."),
+         Option("--user", type=acl.name, repeatable=True, metavar="NAME", help="Only these users (repeatable)."),
          help="List SCRAM users with their mechanisms and iterations (never the credentials).",
          examples=("describe-user-scram-credentials", "describe-user-scram-credentials --user alice"))
 def describe_user_scram_credentials(session: Session, args: dict) -> Result:
@@ -279,14 +284,14 @@ def _password(session: Session, args: dict) -> str:
 
 
 @command("alter-user-scram-credentials",
-         Option("--add", metavar="USER", help="Add or replace USER's credential for --mechanism."),
-         Option("--delete", metavar="USER", help="Delete USER's credential for --mechanism."),
+         Option("--add", type=acl.name, metavar="USER", help="Add or replace USER's credential for --mechanism."),
+         Option("--delete", type=acl.name, metavar="USER", help="Delete USER's credential for --mechanism."),
          Option("--mechanism", choices=tuple(acl.SCRAM_MECHANISMS), required=True, metavar="M",
                 help="SCRAM-SHA-256 or SCRAM-SHA-512."),
          Option("--iterations", type=int_range(1, 2**31 - 1, "an iteration count"), default=4096, metavar="N",
                 help="PBKDF2 iterations, 4096 to 16384 (default 4096)."),
          Option("--password-file", metavar="FILE", completer="path", help="Read the password from FILE."),
-         Option("--password-env", metavar="VAR", help="Read the password from environment variable VAR."),
+         Option("--password-env", type=acl.name, metavar="VAR", help="Read the password from environment variable VAR."),
          mutates=True, required_groups=(("--add", "--delete"),),
          exclusive_groups=(("--password-file", "--password-env"),),
          help="Add or delete a SCRAM user (the password is salted here; it never leaves the shell).",
@@ -322,7 +327,8 @@ def alter_user_scram_credentials(session: Session, args: dict) -> Result:
 QUOTA_ENTITY = (
     Option("--entity-type", choices=tuple(acl.QUOTA_ENTITY_TYPES), repeatable=True, metavar="TYPE",
            help="users, clients or ips (users and clients may be combined)."),
-    Option("--entity-name", repeatable=True, metavar="NAME", help="The entity's name, one per --entity-type."),
+    Option("--entity-name", type=acl.name, repeatable=True, metavar="NAME",
+           help="The entity's name, one per --entity-type."),
     Option("--entity-default", repeatable=True, flag=False, metavar="TYPE", choices=tuple(acl.QUOTA_ENTITY_TYPES),
            help="The default entity of TYPE (users, clients or ips)."),
 )
@@ -346,6 +352,8 @@ def _entity(args: dict, describe: bool) -> list[tuple[str, str | None]]:
 def describe_client_quotas(session: Session, args: dict) -> Result:
     components = []
     named = len(args["entity_name"] or [])
+    if named > len(args["entity_type"] or []):
+        raise UsageError("Each --entity-name needs an --entity-type before it (users, clients or ips)")
     for i, t in enumerate(args["entity_type"] or []):
         if i < named:
             components.append({"entity_type": acl.QUOTA_ENTITY_TYPES[t], "match_type": 0,
@@ -380,10 +388,14 @@ def _quota_ops(args: dict) -> list[dict]:
             number = float(value)
         except ValueError:
             number = None
-        if not sep or number is None:
+        if not sep or number is None or not CONFIG_NAME.fullmatch(key.strip()):
             raise UsageError(f'Invalid --add-config item "{shown(item)}": use key=number, e.g. producer_byte_rate=1048576')
         ops.append({"key": key.strip(), "value": number, "remove": False})
-    ops += [{"key": k.strip(), "value": 0.0, "remove": True} for k in (args["delete_config"] or "").split(",") if k.strip()]
+    for key in (args["delete_config"] or "").split(","):
+        if key.strip() and not CONFIG_NAME.fullmatch(key.strip()):
+            raise UsageError(f'Invalid --delete-config key "{shown(key)}": use quota names, e.g. producer_byte_rate')
+        if key.strip():
+            ops.append({"key": key.strip(), "value": 0.0, "remove": True})
     if not ops:
         raise UsageError("Give --add-config k=v,... or --delete-config k,...")
     return ops

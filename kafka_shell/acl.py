@@ -9,12 +9,15 @@ reassignments").
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
+import re
 
 from kafka_shell.codes import AclOperation as Op
 from kafka_shell.codes import AclPermission, AclResourceType as Res, ApiKey, Error, PatternType
 
 CLUSTER_NAME = "kafka-cluster"
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")   # controls, and bytes that are not UTF-8
 
 # What each API checks, by resource type (Kafka's KafkaApis / ControllerApis). APIs absent here
 # check nothing (ApiVersions, SASL, DescribeCluster).
@@ -141,11 +144,39 @@ def operation(text: str) -> Op:
     raise ValueError(f"an operation ({', '.join(OPERATIONS)})")
 
 
+MAX_NAME_BYTES = 32767   # a Kafka protocol string
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def name(text: str) -> str:
+    """A group, transactional id, user or client id: any printable text Kafka can carry."""
+    if not text or _UNPRINTABLE.search(text) or len(text.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise ValueError(f"a name: printable text, 1 to {MAX_NAME_BYTES} bytes")
+    return text
+
+
+def topic(text: str) -> str:
+    """A topic name (or prefix) for an ACL, or `*` for every topic."""
+    if text != "*" and not _TOPIC.fullmatch(text):
+        raise ValueError("a topic name or prefix (up to 249 letters, digits, '.', '_' or '-'), or * for all")
+    return text
+
+
 def principal(text: str) -> str:
     """A Kafka principal, TYPE:NAME (User:alice, User:*)."""
-    kind, sep, name = text.partition(":")
-    if not sep or not kind or not name:
+    kind, sep, rest = text.partition(":")
+    if not sep or not kind or not rest or _UNPRINTABLE.search(text) or len(text) > MAX_NAME_BYTES:
         raise ValueError("a principal such as User:alice or User:*")
+    return text
+
+
+def host(text: str) -> str:
+    """An ACL host: an IP address (the client's address is what Kafka matches), or * for any."""
+    if text != "*":
+        try:
+            ipaddress.ip_address(text)
+        except ValueError:
+            raise ValueError("an IP address, or * for any host") from None
     return text
 
 
