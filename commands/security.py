@@ -9,18 +9,19 @@ command line, never printed.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import TYPE_CHECKING
 
 from kafka_shell import acl
 from kafka_shell.codes import AclOperation as Op
-from kafka_shell.codes import AclPermission, AclResourceType as Res, ApiKey, PatternType
-from kafka_shell.errors import UsageError, printable, shown
+from kafka_shell.codes import AclPermission, AclResourceType as Res, ApiKey, PatternType, QuotaMatch, ScramMechanism
+from kafka_shell.errors import KafkaCallError, UsageError, printable, shown
 from kafka_shell.files import read_text
-from kafka_shell.operations import debug, response_error
+from kafka_shell.operations import debug, error_line, response_error
 from kafka_shell.option_types import CONFIG_NAME
-from kafka_shell.registry import Option, command, int_range
+from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
@@ -101,7 +102,8 @@ def describe_acls(session: Session, args: dict) -> Result:
 
 
 def _bindings(args: dict) -> list[dict]:
-    """The bindings create-acls adds (and delete-acls names exactly), with the conveniences."""
+    """The bindings create-acls adds: each resource x principal x host x operation, or with
+    --producer / --consumer the operations kafka-acls gives them."""
     resources = _resources(args)
     pattern = _pattern(args, PatternType.LITERAL)
     if pattern not in (PatternType.LITERAL, PatternType.PREFIXED):
@@ -123,6 +125,10 @@ def _bindings(args: dict) -> list[dict]:
         if args.get("consumer"):
             ops_for.setdefault(Res.TOPIC, []).extend([Op.READ, Op.DESCRIBE])
             ops_for.setdefault(Res.GROUP, []).append(Op.READ)
+        other = next((kind for kind, _ in resources if kind not in ops_for), None)
+        if other is not None:
+            raise UsageError(f"--producer and --consumer give no operations on {other.name}: "
+                             "use --operation for it in another create-acls")
     elif not resources:
         raise UsageError("Give a resource: --topic, --group, --cluster or --transactional-id")
     out: list[dict] = []
@@ -164,9 +170,13 @@ def create_acls(session: Session, args: dict) -> Result:
     debug(session, f"CreateAcls request: {len(bindings)} ACL(s)")
     answer = session.conn.controller_request(ApiKey.CREATE_ACLS, {"creations": bindings}, mutation=True)
     failed = [(b, r) for b, r in zip(bindings, answer.get("results", [])) if r.get("error_code")]
-    if failed:
+    if failed:  # each binding succeeds or fails alone: say how many went in, and the first refusal
         b, r = failed[0]
-        raise response_error(ApiKey.CREATE_ACLS, r["error_code"], r.get("error_message"))
+        if acl.is_authorization_error(r["error_code"]):  # the request as a whole was refused
+            raise response_error(ApiKey.CREATE_ACLS, r["error_code"])
+        why = error_line(ApiKey.CREATE_ACLS, r["error_code"], r.get("error_message"))
+        raise KafkaCallError(f"{len(failed)} of {len(bindings)} ACL(s) not added; "
+                             f"{' '.join(map(str, _row(b)))}: {why}", code=r["error_code"])
     return Result(tables=[table], messages=[f"Added {len(bindings)} ACL(s)."])
 
 
@@ -227,14 +237,14 @@ def delete_acls(session: Session, args: dict) -> Result:
 def _matching(session: Session, filters: list[dict]) -> list[list]:
     rows: list[list] = []
     for f in filters:
-        body = {**f}
         debug(session, "DescribeAcls request")
-        answer = session.conn.any_broker_request(ApiKey.DESCRIBE_ACLS, body)
+        answer = session.conn.any_broker_request(ApiKey.DESCRIBE_ACLS, f)
         if answer.get("error_code"):
             raise response_error(ApiKey.DESCRIBE_ACLS, answer["error_code"], answer.get("error_message"))
         for r in answer.get("resources", []):
             for e in r["acls"]:
-                row = acl.binding_row(r["resource_type"], r["resource_name"], r.get("pattern_type", 3), e)
+                row = acl.binding_row(r["resource_type"], r["resource_name"],
+                                      r.get("pattern_type", PatternType.LITERAL), e)
                 if row not in rows:
                     rows.append(row)
     return sorted(rows)
@@ -258,14 +268,23 @@ def describe_user_scram_credentials(session: Session, args: dict) -> Result:
     for r in answer.get("results", []):
         if r.get("error_code"):
             raise response_error(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, r["error_code"], r.get("error_message"),
-                        entity=f'The SCRAM user "{shown(r["user"])}"')
+                                 entity=f'The SCRAM user "{shown(r["user"])}"')
         for c in r["credential_infos"]:
-            rows.append([r["user"], acl.MECHANISM_NAMES.get(c["mechanism"], str(c["mechanism"])), c["iterations"]])
+            mechanism = ScramMechanism(c["mechanism"]).mechanism_name if c["mechanism"] in tuple(ScramMechanism) \
+                else str(c["mechanism"])
+            rows.append([r["user"], mechanism, c["iterations"]])
     table = Table(["User", "Mechanism", "Iterations"], rows, name="scram_credentials")
     return Result(tables=[table], messages=[] if rows else ["No SCRAM users."])
 
 
 def _password(session: Session, args: dict) -> str:
+    password = _read_password(session, args)
+    if not password:
+        raise UsageError("The password is empty: nothing changed")
+    return password
+
+
+def _read_password(session: Session, args: dict) -> str:
     if args["password_file"]:
         return read_text(args["password_file"], "--password-file").rstrip("\r\n")
     if args["password_env"]:
@@ -288,7 +307,7 @@ def _password(session: Session, args: dict) -> str:
          Option("--delete", type=acl.name, metavar="USER", help="Delete USER's credential for --mechanism."),
          Option("--mechanism", choices=tuple(acl.SCRAM_MECHANISMS), required=True, metavar="M",
                 help="SCRAM-SHA-256 or SCRAM-SHA-512."),
-         Option("--iterations", type=int_range(1, 2**31 - 1, "an iteration count"), default=4096, metavar="N",
+         Option("--iterations", type=int_range(1, INT32_MAX, "an iteration count"), default=4096, metavar="N",
                 help="PBKDF2 iterations, 4096 to 16384 (default 4096)."),
          Option("--password-file", metavar="FILE", completer="path", help="Read the password from FILE."),
          Option("--password-env", type=acl.name, metavar="VAR", help="Read the password from environment variable VAR."),
@@ -299,7 +318,7 @@ def _password(session: Session, args: dict) -> str:
                    "alter-user-scram-credentials --delete alice --mechanism SCRAM-SHA-512"))
 def alter_user_scram_credentials(session: Session, args: dict) -> Result:
     mechanism = args["mechanism"]
-    mech_id = acl.SCRAM_MECHANISMS[mechanism][0]
+    mech_id = acl.SCRAM_MECHANISMS[mechanism]
     if args["delete"] is not None:
         if args["password_file"] or args["password_env"]:
             raise UsageError("--delete takes no password")
@@ -334,14 +353,13 @@ QUOTA_ENTITY = (
 )
 
 
-def _entity(args: dict, describe: bool) -> list[tuple[str, str | None]]:
+def _entity(args: dict) -> list[tuple[str, str | None]]:
+    """The entity alter-client-quotas changes: (type, name; None for the default) pairs."""
     types = args["entity_type"] or []
     names = args["entity_name"] or []
-    if len(names) > len(types):
-        raise UsageError("Each --entity-name needs an --entity-type before it")
-    out = [(acl.QUOTA_ENTITY_TYPES[t], names[i] if i < len(names) else None) for i, t in enumerate(types)]
-    if not describe and len(names) < len(types):
-        raise UsageError("Give --entity-name for each --entity-type (or --entity-default TYPE)")
+    if len(names) != len(types):
+        raise UsageError("Give one --entity-name for each --entity-type (or --entity-default TYPE)")
+    out: list[tuple[str, str | None]] = [(acl.QUOTA_ENTITY_TYPES[t], n) for t, n in zip(types, names)]
     out += [(acl.QUOTA_ENTITY_TYPES[t], None) for t in args["entity_default"] or []]
     return out
 
@@ -356,11 +374,12 @@ def describe_client_quotas(session: Session, args: dict) -> Result:
         raise UsageError("Each --entity-name needs an --entity-type before it (users, clients or ips)")
     for i, t in enumerate(args["entity_type"] or []):
         if i < named:
-            components.append({"entity_type": acl.QUOTA_ENTITY_TYPES[t], "match_type": 0,
+            components.append({"entity_type": acl.QUOTA_ENTITY_TYPES[t], "match_type": QuotaMatch.EXACT,
                                "match": args["entity_name"][i]})
-        else:
-            components.append({"entity_type": acl.QUOTA_ENTITY_TYPES[t], "match_type": 2, "match": None})
-    components += [{"entity_type": acl.QUOTA_ENTITY_TYPES[t], "match_type": 1, "match": None}
+        else:  # a type without a name: every named entity of it
+            components.append({"entity_type": acl.QUOTA_ENTITY_TYPES[t], "match_type": QuotaMatch.SPECIFIED,
+                               "match": None})
+    components += [{"entity_type": acl.QUOTA_ENTITY_TYPES[t], "match_type": QuotaMatch.DEFAULT, "match": None}
                    for t in args["entity_default"] or []]
     debug(session, "DescribeClientQuotas request")
     answer = session.conn.any_broker_request(ApiKey.DESCRIBE_CLIENT_QUOTAS, {"components": components, "strict": False})
@@ -385,10 +404,10 @@ def _quota_ops(args: dict) -> list[dict]:
             continue
         key, sep, value = item.partition("=")
         try:
-            number = float(value)
+            number: float | None = float(value)
         except ValueError:
             number = None
-        if not sep or number is None or not CONFIG_NAME.fullmatch(key.strip()):
+        if not sep or number is None or not math.isfinite(number) or not CONFIG_NAME.fullmatch(key.strip()):
             raise UsageError(f'Invalid --add-config item "{shown(item)}": use key=number, e.g. producer_byte_rate=1048576')
         ops.append({"key": key.strip(), "value": number, "remove": False})
     for key in (args["delete_config"] or "").split(","):
@@ -409,7 +428,7 @@ def _quota_ops(args: dict) -> list[dict]:
          examples=("alter-client-quotas --entity-type users --entity-name alice --add-config producer_byte_rate=1048576",
                    "alter-client-quotas --entity-default clients --delete-config consumer_byte_rate"))
 def alter_client_quotas(session: Session, args: dict) -> Result:
-    entity = _entity(args, describe=False)
+    entity = _entity(args)
     if not entity:
         raise UsageError("Give the entity: --entity-type TYPE --entity-name NAME, or --entity-default TYPE")
     ops = _quota_ops(args)

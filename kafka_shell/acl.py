@@ -14,7 +14,7 @@ import os
 import re
 
 from kafka_shell.codes import AclOperation as Op
-from kafka_shell.codes import AclPermission, AclResourceType as Res, ApiKey, Error, PatternType
+from kafka_shell.codes import AclPermission, AclResourceType as Res, ApiKey, Error, PatternType, ScramMechanism
 
 CLUSTER_NAME = "kafka-cluster"
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")   # controls, and bytes that are not UTF-8
@@ -226,14 +226,14 @@ def _name(enum: type, value: int) -> str:
 
 # -- SCRAM ------------------------------------------------------------------------------------
 
-SCRAM_MECHANISMS = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
-MECHANISM_NAMES = {i: name for name, (i, _) in SCRAM_MECHANISMS.items()}
+SCRAM_MECHANISMS = {m.mechanism_name: m for m in ScramMechanism if m != ScramMechanism.UNKNOWN}
+SCRAM_HASHES = {ScramMechanism.SCRAM_SHA_256: "sha256", ScramMechanism.SCRAM_SHA_512: "sha512"}
 
 
 def salted_password(mechanism: str, password: str, iterations: int) -> tuple[bytes, bytes]:
     """(salt, SaltedPassword) as Kafka's admin client sends them: the password never leaves."""
     salt = os.urandom(32)
-    return salt, hashlib.pbkdf2_hmac(SCRAM_MECHANISMS[mechanism][1], password.encode(), salt, iterations)
+    return salt, hashlib.pbkdf2_hmac(SCRAM_HASHES[SCRAM_MECHANISMS[mechanism]], password.encode(), salt, iterations)
 
 
 # -- client quotas ----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from enum import IntEnum
 from kio.schema.errors import ErrorCode as Error
 
 __all__ = ["ApiKey", "Error", "ElectionType", "ResourceType", "AlterConfigOp", "EndpointType",
-           "AclResourceType", "AclOperation", "AclPermission", "PatternType"]
+           "AclResourceType", "AclOperation", "AclPermission", "PatternType", "QuotaMatch", "ScramMechanism"]
 
 
 class ApiKey(IntEnum):
@@ -133,3 +133,22 @@ class PatternType(IntEnum):
     MATCH = 2            # filters only: the ACLs that would apply to the name
     LITERAL = 3
     PREFIXED = 4
+
+
+class QuotaMatch(IntEnum):
+    """DescribeClientQuotas' match types of a filter component."""
+    EXACT = 0        # the entity named
+    DEFAULT = 1      # the default entity
+    SPECIFIED = 2    # any entity of the type but the default
+
+
+class ScramMechanism(IntEnum):
+    """The SCRAM mechanisms of the SCRAM credential APIs (Kafka's ScramMechanism type ids)."""
+    UNKNOWN = 0
+    SCRAM_SHA_256 = 1
+    SCRAM_SHA_512 = 2
+
+    @property
+    def mechanism_name(self) -> str:
+        """The SASL name: SCRAM-SHA-256."""
+        return self.name.replace("_", "-")

@@ -9,7 +9,7 @@ import pytest
 from kafka_shell.codes import AclOperation as Op
 from kafka_shell.codes import AclPermission as Perm
 from kafka_shell.codes import AclResourceType as Res
-from kafka_shell.codes import ApiKey, Error, PatternType
+from kafka_shell.codes import ApiKey, Error, PatternType, QuotaMatch, ScramMechanism
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.authorizer import AclBinding
 from kafka_shell.sandbox.server import Sandbox
@@ -132,12 +132,13 @@ def test_acl_apis_need_an_authorizer_and_cluster_permissions(secured):
 
 def test_scram_apis_validate_as_kraft_does(secured):
     secured.add_acls(acl(Res.CLUSTER, "kafka-cluster", Op.ALL))
-    up = {"name": "alice", "mechanism": 2, "iterations": 8192, "salt": b"s" * 16, "salted_password": b"p" * 64}
+    sha256, sha512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
+    up = {"name": "alice", "mechanism": sha512, "iterations": 8192, "salt": b"s" * 16, "salted_password": b"p" * 64}
     answer = request(secured, 1, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, {
-        "deletions": [{"name": "carol", "mechanism": 1}],
-        "upsertions": [up, {**up, "mechanism": 1},                    # alice twice: a duplicate
+        "deletions": [{"name": "carol", "mechanism": sha256}],
+        "upsertions": [up, {**up, "mechanism": sha256},               # alice twice: a duplicate
                        {**up, "name": "bob", "iterations": 100},
-                       {**up, "name": "dave", "mechanism": 9},
+                       {**up, "name": "dave", "mechanism": 9},        # no such mechanism
                        {**up, "name": "erin"}]})
     assert {r["user"]: (r["error_code"], r["error_message"]) for r in answer["results"]} == {
         "alice": (Error.duplicate_resource, "A user credential cannot be altered twice in the same request"),
@@ -147,7 +148,7 @@ def test_scram_apis_validate_as_kraft_does(secured):
         "erin": (0, None)}
     answer = request(secured, 1, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, {"users": [{"name": "erin"}, {"name": "zed"}]})
     assert [(r["user"], r["error_code"], r["credential_infos"]) for r in answer["results"]] == [
-        ("erin", 0, [{"mechanism": 2, "iterations": 8192}]), ("zed", Error.resource_not_found, [])]
+        ("erin", 0, [{"mechanism": sha512, "iterations": 8192}]), ("zed", Error.resource_not_found, [])]
     assert "erin" in secured.call(lambda: dict(secured.cluster.extras["scram_credentials"]))
 
 
@@ -179,9 +180,9 @@ def test_quota_apis_validate_as_kraft_does(secured):
 
     assert describe() == [((("client-id", None),), (("request_percentage", 12.5),)),
                           ((("user", "alice"),), (("producer_byte_rate", 1024.0),))]
-    assert describe({"entity_type": "user", "match_type": 0, "match": "alice"}) == [
+    assert describe({"entity_type": "user", "match_type": QuotaMatch.EXACT, "match": "alice"}) == [
         ((("user", "alice"),), (("producer_byte_rate", 1024.0),))]
-    assert describe({"entity_type": "client-id", "match_type": 1, "match": None}, strict=True) == [
+    assert describe({"entity_type": "client-id", "match_type": QuotaMatch.DEFAULT, "match": None}, strict=True) == [
         ((("client-id", None),), (("request_percentage", 12.5),))]
     alter([("user", "alice")], ("producer_byte_rate", None))  # removing the last key removes the entity
-    assert describe({"entity_type": "user", "match_type": 2, "match": None}) == []
+    assert describe({"entity_type": "user", "match_type": QuotaMatch.SPECIFIED, "match": None}) == []

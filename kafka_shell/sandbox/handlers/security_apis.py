@@ -13,7 +13,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import AclOperation, AclPermission, AclResourceType, ApiKey, PatternType
+from kafka_shell.codes import AclOperation, AclPermission, AclResourceType, ApiKey, PatternType, QuotaMatch, ScramMechanism
 from kafka_shell.sandbox import security
 from kafka_shell.sandbox.security_state import QuotaEntity, quota_store
 from kafka_shell.sandbox.authorizer import AclBinding, AclFilter, acl_store, binding_problem
@@ -128,7 +128,7 @@ def _acl_refusal(ctx) -> dict | None:
 
 # -- SCRAM credentials --------------------------------------------------------------------------
 
-SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}   # Kafka's ScramMechanism type ids
+SCRAM_MECHANISMS = {int(m): m.mechanism_name for m in ScramMechanism if m != ScramMechanism.UNKNOWN}
 MECHANISM_IDS = {name: i for i, name in SCRAM_MECHANISMS.items()}
 
 
@@ -231,7 +231,6 @@ CLIENT_QUOTA_KEYS: dict[str, tuple[str, float] | None] = {
     "producer_byte_rate": ("a LONG", 2.0**63 - 1), "consumer_byte_rate": ("a LONG", 2.0**63 - 1),
     "request_percentage": None, "controller_mutation_rate": None}
 IP_QUOTA_KEYS: dict[str, tuple[str, float] | None] = {"connection_creation_rate": ("an INT", 2.0**31 - 1)}
-EXACT, DEFAULT, SPECIFIED = 0, 1, 2   # DescribeClientQuotas match types
 
 def _entity_text(entity: dict[str, str | None]) -> str:
     return "ClientQuotaEntity(entries={" + ", ".join(f"{k}={v}" for k, v in entity.items()) + "})"
@@ -338,17 +337,17 @@ def describe_client_quotas(ctx) -> dict:
             problem = f"Entity type {c.entity_type} cannot appear more than once in the filter."
         elif c.entity_type not in (USER, CLIENT_ID, IP):
             code, problem = ErrorCode.unsupported_version, f"Unsupported entity type {c.entity_type}"
-        elif c.match_type == EXACT and c.match is None:
+        elif c.match_type == QuotaMatch.EXACT and c.match is None:
             problem = "Request specified MATCH_TYPE_EXACT, but set match string to null."
-        elif c.match_type == DEFAULT and c.match is not None:
+        elif c.match_type == QuotaMatch.DEFAULT and c.match is not None:
             problem = "Request specified MATCH_TYPE_DEFAULT, but also specified a match string."
-        elif c.match_type == SPECIFIED and c.match is not None:
+        elif c.match_type == QuotaMatch.SPECIFIED and c.match is not None:
             problem = "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."
-        elif c.match_type not in (EXACT, DEFAULT, SPECIFIED):
+        elif c.match_type not in tuple(QuotaMatch):
             problem = f"Unknown match type {c.match_type}"
         if problem:
             return {"error_code": code, "error_message": problem, "entries": None}
-        if c.match_type == SPECIFIED:
+        if c.match_type == QuotaMatch.SPECIFIED:
             typed.add(c.entity_type)
         else:
             exact[c.entity_type] = c.match
