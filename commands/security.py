@@ -60,6 +60,13 @@ def _resources(args: dict, default_any: bool = False) -> list[tuple[Res, str | N
     return found
 
 
+def _check_operations(resources: list[tuple[Res, str | None]], operations: list[Op]) -> None:
+    for kind, _ in resources:
+        problem = acl.unsupported_operation(kind, operations)
+        if problem:
+            raise UsageError(problem)
+
+
 def _pattern(args: dict, default: PatternType) -> PatternType:
     text = args.get("resource_pattern_type")
     return acl.pattern_type(text) if text else default
@@ -131,6 +138,8 @@ def _bindings(args: dict) -> list[dict]:
                              "use --operation for it in another create-acls")
     elif not resources:
         raise UsageError("Give a resource: --topic, --group, --cluster or --transactional-id")
+    else:
+        _check_operations(resources, args["operation"] or [])
     out: list[dict] = []
     for kind, name in resources:
         ops = list(dict.fromkeys(ops_for.get(kind, []))) if ops_for else (args["operation"] or [Op.ALL])
@@ -195,6 +204,7 @@ def delete_acls(session: Session, args: dict) -> Result:
         raise UsageError("Give a resource: --topic, --group, --cluster or --transactional-id")
     pattern = _pattern(args, PatternType.LITERAL)
     ops = args["operation"] or [Op.ANY]
+    _check_operations(resources, ops)
     filters = []
     for kind, name in resources:
         entries: list[tuple[str | None, str | None, AclPermission]] = [

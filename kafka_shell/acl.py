@@ -63,6 +63,32 @@ API_NEEDS: dict[int, dict[Res, Op]] = {
     ApiKey.ALTER_CLIENT_QUOTAS: {Res.CLUSTER: Op.ALTER_CONFIGS},
 }
 
+# The operations each resource type has (Kafka's AclEntry.supportedOperations): what ACLs may
+# name (besides ALL) and what the "authorized operations" bit fields of responses cover.
+SUPPORTED_OPERATIONS: dict[Res, tuple[Op, ...]] = {
+    Res.TOPIC: (Op.READ, Op.WRITE, Op.CREATE, Op.DESCRIBE, Op.DELETE, Op.ALTER, Op.DESCRIBE_CONFIGS,
+                Op.ALTER_CONFIGS),
+    Res.GROUP: (Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS),
+    Res.CLUSTER: (Op.CREATE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS, Op.IDEMPOTENT_WRITE,
+                  Op.ALTER, Op.DESCRIBE),
+    Res.TRANSACTIONAL_ID: (Op.DESCRIBE, Op.WRITE),
+    Res.DELEGATION_TOKEN: (Op.DESCRIBE,),
+    Res.USER: (Op.CREATE_TOKENS, Op.DESCRIBE_TOKENS),
+}
+
+
+OPERATIONS_NOT_REQUESTED = -2**31   # an authorized-operations field the request did not ask for
+
+
+def unsupported_operation(resource_type: Res, operations: list[Op]) -> str | None:
+    """kafka-acls' refusal of an operation a resource type does not have, or None."""
+    valid = (*SUPPORTED_OPERATIONS.get(resource_type, ()), Op.ALL, Op.ANY)
+    if all(op in valid for op in operations):
+        return None
+    names = ", ".join(op.name for op in (*SUPPORTED_OPERATIONS.get(resource_type, ()), Op.ALL))
+    return f"ResourceType {resource_type.name} only supports operations {names}"
+
+
 # The resource type an authorization error code is about.
 DENIED_RESOURCE = {
     Error.topic_authorization_failed: Res.TOPIC,

@@ -226,3 +226,10 @@ def test_acls_scram_users_and_quotas_survive_a_kill_9(tmp_path):
             {"Entity": "user=alice", "Key": "producer_byte_rate", "Value": 1024}]
     finally:
         kill9(proc)
+
+
+def test_acls_name_only_operations_their_resource_has(secured):
+    secured.add_acls(ADMIN_ACL)
+    assert_one_line_error(run(secured, "create-acls --allow-principal User:x --operation Read --cluster"), 2,
+                          "ResourceType CLUSTER only supports operations CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, "
+                          "ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE, ALL")

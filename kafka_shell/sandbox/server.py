@@ -29,6 +29,7 @@ from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
 from kafka_shell.sandbox import configs, control, handlers, identity, journal, persist, replication
+from kafka_shell.acl import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
 from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME, AclBinding, Authorizer, acl_store, binding_problem
 from kafka_shell.codes import AclOperation, AclResourceType
 from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Broker, Cluster, Controller
@@ -91,6 +92,15 @@ class RequestContext:
         auth = self.sandbox.authorizer
         return auth is None or auth.authorize(self.cluster, self.principal, self.client_host, op,
                                               resource_type, name)
+
+    def authorized_operations(self, asked: bool, resource_type: AclResourceType, name: str = CLUSTER_NAME) -> int:
+        """An `*_authorized_operations` field: when `asked`, the bit field of the operations allowed
+        on the resource, of those its type has (all of them without an authorizer, as Kafka
+        answers); else Kafka's "not requested" value."""
+        if not asked:
+            return OPERATIONS_NOT_REQUESTED
+        allowed = [op for op in SUPPORTED_OPERATIONS[resource_type] if self.authorize(op, resource_type, name)]
+        return sum(1 << op for op in allowed)
 
     def permits(self, resource_type: AclResourceType, name: str = CLUSTER_NAME) -> bool:
         """`authorize` with the operation this request's API needs on that resource type

@@ -186,3 +186,14 @@ def test_quota_apis_validate_as_kraft_does(secured):
         ((("client-id", None),), (("request_percentage", 12.5),))]
     alter([("user", "alice")], ("producer_byte_rate", None))  # removing the last key removes the entity
     assert describe({"entity_type": "user", "match_type": QuotaMatch.SPECIFIED, "match": None}) == []
+
+
+def test_authorized_operations_as_clients_ask_for_them(secured):
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AdminClient
+    secured.add_acls(acl(Res.TOPIC, "orders", Op.READ), acl(Res.CLUSTER, "kafka-cluster", Op.DESCRIBE))
+    admin = AdminClient({"bootstrap.servers": secured.bootstrap, "log_level": 0})
+    topic = admin.describe_topics(TopicCollection(["orders"]), include_authorized_operations=True)["orders"].result(10)
+    assert sorted(op.name for op in topic.authorized_operations) == ["DESCRIBE", "READ"]  # READ implies DESCRIBE
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(10)
+    assert [op.name for op in cluster.authorized_operations] == ["DESCRIBE"]

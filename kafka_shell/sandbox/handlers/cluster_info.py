@@ -11,7 +11,6 @@ from kafka_shell.sandbox.admin import AdminError
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.core import partition_metadata
 
-NO_AUTHORIZED_OPERATIONS = -2147483648
 # Kafka's max.request.partition.size.limit default: the most partitions one answer holds.
 MAX_PARTITIONS_PER_ANSWER = 2000
 
@@ -28,7 +27,8 @@ def describe_cluster(ctx) -> dict:
     wanted = getattr(req, "endpoint_type", EndpointType.BROKER)
     answer = {"error_code": 0, "error_message": None, "endpoint_type": served,
               "cluster_id": cluster.cluster_id, "controller_id": -1,
-              "brokers": [], "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS}
+              "brokers": [], "cluster_authorized_operations": ctx.authorized_operations(
+                  getattr(req, "include_cluster_authorized_operations", False), AclResourceType.CLUSTER)}
     if ctx.on_controller_listener and not ctx.authorize(AclOperation.ALTER, AclResourceType.CLUSTER):
         # ControllerApis asks ALTER on the cluster here (a broker asks nothing).
         return {**answer, "cluster_id": "", "error_code": ErrorCode.cluster_authorization_failed}

@@ -287,8 +287,11 @@ def _describe(ctx, group_id: str) -> dict:
                 "client_id": m.client_id, "client_host": m.client_host,
                 "member_metadata": m.metadata(g.protocol_name) if stable else b"",
                 "member_assignment": m.assignment if stable else b""} for m in g.members.values()]
+    operations = ctx.authorized_operations(getattr(ctx.request, "include_authorized_operations", False),
+                                           AclResourceType.GROUP, group_id)
     return {**base, "error_code": 0, "group_state": g.state, "protocol_type": g.protocol_type or "",
-            "protocol_data": (g.protocol_name or "") if stable else "", "members": members}
+            "protocol_data": (g.protocol_name or "") if stable else "", "members": members,
+            "authorized_operations": operations}
 
 
 @api(ApiKey.DELETE_GROUPS)
