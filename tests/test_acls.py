@@ -14,7 +14,7 @@ from kafka_shell.codes import AclOperation, AclPermission, AclResourceType, Patt
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.authorizer import AclBinding
 from kafka_shell.sandbox.server import Sandbox
-from tests.conftest import BOTH_MODES
+from tests.conftest import BOTH_MODES, KRAFT_MODE
 from tests.output import json_rows
 from tests.test_oneshot import assert_one_line_error, run
 
@@ -98,6 +98,7 @@ def test_a_principal_gains_and_loses_access_as_acls_change(secured):
     assert produce(s, "pay-orders").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
 
 
+@KRAFT_MODE  # nothing here depends on the mode
 def test_security_commands_round_trip(secured, tmp_path):
     s = secured
     s.add_acls(ADMIN_ACL)
@@ -184,6 +185,7 @@ def test_without_cluster_describe_the_controller_is_not_shown_but_the_rest_is(se
     assert [r["Id"] for r in json_rows(shell_ok(secured, "list-brokers -o json"))] == [1, 2, 3]
 
 
+@KRAFT_MODE
 @pytest.mark.parametrize("line, message", [
     ("create-topic --topic newt --partitions 1 --replication-factor 1", 'not authorized: CREATE on TOPIC "newt" is needed'),
     ("delete-topic --topic pay-orders --yes", 'not authorized: DELETE on TOPIC "pay-orders" is needed'),
@@ -228,6 +230,7 @@ def test_acls_scram_users_and_quotas_survive_a_kill_9(tmp_path):
         kill9(proc)
 
 
+@KRAFT_MODE
 def test_acls_name_only_operations_their_resource_has(secured):
     secured.add_acls(ADMIN_ACL)
     assert_one_line_error(run(secured, "create-acls --allow-principal User:x --operation Read --cluster"), 2,
