@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from collections import Counter
 
-from kafka_shell.operations import require_brokers
+from kafka_shell.operations import read_maybe_controller, require_brokers
 from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
@@ -31,27 +31,29 @@ def _load(snapshot) -> tuple[Counter, Counter, set[int]]:
          help="Cluster id, controller, and each broker with its rack, partitions and leaders.",
          examples=("describe-cluster",))
 def describe_cluster(session: Session, args: dict) -> Result:
-    snap = session.conn.read(controller=True)
+    snap, refused = read_maybe_controller(session)
     replicas, leaders, offline = _load(snap)
     partitions = sum(len(t.partitions) for t in snap.topics.values())
     c = snap.controller
+    known = c.id >= 0 and refused is None
     cluster = Table(["ClusterId", "Mode", "Controller", "ControllerEpoch", "Brokers", "Topics", "Partitions"],
-                    [[snap.cluster_id, c.mode, c.id if c.id >= 0 else None, c.epoch if c.epoch >= 0 else None,
+                    [[snap.cluster_id, c.mode, c.id if known else None, c.epoch if known and c.epoch >= 0 else None,
                       len(snap.brokers), len(snap.topics), partitions]],
                     name="cluster")
     rows = [[b.id, b.host, b.port, b.rack, "online", replicas[b.id], leaders[b.id]]
             for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
     rows += [[i, None, None, None, "offline", replicas[i], 0] for i in sorted(offline)]
     brokers = Table(["Id", "Host", "Port", "Rack", "Status", "Partitions", "Leaders"], rows, name="brokers")
-    return Result(tables=[cluster, brokers])
+    return Result(tables=[cluster, brokers], messages=[refused] if refused else [])
 
 
 @command("list-brokers", help="Live brokers (in ZooKeeper mode the controller marked; in KRaft mode the "
                                "controllers are no brokers: see describe-controller).",
          examples=("list-brokers",))
 def list_brokers(session: Session, args: dict) -> Result:
-    snap = session.conn.read([], controller=True)
-    rows = [[b.id, b.host, b.port, b.rack, "controller" if b.id == snap.controller_id else "broker"]
+    snap, refused = read_maybe_controller(session, [])  # (ZooKeeper mode marks the controller broker)
+    known = snap.controller_id if refused is None else -1
+    rows = [[b.id, b.host, b.port, b.rack, "controller" if b.id == known else "broker"]
             for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
     return Result.table(["Id", "Host", "Port", "Rack", "Role"], rows, name="brokers")
 

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 import time
 
+from kafka_shell.acl import authorization_message, is_authorization_error
 from kafka_shell.codes import ApiKey, ElectionType, Error
 from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import Entry, elect_partitions, read_for, require_topic
+from kafka_shell.operations import Entry, elect_all, elect_partitions, read_for, require_topic
 from kafka_shell.option_types import positive_int
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
 from kafka_shell.files import is_id, read_json
@@ -125,7 +126,10 @@ def elect(session, args: dict, kind: int, name: str) -> Result:
     check_support(session, kind)
     if args["dry_run"]:
         return predict(snap, entries, kind)
-    outcomes = elect_partitions(session, entries, kind, args["timeout_ms"])
+    if args["all_topic_partitions"] and not entries:
+        outcomes = elect_everything(session, kind, args["timeout_ms"])
+    else:
+        outcomes = elect_partitions(session, entries, kind, args["timeout_ms"])
     result = report(outcomes, kind)
     elected = [e for e in entries if outcomes[e[:2]][0] == 0]
     if args["blocking"] and elected:
@@ -133,6 +137,19 @@ def elect(session, args: dict, kind: int, name: str) -> Result:
         result.messages.append(waited.messages[0])
         result.exit_code = max(result.exit_code, waited.exit_code)
     return result
+
+
+def elect_everything(session: Session, kind: int, timeout_ms: int) -> dict[tuple[str, int], tuple[int, str]]:
+    """No topic is visible: ask, as kafka-leader-election does, for every partition (null), so a
+    refusal is said as Kafka's tool says it rather than an empty success."""
+    try:
+        return elect_all(session, kind, timeout_ms)
+    except KafkaCallError as exc:
+        if not is_authorization_error(exc.code):
+            raise
+        needed = authorization_message(ApiKey.ELECT_LEADERS, exc.code, purpose="")  # type: ignore[arg-type]
+        raise KafkaCallError(f"Not authorized to perform leader election: {needed.removeprefix('not authorized: ')}",
+                             code=exc.code) from None
 
 
 def check_zookeeper(session: Session, args: dict) -> None:

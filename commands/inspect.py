@@ -13,7 +13,7 @@ from kafka_shell import controller_history
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import KafkaCallError, kafka_error_message
 from kafka_shell.metadata import KRAFT
-from kafka_shell.operations import debug, read_topics, require_brokers, read_preferred_controller
+from kafka_shell.operations import debug, read_topics, require_brokers, read_preferred_controller, response_error
 from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
@@ -68,6 +68,8 @@ def describe_log_dirs(session: Session, args: dict) -> Result:
         debug(session, f"DescribeLogDirs request to broker {b}")
         answer = conn.broker_request(b, ApiKey.DESCRIBE_LOG_DIRS, {"topics": topics})
         top = answer.get("error_code", 0)
+        if top and not answer.get("results"):  # the broker refused the request as a whole
+            raise response_error(ApiKey.DESCRIBE_LOG_DIRS, top, entity=f"broker {b}")
         for d in answer.get("results", []):
             code = d["error_code"] or top
             error = kafka_error_message(code, "", "", entity=f"log dir {d['log_dir']}") if code else None

@@ -11,10 +11,12 @@ from __future__ import annotations
 import fnmatch
 from typing import TYPE_CHECKING, Any
 
+from kafka_shell.acl import is_authorization_error
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
 from kafka_shell.operations import (admin_error, alter_configs, change_replication_factor, check_topic_name, debug,
-                                    has_collision_chars, is_pattern, ongoing, read_for, read_topics, resolve_topics)
+                                    has_collision_chars, is_pattern, ongoing, read_for, read_topics, resolve_topics,
+                                    response_error)
 from kafka_shell.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor, topic_pattern
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
@@ -255,6 +257,9 @@ def delete_targets(session: Session, args: dict) -> tuple[ClusterSnapshot, list[
         raise UsageError(f"{', '.join(internal)} is an internal topic: kafka-shell does not delete it")
     for n in names:
         check_topic_name(n)
+    refused = [n for n in names if n in snap.unauthorized]
+    if refused:  # Metadata refused it: the deletion would be refused the same way (DELETE implies DESCRIBE)
+        raise response_error(ApiKey.DELETE_TOPICS, Error.topic_authorization_failed, topic=refused[0])
     missing = [n for n in names if n not in known]
     if missing and not args["if_exists"]:
         raise KafkaCallError(f'Topic "{missing[0]}" does not exist (check the name with list-topics, '
@@ -393,7 +398,13 @@ def moving_replicas(session) -> dict[tuple[str, int], tuple[list[int], list[int]
     cluster can say (Metadata does not carry them; Kafka's describe shows them)."""
     if not session.conn.supports(ApiKey.LIST_PARTITION_REASSIGNMENTS):
         return {}
-    return {key: (m["adding"], m["removing"]) for key, m in ongoing(session).items()}
+    try:
+        moves = ongoing(session)
+    except KafkaCallError as exc:
+        if is_authorization_error(exc.code):  # kafka-topics ignores it too: the topic without them
+            return {}
+        raise
+    return {key: (m["adding"], m["removing"]) for key, m in moves.items()}
 
 
 def eligible_leaders(session, topics: list) -> dict[tuple[str, int], tuple[list[int], list[int]]]:

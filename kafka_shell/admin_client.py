@@ -16,7 +16,7 @@ class AdminError(KafkaCallError, KafkaException):
     """A failed AdminClient result: a KafkaCallError (one-line message, Kafka error code) that
     is also the KafkaException confluent-kafka callers expect (`args[0]` is the KafkaError)."""
 
-    def __init__(self, error: KafkaError, key: object = None):
+    def __init__(self, error: KafkaError, key: object = None, api_key: int | None = None):
         where = f"{key}: " if key is not None else ""
         # librdkafka's own error names (_TIMED_OUT, _TRANSPORT) mean nothing to a user: its text does.
         name = "" if error.name().startswith("_") else f" [{error.name()}]"
@@ -25,11 +25,12 @@ class AdminError(KafkaCallError, KafkaException):
         self.args = (error,)
         self.message = message
         self.error = error
+        self.api_key = api_key   # the request it failed in, when known (for authorization messages)
 
     def __str__(self) -> str:
         return self.message
 
 
-def admin_error(exc: KafkaException, key: object) -> AdminError:
+def admin_error(exc: KafkaException, key: object, api_key: int | None = None) -> AdminError:
     error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
-    return AdminError(error, key)
+    return AdminError(error, key, api_key)

@@ -18,8 +18,9 @@ from collections.abc import Iterable, Iterator
 from kafka_shell import protocol
 from kafka_shell.channel import Channel
 from kafka_shell.codes import ApiKey
-from kafka_shell.errors import ClusterUnreachable, ShellError
-from kafka_shell.metadata import EMPTY, BrokerInfo, ClusterSnapshot, topics_from_metadata
+from kafka_shell.acl import is_authorization_error
+from kafka_shell.errors import ClusterUnreachable, KafkaCallError, ShellError
+from kafka_shell.metadata import EMPTY, BrokerInfo, ClusterSnapshot, topics_from_metadata, unauthorized_topics
 from kafka_shell.router import Router
 
 log = logging.getLogger("kafka_shell.cache")
@@ -59,6 +60,7 @@ def read_snapshot(router: Router, deadline: float, topics: Iterable[str] | None 
             controller=router.controller,
             brokers=dict(router.brokers),
             topics=topics_from_metadata(metadata.topics),  # type: ignore[attr-defined]
+            unauthorized=unauthorized_topics(metadata.topics),  # type: ignore[attr-defined]
         )
 
 
@@ -67,6 +69,7 @@ class MetadataCache:
         self.router = router
         self.timeout_s = timeout_s
         self.unreachable_since: float | None = None
+        self.controller_refused: str | None = None   # why the last refresh could not name the controller
         self._snapshot = EMPTY
         self._lock = threading.Lock()
         self._refresh_lock = threading.Lock()  # one refresh at a time
@@ -88,9 +91,17 @@ class MetadataCache:
             deadline = time.monotonic() + self.timeout_s
             try:
                 snap = read_snapshot(self.router, deadline)
+                self.controller_refused = None
             except ClusterUnreachable:
                 self.mark_unreachable()
                 raise
+            except KafkaCallError as exc:
+                if not is_authorization_error(exc.code):
+                    raise
+                # The principal may not learn the active controller (KRaft: DescribeQuorum needs
+                # DESCRIBE on the cluster): the cache serves without it, and says why.
+                self.controller_refused = str(exc)
+                snap = read_snapshot(self.router, deadline, controller=False)
             self.unreachable_since = None
             self._snapshot = ClusterSnapshot(snap.cluster_id, snap.controller, snap.brokers, snap.topics,
                                              groups=self._group_ids(snap.brokers.values(), deadline))

@@ -11,7 +11,8 @@ from enum import IntEnum
 
 from kio.schema.errors import ErrorCode as Error
 
-__all__ = ["ApiKey", "Error", "ElectionType", "ResourceType", "AlterConfigOp", "EndpointType"]
+__all__ = ["ApiKey", "Error", "ElectionType", "ResourceType", "AlterConfigOp", "EndpointType",
+           "AclResourceType", "AclOperation", "AclPermission", "PatternType", "QuotaMatch", "ScramMechanism"]
 
 
 class ApiKey(IntEnum):
@@ -87,3 +88,67 @@ class EndpointType(IntEnum):
     """DescribeCluster v1's endpoint type (KIP-919)."""
     BROKER = 1
     CONTROLLER = 2
+
+
+class AclResourceType(IntEnum):
+    """Resource types of the ACL APIs (Kafka's ResourceType; not ConfigResource's numbers)."""
+    UNKNOWN = 0
+    ANY = 1              # filters only
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+
+
+class AclOperation(IntEnum):
+    UNKNOWN = 0
+    ANY = 1              # filters only
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13
+    DESCRIBE_TOKENS = 14
+
+
+class AclPermission(IntEnum):
+    UNKNOWN = 0
+    ANY = 1              # filters only
+    DENY = 2
+    ALLOW = 3
+
+
+class PatternType(IntEnum):
+    UNKNOWN = 0
+    ANY = 1              # filters only: any pattern type
+    MATCH = 2            # filters only: the ACLs that would apply to the name
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class QuotaMatch(IntEnum):
+    """DescribeClientQuotas' match types of a filter component."""
+    EXACT = 0        # the entity named
+    DEFAULT = 1      # the default entity
+    SPECIFIED = 2    # any entity of the type but the default
+
+
+class ScramMechanism(IntEnum):
+    """The SCRAM mechanisms of the SCRAM credential APIs (Kafka's ScramMechanism type ids)."""
+    UNKNOWN = 0
+    SCRAM_SHA_256 = 1
+    SCRAM_SHA_512 = 2
+
+    @property
+    def mechanism_name(self) -> str:
+        """The SASL name: SCRAM-SHA-256."""
+        return self.name.replace("_", "-")

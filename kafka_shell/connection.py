@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from kafka_shell import controller_history, protocol
+from kafka_shell.acl import ADMIN_METHOD_APIS, authorization_message, is_authorization_error
 from kafka_shell.cache import MetadataCache, read_snapshot
 from kafka_shell.channel import Channel, ConnectionLost, NoAnswer
 from kafka_shell.client_config import librdkafka_properties, parse_bootstrap, sasl_mechanism, scrub
@@ -143,7 +144,9 @@ class ConnectionManager:
         h:p, epoch 7)` or `(ZooKeeper mode, controller broker 2 at h:p)`."""
         snap = self.snapshot if self.snapshot.taken_at else self.connect()
         mode = "KRaft" if self.mode == KRAFT else "ZooKeeper mode"
-        return f"Connected to cluster {snap.cluster_id or '(no id)'} ({mode}, {snap.controller.describe()})."
+        refused = self.cache.controller_refused
+        controller = f"active controller not shown: {refused}" if refused else snap.controller.describe()
+        return f"Connected to cluster {snap.cluster_id or '(no id)'} ({mode}, {controller})."
 
     def controller_address(self) -> str:
         controller = self.router.controller
@@ -182,7 +185,7 @@ class ConnectionManager:
                 if resent_after_loss:
                     response = _settle(api_key, body, response, before, self._read_after(body))
                 if not _rejected_by_non_controller(response, mutation):
-                    return response
+                    return refused_at_top(api_key, response)
                 reason = f"NOT_CONTROLLER from {channel.name}"
             if attempt + 1 == MAX_ATTEMPTS or time.monotonic() + backoff >= deadline:
                 break
@@ -213,8 +216,8 @@ class ConnectionManager:
                        mutation: bool = False) -> dict:
         """Send to a named broker. A read is retried once on a fresh connection (after reading
         the brokers again, in case the broker moved); a mutation is not."""
-        return self._at_broker(broker_id, body, mutation,
-                               lambda channel, deadline: channel.request(api_key, body, version, deadline=deadline))
+        return self._at_broker(broker_id, body, mutation, lambda channel, deadline: refused_at_top(
+            api_key, channel.request(api_key, body, version, deadline=deadline)))
 
     def broker_request_entity(self, broker_id: int, api_key: int, body: dict, version: int | None = None) -> Any:
         """A read like `broker_request`, answered as the kio entity itself: no conversion to
@@ -241,8 +244,8 @@ class ConnectionManager:
         """A read any broker answers (DescribeTopicPartitions, ...): the first live one."""
         deadline = self._deadline(body)
         try:
-            return self.router.from_any_broker(
-                lambda ch: ch.request(api_key, body, version, deadline=deadline), deadline)
+            return refused_at_top(api_key, self.router.from_any_broker(
+                lambda ch: ch.request(api_key, body, version, deadline=deadline), deadline))
         except NoAnswer as late:
             raise self._no_answer(late) from None
 
@@ -358,12 +361,13 @@ class ConnectionManager:
         from confluent_kafka import KafkaError, KafkaException
 
         from kafka_shell.admin_client import AdminError, admin_error
+        api_key = ADMIN_METHOD_APIS.get(method)
         if method in TAKES_REQUEST_TIMEOUT and "request_timeout" not in kwargs:
             kwargs = {**kwargs, "request_timeout": left(deadline)}  # librdkafka stops waiting too
         try:
             outcome = getattr(self._admin_client(method), method)(*args, **kwargs)
         except KafkaException as exc:
-            return {None: admin_error(exc, None)}
+            return {None: admin_error(exc, None, api_key)}
         futures = outcome if isinstance(outcome, dict) else {None: outcome}
         results: dict = {}
         for key, value in futures.items():
@@ -373,7 +377,7 @@ class ConnectionManager:
             try:
                 results[key] = value.result(timeout=left(deadline))
             except KafkaException as exc:
-                results[key] = admin_error(exc, key)
+                results[key] = admin_error(exc, key, api_key)
             except concurrent.futures.TimeoutError:
                 results[key] = AdminError(KafkaError(KafkaError._TIMED_OUT,
                                                      f"no answer from the cluster within {self.timeout_s:g} s"), key)
@@ -390,6 +394,15 @@ class ConnectionManager:
 # AdminClient methods whose request_timeout (seconds) we set to what is left of the deadline, so
 # librdkafka gives up when we do. Not every method takes it, and elect_leaders' C binding fails
 # on it (SystemError in confluent-kafka 2.16): only these get it.
+def refused_at_top(api_key: int, answer: dict) -> dict:
+    """The answer, unless its top-level error refuses the request's authorization: then the
+    one line naming what was refused (every response's top-level error is read here)."""
+    code = answer.get("error_code")
+    if is_authorization_error(code):
+        raise KafkaCallError(authorization_message(api_key, code), code=code)  # type: ignore[arg-type]
+    return answer
+
+
 TAKES_REQUEST_TIMEOUT = {"create_topics", "delete_topics", "create_partitions", "describe_configs",
                          "alter_configs", "incremental_alter_configs", "describe_cluster", "describe_topics"}
 

@@ -352,10 +352,19 @@ def serve_sandbox(argv: list[str]) -> int:
                    help="GSSAPI: the brokers' keytab")
     p.add_argument("--kerberos-principal", default=None, metavar="NAME",
                    help="GSSAPI: the brokers' service principal (e.g. kafka/localhost@REALM)")
+    p.add_argument("--authorizer", action="store_true",
+                   help="check ACLs as Kafka's StandardAuthorizer does (manage them with create-acls)")
+    p.add_argument("--super-users", default=None, metavar="'User:a;User:b'",
+                   help="principals the authorizer always allows (Kafka's super.users); needs --authorizer")
+    p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
+                   help="a resource with no ACL is open to everyone; needs --authorizer")
     args = p.parse_args(argv)
+    if (args.super_users is not None or args.allow_everyone_if_no_acl_found) and not args.authorizer:
+        raise UsageError("--super-users and --allow-everyone-if-no-acl-found need --authorizer")
     users = dict(_sandbox_user(item) for item in args.user)
     if args.mode == "zk" and args.controllers is not None:
         raise UsageError("--controllers needs --mode kraft (a zk-mode controller is a broker)")
+    from kafka_shell.sandbox.authorizer import parse_super_users
     from kafka_shell.sandbox.persist import StateError
     from kafka_shell.sandbox.server import Sandbox
     try:
@@ -368,7 +377,9 @@ def serve_sandbox(argv: list[str]) -> int:
                           users=users, tls_dir=args.tls_dir, ssl_client_auth=args.ssl_client_auth,
                           reauth_ms=args.connections_max_reauth_ms, oauth_jwks=args.oauth_jwks,
                           kerberos_keytab=args.kerberos_keytab,
-                          kerberos_principal=args.kerberos_principal).start()
+                          kerberos_principal=args.kerberos_principal, authorizer=args.authorizer,
+                          super_users=parse_super_users(args.super_users or ""),
+                          allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found).start()
     except StateError as exc:
         raise UsageError(str(exc)) from None
     except (ValueError, OSError) as exc:
@@ -395,8 +406,12 @@ def serve_sandbox(argv: list[str]) -> int:
         print(f"ssl.ca.location={sandbox.tls_dir}/ca.pem", flush=True)
     quorum = (f"{len(sandbox.controller_ids)} controller(s) at {sandbox.bootstrap_controllers}"
               if sandbox.mode == "kraft" else "the controller on a broker")
+    auth = ""
+    if sandbox.authorizer is not None:
+        supers = ", ".join(sorted(sandbox.authorizer.super_users)) or "none"
+        auth = f"ACLs checked (super users: {supers}), "
     sys.stderr.write(f"Sandbox cluster ({sandbox.mode} mode) with {len(sandbox.cluster.brokers)} broker(s) "
-                     f"at {sandbox.bootstrap}, {quorum}, control endpoint {sandbox.control_address}; "
+                     f"at {sandbox.bootstrap}, {quorum}, {auth}control endpoint {sandbox.control_address}; "
                      "Ctrl-C stops it.\n")
     while not stop.wait(0.5):
         pass

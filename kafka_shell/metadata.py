@@ -13,6 +13,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from kafka_shell.codes import Error
+
 
 @dataclass(frozen=True)
 class BrokerInfo:
@@ -87,6 +89,7 @@ class ClusterSnapshot:
     topics: dict[str, TopicInfo]
     groups: tuple[str, ...] = ()
     taken_at: float = field(default_factory=time.time)
+    unauthorized: frozenset[str] = frozenset()   # named topics Metadata refused to describe
 
     @property
     def controller_id(self) -> int:
@@ -101,6 +104,11 @@ EMPTY = ClusterSnapshot(cluster_id=None, controller=NO_CONTROLLER, brokers={}, t
 
 ZERO_UUID = uuid.UUID(int=0)
 _partition_index = operator.attrgetter("partition_index")
+
+
+def unauthorized_topics(entities) -> frozenset[str]:
+    """The topics a Metadata answer refused (TOPIC_AUTHORIZATION_FAILED)."""
+    return frozenset(t.name for t in entities if t.error_code == Error.topic_authorization_failed)
 
 
 def topics_from_metadata(entities) -> dict[str, TopicInfo]:

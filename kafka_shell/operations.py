@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafka_shell import reassign_plan
+from kafka_shell.acl import authorization_message, is_authorization_error
 from kafka_shell.codes import AlterConfigOp, ApiKey, ElectionType, Error, ResourceType
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
 from kafka_shell.metadata import ClusterSnapshot, TopicInfo
@@ -29,6 +30,26 @@ Entry = tuple[str, int, "int | None"]   # (topic, partition, designated leader)
 REASSIGNMENT_TIMEOUT_MS = 30000
 
 
+def error_line(api_key: int, code: int, message: str | None = None, purpose: str | None = None,
+               **context: Any) -> str:
+    """The one way an error code of a response becomes a line: an authorization error says which
+    operation on which resource was refused (kafka_shell.acl.authorization_message), any other
+    error its usual line (errors.kafka_error_message, with the `topic`, `entity`... context)."""
+    if is_authorization_error(code):
+        return authorization_message(api_key, code, context.get("topic"), purpose)
+    try:
+        name = Error(code).name
+    except ValueError:
+        name = ""
+    return kafka_error_message(code, name, message or "", **context)
+
+
+def response_error(api_key: int, code: int, message: str | None = None, purpose: str | None = None,
+                   **context: Any) -> KafkaCallError:
+    """`error_line` as the command's error."""
+    return KafkaCallError(error_line(api_key, code, message, purpose, **context), code=code)
+
+
 def debug(session: Session, text: str) -> None:
     """--debug shows each request the shell sends (how a script's lines were batched)."""
     if session.debug:
@@ -40,6 +61,9 @@ def admin_error(error: BaseException, **context: Any) -> str:
     kafka_error: Any = getattr(error, "error", None) or (error.args[0] if error.args else None)
     if not hasattr(kafka_error, "code"):
         return str(error)
+    api_key = getattr(error, "api_key", None)
+    if api_key is not None and is_authorization_error(kafka_error.code()):
+        return authorization_message(api_key, kafka_error.code(), context.get("topic"))
     return kafka_error_message(kafka_error.code(), kafka_error.name(), kafka_error.str(), **context)
 
 
@@ -95,6 +119,18 @@ def resolve_topics(snap: ClusterSnapshot, names: list[str], include_internal: bo
     return list(dict.fromkeys(out))
 
 
+def read_maybe_controller(session: Session, topics: list[str] | None = None) -> tuple[ClusterSnapshot, str | None]:
+    """A fresh read with the active controller when the principal may learn it (KRaft:
+    DescribeQuorum needs DESCRIBE on the cluster); when refused, the read without it and the
+    line saying why (the controller of such a snapshot is not to be shown)."""
+    try:
+        return session.conn.read(topics, controller=True), None
+    except KafkaCallError as exc:
+        if not is_authorization_error(exc.code):
+            raise
+        return session.conn.read(topics), f"The active controller is not shown: {exc}."
+
+
 def require_topic(session: Session, name: str, snap: ClusterSnapshot | None = None) -> TopicInfo:
     """The topic `name` as the cluster has it now (from `snap`, a read this command made, or
     from a fresh read of that one topic); a clear error when it does not exist."""
@@ -102,6 +138,8 @@ def require_topic(session: Session, name: str, snap: ClusterSnapshot | None = No
         check_topic_name(name)  # before anything is sent
         snap = session.conn.read([name])
     topic = snap.topics.get(name)
+    if name in snap.unauthorized:  # Metadata refused it: whether it exists is not ours to know
+        raise response_error(ApiKey.METADATA, Error.topic_authorization_failed, topic=name)
     if topic is None:
         check_topic_name(name)
         raise KafkaCallError(f'Topic "{name}" does not exist (check the name with list-topics).',
@@ -158,7 +196,8 @@ def alter_configs(session: Session, entity_type: str, names: list[str], changes:
         label = entity_label(entity_type, name)
         if r.get("error_code"):
             context = {"entity": label, **({"topic": name} if entity_type == "topics" else {})}
-            errors.append(kafka_error_message(r["error_code"], "", r.get("error_message") or "", **context))
+            errors.append(error_line(ApiKey.INCREMENTAL_ALTER_CONFIGS, r["error_code"], r.get("error_message"),
+                                     **context))
         else:
             messages.append(f"{'Validated' if dry_run else 'Completed'} updating config for {label}"
                             + (" (dry run)." if dry_run else "."))
@@ -179,8 +218,8 @@ def read_preferred_controller(session: Session) -> int | None:
     answer = session.conn.controller_request(ApiKey.DESCRIBE_CONFIGS, body)
     for r in answer.get("results", []):
         if r.get("error_code"):
-            raise KafkaCallError(kafka_error_message(r["error_code"], "", r.get("error_message") or "",
-                                                     entity="the cluster-wide broker configs"))
+            raise response_error(ApiKey.DESCRIBE_CONFIGS, r["error_code"], r.get("error_message"),
+                                 entity="the cluster-wide broker configs")
         for c in r.get("configs", []):
             if c["name"] == PREFERRED_CONTROLLER_KEY and c.get("value") not in (None, "", "-1"):
                 return int(c["value"])
@@ -195,8 +234,7 @@ def ongoing(session: Session) -> dict[Key, dict]:
     answer = session.conn.controller_request(ApiKey.LIST_PARTITION_REASSIGNMENTS,
                                              {"topics": None, "timeout_ms": REASSIGNMENT_TIMEOUT_MS})
     if answer.get("error_code"):
-        raise KafkaCallError(kafka_error_message(answer["error_code"], "", answer.get("error_message") or ""),
-                             code=answer["error_code"])
+        raise response_error(ApiKey.LIST_PARTITION_REASSIGNMENTS, answer["error_code"], answer.get("error_message"))
     return {(t["name"], p["partition_index"]): {"replicas": p["replicas"], "adding": p["adding_replicas"],
                                                 "removing": p["removing_replicas"]}
             for t in answer.get("topics", []) for p in t["partitions"]}
@@ -218,8 +256,8 @@ def alter_reassignments(session: Session, moves: Mapping[Key, list[int] | None])
     for t in answer.get("responses", []):
         for p in t["partitions"]:
             if p["error_code"]:
-                errors.append(f"{t['name']}-{p['partition_index']}: " + kafka_error_message(
-                    p["error_code"], "", p.get("error_message") or "", topic=t["name"],
+                errors.append(f"{t['name']}-{p['partition_index']}: " + error_line(
+                    ApiKey.ALTER_PARTITION_REASSIGNMENTS, p["error_code"], p.get("error_message"), topic=t["name"],
                     entity=f"{t['name']}-{p['partition_index']}"))
     return errors
 
@@ -277,18 +315,36 @@ def elect_partitions(session: Session, entries: list[Entry], kind: int, timeout_
             ApiKey.ELECT_LEADERS, election_body(batch, kind, timeout_ms),
             version=3 if kind == ElectionType.DESIGNATED else None, mutation=True)
         top = answer.get("error_code", 0)
-        for t in answer.get("replica_election_results", []):
-            for r in t["partition_result"]:
-                code = r["error_code"] or top
-                why = "" if code in (0, Error.election_not_needed) else \
-                    election_reason(code, r.get("error_message"), t["topic"])
-                outcomes[(t["topic"], r["partition_id"])] = (code, why)
+        outcomes.update(election_outcomes(answer))
         for topic, partition, _ in batch:  # left out of the answer
             outcomes.setdefault((topic, partition), (top, election_reason(top, None, topic)) if top
                                 else (-1, "the controller did not answer for it: retry"))
         if on_batch is not None and not on_batch(n * MAX_PARTITIONS_PER_REQUEST) and n < len(batches):
             break
     debug(session, f"ElectLeaders: {len(batches)} request(s) sent for {len(entries)} partition(s)")
+    return outcomes
+
+
+def elect_all(session: Session, kind: int, timeout_ms: int) -> dict[Key, tuple[int, str]]:
+    """ElectLeaders for every partition of the cluster (a null partition list), as
+    kafka-leader-election --all-topic-partitions asks when no topic is visible to it: the
+    controller answers for the partitions it elected or refuses the request."""
+    debug(session, f"ElectLeaders request to the controller: every partition, {ElectionType(kind).name}")
+    answer = session.conn.controller_request(ApiKey.ELECT_LEADERS, {
+        "election_type": kind, "topic_partitions": None, "timeout": timeout_ms}, mutation=True)
+    return election_outcomes(answer)
+
+
+def election_outcomes(answer: dict) -> dict[Key, tuple[int, str]]:
+    """(topic, partition) -> (error code, reason) of an ElectLeaders answer."""
+    top = answer.get("error_code", 0)
+    outcomes: dict[Key, tuple[int, str]] = {}
+    for t in answer.get("replica_election_results", []):
+        for r in t["partition_result"]:
+            code = r["error_code"] or top
+            why = "" if code in (0, Error.election_not_needed) else \
+                election_reason(code, r.get("error_message"), t["topic"])
+            outcomes[(t["topic"], r["partition_id"])] = (code, why)
     return outcomes
 
 
@@ -305,7 +361,7 @@ def election_body(batch: list[Entry], kind: int, timeout_ms: int) -> dict:
 
 
 def election_reason(code: int, detail: str | None, topic: str) -> str:
-    return kafka_error_message(code, "", detail or "", topic=topic)
+    return error_line(ApiKey.ELECT_LEADERS, code, detail, topic=topic)
 
 
 def topic_min_isr(session: Session, names: list[str]) -> dict[str, int]:
@@ -323,8 +379,8 @@ def topic_min_isr(session: Session, names: list[str]) -> dict[str, int]:
     for r in answer.get("results", []):
         name = r.get("resource_name", "")
         if r.get("error_code"):
-            raise KafkaCallError(kafka_error_message(r["error_code"], "", r.get("error_message") or "",
-                                                     topic=name, entity=f'topic "{name}"'))
+            raise response_error(ApiKey.DESCRIBE_CONFIGS, r["error_code"], r.get("error_message"),
+                                 topic=name, entity=f'topic "{name}"')
         value = next((c.get("value") for c in r.get("configs", []) if c["name"] == "min.insync.replicas"), None)
         out[name] = int(value) if value else 1
     return out

@@ -22,7 +22,7 @@ from kafka_shell.render import FORMATS
 
 # Value completer kinds, resolved by the REPL completer against the metadata cache.
 COMPLETERS = ("topic", "broker", "group", "config_key", "config_value", "path", "cluster",
-              "entity_name", "api", "error")
+              "entity_name", "api", "error", "principal", "acl_resource")
 
 
 # Kafka's integer field widths: an option's value must fit the field it is sent in.

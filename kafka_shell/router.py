@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from kafka_shell.client_config import parse_bootstrap
 from kafka_shell.channel import Channel, ConnectionLost, ConnectionRefused, MalformedAnswer
+from kafka_shell.acl import authorization_message, is_authorization_error
 from kafka_shell.codes import ApiKey, Error, ResourceType
 from kafka_shell.errors import ClusterUnreachable, KafkaCallError
 from kafka_shell.metadata import KRAFT, NO_CONTROLLER, ZOOKEEPER, BrokerInfo, ControllerInfo
@@ -194,6 +195,9 @@ class Router:
             self.from_any_broker(ask, deadline)
         part = answer["topics"][0]["partitions"][0] if answer.get("topics") else {}
         code = answer.get("error_code") or part.get("error_code", Error.unknown_server_error)
+        if is_authorization_error(code):
+            raise KafkaCallError(authorization_message(ApiKey.DESCRIBE_QUORUM, code, purpose=
+                                 "to find the active controller (DescribeQuorum)"), code=code)
         if code:
             from kafka_shell.errors import kafka_error_message
             message = answer.get("error_message") or part.get("error_message") or ""

@@ -21,6 +21,7 @@ from kafka_shell.registry import load_commands
 from kafka_shell.render import Result, Table, View, human_bytes, human_ms, human_time, output_text, render, snake_case
 from kafka_shell.runner import run_line
 from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.session import Session, Target
 from tests.output import json_rows, json_tables
 from tests.test_oneshot import run, shell
@@ -237,16 +238,25 @@ TABLE_LINES: dict[str, list[str]] = {
     "delete-records": ["delete-records --topic t --partition 0 --before-offset 0 --yes"],
     "produce": ["produce --topic t v1 v2"],
     "consume": ["consume --topic t --from-beginning --max-messages 1 --timeout 5"],
+    "describe-user-scram-credentials": ["describe-user-scram-credentials"],
+    "describe-client-quotas": ["describe-client-quotas"],
+}
+# ACL commands answer SECURITY_DISABLED without an authorizer: their lines run on a sandbox with one.
+ACL_LINES: dict[str, list[str]] = {
+    "create-acls": ["create-acls --allow-principal User:a --operation Read --topic t"],
+    "describe-acls": ["describe-acls", "describe-acls --topic t"],
+    "delete-acls": ["delete-acls --allow-principal User:a --operation Read --topic t --dry-run"],
 }
 # Commands that only say what they did (status lines, help text): no tables to shape.
-MESSAGE_ONLY = {"add-cluster", "alter-configs", "alter-topic", "clear", "create-topic", "delete-group", "delete-topic", "exit",
+MESSAGE_ONLY = {"add-cluster", "alter-client-quotas", "alter-user-scram-credentials",
+                "alter-configs", "alter-topic", "clear", "create-topic", "delete-group", "delete-topic", "exit",
                 "expanded", "help", "output", "pager", "refresh", "topic", "use-cluster"}
 CASES = [(name, line) for name, lines in TABLE_LINES.items() for line in lines]
 
 
 def test_every_command_is_classified():
     """A new command lands in TABLE_LINES (and so in the shape test) or says why not."""
-    assert set(load_commands().commands) == set(TABLE_LINES) | MESSAGE_ONLY
+    assert set(load_commands().commands) == set(TABLE_LINES) | set(ACL_LINES) | MESSAGE_ONLY
 
 
 def _outputs(sandbox, line: str, tmp_path: Path) -> dict[str, str]:
@@ -272,7 +282,24 @@ def test_every_table_command_has_one_json_shape_and_loads_as_jsonl_and_csv(sandb
         # Something to read, and a group "shape" with committed offsets and no members.
         _outputs(sandbox, "produce --topic t v", tmp_path)
         _outputs(sandbox, "consume --topic t --from-beginning --group shape --max-messages 1 --timeout 5", tmp_path)
-    out = _outputs(sandbox, line, tmp_path)
+    _check_shapes(_outputs(sandbox, line, tmp_path))
+
+
+ACL_CASES = [line for lines in ACL_LINES.values() for line in lines]
+
+
+@pytest.fixture(scope="module")
+def acl_sandbox():
+    with Sandbox(brokers=1, authorizer=True, super_users=["User:ANONYMOUS"]) as sb:
+        yield sb
+
+
+@pytest.mark.parametrize("line", ACL_CASES)
+def test_acl_commands_have_one_json_shape(acl_sandbox, tmp_path, line):
+    _check_shapes(_outputs(acl_sandbox, line, tmp_path))
+
+
+def _check_shapes(out: dict[str, str]) -> None:
     tables = json_tables(out["json"])
     assert isinstance(json.loads(out["json"]), dict) and tables
     for key, rows in tables.items():

@@ -305,3 +305,25 @@ def test_lexer_marks_an_unknown_option_unlike_a_valid_one():
 def test_completion_goes_on_after_a_continued_line():
     assert suggest("describe-topic \\\n--topic or", REGISTRY).suggestions == (s.Topic(),)
     assert starts(complete("describe-topic \\\n--topic ord"), ["orders", "orders-dlq"])
+
+
+def test_acl_options_offer_principals_and_resources_seen():
+    from kafka_shell.acl import Seen
+    registry = Registry()
+    registry.add(Command("describe-acls", _noop, (
+        Option("--topic", repeatable=True, completer="acl_resource"),
+        Option("--group", repeatable=True, completer="acl_resource"),
+        Option("--principal", completer="principal")), help="List ACLs."))
+    assert suggest("describe-acls --principal Us", registry).suggestions == (s.Principal(),)
+    assert suggest("describe-acls --topic x", registry).suggestions == (s.AclResource("topic"),)
+    seen = Seen()
+    seen.remember([["TOPIC", "pay-", "PREFIXED", "User:app", "*", "READ", "ALLOW"],
+                   ["GROUP", "billing-", "PREFIXED", "User:alice", "*", "READ", "ALLOW"]])
+    completer = KafkaCompleter(registry, make_snapshot(), acls=seen)
+
+    def texts(line: str) -> list[str]:
+        return [c.text for c in completer.get_completions(Document(line), None)]
+
+    assert texts("describe-acls --principal User:a") == ["User:alice", "User:app"]
+    assert texts("describe-acls --topic pay") == ["pay-", "payments"]     # seen in ACLs, and the cluster's
+    assert texts("describe-acls --group billing") == ["billing", "billing-", "billing-audit"]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
-from kafka_shell import config_keys
+from kafka_shell import acl, config_keys
 from kafka_shell.metadata import EMPTY, ClusterSnapshot
 from kafka_shell.registry import Registry
 from kafka_shell.repl import fuzzy
@@ -40,8 +40,9 @@ def matching(items: Sequence[str], typed: str) -> list[str]:
 class KafkaCompleter(Completer):
     def __init__(self, registry: Registry, snapshot: ClusterSnapshot = EMPTY,
                  clusters: Iterable[str] = (), overrides: Overrides | None = None,
-                 context_topic: Callable[[], str | None] = lambda: None):
+                 context_topic: Callable[[], str | None] = lambda: None, acls: acl.Seen = acl.SEEN):
         self.registry = registry
+        self.acls = acls                       # principals and resources ACL listings named
         self.snapshot = snapshot
         self.clusters = sorted(clusters)       # named clusters (clusters.json), read once
         self.topics = fuzzy.FuzzyIndex(snapshot.topics)
@@ -98,6 +99,12 @@ class KafkaCompleter(Completer):
                 yield from _matched(_api_names(), prefix, "API")
             case s.ErrorName():
                 yield from _matched(_error_names(), prefix, "error")
+            case s.Principal():
+                yield from _matched(sorted(self.acls.principals), prefix, "principal")
+            case s.AclResource(kind):
+                known = (self.snapshot.topic_names() if kind == "topic" else sorted(self.snapshot.groups)
+                         if kind == "group" else [])
+                yield from _matched(sorted(set(known) | self.acls.names(kind)), prefix, kind.replace("_", " "))
 
     def _overrides(self, entity: str, name: str | None) -> list[str] | None:
         """The keys the entity overrides (what --delete-config can remove), sorted; None when

@@ -82,6 +82,18 @@ class ErrorName:
 
 
 @dataclass(frozen=True)
+class Principal:
+    """A Kafka principal seen in ACLs this session listed (describe-acls)."""
+
+
+@dataclass(frozen=True)
+class AclResource:
+    """A resource name for an ACL: seen in ACLs this session listed, or (topics, groups) known
+    to the cluster. `kind` is the option's dest: topic, group or transactional_id."""
+    kind: str
+
+
+@dataclass(frozen=True)
 class Context:
     """What to complete at the cursor: `prefix` is the typed part (unquoted) that candidates must
     start with; `replace` the number of characters before the cursor a completion replaces;
@@ -270,7 +282,7 @@ class _State:
 
 
 _SIMPLE = {"topic": Topic(), "broker": Broker(), "group": Group(), "path": Path(),
-           "cluster": Cluster(), "api": Api(), "error": ErrorName()}
+           "cluster": Cluster(), "api": Api(), "error": ErrorName(), "principal": Principal()}
 _LISTED: dict[str, type[Topic | Broker | Group]] = {"topic": Topic, "broker": Broker, "group": Group}
 _ENTITY_NAMES = {"topics": Topic(), "topic": Topic(), "brokers": Broker(), "broker": Broker(),
                  "groups": Group(), "group": Group()}
@@ -287,6 +299,8 @@ def _value(state: _State, opt: Option, ctx: Context) -> Context:
         return _next_item(ctx, _LISTED[kind])
     if kind in _SIMPLE:
         return _with(ctx, _SIMPLE[kind])
+    if kind == "acl_resource":
+        return _with(ctx, AclResource(opt.dest))
     if kind == "entity_name":
         found = _ENTITY_NAMES.get(state.values.get("--entity-type", "").lower())
         return _with(ctx, found) if found else Context(())

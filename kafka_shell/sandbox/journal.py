@@ -7,7 +7,8 @@ thread, so the brokers keep serving meanwhile.
 
 What is journaled is the effect, not the request, found when a write starts:
 - `cluster`: cluster id, mode, the active controller and its epoch, cluster configs, brokers,
-  KRaft controllers and the control endpoint's port, when they changed (a controller killed,
+  KRaft controllers, the control endpoint's port and the security state (ACLs, SCRAM
+  credentials, client quotas), when they changed (a controller killed,
   stopped or started, a preferred controller designated: whatever moves the active one);
 - `topic`: a topic's configs and every partition's replication state (no batches), for each
   topic that differs from what the journal last held (checked when `Cluster.generation` moved);
@@ -43,7 +44,7 @@ from typing import BinaryIO
 from crc32c import crc32c
 
 from kafka_shell.protocol import ProtocolError
-from kafka_shell.sandbox import persist
+from kafka_shell.sandbox import persist, security_state
 from kafka_shell.sandbox.model import Batch, Cluster, Partition, Topic
 
 log = logging.getLogger("kafka_shell.sandbox")
@@ -144,6 +145,7 @@ def _apply(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict, 
         saved = persist.cluster_from_meta(check, record)
         for name in persist.CLUSTER_FIELDS:
             setattr(cluster, name, getattr(saved, name))
+        security_state.copy(saved, cluster)
     elif kind == TOPIC:
         t = persist.topic_from_meta(check, record, "topic record", cluster, with_batches=False)
         old = cluster.topic_by_id(t.id)

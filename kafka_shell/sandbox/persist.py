@@ -6,7 +6,8 @@ port, configs), the control endpoint's port, cluster-wide configs, brokers (id, 
 rack, configs), topics with their configs and partitions (replicas, leader, epochs, ISR, ELR,
 log end offsets, high watermark) and the record batches, base64-encoded, up to
 RECORD_BYTES_PER_PARTITION per partition: older batches past that are dropped and the log start
-offset moves past them, as retention would. Brokers and controllers come back alive; state kept
+offset moves past them, as retention would, and the security state (ACLs, SCRAM credentials,
+client quotas: `security_state.py`). Brokers and controllers come back alive; other state kept
 by other modules in `Cluster.extras` (groups, the replication rate, finalized features) is not
 saved. `journal` names the first journal file to replay on top (see `journal.py`, which keeps
 the changes made since the file was written). Format 1 (before the KRaft mode: no mode, no
@@ -29,6 +30,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from kafka_shell.sandbox import security_state
 from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Batch, Broker, Cluster, Controller, Partition, Topic
 
 STATE_FILE = "sandbox-state.json"
@@ -58,6 +60,7 @@ def cluster_meta(cluster: Cluster) -> dict:
         "controllers": [{"id": c.id, "host": c.host, "port": c.port, "configs": dict(c.configs)}
                         for c in cluster.controllers.values()],
         "control_port": cluster.control_port,
+        "security": security_state.snapshot(cluster),
     }
 
 
@@ -260,11 +263,13 @@ def cluster_from_meta(check: Checker, state: dict) -> Cluster:
     if control_port is not None:
         control_port = check.integer(control_port, "control_port", low=0, high=65535)
     _check_ports_differ(check, brokers, controllers, control_port)
-    return Cluster(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers=brokers,
-                   controller_id=controller,
-                   controller_epoch=check.integer(state.get("controller_epoch"), "controller_epoch", low=0),
-                   cluster_configs=check.str_map(state.get("cluster_configs"), "cluster_configs"),
-                   mode=mode, controllers=controllers, control_port=control_port)
+    cluster = Cluster(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers=brokers,
+                      controller_id=controller,
+                      controller_epoch=check.integer(state.get("controller_epoch"), "controller_epoch", low=0),
+                      cluster_configs=check.str_map(state.get("cluster_configs"), "cluster_configs"),
+                      mode=mode, controllers=controllers, control_port=control_port)
+    security_state.restore(cluster, state.get("security"), check)
+    return cluster
 
 
 def _check_ports_differ(check: Checker, brokers: dict[int, Broker], controllers: dict[int, Controller],

@@ -31,6 +31,9 @@ from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
 from kafka_shell.sandbox import configs, control, handlers, identity, journal, persist, replication, security, tls
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
+from kafka_shell.acl import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
+from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME, AclBinding, Authorizer, acl_store, binding_problem
+from kafka_shell.codes import AclOperation, AclResourceType
 from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Broker, Cluster, Controller
 
 log = logging.getLogger("kafka_shell.sandbox")
@@ -38,20 +41,23 @@ log = logging.getLogger("kafka_shell.sandbox")
 API_VERSIONS_KEY = ApiKey.API_VERSIONS
 CONTROLLER_ID_BASE = 100
 # What a KRaft controller listener serves to clients (Kafka's ControllerApis, without the
-# quorum's and brokers' own RPCs and the APIs the sandbox lacks: ACLs, quotas, SCRAM, tokens).
+# quorum's and brokers' own RPCs and the APIs the sandbox lacks: delegation tokens).
 # (zk-mode brokers serve UnregisterBroker and UpdateFeatures too, on the controller broker.)
 CONTROLLER_LISTENER_APIS = frozenset({
     ApiKey.API_VERSIONS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
     ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
     ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
-    ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER, ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES})
+    ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER, ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES,
+    ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CLIENT_QUOTAS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS})
 # What a KRaft broker forwards to the active controller (KafkaApis' maybeForwardToController,
 # forwardToControllerOrFail and the config APIs' forwarding).
 FORWARDED_APIS = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ELECT_LEADERS,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
     ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_QUORUM,
-    ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES})
+    ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
+    ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS})
 # What a ZooKeeper-mode broker lacks of the KRaft broker's APIs (how clients tell them apart).
 ZK_BROKER_LACKS = frozenset({ApiKey.DESCRIBE_QUORUM})
 # Kafka's forwarding channel gives up after 60 s (BrokerServer's retryTimeoutMs) with
@@ -82,10 +88,31 @@ class RequestContext:
     principal: str = ANONYMOUS
     # The listener it came in on: Metadata and the like advertise that listener's endpoints.
     listener: str = PLAINTEXT
+    client_host: str = "127.0.0.1"   # the client's address, which ACL hosts match
 
     @property
     def cluster(self) -> Cluster:
         return self.sandbox.cluster
+
+    def authorize(self, op: AclOperation, resource_type: AclResourceType, name: str = CLUSTER_NAME) -> bool:
+        """Whether the authorizer (if any) lets this request's principal do `op` on the resource."""
+        auth = self.sandbox.authorizer
+        return auth is None or auth.authorize(self.cluster, self.principal, self.client_host, op,
+                                              resource_type, name)
+
+    def authorized_operations(self, asked: bool, resource_type: AclResourceType, name: str = CLUSTER_NAME) -> int:
+        """An `*_authorized_operations` field: when `asked`, the bit field of the operations allowed
+        on the resource, of those its type has (all of them without an authorizer, as Kafka
+        answers); else Kafka's "not requested" value."""
+        if not asked:
+            return OPERATIONS_NOT_REQUESTED
+        allowed = [op for op in SUPPORTED_OPERATIONS[resource_type] if self.authorize(op, resource_type, name)]
+        return sum(1 << op for op in allowed)
+
+    def permits(self, resource_type: AclResourceType, name: str = CLUSTER_NAME) -> bool:
+        """`authorize` with the operation this request's API needs on that resource type
+        (authorizer.API_NEEDS)."""
+        return self.authorize(API_NEEDS[self.api_key][resource_type], resource_type, name)
 
     @property
     def on_controller_listener(self) -> bool:
@@ -283,7 +310,7 @@ class _Connection(asyncio.Protocol):
                         response, self.closing = answer.response, answer.close
                     else:
                         response = await self.server.sandbox.dispatch(self.server.broker, body, self.principal,
-                                                                      self.server.listener)
+                                                                      self.server.listener, self.ip)
                 finally:
                     self._release(self.serving)
                     self.serving = 0
@@ -511,7 +538,9 @@ class Sandbox:
                  sasl_mechanisms: list[str] | None = None, users: dict[str, str] | None = None,
                  tls_dir: str | None = None, reauth_ms: int | None = None, ssl_client_auth: str = "none",
                  oauth_jwks: dict | str | None = None, oauth_options: dict[str, str] | None = None,
-                 kerberos_keytab: str | None = None, kerberos_principal: str | None = None):
+                 kerberos_keytab: str | None = None, kerberos_principal: str | None = None,
+                 authorizer: bool = False, super_users: list[str] | None = None,
+                 allow_everyone_if_no_acl_found: bool = False):
         """`brokers` (default 3). `mode`: "kraft" (the default: `controllers` voters of their own,
         default 1, with ids 100, 101..., see `controller_id_base`) or "zk" (the controller is a
         broker). Ports: free ones, or from `port_base`: brokers first, then controllers, then the
@@ -526,7 +555,9 @@ class Sandbox:
         SCRAM-SHA-256, SCRAM-SHA-512); `users` name -> password for PLAIN and SCRAM; `tls_dir` where
         the CA (`ca.pem`, for clients) and broker certificate are kept or made (default a new
         temporary directory); `ssl_client_auth` (none, requested, required) for the SSL listener;
-        `reauth_ms`: connections.max.reauth.ms (KIP-368)."""
+        `reauth_ms`: connections.max.reauth.ms (KIP-368). `authorizer`: check ACLs as Kafka's
+        StandardAuthorizer does, `super_users` ("User:admin") bypassing them
+        (`allow_everyone_if_no_acl_found`: a resource without ACLs is open)."""
         self.listeners = list(listeners or [PLAINTEXT])
         unknown = [n for n in self.listeners if n not in LISTENERS]
         if unknown or not self.listeners or len(set(self.listeners)) != len(self.listeners):
@@ -608,6 +639,7 @@ class Sandbox:
         for user, password in (users or {}).items():
             security.add_user(self, user, password)
         self.handlers = handlers.load()
+        self.authorizer = Authorizer(super_users, allow_everyone_if_no_acl_found) if authorizer else None
         self._servers = {i: _BrokerServer(self, b, self.listeners[0]) for i, b in self.cluster.brokers.items()}
         self._listener_servers = {i: self._extra_listeners(b, port_base) for i, b in self.cluster.brokers.items()}
         self._controller_servers = {i: _BrokerServer(self, c) for i, c in self.cluster.controllers.items()}
@@ -989,6 +1021,20 @@ class Sandbox:
             self.handlers = served
         self.call(go)
 
+    def add_acls(self, *bindings: AclBinding) -> None:
+        """Create ACL bindings directly (as a super user would with CreateAcls): how a test or an
+        operator grants the first permissions when no principal can yet."""
+        def go() -> None:
+            store = acl_store(self.cluster)
+            for b in bindings:
+                problem = binding_problem(b)
+                if problem:
+                    raise ValueError(problem)
+                if b not in store:
+                    store.append(b)
+            self.cluster.changed()
+        self.call(go)
+
     def delay(self, broker_id: int, ms: int) -> None:
         """Make a broker (or a controller) answer every request `ms` later."""
         self._check_node(broker_id)
@@ -1072,7 +1118,7 @@ class Sandbox:
         return {k: a for k, a in self.handlers.items() if self._serves(node, k)}
 
     async def dispatch(self, broker: Node, body: bytes, principal: str = ANONYMOUS,
-                       listener: str = PLAINTEXT) -> bytes | None:
+                       listener: str = PLAINTEXT, client_host: str = "127.0.0.1") -> bytes | None:
         api_key, version, correlation_id = protocol.peek_header(body)
         if api_key == control.SANDBOX_CONTROL_KEY and self._control_server is not None:
             return await control.serve(self, body, correlation_id)
@@ -1092,7 +1138,7 @@ class Sandbox:
         if broker.delay_ms:
             await asyncio.sleep(broker.delay_ms / 1000)
         ctx = RequestContext(self, broker, header, request, api_key, version, principal=principal,
-                             listener=listener)
+                             listener=listener, client_host=client_host)
         if self.cluster.kraft and isinstance(broker, Broker) and api_key in FORWARDED_APIS:
             ctx.forwarded = await self._await_controller(request)
         result = api.handler(ctx)

@@ -5,13 +5,12 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
-from kafka_shell.codes import ApiKey, EndpointType
+from kafka_shell.codes import AclOperation, AclResourceType, ApiKey, EndpointType
 from kafka_shell.sandbox import admin
 from kafka_shell.sandbox.admin import AdminError
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.core import partition_metadata
 
-NO_AUTHORIZED_OPERATIONS = -2147483648
 # Kafka's max.request.partition.size.limit default: the most partitions one answer holds.
 MAX_PARTITIONS_PER_ANSWER = 2000
 
@@ -28,7 +27,11 @@ def describe_cluster(ctx) -> dict:
     wanted = getattr(req, "endpoint_type", EndpointType.BROKER)
     answer = {"error_code": 0, "error_message": None, "endpoint_type": served,
               "cluster_id": cluster.cluster_id, "controller_id": -1,
-              "brokers": [], "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS}
+              "brokers": [], "cluster_authorized_operations": ctx.authorized_operations(
+                  getattr(req, "include_cluster_authorized_operations", False), AclResourceType.CLUSTER)}
+    if ctx.on_controller_listener and not ctx.authorize(AclOperation.ALTER, AclResourceType.CLUSTER):
+        # ControllerApis asks ALTER on the cluster here (a broker asks nothing).
+        return {**answer, "cluster_id": "", "error_code": ErrorCode.cluster_authorization_failed}
     if wanted not in tuple(EndpointType):
         code = ErrorCode.invalid_request if ctx.version == 0 else ErrorCode.unsupported_endpoint_type
         return {**answer, "endpoint_type": EndpointType.BROKER, "cluster_id": "", "error_code": code,
@@ -77,6 +80,11 @@ def describe_topic_partitions(ctx) -> dict:
             # Every partition of the previous topic fitted: continue at this topic's start.
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
+        if not ctx.permits(AclResourceType.TOPIC, name):  # named: refused; listed: left out
+            if requested:
+                topics.append({"error_code": ErrorCode.topic_authorization_failed, "name": name,
+                               "topic_id": protocol.ZERO_UUID, "partitions": []})
+            continue
         topic = cluster.topics.get(name)
         if topic is None:
             if requested:  # listing all topics never names a missing one

@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import admin, configs, replication
 from kafka_shell.sandbox.admin import AdminError
-from kafka_shell.codes import ApiKey
+from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 TOPIC = 2
@@ -31,6 +31,15 @@ def _broker_id(name: str) -> int:
         return int(name)
     except ValueError:
         raise AdminError(ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}") from None
+
+
+def _check_authorized(ctx, resource_type: int, name: str) -> None:
+    """What the API needs (authorizer.API_NEEDS): DESCRIBE_CONFIGS or ALTER_CONFIGS on the topic,
+    or on the cluster for broker resources. Asked before whether the resource exists."""
+    if resource_type == TOPIC and not ctx.permits(AclResourceType.TOPIC, name):
+        raise AdminError(ErrorCode.topic_authorization_failed, None)
+    if resource_type == BROKER and not ctx.permits(AclResourceType.CLUSTER):
+        raise AdminError(ErrorCode.cluster_authorization_failed, None)
 
 
 def _unsupported(resource_type: int) -> AdminError:
@@ -67,6 +76,7 @@ def describe_configs(ctx) -> dict:
 
 def _describe(ctx, resource_type: int, name: str) -> list[dict]:
     cluster = ctx.cluster
+    _check_authorized(ctx, resource_type, name)
     if resource_type == TOPIC:
         admin.check_topic_name(name)
         topic = cluster.topics.get(name)
@@ -152,6 +162,7 @@ def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
         # KRaft: the active controller changes configs (brokers forward to it); a standby voter
         # answers NOT_CONTROLLER. In zk mode every broker writes configs itself.
         raise AdminError(ErrorCode.not_controller, "This is not the correct controller for this cluster.")
+    _check_authorized(ctx, r.resource_type, r.resource_name)
     duplicates = [k for k, n in Counter(c.name for c in r.configs).items() if n > 1]
     if duplicates:
         raise AdminError(ErrorCode.invalid_request, "Error due to duplicate config keys")

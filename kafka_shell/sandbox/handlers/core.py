@@ -5,8 +5,9 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
+from kafka_shell.acl import OPERATIONS_NOT_REQUESTED
 from kafka_shell.sandbox import admin
-from kafka_shell.codes import ApiKey
+from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api, features
 from kafka_shell.sandbox.model import Topic
 
@@ -49,7 +50,7 @@ def topic_metadata(cluster, t, partitions: object = None) -> dict:
     return {
         "error_code": 0, "name": t.name, "topic_id": t.id, "is_internal": t.internal,
         "partitions": [partition_metadata(cluster, p) for p in t.partitions] if partitions is None else partitions,
-        "topic_authorized_operations": -2147483648,
+        "topic_authorized_operations": OPERATIONS_NOT_REQUESTED,
     }
 
 
@@ -135,11 +136,22 @@ def _encoded(ctx) -> EncodedTopics:
 
 
 def _all_topics(ctx) -> object:
-    """The topics of a full-metadata answer (see `EncodedTopics`). An injected Metadata failure
-    needs the topics as data (the error goes on each of them)."""
-    if ctx.api_key in ctx.broker.failures:
-        return [topic_metadata(ctx.cluster, t) for t in ctx.cluster.topics.values()]
-    return _encoded(ctx).get(ctx.cluster)
+    """The topics of a full-metadata answer (see `EncodedTopics`): those the principal may
+    describe (Kafka leaves the others out). An injected Metadata failure needs the topics as
+    data (the error goes on each of them)."""
+    visible = [t for t in ctx.cluster.topics.values() if ctx.permits(AclResourceType.TOPIC, t.name)]
+    if ctx.api_key in ctx.broker.failures or getattr(ctx.request, "include_topic_authorized_operations", False):
+        return [_with_operations(ctx, topic_metadata(ctx.cluster, t)) for t in visible]
+    encoded = _encoded(ctx)
+    if len(visible) == len(ctx.cluster.topics):
+        return encoded.get(ctx.cluster)
+    return protocol.encode_array(encoded.response_cls, "topics", [encoded.topic(ctx.cluster, t) for t in visible])
+
+
+def _may_create(ctx, name: str) -> bool:
+    """Auto-creation needs CREATE on the cluster or on the topic (KafkaApis.handleTopicMetadataRequest)."""
+    return ctx.authorize(AclOperation.CREATE, AclResourceType.CLUSTER) or \
+        ctx.authorize(AclOperation.CREATE, AclResourceType.TOPIC, name)
 
 
 @api(ApiKey.METADATA)
@@ -156,7 +168,11 @@ def metadata(ctx) -> dict:
             topic_id = getattr(rt, "topic_id", None)
             t = cluster.topics.get(name) if name else cluster.topic_by_id(topic_id)
             code: int = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
-            if t is None and name and getattr(req, "allow_auto_topic_creation", True):
+            if (name or t) and not ctx.permits(AclResourceType.TOPIC, name or t.name):
+                t, code = None, ErrorCode.topic_authorization_failed  # whether it exists or not
+            elif t is None and name and getattr(req, "allow_auto_topic_creation", True) and not _may_create(ctx, name):
+                code = ErrorCode.topic_authorization_failed
+            elif t is None and name and getattr(req, "allow_auto_topic_creation", True):
                 if not cluster.controller_available:
                     code = ErrorCode.leader_not_available  # creation waits for a KRaft controller
                 else:
@@ -169,8 +185,10 @@ def metadata(ctx) -> dict:
                               "partitions": []})
             else:
                 found.append(t)
-        if ctx.api_key in ctx.broker.failures:  # an injected error goes on each topic: data, not bytes
-            topics = [topic_metadata(cluster, t) if not isinstance(t, dict) else t for t in found]
+        if ctx.api_key in ctx.broker.failures or getattr(req, "include_topic_authorized_operations", False):
+            # As data: an injected error goes on each topic; asked-for operations are per principal.
+            topics = [_with_operations(ctx, topic_metadata(cluster, t)) if not isinstance(t, dict) else t
+                      for t in found]
         else:
             encoded = _encoded(ctx)
             topics = protocol.encode_array(encoded.response_cls, "topics", [
@@ -182,5 +200,13 @@ def metadata(ctx) -> dict:
         "cluster_id": cluster.cluster_id,
         "controller_id": ctx.advertised_controller_id(),
         "topics": topics,
-        "cluster_authorized_operations": -2147483648,
+        "cluster_authorized_operations": ctx.authorized_operations(
+            getattr(req, "include_cluster_authorized_operations", False), AclResourceType.CLUSTER),
     }
+
+
+def _with_operations(ctx, answer: dict) -> dict:
+    """A topic's answer with its authorized operations, when the request asked for them."""
+    answer["topic_authorized_operations"] = ctx.authorized_operations(
+        getattr(ctx.request, "include_topic_authorized_operations", False), AclResourceType.TOPIC, answer["name"])
+    return answer

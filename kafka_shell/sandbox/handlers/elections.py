@@ -12,7 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol_ext import DESIGNATED_ELECTION, MAX_PARTITIONS_PER_REQUEST
 from kafka_shell.sandbox import replication
-from kafka_shell.codes import ApiKey
+from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 PREFERRED, UNCLEAN = 0, 1
@@ -66,7 +66,9 @@ def elect_leaders(ctx) -> dict:
     kind = _kind(ctx)
     valid_kind = kind in (PREFERRED, UNCLEAN) or (kind == DESIGNATED_ELECTION and ctx.version >= 3)
     top_error = ErrorCode.none
-    if not ctx.is_controller:
+    if not ctx.permits(AclResourceType.CLUSTER):
+        top_error = ErrorCode.cluster_authorization_failed  # on every partition named too
+    elif not ctx.is_controller:
         top_error = ErrorCode.not_controller
     elif not valid_kind or (kind == DESIGNATED_ELECTION and req.topic_partitions is None):
         top_error = ErrorCode.invalid_request

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import ApiKey
+from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 METADATA_VERSION = "metadata.version"
@@ -78,7 +78,9 @@ def update_features(ctx) -> dict:
     req = ctx.request
     names = [u.feature for u in req.feature_updates]
     error, message = ErrorCode.none, None
-    if not ctx.is_controller:
+    if not ctx.permits(AclResourceType.CLUSTER):
+        error = ErrorCode.cluster_authorization_failed
+    elif not ctx.is_controller:
         error, message = ErrorCode.not_controller, "This is not the correct controller for this cluster."
     elif len(set(names)) != len(names):
         error, message = ErrorCode.invalid_request, "Duplicate feature in the request."

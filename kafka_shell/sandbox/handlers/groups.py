@@ -13,9 +13,9 @@ from kio.schema.errors import ErrorCode
 from kafka_shell import protocol
 from kafka_shell.sandbox import groups as gc
 from kafka_shell.sandbox.model import Topic
-from kafka_shell.codes import ApiKey
+from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
-from kafka_shell.sandbox.handlers.records import find_topic, topic_keys
+from kafka_shell.sandbox.handlers.records import find_topic, topic_denied, topic_keys
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
@@ -27,6 +27,12 @@ def _coordinator(ctx) -> gc.Coordinator:
 def _not_coordinator(ctx, group_id: str) -> int:
     """NOT_COORDINATOR unless this broker leads the group's __consumer_offsets partition."""
     return 0 if gc.coordinator_of(ctx.cluster, group_id) == ctx.broker.id else ErrorCode.not_coordinator
+
+
+def _group_denied(ctx, group_id: str) -> int:
+    """GROUP_AUTHORIZATION_FAILED when the principal lacks what this API needs on the group
+    (authorizer.API_NEEDS), else 0. Kafka asks it before anything else about the group."""
+    return 0 if ctx.permits(AclResourceType.GROUP, group_id) else ErrorCode.group_authorization_failed
 
 
 def _client_host(ctx) -> str:
@@ -50,6 +56,10 @@ def find_coordinator(ctx) -> dict:
 
 def _find(ctx, key: str, key_type: int) -> dict:
     missing = {"key": key, "node_id": -1, "host": "", "port": -1}
+    if key_type == TRANSACTION_KEY and not ctx.permits(AclResourceType.TRANSACTIONAL_ID, key):
+        return {**missing, "error_code": ErrorCode.transactional_id_authorization_failed}
+    if key_type == GROUP_KEY and (denied := _group_denied(ctx, key)):
+        return {**missing, "error_code": denied}
     if key_type == TRANSACTION_KEY:
         return {**missing, "error_code": ErrorCode.coordinator_not_available,
                 "error_message": "the sandbox has no transaction coordinator"}
@@ -74,7 +84,7 @@ async def join_group(ctx) -> dict:
     # Fields older versions lack: v0 has no rebalance timeout (the session timeout serves).
     base = {"generation_id": -1, "leader": "", "members": [], "member_id": req.member_id,
             "protocol_name": None if ctx.version >= 7 else ""}
-    err = _not_coordinator(ctx, req.group_id)
+    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     if err:
         return {**base, "error_code": err}
     session_ms = int(req.session_timeout.total_seconds() * 1000)
@@ -91,7 +101,7 @@ async def join_group(ctx) -> dict:
 @api(ApiKey.SYNC_GROUP)
 async def sync_group(ctx) -> dict:
     req = ctx.request
-    err = _not_coordinator(ctx, req.group_id)
+    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     if err:
         return {"error_code": err, "assignment": b""}
     result = await _coordinator(ctx).sync(
@@ -103,7 +113,7 @@ async def sync_group(ctx) -> dict:
 @api(ApiKey.HEARTBEAT)
 def heartbeat(ctx) -> dict:
     req = ctx.request
-    err = _not_coordinator(ctx, req.group_id) or \
+    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id) or \
         _coordinator(ctx).heartbeat(req.group_id, req.member_id, req.generation_id)
     return {"error_code": err}
 
@@ -115,7 +125,7 @@ def leave_group(ctx) -> dict:
         leaving = [(m.member_id, m.group_instance_id) for m in req.members]
     else:
         leaving = [(req.member_id, None)]
-    err = _not_coordinator(ctx, req.group_id)
+    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     if err:
         return {"error_code": err, "members": []}
     codes = _coordinator(ctx).leave(req.group_id, [member_id for member_id, _ in leaving])
@@ -132,13 +142,15 @@ def leave_group(ctx) -> dict:
 def offset_commit(ctx) -> dict:
     req = ctx.request
     coord = _coordinator(ctx)
-    group, err = None, _not_coordinator(ctx, req.group_id)
+    group, err = None, _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     if not err:
         group, err = coord.commit_error(req.group_id, req.member_id, req.generation_id_or_member_epoch)
     topics = []
     for rt in req.topics:
         name, topic_id = getattr(rt, "name", None), getattr(rt, "topic_id", None)
         t, topic_err = find_topic(ctx.cluster, name, topic_id)
+        if topic_denied(ctx, t, name):
+            topic_err = ErrorCode.topic_authorization_failed
         parts = []
         for rp in rt.partitions:
             code = err or topic_err
@@ -175,7 +187,7 @@ def _partition_maker(ctx):
 
 def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
     make = _partition_maker(ctx)
-    err = _not_coordinator(ctx, group_id)
+    err = _group_denied(ctx, group_id) or _not_coordinator(ctx, group_id)
     if err:
         return {"group_id": group_id, "error_code": err, "topics": []}
     g = gc.all_groups(ctx.cluster).get(group_id)
@@ -185,7 +197,9 @@ def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(committed):
             by_topic.setdefault(topic, []).append(partition)
-        requests = [(ctx.cluster.topics.get(topic), topic, None, parts) for topic, parts in by_topic.items()]
+        # Kafka leaves out the topics the principal may not describe.
+        requests = [(ctx.cluster.topics.get(topic), topic, None, parts) for topic, parts in by_topic.items()
+                    if not topic_denied(ctx, None, topic)]
     else:
         requests = []
         for rt in wanted:
@@ -195,9 +209,10 @@ def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
     topics = []
     for t, name, topic_id, partitions in requests:
         keys = topic_keys(t, name, topic_id)  # its "name" is "" for a topic unknown by name
-        if t is None and topic_id is not None:
+        if t is None and topic_id is not None or topic_denied(ctx, t, name):
+            code = ErrorCode.unknown_topic_id if t is None and topic_id is not None else ErrorCode.topic_authorization_failed
             parts = [{"partition_index": i, "committed_offset": -1, "metadata": "",
-                      "error_code": ErrorCode.unknown_topic_id} for i in partitions]
+                      "error_code": code} for i in partitions]
         else:
             parts = []
             for i in partitions:
@@ -212,7 +227,7 @@ def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
 @api(ApiKey.OFFSET_DELETE)
 def offset_delete(ctx) -> dict:
     req = ctx.request
-    err = _not_coordinator(ctx, req.group_id)
+    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     g = gc.all_groups(ctx.cluster).get(req.group_id)
     err = err or _coordinator(ctx).delete_offsets_error(g)
     if err:
@@ -222,9 +237,12 @@ def offset_delete(ctx) -> dict:
     topics = []
     for rt in req.topics:
         t = ctx.cluster.topics.get(rt.name)
+        denied = topic_denied(ctx, t, rt.name)
         parts = []
         for rp in rt.partitions:
-            if t is None or not 0 <= rp.partition_index < len(t.partitions):
+            if denied:
+                code = ErrorCode.topic_authorization_failed
+            elif t is None or not 0 <= rp.partition_index < len(t.partitions):
                 code = ErrorCode.unknown_topic_or_partition
             elif rt.name in subscribed:
                 code = ErrorCode.group_subscribed_to_topic
@@ -245,8 +263,12 @@ def list_groups(ctx) -> dict:
     states = {s.lower() for s in getattr(req, "states_filter", ())}
     types = {s.lower() for s in getattr(req, "types_filter", ())}
     out = []
+    # DESCRIBE on the cluster lists every group; without it, those the principal may describe.
+    everything = ctx.permits(AclResourceType.CLUSTER)
     for g in gc.all_groups(ctx.cluster).values():
         if gc.coordinator_of(ctx.cluster, g.group_id) != ctx.broker.id:
+            continue
+        if not everything and _group_denied(ctx, g.group_id):
             continue
         if (states and g.state.lower() not in states) or (types and "classic" not in types):
             continue
@@ -263,7 +285,7 @@ def describe_groups(ctx) -> dict:
 def _describe(ctx, group_id: str) -> dict:
     base = {"group_id": group_id, "group_state": "", "protocol_type": "", "protocol_data": "",
             "members": []}
-    err = _not_coordinator(ctx, group_id)
+    err = _group_denied(ctx, group_id) or _not_coordinator(ctx, group_id)
     if err:
         return {**base, "error_code": err}
     g = gc.all_groups(ctx.cluster).get(group_id)
@@ -277,12 +299,16 @@ def _describe(ctx, group_id: str) -> dict:
                 "client_id": m.client_id, "client_host": m.client_host,
                 "member_metadata": m.metadata(g.protocol_name) if stable else b"",
                 "member_assignment": m.assignment if stable else b""} for m in g.members.values()]
+    operations = ctx.authorized_operations(getattr(ctx.request, "include_authorized_operations", False),
+                                           AclResourceType.GROUP, group_id)
     return {**base, "error_code": 0, "group_state": g.state, "protocol_type": g.protocol_type or "",
-            "protocol_data": (g.protocol_name or "") if stable else "", "members": members}
+            "protocol_data": (g.protocol_name or "") if stable else "", "members": members,
+            "authorized_operations": operations}
 
 
 @api(ApiKey.DELETE_GROUPS)
 def delete_groups(ctx) -> dict:
     coord = _coordinator(ctx)
-    return {"results": [{"group_id": gid, "error_code": _not_coordinator(ctx, gid) or coord.delete(gid)}
+    return {"results": [{"group_id": gid, "error_code": _group_denied(ctx, gid) or _not_coordinator(ctx, gid)
+                         or coord.delete(gid)}
                         for gid in ctx.request.groups_names]}

@@ -7,8 +7,10 @@ dir's total/usable bytes (v4) are those of a fixed-size virtual disk.
 
 from __future__ import annotations
 
+from kio.schema.errors import ErrorCode
+
 from kafka_shell.sandbox import replication
-from kafka_shell.codes import ApiKey
+from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 DISK_BYTES = 100 * 2**30
@@ -20,6 +22,9 @@ def log_dir(broker_id: int) -> str:
 
 @api(ApiKey.DESCRIBE_LOG_DIRS, max_version=4)
 def describe_log_dirs(ctx) -> dict:
+    if not ctx.permits(AclResourceType.CLUSTER):
+        # v3+ say it in the top-level error; older versions get no results.
+        return {"error_code": ErrorCode.cluster_authorization_failed, "results": []}
     cluster = ctx.cluster
     me = ctx.broker.id
     wanted = None

@@ -14,7 +14,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import ApiKey
+from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.model import now_ms
 
@@ -53,6 +53,8 @@ def _error(request, code: int) -> dict:
 @api(ApiKey.DESCRIBE_QUORUM)
 def describe_quorum(ctx) -> dict:
     cluster = ctx.cluster
+    if not ctx.permits(AclResourceType.CLUSTER):
+        return {"error_code": ErrorCode.cluster_authorization_failed, "topics": [], "nodes": []}
     if not _valid(ctx.request):
         return _error(ctx.request, ErrorCode.unknown_topic_or_partition)
     if cluster.controller_id < 0 or not ctx.is_controller:

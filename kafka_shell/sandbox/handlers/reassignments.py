@@ -11,7 +11,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import replication
-from kafka_shell.codes import ApiKey
+from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 
@@ -55,11 +55,14 @@ def _alter_one(ctx, topic: str, index: int, target, allow_rf_change: bool) -> tu
 def alter_partition_reassignments(ctx) -> dict:
     req = ctx.request
     allow_rf_change = getattr(req, "allow_replication_factor_change", True)
+    authorized = ctx.permits(AclResourceType.CLUSTER)
     responses = []
     for t in req.topics:
         parts = []
         for rp in t.partitions:
-            if ctx.is_controller:
+            if not authorized:  # Kafka's error response: the error everywhere
+                code, message = int(ErrorCode.cluster_authorization_failed), None
+            elif ctx.is_controller:
                 code, message = _alter_one(ctx, t.name, rp.partition_index, rp.replicas, allow_rf_change)
             else:
                 code, message = ErrorCode.not_controller, None
@@ -67,7 +70,8 @@ def alter_partition_reassignments(ctx) -> dict:
                           "error_message": message})
         responses.append({"name": t.name, "partitions": parts})
     replication.settle(ctx.cluster)  # copying starts; moves that need no copy complete now
-    top = ErrorCode.none if ctx.is_controller else ErrorCode.not_controller
+    top = ErrorCode.cluster_authorization_failed if not authorized else \
+        ErrorCode.none if ctx.is_controller else ErrorCode.not_controller
     return {"error_code": top, "error_message": None, "responses": responses,
             "allow_replication_factor_change": allow_rf_change}
 
@@ -79,6 +83,8 @@ def _ongoing(p) -> dict:
 
 @api(ApiKey.LIST_PARTITION_REASSIGNMENTS, controller_only=True)
 def list_partition_reassignments(ctx) -> dict:
+    if not ctx.permits(AclResourceType.CLUSTER):
+        return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None, "topics": []}
     if not ctx.is_controller:
         return {"error_code": ErrorCode.not_controller, "error_message": None, "topics": []}
     cluster = ctx.cluster

@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.sandbox import configs, log
-from kafka_shell.codes import ApiKey
+from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.model import Cluster, Partition, Topic
 
@@ -47,6 +47,13 @@ def leader_error(ctx, p: Partition, current_leader_epoch: int = -1) -> int:
     return 0
 
 
+def topic_denied(ctx, t: Topic | None, name: str | None) -> bool:
+    """Whether the principal lacks what this API needs on the topic (authorizer.API_NEEDS):
+    asked before whether a named topic exists, as Kafka does."""
+    topic_name = name or (t.name if t else None)
+    return bool(topic_name) and not ctx.permits(AclResourceType.TOPIC, topic_name)
+
+
 def _current_leader(p: Partition | None) -> dict:
     return {"leader_id": p.leader, "leader_epoch": p.leader_epoch} if p else {}
 
@@ -78,6 +85,7 @@ async def produce(ctx) -> dict | None:
     topics = []
     for td in req.topic_data:
         t, topic_err, name, topic_id = _lookup(ctx, td, "name")
+        denied = topic_denied(ctx, t, name)
         answers = []
         for pd in td.partition_data:
             answer = {"index": pd.index, "error_code": 0, "base_offset": -1, "log_append_time": -1,
@@ -86,6 +94,8 @@ async def produce(ctx) -> dict | None:
             p = t.partition(pd.index) if t else None
             if acks not in (-1, 0, 1):
                 answer["error_code"] = ErrorCode.invalid_required_acks
+            elif denied:
+                answer["error_code"] = ErrorCode.topic_authorization_failed
             elif t is None or p is None:
                 answer["error_code"] = topic_err or ErrorCode.unknown_topic_or_partition
             elif t.internal:
@@ -161,13 +171,16 @@ def _fetch_once(ctx) -> tuple[list[dict], int, bool, list[Partition]]:
     responses = []
     for rt in req.topics:
         t, topic_err, name, topic_id = _lookup(ctx, rt, "topic")
+        denied = topic_denied(ctx, t, name)
         parts = []
         for rp in rt.partitions:
             p = t.partition(rp.partition) if t else None
             answer = {"partition_index": rp.partition, "error_code": 0, "high_watermark": -1,
                       "last_stable_offset": -1, "log_start_offset": -1, "records": b""}
             parts.append(answer)
-            if p is None:
+            if denied:
+                answer["error_code"] = ErrorCode.topic_authorization_failed
+            elif p is None:
                 answer["error_code"] = topic_err or ErrorCode.unknown_topic_or_partition
             else:
                 answer["error_code"] = leader_error(ctx, p, rp.current_leader_epoch)
@@ -206,12 +219,13 @@ def list_offsets(ctx) -> dict:
     topics = []
     for rt in req.topics:
         t = ctx.cluster.topics.get(rt.name)
+        denied = topic_denied(ctx, t, rt.name)
         parts: list[object] = []
         for rp in rt.partitions:
             p = t.partition(rp.partition_index) if t else None
-            if p is None:
-                parts.append({"partition_index": rp.partition_index,
-                              "error_code": ErrorCode.unknown_topic_or_partition})
+            if denied or p is None:
+                parts.append({"partition_index": rp.partition_index, "error_code":
+                              ErrorCode.topic_authorization_failed if denied else ErrorCode.unknown_topic_or_partition})
                 continue
             debugging = req.replica_id == DEBUGGING_REPLICA_ID
             if debugging:  # any replica, even of an offline partition (ReplicaManager.fetchOffset)
@@ -256,12 +270,15 @@ def delete_records(ctx) -> dict:
     topics = []
     for rt in ctx.request.topics:
         t = ctx.cluster.topics.get(rt.name)
+        denied = topic_denied(ctx, t, rt.name)
         parts = []
         for rp in rt.partitions:
             answer = {"partition_index": rp.partition_index, "low_watermark": -1, "error_code": 0}
             parts.append(answer)
             p = t.partition(rp.partition_index) if t else None
-            if p is None:
+            if denied:
+                answer["error_code"] = ErrorCode.topic_authorization_failed
+            elif p is None:
                 answer["error_code"] = ErrorCode.unknown_topic_or_partition
             elif (err := leader_error(ctx, p)):
                 answer["error_code"] = err
@@ -286,10 +303,12 @@ def offset_for_leader_epoch(ctx) -> dict:
     topics = []
     for rt in ctx.request.topics:
         t = ctx.cluster.topics.get(rt.topic)
+        denied = topic_denied(ctx, t, rt.topic)
         parts = []
         for rp in rt.partitions:
             p = t.partition(rp.partition) if t else None
-            err = ErrorCode.unknown_topic_or_partition if p is None else leader_error(ctx, p, rp.current_leader_epoch)
+            err = ErrorCode.topic_authorization_failed if denied else \
+                ErrorCode.unknown_topic_or_partition if p is None else leader_error(ctx, p, rp.current_leader_epoch)
             if p is None or err:
                 parts.append({"partition": rp.partition, "error_code": err})
                 continue

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import ApiKey
+from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox import replication
 from kafka_shell.sandbox.handlers import api
 
 
 @api(ApiKey.UNREGISTER_BROKER)
 def unregister_broker(ctx) -> dict:
+    if not ctx.permits(AclResourceType.CLUSTER):
+        return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
     if not ctx.is_controller:
         return {"error_code": ErrorCode.not_controller,
                 "error_message": "This is not the correct controller for this cluster."}

@@ -12,13 +12,15 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
-from kafka_shell.codes import ApiKey
+from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 
 def _info(ctx, topic, index: int) -> dict:
     me = ctx.broker.id
     answer = {"partition": index, "partition_leader_epoch": -1, "log_end_offset": -1}
+    if not ctx.permits(AclResourceType.CLUSTER):
+        return {**answer, "error_code": ErrorCode.cluster_authorization_failed}
     if topic is None:
         return {**answer, "error_code": ErrorCode.unknown_topic_id}
     if not 0 <= index < len(topic.partitions):

@@ -14,10 +14,12 @@ from kio.schema.errors import ErrorCode
 from kafka_shell import protocol
 from kafka_shell.sandbox import admin, configs
 from kafka_shell.sandbox.admin import AdminError
-from kafka_shell.codes import ApiKey
+from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
+AUTHORIZATION_FAILED = "Authorization failed."   # ControllerApis' message for CreateTopics
+TOPIC_AUTHORIZATION_FAILED = "Topic authorization failed."   # ApiError's default one
 
 
 def _error(name: str, code: int, message: str | None, **extra: object) -> dict:
@@ -40,10 +42,14 @@ def create_topics(ctx) -> dict:
         return {"topics": [_error(t.name, ErrorCode.policy_violation, admin.TOO_MANY_PARTITIONS, **failed)
                            for t in req.topics]}
     counts = Counter(t.name for t in req.topics)
+    may_create_any = ctx.permits(AclResourceType.CLUSTER)  # CREATE on the cluster, else per topic
     results = []
     for t in req.topics:
         if counts[t.name] > 1:
             results.append(_error(t.name, ErrorCode.invalid_request, "Duplicate topic name.", **failed))
+            continue
+        if not may_create_any and not ctx.permits(AclResourceType.TOPIC, t.name):
+            results.append(_error(t.name, ErrorCode.topic_authorization_failed, AUTHORIZATION_FAILED, **failed))
             continue
         try:
             results.append(_create_one(ctx, t, req.validate_only))
@@ -81,7 +87,6 @@ def _create_one(ctx, t, validate_only: bool) -> dict:
 @api(ApiKey.DELETE_TOPICS)
 def delete_topics(ctx) -> dict:
     req = ctx.request
-    cluster = ctx.cluster
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id if t.topic_id != protocol.ZERO_UUID else None) for t in req.topics]
     else:
@@ -91,11 +96,13 @@ def delete_topics(ctx) -> dict:
                                "error_code": ErrorCode.not_controller,
                                "error_message": NOT_CONTROLLER_MESSAGE} for n, i in wanted]}
     counts = Counter(i or n for n, i in wanted)
-    return {"responses": [_delete_one(cluster, name, topic_id, counts[topic_id or name] > 1)
+    may_delete_any = ctx.permits(AclResourceType.CLUSTER)  # DELETE on the cluster, else per topic
+    return {"responses": [_delete_one(ctx, name, topic_id, counts[topic_id or name] > 1, may_delete_any)
                           for name, topic_id in wanted]}
 
 
-def _delete_one(cluster, name: str | None, topic_id, duplicate: bool) -> dict:
+def _delete_one(ctx, name: str | None, topic_id, duplicate: bool, may_delete_any: bool) -> dict:
+    cluster = ctx.cluster
     result = {"name": name, "topic_id": topic_id or protocol.ZERO_UUID, "error_code": 0, "error_message": None}
     if name and topic_id:
         return {**result, "error_code": ErrorCode.invalid_request,
@@ -104,6 +111,16 @@ def _delete_one(cluster, name: str | None, topic_id, duplicate: bool) -> dict:
         return {**result, "error_code": ErrorCode.invalid_request,
                 "error_message": "Duplicate topic id." if topic_id else "Duplicate topic name."}
     topic = cluster.topic_by_id(topic_id) if topic_id else cluster.topics.get(name)
+    # ControllerApis says a topic is unknown only to whom may describe it, and deletes it for
+    # whom may delete it.
+    if not may_delete_any:
+        topic_name = topic.name if topic is not None else name
+        describable = topic_name and ctx.authorize(AclOperation.DESCRIBE, AclResourceType.TOPIC, topic_name)
+        if not describable and (topic is not None or name) or \
+                topic is not None and not ctx.permits(AclResourceType.TOPIC, topic.name):
+            return {**result, "name": name if not describable else topic_name,
+                    "error_code": ErrorCode.topic_authorization_failed,
+                    "error_message": TOPIC_AUTHORIZATION_FAILED}
     if topic is None:
         code = ErrorCode.unknown_topic_id if topic_id else ErrorCode.unknown_topic_or_partition
         return {**result, "error_code": code}
@@ -129,6 +146,9 @@ def create_partitions(ctx) -> dict:
     for t in req.topics:
         if counts[t.name] > 1:
             results.append(_error(t.name, ErrorCode.invalid_request, "Duplicate topic name."))
+            continue
+        if not ctx.permits(AclResourceType.TOPIC, t.name):
+            results.append(_error(t.name, ErrorCode.topic_authorization_failed, None))
             continue
         assignment = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
         try:

@@ -1,0 +1,267 @@
+"""ACLs, SCRAM users and client quotas: what the security commands share, and what Kafka requires
+of each request (`API_NEEDS`, read by the sandbox's authorizer and by the shell's messages).
+
+`authorization_message` is the one place an authorization failure becomes a line naming the
+operation and resource that were refused ("not authorized: DESCRIBE on CLUSTER is needed for
+reassignments").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import re
+
+from kafka_shell.codes import AclOperation as Op
+from kafka_shell.codes import AclPermission, AclResourceType as Res, ApiKey, Error, PatternType, ScramMechanism
+
+CLUSTER_NAME = "kafka-cluster"
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")   # controls, and bytes that are not UTF-8
+
+# What each API checks, by resource type (Kafka's KafkaApis / ControllerApis). APIs absent here
+# check nothing (ApiVersions, SASL, DescribeCluster).
+API_NEEDS: dict[int, dict[Res, Op]] = {
+    ApiKey.PRODUCE: {Res.TOPIC: Op.WRITE},
+    ApiKey.FETCH: {Res.TOPIC: Op.READ},
+    ApiKey.LIST_OFFSETS: {Res.TOPIC: Op.DESCRIBE},
+    ApiKey.METADATA: {Res.TOPIC: Op.DESCRIBE},        # + CREATE (CLUSTER or TOPIC) to auto-create
+    ApiKey.OFFSET_COMMIT: {Res.GROUP: Op.READ, Res.TOPIC: Op.READ},
+    ApiKey.OFFSET_FETCH: {Res.GROUP: Op.DESCRIBE, Res.TOPIC: Op.DESCRIBE},
+    ApiKey.FIND_COORDINATOR: {Res.GROUP: Op.DESCRIBE, Res.TRANSACTIONAL_ID: Op.DESCRIBE},
+    ApiKey.JOIN_GROUP: {Res.GROUP: Op.READ},
+    ApiKey.HEARTBEAT: {Res.GROUP: Op.READ},
+    ApiKey.LEAVE_GROUP: {Res.GROUP: Op.READ},
+    ApiKey.SYNC_GROUP: {Res.GROUP: Op.READ},
+    ApiKey.DESCRIBE_GROUPS: {Res.GROUP: Op.DESCRIBE},
+    ApiKey.LIST_GROUPS: {Res.CLUSTER: Op.DESCRIBE, Res.GROUP: Op.DESCRIBE},  # CLUSTER, else per group
+    ApiKey.DELETE_GROUPS: {Res.GROUP: Op.DELETE},
+    ApiKey.OFFSET_DELETE: {Res.GROUP: Op.DELETE, Res.TOPIC: Op.READ},
+    ApiKey.CREATE_TOPICS: {Res.CLUSTER: Op.CREATE, Res.TOPIC: Op.CREATE},    # CLUSTER, else per topic
+    ApiKey.DELETE_TOPICS: {Res.CLUSTER: Op.DELETE, Res.TOPIC: Op.DELETE},    # CLUSTER, else per topic
+    ApiKey.CREATE_PARTITIONS: {Res.TOPIC: Op.ALTER},
+    ApiKey.DELETE_RECORDS: {Res.TOPIC: Op.DELETE},
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: {Res.TOPIC: Op.DESCRIBE},
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: {Res.TOPIC: Op.DESCRIBE},
+    ApiKey.DESCRIBE_CONFIGS: {Res.TOPIC: Op.DESCRIBE_CONFIGS, Res.CLUSTER: Op.DESCRIBE_CONFIGS},
+    ApiKey.ALTER_CONFIGS: {Res.TOPIC: Op.ALTER_CONFIGS, Res.CLUSTER: Op.ALTER_CONFIGS},
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: {Res.TOPIC: Op.ALTER_CONFIGS, Res.CLUSTER: Op.ALTER_CONFIGS},
+    ApiKey.DESCRIBE_LOG_DIRS: {Res.CLUSTER: Op.DESCRIBE},
+    ApiKey.ELECT_LEADERS: {Res.CLUSTER: Op.ALTER},
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: {Res.CLUSTER: Op.ALTER},
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: {Res.CLUSTER: Op.DESCRIBE},
+    ApiKey.DESCRIBE_QUORUM: {Res.CLUSTER: Op.DESCRIBE},
+    ApiKey.UPDATE_FEATURES: {Res.CLUSTER: Op.ALTER},
+    ApiKey.UNREGISTER_BROKER: {Res.CLUSTER: Op.ALTER},
+    ApiKey.GET_REPLICA_LOG_INFO: {Res.CLUSTER: Op.DESCRIBE},
+    ApiKey.DESCRIBE_ACLS: {Res.CLUSTER: Op.DESCRIBE},
+    ApiKey.CREATE_ACLS: {Res.CLUSTER: Op.ALTER},
+    ApiKey.DELETE_ACLS: {Res.CLUSTER: Op.ALTER},
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: {Res.CLUSTER: Op.DESCRIBE},
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: {Res.CLUSTER: Op.ALTER},
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: {Res.CLUSTER: Op.DESCRIBE_CONFIGS},
+    ApiKey.ALTER_CLIENT_QUOTAS: {Res.CLUSTER: Op.ALTER_CONFIGS},
+}
+
+# The operations each resource type has (Kafka's AclEntry.supportedOperations): what ACLs may
+# name (besides ALL) and what the "authorized operations" bit fields of responses cover.
+SUPPORTED_OPERATIONS: dict[Res, tuple[Op, ...]] = {
+    Res.TOPIC: (Op.READ, Op.WRITE, Op.CREATE, Op.DESCRIBE, Op.DELETE, Op.ALTER, Op.DESCRIBE_CONFIGS,
+                Op.ALTER_CONFIGS),
+    Res.GROUP: (Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS),
+    Res.CLUSTER: (Op.CREATE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS, Op.IDEMPOTENT_WRITE,
+                  Op.ALTER, Op.DESCRIBE),
+    Res.TRANSACTIONAL_ID: (Op.DESCRIBE, Op.WRITE),
+    Res.DELEGATION_TOKEN: (Op.DESCRIBE,),
+    Res.USER: (Op.CREATE_TOKENS, Op.DESCRIBE_TOKENS),
+}
+
+
+OPERATIONS_NOT_REQUESTED = -2**31   # an authorized-operations field the request did not ask for
+
+
+def unsupported_operation(resource_type: Res, operations: list[Op]) -> str | None:
+    """kafka-acls' refusal of an operation a resource type does not have, or None."""
+    valid = (*SUPPORTED_OPERATIONS.get(resource_type, ()), Op.ALL, Op.ANY)
+    if all(op in valid for op in operations):
+        return None
+    names = ", ".join(op.name for op in (*SUPPORTED_OPERATIONS.get(resource_type, ()), Op.ALL))
+    return f"ResourceType {resource_type.name} only supports operations {names}"
+
+
+# The resource type an authorization error code is about.
+DENIED_RESOURCE = {
+    Error.topic_authorization_failed: Res.TOPIC,
+    Error.group_authorization_failed: Res.GROUP,
+    Error.cluster_authorization_failed: Res.CLUSTER,
+    Error.transactional_id_authorization_failed: Res.TRANSACTIONAL_ID,
+}
+
+
+# What a refused request was for, in the messages (cluster-wide refusals say it).
+API_PURPOSE: dict[int, str] = {
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: "for reassignments",
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: "to reassign partitions",
+    ApiKey.DESCRIBE_LOG_DIRS: "to describe log dirs",
+    ApiKey.ELECT_LEADERS: "to elect leaders",
+    ApiKey.DESCRIBE_QUORUM: "to describe the metadata quorum",
+    ApiKey.UPDATE_FEATURES: "to change features",
+    ApiKey.UNREGISTER_BROKER: "to unregister brokers",
+    ApiKey.GET_REPLICA_LOG_INFO: "to read replica log ends",
+    ApiKey.DESCRIBE_CONFIGS: "to describe configs",
+    ApiKey.ALTER_CONFIGS: "to alter configs",
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: "to alter configs",
+    ApiKey.DESCRIBE_ACLS: "to list ACLs",
+    ApiKey.CREATE_ACLS: "to create ACLs",
+    ApiKey.DELETE_ACLS: "to delete ACLs",
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "to list SCRAM users",
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "to change SCRAM users",
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: "to read quotas",
+    ApiKey.ALTER_CLIENT_QUOTAS: "to change quotas",
+    ApiKey.DESCRIBE_CLUSTER: "to describe the controllers",
+}
+
+# The request each AdminClient method sends (for the messages of refused admin calls).
+ADMIN_METHOD_APIS: dict[str, int] = {
+    "create_topics": ApiKey.CREATE_TOPICS, "delete_topics": ApiKey.DELETE_TOPICS,
+    "create_partitions": ApiKey.CREATE_PARTITIONS, "describe_configs": ApiKey.DESCRIBE_CONFIGS,
+    "alter_configs": ApiKey.ALTER_CONFIGS, "incremental_alter_configs": ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    "list_consumer_groups": ApiKey.LIST_GROUPS, "describe_consumer_groups": ApiKey.DESCRIBE_GROUPS,
+    "delete_consumer_groups": ApiKey.DELETE_GROUPS, "list_consumer_group_offsets": ApiKey.OFFSET_FETCH,
+    "alter_consumer_group_offsets": ApiKey.OFFSET_COMMIT, "delete_records": ApiKey.DELETE_RECORDS,
+    "list_offsets": ApiKey.LIST_OFFSETS, "elect_leaders": ApiKey.ELECT_LEADERS,
+    "describe_topics": ApiKey.METADATA, "list_topics": ApiKey.METADATA,
+    "create_acls": ApiKey.CREATE_ACLS, "describe_acls": ApiKey.DESCRIBE_ACLS, "delete_acls": ApiKey.DELETE_ACLS,
+}
+
+
+def is_authorization_error(code: int | None) -> bool:
+    return code in DENIED_RESOURCE
+
+
+def authorization_message(api_key: int, code: int, name: str | None = None, purpose: str | None = None) -> str:
+    """The line for an authorization error `code` answered to `api_key`: which operation on
+    which resource the cluster refused, e.g. 'not authorized: DESCRIBE on CLUSTER is needed
+    for reassignments'. `name`: the topic, group or transactional id; `purpose`: what for
+    (default: API_PURPOSE's words for the request)."""
+    if purpose is None:
+        purpose = API_PURPOSE.get(api_key, "")
+    resource = DENIED_RESOURCE[code]  # type: ignore[index]
+    op = API_NEEDS.get(api_key, {}).get(resource)
+    label = "CLUSTER" if resource == Res.CLUSTER else \
+        f'{resource.name} "{name}"' if name is not None else resource.name
+    what = f"{op.name} on {label}" if op is not None else f"access to {label}"
+    return f"not authorized: {what} is needed" + (f" {purpose}" if purpose else "")
+
+
+# -- names on the command line ----------------------------------------------------------------
+
+RESOURCE_OPTIONS = {"topic": Res.TOPIC, "group": Res.GROUP, "transactional_id": Res.TRANSACTIONAL_ID}
+OPERATIONS = tuple(o.name for o in Op if o not in (Op.UNKNOWN, Op.ANY))
+PATTERN_TYPES = ("LITERAL", "PREFIXED", "MATCH", "ANY")
+
+
+def operation(text: str) -> Op:
+    """An operation as kafka-acls takes it: Read, read, DESCRIBE_CONFIGS, DescribeConfigs."""
+    wanted = text.replace("-", "").replace("_", "").upper()
+    for o in Op:
+        if o.name.replace("_", "") == wanted and o not in (Op.UNKNOWN, Op.ANY):
+            return o
+    raise ValueError(f"an operation ({', '.join(OPERATIONS)})")
+
+
+MAX_NAME_BYTES = 32767   # a Kafka protocol string
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def name(text: str) -> str:
+    """A group, transactional id, user or client id: any printable text Kafka can carry."""
+    if not text or _UNPRINTABLE.search(text) or len(text.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise ValueError(f"a name: printable text, 1 to {MAX_NAME_BYTES} bytes")
+    return text
+
+
+def topic(text: str) -> str:
+    """A topic name (or prefix) for an ACL, or `*` for every topic."""
+    if text != "*" and not _TOPIC.fullmatch(text):
+        raise ValueError("a topic name or prefix (up to 249 letters, digits, '.', '_' or '-'), or * for all")
+    return text
+
+
+def principal(text: str) -> str:
+    """A Kafka principal, TYPE:NAME (User:alice, User:*)."""
+    kind, sep, rest = text.partition(":")
+    if not sep or not kind or not rest or _UNPRINTABLE.search(text) or len(text) > MAX_NAME_BYTES:
+        raise ValueError("a principal such as User:alice or User:*")
+    return text
+
+
+def host(text: str) -> str:
+    """An ACL host: an IP address (the client's address is what Kafka matches), or * for any."""
+    if text != "*":
+        try:
+            ipaddress.ip_address(text)
+        except ValueError:
+            raise ValueError("an IP address, or * for any host") from None
+    return text
+
+
+def pattern_type(text: str) -> PatternType:
+    try:
+        return PatternType[text.upper()]
+    except KeyError:
+        raise ValueError(f"a pattern type ({', '.join(PATTERN_TYPES)})") from None
+
+
+def binding_row(resource_type: int, name: str, pattern: int, entry: dict) -> list:
+    return [_name(Res, resource_type), name, _name(PatternType, pattern), entry["principal"], entry["host"],
+            _name(Op, entry["operation"]), _name(AclPermission, entry["permission_type"])]
+
+
+class Seen:
+    """Principals and resources the ACLs listed this session named: completion offers them
+    (a cache for typing, never an answer; describe-acls always asks the cluster)."""
+
+    def __init__(self) -> None:
+        self.principals: set[str] = set()
+        self.resources: set[tuple[str, str]] = set()   # (resource type, name)
+
+    def remember(self, rows: list[list]) -> None:
+        """Take the rows of an ACL table (ACL_COLUMNS)."""
+        for row in rows:
+            self.resources.add((row[0], row[1]))
+            self.principals.add(row[3])
+
+    def names(self, kind: str) -> set[str]:
+        """Resource names seen of an option's kind: topic, group or transactional_id."""
+        wanted = kind.upper()
+        return {name for rtype, name in self.resources if rtype == wanted}
+
+
+SEEN = Seen()
+
+ACL_COLUMNS = ["ResourceType", "Name", "PatternType", "Principal", "Host", "Operation", "Permission"]
+
+
+def _name(enum: type, value: int) -> str:
+    try:
+        return enum(value).name
+    except ValueError:
+        return str(value)
+
+
+# -- SCRAM ------------------------------------------------------------------------------------
+
+SCRAM_MECHANISMS = {m.mechanism_name: m for m in ScramMechanism if m != ScramMechanism.UNKNOWN}
+SCRAM_HASHES = {ScramMechanism.SCRAM_SHA_256: "sha256", ScramMechanism.SCRAM_SHA_512: "sha512"}
+
+
+def salted_password(mechanism: str, password: str, iterations: int) -> tuple[bytes, bytes]:
+    """(salt, SaltedPassword) as Kafka's admin client sends them: the password never leaves."""
+    salt = os.urandom(32)
+    return salt, hashlib.pbkdf2_hmac(SCRAM_HASHES[SCRAM_MECHANISMS[mechanism]], password.encode(), salt, iterations)
+
+
+# -- client quotas ----------------------------------------------------------------------------
+
+QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
