@@ -8,7 +8,6 @@ moves). Every failure is one line and makes the exit code 1; the rest of the com
 from __future__ import annotations
 
 import csv
-import datetime
 import io
 import re
 import time
@@ -21,7 +20,7 @@ from kafka_shell.files import read_text
 from kafka_shell.groups import EARLIEST, LATEST, Key
 from kafka_shell.metadata import ClusterSnapshot
 from kafka_shell.operations import read_for
-from kafka_shell.option_types import group_id
+from kafka_shell.option_types import group_id, iso_epoch_ms
 from kafka_shell.registry import INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
@@ -190,17 +189,10 @@ _DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d
 
 def iso_datetime(text: str) -> int:
     """Kafka's --to-datetime: 'YYYY-MM-DDTHH:mm:SS.sss', UTC unless it gives a zone; epoch ms."""
-    if "T" not in text:
-        raise ValueError("an ISO 8601 date and time such as 2024-01-31T12:00:00.000 (UTC unless a zone "
-                         "such as +02:00 or Z is given)")
-    try:
-        moment = datetime.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValueError("an ISO 8601 date and time such as 2024-01-31T12:00:00.000 (UTC unless a zone "
-                         "such as +02:00 or Z is given)") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return int(moment.timestamp() * 1000)
+    expected = "an ISO 8601 date and time such as 2024-01-31T12:00:00.000 (UTC unless a zone such as +02:00 or Z is given)"
+    if "T" not in text.upper():
+        raise ValueError(expected)
+    return iso_epoch_ms(text, expected)
 
 
 def iso_duration(text: str) -> int:

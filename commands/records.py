@@ -7,7 +7,6 @@ Every partition that fails is one line and makes the exit code 1; the others sti
 
 from __future__ import annotations
 
-import datetime
 import sys
 import time
 import uuid
@@ -20,7 +19,7 @@ from kafka_shell.files import MAX_INPUT_BYTES, is_int, read_bytes, read_json
 from kafka_shell.groups import EARLIEST, LATEST, MAX_TIMESTAMP, Key
 from kafka_shell.metadata import ClusterSnapshot
 from kafka_shell.operations import check_topic_name, debug, read_for, read_topics, require_topic
-from kafka_shell.option_types import group_id, positive_int
+from kafka_shell.option_types import group_id, iso_epoch_ms, positive_int
 from kafka_shell.registry import INT32_MAX, INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
@@ -42,14 +41,8 @@ def offset_time(text: str) -> int:
         return TIME_NAMES[text]
     if text.isascii() and text.isdigit() and len(text) <= 18:
         return int(text)
-    try:
-        moment = datetime.datetime.fromisoformat(text.upper())
-    except ValueError:
-        raise ValueError("latest, earliest, max-timestamp, a timestamp in ms or an ISO date and time "
-                         "(2024-01-31T12:00:00)") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return int(moment.timestamp() * 1000)
+    return iso_epoch_ms(text, "latest, earliest, max-timestamp, a timestamp in ms or an ISO date and time "
+                              "(2024-01-31T12:00:00)")
 
 
 def partition_list(text: str) -> list[int]:

@@ -5,6 +5,7 @@ Kafka field they are sent in (int32 counts and ids, int16 replication factors)."
 
 from __future__ import annotations
 
+import datetime
 import re
 
 from kafka_shell.registry import INT16_MAX, INT32_MAX, int_range
@@ -68,3 +69,15 @@ def group_id(text: str) -> str:
     if not 0 < size <= MAX_GROUP_ID_BYTES:
         raise ValueError(f"a group id of 1 to {MAX_GROUP_ID_BYTES} bytes")
     return text
+
+
+def iso_epoch_ms(text: str, expected: str) -> int:
+    """An ISO 8601 date and time as epoch milliseconds, UTC unless it gives a zone (Kafka's
+    --to-datetime rule); `expected` says what to give when it is not one."""
+    try:
+        moment = datetime.datetime.fromisoformat(text.strip().upper())
+    except ValueError:
+        raise ValueError(expected) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
