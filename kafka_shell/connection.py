@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from kafka_shell import controller_history, protocol
 from kafka_shell.cache import MetadataCache, read_snapshot
@@ -207,15 +208,18 @@ class ConnectionManager:
             "have taken effect. Check the cluster state before retrying.", retriable=False)
 
     def broker_request(self, broker_id: int, api_key: int, body: dict, version: int | None = None,
-                       mutation: bool = False) -> dict:
+                       mutation: bool = False, entity: bool = False) -> Any:
         """Send to a named broker. A read is retried once on a fresh connection (after reading
-        the brokers again, in case the broker moved); a mutation is not."""
+        the brokers again, in case the broker moved); a mutation is not. With `entity` the
+        answer is kio's object, not plain data (for answers with 100,000s of entries)."""
         deadline = self._deadline(body)
         for attempt in range(2):
             if attempt or broker_id not in self.router.brokers:
                 self._read_brokers(deadline)
             try:
                 channel = self.router.broker_channel(self.router.broker(broker_id), deadline)
+                if entity:
+                    return channel.request_entity(api_key, body, version, deadline=deadline)
                 return channel.request(api_key, body, version, deadline=deadline)
             except NoAnswer as late:
                 raise self._no_answer(late) from None
