@@ -20,6 +20,7 @@ mean, only inside a rack (so rack spread never gets worse).
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import time
@@ -145,11 +146,13 @@ def _growth(rows: list[dict], key: tuple[str, ...], values: tuple[str, ...]) -> 
 
 
 def _rows(df: Any) -> list[dict]:
-    """A small result as plain rows (timestamps as ISO text)."""
+    """A small result as plain rows; timestamps as UTC ISO text, like the manifests' (PySpark
+    gives them naive, in this process's local time)."""
     rows = []
     for r in df.collect():
         d = r.asDict(recursive=True)
-        rows.append({k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in d.items()})
+        rows.append({k: (v.astimezone(datetime.UTC).isoformat() if isinstance(v, datetime.datetime) else v)
+                     for k, v in d.items()})
     return rows
 
 
