@@ -3,13 +3,14 @@ _kafka_shell() {
   local cur="${COMP_WORDS[COMP_CWORD]}" cmd="" w
   for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
     case "$w" in
-      --alter-configs|--alter-topic|--api-versions|--broker-ids|--controller-history|--create-topic|--delete-topic|--describe-cluster|--describe-configs|--describe-controller|--describe-log-dirs|--describe-quorum|--describe-topic|--elect-leaders|--list-brokers|--list-topics|--preferred-controller|--preferred-replica-leader-election|--reassign-partitions|--rolling-restart-plan|--unclean-recovery) cmd="${w#--}";;
+      --alter-configs|--alter-topic|--analyze|--api-versions|--broker-ids|--controller-history|--create-topic|--delete-topic|--describe-cluster|--describe-configs|--describe-controller|--describe-log-dirs|--describe-quorum|--describe-topic|--elect-leaders|--list-brokers|--list-topics|--preferred-controller|--preferred-replica-leader-election|--reassign-partitions|--rolling-restart-plan|--snapshot|--unclean-recovery) cmd="${w#--}";;
     esac
   done
   local opts="--bootstrap-controller --bootstrap-server --broker-list --cluster --command --command-config --continue-on-error --debug --file --help --output --quiet --sandbox --shell --timeout --yes -X -c -f -h -o -q"
   case "$cmd" in
     alter-configs) opts="$opts --entity-type --entity-name --entity-default --topic --broker --add-config --delete-config --dry-run --output -o --help";;
     alter-topic) opts="$opts --topic --partitions --replica-assignment --config --delete-config --replication-factor --dry-run --output -o --help";;
+    analyze) opts="$opts --snapshots --out --spark-master --spark-conf --output -o --help";;
     api-versions) opts="$opts --broker --output -o --help";;
     broker-ids) opts="$opts --host --mapping-topic --dry-run --yes --output -o --help";;
     controller-history) opts="$opts --output -o --help";;
@@ -28,8 +29,9 @@ _kafka_shell() {
     preferred-replica-leader-election) opts="$opts --topic --partition --all-topic-partitions --path-to-json-file --blocking --timeout-ms --zookeeper --dry-run --output -o --help";;
     reassign-partitions) opts="$opts --generate --execute --verify --cancel --list --reassignment-json-file --topics-to-move-json-file --topic --broker-list --disable-rack-aware --proposed-json-file --additional --throttle --blocking --all --preserve-throttles --dry-run --output -o --help";;
     rolling-restart-plan) opts="$opts --brokers --output -o --help";;
+    snapshot) opts="$opts --output-dir --every --count --output -o --help";;
     unclean-recovery) opts="$opts --path-to-json-file --all-offline-partitions --topic --show-replica-info --manual-recovery-output-file --automated-recovery --recovery-duration-ms --recovery-election-attempts --yes --dry-run --output -o --help";;
-    "") opts="$opts --alter-configs --alter-topic --api-versions --broker-ids --controller-history --create-topic --delete-topic --describe-cluster --describe-configs --describe-controller --describe-log-dirs --describe-quorum --describe-topic --elect-leaders --list-brokers --list-topics --preferred-controller --preferred-replica-leader-election --reassign-partitions --rolling-restart-plan --unclean-recovery sandbox";;
+    "") opts="$opts --alter-configs --alter-topic --analyze --api-versions --broker-ids --controller-history --create-topic --delete-topic --describe-cluster --describe-configs --describe-controller --describe-log-dirs --describe-quorum --describe-topic --elect-leaders --list-brokers --list-topics --preferred-controller --preferred-replica-leader-election --reassign-partitions --rolling-restart-plan --snapshot --unclean-recovery sandbox";;
   esac
   COMPREPLY=( $(compgen -W "$opts" -- "$cur") )
 }

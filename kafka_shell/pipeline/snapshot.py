@@ -176,7 +176,9 @@ def _replica_log_info(session: Session, snap: ClusterSnapshot, broker: int,
             {"topic_id": snap.topics[t].topic_id, "partitions": ps} for t, ps in page.items()]})
         for tl in answer.get("topic_partition_log_info_list", []):
             name = names.get(tl["topic_id"])
-            for info in tl["partition_log_info"] if name else ():
+            if name is None:
+                continue
+            for info in tl["partition_log_info"]:
                 if not info["error_code"]:
                     out[(name, info["partition"])] = (info["log_end_offset"], info["partition_leader_epoch"])
     return out
