@@ -82,6 +82,13 @@ def run(root: Path, out: Path, master: str | None = None, conf: dict[str, str] |
     started = time.perf_counter()
     spark = spark or stages.run("Spark session", lambda: spark_session(master, conf))
     fleet = Fleet(spark, manifests)
+    try:
+        return _analyze(fleet, stages, out, started)
+    finally:
+        fleet.close()
+
+
+def _analyze(fleet: Fleet, stages: Stages, out: Path, started: float) -> dict[str, Any]:
     health = stages.run("health per cluster and snapshot", fleet.health)
     brokers, racks = stages.run("broker and rack load", fleet.load)
     missing = stages.run("KIP-426 missing broker ids", fleet.missing_brokers)
@@ -101,7 +108,7 @@ def run(root: Path, out: Path, master: str | None = None, conf: dict[str, str] |
         (out / "missing_brokers.json").write_text(json.dumps(missing, indent=1, default=str) + "\n")
         plans = write_plans(out / "plans", fleet.clusters, recovery, preferred, rebalance["plans"])
         summary = {
-            "clusters": len(fleet.clusters), "snapshots": len(manifests),
+            "clusters": len(fleet.clusters), "snapshots": len(fleet.manifests),
             "partitions_latest": sum(h["partitions"] for h in latest_rows(health)),
             "offline_latest": sum(h["offline"] for h in latest_rows(health)),
             "missing_broker_ids": sum(len(r["broker_ids"]) for r in _by_cluster_ids(missing)),
@@ -167,10 +174,23 @@ class Fleet:
             latest[m["cluster_id"]] = m  # sorted oldest first
         self.latest = list(latest.values())
         self.clusters = sorted(latest)
+        self._latest: dict[str, Any] = {}
+
+    def close(self) -> None:
+        for df in self._latest.values():
+            df.unpersist()
+        self._latest.clear()
 
     def table(self, name: str, latest: bool = False) -> Any:
+        """A table over every snapshot, or over each cluster's latest one (cached: most
+        stages read those again)."""
+        if latest and name in self._latest:
+            return self._latest[name]
         chosen = self.latest if latest else self.manifests
-        return self.spark.read.schema(_spark_schema(name)).parquet(*[f"{m['path']}/{name}.parquet" for m in chosen])
+        df = self.spark.read.schema(_spark_schema(name)).parquet(*[f"{m['path']}/{name}.parquet" for m in chosen])
+        if latest:
+            df = self._latest[name] = df.cache()
+        return df
 
     def _live(self, latest: bool = False) -> Any:
         from pyspark.sql import functions as F
@@ -264,7 +284,7 @@ class Fleet:
         size = _rows(self.table("replicas").groupBy(*KEY).agg(F.sum("size").alias("bytes")).orderBy(*KEY))
         parts = {(h["cluster_id"], h["taken_at"]): h["partitions"] for h in health}
         over_time = [{**r, "partitions": parts.get((r["cluster_id"], r["taken_at"]), 0)} for r in size]
-        lag = (self.table("group_offsets").join(self.table("offsets"), [*KEY, "topic", "partition"])
+        lag = (self.table("offsets").join(F.broadcast(self.table("group_offsets")), [*KEY, "topic", "partition"])
                .withColumn("lag", F.greatest(F.col("log_end_offset") - F.col("committed_offset"), F.lit(0)))
                .groupBy(*KEY, "group").agg(F.sum("lag").alias("lag"), F.count(F.lit(1)).alias("partitions")))
         lag_rows = _rows(lag.orderBy("cluster_id", "group", "taken_at"))
