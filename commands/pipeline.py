@@ -32,6 +32,28 @@ def duration(text: str) -> float:
     return seconds
 
 
+def directory(text: str) -> str:
+    """A directory path: not empty, no control characters, UTF-8 (what Parquet's writer takes)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeError:
+        raise ValueError("a directory path in UTF-8") from None
+    if not text or any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise ValueError("a directory path (not empty, no control characters)")
+    return text
+
+
+def usable_directory(text: str, option: str) -> Path:
+    """The path of an option, refused with one line when it names a file or cannot be a path."""
+    path = Path(text).expanduser()
+    try:
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{option} {text} is not a directory: give a directory (it is created if missing)")
+    except OSError as exc:
+        raise UsageError(f"{option}: cannot use {text[:80]!r} ({exc.strerror}): give another directory") from None
+    return path
+
+
 def need_extra(module: str) -> None:
     """One line, not a traceback, when the pipeline extra is missing."""
     import importlib.util
@@ -39,8 +61,20 @@ def need_extra(module: str) -> None:
         raise UsageError(f"This command needs {module}: {EXTRA_HINT}")
 
 
+def need_java() -> None:
+    """Spark runs on a JVM: PySpark starts `$JAVA_HOME/bin/java`, or `java` on the PATH."""
+    import os
+    import shutil
+    home = os.environ.get("JAVA_HOME")
+    if home and not os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        raise UsageError(f"JAVA_HOME={home} has no bin/java: point it at a Java 17+ installation or unset it")
+    if not home and shutil.which("java") is None:
+        raise UsageError("analyze needs Java 17 or later for Spark: install it (Debian: apt-get install "
+                         "openjdk-17-jre-headless) or set JAVA_HOME")
+
+
 @command("snapshot",
-         Option("--output-dir", metavar="D", required=True, completer="path",
+         Option("--output-dir", type=directory, metavar="D", required=True, completer="path",
                 help="Write the snapshot under D/<cluster id>/<UTC time>/ (Parquet tables and manifest.json)."),
          Option("--every", type=duration, metavar="INTERVAL",
                 help="Take a series: one snapshot every INTERVAL (60s, 5m, ...); with --count."),
@@ -55,9 +89,7 @@ def snapshot_command(session: Session, args: dict) -> Result:
     count = args["count"] or 1
     if count > 1 and args["every"] is None:
         raise UsageError("--count above 1 needs --every INTERVAL (the time between snapshots)")
-    root = Path(args["output_dir"]).expanduser()
-    if root.exists() and not root.is_dir():
-        raise UsageError(f"--output-dir {root} is not a directory: give a directory (it is created if missing)")
+    root = usable_directory(args["output_dir"], "--output-dir")
     from kafka_shell.pipeline import snapshot
     rows = []
     next_at = time.monotonic()
@@ -68,7 +100,7 @@ def snapshot_command(session: Session, args: dict) -> Result:
         try:
             directory = snapshot.take(session, root)
         except OSError as exc:
-            raise ShellError(f"Cannot write the snapshot under {root}: {exc.strerror or exc}") from None
+            raise ShellError(f"Cannot write the snapshot under {args['output_dir'][:80]!r}: {exc.strerror or exc}") from None
         info = snapshot.summary(directory)
         rows.append([info["cluster_id"], info["taken_at"], str(directory), info["rows"]["partitions"],
                      info["rows"]["brokers"], info["seconds"]])
@@ -80,9 +112,9 @@ def snapshot_command(session: Session, args: dict) -> Result:
 
 
 @command("analyze",
-         Option("--snapshots", metavar="D", required=True, completer="path",
+         Option("--snapshots", type=directory, metavar="D", required=True, completer="path",
                 help="Directory of snapshots (from snapshot or python -m kafka_shell.pipeline.synth)."),
-         Option("--out", metavar="DIR", required=True, completer="path",
+         Option("--out", type=directory, metavar="DIR", required=True, completer="path",
                 help="Where to write tables, plans and report.html (created if missing)."),
          Option("--spark-master", metavar="URL",
                 help="Spark master, e.g. spark://host:7077 (default: local[*], this machine)."),
@@ -97,18 +129,22 @@ def snapshot_command(session: Session, args: dict) -> Result:
                    "analyze --snapshots snapshots --out analysis --spark-master spark://10.0.0.5:7077"))
 def analyze_command(session: Session, args: dict) -> Result:
     need_extra("pyspark")
-    root = Path(args["snapshots"]).expanduser()
+    root = usable_directory(args["snapshots"], "--snapshots")
     if not root.is_dir():
         raise UsageError(f"--snapshots {root} is not a directory: give the directory snapshots were written to")
-    out = Path(args["out"]).expanduser()
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is not a directory: give a directory (it is created if missing)")
+    out = usable_directory(args["out"], "--out")
+    need_java()
     from kafka_shell.pipeline import jobs
     try:
         summary = jobs.run(root, out, master=args["spark_master"], conf=dict(args["spark_conf"] or []),
                            progress=session.stderr)
     except jobs.NoSnapshots as exc:
         raise UsageError(str(exc)) from None
+    except Exception as exc:
+        if not type(exc).__module__.startswith(("py4j", "pyspark")):
+            raise
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise ShellError(f"Spark failed: {first[:300]} (run with --debug for details)") from None
     rows = [[name, value] for name, value in summary.items()]
     return Result(tables=[Table(["Item", "Value"], rows, name="summary")],
                   messages=[f"Wrote the analysis to {out}; open {out / 'report.html'} in a browser."])

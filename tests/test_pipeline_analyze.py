@@ -254,6 +254,8 @@ def test_bad_analyze_input_is_one_line(tmp_path):
     assert_one_line_error(shell("analyze", "--snapshots", str(tmp_path), "--out", str(tmp_path / "o")),
                           2, "No snapshot under")
     assert not (tmp_path / "o").exists()
+    assert_one_line_error(shell("analyze", "--snapshots", str(tmp_path), "--out", str(tmp_path / "o"),
+                                env={"JAVA_HOME": str(tmp_path)}), 2, "has no bin/java")
 
 
 # -- a real Spark standalone cluster ------------------------------------------------------------

@@ -111,7 +111,7 @@ def _analyze(fleet: Fleet, stages: Stages, out: Path, started: float) -> dict[st
             "clusters": len(fleet.clusters), "snapshots": len(fleet.manifests),
             "partitions_latest": sum(h["partitions"] for h in latest_rows(health)),
             "offline_latest": sum(h["offline"] for h in latest_rows(health)),
-            "missing_broker_ids": sum(len(r["broker_ids"]) for r in _by_cluster_ids(missing)),
+            "missing_broker_ids": len(missing),  # a row per cluster and missing id
             "recovery_partitions": len(recovery), "preferred_partitions": len(preferred),
             "rebalance_moves": len(rebalance["moves"]), "controller_moves": len(trends["controller_moves"]),
             "plans": plans}
@@ -128,13 +128,6 @@ def latest_rows(health: list[dict]) -> list[dict]:
         if h["cluster_id"] not in last or h["taken_at"] > last[h["cluster_id"]]["taken_at"]:
             last[h["cluster_id"]] = h
     return list(last.values())
-
-
-def _by_cluster_ids(missing: list[dict]) -> list[dict]:
-    out: dict[str, set] = {}
-    for r in missing:
-        out.setdefault(r["cluster_id"], set()).add(r["broker_id"])
-    return [{"cluster_id": c, "broker_ids": sorted(ids)} for c, ids in out.items()]
 
 
 def _growth(rows: list[dict], key: tuple[str, ...], values: tuple[str, ...]) -> list[dict]:

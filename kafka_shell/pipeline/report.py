@@ -37,8 +37,11 @@ def write(path: Path, tables: dict[str, list[dict]], summary: dict[str, Any]) ->
     racks = go.Figure()
     for cluster in sorted({r["cluster_id"] for r in tables["rack_load"]}):
         rows = [r for r in tables["rack_load"] if r["cluster_id"] == cluster]
-        racks.add_trace(go.Bar(x=[r["rack"] for r in rows], y=[r["replicas_skew"] or 0 for r in rows], name=cluster))
-    racks.update_layout(title="Rack load per broker, skew against the cluster mean", yaxis_title="skew", barmode="group")
+        racks.add_trace(go.Bar(x=[r["rack"] for r in rows], y=[r["replicas"] / max(1, r["brokers"]) for r in rows],
+                               text=[f"skew {r['replicas_skew']:+.1%}" if r["replicas_skew"] is not None else "" for r in rows],
+                               name=cluster))
+    racks.update_layout(title="Replicas per broker in each rack (latest snapshot; skew against the cluster mean)",
+                        yaxis_title="replicas per broker", barmode="group")
     charts.append(("rack-load", racks))
 
     lag = go.Figure()
