@@ -194,7 +194,7 @@ class Fleet:
         from pyspark.sql import functions as F
         parts = self.table("partitions", latest)
         topics = self.table("topics", latest).select(*KEY, "topic", "min_isr")
-        df = (parts.join(F.broadcast(self._live(latest)), KEY, "left").join(topics, [*KEY, "topic"], "left")
+        df = (parts.join(F.broadcast(self._live(latest)), KEY, "left").join(F.broadcast(topics), [*KEY, "topic"], "left")
               .withColumn("min_isr", F.coalesce("min_isr", F.lit(1)))
               .withColumn("live", F.coalesce("live", F.array().cast("array<int>"))))
         offline = (F.col("leader") < 0) | ~F.array_contains("live", F.col("leader"))
@@ -329,7 +329,7 @@ class Fleet:
         brokers = brokers.join(racked, "cluster_id").withColumn(
             "grp", F.when(F.col("all_racked"), F.col("rack")).otherwise(F.lit("")))
         reps = parts.select(*PART, "replicas", F.posexplode("replicas").alias("pos", "broker_id"))
-        placed = reps.join(brokers.select("cluster_id", "broker_id", "grp"), ["cluster_id", "broker_id"], "left")
+        placed = reps.join(F.broadcast(brokers.select("cluster_id", "broker_id", "grp")), ["cluster_id", "broker_id"], "left")
         stuck = placed.where("grp IS NULL").select(*PART).distinct()
         placed = placed.where("grp IS NOT NULL")
         load = (brokers.join(placed.groupBy("cluster_id", "broker_id").agg(F.count(F.lit(1)).alias("load")),
@@ -344,7 +344,8 @@ class Fleet:
         under = ranked.where("load < target").select("cluster_id", "grp", "broker_id",
                                                      (F.col("target") - F.col("load")).alias("deficit"))
         # Replicas leaving: followers first (a preferred leader stays), in a hash order.
-        movable = placed.join(stuck, PART, "left_anti").join(over, ["cluster_id", "grp", "broker_id"])
+        movable = (placed.join(F.broadcast(over), ["cluster_id", "grp", "broker_id"])
+                   .join(F.broadcast(stuck), PART, "left_anti"))
         per_broker = Window.partitionBy("cluster_id", "broker_id").orderBy(
             (F.col("pos") == 0), F.xxhash64("topic", "partition"), "topic", "partition")
         sheds = movable.withColumn("rn", F.row_number().over(per_broker)).where("rn <= surplus")
