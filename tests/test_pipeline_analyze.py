@@ -34,8 +34,25 @@ TABLES = ("health", "broker_load", "rack_load", "missing_brokers", "recovery", "
           "controller_moves", "growth", "lag_growth")
 
 
+def apt_installed(program: str, package: str) -> str:
+    """The path of `program`, installing Debian's `package` when it is missing (CI runs as root
+    on a clean Debian machine with the package mirrors reachable)."""
+    path = shutil.which(program)
+    if path is None:
+        install = ["apt-get", "install", "-y", "-q", package]
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        if subprocess.run(install, capture_output=True, env=env).returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], check=True, capture_output=True, env=env)
+            subprocess.run(install, check=True, capture_output=True, env=env)
+        path = shutil.which(program)
+    assert path, f"{package} did not install"
+    return path
+
+
 @pytest.fixture(scope="session")
 def spark():
+    if not os.environ.get("JAVA_HOME"):
+        apt_installed("java", "openjdk-17-jre-headless")  # Spark's JVM
     session = jobs.spark_session("local[2]", {"spark.sql.shuffle.partitions": "2",
                                               "spark.default.parallelism": "2"})
     yield session
@@ -248,7 +265,7 @@ def test_analyze_command_in_process(spark, fleet, tmp_path):
     assert (tmp_path / "report.html").exists()
 
 
-def test_bad_analyze_input_is_one_line(tmp_path):
+def test_bad_analyze_input_is_one_line(spark, tmp_path):  # spark: Java is there
     assert_one_line_error(shell("analyze", "--snapshots", str(tmp_path / "nope"), "--out", str(tmp_path)),
                           2, "is not a directory")
     assert_one_line_error(shell("analyze", "--snapshots", str(tmp_path), "--out", str(tmp_path / "o")),
@@ -279,7 +296,7 @@ def wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 60) -> Non
 
 
 @pytest.fixture
-def standalone(tmp_path):
+def standalone(spark, tmp_path):  # spark: Java is there
     """A Spark standalone master and one worker from the installed pyspark, on loopback."""
     import pyspark
     home = Path(pyspark.__file__).parent
@@ -330,17 +347,7 @@ def test_standalone_cluster_gives_the_local_results(standalone, fleet, analysis,
 
 @pytest.fixture(scope="session")
 def chromium() -> str:
-    """Debian's chromium, installed when missing (CI runs as root on a clean Debian machine)."""
-    path = shutil.which("chromium")
-    if path is None:
-        install = ["apt-get", "install", "-y", "-q", "chromium"]
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        if subprocess.run(install, capture_output=True, env=env).returncode != 0:
-            subprocess.run(["apt-get", "update", "-q"], check=True, capture_output=True, env=env)
-            subprocess.run(install, check=True, capture_output=True, env=env)
-        path = shutil.which("chromium")
-    assert path, "chromium did not install"
-    return path
+    return apt_installed("chromium", "chromium")
 
 
 def headless(chromium: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
