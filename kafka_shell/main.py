@@ -231,6 +231,8 @@ def build_target(g: Globals, sandbox=None):
 def run(argv: list[str]) -> int:
     if argv[:1] == ["sandbox"]:
         return serve_sandbox(argv[1:])
+    if argv[:1] in (["snapshot"], ["analyze"]):  # the pipeline's commands also read as words
+        argv = [f"--{argv[0]}", *argv[1:]]
     g = parse_globals(argv)
     if g.help:
         print(usage_text())

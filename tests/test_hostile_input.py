@@ -83,7 +83,7 @@ BASE_FOR_OPTION: dict[tuple[str, str], str] = {
 # (command, option) where any text is a legal value (a glob, a file name to create): those
 # runs may succeed; they must still print at most one line on stderr.
 ANY_TEXT = {("list-topics", "pattern"), ("reassign-partitions", "--proposed-json-file"),
-            ("help", "command"), ("topic", "name")}   # `help ""` is help, `topic ""` leaves the context
+            ("help", "command"), ("topic", "name"), ("snapshot", "--output-dir")}   # `help ""` is help, `topic ""` leaves the context
 # Values Kafka takes as names (topic "nan" is legal): accepted by name options, which must then
 # say the topic or cluster is unknown (exit 1 or 2), or succeed without changing anything.
 LEGAL_NAMES = {"-1", "nan", "inf", "-inf", "1e300", "9" * 30, "99999999999999999999999", "-9223372036854775809"}

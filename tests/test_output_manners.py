@@ -240,6 +240,7 @@ TABLE_LINES: dict[str, list[str]] = {
     "consume": ["consume --topic t --from-beginning --max-messages 1 --timeout 5"],
     "describe-user-scram-credentials": ["describe-user-scram-credentials"],
     "describe-client-quotas": ["describe-client-quotas"],
+    "snapshot": ["snapshot --output-dir SNAPSHOTS"],
 }
 # ACL commands answer SECURITY_DISABLED without an authorizer: their lines run on a sandbox with one.
 ACL_LINES: dict[str, list[str]] = {
@@ -247,8 +248,9 @@ ACL_LINES: dict[str, list[str]] = {
     "describe-acls": ["describe-acls", "describe-acls --topic t"],
     "delete-acls": ["delete-acls --allow-principal User:a --operation Read --topic t --dry-run"],
 }
+# analyze's shape (a "summary" table) is checked in test_pipeline_analyze, where Spark runs once.
 # Commands that only say what they did (status lines, help text): no tables to shape.
-MESSAGE_ONLY = {"add-cluster", "alter-client-quotas", "alter-user-scram-credentials",
+MESSAGE_ONLY = {"add-cluster", "analyze", "alter-client-quotas", "alter-user-scram-credentials",
                 "alter-configs", "alter-topic", "clear", "create-topic", "delete-group", "delete-topic", "exit",
                 "expanded", "help", "output", "pager", "refresh", "topic", "use-cluster"}
 CASES = [(name, line) for name, lines in TABLE_LINES.items() for line in lines]
@@ -266,7 +268,7 @@ def _outputs(sandbox, line: str, tmp_path: Path) -> dict[str, str]:
     for fmt in ("json", "jsonl", "csv"):
         session = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=io.StringIO(), stderr=io.StringIO())
         try:
-            code = run_line(session, f"{line.replace('MOVE', str(move))} -o {fmt}")
+            code = run_line(session, f"{line.replace('MOVE', str(move)).replace('SNAPSHOTS', str(tmp_path / fmt))} -o {fmt}")
         finally:
             session.close()
         assert code in (0, 1), session.stderr.getvalue()  # type: ignore[attr-defined]  (1: verify says "differs")

@@ -1,0 +1,85 @@
+"""The snapshot format, shared by `snapshot` (a real cluster), `synth` (a synthetic fleet) and
+the Spark jobs that read it.
+
+One directory per cluster and time: `D/<cluster id>/<UTC time>/`, holding one Parquet file per
+table below and `manifest.json` (format, cluster id, mode, time, controller, row counts). Every
+table carries `cluster_id` and `taken_at`, so a glob over many snapshots reads as one table.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+STAMP = "%Y%m%dT%H%M%S.%fZ"
+
+_ids = pa.list_(pa.int32())
+_KEY = [("cluster_id", pa.string()), ("taken_at", pa.timestamp("ms", tz="UTC"))]
+_PARTITION = [("topic", pa.string()), ("partition", pa.int32())]
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "cluster": pa.schema(_KEY + [("mode", pa.string()), ("controller_id", pa.int32()),
+                                 ("controller_epoch", pa.int32())]),
+    # Metadata lists live brokers only: a replica on an id missing here is on a dead broker.
+    "brokers": pa.schema(_KEY + [("broker_id", pa.int32()), ("host", pa.string()), ("port", pa.int32()),
+                                 ("rack", pa.string()), ("state", pa.string())]),
+    "topics": pa.schema(_KEY + [("topic", pa.string()), ("topic_id", pa.string()), ("partitions", pa.int32()),
+                                ("replication_factor", pa.int32()), ("min_isr", pa.int32()),
+                                ("configs", pa.map_(pa.string(), pa.string()))]),
+    "partitions": pa.schema(_KEY + _PARTITION + [
+        ("leader", pa.int32()), ("leader_epoch", pa.int32()), ("replicas", _ids), ("isr", _ids),
+        ("elr", _ids), ("offline_replicas", _ids)]),
+    # DescribeLogDirs of the live brokers; log_end_offset and last_epoch only where the cluster
+    # tells them (replicas of offline partitions: GetReplicaLogInfo or ListOffsets replica -2).
+    "replicas": pa.schema(_KEY + _PARTITION + [
+        ("broker_id", pa.int32()), ("size", pa.int64()), ("offset_lag", pa.int64()),
+        ("log_end_offset", pa.int64()), ("last_epoch", pa.int32())]),
+    "offsets": pa.schema(_KEY + _PARTITION + [("log_start_offset", pa.int64()), ("log_end_offset", pa.int64())]),
+    "group_offsets": pa.schema(_KEY + [("group", pa.string())] + _PARTITION + [("committed_offset", pa.int64())]),
+}
+TABLES = tuple(SCHEMAS)
+
+
+def stamp(taken_at: datetime.datetime) -> str:
+    return taken_at.astimezone(datetime.UTC).strftime(STAMP)
+
+
+def snapshot_dir(root: Path, cluster_id: str, taken_at: datetime.datetime) -> Path:
+    return root / cluster_id / stamp(taken_at)
+
+
+def write_snapshot(directory: Path, tables: dict[str, pa.Table], manifest: dict[str, Any]) -> Path:
+    """Write the tables (each cast to its schema) and then the manifest, which marks the
+    snapshot complete: readers skip directories without one."""
+    import pyarrow.parquet as pq
+    directory.mkdir(parents=True, exist_ok=False)
+    counts = {}
+    for name in TABLES:
+        table = tables[name].select(SCHEMAS[name].names).cast(SCHEMAS[name])
+        pq.write_table(table, directory / f"{name}.parquet", compression="zstd")
+        counts[name] = table.num_rows
+    body = {"format": FORMAT, **manifest, "rows": counts}
+    (directory / MANIFEST).write_text(json.dumps(body, indent=2) + "\n")
+    return directory
+
+
+def find_snapshots(root: Path) -> list[dict[str, Any]]:
+    """The complete snapshots under `root` (each manifest, with its `path`), oldest first per
+    cluster. A manifest of another format is refused with a clear message."""
+    found = []
+    for manifest in sorted(root.glob(f"*/*/{MANIFEST}")):
+        body = json.loads(manifest.read_text())
+        if body.get("format") != FORMAT:
+            raise ValueError(f"{manifest}: snapshot format {body.get('format')!r}, expected {FORMAT}")
+        found.append({**body, "path": str(manifest.parent)})
+    return sorted(found, key=lambda m: (m["cluster_id"], m["taken_at_ms"]))
+
+
+def empty(name: str) -> pa.Table:
+    return SCHEMAS[name].empty_table()

@@ -1,0 +1,247 @@
+"""Take one snapshot of a cluster (see `schema` for the format) through the session's
+connection: one Metadata read (with the active controller), one DescribeLogDirs per live
+broker, ListOffsets (earliest and latest) batched per leader, DescribeTopicPartitions only
+where an ELR can exist, the replica log ends of offline partitions, one DescribeConfigs for
+every topic, and the consumer groups' committed offsets. No per-partition calls.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafka_shell.codes import ApiKey
+from kafka_shell.errors import KafkaCallError, ShellError
+from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
+from kafka_shell.operations import admin_error, debug
+from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from kafka_shell.session import Session
+
+EARLIEST, LATEST = -2, -1           # ListOffsets timestamps
+DEBUGGING_REPLICA_ID = -2          # ListOffsets: the asked broker's own replica, leader or not
+PARTITIONS_PER_PAGE = 2000         # DescribeTopicPartitions' default response limit
+Key = tuple[str, int]
+
+
+def take(session: Session, root: Path) -> Path:
+    """Read the cluster once and write the snapshot under `root`; returns its directory."""
+    import pyarrow as pa
+
+    from kafka_shell.pipeline import schema
+    started = time.monotonic()
+    now = datetime.datetime.now(datetime.UTC)
+    taken_at = now.replace(microsecond=now.microsecond // 1000 * 1000)  # Parquet keeps milliseconds
+    conn = session.conn
+    snap = conn.read(controller=True)
+    cluster_id = snap.cluster_id or "unknown-cluster"
+    parts = [p for _, t in sorted(snap.topics.items()) for p in t.partitions]
+    live = set(snap.brokers)
+    replicas = _log_dirs(session, sorted(live))
+    log_ends = _offline_log_ends(session, snap, [p for p in parts if p.leader < 0 or p.leader not in live])
+    offsets = _offsets(session, [p for p in parts if p.leader in live])
+    elr = _eligible_leaders(session, snap)
+    configs = _topic_configs(session, sorted(snap.topics))
+    groups = _group_offsets(session)
+    key = {"cluster_id": cluster_id, "taken_at": taken_at}
+
+    def table(name: str, columns: dict[str, list]) -> pa.Table:
+        n = len(next(iter(columns.values()))) if columns else 0
+        full = {**{k: [v] * n for k, v in key.items()}, **columns}
+        return pa.table(full, schema=schema.SCHEMAS[name])
+
+    topic_rows = [(t.name, str(t.topic_id) if t.topic_id else None, len(t.partitions),
+                   len(t.partitions[0].replicas) if t.partitions else 0, *configs.get(t.name, ({}, 1)))
+                  for _, t in sorted(snap.topics.items())]
+    replica_rows = [(t, p, b, size, lag, *log_ends.get((t, p, b), (None, None)))
+                    for (t, p, b), (size, lag) in sorted(replicas.items())]
+    tables = {
+        "cluster": table("cluster", {"mode": [conn.mode or ""], "controller_id": [snap.controller.id],
+                                     "controller_epoch": [snap.controller.epoch]}),
+        "brokers": table("brokers", _columns(["broker_id", "host", "port", "rack", "state"],
+                                             [(b.id, b.host, b.port, b.rack, "live") for _, b in sorted(snap.brokers.items())])),
+        "topics": table("topics", _columns(["topic", "topic_id", "partitions", "replication_factor", "configs", "min_isr"],
+                                           [(*r[:4], list(r[4].items()), r[5]) for r in topic_rows])),
+        "partitions": table("partitions", _columns(
+            ["topic", "partition", "leader", "leader_epoch", "replicas", "isr", "elr", "offline_replicas"],
+            [(p.topic, p.partition, p.leader, p.leader_epoch, list(p.replicas), list(p.isr),
+              elr.get((p.topic, p.partition), []), list(p.offline_replicas)) for p in parts])),
+        "replicas": table("replicas", _columns(
+            ["topic", "partition", "broker_id", "size", "offset_lag", "log_end_offset", "last_epoch"], replica_rows)),
+        "offsets": table("offsets", _columns(["topic", "partition", "log_start_offset", "log_end_offset"],
+                                             [(t, p, start, end) for (t, p), (start, end) in sorted(offsets.items())])),
+        "group_offsets": table("group_offsets", _columns(["group", "topic", "partition", "committed_offset"], groups)),
+    }
+    manifest = {"cluster_id": cluster_id, "mode": conn.mode or "", "taken_at": taken_at.isoformat(),
+                "taken_at_ms": int(taken_at.timestamp() * 1000), "controller_id": snap.controller.id,
+                "controller_epoch": snap.controller.epoch, "source": "kafka-shell snapshot",
+                "seconds": round(time.monotonic() - started, 3)}
+    return schema.write_snapshot(schema.snapshot_dir(root, cluster_id, taken_at), tables, manifest)
+
+
+def _columns(names: list[str], rows: Iterable[tuple]) -> dict[str, list]:
+    rows = list(rows)
+    return {n: [r[i] for r in rows] for i, n in enumerate(names)}
+
+
+def _log_dirs(session: Session, brokers: list[int]) -> dict[tuple[str, int, int], tuple[int, int]]:
+    """(topic, partition, broker) -> (size, offset lag): one DescribeLogDirs per live broker."""
+    out: dict[tuple[str, int, int], tuple[int, int]] = {}
+    if not session.conn.api_versions().get(ApiKey.DESCRIBE_LOG_DIRS):
+        return out
+    for b in brokers:
+        debug(session, f"DescribeLogDirs request to broker {b}")
+        try:
+            answer = session.conn.broker_request_entity(b, ApiKey.DESCRIBE_LOG_DIRS, {"topics": None})
+        except ShellError as exc:
+            session.stderr.write(f"Broker {b} did not describe its log dirs ({exc}); its replicas are left out.\n")
+            continue
+        for d in answer.results:
+            for t in d.topics:
+                name = t.name
+                for p in t.partitions:
+                    if not p.is_future_key:
+                        out[(name, p.partition_index, b)] = (p.partition_size, p.offset_lag)
+    return out
+
+
+def _by_broker(keys: Iterable[tuple[int, Key]]) -> dict[int, dict[str, list[int]]]:
+    """broker -> topic -> partitions, for one batched request per broker."""
+    out: dict[int, dict[str, list[int]]] = {}
+    for broker, (topic, partition) in keys:
+        out.setdefault(broker, {}).setdefault(topic, []).append(partition)
+    return out
+
+
+def _list_offsets(session: Session, broker: int, topics: dict[str, list[int]], timestamp: int,
+                  replica_id: int = -1) -> dict[Key, tuple[int, int]]:
+    """(topic, partition) -> (offset, leader epoch) from one ListOffsets to `broker`."""
+    body = {"replica_id": replica_id, "isolation_level": 0, "topics": [
+        {"name": t, "partitions": [{"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp}
+                                   for p in ps]} for t, ps in topics.items()]}
+    debug(session, f"ListOffsets request to broker {broker}: {sum(map(len, topics.values()))} partition(s)")
+    answer = session.conn.broker_request_entity(broker, ApiKey.LIST_OFFSETS, body)
+    return {(t.name, p.partition_index): (p.offset, getattr(p, "leader_epoch", -1))
+            for t in answer.topics for p in t.partitions if not p.error_code}
+
+
+def _offsets(session: Session, online: list[PartitionInfo]) -> dict[Key, tuple[int, int]]:
+    """(topic, partition) -> (log start, log end), asked of each leader for all it leads."""
+    out: dict[Key, tuple[int, int]] = {}
+    for broker, topics in _by_broker((p.leader, (p.topic, p.partition)) for p in online).items():
+        try:
+            start = _list_offsets(session, broker, topics, EARLIEST)
+            end = _list_offsets(session, broker, topics, LATEST)
+        except ShellError as exc:
+            session.stderr.write(f"Broker {broker} did not list offsets ({exc}); its partitions are left out.\n")
+            continue
+        out.update({k: (start[k][0], end[k][0]) for k in start.keys() & end.keys()})
+    return out
+
+
+def _offline_log_ends(session: Session, snap: ClusterSnapshot,
+                      offline: list[PartitionInfo]) -> dict[tuple[str, int, int], tuple[int, int]]:
+    """(topic, partition, broker) -> (log end offset, leader epoch) of the live replicas of
+    offline partitions: what the recovery plan chooses by. GetReplicaLogInfo (KAFKA-20098)
+    where the cluster has it (the epoch of the last write), else ListOffsets with replica id -2
+    (the broker's current epoch)."""
+    wanted = _by_broker((b, (p.topic, p.partition)) for p in offline for b in p.replicas if b in snap.brokers)
+    out: dict[tuple[str, int, int], tuple[int, int]] = {}
+    use_log_info = bool(wanted) and bool(session.conn.api_versions().get(ApiKey.GET_REPLICA_LOG_INFO))
+    for broker, topics in wanted.items():
+        try:
+            answers = (_replica_log_info(session, snap, broker, topics) if use_log_info
+                       else _list_offsets(session, broker, topics, LATEST, DEBUGGING_REPLICA_ID))
+        except ShellError as exc:
+            session.stderr.write(f"Broker {broker} did not tell its log ends ({exc}).\n")
+            continue
+        out.update({(t, p, broker): v for (t, p), v in answers.items()})
+    return out
+
+
+def _replica_log_info(session: Session, snap: ClusterSnapshot, broker: int,
+                      topics: dict[str, list[int]]) -> dict[Key, tuple[int, int]]:
+    names = {snap.topics[t].topic_id: t for t in topics}
+    keys = [(t, p) for t, ps in topics.items() for p in ps]
+    out: dict[Key, tuple[int, int]] = {}
+    for i in range(0, len(keys), MAX_PARTITIONS_PER_REQUEST):
+        page = _by_broker((broker, k) for k in keys[i:i + MAX_PARTITIONS_PER_REQUEST])[broker]
+        answer = session.conn.broker_request(broker, ApiKey.GET_REPLICA_LOG_INFO, {"topic_partitions": [
+            {"topic_id": snap.topics[t].topic_id, "partitions": ps} for t, ps in page.items()]})
+        for tl in answer.get("topic_partition_log_info_list", []):
+            name = names.get(tl["topic_id"])
+            if name is None:
+                continue
+            for info in tl["partition_log_info"]:
+                if not info["error_code"]:
+                    out[(name, info["partition"])] = (info["log_end_offset"], info["partition_leader_epoch"])
+    return out
+
+
+def _eligible_leaders(session: Session, snap: ClusterSnapshot) -> dict[Key, list[int]]:
+    """KIP-966's ELR from DescribeTopicPartitions, asked only for topics with a partition out of
+    sync or offline (elsewhere it is empty by definition), where the cluster serves it."""
+    names = [t.name for _, t in sorted(snap.topics.items())
+             if any(p.leader < 0 or len(p.isr) < len(p.replicas) for p in t.partitions)]
+    if not names or not session.conn.api_versions().get(ApiKey.DESCRIBE_TOPIC_PARTITIONS):
+        return {}
+    out: dict[Key, list[int]] = {}
+    cursor = None
+    while True:
+        answer = session.conn.any_broker_request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, {
+            "topics": [{"name": n} for n in names], "response_partition_limit": PARTITIONS_PER_PAGE,
+            "cursor": cursor})
+        for t in answer.get("topics", []):
+            for p in t.get("partitions", []):
+                out[(t["name"], p["partition_index"])] = list(p.get("eligible_leader_replicas") or [])
+        cursor = answer.get("next_cursor")
+        if not cursor:
+            return out
+
+
+def _topic_configs(session: Session, names: list[str]) -> dict[str, tuple[dict[str, str], int]]:
+    """topic -> (its dynamic config overrides, its min.insync.replicas): one DescribeConfigs."""
+    if not names:
+        return {}
+    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+    answer = session.conn.admin_call("describe_configs", [ConfigResource(ResourceType.TOPIC, n) for n in names])
+    out = {}
+    for resource, entries in answer.items():
+        if isinstance(entries, BaseException):
+            raise KafkaCallError(admin_error(entries, topic=getattr(resource, "name", "?")))
+        overrides = {e.name: ("******" if e.is_sensitive else e.value) for e in entries.values()
+                     if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+        min_isr = entries.get("min.insync.replicas")
+        out[resource.name] = (overrides, int(min_isr.value) if min_isr and min_isr.value else 1)
+    return out
+
+
+def _group_offsets(session: Session) -> list[tuple[str, str, int, int]]:
+    """(group, topic, partition, committed offset) of every consumer group."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    listed = session.conn.admin_call("list_consumer_groups")[None]
+    if isinstance(listed, BaseException):
+        raise KafkaCallError(admin_error(listed))
+    rows: list[tuple[str, str, int, int]] = []
+    for group in sorted(g.group_id for g in listed.valid):
+        answer = session.conn.admin_call("list_consumer_group_offsets", [ConsumerGroupTopicPartitions(group)])
+        for result in answer.values():
+            if isinstance(result, BaseException):
+                session.stderr.write(f"Group {group}: {admin_error(result)}; left out.\n")
+                continue
+            rows += [(group, tp.topic, tp.partition, tp.offset) for tp in result.topic_partitions or []
+                     if tp.offset >= 0]
+    return sorted(rows)
+
+
+def summary(directory: Path) -> dict[str, Any]:
+    import json
+
+    from kafka_shell.pipeline.schema import MANIFEST
+    return json.loads((directory / MANIFEST).read_text())

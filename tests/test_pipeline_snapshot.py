@@ -1,0 +1,141 @@
+"""Snapshots (no Spark): `snapshot` against a real sandbox read back with pyarrow, the
+synthetic fleet's format and faults, and bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from kafka_shell.pipeline import schema, synth
+from kafka_shell.runner import run_line
+from kafka_shell.session import Session, Target
+from tests.output import json_rows
+from tests.sandbox.wire import create, produce
+from tests.test_oneshot import assert_one_line_error, run, shell
+
+
+def read(directory: Path, name: str) -> list[dict]:
+    return pq.read_table(directory / f"{name}.parquet").to_pylist()
+
+
+def one_snapshot(root: Path) -> Path:
+    (manifest,) = schema.find_snapshots(root)
+    return Path(manifest["path"])
+
+
+def test_snapshot_of_a_sandbox_holds_what_the_cluster_holds(sandbox, tmp_path):
+    create(sandbox, "orders", [[1, 2, 3], [2, 3, 1]], **{"min.insync.replicas": "2"})
+    produce(sandbox, "orders", 0, 4, 100)
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": sandbox.bootstrap, "group.id": "billing", "log_level": 0})
+    consumer.commit(offsets=[TopicPartition("orders", 0, 3)], asynchronous=False)
+    consumer.close()
+    sandbox.stop_broker(3)
+    proc = run(sandbox, f"snapshot --output-dir {tmp_path}", "--output", "json")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json_rows(proc.stdout, "snapshots")
+    d = one_snapshot(tmp_path)
+    manifest = json.loads((d / schema.MANIFEST).read_text())
+    assert row["Directory"] == str(d) and row["Partitions"] == manifest["rows"]["partitions"]
+    assert manifest["mode"] == "KRaft" and manifest["controller_id"] == sandbox.active_controller
+    (cluster,) = read(d, "cluster")
+    assert (cluster["controller_id"], cluster["controller_epoch"]) == (sandbox.active_controller, sandbox.controller_epoch)
+    assert sorted(b["broker_id"] for b in read(d, "brokers")) == [1, 2]  # 3 is down: Metadata lists live brokers
+    (topic,) = [t for t in read(d, "topics") if t["topic"] == "orders"]
+    assert (topic["topic"], topic["partitions"], topic["replication_factor"], topic["min_isr"]) == ("orders", 2, 3, 2)
+    assert dict(topic["configs"])["min.insync.replicas"] == "2"
+    parts = {p["partition"]: p for p in read(d, "partitions") if p["topic"] == "orders"}
+    assert parts[0]["replicas"] == [1, 2, 3] and 3 not in parts[0]["isr"] and parts[0]["leader"] == 1
+    assert parts[0]["offline_replicas"] == [3]
+    offsets = {o["partition"]: o for o in read(d, "offsets") if o["topic"] == "orders"}
+    assert (offsets[0]["log_start_offset"], offsets[0]["log_end_offset"]) == (0, 4)
+    replicas = {(r["partition"], r["broker_id"]): r for r in read(d, "replicas") if r["topic"] == "orders"}
+    assert set(replicas) == {(0, 1), (0, 2), (1, 1), (1, 2)}  # broker 3 answers nothing
+    assert replicas[(0, 1)]["size"] > 0 and replicas[(0, 1)]["size"] == replicas[(0, 2)]["size"]
+    (group,) = read(d, "group_offsets")
+    assert (group["group"], group["topic"], group["partition"], group["committed_offset"]) == ("billing", "orders", 0, 3)
+    assert all(r["cluster_id"] == manifest["cluster_id"] for r in read(d, "partitions"))
+
+
+def test_offline_partitions_carry_each_live_replicas_log_end_and_epoch(sandbox, tmp_path):
+    create(sandbox, "t", [[1, 2, 3]])
+    produce(sandbox, "t", 0, 10, 50)
+    for b in (2, 3, 1):
+        sandbox.stop_broker(b)
+    sandbox.start_broker(2)
+    sandbox.start_broker(3)
+    sandbox.set_log_end_offset("t", 0, 2, 6, epoch=0)
+    sandbox.set_log_end_offset("t", 0, 3, 4, epoch=1)
+    session = Session(target=Target(sandbox.bootstrap), stdout=io.StringIO(), stderr=io.StringIO())
+    assert run_line(session, f"snapshot --output-dir {tmp_path}") == 0
+    session.close()
+    d = one_snapshot(tmp_path)
+    (p,) = read(d, "partitions")
+    assert p["leader"] == -1
+    ends = {r["broker_id"]: (r["log_end_offset"], r["last_epoch"]) for r in read(d, "replicas")}
+    assert ends == {2: (6, 0), 3: (4, 1)}
+
+
+def test_a_series_with_every_and_count(sandbox, tmp_path):
+    proc = run(sandbox, f"snapshot --output-dir {tmp_path} --every 100ms --count 2", "--output", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert len(json_rows(proc.stdout, "snapshots")) == 2 and len(schema.find_snapshots(tmp_path)) == 2
+    assert "Snapshot 2/2" in proc.stderr
+
+
+def test_snapshot_with_the_global_sandbox_flag(tmp_path):
+    proc = shell("snapshot", "--output-dir", str(tmp_path), "--sandbox")
+    assert proc.returncode == 0, proc.stderr
+    assert schema.find_snapshots(tmp_path)[0]["rows"]["brokers"] == 3
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--every", "soon"], "an interval like 60s"),
+    (["--count", "3"], "--count above 1 needs --every"),
+    (["--count", "0"], "a positive integer"),
+])
+def test_bad_snapshot_input_is_one_line(sandbox, tmp_path, args, needle):
+    proc = run(sandbox, " ".join(["snapshot", "--output-dir", str(tmp_path), *args]))
+    assert_one_line_error(proc, 2, needle)
+    assert not any(tmp_path.iterdir())
+
+
+def test_output_dir_that_is_a_file(sandbox, tmp_path):
+    (tmp_path / "f").write_text("")
+    assert_one_line_error(run(sandbox, f"snapshot --output-dir {tmp_path / 'f'}"), 2, "is not a directory")
+
+
+def test_synthetic_fleet_format_and_faults(tmp_path):
+    assert synth.main(["--clusters", "2", "--brokers", "6", "--partitions", "500", "--snapshots", "4",
+                       "--out", str(tmp_path)]) == 0
+    manifests = schema.find_snapshots(tmp_path)
+    assert len(manifests) == 8
+    for m in manifests:
+        for name, expected in schema.SCHEMAS.items():
+            table = pq.read_table(Path(m["path"]) / f"{name}.parquet")
+            assert table.schema.equals(expected, check_metadata=False), name
+            assert table.num_rows == m["rows"][name]
+    first, last = (Path(m["path"]) for m in (manifests[0], manifests[3]))  # cluster 00: a broker dies mid-series
+    assert len(read(first, "brokers")) == 6 and len(read(last, "brokers")) == 5
+    dead = ({6} - {b["broker_id"] for b in read(last, "brokers")}).pop()
+    parts = read(last, "partitions")
+    offline = [p for p in parts if p["leader"] < 0]
+    assert offline and all(p["isr"] == [dead] for p in offline)
+    assert all(dead not in p["isr"] for p in parts if p["leader"] >= 0)
+    assert any(p["leader"] != p["replicas"][0] for p in parts if p["leader"] >= 0)
+    ends = [r for r in read(last, "replicas") if r["log_end_offset"] is not None]
+    assert {(r["topic"], r["partition"]) for r in ends} == {(p["topic"], p["partition"]) for p in offline}
+    assert len({(r["last_epoch"], r["log_end_offset"]) for r in ends}) > 1  # divergent logs
+    controllers = [m["controller_id"] for m in manifests[:4]]
+    assert len(set(controllers)) > 1  # the controller moved
+
+
+def test_synth_refuses_an_existing_fleet(tmp_path, capsys):
+    synth.main(["--clusters", "1", "--partitions", "10", "--snapshots", "1", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit) as exit_:
+        synth.main(["--clusters", "1", "--partitions", "10", "--snapshots", "1", "--out", str(tmp_path)])
+    assert exit_.value.code == 2 and "already exists" in capsys.readouterr().err
