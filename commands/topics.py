@@ -11,11 +11,12 @@ from __future__ import annotations
 import fnmatch
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.acl import is_authorization_error
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
+from kafka_shell.acl import is_authorization_error
 from kafka_shell.operations import (admin_error, alter_configs, change_replication_factor, check_topic_name, debug,
-                                    has_collision_chars, is_pattern, ongoing, read_for, read_topics, resolve_topics,
+                                    eligible_leaders, has_collision_chars, is_pattern, ongoing, read_for, read_topics,
+                                    resolve_topics,
                                     response_error)
 from kafka_shell.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor, topic_pattern
 from kafka_shell.registry import Option, command
@@ -390,9 +391,6 @@ def describe_topic(session: Session, args: dict) -> Result:
     return Result(tables=tables)
 
 
-PARTITIONS_PER_PAGE = 2000  # Kafka's default ResponsePartitionLimit
-
-
 def moving_replicas(session) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
     """(topic, partition) -> (adding, removing) replicas of the moves in progress, where the
     cluster can say (Metadata does not carry them; Kafka's describe shows them)."""
@@ -405,31 +403,6 @@ def moving_replicas(session) -> dict[tuple[str, int], tuple[list[int], list[int]
             return {}
         raise
     return {key: (m["adding"], m["removing"]) for key, m in moves.items()}
-
-
-def eligible_leaders(session, topics: list) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
-    """(topic, partition) -> (ELR, last known ELR) from DescribeTopicPartitions, page by page,
-    where the cluster has it (KIP-966 fields that Metadata lacks). Only topics with a partition
-    out of sync or offline are asked about: elsewhere both lists are empty by definition (the
-    ELR holds replicas that left the ISR), which keeps a healthy describe one Metadata read."""
-    names = [t.name for t in topics
-             if any(p.leader < 0 or len(p.isr) < len(p.replicas) for p in t.partitions)]
-    if not names or not session.conn.supports(ApiKey.DESCRIBE_TOPIC_PARTITIONS):
-        return {}
-    out, cursor = {}, None
-    while True:
-        debug(session, f"DescribeTopicPartitions request: {len(names)} topic(s)")
-        answer = session.conn.any_broker_request(
-            ApiKey.DESCRIBE_TOPIC_PARTITIONS,
-            {"topics": [{"name": n} for n in names], "response_partition_limit": PARTITIONS_PER_PAGE,
-             "cursor": cursor})
-        for t in answer.get("topics", []):
-            for p in t.get("partitions", []):
-                out[(t["name"], p["partition_index"])] = (p.get("eligible_leader_replicas") or [],
-                                                          p.get("last_known_elr") or [])
-        cursor = answer.get("next_cursor")
-        if not cursor:
-            return out
 
 
 def _matches(p, filters: list[str], live: dict, min_isr: int, adding=()) -> bool:

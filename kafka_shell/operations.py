@@ -403,3 +403,31 @@ def config_overrides(session: Session, entity_type: str, name: str) -> list[str]
         raise KafkaCallError(admin_error(entries, entity=entity_label(entity_type, name)))
     sources = _OVERRIDE_SOURCES["" if entity_type == "brokers" and not name else entity_type]
     return sorted(e.name for e in entries.values() if ConfigSource(e.source).name in sources)
+
+
+PARTITIONS_PER_PAGE = 2000  # Kafka's default ResponsePartitionLimit
+
+
+def eligible_leaders(session: Session, topics: list) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
+    """(topic, partition) -> (ELR, last known ELR) from DescribeTopicPartitions, page by page,
+    where the cluster has it (KIP-966 fields that Metadata lacks). Only topics with a partition
+    out of sync or offline are asked about: elsewhere both lists are empty by definition (the
+    ELR holds replicas that left the ISR), which keeps a healthy describe one Metadata read."""
+    names = [t.name for t in topics
+             if any(p.leader < 0 or len(p.isr) < len(p.replicas) for p in t.partitions)]
+    if not names or not session.conn.supports(ApiKey.DESCRIBE_TOPIC_PARTITIONS):
+        return {}
+    out, cursor = {}, None
+    while True:
+        debug(session, f"DescribeTopicPartitions request: {len(names)} topic(s)")
+        answer = session.conn.any_broker_request(
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+            {"topics": [{"name": n} for n in names], "response_partition_limit": PARTITIONS_PER_PAGE,
+             "cursor": cursor})
+        for t in answer.get("topics", []):
+            for p in t.get("partitions", []):
+                out[(t["name"], p["partition_index"])] = (p.get("eligible_leader_replicas") or [],
+                                                          p.get("last_known_elr") or [])
+        cursor = answer.get("next_cursor")
+        if not cursor:
+            return out

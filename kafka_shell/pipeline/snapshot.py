@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_shell.codes import ApiKey
 from kafka_shell.errors import KafkaCallError, ShellError
 from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
-from kafka_shell.operations import admin_error, debug
+from kafka_shell.operations import admin_error, debug, eligible_leaders
 from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
 
 if TYPE_CHECKING:
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 EARLIEST, LATEST = -2, -1           # ListOffsets timestamps
 DEBUGGING_REPLICA_ID = -2          # ListOffsets: the asked broker's own replica, leader or not
-PARTITIONS_PER_PAGE = 2000         # DescribeTopicPartitions' default response limit
 Key = tuple[str, int]
 
 
@@ -46,7 +45,7 @@ def take(session: Session, root: Path) -> Path:
     replicas = _log_dirs(session, sorted(live))
     log_ends = _offline_log_ends(session, snap, [p for p in parts if p.leader < 0 or p.leader not in live])
     offsets = _offsets(session, [p for p in parts if p.leader in live])
-    elr = _eligible_leaders(session, snap)
+    elr = {key: list(lists[0]) for key, lists in eligible_leaders(session, [t for _, t in sorted(snap.topics.items())]).items()}
     configs = _topic_configs(session, sorted(snap.topics))
     groups = _group_offsets(session)
     key = {"cluster_id": cluster_id, "taken_at": taken_at}
@@ -182,27 +181,6 @@ def _replica_log_info(session: Session, snap: ClusterSnapshot, broker: int,
                 if not info["error_code"]:
                     out[(name, info["partition"])] = (info["log_end_offset"], info["partition_leader_epoch"])
     return out
-
-
-def _eligible_leaders(session: Session, snap: ClusterSnapshot) -> dict[Key, list[int]]:
-    """KIP-966's ELR from DescribeTopicPartitions, asked only for topics with a partition out of
-    sync or offline (elsewhere it is empty by definition), where the cluster serves it."""
-    names = [t.name for _, t in sorted(snap.topics.items())
-             if any(p.leader < 0 or len(p.isr) < len(p.replicas) for p in t.partitions)]
-    if not names or not session.conn.api_versions().get(ApiKey.DESCRIBE_TOPIC_PARTITIONS):
-        return {}
-    out: dict[Key, list[int]] = {}
-    cursor = None
-    while True:
-        answer = session.conn.any_broker_request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, {
-            "topics": [{"name": n} for n in names], "response_partition_limit": PARTITIONS_PER_PAGE,
-            "cursor": cursor})
-        for t in answer.get("topics", []):
-            for p in t.get("partitions", []):
-                out[(t["name"], p["partition_index"])] = list(p.get("eligible_leader_replicas") or [])
-        cursor = answer.get("next_cursor")
-        if not cursor:
-            return out
 
 
 def _topic_configs(session: Session, names: list[str]) -> dict[str, tuple[dict[str, str], int]]:
