@@ -103,7 +103,9 @@ def output_text(result: Result, fmt: str, view: View | None = None) -> str:
     if result.text is not None and (fmt == "table" or not result.tables):
         return result.text.rstrip("\n") + "\n"
     if not result.tables:
-        return ""
+        # One json shape for every command: a result without tables (create-topic) that
+        # succeeded is the object with no tables. Failures keep stdout empty.
+        return "{}\n" if fmt == "json" and result.exit_code == 0 else ""
     if fmt == "table":
         return _table(result.tables, view)
     if fmt == "csv":

@@ -188,6 +188,13 @@ def test_alter_topic_names_the_smallest_count_it_takes(sandbox):
     assert p.returncode == 2 and "give --partitions 9 or more" in p.stderr
 
 
+def test_a_result_without_tables_is_the_empty_json_object(sandbox):
+    p = run(sandbox, "create-topic --topic shape-empty --partitions 1 --replication-factor 1", "-o", "json")
+    assert p.returncode == 0 and json.loads(p.stdout) == {} and "Created topic" in p.stderr
+    p = run(sandbox, "create-topic --topic shape-empty --partitions 1 --replication-factor 1", "-o", "json")
+    assert p.returncode == 1 and p.stdout == ""   # a failure says so on stderr only
+
+
 def test_a_failed_designated_election_reports_its_error_once(sandbox, tmp_path):
     from tests.sandbox.wire import stage_offline_partition
     stage_offline_partition(sandbox)
