@@ -15,7 +15,7 @@ from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
 from kafka_shell.acl import is_authorization_error
 from kafka_shell.operations import (admin_error, alter_configs, change_replication_factor, check_topic_name, debug,
-                                    eligible_leaders, has_collision_chars, is_pattern, ongoing, read_for, read_topics,
+                                    eligible_leaders, has_collision_chars, is_pattern, ongoing, read_for, read_topics, topic_configs,
                                     resolve_topics,
                                     response_error)
 from kafka_shell.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor, topic_pattern
@@ -418,20 +418,3 @@ def _matches(p, filters: list[str], live: dict, min_isr: int, adding=()) -> bool
     return any(checks[f] for f in filters)
 
 
-def topic_configs(session, names: list[str]) -> dict[str, tuple[dict[str, str], int]]:
-    """topic -> (its config overrides, its min.insync.replicas), in one DescribeConfigs call."""
-    if not names:
-        return {}
-    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
-    debug(session, f"DescribeConfigs request: {len(names)} topic(s)")
-    answer = session.conn.admin_call("describe_configs",
-                                     [ConfigResource(ResourceType.TOPIC, n) for n in names])
-    out = {}
-    for resource, entries in answer.items():
-        if isinstance(entries, BaseException):
-            raise KafkaCallError(admin_error(entries, topic=getattr(resource, "name", "?")))
-        overrides = {e.name: ("******" if e.is_sensitive else e.value) for e in entries.values()
-                     if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
-        min_isr = entries.get("min.insync.replicas")
-        out[resource.name] = (overrides, int(min_isr.value) if min_isr and min_isr.value else 1)
-    return out

@@ -431,3 +431,22 @@ def eligible_leaders(session: Session, topics: list) -> dict[tuple[str, int], tu
         cursor = answer.get("next_cursor")
         if not cursor:
             return out
+
+
+def topic_configs(session: Session, names: list[str]) -> dict[str, tuple[dict[str, str], int]]:
+    """topic -> (its config overrides, its min.insync.replicas), in one DescribeConfigs call."""
+    if not names:
+        return {}
+    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+    debug(session, f"DescribeConfigs request: {len(names)} topic(s)")
+    answer = session.conn.admin_call("describe_configs",
+                                     [ConfigResource(ResourceType.TOPIC, n) for n in names])
+    out = {}
+    for resource, entries in answer.items():
+        if isinstance(entries, BaseException):
+            raise KafkaCallError(admin_error(entries, topic=getattr(resource, "name", "?")))
+        overrides = {e.name: ("******" if e.is_sensitive else e.value) for e in entries.values()
+                     if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+        min_isr = entries.get("min.insync.replicas")
+        out[resource.name] = (overrides, int(min_isr.value) if min_isr and min_isr.value else 1)
+    return out

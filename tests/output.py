@@ -29,3 +29,15 @@ def json_data(stdout: str) -> list[dict[str, Any]] | dict[str, list[dict[str, An
     """For helpers that read many commands: the rows of a one-table result, else every table by name."""
     tables = json_tables(stdout)
     return next(iter(tables.values())) if len(tables) == 1 else tables
+
+
+def json_documents(text: str) -> list:
+    """The JSON documents printed one after another (one per command of a replay or `;` line;
+    `{}` for a command without tables)."""
+    decoder, docs, i = json.JSONDecoder(), [], 0
+    while i < len(text):
+        doc, i = decoder.raw_decode(text, i)
+        docs.append(doc)
+        while i < len(text) and text[i].isspace():
+            i += 1
+    return docs

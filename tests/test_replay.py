@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-import json
 
 from kafka_shell.sandbox.server import Sandbox
+from tests.output import json_documents
 from tests.test_oneshot import shell, topics
 
-
-
-def json_documents(text: str) -> list:
-    """The JSON documents printed one after another (one per command)."""
-    decoder, docs, i = json.JSONDecoder(), [], 0
-    while i < len(text):
-        doc, i = decoder.raw_decode(text, i)
-        docs.append(doc)
-        while i < len(text) and text[i].isspace():
-            i += 1
-    return docs
 
 
 def replay(sandbox, tmp_path, script: str, *extra: str):
@@ -64,7 +53,7 @@ def test_continuation_comments_and_context_lines(sandbox, tmp_path):
     assert "1> create-topic --topic orders --partitions 3 --replication-factor 2" in p.stderr
     assert 'Switched to "orders" topic.' in p.stderr and 'Left "orders" topic.' in p.stderr
     assert "5> alter-topic --partitions 6" in p.stderr
-    outputs = json_documents(p.stdout)
+    outputs = [d for d in json_documents(p.stdout) if d]   # {} is a line without tables
     described = outputs[0]
     assert described["topics"][0]["PartitionCount"] == 6
     assert outputs[1] == {"partitions": []}  # nothing under-replicated

@@ -8,7 +8,7 @@ import stat
 
 from kafka_shell.sandbox import admin as sandbox_admin
 from tests.test_oneshot import run, shell, topics
-from tests.output import json_data, json_rows
+from tests.output import json_data, json_documents, json_rows
 
 
 def out_json(p):
@@ -127,7 +127,8 @@ def test_sandbox_commands_with_embedded_cluster():
         "sandbox stop-broker 9\n"))
     assert p.returncode == 1
     assert "Broker 2 stopped." in p.stderr and "Broker 2 started." in p.stderr
-    status = json_rows(p.stdout)
+    (status_doc,) = [d for d in json_documents(p.stdout) if d]   # the other lines print {}
+    status = json_rows(json.dumps(status_doc))
     assert {r["Node"]: r["State"] for r in status} == {1: "up", 2: "down", 3: "up", 100: "up"}
     assert "stdin:4: no broker 9 in the sandbox" in p.stderr
 

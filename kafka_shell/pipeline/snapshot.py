@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_shell.codes import ApiKey
 from kafka_shell.errors import KafkaCallError, ShellError
 from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
-from kafka_shell.operations import admin_error, debug, eligible_leaders
+from kafka_shell.operations import admin_error, debug, eligible_leaders, topic_configs
 from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def take(session: Session, root: Path) -> Path:
     log_ends = _offline_log_ends(session, snap, [p for p in parts if p.leader < 0 or p.leader not in live])
     offsets = _offsets(session, [p for p in parts if p.leader in live])
     elr = {key: list(lists[0]) for key, lists in eligible_leaders(session, [t for _, t in sorted(snap.topics.items())]).items()}
-    configs = _topic_configs(session, sorted(snap.topics))
+    configs = topic_configs(session, sorted(snap.topics))
     groups = _group_offsets(session)
     key = {"cluster_id": cluster_id, "taken_at": taken_at}
 
@@ -180,23 +180,6 @@ def _replica_log_info(session: Session, snap: ClusterSnapshot, broker: int,
             for info in tl["partition_log_info"]:
                 if not info["error_code"]:
                     out[(name, info["partition"])] = (info["log_end_offset"], info["partition_leader_epoch"])
-    return out
-
-
-def _topic_configs(session: Session, names: list[str]) -> dict[str, tuple[dict[str, str], int]]:
-    """topic -> (its dynamic config overrides, its min.insync.replicas): one DescribeConfigs."""
-    if not names:
-        return {}
-    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
-    answer = session.conn.admin_call("describe_configs", [ConfigResource(ResourceType.TOPIC, n) for n in names])
-    out = {}
-    for resource, entries in answer.items():
-        if isinstance(entries, BaseException):
-            raise KafkaCallError(admin_error(entries, topic=getattr(resource, "name", "?")))
-        overrides = {e.name: ("******" if e.is_sensitive else e.value) for e in entries.values()
-                     if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
-        min_isr = entries.get("min.insync.replicas")
-        out[resource.name] = (overrides, int(min_isr.value) if min_isr and min_isr.value else 1)
     return out
 
 
