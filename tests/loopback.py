@@ -4,6 +4,7 @@ by the subclass's `serve(conn)` on a thread of its own."""
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 
 
@@ -22,6 +23,14 @@ class LoopbackServer:
     def serve(self, conn: socket.socket) -> None:
         raise NotImplementedError
 
+    @staticmethod
+    def read_request(conn: socket.socket) -> bytes | None:
+        """The next request frame's body (size prefix taken off); None when the client left."""
+        head = _read(conn, 4)
+        if len(head) < 4:
+            return None
+        return _read(conn, struct.unpack(">i", head)[0])
+
     def _accept(self) -> None:
         while True:
             try:
@@ -29,3 +38,14 @@ class LoopbackServer:
             except OSError:  # closed
                 return
             threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
+
+
+def _read(conn: socket.socket, n: int) -> bytes:
+    """Up to `n` bytes: fewer only when the peer closed."""
+    buf = b""
+    while len(buf) < n:
+        chunk = conn.recv(n - len(buf))
+        if not chunk:
+            break
+        buf += chunk
+    return buf

@@ -12,7 +12,6 @@ with SASL_AUTHENTICATION_FAILED and the mechanism's message, then the connection
 from __future__ import annotations
 
 import socket
-import struct
 
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
@@ -37,10 +36,9 @@ class SaslTestBroker(LoopbackServer):
         login: ServerMechanism | None = None
         try:
             while True:
-                head = _read(conn, 4)
-                if len(head) < 4:
+                body = self.read_request(conn)
+                if body is None:
                     return
-                body = _read(conn, struct.unpack(">i", head)[0])
                 api_key, version, correlation_id = protocol.peek_header(body)
                 if api_key == ApiKey.API_VERSIONS and version > VERSIONS[api_key][1]:
                     reply = {"error_code": Error.unsupported_version,
@@ -83,13 +81,3 @@ class SaslTestBroker(LoopbackServer):
 def _send(conn: socket.socket, api_key: int, version: int, correlation_id: int, reply: dict) -> None:
     entity = protocol.build(protocol.response_schema(api_key, version), reply)
     conn.sendall(protocol.encode_response(entity, correlation_id))
-
-
-def _read(conn: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = conn.recv(n - len(buf))
-        if not chunk:
-            break
-        buf += chunk
-    return buf

@@ -8,7 +8,6 @@ import hashlib
 import hmac
 import socket
 import ssl
-import struct
 import subprocess
 
 import pytest
@@ -124,10 +123,9 @@ class TestBroker(LoopbackServer):
                 conn = self.tls.wrap_socket(conn, server_side=True)
             state: dict = {}
             while True:
-                head = _read(conn, 4)
-                if len(head) < 4:
+                body = self.read_request(conn)
+                if body is None:
                     return
-                body = _read(conn, struct.unpack(">i", head)[0])
                 api_key, version, correlation_id = protocol.peek_header(body)
                 if api_key == API_VERSIONS and version > 2:
                     reply = {"error_code": 35, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 2}]}
@@ -186,16 +184,6 @@ class TestBroker(LoopbackServer):
         server_key = hmac.new(salted, b"Server Key", "sha256").digest()
         verifier = base64.b64encode(hmac.new(server_key, auth, "sha256").digest()).decode()
         return {"error_code": 0, "auth_bytes": f"v={verifier}".encode()}
-
-
-def _read(conn: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = conn.recv(n - len(buf))
-        if not chunk:
-            break
-        buf += chunk
-    return buf
 
 
 @pytest.fixture(scope="module")

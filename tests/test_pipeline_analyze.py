@@ -28,7 +28,7 @@ from kafka_shell.runner import run_line
 from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.session import Session, Target
 from tests.output import json_tables
-from tests.sandbox.wire import create, produce
+from tests.sandbox.wire import create, stage_offline_partition
 from tests.test_oneshot import ROOT, SHELL, assert_one_line_error, shell
 
 TABLES = ("health", "broker_load", "rack_load", "missing_brokers", "recovery", "preferred", "rebalance",
@@ -216,14 +216,7 @@ def staged(tmp_path_factory):
     live, 3 wrote in a later epoch with a shorter log), p-0 led by 3 instead of its preferred 2,
     and topic r crowded on brokers 2 and 3 while 4 holds nothing."""
     with Sandbox(brokers=4) as sandbox:
-        create(sandbox, "t", [[1, 2, 3]])
-        produce(sandbox, "t", 0, 10, 50)
-        for b in (2, 3, 1):
-            sandbox.stop_broker(b)
-        sandbox.start_broker(2)
-        sandbox.start_broker(3)
-        sandbox.set_log_end_offset("t", 0, 2, 6, epoch=0)
-        sandbox.set_log_end_offset("t", 0, 3, 4, epoch=1)
+        stage_offline_partition(sandbox, epochs=(0, 1))
         create(sandbox, "p", [[2, 3]])
         sandbox.stop_broker(2)
         sandbox.start_broker(2)

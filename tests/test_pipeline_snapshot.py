@@ -14,7 +14,7 @@ from kafka_shell.pipeline import schema, synth
 from kafka_shell.runner import run_line
 from kafka_shell.session import Session, Target
 from tests.output import json_rows
-from tests.sandbox.wire import create, produce
+from tests.sandbox.wire import create, produce, stage_offline_partition
 from tests.test_oneshot import assert_one_line_error, run, shell
 
 
@@ -62,14 +62,7 @@ def test_snapshot_of_a_sandbox_holds_what_the_cluster_holds(sandbox, tmp_path):
 
 
 def test_offline_partitions_carry_each_live_replicas_log_end_and_epoch(sandbox, tmp_path):
-    create(sandbox, "t", [[1, 2, 3]])
-    produce(sandbox, "t", 0, 10, 50)
-    for b in (2, 3, 1):
-        sandbox.stop_broker(b)
-    sandbox.start_broker(2)
-    sandbox.start_broker(3)
-    sandbox.set_log_end_offset("t", 0, 2, 6, epoch=0)
-    sandbox.set_log_end_offset("t", 0, 3, 4, epoch=1)
+    stage_offline_partition(sandbox, epochs=(0, 1))
     session = Session(target=Target(sandbox.bootstrap), stdout=io.StringIO(), stderr=io.StringIO())
     assert run_line(session, f"snapshot --output-dir {tmp_path}") == 0
     session.close()

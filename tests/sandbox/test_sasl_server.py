@@ -16,6 +16,7 @@ from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import KafkaCallError
 from kafka_shell.sandbox.security import SCRAM_MIN_ITERATIONS, scram_store
 from kafka_shell.sandbox.server import Sandbox
+from tests.sandbox.wire import read_exactly
 
 USERS = {"alice": "alice-pw", "bob": "bob-pw"}
 
@@ -93,17 +94,8 @@ def test_re_authentication_keeps_the_mechanism_and_the_principal(sb):
 def _send(sock: socket.socket, payload: bytes) -> bytes:
     """Write one size-prefixed frame, read one back."""
     sock.sendall(protocol.frame(payload))
-    size = struct.unpack(">i", _exactly(sock, 4))[0]
-    return _exactly(sock, size)
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        assert chunk, "closed by the broker"
-        data += chunk
-    return data
+    size = struct.unpack(">i", read_exactly(sock, 4))[0]
+    return read_exactly(sock, size)
 
 
 def _request(api_key: int, version: int, body: dict) -> bytes:

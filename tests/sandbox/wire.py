@@ -55,14 +55,15 @@ def create(sandbox, name: str, assignment: list[list[int]], **configs: str) -> N
                  len(assignment[0]), assignment, configs)
 
 
-def stage_offline_partition(sandbox) -> None:
+def stage_offline_partition(sandbox, epochs: tuple[int, int] = (0, 0)) -> None:
     """t-0 on [1, 2, 3] with 10 records, offline: 1 (the last ISR member) down, 2 and 3 up but
-    out of sync, holding 6 and 4 records (the unclean-recovery scenario of KAFKA-20098)."""
+    out of sync, holding 6 and 4 records written in `epochs` (the unclean-recovery scenario of
+    KAFKA-20098)."""
     create(sandbox, "t", [[1, 2, 3]])
     produce(sandbox, "t", 0, 10, 50)
     for b in (2, 3, 1):
         sandbox.stop_broker(b)
     sandbox.start_broker(2)
     sandbox.start_broker(3)
-    sandbox.set_log_end_offset("t", 0, 2, 6, epoch=0)
-    sandbox.set_log_end_offset("t", 0, 3, 4, epoch=0)
+    sandbox.set_log_end_offset("t", 0, 2, 6, epoch=epochs[0])
+    sandbox.set_log_end_offset("t", 0, 3, 4, epoch=epochs[1])
