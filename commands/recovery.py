@@ -33,7 +33,8 @@ from kafka_shell.codes import ApiKey, ElectionType, Error
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
 from kafka_shell.files import is_id, read_json, write_new
 from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import Entry, Key, alter_reassignments, debug, elect_partitions, read_for
+from kafka_shell.operations import (Entry, Key, alter_reassignments, debug, elect_partitions, read_for, replica_log_ends,
+                                    replica_log_info)
 from kafka_shell.option_types import positive_int
 from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
 from kafka_shell.registry import Option, command
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
     from kafka_shell.session import Session
 
 FILE_EXAMPLE = '{"partitions":[{"topic":"foo","partitions":[0,3,5]}]}'
-DEBUGGING_REPLICA_ID = -2       # ListOffsets: answer from the local log, leader or not
-LATEST_TIMESTAMP = -1           # ListOffsets: the log end offset
 MIN_LIST_OFFSETS_VERSION = 4    # the first version with leader epochs in the answer
 RETRY_S = 0.1
 ELECTION_TIMEOUT_MS = 30000
@@ -270,7 +269,7 @@ def gather(session: Session, snap: ClusterSnapshot, targets: list[Target], path:
             if r.state == LIVE:
                 by_broker.setdefault(r.broker, []).append(t)
     answers: queue.Queue = queue.Queue()
-    ask = ask_log_info if path == DESIGNATED_PATH else ask_list_offsets
+    ask = replica_log_info if path == DESIGNATED_PATH else replica_log_ends
     for broker, held in sorted(by_broker.items()):
         threading.Thread(target=_ask_until, daemon=True, name=f"recovery-{broker}",
                          args=(session, snap, broker, held, ask, deadline, answers)).start()
@@ -299,78 +298,13 @@ def _ask_until(session: Session, snap: ClusterSnapshot, broker: int, held: list[
     slow broker does not hold up the others)."""
     while True:
         try:
-            answers.put((broker, ask(session, snap, broker, held)))
+            answers.put((broker, ask(session, snap, broker, [t.key for t in held])))
             return
         except ShellError as exc:
             debug(session, f"broker {broker} did not answer ({exc}); retrying")
         if time.monotonic() + RETRY_S >= deadline:
             return
         time.sleep(RETRY_S)
-
-
-def ask_log_info(session: Session, snap: ClusterSnapshot, broker: int,
-                 held: list[Target]) -> dict[Key, tuple[int, int, str | None]]:
-    """GetReplicaLogInfo to `broker`, <= 1000 partitions a request; what an answer leaves out
-    (HasMoreData) is asked again."""
-    ids = {snap.topics[t.topic].topic_id: t.topic for t in held}
-    left = [t.key for t in held]
-    out: dict[Key, tuple[int, int, str | None]] = {}
-    while left:
-        page, left = left[:MAX_PARTITIONS_PER_REQUEST], left[MAX_PARTITIONS_PER_REQUEST:]
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in page:
-            by_topic.setdefault(topic, []).append(partition)
-        debug(session, f"GetReplicaLogInfo request to broker {broker}: {len(page)} partition(s)")
-        answer = session.conn.broker_request(broker, ApiKey.GET_REPLICA_LOG_INFO, {"topic_partitions": [
-            {"topic_id": snap.topics[t].topic_id, "partitions": ps} for t, ps in by_topic.items()]})
-        for tl in answer.get("topic_partition_log_info_list", []):
-            name = ids.get(tl["topic_id"])
-            if name is None:
-                continue
-            for info in tl["partition_log_info"]:
-                out[(name, info["partition"])] = (info["partition_leader_epoch"], info["log_end_offset"],
-                                                  _error(info["error_code"], name))
-        unanswered = [k for k in page if k not in out]
-        if unanswered and not answer.get("has_more_data"):
-            for k in unanswered:
-                out[k] = (-1, -1, "left out of the broker's answer")
-        elif unanswered:
-            left = unanswered + left
-    return out
-
-
-def ask_list_offsets(session: Session, snap: ClusterSnapshot, broker: int,
-                     held: list[Target]) -> dict[Key, tuple[int, int, str | None]]:
-    """ListOffsets with ReplicaId -2 and Timestamp -1 to `broker`: its own replica's log end."""
-    keys = [t.key for t in held]
-    out: dict[Key, tuple[int, int, str | None]] = {}
-    for i in range(0, len(keys), MAX_PARTITIONS_PER_REQUEST):
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in keys[i:i + MAX_PARTITIONS_PER_REQUEST]:
-            by_topic.setdefault(topic, []).append(partition)
-        body = {"replica_id": DEBUGGING_REPLICA_ID, "isolation_level": 0, "topics": [
-            {"name": t, "partitions": [{"partition_index": p, "current_leader_epoch": -1,
-                                        "timestamp": LATEST_TIMESTAMP} for p in ps]}
-            for t, ps in by_topic.items()]}
-        debug(session, f"ListOffsets (replica id -2) request to broker {broker}: "
-                       f"{sum(map(len, by_topic.values()))} partition(s)")
-        answer = session.conn.broker_request(broker, ApiKey.LIST_OFFSETS, body)
-        for t in answer.get("topics", []):
-            for p in t["partitions"]:
-                code = p["error_code"]
-                out[(t["name"], p["partition_index"])] = (
-                    p.get("leader_epoch", -1) if not code else -1,
-                    p.get("offset", -1) if not code else -1, _error(code, t["name"]))
-    return out
-
-
-def _error(code: int, topic: str) -> str | None:
-    if not code:
-        return None
-    try:
-        return Error(code).name.upper()
-    except ValueError:
-        return f"error {code}"
 
 
 # -- choosing ----------------------------------------------------------------------------------

@@ -450,3 +450,75 @@ def topic_configs(session: Session, names: list[str]) -> dict[str, tuple[dict[st
         min_isr = entries.get("min.insync.replicas")
         out[resource.name] = (overrides, int(min_isr.value) if min_isr and min_isr.value else 1)
     return out
+
+
+# -- the log ends of replicas (unclean recovery, snapshots) ---------------------------------------
+
+DEBUGGING_REPLICA_ID = -2       # ListOffsets: answer from the local log, leader or not
+LATEST_TIMESTAMP = -1           # ListOffsets: the log end offset
+
+
+def replica_log_info(session: Session, snap: ClusterSnapshot, broker: int,
+                     keys: list[Key]) -> dict[Key, tuple[int, int, str | None]]:
+    """(topic, partition) -> (leader epoch of the last write, log end offset, error or None) of
+    `broker`'s own replicas, from GetReplicaLogInfo (KAFKA-20098), <= 1000 partitions a
+    request; what an answer leaves out (HasMoreData) is asked again."""
+    ids = {snap.topics[topic].topic_id: topic for topic, _ in keys}
+    left = list(keys)
+    out: dict[Key, tuple[int, int, str | None]] = {}
+    while left:
+        page, left = left[:MAX_PARTITIONS_PER_REQUEST], left[MAX_PARTITIONS_PER_REQUEST:]
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in page:
+            by_topic.setdefault(topic, []).append(partition)
+        debug(session, f"GetReplicaLogInfo request to broker {broker}: {len(page)} partition(s)")
+        answer = session.conn.broker_request(broker, ApiKey.GET_REPLICA_LOG_INFO, {"topic_partitions": [
+            {"topic_id": snap.topics[t].topic_id, "partitions": ps} for t, ps in by_topic.items()]})
+        for tl in answer.get("topic_partition_log_info_list", []):
+            name = ids.get(tl["topic_id"])
+            if name is None:
+                continue
+            for info in tl["partition_log_info"]:
+                out[(name, info["partition"])] = (info["partition_leader_epoch"], info["log_end_offset"],
+                                                  _log_error(info["error_code"], name))
+        unanswered = [k for k in page if k not in out]
+        if unanswered and not answer.get("has_more_data"):
+            for k in unanswered:
+                out[k] = (-1, -1, "left out of the broker's answer")
+        elif unanswered:
+            left = unanswered + left
+    return out
+
+
+def replica_log_ends(session: Session, snap: ClusterSnapshot, broker: int,
+                     keys: list[Key]) -> dict[Key, tuple[int, int, str | None]]:
+    """The same from ListOffsets with ReplicaId -2 and Timestamp -1 (where the cluster lacks
+    GetReplicaLogInfo): `broker`'s own replica's log end and its current leader epoch."""
+    out: dict[Key, tuple[int, int, str | None]] = {}
+    for i in range(0, len(keys), MAX_PARTITIONS_PER_REQUEST):
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in keys[i:i + MAX_PARTITIONS_PER_REQUEST]:
+            by_topic.setdefault(topic, []).append(partition)
+        body = {"replica_id": DEBUGGING_REPLICA_ID, "isolation_level": 0, "topics": [
+            {"name": t, "partitions": [{"partition_index": p, "current_leader_epoch": -1,
+                                        "timestamp": LATEST_TIMESTAMP} for p in ps]}
+            for t, ps in by_topic.items()]}
+        debug(session, f"ListOffsets (replica id -2) request to broker {broker}: "
+                       f"{sum(map(len, by_topic.values()))} partition(s)")
+        answer = session.conn.broker_request(broker, ApiKey.LIST_OFFSETS, body)
+        for t in answer.get("topics", []):
+            for p in t["partitions"]:
+                code = p["error_code"]
+                out[(t["name"], p["partition_index"])] = (
+                    p.get("leader_epoch", -1) if not code else -1,
+                    p.get("offset", -1) if not code else -1, _log_error(code, t["name"]))
+    return out
+
+
+def _log_error(code: int, topic: str) -> str | None:
+    if not code:
+        return None
+    try:
+        return Error(code).name.upper()
+    except ValueError:
+        return f"error {code}"

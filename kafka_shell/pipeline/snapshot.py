@@ -16,16 +16,14 @@ from typing import TYPE_CHECKING, Any
 from kafka_shell.codes import ApiKey
 from kafka_shell.errors import KafkaCallError, ShellError
 from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
-from kafka_shell.operations import admin_error, debug, eligible_leaders, topic_configs
-from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
+from kafka_shell.groups import EARLIEST, LATEST, log_offsets
+from kafka_shell.operations import admin_error, debug, eligible_leaders, replica_log_ends, replica_log_info, topic_configs
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from kafka_shell.session import Session
 
-EARLIEST, LATEST = -2, -1           # ListOffsets timestamps
-DEBUGGING_REPLICA_ID = -2          # ListOffsets: the asked broker's own replica, leader or not
 Key = tuple[str, int]
 
 
@@ -44,7 +42,7 @@ def take(session: Session, root: Path) -> Path:
     live = set(snap.brokers)
     replicas = _log_dirs(session, sorted(live))
     log_ends = _offline_log_ends(session, snap, [p for p in parts if p.leader < 0 or p.leader not in live])
-    offsets = _offsets(session, [p for p in parts if p.leader in live])
+    offsets = _offsets(session, snap, [p for p in parts if p.leader in live])
     elr = {key: list(lists[0]) for key, lists in eligible_leaders(session, [t for _, t in sorted(snap.topics.items())]).items()}
     configs = topic_configs(session, sorted(snap.topics))
     groups = _group_offsets(session)
@@ -110,37 +108,15 @@ def _log_dirs(session: Session, brokers: list[int]) -> dict[tuple[str, int, int]
     return out
 
 
-def _by_broker(keys: Iterable[tuple[int, Key]]) -> dict[int, dict[str, list[int]]]:
-    """broker -> topic -> partitions, for one batched request per broker."""
-    out: dict[int, dict[str, list[int]]] = {}
-    for broker, (topic, partition) in keys:
-        out.setdefault(broker, {}).setdefault(topic, []).append(partition)
-    return out
-
-
-def _list_offsets(session: Session, broker: int, topics: dict[str, list[int]], timestamp: int,
-                  replica_id: int = -1) -> dict[Key, tuple[int, int]]:
-    """(topic, partition) -> (offset, leader epoch) from one ListOffsets to `broker`."""
-    body = {"replica_id": replica_id, "isolation_level": 0, "topics": [
-        {"name": t, "partitions": [{"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp}
-                                   for p in ps]} for t, ps in topics.items()]}
-    debug(session, f"ListOffsets request to broker {broker}: {sum(map(len, topics.values()))} partition(s)")
-    answer = session.conn.broker_request_entity(broker, ApiKey.LIST_OFFSETS, body)
-    return {(t.name, p.partition_index): (p.offset, getattr(p, "leader_epoch", -1))
-            for t in answer.topics for p in t.partitions if not p.error_code}
-
-
-def _offsets(session: Session, online: list[PartitionInfo]) -> dict[Key, tuple[int, int]]:
+def _offsets(session: Session, snap: ClusterSnapshot, online: list[PartitionInfo]) -> dict[Key, tuple[int, int]]:
     """(topic, partition) -> (log start, log end), asked of each leader for all it leads."""
-    out: dict[Key, tuple[int, int]] = {}
-    for broker, topics in _by_broker((p.leader, (p.topic, p.partition)) for p in online).items():
-        try:
-            start = _list_offsets(session, broker, topics, EARLIEST)
-            end = _list_offsets(session, broker, topics, LATEST)
-        except ShellError as exc:
-            session.stderr.write(f"Broker {broker} did not list offsets ({exc}); its partitions are left out.\n")
-            continue
-        out.update({k: (start[k][0], end[k][0]) for k in start.keys() & end.keys()})
+    keys = [(p.topic, p.partition) for p in online]
+    start = log_offsets(session, snap, keys, EARLIEST)
+    end = log_offsets(session, snap, keys, LATEST)
+    out = {k: (start[k].offset, end[k].offset) for k in keys if not start[k].error and not end[k].error}
+    if len(out) < len(keys):
+        session.stderr.write(f"The leaders did not list the offsets of {len(keys) - len(out)} partition(s); "
+                             "they are left out.\n")
     return out
 
 
@@ -150,36 +126,21 @@ def _offline_log_ends(session: Session, snap: ClusterSnapshot,
     offline partitions: what the recovery plan chooses by. GetReplicaLogInfo (KAFKA-20098)
     where the cluster has it (the epoch of the last write), else ListOffsets with replica id -2
     (the broker's current epoch)."""
-    wanted = _by_broker((b, (p.topic, p.partition)) for p in offline for b in p.replicas if b in snap.brokers)
+    wanted: dict[int, list[Key]] = {}
+    for p in offline:
+        for b in p.replicas:
+            if b in snap.brokers:
+                wanted.setdefault(b, []).append((p.topic, p.partition))
     out: dict[tuple[str, int, int], tuple[int, int]] = {}
     use_log_info = bool(wanted) and bool(session.conn.api_versions().get(ApiKey.GET_REPLICA_LOG_INFO))
-    for broker, topics in wanted.items():
+    ask = replica_log_info if use_log_info else replica_log_ends
+    for broker, keys in wanted.items():
         try:
-            answers = (_replica_log_info(session, snap, broker, topics) if use_log_info
-                       else _list_offsets(session, broker, topics, LATEST, DEBUGGING_REPLICA_ID))
+            answers = ask(session, snap, broker, keys)
         except ShellError as exc:
             session.stderr.write(f"Broker {broker} did not tell its log ends ({exc}).\n")
             continue
-        out.update({(t, p, broker): v for (t, p), v in answers.items()})
-    return out
-
-
-def _replica_log_info(session: Session, snap: ClusterSnapshot, broker: int,
-                      topics: dict[str, list[int]]) -> dict[Key, tuple[int, int]]:
-    names = {snap.topics[t].topic_id: t for t in topics}
-    keys = [(t, p) for t, ps in topics.items() for p in ps]
-    out: dict[Key, tuple[int, int]] = {}
-    for i in range(0, len(keys), MAX_PARTITIONS_PER_REQUEST):
-        page = _by_broker((broker, k) for k in keys[i:i + MAX_PARTITIONS_PER_REQUEST])[broker]
-        answer = session.conn.broker_request(broker, ApiKey.GET_REPLICA_LOG_INFO, {"topic_partitions": [
-            {"topic_id": snap.topics[t].topic_id, "partitions": ps} for t, ps in page.items()]})
-        for tl in answer.get("topic_partition_log_info_list", []):
-            name = names.get(tl["topic_id"])
-            if name is None:
-                continue
-            for info in tl["partition_log_info"]:
-                if not info["error_code"]:
-                    out[(name, info["partition"])] = (info["log_end_offset"], info["partition_leader_epoch"])
+        out.update({(t, p, broker): (end, epoch) for (t, p), (epoch, end, error) in answers.items() if error is None})
     return out
 
 
