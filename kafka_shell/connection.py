@@ -222,8 +222,8 @@ class ConnectionManager:
     def broker_request_entity(self, broker_id: int, api_key: int, body: dict, version: int | None = None) -> Any:
         """A read like `broker_request`, answered as the kio entity itself: no conversion to
         dicts, for answers about thousands of partitions."""
-        return self._at_broker(broker_id, body, False, lambda channel, deadline: channel.request_entity(
-            api_key, body, version, deadline=deadline))
+        return self._at_broker(broker_id, body, False, lambda channel, deadline: refused_at_top(
+            api_key, channel.request_entity(api_key, body, version, deadline=deadline)))
 
     def _at_broker(self, broker_id: int, body: dict, mutation: bool, send: Callable[[Channel, float], T]) -> T:
         deadline = self._deadline(body)
@@ -394,15 +394,6 @@ class ConnectionManager:
 # AdminClient methods whose request_timeout (seconds) we set to what is left of the deadline, so
 # librdkafka gives up when we do. Not every method takes it, and elect_leaders' C binding fails
 # on it (SystemError in confluent-kafka 2.16): only these get it.
-def refused_at_top(api_key: int, answer: dict) -> dict:
-    """The answer, unless its top-level error refuses the request's authorization: then the
-    one line naming what was refused (every response's top-level error is read here)."""
-    code = answer.get("error_code")
-    if is_authorization_error(code):
-        raise KafkaCallError(authorization_message(api_key, code), code=code)  # type: ignore[arg-type]
-    return answer
-
-
 TAKES_REQUEST_TIMEOUT = {"create_topics", "delete_topics", "create_partitions", "describe_configs",
                          "alter_configs", "incremental_alter_configs", "describe_cluster", "describe_topics"}
 
@@ -448,3 +439,13 @@ def _settle(api_key: int, body: dict, response: dict, before: ClusterSnapshot,
                     and name not in after.topics):
                 r["error_code"], r["error_message"] = 0, None
     return response
+
+
+def refused_at_top(api_key: int, answer: T) -> T:
+    """The answer (plain data or a kio entity), unless its top-level error refuses the
+    request's authorization: then the one line naming what was refused (every response's
+    top-level error is read here)."""
+    code = answer.get("error_code") if isinstance(answer, dict) else getattr(answer, "error_code", None)
+    if code is not None and is_authorization_error(code):
+        raise KafkaCallError(authorization_message(api_key, int(code)), code=int(code))
+    return answer
