@@ -110,7 +110,7 @@ def output_text(result: Result, fmt: str, view: View | None = None) -> str:
         return _table(result.tables, view)
     if fmt == "csv":
         return _csv(_csv_table(result.tables, view.csv_table))
-    return RENDERERS[fmt](result.tables)
+    return _json(result.tables) if fmt == "json" else _jsonl(result.tables)
 
 
 # Above this many rows a table goes through `_aligned`, which prints exactly tabulate's layout
@@ -131,9 +131,8 @@ def _table(tables: list[Table], view: View | None = None) -> str:
             blocks.append(f"(no {t.name.replace('_', ' ') or 'rows'})")
             continue
         t = _for_people(t)
-        text = _horizontal(t)
-        if view.expanded == "on" or (view.expanded == "auto" and view.width is not None
-                                     and _widest_line(text) > view.width):
+        text = None if view.expanded == "on" else _horizontal(t)
+        if text is None or (view.expanded == "auto" and view.width is not None and _widest_line(text) > view.width):
             text = _vertical(t, view.width)
         blocks.append(text)
     return "\n\n".join(blocks) + "\n"
@@ -307,7 +306,3 @@ def _csv(table: Table) -> str:
     w.writerow(table.columns)
     w.writerows([cell(v) if v is not None else "" for v in row] for row in table.rows)
     return "".join(buf.parts)
-
-
-RENDERERS: dict[str, Callable[[list[Table]], str]] = {
-    "table": _table, "json": _json, "jsonl": _jsonl, "csv": lambda tables: _csv(tables[0])}
