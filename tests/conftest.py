@@ -21,8 +21,19 @@ ZK_MODE = pytest.mark.modes("zk")
 KRAFT_MODE = pytest.mark.modes("kraft")
 
 
+# The session fixtures below that start real Apache Kafka; a test using one is marked real_kafka.
+REAL_KAFKA_FIXTURES = {"kafka4", "kafka4_quorum", "kafka39_zk"}
+
+
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "modes(*names): the sandbox modes (kraft, zk) a test runs in")
+    config.addinivalue_line("markers", "real_kafka: runs against real Apache Kafka (tests/real_kafka.py)")
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        if REAL_KAFKA_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.real_kafka)
 
 
 def pytest_generate_tests(metafunc) -> None:
@@ -57,3 +68,30 @@ def sandbox(sandbox_mode):
 @pytest.fixture
 def admin(sandbox):
     return AdminClient({"bootstrap.servers": sandbox.bootstrap, "log_level": 3})
+
+
+# -- real Apache Kafka, one cluster of each kind per test session (tests/real_kafka.py) --------
+
+@pytest.fixture(scope="session")
+def kafka4():
+    """Kafka 4.x in KRaft mode: one controller (id 100) and three brokers (1-3, racks a, b, c)."""
+    from tests.real_kafka import KAFKA_4, RealKafka
+    with RealKafka(KAFKA_4, controllers=1, brokers=3, racks=["a", "b", "c"]) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka4_quorum():
+    """Kafka 4.x with three controllers (ids 100-102, a dynamic quorum: KIP-853) and two brokers,
+    for controller failover and the quorum commands."""
+    from tests.real_kafka import KAFKA_4, RealKafka
+    with RealKafka(KAFKA_4, controllers=3, brokers=2, dynamic_quorum=True) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka39_zk():
+    """Kafka 3.9 in ZooKeeper mode: ZooKeeper and three brokers (1-3)."""
+    from tests.real_kafka import KAFKA_3, RealKafka
+    with RealKafka(KAFKA_3, mode="zk", brokers=3) as cluster:
+        yield cluster

@@ -1,0 +1,426 @@
+"""Real Apache Kafka clusters for the tests, from the jars `.ci/kafka-dist` resolves from Maven
+Central (versions pinned in `.ci/kafka-versions`).
+
+`RealKafka` starts one cluster on free 127.0.0.1 ports: `java -cp 'libs/*'`, `kafka.tools.StorageTool
+format` for each KRaft node, then `kafka.Kafka` (ZooKeeper's own `QuorumPeerMain` first in zk
+mode), small heaps, each node's log in its directory (kept, and printed, when a start fails).
+Every process it starts dies with the test process (PR_SET_PDEATHSIG), and `stop()` ends them.
+
+The session fixtures in conftest.py start each kind of cluster once and share it; a test that
+breaks one (kills a broker) calls `restore()` (or uses the `restored` context manager) so the
+next test finds it whole.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+START_TIMEOUT_S = 120.0
+
+
+def pinned_versions() -> dict[str, str]:
+    """{"KAFKA_4": "4.4.0", "KAFKA_3": "3.9.2"}: the one place the versions are pinned."""
+    pins = {}
+    for line in (REPO / ".ci" / "kafka-versions").read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and not key.startswith("#"):
+            pins[key.strip()] = value.strip()
+    return pins
+
+
+KAFKA_4 = pinned_versions()["KAFKA_4"]
+KAFKA_3 = pinned_versions()["KAFKA_3"]
+
+
+def kafka_libs(version: str) -> Path:
+    """The directory of Kafka `version`'s jars (resolved once, then cached outside the repo)."""
+    if shutil.which("java") is None:
+        raise RuntimeError("java is not on the PATH: run bash .ci/bootstrap")
+    done = subprocess.run([str(REPO / ".ci" / "kafka-dist"), version], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f".ci/kafka-dist {version} failed: {done.stderr.strip()[-2000:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def kafka_uuid() -> str:
+    """A Kafka Uuid as its tools print it: 16 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGKILL when the test process dies, so no JVM outlives a killed pytest."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class Node:
+    """One process: a KRaft controller, a broker (or both, `roles`), or ZooKeeper."""
+    node_id: int
+    roles: str              # "controller", "broker", "broker,controller" or "zookeeper"
+    directory: Path
+    port: int               # its client-facing listener (the CONTROLLER listener of a controller)
+    controller_port: int | None = None   # a combined node's CONTROLLER listener
+    directory_id: str = field(default_factory=kafka_uuid)
+    proc: subprocess.Popen | None = None
+    extra_ports: dict[str, int] = field(default_factory=dict)   # listener name -> port
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def log(self) -> Path:
+        return self.directory / "logs" / "server.log"
+
+
+class RealKafka:
+    """A real Kafka cluster on loopback.
+
+    mode "kraft": `controllers` controller nodes (ids 100, 101, ...) and `brokers` broker nodes
+    (ids 1..N); `dynamic_quorum` formats with `--initial-controllers` (kraft.version 1, KIP-853:
+    voters can be added and removed) instead of the static `controller.quorum.voters`;
+    `combined` runs one node with both roles (id 1). mode "zk" (3.9 only): ZooKeeper and
+    `brokers` brokers. `broker_configs` are added to every broker's server.properties;
+    `listeners` (name -> security protocol) adds client listeners beside PLAINTEXT.
+    """
+
+    def __init__(self, version: str = KAFKA_4, mode: str = "kraft", controllers: int = 1, brokers: int = 3,
+                 *, dynamic_quorum: bool = False, combined: bool = False, racks: list[str] | None = None,
+                 broker_configs: dict[str, str] | None = None, controller_configs: dict[str, str] | None = None,
+                 listeners: dict[str, str] | None = None, scram_users: list[str] | None = None,
+                 heap: str = "320m", root: Path | None = None):
+        if mode not in ("kraft", "zk"):
+            raise ValueError(f"mode must be kraft or zk, not {mode}")
+        if mode == "zk" and int(version.split(".")[0]) >= 4:
+            raise ValueError("Kafka 4.x has no ZooKeeper mode: use KAFKA_3")
+        self.version, self.mode, self.heap = version, mode, heap
+        self.dynamic_quorum, self.combined = dynamic_quorum, combined
+        self.racks = racks
+        self.broker_configs = dict(broker_configs or {})
+        self.controller_configs = dict(controller_configs or {})
+        self.listeners = dict(listeners or {})
+        self.scram_users = list(scram_users or [])   # kafka-storage format --add-scram entries
+        self.cluster_id = kafka_uuid()
+        self.root = Path(root) if root else Path(os.environ.get("TMPDIR", "/tmp")) / f"real-kafka-{os.getpid()}-{os.urandom(3).hex()}"
+        self.libs: Path | None = None
+        self.nodes: dict[int, Node] = {}
+        if mode == "zk":
+            self.nodes[0] = Node(0, "zookeeper", self.root / "zookeeper", free_port())
+            for i in range(1, brokers + 1):
+                self.nodes[i] = Node(i, "broker", self.root / f"broker-{i}", free_port())
+        elif combined:
+            self.nodes[1] = Node(1, "broker,controller", self.root / "node-1", free_port(), controller_port=free_port())
+        else:
+            for i in range(controllers):
+                self.nodes[100 + i] = Node(100 + i, "controller", self.root / f"controller-{100 + i}", free_port())
+            for i in range(1, brokers + 1):
+                self.nodes[i] = Node(i, "broker", self.root / f"broker-{i}", free_port())
+        for node in self.nodes.values():
+            if node.is_broker:
+                node.extra_ports = {name: free_port() for name in self.listeners}
+
+    # -- addresses ----------------------------------------------------------------------------
+
+    @property
+    def brokers(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.is_broker]
+
+    @property
+    def controllers(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.is_controller]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.brokers)
+
+    def bootstrap_for(self, listener: str) -> str:
+        """The bootstrap of an extra listener (`listeners` name)."""
+        return ",".join(f"127.0.0.1:{n.extra_ports[listener]}" for n in self.brokers)
+
+    @property
+    def bootstrap_controllers(self) -> str:
+        return ",".join(f"127.0.0.1:{self._controller_port(n)}" for n in self.controllers)
+
+    @staticmethod
+    def _controller_port(node: Node) -> int:
+        return node.controller_port if node.controller_port is not None else node.port
+
+    def _voters(self) -> str:
+        return ",".join(f"{n.node_id}@127.0.0.1:{self._controller_port(n)}" for n in self.controllers)
+
+    # -- configuration ------------------------------------------------------------------------
+
+    def _java(self, main: str, *args: str, node: Node | None = None, heap: str | None = None) -> list[str]:
+        assert self.libs is not None
+        props = []
+        if node is not None:
+            logs = node.directory / "logs"
+            props = [f"-Dkafka.logs.dir={logs}"]
+            if int(self.version.split(".")[0]) >= 4:
+                props.append(f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}")
+            else:
+                props.append(f"-Dlog4j.configuration=file:{node.directory / 'log4j.properties'}")
+        return ["java", f"-Xmx{heap or self.heap}", "-Xms32m", "-Xss512k", "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-Djava.awt.headless=true",
+                "-Djava.net.preferIPv4Stack=true", *props, "-cp", f"{self.libs}/*", main, *args]
+
+    def _server_properties(self, node: Node) -> dict[str, str]:
+        log_dir = node.directory / "data"
+        if self.mode == "zk":
+            props = {"broker.id": str(node.node_id), "zookeeper.connect": f"127.0.0.1:{self.nodes[0].port}",
+                     "zookeeper.session.timeout.ms": "6000"}
+        else:
+            props = {"process.roles": node.roles, "node.id": str(node.node_id),
+                     "controller.listener.names": "CONTROLLER"}
+            if self.dynamic_quorum:
+                props["controller.quorum.bootstrap.servers"] = self.bootstrap_controllers
+            else:
+                props["controller.quorum.voters"] = self._voters()
+        names, protocols = [], {"CONTROLLER": "PLAINTEXT"}
+        if node.is_broker:
+            names.append(f"PLAINTEXT://127.0.0.1:{node.port}")
+            protocols["PLAINTEXT"] = "PLAINTEXT"
+            for name, protocol in self.listeners.items():
+                names.append(f"{name}://127.0.0.1:{node.extra_ports[name]}")
+                protocols[name] = protocol
+            props["advertised.listeners"] = ",".join(names)
+            props["inter.broker.listener.name"] = "PLAINTEXT"
+            broker_count = len(self.brokers)
+            replication = str(min(3, broker_count))
+            props.update({
+                "num.partitions": "1", "group.initial.rebalance.delay.ms": "0",
+                "offsets.topic.replication.factor": replication, "offsets.topic.num.partitions": "5",
+                "transaction.state.log.replication.factor": replication,
+                "transaction.state.log.min.isr": str(min(2, broker_count)),
+                "transaction.state.log.num.partitions": "5",
+                "log.dirs": str(log_dir),
+            })
+            if self.mode == "kraft":
+                props.update({"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "4000"})
+            if int(self.version.split(".")[0]) >= 4:
+                props.update({"share.coordinator.state.topic.replication.factor": replication,
+                              "share.coordinator.state.topic.min.isr": str(min(2, broker_count)),
+                              "share.coordinator.state.topic.num.partitions": "5",
+                              "group.coordinator.rebalance.protocols": "classic,consumer,share,streams"})
+            if self.racks:
+                props["broker.rack"] = self.racks[(node.node_id - 1) % len(self.racks)]
+            props.update(self.broker_configs)
+        if node.is_controller:
+            names.append(f"CONTROLLER://127.0.0.1:{self._controller_port(node)}")
+            props["metadata.log.dir"] = str(node.directory / "metadata")
+            if not node.is_broker:
+                props["log.dirs"] = str(node.directory / "metadata")
+            props.update(self.controller_configs)
+        props["listeners"] = ",".join(names)
+        if self.mode == "kraft":
+            props["listener.security.protocol.map"] = ",".join(f"{k}:{v}" for k, v in protocols.items())
+        elif self.listeners:
+            protocols.pop("CONTROLLER")
+            props["listener.security.protocol.map"] = ",".join(f"{k}:{v}" for k, v in protocols.items())
+        return props
+
+    def _write_node_files(self, node: Node) -> None:
+        node.directory.mkdir(parents=True, exist_ok=True)
+        (node.directory / "logs").mkdir(exist_ok=True)
+        logs = node.directory / "logs"
+        if node.roles == "zookeeper":
+            (node.directory / "zookeeper.properties").write_text(
+                f"dataDir={node.directory / 'data'}\nclientPort={node.port}\nclientPortAddress=127.0.0.1\n"
+                "tickTime=500\nmaxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=*\n")
+        else:
+            props = self._server_properties(node)
+            (node.directory / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (node.directory / "log4j2.properties").write_text(
+            "status = warn\n"
+            "appender.file.type = File\nappender.file.name = file\n"
+            f"appender.file.fileName = {logs}/server.log\n"
+            "appender.file.layout.type = PatternLayout\nappender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+            "rootLogger.level = INFO\nrootLogger.appenderRef.file.ref = file\n")
+        (node.directory / "log4j.properties").write_text(
+            "log4j.rootLogger=INFO, file\nlog4j.appender.file=org.apache.log4j.FileAppender\n"
+            f"log4j.appender.file.File={logs}/server.log\n"
+            "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
+            "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n")
+
+    def _format_command(self, node: Node) -> list[str]:
+        args = ["format", "--config", str(node.directory / "server.properties"), "--cluster-id", self.cluster_id,
+                "--ignore-formatted"]
+        if self.dynamic_quorum and node.is_controller:
+            initial = ",".join(f"{c.node_id}@127.0.0.1:{self._controller_port(c)}:{c.directory_id}"
+                               for c in self.controllers)
+            args += ["--initial-controllers", initial]
+        elif self.dynamic_quorum and int(self.version.split(".")[0]) >= 4:
+            args += ["--no-initial-controllers"]
+        for entry in self.scram_users:
+            args += ["--add-scram", entry]
+        return self._java("kafka.tools.StorageTool", *args, node=node, heap="128m")
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def start(self) -> RealKafka:
+        self.libs = kafka_libs(self.version)
+        self.root.mkdir(parents=True, exist_ok=True)
+        for node in self.nodes.values():
+            self._write_node_files(node)
+        if self.mode == "kraft":
+            formats = [(n, subprocess.Popen(self._format_command(n), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                            text=True, preexec_fn=_die_with_parent))
+                       for n in self.nodes.values()]
+            for node, proc in formats:
+                out, _ = proc.communicate(timeout=START_TIMEOUT_S)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"kafka-storage format of node {node.node_id} failed: {out.strip()[-2000:]}")
+        else:
+            self.start_node(0, wait=False)
+            self._wait_port(self.nodes[0])
+        for node in self.nodes.values():
+            if node.roles != "zookeeper":
+                self.start_node(node.node_id, wait=False)
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def start_node(self, node_id: int, wait: bool = True) -> None:
+        node = self.nodes[node_id]
+        if node.alive:
+            return
+        if node.roles == "zookeeper":
+            cmd = self._java("org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                             str(node.directory / "zookeeper.properties"), node=node, heap="128m")
+        else:
+            cmd = self._java("kafka.Kafka", str(node.directory / "server.properties"), node=node)
+        out = open(node.directory / "logs" / "stdout.log", "ab")
+        node.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     preexec_fn=_die_with_parent)
+        out.close()
+        if wait:
+            self.wait_ready()
+
+    def kill(self, node_id: int) -> None:
+        """kill -9 one node (it stays down until `start_node` or `restore`)."""
+        node = self.nodes[node_id]
+        if node.proc is not None and node.proc.poll() is None:
+            node.proc.kill()
+            node.proc.wait(timeout=30)
+
+    def stop_node(self, node_id: int, timeout_s: float = 60.0) -> None:
+        """A clean shutdown (SIGTERM: controlled shutdown of a broker), kill -9 after `timeout_s`."""
+        node = self.nodes[node_id]
+        if node.proc is not None and node.proc.poll() is None:
+            node.proc.terminate()
+            try:
+                node.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                node.proc.kill()
+                node.proc.wait(timeout=30)
+
+    def restore(self) -> None:
+        """Start every node that is down and wait until the cluster serves again."""
+        for node in self.nodes.values():
+            if not node.alive:
+                self.start_node(node.node_id, wait=False)
+        self.wait_ready()
+
+    @contextlib.contextmanager
+    def restored(self) -> Iterator[RealKafka]:
+        """For a test that breaks the cluster: restore it afterwards, whatever happened."""
+        try:
+            yield self
+        finally:
+            self.restore()
+
+    def stop(self) -> None:
+        for node in sorted(self.nodes.values(), key=lambda n: (n.roles == "zookeeper", n.is_controller)):
+            self.stop_node(node.node_id, timeout_s=20)
+
+    def __enter__(self) -> RealKafka:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- readiness ----------------------------------------------------------------------------
+
+    def _wait_port(self, node: Node, deadline: float | None = None) -> None:
+        deadline = deadline or time.monotonic() + START_TIMEOUT_S
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", node.port), timeout=1).close()
+                return
+            except OSError:
+                if node.proc is not None and node.proc.poll() is not None:
+                    raise RuntimeError(f"node {node.node_id} exited with {node.proc.returncode}\n{self.tail(node)}") from None
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"node {node.node_id} did not listen on {node.port}\n{self.tail(node)}") from None
+                time.sleep(0.1)
+
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Every node listens, and every broker is registered and unfenced (listed in Metadata)."""
+        from confluent_kafka.admin import AdminClient
+
+        deadline = time.monotonic() + timeout_s
+        for node in self.nodes.values():
+            self._wait_port(node, deadline)
+        want = {n.node_id for n in self.brokers}
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0, "logger": _QUIET})
+        seen: set[int] = set()
+        while time.monotonic() < deadline:
+            try:
+                seen = set(admin.list_topics(timeout=5).brokers)
+            except Exception:  # noqa: BLE001 - not up yet: ask again until the deadline
+                seen = set()
+            if seen == want:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"brokers {sorted(want - seen)} did not register within {timeout_s:.0f} s\n"
+                           + "\n".join(self.tail(n) for n in self.nodes.values()))
+
+    def tail(self, node: Node, lines: int = 30) -> str:
+        text = ""
+        for path in (node.log, node.directory / "logs" / "stdout.log"):
+            if path.exists():
+                text += f"--- {path}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) + "\n"
+        return text
+
+
+class _QuietLogger:
+    """librdkafka's log lines stay out of the test output while a cluster starts."""
+
+    def log(self, *args, **kwargs) -> None:
+        pass
+
+    def __getattr__(self, name):
+        return self.log
+
+
+_QUIET = _QuietLogger()
