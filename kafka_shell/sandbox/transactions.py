@@ -346,12 +346,8 @@ def init_producer_id(cluster: Cluster, transactional_id: str, timeout_ms: int, e
     if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
         return (ErrorCode.concurrent_transactions, *fail)
     if txn.state == ONGOING:
-        # Fence the producer: abort its transaction with a bumped epoch; the client retries.
-        txn.producer_epoch += 1
-        txn.last_producer_epoch = NO_EPOCH
-        txn.fencing = True
-        error, _, _ = _end(cluster, txn, commit=False, client_version=server_version(cluster))
-        return (error or ErrorCode.concurrent_transactions, *fail)
+        # Fence the producer: its transaction is aborted with a newer epoch; the client retries.
+        return (_fence(cluster, txn) or ErrorCode.concurrent_transactions, *fail)
     if txn.epoch_exhausted and (not expected or expected_epoch == txn.producer_epoch):
         txn.previous_producer_id, txn.producer_id = txn.producer_id, new_producer_id(cluster)
         txn.producer_epoch, txn.last_producer_epoch = 0, NO_EPOCH
@@ -588,6 +584,19 @@ def _send_markers_once(cluster: Cluster, txn: Txn) -> None:
     s.retrying.add(txn.transactional_id)
 
 
+def _fence(cluster: Cluster, txn: Txn) -> int:
+    """Abort an open transaction with the epoch bumped (an InitProducerId of another producer, a
+    timeout): the producer of the old epoch is fenced. Transactions v1 bump before aborting;
+    v2's abort bumps once itself (the markers carry epoch + 1 either way)."""
+    version = server_version(cluster)
+    if version < 2:
+        txn.producer_epoch += 1
+    txn.fencing = True
+    error, _, _ = _end(cluster, txn, commit=False, client_version=version)
+    txn.last_producer_epoch = NO_EPOCH   # the fenced producer may not pass for a retry
+    return error
+
+
 # -- timeouts -------------------------------------------------------------------------------------
 
 
@@ -613,10 +622,7 @@ def abort_timed_out(cluster: Cluster) -> None:
     for txn in list(store(cluster).txns.values()):
         if txn.state == ONGOING and txn.start_ms + txn.timeout_ms < now:
             logger.info("aborting transaction %s after its timeout of %d ms", txn.transactional_id, txn.timeout_ms)
-            txn.producer_epoch += 1
-            txn.last_producer_epoch = NO_EPOCH
-            txn.fencing = True
-            _end(cluster, txn, commit=False, client_version=server_version(cluster))
+            _fence(cluster, txn)
 
 
 # -- offsets in transactions (the group coordinator's side) --------------------------------------

@@ -261,7 +261,7 @@ def _fetch_once(ctx) -> tuple[list[dict], int, bool, list[Partition]]:
             elif p is None:
                 answer["error_code"] = topic_err or ErrorCode.unknown_topic_or_partition
             else:
-                answer["error_code"] = leader_error(ctx, p, rp.current_leader_epoch)
+                answer["error_code"] = leader_error(ctx, p, getattr(rp, "current_leader_epoch", -1))
                 if answer["error_code"] == ErrorCode.not_leader_or_follower:
                     answer["current_leader"] = _current_leader(p)
                     moved.append(p)
@@ -321,7 +321,7 @@ def list_offsets(ctx) -> dict:
             if debugging:  # any replica, even of an offline partition (ReplicaManager.fetchOffset)
                 err = ErrorCode.not_leader_or_follower if ctx.broker.id not in p.replicas else 0
             else:
-                err = leader_error(ctx, p, rp.current_leader_epoch)
+                err = leader_error(ctx, p, getattr(rp, "current_leader_epoch", -1))
             if err:
                 parts.append({"partition_index": rp.partition_index, "error_code": err})
                 continue
@@ -400,7 +400,7 @@ def offset_for_leader_epoch(ctx) -> dict:
         for rp in rt.partitions:
             p = t.partition(rp.partition) if t else None
             err = ErrorCode.topic_authorization_failed if denied else \
-                ErrorCode.unknown_topic_or_partition if p is None else leader_error(ctx, p, rp.current_leader_epoch)
+                ErrorCode.unknown_topic_or_partition if p is None else leader_error(ctx, p, getattr(rp, "current_leader_epoch", -1))
             if p is None or err:
                 parts.append({"partition": rp.partition, "error_code": err})
                 continue
