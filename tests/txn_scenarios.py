@@ -20,23 +20,33 @@ READ_COMMITTED, READ_UNCOMMITTED = 1, 0
 
 
 class Cluster:
-    """A fresh one-partition topic on `bootstrap` and channels to its leader and coordinators."""
+    """A one-partition topic on `bootstrap` (a fresh one unless `topic` is given) and channels to
+    its leader and to transaction coordinators."""
 
-    def __init__(self, bootstrap: str):
+    def __init__(self, bootstrap: str, topic: str | None = None):
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-        self.topic = "txn-" + uuid.uuid4().hex[:8]
-        self.admin.create_topics([NewTopic(self.topic, 1, 1)])[self.topic].result(30)
+        self.topic = topic or "txn-" + uuid.uuid4().hex[:8]
+        if topic is None:
+            self.admin.create_topics([NewTopic(self.topic, 1, 1)])[self.topic].result(30)
+        self.coordinators: dict[str, Channel] = {}
+        self.leader = self._leader()
+
+    def _leader(self) -> Channel:
         deadline = time.monotonic() + 30
         while True:
             md = self.admin.list_topics(self.topic, timeout=10)
             partition = md.topics[self.topic].partitions.get(0)
             if partition is not None and partition.leader >= 0:
                 break
-            assert time.monotonic() < deadline, "the new topic has no leader"
+            assert time.monotonic() < deadline, f"{self.topic} has no leader"
             time.sleep(0.1)
         leader = md.brokers[partition.leader]
-        self.leader = Channel(leader.host, leader.port)
-        self.coordinators: dict[str, Channel] = {}
+        return Channel(leader.host, leader.port)
+
+    def reconnect(self) -> None:
+        """Talk to the partition's leader of now (after a broker restart)."""
+        self.leader.close()
+        self.leader = self._leader()
 
     def close(self) -> None:
         self.leader.close()

@@ -42,7 +42,7 @@ class InvalidBatch(Exception):
     """A batch refused with `code`; `answered`: the message goes into the Produce answer (Kafka
     answers a message only for some errors, e.g. a failed transaction verification)."""
 
-    def __init__(self, code: ErrorCode, message: str, answered: bool = False):
+    def __init__(self, code: int, message: str, answered: bool = False):
         super().__init__(message)
         self.code = code
         self.answered = answered
@@ -190,7 +190,7 @@ def batch_leader_epoch(batch: Batch) -> int:
 # -- writing --------------------------------------------------------------------------------
 
 
-def _set_crc(batch: bytearray) -> None:
+def set_crc(batch: bytearray) -> None:
     struct.pack_into(">I", batch, CRC_AT, crc32c(memoryview(batch)[CRC_FROM:]))
 
 
@@ -200,7 +200,7 @@ def recompress(batch: bytearray, codec: int) -> bytearray:
     attributes = struct.unpack_from(">h", out, ATTRIBUTES_AT)[0]
     struct.pack_into(">h", out, ATTRIBUTES_AT, (attributes & ~CODEC_MASK) | codec)
     struct.pack_into(">i", out, 8, len(out) - LENGTH_PREFIX)
-    _set_crc(out)
+    set_crc(out)
     return out
 
 
@@ -259,7 +259,7 @@ def build_batch(entries: list[tuple[bytes | None, bytes | None]], *, timestamp: 
                                 len(entries) - 1, ts, ts, producer_id, producer_epoch, base_sequence,
                                 len(entries)))
     out += data
-    _set_crc(out)
+    set_crc(out)
     return out
 
 
@@ -279,7 +279,7 @@ def append(cluster: Cluster, p: Partition, batches: list[bytearray]) -> tuple[in
             attributes = struct.unpack_from(">h", b, ATTRIBUTES_AT)[0]
             struct.pack_into(">h", b, ATTRIBUTES_AT, attributes | LOG_APPEND_TIME_FLAG)
             struct.pack_into(">q", b, MAX_TIMESTAMP_AT, append_time)
-            _set_crc(b)
+            set_crc(b)
         max_ts = struct.unpack_from(">q", b, MAX_TIMESTAMP_AT)[0]
         p.batches.append(Batch(next_offset, next_offset + last_delta, max_ts, bytes(b)))
         next_offset += last_delta + 1
@@ -356,7 +356,7 @@ def headers_in(data: bytes) -> list[Header]:
     """The headers of the batches of `read`'s answer."""
     out, pos = [], 0
     while pos + HEADER_SIZE <= len(data):
-        out.append(header(memoryview(data)[pos:pos + HEADER_SIZE]))
+        out.append(header(data[pos:pos + HEADER_SIZE]))
         pos += LENGTH_PREFIX + struct.unpack_from(">i", data, pos + 8)[0]
     return out
 

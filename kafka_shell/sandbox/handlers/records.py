@@ -179,6 +179,7 @@ def _verify_transaction(ctx, p: Partition, h: log.Header, transactional_id: str 
         return
     cluster = ctx.cluster
     tp = (p.topic, p.index)
+    error: int
     if transactions.coordinator_of(cluster, transactional_id) < 0:
         error = ErrorCode.coordinator_not_available
     elif adds:

@@ -7,6 +7,7 @@ lacks v6). The coordinator is `kafka_shell.sandbox.transactions`, producer state
 
 from __future__ import annotations
 
+import datetime
 import re
 
 from kio.schema.errors import ErrorCode
@@ -22,8 +23,8 @@ from kafka_shell.sandbox.model import now_ms
 TXN = AclResourceType.TRANSACTIONAL_ID
 
 
-def _ms(value: object) -> int:
-    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)  # type: ignore[union-attr]
+def _ms(value: datetime.timedelta | int) -> int:
+    return int(value.total_seconds() * 1000) if isinstance(value, datetime.timedelta) else int(value)
 
 
 def _txn_error(ctx, transactional_id: str | None) -> int:
@@ -180,6 +181,7 @@ def _offsets_partition_error(ctx) -> int:
     adds it, older versions have it verified (AddOffsetsToTxn added it)."""
     req = ctx.request
     tp = (gc.OFFSETS_TOPIC, gc.offsets_partition(ctx.cluster, req.group_id))
+    error: int
     if transactions.coordinator_of(ctx.cluster, req.transactional_id) < 0:
         return ErrorCode.coordinator_not_available
     if ctx.version >= 5:
@@ -190,8 +192,9 @@ def _offsets_partition_error(ctx) -> int:
                                                req.producer_epoch, {tp})[tp]
     else:
         error = 0
-    return {ErrorCode.producer_fenced: ErrorCode.invalid_producer_epoch,
-            ErrorCode.transaction_abortable: ErrorCode.invalid_txn_state}.get(error, error)
+    translated: dict[int, int] = {ErrorCode.producer_fenced: ErrorCode.invalid_producer_epoch,
+                                  ErrorCode.transaction_abortable: ErrorCode.invalid_txn_state}
+    return translated.get(error, error)
 
 
 def _txn_group(ctx) -> tuple[gc.Group | None, int]:
@@ -220,6 +223,7 @@ def write_txn_markers(ctx) -> dict:
             parts = []
             for i in rt.partition_indexes:
                 p = ctx.cluster.partition(rt.name, i)
+                code: int
                 if not allowed:
                     code = ErrorCode.cluster_authorization_failed
                 elif p is None:
