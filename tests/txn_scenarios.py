@@ -170,6 +170,14 @@ def batch(seq: int, epoch: int, pid: int, n: int = 1, **kw) -> bytes:
                                  producer_epoch=epoch, base_sequence=seq, **kw))
 
 
+def mislabelled(codec: int) -> bytes:
+    """An uncompressed batch whose attributes name `codec`."""
+    data = log.build_batch([(None, b"x" * 100)])
+    data[22] = (data[22] & ~log.CODEC_MASK) | codec
+    log.set_crc(data)
+    return bytes(data)
+
+
 def idempotence(c: Cluster) -> dict:
     pid = c.init_producer_id(None, version=4)["producer_id"]
     other = pid + 500_000   # an id no broker handed out
@@ -187,6 +195,9 @@ def idempotence(c: Cluster) -> dict:
         "client control batch": c.produce(batch(0, 0, other + 2, control=True)),
         "two batches": c.produce(batch(0, 0, -1) + batch(0, 0, -1)),
         "zstd before v7": c.produce(bytes(log.build_batch([(None, b"z")], codec=4)), version=6),
+        "records that do not decompress": c.produce(mislabelled(3)),
+        "an unknown codec": c.produce(mislabelled(6)),
+        "a CRC that does not match": c.produce(batch(0, -1, -1)[:-1] + b"?"),
         "no producer id": c.produce(batch(3, -1, -1)),
         "producer id without sequence": c.produce(batch(-1, 0, other + 3)),
         "producers": sorted(v[:2] for k, v in c.producers().items() if k in (pid, other)),

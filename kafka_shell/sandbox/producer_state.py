@@ -14,6 +14,7 @@ unclean election, a lost disk) or replaced (a restart from --data-dir). It lives
 
 from __future__ import annotations
 
+import bisect
 import struct
 from collections import deque
 from dataclasses import dataclass, field
@@ -253,4 +254,6 @@ def last_stable_offset(cluster: Cluster, p: Partition) -> int:
 def aborted_between(cluster: Cluster, p: Partition, start: int, end: int) -> list[AbortedTxn]:
     """The aborted transactions a read of [start, end) may hold records of (Kafka's
     collectAbortedTransactions)."""
-    return [a for a in state_of(cluster, p).aborted if a.last_offset >= start and a.first_offset < end]
+    aborted = state_of(cluster, p).aborted   # in marker order: by last offset
+    first = bisect.bisect_left(aborted, start, key=lambda a: a.last_offset)
+    return [a for a in aborted[first:] if a.first_offset < end]

@@ -366,9 +366,10 @@ def init_producer_id(cluster: Cluster, transactional_id: str, timeout_ms: int, e
 
 
 def server_version(cluster: Cluster) -> int:
-    """The cluster's finalized transaction.version (what the coordinator uses on its own)."""
+    """The cluster's finalized transaction.version (what the coordinator uses on its own); none
+    in zk mode, where Kafka 3.9 has transactions v1 only."""
     from kafka_shell.sandbox.handlers import features
-    return features.finalized(cluster).get("transaction.version", 0)
+    return features.finalized(cluster).get("transaction.version", 0) if cluster.kraft else 0
 
 
 # -- AddPartitionsToTxn / AddOffsetsToTxn / verification -----------------------------------------
