@@ -102,6 +102,14 @@ class Cluster:
             "v3_and_below_producer_epoch": epoch, "v3_and_below_topics": [{"name": self.topic, "partitions": [0]}]}, 3)
         return answer["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"]
 
+    def verify_partitions(self, transactional_id: str, pid: int, epoch: int) -> tuple:
+        """AddPartitionsToTxn v5, batched as brokers send it, verify_only: (top error, partition error)."""
+        answer = self.coordinator(transactional_id).request(ApiKey.ADD_PARTITIONS_TO_TXN, {"transactions": [
+            {"transactional_id": transactional_id, "producer_id": pid, "producer_epoch": epoch, "verify_only": True,
+             "topics": [{"name": self.topic, "partitions": [0]}]}]}, 5)
+        result = answer["results_by_transaction"][0]["topic_results"][0]["results_by_partition"][0]
+        return answer["error_code"], result["partition_error_code"]
+
     def end_txn(self, transactional_id: str, pid: int, epoch: int, commit: bool, version: int) -> dict:
         return self.coordinator(transactional_id).request(ApiKey.END_TXN, {
             "transactional_id": transactional_id, "producer_id": pid, "producer_epoch": epoch,
@@ -214,7 +222,10 @@ def transactions_v1(c: Cluster) -> dict:
     out["not added (v10)"] = c.produce(batch(0, epoch, pid, transactional=True), version=10, transactional_id=tid)
     out["unknown transactional id"] = c.produce(batch(0, 0, pid + 7, transactional=True), transactional_id="none-" + tid)
     out["wrong producer id"] = c.produce(batch(0, epoch, pid + 7, transactional=True), transactional_id=tid)
+    out["verify before add (v5)"] = c.verify_partitions(tid, pid, epoch)
     out["add partitions"] = c.add_partitions(tid, pid, epoch)
+    out["verify after add (v5)"] = c.verify_partitions(tid, pid, epoch)
+    out["verify with a wrong epoch (v5)"] = c.verify_partitions(tid, pid, epoch + 3)
     out["control batch in transaction"] = c.produce(batch(0, epoch, pid, transactional=True, control=True),
                                                     transactional_id=tid)
     out["written"] = [c.produce(batch(0, epoch, pid, 3, transactional=True), transactional_id=tid),

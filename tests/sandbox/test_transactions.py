@@ -19,6 +19,7 @@ from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox import codecs, log, transactions
 from kafka_shell.sandbox.server import Sandbox
 from tests import txn_scenarios
+from tests.conftest import BOTH_MODES
 from tests.sandbox.wire import create, request
 from tests.txn_scenarios import READ_COMMITTED, READ_UNCOMMITTED, batch
 
@@ -139,6 +140,7 @@ def test_kafka_python_with_its_defaults_is_idempotent(sandbox):
     assert read(sandbox.bootstrap, topic, "read_uncommitted") == [b"m%d" % i for i in range(100)]
 
 
+@BOTH_MODES
 def test_transactions_of_three_client_families_read_committed(sandbox):
     topic = new_topic(sandbox, partitions=2)
     # confluent-kafka
@@ -368,3 +370,37 @@ def test_producer_and_transaction_state_survive_a_restart(tmp_path):
             assert c.init_producer_id(None, version=4)["producer_id"] >= 1000   # a fresh block of ids
         finally:
             c.close()
+
+
+def test_kill_9_keeps_committed_and_open_transactions(tmp_path):
+    from tests.sandbox.test_data_dir import kill9, serve
+    proc, bootstrap = serve(tmp_path)
+    try:
+        topic = "kept"
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+        admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(10)
+        p = Producer({"bootstrap.servers": bootstrap, "transactional.id": "survivor", "log_level": 0})
+        p.init_transactions(10)
+        p.begin_transaction()
+        p.produce(topic, b"committed")
+        p.commit_transaction(10)
+        p.begin_transaction()
+        p.produce(topic, b"left open")
+        assert p.flush(10) == 0
+    finally:
+        kill9(proc)
+    proc, bootstrap = serve(tmp_path)
+    try:
+        c = txn_scenarios.Cluster(bootstrap, topic)
+        try:
+            assert c.list_offset(READ_COMMITTED) == 2   # after the commit marker: the open transaction holds it
+            assert c.describe_transaction("survivor")["state"] == "Ongoing"
+            # A new producer with the id fences the old one: its open transaction is aborted.
+            again = Producer({"bootstrap.servers": bootstrap, "transactional.id": "survivor", "log_level": 0})
+            again.init_transactions(10)
+            assert c.list_offset(READ_COMMITTED) == c.list_offset(READ_UNCOMMITTED) == 4
+        finally:
+            c.close()
+        assert read(bootstrap, topic, "read_committed") == [b"committed"]
+    finally:
+        kill9(proc)
