@@ -225,15 +225,19 @@ def validate(cluster: Cluster, p: Partition, batches: list[bytearray]) -> list[b
     return out
 
 
+def uvarint(n: int) -> bytes:
+    """An unsigned varint (Kafka's ByteUtils.writeUnsignedVarint)."""
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
 def _varint(n: int) -> bytes:
     """A zigzag varint (Kafka's ByteUtils.writeVarlong)."""
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z & ~0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
+    return uvarint((n << 1) ^ (n >> 63))
 
 
 def _bytes_field(data: bytes | None) -> bytes:

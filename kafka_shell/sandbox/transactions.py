@@ -68,7 +68,7 @@ class Txn:
     transactional_id: str
     producer_id: int
     timeout_ms: int
-    previous_producer_id: int = NO_PRODUCER_ID
+    previous_producer_id: int = NO_PRODUCER_ID   # Kafka's: the producer id before the last transition
     next_producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_EPOCH
     last_producer_epoch: int = NO_EPOCH
@@ -182,41 +182,33 @@ def _string(text: str) -> bytes:
     return struct.pack(">h", len(data)) + data
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def log_key(transactional_id: str) -> bytes:
     return struct.pack(">h", 0) + _string(transactional_id)
 
 
-def log_value(txn: Txn) -> bytes:
-    """TransactionLogValue: version 1 (flexible) for a transactions-v2 client, else version 0."""
+def log_value(txn: Txn, flexible: bool) -> bytes:
+    """TransactionLogValue: version 1 (flexible) on a cluster with transaction.version 2, else
+    version 0 (Kafka's TransactionLog.valueToBytes)."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(txn.partitions):
         by_topic.setdefault(topic, []).append(partition)
     head = struct.pack(">qhib", txn.producer_id, txn.producer_epoch, txn.timeout_ms, txn.state)
     tail = struct.pack(">qq", txn.last_update_ms, txn.start_ms)
-    if txn.client_version < 2:
+    if not flexible:
         parts = b"" if txn.state == EMPTY else b"".join(
             _string(t) + struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", i) for i in ps)
             for t, ps in by_topic.items())
         count = struct.pack(">i", -1 if txn.state == EMPTY else len(by_topic))
         return struct.pack(">h", 0) + head + count + parts + tail
     topics = b"" if txn.state == EMPTY else b"".join(
-        _uvarint(len(t.encode()) + 1) + t.encode() + _uvarint(len(ps) + 1)
+        log.uvarint(len(t.encode()) + 1) + t.encode() + log.uvarint(len(ps) + 1)
         + b"".join(struct.pack(">i", i) for i in ps) + b"\x00" for t, ps in by_topic.items())
-    count = _uvarint(0 if txn.state == EMPTY else len(by_topic) + 1)
+    count = log.uvarint(0 if txn.state == EMPTY else len(by_topic) + 1)
     tagged = [(0, struct.pack(">q", txn.previous_producer_id), txn.previous_producer_id != -1),
               (1, struct.pack(">q", txn.next_producer_id), txn.next_producer_id != -1),
               (2, struct.pack(">h", txn.client_version), txn.client_version != 0)]
     fields = [(tag, data) for tag, data, present in tagged if present]
-    tags = _uvarint(len(fields)) + b"".join(_uvarint(tag) + _uvarint(len(data)) + data for tag, data in fields)
+    tags = log.uvarint(len(fields)) + b"".join(log.uvarint(tag) + log.uvarint(len(data)) + data for tag, data in fields)
     return struct.pack(">h", 1) + head + count + topics + tail + tags
 
 
@@ -284,7 +276,7 @@ def _write(cluster: Cluster, txn: Txn) -> int:
         return ErrorCode.not_coordinator
     if len(p.isr) < int(configs.topic_value(cluster, TXN_TOPIC, "min.insync.replicas") or 1):
         return ErrorCode.coordinator_not_available   # Kafka maps NOT_ENOUGH_REPLICAS to this
-    value = None if txn.state == DEAD else log_value(txn)
+    value = None if txn.state == DEAD else log_value(txn, server_version(cluster) >= 2)
     producer_state.append(cluster, p, [log.build_batch([(log_key(txn.transactional_id), value)])])
     return 0
 
@@ -348,6 +340,7 @@ def init_producer_id(cluster: Cluster, transactional_id: str, timeout_ms: int, e
     if txn.state == ONGOING:
         # Fence the producer: its transaction is aborted with a newer epoch; the client retries.
         return (_fence(cluster, txn) or ErrorCode.concurrent_transactions, *fail)
+    txn.previous_producer_id = txn.producer_id
     if txn.epoch_exhausted and (not expected or expected_epoch == txn.producer_epoch):
         txn.previous_producer_id, txn.producer_id = txn.producer_id, new_producer_id(cluster)
         txn.producer_epoch, txn.last_producer_epoch = 0, NO_EPOCH
@@ -400,6 +393,7 @@ def add_partitions(cluster: Cluster, transactional_id: str, pid: int, epoch: int
     now = now_ms()
     if txn.state != ONGOING:
         txn.start_ms = now
+    txn.previous_producer_id = txn.producer_id
     txn.state = ONGOING
     txn.partitions |= partitions
     txn.last_update_ms = now
@@ -488,6 +482,7 @@ def _end(cluster: Cluster, txn: Txn, commit: bool, client_version: int) -> tuple
     now = now_ms()
     if txn.state != ONGOING:
         txn.start_ms = now    # v2 may end a transaction nothing joined
+    txn.previous_producer_id = txn.producer_id
     if client_version >= 2:
         if txn.epoch_exhausted and not txn.fencing:
             txn.next_producer_id = new_producer_id(cluster)
@@ -514,8 +509,9 @@ def _send_markers(cluster: Cluster, txn: Txn) -> None:
         txn.partitions = waiting
         _retry_later(cluster, txn.transactional_id)
         return
+    txn.previous_producer_id = txn.producer_id
     if txn.next_producer_id != NO_PRODUCER_ID:  # v2 ran out of epochs: the next transaction has a new id
-        txn.previous_producer_id, txn.producer_id = txn.producer_id, txn.next_producer_id
+        txn.producer_id = txn.next_producer_id
         txn.next_producer_id, txn.producer_epoch, txn.last_producer_epoch = NO_PRODUCER_ID, 0, NO_EPOCH
     txn.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
     txn.partitions = set()
