@@ -22,6 +22,7 @@ MARKER_RETRY_S succeeds. Open transactions past their timeout are aborted by a t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import struct
 from dataclasses import dataclass, field
@@ -268,6 +269,19 @@ def _parse_value(transactional_id: str, data: bytes) -> Txn:
     return txn
 
 
+def _copy(txn: Txn) -> Txn:
+    return dataclasses.replace(txn, partitions=set(txn.partitions))
+
+
+def _write_or_undo(cluster: Cluster, txn: Txn, before: Txn) -> int:
+    """Write the transition, or when the log refuses it go back to `before`: Kafka changes its
+    cache only once the transaction log has the new state."""
+    error = _write(cluster, txn)
+    if error:
+        vars(txn).update(vars(_copy(before)))
+    return error
+
+
 def _write(cluster: Cluster, txn: Txn) -> int:
     """Append the transaction's state to its __transaction_state partition (acks=all, as Kafka
     does); Kafka's errors for a failed write. A Dead state is a tombstone."""
@@ -340,6 +354,7 @@ def init_producer_id(cluster: Cluster, transactional_id: str, timeout_ms: int, e
     if txn.state == ONGOING:
         # Fence the producer: its transaction is aborted with a newer epoch; the client retries.
         return (_fence(cluster, txn) or ErrorCode.concurrent_transactions, *fail)
+    before = _copy(txn)
     txn.previous_producer_id = txn.producer_id
     if txn.epoch_exhausted and (not expected or expected_epoch == txn.producer_epoch):
         txn.previous_producer_id, txn.producer_id = txn.producer_id, new_producer_id(cluster)
@@ -351,7 +366,7 @@ def init_producer_id(cluster: Cluster, transactional_id: str, timeout_ms: int, e
         return (ErrorCode.producer_fenced, *fail)
     txn.state, txn.timeout_ms, txn.partitions = EMPTY, timeout_ms, set()
     txn.start_ms, txn.last_update_ms = -1, now
-    error = _write(cluster, txn)
+    error = _write_or_undo(cluster, txn, before)
     if error:
         return (error, *fail)
     _ensure_ticker(cluster)
@@ -391,6 +406,7 @@ def add_partitions(cluster: Cluster, transactional_id: str, pid: int, epoch: int
     if txn.state == ONGOING and partitions <= txn.partitions:
         return 0
     now = now_ms()
+    before = _copy(txn)
     if txn.state != ONGOING:
         txn.start_ms = now
     txn.previous_producer_id = txn.producer_id
@@ -399,7 +415,7 @@ def add_partitions(cluster: Cluster, transactional_id: str, pid: int, epoch: int
     txn.last_update_ms = now
     if client_version is not None:
         txn.client_version = client_version
-    return _write(cluster, txn)
+    return _write_or_undo(cluster, txn, before)
 
 
 def verify_partitions(cluster: Cluster, transactional_id: str, pid: int, epoch: int,
@@ -477,8 +493,10 @@ def _end_v1(cluster: Cluster, txn: Txn, pid: int, epoch: int, commit: bool) -> t
     return (ErrorCode.invalid_txn_state, *fail)
 
 
-def _end(cluster: Cluster, txn: Txn, commit: bool, client_version: int) -> tuple[int, int, int]:
-    """Prepare (epoch bumped for transactions v2), write the markers, complete."""
+def _end(cluster: Cluster, txn: Txn, commit: bool, client_version: int, before: Txn | None = None) -> tuple[int, int, int]:
+    """Prepare (epoch bumped for transactions v2), write the markers, complete. `before`: the
+    state to go back to when the log refuses the prepare (default: as the transaction is)."""
+    before = before or _copy(txn)
     now = now_ms()
     if txn.state != ONGOING:
         txn.start_ms = now    # v2 may end a transaction nothing joined
@@ -491,7 +509,7 @@ def _end(cluster: Cluster, txn: Txn, commit: bool, client_version: int) -> tuple
     txn.client_version = client_version
     txn.state = PREPARE_COMMIT if commit else PREPARE_ABORT
     txn.last_update_ms = now
-    error = _write(cluster, txn)
+    error = _write_or_undo(cluster, txn, before)
     if error:
         return error, NO_PRODUCER_ID, NO_EPOCH
     answer = (0, txn.producer_id, txn.producer_epoch)   # before a new producer id takes over
@@ -509,6 +527,7 @@ def _send_markers(cluster: Cluster, txn: Txn) -> None:
         txn.partitions = waiting
         _retry_later(cluster, txn.transactional_id)
         return
+    before = _copy(txn)
     txn.previous_producer_id = txn.producer_id
     if txn.next_producer_id != NO_PRODUCER_ID:  # v2 ran out of epochs: the next transaction has a new id
         txn.producer_id = txn.next_producer_id
@@ -517,7 +536,8 @@ def _send_markers(cluster: Cluster, txn: Txn) -> None:
     txn.partitions = set()
     txn.fencing = False
     txn.last_update_ms = now_ms()
-    _write(cluster, txn)
+    if _write_or_undo(cluster, txn, before):
+        _retry_later(cluster, txn.transactional_id)   # the markers are written again, then completion
 
 
 def _write_marker(cluster: Cluster, txn: Txn, tp: tuple[str, int], commit: bool, coordinator_epoch: int) -> bool:
@@ -586,11 +606,13 @@ def _fence(cluster: Cluster, txn: Txn) -> int:
     timeout): the producer of the old epoch is fenced. Transactions v1 bump before aborting;
     v2's abort bumps once itself (the markers carry epoch + 1 either way)."""
     version = server_version(cluster)
+    before = _copy(txn)
     if version < 2:
         txn.producer_epoch += 1
     txn.fencing = True
-    error, _, _ = _end(cluster, txn, commit=False, client_version=version)
-    txn.last_producer_epoch = NO_EPOCH   # the fenced producer may not pass for a retry
+    error, _, _ = _end(cluster, txn, commit=False, client_version=version, before=before)
+    if not error:
+        txn.last_producer_epoch = NO_EPOCH   # the fenced producer may not pass for a retry
     return error
 
 

@@ -404,3 +404,25 @@ def test_kill_9_keeps_committed_and_open_transactions(tmp_path):
         assert read(bootstrap, topic, "read_committed") == [b"committed"]
     finally:
         kill9(proc)
+
+
+def test_a_transaction_log_under_min_isr_changes_nothing(sandbox):
+    """Kafka's coordinator answers COORDINATOR_NOT_AVAILABLE when its log write fails
+    (NOT_ENOUGH_REPLICAS), and its state stays as it was."""
+    create(sandbox, "solo", [[1]])
+    c = txn_scenarios.Cluster(sandbox.bootstrap, "solo")
+    try:
+        c.coordinator("any")
+        tid = next(t for t in (f"isr-{i}" for i in range(100)) if transactions_coordinator(sandbox, t) == 1)
+        init = c.init_producer_id(tid)
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+        for b in (2, 3):
+            sandbox.stop_broker(b)   # the coordinator's partition: ISR 1 < min.insync.replicas 2
+        assert c.add_partitions(tid, pid, epoch) == 15
+        assert sandbox.call(lambda: transactions.store(sandbox.cluster).txns[tid].state_name) == "Empty"
+        for b in (2, 3):
+            sandbox.start_broker(b)
+        wait_for(lambda: c.add_partitions(tid, pid, epoch) == 0, "the ISR to grow back")
+        assert c.describe_transaction(tid)["state"] == "Ongoing"
+    finally:
+        c.close()
