@@ -572,6 +572,8 @@ def write_marker(cluster: Cluster, tp: tuple[str, int], producer_id: int, epoch:
 
 
 def _retry_later(cluster: Cluster, transactional_id: str) -> None:
+    """Send the markers again every MARKER_RETRY_S until the transaction completes (one retrying
+    task per id: _send_markers asking again meanwhile changes nothing)."""
     s = store(cluster)
     spawn = cluster.extras.get("spawn")
     if transactional_id in s.retrying or spawn is None:
@@ -585,20 +587,11 @@ def _retry_later(cluster: Cluster, transactional_id: str) -> None:
                 txn = s.txns.get(transactional_id)
                 if txn is None or txn.state not in (PREPARE_COMMIT, PREPARE_ABORT):
                     return
-                _send_markers_once(cluster, txn)
-                if txn.state not in (PREPARE_COMMIT, PREPARE_ABORT):
-                    return
+                _send_markers(cluster, txn)
         finally:
             s.retrying.discard(transactional_id)
 
     spawn(retry())  # type: ignore[operator]
-
-
-def _send_markers_once(cluster: Cluster, txn: Txn) -> None:
-    s = store(cluster)
-    s.retrying.discard(txn.transactional_id)   # _send_markers may ask for another retry: this one goes on
-    _send_markers(cluster, txn)
-    s.retrying.add(txn.transactional_id)
 
 
 def _fence(cluster: Cluster, txn: Txn) -> int:
