@@ -22,7 +22,7 @@ def sandbox3():
         yield s
 
 
-@pytest.mark.parametrize("scenario", ["idempotence", "transactions_v1", "transactions_v2"])
+@pytest.mark.parametrize("scenario", ["idempotence", "transactions_v1", "transactions_v2", "offsets_in_transactions"])
 def test_sandbox_answers_as_kafka_does(kafka4, sandbox3, scenario):
     answers = []
     for bootstrap in (kafka4.bootstrap, sandbox3.bootstrap):

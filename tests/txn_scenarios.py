@@ -285,3 +285,48 @@ def transactions_v2(c: Cluster) -> dict:
     out["fence: read_committed"] = c.fetch(READ_COMMITTED)
     out["fence: old producer"] = c.produce(batch(1, bumped + 1, pid, transactional=True), version=12, transactional_id=tid)
     return out
+
+
+def offsets_in_transactions(c: Cluster) -> dict:
+    """TxnOffsetCommit: v3 after AddOffsetsToTxn (transactions v1), v5 adding the group's
+    partition itself (v2); OffsetFetch with and without require_stable meanwhile."""
+    tid, group = "offsets-" + c.topic, "group-" + c.topic
+    found = retry(lambda: c.leader.request(ApiKey.FIND_COORDINATOR, {"key_type": 0, "coordinator_keys": [group]},
+                                           4)["coordinators"][0])
+    group_coordinator = Channel(found["host"], found["port"])
+    init = c.init_producer_id(tid)
+    pid, epoch = init["producer_id"], init["producer_epoch"]
+
+    def commit(offset: int, version: int, producer_epoch: int) -> int:
+        answer = group_coordinator.request(ApiKey.TXN_OFFSET_COMMIT, {
+            "transactional_id": tid, "group_id": group, "producer_id": pid, "producer_epoch": producer_epoch,
+            "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [{"name": c.topic, "partitions": [
+                {"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
+                 "committed_metadata": ""}]}]}, version)
+        return answer["topics"][0]["partitions"][0]["error_code"]
+
+    def fetched(require_stable: bool) -> tuple:
+        answer = group_coordinator.request(ApiKey.OFFSET_FETCH, {"require_stable": require_stable, "groups": [
+            {"group_id": group, "topics": [{"name": c.topic, "partition_indexes": [0]}]}]}, 8)
+        p = answer["groups"][0]["topics"][0]["partitions"][0]
+        return p["error_code"], p["committed_offset"]
+
+    out: dict = {}
+    try:
+        out["commit before AddOffsetsToTxn (v3)"] = commit(5, 3, epoch)
+        out["AddOffsetsToTxn"] = c.coordinator(tid).request(ApiKey.ADD_OFFSETS_TO_TXN, {
+            "transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "group_id": group}, 4)["error_code"]
+        out["commit (v3)"] = commit(5, 3, epoch)
+        out["open: stable fetch"] = fetched(True)
+        out["open: fetch"] = fetched(False)
+        out["end (v4)"] = c.end_and_settle(tid, pid, epoch, True, 4)["error_code"]
+        out["committed: fetch"] = fetched(True)
+        out["commit (v5)"] = commit(7, 5, epoch)
+        out["v5 open: stable fetch"] = fetched(True)
+        end = c.end_and_settle(tid, pid, epoch, False, 5)
+        out["abort (v5)"] = (end["error_code"], end["producer_epoch"] - epoch)
+        out["aborted: fetch"] = fetched(True)
+        out["old epoch (v5)"] = commit(9, 5, epoch)
+    finally:
+        group_coordinator.close()
+    return out
