@@ -90,3 +90,9 @@ def test_transaction_log_records_as_kafka_writes_them(kafka4, sandbox3):
     states = [r[1] for r in kafka]
     assert states[:4] == ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit"] and "PrepareAbort" in states
     assert sandbox == kafka
+
+
+def test_compression_type_as_kafka_applies_it(kafka4, sandbox3):
+    kafka, sandbox = (txn_scenarios.compression(b) for b in (kafka4.bootstrap, sandbox3.bootstrap))
+    assert kafka["producer"][1] == [0, 1, 2, 3, 4] and kafka["zstd"][1] == [4] * 5
+    assert sandbox == kafka

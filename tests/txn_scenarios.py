@@ -23,11 +23,11 @@ class Cluster:
     """A one-partition topic on `bootstrap` (a fresh one unless `topic` is given) and channels to
     its leader and to transaction coordinators."""
 
-    def __init__(self, bootstrap: str, topic: str | None = None):
+    def __init__(self, bootstrap: str, topic: str | None = None, **configs: str):
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
         self.topic = topic or "txn-" + uuid.uuid4().hex[:8]
         if topic is None:
-            self.admin.create_topics([NewTopic(self.topic, 1, 1)])[self.topic].result(30)
+            self.admin.create_topics([NewTopic(self.topic, 1, 1, config=configs)])[self.topic].result(30)
         self.coordinators: dict[str, Channel] = {}
         self.leader = self._leader()
 
@@ -84,7 +84,7 @@ class Cluster:
             "topics": [{"topic": self.topic, "partitions": [{"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
                                                              "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]}, 12)
         p = answer["responses"][0]["partitions"][0]
-        return {"error": p["error_code"], "high_watermark": p["high_watermark"],
+        return {"error": p["error_code"], "high_watermark": p["high_watermark"], "codecs": codecs_read(p["records"]),
                 "last_stable_offset": p["last_stable_offset"],
                 "aborted": None if p["aborted_transactions"] is None else
                 sorted(a["first_offset"] for a in p["aborted_transactions"]),
@@ -155,6 +155,11 @@ def retry(call, deadline_s: float = 60.0) -> dict:
         if answer.get("error_code") not in RETRIABLE or time.monotonic() > deadline:
             return answer
         time.sleep(0.1)
+
+
+def codecs_read(data: bytes) -> list[int]:
+    """The codec of each batch of a fetch answer."""
+    return [h.attributes & log.CODEC_MASK for h in log.headers_in(data)]
 
 
 def read_records(data: bytes) -> list:
@@ -329,4 +334,19 @@ def offsets_in_transactions(c: Cluster) -> dict:
         out["old epoch (v5)"] = commit(9, 5, epoch)
     finally:
         group_coordinator.close()
+    return out
+
+
+def compression(bootstrap: str) -> dict:
+    """A topic's compression.type: `producer` keeps each batch's codec, a codec recompresses."""
+    out = {}
+    for target in ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"):
+        c = Cluster(bootstrap, **{"compression.type": target})
+        try:
+            sent = [c.produce(bytes(log.build_batch([(b"k", b"value %d" % i)] * 3, codec=codec)))
+                    for i, codec in enumerate((0, 1, 2, 3, 4))]
+            fetched = c.fetch(READ_UNCOMMITTED)
+            out[target] = (sent, fetched["codecs"], [v for _, v in fetched["records"]])
+        finally:
+            c.close()
     return out

@@ -426,3 +426,25 @@ def test_a_transaction_log_under_min_isr_changes_nothing(sandbox):
         assert c.describe_transaction(tid)["state"] == "Ongoing"
     finally:
         c.close()
+
+
+def test_kafkas_java_consumer_reads_what_the_sandbox_recompressed(sandbox):
+    """Kafka's own decoders (snappy-java's xerial stream, Lz4BlockInputStream, zstd-jni, gzip)
+    read the batches the sandbox wrote, read_committed."""
+    from tests.real_kafka import KAFKA_4, kafka_libs
+    prefix = "java-" + uuid.uuid4().hex[:6]
+    for codec in ("gzip", "snappy", "lz4", "zstd"):
+        create(sandbox, f"{prefix}-{codec}", [[1]], **{"compression.type": codec})
+    p = Producer({"bootstrap.servers": sandbox.bootstrap, "linger.ms": 20, "log_level": 0})
+    for codec in ("gzip", "snappy", "lz4", "zstd"):
+        for i in range(50):
+            p.produce(f"{prefix}-{codec}", b"%s %d " % (codec.encode(), i) * 30)
+    assert p.flush(10) == 0
+    done = subprocess.run(
+        ["java", "-Xmx256m", "-cp", f"{kafka_libs(KAFKA_4)}/*", "org.apache.kafka.tools.consumer.ConsoleConsumer",
+         "--bootstrap-server", sandbox.bootstrap, "--include", f"{prefix}-.*", "--from-beginning",
+         "--max-messages", "200", "--timeout-ms", "30000", "--isolation-level", "read_committed"],
+        capture_output=True, text=True, timeout=120)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and len(lines) == 200, done.stderr[-2000:]
+    assert sorted(lines) == sorted(f"{codec} {i} " * 30 for codec in ("gzip", "snappy", "lz4", "zstd") for i in range(50))
