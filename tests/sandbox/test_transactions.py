@@ -448,3 +448,30 @@ def test_kafkas_java_consumer_reads_what_the_sandbox_recompressed(sandbox):
     lines = done.stdout.splitlines()
     assert done.returncode == 0 and len(lines) == 200, done.stderr[-2000:]
     assert sorted(lines) == sorted(f"{codec} {i} " * 30 for codec in ("gzip", "snappy", "lz4", "zstd") for i in range(50))
+
+
+def test_write_txn_markers_writes_a_marker_where_a_coordinator_asks(sandbox):
+    topic = new_topic(sandbox)
+    c = txn_scenarios.Cluster(sandbox.bootstrap, topic)
+    try:
+        tid = "marked-" + topic
+        init = c.init_producer_id(tid)
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+        assert c.add_partitions(tid, pid, epoch) == 0
+        assert c.produce(batch(0, epoch, pid, 2, transactional=True), transactional_id=tid) == (0, 0)
+        leader = sandbox.cluster.topics[topic].partitions[0].leader
+        body = {"markers": [{"producer_id": pid, "producer_epoch": epoch, "transaction_result": True,
+                             "coordinator_epoch": 0, "topics": [{"name": topic, "partition_indexes": [0]}]}]}
+        answer = request(sandbox, leader, ApiKey.WRITE_TXN_MARKERS, body, 1)
+        assert answer["markers"][0]["topics"][0]["partitions"][0]["error_code"] == 0
+        fetched = c.fetch(READ_COMMITTED)
+        assert (fetched["last_stable_offset"], [v for _, v in fetched["records"]]) == (3, [b"v0", b"v1", "commit"])
+        # An older coordinator epoch is fenced (TRANSACTION_COORDINATOR_FENCED); elsewhere NOT_LEADER_OR_FOLLOWER.
+        body["markers"][0]["coordinator_epoch"] = -1
+        assert request(sandbox, leader, ApiKey.WRITE_TXN_MARKERS, body, 1)["markers"][0]["topics"][0]["partitions"][0][
+            "error_code"] == 52
+        other = next(b for b in (1, 2, 3) if b != leader)
+        assert request(sandbox, other, ApiKey.WRITE_TXN_MARKERS, body, 1)["markers"][0]["topics"][0]["partitions"][0][
+            "error_code"] == 6
+    finally:
+        c.close()
