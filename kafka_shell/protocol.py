@@ -165,8 +165,10 @@ def _convert_one(f: _Field, value: object) -> object:
     if kt == "datetime_i64":
         if isinstance(value, datetime.datetime) or value is None:
             return value
-        if value < 0:  # type: ignore[operator]
+        if value < 0 and f.nullable:  # type: ignore[operator]
             return None
+        # A non-nullable timestamp is written as it is, -1 too (DescribeTransactions' start time
+        # of a transaction that has none).
         return datetime.datetime.fromtimestamp(value / 1000, tz=datetime.UTC)  # type: ignore[operator]
     return value
 

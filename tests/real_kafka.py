@@ -56,8 +56,12 @@ def kafka_libs(version: str) -> Path:
 
 
 def kafka_uuid() -> str:
-    """A Kafka Uuid as its tools print it: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A Kafka Uuid as its tools print it: 16 random bytes, URL-safe base64 without padding; never
+    starting with "-", as Kafka's Uuid.randomUuid ensures (the tools would take it for an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
 
 
 def free_port() -> int:

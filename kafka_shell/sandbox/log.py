@@ -3,23 +3,22 @@
 Batches are kept as the raw v2 bytes clients sent, as Kafka keeps them on disk. Appending only
 patches the header: the base offset and partition leader epoch sit before the CRC-covered part,
 so assigning offsets needs no new CRC; LogAppendTime and recompression change covered fields and
-recompute it. Only gzip (standard library) and uncompressed batches are understood; the sandbox
-has no lz4/snappy/zstd codec, so those batches are refused with UNSUPPORTED_COMPRESSION_TYPE.
+recompute it. Every codec Kafka has is understood (`codecs.py`); a topic's compression.type other
+than `producer` recompresses into that codec, as Kafka's LogValidator does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
-import gzip
 import struct
-import zlib
+from dataclasses import dataclass
 
 from crc32c import crc32c
 from kio._kio_native import read_signed_varint, read_signed_varlong
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, journal, replication
+from kafka_shell.sandbox import codecs, configs, journal, replication
 from kafka_shell.sandbox.model import Batch, Cluster, Partition, now_ms
 
 # v2 batch header: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
@@ -30,17 +29,23 @@ LENGTH_PREFIX = 12          # baseOffset + batchLength: not counted in batchLeng
 CRC_AT, ATTRIBUTES_AT, MAX_TIMESTAMP_AT, CRC_FROM = 17, 21, 35, 21
 
 CODEC_MASK = 0x07
-NONE, GZIP = 0, 1
-CODECS = {"uncompressed": NONE, "gzip": GZIP, "snappy": 2, "lz4": 3, "zstd": 4}
+NONE, GZIP = codecs.NONE, codecs.GZIP
 LOG_APPEND_TIME_FLAG = 0x08
+TRANSACTIONAL_FLAG = 0x10
+CONTROL_FLAG = 0x20
+NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE = -1, -1, -1
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
 
 
 class InvalidBatch(Exception):
-    def __init__(self, code: ErrorCode, message: str):
+    """A batch refused with `code`; `answered`: the message goes into the Produce answer (Kafka
+    answers a message only for some errors, e.g. a failed transaction verification)."""
+
+    def __init__(self, code: int, message: str, answered: bool = False):
         super().__init__(message)
         self.code = code
+        self.answered = answered
 
 
 # -- parsing --------------------------------------------------------------------------------
@@ -75,19 +80,88 @@ def codec_of(batch: bytes | bytearray) -> int:
     return struct.unpack_from(">h", batch, ATTRIBUTES_AT)[0] & CODEC_MASK
 
 
+@dataclass(frozen=True)
+class Header:
+    """The fields of a v2 batch header that producer state and transactions read."""
+    base_offset: int
+    attributes: int
+    last_offset_delta: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    count: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def last_sequence(self) -> int:
+        """Kafka's DefaultRecordBatch.lastSequence: wraps past Integer.MAX_VALUE."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) % (1 << 31)
+
+    @property
+    def transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG)
+
+    @property
+    def control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > NO_PRODUCER_ID
+
+
+def header(batch: bytes | bytearray) -> Header:
+    (base_offset, _, _, _, _, attributes, last_delta, _, max_ts, pid, epoch, base_seq, count) = HEADER.unpack_from(batch)
+    return Header(base_offset, attributes, last_delta, max_ts, pid, epoch, base_seq, count)
+
+
 def records_section(batch: bytes | bytearray) -> bytes:
     """The batch's records, decompressed."""
     body = bytes(memoryview(batch)[HEADER_SIZE:])
-    codec = codec_of(batch)
-    if codec == NONE:
-        return body
-    if codec == GZIP:
-        try:
-            return gzip.decompress(body)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InvalidBatch(ErrorCode.corrupt_message, f"bad gzip records: {exc}") from None
-    raise InvalidBatch(ErrorCode.unsupported_compression_type,
-                       f"compression codec {codec} is not available in the sandbox")
+    try:
+        return codecs.decompress(codec_of(batch), body)
+    except codecs.CodecError as exc:
+        # Kafka fails such a batch with an unexpected exception: UNKNOWN_SERVER_ERROR.
+        raise InvalidBatch(ErrorCode.unknown_server_error, str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Record:
+    offset_delta: int
+    timestamp_delta: int
+    key: bytes | None
+    value: bytes | None
+
+
+def records(batch: bytes | bytearray) -> list[Record]:
+    """The records of a v2 batch (headers skipped)."""
+    count = HEADER.unpack_from(batch)[-1]
+    body = records_section(batch)
+    out = []
+    pos = 0
+    for _ in range(count):
+        length, size = read_signed_varint(body, pos)
+        start = pos = pos + size
+        pos += 1                                       # attributes
+        ts_delta, size = read_signed_varlong(body, pos)
+        pos += size
+        offset_delta, size = read_signed_varint(body, pos)
+        pos += size
+        fields: list[bytes | None] = []
+        for _field in range(2):                        # key, value
+            n, size = read_signed_varint(body, pos)
+            pos += size
+            fields.append(None if n < 0 else bytes(body[pos:pos + n]))
+            pos += max(n, 0)
+        out.append(Record(offset_delta, ts_delta, fields[0], fields[1]))
+        pos = start + length
+    return out
 
 
 def record_timestamps(batch: bytes) -> list[tuple[int, int]]:
@@ -114,20 +188,17 @@ def batch_leader_epoch(batch: Batch) -> int:
 # -- writing --------------------------------------------------------------------------------
 
 
-def _set_crc(batch: bytearray) -> None:
+def set_crc(batch: bytearray) -> None:
     struct.pack_into(">I", batch, CRC_AT, crc32c(memoryview(batch)[CRC_FROM:]))
 
 
 def recompress(batch: bytearray, codec: int) -> bytearray:
-    """The batch with its records re-encoded in `codec` (none or gzip), as a topic's
-    compression.type asks."""
-    raw = records_section(batch)
-    body = gzip.compress(raw) if codec == GZIP else raw
-    out = bytearray(batch[:HEADER_SIZE]) + body
+    """The batch with its records re-encoded in `codec`, as a topic's compression.type asks."""
+    out = bytearray(batch[:HEADER_SIZE]) + codecs.compress(codec, records_section(batch))
     attributes = struct.unpack_from(">h", out, ATTRIBUTES_AT)[0]
     struct.pack_into(">h", out, ATTRIBUTES_AT, (attributes & ~CODEC_MASK) | codec)
     struct.pack_into(">i", out, 8, len(out) - LENGTH_PREFIX)
-    _set_crc(out)
+    set_crc(out)
     return out
 
 
@@ -137,14 +208,60 @@ def validate(cluster: Cluster, p: Partition, batches: list[bytearray]) -> list[b
     wanted = configs.topic_value(cluster, p.topic, "compression.type") or "producer"
     out = []
     for b in batches:
+        h = header(b)
+        if h.control:   # Kafka's LogValidator, for batches from clients
+            raise InvalidBatch(ErrorCode.invalid_record, "Clients are not allowed to write control records")
+        if h.has_producer_id and h.base_sequence < 0:
+            raise InvalidBatch(ErrorCode.invalid_record, f"Invalid sequence number {h.base_sequence} in record "
+                               f"batch with producerId {h.producer_id}")
         if len(b) > max_bytes:
             raise InvalidBatch(ErrorCode.message_too_large,
                                f"batch of {len(b)} bytes exceeds max.message.bytes={max_bytes}")
         records_section(b)  # decompresses: refuses unknown codecs and corrupt data
-        target = CODECS.get(wanted)
-        if target in (NONE, GZIP) and target != codec_of(b):
+        target = codecs.NAMES.get(wanted)
+        if target is not None and target != codec_of(b):
             b = recompress(b, target)
         out.append(b)
+    return out
+
+
+def uvarint(n: int) -> bytes:
+    """An unsigned varint (Kafka's ByteUtils.writeUnsignedVarint)."""
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _varint(n: int) -> bytes:
+    """A zigzag varint (Kafka's ByteUtils.writeVarlong)."""
+    return uvarint((n << 1) ^ (n >> 63))
+
+
+def _bytes_field(data: bytes | None) -> bytes:
+    return _varint(-1) if data is None else _varint(len(data)) + data
+
+
+def build_batch(entries: list[tuple[bytes | None, bytes | None]], *, timestamp: int | None = None,
+                producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
+                base_sequence: int = NO_SEQUENCE, transactional: bool = False, control: bool = False,
+                codec: int = NONE) -> bytearray:
+    """A v2 batch of (key, value) records at offset 0 (`append` assigns the real one): what the
+    sandbox writes itself (transaction markers, the transaction log) and tests send."""
+    ts = now_ms() if timestamp is None else timestamp
+    body = bytearray()
+    for i, (key, value) in enumerate(entries):
+        record = b"\x00" + _varint(0) + _varint(i) + _bytes_field(key) + _bytes_field(value) + _varint(0)
+        body += _varint(len(record)) + record
+    attributes = codec | (TRANSACTIONAL_FLAG if transactional else 0) | (CONTROL_FLAG if control else 0)
+    data = codecs.compress(codec, bytes(body))
+    out = bytearray(HEADER.pack(0, HEADER_SIZE - LENGTH_PREFIX + len(data), -1, 2, 0, attributes,
+                                len(entries) - 1, ts, ts, producer_id, producer_epoch, base_sequence,
+                                len(entries)))
+    out += data
+    set_crc(out)
     return out
 
 
@@ -164,7 +281,7 @@ def append(cluster: Cluster, p: Partition, batches: list[bytearray]) -> tuple[in
             attributes = struct.unpack_from(">h", b, ATTRIBUTES_AT)[0]
             struct.pack_into(">h", b, ATTRIBUTES_AT, attributes | LOG_APPEND_TIME_FLAG)
             struct.pack_into(">q", b, MAX_TIMESTAMP_AT, append_time)
-            _set_crc(b)
+            set_crc(b)
         max_ts = struct.unpack_from(">q", b, MAX_TIMESTAMP_AT)[0]
         p.batches.append(Batch(next_offset, next_offset + last_delta, max_ts, bytes(b)))
         next_offset += last_delta + 1
@@ -235,6 +352,15 @@ def read(p: Partition, offset: int, upper: int, max_bytes: int, at_least_one: bo
         out.append(b.data)
         size += len(b.data)
     return b"".join(out)
+
+
+def headers_in(data: bytes) -> list[Header]:
+    """The headers of the batches of `read`'s answer."""
+    out, pos = [], 0
+    while pos + HEADER_SIZE <= len(data):
+        out.append(header(data[pos:pos + HEADER_SIZE]))
+        pos += LENGTH_PREFIX + struct.unpack_from(">i", data, pos + 8)[0]
+    return out
 
 
 def offset_for_time(p: Partition, timestamp: int, upper: int) -> tuple[int, int, int] | None:

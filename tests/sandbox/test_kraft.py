@@ -319,12 +319,13 @@ def test_features_in_api_versions_and_update_features(sandbox):
             {"feature": feature, "max_version_level": level, "upgrade_type": upgrade_type}], **extra}
         return request(sandbox, node, ApiKey.UPDATE_FEATURES, body, version=1)
 
-    assert finalized() == {"metadata.version": 21}
+    initial = {"metadata.version": 21, "transaction.version": 2}
+    assert finalized() == initial
     assert update(1, "group.version", 1, validate_only=True)["results"][0]["error_code"] == Error.none
-    assert finalized() == {"metadata.version": 21}
+    assert finalized() == initial
     answer = update(2, "group.version", 1)  # forwarded to the controller
     assert (answer["error_code"], [r["feature"] for r in answer["results"]]) == (Error.none, ["group.version"])
-    assert finalized() == {"metadata.version": 21, "group.version": 1}
+    assert finalized() == {**initial, "group.version": 1}
     for feature, level, kind, message in (
             ("group.version", 0, 1, "without setting the upgrade type"),
             ("group.version", 9, 1, "only supports versions 0-1"),
@@ -334,7 +335,7 @@ def test_features_in_api_versions_and_update_features(sandbox):
         assert answer["error_code"] == Error.invalid_update_version and message in answer["error_message"]
         assert answer["results"] == []
     assert update(100, "group.version", 0, 2)["error_code"] == Error.none  # a safe downgrade
-    assert finalized() == {"metadata.version": 21}
+    assert finalized() == initial
 
 
 @ZK_MODE

@@ -1,8 +1,9 @@
 """Feature flags (KIP-584): ApiVersions reports them, UpdateFeatures v0-v2 changes them.
 
 The sandbox supports a few of Kafka 3.9's features (SUPPORTED: the levels every node supports)
-and starts with metadata.version at 3.9-IV0 (level 21), the others at 0 (Kafka leaves level-0
-features out of the finalized list). UpdateFeatures is a controller API (brokers forward it in
+and starts with metadata.version at 3.9-IV0 (level 21), transaction.version at 2 (as a new
+Kafka 4.x cluster does), the others at 0 (Kafka leaves level-0 features out of the finalized
+list). UpdateFeatures is a controller API (brokers forward it in
 KRaft mode), validated as Kafka's FeatureControlManager does: unknown upgrade types, levels
 outside the supported range, downgrades without a downgrade type and "downgrades" to a higher
 level are INVALID_UPDATE_VERSION; metadata.version is never downgraded (Kafka refuses any
@@ -21,7 +22,8 @@ METADATA_VERSION = "metadata.version"
 # feature -> (lowest, highest) level every sandbox node supports.
 SUPPORTED = {METADATA_VERSION: (7, 21), "kraft.version": (0, 1), "group.version": (0, 1),
              "transaction.version": (0, 2)}
-INITIAL = {METADATA_VERSION: 21}
+# transaction.version 2 (KIP-890's transactions v2): what Kafka 4.x finalizes for a new cluster.
+INITIAL = {METADATA_VERSION: 21, "transaction.version": 2}
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 FEATURES_KEY = "features"  # cluster extra: feature -> finalized level
 

@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.sandbox import groups as gc
+from kafka_shell.sandbox import transactions
 from kafka_shell.sandbox.model import Topic
 from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
@@ -60,14 +61,15 @@ def _find(ctx, key: str, key_type: int) -> dict:
         return {**missing, "error_code": ErrorCode.transactional_id_authorization_failed}
     if key_type == GROUP_KEY and (denied := _group_denied(ctx, key)):
         return {**missing, "error_code": denied}
-    if key_type == TRANSACTION_KEY:
-        return {**missing, "error_code": ErrorCode.coordinator_not_available,
-                "error_message": "the sandbox has no transaction coordinator"}
-    if key_type != GROUP_KEY:
+    if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return {**missing, "error_code": ErrorCode.invalid_request,
                 "error_message": f"unknown coordinator key type {key_type}"}
-    gc.ensure_offsets_topic(ctx.cluster)
-    node = gc.coordinator_of(ctx.cluster, key)
+    if key_type == TRANSACTION_KEY:
+        transactions.ensure_topic(ctx.cluster)
+        node = transactions.coordinator_of(ctx.cluster, key)
+    else:
+        gc.ensure_offsets_topic(ctx.cluster)
+        node = gc.coordinator_of(ctx.cluster, key)
     if node < 0:
         return {**missing, "error_code": ErrorCode.coordinator_not_available,
                 "error_message": "The coordinator is not available."}
@@ -192,6 +194,7 @@ def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
         return {"group_id": group_id, "error_code": err, "topics": []}
     g = gc.all_groups(ctx.cluster).get(group_id)
     committed = g.offsets if g else {}
+    stable = getattr(ctx.request, "require_stable", False)
     requests: list[tuple[Topic | None, str | None, uuid.UUID | None, list[int]]]
     if wanted is None:  # every topic the group has offsets for
         by_topic: dict[str, list[int]] = {}
@@ -217,6 +220,10 @@ def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
             parts = []
             for i in partitions:
                 o = committed.get((keys["name"], i))
+                if stable and transactions.has_pending_offsets(ctx.cluster, group_id, (keys["name"], i)):
+                    # KIP-447: an offset a transaction has yet to commit is not answered yet.
+                    parts.append(make(partition_index=i, committed_offset=-1, error_code=ErrorCode.unstable_offset_commit))
+                    continue
                 parts.append(make(partition_index=i, committed_offset=-1) if o is None else
                              make(partition_index=i, metadata=o.metadata or "", committed_offset=o.offset,
                                   committed_leader_epoch=o.leader_epoch))
