@@ -579,27 +579,35 @@ def write_plans(root: Path, clusters: list[str], recovery: list[dict], preferred
     return written
 
 
-# What each plan file is for: the command that applies it (after a --dry-run of the same line).
+# Per plan file: the kafka-shell line that checks it (changes nothing) and the one that applies it.
 PLAN_COMMANDS = {
-    "recovery.json": "elect-leaders --election-type designated --path-to-json-file {path}",
-    "recovery_partitions.json": "unclean-recovery --path-to-json-file {path} --show-replica-info",
-    "preferred.json": "elect-leaders --election-type preferred --path-to-json-file {path}",
-    "rebalance.json": "reassign-partitions --execute --reassignment-json-file {path}",
+    "recovery.json": ("elect-leaders --election-type designated --path-to-json-file {path} --dry-run",
+                      "elect-leaders --election-type designated --path-to-json-file {path} --yes"),
+    "recovery_partitions.json": ("unclean-recovery --path-to-json-file {path} --show-replica-info",
+                                 "unclean-recovery --path-to-json-file {path} --automated-recovery --yes"),
+    "preferred.json": ("elect-leaders --election-type preferred --path-to-json-file {path} --dry-run",
+                       "elect-leaders --election-type preferred --path-to-json-file {path}"),
+    "rebalance.json": ("reassign-partitions --execute --reassignment-json-file {path} --dry-run",
+                       "reassign-partitions --execute --reassignment-json-file {path}"),
 }
 
 
 def plan_commands(root: Path, plans: dict[str, list[str]], brokers: list[dict],
-                  latest_at: dict[str, int]) -> dict[str, dict[str, str]]:
-    """Per cluster and plan file, the exact kafka-shell line that applies it, bootstrapped from
-    a live broker of the cluster's latest snapshot (the one with the lowest id)."""
-    out: dict[str, dict[str, str]] = {}
+                  latest_at: dict[str, int]) -> dict[str, dict[str, dict[str, str]]]:
+    """Per cluster and plan file, the exact kafka-shell lines that check and apply it,
+    bootstrapped from a live broker of the cluster's latest snapshot (the lowest id)."""
+    import shlex
+    out: dict[str, dict[str, dict[str, str]]] = {}
     for cluster, files in plans.items():
         at = _utc(latest_at[cluster]).isoformat()
         live = sorted((b["broker_id"], b["host"], b["port"]) for b in brokers
                       if b["cluster_id"] == cluster and b["taken_at"] == at)
-        bootstrap = f"{live[0][1]}:{live[0][2]}" if live else "HOST:PORT"
-        out[cluster] = {f: f"kafka-shell --bootstrap-server {bootstrap} "
-                           + PLAN_COMMANDS[f].format(path=(root / cluster / f).resolve()) for f in files}
+        prefix = f"kafka-shell --bootstrap-server {shlex.quote(f'{live[0][1]}:{live[0][2]}') if live else 'HOST:PORT'} "
+        out[cluster] = {}
+        for f in files:
+            path = shlex.quote(str((root / cluster / f).resolve()))
+            check, apply = PLAN_COMMANDS[f]
+            out[cluster][f] = {"check": prefix + check.format(path=path), "apply": prefix + apply.format(path=path)}
     return out
 
 
