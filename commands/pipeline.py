@@ -142,6 +142,8 @@ def _series(session: Session, root: Path, shown: str, every: float, count: int |
             try:
                 row = _take_one(session, root, shown)
             except Exception as exc:
+                if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+                    raise KeyboardInterrupt from None  # Ctrl-C inside librdkafka's call arrives as a SystemError
                 if not isinstance(exc, ShellError) and type(exc).__name__ != "KafkaException":
                     raise  # a defect, not a round that failed
                 failed += 1

@@ -14,10 +14,11 @@ and writes into an output directory
     spark.log               what the local Spark JVM printed (kept off the terminal)
 
 How it stays fast: each snapshot file is scanned once for the run. The small tables (cluster,
-brokers, log dirs) come back in one job; each cluster's latest partitions are cached, since the
-load, the plans and the health of the latest snapshot all read them; the health of the other
-snapshots, the bytes per broker and log dir and the consumer lag are one aggregation each over
-all snapshots. Spark returns only small results (a row per cluster and snapshot, per broker and
+brokers, log dirs) come back in one job, the brokers cached for the health join; each cluster's
+latest partitions and replicas are cached, since the load, the plans and the health and bytes of
+the latest snapshot all read them; the health of the other snapshots, the bytes per broker and
+log dir and the consumer lag are one aggregation each over all snapshots (the older files, and
+the cached latest ones). Spark returns only small results (a row per cluster and snapshot, per broker and
 log dir, per group, per partition that a plan touches); what is left (skew, the choice of a
 recovery leader among a few replicas, forecasts) is arithmetic on those rows. Health classes
 follow kafka-topics' filters; the recovery plan follows the unclean-recovery rule (highest
@@ -90,7 +91,10 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
                 "spark.sql.session.timeZone": "UTC", "spark.sql.adaptive.enabled": "true"}
     cores = local_cores(master)
     if cores is not None:
+        # Shuffles carry small aggregates: a partition per core. Scans: a snapshot file is one
+        # row group, so ask for a few splits per core, or one core reads the last files alone.
         settings["spark.sql.shuffle.partitions"] = str(max(1, cores))
+        settings["spark.sql.files.minPartitionNum"] = str(4 * max(1, cores))
     settings.update(conf or {})
     if SparkContext._active_spark_context is None:
         spark_conf = SparkConf().setAll(list(settings.items()))
@@ -132,7 +136,7 @@ class Stages:
 
     def run(self, name: str, fn: Callable[[], Any]) -> Any:
         self.n += 1
-        group = f"kafka-shell analyze {self.n}"
+        group = f"kafka-shell analyze {id(self)} {self.n}"  # unique: a reused SparkContext keeps old groups
         classic = self.spark is not None and not is_connect(self.spark)
         if classic:
             self.spark.sparkContext.setJobGroup(group, name)
@@ -206,7 +210,7 @@ def _analyze(fleet: Fleet, stages: Stages, out: Path, started: float, failed: li
     lag = stages.run("consumer lag per group", fleet.lag)
     load = stages.run("broker and rack load", lambda: fleet.load(small["brokers"], dirs))
     marked = stages.run("partitions for the plans", fleet.marked_partitions)
-    recovery = stages.run("recovery plan", lambda: fleet.recovery_plan(marked, dirs))
+    recovery = stages.run("recovery plan", lambda: fleet.recovery_plan(marked))
     rebalance = stages.run("rebalance plan", lambda: fleet.rebalance_plan(load["broker_load"]))
     trends = stages.run("trends and forecasts", lambda: derived.trends(small, health, dirs, lag, fleet.latest_at))
     missing = fleet.missing_brokers(load["broker_load"], marked)
@@ -295,6 +299,7 @@ class Fleet:
         self._cached: list[Any] = []
         self._brokers = self._cache(self._read("brokers", manifests))
         self._latest_parts = self._cache(self._read("partitions", self.latest))
+        self._latest_replicas = self._cache(self._read("replicas", self.latest))
         self.live: dict[str, list[int]] = {}  # the latest snapshot's live brokers, from small_tables
 
     def close(self) -> None:
@@ -311,10 +316,6 @@ class Fleet:
         if not paths:
             return self.spark.createDataFrame([], _spark_schema(name))
         return self.spark.read.schema(_spark_schema(name)).parquet(*paths)
-
-    def _is_latest(self) -> Any:
-        from pyspark.sql import functions as F
-        return _by_cluster({c: F.col("taken_at") == F.lit(_utc(ms)) for c, ms in self.latest_at.items()}, F.lit(False))
 
     # -- small tables ------------------------------------------------------------------------------
 
@@ -360,16 +361,20 @@ class Fleet:
         return sorted(_rows(agg), key=lambda r: (r["cluster_id"], r["taken_at"]))
 
     def log_dir_bytes(self) -> list[dict]:
-        """Per cluster, snapshot, broker and log dir: replicas and bytes; and, in each cluster's
-        latest snapshot, the log ends that live replicas of offline partitions told (the
-        recovery plan's inputs: the snapshot records them only there)."""
+        """Per cluster, snapshot, broker and log dir: replicas and bytes."""
         from pyspark.sql import functions as F
-        reps = self._read("replicas", self.manifests)
-        log_end = F.struct("topic", "partition", "log_end_offset", F.coalesce("last_epoch", F.lit(-1)).alias("last_epoch"))
-        agg = reps.groupBy(*KEY, "broker_id", "log_dir").agg(
-            F.count(F.lit(1)).alias("replicas"), F.sum("size").alias("bytes"),
-            F.collect_list(F.when(F.col("log_end_offset").isNotNull() & self._is_latest(), log_end)).alias("log_ends"))
+        reps = self._read("replicas", self.older).unionByName(self._latest_replicas)
+        agg = reps.groupBy(*KEY, "broker_id", "log_dir").agg(F.count(F.lit(1)).alias("replicas"), F.sum("size").alias("bytes"))
         return sorted(_rows(agg), key=lambda r: (r["cluster_id"], r["taken_at"], r["broker_id"], r["log_dir"] or ""))
+
+    def log_ends(self) -> list[dict]:
+        """The log ends (and leader epochs) that live replicas of offline partitions told, in
+        each cluster's latest snapshot: the recovery plan's inputs (a snapshot records them only
+        for those replicas, so they are few)."""
+        from pyspark.sql import functions as F
+        told = self._latest_replicas.where("log_end_offset IS NOT NULL").select(
+            *PART, "broker_id", "log_end_offset", F.coalesce("last_epoch", F.lit(-1)).alias("last_epoch"))
+        return _rows(told)
 
     def lag(self) -> list[dict]:
         """Per cluster, snapshot and group: the messages behind the log ends, over the
@@ -432,15 +437,14 @@ class Fleet:
 
     # -- plans -------------------------------------------------------------------------------------
 
-    def recovery_plan(self, marked: list[dict], dirs: list[dict]) -> list[dict]:
+    def recovery_plan(self, marked: list[dict]) -> list[dict]:
         """For each offline partition of each cluster's latest snapshot, the live replica the
         unclean-recovery rule picks: highest leader epoch, then longest log, then the earlier
         replica in the assignment."""
         told: dict[tuple[str, str, int], list[tuple[int, int, int]]] = {}
-        for d in dirs:
-            for e in d["log_ends"] or []:
-                told.setdefault((d["cluster_id"], e["topic"], e["partition"]), []).append(
-                    (e["last_epoch"], e["log_end_offset"], d["broker_id"]))
+        for e in self.log_ends():
+            told.setdefault((e["cluster_id"], e["topic"], e["partition"]), []).append(
+                (e["last_epoch"], e["log_end_offset"], e["broker_id"]))
         plan = []
         for p in marked:
             if not p["offline"]:
@@ -473,7 +477,10 @@ class Fleet:
                    .withColumn("surplus", surplus_of).where("surplus IS NOT NULL"))
         per_broker = Window.partitionBy("cluster_id", "broker_id").orderBy(
             (F.col("pos") == 0), F.xxhash64("topic", "partition"), "topic", "partition")
-        sheds = movable.withColumn("rn", F.row_number().over(per_broker)).where("rn <= surplus").drop("surplus", "pos")
+        # The literal bound lets Spark keep only the first rows of each broker before the shuffle.
+        most = max(n for bs in over.values() for n, _ in bs.values())
+        sheds = (movable.withColumn("rn", F.row_number().over(per_broker))
+                 .where((F.col("rn") <= most) & (F.col("rn") <= F.col("surplus"))).drop("surplus", "pos"))
         return match_moves(_rows(sheds), over, under)
 
 
@@ -602,7 +609,8 @@ def plan_commands(root: Path, plans: dict[str, list[str]], brokers: list[dict],
         at = _utc(latest_at[cluster]).isoformat()
         live = sorted((b["broker_id"], b["host"], b["port"]) for b in brokers
                       if b["cluster_id"] == cluster and b["taken_at"] == at)
-        prefix = f"kafka-shell --bootstrap-server {shlex.quote(f'{live[0][1]}:{live[0][2]}') if live else 'HOST:PORT'} "
+        # One-shot form: global options, then --COMMAND and its options.
+        prefix = f"kafka-shell --bootstrap-server {shlex.quote(f'{live[0][1]}:{live[0][2]}') if live else 'HOST:PORT'} --"
         out[cluster] = {}
         for f in files:
             path = shlex.quote(str((root / cluster / f).resolve()))
