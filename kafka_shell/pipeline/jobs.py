@@ -612,7 +612,7 @@ def plan_commands(root: Path, plans: dict[str, list[str]], brokers: list[dict],
         # One-shot form: global options, then --COMMAND and its options.
         prefix = f"kafka-shell --bootstrap-server {shlex.quote(f'{live[0][1]}:{live[0][2]}') if live else 'HOST:PORT'} --"
         out[cluster] = {}
-        for f in files:
+        for f in [f for f in PLAN_COMMANDS if f in files]:  # the most urgent first
             path = shlex.quote(str((root / cluster / f).resolve()))
             check, apply = PLAN_COMMANDS[f]
             out[cluster][f] = {"check": prefix + check.format(path=path), "apply": prefix + apply.format(path=path)}
