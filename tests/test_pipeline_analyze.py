@@ -386,12 +386,17 @@ def standalone(spark, tmp_path):  # spark: Java is there
         yield f"spark://127.0.0.1:{port}", env
     finally:
         for p in reversed(procs):
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            terminate(p, 10)
+
+
+def terminate(proc: subprocess.Popen, seconds: float) -> None:
+    """Stop a daemon we started: SIGTERM, then SIGKILL after `seconds`."""
+    proc.terminate()
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def test_standalone_cluster_gives_the_local_results(standalone, fleet, analysis, tmp_path):
@@ -432,12 +437,7 @@ def connect_server(spark, tmp_path):  # spark: Java is there
         wait_for_port(port, server, seconds=180)
         yield f"sc://127.0.0.1:{port}"
     finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        terminate(server, 30)
 
 
 def test_spark_connect_gives_the_local_results(connect_server, fleet, analysis, tmp_path):
