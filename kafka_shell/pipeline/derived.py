@@ -88,6 +88,20 @@ def _growth(rows: list[dict], key: tuple[str, ...], values: tuple[str, ...]) -> 
     return out
 
 
+def used_bytes(log_dirs: list[dict]) -> dict[tuple[str, str], int]:
+    """(cluster, snapshot time) -> the bytes used on its log dirs (total - usable), for the
+    snapshots whose every log dir told both (DescribeLogDirs v4+); the others are left out."""
+    used: dict[tuple[str, str], int] = {}
+    untold: set[tuple[str, str]] = set()
+    for r in log_dirs:
+        key = (r["cluster_id"], r["taken_at"])
+        if r["total_bytes"] is None or r["usable_bytes"] is None:
+            untold.add(key)
+        else:
+            used[key] = used.get(key, 0) + r["total_bytes"] - r["usable_bytes"]
+    return {k: v for k, v in used.items() if k not in untold}
+
+
 def trends(small: dict[str, list[dict]], health: list[dict], dirs: list[dict], lag: list[dict],
            latest_at: dict[str, int]) -> dict[str, list[dict]]:
     """Across snapshots: the controller over time, its moves and churn per day; partitions and
@@ -106,9 +120,11 @@ def trends(small: dict[str, list[dict]], health: list[dict], dirs: list[dict], l
         day["snapshots"] += 1
     for m in moves:
         churn[(m["cluster_id"], m["when"][:10])]["moves"] += 1
-    bytes_at: dict[tuple[str, str], int] = {}
+    # Bytes on disk: what the log dirs say they use, else (older brokers, format 1) the replicas' sizes.
+    held: dict[tuple[str, str], int] = {}
     for d in dirs:
-        bytes_at[(d["cluster_id"], d["taken_at"])] = bytes_at.get((d["cluster_id"], d["taken_at"]), 0) + d["bytes"]
+        held[(d["cluster_id"], d["taken_at"])] = held.get((d["cluster_id"], d["taken_at"]), 0) + d["bytes"]
+    bytes_at = {**held, **used_bytes(small["log_dirs"])}
     over_time = [{"cluster_id": h["cluster_id"], "taken_at": h["taken_at"], "bytes": bytes_at.get((h["cluster_id"], h["taken_at"]), 0),
                   "partitions": h["partitions"]} for h in health]
     return {"controller_moves": moves, "controller_over_time": controller,

@@ -13,13 +13,14 @@ and writes into an output directory
     summary.json            counts, the headline per cluster, the plans and their commands
     spark.log               what the local Spark JVM printed (kept off the terminal)
 
-How it stays fast: each snapshot file is scanned once for the run. The small tables (cluster,
-brokers, log dirs) come back in one job, the brokers cached for the health join; each cluster's
-latest partitions and replicas are cached, since the load, the plans and the health and bytes of
-the latest snapshot all read them; the health of the other snapshots, the bytes per broker and
-log dir and the consumer lag are one aggregation each over all snapshots (the older files, and
-the cached latest ones). Spark returns only small results (a row per cluster and snapshot, per broker and
-log dir, per group, per partition that a plan touches); what is left (skew, the choice of a
+How it stays fast: each snapshot file is scanned at most once for the run. The small tables
+(cluster, brokers, log dirs) come back in one job, the brokers cached for the health join; each
+cluster's latest partitions and replicas are cached, since the load, the plans and the health
+and bytes of the latest snapshot all read them; the health of the other snapshots and the
+consumer lag are one aggregation each over all snapshots (the older files, and the cached
+latest ones). The older replicas, the biggest table, are read only where the log dirs did not
+tell their used bytes. Spark returns only small results (a row per cluster and snapshot, per
+broker and log dir, per group, per partition that a plan touches); what is left (skew, the choice of a
 recovery leader among a few replicas, forecasts) is arithmetic on those rows. Health classes
 follow kafka-topics' filters; the recovery plan follows the unclean-recovery rule (highest
 leader epoch, then longest log, then the earlier replica); the rebalance moves the fewest
@@ -68,8 +69,11 @@ def local_cores(master: str) -> int | None:
     return None
 
 
+SHORT_JOB_ROWS = 2_000_000  # partition rows below which the local JVM runs without C2
+
+
 def spark_session(master: str | None = None, conf: dict[str, str] | None = None, remote: str | None = None,
-                  log: Path | None = None) -> Any:
+                  log: Path | None = None, short: bool = False) -> Any:
     """A SparkSession: through Spark Connect when `remote` (sc://host:port), else a classic one
     (an active one is reused) on `master` (default local[*]). Locally: no UI, driver on
     loopback, as many shuffle partitions as cores (AQE coalesces them further), and the JVM's
@@ -95,6 +99,10 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
         # row group, so ask for a few splits per core, or one core reads the last files alone.
         settings["spark.sql.shuffle.partitions"] = str(max(1, cores))
         settings["spark.sql.files.minPartitionNum"] = str(4 * max(1, cores))
+        if short:
+            # On a job of seconds, C2's compile threads cost more CPU than they save (about half
+            # the JVM's CPU at 300,000 partition rows); long jobs keep them for their hot loops.
+            settings["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
     settings.update(conf or {})
     if SparkContext._active_spark_context is None:
         spark_conf = SparkConf().setAll(list(settings.items()))
@@ -192,7 +200,8 @@ def run(root: Path, out: Path, master: str | None = None, conf: dict[str, str] |
     prepare_out(out, overwrite)
     stages = Stages(progress, 10 + (spark is None))
     started = time.perf_counter()
-    spark = spark or stages.run("Spark session", lambda: spark_session(master, conf, remote, out / "spark.log"))
+    short = sum(m["rows"]["partitions"] for m in snapshots) < SHORT_JOB_ROWS
+    spark = spark or stages.run("Spark session", lambda: spark_session(master, conf, remote, out / "spark.log", short))
     stages.watch(spark)
     fleet = Fleet(spark, snapshots)
     try:
@@ -206,7 +215,7 @@ def run(root: Path, out: Path, master: str | None = None, conf: dict[str, str] |
 def _analyze(fleet: Fleet, stages: Stages, out: Path, started: float, failed: list[dict]) -> dict[str, Any]:
     small = stages.run("snapshot tables (cluster, brokers, log dirs)", fleet.small_tables)
     health = stages.run("health per cluster and snapshot", fleet.health)
-    dirs = stages.run("bytes per broker and log dir", fleet.log_dir_bytes)
+    dirs = stages.run("bytes per broker and log dir", lambda: fleet.log_dir_bytes(small["log_dirs"]))
     lag = stages.run("consumer lag per group", fleet.lag)
     load = stages.run("broker and rack load", lambda: fleet.load(small["brokers"], dirs))
     marked = stages.run("partitions for the plans", fleet.marked_partitions)
@@ -360,10 +369,16 @@ class Fleet:
                                    *[F.sum(flags[c].cast("int")).alias(c) for c in HEALTH])
         return sorted(_rows(agg), key=lambda r: (r["cluster_id"], r["taken_at"]))
 
-    def log_dir_bytes(self) -> list[dict]:
-        """Per cluster, snapshot, broker and log dir: replicas and bytes."""
+    def log_dir_bytes(self, log_dirs: list[dict]) -> list[dict]:
+        """Per cluster, snapshot, broker and log dir: replicas and bytes, in each latest
+        snapshot (the broker load's bytes) and in the older snapshots whose log dirs did not
+        tell the bytes they use (brokers before DescribeLogDirs v4, format 1 snapshots): the
+        disk forecast and the bytes over time fall back to the replicas' sizes there. Where
+        the log dirs tell, the older replicas are not read at all (they are most of the data)."""
         from pyspark.sql import functions as F
-        reps = self._read("replicas", self.older).unionByName(self._latest_replicas)
+        told = derived.used_bytes(log_dirs)
+        untold = [m for m in self.older if (m["cluster_id"], _utc(m["taken_at_ms"]).isoformat()) not in told]
+        reps = self._read("replicas", untold).unionByName(self._latest_replicas)
         agg = reps.groupBy(*KEY, "broker_id", "log_dir").agg(F.count(F.lit(1)).alias("replicas"), F.sum("size").alias("bytes"))
         return sorted(_rows(agg), key=lambda r: (r["cluster_id"], r["taken_at"], r["broker_id"], r["log_dir"] or ""))
 
