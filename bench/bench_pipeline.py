@@ -194,6 +194,7 @@ def main() -> None:
     p.add_argument("--brokers", type=int, default=300)
     p.add_argument("--repeat", type=int, default=3, help="analyze runs per case (the median is printed)")
     p.add_argument("--no-connect", action="store_true", help="skip the Spark Connect comparison")
+    p.add_argument("--scales-only", action="store_true", help="skip the 300,000-row case (and Spark Connect)")
     p.add_argument("--sandbox-partitions", type=int, default=100_000, help="0 skips the sandbox snapshot")
     p.add_argument("--work", default=None, help="scratch directory (default: a temporary one)")
     args = p.parse_args()
@@ -205,10 +206,17 @@ def main() -> None:
               f"{size / 2**20:.1f} MiB, {size / 2**20 * 100_000 / args.sandbox_partitions:.1f} MiB per 100,000 partitions",
               flush=True)
 
+    if not args.scales_only:
+        bench_300k(work, args.repeat, not args.no_connect)
+    bench_scales(work, args)
+    print(f"load average at the end: {load()}")
+
+
+def bench_300k(work: Path, repeat: int, connect: bool) -> None:
     fleet = work / "fleet-300k"
     shutil.rmtree(fleet, ignore_errors=True)
     synth.generate(fleet, clusters=2, brokers=30, partitions=50_000, snapshots=3)
-    spark, times, stages = median_analyze(fleet, work / "out-300k", args.repeat, *LOCAL)
+    spark, times, stages = median_analyze(fleet, work / "out-300k", repeat, *LOCAL)
     t0 = time.perf_counter()
     baseline(fleet)
     base = time.perf_counter() - t0
@@ -216,10 +224,10 @@ def main() -> None:
           f"(median of {', '.join(f'{t:.1f}' for t in times)}; goal < 12 s), baseline {base:.1f} s, "
           f"ratio {spark / base:.1f}", flush=True)
     show_stages(stages)
-    if not args.no_connect:
+    if connect:
         server = ConnectServer(work)
         try:
-            remote, rtimes, rstages = median_analyze(fleet, work / "out-300k-connect", args.repeat,
+            remote, rtimes, rstages = median_analyze(fleet, work / "out-300k-connect", repeat,
                                                      "--spark-remote", f"sc://127.0.0.1:{server.port}")
         finally:
             server.stop()
@@ -227,6 +235,8 @@ def main() -> None:
               f"{', '.join(f'{t:.1f}' for t in rtimes)}); Connect/local {remote / spark:.2f} (goal <= 1.5)", flush=True)
         show_stages(rstages)
 
+
+def bench_scales(work: Path, args: argparse.Namespace) -> None:
     print(f"{'partitions':>11} {'snapshots':>9} {'synth s':>8} {'spark s':>8} {'baseline s':>10} {'spark/baseline':>14}")
     lines = []
     for scale in (float(x) for x in args.scales.split(",")):
@@ -248,7 +258,6 @@ def main() -> None:
         shutil.rmtree(fleet, ignore_errors=True)
     cross = next((n for n, s, b in lines if s < b), None)
     print("Spark is faster from " + (f"{cross:,} partitions on" if cross else "none of these sizes (on this 2-core machine)"))
-    print(f"load average at the end: {load()}")
 
 
 if __name__ == "__main__":

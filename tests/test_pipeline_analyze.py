@@ -198,7 +198,7 @@ def test_rebalance_moves_as_many_replicas_as_the_shells_planner(spark, tmp_path)
     schema.write_snapshot(tmp_path / cluster.id / "s0", tables, manifest)
     fleet = jobs.Fleet(spark, schema.find_snapshots(tmp_path))
     small = fleet.small_tables()
-    load = fleet.load(small["brokers"], fleet.log_dir_bytes())
+    load = fleet.load(small["brokers"], fleet.log_dir_bytes(small["log_dirs"]))
     plan = fleet.rebalance_plan(load["broker_load"])
     fleet.close()
     current = {(p["topic"], p["partition"]): p["replicas"] for p in tables["partitions"].to_pylist()}
