@@ -40,7 +40,7 @@ def take(session: Session, root: Path) -> Path:
     cluster_id = snap.cluster_id or "unknown-cluster"
     parts = [p for _, t in sorted(snap.topics.items()) for p in t.partitions]
     live = set(snap.brokers)
-    replicas = _log_dirs(session, sorted(live))
+    replicas, log_dirs = _log_dirs(session, sorted(live))
     log_ends = _offline_log_ends(session, snap, [p for p in parts if p.leader < 0 or p.leader not in live])
     offsets = _offsets(session, snap, [p for p in parts if p.leader in live])
     elr = {key: list(lists[0]) for key, lists in eligible_leaders(session, [t for _, t in sorted(snap.topics.items())]).items()}
@@ -56,8 +56,8 @@ def take(session: Session, root: Path) -> Path:
     topic_rows = [(t.name, str(t.topic_id) if t.topic_id else None, len(t.partitions),
                    len(t.partitions[0].replicas) if t.partitions else 0, *configs.get(t.name, ({}, 1)))
                   for _, t in sorted(snap.topics.items())]
-    replica_rows = [(t, p, b, size, lag, *log_ends.get((t, p, b), (None, None)))
-                    for (t, p, b), (size, lag) in sorted(replicas.items())]
+    replica_rows = [(t, p, b, size, lag, *log_ends.get((t, p, b), (None, None)), log_dir)
+                    for (t, p, b), (size, lag, log_dir) in sorted(replicas.items())]
     tables = {
         "cluster": table("cluster", {"mode": [conn.mode or ""], "controller_id": [snap.controller.id],
                                      "controller_epoch": [snap.controller.epoch]}),
@@ -70,7 +70,8 @@ def take(session: Session, root: Path) -> Path:
             [(p.topic, p.partition, p.leader, p.leader_epoch, list(p.replicas), list(p.isr),
               elr.get((p.topic, p.partition), []), list(p.offline_replicas)) for p in parts])),
         "replicas": table("replicas", _columns(
-            ["topic", "partition", "broker_id", "size", "offset_lag", "log_end_offset", "last_epoch"], replica_rows)),
+            ["topic", "partition", "broker_id", "size", "offset_lag", "log_end_offset", "last_epoch", "log_dir"], replica_rows)),
+        "log_dirs": table("log_dirs", _columns(["broker_id", "log_dir", "total_bytes", "usable_bytes"], log_dirs)),
         "offsets": table("offsets", _columns(["topic", "partition", "log_start_offset", "log_end_offset"],
                                              [(t, p, start, end) for (t, p), (start, end) in sorted(offsets.items())])),
         "group_offsets": table("group_offsets", _columns(["group", "topic", "partition", "committed_offset"], groups)),
@@ -87,11 +88,13 @@ def _columns(names: list[str], rows: Iterable[tuple]) -> dict[str, list]:
     return {n: [r[i] for r in rows] for i, n in enumerate(names)}
 
 
-def _log_dirs(session: Session, brokers: list[int]) -> dict[tuple[str, int, int], tuple[int, int]]:
-    """(topic, partition, broker) -> (size, offset lag): one DescribeLogDirs per live broker."""
-    out: dict[tuple[str, int, int], tuple[int, int]] = {}
+def _log_dirs(session: Session, brokers: list[int]) -> tuple[dict[tuple[str, int, int], tuple[int, int, str]], list[tuple]]:
+    """(topic, partition, broker) -> (size, offset lag, log dir), and (broker, log dir, total
+    bytes, usable bytes) per dir: one DescribeLogDirs per live broker."""
+    out: dict[tuple[str, int, int], tuple[int, int, str]] = {}
+    dirs: list[tuple] = []
     if not session.conn.api_versions().get(ApiKey.DESCRIBE_LOG_DIRS):
-        return out
+        return out, dirs
     for b in brokers:
         debug(session, f"DescribeLogDirs request to broker {b}")
         try:
@@ -100,12 +103,15 @@ def _log_dirs(session: Session, brokers: list[int]) -> dict[tuple[str, int, int]
             session.stderr.write(f"Broker {b} did not describe its log dirs ({exc}); its replicas are left out.\n")
             continue
         for d in answer.results:
+            # v4+ (KIP-827) tell the dir's total and usable bytes; older versions leave -1.
+            total, usable = getattr(d, "total_bytes", -1), getattr(d, "usable_bytes", -1)
+            dirs.append((b, d.log_dir, total if total >= 0 else None, usable if usable >= 0 else None))
             for t in d.topics:
                 name = t.name
                 for p in t.partitions:
                     if not p.is_future_key:
-                        out[(name, p.partition_index, b)] = (p.partition_size, p.offset_lag)
-    return out
+                        out[(name, p.partition_index, b)] = (p.partition_size, p.offset_lag, d.log_dir)
+    return out, dirs
 
 
 def _offsets(session: Session, snap: ClusterSnapshot, online: list[PartitionInfo]) -> dict[Key, tuple[int, int]]:
