@@ -360,7 +360,12 @@ def serve_sandbox(argv: list[str]) -> int:
                    help="principals the authorizer always allows (Kafka's super.users); needs --authorizer")
     p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
                    help="a resource with no ACL is open to everyone; needs --authorizer")
+    p.add_argument("--repair", action="store_true",
+                   help="with --data-dir only: truncate the first damaged journal at its damage, after "
+                        "keeping a copy (and the journals after it) in D/damaged-TIME/, then exit")
     args = p.parse_args(argv)
+    if args.repair:
+        return _repair_sandbox(args.data_dir, argv)
     if (args.super_users is not None or args.allow_everyone_if_no_acl_found) and not args.authorizer:
         raise UsageError("--super-users and --allow-everyone-if-no-acl-found need --authorizer")
     users = dict(_sandbox_user(item) for item in args.user)
@@ -421,6 +426,21 @@ def serve_sandbox(argv: list[str]) -> int:
         sandbox.stop()
     except OSError as exc:
         raise ShellError(f"Cannot save the sandbox state to {args.data_dir}: {exc}") from None
+    return 0
+
+
+def _repair_sandbox(data_dir: str | None, argv: list[str]) -> int:
+    others = [a for a in argv if a.startswith("-") and a.split("=", 1)[0] not in ("--repair", "--data-dir")]
+    if data_dir is None or others:
+        raise UsageError("--repair takes only --data-dir D (kafka-shell sandbox --data-dir D --repair)")
+    from kafka_shell.sandbox import journal
+    from kafka_shell.sandbox.persist import StateError
+    try:
+        sys.stderr.write(journal.repair(data_dir) + "\n")
+    except StateError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise ShellError(f"Cannot repair {data_dir}: {exc.strerror or exc}") from None
     return 0
 
 

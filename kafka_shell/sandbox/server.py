@@ -571,17 +571,19 @@ class Sandbox:
         if ssl_client_auth not in tls.CLIENT_AUTH:
             raise ValueError(f"bad ssl.client.auth {ssl_client_auth!r}: use {', '.join(tls.CLIENT_AUTH)}")
         self.ssl_client_auth = ssl_client_auth
-        self.tls_dir: str | None = None
-        if any(n.endswith("SSL") for n in self.listeners):
-            import tempfile
-            self.tls_dir = str(tls.ensure_certificates(tls_dir or tempfile.mkdtemp(prefix="kafka-sandbox-tls-")))
-        self._tls_contexts: dict[str, ssl.SSLContext] = {}
-        self.users: dict[str, str] = {}
         if mode is not None and mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: use kraft or zk")
         if mode == ZK and controllers is not None:
             raise ValueError("a zk-mode sandbox has no controller quorum (its controller is a broker)")
-        saved = journal.recover(data_dir) if data_dir else None
+        saved = journal.recover(data_dir) if data_dir else None  # first: damage refuses before any write
+        self.tls_dir: str | None = None
+        if any(n.endswith("SSL") for n in self.listeners):
+            import tempfile
+            # With --data-dir the CA is kept there, so clients keep trusting it across restarts.
+            default = str(Path(data_dir) / "tls") if data_dir else tempfile.mkdtemp(prefix="kafka-sandbox-tls-")
+            self.tls_dir = str(tls.ensure_certificates(tls_dir or default))
+        self._tls_contexts: dict[str, ssl.SSLContext] = {}
+        self.users: dict[str, str] = {}
         if saved is not None:
             persist.check_arguments(saved[0], Path(data_dir) / persist.STATE_FILE,  # type: ignore[arg-type]
                                     brokers, mode, controllers, port_base, host)
