@@ -58,7 +58,7 @@ from typing import BinaryIO
 from crc32c import crc32c
 
 from kafka_shell.protocol import ProtocolError
-from kafka_shell.sandbox import persist, security_state
+from kafka_shell.sandbox import group_state, groups, persist, security_state
 from kafka_shell.sandbox.model import Batch, Cluster, Partition, Topic
 
 log = logging.getLogger("kafka_shell.sandbox")
@@ -76,6 +76,7 @@ FRAME_V1 = struct.Struct(">II")   # format 1: payload length, CRC32C of the payl
 KIND = struct.Struct(">cI")       # record kind, length of its JSON
 DAMAGED_PREFIX = "damaged-"
 CLUSTER, TOPIC, DELETE, PARTITION = b"c", b"t", b"d", b"p"
+GROUP, OFFSETS = b"g", b"o"   # a consumer group's stored metadata; offsets committed or deleted
 NAME = re.compile(r"journal-(\d+)\.log")
 
 
@@ -97,6 +98,14 @@ def touched(cluster: Cluster, p: Partition) -> None:
     journal = cluster.extras.get(EXTRAS_KEY)
     if journal is not None:
         journal.touch(p)  # type: ignore[attr-defined]
+
+
+def group_touched(cluster: Cluster, group_id: str, offset: tuple[str, int] | None = None) -> None:
+    """A group's stored metadata changed, or it was deleted, or (`offset`) one of its committed
+    offsets: journal it at the next write. A no-op without --data-dir."""
+    journal = cluster.extras.get(EXTRAS_KEY)
+    if journal is not None:
+        journal.touch_group(group_id, offset)  # type: ignore[attr-defined]
 
 
 def lock(data_dir: str | os.PathLike) -> int:
@@ -327,6 +336,7 @@ def _apply(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict, 
         for name in persist.CLUSTER_FIELDS:
             setattr(cluster, name, getattr(saved, name))
         security_state.copy(saved, cluster)
+        persist.copy_features(saved, cluster)
     elif kind == TOPIC:
         t = persist.topic_from_meta(check, record, "topic record", cluster, with_batches=False)
         old = cluster.topic_by_id(t.id)
@@ -342,8 +352,19 @@ def _apply(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict, 
             del cluster.topics[gone.name]
     elif kind == PARTITION:
         _apply_partition(cluster, check, record, raw)
+    elif kind in (GROUP, OFFSETS):
+        _apply_group(cluster, check, kind, record)
     else:
         raise persist.StateError(f"{check.path}: unknown record kind {kind!r}")
+
+
+def _apply_group(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict) -> None:
+    group_id = check.text(record.get("id"), "group record id")
+    if kind == GROUP:
+        group_state.apply_view(cluster, check, group_id, record.get("view"), "group record view")
+    else:
+        group_state.apply_offsets(cluster, check, group_id, record.get("offsets"), record.get("deleted"),
+                                  "offsets record")
 
 
 def _apply_partition(cluster: Cluster, check: persist.Checker, record: dict, raw: bytes) -> None:
@@ -397,6 +418,8 @@ class Journal:
             (t.id, p.index): (p.batches[-1] if p.batches else None)
             for t in cluster.topics.values() for p in t.partitions}
         self._touched: dict[int, Partition] = {}
+        self._groups: dict[str, bytes] = {g.group_id: _json(g.stored) for g in groups.all_groups(cluster).values()}
+        self._touched_groups: dict[str, set[tuple[str, int]]] = {}
         # Group commit: writes are numbered; sync() waits for the one holding its changes.
         self._captured = 0
         self._durable = 0
@@ -422,8 +445,13 @@ class Journal:
     def touch(self, p: Partition) -> None:
         self._touched[id(p)] = p  # written by the sync() of the request that touched it
 
+    def touch_group(self, group_id: str, offset: tuple[str, int] | None) -> None:
+        keys = self._touched_groups.setdefault(group_id, set())
+        if offset is not None:
+            keys.add(offset)
+
     def _pending(self) -> bool:
-        return bool(self._touched) or self.cluster.generation != self._generation
+        return bool(self._touched) or bool(self._touched_groups) or self.cluster.generation != self._generation
 
     async def sync(self) -> None:
         """Return once every change made so far is on disk (fsynced)."""
@@ -508,6 +536,27 @@ class Journal:
             if holder is not None and holder.partition(p.index) is p:  # not deleted since
                 out += self._partition_record(holder, p)
         self._touched.clear()
+        out += self._group_records()
+        return bytes(out)
+
+    def _group_records(self) -> bytes:
+        """The touched groups' stored metadata where it changed (null: deleted), and the offsets
+        committed or deleted since the last write."""
+        out = bytearray()
+        table = groups.all_groups(self.cluster)
+        for group_id, keys in self._touched_groups.items():
+            g = table.get(group_id)
+            blob = _json(g.stored) if g is not None else b"null"
+            if self._groups.get(group_id, b"null") != blob:
+                out += _frame_json(GROUP, b'{"id":%s,"view":%s}' % (_json(group_id), blob))
+                self._groups[group_id] = blob
+            if g is None:
+                self._groups.pop(group_id, None)
+            elif keys:
+                rows = [group_state.offset_row(k, g.offsets[k]) for k in keys if k in g.offsets]
+                out += _frame(OFFSETS, {"id": group_id, "offsets": rows,
+                                        "deleted": [list(k) for k in keys if k not in g.offsets]})
+        self._touched_groups.clear()
         return bytes(out)
 
     def _partition_record(self, t: Topic, p: Partition) -> bytes:

@@ -6,16 +6,18 @@ port, configs), the control endpoint's port, cluster-wide configs, brokers (id, 
 rack, configs), topics with their configs and partitions (replicas, leader, epochs, ISR, ELR,
 log end offsets, high watermark) and the record batches, base64-encoded, up to
 RECORD_BYTES_PER_PARTITION per partition: older batches past that are dropped and the log start
-offset moves past them, as retention would, and the security state (ACLs, SCRAM credentials,
-client quotas: `security_state.py`). Brokers and controllers come back alive; other state kept
-by other modules in `Cluster.extras` (groups, the replication rate, finalized features) is not
-saved. `journal` names the first journal file to replay on top (see `journal.py`, which keeps
-the changes made since the file was written). Format 1 (before the KRaft mode: no mode, no
-controllers) loads as the zk-mode cluster it was.
+offset moves past them, as retention would, the security state (ACLs, SCRAM credentials,
+client quotas: `security_state.py`), the finalized feature levels, and the consumer groups'
+stored metadata and committed offsets (`group_state.py`). Brokers and controllers come back
+alive; other state kept by other modules in `Cluster.extras` (the replication rate, injected
+faults) is not saved. `journal` names the first journal file to replay on top (see
+`journal.py`, which keeps the changes made since the file was written). Format 1 (before the
+KRaft mode: no mode, no controllers) loads as the zk-mode cluster it was.
 
 Use: `load(dir)` (None when the directory holds no state) and `save(cluster, dir)` from the loop
-thread. Everything read is validated: a bad file raises `StateError`, one line naming the file
-and what is wrong.
+thread. Everything read is validated, each field and then the state as a whole (`validate`): a
+bad file raises `StateError`, one line naming the file and what is wrong. Files are written
+0600 in a 0700 directory (`make_private_dir`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from kafka_shell.sandbox import admin, security_state
+from kafka_shell.sandbox import admin, group_state, security_state
+from kafka_shell.sandbox.handlers import features
 from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Batch, Broker, Cluster, Controller, Partition, Topic
 
 STATE_FILE = "sandbox-state.json"
@@ -65,7 +68,28 @@ def cluster_meta(cluster: Cluster) -> dict:
                         for c in cluster.controllers.values()],
         "control_port": cluster.control_port,
         "security": security_state.snapshot(cluster),
+        "features": features_meta(cluster),
     }
+
+
+def features_meta(cluster: Cluster) -> dict[str, int] | None:
+    """The finalized feature levels (None until something reads them: the initial ones)."""
+    levels = cluster.extras.get(features.FEATURES_KEY)
+    return dict(levels) if levels is not None else None  # type: ignore[call-overload]
+
+
+def restore_features(cluster: Cluster, data: object, check: Checker) -> None:
+    if data is None:
+        return
+    levels = check.mapping(data, "features")
+    cluster.extras[features.FEATURES_KEY] = {check.text(name, "features"): check.integer(
+        level, f"features.{name}", low=0, high=32767) for name, level in levels.items()}
+
+
+def copy_features(source: Cluster, target: Cluster) -> None:
+    """The finalized levels of `source` onto `target` (a journal's cluster record replayed)."""
+    if features.FEATURES_KEY in source.extras:
+        target.extras[features.FEATURES_KEY] = source.extras[features.FEATURES_KEY]
 
 
 # The Cluster fields `cluster_meta` holds (what a journal's cluster record replaces).
@@ -103,7 +127,8 @@ def state_of(cluster: Cluster, journal_seq: int = 0) -> dict:
                 ps["log_start_offset"] = max(first, p.log_start_offset)
             ps["batches"] = kept
         topics.append(state)
-    return {"version": FORMAT_VERSION, "journal": journal_seq, **cluster_meta(cluster), "topics": topics}
+    return {"version": FORMAT_VERSION, "journal": journal_seq, **cluster_meta(cluster), "topics": topics,
+            "groups": group_state.snapshot(cluster)}
 
 
 def _newest_batches(p: Partition) -> list[Batch]:
@@ -233,6 +258,7 @@ def load_state(data_dir: str | os.PathLike) -> tuple[Cluster, int] | None:
         if t.name in cluster.topics:
             raise StateError(f"{path}: topic {t.name!r} appears twice")
         cluster.topics[t.name] = t
+    group_state.restore(cluster, state.get("groups"), check)
     validate(cluster, check)
     return cluster, seq
 
@@ -289,6 +315,7 @@ def cluster_from_meta(check: Checker, state: dict) -> Cluster:
                       cluster_configs=check.str_map(state.get("cluster_configs"), "cluster_configs"),
                       mode=mode, controllers=controllers, control_port=control_port)
     security_state.restore(cluster, state.get("security"), check)
+    restore_features(cluster, state.get("features"), check)
     return cluster
 
 

@@ -29,7 +29,8 @@ from kio.schema.errors import ErrorCode
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
-from kafka_shell.sandbox import configs, control, handlers, identity, journal, persist, replication, security, tls
+from kafka_shell.sandbox import (configs, control, groups, handlers, identity, journal, persist, replication,
+                                  security, tls)
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
 from kafka_shell.acl import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
 from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME, AclBinding, Authorizer, acl_store, binding_problem
@@ -727,6 +728,7 @@ class Sandbox:
             for server, sock in zip(servers, socks):
                 loop.run_until_complete(server.listen(sock))
             replication.elect_controller(self.cluster)
+            loop.call_soon(self._resume)
             if self.journal is not None:
                 self.spawn(self.journal.run_periodic())
             ready.set()
@@ -736,6 +738,11 @@ class Sandbox:
         self._thread.start()
         ready.wait()
         return self
+
+    def _resume(self) -> None:
+        """What a --data-dir brought back goes on: group members' sessions, reassignments."""
+        groups.Coordinator(self.cluster, self.spawn).resume()
+        replication.settle(self.cluster)
 
     def stop(self) -> None:
         if self._loop is None:
