@@ -155,7 +155,7 @@ def scan(data: bytes) -> Scan:
     if data.startswith(FILE_HEADER) or FILE_HEADER.startswith(data):
         entry_at, pos = _entry_v2, len(FILE_HEADER)
         if len(data) < pos:  # the file header itself cut short: an empty journal
-            return Scan([], len(data), len(data), torn=bool(data)) if data else Scan([], 0, 0)
+            return Scan([], 0, len(data), torn=bool(data))
     elif _next_good_v2(data, 0) is not None:
         return Scan([], 0, len(data), damaged=True, following=_count_good(data, 0, _entry_v2))  # its header
     else:

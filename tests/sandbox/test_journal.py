@@ -214,3 +214,35 @@ def test_everything_the_sandbox_writes_under_its_data_dir_is_private(tmp_path):
     proc, _ = serve(data)
     kill9(proc)
     assert set(_modes(data).values()) <= {"0o700", "0o600"}
+
+
+@pytest.mark.parametrize("data, torn", [(b"", False), (journal.FILE_HEADER[:5], True), (journal.FILE_HEADER, False)])
+def test_a_journal_cut_in_its_file_header_is_empty(data, torn):
+    result = journal.scan(data)
+    assert (result.entries, result.end, result.torn, result.damaged) == ([], 0 if torn else len(data), torn, False)
+
+
+@pytest.mark.parametrize("where", ["offset 20", "its middle"])
+def test_the_issues_case_2000_acknowledged_messages_then_eight_bytes_flipped(tmp_path, where):
+    """Issue 23's run: a sandbox server, a topic and 2,000 messages acknowledged (acks=all), a
+    kill -9, eight bytes flipped in the journal. It used to start, drop every record after the
+    damage and delete the journal; now it refuses, and the file stays as it was."""
+    proc, bootstrap = serve(tmp_path)
+    try:
+        create_topics_rf1(bootstrap, ["acked"])
+        acked = produce(bootstrap, ["acked"], 2000)
+    finally:
+        kill9(proc)
+    assert len(acked) == 2000
+    (path,) = journal.journal_files(tmp_path).values()
+    offsets = _entry_offsets(path)
+    at = 20 if where == "offset 20" else path.stat().st_size // 2
+    _flip(path, at)
+    before = _listing(tmp_path)
+    line = _refused(tmp_path)
+    ends = [*offsets[1:], path.stat().st_size]
+    bad = [o for o, end in zip(offsets, ends) if o < at + 8 and at < end]  # the entries the flip hit
+    damaged_at = 0 if at < len(journal.FILE_HEADER) else bad[0]
+    following = len([o for o in offsets if o > damaged_at and o not in bad])
+    assert line.startswith(f"{path} is damaged at byte {damaged_at} ({following} entries follow it)"), line
+    assert _listing(tmp_path) == before
