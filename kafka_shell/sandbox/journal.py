@@ -183,19 +183,19 @@ def _entry_v2(data: bytes, pos: int) -> tuple[str, int, int]:
     marker, length, crc, header_crc = ENTRY.unpack_from(data, pos)
     if marker != MARKER or crc32c(data[pos:pos + ENTRY.size - 4]) != header_crc:
         return BAD, pos, pos + 1
-    start, end = pos + ENTRY.size, pos + ENTRY.size + length
-    if end > len(data):
-        return PARTIAL, start, len(data)
-    if crc32c(data[start:end]) != crc or length < KIND.size:
-        return BAD, start, end
-    return GOOD, start, end
+    return _payload(data, pos + ENTRY.size, length, crc)
 
 
 def _entry_v1(data: bytes, pos: int) -> tuple[str, int, int]:
     if len(data) - pos < FRAME_V1.size:
         return PARTIAL, pos, len(data)
     length, crc = FRAME_V1.unpack_from(data, pos)
-    start, end = pos + FRAME_V1.size, pos + FRAME_V1.size + length
+    return _payload(data, pos + FRAME_V1.size, length, crc)
+
+
+def _payload(data: bytes, start: int, length: int, crc: int) -> tuple[str, int, int]:
+    """The entry whose payload of `length` bytes and checksum `crc` starts at `start`."""
+    end = start + length
     if end > len(data):
         return PARTIAL, start, len(data)
     if crc32c(data[start:end]) != crc or length < KIND.size:

@@ -42,8 +42,10 @@ STATE_FILE = "sandbox-state.json"
 PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700
 INT32_MAX = 2**31 - 1   # Kafka's node ids, partition indexes and epochs are int32
 TEMP_PREFIX, TEMP_SUFFIX = ".state-", ".tmp"
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+# 3: its journals are of format 2 (journal.py), which older versions would take for torn writes
+# and drop: they refuse version 3 instead. Groups and feature levels are kept from 3 on.
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 RECORD_BYTES_PER_PARTITION = 1024 * 1024
 
 
