@@ -312,10 +312,11 @@ def repair(data_dir: str | os.PathLike) -> str:
         later = [p for p, _ in found if journal_seq(p) > journal_seq(path)]
         keep = directory / f"{DAMAGED_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
         keep.mkdir(mode=0o700)
-        shutil.copyfile(path, keep / path.name)
-        os.chmod(keep / path.name, 0o600)
-        with open(keep / path.name, "rb+") as f:
-            os.fsync(f.fileno())
+        copy = os.open(keep / path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with open(path, "rb") as src, os.fdopen(copy, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+            dst.flush()
+            os.fsync(dst.fileno())
         for p in later:
             os.replace(p, keep / p.name)
         persist.fsync_dir(keep)

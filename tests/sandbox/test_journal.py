@@ -137,6 +137,7 @@ def test_repair_truncates_at_the_damage_after_keeping_a_copy(tmp_path):
     assert line == (f"{path}: truncated at byte {damaged_at}, dropping {len(offsets) - 5} entries "
                     f"({len(original) - damaged_at} bytes); the damaged journals are kept in {copy_dir}")
     assert (copy_dir / path.name).read_bytes() == original
+    assert _modes(copy_dir) == {".": "0o700", path.name: "0o600"}  # the copy holds what the journal held
     assert path.read_bytes() == original[:damaged_at]
     # Now it starts, with the entries before the damage.
     proc, bootstrap = serve(crashed)
