@@ -164,6 +164,14 @@ def coordinator_of(cluster: Cluster, group_id: str) -> int:
     return p.leader if p.leader >= 0 and cluster.brokers[p.leader].usable else -1
 
 
+def record_offsets(cluster: Cluster, g: Group, offsets: dict[tuple[str, int], CommittedOffset]) -> None:
+    """Offsets become committed (an OffsetCommit, a transaction's commit): kept in the group and,
+    with --data-dir, journaled before the answer leaves."""
+    g.offsets.update(offsets)
+    for key in offsets:
+        journal.group_touched(cluster, g.group_id, key)
+
+
 # -- the state machine ----------------------------------------------------------------------------
 
 
@@ -461,8 +469,7 @@ class Coordinator:
                metadata: str | None) -> int:
         if metadata and len(metadata.encode()) > setting(self.cluster, "offset.metadata.max.bytes"):
             return ErrorCode.offset_metadata_too_large
-        g.offsets[(topic, partition)] = CommittedOffset(offset, leader_epoch, metadata, now_ms())
-        journal.group_touched(self.cluster, g.group_id, (topic, partition))
+        record_offsets(self.cluster, g, {(topic, partition): CommittedOffset(offset, leader_epoch, metadata, now_ms())})
         return 0
 
     def delete_offset(self, g: Group, topic: str, partition: int) -> None:
