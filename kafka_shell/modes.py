@@ -52,8 +52,7 @@ class _StdinLines:
     CHUNK = 1 << 16
 
     def __init__(self) -> None:
-        raw = getattr(sys.stdin, "buffer", None)
-        self.fd = raw.fileno() if raw is not None else None  # None: a test's StringIO, text already
+        self.fd = _fileno(sys.stdin)  # None: a test's StringIO, text already
         self.lines: collections.deque[bytes] = collections.deque()
         self.partial: list[bytes] = []   # the pieces of a line still arriving
         self.size = 0
@@ -103,6 +102,13 @@ class _StdinLines:
     def _too_long(self) -> None:
         raise UsageError(f"stdin:{self.number + len(self.lines) + 1}: a line longer than "
                          f"{MAX_INPUT_BYTES // 2**20} MiB (the limit of a script file): give one command a line")
+
+
+def _fileno(stream: TextIO) -> int | None:
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return None
 
 
 def _text_lines(text: str) -> Iterator[str]:

@@ -144,10 +144,6 @@ class Scan:
     damaged: bool = False              # end..size starts with damage
     following: int = 0                 # good entries after the damage
 
-    @property
-    def whole(self) -> bool:
-        return self.end == self.size
-
 
 def scan(data: bytes) -> Scan:
     """The entries of a journal file's bytes, and what follows the first bad one (see the module
