@@ -16,7 +16,6 @@ from kafka_shell.repl.history import SecretFreeHistory, is_secret
 from kafka_shell.sandbox import control
 from kafka_shell.sandbox.server import Sandbox
 from tests.test_oneshot import SHELL, shell
-from tests.test_repl import CTRL_D, data_dir, run_piped, session  # noqa: F401 - fixtures
 
 
 @pytest.fixture
@@ -84,14 +83,6 @@ def test_the_history_file_never_gets_a_split_secret(tmp_path):
     history.append_string(SPLIT_SECRET)
     assert "hunter2" not in path.read_text() and "list-topics" in path.read_text()
     assert list(history.get_strings()) == ["list-topics"]
-
-
-def test_the_repl_keeps_a_split_secret_out_of_its_history_file(session, data_dir):
-    typed = ["list-topics", "alter-configs --entity-type brokers --entity-default --add-config ss\\",
-             "   l.keystore.pass\\", "word=hunter2", CTRL_D]
-    assert run_piped(session, *typed) == 0
-    saved = (data_dir / "history").read_text()
-    assert "+list-topics" in saved and "hunter2" not in saved and "keystore" not in saved
 
 
 # -- add-cluster's property names ----------------------------------------------------------------
