@@ -13,6 +13,7 @@ the command's own options, and so that the registry alone defines what a command
 from __future__ import annotations
 
 import math
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -125,6 +126,7 @@ def flag_command(name: str):
 def parse_globals(argv: list[str]) -> Globals:
     g = Globals()
     cmd = None
+    given: dict[str, str] = {}   # dest -> the option that set it (a value option counts once)
     i = 0
     while i < len(argv):
         token = argv[i]
@@ -139,6 +141,9 @@ def parse_globals(argv: list[str]) -> Globals:
                     if i >= len(argv):
                         raise UsageError(f"Option {name} needs a value (see kafka-shell --help)")
                     inline = argv[i]
+                if dest in given and dest != "x_options":
+                    raise UsageError(_twice(dest, given[dest], name))
+                given[dest] = name
                 _set(g, dest, name, inline)
             else:
                 setattr(g, dest, True)
@@ -157,6 +162,16 @@ def parse_globals(argv: list[str]) -> Globals:
     if len(modes) > 1:
         raise UsageError(f"Options {' and '.join(modes)} cannot be used together (pick one)")
     return g
+
+
+# What to do instead of giving a value option twice (the last one used to win, silently).
+TWICE_HINTS = {"command": "put several commands in one, separated by ;",
+               "bootstrap": "list several brokers in one, separated by commas"}
+
+
+def _twice(dest: str, first: str, second: str) -> str:
+    same = first if first == second else f"{first} and {second}"
+    return f"Option {same} given twice: {TWICE_HINTS.get(dest, 'give it once')}"
 
 
 def _set(g: Globals, dest: str, name: str, value: str) -> None:
@@ -216,10 +231,13 @@ def build_target(g: Globals, sandbox=None):
         client_config.check_bootstrap(g.bootstrap_controller, "--bootstrap-controller")
     if g.command_config is not None:
         file_props = client_config.load_properties(g.command_config)
+        exposed_file = client_config.exposed_file_warning(g.command_config, file_props)
+        if exposed_file:
+            sys.stderr.write(exposed_file + "\n")
         props.update(client_config.expand_all(file_props, f"--command-config {g.command_config}"))
     if g.x_options:
         x_props = client_config.parse_x_options(g.x_options)
-        exposed = client_config.command_line_secrets(x_props)
+        exposed = client_config.clear_secrets(x_props)
         if exposed:
             sys.stderr.write(client_config.secrets_warning(exposed) + "\n")
         props.update(client_config.expand_all(x_props, "-X"))
@@ -360,7 +378,12 @@ def serve_sandbox(argv: list[str]) -> int:
                    help="principals the authorizer always allows (Kafka's super.users); needs --authorizer")
     p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
                    help="a resource with no ACL is open to everyone; needs --authorizer")
+    p.add_argument("--repair", action="store_true",
+                   help="with --data-dir only: truncate the first damaged journal at its damage, after "
+                        "keeping a copy (and the journals after it) in D/damaged-TIME/, then exit")
     args = p.parse_args(argv)
+    if args.repair:
+        return _repair_sandbox(args.data_dir, argv)
     if (args.super_users is not None or args.allow_everyone_if_no_acl_found) and not args.authorizer:
         raise UsageError("--super-users and --allow-everyone-if-no-acl-found need --authorizer")
     users = dict(_sandbox_user(item) for item in args.user)
@@ -424,16 +447,35 @@ def serve_sandbox(argv: list[str]) -> int:
     return 0
 
 
+def _repair_sandbox(data_dir: str | None, argv: list[str]) -> int:
+    others = [a for a in argv if a.startswith("-") and a.split("=", 1)[0] not in ("--repair", "--data-dir")]
+    if data_dir is None or others:
+        raise UsageError("--repair takes only --data-dir D (kafka-shell sandbox --data-dir D --repair)")
+    from kafka_shell.sandbox import journal
+    from kafka_shell.sandbox.persist import StateError
+    try:
+        sys.stderr.write(journal.repair(data_dir) + "\n")
+    except StateError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise ShellError(f"Cannot repair {data_dir}: {exc.strerror or exc}") from None
+    return 0
+
+
 def _upper_list(text: str | None) -> list[str] | None:
     return [part.strip().upper() for part in text.split(",") if part.strip()] if text else None
 
 
 def _sandbox_user(item: str) -> tuple[str, str]:
-    from kafka_shell.client_config import expand_env
+    from kafka_shell.client_config import ENV_REF, expand_env
     name, sep, password = item.partition(":")
     if not sep or not name or not password:
         raise UsageError("--user expects NAME:PASSWORD (e.g. --user alice:secret, or "
                          "--user 'alice:${ALICE_PASSWORD}')")
+    if not ENV_REF.fullmatch(password.strip()):
+        variable = re.sub(r"\W", "_", name).upper() + "_PASSWORD"
+        sys.stderr.write(f"Warning: --user {name}:... puts a password on the command line, visible to other "
+                         f"users (ps): write --user '{name}:${{{variable}}}' and export {variable}.\n")
     return name, expand_env(password, f"--user {name}")
 
 

@@ -96,6 +96,14 @@ def test_repl_saves_typed_lines_except_secret_ones(session, data_dir):
     assert "hunter2" not in saved and "sasl" not in saved
 
 
+def test_the_repl_keeps_a_split_secret_out_of_its_history_file(session, data_dir):
+    typed = ["list-topics", "alter-configs --entity-type brokers --entity-default --add-config ss\\",
+             "   l.keystore.pass\\", "word=hunter2", CTRL_D]
+    assert run_piped(session, *typed) == 0
+    saved = (data_dir / "history").read_text()
+    assert "+list-topics" in saved and "hunter2" not in saved and "keystore" not in saved
+
+
 # -- prompt, toolbar, exit ---------------------------------------------------------------------
 
 def test_exit_and_quit_leave_with_zero(session):

@@ -4,7 +4,8 @@ GroupMetadataManager: group states, the two-step join, rebalances, session expir
 Groups live in memory in `cluster.extras["groups"]`, shared by all brokers; which broker
 coordinates a group is the leader of its `__consumer_offsets` partition, as in Kafka, so moving
 that leader moves the coordinator without losing state. Committed offsets are not written to
-`__consumer_offsets`.
+`__consumer_offsets`: with --data-dir the journal keeps them and the groups' metadata, stored
+when Kafka stores it (`_store`: Stable, Empty; see group_state.py).
 
 Sandbox default that differs from Kafka: group.initial.rebalance.delay.ms is 100 ms (Kafka:
 3000 ms) so tests and demos do not wait; set it with the cluster config of that name.
@@ -20,7 +21,7 @@ from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import admin, configs
+from kafka_shell.sandbox import admin, configs, journal
 from kafka_shell.sandbox.model import Cluster, now_ms
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -83,6 +84,7 @@ class Group:
     joined: asyncio.Event = field(default_factory=asyncio.Event)  # wakes the join phase
     new_member_added: bool = False
     join_task: asyncio.Task | None = None
+    stored: dict | None = None  # group_state.view(...) when it was last stored (Stable or Empty)
 
     def all_joined(self) -> bool:
         return not self.pending and all(m.join_future is not None for m in self.members.values())
@@ -160,6 +162,14 @@ def coordinator_of(cluster: Cluster, group_id: str) -> int:
         return -1
     p = topic.partitions[offsets_partition(cluster, group_id) % len(topic.partitions)]
     return p.leader if p.leader >= 0 and cluster.brokers[p.leader].usable else -1
+
+
+def record_offsets(cluster: Cluster, g: Group, offsets: dict[tuple[str, int], CommittedOffset]) -> None:
+    """Offsets become committed (an OffsetCommit, a transaction's commit): kept in the group and,
+    with --data-dir, journaled before the answer leaves."""
+    g.offsets.update(offsets)
+    for key in offsets:
+        journal.group_touched(cluster, g.group_id, key)
 
 
 # -- the state machine ----------------------------------------------------------------------------
@@ -278,6 +288,7 @@ class Coordinator:
         g.generation += 1
         if not g.members:
             g.state, g.protocol_name, g.leader = EMPTY, None, None
+            self._store(g)
             return
         g.protocol_name = self._select_protocol(g)
         if g.leader not in g.members:
@@ -337,6 +348,7 @@ class Coordinator:
                 for x in g.members.values():
                     x.assignment = assignments.get(x.member_id, b"")
                 g.state = STABLE
+                self._store(g)  # on disk before the members hear of their assignment
                 for x in g.members.values():
                     self._resolve(x, "sync_future", self._sync_response(g, x))
             return await asyncio.shield(future)
@@ -387,6 +399,18 @@ class Coordinator:
         elif g.state == PREPARING:
             g.joined.set()
 
+    def _store(self, g: Group) -> None:
+        """Keep the group's metadata as it is now (what --data-dir brings back)."""
+        from kafka_shell.sandbox import group_state  # it imports this module
+        g.stored = group_state.view(g)
+        journal.group_touched(self.cluster, g.group_id)
+
+    def resume(self) -> None:
+        """Start the sessions of members brought back by --data-dir (loop thread, at start)."""
+        for g in self.groups.values():
+            for m in g.members.values():
+                self._heartbeat(g, m)
+
     # timers --------------------------------------------------------------------------------------
 
     def _timer(self, ms: int, fn: Callable, *args: object) -> asyncio.TimerHandle:
@@ -428,6 +452,7 @@ class Coordinator:
             if not simple:
                 return None, ErrorCode.illegal_generation
             g = self.groups[group_id] = Group(group_id)
+            self._store(g)
         if g.state == DEAD:
             return None, ErrorCode.coordinator_not_available
         if simple:
@@ -444,8 +469,12 @@ class Coordinator:
                metadata: str | None) -> int:
         if metadata and len(metadata.encode()) > setting(self.cluster, "offset.metadata.max.bytes"):
             return ErrorCode.offset_metadata_too_large
-        g.offsets[(topic, partition)] = CommittedOffset(offset, leader_epoch, metadata, now_ms())
+        record_offsets(self.cluster, g, {(topic, partition): CommittedOffset(offset, leader_epoch, metadata, now_ms())})
         return 0
+
+    def delete_offset(self, g: Group, topic: str, partition: int) -> None:
+        if g.offsets.pop((topic, partition), None) is not None:
+            journal.group_touched(self.cluster, g.group_id, (topic, partition))
 
     def delete(self, group_id: str) -> int:
         g = self.groups.get(group_id)
@@ -457,6 +486,7 @@ class Coordinator:
         for timer in g.pending.values():
             timer.cancel()
         del self.groups[group_id]
+        journal.group_touched(self.cluster, group_id)
         return 0
 
     def delete_offsets_error(self, g: Group | None) -> int:

@@ -29,8 +29,8 @@ from kio.schema.errors import ErrorCode
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
-from kafka_shell.sandbox import (configs, control, handlers, identity, journal, persist, replication, security, tls,
-                                  transactions)
+from kafka_shell.sandbox import (configs, control, groups, handlers, identity, journal, persist, replication,
+                                  security, tls, transactions)
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
 from kafka_shell.acl import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
 from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME, AclBinding, Authorizer, acl_store, binding_problem
@@ -228,7 +228,7 @@ class _Connection(asyncio.Protocol):
         try:
             self._cut_requests()
         except protocol.ProtocolError as exc:
-            log.info("broker %d closes a connection: %s", self.server.broker.id, exc)
+            self.server.sandbox.closed_connections.report(logging.INFO, self.server.broker.id, self.ip, str(exc))
             self.close()
             return
         if self.held > self.serving and self.memory.over():
@@ -327,12 +327,12 @@ class _Connection(asyncio.Protocol):
             # keeps asyncio from logging it.
             pass
         except protocol.ProtocolError as exc:
-            log.info("broker %d closes a connection: %s", self.server.broker.id, exc)
+            self.server.sandbox.closed_connections.report(logging.INFO, self.server.broker.id, self.ip, str(exc))
         except Exception as exc:
-            # One line per failure (a flood of hostile requests must not flood the log); the
+            # A bug: one line (a flood of hostile requests must not flood the log); the
             # traceback at debug level.
-            log.error("broker %d: a request failed (%s: %s); closing its connection",
-                      self.server.broker.id, type(exc).__name__, exc)
+            self.server.sandbox.closed_connections.report(
+                logging.ERROR, self.server.broker.id, self.ip, f"a request failed ({type(exc).__name__}: {exc})")
             log.debug("request failure", exc_info=True)
         finally:
             self.close()
@@ -518,6 +518,44 @@ class _AcceptErrors:
 _accept_errors = _AcceptErrors()
 
 
+class _ClosedConnections:
+    """Connections closed over a bad request (or a handler's failure), logged per client address
+    at most once a second: the first at once, the others of that second as one line with their
+    count when it is over (a flood of hostile requests must not flood the log)."""
+
+    WINDOW_S = 1.0
+
+    def __init__(self) -> None:
+        # ip -> [closes since the last line, broker id, level, message, timer] of the open window
+        self.windows: dict[str, list] = {}
+
+    def report(self, level: int, broker_id: int, ip: str, message: str) -> None:
+        window = self.windows.get(ip)
+        if window is not None:
+            window[:4] = [window[0] + 1, broker_id, max(level, window[2]), message]
+            return
+        log.log(level, "broker %d closes a connection from %s: %s", broker_id, ip, message)
+        self._open(ip, broker_id, level, message)
+
+    def _open(self, ip: str, broker_id: int, level: int, message: str) -> None:
+        timer = asyncio.get_running_loop().call_later(self.WINDOW_S, self._end, ip)
+        self.windows[ip] = [0, broker_id, level, message, timer]
+
+    def _end(self, ip: str, reopen: bool = True) -> None:
+        count, broker_id, level, message, timer = self.windows.pop(ip)
+        timer.cancel()
+        if count:
+            log.log(level, "broker %d closes connections from %s: %d more like it in the last %.0f s "
+                    "(the last: %s)", broker_id, ip, count, self.WINDOW_S, message)
+            if reopen:  # a flood goes on: one line a window
+                self._open(ip, broker_id, logging.INFO, message)
+
+    def flush(self) -> None:
+        """Log the counts of the open windows (at stop; loop thread)."""
+        for ip in list(self.windows):
+            self._end(ip, reopen=False)
+
+
 def _bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -572,17 +610,19 @@ class Sandbox:
         if ssl_client_auth not in tls.CLIENT_AUTH:
             raise ValueError(f"bad ssl.client.auth {ssl_client_auth!r}: use {', '.join(tls.CLIENT_AUTH)}")
         self.ssl_client_auth = ssl_client_auth
-        self.tls_dir: str | None = None
-        if any(n.endswith("SSL") for n in self.listeners):
-            import tempfile
-            self.tls_dir = str(tls.ensure_certificates(tls_dir or tempfile.mkdtemp(prefix="kafka-sandbox-tls-")))
-        self._tls_contexts: dict[str, ssl.SSLContext] = {}
-        self.users: dict[str, str] = {}
         if mode is not None and mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: use kraft or zk")
         if mode == ZK and controllers is not None:
             raise ValueError("a zk-mode sandbox has no controller quorum (its controller is a broker)")
-        saved = journal.recover(data_dir) if data_dir else None
+        saved = journal.recover(data_dir) if data_dir else None  # first: damage refuses before any write
+        self.tls_dir: str | None = None
+        if any(n.endswith("SSL") for n in self.listeners):
+            import tempfile
+            # With --data-dir the CA is kept there, so clients keep trusting it across restarts.
+            default = str(Path(data_dir) / "tls") if data_dir else tempfile.mkdtemp(prefix="kafka-sandbox-tls-")
+            self.tls_dir = str(tls.ensure_certificates(tls_dir or default))
+        self._tls_contexts: dict[str, ssl.SSLContext] = {}
+        self.users: dict[str, str] = {}
         if saved is not None:
             persist.check_arguments(saved[0], Path(data_dir) / persist.STATE_FILE,  # type: ignore[arg-type]
                                     brokers, mode, controllers, port_base, host)
@@ -656,6 +696,7 @@ class Sandbox:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._background: set[asyncio.Task] = set()
+        self.closed_connections = _ClosedConnections()
         # Replication's catch-up ticker runs on the loop (a plain function: snapshots deep-copy extras).
         self.cluster.extras["spawn"] = lambda coro: self.spawn(coro)
 
@@ -727,6 +768,7 @@ class Sandbox:
                 loop.run_until_complete(server.listen(sock))
             replication.elect_controller(self.cluster)
             transactions.start(self.cluster)   # loads the transaction log, aborts timed-out transactions
+            loop.call_soon(self._resume)
             if self.journal is not None:
                 self.spawn(self.journal.run_periodic())
             ready.set()
@@ -736,6 +778,11 @@ class Sandbox:
         self._thread.start()
         ready.wait()
         return self
+
+    def _resume(self) -> None:
+        """What a --data-dir brought back goes on: group members' sessions, reassignments."""
+        groups.Coordinator(self.cluster, self.spawn).resume()
+        replication.settle(self.cluster)
 
     def stop(self) -> None:
         if self._loop is None:
@@ -751,6 +798,7 @@ class Sandbox:
                 await s.close()
             # Let the cancelled tasks unwind before the loop stops.
             await asyncio.gather(*tasks, return_exceptions=True)
+            self.closed_connections.flush()
 
         asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(5)
         if self.journal is not None:

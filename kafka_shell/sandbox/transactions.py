@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import admin, configs, log, producer_state
-from kafka_shell.sandbox.groups import OFFSETS_TOPIC, CommittedOffset, Group, all_groups, java_hash, offsets_partition
+from kafka_shell.sandbox.groups import (OFFSETS_TOPIC, CommittedOffset, Group, all_groups, java_hash, offsets_partition,
+                                       record_offsets)
 from kafka_shell.sandbox.model import Cluster, Partition, now_ms
 
 logger = logging.getLogger("kafka_shell.sandbox")
@@ -658,7 +659,7 @@ def _complete_offsets(cluster: Cluster, pid: int, offsets_partition_index: int, 
         offsets = s.pending_offsets.pop(key)
         if commit:
             group = all_groups(cluster).setdefault(key[0], Group(key[0]))
-            group.offsets.update(offsets)
+            record_offsets(cluster, group, offsets)   # journaled, as an OffsetCommit's are
 
 
 # -- describing -----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kafka_shell import protocol
 from kafka_shell.sandbox import admin as sandbox_admin
-from kafka_shell.sandbox import persist
+from kafka_shell.sandbox import log, persist
 from kafka_shell.sandbox.model import Batch
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import raw_frame
@@ -290,12 +290,20 @@ def _comparable(cluster) -> dict:
     return {k: state[k] for k in ("cluster_id", "controller_id", "brokers", "topics", "cluster_configs")}
 
 
+def stored_batch(base: int, last: int, records: bytes, max_timestamp: int = 0) -> Batch:
+    """A batch as the log keeps one: a v2 header naming its offsets (as the state file's check
+    wants), then `records`."""
+    length = log.HEADER_SIZE + len(records) - log.LENGTH_PREFIX
+    header = log.HEADER.pack(base, length, 0, 2, 0, 0, last - base, 0, max_timestamp, -1, -1, -1, last - base + 1)
+    return Batch(base, last, max_timestamp, header + records)
+
+
 def test_persistence_round_trip_keeps_topics_partitions_configs_and_brokers(tmp_path):
     with Sandbox(brokers=3, racks=["a", "b", "c"]) as sandbox:
         admin = AdminClient({"bootstrap.servers": sandbox.bootstrap, "log_level": 3})
         assert create(admin, NewTopic("kept", 3, 2, config={"retention.ms": "5000"})) == {"kept": None}
         part = sandbox.cluster.topics["kept"].partitions[1]
-        sandbox.call(part.batches.append, Batch(0, 1, 123, b"\x00\x01raw"))
+        sandbox.call(part.batches.append, stored_batch(0, 1, b"\x00\x01raw", max_timestamp=123))
         sandbox.call(persist.save, sandbox.cluster, tmp_path)
         saved = _comparable(sandbox.cluster)
     loaded = persist.load(tmp_path)
@@ -308,7 +316,7 @@ def test_persistence_keeps_only_the_newest_record_bytes_of_a_large_partition(tmp
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "big", 1, 1)
     p = sandbox.cluster.topics["big"].partitions[0]
     chunk = persist.RECORD_BYTES_PER_PARTITION // 2
-    batches = [Batch(i, i, 0, bytes([i]) * chunk) for i in range(3)]
+    batches = [stored_batch(i, i, bytes([i]) * (chunk - log.HEADER_SIZE)) for i in range(3)]
     sandbox.call(p.batches.extend, batches)
     persist.save(sandbox.cluster, tmp_path)
     (kept,) = persist.load(tmp_path).topics["big"].partitions

@@ -236,7 +236,8 @@ def offset_delete(ctx) -> dict:
     req = ctx.request
     err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     g = gc.all_groups(ctx.cluster).get(req.group_id)
-    err = err or _coordinator(ctx).delete_offsets_error(g)
+    coord = _coordinator(ctx)
+    err = err or coord.delete_offsets_error(g)
     if err:
         return {"error_code": err, "topics": []}
     assert g is not None, "delete_offsets_error reports a missing group"
@@ -254,7 +255,7 @@ def offset_delete(ctx) -> dict:
             elif rt.name in subscribed:
                 code = ErrorCode.group_subscribed_to_topic
             else:
-                g.offsets.pop((rt.name, rp.partition_index), None)
+                coord.delete_offset(g, rt.name, rp.partition_index)
                 code = ErrorCode.none
             parts.append({"partition_index": rp.partition_index, "error_code": code})
         topics.append({"name": rt.name, "partitions": parts})

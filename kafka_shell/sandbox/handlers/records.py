@@ -134,6 +134,10 @@ async def produce(ctx) -> dict | None:
                 appended.append((p, p.leo[p.leader], answer))
         topics.append({**topic_keys(t, name, topic_id), "partition_responses": answers})
     if acks == 0:
+        # The producer reads no answer: Kafka closes the connection when any partition failed, so
+        # that it notices and refreshes its metadata (KafkaApis.handleProduceRequest).
+        if any(a["error_code"] for t in topics for a in t["partition_responses"]):
+            raise protocol.ProtocolError("an acks=0 produce failed on a partition: closing, as Kafka does")
         return None
     if acks == -1:
         await _await_replication(cluster, appended, req.timeout.total_seconds())
