@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import BOTH_MODES
 from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.server import Sandbox
-from tests.sandbox.wire import create, request
+from tests.sandbox.wire import API_VERSIONS_BODY, create, request
 from tests.test_oneshot import assert_one_line_error, run, shell
 from tests.output import json_documents
 from tests.output import json_data
@@ -207,7 +207,7 @@ def test_replace_broker_with_a_new_id_adds_a_broker_and_records_it(served):
     assert status[4]["alive"] and not status[4]["fenced"] and not status[3]["alive"]
     assert {r["Host"]: (r["BrokerId"], r["State"]) for r in mapping(sandbox)}["fresh.sandbox"] == (4, "live")
     # The new broker serves clients on its own listener (the bootstrap now names it).
-    assert sandbox.bootstrap.count(",") == 3 and request(sandbox, 4, ApiKey.API_VERSIONS, {})["error_code"] == 0
+    assert sandbox.bootstrap.count(",") == 3 and request(sandbox, 4, ApiKey.API_VERSIONS, API_VERSIONS_BODY)["error_code"] == 0
 
 
 def test_an_added_broker_is_kept_by_the_data_dir(sandbox_mode, tmp_path):

@@ -12,6 +12,10 @@ from kafka_shell.channel import Channel
 from kafka_shell.sandbox import admin as sandbox_admin
 
 
+# A valid ApiVersions request body (v3+ name the client's software, as Kafka requires).
+API_VERSIONS_BODY = {"client_software_name": "kafka-shell-tests", "client_software_version": "1"}
+
+
 def request(sandbox, broker_id: int, api_key: int, body: dict, version: int | None = None) -> dict:
     """One request to one broker over a real socket (the shell's direct channel)."""
     channel = Channel(*sandbox.address(broker_id), timeout_s=5)

@@ -1,4 +1,4 @@
-"""DescribeLogDirs v1-v4: each broker describes its own replicas, in one log dir.
+"""DescribeLogDirs: each broker describes its own replicas, in one log dir.
 
 Per partition: the bytes the replica holds, its offset lag as Kafka's ReplicaManager computes it
 (high watermark - replica log end, never negative), is_future false (no directory moves). The
@@ -20,7 +20,7 @@ def log_dir(broker_id: int) -> str:
     return f"/sandbox/broker-{broker_id}/data"
 
 
-@api(ApiKey.DESCRIBE_LOG_DIRS, max_version=4)
+@api(ApiKey.DESCRIBE_LOG_DIRS)
 def describe_log_dirs(ctx) -> dict:
     if not ctx.permits(AclResourceType.CLUSTER):
         # v3+ say it in the top-level error; older versions get no results.

@@ -1,0 +1,274 @@
+"""ApiVersions as real Kafka answers it, and every version the sandbox lists answered.
+
+Against real Apache Kafka (tests/real_kafka.py): each listener kind of 4.4 (KRaft), 3.9 in
+ZooKeeper mode and 3.9 in KRaft mode lists exactly what the sandbox's listener of the same kind
+lists plus what `sandbox.apis.UNSERVED` says the sandbox does not serve, key for key and version
+for version; the features are the same; the versions Kafka 4.0 removed (KIP-896) are answered
+(or the connection closed) as 4.4 does. Then, on the sandbox alone: one minimal valid request of
+every listed version of every API, on every listener kind, gets an answer of that version.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import uuid
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from kafka_shell import definitions, protocol
+from kafka_shell.codes import ApiKey, Error
+from kafka_shell.definitions import BROKER, CONTROLLER, ZK_BROKER
+from kafka_shell.sandbox import apis
+from kafka_shell.sandbox.server import Sandbox
+from tests.sandbox.wire import API_VERSIONS_BODY, create, produce, read_exactly
+
+CLOSED = "closed"
+
+
+def exchange(address: tuple[str, int], api_key: int, version: int, body: dict) -> object:
+    """One request of that version on a new connection: the decoded answer, or CLOSED when the
+    listener closes the connection instead of answering (Kafka's answer to what it does not serve)."""
+    entity = protocol.build(protocol.request_schema(api_key, version), body)
+    with socket.create_connection(address, timeout=10) as s:
+        s.sendall(protocol.encode_request(entity, 77, "kafka-shell-tests"))
+        try:
+            head = s.recv(4)
+        except ConnectionResetError:
+            return CLOSED
+        if not head:
+            return CLOSED
+        data = read_exactly(s, struct.unpack(">i", head)[0])
+    schema = protocol.response_schema(api_key, 0 if api_key == ApiKey.API_VERSIONS and data[4:6] == b"\x00\x23" else version)
+    correlation_id, answer = protocol.decode_response(schema, data)
+    assert correlation_id == 77
+    return protocol.to_dict(answer)
+
+
+def api_versions(address: tuple[str, int], version: int) -> dict:
+    answer = exchange(address, ApiKey.API_VERSIONS, version, API_VERSIONS_BODY)
+    assert isinstance(answer, dict) and answer["error_code"] == 0, answer
+    return answer
+
+
+def ranges(answer: dict) -> dict[int, range]:
+    return {k["api_key"]: range(k["min_version"], k["max_version"] + 1) for k in answer["api_keys"]}
+
+
+def features(answer: dict) -> tuple[list, list]:
+    return (sorted((f["name"], f["min_version"], f["max_version"]) for f in answer["supported_features"]),
+            sorted((f["name"], f["max_version_level"]) for f in answer["finalized_features"]))
+
+
+# -- real clusters -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def kafka39_kraft():
+    """Kafka 3.9 in KRaft mode: one controller (100) and one broker (1); ApiVersions is all it is
+    asked here."""
+    from tests.real_kafka import KAFKA_3, RealKafka
+    with RealKafka(KAFKA_3, controllers=1, brokers=1) as cluster:
+        yield cluster
+
+
+def real_listeners(cluster) -> dict[str, tuple[str, int]]:
+    """One address per listener kind of a real cluster."""
+    out = {}
+    for node in cluster.nodes.values():
+        if node.roles == "zookeeper":
+            continue
+        kind = (ZK_BROKER if cluster.mode == "zk" else BROKER) if node.is_broker else CONTROLLER
+        out.setdefault(kind, ("127.0.0.1", node.port))
+    return out
+
+
+def sandbox_listeners(sandbox) -> dict[str, tuple[str, int]]:
+    out = {ZK_BROKER if sandbox.mode == "zk" else BROKER: sandbox.address(1)}
+    if sandbox.controller_ids:
+        out[CONTROLLER] = sandbox.address(sandbox.controller_ids[0])
+    return out
+
+
+def compare_with_real(real, release: str, mode: str) -> None:
+    newest = min(protocol.kio_versions(ApiKey.API_VERSIONS).stop - 1,
+                 definitions.release(release).apis[BROKER if mode == "kraft" else ZK_BROKER][ApiKey.API_VERSIONS].stop - 1)
+    with Sandbox(brokers=1, mode=mode, kafka_version=release) as sandbox:
+        theirs, ours = real_listeners(real), sandbox_listeners(sandbox)
+        assert set(theirs) == set(ours)
+        for kind, address in theirs.items():
+            kafka = ranges(api_versions(address, newest))
+            sandbox_ranges = ranges(api_versions(ours[kind], newest))
+            # The committed definitions are what this release lists.
+            assert definitions.release(release).apis[kind] == kafka, f"{release} {kind}: run tools/kafka_definitions.py"
+            # Key for key, version for version: what the sandbox lists, plus UNSERVED, is Kafka's list.
+            for key, versions in sandbox_ranges.items():
+                assert key in kafka and set(versions) <= set(kafka[key]), (kind, key, versions, kafka.get(key))
+            missing = {(key, v) for key, versions in kafka.items() for v in versions
+                       if v not in sandbox_ranges.get(key, range(0))}
+            unexplained = sorted((key, v) for key, v in missing if apis.unserved(release, kind, key, v) is None)
+            assert unexplained == [], f"{release} {kind}: listed by Kafka, not by the sandbox, not in UNSERVED"
+            # The features, in v3 (Kafka 4.x hides those whose lowest level is 0) and the newest.
+            for version in (3, newest):
+                assert features(api_versions(ours[kind], version)) == features(api_versions(address, version)), (kind, version)
+
+
+def test_kafka_4_lists_what_the_sandbox_lists_plus_unserved(kafka4):
+    compare_with_real(kafka4, "4.4", "kraft")
+
+
+def test_kafka_39_zookeeper_lists_what_the_sandbox_lists_plus_unserved(kafka39_zk):
+    compare_with_real(kafka39_zk, "3.9", "zk")
+
+
+@pytest.mark.real_kafka
+def test_kafka_39_kraft_lists_what_the_sandbox_lists_plus_unserved(kafka39_kraft):
+    compare_with_real(kafka39_kraft, "3.9", "kraft")
+
+
+def test_every_unserved_row_is_needed():
+    """No UNSERVED row covers only what Kafka does not list, or what the sandbox serves."""
+    served = apis.handlers.load()
+    for row in apis.UNSERVED:
+        covered = [(release, kind, key, v) for release in row.releases for kind in row.listeners
+                   for key in row.keys for v in definitions.release(release).apis.get(kind, {}).get(key, range(0))
+                   if row.covers(release, kind, key, v)]
+        assert covered, f"{row} covers nothing Kafka lists"
+        for release, kind, key, v in covered:
+            listed, _ = apis.versions(release, kind, key, served[key].versions, False) if key in served else (None, None)
+            assert listed is None or v not in listed, (row, release, kind, key, v)
+
+
+def removed_in_4() -> list[tuple[int, int]]:
+    """(key, version) a 3.9 broker serves that a 4.4 broker does not parse (KIP-896), with the
+    Produce versions 4.4 still lists but closes the connection on."""
+    old, new = definitions.release("3.9"), definitions.release("4.4")
+    out = []
+    for key, versions in old.apis[BROKER].items():
+        if key in new.apis[BROKER]:
+            out += [(key, v) for v in versions if v not in new.valid[key] and v in protocol.kio_versions(key)]
+    return out
+
+
+def test_versions_kafka_4_removed_are_answered_as_kafka_4_answers_them(kafka4):
+    removed = removed_in_4()
+    assert (ApiKey.PRODUCE, 0) in removed and (ApiKey.LIST_OFFSETS, 0) in removed and (ApiKey.FETCH, 3) in removed
+    with Sandbox(brokers=1) as sandbox:
+        for key, version in removed:
+            body = {"acks": 1} if key == ApiKey.PRODUCE else {}
+            real = exchange(("127.0.0.1", kafka4.brokers[0].port), key, version, body)
+            ours = exchange(sandbox.address(1), key, version, body)
+            assert (ours == CLOSED) == (real == CLOSED), (protocol.api_name(key), version, real, ours)
+        # An ApiVersions version no one has: the v0 answer naming ApiVersions' range, then the client retries.
+        for address in (("127.0.0.1", kafka4.brokers[0].port), sandbox.address(1)):
+            raw = raw_api_versions(address, 9)
+            assert (raw["error_code"], raw["api_keys"]) == (
+                Error.unsupported_version, [{"api_key": 18, "min_version": 0, "max_version": 5}])
+
+
+def raw_api_versions(address: tuple[str, int], version: int) -> dict:
+    """ApiVersions of a version kio has no schema for (a newer client): header v2, empty body."""
+    header = struct.pack(">hhih", ApiKey.API_VERSIONS, version, 5, 4) + b"test" + b"\x00"
+    with socket.create_connection(address, timeout=10) as s:
+        s.sendall(struct.pack(">i", len(header) + 1) + header + b"\x00")
+        data = read_exactly(s, struct.unpack(">i", read_exactly(s, 4))[0])
+    return protocol.to_dict(protocol.decode_response(protocol.response_schema(ApiKey.API_VERSIONS, 0), data)[1])  # type: ignore[return-value]
+
+
+def test_api_versions_v5_checks_the_cluster_and_node_as_kafka_4_does(kafka4):
+    client = AdminClient({"bootstrap.servers": kafka4.bootstrap})
+    real_cluster = client.describe_cluster(request_timeout=10).result().cluster_id
+    with Sandbox(brokers=1) as sandbox:
+        for address, cluster_id, node in ((("127.0.0.1", kafka4.brokers[0].port), real_cluster, kafka4.brokers[0].node_id),
+                                          (sandbox.address(1), sandbox.cluster.cluster_id, 1)):
+            def code(address=address, **fields) -> int:
+                answer = exchange(address, ApiKey.API_VERSIONS, 5, {**API_VERSIONS_BODY, **fields})
+                assert isinstance(answer, dict)
+                return answer["error_code"]
+            assert code(cluster_id=None, node_id=-1) == Error.none
+            assert code(cluster_id=cluster_id, node_id=node) == Error.none
+            assert code(cluster_id=cluster_id, node_id=-1) == Error.invalid_request
+            assert code(cluster_id=None, node_id=node) == Error.invalid_request
+            assert code(cluster_id="AAAAAAAAAAAAAAAAAAAAAA", node_id=node) == Error.rebootstrap_required
+            assert code(cluster_id=cluster_id, node_id=node + 50) == Error.rebootstrap_required
+            assert code(client_software_name="not valid!") == Error.invalid_request
+
+
+# -- the sandbox alone ------------------------------------------------------------------------------
+
+# What a request needs beyond Kafka's defaults to be valid (the rest stays empty: no topic, no group).
+MINIMAL = {
+    ApiKey.API_VERSIONS: API_VERSIONS_BODY,
+    ApiKey.PRODUCE: {"acks": 1},                   # acks=0 is never answered
+    ApiKey.SASL_HANDSHAKE: {"mechanism": "PLAIN"},
+    ApiKey.CREATE_TOPICS: {"timeout": 1000},
+    ApiKey.DELETE_TOPICS: {"timeout": 1000},
+}
+
+SANDBOXES = [("4.4", "kraft"), ("3.9", "kraft"), ("3.9", "zk")]
+
+
+@pytest.mark.parametrize(("release", "mode"), SANDBOXES, ids=[f"{r}-{m}" for r, m in SANDBOXES])
+def test_every_listed_version_of_every_api_answers(release, mode):
+    with Sandbox(brokers=1, mode=mode, kafka_version=release, seed_apis=True) as sandbox:
+        for kind, address in sandbox_listeners(sandbox).items():
+            listed = ranges(api_versions(address, 3))
+            assert listed, kind
+            for key, versions in listed.items():
+                accepted = apis.versions(release, kind, key, sandbox.handlers[key].versions, True)[1]
+                for version in versions:
+                    answer = exchange(address, key, version, MINIMAL.get(key, {}))
+                    if accepted is not None and version in accepted:
+                        assert answer != CLOSED, f"{release} {kind}: {protocol.api_name(key)} v{version} closed"
+                    else:  # listed but not parsed, as Kafka 4.x lists Produce v0-v2
+                        assert answer == CLOSED, f"{release} {kind}: {protocol.api_name(key)} v{version} answered"
+
+
+@pytest.mark.parametrize(("release", "mode"), SANDBOXES, ids=[f"{r}-{m}" for r, m in SANDBOXES])
+def test_list_offsets_and_fetch_read_every_version(release, mode):
+    """The versions before a field existed read it as Kafka's default (current_leader_epoch -1,
+    isolation level 0): ListOffsets v0-v3 and Fetch v4-v8 answer like the newest."""
+    with Sandbox(brokers=1, mode=mode, kafka_version=release) as sandbox:
+        create(sandbox, "t", [[1]])
+        produce(sandbox, "t", 0, 5, 10)
+        topic_id = sandbox.cluster.topics["t"].id
+        kind = BROKER if mode == "kraft" else ZK_BROKER
+        listed = ranges(api_versions(sandbox.address(1), 3))
+        for version in listed[ApiKey.LIST_OFFSETS]:
+            for timestamp, offset in ((-2, 0), (-1, 5)):
+                partition = {"partition_index": 0, "timestamp": timestamp, "max_num_offsets": 1}
+                answer = exchange(sandbox.address(1), ApiKey.LIST_OFFSETS, version, {
+                    "replica_id": -1, "topics": [{"name": "t", "partitions": [partition]}]})
+                [p] = answer["topics"][0]["partitions"]  # type: ignore[index]
+                assert p["error_code"] == 0 and p.get("offset", (p.get("old_style_offsets") or [None])[0]) == offset, (version, p)
+        for version in apis.versions(release, kind, ApiKey.FETCH, sandbox.handlers[ApiKey.FETCH].versions, False)[1]:
+            answer = exchange(sandbox.address(1), ApiKey.FETCH, version, {
+                "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "topics": [
+                    {"topic": "t", "topic_id": topic_id, "partitions": [
+                        {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
+            [p] = answer["responses"][0]["partitions"]  # type: ignore[index]
+            assert (p["error_code"], p["high_watermark"]) == (0, 5) and p["records"], (version, p)
+
+
+def test_the_seeds_apis_are_listed_only_when_asked():
+    with Sandbox(brokers=1) as stock, Sandbox(brokers=1, seed_apis=True) as seeded:
+        broker, controller = ranges(api_versions(stock.address(1), 3)), ranges(api_versions(stock.address(100), 3))
+        assert ApiKey.GET_REPLICA_LOG_INFO not in broker and broker[ApiKey.ELECT_LEADERS] == range(0, 3)
+        assert controller[ApiKey.ELECT_LEADERS] == range(0, 3)
+        assert exchange(stock.address(1), ApiKey.GET_REPLICA_LOG_INFO, 0, {"topic_partitions": []}) == CLOSED
+        assert exchange(stock.address(1), ApiKey.ELECT_LEADERS, 3, {"election_type": 0, "topic_partitions": []}) == CLOSED
+        broker, controller = ranges(api_versions(seeded.address(1), 3)), ranges(api_versions(seeded.address(100), 3))
+        assert broker[ApiKey.GET_REPLICA_LOG_INFO] == range(0, 1) and broker[ApiKey.ELECT_LEADERS] == range(0, 4)
+        assert ApiKey.GET_REPLICA_LOG_INFO not in controller and controller[ApiKey.ELECT_LEADERS] == range(0, 4)
+        answer = exchange(seeded.address(1), ApiKey.GET_REPLICA_LOG_INFO, 0, {"topic_partitions": [
+            {"topic_id": uuid.uuid4(), "partitions": [0]}]})
+        assert answer["topic_partition_log_info_list"][0]["partition_log_info"][0]["error_code"] == Error.unknown_topic_id  # type: ignore[index]
+
+
+def test_zookeeper_mode_follows_kafka_39_and_refuses_4():
+    with Sandbox(brokers=1, mode="zk") as zk:
+        assert zk.cluster.kafka_version == "3.9"
+    with pytest.raises(ValueError, match="has no ZooKeeper mode"):
+        Sandbox(brokers=1, mode="zk", kafka_version="4.4")
+    with pytest.raises(ValueError, match="unknown Kafka version"):
+        Sandbox(brokers=1, kafka_version="2.8")
