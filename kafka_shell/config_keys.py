@@ -11,7 +11,8 @@ from __future__ import annotations
 from functools import cache
 
 from kafka_shell import definitions
-from kafka_shell.definitions import ConfigDef
+from kafka_shell.definitions import releases
+from kafka_shell.definitions.releases import ConfigDef
 
 TOPIC = "topics"
 BROKER = "brokers"
@@ -25,7 +26,7 @@ _ENTITY_ALIASES = {"topic": TOPIC, "topics": TOPIC, "broker": BROKER, "brokers":
 def _table(entity: str) -> dict[str, ConfigDef]:
     out: dict[str, ConfigDef] = {}
     for name in definitions.RELEASES:  # newest first: its definition wins
-        r = definitions.release(name)
+        r = releases.release(name)
         for key, d in (r.topic_configs if entity == TOPIC else r.broker_configs).items():
             if not d.internal:
                 out.setdefault(key, d)

@@ -204,7 +204,8 @@ def test_config_keys_for_topics_and_brokers():
     assert starts(complete("create-topic --config cleanup"), ["cleanup.policy="])
     assert starts(complete("alter-configs --add-config retention."), ["retention.bytes=", "retention.ms="])
     brokers = complete("alter-configs --entity-type brokers --add-config log.retention.")
-    assert starts(brokers, ["log.retention.bytes=", "log.retention.check.interval.ms=", "log.retention.hours=", "log.retention.minutes=", "log.retention.ms="])
+    assert starts(brokers, ["log.retention.bytes=", "log.retention.check.interval.ms=", "log.retention.hours=",
+                            "log.retention.minutes=", "log.retention.ms="])
     assert "log.retention.hours" not in complete("alter-configs --delete-config log.")
 
 

@@ -330,11 +330,13 @@ def listed_ranges(apis: dict) -> dict[int, tuple[int, int]]:
     return listed
 
 
-def release(version: str, jars: dict, kinds: dict) -> dict:
-    apis = {kind: {str(k["api_key"]): [k["min_version"], k["max_version"]] for k in answers["4"]["api_keys"]}
+def api_ranges(kinds: dict) -> dict:
+    return {kind: {str(k["api_key"]): [k["min_version"], k["max_version"]] for k in answers["4"]["api_keys"]}
             for kind, answers in kinds.items()}
-    listed = listed_ranges(apis)
-    schemas = {str(api["key"]): got for api in jars["apis"] if (got := missing_versions(api, listed))}
+
+
+def release(version: str, jars: dict, kinds: dict) -> dict:
+    apis = api_ranges(kinds)
     return {
         "release": version,
         "apis": apis,
@@ -344,7 +346,6 @@ def release(version: str, jars: dict, kinds: dict) -> dict:
         # clients' sake but closes the connection on them, KAFKA-18659).
         "valid": {str(a["key"]): [a["oldest"], a["latest"]] for a in jars["apis"] if str(a["key"]) in
                   {k for ranges in apis.values() for k in ranges}},
-        "messages": schemas,
         "broker_configs": [config(c, True) for c in jars["broker_configs"]],
         # Dynamic-only broker keys (the replication throttles): described only once set.
         "dynamic_only_broker_configs": [config(c, True) for c in jars["dynamic_only_broker_configs"]],
@@ -372,17 +373,27 @@ def main() -> int:
     cache = Path(sys.argv[sys.argv.index("--cache") + 1]) if "--cache" in sys.argv else None
     versions = sorted(pinned_versions().values(), key=lambda v: [int(p) for p in v.split(".")], reverse=True)
     jars = {v: cached(cache, f"jars-{v}", lambda v=v: dump(v)) for v in versions}
-    out = {v: release(v, jars[v], cached(cache, f"observed-{v}", lambda v=v: observe(v))) for v in versions}
-    for v, data in out.items():
+    observed = {v: cached(cache, f"observed-{v}", lambda v=v: observe(v)) for v in versions}
+    for v in versions:
+        data = release(v, jars[v], observed[v])
         path = OUT / f"kafka-{'.'.join(v.split('.')[:2])}.json"
         write(path, data)
         print(f"{path.relative_to(REPO)}: Kafka {v}, {len(data['broker_configs'])} broker and "
-              f"{len(data['topic_configs'])} topic configs, "
-              f"{sum(len(s) for a in data['messages'].values() for s in a.values())} message versions kio lacks")
+              f"{len(data['topic_configs'])} topic configs")
+    # The message versions kio lacks, of every release (the oldest first: a newer one wins).
+    messages: dict = {}
+    for v in reversed(versions):
+        listed = listed_ranges(api_ranges(observed[v]))
+        for api in jars[v]["apis"]:
+            for side, schemas in missing_versions(api, listed).items():
+                messages.setdefault(str(api["key"]), {}).setdefault(side, {}).update(schemas)
+    write(OUT / "messages.json", messages)
+    print(f"{(OUT / 'messages.json').relative_to(REPO)}: "
+          f"{sum(len(s) for a in messages.values() for s in a.values())} message versions kio lacks")
     defaults = {}
     for key in sorted({a["key"] for v in versions for a in jars[v]["apis"]}):
         dumps = [a for v in versions for a in jars[v]["apis"] if a["key"] == key]
-        generated = [s for v in versions for s in out[v]["messages"].get(str(key), {}).get("request", {}).values()]
+        generated = list(messages.get(str(key), {}).get("request", {}).values())
         if got := request_defaults(key, dumps, generated):
             defaults[str(key)] = got
     write(OUT / "request-defaults.json", defaults)

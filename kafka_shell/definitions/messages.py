@@ -21,7 +21,7 @@ from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeade
 from kio.static.constants import EntityType
 from kio.static.primitive import Records, f64, i8, i16, i32, i32Timedelta, i64, i64Timedelta, u16, u32
 
-from kafka_shell import definitions
+from kafka_shell.definitions import HERE
 
 API_VERSIONS_KEY = 18
 
@@ -36,14 +36,10 @@ _PYTHON_TYPES: dict[str, object] = {
 
 @cache
 def _schemas() -> dict[tuple[int, str, int], dict]:
-    """(api key, side, version) -> schema, from every release (the newest wins)."""
-    out: dict[tuple[int, str, int], dict] = {}
-    for name in reversed(definitions.RELEASES):
-        for key, sides in definitions.raw(name)["messages"].items():
-            for side, versions in sides.items():
-                for version, schema in versions.items():
-                    out[(int(key), side, int(version))] = schema
-    return out
+    """(api key, side, version) -> schema (messages.json: every release's, the newest wins)."""
+    data = json.loads((HERE / "messages.json").read_text())
+    return {(int(key), side, int(version)): schema for key, sides in data.items()
+            for side, versions in sides.items() for version, schema in versions.items()}
 
 
 def versions(api_key: int) -> set[int]:
@@ -102,7 +98,7 @@ def _zero(kafka_type: str | None) -> object:
 
 @cache
 def _request_defaults() -> dict[int, dict[str, dict[str, dict]]]:
-    data = json.loads((definitions.HERE / "request-defaults.json").read_text())
+    data = json.loads((HERE / "request-defaults.json").read_text())
     return {int(k): v for k, v in data.items()}
 
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from kafka_shell import definitions
 from kafka_shell.codes import ApiKey
-from kafka_shell.definitions import BROKER, CONTROLLER, RELEASES, ZK_BROKER
+from kafka_shell.definitions import BROKER, CONTROLLER, RELEASES, ZK_BROKER, releases
 from kafka_shell.sandbox import handlers
 
 ALL_LISTENERS = (BROKER, CONTROLLER, ZK_BROKER)
@@ -79,7 +78,7 @@ def versions(release: str, listener: str, key: int, handled: range, seed_apis: b
     serves: listed is what ApiVersions says, accepted what requests may use (Kafka 4.x lists
     Produce v0-v2 for old librdkafka's sake, KAFKA-18659, but closes the connection on them, as
     it does on any version it does not parse). (None, None): not served there."""
-    r = definitions.release(release)
+    r = releases.release(release)
     seed = SEED_APIS.get(key) if seed_apis else None
     if seed is not None and key not in r.api_names and listener != CONTROLLER:
         return seed, seed  # GetReplicaLogInfo: a broker RPC, each broker answers for its own replicas
@@ -107,7 +106,7 @@ def listed(release: str, listener: str, seed_apis: bool, served: dict[int, handl
 # -- docs/sandbox.md's tables --------------------------------------------------------------------
 
 KINDS = [(release, listener) for release in RELEASES for listener in ALL_LISTENERS
-         if listener in definitions.release(release).apis]
+         if listener in releases.release(release).apis]
 
 
 def _span(r: range | None) -> str:
@@ -126,7 +125,7 @@ def markdown() -> str:
         lines.append(f"| {key} | {protocol.api_name(key)} | {cells} |")
     lines += ["", "| Keys | APIs | Versions | Kafka | Listeners | Why not |", "|---|---|---|---|---|---|"]
     for u in UNSERVED:
-        names = ", ".join(definitions.release(RELEASES[0]).api_names.get(k) or definitions.release(u.releases[0]).api_names[k]
+        names = ", ".join(releases.release(RELEASES[0]).api_names.get(k) or releases.release(u.releases[0]).api_names[k]
                           for k in u.keys)
         versions = "all" if u.versions is None else _span(u.versions)
         listeners = ", ".join(x.replace("_", " ") for x in u.listeners) if u.listeners != ALL_LISTENERS else "all"

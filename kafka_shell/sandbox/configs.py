@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import cache
 
-from kafka_shell import definitions
-from kafka_shell.definitions import ConfigDef, Validator, check_value, split_list
+from kafka_shell.definitions import releases
+from kafka_shell.definitions.releases import ConfigDef, Validator, check_value, split_list
 from kafka_shell.sandbox.model import Cluster
 
 __all__ = ["ConfigDef", "check_value", "split_list", "broker_defs", "topic_defs", "topic_value", "broker_value",
@@ -55,7 +55,7 @@ _UNITS_MS = {".ms": 1, ".minutes": 60_000, ".hours": 3_600_000}
 
 @cache
 def _broker_defs(release: str) -> dict[str, ConfigDef]:
-    defs = dict(definitions.release(release).broker_configs) | SANDBOX_BROKER_CONFIGS
+    defs = dict(releases.release(release).broker_configs) | SANDBOX_BROKER_CONFIGS
     for key, (value, _) in SANDBOX_DEFAULTS.items():
         defs[key] = replace(defs[key], default=value)
     return defs
@@ -67,11 +67,11 @@ def broker_defs(cluster: Cluster) -> dict[str, ConfigDef]:
 
 
 def topic_defs(cluster: Cluster) -> dict[str, ConfigDef]:
-    return definitions.release(cluster.kafka_version).topic_configs
+    return releases.release(cluster.kafka_version).topic_configs
 
 
-def release(cluster: Cluster) -> definitions.Release:
-    return definitions.release(cluster.kafka_version)
+def release(cluster: Cluster) -> releases.Release:
+    return releases.release(cluster.kafka_version)
 
 
 # -- values -------------------------------------------------------------------------------------

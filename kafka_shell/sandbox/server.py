@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import definitions, protocol
+from kafka_shell.definitions import releases
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
 from kafka_shell.sandbox import apis, configs, control, handlers, identity, journal, persist, replication, security, tls
@@ -661,7 +662,7 @@ class Sandbox:
         """The release to follow: `wanted`, else 3.9 for zk mode (Kafka 4.0 removed ZooKeeper), else 4.4."""
         zk = not self.cluster.kraft
         version = definitions.check_release(wanted) if wanted else definitions.ZK_RELEASE if zk else definitions.DEFAULT_RELEASE
-        if zk and not definitions.release(version).has_zookeeper:
+        if zk and not releases.release(version).has_zookeeper:
             raise ValueError(f"Kafka {version} has no ZooKeeper mode (4.0 removed it): use --kafka-version "
                              f"{definitions.ZK_RELEASE} with --mode zk, or drop --mode zk")
         return version

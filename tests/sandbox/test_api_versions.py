@@ -17,9 +17,9 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from kafka_shell import definitions, protocol
+from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
-from kafka_shell.definitions import BROKER, CONTROLLER, ZK_BROKER
+from kafka_shell.definitions import BROKER, CONTROLLER, ZK_BROKER, releases
 from kafka_shell.sandbox import apis
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import API_VERSIONS_BODY, create, produce, read_exactly
@@ -63,15 +63,6 @@ def features(answer: dict) -> tuple[list, list]:
 
 # -- real clusters -------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def kafka39_kraft():
-    """Kafka 3.9 in KRaft mode: one controller (100) and one broker (1); ApiVersions is all it is
-    asked here."""
-    from tests.real_kafka import KAFKA_3, RealKafka
-    with RealKafka(KAFKA_3, controllers=1, brokers=1) as cluster:
-        yield cluster
-
-
 def real_listeners(cluster) -> dict[str, tuple[str, int]]:
     """One address per listener kind of a real cluster."""
     out = {}
@@ -92,7 +83,7 @@ def sandbox_listeners(sandbox) -> dict[str, tuple[str, int]]:
 
 def compare_with_real(real, release: str, mode: str) -> None:
     newest = min(protocol.kio_versions(ApiKey.API_VERSIONS).stop - 1,
-                 definitions.release(release).apis[BROKER if mode == "kraft" else ZK_BROKER][ApiKey.API_VERSIONS].stop - 1)
+                 releases.release(release).apis[BROKER if mode == "kraft" else ZK_BROKER][ApiKey.API_VERSIONS].stop - 1)
     with Sandbox(brokers=1, mode=mode, kafka_version=release) as sandbox:
         theirs, ours = real_listeners(real), sandbox_listeners(sandbox)
         assert set(theirs) == set(ours)
@@ -100,7 +91,7 @@ def compare_with_real(real, release: str, mode: str) -> None:
             kafka = ranges(api_versions(address, newest))
             sandbox_ranges = ranges(api_versions(ours[kind], newest))
             # The committed definitions are what this release lists.
-            assert definitions.release(release).apis[kind] == kafka, f"{release} {kind}: run tools/kafka_definitions.py"
+            assert releases.release(release).apis[kind] == kafka, f"{release} {kind}: run tools/kafka_definitions.py"
             # Key for key, version for version: what the sandbox lists, plus UNSERVED, is Kafka's list.
             for key, versions in sandbox_ranges.items():
                 assert key in kafka and set(versions) <= set(kafka[key]), (kind, key, versions, kafka.get(key))
@@ -121,9 +112,8 @@ def test_kafka_39_zookeeper_lists_what_the_sandbox_lists_plus_unserved(kafka39_z
     compare_with_real(kafka39_zk, "3.9", "zk")
 
 
-@pytest.mark.real_kafka
-def test_kafka_39_kraft_lists_what_the_sandbox_lists_plus_unserved(kafka39_kraft):
-    compare_with_real(kafka39_kraft, "3.9", "kraft")
+def test_kafka_39_kraft_lists_what_the_sandbox_lists_plus_unserved(kafka39):
+    compare_with_real(kafka39, "3.9", "kraft")
 
 
 def test_every_unserved_row_is_needed():
@@ -131,7 +121,7 @@ def test_every_unserved_row_is_needed():
     served = apis.handlers.load()
     for row in apis.UNSERVED:
         covered = [(release, kind, key, v) for release in row.releases for kind in row.listeners
-                   for key in row.keys for v in definitions.release(release).apis.get(kind, {}).get(key, range(0))
+                   for key in row.keys for v in releases.release(release).apis.get(kind, {}).get(key, range(0))
                    if row.covers(release, kind, key, v)]
         assert covered, f"{row} covers nothing Kafka lists"
         for release, kind, key, v in covered:
@@ -142,7 +132,7 @@ def test_every_unserved_row_is_needed():
 def removed_in_4() -> list[tuple[int, int]]:
     """(key, version) a 3.9 broker serves that a 4.4 broker does not parse (KIP-896), with the
     Produce versions 4.4 still lists but closes the connection on."""
-    old, new = definitions.release("3.9"), definitions.release("4.4")
+    old, new = releases.release("3.9"), releases.release("4.4")
     out = []
     for key, versions in old.apis[BROKER].items():
         if key in new.apis[BROKER]:

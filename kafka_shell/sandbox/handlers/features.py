@@ -17,6 +17,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import definitions
+from kafka_shell.definitions import releases
 from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
@@ -25,8 +26,8 @@ UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 FEATURES_KEY = "features"  # cluster extra: feature -> finalized level
 
 
-def _features(cluster) -> definitions.Features:
-    return definitions.release(cluster.kafka_version).features[definitions.BROKER]
+def _features(cluster) -> releases.Features:
+    return releases.release(cluster.kafka_version).features[definitions.BROKER]
 
 
 def supported(cluster) -> dict[str, tuple[int, int]]:
