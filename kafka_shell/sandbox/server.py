@@ -587,7 +587,7 @@ class Sandbox:
         if brokers < 1:
             raise ValueError("a sandbox needs at least one broker")
         if racks and len(racks) not in (1, brokers):
-            raise ValueError(f"--racks needs one rack or {brokers} racks, got {len(racks)}")
+            raise ValueError(f"--rack needs one rack or {brokers} racks, got {len(racks)}")
         if hosts and len(hosts) != brokers:
             raise ValueError(f"--hosts needs {brokers} host names (one per broker), got {len(hosts)}")
         if mode == KRAFT and controllers < 1:

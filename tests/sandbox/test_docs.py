@@ -14,3 +14,10 @@ def test_api_tables_match_what_the_listeners_serve():
     served, unserved = apis.markdown().split("\n\n")
     expected = f"{served}\n\nWhat Kafka lists that the sandbox does not serve, and why:\n\n{unserved}"
     assert section == expected, "regenerate the tables in docs/sandbox.md: python -m kafka_shell.sandbox.apis"
+
+
+def test_the_sandboxs_own_config_keys_and_defaults_are_listed():
+    from kafka_shell.sandbox import configs
+    text = DOC.read_text()
+    for key in [*configs.SANDBOX_BROKER_CONFIGS, *configs.SANDBOX_DEFAULTS]:
+        assert f"| `{key}` |" in text, key
