@@ -263,8 +263,8 @@ def check_topic_configs(cluster: Cluster, values: dict[str, str | None], topic: 
     low = int(topic_value_of(cluster, values, "min.compaction.lag.ms") or 0)
     high = int(topic_value_of(cluster, values, "max.compaction.lag.ms") or 0)
     if low > high:
-        raise ConfigProblem(INVALID_CONFIG, _in_resource(
-            cluster, topic, f"conflict topic config setting min.compaction.lag.ms ({low}) > max.compaction.lag.ms ({high})"))
+        raise ConfigProblem(INVALID_CONFIG, f"conflict topic config setting min.compaction.lag.ms ({low}) > "
+                                            f"max.compaction.lag.ms ({high})")
 
 
 def topic_value_of(cluster: Cluster, values: dict[str, str | None], key: str) -> str | None:
@@ -330,14 +330,17 @@ def elr_enabled(cluster: Cluster) -> bool:
     return cluster.kraft and features.finalized(cluster).get(ELR_FEATURE, 0) >= 1
 
 
-def check_min_isr_change(cluster: Cluster, resource: str, old: dict[str, str], new: dict[str, str]) -> None:
-    """The KRaft controller's rule while ELR is on: min.insync.replicas stays set cluster-wide and
-    is not set per broker (ConfigurationControlManager)."""
-    if not elr_enabled(cluster) or old.get(MIN_ISR) == new.get(MIN_ISR):
+def check_min_isr_change(cluster: Cluster, resource: str, named: set[str], old: dict[str, str],
+                         new: dict[str, str]) -> None:
+    """The KRaft controller's rule while ELR is on: min.insync.replicas stays set cluster-wide, and
+    a request naming it for one broker is refused (ConfigurationControlManager)."""
+    if not elr_enabled(cluster):
         return
     if resource != "":
-        raise ConfigProblem(INVALID_CONFIG, "Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
-    if MIN_ISR not in new:
+        if MIN_ISR in named:
+            raise ConfigProblem(INVALID_CONFIG, "Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+        return
+    if MIN_ISR in old and MIN_ISR not in new:
         raise ConfigProblem(INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
 
 

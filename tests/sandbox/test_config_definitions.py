@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox import configs
@@ -31,10 +32,10 @@ def describe(address, resource_type: int, name: str) -> dict[str, dict]:
     return {c["name"]: c for c in result["configs"]}
 
 
-def create_topic(address, name: str) -> None:
-    answer = exchange(address, ApiKey.CREATE_TOPICS, 5, {"topics": [
-        {"name": name, "num_partitions": 1, "replication_factor": 1}], "timeout": 30000})
-    assert answer["topics"][0]["error_code"] == 0, answer  # type: ignore[index]
+def create_topic(bootstrap: str, name: str) -> None:
+    """With a real client, which finds the controller (ZooKeeper mode) or is forwarded (KRaft)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin.create_topics([NewTopic(name, 1, 1)], request_timeout=30)[name].result(30)
 
 
 def defaults_only(synonyms: list[dict]) -> list[tuple]:
@@ -44,9 +45,9 @@ def defaults_only(synonyms: list[dict]) -> list[tuple]:
 def compare_describe(real, release: str, mode: str) -> None:
     address = real_listeners(real)["broker" if mode == "kraft" else "zk_broker"]
     topic = f"cfg-{uuid.uuid4().hex[:8]}"
-    create_topic(address, topic)
+    create_topic(real.bootstrap, topic)
     with Sandbox(brokers=1, mode=mode, kafka_version=release) as sandbox:
-        create_topic(sandbox.address(1), topic)
+        create_topic(sandbox.bootstrap, topic)
         defs = configs.broker_defs(sandbox.cluster)
         for kind, name in ((BROKER, "1"), (TOPIC, topic)):
             theirs, ours = describe(address, kind, name), describe(sandbox.address(1), kind, name)
@@ -126,9 +127,9 @@ def legacy_alter(address, name: str, values: dict[str, str]) -> tuple[int, str |
 def compare_alterations(real, release: str, mode: str) -> None:
     address = real_listeners(real)["broker" if mode == "kraft" else "zk_broker"]
     topic = f"alter-{uuid.uuid4().hex[:8]}"
-    create_topic(address, topic)
+    create_topic(real.bootstrap, topic)
     with Sandbox(brokers=1, mode=mode, kafka_version=release) as sandbox:
-        create_topic(sandbox.address(1), topic)
+        create_topic(sandbox.bootstrap, topic)
         ours = sandbox.address(1)
         for name, key, op, value in BROKER_CASES:
             assert alter(ours, BROKER, name, (key, op, value)) == alter(address, BROKER, name, (key, op, value)), (name, key, op, value)

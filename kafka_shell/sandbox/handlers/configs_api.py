@@ -111,12 +111,12 @@ def incremental_alter_configs(ctx) -> dict:
     def new_values(resource, current: dict[str, str], defs, kind: str) -> dict[str, str]:
         out = dict(current)
         for c in resource.configs:
-            _apply_op(out, c.name, c.config_operation, c.value, defs, kind)
+            _apply_op(out, c.name, c.config_operation, c.value, defs, kind, ctx.cluster.kraft)
         return out
     return _alter(ctx, new_values)
 
 
-def _apply_op(values: dict[str, str], key: str, op: int, value: str | None, defs, kind: str) -> None:
+def _apply_op(values: dict[str, str], key: str, op: int, value: str | None, defs, kind: str, kraft: bool) -> None:
     """One incremental operation, as Kafka applies it (unknown broker keys are taken as they are)."""
     if op == DELETE:
         values.pop(key, None)
@@ -132,7 +132,7 @@ def _apply_op(values: dict[str, str], key: str, op: int, value: str | None, defs
         values[key] = value
         return
     if d is None or d.type != "list":
-        if kind == "topic":  # the KRaft controller's check; brokers check first, in their own words
+        if kind == "topic" and kraft:  # the KRaft controller's check; other brokers check in their own words
             raise AdminError(ErrorCode.invalid_config, f"Can't {OP_NAMES[op]} to key {key} because its type is not LIST.")
         raise AdminError(ErrorCode.invalid_config,
                          f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {key}")
@@ -205,7 +205,7 @@ def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
         raise AdminError(ErrorCode.invalid_request, f"Cannot update these configs at per-broker level, use the "
                          f"cluster default (name \"\"): {keys}")
     _check_preferred_controller(cluster, new)
-    configs.check_min_isr_change(cluster, r.resource_name, current, new)
+    configs.check_min_isr_change(cluster, r.resource_name, {c.name for c in r.configs}, current, new)
     if validate_only or new == current:
         return
     if node is not None:
