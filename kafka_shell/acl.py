@@ -61,6 +61,9 @@ API_NEEDS: dict[int, dict[Res, Op]] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: {Res.CLUSTER: Op.ALTER},
     ApiKey.DESCRIBE_CLIENT_QUOTAS: {Res.CLUSTER: Op.DESCRIBE_CONFIGS},
     ApiKey.ALTER_CLIENT_QUOTAS: {Res.CLUSTER: Op.ALTER_CONFIGS},
+    ApiKey.LIST_CONFIG_RESOURCES: {Res.CLUSTER: Op.DESCRIBE_CONFIGS},
+    ApiKey.ADD_RAFT_VOTER: {Res.CLUSTER: Op.ALTER},
+    ApiKey.REMOVE_RAFT_VOTER: {Res.CLUSTER: Op.ALTER},
 }
 
 # The operations each resource type has (Kafka's AclEntry.supportedOperations): what ACLs may

@@ -262,3 +262,43 @@ def test_zookeeper_mode_follows_kafka_39_and_refuses_4():
         Sandbox(brokers=1, mode="zk", kafka_version="4.4")
     with pytest.raises(ValueError, match="unknown Kafka version"):
         Sandbox(brokers=1, kafka_version="2.8")
+
+
+# -- the APIs served beyond the obvious ones, answered as Kafka answers them ---------------------
+
+def raft_voter_answers(address) -> list:
+    add = exchange(address, ApiKey.ADD_RAFT_VOTER, 0, {"cluster_id": None, "timeout": 1000, "voter_id": 5,
+                                                       "voter_directory_id": uuid.uuid4(), "listeners": [
+                                                           {"name": "CONTROLLER", "host": "127.0.0.1", "port": 9}]})
+    remove = exchange(address, ApiKey.REMOVE_RAFT_VOTER, 0, {"cluster_id": None, "voter_id": 100,
+                                                             "voter_directory_id": uuid.uuid4()})
+    return [(a["error_code"], a["error_message"]) for a in (add, remove)]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("release", ["4.4", "3.9"])
+def test_a_static_quorum_refuses_voter_changes_as_kafka_does(release, request):
+    real = request.getfixturevalue("kafka4" if release == "4.4" else "kafka39")
+    with Sandbox(brokers=1, kafka_version=release) as sandbox:
+        ours = sandbox_listeners(sandbox)
+        for kind, address in real_listeners(real).items():
+            assert raft_voter_answers(ours[kind]) == raft_voter_answers(address), (release, kind)
+
+
+def config_resources(address, version: int, types: list[int]) -> list[tuple[int, str]]:
+    answer = exchange(address, ApiKey.LIST_CONFIG_RESOURCES, version, {"resource_types": types})
+    assert isinstance(answer, dict)
+    return [(answer["error_code"], "")] + sorted((r.get("resource_type", 16), r["resource_name"]) for r in answer["config_resources"])
+
+
+def test_list_config_resources_as_kafka_4_lists_them(kafka4):
+    client = AdminClient({"bootstrap.servers": kafka4.bootstrap})
+    real_topics = set(client.list_topics(timeout=10).topics)
+    address = ("127.0.0.1", kafka4.brokers[0].port)
+    with Sandbox(brokers=3) as sandbox:
+        create(sandbox, "t", [[1]])
+        topics = {"t"}
+        for version, types in ((0, []), (1, []), (1, [4, 8]), (1, [2]), (1, [99])):
+            theirs, ours = config_resources(address, version, types), config_resources(sandbox.address(1), version, types)
+            assert [r for r in ours if r[0] != 2] == [r for r in theirs if r[0] != 2], (version, types)
+            assert {n for k, n in ours if k == 2} == (topics if 2 in (types or [2]) and version else set())
+            assert {n for k, n in theirs if k == 2} <= real_topics

@@ -95,6 +95,29 @@ def _describe(ctx, resource_type: int, name: str) -> list[dict]:
     raise _unsupported(resource_type)
 
 
+# -- ListConfigResources (ListClientMetricsResources before 4.1) ----------------------------------
+
+CLIENT_METRICS, GROUP, BROKER_LOGGER = 16, 32, 8
+# The types each version lists by default and accepts (ListConfigResourcesRequest.supportedResourceTypes).
+LISTABLE = {0: (CLIENT_METRICS,), 1: (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)}
+
+
+@api(ApiKey.LIST_CONFIG_RESOURCES)
+def list_config_resources(ctx) -> dict:
+    """As Kafka 4.4's KafkaApis lists them: groups with configs, client metrics subscriptions (the
+    sandbox has neither), each live broker as BROKER_LOGGER and BROKER, then every topic."""
+    if not ctx.permits(AclResourceType.CLUSTER):
+        return {"error_code": ErrorCode.cluster_authorization_failed, "config_resources": []}
+    supported = LISTABLE[min(ctx.version, 1)]
+    wanted = list(ctx.request.resource_types) or list(supported)
+    if any(t not in supported for t in wanted):
+        return {"error_code": ErrorCode.unsupported_version, "config_resources": []}
+    brokers = [str(b.id) for b in ctx.cluster.live_brokers()]
+    found = [(name, kind) for kind, names in ((BROKER_LOGGER, brokers), (BROKER, brokers),
+                                             (TOPIC, list(ctx.cluster.topics))) if kind in wanted for name in names]
+    return {"error_code": 0, "config_resources": [{"resource_name": n, "resource_type": t} for n, t in found]}
+
+
 # -- AlterConfigs / IncrementalAlterConfigs --------------------------------------------------
 
 
