@@ -40,7 +40,6 @@ BETWEEN_NODES = ("between Kafka's own nodes (Raft, broker registration, replicat
 UNSERVED: tuple[Unserved, ...] = (
     Unserved((22, 24, 25, 26, 27, 28, 61, 65, 66), TXN_LANDS),
     Unserved((38, 39, 40, 41), "delegation tokens are not implemented"),
-    Unserved((34,), "AlterReplicaLogDirs: a sandbox broker has one log dir"),
     Unserved((68, 69), "KIP-848 consumer groups are not implemented (classic groups only)"),
     Unserved((76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92), "share groups (KIP-932) are not implemented"),
     Unserved((88, 89, 93), "streams groups (KIP-1071) are not implemented"),
@@ -48,9 +47,9 @@ UNSERVED: tuple[Unserved, ...] = (
     Unserved((1, 52, 53, 54, 56, 58, 59, 62, 63, 67, 70, 73, 82, 7), BETWEEN_NODES, listeners=(CONTROLLER,)),
     Unserved((4, 5, 6, 7, 56, 58, 67), BETWEEN_NODES, listeners=(ZK_BROKER,)),
     Unserved((0,), "message formats v0 and v1 (Produce v0-v2 carry them; the sandbox stores only v2 batches)",
-             versions=range(0, 3), releases=("3.9",)),
+             versions=range(0, 3), releases=("3.9",), listeners=(BROKER, ZK_BROKER)),
     Unserved((1,), "message formats v0 and v1 (Fetch v0-v3 would need down-conversion)",
-             versions=range(0, 4), releases=("3.9",)),
+             versions=range(0, 4), releases=("3.9",), listeners=(BROKER, ZK_BROKER)),
 )
 
 # The seeds' APIs, in no Kafka release (KAFKA-20098): GetReplicaLogInfo and ElectLeaders v3
@@ -121,13 +120,15 @@ def markdown() -> str:
     for key in sorted({k for listing in listings.values() for k in listing}):
         cells = " | ".join(_span(listings[kind].get(key)) for kind in KINDS)
         lines.append(f"| {key} | {protocol.api_name(key)} | {cells} |")
-    lines += ["", "| Keys | APIs | Versions | Kafka | Listeners | Why not |", "|---|---|---|---|---|---|"]
+    lines += ["", "| Keys | APIs | Versions | Where Kafka lists them | Why not |", "|---|---|---|---|---|"]
     for u in UNSERVED:
-        names = ", ".join(releases.release(RELEASES[0]).api_names.get(k) or releases.release(u.releases[0]).api_names[k]
+        names = ", ".join(next(releases.release(r).api_names[k] for r in RELEASES if k in releases.release(r).api_names)
                           for k in u.keys)
         versions = "all" if u.versions is None else _span(u.versions)
-        listeners = ", ".join(x.replace("_", " ") for x in u.listeners) if u.listeners != ALL_LISTENERS else "all"
-        lines.append(f"| {', '.join(map(str, u.keys))} | {names} | {versions} | {', '.join(u.releases)} | {listeners} | {u.reason} |")
+        covered = [kind for kind in KINDS if any(u.covers(*kind, k, v) for k in u.keys
+                                                 for v in releases.release(kind[0]).apis[kind[1]].get(k, range(0)))]
+        where = ", ".join(f"{r} {listener.replace('_', ' ')}" for r, listener in covered)
+        lines.append(f"| {', '.join(map(str, u.keys))} | {names} | {versions} | {where} | {u.reason} |")
     return "\n".join(lines)
 
 

@@ -302,3 +302,32 @@ def test_list_config_resources_as_kafka_4_lists_them(kafka4):
             assert [r for r in ours if r[0] != 2] == [r for r in theirs if r[0] != 2], (version, types)
             assert {n for k, n in ours if k == 2} == (topics if 2 in (types or [2]) and version else set())
             assert {n for k, n in theirs if k == 2} <= real_topics
+
+
+def log_dir_of(address) -> str:
+    answer = exchange(address, ApiKey.DESCRIBE_LOG_DIRS, 1, {"topics": None})
+    return answer["results"][0]["log_dir"]  # type: ignore[index]
+
+
+def alter_log_dirs(address, path: str, topic: str, partitions: list[int]) -> list[tuple[int, int]]:
+    answer = exchange(address, ApiKey.ALTER_REPLICA_LOG_DIRS, 2, {"dirs": [
+        {"path": path, "topics": [{"name": topic, "partitions": partitions}]}]})
+    return sorted((p["partition_index"], p["error_code"]) for r in answer["results"] for p in r["partitions"])  # type: ignore[index]
+
+
+def test_alter_replica_log_dirs_as_kafka_answers_with_one_dir_per_broker(kafka4):
+    """A replica moves nowhere (it is in the broker's one dir); another path is not a log dir;
+    a partition the broker does not hold cannot move."""
+    address = ("127.0.0.1", kafka4.brokers[0].port)
+    topic = f"dirs-{uuid.uuid4().hex[:8]}"
+    created = exchange(address, ApiKey.CREATE_TOPICS, 5, {"timeout": 30000, "topics": [
+        {"name": topic, "num_partitions": -1, "replication_factor": -1, "assignments": [
+            {"partition_index": 0, "broker_ids": [1]}, {"partition_index": 1, "broker_ids": [2]}]}]})
+    assert created["topics"][0]["error_code"] == 0, created  # type: ignore[index]
+    with Sandbox(brokers=3) as sandbox:
+        create(sandbox, topic, [[1], [2]])
+        ours, theirs = sandbox.address(1), address
+        mine, real = log_dir_of(ours), log_dir_of(theirs)
+        for name, partitions in ((topic, [0]), (topic, [1, 7]), ("missing", [0])):
+            assert alter_log_dirs(ours, mine, name, partitions) == alter_log_dirs(theirs, real, name, partitions), partitions
+        assert alter_log_dirs(ours, "/no/such/dir", topic, [0, 1, 7]) == alter_log_dirs(theirs, "/no/such/dir", topic, [0, 1, 7])
