@@ -22,29 +22,7 @@ from kafka_shell.codes import ApiKey, Error
 from kafka_shell.definitions import BROKER, CONTROLLER, ZK_BROKER, releases
 from kafka_shell.sandbox import apis
 from kafka_shell.sandbox.server import Sandbox
-from tests.sandbox.wire import API_VERSIONS_BODY, create, produce, read_exactly
-
-CLOSED = "closed"
-
-
-def exchange(address: tuple[str, int], api_key: int, version: int, body: dict) -> object:
-    """One request of that version on a new connection: the decoded answer, or CLOSED when the
-    listener closes the connection instead of answering (Kafka's answer to what it does not serve)."""
-    entity = protocol.build(protocol.request_schema(api_key, version), body)
-    with socket.create_connection(address, timeout=10) as s:
-        s.sendall(protocol.encode_request(entity, 77, "kafka-shell-tests"))
-        try:
-            head = s.recv(4)
-        except ConnectionResetError:
-            return CLOSED
-        if not head:
-            return CLOSED
-        data = read_exactly(s, struct.unpack(">i", head)[0])
-    schema = protocol.response_schema(api_key, 0 if api_key == ApiKey.API_VERSIONS and data[4:6] == b"\x00\x23" else version)
-    correlation_id, answer = protocol.decode_response(schema, data)
-    assert correlation_id == 77
-    return protocol.to_dict(answer)
-
+from tests.sandbox.wire import API_VERSIONS_BODY, CLOSED, create, exchange, produce, read_exactly
 
 def api_versions(address: tuple[str, int], version: int) -> dict:
     answer = exchange(address, ApiKey.API_VERSIONS, version, API_VERSIONS_BODY)
@@ -104,16 +82,15 @@ def compare_with_real(real, release: str, mode: str) -> None:
                 assert features(api_versions(ours[kind], version)) == features(api_versions(address, version)), (kind, version)
 
 
-def test_kafka_4_lists_what_the_sandbox_lists_plus_unserved(kafka4):
-    compare_with_real(kafka4, "4.4", "kraft")
+# Each kind of real cluster (a session fixture of tests/conftest.py), the release and mode it runs.
+REAL_CLUSTERS = pytest.mark.parametrize(("cluster", "release", "mode"), [
+    ("kafka4", "4.4", "kraft"), ("kafka39_zk", "3.9", "zk"), ("kafka39", "3.9", "kraft")], ids=["4.4", "3.9-zk", "3.9-kraft"])
 
 
-def test_kafka_39_zookeeper_lists_what_the_sandbox_lists_plus_unserved(kafka39_zk):
-    compare_with_real(kafka39_zk, "3.9", "zk")
-
-
-def test_kafka_39_kraft_lists_what_the_sandbox_lists_plus_unserved(kafka39):
-    compare_with_real(kafka39, "3.9", "kraft")
+@pytest.mark.real_kafka
+@REAL_CLUSTERS
+def test_kafka_lists_what_the_sandbox_lists_plus_unserved(cluster, release, mode, request):
+    compare_with_real(request.getfixturevalue(cluster), release, mode)
 
 
 def test_every_unserved_row_is_needed():

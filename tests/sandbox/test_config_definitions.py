@@ -8,6 +8,7 @@ alterations (validate_only) get Kafka's error code and message, or succeed, as o
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import pytest
@@ -16,7 +17,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox import configs
 from kafka_shell.sandbox.server import Sandbox
-from tests.sandbox.test_api_versions import exchange, real_listeners
+from tests.sandbox.test_api_versions import REAL_CLUSTERS, real_listeners
+from tests.sandbox.wire import exchange
 
 DEFAULT = configs.DEFAULT_CONFIG
 SET, DELETE, APPEND = 0, 1, 2
@@ -42,12 +44,20 @@ def defaults_only(synonyms: list[dict]) -> list[tuple]:
     return [(s["name"], s["value"]) for s in synonyms if s["source"] == DEFAULT]
 
 
-def compare_describe(real, release: str, mode: str) -> None:
+@contextlib.contextmanager
+def beside(real, release: str, mode: str):
+    """A sandbox of the real cluster's release and mode; each has a new topic of the same name.
+    Yields (the real broker's address, the sandbox, the topic)."""
     address = real_listeners(real)["broker" if mode == "kraft" else "zk_broker"]
     topic = f"cfg-{uuid.uuid4().hex[:8]}"
     create_topic(real.bootstrap, topic)
     with Sandbox(brokers=1, mode=mode, kafka_version=release) as sandbox:
         create_topic(sandbox.bootstrap, topic)
+        yield address, sandbox, topic
+
+
+def compare_describe(real, release: str, mode: str) -> None:
+    with beside(real, release, mode) as (address, sandbox, topic):
         defs = configs.broker_defs(sandbox.cluster)
         for kind, name in ((BROKER, "1"), (TOPIC, topic)):
             theirs, ours = describe(address, kind, name), describe(sandbox.address(1), kind, name)
@@ -64,16 +74,10 @@ def compare_describe(real, release: str, mode: str) -> None:
                     assert defaults_only(entry["synonyms"]) == defaults_only(real_entry["synonyms"]), (kind, key)
 
 
-def test_kafka_4_configs_are_the_sandboxs(kafka4):
-    compare_describe(kafka4, "4.4", "kraft")
-
-
-def test_kafka_39_zookeeper_configs_are_the_sandboxs(kafka39_zk):
-    compare_describe(kafka39_zk, "3.9", "zk")
-
-
-def test_kafka_39_kraft_configs_are_the_sandboxs(kafka39):
-    compare_describe(kafka39, "3.9", "kraft")
+@pytest.mark.real_kafka
+@REAL_CLUSTERS
+def test_real_kafkas_configs_are_the_sandboxs(cluster, release, mode, request):
+    compare_describe(request.getfixturevalue(cluster), release, mode)
 
 
 # -- alterations, validated as Kafka validates them ----------------------------------------------------
@@ -125,11 +129,7 @@ def legacy_alter(address, name: str, values: dict[str, str]) -> tuple[int, str |
 
 
 def compare_alterations(real, release: str, mode: str) -> None:
-    address = real_listeners(real)["broker" if mode == "kraft" else "zk_broker"]
-    topic = f"alter-{uuid.uuid4().hex[:8]}"
-    create_topic(real.bootstrap, topic)
-    with Sandbox(brokers=1, mode=mode, kafka_version=release) as sandbox:
-        create_topic(sandbox.bootstrap, topic)
+    with beside(real, release, mode) as (address, sandbox, topic):
         ours = sandbox.address(1)
         for name, key, op, value in BROKER_CASES:
             assert alter(ours, BROKER, name, (key, op, value)) == alter(address, BROKER, name, (key, op, value)), (name, key, op, value)
@@ -141,16 +141,10 @@ def compare_alterations(real, release: str, mode: str) -> None:
             assert legacy_alter(ours, "", values) == legacy_alter(address, "", values), values
 
 
-def test_kafka_4_alterations_are_validated_as_the_sandbox_does(kafka4):
-    compare_alterations(kafka4, "4.4", "kraft")
-
-
-def test_kafka_39_zookeeper_alterations_are_validated_as_the_sandbox_does(kafka39_zk):
-    compare_alterations(kafka39_zk, "3.9", "zk")
-
-
-def test_kafka_39_kraft_alterations_are_validated_as_the_sandbox_does(kafka39):
-    compare_alterations(kafka39, "3.9", "kraft")
+@pytest.mark.real_kafka
+@REAL_CLUSTERS
+def test_alterations_are_validated_as_real_kafka_does(cluster, release, mode, request):
+    compare_alterations(request.getfixturevalue(cluster), release, mode)
 
 
 @pytest.mark.parametrize("release", ["4.4", "3.9"])

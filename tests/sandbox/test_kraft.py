@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import json
 import socket
-import struct
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, EndpointType, Error
 from kafka_shell.sandbox import persist, replication
 from kafka_shell.sandbox.server import Sandbox, controller_id_base
 from tests.conftest import KRAFT_MODE, ZK_MODE
-from tests.sandbox.wire import API_VERSIONS_BODY, create, produce, read_exactly, request
+from tests.sandbox.wire import API_VERSIONS_BODY, CLOSED, create, exchange, produce, request
 
 QUORUM_BODY = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
 CREATE_BODY = {"topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1}], "timeout": 5000}
@@ -27,17 +25,7 @@ def api_keys(sandbox, node: int) -> set[int]:
 
 def closes_connection(sandbox, node: int, api_key: int, version: int, body: dict) -> bool:
     """Send one request; True if the listener closes the connection instead of answering."""
-    entity = protocol.build(protocol.request_schema(api_key, version), body)
-    with socket.create_connection(sandbox.address(node), timeout=5) as s:
-        s.sendall(protocol.encode_request(entity, 7, "test"))
-        try:
-            head = s.recv(4)
-        except ConnectionResetError:
-            return True
-        if not head:
-            return True
-        read_exactly(s, struct.unpack(">i", head)[0])
-        return False
+    return exchange(sandbox.address(node), api_key, version, body) == CLOSED
 
 
 def quorum(sandbox, node: int, version: int = 2) -> dict:
@@ -90,11 +78,12 @@ def test_kraft_listeners_list_their_apis(sandbox):
 
 @ZK_MODE
 def test_zk_brokers_lack_the_kraft_apis(sandbox):
-    # Kafka 3.9's brokers in both modes: the KRaft ones add the quorum, broker unregistration and
-    # KIP-966's DescribeTopicPartitions.
+    # Kafka 3.9's brokers in both modes: the KRaft ones add the quorum and its voter changes,
+    # broker unregistration, client metrics listing and KIP-966's DescribeTopicPartitions.
     with Sandbox(brokers=1, kafka_version="3.9") as kraft:
         assert api_keys(kraft, 1) - api_keys(sandbox, 1) == {
-            ApiKey.DESCRIBE_QUORUM, ApiKey.UNREGISTER_BROKER, ApiKey.DESCRIBE_TOPIC_PARTITIONS}
+            ApiKey.DESCRIBE_QUORUM, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER, ApiKey.UNREGISTER_BROKER,
+            ApiKey.LIST_CONFIG_RESOURCES, ApiKey.DESCRIBE_TOPIC_PARTITIONS}
     assert closes_connection(sandbox, 1, ApiKey.DESCRIBE_QUORUM, 0, QUORUM_BODY)
 
 
