@@ -444,7 +444,9 @@ def serve_sandbox(argv: list[str]) -> int:
     if sandbox.authorizer is not None:
         supers = ", ".join(sorted(sandbox.authorizer.super_users)) or "none"
         auth = f"ACLs checked (super users: {supers}), "
-    sys.stderr.write(f"Sandbox cluster ({sandbox.mode} mode) with {len(sandbox.cluster.brokers)} broker(s) "
+    seeds = ", with the seeds' APIs" if sandbox.seed_apis else ""
+    sys.stderr.write(f"Sandbox cluster (Kafka {sandbox.cluster.kafka_version}, {sandbox.mode} mode{seeds}) with "
+                     f"{len(sandbox.cluster.brokers)} broker(s) "
                      f"at {sandbox.bootstrap}, {quorum}, {auth}control endpoint {sandbox.control_address}; "
                      "Ctrl-C stops it.\n")
     while not stop.wait(0.5):

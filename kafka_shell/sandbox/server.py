@@ -835,7 +835,8 @@ class Sandbox:
                 return {protocol.api_name(k): _error_name(v) for k, v in n.failures.items()}
 
             return {
-                "mode": c.mode, "cluster_id": c.cluster_id, "active_controller": c.controller_id,
+                "mode": c.mode, "kafka_version": c.kafka_version, "seed_apis": self.seed_apis,
+                "cluster_id": c.cluster_id, "active_controller": c.controller_id,
                 "controller_epoch": c.controller_epoch, "bootstrap": self.bootstrap,
                 "bootstrap_controllers": self.bootstrap_controllers, "control": self.control_address,
                 "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack,
