@@ -69,7 +69,7 @@ def describe_configs(ctx) -> dict:
         for e in entries:
             if not req.include_synonyms:
                 e["synonyms"] = []
-            if not getattr(req, "include_documentation", False):
+            if not req.include_documentation:
                 e["documentation"] = None
         results.append({**result, "configs": entries})
     return {"results": results}

@@ -166,7 +166,7 @@ def _all_topics(ctx) -> object:
     describe (Kafka leaves the others out). An injected Metadata failure needs the topics as
     data (the error goes on each of them)."""
     visible = [t for t in ctx.cluster.topics.values() if ctx.permits(AclResourceType.TOPIC, t.name)]
-    if ctx.api_key in ctx.broker.failures or getattr(ctx.request, "include_topic_authorized_operations", False):
+    if ctx.api_key in ctx.broker.failures or ctx.request.include_topic_authorized_operations:
         return [_with_operations(ctx, topic_metadata(ctx.cluster, t)) for t in visible]
     encoded = _encoded(ctx)
     if len(visible) == len(ctx.cluster.topics):
@@ -196,9 +196,9 @@ def metadata(ctx) -> dict:
             code: int = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
             if (name or t) and not ctx.permits(AclResourceType.TOPIC, name or t.name):
                 t, code = None, ErrorCode.topic_authorization_failed  # whether it exists or not
-            elif t is None and name and getattr(req, "allow_auto_topic_creation", True) and not _may_create(ctx, name):
+            elif t is None and name and req.allow_auto_topic_creation and not _may_create(ctx, name):
                 code = ErrorCode.topic_authorization_failed
-            elif t is None and name and getattr(req, "allow_auto_topic_creation", True):
+            elif t is None and name and req.allow_auto_topic_creation:
                 if not cluster.controller_available:
                     code = ErrorCode.leader_not_available  # creation waits for a KRaft controller
                 else:
@@ -211,7 +211,7 @@ def metadata(ctx) -> dict:
                               "partitions": []})
             else:
                 found.append(t)
-        if ctx.api_key in ctx.broker.failures or getattr(req, "include_topic_authorized_operations", False):
+        if ctx.api_key in ctx.broker.failures or req.include_topic_authorized_operations:
             # As data: an injected error goes on each topic; asked-for operations are per principal.
             topics = [_with_operations(ctx, topic_metadata(cluster, t)) if not isinstance(t, dict) else t
                       for t in found]
@@ -227,12 +227,12 @@ def metadata(ctx) -> dict:
         "controller_id": ctx.advertised_controller_id(),
         "topics": topics,
         "cluster_authorized_operations": ctx.authorized_operations(
-            getattr(req, "include_cluster_authorized_operations", False), AclResourceType.CLUSTER),
+            req.include_cluster_authorized_operations, AclResourceType.CLUSTER),
     }
 
 
 def _with_operations(ctx, answer: dict) -> dict:
     """A topic's answer with its authorized operations, when the request asked for them."""
     answer["topic_authorized_operations"] = ctx.authorized_operations(
-        getattr(ctx.request, "include_topic_authorized_operations", False), AclResourceType.TOPIC, answer["name"])
+        ctx.request.include_topic_authorized_operations, AclResourceType.TOPIC, answer["name"])
     return answer

@@ -101,7 +101,7 @@ def update_features(ctx) -> dict:
             if message is not None:
                 error = ErrorCode.invalid_update_version
                 break
-    if error == ErrorCode.none and not getattr(req, "validate_only", False):
+    if error == ErrorCode.none and not req.validate_only:
         levels = finalized(ctx.cluster)
         for u in req.feature_updates:
             levels[u.feature] = u.max_version_level
