@@ -62,6 +62,7 @@ def sandbox_listeners(sandbox) -> dict[str, tuple[str, int]]:
 def compare_with_real(real, release: str, mode: str) -> None:
     newest = min(protocol.kio_versions(ApiKey.API_VERSIONS).stop - 1,
                  releases.release(release).apis[BROKER if mode == "kraft" else ZK_BROKER][ApiKey.API_VERSIONS].stop - 1)
+    assert releases.release(release).version == real.version, "the pins moved: run tools/kafka_definitions.py"
     with Sandbox(brokers=1, mode=mode, kafka_version=release) as sandbox:
         theirs, ours = real_listeners(real), sandbox_listeners(sandbox)
         assert set(theirs) == set(ours)
