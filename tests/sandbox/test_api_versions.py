@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 import uuid
 
 import pytest
@@ -293,6 +294,17 @@ def alter_log_dirs(address, path: str, topic: str, partitions: list[int]) -> lis
     return sorted((p["partition_index"], p["error_code"]) for r in answer["results"] for p in r["partitions"])  # type: ignore[index]
 
 
+def wait_until_known(address, topic: str, timeout_s: float = 30.0) -> None:
+    """Until the broker at `address` has the new topic in its metadata (brokers learn it from the
+    controller a moment after CreateTopics returns)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answer = exchange(address, ApiKey.METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
+        if answer["topics"][0]["error_code"] == 0 or time.monotonic() >= deadline:  # type: ignore[index]
+            return
+        time.sleep(0.1)
+
+
 def test_alter_replica_log_dirs_as_kafka_answers_with_one_dir_per_broker(kafka4):
     """A replica moves nowhere (it is in the broker's one dir); another path is not a log dir;
     a partition the broker does not hold cannot move."""
@@ -302,6 +314,7 @@ def test_alter_replica_log_dirs_as_kafka_answers_with_one_dir_per_broker(kafka4)
         {"name": topic, "num_partitions": -1, "replication_factor": -1, "assignments": [
             {"partition_index": 0, "broker_ids": [1]}, {"partition_index": 1, "broker_ids": [2]}]}]})
     assert created["topics"][0]["error_code"] == 0, created  # type: ignore[index]
+    wait_until_known(address, topic)
     with Sandbox(brokers=3) as sandbox:
         create(sandbox, topic, [[1], [2]])
         ours, theirs = sandbox.address(1), address

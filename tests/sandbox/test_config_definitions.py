@@ -9,6 +9,7 @@ alterations (validate_only) get Kafka's error code and message, or succeed, as o
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 
 import pytest
@@ -21,15 +22,23 @@ from tests.sandbox.test_api_versions import REAL_CLUSTERS, real_listeners
 from tests.sandbox.wire import exchange
 
 DEFAULT = configs.DEFAULT_CONFIG
+UNKNOWN_TOPIC = 3
 SET, DELETE, APPEND = 0, 1, 2
 TOPIC, BROKER = 2, 4
 
 
-def describe(address, resource_type: int, name: str) -> dict[str, dict]:
-    answer = exchange(address, ApiKey.DESCRIBE_CONFIGS, 4, {
-        "resources": [{"resource_type": resource_type, "resource_name": name, "configuration_keys": None}],
-        "include_synonyms": True, "include_documentation": True})
-    [result] = answer["results"]  # type: ignore[index]
+def describe(address, resource_type: int, name: str, wait_s: float = 0.0) -> dict[str, dict]:
+    """DescribeConfigs of one resource; `wait_s`: while the broker does not know the topic yet
+    (a ZooKeeper-era broker learns a new one from the controller a moment after it is created)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        answer = exchange(address, ApiKey.DESCRIBE_CONFIGS, 4, {
+            "resources": [{"resource_type": resource_type, "resource_name": name, "configuration_keys": None}],
+            "include_synonyms": True, "include_documentation": True})
+        [result] = answer["results"]  # type: ignore[index]
+        if result["error_code"] != UNKNOWN_TOPIC or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
     assert result["error_code"] == 0, result
     return {c["name"]: c for c in result["configs"]}
 
@@ -51,6 +60,7 @@ def beside(real, release: str, mode: str):
     address = real_listeners(real)["broker" if mode == "kraft" else "zk_broker"]
     topic = f"cfg-{uuid.uuid4().hex[:8]}"
     create_topic(real.bootstrap, topic)
+    describe(address, TOPIC, topic, wait_s=30)  # until the broker asked knows it
     with Sandbox(brokers=1, mode=mode, kafka_version=release) as sandbox:
         create_topic(sandbox.bootstrap, topic)
         yield address, sandbox, topic
