@@ -67,7 +67,10 @@ class ApiKey(IntEnum):
     UNREGISTER_BROKER = 64
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    LIST_CONFIG_RESOURCES = 74   # ListClientMetricsResources until Kafka 4.1
     DESCRIBE_TOPIC_PARTITIONS = 75
+    ADD_RAFT_VOTER = 80
+    REMOVE_RAFT_VOTER = 81
     # KAFKA-20098's new RPC; Apache Kafka has not assigned it a key (see protocol_ext).
     GET_REPLICA_LOG_INFO = 1000
 

@@ -22,9 +22,10 @@ from kafka_shell.parsing import suggest
 
 USAGE_HEAD = """\
 Usage: kafka-shell [GLOBAL OPTIONS] [--command "LINE" | --file SCRIPT | --COMMAND [OPTIONS]]
-       kafka-shell sandbox [--brokers N] [--mode kraft|zk] [--controllers N] [--port-base N]
-                           [--racks a,b,c] [--data-dir D] [--listen H] [--listeners L,L]
-                           [--user NAME:PASSWORD] [--tls-dir D]   (see kafka-shell sandbox --help)
+       kafka-shell sandbox [--brokers N] [--mode kraft|zk] [--kafka-version 4.4|3.9]
+                           [--controllers N] [--port-base N] [--rack a,b,c] [--broker-config K=V]
+                           [--data-dir D] [--listen H] [--listeners L,L] [--user NAME:PASSWORD]
+                           [--tls-dir D] [--seed-apis]   (see kafka-shell sandbox --help)
 
 With no command or file, kafka-shell opens the interactive shell (or replays piped stdin).
 
@@ -36,6 +37,11 @@ GLOBAL_HELP = [
      "cluster and broker configs) goes straight to the active one"),
     ("--cluster NAME", "A cluster from clusters.json (see the clusters command)"),
     ("--sandbox", "Start an embedded 3-broker cluster and use it"),
+    ("--kafka-version V", "--sandbox: the Kafka release it behaves as, 4.4 (default) or 3.9"),
+    ("--broker-config KEY=VALUE", "--sandbox: a static broker config (repeatable), e.g. num.partitions=4"),
+    ("--rack ID[,ID...]", "--sandbox: the brokers' racks, one per broker or one for all"),
+    ("--seed-apis", "--sandbox: also serve the seeds' APIs no Kafka release has (GetReplicaLogInfo, "
+     "designated elections)"),
     ("--command, -c LINE", "Run one command line and exit"),
     ("--file, -f SCRIPT", "Replay a script, one command a line (`-` reads stdin)"),
     ("--quiet, -q", "Replay: do not echo each command"),
@@ -74,6 +80,11 @@ class Globals:
     bootstrap_controller: str | None = None
     cluster: str | None = None
     sandbox: bool = False
+    # The in-process sandbox's options (kafka-shell sandbox has the same ones).
+    kafka_version: str | None = None
+    broker_configs: list[str] = field(default_factory=list)
+    rack: str | None = None
+    seed_apis: bool = False
     command: str | None = None
     file: str | None = None
     quiet: bool = False
@@ -98,6 +109,8 @@ GLOBAL_OPTIONS: dict[str, tuple[str, bool]] = {
     "--bootstrap-server": ("bootstrap", True), "--broker-list": ("bootstrap", True),
     "--bootstrap-controller": ("bootstrap_controller", True),
     "--cluster": ("cluster", True), "--sandbox": ("sandbox", False),
+    "--kafka-version": ("kafka_version", True), "--broker-config": ("broker_configs", True),
+    "--rack": ("rack", True), "--seed-apis": ("seed_apis", False),
     "--command": ("command", True), "-c": ("command", True),
     "--file": ("file", True), "-f": ("file", True),
     "--quiet": ("quiet", False), "-q": ("quiet", False),
@@ -177,6 +190,8 @@ def _twice(dest: str, first: str, second: str) -> str:
 def _set(g: Globals, dest: str, name: str, value: str) -> None:
     if dest == "x_options":
         g.x_options.append(value)
+    elif dest == "broker_configs":
+        g.broker_configs.append(value)
     elif dest == "csv_table":
         from kafka_shell.registry import table_name
         try:
@@ -266,13 +281,18 @@ def run(argv: list[str]) -> int:
         raise UsageError("--csv-table picks the table of --output csv: add --output csv (or leave --csv-table out)")
     if g.bootstrap and g.cluster:
         raise UsageError("Options --bootstrap-server and --cluster cannot be used together (pick one)")
+    sandbox_options = [name for name, given in (("--kafka-version", g.kafka_version), ("--broker-config", g.broker_configs),
+                                                ("--rack", g.rack), ("--seed-apis", g.seed_apis)) if given]
+    if sandbox_options and not g.sandbox:
+        raise UsageError(f"{sandbox_options[0]} configures the in-process sandbox: add --sandbox "
+                         "(or give it to kafka-shell sandbox)")
     from kafka_shell.session import Session
     session = Session(output=g.output, yes=g.yes, debug=g.debug, pager=not g.no_pager,
                       expanded="on" if g.expanded else "auto", csv_table=g.csv_table)
     try:
         if g.sandbox:
-            from kafka_shell.sandbox.server import Sandbox
-            session.sandbox = Sandbox(brokers=3).start()
+            session.sandbox = _start_sandbox(kafka_version=g.kafka_version, configs=sandbox_broker_configs(g.broker_configs),
+                                             racks=sandbox_racks(g.rack), seed_apis=g.seed_apis)
         session.target = build_target(g, session.sandbox)
         from kafka_shell import modes
         if g.command_tokens is not None:
@@ -327,6 +347,7 @@ def serve_sandbox(argv: list[str]) -> int:
     import signal
     import threading
 
+    from kafka_shell.definitions import DEFAULT_RELEASE, RELEASES, ZK_RELEASE
     from kafka_shell.sandbox.model import MODES
     p = argparse.ArgumentParser(prog="kafka-shell sandbox", description="Serve an embedded Kafka cluster "
                                 "on 127.0.0.1 or --listen (real Kafka wire protocol).",
@@ -339,7 +360,17 @@ def serve_sandbox(argv: list[str]) -> int:
     p.add_argument("--port-base", type=int, default=None, metavar="P",
                    help="listen on P.. (brokers, then controllers, then the control endpoint) "
                         "instead of free ports")
-    p.add_argument("--racks", default=None, help="comma-separated racks, one per broker or one for all")
+    p.add_argument("--kafka-version", choices=RELEASES, default=None,
+                   help=f"the Kafka release to behave as: its API versions, features and configs (default "
+                        f"{DEFAULT_RELEASE}; --mode zk implies {ZK_RELEASE}, which Kafka 4.0 left behind)")
+    p.add_argument("--rack", "--racks", dest="rack", default=None, metavar="ID[,ID...]",
+                   help="the brokers' racks (broker.rack): one per broker, or one for all")
+    p.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a static broker config, as in Kafka's server.properties (repeatable): e.g. "
+                        "num.partitions=4, default.replication.factor=3")
+    p.add_argument("--seed-apis", action="store_true",
+                   help="also serve the seeds' APIs no Kafka release has: KAFKA-20098's GetReplicaLogInfo "
+                        "and designated elections (ElectLeaders v3)")
     p.add_argument("--hosts", default=None, metavar="H1,H2,...",
                    help="the brokers' machine names, one per broker (default broker-1.sandbox, ...); "
                         "they key KIP-426's host -> id mapping, the advertised address stays loopback")
@@ -389,12 +420,13 @@ def serve_sandbox(argv: list[str]) -> int:
     users = dict(_sandbox_user(item) for item in args.user)
     if args.mode == "zk" and args.controllers is not None:
         raise UsageError("--controllers needs --mode kraft (a zk-mode controller is a broker)")
+    configs = sandbox_broker_configs(args.broker_config)
     from kafka_shell.sandbox.authorizer import parse_super_users
     from kafka_shell.sandbox.persist import StateError
     from kafka_shell.sandbox.server import Sandbox
     try:
-        sandbox = Sandbox(brokers=args.brokers, port_base=args.port_base,
-                          racks=args.racks.split(",") if args.racks else None,
+        sandbox = Sandbox(brokers=args.brokers, port_base=args.port_base, racks=sandbox_racks(args.rack),
+                          kafka_version=args.kafka_version, configs=configs, seed_apis=args.seed_apis,
                           hosts=args.hosts.split(",") if args.hosts else None,
                           host=args.listen, data_dir=args.data_dir, mode=args.mode,
                           controllers=args.controllers, serve_control=True,
@@ -435,7 +467,9 @@ def serve_sandbox(argv: list[str]) -> int:
     if sandbox.authorizer is not None:
         supers = ", ".join(sorted(sandbox.authorizer.super_users)) or "none"
         auth = f"ACLs checked (super users: {supers}), "
-    sys.stderr.write(f"Sandbox cluster ({sandbox.mode} mode) with {len(sandbox.cluster.brokers)} broker(s) "
+    seeds = ", with the seeds' APIs" if sandbox.seed_apis else ""
+    sys.stderr.write(f"Sandbox cluster (Kafka {sandbox.cluster.kafka_version}, {sandbox.mode} mode{seeds}) with "
+                     f"{len(sandbox.cluster.brokers)} broker(s) "
                      f"at {sandbox.bootstrap}, {quorum}, {auth}control endpoint {sandbox.control_address}; "
                      "Ctrl-C stops it.\n")
     while not stop.wait(0.5):
@@ -460,6 +494,36 @@ def _repair_sandbox(data_dir: str | None, argv: list[str]) -> int:
     except OSError as exc:
         raise ShellError(f"Cannot repair {data_dir}: {exc.strerror or exc}") from None
     return 0
+
+
+def sandbox_broker_configs(items: list[str]) -> dict[str, str]:
+    """--broker-config KEY=VALUE, repeated: the sandbox's static broker configs."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--broker-config expects KEY=VALUE, not {shown(item)} (e.g. --broker-config num.partitions=4)")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def sandbox_racks(text: str | None) -> list[str] | None:
+    """--rack ID[,ID...]: one rack per broker, or one for all."""
+    if text is None:
+        return None
+    racks = [r.strip() for r in text.split(",")]
+    if not all(racks):
+        raise UsageError(f"--rack expects rack ids separated by commas, not {shown(text)} (e.g. --rack a,b,c)")
+    return racks
+
+
+def _start_sandbox(**options):
+    """The in-process sandbox (--sandbox): 3 brokers, with the options the command line gave."""
+    from kafka_shell.sandbox.server import Sandbox
+    try:
+        return Sandbox(brokers=3, **options).start()
+    except ValueError as exc:
+        raise UsageError(f"Cannot start the sandbox: {exc}") from None
 
 
 def _upper_list(text: str | None) -> list[str] | None:

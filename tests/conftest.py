@@ -22,7 +22,7 @@ KRAFT_MODE = pytest.mark.modes("kraft")
 
 
 # The session fixtures below that start real Apache Kafka; a test using one is marked real_kafka.
-REAL_KAFKA_FIXTURES = {"kafka4", "kafka4_quorum", "kafka39_zk"}
+REAL_KAFKA_FIXTURES = {"kafka4", "kafka4_quorum", "kafka39_zk", "kafka39"}
 
 
 def pytest_configure(config) -> None:
@@ -94,4 +94,13 @@ def kafka39_zk():
     """Kafka 3.9 in ZooKeeper mode: ZooKeeper and three brokers (1-3)."""
     from tests.real_kafka import KAFKA_3, RealKafka
     with RealKafka(KAFKA_3, mode="zk", brokers=3) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka39():
+    """Kafka 3.9 in KRaft mode: one controller (id 100) and one broker (1), for what 3.9's KRaft
+    nodes list and answer (ApiVersions, configs) beside the ZooKeeper-mode cluster."""
+    from tests.real_kafka import KAFKA_3, RealKafka
+    with RealKafka(KAFKA_3, controllers=1, brokers=1) as cluster:
         yield cluster

@@ -221,8 +221,9 @@ def test_rebalance_moves_as_many_replicas_as_the_shells_planner(spark, tmp_path)
 def staged(tmp_path_factory):
     """A 4-broker sandbox with work for every plan: t-0 offline (its ISR member 1 down; 2 and 3
     live, 3 wrote in a later epoch with a shorter log), p-0 led by 3 instead of its preferred 2,
-    and topic r crowded on brokers 2 and 3 while 4 holds nothing."""
-    with Sandbox(brokers=4) as sandbox:
+    and topic r crowded on brokers 2 and 3 while 4 holds nothing. With the seeds' APIs: the
+    recovery plan weighs each replica's last epoch (GetReplicaLogInfo) and is a designated election."""
+    with Sandbox(brokers=4, seed_apis=True) as sandbox:
         stage_offline_partition(sandbox, epochs=(0, 1))
         create(sandbox, "p", [[2, 3]])
         sandbox.stop_broker(2)

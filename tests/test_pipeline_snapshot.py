@@ -17,6 +17,7 @@ import pytest
 
 from kafka_shell.pipeline import schema, synth
 from kafka_shell.runner import run_line
+from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.session import Session, Target
 from tests.output import json_rows
 from tests.sandbox.wire import create, produce, stage_offline_partition
@@ -66,16 +67,21 @@ def test_snapshot_of_a_sandbox_holds_what_the_cluster_holds(sandbox, tmp_path):
     assert all(r["cluster_id"] == manifest["cluster_id"] for r in read(d, "partitions"))
 
 
-def test_offline_partitions_carry_each_live_replicas_log_end_and_epoch(sandbox, tmp_path):
-    stage_offline_partition(sandbox, epochs=(0, 1))
-    session = Session(target=Target(sandbox.bootstrap), stdout=io.StringIO(), stderr=io.StringIO())
-    assert run_line(session, f"snapshot --output-dir {tmp_path}") == 0
-    session.close()
+@pytest.mark.parametrize("seed_apis, epochs", [
+    (True, {2: 0, 3: 1}),   # GetReplicaLogInfo: the epoch of each replica's last record
+    (False, {2: 1, 3: 1}),  # stock Kafka's ListOffsets replica -2: the partition's current epoch
+], ids=["seed-apis", "stock"])
+def test_offline_partitions_carry_each_live_replicas_log_end_and_epoch(seed_apis, epochs, tmp_path):
+    with Sandbox(brokers=3, seed_apis=seed_apis) as sandbox:
+        stage_offline_partition(sandbox, epochs=(0, 1))
+        session = Session(target=Target(sandbox.bootstrap), stdout=io.StringIO(), stderr=io.StringIO())
+        assert run_line(session, f"snapshot --output-dir {tmp_path}") == 0
+        session.close()
     d = one_snapshot(tmp_path)
     (p,) = read(d, "partitions")
     assert p["leader"] == -1
     ends = {r["broker_id"]: (r["log_end_offset"], r["last_epoch"]) for r in read(d, "replicas")}
-    assert ends == {2: (6, 0), 3: (4, 1)}
+    assert ends == {2: (6, epochs[2]), 3: (4, epochs[3])}
 
 
 def test_a_series_with_every_and_count(sandbox, tmp_path):

@@ -69,17 +69,12 @@ def check_new_topic_name(cluster: Cluster, name: str) -> None:
                                  f"Topic '{name}' collides with existing topic: {other}")
 
 
-def check_topic_configs(topic_configs: dict[str, str | None]) -> dict[str, str]:
+def check_topic_configs(cluster: Cluster, topic_configs: dict[str, str | None]) -> dict[str, str]:
     """Kafka's LogConfig validation of the configs given at creation (INVALID_CONFIG)."""
-    for key, value in topic_configs.items():
-        if value is None:
-            raise AdminError(ErrorCode.invalid_config, f"Null value not supported for topic configs: {key}")
-        d = configs.TOPIC_CONFIGS.get(key)
-        if d is None:
-            raise AdminError(ErrorCode.invalid_config, f"Unknown topic config name: {key}")
-        problem = configs.check_value(d, value)
-        if problem:
-            raise AdminError(ErrorCode.invalid_config, problem)
+    try:
+        configs.check_topic_configs(cluster, topic_configs)
+    except configs.ConfigProblem as exc:
+        raise AdminError(exc.code, exc.message) from None
     return dict(topic_configs)  # type: ignore[arg-type]
 
 
@@ -128,7 +123,7 @@ def plan_topic(cluster: Cluster, name: str, num_partitions: int = -1, replicatio
     """Validate a new topic as KRaft does (name, existence, configs, then counts or assignment)
     and return its replica lists and configs. Raises AdminError."""
     check_new_topic_name(cluster, name)
-    checked_configs = check_topic_configs(topic_configs or {})
+    checked_configs = check_topic_configs(cluster, topic_configs or {})
     if assignment:
         if replication_factor != -1:
             raise AdminError(ErrorCode.invalid_request, "A manual partition assignment was specified, "

@@ -25,8 +25,9 @@ def startup_choice(cluster: Cluster, host: str, topic: str) -> Choice:
     """The id a broker starting on `host` with no id in its config or meta.properties takes."""
     live = {b.id for b in cluster.brokers.values() if b.usable}
     named = {r for t in cluster.topics.values() for p in t.partitions for r in p.replicas}
+    # KRaft keeps a stopped broker registered (fenced); ZooKeeper forgets it (an ephemeral znode).
     missing = {r for r in named if r not in live} | {b.id for b in cluster.brokers.values()
-                                                     if b.registered and not b.usable}
+                                                     if cluster.kraft and b.registered and not b.usable}
     return choose_id(host, read_mapping(cluster, topic), live, missing, set(cluster.brokers))
 
 

@@ -19,17 +19,17 @@ import threading
 import time
 import uuid
 import weakref
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Awaitable, Callable
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
+from kafka_shell import definitions, protocol
+from kafka_shell.definitions import releases
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
-from kafka_shell.sandbox import (configs, control, groups, handlers, identity, journal, persist, replication,
+from kafka_shell.sandbox import (apis, configs, control, groups, handlers, identity, journal, persist, replication,
                                   security, tls, transactions)
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
 from kafka_shell.acl import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
@@ -41,16 +41,6 @@ log = logging.getLogger("kafka_shell.sandbox")
 
 API_VERSIONS_KEY = ApiKey.API_VERSIONS
 CONTROLLER_ID_BASE = 100
-# What a KRaft controller listener serves to clients (Kafka's ControllerApis, without the
-# quorum's and brokers' own RPCs and the APIs the sandbox lacks: delegation tokens).
-# (zk-mode brokers serve UnregisterBroker and UpdateFeatures too, on the controller broker.)
-CONTROLLER_LISTENER_APIS = frozenset({
-    ApiKey.API_VERSIONS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
-    ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
-    ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
-    ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER, ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES,
-    ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CLIENT_QUOTAS,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS})
 # What a KRaft broker forwards to the active controller (KafkaApis' maybeForwardToController,
 # forwardToControllerOrFail and the config APIs' forwarding).
 FORWARDED_APIS = frozenset({
@@ -58,9 +48,7 @@ FORWARDED_APIS = frozenset({
     ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
     ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_QUORUM,
     ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
-    ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS})
-# What a ZooKeeper-mode broker lacks of the KRaft broker's APIs (how clients tell them apart).
-ZK_BROKER_LACKS = frozenset({ApiKey.DESCRIBE_QUORUM})
+    ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER})
 # Kafka's forwarding channel gives up after 60 s (BrokerServer's retryTimeoutMs) with
 # REQUEST_TIMED_OUT; the sandbox also stops at the request's own timeout when it is shorter.
 FORWARD_TIMEOUT_S = 60.0
@@ -127,7 +115,8 @@ class RequestContext:
             return self.forwarded
         return self.broker.id == self.cluster.controller_id
 
-    def served_apis(self) -> dict[int, handlers.Api]:
+    def served_apis(self) -> dict[int, range]:
+        """What this listener's ApiVersions lists: api key -> versions."""
         return self.sandbox.served_apis(self.broker)
 
     def port_of(self, broker: Broker) -> int:
@@ -579,7 +568,8 @@ class Sandbox:
                  oauth_jwks: dict | str | None = None, oauth_options: dict[str, str] | None = None,
                  kerberos_keytab: str | None = None, kerberos_principal: str | None = None,
                  authorizer: bool = False, super_users: list[str] | None = None,
-                 allow_everyone_if_no_acl_found: bool = False):
+                 allow_everyone_if_no_acl_found: bool = False, kafka_version: str | None = None,
+                 seed_apis: bool = False):
         """`brokers` (default 3). `mode`: "kraft" (the default: `controllers` voters of their own,
         default 1, with ids 100, 101..., see `controller_id_base`) or "zk" (the controller is a
         broker). Ports: free ones, or from `port_base`: brokers first, then controllers, then the
@@ -596,7 +586,13 @@ class Sandbox:
         temporary directory); `ssl_client_auth` (none, requested, required) for the SSL listener;
         `reauth_ms`: connections.max.reauth.ms (KIP-368). `authorizer`: check ACLs as Kafka's
         StandardAuthorizer does, `super_users` ("User:admin") bypassing them
-        (`allow_everyone_if_no_acl_found`: a resource without ACLs is open)."""
+        (`allow_everyone_if_no_acl_found`: a resource without ACLs is open).
+
+        Kafka's behaviour (`kafka_shell.definitions`): `kafka_version` the release the sandbox
+        follows, its API versions and configs ("4.4", the default, or "3.9"; zk mode implies and
+        needs 3.9); `configs` its static broker configs (server.properties: `--broker-config`);
+        `seed_apis` also serves the seeds' APIs no Kafka release has (KAFKA-20098's
+        GetReplicaLogInfo and designated ElectLeaders v3)."""
         self.listeners = list(listeners or [PLAINTEXT])
         unknown = [n for n in self.listeners if n not in LISTENERS]
         if unknown or not self.listeners or len(set(self.listeners)) != len(self.listeners):
@@ -632,7 +628,7 @@ class Sandbox:
         if brokers < 1:
             raise ValueError("a sandbox needs at least one broker")
         if racks and len(racks) not in (1, brokers):
-            raise ValueError(f"--racks needs one rack or {brokers} racks, got {len(racks)}")
+            raise ValueError(f"--rack needs one rack or {brokers} racks, got {len(racks)}")
         if hosts and len(hosts) != brokers:
             raise ValueError(f"--hosts needs {brokers} host names (one per broker), got {len(hosts)}")
         if mode == KRAFT and controllers < 1:
@@ -648,7 +644,6 @@ class Sandbox:
                           host_name=hosts[i - 1] if hosts else f"broker-{i}.sandbox")
                 for i in range(1, brokers + 1)
             },
-            cluster_configs=dict(configs or {}),
             mode=mode,
             controllers={
                 base + k: Controller(id=base + k, host=listen,
@@ -675,8 +670,11 @@ class Sandbox:
                                                 *self.cluster.controllers.values()]
             for n in nodes:
                 n.host = host or n.host
-        if reauth_ms is not None:
-            self.cluster.cluster_configs["connections.max.reauth.ms"] = str(int(reauth_ms))
+        self.cluster.kafka_version = self._kafka_version(kafka_version)
+        self.seed_apis = seed_apis
+        self.cluster.static_configs = self._static_configs(configs or {}, reauth_ms)
+        if saved is None:
+            self._bootstrap_configs()
         for user, password in (users or {}).items():
             security.add_user(self, user, password)
         self.handlers = handlers.load()
@@ -701,6 +699,35 @@ class Sandbox:
         self.cluster.extras["spawn"] = lambda coro: self.spawn(coro)
 
     # -- lifecycle ----------------------------------------------------------------------------
+
+    def _kafka_version(self, wanted: str | None) -> str:
+        """The release to follow: `wanted`, else 3.9 for zk mode (Kafka 4.0 removed ZooKeeper), else 4.4."""
+        zk = not self.cluster.kraft
+        version = definitions.check_release(wanted) if wanted else definitions.ZK_RELEASE if zk else definitions.DEFAULT_RELEASE
+        if zk and not releases.release(version).has_zookeeper:
+            raise ValueError(f"Kafka {version} has no ZooKeeper mode (4.0 removed it): use --kafka-version "
+                             f"{definitions.ZK_RELEASE} with --mode zk, or drop --mode zk")
+        return version
+
+    def _static_configs(self, given: dict[str, str], reauth_ms: int | None) -> dict[str, str]:
+        """The static broker configs, checked as Kafka checks server.properties (a bad value stops
+        it); a kept cluster's older state may hold some among its dynamic ones."""
+        static = {k: v for k, v in self.cluster.cluster_configs.items() if configs.is_static(self.cluster, k)}
+        for key in static:
+            del self.cluster.cluster_configs[key]
+        if reauth_ms is not None:
+            static["connections.max.reauth.ms"] = str(int(reauth_ms))
+        for key, value in given.items():
+            configs.check_static(self.cluster, key, value)
+            static[key] = value
+        return static
+
+    def _bootstrap_configs(self) -> None:
+        """What a new cluster's metadata holds before any request: with ELR (Kafka 4.x KRaft), the
+        cluster-wide min.insync.replicas Kafka's controller writes at bootstrap."""
+        if configs.elr_enabled(self.cluster):
+            self.cluster.cluster_configs.setdefault(
+                configs.MIN_ISR, configs.broker_value(self.cluster, None, configs.MIN_ISR) or "1")
 
     def _all_servers(self) -> list[_BrokerServer]:
         servers = [*self._servers.values(), *self._controller_servers.values()]
@@ -858,7 +885,8 @@ class Sandbox:
                 return {protocol.api_name(k): _error_name(v) for k, v in n.failures.items()}
 
             return {
-                "mode": c.mode, "cluster_id": c.cluster_id, "active_controller": c.controller_id,
+                "mode": c.mode, "kafka_version": c.kafka_version, "seed_apis": self.seed_apis,
+                "cluster_id": c.cluster_id, "active_controller": c.controller_id,
                 "controller_epoch": c.controller_epoch, "bootstrap": self.bootstrap,
                 "bootstrap_controllers": self.bootstrap_controllers, "control": self.control_address,
                 "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack,
@@ -1059,18 +1087,6 @@ class Sandbox:
 
         self.call(go)
 
-    def set_kafka_20098(self, enabled: bool) -> None:
-        """Serve KAFKA-20098's RPCs (GetReplicaLogInfo, designated ElectLeaders v3) or not: off,
-        the brokers answer ApiVersions as every Apache Kafka release does."""
-        def go() -> None:
-            served = dict(handlers.load())  # a copy: the registry is shared by every sandbox
-            if not enabled:
-                served.pop(ApiKey.GET_REPLICA_LOG_INFO, None)
-                elect = served[ApiKey.ELECT_LEADERS]
-                served[ApiKey.ELECT_LEADERS] = dataclasses.replace(elect, versions=range(elect.versions.start, 3))
-            self.handlers = served
-        self.call(go)
-
     def add_acls(self, *bindings: AclBinding) -> None:
         """Create ACL bindings directly (as a super user would with CreateAcls): how a test or an
         operator grants the first permissions when no principal can yet."""
@@ -1158,14 +1174,14 @@ class Sandbox:
 
     # -- request dispatch (loop thread) -------------------------------------------------------
 
-    def _serves(self, node: Broker | Controller, api_key: int) -> bool:
+    def listener_kind(self, node: Broker | Controller) -> str:
         if isinstance(node, Controller):
-            return api_key in CONTROLLER_LISTENER_APIS
-        return self.cluster.kraft or api_key not in ZK_BROKER_LACKS
+            return definitions.CONTROLLER
+        return definitions.BROKER if self.cluster.kraft else definitions.ZK_BROKER
 
-    def served_apis(self, node: Broker | Controller) -> dict[int, handlers.Api]:
-        """The APIs a node's listener serves (what its ApiVersions lists)."""
-        return {k: a for k, a in self.handlers.items() if self._serves(node, k)}
+    def served_apis(self, node: Broker | Controller) -> dict[int, range]:
+        """What a node's listener lists in ApiVersions: api key -> versions (sandbox.apis)."""
+        return apis.listed(self.cluster.kafka_version, self.listener_kind(node), self.seed_apis, self.handlers)
 
     async def dispatch(self, broker: Node, body: bytes, principal: str = ANONYMOUS,
                        listener: str = PLAINTEXT, client_host: str = "127.0.0.1") -> bytes | None:
@@ -1174,15 +1190,17 @@ class Sandbox:
             return await control.serve(self, body, correlation_id)
         if isinstance(broker, control.ControlNode):
             raise protocol.ProtocolError("the control listener serves only the sandbox control API")
-        api = self.handlers.get(api_key) if self._serves(broker, api_key) else None
-        if api is None:
+        api = self.handlers.get(api_key)
+        listed, accepted = apis.versions(self.cluster.kafka_version, self.listener_kind(broker), api_key,
+                                         api.versions, self.seed_apis) if api is not None else (None, None)
+        if api is None or listed is None or accepted is None:
             # Kafka closes the connection on an API key it does not know (or that this
             # listener does not serve).
             raise protocol.ProtocolError(f"unknown api key {api_key}")
-        if version not in api.versions:
+        if version not in accepted:
             if api_key == API_VERSIONS_KEY:
                 # Answer in v0 so any client can read it, then it retries with a version we list.
-                return self._api_versions_v0_error(correlation_id)
+                return self._api_versions_v0_error(correlation_id, listed)
             raise protocol.ProtocolError(f"unsupported {protocol.api_name(api_key)} v{version}")
         header, request = protocol.decode_request(body)
         if broker.delay_ms:
@@ -1225,9 +1243,8 @@ class Sandbox:
             await asyncio.sleep(min(FORWARD_POLL_S, max(deadline - loop.time(), 0.0)))
         return True
 
-    def _api_versions_v0_error(self, correlation_id: int) -> bytes:
+    def _api_versions_v0_error(self, correlation_id: int, served: range) -> bytes:
         cls = protocol.response_schema(API_VERSIONS_KEY, 0)
-        served = self.handlers[API_VERSIONS_KEY].versions
         entity = protocol.build(cls, {
             "error_code": ErrorCode.unsupported_version,
             "api_keys": [{"api_key": API_VERSIONS_KEY, "min_version": served.start,

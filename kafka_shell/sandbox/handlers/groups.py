@@ -47,7 +47,7 @@ def _client_host(ctx) -> str:
 @api(ApiKey.FIND_COORDINATOR)
 def find_coordinator(ctx) -> dict:
     req = ctx.request
-    key_type = getattr(req, "key_type", GROUP_KEY)
+    key_type = req.key_type
     keys = list(req.coordinator_keys) if ctx.version >= 4 else [req.key]
     found = [_find(ctx, key, key_type) for key in keys]
     if ctx.version >= 4:
@@ -90,11 +90,11 @@ async def join_group(ctx) -> dict:
     if err:
         return {**base, "error_code": err}
     session_ms = int(req.session_timeout.total_seconds() * 1000)
-    rebalance = getattr(req, "rebalance_timeout", None)
+    rebalance_ms = int(req.rebalance_timeout.total_seconds() * 1000)  # v0: Kafka's default -1, the session timeout
     result = await _coordinator(ctx).join(
-        req.group_id, req.member_id, getattr(req, "group_instance_id", None),
+        req.group_id, req.member_id, req.group_instance_id,
         ctx.header.client_id or "", _client_host(ctx), session_ms,
-        int(rebalance.total_seconds() * 1000) if rebalance is not None else session_ms,
+        rebalance_ms if rebalance_ms >= 0 else session_ms,
         req.protocol_type, [(p.name, p.metadata) for p in req.protocols],
         require_known_member_id=ctx.version >= 4)
     return {**base, **{k: v for k, v in result.items() if v is not None}}
@@ -107,8 +107,8 @@ async def sync_group(ctx) -> dict:
     if err:
         return {"error_code": err, "assignment": b""}
     result = await _coordinator(ctx).sync(
-        req.group_id, req.member_id, req.generation_id, getattr(req, "protocol_type", None),
-        getattr(req, "protocol_name", None), {a.member_id: a.assignment for a in req.assignments})
+        req.group_id, req.member_id, req.generation_id, req.protocol_type,
+        req.protocol_name, {a.member_id: a.assignment for a in req.assignments})
     return {"assignment": b"", **result}
 
 
@@ -162,7 +162,7 @@ def offset_commit(ctx) -> dict:
                     code = ErrorCode.unknown_topic_or_partition
                 else:
                     code = coord.commit(group, t.name, rp.partition_index, rp.committed_offset,
-                                        getattr(rp, "committed_leader_epoch", -1), rp.committed_metadata)
+                                        rp.committed_leader_epoch, rp.committed_metadata)
             parts.append({"partition_index": rp.partition_index, "error_code": code})
         topics.append({**topic_keys(t, name, topic_id), "partitions": parts})
     return {"topics": topics}
@@ -268,8 +268,8 @@ def offset_delete(ctx) -> dict:
 @api(ApiKey.LIST_GROUPS)
 def list_groups(ctx) -> dict:
     req = ctx.request
-    states = {s.lower() for s in getattr(req, "states_filter", ())}
-    types = {s.lower() for s in getattr(req, "types_filter", ())}
+    states = {s.lower() for s in req.states_filter}
+    types = {s.lower() for s in req.types_filter}
     out = []
     # DESCRIBE on the cluster lists every group; without it, those the principal may describe.
     everything = ctx.permits(AclResourceType.CLUSTER)
@@ -307,7 +307,7 @@ def _describe(ctx, group_id: str) -> dict:
                 "client_id": m.client_id, "client_host": m.client_host,
                 "member_metadata": m.metadata(g.protocol_name) if stable else b"",
                 "member_assignment": m.assignment if stable else b""} for m in g.members.values()]
-    operations = ctx.authorized_operations(getattr(ctx.request, "include_authorized_operations", False),
+    operations = ctx.authorized_operations(ctx.request.include_authorized_operations,
                                            AclResourceType.GROUP, group_id)
     return {**base, "error_code": 0, "group_state": g.state, "protocol_type": g.protocol_type or "",
             "protocol_data": (g.protocol_name or "") if stable else "", "members": members,

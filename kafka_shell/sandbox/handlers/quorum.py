@@ -1,4 +1,5 @@
-"""DescribeQuorum v0-v2: the KRaft controller quorum (not served by zk-mode brokers).
+"""DescribeQuorum: the KRaft controller quorum (not served by zk-mode brokers); AddRaftVoter and
+RemoveRaftVoter, which a static quorum refuses.
 
 Voters are the controllers, observers the brokers; the leader is the active controller and its
 epoch the controller epoch. The metadata log's end offset is the cluster's change generation:
@@ -15,8 +16,10 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.codes import AclResourceType, ApiKey
-from kafka_shell.sandbox.handlers import api
+from kafka_shell.sandbox.handlers import api, features
 from kafka_shell.sandbox.model import now_ms
+
+KRAFT_VERSION = "kraft.version"
 
 METADATA_TOPIC = "__cluster_metadata"
 
@@ -72,3 +75,24 @@ def describe_quorum(ctx) -> dict:
                                                    "port": c.port}]}
                   for c in cluster.controllers.values()],
     }
+
+
+def _static_quorum(ctx, verb: str) -> dict:
+    """The sandbox's quorum is static (Kafka's controller.quorum.voters): KIP-853's voter changes
+    are refused as Kafka refuses them while kraft.version is 0 (KafkaRaftClient)."""
+    if not ctx.permits(AclResourceType.CLUSTER):
+        return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
+    level = features.finalized(ctx.cluster).get(KRAFT_VERSION, 0)
+    message = (f"Cluster doesn't support {verb} voter because the kraft.version feature is {level}" if level == 0
+               else f"The sandbox's controller quorum is static: voters cannot be {'added' if verb == 'adding' else 'removed'}")
+    return {"error_code": ErrorCode.unsupported_version, "error_message": message}
+
+
+@api(ApiKey.ADD_RAFT_VOTER)
+def add_raft_voter(ctx) -> dict:
+    return _static_quorum(ctx, "adding")
+
+
+@api(ApiKey.REMOVE_RAFT_VOTER)
+def remove_raft_voter(ctx) -> dict:
+    return _static_quorum(ctx, "removing")

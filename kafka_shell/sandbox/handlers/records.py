@@ -15,7 +15,7 @@ from kafka_shell import protocol
 from kafka_shell.sandbox import codecs, configs, log, producer_state, transactions
 from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
-from kafka_shell.sandbox.model import Cluster, Partition, Topic
+from kafka_shell.sandbox.model import Cluster, Partition, Topic, now_ms
 
 
 def find_topic(cluster: Cluster, name: str | None, topic_id: uuid.UUID | None) -> tuple[Topic | None, int]:
@@ -340,11 +340,35 @@ def list_offsets(ctx) -> dict:
                 upper = p.high_watermark
             else:
                 upper = p.leo.get(p.leader, 0)
+            if ctx.version == 0:
+                parts.append({"partition_index": rp.partition_index, "error_code": 0, "old_style_offsets":
+                              _legacy_offsets(p, rp.timestamp, rp.max_num_offsets, req.replica_id == CONSUMER_REPLICA_ID)})
+                continue
             found = _offset_for(p, rp.timestamp, upper)
             offset, ts, epoch = found if found else (-1, -1, -1)
             parts.append(make(partition_index=rp.partition_index, timestamp=ts, offset=offset, leader_epoch=epoch))
         topics.append({"name": rt.name, "partitions": parts})
     return {"topics": topics}
+
+
+def _legacy_offsets(p: Partition, timestamp: int, max_num: int, consumer: bool) -> list[int]:
+    """ListOffsets v0 (Kafka 3.9's UnifiedLog.legacyFetchOffsetsBefore): offsets of segment
+    starts, newest first, up to `max_num`. The sandbox keeps one segment per partition: its
+    start, then the log end (written now) when it holds anything; consumers see no further than
+    the high watermark."""
+    entries = [(p.log_start_offset, max((b.max_timestamp for b in p.batches), default=0))]
+    if p.batches:
+        entries.append((p.leo.get(p.leader, 0), now_ms()))
+    if timestamp == log.LATEST:
+        start = len(entries) - 1
+    elif timestamp == log.EARLIEST:
+        start = 0
+    else:
+        start = max((i for i, (_, at) in enumerate(entries) if at <= timestamp), default=-1)
+    offsets = [entries[i][0] for i in range(start, -1, -1)][:max(max_num, 0)]
+    if consumer and timestamp == log.LATEST and any(o > p.high_watermark for o in offsets):
+        offsets = [p.high_watermark, *(o for o in offsets if o <= p.high_watermark)]
+    return offsets
 
 
 def _offset_for(p: Partition, timestamp: int, upper: int) -> tuple[int, int, int] | None:

@@ -17,7 +17,7 @@ from kafka_shell.sandbox import groups as gc
 from kafka_shell.sandbox import producer_state, transactions
 from kafka_shell.sandbox.groups import CommittedOffset
 from kafka_shell.sandbox.handlers import api
-from kafka_shell.sandbox.handlers.records import leader_error, topic_denied
+from kafka_shell.sandbox.handlers.records import find_topic, leader_error, topic_denied, topic_keys
 from kafka_shell.sandbox.model import now_ms
 
 TXN = AclResourceType.TRANSACTIONAL_ID
@@ -137,7 +137,7 @@ def end_txn(ctx) -> dict:
 # -- TxnOffsetCommit --------------------------------------------------------------------------
 
 
-@api(ApiKey.TXN_OFFSET_COMMIT, max_version=5)
+@api(ApiKey.TXN_OFFSET_COMMIT)
 def txn_offset_commit(ctx) -> dict:
     req = ctx.request
     error = 0
@@ -147,30 +147,33 @@ def txn_offset_commit(ctx) -> dict:
         error = ErrorCode.group_authorization_failed
     elif gc.coordinator_of(ctx.cluster, req.group_id) != ctx.broker.id:
         error = ErrorCode.not_coordinator
-    topic_errors = {}
+    # v6+ (Kafka 4.4) names topics by id, older versions by name.
+    named = []
     for rt in req.topics:
-        if topic_denied(ctx, None, rt.name):
-            topic_errors[rt.name] = ErrorCode.topic_authorization_failed
-        elif rt.name not in ctx.cluster.topics:
-            topic_errors[rt.name] = ErrorCode.unknown_topic_or_partition
+        name, topic_id = getattr(rt, "name", None), getattr(rt, "topic_id", None)
+        t, topic_err = find_topic(ctx.cluster, name, topic_id)
+        if topic_denied(ctx, t, name):
+            topic_err = ErrorCode.topic_authorization_failed
+        named.append((rt, t, topic_err, topic_keys(t, name, topic_id)))
+    any_topic_error = any(topic_err for _, _, topic_err, _ in named)
     group = None
-    if not error and not topic_errors:
+    if not error and not any_topic_error:
         error = _offsets_partition_error(ctx)
-    if not error and not topic_errors:
+    if not error and not any_topic_error:
         group, error = _txn_group(ctx)
     offsets: dict[tuple[str, int], CommittedOffset] = {}
     topics = []
-    for rt in req.topics:
+    for rt, t, topic_err, keys in named:
         parts = []
         for rp in rt.partitions:
-            code = error or topic_errors.get(rt.name, 0)
-            if not code and (t := ctx.cluster.topics[rt.name]).partition(rp.partition_index) is None:
+            code = error or topic_err
+            if not code and t is not None and t.partition(rp.partition_index) is None:
                 code = ErrorCode.unknown_topic_or_partition
-            if not code:
+            if not code and t is not None:
                 offsets[(t.name, rp.partition_index)] = CommittedOffset(
                     rp.committed_offset, getattr(rp, "committed_leader_epoch", -1), rp.committed_metadata, now_ms())
             parts.append({"partition_index": rp.partition_index, "error_code": code})
-        topics.append({"name": rt.name, "partitions": parts})
+        topics.append({**keys, "partitions": parts})
     if group is not None and offsets:
         transactions.add_offsets(ctx.cluster, req.group_id, req.producer_id, offsets)
     return {"topics": topics}
