@@ -29,7 +29,7 @@ from kio.schema.errors import ErrorCode
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
-from kafka_shell.sandbox import (configs, control, handlers, identity, journal, persist, replication, security, tls,
+from kafka_shell.sandbox import (cleaner, configs, control, handlers, identity, journal, persist, replication, security, tls,
                                   transactions)
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
 from kafka_shell.acl import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
@@ -727,6 +727,7 @@ class Sandbox:
                 loop.run_until_complete(server.listen(sock))
             replication.elect_controller(self.cluster)
             transactions.start(self.cluster)   # loads the transaction log, aborts timed-out transactions
+            cleaner.start(self.cluster)        # log retention and compaction
             if self.journal is not None:
                 self.spawn(self.journal.run_periodic())
             ready.set()
