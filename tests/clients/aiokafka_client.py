@@ -13,6 +13,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError
+from answers import first_code
 
 CODECS = {"none": None, "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
 ACKS = {"0": 0, "1": 1, "all": "all"}
@@ -25,21 +26,7 @@ async def error_code(call) -> int:
         result = await call()
     except KafkaError as exc:
         return getattr(exc, "errno", None) or -1
-    return _first_code(result.to_object() if hasattr(result, "to_object") else result)
-
-
-def _first_code(value) -> int:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if k == "error_code" and v:
-                return v
-            if (code := _first_code(v)):
-                return code
-    if isinstance(value, list | tuple):
-        for v in value:
-            if (code := _first_code(v)):
-                return code
-    return 0
+    return first_code(result)
 
 
 async def admin(bootstrap: str, topic: str) -> dict:

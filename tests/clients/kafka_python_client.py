@@ -18,6 +18,8 @@ from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ConfigResour
     NewTopic, ResourcePatternFilter, ResourceType
 from kafka.admin import ACLResourcePatternType
 
+from answers import first_code
+
 V3 = int(kafka.__version__.split(".")[0]) >= 3
 # The table runs 2.x as a client of Kafka 2.0 (KAFKA_PYTHON_API_VERSION=2.0): the older request
 # versions (Fetch v8, ListOffsets v3, Metadata v6, ...) that Kafka 4.x brokers still serve.
@@ -37,14 +39,12 @@ def error_code(call) -> int | None:
         return None
     except kafka.errors.KafkaError as exc:
         return getattr(exc, "errno", None) or -1
-    return _first_code(result)
+    return first_code(result, _leaf)
 
 
-def _first_code(value) -> int:
-    """Answers come as structs (2.x: `to_object()`), response objects (3.x), dicts, error classes
-    or their names (3.x's delete_groups)."""
-    if hasattr(value, "to_object"):
-        value = value.to_object()
+def _leaf(value):
+    """kafka-python's answers: structs (2.x), response objects (3.x), error classes or their
+    names (3.x's delete_groups)."""
     if isinstance(value, type) and issubclass(value, kafka.errors.KafkaError):
         return value.errno or 0
     if isinstance(value, kafka.errors.KafkaError):
@@ -52,19 +52,9 @@ def _first_code(value) -> int:
     if isinstance(value, str):
         error = getattr(kafka.errors, value, None)
         return (error.errno or 0) if isinstance(error, type) and issubclass(error, kafka.errors.KafkaError) else 0
-    if hasattr(value, "__slots__") and not isinstance(value, type):   # 3.x's response objects
-        value = {k: getattr(value, k, None) for k in value.__slots__}
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if k == "error_code" and v:
-                return v
-            if (code := _first_code(v)):
-                return code
-    if isinstance(value, list | tuple):
-        for v in value:
-            if (code := _first_code(v)):
-                return code
-    return 0
+    if hasattr(value, "__slots__") and not isinstance(value, type):
+        return {k: getattr(value, k, None) for k in value.__slots__}
+    return value
 
 
 def admin(bootstrap: str, topic: str) -> dict:

@@ -7,7 +7,6 @@ and --data-dir keeping a cleaned log."""
 from __future__ import annotations
 
 import shutil
-import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -16,6 +15,7 @@ from kafka_shell.sandbox import cleaner, journal, persist
 from kafka_shell.sandbox.model import now_ms
 from kafka_shell.sandbox.server import Sandbox
 from tests.compaction_scenarios import HOUR_MS, Topic, records
+from tests.sandbox.test_transactions import wait_for
 from tests.txn_scenarios import READ_COMMITTED
 
 COMPACTED = {"cleanup.policy": "compact", "segment.ms": "500", "min.cleanable.dirty.ratio": "0.01"}
@@ -31,14 +31,6 @@ def drain(s: Sandbox) -> None:
 
 def partition(s: Sandbox, topic: str):
     return s.cluster.topics[topic].partitions[0]
-
-
-def wait_for(condition, what: str, timeout_s: float = 30.0):
-    deadline = time.monotonic() + timeout_s
-    while not (result := condition()):
-        assert time.monotonic() < deadline, f"not within {timeout_s:.0f} s: {what}"
-        time.sleep(0.05)
-    return result
 
 
 @pytest.fixture
