@@ -247,7 +247,19 @@ class _TxnState:
         return False
 
 
-def _offset_map(cluster: Cluster, p: Partition, segs: list[Segment], start: int, end: int) -> tuple[dict[bytes, int], int]:
+class _Parsed(dict):
+    """The records of each batch one cleaning reads, parsed once (the offset map and the filter
+    both read the dirty batches)."""
+
+    def of(self, b: Batch) -> list[log.Record]:
+        found = self.get(id(b))
+        if found is None:
+            found = self[id(b)] = log.records(b.data)
+        return found
+
+
+def _offset_map(cluster: Cluster, p: Partition, segs: list[Segment], start: int, end: int,
+                parsed: _Parsed) -> tuple[dict[bytes, int], int]:
     """Each key's last offset in [start, end), records of aborted transactions left out, and the
     last offset the map covers (Cleaner.buildOffsetMap)."""
     txns = _TxnState()
@@ -264,7 +276,7 @@ def _offset_map(cluster: Cluster, p: Partition, segs: list[Segment], start: int,
             if h.control:
                 txns.on_control(h, b.data)
             elif not txns.on_batch(h):
-                for r in log.records(b.data):
+                for r in parsed.of(b):
                     if r.key is not None and h.base_offset + r.offset_delta >= start:
                         keys[r.key] = h.base_offset + r.offset_delta
             latest = h.last_offset
@@ -301,6 +313,7 @@ class _Filter:
     upper: int                                  # the round's first uncleanable offset
     last_records: dict[int, tuple[int | None, int]]
     txns: _TxnState
+    parsed: _Parsed
 
     def batch(self, b: Batch) -> Batch | None:
         """What of the batch stays: itself, a rewrite with fewer records (and a delete horizon),
@@ -311,7 +324,7 @@ class _Filter:
         keep_empty = (h.has_producer_id and self._last_of_producer(h)) or h.last_offset + 1 == self.upper
         if drop_records and not keep_empty:
             return None
-        records = log.records(b.data)
+        records = self.parsed.of(b)
         kept = [] if drop_records else [r for r in records if h.control or self._retain(h, r)]
         if not kept:
             return Batch(b.base_offset, b.last_offset, b.max_timestamp, log.empty_batch(b.data)) if keep_empty else None
@@ -344,13 +357,14 @@ def clean(cluster: Cluster, ltc: LogToClean, now: int) -> None:
     """Clean the log below `ltc.first_uncleanable` (Cleaner.doClean) and move its checkpoint there."""
     p = ltc.p
     segs = log.segment_list(p)
-    keys, latest = _offset_map(cluster, p, segs, ltc.first_dirty, ltc.first_uncleanable)
+    parsed = _Parsed()
+    keys, latest = _offset_map(cluster, p, segs, ltc.first_dirty, ltc.first_uncleanable, parsed)
     end = latest + 1
     if end <= 0:
         return
     txns = _TxnState()
     cleaner = _Filter(keys, latest, now, _topic_long(cluster, p.topic, "delete.retention.ms"), ltc.first_uncleanable,
-                      producer_state.last_records(cluster, p), txns)
+                      producer_state.last_records(cluster, p), txns, parsed)
     below = [s for s in segs if s.base < end]
     groups = _groups(p, below, _topic_long(cluster, p.topic, "segment.bytes"), ltc.first_uncleanable)
     cleaned: list[Batch] = []

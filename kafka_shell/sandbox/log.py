@@ -14,6 +14,7 @@ import bisect
 import random
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from crc32c import crc32c
 from kio._kio_native import read_signed_varint, read_signed_varlong
@@ -143,8 +144,7 @@ def records_section(batch: bytes | bytearray) -> bytes:
         raise InvalidBatch(ErrorCode.unknown_server_error, str(exc)) from None
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(NamedTuple):   # a tuple: the cleaner makes one per record it reads
     offset_delta: int
     timestamp_delta: int
     key: bytes | None
