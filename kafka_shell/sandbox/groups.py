@@ -1,5 +1,7 @@
 """The classic group coordinator of the sandbox, after Kafka's ClassicGroup and
-GroupMetadataManager: group states, the two-step join, rebalances, session expiry, offsets.
+GroupMetadataManager: group states, the two-step join, rebalances, session expiry, static
+members (KIP-345: a known group.instance.id takes its member's place without a rebalance),
+offsets.
 
 Groups live in memory in `cluster.extras["groups"]`, shared by all brokers; which broker
 coordinates a group is the leader of its `__consumer_offsets` partition, as in Kafka, so moving
