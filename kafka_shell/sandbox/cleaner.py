@@ -36,7 +36,7 @@ from kafka_shell.sandbox.model import Batch, Cluster, Partition, now_ms
 
 logger = logging.getLogger("kafka_shell.sandbox")
 
-# Broker settings with Kafka's defaults.
+# Broker settings with Kafka's defaults (static ones: `Sandbox(configs=...)`).
 DEFAULTS = {"log.cleaner.backoff.ms": 15000, "log.retention.check.interval.ms": 300000}
 MAX_OFFSET_SPAN = (1 << 31) - 1   # a segment's offsets must fit in its index's 32-bit deltas
 

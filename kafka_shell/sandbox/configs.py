@@ -121,10 +121,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
     _t("node.id", "int", "-1"),
     _t("broker.rack", "string", None),
     _t("host.name", "string", None),
-    # The log cleaner and retention (sandbox/cleaner.py).
-    _t("log.cleaner.enable", "boolean", "true", choices=("true", "false")),
+    # The log cleaner's pause between passes (sandbox/cleaner.py; a dynamic cluster-wide config).
     _t("log.cleaner.backoff.ms", "long", "15000", minimum=0),
-    _t("log.retention.check.interval.ms", "long", "300000", minimum=1),
     _t("log.message.timestamp.before.max.ms", "long", "9223372036854775807", minimum=0),
     _t("log.message.timestamp.after.max.ms", "long", "3600000", minimum=0),
     # The socket server's limits (Kafka's SocketServerConfigs); see docs/sandbox.md, "Limits".
@@ -218,10 +216,7 @@ _DOCS = {
                               "address; new connections over it are closed.",
     "connections.max.idle.ms": "Idle connections timeout: connections idle for longer than this "
                                "are closed (-1: never).",
-    "log.cleaner.enable": "Enable the log cleaner, which compacts topics with cleanup.policy=compact.",
     "log.cleaner.backoff.ms": "The amount of time to sleep when there are no logs to clean.",
-    "log.retention.check.interval.ms": "How often the log retention checks whether any log is "
-                                       "eligible for deletion.",
     "connections.max.reauth.ms": "The longest SASL session (KIP-368): a client must log in "
                                  "again on its connection before it ends (0: no limit).",
 }
@@ -232,7 +227,7 @@ _STATIC_BROKER_KEYS = {
     "num.partitions", "offsets.topic.replication.factor", "offsets.topic.num.partitions",
     "delete.topic.enable", "log.dirs", "broker.id", "node.id", "broker.rack", "host.name",
     "socket.request.max.bytes", "queued.max.request.bytes", "connections.max.idle.ms",
-    "connections.max.reauth.ms", "log.cleaner.enable", "log.retention.check.interval.ms",
+    "connections.max.reauth.ms",
 }
 
 
