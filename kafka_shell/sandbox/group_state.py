@@ -96,6 +96,8 @@ def apply_view(cluster: Cluster, check: Checker, group_id: str, data: object, wh
                           check.integer(fields[5], f"{at} rebalance timeout", low=1, high=INT32_MAX),
                           protocols, _hex(check, fields[7], f"{at} assignment"))
         g.members[m.member_id] = m
+        if m.group_instance_id is not None:     # KIP-345: the instance keeps its member's place
+            g.static_members[m.group_instance_id] = m.member_id
     if g.members and (g.leader not in g.members or not g.protocol_name):
         raise check.fail(f"{where}.leader", "one of its members, with a protocol name, when it has members")
     g.state = groups.STABLE if g.members else groups.EMPTY

@@ -108,6 +108,14 @@ def group_touched(cluster: Cluster, group_id: str, offset: tuple[str, int] | Non
         journal.touch_group(group_id, offset)  # type: ignore[attr-defined]
 
 
+def rewritten(cluster: Cluster, p: Partition) -> None:
+    """A partition's older batches were replaced (the log cleaner): journal all of its batches at
+    the next write. A no-op without --data-dir."""
+    journal = cluster.extras.get(EXTRAS_KEY)
+    if journal is not None:
+        journal.touch(p, rewrite=True)  # type: ignore[attr-defined]
+
+
 def lock(data_dir: str | os.PathLike) -> int:
     """Lock the directory for this process (the OS releases it if the process dies): two
     sandboxes writing one directory would corrupt each other. Returns the lock's fd. The
@@ -439,8 +447,11 @@ class Journal:
 
     # -- group commit ----------------------------------------------------------------------
 
-    def touch(self, p: Partition) -> None:
+    def touch(self, p: Partition, rewrite: bool = False) -> None:
         self._touched[id(p)] = p  # written by the sync() of the request that touched it
+        t = self.cluster.topics.get(p.topic)
+        if rewrite and t is not None:
+            self._last_batch[(t.id, p.index)] = None   # no batch known: all of them are written
 
     def touch_group(self, group_id: str, offset: tuple[str, int] | None) -> None:
         keys = self._touched_groups.setdefault(group_id, set())

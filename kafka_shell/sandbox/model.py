@@ -86,6 +86,12 @@ class Partition:
     log_start_offset: int = 0
     high_watermark: int = 0
     batches: list[Batch] = field(default_factory=list)
+    # The base offsets of the log's segments, oldest first; the last is the active segment
+    # (log.py rolls them, cleaner.py merges and deletes them).
+    segments: list[int] = field(default_factory=lambda: [0])
+    # The log cleaner's checkpoint: the log is compacted below this offset (Kafka's
+    # cleaner-offset-checkpoint).
+    cleaner_checkpoint: int = 0
 
     @property
     def preferred(self) -> int:

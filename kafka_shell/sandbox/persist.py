@@ -103,7 +103,7 @@ def partition_meta(p: Partition) -> dict:
     """A partition's replication state, without its batches (a fresh dict, safe to keep)."""
     state = {f.name: getattr(p, f.name) for f in dataclasses.fields(Partition)
              if f.name not in ("topic", "batches", "leo", "replica_epoch")}
-    for key in ("replicas", "isr", "elr", "last_known_elr", "adding", "removing"):
+    for key in ("replicas", "isr", "elr", "last_known_elr", "adding", "removing", "segments"):
         state[key] = list(state[key])
     state["leo"] = {str(r): v for r, v in p.leo.items()}
     state["replica_epoch"] = {str(r): v for r, v in p.replica_epoch.items()}
@@ -371,6 +371,9 @@ def check_partition_meta(check: Checker, ps: dict, where: str, cluster: Cluster)
     for key in ("log_start_offset", "high_watermark"):
         out[key] = check.integer(ps.get(key), f"{where}.{key}", low=0)
     out["leader"] = check.integer(ps.get("leader"), f"{where}.leader", low=-1, high=INT32_MAX)
+    # The log's segments and the cleaner's checkpoint (files written before them: one segment).
+    out["segments"] = check.int_list(ps.get("segments", [0]), f"{where}.segments") or [0]
+    out["cleaner_checkpoint"] = check.integer(ps.get("cleaner_checkpoint", 0), f"{where}.cleaner_checkpoint", low=0)
     out["leo"] = check.int_map(ps.get("leo"), f"{where}.leo")
     out["replica_epoch"] = check.int_map(ps.get("replica_epoch"), f"{where}.replica_epoch", high=INT32_MAX)
     replicas = out["replicas"]

@@ -257,3 +257,18 @@ def aborted_between(cluster: Cluster, p: Partition, start: int, end: int) -> lis
     aborted = state_of(cluster, p).aborted   # in marker order: by last offset
     first = bisect.bisect_left(aborted, start, key=lambda a: a.last_offset)
     return [a for a in aborted[first:] if a.first_offset < end]
+
+
+def last_records(cluster: Cluster, p: Partition) -> dict[int, tuple[int | None, int]]:
+    """Per producer id: the last offset of its last data batch (None after an epoch bump) and its
+    epoch (Kafka's lastRecordsOfActiveProducers): the batches the cleaner must keep."""
+    return {pid: (e.batches[-1].last_offset if e.batches else None, e.epoch)
+            for pid, e in state_of(cluster, p).entries.items()}
+
+
+def forget_aborted(cluster: Cluster, p: Partition, below: int) -> None:
+    """After the cleaner rewrote the log below `below`: forget the aborted transactions whose
+    abort marker was there, as the transaction index of the cleaned segments is gone."""
+    s = state_of(cluster, p)
+    s.aborted = [a for a in s.aborted if a.last_offset >= below]
+

@@ -29,8 +29,8 @@ from kafka_shell import definitions, protocol
 from kafka_shell.definitions import releases
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
-from kafka_shell.sandbox import (apis, configs, control, groups, handlers, identity, journal, persist, replication,
-                                  security, tls, transactions)
+from kafka_shell.sandbox import (apis, cleaner, configs, control, groups, handlers, identity, journal, persist,
+                                  replication, security, tls, transactions)
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
 from kafka_shell.acl import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
 from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME, AclBinding, Authorizer, acl_store, binding_problem
@@ -795,6 +795,7 @@ class Sandbox:
                 loop.run_until_complete(server.listen(sock))
             replication.elect_controller(self.cluster)
             transactions.start(self.cluster)   # loads the transaction log, aborts timed-out transactions
+            cleaner.start(self.cluster)        # log retention and compaction
             loop.call_soon(self._resume)
             if self.journal is not None:
                 self.spawn(self.journal.run_periodic())

@@ -96,7 +96,7 @@ async def join_group(ctx) -> dict:
         ctx.header.client_id or "", _client_host(ctx), session_ms,
         rebalance_ms if rebalance_ms >= 0 else session_ms,
         req.protocol_type, [(p.name, p.metadata) for p in req.protocols],
-        require_known_member_id=ctx.version >= 4)
+        require_known_member_id=ctx.version >= 4, skips_assignment=ctx.version >= 9)
     return {**base, **{k: v for k, v in result.items() if v is not None}}
 
 
@@ -108,7 +108,7 @@ async def sync_group(ctx) -> dict:
         return {"error_code": err, "assignment": b""}
     result = await _coordinator(ctx).sync(
         req.group_id, req.member_id, req.generation_id, req.protocol_type,
-        req.protocol_name, {a.member_id: a.assignment for a in req.assignments})
+        req.protocol_name, {a.member_id: a.assignment for a in req.assignments}, req.group_instance_id)
     return {"assignment": b"", **result}
 
 
@@ -116,7 +116,7 @@ async def sync_group(ctx) -> dict:
 def heartbeat(ctx) -> dict:
     req = ctx.request
     err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id) or \
-        _coordinator(ctx).heartbeat(req.group_id, req.member_id, req.generation_id)
+        _coordinator(ctx).heartbeat(req.group_id, req.member_id, req.generation_id, getattr(req, "group_instance_id", None))
     return {"error_code": err}
 
 
@@ -130,11 +130,11 @@ def leave_group(ctx) -> dict:
     err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     if err:
         return {"error_code": err, "members": []}
-    codes = _coordinator(ctx).leave(req.group_id, [member_id for member_id, _ in leaving])
+    answers = _coordinator(ctx).leave(req.group_id, leaving)
     if ctx.version < 3:
-        return {"error_code": codes[0]}
+        return {"error_code": answers[0][1]}
     return {"error_code": 0, "members": [
-        {"member_id": m, "group_instance_id": i, "error_code": c} for (m, i), c in zip(leaving, codes)]}
+        {"member_id": m, "group_instance_id": i, "error_code": c} for (m, c), (_, i) in zip(answers, leaving)]}
 
 
 # -- offsets ----------------------------------------------------------------------------------
@@ -146,7 +146,8 @@ def offset_commit(ctx) -> dict:
     coord = _coordinator(ctx)
     group, err = None, _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     if not err:
-        group, err = coord.commit_error(req.group_id, req.member_id, req.generation_id_or_member_epoch)
+        group, err = coord.commit_error(req.group_id, req.member_id, req.generation_id_or_member_epoch,
+                                        getattr(req, "group_instance_id", None))
     topics = []
     for rt in req.topics:
         name, topic_id = getattr(rt, "name", None), getattr(rt, "topic_id", None)

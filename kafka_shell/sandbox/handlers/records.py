@@ -121,6 +121,10 @@ async def produce(ctx) -> dict | None:
                 except log.InvalidBatch as exc:
                     answer["error_code"] = exc.code
                     answer["error_message"] = str(exc) if exc.answered else None
+                    if exc.record_errors:   # Kafka's RecordValidationException: per record, with the log start
+                        answer["record_errors"] = [{"batch_index": i, "batch_index_error_message": m}
+                                                   for i, m in exc.record_errors]
+                        answer["log_start_offset"] = p.log_start_offset
                     continue
                 if duplicate is not None:
                     # Acknowledged again with its first offset, not appended (Kafka's ProducerStateManager).

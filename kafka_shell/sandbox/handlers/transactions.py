@@ -210,7 +210,7 @@ def _txn_group(ctx) -> tuple[gc.Group | None, int]:
         if g is None:
             g = coord.groups[req.group_id] = gc.Group(req.group_id)
         return (g, 0) if g.state != gc.DEAD else (None, ErrorCode.coordinator_not_available)
-    return coord.commit_error(req.group_id, req.member_id, req.generation_id)
+    return coord.commit_error(req.group_id, req.member_id, req.generation_id, getattr(req, "group_instance_id", None))
 
 
 # -- WriteTxnMarkers (the coordinator's request to partition leaders) -------------------------
