@@ -22,7 +22,7 @@ KRAFT_MODE = pytest.mark.modes("kraft")
 
 
 # The session fixtures below that start real Apache Kafka; a test using one is marked real_kafka.
-REAL_KAFKA_FIXTURES = {"kafka4", "kafka4_quorum", "kafka39_zk"}
+REAL_KAFKA_FIXTURES = {"kafka4", "kafka4_quorum", "kafka39_zk", "kafka4_secured"}
 
 
 def pytest_configure(config) -> None:
@@ -94,4 +94,15 @@ def kafka39_zk():
     """Kafka 3.9 in ZooKeeper mode: ZooKeeper and three brokers (1-3)."""
     from tests.real_kafka import KAFKA_3, RealKafka
     with RealKafka(KAFKA_3, mode="zk", brokers=3) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka4_secured(tmp_path_factory):
+    """One secured Kafka 4.x node (combined broker and controller, id 1): SASL_PLAINTEXT (PLAIN,
+    SCRAM-SHA-512), SASL_SSL and SSL with required client certificates from a CA made for it,
+    StandardAuthorizer with the super user admin and the ordinary user alice
+    (tests/real_kafka.secured; `tls_dir` holds ca.pem and both users' certificates)."""
+    from tests.real_kafka import secured
+    with secured(tmp_path_factory.mktemp("kafka4-tls")) as cluster:
         yield cluster
