@@ -28,6 +28,7 @@ TIMEOUT_S = 10          # the REPL's --timeout
 MARGIN_S = 15           # start-up of a command, rendering, a loaded machine
 SETTLE_S = 90.0         # how long Kafka may take to notice a death (session timeout, elections)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\r")
+LINE_TAKEN = "\x1b[?2004l"   # bracketed paste off: prompt_toolkit has handed the typed line over
 
 
 class Repl:
@@ -44,14 +45,18 @@ class Repl:
         start = time.monotonic()
         child = self.term.child
         child.send(line + "\r")
+        # The prompt hands the line over (a redraw of the old prompt, as the toolbar refreshes, comes
+        # before this and is no answer to the line); what comes before it are notices.
+        child.expect_exact(LINE_TAKEN)
+        self.transcript += ANSI.sub("", child.before)
+        text = ""
         if answer is not None:
             child.expect_exact("[y/N]")
-            self.transcript += child.before + child.after
+            text += child.before + child.after
             child.send(answer + "\r")
-        before = self.term.prompt()
+        text = ANSI.sub("", text + self.term.prompt())
         elapsed = time.monotonic() - start
         assert elapsed <= TIMEOUT_S + MARGIN_S, f"{line!r} took {elapsed:.1f} s with --timeout {TIMEOUT_S}"
-        text = ANSI.sub("", before)
         self.transcript += text
         return text
 
