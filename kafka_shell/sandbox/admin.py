@@ -208,6 +208,10 @@ def place_replicas(cluster: Cluster, partitions: int, replication_factor: int,
 # -- state changes ---------------------------------------------------------------------------
 
 
+# Kafka's Topic.isInternal: these names are internal however they were created.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
 def create_topic(cluster: Cluster, name: str, partitions: int = 1, replication_factor: int = 1,
                  assignment: list[list[int]] | None = None,
                  configs: dict[str, str] | None = None, internal: bool = False) -> Topic:
@@ -215,7 +219,7 @@ def create_topic(cluster: Cluster, name: str, partitions: int = 1, replication_f
     if assignment is None:
         assignment = place_replicas(cluster, partitions, replication_factor)
     topic = Topic(name=name, id=uuid.uuid4(), partitions=[], configs=dict(configs or {}),
-                  internal=internal)
+                  internal=internal or name in INTERNAL_TOPICS)
     for i, replicas in enumerate(assignment):
         topic.partitions.append(new_partition(cluster, name, i, replicas))
     cluster.topics[name] = topic

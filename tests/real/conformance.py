@@ -120,21 +120,32 @@ class ReadFile:
     name: str
 
 
-Step = str | As | Stdin | Where | Produce | Commit | Join | Leave | StopBroker | StartBroker | WaitFor | ReadFile
+@dataclass(frozen=True)
+class ReadSnapshot:
+    """The tables (Parquet, read with pyarrow) and the manifest of the one snapshot that
+    `snapshot --output-dir {dir}/NAME` wrote."""
+    name: str
+
+
+Step = str | As | Stdin | Where | ReadSnapshot | Produce | Commit | Join | Leave | StopBroker | StartBroker | WaitFor | ReadFile
 
 
 @dataclass(frozen=True)
 class Scenario:
     """`name` (also the prefix of its topics and groups: `{t}`, `{t2}`, `{g}` in its lines),
     the steps, and `files` (name -> text, `{t}` etc. filled in) written into the side's work dir
-    (`{dir}` in lines) before the first step."""
+    (`{dir}` in lines) before the first step. `together`, when given, runs once after both
+    sides' steps with both runs and gives one more outcome per side (for work done once over
+    both sides' results, such as one analysis of both clusters' snapshots)."""
     name: str
     steps: tuple[Step, ...]
     files: tuple[tuple[str, str], ...] = ()
+    together: Callable[[tuple[Run, Run]], tuple[dict[str, Any], dict[str, Any]]] | None = None
 
 
-def scenario(name: str, *steps: Step, files: dict[str, str] | None = None) -> Scenario:
-    return Scenario(name, tuple(steps), tuple((files or {}).items()))
+def scenario(name: str, *steps: Step, files: dict[str, str] | None = None,
+             together: Callable[[tuple[Run, Run]], tuple[dict[str, Any], dict[str, Any]]] | None = None) -> Scenario:
+    return Scenario(name, tuple(steps), tuple((files or {}).items()), together)
 
 
 # -- sides -------------------------------------------------------------------------------------
@@ -253,6 +264,8 @@ class Run:
                     raise AssertionError(f"{self.side.name}: {self.fill(step.line)!r} did not reach its state in {WAIT_S:.0f} s")
                 time.sleep(0.3)
             return None
+        if isinstance(step, ReadSnapshot):
+            return read_snapshot(self.dir / self.fill(step.name))
         if isinstance(step, ReadFile):
             path = self.dir / self.fill(step.name)
             text = path.read_text() if path.exists() else None
@@ -286,10 +299,50 @@ def describe_step(step: Step) -> str:
 
 
 def run_both(sides: tuple[Side, Side], sc: Scenario) -> tuple[list[Outcome], list[Outcome]]:
-    """The scenario on both sides at once (each side's steps in order)."""
+    """The scenario on both sides at once (each side's steps in order), then `together`."""
+    runs = (Run(sides[0], sc), Run(sides[1], sc))
     with ThreadPoolExecutor(2) as pool:
-        a, b = (pool.submit(Run(side, sc).run) for side in sides)
-        return a.result(), b.result()
+        a, b = (pool.submit(run.run) for run in runs)
+        outcomes = a.result(), b.result()
+    if sc.together is not None:
+        for out, result in zip(outcomes, sc.together(runs)):
+            out.append(Outcome("(together)", result))
+    return outcomes
+
+
+def read_snapshot(root: Path) -> dict[str, Any]:
+    """Every table of the one snapshot under `root` (root/<cluster id>/<time>/), as rows."""
+    import pyarrow.parquet as pq
+
+    [where] = [d for cluster in root.iterdir() for d in cluster.iterdir()]
+    tables: dict[str, Any] = {path.stem: [{k: str(v) if hasattr(v, "isoformat") else v for k, v in row.items()}
+                                         for row in pq.read_table(path).to_pylist()]
+                              for path in sorted(where.glob("*.parquet"))}
+    tables["manifest"] = json.loads((where / "manifest.json").read_text())
+    return {"snapshot": tables}
+
+
+def analyze_together(snapshots: str, tables: tuple[str, ...]) -> Callable[[tuple[Run, Run]], tuple[dict[str, Any], dict[str, Any]]]:
+    """One `kafka-shell analyze` (one Spark run) over both sides' snapshots in `{dir}/snapshots`;
+    each side's outcome is the exit code and its own cluster's rows of the analysis `tables`."""
+    def together(runs: tuple[Run, Run]) -> tuple[dict[str, Any], dict[str, Any]]:
+        merged = runs[0].side.workdir.parent / f"{runs[0].sc.name}-together"
+        (merged / "snapshots").mkdir(parents=True, exist_ok=True)
+        for run in runs:
+            for cluster in (run.dir / snapshots).iterdir():
+                (merged / "snapshots" / cluster.name).symlink_to(cluster)
+        p = subprocess.run([SHELL, "analyze", "--snapshots", str(merged / "snapshots"), "--out", str(merged / "out")],
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=PROCESS_TIMEOUT_S)
+        assert p.returncode == 0, p.stderr[-3000:]
+        results = []
+        for run in runs:
+            result: dict[str, Any] = {"rc": p.returncode}
+            for name in tables:
+                rows = json.loads((merged / "out" / "tables" / f"{name}.json").read_text())
+                result[name] = [row for row in rows if row.get("cluster_id") == run.side.cluster_id]
+            results.append(result)
+        return results[0], results[1]
+    return together
 
 
 # -- real clients ------------------------------------------------------------------------------
@@ -373,14 +426,16 @@ def wait_brokers(config: dict[str, str], want: set[int]) -> None:
 # -- normalising -------------------------------------------------------------------------------
 
 UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
-ISO_TIME = re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?")
+ISO_TIME = re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+                      r"|\b\d{8}T\d{6}(?:\.\d+)?Z")   # and a snapshot directory's UTC time
 # JSON keys whose values are facts of the machine (its disk), not of the cluster.
 MACHINE_KEYS = {"TotalBytes", "UsableBytes"}
-# Broker id lists whose order is the order replicas happened to join (timing), not a choice.
-JOIN_ORDER_KEYS = {"Isr", "Elr", "LastKnownElr"}
+# Lists whose order is the order things happened to arrive (timing), not a choice: broker ids
+# in the order replicas joined an ISR, records consumed from several partitions.
+JOIN_ORDER_KEYS = {"Isr", "Elr", "LastKnownElr", "records"}
 # JSON keys whose values are moments or durations of the run, not of the cluster's state.
 TIME_KEYS = {"Timestamp", "HeldSince", "Time", "LastFetchTimestamp", "LastCaughtUpTimestamp", "MaxFollowerLagTimeMs",
-             "Since", "At"}
+             "Since", "At", "Seconds", "seconds", "taken_at", "taken_at_ms"}
 
 
 def normalise(value: Any, side: Side) -> Any:
@@ -401,12 +456,12 @@ def normalise(value: Any, side: Side) -> Any:
             return {k: walk(x, k) for k, x in v.items()}
         if isinstance(v, list):
             items = [walk(x, key) for x in v]
-            return sorted(items) if key in JOIN_ORDER_KEYS and all(isinstance(x, int) for x in items) else items
+            return sorted(items, key=json.dumps) if key in JOIN_ORDER_KEYS else items
         if key in TIME_KEYS and v not in (None, -1, "", "-"):
             return "<time>"
         if key in MACHINE_KEYS and isinstance(v, int):
             return "<bytes>"
-        if key == "Port" and isinstance(v, int):
+        if key in ("Port", "port") and isinstance(v, int):
             return ports.get(v, v)
         if isinstance(v, str):
             return text(v)

@@ -11,8 +11,6 @@ from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api, features
 from kafka_shell.sandbox.model import Topic
 
-INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
-
 
 @api(ApiKey.API_VERSIONS)
 def api_versions(ctx) -> dict:
