@@ -134,3 +134,16 @@ def test_controller_killed_in_the_middle_of_a_replay(tmp_path, mode):
         assert p.stderr.count("Controller moved from broker") == 1, p.stderr
     assert "Created topic second." in p.stderr
     assert p.stdout.splitlines()[1:] == ["first,1,3", "second,1,3"]
+
+
+def test_a_run_of_creates_goes_out_in_requests_kraft_accepts(sandbox, tmp_path):
+    """KRaft bounds a CreateTopics request to 10,000 metadata records (a topic, each partition,
+    each config): two topics of 5,000 partitions are 10,002, so they go out in two requests."""
+    script = "create-topic --topic a --partitions 5000 --replication-factor 1\n" \
+             "create-topic --topic b --partitions 5000 --replication-factor 1\n"
+    p, _ = replay(sandbox, tmp_path, script, "--debug")
+    assert p.returncode == 0, p.stderr
+    requests = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: CreateTopics request")]
+    assert requests == ["debug: CreateTopics request: 1 topic(s) (validate only)"] * 2 \
+        + ["debug: CreateTopics request: 1 topic(s)"] * 2     # the run's check, then the creates
+    assert topics(sandbox) == {"a": 5000, "b": 5000}

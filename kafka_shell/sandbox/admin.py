@@ -23,6 +23,10 @@ from kafka_shell.sandbox.model import Cluster, Partition, Topic
 # single request can make the sandbox allocate.
 MAX_PARTITIONS_PER_REQUEST = 10_000
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+# KRaft's controller builds an operation's metadata records in a list bounded at 10,000
+# (QuorumController's MAX_RECORDS_PER_USER_OP); beyond it the whole request fails with this.
+MAX_RECORDS_PER_OPERATION = 10_000
+EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
 
 MAX_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
