@@ -58,8 +58,13 @@ def kafka_libs(version: str) -> Path:
 
 
 def kafka_uuid() -> str:
-    """A Kafka Uuid as its tools print it: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A Kafka Uuid as its tools print it: 16 random bytes, URL-safe base64 without padding;
+    never one that starts with "-" (Kafka's Uuid.randomUuid draws again: a command line would
+    take it for an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
 
 
 def _ephemeral_ports() -> range:

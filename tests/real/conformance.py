@@ -526,6 +526,8 @@ def compare(sc: Scenario, kafka: tuple[Side, list[Outcome]], sandbox: tuple[Side
     problems = []
     seen = {d: False for d in known}
     for i, (k, s) in enumerate(zip(kout, sout)):
+        if any("connection refused" in line for line in k.result.get("err", [])):
+            problems.append(f"step {i} `{k.step}`: Kafka refused the connection (a node down?): nothing was compared")
         kres, sres = normalise(k.result, kside), normalise(s.result, sside)
         for diff in (d for d in known if d.steps is None or i in d.steps):
             for part in diff.part.split("|"):

@@ -25,7 +25,7 @@ from tests.real_kafka import RealKafka
 from tests.test_repl import Terminal
 
 TIMEOUT_S = 10          # the REPL's --timeout
-MARGIN_S = 15           # start-up of a command, rendering, a loaded machine
+MARGIN_S = 5            # rendering, and a loaded machine's scheduling
 SETTLE_S = 90.0         # how long Kafka may take to notice a death (session timeout, elections)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\r")
 LINE_TAKEN = "\x1b[?2004l"   # bracketed paste off: prompt_toolkit has handed the typed line over
