@@ -38,7 +38,6 @@ class As:
     """A shell line run as `profile` (a user and listener of the secured node, see Side.profiles)."""
     profile: str
     line: str
-    stdin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -176,7 +175,7 @@ class Side:
                 raise KeyError(f"no profile {profile!r} on {self.name}")
             return ["--bootstrap-server", self.bootstrap]
         listener, props = self.profiles[profile]
-        config = self.workdir / f"{profile.replace('@', '-')}.properties"
+        config = self.workdir / f"{profile}.properties"
         if not config.exists():
             config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
             config.chmod(0o600)
@@ -197,7 +196,7 @@ class Run:
         self.dir = side.workdir / sc.name
         self.dir.mkdir(parents=True, exist_ok=True)
         slug = sc.name.replace(".", "-")
-        self.names = {"t": slug, "t2": f"{slug}-2", "t3": f"{slug}-3", "g": f"{slug}-g", "g2": f"{slug}-g2",
+        self.names = {"t": slug, "t2": f"{slug}-2", "g": f"{slug}-g", "g2": f"{slug}-g2",
                       "dir": str(self.dir), "ctl": side.bootstrap_controllers or ""}
         self.members: dict[str, Consumer] = {}
         self.stopped: set[int] = set()
@@ -225,7 +224,7 @@ class Run:
         if isinstance(step, str):
             return self.shell(step)
         if isinstance(step, As):
-            return self.shell(step.line, step.profile, step.stdin)
+            return self.shell(step.line, step.profile)
         if isinstance(step, Stdin):
             return self.shell(step.line, stdin=step.stdin)
         if isinstance(step, Where):

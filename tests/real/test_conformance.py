@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafka_shell.sandbox import tls
 from kafka_shell.sandbox.server import Sandbox
 from tests.real.conformance import (
-    As, Commit, Join, KnownDifference, Leave, Produce, ReadSnapshot, Scenario, Side, StartBroker, Stdin,
+    As, Commit, Join, KnownDifference, Leave, Produce, ReadFile, ReadSnapshot, Scenario, Side, StartBroker, Stdin,
     StopBroker, WaitFor, Where, analyze_together, compare, run_both, scenario, wait_brokers,
 )
 from tests.real_kafka import SECURED_MECHANISMS, SECURED_USERS, SUPER_USERS, RealKafka
@@ -228,7 +230,8 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
     # -- reassignments --------------------------------------------------------------------------
     ((K,), scenario("reassign.generate",
                     "create-topic --topic {t} --replica-assignment 1:2,1:2,1:2,1:2",
-                    "reassign-partitions --generate --topic {t} --broker-list 1,2,3",
+                    "reassign-partitions --generate --topic {t} --broker-list 1,2,3 --proposed-json-file {dir}/proposed.json",
+                    ReadFile("proposed.json"),
                     "reassign-partitions --generate --topic {t} --broker-list 1,2,3 --disable-rack-aware",
                     "reassign-partitions --generate --topics-to-move-json-file {dir}/move.json --broker-list 2,3",
                     files={"move.json": '{{"topics":[{{"topic":"{t}"}}],"version":1}}'})),
@@ -612,7 +615,6 @@ def sandbox_for(cluster: RealKafka) -> Sandbox:
     sandbox.set_kafka_20098(False)
     if cluster.mode == "zk":
         # ZooKeeper makes whichever broker registers first the controller; the sandbox's is moved there.
-        from confluent_kafka.admin import AdminClient
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
         controller = admin.describe_cluster(request_timeout=30).result().controller.id
         for _ in range(brokers):
@@ -626,8 +628,6 @@ def create_offsets_topic(side: Side, brokers: list[int]) -> None:
     """__consumer_offsets created alike on both sides before any group exists (as Kafka would on
     the first FindCoordinator, with its configs), so each group has the same coordinator: its
     partition's leader. Kafka places an auto-created one at random."""
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     ring = brokers * 2
     assignment = [ring[i % len(brokers):i % len(brokers) + min(3, len(brokers))] for i in range(5)]
     topic = NewTopic("__consumer_offsets", num_partitions=len(assignment), replica_assignment=assignment,
@@ -638,8 +638,6 @@ def create_offsets_topic(side: Side, brokers: list[int]) -> None:
 
 def secured_profiles(tls_dir: Path, workdir: Path) -> dict[str, tuple[str, dict[str, str]]]:
     """The ways the secured scenarios connect: name -> (listener, client properties)."""
-    from kafka_shell.sandbox import tls
-
     ca = str(tls_dir / "ca.pem")
     other_ca = tls.ensure_certificates(workdir / "other-ca") / "ca.pem"
 
@@ -676,10 +674,9 @@ def secured_profiles(tls_dir: Path, workdir: Path) -> dict[str, tuple[str, dict[
 
 def kafka_side(cluster: RealKafka, workdir: Path) -> Side:
     profiles = secured_profiles(cluster.tls_dir, workdir) if cluster.tls_dir else {}
-    from confluent_kafka.admin import AdminClient
     # The id Kafka answers with (in ZooKeeper mode Kafka makes its own, not the formatted one).
-    cluster_id = AdminClient({"bootstrap.servers": cluster.bootstrap, **cluster.client_config, "log_level": 0}) \
-        .list_topics(timeout=30).cluster_id
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, **cluster.client_config, "log_level": 0})
+    cluster_id = admin.list_topics(timeout=30).cluster_id
     side = Side(
         name="kafka", bootstrap=cluster.bootstrap, cluster_id=cluster_id, workdir=workdir,
         node_ports={n.node_id: [p for p in (n.port, n.controller_port, *n.extra_ports.values()) if p]
