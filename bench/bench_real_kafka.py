@@ -91,8 +91,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     runs = parser.parse_args().runs
-    with RealKafka(KAFKA_4, controllers=1, brokers=3, heap="512m",
-                   broker_configs={"default.replication.factor": "1"}) as cluster:
+    with tempfile.TemporaryDirectory(prefix="bench-real-kafka-") as root, \
+            RealKafka(KAFKA_4, controllers=1, brokers=3, heap="512m", root=Path(root),
+                      broker_configs={"default.replication.factor": "1"}) as cluster:
         boot = cluster.bootstrap
         java = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{cluster.libs}/*",
                 "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", boot]
