@@ -63,8 +63,10 @@ class Repl:
     def rows(self, line: str, table: str) -> list[dict]:
         """`line -o jsonl`: the rows of `table`."""
         out = self.run(f"{line} -o jsonl")
-        return [row for row in (json.loads(x) for x in out.splitlines() if x.startswith("{"))
+        rows = [row for row in (json.loads(x) for x in out.splitlines() if x.startswith("{"))
                 if row.pop("table", None) == table]
+        assert rows, f"{line}: no {table} rows in {out!r}"
+        return rows
 
     def close(self) -> None:
         if self.term.child.isalive():
