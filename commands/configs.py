@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_shell.errors import KafkaCallError, UsageError, shown
-from kafka_shell.operations import admin_error, alter_configs, debug, entity_label, require_brokers, require_topic
+from kafka_shell.errors import UsageError, shown
+from kafka_shell.operations import alter_configs, config_entries, require_brokers, require_topic
 from kafka_shell.option_types import CONFIG_NAME
 from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result
@@ -54,21 +54,14 @@ def entity(args: dict) -> tuple[str, str]:
          examples=("describe-configs --topic orders", "describe-configs --broker 1 --all",
                    "describe-configs --entity-type brokers --entity-default"))
 def describe_configs(session: Session, args: dict) -> Result:
-    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+    from confluent_kafka.admin import ConfigSource
     kind, name = entity(args)
     if kind == "topics":
         require_topic(session, name)
     elif name:
         require_brokers(session, [int(name)])
-    rtype = ResourceType.TOPIC if kind == "topics" else ResourceType.BROKER
-    debug(session, "DescribeConfigs request: 1 resource")
-    answer = session.conn.admin_call("describe_configs", [ConfigResource(rtype, name)])
-    entries = next(iter(answer.values()))
-    if isinstance(entries, BaseException):
-        raise KafkaCallError(admin_error(entries, entity=entity_label(kind, name),
-                                         **({"topic": name} if kind == "topics" else {})))
     rows = []
-    for e in sorted(entries.values(), key=lambda e: e.name):
+    for e in config_entries(session, kind, name):
         source = ConfigSource(e.source).name
         if not args["all"] and source == "DEFAULT_CONFIG":
             continue

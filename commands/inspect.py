@@ -111,7 +111,8 @@ def _known(value):
          examples=("describe-quorum --status", "describe-quorum --replication"))
 def describe_quorum(session: Session, args: dict) -> Result:
     quorum = _quorum(session)
-    voters, observers = quorum["current_voters"], quorum["observers"]
+    # By id: Kafka answers in no stable order (the observers come from a hash map).
+    voters, observers = (sorted(quorum[k], key=lambda r: r["replica_id"]) for k in ("current_voters", "observers"))
     leader = next((v for v in voters if v["replica_id"] == quorum["leader_id"]), None)
     leader_end = leader["log_end_offset"] if leader else quorum["high_watermark"]
     if args["replication"]:

@@ -72,6 +72,9 @@ def _pattern(args: dict, default: PatternType) -> PatternType:
     return acl.pattern_type(text) if text else default
 
 
+QUOTA_PART_ORDER = {"user": 0, "client-id": 1, "ip": 2}   # how a quota entity is written
+
+
 # -- ACLs -------------------------------------------------------------------------------------
 
 
@@ -240,7 +243,7 @@ def delete_acls(session: Session, args: dict) -> Result:
             raise response_error(ApiKey.DELETE_ACLS, r["error_code"], r.get("error_message"))
         deleted += [acl.binding_row(m["resource_type"], m["resource_name"], m["pattern_type"], m)
                     for m in r["matching_acls"]]
-    return Result(tables=[Table(acl.ACL_COLUMNS, deleted, name="acls")],
+    return Result(tables=[Table(acl.ACL_COLUMNS, sorted(deleted), name="acls")],
                   messages=[f"Deleted {len(deleted)} ACL(s)."])
 
 
@@ -270,8 +273,11 @@ def _matching(session: Session, filters: list[dict]) -> list[list]:
 def describe_user_scram_credentials(session: Session, args: dict) -> Result:
     users = args["user"]
     debug(session, "DescribeUserScramCredentials request")
+    # No users: an empty list, which Kafka reads as "every user" as it does null; but with null a
+    # principal without DESCRIBE on the cluster gets no answer at all (Kafka 4.4's error response
+    # iterates the null list and fails), instead of CLUSTER_AUTHORIZATION_FAILED.
     answer = session.conn.any_broker_request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
-                                             {"users": [{"name": u} for u in users] if users else None})
+                                             {"users": [{"name": u} for u in users or ()]})
     if answer.get("error_code"):
         raise response_error(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, answer["error_code"], answer.get("error_message"))
     rows = []
@@ -283,6 +289,7 @@ def describe_user_scram_credentials(session: Session, args: dict) -> Result:
             mechanism = ScramMechanism(c["mechanism"]).mechanism_name if c["mechanism"] in tuple(ScramMechanism) \
                 else str(c["mechanism"])
             rows.append([r["user"], mechanism, c["iterations"]])
+    rows.sort(key=lambda row: (row[0], row[1]))   # Kafka answers in no stable order
     table = Table(["User", "Mechanism", "Iterations"], rows, name="scram_credentials")
     return Result(tables=[table], messages=[] if rows else ["No SCRAM users."])
 
@@ -397,8 +404,10 @@ def describe_client_quotas(session: Session, args: dict) -> Result:
         raise response_error(ApiKey.DESCRIBE_CLIENT_QUOTAS, answer["error_code"], answer.get("error_message"))
     rows = []
     for e in answer.get("entries") or []:
+        # The entity's parts in one order (user, client-id, ip): Kafka answers them in its own.
+        parts = sorted(e["entity"], key=lambda d: QUOTA_PART_ORDER.get(d["entity_type"], len(QUOTA_PART_ORDER)))
         label = ", ".join(f"{d['entity_type']}={d['entity_name'] if d['entity_name'] is not None else '<default>'}"
-                          for d in e["entity"])
+                          for d in parts)
         for v in e["values"]:
             value = v["value"]
             rows.append([label, v["key"], int(value) if value == int(value) else value])

@@ -27,7 +27,10 @@ if TYPE_CHECKING:
     from kafka_shell.session import Session
 
 # Kafka's controller refuses requests creating more partitions than this in total.
-MAX_PARTITIONS_PER_REQUEST = 10_000
+# KRaft's controller writes a CreateTopics request as metadata records (one per topic, per
+# partition and per config) into a list bounded at 10,000, and fails the whole request beyond it
+# ("Unable to perform excessively large batch operation."). ZooKeeper-mode Kafka has no bound.
+MAX_RECORDS_PER_REQUEST = 10_000
 CLIENT_MAX_REPLICATION_FACTOR = 10_000   # librdkafka's bound (a Kafka int16 goes to 32767)
 # kafka-topics prints this for a name with '.' or '_' (Topic.hasCollisionChars).
 COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
@@ -78,10 +81,11 @@ def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
             for name in args["topic"]:
                 check_topic_name(name)
             partitions = len(args["replica_assignment"]) if args["replica_assignment"] else args["partitions"]
-            if partitions and partitions > MAX_PARTITIONS_PER_REQUEST:
-                raise UsageError(f"--partitions {partitions} is more than Kafka creates in one request "
-                                 f"({MAX_PARTITIONS_PER_REQUEST}): create fewer, then grow the topic "
-                                 "with alter-topic")
+            if partitions and _records(partitions, args["config"]) > MAX_RECORDS_PER_REQUEST:
+                most = MAX_RECORDS_PER_REQUEST - _records(0, args["config"])
+                raise UsageError(f"--partitions {partitions} is more than Kafka creates in one request ({most}: "
+                                 f"{MAX_RECORDS_PER_REQUEST} metadata records, one for the topic, each partition "
+                                 "and each config): create fewer, then grow the topic with alter-topic")
         except UsageError as exc:
             outcomes[i] = exc
             continue
@@ -131,13 +135,14 @@ def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
 
 def _send_create(session: Session, topics: list, dry_run: bool) -> list[tuple[str, BaseException | None]]:
     """(name, error or None) per topic, in order. Topics go out in as few CreateTopics requests
-    as Kafka accepts: a request holds each name once and at most 10,000 partitions in all."""
+    as Kafka accepts: a request holds each name once and at most 10,000 metadata records in all
+    (which bounds its partitions to 10,000 too)."""
     chunks: list[list] = []
     names: set[str] = set()
-    total = MAX_PARTITIONS_PER_REQUEST + 1
+    total = MAX_RECORDS_PER_REQUEST + 1
     for t in topics:
-        size = len(t.replica_assignment or []) or max(t.num_partitions, 1)
-        if total + size > MAX_PARTITIONS_PER_REQUEST or t.topic in names:
+        size = _records(len(t.replica_assignment or []) or max(t.num_partitions, 1), t.config)
+        if total + size > MAX_RECORDS_PER_REQUEST or t.topic in names:
             chunks.append([])
             names, total = set(), 0
         chunks[-1].append(t)
@@ -155,6 +160,11 @@ def _send_create(session: Session, topics: list, dry_run: bool) -> list[tuple[st
 
 
 create_topic.batch = create_topics  # type: ignore[attr-defined]
+
+
+def _records(partitions: int, configs: dict | None) -> int:
+    """The metadata records KRaft writes for creating a topic (see MAX_RECORDS_PER_REQUEST)."""
+    return 1 + partitions + len(configs or {})
 
 
 def _valid_name(name: str) -> bool:

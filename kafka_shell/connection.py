@@ -68,6 +68,7 @@ class ConnectionManager:
         self.router = Router(bootstrap, self.properties, timeout_s, self._notify, bootstrap_controllers)
         self.cache = MetadataCache(self.router, timeout_s)
         self._admin: Any = None
+        self._admin_metadata_at = 0.0   # when the AdminClient last learned the cluster's brokers
         self.cluster_id: str | None = None   # from the last read (controller_history's key)
 
     def _notify(self, message: str) -> None:
@@ -310,6 +311,7 @@ class ConnectionManager:
                                       **librdkafka_properties(self.properties), "logger": _librdkafka_log}
             try:
                 self._admin = AdminClient(config)
+                self._admin_metadata_at = time.monotonic()
             except KafkaException as exc:
                 text = scrub(exc.args[0].str() if exc.args else str(exc), self.properties)
                 if NO_SASL_PROVIDER in text:
@@ -326,6 +328,10 @@ class ConnectionManager:
         deadline = time.monotonic() + self.timeout_s + max(
             float(kwargs.get(k) or 0) for k in ("request_timeout", "operation_timeout", "timeout"))
         backoff = INITIAL_BACKOFF_S
+        if self._admin is not None and time.monotonic() - self._admin_metadata_at > ADMIN_METADATA_MAX_AGE_S:
+            # A long-lived AdminClient (the REPL's) may still route to a broker that has died
+            # since (librdkafka waits for it until the deadline): let it learn the live ones first.
+            self._refresh_admin_metadata(deadline)
         while True:
             results = self._admin_once(method, args, kwargs, deadline)
             self.admin.poll(0)  # librdkafka's log lines reach `logger` only when polled (--debug)
@@ -352,6 +358,7 @@ class ConnectionManager:
         topic = next(iter(self.snapshot.topics), None)
         try:
             self.admin.list_topics(**({"topic": topic} if topic else {}), timeout=left(deadline))
+            self._admin_metadata_at = time.monotonic()
         except KafkaException as exc:
             log.debug("AdminClient metadata refresh failed: %s", exc)
 
@@ -390,6 +397,10 @@ class ConnectionManager:
         self.router.close()
         self._admin = None
 
+
+# How old the AdminClient's view of the brokers may be before an admin call refreshes it (in a
+# REPL a broker may have died since; a one-shot run's client is fresh).
+ADMIN_METADATA_MAX_AGE_S = 1.0
 
 # AdminClient methods whose request_timeout (seconds) we set to what is left of the deadline, so
 # librdkafka gives up when we do. Not every method takes it, and elect_leaders' C binding fails

@@ -212,6 +212,15 @@ PREFERRED_CONTROLLER_KEY = "preferred.controller.id"   # KAFKA-1778, a cluster-w
 def read_preferred_controller(session: Session) -> int | None:
     """The cluster's preferred controller (KAFKA-1778), or None when the cluster does not know
     the key or leaves it at -1: read now from the cluster-wide broker configs."""
+    for c in broker_default_configs(session):
+        if c["name"] == PREFERRED_CONTROLLER_KEY and c.get("value") not in (None, "", "-1"):
+            return int(c["value"])
+    return None
+
+
+def broker_default_configs(session: Session) -> list[dict]:
+    """The cluster-wide broker defaults (DescribeConfigs of broker resource ""), read through the
+    shell's own channel: confluent-kafka refuses an empty resource name."""
     # Every key, not just ours: some brokers (Tansu) drop the connection on a key filter.
     body = {"resources": [{"resource_type": ResourceType.BROKER, "resource_name": "", "configuration_keys": None}]}
     debug(session, "DescribeConfigs request: cluster-wide broker defaults")
@@ -220,10 +229,26 @@ def read_preferred_controller(session: Session) -> int | None:
         if r.get("error_code"):
             raise response_error(ApiKey.DESCRIBE_CONFIGS, r["error_code"], r.get("error_message"),
                                  entity="the cluster-wide broker configs")
-        for c in r.get("configs", []):
-            if c["name"] == PREFERRED_CONTROLLER_KEY and c.get("value") not in (None, "", "-1"):
-                return int(c["value"])
-    return None
+    return [c for r in answer.get("results", []) for c in r.get("configs", [])]
+
+
+def config_entries(session: Session, entity_type: str, name: str) -> list:
+    """A topic's or broker's config entries (confluent-kafka ConfigEntry objects, sorted by name);
+    name "" of brokers: the cluster-wide broker defaults."""
+    from confluent_kafka.admin import ConfigEntry, ConfigResource, ConfigSource
+    from confluent_kafka.admin import ResourceType as AdminResourceType
+    if entity_type == "brokers" and not name:
+        return sorted((ConfigEntry(c["name"], c.get("value"), source=ConfigSource(c["config_source"]),
+                                   is_read_only=c["read_only"], is_sensitive=c["is_sensitive"])
+                       for c in broker_default_configs(session)), key=lambda e: e.name)
+    rtype = AdminResourceType.TOPIC if entity_type == "topics" else AdminResourceType.BROKER
+    debug(session, "DescribeConfigs request: 1 resource")
+    answer = session.conn.admin_call("describe_configs", [ConfigResource(rtype, name)])
+    entries = next(iter(answer.values()))
+    if isinstance(entries, BaseException):
+        raise KafkaCallError(admin_error(entries, entity=entity_label(entity_type, name),
+                                         **({"topic": name} if entity_type == "topics" else {})))
+    return sorted(entries.values(), key=lambda e: e.name)
 
 
 # -- reassignments -----------------------------------------------------------------------------
@@ -394,15 +419,9 @@ _OVERRIDE_SOURCES = {"topics": ("DYNAMIC_TOPIC_CONFIG",), "brokers": ("DYNAMIC_B
 def config_overrides(session: Session, entity_type: str, name: str) -> list[str]:
     """The config keys a topic or broker (name "" : the broker defaults) overrides dynamically,
     in one DescribeConfigs request."""
-    from confluent_kafka.admin import ConfigResource, ConfigSource
-    from confluent_kafka.admin import ResourceType as AdminResourceType
-    rtype = AdminResourceType.TOPIC if entity_type == "topics" else AdminResourceType.BROKER
-    answer = session.conn.admin_call("describe_configs", [ConfigResource(rtype, name)])
-    entries = next(iter(answer.values()))
-    if isinstance(entries, BaseException):
-        raise KafkaCallError(admin_error(entries, entity=entity_label(entity_type, name)))
+    from confluent_kafka.admin import ConfigSource
     sources = _OVERRIDE_SOURCES["" if entity_type == "brokers" and not name else entity_type]
-    return sorted(e.name for e in entries.values() if ConfigSource(e.source).name in sources)
+    return [e.name for e in config_entries(session, entity_type, name) if ConfigSource(e.source).name in sources]
 
 
 PARTITIONS_PER_PAGE = 2000  # Kafka's default ResponsePartitionLimit

@@ -217,12 +217,12 @@ ESC = r"(?:\x1b\[[0-9;?]*[a-zA-Z])*"   # colour and cursor sequences between vis
 
 
 class Terminal:
-    """kafka-shell --sandbox in a pseudo-terminal, answering prompt_toolkit's cursor position
-    request so the bottom toolbar is drawn as on a real terminal."""
+    """kafka-shell (default `--sandbox`) in a pseudo-terminal, answering prompt_toolkit's cursor
+    position request so the bottom toolbar is drawn as on a real terminal."""
 
-    def __init__(self, data_dir: Path):
+    def __init__(self, data_dir: Path, args: tuple[str, ...] = ("--sandbox",), timeout: float = 30):
         env = dict(os.environ, KAFKA_SHELL_DATA_DIR=str(data_dir), TERM="xterm")
-        self.child = pexpect.spawn(SHELL, ["--sandbox"], env=env, encoding="utf-8", timeout=30,
+        self.child = pexpect.spawn(SHELL, list(args), env=env, encoding="utf-8", timeout=timeout,
                                    dimensions=(30, 160))
 
     def prompt(self, topic: str | None = None) -> str:

@@ -230,3 +230,16 @@ def test_bad_utf8_on_a_stream_names_its_line():
     assert proc.returncode == 2
     assert err.decode().splitlines()[-1] == ("standard input line 2 is not UTF-8 text (byte 0xff at offset 7): "
                                              "give a text file")
+
+
+def test_a_run_of_creates_goes_out_in_requests_kraft_accepts(sandbox, tmp_path):
+    """KRaft bounds a CreateTopics request to 10,000 metadata records (a topic, each partition,
+    each config): two topics of 5,000 partitions are 10,002, so they go out in two requests."""
+    script = "create-topic --topic a --partitions 5000 --replication-factor 1\n" \
+             "create-topic --topic b --partitions 5000 --replication-factor 1\n"
+    p, _ = replay(sandbox, tmp_path, script, "--debug")
+    assert p.returncode == 0, p.stderr
+    requests = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: CreateTopics request")]
+    assert requests == ["debug: CreateTopics request: 1 topic(s) (validate only)"] * 2 \
+        + ["debug: CreateTopics request: 1 topic(s)"] * 2     # the run's check, then the creates
+    assert topics(sandbox) == {"a": 5000, "b": 5000}

@@ -23,6 +23,10 @@ from kafka_shell.sandbox.model import Cluster, Partition, Topic
 # single request can make the sandbox allocate.
 MAX_PARTITIONS_PER_REQUEST = 10_000
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+# KRaft's controller builds an operation's metadata records in a list bounded at 10,000
+# (QuorumController's MAX_RECORDS_PER_USER_OP); beyond it the whole request fails with this.
+MAX_RECORDS_PER_OPERATION = 10_000
+EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
 
 MAX_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -203,6 +207,10 @@ def place_replicas(cluster: Cluster, partitions: int, replication_factor: int,
 # -- state changes ---------------------------------------------------------------------------
 
 
+# Kafka's Topic.isInternal: these names are internal however they were created.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
 def create_topic(cluster: Cluster, name: str, partitions: int = 1, replication_factor: int = 1,
                  assignment: list[list[int]] | None = None,
                  configs: dict[str, str] | None = None, internal: bool = False) -> Topic:
@@ -210,7 +218,7 @@ def create_topic(cluster: Cluster, name: str, partitions: int = 1, replication_f
     if assignment is None:
         assignment = place_replicas(cluster, partitions, replication_factor)
     topic = Topic(name=name, id=uuid.uuid4(), partitions=[], configs=dict(configs or {}),
-                  internal=internal)
+                  internal=internal or name in INTERNAL_TOPICS)
     for i, replicas in enumerate(assignment):
         topic.partitions.append(new_partition(cluster, name, i, replicas))
     cluster.topics[name] = topic

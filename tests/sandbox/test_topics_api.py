@@ -128,6 +128,22 @@ def test_absurd_partition_counts_are_refused_for_the_whole_request(sandbox, admi
     assert sandbox.cluster.topics == {}
 
 
+@pytest.mark.modes("kraft", "zk")
+def test_kraft_bounds_a_request_to_ten_thousand_metadata_records(sandbox, admin, sandbox_mode):
+    """KRaft writes a topic, each partition and each config as one record, at most 10,000 per
+    request (checked on Kafka 4.4: 10,000 partitions in one topic are refused); ZooKeeper-mode
+    Kafka has no such bound."""
+    errors = create(admin, NewTopic("full", 9998, 1, config={"retention.ms": "1000"}))   # 10,000 records
+    assert errors == {"full": None}
+    errors = create(admin, NewTopic("over", 5000, 1), NewTopic("over2", 4999, 1, config={"retention.ms": "1"}))
+    if sandbox_mode == "zk":
+        assert errors == {"over": None, "over2": None}
+        return
+    assert {n: (e.code(), e.str()) for n, e in errors.items()} == {
+        n: (POLICY_VIOLATION, "Unable to perform excessively large batch operation.") for n in ("over", "over2")}
+    assert set(sandbox.cluster.topics) == {"full"}
+
+
 @ZK_MODE  # KRaft brokers forward it (test_kraft.py)
 def test_create_topics_on_a_non_controller_answers_not_controller(sandbox, admin):
     old = sandbox.cluster.controller_id

@@ -13,8 +13,6 @@ from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api, features
 from kafka_shell.sandbox.model import Topic
 
-INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
-
 
 # ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN: client software names and versions (v3+).
 SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")

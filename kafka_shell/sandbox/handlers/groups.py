@@ -57,10 +57,12 @@ def find_coordinator(ctx) -> dict:
 
 def _find(ctx, key: str, key_type: int) -> dict:
     missing = {"key": key, "node_id": -1, "host": "", "port": -1}
+    # Kafka answers each refusal with its error's default message (Errors.message()).
     if key_type == TRANSACTION_KEY and not ctx.permits(AclResourceType.TRANSACTIONAL_ID, key):
-        return {**missing, "error_code": ErrorCode.transactional_id_authorization_failed}
+        return {**missing, "error_code": ErrorCode.transactional_id_authorization_failed,
+                "error_message": "Transactional Id authorization failed."}
     if key_type == GROUP_KEY and (denied := _group_denied(ctx, key)):
-        return {**missing, "error_code": denied}
+        return {**missing, "error_code": denied, "error_message": "Group authorization failed."}
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return {**missing, "error_code": ErrorCode.invalid_request,
                 "error_message": f"unknown coordinator key type {key_type}"}

@@ -28,13 +28,18 @@ def directory_id(cluster, broker_id: int) -> uuid.UUID:
     return uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-sandbox:{cluster.cluster_id}:{broker_id}")
 
 
-def _replica(cluster, node, now: int) -> dict:
+# A voter of a static quorum (controller.quorum.voters, kraft.version 0: the only kind the sandbox
+# has) has no directory id; Kafka answers the zero Uuid for it. Brokers have their log dir's.
+NO_DIRECTORY = uuid.UUID(int=0)
+
+
+def _replica(cluster, node, now: int, voter: bool = False) -> dict:
     stopped = cluster.extras.get("stopped_at", {}).get(node.id)
     if node.alive or stopped is None:
         offset, seen = cluster.generation, (now if node.alive else -1)
     else:
         offset, seen = stopped
-    return {"replica_id": node.id, "replica_directory_id": directory_id(cluster, node.id),
+    return {"replica_id": node.id, "replica_directory_id": NO_DIRECTORY if voter else directory_id(cluster, node.id),
             "log_end_offset": offset, "last_fetch_timestamp": seen,
             "last_caught_up_timestamp": seen}
 
@@ -63,7 +68,7 @@ def describe_quorum(ctx) -> dict:
     if cluster.controller_id < 0 or not ctx.is_controller:
         return _error(ctx.request, ErrorCode.not_leader_or_follower)
     now = now_ms()
-    voters = [_replica(cluster, c, now) for c in cluster.controllers.values()]
+    voters = [_replica(cluster, c, now, voter=True) for c in cluster.controllers.values()]
     observers = [_replica(cluster, b, now) for b in cluster.brokers.values()]
     return {
         "error_code": 0,
