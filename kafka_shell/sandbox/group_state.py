@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_shell.sandbox import groups
+import uuid
+
+from kafka_shell.sandbox import consumer_groups, groups
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.model import Cluster
@@ -36,6 +38,67 @@ def view(g: groups.Group) -> dict:
                      m.rebalance_timeout_ms, [[name, meta.hex()] for name, meta in m.protocols],
                      m.assignment.hex()] for m in g.members.values()],
     }
+
+
+def consumer_view(g: consumer_groups.ConsumerGroup) -> dict:
+    """A KIP-848 group as Kafka's ConsumerGroup* records keep it: epochs, members with their
+    subscription and current assignment, and each member's target."""
+    def parts(owned: dict) -> list:
+        return [[str(t), sorted(ps.items()) if isinstance(ps, dict) else sorted(ps)] for t, ps in owned.items()]
+    return {
+        "type": "consumer", "epoch": g.epoch, "assignment_epoch": g.assignment_epoch,
+        "members": [{"id": m.member_id, "instance": m.instance_id, "rack": m.rack_id, "client": m.client_id,
+                     "host": m.client_host, "rebalance_ms": m.rebalance_timeout_ms, "topics": list(m.topic_names),
+                     "regex": m.topic_regex, "assignor": m.server_assignor, "epoch": m.epoch,
+                     "previous_epoch": m.previous_epoch, "state": m.state, "assigned": parts(m.assigned),
+                     "revoking": parts(m.revoking), "target": parts(g.targets.get(m.member_id, {}))}
+                    for m in g.members.values()],
+    }
+
+
+def apply_consumer_view(cluster: Cluster, check: Checker, group_id: str, v: dict, where: str) -> None:
+    table = groups.all_groups(cluster)
+    old = table.get(group_id)
+    g = consumer_groups.ConsumerGroup(group_id)
+    g.offsets = old.offsets if old is not None else {}
+    g.epoch = check.integer(v.get("epoch"), f"{where}.epoch", low=0, high=INT32_MAX)
+    g.assignment_epoch = check.integer(v.get("assignment_epoch"), f"{where}.assignment_epoch", low=0, high=INT32_MAX)
+
+    def owned(data: object, at: str, epochs: bool) -> dict:
+        out: dict = {}
+        for pair in check.array(data, at):
+            pair = check.array(pair, at)
+            if len(pair) != 2:
+                raise check.fail(at, "[topic id, partitions] pairs")
+            try:
+                topic_id = uuid.UUID(check.text(pair[0], at))
+            except ValueError:
+                raise check.fail(at, "topic ids") from None
+            if epochs:
+                out[topic_id] = {check.integer(p, at, low=0): check.integer(e, at) for p, e in
+                                 (check.array(x, at) for x in check.array(pair[1], at))}
+            else:
+                out[topic_id] = {check.integer(p, at, low=0) for p in check.array(pair[1], at)}
+        return out
+    for k, row in enumerate(check.array(v.get("members"), f"{where}.members")):
+        at = f"{where}.members[{k}]"
+        r = check.mapping(row, at)
+        m = consumer_groups.Member(
+            check.text(r.get("id"), f"{at}.id"), check.optional_text(r.get("instance"), f"{at}.instance"),
+            check.optional_text(r.get("rack"), f"{at}.rack"), check.text(r.get("client"), f"{at}.client"),
+            check.text(r.get("host"), f"{at}.host"), check.integer(r.get("rebalance_ms"), f"{at}.rebalance_ms"),
+            tuple(check.text(t, f"{at}.topics") for t in check.array(r.get("topics"), f"{at}.topics")),
+            check.optional_text(r.get("regex"), f"{at}.regex"), check.optional_text(r.get("assignor"), f"{at}.assignor"),
+            check.integer(r.get("epoch"), f"{at}.epoch"), check.integer(r.get("previous_epoch"), f"{at}.previous_epoch"),
+            check.text(r.get("state"), f"{at}.state"),
+            owned(r.get("assigned"), f"{at}.assigned", True), owned(r.get("revoking"), f"{at}.revoking", True))
+        g.members[m.member_id] = m
+        g.targets[m.member_id] = owned(r.get("target"), f"{at}.target", False)
+        if m.instance_id is not None:
+            g.static_members[m.instance_id] = m.member_id
+    g.metadata = {}   # recomputed at the next heartbeat: a changed topic bumps the epoch then
+    g.stored = consumer_view(g)
+    table[group_id] = g
 
 
 def offset_row(key: tuple[str, int], o: groups.CommittedOffset) -> list:
@@ -71,6 +134,9 @@ def apply_view(cluster: Cluster, check: Checker, group_id: str, data: object, wh
         table.pop(group_id, None)
         return
     v = check.mapping(data, where)
+    if v.get("type") == "consumer":
+        apply_consumer_view(cluster, check, group_id, v, where)
+        return
     old = table.get(group_id)
     g = table[group_id] = groups.Group(group_id)
     g.offsets = old.offsets if old is not None else {}

@@ -75,6 +75,7 @@ class CommittedOffset:
 @dataclass
 class Group:
     group_id: str
+    group_type = "classic"  # consumer_groups.ConsumerGroup shares the table: "consumer"
     state: str = EMPTY
     generation: int = 0
     protocol_type: str | None = None
@@ -218,6 +219,16 @@ class Coordinator:
                 setting(self.cluster, "group.max.session.timeout.ms"):
             return _error(ErrorCode.invalid_session_timeout, member_id=member_id)
         g = self.groups.get(group_id)
+        if g is not None and g.group_type != "classic":
+            if g.members:
+                # Kafka would let the member join the consumer group with the classic protocol
+                # (online migration); the sandbox answers as Kafka does with migration disabled.
+                return _error(ErrorCode.group_id_not_found, member_id=member_id)
+            old, g = g, None
+            self.groups[group_id] = Group(group_id, offsets=old.offsets)  # an empty group gives way
+            if member_id:
+                return _error(ErrorCode.unknown_member_id, member_id=member_id)
+            g = self.groups[group_id]
         if g is None:
             if member_id:
                 return _error(ErrorCode.unknown_member_id, member_id=member_id)
@@ -387,7 +398,7 @@ class Coordinator:
     # SyncGroup, Heartbeat, LeaveGroup ---------------------------------------------------------
 
     def _member_error(self, g: Group | None, member_id: str, generation: int, instance_id: str | None = None) -> int:
-        if g is None or g.state in (EMPTY, DEAD):
+        if g is None or g.group_type != "classic" or g.state in (EMPTY, DEAD):
             return ErrorCode.unknown_member_id
         err = g.member_error(member_id, instance_id)
         if err:
@@ -443,7 +454,7 @@ class Coordinator:
         g = self.groups.get(group_id)
         out: list[tuple[str, int]] = []
         for member_id, instance_id in leaving:
-            if g is None:
+            if g is None or g.group_type != "classic":
                 out.append((member_id, ErrorCode.unknown_member_id))
             elif not member_id:
                 static = g.static_members.get(instance_id) if instance_id is not None else None
@@ -488,8 +499,9 @@ class Coordinator:
     def resume(self) -> None:
         """Start the sessions of members brought back by --data-dir (loop thread, at start)."""
         for g in self.groups.values():
-            for m in g.members.values():
-                self._heartbeat(g, m)
+            if g.group_type == "classic":
+                for m in g.members.values():
+                    self._heartbeat(g, m)
 
     # timers --------------------------------------------------------------------------------------
 
@@ -529,6 +541,11 @@ class Coordinator:
         """The group to commit into (created for a simple, memberless commit) or the error."""
         g = self.groups.get(group_id)
         simple = generation < 0 and not member_id and instance_id is None
+        if g is not None and g.group_type != "classic":
+            # A transactional commit into a KIP-848 group (OffsetCommit goes to consumer_groups).
+            from kafka_shell.sandbox import consumer_groups
+            found = consumer_groups.Coordinator(self.cluster).commit_error(g, member_id, generation, 9, True)
+            return (g, 0) if callable(found) or not found else (None, found)  # type: ignore[arg-type]
         if g is None:
             if not simple:
                 return None, ErrorCode.illegal_generation
@@ -563,9 +580,10 @@ class Coordinator:
             return ErrorCode.group_id_not_found
         if g.members or g.state != EMPTY:
             return ErrorCode.non_empty_group
-        g.state = DEAD
-        for timer in g.pending.values():
-            timer.cancel()
+        if g.group_type == "classic":
+            g.state = DEAD
+            for timer in g.pending.values():
+                timer.cancel()
         del self.groups[group_id]
         journal.group_touched(self.cluster, group_id)
         return 0
@@ -576,3 +594,9 @@ class Coordinator:
         if g.members and g.protocol_type != "consumer":
             return ErrorCode.non_empty_group
         return 0
+
+    def subscribed_topics(self, g: Group) -> set[str]:
+        """Topics the group's members subscribe to (OffsetDelete keeps their offsets)."""
+        if g.group_type != "classic":
+            return g.subscribed_topics(self.cluster)  # type: ignore[attr-defined]
+        return g.subscribed_topics() or set()

@@ -29,7 +29,7 @@ from kafka_shell import definitions, protocol
 from kafka_shell.definitions import releases
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
-from kafka_shell.sandbox import (apis, cleaner, configs, control, groups, handlers, identity, journal, persist,
+from kafka_shell.sandbox import (apis, cleaner, configs, consumer_groups, control, groups, handlers, identity, journal, persist,
                                   replication, security, tls, transactions)
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
 from kafka_shell.acl import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
@@ -810,6 +810,7 @@ class Sandbox:
     def _resume(self) -> None:
         """What a --data-dir brought back goes on: group members' sessions, reassignments."""
         groups.Coordinator(self.cluster, self.spawn).resume()
+        consumer_groups.Coordinator(self.cluster).resume()
         replication.settle(self.cluster)
 
     def stop(self) -> None:

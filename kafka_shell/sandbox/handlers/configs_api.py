@@ -12,7 +12,7 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import admin, configs, replication
+from kafka_shell.sandbox import admin, configs, group_configs, replication
 from kafka_shell.sandbox.admin import AdminError
 from kafka_shell.sandbox.configs import ConfigProblem
 from kafka_shell.codes import AclResourceType, ApiKey
@@ -41,6 +41,8 @@ def _check_authorized(ctx, resource_type: int, name: str) -> None:
         raise AdminError(ErrorCode.topic_authorization_failed, None)
     if resource_type == BROKER and not ctx.permits(AclResourceType.CLUSTER):
         raise AdminError(ErrorCode.cluster_authorization_failed, None)
+    if resource_type == GROUP and not ctx.permits(AclResourceType.GROUP, name):
+        raise AdminError(ErrorCode.group_authorization_failed, None)
 
 
 def _unsupported(resource_type: int) -> AdminError:
@@ -92,6 +94,8 @@ def _describe(ctx, resource_type: int, name: str) -> list[dict]:
             raise AdminError(ErrorCode.invalid_request, f"Unexpected broker id, expected "
                              f"{ctx.broker.id} or empty string, but received {name}")
         return configs.describe_broker(cluster, ctx.broker.id)
+    if resource_type == GROUP:
+        return group_configs.describe(cluster, name)
     raise _unsupported(resource_type)
 
 
@@ -203,6 +207,13 @@ def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
         if not validate_only and new != topic.configs:
             topic.configs = new
             cluster.changed()
+        return
+    if r.resource_type == GROUP and ctx.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
+        try:
+            group_configs.alter(cluster, r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs],
+                                validate_only)
+        except group_configs.GroupConfigError as exc:
+            raise AdminError(exc.code, str(exc)) from None
         return
     if r.resource_type != BROKER:
         raise _unsupported(r.resource_type)

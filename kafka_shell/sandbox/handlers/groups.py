@@ -11,6 +11,7 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
+from kafka_shell.sandbox import consumer_groups as cg
 from kafka_shell.sandbox import groups as gc
 from kafka_shell.sandbox import transactions
 from kafka_shell.sandbox.model import Topic
@@ -147,7 +148,14 @@ def offset_commit(ctx) -> dict:
     req = ctx.request
     coord = _coordinator(ctx)
     group, err = None, _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
-    if not err:
+    check = None  # KIP-848: a commit with an older member epoch is checked per partition
+    found = gc.all_groups(ctx.cluster).get(req.group_id)
+    if not err and isinstance(found, cg.ConsumerGroup):
+        verdict = cg.Coordinator(ctx.cluster).commit_error(found, req.member_id, req.generation_id_or_member_epoch,
+                                                          ctx.version)
+        group, err = (None, verdict) if isinstance(verdict, int) and verdict else (found, 0)
+        check = verdict if callable(verdict) else None
+    elif not err:
         group, err = coord.commit_error(req.group_id, req.member_id, req.generation_id_or_member_epoch,
                                         getattr(req, "group_instance_id", None))
     topics = []
@@ -163,6 +171,8 @@ def offset_commit(ctx) -> dict:
                 assert group is not None and t is not None, "no error: commit_error gave a group, find_topic a topic"
                 if not 0 <= rp.partition_index < len(t.partitions):
                     code = ErrorCode.unknown_topic_or_partition
+                elif check is not None and (stale := check(t.name, rp.partition_index)):
+                    code = stale
                 else:
                     code = coord.commit(group, t.name, rp.partition_index, rp.committed_offset,
                                         rp.committed_leader_epoch, rp.committed_metadata)
@@ -175,7 +185,9 @@ def offset_commit(ctx) -> dict:
 def offset_fetch(ctx) -> dict:
     req = ctx.request
     if ctx.version >= 8:
-        return {"groups": [_fetch_offsets(ctx, g.group_id, g.topics) for g in req.groups]}
+        return {"groups": [_fetch_offsets(ctx, g.group_id, g.topics, (getattr(g, "member_id", None),
+                                                                        getattr(g, "member_epoch", -1)))
+                           for g in req.groups]}
     answer = _fetch_offsets(ctx, req.group_id, req.topics)
     return {"topics": answer["topics"], "error_code": answer["error_code"]}
 
@@ -190,12 +202,14 @@ def _partition_maker(ctx):
     return protocol.maker(partition_cls, error_code=ErrorCode.none, metadata="", committed_leader_epoch=-1)
 
 
-def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
+def _fetch_offsets(ctx, group_id: str, wanted, member: tuple[str | None, int] = (None, -1)) -> dict:
     make = _partition_maker(ctx)
     err = _group_denied(ctx, group_id) or _not_coordinator(ctx, group_id)
+    g = gc.all_groups(ctx.cluster).get(group_id)
+    if not err and isinstance(g, cg.ConsumerGroup):
+        err = cg.Coordinator(ctx.cluster).fetch_error(g, *member)  # KIP-848 members fetch with their epoch
     if err:
         return {"group_id": group_id, "error_code": err, "topics": []}
-    g = gc.all_groups(ctx.cluster).get(group_id)
     committed = g.offsets if g else {}
     stable = getattr(ctx.request, "require_stable", False)
     requests: list[tuple[Topic | None, str | None, uuid.UUID | None, list[int]]]
@@ -244,7 +258,7 @@ def offset_delete(ctx) -> dict:
     if err:
         return {"error_code": err, "topics": []}
     assert g is not None, "delete_offsets_error reports a missing group"
-    subscribed = g.subscribed_topics() or set()
+    subscribed = coord.subscribed_topics(g)
     topics = []
     for rt in req.topics:
         t = ctx.cluster.topics.get(rt.name)
@@ -281,10 +295,10 @@ def list_groups(ctx) -> dict:
             continue
         if not everything and _group_denied(ctx, g.group_id):
             continue
-        if (states and g.state.lower() not in states) or (types and "classic" not in types):
+        if (states and g.state.lower() not in states) or (types and g.group_type not in types):
             continue
         out.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",
-                    "group_state": g.state, "group_type": "classic"})
+                    "group_state": g.state, "group_type": g.group_type})
     return {"error_code": 0, "groups": out}
 
 
@@ -300,10 +314,11 @@ def _describe(ctx, group_id: str) -> dict:
     if err:
         return {**base, "error_code": err}
     g = gc.all_groups(ctx.cluster).get(group_id)
-    if g is None:
-        # v6+ (KIP-1043) reports a missing group as an error; older versions as Dead.
+    if g is None or g.group_type != "classic":
+        # v6+ (KIP-1043) reports a missing group (or one of another type) as an error; older versions as Dead.
         code = ErrorCode.group_id_not_found if ctx.version >= 6 else 0
-        return {**base, "error_code": code, "group_state": gc.DEAD}
+        message = None if g is None else f"Group {group_id} is not a classic group."
+        return {**base, "error_code": code, "group_state": gc.DEAD, "error_message": message if code else None}
     stable = g.state == gc.STABLE
     # Kafka shows member metadata, assignments and the protocol only once the group is stable.
     members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,

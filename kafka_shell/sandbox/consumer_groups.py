@@ -1,0 +1,586 @@
+"""KIP-848 consumer groups of the sandbox, after Kafka 4.4's GroupMetadataManager, ConsumerGroup,
+ConsumerGroupMember, CurrentAssignmentBuilder and the uniform and range assignors.
+
+A member heartbeats (ConsumerGroupHeartbeat); a change of its subscription (topic names, a regex,
+the server assignor) or of the subscribed topics' partitions bumps the group epoch; the server
+assignor then computes the target assignment of every member for that epoch (at most once per
+`consumer.assignment.interval.ms`, as Kafka 4.4 does); each member reconciles towards its target:
+a partition another member still owns (or has yet to revoke) is assigned only once released, so a
+partition is revoked before it is assigned elsewhere. Member epochs fence zombies
+(FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID); a member that does not heartbeat within the session
+timeout, or does not revoke within its rebalance timeout, is fenced and its partitions go to the
+others. Static members (instance id) keep their target while away after a -2 leave.
+
+Groups share `groups.all_groups(cluster)` with classic groups (one group id, one type, as in
+Kafka), and their committed offsets live in the same `offsets` table, so OffsetFetch, the
+journal and transactions see them alike. Online migration between the classic and the consumer
+protocol of a group with members is not done (docs/sandbox.md); an empty group of one type is
+replaced by the other, its offsets kept, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+from kafka_shell.sandbox import configs, group_configs, journal
+from kafka_shell.sandbox import groups as classic
+from kafka_shell.sandbox.model import Cluster, now_ms
+
+EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
+LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
+# A member's reconciliation state (Kafka's MemberState).
+M_STABLE, M_UNREVOKED, M_UNRELEASED, M_UNKNOWN = "STABLE", "UNREVOKED_PARTITIONS", "UNRELEASED_PARTITIONS", "UNKNOWN"
+MEMBER_TYPE_CONSUMER = 1  # ConsumerGroupDescribe's member type: 0 classic, 1 consumer protocol
+
+TopicPartitions = dict[uuid.UUID, set[int]]
+Owned = dict[uuid.UUID, dict[int, int]]  # topic id -> partition -> the epoch it was assigned in
+
+
+class GroupError(Exception):
+    def __init__(self, code: int, message: str | None = None):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+@dataclass
+class Member:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = -1
+    topic_names: tuple[str, ...] = ()
+    topic_regex: str | None = None
+    server_assignor: str | None = None
+    epoch: int = 0
+    previous_epoch: int = 0
+    state: str = M_STABLE
+    assigned: Owned = field(default_factory=dict)
+    revoking: Owned = field(default_factory=dict)
+    session: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
+    rebalance: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
+
+    def reconciled_to(self, epoch: int) -> bool:
+        return self.state == M_STABLE and self.epoch == epoch
+
+    def subscription(self) -> tuple:
+        return (set(self.topic_names), self.topic_regex)
+
+    def cancel_timers(self) -> None:
+        for timer in (self.session, self.rebalance):
+            if timer is not None:
+                timer.cancel()
+        self.session = self.rebalance = None
+
+
+@dataclass
+class ConsumerGroup:
+    group_id: str
+    epoch: int = 1            # Kafka 4.4 starts a group at epoch 1; the first join makes it 2
+    assignment_epoch: int = 0
+    assignment_time_ms: int = 0
+    members: dict[str, Member] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)   # instance id -> member id
+    targets: dict[str, TopicPartitions] = field(default_factory=dict)
+    metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)  # subscribed topic -> (id, partitions)
+    offsets: dict[tuple[str, int], classic.CommittedOffset] = field(default_factory=dict)
+    stored: dict | None = None
+    pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
+
+    group_type = "consumer"
+    protocol_type = "consumer"
+
+    @property
+    def state(self) -> str:
+        if not self.members:
+            return EMPTY
+        if self.epoch > self.assignment_epoch:
+            return ASSIGNING
+        if any(not m.reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            return RECONCILING
+        return STABLE
+
+    def subscribed_topics(self, cluster: Cluster) -> set[str]:
+        out: set[str] = set()
+        for m in self.members.values():
+            out |= subscribed(cluster, m)
+        return out
+
+    def preferred_assignor(self) -> str | None:
+        """The server assignor most members ask for (Kafka's computePreferredServerAssignor)."""
+        counts: dict[str, int] = {}
+        for m in self.members.values():
+            if m.server_assignor:
+                counts[m.server_assignor] = counts.get(m.server_assignor, 0) + 1
+        return max(counts, key=lambda name: counts[name]) if counts else None
+
+
+def subscribed(cluster: Cluster, m: Member) -> set[str]:
+    """The topics a member subscribes to: its names, and the existing topics its regex matches
+    (Kafka resolves regexes with RE2J, whole names; Python's re is alike for usual patterns)."""
+    topics = set(m.topic_names)
+    if m.topic_regex:
+        try:
+            pattern = re.compile(m.topic_regex)
+        except re.error:
+            return topics
+        topics |= {name for name, t in cluster.topics.items() if not t.internal and pattern.fullmatch(name)}
+    return topics
+
+
+def assignors(cluster: Cluster) -> list[str]:
+    value = configs.broker_value(cluster, None, "group.consumer.assignors") or "uniform,range"
+    return [a.strip() for a in value.split(",") if a.strip()]
+
+
+# -- the assignors --------------------------------------------------------------------------------
+
+
+def uniform(members: dict[str, Member], subscriptions: dict[str, set[uuid.UUID]], partitions: dict[uuid.UUID, int],
+            current: dict[str, TopicPartitions]) -> dict[str, TopicPartitions]:
+    """Kafka's UniformAssignor: sticky and balanced. For members subscribed alike, its homogeneous
+    builder (keep up to the quota of what each has, hand out the rest); otherwise each partition
+    goes to its current owner while under quota, else to the least loaded subscriber."""
+    ids = list(members)
+    if not ids:
+        return {}
+    topics = sorted({t for s in subscriptions.values() for t in s}, key=str)
+    if all(subscriptions[i] == subscriptions[ids[0]] for i in ids):
+        total = sum(partitions.get(t, 0) for t in topics)
+        quota, extra = divmod(total, len(ids))
+        taken = {(t, p) for i in ids for t, ps in current.get(i, {}).items() for p in ps}
+        free = [(t, p) for t in topics for p in range(partitions.get(t, 0)) if (t, p) not in taken]
+        out: dict[str, TopicPartitions] = {}
+        room: list[tuple[str, int]] = []
+        for i in ids:
+            left = quota + (1 if extra > 0 else 0)
+            extra -= 1 if extra > 0 else 0
+            kept: TopicPartitions = {}
+            for t, ps in current.get(i, {}).items():
+                for p in sorted(ps):
+                    if t in subscriptions[i] and p < partitions.get(t, 0) and left > 0:
+                        kept.setdefault(t, set()).add(p)
+                        left -= 1
+                    elif t in subscriptions[i] and p < partitions.get(t, 0):
+                        free.append((t, p))
+            out[i] = kept
+            if left > 0:
+                room.append((i, left))
+        k = 0
+        for i, left in room:
+            for t, p in free[k:k + left]:
+                out[i].setdefault(t, set()).add(p)
+            k += left
+        return out
+    # Heterogeneous subscriptions: sticky under a per-member quota, then the least loaded.
+    load = {i: 0 for i in ids}
+    out = {i: {} for i in ids}
+    owner = {(t, p): i for i in ids for t, ps in current.get(i, {}).items() for p in ps}
+    for t in topics:
+        subscribers = [i for i in ids if t in subscriptions[i]]
+        for p in range(partitions.get(t, 0)):
+            holder = owner.get((t, p))
+            if holder not in subscribers:
+                holder = min(subscribers, key=lambda i: (load[i], ids.index(i)))
+            out[holder].setdefault(t, set()).add(p)
+            load[holder] += 1
+    return out
+
+
+def range_assignor(members: dict[str, Member], subscriptions: dict[str, set[uuid.UUID]],
+                   partitions: dict[uuid.UUID, int]) -> dict[str, TopicPartitions]:
+    """Kafka's RangeAssignor: members ordered by instance id (static first), then member id; each
+    topic's partitions cut into contiguous ranges among its subscribers."""
+    ordered = sorted(members.values(), key=lambda m: (m.instance_id is None, m.instance_id or "", m.member_id))
+    out: dict[str, TopicPartitions] = {m.member_id: {} for m in ordered}
+    topics = {t for s in subscriptions.values() for t in s}
+    for t in topics:
+        subscribers = [m.member_id for m in ordered if t in subscriptions[m.member_id]]
+        n = partitions.get(t, 0)
+        quota, extra = divmod(n, len(subscribers))
+        start = 0
+        for i in subscribers:
+            size = quota + (1 if extra > 0 else 0)
+            extra -= 1 if extra > 0 else 0
+            if size:
+                out[i][t] = set(range(start, start + size))
+            start += size
+    return out
+
+
+# -- the coordinator -----------------------------------------------------------------------------
+
+
+class Coordinator:
+    """Consumer group operations for one request; `spawn`-free: timers run on the loop."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.groups = classic.all_groups(cluster)
+
+    def group(self, group_id: str) -> ConsumerGroup:
+        g = self.groups.get(group_id)
+        if g is None:
+            raise GroupError(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
+        if not isinstance(g, ConsumerGroup):
+            raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+        return g
+
+    def _group_to_join(self, group_id: str) -> ConsumerGroup:
+        g = self.groups.get(group_id)
+        if isinstance(g, ConsumerGroup):
+            return g
+        if g is not None and (g.members or g.state != classic.EMPTY):
+            # Kafka would convert a classic group of consumers (online migration): not done here.
+            raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+        new = ConsumerGroup(group_id)
+        if g is not None:   # an empty classic group gives way; its offsets stay
+            new.offsets = g.offsets
+        self.groups[group_id] = new
+        return new
+
+    # ConsumerGroupHeartbeat ---------------------------------------------------------------------
+
+    def heartbeat(self, group_id: str, member_id: str, epoch: int, instance_id: str | None,
+                  rack_id: str | None, rebalance_ms: int, client_id: str, client_host: str,
+                  names: list[str] | None, regex: str | None, assignor: str | None,
+                  owned: list[tuple[uuid.UUID, list[int]]] | None) -> dict:
+        if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            return self._leave(group_id, member_id, epoch, instance_id)
+        joining = epoch == 0
+        if assignor is not None and assignor not in assignors(self.cluster):
+            raise GroupError(ErrorCode.unsupported_assignor,
+                             f"ServerAssignor {assignor} is not supported. Supported assignors: "
+                             f"{', '.join(assignors(self.cluster))}.")
+        g = self._group_to_join(group_id) if joining else self.group(group_id)
+        max_size = int(configs.broker_value(self.cluster, None, "group.consumer.max.size") or 2**31 - 1)
+        if len(g.members) >= max_size and member_id not in g.members:
+            raise GroupError(ErrorCode.group_max_size_reached,
+                             f"The consumer group has reached its maximum capacity of {max_size} members.")
+        m = self._member(g, member_id, epoch, instance_id, owned)
+        before = (m.subscription(), m.server_assignor)
+        if instance_id is not None:
+            m.instance_id = instance_id
+        if rack_id is not None:
+            m.rack_id = rack_id
+        if rebalance_ms != -1:
+            m.rebalance_timeout_ms = rebalance_ms
+        if assignor is not None:
+            m.server_assignor = assignor
+        if names is not None:
+            m.topic_names = tuple(names)
+        if regex is not None:
+            m.topic_regex = regex or None
+        m.client_id, m.client_host = client_id, client_host
+        old_assigned = {t: dict(ps) for t, ps in m.assigned.items()}
+        if g.members.get(m.member_id) is not m:
+            self._add(g, m)
+        metadata = self._metadata(g)
+        if (m.subscription(), m.server_assignor) != before or metadata != g.metadata:
+            g.epoch += 1
+            g.metadata = metadata
+        self._maybe_assign(g)
+        self._reconcile(g, m, owned)
+        self._schedule_session(g, m)
+        self._store(g)
+        full = joining or (rebalance_ms != -1 and names is not None and owned is not None)
+        answer: dict = {"error_code": 0, "member_id": m.member_id, "member_epoch": m.epoch,
+                        "heartbeat_interval": group_configs.value(self.cluster, group_id,
+                                                                  "consumer.heartbeat.interval.ms")}
+        if full or old_assigned != m.assigned:
+            answer["assignment"] = {"topic_partitions": [
+                {"topic_id": t, "partitions": sorted(ps)} for t, ps in m.assigned.items()]}
+        return answer
+
+    def _member(self, g: ConsumerGroup, member_id: str, epoch: int, instance_id: str | None,
+                owned: list[tuple[uuid.UUID, list[int]]] | None) -> Member:
+        """The member the heartbeat is from (getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember)."""
+        joining = epoch == 0
+        if instance_id is None:
+            m = g.members.get(member_id)
+            if m is None:
+                if not joining:
+                    raise GroupError(ErrorCode.unknown_member_id,
+                                     f"Member {member_id} is not a member of group {g.group_id}.")
+                return Member(member_id)
+            _check_epoch(m, epoch, owned)
+            return m
+        existing = g.members.get(g.static_members.get(instance_id, ""))
+        if joining:
+            if existing is None:
+                return g.members.get(member_id) or Member(member_id, instance_id)
+            if existing.epoch != STATIC_LEAVE_EPOCH:
+                raise GroupError(ErrorCode.unreleased_instance_id,
+                                 f"Static member {member_id} with instance id {instance_id} cannot join the "
+                                 f"group because the instance id is owned by {existing.member_id} member.")
+            # The instance comes back under a new member id and takes its predecessor's place.
+            self._remove(g, existing, keep_target=True)
+            new = Member(member_id, instance_id, existing.rack_id, existing.client_id, existing.client_host,
+                         existing.rebalance_timeout_ms, existing.topic_names, existing.topic_regex,
+                         existing.server_assignor)
+            new.assigned = existing.assigned
+            g.targets[member_id] = g.targets.pop(existing.member_id, {})
+            return new
+        if existing is None:
+            raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise GroupError(ErrorCode.fenced_instance_id,
+                             f"Static member {member_id} with instance id {instance_id} was fenced by member "
+                             f"{existing.member_id}.")
+        _check_epoch(existing, epoch, owned)
+        return existing
+
+    def _add(self, g: ConsumerGroup, m: Member) -> None:
+        g.members[m.member_id] = m
+        if m.instance_id is not None:
+            g.static_members[m.instance_id] = m.member_id
+
+    def _metadata(self, g: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int]]:
+        out = {}
+        for name in sorted(g.subscribed_topics(self.cluster)):
+            t = self.cluster.topics.get(name)
+            if t is not None:
+                out[name] = (t.id, len(t.partitions))
+        return out
+
+    # target assignment -----------------------------------------------------------------------------
+
+    def _maybe_assign(self, g: ConsumerGroup) -> None:
+        """A new target assignment when the group epoch moved past it, at most once per
+        consumer.assignment.interval.ms (Kafka 4.4); a later one is scheduled for then."""
+        if g.epoch <= g.assignment_epoch:
+            return
+        interval = group_configs.value(self.cluster, g.group_id, "consumer.assignment.interval.ms")
+        wait_ms = g.assignment_time_ms + interval - now_ms()
+        if g.assignment_time_ms and wait_ms > 0:
+            if g.pending_assignment is None:
+                g.pending_assignment = asyncio.get_running_loop().call_later(
+                    wait_ms / 1000, self._assign_later, g)
+            return
+        self._assign(g)
+
+    def _assign_later(self, g: ConsumerGroup) -> None:
+        g.pending_assignment = None
+        if self.groups.get(g.group_id) is g and g.epoch > g.assignment_epoch:
+            self._assign(g)
+            for m in g.members.values():
+                self._reconcile(g, m, None)
+            self._store(g)
+
+    def _assign(self, g: ConsumerGroup) -> None:
+        ids = {name: tid for name, (tid, _) in g.metadata.items()}
+        partitions = {tid: n for tid, n in g.metadata.values()}
+        subscriptions = {i: {ids[t] for t in subscribed(self.cluster, m) if t in ids} for i, m in g.members.items()}
+        name = g.preferred_assignor() or assignors(self.cluster)[0]
+        if name == "range":
+            targets = range_assignor(g.members, subscriptions, partitions)
+        else:
+            current = {i: g.targets.get(i, {}) for i in g.members}
+            targets = uniform(g.members, subscriptions, partitions, current)
+        # Static members away after a -2 leave keep their place: their target stays theirs.
+        g.targets = {i: {t: ps for t, ps in targets.get(i, {}).items() if ps} for i in g.members}
+        g.assignment_epoch, g.assignment_time_ms = g.epoch, now_ms()
+
+    # reconciliation (CurrentAssignmentBuilder) ----------------------------------------------------
+
+    def _reconcile(self, g: ConsumerGroup, m: Member, owned: list[tuple[uuid.UUID, list[int]]] | None) -> None:
+        if m.reconciled_to(g.assignment_epoch) or m.epoch == STATIC_LEAVE_EPOCH:
+            return
+        target = g.targets.get(m.member_id, {})
+        before = (m.epoch, m.state)
+        if m.state == M_STABLE:
+            if m.epoch != g.assignment_epoch:
+                self._next(g, m, m.epoch, target, owned)
+        elif m.state == M_UNREVOKED:
+            if not _owns_any(owned, m.revoking):
+                self._next(g, m, m.epoch + 1, target, owned)
+        elif m.state == M_UNRELEASED:
+            self._next(g, m, m.epoch, target, owned)
+        if (m.epoch, m.state) != before or m.state != M_UNREVOKED:
+            self._schedule_rebalance(g, m)
+
+    def _next(self, g: ConsumerGroup, m: Member, epoch: int, target: TopicPartitions,
+              owned: list[tuple[uuid.UUID, list[int]]] | None) -> None:
+        """Kafka's computeNextAssignment: keep what stays, revoke what goes, take what is free."""
+        taken = {(t, p) for other in g.members.values() if other is not m
+                 for part in (other.assigned, other.revoking) for t, ps in part.items() for p in ps}
+        assigned: Owned = {}
+        revoking: Owned = {}
+        pending: TopicPartitions = {}
+        unreleased = False
+        for t in set(target) | set(m.assigned):
+            mine = m.assigned.get(t, {})
+            keep = {p: e for p, e in mine.items() if p in target.get(t, ())}
+            gone = {p: e for p, e in mine.items() if p not in keep}
+            wanted = {p for p in target.get(t, ()) if p not in keep}
+            free = {p for p in wanted if (t, p) not in taken}
+            unreleased = unreleased or free != wanted
+            if keep:
+                assigned[t] = keep
+            if gone:
+                revoking[t] = gone
+            if free:
+                pending[t] = free
+        if revoking and _owns_any(owned, revoking):
+            m.previous_epoch, m.epoch = m.epoch, epoch
+            m.state, m.assigned, m.revoking = M_UNREVOKED, assigned, revoking
+            return
+        for t, ps in pending.items():
+            assigned.setdefault(t, {}).update({p: g.assignment_epoch for p in ps})
+        m.previous_epoch, m.epoch = m.epoch, g.assignment_epoch
+        m.state = M_UNRELEASED if unreleased else M_STABLE
+        m.assigned, m.revoking = assigned, {}
+
+    # leaving and fencing ------------------------------------------------------------------------------
+
+    def _leave(self, group_id: str, member_id: str, epoch: int, instance_id: str | None) -> dict:
+        g = self.group(group_id)
+        if instance_id is None:
+            m = g.members.get(member_id)
+            if m is None:
+                raise GroupError(ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group_id}.")
+        else:
+            m = g.members.get(g.static_members.get(instance_id, ""))
+            if m is None:
+                raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
+            if m.member_id != member_id:
+                raise GroupError(ErrorCode.fenced_instance_id,
+                                 f"Static member {member_id} with instance id {instance_id} was fenced by member "
+                                 f"{m.member_id}.")
+            if epoch == STATIC_LEAVE_EPOCH:
+                # Away for a while: the member keeps its place and target until its session ends.
+                m.epoch, m.revoking = STATIC_LEAVE_EPOCH, {}
+                self._store(g)
+                return {"error_code": 0, "member_id": m.member_id, "member_epoch": STATIC_LEAVE_EPOCH}
+        self.fence(g, m)
+        return {"error_code": 0, "member_id": member_id, "member_epoch": epoch}
+
+    def fence(self, g: ConsumerGroup, m: Member) -> None:
+        """The member leaves the group (left, expired, or too slow to revoke); the group epoch
+        moves so that its partitions go to the others."""
+        self._remove(g, m)
+        g.epoch += 1
+        g.metadata = self._metadata(g)
+        if g.members:
+            self._maybe_assign(g)
+            for other in g.members.values():
+                self._reconcile(g, other, None)
+        self._store(g)
+
+    def _remove(self, g: ConsumerGroup, m: Member, keep_target: bool = False) -> None:
+        m.cancel_timers()
+        g.members.pop(m.member_id, None)
+        if m.instance_id is not None and g.static_members.get(m.instance_id) == m.member_id:
+            del g.static_members[m.instance_id]
+        if not keep_target:
+            g.targets.pop(m.member_id, None)
+
+    # timers -------------------------------------------------------------------------------------------
+
+    def _schedule_session(self, g: ConsumerGroup, m: Member) -> None:
+        if m.session is not None:
+            m.session.cancel()
+        timeout = group_configs.value(self.cluster, g.group_id, "consumer.session.timeout.ms")
+        m.session = asyncio.get_running_loop().call_later(timeout / 1000, self._expire, g, m.member_id)
+
+    def _expire(self, g: ConsumerGroup, member_id: str) -> None:
+        m = g.members.get(member_id)
+        if m is not None and self.groups.get(g.group_id) is g:
+            self.fence(g, m)
+
+    def _schedule_rebalance(self, g: ConsumerGroup, m: Member) -> None:
+        """While the member has partitions to revoke, it must do so within its rebalance timeout."""
+        if m.rebalance is not None:
+            m.rebalance.cancel()
+            m.rebalance = None
+        if m.state == M_UNREVOKED and m.rebalance_timeout_ms > 0:
+            m.rebalance = asyncio.get_running_loop().call_later(
+                m.rebalance_timeout_ms / 1000, self._revocation_overdue, g, m.member_id, m.epoch)
+
+    def _revocation_overdue(self, g: ConsumerGroup, member_id: str, epoch: int) -> None:
+        m = g.members.get(member_id)
+        if m is not None and m.epoch == epoch and self.groups.get(g.group_id) is g:
+            self.fence(g, m)
+
+    def resume(self) -> None:
+        """Start the sessions of members brought back by --data-dir (loop thread, at start)."""
+        for g in list(self.groups.values()):
+            if isinstance(g, ConsumerGroup):
+                for m in g.members.values():
+                    self._schedule_session(g, m)
+
+    def _store(self, g: ConsumerGroup) -> None:
+        from kafka_shell.sandbox import group_state  # it imports this module
+        g.stored = group_state.consumer_view(g)
+        journal.group_touched(self.cluster, g.group_id)
+
+    # offsets and administration -------------------------------------------------------------------------
+
+    def commit_error(self, g: ConsumerGroup, member_id: str, epoch: int, version: int,
+                     transactional: bool = False) -> Callable[[str, int], int] | int:
+        """Kafka 4.4's ConsumerGroup.validateOffsetCommit: 0 (commit), an error code, or a check
+        per partition when the member commits with an older epoch than its own."""
+        if epoch < 0 and not g.members:
+            return 0
+        m = g.members.get(member_id)
+        if m is None:
+            return ErrorCode.unknown_member_id
+        if not transactional and version < 9:
+            return ErrorCode.unsupported_version
+        if epoch == m.epoch:
+            return 0
+        if epoch > m.epoch:
+            return ErrorCode.stale_member_epoch
+
+        def check(topic: str, partition: int) -> int:
+            t = self.cluster.topics.get(topic)
+            tid = t.id if t is not None else None
+            assigned = m.assigned.get(tid, {}).get(partition) if tid else None  # type: ignore[arg-type]
+            if assigned is None:
+                assigned = m.revoking.get(tid, {}).get(partition) if tid else None  # type: ignore[arg-type]
+            if assigned is None or epoch < assigned:
+                return ErrorCode.stale_member_epoch
+            return 0
+        return check
+
+    def fetch_error(self, g: ConsumerGroup, member_id: str | None, epoch: int) -> int:
+        if member_id is None and epoch < 0:
+            return 0
+        m = g.members.get(member_id or "")
+        if m is None:
+            return ErrorCode.unknown_member_id
+        return 0 if epoch == m.epoch else ErrorCode.stale_member_epoch
+
+
+def _check_epoch(m: Member, epoch: int, owned: list[tuple[uuid.UUID, list[int]]] | None) -> None:
+    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid (epoch 0 rejoins are let through)."""
+    if epoch == 0:
+        return
+    if epoch > m.epoch:
+        raise GroupError(ErrorCode.fenced_member_epoch,
+                         f"The consumer group member has a greater member epoch ({epoch}) than the one known by "
+                         f"the group coordinator ({m.epoch}). The member must abandon all its partitions and rejoin.")
+    if epoch < m.epoch and (epoch != m.previous_epoch or not _subset(owned, m.assigned)):
+        raise GroupError(ErrorCode.fenced_member_epoch,
+                         f"The consumer group member has a smaller member epoch ({epoch}) than the one known by "
+                         f"the group coordinator ({m.epoch}). The member must abandon all its partitions and rejoin.")
+
+
+def _subset(owned: list[tuple[uuid.UUID, list[int]]] | None, assigned: Owned) -> bool:
+    if owned is None:
+        return False
+    return all(t in assigned and all(p in assigned[t] for p in ps) for t, ps in owned)
+
+
+def _owns_any(owned: list[tuple[uuid.UUID, list[int]]] | None, partitions: Owned) -> bool:
+    """Whether the member still owns one of these partitions (None: it did not say, so it does)."""
+    if owned is None:
+        return True
+    return any(p in partitions.get(t, {}) for t, ps in owned for p in ps)
