@@ -468,10 +468,11 @@ class Coordinator:
         self._remove(g, m)
         g.epoch += 1
         g.metadata = self._metadata(g)
-        if g.members:
-            self._maybe_assign(g)
-            for other in g.members.values():
-                self._reconcile(g, other, None)
+        if not g.members:   # nothing to wait for: the empty target at once
+            g.targets, g.assignment_epoch = {}, g.epoch
+        self._maybe_assign(g)
+        for other in g.members.values():
+            self._reconcile(g, other, None)
         self._store(g)
 
     def _remove(self, g: ConsumerGroup, m: Member, keep_target: bool = False) -> None:
