@@ -47,6 +47,7 @@ def consumer_view(g: consumer_groups.ConsumerGroup) -> dict:
         return [[str(t), sorted(ps.items()) if isinstance(ps, dict) else sorted(ps)] for t, ps in owned.items()]
     return {
         "type": "consumer", "epoch": g.epoch, "assignment_epoch": g.assignment_epoch,
+        "metadata": {name: [str(tid), n] for name, (tid, n) in g.metadata.items()},
         "members": [{"id": m.member_id, "instance": m.instance_id, "rack": m.rack_id, "client": m.client_id,
                      "host": m.client_host, "rebalance_ms": m.rebalance_timeout_ms, "topics": list(m.topic_names),
                      "regex": m.topic_regex, "assignor": m.server_assignor, "epoch": m.epoch,
@@ -96,7 +97,13 @@ def apply_consumer_view(cluster: Cluster, check: Checker, group_id: str, v: dict
         g.targets[m.member_id] = owned(r.get("target"), f"{at}.target", False)
         if m.instance_id is not None:
             g.static_members[m.instance_id] = m.member_id
-    g.metadata = {}   # recomputed at the next heartbeat: a changed topic bumps the epoch then
+    for name, pair in check.mapping(v.get("metadata", {}), f"{where}.metadata").items():
+        pair = check.array(pair, f"{where}.metadata")
+        try:
+            g.metadata[name] = (uuid.UUID(check.text(pair[0], f"{where}.metadata")),
+                                check.integer(pair[1], f"{where}.metadata", low=0))
+        except (ValueError, IndexError):
+            raise check.fail(f"{where}.metadata", "topic -> [topic id, partitions]") from None
     g.stored = consumer_view(g)
     table[group_id] = g
 
