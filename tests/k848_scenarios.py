@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 import uuid
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kafka_shell.channel import Channel
 from kafka_shell.codes import ApiKey
@@ -22,8 +23,18 @@ class Group:
 
     def __init__(self, bootstrap: str, partitions: int = 6):
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-        self.topic = "k848-" + uuid.uuid4().hex[:8]
-        self.admin.create_topics([NewTopic(self.topic, partitions, 1)])[self.topic].result(30)
+        self.topic, self.size = "k848-" + uuid.uuid4().hex[:8], partitions
+        # KRaft takes at most 10,000 records a request: a larger topic grows in a second step.
+        self.admin.create_topics([NewTopic(self.topic, min(partitions, 5000), 1)])[self.topic].result(60)
+        if partitions > 5000:
+            retry_grow = time.monotonic() + 60
+            while True:
+                try:
+                    self.admin.create_partitions([NewPartitions(self.topic, partitions)])[self.topic].result(60)
+                    break
+                except KafkaException:
+                    assert time.monotonic() < retry_grow, "the topic did not grow"
+                    time.sleep(0.5)
         self.group_id = "k848-" + uuid.uuid4().hex[:8]
         host, port = bootstrap.split(",")[0].rsplit(":", 1)
         any_broker = Channel(host, int(port))
@@ -44,7 +55,7 @@ class Group:
                                                         "allow_auto_topic_creation": False,
                                                         "include_topic_authorized_operations": False}, 12)
             t = md["topics"][0]
-            if t["error_code"] == 0 and t["partitions"]:
+            if t["error_code"] == 0 and len(t["partitions"]) == self.size:
                 return t["topic_id"]
             assert time.monotonic() < deadline, t
             time.sleep(0.1)

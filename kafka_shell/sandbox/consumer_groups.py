@@ -369,9 +369,7 @@ class Coordinator:
     def _assign_later(self, g: ConsumerGroup) -> None:
         g.pending_assignment = None
         if self.groups.get(g.group_id) is g and g.epoch > g.assignment_epoch:
-            self._assign(g)
-            for m in g.members.values():
-                self._reconcile(g, m, None)
+            self._assign(g)   # members reconcile towards it at their next heartbeat, as in Kafka
             self._store(g)
 
     def _assign(self, g: ConsumerGroup) -> None:
@@ -471,8 +469,6 @@ class Coordinator:
         if not g.members:   # nothing to wait for: the empty target at once
             g.targets, g.assignment_epoch = {}, g.epoch
         self._maybe_assign(g)
-        for other in g.members.values():
-            self._reconcile(g, other, None)
         self._store(g)
 
     def _remove(self, g: ConsumerGroup, m: Member, keep_target: bool = False) -> None:
