@@ -18,6 +18,18 @@ from tests.txn_scenarios import retry
 ASSIGNMENT_INTERVAL_S = 1.2   # Kafka 4.4 computes a group's target at most once a second
 
 
+def coordinator(bootstrap: str, group_id: str) -> Channel:
+    """A channel to the group's coordinator."""
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    any_broker = Channel(host, int(port))
+    try:
+        found = retry(lambda: any_broker.request(ApiKey.FIND_COORDINATOR, {"key_type": 0, "coordinator_keys": [
+            group_id]}, 4)["coordinators"][0])
+    finally:
+        any_broker.close()
+    return Channel(found["host"], found["port"])
+
+
 class Group:
     """A fresh topic of `partitions` partitions and a fresh group on `bootstrap`."""
 
@@ -36,14 +48,8 @@ class Group:
                     assert time.monotonic() < retry_grow, "the topic did not grow"
                     time.sleep(0.5)
         self.group_id = "k848-" + uuid.uuid4().hex[:8]
-        host, port = bootstrap.split(",")[0].rsplit(":", 1)
-        any_broker = Channel(host, int(port))
-        try:
-            found = retry(lambda: any_broker.request(ApiKey.FIND_COORDINATOR, {"key_type": 0, "coordinator_keys": [
-                self.group_id]}, 4)["coordinators"][0])
-        finally:
-            any_broker.close()
-        self.channel = Channel(found["host"], found["port"])
+        self.bootstrap = bootstrap
+        self.channel = coordinator(bootstrap, self.group_id)
         self.labels: dict[str, str] = {}
         self.topic_id = self._topic_id()
         self._wait_coordinator_sees_topic()
@@ -64,6 +70,7 @@ class Group:
         """Kafka's group coordinator learns of a new topic a little after Metadata shows it: a
         member of a throw-away group is assigned its partitions once it does."""
         group_id, self.group_id = self.group_id, self.group_id + "-probe"
+        channel, self.channel = self.channel, coordinator(self.bootstrap, self.group_id)
         probe = str(uuid.uuid4())
         deadline = time.monotonic() + 30
         try:
@@ -78,7 +85,8 @@ class Group:
                 time.sleep(0.2)
             self.heartbeat(probe, -1)
         finally:
-            self.group_id = group_id
+            self.channel.close()
+            self.group_id, self.channel = group_id, channel
             self.labels.clear()
 
     def text(self, message: str | None) -> str | None:

@@ -243,7 +243,7 @@ class Coordinator:
         new = ConsumerGroup(group_id)
         if g is not None:   # an empty classic group gives way; its offsets stay
             new.offsets = g.offsets
-        self.groups[group_id] = new
+        self.groups[group_id] = new  # type: ignore[assignment]
         return new
 
     # ConsumerGroupHeartbeat ---------------------------------------------------------------------

@@ -105,7 +105,7 @@ def apply_consumer_view(cluster: Cluster, check: Checker, group_id: str, v: dict
         except (ValueError, IndexError):
             raise check.fail(f"{where}.metadata", "topic -> [topic id, partitions]") from None
     g.stored = consumer_view(g)
-    table[group_id] = g
+    table[group_id] = g  # type: ignore[assignment]
 
 
 def offset_row(key: tuple[str, int], o: groups.CommittedOffset) -> list:

@@ -145,6 +145,7 @@ def consumer_subscription(metadata: bytes) -> set[str]:
 
 
 def all_groups(cluster: Cluster) -> dict[str, Group]:
+    # Classic groups and consumer_groups.ConsumerGroup (KIP-848) alike: `group_type` tells them apart.
     return cluster.extras.setdefault("groups", {})  # type: ignore[return-value]
 
 
@@ -544,7 +545,8 @@ class Coordinator:
         if g is not None and g.group_type != "classic":
             # A transactional commit into a KIP-848 group (OffsetCommit goes to consumer_groups).
             from kafka_shell.sandbox import consumer_groups
-            found = consumer_groups.Coordinator(self.cluster).commit_error(g, member_id, generation, 9, True)
+            found = consumer_groups.Coordinator(self.cluster).commit_error(
+                g, member_id, generation, 9, True)  # type: ignore[arg-type]
             return (g, 0) if callable(found) or not found else (None, found)  # type: ignore[arg-type]
         if g is None:
             if not simple:
@@ -598,5 +600,5 @@ class Coordinator:
     def subscribed_topics(self, g: Group) -> set[str]:
         """Topics the group's members subscribe to (OffsetDelete keeps their offsets)."""
         if g.group_type != "classic":
-            return g.subscribed_topics(self.cluster)  # type: ignore[attr-defined]
+            return g.subscribed_topics(self.cluster)  # type: ignore[call-arg,return-value]
         return g.subscribed_topics() or set()
