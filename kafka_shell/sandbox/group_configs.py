@@ -37,7 +37,7 @@ BOUNDS = {
                                          "group.share.max.partition.max.record.locks"),
 }
 CHOICES = {"share.isolation.level": ("read_committed", "read_uncommitted")}
-AUTO_OFFSET_RESET = re.compile(r"earliest|latest|by_duration:P(\d+D)?(T(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?")
+AUTO_OFFSET_RESET = re.compile(r"(?i)earliest|latest|by_duration:P(\d+D)?(T(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?")
 
 
 class GroupConfigError(Exception):
@@ -99,7 +99,7 @@ def check(cluster: Cluster, key: str, value: str) -> None:
                 raise GroupConfigError(f"{key} must be in the range {low} to {high} inclusive.")
     elif d["type"] == BOOLEAN and value.strip().lower() not in ("true", "false"):
         raise GroupConfigError(f"Invalid value {value} for configuration {key}: Expected value to be either true or false")
-    elif key == "share.auto.offset.reset" and not AUTO_OFFSET_RESET.fullmatch(value.strip().lower()):
+    elif key == "share.auto.offset.reset" and not AUTO_OFFSET_RESET.fullmatch(value.strip()):
         raise GroupConfigError(
             f"Invalid value {value} for configuration {key}: Invalid value `{value}` for configuration {key}. "
             "The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
