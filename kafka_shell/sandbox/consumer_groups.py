@@ -328,12 +328,8 @@ class Coordinator:
             new.assigned = existing.assigned
             g.targets[member_id] = g.targets.pop(existing.member_id, {})
             return new
-        if existing is None:
-            raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise GroupError(ErrorCode.fenced_instance_id,
-                             f"Static member {member_id} with instance id {instance_id} was fenced by member "
-                             f"{existing.member_id}.")
+        _check_instance(existing, member_id, instance_id)
+        assert existing is not None, "_check_instance refuses an unknown instance"
         _check_epoch(existing, epoch, owned)
         return existing
 
@@ -446,12 +442,8 @@ class Coordinator:
                 raise GroupError(ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group_id}.")
         else:
             m = g.members.get(g.static_members.get(instance_id, ""))
-            if m is None:
-                raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
-            if m.member_id != member_id:
-                raise GroupError(ErrorCode.fenced_instance_id,
-                                 f"Static member {member_id} with instance id {instance_id} was fenced by member "
-                                 f"{m.member_id}.")
+            _check_instance(m, member_id, instance_id)
+            assert m is not None, "_check_instance refuses an unknown instance"
             if epoch == STATIC_LEAVE_EPOCH:
                 # Away for a while: the member keeps its place and target until its session ends.
                 m.epoch, m.revoking = STATIC_LEAVE_EPOCH, {}
@@ -554,6 +546,15 @@ class Coordinator:
         if m is None:
             return ErrorCode.unknown_member_id
         return 0 if epoch == m.epoch else ErrorCode.stale_member_epoch
+
+
+def _check_instance(existing: Member | None, member_id: str, instance_id: str) -> None:
+    """Kafka's throwIfStaticMemberIsUnknown and throwIfInstanceIdIsFenced."""
+    if existing is None:
+        raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
+    if existing.member_id != member_id:
+        raise GroupError(ErrorCode.fenced_instance_id, f"Static member {member_id} with instance id {instance_id} "
+                                                       f"was fenced by member {existing.member_id}.")
 
 
 def _check_epoch(m: Member, epoch: int, owned: list[tuple[uuid.UUID, list[int]]] | None) -> None:
