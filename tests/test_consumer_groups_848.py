@@ -130,6 +130,13 @@ def test_confluent_consumers_rebalance_as_on_kafka(kafka4, sandbox3):
 # -- group configs ------------------------------------------------------------------------------------
 
 
+def eventually(read, done, timeout_s: float = 30) -> list:
+    deadline = time.monotonic() + timeout_s
+    while not done(found := read()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return found
+
+
 def group_configs(bootstrap: str) -> dict:
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     c = Channel(host, int(port))
@@ -156,9 +163,10 @@ def group_configs(bootstrap: str) -> dict:
             out[f"set {name}={value}"] = alter(name, 0, value, validate=True)
         out["append to an int"] = alter("consumer.session.timeout.ms", 2, "1", validate=True)
         out["set"] = alter("consumer.session.timeout.ms", 0, "50000")
-        out["after set"] = describe()
+        out["after set"] = eventually(describe, lambda d: d != out["defaults"])
         out["delete"] = alter("consumer.session.timeout.ms", 1, None)
-        out["after delete"] = describe() == out["defaults"]
+        # Kafka's brokers learn of a config change from the controller a little later.
+        out["after delete"] = eventually(describe, lambda d: d == out["defaults"]) == out["defaults"]
         return out
     finally:
         c.close()
