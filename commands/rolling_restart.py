@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafka_shell.admin import quorum
 from kafka_shell.errors import UsageError
 from kafka_shell.metadata import KRAFT, ClusterSnapshot
 from kafka_shell.registry import INT32_MAX, Option, command, int_range
@@ -51,7 +52,7 @@ def rolling_restart_plan(session: Session, args: dict) -> Result:
     controller = snap.controller
     voters: list[int] = []
     if controller.mode == KRAFT and not args["brokers"]:
-        voters = sorted(v["replica_id"] for v in session.conn.quorum().get("current_voters", []))
+        voters = sorted(v.replica_id for v in quorum.describe(session.conn).voters)
     steps = plan(snap, wanted, controller.id if controller.mode != KRAFT else None, voters, controller.id)
     rows = []
     for i, (role, nodes, unavailable) in enumerate(steps, 1):

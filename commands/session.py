@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from itertools import groupby
 
-from kafka_shell.operations import require_topic
 from kafka_shell import clusters
+from kafka_shell.admin import topics
 from kafka_shell.errors import UsageError, shown
 from kafka_shell.parsing import find_command, format_entries, help_text, wrap_lines
 from kafka_shell.registry import REGISTRY, Option, command
@@ -44,7 +44,7 @@ def topic_command(session: Session, args: dict) -> Result:
     if not args["name"]:
         left, session.topic = session.topic, None
         return Result.message(f'Left "{left}" topic.' if left else "No topic context.")
-    require_topic(session, args["name"])
+    topics.require(session.conn, args["name"])
     session.topic = args["name"]
     return Result.message(f'Switched to "{args["name"]}" topic.')
 

@@ -15,16 +15,19 @@ import socket
 import struct
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafka_shell import __version__, protocol
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.client_config import librdkafka_properties, sasl_mechanism
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
+from kafka_shell.limits import MAX_FRAME_BYTES
 from kafka_shell.sasl import CLIENT_MECHANISMS
 
 if TYPE_CHECKING:
     import ssl
+
+    from kafka_shell.deadline import Deadline
 
 CLIENT_ID = "kafka-shell"
 REAUTH_FRACTION = 0.85  # of the broker's session lifetime, when the channel logs in again
@@ -121,11 +124,12 @@ class Channel:
     def versions(self) -> dict[int, range]:
         return dict(self._versions)
 
-    def pick_version(self, api_key: int, version: int | None = None) -> int:
-        """`version` if both sides have it, else the newest common one; NotSupported if none."""
+    def pick_version(self, api_key: int, version: int | None = None, max_version: int | None = None) -> int:
+        """`version` if both sides have it, else the newest common one (up to `max_version`);
+        NotSupported if none."""
         ours = protocol.kio_versions(api_key)
         theirs = self._versions.get(api_key, range(0))
-        common = [v for v in theirs if v in ours]
+        common = [v for v in theirs if v in ours and (max_version is None or v <= max_version)]
         if version is not None and version in common:
             return version
         if version is None and common:
@@ -137,25 +141,24 @@ class Channel:
                            f"(it offers {offered}).")
 
     def request(self, api_key: int, body: dict, version: int | None = None,
-                deadline: float | None = None) -> dict:
-        """Send one request and return its response as plain data (`protocol.to_dict`).
-        `deadline` (time.monotonic()) bounds the whole exchange; by default the channel's
-        timeout plus the broker's own operation timeout from the body."""
-        return protocol.to_dict(self.request_entity(api_key, body, version, deadline))  # type: ignore[return-value]
+                deadline: Deadline | None = None) -> dict:
+        """Send one request and return its response as plain data (`protocol.to_dict`)."""
+        return protocol.to_dict(self.request_entity(api_key, body, version, deadline))
 
     def request_entity(self, api_key: int, body: dict, version: int | None = None,
-                       deadline: float | None = None) -> object:
-        """Like `request` but returns the kio entity (no dict conversion: faster for big answers)."""
-        v = self.pick_version(api_key, version)
+                       deadline: Deadline | None = None, max_version: int | None = None) -> Any:
+        """Send one request and return its answer, the kio entity. `deadline` bounds the
+        whole exchange; by default the channel's timeout plus the broker's own operation
+        timeout from the body."""
+        v = self.pick_version(api_key, version, max_version)
         entity = protocol.build(protocol.request_schema(api_key, v), body)
-        if deadline is None:
-            deadline = time.monotonic() + _read_timeout(body, self.timeout_s)
-        self._reauthenticate_if_due(deadline)
+        at = deadline.at if deadline is not None else time.monotonic() + _read_timeout(body, self.timeout_s)
+        self._reauthenticate_if_due(at)
         try:
-            raw = self._roundtrip(entity, deadline)
+            raw = self._roundtrip(entity, at)
         except ConnectionLost as lost:
             if not self._answered and self._mechanism is None and not isinstance(lost, NoAnswer):
-                self._diagnose_sasl(deadline)  # a SASL listener closes on a request before login
+                self._diagnose_sasl(at)  # a SASL listener closes on a request before login
             raise
         self._answered = True
         return self._decode(protocol.response_schema(api_key, v), raw)
@@ -237,7 +240,7 @@ class Channel:
             return
         probe._answered = True  # its own failure needs no diagnosis
         try:
-            answer = probe.request(ApiKey.SASL_HANDSHAKE, {"mechanism": "PLAIN"}, version=1)
+            answer = probe._request_raw(ApiKey.SASL_HANDSHAKE, {"mechanism": "PLAIN"}, deadline, version=1)
         except (ShellError, OSError):
             return
         finally:
@@ -262,15 +265,15 @@ class Channel:
             error = self._api_versions_error(raw)
             if error == Error.unsupported_version:
                 answer = self._decode(protocol.response_schema(ApiKey.API_VERSIONS, 0), raw)
-                theirs = {k.api_key: k.max_version for k in answer.api_keys}  # type: ignore[attr-defined]
+                theirs = {k.api_key: k.max_version for k in answer.api_keys}
                 version = min(theirs.get(ApiKey.API_VERSIONS, 0), version)
                 continue
             answer = self._decode(protocol.response_schema(ApiKey.API_VERSIONS, version), raw)
-            if answer.error_code:  # type: ignore[attr-defined]
+            if answer.error_code:
                 raise KafkaCallError(f"Broker {self.address} refused ApiVersions "
-                                     f"(error {int(answer.error_code)})", code=int(answer.error_code))  # type: ignore[attr-defined]
-            return {k.api_key: range(k.min_version, k.max_version + 1)  # type: ignore[attr-defined]
-                    for k in answer.api_keys}  # type: ignore[attr-defined]
+                                     f"(error {int(answer.error_code)})", code=int(answer.error_code))
+            return {k.api_key: range(k.min_version, k.max_version + 1)
+                    for k in answer.api_keys}
         raise NotSupported(f"Broker {self.address} and the shell share no ApiVersions version.")
 
     def _authenticate(self, mechanism: str, deadline: float) -> None:
@@ -317,12 +320,12 @@ class Channel:
     def _request_raw(self, api_key: int, body: dict, deadline: float, version: int | None = None) -> dict:
         v = self.pick_version(api_key, version)
         entity = protocol.build(protocol.request_schema(api_key, v), body)
-        return protocol.to_dict(self._decode(protocol.response_schema(api_key, v),  # type: ignore[return-value]
+        return protocol.to_dict(self._decode(protocol.response_schema(api_key, v),
                                              self._roundtrip(entity, deadline)))
 
     # -- framing -----------------------------------------------------------------------------
 
-    def _roundtrip(self, entity: object, deadline: float) -> bytes:
+    def _roundtrip(self, entity: Any, deadline: float) -> bytes:
         """Write one request and read its response body (header included), all before
         `deadline`, however slowly the broker trickles bytes; ConnectionLost (NoAnswer when the
         deadline passed) on any failure, after which this channel is closed."""
@@ -346,7 +349,7 @@ class Channel:
                 sock.sendall(data)
                 sent = True
                 (size,) = struct.unpack(">i", _read_exactly(sock, 4, deadline))
-                if not 4 <= size <= protocol.MAX_FRAME:
+                if not 4 <= size <= MAX_FRAME_BYTES:
                     raise protocol.ProtocolError(f"response frame size {size}")
                 body = _read_exactly(sock, size, deadline)
                 (got,) = struct.unpack_from(">i", body)
@@ -355,7 +358,7 @@ class Channel:
                 return body
             except (TimeoutError, _Late):
                 self.close()
-                what = protocol.api_name(type(entity).__api_key__)  # type: ignore[attr-defined]
+                what = protocol.api_name(type(entity).__api_key__)
                 raise NoAnswer(f"{_capital(self.name)} did not answer {what} in time", sent=sent) from None
             except (OSError, protocol.ProtocolError) as exc:
                 self.close()
@@ -366,7 +369,7 @@ class Channel:
                 raise ConnectionLost(f"Connection lost while {what} {self.name}: {_reason(exc)}",
                                      sent=sent) from None
 
-    def _decode(self, cls: type, raw: bytes) -> object:
+    def _decode(self, cls: type, raw: bytes) -> Any:
         try:
             return protocol.decode_response(cls, raw)[1]
         except protocol.ProtocolError as exc:  # validated before kio reads it: never an abort

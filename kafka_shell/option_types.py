@@ -8,14 +8,13 @@ from __future__ import annotations
 import datetime
 import re
 
-from kafka_shell.registry import INT16_MAX, INT32_MAX, int_range
+from kafka_shell.limits import INT16_MAX, INT32_MAX, MAX_STRING_BYTES
+from kafka_shell.registry import int_range
 
 positive_int = int_range(1, INT32_MAX, "a positive integer")
 replication_factor = int_range(1, INT16_MAX, "a replication factor")
 BROKER_ID_RANGE = (0, INT32_MAX)
 CONFIG_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")   # Kafka's config names are far shorter
-MAX_TOPIC_NAME = 249
-_GLOB = re.compile(r"[A-Za-z0-9._*?\[\]!-]+")
 
 
 def config_name(text: str) -> str:
@@ -48,26 +47,14 @@ def replica_assignment(text: str) -> list[list[int]]:
     return parts
 
 
-def topic_pattern(text: str) -> str:
-    """A glob over topic names (legal name characters and * ? [ ] !), no longer than a name,
-    so that matching stays cheap whatever the user typed."""
-    if len(text) > MAX_TOPIC_NAME or not _GLOB.fullmatch(text):
-        raise ValueError(f"a topic name or glob: up to {MAX_TOPIC_NAME} letters, digits, '.', '_', '-' "
-                         "and * ? [ ]")
-    return text
-
-
-MAX_GROUP_ID_BYTES = 2**15 - 1   # a Kafka string: int16 length
-
-
 def group_id(text: str) -> str:
     """A consumer group id: any text Kafka can carry (not empty, UTF-8, up to 32767 bytes)."""
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError:
         raise ValueError("a group id in UTF-8 text") from None
-    if not 0 < size <= MAX_GROUP_ID_BYTES:
-        raise ValueError(f"a group id of 1 to {MAX_GROUP_ID_BYTES} bytes")
+    if not 0 < size <= MAX_STRING_BYTES:
+        raise ValueError(f"a group id of 1 to {MAX_STRING_BYTES} bytes")
     return text
 
 

@@ -18,15 +18,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from collections.abc import Callable
 
+from kafka_shell.limits import INT16_MAX, INT32_MAX, INT64_MAX
 from kafka_shell.render import FORMATS
+
+__all__ = ["INT16_MAX", "INT32_MAX", "INT64_MAX", "Option", "Command", "command", "int_range"]
 
 # Value completer kinds, resolved by the REPL completer against the metadata cache.
 COMPLETERS = ("topic", "broker", "group", "config_key", "config_value", "path", "cluster",
               "entity_name", "api", "error", "principal", "acl_resource")
 
 
-# Kafka's integer field widths: an option's value must fit the field it is sent in.
-INT16_MAX, INT32_MAX, INT64_MAX = 2**15 - 1, 2**31 - 1, 2**63 - 1
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 

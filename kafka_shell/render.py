@@ -58,6 +58,14 @@ class Result:
     def message(cls, *messages: str, exit_code: int = 0) -> Result:
         return cls(messages=list(messages), exit_code=exit_code)
 
+    @classmethod
+    def outcome(cls, tables: list[Table], notes: list[str], failures: list[str], text: str | None = None) -> Result:
+        """A result where parts may fail: the tables (or `text`) and notes, then one line per
+        failure and exit 1 if any. When nothing succeeded, only the lines: no empty tables."""
+        if failures and not any(t.rows for t in tables):
+            return cls.message(*notes, *failures, exit_code=1)
+        return cls(tables=tables, text=text, messages=[*notes, *failures], exit_code=1 if failures else 0)
+
 
 @dataclass
 class View:

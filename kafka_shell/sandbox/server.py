@@ -31,7 +31,7 @@ from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
 from kafka_shell.sandbox import configs, control, handlers, identity, journal, persist, replication, security, tls
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
-from kafka_shell.acl import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
+from kafka_shell.authorization import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
 from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME, AclBinding, Authorizer, acl_store, binding_problem
 from kafka_shell.codes import AclOperation, AclResourceType
 from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Broker, Cluster, Controller
