@@ -19,8 +19,8 @@ from kafka_shell.admin.topics import NewTopic
 from kafka_shell.broker_identity import MAPPING_TOPIC, apply_record, choose_id, mapping_value
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.names import check_topic_name
-from kafka_shell.registry import Option, command
-from kafka_shell.render import Result, Table
+from kafka_shell.registry import Confirm, Option, command
+from kafka_shell.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
     from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
@@ -42,6 +42,7 @@ ACTIONS = {
                 help=f"The compacted topic holding the host -> id mapping (default {MAPPING_TOPIC})."),
          Option("--dry-run", flag=True, help="record, gc: show what would change; change nothing."),
          Option("--yes", flag=True, help="gc: do not ask for confirmation."),
+         confirm=Confirm(applies=lambda args: args["action"] == "gc", proposed=True),
          help="Broker ids lost with a disk or a machine, and the host -> id mapping of KIP-426.",
          description="\n".join(f"  {a}: {h}" for a, h in ACTIONS.items()) +
          "\n  The mapping is a compacted topic any tool can read: key the host name, value "
@@ -49,7 +50,7 @@ ACTIONS = {
          examples=("broker-ids missing", "broker-ids missing -o json", "broker-ids record --dry-run",
                    "broker-ids hosts", "broker-ids suggest --host broker-3.example.com",
                    "broker-ids gc --yes"))
-def broker_ids(session: Session, args: dict) -> Result:
+def broker_ids(session: Session, args: dict) -> Result | Proposal:
     action = args["action"]
     if action != "suggest" and args["host"] is not None:
         raise UsageError(f"--host is for broker-ids suggest, not {action}")
@@ -67,7 +68,7 @@ def broker_ids(session: Session, args: dict) -> Result:
         return record(session, topic, args["dry_run"])
     if action == "suggest":
         return suggest(session, topic, args["host"])
-    return gc(session, topic, args["dry_run"], args["yes"])
+    return gc(session, topic, args["dry_run"])
 
 
 # -- missing -----------------------------------------------------------------------------------
@@ -223,7 +224,7 @@ def suggest(session: Session, topic: str, host: str) -> Result:
                         f"Broker on {host} should take id {choice.broker_id}: {why}{held}.", name="suggestion")
 
 
-def gc(session: Session, topic: str, dry_run: bool, yes: bool) -> Result:
+def gc(session: Session, topic: str, dry_run: bool) -> Result | Proposal:
     """Tombstones for the garbage entries (host g -> N while N is live on host h != g)."""
     _, _, live_hosts, mapping = current(session, topic)
     garbage = {host: b for host, b in sorted(mapping.items()) if mapping_state(b, host, live_hosts) == "garbage"}
@@ -233,14 +234,11 @@ def gc(session: Session, topic: str, dry_run: bool, yes: bool) -> Result:
         return Result(tables=[table], messages=[f'No garbage in the mapping of "{topic}".'])
     if dry_run:
         return Result(tables=[table], messages=[f"Would remove {entries(len(garbage))} (dry run)."])
-    if not (yes or session.yes):
-        if not session.interactive or session.confirm is None:
-            raise UsageError(f"broker-ids gc removes {entries(len(garbage))} "
-                             f"({', '.join(map(shown, garbage))}): add --yes to confirm")
-        if not session.confirm(f"Remove {entries(len(garbage))}: {', '.join(garbage)}?"):
-            return Result(tables=[table], messages=["Nothing removed."], exit_code=1)
-    produce(session, topic, dict.fromkeys(garbage))
-    return Result(tables=[table], messages=[f'Removed {entries(len(garbage))} from "{topic}".'])
+    def remove() -> Result:
+        produce(session, topic, dict.fromkeys(garbage))
+        return Result(tables=[table], messages=[f'Removed {entries(len(garbage))} from "{topic}".'])
+    return Proposal(f"Remove {entries(len(garbage))}: {', '.join(garbage)}?",
+                    f"broker-ids gc removes {entries(len(garbage))} ({', '.join(map(shown, garbage))})", remove)
 
 
 def entries(n: int) -> str:

@@ -19,7 +19,7 @@ from kafka_shell.errors import ShellError, UsageError
 from kafka_shell.files import is_id, read_json
 from kafka_shell.option_types import positive_int
 from kafka_shell.progress import ProgressBar
-from kafka_shell.registry import INT32_MAX, Option, command, int_range
+from kafka_shell.registry import INT32_MAX, Confirm, Option, command, int_range
 from kafka_shell.render import Result
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def confirm_election(session: Session, args: dict) -> str | None:
                      "(KAFKA-20098, offline partitions only)."),
          *COMMON,
          mutates=True, topic_context=True, exclusive_groups=(SCOPE,),
-         confirm=confirm_election,
+         confirm=Confirm(question=confirm_election),
          help="Elect partition leaders: preferred, unclean or designated (kafka-leader-election).",
          description=ELECTION_TYPES_HELP + "\n" + SCOPE_HELP,
          examples=("elect-leaders --election-type preferred --all-topic-partitions",

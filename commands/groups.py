@@ -19,8 +19,8 @@ from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.files import read_text
 from kafka_shell.option_types import group_id, iso_epoch_ms
-from kafka_shell.registry import INT64_MAX, Option, command, int_range
-from kafka_shell.render import Result, Table
+from kafka_shell.registry import INT64_MAX, Confirm, Option, command, int_range
+from kafka_shell.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
     from kafka_shell.metadata import ClusterSnapshot
@@ -226,7 +226,7 @@ def iso_duration(text: str) -> int:
          Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
          Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
          Option("--yes", flag=True, help="Do not ask for confirmation before --execute."),
-         mutates=True, topic_context=True,
+         mutates=True, topic_context=True, confirm=Confirm(applies=lambda args: args["execute"], proposed=True),
          required_groups=(SPECIFIERS, ("--group", "--all-groups")),
          exclusive_groups=(("--topic", "--all-topics", "--from-file"),),
          help="Plan (default) or --execute a reset of a group's committed offsets (the group must be inactive).",
@@ -235,7 +235,7 @@ def iso_duration(text: str) -> int:
                    "reset-offsets --group app --all-topics --to-datetime 2024-01-31T12:00:00.000 --execute",
                    "reset-offsets --group app --all-topics --to-current --export > plan.csv",
                    "reset-offsets --group app --from-file plan.csv --execute"))
-def reset_offsets(session: Session, args: dict) -> Result:
+def reset_offsets(session: Session, args: dict) -> Result | Proposal:
     group_ids = chosen_groups(session, args["group"], args["all_groups"])
     plan_file = _read_plan(args["from_file"], group_ids) if args["from_file"] else None
     if not (args["topic"] or args["all_topics"] or plan_file is not None):
@@ -269,25 +269,19 @@ def reset_offsets(session: Session, args: dict) -> Result:
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
     text = _export(plans, len(group_ids) == 1) if args["export"] else None
     if execute and plans:
-        _confirm(session, args, rows)
-        for gid, plan in plans.items():
-            refused = offsets.commit(session.conn, gid, {k: new for k, (_, new) in plan.items()})
-            failures += [f"{t}-{p}: {why}" for (t, p), why in sorted(refused.items()) if why is not None]
-            done = sum(1 for why in refused.values() if why is None)
-            notes.append(f"Reset {done} offset(s) of group '{shown(gid)}'.")
-    elif plans and not args["export"]:
+        def commit() -> Result:
+            for gid, plan in plans.items():
+                refused = offsets.commit(session.conn, gid, {k: new for k, (_, new) in plan.items()})
+                failures.extend(f"{t}-{p}: {why}" for (t, p), why in sorted(refused.items()) if why is not None)
+                done = sum(1 for why in refused.values() if why is None)
+                notes.append(f"Reset {done} offset(s) of group '{shown(gid)}'.")
+            return Result.outcome([table], notes, failures, text)
+        groups_named = ", ".join(sorted(shown(gid) for gid in plans))
+        return Proposal(f"Reset {len(rows)} offset(s) of group(s) {groups_named}. Continue?",
+                        "reset-offsets --execute changes committed offsets", commit)
+    if plans and not args["export"]:
         notes.append("Dry run: nothing was changed (add --execute to apply).")
     return Result.outcome([table], notes, failures, text)
-
-
-def _confirm(session: Session, args: dict, rows: list) -> None:
-    if args["yes"] or session.yes:
-        return
-    if not session.interactive or session.confirm is None:
-        raise UsageError("reset-offsets --execute changes committed offsets: add --yes to confirm")
-    groups_named = ", ".join(sorted({shown(r[0]) for r in rows}))
-    if not session.confirm(f"Reset {len(rows)} offset(s) of group(s) {groups_named}. Continue?"):
-        raise ShellError("Cancelled: nothing was changed.")
 
 
 def _plan(session: Session, gid: str, committed: dict[Key, int], args: dict, plan_file: dict[str, dict[Key, int]] | None,
@@ -416,7 +410,7 @@ def _export(plans: dict[str, dict[Key, tuple[int | None, int]]], single_group: b
 
 @command("delete-group", Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
                                 help="Consumer group to delete."),
-         mutates=True, destructive=True,
+         mutates=True, confirm=Confirm(),
          help="Delete consumer groups and their offsets (only empty groups; asks for confirmation).",
          examples=("delete-group old-app --yes", "delete-group a b --dry-run"))
 def delete_group(session: Session, args: dict) -> Result:
@@ -448,7 +442,7 @@ def delete_group(session: Session, args: dict) -> Result:
          Option("--group", type=group_id, required=True, metavar="GROUP", completer="group", help="Consumer group."),
          Option("--topic", repeatable=True, required=True, metavar="TOPIC[:P,P]", completer="topic",
                 help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
-         mutates=True, destructive=True, topic_context=True,
+         mutates=True, confirm=Confirm(), topic_context=True,
          help="Delete a group's committed offsets of topics it no longer consumes.",
          examples=("delete-offsets --group app --topic old-topic --yes",))
 def delete_offsets(session: Session, args: dict) -> Result:

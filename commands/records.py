@@ -17,7 +17,7 @@ from kafka_shell.errors import ShellError, UsageError, printable, shown
 from kafka_shell.files import MAX_INPUT_BYTES, is_int, read_bytes, read_json
 from kafka_shell.names import check_topic_name
 from kafka_shell.option_types import group_id, iso_epoch_ms, positive_int
-from kafka_shell.registry import INT32_MAX, INT64_MAX, Option, command, int_range
+from kafka_shell.registry import INT32_MAX, INT64_MAX, Confirm, Option, command, int_range
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def _offsets_file(path: str) -> dict[Key, int]:
          Option("--before-offset", type=offset_value, metavar="N", help="Delete records before offset N."),
          Option("--offset-json-file", metavar="FILE", completer="path",
                 help='Kafka\'s file: {"partitions": [{"topic": "t", "partition": 0, "offset": 10}], "version": 1}.'),
-         mutates=True, destructive=True, topic_context=True,
+         mutates=True, confirm=Confirm(), topic_context=True,
          exclusive_groups=(("--offset-json-file", "--topic"), ("--offset-json-file", "--before-offset")),
          help="Delete records before an offset (moves the log start); reports the low watermarks after.",
          examples=("delete-records --topic orders --partition 0 --before-offset 100 --yes",

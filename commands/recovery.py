@@ -37,8 +37,8 @@ from kafka_shell.errors import NotSupported, ShellError, UsageError
 from kafka_shell.files import is_id, read_json, write_new
 from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
 from kafka_shell.option_types import positive_int
-from kafka_shell.registry import Option, command
-from kafka_shell.render import Result, Table
+from kafka_shell.registry import Confirm, Option, command
+from kafka_shell.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
     from kafka_shell.metadata import ClusterSnapshot
@@ -53,6 +53,8 @@ LIVE, FENCED, UNREACHABLE = "live", "fenced", "unreachable"
 DESIGNATED_PATH, STOCK_PATH = "designated", "stock"
 
 SCOPE = ("--path-to-json-file", "--all-offline-partitions")
+RECOVERY_REFUSAL = ("unclean-recovery --automated-recovery may truncate logs: add --yes to confirm "
+                    "(or --dry-run to see the plan)")
 ACTIONS = ("--show-replica-info", "--manual-recovery-output-file", "--automated-recovery")
 
 
@@ -118,6 +120,7 @@ class Target:
          Option("--yes", flag=True, help="Do not ask before the elections."),
          aliases=("kafka-unclean-recovery",),
          mutates=True, topic_context=True,
+         confirm=Confirm(applies=lambda args: args["automated_recovery"], proposed=True, refusal=RECOVERY_REFUSAL),
          exclusive_groups=(SCOPE, ("--manual-recovery-output-file", "--automated-recovery")),
          help="Recover offline partitions by electing the replica with the longest log (KAFKA-20098).",
          description=(
@@ -132,7 +135,7 @@ class Target:
          examples=("unclean-recovery --all-offline-partitions --show-replica-info --dry-run",
                    "unclean-recovery --all-offline-partitions --manual-recovery-output-file recovery.json",
                    "unclean-recovery --path-to-json-file parts.json --automated-recovery --yes"))
-def unclean_recovery(session: Session, args: dict) -> Result:
+def unclean_recovery(session: Session, args: dict) -> Result | Proposal:
     check_arguments(session, args)
     path = recovery_path(session)
     snap, targets = read_targets(session, args)
@@ -162,14 +165,14 @@ def unclean_recovery(session: Session, args: dict) -> Result:
         if args["dry_run"]:
             messages += [f"Would elect {t.chosen} for {t.name} ({describe_truncation(t)}) (dry run)." for t in plan]
         else:
-            confirm(session, args, plan)
-            results, notes = run_elections(session, path, plan, args["recovery_election_attempts"])
-            tables.append(Table(["Topic", "Partition", "Result", "Leader", "Error"], results, name="elections"))
-            messages += notes
-            failures += [f"Recovery failed for {r[0]}-{r[1]}: {r[4]}"
-                         + (" (run unclean-recovery again: it asks the replicas anew)" if r[3] < 0 else "")
-                         for r in results if r[2] not in ("elected", "already online")]
-            exit_code = 1 if failures else 0
+            def elect() -> Result:
+                results, notes = run_elections(session, path, plan, args["recovery_election_attempts"])
+                tables.append(Table(["Topic", "Partition", "Result", "Leader", "Error"], results, name="elections"))
+                failures.extend(f"Recovery failed for {r[0]}-{r[1]}: {r[4]}"
+                                + (" (run unclean-recovery again: it asks the replicas anew)" if r[3] < 0 else "")
+                                for r in results if r[2] not in ("elected", "already online"))
+                return Result(tables=tables, messages=messages + notes + failures, exit_code=1 if failures else 0)
+            return Proposal(question(plan), RECOVERY_REFUSAL, elect)
     elif args["automated_recovery"] and not offline:
         messages.append("No offline partition to recover.")
     return Result(tables=tables, messages=messages + failures, exit_code=exit_code)
@@ -190,10 +193,6 @@ def check_arguments(session: Session, args: dict) -> None:
     if out and os.path.lexists(os.path.expanduser(out)):  # write_new refuses it too, but only after the asking
         raise UsageError(f"{out} already exists: --manual-recovery-output-file writes a new file, "
                          "give another name")
-    if (args["automated_recovery"] and not args["dry_run"] and not (args["yes"] or session.yes)
-            and not (session.interactive and session.confirm is not None)):
-        raise UsageError("unclean-recovery --automated-recovery may truncate logs: add --yes to confirm "
-                         "(or --dry-run to see the plan)")
 
 
 def read_partitions_file(path: str) -> list[Key]:
@@ -363,17 +362,14 @@ def write_manual_file(path: str, plan: list[Target], dry_run: bool) -> str:
 # -- electing ----------------------------------------------------------------------------------
 
 
-def confirm(session: Session, args: dict, plan: list[Target]) -> None:
-    if args["yes"] or session.yes:
-        return
+def question(plan: list[Target]) -> str:
+    """What the elections do, for the confirmation: who is elected where, and what is lost."""
     names = ", ".join(f"{t.name} -> {t.chosen}" for t in plan[:10]) + (
         f" and {len(plan) - 10} more" if len(plan) > 10 else "")
     lost = sum(t.truncated() for t in plan)
     silent = sum(any(r.error is not None for r in t.rows) for t in plan)
     unknown = f" ({silent} partition(s) have replicas that did not answer and may lose more)" if silent else ""
-    assert session.confirm is not None  # check_arguments made sure
-    if not session.confirm(f"Elect {names}: answered replicas lose {lost} message(s){unknown}. Continue?"):
-        raise ShellError("Cancelled: nothing was changed.")
+    return f"Elect {names}: answered replicas lose {lost} message(s){unknown}. Continue?"
 
 
 class StopAfterBatch:

@@ -25,8 +25,8 @@ from kafka_shell.errors import UsageError, printable, shown
 from kafka_shell.files import read_text
 from kafka_shell.limits import MAX_STRING_BYTES
 from kafka_shell.option_types import CONFIG_NAME
-from kafka_shell.registry import INT32_MAX, Option, command, int_range
-from kafka_shell.render import Result, Table
+from kafka_shell.registry import INT32_MAX, Confirm, Option, command, int_range
+from kafka_shell.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
@@ -232,13 +232,12 @@ def create_acls(session: Session, args: dict) -> Result:
 @command("delete-acls", *RESOURCE, *PRINCIPALS,
          Option("--resource-pattern-type", metavar="TYPE", choices=PATTERN_TYPES,
                 help="LITERAL (default), PREFIXED, MATCH or ANY."),
-         Option("--yes", flag=True, help="Do not ask for confirmation."),
-         mutates=True,
+         mutates=True, confirm=Confirm(proposed=True),
          help="Remove ACLs (kafka-acls --remove): those matching the resources, principals and operations "
               "given; asks for confirmation naming them (--yes outside the REPL).",
          examples=("delete-acls --topic orders", "delete-acls --allow-principal User:alice --topic orders",
                    "delete-acls --topic secret- --resource-pattern-type PREFIXED --yes"))
-def delete_acls(session: Session, args: dict) -> Result:
+def delete_acls(session: Session, args: dict) -> Result | Proposal:
     resources = _resources(args)
     if not resources:
         raise UsageError("Give a resource: --topic, --group, --cluster or --transactional-id")
@@ -263,16 +262,13 @@ def delete_acls(session: Session, args: dict) -> Result:
         return Result(tables=[table], messages=["No ACLs match: nothing to delete."])
     if args["dry_run"]:
         return Result(tables=[table], messages=[f"Would delete {len(doomed)} ACL(s) (dry run)."])
-    if not (args["yes"] or session.yes):
-        listing = "; ".join(" ".join(map(str, r)) for r in doomed)
-        if not session.interactive or session.confirm is None:
-            raise UsageError(f"delete-acls would delete {len(doomed)} ACL(s) ({printable(listing)}): "
-                             "add --yes to confirm")
-        if not session.confirm(f"Delete {len(doomed)} ACL(s): {listing}?"):
-            return Result(tables=[table], messages=["Nothing deleted."], exit_code=1)
-    deleted = [b.row() for b in acls.delete(session.conn, filters)]
-    return Result(tables=[Table(acls.COLUMNS, deleted, name="acls")],
-                  messages=[f"Deleted {len(deleted)} ACL(s)."])
+    listing = "; ".join(" ".join(map(str, r)) for r in doomed)
+
+    def delete() -> Result:
+        deleted = [b.row() for b in acls.delete(session.conn, filters)]
+        return Result(tables=[Table(acls.COLUMNS, deleted, name="acls")], messages=[f"Deleted {len(deleted)} ACL(s)."])
+    return Proposal(f"Delete {len(doomed)} ACL(s): {listing}?",
+                    f"delete-acls would delete {len(doomed)} ACL(s) ({printable(listing)})", delete)
 
 
 def _matching(session: Session, filters: list[Binding]) -> list[list]:

@@ -11,7 +11,7 @@ from kafka_shell import clusters
 from kafka_shell.admin import topics
 from kafka_shell.errors import UsageError, shown
 from kafka_shell.parsing import find_command, format_entries, help_text, wrap_lines
-from kafka_shell.registry import REGISTRY, Option, command
+from kafka_shell.registry import Option, command, load_commands
 from kafka_shell.render import EXPANDED, FORMATS, Result
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def help_command(session: Session, args: dict) -> Result:
     if args["command"]:
         return Result(text=help_text(find_command(args["command"])))
     lines = ["Commands:"]
-    visible = [c for c in REGISTRY.commands.values() if not c.sandbox_only or session.sandbox is not None]
+    visible = [c for c in load_commands().commands.values() if not c.sandbox_only or session.sandbox is not None]
     entries: list[tuple[str, str] | None] = []
     for _family, cmds in groupby(sorted(visible, key=lambda c: (c.family, c.name)), key=lambda c: c.family):
         entries.append(None)   # a blank line between families

@@ -18,7 +18,7 @@ from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH
 from kafka_shell.names import check_topic_name, has_collision_chars, is_pattern, topic_pattern, valid_topic_name
 from kafka_shell.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor
-from kafka_shell.registry import Option, command
+from kafka_shell.registry import Confirm, Option, command
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ def confirm_delete(session: Session, args: dict) -> str | None:
          Option("--topic", repeatable=True, required=True, metavar="NAME", completer="topic",
                 help="Topic to delete (a glob such as 'tmp-*' selects many)."),
          Option("--if-exists", flag=True, help="Do nothing for topics that do not exist."),
-         mutates=True, destructive=True, topic_context=True, confirm=confirm_delete,
+         mutates=True, topic_context=True, confirm=Confirm(question=confirm_delete),
          help="Delete topics (asks for confirmation; --yes outside the REPL).",
          examples=("delete-topic --topic orders --yes", "delete-topic --topic 'tmp-*' --yes"))
 def delete_topic(session: Session, args: dict) -> Result:

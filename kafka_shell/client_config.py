@@ -18,6 +18,7 @@ import os
 import re
 from typing import Any
 
+from kafka_shell.env import ENV_REF, expand_env
 from kafka_shell.errors import NO_SASL_PROVIDER, ShellError, UsageError, shown
 from kafka_shell.files import read_owned, read_text, write_json_owned
 from kafka_shell.paths import data_dir
@@ -185,7 +186,6 @@ def jaas_options(jaas: str) -> dict[str, str]:
 # -- ${ENV} references, and the checks made once at start ---------------------------------------
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Properties naming a file librdkafka (or the direct channel) opens: a missing one is named.
 FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.keystore.location",
              "ssl.truststore.location",
@@ -212,22 +212,13 @@ def check_bootstrap(bootstrap: str, where: str = "--bootstrap-server") -> str:
     return bootstrap
 
 
-def expand_env(value: str, where: str) -> str:
-    """`value` with each `${VAR}` replaced by the environment's; a UsageError names an unset one."""
-    def sub(m: re.Match) -> str:
-        if m.group(1) not in os.environ:
-            raise UsageError(f"{where} uses ${{{m.group(1)}}}, which is not set: export it and retry")
-        return os.environ[m.group(1)]
-    return _ENV_REF.sub(sub, value)
-
-
 def expand_all(props: dict[str, str], where: str) -> dict[str, str]:
     return {k: expand_env(v, f"{where} ({k})") for k, v in props.items()}
 
 
 def command_line_secrets(props: dict[str, str]) -> list[str]:
     """Keys of -X properties that put a secret itself on the command line (not a ${VAR})."""
-    return [k for k, v in props.items() if is_secret(k) and v and not _ENV_REF.fullmatch(v.strip())]
+    return [k for k, v in props.items() if is_secret(k) and v and not ENV_REF.fullmatch(v.strip())]
 
 
 def secrets_warning(keys: list[str]) -> str:

@@ -20,6 +20,10 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from kafka_shell.codes import ApiKey
 
+# The sandbox's control API (fault injection from another process, kafka_shell/sandbox/control.py
+# serves it, kafka_shell/sandbox_client.py calls it): far above Kafka's keys and GetReplicaLogInfo's.
+SANDBOX_CONTROL_KEY = 1999
+SANDBOX_CONTROL_VERSION = 0
 ELECT_LEADERS_KEY: int = ApiKey.ELECT_LEADERS
 GET_REPLICA_LOG_INFO_KEY: int = ApiKey.GET_REPLICA_LOG_INFO
 DESIGNATED_ELECTION = 2  # ElectionType: 0 preferred, 1 unclean, 2 designated (v3+)

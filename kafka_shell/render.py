@@ -68,6 +68,16 @@ class Result:
 
 
 @dataclass
+class Proposal:
+    """What a handler returns when it has planned a change its command's confirmation policy
+    covers: the runner asks `question` (or refuses outside the REPL with `refusal`), then runs
+    `apply` for the result. See registry.Confirm."""
+    question: str
+    refusal: str
+    apply: Callable[[], Result]
+
+
+@dataclass
 class View:
     """Where the output goes: the terminal's size (None when stdout is no terminal), the vertical
     layout setting, the table --output csv writes, and the pager (the REPL's, when it may page)."""

@@ -15,7 +15,7 @@ from kafka_shell.channel import Channel
 from kafka_shell.client_config import validate
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.connection import ConnectionManager
-from kafka_shell.errors import KafkaCallError, NotSupported, UsageError, from_kafka_exception
+from kafka_shell.errors import KafkaCallError, UsageError, from_kafka_exception
 from kafka_shell.main import main
 from kafka_shell.sandbox.kerberos import GssapiServer, parse_rules, short_name
 from kafka_shell.sandbox.security import SERVER_MECHANISMS, SaslFailure
