@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from collections import Counter
 
 from kafka_shell.admin import cluster
-from kafka_shell.registry import INT32_MAX, Option, command, int_range
+from kafka_shell.option_types import broker_id
+from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def list_brokers(session: Session, args: dict) -> Result:
 
 
 @command("api-versions",
-         Option("--broker", type=int_range(0, INT32_MAX, "a broker id"), metavar="ID", completer="broker",
+         Option("--broker", type=broker_id, metavar="ID", completer="broker",
                 help="Broker to ask (default: any live broker)."),
          help="The API versions a broker supports.",
          examples=("api-versions", "api-versions --broker 2"))

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, configs, topics
 from kafka_shell.errors import UsageError, shown
-from kafka_shell.option_types import CONFIG_NAME
-from kafka_shell.registry import INT32_MAX, Option, command, int_range
+from kafka_shell.option_types import CONFIG_NAME, broker_id
+from kafka_shell.registry import INT32_MAX, Option, command
 from kafka_shell.render import Result
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ ENTITY_OPTIONS = (
     Option("--entity-name", metavar="NAME", completer="entity_name", help="Topic name or broker id."),
     Option("--entity-default", flag=True, help="The cluster-wide broker defaults."),
     Option("--topic", metavar="NAME", completer="topic", help="Shorthand for --entity-type topics --entity-name NAME."),
-    Option("--broker", type=int_range(0, INT32_MAX, "a broker id"), metavar="ID", completer="broker",
+    Option("--broker", type=broker_id, metavar="ID", completer="broker",
            help="Shorthand for --entity-type brokers --entity-name ID."),
 )
 ENTITY_GROUP = ("--topic", "--broker", "--entity-name", "--entity-default")

@@ -34,10 +34,10 @@ TOPIC_CONTEXT_HELP = "Topic (default: the context topic)."
 def group_states(text: str) -> list[str]:
     """Kafka's `--state` list: states separated by commas, any case."""
     by_lower = {s.lower(): s for s in GROUP_STATES}
-    states = [by_lower.get(s.strip().lower()) for s in text.split(",")]
-    if not all(states):
+    wanted = [s.strip().lower() for s in text.split(",")]
+    if not all(s in by_lower for s in wanted):
         raise ValueError(f"states separated by commas, of {', '.join(GROUP_STATES)}")
-    return states  # type: ignore[return-value]
+    return [by_lower[s] for s in wanted]
 
 
 ALL_GROUPS = Option("--all-groups", flag=True, help="Every group of the cluster.")

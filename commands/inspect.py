@@ -12,23 +12,13 @@ from kafka_shell import controller_history
 from kafka_shell.admin import cluster, configs, log_dirs, quorum, topics
 from kafka_shell.errors import KafkaCallError
 from kafka_shell.metadata import KRAFT
-from kafka_shell.registry import INT32_MAX, Option, command, int_range
+from kafka_shell.option_types import broker_ids
+from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
     from kafka_shell.metadata import ControllerInfo
     from kafka_shell.session import Session
-
-
-def id_list(text: str) -> list[int]:
-    broker = int_range(0, INT32_MAX)
-    try:
-        ids = [broker(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"broker ids separated by commas, like 1,2,3 (each from 0 to {INT32_MAX})") from None
-    if not ids:
-        raise ValueError("broker ids separated by commas, like 1,2,3")
-    return list(dict.fromkeys(ids))
 
 
 def name_list(text: str) -> list[str]:
@@ -42,7 +32,7 @@ def name_list(text: str) -> list[str]:
 
 
 @command("describe-log-dirs",
-         Option("--broker-list", type=id_list, metavar="ID,ID", completer="broker",
+         Option("--broker-list", type=broker_ids, metavar="ID,ID", completer="broker",
                 help="Brokers to describe (default: every live broker)."),
          Option("--topic-list", type=name_list, metavar="T,T", completer="topic",
                 help="Only these topics' partitions (default: all)."),

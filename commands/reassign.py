@@ -22,7 +22,8 @@ from kafka_shell.deadline import Deadline
 from kafka_shell.errors import ShellError, UsageError
 from kafka_shell.files import FileExists, is_id, read_json, write_new
 from kafka_shell.progress import ProgressBar
-from kafka_shell.registry import INT32_MAX, INT64_MAX, Option, command, int_range
+from kafka_shell.option_types import broker_ids
+from kafka_shell.registry import INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
@@ -37,17 +38,6 @@ POLL_S = 0.2
 GIVE_UP_S = 60.0        # --blocking stops when the cluster does not answer for this long
 RETRY_S = 1.0
 
-
-
-def broker_ids(text: str) -> list[int]:
-    broker = int_range(0, INT32_MAX)
-    try:
-        ids = [broker(b) for b in text.split(",") if b.strip()]
-    except ValueError:
-        raise ValueError(f"broker ids separated by commas, like 1,2,3 (each from 0 to {INT32_MAX})") from None
-    if not ids or len(set(ids)) != len(ids):
-        raise ValueError("distinct broker ids separated by commas, like 1,2,3")
-    return ids
 
 
 # Throttle rates are Kafka long configs.
@@ -112,11 +102,13 @@ def reassign_partitions(session: Session, args: dict) -> Result:
         return list_moves(session)
     if action == "--blocking":
         return wait_all(session, args)
-    targets = read_reassignment(args[dest(FILE)]) if args[dest(FILE)] is not None else None
+    if args[dest(FILE)] is None:  # --cancel --all (the other actions require the file)
+        return cancel(session, args, None)
+    targets = read_reassignment(args[dest(FILE)])
     if action == "--execute":
-        return execute(session, args, targets)  # type: ignore[arg-type]
+        return execute(session, args, targets)
     if action == "--verify":
-        return verify(session, args, targets)  # type: ignore[arg-type]
+        return verify(session, args, targets)
     return cancel(session, args, targets)
 
 

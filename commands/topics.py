@@ -46,24 +46,10 @@ CREATE_OPTIONS = (
 )
 
 
-@command("create-topic", *CREATE_OPTIONS, mutates=True,
-         help="Create topics (one CreateTopics request for all of them).",
-         exclusive_groups=(("--replica-assignment", "--partitions"),
-                           ("--replica-assignment", "--replication-factor")),
-         examples=("create-topic --topic orders --partitions 6 --replication-factor 3",
-                   "create-topic --topic a --topic b --config cleanup.policy=compact",
-                   "create-topic --topic pinned --replica-assignment 1:2,2:3,3:1"))
-def create_topic(session: Session, args: dict) -> Result:
-    outcome = create_topics(session, [args])[0]
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return outcome
-
-
 def create_topics(session: Session, lines: list[dict]) -> list[Result | ShellError]:
     """Create the topics of many create-topic lines with as few requests as Kafka allows."""
     conn = session.conn
-    outcomes: list[Result | ShellError | None] = [None] * len(lines)
+    outcomes: dict[int, Result | ShellError] = {}
     wanted: list[tuple[int, NewTopic]] = []    # (line index, topic)
     skipped: dict[int, list[str]] = {}
     snap = conn.read([n for args in lines for n in args["topic"] if valid_topic_name(n)])
@@ -101,16 +87,29 @@ def create_topics(session: Session, lines: list[dict]) -> list[Result | ShellErr
         else:
             failed.setdefault(i, []).append(result.error)
     for i in range(len(lines)):
-        if outcomes[i] is not None:
+        if i in outcomes:
             continue
         messages = done.get(i, []) + [f"Topic {n} already exists: skipped." for n in skipped.get(i, [])]
         if i in failed:
             messages += failed[i]
         outcomes[i] = Result.message(*messages, exit_code=1 if i in failed else 0)
-    return outcomes  # type: ignore[return-value]
+    return [outcomes[i] for i in range(len(lines))]
 
 
-create_topic.batch = create_topics  # type: ignore[attr-defined]
+@command("create-topic", *CREATE_OPTIONS, mutates=True, batch=create_topics,
+         help="Create topics (one CreateTopics request for all of them).",
+         exclusive_groups=(("--replica-assignment", "--partitions"),
+                           ("--replica-assignment", "--replication-factor")),
+         examples=("create-topic --topic orders --partitions 6 --replication-factor 3",
+                   "create-topic --topic a --topic b --config cleanup.policy=compact",
+                   "create-topic --topic pinned --replica-assignment 1:2,2:3,3:1"))
+def create_topic(session: Session, args: dict) -> Result:
+    outcome = create_topics(session, [args])[0]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
 
 
 # -- alter-topic -----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_shell import __version__, protocol
 from kafka_shell.codes import ApiKey, Error
+from kafka_shell.deadline import Deadline
 from kafka_shell.client_config import librdkafka_properties, sasl_mechanism
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
 from kafka_shell.limits import MAX_FRAME_BYTES
@@ -26,8 +27,6 @@ from kafka_shell.sasl import CLIENT_MECHANISMS
 
 if TYPE_CHECKING:
     import ssl
-
-    from kafka_shell.deadline import Deadline
 
 CLIENT_ID = "kafka-shell"
 REAUTH_FRACTION = 0.85  # of the broker's session lifetime, when the channel logs in again
@@ -45,6 +44,10 @@ class ConnectionLost(ShellError):
 
 class NoAnswer(ConnectionLost):
     """The peer did not answer before the deadline (it may be slow, stuck or trickling)."""
+
+    def __init__(self, message: str, peer: str, sent: bool = False):
+        super().__init__(message, sent)
+        self.peer = peer   # how messages name it: "broker 2 at h:p"
 
 
 class ConnectionRefused(ConnectionLost):
@@ -89,7 +92,7 @@ class Channel:
                 f"kafka-shell cannot log in with SASL mechanism {mechanism} (it does "
                 f"{', '.join(CLIENT_MECHANISMS)}): every command reads the cluster through its "
                 "own connection, so none works with this setting.")
-        deadline = time.monotonic() + timeout_s
+        deadline = Deadline(timeout_s).at
         self._sock = self._open(security, deadline)
         try:
             try:
@@ -152,7 +155,7 @@ class Channel:
         timeout from the body."""
         v = self.pick_version(api_key, version, max_version)
         entity = protocol.build(protocol.request_schema(api_key, v), body)
-        at = deadline.at if deadline is not None else time.monotonic() + _read_timeout(body, self.timeout_s)
+        at = (deadline or Deadline(self.timeout_s, operation_seconds(body))).at
         self._reauthenticate_if_due(at)
         try:
             raw = self._roundtrip(entity, at)
@@ -359,7 +362,7 @@ class Channel:
             except (TimeoutError, _Late):
                 self.close()
                 what = protocol.api_name(type(entity).__api_key__)
-                raise NoAnswer(f"{_capital(self.name)} did not answer {what} in time", sent=sent) from None
+                raise NoAnswer(f"{_capital(self.name)} did not answer {what} in time", self.name, sent=sent) from None
             except (OSError, protocol.ProtocolError) as exc:
                 self.close()
                 alert = _tls_alert_error(self.address, getattr(exc, "reason", None) or str(exc))
@@ -455,10 +458,11 @@ def _read_exactly(sock: socket.socket, n: int, deadline: float) -> bytes:
     return bytes(buf)
 
 
-def _read_timeout(body: dict, base: float) -> float:
-    """Wait longer than the broker's own operation timeout, so its answer is not cut off."""
+def operation_seconds(body: dict | None) -> float:
+    """The broker's own operation timeout a request body carries (timeout_ms or timeout), so a
+    deadline waits past it and its answer is not cut off; 0 when it carries none."""
     ms = body.get("timeout_ms", body.get("timeout")) if isinstance(body, dict) else None
-    return base + ms / 1000 if isinstance(ms, (int, float)) and ms > 0 else base
+    return ms / 1000 if isinstance(ms, (int, float)) and ms > 0 else 0.0
 
 
 def _ssl_context(props: dict) -> ssl.SSLContext:

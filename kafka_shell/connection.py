@@ -46,7 +46,7 @@ from typing import Any, NamedTuple, TypeVar
 from kafka_shell import controller_history, protocol
 from kafka_shell.authorization import authorization_message, is_authorization_error
 from kafka_shell.cache import MetadataCache, read_snapshot
-from kafka_shell.channel import Channel, ConnectionLost, NoAnswer
+from kafka_shell.channel import Channel, ConnectionLost, NoAnswer, operation_seconds
 from kafka_shell.client_config import librdkafka_properties, parse_bootstrap
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.deadline import Deadline
@@ -108,10 +108,7 @@ class ConnectionManager:
         return Deadline(self.timeout_s, operation_ms / 1000)
 
     def _deadline_for(self, body: dict | None, given: Deadline | None) -> Deadline:
-        if given is not None:
-            return given
-        ms = body.get("timeout_ms", body.get("timeout")) if isinstance(body, dict) else None
-        return self.deadline(ms if isinstance(ms, (int, float)) and ms > 0 else 0)
+        return given if given is not None else Deadline(self.timeout_s, operation_seconds(body))
 
     # -- the cache (completion, toolbar, routing) --------------------------------------------
 
@@ -187,12 +184,6 @@ class ConnectionManager:
         controller = f"active controller not shown: {refused}" if refused else snap.controller.describe()
         return f"Connected to cluster {snap.cluster_id or '(no id)'} ({mode}, {controller})."
 
-    def controller_address(self) -> str:
-        controller = self.router.controller
-        if controller.id < 0:
-            controller = self.controller()
-        return controller.address or f"node {controller.id}"
-
     # -- requests ----------------------------------------------------------------------------
 
     def controller_request(self, api_key: int, body: dict, *, version: int | None = None, mutation: bool = False,
@@ -213,7 +204,7 @@ class ConnectionManager:
                     raise KafkaCallError(f"{late}: the {protocol.api_name(api_key)} request may or may not "
                                          "have taken effect. Check the cluster state before retrying.",
                                          retriable=False) from None
-                raise self._no_answer(late) from None
+                raise self._no_answer(late, deadline) from None
             except ConnectionLost as lost:
                 reason = str(lost)
                 if mutation and lost.sent:
@@ -261,7 +252,7 @@ class ConnectionManager:
                 return refused_at_top(api_key, channel.request_entity(api_key, body, version, deadline=deadline,
                                                                       max_version=max_version))
             except NoAnswer as late:
-                raise self._no_answer(late) from None
+                raise self._no_answer(late, deadline) from None
             except ConnectionLost as lost:
                 if attempt or (mutation and lost.sent) or deadline.expired:
                     raise
@@ -275,7 +266,7 @@ class ConnectionManager:
             return refused_at_top(api_key, self.router.from_any_broker(
                 lambda ch: ch.request_entity(api_key, body, version, deadline=deadline), deadline))
         except NoAnswer as late:
-            raise self._no_answer(late) from None
+            raise self._no_answer(late, deadline) from None
 
     def each_broker(self, brokers: Iterable[int], api_key: int, body: dict | Callable[[int, int], dict], *,
                     max_version: int | None = None, deadline: Deadline | None = None) -> BrokerAnswers:
@@ -394,8 +385,10 @@ class ConnectionManager:
         self.router.observe_metadata(self.router.from_any_broker(lambda ch: ch.request_entity(
             ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False}, deadline=deadline), deadline))
 
-    def _no_answer(self, late: NoAnswer) -> KafkaCallError:
-        return KafkaCallError(f"{late} (waited {self.timeout_s:g} s; raise --timeout if it is just slow).",
+    def _no_answer(self, late: NoAnswer, deadline: Deadline) -> KafkaCallError:
+        """The one line for a broker that did not answer in time (the deadline remembers it)."""
+        deadline.silent = late.peer
+        return KafkaCallError(f"{late} (waited {deadline.seconds:g} s; raise --timeout if it is just slow).",
                               retriable=True)
 
     def _versions_channel(self, broker_id: int | None) -> Channel:
@@ -407,7 +400,7 @@ class ConnectionManager:
         try:
             return self.router.broker_channel(self.router.broker(broker_id), deadline)
         except NoAnswer as late:
-            raise self._no_answer(late) from None
+            raise self._no_answer(late, deadline) from None
 
     def api_versions(self, broker_id: int | None = None) -> dict[int, range]:
         return self._versions_channel(broker_id).versions()

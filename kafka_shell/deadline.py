@@ -62,8 +62,3 @@ class Deadline:
         inner = Deadline(min(seconds, self.left()))
         inner.seconds = self.seconds
         return inner
-
-    def no_answer(self, who: str) -> str:
-        """Remember `who` as the peer that did not answer; the line saying so."""
-        self.silent = who
-        return f"{who} did not answer within {self.seconds:g} s"

@@ -13,7 +13,7 @@ from kafka_shell.registry import int_range
 
 positive_int = int_range(1, INT32_MAX, "a positive integer")
 replication_factor = int_range(1, INT16_MAX, "a replication factor")
-BROKER_ID_RANGE = (0, INT32_MAX)
+broker_id = int_range(0, INT32_MAX, "a broker id")
 CONFIG_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")   # Kafka's config names are far shorter
 
 
@@ -31,13 +31,24 @@ def key_value(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+def broker_ids(text: str) -> list[int]:
+    """Distinct broker ids separated by commas (1,2,3), in the order given."""
+    expected = f"broker ids separated by commas, like 1,2,3 (each once, from 0 to {INT32_MAX})"
+    try:
+        ids = [broker_id(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(expected) from None
+    if not ids or len(set(ids)) != len(ids):
+        raise ValueError(expected)
+    return ids
+
+
 def replica_assignment(text: str) -> list[list[int]]:
     """Kafka's format: partitions separated by commas, replicas by colons: `1:2,2:3,3:1`."""
-    broker = int_range(*BROKER_ID_RANGE, "broker ids")
     try:
-        parts = [[broker(b) for b in p.split(":")] for p in text.split(",")]
+        parts = [[broker_id(b) for b in p.split(":")] for p in text.split(",")]
     except ValueError:
-        raise ValueError(f"broker ids from {BROKER_ID_RANGE[0]} to {BROKER_ID_RANGE[1]} like 1:2,2:3 "
+        raise ValueError(f"broker ids from 0 to {INT32_MAX} like 1:2,2:3 "
                          "(replicas of a partition joined by ':')") from None
     for i, replicas in enumerate(parts):
         if len(set(replicas)) != len(replicas):

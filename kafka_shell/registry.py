@@ -115,6 +115,8 @@ class Command:
     topic_context: bool = False       # `--topic` defaults to the REPL's context topic
     context_with: tuple[str, ...] = ()  # ... only when one of these options is given (an action)
     confirm: Confirm | None = None    # what it changes that cannot be undone, and how to ask (see Confirm)
+    # Runs consecutive lines of this command as one request (replay): args of each -> their outcomes.
+    batch: Callable[[Any, list[dict]], list[Any]] | None = None
     sandbox_only: bool = False        # only when the shell runs on its embedded sandbox
 
     @property

@@ -130,10 +130,10 @@ def _settle(session: Session, args: dict, outcome: object) -> object:
     return outcome
 
 
-def _batch_of(parsed: parsing.Parsed | None):
+def _batch_of(parsed: parsing.Parsed | None) -> Callable[[Session, list[dict]], list[object]] | None:
     if parsed is None or parsed.help:
         return None
-    return getattr(parsed.command.handler, "batch", None)
+    return parsed.command.batch
 
 
 def _following_run(session: Session, lines: list[Line], start: int, first: parsing.Parsed) -> list[Line]:

@@ -61,7 +61,7 @@ def test_connect_fills_the_snapshot(sandbox, manager):
     for p, real in zip(orders.partitions, sandbox.cluster.topics["orders"].partitions):
         assert p.replicas == tuple(real.replicas) and p.leader == real.leader
         assert p.isr == tuple(real.isr) and p.leader_epoch == real.leader_epoch
-    assert manager.controller_address() == "{}:{}".format(*sandbox.address(snap.controller_id))
+    assert manager.router.controller.address == "{}:{}".format(*sandbox.address(snap.controller_id))
 
 
 def test_snapshot_shows_offline_replicas_and_racks():
