@@ -64,20 +64,20 @@ class ProtocolError(Exception):
 
 @cache
 def request_schema(api_key: int, version: int) -> EntityClass:
-    ext = protocol_ext.REQUESTS.get((api_key, version))
+    ext = protocol_ext.request_class(api_key, version)
     return ext or load_request_schema(api_key, version)
 
 
 @cache
 def response_schema(api_key: int, version: int) -> EntityClass:
-    ext = protocol_ext.RESPONSES.get((api_key, version))
+    ext = protocol_ext.response_class(api_key, version)
     return ext or load_response_schema(api_key, version)
 
 
 def kio_versions(api_key: int) -> range:
     """The contiguous version range ending at the newest version kio (or our extension) has."""
     versions = set(schema_name_map[api_key_map[api_key]]) if api_key in api_key_map else set()
-    versions |= {v for (k, v) in protocol_ext.REQUESTS if k == api_key}
+    versions |= {v for (k, v) in protocol_ext.VERSIONS if k == api_key}
     if not versions:
         return range(0)
     high = max(versions)

@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ["base", "protocol", "connection", "admin", "declarations", "commands", "face"]
 BASE = {"kafka_shell", "kafka_shell.errors", "kafka_shell.files", "kafka_shell.paths", "kafka_shell.limits",
         "kafka_shell.names", "kafka_shell.deadline", "kafka_shell.env", "kafka_shell.jwt"}
-PROTOCOL = {"kafka_shell.protocol", "kafka_shell.protocol_ext", "kafka_shell.codes", "kafka_shell.frames",
+PROTOCOL = {"kafka_shell.protocol", "kafka_shell.protocol_ext", "kafka_shell.protocol_ext_schemas", "kafka_shell.codes",
+            "kafka_shell.frames",
             "kafka_shell.authorization", "kafka_shell.broker_identity"}
 CONNECTION = {"kafka_shell.connection", "kafka_shell.router", "kafka_shell.cache", "kafka_shell.channel",
               "kafka_shell.session", "kafka_shell.metadata", "kafka_shell.controller_history",
@@ -38,7 +39,7 @@ DECLARATIONS = {"kafka_shell.registry", "kafka_shell.render", "kafka_shell.optio
 FACE = {"kafka_shell.main", "kafka_shell.__main__", "kafka_shell.modes", "kafka_shell.runner",
         "kafka_shell.completions", "kafka_shell.config_keys", "kafka_shell.pager"}
 # What commands and the pipeline never import: the wire is the admin layer's business.
-WIRE = ("kio", "kafka_shell.protocol", "kafka_shell.protocol_ext", "kafka_shell.codes", "kafka_shell.frames",
+WIRE = ("kio", "kafka_shell.protocol", "kafka_shell.codes", "kafka_shell.frames",
         "kafka_shell.channel", "kafka_shell.router")
 # Crossings another change removes: config_keys reads the config definitions the sandbox keeps
 # until they move to a module shared by shell and sandbox (the h-versions branch).
