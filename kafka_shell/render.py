@@ -10,7 +10,6 @@ terminal. json, jsonl and csv carry the exact values.
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import time
@@ -321,6 +320,7 @@ class _Lines:
 
 def _csv(table: Table) -> str:
     buf = _Lines()
+    import csv  # --output csv only
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(table.columns)
     w.writerows([cell(v) if v is not None else "" for v in row] for row in table.rows)

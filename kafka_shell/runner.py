@@ -16,7 +16,6 @@ from collections.abc import Callable
 from kafka_shell import parsing
 from kafka_shell.errors import ShellError, UsageError, from_kafka_exception, printable
 from kafka_shell.registry import REGISTRY
-from kafka_shell.pager import page
 from kafka_shell.render import Proposal, Result, View, render
 from kafka_shell.session import Session
 
@@ -214,10 +213,12 @@ def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) ->
 def _view(session: Session, csv_table: str | None) -> View:
     """The terminal the output goes to (if any), and the pager when the REPL may page."""
     size = _terminal_size(session.stdout)
-    paging = session.pager and session.interactive and size is not None
+    pager = None
+    if session.pager and session.interactive and size is not None:
+        from kafka_shell.pager import page  # the REPL's pager only (it imports subprocess)
+        pager = page
     return View(width=size.columns if size else None, height=size.lines if size else None,
-                expanded=session.expanded, csv_table=csv_table or session.csv_table,
-                pager=page if paging else None)
+                expanded=session.expanded, csv_table=csv_table or session.csv_table, pager=pager)
 
 
 def _terminal_size(stream) -> os.terminal_size | None:
