@@ -1,10 +1,10 @@
-"""The direct channel: one blocking connection to one broker, speaking kio message types.
+"""The shell's own channel: one blocking connection to one broker, speaking kio message types.
 
-It serves the requests confluent-kafka's AdminClient lacks (ElectLeaders v3, GetReplicaLogInfo,
-DescribeCluster, ...). At connect it negotiates ApiVersions and, when the security protocol says
-so, wraps the socket in TLS and authenticates with SASL (kafka_shell/sasl.py: its mechanisms, over Kafka's
-SaslHandshake v1 + SaslAuthenticate). Settings are the same librdkafka properties the
-AdminClient gets. One request is in flight at a time; a lock makes each call thread-safe.
+Every admin request goes over it (the connection manager routes them: connection.py). At
+connect it negotiates ApiVersions and, when the security protocol says so, wraps the socket in
+TLS and authenticates with SASL (kafka_shell/sasl.py: its mechanisms, over Kafka's SaslHandshake
+v1 + SaslAuthenticate). Settings are the same librdkafka properties the Producer and Consumer
+get. One request is in flight at a time; a lock makes each call thread-safe.
 """
 
 from __future__ import annotations

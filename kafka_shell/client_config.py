@@ -1,7 +1,7 @@
 """Client settings: librdkafka properties from `--command-config FILE` and `-X key=value`.
 
-The same properties feed the AdminClient (librdkafka) and the shell's direct channel, so users
-write them once. Java clients' `sasl.jaas.config` (what Kafka's own tools read) is translated to
+The same properties feed the shell's own channel (every admin request) and librdkafka (the
+Producer and Consumer that move records), so users write them once. Java clients' `sasl.jaas.config` (what Kafka's own tools read) is translated to
 librdkafka's `sasl.username` / `sasl.password`, since librdkafka rejects it.
 
 `${VAR}` in a value (of -X, --command-config or clusters.json) is replaced by the environment
@@ -299,8 +299,8 @@ def _check_with_librdkafka(props: dict[str, str]) -> None:
     text = _librdkafka_refusal(conf)
     if text is not None and text.startswith(NO_SASL_PROVIDER):
         # A mechanism this librdkafka build lacks (GSSAPI in confluent-kafka's wheels): the
-        # direct channel logs in itself, and the commands that need the AdminClient say so.
-        # Check the other settings the same way.
+        # shell's channel logs in itself, and the commands that move records say so. Check the
+        # other settings the same way.
         conf["security.protocol"] = conf["security.protocol"].lower().replace("sasl_", "")
         text = _librdkafka_refusal(conf)
     if text is not None:
@@ -309,7 +309,8 @@ def _check_with_librdkafka(props: dict[str, str]) -> None:
 
 
 def _librdkafka_refusal(conf: dict[str, Any]) -> str | None:
-    """librdkafka's reason for refusing these settings, or None when it takes them."""
+    """librdkafka's reason for refusing these settings, or None when it takes them (a client
+    without bootstrap servers only parses its settings: nothing is sent)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
     try:

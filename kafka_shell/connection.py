@@ -99,6 +99,9 @@ class ConnectionManager:
         self.router = Router(bootstrap, self.properties, timeout_s, self._notify, bootstrap_controllers)
         self.cache = MetadataCache(self.router, timeout_s)
         self.cluster_id: str | None = None   # from the last read (controller_history's key)
+        # Routing memory, like the router's controller: each group's coordinator as last found;
+        # a group answered with a coordinator error (it moved) is looked up again.
+        self._coordinators: dict[str, int] = {}
 
     def _notify(self, message: str) -> None:
         self.notify(message)  # looked up at call time: the session may set notify later
@@ -325,11 +328,14 @@ class ConnectionManager:
         while pending:
             retry: list[str] = []
             by_node: dict[int, list[str]] = {}
-            for gid, (node, code) in self._find_coordinators(pending, deadline).items():
+            # A mutation asks where the group is now: a stale answer is no safe first try for it.
+            for gid, (node, code) in self._find_coordinators(pending, deadline, remembered=not mutation).items():
+                self._coordinators.pop(gid, None)
                 if code or node < 0:
                     out[gid] = (Unanswered(code or Error.coordinator_not_available), -1)
                     retry.append(gid)
                 else:
+                    self._coordinators[gid] = node
                     by_node.setdefault(node, []).append(gid)
             for node, ids in by_node.items():
                 try:
@@ -347,12 +353,14 @@ class ConnectionManager:
                             part = parts.get(gid, Unanswered(Error.unknown_server_error))
                             out[gid] = (part, node)
                             if int(getattr(part, "error_code", 0)) in COORDINATOR_RETRIABLE:
+                                self._coordinators.pop(gid, None)
                                 retry.append(gid)
                 except (KafkaCallError, ConnectionLost) as exc:
                     if mutation or (patient and not deadline.can_retry()):
                         raise
                     self.debug(f"coordinator {node} did not answer: {exc}")
                     for gid in ids:
+                        self._coordinators.pop(gid, None)
                         if gid not in out or out[gid][1] != node:
                             out[gid] = (Unanswered(Error.coordinator_not_available, str(exc)), node)
                     if patient:
@@ -363,9 +371,14 @@ class ConnectionManager:
             pending = retry
         return out
 
-    def _find_coordinators(self, group_ids: list[str], deadline: Deadline) -> dict[str, tuple[int, int]]:
-        """group -> (coordinator node id, error code): one batched FindCoordinator (v4+), or one
-        request per group on clusters without batching."""
+    def _find_coordinators(self, group_ids: list[str], deadline: Deadline,
+                           remembered: bool = True) -> dict[str, tuple[int, int]]:
+        """group -> (coordinator node id, error code): as last found (when `remembered`), else one
+        batched FindCoordinator (v4+), or one request per group on clusters without batching."""
+        known = {gid: (self._coordinators[gid], 0) for gid in group_ids if remembered and gid in self._coordinators}
+        group_ids = [gid for gid in group_ids if gid not in known]
+        if not group_ids:
+            return known
         self.debug(f"FindCoordinator request: {len(group_ids)} group(s)")
         if self.supports(ApiKey.FIND_COORDINATOR, BATCHED_FIND_COORDINATOR):
             answer = self.any_broker_request(ApiKey.FIND_COORDINATOR, {"key_type": GROUP_KEY_TYPE,
@@ -377,7 +390,7 @@ class ConnectionManager:
                 answer = self.any_broker_request(ApiKey.FIND_COORDINATOR, {"key": gid, "key_type": GROUP_KEY_TYPE},
                                             deadline=deadline)
                 found[gid] = (answer.node_id, int(answer.error_code))
-        return {gid: found.get(gid, (-1, Error.coordinator_not_available)) for gid in group_ids}
+        return {**known, **{gid: found.get(gid, (-1, Error.coordinator_not_available)) for gid in group_ids}}
 
     # -- versions ---------------------------------------------------------------------------
 

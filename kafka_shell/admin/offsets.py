@@ -32,8 +32,9 @@ DEBUGGING_REPLICA_ID = -2      # ListOffsets: answer from the local log, leader 
 # OffsetCommit and OffsetFetch v10 name topics by id (KIP-848): we name them, so stay below.
 BY_NAME_VERSION = 9
 MANY_GROUPS_VERSION = 8        # OffsetFetch asks for several groups in one request from v8
-LEADER_MOVED = {Error.not_leader_or_follower, Error.leader_not_available, Error.fenced_leader_epoch,
-                Error.unknown_leader_epoch}
+# The codes (as ints: they are compared with 100,000s of answers) of a partition whose leader moved.
+LEADER_MOVED = frozenset(int(e) for e in (Error.not_leader_or_follower, Error.leader_not_available,
+                                          Error.fenced_leader_epoch, Error.unknown_leader_epoch))
 
 
 # -- log offsets -------------------------------------------------------------------------------
