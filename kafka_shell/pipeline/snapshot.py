@@ -98,8 +98,12 @@ def _columns(names: list[str], rows: Iterable[tuple]) -> dict[str, list]:
 def _down_brokers(session: Session, snap: ClusterSnapshot) -> dict[int, str]:
     """Brokers the cluster knows that are not up: registered but fenced (KRaft), or named by
     replica sets while no live broker has the id."""
-    regs = cluster.registrations(session.conn, snap)
-    down = {b: "fenced" for b in regs.fenced}
+    try:
+        fenced = cluster.registrations(session.conn, snap).fenced
+    except ShellError as exc:  # the registrations are a detail: the snapshot goes on without them
+        session.stderr.write(f"The brokers' registrations are left out ({exc}).\n")
+        fenced = {}
+    down = {b: "fenced" for b in fenced}
     named = {r for t in snap.topics.values() for p in t.partitions for r in p.replicas}
     down.update({b: "not live" for b in sorted(named - set(snap.brokers) - set(down))})
     return down
