@@ -12,6 +12,10 @@ MAX_FRAME_BYTES = 100 * 1024 * 1024
 # KRaft's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: a CreateTopics or CreatePartitions
 # request adding more partitions than this in all is refused (POLICY_VIOLATION).
 MAX_PARTITIONS_PER_BATCH = 10_000
+# KRaft's QuorumController.MAX_RECORDS_PER_USER_OP: the metadata records one request may make
+# (CreateTopics: a TopicRecord, a PartitionRecord per partition and a ConfigRecord per config,
+# for every topic); more is refused ("Unable to perform excessively large batch operation").
+MAX_RECORDS_PER_USER_OP = 10_000
 # KAFKA-20098: the most partitions one ElectLeaders v3 or GetReplicaLogInfo request is served for.
 MAX_PARTITIONS_PER_ELECTION = 1000
 # DescribeTopicPartitions' default ResponsePartitionLimit: partitions per page.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import KafkaCallError, UsageError, shown
-from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH, PARTITIONS_PER_PAGE
+from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP, PARTITIONS_PER_PAGE
 from kafka_shell.metadata import ClusterSnapshot, TopicInfo, topics_from_metadata
 from kafka_shell.names import check_pattern, check_topic_name, is_pattern
 
@@ -127,6 +127,11 @@ class NewTopic:
         """Partitions it adds, as the controller counts them (at least one)."""
         return len(self.assignment) or max(self.partitions, 1)
 
+    @property
+    def records(self) -> int:
+        """Metadata records its creation makes: the topic's, one per partition, one per config."""
+        return 1 + self.size + len(self.configs)
+
 
 @dataclass(frozen=True)
 class TopicOutcome:
@@ -148,8 +153,7 @@ class TopicOutcome:
 
 def create(conn: ConnectionManager, topics: list[NewTopic], validate_only: bool, brokers: int) -> list[TopicOutcome]:
     """CreateTopics at the controller, one outcome per topic in order. Topics go out in as few
-    requests as Kafka accepts: a request names each topic once and adds at most
-    MAX_PARTITIONS_PER_BATCH partitions. `brokers` (the live count) goes into the messages."""
+    requests as Kafka accepts (`_batches`). `brokers` (the live count) goes into the messages."""
     timeout_ms = round(conn.timeout_s * 1000)
     out: list[TopicOutcome] = []
     for chunk in _batches(topics):
@@ -170,16 +174,21 @@ def create(conn: ConnectionManager, topics: list[NewTopic], validate_only: bool,
 
 
 def _batches(topics: list[NewTopic]) -> list[list[NewTopic]]:
+    """Topics in order, cut into requests the controller takes whole: each within
+    MAX_PARTITIONS_PER_BATCH partitions and MAX_RECORDS_PER_USER_OP records, no name twice. A topic
+    over a limit by itself goes alone, for the controller to answer."""
     chunks: list[list[NewTopic]] = []
     names: set[str] = set()
-    total = MAX_PARTITIONS_PER_BATCH + 1
+    partitions = records = MAX_RECORDS_PER_USER_OP + MAX_PARTITIONS_PER_BATCH   # a new chunk first
     for t in topics:
-        if total + t.size > MAX_PARTITIONS_PER_BATCH or t.name in names:
+        if (partitions + t.size > MAX_PARTITIONS_PER_BATCH or records + t.records > MAX_RECORDS_PER_USER_OP
+                or t.name in names):
             chunks.append([])
-            names, total = set(), 0
+            names, partitions, records = set(), 0, 0
         chunks[-1].append(t)
         names.add(t.name)
-        total += t.size
+        partitions += t.size
+        records += t.records
     return chunks
 
 
