@@ -23,14 +23,11 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
-from kio.serial import entity_reader, entity_writer, writers
+from kio.serial import entity_reader, writers
 from kio.static.primitive import i32
-# kio's per-field writers (not exported; kio is pinned) let a cached, pre-encoded field be
-# written next to freshly encoded ones.
 from kio.serial._introspect import get_field_tag
-from kio.serial._serialize import get_field_writer
 
-from kafka_shell import frames, protocol_ext
+from kafka_shell import encoders, frames, protocol_ext
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -223,7 +220,6 @@ def to_dict(entity: object) -> Any:
 # Framing
 
 _reader_cache: dict[EntityClass, typing.Callable] = {}
-_writer_cache: dict[EntityClass, typing.Callable] = {}
 
 
 def _reader(cls: EntityClass) -> typing.Callable:
@@ -231,13 +227,6 @@ def _reader(cls: EntityClass) -> typing.Callable:
     if r is None:
         r = _reader_cache[cls] = entity_reader(cls)
     return r
-
-
-def _writer(cls: EntityClass) -> typing.Callable:
-    w = _writer_cache.get(cls)
-    if w is None:
-        w = _writer_cache[cls] = entity_writer(cls)
-    return w
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,7 +281,7 @@ def _tagged(field: dataclasses.Field) -> bool:
 def _field_writer(cls: EntityClass, field: dataclasses.Field) -> typing.Callable:
     if _tagged(field):
         raise ValueError(f"{cls.__name__}.{field.name} is a tagged field: it cannot be pre-encoded")
-    return get_field_writer(field, flexible=cls.__flexible__, is_request_header=False, is_tag=False)
+    return encoders.field_writer(cls, field)
 
 
 def _chunks(entity: object) -> list[bytes]:
@@ -320,7 +309,7 @@ def serialize(entity: object) -> bytes:
     if any(isinstance(getattr(entity, f.name), Encoded) for f in dataclasses.fields(entity)):  # type: ignore[arg-type]
         return b"".join(_chunks(entity))
     buf = io.BytesIO()
-    _writer(type(entity))(buf, entity)
+    encoders.writer(type(entity))(buf, entity)
     return buf.getvalue()
 
 

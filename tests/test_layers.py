@@ -10,7 +10,7 @@ and `--sandbox` start-up (kafka_shell/main.py).
                   (and commands/__init__.py: the index of which module declares which command)
     admin         kafka_shell/admin/: one module per noun, typed results
     connection    connection, router, cache, channel, session, client settings, SASL, ...
-    protocol      protocol, protocol_ext, codes, frames, authorization, broker_identity (shared
+    protocol      protocol, protocol_ext, codes, frames, encoders, authorization, broker_identity (shared
                   with the sandbox: Kafka's definitions)
     base          errors, files, paths, limits, names, deadline, env, jwt
 """
@@ -27,7 +27,7 @@ LAYERS = ["base", "protocol", "connection", "admin", "declarations", "commands",
 BASE = {"kafka_shell", "kafka_shell.errors", "kafka_shell.files", "kafka_shell.paths", "kafka_shell.limits",
         "kafka_shell.names", "kafka_shell.deadline", "kafka_shell.env", "kafka_shell.jwt"}
 PROTOCOL = {"kafka_shell.protocol", "kafka_shell.protocol_ext", "kafka_shell.protocol_ext_schemas", "kafka_shell.codes",
-            "kafka_shell.frames",
+            "kafka_shell.frames", "kafka_shell.encoders",
             "kafka_shell.authorization", "kafka_shell.broker_identity"}
 CONNECTION = {"kafka_shell.connection", "kafka_shell.router", "kafka_shell.cache", "kafka_shell.channel",
               "kafka_shell.session", "kafka_shell.metadata", "kafka_shell.controller_history",
@@ -39,7 +39,7 @@ DECLARATIONS = {"kafka_shell.registry", "kafka_shell.render", "kafka_shell.optio
 FACE = {"kafka_shell.main", "kafka_shell.__main__", "kafka_shell.modes", "kafka_shell.runner",
         "kafka_shell.completions", "kafka_shell.config_keys", "kafka_shell.pager"}
 # What commands and the pipeline never import: the wire is the admin layer's business.
-WIRE = ("kio", "kafka_shell.protocol", "kafka_shell.codes", "kafka_shell.frames",
+WIRE = ("kio", "kafka_shell.protocol", "kafka_shell.codes", "kafka_shell.frames", "kafka_shell.encoders",
         "kafka_shell.channel", "kafka_shell.router")
 # Crossings another change removes: config_keys reads the config definitions the sandbox keeps
 # until they move to a module shared by shell and sandbox (the h-versions branch).
