@@ -265,7 +265,7 @@ def delete_acls(session: Session, args: dict) -> Result | Proposal:
     listing = "; ".join(" ".join(map(str, r)) for r in doomed)
 
     def delete() -> Result:
-        deleted = [b.row() for b in acls.delete(session.conn, filters)]
+        deleted = sorted(b.row() for b in acls.delete(session.conn, filters))
         return Result(tables=[Table(acls.COLUMNS, deleted, name="acls")], messages=[f"Deleted {len(deleted)} ACL(s)."])
     return Proposal(f"Delete {len(doomed)} ACL(s): {listing}?",
                     f"delete-acls would delete {len(doomed)} ACL(s) ({printable(listing)})", delete)

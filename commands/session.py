@@ -140,14 +140,15 @@ CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
                    "add-cluster prod --bootstrap-server k1:9093 -X security.protocol=SASL_SSL "
                    "-X 'sasl.password=${PROD_PASSWORD}'"))
 def add_cluster(session: Session, args: dict) -> Result:
-    from kafka_shell.client_config import check_bootstrap, command_line_secrets, parse_x_options
+    from kafka_shell.client_config import check_bootstrap, check_property_names, clear_secrets, parse_x_options
     if not CLUSTER_NAME.fullmatch(args["name"]):
         raise UsageError(f'Invalid cluster name "{shown(args["name"])}": use up to 64 letters, digits, "-" or "_", '
                          "starting with a letter or digit")
     if "${" not in args["bootstrap_server"]:  # a ${VAR} is checked when the cluster is used
         check_bootstrap(args["bootstrap_server"])
     props = parse_x_options(args["X"])
-    secrets = command_line_secrets(props)
+    check_property_names(props, "add-cluster")
+    secrets = clear_secrets(props)
     if secrets and not args["store_secret"]:
         raise UsageError(f"Not writing {', '.join(secrets)} in clear into clusters.json: reference the "
                          f"environment instead (-X '{secrets[0]}=${{ENV_VAR}}', read when the cluster is "

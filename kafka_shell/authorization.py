@@ -17,7 +17,7 @@ CLUSTER_NAME = "kafka-cluster"
 # What each API checks, by resource type (Kafka's KafkaApis / ControllerApis). APIs absent here
 # check nothing (ApiVersions, SASL, DescribeCluster).
 API_NEEDS: dict[int, dict[Res, Op]] = {
-    ApiKey.PRODUCE: {Res.TOPIC: Op.WRITE},
+    ApiKey.PRODUCE: {Res.TOPIC: Op.WRITE, Res.TRANSACTIONAL_ID: Op.WRITE},
     ApiKey.FETCH: {Res.TOPIC: Op.READ},
     ApiKey.LIST_OFFSETS: {Res.TOPIC: Op.DESCRIBE},
     ApiKey.METADATA: {Res.TOPIC: Op.DESCRIBE},        # + CREATE (CLUSTER or TOPIC) to auto-create
@@ -42,6 +42,7 @@ API_NEEDS: dict[int, dict[Res, Op]] = {
     ApiKey.ALTER_CONFIGS: {Res.TOPIC: Op.ALTER_CONFIGS, Res.CLUSTER: Op.ALTER_CONFIGS},
     ApiKey.INCREMENTAL_ALTER_CONFIGS: {Res.TOPIC: Op.ALTER_CONFIGS, Res.CLUSTER: Op.ALTER_CONFIGS},
     ApiKey.DESCRIBE_LOG_DIRS: {Res.CLUSTER: Op.DESCRIBE},
+    ApiKey.ALTER_REPLICA_LOG_DIRS: {Res.CLUSTER: Op.ALTER},
     ApiKey.ELECT_LEADERS: {Res.CLUSTER: Op.ALTER},
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: {Res.CLUSTER: Op.ALTER},
     ApiKey.LIST_PARTITION_REASSIGNMENTS: {Res.CLUSTER: Op.DESCRIBE},
@@ -55,7 +56,21 @@ API_NEEDS: dict[int, dict[Res, Op]] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: {Res.CLUSTER: Op.DESCRIBE},
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: {Res.CLUSTER: Op.ALTER},
     ApiKey.DESCRIBE_CLIENT_QUOTAS: {Res.CLUSTER: Op.DESCRIBE_CONFIGS},
+    # Transactions (KafkaApis): an idempotent producer needs IDEMPOTENT_WRITE on the cluster (or
+    # WRITE on some topic); AddPartitionsToTxn v4+ and WriteTxnMarkers are brokers' (CLUSTER_ACTION).
+    ApiKey.INIT_PRODUCER_ID: {Res.TRANSACTIONAL_ID: Op.WRITE, Res.CLUSTER: Op.IDEMPOTENT_WRITE},
+    ApiKey.ADD_PARTITIONS_TO_TXN: {Res.TRANSACTIONAL_ID: Op.WRITE, Res.TOPIC: Op.WRITE, Res.CLUSTER: Op.CLUSTER_ACTION},
+    ApiKey.ADD_OFFSETS_TO_TXN: {Res.TRANSACTIONAL_ID: Op.WRITE, Res.GROUP: Op.READ},
+    ApiKey.END_TXN: {Res.TRANSACTIONAL_ID: Op.WRITE},
+    ApiKey.WRITE_TXN_MARKERS: {Res.CLUSTER: Op.CLUSTER_ACTION},
+    ApiKey.TXN_OFFSET_COMMIT: {Res.TRANSACTIONAL_ID: Op.WRITE, Res.GROUP: Op.READ, Res.TOPIC: Op.READ},
+    ApiKey.DESCRIBE_PRODUCERS: {Res.TOPIC: Op.READ},
+    ApiKey.DESCRIBE_TRANSACTIONS: {Res.TRANSACTIONAL_ID: Op.DESCRIBE, Res.TOPIC: Op.DESCRIBE},
+    ApiKey.LIST_TRANSACTIONS: {Res.TRANSACTIONAL_ID: Op.DESCRIBE},
     ApiKey.ALTER_CLIENT_QUOTAS: {Res.CLUSTER: Op.ALTER_CONFIGS},
+    ApiKey.LIST_CONFIG_RESOURCES: {Res.CLUSTER: Op.DESCRIBE_CONFIGS},
+    ApiKey.ADD_RAFT_VOTER: {Res.CLUSTER: Op.ALTER},
+    ApiKey.REMOVE_RAFT_VOTER: {Res.CLUSTER: Op.ALTER},
 }
 
 # The operations each resource type has (Kafka's AclEntry.supportedOperations): what ACLs may

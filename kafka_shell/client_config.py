@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import ipaddress
 import json
 import os
 import re
@@ -200,11 +201,23 @@ def parse_bootstrap(bootstrap: str, where: str = "--bootstrap-server") -> list[t
     for item in items or [""]:
         host, sep, port = item.split("://", 1)[-1].rpartition(":")
         if not (sep and host and host.isprintable() and " " not in host and port.isascii()
-                and port.isdigit() and 0 < int(port) < 65536):
+                and port.isdigit() and 0 < int(port) < 65536 and _host_brackets_ok(host)):
             raise UsageError(f'Bad bootstrap server "{shown(item)}" in {where}: use host:port[,host:port...] '
                              "(ports 1 to 65535)")
         addresses.append((host.strip("[]"), int(port)))
     return addresses
+
+
+def _host_brackets_ok(host: str) -> bool:
+    """Brackets only around a whole IPv6 address (`[::1]`): `[::1` would be looked up in DNS."""
+    if "[" not in host and "]" not in host:
+        return True
+    if not (host.startswith("[") and host.endswith("]")):
+        return False
+    try:
+        return ipaddress.ip_address(host[1:-1]).version == 6
+    except ValueError:
+        return False
 
 
 def check_bootstrap(bootstrap: str, where: str = "--bootstrap-server") -> str:
@@ -216,9 +229,30 @@ def expand_all(props: dict[str, str], where: str) -> dict[str, str]:
     return {k: expand_env(v, f"{where} ({k})") for k, v in props.items()}
 
 
-def command_line_secrets(props: dict[str, str]) -> list[str]:
-    """Keys of -X properties that put a secret itself on the command line (not a ${VAR})."""
+def clear_secrets(props: dict[str, str]) -> list[str]:
+    """Keys of properties that hold a secret itself (not a ${VAR}): on a command line, or in a
+    file."""
     return [k for k, v in props.items() if is_secret(k) and v and not ENV_REF.fullmatch(v.strip())]
+
+
+def readable_by_others(path: str | os.PathLike) -> int | None:
+    """The file's mode when users other than its owner may read it, else None."""
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except OSError:
+        return None
+    return mode if mode & 0o044 else None
+
+
+def exposed_file_warning(path: str, props: dict[str, str]) -> str | None:
+    """One line when a properties file holds a secret in clear and others may read it (as ssh
+    warns of a private key file); it names the keys, never the values."""
+    mode = readable_by_others(path)
+    secrets = clear_secrets(props) if mode is not None else []
+    if not secrets:
+        return None
+    return (f"Warning: {path} holds {', '.join(secrets)} and other users can read it (mode {mode:o}): "
+            f"chmod 600 {path}, or write {secrets[0]}=${{ENV_VAR}} there.")
 
 
 def secrets_warning(keys: list[str]) -> str:
@@ -289,13 +323,8 @@ def _remember(key: str) -> None:
 
 
 def _check_with_librdkafka(props: dict[str, str]) -> None:
-    import logging
-
-    quiet = logging.getLogger("kafka_shell.validate")
-    quiet.addHandler(logging.NullHandler())
-    quiet.propagate = False
     # No bootstrap.servers: the client only parses its settings, it connects nowhere.
-    conf: dict[str, Any] = {**librdkafka_properties(props), "logger": quiet}
+    conf: dict[str, Any] = {**librdkafka_properties(props), "logger": _quiet_logger()}
     text = _librdkafka_refusal(conf)
     if text is not None and text.startswith(NO_SASL_PROVIDER):
         # A mechanism this librdkafka build lacks (GSSAPI in confluent-kafka's wheels): the
@@ -306,6 +335,40 @@ def _check_with_librdkafka(props: dict[str, str]) -> None:
     if text is not None:
         raise UsageError(f"Invalid client setting: {scrub(text, props)} "
                          "(fix -X, --command-config or the cluster's properties)")
+
+
+# Java clients' properties the shell reads itself, which librdkafka does not know by name.
+SHELL_PROPERTIES = ("ssl.keystore.type", "ssl.truststore.password", "ssl.truststore.type")
+SHELL_PROPERTY_PREFIXES = ("sasl.login.",)   # Java's OAUTHBEARER login settings (sasl_oauthbearer.py)
+UNKNOWN_PROPERTY = "No such configuration property"
+
+
+def check_property_names(props: dict[str, str], where: str) -> None:
+    """Each key a property of librdkafka or one the shell reads (values may be ${VAR}s, read
+    later: only the names are checked here); a UsageError names the first unknown one."""
+    for key in props:
+        if key in SHELL_PROPERTIES or key.startswith(SHELL_PROPERTY_PREFIXES):
+            continue
+        refusal = _librdkafka_refusal({key: "1", "logger": _quiet_logger()})
+        if refusal is not None and refusal.startswith(UNKNOWN_PROPERTY):
+            lower = key.lower()
+            hint = f" (did you mean {lower}?)" if lower != key and _known_name(lower) else ""
+            raise UsageError(f'{where}: unknown client property "{shown(key)}"{hint}: use librdkafka\'s '
+                             "properties (or Java's sasl.jaas.config, ssl.keystore.*, ssl.truststore.*)")
+
+
+def _known_name(key: str) -> bool:
+    refusal = _librdkafka_refusal({key: "1", "logger": _quiet_logger()})
+    return key in SHELL_PROPERTIES or refusal is None or not refusal.startswith(UNKNOWN_PROPERTY)
+
+
+def _quiet_logger():
+    import logging
+    quiet = logging.getLogger("kafka_shell.validate")
+    if not quiet.handlers:
+        quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    return quiet
 
 
 def _librdkafka_refusal(conf: dict[str, Any]) -> str | None:

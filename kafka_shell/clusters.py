@@ -13,9 +13,10 @@ secrets.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
-from kafka_shell.client_config import expand_all
+from kafka_shell.client_config import clear_secrets, expand_all, readable_by_others
 from kafka_shell.env import expand_env
 from kafka_shell.errors import UsageError
 from kafka_shell.files import read_owned, write_json_owned
@@ -27,7 +28,9 @@ def clusters_file() -> Path:
 
 
 def _read_json(path: Path) -> dict:
-    """The file's object ({} when there is none); the file is brought to mode 0600."""
+    """The file's object ({} when there is none); the file is brought to mode 0600 (saying so
+    when others could read secrets it holds)."""
+    loose = readable_by_others(path)
     try:
         text = read_owned(path)
         data = json.loads(text) if text is not None else {}
@@ -37,7 +40,20 @@ def _read_json(path: Path) -> dict:
         raise UsageError(f"Cannot read {path}: {reason} (fix or remove the file)") from None
     if not isinstance(data, dict):
         raise UsageError(f"Cannot read {path}: expected a JSON object (fix or remove the file)")
+    if loose is not None:
+        _warn_exposed(path, data, loose)
     return data
+
+
+def _warn_exposed(path: Path, data: dict, mode: int) -> None:
+    clusters = data.get("clusters")
+    exposed = [f"{key} of {name}" for name, entry in (clusters.items() if isinstance(clusters, dict) else ())
+               if isinstance(entry, dict) and isinstance(entry.get("properties"), dict)
+               for key in clear_secrets({str(k): str(v) for k, v in entry["properties"].items()})]
+    if exposed:
+        now = "it is 0600 now" if readable_by_others(path) is None else f"chmod 600 {path}"
+        sys.stderr.write(f"Warning: {path} holds {', '.join(exposed)} and other users could read it (mode "
+                         f"{mode:o}): {now}; change those secrets if others may have read them.\n")
 
 
 def load() -> dict[str, dict]:

@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafka_shell.definitions import RELEASES
 from kafka_shell.main import GLOBAL_OPTIONS, flag_commands
 from kafka_shell.registry import Command, Option
 
@@ -51,9 +52,13 @@ GLOBAL_HELP = {
     "--command-config": "Client properties file", "-X": "A client property KEY=VALUE",
     "--timeout": "Bound on each request, in seconds", "--yes": "Confirm destructive commands",
     "--debug": "Show tracebacks and debug logs", "--help": "Show the help",
+    "--kafka-version": "--sandbox: the Kafka release it behaves as",
+    "--broker-config": "--sandbox: a static broker config KEY=VALUE", "--rack": "--sandbox: the brokers' racks",
+    "--seed-apis": "--sandbox: also serve the seeds' APIs",
 }
 ALIAS_OF = {"-c": "--command", "-f": "--file", "-q": "--quiet", "-o": "--output", "-h": "--help"}
-GLOBAL_KINDS = {"--file": FILE, "--command-config": FILE, "--output": ENUM, "--cluster": CLUSTER}
+GLOBAL_KINDS = {"--file": FILE, "--command-config": FILE, "--output": ENUM, "--cluster": CLUSTER,
+                "--kafka-version": ENUM}
 HIDDEN_GLOBALS = {"--shell"}   # internal (tests force the REPL with it): not offered
 
 SANDBOX_OPTIONS = (
@@ -61,7 +66,10 @@ SANDBOX_OPTIONS = (
     Opt(("--mode",), ENUM, "kraft or zk", ("kraft", "zk")),
     Opt(("--controllers",), TEXT, "KRaft controller voters (default 1)"),
     Opt(("--port-base",), TEXT, "Listen on ports from P up"),
-    Opt(("--racks",), TEXT, "Comma-separated racks"),
+    Opt(("--kafka-version",), ENUM, "The Kafka release to behave as", RELEASES),
+    Opt(("--rack",), TEXT, "The brokers' racks: one per broker, or one for all"),
+    Opt(("--broker-config",), TEXT, "A static broker config KEY=VALUE", repeatable=True),
+    Opt(("--seed-apis",), FLAG, "Also serve the seeds' APIs no Kafka release has"),
     Opt(("--hosts",), TEXT, "The brokers' machine names"),
     Opt(("--data-dir",), DIR, "Keep the cluster in this directory"),
     Opt(("--listen",), TEXT, "Address to listen on"),
@@ -77,8 +85,8 @@ def _globals() -> list[Opt]:
             continue
         main = ALIAS_OF.get(name, name)
         kind = GLOBAL_KINDS.get(main, TEXT) if takes_value else FLAG
-        out.append(Opt((name,), kind, GLOBAL_HELP.get(main, ""), tuple(FORMATS) if main == "--output" else (),
-                       repeatable=name == "-X"))
+        choices = tuple(FORMATS) if main == "--output" else RELEASES if main == "--kafka-version" else ()
+        out.append(Opt((name,), kind, GLOBAL_HELP.get(main, ""), choices, repeatable=name in ("-X", "--broker-config")))
     return out
 
 

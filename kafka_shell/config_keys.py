@@ -1,23 +1,36 @@
 """Static knowledge of Kafka config keys and their allowed values, for completion.
 
-The tables live with the sandbox (it needs the same keys, types and defaults to answer
-DescribeConfigs); this module only exposes them by entity type. It imports no UI library, so the
-one-shot path may use it too.
+The tables are Kafka's own definitions (kafka_shell.definitions, shared with the sandbox): the
+keys of every release the definitions cover, the newest release's definition first. Internal
+keys are left out, as Kafka leaves them out of DescribeConfigs. Nothing is read until a table is
+first asked for, and nothing here imports a UI library, so the one-shot path may use it too.
 """
 
 from __future__ import annotations
 
-from kafka_shell.sandbox.configs import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigDef
+from functools import cache
+
+from kafka_shell import definitions
+from kafka_shell.definitions import releases
+from kafka_shell.definitions.releases import ConfigDef
 
 TOPIC = "topics"
 BROKER = "brokers"
 
-_TABLES: dict[str, dict[str, ConfigDef]] = {TOPIC: TOPIC_CONFIGS, BROKER: BROKER_CONFIGS}
-_KEYS: dict[str, tuple[str, ...]] = {entity: tuple(sorted(t)) for entity, t in _TABLES.items()}
-
 # Spellings users give to --entity-type, mapped to the table they select.
 _ENTITY_ALIASES = {"topic": TOPIC, "topics": TOPIC, "broker": BROKER, "brokers": BROKER,
                    "broker-loggers": BROKER}
+
+
+@cache
+def _table(entity: str) -> dict[str, ConfigDef]:
+    out: dict[str, ConfigDef] = {}
+    for name in definitions.RELEASES:  # newest first: its definition wins
+        r = releases.release(name)
+        for key, d in (r.topic_configs if entity == TOPIC else r.broker_configs).items():
+            if not d.internal:
+                out.setdefault(key, d)
+    return out
 
 
 def entity_type(name: str | None) -> str | None:
@@ -27,12 +40,12 @@ def entity_type(name: str | None) -> str | None:
 
 def keys(entity: str) -> tuple[str, ...]:
     """The config keys of an entity type, sorted."""
-    return _KEYS.get(entity, ())
+    return tuple(sorted(_table(entity))) if entity in (TOPIC, BROKER) else ()
 
 
 def values(entity: str, key: str) -> tuple[str, ...]:
     """The values a key accepts when they form a closed set (choices, booleans), else ()."""
-    d = _TABLES.get(entity, {}).get(key)
+    d = _table(entity).get(key) if entity in (TOPIC, BROKER) else None
     if d is None:
         return ()
     if d.choices:
@@ -42,7 +55,7 @@ def values(entity: str, key: str) -> tuple[str, ...]:
 
 def describe(entity: str, key: str) -> str:
     """A one-line summary shown next to a completion: type and default."""
-    d = _TABLES.get(entity, {}).get(key)
+    d = _table(entity).get(key) if entity in (TOPIC, BROKER) else None
     if d is None:
         return ""
     return d.type if d.default in (None, "") else f"{d.type}, default {d.default}"

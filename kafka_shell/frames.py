@@ -11,7 +11,10 @@ same nullability rules, the request header's legacy `client_id`), and is refused
 - an array of n elements needs n * (the smallest encoding of one element) bytes;
 - a string, bytes or records field needs its length in bytes;
 - a tagged field needs its declared size, and must fill it exactly (kio reads a known tagged
-  field by its type and ignores the size, so a mismatch would make kio read bytes we did not).
+  field by its type and ignores the size, so a mismatch would make kio read bytes we did not);
+- an array or string may be null only where its schema says so (kio would hand a handler None
+  where it expects a tuple; Kafka refuses such a message: "non-nullable field topics was
+  serialized as null").
 
 A validator is generated as Python source once per class (fixed-size runs folded into one
 step, arrays of fixed-size elements skipped in one step, nested structs inlined) and cached.
@@ -41,6 +44,9 @@ _int16 = struct.Struct(">h").unpack_from
 _int32 = struct.Struct(">i").unpack_from
 
 Validator = typing.Callable[[bytes, int, int], int]
+
+
+_NOT_NULLABLE = "null, which its schema does not allow"
 
 
 class MalformedFrame(ValueError):
@@ -94,7 +100,7 @@ class _Field:
     kafka_type: str | None  # None for structs
     nested: type | None
     is_array: bool
-    nullable: bool  # a null string/bytes/struct is allowed (arrays take null whatever this says)
+    nullable: bool  # a null (string, bytes, struct or array) is allowed
     tag: int | None
 
 
@@ -110,10 +116,11 @@ def _fields(cls: type) -> tuple[_Field, ...]:
             out.append(_Field(f.name, "legacy_client_id", None, False, True, tag))
         elif isinstance(kind, (EntityField, EntityTupleField)):
             is_array = isinstance(kind, EntityTupleField)
-            out.append(_Field(f.name, None, kind.type_, is_array, not is_array and is_optional(f), tag))
+            out.append(_Field(f.name, None, kind.type_, is_array, is_optional(f), tag))
         else:
             is_array = isinstance(kind, PrimitiveTupleField)
-            nullable = not is_array and tag is None and is_optional(f)
+            # kio types every tagged field optional (absent is None): no null is refused there.
+            nullable = tag is not None or is_optional(f)
             out.append(_Field(f.name, get_schema_field_type(f), None, is_array, nullable, tag))
     return tuple(out)
 
@@ -221,6 +228,9 @@ class _Generator:
             # Length + 1 as a varint (0: null). kio bounds-checks strings and refuses a null where
             # a value is required; all we need is where the field ends.
             self.emit(indent, f"{n} = buf[pos]")
+            if not nullable and kafka_type == "string":
+                self.emit(indent, f"if not {n}:")
+                self.emit(indent + 1, f"fail('{path}: {_NOT_NULLABLE}')")
             self.emit(indent, f"if {n} < 128:")
             self.emit(indent + 1, f"pos += {n} or 1")
             self.emit(indent, "else:")
@@ -232,8 +242,11 @@ class _Generator:
             self.emit(indent, f"pos += {width}")
             self.emit(indent, f"if {n} >= 0:")
             self.emit(indent + 1, f"pos += {n}")
-            self.emit(indent, f"elif {n} != -1:" if nullable else "else:")
-            self.emit(indent + 1, f"fail('{path}: length %d' % {n})")
+            self.emit(indent, f"elif {n} != -1:" if nullable else f"elif {n} == -1:")
+            self.emit(indent + 1, f"fail('{path}: length %d' % {n})" if nullable else f"fail('{path}: {_NOT_NULLABLE}')")
+            if not nullable:
+                self.emit(indent, "else:")
+                self.emit(indent + 1, f"fail('{path}: length %d' % {n})")
         self.emit(indent, f"if pos > {end}:")
         self.emit(indent + 1, f"fail('{path}: its length runs past the end of the frame')")
 
@@ -253,6 +266,9 @@ class _Generator:
             # Length + 1 as a varint (0: null). A one-byte varint (under 127 elements) cannot ask
             # for a large allocation: only longer ones are checked.
             self.emit(indent, f"{n} = buf[pos]")
+            if not f.nullable:
+                self.emit(indent, f"if not {n}:")
+                self.emit(indent + 1, f"fail('{path}: {_NOT_NULLABLE}')")
             if fixed is not None:
                 self.emit(indent, f"if {n} < 2:")
                 self.emit(indent + 1, "pos += 1")
@@ -275,6 +291,9 @@ class _Generator:
             self.emit(indent, "pos += 4")
             self.emit(indent, f"if {n} < -1:")
             self.emit(indent + 1, f"fail('{path}: array length %d' % {n})")
+            if not f.nullable:
+                self.emit(indent, f"if {n} == -1:")
+                self.emit(indent + 1, f"fail('{path}: {_NOT_NULLABLE}')")
             self.emit(indent, too_long[0])
             self.emit(indent + 1, too_long[1])
             if fixed is not None:

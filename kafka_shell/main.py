@@ -21,9 +21,10 @@ from kafka_shell.parsing import suggest
 
 USAGE_HEAD = """\
 Usage: kafka-shell [GLOBAL OPTIONS] [--command "LINE" | --file SCRIPT | --COMMAND [OPTIONS]]
-       kafka-shell sandbox [--brokers N] [--mode kraft|zk] [--controllers N] [--port-base N]
-                           [--racks a,b,c] [--data-dir D] [--listen H] [--listeners L,L]
-                           [--user NAME:PASSWORD] [--tls-dir D]   (see kafka-shell sandbox --help)
+       kafka-shell sandbox [--brokers N] [--mode kraft|zk] [--kafka-version 4.4|3.9]
+                           [--controllers N] [--port-base N] [--rack a,b,c] [--broker-config K=V]
+                           [--data-dir D] [--listen H] [--listeners L,L] [--user NAME:PASSWORD]
+                           [--tls-dir D] [--seed-apis]   (see kafka-shell sandbox --help)
 
 With no command or file, kafka-shell opens the interactive shell (or replays piped stdin).
 
@@ -35,6 +36,11 @@ GLOBAL_HELP = [
      "cluster and broker configs) goes straight to the active one"),
     ("--cluster NAME", "A cluster from clusters.json (see the clusters command)"),
     ("--sandbox", "Start an embedded 3-broker cluster and use it"),
+    ("--kafka-version V", "--sandbox: the Kafka release it behaves as, 4.4 (default) or 3.9"),
+    ("--broker-config KEY=VALUE", "--sandbox: a static broker config (repeatable), e.g. num.partitions=4"),
+    ("--rack ID[,ID...]", "--sandbox: the brokers' racks, one per broker or one for all"),
+    ("--seed-apis", "--sandbox: also serve the seeds' APIs no Kafka release has (GetReplicaLogInfo, "
+     "designated elections)"),
     ("--command, -c LINE", "Run one command line and exit"),
     ("--file, -f SCRIPT", "Replay a script, one command a line (`-` reads stdin)"),
     ("--quiet, -q", "Replay: do not echo each command"),
@@ -73,6 +79,11 @@ class Globals:
     bootstrap_controller: str | None = None
     cluster: str | None = None
     sandbox: bool = False
+    # The in-process sandbox's options (kafka-shell sandbox has the same ones).
+    kafka_version: str | None = None
+    broker_configs: list[str] = field(default_factory=list)
+    rack: str | None = None
+    seed_apis: bool = False
     command: str | None = None
     file: str | None = None
     quiet: bool = False
@@ -97,6 +108,8 @@ GLOBAL_OPTIONS: dict[str, tuple[str, bool]] = {
     "--bootstrap-server": ("bootstrap", True), "--broker-list": ("bootstrap", True),
     "--bootstrap-controller": ("bootstrap_controller", True),
     "--cluster": ("cluster", True), "--sandbox": ("sandbox", False),
+    "--kafka-version": ("kafka_version", True), "--broker-config": ("broker_configs", True),
+    "--rack": ("rack", True), "--seed-apis": ("seed_apis", False),
     "--command": ("command", True), "-c": ("command", True),
     "--file": ("file", True), "-f": ("file", True),
     "--quiet": ("quiet", False), "-q": ("quiet", False),
@@ -128,6 +141,7 @@ def flag_command(name: str):
 def parse_globals(argv: list[str]) -> Globals:
     g = Globals()
     cmd = None
+    given: dict[str, str] = {}   # dest -> the option that set it (a value option counts once)
     i = 0
     while i < len(argv):
         token = argv[i]
@@ -142,6 +156,9 @@ def parse_globals(argv: list[str]) -> Globals:
                     if i >= len(argv):
                         raise UsageError(f"Option {name} needs a value (see kafka-shell --help)")
                     inline = argv[i]
+                if dest in given and dest != "x_options":
+                    raise UsageError(_twice(dest, given[dest], name))
+                given[dest] = name
                 _set(g, dest, name, inline)
             else:
                 setattr(g, dest, True)
@@ -162,9 +179,21 @@ def parse_globals(argv: list[str]) -> Globals:
     return g
 
 
+# What to do instead of giving a value option twice (the last one used to win, silently).
+TWICE_HINTS = {"command": "put several commands in one, separated by ;",
+               "bootstrap": "list several brokers in one, separated by commas"}
+
+
+def _twice(dest: str, first: str, second: str) -> str:
+    same = first if first == second else f"{first} and {second}"
+    return f"Option {same} given twice: {TWICE_HINTS.get(dest, 'give it once')}"
+
+
 def _set(g: Globals, dest: str, name: str, value: str) -> None:
     if dest == "x_options":
         g.x_options.append(value)
+    elif dest == "broker_configs":
+        g.broker_configs.append(value)
     elif dest == "csv_table":
         from kafka_shell.registry import table_name
         try:
@@ -219,10 +248,13 @@ def build_target(g: Globals, sandbox=None):
         client_config.check_bootstrap(g.bootstrap_controller, "--bootstrap-controller")
     if g.command_config is not None:
         file_props = client_config.load_properties(g.command_config)
+        exposed_file = client_config.exposed_file_warning(g.command_config, file_props)
+        if exposed_file:
+            sys.stderr.write(exposed_file + "\n")
         props.update(client_config.expand_all(file_props, f"--command-config {g.command_config}"))
     if g.x_options:
         x_props = client_config.parse_x_options(g.x_options)
-        exposed = client_config.command_line_secrets(x_props)
+        exposed = client_config.clear_secrets(x_props)
         if exposed:
             sys.stderr.write(client_config.secrets_warning(exposed) + "\n")
         props.update(client_config.expand_all(x_props, "-X"))
@@ -252,13 +284,19 @@ def run(argv: list[str]) -> int:
         raise UsageError("--csv-table picks the table of --output csv: add --output csv (or leave --csv-table out)")
     if g.bootstrap and g.cluster:
         raise UsageError("Options --bootstrap-server and --cluster cannot be used together (pick one)")
+    sandbox_options = [name for name, given in (("--kafka-version", g.kafka_version), ("--broker-config", g.broker_configs),
+                                                ("--rack", g.rack), ("--seed-apis", g.seed_apis)) if given]
+    if sandbox_options and not g.sandbox:
+        raise UsageError(f"{sandbox_options[0]} configures the in-process sandbox: add --sandbox "
+                         "(or give it to kafka-shell sandbox)")
     from kafka_shell.session import Session
     session = Session(output=g.output, yes=g.yes, debug=g.debug, pager=not g.no_pager,
                       expanded="on" if g.expanded else "auto", csv_table=g.csv_table)
     try:
         if g.sandbox:
-            from kafka_shell.sandbox.server import Sandbox
-            session.sandbox = Sandbox(brokers=3).start()
+            from kafka_shell.sandbox.cli import sandbox_broker_configs, sandbox_racks
+            session.sandbox = _start_sandbox(kafka_version=g.kafka_version, configs=sandbox_broker_configs(g.broker_configs),
+                                             racks=sandbox_racks(g.rack), seed_apis=g.seed_apis)
         session.target = build_target(g, session.sandbox)
         from kafka_shell import modes
         if g.command_tokens is not None:
@@ -282,6 +320,15 @@ def interactive(session) -> int:
     session.stderr.write(session.conn.greeting() + "\n")  # connects now
     from kafka_shell.repl import run_repl  # prompt_toolkit only loads here
     return run_repl(session)
+
+
+def _start_sandbox(**options):
+    """The in-process sandbox (--sandbox): 3 brokers, with the options the command line gave."""
+    from kafka_shell.sandbox.server import Sandbox
+    try:
+        return Sandbox(brokers=3, **options).start()
+    except ValueError as exc:
+        raise UsageError(f"Cannot start the sandbox: {exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -168,9 +168,11 @@ class Quorum:
 
 
 def quorum_from(part: Any, nodes: Any) -> Quorum:
-    """A Quorum from a DescribeQuorum answer's partition entity and its `nodes` (v2+)."""
-    return Quorum(part.leader_id, part.leader_epoch, part.high_watermark,
-                  tuple(_replica(r) for r in part.current_voters), tuple(_replica(r) for r in part.observers),
+    """A Quorum from a DescribeQuorum answer's partition entity and its `nodes` (v2+); voters and
+    observers by id (Kafka answers in no stable order: the observers come from a hash map)."""
+    def by_id(replicas: Any) -> tuple[QuorumReplica, ...]:
+        return tuple(sorted((_replica(r) for r in replicas), key=lambda r: r.replica_id))
+    return Quorum(part.leader_id, part.leader_epoch, part.high_watermark, by_id(part.current_voters), by_id(part.observers),
                   {n.node_id: tuple((e.name, e.host, e.port) for e in n.listeners) for n in nodes or ()})
 
 

@@ -7,7 +7,7 @@ names the bad part and what to do (a UsageError, exit code 2).
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,29 +101,40 @@ def is_incomplete(text: str) -> bool:
 
 
 def logical_lines(raw: Iterable[str]) -> list[tuple[int, str]]:
-    """(first line number, logical line) pairs from physical lines: a line ending with `\\`
-    continues on the next (joined with a space), as does one that leaves a quote open (the
-    newline stays inside the quote); blank lines and `#` comment lines are dropped."""
-    out: list[tuple[int, str]] = []
-    pending, start, in_quote = "", 0, False
+    """`each_logical_line`, all of them."""
+    return list(each_logical_line(raw))
+
+
+def each_logical_line(raw: Iterable[str], limit: int | None = None,
+                      where: str = "") -> Iterator[tuple[int, str]]:
+    """(first line number, logical line) pairs from physical lines, as they come: a line ending
+    with `\\` continues on the next (joined with a space), as does one that leaves a quote open
+    (the newline stays inside the quote); blank lines and `#` comment lines are dropped. A
+    logical line growing past `limit` characters is a UsageError naming `where` and its line."""
+    parts: list[str] = []   # the logical line so far
+    size, start, quote = 0, 0, ""
     for number, text in enumerate(raw, 1):
-        if not pending:
+        if not parts:
             start = number
             if not text.strip() or text.lstrip().startswith("#"):
                 continue
-        text = text if in_quote else text.strip()
-        scan = _scan(pending + text)
-        in_quote = bool(scan.open_quote)
+        text = text if quote else text.strip()
+        scan = _scan(quote + text)  # resumes inside the quote the lines before left open
         if scan.trailing_backslash:
-            pending += text[:-1].strip() + " "
+            part, quote = text[:-1].strip() + " ", ""
         elif scan.open_quote:
-            pending += text + "\n"
+            part, quote = text + "\n", scan.open_quote
         else:
-            out.append((start, (pending + text).strip()))
-            pending = ""
-    if pending.strip():
-        out.append((start, pending.strip()))
-    return out
+            yield start, ("".join(parts) + text).strip()
+            parts, size, quote = [], 0, ""
+            continue
+        parts.append(part)
+        size += len(part)
+        if limit is not None and size > limit:
+            raise UsageError(f"{where}{start}: a command longer than {limit // 2**20} MiB (its line continues "
+                             "on and on: is a quote left open?)")
+    if "".join(parts).strip():
+        yield start, "".join(parts).strip()
 
 
 def suggest(word: str, candidates: list[str]) -> str:
@@ -200,8 +211,16 @@ def _unknown_option(cmd: Command, name: str) -> str:
     return f"Unknown option {shown(name)} for {cmd.name}{hint}"
 
 
+# Repeatable options that name resources: a name given twice is a mistake (create-topic would
+# create it, then fail on the second).
+NAMING_DESTS = ("topic", "group")
+
+
 def _store(cmd: Command, opt: Option, values: dict[str, Any], value: Any) -> None:
     if opt.repeatable:
+        if opt.dest in NAMING_DESTS and value in values.get(opt.dest, ()):
+            raise UsageError(f'{opt.name if not opt.positional else opt.name.upper()} "{shown(str(value))}" '
+                             f"given twice for {cmd.name}: give each once")
         values.setdefault(opt.dest, []).append(value)
     elif opt.dest in values:
         raise UsageError(f"Option {opt.name} given twice for {cmd.name}")

@@ -1,7 +1,9 @@
 """Kafka wire codec shared by the sandbox brokers and the shell's direct channel.
 
 Message types come from kio; the two the proposals add (ElectLeaders v3 and GetReplicaLogInfo)
-are declared in `kafka_shell.protocol_ext` in kio's own style, so one codec handles all of them.
+are declared in `kafka_shell.protocol_ext` in kio's own style, and the Kafka versions kio 0.6.5
+lacks in `kafka_shell.definitions.messages` (from Kafka's own schemas), so one codec handles all
+of them. A decoded request reads a field its version lacks as Kafka's default for it.
 
 Handlers and callers work with plain dicts: `build(cls, data)` turns a dict tree into the kio
 entity of whatever version was negotiated, dropping keys that version lacks and filling the
@@ -61,19 +63,45 @@ class ProtocolError(Exception):
 
 @cache
 def request_schema(api_key: int, version: int) -> EntityClass:
-    ext = protocol_ext.request_class(api_key, version)
-    return ext or load_request_schema(api_key, version)
+    return _schema(api_key, version, "request")
 
 
 @cache
 def response_schema(api_key: int, version: int) -> EntityClass:
-    ext = protocol_ext.response_class(api_key, version)
-    return ext or load_response_schema(api_key, version)
+    return _schema(api_key, version, "response")
+
+
+def _schema(api_key: int, version: int, side: str) -> EntityClass:
+    ext = (protocol_ext.request_class if side == "request" else protocol_ext.response_class)(api_key, version)
+    if ext is not None:
+        return ext
+    if version in _kio_has(api_key):
+        return (load_request_schema if side == "request" else load_response_schema)(api_key, version)
+    from kafka_shell.definitions import messages
+    cls = messages.schema_class(api_key, side, version)
+    if cls is None:
+        raise ValueError(f"no schema for {api_name(api_key)} v{version} {side}")
+    return cls
+
+
+def _kio_has(api_key: int) -> set[int]:
+    return set(schema_name_map[api_key_map[api_key]]) if api_key in api_key_map else set()
+
+
+@cache
+def _decoding_class(api_key: int, version: int) -> EntityClass:
+    """The request class with Kafka's defaults for the fields its version lacks."""
+    from kafka_shell.definitions import messages
+    cls = request_schema(api_key, version)
+    messages.add_request_defaults(cls, api_key)
+    return cls
 
 
 def kio_versions(api_key: int) -> range:
-    """The contiguous version range ending at the newest version kio (or our extension) has."""
-    versions = set(schema_name_map[api_key_map[api_key]]) if api_key in api_key_map else set()
+    """The contiguous version range ending at the newest version this codec has: kio's, our
+    extension's, and those declared from Kafka's schemas."""
+    from kafka_shell.definitions import messages
+    versions = _kio_has(api_key) | messages.versions(api_key)
     versions |= {v for (k, v) in protocol_ext.VERSIONS if k == api_key}
     if not versions:
         return range(0)
@@ -162,9 +190,26 @@ def _convert_one(f: _Field, value: object) -> object:
     if kt == "datetime_i64":
         if isinstance(value, datetime.datetime) or value is None:
             return value
-        if value < 0:  # type: ignore[operator]
+        if value < 0 and f.nullable:  # type: ignore[operator]
             return None
+        # A non-nullable timestamp is written as it is, -1 too (DescribeTransactions' start time
+        # of a transaction that has none).
         return datetime.datetime.fromtimestamp(value / 1000, tz=datetime.UTC)  # type: ignore[operator]
+    return value
+
+
+def _missing(cls: EntityClass, f: _Field) -> object:
+    """A field the data leaves out: Kafka's default for it in a request (node_id -1, ...) where
+    the message's versions differ on it, else the type's zero value."""
+    header = getattr(cls, "__header_schema__", None)
+    if header is not None and "Request" in header.__name__:
+        from kafka_shell.definitions import messages
+        known, value = messages.request_default(cls.__api_key__, cls.__name__, f.name)
+        if known:
+            return value
+    value = None if f.nullable else ([] if f.is_array else _ZERO.get(f.kafka_type or "", None))
+    if value is None and f.nested is not None and not f.nullable:
+        value = {}
     return value
 
 
@@ -179,9 +224,7 @@ def build(cls: EntityClass, data: dict | object) -> object:
         if value is dataclasses.MISSING:
             if f.default is not dataclasses.MISSING:
                 continue
-            value = None if f.nullable else ([] if f.is_array else _ZERO.get(f.kafka_type or "", None))
-            if value is None and f.nested is not None and not f.nullable:
-                value = {}
+            value = _missing(cls, f)
         kwargs[f.name] = _convert(f, value)
     return cls(**kwargs)
 
@@ -328,7 +371,7 @@ def decode_request(body: bytes) -> tuple[object, object]:
     """(header, request entity) of a framed request's body; raises ProtocolError when invalid."""
     api_key, version, _ = peek_header(body)
     try:
-        cls = request_schema(api_key, version)
+        cls = _decoding_class(api_key, version)
     except Exception:
         raise ProtocolError(f"unknown {api_name(api_key)} v{version}") from None
     return _decode(cls, body, f"{api_name(api_key)} v{version}")

@@ -1,17 +1,19 @@
 """The one place a line is executed: parse, topic context, sandbox-only and confirmation checks,
 the handler, rendering, the cache refresh after a change, and every exception as one line.
 
-The REPL and one-shot mode call `run_line`; replay calls `run_lines`, which also sends runs of
-consecutive lines of a batchable command (create-topic) as one request, as KIP-4 intends.
+The REPL and one-shot mode call `run_line`; replay calls `run_each`, which runs lines as they
+come and also sends runs of consecutive lines of a batchable command (create-topic) as one
+request, as KIP-4 intends (up to MAX_BATCH lines a request).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import traceback
 from dataclasses import dataclass
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from kafka_shell import parsing
 from kafka_shell.errors import ShellError, UsageError, from_kafka_exception, printable
@@ -35,38 +37,68 @@ def run_line(session: Session, line: str, where: str = "") -> int:
     return run_lines(session, [(where, line)])[-1]
 
 
-def run_lines(session: Session, items: list[tuple[str, str]], echo: Echo | None = None,
+def run_lines(session: Session, items: Iterable[tuple[str, str]], echo: Echo | None = None,
               stop_on_error: bool = True) -> list[int]:
-    """Run (where, line) items in order; return the exit code of each line run (a failure stops
-    the run unless stop_on_error is False)."""
-    # `a; b` is two commands, in every mode. Each line imports only its own command's family.
-    lines = [Line(where, part) for where, text in items for part in parsing.split_commands(text)]
-    codes: list[int] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
+    """`run_each`, with the exit code of each line run (at least one: [0] when none ran)."""
+    return list(run_each(session, items, echo, stop_on_error)) or [0]
+
+
+def run_each(session: Session, items: Iterable[tuple[str, str]], echo: Echo | None = None,
+             stop_on_error: bool = True, ready: Callable[[], bool] | None = None) -> Iterator[int]:
+    """Run (where, line) items in order as they come (an iterator is read as it goes: replay
+    streams); yield the exit code of each line run (a failure stops the run unless stop_on_error
+    is False). `ready()` says whether the items can give another line without waiting for it (a
+    batch takes only those; None: always)."""
+    pending = _Pending(items)
+    while (line := pending.pop()) is not None:
         try:
             line.parsed = _prepare(session, line.text)
-        except ShellError as exc:
-            codes.append(_fail(session, line, exc, echo))
-        except Exception as exc:  # noqa: BLE001 - anything else is still one line (or --debug)
-            codes.append(_fail(session, line, exc, echo))
-        else:
-            _echo(line, echo)
-            run = [line]
-            batch = _batch_of(line.parsed)
-            if batch is not None and line.parsed is not None:
-                run += _following_run(session, lines, i + 1, line.parsed)
-            results = _execute(session, run, batch, stop_on_error)
-            for ln, outcome in zip(run, results):
-                codes.append(_finish(session, ln, outcome, echo))
-                if codes[-1] and stop_on_error:
-                    break
-            i += len(run) - 1
-        if codes and codes[-1] and stop_on_error:
-            break
-        i += 1
-    return codes or [0]
+        except Exception as exc:  # noqa: BLE001 - a ShellError, or anything: still one line (or --debug)
+            code = _fail(session, line, exc, echo)
+            yield code
+            if code and stop_on_error:
+                return
+            continue
+        _echo(line, echo)
+        run = [line]
+        batch = _batch_of(line.parsed)
+        if batch is not None and line.parsed is not None:
+            run += _following_run(session, pending, line.parsed, ready)
+        results = _execute(session, run, batch, stop_on_error)
+        for ln, outcome in zip(run, results):
+            code = _finish(session, ln, outcome, echo)
+            yield code
+            if code and stop_on_error:
+                return
+
+
+class _Pending:
+    """The lines still to run (`a; b` is two commands, in every mode), read from the items as
+    they are needed, with a look ahead for batching."""
+
+    def __init__(self, items: Iterable[tuple[str, str]]):
+        self._items = iter(items)
+        self._ahead: collections.deque[Line] = collections.deque()
+
+    def peek(self, k: int = 0) -> Line | None:
+        """The k-th line from here (0: the next), reading more items when needed."""
+        while len(self._ahead) <= k:
+            item = next(self._items, None)
+            if item is None:
+                return None
+            where, text = item
+            self._ahead.extend(Line(where, part) for part in parsing.split_commands(text))
+        return self._ahead[k]
+
+    def holds_one(self) -> bool:
+        """Whether a line was read ahead already."""
+        return bool(self._ahead)
+
+    def pop(self) -> Line | None:
+        line = self.peek()
+        if line is not None:
+            self._ahead.popleft()
+        return line
 
 
 def _prepare(session: Session, text: str) -> parsing.Parsed | None:
@@ -135,10 +167,18 @@ def _batch_of(parsed: parsing.Parsed | None) -> Callable[[Session, list[dict]], 
     return parsed.command.batch
 
 
-def _following_run(session: Session, lines: list[Line], start: int, first: parsing.Parsed) -> list[Line]:
-    """The lines after `start` that parse cleanly to the same batchable command."""
-    run = []
-    for line in lines[start:]:
+# Consecutive lines of a batchable command go out in one request, of at most this many lines (a
+# stream of them must not be gathered without bound).
+MAX_BATCH = 1000
+
+
+def _following_run(session: Session, pending: _Pending, first: parsing.Parsed,
+                   ready: Callable[[], bool] | None) -> list[Line]:
+    """The next lines that parse cleanly to the same batchable command (taken from `pending`),
+    those that are there already (a line still to come is not waited for)."""
+    run: list[Line] = []
+    while len(run) < MAX_BATCH - 1 and (pending.holds_one() or ready is None or ready()) \
+            and (line := pending.peek()) is not None:
         try:
             parsed = _prepare(session, line.text)
         except Exception:  # noqa: BLE001 - the line runs (and fails) on its own later
@@ -148,6 +188,7 @@ def _following_run(session: Session, lines: list[Line], start: int, first: parsi
             break
         line.parsed = parsed
         run.append(line)
+        pending.pop()
     return run
 
 

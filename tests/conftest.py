@@ -22,7 +22,7 @@ KRAFT_MODE = pytest.mark.modes("kraft")
 
 
 # The session fixtures below that start real Apache Kafka; a test using one is marked real_kafka.
-REAL_KAFKA_FIXTURES = {"kafka4", "kafka4_quorum", "kafka39_zk"}
+REAL_KAFKA_FIXTURES = {"kafka4", "kafka4_quorum", "kafka39_zk", "kafka39", "kafka4_secured"}
 
 
 def pytest_configure(config) -> None:
@@ -72,26 +72,50 @@ def admin(sandbox):
 
 # -- real Apache Kafka, one cluster of each kind per test session (tests/real_kafka.py) --------
 
+# Their nodes' directories (logs included) are under pytest's basetemp, which keeps the last runs.
+
 @pytest.fixture(scope="session")
-def kafka4():
+def kafka4(tmp_path_factory):
     """Kafka 4.x in KRaft mode: one controller (id 100) and three brokers (1-3, racks a, b, c)."""
     from tests.real_kafka import KAFKA_4, RealKafka
-    with RealKafka(KAFKA_4, controllers=1, brokers=3, racks=["a", "b", "c"]) as cluster:
+    with RealKafka(KAFKA_4, controllers=1, brokers=3, racks=["a", "b", "c"],
+                   root=tmp_path_factory.mktemp("kafka4")) as cluster:
         yield cluster
 
 
 @pytest.fixture(scope="session")
-def kafka4_quorum():
+def kafka4_quorum(tmp_path_factory):
     """Kafka 4.x with three controllers (ids 100-102, a dynamic quorum: KIP-853) and two brokers,
     for controller failover and the quorum commands."""
     from tests.real_kafka import KAFKA_4, RealKafka
-    with RealKafka(KAFKA_4, controllers=3, brokers=2, dynamic_quorum=True) as cluster:
+    with RealKafka(KAFKA_4, controllers=3, brokers=2, dynamic_quorum=True,
+                   root=tmp_path_factory.mktemp("kafka4-quorum")) as cluster:
         yield cluster
 
 
 @pytest.fixture(scope="session")
-def kafka39_zk():
+def kafka39_zk(tmp_path_factory):
     """Kafka 3.9 in ZooKeeper mode: ZooKeeper and three brokers (1-3)."""
     from tests.real_kafka import KAFKA_3, RealKafka
-    with RealKafka(KAFKA_3, mode="zk", brokers=3) as cluster:
+    with RealKafka(KAFKA_3, mode="zk", brokers=3, root=tmp_path_factory.mktemp("kafka39-zk")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka4_secured(tmp_path_factory):
+    """One secured Kafka 4.x node (combined broker and controller, id 1): SASL_PLAINTEXT (PLAIN,
+    SCRAM-SHA-512), SASL_SSL and SSL with required client certificates from a CA made for it,
+    StandardAuthorizer with the super user admin and the ordinary user alice
+    (tests/real_kafka.secured; `tls_dir` holds ca.pem and both users' certificates)."""
+    from tests.real_kafka import secured
+    with secured(tmp_path_factory.mktemp("kafka4-tls"), root=tmp_path_factory.mktemp("kafka4-secured")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka39(tmp_path_factory):
+    """Kafka 3.9 in KRaft mode: one controller (id 100) and one broker (1), for what 3.9's KRaft
+    nodes list and answer (ApiVersions, configs) beside the ZooKeeper-mode cluster."""
+    from tests.real_kafka import KAFKA_3, RealKafka
+    with RealKafka(KAFKA_3, controllers=1, brokers=1, root=tmp_path_factory.mktemp("kafka39")) as cluster:
         yield cluster

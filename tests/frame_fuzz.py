@@ -180,3 +180,66 @@ def stop_sandbox(proc: subprocess.Popen) -> str:
     text = log.read()
     log.close()
     return text
+
+
+# -- nulls where the schema has none ---------------------------------------------------------
+
+
+def _encode(cls: type, null_path: tuple[str, ...], flexible: bool) -> bytes:
+    """One `cls` entity with a value in every field and one element in every array (as
+    `_populated`), written by hand so that the field at `null_path` (field names, each array
+    entered at its one element) can be null where kio would refuse to write one."""
+    out = bytearray()
+    for f in frames._fields(cls):
+        if f.tag is not None:
+            continue
+        here = null_path[:1] == (f.name,)
+        null = here and len(null_path) == 1
+        inner = null_path[1:] if here else ()
+        if f.is_array:
+            if null:
+                out += b"\x00" if flexible else struct.pack(">i", -1)
+                continue
+            out += b"\x02" if flexible else struct.pack(">i", 1)
+        if f.nested is not None:
+            if f.nullable and not f.is_array:
+                out += b"\x01"  # present
+            out += _encode(f.nested, inner, flexible)
+        else:
+            out += _primitive(f.kafka_type or "", null and not f.is_array, flexible)
+    if flexible:
+        out += b"\x00"  # no tagged fields
+    return bytes(out)
+
+
+def _primitive(kafka_type: str, null: bool, flexible: bool) -> bytes:
+    if kafka_type in frames._FIXED:
+        return b"\x00" * frames._FIXED[kafka_type]
+    if kafka_type == "string":
+        if flexible:
+            return b"\x00" if null else b"\x02x"
+        return struct.pack(">h", -1) if null else struct.pack(">h", 1) + b"x"
+    if flexible:  # bytes, records
+        return b"\x00" if null else b"\x02x"
+    return struct.pack(">i", -1) if null else struct.pack(">i", 1) + b"x"
+
+
+def non_nullable_paths(cls: type, depth: int = 3) -> list[tuple[str, ...]]:
+    """Paths of the arrays and strings that the schema does not let be null."""
+    out: list[tuple[str, ...]] = []
+    for f in frames._fields(cls):
+        if f.tag is not None:
+            continue
+        if f.is_array and not f.nullable or f.kafka_type == "string" and not f.is_array and not f.nullable:
+            out.append((f.name,))
+        if f.nested is not None and depth > 1:
+            out += [(f.name, *rest) for rest in non_nullable_paths(f.nested, depth - 1)]
+    return out
+
+
+def null_request(api_key: int, version: int, path: tuple[str, ...] = ()) -> bytes:
+    """A request body (header included, frame size excluded) with `path` null (none: `()`)."""
+    cls = protocol.request_schema(api_key, version)
+    base = sample_request(api_key, version)
+    header_end = frames.check(cls.__header_schema__, base, 0)
+    return base[:header_end] + _encode(cls, path, frames._flexible(cls))

@@ -17,6 +17,7 @@ import base64
 import contextlib
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -24,6 +25,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,19 +58,56 @@ def kafka_libs(version: str) -> Path:
 
 
 def kafka_uuid() -> str:
-    """A Kafka Uuid as its tools print it: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A Kafka Uuid as its tools print it: 16 random bytes, URL-safe base64 without padding;
+    never one that starts with "-" (Kafka's Uuid.randomUuid draws again: a command line would
+    take it for an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
+
+
+def _ephemeral_ports() -> range:
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
+EPHEMERAL = _ephemeral_ports()
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free 127.0.0.1 port below the kernel's ephemeral range: a node keeps its port across a
+    restart, and a port from that range could meanwhile become the local port of any outgoing
+    connection (then the restarted node fails with "Address already in use")."""
+    for _ in range(1000):
+        port = random.randrange(10000, EPHEMERAL.start) if EPHEMERAL.start > 11000 else random.randrange(1024, 65536)
+        if port in EPHEMERAL:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def _die_with_parent() -> None:
     """In the child: SIGKILL when the test process dies, so no JVM outlives a killed pytest."""
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+# PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process: a node
+# started from a short-lived thread (a test's worker thread) would be killed with it. So every
+# process is forked by this one thread, which lives as long as the test process.
+_SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="real-kafka-spawner")
+
+
+def _spawn(cmd: list[str], **kwargs) -> subprocess.Popen:
+    return _SPAWNER.submit(subprocess.Popen, cmd, preexec_fn=_die_with_parent, **kwargs).result()
 
 
 @dataclass
@@ -81,6 +120,7 @@ class Node:
     controller_port: int | None = None   # a combined node's CONTROLLER listener
     directory_id: str = field(default_factory=kafka_uuid)
     proc: subprocess.Popen | None = None
+    down: bool = False      # stopped or killed on purpose (start_node / restore bring it back)
     extra_ports: dict[str, int] = field(default_factory=dict)   # listener name -> port
 
     @property
@@ -108,13 +148,18 @@ class RealKafka:
     voters can be added and removed) instead of the static `controller.quorum.voters`;
     `combined` runs one node with both roles (id 1). mode "zk" (3.9 only): ZooKeeper and
     `brokers` brokers. `broker_configs` are added to every broker's server.properties;
-    `listeners` (name -> security protocol) adds client listeners beside PLAINTEXT.
+    `listeners` (name -> security protocol) adds client listeners beside `primary_listener`
+    (PLAINTEXT unless named there), the one on each broker's `port`, which `bootstrap` lists and
+    brokers talk to each other on; `client_config` is how the readiness check's client connects
+    to it (see `secured`).
     """
 
     def __init__(self, version: str = KAFKA_4, mode: str = "kraft", controllers: int = 1, brokers: int = 3,
                  *, dynamic_quorum: bool = False, combined: bool = False, racks: list[str] | None = None,
                  broker_configs: dict[str, str] | None = None, controller_configs: dict[str, str] | None = None,
-                 listeners: dict[str, str] | None = None, scram_users: list[str] | None = None,
+                 listeners: dict[str, str] | None = None, primary_listener: str = "PLAINTEXT",
+                 controller_protocol: str = "PLAINTEXT",
+                 scram_users: list[str] | None = None, client_config: dict[str, str] | None = None,
                  heap: str = "320m", root: Path | None = None):
         if mode not in ("kraft", "zk"):
             raise ValueError(f"mode must be kraft or zk, not {mode}")
@@ -126,6 +171,10 @@ class RealKafka:
         self.broker_configs = dict(broker_configs or {})
         self.controller_configs = dict(controller_configs or {})
         self.listeners = dict(listeners or {})
+        self.listeners.setdefault(primary_listener, "PLAINTEXT")
+        self.primary_listener, self.controller_protocol = primary_listener, controller_protocol
+        self.client_config = dict(client_config or {})   # how wait_ready's client logs in
+        self.tls_dir: Path | None = None   # where a secured node's CA and certificates are
         self.scram_users = list(scram_users or [])   # kafka-storage format --add-scram entries
         self.cluster_id = kafka_uuid()
         self.root = Path(root) if root else Path(os.environ.get("TMPDIR", "/tmp")) / f"real-kafka-{os.getpid()}-{os.urandom(3).hex()}"
@@ -144,7 +193,7 @@ class RealKafka:
                 self.nodes[i] = Node(i, "broker", self.root / f"broker-{i}", free_port())
         for node in self.nodes.values():
             if node.is_broker:
-                node.extra_ports = {name: free_port() for name in self.listeners}
+                node.extra_ports = {name: free_port() for name in self.listeners if name != primary_listener}
 
     # -- addresses ----------------------------------------------------------------------------
 
@@ -161,7 +210,9 @@ class RealKafka:
         return ",".join(f"127.0.0.1:{n.port}" for n in self.brokers)
 
     def bootstrap_for(self, listener: str) -> str:
-        """The bootstrap of an extra listener (`listeners` name)."""
+        """The bootstrap of a listener (a `listeners` name)."""
+        if listener == self.primary_listener:
+            return self.bootstrap
         return ",".join(f"127.0.0.1:{n.extra_ports[listener]}" for n in self.brokers)
 
     @property
@@ -203,19 +254,21 @@ class RealKafka:
                 props["controller.quorum.bootstrap.servers"] = self.bootstrap_controllers
             else:
                 props["controller.quorum.voters"] = self._voters()
-        names, protocols = [], {"CONTROLLER": "PLAINTEXT"}
+        names, protocols = [], {"CONTROLLER": self.controller_protocol}
         if node.is_broker:
-            names.append(f"PLAINTEXT://127.0.0.1:{node.port}")
-            protocols["PLAINTEXT"] = "PLAINTEXT"
             for name, protocol in self.listeners.items():
-                names.append(f"{name}://127.0.0.1:{node.extra_ports[name]}")
+                port = node.port if name == self.primary_listener else node.extra_ports[name]
+                names.append(f"{name}://127.0.0.1:{port}")
                 protocols[name] = protocol
             props["advertised.listeners"] = ",".join(names)
-            props["inter.broker.listener.name"] = "PLAINTEXT"
+            props["inter.broker.listener.name"] = self.primary_listener
             broker_count = len(self.brokers)
             replication = str(min(3, broker_count))
             props.update({
                 "num.partitions": "1", "group.initial.rebalance.delay.ms": "0",
+                # No leader moves on a timer (Kafka checks every 300 s): tests see only the moves
+                # they cause, as on the sandbox, where it is off by default.
+                "auto.leader.rebalance.enable": "false",
                 "offsets.topic.replication.factor": replication, "offsets.topic.num.partitions": "5",
                 "transaction.state.log.replication.factor": replication,
                 "transaction.state.log.min.isr": str(min(2, broker_count)),
@@ -241,10 +294,14 @@ class RealKafka:
         props["listeners"] = ",".join(names)
         if self.mode == "kraft":
             props["listener.security.protocol.map"] = ",".join(f"{k}:{v}" for k, v in protocols.items())
-        elif self.listeners:
+        elif set(self.listeners) != {"PLAINTEXT"}:
             protocols.pop("CONTROLLER")
             props["listener.security.protocol.map"] = ",".join(f"{k}:{v}" for k, v in protocols.items())
         return props
+
+    def server_properties(self, node_id: int) -> dict[str, str]:
+        """The server.properties a node runs with."""
+        return self._server_properties(self.nodes[node_id])
 
     def _write_node_files(self, node: Node) -> None:
         node.directory.mkdir(parents=True, exist_ok=True)
@@ -290,8 +347,7 @@ class RealKafka:
         for node in self.nodes.values():
             self._write_node_files(node)
         if self.mode == "kraft":
-            formats = [(n, subprocess.Popen(self._format_command(n), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                            text=True, preexec_fn=_die_with_parent))
+            formats = [(n, _spawn(self._format_command(n), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
                        for n in self.nodes.values()]
             for node, proc in formats:
                 out, _ = proc.communicate(timeout=START_TIMEOUT_S)
@@ -319,9 +375,9 @@ class RealKafka:
                              str(node.directory / "zookeeper.properties"), node=node, heap="128m")
         else:
             cmd = self._java("kafka.Kafka", str(node.directory / "server.properties"), node=node)
+        node.down = False
         out = open(node.directory / "logs" / "stdout.log", "ab")
-        node.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     preexec_fn=_die_with_parent)
+        node.proc = _spawn(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         out.close()
         if wait:
             self.wait_ready()
@@ -329,6 +385,7 @@ class RealKafka:
     def kill(self, node_id: int) -> None:
         """kill -9 one node (it stays down until `start_node` or `restore`)."""
         node = self.nodes[node_id]
+        node.down = True
         if node.proc is not None and node.proc.poll() is None:
             node.proc.kill()
             node.proc.wait(timeout=30)
@@ -336,6 +393,7 @@ class RealKafka:
     def stop_node(self, node_id: int, timeout_s: float = 60.0) -> None:
         """A clean shutdown (SIGTERM: controlled shutdown of a broker), kill -9 after `timeout_s`."""
         node = self.nodes[node_id]
+        node.down = True
         if node.proc is not None and node.proc.poll() is None:
             node.proc.terminate()
             try:
@@ -360,8 +418,10 @@ class RealKafka:
             self.restore()
 
     def stop(self) -> None:
-        for node in sorted(self.nodes.values(), key=lambda n: (n.roles == "zookeeper", n.is_controller)):
-            self.stop_node(node.node_id, timeout_s=20)
+        """Every node killed at once (kill -9): nothing of a test cluster needs a clean shutdown,
+        and brokers' controlled shutdowns one after another take half a minute."""
+        for node in self.nodes.values():
+            self.kill(node.node_id)
 
     def __enter__(self) -> RealKafka:
         return self.start()
@@ -385,14 +445,17 @@ class RealKafka:
                 time.sleep(0.1)
 
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
-        """Every node listens, and every broker is registered and unfenced (listed in Metadata)."""
+        """Every node that is not down on purpose listens, and Metadata lists exactly the brokers
+        among them (registered and unfenced)."""
         from confluent_kafka.admin import AdminClient
 
         deadline = time.monotonic() + timeout_s
-        for node in self.nodes.values():
+        up = [n for n in self.nodes.values() if not n.down]
+        for node in up:
             self._wait_port(node, deadline)
-        want = {n.node_id for n in self.brokers}
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0, "logger": _QUIET})
+        want = {n.node_id for n in up if n.is_broker}
+        bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in up if n.is_broker)
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "logger": _QUIET, **self.client_config})
         seen: set[int] = set()
         while time.monotonic() < deadline:
             try:
@@ -411,6 +474,69 @@ class RealKafka:
             if path.exists():
                 text += f"--- {path}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) + "\n"
         return text
+
+
+# -- the secured node -------------------------------------------------------------------------
+
+SECURED_USERS = {"admin": "admin-secret", "alice": "alice-secret"}   # admin is the super user
+SECURED_LISTENERS = {"SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL", "SSL": "SSL"}
+SECURED_MECHANISMS = ["PLAIN", "SCRAM-SHA-512"]
+SUPER_USERS = ["User:admin", "User:CN=admin"]   # admin by SASL, and by its TLS certificate
+
+
+def secured(tls_dir: Path, version: str = KAFKA_4, users: dict[str, str] | None = None,
+            root: Path | None = None) -> RealKafka:
+    """One combined 4.x node (id 1) with no PLAINTEXT client listener: SASL_PLAINTEXT (PLAIN,
+    SCRAM-SHA-512; brokers talk to each other here, as admin over PLAIN), SASL_SSL, and SSL that
+    requires a client certificate, so no client is User:ANONYMOUS. StandardAuthorizer with the
+    super users admin (SASL) and CN=admin (its certificate); every other user needs ACLs. The
+    CONTROLLER listener (loopback) is SASL_PLAINTEXT as admin too: with PLAINTEXT there the
+    node's own registration would come as User:ANONYMOUS and need it as a super user.
+
+    TLS: the CA and the broker certificate of kafka_shell.sandbox.tls in `tls_dir` (a sandbox
+    given the same directory uses the same ones), as PEM key and trust stores; client
+    certificates `admin.pem`/`admin.key` (CN=admin) and `alice.pem`/`alice.key` (CN=alice) are
+    issued there. PLAIN users come from the JAAS config, SCRAM credentials (SHA-256 and -512, as
+    the sandbox keeps them) from `kafka-storage format --add-scram`."""
+    from kafka_shell.sandbox import tls
+
+    users = dict(users or SECURED_USERS)
+    tls_dir = tls.ensure_certificates(tls_dir)
+    keystore = tls_dir / "broker-keystore.pem"
+    # The key, then the chain: the broker's certificate and the CA's, as the sandbox's TLS sends it.
+    keystore.write_bytes(b"".join((tls_dir / name).read_bytes() for name in (tls.BROKER_KEY_FILE, tls.BROKER_CERT_FILE, tls.CA_FILE)))
+    keystore.chmod(0o600)
+    for user in users:
+        tls.issue_certificate(tls_dir, f"CN={user}", user)
+    admin_password = users["admin"]
+    plain = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+             f'username="admin" password="{admin_password}" '
+             + " ".join(f'user_{name}="{password}"' for name, password in users.items()) + ";")
+    scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    configs = {
+        "sasl.enabled.mechanisms": ",".join(SECURED_MECHANISMS),
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": plain,
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(keystore),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(tls_dir / tls.CA_FILE),
+        "listener.name.ssl.ssl.client.auth": "required",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": ";".join(SUPER_USERS),
+    }
+    for listener in ("sasl_plaintext", "sasl_ssl"):
+        configs[f"listener.name.{listener}.plain.sasl.jaas.config"] = plain
+        configs[f"listener.name.{listener}.scram-sha-512.sasl.jaas.config"] = scram
+    scram_users = [f"{mechanism}=[name={name},password={password}]"
+                   for name, password in users.items() for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512")]
+    cluster = RealKafka(version, combined=True, listeners=SECURED_LISTENERS, primary_listener="SASL_PLAINTEXT",
+                     controller_protocol="SASL_PLAINTEXT", broker_configs=configs, controller_configs=configs,
+                     scram_users=scram_users, root=root,
+                     client_config={"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                                    "sasl.username": "admin", "sasl.password": admin_password})
+    cluster.tls_dir = tls_dir
+    return cluster
 
 
 class _QuietLogger:

@@ -133,7 +133,8 @@ def test_values_files_enums_and_every_sandbox_option(shells, shell):
     assert complete("--create-topic", "--topic", "") == []      # free text: no "-" inserted
     assert complete("sandbox", "--mode", "") == ["kraft", "zk"]
     sandbox = complete("sandbox", "--")
-    assert {"--brokers", "--port-base", "--racks", "--data-dir", "--mode", "--controllers"} <= set(sandbox)
+    assert {"--brokers", "--port-base", "--rack", "--data-dir", "--mode", "--controllers", "--kafka-version",
+            "--broker-config", "--seed-apis"} <= set(sandbox)
     assert "--shell" not in complete("--s")
 
 

@@ -15,6 +15,7 @@ from kafka_shell.errors import ClusterUnreachable, KafkaCallError, ShellError, U
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.sandbox import admin as sandbox_admin
 from tests.conftest import BOTH_MODES, ZK_MODE
+from tests.sandbox.wire import API_VERSIONS_BODY
 
 LIST_REASSIGNMENTS, ELECT_LEADERS, DELETE_RECORDS = (ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.ELECT_LEADERS,
                                                      ApiKey.DELETE_RECORDS)
@@ -224,19 +225,19 @@ def test_mutation_whose_answer_is_lost_is_not_resent(sandbox):
 
 def test_request_to_a_stopped_broker_fails_after_a_refresh(sandbox, manager):
     manager.connect()
-    assert manager.broker_request(2, 18, {}).error_code == 0
+    assert manager.broker_request(2, 18, API_VERSIONS_BODY).error_code == 0
     sandbox.stop_broker(2)
     with pytest.raises(ShellError, match="Broker 2 is not live"):
-        manager.broker_request(2, 18, {})
+        manager.broker_request(2, 18, API_VERSIONS_BODY)
     assert 2 not in manager.router.brokers
 
 
 def test_request_to_a_restarted_broker_reconnects(sandbox, manager):
     manager.connect()
-    manager.broker_request(2, 18, {})
+    manager.broker_request(2, 18, API_VERSIONS_BODY)
     sandbox.stop_broker(2)
     sandbox.start_broker(2)  # same id, new port: the refresh finds it
-    assert manager.broker_request(2, 18, {}).error_code == 0
+    assert manager.broker_request(2, 18, API_VERSIONS_BODY).error_code == 0
     assert manager.router.brokers[2].address == "{}:{}".format(*sandbox.address(2))
 
 

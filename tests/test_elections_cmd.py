@@ -3,15 +3,16 @@ checked with the real AdminClient and the sandbox's own state."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import threading
 
 import pytest
 
+from confluent_kafka.admin import AdminClient
+
 from kafka_shell.sandbox import admin as sandbox_admin
-from kafka_shell.sandbox.handlers import HANDLERS
+from kafka_shell.sandbox.server import Sandbox
 from tests.conftest import BOTH_MODES
 from tests.sandbox.wire import create, produce, stage_offline_partition
 from tests.test_oneshot import SHELL, assert_one_line_error, run, shell
@@ -109,13 +110,15 @@ def test_unclean_election_refused_without_a_live_replica_then_allowed(sandbox, a
     assert p.returncode == 0 and "Valid replica already elected for partitions t-0" in p.stderr
 
 
-@pytest.fixture
-def offline(sandbox):
+@pytest.fixture(params=[True], ids=["seed-apis"])
+def offline(request, sandbox_mode):
     """t-0 on [1, 2, 3], offline: 1 (the last ISR member) down, 2 and 3 up but out of sync
-    holding 6 and 4 of its 10 records; `online` on [2, 3] has a leader."""
-    create(sandbox, "online", [[2, 3]])
-    stage_offline_partition(sandbox)
-    return sandbox
+    holding 6 and 4 of its 10 records; `online` on [2, 3] has a leader. On a sandbox with the
+    seeds' APIs (designated elections need ElectLeaders v3) unless a test asks for a stock one."""
+    with Sandbox(brokers=3, mode=sandbox_mode, seed_apis=request.param) as s:
+        create(s, "online", [[2, 3]])
+        stage_offline_partition(s)
+        yield s
 
 
 def plan(tmp_path, *entries: tuple[str, int, int]) -> str:
@@ -125,7 +128,8 @@ def plan(tmp_path, *entries: tuple[str, int, int]) -> str:
     return str(path)
 
 
-def test_designated_election_rules_and_success(offline, admin, tmp_path):
+def test_designated_election_rules_and_success(offline, tmp_path):
+    admin = AdminClient({"bootstrap.servers": offline.bootstrap, "log_level": 3})
     line = "elect-leaders --election-type designated --path-to-json-file {} --yes"
     before = state(offline)
     p = run(offline, line.format(plan(tmp_path, ("t", 0, 4))), "-o", "json")
@@ -146,9 +150,9 @@ def test_designated_election_rules_and_success(offline, admin, tmp_path):
     assert offline.cluster.partition("t", 0).high_watermark == 6  # broker 2's log
 
 
-def test_designated_election_on_a_cluster_without_elect_leaders_v3(offline, monkeypatch, tmp_path):
-    # Serve ElectLeaders v0-v2 only, as every Apache Kafka release does.
-    monkeypatch.setitem(offline.handlers, 43, dataclasses.replace(HANDLERS[43], versions=range(0, 3)))
+@pytest.mark.parametrize("offline", [False], ids=["stock"], indirect=True)
+def test_designated_election_on_a_cluster_without_elect_leaders_v3(offline, tmp_path):
+    # ElectLeaders v0-v2 only, as every Apache Kafka release lists it.
     before = state(offline)
     p = run(offline, f"elect-leaders --election-type designated --path-to-json-file {plan(tmp_path, ('t', 0, 2))} --yes")
     assert_one_line_error(p, 1, "Designated elections need ElectLeaders v3", "--election-type unclean")

@@ -83,6 +83,7 @@ def test_a_wrong_store_password_is_one_line(stores, tmp_path):
     config = tmp_path / "client.properties"
     config.write_text(f"security.protocol=SSL\nssl.truststore.location={d / 'truststore.jks'}\n"
                       "ssl.truststore.password=wrong-pw\n")
+    config.chmod(0o600)  # it holds a password: readable by others, a warning would come first
     proc = subprocess.run([SHELL, "--bootstrap-server", sb.bootstrap, "--command-config", str(config),
                            "--command", "list-brokers"], capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL)

@@ -195,18 +195,20 @@ def test_a_result_without_tables_is_the_empty_json_object(sandbox):
     assert p.returncode == 1 and p.stdout == ""   # a failure says so on stderr only
 
 
-def test_a_failed_designated_election_reports_its_error_once(sandbox, tmp_path):
+def test_a_failed_designated_election_reports_its_error_once(tmp_path):
+    from kafka_shell.sandbox.server import Sandbox
     from tests.sandbox.wire import stage_offline_partition
-    stage_offline_partition(sandbox)
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"partitions": [{"topic": "t", "partition": 0, "designatedLeader": 4}]}))
-    p = run(sandbox, f"elect-leaders --election-type designated --path-to-json-file {plan} --yes")
-    assert p.returncode == 1
-    said = p.stdout + p.stderr
-    assert said.count("broker 4 is not a replica") == 1 and "1 partition(s) could not be elected" in p.stderr
-    assert re.search(r"t\s+0\s+failed", p.stdout)
-    p = run(sandbox, f"elect-leaders --election-type designated --path-to-json-file {plan} --yes", "-o", "json")
-    assert "broker 4 is not a replica" in json_rows(p.stdout, "elections")[0]["Error"]   # scripts get it as data
+    with Sandbox(brokers=3, seed_apis=True) as sandbox:  # designated elections are a seed's API
+        stage_offline_partition(sandbox)
+        p = run(sandbox, f"elect-leaders --election-type designated --path-to-json-file {plan} --yes")
+        assert p.returncode == 1
+        said = p.stdout + p.stderr
+        assert said.count("broker 4 is not a replica") == 1 and "1 partition(s) could not be elected" in p.stderr
+        assert re.search(r"t\s+0\s+failed", p.stdout)
+        p = run(sandbox, f"elect-leaders --election-type designated --path-to-json-file {plan} --yes", "-o", "json")
+        assert "broker 4 is not a replica" in json_rows(p.stdout, "elections")[0]["Error"]   # scripts get it as data
 
 
 # -- every command that produces tables, in every data format --------------------------------------

@@ -1,14 +1,18 @@
 """The PySpark analysis, on real Spark (one local SparkSession for the whole test session):
-its numbers against independent computations on the same files, its plans fed to the commands
-that consume them (--dry-run, on the sandbox the snapshot was taken of), the rebalance's move
-count against the shell's own planner, a real standalone Spark cluster giving the same results
-as local mode, and the HTML report rendered by headless Chromium."""
+its numbers against independent computations on the same files, its forecasts against the
+growth the synthetic fleet was built with, its plans checked by the exact commands the
+summary gives (on the sandbox the snapshot was taken of), the rebalance's move count against
+the shell's own planner, a real standalone Spark cluster and a real Spark Connect server giving
+the same results as local mode, and the HTML report rendered by headless Chromium."""
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import os
+import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -32,7 +36,7 @@ from tests.sandbox.wire import create, stage_offline_partition
 from tests.test_oneshot import ROOT, SHELL, assert_one_line_error, shell
 
 TABLES = ("health", "broker_load", "rack_load", "missing_brokers", "recovery", "preferred", "rebalance",
-          "controller_moves", "growth", "lag_growth")
+          "controller_moves", "controller_churn", "growth", "lag_growth", "disk_forecast")
 
 
 def apt_installed(program: str, package: str) -> str:
@@ -193,7 +197,10 @@ def test_rebalance_moves_as_many_replicas_as_the_shells_planner(spark, tmp_path)
     tables, manifest = cluster.snapshot(0)
     schema.write_snapshot(tmp_path / cluster.id / "s0", tables, manifest)
     fleet = jobs.Fleet(spark, schema.find_snapshots(tmp_path))
-    plan = fleet.rebalance_plan()
+    small = fleet.small_tables()
+    load = fleet.load(small["brokers"], fleet.log_dir_bytes(small["log_dirs"]))
+    plan = fleet.rebalance_plan(load["broker_load"])
+    fleet.close()
     current = {(p["topic"], p["partition"]): p["replicas"] for p in tables["partitions"].to_pylist()}
     racks = {b["broker_id"]: b["rack"] for b in tables["brokers"].to_pylist()}
     shell_plan = reassign_plan.plan(current, sorted(racks), racks)
@@ -214,8 +221,9 @@ def test_rebalance_moves_as_many_replicas_as_the_shells_planner(spark, tmp_path)
 def staged(tmp_path_factory):
     """A 4-broker sandbox with work for every plan: t-0 offline (its ISR member 1 down; 2 and 3
     live, 3 wrote in a later epoch with a shorter log), p-0 led by 3 instead of its preferred 2,
-    and topic r crowded on brokers 2 and 3 while 4 holds nothing."""
-    with Sandbox(brokers=4) as sandbox:
+    and topic r crowded on brokers 2 and 3 while 4 holds nothing. With the seeds' APIs: the
+    recovery plan weighs each replica's last epoch (GetReplicaLogInfo) and is a designated election."""
+    with Sandbox(brokers=4, seed_apis=True) as sandbox:
         stage_offline_partition(sandbox, epochs=(0, 1))
         create(sandbox, "p", [[2, 3]])
         sandbox.stop_broker(2)
@@ -230,7 +238,7 @@ def staged(tmp_path_factory):
 
 def test_plans_from_a_sandbox_snapshot_load_into_their_commands(spark, staged, tmp_path):
     sandbox, root = staged
-    jobs.run(root, tmp_path, spark=spark)
+    summary = jobs.run(root, tmp_path, spark=spark)
     (cluster,) = [p.name for p in (tmp_path / "plans").iterdir()]
     plans = tmp_path / "plans" / cluster
     recovery = json.loads((plans / "recovery.json").read_text())
@@ -239,26 +247,87 @@ def test_plans_from_a_sandbox_snapshot_load_into_their_commands(spark, staged, t
     rebalance = json.loads((plans / "rebalance.json").read_text())
     moved = [e for e in rebalance["partitions"] if 4 in e["replicas"]]
     assert rebalance["version"] == 1 and len(moved) == len(rebalance["partitions"]) > 0
-    for line, needle in (
-            (f"elect-leaders --election-type designated --path-to-json-file {plans / 'recovery.json'} --dry-run", "Would elect"),
-            (f"unclean-recovery --path-to-json-file {plans / 'recovery_partitions.json'} --show-replica-info --dry-run", ""),
-            (f"elect-leaders --election-type preferred --path-to-json-file {plans / 'preferred.json'} --dry-run", "Would elect"),
-            (f"reassign-partitions --execute --reassignment-json-file {plans / 'rebalance.json'} --dry-run", "Would start")):
-        session = Session(target=Target(sandbox.bootstrap), stdout=io.StringIO(), stderr=io.StringIO())
-        code = run_line(session, line)
-        session.close()
-        assert code == 0, (line, session.stderr.getvalue())
-        assert needle in session.stderr.getvalue() + session.stdout.getvalue()
+    # The lines the summary (and the report) give, run as they are: bootstrapped from a broker of
+    # the snapshot, they check each plan against the cluster without changing it.
+    commands = summary["commands"][cluster]
+    assert sorted(commands) == sorted(jobs.PLAN_COMMANDS)
+    needles = {"recovery.json": "Would elect", "recovery_partitions.json": "", "preferred.json": "Would elect",
+               "rebalance.json": "Would start"}
+    for name, lines in commands.items():
+        argv = shlex.split(lines["check"])
+        assert argv[:2] == ["kafka-shell", "--bootstrap-server"] and str(plans / name) in argv, argv
+        proc = subprocess.run([*SHELL, *argv[1:]], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert proc.returncode == 0, (lines["check"], proc.stderr)
+        assert needles[name] in proc.stderr + proc.stdout
+    before = json.loads((plans / "rebalance.json").read_text())
+    assert before == rebalance  # checking changed nothing on disk either
 
 
 def test_analyze_command_in_process(spark, fleet, tmp_path):
     session = Session(stdout=io.StringIO(), stderr=io.StringIO(), output="json")
     assert run_line(session, f"analyze --snapshots {fleet} --out {tmp_path}") == 0, session.stderr.getvalue()
     progress = [line for line in session.stderr.getvalue().splitlines() if line.startswith("analyze [")]
-    assert len(progress) >= 8 and "recovery plan" in session.stderr.getvalue()
+    assert len(progress) >= 10 and "recovery plan" in session.stderr.getvalue()
+    # Each stage says the Spark jobs it ran; the scans are few (a regression shows here first).
+    jobs_per_stage = {re.sub(r"^analyze \[\d+/\d+\] ", "", line).split(":")[0]: int(m.group(1))
+                      for line in progress if (m := re.search(r", (\d+) Spark jobs?$", line))}
+    assert len(jobs_per_stage) == len(progress) - 1 and sum(jobs_per_stage.values()) <= 24, jobs_per_stage  # -1: the reused session
+    assert jobs_per_stage["snapshot tables (cluster, brokers, log dirs)"] == 1
     assert (tmp_path / "report.html").exists()
     tables = json_tables(session.stdout.getvalue())   # the one json shape: tables by name
-    assert list(tables) == ["summary"] and all(set(row) == {"Item", "Value"} for row in tables["summary"])
+    assert list(tables) == ["summary", "clusters"] and all(set(row) == {"Item", "Value"} for row in tables["summary"])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [r["Cluster"] for r in tables["clusters"]] == [h["cluster_id"] for h in summary["headline"]]
+
+
+def test_a_reused_out_is_refused_or_replaced_whole(spark, fleet, tmp_path):
+    out = tmp_path / "out"
+    session = Session(stdout=io.StringIO(), stderr=io.StringIO())
+    assert run_line(session, f"analyze --snapshots {fleet} --out {out}") == 0, session.stderr.getvalue()
+    stale = out / "plans" / "a-cluster-gone-since" / "rebalance.json"
+    stale.parent.mkdir()
+    stale.write_text("{}")
+    session = Session(stdout=io.StringIO(), stderr=io.StringIO())
+    assert run_line(session, f"analyze --snapshots {fleet} --out {out}") == 2
+    assert "add --overwrite" in session.stderr.getvalue() and stale.exists()
+    assert run_line(session, f"analyze --snapshots {fleet} --out {out} --overwrite") == 0, session.stderr.getvalue()
+    assert not stale.parent.exists() and (out / "summary.json").exists()
+    (out / "notes.txt").write_text("mine")
+    session = Session(stdout=io.StringIO(), stderr=io.StringIO())
+    assert run_line(session, f"analyze --snapshots {fleet} --out {out} --overwrite") == 2
+    assert "not an analysis (notes.txt)" in session.stderr.getvalue() and (out / "notes.txt").exists()
+
+
+def test_forecasts_match_the_growth_the_fleet_was_built_with(fleet, analysis):
+    """Cluster 01 of the synthetic fleet loses no broker, so its disks and lag grow exactly as
+    built: each log dir's growth per day and days until full, the slow consumer's lag per hour;
+    the other groups hold still. Controller moves per day are the synthetic schedule's."""
+    built = synth.Cluster(1, brokers=9, partitions=600, snapshots=4, seed=7)
+    disks = [d for d in table(analysis, "disk_forecast") if d["cluster_id"] == built.id]
+    assert len(disks) == 9 * len(synth.LOG_DIRS)
+    for d in disks:
+        assert d["growth_bytes_per_day"] == pytest.approx(built.disk_growth_per_day(d["broker_id"], d["log_dir"]), abs=1)
+        assert d["days_to_full"] == pytest.approx(built.days_left(d["broker_id"], d["log_dir"]), abs=0.001)
+    soonest = min(disks, key=lambda d: d["days_to_full"])
+    assert (soonest["broker_id"], soonest["log_dir"], soonest["days_to_full"]) == (1, synth.LOG_DIRS[0], 1.5)
+    for cluster in (0, 1):
+        built = synth.Cluster(cluster, brokers=9, partitions=600, snapshots=4, seed=7)
+        lag = {g["group"]: g for g in table(analysis, "lag_growth") if g["cluster_id"] == built.id}
+        assert {g for g, row in lag.items() if row["growing"]} == {synth.SLOW_GROUP}
+        if built.dead is None:
+            assert lag[synth.SLOW_GROUP]["lag_per_hour"] == built.lag_growth_per_hour(synth.SLOW_GROUP)
+        moves: Counter = Counter()
+        for s in range(1, 4):
+            if built.controller(s)[0] != built.controller(s - 1)[0]:
+                moves[(synth.START + datetime.timedelta(hours=s)).date().isoformat()] += 1
+        churn = {r["day"]: r["moves"] for r in table(analysis, "controller_churn") if r["cluster_id"] == built.id}
+        assert churn == {day: moves[day] for day in churn} and sum(churn.values()) == sum(moves.values())
+    summary = json.loads((analysis / "summary.json").read_text())
+    heads = {h["cluster_id"]: h for h in summary["headline"]}
+    assert heads["synth-cluster-01"]["min_days_to_full"] == 1.5 and heads["synth-cluster-00"]["lag_growing"] == 1
+    assert heads["synth-cluster-00"]["severity"] == "critical"  # offline partitions
+    assert [h["severity"] for h in summary["headline"]] == sorted((h["severity"] for h in summary["headline"]),
+                                                                  key=("critical", "warning", "ok").index)
 
 
 def test_bad_analyze_input_is_one_line(spark, tmp_path):  # spark: Java is there
@@ -318,12 +387,17 @@ def standalone(spark, tmp_path):  # spark: Java is there
         yield f"spark://127.0.0.1:{port}", env
     finally:
         for p in reversed(procs):
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            terminate(p, 10)
+
+
+def terminate(proc: subprocess.Popen, seconds: float) -> None:
+    """Stop a daemon we started: SIGTERM, then SIGKILL after `seconds`."""
+    proc.terminate()
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def test_standalone_cluster_gives_the_local_results(standalone, fleet, analysis, tmp_path):
@@ -333,9 +407,56 @@ def test_standalone_cluster_gives_the_local_results(standalone, fleet, analysis,
                            "--spark-conf", "spark.executor.memory=512m", "--spark-conf", "spark.cores.max=1"],
                           capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_same_analysis(out, analysis)
+    # Spark's own output (log4j, Hadoop's NativeCodeLoader, JVM notices) goes to spark.log, not the terminal.
+    assert all(line.startswith("analyze [") for line in proc.stderr.splitlines()[:-1]), proc.stderr[:2000]
+    assert "NativeCodeLoader" in (out / "spark.log").read_text()
+
+
+def assert_same_analysis(out: Path, analysis: Path) -> None:
     for name in TABLES:
         assert table(out, name) == table(analysis, name), name
-    assert json.loads((out / "summary.json").read_text())["plans"] == json.loads((analysis / "summary.json").read_text())["plans"]
+    mine, local = (json.loads((d / "summary.json").read_text()) for d in (out, analysis))
+    assert mine["plans"] == local["plans"] and mine["headline"] == local["headline"]
+
+
+@pytest.fixture
+def connect_server(spark, tmp_path):  # spark: Java is there
+    """A Spark Connect server from the installed pyspark's own distribution (its jars hold
+    spark-connect), local[1], gRPC on a free loopback port; stopped at the end."""
+    import pyspark
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    port = free_port()
+    server = subprocess.Popen(
+        [str(home / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+         "--master", "local[1]", "--driver-memory", "768m", "--conf", "spark.ui.enabled=false",
+         "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", f"spark.connect.grpc.binding.port={port}",
+         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1"],
+        env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "connect.log", "w"))
+    try:
+        wait_for_port(port, server, seconds=180)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        terminate(server, 30)
+
+
+def test_spark_connect_gives_the_local_results(connect_server, fleet, analysis, tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([*SHELL, "analyze", "--snapshots", str(fleet), "--out", str(out), "--spark-remote", connect_server],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_same_analysis(out, analysis)
+    progress = [line for line in proc.stderr.splitlines() if line.startswith("analyze [")]
+    assert progress and all(re.search(r", \d+ Spark stages?$", line) for line in progress[1:]), progress
+    assert proc.stderr.count("\n") == len(progress) + 1  # the progress and the closing line: no Spark noise
+
+
+def test_spark_connect_refuses_a_bad_address(tmp_path):
+    assert_one_line_error(shell("analyze", "--snapshots", str(tmp_path), "--out", str(tmp_path / "o"),
+                                "--spark-remote", "http://spark:15002"), 2, "a Spark Connect address like sc://host:15002")
+    assert_one_line_error(shell("analyze", "--snapshots", str(tmp_path), "--out", str(tmp_path / "o"),
+                                "--spark-remote", "sc://h:1", "--spark-master", "local[1]"), 2, "not both")
 
 
 # -- the report in a real browser ---------------------------------------------------------------
@@ -391,25 +512,79 @@ def png_pixels(path: Path) -> tuple[int, int, bytes]:
     return width, height, zlib.decompress(idat)
 
 
+class Headline(HTMLParser):
+    """The rendered headline cards: (cluster, field) -> (data-value, shown text), and each
+    card's severity."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: dict[tuple[str, str], tuple[str, str]] = {}
+        self.severity: dict[str, str] = {}
+        self.order: list[str] = []
+        self._cluster = ""
+        self._field: tuple[str, str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        if "card" in (a.get("class") or "").split():
+            self._cluster = a["data-cluster"]
+            self.severity[self._cluster] = a["data-severity"]
+            self.order.append(self._cluster)
+        elif "data-field" in a and self._cluster:
+            self._field = (a["data-field"], a.get("data-value") or "")
+
+    def handle_data(self, data: str) -> None:
+        if self._field is not None:
+            self.figures[(self._cluster, self._field[0])] = (self._field[1], data.strip())
+            self._field = None
+
+
 def test_report_renders_in_headless_chromium(chromium, analysis, tmp_path):
     report = analysis / "report.html"
     scripts = ScriptTags()
     scripts.feed(report.read_text())
     assert scripts.sources == [] and max(scripts.sizes) > 1_000_000  # plotly.js inlined: no network needed
-    dom = headless(chromium, tmp_path / "p1", "--virtual-time-budget=15000", "--dump-dom", report.as_uri())
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    for name in ("health", "broker-load", "rack-load", "lag", "controller"):
-        start = dom.stdout.index(f'id="plot-{name}"')
-        chunk = dom.stdout[start:start + 200_000]
-        assert "main-svg" in chunk and "<path" in chunk, name  # plotly drew the chart as SVG
+    summary = json.loads((analysis / "summary.json").read_text())
+    heads = {h["cluster_id"]: h for h in summary["headline"]}
+    for n, tab in enumerate(["fleet", *heads]):
+        dom = headless(chromium, tmp_path / f"p{n}", "--virtual-time-budget=20000", "--enable-logging=stderr", "--v=0",
+                       "--dump-dom", f"{report.as_uri()}#{tab}")
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        page = dom.stdout
+        assert 'data-ready="1"' in page and 'data-errors="0"' in page, page[:500]
+        assert not [line for line in dom.stderr.splitlines() if "CONSOLE" in line and "rror" in line], dom.stderr[-2000:]
+        active = page[page.index(f'id="tab-{tab}"'):]
+        active = active[:active.index("</section>")]
+        charts = active.count('class="chart')
+        assert charts >= 4 and active.count("main-svg") >= charts, (tab, charts)  # plotly drew each chart as SVG
+        shown = Headline()
+        shown.feed(page)
+        assert shown.order == [h["cluster_id"] for h in summary["headline"]]  # most severe first
+        for cluster, h in heads.items():
+            assert shown.severity[cluster] == h["severity"]
+            for field in ("offline", "under_min_isr", "missing_broker_ids", "controller_moves", "lag_growing"):
+                value, text = shown.figures[(cluster, field)]
+                assert int(value) == int(re.sub(r"[^0-9]", "", text)) == h[field], (cluster, field)
+            value, text = shown.figures[(cluster, "min_days_to_full")]
+            assert float(value) == h["min_days_to_full"] and text == f"{h['min_days_to_full']:.1f} days"
+        if tab != "fleet":
+            plans = re.findall(r'<div class="plan" data-plan="([^"]+)">', active)
+            assert plans == list(summary["commands"].get(tab, {}))
+            for lines in summary["commands"].get(tab, {}).values():
+                assert html_text(lines["apply"]) in active and html_text(lines["check"]) in active
     shot = tmp_path / "report.png"
     blank = tmp_path / "blank.png"
-    headless(chromium, tmp_path / "p2", "--virtual-time-budget=15000", "--window-size=1200,900",
+    headless(chromium, tmp_path / "s1", "--virtual-time-budget=20000", "--window-size=1200,900",
              f"--screenshot={shot}", report.as_uri())
     (tmp_path / "blank.html").write_text("<html><body></body></html>")
-    headless(chromium, tmp_path / "p3", "--window-size=1200,900", f"--screenshot={blank}",
+    headless(chromium, tmp_path / "s2", "--window-size=1200,900", f"--screenshot={blank}",
              (tmp_path / "blank.html").as_uri())
     w, h, pixels = png_pixels(shot)
     assert (w, h) == (1200, 900)
     _, _, empty = png_pixels(blank)
     assert len(set(pixels)) > 20 * max(1, len(set(empty)))  # many colours, where a blank page has a few
+
+
+def html_text(text: str) -> str:
+    import html
+    return html.escape(text, quote=False)  # how Chromium serializes text nodes

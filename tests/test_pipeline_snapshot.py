@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import io
 import json
+import queue
+import signal
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -12,10 +17,11 @@ import pytest
 
 from kafka_shell.pipeline import schema, synth
 from kafka_shell.runner import run_line
+from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.session import Session, Target
 from tests.output import json_rows
 from tests.sandbox.wire import create, produce, stage_offline_partition
-from tests.test_oneshot import assert_one_line_error, run, shell
+from tests.test_oneshot import ROOT, SHELL, assert_one_line_error, run, shell
 
 
 def read(directory: Path, name: str) -> list[dict]:
@@ -61,16 +67,21 @@ def test_snapshot_of_a_sandbox_holds_what_the_cluster_holds(sandbox, tmp_path):
     assert all(r["cluster_id"] == manifest["cluster_id"] for r in read(d, "partitions"))
 
 
-def test_offline_partitions_carry_each_live_replicas_log_end_and_epoch(sandbox, tmp_path):
-    stage_offline_partition(sandbox, epochs=(0, 1))
-    session = Session(target=Target(sandbox.bootstrap), stdout=io.StringIO(), stderr=io.StringIO())
-    assert run_line(session, f"snapshot --output-dir {tmp_path}") == 0
-    session.close()
+@pytest.mark.parametrize("seed_apis, epochs", [
+    (True, {2: 0, 3: 1}),   # GetReplicaLogInfo: the epoch of each replica's last record
+    (False, {2: 1, 3: 1}),  # stock Kafka's ListOffsets replica -2: the partition's current epoch
+], ids=["seed-apis", "stock"])
+def test_offline_partitions_carry_each_live_replicas_log_end_and_epoch(seed_apis, epochs, tmp_path):
+    with Sandbox(brokers=3, seed_apis=seed_apis) as sandbox:
+        stage_offline_partition(sandbox, epochs=(0, 1))
+        session = Session(target=Target(sandbox.bootstrap), stdout=io.StringIO(), stderr=io.StringIO())
+        assert run_line(session, f"snapshot --output-dir {tmp_path}") == 0
+        session.close()
     d = one_snapshot(tmp_path)
     (p,) = read(d, "partitions")
     assert p["leader"] == -1
     ends = {r["broker_id"]: (r["log_end_offset"], r["last_epoch"]) for r in read(d, "replicas")}
-    assert ends == {2: (6, 0), 3: (4, 1)}
+    assert ends == {2: (6, epochs[2]), 3: (4, epochs[3])}
 
 
 def test_a_series_with_every_and_count(sandbox, tmp_path):
@@ -78,6 +89,63 @@ def test_a_series_with_every_and_count(sandbox, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert len(json_rows(proc.stdout, "snapshots")) == 2 and len(schema.find_snapshots(tmp_path)) == 2
     assert "Snapshot 2/2" in proc.stderr
+
+
+def test_a_series_goes_on_past_a_failed_round(sandbox, tmp_path):
+    """`snapshot --every` without --count runs until Ctrl-C. With every broker down a round
+    fails: a manifest says why, one line on stderr says so, and the next rounds come; once the
+    brokers are back they succeed again. Ctrl-C ends the series, exit 1 since a round failed."""
+    proc = subprocess.Popen([*SHELL, "--bootstrap-server", sandbox.bootstrap, "--timeout", "3", "--output", "json",
+                             "--command", f"snapshot --output-dir {tmp_path} --every 200ms"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    seen: list[str] = []
+
+    def wait_for(needle: str) -> str:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=1)
+            except queue.Empty:
+                assert proc.poll() is None, "".join(seen)
+                continue
+            seen.append(line)
+            if needle in line:
+                return line
+        raise AssertionError(f"no {needle!r} in {''.join(seen)}")
+
+    try:
+        wait_for("Snapshot 1: ")
+        for broker in (1, 2, 3):
+            sandbox.stop_broker(broker)
+        failure = wait_for(" failed: ")
+        for broker in (1, 2, 3):
+            sandbox.start_broker(broker)
+        while " failed: " in wait_for("Snapshot "):
+            pass  # rounds may fail until the brokers answer again
+        proc.send_signal(signal.SIGINT)
+        out = proc.stdout.read()  # type: ignore[union-attr]
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    reader.join(timeout=10)
+    while not lines.empty():
+        seen.append(lines.get())
+    rest = "".join(seen)
+    assert proc.returncode == 1, rest
+    assert "the series goes on" in failure and "Stopped after" in rest
+    rows = json_rows(out, "snapshots")
+    statuses = [r["Status"] for r in rows]
+    first_failure = next(i for i, s in enumerate(statuses) if s.startswith("failed: "))
+    assert statuses[0] == "ok" and "ok" in statuses[first_failure:], statuses
+    failed = [m for m in schema.read_manifests(tmp_path) if "failed" in m]
+    assert len(failed) == sum(s.startswith("failed: ") for s in statuses)
+    assert all(m["cluster_id"] == rows[0]["Cluster"] and m["failed"] for m in failed)
+    assert len(schema.find_snapshots(tmp_path)) == statuses.count("ok")  # failed rounds are no snapshots
 
 
 def test_snapshot_with_the_global_sandbox_flag(tmp_path):

@@ -1,6 +1,7 @@
 """unclean-recovery (KAFKA-20098) against a real sandbox, in both of its paths: the cluster's
-GetReplicaLogInfo and designated elections, and stock Kafka's way (ListOffsets replica id -2,
-a reorder-only reassignment and an unclean election) with those RPCs turned off."""
+GetReplicaLogInfo and designated elections (a sandbox started with the seeds' APIs), and stock
+Kafka's way (ListOffsets replica id -2, a reorder-only reassignment and an unclean election) on a
+sandbox that lists only what Apache Kafka lists."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from kafka_shell.codes import ApiKey
 from kafka_shell.runner import run_line
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.handlers import replica_log_info
+from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.session import Session, Target
 from tests.conftest import BOTH_MODES, KRAFT_MODE
 from tests.sandbox.wire import create, produce
@@ -28,11 +30,18 @@ RECOVER = "unclean-recovery --all-offline-partitions --automated-recovery --yes"
 
 
 @pytest.fixture(params=["designated", "stock"])
-def path(request, sandbox) -> str:
+def path(request) -> str:
     """Which way the cluster offers: KAFKA-20098's RPCs, or only what Apache Kafka has."""
-    if request.param == "stock":
-        sandbox.set_kafka_20098(False)
     return request.param
+
+
+@pytest.fixture
+def sandbox(request, sandbox_mode):
+    """This module's cluster: with the seeds' APIs (the designated path) unless the test asks for
+    the stock path (`path`), where it lists only what Apache Kafka lists."""
+    path = request.getfixturevalue("path") if "path" in request.fixturenames else "designated"
+    with Sandbox(brokers=3, mode=sandbox_mode, seed_apis=path == "designated") as s:
+        yield s
 
 
 def partition(sandbox, topic: str = "t", index: int = 0):
@@ -84,8 +93,8 @@ def test_the_seed_system_test(sandbox, path, admin):
 
 
 @KRAFT_MODE
-def test_stock_path_says_the_epochs_are_not_the_last_records(sandbox, admin):
-    sandbox.set_kafka_20098(False)
+@pytest.mark.parametrize("path", ["stock"], indirect=True)
+def test_stock_path_says_the_epochs_are_not_the_last_records(sandbox, path, admin):
     diverged(sandbox)
     p = run(sandbox, "unclean-recovery --all-offline-partitions --show-replica-info")
     assert p.returncode == 0, p.stderr
@@ -327,9 +336,9 @@ def test_the_candidate_rule(sandbox, path):
 
 
 @KRAFT_MODE
-def test_a_cluster_with_neither_path_is_refused_before_anything_changes(sandbox, admin, monkeypatch):
+@pytest.mark.parametrize("path", ["stock"], indirect=True)
+def test_a_cluster_with_neither_path_is_refused_before_anything_changes(sandbox, path, admin, monkeypatch):
     diverged(sandbox)
-    sandbox.set_kafka_20098(False)
     list_offsets = sandbox.handlers[ApiKey.LIST_OFFSETS]
     monkeypatch.setitem(sandbox.handlers, ApiKey.LIST_OFFSETS, dataclasses.replace(list_offsets, versions=range(0, 4)))
     p = run(sandbox, RECOVER)

@@ -96,6 +96,14 @@ def test_repl_saves_typed_lines_except_secret_ones(session, data_dir):
     assert "hunter2" not in saved and "sasl" not in saved
 
 
+def test_the_repl_keeps_a_split_secret_out_of_its_history_file(session, data_dir):
+    typed = ["list-topics", "alter-configs --entity-type brokers --entity-default --add-config ss\\",
+             "   l.keystore.pass\\", "word=hunter2", CTRL_D]
+    assert run_piped(session, *typed) == 0
+    saved = (data_dir / "history").read_text()
+    assert "+list-topics" in saved and "hunter2" not in saved and "keystore" not in saved
+
+
 # -- prompt, toolbar, exit ---------------------------------------------------------------------
 
 def test_exit_and_quit_leave_with_zero(session):
@@ -209,12 +217,12 @@ ESC = r"(?:\x1b\[[0-9;?]*[a-zA-Z])*"   # colour and cursor sequences between vis
 
 
 class Terminal:
-    """kafka-shell --sandbox in a pseudo-terminal, answering prompt_toolkit's cursor position
-    request so the bottom toolbar is drawn as on a real terminal."""
+    """kafka-shell (default `--sandbox`) in a pseudo-terminal, answering prompt_toolkit's cursor
+    position request so the bottom toolbar is drawn as on a real terminal."""
 
-    def __init__(self, data_dir: Path):
+    def __init__(self, data_dir: Path, args: tuple[str, ...] = ("--sandbox",), timeout: float = 30):
         env = dict(os.environ, KAFKA_SHELL_DATA_DIR=str(data_dir), TERM="xterm")
-        self.child = pexpect.spawn(SHELL, ["--sandbox"], env=env, encoding="utf-8", timeout=30,
+        self.child = pexpect.spawn(SHELL, list(args), env=env, encoding="utf-8", timeout=timeout,
                                    dimensions=(30, 160))
 
     def prompt(self, topic: str | None = None) -> str:

@@ -204,7 +204,8 @@ def test_config_keys_for_topics_and_brokers():
     assert starts(complete("create-topic --config cleanup"), ["cleanup.policy="])
     assert starts(complete("alter-configs --add-config retention."), ["retention.bytes=", "retention.ms="])
     brokers = complete("alter-configs --entity-type brokers --add-config log.retention.")
-    assert starts(brokers, ["log.retention.bytes=", "log.retention.hours=", "log.retention.ms="])
+    assert starts(brokers, ["log.retention.bytes=", "log.retention.check.interval.ms=", "log.retention.hours=",
+                            "log.retention.minutes=", "log.retention.ms="])
     assert "log.retention.hours" not in complete("alter-configs --delete-config log.")
 
 
@@ -225,9 +226,10 @@ def test_config_value_of_the_last_pair():
 
 def test_config_entity_follows_the_options_naming_it():
     assert starts(complete("alter-configs --broker 1 --add-config log.ret"), [
-        "log.retention.bytes=", "log.retention.hours=", "log.retention.ms="])
+        "log.retention.bytes=", "log.retention.check.interval.ms=", "log.retention.hours=", "log.retention.minutes=",
+        "log.retention.ms="])
     assert starts(complete("alter-configs --entity-default --delete-config log.roll."), [
-        "log.roll.hours", "log.roll.jitter.ms", "log.roll.ms"])
+        "log.roll.hours", "log.roll.jitter.hours", "log.roll.jitter.ms", "log.roll.ms"])
     assert complete("alter-configs --topic orders --add-config log.ret") == []
 
 

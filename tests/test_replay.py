@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import select
+import subprocess
+import time
+
 import pytest
 
-
+from kafka_shell.files import MAX_INPUT_BYTES
 from kafka_shell.sandbox.server import Sandbox
 from tests.output import json_documents
-from tests.test_oneshot import shell, topics
-
+from tests.test_oneshot import ROOT, SHELL, shell, topics
 
 
 def replay(sandbox, tmp_path, script: str, *extra: str):
@@ -134,3 +138,108 @@ def test_controller_killed_in_the_middle_of_a_replay(tmp_path, mode):
         assert p.stderr.count("Controller moved from broker") == 1, p.stderr
     assert "Created topic second." in p.stderr
     assert p.stdout.splitlines()[1:] == ["first,1,3", "second,1,3"]
+
+
+# -- standard input streams ----------------------------------------------------------------------
+
+
+def _shell_process(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([*SHELL, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=ROOT)
+
+
+def _read_until(stream, wanted: bytes, seconds: float = 20) -> bytes:
+    """What the stream gives until `wanted` appears (or it ends, or time is up)."""
+    got = b""
+    deadline = time.monotonic() + seconds
+    while wanted not in got and time.monotonic() < deadline:
+        ready, _, _ = select.select([stream], [], [], 0.1)
+        if ready:
+            chunk = os.read(stream.fileno(), 65536)
+            if not chunk:
+                break
+            got += chunk
+    return got
+
+
+def test_stdin_lines_run_as_they_come(sandbox):
+    """Each line runs when it arrives, before the next is even written (it used to read all of
+    standard input first)."""
+    proc = _shell_process("--bootstrap-server", sandbox.bootstrap, "--file", "-", "--output", "csv")
+    try:
+        proc.stdin.write(b"create-topic --topic streamed \\\n   --partitions 2\n")
+        proc.stdin.flush()
+        assert b"Created topic streamed." in _read_until(proc.stderr, b"Created topic streamed.")
+        proc.stdin.write(b"list-topics\n")
+        proc.stdin.flush()
+        assert b"streamed,2" in _read_until(proc.stdout, b"streamed,2")
+        assert proc.poll() is None  # still reading its input
+    finally:
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_a_stream_keeps_echo_continuations_context_batches_and_continue_on_error(sandbox):
+    script = ("create-topic --topic b1; create-topic --topic b2\n"
+              "create-topic --topic b3 \\\n"
+              "   --partitions 3   # a comment\n"
+              "create-topic --topic b1\n"
+              "topic b3\n"
+              "describe-topic\n")
+    p = shell("--bootstrap-server", sandbox.bootstrap, "--continue-on-error", "--debug", "-o", "json", stdin=script)
+    assert p.returncode == 1
+    requests = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: CreateTopics request")]
+    assert requests == ["debug: CreateTopics request: 3 topic(s)", "debug: CreateTopics request: 1 topic(s)"]
+    assert "1> create-topic --topic b1" in p.stderr and "2> create-topic --topic b3 --partitions 3" in p.stderr
+    assert 'stdin:4: Topic "b1" already exists (use --if-not-exists).' in p.stderr
+    assert 'Switched to "b3" topic.' in p.stderr
+    assert json_documents(p.stdout)[-1]["topics"][0]["PartitionCount"] == 3
+    assert set(topics(sandbox)) == {"b1", "b2", "b3"}
+
+
+def test_a_stream_line_longer_than_a_files_limit_is_refused_with_its_number(tmp_path):
+    long_line = b"#" + b"x" * MAX_INPUT_BYTES + b"\n"  # a comment: it would be dropped, were it read
+    proc = _shell_process("--file", "-")
+    try:
+        out, err = proc.communicate(b"output json\noutput\n" + long_line + b"output table\n", timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 2
+    assert err.decode().splitlines()[-1] == ("stdin:3: a line longer than 64 MiB (the limit of a script file): "
+                                             "give one command a line")
+    assert "1> output json" in err.decode() and "2> output" in err.decode()  # lines 1 and 2 ran
+    assert "4> " not in err.decode()  # line 4 did not
+
+
+def test_a_quote_left_open_on_a_stream_stops_at_the_limit(tmp_path):
+    stream = b"output json\noutput 'table\n" + (b"y" * 1_000_000 + b"\n") * 70
+    proc = _shell_process("--file", "-")
+    try:
+        out, err = proc.communicate(stream, timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 2
+    assert err.decode().splitlines()[-1].startswith("stdin:2: a command longer than 64 MiB")
+
+
+def test_bad_utf8_on_a_stream_names_its_line():
+    proc = _shell_process("--file", "-")
+    out, err = proc.communicate(b"output json\noutput \xff\n", timeout=60)
+    assert proc.returncode == 2
+    assert err.decode().splitlines()[-1] == ("standard input line 2 is not UTF-8 text (byte 0xff at offset 7): "
+                                             "give a text file")
+
+
+def test_a_run_of_creates_goes_out_in_requests_kraft_accepts(sandbox, tmp_path):
+    """KRaft bounds a CreateTopics request to 10,000 metadata records (a topic, each partition,
+    each config): two topics of 5,000 partitions are 10,002, so they go out in two requests."""
+    script = "create-topic --topic a --partitions 5000 --replication-factor 1\n" \
+             "create-topic --topic b --partitions 5000 --replication-factor 1\n"
+    p, _ = replay(sandbox, tmp_path, script, "--debug")
+    assert p.returncode == 0, p.stderr
+    requests = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: CreateTopics request")]
+    assert requests == ["debug: CreateTopics request: 1 topic(s) (validate only)"] * 2 \
+        + ["debug: CreateTopics request: 1 topic(s)"] * 2     # the run's check, then the creates
+    assert topics(sandbox) == {"a": 5000, "b": 5000}

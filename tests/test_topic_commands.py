@@ -68,7 +68,9 @@ def test_configs_for_topics_brokers_and_defaults(sandbox):
     assert p.returncode == 0 and 'Completed updating config for topic "t".' in p.stderr
     assert sandbox.cluster.topics["t"].configs == {"retention.ms": "1000", "cleanup.policy": "compact,delete"}
     rows = out_json(run(sandbox, "describe-configs --topic t", "-o", "json"))
-    assert {r["Name"]: r["Value"] for r in rows} == {"retention.ms": "1000", "cleanup.policy": "compact,delete"}
+    # min.insync.replicas: Kafka 4.x's controller sets it cluster-wide at bootstrap (ELR).
+    assert {r["Name"]: r["Value"] for r in rows} == {"retention.ms": "1000", "cleanup.policy": "compact,delete",
+                                                      "min.insync.replicas": "1"}
     p = run(sandbox, "alter-configs --topic t --delete-config retention.ms")
     assert p.returncode == 0 and sandbox.cluster.topics["t"].configs == {"cleanup.policy": "compact,delete"}
     p = run(sandbox, "alter-configs --entity-type brokers --entity-default --add-config log.retention.ms=3600000")

@@ -23,6 +23,9 @@ class Quota(NamedTuple):
     value: float | int
 
 
+PART_ORDER = {"user": 0, "client-id": 1, "ip": 2}   # how a quota entity is written
+
+
 def describe(conn: ConnectionManager, components: list[tuple[str, int, str | None]]) -> list[Quota]:
     """The quotas of the entities matching every (entity type, EXACT/DEFAULT/ANY_NAMED, name)
     component (none: every quota), sorted."""
@@ -34,8 +37,10 @@ def describe(conn: ConnectionManager, components: list[tuple[str, int, str | Non
         raise response_error(ApiKey.DESCRIBE_CLIENT_QUOTAS, answer.error_code, answer.error_message)
     out = []
     for e in answer.entries or ():
+        # The entity's parts in one order (user, client-id, ip): Kafka answers them in its own.
+        parts = sorted(e.entity, key=lambda d: PART_ORDER.get(d.entity_type, len(PART_ORDER)))
         label = ", ".join(f"{d.entity_type}={d.entity_name if d.entity_name is not None else '<default>'}"
-                          for d in e.entity)
+                          for d in parts)
         for v in e.values:
             out.append(Quota(label, v.key, int(v.value) if v.value == int(v.value) else v.value))
     return sorted(out)

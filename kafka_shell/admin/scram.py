@@ -28,8 +28,11 @@ class Credential(NamedTuple):
 def describe(conn: ConnectionManager, users: list[str] | None = None) -> list[Credential]:
     """Every SCRAM user's credentials (or only `users`'), never the secrets."""
     conn.debug("DescribeUserScramCredentials request")
+    # No users: an empty list, which Kafka reads as "every user" as it does null; but with null a
+    # principal without DESCRIBE on the cluster gets no answer at all (Kafka 4.4's error response
+    # iterates the null list and fails), instead of CLUSTER_AUTHORIZATION_FAILED.
     answer = conn.any_broker_request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
-                                     {"users": [{"name": u} for u in users] if users else None})
+                                     {"users": [{"name": u} for u in users or ()]})
     if answer.error_code:
         raise response_error(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, answer.error_code, answer.error_message)
     out = []
@@ -41,7 +44,7 @@ def describe(conn: ConnectionManager, users: list[str] | None = None) -> list[Cr
             known = c.mechanism in tuple(ScramMechanism)
             out.append(Credential(r.user, ScramMechanism(c.mechanism).mechanism_name if known else str(c.mechanism),
                                   c.iterations))
-    return out
+    return sorted(out, key=lambda c: (c.user, c.mechanism))   # Kafka answers in no stable order
 
 
 def salted_password(mechanism: str, password: str, iterations: int) -> tuple[bytes, bytes]:

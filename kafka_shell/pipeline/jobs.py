@@ -1,21 +1,31 @@
-"""The fleet analysis on Spark (PySpark): reads every snapshot under a directory and writes
-into an output directory
+"""The fleet analysis on Spark (PySpark, the DataFrame API only, so it runs the same in local
+mode, on a `spark://` master and through Spark Connect): reads every snapshot under a directory
+and writes into an output directory
 
     tables/<name>.json      health, broker_load, rack_load, missing_brokers, controller_moves,
-                            growth, lag (one JSON list of rows each)
+                            controller_churn, growth, lag_growth, disk_forecast, ... (a JSON
+                            list of rows each)
     plans/<cluster>/        recovery.json (elect-leaders --election-type designated),
                             recovery_partitions.json (unclean-recovery --path-to-json-file),
                             preferred.json (elect-leaders --election-type preferred),
                             rebalance.json (reassign-partitions --execute)
     report.html             the self-contained report (see `report`)
-    summary.json
+    summary.json            counts, the headline per cluster, the plans and their commands
+    spark.log               what the local Spark JVM printed (kept off the terminal)
 
-Everything is computed with Spark DataFrame functions (no Python UDFs); only the results,
-which are small (a row per cluster and snapshot, per broker, per planned partition), come back
-to the driver. Health classes follow kafka-topics' filters; the recovery plan follows the
-unclean-recovery rule (highest leader epoch, then longest log, then the earlier replica); the
-rebalance moves the fewest replicas that bring every broker within one replica of its rack's
-mean, only inside a rack (so rack spread never gets worse).
+How it stays fast: each snapshot file is scanned at most once for the run. The small tables
+(cluster, brokers, log dirs) come back in one job, the brokers cached for the health join; each
+cluster's latest partitions and replicas are cached, since the load, the plans and the health
+and bytes of the latest snapshot all read them; the health of the other snapshots and the
+consumer lag are one aggregation each over all snapshots (the older files, and the cached
+latest ones). The older replicas, the biggest table, are read only where the log dirs did not
+tell their used bytes. Spark returns only small results (a row per cluster and snapshot, per
+broker and log dir, per group, per partition that a plan touches); what is left (skew, the choice of a
+recovery leader among a few replicas, forecasts) is arithmetic on those rows. Health classes
+follow kafka-topics' filters; the recovery plan follows the unclean-recovery rule (highest
+leader epoch, then longest log, then the earlier replica); the rebalance moves the fewest
+replicas that bring every broker within one replica of its rack's mean, only inside a rack (so
+rack spread never gets worse).
 """
 
 from __future__ import annotations
@@ -23,82 +33,202 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from functools import reduce
 from pathlib import Path
 from typing import IO, Any
 
-from kafka_shell.pipeline import schema
+from kafka_shell.pipeline import derived, schema
 
 KEY = ["cluster_id", "taken_at"]
 PART = ["cluster_id", "topic", "partition"]
 HEALTH = ["under_replicated", "under_min_isr", "at_min_isr", "offline", "not_preferred"]
+PLAN_FILES = ("recovery.json", "recovery_partitions.json", "preferred.json", "rebalance.json")
 
 
 class NoSnapshots(ValueError):
     """The directory holds no complete snapshot."""
 
 
-def spark_session(master: str | None = None, conf: dict[str, str] | None = None) -> Any:
-    """The SparkSession (an existing one is reused): local[*] unless `master`; no UI, driver
-    on loopback, few shuffle partitions (the results are small)."""
+class OutputNotEmpty(ValueError):
+    """--out holds files that are not an earlier analysis, or an analysis without --overwrite."""
+
+
+# -- Spark sessions ------------------------------------------------------------------------------
+
+
+def local_cores(master: str) -> int | None:
+    """The cores of a local master (local, local[4], local[*]); None for a cluster."""
+    if master == "local":
+        return 1
+    if master.startswith("local["):
+        n = master[len("local["):].split(",")[0].rstrip("]")
+        return os.cpu_count() or 1 if n == "*" else int(n)
+    return None
+
+
+SHORT_JOB_ROWS = 2_000_000  # partition rows below which the local JVM runs without C2
+
+
+def spark_session(master: str | None = None, conf: dict[str, str] | None = None, remote: str | None = None,
+                  log: Path | None = None, short: bool = False) -> Any:
+    """A SparkSession: through Spark Connect when `remote` (sc://host:port), else a classic one
+    (an active one is reused) on `master` (default local[*]). Locally: no UI, driver on
+    loopback, as many shuffle partitions as cores (AQE coalesces them further), and the JVM's
+    own output (log4j, Hadoop's NativeCodeLoader warning, JVM notices) written to `log`."""
+    if remote:
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.remote(remote).getOrCreate()
+        for k, v in {"spark.sql.session.timeZone": "UTC", "spark.sql.adaptive.enabled": "true", **(conf or {})}.items():
+            spark.conf.set(k, v)
+        return spark
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
-    builder = (SparkSession.builder.appName("kafka-shell analyze").master(master or "local[*]")
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.sql.shuffle.partitions", "8").config("spark.sql.session.timeZone", "UTC"))
-    for k, v in (conf or {}).items():
+    master = master or "local[*]"
+    settings = {"spark.app.name": "kafka-shell analyze", "spark.master": master,
+                "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                "spark.sql.session.timeZone": "UTC", "spark.sql.adaptive.enabled": "true"}
+    cores = local_cores(master)
+    if cores is not None:
+        # Shuffles carry small aggregates: a partition per core. Scans: a snapshot file is one
+        # row group, so ask for a few splits per core, or one core reads the last files alone.
+        settings["spark.sql.shuffle.partitions"] = str(max(1, cores))
+        settings["spark.sql.files.minPartitionNum"] = str(4 * max(1, cores))
+        if short:
+            # On a job of seconds, C2's compile threads cost more CPU than they save (about half
+            # the JVM's CPU at 300,000 partition rows); long jobs keep them for their hot loops.
+            settings["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
+    settings.update(conf or {})
+    if SparkContext._active_spark_context is None:
+        spark_conf = SparkConf().setAll(list(settings.items()))
+        with open(log or os.devnull, "ab") as sink:
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": sink, "stderr": sink})
+        SparkContext(conf=spark_conf, gateway=gateway)
+    builder = SparkSession.builder
+    for k, v in settings.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return builder.getOrCreate()
+
+
+def is_connect(spark: Any) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 class Stages:
-    """One progress line per stage: `analyze [3/9] broker and rack load: 1.2 s`."""
+    """One progress line per stage with the Spark work it ran, so a regression shows:
+    `analyze [3/11] health: 1.2 s, 4 Spark jobs`. Classic Spark counts jobs (by job group);
+    Spark Connect tells its client only stages, so there it counts stages."""
 
     def __init__(self, out: IO[str] | None, total: int):
         self.out, self.total, self.n = out, total, 0
+        self.spark: Any = None
+        self.counts: dict[str, int] = {}
+        self._stages: set[tuple[str, int]] = set()
+
+    def watch(self, spark: Any) -> None:
+        self.spark = spark
+        if is_connect(spark):
+            spark.registerProgressHandler(self._progress)
+
+    def close(self) -> None:
+        if self.spark is not None and is_connect(self.spark):
+            self.spark.removeProgressHandler(self._progress)
+
+    def _progress(self, stages: list, operation_id: str = "", **_: Any) -> None:
+        self._stages.update((operation_id, s.stage_id) for s in stages)
 
     def run(self, name: str, fn: Callable[[], Any]) -> Any:
         self.n += 1
+        group = f"kafka-shell analyze {id(self)} {self.n}"  # unique: a reused SparkContext keeps old groups
+        classic = self.spark is not None and not is_connect(self.spark)
+        if classic:
+            self.spark.sparkContext.setJobGroup(group, name)
+        self._stages.clear()
         t0 = time.perf_counter()
         value = fn()
+        elapsed = time.perf_counter() - t0
+        work = ""
+        if classic:
+            jobs = len(self.spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+            work = f", {jobs} Spark job{'s' * (jobs != 1)}"
+            self.counts[name] = jobs
+        elif self.spark is not None:
+            work = f", {len(self._stages)} Spark stage{'s' * (len(self._stages) != 1)}"
+            self.counts[name] = len(self._stages)
         if self.out is not None:
-            self.out.write(f"analyze [{self.n}/{self.total}] {name}: {time.perf_counter() - t0:.1f} s\n")
+            self.out.write(f"analyze [{self.n}/{self.total}] {name}: {elapsed:.1f} s{work}\n")
             self.out.flush()
         return value
 
 
+# -- the run -------------------------------------------------------------------------------------
+
+
+def prepare_out(out: Path, overwrite: bool) -> None:
+    """An empty or new --out is used as it is; one holding an earlier analysis is cleared when
+    `overwrite` (its old plans would otherwise look current), else refused; one holding anything
+    else is refused (we delete only what we wrote)."""
+    if not out.exists() or not any(out.iterdir()):
+        out.mkdir(parents=True, exist_ok=True)
+        return
+    ours = {"tables", "plans", "report.html", "summary.json", "missing_brokers.json", "spark.log"}
+    strangers = sorted(p.name for p in out.iterdir() if p.name not in ours)
+    if strangers:
+        raise OutputNotEmpty(f"--out {out} holds files that are not an analysis ({', '.join(strangers[:3])}): "
+                             "give an empty or new directory")
+    if not overwrite:
+        raise OutputNotEmpty(f"--out {out} holds an earlier analysis: add --overwrite to replace it, "
+                             "or give an empty directory")
+    for p in out.iterdir():
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+
+
 def run(root: Path, out: Path, master: str | None = None, conf: dict[str, str] | None = None,
-        progress: IO[str] | None = None, spark: Any = None) -> dict[str, Any]:
+        progress: IO[str] | None = None, spark: Any = None, remote: str | None = None,
+        overwrite: bool = False) -> dict[str, Any]:
     """Analyze the snapshots under `root` into `out`; returns the summary (also summary.json)."""
-    manifests = schema.find_snapshots(root)
-    if not manifests:
+    manifests = schema.read_manifests(root)
+    snapshots = [m for m in manifests if "failed" not in m]
+    if not snapshots:
         raise NoSnapshots(f"No snapshot under {root}: take some with `snapshot --output-dir {root}` "
                           "or generate a fleet with python -m kafka_shell.pipeline.synth")
-    stages = Stages(progress, 8 + (spark is None))
+    prepare_out(out, overwrite)
+    stages = Stages(progress, 10 + (spark is None))
     started = time.perf_counter()
-    spark = spark or stages.run("Spark session", lambda: spark_session(master, conf))
-    fleet = Fleet(spark, manifests)
+    short = sum(m["rows"]["partitions"] for m in snapshots) < SHORT_JOB_ROWS
+    spark = spark or stages.run("Spark session", lambda: spark_session(master, conf, remote, out / "spark.log", short))
+    stages.watch(spark)
+    fleet = Fleet(spark, snapshots)
     try:
-        return _analyze(fleet, stages, out, started)
+        summary = _analyze(fleet, stages, out, started, failed=[m for m in manifests if "failed" in m])
     finally:
         fleet.close()
+        stages.close()
+    return summary
 
 
-def _analyze(fleet: Fleet, stages: Stages, out: Path, started: float) -> dict[str, Any]:
+def _analyze(fleet: Fleet, stages: Stages, out: Path, started: float, failed: list[dict]) -> dict[str, Any]:
+    small = stages.run("snapshot tables (cluster, brokers, log dirs)", fleet.small_tables)
     health = stages.run("health per cluster and snapshot", fleet.health)
-    brokers, racks = stages.run("broker and rack load", fleet.load)
-    missing = stages.run("KIP-426 missing broker ids", fleet.missing_brokers)
-    recovery = stages.run("recovery plan", fleet.recovery_plan)
-    preferred = stages.run("preferred-election plan", fleet.preferred_plan)
-    rebalance = stages.run("rebalance plan", fleet.rebalance_plan)
-    trends = stages.run("trends", lambda: fleet.trends(health))
-    tables = {"health": health, "broker_load": brokers, "rack_load": racks,
+    dirs = stages.run("bytes per broker and log dir", lambda: fleet.log_dir_bytes(small["log_dirs"]))
+    lag = stages.run("consumer lag per group", fleet.lag)
+    load = stages.run("broker and rack load", lambda: fleet.load(small["brokers"], dirs))
+    marked = stages.run("partitions for the plans", fleet.marked_partitions)
+    recovery = stages.run("recovery plan", lambda: fleet.recovery_plan(marked))
+    rebalance = stages.run("rebalance plan", lambda: fleet.rebalance_plan(load["broker_load"]))
+    trends = stages.run("trends and forecasts", lambda: derived.trends(small, health, dirs, lag, fleet.latest_at))
+    missing = fleet.missing_brokers(load["broker_load"], marked)
+    preferred = [{k: r[k] for k in (*PART, "leader", "preferred")} for r in marked if r["preferred_ok"]]
+    tables = {"health": health, **load,
               "missing_brokers": [{k: v for k, v in r.items() if k != "partitions"} for r in missing],
-              "recovery": recovery, "preferred": preferred, "rebalance": rebalance["moves"], **trends}
+              "recovery": recovery, "preferred": preferred, "rebalance": rebalance["moves"], **trends,
+              "failed_snapshots": [{"cluster_id": m["cluster_id"], "taken_at": m["taken_at"], "reason": m["failed"]}
+                                   for m in failed]}
 
     def write() -> dict[str, Any]:
         from kafka_shell.pipeline import report
@@ -108,14 +238,17 @@ def _analyze(fleet: Fleet, stages: Stages, out: Path, started: float) -> dict[st
         (out / "missing_brokers.json").write_text(json.dumps(missing, indent=1, default=str) + "\n")
         plans = write_plans(out / "plans", fleet.clusters, recovery, preferred, rebalance["plans"])
         summary = {
-            "clusters": len(fleet.clusters), "snapshots": len(fleet.manifests),
+            "clusters": len(fleet.clusters), "snapshots": len(fleet.manifests), "failed_snapshots": len(failed),
             "partitions_latest": sum(h["partitions"] for h in latest_rows(health)),
             "offline_latest": sum(h["offline"] for h in latest_rows(health)),
             "missing_broker_ids": len(missing),  # a row per cluster and missing id
             "recovery_partitions": len(recovery), "preferred_partitions": len(preferred),
             "rebalance_moves": len(rebalance["moves"]), "controller_moves": len(trends["controller_moves"]),
-            "plans": plans}
+            "plans": plans,
+            "headline": derived.headline(fleet.clusters, tables),
+            "commands": plan_commands(out / "plans", plans, small["brokers"], fleet.latest_at)}
         report.write(out / "report.html", tables, summary)
+        summary["spark_work"] = dict(stages.counts)
         summary["seconds"] = round(time.perf_counter() - started, 1)
         (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
         return summary
@@ -130,34 +263,35 @@ def latest_rows(health: list[dict]) -> list[dict]:
     return list(last.values())
 
 
-def _growth(rows: list[dict], key: tuple[str, ...], values: tuple[str, ...]) -> list[dict]:
-    """First and last value of each series (rows sorted by time within a key) and the change."""
-    series: dict[tuple, list[dict]] = {}
-    for r in rows:
-        series.setdefault(tuple(r[k] for k in key), []).append(r)
-    out = []
-    for k, rs in sorted(series.items()):
-        rs.sort(key=lambda r: r["taken_at"])
-        row: dict[str, Any] = {**dict(zip(key, k)), "first": rs[0]["taken_at"], "last": rs[-1]["taken_at"]}
-        for v in values:
-            row.update({f"{v}_first": rs[0][v], f"{v}_last": rs[-1][v], f"{v}_growth": rs[-1][v] - rs[0][v]})
-        out.append(row)
-    return out
-
-
 def _rows(df: Any) -> list[dict]:
-    """A small result as plain rows; timestamps as UTC ISO text, like the manifests' (PySpark
-    gives them naive, in this process's local time)."""
-    rows = []
-    for r in df.collect():
-        d = r.asDict(recursive=True)
-        rows.append({k: (v.astimezone(datetime.UTC).isoformat() if isinstance(v, datetime.datetime) else v)
-                     for k, v in d.items()})
+    """A small result as plain rows, through Arrow (fast, and alike in classic Spark and Spark
+    Connect); timestamps as UTC ISO text, like the manifests'."""
+    rows = df.toArrow().to_pylist()
+    for r in rows:
+        for k, v in r.items():
+            if isinstance(v, datetime.datetime):
+                r[k] = (v if v.tzinfo else v.replace(tzinfo=datetime.UTC)).astimezone(datetime.UTC).isoformat()
     return rows
 
 
+def _by_cluster(values: dict[str, Any], otherwise: Any) -> Any:
+    """A column that is values[c] on the rows of cluster c (the clusters are few)."""
+    from pyspark.sql import functions as F
+    expr = None
+    for c, v in sorted(values.items()):
+        expr = F.when(F.col("cluster_id") == c, v) if expr is None else expr.when(F.col("cluster_id") == c, v)
+    return otherwise if expr is None else expr.otherwise(otherwise)
+
+
+def _is_in(column: Any, ids_by_cluster: dict[str, list[int]]) -> Any:
+    """`column` is one of its cluster's ids (the ids are few: the brokers of a snapshot)."""
+    from pyspark.sql import functions as F
+    return _by_cluster({c: column.isin(ids) for c, ids in ids_by_cluster.items()}, F.lit(False))
+
+
 class Fleet:
-    """The snapshots as DataFrames: all of them, or each cluster's latest only."""
+    """The snapshots as DataFrames: the small tables of all of them, and each cluster's latest
+    partitions cached (the stages on the latest snapshot all read them)."""
 
     def __init__(self, spark: Any, manifests: list[dict]):
         self.spark = spark
@@ -166,202 +300,250 @@ class Fleet:
         for m in manifests:
             latest[m["cluster_id"]] = m  # sorted oldest first
         self.latest = list(latest.values())
+        self.latest_at = {c: m["taken_at_ms"] for c, m in latest.items()}
+        self.older = [m for m in manifests if latest[m["cluster_id"]] is not m]
         self.clusters = sorted(latest)
-        self._latest: dict[str, Any] = {}
+        # Small paths lists are listed on the driver; above Spark's threshold (32) it starts a job.
+        spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(max(32, len(manifests) + 1)))
+        self._cached: list[Any] = []
+        self._brokers = self._cache(self._read("brokers", manifests))
+        self._latest_parts = self._cache(self._read("partitions", self.latest))
+        self._latest_replicas = self._cache(self._read("replicas", self.latest))
+        self.live: dict[str, list[int]] = {}  # the latest snapshot's live brokers, from small_tables
 
     def close(self) -> None:
-        for df in self._latest.values():
+        for df in self._cached:
             df.unpersist()
-        self._latest.clear()
+        self._cached.clear()
 
-    def table(self, name: str, latest: bool = False) -> Any:
-        """A table over every snapshot, or over each cluster's latest one (cached: most
-        stages read those again)."""
-        if latest and name in self._latest:
-            return self._latest[name]
-        chosen = self.latest if latest else self.manifests
-        df = self.spark.read.schema(_spark_schema(name)).parquet(*[f"{m['path']}/{name}.parquet" for m in chosen])
-        if latest:
-            df = self._latest[name] = df.cache()
+    def _cache(self, df: Any) -> Any:
+        self._cached.append(df.cache())
         return df
 
-    def _live(self, latest: bool = False) -> Any:
-        from pyspark.sql import functions as F
-        return self.table("brokers", latest).groupBy(*KEY).agg(F.collect_set("broker_id").alias("live"))
+    def _read(self, name: str, manifests: Iterable[dict]) -> Any:
+        paths = [f"{m['path']}/{name}.parquet" for m in manifests if schema.has_table(m, name)]
+        if not paths:
+            return self.spark.createDataFrame([], _spark_schema(name))
+        return self.spark.read.schema(_spark_schema(name)).parquet(*paths)
 
-    def _classified(self, latest: bool = False) -> Any:
-        """Partitions with their health classes (kafka-topics' filters)."""
-        from pyspark.sql import functions as F
-        parts = self.table("partitions", latest)
-        topics = self.table("topics", latest).select(*KEY, "topic", "min_isr")
-        df = (parts.join(F.broadcast(self._live(latest)), KEY, "left").join(F.broadcast(topics), [*KEY, "topic"], "left")
-              .withColumn("min_isr", F.coalesce("min_isr", F.lit(1)))
-              .withColumn("live", F.coalesce("live", F.array().cast("array<int>"))))
-        offline = (F.col("leader") < 0) | ~F.array_contains("live", F.col("leader"))
-        return (df.withColumn("offline", offline)
-                .withColumn("under_replicated", F.size("isr") < F.size("replicas"))
-                .withColumn("under_min_isr", offline | (F.size("isr") < F.col("min_isr")))
-                .withColumn("at_min_isr", F.size("isr") == F.col("min_isr"))
-                .withColumn("not_preferred", F.col("leader") != F.element_at("replicas", 1)))
+    # -- small tables ------------------------------------------------------------------------------
 
-    # -- health ----------------------------------------------------------------------------------
+    def small_tables(self) -> dict[str, list[dict]]:
+        """cluster, brokers and log_dirs of every snapshot, in one job (one union of scans)."""
+        from pyspark.sql import functions as F
+        parts = {"cluster": self._read("cluster", self.manifests), "brokers": self._brokers,
+                 "log_dirs": self._read("log_dirs", self.manifests)}
+        union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
+                       [df.withColumn("table", F.lit(name)) for name, df in parts.items()])
+        out: dict[str, list[dict]] = {name: [] for name in parts}
+        columns = {name: df.columns for name, df in parts.items()}
+        for r in _rows(union):
+            out[r["table"]].append({c: r[c] for c in columns[r["table"]]})
+        for rows in out.values():
+            rows.sort(key=lambda r: (r["cluster_id"], r["taken_at"], r.get("broker_id") or 0, r.get("log_dir") or ""))
+        self.live = {c: [] for c in self.clusters}
+        for b in self.in_latest(out["brokers"]):
+            self.live[b["cluster_id"]].append(b["broker_id"])
+        return out
+
+    def in_latest(self, rows: list[dict]) -> list[dict]:
+        """The rows of each cluster's latest snapshot."""
+        latest = {(c, _utc(ms).isoformat()) for c, ms in self.latest_at.items()}
+        return [r for r in rows if (r["cluster_id"], r["taken_at"]) in latest]
+
+    # -- over all snapshots ------------------------------------------------------------------------
 
     def health(self) -> list[dict]:
+        """Per cluster and snapshot: partitions, and those in each of kafka-topics' classes."""
         from pyspark.sql import functions as F
-        df = self._classified()
+        parts = self._read("partitions", self.older).unionByName(self._latest_parts)
+        live = self._brokers.select(*KEY, F.col("broker_id").alias("leader"), F.lit(True).alias("leader_live"))
+        topics = self._read("topics", self.manifests).select(*KEY, "topic", "min_isr")
+        df = parts.join(F.broadcast(live), [*KEY, "leader"], "left").join(F.broadcast(topics), [*KEY, "topic"], "left")
+        offline = F.col("leader_live").isNull()  # leader -1 or a broker Metadata does not list
+        n_isr, min_isr = F.size("isr"), F.coalesce("min_isr", F.lit(1))
+        flags = {"under_replicated": n_isr < F.size("replicas"), "under_min_isr": offline | (n_isr < min_isr),
+                 "at_min_isr": n_isr == min_isr, "offline": offline,
+                 "not_preferred": F.col("leader") != F.try_element_at("replicas", F.lit(1))}
         agg = df.groupBy(*KEY).agg(F.count(F.lit(1)).alias("partitions"),
-                                   *[F.sum(F.col(c).cast("int")).alias(c) for c in HEALTH])
-        return _rows(agg.orderBy(*KEY))
+                                   *[F.sum(flags[c].cast("int")).alias(c) for c in HEALTH])
+        return sorted(_rows(agg), key=lambda r: (r["cluster_id"], r["taken_at"]))
 
-    # -- load ------------------------------------------------------------------------------------
+    def log_dir_bytes(self, log_dirs: list[dict]) -> list[dict]:
+        """Per cluster, snapshot, broker and log dir: replicas and bytes, in each latest
+        snapshot (the broker load's bytes) and in the older snapshots whose log dirs did not
+        tell the bytes they use (brokers before DescribeLogDirs v4, format 1 snapshots): the
+        disk forecast and the bytes over time fall back to the replicas' sizes there. Where
+        the log dirs tell, the older replicas are not read at all (they are most of the data)."""
+        from pyspark.sql import functions as F
+        told = derived.used_bytes(log_dirs)
+        untold = [m for m in self.older if (m["cluster_id"], _utc(m["taken_at_ms"]).isoformat()) not in told]
+        reps = self._read("replicas", untold).unionByName(self._latest_replicas)
+        agg = reps.groupBy(*KEY, "broker_id", "log_dir").agg(F.count(F.lit(1)).alias("replicas"), F.sum("size").alias("bytes"))
+        return sorted(_rows(agg), key=lambda r: (r["cluster_id"], r["taken_at"], r["broker_id"], r["log_dir"] or ""))
 
-    def load(self) -> tuple[list[dict], list[dict]]:
+    def log_ends(self) -> list[dict]:
+        """The log ends (and leader epochs) that live replicas of offline partitions told, in
+        each cluster's latest snapshot: the recovery plan's inputs (a snapshot records them only
+        for those replicas, so they are few)."""
+        from pyspark.sql import functions as F
+        told = self._latest_replicas.where("log_end_offset IS NOT NULL").select(
+            *PART, "broker_id", "log_end_offset", F.coalesce("last_epoch", F.lit(-1)).alias("last_epoch"))
+        return _rows(told)
+
+    def lag(self) -> list[dict]:
+        """Per cluster, snapshot and group: the messages behind the log ends, over the
+        partitions whose offsets the snapshot holds."""
+        from pyspark.sql import functions as F
+        ends = self._read("offsets", self.manifests).select(*KEY, "topic", "partition", "log_end_offset")
+        committed = self._read("group_offsets", self.manifests)
+        df = (committed.join(ends, [*KEY, "topic", "partition"])
+              .withColumn("lag", F.greatest(F.col("log_end_offset") - F.col("committed_offset"), F.lit(0))))
+        agg = df.groupBy(*KEY, "group").agg(F.sum("lag").alias("lag"), F.count(F.lit(1)).alias("partitions"))
+        return sorted(_rows(agg), key=lambda r: (r["cluster_id"], r["group"], r["taken_at"]))
+
+    # -- each cluster's latest snapshot ------------------------------------------------------------
+
+    def load(self, brokers: list[dict], dirs: list[dict]) -> dict[str, list[dict]]:
         """Per broker (live, plus ids replicas name that no live broker has) and per rack, in
         each cluster's latest snapshot: replicas, leaders, bytes, and skew against the mean."""
-        from pyspark.sql import Window
         from pyspark.sql import functions as F
-        parts = self.table("partitions", True)
-        replicas = parts.select("cluster_id", F.explode("replicas").alias("broker_id")).groupBy(
-            "cluster_id", "broker_id").agg(F.count(F.lit(1)).alias("replicas"))
-        leaders = parts.where("leader >= 0").groupBy("cluster_id", F.col("leader").alias("broker_id")).agg(
-            F.count(F.lit(1)).alias("leaders"))
-        sizes = self.table("replicas", True).groupBy("cluster_id", "broker_id").agg(F.sum("size").alias("bytes"))
-        brokers = self.table("brokers", True).select("cluster_id", "broker_id", "rack", "state")
-        df = (brokers.join(replicas, ["cluster_id", "broker_id"], "full")
-              .join(leaders, ["cluster_id", "broker_id"], "left").join(sizes, ["cluster_id", "broker_id"], "left")
-              .fillna(0, ["replicas", "leaders", "bytes"])
-              .withColumn("state", F.coalesce("state", F.lit("missing"))))
-        live = Window.partitionBy("cluster_id")
-        per_broker = df
-        for c in ("replicas", "leaders", "bytes"):
-            mean = F.avg(F.when(F.col("state") == "live", F.col(c))).over(live)
-            per_broker = per_broker.withColumn(f"{c}_skew", F.when(mean > 0, F.round(F.col(c) / mean - 1, 4)))
-        by_rack = (df.where("state = 'live'").groupBy("cluster_id", F.coalesce("rack", F.lit("(none)")).alias("rack"))
-                   .agg(F.count(F.lit(1)).alias("brokers"), F.sum("replicas").alias("replicas"),
-                        F.sum("leaders").alias("leaders"), F.sum("bytes").alias("bytes")))
-        for c in ("replicas", "leaders", "bytes"):
-            # Skew of a rack's load per broker against the cluster's load per broker.
-            per = F.col(c) / F.col("brokers")
-            mean = F.sum(c).over(live) / F.sum("brokers").over(live)
-            by_rack = by_rack.withColumn(f"{c}_skew", F.when(mean > 0, F.round(per / mean - 1, 4)))
-        return (_rows(per_broker.orderBy("cluster_id", "broker_id")),
-                _rows(by_rack.orderBy("cluster_id", "rack")))
+        parts = self._latest_parts
+        held = parts.select("cluster_id", F.explode("replicas").alias("broker_id"),
+                            F.lit(1).alias("replicas"), F.lit(0).alias("leaders"))
+        led = parts.where("leader >= 0").select("cluster_id", F.col("leader").alias("broker_id"),
+                                                F.lit(0).alias("replicas"), F.lit(1).alias("leaders"))
+        counts = {(r["cluster_id"], r["broker_id"]): r for r in _rows(
+            held.unionByName(led).groupBy("cluster_id", "broker_id").agg(
+                F.sum("replicas").alias("replicas"), F.sum("leaders").alias("leaders")))}
+        held_bytes: dict[tuple[str, int], int] = {}
+        for d in self.in_latest(dirs):
+            held_bytes[(d["cluster_id"], d["broker_id"])] = held_bytes.get((d["cluster_id"], d["broker_id"]), 0) + d["bytes"]
+        return derived.load_tables(counts, self.in_latest(brokers), held_bytes)
 
-    # -- KIP-426 -----------------------------------------------------------------------------------
+    def marked_partitions(self) -> list[dict]:
+        """The latest partitions that a plan or the KIP-426 table needs, marked: offline (the
+        leader is no live broker), stuck (a replica on a broker that is not live), and
+        preferred_ok (led by another replica while the first is live and in the ISR: a
+        preferred election moves leadership back; anything else would fail with
+        PREFERRED_LEADER_NOT_AVAILABLE)."""
+        from pyspark.sql import functions as F
+        first = F.try_element_at("replicas", F.lit(1))
+        offline = ~_is_in(F.col("leader"), self.live)
+        stuck = ~F.forall("replicas", lambda b: _is_in(b, self.live))
+        preferred_ok = (~offline & (F.col("leader") != first) & F.array_contains("isr", first) & _is_in(first, self.live))
+        df = (self._latest_parts.select(*PART, "leader", "replicas", "isr", offline.alias("offline"),
+                                        stuck.alias("stuck"), preferred_ok.alias("preferred_ok"), first.alias("preferred"))
+              .where("offline OR stuck OR preferred_ok"))
+        return sorted(_rows(df), key=lambda r: (r["cluster_id"], r["topic"], r["partition"]))
 
-    def missing_brokers(self) -> list[dict]:
+    def missing_brokers(self, broker_load: list[dict], marked: list[dict]) -> list[dict]:
         """Broker ids that replicas name but no live broker has (KIP-426's missing ids), with
         the partitions each one affects, in each cluster's latest snapshot."""
-        from pyspark.sql import functions as F
-        parts = self.table("partitions", True)
-        live = self.table("brokers", True).select("cluster_id", "broker_id")
-        named = parts.select("cluster_id", "topic", "partition", F.explode("replicas").alias("broker_id"))
-        gone = named.join(live, ["cluster_id", "broker_id"], "left_anti")
-        agg = gone.groupBy("cluster_id", "broker_id").agg(
-            F.count(F.lit(1)).alias("affected_partitions"),
-            F.sort_array(F.collect_list(F.struct("topic", "partition"))).alias("partitions"))
-        return _rows(agg.orderBy("cluster_id", "broker_id"))
-
-    # -- trends ------------------------------------------------------------------------------------
-
-    def trends(self, health: list[dict]) -> dict[str, list[dict]]:
-        """Across snapshots: controller moves (from, to, when), bytes and partitions per
-        cluster over time and their growth, consumer lag per group over time and its growth."""
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-        order = Window.partitionBy("cluster_id").orderBy("taken_at")
-        cluster = self.table("cluster").withColumn("from", F.lag("controller_id").over(order))
-        moves = cluster.where(F.col("from").isNotNull() & (F.col("from") != F.col("controller_id"))).select(
-            "cluster_id", F.col("taken_at").alias("when"), "from", F.col("controller_id").alias("to"),
-            F.col("controller_epoch").alias("epoch"))
-        size = _rows(self.table("replicas").groupBy(*KEY).agg(F.sum("size").alias("bytes")).orderBy(*KEY))
-        parts = {(h["cluster_id"], h["taken_at"]): h["partitions"] for h in health}
-        over_time = [{**r, "partitions": parts.get((r["cluster_id"], r["taken_at"]), 0)} for r in size]
-        lag = (self.table("offsets").join(F.broadcast(self.table("group_offsets")), [*KEY, "topic", "partition"])
-               .withColumn("lag", F.greatest(F.col("log_end_offset") - F.col("committed_offset"), F.lit(0)))
-               .groupBy(*KEY, "group").agg(F.sum("lag").alias("lag"), F.count(F.lit(1)).alias("partitions")))
-        lag_rows = _rows(lag.orderBy("cluster_id", "group", "taken_at"))
-        return {"controller_moves": _rows(moves.orderBy("cluster_id", "when")),
-                "controller_over_time": _rows(cluster.select(*KEY, "controller_id", "controller_epoch").orderBy(*KEY)),
-                "size_over_time": over_time,
-                "growth": _growth(over_time, ("cluster_id",), ("partitions", "bytes")),
-                "lag_over_time": lag_rows, "lag_growth": _growth(lag_rows, ("cluster_id", "group"), ("lag",))}
+        out = []
+        for b in broker_load:
+            if b["state"] != "missing":
+                continue
+            parts = [{"topic": r["topic"], "partition": r["partition"]} for r in marked
+                     if r["cluster_id"] == b["cluster_id"] and b["broker_id"] in r["replicas"]]
+            out.append({"cluster_id": b["cluster_id"], "broker_id": b["broker_id"],
+                        "affected_partitions": len(parts), "partitions": parts})
+        return out
 
     # -- plans -------------------------------------------------------------------------------------
 
-    def recovery_plan(self) -> list[dict]:
+    def recovery_plan(self, marked: list[dict]) -> list[dict]:
         """For each offline partition of each cluster's latest snapshot, the live replica the
         unclean-recovery rule picks: highest leader epoch, then longest log, then the earlier
         replica in the assignment."""
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-        offline = self._classified(True).where("offline").select(*PART, "replicas", "live")
-        reps = self.table("replicas", True).where("log_end_offset IS NOT NULL").select(
-            *PART, "broker_id", "log_end_offset", F.coalesce("last_epoch", F.lit(-1)).alias("last_epoch"))
-        df = (offline.join(reps, PART).where(F.array_contains("live", F.col("broker_id")))
-              .withColumn("position", F.array_position("replicas", F.col("broker_id"))))
-        best = Window.partitionBy(*PART).orderBy(F.desc("last_epoch"), F.desc("log_end_offset"), "position")
-        chosen = df.withColumn("rank", F.row_number().over(best)).where("rank = 1").select(
-            *PART, F.col("broker_id").alias("designated_leader"), "last_epoch", "log_end_offset", "replicas")
-        return _rows(chosen.orderBy(*PART))
+        told: dict[tuple[str, str, int], list[tuple[int, int, int]]] = {}
+        for e in self.log_ends():
+            told.setdefault((e["cluster_id"], e["topic"], e["partition"]), []).append(
+                (e["last_epoch"], e["log_end_offset"], e["broker_id"]))
+        plan = []
+        for p in marked:
+            if not p["offline"]:
+                continue
+            live = set(self.live[p["cluster_id"]])
+            candidates = [c for c in told.get((p["cluster_id"], p["topic"], p["partition"]), []) if c[2] in live]
+            if not candidates:
+                continue
+            epoch, end, broker = max(candidates, key=lambda c: (c[0], c[1], -p["replicas"].index(c[2])))
+            plan.append({"cluster_id": p["cluster_id"], "topic": p["topic"], "partition": p["partition"],
+                         "designated_leader": broker, "last_epoch": epoch, "log_end_offset": end, "replicas": p["replicas"]})
+        return plan
 
-    def preferred_plan(self) -> list[dict]:
-        """Partitions led by another replica while the preferred one (the first) is live and in
-        the ISR: a preferred election moves leadership back (anything else would fail with
-        PREFERRED_LEADER_NOT_AVAILABLE)."""
-        from pyspark.sql import functions as F
-        df = self._classified(True).where("NOT offline AND not_preferred")
-        first = F.element_at("replicas", 1)
-        df = df.where(F.array_contains("isr", first) & F.array_contains("live", first))
-        return _rows(df.select(*PART, "leader", first.alias("preferred")).orderBy(*PART))
-
-    def rebalance_plan(self) -> dict[str, Any]:
+    def rebalance_plan(self, broker_load: list[dict]) -> dict[str, Any]:
         """The fewest replica moves that bring every live broker within one replica of the
         mean of its rack (of its cluster when brokers have no racks), moving replicas only
         between brokers of the same rack. Partitions with a replica on a missing broker stay
-        (they are for KIP-426's replacement or the recovery plan)."""
+        (they are for KIP-426's replacement or the recovery plan). The targets come from the
+        load per broker; Spark picks the replicas that leave (followers first, in a hash
+        order) in one windowed query over the latest partitions."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
-        parts = self.table("partitions", True).select(*PART, "replicas")
-        brokers = self.table("brokers", True).select("cluster_id", "broker_id", "rack")
-        racked = brokers.groupBy("cluster_id").agg(
-            (F.count(F.lit(1)) == F.count("rack")).alias("all_racked"))
-        brokers = brokers.join(racked, "cluster_id").withColumn(
-            "grp", F.when(F.col("all_racked"), F.col("rack")).otherwise(F.lit("")))
-        reps = parts.select(*PART, "replicas", F.posexplode("replicas").alias("pos", "broker_id"))
-        placed = reps.join(F.broadcast(brokers.select("cluster_id", "broker_id", "grp")), ["cluster_id", "broker_id"], "left")
-        stuck = placed.where("grp IS NULL").select(*PART).distinct()
-        placed = placed.where("grp IS NOT NULL")
-        load = (brokers.join(placed.groupBy("cluster_id", "broker_id").agg(F.count(F.lit(1)).alias("load")),
-                             ["cluster_id", "broker_id"], "left").fillna(0, ["load"]))
-        group = Window.partitionBy("cluster_id", "grp")
-        ranked = (load.withColumn("total", F.sum("load").over(group)).withColumn("n", F.count(F.lit(1)).over(group))
-                  .withColumn("rank", F.row_number().over(group.orderBy(F.desc("load"), "broker_id")) - 1))
-        target = F.floor(F.col("total") / F.col("n")) + (F.col("rank") < F.col("total") % F.col("n")).cast("int")
-        ranked = ranked.withColumn("target", target.cast("int"))
-        over = ranked.where("load > target").select("cluster_id", "grp", "broker_id",
-                                                    (F.col("load") - F.col("target")).alias("surplus"))
-        under = ranked.where("load < target").select("cluster_id", "grp", "broker_id",
-                                                     (F.col("target") - F.col("load")).alias("deficit"))
-        # Replicas leaving: followers first (a preferred leader stays), in a hash order.
-        movable = (placed.join(F.broadcast(over), ["cluster_id", "grp", "broker_id"])
-                   .join(F.broadcast(stuck), PART, "left_anti"))
+        over, under = rebalance_targets(broker_load)
+        if not over:
+            return {"moves": [], "plans": {}}
+        surplus_of = _by_cluster({c: F.try_element_at(F.create_map(*[F.lit(x) for b, (n, _) in sorted(bs.items()) for x in (b, n)]),
+                                                      F.col("broker_id")) for c, bs in over.items()}, F.lit(None))
+        movable = (self._latest_parts.where(F.forall("replicas", lambda b: _is_in(b, self.live)))
+                   .select(*PART, "replicas", F.posexplode("replicas").alias("pos", "broker_id"))
+                   .withColumn("surplus", surplus_of).where("surplus IS NOT NULL"))
         per_broker = Window.partitionBy("cluster_id", "broker_id").orderBy(
             (F.col("pos") == 0), F.xxhash64("topic", "partition"), "topic", "partition")
-        sheds = movable.withColumn("rn", F.row_number().over(per_broker)).where("rn <= surplus")
-        sheds = sheds.withColumn("idx", F.row_number().over(group.orderBy("broker_id", "rn")))
-        slots = under.select("cluster_id", "grp", "broker_id", F.explode(F.sequence(F.lit(1), "deficit")).alias("k"))
-        slots = slots.withColumn("idx", F.row_number().over(group.orderBy("k", "broker_id"))).select(
-            "cluster_id", "grp", "idx", F.col("broker_id").alias("to"))
-        moves = sheds.join(slots, ["cluster_id", "grp", "idx"]).select(
-            *PART, "grp", "replicas", F.col("broker_id").alias("from"), "to")
-        return assign_moves(_rows(moves.orderBy("cluster_id", "grp", "idx")))
+        # The literal bound lets Spark keep only the first rows of each broker before the shuffle.
+        most = max(n for bs in over.values() for n, _ in bs.values())
+        sheds = (movable.withColumn("rn", F.row_number().over(per_broker))
+                 .where((F.col("rn") <= most) & (F.col("rn") <= F.col("surplus"))).drop("surplus", "pos"))
+        return match_moves(_rows(sheds), over, under)
+
+
+def rebalance_targets(broker_load: list[dict]) -> tuple[dict[str, dict[int, tuple[int, str]]], dict[str, dict[int, tuple[int, str]]]]:
+    """Per cluster, the live brokers above and below their target (broker -> (replicas to shed
+    or take, rack group)). The target spreads a group's replicas evenly: the floor of the mean,
+    plus one for the most loaded brokers while the remainder lasts (ties by broker id)."""
+    live = [b for b in broker_load if b["state"] == "live"]
+    racked = {c: all(b["rack"] is not None for b in live if b["cluster_id"] == c) for c in {b["cluster_id"] for b in live}}
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for b in live:
+        groups.setdefault((b["cluster_id"], b["rack"] if racked[b["cluster_id"]] else ""), []).append(b)
+    over: dict[str, dict[int, tuple[int, str]]] = {}
+    under: dict[str, dict[int, tuple[int, str]]] = {}
+    for (cluster, grp), members in groups.items():
+        members.sort(key=lambda b: (-b["replicas"], b["broker_id"]))
+        total = sum(b["replicas"] for b in members)
+        base, extra = divmod(total, len(members))
+        for rank, b in enumerate(members):
+            target = base + (rank < extra)
+            if b["replicas"] > target:
+                over.setdefault(cluster, {})[b["broker_id"]] = (b["replicas"] - target, grp)
+            elif b["replicas"] < target:
+                under.setdefault(cluster, {})[b["broker_id"]] = (target - b["replicas"], grp)
+    return over, under
+
+
+def match_moves(sheds: list[dict], over: dict[str, dict[int, tuple[int, str]]],
+                under: dict[str, dict[int, tuple[int, str]]]) -> dict[str, Any]:
+    """Pair the replicas that leave with the free slots of their rack group (the k-th leaver of
+    a group, by broker then rank, takes the k-th slot, by round then broker), then apply the
+    pairs (see `assign_moves`)."""
+    leaving: dict[tuple[str, str], list[dict]] = {}
+    for s in sorted(sheds, key=lambda s: (s["cluster_id"], s["broker_id"], s["rn"])):
+        leaving.setdefault((s["cluster_id"], over[s["cluster_id"]][s["broker_id"]][1]), []).append(s)
+    pairs = []
+    for (cluster, grp), leavers in sorted(leaving.items()):
+        free = {b: n for b, (n, g) in under.get(cluster, {}).items() if g == grp}
+        slots = [b for k in range(1, max(free.values(), default=0) + 1) for b in sorted(free) if free[b] >= k]
+        pairs += [{"cluster_id": cluster, "grp": grp, "topic": s["topic"], "partition": s["partition"],
+                   "replicas": s["replicas"], "from": s["broker_id"], "to": to} for s, to in zip(leavers, slots)]
+    return assign_moves(pairs)
 
 
 def assign_moves(pairs: list[dict]) -> dict[str, Any]:
-    """Apply the (from -> to) pairs Spark matched, mending the few where `to` already holds a
-    replica of that partition by swapping destinations within the same rack group; a pair that
-    cannot be mended is dropped. Returns the moves and, per cluster, the new replica lists."""
+    """Apply the (from -> to) pairs, mending the few where `to` already holds a replica of that
+    partition by swapping destinations within the same rack group; a pair that cannot be mended
+    is dropped. Returns the moves and, per cluster, the new replica lists."""
     by_group: dict[tuple[str, str], list[dict]] = {}
     for p in pairs:
         by_group.setdefault((p["cluster_id"], p["grp"]), []).append(p)
@@ -417,6 +599,43 @@ def write_plans(root: Path, clusters: list[str], recovery: list[dict], preferred
                 (root / cluster / name).write_text(json.dumps(body, indent=1) + "\n")
             written[cluster] = sorted(files)
     return written
+
+
+# Per plan file: the kafka-shell line that checks it (changes nothing) and the one that applies it.
+PLAN_COMMANDS = {
+    "recovery.json": ("elect-leaders --election-type designated --path-to-json-file {path} --dry-run",
+                      "elect-leaders --election-type designated --path-to-json-file {path} --yes"),
+    "recovery_partitions.json": ("unclean-recovery --path-to-json-file {path} --show-replica-info",
+                                 "unclean-recovery --path-to-json-file {path} --automated-recovery --yes"),
+    "preferred.json": ("elect-leaders --election-type preferred --path-to-json-file {path} --dry-run",
+                       "elect-leaders --election-type preferred --path-to-json-file {path}"),
+    "rebalance.json": ("reassign-partitions --execute --reassignment-json-file {path} --dry-run",
+                       "reassign-partitions --execute --reassignment-json-file {path}"),
+}
+
+
+def plan_commands(root: Path, plans: dict[str, list[str]], brokers: list[dict],
+                  latest_at: dict[str, int]) -> dict[str, dict[str, dict[str, str]]]:
+    """Per cluster and plan file, the exact kafka-shell lines that check and apply it,
+    bootstrapped from a live broker of the cluster's latest snapshot (the lowest id)."""
+    import shlex
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for cluster, files in plans.items():
+        at = _utc(latest_at[cluster]).isoformat()
+        live = sorted((b["broker_id"], b["host"], b["port"]) for b in brokers
+                      if b["cluster_id"] == cluster and b["taken_at"] == at)
+        # One-shot form: global options, then --COMMAND and its options.
+        prefix = f"kafka-shell --bootstrap-server {shlex.quote(f'{live[0][1]}:{live[0][2]}') if live else 'HOST:PORT'} --"
+        out[cluster] = {}
+        for f in [f for f in PLAN_COMMANDS if f in files]:  # the most urgent first
+            path = shlex.quote(str((root / cluster / f).resolve()))
+            check, apply = PLAN_COMMANDS[f]
+            out[cluster][f] = {"check": prefix + check.format(path=path), "apply": prefix + apply.format(path=path)}
+    return out
+
+
+def _utc(ms: int) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
 
 
 def _spark_schema(name: str) -> Any:

@@ -4,6 +4,10 @@ the Spark jobs that read it.
 One directory per cluster and time: `D/<cluster id>/<UTC time>/`, holding one Parquet file per
 table below and `manifest.json` (format, cluster id, mode, time, controller, row counts). Every
 table carries `cluster_id` and `taken_at`, so a glob over many snapshots reads as one table.
+
+A round of `snapshot --every` that failed leaves only a manifest with `failed` (the reason):
+readers skip it as a snapshot and count it as a gap. Format 1 (before log dirs were recorded)
+still reads: its replicas have no `log_dir` and it has no `log_dirs` table.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from typing import Any
 
 import pyarrow as pa
 
-FORMAT = 1
+FORMAT = 2
+READABLE_FORMATS = (1, 2)
 MANIFEST = "manifest.json"
 STAMP = "%Y%m%dT%H%M%S.%fZ"
 
@@ -39,7 +44,11 @@ SCHEMAS: dict[str, pa.Schema] = {
     # tells them (replicas of offline partitions: GetReplicaLogInfo or ListOffsets replica -2).
     "replicas": pa.schema(_KEY + _PARTITION + [
         ("broker_id", pa.int32()), ("size", pa.int64()), ("offset_lag", pa.int64()),
-        ("log_end_offset", pa.int64()), ("last_epoch", pa.int32())]),
+        ("log_end_offset", pa.int64()), ("last_epoch", pa.int32()), ("log_dir", pa.string())]),
+    # One row per log dir of each live broker; total and usable bytes where the broker tells them
+    # (DescribeLogDirs v4+, KIP-827), else null.
+    "log_dirs": pa.schema(_KEY + [("broker_id", pa.int32()), ("log_dir", pa.string()),
+                                  ("total_bytes", pa.int64()), ("usable_bytes", pa.int64())]),
     "offsets": pa.schema(_KEY + _PARTITION + [("log_start_offset", pa.int64()), ("log_end_offset", pa.int64())]),
     "group_offsets": pa.schema(_KEY + [("group", pa.string())] + _PARTITION + [("committed_offset", pa.int64())]),
 }
@@ -69,16 +78,36 @@ def write_snapshot(directory: Path, tables: dict[str, pa.Table], manifest: dict[
     return directory
 
 
-def find_snapshots(root: Path) -> list[dict[str, Any]]:
-    """The complete snapshots under `root` (each manifest, with its `path`), oldest first per
-    cluster. A manifest of another format is refused with a clear message."""
+def write_failure(root: Path, cluster_id: str, taken_at: datetime.datetime, reason: str) -> Path:
+    """Record a failed round of a series: a manifest with `failed` and no tables."""
+    directory = snapshot_dir(root, cluster_id, taken_at)
+    directory.mkdir(parents=True, exist_ok=False)
+    body = {"format": FORMAT, "cluster_id": cluster_id, "taken_at": taken_at.isoformat(),
+            "taken_at_ms": int(taken_at.timestamp() * 1000), "failed": reason}
+    (directory / MANIFEST).write_text(json.dumps(body, indent=2) + "\n")
+    return directory
+
+
+def read_manifests(root: Path) -> list[dict[str, Any]]:
+    """Every manifest under `root` (each with its `path`), failed rounds included, oldest first
+    per cluster. A manifest of a format this version cannot read is refused with a clear message."""
     found = []
     for manifest in sorted(root.glob(f"*/*/{MANIFEST}")):
         body = json.loads(manifest.read_text())
-        if body.get("format") != FORMAT:
-            raise ValueError(f"{manifest}: snapshot format {body.get('format')!r}, expected {FORMAT}")
+        if body.get("format") not in READABLE_FORMATS:
+            raise ValueError(f"{manifest}: snapshot format {body.get('format')!r}, expected one of {READABLE_FORMATS}")
         found.append({**body, "path": str(manifest.parent)})
     return sorted(found, key=lambda m: (m["cluster_id"], m["taken_at_ms"]))
+
+
+def find_snapshots(root: Path) -> list[dict[str, Any]]:
+    """The complete snapshots under `root` (failed rounds left out), oldest first per cluster."""
+    return [m for m in read_manifests(root) if "failed" not in m]
+
+
+def has_table(manifest: dict[str, Any], name: str) -> bool:
+    """Whether a snapshot holds `name` (format 1 has no log_dirs)."""
+    return name in manifest.get("rows", {})
 
 
 def empty(name: str) -> pa.Table:

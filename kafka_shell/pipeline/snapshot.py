@@ -43,7 +43,7 @@ def take(session: Session, root: Path) -> Path:
     cluster_id = snap.cluster_id or "unknown-cluster"
     parts = [p for _, t in sorted(snap.topics.items()) for p in t.partitions]
     down = _down_brokers(session, snap)
-    replicas = _log_dirs(session, sorted(set(snap.brokers) - set(down)), down)
+    replicas, dir_rows = _log_dirs(session, sorted(set(snap.brokers) - set(down)), down)
     live = set(snap.brokers) - set(down)
     log_ends = _offline_log_ends(session, snap, [p for p in parts if p.leader < 0 or p.leader not in live], live)
     log_offsets = _offsets(session, snap, [p for p in parts if p.leader in live])
@@ -63,8 +63,8 @@ def take(session: Session, root: Path) -> Path:
     topic_rows = [(t.name, str(t.topic_id) if t.topic_id else None, len(t.partitions),
                    len(t.partitions[0].replicas) if t.partitions else 0, settings.get(t.name, no_config))
                   for _, t in sorted(snap.topics.items())]
-    replica_rows = [(t, p, b, size, lag, *log_ends.get((t, p, b), (None, None)))
-                    for (t, p, b), (size, lag) in sorted(replicas.items())]
+    replica_rows = [(t, p, b, size, lag, *log_ends.get((t, p, b), (None, None)), log_dir)
+                    for (t, p, b), (size, lag, log_dir) in sorted(replicas.items())]
     tables = {
         "cluster": table("cluster", {"mode": [conn.mode or ""], "controller_id": [snap.controller.id],
                                      "controller_epoch": [snap.controller.epoch]}),
@@ -77,7 +77,8 @@ def take(session: Session, root: Path) -> Path:
             [(p.topic, p.partition, p.leader, p.leader_epoch, list(p.replicas), list(p.isr),
               elr.get((p.topic, p.partition), []), list(p.offline_replicas)) for p in parts])),
         "replicas": table("replicas", _columns(
-            ["topic", "partition", "broker_id", "size", "offset_lag", "log_end_offset", "last_epoch"], replica_rows)),
+            ["topic", "partition", "broker_id", "size", "offset_lag", "log_end_offset", "last_epoch", "log_dir"], replica_rows)),
+        "log_dirs": table("log_dirs", _columns(["broker_id", "log_dir", "total_bytes", "usable_bytes"], dir_rows)),
         "offsets": table("offsets", _columns(["topic", "partition", "log_start_offset", "log_end_offset"],
                                              [(t, p, start, end) for (t, p), (start, end) in sorted(log_offsets.items())])),
         "group_offsets": table("group_offsets", _columns(["group", "topic", "partition", "committed_offset"], committed)),
@@ -109,15 +110,19 @@ def _down_brokers(session: Session, snap: ClusterSnapshot) -> dict[int, str]:
     return down
 
 
-def _log_dirs(session: Session, brokers: list[int], down: dict[int, str]) -> dict[tuple[str, int, int], tuple[int, int]]:
-    """(topic, partition, broker) -> (size, offset lag): one DescribeLogDirs per live broker, all
-    at once. A broker that does not answer is added to `down`."""
+def _log_dirs(session: Session, brokers: list[int], down: dict[int, str]
+              ) -> tuple[dict[tuple[str, int, int], tuple[int, int, str]], list[tuple]]:
+    """(topic, partition, broker) -> (size, offset lag, log dir), and (broker, log dir, total
+    bytes, usable bytes) per dir: one DescribeLogDirs per live broker, all at once. A broker that
+    does not answer is added to `down`."""
     if not log_dirs.supported(session.conn):
-        return {}
+        return {}, []
     found = log_dirs.describe(session.conn, brokers)
     for b, why in found.failed.items():
         down[b] = f"did not describe its log dirs: {why}"
-    return found.sizes()
+    replicas = {(r.topic, r.partition, d.broker): (r.size, r.offset_lag, d.path)
+                for d in found.dirs for r in d.replicas if not r.is_future}
+    return replicas, [(d.broker, d.path, d.total_bytes, d.usable_bytes) for d in found.dirs]
 
 
 def _offsets(session: Session, snap: ClusterSnapshot, online: list[PartitionInfo]) -> dict[Key, tuple[int, int]]:

@@ -11,7 +11,11 @@ Vectorised (numpy and pyarrow, no per-partition Python), with the faults a fleet
 - skewed racks (cluster 1: most brokers in one rack, and replicas placed without rack care);
 - leaders off their preferred replica (about 2% of partitions);
 - controller moves between snapshots (KRaft voters 100-102, the epoch rising at each move);
-- growing lag: one consumer group per cluster falls further behind at every snapshot.
+- growing lag: one consumer group per cluster falls further behind at every snapshot, by a
+  known number of messages an hour (`lag_growth_per_hour`);
+- disks filling at a known rate: each broker has two log dirs, each replica's bytes grow
+  linearly, and each dir's capacity is set so that at the last snapshot it is `days_left`
+  days from full (broker 1's first dir: 1.5 days).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ PARTITIONS_PER_TOPIC = 100
 RACKS = ("rack-a", "rack-b", "rack-c")
 CONTROLLERS = (100, 101, 102)
 GROUPS = ("orders-app", "billing-app", "slow-consumer")   # the last one's lag grows
+SLOW_GROUP = GROUPS[-1]
+LOG_DIRS = ("/var/lib/kafka/data-0", "/var/lib/kafka/data-1")
 TOPICS_PER_GROUP = 10
 OFFLINE_FRACTION = 0.0002
 NOT_PREFERRED_FRACTION = 0.02
@@ -87,6 +93,33 @@ class Cluster:
         self.rate = rng.integers(50, 500, partitions)          # messages per snapshot step
         self.msg_bytes = rng.integers(100, 1000, partitions)
         self.base = rng.integers(0, 10_000, partitions)
+        # Log dirs: a replica's dir alternates with its partition and position (JBOD of two).
+        self.dir_of = (np.arange(partitions)[:, None] + np.arange(rf)[None, :]) % len(LOG_DIRS)
+        slot = (np.searchsorted(self.broker_ids, self.replicas) * len(LOG_DIRS) + self.dir_of).reshape(-1)
+        per_replica = np.repeat(np.arange(partitions), rf)
+        slots = brokers * len(LOG_DIRS)
+        # Bytes a dir gains per step, and what it holds at the last step when every replica is in sync.
+        self.dir_growth = np.bincount(slot, (self.rate * self.msg_bytes)[per_replica], slots)
+        self.dir_used_last = np.bincount(slot, ((self.base + self.rate * snapshots) * self.msg_bytes)[per_replica], slots)
+        self.dir_days_left = 20.0 + 5 * np.arange(slots)
+        self.dir_days_left[0] = 1.5
+        steps_per_day = 24  # snapshots are an hour apart
+        self.dir_capacity = (self.dir_used_last + self.dir_growth * steps_per_day * self.dir_days_left).astype(np.int64)
+
+    def days_left(self, broker: int, log_dir: str) -> float:
+        """Days until the dir is full at the last snapshot (exact where no broker dies)."""
+        return float(self.dir_days_left[(broker - 1) * len(LOG_DIRS) + LOG_DIRS.index(log_dir)])
+
+    def disk_growth_per_day(self, broker: int, log_dir: str) -> float:
+        return float(self.dir_growth[(broker - 1) * len(LOG_DIRS) + LOG_DIRS.index(log_dir)] * 24)
+
+    def lag_growth_per_hour(self, group: str) -> int:
+        """Messages an hour the group falls further behind (while its partitions stay online)."""
+        if group != SLOW_GROUP:
+            return 0
+        g = GROUPS.index(group)
+        mask = np.isin(self.topic_of, np.arange(g * TOPICS_PER_GROUP, (g + 1) * TOPICS_PER_GROUP) % len(self.topics))
+        return int((self.rate[mask] // 2).sum())
 
     def dead_at(self, s: int) -> bool:
         return self.dead is not None and s >= self.n_snaps // 2
@@ -133,12 +166,15 @@ class Cluster:
         off_row = offline[row]
         # Divergent logs of offline partitions: a later replica may have written in a later epoch.
         last_epoch = np.where(off_row, 5 + (row + pos) % 3, -1)
+        size = (leo * self.msg_bytes[row]).astype(np.int64)
+        dir_index = self.dir_of.reshape(-1)[live]
         replicas = {
             "topic": _strings(self.topic_of[row], self.topics), "partition": self.part_of[row],
-            "broker_id": flat[live].astype(np.int32), "size": (leo * self.msg_bytes[row]).astype(np.int64),
+            "broker_id": flat[live].astype(np.int32), "size": size,
             "offset_lag": np.where(off_row, 0, behind).astype(np.int64),
             "log_end_offset": pa.array(leo.astype(np.int64), mask=~off_row),
             "last_epoch": pa.array(last_epoch.astype(np.int32), mask=~off_row),
+            "log_dir": _strings(dir_index.astype(np.int32), list(LOG_DIRS)),
         }
         online = ~offline
         offsets = {"topic": _strings(self.topic_of[online], self.topics), "partition": self.part_of[online],
@@ -147,6 +183,13 @@ class Cluster:
         groups = self._groups(s, end, online)
         live_brokers = self.broker_ids != self.dead if dead else np.ones(self.n_brokers, bool)
         ids = self.broker_ids[live_brokers]
+        slots = self.n_brokers * len(LOG_DIRS)
+        used = np.bincount(np.searchsorted(self.broker_ids, flat[live]) * len(LOG_DIRS) + dir_index, size, slots)
+        dir_live = np.repeat(live_brokers, len(LOG_DIRS))
+        log_dirs = {"broker_id": np.repeat(self.broker_ids, len(LOG_DIRS))[dir_live],
+                    "log_dir": np.tile(np.array(LOG_DIRS), self.n_brokers)[dir_live].tolist(),
+                    "total_bytes": self.dir_capacity[dir_live],
+                    "usable_bytes": (self.dir_capacity - used.astype(np.int64))[dir_live]}
         brokers = {"broker_id": ids, "host": [f"broker-{b}.{self.id}" for b in ids],
                    "port": np.full(len(ids), 9092, np.int32),
                    "rack": [RACKS[r] for r in self.racks[live_brokers]], "state": ["live"] * len(ids)}
@@ -161,7 +204,7 @@ class Cluster:
         cluster = {"mode": ["KRaft"], "controller_id": [controller], "controller_epoch": [controller_epoch]}
         tables = {name: self._table(name, cols, taken_at) for name, cols in (
             ("cluster", cluster), ("brokers", brokers), ("topics", topics), ("partitions", partitions),
-            ("replicas", replicas), ("offsets", offsets), ("group_offsets", groups))}
+            ("replicas", replicas), ("log_dirs", log_dirs), ("offsets", offsets), ("group_offsets", groups))}
         manifest = {"cluster_id": self.id, "mode": "KRaft", "taken_at": taken_at.isoformat(),
                     "taken_at_ms": int(taken_at.timestamp() * 1000), "controller_id": controller,
                     "controller_epoch": controller_epoch, "source": "kafka_shell.pipeline.synth"}
@@ -172,7 +215,7 @@ class Cluster:
         for g, name in enumerate(GROUPS):
             topics = np.arange(g * TOPICS_PER_GROUP, (g + 1) * TOPICS_PER_GROUP) % len(self.topics)
             mask = np.isin(self.topic_of, topics) & online
-            lag = self.rate[mask] * ((s + 1) if name == "slow-consumer" else 1) // 2
+            lag = self.rate[mask] // 2 * ((s + 1) if name == SLOW_GROUP else 1)
             rows.append((g, mask, np.maximum(0, end[mask] - lag)))
         mask_all = [(np.full(int(m.sum()), g, np.int32), np.flatnonzero(m), c) for g, m, c in rows]
         group_idx = np.concatenate([m[0] for m in mask_all])

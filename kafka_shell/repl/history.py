@@ -12,6 +12,7 @@ from prompt_toolkit.history import FileHistory
 
 from kafka_shell.client_config import SECRET_WORDS
 from kafka_shell.files import PRIVATE_DIR, append_private
+from kafka_shell.parsing import logical_lines
 from kafka_shell.paths import data_dir
 
 # A line is kept out of history (file and memory, hence out of auto-suggestions too) when it
@@ -19,8 +20,16 @@ from kafka_shell.paths import data_dir
 SECRET = re.compile("|".join(map(re.escape, (*SECRET_WORDS, "passwd", "sasl.", "ssl.key"))), re.I)
 
 
-def is_secret(line: str) -> bool:
-    return SECRET.search(line) is not None
+def is_secret(text: str) -> bool:
+    """Whether the text, as typed or as the logical lines it makes, mentions a secret: a key split
+    by `\\` continuations (`ss\\`, `l.keystore.pass\\`, `word=...`) is seen whole, joined as the
+    shell joins it and as a POSIX shell would (without the space)."""
+    glued = CONTINUATION.sub("", text)
+    joined = [line for _, line in logical_lines(text.splitlines())]
+    return any(SECRET.search(t) is not None for t in (text, glued, *joined))
+
+
+CONTINUATION = re.compile(r"\\\r?\n[ \t]*")
 
 
 def history_path() -> Path:

@@ -23,6 +23,10 @@ from kafka_shell.sandbox.model import Cluster, Partition, Topic
 # fails as a whole with POLICY_VIOLATION. It also bounds the memory a single request can make the
 # sandbox allocate.
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+# KRaft's controller builds an operation's metadata records in a list bounded at 10,000
+# (QuorumController's MAX_RECORDS_PER_USER_OP); beyond it the whole request fails with this.
+MAX_RECORDS_PER_OPERATION = 10_000
+EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
@@ -68,17 +72,12 @@ def check_new_topic_name(cluster: Cluster, name: str) -> None:
                                  f"Topic '{name}' collides with existing topic: {other}")
 
 
-def check_topic_configs(topic_configs: dict[str, str | None]) -> dict[str, str]:
+def check_topic_configs(cluster: Cluster, topic_configs: dict[str, str | None]) -> dict[str, str]:
     """Kafka's LogConfig validation of the configs given at creation (INVALID_CONFIG)."""
-    for key, value in topic_configs.items():
-        if value is None:
-            raise AdminError(ErrorCode.invalid_config, f"Null value not supported for topic configs: {key}")
-        d = configs.TOPIC_CONFIGS.get(key)
-        if d is None:
-            raise AdminError(ErrorCode.invalid_config, f"Unknown topic config name: {key}")
-        problem = configs.check_value(d, value)
-        if problem:
-            raise AdminError(ErrorCode.invalid_config, problem)
+    try:
+        configs.check_topic_configs(cluster, topic_configs)
+    except configs.ConfigProblem as exc:
+        raise AdminError(exc.code, exc.message) from None
     return dict(topic_configs)  # type: ignore[arg-type]
 
 
@@ -127,7 +126,7 @@ def plan_topic(cluster: Cluster, name: str, num_partitions: int = -1, replicatio
     """Validate a new topic as KRaft does (name, existence, configs, then counts or assignment)
     and return its replica lists and configs. Raises AdminError."""
     check_new_topic_name(cluster, name)
-    checked_configs = check_topic_configs(topic_configs or {})
+    checked_configs = check_topic_configs(cluster, topic_configs or {})
     if assignment:
         if replication_factor != -1:
             raise AdminError(ErrorCode.invalid_request, "A manual partition assignment was specified, "
@@ -207,6 +206,10 @@ def place_replicas(cluster: Cluster, partitions: int, replication_factor: int,
 # -- state changes ---------------------------------------------------------------------------
 
 
+# Kafka's Topic.isInternal: these names are internal however they were created.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
 def create_topic(cluster: Cluster, name: str, partitions: int = 1, replication_factor: int = 1,
                  assignment: list[list[int]] | None = None,
                  configs: dict[str, str] | None = None, internal: bool = False) -> Topic:
@@ -214,7 +217,7 @@ def create_topic(cluster: Cluster, name: str, partitions: int = 1, replication_f
     if assignment is None:
         assignment = place_replicas(cluster, partitions, replication_factor)
     topic = Topic(name=name, id=uuid.uuid4(), partitions=[], configs=dict(configs or {}),
-                  internal=internal)
+                  internal=internal or name in INTERNAL_TOPICS)
     for i, replicas in enumerate(assignment):
         topic.partitions.append(new_partition(cluster, name, i, replicas))
     cluster.topics[name] = topic

@@ -3,10 +3,11 @@ dispatches here). It serves an embedded cluster until Ctrl-C, SIGTERM or SIGHUP.
 
 from __future__ import annotations
 
+import re
 import sys
 
-from kafka_shell.env import expand_env
-from kafka_shell.errors import ShellError, UsageError
+from kafka_shell.env import ENV_REF, expand_env
+from kafka_shell.errors import ShellError, UsageError, shown
 
 SANDBOX_EPILOG = """\
 Prints three lines on stdout, then serves until Ctrl-C, SIGTERM or SIGHUP (each stops it
@@ -37,6 +38,7 @@ def serve(argv: list[str]) -> int:
     import signal
     import threading
 
+    from kafka_shell.definitions import DEFAULT_RELEASE, RELEASES, ZK_RELEASE
     from kafka_shell.sandbox.model import MODES
     p = argparse.ArgumentParser(prog="kafka-shell sandbox", description="Serve an embedded Kafka cluster "
                                 "on 127.0.0.1 or --listen (real Kafka wire protocol).",
@@ -49,7 +51,17 @@ def serve(argv: list[str]) -> int:
     p.add_argument("--port-base", type=int, default=None, metavar="P",
                    help="listen on P.. (brokers, then controllers, then the control endpoint) "
                         "instead of free ports")
-    p.add_argument("--racks", default=None, help="comma-separated racks, one per broker or one for all")
+    p.add_argument("--kafka-version", choices=RELEASES, default=None,
+                   help=f"the Kafka release to behave as: its API versions, features and configs (default "
+                        f"{DEFAULT_RELEASE}; --mode zk implies {ZK_RELEASE}, which Kafka 4.0 left behind)")
+    p.add_argument("--rack", "--racks", dest="rack", default=None, metavar="ID[,ID...]",
+                   help="the brokers' racks (broker.rack): one per broker, or one for all")
+    p.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a static broker config, as in Kafka's server.properties (repeatable): e.g. "
+                        "num.partitions=4, default.replication.factor=3")
+    p.add_argument("--seed-apis", action="store_true",
+                   help="also serve the seeds' APIs no Kafka release has: KAFKA-20098's GetReplicaLogInfo "
+                        "and designated elections (ElectLeaders v3)")
     p.add_argument("--hosts", default=None, metavar="H1,H2,...",
                    help="the brokers' machine names, one per broker (default broker-1.sandbox, ...); "
                         "they key KIP-426's host -> id mapping, the advertised address stays loopback")
@@ -88,18 +100,24 @@ def serve(argv: list[str]) -> int:
                    help="principals the authorizer always allows (Kafka's super.users); needs --authorizer")
     p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
                    help="a resource with no ACL is open to everyone; needs --authorizer")
+    p.add_argument("--repair", action="store_true",
+                   help="with --data-dir only: truncate the first damaged journal at its damage, after "
+                        "keeping a copy (and the journals after it) in D/damaged-TIME/, then exit")
     args = p.parse_args(argv)
+    if args.repair:
+        return _repair_sandbox(args.data_dir, argv)
     if (args.super_users is not None or args.allow_everyone_if_no_acl_found) and not args.authorizer:
         raise UsageError("--super-users and --allow-everyone-if-no-acl-found need --authorizer")
     users = dict(_sandbox_user(item) for item in args.user)
     if args.mode == "zk" and args.controllers is not None:
         raise UsageError("--controllers needs --mode kraft (a zk-mode controller is a broker)")
+    configs = sandbox_broker_configs(args.broker_config)
     from kafka_shell.sandbox.authorizer import parse_super_users
     from kafka_shell.sandbox.persist import StateError
     from kafka_shell.sandbox.server import Sandbox
     try:
-        sandbox = Sandbox(brokers=args.brokers, port_base=args.port_base,
-                          racks=args.racks.split(",") if args.racks else None,
+        sandbox = Sandbox(brokers=args.brokers, port_base=args.port_base, racks=sandbox_racks(args.rack),
+                          kafka_version=args.kafka_version, configs=configs, seed_apis=args.seed_apis,
                           hosts=args.hosts.split(",") if args.hosts else None,
                           host=args.listen, data_dir=args.data_dir, mode=args.mode,
                           controllers=args.controllers, serve_control=True,
@@ -140,7 +158,9 @@ def serve(argv: list[str]) -> int:
     if sandbox.authorizer is not None:
         supers = ", ".join(sorted(sandbox.authorizer.super_users)) or "none"
         auth = f"ACLs checked (super users: {supers}), "
-    sys.stderr.write(f"Sandbox cluster ({sandbox.mode} mode) with {len(sandbox.cluster.brokers)} broker(s) "
+    seeds = ", with the seeds' APIs" if sandbox.seed_apis else ""
+    sys.stderr.write(f"Sandbox cluster (Kafka {sandbox.cluster.kafka_version}, {sandbox.mode} mode{seeds}) with "
+                     f"{len(sandbox.cluster.brokers)} broker(s) "
                      f"at {sandbox.bootstrap}, {quorum}, {auth}control endpoint {sandbox.control_address}; "
                      "Ctrl-C stops it.\n")
     while not stop.wait(0.5):
@@ -152,6 +172,42 @@ def serve(argv: list[str]) -> int:
     return 0
 
 
+def _repair_sandbox(data_dir: str | None, argv: list[str]) -> int:
+    others = [a for a in argv if a.startswith("-") and a.split("=", 1)[0] not in ("--repair", "--data-dir")]
+    if data_dir is None or others:
+        raise UsageError("--repair takes only --data-dir D (kafka-shell sandbox --data-dir D --repair)")
+    from kafka_shell.sandbox import journal
+    from kafka_shell.sandbox.persist import StateError
+    try:
+        sys.stderr.write(journal.repair(data_dir) + "\n")
+    except StateError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise ShellError(f"Cannot repair {data_dir}: {exc.strerror or exc}") from None
+    return 0
+
+
+def sandbox_broker_configs(items: list[str]) -> dict[str, str]:
+    """--broker-config KEY=VALUE, repeated: the sandbox's static broker configs."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--broker-config expects KEY=VALUE, not {shown(item)} (e.g. --broker-config num.partitions=4)")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def sandbox_racks(text: str | None) -> list[str] | None:
+    """--rack ID[,ID...]: one rack per broker, or one for all."""
+    if text is None:
+        return None
+    racks = [r.strip() for r in text.split(",")]
+    if not all(racks):
+        raise UsageError(f"--rack expects rack ids separated by commas, not {shown(text)} (e.g. --rack a,b,c)")
+    return racks
+
+
 def _upper_list(text: str | None) -> list[str] | None:
     return [part.strip().upper() for part in text.split(",") if part.strip()] if text else None
 
@@ -161,4 +217,8 @@ def _sandbox_user(item: str) -> tuple[str, str]:
     if not sep or not name or not password:
         raise UsageError("--user expects NAME:PASSWORD (e.g. --user alice:secret, or "
                          "--user 'alice:${ALICE_PASSWORD}')")
+    if not ENV_REF.fullmatch(password.strip()):
+        variable = re.sub(r"\W", "_", name).upper() + "_PASSWORD"
+        sys.stderr.write(f"Warning: --user {name}:... puts a password on the command line, visible to other "
+                         f"users (ps): write --user '{name}:${{{variable}}}' and export {variable}.\n")
     return name, expand_env(password, f"--user {name}")

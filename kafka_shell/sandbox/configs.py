@@ -1,246 +1,43 @@
-"""Config keys the sandbox knows, with Kafka's types and defaults, and how values resolve.
+"""The sandbox's broker and topic configs: Kafka's own definitions for the release the sandbox
+follows (kafka_shell.definitions), the few keys and defaults the sandbox adds, and how values
+resolve and are described, as Kafka's DynamicBrokerConfig, LogConfig and ConfigHelper do.
 
-A topic value resolves as Kafka does: topic override, then the cluster-wide dynamic default of
-its broker synonym, then the broker's static default.
+A broker value resolves as Kafka's does: the broker's own dynamic config, the cluster-wide
+dynamic default, the static config the sandbox started with (`--broker-config`, Kafka's
+server.properties), the default. A topic value: the topic's override, else its broker synonym
+resolved so (with the unit of the first synonym set: log.retention.hours feeds retention.ms).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from functools import cache
 
+from kafka_shell.definitions import releases
+from kafka_shell.definitions.releases import ConfigDef, Validator, check_value, split_list
 from kafka_shell.sandbox.model import Cluster
 
+__all__ = ["ConfigDef", "check_value", "split_list", "broker_defs", "topic_defs", "topic_value", "broker_value",
+           "describe_topic", "describe_broker", "describe_cluster_defaults"]
 
-@dataclass(frozen=True)
-class ConfigDef:
-    name: str
-    type: str               # boolean, string, int, long, double, list, class, password
-    default: str | None
-    synonym: str | None = None  # the broker key a topic key falls back to
-    choices: tuple[str, ...] = ()
-    sensitive: bool = False
-    read_only: bool = False   # broker keys that cannot change dynamically
-    minimum: float | None = None  # Kafka's Range.atLeast / between validators
-    maximum: float | None = None
-    doc: str | None = None
-
-
-def _t(name: str, type_: str, default: str | None, synonym: str | None = None,
-       choices: tuple[str, ...] = (), minimum: float | None = None, maximum: float | None = None,
-       doc: str | None = None) -> ConfigDef:
-    return ConfigDef(name, type_, default, synonym, choices, minimum=minimum, maximum=maximum, doc=doc)
-
-
-TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
-    _t("cleanup.policy", "list", "delete", "log.cleanup.policy", ("compact", "delete")),
-    _t("compression.type", "string", "producer", "compression.type",
-       ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
-    _t("delete.retention.ms", "long", "86400000", "log.cleaner.delete.retention.ms"),
-    _t("file.delete.delay.ms", "long", "60000", "log.segment.delete.delay.ms"),
-    _t("flush.messages", "long", "9223372036854775807", "log.flush.interval.messages"),
-    _t("flush.ms", "long", "9223372036854775807", "log.flush.interval.ms"),
-    _t("follower.replication.throttled.replicas", "list", "",
-       "follower.replication.throttled.replicas"),
-    _t("index.interval.bytes", "int", "4096", "log.index.interval.bytes"),
-    _t("leader.replication.throttled.replicas", "list", "", "leader.replication.throttled.replicas"),
-    _t("local.retention.bytes", "long", "-2", "log.local.retention.bytes"),
-    _t("local.retention.ms", "long", "-2", "log.local.retention.ms"),
-    _t("max.compaction.lag.ms", "long", "9223372036854775807", "log.cleaner.max.compaction.lag.ms"),
-    _t("max.message.bytes", "int", "1048588", "message.max.bytes"),
-    _t("message.timestamp.type", "string", "CreateTime", "log.message.timestamp.type",
-       ("CreateTime", "LogAppendTime")),
-    _t("min.cleanable.dirty.ratio", "double", "0.5", "log.cleaner.min.cleanable.ratio"),
-    _t("min.compaction.lag.ms", "long", "0", "log.cleaner.min.compaction.lag.ms"),
-    _t("min.insync.replicas", "int", "1", "min.insync.replicas"),
-    _t("preallocate", "boolean", "false", "log.preallocate", ("true", "false")),
-    _t("retention.bytes", "long", "-1", "log.retention.bytes"),
-    _t("retention.ms", "long", "604800000", "log.retention.ms"),
-    _t("segment.bytes", "int", "1073741824", "log.segment.bytes"),
-    _t("segment.index.bytes", "int", "10485760", "log.index.size.max.bytes"),
-    _t("segment.jitter.ms", "long", "0", "log.roll.jitter.ms"),
-    _t("segment.ms", "long", "604800000", "log.roll.ms"),
-    _t("unclean.leader.election.enable", "boolean", "false", "unclean.leader.election.enable",
-       ("true", "false")),
-    _t("message.downconversion.enable", "boolean", "true", "log.message.downconversion.enable",
-       ("true", "false")),
-    _t("message.timestamp.before.max.ms", "long", "9223372036854775807",
-       "log.message.timestamp.before.max.ms", minimum=0),
-    _t("message.timestamp.after.max.ms", "long", "3600000", "log.message.timestamp.after.max.ms",
-       minimum=0),
-    _t("remote.storage.enable", "boolean", "false", choices=("true", "false")),
+# Keys no Kafka release has, which the sandbox adds.
+SANDBOX_BROKER_CONFIGS = {c.name: c for c in [
+    ConfigDef("preferred.controller.id", "int", "-1", mode="cluster-wide", validator=Validator("Range", "[-1,...]", min=-1),
+              doc="Sandbox extension (KAFKA-1778): the node that should hold the controller role while it is "
+                  "usable; -1 for none."),
+    ConfigDef("host.name", "string", None,
+              doc="Sandbox extension: the broker machine's host name (kafka-shell sandbox --hosts; KIP-426's mapping key)."),
 ]}
 
-# Broker keys: the synonyms above plus broker-only keys. Values are Kafka's defaults.
-BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
-    _t("log.cleanup.policy", "list", "delete", choices=("compact", "delete")),
-    _t("compression.type", "string", "producer",
-       choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
-    _t("log.cleaner.delete.retention.ms", "long", "86400000"),
-    _t("log.segment.delete.delay.ms", "long", "60000"),
-    _t("log.flush.interval.messages", "long", "9223372036854775807"),
-    _t("log.flush.interval.ms", "long", None),
-    _t("log.index.interval.bytes", "int", "4096"),
-    _t("log.local.retention.bytes", "long", "-2"),
-    _t("log.local.retention.ms", "long", "-2"),
-    _t("log.cleaner.max.compaction.lag.ms", "long", "9223372036854775807"),
-    _t("message.max.bytes", "int", "1048588"),
-    _t("log.message.timestamp.type", "string", "CreateTime", choices=("CreateTime", "LogAppendTime")),
-    _t("log.cleaner.min.cleanable.ratio", "double", "0.5"),
-    _t("log.cleaner.min.compaction.lag.ms", "long", "0"),
-    _t("min.insync.replicas", "int", "1"),
-    _t("log.preallocate", "boolean", "false", choices=("true", "false")),
-    _t("log.retention.bytes", "long", "-1"),
-    _t("log.retention.ms", "long", None),
-    _t("log.retention.hours", "int", "168"),
-    _t("log.segment.bytes", "int", "1073741824"),
-    _t("log.index.size.max.bytes", "int", "10485760"),
-    _t("log.roll.jitter.ms", "long", None),
-    _t("log.roll.ms", "long", None),
-    _t("log.roll.hours", "int", "168"),
-    _t("unclean.leader.election.enable", "boolean", "false", choices=("true", "false")),
-    _t("log.message.downconversion.enable", "boolean", "true", choices=("true", "false")),
-    _t("auto.leader.rebalance.enable", "boolean", "false", choices=("true", "false")),
-    _t("auto.create.topics.enable", "boolean", "true", choices=("true", "false")),
-    _t("default.replication.factor", "int", "1"),
-    _t("num.partitions", "int", "1"),
-    _t("offsets.topic.replication.factor", "int", "3"),
-    _t("offsets.topic.num.partitions", "int", "50"),
-    _t("leader.replication.throttled.rate", "long", "9223372036854775807"),
-    _t("follower.replication.throttled.rate", "long", "9223372036854775807"),
-    _t("replica.alter.log.dirs.io.max.bytes.per.second", "long", "9223372036854775807"),
-    _t("leader.replication.throttled.replicas", "list", ""),
-    _t("follower.replication.throttled.replicas", "list", ""),
-    _t("preferred.controller.id", "int", "-1"),
-    _t("delete.topic.enable", "boolean", "true", choices=("true", "false")),
-    _t("background.threads", "int", "10"),
-    _t("num.io.threads", "int", "8"),
-    _t("num.network.threads", "int", "3"),
-    _t("num.replica.fetchers", "int", "1"),
-    _t("log.dirs", "string", None),
-    _t("broker.id", "int", "-1"),
-    _t("node.id", "int", "-1"),
-    _t("broker.rack", "string", None),
-    _t("host.name", "string", None),
-    _t("log.message.timestamp.before.max.ms", "long", "9223372036854775807", minimum=0),
-    _t("log.message.timestamp.after.max.ms", "long", "3600000", minimum=0),
-    # The socket server's limits (Kafka's SocketServerConfigs); see docs/sandbox.md, "Limits".
-    _t("socket.request.max.bytes", "int", "104857600", minimum=1),
-    # Kafka's default is -1 (no limit); the sandbox bounds it (all its brokers share one process).
-    _t("queued.max.request.bytes", "long", "104857600"),
-    _t("max.connections", "int", "2147483647", minimum=0),
-    _t("max.connections.per.ip", "int", "2147483647", minimum=0),
-    _t("connections.max.idle.ms", "long", "600000"),
-    _t("connections.max.reauth.ms", "long", "0"),
-]}
-
-
-# Kafka's range validators (LogConfig, KafkaConfig) for the keys that have one.
-_LIMITS: dict[str, tuple[float | None, float | None]] = {
-    "delete.retention.ms": (0, None), "file.delete.delay.ms": (0, None), "flush.messages": (1, None),
-    "flush.ms": (0, None), "index.interval.bytes": (0, None), "local.retention.bytes": (-2, None),
-    "local.retention.ms": (-2, None), "max.compaction.lag.ms": (1, None), "max.message.bytes": (0, None),
-    "min.cleanable.dirty.ratio": (0, 1), "min.compaction.lag.ms": (0, None),
-    "min.insync.replicas": (1, None), "retention.ms": (-1, None), "segment.bytes": (14, None),
-    "segment.index.bytes": (4, None), "segment.jitter.ms": (0, None), "segment.ms": (1, None),
-    "num.partitions": (1, None), "default.replication.factor": (1, None),
-    "background.threads": (1, None), "num.io.threads": (1, None), "num.network.threads": (1, None),
-    "num.replica.fetchers": (1, None), "log.retention.hours": (None, None),
-    "leader.replication.throttled.rate": (0, None), "follower.replication.throttled.rate": (0, None),
-    "replica.alter.log.dirs.io.max.bytes.per.second": (1, None), "preferred.controller.id": (-1, None),
+# Kafka's defaults the sandbox changes, and why (docs/sandbox.md lists them).
+SANDBOX_DEFAULTS = {
+    "auto.leader.rebalance.enable": ("false", "the sandbox moves leadership back at once (not every 300 s "
+                                              "past a 10% imbalance), so it is off unless asked for"),
+    "queued.max.request.bytes": ("104857600", "all the sandbox's brokers share one process, so it bounds the "
+                                              "bytes of queued requests (Kafka: -1, no bound)"),
+    "group.initial.rebalance.delay.ms": ("100", "a group's first rebalance waits 0.1 s, not 3 s, so tests and "
+                                                "demos do not wait"),
 }
-
-# One-line summaries of Kafka's documentation (DescribeConfigs include_documentation).
-_DOCS = {
-    "cleanup.policy": "The retention policy on log segments: delete (by time or size), compact "
-                      "(keep the latest value per key), or both.",
-    "compression.type": "The final compression of the topic's data; 'producer' keeps the "
-                        "producer's codec, 'uncompressed' stores data uncompressed.",
-    "delete.retention.ms": "How long delete tombstones are retained on compacted topics.",
-    "file.delete.delay.ms": "The time to wait before deleting a file from the filesystem.",
-    "flush.messages": "The number of messages after which an fsync of the log is forced.",
-    "flush.ms": "The time after which an fsync of the log is forced.",
-    "follower.replication.throttled.replicas": "Replicas (partition:broker) whose follower "
-                                               "replication is throttled, or *.",
-    "index.interval.bytes": "How often an entry is added to the offset index.",
-    "leader.replication.throttled.replicas": "Replicas (partition:broker) whose leader-side "
-                                             "replication is throttled, or *.",
-    "local.retention.bytes": "Local log size kept before deletion when tiered storage is on "
-                             "(-2: use retention.bytes).",
-    "local.retention.ms": "Local log age kept before deletion when tiered storage is on "
-                          "(-2: use retention.ms).",
-    "max.compaction.lag.ms": "The maximum time a message stays ineligible for compaction.",
-    "max.message.bytes": "The largest record batch size allowed by the topic.",
-    "message.timestamp.type": "Whether the record timestamp is the create time or the log "
-                              "append time.",
-    "message.timestamp.before.max.ms": "The maximum a record timestamp may be behind the "
-                                       "broker's time.",
-    "message.timestamp.after.max.ms": "The maximum a record timestamp may be ahead of the "
-                                      "broker's time.",
-    "min.cleanable.dirty.ratio": "How dirty the log must be before the cleaner compacts it.",
-    "min.compaction.lag.ms": "The minimum time a message stays uncompacted in the log.",
-    "min.insync.replicas": "The minimum number of in-sync replicas that must acknowledge a "
-                           "write with acks=all.",
-    "preallocate": "Preallocate the file on disk when creating a new log segment.",
-    "remote.storage.enable": "Whether tiered storage is enabled for the topic.",
-    "retention.bytes": "The maximum size a partition can grow to before old segments are "
-                       "discarded (-1: no limit).",
-    "retention.ms": "The maximum time a log segment is retained before deletion (-1: no limit).",
-    "segment.bytes": "The segment file size of the log.",
-    "segment.index.bytes": "The size of the index mapping offsets to file positions.",
-    "segment.jitter.ms": "The maximum random jitter subtracted from the segment roll time.",
-    "segment.ms": "The time after which Kafka rolls a new segment even if it is not full.",
-    "unclean.leader.election.enable": "Whether replicas not in the ISR may be elected leader "
-                                      "as a last resort, at the risk of data loss.",
-    "message.downconversion.enable": "Whether down-conversion of message formats is enabled "
-                                     "to satisfy consume requests.",
-    "auto.create.topics.enable": "Enable auto creation of topics on the server.",
-    "auto.leader.rebalance.enable": "Move leadership back to the preferred replicas periodically.",
-    "default.replication.factor": "The replication factor of automatically created topics "
-                                  "and of CreateTopics requests asking for the default.",
-    "num.partitions": "The default number of partitions per topic.",
-    "delete.topic.enable": "Enables topic deletion.",
-    "leader.replication.throttled.rate": "The leader-side replication throttle in bytes/s.",
-    "follower.replication.throttled.rate": "The follower-side replication throttle in bytes/s.",
-    "preferred.controller.id": "Sandbox extension (KAFKA-1778): the broker that should hold "
-                               "the controller role while it is usable; -1 for none.",
-    "broker.rack": "The rack of the broker, used by rack-aware replica placement.",
-    "host.name": "The broker machine's host name (the sandbox's --hosts; KIP-426's mapping key).",
-    "socket.request.max.bytes": "The maximum number of bytes in a socket request.",
-    "queued.max.request.bytes": "The number of queued bytes allowed before no more requests are "
-                                "read (sandbox: for all its brokers together; -1: no limit).",
-    "max.connections": "The maximum number of connections a broker allows at any time; new "
-                       "connections over it are closed.",
-    "max.connections.per.ip": "The maximum number of connections a broker allows from each ip "
-                              "address; new connections over it are closed.",
-    "connections.max.idle.ms": "Idle connections timeout: connections idle for longer than this "
-                               "are closed (-1: never).",
-    "connections.max.reauth.ms": "The longest SASL session (KIP-368): a client must log in "
-                                 "again on its connection before it ends (0: no limit).",
-}
-
-# Broker keys that cannot change without a restart (not in Kafka's DynamicBrokerConfig).
-_STATIC_BROKER_KEYS = {
-    "auto.create.topics.enable", "auto.leader.rebalance.enable", "default.replication.factor",
-    "num.partitions", "offsets.topic.replication.factor", "offsets.topic.num.partitions",
-    "delete.topic.enable", "log.dirs", "broker.id", "node.id", "broker.rack", "host.name",
-    "socket.request.max.bytes", "queued.max.request.bytes", "connections.max.idle.ms",
-    "connections.max.reauth.ms",
-}
-
-
-def _finish(defs: dict[str, ConfigDef], broker: bool) -> dict[str, ConfigDef]:
-    out = {}
-    for name, d in defs.items():
-        low, high = _LIMITS.get(name, (d.minimum, d.maximum))
-        doc = _DOCS.get(name) or next((_DOCS[t.name] for t in TOPIC_CONFIGS.values()
-                                       if t.synonym == name and t.name in _DOCS), None)
-        out[name] = replace(d, minimum=low, maximum=high, doc=doc,
-                            read_only=broker and name in _STATIC_BROKER_KEYS)
-    return out
-
-
-TOPIC_CONFIGS = _finish(TOPIC_CONFIGS, broker=False)
-BROKER_CONFIGS = _finish(BROKER_CONFIGS, broker=True)
 
 # DescribeConfigs config sources and types, numbered as in Kafka's DescribeConfigsResponse.
 DYNAMIC_TOPIC_CONFIG = 1
@@ -250,161 +47,329 @@ STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
                 "list": 7, "class": 8, "password": 9}
-_INT_RANGE = {"int": (-2**31, 2**31 - 1), "short": (-2**15, 2**15 - 1), "long": (-2**63, 2**63 - 1)}
+UNKNOWN_TYPE = 0
 
-def topic_value(cluster: Cluster, topic: str, key: str) -> str | None:
-    """The effective value of a topic config: override, cluster default, static default."""
-    t = cluster.topics.get(topic)
-    if t is not None and key in t.configs:
-        return t.configs[key]
-    d = TOPIC_CONFIGS.get(key)
-    synonym = d.synonym if d else key
-    if synonym in cluster.cluster_configs:
-        return cluster.cluster_configs[synonym]
-    if d is not None:
-        return d.default
-    b = BROKER_CONFIGS.get(key)
-    return b.default if b else None
+# The unit of a broker key that feeds a topic key in another unit (log.retention.hours -> retention.ms).
+_UNITS_MS = {".ms": 1, ".minutes": 60_000, ".hours": 3_600_000}
+
+
+@cache
+def _broker_defs(release: str) -> dict[str, ConfigDef]:
+    defs = dict(releases.release(release).broker_configs) | SANDBOX_BROKER_CONFIGS
+    for key, (value, _) in SANDBOX_DEFAULTS.items():
+        defs[key] = replace(defs[key], default=value)
+    return defs
+
+
+def broker_defs(cluster: Cluster) -> dict[str, ConfigDef]:
+    """Every broker key of the cluster's release, with the sandbox's additions and defaults."""
+    return _broker_defs(cluster.kafka_version)
+
+
+def topic_defs(cluster: Cluster) -> dict[str, ConfigDef]:
+    return releases.release(cluster.kafka_version).topic_configs
+
+
+def release(cluster: Cluster) -> releases.Release:
+    return releases.release(cluster.kafka_version)
+
+
+# -- values -------------------------------------------------------------------------------------
+
+def _layers(cluster: Cluster, broker_id: int | None) -> list[tuple[dict[str, str], int]]:
+    """Where broker values come from, most specific first, with their DescribeConfigs source:
+    the node's dynamic configs, the cluster's, and the static ones (the sandbox's start-up
+    configs and what the node's own server.properties would say of it)."""
+    node = cluster.node(broker_id) if broker_id is not None else None
+    static = cluster.static_configs if node is None else {**cluster.static_configs, **_node_facts(cluster, node)}
+    return [(node.configs if node is not None else {}, DYNAMIC_BROKER_CONFIG),
+            (cluster.cluster_configs, DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (static, STATIC_BROKER_CONFIG)]
+
+
+FACT_KEYS = frozenset({"node.id", "process.roles", "broker.id", "broker.rack", "host.name"})
+
+
+def _node_facts(cluster: Cluster, node) -> dict[str, str]:
+    """The static configs that are facts of a node: its id, roles, rack and host name."""
+    facts = {"node.id": str(node.id)}
+    if cluster.kraft:
+        facts["process.roles"] = "broker" if node.id in cluster.brokers else "controller"
+    if node.id in cluster.brokers:
+        facts["broker.id"] = str(node.id)
+    if node.rack is not None:
+        facts["broker.rack"] = node.rack
+    if getattr(node, "host_name", None) is not None:
+        facts["host.name"] = node.host_name
+    return facts
 
 
 def broker_value(cluster: Cluster, broker_id: int | None, key: str) -> str | None:
-    """The effective value of a broker config: per-broker, cluster default, static default."""
-    if broker_id is not None:
-        b = cluster.node(broker_id)
-        if b is not None and key in b.configs:
-            return b.configs[key]
+    """The effective value of a broker config: per-broker, cluster default, static, default."""
+    node = cluster.node(broker_id) if broker_id is not None else None
+    if node is not None and key in node.configs:
+        return node.configs[key]
     if key in cluster.cluster_configs:
         return cluster.cluster_configs[key]
-    d = BROKER_CONFIGS.get(key)
+    if node is not None and key in FACT_KEYS:
+        fact = _node_facts(cluster, node).get(key)
+        if fact is not None:
+            return fact
+    if key in cluster.static_configs:
+        return cluster.static_configs[key]
+    d = broker_defs(cluster).get(key)
     return d.default if d else None
 
 
-# -- validation -----------------------------------------------------------------------------
+def topic_value(cluster: Cluster, topic: str, key: str, broker_id: int | None = None) -> str | None:
+    """The effective value of a topic config: its override, else what its broker synonyms give."""
+    t = cluster.topics.get(topic)
+    if t is not None and key in t.configs:
+        return t.configs[key]
+    return _topic_default(cluster, key, broker_id)
 
 
-def check_value(d: ConfigDef, value: str) -> str | None:
-    """Kafka's ConfigDef parse + validator message for a bad value, or None when it is valid."""
-    bad = f"Invalid value {value} for configuration {d.name}: "
-    text = value.strip()
-    if d.type == "boolean":
-        if text.lower() not in ("true", "false"):
-            return bad + "Expected value to be either true or false"
+def _topic_default(cluster: Cluster, key: str, broker_id: int | None) -> str | None:
+    """A topic key's value where the topic does not set it (Kafka's LogConfig from KafkaConfig)."""
+    d = topic_defs(cluster).get(key)
+    if d is None:
         return None
-    if d.type in _INT_RANGE:
-        try:
-            number: float = int(text)
-        except ValueError:
-            return bad + f"Not a number of type {d.type.upper()}"
-        low, high = _INT_RANGE[d.type]
-        if not low <= number <= high:
-            return bad + f"Not a number of type {d.type.upper()}"
-    elif d.type == "double":
-        try:
-            number = float(text)
-        except ValueError:
-            return bad + "Not a number of type DOUBLE"
-    else:
-        items = split_list(text) if d.type == "list" else [text]
-        for item in items:
-            if d.choices and item not in d.choices:
-                return bad + f"String must be one of: {', '.join(d.choices)}"
-        return None
-    if d.minimum is not None and number < d.minimum:
-        return bad + f"Value must be at least {_num(d.minimum)}"
-    if d.maximum is not None and number > d.maximum:
-        return bad + f"Value must be no more than {_num(d.maximum)}"
-    return None
+    if d.synonym is None:
+        return d.default
+    defs = broker_defs(cluster)
+    synonyms = defs[d.synonym].synonyms if d.synonym in defs else (d.synonym,)
+    chosen = next((s for s in synonyms if any(s in values for values, _ in _layers(cluster, broker_id))), None)
+    if chosen is None:
+        chosen = next((s for s in synonyms if s in defs and defs[s].default is not None), None)
+        if chosen is None:
+            return d.default
+    value = broker_value(cluster, broker_id, chosen)
+    unit = next((u for suffix, u in _UNITS_MS.items() if chosen.endswith(suffix)), 1)
+    primary = next((u for suffix, u in _UNITS_MS.items() if d.synonym.endswith(suffix)), 1)
+    if value is not None and unit != primary:
+        value = str(int(value) * unit // primary)
+    return value
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else str(x)
-
-
-def split_list(value: str | None) -> list[str]:
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
-
-
-# -- DescribeConfigs entries ------------------------------------------------------------------
-
+# -- DescribeConfigs entries (Kafka's ConfigHelper) ------------------------------------------------
 
 def _entry(name: str, value: str | None, source: int, d: ConfigDef | None, read_only: bool,
            synonyms: list[dict]) -> dict:
-    sensitive = bool(d and (d.sensitive or d.type == "password"))
+    # A key Kafka does not know (set dynamically) may hold a secret: Kafka hides its value.
+    sensitive = d is None or d.sensitive
     return {
         "name": name, "value": None if sensitive else value, "read_only": read_only,
-        "config_source": source, "is_sensitive": sensitive, "synonyms": synonyms,
-        "config_type": CONFIG_TYPES.get(d.type, 0) if d else 0, "documentation": d.doc if d else None,
+        "config_source": source, "is_default": source == DEFAULT_CONFIG, "is_sensitive": sensitive,
+        "synonyms": [{**s, "value": None} for s in synonyms] if sensitive else synonyms,
+        "config_type": CONFIG_TYPES.get(d.type, UNKNOWN_TYPE) if d else UNKNOWN_TYPE,
+        "documentation": d.doc if d else None,
     }
 
 
-def _synonym(name: str, value: str | None, source: int) -> dict:
-    return {"name": name, "value": value, "source": source}
-
-
-def cluster_default_source(key: str) -> int:
-    """A cluster-wide value of a read-only key came from the sandbox's start-up configuration
-    (Kafka's server.properties); of a dynamic key, from a dynamic default."""
-    d = BROKER_CONFIGS.get(key)
-    return STATIC_BROKER_CONFIG if d is not None and d.read_only else DYNAMIC_DEFAULT_BROKER_CONFIG
-
-
-def describe_topic(cluster: Cluster, overrides: dict[str, str]) -> list[dict]:
-    """Every topic key with its effective value (as `topic_value` resolves it), source and
-    synonyms, most specific first, for a topic with these overrides."""
+def _synonyms(cluster: Cluster, broker_id: int | None, name: str, synonyms: tuple[str, ...]) -> list[dict]:
+    """Kafka's ConfigHelper.configSynonyms: each synonym's value in each layer (dynamic per-broker,
+    dynamic default, static, default), from the first entry for `name` on."""
+    defs = broker_defs(cluster)
     out = []
-    for key, d in TOPIC_CONFIGS.items():
-        synonyms = []
+    for values, source in _layers(cluster, broker_id):
+        out += [{"name": s, "value": values[s], "source": source} for s in synonyms if s in values]
+    out += [{"name": s, "value": defs[s].default, "source": DEFAULT_CONFIG}
+            for s in synonyms if s in defs and defs[s].default is not None]
+    first = next((i for i, s in enumerate(out) if s["name"] == name), len(out))
+    return out[first:]
+
+
+def describe_topic(cluster: Cluster, overrides: dict[str, str], broker_id: int | None = None) -> list[dict]:
+    """Every topic key of the release with its effective value, source and synonyms."""
+    defs = broker_defs(cluster)
+    out = []
+    for key, d in topic_defs(cluster).items():
+        if d.internal:
+            continue
+        synonyms: list[dict] = []
         if key in overrides:
-            synonyms.append(_synonym(key, overrides[key], DYNAMIC_TOPIC_CONFIG))
-        broker_key = d.synonym
-        if broker_key and broker_key in cluster.cluster_configs:
-            synonyms.append(_synonym(broker_key, cluster.cluster_configs[broker_key],
-                                     cluster_default_source(broker_key)))
-        b = BROKER_CONFIGS.get(broker_key or "")
-        if b is not None and b.default is not None:
-            synonyms.append(_synonym(b.name, b.default, DEFAULT_CONFIG))
-        if synonyms and synonyms[0]["source"] != DEFAULT_CONFIG:
-            value, source = synonyms[0]["value"], synonyms[0]["source"]
-        else:
-            value, source = d.default, DEFAULT_CONFIG
+            synonyms.append({"name": key, "value": overrides[key], "source": DYNAMIC_TOPIC_CONFIG})
+        if d.synonym is not None:
+            synonyms += _synonyms(cluster, broker_id, d.synonym, defs[d.synonym].synonyms if d.synonym in defs else (d.synonym,))
+        value = overrides[key] if key in overrides else _topic_default(cluster, key, broker_id)
+        source: int = synonyms[0]["source"] if synonyms else DEFAULT_CONFIG
         out.append(_entry(key, value, source, d, False, synonyms))
     return out
 
 
-def _broker_facts(cluster: Cluster, broker_id: int) -> dict[str, str | None]:
-    """Keys whose value is a fact of the broker itself (its static identity)."""
-    b = cluster.node(broker_id)
-    assert b is not None
-    return {"broker.id": str(b.id), "node.id": str(b.id), "broker.rack": b.rack,
-            "host.name": getattr(b, "host_name", None)}
-
-
 def describe_broker(cluster: Cluster, broker_id: int) -> list[dict]:
-    """Every broker key as that broker sees it: per-broker, cluster default, static, default."""
-    facts = _broker_facts(cluster, broker_id)
-    per_broker = cluster.node(broker_id).configs  # type: ignore[union-attr]
+    """Every broker key as that node sees it (Kafka's allConfigs: its ConfigDef's keys, not the
+    internal ones), and the unknown and dynamic-only keys set on it."""
+    defs = broker_defs(cluster)
+    set_keys = {k for values, _ in _layers(cluster, broker_id) for k in values}
     out = []
-    for key, d in BROKER_CONFIGS.items():
-        synonyms = []
-        if key in per_broker:
-            synonyms.append(_synonym(key, per_broker[key], DYNAMIC_BROKER_CONFIG))
-        if key in cluster.cluster_configs:
-            synonyms.append(_synonym(key, cluster.cluster_configs[key], cluster_default_source(key)))
-        if key in facts and facts[key] is not None:
-            synonyms.append(_synonym(key, facts[key], STATIC_BROKER_CONFIG))
-        if d.default is not None:
-            synonyms.append(_synonym(key, d.default, DEFAULT_CONFIG))
-        value, source = (synonyms[0]["value"], synonyms[0]["source"]) if synonyms else (None, DEFAULT_CONFIG)
-        out.append(_entry(key, value, source, d, d.read_only, synonyms))
+    for key in [*(k for k, d in defs.items() if not d.internal and not d.dynamic_only),
+                *sorted(k for k in set_keys if k not in defs or defs[k].dynamic_only)]:
+        d = defs.get(key)
+        synonyms = _synonyms(cluster, broker_id, key, d.synonyms if d else (key,))
+        source = synonyms[0]["source"] if synonyms else DEFAULT_CONFIG
+        out.append(_entry(key, broker_value(cluster, broker_id, key), source, d,
+                          d is None or d.read_only, synonyms))
     return out
 
 
 def describe_cluster_defaults(cluster: Cluster) -> list[dict]:
     """The cluster-wide dynamic defaults only, as Kafka answers for the broker resource ""."""
+    defs = broker_defs(cluster)
     out = []
     for key, value in cluster.cluster_configs.items():
-        d = BROKER_CONFIGS.get(key)
-        if cluster_default_source(key) == DYNAMIC_DEFAULT_BROKER_CONFIG:
-            out.append(_entry(key, value, DYNAMIC_DEFAULT_BROKER_CONFIG, d, False,
-                              [_synonym(key, value, DYNAMIC_DEFAULT_BROKER_CONFIG)]))
+        d = defs.get(key)
+        synonyms = [s for s in _synonyms(cluster, None, key, d.synonyms if d else (key,))
+                    if s["source"] == DYNAMIC_DEFAULT_BROKER_CONFIG]
+        out.append(_entry(key, value, DYNAMIC_DEFAULT_BROKER_CONFIG, d, d is None or d.read_only, synonyms))
     return out
+
+
+# -- validating changes (Kafka's LogConfig.validate and DynamicBrokerConfig.validate) ----------
+
+INVALID_CONFIG, INVALID_REQUEST = 40, 42
+ELR_FEATURE = "eligible.leader.replicas.version"
+MIN_ISR = "min.insync.replicas"
+LOG_CLEANER_THREADS = "log.cleaner.threads"
+_LISTENER_PREFIX = "listener.name."
+
+
+class ConfigProblem(ValueError):
+    """A change Kafka would refuse, with its error code and message."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def check_topic_configs(cluster: Cluster, values: dict[str, str | None], topic: str | None = None) -> None:
+    """Kafka's LogConfig validation of a topic's configs (INVALID_CONFIG). `topic`: an alteration
+    of that topic (ZooKeeper-era brokers name the resource in value errors)."""
+    defs = topic_defs(cluster)
+    for key, value in values.items():
+        if value is None:
+            raise ConfigProblem(INVALID_CONFIG, f"Null value not supported for topic configs: {key}")
+        d = defs.get(key)
+        if d is None:
+            raise ConfigProblem(INVALID_CONFIG, f"Unknown topic config name: {key}")
+        problem = check_value(d, value)
+        if problem:
+            raise ConfigProblem(INVALID_CONFIG, _in_resource(cluster, topic, problem))
+    if (values.get("remote.storage.enable") or "").strip().lower() == "true":
+        raise ConfigProblem(INVALID_CONFIG, _in_resource(
+            cluster, topic, "Tiered Storage functionality is disabled in the broker. Topic cannot be configured "
+                            "with remote log storage."))
+    low = int(topic_value_of(cluster, values, "min.compaction.lag.ms") or 0)
+    high = int(topic_value_of(cluster, values, "max.compaction.lag.ms") or 0)
+    if low > high:
+        raise ConfigProblem(INVALID_CONFIG, f"conflict topic config setting min.compaction.lag.ms ({low}) > "
+                                            f"max.compaction.lag.ms ({high})")
+
+
+def topic_value_of(cluster: Cluster, values: dict[str, str | None], key: str) -> str | None:
+    """A key's value for a topic with these configs."""
+    return values[key] if values.get(key) is not None else _topic_default(cluster, key, None)
+
+
+def _in_resource(cluster: Cluster, topic: str | None, message: str) -> str:
+    if topic is None or cluster.kraft:
+        return message
+    return f"Invalid config value for resource ConfigResource(type=TOPIC, name='{topic}'): {message}"
+
+
+def _key_set(cluster: Cluster, keys: set[str], security: bool = False) -> str:
+    """A set of keys as Kafka prints it: Java's [a, b] on 4.x, Scala's Set(a, b) on 3.9."""
+    ordered = ", ".join(sorted(keys))
+    if release(cluster).major >= 4:
+        return f"[{ordered}]"
+    return f"{'HashSet' if security else 'Set'}({ordered})"
+
+
+def check_broker_change(cluster: Cluster, receiver: int, resource: str, changed: dict[str, str]) -> None:
+    """Kafka's validation of a dynamic broker config change made through node `receiver`:
+    DynamicBrokerConfig.validate on the broker (INVALID_REQUEST), then the KRaft controller's
+    ELR rule (INVALID_CONFIG). `changed`: the keys the request sets, with their new values."""
+    defs = broker_defs(cluster)
+    cluster_wide = resource == ""
+    read_only = {k for k in changed if k in defs and defs[k].read_only}
+    if read_only:
+        raise ConfigProblem(INVALID_REQUEST, f"Cannot update these configs dynamically: {_key_set(cluster, read_only)}")
+    security = set(changed) & release(cluster).dynamic_security_configs
+    if security:
+        raise ConfigProblem(INVALID_REQUEST, "These security configs can be dynamically updated only per-listener "
+                                             f"using the listener prefix: {_key_set(cluster, security, True)}")
+    for key, value in changed.items():
+        if key in defs:
+            problem = check_value(defs[key], value)
+            if problem:
+                raise ConfigProblem(INVALID_REQUEST, problem)
+    if cluster_wide:
+        per_broker = {k for k in changed if (k in defs and defs[k].mode == "per-broker") or k.startswith(_LISTENER_PREFIX)}
+        if per_broker:
+            raise ConfigProblem(INVALID_REQUEST, "Cannot update these configs at default cluster level, broker id "
+                                                 f"must be specified: {_key_set(cluster, per_broker)}")
+    if LOG_CLEANER_THREADS in changed:
+        _check_cleaner_threads(int(broker_value(cluster, receiver, LOG_CLEANER_THREADS) or 1),
+                               int(changed[LOG_CLEANER_THREADS]))
+
+
+def _check_cleaner_threads(current: int, wanted: int) -> None:
+    """Kafka's LogCleaner.validateReconfiguration (its CleanerConfig divides by the count first)."""
+    if wanted == 0:
+        raise ConfigProblem(INVALID_REQUEST, "/ by zero")
+    bound = (f"cannot be reduced to less than half the current value {current}" if wanted < current // 2 else
+             f"cannot be increased to more than double the current value {current}" if wanted > current * 2 else None)
+    if bound:
+        raise ConfigProblem(INVALID_REQUEST, "Invalid value org.apache.kafka.common.config.ConfigException: "
+                                             f"Log cleaner threads {bound} for configuration Invalid dynamic configuration")
+
+
+def elr_enabled(cluster: Cluster) -> bool:
+    from kafka_shell.sandbox.handlers import features
+    return cluster.kraft and features.finalized(cluster).get(ELR_FEATURE, 0) >= 1
+
+
+def check_min_isr_change(cluster: Cluster, resource: str, named: set[str], old: dict[str, str],
+                         new: dict[str, str]) -> None:
+    """The KRaft controller's rule while ELR is on: min.insync.replicas stays set cluster-wide, and
+    a request naming it for one broker is refused (ConfigurationControlManager)."""
+    if not elr_enabled(cluster):
+        return
+    if resource != "":
+        if MIN_ISR in named:
+            raise ConfigProblem(INVALID_CONFIG, "Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+        return
+    if MIN_ISR in old and MIN_ISR not in new:
+        raise ConfigProblem(INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+
+
+# -- static configs (the sandbox's server.properties) ---------------------------------------------
+
+# Keys that say what the sandbox itself sets up, and what to use instead.
+SET_BY_THE_SANDBOX = {
+    "broker.id": "broker ids are 1..N (--brokers)", "node.id": "node ids are the sandbox's own",
+    "broker.rack": "use --rack", "host.name": "use --hosts", "process.roles": "see --mode",
+    "listeners": "use --listeners and --listen", "advertised.listeners": "use --listeners and --listen",
+    "listener.security.protocol.map": "use --listeners", "controller.listener.names": "see --controllers",
+    "controller.quorum.voters": "use --controllers", "controller.quorum.bootstrap.servers": "use --controllers",
+    "zookeeper.connect": "use --mode zk", "log.dirs": "use --data-dir", "log.dir": "use --data-dir",
+}
+
+
+def is_static(cluster: Cluster, key: str) -> bool:
+    d = broker_defs(cluster).get(key)
+    return d is not None and d.read_only
+
+
+def check_static(cluster: Cluster, key: str, value: str) -> None:
+    """A static broker config given at start-up, as Kafka reads server.properties: a bad value
+    stops it (ValueError). Unknown keys are refused too (Kafka only warns), so a typo is seen."""
+    if key in SET_BY_THE_SANDBOX:
+        raise ValueError(f"{key} is set by the sandbox itself: {SET_BY_THE_SANDBOX[key]}")
+    d = broker_defs(cluster).get(key)
+    if d is None:
+        raise ValueError(f"unknown broker config {key}: Kafka {cluster.kafka_version} has no such key")
+    problem = check_value(d, value)
+    if problem:
+        raise ValueError(problem)

@@ -1,10 +1,13 @@
 """The classic group coordinator of the sandbox, after Kafka's ClassicGroup and
-GroupMetadataManager: group states, the two-step join, rebalances, session expiry, offsets.
+GroupMetadataManager: group states, the two-step join, rebalances, session expiry, static
+members (KIP-345: a known group.instance.id takes its member's place without a rebalance),
+offsets.
 
 Groups live in memory in `cluster.extras["groups"]`, shared by all brokers; which broker
 coordinates a group is the leader of its `__consumer_offsets` partition, as in Kafka, so moving
 that leader moves the coordinator without losing state. Committed offsets are not written to
-`__consumer_offsets`.
+`__consumer_offsets`: with --data-dir the journal keeps them and the groups' metadata, stored
+when Kafka stores it (`_store`: Stable, Empty; see group_state.py).
 
 Sandbox default that differs from Kafka: group.initial.rebalance.delay.ms is 100 ms (Kafka:
 3000 ms) so tests and demos do not wait; set it with the cluster config of that name.
@@ -20,7 +23,7 @@ from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import admin, configs
+from kafka_shell.sandbox import admin, configs, journal
 from kafka_shell.sandbox.model import Cluster, now_ms
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -80,12 +83,28 @@ class Group:
     members: dict[str, Member] = field(default_factory=dict)
     pending: dict[str, asyncio.TimerHandle] = field(default_factory=dict)  # MEMBER_ID_REQUIRED
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id (KIP-345)
     joined: asyncio.Event = field(default_factory=asyncio.Event)  # wakes the join phase
     new_member_added: bool = False
     join_task: asyncio.Task | None = None
+    stored: dict | None = None  # group_state.view(...) when it was last stored (Stable or Empty)
 
     def all_joined(self) -> bool:
         return not self.pending and all(m.join_future is not None for m in self.members.values())
+
+    def awaiting_join(self, m: Member) -> bool:
+        return m.join_future is not None and not m.join_future.done()
+
+    def member_error(self, member_id: str, instance_id: str | None) -> int:
+        """Kafka's ClassicGroup.validateMember: a static member's instance id must map to this
+        member id (else FENCED_INSTANCE_ID: another instance took it over), and the member exist."""
+        if instance_id is not None:
+            known = self.static_members.get(instance_id)
+            if known is None:
+                return ErrorCode.unknown_member_id
+            if known != member_id:
+                return ErrorCode.fenced_instance_id
+        return 0 if member_id in self.members else ErrorCode.unknown_member_id
 
     def candidate_protocols(self) -> set[str]:
         """Protocols every member supports."""
@@ -162,6 +181,14 @@ def coordinator_of(cluster: Cluster, group_id: str) -> int:
     return p.leader if p.leader >= 0 and cluster.brokers[p.leader].usable else -1
 
 
+def record_offsets(cluster: Cluster, g: Group, offsets: dict[tuple[str, int], CommittedOffset]) -> None:
+    """Offsets become committed (an OffsetCommit, a transaction's commit): kept in the group and,
+    with --data-dir, journaled before the answer leaves."""
+    g.offsets.update(offsets)
+    for key in offsets:
+        journal.group_touched(cluster, g.group_id, key)
+
+
 # -- the state machine ----------------------------------------------------------------------------
 
 
@@ -181,7 +208,10 @@ class Coordinator:
 
     async def join(self, group_id: str, member_id: str, instance_id: str | None, client_id: str,
                    client_host: str, session_ms: int, rebalance_ms: int, protocol_type: str,
-                   protocols: list[tuple[str, bytes]], require_known_member_id: bool) -> dict:
+                   protocols: list[tuple[str, bytes]], require_known_member_id: bool,
+                   skips_assignment: bool = False) -> dict:
+        """JoinGroup. `skips_assignment` (v9+): a static leader replaced while the group is stable
+        is told so (KIP-814) rather than to assign again."""
         if not group_id:
             return _error(ErrorCode.invalid_group_id, member_id=member_id)
         if not setting(self.cluster, "group.min.session.timeout.ms") <= session_ms <= \
@@ -199,6 +229,8 @@ class Coordinator:
         new = Member(member_id, instance_id, client_id, client_host, session_ms, rebalance_ms, protocols)
         if not member_id:
             new.member_id = f"{instance_id or client_id}-{uuid.uuid4()}"
+            if instance_id is not None and instance_id in g.static_members:
+                return await self._replace_static_member(g, g.static_members[instance_id], new, skips_assignment)
             if require_known_member_id and instance_id is None:
                 # Two-step join (KIP-394): hand out the id; the member must come back with it.
                 g.pending[new.member_id] = self._timer(session_ms, self._drop_pending, g, new.member_id)
@@ -207,9 +239,10 @@ class Coordinator:
         if member_id in g.pending:
             g.pending.pop(member_id).cancel()
             return await self._add_member(g, new, protocol_type)
-        m = g.members.get(member_id)
-        if m is None:
-            return _error(ErrorCode.unknown_member_id, member_id=member_id)
+        err = g.member_error(member_id, instance_id)
+        if err:
+            return _error(err, member_id=member_id, protocol_name=None)
+        m = g.members[member_id]
         changed = m.protocols != protocols
         m.protocols, m.session_timeout_ms, m.rebalance_timeout_ms = protocols, session_ms, rebalance_ms
         self._heartbeat(g, m)
@@ -226,11 +259,40 @@ class Coordinator:
         if not g.members:
             g.protocol_type = protocol_type
         g.members[m.member_id] = m
+        if m.group_instance_id is not None:
+            g.static_members[m.group_instance_id] = m.member_id
         g.new_member_added = True
         self._heartbeat(g, m)
         if g.state != PREPARING:
             self._prepare_rebalance(g)
         return await self._await_join(g, m)
+
+    async def _replace_static_member(self, g: Group, old_id: str, new: Member, skips_assignment: bool) -> dict:
+        """KIP-345: a known group.instance.id joins with a new member id and takes the old
+        member's place (its assignment too); the old id is fenced. A stable group whose protocol
+        does not change answers at once, without a rebalance (GroupMetadataManager's
+        updateStaticMemberThenRebalanceOrCompleteJoin)."""
+        old = g.members.pop(old_id)
+        if old.expiry is not None:
+            old.expiry.cancel()
+        self._resolve(old, "join_future", _error(ErrorCode.fenced_instance_id, member_id=old_id, protocol_name=None))
+        self._resolve(old, "sync_future", _error(ErrorCode.fenced_instance_id))
+        previous_leader = g.leader
+        new.client_id, new.client_host, new.assignment = old.client_id, old.client_host, old.assignment
+        g.members[new.member_id] = new
+        g.static_members[new.group_instance_id] = new.member_id  # type: ignore[index]
+        if g.leader == old_id:
+            g.leader = new.member_id
+        self._heartbeat(g, new)
+        if g.state == STABLE and g.protocol_name == self._select_protocol(g):
+            leads = new.member_id == g.leader
+            if skips_assignment:
+                return {**self._join_response(g, new), "skip_assignment": leads}
+            # Older clients would assign again as leaders: they are told the old leader's id.
+            return {**self._join_response(g, new), "members": [], "leader": previous_leader}
+        if g.state in (STABLE, COMPLETING):
+            self._prepare_rebalance(g)
+        return await self._await_join(g, new)
 
     async def _await_join(self, g: Group, m: Member) -> dict:
         if m.join_future is None or m.join_future.done():
@@ -273,21 +335,35 @@ class Coordinator:
     def _complete_join(self, g: Group) -> None:
         if g.state != PREPARING or self.groups.get(g.group_id) is not g:
             return
-        for m in [m for m in g.members.values() if m.join_future is None]:
-            self._remove(g, m, rebalance=False)  # did not rejoin in time
+        for m in [m for m in g.members.values() if m.join_future is None and m.group_instance_id is None]:
+            self._remove(g, m, rebalance=False)  # a dynamic member that did not rejoin in time
+        if g.members and not self._elect_joined_leader(g):
+            # Only static members that did not rejoin: wait another rebalance timeout for them
+            # (or for their sessions to end), as Kafka does.
+            g.join_task = self.spawn(self._join_phase(g, initial=False))
+            return
         g.generation += 1
         if not g.members:
             g.state, g.protocol_name, g.leader = EMPTY, None, None
+            self._store(g)
             return
         g.protocol_name = self._select_protocol(g)
-        if g.leader not in g.members:
-            g.leader = next(iter(g.members))
         g.state = COMPLETING
         for m in g.members.values():
             self._heartbeat(g, m)
             future, m.join_future = m.join_future, None
             if future is not None and not future.done():
                 future.set_result(self._join_response(g, m))
+
+    @staticmethod
+    def _elect_joined_leader(g: Group) -> bool:
+        """The leader must be a member that rejoined: keep it, else the first that did (Kafka's
+        maybeElectNewJoinedLeader). False when none did."""
+        leader = g.members.get(g.leader or "")
+        if leader is not None and g.awaiting_join(leader):
+            return True
+        g.leader = next((m.member_id for m in g.members.values() if g.awaiting_join(m)), None)
+        return g.leader is not None
 
     @staticmethod
     def _select_protocol(g: Group) -> str:
@@ -310,17 +386,20 @@ class Coordinator:
 
     # SyncGroup, Heartbeat, LeaveGroup ---------------------------------------------------------
 
-    def _member_error(self, g: Group | None, member_id: str, generation: int) -> int:
-        if g is None or g.state in (EMPTY, DEAD) or member_id not in g.members:
+    def _member_error(self, g: Group | None, member_id: str, generation: int, instance_id: str | None = None) -> int:
+        if g is None or g.state in (EMPTY, DEAD):
             return ErrorCode.unknown_member_id
+        err = g.member_error(member_id, instance_id)
+        if err:
+            return err
         if generation != g.generation:
             return ErrorCode.illegal_generation
         return 0
 
     async def sync(self, group_id: str, member_id: str, generation: int, protocol_type: str | None,
-                   protocol_name: str | None, assignments: dict[str, bytes]) -> dict:
+                   protocol_name: str | None, assignments: dict[str, bytes], instance_id: str | None = None) -> dict:
         g = self.groups.get(group_id)
-        err = self._member_error(g, member_id, generation)
+        err = self._member_error(g, member_id, generation, instance_id)
         if err:
             return _error(err)
         assert g is not None, "_member_error reports a missing group"
@@ -337,6 +416,7 @@ class Coordinator:
                 for x in g.members.values():
                     x.assignment = assignments.get(x.member_id, b"")
                 g.state = STABLE
+                self._store(g)  # on disk before the members hear of their assignment
                 for x in g.members.values():
                     self._resolve(x, "sync_future", self._sync_response(g, x))
             return await asyncio.shield(future)
@@ -347,33 +427,45 @@ class Coordinator:
         return {"error_code": 0, "protocol_type": g.protocol_type, "protocol_name": g.protocol_name,
                 "assignment": m.assignment}
 
-    def heartbeat(self, group_id: str, member_id: str, generation: int) -> int:
+    def heartbeat(self, group_id: str, member_id: str, generation: int, instance_id: str | None = None) -> int:
         g = self.groups.get(group_id)
-        err = self._member_error(g, member_id, generation)
+        err = self._member_error(g, member_id, generation, instance_id)
         if err:
             return err
         assert g is not None, "_member_error reports a missing group"
         self._heartbeat(g, g.members[member_id])
         return ErrorCode.rebalance_in_progress if g.state == PREPARING else 0
 
-    def leave(self, group_id: str, member_ids: list[str]) -> list[int]:
-        """Per leaving member: NONE or UNKNOWN_MEMBER_ID."""
+    def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> list[tuple[str, int]]:
+        """Per leaving (member id, group instance id): the member id answered and NONE,
+        UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID. An empty member id with an instance id removes
+        that static member (KIP-345's administrative leave, LeaveGroup v3+)."""
         g = self.groups.get(group_id)
-        out = []
-        for member_id in member_ids:
-            m = g.members.get(member_id) if g else None
-            if g is not None and member_id in g.pending:
+        out: list[tuple[str, int]] = []
+        for member_id, instance_id in leaving:
+            if g is None:
+                out.append((member_id, ErrorCode.unknown_member_id))
+            elif not member_id:
+                static = g.static_members.get(instance_id) if instance_id is not None else None
+                if static is None:
+                    out.append((member_id, ErrorCode.unknown_member_id))
+                else:
+                    self._remove(g, g.members[static], rebalance=True)
+                    out.append((member_id, 0))
+            elif member_id in g.pending:
                 g.pending.pop(member_id).cancel()
-                out.append(0)
-            elif g is None or m is None:
-                out.append(ErrorCode.unknown_member_id)
+                out.append((member_id, 0))
+            elif (err := g.member_error(member_id, instance_id)):
+                out.append((member_id, err))
             else:
-                self._remove(g, m, rebalance=True)
-                out.append(0)
+                self._remove(g, g.members[member_id], rebalance=True)
+                out.append((member_id, 0))
         return out
 
     def _remove(self, g: Group, m: Member, rebalance: bool) -> None:
         g.members.pop(m.member_id, None)
+        if m.group_instance_id is not None and g.static_members.get(m.group_instance_id) == m.member_id:
+            del g.static_members[m.group_instance_id]
         if m.expiry is not None:
             m.expiry.cancel()
         self._resolve(m, "join_future", _error(ErrorCode.unknown_member_id, member_id=m.member_id))
@@ -386,6 +478,18 @@ class Coordinator:
             self._prepare_rebalance(g)
         elif g.state == PREPARING:
             g.joined.set()
+
+    def _store(self, g: Group) -> None:
+        """Keep the group's metadata as it is now (what --data-dir brings back)."""
+        from kafka_shell.sandbox import group_state  # it imports this module
+        g.stored = group_state.view(g)
+        journal.group_touched(self.cluster, g.group_id)
+
+    def resume(self) -> None:
+        """Start the sessions of members brought back by --data-dir (loop thread, at start)."""
+        for g in self.groups.values():
+            for m in g.members.values():
+                self._heartbeat(g, m)
 
     # timers --------------------------------------------------------------------------------------
 
@@ -420,19 +524,21 @@ class Coordinator:
 
     # offsets and administration ---------------------------------------------------------------
 
-    def commit_error(self, group_id: str, member_id: str, generation: int) -> tuple[Group | None, int]:
+    def commit_error(self, group_id: str, member_id: str, generation: int,
+                     instance_id: str | None = None) -> tuple[Group | None, int]:
         """The group to commit into (created for a simple, memberless commit) or the error."""
         g = self.groups.get(group_id)
-        simple = generation < 0 and not member_id
+        simple = generation < 0 and not member_id and instance_id is None
         if g is None:
             if not simple:
                 return None, ErrorCode.illegal_generation
             g = self.groups[group_id] = Group(group_id)
+            self._store(g)
         if g.state == DEAD:
             return None, ErrorCode.coordinator_not_available
         if simple:
             return (g, 0) if g.state == EMPTY else (None, ErrorCode.unknown_member_id)
-        err = self._member_error(g, member_id, generation)
+        err = self._member_error(g, member_id, generation, instance_id)
         if err:
             return None, err
         if g.state == COMPLETING:
@@ -444,8 +550,12 @@ class Coordinator:
                metadata: str | None) -> int:
         if metadata and len(metadata.encode()) > setting(self.cluster, "offset.metadata.max.bytes"):
             return ErrorCode.offset_metadata_too_large
-        g.offsets[(topic, partition)] = CommittedOffset(offset, leader_epoch, metadata, now_ms())
+        record_offsets(self.cluster, g, {(topic, partition): CommittedOffset(offset, leader_epoch, metadata, now_ms())})
         return 0
+
+    def delete_offset(self, g: Group, topic: str, partition: int) -> None:
+        if g.offsets.pop((topic, partition), None) is not None:
+            journal.group_touched(self.cluster, g.group_id, (topic, partition))
 
     def delete(self, group_id: str) -> int:
         g = self.groups.get(group_id)
@@ -457,6 +567,7 @@ class Coordinator:
         for timer in g.pending.values():
             timer.cancel()
         del self.groups[group_id]
+        journal.group_touched(self.cluster, group_id)
         return 0
 
     def delete_offsets_error(self, g: Group | None) -> int:

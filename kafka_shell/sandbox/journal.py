@@ -16,9 +16,20 @@ What is journaled is the effect, not the request, found when a write starts:
 - `partition`: one partition's replication state plus the batches appended since the journal
   last held it (all of its batches, `rewrite`, when its log was truncated), for each partition
   `touched()` by an append or a DeleteRecords, or whose last batch changed.
-A record is a frame: payload length and CRC32C (4 bytes each), then the payload (a kind byte,
-the JSON length, the JSON and the raw batch bytes). A frame cut short by a crash, or failing its
-CRC, ends the journal there: it was never fsynced, so never acknowledged.
+A journal file starts with FILE_HEADER ("kafka-shell journal 2" and a newline); each entry is
+a 16-byte header (ENTRY: the MARKER, the payload's length, the payload's CRC32C, and the CRC32C
+of those 12 bytes) and the payload (a kind byte, the JSON length, the JSON and the raw batch
+bytes). Start-up (`recover`, through `scan`) replays the entries up to the first bad one, and:
+- a bad entry that is only the end of the file cut short (a header or payload running past the
+  end, or zeros where the file grew and the data never landed) is a torn write: the crash cut
+  it short before its fsync, so it was never acknowledged; it is dropped, with one warning;
+- a bad entry followed by good ones, or a bad checksum in a complete entry, is damage: start-up
+  refuses (a StateError naming the file, the byte offset and how many entries follow) and
+  leaves every file as it is; `repair` truncates the journal there after copying it (and
+  setting later journals aside) into a `damaged-<time>` directory.
+The header's own checksum tells a damaged length from a torn write; the marker lets the scan
+find the entries after damage. Journals of format 1 (no file header: an 8-byte length and
+CRC32C per entry) are still read, with the same rules but no search past damage.
 
 Compaction writes the whole state to the state file when the journal passes
 KAFKA_SHELL_SANDBOX_JOURNAL_BYTES (64 MiB): at a write, the state is captured and new changes go
@@ -36,15 +47,18 @@ import json
 import logging
 import os
 import re
+import shutil
 import struct
+import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from crc32c import crc32c
 
 from kafka_shell.protocol import ProtocolError
-from kafka_shell.sandbox import persist, security_state
+from kafka_shell.sandbox import group_state, groups, persist, security_state
 from kafka_shell.sandbox.model import Batch, Cluster, Partition, Topic
 
 log = logging.getLogger("kafka_shell.sandbox")
@@ -55,14 +69,23 @@ SYNC_INTERVAL_S = 1.0   # changes nobody waits for (replication catch-up) are wr
 EXTRAS_KEY = "journal"
 LOCK_FILE = ".lock"
 
-FRAME = struct.Struct(">II")   # payload length, CRC32C of the payload
-KIND = struct.Struct(">cI")    # record kind, length of its JSON
+FILE_HEADER = b"kafka-shell journal 2\n"
+MARKER = b"\xd7KSJ"
+ENTRY = struct.Struct(">4sIII")   # MARKER, payload length, CRC32C of the payload, CRC32C of the 12 bytes before
+FRAME_V1 = struct.Struct(">II")   # format 1: payload length, CRC32C of the payload
+KIND = struct.Struct(">cI")       # record kind, length of its JSON
+DAMAGED_PREFIX = "damaged-"
 CLUSTER, TOPIC, DELETE, PARTITION = b"c", b"t", b"d", b"p"
+GROUP, OFFSETS = b"g", b"o"   # a consumer group's stored metadata; offsets committed or deleted
 NAME = re.compile(r"journal-(\d+)\.log")
 
 
 def journal_path(directory: Path, seq: int) -> Path:
     return directory / f"journal-{seq}.log"
+
+
+def journal_seq(path: Path) -> int:
+    return int(NAME.fullmatch(path.name).group(1))  # type: ignore[union-attr]
 
 
 def journal_files(directory: Path) -> dict[int, Path]:
@@ -77,11 +100,29 @@ def touched(cluster: Cluster, p: Partition) -> None:
         journal.touch(p)  # type: ignore[attr-defined]
 
 
+def group_touched(cluster: Cluster, group_id: str, offset: tuple[str, int] | None = None) -> None:
+    """A group's stored metadata changed, or it was deleted, or (`offset`) one of its committed
+    offsets: journal it at the next write. A no-op without --data-dir."""
+    journal = cluster.extras.get(EXTRAS_KEY)
+    if journal is not None:
+        journal.touch_group(group_id, offset)  # type: ignore[attr-defined]
+
+
+def rewritten(cluster: Cluster, p: Partition) -> None:
+    """A partition's older batches were replaced (the log cleaner): journal all of its batches at
+    the next write. A no-op without --data-dir."""
+    journal = cluster.extras.get(EXTRAS_KEY)
+    if journal is not None:
+        journal.touch(p, rewrite=True)  # type: ignore[attr-defined]
+
+
 def lock(data_dir: str | os.PathLike) -> int:
     """Lock the directory for this process (the OS releases it if the process dies): two
-    sandboxes writing one directory would corrupt each other. Returns the lock's fd."""
+    sandboxes writing one directory would corrupt each other. Returns the lock's fd. The
+    directory and what it holds are made private (0700, 0600): they hold SCRAM keys, TLS keys
+    and every record."""
     directory = Path(data_dir)
-    directory.mkdir(parents=True, exist_ok=True)
+    persist.make_private_dir(directory)
     fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -96,12 +137,119 @@ class JournalError(ProtocolError):
     closes the connection instead of answering (one log line, no traceback)."""
 
 
+# -- reading: entries, torn writes and damage --------------------------------------------------
+
+GOOD, PARTIAL, BAD = "good", "partial", "bad"
+
+
+@dataclass
+class Scan:
+    """What `scan` found in one journal file."""
+    entries: list[tuple[int, bytes]]   # (byte offset, payload) of the good entries before any bad one
+    end: int                           # where they end: the damage or the torn write starts here
+    size: int                          # the file's size
+    torn: bool = False                 # end..size is a write a crash cut short
+    damaged: bool = False              # end..size starts with damage
+    following: int = 0                 # good entries after the damage
+
+
+def scan(data: bytes) -> Scan:
+    """The entries of a journal file's bytes, and what follows the first bad one (see the module
+    doc: a torn write or damage)."""
+    if data.startswith(FILE_HEADER) or FILE_HEADER.startswith(data):
+        entry_at, pos = _entry_v2, len(FILE_HEADER)
+        if len(data) < pos:  # the file header itself cut short: an empty journal
+            return Scan([], 0, len(data), torn=bool(data))
+    elif _next_good_v2(data, 0) is not None:
+        return Scan([], 0, len(data), damaged=True, following=_count_good(data, 0, _entry_v2))  # its header
+    else:
+        entry_at, pos = _entry_v1, 0
+    entries = []
+    while pos < len(data):
+        state, start, end = entry_at(data, pos)
+        if state != GOOD:
+            break
+        entries.append((pos, data[start:end]))
+        pos = end
+    else:
+        return Scan(entries, pos, len(data))
+    following = _count_good(data, end if state == BAD and end > pos + 1 else pos + 1, entry_at)
+    zeros = data.count(0, pos) == len(data) - pos  # the file grew, the data never landed
+    torn = not following and (state == PARTIAL or (state == BAD and end == pos + 1 and zeros))
+    return Scan(entries, pos, len(data), torn=torn, damaged=not torn, following=following)
+
+
+def _entry_v2(data: bytes, pos: int) -> tuple[str, int, int]:
+    """(GOOD, PARTIAL or BAD, payload start, end) of the entry at `pos`. A BAD header has no
+    known end: it is reported as pos + 1."""
+    if len(data) - pos < ENTRY.size:
+        return PARTIAL, pos, len(data)
+    marker, length, crc, header_crc = ENTRY.unpack_from(data, pos)
+    if marker != MARKER or crc32c(data[pos:pos + ENTRY.size - 4]) != header_crc:
+        return BAD, pos, pos + 1
+    return _payload(data, pos + ENTRY.size, length, crc)
+
+
+def _entry_v1(data: bytes, pos: int) -> tuple[str, int, int]:
+    if len(data) - pos < FRAME_V1.size:
+        return PARTIAL, pos, len(data)
+    length, crc = FRAME_V1.unpack_from(data, pos)
+    return _payload(data, pos + FRAME_V1.size, length, crc)
+
+
+def _payload(data: bytes, start: int, length: int, crc: int) -> tuple[str, int, int]:
+    """The entry whose payload of `length` bytes and checksum `crc` starts at `start`."""
+    end = start + length
+    if end > len(data):
+        return PARTIAL, start, len(data)
+    if crc32c(data[start:end]) != crc or length < KIND.size:
+        return BAD, start, end
+    return GOOD, start, end
+
+
+def _next_good_v2(data: bytes, pos: int) -> int | None:
+    """Where the next good entry at or after `pos` starts (found by its marker), or None."""
+    while (found := data.find(MARKER, pos)) >= 0:
+        if _entry_v2(data, found)[0] == GOOD:
+            return found
+        pos = found + 1
+    return None
+
+
+def _count_good(data: bytes, pos: int, entry_at) -> int:
+    """Good entries from `pos` on: format 2 searches past bad bytes; format 1 walks while it can."""
+    count = 0
+    while pos < len(data):
+        if entry_at is _entry_v2:
+            found = _next_good_v2(data, pos)
+            if found is None:
+                break
+            pos = found
+        state, _, end = entry_at(data, pos)
+        if state != GOOD:
+            break
+        count += 1
+        pos = end
+    return count
+
+
+def _damage(found: list[tuple[Path, Scan]]) -> tuple[Path, Scan, int] | None:
+    """The first damaged journal of `found` (in replay order), its scan, and the good entries of
+    the journals after it."""
+    for k, (path, result) in enumerate(found):
+        if result.damaged or (result.torn and k < len(found) - 1):  # a torn write is only ever last
+            later = sum(len(r.entries) + r.following for _, r in found[k + 1:])
+            return path, result, later
+    return None
+
+
 # -- recovery ---------------------------------------------------------------------------------
 
 
 def recover(data_dir: str | os.PathLike) -> tuple[Cluster, int] | None:
     """The state file with every journal written after it replayed on top, and the highest
-    journal number seen; None when the directory holds no state."""
+    journal number seen; None when the directory holds no state. Damage in a journal raises a
+    StateError and changes no file."""
     directory = Path(data_dir)
     if not directory.is_dir():
         return None
@@ -113,21 +261,33 @@ def recover(data_dir: str | os.PathLike) -> tuple[Cluster, int] | None:
                                      "move them away to start afresh")
         return None
     cluster, first = loaded
-    for seq in sorted(journals):
-        if seq >= first:
-            replay(cluster, journals[seq])
+    found = _scan_journals(directory, first)
+    damage = _damage(found)
+    if damage is not None:
+        path, result, later = damage
+        more = f" and {later} in later journals" if later else ""
+        raise persist.StateError(
+            f"{path} is damaged at byte {result.end} ({result.following} entries follow it{more}); "
+            f"nothing was changed: to start from the entries before it, run kafka-shell sandbox "
+            f"--data-dir {directory} --repair (it keeps a copy of what it cuts)")
+    for path, result in found:
+        replay(cluster, path, result)
+        persist.validate(cluster, persist.Checker(path))  # what the journal made of the state
+        if result.torn:
+            log.warning("%s: dropped a write cut short at byte %d (%d bytes, never acknowledged)",
+                        path, result.end, result.size - result.end)
     return cluster, max([first, *journals])
 
 
-def replay(cluster: Cluster, path: Path) -> None:
-    data = path.read_bytes()
+def _scan_journals(directory: Path, first: int) -> list[tuple[Path, Scan]]:
+    """The journals to replay on a state file naming `first`, in order, each scanned."""
+    journals = journal_files(directory)
+    return [(journals[seq], scan(journals[seq].read_bytes())) for seq in sorted(journals) if seq >= first]
+
+
+def replay(cluster: Cluster, path: Path, result: Scan) -> None:
     check = persist.Checker(path)
-    pos = 0
-    while pos + FRAME.size <= len(data):
-        length, crc = FRAME.unpack_from(data, pos)
-        payload = data[pos + FRAME.size:pos + FRAME.size + length]
-        if len(payload) < length or crc32c(payload) != crc or length < KIND.size:
-            break  # a write the crash cut short: never fsynced, never acknowledged
+    for pos, payload in result.entries:
         kind, json_length = KIND.unpack_from(payload)
         try:
             record = json.loads(payload[KIND.size:KIND.size + json_length])
@@ -135,9 +295,44 @@ def replay(cluster: Cluster, path: Path) -> None:
             raise persist.StateError(f"{path}: record at byte {pos} is not valid JSON ({exc})") from None
         _apply(cluster, check, kind, check.mapping(record, f"record at byte {pos}"),
                payload[KIND.size + json_length:])
-        pos += FRAME.size + length
-    if pos < len(data):
-        log.warning("%s: ignoring %d bytes of an unfinished write at its end", path, len(data) - pos)
+
+
+def repair(data_dir: str | os.PathLike) -> str:
+    """`kafka-shell sandbox --data-dir D --repair`: truncate the first damaged journal at its
+    damage, after copying it (and moving the journals after it, which build on what is cut) into
+    D/damaged-<time>/. Returns the line that says what was done."""
+    directory = Path(data_dir)
+    if not (directory / persist.STATE_FILE).exists():
+        raise persist.StateError(f"{directory} holds no sandbox state ({persist.STATE_FILE}): nothing to repair")
+    lock_fd = lock(directory)
+    try:
+        loaded = persist.load_state(directory)
+        assert loaded is not None, "the state file exists"
+        found = _scan_journals(directory, loaded[1])
+        damage = _damage(found)
+        if damage is None:
+            return f"{directory}: nothing to repair (every journal is whole)"
+        path, result, _ = damage
+        later = [p for p, _ in found if journal_seq(p) > journal_seq(path)]
+        keep = directory / f"{DAMAGED_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        keep.mkdir(mode=0o700)
+        copy = os.open(keep / path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with open(path, "rb") as src, os.fdopen(copy, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+            dst.flush()
+            os.fsync(dst.fileno())
+        for p in later:
+            os.replace(p, keep / p.name)
+        persist.fsync_dir(keep)
+        os.truncate(path, result.end)
+        with open(path, "rb+") as f:
+            os.fsync(f.fileno())
+        persist.fsync_dir(directory)
+        aside = f" and {len(later)} later journal{'s' if len(later) != 1 else ''}" if later else ""
+        return (f"{path}: truncated at byte {result.end}, dropping {result.following + 1} entries "
+                f"({result.size - result.end} bytes){aside}; the damaged journals are kept in {keep}")
+    finally:
+        os.close(lock_fd)
 
 
 def _apply(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict, raw: bytes) -> None:
@@ -146,6 +341,7 @@ def _apply(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict, 
         for name in persist.CLUSTER_FIELDS:
             setattr(cluster, name, getattr(saved, name))
         security_state.copy(saved, cluster)
+        persist.copy_features(saved, cluster)
     elif kind == TOPIC:
         t = persist.topic_from_meta(check, record, "topic record", cluster, with_batches=False)
         old = cluster.topic_by_id(t.id)
@@ -161,8 +357,19 @@ def _apply(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict, 
             del cluster.topics[gone.name]
     elif kind == PARTITION:
         _apply_partition(cluster, check, record, raw)
+    elif kind in (GROUP, OFFSETS):
+        _apply_group(cluster, check, kind, record)
     else:
         raise persist.StateError(f"{check.path}: unknown record kind {kind!r}")
+
+
+def _apply_group(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict) -> None:
+    group_id = check.text(record.get("id"), "group record id")
+    if kind == GROUP:
+        group_state.apply_view(cluster, check, group_id, record.get("view"), "group record view")
+    else:
+        group_state.apply_offsets(cluster, check, group_id, record.get("offsets"), record.get("deleted"),
+                                  "offsets record")
 
 
 def _apply_partition(cluster: Cluster, check: persist.Checker, record: dict, raw: bytes) -> None:
@@ -202,9 +409,10 @@ class Journal:
         self.directory = directory
         self.seq = seq
         self._lock_fd = lock_fd
-        self._file = open(journal_path(directory, seq), "ab")  # noqa: SIM115 - closed in close()
+        self._file = _new_journal(journal_path(directory, seq))
         persist.fsync_dir(directory)
         self.size = 0
+        self._fresh = True  # the next write to self._file starts with FILE_HEADER
         self.compact_bytes = int(os.environ.get(COMPACT_BYTES_ENV) or COMPACT_BYTES)
         # What the files hold, to journal only what differs.
         self._generation = cluster.generation
@@ -215,6 +423,8 @@ class Journal:
             (t.id, p.index): (p.batches[-1] if p.batches else None)
             for t in cluster.topics.values() for p in t.partitions}
         self._touched: dict[int, Partition] = {}
+        self._groups: dict[str, bytes] = {g.group_id: _json(g.stored) for g in groups.all_groups(cluster).values()}
+        self._touched_groups: dict[str, set[tuple[str, int]]] = {}
         # Group commit: writes are numbered; sync() waits for the one holding its changes.
         self._captured = 0
         self._durable = 0
@@ -237,11 +447,19 @@ class Journal:
 
     # -- group commit ----------------------------------------------------------------------
 
-    def touch(self, p: Partition) -> None:
+    def touch(self, p: Partition, rewrite: bool = False) -> None:
         self._touched[id(p)] = p  # written by the sync() of the request that touched it
+        t = self.cluster.topics.get(p.topic)
+        if rewrite and t is not None:
+            self._last_batch[(t.id, p.index)] = None   # no batch known: all of them are written
+
+    def touch_group(self, group_id: str, offset: tuple[str, int] | None) -> None:
+        keys = self._touched_groups.setdefault(group_id, set())
+        if offset is not None:
+            keys.add(offset)
 
     def _pending(self) -> bool:
-        return bool(self._touched) or self.cluster.generation != self._generation
+        return bool(self._touched) or bool(self._touched_groups) or self.cluster.generation != self._generation
 
     async def sync(self) -> None:
         """Return once every change made so far is on disk (fsynced)."""
@@ -272,13 +490,15 @@ class Journal:
             file, state = self._file, None
             try:
                 data = self._capture()
+                if data and self._fresh:
+                    data, self._fresh = FILE_HEADER + data, False
                 self.size += len(data)
                 if self.size >= self.compact_bytes and self._compaction is None:
                     # The state now is the old journals' end: later changes go to the next one.
                     self.seq += 1
                     state = persist.state_of(self.cluster, self.seq)
-                    self._file = open(journal_path(self.directory, self.seq), "ab")  # noqa: SIM115
-                    self.size = 0
+                    self._file = _new_journal(journal_path(self.directory, self.seq))
+                    self.size, self._fresh = 0, True
                 await loop.run_in_executor(None, _append, file, data,
                                            self.directory if state is not None else None)
             except Exception as exc:  # noqa: BLE001 - a full disk (or a bug) fails the waiting requests
@@ -324,6 +544,27 @@ class Journal:
             if holder is not None and holder.partition(p.index) is p:  # not deleted since
                 out += self._partition_record(holder, p)
         self._touched.clear()
+        out += self._group_records()
+        return bytes(out)
+
+    def _group_records(self) -> bytes:
+        """The touched groups' stored metadata where it changed (null: deleted), and the offsets
+        committed or deleted since the last write."""
+        out = bytearray()
+        table = groups.all_groups(self.cluster)
+        for group_id, keys in self._touched_groups.items():
+            g = table.get(group_id)
+            blob = _json(g.stored) if g is not None else b"null"
+            if self._groups.get(group_id, b"null") != blob:
+                out += _frame_json(GROUP, b'{"id":%s,"view":%s}' % (_json(group_id), blob))
+                self._groups[group_id] = blob
+            if g is None:
+                self._groups.pop(group_id, None)
+            elif keys:
+                rows = [group_state.offset_row(k, g.offsets[k]) for k in keys if k in g.offsets]
+                out += _frame(OFFSETS, {"id": group_id, "offsets": rows,
+                                        "deleted": [list(k) for k in keys if k not in g.offsets]})
+        self._touched_groups.clear()
         return bytes(out)
 
     def _partition_record(self, t: Topic, p: Partition) -> bytes:
@@ -379,6 +620,12 @@ class Journal:
                 self._start_writer()
 
 
+def _new_journal(path: Path) -> BinaryIO:
+    """A journal file to append to, its owner's alone (it holds SCRAM keys and every record)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    return os.fdopen(fd, "ab")
+
+
 def _append(file: BinaryIO, data: bytes, new_journal_in: Path | None) -> None:
     if data:
         file.write(data)
@@ -406,4 +653,5 @@ def _frame(kind: bytes, record: object, raw: bytes = b"") -> bytes:
 
 def _frame_json(kind: bytes, blob: bytes, raw: bytes = b"") -> bytes:
     payload = KIND.pack(kind, len(blob)) + blob + raw
-    return FRAME.pack(len(payload), crc32c(payload)) + payload
+    head = MARKER + struct.pack(">II", len(payload), crc32c(payload))
+    return head + struct.pack(">I", crc32c(head)) + payload

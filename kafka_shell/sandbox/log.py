@@ -3,23 +3,24 @@
 Batches are kept as the raw v2 bytes clients sent, as Kafka keeps them on disk. Appending only
 patches the header: the base offset and partition leader epoch sit before the CRC-covered part,
 so assigning offsets needs no new CRC; LogAppendTime and recompression change covered fields and
-recompute it. Only gzip (standard library) and uncompressed batches are understood; the sandbox
-has no lz4/snappy/zstd codec, so those batches are refused with UNSUPPORTED_COMPRESSION_TYPE.
+recompute it. Every codec Kafka has is understood (`codecs.py`); a topic's compression.type other
+than `producer` recompresses into that codec, as Kafka's LogValidator does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
-import gzip
+import random
 import struct
-import zlib
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from crc32c import crc32c
 from kio._kio_native import read_signed_varint, read_signed_varlong
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, journal, replication
+from kafka_shell.sandbox import codecs, configs, journal, replication
 from kafka_shell.sandbox.model import Batch, Cluster, Partition, now_ms
 
 # v2 batch header: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
@@ -30,17 +31,28 @@ LENGTH_PREFIX = 12          # baseOffset + batchLength: not counted in batchLeng
 CRC_AT, ATTRIBUTES_AT, MAX_TIMESTAMP_AT, CRC_FROM = 17, 21, 35, 21
 
 CODEC_MASK = 0x07
-NONE, GZIP = 0, 1
-CODECS = {"uncompressed": NONE, "gzip": GZIP, "snappy": 2, "lz4": 3, "zstd": 4}
+NONE, GZIP = codecs.NONE, codecs.GZIP
 LOG_APPEND_TIME_FLAG = 0x08
+TRANSACTIONAL_FLAG = 0x10
+CONTROL_FLAG = 0x20
+DELETE_HORIZON_FLAG = 0x40   # KIP-534: the base timestamp is the cleaner's delete horizon
+NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE = -1, -1, -1
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
 
 
 class InvalidBatch(Exception):
-    def __init__(self, code: ErrorCode, message: str):
+    """A batch refused with `code`; `answered`: the message goes into the Produce answer (Kafka
+    answers a message only for some errors, e.g. a failed transaction verification);
+    `record_errors`: (index in the batch, message) of each refused record (Kafka's
+    RecordValidationException)."""
+
+    def __init__(self, code: int, message: str, answered: bool = False,
+                 record_errors: list[tuple[int, str]] | None = None):
         super().__init__(message)
         self.code = code
+        self.answered = answered
+        self.record_errors = record_errors or []
 
 
 # -- parsing --------------------------------------------------------------------------------
@@ -75,19 +87,94 @@ def codec_of(batch: bytes | bytearray) -> int:
     return struct.unpack_from(">h", batch, ATTRIBUTES_AT)[0] & CODEC_MASK
 
 
+@dataclass(frozen=True)
+class Header:
+    """The fields of a v2 batch header that producer state and transactions read."""
+    base_offset: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    count: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def last_sequence(self) -> int:
+        """Kafka's DefaultRecordBatch.lastSequence: wraps past Integer.MAX_VALUE."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) % (1 << 31)
+
+    @property
+    def transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG)
+
+    @property
+    def control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > NO_PRODUCER_ID
+
+    @property
+    def delete_horizon(self) -> int | None:
+        """When the cleaner may drop the batch's tombstones (or its marker), once it set it."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_FLAG else None
+
+
+def header(batch: bytes | bytearray) -> Header:
+    (base_offset, _, _, _, _, attributes, last_delta, base_ts, max_ts, pid, epoch, base_seq, count) = HEADER.unpack_from(batch)
+    return Header(base_offset, attributes, last_delta, base_ts, max_ts, pid, epoch, base_seq, count)
+
+
 def records_section(batch: bytes | bytearray) -> bytes:
     """The batch's records, decompressed."""
     body = bytes(memoryview(batch)[HEADER_SIZE:])
-    codec = codec_of(batch)
-    if codec == NONE:
-        return body
-    if codec == GZIP:
-        try:
-            return gzip.decompress(body)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InvalidBatch(ErrorCode.corrupt_message, f"bad gzip records: {exc}") from None
-    raise InvalidBatch(ErrorCode.unsupported_compression_type,
-                       f"compression codec {codec} is not available in the sandbox")
+    try:
+        return codecs.decompress(codec_of(batch), body)
+    except codecs.CodecError as exc:
+        # Kafka fails such a batch with an unexpected exception: UNKNOWN_SERVER_ERROR.
+        raise InvalidBatch(ErrorCode.unknown_server_error, str(exc)) from None
+
+
+class Record(NamedTuple):   # a tuple: the cleaner makes one per record it reads
+    offset_delta: int
+    timestamp_delta: int
+    key: bytes | None
+    value: bytes | None
+    headers: bytes = b"\x00"   # the record's headers as written: a count, then each header
+
+
+def records(batch: bytes | bytearray) -> list[Record]:
+    """The records of a v2 batch."""
+    count = HEADER.unpack_from(batch)[-1]
+    body = records_section(batch)
+    out = []
+    pos = 0
+    for _ in range(count):
+        length, size = read_signed_varint(body, pos)
+        start = pos = pos + size
+        pos += 1                                       # attributes
+        ts_delta, size = read_signed_varlong(body, pos)
+        pos += size
+        offset_delta, size = read_signed_varint(body, pos)
+        pos += size
+        fields: list[bytes | None] = []
+        for _field in range(2):                        # key, value
+            n, size = read_signed_varint(body, pos)
+            pos += size
+            fields.append(None if n < 0 else bytes(body[pos:pos + n]))
+            pos += max(n, 0)
+        out.append(Record(offset_delta, ts_delta, fields[0], fields[1], bytes(body[pos:start + length])))
+        pos = start + length
+    return out
 
 
 def record_timestamps(batch: bytes) -> list[tuple[int, int]]:
@@ -114,43 +201,145 @@ def batch_leader_epoch(batch: Batch) -> int:
 # -- writing --------------------------------------------------------------------------------
 
 
-def _set_crc(batch: bytearray) -> None:
+def set_crc(batch: bytearray) -> None:
     struct.pack_into(">I", batch, CRC_AT, crc32c(memoryview(batch)[CRC_FROM:]))
 
 
 def recompress(batch: bytearray, codec: int) -> bytearray:
-    """The batch with its records re-encoded in `codec` (none or gzip), as a topic's
-    compression.type asks."""
-    raw = records_section(batch)
-    body = gzip.compress(raw) if codec == GZIP else raw
-    out = bytearray(batch[:HEADER_SIZE]) + body
+    """The batch with its records re-encoded in `codec`, as a topic's compression.type asks."""
+    out = bytearray(batch[:HEADER_SIZE]) + codecs.compress(codec, records_section(batch))
     attributes = struct.unpack_from(">h", out, ATTRIBUTES_AT)[0]
     struct.pack_into(">h", out, ATTRIBUTES_AT, (attributes & ~CODEC_MASK) | codec)
     struct.pack_into(">i", out, 8, len(out) - LENGTH_PREFIX)
-    _set_crc(out)
+    set_crc(out)
     return out
+
+
+def compacted(cluster: Cluster, topic: str) -> bool:
+    return "compact" in configs.split_list(configs.topic_value(cluster, topic, "cleanup.policy"))
 
 
 def validate(cluster: Cluster, p: Partition, batches: list[bytearray]) -> list[bytearray]:
     """Check the batches against the topic's configs; recompress as compression.type says."""
     max_bytes = int(configs.topic_value(cluster, p.topic, "max.message.bytes") or 1048588)
     wanted = configs.topic_value(cluster, p.topic, "compression.type") or "producer"
+    keyed = compacted(cluster, p.topic)
     out = []
     for b in batches:
+        h = header(b)
+        if h.control:   # Kafka's LogValidator, for batches from clients
+            raise InvalidBatch(ErrorCode.invalid_record, "Clients are not allowed to write control records")
+        if h.has_producer_id and h.base_sequence < 0:
+            raise InvalidBatch(ErrorCode.invalid_record, f"Invalid sequence number {h.base_sequence} in record "
+                               f"batch with producerId {h.producer_id}")
         if len(b) > max_bytes:
             raise InvalidBatch(ErrorCode.message_too_large,
                                f"batch of {len(b)} bytes exceeds max.message.bytes={max_bytes}")
         records_section(b)  # decompresses: refuses unknown codecs and corrupt data
-        target = CODECS.get(wanted)
-        if target in (NONE, GZIP) and target != codec_of(b):
+        if keyed:
+            _check_keys(p, b)
+        target = codecs.NAMES.get(wanted)
+        if target is not None and target != codec_of(b):
             b = recompress(b, target)
         out.append(b)
     return out
 
 
+def _check_keys(p: Partition, batch: bytearray) -> None:
+    """Kafka's LogValidator.validateKey: a compacted topic refuses records without a key, each
+    one named in the answer's record errors."""
+    message = f"Compacted topic cannot accept message without key in topic partition {p.topic}-{p.index}"
+    errors = [(i, message) for i, r in enumerate(records(batch)) if r.key is None]
+    if errors:
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+        raise InvalidBatch(ErrorCode.invalid_record, f"One or more records have been rejected due to {len(errors)} "
+                           f"record errors in total, and only showing the first three errors at most: [{shown}]",
+                           answered=True, record_errors=errors)
+
+
+def uvarint(n: int) -> bytes:
+    """An unsigned varint (Kafka's ByteUtils.writeUnsignedVarint)."""
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _varint(n: int) -> bytes:
+    """A zigzag varint (Kafka's ByteUtils.writeVarlong)."""
+    return uvarint((n << 1) ^ (n >> 63))
+
+
+def _bytes_field(data: bytes | None) -> bytes:
+    return _varint(-1) if data is None else _varint(len(data)) + data
+
+
+def build_batch(entries: list[tuple[bytes | None, bytes | None]], *, timestamp: int | None = None,
+                producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
+                base_sequence: int = NO_SEQUENCE, transactional: bool = False, control: bool = False,
+                codec: int = NONE) -> bytearray:
+    """A v2 batch of (key, value) records at offset 0 (`append` assigns the real one): what the
+    sandbox writes itself (transaction markers, the transaction log) and tests send."""
+    ts = now_ms() if timestamp is None else timestamp
+    body = b"".join(_record(i, 0, key, value) for i, (key, value) in enumerate(entries))
+    attributes = codec | (TRANSACTIONAL_FLAG if transactional else 0) | (CONTROL_FLAG if control else 0)
+    return _batch(0, attributes, len(entries) - 1, ts, ts, producer_id, producer_epoch, base_sequence,
+                  len(entries), codecs.compress(codec, body))
+
+
+def _record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+            headers: bytes = b"\x00") -> bytes:
+    record = b"\x00" + _varint(timestamp_delta) + _varint(offset_delta) + _bytes_field(key) + _bytes_field(value) + headers
+    return _varint(len(record)) + record
+
+
+def _batch(base_offset: int, attributes: int, last_offset_delta: int, base_timestamp: int, max_timestamp: int,
+           producer_id: int, producer_epoch: int, base_sequence: int, count: int, data: bytes,
+           leader_epoch: int = -1) -> bytearray:
+    out = bytearray(HEADER.pack(base_offset, HEADER_SIZE - LENGTH_PREFIX + len(data), leader_epoch, 2, 0, attributes,
+                                last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
+                                base_sequence, count))
+    out += data
+    set_crc(out)
+    return out
+
+
+def record_timestamp(h: Header, r: Record) -> int:
+    """A record's timestamp: the batch's (LogAppendTime), else base timestamp plus its delta."""
+    return h.max_timestamp if h.attributes & LOG_APPEND_TIME_FLAG else h.base_timestamp + r.timestamp_delta
+
+
+def rebuild(batch: bytes, kept: list[Record], delete_horizon: int | None) -> bytes:
+    """The batch with only the `kept` records, as Kafka's cleaner rewrites it
+    (MemoryRecords.buildRetainedRecordsInto): same offsets (its last offset too, for the
+    producer's sequence), producer fields, flags and codec; the base timestamp is the delete
+    horizon once the cleaner set one."""
+    h = header(batch)
+    stamps = [record_timestamp(h, r) for r in kept]
+    base_ts = delete_horizon if delete_horizon is not None else stamps[0]
+    max_ts = h.max_timestamp if h.attributes & LOG_APPEND_TIME_FLAG else max(stamps)
+    body = b"".join(_record(r.offset_delta, ts - base_ts, r.key, r.value, r.headers) for r, ts in zip(kept, stamps))
+    attributes = (h.attributes & ~DELETE_HORIZON_FLAG) | (DELETE_HORIZON_FLAG if delete_horizon is not None else 0)
+    return bytes(_batch(h.base_offset, attributes, h.last_offset_delta, base_ts, max_ts, h.producer_id, h.producer_epoch,
+                        h.base_sequence, len(kept), codecs.compress(h.attributes & CODEC_MASK, body),
+                        struct.unpack_from(">i", batch, 12)[0]))
+
+
+def empty_batch(batch: bytes) -> bytes:
+    """The batch's header with no records (Kafka's DefaultRecordBatch.writeEmptyHeader): what the
+    cleaner keeps of a producer's last batch, for the producer's sequence and epoch."""
+    h = header(batch)
+    attributes = h.attributes & (LOG_APPEND_TIME_FLAG | TRANSACTIONAL_FLAG | CONTROL_FLAG)
+    return bytes(_batch(h.base_offset, attributes, h.last_offset_delta, -1, h.max_timestamp, h.producer_id,
+                        h.producer_epoch, h.base_sequence, 0, b"", struct.unpack_from(">i", batch, 12)[0]))
+
+
 def append(cluster: Cluster, p: Partition, batches: list[bytearray]) -> tuple[int, int]:
     """Append validated batches on the leader: assign offsets from its log end, stamp the leader
-    epoch (and LogAppendTime when configured). Returns (base offset, log append time or -1)."""
+    epoch (and LogAppendTime when configured), rolling segments as Kafka does. Returns (base
+    offset, log append time or -1)."""
     append_time = -1
     if configs.topic_value(cluster, p.topic, "message.timestamp.type") == "LogAppendTime":
         append_time = now_ms()
@@ -164,9 +353,11 @@ def append(cluster: Cluster, p: Partition, batches: list[bytearray]) -> tuple[in
             attributes = struct.unpack_from(">h", b, ATTRIBUTES_AT)[0]
             struct.pack_into(">h", b, ATTRIBUTES_AT, attributes | LOG_APPEND_TIME_FLAG)
             struct.pack_into(">q", b, MAX_TIMESTAMP_AT, append_time)
-            _set_crc(b)
+            set_crc(b)
         max_ts = struct.unpack_from(">q", b, MAX_TIMESTAMP_AT)[0]
-        p.batches.append(Batch(next_offset, next_offset + last_delta, max_ts, bytes(b)))
+        batch = Batch(next_offset, next_offset + last_delta, max_ts, bytes(b))
+        _maybe_roll(cluster, p, batch)
+        p.batches.append(batch)
         next_offset += last_delta + 1
     p.leo[p.leader] = next_offset
     p.replica_epoch[p.leader] = p.leader_epoch
@@ -185,6 +376,128 @@ def replicate(cluster: Cluster, p: Partition) -> None:
             p.leo[r] = end
             p.replica_epoch[r] = p.leader_epoch
     replication.update_high_watermark(p, cluster)  # wakes waiting fetches when it moves
+
+
+# -- segments -------------------------------------------------------------------------------
+# A partition's log is a list of segments (`Partition.segments`: their base offsets); the last
+# one, the active segment, takes the appends and is never cleaned. An append rolls a new one as
+# Kafka's LogSegment.shouldRoll says: when the batch would take the segment past segment.bytes,
+# or when its timestamp is more than segment.ms (less a jitter) after the segment's first batch.
+
+SEGMENTS_KEY = "active_segments"
+
+
+def log_end(p: Partition) -> int:
+    """The leader's log end offset (without a leader, the end of the stored batches)."""
+    if p.leader in p.leo:
+        return p.leo[p.leader]
+    return p.batches[-1].last_offset + 1 if p.batches else p.log_start_offset
+
+
+def segments(p: Partition) -> list[int]:
+    """The segments' base offsets, oldest first, less those a truncation or the log start left
+    behind (kept in `p.segments`)."""
+    end = max(log_end(p), p.batches[-1].last_offset + 1 if p.batches else 0)  # mid-append too
+    bases = [b for b in p.segments if b <= end] or [min(p.log_start_offset, end)]
+    while len(bases) > 1 and bases[1] <= p.log_start_offset:
+        bases.pop(0)
+    if bases != p.segments:
+        p.segments = bases
+    return bases
+
+
+@dataclass
+class Segment:
+    """One segment's place in the log: its base offset, the base of the next (the log end for
+    the active one) and the index range of its batches in `p.batches`."""
+    base: int
+    end: int
+    first: int
+    stop: int
+
+    def batches(self, p: Partition) -> list[Batch]:
+        return p.batches[self.first:self.stop]
+
+    def size(self, p: Partition) -> int:
+        return sum(len(b.data) for b in self.batches(p))
+
+    def largest_timestamp(self, p: Partition) -> int:
+        return max((b.max_timestamp for b in self.batches(p)), default=-1)
+
+    def first_timestamp(self, p: Partition) -> int | None:
+        """The first batch's max timestamp (Kafka's rollingBasedTimestamp), None when empty."""
+        return p.batches[self.first].max_timestamp if self.stop > self.first else None
+
+
+def segment_list(p: Partition) -> list[Segment]:
+    bases = segments(p)
+    ends = bases[1:] + [log_end(p)]
+    starts = [bisect.bisect_left(p.batches, base, key=lambda b: b.base_offset) for base in bases]
+    return [Segment(base, end, first, stop) for base, end, first, stop in zip(bases, ends, starts, starts[1:] + [len(p.batches)])]
+
+
+@dataclass
+class _Active:
+    """What rolling needs of the active segment, kept up to date by appends (summing the segment
+    at every append would make appends quadratic)."""
+    base: int
+    size: int
+    first_timestamp: int | None
+    created_ms: int
+    last: Batch | None
+
+
+def _active(cluster: Cluster, p: Partition) -> _Active:
+    cache: dict = cluster.extras.setdefault(SEGMENTS_KEY, {})  # type: ignore[assignment]
+    t = cluster.topics.get(p.topic)
+    key = (t.id if t is not None else p.topic, p.index)
+    base = segments(p)[-1]
+    a = cache.get(key)
+    last = p.batches[-1] if p.batches else None
+    if a is None or a.base != base or a.last is not last:
+        seg = segment_list(p)[-1]
+        a = cache[key] = _Active(base, seg.size(p), seg.first_timestamp(p), a.created_ms if a and a.base == base else now_ms(),
+                                 last)
+    return a
+
+
+def max_segment_ms(cluster: Cluster, topic: str) -> int:
+    """segment.ms, or max.compaction.lag.ms when shorter on a compacted topic (LogConfig.maxSegmentMs)."""
+    segment_ms = int(configs.topic_value(cluster, topic, "segment.ms") or 604800000)
+    lag = int(configs.topic_value(cluster, topic, "max.compaction.lag.ms") or 0)
+    return min(lag, segment_ms) if compacted(cluster, topic) and lag > 0 else segment_ms
+
+
+def _roll_jitter(cluster: Cluster, topic: str, base: int) -> int:
+    """The segment's random roll jitter (LogConfig.randomSegmentJitter), drawn once per segment:
+    here from its base offset, so it needs no keeping."""
+    jitter = int(configs.topic_value(cluster, topic, "segment.jitter.ms") or 0)
+    return random.Random(base).randrange(min(jitter, int(configs.topic_value(cluster, topic, "segment.ms") or 1))) \
+        if jitter > 0 else 0
+
+
+def _maybe_roll(cluster: Cluster, p: Partition, batch: Batch) -> None:
+    """Roll a new active segment at the batch when Kafka would, then count the batch into it."""
+    a = _active(cluster, p)
+    now = now_ms()
+    segment_bytes = int(configs.topic_value(cluster, p.topic, "segment.bytes") or 1073741824)
+    waited = batch.max_timestamp - a.first_timestamp if a.first_timestamp is not None and a.first_timestamp >= 0 \
+        else now - a.created_ms
+    if a.size > segment_bytes - len(batch.data) or \
+            (a.size > 0 and waited > max_segment_ms(cluster, p.topic) - _roll_jitter(cluster, p.topic, a.base)):
+        p.segments.append(batch.base_offset)
+        a.base, a.size, a.first_timestamp, a.created_ms = batch.base_offset, 0, None, now
+    a.size += len(batch.data)
+    if a.first_timestamp is None:
+        a.first_timestamp = batch.max_timestamp
+    a.last = batch
+
+
+def roll(cluster: Cluster, p: Partition) -> None:
+    """Start a new, empty active segment at the log end (retention deleting every segment)."""
+    end = log_end(p)
+    if segments(p)[-1] != end:
+        p.segments.append(end)
 
 
 # -- long-poll wake-ups --------------------------------------------------------------------
@@ -235,6 +548,15 @@ def read(p: Partition, offset: int, upper: int, max_bytes: int, at_least_one: bo
         out.append(b.data)
         size += len(b.data)
     return b"".join(out)
+
+
+def headers_in(data: bytes) -> list[Header]:
+    """The headers of the batches of `read`'s answer."""
+    out, pos = [], 0
+    while pos + HEADER_SIZE <= len(data):
+        out.append(header(data[pos:pos + HEADER_SIZE]))
+        pos += LENGTH_PREFIX + struct.unpack_from(">i", data, pos + 8)[0]
+    return out
 
 
 def offset_for_time(p: Partition, timestamp: int, upper: int) -> tuple[int, int, int] | None:

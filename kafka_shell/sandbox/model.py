@@ -11,6 +11,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from kafka_shell.definitions import DEFAULT_RELEASE
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
@@ -84,6 +86,12 @@ class Partition:
     log_start_offset: int = 0
     high_watermark: int = 0
     batches: list[Batch] = field(default_factory=list)
+    # The base offsets of the log's segments, oldest first; the last is the active segment
+    # (log.py rolls them, cleaner.py merges and deletes them).
+    segments: list[int] = field(default_factory=lambda: [0])
+    # The log cleaner's checkpoint: the log is compacted below this offset (Kafka's
+    # cleaner-offset-checkpoint).
+    cleaner_checkpoint: int = 0
 
     @property
     def preferred(self) -> int:
@@ -120,6 +128,10 @@ class Cluster:
     control_port: int | None = None
     topics: dict[str, Topic] = field(default_factory=dict)
     cluster_configs: dict[str, str] = field(default_factory=dict)  # dynamic cluster-wide defaults
+    # Not kept by --data-dir (given at each start, as Kafka reads server.properties): the Kafka
+    # release the sandbox follows (kafka_shell.definitions) and its static broker configs.
+    kafka_version: str = DEFAULT_RELEASE
+    static_configs: dict[str, str] = field(default_factory=dict)
     generation: int = 0
     # Extension points filled by other sandbox modules (groups, reassignments, ...).
     extras: dict[str, object] = field(default_factory=dict)

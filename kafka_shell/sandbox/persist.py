@@ -6,16 +6,18 @@ port, configs), the control endpoint's port, cluster-wide configs, brokers (id, 
 rack, configs), topics with their configs and partitions (replicas, leader, epochs, ISR, ELR,
 log end offsets, high watermark) and the record batches, base64-encoded, up to
 RECORD_BYTES_PER_PARTITION per partition: older batches past that are dropped and the log start
-offset moves past them, as retention would, and the security state (ACLs, SCRAM credentials,
-client quotas: `security_state.py`). Brokers and controllers come back alive; other state kept
-by other modules in `Cluster.extras` (groups, the replication rate, finalized features) is not
-saved. `journal` names the first journal file to replay on top (see `journal.py`, which keeps
-the changes made since the file was written). Format 1 (before the KRaft mode: no mode, no
-controllers) loads as the zk-mode cluster it was.
+offset moves past them, as retention would, the security state (ACLs, SCRAM credentials,
+client quotas: `security_state.py`), the finalized feature levels, and the consumer groups'
+stored metadata and committed offsets (`group_state.py`). Brokers and controllers come back
+alive; other state kept by other modules in `Cluster.extras` (the replication rate, injected
+faults) is not saved. `journal` names the first journal file to replay on top (see
+`journal.py`, which keeps the changes made since the file was written). Format 1 (before the
+KRaft mode: no mode, no controllers) loads as the zk-mode cluster it was.
 
 Use: `load(dir)` (None when the directory holds no state) and `save(cluster, dir)` from the loop
-thread. Everything read is validated: a bad file raises `StateError`, one line naming the file
-and what is wrong.
+thread. Everything read is validated, each field and then the state as a whole (`validate`): a
+bad file raises `StateError`, one line naming the file and what is wrong. Files are written
+0600 in a 0700 directory (`make_private_dir`).
 """
 
 from __future__ import annotations
@@ -26,17 +28,24 @@ import dataclasses
 import ipaddress
 import json
 import os
+import stat
+import struct
 import tempfile
 import uuid
 from pathlib import Path
 
-from kafka_shell.sandbox import security_state
+from kafka_shell.sandbox import admin, group_state, security_state
+from kafka_shell.sandbox.handlers import features
 from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Batch, Broker, Cluster, Controller, Partition, Topic
 
 STATE_FILE = "sandbox-state.json"
+PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700
+INT32_MAX = 2**31 - 1   # Kafka's node ids, partition indexes and epochs are int32
 TEMP_PREFIX, TEMP_SUFFIX = ".state-", ".tmp"
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+# 3: its journals are of format 2 (journal.py), which older versions would take for torn writes
+# and drop: they refuse version 3 instead. Groups and feature levels are kept from 3 on.
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 RECORD_BYTES_PER_PARTITION = 1024 * 1024
 
 
@@ -61,7 +70,28 @@ def cluster_meta(cluster: Cluster) -> dict:
                         for c in cluster.controllers.values()],
         "control_port": cluster.control_port,
         "security": security_state.snapshot(cluster),
+        "features": features_meta(cluster),
     }
+
+
+def features_meta(cluster: Cluster) -> dict[str, int] | None:
+    """The finalized feature levels (None until something reads them: the initial ones)."""
+    levels = cluster.extras.get(features.FEATURES_KEY)
+    return dict(levels) if levels is not None else None  # type: ignore[call-overload]
+
+
+def restore_features(cluster: Cluster, data: object, check: Checker) -> None:
+    if data is None:
+        return
+    levels = check.mapping(data, "features")
+    cluster.extras[features.FEATURES_KEY] = {check.text(name, "features"): check.integer(
+        level, f"features.{name}", low=0, high=32767) for name, level in levels.items()}
+
+
+def copy_features(source: Cluster, target: Cluster) -> None:
+    """The finalized levels of `source` onto `target` (a journal's cluster record replayed)."""
+    if features.FEATURES_KEY in source.extras:
+        target.extras[features.FEATURES_KEY] = source.extras[features.FEATURES_KEY]
 
 
 # The Cluster fields `cluster_meta` holds (what a journal's cluster record replaces).
@@ -73,7 +103,7 @@ def partition_meta(p: Partition) -> dict:
     """A partition's replication state, without its batches (a fresh dict, safe to keep)."""
     state = {f.name: getattr(p, f.name) for f in dataclasses.fields(Partition)
              if f.name not in ("topic", "batches", "leo", "replica_epoch")}
-    for key in ("replicas", "isr", "elr", "last_known_elr", "adding", "removing"):
+    for key in ("replicas", "isr", "elr", "last_known_elr", "adding", "removing", "segments"):
         state[key] = list(state[key])
     state["leo"] = {str(r): v for r, v in p.leo.items()}
     state["replica_epoch"] = {str(r): v for r, v in p.replica_epoch.items()}
@@ -99,7 +129,8 @@ def state_of(cluster: Cluster, journal_seq: int = 0) -> dict:
                 ps["log_start_offset"] = max(first, p.log_start_offset)
             ps["batches"] = kept
         topics.append(state)
-    return {"version": FORMAT_VERSION, "journal": journal_seq, **cluster_meta(cluster), "topics": topics}
+    return {"version": FORMAT_VERSION, "journal": journal_seq, **cluster_meta(cluster), "topics": topics,
+            "groups": group_state.snapshot(cluster)}
 
 
 def _newest_batches(p: Partition) -> list[Batch]:
@@ -119,7 +150,7 @@ def write(state: dict, data_dir: str | os.PathLike, pausable: bool = True) -> Pa
     over the old one, directory fsynced. A crash at any point leaves the old file or the new.
     `pausable`: tests may hold this save (see `pause_for_tests`)."""
     directory = Path(data_dir)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
     target = directory / STATE_FILE
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX)
     try:
@@ -146,6 +177,20 @@ def _encode_batch(b: object) -> dict:
         raise TypeError(f"cannot save {type(b).__name__}")
     return {"base_offset": b.base_offset, "last_offset": b.last_offset,
             "max_timestamp": b.max_timestamp, "data": base64.b64encode(b.data).decode()}
+
+
+def make_private_dir(directory: Path) -> None:
+    """Create `directory` (0700), or bring it and what it holds to 0700 for directories and 0600
+    for files, where they are ours and others could read them (older versions wrote 0755/0644):
+    the state and journals hold SCRAM keys and every record, the TLS directory the CA's key."""
+    directory.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    uid = os.geteuid()
+    for root, dirs, files in os.walk(directory):
+        for path, private in [(Path(root), PRIVATE_DIR), *((Path(root) / f, PRIVATE_FILE) for f in files)]:
+            st = path.lstat()
+            if st.st_uid == uid and not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o077:
+                os.chmod(path, private)
+        dirs[:] = [d for d in dirs if not (Path(root) / d).is_symlink()]
 
 
 def fsync_dir(directory: Path) -> None:
@@ -215,6 +260,8 @@ def load_state(data_dir: str | os.PathLike) -> tuple[Cluster, int] | None:
         if t.name in cluster.topics:
             raise StateError(f"{path}: topic {t.name!r} appears twice")
         cluster.topics[t.name] = t
+    group_state.restore(cluster, state.get("groups"), check)
+    validate(cluster, check)
     return cluster, seq
 
 
@@ -227,7 +274,7 @@ def cluster_from_meta(check: Checker, state: dict) -> Cluster:
     for i, bs in enumerate(check.array(state.get("brokers"), "brokers")):
         where = f"brokers[{i}]"
         bs = check.mapping(bs, where)
-        b = Broker(id=check.integer(bs.get("id"), f"{where}.id", low=0),
+        b = Broker(id=check.integer(bs.get("id"), f"{where}.id", low=0, high=INT32_MAX),
                    host=check.text(bs.get("host"), f"{where}.host"),
                    port=check.integer(bs.get("port"), f"{where}.port", low=0, high=65535),
                    rack=check.optional_text(bs.get("rack"), f"{where}.rack"),
@@ -243,7 +290,7 @@ def cluster_from_meta(check: Checker, state: dict) -> Cluster:
     for i, cs in enumerate(check.array(state.get("controllers"), "controllers")):
         where = f"controllers[{i}]"
         cs = check.mapping(cs, where)
-        c = Controller(id=check.integer(cs.get("id"), f"{where}.id", low=0),
+        c = Controller(id=check.integer(cs.get("id"), f"{where}.id", low=0, high=INT32_MAX),
                        host=check.text(cs.get("host"), f"{where}.host"),
                        port=check.integer(cs.get("port"), f"{where}.port", low=0, high=65535),
                        configs=check.str_map(cs.get("configs"), f"{where}.configs"))
@@ -265,10 +312,12 @@ def cluster_from_meta(check: Checker, state: dict) -> Cluster:
     _check_ports_differ(check, brokers, controllers, control_port)
     cluster = Cluster(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers=brokers,
                       controller_id=controller,
-                      controller_epoch=check.integer(state.get("controller_epoch"), "controller_epoch", low=0),
+                      controller_epoch=check.integer(state.get("controller_epoch"), "controller_epoch", low=0,
+                                                     high=INT32_MAX),
                       cluster_configs=check.str_map(state.get("cluster_configs"), "cluster_configs"),
                       mode=mode, controllers=controllers, control_port=control_port)
     security_state.restore(cluster, state.get("security"), check)
+    restore_features(cluster, state.get("features"), check)
     return cluster
 
 
@@ -314,14 +363,19 @@ def partition_from_meta(check: Checker, state: object, where: str, topic: str, i
 
 def check_partition_meta(check: Checker, ps: dict, where: str, cluster: Cluster) -> dict:
     """The Partition fields (but topic and batches) of a `partition_meta` dict, checked."""
-    out: dict = {"index": check.integer(ps.get("index"), f"{where}.index", low=0)}
+    out: dict = {"index": check.integer(ps.get("index"), f"{where}.index", low=0, high=INT32_MAX)}
     for key in ("replicas", "isr", "elr", "last_known_elr", "adding", "removing"):
         out[key] = check.int_list(ps.get(key), f"{where}.{key}")
-    for key in ("leader_epoch", "partition_epoch", "log_start_offset", "high_watermark"):
+    for key in ("leader_epoch", "partition_epoch"):
+        out[key] = check.integer(ps.get(key), f"{where}.{key}", low=0, high=INT32_MAX)
+    for key in ("log_start_offset", "high_watermark"):
         out[key] = check.integer(ps.get(key), f"{where}.{key}", low=0)
-    out["leader"] = check.integer(ps.get("leader"), f"{where}.leader", low=-1)
+    out["leader"] = check.integer(ps.get("leader"), f"{where}.leader", low=-1, high=INT32_MAX)
+    # The log's segments and the cleaner's checkpoint (files written before them: one segment).
+    out["segments"] = check.int_list(ps.get("segments", [0]), f"{where}.segments") or [0]
+    out["cleaner_checkpoint"] = check.integer(ps.get("cleaner_checkpoint", 0), f"{where}.cleaner_checkpoint", low=0)
     out["leo"] = check.int_map(ps.get("leo"), f"{where}.leo")
-    out["replica_epoch"] = check.int_map(ps.get("replica_epoch"), f"{where}.replica_epoch")
+    out["replica_epoch"] = check.int_map(ps.get("replica_epoch"), f"{where}.replica_epoch", high=INT32_MAX)
     replicas = out["replicas"]
     if not replicas or len(set(replicas)) < len(replicas) or any(r not in cluster.brokers for r in replicas):
         raise check.fail(f"{where}.replicas", f"distinct ids of known brokers ({sorted(cluster.brokers)})")
@@ -331,6 +385,56 @@ def check_partition_meta(check: Checker, ps: dict, where: str, cluster: Cluster)
     if out["leader"] != -1 and out["leader"] not in replicas:
         raise check.fail(f"{where}.leader", f"-1 or one of its replicas ({replicas})")
     return out
+
+
+def validate(cluster: Cluster, check: Checker) -> None:
+    """The state as a whole, after each field is read and checked on its own (types, ids and
+    epochs in Kafka's int32, ports in 0..65535, leaders among replicas, replicas among brokers:
+    `cluster_from_meta`, `check_partition_meta`): valid topic names, topic ids used once, and in
+    each partition offsets within its log (the log start and high watermark at most its log end,
+    batches in order, each one's bytes saying the offsets it is stored at). A StateError
+    otherwise."""
+    ids: dict[uuid.UUID, str] = {}
+    for t in cluster.topics.values():
+        try:
+            admin.check_topic_name(t.name)
+        except admin.AdminError as exc:
+            raise check.fail(f"topic name {t.name[:300]!r}", f"a valid topic name ({exc})") from None
+        if t.id in ids:
+            raise check.fail(f"topic {t.name!r} id", f"its own (topic {ids[t.id]!r} has {t.id} too)")
+        ids[t.id] = t.name
+        for p in t.partitions:
+            _validate_partition(check, f"topic {t.name!r} partition {p.index}", p)
+
+
+def _validate_partition(check: Checker, where: str, p: Partition) -> None:
+    previous = -1
+    for b in p.batches:
+        if not b.base_offset <= b.last_offset or b.base_offset <= previous:
+            raise check.fail(f"{where} batch at offset {b.base_offset}",
+                             f"after the one before it (ending at {previous}) and end at or after its start")
+        if not _batch_says(b):
+            raise check.fail(f"{where} batch at offset {b.base_offset}",
+                             f"a record batch whose header says offsets {b.base_offset}-{b.last_offset}")
+        previous = b.last_offset
+    log_end = max([previous + 1, *p.leo.values()])
+    for key in ("log_start_offset", "high_watermark"):
+        value = getattr(p, key)
+        if value > log_end:
+            raise check.fail(f"{where} {key}", f"at most its log end offset {log_end}, not {value}")
+
+
+def _batch_says(b: Batch) -> bool:
+    """Whether the batch's v2 header names the offsets it is stored under, and its length."""
+    if len(b.data) < BATCH_HEADER.size:
+        return False
+    base, length, _, magic, last_delta = BATCH_HEADER.unpack_from(b.data)
+    return magic == 2 and base == b.base_offset and base + last_delta == b.last_offset \
+        and length == len(b.data) - 12
+
+
+# baseOffset, batchLength, partitionLeaderEpoch, magic, (crc, attributes: skipped), lastOffsetDelta
+BATCH_HEADER = struct.Struct(">qiib6xi")
 
 
 class Checker:
@@ -378,10 +482,10 @@ class Checker:
             raise self.fail(where, "an object of string values")
         return dict(v)
 
-    def int_map(self, v: object, where: str) -> dict[int, int]:
+    def int_map(self, v: object, where: str, high: int | None = None) -> dict[int, int]:
         if not isinstance(v, dict) or not all(k.isdigit() for k in v):
             raise self.fail(where, "an object from broker ids to integers")
-        return {int(k): self.integer(x, f"{where}.{k}", low=0) for k, x in v.items()}
+        return {int(k): self.integer(x, f"{where}.{k}", low=0, high=high) for k, x in v.items()}
 
     def int_list(self, v: object, where: str) -> list[int]:
         return [self.integer(x, f"{where}[{i}]", low=0) for i, x in enumerate(self.array(v, where))]

@@ -19,17 +19,18 @@ import threading
 import time
 import uuid
 import weakref
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Awaitable, Callable
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
+from kafka_shell import definitions, protocol
+from kafka_shell.definitions import releases
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
-from kafka_shell.sandbox import configs, control, handlers, identity, journal, persist, replication, security, tls
+from kafka_shell.sandbox import (apis, cleaner, configs, control, groups, handlers, identity, journal, persist,
+                                  replication, security, tls, transactions)
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
 from kafka_shell.authorization import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
 from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME, AclBinding, Authorizer, acl_store, binding_problem
@@ -40,16 +41,6 @@ log = logging.getLogger("kafka_shell.sandbox")
 
 API_VERSIONS_KEY = ApiKey.API_VERSIONS
 CONTROLLER_ID_BASE = 100
-# What a KRaft controller listener serves to clients (Kafka's ControllerApis, without the
-# quorum's and brokers' own RPCs and the APIs the sandbox lacks: delegation tokens).
-# (zk-mode brokers serve UnregisterBroker and UpdateFeatures too, on the controller broker.)
-CONTROLLER_LISTENER_APIS = frozenset({
-    ApiKey.API_VERSIONS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
-    ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
-    ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
-    ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER, ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES,
-    ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CLIENT_QUOTAS,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS})
 # What a KRaft broker forwards to the active controller (KafkaApis' maybeForwardToController,
 # forwardToControllerOrFail and the config APIs' forwarding).
 FORWARDED_APIS = frozenset({
@@ -57,9 +48,7 @@ FORWARDED_APIS = frozenset({
     ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
     ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_QUORUM,
     ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
-    ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS})
-# What a ZooKeeper-mode broker lacks of the KRaft broker's APIs (how clients tell them apart).
-ZK_BROKER_LACKS = frozenset({ApiKey.DESCRIBE_QUORUM})
+    ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER})
 # Kafka's forwarding channel gives up after 60 s (BrokerServer's retryTimeoutMs) with
 # REQUEST_TIMED_OUT; the sandbox also stops at the request's own timeout when it is shorter.
 FORWARD_TIMEOUT_S = 60.0
@@ -126,7 +115,8 @@ class RequestContext:
             return self.forwarded
         return self.broker.id == self.cluster.controller_id
 
-    def served_apis(self) -> dict[int, handlers.Api]:
+    def served_apis(self) -> dict[int, range]:
+        """What this listener's ApiVersions lists: api key -> versions."""
         return self.sandbox.served_apis(self.broker)
 
     def port_of(self, broker: Broker) -> int:
@@ -227,7 +217,7 @@ class _Connection(asyncio.Protocol):
         try:
             self._cut_requests()
         except protocol.ProtocolError as exc:
-            log.info("broker %d closes a connection: %s", self.server.broker.id, exc)
+            self.server.sandbox.closed_connections.report(logging.INFO, self.server.broker.id, self.ip, str(exc))
             self.close()
             return
         if self.held > self.serving and self.memory.over():
@@ -326,12 +316,12 @@ class _Connection(asyncio.Protocol):
             # keeps asyncio from logging it.
             pass
         except protocol.ProtocolError as exc:
-            log.info("broker %d closes a connection: %s", self.server.broker.id, exc)
+            self.server.sandbox.closed_connections.report(logging.INFO, self.server.broker.id, self.ip, str(exc))
         except Exception as exc:
-            # One line per failure (a flood of hostile requests must not flood the log); the
+            # A bug: one line (a flood of hostile requests must not flood the log); the
             # traceback at debug level.
-            log.error("broker %d: a request failed (%s: %s); closing its connection",
-                      self.server.broker.id, type(exc).__name__, exc)
+            self.server.sandbox.closed_connections.report(
+                logging.ERROR, self.server.broker.id, self.ip, f"a request failed ({type(exc).__name__}: {exc})")
             log.debug("request failure", exc_info=True)
         finally:
             self.close()
@@ -517,6 +507,44 @@ class _AcceptErrors:
 _accept_errors = _AcceptErrors()
 
 
+class _ClosedConnections:
+    """Connections closed over a bad request (or a handler's failure), logged per client address
+    at most once a second: the first at once, the others of that second as one line with their
+    count when it is over (a flood of hostile requests must not flood the log)."""
+
+    WINDOW_S = 1.0
+
+    def __init__(self) -> None:
+        # ip -> [closes since the last line, broker id, level, message, timer] of the open window
+        self.windows: dict[str, list] = {}
+
+    def report(self, level: int, broker_id: int, ip: str, message: str) -> None:
+        window = self.windows.get(ip)
+        if window is not None:
+            window[:4] = [window[0] + 1, broker_id, max(level, window[2]), message]
+            return
+        log.log(level, "broker %d closes a connection from %s: %s", broker_id, ip, message)
+        self._open(ip, broker_id, level, message)
+
+    def _open(self, ip: str, broker_id: int, level: int, message: str) -> None:
+        timer = asyncio.get_running_loop().call_later(self.WINDOW_S, self._end, ip)
+        self.windows[ip] = [0, broker_id, level, message, timer]
+
+    def _end(self, ip: str, reopen: bool = True) -> None:
+        count, broker_id, level, message, timer = self.windows.pop(ip)
+        timer.cancel()
+        if count:
+            log.log(level, "broker %d closes connections from %s: %d more like it in the last %.0f s "
+                    "(the last: %s)", broker_id, ip, count, self.WINDOW_S, message)
+            if reopen:  # a flood goes on: one line a window
+                self._open(ip, broker_id, logging.INFO, message)
+
+    def flush(self) -> None:
+        """Log the counts of the open windows (at stop; loop thread)."""
+        for ip in list(self.windows):
+            self._end(ip, reopen=False)
+
+
 def _bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -540,7 +568,8 @@ class Sandbox:
                  oauth_jwks: dict | str | None = None, oauth_options: dict[str, str] | None = None,
                  kerberos_keytab: str | None = None, kerberos_principal: str | None = None,
                  authorizer: bool = False, super_users: list[str] | None = None,
-                 allow_everyone_if_no_acl_found: bool = False):
+                 allow_everyone_if_no_acl_found: bool = False, kafka_version: str | None = None,
+                 seed_apis: bool = False):
         """`brokers` (default 3). `mode`: "kraft" (the default: `controllers` voters of their own,
         default 1, with ids 100, 101..., see `controller_id_base`) or "zk" (the controller is a
         broker). Ports: free ones, or from `port_base`: brokers first, then controllers, then the
@@ -557,7 +586,13 @@ class Sandbox:
         temporary directory); `ssl_client_auth` (none, requested, required) for the SSL listener;
         `reauth_ms`: connections.max.reauth.ms (KIP-368). `authorizer`: check ACLs as Kafka's
         StandardAuthorizer does, `super_users` ("User:admin") bypassing them
-        (`allow_everyone_if_no_acl_found`: a resource without ACLs is open)."""
+        (`allow_everyone_if_no_acl_found`: a resource without ACLs is open).
+
+        Kafka's behaviour (`kafka_shell.definitions`): `kafka_version` the release the sandbox
+        follows, its API versions and configs ("4.4", the default, or "3.9"; zk mode implies and
+        needs 3.9); `configs` its static broker configs (server.properties: `--broker-config`);
+        `seed_apis` also serves the seeds' APIs no Kafka release has (KAFKA-20098's
+        GetReplicaLogInfo and designated ElectLeaders v3)."""
         self.listeners = list(listeners or [PLAINTEXT])
         unknown = [n for n in self.listeners if n not in LISTENERS]
         if unknown or not self.listeners or len(set(self.listeners)) != len(self.listeners):
@@ -571,17 +606,19 @@ class Sandbox:
         if ssl_client_auth not in tls.CLIENT_AUTH:
             raise ValueError(f"bad ssl.client.auth {ssl_client_auth!r}: use {', '.join(tls.CLIENT_AUTH)}")
         self.ssl_client_auth = ssl_client_auth
-        self.tls_dir: str | None = None
-        if any(n.endswith("SSL") for n in self.listeners):
-            import tempfile
-            self.tls_dir = str(tls.ensure_certificates(tls_dir or tempfile.mkdtemp(prefix="kafka-sandbox-tls-")))
-        self._tls_contexts: dict[str, ssl.SSLContext] = {}
-        self.users: dict[str, str] = {}
         if mode is not None and mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: use kraft or zk")
         if mode == ZK and controllers is not None:
             raise ValueError("a zk-mode sandbox has no controller quorum (its controller is a broker)")
-        saved = journal.recover(data_dir) if data_dir else None
+        saved = journal.recover(data_dir) if data_dir else None  # first: damage refuses before any write
+        self.tls_dir: str | None = None
+        if any(n.endswith("SSL") for n in self.listeners):
+            import tempfile
+            # With --data-dir the CA is kept there, so clients keep trusting it across restarts.
+            default = str(Path(data_dir) / "tls") if data_dir else tempfile.mkdtemp(prefix="kafka-sandbox-tls-")
+            self.tls_dir = str(tls.ensure_certificates(tls_dir or default))
+        self._tls_contexts: dict[str, ssl.SSLContext] = {}
+        self.users: dict[str, str] = {}
         if saved is not None:
             persist.check_arguments(saved[0], Path(data_dir) / persist.STATE_FILE,  # type: ignore[arg-type]
                                     brokers, mode, controllers, port_base, host)
@@ -591,7 +628,7 @@ class Sandbox:
         if brokers < 1:
             raise ValueError("a sandbox needs at least one broker")
         if racks and len(racks) not in (1, brokers):
-            raise ValueError(f"--racks needs one rack or {brokers} racks, got {len(racks)}")
+            raise ValueError(f"--rack needs one rack or {brokers} racks, got {len(racks)}")
         if hosts and len(hosts) != brokers:
             raise ValueError(f"--hosts needs {brokers} host names (one per broker), got {len(hosts)}")
         if mode == KRAFT and controllers < 1:
@@ -607,7 +644,6 @@ class Sandbox:
                           host_name=hosts[i - 1] if hosts else f"broker-{i}.sandbox")
                 for i in range(1, brokers + 1)
             },
-            cluster_configs=dict(configs or {}),
             mode=mode,
             controllers={
                 base + k: Controller(id=base + k, host=listen,
@@ -634,8 +670,11 @@ class Sandbox:
                                                 *self.cluster.controllers.values()]
             for n in nodes:
                 n.host = host or n.host
-        if reauth_ms is not None:
-            self.cluster.cluster_configs["connections.max.reauth.ms"] = str(int(reauth_ms))
+        self.cluster.kafka_version = self._kafka_version(kafka_version)
+        self.seed_apis = seed_apis
+        self.cluster.static_configs = self._static_configs(configs or {}, reauth_ms)
+        if saved is None:
+            self._bootstrap_configs()
         for user, password in (users or {}).items():
             security.add_user(self, user, password)
         self.handlers = handlers.load()
@@ -655,10 +694,40 @@ class Sandbox:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._background: set[asyncio.Task] = set()
+        self.closed_connections = _ClosedConnections()
         # Replication's catch-up ticker runs on the loop (a plain function: snapshots deep-copy extras).
         self.cluster.extras["spawn"] = lambda coro: self.spawn(coro)
 
     # -- lifecycle ----------------------------------------------------------------------------
+
+    def _kafka_version(self, wanted: str | None) -> str:
+        """The release to follow: `wanted`, else 3.9 for zk mode (Kafka 4.0 removed ZooKeeper), else 4.4."""
+        zk = not self.cluster.kraft
+        version = definitions.check_release(wanted) if wanted else definitions.ZK_RELEASE if zk else definitions.DEFAULT_RELEASE
+        if zk and not releases.release(version).has_zookeeper:
+            raise ValueError(f"Kafka {version} has no ZooKeeper mode (4.0 removed it): use --kafka-version "
+                             f"{definitions.ZK_RELEASE} with --mode zk, or drop --mode zk")
+        return version
+
+    def _static_configs(self, given: dict[str, str], reauth_ms: int | None) -> dict[str, str]:
+        """The static broker configs, checked as Kafka checks server.properties (a bad value stops
+        it); a kept cluster's older state may hold some among its dynamic ones."""
+        static = {k: v for k, v in self.cluster.cluster_configs.items() if configs.is_static(self.cluster, k)}
+        for key in static:
+            del self.cluster.cluster_configs[key]
+        if reauth_ms is not None:
+            static["connections.max.reauth.ms"] = str(int(reauth_ms))
+        for key, value in given.items():
+            configs.check_static(self.cluster, key, value)
+            static[key] = value
+        return static
+
+    def _bootstrap_configs(self) -> None:
+        """What a new cluster's metadata holds before any request: with ELR (Kafka 4.x KRaft), the
+        cluster-wide min.insync.replicas Kafka's controller writes at bootstrap."""
+        if configs.elr_enabled(self.cluster):
+            self.cluster.cluster_configs.setdefault(
+                configs.MIN_ISR, configs.broker_value(self.cluster, None, configs.MIN_ISR) or "1")
 
     def _all_servers(self) -> list[_BrokerServer]:
         servers = [*self._servers.values(), *self._controller_servers.values()]
@@ -725,6 +794,9 @@ class Sandbox:
             for server, sock in zip(servers, socks):
                 loop.run_until_complete(server.listen(sock))
             replication.elect_controller(self.cluster)
+            transactions.start(self.cluster)   # loads the transaction log, aborts timed-out transactions
+            cleaner.start(self.cluster)        # log retention and compaction
+            loop.call_soon(self._resume)
             if self.journal is not None:
                 self.spawn(self.journal.run_periodic())
             ready.set()
@@ -734,6 +806,11 @@ class Sandbox:
         self._thread.start()
         ready.wait()
         return self
+
+    def _resume(self) -> None:
+        """What a --data-dir brought back goes on: group members' sessions, reassignments."""
+        groups.Coordinator(self.cluster, self.spawn).resume()
+        replication.settle(self.cluster)
 
     def stop(self) -> None:
         if self._loop is None:
@@ -749,6 +826,7 @@ class Sandbox:
                 await s.close()
             # Let the cancelled tasks unwind before the loop stops.
             await asyncio.gather(*tasks, return_exceptions=True)
+            self.closed_connections.flush()
 
         asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(5)
         if self.journal is not None:
@@ -808,7 +886,8 @@ class Sandbox:
                 return {protocol.api_name(k): _error_name(v) for k, v in n.failures.items()}
 
             return {
-                "mode": c.mode, "cluster_id": c.cluster_id, "active_controller": c.controller_id,
+                "mode": c.mode, "kafka_version": c.kafka_version, "seed_apis": self.seed_apis,
+                "cluster_id": c.cluster_id, "active_controller": c.controller_id,
                 "controller_epoch": c.controller_epoch, "bootstrap": self.bootstrap,
                 "bootstrap_controllers": self.bootstrap_controllers, "control": self.control_address,
                 "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack,
@@ -1009,18 +1088,6 @@ class Sandbox:
 
         self.call(go)
 
-    def set_kafka_20098(self, enabled: bool) -> None:
-        """Serve KAFKA-20098's RPCs (GetReplicaLogInfo, designated ElectLeaders v3) or not: off,
-        the brokers answer ApiVersions as every Apache Kafka release does."""
-        def go() -> None:
-            served = dict(handlers.load())  # a copy: the registry is shared by every sandbox
-            if not enabled:
-                served.pop(ApiKey.GET_REPLICA_LOG_INFO, None)
-                elect = served[ApiKey.ELECT_LEADERS]
-                served[ApiKey.ELECT_LEADERS] = dataclasses.replace(elect, versions=range(elect.versions.start, 3))
-            self.handlers = served
-        self.call(go)
-
     def add_acls(self, *bindings: AclBinding) -> None:
         """Create ACL bindings directly (as a super user would with CreateAcls): how a test or an
         operator grants the first permissions when no principal can yet."""
@@ -1108,14 +1175,14 @@ class Sandbox:
 
     # -- request dispatch (loop thread) -------------------------------------------------------
 
-    def _serves(self, node: Broker | Controller, api_key: int) -> bool:
+    def listener_kind(self, node: Broker | Controller) -> str:
         if isinstance(node, Controller):
-            return api_key in CONTROLLER_LISTENER_APIS
-        return self.cluster.kraft or api_key not in ZK_BROKER_LACKS
+            return definitions.CONTROLLER
+        return definitions.BROKER if self.cluster.kraft else definitions.ZK_BROKER
 
-    def served_apis(self, node: Broker | Controller) -> dict[int, handlers.Api]:
-        """The APIs a node's listener serves (what its ApiVersions lists)."""
-        return {k: a for k, a in self.handlers.items() if self._serves(node, k)}
+    def served_apis(self, node: Broker | Controller) -> dict[int, range]:
+        """What a node's listener lists in ApiVersions: api key -> versions (sandbox.apis)."""
+        return apis.listed(self.cluster.kafka_version, self.listener_kind(node), self.seed_apis, self.handlers)
 
     async def dispatch(self, broker: Node, body: bytes, principal: str = ANONYMOUS,
                        listener: str = PLAINTEXT, client_host: str = "127.0.0.1") -> bytes | None:
@@ -1124,15 +1191,17 @@ class Sandbox:
             return await control.serve(self, body, correlation_id)
         if isinstance(broker, control.ControlNode):
             raise protocol.ProtocolError("the control listener serves only the sandbox control API")
-        api = self.handlers.get(api_key) if self._serves(broker, api_key) else None
-        if api is None:
+        api = self.handlers.get(api_key)
+        listed, accepted = apis.versions(self.cluster.kafka_version, self.listener_kind(broker), api_key,
+                                         api.versions, self.seed_apis) if api is not None else (None, None)
+        if api is None or listed is None or accepted is None:
             # Kafka closes the connection on an API key it does not know (or that this
             # listener does not serve).
             raise protocol.ProtocolError(f"unknown api key {api_key}")
-        if version not in api.versions:
+        if version not in accepted:
             if api_key == API_VERSIONS_KEY:
                 # Answer in v0 so any client can read it, then it retries with a version we list.
-                return self._api_versions_v0_error(correlation_id)
+                return self._api_versions_v0_error(correlation_id, listed)
             raise protocol.ProtocolError(f"unsupported {protocol.api_name(api_key)} v{version}")
         header, request = protocol.decode_request(body)
         if broker.delay_ms:
@@ -1175,9 +1244,8 @@ class Sandbox:
             await asyncio.sleep(min(FORWARD_POLL_S, max(deadline - loop.time(), 0.0)))
         return True
 
-    def _api_versions_v0_error(self, correlation_id: int) -> bytes:
+    def _api_versions_v0_error(self, correlation_id: int, served: range) -> bytes:
         cls = protocol.response_schema(API_VERSIONS_KEY, 0)
-        served = self.handlers[API_VERSIONS_KEY].versions
         entity = protocol.build(cls, {
             "error_code": ErrorCode.unsupported_version,
             "api_keys": [{"api_key": API_VERSIONS_KEY, "min_version": served.start,

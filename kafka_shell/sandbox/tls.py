@@ -1,6 +1,6 @@
 """The sandbox's TLS: a CA of its own and a broker certificate, kept in a directory.
 
-`ensure_certificates(dir)` writes what is missing: `ca.pem` (what clients trust: ssl.ca.location),
+`ensure_certificates(dir)` writes what is missing (files 0600 in a 0700 directory): `ca.pem` (what clients trust: ssl.ca.location),
 `ca.key`, and `broker.pem` / `broker.key` (subject CN=sandbox-broker, SAN 127.0.0.1 and
 localhost), so a directory that already holds a CA keeps it across restarts (a test may also put
 its own broker certificate there first, e.g. an expired one). `issue_certificate` signs more
@@ -32,7 +32,7 @@ VALID_DAYS = 365
 def ensure_certificates(tls_dir: str | Path) -> Path:
     """The CA and the broker certificate in `tls_dir` (created when missing). Returns the dir."""
     d = Path(tls_dir)
-    d.mkdir(parents=True, exist_ok=True)
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not (d / CA_FILE).exists() or not (d / CA_KEY_FILE).exists():
         key = ec.generate_private_key(ec.SECP256R1())
         # A name of its own: two sandboxes' CAs are told apart (an unknown CA is not taken for one).
@@ -148,6 +148,7 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 
 def _write(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if path.suffix == ".key" else 0o644)
+    """Its owner's alone, certificates too: clients of the same user read ca.pem."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(data)

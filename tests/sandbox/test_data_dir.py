@@ -535,15 +535,19 @@ def test_a_journal_that_cannot_be_written_acknowledges_nothing(tmp_path, monkeyp
     assert "lost" not in persist.load(tmp_path).topics  # nor saved at stop: only what was journaled
 
 
-def test_a_write_cut_short_by_a_crash_is_dropped(tmp_path):
+def test_a_journal_of_format_1_is_still_read(tmp_path):
+    """Journals an older version left (no file header, an 8-byte length and CRC per entry)."""
     data = tmp_path / "data"
     with Sandbox(brokers=1, data_dir=str(data)) as s:
         create_topics_rf1(s.bootstrap, ["a"])
+        produce(s.bootstrap, ["a"], 30)
         crashed = _crash_copy(data, tmp_path / "crashed")
         live = s.call(_comparable, s.cluster)
+    from crc32c import crc32c
     (path,) = journal.journal_files(crashed).values()
-    with open(path, "ab") as f:
-        f.write(journal.FRAME.pack(1000, 0) + b"half a record")  # never fsynced, never acknowledged
+    payloads = [payload for _, payload in journal.scan(path.read_bytes()).entries]
+    old = b"".join(journal.FRAME_V1.pack(len(p), crc32c(p)) + p for p in payloads)
+    path.write_bytes(old + journal.FRAME_V1.pack(1000, 0) + b"half a record")  # and a torn write
     recovered, _ = journal.recover(crashed)
     assert _comparable(recovered) == live
 
@@ -568,3 +572,104 @@ def create_topics_rf1(bootstrap: str, names: list[str]) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     for f in admin.create_topics([NewTopic(n, 2, 1) for n in names]).values():
         f.result(15)
+
+
+# -- the state as a whole is checked at start --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def saved_with_records(tmp_path_factory) -> dict:
+    """The state file of a 2-broker cluster with a topic of 231 records (and its journal folded in)."""
+    data = tmp_path_factory.mktemp("saved")
+    with Sandbox(brokers=2, data_dir=str(data)) as s:
+        create_topics_rf1(s.bootstrap, ["t", "u"])
+        for k in range(3):  # three flushes: three batches at least
+            produce(s.bootstrap, ["t"], 77, first=77 * k, partition=0)
+    return json.loads((data / persist.STATE_FILE).read_text())
+
+
+def _set(state: dict, path: tuple, value: object) -> None:
+    holder = state
+    for key in path[:-1]:
+        holder = holder[key]
+    holder[path[-1]] = value
+
+
+def _batches(state: dict) -> list[dict]:
+    return state["topics"][0]["partitions"][0]["batches"]
+
+
+P0 = ("topics", 0, "partitions", 0)
+# (what is damaged, how, what the one line says)
+STATE_DAMAGE = [
+    ("truncated file", lambda s: "cut", "is not valid JSON"),
+    ("not an object", lambda s: [s], "the state must be a JSON object"),
+    ("unknown version", lambda s: {**s, "version": 99}, "has format version 99"),
+    ("no brokers", lambda s: {**s, "brokers": []}, "brokers must list at least one broker"),
+    ("port as text", lambda s: _set(s, ("brokers", 0, "port"), "9092"), "brokers[0].port must be an integer in 0..65535"),
+    ("port out of range", lambda s: _set(s, ("brokers", 0, "port"), 65536), "brokers[0].port must be an integer"),
+    ("negative broker id", lambda s: _set(s, ("brokers", 0, "id"), -1), "brokers[0].id must be an integer in 0..2147483647"),
+    ("broker id past int32", lambda s: _set(s, ("brokers", 1, "id"), 2**31), "brokers[1].id must be an integer in 0..2147483647"),
+    ("a broker twice", lambda s: _set(s, ("brokers", 1, "id"), s["brokers"][0]["id"]), "appears twice"),
+    ("leader not a replica", lambda s: _set(s, (*P0, "leader"), 2 if s["topics"][0]["partitions"][0]["replicas"] == [1] else 1),
+     "leader must be -1 or one of its replicas"),
+    ("replica of no broker", lambda s: _set(s, (*P0, "replicas"), [7]), "replicas must be distinct ids of known brokers"),
+    ("ISR outside the replicas", lambda s: _set(s, (*P0, "isr"), [1, 2]), "isr must be about its replicas"),
+    ("controller not a voter", lambda s: _set(s, ("controller_id",), 1), "controller_id must be -1 or one of the controllers"),
+    ("unknown mode", lambda s: _set(s, ("mode",), "combined"), 'mode must be "kraft" or "zk"'),
+    ("two listeners on a port", lambda s: _set(s, ("control_port",), s["brokers"][0]["port"] or 1), "a port no other listener has"),
+    ("garbled batch bytes", lambda s: _set(_batches(s)[0], ("data",), "!!not base64!!"), "data must be base64"),
+    # The one of the issue's 16 that used to start: a high watermark past the log's end.
+    ("high watermark past the log", lambda s: _set(s, (*P0, "high_watermark"), 10**12),
+     "high_watermark must be at most its log end offset 231, not 1000000000000"),
+    ("log start past the log", lambda s: _set(s, (*P0, "log_start_offset"), 500), "log_start_offset must be at most its log end offset 231"),
+    ("log end offsets past int64", lambda s: _set(s, (*P0, "leo"), {"1": 2**63}), "leo.1 must be an integer"),
+    ("batches out of order", lambda s: _set(s, (*P0, "batches"), _batches(s)[::-1]), "after the one before it"),
+    ("batch bytes of other offsets", lambda s: _set(_batches(s)[1], ("base_offset",), _batches(s)[1]["base_offset"] + 1),
+     "a record batch whose header says offsets"),
+    ("leader epoch past int32", lambda s: _set(s, (*P0, "leader_epoch"), 2**31), "leader_epoch must be an integer in 0..2147483647"),
+    ("illegal topic name", lambda s: _set(s, ("topics", 0, "name"), "a/b"), "must be a valid topic name"),
+    ("a topic id twice", lambda s: _set(s, ("topics", 1, "id"), s["topics"][0]["id"]), "id must be its own"),
+    ("a topic name twice", lambda s: _set(s, ("topics", 1, "name"), s["topics"][0]["name"]), "appears twice"),
+    ("partition index out of place", lambda s: _set(s, (*P0, "index"), 3), "partitions[0].index is 3, expected 0"),
+]
+
+
+@pytest.mark.parametrize("kind, damage, expected", STATE_DAMAGE, ids=[k for k, _, _ in STATE_DAMAGE])
+def test_state_damage_is_refused_in_one_line(tmp_path, saved_with_records, kind, damage, expected):
+    state = json.loads(json.dumps(saved_with_records))
+    state["topics"].sort(key=lambda t: t["name"])  # "t" first: the topic with the records
+    changed = damage(state)
+    state = changed if changed is not None else state
+    path = tmp_path / persist.STATE_FILE
+    path.write_text(json.dumps(saved_with_records)[:200] if state == "cut" else json.dumps(state))
+    with pytest.raises(persist.StateError) as refused:
+        journal.recover(tmp_path)
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith(str(path)) and expected in line, line
+
+
+def test_a_high_watermark_past_the_log_refuses_start(tmp_path, saved_with_records):
+    """The issue's case, end to end: it used to start and serve get-offsets from it."""
+    state = json.loads(json.dumps(saved_with_records))
+    p0 = next(t for t in state["topics"] if t["name"] == "t")["partitions"][0]
+    p0["high_watermark"] = 10**12
+    (tmp_path / persist.STATE_FILE).write_text(json.dumps(state))
+    line = _refused(tmp_path)
+    assert "partition 0 high_watermark must be at most its log end offset 231" in line
+
+
+def test_damage_a_journal_brings_is_refused_too(tmp_path):
+    data = tmp_path / "data"
+    with Sandbox(brokers=1, data_dir=str(data)) as s:
+        create_topics_rf1(s.bootstrap, ["a"])
+        crashed = _crash_copy(data, tmp_path / "crashed")
+        topic_id = str(s.cluster.topics["a"].id)
+        state = s.call(persist.partition_meta, s.cluster.topics["a"].partitions[0])
+    (path,) = journal.journal_files(crashed).values()
+    state["high_watermark"] = 10**12
+    with open(path, "ab") as f:
+        f.write(journal._frame(journal.PARTITION, {"topic_id": topic_id, "state": state, "rewrite": False,
+                                                   "batches": []}))
+    with pytest.raises(persist.StateError, match=f"{path}: topic 'a' partition 0 high_watermark must be at most"):
+        journal.recover(crashed)

@@ -126,11 +126,19 @@ def test_elect_leaders_on_a_broker_that_is_not_the_controller(sandbox):
 
 
 @pytest.fixture
-def offline(sandbox):
+def seeded(sandbox_mode):
+    """A sandbox that also serves the seeds' APIs (KAFKA-20098's GetReplicaLogInfo and
+    designated ElectLeaders v3), which no Kafka release has."""
+    with Sandbox(brokers=3, mode=sandbox_mode, seed_apis=True) as s:
+        yield s
+
+
+@pytest.fixture
+def offline(seeded):
     """t-0 offline, its live replicas out of sync (see stage_offline_partition)."""
-    stage_offline_partition(sandbox)
-    assert sandbox.cluster.partition("t", 0).leader == -1
-    return sandbox
+    stage_offline_partition(seeded)
+    assert seeded.cluster.partition("t", 0).leader == -1
+    return seeded
 
 
 def designate(sandbox, partitions: list[int], leaders: list[int] | None, topic: str = "t") -> dict:
@@ -163,7 +171,8 @@ def test_designated_election_rules(offline):
     assert offline.cluster.partition("t", 0).leader == -1
 
 
-def test_designated_election_elects_and_truncates(offline, admin):
+def test_designated_election_elects_and_truncates(offline):
+    admin = AdminClient({"bootstrap.servers": offline.bootstrap, "log_level": 3})
     epoch = offline.cluster.partition("t", 0).leader_epoch
     assert designate(offline, [0], [2]) == {("t", 0): NONE}
     assert leader(admin, "t") == 2
@@ -176,8 +185,8 @@ def test_designated_election_elects_and_truncates(offline, admin):
     assert designate(offline, [0], [3]) == {("t", 0): ELECTION_NOT_NEEDED}
 
 
-def test_designated_election_serves_the_first_1000_partitions(sandbox):
-    response = designate(sandbox, list(range(1005)), [1] * 1005, topic="missing")
+def test_designated_election_serves_the_first_1000_partitions(seeded):
+    response = designate(seeded, list(range(1005)), [1] * 1005, topic="missing")
     assert len(response) == 1000
     assert set(response.values()) == {UNKNOWN_TOPIC_OR_PARTITION}
 
@@ -188,12 +197,12 @@ def test_designated_election_needs_v3(sandbox):
     assert response["error_code"] == INVALID_REQUEST
 
 
-def test_replica_log_info_errors_and_the_1000_partition_limit(sandbox):
-    create(sandbox, "big", [[1]] * 1003)
-    create(sandbox, "small", [[2]])
-    big, small = sandbox.cluster.topics["big"].id, sandbox.cluster.topics["small"].id
-    unknown = sandbox.cluster.topics["big"].id.__class__(int=7)
-    r = request(sandbox, 1, GET_REPLICA_LOG_INFO_KEY, {"topic_partitions": [
+def test_replica_log_info_errors_and_the_1000_partition_limit(seeded):
+    create(seeded, "big", [[1]] * 1003)
+    create(seeded, "small", [[2]])
+    big, small = seeded.cluster.topics["big"].id, seeded.cluster.topics["small"].id
+    unknown = seeded.cluster.topics["big"].id.__class__(int=7)
+    r = request(seeded, 1, GET_REPLICA_LOG_INFO_KEY, {"topic_partitions": [
         {"topic_id": small, "partitions": [0]}, {"topic_id": unknown, "partitions": [0]},
         {"topic_id": big, "partitions": list(range(1003))}]})
     assert r["has_more_data"] is True and r["broker_epoch"] == 1

@@ -10,7 +10,7 @@ import pytest
 
 from kafka_shell import protocol
 from kafka_shell.sandbox import admin as sandbox_admin
-from tests.sandbox.wire import request
+from tests.sandbox.wire import API_VERSIONS_BODY, request
 from tests.conftest import BOTH_MODES, KRAFT_MODE, ZK_MODE
 
 pytestmark = BOTH_MODES  # controller, elections, reassignments and faults: both sandbox modes
@@ -56,7 +56,7 @@ def test_a_delayed_broker_answers_later(sandbox):
     slow = socket.create_connection(sandbox.address(1), timeout=5)
     slow.sendall(_api_versions_request())
     # Broker 2 answers a request sent after the delayed one, while broker 1 has not answered.
-    assert request(sandbox, 2, API_VERSIONS, {})["error_code"] == 0
+    assert request(sandbox, 2, API_VERSIONS, API_VERSIONS_BODY)["error_code"] == 0
     assert select.select([slow], [], [], 0)[0] == []
     slow.settimeout(5)
     assert len(slow.recv(65536)) > 8  # it does answer

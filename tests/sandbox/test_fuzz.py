@@ -18,7 +18,7 @@ from kafka_shell import protocol
 from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox.server import Sandbox
 from tests import frame_fuzz
-from tests.sandbox.wire import request
+from tests.sandbox.wire import API_VERSIONS_BODY, request
 
 API_VERSIONS, METADATA = 18, 3
 
@@ -39,7 +39,7 @@ def assert_serving(sandbox, caplog, broker: int = 1) -> None:
     """The broker answers real requests, and no handler crashed on the input."""
     crashes = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert not crashes, crashes[0].getMessage()
-    assert request(sandbox, broker, API_VERSIONS, {})["error_code"] == 0
+    assert request(sandbox, broker, API_VERSIONS, API_VERSIONS_BODY)["error_code"] == 0
     md = request(sandbox, broker, METADATA, {"topics": None})
     assert sorted(b["node_id"] for b in md["brokers"]) == sorted(sandbox.cluster.brokers)
 

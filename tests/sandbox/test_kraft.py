@@ -5,39 +5,27 @@ from __future__ import annotations
 
 import json
 import socket
-import struct
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_shell import protocol
 from kafka_shell.codes import ApiKey, EndpointType, Error
 from kafka_shell.sandbox import persist, replication
 from kafka_shell.sandbox.server import Sandbox, controller_id_base
 from tests.conftest import KRAFT_MODE, ZK_MODE
-from tests.sandbox.wire import create, produce, read_exactly, request
+from tests.sandbox.wire import API_VERSIONS_BODY, CLOSED, create, exchange, produce, request
 
 QUORUM_BODY = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
 CREATE_BODY = {"topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1}], "timeout": 5000}
 
 
 def api_keys(sandbox, node: int) -> set[int]:
-    return {k["api_key"] for k in request(sandbox, node, ApiKey.API_VERSIONS, {})["api_keys"]}
+    return {k["api_key"] for k in request(sandbox, node, ApiKey.API_VERSIONS, API_VERSIONS_BODY)["api_keys"]}
 
 
 def closes_connection(sandbox, node: int, api_key: int, version: int, body: dict) -> bool:
     """Send one request; True if the listener closes the connection instead of answering."""
-    entity = protocol.build(protocol.request_schema(api_key, version), body)
-    with socket.create_connection(sandbox.address(node), timeout=5) as s:
-        s.sendall(protocol.encode_request(entity, 7, "test"))
-        try:
-            head = s.recv(4)
-        except ConnectionResetError:
-            return True
-        if not head:
-            return True
-        read_exactly(s, struct.unpack(">i", head)[0])
-        return False
+    return exchange(sandbox.address(node), api_key, version, body) == CLOSED
 
 
 def quorum(sandbox, node: int, version: int = 2) -> dict:
@@ -89,9 +77,13 @@ def test_kraft_listeners_list_their_apis(sandbox):
 
 
 @ZK_MODE
-def test_zk_brokers_lack_only_describe_quorum(sandbox):
-    with Sandbox(brokers=1) as kraft:
-        assert api_keys(kraft, 1) - api_keys(sandbox, 1) == {ApiKey.DESCRIBE_QUORUM}
+def test_zk_brokers_lack_the_kraft_apis(sandbox):
+    # Kafka 3.9's brokers in both modes: the KRaft ones add the quorum and its voter changes,
+    # broker unregistration, client metrics listing and KIP-966's DescribeTopicPartitions.
+    with Sandbox(brokers=1, kafka_version="3.9") as kraft:
+        assert api_keys(kraft, 1) - api_keys(sandbox, 1) == {
+            ApiKey.DESCRIBE_QUORUM, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER, ApiKey.UNREGISTER_BROKER,
+            ApiKey.LIST_CONFIG_RESOURCES, ApiKey.DESCRIBE_TOPIC_PARTITIONS}
     assert closes_connection(sandbox, 1, ApiKey.DESCRIBE_QUORUM, 0, QUORUM_BODY)
 
 
@@ -311,7 +303,7 @@ def test_unregister_broker_on_the_controller_and_through_brokers(three_voters):
 @KRAFT_MODE
 def test_features_in_api_versions_and_update_features(sandbox):
     def finalized() -> dict[str, int]:
-        answer = request(sandbox, 1, ApiKey.API_VERSIONS, {}, version=3)
+        answer = request(sandbox, 1, ApiKey.API_VERSIONS, API_VERSIONS_BODY, version=3)
         return {f["name"]: f["max_version_level"] for f in answer["finalized_features"]}
 
     def update(node: int, feature: str, level: int, upgrade_type: int = 1, **extra) -> dict:
@@ -319,25 +311,28 @@ def test_features_in_api_versions_and_update_features(sandbox):
             {"feature": feature, "max_version_level": level, "upgrade_type": upgrade_type}], **extra}
         return request(sandbox, node, ApiKey.UPDATE_FEATURES, body, version=1)
 
-    assert finalized() == {"metadata.version": 21}
-    assert update(1, "group.version", 1, validate_only=True)["results"][0]["error_code"] == Error.none
-    assert finalized() == {"metadata.version": 21}
-    answer = update(2, "group.version", 1)  # forwarded to the controller
+    # A new Kafka 4.4 cluster's levels (kafka_shell.definitions, from a real one).
+    start = {"metadata.version": 33, "group.version": 1, "transaction.version": 2, "share.version": 2,
+             "streams.version": 1, "eligible.leader.replicas.version": 1}
+    assert finalized() == start
+    assert update(1, "group.version", 0, 2, validate_only=True)["results"][0]["error_code"] == Error.none
+    assert finalized() == start
+    answer = update(2, "group.version", 0, 2)  # a safe downgrade, forwarded to the controller
     assert (answer["error_code"], [r["feature"] for r in answer["results"]]) == (Error.none, ["group.version"])
-    assert finalized() == {"metadata.version": 21, "group.version": 1}
+    assert finalized() == {k: v for k, v in start.items() if k != "group.version"}  # level 0 is left out
     for feature, level, kind, message in (
-            ("group.version", 0, 1, "without setting the upgrade type"),
             ("group.version", 9, 1, "only supports versions 0-1"),
-            ("metadata.version", 20, 2, "might delete metadata information"),
+            ("metadata.version", 32, 2, "might delete metadata information"),
             ("group.version", 0, 7, "does not support the given upgrade type")):
         answer = update(100, feature, level, kind)
         assert answer["error_code"] == Error.invalid_update_version and message in answer["error_message"]
         assert answer["results"] == []
-    assert update(100, "group.version", 0, 2)["error_code"] == Error.none  # a safe downgrade
-    assert finalized() == {"metadata.version": 21}
+    assert update(100, "group.version", 1)["error_code"] == Error.none
+    assert update(100, "group.version", 0)["error_code"] == Error.invalid_update_version  # a downgrade needs its type
+    assert finalized() == start
 
 
 @ZK_MODE
 def test_zk_brokers_report_no_features(sandbox):
-    answer = request(sandbox, 1, ApiKey.API_VERSIONS, {}, version=3)
+    answer = request(sandbox, 1, ApiKey.API_VERSIONS, API_VERSIONS_BODY, version=3)
     assert (answer["finalized_features"], answer["finalized_features_epoch"]) == ([], -1)

@@ -17,7 +17,7 @@ from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox import server
 from kafka_shell.sandbox.server import Sandbox
 from tests import frame_fuzz
-from tests.sandbox.wire import create, request
+from tests.sandbox.wire import API_VERSIONS_BODY, create, request
 
 MiB = 1024 * 1024
 IDLE_CONNECTIONS = 2000
@@ -146,7 +146,7 @@ def test_queued_request_bytes_bound_stalled_frames_and_are_released():
         send_what_is_taken(stalled, 10 * MiB, stall_s=0.5)
         held = sandbox.call(lambda: memory.used)
         assert limit <= held <= limit + len(stalled) * read  # over by one read per connection at most
-        assert request(sandbox, 1, ApiKey.API_VERSIONS, {})["error_code"] == 0  # others still served
+        assert request(sandbox, 1, ApiKey.API_VERSIONS, API_VERSIONS_BODY)["error_code"] == 0  # others still served
         for s in stalled:  # reset: a stalled connection sees that without reading
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             s.close()
@@ -173,7 +173,7 @@ def test_idle_connections_are_closed():
     with Sandbox(brokers=1, configs={"connections.max.idle.ms": "200"}) as sandbox:
         with socket.create_connection(sandbox.address(1)) as idle:
             assert closed_by_peer(idle)
-        assert request(sandbox, 1, ApiKey.API_VERSIONS, {})["error_code"] == 0
+        assert request(sandbox, 1, ApiKey.API_VERSIONS, API_VERSIONS_BODY)["error_code"] == 0
 
 
 def test_max_connections_per_ip():

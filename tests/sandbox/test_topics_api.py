@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kafka_shell import protocol
 from kafka_shell.sandbox import admin as sandbox_admin
-from kafka_shell.sandbox import persist
+from kafka_shell.sandbox import log, persist
 from kafka_shell.sandbox.model import Batch
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import raw_frame
@@ -126,6 +126,22 @@ def test_absurd_partition_counts_are_refused_for_the_whole_request(sandbox, admi
     errors = create(admin, NewTopic("half1", 6000, 1), NewTopic("half2", 6000, 1))
     assert {e.code() for e in errors.values()} == {POLICY_VIOLATION}
     assert sandbox.cluster.topics == {}
+
+
+@pytest.mark.modes("kraft", "zk")
+def test_kraft_bounds_a_request_to_ten_thousand_metadata_records(sandbox, admin, sandbox_mode):
+    """KRaft writes a topic, each partition and each config as one record, at most 10,000 per
+    request (checked on Kafka 4.4: 10,000 partitions in one topic are refused); ZooKeeper-mode
+    Kafka has no such bound."""
+    errors = create(admin, NewTopic("full", 9998, 1, config={"retention.ms": "1000"}))   # 10,000 records
+    assert errors == {"full": None}
+    errors = create(admin, NewTopic("over", 5000, 1), NewTopic("over2", 4999, 1, config={"retention.ms": "1"}))
+    if sandbox_mode == "zk":
+        assert errors == {"over": None, "over2": None}
+        return
+    assert {n: (e.code(), e.str()) for n, e in errors.items()} == {
+        n: (POLICY_VIOLATION, "Unable to perform excessively large batch operation.") for n in ("over", "over2")}
+    assert set(sandbox.cluster.topics) == {"full"}
 
 
 @ZK_MODE  # KRaft brokers forward it (test_kraft.py)
@@ -246,9 +262,10 @@ def test_describe_cluster_lists_brokers_controller_and_fenced_brokers(mode):
         assert v0["controller_id"] in ((sandbox.cluster.controller_id,) if mode == "zk" else (1, 2))
         assert [(b["broker_id"], b["port"], b["rack"]) for b in v0["brokers"]] == \
             [(i, sandbox.address(i)[1], f"r{i}") for i in (1, 2)]
-        v2 = raw_request(sandbox, 2, 60, 2, {"endpoint_type": 1, "include_fenced_brokers": True})
-        assert v2["endpoint_type"] == 1
-        assert [(b["broker_id"], b["is_fenced"]) for b in v2["brokers"]] == [(1, False), (2, False), (3, True)]
+        if mode == "kraft":  # v2 (fenced brokers) is Kafka 4.x's; zk mode follows 3.9 (v0-v1)
+            v2 = raw_request(sandbox, 2, 60, 2, {"endpoint_type": 1, "include_fenced_brokers": True})
+            assert v2["endpoint_type"] == 1
+            assert [(b["broker_id"], b["is_fenced"]) for b in v2["brokers"]] == [(1, False), (2, False), (3, True)]
         wrong = raw_request(sandbox, 1, 60, 1, {"endpoint_type": 2})
         assert wrong["error_code"] == 114  # MISMATCHED_ENDPOINT_TYPE
 
@@ -290,12 +307,20 @@ def _comparable(cluster) -> dict:
     return {k: state[k] for k in ("cluster_id", "controller_id", "brokers", "topics", "cluster_configs")}
 
 
+def stored_batch(base: int, last: int, records: bytes, max_timestamp: int = 0) -> Batch:
+    """A batch as the log keeps one: a v2 header naming its offsets (as the state file's check
+    wants), then `records`."""
+    length = log.HEADER_SIZE + len(records) - log.LENGTH_PREFIX
+    header = log.HEADER.pack(base, length, 0, 2, 0, 0, last - base, 0, max_timestamp, -1, -1, -1, last - base + 1)
+    return Batch(base, last, max_timestamp, header + records)
+
+
 def test_persistence_round_trip_keeps_topics_partitions_configs_and_brokers(tmp_path):
     with Sandbox(brokers=3, racks=["a", "b", "c"]) as sandbox:
         admin = AdminClient({"bootstrap.servers": sandbox.bootstrap, "log_level": 3})
         assert create(admin, NewTopic("kept", 3, 2, config={"retention.ms": "5000"})) == {"kept": None}
         part = sandbox.cluster.topics["kept"].partitions[1]
-        sandbox.call(part.batches.append, Batch(0, 1, 123, b"\x00\x01raw"))
+        sandbox.call(part.batches.append, stored_batch(0, 1, b"\x00\x01raw", max_timestamp=123))
         sandbox.call(persist.save, sandbox.cluster, tmp_path)
         saved = _comparable(sandbox.cluster)
     loaded = persist.load(tmp_path)
@@ -308,7 +333,7 @@ def test_persistence_keeps_only_the_newest_record_bytes_of_a_large_partition(tmp
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "big", 1, 1)
     p = sandbox.cluster.topics["big"].partitions[0]
     chunk = persist.RECORD_BYTES_PER_PARTITION // 2
-    batches = [Batch(i, i, 0, bytes([i]) * chunk) for i in range(3)]
+    batches = [stored_batch(i, i, bytes([i]) * (chunk - log.HEADER_SIZE)) for i in range(3)]
     sandbox.call(p.batches.extend, batches)
     persist.save(sandbox.cluster, tmp_path)
     (kept,) = persist.load(tmp_path).topics["big"].partitions

@@ -24,11 +24,11 @@ def describe_cluster(ctx) -> dict:
     req = ctx.request
     cluster = ctx.cluster
     served = EndpointType.CONTROLLER if ctx.on_controller_listener else EndpointType.BROKER
-    wanted = getattr(req, "endpoint_type", EndpointType.BROKER)
+    wanted = req.endpoint_type
     answer = {"error_code": 0, "error_message": None, "endpoint_type": served,
               "cluster_id": cluster.cluster_id, "controller_id": -1,
               "brokers": [], "cluster_authorized_operations": ctx.authorized_operations(
-                  getattr(req, "include_cluster_authorized_operations", False), AclResourceType.CLUSTER)}
+                  req.include_cluster_authorized_operations, AclResourceType.CLUSTER)}
     if ctx.on_controller_listener and not ctx.authorize(AclOperation.ALTER, AclResourceType.CLUSTER):
         # ControllerApis asks ALTER on the cluster here (a broker asks nothing).
         return {**answer, "cluster_id": "", "error_code": ErrorCode.cluster_authorization_failed}
@@ -48,7 +48,7 @@ def describe_cluster(ctx) -> dict:
         answer["controller_id"] = cluster.controller_id
         return answer
     # A stopped broker stays registered but fenced: listed only when fenced brokers are asked for.
-    include_fenced = getattr(req, "include_fenced_brokers", False)
+    include_fenced = req.include_fenced_brokers
     answer["brokers"] = [
         {"broker_id": b.id, "host": b.host, "port": ctx.port_of(b), "rack": b.rack, "is_fenced": not b.usable}
         for b in sorted(cluster.brokers.values(), key=lambda b: b.id)

@@ -2,8 +2,8 @@
 
 Resources: type 2 is a topic, type 4 a broker by id, or the cluster-wide default with the name
 "". Topic keys are checked as Kafka's LogConfig does (INVALID_CONFIG); broker values as
-Kafka's DynamicBrokerConfig does (INVALID_REQUEST naming the resource). Keys of the sandbox
-are in `sandbox.configs`.
+Kafka's DynamicBrokerConfig does (INVALID_REQUEST), unknown broker keys accepted as Kafka
+accepts them. The keys and their definitions are in `sandbox.configs`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import admin, configs, replication
 from kafka_shell.sandbox.admin import AdminError
+from kafka_shell.sandbox.configs import ConfigProblem
 from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
@@ -68,7 +69,7 @@ def describe_configs(ctx) -> dict:
         for e in entries:
             if not req.include_synonyms:
                 e["synonyms"] = []
-            if not getattr(req, "include_documentation", False):
+            if not req.include_documentation:
                 e["documentation"] = None
         results.append({**result, "configs": entries})
     return {"results": results}
@@ -82,7 +83,7 @@ def _describe(ctx, resource_type: int, name: str) -> list[dict]:
         topic = cluster.topics.get(name)
         if topic is None:
             raise AdminError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
-        return configs.describe_topic(cluster, topic.configs)
+        return configs.describe_topic(cluster, topic.configs, ctx.broker.id)
     if resource_type == BROKER:
         if name == "":
             return configs.describe_cluster_defaults(cluster)
@@ -92,6 +93,29 @@ def _describe(ctx, resource_type: int, name: str) -> list[dict]:
                              f"{ctx.broker.id} or empty string, but received {name}")
         return configs.describe_broker(cluster, ctx.broker.id)
     raise _unsupported(resource_type)
+
+
+# -- ListConfigResources (ListClientMetricsResources before 4.1) ----------------------------------
+
+CLIENT_METRICS, GROUP, BROKER_LOGGER = 16, 32, 8
+# The types each version lists by default and accepts (ListConfigResourcesRequest.supportedResourceTypes).
+LISTABLE = {0: (CLIENT_METRICS,), 1: (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)}
+
+
+@api(ApiKey.LIST_CONFIG_RESOURCES)
+def list_config_resources(ctx) -> dict:
+    """As Kafka 4.4's KafkaApis lists them: groups with configs, client metrics subscriptions (the
+    sandbox has neither), each live broker as BROKER_LOGGER and BROKER, then every topic."""
+    if not ctx.permits(AclResourceType.CLUSTER):
+        return {"error_code": ErrorCode.cluster_authorization_failed, "config_resources": []}
+    supported = LISTABLE[min(ctx.version, 1)]
+    wanted = list(ctx.request.resource_types) or list(supported)
+    if any(t not in supported for t in wanted):
+        return {"error_code": ErrorCode.unsupported_version, "config_resources": []}
+    brokers = [str(b.id) for b in ctx.cluster.live_brokers()]
+    found = [(name, kind) for kind, names in ((BROKER_LOGGER, brokers), (BROKER, brokers),
+                                             (TOPIC, list(ctx.cluster.topics))) if kind in wanted for name in names]
+    return {"error_code": 0, "config_resources": [{"resource_name": n, "resource_type": t} for n, t in found]}
 
 
 # -- AlterConfigs / IncrementalAlterConfigs --------------------------------------------------
@@ -110,29 +134,31 @@ def incremental_alter_configs(ctx) -> dict:
     def new_values(resource, current: dict[str, str], defs, kind: str) -> dict[str, str]:
         out = dict(current)
         for c in resource.configs:
-            _apply_op(out, c.name, c.config_operation, c.value, defs, kind)
+            _apply_op(out, c.name, c.config_operation, c.value, defs, kind, ctx.cluster.kraft)
         return out
     return _alter(ctx, new_values)
 
 
-def _apply_op(values: dict[str, str], key: str, op: int, value: str | None, defs, kind: str) -> None:
-    """One incremental operation, as KRaft's ConfigurationControlManager applies it."""
+def _apply_op(values: dict[str, str], key: str, op: int, value: str | None, defs, kind: str, kraft: bool) -> None:
+    """One incremental operation, as Kafka applies it (unknown broker keys are taken as they are)."""
     if op == DELETE:
         values.pop(key, None)
         return
     if op not in OP_NAMES:
         raise AdminError(ErrorCode.invalid_request, f"Unknown operation type {op}")
     d = defs.get(key)
-    if d is None:
+    if d is None and kind == "topic":
         raise AdminError(ErrorCode.invalid_config, f"Unknown {kind} config name: {key}")
     if value is None:
         raise AdminError(ErrorCode.invalid_request, f"Null value not supported for : {key}")
     if op == SET:
         values[key] = value
         return
-    if d.type != "list":
+    if d is None or d.type != "list":
+        if kind == "topic" and kraft:  # the KRaft controller's check; other brokers check in their own words
+            raise AdminError(ErrorCode.invalid_config, f"Can't {OP_NAMES[op]} to key {key} because its type is not LIST.")
         raise AdminError(ErrorCode.invalid_config,
-                         f"Can't {OP_NAMES[op]} to key {key} because its type is not LIST.")
+                         f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {key}")
     parts = configs.split_list(values.get(key, d.default))
     for item in configs.split_list(value):
         if op == APPEND and item not in parts:
@@ -150,7 +176,7 @@ def _alter(ctx, new_values) -> dict:
                   "error_code": 0, "error_message": None}
         try:
             _alter_resource(ctx, r, new_values, req.validate_only)
-        except AdminError as exc:
+        except (AdminError, ConfigProblem) as exc:
             result.update(error_code=exc.code, error_message=exc.message)
         responses.append(result)
     return {"responses": responses}
@@ -172,8 +198,8 @@ def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
         if topic is None:
             raise AdminError(ErrorCode.unknown_topic_or_partition,
                              f"The topic '{r.resource_name}' does not exist.")
-        new = new_values(r, topic.configs, configs.TOPIC_CONFIGS, "topic")
-        admin.check_topic_configs(new)
+        new = new_values(r, topic.configs, configs.topic_defs(cluster), "topic")
+        configs.check_topic_configs(cluster, new, r.resource_name)
         if not validate_only and new != topic.configs:
             topic.configs = new
             cluster.changed()
@@ -181,55 +207,48 @@ def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
     if r.resource_type != BROKER:
         raise _unsupported(r.resource_type)
     cluster_wide = r.resource_name == ""
+    node = None
     if cluster_wide:
-        # Start-up (static) values are not dynamic configs: keep them out of the replacement.
-        static = {k: v for k, v in cluster.cluster_configs.items()
-                  if configs.cluster_default_source(k) == configs.STATIC_BROKER_CONFIG}
-        current = {k: v for k, v in cluster.cluster_configs.items() if k not in static}
+        current = cluster.cluster_configs
     else:
         broker_id = _broker_id(r.resource_name)
+        if not ctx.on_controller_listener and broker_id != ctx.broker.id:
+            # Kafka's brokers change only their own configs (ConfigAdminManager).
+            raise AdminError(ErrorCode.invalid_request,
+                             f"Unexpected broker id, expected {ctx.broker.id}, but received {r.resource_name}")
         node = cluster.node(broker_id)
         if node is None:
             raise AdminError(ErrorCode.invalid_request, f"Broker {broker_id} is not in the cluster.")
         current = node.configs
-    new = new_values(r, current, configs.BROKER_CONFIGS, "broker")
-    _check_broker_configs(cluster, r.resource_name, new, current)
+    new = new_values(r, current, configs.broker_defs(cluster), "broker")
+    given = {c.name for c in r.configs if getattr(c, "config_operation", SET) != DELETE}
+    configs.check_broker_change(cluster, ctx.broker.id, r.resource_name, {k: new[k] for k in given if k in new})
+    if not cluster_wide and CLUSTER_ONLY_KEYS & given:
+        keys = ", ".join(sorted(CLUSTER_ONLY_KEYS & given))
+        raise AdminError(ErrorCode.invalid_request, f"Cannot update these configs at per-broker level, use the "
+                         f"cluster default (name \"\"): {keys}")
+    _check_preferred_controller(cluster, new)
+    configs.check_min_isr_change(cluster, r.resource_name, {c.name for c in r.configs}, current, new)
     if validate_only or new == current:
         return
-    if not cluster_wide:
+    if node is not None:
         node.configs = new
         cluster.changed()
         return
     changed = {k for k in set(new) | set(current) if new.get(k) != current.get(k)}
-    cluster.cluster_configs = {**static, **new}
+    cluster.cluster_configs = new
     cluster.changed()
     for key in sorted(changed):
         _cluster_config_changed(cluster, key)
 
 
-def _check_broker_configs(cluster, name: str, new: dict[str, str], current: dict[str, str]) -> None:
-    prefix = f"Invalid config value for resource ConfigResource(type=BROKER, name='{name}'): "
-    changed = [k for k in new if new[k] != current.get(k)]
-    for key in new:
-        if key not in configs.BROKER_CONFIGS:
-            raise AdminError(ErrorCode.invalid_config, f"Unknown broker config name: {key}")
-    read_only = sorted(k for k in changed if configs.BROKER_CONFIGS[k].read_only)
-    if read_only:
-        raise AdminError(ErrorCode.invalid_request,
-                         prefix + f"Cannot update these configs dynamically: Set({', '.join(read_only)})")
-    if name != "" and CLUSTER_ONLY_KEYS & set(changed):
-        keys = ", ".join(sorted(CLUSTER_ONLY_KEYS & set(changed)))
-        raise AdminError(ErrorCode.invalid_request, prefix + "Cannot update these configs at "
-                         f"per-broker level, use the cluster default (name \"\"): Set({keys})")
-    for key in changed:
-        problem = configs.check_value(configs.BROKER_CONFIGS[key], new[key])
-        if problem:
-            raise AdminError(ErrorCode.invalid_request, prefix + problem)
+def _check_preferred_controller(cluster, new: dict[str, str]) -> None:
+    """The sandbox's preferred.controller.id (KAFKA-1778) names a voter in KRaft mode, a broker in zk mode."""
     preferred = new.get(replication.PREFERRED_CONTROLLER_KEY)
     candidates, kind = (cluster.controllers, "controller") if cluster.kraft else (cluster.brokers, "broker")
     if preferred is not None and int(preferred) != -1 and int(preferred) not in candidates:
         raise AdminError(ErrorCode.invalid_request,
-                         prefix + f"{replication.PREFERRED_CONTROLLER_KEY} {preferred} is not a {kind} of the cluster")
+                         f"{replication.PREFERRED_CONTROLLER_KEY} {preferred} is not a {kind} of the cluster")
 
 
 def _cluster_config_changed(cluster, key: str) -> None:

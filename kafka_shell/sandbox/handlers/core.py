@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
@@ -11,18 +13,40 @@ from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api, features
 from kafka_shell.sandbox.model import Topic
 
-INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
+
+# ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN: client software names and versions (v3+).
+SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _api_versions_error(req, version: int) -> int:
+    """Kafka's ApiVersionsRequest.isValid: v5's cluster id and node id come together, v3+ name
+    the client's software by the pattern."""
+    if version >= 5 and (req.cluster_id is None) != (req.node_id == -1):
+        return ErrorCode.invalid_request
+    if version >= 3 and not (SOFTWARE_NAME_VERSION.fullmatch(req.client_software_name)
+                             and SOFTWARE_NAME_VERSION.fullmatch(req.client_software_version)):
+        return ErrorCode.invalid_request
+    return ErrorCode.none
 
 
 @api(ApiKey.API_VERSIONS)
 def api_versions(ctx) -> dict:
-    """The APIs of the listener asked: a KRaft broker lists DescribeQuorum, a zk-mode broker does
-    not, a controller listener lists only what controllers serve."""
-    keys = [{"api_key": k, "min_version": a.versions.start, "max_version": a.versions.stop - 1}
-            for k, a in sorted(ctx.served_apis().items())]
+    """The APIs of the listener asked, as a listener of that kind on the Kafka release the sandbox
+    follows lists them (sandbox.apis): a KRaft broker lists DescribeQuorum, a zk-mode broker does
+    not, a controller listener lists what controllers serve."""
+    req = ctx.request
+    error = _api_versions_error(req, ctx.version)
+    if not error and req.cluster_id is not None and not ctx.on_controller_listener and \
+            (req.cluster_id != ctx.cluster.cluster_id or req.node_id != ctx.broker.id):
+        # v5 (Kafka 4.4's KafkaApis): a client whose metadata names another cluster or node rebootstraps.
+        error = ErrorCode.rebootstrap_required
+    if error:
+        return {"error_code": error, "api_keys": []}
+    keys = [{"api_key": k, "min_version": v.start, "max_version": v.stop - 1}
+            for k, v in sorted(ctx.served_apis().items())]
     if not ctx.cluster.kraft:
         return {"error_code": 0, "api_keys": keys, "finalized_features_epoch": -1}
-    return {"error_code": 0, "api_keys": keys, **features.api_versions_features(ctx.cluster)}
+    return {"error_code": 0, "api_keys": keys, **features.api_versions_features(ctx.cluster, ctx.version)}
 
 
 def partition_metadata(cluster, p) -> dict:
@@ -140,7 +164,7 @@ def _all_topics(ctx) -> object:
     describe (Kafka leaves the others out). An injected Metadata failure needs the topics as
     data (the error goes on each of them)."""
     visible = [t for t in ctx.cluster.topics.values() if ctx.permits(AclResourceType.TOPIC, t.name)]
-    if ctx.api_key in ctx.broker.failures or getattr(ctx.request, "include_topic_authorized_operations", False):
+    if ctx.api_key in ctx.broker.failures or ctx.request.include_topic_authorized_operations:
         return [_with_operations(ctx, topic_metadata(ctx.cluster, t)) for t in visible]
     encoded = _encoded(ctx)
     if len(visible) == len(ctx.cluster.topics):
@@ -170,9 +194,9 @@ def metadata(ctx) -> dict:
             code: int = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
             if (name or t) and not ctx.permits(AclResourceType.TOPIC, name or t.name):
                 t, code = None, ErrorCode.topic_authorization_failed  # whether it exists or not
-            elif t is None and name and getattr(req, "allow_auto_topic_creation", True) and not _may_create(ctx, name):
+            elif t is None and name and req.allow_auto_topic_creation and not _may_create(ctx, name):
                 code = ErrorCode.topic_authorization_failed
-            elif t is None and name and getattr(req, "allow_auto_topic_creation", True):
+            elif t is None and name and req.allow_auto_topic_creation:
                 if not cluster.controller_available:
                     code = ErrorCode.leader_not_available  # creation waits for a KRaft controller
                 else:
@@ -185,7 +209,7 @@ def metadata(ctx) -> dict:
                               "partitions": []})
             else:
                 found.append(t)
-        if ctx.api_key in ctx.broker.failures or getattr(req, "include_topic_authorized_operations", False):
+        if ctx.api_key in ctx.broker.failures or req.include_topic_authorized_operations:
             # As data: an injected error goes on each topic; asked-for operations are per principal.
             topics = [_with_operations(ctx, topic_metadata(cluster, t)) if not isinstance(t, dict) else t
                       for t in found]
@@ -201,12 +225,12 @@ def metadata(ctx) -> dict:
         "controller_id": ctx.advertised_controller_id(),
         "topics": topics,
         "cluster_authorized_operations": ctx.authorized_operations(
-            getattr(req, "include_cluster_authorized_operations", False), AclResourceType.CLUSTER),
+            req.include_cluster_authorized_operations, AclResourceType.CLUSTER),
     }
 
 
 def _with_operations(ctx, answer: dict) -> dict:
     """A topic's answer with its authorized operations, when the request asked for them."""
     answer["topic_authorized_operations"] = ctx.authorized_operations(
-        getattr(ctx.request, "include_topic_authorized_operations", False), AclResourceType.TOPIC, answer["name"])
+        ctx.request.include_topic_authorized_operations, AclResourceType.TOPIC, answer["name"])
     return answer

@@ -20,7 +20,7 @@ PREFERRED, UNCLEAN = 0, 1
 
 
 def _kind(ctx) -> int:
-    return getattr(ctx.request, "election_type", PREFERRED)  # v0 has only preferred elections
+    return ctx.request.election_type  # v0: Kafka's default, preferred
 
 
 def _requested(ctx) -> list[tuple[str, int, int | None, int]]:

@@ -1,8 +1,10 @@
 """Feature flags (KIP-584): ApiVersions reports them, UpdateFeatures v0-v2 changes them.
 
-The sandbox supports a few of Kafka 3.9's features (SUPPORTED: the levels every node supports)
-and starts with metadata.version at 3.9-IV0 (level 21), the others at 0 (Kafka leaves level-0
-features out of the finalized list). UpdateFeatures is a controller API (brokers forward it in
+The features and levels are those of the Kafka release the sandbox follows, as its KRaft nodes
+report them (kafka_shell.definitions): the levels every node supports, and the levels a new
+cluster starts with (Kafka 4.4: metadata.version 33, ELR, group, transaction, share and streams
+versions; 3.9: metadata.version 21; level-0 features are left out of the finalized list).
+zk-mode brokers report none. UpdateFeatures is a controller API (brokers forward it in
 KRaft mode), validated as Kafka's FeatureControlManager does: unknown upgrade types, levels
 outside the supported range, downgrades without a downgrade type and "downgrades" to a higher
 level are INVALID_UPDATE_VERSION; metadata.version is never downgraded (Kafka refuses any
@@ -14,27 +16,36 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
+from kafka_shell import definitions
+from kafka_shell.definitions import releases
 from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 METADATA_VERSION = "metadata.version"
-# feature -> (lowest, highest) level every sandbox node supports.
-SUPPORTED = {METADATA_VERSION: (7, 21), "kraft.version": (0, 1), "group.version": (0, 1),
-             "transaction.version": (0, 2)}
-INITIAL = {METADATA_VERSION: 21}
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 FEATURES_KEY = "features"  # cluster extra: feature -> finalized level
 
 
+def _features(cluster) -> releases.Features:
+    return releases.release(cluster.kafka_version).features[definitions.BROKER]
+
+
+def supported(cluster) -> dict[str, tuple[int, int]]:
+    """feature -> (lowest, highest) level every sandbox node supports."""
+    return _features(cluster).supported
+
+
 def finalized(cluster) -> dict[str, int]:
-    return cluster.extras.setdefault(FEATURES_KEY, dict(INITIAL))
+    return cluster.extras.setdefault(FEATURES_KEY, dict(_features(cluster).finalized))
 
 
-def api_versions_features(cluster) -> dict:
-    """The feature fields of an ApiVersions answer (v3+)."""
+def api_versions_features(cluster, version: int) -> dict:
+    """The feature fields of an ApiVersions answer (v3+). Kafka 4.x leaves features whose lowest
+    level is 0 out of v3 answers (older clients cannot parse them)."""
+    hide = version < 4 and _features(cluster).v3_hides_min_zero
     return {
         "supported_features": [{"name": n, "min_version": lo, "max_version": hi}
-                               for n, (lo, hi) in SUPPORTED.items()],
+                               for n, (lo, hi) in supported(cluster).items() if not (hide and lo == 0)],
         "finalized_features_epoch": cluster.generation,
         "finalized_features": [{"name": n, "min_version_level": level, "max_version_level": level}
                                for n, level in finalized(cluster).items() if level > 0],
@@ -56,8 +67,8 @@ def _check(cluster, name: str, level: int, kind: int) -> str | None:
     current = finalized(cluster).get(name, 0)
     if level < 0:
         return invalid("A feature version cannot be less than 0.")
-    low, high = SUPPORTED.get(name, (0, 0))
-    if name not in SUPPORTED and level > 0:
+    low, high = supported(cluster).get(name, (0, 0))
+    if name not in supported(cluster) and level > 0:
         return invalid(f"Local controller {cluster.controller_id} does not support this feature.")
     if not low <= level <= high:
         return invalid(f"Local controller {cluster.controller_id} only supports versions {low}-{high}")
@@ -90,7 +101,7 @@ def update_features(ctx) -> dict:
             if message is not None:
                 error = ErrorCode.invalid_update_version
                 break
-    if error == ErrorCode.none and not getattr(req, "validate_only", False):
+    if error == ErrorCode.none and not req.validate_only:
         levels = finalized(ctx.cluster)
         for u in req.feature_updates:
             levels[u.feature] = u.max_version_level

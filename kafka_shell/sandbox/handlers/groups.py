@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.sandbox import groups as gc
+from kafka_shell.sandbox import transactions
 from kafka_shell.sandbox.model import Topic
 from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
@@ -46,7 +47,7 @@ def _client_host(ctx) -> str:
 @api(ApiKey.FIND_COORDINATOR)
 def find_coordinator(ctx) -> dict:
     req = ctx.request
-    key_type = getattr(req, "key_type", GROUP_KEY)
+    key_type = req.key_type
     keys = list(req.coordinator_keys) if ctx.version >= 4 else [req.key]
     found = [_find(ctx, key, key_type) for key in keys]
     if ctx.version >= 4:
@@ -56,18 +57,21 @@ def find_coordinator(ctx) -> dict:
 
 def _find(ctx, key: str, key_type: int) -> dict:
     missing = {"key": key, "node_id": -1, "host": "", "port": -1}
+    # Kafka answers each refusal with its error's default message (Errors.message()).
     if key_type == TRANSACTION_KEY and not ctx.permits(AclResourceType.TRANSACTIONAL_ID, key):
-        return {**missing, "error_code": ErrorCode.transactional_id_authorization_failed}
+        return {**missing, "error_code": ErrorCode.transactional_id_authorization_failed,
+                "error_message": "Transactional Id authorization failed."}
     if key_type == GROUP_KEY and (denied := _group_denied(ctx, key)):
-        return {**missing, "error_code": denied}
-    if key_type == TRANSACTION_KEY:
-        return {**missing, "error_code": ErrorCode.coordinator_not_available,
-                "error_message": "the sandbox has no transaction coordinator"}
-    if key_type != GROUP_KEY:
+        return {**missing, "error_code": denied, "error_message": "Group authorization failed."}
+    if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return {**missing, "error_code": ErrorCode.invalid_request,
                 "error_message": f"unknown coordinator key type {key_type}"}
-    gc.ensure_offsets_topic(ctx.cluster)
-    node = gc.coordinator_of(ctx.cluster, key)
+    if key_type == TRANSACTION_KEY:
+        transactions.ensure_topic(ctx.cluster)
+        node = transactions.coordinator_of(ctx.cluster, key)
+    else:
+        gc.ensure_offsets_topic(ctx.cluster)
+        node = gc.coordinator_of(ctx.cluster, key)
     if node < 0:
         return {**missing, "error_code": ErrorCode.coordinator_not_available,
                 "error_message": "The coordinator is not available."}
@@ -88,13 +92,13 @@ async def join_group(ctx) -> dict:
     if err:
         return {**base, "error_code": err}
     session_ms = int(req.session_timeout.total_seconds() * 1000)
-    rebalance = getattr(req, "rebalance_timeout", None)
+    rebalance_ms = int(req.rebalance_timeout.total_seconds() * 1000)  # v0: Kafka's default -1, the session timeout
     result = await _coordinator(ctx).join(
-        req.group_id, req.member_id, getattr(req, "group_instance_id", None),
+        req.group_id, req.member_id, req.group_instance_id,
         ctx.header.client_id or "", _client_host(ctx), session_ms,
-        int(rebalance.total_seconds() * 1000) if rebalance is not None else session_ms,
+        rebalance_ms if rebalance_ms >= 0 else session_ms,
         req.protocol_type, [(p.name, p.metadata) for p in req.protocols],
-        require_known_member_id=ctx.version >= 4)
+        require_known_member_id=ctx.version >= 4, skips_assignment=ctx.version >= 9)
     return {**base, **{k: v for k, v in result.items() if v is not None}}
 
 
@@ -105,8 +109,8 @@ async def sync_group(ctx) -> dict:
     if err:
         return {"error_code": err, "assignment": b""}
     result = await _coordinator(ctx).sync(
-        req.group_id, req.member_id, req.generation_id, getattr(req, "protocol_type", None),
-        getattr(req, "protocol_name", None), {a.member_id: a.assignment for a in req.assignments})
+        req.group_id, req.member_id, req.generation_id, req.protocol_type,
+        req.protocol_name, {a.member_id: a.assignment for a in req.assignments}, req.group_instance_id)
     return {"assignment": b"", **result}
 
 
@@ -114,7 +118,7 @@ async def sync_group(ctx) -> dict:
 def heartbeat(ctx) -> dict:
     req = ctx.request
     err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id) or \
-        _coordinator(ctx).heartbeat(req.group_id, req.member_id, req.generation_id)
+        _coordinator(ctx).heartbeat(req.group_id, req.member_id, req.generation_id, getattr(req, "group_instance_id", None))
     return {"error_code": err}
 
 
@@ -128,11 +132,11 @@ def leave_group(ctx) -> dict:
     err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     if err:
         return {"error_code": err, "members": []}
-    codes = _coordinator(ctx).leave(req.group_id, [member_id for member_id, _ in leaving])
+    answers = _coordinator(ctx).leave(req.group_id, leaving)
     if ctx.version < 3:
-        return {"error_code": codes[0]}
+        return {"error_code": answers[0][1]}
     return {"error_code": 0, "members": [
-        {"member_id": m, "group_instance_id": i, "error_code": c} for (m, i), c in zip(leaving, codes)]}
+        {"member_id": m, "group_instance_id": i, "error_code": c} for (m, c), (_, i) in zip(answers, leaving)]}
 
 
 # -- offsets ----------------------------------------------------------------------------------
@@ -144,7 +148,8 @@ def offset_commit(ctx) -> dict:
     coord = _coordinator(ctx)
     group, err = None, _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     if not err:
-        group, err = coord.commit_error(req.group_id, req.member_id, req.generation_id_or_member_epoch)
+        group, err = coord.commit_error(req.group_id, req.member_id, req.generation_id_or_member_epoch,
+                                        getattr(req, "group_instance_id", None))
     topics = []
     for rt in req.topics:
         name, topic_id = getattr(rt, "name", None), getattr(rt, "topic_id", None)
@@ -160,7 +165,7 @@ def offset_commit(ctx) -> dict:
                     code = ErrorCode.unknown_topic_or_partition
                 else:
                     code = coord.commit(group, t.name, rp.partition_index, rp.committed_offset,
-                                        getattr(rp, "committed_leader_epoch", -1), rp.committed_metadata)
+                                        rp.committed_leader_epoch, rp.committed_metadata)
             parts.append({"partition_index": rp.partition_index, "error_code": code})
         topics.append({**topic_keys(t, name, topic_id), "partitions": parts})
     return {"topics": topics}
@@ -192,6 +197,7 @@ def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
         return {"group_id": group_id, "error_code": err, "topics": []}
     g = gc.all_groups(ctx.cluster).get(group_id)
     committed = g.offsets if g else {}
+    stable = getattr(ctx.request, "require_stable", False)
     requests: list[tuple[Topic | None, str | None, uuid.UUID | None, list[int]]]
     if wanted is None:  # every topic the group has offsets for
         by_topic: dict[str, list[int]] = {}
@@ -217,6 +223,10 @@ def _fetch_offsets(ctx, group_id: str, wanted) -> dict:
             parts = []
             for i in partitions:
                 o = committed.get((keys["name"], i))
+                if stable and transactions.has_pending_offsets(ctx.cluster, group_id, (keys["name"], i)):
+                    # KIP-447: an offset a transaction has yet to commit is not answered yet.
+                    parts.append(make(partition_index=i, committed_offset=-1, error_code=ErrorCode.unstable_offset_commit))
+                    continue
                 parts.append(make(partition_index=i, committed_offset=-1) if o is None else
                              make(partition_index=i, metadata=o.metadata or "", committed_offset=o.offset,
                                   committed_leader_epoch=o.leader_epoch))
@@ -229,7 +239,8 @@ def offset_delete(ctx) -> dict:
     req = ctx.request
     err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     g = gc.all_groups(ctx.cluster).get(req.group_id)
-    err = err or _coordinator(ctx).delete_offsets_error(g)
+    coord = _coordinator(ctx)
+    err = err or coord.delete_offsets_error(g)
     if err:
         return {"error_code": err, "topics": []}
     assert g is not None, "delete_offsets_error reports a missing group"
@@ -247,7 +258,7 @@ def offset_delete(ctx) -> dict:
             elif rt.name in subscribed:
                 code = ErrorCode.group_subscribed_to_topic
             else:
-                g.offsets.pop((rt.name, rp.partition_index), None)
+                coord.delete_offset(g, rt.name, rp.partition_index)
                 code = ErrorCode.none
             parts.append({"partition_index": rp.partition_index, "error_code": code})
         topics.append({"name": rt.name, "partitions": parts})
@@ -260,8 +271,8 @@ def offset_delete(ctx) -> dict:
 @api(ApiKey.LIST_GROUPS)
 def list_groups(ctx) -> dict:
     req = ctx.request
-    states = {s.lower() for s in getattr(req, "states_filter", ())}
-    types = {s.lower() for s in getattr(req, "types_filter", ())}
+    states = {s.lower() for s in req.states_filter}
+    types = {s.lower() for s in req.types_filter}
     out = []
     # DESCRIBE on the cluster lists every group; without it, those the principal may describe.
     everything = ctx.permits(AclResourceType.CLUSTER)
@@ -299,7 +310,7 @@ def _describe(ctx, group_id: str) -> dict:
                 "client_id": m.client_id, "client_host": m.client_host,
                 "member_metadata": m.metadata(g.protocol_name) if stable else b"",
                 "member_assignment": m.assignment if stable else b""} for m in g.members.values()]
-    operations = ctx.authorized_operations(getattr(ctx.request, "include_authorized_operations", False),
+    operations = ctx.authorized_operations(ctx.request.include_authorized_operations,
                                            AclResourceType.GROUP, group_id)
     return {**base, "error_code": 0, "group_state": g.state, "protocol_type": g.protocol_type or "",
             "protocol_data": (g.protocol_name or "") if stable else "", "members": members,

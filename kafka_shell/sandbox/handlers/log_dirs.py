@@ -1,4 +1,5 @@
-"""DescribeLogDirs v1-v4: each broker describes its own replicas, in one log dir.
+"""DescribeLogDirs: each broker describes its own replicas, in one log dir; AlterReplicaLogDirs,
+which with one dir moves nothing.
 
 Per partition: the bytes the replica holds, its offset lag as Kafka's ReplicaManager computes it
 (high watermark - replica log end, never negative), is_future false (no directory moves). The
@@ -21,7 +22,7 @@ def log_dir(broker_id: int) -> str:
     return f"/sandbox/broker-{broker_id}/data"
 
 
-@api(ApiKey.DESCRIBE_LOG_DIRS, max_version=4)
+@api(ApiKey.DESCRIBE_LOG_DIRS)
 def describe_log_dirs(ctx) -> dict:
     if not ctx.permits(AclResourceType.CLUSTER):
         # v3+ say it in the top-level error; older versions get no results.
@@ -53,3 +54,24 @@ def describe_log_dirs(ctx) -> dict:
         "error_code": 0, "log_dir": log_dir(me), "topics": topics,
         "total_bytes": DISK_BYTES, "usable_bytes": DISK_BYTES - used,
     }]}
+
+
+@api(ApiKey.ALTER_REPLICA_LOG_DIRS)
+def alter_replica_log_dirs(ctx) -> dict:
+    """Kafka's ReplicaManager.alterReplicaLogDirs with one log dir per broker: another path is
+    LOG_DIR_NOT_FOUND; a partition the cluster does not have, UNKNOWN_TOPIC_OR_PARTITION; a
+    replica the broker does not hold, REPLICA_NOT_AVAILABLE; one it holds is already there."""
+    allowed = ctx.permits(AclResourceType.CLUSTER)
+    me = ctx.broker.id
+    results: dict[str, list[dict]] = {}
+    for d in ctx.request.dirs:
+        for t in d.topics:
+            topic = ctx.cluster.topics.get(t.name)
+            for index in t.partitions:
+                p = topic.partition(index) if topic is not None else None
+                code = (ErrorCode.cluster_authorization_failed if not allowed else
+                        ErrorCode.log_dir_not_found if d.path != log_dir(me) else
+                        ErrorCode.unknown_topic_or_partition if p is None else
+                        ErrorCode.replica_not_available if me not in p.replicas else ErrorCode.none)
+                results.setdefault(t.name, []).append({"partition_index": index, "error_code": code})
+    return {"results": [{"topic_name": name, "partitions": parts} for name, parts in results.items()]}

@@ -1,4 +1,5 @@
-"""DescribeQuorum v0-v2: the KRaft controller quorum (not served by zk-mode brokers).
+"""DescribeQuorum: the KRaft controller quorum (not served by zk-mode brokers); AddRaftVoter and
+RemoveRaftVoter, which a static quorum refuses.
 
 Voters are the controllers, observers the brokers; the leader is the active controller and its
 epoch the controller epoch. The metadata log's end offset is the cluster's change generation:
@@ -15,8 +16,10 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.codes import AclResourceType, ApiKey
-from kafka_shell.sandbox.handlers import api
+from kafka_shell.sandbox.handlers import api, features
 from kafka_shell.sandbox.model import now_ms
+
+KRAFT_VERSION = "kraft.version"
 
 METADATA_TOPIC = "__cluster_metadata"
 
@@ -25,13 +28,18 @@ def directory_id(cluster, broker_id: int) -> uuid.UUID:
     return uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-sandbox:{cluster.cluster_id}:{broker_id}")
 
 
-def _replica(cluster, node, now: int) -> dict:
+# A voter of a static quorum (controller.quorum.voters, kraft.version 0: the only kind the sandbox
+# has) has no directory id; Kafka answers the zero Uuid for it. Brokers have their log dir's.
+NO_DIRECTORY = uuid.UUID(int=0)
+
+
+def _replica(cluster, node, now: int, voter: bool = False) -> dict:
     stopped = cluster.extras.get("stopped_at", {}).get(node.id)
     if node.alive or stopped is None:
         offset, seen = cluster.generation, (now if node.alive else -1)
     else:
         offset, seen = stopped
-    return {"replica_id": node.id, "replica_directory_id": directory_id(cluster, node.id),
+    return {"replica_id": node.id, "replica_directory_id": NO_DIRECTORY if voter else directory_id(cluster, node.id),
             "log_end_offset": offset, "last_fetch_timestamp": seen,
             "last_caught_up_timestamp": seen}
 
@@ -60,7 +68,7 @@ def describe_quorum(ctx) -> dict:
     if cluster.controller_id < 0 or not ctx.is_controller:
         return _error(ctx.request, ErrorCode.not_leader_or_follower)
     now = now_ms()
-    voters = [_replica(cluster, c, now) for c in cluster.controllers.values()]
+    voters = [_replica(cluster, c, now, voter=True) for c in cluster.controllers.values()]
     observers = [_replica(cluster, b, now) for b in cluster.brokers.values()]
     return {
         "error_code": 0,
@@ -72,3 +80,24 @@ def describe_quorum(ctx) -> dict:
                                                    "port": c.port}]}
                   for c in cluster.controllers.values()],
     }
+
+
+def _static_quorum(ctx, verb: str) -> dict:
+    """The sandbox's quorum is static (Kafka's controller.quorum.voters): KIP-853's voter changes
+    are refused as Kafka refuses them while kraft.version is 0 (KafkaRaftClient)."""
+    if not ctx.permits(AclResourceType.CLUSTER):
+        return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
+    level = features.finalized(ctx.cluster).get(KRAFT_VERSION, 0)
+    message = (f"Cluster doesn't support {verb} voter because the kraft.version feature is {level}" if level == 0
+               else f"The sandbox's controller quorum is static: voters cannot be {'added' if verb == 'adding' else 'removed'}")
+    return {"error_code": ErrorCode.unsupported_version, "error_message": message}
+
+
+@api(ApiKey.ADD_RAFT_VOTER)
+def add_raft_voter(ctx) -> dict:
+    return _static_quorum(ctx, "adding")
+
+
+@api(ApiKey.REMOVE_RAFT_VOTER)
+def remove_raft_voter(ctx) -> dict:
+    return _static_quorum(ctx, "removing")

@@ -54,7 +54,7 @@ def _alter_one(ctx, topic: str, index: int, target, allow_rf_change: bool) -> tu
 @api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, controller_only=True)
 def alter_partition_reassignments(ctx) -> dict:
     req = ctx.request
-    allow_rf_change = getattr(req, "allow_replication_factor_change", True)
+    allow_rf_change = req.allow_replication_factor_change
     authorized = ctx.permits(AclResourceType.CLUSTER)
     responses = []
     for t in req.topics:

@@ -12,10 +12,10 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
-from kafka_shell.sandbox import configs, log
+from kafka_shell.sandbox import codecs, configs, log, producer_state, transactions
 from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
-from kafka_shell.sandbox.model import Cluster, Partition, Topic
+from kafka_shell.sandbox.model import Cluster, Partition, Topic, now_ms
 
 
 def find_topic(cluster: Cluster, name: str | None, topic_id: uuid.UUID | None) -> tuple[Topic | None, int]:
@@ -80,6 +80,10 @@ async def produce(ctx) -> dict | None:
     req = ctx.request
     cluster = ctx.cluster
     acks = req.acks
+    transactional_id = getattr(req, "transactional_id", None)
+    # Transactional batches need WRITE on the request's transactional id, and one (KafkaApis).
+    txn_refused = _has_transactional_batch(req) and (
+        transactional_id is None or not ctx.permits(AclResourceType.TRANSACTIONAL_ID, transactional_id))
     appended: list[tuple[Partition, int, dict]] = []
     moved: list[Partition] = []
     topics = []
@@ -92,7 +96,9 @@ async def produce(ctx) -> dict | None:
                       "log_start_offset": -1, "record_errors": []}
             answers.append(answer)
             p = t.partition(pd.index) if t else None
-            if acks not in (-1, 0, 1):
+            if txn_refused:
+                answer["error_code"] = ErrorCode.transactional_id_authorization_failed
+            elif acks not in (-1, 0, 1):
                 answer["error_code"] = ErrorCode.invalid_required_acks
             elif denied:
                 answer["error_code"] = ErrorCode.topic_authorization_failed
@@ -104,26 +110,103 @@ async def produce(ctx) -> dict | None:
                 answer["error_code"] = err
                 answer["current_leader"] = _current_leader(p)
                 moved.append(p)
-            elif acks == -1 and len(p.isr) < int(configs.topic_value(cluster, p.topic, "min.insync.replicas") or 1):
-                answer["error_code"] = ErrorCode.not_enough_replicas
             else:
                 try:
-                    batches = log.validate(cluster, p, log.split_batches(pd.records or b""))
+                    batches = _request_batches(ctx.version, pd.records or b"")
+                    _verify_transaction(ctx, p, log.header(batches[0]), transactional_id)
+                    if acks == -1 and len(p.isr) < int(configs.topic_value(cluster, p.topic, "min.insync.replicas") or 1):
+                        raise log.InvalidBatch(ErrorCode.not_enough_replicas, "")
+                    batches = log.validate(cluster, p, batches)
+                    duplicate = producer_state.check(producer_state.state_of(cluster, p), log.header(batches[0]))
                 except log.InvalidBatch as exc:
                     answer["error_code"] = exc.code
-                    answer["error_message"] = str(exc)
+                    answer["error_message"] = str(exc) if exc.answered else None
+                    if exc.record_errors:   # Kafka's RecordValidationException: per record, with the log start
+                        answer["record_errors"] = [{"batch_index": i, "batch_index_error_message": m}
+                                                   for i, m in exc.record_errors]
+                        answer["log_start_offset"] = p.log_start_offset
                     continue
-                base, append_time = log.append(cluster, p, batches)
-                log.replicate(cluster, p)
+                if duplicate is not None:
+                    # Acknowledged again with its first offset, not appended (Kafka's ProducerStateManager).
+                    answer.update(base_offset=duplicate.first_offset, log_append_time=duplicate.timestamp,
+                                  log_start_offset=p.log_start_offset)
+                    appended.append((p, duplicate.last_offset + 1, answer))
+                    continue
+                base, append_time = producer_state.append(cluster, p, batches)
                 answer.update(base_offset=base, log_append_time=append_time,
                               log_start_offset=p.log_start_offset)
                 appended.append((p, p.leo[p.leader], answer))
         topics.append({**topic_keys(t, name, topic_id), "partition_responses": answers})
     if acks == 0:
+        # The producer reads no answer: Kafka closes the connection when any partition failed, so
+        # that it notices and refreshes its metadata (KafkaApis.handleProduceRequest).
+        if any(a["error_code"] for t in topics for a in t["partition_responses"]):
+            raise protocol.ProtocolError("an acks=0 produce failed on a partition: closing, as Kafka does")
         return None
     if acks == -1:
         await _await_replication(cluster, appended, req.timeout.total_seconds())
     return {"responses": topics, "node_endpoints": _node_endpoints(ctx, moved)}
+
+
+def _has_transactional_batch(req) -> bool:
+    for td in req.topic_data:
+        for pd in td.partition_data:
+            data = pd.records or b""
+            if len(data) >= log.HEADER_SIZE and log.header(data).transactional:
+                return True
+    return False
+
+
+def _request_batches(version: int, records: bytes) -> list[bytearray]:
+    """Kafka's ProduceRequest.validateRecords: exactly one v2 batch, zstd only from v7."""
+    batches = log.split_batches(records)
+    if len(batches) > 1:
+        raise log.InvalidBatch(ErrorCode.invalid_record, f"Produce requests with version {version} are only "
+                               "allowed to contain exactly one record batch per partition")
+    if version < 7 and log.codec_of(batches[0]) == codecs.ZSTD:
+        raise log.InvalidBatch(ErrorCode.unsupported_compression_type, f"Produce requests with version "
+                               f"{version} are not allowed to use ZStandard compression")
+    return batches
+
+
+VERIFY_FAILED = "Unable to verify the partition has been added to the transaction. Underlying error: "
+
+
+def _verify_transaction(ctx, p: Partition, h: log.Header, transactional_id: str | None) -> None:
+    """KIP-890: a transactional batch that starts the producer's transaction in this partition is
+    checked with the coordinator (Produce v12+, transactions v2: the partition is added to the
+    transaction); errors as ReplicaManager and AddPartitionsToTxnManager translate them."""
+    if not h.transactional or not h.has_producer_id or transactional_id is None:
+        return
+    s = producer_state.state_of(ctx.cluster, p)
+    e = s.entries.get(h.producer_id)
+    if e is not None and h.producer_epoch < e.epoch:
+        raise log.InvalidBatch(ErrorCode.invalid_producer_epoch, "")
+    adds = ctx.version >= 12
+    if s.has_ongoing(h.producer_id, h.producer_epoch) or not (adds or transactions.verification_enabled(ctx.cluster)):
+        return
+    cluster = ctx.cluster
+    tp = (p.topic, p.index)
+    error: int
+    if transactions.coordinator_of(cluster, transactional_id) < 0:
+        error = ErrorCode.coordinator_not_available
+    elif adds:
+        error = transactions.add_partitions(cluster, transactional_id, h.producer_id, h.producer_epoch, {tp},
+                                            client_version=2)
+    else:
+        error = transactions.verify_partitions(cluster, transactional_id, h.producer_id, h.producer_epoch, {tp})[tp]
+    if error == ErrorCode.producer_fenced:
+        error = ErrorCode.invalid_producer_epoch
+    elif error == ErrorCode.transaction_abortable and ctx.version <= 10:
+        error = ErrorCode.invalid_txn_state
+    if error == ErrorCode.invalid_txn_state:
+        raise log.InvalidBatch(error, "Partition was not added to the transaction", answered=True)
+    if error in (ErrorCode.coordinator_load_in_progress, ErrorCode.coordinator_not_available, ErrorCode.not_coordinator) \
+            or (error == ErrorCode.concurrent_transactions and not adds):
+        raise log.InvalidBatch(ErrorCode.not_enough_replicas, VERIFY_FAILED + ErrorCode(error).name.upper(),
+                               answered=True)
+    if error:
+        raise log.InvalidBatch(error, "")
 
 
 async def _await_replication(cluster: Cluster, appended: list, timeout_s: float) -> None:
@@ -143,6 +226,8 @@ async def _await_replication(cluster: Cluster, appended: list, timeout_s: float)
 
 
 # -- Fetch ------------------------------------------------------------------------------------
+
+READ_COMMITTED = 1  # isolation_level of Fetch and ListOffsets
 
 
 @api(ApiKey.FETCH)
@@ -169,6 +254,7 @@ def _fetch_once(ctx) -> tuple[list[dict], int, bool, list[Partition]]:
     failed = False
     moved: list[Partition] = []
     responses = []
+    read_committed = getattr(req, "isolation_level", 0) == READ_COMMITTED
     for rt in req.topics:
         t, topic_err, name, topic_id = _lookup(ctx, rt, "topic")
         denied = topic_denied(ctx, t, name)
@@ -176,26 +262,39 @@ def _fetch_once(ctx) -> tuple[list[dict], int, bool, list[Partition]]:
         for rp in rt.partitions:
             p = t.partition(rp.partition) if t else None
             answer = {"partition_index": rp.partition, "error_code": 0, "high_watermark": -1,
-                      "last_stable_offset": -1, "log_start_offset": -1, "records": b""}
+                      "last_stable_offset": -1, "log_start_offset": -1, "records": b"",
+                      "aborted_transactions": [] if read_committed else None}
             parts.append(answer)
             if denied:
                 answer["error_code"] = ErrorCode.topic_authorization_failed
             elif p is None:
                 answer["error_code"] = topic_err or ErrorCode.unknown_topic_or_partition
             else:
-                answer["error_code"] = leader_error(ctx, p, rp.current_leader_epoch)
+                answer["error_code"] = leader_error(ctx, p, getattr(rp, "current_leader_epoch", -1))
                 if answer["error_code"] == ErrorCode.not_leader_or_follower:
                     answer["current_leader"] = _current_leader(p)
                     moved.append(p)
                 elif not answer["error_code"]:
-                    answer.update(high_watermark=p.high_watermark, last_stable_offset=p.high_watermark,
+                    stable = producer_state.last_stable_offset(ctx.cluster, p)
+                    answer.update(high_watermark=p.high_watermark, last_stable_offset=stable,
                                   log_start_offset=p.log_start_offset)
                     if not p.log_start_offset <= rp.fetch_offset <= p.leo.get(p.leader, 0):
                         answer["error_code"] = ErrorCode.offset_out_of_range
                     else:
-                        data = log.read(p, rp.fetch_offset, p.high_watermark,
-                                        min(rp.partition_max_bytes, max(remaining, 0)),
+                        # read_committed reads up to the last stable offset, and learns which
+                        # transactions in what it read were aborted.
+                        upper = stable if read_committed else p.high_watermark
+                        data = log.read(p, rp.fetch_offset, upper, min(rp.partition_max_bytes, max(remaining, 0)),
                                         at_least_one=size == 0)
+                        headers = log.headers_in(data)
+                        if read_committed:
+                            end = headers[-1].last_offset + 1 if headers else rp.fetch_offset
+                            answer["aborted_transactions"] = [
+                                {"producer_id": a.producer_id, "first_offset": a.first_offset}
+                                for a in producer_state.aborted_between(ctx.cluster, p, rp.fetch_offset, end)]
+                        if ctx.version < 10 and any(h.attributes & log.CODEC_MASK == codecs.ZSTD for h in headers):
+                            answer["error_code"] = ErrorCode.unsupported_compression_type
+                            data = b""
                         answer["records"] = data
                         size += len(data)
                         remaining -= len(data)
@@ -231,23 +330,49 @@ def list_offsets(ctx) -> dict:
             if debugging:  # any replica, even of an offline partition (ReplicaManager.fetchOffset)
                 err = ErrorCode.not_leader_or_follower if ctx.broker.id not in p.replicas else 0
             else:
-                err = leader_error(ctx, p, rp.current_leader_epoch)
+                err = leader_error(ctx, p, getattr(rp, "current_leader_epoch", -1))
             if err:
                 parts.append({"partition_index": rp.partition_index, "error_code": err})
                 continue
-            # Clients see up to the high watermark (no transactions: LSO = HW); others the LEO,
-            # the debugging id this replica's own (its epoch answered is the partition's current one).
+            # Clients see up to the high watermark (read_committed: the last stable offset); others
+            # the LEO, the debugging id this replica's own (its epoch answered is the partition's current one).
             if debugging:
                 upper = p.leo.get(ctx.broker.id, 0)
+            elif req.replica_id == CONSUMER_REPLICA_ID and getattr(req, "isolation_level", 0) == READ_COMMITTED:
+                upper = producer_state.last_stable_offset(ctx.cluster, p)
             elif req.replica_id == CONSUMER_REPLICA_ID:
                 upper = p.high_watermark
             else:
                 upper = p.leo.get(p.leader, 0)
+            if ctx.version == 0:
+                parts.append({"partition_index": rp.partition_index, "error_code": 0, "old_style_offsets":
+                              _legacy_offsets(p, rp.timestamp, rp.max_num_offsets, req.replica_id == CONSUMER_REPLICA_ID)})
+                continue
             found = _offset_for(p, rp.timestamp, upper)
             offset, ts, epoch = found if found else (-1, -1, -1)
             parts.append(make(partition_index=rp.partition_index, timestamp=ts, offset=offset, leader_epoch=epoch))
         topics.append({"name": rt.name, "partitions": parts})
     return {"topics": topics}
+
+
+def _legacy_offsets(p: Partition, timestamp: int, max_num: int, consumer: bool) -> list[int]:
+    """ListOffsets v0 (Kafka 3.9's UnifiedLog.legacyFetchOffsetsBefore): offsets of segment
+    starts, newest first, up to `max_num`. The sandbox keeps one segment per partition: its
+    start, then the log end (written now) when it holds anything; consumers see no further than
+    the high watermark."""
+    entries = [(p.log_start_offset, max((b.max_timestamp for b in p.batches), default=0))]
+    if p.batches:
+        entries.append((p.leo.get(p.leader, 0), now_ms()))
+    if timestamp == log.LATEST:
+        start = len(entries) - 1
+    elif timestamp == log.EARLIEST:
+        start = 0
+    else:
+        start = max((i for i, (_, at) in enumerate(entries) if at <= timestamp), default=-1)
+    offsets = [entries[i][0] for i in range(start, -1, -1)][:max(max_num, 0)]
+    if consumer and timestamp == log.LATEST and any(o > p.high_watermark for o in offsets):
+        offsets = [p.high_watermark, *(o for o in offsets if o <= p.high_watermark)]
+    return offsets
 
 
 def _offset_for(p: Partition, timestamp: int, upper: int) -> tuple[int, int, int] | None:
@@ -308,7 +433,7 @@ def offset_for_leader_epoch(ctx) -> dict:
         for rp in rt.partitions:
             p = t.partition(rp.partition) if t else None
             err = ErrorCode.topic_authorization_failed if denied else \
-                ErrorCode.unknown_topic_or_partition if p is None else leader_error(ctx, p, rp.current_leader_epoch)
+                ErrorCode.unknown_topic_or_partition if p is None else leader_error(ctx, p, getattr(rp, "current_leader_epoch", -1))
             if p is None or err:
                 parts.append({"partition": rp.partition, "error_code": err})
                 continue

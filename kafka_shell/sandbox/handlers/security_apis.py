@@ -32,7 +32,7 @@ def _enum(enum: type, value: int):  # an unknown number reads as UNKNOWN (Kafka'
 
 def _filter(r) -> AclFilter:
     return AclFilter(_enum(AclResourceType, r.resource_type_filter), r.resource_name_filter,
-                     _enum(PatternType, getattr(r, "pattern_type_filter", PatternType.LITERAL)),
+                     _enum(PatternType, r.pattern_type_filter),
                      r.principal_filter, r.host_filter, _enum(AclOperation, r.operation),
                      _enum(AclPermission, r.permission_type))
 
@@ -75,7 +75,7 @@ def create_acls(ctx) -> dict:
     results = []
     for c in ctx.request.creations:
         b = AclBinding(_enum(AclResourceType, c.resource_type), c.resource_name,
-                       _enum(PatternType, getattr(c, "resource_pattern_type", PatternType.LITERAL)),
+                       _enum(PatternType, c.resource_pattern_type),
                        c.principal, c.host, _enum(AclOperation, c.operation), _enum(AclPermission, c.permission_type))
         problem = binding_problem(b)
         if problem:

@@ -43,31 +43,43 @@ def create_topics(ctx) -> dict:
                            for t in req.topics]}
     counts = Counter(t.name for t in req.topics)
     may_create_any = ctx.permits(AclResourceType.CLUSTER)  # CREATE on the cluster, else per topic
-    results = []
-    for t in req.topics:
+    results: list[dict | None] = []
+    planned: dict[int, tuple[list[list[int]], dict[str, str]]] = {}
+    records = 0
+    for i, t in enumerate(req.topics):
         if counts[t.name] > 1:
             results.append(_error(t.name, ErrorCode.invalid_request, "Duplicate topic name.", **failed))
-            continue
-        if not may_create_any and not ctx.permits(AclResourceType.TOPIC, t.name):
+        elif not may_create_any and not ctx.permits(AclResourceType.TOPIC, t.name):
             results.append(_error(t.name, ErrorCode.topic_authorization_failed, AUTHORIZATION_FAILED, **failed))
-            continue
-        try:
-            results.append(_create_one(ctx, t, req.validate_only))
-        except AdminError as exc:
-            results.append(_error(t.name, exc.code, exc.message, **failed))
+        else:
+            try:
+                planned[i] = _plan_one(ctx, t)
+                results.append(None)
+                records += 1 + len(planned[i][0]) + len(t.configs)   # a topic, partition and config record each
+            except AdminError as exc:
+                results.append(_error(t.name, exc.code, exc.message, **failed))
+    if cluster.kraft and records > admin.MAX_RECORDS_PER_OPERATION:
+        # The controller's bounded record list overflows: the whole request fails (every topic).
+        return {"topics": [_error(t.name, ErrorCode.policy_violation, admin.EXCESSIVE_BATCH, **failed)
+                           for t in req.topics]}
+    for i, (replicas, checked) in planned.items():
+        results[i] = _create_one(ctx, req.topics[i], replicas, checked, req.validate_only)
     return {"topics": results}
 
 
-def _create_one(ctx, t, validate_only: bool) -> dict:
-    cluster = ctx.cluster
+def _plan_one(ctx, t) -> tuple[list[list[int]], dict[str, str]]:
+    """The topic's replicas and checked configs, or AdminError."""
     assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
     if len(assignment) != len(t.assignments):
         dup = next(i for i, n in Counter(a.partition_index for a in t.assignments).items() if n > 1)
         raise AdminError(ErrorCode.invalid_replica_assignment,
                          f"Found multiple manual partition assignments for partition {dup}")
-    topic_configs = {c.name: c.value for c in t.configs}
-    replicas, checked = admin.plan_topic(cluster, t.name, t.num_partitions, t.replication_factor,
-                                         assignment, topic_configs)
+    return admin.plan_topic(ctx.cluster, t.name, t.num_partitions, t.replication_factor, assignment,
+                            {c.name: c.value for c in t.configs})
+
+
+def _create_one(ctx, t, replicas: list[list[int]], checked: dict[str, str], validate_only: bool) -> dict:
+    cluster = ctx.cluster
     topic_id = protocol.ZERO_UUID
     if not validate_only:
         topic_id = admin.create_topic(cluster, t.name, assignment=replicas, configs=checked).id

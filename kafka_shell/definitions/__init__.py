@@ -1,0 +1,33 @@
+"""Apache Kafka's own definitions, per release, for the shell and the sandbox alike (neither owns
+them): what each listener kind lists in ApiVersions, the feature levels, the broker and topic
+config definitions (type, default, validator, documentation, dynamic update mode, synonyms)
+(`releases`), and the message versions kio lacks with Kafka's request field defaults
+(`messages`).
+
+`kafka-X.Y.json`, `messages.json` and `request-defaults.json` are generated from Kafka's jars and
+from real clusters of the releases pinned in .ci/kafka-versions by tools/kafka_definitions.py;
+nothing here is written by hand. They are read lazily, once, and this package's own import
+costs nothing (the shell's one-shot start-up imports it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# The releases the sandbox can follow, newest first; the first is the default.
+RELEASES = ("4.4", "3.9")
+DEFAULT_RELEASE = RELEASES[0]
+# The newest release with ZooKeeper mode (4.0 removed it).
+ZK_RELEASE = "3.9"
+
+# Listener kinds, as ApiVersions differs between them.
+BROKER, CONTROLLER, ZK_BROKER = "broker", "controller", "zk_broker"
+
+
+def check_release(name: str) -> str:
+    """`name` if the definitions cover it, else ValueError naming the ones they do."""
+    if name not in RELEASES:
+        raise ValueError(f"unknown Kafka version {name!r}: use {' or '.join(RELEASES)}")
+    return name

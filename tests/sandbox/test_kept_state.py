@@ -1,0 +1,224 @@
+"""--data-dir keeps everything a client was told is done, through a kill -9: committed offsets,
+group state, finalized feature levels, ACLs, SCRAM users, quotas, configs and reassignments in
+flight. One `kafka-shell sandbox` process is given each kind of change by real clients (and the
+shell), killed with SIGKILL, and started again; each test then checks one kind."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupState, Producer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                   AlterConfigOpType, ConfigEntry, ConfigResource,
+                                   NewTopic, ResourcePatternType, ResourceType,
+                                   ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion)
+
+from kafka_shell.channel import Channel
+from kafka_shell.codes import ApiKey, Error
+from tests.sandbox.test_data_dir import kill9, produce, serve_announced
+from tests.test_oneshot import shell
+
+TOPIC = "orders"
+COMMITTED = {0: 11, 1: 22, 2: 33}
+AUTHORIZER = ("--authorizer", "--allow-everyone-if-no-acl-found")  # ACLs are served with an authorizer
+
+
+def _shell_ok(bootstrap: str, line: str) -> str:
+    """What the shell prints on stdout for `line`, which must succeed."""
+    p = shell("--bootstrap-server", bootstrap, "--command", line)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def _admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+
+
+def _consumer(bootstrap: str, group: str) -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                     "session.timeout.ms": 30000, "log_level": 3})
+
+
+def _features(bootstrap: str) -> dict[str, int]:
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    channel = Channel(host, int(port), timeout_s=10)
+    try:
+        answer = channel.request(ApiKey.API_VERSIONS, {"client_software_name": "t",
+                                                       "client_software_version": "1"}, 3)
+    finally:
+        channel.close()
+    return {f["name"]: f["max_version_level"] for f in answer["finalized_features"]}
+
+
+def _update_feature(bootstrap: str, feature: str, level: int, upgrade_type: int) -> None:
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    channel = Channel(host, int(port), timeout_s=10)
+    try:
+        answer = channel.request(ApiKey.UPDATE_FEATURES, {"timeout": 5000, "feature_updates": [
+            {"feature": feature, "max_version_level": level, "upgrade_type": upgrade_type}]}, 1)
+    finally:
+        channel.close()
+    assert answer["error_code"] == Error.none, answer
+
+
+def _stable(consumer: Consumer, seconds: float = 30) -> None:
+    """Poll until the consumer has its assignment (the group is Stable)."""
+    deadline = time.monotonic() + seconds
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.2)
+    assert consumer.assignment(), "no assignment"
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory):
+    """The changes each test checks, made and acknowledged, then a kill -9 and a new start.
+    Yields (bootstrap after the restart, what was done)."""
+    data: Path = tmp_path_factory.mktemp("kept")
+    proc, announced = serve_announced(data, "--brokers", "3", *AUTHORIZER)
+    bootstrap = announced["bootstrap.servers"]
+    done: dict = {}
+    live = None
+    try:
+        admin = _admin(bootstrap)
+        for f in admin.create_topics([NewTopic(TOPIC, 3, 2), NewTopic("moving", 1, replica_assignment=[[1]])]).values():
+            f.result(15)
+        produce(bootstrap, [TOPIC], 300)
+        # Committed offsets of a group that is Empty now.
+        billing = _consumer(bootstrap, "billing")
+        billing.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in COMMITTED.items()], asynchronous=False)
+        billing.close()
+        # Offsets committed by a transaction (TxnOffsetCommit, then EndTxn's marker).
+        txn_group = _consumer(bootstrap, "txn-billing")
+        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "kept-txn", "log_level": 0})
+        producer.init_transactions(15)
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([TopicPartition(TOPIC, p, o) for p, o in COMMITTED.items()],
+                                             txn_group.consumer_group_metadata(), 15)
+        producer.commit_transaction(15)
+        txn_group.close()
+        # A group deleted stays deleted.
+        gone = _consumer(bootstrap, "gone")
+        gone.commit(offsets=[TopicPartition(TOPIC, 0, 1)], asynchronous=False)
+        gone.close()
+        admin.delete_consumer_groups(["gone"])["gone"].result(10)
+        # A Stable group with a member and its assignment, alive at the kill.
+        live = _consumer(bootstrap, "live")
+        live.subscribe([TOPIC])
+        _stable(live)
+        done["live_member"] = live.memberid()
+        done["live_assignment"] = sorted((tp.topic, tp.partition) for tp in live.assignment())
+        # A finalized feature level.
+        # Kafka 4.4 starts with group.version 1: a safe downgrade to 0 (which removes it) is a change.
+        assert _features(bootstrap)["group.version"] == 1
+        _update_feature(bootstrap, "group.version", 0, upgrade_type=2)
+        # ACLs, SCRAM users, quotas.
+        acl = AclBinding(ResourceType.TOPIC, "secret", ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+        admin.create_acls([acl])[acl].result(10)
+        upsert = UserScramCredentialUpsertion("bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"pw")
+        admin.alter_user_scram_credentials([upsert])["bob"].result(10)
+        _shell_ok(bootstrap, "alter-client-quotas --entity-type users --entity-name alice "
+                             "--add-config producer_byte_rate=1024")
+        # Topic and broker configs.
+        for resource, key, value in ((ConfigResource.Type.TOPIC, TOPIC, ("retention.ms", "7777")),
+                                     (ConfigResource.Type.BROKER, "3", ("max.connections", "9999"))):
+            res = ConfigResource(resource, key, incremental_configs=[
+                ConfigEntry(*value, incremental_operation=AlterConfigOpType.SET)])
+            admin.incremental_alter_configs([res])[res].result(10)
+        # A reassignment held in flight by a throttle (100 KB to copy at 1 KB/s).
+        produce(bootstrap, ["moving"], 2000, partition=0)
+        plan = data.parent / "move.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": "moving", "partition": 0, "replicas": [2]}]}))
+        _shell_ok(bootstrap, f"reassign-partitions --execute --reassignment-json-file {plan} --throttle 1000")
+        assert "moving" in _shell_ok(bootstrap, "reassign-partitions --list")
+    finally:
+        kill9(proc)
+    proc, announced = serve_announced(data, *AUTHORIZER)
+    try:
+        yield announced["bootstrap.servers"], done
+    finally:
+        if live is not None:
+            live.close()
+        kill9(proc)
+
+
+@pytest.mark.parametrize("group", ["billing", "txn-billing"])
+def test_committed_offsets_are_kept(kept, group):
+    bootstrap, _ = kept
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(TOPIC, p) for p in COMMITTED])
+    admin = _admin(bootstrap)  # held while its futures run
+    answer = admin.list_consumer_group_offsets([request])[group].result(10)
+    assert {tp.partition: tp.offset for tp in answer.topic_partitions} == COMMITTED
+
+
+def test_group_state_is_kept(kept):
+    bootstrap, done = kept
+    admin = _admin(bootstrap)
+    described = admin.describe_consumer_groups(["live", "billing"])
+    live = described["live"].result(10)
+    assert live.state == ConsumerGroupState.STABLE
+    (member,) = live.members
+    assert member.member_id == done["live_member"]
+    assert sorted((tp.topic, tp.partition) for tp in member.assignment.topic_partitions) == done["live_assignment"]
+    assert described["billing"].result(10).state == ConsumerGroupState.EMPTY
+    listed = {g.group_id for g in admin.list_consumer_groups().result(10).valid}
+    assert {"live", "billing"} <= listed and "gone" not in listed
+
+
+def test_finalized_feature_levels_are_kept(kept):
+    bootstrap, _ = kept
+    finalized = _features(bootstrap)
+    assert "group.version" not in finalized and finalized["transaction.version"] == 2
+
+
+def test_acls_are_kept(kept):
+    bootstrap, _ = kept
+    wanted = AclBindingFilter(ResourceType.TOPIC, "secret", ResourcePatternType.ANY, None, None,
+                              AclOperation.ANY, AclPermissionType.ANY)
+    admin = _admin(bootstrap)
+    (acl,) = admin.describe_acls(wanted).result(10)
+    assert (acl.principal, acl.operation, acl.permission_type) == ("User:alice", AclOperation.READ,
+                                                                   AclPermissionType.ALLOW)
+
+
+def test_scram_users_are_kept(kept):
+    bootstrap, _ = kept
+    admin = _admin(bootstrap)
+    described = admin.describe_user_scram_credentials(["bob"])["bob"].result(10)
+    (info,) = described.scram_credential_infos
+    assert (info.mechanism, info.iterations) == (ScramMechanism.SCRAM_SHA_512, 8192)
+
+
+def test_quotas_are_kept(kept):
+    bootstrap, _ = kept
+    shown = _shell_ok(bootstrap, "describe-client-quotas -o json")
+    assert "producer_byte_rate" in shown and "1024" in shown and "alice" in shown
+
+
+def test_configs_are_kept(kept):
+    bootstrap, _ = kept
+    admin = _admin(bootstrap)
+    topic = ConfigResource(ConfigResource.Type.TOPIC, TOPIC)
+    broker = ConfigResource(ConfigResource.Type.BROKER, "3")
+    answer = admin.describe_configs([topic, broker])
+    assert answer[topic].result(10)["retention.ms"].value == "7777"
+    assert answer[broker].result(10)["max.connections"].value == "9999"
+
+
+def test_reassignments_in_flight_are_kept_and_go_on(kept):
+    bootstrap, _ = kept
+    assert "moving" in _shell_ok(bootstrap, "reassign-partitions --list")
+    # Lift the throttle: the move completes, replicas as the plan said.
+    _shell_ok(bootstrap, "alter-configs --entity-type brokers --entity-name 1 "
+                         "--add-config leader.replication.throttled.rate=1000000000")
+    _shell_ok(bootstrap, "alter-configs --entity-type brokers --entity-name 2 "
+                         "--add-config follower.replication.throttled.rate=1000000000")
+    deadline = time.monotonic() + 30
+    while "moving" in _shell_ok(bootstrap, "reassign-partitions --list") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    md = _admin(bootstrap).list_topics("moving", timeout=10)
+    assert md.topics["moving"].partitions[0].replicas == [2]
