@@ -51,7 +51,7 @@ UNSERVED: tuple[Unserved, ...] = (
 # The sandbox stores message format v2 only: the Produce and Fetch versions that carry formats v0
 # and v1 are listed where the release lists them (old librdkafka compresses only when a broker
 # lists Produce v0-v2: KAFKA-18659) but close the connection, as Kafka 4.x does on Produce v0-v2.
-MESSAGE_FORMAT_V2_FROM = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
+MESSAGE_FORMAT_V2_FROM: dict[int, int] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
 
 # The seeds' APIs, in no Kafka release (KAFKA-20098): GetReplicaLogInfo and ElectLeaders v3
 # (designated elections). Listed only by a sandbox started with `seed_apis`.
