@@ -548,7 +548,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
                     "the sandbox has no Raft log: its metadata offset counts its own changes, not Kafka's records"),
     *(KnownDifference(kind, "cluster.api-versions", "out",
                       "the sandbox lists only what it serves: not Kafka's delegation tokens, KIP-848, share and streams "
-                      "groups, nor 3.9's inter-broker APIs and message formats v0/v1 (docs/sandbox.md, the UNSERVED "
+                      "groups, nor 3.9's inter-broker APIs (docs/sandbox.md, the UNSERVED "
                       "table)") for kind in (K, Z, S)),
     *(KnownDifference(S, name, "Controller|Role", COMBINED) for name in (
         "cluster.describe", "secured.sasl-plain", "secured.sasl-scram", "secured.sasl-ssl", "secured.ssl-client-certificate")),
