@@ -71,6 +71,7 @@ IDEMPOTENT_MUTATIONS = {ApiKey.ALTER_CONFIGS, ApiKey.ALTER_REPLICA_LOG_DIRS,
 COORDINATOR_RETRIABLE = {Error.not_coordinator, Error.coordinator_load_in_progress,
                          Error.coordinator_not_available}
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1        # FindCoordinator's key type of a transactional id
 BATCHED_FIND_COORDINATOR = 4    # FindCoordinator takes many keys from v4
 
 
@@ -100,8 +101,9 @@ class ConnectionManager:
         self.cache = MetadataCache(self.router, timeout_s)
         self.cluster_id: str | None = None   # from the last read (controller_history's key)
         # Routing memory, like the router's controller: each group's coordinator as last found;
-        # a group answered with a coordinator error (it moved) is looked up again.
-        self._coordinators: dict[str, int] = {}
+        # a group answered with a coordinator error (it moved) is looked up again. Keyed by
+        # (FindCoordinator key type, key): a group and a transactional id may share a name.
+        self._coordinators: dict[tuple[int, str], int] = {}
 
     def _notify(self, message: str) -> None:
         self.notify(message)  # looked up at call time: the session may set notify later
@@ -315,13 +317,16 @@ class ConnectionManager:
                              body_for: Callable[[list[str], int], dict], split: Callable[[Any, list[str]], dict[str, Any]],
                              *, mutation: bool = False, max_version: int | None = None,
                              batched_from: int | None = 0, patient: bool = True,
-                             deadline: Deadline | None = None) -> dict[str, tuple[Any, int]]:
+                             deadline: Deadline | None = None,
+                             key_type: int = GROUP_KEY_TYPE) -> dict[str, tuple[Any, int]]:
         """Each group's part of its coordinator's answer, with the coordinator's id: one request
         per coordinator for the groups it holds (where the version, from `batched_from` on,
         takes several; else one per group). Groups answered with a coordinator error are looked
         up again and asked again with backoff, within one deadline; past it, their last answer
         stands (an `Unanswered` part when the coordinator could not be found or asked). Not
-        `patient`: a coordinator that does not answer is not waited for (its groups' parts say why)."""
+        `patient`: a coordinator that does not answer is not waited for (its groups' parts say why).
+        `key_type` TRANSACTION_KEY_TYPE: the ids are transactional ids, at their transaction
+        coordinators."""
         deadline = deadline or self.deadline()
         out: dict[str, tuple[Any, int]] = {}
         pending = list(dict.fromkeys(group_ids))
@@ -329,13 +334,14 @@ class ConnectionManager:
             retry: list[str] = []
             by_node: dict[int, list[str]] = {}
             # A mutation asks where the group is now: a stale answer is no safe first try for it.
-            for gid, (node, code) in self._find_coordinators(pending, deadline, remembered=not mutation).items():
-                self._coordinators.pop(gid, None)
+            found = self._find_coordinators(pending, deadline, remembered=not mutation, key_type=key_type)
+            for gid, (node, code) in found.items():
+                self._coordinators.pop((key_type, gid), None)
                 if code or node < 0:
                     out[gid] = (Unanswered(code or Error.coordinator_not_available), -1)
                     retry.append(gid)
                 else:
-                    self._coordinators[gid] = node
+                    self._coordinators[(key_type, gid)] = node
                     by_node.setdefault(node, []).append(gid)
             for node, ids in by_node.items():
                 try:
@@ -353,14 +359,14 @@ class ConnectionManager:
                             part = parts.get(gid, Unanswered(Error.unknown_server_error))
                             out[gid] = (part, node)
                             if int(getattr(part, "error_code", 0)) in COORDINATOR_RETRIABLE:
-                                self._coordinators.pop(gid, None)
+                                self._coordinators.pop((key_type, gid), None)
                                 retry.append(gid)
                 except (KafkaCallError, ConnectionLost) as exc:
                     if mutation or (patient and not deadline.can_retry()):
                         raise
                     self.debug(f"coordinator {node} did not answer: {exc}")
                     for gid in ids:
-                        self._coordinators.pop(gid, None)
+                        self._coordinators.pop((key_type, gid), None)
                         if gid not in out or out[gid][1] != node:
                             out[gid] = (Unanswered(Error.coordinator_not_available, str(exc)), node)
                     if patient:
@@ -371,23 +377,24 @@ class ConnectionManager:
             pending = retry
         return out
 
-    def _find_coordinators(self, group_ids: list[str], deadline: Deadline,
-                           remembered: bool = True) -> dict[str, tuple[int, int]]:
+    def _find_coordinators(self, group_ids: list[str], deadline: Deadline, remembered: bool = True,
+                           key_type: int = GROUP_KEY_TYPE) -> dict[str, tuple[int, int]]:
         """group -> (coordinator node id, error code): as last found (when `remembered`), else one
         batched FindCoordinator (v4+), or one request per group on clusters without batching."""
-        known = {gid: (self._coordinators[gid], 0) for gid in group_ids if remembered and gid in self._coordinators}
+        known = {gid: (self._coordinators[(key_type, gid)], 0) for gid in group_ids
+                 if remembered and (key_type, gid) in self._coordinators}
         group_ids = [gid for gid in group_ids if gid not in known]
         if not group_ids:
             return known
         self.debug(f"FindCoordinator request: {len(group_ids)} group(s)")
         if self.supports(ApiKey.FIND_COORDINATOR, BATCHED_FIND_COORDINATOR):
-            answer = self.any_broker_request(ApiKey.FIND_COORDINATOR, {"key_type": GROUP_KEY_TYPE,
+            answer = self.any_broker_request(ApiKey.FIND_COORDINATOR, {"key_type": key_type,
                                                                   "coordinator_keys": group_ids}, deadline=deadline)
             found = {c.key: (c.node_id, int(c.error_code)) for c in answer.coordinators}
         else:
             found = {}
             for gid in group_ids:
-                answer = self.any_broker_request(ApiKey.FIND_COORDINATOR, {"key": gid, "key_type": GROUP_KEY_TYPE},
+                answer = self.any_broker_request(ApiKey.FIND_COORDINATOR, {"key": gid, "key_type": key_type},
                                             deadline=deadline)
                 found[gid] = (answer.node_id, int(answer.error_code))
         return {**known, **{gid: found.get(gid, (-1, Error.coordinator_not_available)) for gid in group_ids}}

@@ -26,7 +26,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, writers
-from kio.static.primitive import i32
+from kio.static.primitive import i32, i64
 from kio.serial._introspect import get_field_tag
 
 from kafka_shell import encoders, frames, protocol_ext
@@ -76,12 +76,38 @@ def _schema(api_key: int, version: int, side: str) -> EntityClass:
     if ext is not None:
         return ext
     if version in _kio_has(api_key):
-        return (load_request_schema if side == "request" else load_response_schema)(api_key, version)
+        kio_cls: EntityClass = (load_request_schema if side == "request" else load_response_schema)(api_key, version)
+        return _with_int_timestamps(kio_cls) if (api_key, side) in SIGNED_TIMESTAMPS else kio_cls
     from kafka_shell.definitions import messages
     cls = messages.schema_class(api_key, side, version)
     if cls is None:
         raise ValueError(f"no schema for {api_name(api_key)} v{version} {side}")
     return cls
+
+
+# Messages whose timestamps Kafka writes as -1 when there is none (DescribeTransactions' start
+# time of an id with no open transaction), which kio's timestamp reader refuses: read as int64.
+SIGNED_TIMESTAMPS = {(65, "response")}
+
+
+def _with_int_timestamps(cls: EntityClass) -> EntityClass:
+    """`cls` (and its nested structs) with each datetime_i64 field an int64 of milliseconds."""
+    fields = []
+    for f in dataclasses.fields(cls):
+        kind: Any = typing.get_type_hints(cls)[f.name]
+        if f.metadata.get("kafka_type") == "datetime_i64":
+            kind, meta = i64, {**f.metadata, "kafka_type": "int64"}
+        else:
+            inner, is_array, _ = _unwrap(kind)
+            if isinstance(inner, type) and dataclasses.is_dataclass(inner):
+                kind = tuple[_with_int_timestamps(inner), ...] if is_array else _with_int_timestamps(inner)  # type: ignore[misc]
+            meta = dict(f.metadata)
+        fields.append((f.name, kind, dataclasses.field(metadata=meta)))
+    new = dataclasses.make_dataclass(cls.__name__, fields, frozen=True, slots=True, kw_only=True)
+    for name in ("__type__", "__version__", "__flexible__", "__api_key__", "__header_schema__"):
+        if hasattr(cls, name):
+            setattr(new, name, getattr(cls, name))
+    return new
 
 
 def _kio_has(api_key: int) -> set[int]:

@@ -253,8 +253,10 @@ def describe_producers(ctx) -> dict:
         parts = []
         for i in rt.partition_indexes:
             p = t.partition(i) if t is not None else None
+            # Any replica answers, a follower too (Kafka's Partition.activeProducerState).
             code = ErrorCode.topic_authorization_failed if denied else \
-                ErrorCode.unknown_topic_or_partition if p is None else leader_error(ctx, p)
+                ErrorCode.unknown_topic_or_partition if p is None else \
+                ErrorCode.not_leader_or_follower if ctx.broker.id not in p.replicas else 0
             answer: dict = {"partition_index": i, "error_code": code, "error_message": None, "active_producers": []}
             if not code:
                 assert p is not None
