@@ -56,14 +56,26 @@ def chosen_groups(session: Session, given: list[str], all_groups: bool) -> list[
 # -- list-groups -------------------------------------------------------------------------------
 
 
+def group_types(text: str) -> list[str]:
+    """Kafka's `--type` list: group types separated by commas, any case."""
+    wanted = [t.strip().lower() for t in text.split(",")]
+    if not all(t in groups.TYPES for t in wanted):
+        raise ValueError(f"group types separated by commas, of {', '.join(groups.TYPES)}")
+    return wanted
+
+
 @command("list-groups",
          Option("--state", type=group_states, metavar="STATE[,STATE]",
                 help="Only groups in these states (e.g. Stable,Empty)."),
-         help="List consumer groups with their state, type, protocol and member count.",
-         examples=("list-groups", "list-groups --state Stable"))
+         Option("--type", type=group_types, metavar="TYPE[,TYPE]", aliases=("--group-type",),
+                help="Only groups of these types: classic, consumer, share, streams."),
+         help="List groups with their state, type (classic, consumer, share, streams), protocol and member count.",
+         examples=("list-groups", "list-groups --state Stable", "list-groups --type consumer,classic"))
 def list_groups(session: Session, args: dict) -> Result:
-    listed = groups.list_groups(session.conn, args["state"] or ())
-    described = groups.describe(session.conn, [g.group_id for g in listed.groups]) if listed.groups else {}
+    listed = groups.list_groups(session.conn, args["state"] or (), args["type"] or ())
+    # Share and streams groups have describe APIs of their own: their rows keep what ListGroups says.
+    described = groups.describe(session.conn, [g.group_id for g in listed.groups
+                                               if g.group_type in ("classic", "consumer")]) if listed.groups else {}
     rows = []
     for g in listed.groups:
         d = described.get(g.group_id)
@@ -86,19 +98,24 @@ def list_groups(session: Session, args: dict) -> Result:
                 help="Per partition: current offset, log end offset, lag and member (the default)."),
          Option("--topic", metavar="NAME", completer="topic",
                 help=TOPIC_CONTEXT_HELP + " Only its partitions are shown."),
+         Option("--verbose", flag=True,
+                help="With --members or --state: KIP-848 epochs, targets, subscriptions (consumer groups)."),
          topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
          required_groups=(("group", "--all-groups"),),
-         help="Describe consumer groups: offsets and lag (default), --members or --state.",
+         help="Describe consumer groups (classic and KIP-848): offsets and lag (default), --members or --state.",
          examples=("describe-group orders-app", "describe-group orders-app --members",
-                   "describe-group a b --state"))
+                   "describe-group orders-app --members --verbose", "describe-group a b --state"))
 def describe_group(session: Session, args: dict) -> Result:
     ids = chosen_groups(session, args["group"], args["all_groups"])
     described = groups.describe(session.conn, ids)
     failures = [d.problem for d in described.values() if d.problem is not None]
     found = [d for d in described.values() if d.problem is None]
+    verbose = args["verbose"]
     if args["state"]:
-        rows = [[d.group_id, d.coordinator, d.protocol or None, d.state, len(d.members)] for d in found]
-        table = Table(["Group", "Coordinator", "AssignmentStrategy", "State", "Members"], rows, name="groups")
+        rows = [[d.group_id, d.coordinator, d.protocol or None, d.state, len(d.members)]
+                + ([d.group_type, *group_epochs(d)] if verbose else []) for d in found]
+        table = Table(["Group", "Coordinator", "AssignmentStrategy", "State", "Members"]
+                      + (["Type", "GroupEpoch", "TargetAssignmentEpoch"] if verbose else []), rows, name="groups")
         return Result.outcome([table], [], failures)
     topic = args["topic"]
     if args["members"]:
@@ -107,11 +124,30 @@ def describe_group(session: Session, args: dict) -> Result:
             for m in d.members:
                 mine = [k for k in m.assignment if topic is None or k[0] == topic]
                 rows.append([d.group_id, m.member_id, m.instance_id, m.host, m.client_id, len(mine),
-                             _assignment_text(mine)])
-        table = Table(["Group", "ConsumerId", "GroupInstanceId", "Host", "ClientId", "Partitions", "Assignment"],
-                      rows, name="members")
+                             _assignment_text(mine)] + (member_epochs(d, m.member_id, topic) if verbose else []))
+        table = Table(["Group", "ConsumerId", "GroupInstanceId", "Host", "ClientId", "Partitions", "Assignment"]
+                      + (VERBOSE_MEMBER_COLUMNS if verbose else []), rows, name="members")
         return Result.outcome([table], [], failures)
     return _describe_offsets(session, found, topic, failures)
+
+
+VERBOSE_MEMBER_COLUMNS = ["CurrentEpoch", "TargetEpoch", "TargetAssignment", "Reconciled", "Subscription", "Rack"]
+
+
+def group_epochs(d: groups.GroupDescription) -> list[int | None]:
+    """A KIP-848 group's epoch and target assignment epoch (none for classic groups)."""
+    return [d.consumer.group_epoch, d.consumer.assignment_epoch] if d.consumer else [None, None]
+
+
+def member_epochs(d: groups.GroupDescription, member_id: str, topic: str | None) -> list:
+    """As Kafka's --members --verbose: the member's epoch and assignment beside the group's
+    target epoch and the member's target; whether they agree; its subscription (topics or regex)."""
+    m = next((m for m in d.consumer.members if m.member_id == member_id), None) if d.consumer else None
+    if m is None:
+        return [None] * len(VERBOSE_MEMBER_COLUMNS)
+    target = [k for k in m.target_assignment if topic is None or k[0] == topic]
+    return [m.member_epoch, d.consumer.assignment_epoch if d.consumer else None, _assignment_text(target),
+            m.reconciled, m.subscribed_regex or ",".join(m.subscribed_topics) or None, m.rack]
 
 
 def _assignment_text(keys: list[Key]) -> str:

@@ -1,5 +1,6 @@
 """Consumer groups: listing them (ListGroups, each broker for the groups it coordinates),
-describing them (DescribeGroups) and deleting them (DeleteGroups).
+describing them (ConsumerGroupDescribe for KIP-848 groups, `consumer_groups.py`; DescribeGroups
+for classic ones) and deleting them (DeleteGroups).
 
 Group requests go to each group's coordinator; the connection manager finds it and asks again
 while it moves or loads (`ConnectionManager.coordinator_requests`), within the command's deadline.
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.metadata import GroupListing, group_listings
 
+from kafka_shell.admin import consumer_groups
 from kafka_shell.admin.errors import code_name, group_line
 from kafka_shell.errors import kafka_error_message
 
@@ -27,6 +29,7 @@ Key = tuple[str, int]
 # Kafka's ConsumerGroupState values (what --state accepts).
 STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning",
           "Reconciling", "Unknown")
+TYPES = ("classic", "consumer", "share", "streams")   # ListGroups v5's group types
 
 
 @dataclass(frozen=True)
@@ -36,13 +39,15 @@ class Groups:
     failures: list[str]
 
 
-def list_groups(conn: ConnectionManager, states: Iterable[str] = ()) -> Groups:
+def list_groups(conn: ConnectionManager, states: Iterable[str] = (), types: Iterable[str] = ()) -> Groups:
     """Every group of the cluster (each broker lists the groups it coordinates), optionally only
-    those in `states`."""
+    those in `states` and of `types`."""
     wanted = {s.lower() for s in states}
+    kinds = {t.lower() for t in types}
     brokers = sorted(conn.read([]).brokers)
     conn.debug(f"ListGroups request to broker(s) {', '.join(map(str, brokers))}")
-    answers = conn.each_broker(brokers, ApiKey.LIST_GROUPS, {"states_filter": sorted(wanted), "types_filter": []})
+    answers = conn.each_broker(brokers, ApiKey.LIST_GROUPS, {"states_filter": sorted(wanted),
+                                                             "types_filter": sorted(kinds)})
     out: dict[str, GroupListing] = {}
     failures = [f"Broker {b} did not list its groups: {why}" for b, why in sorted(answers.failed.items())]
     for broker, answer in sorted(answers.answers.items()):
@@ -51,7 +56,8 @@ def list_groups(conn: ConnectionManager, states: Iterable[str] = ()) -> Groups:
                             + kafka_error_message(answer.error_code, code_name(answer.error_code)))
             continue
         for g in group_listings(answer, broker):
-            if not wanted or g.state.lower() in wanted:  # brokers before v4 do not filter
+            # Brokers before v4 (v5) do not filter by state (type).
+            if (not wanted or g.state.lower() in wanted) and (not kinds or g.group_type.lower() in kinds):
                 out[g.group_id] = g
     return Groups([out[k] for k in sorted(out)], failures)
 
@@ -75,6 +81,8 @@ class GroupDescription:
     protocol: str = ""
     coordinator: int = -1
     members: tuple[Member, ...] = field(default=())
+    group_type: str = "classic"
+    consumer: consumer_groups.ConsumerGroup | None = None   # a KIP-848 group's own description
 
     @property
     def active(self) -> bool:
@@ -83,6 +91,26 @@ class GroupDescription:
 
 
 def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, GroupDescription]:
+    """Each group as its coordinator describes it: ConsumerGroupDescribe first where the cluster
+    has it (as Kafka's Admin), DescribeGroups for the groups that are not KIP-848 consumer groups.
+    A group that does not exist comes back `missing`."""
+    out: dict[str, GroupDescription] = {}
+    classic = group_ids
+    if group_ids and consumer_groups.supported(conn):
+        found = consumer_groups.describe(conn, group_ids)
+        for gid, d in found.items():
+            if isinstance(d, str):
+                out[gid] = GroupDescription(gid, d)
+            elif isinstance(d, consumer_groups.ConsumerGroup):
+                members = tuple(Member(m.member_id, m.instance_id, m.client_id, m.host, m.assignment) for m in d.members)
+                out[gid] = GroupDescription(gid, None, False, d.state, "consumer", d.assignor, d.coordinator, members,
+                                            "consumer", d)
+        classic = [gid for gid in group_ids if isinstance(found[gid], consumer_groups.NotConsumerGroup)]
+    out.update(_describe_classic(conn, classic) if classic else {})
+    return {gid: out[gid] for gid in group_ids}
+
+
+def _describe_classic(conn: ConnectionManager, group_ids: list[str]) -> dict[str, GroupDescription]:
     """DescribeGroups of each group at its coordinator; a group that does not exist comes back
     `missing` (older brokers say state Dead, which is taken as that)."""
     parts = conn.coordinator_requests(
