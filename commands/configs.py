@@ -1,6 +1,7 @@
-"""describe-configs and alter-configs for topics, brokers and the cluster-wide broker defaults.
+"""describe-configs and alter-configs for topics, brokers, the cluster-wide broker defaults and
+groups (KIP-848's group configs: session and heartbeat times, share auto offset reset...).
 
-Options follow kafka-configs (`--entity-type topics|brokers`, `--entity-name`, `--entity-default`,
+Options follow kafka-configs (`--entity-type topics|brokers|groups`, `--entity-name`, `--entity-default`,
 `--add-config 'k=v,k2=[a,b]'`, `--delete-config k,k2`), with `--topic T` / `--broker ID` as
 shorthands. Secret values are never printed.
 """
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, configs, topics
 from kafka_shell.errors import UsageError, shown
-from kafka_shell.option_types import CONFIG_NAME, broker_id
+from kafka_shell.option_types import CONFIG_NAME, broker_id, group_id
 from kafka_shell.registry import INT32_MAX, Option, command
 from kafka_shell.render import Result
 
@@ -19,8 +20,8 @@ if TYPE_CHECKING:
     from kafka_shell.session import Session
 
 ENTITY_OPTIONS = (
-    Option("--entity-type", choices=("topics", "brokers"), help="What the configs belong to."),
-    Option("--entity-name", metavar="NAME", completer="entity_name", help="Topic name or broker id."),
+    Option("--entity-type", choices=("topics", "brokers", "groups"), help="What the configs belong to."),
+    Option("--entity-name", metavar="NAME", completer="entity_name", help="Topic name, broker id or group id."),
     Option("--entity-default", flag=True, help="The cluster-wide broker defaults."),
     Option("--topic", metavar="NAME", completer="topic", help="Shorthand for --entity-type topics --entity-name NAME."),
     Option("--broker", type=broker_id, metavar="ID", completer="broker",
@@ -36,11 +37,13 @@ def entity(args: dict) -> tuple[str, str]:
     if args["broker"] is not None:
         return "brokers", str(args["broker"])
     if args["entity_default"]:
-        if args["entity_type"] == "topics":
+        if args["entity_type"] in ("topics", "groups"):
             raise UsageError("--entity-default applies to brokers: use --entity-type brokers")
         return "brokers", ""
     if not args["entity_type"]:
-        raise UsageError("--entity-name needs --entity-type topics or --entity-type brokers")
+        raise UsageError("--entity-name needs --entity-type topics, brokers or groups")
+    if args["entity_type"] == "groups":
+        return "groups", group_id(args["entity_name"])
     if args["entity_type"] == "brokers" and not (args["entity_name"].isascii() and args["entity_name"].isdigit()
                                                  and int(args["entity_name"]) <= INT32_MAX):
         raise UsageError(f'Invalid broker id "{shown(args["entity_name"])}": use a number (see list-brokers)')
@@ -50,9 +53,10 @@ def entity(args: dict) -> tuple[str, str]:
 @command("describe-configs", *ENTITY_OPTIONS,
          Option("--all", flag=True, help="Show every config, defaults included."),
          required_groups=(ENTITY_GROUP,), topic_context=True,
-         help="Show the configs of a topic, a broker or the broker defaults (overrides only unless --all).",
+         help="Show the configs of a topic, a broker, the broker defaults or a group (overrides only unless --all).",
          examples=("describe-configs --topic orders", "describe-configs --broker 1 --all",
-                   "describe-configs --entity-type brokers --entity-default"))
+                   "describe-configs --entity-type brokers --entity-default",
+                   "describe-configs --entity-type groups --entity-name orders-app --all"))
 def describe_configs(session: Session, args: dict) -> Result:
     kind, name = entity(args)
     _require_entity(session, kind, name)
@@ -63,9 +67,13 @@ def describe_configs(session: Session, args: dict) -> Result:
 
 
 def _require_entity(session: Session, kind: str, name: str) -> None:
-    """The topic or broker must exist now (read fresh), before its configs are asked for."""
+    """The topic or broker must exist now (read fresh), before its configs are asked for (a
+    group need not: Kafka keeps the configs of a group to come). Group configs need a cluster
+    that has them."""
     if kind == configs.TOPICS:
         topics.require(session.conn, name)
+    elif kind == configs.GROUPS:
+        configs.require_group_configs(session.conn)
     elif name:
         cluster.require_brokers(session.conn, [int(name)])
 
@@ -108,8 +116,9 @@ def key_list(text: str) -> list[str]:
          Option("--delete-config", type=key_list, metavar="K,K2", completer="config_key",
                 help="Configs to remove (back to their default)."),
          required_groups=(ENTITY_GROUP,), mutates=True, topic_context=True,
-         help="Set or remove configs of a topic, a broker or the broker defaults.",
+         help="Set or remove configs of a topic, a broker, the broker defaults or a group.",
          examples=("alter-configs --topic orders --add-config retention.ms=86400000",
+                   "alter-configs --entity-type groups --entity-name app --add-config consumer.session.timeout.ms=60000",
                    "alter-configs --entity-type brokers --entity-default --add-config log.retention.ms=3600000",
                    "alter-configs --topic orders --delete-config retention.ms"))
 def alter_configs_command(session: Session, args: dict) -> Result:

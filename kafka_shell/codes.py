@@ -88,6 +88,7 @@ class ResourceType(IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    GROUP = 32          # group configs (KIP-848)
 
 
 class AlterConfigOp(IntEnum):

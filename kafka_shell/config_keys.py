@@ -16,14 +16,26 @@ from kafka_shell.definitions.releases import ConfigDef
 
 TOPIC = "topics"
 BROKER = "brokers"
+GROUP = "groups"
+ENTITIES = (TOPIC, BROKER, GROUP)
 
 # Spellings users give to --entity-type, mapped to the table they select.
 _ENTITY_ALIASES = {"topic": TOPIC, "topics": TOPIC, "broker": BROKER, "brokers": BROKER,
-                   "broker-loggers": BROKER}
+                   "broker-loggers": BROKER, "group": GROUP, "groups": GROUP}
+# DescribeConfigs' config type codes, as ConfigDef names them.
+_TYPE_NAMES = {1: "boolean", 2: "string", 3: "int", 4: "short", 5: "long", 6: "double", 7: "list", 8: "class",
+               9: "password"}
+# The closed value sets of group configs (Kafka's GroupConfig validators; share.auto.offset.reset
+# also takes by_duration:<ISO 8601 duration>).
+_GROUP_CHOICES = {"share.auto.offset.reset": ("earliest", "latest", "by_duration:"),
+                  "share.isolation.level": ("read_committed", "read_uncommitted")}
 
 
 @cache
 def _table(entity: str) -> dict[str, ConfigDef]:
+    if entity == GROUP:
+        return {name: ConfigDef(name, _TYPE_NAMES.get(d["type"], "string"), d["default"], d["doc"])
+                for name, d in definitions.group_configs().items()}
     out: dict[str, ConfigDef] = {}
     for name in definitions.RELEASES:  # newest first: its definition wins
         r = releases.release(name)
@@ -40,14 +52,16 @@ def entity_type(name: str | None) -> str | None:
 
 def keys(entity: str) -> tuple[str, ...]:
     """The config keys of an entity type, sorted."""
-    return tuple(sorted(_table(entity))) if entity in (TOPIC, BROKER) else ()
+    return tuple(sorted(_table(entity))) if entity in ENTITIES else ()
 
 
 def values(entity: str, key: str) -> tuple[str, ...]:
     """The values a key accepts when they form a closed set (choices, booleans), else ()."""
-    d = _table(entity).get(key) if entity in (TOPIC, BROKER) else None
+    d = _table(entity).get(key) if entity in ENTITIES else None
     if d is None:
         return ()
+    if entity == GROUP and key in _GROUP_CHOICES:
+        return _GROUP_CHOICES[key]
     if d.choices:
         return d.choices
     return ("true", "false") if d.type == "boolean" else ()
@@ -55,7 +69,7 @@ def values(entity: str, key: str) -> tuple[str, ...]:
 
 def describe(entity: str, key: str) -> str:
     """A one-line summary shown next to a completion: type and default."""
-    d = _table(entity).get(key) if entity in (TOPIC, BROKER) else None
+    d = _table(entity).get(key) if entity in ENTITIES else None
     if d is None:
         return ""
     return d.type if d.default in (None, "") else f"{d.type}, default {d.default}"

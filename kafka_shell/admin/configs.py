@@ -1,8 +1,8 @@
-"""Configs of topics, brokers and the cluster-wide broker defaults: DescribeConfigs (read here
-and nowhere else) and IncrementalAlterConfigs.
+"""Configs of topics, brokers, the cluster-wide broker defaults and groups (KIP-848's group
+configs): DescribeConfigs (read here and nowhere else) and IncrementalAlterConfigs.
 
 A broker's own configs go to that broker, as Kafka's tools send them (only it knows its static
-configs); topics and the broker defaults go to the controller's side (any broker in KRaft mode,
+configs); topics, groups and the broker defaults go to the controller's side (any broker in KRaft mode,
 the controller listener with --bootstrap-controller).
 """
 
@@ -14,19 +14,21 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kafka_shell.codes import AlterConfigOp, ApiKey, ConfigSource, ResourceType
 from kafka_shell.errors import KafkaCallError
 
+from kafka_shell.admin import releases
 from kafka_shell.admin.errors import error_line, response_error
 
 if TYPE_CHECKING:
     from kafka_shell.connection import ConnectionManager
 
-TOPICS, BROKERS = "topics", "brokers"      # kafka-configs' entity types
+TOPICS, BROKERS, GROUPS = "topics", "brokers", "groups"      # kafka-configs' entity types
+RESOURCE_TYPES = {TOPICS: ResourceType.TOPIC, BROKERS: ResourceType.BROKER, GROUPS: ResourceType.GROUP}
 MIN_ISR = "min.insync.replicas"
 PREFERRED_CONTROLLER_KEY = "preferred.controller.id"   # KAFKA-1778, a cluster-wide broker config
 HOST_NAME_KEY = "host.name"
 HIDDEN = "******"   # a sensitive value is never shown
 # Where an entity's removable overrides come from (what `--delete-config` can take back).
 _OVERRIDE_SOURCES = {TOPICS: (ConfigSource.DYNAMIC_TOPIC_CONFIG,), BROKERS: (ConfigSource.DYNAMIC_BROKER_CONFIG,),
-                     "": (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,)}
+                     "": (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,), GROUPS: (ConfigSource.GROUP_CONFIG,)}
 
 
 class ConfigEntry(NamedTuple):
@@ -46,17 +48,19 @@ def label(kind: str, name: str) -> str:
     """How messages name the entity: topic "t", broker 2, or the cluster-wide broker defaults."""
     if kind == TOPICS:
         return f'topic "{name}"'
+    if kind == GROUPS:
+        return f'group "{name}"'
     return f"broker {name}" if name else "the cluster-wide broker defaults"
 
 
 def describe(conn: ConnectionManager, kind: str, names: list[str],
              keys: list[str] | None = None) -> dict[str, list[ConfigEntry]]:
-    """name -> its config entries (`keys` only, or all), by entity: topics in one request,
-    each named broker at that broker, the broker defaults ("") at the controller."""
+    """name -> its config entries (`keys` only, or all), by entity: topics (groups) in one
+    request, each named broker at that broker, the broker defaults ("") at the controller."""
     if not names:
         return {}
-    rtype = ResourceType.TOPIC if kind == TOPICS else ResourceType.BROKER
-    if kind == TOPICS:
+    rtype = RESOURCE_TYPES[kind]
+    if kind in (TOPICS, GROUPS):
         groups: dict[int | None, list[str]] = {None: names}
     else:
         groups = {}
@@ -79,9 +83,14 @@ def describe(conn: ConnectionManager, kind: str, names: list[str],
     return out
 
 
+def require_group_configs(conn: ConnectionManager) -> None:
+    """Group configs came with KIP-848's consumer groups (generally available in Kafka 4.0)."""
+    releases.require(conn, ApiKey.CONSUMER_GROUP_HEARTBEAT, "group configs", "4.0")
+
+
 def _what(kind: str, names: list[str]) -> str:
-    if kind == TOPICS:
-        return f"{len(names)} topic(s)"
+    if kind in (TOPICS, GROUPS):
+        return f"{len(names)} {kind[:-1]}(s)"
     return "cluster-wide broker defaults" if names == [""] else f"broker {', '.join(names)}"
 
 
@@ -158,7 +167,7 @@ def alter(conn: ConnectionManager, kind: str, names: list[str], set_: dict[str, 
     controller, as Kafka's tools do."""
     configs = ([{"name": k, "config_operation": AlterConfigOp.SET, "value": v} for k, v in set_.items()]
                + [{"name": k, "config_operation": AlterConfigOp.DELETE, "value": None} for k in delete])
-    rtype = ResourceType.TOPIC if kind == TOPICS else ResourceType.BROKER
+    rtype = RESOURCE_TYPES[kind]
     body = {"resources": [{"resource_type": rtype, "resource_name": str(n), "configs": configs} for n in names],
             "validate_only": dry_run}
     conn.require(ApiKey.INCREMENTAL_ALTER_CONFIGS, "Changing configs")

@@ -12,6 +12,8 @@ costs nothing (the shell's one-shot start-up imports it).
 
 from __future__ import annotations
 
+import json
+from functools import cache
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -31,3 +33,10 @@ def check_release(name: str) -> str:
     if name not in RELEASES:
         raise ValueError(f"unknown Kafka version {name!r}: use {' or '.join(RELEASES)}")
     return name
+
+
+@cache
+def group_configs() -> dict[str, dict]:
+    """Kafka 4.4's group config keys (KIP-848/932/1071), in the order Kafka describes them: name,
+    type (DescribeConfigs' code), the broker key that gives its default (synonym), default, doc."""
+    return {d["name"]: d for d in json.loads((HERE / "group-configs-4.4.json").read_text())}

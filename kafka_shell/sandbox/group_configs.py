@@ -11,13 +11,11 @@ group.<type>.min/max.* bounds, as Kafka's GroupConfig checks. Overrides live per
 
 from __future__ import annotations
 
-import json
 import re
-from functools import cache
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.definitions import HERE
+from kafka_shell.definitions import group_configs
 from kafka_shell.sandbox import configs
 from kafka_shell.sandbox.model import Cluster
 
@@ -44,10 +42,9 @@ class GroupConfigError(Exception):
     code = ErrorCode.invalid_config
 
 
-@cache
 def definitions() -> dict[str, dict]:
     """Kafka 4.4's group config keys, in the order Kafka describes them."""
-    return {d["name"]: d for d in json.loads((HERE / "group-configs-4.4.json").read_text())}
+    return group_configs()
 
 
 def overrides(cluster: Cluster, group_id: str) -> dict[str, str]:
