@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from kafka_shell.admin import topics, transactions
 from kafka_shell.errors import ShellError, UsageError, shown
 from kafka_shell.names import check_topic_name
-from kafka_shell.option_types import broker_id
+from kafka_shell.option_types import broker_id, choice_list
 from kafka_shell.registry import INT16_MAX, INT32_MAX, INT64_MAX, Confirm, Option, command, int_range
 from kafka_shell.render import Proposal, Result, Table
 
@@ -26,13 +26,7 @@ producer_id = int_range(0, INT64_MAX, "a producer id")
 TOPIC_HELP = "Topic (default: the context topic)."
 
 
-def transaction_states(text: str) -> list[str]:
-    """States separated by commas, any case, as Kafka names them."""
-    by_lower = {s.lower(): s for s in transactions.STATES}
-    wanted = [s.strip().lower() for s in text.split(",")]
-    if not all(s in by_lower for s in wanted):
-        raise ValueError(f"states separated by commas, of {', '.join(transactions.STATES)}")
-    return [by_lower[s] for s in wanted]
+transaction_states = choice_list(transactions.STATES, "states")
 
 
 def producer_ids(text: str) -> list[int]:

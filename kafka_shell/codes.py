@@ -71,8 +71,11 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_DESCRIBE = 69
     LIST_CONFIG_RESOURCES = 74   # ListClientMetricsResources until Kafka 4.1
     DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_DESCRIBE = 77
     ADD_RAFT_VOTER = 80
     REMOVE_RAFT_VOTER = 81
+    STREAMS_GROUP_DESCRIBE = 89
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
     # KAFKA-20098's new RPC; Apache Kafka has not assigned it a key (see protocol_ext).
     GET_REPLICA_LOG_INFO = 1000
 

@@ -5,6 +5,8 @@ Kafka field they are sent in (int32 counts and ids, int16 replication factors)."
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import datetime
 import re
 
@@ -79,3 +81,16 @@ def iso_epoch_ms(text: str, expected: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
     return int(moment.timestamp() * 1000)
+
+
+def choice_list(choices: tuple[str, ...], what: str) -> Callable[[str], list[str]]:
+    """An option type: names of `choices` separated by commas, any case, as Kafka spells them
+    (e.g. --state Stable,Empty)."""
+    by_lower = {c.lower(): c for c in choices}
+
+    def convert(text: str) -> list[str]:
+        wanted = [part.strip().lower() for part in text.split(",")]
+        if not all(w in by_lower for w in wanted):
+            raise ValueError(f"{what} separated by commas, of {', '.join(choices)}")
+        return [by_lower[w] for w in wanted]
+    return convert

@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafka_shell.connection import ConnectionManager
 from kafka_shell.sandbox.server import Sandbox
 from tests.clients import java_client
 from tests.output import json_rows, json_tables
@@ -110,6 +111,11 @@ def facts(bootstrap: str, kafka: bool = False) -> dict:
         s = stable[0]
         out["state"] = (s["State"], s["AssignmentStrategy"], s["Members"], s["Type"], s["GroupEpoch"] >= 2)
         listed = {g["Group"]: g for g in rows(bootstrap, "list-groups")}
+        conn = ConnectionManager(bootstrap)
+        try:   # the REPL's metadata cache (completion) lists both types
+            out["cached"] = {group, classic} <= set(conn.refresh().groups)
+        finally:
+            conn.close()
         out["listed"] = sorted((g["Type"], g["ProtocolType"], g["State"], g["Members"])
                                for gid, g in listed.items() if gid in (group, classic))
         out["type consumer"] = sorted(g["Group"] for g in rows(bootstrap, "list-groups --type consumer")
@@ -175,7 +181,7 @@ def test_consumer_groups_on_the_sandbox_and_kafka(kafka4, sandbox3):
     assert real["kafka tool"] == real["ours for the tool"]
     assert ours["state"] == ("Stable", "uniform", 2, "consumer", True)
     assert ours["listed"] == [("classic", None, "Empty", 0), ("consumer", "consumer", "Stable", 2)]
-    assert ours["type consumer"] and ours["type classic"]
+    assert ours["type consumer"] and ours["type classic"] and ours["cached"]
     assert [m[:6] for m in ours["members"]] == [(3, True, True, True, True, True)] * 2
     assert ours["offsets"] == [(p, 2, 5, 3, True) for p in range(PARTITIONS)]
     assert ours["reset while active"][0] == 1 and "is inactive" in ours["reset while active"][1]

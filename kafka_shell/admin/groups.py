@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafka_shell.codes import ApiKey, Error
+from kafka_shell.connection import COORDINATOR_RETRIABLE
 from kafka_shell.metadata import GroupListing, group_listings
 
 from kafka_shell.admin import consumer_groups
@@ -45,12 +46,22 @@ def list_groups(conn: ConnectionManager, states: Iterable[str] = (), types: Iter
     wanted = {s.lower() for s in states}
     kinds = {t.lower() for t in types}
     brokers = sorted(conn.read([]).brokers)
-    conn.debug(f"ListGroups request to broker(s) {', '.join(map(str, brokers))}")
-    answers = conn.each_broker(brokers, ApiKey.LIST_GROUPS, {"states_filter": sorted(wanted),
-                                                             "types_filter": sorted(kinds)})
+    body = {"states_filter": sorted(wanted), "types_filter": sorted(kinds)}
+    deadline = conn.deadline()
+    answered: dict[int, Any] = {}
+    failed: dict[int, str] = {}
+    pending = brokers
+    while True:   # a broker still loading a coordinator's state is asked again, as Kafka's Admin does
+        conn.debug(f"ListGroups request to broker(s) {', '.join(map(str, pending))}")
+        answers = conn.each_broker(pending, ApiKey.LIST_GROUPS, body, deadline=deadline)
+        answered.update(answers.answers)
+        failed.update(answers.failed)
+        pending = [b for b, a in answers.answers.items() if a.error_code in COORDINATOR_RETRIABLE]
+        if not pending or not deadline.backoff():
+            break
     out: dict[str, GroupListing] = {}
-    failures = [f"Broker {b} did not list its groups: {why}" for b, why in sorted(answers.failed.items())]
-    for broker, answer in sorted(answers.answers.items()):
+    failures = [f"Broker {b} did not list its groups: {why}" for b, why in sorted(failed.items())]
+    for broker, answer in sorted(answered.items()):
         if answer.error_code:
             failures.append(f"Broker {broker} did not list its groups: "
                             + kafka_error_message(answer.error_code, code_name(answer.error_code)))

@@ -1,0 +1,221 @@
+"""Share group and streams group commands, after Kafka's kafka-share-groups (KIP-932) and
+kafka-streams-groups (KIP-1071): list-share-groups, describe-share-group, delete-share-group,
+list-streams-groups, describe-streams-group, delete-streams-group. A cluster without the group
+type is told in one line (exit 1) before anything else is asked.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafka_shell.admin import groups, offsets, share_groups, streams_groups
+from kafka_shell.admin.offsets import LATEST
+from kafka_shell.admin.streams_groups import tasks_text
+from kafka_shell.errors import shown
+from kafka_shell.option_types import choice_list, group_id
+from kafka_shell.registry import Confirm, Option, command
+from kafka_shell.render import Result, Table
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
+
+share_states = choice_list(("Empty", "Stable", "Dead", "Unknown"), "states")
+
+
+@command("list-share-groups",
+         Option("--state", type=share_states, metavar="STATE[,STATE]", help="Only groups in these states."),
+         help="List share groups (KIP-932) with their state.",
+         examples=("list-share-groups", "list-share-groups --state Stable"))
+def list_share_groups(session: Session, args: dict) -> Result:
+    share_groups.require(session.conn)
+    listed = groups.list_groups(session.conn, args["state"] or (), ["share"])
+    rows = [[g.group_id, g.state or None] for g in listed.groups]
+    return Result.outcome([Table(["Group", "State"], rows, name="groups")], [], listed.failures)
+
+
+@command("describe-share-group",
+         Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
+                help="Share group id."),
+         Option("--members", flag=True, help="Members: consumer id, host, client id, assigned partitions."),
+         Option("--state", flag=True, help="State, coordinator, assignor and member count."),
+         Option("--offsets", flag=True, help="Per partition: start offset and lag (the default)."),
+         Option("--verbose", flag=True, help="With --members or --state: epochs and racks."),
+         Option("--topic", metavar="NAME", completer="topic", help="Only this topic's partitions (default: the "
+                "context topic)."),
+         topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
+         help="Describe share groups: start offsets and lag (default), --members or --state.",
+         examples=("describe-share-group orders-queue", "describe-share-group orders-queue --members --verbose"))
+def describe_share_group(session: Session, args: dict) -> Result:
+    ids = list(dict.fromkeys(args["group"]))
+    described = share_groups.describe(session.conn, ids)
+    failures = [d for d in described.values() if isinstance(d, str)]
+    found = [d for d in described.values() if isinstance(d, share_groups.ShareGroup)]
+    verbose, topic = args["verbose"], args["topic"]
+    if args["state"]:
+        rows = [[d.group_id, d.coordinator, d.state, len(d.members)]
+                + ([d.assignor, d.group_epoch, d.assignment_epoch] if verbose else []) for d in found]
+        columns = ["Group", "Coordinator", "State", "Members"] + (
+            ["Assignor", "GroupEpoch", "AssignmentEpoch"] if verbose else [])
+        return Result.outcome([Table(columns, rows, name="groups")], [], failures)
+    if args["members"]:
+        rows = []
+        for d in found:
+            for m in d.members:
+                mine = [k for k in m.assignment if topic is None or k[0] == topic]
+                rows.append([d.group_id, m.member_id, m.host, m.client_id, len(mine), _keys_text(mine)]
+                            + ([m.member_epoch, m.rack, ",".join(m.subscribed_topics) or None] if verbose else []))
+        columns = ["Group", "ConsumerId", "Host", "ClientId", "Partitions", "Assignment"] + (
+            ["MemberEpoch", "Rack", "Subscription"] if verbose else [])
+        return Result.outcome([Table(columns, rows, name="members")], [], failures)
+    rows, notes = [], []
+    for d in found:
+        problem, parts = share_groups.offsets(session.conn, d.group_id)
+        if problem is not None:
+            failures.append(problem)
+        for p in parts:
+            if p.error:
+                failures.append(p.error)
+            elif topic is None or p.key[0] == topic:
+                rows.append([d.group_id, p.key[0], p.key[1], p.leader_epoch, p.start_offset, p.lag])
+        if not d.members:
+            notes.append(f"Share group '{shown(d.group_id)}' has no active members.")
+    table = Table(["Group", "Topic", "Partition", "LeaderEpoch", "StartOffset", "Lag"], rows, name="offsets")
+    return Result.outcome([table], notes, failures)
+
+
+def _keys_text(keys: list[tuple[str, int]]) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in sorted(keys):
+        by_topic.setdefault(t, []).append(p)
+    return " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
+
+
+@command("delete-share-group",
+         Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
+                help="Share group to delete."),
+         mutates=True, confirm=Confirm(),
+         help="Delete share groups and their state (only groups without members; asks for confirmation).",
+         examples=("delete-share-group old-queue --yes",))
+def delete_share_group(session: Session, args: dict) -> Result:
+    ids = list(dict.fromkeys(args["group"]))
+    return delete_empty(session, ids, "share", share_groups.describe(session.conn, ids), args["dry_run"])
+
+
+# -- streams groups --------------------------------------------------------------------------
+
+streams_states = choice_list(("Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead"), "states")
+
+
+@command("list-streams-groups",
+         Option("--state", type=streams_states, metavar="STATE[,STATE]", help="Only groups in these states."),
+         help="List streams groups (KIP-1071) with their state.",
+         examples=("list-streams-groups",))
+def list_streams_groups(session: Session, args: dict) -> Result:
+    streams_groups.require(session.conn)
+    listed = groups.list_groups(session.conn, args["state"] or (), ["streams"])
+    rows = [[g.group_id, g.state or None] for g in listed.groups]
+    return Result.outcome([Table(["Group", "State"], rows, name="groups")], [], listed.failures)
+
+
+@command("describe-streams-group",
+         Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
+                help="Streams group id (the application id)."),
+         Option("--members", flag=True, help="Members: process, client id, active, standby and warm-up tasks."),
+         Option("--state", flag=True, help="State, coordinator, member count, and the subtopologies' topics."),
+         Option("--offsets", flag=True, help="Per input partition: committed offset, log end, lag (the default)."),
+         Option("--verbose", flag=True, help="With --members or --state: epochs and target assignments."),
+         Option("--topic", metavar="NAME", completer="topic", help="Only this topic's partitions (default: the "
+                "context topic)."),
+         topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
+         help="Describe streams groups: offsets and lag (default), --members or --state.",
+         examples=("describe-streams-group word-count", "describe-streams-group word-count --members --verbose"))
+def describe_streams_group(session: Session, args: dict) -> Result:
+    ids = list(dict.fromkeys(args["group"]))
+    described = streams_groups.describe(session.conn, ids)
+    failures = [d for d in described.values() if isinstance(d, str)]
+    found = [d for d in described.values() if isinstance(d, streams_groups.StreamsGroup)]
+    verbose, topic = args["verbose"], args["topic"]
+    if args["state"]:
+        rows = [[d.group_id, d.coordinator, d.state, len(d.members)]
+                + ([d.group_epoch, d.assignment_epoch, d.topology_epoch] if verbose else []) for d in found]
+        columns = ["Group", "Coordinator", "State", "Members"] + (
+            ["GroupEpoch", "TargetAssignmentEpoch", "TopologyEpoch"] if verbose else [])
+        subs = [[d.group_id, s.subtopology_id, ",".join(s.source_topics) or None,
+                 ",".join(s.repartition_source_topics) or None, ",".join(s.repartition_sink_topics) or None,
+                 ",".join(s.changelog_topics) or None] for d in found for s in d.subtopologies]
+        return Result.outcome([Table(columns, rows, name="groups"),
+                               Table(["Group", "Subtopology", "SourceTopics", "RepartitionSourceTopics",
+                                      "RepartitionSinkTopics", "ChangelogTopics"], subs, name="subtopologies")],
+                              [], failures)
+    if args["members"]:
+        rows = [[d.group_id, m.member_id, m.process_id, m.client_id, tasks_text(m.active), tasks_text(m.standby),
+                 tasks_text(m.warmup)]
+                + ([m.member_epoch, "classic" if m.classic else "streams", tasks_text(m.target_active),
+                    tasks_text(m.target_standby), tasks_text(m.target_warmup)] if verbose else [])
+                for d in found for m in d.members]
+        columns = ["Group", "Member", "Process", "ClientId", "ActiveTasks", "StandbyTasks", "WarmupTasks"] + (
+            ["MemberEpoch", "MemberProtocol", "TargetActiveTasks", "TargetStandbyTasks", "TargetWarmupTasks"]
+            if verbose else [])
+        return Result.outcome([Table(columns, rows, name="members")], [], failures)
+    return _offsets(session, found, topic, failures)
+
+
+def _offsets(session: Session, found: list[streams_groups.StreamsGroup], topic: str | None,
+             failures: list[str]) -> Result:
+    """Committed offsets of the groups' input topics beside their log ends, as Kafka's tool."""
+    committed = offsets.committed(session.conn, [d.group_id for d in found]) if found else {}
+    wanted = {d.group_id: set(d.input_topics) for d in found}
+    keys = {d.group_id: sorted(k for k in committed[d.group_id].offsets
+                               if (k[0] in wanted[d.group_id] or not wanted[d.group_id])
+                               and (topic is None or k[0] == topic)) for d in found}
+    failures += [c.problem for c in committed.values() if c.problem is not None]
+    names = sorted({t for ks in keys.values() for t, _ in ks})
+    ends = offsets.log_offsets(session.conn, session.conn.read(names), {k for ks in keys.values() for k in ks},
+                               LATEST) if names else {}
+    rows = []
+    for d in found:
+        for key in keys[d.group_id]:
+            current, end = committed[d.group_id].offsets[key], ends[key]
+            if end.error:
+                failures.append(end.error)
+            leo = None if end.error else end.offset
+            rows.append([d.group_id, key[0], key[1], current, leo, None if leo is None else leo - current])
+    notes = [f"Streams group '{shown(d.group_id)}' has no active members." for d in found if not d.members]
+    return Result.outcome([Table(["Group", "Topic", "Partition", "CurrentOffset", "LogEndOffset", "Lag"], rows,
+                                 name="offsets")], notes, failures)
+
+
+@command("delete-streams-group",
+         Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
+                help="Streams group to delete."),
+         mutates=True, confirm=Confirm(),
+         help="Delete streams groups and their offsets (only groups without members; asks for confirmation).",
+         examples=("delete-streams-group old-app --yes",))
+def delete_streams_group(session: Session, args: dict) -> Result:
+    ids = list(dict.fromkeys(args["group"]))
+    return delete_empty(session, ids, "streams", streams_groups.describe(session.conn, ids), args["dry_run"])
+
+
+def delete_empty(session: Session, ids: list[str], noun: str, described: dict, dry_run: bool) -> Result:
+    """Delete the groups of `ids` that have no members (DeleteGroups); `described` maps each to
+    its description (with `members`) or the line why it could not be described."""
+    failures, deletable = [], []
+    for gid in ids:
+        d = described[gid]
+        if isinstance(d, str):
+            failures.append(d)
+        elif d.members:
+            failures.append(f"{noun.capitalize()} group '{shown(gid)}' has {len(d.members)} active member(s): stop "
+                            "its clients first (it was not deleted).")
+        else:
+            deletable.append(gid)
+    messages = []
+    if dry_run:
+        messages = [f"Would delete {noun} group '{shown(gid)}' (dry run)." for gid in deletable]
+    elif deletable:
+        for gid, why in groups.delete(session.conn, deletable).items():
+            if why is not None:
+                failures.append(why)
+            else:
+                messages.append(f"Deleted {noun} group '{shown(gid)}'.")
+    return Result.message(*messages, *failures, exit_code=1 if failures else 0)

@@ -1,0 +1,112 @@
+"""Streams groups (KIP-1071): StreamsGroupDescribe at each group's coordinator: the topology's
+subtopologies and their topics, members with their process and task assignment (active,
+standby, warm-up) beside the target. Their committed offsets are a consumer group's
+(OffsetFetch, offsets.committed). A cluster without them is told in one line first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kafka_shell.codes import ApiKey, Error
+
+from kafka_shell.admin import releases
+from kafka_shell.admin.errors import group_line
+
+if TYPE_CHECKING:
+    from kafka_shell.connection import ConnectionManager
+
+SINCE = "4.1"
+Tasks = tuple[tuple[str, tuple[int, ...]], ...]    # (subtopology id, partitions) each
+
+
+def require(conn: ConnectionManager) -> None:
+    releases.require(conn, ApiKey.STREAMS_GROUP_DESCRIBE, "streams groups", SINCE)
+
+
+@dataclass(frozen=True)
+class Subtopology:
+    subtopology_id: str
+    source_topics: tuple[str, ...]
+    repartition_sink_topics: tuple[str, ...]
+    changelog_topics: tuple[str, ...]
+    repartition_source_topics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StreamsMember:
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    process_id: str
+    client_id: str
+    host: str
+    classic: bool
+    active: Tasks
+    standby: Tasks
+    warmup: Tasks
+    target_active: Tasks
+    target_standby: Tasks
+    target_warmup: Tasks
+
+
+@dataclass(frozen=True)
+class StreamsGroup:
+    group_id: str
+    coordinator: int
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    topology_epoch: int | None
+    assignor: str
+    subtopologies: tuple[Subtopology, ...]
+    members: tuple[StreamsMember, ...]
+
+    @property
+    def input_topics(self) -> tuple[str, ...]:
+        """The topics the group reads: source and repartition topics of every subtopology."""
+        return tuple(sorted({t for s in self.subtopologies for t in (*s.source_topics, *s.repartition_source_topics)}))
+
+
+def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, StreamsGroup | str]:
+    require(conn)
+    parts = conn.coordinator_requests(
+        group_ids, ApiKey.STREAMS_GROUP_DESCRIBE,
+        lambda ids, version: {"group_ids": ids, "include_authorized_operations": False,
+                              "include_topology_description": False},
+        lambda answer, ids: {g.group_id: g for g in answer.groups})
+    out: dict[str, StreamsGroup | str] = {}
+    for gid in group_ids:
+        g, node = parts[gid]
+        code = int(g.error_code)
+        if code == Error.group_id_not_found:
+            out[gid] = f"Streams group '{gid}' does not exist (list-streams-groups lists them)."
+        elif code:
+            out[gid] = group_line(code, gid, getattr(g, "error_message", None) or getattr(g, "why", None))
+        else:
+            topology = g.topology
+            subs = tuple(Subtopology(s.subtopology_id, tuple(s.source_topics), tuple(s.repartition_sink_topics),
+                                     tuple(t.name for t in s.state_changelog_topics),
+                                     tuple(t.name for t in s.repartition_source_topics))
+                         for s in (topology.subtopologies if topology is not None else ()))
+            out[gid] = StreamsGroup(gid, node, g.group_state, int(g.group_epoch), int(g.assignment_epoch),
+                                    int(topology.epoch) if topology is not None else None,
+                                    getattr(g, "assignor_name", "") or "", subs, tuple(_member(m) for m in g.members))
+    return out
+
+
+def _tasks(tasks: Any) -> Tasks:
+    return tuple(sorted((t.subtopology_id, tuple(sorted(int(p) for p in t.partitions))) for t in tasks))
+
+
+def _member(m: Any) -> StreamsMember:
+    a, t = m.assignment, m.target_assignment
+    return StreamsMember(m.member_id, int(m.member_epoch), m.instance_id, m.process_id, m.client_id, m.client_host,
+                         bool(m.is_classic), _tasks(a.active_tasks), _tasks(a.standby_tasks), _tasks(a.warmup_tasks),
+                         _tasks(t.active_tasks), _tasks(t.standby_tasks), _tasks(t.warmup_tasks))
+
+
+def tasks_text(tasks: Tasks) -> str:
+    """Kafka's way: `0:[0,1] 1:[2]`."""
+    return " ".join(f"{s}:[{','.join(map(str, ps))}]" for s, ps in tasks) or "-"

@@ -1,0 +1,95 @@
+"""Share and streams group commands: on Kafka 4.4 a share group made by Kafka's own console share
+consumer (ConsoleShareConsumer from the jars) is listed, described (start offsets and lag,
+members, state) as Kafka's kafka-share-groups describes it, and deleted; on the sandbox (which
+serves neither type) and on a 3.9 cluster every such command says so in one line, exit 1."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafka_shell.connection import ConnectionManager
+from kafka_shell.sandbox.server import Sandbox
+from tests.clients import java_client
+from tests.test_consumer_groups_cmd import rows, wait_for
+from tests.test_transactions_cmd import sh
+
+COMMANDS = {"share": ["list-share-groups", "describe-share-group g", "describe-share-group g --members",
+                      "describe-share-group g --state", "delete-share-group g --yes"],
+            "streams": ["list-streams-groups", "describe-streams-group g", "describe-streams-group g --members",
+                        "describe-streams-group g --state", "delete-streams-group g --yes"]}
+
+
+@pytest.mark.parametrize("version", ["4.4", "3.9"])
+def test_a_cluster_without_the_group_type_says_so(version):
+    with Sandbox(brokers=1, kafka_version=version) as s:
+        for kind, lines in COMMANDS.items():
+            expected = (f"{kind} groups need Kafka 4.1 or later; this cluster is 3.9." if version == "3.9" else
+                        f"{kind} groups are not served by this cluster: it does not list the "
+                        f"{'ShareGroupDescribe' if kind == 'share' else 'StreamsGroupDescribe'} API "
+                        "(Kafka 4.1 and later have it).")
+            for line in lines:
+                assert sh(s.bootstrap, line)[0::2] == (1, expected + "\n"), line
+
+
+def share_tool(bootstrap: str, *args: str) -> list[list[str]]:
+    done = java_client.run("consumer.group.ShareGroupCommand", "--bootstrap-server", bootstrap, *args)
+    assert done.returncode == 0, done.stderr
+    return [line.split() for line in done.stdout.splitlines() if line.strip()]
+
+
+def test_share_group_on_kafka(kafka4):
+    b = kafka4.bootstrap
+    topic, group = "sh-" + uuid.uuid4().hex[:8], "sg-" + uuid.uuid4().hex[:8]
+    admin = AdminClient({"bootstrap.servers": b, "log_level": 0})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    code, _, err = sh(b, f"alter-configs --entity-type groups --entity-name {group} "
+                         "--add-config share.auto.offset.reset=earliest")
+    assert code == 0, err
+    producer = Producer({"bootstrap.servers": b, "log_level": 0})
+    for i in range(10):
+        producer.produce(topic, str(i).encode(), partition=i % 2)
+    producer.flush(30)
+    consumer = subprocess.Popen(java_client.command("consumer.ConsoleShareConsumer", "--bootstrap-server", b,
+                                                    "--topic", topic, "--group", group),
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        wait_for(lambda: [g["Group"] for g in rows(b, "list-share-groups")], lambda ids: group in ids)
+        conn = ConnectionManager(b)
+        try:   # the REPL's metadata cache lists groups of every type: a share group completes too
+            assert group in conn.refresh().groups
+        finally:
+            conn.close()
+        state = wait_for(lambda: rows(b, f"describe-share-group {group} --state --verbose"),
+                         lambda r: r and r[0]["State"] == "Stable" and r[0]["Members"] == 1)[0]
+        assert state["Assignor"] == "simple" and state["GroupEpoch"] >= 1
+        [member] = wait_for(lambda: rows(b, f"describe-share-group {group} --members --verbose"),
+                            lambda r: len(r) == 1 and r[0]["Partitions"] == 2)
+        assert member["Subscription"] == topic and member["MemberEpoch"] >= 1
+        assert consumer.stdout is not None
+        delivered = [consumer.stdout.readline() for _ in range(10)]   # the share consumer printed every record
+        assert sorted(int(v) for v in delivered) == list(range(10))
+
+        def both() -> tuple[list, list]:
+            ours = sorted((o["Partition"], o["StartOffset"], o["Lag"]) for o in rows(b, f"describe-share-group {group}"))
+            table = share_tool(b, "--describe", "--group", group, "--offsets")
+            header = table[0]
+            theirs = sorted((int(r[header.index("PARTITION")]), int(r[header.index("START-OFFSET")]),
+                             int(r[header.index("LAG")])) for r in table[1:])
+            return ours, theirs
+        ours, theirs = wait_for(both, lambda pair: pair[0] == pair[1])   # the same facts at the same moment
+        assert [p for p, _, _ in ours] == [0, 1]
+        code, _, err = sh(b, f"delete-share-group {group} --yes")
+        assert code == 1 and "1 active member(s)" in err
+    finally:
+        consumer.terminate()
+        consumer.wait(30)
+    wait_for(lambda: rows(b, f"describe-share-group {group} --state")[0]["Members"], lambda n: n == 0)
+    code, _, err = sh(b, f"delete-share-group {group} --yes")
+    assert (code, err.strip()) == (0, f"Deleted share group '{group}'.")
+    code, _, err = sh(b, f"describe-share-group {group}")
+    assert code == 1 and "does not exist" in err
