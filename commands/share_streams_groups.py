@@ -28,7 +28,11 @@ share_states = choice_list(("Empty", "Stable", "Dead", "Unknown"), "states")
          examples=("list-share-groups", "list-share-groups --state Stable"))
 def list_share_groups(session: Session, args: dict) -> Result:
     share_groups.require(session.conn)
-    listed = groups.list_groups(session.conn, args["state"] or (), ["share"])
+    return listed_of_type(session, "share", args["state"])
+
+
+def listed_of_type(session: Session, kind: str, states: list[str] | None) -> Result:
+    listed = groups.list_groups(session.conn, states or (), [kind])
     rows = [[g.group_id, g.state or None] for g in listed.groups]
     return Result.outcome([Table(["Group", "State"], rows, name="groups")], [], listed.failures)
 
@@ -112,9 +116,7 @@ streams_states = choice_list(("Empty", "NotReady", "Assigning", "Reconciling", "
          examples=("list-streams-groups",))
 def list_streams_groups(session: Session, args: dict) -> Result:
     streams_groups.require(session.conn)
-    listed = groups.list_groups(session.conn, args["state"] or (), ["streams"])
-    rows = [[g.group_id, g.state or None] for g in listed.groups]
-    return Result.outcome([Table(["Group", "State"], rows, name="groups")], [], listed.failures)
+    return listed_of_type(session, "streams", args["state"])
 
 
 @command("describe-streams-group",

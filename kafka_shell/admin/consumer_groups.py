@@ -10,7 +10,8 @@ groups that are not consumer groups to DescribeGroups.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafka_shell.codes import ApiKey, Error
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from kafka_shell.connection import ConnectionManager
 
 Key = tuple[str, int]
+T = TypeVar("T")
+M = TypeVar("M")
 
 
 @dataclass(frozen=True)
@@ -62,25 +65,35 @@ def supported(conn: ConnectionManager) -> bool:
     return bool(conn.api_versions().get(ApiKey.CONSUMER_GROUP_DESCRIBE))
 
 
-def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, ConsumerGroup | NotConsumerGroup | str]:
-    """ConsumerGroupDescribe of each group at its coordinator: its description, NotConsumerGroup,
-    or the line why it could not be described."""
-    parts = conn.coordinator_requests(
-        group_ids, ApiKey.CONSUMER_GROUP_DESCRIBE,
-        lambda ids, version: {"group_ids": ids, "include_authorized_operations": False},
-        lambda answer, ids: {g.group_id: g for g in answer.groups})
-    out: dict[str, ConsumerGroup | NotConsumerGroup | str] = {}
+def described(conn: ConnectionManager, group_ids: list[str], api_key: int, body: dict,
+              build: Callable[[Any, int], T], missing: Callable[[str], M]) -> dict[str, T | M | str]:
+    """The describe APIs of KIP-848's group types (consumer, share, streams): one request per
+    coordinator for its groups; each group built from its part of the answer with its
+    coordinator's id, `missing(gid)` where the coordinator holds no such group, else the line why
+    it could not be described."""
+    parts = conn.coordinator_requests(group_ids, api_key, lambda ids, version: {"group_ids": ids, **body},
+                                      lambda answer, ids: {g.group_id: g for g in answer.groups})
+    out: dict[str, T | M | str] = {}
     for gid in group_ids:
         g, node = parts[gid]
         code = int(g.error_code)
         if code == Error.group_id_not_found:
-            out[gid] = NotConsumerGroup()
+            out[gid] = missing(gid)
         elif code:
             out[gid] = group_line(code, gid, getattr(g, "error_message", None) or getattr(g, "why", None))
         else:
-            out[gid] = ConsumerGroup(gid, node, g.group_state, int(g.group_epoch), int(g.assignment_epoch),
-                                     g.assignor_name, tuple(_member(m) for m in g.members))
+            out[gid] = build(g, node)
     return out
+
+
+def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, ConsumerGroup | NotConsumerGroup | str]:
+    """ConsumerGroupDescribe of each group at its coordinator: its description, NotConsumerGroup,
+    or the line why it could not be described."""
+    return described(conn, group_ids, ApiKey.CONSUMER_GROUP_DESCRIBE, {"include_authorized_operations": False},
+                     lambda g, node: ConsumerGroup(g.group_id, node, g.group_state, int(g.group_epoch),
+                                                   int(g.assignment_epoch), g.assignor_name,
+                                                   tuple(_member(m) for m in g.members)),
+                     lambda gid: NotConsumerGroup())
 
 
 def _member(m: Any) -> ConsumerMember:

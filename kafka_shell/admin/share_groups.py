@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kafka_shell.codes import ApiKey, Error
+from kafka_shell.codes import ApiKey
 
 from kafka_shell.admin import releases
+from kafka_shell.admin.consumer_groups import described
 from kafka_shell.admin.errors import group_line, partition_line
 
 if TYPE_CHECKING:
@@ -50,22 +51,11 @@ def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, ShareGr
     """ShareGroupDescribe of each group: its description, or the line why not (a group that is
     not a share group is "not found", as Kafka answers)."""
     require(conn)
-    parts = conn.coordinator_requests(
-        group_ids, ApiKey.SHARE_GROUP_DESCRIBE,
-        lambda ids, version: {"group_ids": ids, "include_authorized_operations": False},
-        lambda answer, ids: {g.group_id: g for g in answer.groups})
-    out: dict[str, ShareGroup | str] = {}
-    for gid in group_ids:
-        g, node = parts[gid]
-        code = int(g.error_code)
-        if code == Error.group_id_not_found:
-            out[gid] = f"Share group '{gid}' does not exist (list-share-groups lists them)."
-        elif code:
-            out[gid] = group_line(code, gid, getattr(g, "error_message", None) or getattr(g, "why", None))
-        else:
-            out[gid] = ShareGroup(gid, node, g.group_state, int(g.group_epoch), int(g.assignment_epoch), g.assignor_name,
-                                  tuple(_member(m) for m in g.members))
-    return out
+    return described(conn, group_ids, ApiKey.SHARE_GROUP_DESCRIBE, {"include_authorized_operations": False},
+                     lambda g, node: ShareGroup(g.group_id, node, g.group_state, int(g.group_epoch),
+                                                int(g.assignment_epoch), g.assignor_name,
+                                                tuple(_member(m) for m in g.members)),
+                     lambda gid: f"Share group '{gid}' does not exist (list-share-groups lists them).")
 
 
 def _member(m: Any) -> ShareMember:

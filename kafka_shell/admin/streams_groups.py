@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.codes import ApiKey, Error
+from kafka_shell.codes import ApiKey
 
 from kafka_shell.admin import releases
-from kafka_shell.admin.errors import group_line
+from kafka_shell.admin.consumer_groups import described
 
 if TYPE_CHECKING:
     from kafka_shell.connection import ConnectionManager
@@ -71,29 +71,20 @@ class StreamsGroup:
 
 def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, StreamsGroup | str]:
     require(conn)
-    parts = conn.coordinator_requests(
-        group_ids, ApiKey.STREAMS_GROUP_DESCRIBE,
-        lambda ids, version: {"group_ids": ids, "include_authorized_operations": False,
-                              "include_topology_description": False},
-        lambda answer, ids: {g.group_id: g for g in answer.groups})
-    out: dict[str, StreamsGroup | str] = {}
-    for gid in group_ids:
-        g, node = parts[gid]
-        code = int(g.error_code)
-        if code == Error.group_id_not_found:
-            out[gid] = f"Streams group '{gid}' does not exist (list-streams-groups lists them)."
-        elif code:
-            out[gid] = group_line(code, gid, getattr(g, "error_message", None) or getattr(g, "why", None))
-        else:
-            topology = g.topology
-            subs = tuple(Subtopology(s.subtopology_id, tuple(s.source_topics), tuple(s.repartition_sink_topics),
-                                     tuple(t.name for t in s.state_changelog_topics),
-                                     tuple(t.name for t in s.repartition_source_topics))
-                         for s in (topology.subtopologies if topology is not None else ()))
-            out[gid] = StreamsGroup(gid, node, g.group_state, int(g.group_epoch), int(g.assignment_epoch),
-                                    int(topology.epoch) if topology is not None else None,
-                                    getattr(g, "assignor_name", "") or "", subs, tuple(_member(m) for m in g.members))
-    return out
+    return described(conn, group_ids, ApiKey.STREAMS_GROUP_DESCRIBE,
+                     {"include_authorized_operations": False, "include_topology_description": False}, _group,
+                     lambda gid: f"Streams group '{gid}' does not exist (list-streams-groups lists them).")
+
+
+def _group(g: Any, node: int) -> StreamsGroup:
+    topology = g.topology
+    subs = tuple(Subtopology(s.subtopology_id, tuple(s.source_topics), tuple(s.repartition_sink_topics),
+                             tuple(t.name for t in s.state_changelog_topics),
+                             tuple(t.name for t in s.repartition_source_topics))
+                 for s in (topology.subtopologies if topology is not None else ()))
+    return StreamsGroup(g.group_id, node, g.group_state, int(g.group_epoch), int(g.assignment_epoch),
+                        int(topology.epoch) if topology is not None else None,
+                        getattr(g, "assignor_name", "") or "", subs, tuple(_member(m) for m in g.members))
 
 
 def _tasks(tasks: Any) -> Tasks:
