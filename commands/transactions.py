@@ -139,7 +139,7 @@ def _scope(args: dict) -> str:
          Option("--topic", type=topic_name, metavar="NAME", completer="topic", help=TOPIC_HELP),
          Option("--partition", type=partition_index, metavar="P", help="Only this partition of --topic."),
          Option("--max-transaction-timeout", type=int_range(0, INT32_MAX, "minutes"), default=15, metavar="MINUTES",
-                help="Only transactions last written longer ago than this (default 15, Kafka's "
+                help="Only transactions last written longer ago than this (as Kafka's default "
                      "transaction.max.timeout.ms)."),
          topic_context=True,
          help="Open transactions no coordinator will end (they stop read_committed consumers).",
