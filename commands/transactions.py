@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from kafka_shell.admin import topics, transactions
 from kafka_shell.errors import ShellError, UsageError, shown
 from kafka_shell.names import check_topic_name
-from kafka_shell.option_types import broker_id, choice_list
+from kafka_shell.option_types import broker_id, choice_list, transactional_id
 from kafka_shell.registry import INT16_MAX, INT32_MAX, INT64_MAX, Confirm, Option, command, int_range
 from kafka_shell.render import Proposal, Result, Table
 
@@ -67,7 +67,7 @@ def list_transactions(session: Session, args: dict) -> Result:
 
 
 @command("describe-transaction",
-         Option("--transactional-id", required=True, metavar="ID", help="Transactional id."),
+         Option("--transactional-id", type=transactional_id, required=True, metavar="ID", help="Transactional id."),
          help="Describe a transactional id's transaction: producer, state, timeout, start, partitions.",
          examples=("describe-transaction --transactional-id orders-writer-1",))
 def describe_transaction(session: Session, args: dict) -> Result:

@@ -363,7 +363,7 @@ complete -c kafka-shell -n 'not __fish_contains_opt abort-transaction alter-clie
 complete -c kafka-shell -n '__fish_contains_opt find-hanging-transactions' -l broker-id -x -d 'Search the partitions with a replica on this broker (asking that replica)'
 complete -c kafka-shell -n '__fish_contains_opt find-hanging-transactions' -l topic -xa '(__kafka_shell_topics)' -d 'Topic (default: the context topic)'
 complete -c kafka-shell -n '__fish_contains_opt find-hanging-transactions' -l partition -x -d 'Only this partition of --topic'
-complete -c kafka-shell -n '__fish_contains_opt find-hanging-transactions' -l max-transaction-timeout -x -d 'Only transactions last written longer ago than this (default 15, Kafka\'s transaction.max.timeout.ms)'
+complete -c kafka-shell -n '__fish_contains_opt find-hanging-transactions' -l max-transaction-timeout -x -d 'Only transactions last written longer ago than this (as Kafka\'s default transaction.max.timeout.ms)'
 complete -c kafka-shell -n '__fish_contains_opt find-hanging-transactions' -l output -xa 'table json jsonl csv' -d 'Output format of this command (default: the session\'s, see `output`)'
 complete -c kafka-shell -n '__fish_contains_opt find-hanging-transactions' -s o -xa 'table json jsonl csv' -d 'Output format of this command (default: the session\'s, see `output`)'
 complete -c kafka-shell -n '__fish_contains_opt find-hanging-transactions' -l csv-table -x -d 'The table --output csv writes, by its json name (default: the first)'

@@ -60,15 +60,21 @@ def replica_assignment(text: str) -> list[list[int]]:
     return parts
 
 
-def group_id(text: str) -> str:
-    """A consumer group id: any text Kafka can carry (not empty, UTF-8, up to 32767 bytes)."""
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise ValueError("a group id in UTF-8 text") from None
-    if not 0 < size <= MAX_STRING_BYTES:
-        raise ValueError(f"a group id of 1 to {MAX_STRING_BYTES} bytes")
-    return text
+def kafka_string(what: str) -> Callable[[str], str]:
+    """An option type: any text Kafka can carry as `what` (not empty, UTF-8, up to 32767 bytes)."""
+    def convert(text: str) -> str:
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise ValueError(f"{what} in UTF-8 text") from None
+        if not 0 < size <= MAX_STRING_BYTES:
+            raise ValueError(f"{what} of 1 to {MAX_STRING_BYTES} bytes")
+        return text
+    return convert
+
+
+group_id = kafka_string("a group id")                   # a consumer group id
+transactional_id = kafka_string("a transactional id")
 
 
 def iso_epoch_ms(text: str, expected: str) -> int:

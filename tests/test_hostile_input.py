@@ -82,8 +82,10 @@ BASE_FOR_OPTION: dict[tuple[str, str], str] = {
 }
 # (command, option) where any text is a legal value (a glob, a file name to create): those
 # runs may succeed; they must still print at most one line on stderr.
+# `help ""` is help, `topic ""` leaves the context; most text is a regular expression.
 ANY_TEXT = {("list-topics", "pattern"), ("reassign-partitions", "--proposed-json-file"),
-            ("help", "command"), ("topic", "name"), ("snapshot", "--output-dir")}   # `help ""` is help, `topic ""` leaves the context
+            ("help", "command"), ("topic", "name"), ("snapshot", "--output-dir"),
+            ("list-transactions", "--transactional-id-pattern")}
 # Values Kafka takes as names (topic "nan" is legal): accepted by name options, which must then
 # say the topic or cluster is unknown (exit 1 or 2), or succeed without changing anything.
 LEGAL_NAMES = {"-1", "nan", "inf", "-inf", "1e300", "9" * 30, "99999999999999999999999", "-9223372036854775809"}
@@ -146,8 +148,9 @@ def state(sandbox) -> dict:
 
 
 def _state(cluster) -> dict:
+    # Finding a transaction coordinator creates __transaction_state, as Kafka does: not a change.
     return {name: ([(p.replicas, p.leader, list(p.isr)) for p in t.partitions], dict(t.configs))
-            for name, t in cluster.topics.items()}
+            for name, t in cluster.topics.items() if name != "__transaction_state"}
 
 
 def run_inprocess(argv: list[str]) -> tuple[int, str, str]:

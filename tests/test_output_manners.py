@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from confluent_kafka import Producer
 
 from kafka_shell.errors import UsageError
 from kafka_shell.parsing import help_text
@@ -250,6 +251,10 @@ TABLE_LINES: dict[str, list[str]] = {
     "describe-user-scram-credentials": ["describe-user-scram-credentials"],
     "describe-client-quotas": ["describe-client-quotas"],
     "snapshot": ["snapshot --output-dir SNAPSHOTS"],
+    "list-transactions": ["list-transactions", "list-transactions --state Ongoing"],
+    "describe-transaction": ["describe-transaction --transactional-id shape"],
+    "describe-producers": ["describe-producers --topic t --partition 0"],
+    "find-hanging-transactions": ["find-hanging-transactions --topic t --max-transaction-timeout 0"],
 }
 # ACL commands answer SECURITY_DISABLED without an authorizer: their lines run on a sandbox with one.
 ACL_LINES: dict[str, list[str]] = {
@@ -261,7 +266,11 @@ ACL_LINES: dict[str, list[str]] = {
 # Commands that only say what they did (status lines, help text): no tables to shape.
 MESSAGE_ONLY = {"add-cluster", "analyze", "alter-client-quotas", "alter-user-scram-credentials",
                 "alter-configs", "alter-topic", "clear", "create-topic", "delete-group", "delete-topic", "exit",
-                "expanded", "help", "output", "pager", "refresh", "topic", "use-cluster"}
+                "expanded", "help", "output", "pager", "refresh", "topic", "use-cluster", "abort-transaction"}
+# The sandbox serves neither share nor streams groups (these say so in one line): their tables
+# are read on Kafka 4.4 in tests/test_share_streams_cmd.py.
+MESSAGE_ONLY |= {"list-share-groups", "describe-share-group", "delete-share-group", "list-streams-groups",
+                 "describe-streams-group", "delete-streams-group"}
 CASES = [(name, line) for name, lines in TABLE_LINES.items() for line in lines]
 
 
@@ -293,6 +302,13 @@ def test_every_table_command_has_one_json_shape_and_loads_as_jsonl_and_csv(sandb
         # Something to read, and a group "shape" with committed offsets and no members.
         _outputs(sandbox, "produce --topic t v", tmp_path)
         _outputs(sandbox, "consume --topic t --from-beginning --group shape --max-messages 1 --timeout 5", tmp_path)
+    if name in ("describe-transaction", "describe-producers", "list-transactions"):
+        # An open transaction of the transactional id "shape" on t-0.
+        producer = Producer({"bootstrap.servers": sandbox.bootstrap, "transactional.id": "shape", "log_level": 0})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.produce("t", b"v", partition=0)
+        producer.flush(30)
     _check_shapes(_outputs(sandbox, line, tmp_path))
 
 

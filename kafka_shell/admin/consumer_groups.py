@@ -66,7 +66,8 @@ def supported(conn: ConnectionManager) -> bool:
 
 
 def described(conn: ConnectionManager, group_ids: list[str], api_key: int, body: dict,
-              build: Callable[[Any, int], T], missing: Callable[[str], M]) -> dict[str, T | M | str]:
+              build: Callable[[Any, int], T], missing: Callable[[str], M],
+              missing_codes: tuple[int, ...] = (Error.group_id_not_found,)) -> dict[str, T | M | str]:
     """The describe APIs of KIP-848's group types (consumer, share, streams): one request per
     coordinator for its groups; each group built from its part of the answer with its
     coordinator's id, `missing(gid)` where the coordinator holds no such group, else the line why
@@ -77,7 +78,7 @@ def described(conn: ConnectionManager, group_ids: list[str], api_key: int, body:
     for gid in group_ids:
         g, node = parts[gid]
         code = int(g.error_code)
-        if code == Error.group_id_not_found:
+        if code in missing_codes:
             out[gid] = missing(gid)
         elif code:
             out[gid] = group_line(code, gid, getattr(g, "error_message", None) or getattr(g, "why", None))
@@ -93,7 +94,9 @@ def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, Consume
                      lambda g, node: ConsumerGroup(g.group_id, node, g.group_state, int(g.group_epoch),
                                                    int(g.assignment_epoch), g.assignor_name,
                                                    tuple(_member(m) for m in g.members)),
-                     lambda gid: NotConsumerGroup())
+                     lambda gid: NotConsumerGroup(),
+                     # A 3.9 broker without the new coordinator lists the API but answers this.
+                     (Error.group_id_not_found, Error.unsupported_version))
 
 
 def _member(m: Any) -> ConsumerMember:

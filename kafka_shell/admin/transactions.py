@@ -80,10 +80,13 @@ def list_transactions(conn: ConnectionManager, states: Iterable[str] = (), produ
 
 
 def check_pattern(text: str) -> str:
-    """A --transactional-id-pattern: a regular expression (Kafka's is Java's; the common subset)."""
+    """A --transactional-id-pattern: a regular expression (Kafka's is Java's; the common subset)
+    of printable text."""
+    if not text or not text.isprintable():
+        raise ValueError("a regular expression of printable characters, such as 'orders-.*'")
     try:
         re.compile(text)
-    except re.error as exc:
+    except (re.error, RecursionError) as exc:
         raise ValueError(f"a regular expression ({exc})") from None
     return text
 
