@@ -158,7 +158,7 @@ def create(conn: ConnectionManager, topics: list[NewTopic], validate_only: bool,
     out: list[TopicOutcome] = []
     for chunk in _batches(topics):
         conn.debug(f"CreateTopics request: {len(chunk)} topic(s)" + (" (validate only)" if validate_only else ""))
-        body = {"topics": [_creatable(t) for t in chunk], "timeout_ms": timeout_ms, "validate_only": validate_only}
+        body = {"topics": [_creatable(t) for t in chunk], "timeout": timeout_ms, "validate_only": validate_only}
         answer = conn.controller_request(ApiKey.CREATE_TOPICS, body, mutation=not validate_only)
         answered = {t.name: t for t in answer.topics}
         for t in chunk:
@@ -210,7 +210,7 @@ def deletion_refused(name: str) -> KafkaCallError:
 def delete(conn: ConnectionManager, names: list[str]) -> list[TopicOutcome]:
     """DeleteTopics at the controller, one outcome per name in order."""
     conn.debug(f"DeleteTopics request: {len(names)} topic(s)")
-    body = {"topic_names": names, "topics": [{"name": n} for n in names], "timeout_ms": round(conn.timeout_s * 1000)}
+    body = {"topic_names": names, "topics": [{"name": n} for n in names], "timeout": round(conn.timeout_s * 1000)}
     answer = conn.controller_request(ApiKey.DELETE_TOPICS, body, mutation=True)
     answered = {r.name: r for r in answer.responses}
     out = []
@@ -231,7 +231,7 @@ def add_partitions(conn: ConnectionManager, topics: list[str], total: int,
     body = {"topics": [{"name": t, "count": total,
                         "assignments": [{"broker_ids": r} for r in assignment] if assignment else None}
                        for t in topics],
-            "timeout_ms": round(conn.timeout_s * 1000), "validate_only": validate_only}
+            "timeout": round(conn.timeout_s * 1000), "validate_only": validate_only}
     answer = conn.controller_request(ApiKey.CREATE_PARTITIONS, body, mutation=not validate_only)
     answered = {r.name: r for r in answer.results}
     out = []
