@@ -18,6 +18,7 @@ import contextlib
 import ctypes
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -122,6 +123,7 @@ class Node:
     proc: subprocess.Popen | None = None
     down: bool = False      # stopped or killed on purpose (start_node / restore bring it back)
     extra_ports: dict[str, int] = field(default_factory=dict)   # listener name -> port
+    joining: bool = False   # a controller formatted to join a dynamic quorum (not an initial voter)
 
     @property
     def is_broker(self) -> bool:
@@ -329,7 +331,7 @@ class RealKafka:
     def _format_command(self, node: Node) -> list[str]:
         args = ["format", "--config", str(node.directory / "server.properties"), "--cluster-id", self.cluster_id,
                 "--ignore-formatted"]
-        if self.dynamic_quorum and node.is_controller:
+        if self.dynamic_quorum and node.is_controller and not node.joining:
             initial = ",".join(f"{c.node_id}@127.0.0.1:{self._controller_port(c)}:{c.directory_id}"
                                for c in self.controllers)
             args += ["--initial-controllers", initial]
@@ -381,6 +383,31 @@ class RealKafka:
         out.close()
         if wait:
             self.wait_ready()
+
+    def add_controller(self, node_id: int) -> Node:
+        """A new controller of a dynamic quorum (KIP-853), formatted with --no-initial-controllers
+        and started: it follows the quorum as an observer until AddRaftVoter makes it a voter.
+        Its `directory_id` is the one the format wrote (meta.properties)."""
+        if not self.dynamic_quorum or node_id in self.nodes:
+            raise ValueError(f"cannot add controller {node_id}: needs a dynamic quorum and a new id")
+        node = Node(node_id, "controller", self.root / f"controller-{node_id}", free_port(), joining=True)
+        self.nodes[node_id] = node
+        self._write_node_files(node)
+        proc = _spawn(self._format_command(node), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out, _ = proc.communicate(timeout=START_TIMEOUT_S)
+        if proc.returncode != 0:
+            del self.nodes[node_id]
+            raise RuntimeError(f"kafka-storage format of node {node_id} failed: {out.strip()[-2000:]}")
+        meta = (node.directory / "metadata" / "meta.properties").read_text()
+        node.directory_id = re.search(r"^directory\.id=(\S+)$", meta, re.M).group(1)  # type: ignore[union-attr]
+        self.start_node(node_id, wait=False)
+        self._wait_port(node)
+        return node
+
+    def forget(self, node_id: int) -> None:
+        """Kill a node and drop it from the cluster for good (a controller removed from the quorum)."""
+        self.kill(node_id)
+        del self.nodes[node_id]
 
     def kill(self, node_id: int) -> None:
         """kill -9 one node (it stays down until `start_node` or `restore`)."""

@@ -80,6 +80,7 @@ SIGNATURES: dict[str, tuple[Arg, ...]] = {
                            Arg("offset", (int,), 0, INT64), Arg("epoch", (int,), 0, INT32, optional=True)),
     "set_replication_rate": (Arg("bytes per second", (int,), 1, INT64, optional=True),),
     "replace_broker": (NODE, Arg("host name", (str,), optional=True), Arg("lose disk", (bool,), optional=True)),
+    "add_controller": (Arg("controller id", (int,), 0, INT32, optional=True), Arg("directory id", (str,), optional=True)),
 }
 METHODS = tuple(SIGNATURES)
 
@@ -252,6 +253,9 @@ class RemoteSandbox:
     def replace_broker(self, broker_id: int, host_name: str | None = None, lose_disk: bool = False) -> tuple[int, str]:
         answer: list = self._call("replace_broker", broker_id, host_name, lose_disk)  # type: ignore[assignment]
         return answer[0], answer[1]
+
+    def add_controller(self, controller_id: int | None = None, directory_id: str | None = None) -> dict:
+        return self._call("add_controller", controller_id, directory_id)  # type: ignore[return-value]
 
     def stop(self) -> None:
         """Nothing to release: the server keeps running (the shell calls this at exit)."""

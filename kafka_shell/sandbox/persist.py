@@ -2,7 +2,7 @@
 when read.
 
 Saved: cluster id, mode, the active controller and its epoch, the KRaft controllers (id, host,
-port, configs), the control endpoint's port, cluster-wide configs, brokers (id, host, port,
+port, configs, directory id, voter or observer), the control endpoint's port, cluster-wide configs, brokers (id, host, port,
 rack, configs), topics with their configs and partitions (replicas, leader, epochs, ISR, ELR,
 log end offsets, high watermark) and the record batches, base64-encoded, up to
 RECORD_BYTES_PER_PARTITION per partition: older batches past that are dropped and the log start
@@ -66,7 +66,8 @@ def cluster_meta(cluster: Cluster) -> dict:
         "cluster_configs": dict(cluster.cluster_configs),
         "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "epoch": b.epoch,
                      "host_name": b.host_name, "configs": dict(b.configs)} for b in cluster.brokers.values()],
-        "controllers": [{"id": c.id, "host": c.host, "port": c.port, "configs": dict(c.configs)}
+        "controllers": [{"id": c.id, "host": c.host, "port": c.port, "configs": dict(c.configs),
+                         "directory_id": str(c.directory_id) if c.directory_id else None, "voter": c.voter}
                         for c in cluster.controllers.values()],
         "control_port": cluster.control_port,
         "security": security_state.snapshot(cluster),
@@ -293,16 +294,22 @@ def cluster_from_meta(check: Checker, state: dict) -> Cluster:
         c = Controller(id=check.integer(cs.get("id"), f"{where}.id", low=0, high=INT32_MAX),
                        host=check.text(cs.get("host"), f"{where}.host"),
                        port=check.integer(cs.get("port"), f"{where}.port", low=0, high=65535),
-                       configs=check.str_map(cs.get("configs"), f"{where}.configs"))
+                       configs=check.str_map(cs.get("configs"), f"{where}.configs"),
+                       # A dynamic quorum's (sandbox.quorum); older states: voters with derived ids.
+                       directory_id=(check.uuid_of(cs["directory_id"], f"{where}.directory_id")
+                                     if cs.get("directory_id") is not None else None),
+                       voter=check.flag(cs.get("voter", True), f"{where}.voter"))
         if c.id in controllers or c.id in brokers:
             raise StateError(f"{check.path}: node id {c.id} appears twice (controllers[{i}].id)")
         controllers[c.id] = c
     if mode == KRAFT and not controllers:
         raise StateError(f"{check.path}: controllers must list at least one controller in KRaft mode")
+    if mode == KRAFT and not any(c.voter for c in controllers.values()):
+        raise StateError(f"{check.path}: controllers must list at least one voter in KRaft mode")
     if mode == ZK and controllers:
         raise check.fail("controllers", "empty in zk mode (its controller is a broker)")
     # The active controller: a voter in KRaft mode, a broker in zk mode.
-    candidates, kind = (controllers, "controllers") if mode == KRAFT else (brokers, "brokers")
+    candidates, kind = ({i: c for i, c in controllers.items() if c.voter}, "controllers") if mode == KRAFT else (brokers, "brokers")
     controller = check.integer(state.get("controller_id"), "controller_id", low=-1)
     if controller != -1 and controller not in candidates:
         raise check.fail("controller_id", f"-1 or one of the {kind} ({sorted(candidates)})")

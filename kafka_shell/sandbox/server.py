@@ -30,7 +30,8 @@ from kafka_shell.definitions import releases
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
 from kafka_shell.sandbox import (apis, cleaner, configs, control, groups, handlers, identity, journal, persist,
-                                  replication, security, tls, transactions)
+                                  quorum, replication, security, tls, transactions)
+from kafka_shell.sandbox.handlers import features
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
 from kafka_shell.acl import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
 from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME, AclBinding, Authorizer, acl_store, binding_problem
@@ -569,14 +570,17 @@ class Sandbox:
                  kerberos_keytab: str | None = None, kerberos_principal: str | None = None,
                  authorizer: bool = False, super_users: list[str] | None = None,
                  allow_everyone_if_no_acl_found: bool = False, kafka_version: str | None = None,
-                 seed_apis: bool = False):
+                 seed_apis: bool = False, dynamic_quorum: bool = False):
         """`brokers` (default 3). `mode`: "kraft" (the default: `controllers` voters of their own,
         default 1, with ids 100, 101..., see `controller_id_base`) or "zk" (the controller is a
         broker). Ports: free ones, or from `port_base`: brokers first, then controllers, then the
         control listener. `host`: the listen address (default 127.0.0.1). `serve_control`: serve
         the control endpoint (`sandbox.control`) for other processes. A cluster kept in
         `data_dir` comes back as it was: `brokers`, `mode`, `controllers`, `port_base` and `host`
-        must match it (persist.StateError otherwise).
+        must match it (persist.StateError otherwise). `dynamic_quorum`: the controllers form a
+        dynamic quorum (kraft.version 1, KIP-853: `kafka-storage format --initial-controllers`),
+        whose voters AddRaftVoter and RemoveRaftVoter change (`add_controller` starts a new
+        controller to add); without it a static one (kraft.version 0), as Kafka's default format.
 
         Security (see docs/security.md): `listeners`, names from LISTENERS (default one
         PLAINTEXT), each on its own port per broker (the first on the broker's port; `bootstrap_for`
@@ -608,7 +612,7 @@ class Sandbox:
         self.ssl_client_auth = ssl_client_auth
         if mode is not None and mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: use kraft or zk")
-        if mode == ZK and controllers is not None:
+        if mode == ZK and (controllers is not None or dynamic_quorum):
             raise ValueError("a zk-mode sandbox has no controller quorum (its controller is a broker)")
         saved = journal.recover(data_dir) if data_dir else None  # first: damage refuses before any write
         self.tls_dir: str | None = None
@@ -675,6 +679,8 @@ class Sandbox:
         self.cluster.static_configs = self._static_configs(configs or {}, reauth_ms)
         if saved is None:
             self._bootstrap_configs()
+            if dynamic_quorum:
+                features.finalized(self.cluster)[quorum.KRAFT_VERSION] = quorum.DYNAMIC_LEVEL
         for user, password in (users or {}).items():
             security.add_user(self, user, password)
         self.handlers = handlers.load()
@@ -893,9 +899,9 @@ class Sandbox:
                 "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack,
                              "alive": b.alive, "fenced": b.fenced, "delay_ms": b.delay_ms,
                              "failures": failures(b)} for b in c.brokers.values()],
-                "controllers": [{"id": n.id, "host": n.host, "port": n.port, "alive": n.alive,
-                                 "delay_ms": n.delay_ms, "failures": failures(n)}
+                "controllers": [{**self._controller_info(n), "delay_ms": n.delay_ms, "failures": failures(n)}
                                 for n in c.controllers.values()],
+                "kraft_version": quorum.kraft_version(c) if c.kraft else None,
                 "controller_changes": [dict(e) for e in replication.controller_changes(c)],
             }
         return self.call(go)  # type: ignore[return-value]
@@ -1037,6 +1043,39 @@ class Sandbox:
             return new_id
 
         return self.call(go)  # type: ignore[return-value]
+
+    def add_controller(self, controller_id: int | None = None, directory_id: str | None = None) -> dict:
+        """Start a new KRaft controller (`kafka-storage format --no-initial-controllers`, then
+        start): it follows the quorum as an observer until AddRaftVoter makes it a voter.
+        `controller_id` defaults to the highest controller id + 1, `directory_id` (a UUID, or a
+        Kafka Uuid in base64) to one of its own. A --data-dir keeps it, so a restart with
+        --controllers must count it. Returns its id, directory id (as Kafka prints it), host and
+        port."""
+        if not self.cluster.kraft:
+            raise ValueError("a zk-mode sandbox has no controller quorum (its controller is a broker)")
+        directory = quorum.parse_directory_id(directory_id) if directory_id else None
+
+        async def go() -> dict:
+            c = self.cluster
+            new_id = max(c.controllers) + 1 if controller_id is None else controller_id
+            if new_id < 0 or c.node(new_id) is not None:
+                raise ValueError(f"cannot add controller {new_id}: the id is taken (or negative)")
+            if directory is not None and any(quorum.directory_of(c, n) == directory for n in c.controllers.values()):
+                raise ValueError(f"cannot add controller {new_id}: directory id {directory_id} is taken")
+            node = Controller(id=new_id, host=next(iter(c.controllers.values())).host, port=0,
+                              directory_id=directory or uuid.uuid4(), voter=False)
+            server = _BrokerServer(self, node)
+            await server.listen()
+            c.controllers[new_id] = node
+            self._controller_servers[new_id] = server
+            c.changed()   # its registration in the metadata log
+            return self._controller_info(node)
+
+        return self.call(go)  # type: ignore[return-value]
+
+    def _controller_info(self, c: Controller) -> dict:
+        return {"id": c.id, "directory_id": quorum.kafka_uuid(quorum.directory_of(self.cluster, c)),
+                "host": c.host, "port": c.port, "voter": c.voter, "alive": c.alive}
 
     def _check_new_broker_id(self, broker_id: int) -> None:
         if broker_id < 0 or self.cluster.node(broker_id) is not None:
