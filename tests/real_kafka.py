@@ -509,6 +509,8 @@ SECURED_USERS = {"admin": "admin-secret", "alice": "alice-secret"}   # admin is 
 SECURED_LISTENERS = {"SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL", "SSL": "SSL"}
 SECURED_MECHANISMS = ["PLAIN", "SCRAM-SHA-512"]
 SUPER_USERS = ["User:admin", "User:CN=admin"]   # admin by SASL, and by its TLS certificate
+# delegation.token.secret.key of the secured node (and of the sandbox compared with it): tokens on.
+SECURED_TOKEN_SECRET = "kafka-shell-token-secret"
 
 
 def secured(tls_dir: Path, version: str = KAFKA_4, users: dict[str, str] | None = None,
@@ -516,9 +518,10 @@ def secured(tls_dir: Path, version: str = KAFKA_4, users: dict[str, str] | None 
     """One combined 4.x node (id 1) with no PLAINTEXT client listener: SASL_PLAINTEXT (PLAIN,
     SCRAM-SHA-512; brokers talk to each other here, as admin over PLAIN), SASL_SSL, and SSL that
     requires a client certificate, so no client is User:ANONYMOUS. StandardAuthorizer with the
-    super users admin (SASL) and CN=admin (its certificate); every other user needs ACLs. The
-    CONTROLLER listener (loopback) is SASL_PLAINTEXT as admin too: with PLAINTEXT there the
-    node's own registration would come as User:ANONYMOUS and need it as a super user.
+    super users admin (SASL) and CN=admin (its certificate); every other user needs ACLs.
+    Delegation tokens are on (SECURED_TOKEN_SECRET). The CONTROLLER listener (loopback) is
+    SASL_PLAINTEXT as admin too: with PLAINTEXT there the node's own registration would come as
+    User:ANONYMOUS and need it as a super user.
 
     TLS: the CA and the broker certificate of kafka_shell.sandbox.tls in `tls_dir` (a sandbox
     given the same directory uses the same ones), as PEM key and trust stores; client
@@ -551,6 +554,7 @@ def secured(tls_dir: Path, version: str = KAFKA_4, users: dict[str, str] | None 
         "listener.name.ssl.ssl.client.auth": "required",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": ";".join(SUPER_USERS),
+        "delegation.token.secret.key": SECURED_TOKEN_SECRET,
     }
     for listener in ("sasl_plaintext", "sasl_ssl"):
         configs[f"listener.name.{listener}.plain.sasl.jaas.config"] = plain

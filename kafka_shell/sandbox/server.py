@@ -49,7 +49,8 @@ FORWARDED_APIS = frozenset({
     ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
     ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_QUORUM,
     ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
-    ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER})
+    ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER,
+    ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN})
 # Kafka's forwarding channel gives up after 60 s (BrokerServer's retryTimeoutMs) with
 # REQUEST_TIMED_OUT; the sandbox also stops at the request's own timeout when it is shorter.
 FORWARD_TIMEOUT_S = 60.0
@@ -79,6 +80,7 @@ class RequestContext:
     # The listener it came in on: Metadata and the like advertise that listener's endpoints.
     listener: str = PLAINTEXT
     client_host: str = "127.0.0.1"   # the client's address, which ACL hosts match
+    token_authenticated: bool = False   # logged in with a delegation token (sandbox.tokens)
 
     @property
     def cluster(self) -> Cluster:
@@ -300,8 +302,9 @@ class _Connection(asyncio.Protocol):
                     if answer is not None:
                         response, self.closing = answer.response, answer.close
                     else:
-                        response = await self.server.sandbox.dispatch(self.server.broker, body, self.principal,
-                                                                      self.server.listener, self.ip)
+                        response = await self.server.sandbox.dispatch(
+                            self.server.broker, body, self.principal, self.server.listener, self.ip,
+                            token_authenticated=self.sasl is not None and self.sasl.token_authenticated)
                 finally:
                     self._release(self.serving)
                     self.serving = 0
@@ -1224,7 +1227,8 @@ class Sandbox:
         return apis.listed(self.cluster.kafka_version, self.listener_kind(node), self.seed_apis, self.handlers)
 
     async def dispatch(self, broker: Node, body: bytes, principal: str = ANONYMOUS,
-                       listener: str = PLAINTEXT, client_host: str = "127.0.0.1") -> bytes | None:
+                       listener: str = PLAINTEXT, client_host: str = "127.0.0.1",
+                       token_authenticated: bool = False) -> bytes | None:
         api_key, version, correlation_id = protocol.peek_header(body)
         if api_key == control.SANDBOX_CONTROL_KEY and self._control_server is not None:
             return await control.serve(self, body, correlation_id)
@@ -1246,7 +1250,7 @@ class Sandbox:
         if broker.delay_ms:
             await asyncio.sleep(broker.delay_ms / 1000)
         ctx = RequestContext(self, broker, header, request, api_key, version, principal=principal,
-                             listener=listener, client_host=client_host)
+                             listener=listener, client_host=client_host, token_authenticated=token_authenticated)
         if self.cluster.kraft and isinstance(broker, Broker) and api_key in FORWARDED_APIS:
             ctx.forwarded = await self._await_controller(request)
         result = api.handler(ctx)
