@@ -7,7 +7,7 @@ rack, configs), topics with their configs and partitions (replicas, leader, epoc
 log end offsets, high watermark) and the record batches, base64-encoded, up to
 RECORD_BYTES_PER_PARTITION per partition: older batches past that are dropped and the log start
 offset moves past them, as retention would, the security state (ACLs, SCRAM credentials,
-client quotas: `security_state.py`), the finalized feature levels, and the consumer groups'
+client quotas: `security_state.py`), the finalized feature levels, client metrics subscriptions, and the consumer groups'
 stored metadata and committed offsets (`group_state.py`). Brokers and controllers come back
 alive; other state kept by other modules in `Cluster.extras` (the replication rate, injected
 faults) is not saved. `journal` names the first journal file to replay on top (see
@@ -34,7 +34,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from kafka_shell.sandbox import admin, group_state, security_state
+from kafka_shell.sandbox import admin, client_metrics, group_state, security_state
 from kafka_shell.sandbox.handlers import features
 from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Batch, Broker, Cluster, Controller, Partition, Topic
 
@@ -72,6 +72,7 @@ def cluster_meta(cluster: Cluster) -> dict:
         "control_port": cluster.control_port,
         "security": security_state.snapshot(cluster),
         "features": features_meta(cluster),
+        "client_metrics": {name: dict(values) for name, values in client_metrics.subscriptions(cluster).items()},
     }
 
 
@@ -87,6 +88,19 @@ def restore_features(cluster: Cluster, data: object, check: Checker) -> None:
     levels = check.mapping(data, "features")
     cluster.extras[features.FEATURES_KEY] = {check.text(name, "features"): check.integer(
         level, f"features.{name}", low=0, high=32767) for name, level in levels.items()}
+
+
+def restore_client_metrics(cluster: Cluster, data: object, check: Checker) -> None:
+    if data is None:
+        return
+    subscriptions = client_metrics.subscriptions(cluster)
+    for name, values in check.mapping(data, "client_metrics").items():
+        subscriptions[check.text(name, "client_metrics")] = check.str_map(values, f"client_metrics.{name}")
+
+
+def copy_client_metrics(source: Cluster, target: Cluster) -> None:
+    """The subscriptions of `source` onto `target` (a journal's cluster record replayed)."""
+    target.extras[client_metrics.SUBSCRIPTIONS_KEY] = client_metrics.subscriptions(source)
 
 
 def copy_features(source: Cluster, target: Cluster) -> None:
@@ -325,6 +339,7 @@ def cluster_from_meta(check: Checker, state: dict) -> Cluster:
                       mode=mode, controllers=controllers, control_port=control_port)
     security_state.restore(cluster, state.get("security"), check)
     restore_features(cluster, state.get("features"), check)
+    restore_client_metrics(cluster, state.get("client_metrics"), check)
     return cluster
 
 

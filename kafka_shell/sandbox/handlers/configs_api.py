@@ -1,7 +1,8 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, brokers and loggers.
 
 Resources: type 2 is a topic, type 4 a broker by id, or the cluster-wide default with the name
-"", type 8 a node's loggers (`sandbox.loggers`; IncrementalAlterConfigs only). Topic keys are
+"", type 8 a node's loggers (`sandbox.loggers`), type 16 a client metrics subscription
+(`sandbox.client_metrics`; both changed by IncrementalAlterConfigs only). Topic keys are
 checked as Kafka's LogConfig does (INVALID_CONFIG); broker values as Kafka's DynamicBrokerConfig
 does (INVALID_REQUEST), unknown broker keys accepted as Kafka accepts them. The keys and their definitions are in `sandbox.configs`.
 """
@@ -12,7 +13,7 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import admin, configs, loggers, replication
+from kafka_shell.sandbox import admin, client_metrics, configs, loggers, replication
 from kafka_shell.sandbox.admin import AdminError
 from kafka_shell.sandbox.configs import ConfigProblem
 from kafka_shell.codes import AclResourceType, ApiKey
@@ -101,6 +102,8 @@ def _describe(ctx, resource_type: int, name: str) -> list[dict]:
     if resource_type == BROKER_LOGGER:
         loggers.check_node_name(ctx.broker, name, describing=True)
         return loggers.describe(cluster, ctx.broker)
+    if resource_type == CLIENT_METRICS:
+        return client_metrics.describe(cluster, name)
     raise _unsupported(resource_type)
 
 
@@ -112,8 +115,8 @@ LISTABLE = {0: (CLIENT_METRICS,), 1: (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRI
 
 @api(ApiKey.LIST_CONFIG_RESOURCES)
 def list_config_resources(ctx) -> dict:
-    """As Kafka 4.4's KafkaApis lists them: groups with configs, client metrics subscriptions (the
-    sandbox has neither), each live broker as BROKER_LOGGER and BROKER, then every topic."""
+    """As Kafka 4.4's KafkaApis lists them: groups with configs (the sandbox has none), client
+    metrics subscriptions, each live broker as BROKER_LOGGER and BROKER, then every topic."""
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "config_resources": []}
     supported = LISTABLE[min(ctx.version, 1)]
@@ -121,8 +124,10 @@ def list_config_resources(ctx) -> dict:
     if any(t not in supported for t in wanted):
         return {"error_code": ErrorCode.unsupported_version, "config_resources": []}
     brokers = [str(b.id) for b in ctx.cluster.live_brokers()]
-    found = [(name, kind) for kind, names in ((BROKER_LOGGER, brokers), (BROKER, brokers),
-                                             (TOPIC, list(ctx.cluster.topics))) if kind in wanted for name in names]
+    subscriptions = sorted(client_metrics.subscriptions(ctx.cluster))
+    found = [(name, kind) for kind, names in ((CLIENT_METRICS, subscriptions), (BROKER_LOGGER, brokers),
+                                             (BROKER, brokers), (TOPIC, list(ctx.cluster.topics)))
+             if kind in wanted for name in names]
     return {"error_code": 0, "config_resources": [{"resource_name": n, "resource_type": t} for n, t in found]}
 
 
@@ -205,6 +210,9 @@ def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
     duplicates = [k for k, n in Counter(c.name for c in r.configs).items() if n > 1]
     if duplicates:
         raise AdminError(ErrorCode.invalid_request, "Error due to duplicate config keys")
+    if r.resource_type == CLIENT_METRICS and ctx.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
+        client_metrics.alter(cluster, r.resource_name, list(r.configs), validate_only)
+        return
     if r.resource_type == TOPIC:
         admin.check_topic_name(r.resource_name)
         topic = cluster.topics.get(r.resource_name)
