@@ -6,6 +6,7 @@ and what --data-dir keeps."""
 from __future__ import annotations
 
 import re
+import subprocess
 import socket
 import time
 import uuid
@@ -303,3 +304,18 @@ def test_the_control_endpoint_starts_and_stops_a_new_controller():
         assert status["kraft_version"] == 1
         with pytest.raises(ValueError, match="the id is taken"):
             remote.add_controller(100)
+
+
+def test_kafka_shell_sandbox_starts_a_dynamic_quorum_when_asked():
+    from tests.test_oneshot import SHELL
+    from tests.test_sandbox_cli import serve_all, stop
+    proc, announced = serve_all("--brokers", "1", "--dynamic-quorum")
+    try:
+        host, port = announced["bootstrap.controllers"].split(",")[0].rsplit(":", 1)
+        answer = exchange((host, int(port)), ApiKey.DESCRIBE_QUORUM, 2, QUORUM_BODY)
+        assert shape(answer)["voter_directories_known"]   # type: ignore[arg-type]
+    finally:
+        assert stop(proc) == 0
+    refused = subprocess.run([*SHELL, "sandbox", "--mode", "zk", "--dynamic-quorum"], capture_output=True, text=True,
+                             timeout=30)
+    assert (refused.returncode, refused.stderr.strip()) == (2, "--dynamic-quorum needs --mode kraft (a zk-mode controller is a broker)")
