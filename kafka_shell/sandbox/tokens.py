@@ -109,14 +109,20 @@ def create(cluster: Cluster, owner: str, requester: str, renewers: list[str], ma
     return token
 
 
+def _find(cluster: Cluster, mac: bytes) -> tuple[int, Token | None]:
+    """The token with this HMAC, or why there is none (tokens off, no such token)."""
+    if not enabled(cluster):
+        return ErrorCode.delegation_token_auth_disabled, None
+    token = by_hmac(cluster, mac)
+    return (ErrorCode.delegation_token_not_found, None) if token is None else (ErrorCode.none, token)
+
+
 def renew(cluster: Cluster, principal: str, mac: bytes, renew_period_ms: int) -> tuple[int, int]:
     """(error code, new expiry timestamp or -1)."""
-    if not enabled(cluster):
-        return ErrorCode.delegation_token_auth_disabled, -1
-    token = by_hmac(cluster, mac)
+    code, token = _find(cluster, mac)
     now = now_ms()
     if token is None:
-        return ErrorCode.delegation_token_not_found, -1
+        return code, -1
     if token.expired(now):
         return ErrorCode.delegation_token_expired, -1
     if not token.owner_or_renewer(principal):
@@ -131,12 +137,10 @@ def renew(cluster: Cluster, principal: str, mac: bytes, renew_period_ms: int) ->
 
 def expire(cluster: Cluster, principal: str, mac: bytes, expiry_period_ms: int) -> tuple[int, int]:
     """(error code, expiry timestamp or -1): a negative period removes the token now."""
-    if not enabled(cluster):
-        return ErrorCode.delegation_token_auth_disabled, -1
-    token = by_hmac(cluster, mac)
+    code, token = _find(cluster, mac)
     now = now_ms()
     if token is None:
-        return ErrorCode.delegation_token_not_found, -1
+        return code, -1
     if not token.owner_or_renewer(principal):
         return ErrorCode.delegation_token_owner_mismatch, -1
     if expiry_period_ms < 0:

@@ -71,20 +71,22 @@ def create_delegation_token(ctx) -> dict:
     return _create_answer(created, owner, requester, unset=0)
 
 
-@api(ApiKey.RENEW_DELEGATION_TOKEN)
-def renew_delegation_token(ctx) -> dict:
+def _change_expiry(ctx, change, period: datetime.timedelta) -> dict:
+    """Renew or expire: the token's new expiry timestamp (-1 when refused)."""
     if not _allowed(ctx):
         return {"error_code": ErrorCode.delegation_token_request_not_allowed, "expiry_timestamp": -1}
-    code, expiry = tokens.renew(ctx.cluster, ctx.principal, ctx.request.hmac, _ms(ctx.request.renew_period))
+    code, expiry = change(ctx.cluster, ctx.principal, ctx.request.hmac, _ms(period))
     return {"error_code": code, "expiry_timestamp": expiry}
+
+
+@api(ApiKey.RENEW_DELEGATION_TOKEN)
+def renew_delegation_token(ctx) -> dict:
+    return _change_expiry(ctx, tokens.renew, ctx.request.renew_period)
 
 
 @api(ApiKey.EXPIRE_DELEGATION_TOKEN)
 def expire_delegation_token(ctx) -> dict:
-    if not _allowed(ctx):
-        return {"error_code": ErrorCode.delegation_token_request_not_allowed, "expiry_timestamp": -1}
-    code, expiry = tokens.expire(ctx.cluster, ctx.principal, ctx.request.hmac, _ms(ctx.request.expiry_time_period))
-    return {"error_code": code, "expiry_timestamp": expiry}
+    return _change_expiry(ctx, tokens.expire, ctx.request.expiry_time_period)
 
 
 @api(ApiKey.DESCRIBE_DELEGATION_TOKEN)

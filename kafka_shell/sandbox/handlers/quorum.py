@@ -79,22 +79,21 @@ def describe_quorum(ctx) -> dict:
     }
 
 
-def _leader_check(ctx) -> dict | None:
-    """What KafkaRaftClient answers before it looks at the voter: authorization (ControllerApis:
-    ALTER on the cluster), the cluster id, and whether this controller leads."""
+def _refusal(ctx, verb: str) -> dict | None:
+    """What KafkaRaftClient answers before the voter set is looked at: authorization
+    (ControllerApis: ALTER on the cluster), the cluster id, whether this controller leads, and
+    whether the request names a voter (an id and a directory id)."""
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
-    given = ctx.request.cluster_id
-    if given is not None and given != ctx.cluster.cluster_id:
+    req = ctx.request
+    if req.cluster_id is not None and req.cluster_id != ctx.cluster.cluster_id:
         return {"error_code": ErrorCode.inconsistent_cluster_id,
-                "error_message": f'The given id "{given}" doesn\'t match the cluster id "{ctx.cluster.cluster_id}"'}
+                "error_message": f'The given id "{req.cluster_id}" doesn\'t match the cluster id "{ctx.cluster.cluster_id}"'}
     if not ctx.is_controller:
         return {"error_code": ErrorCode.not_leader_or_follower, "error_message": ""}
+    if req.voter_id < 0 or req.voter_directory_id in (None, quorum.NO_DIRECTORY):   # kio reads the zero Uuid as None
+        return {"error_code": ErrorCode.invalid_request, "error_message": f"{verb} voter request didn't include a valid voter"}
     return None
-
-
-def _valid_voter(voter_id: int, directory: uuid.UUID | None) -> bool:
-    return voter_id >= 0 and directory not in (None, quorum.NO_DIRECTORY)   # kio reads the zero Uuid as None
 
 
 async def _answer(ctx, code: int, message: str | None, wait_ms: int | None) -> dict:
@@ -112,12 +111,10 @@ async def _answer(ctx, code: int, message: str | None, wait_ms: int | None) -> d
 
 @api(ApiKey.ADD_RAFT_VOTER)
 async def add_raft_voter(ctx) -> dict:
-    refused = _leader_check(ctx)
+    req = ctx.request
+    refused = _refusal(ctx, "Add")
     if refused:
         return refused
-    req = ctx.request
-    if not _valid_voter(req.voter_id, req.voter_directory_id):
-        return {"error_code": ErrorCode.invalid_request, "error_message": "Add voter request didn't include a valid voter"}
     endpoint = next(((e.host, e.port) for e in req.listeners if e.name == CONTROLLER_LISTENER), None)
     if endpoint is None:
         listed = ", ".join(f"ListenerName({e.name})={e.host}/<unresolved>:{e.port}" for e in req.listeners)
@@ -131,11 +128,9 @@ async def add_raft_voter(ctx) -> dict:
 
 @api(ApiKey.REMOVE_RAFT_VOTER)
 async def remove_raft_voter(ctx) -> dict:
-    refused = _leader_check(ctx)
+    req = ctx.request
+    refused = _refusal(ctx, "Remove")
     if refused:
         return refused
-    req = ctx.request
-    if not _valid_voter(req.voter_id, req.voter_directory_id):
-        return {"error_code": ErrorCode.invalid_request, "error_message": "Remove voter request didn't include a valid voter"}
     code, message = quorum.remove_voter(ctx.cluster, req.voter_id, req.voter_directory_id)
     return await _answer(ctx, code, message, REMOVAL_TIMEOUT_MS)
