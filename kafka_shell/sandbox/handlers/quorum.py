@@ -61,6 +61,7 @@ def describe_quorum(ctx) -> dict:
         return {"error_code": ErrorCode.cluster_authorization_failed, "topics": [], "nodes": []}
     if not _valid(ctx.request):
         return _error(ctx.request, ErrorCode.unknown_topic_or_partition)
+    quorum.settle(cluster)   # a pending voter change whose voters are back commits
     if cluster.controller_id < 0 or not ctx.is_controller:
         return _error(ctx.request, ErrorCode.not_leader_or_follower)
     now = now_ms()
