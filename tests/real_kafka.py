@@ -278,7 +278,10 @@ class RealKafka:
                 "log.dirs": str(log_dir),
             })
             if self.mode == "kraft":
-                props.update({"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "4000"})
+                props.update({"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "4000",
+                              # A broker gives up its first registration after 60 s by default: on a
+                              # loaded machine a quorum starting beside it can take longer.
+                              "initial.broker.registration.timeout.ms": str(int(START_TIMEOUT_S * 1000))})
             if int(self.version.split(".")[0]) >= 4:
                 props.update({"share.coordinator.state.topic.replication.factor": replication,
                               "share.coordinator.state.topic.min.isr": str(min(2, broker_count)),
