@@ -15,8 +15,12 @@ import statistics
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
-from kafka_shell import reassign_plan as rp
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kafka_shell.admin import assignment_plan as rp  # noqa: E402
+from tests import kafka_generator  # noqa: E402
 
 TOPICS = 100
 RF = 3
@@ -27,7 +31,7 @@ def layout(partitions: int, brokers: list[int], racks: dict[int, str] | None, rn
     per_topic = partitions // TOPICS
     out: rp.Assignment = {}
     for t in range(TOPICS):
-        placed = rp.kafka_assignment(per_topic, RF, brokers, racks, rng.randrange(len(brokers)),
+        placed = kafka_generator.kafka_assignment(per_topic, RF, brokers, racks, rng.randrange(len(brokers)),
                                      rng.randrange(len(brokers)))
         out.update({(f"topic-{t:03d}", p): placed[p] for p in range(per_topic)})
     return out
@@ -46,8 +50,8 @@ def case(name: str, partitions: int, old: list[int], new: list[int], racks: dict
     seconds = time.perf_counter() - start
     moves = rp.moved(current, proposed)
     bound = rp.lower_bound(current, new)
-    kafka_best = rp.kafka_fewest_moves(current, new, racks)
-    kafka_random = statistics.mean(rp.moved(current, rp.kafka_generate(current, new, racks, random.Random(s)))
+    kafka_best = kafka_generator.kafka_fewest_moves(current, new, racks)
+    kafka_random = statistics.mean(rp.moved(current, kafka_generator.kafka_generate(current, new, racks, random.Random(s)))
                                    for s in range(5))
     bad_racks = 0
     if racks:

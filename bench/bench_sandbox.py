@@ -34,7 +34,7 @@ from kafka_shell.sandbox.server import Sandbox
 
 START_TARGET_S = 1.0
 METADATA_TARGET_S = 1.0
-TOPICS_PER_REQUEST = sandbox_admin.MAX_PARTITIONS_PER_REQUEST  # divided by partitions below
+TOPICS_PER_REQUEST = sandbox_admin.MAX_PARTITIONS_PER_BATCH  # divided by partitions below
 
 
 def client(sandbox: Sandbox) -> AdminClient:

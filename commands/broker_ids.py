@@ -11,19 +11,19 @@ without an id, and `gc` removes the entries the KIP calls garbage.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafka_shell.admin import cluster, configs, records, topics
+from kafka_shell.admin.cluster import Registrations
+from kafka_shell.admin.topics import NewTopic
 from kafka_shell.broker_identity import MAPPING_TOPIC, apply_record, choose_id, mapping_value
-from kafka_shell.codes import ApiKey, ResourceType
-from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
-from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import admin_error, check_topic_name, debug, topic_min_isr
-from kafka_shell.registry import Option, command
-from kafka_shell.render import Result, Table
+from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
+from kafka_shell.names import check_topic_name
+from kafka_shell.registry import Confirm, Option, command
+from kafka_shell.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
+    from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
     from kafka_shell.session import Session
 
 ACTIONS = {
@@ -35,13 +35,6 @@ ACTIONS = {
 }
 
 
-@dataclass(frozen=True)
-class Registrations:
-    """Who holds which id now: live (registered, unfenced) and fenced brokers, id -> host."""
-    live: dict[int, str]
-    fenced: dict[int, str]
-
-
 @command("broker-ids",
          Option("action", choices=tuple(ACTIONS), required=True, help="What to do."),
          Option("--host", metavar="HOST", help="suggest: the host name of the starting broker."),
@@ -49,6 +42,7 @@ class Registrations:
                 help=f"The compacted topic holding the host -> id mapping (default {MAPPING_TOPIC})."),
          Option("--dry-run", flag=True, help="record, gc: show what would change; change nothing."),
          Option("--yes", flag=True, help="gc: do not ask for confirmation."),
+         confirm=Confirm(applies=lambda args: args["action"] == "gc", proposed=True),
          help="Broker ids lost with a disk or a machine, and the host -> id mapping of KIP-426.",
          description="\n".join(f"  {a}: {h}" for a, h in ACTIONS.items()) +
          "\n  The mapping is a compacted topic any tool can read: key the host name, value "
@@ -56,7 +50,7 @@ class Registrations:
          examples=("broker-ids missing", "broker-ids missing -o json", "broker-ids record --dry-run",
                    "broker-ids hosts", "broker-ids suggest --host broker-3.example.com",
                    "broker-ids gc --yes"))
-def broker_ids(session: Session, args: dict) -> Result:
+def broker_ids(session: Session, args: dict) -> Result | Proposal:
     action = args["action"]
     if action != "suggest" and args["host"] is not None:
         raise UsageError(f"--host is for broker-ids suggest, not {action}")
@@ -74,29 +68,7 @@ def broker_ids(session: Session, args: dict) -> Result:
         return record(session, topic, args["dry_run"])
     if action == "suggest":
         return suggest(session, topic, args["host"])
-    return gc(session, topic, args["dry_run"], args["yes"])
-
-
-# -- reading the cluster -----------------------------------------------------------------------
-
-
-def registrations(session: Session, snap: ClusterSnapshot) -> Registrations:
-    """DescribeCluster with fenced brokers (KIP-1073, v2): a stopped KRaft broker stays
-    registered but fenced. Where the cluster cannot tell, the Metadata brokers are the live ones."""
-    if not session.conn.supports(ApiKey.DESCRIBE_CLUSTER, 2):
-        return Registrations({b.id: b.host for b in snap.brokers.values()}, {})
-    debug(session, "DescribeCluster request (include_fenced_brokers)")
-    answer = session.conn.any_broker_request(
-        ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False,
-                                  "include_fenced_brokers": True}, version=2)
-    if answer.get("error_code"):
-        raise KafkaCallError(kafka_error_message(answer["error_code"], "", answer.get("error_message") or ""),
-                             code=answer["error_code"])
-    live: dict[int, str] = {}
-    fenced: dict[int, str] = {}
-    for b in answer.get("brokers", []):
-        (fenced if b.get("is_fenced") else live)[b["broker_id"]] = b["host"]
-    return Registrations(live, fenced)
+    return gc(session, topic, args["dry_run"])
 
 
 # -- missing -----------------------------------------------------------------------------------
@@ -104,8 +76,8 @@ def registrations(session: Session, snap: ClusterSnapshot) -> Registrations:
 
 def missing(session: Session, mapping_topic: str) -> Result:
     snap = session.conn.read()
-    regs = registrations(session, snap)
-    lost: dict[int, list] = {}   # id -> partitions naming it
+    regs = cluster.registrations(session.conn, snap)
+    lost: dict[int, list[PartitionInfo]] = {}   # id -> partitions naming it
     for topic in snap.topics.values():
         for p in topic.partitions:
             for r in p.replicas:
@@ -116,14 +88,16 @@ def missing(session: Session, mapping_topic: str) -> Result:
                               Table(PARTITION_COLUMNS, [], name="partitions")],
                       messages=["No missing broker ids: every id in a replica set is a live broker."])
     hosts = last_hosts(session, snap, mapping_topic, regs)
-    min_isr = topic_min_isr(session, sorted({p.topic for ps in lost.values() for p in ps}))
+    settings = configs.topic_configs(session.conn, sorted({p.topic for ps in lost.values() for p in ps}),
+                                     [configs.MIN_ISR])
+    min_isr = {name: c.min_isr for name, c in settings.items()}
     summary, detail = [], []
     for broker_id in sorted(lost):
         parts = lost[broker_id]
         counts = loss_counts(parts, regs, min_isr)
         state = "fenced" if broker_id in regs.fenced else "not registered"
         summary.append([broker_id, state, hosts.get(broker_id), len(parts), *counts])
-        by_topic: dict[str, list] = {}
+        by_topic: dict[str, list[PartitionInfo]] = {}
         for p in parts:
             by_topic.setdefault(p.topic, []).append(p)
         detail += [[broker_id, topic, [p.partition for p in ps], *loss_counts(ps, regs, min_isr)]
@@ -135,7 +109,7 @@ def missing(session: Session, mapping_topic: str) -> Result:
                             "(see broker-ids suggest), or reassign its partitions."])
 
 
-def loss_counts(parts: list, regs: Registrations, min_isr: dict[str, int]) -> list[int]:
+def loss_counts(parts: list[PartitionInfo], regs: Registrations, min_isr: dict[str, int]) -> list[int]:
     """How many of `parts` are under-replicated, under min ISR, offline (no live leader)."""
     return [sum(len(p.isr) < len(p.replicas) for p in parts),
             sum(len(p.isr) < min_isr.get(p.topic, 1) for p in parts),
@@ -162,50 +136,10 @@ def last_hosts(session: Session, snap: ClusterSnapshot, mapping_topic: str,
 def read_mapping(session: Session, topic: str, snap: ClusterSnapshot) -> dict[str, int]:
     """host -> id, the latest value per key of every partition up to its end (a tombstone or
     an unreadable value removes the key)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
-    info = snap.topics.get(topic)
-    if info is None:
-        return {}
-    consumer = Consumer({**session.conn.client_config(), "group.id": "kafka-shell-broker-ids",
-                         "enable.auto.commit": False, "enable.partition.eof": True,
-                         "auto.offset.reset": "earliest"})
     mapping: dict[str, int] = {}
-    try:
-        timeout = session.conn.timeout_s
-        ends = {}
-        for p in info.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p.partition), timeout=timeout)
-            if high > low:
-                ends[p.partition] = high
-        if not ends:
-            return {}
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
-        deadline = time.monotonic() + timeout
-        done: set[int] = set()
-        while len(done) < len(ends):
-            if time.monotonic() > deadline:
-                raise KafkaCallError(f'Reading the mapping topic "{topic}" took longer than '
-                                     f"{timeout:g} s (raise --timeout if it is just slow).", retriable=True)
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            error, partition, offset = msg.error(), msg.partition() or 0, msg.offset() or 0
-            if error is not None:
-                if error.code() != KafkaError._PARTITION_EOF:
-                    raise KafkaCallError(f'Reading the mapping topic "{topic}": {error.str()}')
-                done.add(partition)
-                continue
-            key, value = msg.key(), msg.value()
-            apply_record(mapping, key if isinstance(key, bytes) else None,
-                         value if isinstance(value, bytes) else None)
-            if offset + 1 >= ends[partition]:
-                done.add(partition)
-    except KafkaException as exc:
-        raise KafkaCallError(f'Reading the mapping topic "{topic}": {exc.args[0].str()}') from None
-    finally:
-        consumer.close()
+    records.read_to_end(session.conn, snap, topic, lambda key, value: apply_record(mapping, key, value),
+                        what=f'the mapping topic "{topic}"')
     return mapping
-
 
 
 def mapping_state(broker_id: int, host: str, live_hosts: dict[int, str]) -> str:
@@ -219,26 +153,13 @@ def mapping_state(broker_id: int, host: str, live_hosts: dict[int, str]) -> str:
 def live_host_names(session: Session, regs: Registrations) -> dict[int, str]:
     """id -> the machine name of each live broker: its `host.name` config where the broker
     tells it (the sandbox's --hosts), else the host of its registration."""
-    names = dict(regs.live)
-    for broker_id in sorted(regs.live):
-        body = {"resources": [{"resource_type": ResourceType.BROKER, "resource_name": str(broker_id),
-                               "configuration_keys": [HOST_NAME_KEY]}]}
-        debug(session, f"DescribeConfigs request: broker {broker_id} {HOST_NAME_KEY}")
-        answer = session.conn.broker_request(broker_id, ApiKey.DESCRIBE_CONFIGS, body)
-        for r in answer.get("results", []):
-            for c in r.get("configs", []) if not r.get("error_code") else ():
-                if c["name"] == HOST_NAME_KEY and c.get("value"):
-                    names[broker_id] = c["value"]
-    return names
-
-
-HOST_NAME_KEY = "host.name"
+    return {**regs.live, **configs.host_names(session.conn, sorted(regs.live))}
 
 
 def current(session: Session, topic: str) -> tuple[ClusterSnapshot, Registrations, dict[int, str], dict[str, int]]:
     """One fresh read: the snapshot, the registrations, the live brokers' host names, the mapping."""
     snap = session.conn.read()
-    regs = registrations(session, snap)
+    regs = cluster.registrations(session.conn, snap)
     return snap, regs, live_host_names(session, regs), read_mapping(session, topic, snap)
 
 
@@ -268,34 +189,19 @@ def record(session: Session, topic: str, dry_run: bool) -> Result:
 
 def create_mapping_topic(session: Session, topic: str, brokers: int) -> None:
     """Compacted, one partition (the mapping is small and read whole), RF 3 or the broker count."""
-    from confluent_kafka.admin import NewTopic
     rf = max(1, min(3, brokers))
-    new = NewTopic(topic, num_partitions=1, replication_factor=rf, config={"cleanup.policy": "compact"})
-    debug(session, f'CreateTopics request: "{topic}" (compacted, replication factor {rf})')
-    for error in session.conn.admin_call("create_topics", [new], mutation=True).values():
-        if isinstance(error, BaseException) and "TOPIC_ALREADY_EXISTS" not in str(error):
-            raise KafkaCallError(admin_error(error, topic=topic))
+    new = NewTopic(topic, 1, rf, configs=(("cleanup.policy", "compact"),))
+    (outcome,) = topics.create(session.conn, [new], validate_only=False, brokers=brokers)
+    if outcome.error is not None and not outcome.exists:
+        raise KafkaCallError(outcome.error)
 
 
-def produce(session: Session, topic: str, records: dict[str, bytes | None]) -> None:
+def produce(session: Session, topic: str, values: dict[str, bytes | None]) -> None:
     """Write key -> value records (None: a tombstone), acknowledged by all in-sync replicas."""
-    from confluent_kafka import KafkaException, Producer
-    failures: list[str] = []
-
-    def delivered(error, _msg) -> None:
-        if error is not None:
-            failures.append(error.str())
-
-    try:
-        producer = Producer({**session.conn.client_config(), "acks": "all", "enable.idempotence": False})
-        for host, value in records.items():
-            producer.produce(topic, key=host.encode(), value=value, partition=0, on_delivery=delivered)
-        left = producer.flush(session.conn.timeout_s)
-    except KafkaException as exc:
-        raise KafkaCallError(f'Writing to the mapping topic "{topic}": {exc.args[0].str()}') from None
-    if failures or left:
-        reason = failures[0] if failures else f"{left} record(s) not acknowledged within {session.conn.timeout_s:g} s"
-        raise KafkaCallError(f'Writing to the mapping topic "{topic}" failed: {reason}.', retriable=True)
+    produced = records.produce(session.conn, topic, [(host.encode(), value) for host, value in values.items()],
+                               acks="all", partition=0, idempotent=False)
+    if produced.failures:
+        raise KafkaCallError(f'Writing to the mapping topic "{topic}" failed: {produced.failures[0]}.', retriable=True)
 
 
 def suggest(session: Session, topic: str, host: str) -> Result:
@@ -318,7 +224,7 @@ def suggest(session: Session, topic: str, host: str) -> Result:
                         f"Broker on {host} should take id {choice.broker_id}: {why}{held}.", name="suggestion")
 
 
-def gc(session: Session, topic: str, dry_run: bool, yes: bool) -> Result:
+def gc(session: Session, topic: str, dry_run: bool) -> Result | Proposal:
     """Tombstones for the garbage entries (host g -> N while N is live on host h != g)."""
     _, _, live_hosts, mapping = current(session, topic)
     garbage = {host: b for host, b in sorted(mapping.items()) if mapping_state(b, host, live_hosts) == "garbage"}
@@ -328,14 +234,11 @@ def gc(session: Session, topic: str, dry_run: bool, yes: bool) -> Result:
         return Result(tables=[table], messages=[f'No garbage in the mapping of "{topic}".'])
     if dry_run:
         return Result(tables=[table], messages=[f"Would remove {entries(len(garbage))} (dry run)."])
-    if not (yes or session.yes):
-        if not session.interactive or session.confirm is None:
-            raise UsageError(f"broker-ids gc removes {entries(len(garbage))} "
-                             f"({', '.join(map(shown, garbage))}): add --yes to confirm")
-        if not session.confirm(f"Remove {entries(len(garbage))}: {', '.join(garbage)}?"):
-            return Result(tables=[table], messages=["Nothing removed."], exit_code=1)
-    produce(session, topic, dict.fromkeys(garbage))
-    return Result(tables=[table], messages=[f'Removed {entries(len(garbage))} from "{topic}".'])
+    def remove() -> Result:
+        produce(session, topic, dict.fromkeys(garbage))
+        return Result(tables=[table], messages=[f'Removed {entries(len(garbage))} from "{topic}".'])
+    return Proposal(f"Remove {entries(len(garbage))}: {', '.join(garbage)}?",
+                    f"broker-ids gc removes {entries(len(garbage))} ({', '.join(map(shown, garbage))})", remove)
 
 
 def entries(n: int) -> str:

@@ -7,15 +7,17 @@ from typing import TYPE_CHECKING
 
 from collections import Counter
 
-from kafka_shell.operations import read_maybe_controller, require_brokers
-from kafka_shell.registry import INT32_MAX, Option, command, int_range
+from kafka_shell.admin import cluster
+from kafka_shell.option_types import broker_id
+from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
+    from kafka_shell.metadata import ClusterSnapshot
     from kafka_shell.session import Session
 
 
-def _load(snapshot) -> tuple[Counter, Counter, set[int]]:
+def _load(snapshot: ClusterSnapshot) -> tuple[Counter, Counter, set[int]]:
     """Replicas and leaders per broker, and broker ids that replicas name but metadata lacks."""
     replicas: Counter = Counter()
     leaders: Counter = Counter()
@@ -31,12 +33,12 @@ def _load(snapshot) -> tuple[Counter, Counter, set[int]]:
          help="Cluster id, controller, and each broker with its rack, partitions and leaders.",
          examples=("describe-cluster",))
 def describe_cluster(session: Session, args: dict) -> Result:
-    snap, refused = read_maybe_controller(session)
+    snap, refused = cluster.read_maybe_controller(session.conn)
     replicas, leaders, offline = _load(snap)
     partitions = sum(len(t.partitions) for t in snap.topics.values())
     c = snap.controller
     known = c.id >= 0 and refused is None
-    cluster = Table(["ClusterId", "Mode", "Controller", "ControllerEpoch", "Brokers", "Topics", "Partitions"],
+    summary = Table(["ClusterId", "Mode", "Controller", "ControllerEpoch", "Brokers", "Topics", "Partitions"],
                     [[snap.cluster_id, c.mode, c.id if known else None, c.epoch if known and c.epoch >= 0 else None,
                       len(snap.brokers), len(snap.topics), partitions]],
                     name="cluster")
@@ -44,14 +46,14 @@ def describe_cluster(session: Session, args: dict) -> Result:
             for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
     rows += [[i, None, None, None, "offline", replicas[i], 0] for i in sorted(offline)]
     brokers = Table(["Id", "Host", "Port", "Rack", "Status", "Partitions", "Leaders"], rows, name="brokers")
-    return Result(tables=[cluster, brokers], messages=[refused] if refused else [])
+    return Result(tables=[summary, brokers], messages=[refused] if refused else [])
 
 
 @command("list-brokers", help="Live brokers (in ZooKeeper mode the controller marked; in KRaft mode the "
                                "controllers are no brokers: see describe-controller).",
          examples=("list-brokers",))
 def list_brokers(session: Session, args: dict) -> Result:
-    snap, refused = read_maybe_controller(session, [])  # (ZooKeeper mode marks the controller broker)
+    snap, refused = cluster.read_maybe_controller(session.conn, [])  # (ZooKeeper mode marks the controller broker)
     known = snap.controller_id if refused is None else -1
     rows = [[b.id, b.host, b.port, b.rack, "controller" if b.id == known else "broker"]
             for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
@@ -59,14 +61,12 @@ def list_brokers(session: Session, args: dict) -> Result:
 
 
 @command("api-versions",
-         Option("--broker", type=int_range(0, INT32_MAX, "a broker id"), metavar="ID", completer="broker",
+         Option("--broker", type=broker_id, metavar="ID", completer="broker",
                 help="Broker to ask (default: any live broker)."),
          help="The API versions a broker supports.",
          examples=("api-versions", "api-versions --broker 2"))
 def api_versions(session: Session, args: dict) -> Result:
-    from kafka_shell.protocol import api_name
     if args["broker"] is not None:
-        require_brokers(session, [args["broker"]])
-    versions = session.conn.api_versions(args["broker"])
-    rows = [[api_name(key), key, r.start, r.stop - 1] for key, r in sorted(versions.items())]
+        cluster.require_brokers(session.conn, [args["broker"]])
+    rows = [[v.name, v.key, v.min_version, v.max_version] for v in cluster.api_versions(session.conn, args["broker"])]
     return Result.table(["Api", "Key", "MinVersion", "MaxVersion"], rows, name="api_versions")

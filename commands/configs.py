@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafka_shell.admin import cluster, configs, topics
 from kafka_shell.errors import UsageError, shown
-from kafka_shell.operations import alter_configs, config_entries, require_brokers, require_topic
-from kafka_shell.option_types import CONFIG_NAME
-from kafka_shell.registry import INT32_MAX, Option, command, int_range
+from kafka_shell.option_types import CONFIG_NAME, broker_id
+from kafka_shell.registry import INT32_MAX, Option, command
 from kafka_shell.render import Result
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ ENTITY_OPTIONS = (
     Option("--entity-name", metavar="NAME", completer="entity_name", help="Topic name or broker id."),
     Option("--entity-default", flag=True, help="The cluster-wide broker defaults."),
     Option("--topic", metavar="NAME", completer="topic", help="Shorthand for --entity-type topics --entity-name NAME."),
-    Option("--broker", type=int_range(0, INT32_MAX, "a broker id"), metavar="ID", completer="broker",
+    Option("--broker", type=broker_id, metavar="ID", completer="broker",
            help="Shorthand for --entity-type brokers --entity-name ID."),
 )
 ENTITY_GROUP = ("--topic", "--broker", "--entity-name", "--entity-default")
@@ -54,20 +54,20 @@ def entity(args: dict) -> tuple[str, str]:
          examples=("describe-configs --topic orders", "describe-configs --broker 1 --all",
                    "describe-configs --entity-type brokers --entity-default"))
 def describe_configs(session: Session, args: dict) -> Result:
-    from confluent_kafka.admin import ConfigSource
     kind, name = entity(args)
-    if kind == "topics":
-        require_topic(session, name)
-    elif name:
-        require_brokers(session, [int(name)])
-    rows = []
-    for e in config_entries(session, kind, name):
-        source = ConfigSource(e.source).name
-        if not args["all"] and source == "DEFAULT_CONFIG":
-            continue
-        value = "******" if e.is_sensitive and e.value is not None else e.value
-        rows.append([e.name, value, source, e.is_sensitive, e.is_read_only])
+    _require_entity(session, kind, name)
+    entries = configs.describe(session.conn, kind, [name]).get(name, [])
+    rows = [[e.name, e.shown, e.source, e.sensitive, e.read_only] for e in sorted(entries)
+            if args["all"] or e.source != "DEFAULT_CONFIG"]
     return Result.table(["Name", "Value", "Source", "Sensitive", "ReadOnly"], rows, name="configs")
+
+
+def _require_entity(session: Session, kind: str, name: str) -> None:
+    """The topic or broker must exist now (read fresh), before its configs are asked for."""
+    if kind == configs.TOPICS:
+        topics.require(session.conn, name)
+    elif name:
+        cluster.require_brokers(session.conn, [int(name)])
 
 
 def add_config_items(text: str) -> dict[str, str]:
@@ -116,12 +116,9 @@ def alter_configs_command(session: Session, args: dict) -> Result:
     if not (args["add_config"] or args["delete_config"]):
         raise UsageError("alter-configs needs --add-config or --delete-config")
     kind, name = entity(args)
-    if kind == "topics":
-        require_topic(session, name)
-    elif name:
-        require_brokers(session, [int(name)])
-    changes = {"set": args["add_config"] or {}, "delete": args["delete_config"] or []}
-    both = set(changes["set"]) & set(changes["delete"])
+    _require_entity(session, kind, name)
+    set_, delete = args["add_config"] or {}, args["delete_config"] or []
+    both = set(set_) & set(delete)
     if both:
         raise UsageError(f"{', '.join(sorted(both))} is both added and deleted: pick one")
-    return Result.message(*alter_configs(session, kind, [name], changes, args["dry_run"]))
+    return Result.message(*configs.alter(session.conn, kind, [name], set_, delete, args["dry_run"]))

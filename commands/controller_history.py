@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING
 
-from kafka_shell import controller_history
+from kafka_shell import controller_history, sandbox_client
 from kafka_shell.errors import ShellError
 from kafka_shell.registry import command
 from kafka_shell.render import Result, Table
@@ -50,10 +50,9 @@ def _sandbox_changes(session: Session) -> list[dict] | None:
     """The sandbox's own record of its controller changes; None when the cluster is no sandbox
     (or a sandbox server without its control endpoint)."""
     sandbox = session.sandbox
-    if sandbox is None:
-        from kafka_shell.sandbox import control  # a `kafka-shell sandbox` server's control endpoint
+    if sandbox is None:  # a `kafka-shell sandbox` server's control endpoint, if any
         try:
-            sandbox = control.attach(session.target)
+            sandbox = sandbox_client.attach(session.target)
         except ShellError:  # UsageError too: no sandbox answered
             return None
     changes = sandbox.status().get("controller_changes")

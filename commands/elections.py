@@ -12,26 +12,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import time
-
-from kafka_shell.acl import authorization_message, is_authorization_error
-from kafka_shell.codes import ApiKey, ElectionType, Error
-from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import Entry, elect_all, elect_partitions, read_for, require_topic
-from kafka_shell.option_types import positive_int
-from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
+from kafka_shell.admin import elections, topics
+from kafka_shell.admin.elections import DESIGNATED, ELECTED, NOT_NEEDED, PREFERRED, UNCLEAN, Election, Entry
+from kafka_shell.deadline import Deadline
+from kafka_shell.errors import ShellError, UsageError
 from kafka_shell.files import is_id, read_json
+from kafka_shell.option_types import positive_int
 from kafka_shell.progress import ProgressBar
-from kafka_shell.registry import INT32_MAX, Option, command, int_range
+from kafka_shell.registry import INT32_MAX, Confirm, Option, command, int_range
 from kafka_shell.render import Result
 
 if TYPE_CHECKING:
+    from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
     from kafka_shell.session import Session
 
-PREFERRED, UNCLEAN, DESIGNATED = ElectionType.PREFERRED, ElectionType.UNCLEAN, ElectionType.DESIGNATED
+Key = tuple[str, int]
 TYPES = {"preferred": PREFERRED, "unclean": UNCLEAN, "designated": DESIGNATED}
 LABELS: dict[int, str] = {v: k.upper() for k, v in TYPES.items()}
-MIN_VERSION: dict[int, int] = {PREFERRED: 0, UNCLEAN: 1, DESIGNATED: 3}  # election types came in v1, designated in v3
 FILE_EXAMPLE = '{"partitions":[{"topic":"foo","partition":1}]}'
 POLL_S = 0.1
 
@@ -107,7 +104,7 @@ def confirm_election(session: Session, args: dict) -> str | None:
                      "(KAFKA-20098, offline partitions only)."),
          *COMMON,
          mutates=True, topic_context=True, exclusive_groups=(SCOPE,),
-         confirm=confirm_election,
+         confirm=Confirm(question=confirm_election),
          help="Elect partition leaders: preferred, unclean or designated (kafka-leader-election).",
          description=ELECTION_TYPES_HELP + "\n" + SCOPE_HELP,
          examples=("elect-leaders --election-type preferred --all-topic-partitions",
@@ -120,36 +117,23 @@ def elect_leaders(session: Session, args: dict) -> Result:
 # -- the election ----------------------------------------------------------------------------
 
 
-def elect(session, args: dict, kind: int, name: str) -> Result:
+def elect(session: Session, args: dict, kind: int, name: str) -> Result:
     check_zookeeper(session, args)
     snap, entries = scope(session, args, kind, name)
-    check_support(session, kind)
+    elections.require(session.conn, kind)
     if args["dry_run"]:
         return predict(snap, entries, kind)
     if args["all_topic_partitions"] and not entries:
-        outcomes = elect_everything(session, kind, args["timeout_ms"])
+        outcomes = elections.elect_all(session.conn, kind, args["timeout_ms"])
     else:
-        outcomes = elect_partitions(session, entries, kind, args["timeout_ms"])
+        outcomes = elections.elect(session.conn, entries, kind, args["timeout_ms"])
     result = report(outcomes, kind)
-    elected = [e for e in entries if outcomes[e[:2]][0] == 0]
+    elected = [e for e in entries if outcomes[e[:2]].state == ELECTED]
     if args["blocking"] and elected:
         waited = wait_for_leaders(session, snap, elected, kind, args["timeout_ms"])
         result.messages.append(waited.messages[0])
         result.exit_code = max(result.exit_code, waited.exit_code)
     return result
-
-
-def elect_everything(session: Session, kind: int, timeout_ms: int) -> dict[tuple[str, int], tuple[int, str]]:
-    """No topic is visible: ask, as kafka-leader-election does, for every partition (null), so a
-    refusal is said as Kafka's tool says it rather than an empty success."""
-    try:
-        return elect_all(session, kind, timeout_ms)
-    except KafkaCallError as exc:
-        if not is_authorization_error(exc.code):
-            raise
-        needed = authorization_message(ApiKey.ELECT_LEADERS, exc.code, purpose="")  # type: ignore[arg-type]
-        raise KafkaCallError(f"Not authorized to perform leader election: {needed.removeprefix('not authorized: ')}",
-                             code=exc.code) from None
 
 
 def check_zookeeper(session: Session, args: dict) -> None:
@@ -162,7 +146,7 @@ def check_zookeeper(session: Session, args: dict) -> None:
                      "drop --zookeeper (nothing was done)")
 
 
-def scope(session, args: dict, kind: int, name: str) -> tuple[ClusterSnapshot, list[Entry]]:
+def scope(session: Session, args: dict, kind: int, name: str) -> tuple[ClusterSnapshot, list[Entry]]:
     """The partitions to elect for, from exactly one of the scope options, and the command's
     one read of the cluster they were checked against (and a dry run predicts from)."""
     if args["partition"] is not None and not args["topic"]:
@@ -174,12 +158,12 @@ def scope(session, args: dict, kind: int, name: str) -> tuple[ClusterSnapshot, l
                          'per partition, like {"partitions":[{"topic":"foo","partition":1,"designatedLeader":2}]}')
     if args["path_to_json_file"]:
         entries = read_partitions_file(args["path_to_json_file"], kind)
-        snap = read_for(session, sorted({e[0] for e in entries}))
+        snap = topics.read_for(session.conn, sorted({e[0] for e in entries}))
         check_partitions_exist(snap, entries)
         return snap, entries
     if args["topic"]:
-        snap = read_for(session, [args["topic"]])
-        topic = require_topic(session, args["topic"], snap)
+        snap = topics.read_for(session.conn, [args["topic"]])
+        topic = topics.require(session.conn, args["topic"], snap)
         if args["partition"] is None:
             return snap, [(topic.name, p.partition, None) for p in topic.partitions]
         entries = [(topic.name, args["partition"], None)]
@@ -228,36 +212,23 @@ def check_partitions_exist(snap: ClusterSnapshot, entries: list[Entry]) -> None:
         where = (f"{topic} has {len(known.partitions)} partition(s)" if known
                  else f'topic "{topic}" does not exist')
         more = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
-        raise KafkaCallError(f"Partition {topic}-{partition} does not exist{more}: {where} "
-                             "(check with describe-topic); nothing was elected.", code=Error.unknown_topic_or_partition)
+        raise ShellError(f"Partition {topic}-{partition} does not exist{more}: {where} "
+                         "(check with describe-topic); nothing was elected.")
 
 
-def check_support(session, kind: int) -> None:
-    conn = session.conn
-    conn.require(ApiKey.ELECT_LEADERS, "Leader elections")
-    if kind == DESIGNATED and not conn.supports(ApiKey.ELECT_LEADERS, 3):
-        raise NotSupported("Designated elections need ElectLeaders v3 (KAFKA-20098), which this cluster "
-                           "does not support: use --election-type unclean to let the controller pick a replica.")
-    if not conn.supports(ApiKey.ELECT_LEADERS, MIN_VERSION[kind]):
-        raise NotSupported(f"{LABELS[kind].title()} elections need ElectLeaders v{MIN_VERSION[kind]}, "
-                           "which this cluster does not support.")
-
-
-def report(outcomes: dict[tuple[str, int], tuple[int, str]], kind: int) -> Result:
+def report(outcomes: dict[Key, Election], kind: int) -> Result:
     """Kafka's three groups as status lines, and one table row per partition."""
     label = LABELS[kind]
     done, noop, failed, rows = [], [], [], []
-    for (topic, partition), (code, why) in sorted(outcomes.items()):
+    for (topic, partition), e in sorted(outcomes.items()):
         name = f"{topic}-{partition}"
-        if code == 0:
+        if e.state == ELECTED:
             done.append(name)
-            rows.append([topic, partition, "elected", None])
-        elif code == Error.election_not_needed:
+        elif e.state == NOT_NEEDED:
             noop.append(name)
-            rows.append([topic, partition, "already elected", None])
         else:
-            failed.append(f"Error completing leader election ({label}) for partition: {name}: {why}")
-            rows.append([topic, partition, "failed", why])
+            failed.append(f"Error completing leader election ({label}) for partition: {name}: {e.error}")
+        rows.append([topic, partition, e.state, e.error])
     messages = []
     if done:
         messages.append(f"Successfully completed leader election ({label}) for partitions {', '.join(done)}")
@@ -301,7 +272,7 @@ def predict(snap: ClusterSnapshot, entries: list[Entry], kind: int) -> Result:
     return Result.table(["Topic", "Partition", "Result", "Error"], rows, *messages, name="elections")
 
 
-def _predict(kind: int, p, designated: int | None, live: set[int]) -> tuple[str, str | None]:
+def _predict(kind: int, p: PartitionInfo, designated: int | None, live: set[int]) -> tuple[str, str | None]:
     if kind == PREFERRED:
         if p.leader == p.preferred_leader:
             return "already elected", None
@@ -324,24 +295,19 @@ def _predict(kind: int, p, designated: int | None, live: set[int]) -> tuple[str,
 # -- --blocking: wait until every broker shows the new leaders -----------------------------------
 
 
-def wait_for_leaders(session, snap: ClusterSnapshot, elected: list[Entry], kind: int, timeout_ms: int) -> Result:
+def wait_for_leaders(session: Session, snap: ClusterSnapshot, elected: list[Entry], kind: int, timeout_ms: int) -> Result:
     """Ask every broker (of the command's read `snap`) for metadata until all of them show the
     elected leaders (not the controller: waiting goes on if the controller moves meanwhile)."""
-    deadline = time.monotonic() + timeout_ms / 1000
+    deadline = Deadline(timeout_ms / 1000)
     brokers = sorted(snap.brokers)
     pending = {(t, p): d for t, p, d in elected}
     total = len(pending)
     bar = ProgressBar(session.stderr)
-    started = time.monotonic()
     while pending:
-        views = {}
-        topics = sorted({t for t, _ in pending})
-        for b in list(brokers):
-            try:
-                views[b] = _leaders(session, b, topics)
-            except ShellError as exc:
-                brokers.remove(b)
-                session.notify(f"Broker {b} did not answer ({exc}); waiting on the other brokers.")
+        views, failed = topics.leaders_by_broker(session.conn, brokers, sorted({t for t, _ in pending}))
+        for b, why in failed.items():
+            brokers.remove(b)
+            session.notify(f"Broker {b} did not answer ({why}); waiting on the other brokers.")
         if not brokers:
             bar.close()
             return Result.message("No broker answered while waiting for the new leaders.", exit_code=1)
@@ -349,29 +315,16 @@ def wait_for_leaders(session, snap: ClusterSnapshot, elected: list[Entry], kind:
             if _shown_everywhere(kind, key, pending[key], [views[b] for b in brokers]):
                 del pending[key]
         bar.show((total - len(pending)) / total, f"{total - len(pending)}/{total} partition(s) shown by every broker")
-        if not pending:
-            break
-        if time.monotonic() >= deadline:
+        if pending and not deadline.pause(POLL_S):
             bar.close()
             first = next(iter(sorted(pending)))
             return Result.message(
                 f"Timed out after {timeout_ms} ms waiting for the new leaders: {len(pending)} of {total} "
                 f"partition(s) not yet shown by every broker (first: {first[0]}-{first[1]}); "
                 "check with describe-topic or raise --timeout-ms.", exit_code=1)
-        time.sleep(POLL_S)
     bar.close()
     return Result.message(f"All {len(brokers)} broker(s) show the new leaders of {total} partition(s) "
-                          f"(waited {time.monotonic() - started:.1f} s).")
-
-
-def _leaders(session, broker: int, topics: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
-    """(topic, partition) -> (leader, preferred replica) as this broker's metadata has them;
-    a partition answered with an error shows no leader yet."""
-    answer = session.conn.broker_request(broker, ApiKey.METADATA, {
-        "topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False})
-    return {(t["name"], p["partition_index"]): (p["leader_id"], (p["replica_nodes"] or [-1])[0])
-            for t in answer["topics"] if not t["error_code"]
-            for p in t["partitions"] if not p["error_code"]}
+                          f"(waited {deadline.elapsed():.1f} s).")
 
 
 def _shown_everywhere(kind: int, key: tuple[str, int], designated: int | None, views: list[dict]) -> bool:

@@ -1,8 +1,9 @@
 """Consumer group commands, after Kafka's kafka-consumer-groups: list-groups, describe-group,
 reset-offsets, delete-group, delete-offsets.
 
-Each group is served by its coordinator (kafka_shell/groups.py finds it and retries while it
-moves). Every failure is one line and makes the exit code 1; the rest of the command still runs.
+Each group is served by its coordinator (the connection manager finds it and asks again while
+it moves; kafka_shell/admin/groups.py and offsets.py say what is asked). Every failure is one
+line and makes the exit code 1; the rest of the command still runs.
 """
 
 from __future__ import annotations
@@ -13,33 +14,30 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from kafka_shell import groups
-from kafka_shell.codes import Error
+from kafka_shell.admin import groups, offsets, topics
+from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.files import read_text
-from kafka_shell.groups import EARLIEST, LATEST, Key
-from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import read_for
 from kafka_shell.option_types import group_id, iso_epoch_ms
-from kafka_shell.registry import INT64_MAX, Option, command, int_range
-from kafka_shell.render import Result, Table
+from kafka_shell.registry import INT64_MAX, Confirm, Option, command, int_range
+from kafka_shell.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
+    from kafka_shell.metadata import ClusterSnapshot
     from kafka_shell.session import Session
 
-# Kafka's ConsumerGroupState values (what --state accepts).
-GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning",
-                "Reconciling", "Unknown")
+Key = tuple[str, int]
+GROUP_STATES = groups.STATES
 TOPIC_CONTEXT_HELP = "Topic (default: the context topic)."
 
 
 def group_states(text: str) -> list[str]:
     """Kafka's `--state` list: states separated by commas, any case."""
     by_lower = {s.lower(): s for s in GROUP_STATES}
-    states = [by_lower.get(s.strip().lower()) for s in text.split(",")]
-    if not all(states):
+    wanted = [s.strip().lower() for s in text.split(",")]
+    if not all(s in by_lower for s in wanted):
         raise ValueError(f"states separated by commas, of {', '.join(GROUP_STATES)}")
-    return states  # type: ignore[return-value]
+    return [by_lower[s] for s in wanted]
 
 
 ALL_GROUPS = Option("--all-groups", flag=True, help="Every group of the cluster.")
@@ -49,10 +47,10 @@ def chosen_groups(session: Session, given: list[str], all_groups: bool) -> list[
     """The groups named, or with --all-groups every group the brokers list."""
     if not all_groups:
         return list(dict.fromkeys(given))
-    listed, failures = groups.list_groups(session)
-    if failures:
-        raise ShellError(" ".join(failures))
-    return [g.group_id for g in listed]
+    listed = groups.list_groups(session.conn)
+    if listed.failures:
+        raise ShellError(" ".join(listed.failures))
+    return [g.group_id for g in listed.groups]
 
 
 # -- list-groups -------------------------------------------------------------------------------
@@ -64,15 +62,16 @@ def chosen_groups(session: Session, given: list[str], all_groups: bool) -> list[
          help="List consumer groups with their state, type, protocol and member count.",
          examples=("list-groups", "list-groups --state Stable"))
 def list_groups(session: Session, args: dict) -> Result:
-    listed, failures = groups.list_groups(session, args["state"] or ())
-    described = groups.describe_groups(session, [g.group_id for g in listed]) if listed else {}
+    listed = groups.list_groups(session.conn, args["state"] or ())
+    described = groups.describe(session.conn, [g.group_id for g in listed.groups]) if listed.groups else {}
     rows = []
-    for g in listed:
+    for g in listed.groups:
         d = described.get(g.group_id)
-        rows.append([g.group_id, (d.state if d and not d.error else g.state) or None, g.group_type,
-                     g.protocol_type or None, len(d.members) if d and not d.error else None])
-    return groups.outcome([Table(["Group", "State", "Type", "ProtocolType", "Members"], rows, name="groups")],
-                          [], failures)
+        known = d is not None and d.problem is None
+        rows.append([g.group_id, (d.state if d is not None and known else g.state) or None, g.group_type,
+                     g.protocol_type or None, len(d.members) if d is not None and known else None])
+    return Result.outcome([Table(["Group", "State", "Type", "ProtocolType", "Members"], rows, name="groups")],
+                          [], listed.failures)
 
 
 # -- describe-group ----------------------------------------------------------------------------
@@ -94,13 +93,13 @@ def list_groups(session: Session, args: dict) -> Result:
                    "describe-group a b --state"))
 def describe_group(session: Session, args: dict) -> Result:
     ids = chosen_groups(session, args["group"], args["all_groups"])
-    described = groups.describe_groups(session, ids)
-    failures = [groups.group_error(d.error, gid, d.error_message) for gid, d in described.items() if d.error]
-    found = [d for d in described.values() if not d.error]
+    described = groups.describe(session.conn, ids)
+    failures = [d.problem for d in described.values() if d.problem is not None]
+    found = [d for d in described.values() if d.problem is None]
     if args["state"]:
         rows = [[d.group_id, d.coordinator, d.protocol or None, d.state, len(d.members)] for d in found]
         table = Table(["Group", "Coordinator", "AssignmentStrategy", "State", "Members"], rows, name="groups")
-        return groups.outcome([table], [], failures)
+        return Result.outcome([table], [], failures)
     topic = args["topic"]
     if args["members"]:
         rows = []
@@ -111,7 +110,7 @@ def describe_group(session: Session, args: dict) -> Result:
                              _assignment_text(mine)])
         table = Table(["Group", "ConsumerId", "GroupInstanceId", "Host", "ClientId", "Partitions", "Assignment"],
                       rows, name="members")
-        return groups.outcome([table], [], failures)
+        return Result.outcome([table], [], failures)
     return _describe_offsets(session, found, topic, failures)
 
 
@@ -125,19 +124,17 @@ def _assignment_text(keys: list[Key]) -> str:
 def _describe_offsets(session: Session, found: list[groups.GroupDescription], topic: str | None,
                       failures: list[str]) -> Result:
     committed: dict[str, dict[Key, int]] = {}
-    for d in found:
-        try:
-            committed[d.group_id] = groups.committed_offsets(session, d.group_id)
-        except KafkaCallError as exc:
-            failures.append(str(exc))
-            committed[d.group_id] = {}
+    for gid, c in offsets.committed(session.conn, [d.group_id for d in found]).items():
+        if c.problem is not None:
+            failures.append(c.problem)
+        committed[gid] = c.offsets
     owners: dict[str, dict[Key, groups.Member]] = {
         d.group_id: {k: m for m in d.members for k in m.assignment} for d in found}
     keys_of = {d.group_id: sorted(k for k in {*committed[d.group_id], *owners[d.group_id]}
                                   if topic is None or k[0] == topic) for d in found}
     names = sorted({t for ks in keys_of.values() for t, _ in ks})
-    ends = groups.log_offsets(session, session.conn.read(names), {k for ks in keys_of.values() for k in ks},
-                              LATEST) if names else {}
+    ends = offsets.log_offsets(session.conn, session.conn.read(names), {k for ks in keys_of.values() for k in ks},
+                               LATEST) if names else {}
     rows: list[list] = []
     by_topic: dict[tuple[str, str], list] = {}
     by_group: list[list] = []
@@ -147,14 +144,14 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
         for key in keys_of[d.group_id]:
             current = committed[d.group_id].get(key)
             end = ends[key]
-            if end.error == Error.unknown_topic_or_partition:
+            if end.gone:
                 # As Kafka's tool: a deleted topic's offsets show without a log end, no failure.
                 gone = (f"Topic {key[0]} no longer exists: group '{shown(d.group_id)}' still has offsets for it "
                         "(delete-offsets removes them).")
                 if gone not in messages:
                     messages.append(gone)
             elif end.error:
-                failures.append(groups.offset_error(key, end.error))
+                failures.append(end.error)
             leo = None if end.error else end.offset
             lag = leo - current if leo is not None and current is not None else None
             m = owners[d.group_id].get(key)
@@ -173,7 +170,7 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
               Table(["Group", "Topic", "Partitions", "Lag"],
                     [[g, t, n, lag] for (g, t), (n, lag) in sorted(by_topic.items())], name="topic_totals"),
               Table(["Group", "State", "Members", "Partitions", "Lag"], by_group, name="group_totals")]
-    return groups.outcome(tables, messages, failures)
+    return Result.outcome(tables, messages, failures)
 
 
 # -- reset-offsets -----------------------------------------------------------------------------
@@ -229,7 +226,7 @@ def iso_duration(text: str) -> int:
          Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
          Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
          Option("--yes", flag=True, help="Do not ask for confirmation before --execute."),
-         mutates=True, topic_context=True,
+         mutates=True, topic_context=True, confirm=Confirm(applies=lambda args: args["execute"], proposed=True),
          required_groups=(SPECIFIERS, ("--group", "--all-groups")),
          exclusive_groups=(("--topic", "--all-topics", "--from-file"),),
          help="Plan (default) or --execute a reset of a group's committed offsets (the group must be inactive).",
@@ -238,58 +235,58 @@ def iso_duration(text: str) -> int:
                    "reset-offsets --group app --all-topics --to-datetime 2024-01-31T12:00:00.000 --execute",
                    "reset-offsets --group app --all-topics --to-current --export > plan.csv",
                    "reset-offsets --group app --from-file plan.csv --execute"))
-def reset_offsets(session: Session, args: dict) -> Result:
+def reset_offsets(session: Session, args: dict) -> Result | Proposal:
     group_ids = chosen_groups(session, args["group"], args["all_groups"])
     plan_file = _read_plan(args["from_file"], group_ids) if args["from_file"] else None
     if not (args["topic"] or args["all_topics"] or plan_file is not None):
         raise UsageError("reset-offsets needs a scope: --topic, --all-topics or --from-file")
     execute = args["execute"] and not args["dry_run"]
-    described = groups.describe_groups(session, group_ids)
+    described = groups.describe(session.conn, group_ids)
     failures: list[str] = []
     notes: list[str] = []
     plans: dict[str, dict[Key, tuple[int | None, int]]] = {}
+    inactive = []
     for gid in group_ids:
         d = described[gid]
-        if d.error and d.error != Error.group_id_not_found:
-            failures.append(groups.group_error(d.error, gid, d.error_message))
-            continue
-        if d.active:
+        if d.problem is not None and not d.missing:
+            failures.append(d.problem)
+        elif d.active:
             failures.append(f"Assignments can only be reset if the group '{shown(gid)}' is inactive, but the current "
                             f"state is {d.state}.")
+        else:
+            inactive.append(gid)
+    committed = offsets.committed(session.conn, inactive) if inactive else {}
+    for gid in inactive:
+        problem = committed[gid].problem
+        if problem is not None:
+            failures.append(problem)
             continue
         try:
-            plans[gid] = _plan(session, gid, args, plan_file, notes, failures)
+            plans[gid] = _plan(session, gid, committed[gid].offsets, args, plan_file, notes, failures)
         except KafkaCallError as exc:
             failures.append(str(exc))
     rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
     text = _export(plans, len(group_ids) == 1) if args["export"] else None
     if execute and plans:
-        _confirm(session, args, rows)
-        for gid, plan in plans.items():
-            codes = groups.commit_offsets(session, gid, {k: new for k, (_, new) in plan.items()})
-            failures += [f"{t}-{p}: " + groups.group_error(code, gid) for (t, p), code in sorted(codes.items()) if code]
-            done = sum(1 for code in codes.values() if not code)
-            notes.append(f"Reset {done} offset(s) of group '{shown(gid)}'.")
-    elif plans and not args["export"]:
+        def commit() -> Result:
+            for gid, plan in plans.items():
+                refused = offsets.commit(session.conn, gid, {k: new for k, (_, new) in plan.items()})
+                failures.extend(f"{t}-{p}: {why}" for (t, p), why in sorted(refused.items()) if why is not None)
+                done = sum(1 for why in refused.values() if why is None)
+                notes.append(f"Reset {done} offset(s) of group '{shown(gid)}'.")
+            return Result.outcome([table], notes, failures, text)
+        groups_named = ", ".join(sorted(shown(gid) for gid in plans))
+        return Proposal(f"Reset {len(rows)} offset(s) of group(s) {groups_named}. Continue?",
+                        "reset-offsets --execute changes committed offsets", commit)
+    if plans and not args["export"]:
         notes.append("Dry run: nothing was changed (add --execute to apply).")
-    return groups.outcome([table], notes, failures, text)
+    return Result.outcome([table], notes, failures, text)
 
 
-def _confirm(session: Session, args: dict, rows: list) -> None:
-    if args["yes"] or session.yes:
-        return
-    if not session.interactive or session.confirm is None:
-        raise UsageError("reset-offsets --execute changes committed offsets: add --yes to confirm")
-    groups_named = ", ".join(sorted({shown(r[0]) for r in rows}))
-    if not session.confirm(f"Reset {len(rows)} offset(s) of group(s) {groups_named}. Continue?"):
-        raise ShellError("Cancelled: nothing was changed.")
-
-
-def _plan(session: Session, gid: str, args: dict, plan_file: dict[str, dict[Key, int]] | None,
+def _plan(session: Session, gid: str, committed: dict[Key, int], args: dict, plan_file: dict[str, dict[Key, int]] | None,
           notes: list[str], failures: list[str]) -> dict[Key, tuple[int | None, int]]:
     """(topic, partition) -> (committed offset or None, new offset) as Kafka's tool computes it."""
-    committed = groups.committed_offsets(session, gid)
     if plan_file is not None:
         if gid not in plan_file:
             failures.append(f"No reset plan for group {shown(gid)} found")
@@ -301,16 +298,16 @@ def _plan(session: Session, gid: str, args: dict, plan_file: dict[str, dict[Key,
         keys = sorted(committed)
         snap = _read_partitions(session, keys)
     else:
-        snap = read_for(session, groups.topic_names(args["topic"]))
-        keys = groups.topic_partitions(session, snap, args["topic"])
+        snap = topics.read_for(session.conn, topics.names_of(args["topic"]))
+        keys = topics.partitions_of(snap, args["topic"])
     targets: dict[Key, int] = {}
 
     def log_at(timestamp: int) -> dict[Key, int]:
-        answers = groups.log_offsets(session, snap, keys, timestamp)
+        answers = offsets.log_offsets(session.conn, snap, keys, timestamp)
         good = {}
         for key, a in answers.items():
             if a.error:
-                failures.append(groups.offset_error(key, a.error))
+                failures.append(a.error)
             else:
                 good[key] = a.offset
         return good
@@ -351,8 +348,7 @@ def _read_partitions(session: Session, keys: list[Key]) -> ClusterSnapshot:
     snap = session.conn.read(sorted({t for t, _ in keys}))
     missing = sorted({t for t, _ in keys} - set(snap.topics))
     if missing:
-        raise KafkaCallError(f'Topic "{shown(missing[0])}" does not exist (check the name with list-topics).',
-                             code=Error.unknown_topic_or_partition)
+        raise topics.missing(missing[0])
     return snap
 
 
@@ -414,17 +410,17 @@ def _export(plans: dict[str, dict[Key, tuple[int | None, int]]], single_group: b
 
 @command("delete-group", Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
                                 help="Consumer group to delete."),
-         mutates=True, destructive=True,
+         mutates=True, confirm=Confirm(),
          help="Delete consumer groups and their offsets (only empty groups; asks for confirmation).",
          examples=("delete-group old-app --yes", "delete-group a b --dry-run"))
 def delete_group(session: Session, args: dict) -> Result:
     ids = list(dict.fromkeys(args["group"]))
-    described = groups.describe_groups(session, ids)
+    described = groups.describe(session.conn, ids)
     failures, deletable = [], []
     for gid in ids:
         d = described[gid]
-        if d.error:
-            failures.append(groups.group_error(d.error, gid, d.error_message))
+        if d.problem is not None:
+            failures.append(d.problem)
         elif d.members:
             failures.append(f"Consumer group '{shown(gid)}' has {len(d.members)} active member(s): stop its consumers "
                             "first (it was not deleted).")
@@ -434,9 +430,9 @@ def delete_group(session: Session, args: dict) -> Result:
     if args["dry_run"]:
         messages = [f"Would delete consumer group '{shown(gid)}' (dry run)." for gid in deletable]
     elif deletable:
-        for gid, (code, detail) in groups.delete_groups(session, deletable).items():
-            if code:
-                failures.append(groups.group_error(code, gid, detail))
+        for gid, why in groups.delete(session.conn, deletable).items():
+            if why is not None:
+                failures.append(why)
             else:
                 messages.append(f"Deleted consumer group '{shown(gid)}'.")
     return Result.message(*messages, *failures, exit_code=1 if failures else 0)
@@ -446,18 +442,18 @@ def delete_group(session: Session, args: dict) -> Result:
          Option("--group", type=group_id, required=True, metavar="GROUP", completer="group", help="Consumer group."),
          Option("--topic", repeatable=True, required=True, metavar="TOPIC[:P,P]", completer="topic",
                 help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
-         mutates=True, destructive=True, topic_context=True,
+         mutates=True, confirm=Confirm(), topic_context=True,
          help="Delete a group's committed offsets of topics it no longer consumes.",
          examples=("delete-offsets --group app --topic old-topic --yes",))
 def delete_offsets(session: Session, args: dict) -> Result:
     gid = args["group"]
-    keys = groups.topic_partitions(session, read_for(session, groups.topic_names(args["topic"])), args["topic"])
+    keys = topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"])
     if args["dry_run"]:
         return Result.message(*(f"Would delete the offset of {t}-{p} for group '{shown(gid)}' (dry run)."
                                 for t, p in keys))
-    top, codes = groups.delete_offsets(session, gid, keys)
-    if top:
-        raise KafkaCallError(groups.group_error(top, gid), code=top)
-    failures = [f"{t}-{p}: " + groups.group_error(code, gid) for (t, p), code in sorted(codes.items()) if code]
-    rows = [[t, p, "Error" if code else "Successful"] for (t, p), code in sorted(codes.items())]
-    return groups.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [], failures)
+    refused, per_partition = offsets.delete(session.conn, gid, keys)
+    if refused is not None:
+        raise ShellError(refused)
+    failures = [f"{t}-{p}: {why}" for (t, p), why in sorted(per_partition.items()) if why is not None]
+    rows = [[t, p, "Error" if why else "Successful"] for (t, p), why in sorted(per_partition.items())]
+    return Result.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [], failures)

@@ -9,28 +9,16 @@ import datetime
 from typing import TYPE_CHECKING
 
 from kafka_shell import controller_history
-
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.errors import KafkaCallError, kafka_error_message
+from kafka_shell.admin import cluster, configs, log_dirs, quorum, topics
+from kafka_shell.errors import KafkaCallError
 from kafka_shell.metadata import KRAFT
-from kafka_shell.operations import debug, read_topics, require_brokers, read_preferred_controller, response_error
-from kafka_shell.registry import INT32_MAX, Option, command, int_range
+from kafka_shell.option_types import broker_ids
+from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
+    from kafka_shell.metadata import ControllerInfo
     from kafka_shell.session import Session
-
-
-
-def id_list(text: str) -> list[int]:
-    broker = int_range(0, INT32_MAX)
-    try:
-        ids = [broker(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"broker ids separated by commas, like 1,2,3 (each from 0 to {INT32_MAX})") from None
-    if not ids:
-        raise ValueError("broker ids separated by commas, like 1,2,3")
-    return list(dict.fromkeys(ids))
 
 
 def name_list(text: str) -> list[str]:
@@ -44,7 +32,7 @@ def name_list(text: str) -> list[str]:
 
 
 @command("describe-log-dirs",
-         Option("--broker-list", type=id_list, metavar="ID,ID", completer="broker",
+         Option("--broker-list", type=broker_ids, metavar="ID,ID", completer="broker",
                 help="Brokers to describe (default: every live broker)."),
          Option("--topic-list", type=name_list, metavar="T,T", completer="topic",
                 help="Only these topics' partitions (default: all)."),
@@ -57,47 +45,32 @@ def name_list(text: str) -> list[str]:
 def describe_log_dirs(session: Session, args: dict) -> Result:
     conn = session.conn
     brokers = _brokers(session, args["broker_list"])
-    topics = None
+    wanted = None
     names = list(dict.fromkeys([*(args["topic_list"] or []), *args["topic"]]))
     if names:
-        topics = [{"topic": t.name, "partitions": [p.partition for p in t.partitions]}
-                  for t in read_topics(session, names)[1]]
-    conn.require(ApiKey.DESCRIBE_LOG_DIRS, "Describing log dirs")
-    dirs, parts, failed = [], [], 0
-    for b in brokers:
-        debug(session, f"DescribeLogDirs request to broker {b}")
-        answer = conn.broker_request(b, ApiKey.DESCRIBE_LOG_DIRS, {"topics": topics})
-        top = answer.get("error_code", 0)
-        if top and not answer.get("results"):  # the broker refused the request as a whole
-            raise response_error(ApiKey.DESCRIBE_LOG_DIRS, top, entity=f"broker {b}")
-        for d in answer.get("results", []):
-            code = d["error_code"] or top
-            error = kafka_error_message(code, "", "", entity=f"log dir {d['log_dir']}") if code else None
-            failed += bool(code)
-            dirs.append([b, d["log_dir"], error, _known(d.get("total_bytes")), _known(d.get("usable_bytes"))])
-            for t in d["topics"]:
-                for p in t["partitions"]:
-                    parts.append([b, d["log_dir"], t["name"], p["partition_index"], p["partition_size"],
-                                  p["offset_lag"], p["is_future_key"]])
-    parts.sort(key=lambda r: (r[0], r[1], r[2], r[3]))
+        wanted = {t.name: [p.partition for p in t.partitions] for t in topics.read_topics(conn, names)[1]}
+    found = log_dirs.describe(conn, brokers, wanted)
+    if found.failed and not found.dirs:   # no broker described its log dirs: one line says why
+        raise KafkaCallError(" ".join(dict.fromkeys(found.failed.values())))
+    dirs = [[d.broker, d.path, d.error, d.total_bytes, d.usable_bytes] for d in found.dirs]
+    parts = sorted(([d.broker, d.path, r.topic, r.partition, r.size, r.offset_lag, r.is_future]
+                    for d in found.dirs for r in d.replicas), key=lambda r: (r[0], r[1], r[2], r[3]))
+    failed = sum(1 for d in found.dirs if d.error)
+    messages = [f"{failed} log dir(s) reported an error."] if failed else []
+    messages += [f"Broker {b} did not describe its log dirs: {why}" for b, why in sorted(found.failed.items())]
     return Result(tables=[
         Table(["Broker", "LogDir", "Error", "TotalBytes", "UsableBytes"], dirs, name="log_dirs",
               kinds={"TotalBytes": "bytes", "UsableBytes": "bytes"}),
         Table(["Broker", "LogDir", "Topic", "Partition", "Size", "OffsetLag", "IsFuture"], parts,
               name="partitions", kinds={"Size": "bytes"})],
-        messages=[f"{failed} log dir(s) reported an error."] if failed else [], exit_code=1 if failed else 0)
+        messages=messages, exit_code=1 if failed or found.failed else 0)
 
 
-def _brokers(session, wanted: list[int] | None) -> list[int]:
+def _brokers(session: Session, wanted: list[int] | None) -> list[int]:
     if wanted is None:
         return sorted(session.conn.read([]).brokers)
-    require_brokers(session, wanted)
+    cluster.require_brokers(session.conn, wanted)
     return wanted
-
-
-def _known(value):
-    """None (shown as -) for Kafka's "unknown" -1 and for versions without the field."""
-    return None if value is None or value < 0 else value
 
 
 # -- describe-quorum -------------------------------------------------------------------------
@@ -110,59 +83,42 @@ def _known(value):
          help="The KRaft metadata quorum, like kafka-metadata-quorum describe.",
          examples=("describe-quorum --status", "describe-quorum --replication"))
 def describe_quorum(session: Session, args: dict) -> Result:
-    quorum = _quorum(session)
-    # By id: Kafka answers in no stable order (the observers come from a hash map).
-    voters, observers = (sorted(quorum[k], key=lambda r: r["replica_id"]) for k in ("current_voters", "observers"))
-    leader = next((v for v in voters if v["replica_id"] == quorum["leader_id"]), None)
-    leader_end = leader["log_end_offset"] if leader else quorum["high_watermark"]
+    q = quorum.describe(session.conn)
+    leader = q.leader
+    leader_end = leader.log_end_offset if leader else q.high_watermark
     if args["replication"]:
         rows = [_replica_row(r, leader_end, status)
                 for r, status in ([(leader, "Leader")] if leader else [])
-                + [(v, "Follower") for v in voters if v is not leader]
-                + [(o, "Observer") for o in observers]]
+                + [(v, "Follower") for v in q.voters if v is not leader]
+                + [(o, "Observer") for o in q.observers]]
         return Result.table(["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
                              "LastCaughtUpTimestamp", "Status"], rows, name="replication",
                             kinds={"LastFetchTimestamp": "time", "LastCaughtUpTimestamp": "time"})
-    laggard = min(voters, key=lambda v: v["log_end_offset"]) if voters else None
-    lag = leader_end - laggard["log_end_offset"] if laggard else 0
+    laggard = min(q.voters, key=lambda v: v.log_end_offset) if q.voters else None
+    lag = leader_end - laggard.log_end_offset if laggard else 0
     if laggard is None or laggard is leader:
         lag_ms = 0
-    elif leader and leader["last_caught_up_timestamp"] >= 0 and laggard["last_caught_up_timestamp"] >= 0:
-        lag_ms = leader["last_caught_up_timestamp"] - laggard["last_caught_up_timestamp"]
+    elif leader and leader.last_caught_up_timestamp >= 0 and laggard.last_caught_up_timestamp >= 0:
+        lag_ms = leader.last_caught_up_timestamp - laggard.last_caught_up_timestamp
     else:
         lag_ms = -1
-    endpoints = quorum["endpoints"]
     return Result.table(
         ["ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag", "MaxFollowerLagTimeMs",
          "CurrentVoters", "CurrentObservers"],
-        [[session.conn.read([]).cluster_id, quorum["leader_id"], quorum["leader_epoch"], quorum["high_watermark"],
-          lag, lag_ms, [_node(v, endpoints) for v in voters], [_node(o, endpoints) for o in observers]]],
+        [[session.conn.read([]).cluster_id, q.leader_id, q.leader_epoch, q.high_watermark,
+          lag, lag_ms, [_node(v.replica_id, q) for v in q.voters], [_node(o.replica_id, q) for o in q.observers]]],
         name="status", kinds={"MaxFollowerLagTimeMs": "ms"})
 
 
-def _quorum(session) -> dict:
-    """A fresh DescribeQuorum answer's __cluster_metadata partition, with `endpoints` (v2 nodes)."""
-    debug(session, "DescribeQuorum request")
-    quorum = session.conn.quorum()
-    endpoints = {n["node_id"]: [f"{e['name']}://{e['host']}:{e['port']}" for e in n["listeners"]]
-                 for n in quorum["nodes"]}
-    return {**quorum, "endpoints": endpoints}
+def _replica_row(r: quorum.QuorumReplica, leader_end: int, status: str) -> list:
+    return [r.replica_id, r.directory_id, r.log_end_offset, leader_end - r.log_end_offset,
+            r.last_fetch_timestamp, r.last_caught_up_timestamp, status]
 
 
-def _replica_row(r: dict, leader_end: int, status: str) -> list:
-    return [r["replica_id"], _directory(r), r["log_end_offset"], leader_end - r["log_end_offset"],
-            r.get("last_fetch_timestamp", -1), r.get("last_caught_up_timestamp", -1), status]
-
-
-def _directory(r: dict) -> str | None:
-    d = r.get("replica_directory_id")
-    return None if d is None or str(d) == "00000000-0000-0000-0000-000000000000" else str(d)
-
-
-def _node(r: dict, endpoints: dict) -> str:
+def _node(node: int, q: quorum.Quorum) -> str:
     """Kafka's `{"id": 1, "directoryId": "...", "endpoints": [...]}` as one short text: 1@CONTROLLER://h:p."""
-    where = endpoints.get(r["replica_id"])
-    return f"{r['replica_id']}@{'|'.join(where)}" if where else str(r["replica_id"])
+    where = q.endpoints(node)
+    return f"{node}@{'|'.join(where)}" if where else str(node)
 
 
 # -- describe-controller ---------------------------------------------------------------------
@@ -172,10 +128,7 @@ def _node(r: dict, endpoints: dict) -> str:
          help="The active controller: id, address, rack, epoch, and the preferred controller if one is set.",
          examples=("describe-controller",))
 def describe_controller(session: Session, args: dict) -> Result:
-    controller = session.conn.controller()  # KRaft: one DescribeQuorum gives id and epoch together
-    if controller.id < 0:
-        raise KafkaCallError("The cluster has no active controller right now; try again shortly.",
-                             code=Error.not_controller)
+    controller = cluster.active_controller(session.conn)  # KRaft: one DescribeQuorum gives id and epoch
     rack = None
     if controller.mode != KRAFT:  # a broker: Metadata knows its rack
         broker = session.conn.read([]).brokers.get(controller.id)
@@ -183,12 +136,13 @@ def describe_controller(session: Session, args: dict) -> Result:
     return Result.table(["Id", "Host", "Port", "Rack", "Mode", "ControllerEpoch", "PreferredController",
                          "HeldSince", "Voters"],
                         [[controller.id, controller.host, controller.port, rack, controller.mode,
-                          controller.epoch if controller.epoch >= 0 else None, _or_none(read_preferred_controller(session)),
+                          controller.epoch if controller.epoch >= 0 else None,
+                          _or_none(configs.read_preferred_controller(session.conn)),
                           _held_since(session, controller),
                           _voters(session) if controller.mode == KRAFT else None]], name="controller")
 
 
-def _held_since(session, controller) -> str | None:
+def _held_since(session: Session, controller: ControllerInfo) -> str | None:
     """Since when the controller has held the role without a change, as this shell saw it
     (`controller-history`: the first of the latest run of observations naming it)."""
     if session.conn.cluster_id is None:
@@ -206,13 +160,11 @@ def _held_since(session, controller) -> str | None:
             if since is not None else None)
 
 
-def _voters(session) -> list[str]:
+def _voters(session: Session) -> list[str]:
     """KRaft voters with their lag behind the leader's log end: `101 (lag 0)`."""
-    quorum = session.conn.quorum()
-    voters = quorum.get("current_voters", [])
-    end = max((v.get("log_end_offset", -1) for v in voters), default=-1)
-    return [f"{v['replica_id']} (lag {end - v['log_end_offset'] if v.get('log_end_offset', -1) >= 0 else '?'})"
-            for v in voters]
+    voters = quorum.describe(session.conn).voters
+    end = max((v.log_end_offset for v in voters), default=-1)
+    return [f"{v.replica_id} (lag {end - v.log_end_offset if v.log_end_offset >= 0 else '?'})" for v in voters]
 
 
 def _or_none(broker_id: int | None) -> int | str:

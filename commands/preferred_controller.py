@@ -9,14 +9,13 @@ config: a cluster whose brokers do not list it is told so in one line, and nothi
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
-from kafka_shell.channel import Channel, ConnectionLost
-from kafka_shell.codes import ApiKey, ResourceType
+from kafka_shell.admin import cluster, configs, quorum
+from kafka_shell.admin.configs import PREFERRED_CONTROLLER_KEY
+from kafka_shell.deadline import Deadline
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.metadata import KRAFT, ControllerInfo
-from kafka_shell.operations import alter_configs, debug, PREFERRED_CONTROLLER_KEY, read_preferred_controller
 from kafka_shell.option_types import positive_int
 from kafka_shell.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.render import Result
@@ -55,7 +54,7 @@ def preferred_controller(session: Session, args: dict) -> Result:
     if action == "show":
         return show(session)
     if action == "clear":
-        lines = alter_configs(session, "brokers", [""], {"set": {}, "delete": [PREFERRED_CONTROLLER_KEY]}, args["dry_run"])
+        lines = configs.alter(session.conn, configs.BROKERS, [""], {}, [PREFERRED_CONTROLLER_KEY], args["dry_run"])
         verb = "would be" if args["dry_run"] else "is"
         return Result.message(*lines, f"No preferred controller {verb} set: every candidate may stand.")
     try:
@@ -63,7 +62,8 @@ def preferred_controller(session: Session, args: dict) -> Result:
     except ValueError as exc:
         raise UsageError(f'Invalid node id "{shown(values[0])}": expected {exc}') from None
     require_up(session, wanted)
-    lines = alter_configs(session, "brokers", [""], {"set": {PREFERRED_CONTROLLER_KEY: str(wanted)}, "delete": []}, args["dry_run"])
+    lines = configs.alter(session.conn, configs.BROKERS, [""], {PREFERRED_CONTROLLER_KEY: str(wanted)}, [],
+                          args["dry_run"])
     if args["dry_run"]:
         return Result.message(*lines)
     if not args["blocking"]:
@@ -74,7 +74,7 @@ def preferred_controller(session: Session, args: dict) -> Result:
 
 def show(session: Session) -> Result:
     active = session.conn.controller()
-    preferred = read_preferred_controller(session)
+    preferred = configs.read_preferred_controller(session.conn)
     return Result.table(["PreferredController", "ActiveController", "Epoch", "Mode"],
                         [[preferred if preferred is not None else "none", active.id,
                           active.epoch if active.epoch >= 0 else None, active.mode]], name="preferred_controller")
@@ -86,12 +86,7 @@ def require_feature(session: Session) -> None:
     brokers = sorted(session.conn.read([]).brokers)
     if not brokers:
         raise KafkaCallError("No live broker to ask: start one and retry.")
-    body = {"resources": [{"resource_type": ResourceType.BROKER, "resource_name": str(brokers[0]),
-                           "configuration_keys": None}]}
-    debug(session, f"DescribeConfigs request: broker {brokers[0]} (is {PREFERRED_CONTROLLER_KEY} known?)")
-    answer = session.conn.broker_request(brokers[0], ApiKey.DESCRIBE_CONFIGS, body)
-    names = {c["name"] for r in answer.get("results", []) for c in r.get("configs", [])}
-    if PREFERRED_CONTROLLER_KEY not in names:
+    if not configs.broker_knows(session.conn, brokers[0], PREFERRED_CONTROLLER_KEY):
         raise ShellError(f"This cluster has no preferred controller ({PREFERRED_CONTROLLER_KEY} is not a config of its brokers; "
                          "KAFKA-1778 is not in Apache Kafka): nothing was changed. Plan the restart order "
                          "with rolling-restart-plan instead.")
@@ -107,36 +102,27 @@ def require_up(session: Session, wanted: int) -> None:
             raise ShellError(f"Broker {wanted} is not a live broker (live: {', '.join(map(str, live))}): "
                              "it cannot become the controller; nothing was changed.")
         return
-    quorum = session.conn.quorum()
-    voters = sorted(v["replica_id"] for v in quorum.get("current_voters", []))
+    q = quorum.describe(session.conn)
+    voters = sorted(v.replica_id for v in q.voters)
     if wanted not in voters:
         raise ShellError(f"{wanted} is not a controller of the cluster (voters: {', '.join(map(str, voters))}); "
                          "nothing was changed.")
-    listeners = {n["node_id"]: n.get("listeners") or [] for n in quorum.get("nodes", [])}
-    if wanted != active.id and not any(answers(session, ep["host"], ep["port"]) for ep in listeners.get(wanted, [])):
+    if wanted != active.id and not any(cluster.answers(session.conn, host, port)
+                                       for _, host, port in q.listeners.get(wanted, ())):
         raise ShellError(f"Controller {wanted} does not answer (is it down?): it cannot become the active "
                          "controller; nothing was changed.")
 
 
-def answers(session: Session, host: str, port: int) -> bool:
-    try:
-        channel = Channel(host, port, session.conn.properties, timeout_s=min(session.conn.timeout_s, 5.0))
-    except (ConnectionLost, OSError):
-        return False
-    channel.close()
-    return True
-
-
 def wait_until_active(session: Session, wanted: int, timeout_ms: int) -> str:
     session.stderr.write(f"Waiting for {wanted} to become the active controller...\n")
-    deadline = time.monotonic() + timeout_ms / 1000
+    deadline = Deadline(timeout_ms / 1000)
     now: ControllerInfo = session.conn.controller()
     while now.id != wanted:
-        if time.monotonic() >= deadline:
+        if deadline.expired:
             raise KafkaCallError(f"{wanted} is not the active controller after {timeout_ms} ms "
                                  f"(the active controller is {now.id}); the designation stays set.",
                                  retriable=True)
-        time.sleep(POLL_S)
+        deadline.pause(POLL_S)
         now = session.conn.controller()
     epoch = f" (epoch {now.epoch})" if now.epoch >= 0 else ""
     return f"{wanted} is the active controller{epoch}."

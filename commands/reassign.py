@@ -1,6 +1,6 @@
 """reassign-partitions: Kafka's kafka-reassign-partitions actions, files and messages, with
 exit codes scripts can trust, a minimal-movement --generate, a progress bar, and throttles
-that are always removed (the shell records what it set; see kafka_shell/throttles.py).
+that are always removed (the shell records what it set; see kafka_shell/admin/throttles.py).
 
 Exit codes: 0 done, 1 failed, 2 bad input (nothing sent), 3 (--verify) still in progress,
 130 stopped waiting with Ctrl-C (the move goes on).
@@ -9,41 +9,35 @@ Exit codes: 0 done, 1 failed, 2 bad input (nothing sent), 3 (--verify) still in 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import json
 import time
 from pathlib import Path
 
-from kafka_shell import reassign_plan, throttles
-from kafka_shell.codes import ApiKey
+from kafka_shell.admin import assignment_plan, cluster, configs, log_dirs, reassignments, throttles, topics
+from kafka_shell.admin.reassignments import Move
+from kafka_shell.deadline import Deadline
 from kafka_shell.errors import ShellError, UsageError
 from kafka_shell.files import FileExists, is_id, read_json, write_new
-from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import Key, alter_configs, alter_reassignments, ongoing, read_for, require_brokers
 from kafka_shell.progress import ProgressBar
-from kafka_shell.registry import INT32_MAX, INT64_MAX, Option, command, int_range
+from kafka_shell.option_types import broker_ids
+from kafka_shell.registry import INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
+    from kafka_shell.metadata import ClusterSnapshot
     from kafka_shell.session import Session
+
+Key = tuple[str, int]
 
 IN_PROGRESS = 3
 INTERRUPTED = 130
 POLL_S = 0.2
 GIVE_UP_S = 60.0        # --blocking stops when the cluster does not answer for this long
+RETRY_S = 1.0
 
-
-
-def broker_ids(text: str) -> list[int]:
-    broker = int_range(0, INT32_MAX)
-    try:
-        ids = [broker(b) for b in text.split(",") if b.strip()]
-    except ValueError:
-        raise ValueError(f"broker ids separated by commas, like 1,2,3 (each from 0 to {INT32_MAX})") from None
-    if not ids or len(set(ids)) != len(ids):
-        raise ValueError("distinct broker ids separated by commas, like 1,2,3")
-    return ids
 
 
 # Throttle rates are Kafka long configs.
@@ -108,11 +102,13 @@ def reassign_partitions(session: Session, args: dict) -> Result:
         return list_moves(session)
     if action == "--blocking":
         return wait_all(session, args)
-    targets = read_reassignment(args[dest(FILE)]) if args[dest(FILE)] is not None else None
+    if args[dest(FILE)] is None:  # --cancel --all (the other actions require the file)
+        return cancel(session, args, None)
+    targets = read_reassignment(args[dest(FILE)])
     if action == "--execute":
-        return execute(session, args, targets)  # type: ignore[arg-type]
+        return execute(session, args, targets)
     if action == "--verify":
-        return verify(session, args, targets)  # type: ignore[arg-type]
+        return verify(session, args, targets)
     return cancel(session, args, targets)
 
 
@@ -232,7 +228,7 @@ def save_rollback(source: str, text: str) -> Path:
 # -- cluster reads ------------------------------------------------------------------------------
 
 
-def current_assignment(snap: ClusterSnapshot, keys) -> dict[Key, list[int]]:
+def current_assignment(snap: ClusterSnapshot, keys: Iterable[Key]) -> dict[Key, list[int]]:
     """Replicas of `keys` in the command's read `snap`; unknown topics/partitions are left out."""
     topics = snap.topics
     out = {}
@@ -243,12 +239,12 @@ def current_assignment(snap: ClusterSnapshot, keys) -> dict[Key, list[int]]:
     return out
 
 
-def read_keys(session, keys) -> ClusterSnapshot:
+def read_keys(session: Session, keys: Iterable[Key]) -> ClusterSnapshot:
     """A fresh read of the topics that `keys` (topic, partition) name."""
-    return read_for(session, sorted({t for t, _ in keys}))
+    return topics.read_for(session.conn, sorted({t for t, _ in keys}))
 
 
-def cluster_key(session) -> str:
+def cluster_key(session: Session) -> str:
     return session.snapshot.cluster_id or session.conn.bootstrap
 
 
@@ -257,21 +253,21 @@ def cluster_key(session) -> str:
 
 def generate(session: Session, args: dict) -> Result:
     names = args["topic"] or topics_to_move(args["topics_to_move_json_file"])
-    snapshot = read_for(session, names)
+    snapshot = topics.read_for(session.conn, names)
     missing = [n for n in names if n not in snapshot.topics]
     if missing:
         raise UsageError(f'Topic "{missing[0]}" does not exist (check the name with list-topics)')
     brokers = args["broker_list"]
-    require_brokers(session, brokers)
+    cluster.require_brokers(session.conn, brokers)
     current = {(t, p.partition): list(p.replicas) for t in names for p in snapshot.topics[t].partitions}
     try:
-        racks = reassign_plan.rack_map(brokers, {b: i.rack for b, i in snapshot.brokers.items()},
-                                       not args["disable_rack_aware"])
-        proposed = reassign_plan.plan(current, brokers, racks)
-    except reassign_plan.PlanError as exc:
+        racks = assignment_plan.rack_map(brokers, {b: i.rack for b, i in snapshot.brokers.items()},
+                                         not args["disable_rack_aware"])
+        proposed = assignment_plan.plan(current, brokers, racks)
+    except assignment_plan.PlanError as exc:
         raise UsageError(str(exc)) from None
-    messages = [f"{reassign_plan.moved(current, proposed)} replica(s) move "
-                f"(at least {reassign_plan.lower_bound(current, brokers)} needed for balance)."]
+    messages = [f"{assignment_plan.moved(current, proposed)} replica(s) move "
+                f"(at least {assignment_plan.lower_bound(current, brokers)} needed for balance)."]
     if args["proposed_json_file"]:
         write_file(Path(args["proposed_json_file"]).expanduser(), as_json(proposed))
         messages.append(f"Saved the proposed assignment to {args['proposed_json_file']}: run it with "
@@ -298,7 +294,7 @@ def topics_to_move(path: str) -> list[str]:
 # -- --execute ----------------------------------------------------------------------------------
 
 
-def execute(session, args: dict, targets: dict[Key, list[int]]) -> Result:
+def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
     path = args[dest(FILE)]
     snap = read_keys(session, targets)
     current = current_assignment(snap, targets)
@@ -312,7 +308,7 @@ def execute(session, args: dict, targets: dict[Key, list[int]]) -> Result:
         if unknown:
             raise UsageError(f"{path}: the replicas of {_name(key)} name unknown broker(s) {_ids(unknown)}: "
                              f"live brokers are {_ids(sorted(live))}")
-    active = ongoing(session)
+    active = reassignments.ongoing(session.conn)
     if active and not args["additional"]:
         raise ShellError(f"Cannot execute: {len(active)} partition reassignment(s) are in progress "
                          f"({', '.join(_name(k) for k in sorted(active)[:5])}): wait for them, or use "
@@ -331,13 +327,13 @@ def execute(session, args: dict, targets: dict[Key, list[int]]) -> Result:
                 "option during rollback."]
     if record:
         messages += set_throttles(session, record)
-    errors = alter_reassignments(session, targets)
-    started = [k for k in sorted(targets) if not any(e.startswith(_name(k) + ":") for e in errors)]
+    refused = reassignments.alter(session.conn, targets)
+    started = [k for k in sorted(targets) if k not in refused]
     if started:
         messages.append(f"Successfully started partition reassignment(s) for {','.join(map(_name, started))}.")
     text = f"Current partition replica assignment\n{rollback}"
-    if errors:
-        return Result(tables=[before], text=text, messages=messages + errors, exit_code=1)
+    if refused:
+        return Result(tables=[before], text=text, messages=messages + reassignments.refusals(refused), exit_code=1)
     if args["blocking"]:
         session.stderr.write("\n".join(messages) + "\n")
         waited = wait_and_finish(session, args, set(targets), resume=f"--verify --reassignment-json-file {path} ")
@@ -347,19 +343,18 @@ def execute(session, args: dict, targets: dict[Key, list[int]]) -> Result:
     return Result(tables=[before], text=text, messages=messages)
 
 
-def set_throttles(session, record: dict) -> list[str]:
+def set_throttles(session: Session, record: dict) -> list[str]:
     """Record, then set, the throttles of a move (merged with those an earlier move left)."""
     key = cluster_key(session)
     merged = throttles.merge(throttles.load(key), record)
     throttles.save(key, merged)
     for topic in record["topics"]:
-        alter_configs(session, "topics", [topic], {"set": throttles.topic_values(merged["topics"][topic]),
-                                                   "delete": []}, False)
+        configs.alter(session.conn, configs.TOPICS, [topic], throttles.topic_values(merged["topics"][topic]), [], False)
     rates = {k: str(record["rate"]) for k in throttles.RATE_KEYS}
     skipped = []
     for b in record["brokers"]:
         try:
-            alter_configs(session, "brokers", [str(b)], {"set": rates, "delete": []}, False)
+            configs.alter(session.conn, configs.BROKERS, [str(b)], rates, [], False)
         except ShellError:
             skipped.append(b)  # a down broker must not stop the move (Kafka's tool fails here)
     lines = [f"Throttled replication to {record['rate']} B/s on broker(s) "
@@ -370,7 +365,7 @@ def set_throttles(session, record: dict) -> list[str]:
     return lines
 
 
-def clear_throttles(session, preserve: bool, moving: dict[Key, dict] | None = None) -> list[str]:
+def clear_throttles(session: Session, preserve: bool, moving: dict[Key, Move] | None = None) -> list[str]:
     """Remove the throttles the shell recorded for this cluster once none of the recorded
     partitions is still moving. What could not be removed stays recorded for a later try."""
     key = cluster_key(session)
@@ -379,24 +374,24 @@ def clear_throttles(session, preserve: bool, moving: dict[Key, dict] | None = No
         return []
     if preserve:
         return ["Throttles kept (--preserve-throttles)."]
-    moving = ongoing(session) if moving is None else moving
+    moving = reassignments.ongoing(session.conn) if moving is None else moving
     still = [p for p in record["partitions"] if tuple(_split(p)) in moving]
     if still:
         return [f"Throttles kept: {len(still)} throttled partition(s) still moving."]
     left_brokers = []
     for b in record["brokers"]:
         try:
-            alter_configs(session, "brokers", [str(b)], {"set": {}, "delete": list(throttles.RATE_KEYS)}, False)
+            configs.alter(session.conn, configs.BROKERS, [str(b)], {}, list(throttles.RATE_KEYS), False)
         except ShellError:
             left_brokers.append(b)
-    topics = [t for t in record["topics"] if t in session.conn.read(list(record["topics"])).topics]
-    if topics:
-        alter_configs(session, "topics", topics, {"set": {}, "delete": [throttles.LEADER_REPLICAS,
-                                                                       throttles.FOLLOWER_REPLICAS]}, False)
+    names = [t for t in record["topics"] if t in session.conn.read(list(record["topics"])).topics]
+    if names:
+        configs.alter(session.conn, configs.TOPICS, names, {}, [throttles.LEADER_REPLICAS, throttles.FOLLOWER_REPLICAS],
+                      False)
     done = [b for b in record["brokers"] if b not in left_brokers]
     throttles.save(key, {**record, "brokers": left_brokers, "topics": {}, "partitions": []} if left_brokers else None)
     lines = [f"Removed the replication throttles kafka-shell set on broker(s) {_ids(done)}"
-             + (f" and topic(s) {', '.join(sorted(topics))}." if topics else ".")]
+             + (f" and topic(s) {', '.join(sorted(names))}." if names else ".")]
     if left_brokers:
         lines.append(f"Warning: broker(s) {_ids(left_brokers)} not reachable: their throttle stays; "
                      "run reassign-partitions --verify again later to remove it.")
@@ -411,15 +406,15 @@ def _split(name: str) -> tuple[str, int]:
 # -- --verify, --cancel, --list, --blocking -------------------------------------------------------
 
 
-def verify(session, args: dict, targets: dict[Key, list[int]]) -> Result:
+def verify(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
     path = args[dest(FILE)]
     if args["blocking"]:
         return wait_and_finish(session, args, set(targets), resume=f"--verify --reassignment-json-file {path} ")
     return status(session, args, targets)
 
 
-def status(session, args: dict, targets: dict[Key, list[int]]) -> Result:
-    moving = ongoing(session)
+def status(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
+    moving = reassignments.ongoing(session.conn)
     current = current_assignment(read_keys(session, targets), targets)
     lines, rows, failed, running = ["Status of partition reassignment:"], [], 0, 0
     for key, want in sorted(targets.items()):
@@ -456,30 +451,30 @@ def status(session, args: dict, targets: dict[Key, list[int]]) -> Result:
     return Result(tables=[table], text="\n".join(lines), messages=messages, exit_code=code)
 
 
-def cancel(session, args: dict, targets: dict[Key, list[int]] | None) -> Result:
-    moving = ongoing(session)
+def cancel(session: Session, args: dict, targets: dict[Key, list[int]] | None) -> Result:
+    moving = reassignments.ongoing(session.conn)
     wanted = sorted(moving if targets is None else [k for k in targets if k in moving])
     if not wanted:
         return Result.message("None of the specified partition reassignments are active.")
     if args["dry_run"]:
         return Result.message(f"Would cancel the reassignment of {','.join(map(_name, wanted))} (dry run).")
-    errors = alter_reassignments(session, {k: None for k in wanted})
-    done = [k for k in wanted if not any(e.startswith(_name(k) + ":") for e in errors)]
+    refused = reassignments.alter(session.conn, {k: None for k in wanted})
+    done = [k for k in wanted if k not in refused]
     messages = [f"Successfully cancelled partition reassignment(s) for {','.join(map(_name, done))}."] if done else []
-    if errors:
-        return Result.message(*messages, *errors, exit_code=1)
+    if refused:
+        return Result.message(*messages, *reassignments.refusals(refused), exit_code=1)
     messages += clear_throttles(session, args["preserve_throttles"])
     return Result.message(*messages)
 
 
-def list_moves(session) -> Result:
-    moving = sorted(ongoing(session).items())
+def list_moves(session: Session) -> Result:
+    moving = sorted(reassignments.ongoing(session.conn).items())
     table = Table(["Topic", "Partition", "Replicas", "Adding", "Removing"],
-                  [[t, p, m["replicas"], m["adding"], m["removing"]] for (t, p), m in moving], name="reassignments")
+                  [[t, p, m.replicas, m.adding, m.removing] for (t, p), m in moving], name="reassignments")
     if not moving:
         return Result(tables=[table], text="No partition reassignments found.")
     lines = ["Current partition reassignments:"] + [
-        f"{_name(k)}: replicas: {_ids(m['replicas'])}. adding: {_ids(m['adding'])}. removing: {_ids(m['removing'])}."
+        f"{_name(k)}: replicas: {_ids(m.replicas)}. adding: {_ids(m.adding)}. removing: {_ids(m.removing)}."
         for k, m in moving]
     return Result(tables=[table], text="\n".join(lines))
 
@@ -488,7 +483,7 @@ def wait_all(session: Session, args: dict) -> Result:
     return wait_and_finish(session, args, None, resume="")
 
 
-def wait_and_finish(session, args: dict, keys: set[Key] | None, resume: str) -> Result:
+def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume: str) -> Result:
     """Wait for the moves (of `keys`, or all) with a progress bar, then verify / clear throttles."""
     try:
         wait(session, keys, Progress(session.stderr))
@@ -501,14 +496,14 @@ def wait_and_finish(session, args: dict, keys: set[Key] | None, resume: str) -> 
                           *clear_throttles(session, args["preserve_throttles"], {}))
 
 
-def wait(session, keys: set[Key] | None, progress: Progress) -> None:
+def wait(session: Session, keys: set[Key] | None, progress: Progress) -> None:
     """Poll the controller until none of `keys` (or nothing at all) is moving. A controller
     change is followed by the connection manager; other failures are retried for a while."""
     total = len(keys) if keys is not None else None
-    failing_since = None
+    failing: Deadline | None = None   # from the first failure of a run of them
     while True:
         try:
-            moving = ongoing(session)
+            moving = reassignments.ongoing(session.conn)
             pending = {k: m for k, m in moving.items() if keys is None or k in keys}
             if total is None:
                 total = len(pending)
@@ -516,53 +511,43 @@ def wait(session, keys: set[Key] | None, progress: Progress) -> None:
                 progress.done()
                 return
             copied, size = bytes_copied(session, pending)
-            failing_since = None
+            failing = None
         except ShellError as exc:
-            now = time.monotonic()
-            failing_since = failing_since or now
-            if now - failing_since > GIVE_UP_S:
+            failing = failing or Deadline(GIVE_UP_S)
+            if failing.expired:
                 raise
             session.notify(f"Waiting: {exc} (retrying)")
-            time.sleep(1.0)
+            failing.pause(RETRY_S)
             continue
         progress.show(max(total, len(pending)) - len(pending), max(total, len(pending)), copied, size)
         time.sleep(POLL_S)
 
 
-def bytes_copied(session, moving: dict[Key, dict]) -> tuple[int, int]:
+def bytes_copied(session: Session, moving: dict[Key, Move]) -> tuple[int, int]:
     """(bytes the adding replicas hold, bytes they need): DescribeLogDirs sizes of the adding
     replicas against their leader's. Brokers that do not answer count as nothing copied."""
-    topics = read_keys(session, moving).topics
+    found = read_keys(session, moving).topics
     leaders = {}
     for (t, p) in moving:
-        info = topics.get(t)
+        info = found.get(t)
         if info is not None and p < len(info.partitions):
             leaders[(t, p)] = info.partitions[p].leader
-    wanted: dict[int, set[Key]] = {}
+    wanted: dict[int, dict[str, list[int]]] = {}
     for key, m in moving.items():
-        for b in [leaders.get(key, -1), *m["adding"]]:
+        for b in [leaders.get(key, -1), *m.adding]:
             if b >= 0:
-                wanted.setdefault(b, set()).add(key)
-    sizes: dict[tuple[int, Key], int] = {}
-    for b, keys in wanted.items():
-        by_topic: dict[str, list[int]] = {}
-        for t, p in keys:
-            by_topic.setdefault(t, []).append(p)
-        body = {"topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
-        try:
-            answer = session.conn.broker_request(b, ApiKey.DESCRIBE_LOG_DIRS, body)
-        except ShellError:
-            continue
-        for result in answer.get("results", []):
-            for t in result.get("topics", []):
-                for p in t.get("partitions", []):
-                    sizes[(b, (t["name"], p["partition_index"]))] = p["partition_size"]
+                wanted.setdefault(b, {}).setdefault(key[0], []).append(key[1])
+    sizes: dict[tuple[str, int, int], tuple[int, int]] = {}
+    if not log_dirs.supported(session.conn):
+        return 0, 0
+    for b, parts in wanted.items():  # each broker only for the replicas it may hold
+        sizes.update(log_dirs.describe(session.conn, [b], parts).sizes(include_future=True))
     copied = size = 0
     for key, m in moving.items():
-        full = sizes.get((leaders.get(key, -1), key), 0)
-        for a in m["adding"]:
+        full = sizes.get((*key, leaders.get(key, -1)), (0, 0))[0]
+        for a in m.adding:
             size += full
-            copied += min(sizes.get((a, key), 0), full)
+            copied += min(sizes.get((*key, a), (0, 0))[0], full)
     return copied, size
 
 

@@ -29,28 +29,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.codes import ApiKey, ElectionType, Error
-from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
+from kafka_shell.admin import elections, offsets, reassignments, topics
+from kafka_shell.admin.elections import ELECTED, NOT_NEEDED, Election, Entry
+from kafka_shell.admin.offsets import ReplicaLogEnd
+from kafka_shell.deadline import Deadline
+from kafka_shell.errors import NotSupported, ShellError, UsageError
 from kafka_shell.files import is_id, read_json, write_new
-from kafka_shell.metadata import ClusterSnapshot
-from kafka_shell.operations import (Entry, Key, alter_reassignments, debug, elect_partitions, read_for, replica_log_ends,
-                                    replica_log_info)
+from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
 from kafka_shell.option_types import positive_int
-from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
-from kafka_shell.registry import Option, command
-from kafka_shell.render import Result, Table
+from kafka_shell.registry import Confirm, Option, command
+from kafka_shell.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
+    from kafka_shell.metadata import ClusterSnapshot
     from kafka_shell.session import Session
 
+Key = tuple[str, int]
+
 FILE_EXAMPLE = '{"partitions":[{"topic":"foo","partitions":[0,3,5]}]}'
-MIN_LIST_OFFSETS_VERSION = 4    # the first version with leader epochs in the answer
 RETRY_S = 0.1
 ELECTION_TIMEOUT_MS = 30000
 LIVE, FENCED, UNREACHABLE = "live", "fenced", "unreachable"
 DESIGNATED_PATH, STOCK_PATH = "designated", "stock"
 
 SCOPE = ("--path-to-json-file", "--all-offline-partitions")
+RECOVERY_REFUSAL = ("unclean-recovery --automated-recovery may truncate logs: add --yes to confirm "
+                    "(or --dry-run to see the plan)")
 ACTIONS = ("--show-replica-info", "--manual-recovery-output-file", "--automated-recovery")
 
 
@@ -116,6 +120,7 @@ class Target:
          Option("--yes", flag=True, help="Do not ask before the elections."),
          aliases=("kafka-unclean-recovery",),
          mutates=True, topic_context=True,
+         confirm=Confirm(applies=lambda args: args["automated_recovery"], proposed=True, refusal=RECOVERY_REFUSAL),
          exclusive_groups=(SCOPE, ("--manual-recovery-output-file", "--automated-recovery")),
          help="Recover offline partitions by electing the replica with the longest log (KAFKA-20098).",
          description=(
@@ -130,7 +135,7 @@ class Target:
          examples=("unclean-recovery --all-offline-partitions --show-replica-info --dry-run",
                    "unclean-recovery --all-offline-partitions --manual-recovery-output-file recovery.json",
                    "unclean-recovery --path-to-json-file parts.json --automated-recovery --yes"))
-def unclean_recovery(session: Session, args: dict) -> Result:
+def unclean_recovery(session: Session, args: dict) -> Result | Proposal:
     check_arguments(session, args)
     path = recovery_path(session)
     snap, targets = read_targets(session, args)
@@ -160,14 +165,14 @@ def unclean_recovery(session: Session, args: dict) -> Result:
         if args["dry_run"]:
             messages += [f"Would elect {t.chosen} for {t.name} ({describe_truncation(t)}) (dry run)." for t in plan]
         else:
-            confirm(session, args, plan)
-            results, notes = run_elections(session, path, plan, args["recovery_election_attempts"])
-            tables.append(Table(["Topic", "Partition", "Result", "Leader", "Error"], results, name="elections"))
-            messages += notes
-            failures += [f"Recovery failed for {r[0]}-{r[1]}: {r[4]}"
-                         + (" (run unclean-recovery again: it asks the replicas anew)" if r[3] < 0 else "")
-                         for r in results if r[2] not in ("elected", "already online")]
-            exit_code = 1 if failures else 0
+            def elect() -> Result:
+                results, notes = run_elections(session, path, plan, args["recovery_election_attempts"])
+                tables.append(Table(["Topic", "Partition", "Result", "Leader", "Error"], results, name="elections"))
+                failures.extend(f"Recovery failed for {r[0]}-{r[1]}: {r[4]}"
+                                + (" (run unclean-recovery again: it asks the replicas anew)" if r[3] < 0 else "")
+                                for r in results if r[2] not in ("elected", "already online"))
+                return Result(tables=tables, messages=messages + notes + failures, exit_code=1 if failures else 0)
+            return Proposal(question(plan), RECOVERY_REFUSAL, elect)
     elif args["automated_recovery"] and not offline:
         messages.append("No offline partition to recover.")
     return Result(tables=tables, messages=messages + failures, exit_code=exit_code)
@@ -188,10 +193,6 @@ def check_arguments(session: Session, args: dict) -> None:
     if out and os.path.lexists(os.path.expanduser(out)):  # write_new refuses it too, but only after the asking
         raise UsageError(f"{out} already exists: --manual-recovery-output-file writes a new file, "
                          "give another name")
-    if (args["automated_recovery"] and not args["dry_run"] and not (args["yes"] or session.yes)
-            and not (session.interactive and session.confirm is not None)):
-        raise UsageError("unclean-recovery --automated-recovery may truncate logs: add --yes to confirm "
-                         "(or --dry-run to see the plan)")
 
 
 def read_partitions_file(path: str) -> list[Key]:
@@ -219,21 +220,19 @@ def read_targets(session: Session, args: dict) -> tuple[ClusterSnapshot, list[Ta
     """The targeted partitions from a fresh read of the cluster."""
     if args["path_to_json_file"]:
         keys = read_partitions_file(args["path_to_json_file"])
-        snap = read_for(session, sorted({t for t, _ in keys}))
+        snap = topics.read_for(session.conn, sorted({t for t, _ in keys}))
         for topic, partition in keys:
             known = snap.topics.get(topic)
             if known is None or partition >= len(known.partitions):
                 where = (f"{topic} has {len(known.partitions)} partition(s)" if known
                          else f'topic "{topic}" does not exist')
-                raise KafkaCallError(f"Partition {topic}-{partition} does not exist: {where} "
-                                     "(check with describe-topic); nothing was done.",
-                                     code=Error.unknown_topic_or_partition)
+                raise ShellError(f"Partition {topic}-{partition} does not exist: {where} "
+                                 "(check with describe-topic); nothing was done.")
         parts = [snap.topics[t].partitions[p] for t, p in keys]
     else:
-        snap = read_for(session, [args["topic"]] if args["topic"] else None)
+        snap = topics.read_for(session.conn, [args["topic"]] if args["topic"] else None)
         if args["topic"] and args["topic"] not in snap.topics:
-            raise KafkaCallError(f'Topic "{args["topic"]}" does not exist (check the name with list-topics).',
-                                 code=Error.unknown_topic_or_partition)
+            raise topics.missing(args["topic"])
         parts = [p for _, t in sorted(snap.topics.items()) for p in t.partitions if p.leader < 0]
     targets = [Target(p.topic, p.partition, tuple(p.replicas), p.leader) for p in parts]
     isr = {(p.topic, p.partition): set(p.isr) for p in parts}
@@ -245,11 +244,10 @@ def read_targets(session: Session, args: dict) -> tuple[ClusterSnapshot, list[Ta
 def recovery_path(session: Session) -> str:
     """KAFKA-20098's RPCs where the cluster has them, else stock Kafka's way; neither: stop."""
     conn = session.conn
-    if conn.supports(ApiKey.GET_REPLICA_LOG_INFO, 0) and conn.supports(ApiKey.ELECT_LEADERS, 3):
+    if offsets.has_replica_log_info(conn) and elections.supports(conn, elections.DESIGNATED):
         return DESIGNATED_PATH
-    if (conn.supports(ApiKey.LIST_OFFSETS, MIN_LIST_OFFSETS_VERSION)
-            and conn.supports(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0)
-            and conn.supports(ApiKey.ELECT_LEADERS, 1)):
+    if (offsets.has_replica_log_ends(conn) and reassignments.supports_alter(conn)
+            and elections.supports(conn, elections.UNCLEAN)):
         return STOCK_PATH
     raise NotSupported("unclean-recovery needs GetReplicaLogInfo and ElectLeaders v3 (KAFKA-20098), or "
                        "ListOffsets v4, AlterPartitionReassignments and unclean elections (ElectLeaders v1): "
@@ -262,21 +260,21 @@ def recovery_path(session: Session) -> str:
 def gather(session: Session, snap: ClusterSnapshot, targets: list[Target], path: str, duration_ms: int) -> None:
     """Ask every live broker holding a replica, in parallel, until each answered or the
     recovery duration ended; fill in each target's rows."""
-    deadline = time.monotonic() + duration_ms / 1000
+    deadline = Deadline(duration_ms / 1000)
     by_broker: dict[int, list[Target]] = {}
     for t in targets:
         for r in t.rows:
             if r.state == LIVE:
                 by_broker.setdefault(r.broker, []).append(t)
     answers: queue.Queue = queue.Queue()
-    ask = replica_log_info if path == DESIGNATED_PATH else replica_log_ends
+    ask = offsets.replica_log_info if path == DESIGNATED_PATH else offsets.replica_log_ends
     for broker, held in sorted(by_broker.items()):
         threading.Thread(target=_ask_until, daemon=True, name=f"recovery-{broker}",
                          args=(session, snap, broker, held, ask, deadline, answers)).start()
-    found: dict[int, dict[Key, tuple[int, int, str | None]]] = {}
+    found: dict[int, dict[Key, ReplicaLogEnd]] = {}
     while len(found) < len(by_broker):
         try:
-            broker, info = answers.get(timeout=max(0.0, deadline - time.monotonic()))
+            broker, info = answers.get(timeout=0 if deadline.expired else deadline.left())
         except queue.Empty:
             break
         found[broker] = info
@@ -289,22 +287,21 @@ def gather(session: Session, snap: ClusterSnapshot, targets: list[Target], path:
             if info is None:
                 r.state, r.error = UNREACHABLE, f"no answer within {duration_ms} ms"
                 continue
-            r.epoch, r.log_end, r.error = info.get(t.key, (-1, -1, "not answered"))
+            r.epoch, r.log_end, r.error = info.get(t.key, ReplicaLogEnd(-1, -1, "not answered"))
 
 
 def _ask_until(session: Session, snap: ClusterSnapshot, broker: int, held: list[Target], ask: Any,
-               deadline: float, answers: queue.Queue) -> None:
+               deadline: Deadline, answers: queue.Queue) -> None:
     """One broker's answers, retried on errors until the deadline (a thread of its own, so a
     slow broker does not hold up the others)."""
     while True:
         try:
-            answers.put((broker, ask(session, snap, broker, [t.key for t in held])))
+            answers.put((broker, ask(session.conn, snap, broker, [t.key for t in held])))
             return
         except ShellError as exc:
-            debug(session, f"broker {broker} did not answer ({exc}); retrying")
-        if time.monotonic() + RETRY_S >= deadline:
+            session.conn.debug(f"broker {broker} did not answer ({exc}); retrying")
+        if not deadline.pause(RETRY_S):
             return
-        time.sleep(RETRY_S)
 
 
 # -- choosing ----------------------------------------------------------------------------------
@@ -365,17 +362,14 @@ def write_manual_file(path: str, plan: list[Target], dry_run: bool) -> str:
 # -- electing ----------------------------------------------------------------------------------
 
 
-def confirm(session: Session, args: dict, plan: list[Target]) -> None:
-    if args["yes"] or session.yes:
-        return
+def question(plan: list[Target]) -> str:
+    """What the elections do, for the confirmation: who is elected where, and what is lost."""
     names = ", ".join(f"{t.name} -> {t.chosen}" for t in plan[:10]) + (
         f" and {len(plan) - 10} more" if len(plan) > 10 else "")
     lost = sum(t.truncated() for t in plan)
     silent = sum(any(r.error is not None for r in t.rows) for t in plan)
     unknown = f" ({silent} partition(s) have replicas that did not answer and may lose more)" if silent else ""
-    assert session.confirm is not None  # check_arguments made sure
-    if not session.confirm(f"Elect {names}: answered replicas lose {lost} message(s){unknown}. Continue?"):
-        raise ShellError("Cancelled: nothing was changed.")
+    return f"Elect {names}: answered replicas lose {lost} message(s){unknown}. Continue?"
 
 
 class StopAfterBatch:
@@ -402,18 +396,18 @@ class StopAfterBatch:
 def run_elections(session: Session, path: str, plan: list[Target],
                   attempts: int) -> tuple[list[list[Any]], list[str]]:
     """Elect each target's chosen replica; rows (topic, partition, result, leader, error)."""
-    outcomes: dict[Key, tuple[int, str]] = {}
+    outcomes: dict[Key, Election] = {}
     notes: list[str] = []
     with StopAfterBatch() as stop:
         pending = list(plan)
         for attempt in range(attempts):
-            batches = [pending[i:i + MAX_PARTITIONS_PER_REQUEST]
-                       for i in range(0, len(pending), MAX_PARTITIONS_PER_REQUEST)]
+            batches = [pending[i:i + MAX_PARTITIONS_PER_ELECTION]
+                       for i in range(0, len(pending), MAX_PARTITIONS_PER_ELECTION)]
             for batch in batches:
                 if stop.requested:
                     break
                 outcomes.update(elect_batch(session, path, batch))
-            retry = [t for t in pending if t.key in outcomes and _transient(outcomes[t.key][0])]
+            retry = [t for t in pending if t.key in outcomes and outcomes[t.key].retriable]
             if stop.requested or not retry:
                 break
             pending = retry
@@ -425,15 +419,17 @@ def run_elections(session: Session, path: str, plan: list[Target],
     rows = []
     for t in plan:
         now = after.topics[t.topic].partitions[t.partition].leader if t.topic in after.topics else -1
-        code, why = outcomes.get(t.key, (None, "not attempted (stopped)"))
-        if code == 0 and now == t.chosen:
+        e = outcomes.get(t.key)
+        if e is None:
+            rows.append([t.topic, t.partition, "not attempted", now, "not attempted (stopped)"])
+        elif e.state == ELECTED and now == t.chosen:
             rows.append([t.topic, t.partition, "elected", now, None])
-        elif code == Error.election_not_needed and now >= 0:
+        elif e.state == NOT_NEEDED and now >= 0:
             rows.append([t.topic, t.partition, "already online", now, None])
-        elif code == 0:
+        elif e.state == ELECTED:
             rows.append([t.topic, t.partition, "failed", now, elected_instead(t, now)])
         else:
-            rows.append([t.topic, t.partition, "failed" if code is not None else "not attempted", now, why])
+            rows.append([t.topic, t.partition, "failed", now, e.error])
     if path == STOCK_PATH and any(r[2] == "elected" for r in rows):
         notes.append("The original replica order is restored: a later preferred election moves leadership "
                      "back to the preferred replica.")
@@ -446,43 +442,33 @@ def elected_instead(t: Target, now: int) -> str:
     if now < 0:
         return "elected, but the partition has no leader now"
     ends = {r.broker: r.log_end for r in t.rows}
-    lost = ends.get(t.chosen, -1) - ends.get(now, -1)  # type: ignore[arg-type]
+    lost = (ends.get(t.chosen, -1) if t.chosen is not None else -1) - ends.get(now, -1)
     what = f": {lost} message(s) beyond offset {ends[now]} were truncated" if lost > 0 and ends.get(now, -1) >= 0 else ""
     return f"broker {now} was elected instead of {t.chosen} (whose broker stopped in between){what}"
 
 
-def _transient(code: int) -> bool:
-    try:
-        return code != 0 and Error(code).retriable
-    except ValueError:
-        return code == -1
-
-
-def elect_batch(session: Session, path: str, batch: list[Target]) -> dict[Key, tuple[int, str]]:
+def elect_batch(session: Session, path: str, batch: list[Target]) -> dict[Key, Election]:
     if path == DESIGNATED_PATH:
         entries: list[Entry] = [(t.topic, t.partition, t.chosen) for t in batch]
-        return elect_partitions(session, entries, ElectionType.DESIGNATED, ELECTION_TIMEOUT_MS)
+        return elections.elect(session.conn, entries, elections.DESIGNATED, ELECTION_TIMEOUT_MS)
     return elect_by_reorder(session, batch)
 
 
-def elect_by_reorder(session: Session, batch: list[Target]) -> dict[Key, tuple[int, str]]:
+def elect_by_reorder(session: Session, batch: list[Target]) -> dict[Key, Election]:
     """Stock Kafka: reorder so the chosen replica is first, unclean election (the first live
     replica of the assignment wins), then restore the original order."""
-    outcomes: dict[Key, tuple[int, str]] = {}
-    moves = {t.key: [t.chosen, *[b for b in t.replicas if b != t.chosen]] for t in batch}
-    debug(session, f"AlterPartitionReassignments (reorder only): {len(moves)} partition(s)")
-    for line in alter_reassignments(session, moves):  # type: ignore[arg-type]
-        key = line.split(": ", 1)[0]
-        for t in batch:
-            if t.name == key:
-                outcomes[t.key] = (Error.invalid_replica_assignment,
-                                   f"the reorder was refused ({line.split(': ', 1)[1]})")
+    conn = session.conn
+    moves: dict[Key, list[int] | None] = {t.key: [t.chosen, *[b for b in t.replicas if b != t.chosen]]
+                                          for t in batch if t.chosen is not None}
+    conn.debug(f"AlterPartitionReassignments (reorder only): {len(moves)} partition(s)")
+    outcomes = {key: elections.failed(key, f"the reorder was refused ({why})")
+                for key, why in reassignments.alter(conn, moves).items()}
     reordered = [t for t in batch if t.key not in outcomes]
     if reordered:
         entries: list[Entry] = [(t.topic, t.partition, None) for t in reordered]
-        outcomes.update(elect_partitions(session, entries, ElectionType.UNCLEAN, ELECTION_TIMEOUT_MS))
-        restore = {t.key: list(t.replicas) for t in reordered}
-        debug(session, f"AlterPartitionReassignments (restore order): {len(restore)} partition(s)")
-        for line in alter_reassignments(session, restore):
+        outcomes.update(elections.elect(conn, entries, elections.UNCLEAN, ELECTION_TIMEOUT_MS))
+        restore: dict[Key, list[int] | None] = {t.key: list(t.replicas) for t in reordered}
+        conn.debug(f"AlterPartitionReassignments (restore order): {len(restore)} partition(s)")
+        for line in reassignments.refusals(reassignments.alter(conn, restore)):
             session.notify(f"Could not restore the replica order of {line}")
     return outcomes

@@ -14,36 +14,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafka_shell.admin import quorum
 from kafka_shell.errors import UsageError
 from kafka_shell.metadata import KRAFT, ClusterSnapshot
-from kafka_shell.registry import INT32_MAX, Option, command, int_range
+from kafka_shell.option_types import broker_ids
+from kafka_shell.registry import Option, command
 from kafka_shell.render import Result
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
 
-_broker_id = int_range(0, INT32_MAX, "broker ids")
 CHECK = ("every partition's ISR full, no offline partition "
          "(describe-topic --under-replicated-partitions and --unavailable-partitions print nothing)")
 
 
-def broker_list(text: str) -> list[int]:
-    try:
-        return sorted({_broker_id(t) for t in text.split(",")})
-    except ValueError:
-        raise ValueError(f"broker ids from 0 to {INT32_MAX}, separated by commas: 1,2,3") from None
-
-
 @command("rolling-restart-plan",
-         Option("--brokers", type=broker_list, metavar="ID,ID", completer="broker",
+         Option("--brokers", type=broker_ids, metavar="ID,ID", completer="broker",
                 help="Only these brokers (default: every live broker, and the KRaft controllers)."),
          help="The order to restart brokers and controllers with the fewest controller moves.",
-         description=__doc__.split("\n\n", 1)[1].strip(),  # type: ignore[union-attr]
+         description=(__doc__ or "").split("\n\n", 1)[-1].strip(),
          examples=("rolling-restart-plan", "rolling-restart-plan --brokers 1,2,3 -o json"))
 def rolling_restart_plan(session: Session, args: dict) -> Result:
     snap = session.conn.read(controller=True)
     live = sorted(snap.brokers)
-    wanted = args["brokers"] or live
+    wanted = sorted(args["brokers"] or live)
     unknown = [b for b in wanted if b not in snap.brokers]
     if unknown:
         raise UsageError(f"Broker(s) {', '.join(map(str, unknown))} not live in the cluster "
@@ -51,7 +45,7 @@ def rolling_restart_plan(session: Session, args: dict) -> Result:
     controller = snap.controller
     voters: list[int] = []
     if controller.mode == KRAFT and not args["brokers"]:
-        voters = sorted(v["replica_id"] for v in session.conn.quorum().get("current_voters", []))
+        voters = sorted(v.replica_id for v in quorum.describe(session.conn).voters)
     steps = plan(snap, wanted, controller.id if controller.mode != KRAFT else None, voters, controller.id)
     rows = []
     for i, (role, nodes, unavailable) in enumerate(steps, 1):

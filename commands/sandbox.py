@@ -1,9 +1,10 @@
 """`sandbox ACTION ...`: fault injection on the embedded cluster (kafka-shell --sandbox) or on a
-`kafka-shell sandbox` server (through its control endpoint, see kafka_shell/sandbox/control.py).
+`kafka-shell sandbox` server (through its control endpoint, kafka_shell/sandbox_client.py).
 Both are driven through the same methods (`Sandbox` / `RemoteSandbox`), each done when it returns."""
 
 from __future__ import annotations
 
+from kafka_shell import sandbox_client
 from kafka_shell.errors import UsageError, shown
 from kafka_shell.registry import INT32_MAX, INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result
@@ -54,6 +55,8 @@ def sandbox_command(session, args: dict) -> Result:
         raise UsageError(f"sandbox {action} takes {len(names)} argument(s): {usage}")
     if action != "replace-broker" and (args["host"] or args["keep_id"] or args["lose_disk"]):
         raise UsageError("--host, --keep-id and --lose-disk are for sandbox replace-broker")
+    if session.sandbox is None:  # a `kafka-shell sandbox` server's control endpoint
+        session.sandbox = sandbox_client.attach(session.target)
     sb = session.sandbox
     try:
         if action == "replace-broker":

@@ -2,59 +2,121 @@
 
 describe-acls, create-acls, delete-acls; describe-user-scram-credentials,
 alter-user-scram-credentials; describe-client-quotas, alter-client-quotas. Requests go on the
-direct channel; shared logic (names, the authorization messages) is in `kafka_shell.acl`.
+shell's own channel through the admin layer (kafka_shell/admin/acls.py, scram.py, quotas.py).
 A SCRAM password is read from --password-file, --password-env or a prompt: never from the
 command line, never printed.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
+import re
 import sys
 from typing import TYPE_CHECKING
 
-from kafka_shell import acl
-from kafka_shell.codes import AclOperation as Op
-from kafka_shell.codes import AclPermission, AclResourceType as Res, ApiKey, PatternType, QuotaMatch, ScramMechanism
-from kafka_shell.errors import KafkaCallError, UsageError, printable, shown
+from kafka_shell.admin import acls, quotas, scram
+from kafka_shell.admin.acls import CLUSTER_NAME, Binding, PatternType
+from kafka_shell.admin.acls import Operation as Op
+from kafka_shell.admin.acls import Permission as Perm
+from kafka_shell.admin.acls import ResourceType as Res
+from kafka_shell.errors import UsageError, printable, shown
 from kafka_shell.files import read_text
-from kafka_shell.operations import debug, error_line, response_error
+from kafka_shell.limits import MAX_STRING_BYTES
 from kafka_shell.option_types import CONFIG_NAME
-from kafka_shell.registry import INT32_MAX, Option, command, int_range
-from kafka_shell.render import Result, Table
+from kafka_shell.registry import INT32_MAX, Confirm, Option, command, int_range
+from kafka_shell.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")   # controls, and bytes that are not UTF-8
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+RESOURCE_OPTIONS = {"topic": Res.TOPIC, "group": Res.GROUP, "transactional_id": Res.TRANSACTIONAL_ID}
+OPERATIONS = tuple(o.name for o in Op if o not in (Op.UNKNOWN, Op.ANY))
+PATTERN_TYPES = ("LITERAL", "PREFIXED", "MATCH", "ANY")
+
+
+# -- names on the command line ----------------------------------------------------------------
+
+
+def acl_operation(text: str) -> Op:
+    """An operation as kafka-acls takes it: Read, read, DESCRIBE_CONFIGS, DescribeConfigs."""
+    wanted = text.replace("-", "").replace("_", "").upper()
+    for o in Op:
+        if o.name.replace("_", "") == wanted and o not in (Op.UNKNOWN, Op.ANY):
+            return o
+    raise ValueError(f"an operation ({', '.join(OPERATIONS)})")
+
+
+def any_name(text: str) -> str:
+    """A group, transactional id, user or client id: any printable text Kafka can carry."""
+    if not text or _UNPRINTABLE.search(text) or len(text.encode("utf-8", "surrogatepass")) > MAX_STRING_BYTES:
+        raise ValueError(f"a name: printable text, 1 to {MAX_STRING_BYTES} bytes")
+    return text
+
+
+def acl_topic(text: str) -> str:
+    """A topic name (or prefix) for an ACL, or `*` for every topic."""
+    if text != "*" and not _TOPIC.fullmatch(text):
+        raise ValueError("a topic name or prefix (up to 249 letters, digits, '.', '_' or '-'), or * for all")
+    return text
+
+
+def principal_text(text: str) -> str:
+    """A Kafka principal, TYPE:NAME (User:alice, User:*)."""
+    kind, sep, rest = text.partition(":")
+    if not sep or not kind or not rest or _UNPRINTABLE.search(text) or len(text) > MAX_STRING_BYTES:
+        raise ValueError("a principal such as User:alice or User:*")
+    return text
+
+
+def acl_host(text: str) -> str:
+    """An ACL host: an IP address (the client's address is what Kafka matches), or * for any."""
+    if text != "*":
+        try:
+            ipaddress.ip_address(text)
+        except ValueError:
+            raise ValueError("an IP address, or * for any host") from None
+    return text
+
+
+def acl_pattern(text: str) -> PatternType:
+    try:
+        return PatternType[text.upper()]
+    except KeyError:
+        raise ValueError(f"a pattern type ({', '.join(PATTERN_TYPES)})") from None
+
+
 RESOURCE = (
-    Option("--topic", type=acl.topic, repeatable=True, metavar="NAME", completer="acl_resource",
+    Option("--topic", type=acl_topic, repeatable=True, metavar="NAME", completer="acl_resource",
            help="Topic resource (repeatable; * for every topic)."),
-    Option("--group", type=acl.name, repeatable=True, metavar="NAME", completer="acl_resource",
+    Option("--group", type=any_name, repeatable=True, metavar="NAME", completer="acl_resource",
            help="Group resource (repeatable; * for every group)."),
     Option("--cluster", flag=True, help="The cluster resource."),
-    Option("--transactional-id", type=acl.name, repeatable=True, metavar="ID", completer="acl_resource",
+    Option("--transactional-id", type=any_name, repeatable=True, metavar="ID", completer="acl_resource",
            help="Transactional id resource (repeatable)."),
 )
 PRINCIPALS = (
-    Option("--allow-principal", type=acl.principal, repeatable=True, metavar="TYPE:NAME", completer="principal",
+    Option("--allow-principal", type=principal_text, repeatable=True, metavar="TYPE:NAME", completer="principal",
            help="Principal to allow, e.g. User:alice (repeatable)."),
-    Option("--deny-principal", type=acl.principal, repeatable=True, metavar="TYPE:NAME", completer="principal",
+    Option("--deny-principal", type=principal_text, repeatable=True, metavar="TYPE:NAME", completer="principal",
            help="Principal to deny (repeatable)."),
-    Option("--allow-host", type=acl.host, repeatable=True, metavar="IP",
+    Option("--allow-host", type=acl_host, repeatable=True, metavar="IP",
            help="Address the allow principals may connect from (default *: any)."),
-    Option("--deny-host", type=acl.host, repeatable=True, metavar="IP",
+    Option("--deny-host", type=acl_host, repeatable=True, metavar="IP",
            help="Address the deny principals are denied from (default *: any)."),
-    Option("--operation", type=acl.operation, repeatable=True, metavar="OP",
-           help=f"Operation (repeatable): {', '.join(acl.OPERATIONS)}."),
+    Option("--operation", type=acl_operation, repeatable=True, metavar="OP",
+           help=f"Operation (repeatable): {', '.join(OPERATIONS)}."),
 )
 
 
 def _resources(args: dict, default_any: bool = False) -> list[tuple[Res, str | None]]:
-    found: list[tuple[Res, str | None]] = [(kind, n) for opt, kind in acl.RESOURCE_OPTIONS.items()
+    found: list[tuple[Res, str | None]] = [(kind, n) for opt, kind in RESOURCE_OPTIONS.items()
                                            for n in args.get(opt) or ()]
     if args.get("cluster"):
-        found.append((Res.CLUSTER, acl.CLUSTER_NAME))
+        found.append((Res.CLUSTER, CLUSTER_NAME))
     if not found and default_any:
         return [(Res.ANY, None)]
     return found
@@ -62,17 +124,14 @@ def _resources(args: dict, default_any: bool = False) -> list[tuple[Res, str | N
 
 def _check_operations(resources: list[tuple[Res, str | None]], operations: list[Op]) -> None:
     for kind, _ in resources:
-        problem = acl.unsupported_operation(kind, operations)
+        problem = acls.unsupported_operation(kind, operations)
         if problem:
             raise UsageError(problem)
 
 
 def _pattern(args: dict, default: PatternType) -> PatternType:
     text = args.get("resource_pattern_type")
-    return acl.pattern_type(text) if text else default
-
-
-QUOTA_PART_ORDER = {"user": 0, "client-id": 1, "ip": 2}   # how a quota entity is written
+    return acl_pattern(text) if text else default
 
 
 # -- ACLs -------------------------------------------------------------------------------------
@@ -80,22 +139,14 @@ QUOTA_PART_ORDER = {"user": 0, "client-id": 1, "ip": 2}   # how a quota entity i
 
 def _describe(session: Session, kind: Res, name: str | None, pattern: PatternType,
               principal: str | None = None) -> list[list]:
-    body = {"resource_type_filter": kind, "resource_name_filter": name, "pattern_type_filter": pattern,
-            "principal_filter": principal, "host_filter": None, "operation": Op.ANY,
-            "permission_type": AclPermission.ANY}
-    debug(session, "DescribeAcls request")
-    answer = session.conn.any_broker_request(ApiKey.DESCRIBE_ACLS, body)
-    if answer.get("error_code"):
-        raise response_error(ApiKey.DESCRIBE_ACLS, answer["error_code"], answer.get("error_message"))
-    rows = [acl.binding_row(r["resource_type"], r["resource_name"], r.get("pattern_type", PatternType.LITERAL), e)
-            for r in answer.get("resources", []) for e in r["acls"]]
-    return sorted(rows)
+    wanted = Binding(kind, name, pattern, principal, None, Op.ANY, Perm.ANY)
+    return sorted(b.row() for b in acls.describe(session.conn, wanted))
 
 
 @command("describe-acls", *RESOURCE,
-         Option("--resource-pattern-type", metavar="TYPE", choices=acl.PATTERN_TYPES,
+         Option("--resource-pattern-type", metavar="TYPE", choices=PATTERN_TYPES,
                 help="LITERAL, PREFIXED, MATCH (every ACL that applies to the name) or ANY (default)."),
-         Option("--principal", type=acl.principal, metavar="TYPE:NAME", completer="principal",
+         Option("--principal", type=principal_text, metavar="TYPE:NAME", completer="principal",
                 help="Only the ACLs of this principal."),
          help="List ACLs (all, or those of the resources and principal given).",
          examples=("describe-acls", "describe-acls --topic orders --resource-pattern-type MATCH",
@@ -105,13 +156,13 @@ def describe_acls(session: Session, args: dict) -> Result:
     rows: list[list] = []
     for kind, name in _resources(args, default_any=True):
         rows += [r for r in _describe(session, kind, name, pattern, args["principal"]) if r not in rows]
-    acl.SEEN.remember(rows)
+    session.acl_names.remember(rows)
     if not rows:
-        return Result(tables=[Table(acl.ACL_COLUMNS, [], name="acls")], messages=["No ACLs found."])
-    return Result(tables=[Table(acl.ACL_COLUMNS, rows, name="acls")])
+        return Result(tables=[Table(acls.COLUMNS, [], name="acls")], messages=["No ACLs found."])
+    return Result(tables=[Table(acls.COLUMNS, rows, name="acls")])
 
 
-def _bindings(args: dict) -> list[dict]:
+def _bindings(args: dict) -> list[Binding]:
     """The bindings create-acls adds: each resource x principal x host x operation, or with
     --producer / --consumer the operations kafka-acls gives them."""
     resources = _resources(args)
@@ -143,23 +194,18 @@ def _bindings(args: dict) -> list[dict]:
         raise UsageError("Give a resource: --topic, --group, --cluster or --transactional-id")
     else:
         _check_operations(resources, args["operation"] or [])
-    out: list[dict] = []
-    for kind, name in resources:
+    out: list[Binding] = []
+    for kind, resource in resources:
         ops = list(dict.fromkeys(ops_for.get(kind, []))) if ops_for else (args["operation"] or [Op.ALL])
-        for permission, principals, hosts in ((AclPermission.ALLOW, allow, args["allow_host"]),
-                                              (AclPermission.DENY, deny, args["deny_host"])):
-            for p in principals:
-                for host in hosts or ["*"]:
+        for permission, principals, hosts in ((Perm.ALLOW, allow, args["allow_host"]),
+                                              (Perm.DENY, deny, args["deny_host"])):
+            for who in principals:
+                for where in hosts or ["*"]:
                     for op in ops:
-                        b = {"resource_type": kind, "resource_name": name, "resource_pattern_type": pattern,
-                             "principal": p, "host": host, "operation": op, "permission_type": permission}
+                        b = Binding(kind, resource, pattern, who, where, op, permission)
                         if b not in out:
                             out.append(b)
     return out
-
-
-def _row(b: dict) -> list:
-    return acl.binding_row(b["resource_type"], b["resource_name"], b["resource_pattern_type"], b)
 
 
 @command("create-acls", *RESOURCE, *PRINCIPALS,
@@ -175,91 +221,63 @@ def _row(b: dict) -> list:
                    "--resource-pattern-type PREFIXED"))
 def create_acls(session: Session, args: dict) -> Result:
     bindings = _bindings(args)
-    table = Table(acl.ACL_COLUMNS, [_row(b) for b in bindings], name="acls")
-    acl.SEEN.remember(table.rows)
+    table = Table(acls.COLUMNS, [b.row() for b in bindings], name="acls")
+    session.acl_names.remember(table.rows)
     if args["dry_run"]:
         return Result(tables=[table], messages=[f"Would add {len(bindings)} ACL(s) (dry run)."])
-    debug(session, f"CreateAcls request: {len(bindings)} ACL(s)")
-    answer = session.conn.controller_request(ApiKey.CREATE_ACLS, {"creations": bindings}, mutation=True)
-    failed = [(b, r) for b, r in zip(bindings, answer.get("results", [])) if r.get("error_code")]
-    if failed:  # each binding succeeds or fails alone: say how many went in, and the first refusal
-        b, r = failed[0]
-        if acl.is_authorization_error(r["error_code"]):  # the request as a whole was refused
-            raise response_error(ApiKey.CREATE_ACLS, r["error_code"])
-        why = error_line(ApiKey.CREATE_ACLS, r["error_code"], r.get("error_message"))
-        raise KafkaCallError(f"{len(failed)} of {len(bindings)} ACL(s) not added; "
-                             f"{' '.join(map(str, _row(b)))}: {why}", code=r["error_code"])
+    acls.create(session.conn, bindings)
     return Result(tables=[table], messages=[f"Added {len(bindings)} ACL(s)."])
 
 
 @command("delete-acls", *RESOURCE, *PRINCIPALS,
-         Option("--resource-pattern-type", metavar="TYPE", choices=acl.PATTERN_TYPES,
+         Option("--resource-pattern-type", metavar="TYPE", choices=PATTERN_TYPES,
                 help="LITERAL (default), PREFIXED, MATCH or ANY."),
-         Option("--yes", flag=True, help="Do not ask for confirmation."),
-         mutates=True,
+         mutates=True, confirm=Confirm(proposed=True),
          help="Remove ACLs (kafka-acls --remove): those matching the resources, principals and operations "
               "given; asks for confirmation naming them (--yes outside the REPL).",
          examples=("delete-acls --topic orders", "delete-acls --allow-principal User:alice --topic orders",
                    "delete-acls --topic secret- --resource-pattern-type PREFIXED --yes"))
-def delete_acls(session: Session, args: dict) -> Result:
+def delete_acls(session: Session, args: dict) -> Result | Proposal:
     resources = _resources(args)
     if not resources:
         raise UsageError("Give a resource: --topic, --group, --cluster or --transactional-id")
     pattern = _pattern(args, PatternType.LITERAL)
     ops = args["operation"] or [Op.ANY]
     _check_operations(resources, ops)
-    filters = []
-    for kind, name in resources:
-        entries: list[tuple[str | None, str | None, AclPermission]] = [
-            *[(p, h, AclPermission.ALLOW) for p in args["allow_principal"] or [] for h in args["allow_host"] or [None]],
-            *[(p, h, AclPermission.DENY) for p in args["deny_principal"] or [] for h in args["deny_host"] or [None]]]
-        for principal, host, permission in entries or [(None, None, AclPermission.ANY)]:
+    filters: list[Binding] = []
+    for kind, resource in resources:
+        entries: list[tuple[str | None, str | None, Perm]] = [
+            *[(p, h, Perm.ALLOW) for p in args["allow_principal"] or [] for h in args["allow_host"] or [None]],
+            *[(p, h, Perm.DENY) for p in args["deny_principal"] or [] for h in args["deny_host"] or [None]]]
+        for who, where, permission in entries or [(None, None, Perm.ANY)]:
             for op in ops:
-                f = {"resource_type_filter": kind, "resource_name_filter": name, "pattern_type_filter": pattern,
-                     "principal_filter": principal, "host_filter": host, "operation": op,
-                     "permission_type": permission}
+                f = Binding(kind, resource, pattern, who, where, op, permission)
                 if f not in filters:
                     filters.append(f)
     # What would go, read first: the confirmation and the dry run name it.
     doomed = _matching(session, filters)
-    acl.SEEN.remember(doomed)
-    table = Table(acl.ACL_COLUMNS, doomed, name="acls")
+    session.acl_names.remember(doomed)
+    table = Table(acls.COLUMNS, doomed, name="acls")
     if not doomed:
         return Result(tables=[table], messages=["No ACLs match: nothing to delete."])
     if args["dry_run"]:
         return Result(tables=[table], messages=[f"Would delete {len(doomed)} ACL(s) (dry run)."])
-    if not (args["yes"] or session.yes):
-        listing = "; ".join(" ".join(map(str, r)) for r in doomed)
-        if not session.interactive or session.confirm is None:
-            raise UsageError(f"delete-acls would delete {len(doomed)} ACL(s) ({printable(listing)}): "
-                             "add --yes to confirm")
-        if not session.confirm(f"Delete {len(doomed)} ACL(s): {listing}?"):
-            return Result(tables=[table], messages=["Nothing deleted."], exit_code=1)
-    debug(session, f"DeleteAcls request: {len(filters)} filter(s)")
-    answer = session.conn.controller_request(ApiKey.DELETE_ACLS, {"filters": filters}, mutation=True)
-    deleted: list[list] = []
-    for r in answer.get("filter_results", []):
-        if r.get("error_code"):
-            raise response_error(ApiKey.DELETE_ACLS, r["error_code"], r.get("error_message"))
-        deleted += [acl.binding_row(m["resource_type"], m["resource_name"], m["pattern_type"], m)
-                    for m in r["matching_acls"]]
-    return Result(tables=[Table(acl.ACL_COLUMNS, sorted(deleted), name="acls")],
-                  messages=[f"Deleted {len(deleted)} ACL(s)."])
+    listing = "; ".join(" ".join(map(str, r)) for r in doomed)
+
+    def delete() -> Result:
+        deleted = sorted(b.row() for b in acls.delete(session.conn, filters))
+        return Result(tables=[Table(acls.COLUMNS, deleted, name="acls")], messages=[f"Deleted {len(deleted)} ACL(s)."])
+    return Proposal(f"Delete {len(doomed)} ACL(s): {listing}?",
+                    f"delete-acls would delete {len(doomed)} ACL(s) ({printable(listing)})", delete)
 
 
-def _matching(session: Session, filters: list[dict]) -> list[list]:
+def _matching(session: Session, filters: list[Binding]) -> list[list]:
     rows: list[list] = []
     for f in filters:
-        debug(session, "DescribeAcls request")
-        answer = session.conn.any_broker_request(ApiKey.DESCRIBE_ACLS, f)
-        if answer.get("error_code"):
-            raise response_error(ApiKey.DESCRIBE_ACLS, answer["error_code"], answer.get("error_message"))
-        for r in answer.get("resources", []):
-            for e in r["acls"]:
-                row = acl.binding_row(r["resource_type"], r["resource_name"],
-                                      r.get("pattern_type", PatternType.LITERAL), e)
-                if row not in rows:
-                    rows.append(row)
+        for b in acls.describe(session.conn, f):
+            row = b.row()
+            if row not in rows:
+                rows.append(row)
     return sorted(rows)
 
 
@@ -267,29 +285,11 @@ def _matching(session: Session, filters: list[dict]) -> list[list]:
 
 
 @command("describe-user-scram-credentials",
-         Option("--user", type=acl.name, repeatable=True, metavar="NAME", help="Only these users (repeatable)."),
+         Option("--user", type=any_name, repeatable=True, metavar="NAME", help="Only these users (repeatable)."),
          help="List SCRAM users with their mechanisms and iterations (never the credentials).",
          examples=("describe-user-scram-credentials", "describe-user-scram-credentials --user alice"))
 def describe_user_scram_credentials(session: Session, args: dict) -> Result:
-    users = args["user"]
-    debug(session, "DescribeUserScramCredentials request")
-    # No users: an empty list, which Kafka reads as "every user" as it does null; but with null a
-    # principal without DESCRIBE on the cluster gets no answer at all (Kafka 4.4's error response
-    # iterates the null list and fails), instead of CLUSTER_AUTHORIZATION_FAILED.
-    answer = session.conn.any_broker_request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
-                                             {"users": [{"name": u} for u in users or ()]})
-    if answer.get("error_code"):
-        raise response_error(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, answer["error_code"], answer.get("error_message"))
-    rows = []
-    for r in answer.get("results", []):
-        if r.get("error_code"):
-            raise response_error(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, r["error_code"], r.get("error_message"),
-                                 entity=f'The SCRAM user "{shown(r["user"])}"')
-        for c in r["credential_infos"]:
-            mechanism = ScramMechanism(c["mechanism"]).mechanism_name if c["mechanism"] in tuple(ScramMechanism) \
-                else str(c["mechanism"])
-            rows.append([r["user"], mechanism, c["iterations"]])
-    rows.sort(key=lambda row: (row[0], row[1]))   # Kafka answers in no stable order
+    rows = [list(c) for c in scram.describe(session.conn, args["user"])]
     table = Table(["User", "Mechanism", "Iterations"], rows, name="scram_credentials")
     return Result(tables=[table], messages=[] if rows else ["No SCRAM users."])
 
@@ -320,14 +320,14 @@ def _read_password(session: Session, args: dict) -> str:
 
 
 @command("alter-user-scram-credentials",
-         Option("--add", type=acl.name, metavar="USER", help="Add or replace USER's credential for --mechanism."),
-         Option("--delete", type=acl.name, metavar="USER", help="Delete USER's credential for --mechanism."),
-         Option("--mechanism", choices=tuple(acl.SCRAM_MECHANISMS), required=True, metavar="M",
+         Option("--add", type=any_name, metavar="USER", help="Add or replace USER's credential for --mechanism."),
+         Option("--delete", type=any_name, metavar="USER", help="Delete USER's credential for --mechanism."),
+         Option("--mechanism", choices=tuple(scram.MECHANISMS), required=True, metavar="M",
                 help="SCRAM-SHA-256 or SCRAM-SHA-512."),
          Option("--iterations", type=int_range(1, INT32_MAX, "an iteration count"), default=4096, metavar="N",
                 help="PBKDF2 iterations, 4096 to 16384 (default 4096)."),
          Option("--password-file", metavar="FILE", completer="path", help="Read the password from FILE."),
-         Option("--password-env", type=acl.name, metavar="VAR", help="Read the password from environment variable VAR."),
+         Option("--password-env", type=any_name, metavar="VAR", help="Read the password from environment variable VAR."),
          mutates=True, required_groups=(("--add", "--delete"),),
          exclusive_groups=(("--password-file", "--password-env"),),
          help="Add or delete a SCRAM user (the password is salted here; it never leaves the shell).",
@@ -335,37 +335,30 @@ def _read_password(session: Session, args: dict) -> str:
                    "alter-user-scram-credentials --delete alice --mechanism SCRAM-SHA-512"))
 def alter_user_scram_credentials(session: Session, args: dict) -> Result:
     mechanism = args["mechanism"]
-    mech_id = acl.SCRAM_MECHANISMS[mechanism]
     if args["delete"] is not None:
         if args["password_file"] or args["password_env"]:
             raise UsageError("--delete takes no password")
-        user, body = args["delete"], {"deletions": [{"name": args["delete"], "mechanism": mech_id}], "upsertions": []}
-        done = f"Deleted the {mechanism} credential of {user}."
-    else:
-        user = args["add"]
-        password = _password(session, args)
-        salt, salted = acl.salted_password(mechanism, password, args["iterations"])
-        body = {"deletions": [], "upsertions": [{"name": user, "mechanism": mech_id, "iterations": args["iterations"],
-                                                 "salt": salt, "salted_password": salted}]}
-        done = f"Set the {mechanism} credential of {user} ({args['iterations']} iterations)."
+        user = args["delete"]
+        if args["dry_run"]:
+            return Result.message(f"Would change the {mechanism} credential of {user} (dry run).")
+        scram.delete(session.conn, user, mechanism)
+        return Result.message(f"Deleted the {mechanism} credential of {user}.")
+    user = args["add"]
+    password = _password(session, args)
     if args["dry_run"]:
         return Result.message(f"Would change the {mechanism} credential of {user} (dry run).")
-    debug(session, "AlterUserScramCredentials request")
-    answer = session.conn.controller_request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, body, mutation=True)
-    for r in answer.get("results", []):
-        if r.get("error_code"):
-            raise response_error(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, r["error_code"], r.get("error_message"))
-    return Result.message(done)
+    scram.upsert(session.conn, user, mechanism, password, args["iterations"])
+    return Result.message(f"Set the {mechanism} credential of {user} ({args['iterations']} iterations).")
 
 
 # -- client quotas ----------------------------------------------------------------------------
 
 QUOTA_ENTITY = (
-    Option("--entity-type", choices=tuple(acl.QUOTA_ENTITY_TYPES), repeatable=True, metavar="TYPE",
+    Option("--entity-type", choices=tuple(quotas.ENTITY_TYPES), repeatable=True, metavar="TYPE",
            help="users, clients or ips (users and clients may be combined)."),
-    Option("--entity-name", type=acl.name, repeatable=True, metavar="NAME",
+    Option("--entity-name", type=any_name, repeatable=True, metavar="NAME",
            help="The entity's name, one per --entity-type."),
-    Option("--entity-default", repeatable=True, flag=False, metavar="TYPE", choices=tuple(acl.QUOTA_ENTITY_TYPES),
+    Option("--entity-default", repeatable=True, flag=False, metavar="TYPE", choices=tuple(quotas.ENTITY_TYPES),
            help="The default entity of TYPE (users, clients or ips)."),
 )
 
@@ -376,8 +369,8 @@ def _entity(args: dict) -> list[tuple[str, str | None]]:
     names = args["entity_name"] or []
     if len(names) != len(types):
         raise UsageError("Give one --entity-name for each --entity-type (or --entity-default TYPE)")
-    out: list[tuple[str, str | None]] = [(acl.QUOTA_ENTITY_TYPES[t], n) for t, n in zip(types, names)]
-    out += [(acl.QUOTA_ENTITY_TYPES[t], None) for t in args["entity_default"] or []]
+    out: list[tuple[str, str | None]] = [(quotas.ENTITY_TYPES[t], n) for t, n in zip(types, names)]
+    out += [(quotas.ENTITY_TYPES[t], None) for t in args["entity_default"] or []]
     return out
 
 
@@ -385,39 +378,24 @@ def _entity(args: dict) -> list[tuple[str, str | None]]:
          help="Show client quotas (all, or those of an entity).",
          examples=("describe-client-quotas", "describe-client-quotas --entity-type users --entity-name alice"))
 def describe_client_quotas(session: Session, args: dict) -> Result:
-    components = []
+    components: list[tuple[str, int, str | None]] = []
     named = len(args["entity_name"] or [])
     if named > len(args["entity_type"] or []):
         raise UsageError("Each --entity-name needs an --entity-type before it (users, clients or ips)")
     for i, t in enumerate(args["entity_type"] or []):
         if i < named:
-            components.append({"entity_type": acl.QUOTA_ENTITY_TYPES[t], "match_type": QuotaMatch.EXACT,
-                               "match": args["entity_name"][i]})
+            components.append((quotas.ENTITY_TYPES[t], quotas.EXACT, args["entity_name"][i]))
         else:  # a type without a name: every named entity of it
-            components.append({"entity_type": acl.QUOTA_ENTITY_TYPES[t], "match_type": QuotaMatch.SPECIFIED,
-                               "match": None})
-    components += [{"entity_type": acl.QUOTA_ENTITY_TYPES[t], "match_type": QuotaMatch.DEFAULT, "match": None}
-                   for t in args["entity_default"] or []]
-    debug(session, "DescribeClientQuotas request")
-    answer = session.conn.any_broker_request(ApiKey.DESCRIBE_CLIENT_QUOTAS, {"components": components, "strict": False})
-    if answer.get("error_code"):
-        raise response_error(ApiKey.DESCRIBE_CLIENT_QUOTAS, answer["error_code"], answer.get("error_message"))
-    rows = []
-    for e in answer.get("entries") or []:
-        # The entity's parts in one order (user, client-id, ip): Kafka answers them in its own.
-        parts = sorted(e["entity"], key=lambda d: QUOTA_PART_ORDER.get(d["entity_type"], len(QUOTA_PART_ORDER)))
-        label = ", ".join(f"{d['entity_type']}={d['entity_name'] if d['entity_name'] is not None else '<default>'}"
-                          for d in parts)
-        for v in e["values"]:
-            value = v["value"]
-            rows.append([label, v["key"], int(value) if value == int(value) else value])
-    rows.sort()
+            components.append((quotas.ENTITY_TYPES[t], quotas.ANY_NAMED, None))
+    components += [(quotas.ENTITY_TYPES[t], quotas.DEFAULT, None) for t in args["entity_default"] or []]
+    rows = [list(q) for q in quotas.describe(session.conn, components)]
     return Result(tables=[Table(["Entity", "Key", "Value"], rows, name="client_quotas")],
                   messages=[] if rows else ["No client quotas."])
 
 
-def _quota_ops(args: dict) -> list[dict]:
-    ops = []
+def _quota_ops(args: dict) -> list[tuple[str, float | None]]:
+    """(key, value to set, or None to remove) in the order given."""
+    ops: list[tuple[str, float | None]] = []
     for item in (args["add_config"] or "").split(","):
         if not item.strip():
             continue
@@ -428,12 +406,12 @@ def _quota_ops(args: dict) -> list[dict]:
             number = None
         if not sep or number is None or not math.isfinite(number) or not CONFIG_NAME.fullmatch(key.strip()):
             raise UsageError(f'Invalid --add-config item "{shown(item)}": use key=number, e.g. producer_byte_rate=1048576')
-        ops.append({"key": key.strip(), "value": number, "remove": False})
+        ops.append((key.strip(), number))
     for key in (args["delete_config"] or "").split(","):
         if key.strip() and not CONFIG_NAME.fullmatch(key.strip()):
             raise UsageError(f'Invalid --delete-config key "{shown(key)}": use quota names, e.g. producer_byte_rate')
         if key.strip():
-            ops.append({"key": key.strip(), "value": 0.0, "remove": True})
+            ops.append((key.strip(), None))
     if not ops:
         raise UsageError("Give --add-config k=v,... or --delete-config k,...")
     return ops
@@ -452,13 +430,7 @@ def alter_client_quotas(session: Session, args: dict) -> Result:
         raise UsageError("Give the entity: --entity-type TYPE --entity-name NAME, or --entity-default TYPE")
     ops = _quota_ops(args)
     label = ", ".join(f"{t}={n if n is not None else '<default>'}" for t, n in entity)
-    body = {"entries": [{"entity": [{"entity_type": t, "entity_name": n} for t, n in entity], "ops": ops}],
-            "validate_only": bool(args["dry_run"])}
-    debug(session, "AlterClientQuotas request" + (" (validate only)" if args["dry_run"] else ""))
-    answer = session.conn.controller_request(ApiKey.ALTER_CLIENT_QUOTAS, body, mutation=not args["dry_run"])
-    for r in answer.get("entries", []):
-        if r.get("error_code"):
-            raise response_error(ApiKey.ALTER_CLIENT_QUOTAS, r["error_code"], r.get("error_message"))
+    quotas.alter(session.conn, entity, ops, bool(args["dry_run"]))
     if args["dry_run"]:
         return Result.message(f"The quotas of {label} would change (validated, dry run).")
     return Result.message(f"Updated the quotas of {label}.")

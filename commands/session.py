@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from itertools import groupby
 
-from kafka_shell.operations import require_topic
 from kafka_shell import clusters
+from kafka_shell.admin import topics
 from kafka_shell.errors import UsageError, shown
 from kafka_shell.parsing import find_command, format_entries, help_text, wrap_lines
-from kafka_shell.registry import REGISTRY, Option, command
+from kafka_shell.registry import Option, command, load_commands
 from kafka_shell.render import EXPANDED, FORMATS, Result
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def help_command(session: Session, args: dict) -> Result:
     if args["command"]:
         return Result(text=help_text(find_command(args["command"])))
     lines = ["Commands:"]
-    visible = [c for c in REGISTRY.commands.values() if not c.sandbox_only or session.sandbox is not None]
+    visible = [c for c in load_commands().commands.values() if not c.sandbox_only or session.sandbox is not None]
     entries: list[tuple[str, str] | None] = []
     for _family, cmds in groupby(sorted(visible, key=lambda c: (c.family, c.name)), key=lambda c: c.family):
         entries.append(None)   # a blank line between families
@@ -44,7 +44,7 @@ def topic_command(session: Session, args: dict) -> Result:
     if not args["name"]:
         left, session.topic = session.topic, None
         return Result.message(f'Left "{left}" topic.' if left else "No topic context.")
-    require_topic(session, args["name"])
+    topics.require(session.conn, args["name"])
     session.topic = args["name"]
     return Result.message(f'Switched to "{args["name"]}" topic.')
 

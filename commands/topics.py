@@ -9,29 +9,22 @@ create-topic lines in a script becomes one CreateTopics request (see runner.run_
 from __future__ import annotations
 
 import fnmatch
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown
-from kafka_shell.acl import is_authorization_error
-from kafka_shell.operations import (admin_error, alter_configs, change_replication_factor, check_topic_name, debug,
-                                    eligible_leaders, has_collision_chars, is_pattern, ongoing, read_for, read_topics, topic_configs,
-                                    resolve_topics,
-                                    response_error)
-from kafka_shell.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor, topic_pattern
-from kafka_shell.registry import Option, command
+from kafka_shell.admin import configs, reassignments, topics
+from kafka_shell.admin.topics import NewTopic
+from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
+from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH
+from kafka_shell.names import check_topic_name, has_collision_chars, is_pattern, topic_pattern, valid_topic_name
+from kafka_shell.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor
+from kafka_shell.registry import Confirm, Option, command
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import ClusterSnapshot
+    from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
     from kafka_shell.session import Session
 
-# Kafka's controller refuses requests creating more partitions than this in total.
-# KRaft's controller writes a CreateTopics request as metadata records (one per topic, per
-# partition and per config) into a list bounded at 10,000, and fails the whole request beyond it
-# ("Unable to perform excessively large batch operation."). ZooKeeper-mode Kafka has no bound.
-MAX_RECORDS_PER_REQUEST = 10_000
-CLIENT_MAX_REPLICATION_FACTOR = 10_000   # librdkafka's bound (a Kafka int16 goes to 32767)
 # kafka-topics prints this for a name with '.' or '_' (Topic.hasCollisionChars).
 COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
                      "('_') could collide. To avoid issues it is best to use either, but not both.")
@@ -53,7 +46,57 @@ CREATE_OPTIONS = (
 )
 
 
-@command("create-topic", *CREATE_OPTIONS, mutates=True,
+def create_topics(session: Session, lines: list[dict]) -> list[Result | ShellError]:
+    """Create the topics of many create-topic lines with as few requests as Kafka allows."""
+    conn = session.conn
+    outcomes: dict[int, Result | ShellError] = {}
+    wanted: list[tuple[int, NewTopic]] = []    # (line index, topic)
+    skipped: dict[int, list[str]] = {}
+    snap = conn.read([n for args in lines for n in args["topic"] if valid_topic_name(n)])
+    for i, args in enumerate(lines):
+        try:
+            for name in args["topic"]:
+                check_topic_name(name)
+            partitions = len(args["replica_assignment"]) if args["replica_assignment"] else args["partitions"]
+            if partitions and partitions > MAX_PARTITIONS_PER_BATCH:
+                raise UsageError(f"--partitions {partitions} is more than Kafka creates in one request "
+                                 f"({MAX_PARTITIONS_PER_BATCH}): create fewer, then grow the topic "
+                                 "with alter-topic")
+        except UsageError as exc:
+            outcomes[i] = exc
+            continue
+        for name in args["topic"]:
+            if args["if_not_exists"] and name in snap.topics:
+                skipped.setdefault(i, []).append(name)
+                continue
+            wanted.append((i, NewTopic(name, args["partitions"] or -1, args["replication_factor"] or -1,
+                                       tuple(map(tuple, args["replica_assignment"] or ())),
+                                       tuple(args["config"]))))
+    dry_run = bool(lines and lines[0].get("dry_run"))
+    results = topics.create(conn, [t for _, t in wanted], dry_run, len(snap.brokers)) if wanted else []
+    done: dict[int, list[str]] = {}
+    failed: dict[int, list[str]] = {}
+    for (i, topic), result in zip(wanted, results):
+        if result.error is None:
+            verb = "Topic {} would be created (dry run)." if dry_run else "Created topic {}."
+            if has_collision_chars(topic.name):
+                done.setdefault(i, []).append(COLLISION_WARNING)
+            done.setdefault(i, []).append(verb.format(topic.name))
+        elif result.exists and lines[i]["if_not_exists"]:
+            skipped.setdefault(i, []).append(topic.name)
+        else:
+            failed.setdefault(i, []).append(result.error)
+    for i in range(len(lines)):
+        if i in outcomes:
+            continue
+        messages = done.get(i, []) + [f"Topic {n} already exists: skipped." for n in skipped.get(i, [])]
+        if i in failed:
+            messages += failed[i]
+        outcomes[i] = Result.message(*messages, exit_code=1 if i in failed else 0)
+    return [outcomes[i] for i in range(len(lines))]
+
+
+@command("create-topic", *CREATE_OPTIONS, mutates=True, batch=create_topics,
          help="Create topics (one CreateTopics request for all of them).",
          exclusive_groups=(("--replica-assignment", "--partitions"),
                            ("--replica-assignment", "--replication-factor")),
@@ -67,112 +110,6 @@ def create_topic(session: Session, args: dict) -> Result:
     return outcome
 
 
-def create_topics(session, lines: list[dict]) -> list[Result | ShellError]:
-    """Create the topics of many create-topic lines with as few requests as Kafka allows."""
-    from confluent_kafka.admin import NewTopic
-    outcomes: list[Result | ShellError | None] = [None] * len(lines)
-    wanted: list[tuple[int, NewTopic, dict]] = []    # (line index, topic, error context)
-    skipped: dict[int, list[str]] = {}
-    wanted_names = [n for args in lines for n in args["topic"]]
-    snap = session.conn.read([n for n in wanted_names if _valid_name(n)])
-    existing, brokers = snap.topics, len(snap.brokers)
-    for i, args in enumerate(lines):
-        try:
-            for name in args["topic"]:
-                check_topic_name(name)
-            partitions = len(args["replica_assignment"]) if args["replica_assignment"] else args["partitions"]
-            if partitions and _records(partitions, args["config"]) > MAX_RECORDS_PER_REQUEST:
-                most = MAX_RECORDS_PER_REQUEST - _records(0, args["config"])
-                raise UsageError(f"--partitions {partitions} is more than Kafka creates in one request ({most}: "
-                                 f"{MAX_RECORDS_PER_REQUEST} metadata records, one for the topic, each partition "
-                                 "and each config): create fewer, then grow the topic with alter-topic")
-        except UsageError as exc:
-            outcomes[i] = exc
-            continue
-        for name in args["topic"]:
-            if args["if_not_exists"] and name in existing:
-                skipped.setdefault(i, []).append(name)
-                continue
-            kwargs: dict[str, Any] = {"config": dict(args["config"])}
-            if args["replica_assignment"]:
-                kwargs["replica_assignment"] = args["replica_assignment"]
-                kwargs["num_partitions"] = len(args["replica_assignment"])
-            else:
-                kwargs["num_partitions"] = args["partitions"] or -1
-                kwargs["replication_factor"] = args["replication_factor"] or -1
-            context = {"topic": name, "brokers": brokers}
-            if args["replication_factor"]:
-                context["rf"] = args["replication_factor"]
-            if (args["replication_factor"] or 0) > CLIENT_MAX_REPLICATION_FACTOR:
-                # librdkafka refuses to send it (a ValueError); Kafka would answer this error.
-                code = Error.invalid_replication_factor
-                outcomes[i] = KafkaCallError(kafka_error_message(code, **context), code=code)
-                break
-            wanted.append((i, NewTopic(name, **kwargs), context))
-    dry_run = bool(lines and lines[0].get("dry_run"))
-    results = _send_create(session, [t for _, t, _ in wanted], dry_run)
-    done: dict[int, list[str]] = {}
-    failed: dict[int, list[str]] = {}
-    for (i, topic, context), (_, error) in zip(wanted, results):
-        if error is None:
-            verb = "Topic {} would be created (dry run)." if dry_run else "Created topic {}."
-            if has_collision_chars(topic.topic):
-                done.setdefault(i, []).append(COLLISION_WARNING)
-            done.setdefault(i, []).append(verb.format(topic.topic))
-        elif getattr(error, "code", None) == Error.topic_already_exists and lines[i]["if_not_exists"]:
-            skipped.setdefault(i, []).append(topic.topic)
-        else:
-            failed.setdefault(i, []).append(admin_error(error, **context))
-    for i in range(len(lines)):
-        if outcomes[i] is not None:
-            continue
-        messages = done.get(i, []) + [f"Topic {n} already exists: skipped." for n in skipped.get(i, [])]
-        if i in failed:
-            messages += failed[i]
-        outcomes[i] = Result.message(*messages, exit_code=1 if i in failed else 0)
-    return outcomes  # type: ignore[return-value]
-
-
-def _send_create(session: Session, topics: list, dry_run: bool) -> list[tuple[str, BaseException | None]]:
-    """(name, error or None) per topic, in order. Topics go out in as few CreateTopics requests
-    as Kafka accepts: a request holds each name once and at most 10,000 metadata records in all
-    (which bounds its partitions to 10,000 too)."""
-    chunks: list[list] = []
-    names: set[str] = set()
-    total = MAX_RECORDS_PER_REQUEST + 1
-    for t in topics:
-        size = _records(len(t.replica_assignment or []) or max(t.num_partitions, 1), t.config)
-        if total + size > MAX_RECORDS_PER_REQUEST or t.topic in names:
-            chunks.append([])
-            names, total = set(), 0
-        chunks[-1].append(t)
-        names.add(t.topic)
-        total += size
-    out = []
-    for chunk in chunks:
-        debug(session, f"CreateTopics request: {len(chunk)} topic(s)" + (" (validate only)" if dry_run else ""))
-        answer = session.conn.admin_call("create_topics", chunk, mutation=True, validate_only=dry_run,
-                                         operation_timeout=session.conn.timeout_s)
-        for t in chunk:
-            result = answer.get(t.topic, answer.get(None))
-            out.append((t.topic, result if isinstance(result, BaseException) else None))
-    return out
-
-
-create_topic.batch = create_topics  # type: ignore[attr-defined]
-
-
-def _records(partitions: int, configs: dict | None) -> int:
-    """The metadata records KRaft writes for creating a topic (see MAX_RECORDS_PER_REQUEST)."""
-    return 1 + partitions + len(configs or {})
-
-
-def _valid_name(name: str) -> bool:
-    try:
-        check_topic_name(name)
-    except UsageError:
-        return False
-    return True
 
 
 # -- alter-topic -----------------------------------------------------------------------------
@@ -203,45 +140,40 @@ def alter_topic(session: Session, args: dict) -> Result:
     if args["replica_assignment"] and not args["partitions"]:
         raise UsageError("--replica-assignment of alter-topic needs --partitions (the new total)")
     dry_run = args["dry_run"]
-    snap, topics = read_topics(session, args["topic"])
-    if not topics:
+    conn = session.conn
+    snap, found = topics.read_topics(conn, args["topic"])
+    if not found:
         raise ShellError(f'No topic matches {", ".join(map(shown, args["topic"]))} (see list-topics)')
     messages: list[str] = []
     if args["partitions"]:
-        messages += _add_partitions(session, topics, args["partitions"], args["replica_assignment"], dry_run)
+        messages += _add_partitions(session, found, args["partitions"], args["replica_assignment"], dry_run)
     if args["replication_factor"]:
-        messages += change_replication_factor(session, snap, topics, args["replication_factor"], dry_run)
+        messages += reassignments.change_replication_factor(conn, snap, found, args["replication_factor"], dry_run)
     if args["config"] or args["delete_config"]:
-        changes = {"set": dict(args["config"]), "delete": args["delete_config"]}
-        messages += alter_configs(session, "topics", [t.name for t in topics], changes, dry_run)
+        messages += configs.alter(conn, configs.TOPICS, [t.name for t in found], dict(args["config"]),
+                                  args["delete_config"], dry_run)
     return Result.message(*messages)
 
 
-def _add_partitions(session, topics, total: int, assignment, dry_run: bool) -> list[str]:
-    from confluent_kafka.admin import NewPartitions
-    for t in topics:
+def _add_partitions(session: Session, found: list, total: int, assignment: list[list[int]] | None,
+                    dry_run: bool) -> list[str]:
+    for t in found:
         if total < len(t.partitions):
             raise UsageError(f'Topic "{t.name}" has {len(t.partitions)} partitions and Kafka cannot '
                              f"decrease them: give --partitions {len(t.partitions) + 1} or more")
         if assignment and len(assignment) != total - len(t.partitions):
             raise UsageError(f"--replica-assignment lists {len(assignment)} partition(s) but "
                              f'"{t.name}" gains {total - len(t.partitions)}: list the new ones only')
-    grow = [t for t in topics if total > len(t.partitions)]
+    grow = [t for t in found if total > len(t.partitions)]
     messages = [f'Topic "{t.name}" already has {total} partitions: nothing to change.'
-                for t in topics if total == len(t.partitions)]
+                for t in found if total == len(t.partitions)]
     if not grow:
         return messages
-    session.conn.require(ApiKey.CREATE_PARTITIONS, "Adding partitions")
-    debug(session, f"CreatePartitions request: {len(grow)} topic(s)")
-    answer = session.conn.admin_call(
-        "create_partitions", [NewPartitions(t.name, total, *([assignment] if assignment else []))
-                              for t in grow],
-        mutation=True, validate_only=dry_run, operation_timeout=session.conn.timeout_s)
+    results = topics.add_partitions(session.conn, [t.name for t in grow], total, assignment, dry_run)
     errors = []
-    for t in grow:
-        result = answer.get(t.name, answer.get(None))
-        if isinstance(result, BaseException):
-            errors.append(admin_error(result, topic=t.name))
+    for t, result in zip(grow, results):
+        if result.error is not None:
+            errors.append(result.error)
         else:
             messages.append(f'Topic "{t.name}" {"would grow" if dry_run else "grew"} from '
                             f"{len(t.partitions)} to {total} partitions" + (" (dry run)." if dry_run else "."))
@@ -256,9 +188,9 @@ def _add_partitions(session, topics, total: int, assignment, dry_run: bool) -> l
 def delete_targets(session: Session, args: dict) -> tuple[ClusterSnapshot, list[str], list[str]]:
     """(the read, topics to delete, topics skipped by --if-exists): patterns resolved and
     existence checked, for the confirmation and the deletion alike."""
-    snap = read_for(session, args["topic"])
+    snap = topics.read_for(session.conn, args["topic"])
     known = snap.topics
-    names = resolve_topics(snap, args["topic"], include_internal=False)
+    names = topics.resolve(snap, args["topic"], include_internal=False)
     missing_patterns = [p for p in args["topic"] if is_pattern(p)
                         and not any(fnmatch.fnmatchcase(n, p) for n in names)]
     if missing_patterns and not args["if_exists"]:
@@ -270,11 +202,11 @@ def delete_targets(session: Session, args: dict) -> tuple[ClusterSnapshot, list[
         check_topic_name(n)
     refused = [n for n in names if n in snap.unauthorized]
     if refused:  # Metadata refused it: the deletion would be refused the same way (DELETE implies DESCRIBE)
-        raise response_error(ApiKey.DELETE_TOPICS, Error.topic_authorization_failed, topic=refused[0])
+        raise topics.deletion_refused(refused[0])
     missing = [n for n in names if n not in known]
     if missing and not args["if_exists"]:
-        raise KafkaCallError(f'Topic "{missing[0]}" does not exist (check the name with list-topics, '
-                             "or use --if-exists)")
+        raise ShellError(f'Topic "{missing[0]}" does not exist (check the name with list-topics, '
+                         "or use --if-exists)")
     return snap, [n for n in names if n in known], missing
 
 
@@ -292,7 +224,7 @@ def confirm_delete(session: Session, args: dict) -> str | None:
          Option("--topic", repeatable=True, required=True, metavar="NAME", completer="topic",
                 help="Topic to delete (a glob such as 'tmp-*' selects many)."),
          Option("--if-exists", flag=True, help="Do nothing for topics that do not exist."),
-         mutates=True, destructive=True, topic_context=True, confirm=confirm_delete,
+         mutates=True, topic_context=True, confirm=Confirm(question=confirm_delete),
          help="Delete topics (asks for confirmation; --yes outside the REPL).",
          examples=("delete-topic --topic orders --yes", "delete-topic --topic 'tmp-*' --yes"))
 def delete_topic(session: Session, args: dict) -> Result:
@@ -302,21 +234,16 @@ def delete_topic(session: Session, args: dict) -> Result:
         return Result.message(*messages, *(f"Would delete topic {n} (dry run)." for n in names))
     if not names:
         return Result.message(*messages)
-    debug(session, f"DeleteTopics request: {len(names)} topic(s)")
-    answer = session.conn.admin_call("delete_topics", names, mutation=True,
-                                     operation_timeout=session.conn.timeout_s)
     errors = []
-    for n in names:
-        result = answer.get(n, answer.get(None))
-        if isinstance(result, BaseException):
-            if args["if_exists"] and getattr(result, "code", None) == Error.unknown_topic_or_partition:
-                messages.append(f"Topic {n} does not exist: skipped.")
-            else:
-                errors.append(admin_error(result, topic=n))
-        else:
-            messages.append(f"Deleted topic {n}.")
-            if session.topic == n:
+    for result in topics.delete(session.conn, names):
+        if result.error is None:
+            messages.append(f"Deleted topic {result.name}.")
+            if session.topic == result.name:
                 session.topic = None
+        elif args["if_exists"] and result.absent:
+            messages.append(f"Topic {result.name} does not exist: skipped.")
+        else:
+            errors.append(result.error)
     if errors:
         raise KafkaCallError(" ".join(messages + errors))
     return Result.message(*messages)
@@ -331,9 +258,9 @@ def delete_topic(session: Session, args: dict) -> Result:
          help="List topics.",
          examples=("list-topics", "list-topics 'orders-*' --exclude-internal"))
 def list_topics(session: Session, args: dict) -> Result:
-    topics = session.conn.read().topics
+    known = session.conn.read().topics
     rows = [[t.name, len(t.partitions), len(t.partitions[0].replicas) if t.partitions else 0]
-            for name, t in sorted(topics.items())
+            for name, t in sorted(known.items())
             if (not args["pattern"] or fnmatch.fnmatchcase(name, args["pattern"]))
             and not (args["exclude_internal"] and t.internal)]
     return Result.table(["Topic", "Partitions", "ReplicationFactor"], rows, name="topics")
@@ -357,36 +284,40 @@ FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_i
          help="Describe topics and their partitions (Kafka's fields), with Kafka's filters.",
          examples=("describe-topic --topic orders", "describe-topic --under-replicated-partitions"))
 def describe_topic(session: Session, args: dict) -> Result:
+    conn = session.conn
     if args["topic"]:
-        snapshot, topics = read_topics(session, args["topic"])
-        if not topics:  # as kafka-topics --describe: a pattern matching nothing is an error
+        snapshot, found = topics.read_topics(conn, args["topic"])
+        if not found:  # as kafka-topics --describe: a pattern matching nothing is an error
             raise ShellError(f'No topic matches {", ".join(map(shown, args["topic"]))} (see list-topics)')
     else:
-        snapshot = session.conn.read()
-        topics = [t for _, t in sorted(snapshot.topics.items())]
-    topics = [t for t in topics if not (args["exclude_internal"] and t.internal)]
+        snapshot = conn.read()
+        found = [t for _, t in sorted(snapshot.topics.items())]
+    found = [t for t in found if not (args["exclude_internal"] and t.internal)]
     filters = [f for f in FILTERS if args[f]]
     need_configs = not filters or args["under_min_isr_partitions"] or args["at_min_isr_partitions"]
-    configs = topic_configs(session, [t.name for t in topics]) if need_configs or args["topics_with_overrides"] else {}
+    settings = (configs.topic_configs(conn, [t.name for t in found])
+                if need_configs or args["topics_with_overrides"] else {})
     if args["topics_with_overrides"]:
-        topics = [t for t in topics if configs.get(t.name, ({}, 1))[0]]
+        found = [t for t in found if t.name in settings and settings[t.name].overrides]
     topic_rows = [[t.name, str(t.topic_id) if t.topic_id else None, len(t.partitions),
                    len(t.partitions[0].replicas) if t.partitions else 0,
-                   ",".join(f"{k}={v}" for k, v in sorted(configs.get(t.name, ({}, 1))[0].items()))]
-                  for t in topics]
+                   ",".join(f"{k}={v}" for k, v in sorted(settings[t.name].overrides.items())) if t.name in settings
+                   else ""]
+                  for t in found]
     tables = []
     if not filters:
         tables.append(Table(["Topic", "TopicId", "PartitionCount", "ReplicationFactor", "Configs"],
                             topic_rows, name="topics"))
     if not args["topics_with_overrides"]:
         live = snapshot.brokers
-        moving = moving_replicas(session)
-        elr = eligible_leaders(session, topics)
+        moving = reassignments.moving(conn)
+        elr = topics.eligible_leaders(conn, found)
         rows = []
-        for t in topics:
-            min_isr = configs.get(t.name, ({}, 1))[1]
+        for t in found:
+            min_isr = settings[t.name].min_isr if t.name in settings else 1
             for p in t.partitions:
-                adding, removing = moving.get((t.name, p.partition), ((), ()))
+                move = moving.get((t.name, p.partition))
+                adding, removing = (move.adding, move.removing) if move else ((), ())
                 if filters and not _matches(p, filters, live, min_isr, adding):
                     continue
                 eligible, last_known = elr.get((t.name, p.partition), ((), ()))
@@ -401,21 +332,7 @@ def describe_topic(session: Session, args: dict) -> Result:
     return Result(tables=tables)
 
 
-def moving_replicas(session) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
-    """(topic, partition) -> (adding, removing) replicas of the moves in progress, where the
-    cluster can say (Metadata does not carry them; Kafka's describe shows them)."""
-    if not session.conn.supports(ApiKey.LIST_PARTITION_REASSIGNMENTS):
-        return {}
-    try:
-        moves = ongoing(session)
-    except KafkaCallError as exc:
-        if is_authorization_error(exc.code):  # kafka-topics ignores it too: the topic without them
-            return {}
-        raise
-    return {key: (m["adding"], m["removing"]) for key, m in moves.items()}
-
-
-def _matches(p, filters: list[str], live: dict, min_isr: int, adding=()) -> bool:
+def _matches(p: PartitionInfo, filters: list[str], live: dict, min_isr: int, adding: Sequence[int] = ()) -> bool:
     leader_down = p.leader < 0 or p.leader not in live
     checks = {
         # As Kafka: replicas being added do not count towards the replication factor.

@@ -59,7 +59,7 @@ _kafka_shell() {
     controller-history) opts="--output -o --csv-table --help";;
     create-acls) opts="--topic --group --cluster --transactional-id --allow-principal --deny-principal --allow-host --deny-host --operation --resource-pattern-type --producer --consumer --dry-run --output -o --csv-table --help";;
     create-topic) opts="--topic --partitions --replication-factor --replica-assignment --config --if-not-exists --dry-run --output -o --csv-table --help";;
-    delete-acls) opts="--topic --group --cluster --transactional-id --allow-principal --deny-principal --allow-host --deny-host --operation --resource-pattern-type --yes --dry-run --output -o --csv-table --help";;
+    delete-acls) opts="--topic --group --cluster --transactional-id --allow-principal --deny-principal --allow-host --deny-host --operation --resource-pattern-type --dry-run --yes --output -o --csv-table --help";;
     delete-group) opts="--dry-run --yes --output -o --csv-table --help";;
     delete-offsets) opts="--group --topic --dry-run --yes --output -o --csv-table --help";;
     delete-records) opts="--topic --partition --before-offset --offset-json-file --dry-run --yes --output -o --csv-table --help";;

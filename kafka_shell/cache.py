@@ -14,13 +14,15 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from kafka_shell import protocol
-from kafka_shell.channel import Channel
+from kafka_shell.authorization import is_authorization_error
 from kafka_shell.codes import ApiKey
-from kafka_shell.acl import is_authorization_error
+from kafka_shell.deadline import Deadline
 from kafka_shell.errors import ClusterUnreachable, KafkaCallError, ShellError
-from kafka_shell.metadata import EMPTY, BrokerInfo, ClusterSnapshot, topics_from_metadata, unauthorized_topics
+from kafka_shell.metadata import (EMPTY, BrokerInfo, ClusterSnapshot, group_listings, topics_from_metadata,
+                                  unauthorized_topics)
 from kafka_shell.router import Router
 
 log = logging.getLogger("kafka_shell.cache")
@@ -40,7 +42,7 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def read_snapshot(router: Router, deadline: float, topics: Iterable[str] | None = None,
+def read_snapshot(router: Router, deadline: Deadline, topics: Iterable[str] | None = None,
                   controller: bool = True) -> ClusterSnapshot:
     """One Metadata request (the named topics, or all of them) and, with `controller`, the
     active controller by the cluster's own rules (KRaft: DescribeQuorum; ZooKeeper: the same
@@ -48,7 +50,7 @@ def read_snapshot(router: Router, deadline: float, topics: Iterable[str] | None 
     last seen: only for routing, never to show."""
     names = None if topics is None else [{"name": n} for n in topics]
     with gc_paused():
-        metadata = router.from_any_broker(lambda ch: ch.request_entity(
+        metadata: Any = router.from_any_broker(lambda ch: ch.request_entity(
             ApiKey.METADATA, {"topics": names, "allow_auto_topic_creation": False}, deadline=deadline),
             deadline)
         if controller:
@@ -59,8 +61,8 @@ def read_snapshot(router: Router, deadline: float, topics: Iterable[str] | None 
             cluster_id=getattr(metadata, "cluster_id", None),
             controller=router.controller,
             brokers=dict(router.brokers),
-            topics=topics_from_metadata(metadata.topics),  # type: ignore[attr-defined]
-            unauthorized=unauthorized_topics(metadata.topics),  # type: ignore[attr-defined]
+            topics=topics_from_metadata(metadata.topics),
+            unauthorized=unauthorized_topics(metadata.topics),
         )
 
 
@@ -88,7 +90,7 @@ class MetadataCache:
     def refresh(self) -> ClusterSnapshot:
         """Read metadata, the controller and group ids now and swap in the new snapshot."""
         with self._refresh_lock:
-            deadline = time.monotonic() + self.timeout_s
+            deadline = Deadline(self.timeout_s)
             try:
                 snap = read_snapshot(self.router, deadline)
                 self.controller_refused = None
@@ -151,19 +153,19 @@ class MetadataCache:
         if thread is not None:
             thread.join(self.timeout_s)
 
-    def _group_ids(self, brokers: Iterable[BrokerInfo], deadline: float) -> tuple[str, ...]:
+    def _group_ids(self, brokers: Iterable[BrokerInfo], deadline: Deadline) -> tuple[str, ...]:
         """Group ids from every broker (each lists the groups it coordinates); best effort:
         brokers that fail or do not answer before the deadline are left out."""
         ids: set[str] = set()
         for b in brokers:
-            if time.monotonic() >= deadline:
+            if deadline.expired:
                 break
             try:
-                channel: Channel = self.router.broker_channel(b, deadline)
+                channel = self.router.broker_channel(b, deadline)
                 if ApiKey.LIST_GROUPS not in channel.versions():
                     continue
                 answer = channel.request_entity(ApiKey.LIST_GROUPS, {}, deadline=deadline)
-                ids.update(g.group_id for g in answer.groups)  # type: ignore[attr-defined]
+                ids.update(g.group_id for g in group_listings(answer, b.id))
             except (ShellError, protocol.ProtocolError, OSError) as exc:
                 log.debug("ListGroups on broker %s failed: %s", b.id, exc)
         return tuple(sorted(ids))

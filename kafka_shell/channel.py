@@ -1,10 +1,10 @@
-"""The direct channel: one blocking connection to one broker, speaking kio message types.
+"""The shell's own channel: one blocking connection to one broker, speaking kio message types.
 
-It serves the requests confluent-kafka's AdminClient lacks (ElectLeaders v3, GetReplicaLogInfo,
-DescribeCluster, ...). At connect it negotiates ApiVersions and, when the security protocol says
-so, wraps the socket in TLS and authenticates with SASL (kafka_shell/sasl.py: its mechanisms, over Kafka's
-SaslHandshake v1 + SaslAuthenticate). Settings are the same librdkafka properties the
-AdminClient gets. One request is in flight at a time; a lock makes each call thread-safe.
+Every admin request goes over it (the connection manager routes them: connection.py). At
+connect it negotiates ApiVersions and, when the security protocol says so, wraps the socket in
+TLS and authenticates with SASL (kafka_shell/sasl.py: its mechanisms, over Kafka's SaslHandshake
+v1 + SaslAuthenticate). Settings are the same librdkafka properties the Producer and Consumer
+get. One request is in flight at a time; a lock makes each call thread-safe.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ import socket
 import struct
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafka_shell import __version__, protocol
 from kafka_shell.codes import ApiKey, Error
+from kafka_shell.deadline import Deadline
 from kafka_shell.client_config import librdkafka_properties, sasl_mechanism
 from kafka_shell.errors import KafkaCallError, NotSupported, ShellError, UsageError
+from kafka_shell.limits import MAX_FRAME_BYTES
 from kafka_shell.sasl import CLIENT_MECHANISMS
 
 if TYPE_CHECKING:
@@ -42,6 +44,10 @@ class ConnectionLost(ShellError):
 
 class NoAnswer(ConnectionLost):
     """The peer did not answer before the deadline (it may be slow, stuck or trickling)."""
+
+    def __init__(self, message: str, peer: str, sent: bool = False):
+        super().__init__(message, sent)
+        self.peer = peer   # how messages name it: "broker 2 at h:p"
 
 
 class ConnectionRefused(ConnectionLost):
@@ -86,7 +92,7 @@ class Channel:
                 f"kafka-shell cannot log in with SASL mechanism {mechanism} (it does "
                 f"{', '.join(CLIENT_MECHANISMS)}): every command reads the cluster through its "
                 "own connection, so none works with this setting.")
-        deadline = time.monotonic() + timeout_s
+        deadline = Deadline(timeout_s).at
         self._sock = self._open(security, deadline)
         try:
             try:
@@ -121,11 +127,12 @@ class Channel:
     def versions(self) -> dict[int, range]:
         return dict(self._versions)
 
-    def pick_version(self, api_key: int, version: int | None = None) -> int:
-        """`version` if both sides have it, else the newest common one; NotSupported if none."""
+    def pick_version(self, api_key: int, version: int | None = None, max_version: int | None = None) -> int:
+        """`version` if both sides have it, else the newest common one (up to `max_version`);
+        NotSupported if none."""
         ours = protocol.kio_versions(api_key)
         theirs = self._versions.get(api_key, range(0))
-        common = [v for v in theirs if v in ours]
+        common = [v for v in theirs if v in ours and (max_version is None or v <= max_version)]
         if version is not None and version in common:
             return version
         if version is None and common:
@@ -137,25 +144,24 @@ class Channel:
                            f"(it offers {offered}).")
 
     def request(self, api_key: int, body: dict, version: int | None = None,
-                deadline: float | None = None) -> dict:
-        """Send one request and return its response as plain data (`protocol.to_dict`).
-        `deadline` (time.monotonic()) bounds the whole exchange; by default the channel's
-        timeout plus the broker's own operation timeout from the body."""
-        return protocol.to_dict(self.request_entity(api_key, body, version, deadline))  # type: ignore[return-value]
+                deadline: Deadline | None = None) -> dict:
+        """Send one request and return its response as plain data (`protocol.to_dict`)."""
+        return protocol.to_dict(self.request_entity(api_key, body, version, deadline))
 
     def request_entity(self, api_key: int, body: dict, version: int | None = None,
-                       deadline: float | None = None) -> object:
-        """Like `request` but returns the kio entity (no dict conversion: faster for big answers)."""
-        v = self.pick_version(api_key, version)
-        entity = protocol.build(protocol.request_schema(api_key, v), body)
-        if deadline is None:
-            deadline = time.monotonic() + _read_timeout(body, self.timeout_s)
-        self._reauthenticate_if_due(deadline)
+                       deadline: Deadline | None = None, max_version: int | None = None) -> Any:
+        """Send one request and return its answer, the kio entity. `deadline` bounds the
+        whole exchange; by default the channel's timeout plus the broker's own operation
+        timeout from the body."""
+        v = self.pick_version(api_key, version, max_version)
+        entity = protocol.build_request(api_key, v, body)
+        at = (deadline or Deadline(self.timeout_s, operation_seconds(body))).at
+        self._reauthenticate_if_due(at)
         try:
-            raw = self._roundtrip(entity, deadline)
+            raw = self._roundtrip(entity, at)
         except ConnectionLost as lost:
             if not self._answered and self._mechanism is None and not isinstance(lost, NoAnswer):
-                self._diagnose_sasl(deadline)  # a SASL listener closes on a request before login
+                self._diagnose_sasl(at)  # a SASL listener closes on a request before login
             raise
         self._answered = True
         return self._decode(protocol.response_schema(api_key, v), raw)
@@ -237,7 +243,7 @@ class Channel:
             return
         probe._answered = True  # its own failure needs no diagnosis
         try:
-            answer = probe.request(ApiKey.SASL_HANDSHAKE, {"mechanism": "PLAIN"}, version=1)
+            answer = probe._request_raw(ApiKey.SASL_HANDSHAKE, {"mechanism": "PLAIN"}, deadline, version=1)
         except (ShellError, OSError):
             return
         finally:
@@ -262,15 +268,15 @@ class Channel:
             error = self._api_versions_error(raw)
             if error == Error.unsupported_version:
                 answer = self._decode(protocol.response_schema(ApiKey.API_VERSIONS, 0), raw)
-                theirs = {k.api_key: k.max_version for k in answer.api_keys}  # type: ignore[attr-defined]
+                theirs = {k.api_key: k.max_version for k in answer.api_keys}
                 version = min(theirs.get(ApiKey.API_VERSIONS, 0), version)
                 continue
             answer = self._decode(protocol.response_schema(ApiKey.API_VERSIONS, version), raw)
-            if answer.error_code:  # type: ignore[attr-defined]
+            if answer.error_code:
                 raise KafkaCallError(f"Broker {self.address} refused ApiVersions "
-                                     f"(error {int(answer.error_code)})", code=int(answer.error_code))  # type: ignore[attr-defined]
-            return {k.api_key: range(k.min_version, k.max_version + 1)  # type: ignore[attr-defined]
-                    for k in answer.api_keys}  # type: ignore[attr-defined]
+                                     f"(error {int(answer.error_code)})", code=int(answer.error_code))
+            return {k.api_key: range(k.min_version, k.max_version + 1)
+                    for k in answer.api_keys}
         raise NotSupported(f"Broker {self.address} and the shell share no ApiVersions version.")
 
     def _authenticate(self, mechanism: str, deadline: float) -> None:
@@ -316,13 +322,13 @@ class Channel:
 
     def _request_raw(self, api_key: int, body: dict, deadline: float, version: int | None = None) -> dict:
         v = self.pick_version(api_key, version)
-        entity = protocol.build(protocol.request_schema(api_key, v), body)
-        return protocol.to_dict(self._decode(protocol.response_schema(api_key, v),  # type: ignore[return-value]
+        entity = protocol.build_request(api_key, v, body)
+        return protocol.to_dict(self._decode(protocol.response_schema(api_key, v),
                                              self._roundtrip(entity, deadline)))
 
     # -- framing -----------------------------------------------------------------------------
 
-    def _roundtrip(self, entity: object, deadline: float) -> bytes:
+    def _roundtrip(self, entity: Any, deadline: float) -> bytes:
         """Write one request and read its response body (header included), all before
         `deadline`, however slowly the broker trickles bytes; ConnectionLost (NoAnswer when the
         deadline passed) on any failure, after which this channel is closed."""
@@ -346,7 +352,7 @@ class Channel:
                 sock.sendall(data)
                 sent = True
                 (size,) = struct.unpack(">i", _read_exactly(sock, 4, deadline))
-                if not 4 <= size <= protocol.MAX_FRAME:
+                if not 4 <= size <= MAX_FRAME_BYTES:
                     raise protocol.ProtocolError(f"response frame size {size}")
                 body = _read_exactly(sock, size, deadline)
                 (got,) = struct.unpack_from(">i", body)
@@ -355,8 +361,8 @@ class Channel:
                 return body
             except (TimeoutError, _Late):
                 self.close()
-                what = protocol.api_name(type(entity).__api_key__)  # type: ignore[attr-defined]
-                raise NoAnswer(f"{_capital(self.name)} did not answer {what} in time", sent=sent) from None
+                what = protocol.api_name(type(entity).__api_key__)
+                raise NoAnswer(f"{_capital(self.name)} did not answer {what} in time", self.name, sent=sent) from None
             except (OSError, protocol.ProtocolError) as exc:
                 self.close()
                 alert = _tls_alert_error(self.address, getattr(exc, "reason", None) or str(exc))
@@ -366,7 +372,7 @@ class Channel:
                 raise ConnectionLost(f"Connection lost while {what} {self.name}: {_reason(exc)}",
                                      sent=sent) from None
 
-    def _decode(self, cls: type, raw: bytes) -> object:
+    def _decode(self, cls: type, raw: bytes) -> Any:
         try:
             return protocol.decode_response(cls, raw)[1]
         except protocol.ProtocolError as exc:  # validated before kio reads it: never an abort
@@ -452,10 +458,11 @@ def _read_exactly(sock: socket.socket, n: int, deadline: float) -> bytes:
     return bytes(buf)
 
 
-def _read_timeout(body: dict, base: float) -> float:
-    """Wait longer than the broker's own operation timeout, so its answer is not cut off."""
+def operation_seconds(body: dict | None) -> float:
+    """The broker's own operation timeout a request body carries (timeout_ms or timeout), so a
+    deadline waits past it and its answer is not cut off; 0 when it carries none."""
     ms = body.get("timeout_ms", body.get("timeout")) if isinstance(body, dict) else None
-    return base + ms / 1000 if isinstance(ms, (int, float)) and ms > 0 else base
+    return ms / 1000 if isinstance(ms, (int, float)) and ms > 0 else 0.0
 
 
 def _ssl_context(props: dict) -> ssl.SSLContext:

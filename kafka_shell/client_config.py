@@ -1,7 +1,7 @@
 """Client settings: librdkafka properties from `--command-config FILE` and `-X key=value`.
 
-The same properties feed the AdminClient (librdkafka) and the shell's direct channel, so users
-write them once. Java clients' `sasl.jaas.config` (what Kafka's own tools read) is translated to
+The same properties feed the shell's own channel (every admin request) and librdkafka (the
+Producer and Consumer that move records), so users write them once. Java clients' `sasl.jaas.config` (what Kafka's own tools read) is translated to
 librdkafka's `sasl.username` / `sasl.password`, since librdkafka rejects it.
 
 `${VAR}` in a value (of -X, --command-config or clusters.json) is replaced by the environment
@@ -19,6 +19,7 @@ import os
 import re
 from typing import Any
 
+from kafka_shell.env import ENV_REF, expand_env
 from kafka_shell.errors import NO_SASL_PROVIDER, ShellError, UsageError, shown
 from kafka_shell.files import read_owned, read_text, write_json_owned
 from kafka_shell.paths import data_dir
@@ -186,7 +187,6 @@ def jaas_options(jaas: str) -> dict[str, str]:
 # -- ${ENV} references, and the checks made once at start ---------------------------------------
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Properties naming a file librdkafka (or the direct channel) opens: a missing one is named.
 FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.keystore.location",
              "ssl.truststore.location",
@@ -223,15 +223,6 @@ def _host_brackets_ok(host: str) -> bool:
 def check_bootstrap(bootstrap: str, where: str = "--bootstrap-server") -> str:
     parse_bootstrap(bootstrap, where)
     return bootstrap
-
-
-def expand_env(value: str, where: str) -> str:
-    """`value` with each `${VAR}` replaced by the environment's; a UsageError names an unset one."""
-    def sub(m: re.Match) -> str:
-        if m.group(1) not in os.environ:
-            raise UsageError(f"{where} uses ${{{m.group(1)}}}, which is not set: export it and retry")
-        return os.environ[m.group(1)]
-    return ENV_REF.sub(sub, value)
 
 
 def expand_all(props: dict[str, str], where: str) -> dict[str, str]:
@@ -337,8 +328,8 @@ def _check_with_librdkafka(props: dict[str, str]) -> None:
     text = _librdkafka_refusal(conf)
     if text is not None and text.startswith(NO_SASL_PROVIDER):
         # A mechanism this librdkafka build lacks (GSSAPI in confluent-kafka's wheels): the
-        # direct channel logs in itself, and the commands that need the AdminClient say so.
-        # Check the other settings the same way.
+        # shell's channel logs in itself, and the commands that move records say so. Check the
+        # other settings the same way.
         conf["security.protocol"] = conf["security.protocol"].lower().replace("sasl_", "")
         text = _librdkafka_refusal(conf)
     if text is not None:
@@ -381,7 +372,8 @@ def _quiet_logger():
 
 
 def _librdkafka_refusal(conf: dict[str, Any]) -> str | None:
-    """librdkafka's reason for refusing these settings, or None when it takes them."""
+    """librdkafka's reason for refusing these settings, or None when it takes them (a client
+    without bootstrap servers only parses its settings: nothing is sent)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
     try:

@@ -5,7 +5,7 @@ remembers the current one (so the main file can stay read-only, as kafkactl does
                            "properties": {"security.protocol": "SASL_SSL",
                                           "sasl.password": "${PROD_KAFKA_PASSWORD}"}}}}
 
-`${ENV}` in any value is expanded when the cluster is used (client_config.expand_env). Files are
+`${ENV}` in any value is expanded when the cluster is used (env.expand_env). Files are
 written atomically (temp file, mode 0600, rename) and brought to 0600 when read: they may hold
 secrets.
 """
@@ -16,7 +16,8 @@ import json
 import sys
 from pathlib import Path
 
-from kafka_shell.client_config import clear_secrets, expand_all, expand_env, readable_by_others
+from kafka_shell.client_config import clear_secrets, expand_all, readable_by_others
+from kafka_shell.env import expand_env
 from kafka_shell.errors import UsageError
 from kafka_shell.files import read_owned, write_json_owned
 from kafka_shell.paths import config_dir

@@ -11,7 +11,7 @@ from enum import IntEnum
 
 from kio.schema.errors import ErrorCode as Error
 
-__all__ = ["ApiKey", "Error", "ElectionType", "ResourceType", "AlterConfigOp", "EndpointType",
+__all__ = ["ApiKey", "Error", "ElectionType", "ResourceType", "AlterConfigOp", "ConfigSource", "EndpointType",
            "AclResourceType", "AclOperation", "AclPermission", "PatternType", "QuotaMatch", "ScramMechanism"]
 
 
@@ -97,6 +97,19 @@ class AlterConfigOp(IntEnum):
     DELETE = 1
     APPEND = 2
     SUBTRACT = 3
+
+
+class ConfigSource(IntEnum):
+    """DescribeConfigs' config source (v1+), by the names librdkafka and Kafka's tools print."""
+    UNKNOWN_CONFIG = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
 
 
 class EndpointType(IntEnum):

@@ -133,15 +133,13 @@ NO_SASL_PROVIDER = "No provider for SASL mechanism"
 _NO_SASL_PROVIDER = re.compile(NO_SASL_PROVIDER + r" (\S+?):")
 
 
-def librdkafka_cannot_log_in(mechanism: str, request: str | None = None) -> str:
-    """Which part of a command needs what, when librdkafka lacks the SASL mechanism that the
-    shell's own connection logs in with."""
-    uses = (f"sends {request} through librdkafka (confluent-kafka's AdminClient)" if request
-            else "uses librdkafka (confluent-kafka)")
-    return (f"This command {uses}, which cannot log in with SASL {mechanism}: the installed build "
-            "lacks it (it has PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER). Commands served "
-            f"by the shell's own connection work; for this one use a client with SASL {mechanism} "
-            "(e.g. Kafka's own tools).")
+def librdkafka_cannot_log_in(mechanism: str) -> str:
+    """What cannot run, when librdkafka (producing and consuming records) lacks the SASL
+    mechanism that the shell's own connection logs in with."""
+    return (f"This command uses librdkafka (confluent-kafka), which cannot log in with SASL {mechanism}: the "
+            "installed build lacks it (it has PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER). Commands "
+            f"served by the shell's own connection work (every admin command); for records use a client "
+            f"with SASL {mechanism} (e.g. Kafka's own tools).")
 
 
 def from_kafka_exception(exc: BaseException, **context: object) -> KafkaCallError:

@@ -21,7 +21,6 @@ from typing import TypeGuard
 import json
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from kafka_shell.errors import ShellError, UsageError
@@ -135,6 +134,7 @@ def write_owned(path: Path, text: str, mode: int = PRIVATE) -> None:
     old content or the new, never half; a symlink at `path` is replaced, not followed."""
     try:
         path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+        import tempfile  # only writes pay for it
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     except OSError as exc:
         raise ShellError(f"Cannot write {path}: {exc.strerror or exc}") from None

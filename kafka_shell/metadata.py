@@ -12,6 +12,7 @@ import operator
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from kafka_shell.codes import Error
 
@@ -106,22 +107,23 @@ ZERO_UUID = uuid.UUID(int=0)
 _partition_index = operator.attrgetter("partition_index")
 
 
-def unauthorized_topics(entities) -> frozenset[str]:
+def unauthorized_topics(entities: Any) -> frozenset[str]:
     """The topics a Metadata answer refused (TOPIC_AUTHORIZATION_FAILED)."""
     return frozenset(t.name for t in entities if t.error_code == Error.topic_authorization_failed)
 
 
-def topics_from_metadata(entities) -> dict[str, TopicInfo]:
+def topics_from_metadata(entities: Any, skip_errors: bool = False) -> dict[str, TopicInfo]:
     """TopicInfo per topic straight from a Metadata answer's kio entities (no dict conversion:
     100,000 partitions must stay fast). Topics answered with an error and no partitions (being
-    deleted, unknown) are left out."""
+    deleted, unknown) are left out; with `skip_errors` every topic and partition answered with
+    an error is (a broker that cannot tell a leader yet)."""
     topics = {}
     for t in entities:
-        if t.error_code and not t.partitions:
+        if t.error_code and (skip_errors or not t.partitions):
             continue
         name = t.name
         topic_id = getattr(t, "topic_id", None)
-        parts = sorted(t.partitions, key=_partition_index)
+        parts = sorted((p for p in t.partitions if not (skip_errors and p.error_code)), key=_partition_index)
         topics[name] = TopicInfo(
             name=name,
             topic_id=None if topic_id in (None, ZERO_UUID) else topic_id,
@@ -133,3 +135,74 @@ def topics_from_metadata(entities) -> dict[str, TopicInfo]:
             internal=bool(getattr(t, "is_internal", False)),
         )
     return topics
+
+
+# -- the metadata quorum (DescribeQuorum), read by the router: its leader is the controller ----------
+
+
+class QuorumReplica(NamedTuple):
+    replica_id: int
+    directory_id: str | None          # None where the cluster does not tell (or the zero uuid)
+    log_end_offset: int
+    last_fetch_timestamp: int = -1     # epoch ms; -1 unknown
+    last_caught_up_timestamp: int = -1
+
+
+@dataclass(frozen=True)
+class Quorum:
+    """The __cluster_metadata partition of a DescribeQuorum answer, and each node's listeners."""
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[QuorumReplica, ...]
+    observers: tuple[QuorumReplica, ...]
+    listeners: dict[int, tuple[tuple[str, str, int], ...]]   # node id -> (name, host, port) (v2+)
+
+    @property
+    def leader(self) -> QuorumReplica | None:
+        return next((v for v in self.voters if v.replica_id == self.leader_id), None)
+
+    def endpoints(self, node: int) -> list[str]:
+        """`NAME://host:port` of each listener of the node."""
+        return [f"{name}://{host}:{port}" for name, host, port in self.listeners.get(node, ())]
+
+
+def quorum_from(part: Any, nodes: Any) -> Quorum:
+    """A Quorum from a DescribeQuorum answer's partition entity and its `nodes` (v2+); voters and
+    observers by id (Kafka answers in no stable order: the observers come from a hash map)."""
+    def by_id(replicas: Any) -> tuple[QuorumReplica, ...]:
+        return tuple(sorted((_replica(r) for r in replicas), key=lambda r: r.replica_id))
+    return Quorum(part.leader_id, part.leader_epoch, part.high_watermark, by_id(part.current_voters), by_id(part.observers),
+                  {n.node_id: tuple((e.name, e.host, e.port) for e in n.listeners) for n in nodes or ()})
+
+
+def _replica(r: Any) -> QuorumReplica:
+    directory = getattr(r, "replica_directory_id", None)
+    return QuorumReplica(r.replica_id, None if directory in (None, ZERO_UUID) else str(directory), r.log_end_offset,
+                         _ms(getattr(r, "last_fetch_timestamp", -1)), _ms(getattr(r, "last_caught_up_timestamp", -1)))
+
+
+def _ms(value: Any) -> int:
+    """Epoch milliseconds of a kio timestamp field (a datetime, or None for Kafka's -1)."""
+    if value is None:
+        return -1
+    if isinstance(value, int):
+        return value
+    return int(value.timestamp() * 1000)
+
+
+# -- consumer groups as ListGroups lists them (the cache's completion, and list-groups) -----------
+
+
+class GroupListing(NamedTuple):
+    group_id: str
+    state: str
+    protocol_type: str
+    group_type: str
+    coordinator: int
+
+
+def group_listings(answer: Any, broker: int) -> list[GroupListing]:
+    """The groups of one broker's ListGroups answer (the groups it coordinates)."""
+    return [GroupListing(g.group_id, getattr(g, "group_state", "") or "", g.protocol_type or "",
+                         getattr(g, "group_type", "") or "classic", broker) for g in answer.groups]

@@ -8,14 +8,13 @@ from __future__ import annotations
 import datetime
 import re
 
-from kafka_shell.registry import INT16_MAX, INT32_MAX, int_range
+from kafka_shell.limits import INT16_MAX, INT32_MAX, MAX_STRING_BYTES
+from kafka_shell.registry import int_range
 
 positive_int = int_range(1, INT32_MAX, "a positive integer")
 replication_factor = int_range(1, INT16_MAX, "a replication factor")
-BROKER_ID_RANGE = (0, INT32_MAX)
+broker_id = int_range(0, INT32_MAX, "a broker id")
 CONFIG_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")   # Kafka's config names are far shorter
-MAX_TOPIC_NAME = 249
-_GLOB = re.compile(r"[A-Za-z0-9._*?\[\]!-]+")
 
 
 def config_name(text: str) -> str:
@@ -32,13 +31,24 @@ def key_value(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+def broker_ids(text: str) -> list[int]:
+    """Distinct broker ids separated by commas (1,2,3), in the order given."""
+    expected = f"broker ids separated by commas, like 1,2,3 (each once, from 0 to {INT32_MAX})"
+    try:
+        ids = [broker_id(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(expected) from None
+    if not ids or len(set(ids)) != len(ids):
+        raise ValueError(expected)
+    return ids
+
+
 def replica_assignment(text: str) -> list[list[int]]:
     """Kafka's format: partitions separated by commas, replicas by colons: `1:2,2:3,3:1`."""
-    broker = int_range(*BROKER_ID_RANGE, "broker ids")
     try:
-        parts = [[broker(b) for b in p.split(":")] for p in text.split(",")]
+        parts = [[broker_id(b) for b in p.split(":")] for p in text.split(",")]
     except ValueError:
-        raise ValueError(f"broker ids from {BROKER_ID_RANGE[0]} to {BROKER_ID_RANGE[1]} like 1:2,2:3 "
+        raise ValueError(f"broker ids from 0 to {INT32_MAX} like 1:2,2:3 "
                          "(replicas of a partition joined by ':')") from None
     for i, replicas in enumerate(parts):
         if len(set(replicas)) != len(replicas):
@@ -48,26 +58,14 @@ def replica_assignment(text: str) -> list[list[int]]:
     return parts
 
 
-def topic_pattern(text: str) -> str:
-    """A glob over topic names (legal name characters and * ? [ ] !), no longer than a name,
-    so that matching stays cheap whatever the user typed."""
-    if len(text) > MAX_TOPIC_NAME or not _GLOB.fullmatch(text):
-        raise ValueError(f"a topic name or glob: up to {MAX_TOPIC_NAME} letters, digits, '.', '_', '-' "
-                         "and * ? [ ]")
-    return text
-
-
-MAX_GROUP_ID_BYTES = 2**15 - 1   # a Kafka string: int16 length
-
-
 def group_id(text: str) -> str:
     """A consumer group id: any text Kafka can carry (not empty, UTF-8, up to 32767 bytes)."""
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError:
         raise ValueError("a group id in UTF-8 text") from None
-    if not 0 < size <= MAX_GROUP_ID_BYTES:
-        raise ValueError(f"a group id of 1 to {MAX_GROUP_ID_BYTES} bytes")
+    if not 0 < size <= MAX_STRING_BYTES:
+        raise ValueError(f"a group id of 1 to {MAX_STRING_BYTES} bytes")
     return text
 
 

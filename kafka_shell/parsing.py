@@ -6,10 +6,7 @@ names the bad part and what to do (a UsageError, exit code 2).
 
 from __future__ import annotations
 
-import difflib
 import shlex
-import shutil
-import textwrap
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,6 +141,7 @@ def suggest(word: str, candidates: list[str]) -> str:
     """' (did you mean X?)' for the closest candidate, or ''."""
     if len(word) > MAX_SUGGESTED:  # difflib is quadratic: a pasted megabyte would take seconds
         return ""
+    import difflib  # only a mistyped word pays for it
     close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
 
@@ -315,11 +313,13 @@ MIN_WIDTH = 40
 
 def terminal_width() -> int:
     """The width help is wrapped to: the terminal's (COLUMNS first), 80 when there is none."""
+    import shutil
     return max(shutil.get_terminal_size((80, 24)).columns, MIN_WIDTH)
 
 
 def _wrap(text: str, width: int, indent: str = "", first: str | None = None) -> list[str]:
     """Words never cut (not even at their hyphens: "--bootstrap-server" stays whole)."""
+    import textwrap  # help text only
     return textwrap.wrap(text, width, initial_indent=indent if first is None else first, subsequent_indent=indent,
                          break_long_words=False, break_on_hyphens=False) or [first or ""]
 

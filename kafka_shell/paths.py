@@ -26,8 +26,3 @@ def data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(base) / "kafka-shell"
 
-
-def write_json_atomically(path: Path, data: object) -> None:
-    """Write JSON readable by its owner only (mode 0600), never half-written (temp + rename)."""
-    from kafka_shell.files import write_json_owned  # the one way files are written
-    write_json_owned(path, data)

@@ -18,15 +18,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from collections.abc import Callable
 
+from kafka_shell.limits import INT16_MAX, INT32_MAX, INT64_MAX
 from kafka_shell.render import FORMATS
+
+__all__ = ["INT16_MAX", "INT32_MAX", "INT64_MAX", "Option", "Command", "command", "int_range"]
 
 # Value completer kinds, resolved by the REPL completer against the metadata cache.
 COMPLETERS = ("topic", "broker", "group", "config_key", "config_value", "path", "cluster",
               "entity_name", "api", "error", "principal", "acl_resource")
 
 
-# Kafka's integer field widths: an option's value must fit the field it is sent in.
-INT16_MAX, INT32_MAX, INT64_MAX = 2**15 - 1, 2**31 - 1, 2**63 - 1
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
@@ -74,6 +75,29 @@ class Option:
         return "," in (self.metavar or "") and self.completer in ("topic", "broker", "group")
 
 
+def _always(args: dict) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Confirm:
+    """A command's confirmation policy, declared with the command and applied by the runner:
+    which invocations change what cannot be undone (`applies`), and how to name it. --yes (the
+    command's or the session's) and --dry-run skip it; outside the REPL such an invocation is
+    refused in one line (exit 2, nothing sent after the refusal); in the REPL the user is asked,
+    and "no" cancels it (exit 1, nothing changed). The question comes from one of:
+
+    - `question(session, args)`: read before the handler runs, naming the targets (it checks
+      them too; None when there is nothing to ask);
+    - the handler itself (`Proposal`), once it has planned the change, when `proposed`; with
+      `refusal` the refusal outside the REPL comes before anything is read;
+    - neither: the command line itself, "LINE: this cannot be undone. Continue?"."""
+    applies: Callable[[dict], bool] = _always
+    question: Callable[[Any, dict], str | None] | None = None
+    proposed: bool = False
+    refusal: str | None = None
+
+
 @dataclass(frozen=True)
 class Command:
     name: str
@@ -86,15 +110,19 @@ class Command:
     family: str = ""
     mutates: bool = False             # offers --dry-run; refreshes the metadata cache after
     changes_cluster: bool = False     # refreshes the cache after too, without --dry-run (sandbox faults)
-    destructive: bool = False         # asks for confirmation in the REPL, needs --yes elsewhere
     required_groups: tuple[tuple[str, ...], ...] = ()   # exactly one of each group is required
     exclusive_groups: tuple[tuple[str, ...], ...] = ()  # at most one of each group
     topic_context: bool = False       # `--topic` defaults to the REPL's context topic
     context_with: tuple[str, ...] = ()  # ... only when one of these options is given (an action)
-    # The question to ask before this invocation runs (naming its targets and counts), or None
-    # when it needs none. It reads the cluster and refuses bad targets before anyone is asked.
-    confirm: Callable[[Any, dict], str | None] | None = None
+    confirm: Confirm | None = None    # what it changes that cannot be undone, and how to ask (see Confirm)
+    # Runs consecutive lines of this command as one request (replay): args of each -> their outcomes.
+    batch: Callable[[Any, list[dict]], list[Any]] | None = None
     sandbox_only: bool = False        # only when the shell runs on its embedded sandbox
+
+    @property
+    def destructive(self) -> bool:
+        """It asks for confirmation in the REPL and needs --yes elsewhere (for some invocations)."""
+        return self.confirm is not None
 
     def option(self, name: str) -> Option | None:
         for o in self.options:
@@ -107,6 +135,9 @@ class Command:
 class Registry:
     commands: dict[str, Command] = field(default_factory=dict)
     by_alias: dict[str, str] = field(default_factory=dict)
+    # name or alias -> the module of `commands` declaring it: a command's module is imported
+    # only when the command is asked for (a one-shot run imports one family, not all of them)
+    index: dict[str, str] = field(default_factory=dict)
 
     def add(self, cmd: Command) -> None:
         for name in (cmd.name, *cmd.aliases):
@@ -117,13 +148,21 @@ class Registry:
 
     def get(self, name: str) -> Command | None:
         real = self.by_alias.get(name)
+        if real is None and name in self.index:
+            importlib.import_module(f"commands.{self.index[name]}")
+            real = self.by_alias.get(name)
         return self.commands[real] if real else None
 
     def names(self) -> list[str]:
-        return sorted(self.by_alias)
+        return sorted(set(self.by_alias) | set(self.index))
 
 
-REGISTRY = Registry()
+def _index() -> dict[str, str]:
+    import commands
+    return dict(commands.INDEX)
+
+
+REGISTRY = Registry(index=_index())
 
 _TABLE_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
@@ -151,7 +190,7 @@ def command(name: str, *options: Option, **attrs: Any) -> Callable:
         opts = list(options)
         if attrs.get("mutates") and not any(o.name == "--dry-run" for o in opts):
             opts.append(DRY_RUN)
-        if (attrs.get("destructive") or attrs.get("confirm")) and not any(o.name == "--yes" for o in opts):
+        if attrs.get("confirm") and not any(o.name == "--yes" for o in opts):
             opts.append(YES)
         opts += [OUTPUT, CSV_TABLE]
         if attrs.get("topic_context"):
@@ -176,8 +215,9 @@ def _context_help(opt: Option) -> Option:
 
 
 def load_commands() -> Registry:
-    """Import every module of the `commands` package once (each registers its commands).
-    The runner calls this for every line: after the first call it only returns the registry."""
+    """Import every module of the `commands` package once (each registers its commands): for
+    what needs them all (help, the REPL, completion files). A line needs only its own command:
+    `REGISTRY.get` imports its module from the index."""
     global _commands_loaded
     if not _commands_loaded:
         import commands
@@ -185,6 +225,22 @@ def load_commands() -> Registry:
             importlib.import_module(f"commands.{info.name}")
         _commands_loaded = True
     return REGISTRY
+
+
+def declared_index() -> dict[str, str]:
+    """name or alias -> module, as the declarations say (commands/__init__.py's INDEX is this,
+    written down; tests/test_layers.py checks that it stays so)."""
+    load_commands()
+    return {name: REGISTRY.commands[real].handler.__module__.removeprefix("commands.")
+            for name, real in sorted(REGISTRY.by_alias.items())}
+
+
+def print_index() -> None:
+    """commands/__init__.py's INDEX as the declarations say it (paste it there)."""
+    print("INDEX = {")
+    for name, module in declared_index().items():
+        print(f'    "{name}": "{module}",')
+    print("}")
 
 
 _commands_loaded = False

@@ -21,21 +21,19 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from kafka_shell.client_config import parse_bootstrap
+from kafka_shell.authorization import authorization_message, is_authorization_error
 from kafka_shell.channel import Channel, ConnectionLost, ConnectionRefused, MalformedAnswer
-from kafka_shell.acl import authorization_message, is_authorization_error
+from kafka_shell.client_config import parse_bootstrap
 from kafka_shell.codes import ApiKey, Error, ResourceType
-from kafka_shell.errors import ClusterUnreachable, KafkaCallError
-from kafka_shell.metadata import KRAFT, NO_CONTROLLER, ZOOKEEPER, BrokerInfo, ControllerInfo
+from kafka_shell.deadline import Deadline
+from kafka_shell.errors import ClusterUnreachable, KafkaCallError, kafka_error_message
+from kafka_shell.metadata import KRAFT, NO_CONTROLLER, ZOOKEEPER, BrokerInfo, ControllerInfo, Quorum, quorum_from
 
 log = logging.getLogger("kafka_shell.router")
 
-INITIAL_BACKOFF_S = 0.05
-MAX_BACKOFF_S = 1.0
 METADATA_TOPIC = "__cluster_metadata"
 QUORUM_REQUEST = {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]}
 # What Kafka's controller listener serves to admin clients (ControllerApis), when the user gives
@@ -66,13 +64,13 @@ class Router:
 
     # -- channels ----------------------------------------------------------------------------
 
-    def channel(self, host: str, port: int, deadline: float, name: str | None = None) -> Channel:
+    def channel(self, host: str, port: int, deadline: Deadline, name: str | None = None) -> Channel:
         with self._lock:
             ch = self._channels.get((host, port))
         if ch is not None and not ch.closed:
             return ch
         # Connect outside the lock, within what is left of the caller's deadline.
-        ch = Channel(host, port, self.properties, min(self.timeout_s, left(deadline)),
+        ch = Channel(host, port, self.properties, min(self.timeout_s, deadline.left()),
                      name=name or self._name_of(host, port))
         ch.timeout_s = self.timeout_s  # later requests get the full timeout
         with self._lock:
@@ -85,7 +83,7 @@ class Router:
             self.mode = KRAFT if ApiKey.DESCRIBE_QUORUM in ch.versions() else ZOOKEEPER
         return ch
 
-    def broker_channel(self, broker: BrokerInfo, deadline: float) -> Channel:
+    def broker_channel(self, broker: BrokerInfo, deadline: Deadline) -> Channel:
         return self.channel(broker.host, broker.port, deadline, f"broker {broker.id} at {broker.address}")
 
     def _drop_address(self, host: str, port: int) -> None:
@@ -114,12 +112,11 @@ class Router:
 
     # -- brokers -----------------------------------------------------------------------------
 
-    def from_any_broker(self, fn: Callable[[Channel], T], deadline: float) -> T:
+    def from_any_broker(self, fn: Callable[[Channel], T], deadline: Deadline) -> T:
         """fn(channel) on the first broker that answers: open connections first, then known
         brokers, then the bootstrap list; retried with backoff until the deadline. When every
         address refused the connection, or answered with bytes that are no Kafka message, that
         is said at once: waiting would not change it."""
-        backoff = INITIAL_BACKOFF_S
         reasons: dict[str, str] = {}
         while True:
             refused, malformed = [], []
@@ -138,18 +135,16 @@ class Router:
                     reasons[f"{host}:{port}"] = str(exc)
                     log.debug("%s:%s: %s", host, port, exc)
                 self._drop_address(host, port)
-                if time.monotonic() >= deadline:
+                if deadline.expired:
                     break
             if len(refused) == len(candidates):
                 raise ClusterUnreachable(f"Cannot reach any broker of {self.bootstrap}: connection refused "
                                          f"by {', '.join(refused)} (check the address and that the brokers are up)")
             if malformed and len(refused) + len(malformed) == len(candidates):
                 raise ClusterUnreachable(malformed[0])
-            if time.monotonic() + backoff >= deadline:
+            if not deadline.backoff():
                 last = f" (last: {list(reasons.values())[-1]})" if reasons else ""
                 raise ClusterUnreachable(unreachable_message(self.bootstrap, self.timeout_s) + last)
-            time.sleep(backoff)
-            backoff = min(backoff * 2, MAX_BACKOFF_S)
 
     def _candidates(self) -> list[tuple[str, int]]:
         with self._lock:
@@ -167,11 +162,11 @@ class Router:
 
     # -- the controller ----------------------------------------------------------------------
 
-    def observe_metadata(self, metadata: object) -> None:
+    def observe_metadata(self, metadata: Any) -> None:
         """Take the live brokers from a Metadata answer, and in ZooKeeper mode the controller
         (in KRaft mode Metadata's controller_id is a random broker: ignored)."""
-        brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, getattr(b, "rack", None))  # type: ignore[attr-defined]
-                   for b in metadata.brokers}  # type: ignore[attr-defined]
+        brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, getattr(b, "rack", None))
+                   for b in metadata.brokers}
         self.brokers = brokers
         with self._lock:  # a bootstrap connection learns which broker it reaches
             for b in brokers.values():
@@ -184,35 +179,35 @@ class Router:
             self.set_controller(ControllerInfo(cid, -1, where.host if where else None, where.port if where else None,
                                                ZOOKEEPER) if cid >= 0 else NO_CONTROLLER)
 
-    def read_quorum(self, deadline: float) -> dict:
-        """The __cluster_metadata partition of a DescribeQuorum answer (KRaft), from the
-        controller listener when --bootstrap-controller was given, else through a broker;
-        updates the active controller from it."""
-        def ask(ch: Channel) -> dict:
-            return ch.request(ApiKey.DESCRIBE_QUORUM, QUORUM_REQUEST, deadline=deadline)
+    def read_quorum(self, deadline: Deadline) -> Quorum:
+        """The metadata quorum (KRaft) from a fresh DescribeQuorum, asked of the controller
+        listener when --bootstrap-controller was given, else through a broker; updates the
+        active controller from it."""
+        def ask(ch: Channel) -> object:
+            return ch.request_entity(ApiKey.DESCRIBE_QUORUM, QUORUM_REQUEST, deadline=deadline)
 
-        answer = self._from_controllers(ask, deadline) if self.controller_addresses else \
+        answer: Any = self._from_controllers(ask, deadline) if self.controller_addresses else \
             self.from_any_broker(ask, deadline)
-        part = answer["topics"][0]["partitions"][0] if answer.get("topics") else {}
-        code = answer.get("error_code") or part.get("error_code", Error.unknown_server_error)
+        part = answer.topics[0].partitions[0] if answer.topics and answer.topics[0].partitions else None
+        code = int(answer.error_code) or (int(part.error_code) if part is not None else Error.unknown_server_error)
         if is_authorization_error(code):
             raise KafkaCallError(authorization_message(ApiKey.DESCRIBE_QUORUM, code, purpose=
                                  "to find the active controller (DescribeQuorum)"), code=code)
-        if code:
-            from kafka_shell.errors import kafka_error_message
-            message = answer.get("error_message") or part.get("error_message") or ""
+        if code or part is None:
+            message = getattr(answer, "error_message", None) or getattr(part, "error_message", None) or ""
             raise KafkaCallError("DescribeQuorum failed: " + kafka_error_message(
                 code, "", message, entity="the metadata quorum"), code=code, retriable=True)
-        endpoints = {n["node_id"]: n["listeners"] for n in answer.get("nodes") or []}
-        leader = part["leader_id"]
-        where = next(iter(endpoints.get(leader, [])), None)
+        quorum = quorum_from(part, getattr(answer, "nodes", ()))
+        leader = quorum.leader_id
+        where = next(iter(quorum.listeners.get(leader, ())), None)
+        host, port = (where[1], where[2]) if where else (None, None)
         if where is None and leader == self.controller.id:
-            where = {"host": self.controller.host, "port": self.controller.port}
-        self.set_controller(ControllerInfo(leader, part["leader_epoch"], where and where["host"],
-                                           where and where["port"], KRAFT) if leader >= 0 else NO_CONTROLLER)
-        return {**part, "nodes": answer.get("nodes") or []}
+            host, port = self.controller.host, self.controller.port
+        self.set_controller(ControllerInfo(leader, quorum.leader_epoch, host, port, KRAFT) if leader >= 0
+                            else NO_CONTROLLER)
+        return quorum
 
-    def refresh_controller(self, deadline: float, metadata: object | None = None) -> ControllerInfo:
+    def refresh_controller(self, deadline: Deadline, metadata: object | None = None) -> ControllerInfo:
         """Find the active controller now (KRaft: DescribeQuorum; ZooKeeper: Metadata)."""
         if metadata is not None:
             self.observe_metadata(metadata)
@@ -242,12 +237,12 @@ class Router:
         elif old.id != new.id:
             self.notify(f"Controller moved from broker {old.id} to broker {new.id}.")
 
-    def _from_controllers(self, fn: Callable[[Channel], T], deadline: float) -> T:
+    def _from_controllers(self, fn: Callable[[Channel], T], deadline: Deadline) -> T:
         """fn(channel) on the active controller's listener if known, else the first bootstrap
         controller that answers."""
         addresses = list(self.controller_addresses)
         if self.controller.mode == KRAFT and self.controller.host is not None:
-            addresses.insert(0, (self.controller.host, self.controller.port))  # type: ignore[arg-type]
+            addresses.insert(0, (self.controller.host, self.controller.port or 0))
         reasons = []
         for host, port in dict.fromkeys(addresses):
             try:
@@ -269,7 +264,7 @@ class Router:
                        for r in body.get("resources", []))
         return True
 
-    def controller_channel(self, api_key: int, body: dict, deadline: float) -> Channel:
+    def controller_channel(self, api_key: int, body: dict, deadline: Deadline) -> Channel:
         """Where a controller request goes: the active controller's own listener (KRaft with
         --bootstrap-controller, for what it serves), the controller broker (ZooKeeper), or any
         live broker, which forwards it (KRaft)."""
@@ -279,7 +274,7 @@ class Router:
             if self.controller.host is None:
                 raise KafkaCallError("The metadata quorum does not tell the active controller's "
                                      "address; try again shortly.", code=Error.not_controller, retriable=True)
-            return self.channel(self.controller.host, self.controller.port, deadline,  # type: ignore[arg-type]
+            return self.channel(self.controller.host, self.controller.port or 0, deadline,
                                 f"controller {self.controller.id} at {self.controller.address}")
         if self.mode == ZOOKEEPER:
             if self.controller.id < 0 or self.controller.id not in self.brokers:
@@ -292,11 +287,6 @@ class Router:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-
-
-def left(deadline: float) -> float:
-    """Seconds left before a monotonic deadline (at least a little, so a last try can run)."""
-    return max(deadline - time.monotonic(), 0.001)
 
 
 def unreachable_message(bootstrap: str, timeout_s: float) -> str:

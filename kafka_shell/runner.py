@@ -17,9 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 from kafka_shell import parsing
 from kafka_shell.errors import ShellError, UsageError, from_kafka_exception, printable
-from kafka_shell.registry import REGISTRY, load_commands
-from kafka_shell.pager import page
-from kafka_shell.render import Result, View, render
+from kafka_shell.registry import REGISTRY
+from kafka_shell.render import Proposal, Result, View, render
 from kafka_shell.session import Session
 
 Echo = Callable[[str, str], None]   # (where, line) -> None, called before a line's output
@@ -50,7 +49,6 @@ def run_each(session: Session, items: Iterable[tuple[str, str]], echo: Echo | No
     streams); yield the exit code of each line run (a failure stops the run unless stop_on_error
     is False). `ready()` says whether the items can give another line without waiting for it (a
     batch takes only those; None: always)."""
-    load_commands()
     pending = _Pending(items)
     while (line := pending.pop()) is not None:
         try:
@@ -114,29 +112,59 @@ def _prepare(session: Session, text: str) -> parsing.Parsed | None:
         return parsed
     if parsed.args.get("csv_table") and (parsed.args.get("output") or session.output) != "csv":
         raise UsageError(f"--csv-table picks the table of --output csv: add -o csv to {cmd.name} (or leave --csv-table out)")
-    if cmd.sandbox_only and session.sandbox is None:
-        from kafka_shell.sandbox import control  # a `kafka-shell sandbox` server's control endpoint
-        session.sandbox = control.attach(session.target)
-    if (cmd.destructive or cmd.confirm) and not (parsed.args.get("yes") or session.yes or parsed.args.get("dry_run")):
-        if cmd.confirm is not None:   # it names the targets, after checking them
-            question = cmd.confirm(session, parsed.args)
-            if question is None:
-                return parsed
-            refusal = f"{question.rstrip('?')}: add --yes to confirm"
-        else:
-            question = f"{text.strip()}: this cannot be undone. Continue?"
-            refusal = f"{cmd.name} is destructive: add --yes to confirm"
-        if not session.interactive or session.confirm is None:
-            raise UsageError(refusal)
-        if not session.confirm(question):
-            raise ShellError("Cancelled: nothing was changed.")
+    policy = cmd.confirm
+    if policy is None or not policy.applies(parsed.args) or _approved(session, parsed.args):
+        return parsed
+    if policy.proposed:   # the handler asks once it has planned; some refuse before anything is read
+        if policy.refusal is not None and not _can_ask(session):
+            raise UsageError(_refusal(policy.refusal))
+        return parsed
+    if policy.question is not None:   # it names the targets, after checking them
+        question = policy.question(session, parsed.args)
+        if question is None:
+            return parsed
+        refusal = question.rstrip("?")
+    else:
+        question = f"{text.strip()}: this cannot be undone. Continue?"
+        refusal = f"{cmd.name} is destructive"
+    _ask(session, question, refusal)
     return parsed
 
 
-def _batch_of(parsed: parsing.Parsed | None):
+def _approved(session: Session, args: dict) -> bool:
+    return bool(args.get("yes") or session.yes or args.get("dry_run"))
+
+
+def _can_ask(session: Session) -> bool:
+    return session.interactive and session.confirm is not None
+
+
+def _refusal(text: str) -> str:
+    return text if "--yes" in text else f"{text}: add --yes to confirm"
+
+
+def _ask(session: Session, question: str, refusal: str) -> None:
+    """The confirmation policy: refused outside the REPL, asked in it; "no" cancels."""
+    if not _can_ask(session):
+        raise UsageError(_refusal(refusal))
+    assert session.confirm is not None
+    if not session.confirm(question):
+        raise ShellError("Cancelled: nothing was changed.")
+
+
+def _settle(session: Session, args: dict, outcome: object) -> object:
+    """A handler's Proposal is applied once approved (--yes) or confirmed, by the policy above."""
+    if isinstance(outcome, Proposal):
+        if not _approved(session, args):
+            _ask(session, outcome.question, outcome.refusal)
+        return outcome.apply()
+    return outcome
+
+
+def _batch_of(parsed: parsing.Parsed | None) -> Callable[[Session, list[dict]], list[object]] | None:
     if parsed is None or parsed.help:
         return None
-    return getattr(parsed.command.handler, "batch", None)
+    return parsed.command.batch
 
 
 # Consecutive lines of a batchable command go out in one request, of at most this many lines (a
@@ -173,7 +201,7 @@ def _execute(session: Session, run: list[Line], batch, stop_on_error: bool) -> l
         return [Result(text=parsing.help_text(first.command))]
     if batch is None:
         try:
-            outcomes = [first.command.handler(session, first.args)]
+            outcomes = [_settle(session, first.args, first.command.handler(session, first.args))]
         except Exception as exc:  # noqa: BLE001
             outcomes = [exc]
     else:
@@ -226,10 +254,12 @@ def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) ->
 def _view(session: Session, csv_table: str | None) -> View:
     """The terminal the output goes to (if any), and the pager when the REPL may page."""
     size = _terminal_size(session.stdout)
-    paging = session.pager and session.interactive and size is not None
+    pager = None
+    if session.pager and session.interactive and size is not None:
+        from kafka_shell.pager import page  # the REPL's pager only (it imports subprocess)
+        pager = page
     return View(width=size.columns if size else None, height=size.lines if size else None,
-                expanded=session.expanded, csv_table=csv_table or session.csv_table,
-                pager=page if paging else None)
+                expanded=session.expanded, csv_table=csv_table or session.csv_table, pager=pager)
 
 
 def _terminal_size(stream) -> os.terminal_size | None:

@@ -27,6 +27,26 @@ class Target:
     bootstrap_controllers: str | None = None  # --bootstrap-controller (KRaft controller listeners)
 
 
+class Seen:
+    """Principals and resources the ACLs listed this session named: completion offers them
+    (a cache for typing, never an answer; describe-acls always asks the cluster)."""
+
+    def __init__(self) -> None:
+        self.principals: set[str] = set()
+        self.resources: set[tuple[str, str]] = set()   # (resource type, name)
+
+    def remember(self, rows: list[list]) -> None:
+        """Take the rows of an ACL table (ResourceType, Name, PatternType, Principal, ...)."""
+        for row in rows:
+            self.resources.add((row[0], row[1]))
+            self.principals.add(row[3])
+
+    def names(self, kind: str) -> set[str]:
+        """Resource names seen of an option's kind: topic, group or transactional_id."""
+        wanted = kind.upper()
+        return {name for rtype, name in self.resources if rtype == wanted}
+
+
 @dataclass
 class Session:
     target: Target | None = None
@@ -43,6 +63,7 @@ class Session:
     pager: bool = True                # the REPL pages results taller than the terminal (`pager off`)
     expanded: str = "auto"            # vertical tables: auto (when too wide), on, off (`expanded`)
     csv_table: str | None = None      # --csv-table: the table --output csv writes (default: the first)
+    acl_names: Seen = field(default_factory=Seen)   # what ACL listings named (completion)
     _conn: ConnectionManager | None = None
 
     @property
@@ -63,7 +84,8 @@ class Session:
             from kafka_shell.connection import ConnectionManager
             conn = ConnectionManager(self.target.bootstrap, self.target.properties,
                                      timeout_s=self.target.timeout_s, notify=self.notify,
-                                     bootstrap_controllers=self.target.bootstrap_controllers)
+                                     bootstrap_controllers=self.target.bootstrap_controllers,
+                                     debug=self.debug_line)
             conn.open()
             self._conn = conn
         return self._conn
@@ -81,6 +103,11 @@ class Session:
         self.close()
         self.target = target
         self.topic = None
+
+    def debug_line(self, text: str) -> None:
+        """--debug shows each request the shell sends (how a script's lines were batched)."""
+        if self.debug:
+            self.stderr.write(f"debug: {text}\n")
 
     def notify(self, message: str) -> None:
         """Events from the connection manager (controller moved, broker lost) go to stderr."""

@@ -32,7 +32,7 @@ METADATA_V12_HOSTILE = b"\x00\x00\x00\x11\x00\x03\x00\x0c\x00\x00\x00\x01\x00\x0
 
 def all_versions() -> list[tuple[int, int]]:
     """(api key, version) of every request kio (or our extension) has."""
-    keys = sorted(set(api_key_map) | {k for k, _ in protocol_ext.REQUESTS})
+    keys = sorted(set(api_key_map) | {k for k, _ in protocol_ext.VERSIONS})
     return [(k, v) for k in keys for v in protocol.kio_versions(k)]
 
 

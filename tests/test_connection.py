@@ -7,12 +7,9 @@ import socket
 import time
 
 import pytest
-from confluent_kafka import ElectionType, KafkaException, TopicPartition
-from confluent_kafka.admin import ClusterMetadata
-
 from kafka_shell import connection
+from kafka_shell.admin import elections, records
 from kafka_shell.client_config import load_properties, parse_x_options, redact
-from kafka_shell.admin_client import AdminError
 from kafka_shell.connection import ConnectionManager, parse_bootstrap
 from kafka_shell.errors import ClusterUnreachable, KafkaCallError, ShellError, UsageError
 from kafka_shell.codes import ApiKey, Error
@@ -65,7 +62,7 @@ def test_connect_fills_the_snapshot(sandbox, manager):
     for p, real in zip(orders.partitions, sandbox.cluster.topics["orders"].partitions):
         assert p.replicas == tuple(real.replicas) and p.leader == real.leader
         assert p.isr == tuple(real.isr) and p.leader_epoch == real.leader_epoch
-    assert manager.controller_address() == "{}:{}".format(*sandbox.address(snap.controller_id))
+    assert manager.router.controller.address == "{}:{}".format(*sandbox.address(snap.controller_id))
 
 
 def test_snapshot_shows_offline_replicas_and_racks():
@@ -148,7 +145,7 @@ def test_controller_request_goes_to_the_controller(sandbox, manager):
     manager.connect()
     # ListPartitionReassignments answers NOT_CONTROLLER on any other broker.
     answer = manager.controller_request(LIST_REASSIGNMENTS, {"topics": None})
-    assert answer["error_code"] == 0
+    assert answer.error_code == 0
     assert manager.messages == []
 
 
@@ -157,7 +154,7 @@ def test_broker_request_goes_to_the_named_broker(sandbox, manager):
     snap = manager.connect()
     other = next(b for b in snap.brokers if b != snap.controller_id)
     answer = manager.broker_request(other, LIST_REASSIGNMENTS, {"topics": None})
-    assert answer["error_code"] == NOT_CONTROLLER  # not retried elsewhere: the caller named it
+    assert answer.error_code == NOT_CONTROLLER  # not retried elsewhere: the caller named it
     with pytest.raises(ShellError, match=r"Broker 9 is not live in the cluster \(live brokers: 1, 2, 3\)"):
         manager.broker_request(9, LIST_REASSIGNMENTS, {"topics": None})
 
@@ -167,7 +164,7 @@ def test_controller_move_is_retried_on_the_new_controller_and_reported(sandbox, 
     old = manager.connect().controller_id
     new = sandbox.kill_controller()
     answer = manager.controller_request(LIST_REASSIGNMENTS, {"topics": None})
-    assert answer["error_code"] == 0
+    assert answer.error_code == 0
     assert manager.router.controller.id == new
     assert manager.messages == [f"Controller moved from broker {old} to broker {new}."]
 
@@ -177,11 +174,11 @@ def test_mutation_rejected_with_not_controller_is_resent(sandbox, manager):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 2)
     old = manager.connect().controller_id
     new = sandbox.kill_controller()
-    body = {"election_type": 0, "topic_partitions": [{"topic": "t", "partitions": [0]}], "timeout_ms": 1000}
+    body = {"election_type": 0, "topic_partitions": [{"topic": "t", "partitions": [0]}], "timeout": 1000}
     answer = manager.controller_request(ELECT_LEADERS, body, mutation=True)
-    assert answer["error_code"] == 0
-    results = answer["replica_election_results"][0]["partition_result"]
-    assert results[0]["error_code"] == 84  # ELECTION_NOT_NEEDED: the leader is the preferred one
+    assert answer.error_code == 0
+    results = answer.replica_election_results[0].partition_result
+    assert results[0].error_code == 84  # ELECTION_NOT_NEEDED: the leader is the preferred one
     assert manager.messages == [f"Controller moved from broker {old} to broker {new}."]
 
 
@@ -204,7 +201,7 @@ def test_lost_controller_connection_retries_on_the_new_controller(sandbox, manag
     manager.controller_request(LIST_REASSIGNMENTS, {"topics": None})  # opens the connection
     sandbox.stop_broker(old)  # drops it; another broker becomes controller
     answer = manager.controller_request(LIST_REASSIGNMENTS, {"topics": None})
-    assert answer["error_code"] == 0
+    assert answer.error_code == 0
     new = manager.router.controller.id
     assert new != old and new == sandbox.active_controller
     assert manager.messages == [f"Controller moved from broker {old} to broker {new}."]
@@ -228,7 +225,7 @@ def test_mutation_whose_answer_is_lost_is_not_resent(sandbox):
 
 def test_request_to_a_stopped_broker_fails_after_a_refresh(sandbox, manager):
     manager.connect()
-    assert manager.broker_request(2, 18, API_VERSIONS_BODY)["error_code"] == 0
+    assert manager.broker_request(2, 18, API_VERSIONS_BODY).error_code == 0
     sandbox.stop_broker(2)
     with pytest.raises(ShellError, match="Broker 2 is not live"):
         manager.broker_request(2, 18, API_VERSIONS_BODY)
@@ -240,7 +237,7 @@ def test_request_to_a_restarted_broker_reconnects(sandbox, manager):
     manager.broker_request(2, 18, API_VERSIONS_BODY)
     sandbox.stop_broker(2)
     sandbox.start_broker(2)  # same id, new port: the refresh finds it
-    assert manager.broker_request(2, 18, API_VERSIONS_BODY)["error_code"] == 0
+    assert manager.broker_request(2, 18, API_VERSIONS_BODY).error_code == 0
     assert manager.router.brokers[2].address == "{}:{}".format(*sandbox.address(2))
 
 
@@ -251,50 +248,43 @@ def test_api_versions_and_supports(sandbox, manager):
     assert not manager.supports(38, broker_id=2)  # CreateDelegationToken: the sandbox lacks it
 
 
-# -- the AdminClient path ---------------------------------------------------------------------------
+# -- what the admin layer builds on: per-broker reads, typed answers, records' settings ------------
 
 
-def test_admin_call_waits_for_futures_and_plain_values(sandbox, manager):
+def test_each_broker_answers_for_the_live_ones_and_names_the_silent_one(sandbox, manager):
     manager.connect()
-    described = manager.admin_call("describe_cluster", request_timeout=5)
-    assert described[None].controller.id in (1, 2, 3)  # KRaft: a random broker, as Kafka answers
-    listed = manager.admin_call("list_topics", timeout=5)
-    assert isinstance(listed[None], ClusterMetadata)
-    assert sorted(listed[None].brokers) == [1, 2, 3]
+    sandbox.stop_broker(2)
+    answers = manager.each_broker([1, 2, 3], ApiKey.LIST_GROUPS, {})
+    assert sorted(answers.answers) == [1, 3] and all(a.error_code == 0 for a in answers.answers.values())
+    assert list(answers.failed) == [2] and "Broker 2" in answers.failed[2]
 
 
-def test_admin_failures_are_kafka_call_errors_with_code_and_name(sandbox, manager):
+def test_refusals_are_kafka_call_errors_with_code_and_line(sandbox, manager):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 2)
-    for broker in (1, 2, 3):  # whichever broker librdkafka sends it to
+    for broker in (1, 2, 3):  # whichever broker the request reaches
         sandbox.fail(broker, "ElectLeaders", "CLUSTER_AUTHORIZATION_FAILED")
-    results = manager.admin_call("elect_leaders", ElectionType.PREFERRED, [TopicPartition("t", 0)],
-                                 mutation=True)
-    error = results[None]
-    assert isinstance(error, AdminError)
-    assert isinstance(error, KafkaCallError) and isinstance(error, KafkaException)
-    assert error.code == 31 and error.args[0].code() == 31
-    assert str(error).endswith("[CLUSTER_AUTHORIZATION_FAILED]")
+    with pytest.raises(KafkaCallError) as err:
+        elections.elect(manager, [("t", 0, None)], elections.PREFERRED, 1000)
+    assert err.value.code == 31
+    assert str(err.value) == "not authorized: ALTER on CLUSTER is needed to elect leaders"
 
 
 @ZK_MODE
-def test_admin_call_follows_the_controller_move(sandbox, manager):
+def test_admin_requests_follow_the_controller_move(sandbox, manager):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 2)
     old = manager.connect().controller_id
-    elect = ("elect_leaders", ElectionType.PREFERRED, [TopicPartition("t", 0)])
-    assert not isinstance(manager.admin_call(*elect, mutation=True)[None], Exception)
+    assert elections.elect(manager, [("t", 0, None)], elections.PREFERRED, 1000)[("t", 0)].state != elections.FAILED
     new = sandbox.kill_controller()
-    # The AdminClient still believes in the old controller, which answers NOT_CONTROLLER.
-    results = manager.admin_call(*elect, mutation=True)
-    per_partition = results[None]
-    assert not isinstance(per_partition, Exception)
-    assert [e.code() for e in per_partition.values()] == [84]  # ELECTION_NOT_NEEDED, from the new one
+    # The connection manager still believes in the old controller, which answers NOT_CONTROLLER.
+    outcome = elections.elect(manager, [("t", 0, None)], elections.PREFERRED, 1000)[("t", 0)]
+    assert outcome.state == elections.NOT_NEEDED  # ELECTION_NOT_NEEDED, from the new one
     assert manager.messages == [f"Controller moved from broker {old} to broker {new}."]
 
 
 def test_invalid_client_setting_is_a_usage_error_without_secrets():
     cm = ConnectionManager("127.0.0.1:1", {"no.such.property": "x", "sasl.password": "hunter22"})
     with pytest.raises(UsageError) as err:
-        cm.admin  # noqa: B018 - created lazily
+        records.produce(cm, "t", [(None, b"x")])  # librdkafka refuses the settings before connecting
     assert "no.such.property" in str(err.value) and "hunter22" not in str(err.value)
 
 
@@ -363,9 +353,9 @@ CREATE_TOPICS = 19
 def test_create_topics_follows_the_controller(sandbox, manager):
     old = manager.connect().controller_id
     new = sandbox.kill_controller()
-    body = {"topics": [{"name": "fresh", "num_partitions": 3, "replication_factor": 2}], "timeout_ms": 5000}
+    body = {"topics": [{"name": "fresh", "num_partitions": 3, "replication_factor": 2}], "timeout": 5000}
     answer = manager.controller_request(CREATE_TOPICS, body, mutation=True)
-    assert answer["topics"][0]["error_code"] == 0
+    assert answer.topics[0].error_code == 0
     assert manager.messages == [f"Controller moved from broker {old} to broker {new}."]
     assert len(sandbox.cluster.topics["fresh"].partitions) == 3
     assert manager.router.controller.id == new
@@ -378,10 +368,10 @@ def test_resent_create_topics_counts_our_own_first_attempt_as_success(sandbox, m
     after = manager.refresh()
     body = {"topics": [{"name": "mine", "num_partitions": 3}, {"name": "other", "num_partitions": 5}]}
     resent = manager.controller_request(CREATE_TOPICS, body)  # answers TOPIC_ALREADY_EXISTS twice
-    assert [t["error_code"] for t in resent["topics"]] == [36, 36]
+    assert [t.error_code for t in resent.topics] == [36, 36]
     settled = connection._settle(CREATE_TOPICS, body, resent, before, after)
     # "mine" is as asked and was absent before: ours. "other" differs from the request: an error.
-    assert {t["name"]: t["error_code"] for t in settled["topics"]} == {"mine": 0, "other": 36}
+    assert {t.name: t.error_code for t in settled.topics} == {"mine": 0, "other": 36}
 
 
 def test_snapshot_lists_consumer_groups(sandbox, manager):

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_shell import clusters, throttles
+from kafka_shell import clusters
+from kafka_shell.admin import throttles
 from kafka_shell.errors import UsageError
 from kafka_shell.files import FileExists, read_owned, write_json_owned, write_new
 from kafka_shell.main import main

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from kafka_shell.repl.history import SecretFreeHistory, is_secret
-from kafka_shell.sandbox import control
+from kafka_shell import sandbox_client
 from kafka_shell.sandbox.server import Sandbox
 from tests.test_oneshot import SHELL, shell
 
@@ -180,10 +180,10 @@ def test_the_control_endpoint_checks_its_arguments(method, args, expected):
     with Sandbox(brokers=2, serve_control=True) as s:
         host, _, port = s.control_address.rpartition(":")
         with pytest.raises(ValueError) as refused:
-            control._request((host, int(port)), method, args, 10)
+            sandbox_client._request((host, int(port)), method, args, 10)
         assert str(refused.value).startswith(expected), refused.value
-        status = control._request((host, int(port)), "status", [], 10)
+        status = sandbox_client._request((host, int(port)), "status", [], 10)
         assert all(b["alive"] for b in status["brokers"])  # nothing was done
         assert s.cluster.brokers[1].delay_ms == 0
-        control._request((host, int(port)), "delay", [1, 5], 10)  # a good call still works
+        sandbox_client._request((host, int(port)), "delay", [1, 5], 10)  # a good call still works
         assert s.cluster.brokers[1].delay_ms == 5

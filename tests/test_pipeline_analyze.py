@@ -26,7 +26,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from kafka_shell import reassign_plan
+from kafka_shell.admin import assignment_plan as reassign_plan
 from kafka_shell.pipeline import jobs, schema, synth
 from kafka_shell.runner import run_line
 from kafka_shell.sandbox.server import Sandbox

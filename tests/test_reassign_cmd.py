@@ -14,7 +14,8 @@ from collections import Counter
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from kafka_shell import reassign_plan
+from kafka_shell.admin import assignment_plan as reassign_plan
+from tests import kafka_generator
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import produce
@@ -99,6 +100,7 @@ MOVE = {("t", 0): [3, 4], ("t", 1): [2, 1, 4]}  # t-0 replaced (leader moves), t
 def test_execute_verify_and_throttles_cleared_by_a_later_session(cluster, tmp_path, env):
     before = replicas(cluster)
     path = move_file(tmp_path, MOVE)
+    cluster.set_replication_rate(1)  # the moves stay in progress while the checks below run, however slowly
     p = rs(cluster, f"reassign-partitions --execute --reassignment-json-file {path} --throttle 8000", env)
     assert p.returncode == 0, p.stderr
     rollback = tmp_path / "move.rollback.json"
@@ -132,6 +134,7 @@ def test_execute_verify_and_throttles_cleared_by_a_later_session(cluster, tmp_pa
     assert {(r["Topic"], r["Partition"]) for r in listed} == set(MOVE)
 
     # Each --verify is a new process: the one that sees the move done removes the throttles.
+    cluster.set_replication_rate(None)  # now the moves copy at the throttled rate
     deadline = time.monotonic() + 30
     while (p := rs(cluster, f"reassign-partitions --verify --reassignment-json-file {path}", env)).returncode == 3:
         assert time.monotonic() < deadline
@@ -303,7 +306,7 @@ def proposed_of(stdout: str) -> dict:
 def test_generate_is_balanced_minimal_and_changes_nothing(tmp_path, env):
     with Sandbox(brokers=6, racks=["a", "b", "c", "a", "b", "c"], mode="zk") as s:
         for name, parts in (("orders", 12), ("events", 7)):  # on brokers 1-3 only
-            placed = reassign_plan.kafka_assignment(parts, 3, [1, 2, 3], {1: "a", 2: "b", 3: "c"}, 0, 1)
+            placed = kafka_generator.kafka_assignment(parts, 3, [1, 2, 3], {1: "a", 2: "b", 3: "c"}, 0, 1)
             s.call(sandbox_admin.create_topic, s.cluster, name, parts, 3, placed)
         before = replicas(s)
         current = {k: r for k, r in before.items()}
@@ -326,7 +329,7 @@ def test_generate_is_balanced_minimal_and_changes_nothing(tmp_path, env):
         assert all(len({racks[b] for b in r}) == 3 for r in proposed.values())
         moves = reassign_plan.moved(current, proposed)
         assert moves == reassign_plan.lower_bound(current, brokers)
-        assert moves <= reassign_plan.kafka_fewest_moves(current, brokers, {b: racks[b] for b in brokers})
+        assert moves <= kafka_generator.kafka_fewest_moves(current, brokers, {b: racks[b] for b in brokers})
         assert f"{moves} replica(s) move" in p.stderr
         assert replicas(s) == before  # generate changes nothing
 

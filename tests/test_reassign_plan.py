@@ -9,7 +9,8 @@ from collections import Counter
 
 import pytest
 
-from kafka_shell import reassign_plan as rp
+from kafka_shell.admin import assignment_plan as rp
+from tests import kafka_generator
 
 
 def layout(topics: int, partitions: int, rf: int, brokers: list[int], racks=None, seed: int = 7) -> rp.Assignment:
@@ -17,7 +18,7 @@ def layout(topics: int, partitions: int, rf: int, brokers: list[int], racks=None
     rng = random.Random(seed)
     out = {}
     for t in range(topics):
-        placed = rp.kafka_assignment(partitions, rf, brokers, racks, rng.randrange(len(brokers)),
+        placed = kafka_generator.kafka_assignment(partitions, rf, brokers, racks, rng.randrange(len(brokers)),
                                      rng.randrange(len(brokers)))
         out.update({(f"topic-{t}", p): placed[p] for p in range(partitions)})
     return out
@@ -41,14 +42,14 @@ def spans_racks(proposed: rp.Assignment, racks: dict[int, str]) -> bool:
 
 def test_kafka_generator_replay_matches_kafkas_own_tests():
     # AdminUtilsTest.testReplicaAssignment (fixed start index 0)
-    assert rp.kafka_assignment(10, 3, [0, 1, 2, 3, 4], None, 0, 0) == [
+    assert kafka_generator.kafka_assignment(10, 3, [0, 1, 2, 3, 4], None, 0, 0) == [
         [0, 1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 0], [4, 0, 1],
         [0, 2, 3], [1, 3, 4], [2, 4, 0], [3, 0, 1], [4, 1, 2]]
     # AdminRackAwareTest.testGetRackAlternatedBrokerListAndAssignReplicasToBrokers
     racks = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
-    assert rp.rack_alternated(racks) == [0, 3, 1, 5, 4, 2]
-    assert rp.rack_alternated({b: r for b, r in racks.items() if b != 5}) == [0, 3, 1, 4, 2]
-    assert rp.kafka_assignment(7, 3, list(racks), racks, 0, 0) == [
+    assert kafka_generator.rack_alternated(racks) == [0, 3, 1, 5, 4, 2]
+    assert kafka_generator.rack_alternated({b: r for b, r in racks.items() if b != 5}) == [0, 3, 1, 4, 2]
+    assert kafka_generator.kafka_assignment(7, 3, list(racks), racks, 0, 0) == [
         [0, 3, 1], [3, 1, 5], [1, 5, 4], [5, 4, 2], [4, 2, 0], [2, 0, 3], [0, 4, 2]]
 
 
@@ -59,8 +60,8 @@ def test_adding_brokers_moves_exactly_the_lower_bound_and_fewer_than_kafka():
     assert_balanced(proposed, new)
     moves = rp.moved(current, proposed)
     assert moves == rp.lower_bound(current, new) > 0
-    assert moves < rp.kafka_fewest_moves(current, new, None)
-    assert moves < rp.moved(current, rp.kafka_generate(current, new, None, random.Random(1)))
+    assert moves < kafka_generator.kafka_fewest_moves(current, new, None)
+    assert moves < rp.moved(current, kafka_generator.kafka_generate(current, new, None, random.Random(1)))
     # Every move lands on a new broker: the old ones only give replicas away.
     gained = Counter(b for k in current for b in set(proposed[k]) - set(current[k]))
     assert set(gained) == {9, 10}
@@ -74,7 +75,7 @@ def test_rack_aware_plan_spreads_racks_and_balances():
     assert spans_racks(proposed, racks)
     assert_balanced(proposed, list(racks))
     assert rp.moved(current, proposed) == rp.lower_bound(current, list(racks))
-    assert rp.moved(current, proposed) <= rp.kafka_fewest_moves(current, list(racks), racks)
+    assert rp.moved(current, proposed) <= kafka_generator.kafka_fewest_moves(current, list(racks), racks)
 
 
 def test_rack_repair_fixes_partitions_placed_without_racks():
@@ -93,7 +94,7 @@ def test_removing_a_broker_evacuates_it_with_minimal_moves():
     assert all(4 not in r for r in proposed.values())
     assert_balanced(proposed, [1, 2, 3])
     assert rp.moved(current, proposed) == rp.lower_bound(current, [1, 2, 3])
-    assert rp.moved(current, proposed) <= rp.kafka_fewest_moves(current, [1, 2, 3], None)
+    assert rp.moved(current, proposed) <= kafka_generator.kafka_fewest_moves(current, [1, 2, 3], None)
 
 
 def test_a_balanced_layout_moves_nothing():

@@ -137,7 +137,7 @@ def test_log_info_is_asked_1000_partitions_a_request_following_has_more_data(san
     rows = json_rows(p.stdout)
     assert len(rows) == 5000 and sum(r["Chosen"] == "*" for r in rows) == 2500
     # A broker that serves fewer partitions a request says HasMoreData: the rest is asked again.
-    monkeypatch.setattr(replica_log_info, "MAX_PARTITIONS_PER_REQUEST", 400)
+    monkeypatch.setattr(replica_log_info, "MAX_PARTITIONS_PER_ELECTION", 400)
     p = run(sandbox, line, "--debug", "-o", "json")
     assert p.returncode == 0, p.stderr
     sent = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: GetReplicaLogInfo request")]

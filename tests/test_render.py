@@ -1,4 +1,4 @@
-"""The plain aligned writer that large tables go through prints exactly tabulate's layout."""
+"""The plain aligned writer that tables go through prints exactly tabulate's layout."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tabulate import tabulate
 
-from kafka_shell.render import LARGE_TABLE_ROWS, Table, _aligned, _table
+from kafka_shell.render import Table, _aligned, _horizontal, _table, cell
+
+LARGE_TABLE_ROWS = 1000
 
 ascii_text = st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), max_size=12)
 
@@ -26,3 +28,22 @@ def test_large_tables_take_the_aligned_writer_with_the_same_text():
     text = [[str(c) if c is not None else "-" for c in r[:3]] + ["1,2,3"] for r in rows]
     assert _table([Table(columns, rows)]) == tabulate(text, headers=columns, tablefmt="simple",
                                                       disable_numparse=True) + "\n"
+
+
+printable_text = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=8)
+any_text = st.text(max_size=6)
+cell_value = st.one_of(st.none(), st.integers(-5, 10**6), st.booleans(), printable_text, any_text,
+                       st.lists(st.integers(0, 9), max_size=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 5).flatmap(lambda n: st.tuples(
+    st.lists(printable_text.filter(str.strip), min_size=n, max_size=n, unique=True),
+    st.lists(st.lists(cell_value, min_size=n, max_size=n), min_size=1, max_size=12))))
+def test_every_table_prints_what_tabulate_prints(table):
+    """Without tabulate for tables of printable ASCII (spaces and padding included), the same
+    bytes; any other text still goes through tabulate."""
+    columns, rows = table
+    expected = tabulate([[cell(v) for v in row] for row in rows], headers=columns, tablefmt="simple",
+                        disable_numparse=True)
+    assert _horizontal(Table(columns, rows)) == expected

@@ -310,7 +310,7 @@ def test_completion_goes_on_after_a_continued_line():
 
 
 def test_acl_options_offer_principals_and_resources_seen():
-    from kafka_shell.acl import Seen
+    from kafka_shell.session import Seen
     registry = Registry()
     registry.add(Command("describe-acls", _noop, (
         Option("--topic", repeatable=True, completer="acl_resource"),

@@ -314,7 +314,7 @@ def test_a_broker_config_change_after_the_session_lifetime_goes_through():
                 {"name": "leader.replication.throttled.rate", "config_operation": AlterConfigOp.SET,
                  "value": "5000"}]}], "validate_only": False}
             answer = conn.broker_request(1, ApiKey.INCREMENTAL_ALTER_CONFIGS, body, mutation=True)
-            assert [r["error_code"] for r in answer["responses"]] == [0]
+            assert [r.error_code for r in answer.responses] == [0]
         finally:
             conn.close()
         assert sb.call(lambda: sb.cluster.brokers[1].configs.get("leader.replication.throttled.rate")) == "5000"
@@ -340,10 +340,11 @@ def test_confluent_kafka_clients_log_in_over_sasl_ssl(secured):
 
 
 def test_debug_shows_librdkafkas_logs_without_secrets(secured, tmp_path):
-    """--debug with -X debug=...: librdkafka's own log lines come out (the AdminClient is
-    polled for them), and the password is in none of them."""
+    """--debug with -X debug=...: librdkafka's own log lines come out (the producer is polled for
+    them; admin requests go over the shell's own channel), and the password is in none of them."""
     proc = connect(secured, "SASL_PLAINTEXT", {**sasl("PLAIN"), "debug": "broker,security,conf"}, tmp_path,
-                   "create-topic --topic debugged --partitions 1 --replication-factor 1\n", "--debug")
+                   "create-topic --topic debugged --partitions 1 --replication-factor 1\n"
+                   "produce --topic debugged hello\n", "--debug")
     assert proc.returncode == 0, proc.stderr
     assert "debug: kafka_shell.librdkafka: " in proc.stderr
     assert "Created topic debugged." in proc.stderr

@@ -144,7 +144,10 @@ class Cluster:
     def producers(self) -> dict[int, tuple]:
         answer = self.leader.request(ApiKey.DESCRIBE_PRODUCERS, {"topics": [{"name": self.topic, "partition_indexes": [0]}]}, 0)
         p = answer["topics"][0]["partitions"][0]
-        return {s["producer_id"]: (s["producer_epoch"], s["last_sequence"], s["coordinator_epoch"],
+        # The coordinator epoch is the leader epoch of the transaction's __transaction_state
+        # partition, which follows the cluster's history (a session's earlier broker restarts): only
+        # whether one is recorded is compared.
+        return {s["producer_id"]: (s["producer_epoch"], s["last_sequence"], s["coordinator_epoch"] >= 0,
                                    s["current_txn_start_offset"]) for s in p["active_producers"]}
 
 

@@ -1,8 +1,12 @@
 """Take one snapshot of a cluster (see `schema` for the format) through the session's
-connection: one Metadata read (with the active controller), one DescribeLogDirs per live
-broker, ListOffsets (earliest and latest) batched per leader, DescribeTopicPartitions only
-where an ELR can exist, the replica log ends of offline partitions, one DescribeConfigs for
-every topic, and the consumer groups' committed offsets. No per-partition calls.
+connection and the admin layer: one Metadata read (with the active controller), one
+DescribeLogDirs per live broker (all at once), ListOffsets (earliest and latest) batched per
+leader, DescribeTopicPartitions only where an ELR can exist, the replica log ends of offline
+partitions, one DescribeConfigs for every topic, and the consumer groups' committed offsets
+(batched per coordinator). No per-partition calls.
+
+A broker that is down does not stop the snapshot: what it would have told is left out, the
+manifest records it under `brokers_down` (with why), and stderr says it.
 """
 
 from __future__ import annotations
@@ -13,11 +17,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.codes import ApiKey
-from kafka_shell.errors import KafkaCallError, ShellError
+from kafka_shell.admin import cluster, configs, groups, log_dirs, offsets, topics
+from kafka_shell.admin.offsets import EARLIEST, LATEST
+from kafka_shell.errors import ShellError
 from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
-from kafka_shell.groups import EARLIEST, LATEST, log_offsets
-from kafka_shell.operations import admin_error, debug, eligible_leaders, replica_log_ends, replica_log_info, topic_configs
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -39,13 +42,16 @@ def take(session: Session, root: Path) -> Path:
     snap = conn.read(controller=True)
     cluster_id = snap.cluster_id or "unknown-cluster"
     parts = [p for _, t in sorted(snap.topics.items()) for p in t.partitions]
-    live = set(snap.brokers)
-    replicas, log_dirs = _log_dirs(session, sorted(live))
-    log_ends = _offline_log_ends(session, snap, [p for p in parts if p.leader < 0 or p.leader not in live])
-    offsets = _offsets(session, snap, [p for p in parts if p.leader in live])
-    elr = {key: list(lists[0]) for key, lists in eligible_leaders(session, [t for _, t in sorted(snap.topics.items())]).items()}
-    configs = topic_configs(session, sorted(snap.topics))
-    groups = _group_offsets(session)
+    down = _down_brokers(session, snap)
+    replicas, dir_rows = _log_dirs(session, sorted(set(snap.brokers) - set(down)), down)
+    live = set(snap.brokers) - set(down)
+    log_ends = _offline_log_ends(session, snap, [p for p in parts if p.leader < 0 or p.leader not in live], live)
+    log_offsets = _offsets(session, snap, [p for p in parts if p.leader in live])
+    elr = {key: list(lists[0]) for key, lists in topics.eligible_leaders(conn, [t for _, t in sorted(snap.topics.items())]).items()}
+    settings = configs.topic_configs(conn, sorted(snap.topics))
+    committed = _group_offsets(session)
+    for broker, why in sorted(down.items()):
+        session.stderr.write(f"Broker {broker} is down ({why}): what it holds is left out.\n")
     key = {"cluster_id": cluster_id, "taken_at": taken_at}
 
     def table(name: str, columns: dict[str, list]) -> pa.Table:
@@ -53,8 +59,9 @@ def take(session: Session, root: Path) -> Path:
         full = {**{k: [v] * n for k, v in key.items()}, **columns}
         return pa.table(full, schema=schema.SCHEMAS[name])
 
+    no_config = configs.TopicConfig({}, 1)
     topic_rows = [(t.name, str(t.topic_id) if t.topic_id else None, len(t.partitions),
-                   len(t.partitions[0].replicas) if t.partitions else 0, *configs.get(t.name, ({}, 1)))
+                   len(t.partitions[0].replicas) if t.partitions else 0, settings.get(t.name, no_config))
                   for _, t in sorted(snap.topics.items())]
     replica_rows = [(t, p, b, size, lag, *log_ends.get((t, p, b), (None, None)), log_dir)
                     for (t, p, b), (size, lag, log_dir) in sorted(replicas.items())]
@@ -64,21 +71,22 @@ def take(session: Session, root: Path) -> Path:
         "brokers": table("brokers", _columns(["broker_id", "host", "port", "rack", "state"],
                                              [(b.id, b.host, b.port, b.rack, "live") for _, b in sorted(snap.brokers.items())])),
         "topics": table("topics", _columns(["topic", "topic_id", "partitions", "replication_factor", "configs", "min_isr"],
-                                           [(*r[:4], list(r[4].items()), r[5]) for r in topic_rows])),
+                                           [(*r[:4], list(r[4].overrides.items()), r[4].min_isr) for r in topic_rows])),
         "partitions": table("partitions", _columns(
             ["topic", "partition", "leader", "leader_epoch", "replicas", "isr", "elr", "offline_replicas"],
             [(p.topic, p.partition, p.leader, p.leader_epoch, list(p.replicas), list(p.isr),
               elr.get((p.topic, p.partition), []), list(p.offline_replicas)) for p in parts])),
         "replicas": table("replicas", _columns(
             ["topic", "partition", "broker_id", "size", "offset_lag", "log_end_offset", "last_epoch", "log_dir"], replica_rows)),
-        "log_dirs": table("log_dirs", _columns(["broker_id", "log_dir", "total_bytes", "usable_bytes"], log_dirs)),
+        "log_dirs": table("log_dirs", _columns(["broker_id", "log_dir", "total_bytes", "usable_bytes"], dir_rows)),
         "offsets": table("offsets", _columns(["topic", "partition", "log_start_offset", "log_end_offset"],
-                                             [(t, p, start, end) for (t, p), (start, end) in sorted(offsets.items())])),
-        "group_offsets": table("group_offsets", _columns(["group", "topic", "partition", "committed_offset"], groups)),
+                                             [(t, p, start, end) for (t, p), (start, end) in sorted(log_offsets.items())])),
+        "group_offsets": table("group_offsets", _columns(["group", "topic", "partition", "committed_offset"], committed)),
     }
     manifest = {"cluster_id": cluster_id, "mode": conn.mode or "", "taken_at": taken_at.isoformat(),
                 "taken_at_ms": int(taken_at.timestamp() * 1000), "controller_id": snap.controller.id,
                 "controller_epoch": snap.controller.epoch, "source": "kafka-shell snapshot",
+                "brokers_down": {str(b): why for b, why in sorted(down.items())},
                 "seconds": round(time.monotonic() - started, 3)}
     return schema.write_snapshot(schema.snapshot_dir(root, cluster_id, taken_at), tables, manifest)
 
@@ -88,37 +96,40 @@ def _columns(names: list[str], rows: Iterable[tuple]) -> dict[str, list]:
     return {n: [r[i] for r in rows] for i, n in enumerate(names)}
 
 
-def _log_dirs(session: Session, brokers: list[int]) -> tuple[dict[tuple[str, int, int], tuple[int, int, str]], list[tuple]]:
+def _down_brokers(session: Session, snap: ClusterSnapshot) -> dict[int, str]:
+    """Brokers the cluster knows that are not up: registered but fenced (KRaft), or named by
+    replica sets while no live broker has the id."""
+    try:
+        fenced = cluster.registrations(session.conn, snap).fenced
+    except ShellError as exc:  # the registrations are a detail: the snapshot goes on without them
+        session.stderr.write(f"The brokers' registrations are left out ({exc}).\n")
+        fenced = {}
+    down = {b: "fenced" for b in fenced}
+    named = {r for t in snap.topics.values() for p in t.partitions for r in p.replicas}
+    down.update({b: "not live" for b in sorted(named - set(snap.brokers) - set(down))})
+    return down
+
+
+def _log_dirs(session: Session, brokers: list[int], down: dict[int, str]
+              ) -> tuple[dict[tuple[str, int, int], tuple[int, int, str]], list[tuple]]:
     """(topic, partition, broker) -> (size, offset lag, log dir), and (broker, log dir, total
-    bytes, usable bytes) per dir: one DescribeLogDirs per live broker."""
-    out: dict[tuple[str, int, int], tuple[int, int, str]] = {}
-    dirs: list[tuple] = []
-    if not session.conn.api_versions().get(ApiKey.DESCRIBE_LOG_DIRS):
-        return out, dirs
-    for b in brokers:
-        debug(session, f"DescribeLogDirs request to broker {b}")
-        try:
-            answer = session.conn.broker_request_entity(b, ApiKey.DESCRIBE_LOG_DIRS, {"topics": None})
-        except ShellError as exc:
-            session.stderr.write(f"Broker {b} did not describe its log dirs ({exc}); its replicas are left out.\n")
-            continue
-        for d in answer.results:
-            # v4+ (KIP-827) tell the dir's total and usable bytes; older versions leave -1.
-            total, usable = getattr(d, "total_bytes", -1), getattr(d, "usable_bytes", -1)
-            dirs.append((b, d.log_dir, total if total >= 0 else None, usable if usable >= 0 else None))
-            for t in d.topics:
-                name = t.name
-                for p in t.partitions:
-                    if not p.is_future_key:
-                        out[(name, p.partition_index, b)] = (p.partition_size, p.offset_lag, d.log_dir)
-    return out, dirs
+    bytes, usable bytes) per dir: one DescribeLogDirs per live broker, all at once. A broker that
+    does not answer is added to `down`."""
+    if not log_dirs.supported(session.conn):
+        return {}, []
+    found = log_dirs.describe(session.conn, brokers)
+    for b, why in found.failed.items():
+        down[b] = f"did not describe its log dirs: {why}"
+    replicas = {(r.topic, r.partition, d.broker): (r.size, r.offset_lag, d.path)
+                for d in found.dirs for r in d.replicas if not r.is_future}
+    return replicas, [(d.broker, d.path, d.total_bytes, d.usable_bytes) for d in found.dirs]
 
 
 def _offsets(session: Session, snap: ClusterSnapshot, online: list[PartitionInfo]) -> dict[Key, tuple[int, int]]:
     """(topic, partition) -> (log start, log end), asked of each leader for all it leads."""
     keys = [(p.topic, p.partition) for p in online]
-    start = log_offsets(session, snap, keys, EARLIEST)
-    end = log_offsets(session, snap, keys, LATEST)
+    start = offsets.log_offsets(session.conn, snap, keys, EARLIEST)
+    end = offsets.log_offsets(session.conn, snap, keys, LATEST)
     out = {k: (start[k].offset, end[k].offset) for k in keys if not start[k].error and not end[k].error}
     if len(out) < len(keys):
         session.stderr.write(f"The leaders did not list the offsets of {len(keys) - len(out)} partition(s); "
@@ -126,8 +137,8 @@ def _offsets(session: Session, snap: ClusterSnapshot, online: list[PartitionInfo
     return out
 
 
-def _offline_log_ends(session: Session, snap: ClusterSnapshot,
-                      offline: list[PartitionInfo]) -> dict[tuple[str, int, int], tuple[int, int]]:
+def _offline_log_ends(session: Session, snap: ClusterSnapshot, offline: list[PartitionInfo],
+                      live: set[int]) -> dict[tuple[str, int, int], tuple[int, int]]:
     """(topic, partition, broker) -> (log end offset, leader epoch) of the live replicas of
     offline partitions: what the recovery plan chooses by. GetReplicaLogInfo (KAFKA-20098)
     where the cluster has it (the epoch of the last write), else ListOffsets with replica id -2
@@ -135,36 +146,34 @@ def _offline_log_ends(session: Session, snap: ClusterSnapshot,
     wanted: dict[int, list[Key]] = {}
     for p in offline:
         for b in p.replicas:
-            if b in snap.brokers:
+            if b in live:
                 wanted.setdefault(b, []).append((p.topic, p.partition))
     out: dict[tuple[str, int, int], tuple[int, int]] = {}
-    use_log_info = bool(wanted) and bool(session.conn.api_versions().get(ApiKey.GET_REPLICA_LOG_INFO))
-    ask = replica_log_info if use_log_info else replica_log_ends
+    if not wanted:
+        return out
+    ask = offsets.replica_log_info if offsets.has_replica_log_info(session.conn) else offsets.replica_log_ends
     for broker, keys in wanted.items():
         try:
-            answers = ask(session, snap, broker, keys)
+            answers = ask(session.conn, snap, broker, keys)
         except ShellError as exc:
             session.stderr.write(f"Broker {broker} did not tell its log ends ({exc}).\n")
             continue
-        out.update({(t, p, broker): (end, epoch) for (t, p), (epoch, end, error) in answers.items() if error is None})
+        out.update({(t, p, broker): (a.log_end, a.epoch) for (t, p), a in answers.items() if a.error is None})
     return out
 
 
 def _group_offsets(session: Session) -> list[tuple[str, str, int, int]]:
-    """(group, topic, partition, committed offset) of every consumer group."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-    listed = session.conn.admin_call("list_consumer_groups")[None]
-    if isinstance(listed, BaseException):
-        raise KafkaCallError(admin_error(listed))
+    """(group, topic, partition, committed offset) of every consumer group, batched per
+    coordinator; a group whose coordinator does not answer is left out (and said)."""
+    listed = groups.list_groups(session.conn)
+    for line in listed.failures:
+        session.stderr.write(f"{line}; its groups are left out.\n")
+    ids = [g.group_id for g in listed.groups]
     rows: list[tuple[str, str, int, int]] = []
-    for group in sorted(g.group_id for g in listed.valid):
-        answer = session.conn.admin_call("list_consumer_group_offsets", [ConsumerGroupTopicPartitions(group)])
-        for result in answer.values():
-            if isinstance(result, BaseException):
-                session.stderr.write(f"Group {group}: {admin_error(result)}; left out.\n")
-                continue
-            rows += [(group, tp.topic, tp.partition, tp.offset) for tp in result.topic_partitions or []
-                     if tp.offset >= 0]
+    for gid, c in offsets.committed(session.conn, ids, wait_for_coordinators=False).items() if ids else ():
+        if c.problem is not None:
+            session.stderr.write(f"Group {gid}: {c.problem}; left out.\n")
+        rows += [(gid, t, p, offset) for (t, p), offset in c.offsets.items()]
     return sorted(rows)
 
 

@@ -171,19 +171,20 @@ class Repl:
 
     def _build_completer(self, snapshot: ClusterSnapshot) -> KafkaCompleter:
         return KafkaCompleter(self.registry, snapshot, clusters=_cluster_names(),
-                              overrides=self.overrides, context_topic=lambda: self.session.topic)
+                              overrides=self.overrides, context_topic=lambda: self.session.topic,
+                              acls=self.session.acl_names)
 
     def overrides(self, entity_type: str, name: str) -> list[str] | None:
         """An entity's config overrides for `--delete-config` completion: read once, on the first
         Tab that needs them, and kept for `overrides_keep_s` or until a command runs (which may
         change them). None when they cannot be read: completion then offers every key."""
-        from kafka_shell.operations import config_overrides
+        from kafka_shell.admin import configs
         key = (entity_type, name)
         kept = self._overrides.get(key)
         if kept is not None and time.monotonic() - kept[0] < self.overrides_keep_s:
             return kept[1]
         try:
-            keys: list[str] | None = config_overrides(self.session, entity_type, name)
+            keys: list[str] | None = configs.overrides(self.session.conn, entity_type, name)
         except Exception:  # noqa: BLE001 - completion must not fail; the command will say what is wrong
             keys = None
         self._overrides[key] = (time.monotonic(), keys)

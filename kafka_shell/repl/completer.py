@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
-from kafka_shell import acl, config_keys
+from kafka_shell import config_keys
+from kafka_shell.session import Seen
 from kafka_shell.metadata import EMPTY, ClusterSnapshot
 from kafka_shell.registry import Registry
 from kafka_shell.repl import fuzzy
@@ -40,9 +41,9 @@ def matching(items: Sequence[str], typed: str) -> list[str]:
 class KafkaCompleter(Completer):
     def __init__(self, registry: Registry, snapshot: ClusterSnapshot = EMPTY,
                  clusters: Iterable[str] = (), overrides: Overrides | None = None,
-                 context_topic: Callable[[], str | None] = lambda: None, acls: acl.Seen = acl.SEEN):
+                 context_topic: Callable[[], str | None] = lambda: None, acls: Seen | None = None):
         self.registry = registry
-        self.acls = acls                       # principals and resources ACL listings named
+        self.acls = acls or Seen()             # principals and resources ACL listings named
         self.snapshot = snapshot
         self.clusters = sorted(clusters)       # named clusters (clusters.json), read once
         self.topics = fuzzy.FuzzyIndex(snapshot.topics)

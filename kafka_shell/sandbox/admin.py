@@ -15,20 +15,19 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
+from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH, MAX_TOPIC_NAME
 from kafka_shell.sandbox import configs
 from kafka_shell.sandbox.model import Cluster, Partition, Topic
 
-# KRaft's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: a CreateTopics request asking for
-# more partitions in total fails as a whole with POLICY_VIOLATION. It also bounds the memory a
-# single request can make the sandbox allocate.
-MAX_PARTITIONS_PER_REQUEST = 10_000
+# limits.MAX_PARTITIONS_PER_BATCH: a CreateTopics request asking for more partitions in total
+# fails as a whole with POLICY_VIOLATION. It also bounds the memory a single request can make the
+# sandbox allocate.
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 # KRaft's controller builds an operation's metadata records in a list bounded at 10,000
 # (QuorumController's MAX_RECORDS_PER_USER_OP); beyond it the whole request fails with this.
 MAX_RECORDS_PER_OPERATION = 10_000
 EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
 
-MAX_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -50,9 +49,9 @@ def check_topic_name(name: str) -> None:
         raise AdminError(ErrorCode.invalid_topic_exception, "Topic name is illegal, it can't be empty")
     if name in (".", ".."):
         raise AdminError(ErrorCode.invalid_topic_exception, 'Topic name cannot be "." or ".."')
-    if len(name) > MAX_NAME_LENGTH:
+    if len(name) > MAX_TOPIC_NAME:
         raise AdminError(ErrorCode.invalid_topic_exception,
-                         f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} "
+                         f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} "
                          f"characters, topic name: {name}")
     if not _LEGAL_NAME.fullmatch(name):
         raise AdminError(ErrorCode.invalid_topic_exception,
@@ -151,7 +150,7 @@ def plan_topic(cluster: Cluster, name: str, num_partitions: int = -1, replicatio
                          "Number of partitions was set to an invalid non-positive value.")
     partitions = broker_default_int(cluster, "num.partitions") if num_partitions == -1 else num_partitions
     rf = broker_default_int(cluster, "default.replication.factor") if replication_factor == -1 else replication_factor
-    if partitions > MAX_PARTITIONS_PER_REQUEST:
+    if partitions > MAX_PARTITIONS_PER_BATCH:
         raise AdminError(ErrorCode.policy_violation, TOO_MANY_PARTITIONS)
     return place_replicas(cluster, partitions, rf), checked_configs
 
@@ -256,7 +255,7 @@ def plan_new_partitions(cluster: Cluster, name: str, count: int,
         raise AdminError(ErrorCode.invalid_partitions, f"The topic {name} currently has {existing} "
                          f"partition(s); {count} would not be an increase.")
     additional = count - existing
-    if additional > MAX_PARTITIONS_PER_REQUEST:
+    if additional > MAX_PARTITIONS_PER_BATCH:
         raise AdminError(ErrorCode.policy_violation, TOO_MANY_PARTITIONS)
     rf = len(topic.partitions[0].replicas)
     if assignment is not None:

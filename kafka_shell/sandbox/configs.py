@@ -10,6 +10,7 @@ resolved so (with the unit of the first synonym set: log.retention.hours feeds r
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from functools import cache
 
@@ -158,12 +159,45 @@ def _entry(name: str, value: str | None, source: int, d: ConfigDef | None, read_
     # A key Kafka does not know (set dynamically) may hold a secret: Kafka hides its value.
     sensitive = d is None or d.sensitive
     return {
-        "name": name, "value": None if sensitive else value, "read_only": read_only,
+        "name": name, "value": None if sensitive else _as_kafka_prints(value, d), "read_only": read_only,
         "config_source": source, "is_default": source == DEFAULT_CONFIG, "is_sensitive": sensitive,
         "synonyms": [{**s, "value": None} for s in synonyms] if sensitive else synonyms,
         "config_type": CONFIG_TYPES.get(d.type, UNKNOWN_TYPE) if d else UNKNOWN_TYPE,
         "documentation": d.doc if d else None,
     }
+
+
+def _as_kafka_prints(value: str | None, d: ConfigDef | None) -> str | None:
+    """A value as Kafka describes it: parsed by its type, then written back (ConfigDef's
+    convertToString), so a double set as 1048576 reads 1048576.0 and a boolean TRUE reads true.
+    Synonyms keep the text as set, as Kafka's do."""
+    if value is None or d is None:
+        return value
+    try:
+        if d.type == "double":
+            return java_double(float(value.strip()))
+        if d.type == "boolean":
+            return value.strip().lower()
+        if d.type in ("int", "short", "long"):
+            return str(int(value.strip()))
+    except ValueError:
+        pass
+    return value
+
+
+def java_double(x: float) -> str:
+    """Java's Double.toString: plain from 10^-3 to 10^7 (1048576.0), else computerized scientific
+    notation (1.0E7, 1.5E-4), with the fewest digits that read back the same."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0 or 1e-3 <= abs(x) < 1e7:
+        return repr(x)
+    digits = repr(abs(x)).replace("e", "E").split("E")[0].replace(".", "").lstrip("0").rstrip("0") or "0"
+    exponent = int(f"{abs(x):e}".split("e")[1])
+    mantissa = digits[0] + "." + (digits[1:] or "0")
+    return f"{'-' if x < 0 else ''}{mantissa}E{exponent}"
 
 
 def _synonyms(cluster: Cluster, broker_id: int | None, name: str, synonyms: tuple[str, ...]) -> list[dict]:

@@ -33,7 +33,7 @@ from kafka_shell.sandbox import (apis, cleaner, configs, control, groups, handle
                                   quorum, replication, security, tls, transactions)
 from kafka_shell.sandbox.handlers import features
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
-from kafka_shell.acl import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
+from kafka_shell.authorization import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
 from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME, AclBinding, Authorizer, acl_store, binding_problem
 from kafka_shell.codes import AclOperation, AclResourceType
 from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Broker, Cluster, Controller

@@ -428,7 +428,7 @@ UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 ISO_TIME = re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
                       r"|\b\d{8}T\d{6}(?:\.\d+)?Z")   # and a snapshot directory's UTC time
 # JSON keys whose values are facts of the machine (its disk), not of the cluster.
-MACHINE_KEYS = {"TotalBytes", "UsableBytes"}
+MACHINE_KEYS = {"TotalBytes", "UsableBytes", "total_bytes", "usable_bytes"}
 # Lists whose order is the order things happened to arrive (timing), not a choice: broker ids
 # in the order replicas joined an ISR, records consumed from several partitions.
 JOIN_ORDER_KEYS = {"Isr", "Elr", "LastKnownElr", "records"}

@@ -23,7 +23,8 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 
 from kafka_shell.codes import Error
 from kafka_shell.sandbox import admin as sandbox_admin
-from kafka_shell.sandbox import control, journal, persist, replication
+from kafka_shell import sandbox_client
+from kafka_shell.sandbox import journal, persist, replication
 from kafka_shell.sandbox.server import Sandbox
 from tests.test_oneshot import SHELL, shell
 
@@ -165,7 +166,7 @@ def _shell_ok(bootstrap: str, line: str) -> str:
 def _status(announced: dict[str, str]) -> dict:
     """What the server says of its nodes, through its control endpoint."""
     host, _, port = announced["control"].rpartition(":")
-    return control.RemoteSandbox((host, int(port))).status()
+    return sandbox_client.RemoteSandbox((host, int(port))).status()
 
 
 def _controllers(status: dict) -> list[tuple[int, int, bool]]:

@@ -7,7 +7,7 @@ import re
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
-from kafka_shell.acl import OPERATIONS_NOT_REQUESTED
+from kafka_shell.authorization import OPERATIONS_NOT_REQUESTED
 from kafka_shell.sandbox import admin
 from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api, features

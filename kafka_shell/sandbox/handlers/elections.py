@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.protocol_ext import DESIGNATED_ELECTION, MAX_PARTITIONS_PER_REQUEST
+from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
+from kafka_shell.protocol_ext import DESIGNATED_ELECTION
 from kafka_shell.sandbox import replication
 from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
@@ -35,7 +36,7 @@ def _requested(ctx) -> list[tuple[str, int, int | None, int]]:
             else:
                 out.append((tp.topic, index, designated[i] if designated else None, ErrorCode.none))
     if ctx.version >= 3:
-        out = out[:MAX_PARTITIONS_PER_REQUEST]
+        out = out[:MAX_PARTITIONS_PER_ELECTION]
     return out
 
 

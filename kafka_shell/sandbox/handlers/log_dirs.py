@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import replication
+from kafka_shell import protocol
 from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.sandbox import replication
 from kafka_shell.sandbox.handlers import api
 
 DISK_BYTES = 100 * 2**30
@@ -31,6 +32,10 @@ def describe_log_dirs(ctx) -> dict:
     wanted = None
     if ctx.request.topics is not None:
         wanted = {(t.topic, i) for t in ctx.request.topics for i in t.partitions}
+    # Partitions made as entities at once: a broker of a large cluster holds 100,000s of replicas.
+    make = protocol.maker(protocol.element_class(protocol.element_class(protocol.element_class(
+        protocol.response_schema(ApiKey.DESCRIBE_LOG_DIRS, ctx.version), "results"), "topics"), "partitions"),
+        is_future_key=False)
     topics = []
     used = 0
     for t in cluster.topics.values():
@@ -38,12 +43,11 @@ def describe_log_dirs(ctx) -> dict:
         for p in t.partitions:
             if me not in p.replicas:
                 continue
-            size = replication.replica_size(p, me)
+            size = replication.replica_size(p, me) if p.batches else 0
             used += size
             if wanted is None or (t.name, p.index) in wanted:
-                parts.append({"partition_index": p.index, "partition_size": size,
-                              "offset_lag": max(p.high_watermark - p.leo.get(me, 0), 0),
-                              "is_future_key": False})
+                parts.append(make(partition_index=p.index, partition_size=size,
+                                  offset_lag=max(p.high_watermark - p.leo.get(me, 0), 0)))
         if parts:
             topics.append({"name": t.name, "partitions": parts})
     return {"error_code": 0, "results": [{

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.protocol_ext import MAX_PARTITIONS_PER_REQUEST
+from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
 from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
@@ -34,7 +34,7 @@ def _info(ctx, topic, index: int) -> dict:
 
 @api(ApiKey.GET_REPLICA_LOG_INFO)
 def get_replica_log_info(ctx) -> dict:
-    budget = MAX_PARTITIONS_PER_REQUEST
+    budget = MAX_PARTITIONS_PER_ELECTION
     more = False
     out = []
     for tp in ctx.request.topic_partitions or ():

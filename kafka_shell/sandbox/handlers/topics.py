@@ -38,7 +38,7 @@ def create_topics(ctx) -> dict:
         return {"topics": [_error(t.name, ErrorCode.not_controller, NOT_CONTROLLER_MESSAGE, **failed)
                            for t in req.topics]}
     total = sum(admin.requested_partitions(cluster, t.num_partitions, len(t.assignments)) for t in req.topics)
-    if total > admin.MAX_PARTITIONS_PER_REQUEST:
+    if total > admin.MAX_PARTITIONS_PER_BATCH:
         return {"topics": [_error(t.name, ErrorCode.policy_violation, admin.TOO_MANY_PARTITIONS, **failed)
                            for t in req.topics]}
     counts = Counter(t.name for t in req.topics)

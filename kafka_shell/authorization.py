@@ -1,23 +1,18 @@
-"""ACLs, SCRAM users and client quotas: what the security commands share, and what Kafka requires
-of each request (`API_NEEDS`, read by the sandbox's authorizer and by the shell's messages).
+"""What Kafka requires of each request, and the one way a refusal becomes a line.
 
-`authorization_message` is the one place an authorization failure becomes a line naming the
-operation and resource that were refused ("not authorized: DESCRIBE on CLUSTER is needed for
-reassignments").
+`API_NEEDS` is read by the sandbox's authorizer (what it checks) and by the shell's messages
+(what was refused); `authorization_message` is the one place an authorization failure becomes a
+line naming the operation and resource that were refused ("not authorized: DESCRIBE on CLUSTER
+is needed for reassignments"). Shared by the shell and the sandbox, owned by neither.
 """
 
 from __future__ import annotations
 
-import hashlib
-import ipaddress
-import os
-import re
-
 from kafka_shell.codes import AclOperation as Op
-from kafka_shell.codes import AclPermission, AclResourceType as Res, ApiKey, Error, PatternType, ScramMechanism
+from kafka_shell.codes import AclResourceType as Res
+from kafka_shell.codes import ApiKey, Error
 
 CLUSTER_NAME = "kafka-cluster"
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")   # controls, and bytes that are not UTF-8
 
 # What each API checks, by resource type (Kafka's KafkaApis / ControllerApis). APIs absent here
 # check nothing (ApiVersions, SASL, DescribeCluster).
@@ -136,20 +131,6 @@ API_PURPOSE: dict[int, str] = {
     ApiKey.DESCRIBE_CLUSTER: "to describe the controllers",
 }
 
-# The request each AdminClient method sends (for the messages of refused admin calls).
-ADMIN_METHOD_APIS: dict[str, int] = {
-    "create_topics": ApiKey.CREATE_TOPICS, "delete_topics": ApiKey.DELETE_TOPICS,
-    "create_partitions": ApiKey.CREATE_PARTITIONS, "describe_configs": ApiKey.DESCRIBE_CONFIGS,
-    "alter_configs": ApiKey.ALTER_CONFIGS, "incremental_alter_configs": ApiKey.INCREMENTAL_ALTER_CONFIGS,
-    "list_consumer_groups": ApiKey.LIST_GROUPS, "describe_consumer_groups": ApiKey.DESCRIBE_GROUPS,
-    "delete_consumer_groups": ApiKey.DELETE_GROUPS, "list_consumer_group_offsets": ApiKey.OFFSET_FETCH,
-    "alter_consumer_group_offsets": ApiKey.OFFSET_COMMIT, "delete_records": ApiKey.DELETE_RECORDS,
-    "list_offsets": ApiKey.LIST_OFFSETS, "elect_leaders": ApiKey.ELECT_LEADERS,
-    "describe_topics": ApiKey.METADATA, "list_topics": ApiKey.METADATA,
-    "create_acls": ApiKey.CREATE_ACLS, "describe_acls": ApiKey.DESCRIBE_ACLS, "delete_acls": ApiKey.DELETE_ACLS,
-}
-
-
 def is_authorization_error(code: int | None) -> bool:
     return code in DENIED_RESOURCE
 
@@ -167,116 +148,3 @@ def authorization_message(api_key: int, code: int, name: str | None = None, purp
         f'{resource.name} "{name}"' if name is not None else resource.name
     what = f"{op.name} on {label}" if op is not None else f"access to {label}"
     return f"not authorized: {what} is needed" + (f" {purpose}" if purpose else "")
-
-
-# -- names on the command line ----------------------------------------------------------------
-
-RESOURCE_OPTIONS = {"topic": Res.TOPIC, "group": Res.GROUP, "transactional_id": Res.TRANSACTIONAL_ID}
-OPERATIONS = tuple(o.name for o in Op if o not in (Op.UNKNOWN, Op.ANY))
-PATTERN_TYPES = ("LITERAL", "PREFIXED", "MATCH", "ANY")
-
-
-def operation(text: str) -> Op:
-    """An operation as kafka-acls takes it: Read, read, DESCRIBE_CONFIGS, DescribeConfigs."""
-    wanted = text.replace("-", "").replace("_", "").upper()
-    for o in Op:
-        if o.name.replace("_", "") == wanted and o not in (Op.UNKNOWN, Op.ANY):
-            return o
-    raise ValueError(f"an operation ({', '.join(OPERATIONS)})")
-
-
-MAX_NAME_BYTES = 32767   # a Kafka protocol string
-_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
-
-
-def name(text: str) -> str:
-    """A group, transactional id, user or client id: any printable text Kafka can carry."""
-    if not text or _UNPRINTABLE.search(text) or len(text.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
-        raise ValueError(f"a name: printable text, 1 to {MAX_NAME_BYTES} bytes")
-    return text
-
-
-def topic(text: str) -> str:
-    """A topic name (or prefix) for an ACL, or `*` for every topic."""
-    if text != "*" and not _TOPIC.fullmatch(text):
-        raise ValueError("a topic name or prefix (up to 249 letters, digits, '.', '_' or '-'), or * for all")
-    return text
-
-
-def principal(text: str) -> str:
-    """A Kafka principal, TYPE:NAME (User:alice, User:*)."""
-    kind, sep, rest = text.partition(":")
-    if not sep or not kind or not rest or _UNPRINTABLE.search(text) or len(text) > MAX_NAME_BYTES:
-        raise ValueError("a principal such as User:alice or User:*")
-    return text
-
-
-def host(text: str) -> str:
-    """An ACL host: an IP address (the client's address is what Kafka matches), or * for any."""
-    if text != "*":
-        try:
-            ipaddress.ip_address(text)
-        except ValueError:
-            raise ValueError("an IP address, or * for any host") from None
-    return text
-
-
-def pattern_type(text: str) -> PatternType:
-    try:
-        return PatternType[text.upper()]
-    except KeyError:
-        raise ValueError(f"a pattern type ({', '.join(PATTERN_TYPES)})") from None
-
-
-def binding_row(resource_type: int, name: str, pattern: int, entry: dict) -> list:
-    return [_name(Res, resource_type), name, _name(PatternType, pattern), entry["principal"], entry["host"],
-            _name(Op, entry["operation"]), _name(AclPermission, entry["permission_type"])]
-
-
-class Seen:
-    """Principals and resources the ACLs listed this session named: completion offers them
-    (a cache for typing, never an answer; describe-acls always asks the cluster)."""
-
-    def __init__(self) -> None:
-        self.principals: set[str] = set()
-        self.resources: set[tuple[str, str]] = set()   # (resource type, name)
-
-    def remember(self, rows: list[list]) -> None:
-        """Take the rows of an ACL table (ACL_COLUMNS)."""
-        for row in rows:
-            self.resources.add((row[0], row[1]))
-            self.principals.add(row[3])
-
-    def names(self, kind: str) -> set[str]:
-        """Resource names seen of an option's kind: topic, group or transactional_id."""
-        wanted = kind.upper()
-        return {name for rtype, name in self.resources if rtype == wanted}
-
-
-SEEN = Seen()
-
-ACL_COLUMNS = ["ResourceType", "Name", "PatternType", "Principal", "Host", "Operation", "Permission"]
-
-
-def _name(enum: type, value: int) -> str:
-    try:
-        return enum(value).name
-    except ValueError:
-        return str(value)
-
-
-# -- SCRAM ------------------------------------------------------------------------------------
-
-SCRAM_MECHANISMS = {m.mechanism_name: m for m in ScramMechanism if m != ScramMechanism.UNKNOWN}
-SCRAM_HASHES = {ScramMechanism.SCRAM_SHA_256: "sha256", ScramMechanism.SCRAM_SHA_512: "sha512"}
-
-
-def salted_password(mechanism: str, password: str, iterations: int) -> tuple[bytes, bytes]:
-    """(salt, SaltedPassword) as Kafka's admin client sends them: the password never leaves."""
-    salt = os.urandom(32)
-    return salt, hashlib.pbkdf2_hmac(SCRAM_HASHES[SCRAM_MECHANISMS[mechanism]], password.encode(), salt, iterations)
-
-
-# -- client quotas ----------------------------------------------------------------------------
-
-QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}

@@ -1,0 +1,198 @@
+"""The admin layer's targets, side by side in one run (issue 19); prints figures and ratios.
+
+    .venv/bin/python bench/bench_admin.py [--shell PATH] [--baseline-shell PATH] [--runs N]
+                                          [--no-real] [--real-group] [--snapshot-partitions N]
+
+1. one-shot `--command list-topics` against a bare confluent-kafka `list_topics` script (the same
+   Python, the same cluster, runs interleaved so both see the same machine load): against a
+   `kafka-shell sandbox` server and against real Apache Kafka 4.x (tests/real_kafka.py).
+   Target: at most 1.0x.
+2. one-shot `describe-group` of a group with committed offsets on 10,000 partitions (sandbox;
+   with --real-group on real Kafka too). Target: under 0.3 s.
+3. one-shot `snapshot` of a sandbox holding --snapshot-partitions partitions (100,000). Target:
+   under 3 s.
+
+Each figure is the median wall time of --runs processes, beside the median CPU time (user +
+system) of the shell's process, which the machine's other load does not inflate. With
+--baseline-shell (another kafka-shell, e.g. one installed from main) each shell figure has that
+shell's beside it. Measure start-up in a venv without the test extra, as users install it
+(../shared/KIO_NOTES.md): `python3 -m venv /tmp/ks && /tmp/ks/bin/pip install . && bench/bench_admin.py
+--shell /tmp/ks/bin/kafka-shell`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BARE = """
+from confluent_kafka.admin import AdminClient
+md = AdminClient({"bootstrap.servers": %r}).list_topics(timeout=10)
+for name in sorted(md.topics):
+    t = md.topics[name]
+    print(name, len(t.partitions), len(next(iter(t.partitions.values())).replicas) if t.partitions else 0)
+"""
+
+
+def timed(args: list[str], env: dict | None = None) -> tuple[float, float]:
+    """(wall, CPU of the child) of one process; it must succeed."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    p = subprocess.run(args, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode:
+        raise SystemExit(f"{' '.join(args[:4])}... failed: {p.stderr.strip()[-2000:]}")
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def medians(samples: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+
+
+def python_of(shell: str) -> str:
+    return str(Path(shell).parent / "python")
+
+
+SERVER: dict[str, int] = {}   # bootstrap -> pid of the sandbox server serving it
+
+
+@contextlib.contextmanager
+def sandbox_server(shell: str, brokers: int = 3) -> Iterator[str]:
+    """`kafka-shell sandbox` in its own process (as a user's cluster would be); its bootstrap."""
+    p = subprocess.Popen([shell, "sandbox", "--brokers", str(brokers)], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    try:
+        bootstrap = p.stdout.readline().strip().partition("=")[2]  # type: ignore[union-attr]
+        SERVER[bootstrap] = p.pid
+        yield bootstrap
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.wait(60)
+
+
+def server_cpu(bootstrap: str) -> float:
+    """CPU seconds the sandbox server serving `bootstrap` has used (0 for other clusters)."""
+    pid = SERVER.get(bootstrap)
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+class Shells:
+    """The shell measured, and the baseline shell beside it when given."""
+
+    def __init__(self, shell: str, baseline: str | None, runs: int):
+        self.shells = {"kafka-shell": shell, **({"baseline": baseline} if baseline else {})}
+        self.runs = runs
+        self.served: dict[str, float] = {}   # the sandbox server's CPU per run, of the last line measured
+
+    def line(self, bootstrap: str, line: str, *extra: str, runs: int | None = None) -> dict[str, tuple[float, float]]:
+        samples: dict[str, list[tuple[float, float]]] = {k: [] for k in self.shells}
+        served: dict[str, list[float]] = {k: [] for k in self.shells}
+        for _ in range(runs or self.runs):  # interleaved: every shell sees the same load
+            for name, shell in self.shells.items():
+                before = server_cpu(bootstrap)
+                samples[name].append(timed([shell, "--bootstrap-server", bootstrap, *extra, "--command", line]))
+                served[name].append(server_cpu(bootstrap) - before)
+        self.served = {k: statistics.median(v) for k, v in served.items()}
+        return {k: medians(v) for k, v in samples.items()}
+
+    def setup(self, bootstrap: str, *lines: str) -> None:
+        with tempfile.NamedTemporaryFile("w", suffix=".ksh") as script:
+            script.write("".join(line + "\n" for line in lines))
+            script.flush()
+            timed([self.shells["kafka-shell"], "--bootstrap-server", bootstrap, "--timeout", "120",
+                   "--file", script.name, "--quiet"])
+
+
+def report(title: str, figures: dict[str, tuple[float, float]], goal: str, ok: bool,
+           bare: tuple[float, float] | None = None, served: dict[str, float] | None = None) -> None:
+    print(title)
+    for name, (wall, cpu) in figures.items():
+        ratio = f"; {wall / bare[0]:.2f}x wall, {cpu / bare[1]:.2f}x CPU of the bare script" if bare else ""
+        server = f" (the sandbox server: {served[name] * 1000:.0f} ms CPU)" if served and served.get(name) else ""
+        print(f"  {name:<12} {wall * 1000:7.0f} ms wall, {cpu * 1000:6.0f} ms CPU{ratio}{server}")
+    if bare:
+        print(f"  {'bare script':<12} {bare[0] * 1000:7.0f} ms wall, {bare[1] * 1000:6.0f} ms CPU")
+    print(f"  target: {goal}: {'ok' if ok else 'MISSED'}", flush=True)
+
+
+def list_topics(shells: Shells, bootstrap: str, where: str) -> None:
+    shells.setup(bootstrap, *(f"create-topic --topic bench-{i} --partitions 3 --replication-factor 1"
+                              f" --if-not-exists" for i in range(20)))
+    figures = shells.line(bootstrap, "list-topics")
+    python = python_of(shells.shells["kafka-shell"])
+    bare = medians([timed([python, "-c", BARE % bootstrap]) for _ in range(shells.runs)])
+    ours = figures["kafka-shell"]
+    report(f"one-shot list-topics against {where} (median of {shells.runs})", figures,
+           "at most 1.0x the bare confluent-kafka script", ours[0] <= bare[0], bare)
+
+
+def describe_group(shells: Shells, bootstrap: str, where: str, partitions: int = 10_000) -> None:
+    # Two topics of half each: Kafka's controller refuses a request of 10,000 partition records and
+    # more (QuorumController's MAX_RECORDS_PER_USER_OP counts the topic's own record too).
+    half = partitions // 2
+    shells.setup(bootstrap, *(f"create-topic --topic group-{t} --partitions {half} --replication-factor 1 --if-not-exists"
+                              for t in "ab"),
+                 "reset-offsets --group bench --topic group-a --topic group-b --to-latest --execute --yes")
+    figures = shells.line(bootstrap, "describe-group bench")
+    report(f"one-shot describe-group of a group over {partitions:,} partitions, {where} "
+           f"(median of {shells.runs})", figures, "under 0.3 s", figures["kafka-shell"][0] < 0.3,
+           served=shells.served)
+
+
+def snapshot(shells: Shells, partitions: int) -> None:
+    with sandbox_server(shells.shells["kafka-shell"]) as bootstrap:
+        per_topic = 10_000
+        shells.setup(bootstrap, *(f"create-topic --topic snap-{i:03d} --partitions {min(per_topic, partitions - i * per_topic)}"
+                                  " --replication-factor 3" for i in range(-(-partitions // per_topic))))
+        runs = max(1, min(shells.runs, 3))
+        with tempfile.TemporaryDirectory() as out:
+            figures = shells.line(bootstrap, f"snapshot --output-dir {out}", "--timeout", "60", runs=runs)
+        report(f"one-shot snapshot of a {partitions:,}-partition sandbox (3 brokers, RF 3; median of {runs})",
+               figures, "under 3 s", figures["kafka-shell"][0] < 3, served=shells.served)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--shell", default=str(ROOT / ".venv" / "bin" / "kafka-shell"))
+    p.add_argument("--baseline-shell", default=None)
+    p.add_argument("--runs", type=int, default=15)
+    p.add_argument("--no-real", action="store_true", help="skip real Apache Kafka")
+    p.add_argument("--real-group", action="store_true", help="describe-group on real Kafka too (10,000 partitions)")
+    p.add_argument("--snapshot-partitions", type=int, default=100_000, help="0 skips the snapshot")
+    args = p.parse_args()
+    os.environ.setdefault("KAFKA_SHELL_DATA_DIR", tempfile.mkdtemp(prefix="bench-admin-"))
+    shells = Shells(args.shell, args.baseline_shell, args.runs)
+    print(f"kafka-shell: {args.shell}" + (f"; baseline: {args.baseline_shell}" if args.baseline_shell else ""),
+          flush=True)
+    with sandbox_server(args.shell) as bootstrap:
+        list_topics(shells, bootstrap, "a kafka-shell sandbox server")
+        describe_group(shells, bootstrap, "sandbox")
+    if not args.no_real:
+        from tests.real_kafka import KAFKA_4, RealKafka
+        with RealKafka(KAFKA_4, controllers=1, brokers=3) as kafka:
+            list_topics(shells, kafka.bootstrap, f"real Apache Kafka {KAFKA_4} (KRaft, 3 brokers)")
+            if args.real_group:
+                describe_group(shells, kafka.bootstrap, f"real Apache Kafka {KAFKA_4}")
+    if args.snapshot_partitions:
+        snapshot(shells, args.snapshot_partitions)
+
+
+if __name__ == "__main__":
+    main()

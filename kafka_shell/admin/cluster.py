@@ -1,0 +1,95 @@
+"""The cluster as a whole: its brokers, their registrations (DescribeCluster), the active
+controller, the API versions a broker has, and whether a node's listener answers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafka_shell.authorization import is_authorization_error
+from kafka_shell.codes import ApiKey, Error
+from kafka_shell.errors import KafkaCallError, UsageError
+from kafka_shell.protocol import api_name
+
+from kafka_shell.admin.errors import response_error
+
+if TYPE_CHECKING:
+    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.metadata import ClusterSnapshot, ControllerInfo
+
+FENCED_BROKERS_VERSION = 2   # DescribeCluster lists fenced brokers from v2 (KIP-1073)
+
+
+def read_maybe_controller(conn: ConnectionManager, topics: list[str] | None = None) -> tuple[ClusterSnapshot, str | None]:
+    """A fresh read with the active controller when the principal may learn it (KRaft:
+    DescribeQuorum needs DESCRIBE on the cluster); when refused, the read without it and the
+    line saying why (the controller of such a snapshot is not to be shown)."""
+    try:
+        return conn.read(topics, controller=True), None
+    except KafkaCallError as exc:
+        if not is_authorization_error(exc.code):
+            raise
+        return conn.read(topics), f"The active controller is not shown: {exc}."
+
+
+def require_brokers(conn: ConnectionManager, ids: list[int]) -> None:
+    """Fail at once for broker ids the cluster does not have (a fresh read of its brokers),
+    rather than let a request to them wait for a timeout."""
+    known = conn.read([]).brokers
+    unknown = [b for b in ids if b not in known]
+    if unknown:
+        which = f"Broker {unknown[0]} is" if len(unknown) == 1 else f"Brokers {', '.join(map(str, unknown))} are"
+        raise UsageError(f"{which} not in the cluster (brokers: {', '.join(map(str, sorted(known)))})")
+
+
+def active_controller(conn: ConnectionManager) -> ControllerInfo:
+    """The active controller now, by the cluster's own rules; an error when there is none."""
+    controller = conn.controller()
+    if controller.id < 0:
+        raise KafkaCallError("The cluster has no active controller right now; try again shortly.",
+                             code=Error.not_controller)
+    return controller
+
+
+@dataclass(frozen=True)
+class ApiVersion:
+    name: str
+    key: int
+    min_version: int
+    max_version: int
+
+
+def api_versions(conn: ConnectionManager, broker_id: int | None = None) -> list[ApiVersion]:
+    """The APIs a broker (default: any live broker) serves, by key."""
+    return [ApiVersion(api_name(key), key, r.start, r.stop - 1)
+            for key, r in sorted(conn.api_versions(broker_id).items())]
+
+
+@dataclass(frozen=True)
+class Registrations:
+    """Who holds which id now: live (registered, unfenced) and fenced brokers, id -> host."""
+    live: dict[int, str]
+    fenced: dict[int, str]
+
+
+def registrations(conn: ConnectionManager, snap: ClusterSnapshot) -> Registrations:
+    """DescribeCluster with fenced brokers (KIP-1073, v2): a stopped KRaft broker stays
+    registered but fenced. Where the cluster cannot tell, the Metadata brokers are the live ones."""
+    if not conn.supports(ApiKey.DESCRIBE_CLUSTER, FENCED_BROKERS_VERSION):
+        return Registrations({b.id: b.host for b in snap.brokers.values()}, {})
+    conn.debug("DescribeCluster request (include_fenced_brokers)")
+    answer = conn.any_broker_request(ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False,
+                                                               "include_fenced_brokers": True},
+                                     version=FENCED_BROKERS_VERSION)
+    if answer.error_code:
+        raise response_error(ApiKey.DESCRIBE_CLUSTER, answer.error_code, answer.error_message)
+    live: dict[int, str] = {}
+    fenced: dict[int, str] = {}
+    for b in answer.brokers:
+        (fenced if b.is_fenced else live)[b.broker_id] = b.host
+    return Registrations(live, fenced)
+
+
+def answers(conn: ConnectionManager, host: str, port: int) -> bool:
+    """Whether a listener at host:port answers (connects, logs in, serves ApiVersions)."""
+    return conn.probe(host, port)

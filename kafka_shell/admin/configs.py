@@ -1,0 +1,182 @@
+"""Configs of topics, brokers and the cluster-wide broker defaults: DescribeConfigs (read here
+and nowhere else) and IncrementalAlterConfigs.
+
+A broker's own configs go to that broker, as Kafka's tools send them (only it knows its static
+configs); topics and the broker defaults go to the controller's side (any broker in KRaft mode,
+the controller listener with --bootstrap-controller).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from kafka_shell.codes import AlterConfigOp, ApiKey, ConfigSource, ResourceType
+from kafka_shell.errors import KafkaCallError
+
+from kafka_shell.admin.errors import error_line, response_error
+
+if TYPE_CHECKING:
+    from kafka_shell.connection import ConnectionManager
+
+TOPICS, BROKERS = "topics", "brokers"      # kafka-configs' entity types
+MIN_ISR = "min.insync.replicas"
+PREFERRED_CONTROLLER_KEY = "preferred.controller.id"   # KAFKA-1778, a cluster-wide broker config
+HOST_NAME_KEY = "host.name"
+HIDDEN = "******"   # a sensitive value is never shown
+# Where an entity's removable overrides come from (what `--delete-config` can take back).
+_OVERRIDE_SOURCES = {TOPICS: (ConfigSource.DYNAMIC_TOPIC_CONFIG,), BROKERS: (ConfigSource.DYNAMIC_BROKER_CONFIG,),
+                     "": (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,)}
+
+
+class ConfigEntry(NamedTuple):
+    name: str
+    value: str | None
+    source: str          # Kafka's source name: DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG, ...
+    sensitive: bool
+    read_only: bool
+
+    @property
+    def shown(self) -> str | None:
+        """The value as the shell may print it."""
+        return HIDDEN if self.sensitive and self.value is not None else self.value
+
+
+def label(kind: str, name: str) -> str:
+    """How messages name the entity: topic "t", broker 2, or the cluster-wide broker defaults."""
+    if kind == TOPICS:
+        return f'topic "{name}"'
+    return f"broker {name}" if name else "the cluster-wide broker defaults"
+
+
+def describe(conn: ConnectionManager, kind: str, names: list[str],
+             keys: list[str] | None = None) -> dict[str, list[ConfigEntry]]:
+    """name -> its config entries (`keys` only, or all), by entity: topics in one request,
+    each named broker at that broker, the broker defaults ("") at the controller."""
+    if not names:
+        return {}
+    rtype = ResourceType.TOPIC if kind == TOPICS else ResourceType.BROKER
+    if kind == TOPICS:
+        groups: dict[int | None, list[str]] = {None: names}
+    else:
+        groups = {}
+        for n in names:
+            groups.setdefault(int(n) if n else None, []).append(n)
+    out: dict[str, list[ConfigEntry]] = {}
+    for broker, group in groups.items():
+        body = {"resources": [{"resource_type": rtype, "resource_name": n, "configuration_keys": keys}
+                              for n in group],
+                "include_synonyms": False, "include_documentation": False}
+        conn.debug(f"DescribeConfigs request: {_what(kind, group)}")
+        answer = (conn.broker_request(broker, ApiKey.DESCRIBE_CONFIGS, body) if broker is not None
+                  else conn.controller_request(ApiKey.DESCRIBE_CONFIGS, body))
+        for r in answer.results:
+            name = r.resource_name
+            if r.error_code:
+                raise response_error(ApiKey.DESCRIBE_CONFIGS, r.error_code, r.error_message,
+                                     entity=label(kind, name), **({"topic": name} if kind == TOPICS else {}))
+            out[name] = [_entry(c) for c in r.configs]
+    return out
+
+
+def _what(kind: str, names: list[str]) -> str:
+    if kind == TOPICS:
+        return f"{len(names)} topic(s)"
+    return "cluster-wide broker defaults" if names == [""] else f"broker {', '.join(names)}"
+
+
+def _entry(c: Any) -> ConfigEntry:
+    source = getattr(c, "config_source", None)
+    if source is None:  # v0 tells only whether the value is the default
+        source = ConfigSource.DEFAULT_CONFIG if getattr(c, "is_default", False) else ConfigSource.UNKNOWN_CONFIG
+    try:
+        source_name = ConfigSource(source).name
+    except ValueError:
+        source_name = f"SOURCE_{source}"
+    return ConfigEntry(c.name, c.value, source_name, bool(c.is_sensitive), bool(c.read_only))
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    overrides: dict[str, str | None]   # dynamic topic configs, sensitive values hidden
+    min_isr: int                       # min.insync.replicas (1 when the cluster does not say)
+
+
+def topic_configs(conn: ConnectionManager, names: list[str], keys: list[str] | None = None) -> dict[str, TopicConfig]:
+    """topic -> its overrides and min.insync.replicas, in one DescribeConfigs request. With
+    `keys` only those are asked for (every key of 1,000 topics is ~40,000 entries to decode)."""
+    out = {}
+    for name, entries in describe(conn, TOPICS, names, keys).items():
+        overrides = {e.name: e.shown for e in entries if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.name}
+        min_isr = next((e.value for e in entries if e.name == MIN_ISR), None)
+        out[name] = TopicConfig(overrides, int(min_isr) if min_isr else 1)
+    return out
+
+
+def overrides(conn: ConnectionManager, kind: str, name: str) -> list[str]:
+    """The config keys a topic or broker (name "": the broker defaults) overrides dynamically:
+    what --delete-config can take back."""
+    sources = {s.name for s in _OVERRIDE_SOURCES["" if kind == BROKERS and not name else kind]}
+    return sorted(e.name for e in describe(conn, kind, [name]).get(name, []) if e.source in sources)
+
+
+def value_of(conn: ConnectionManager, kind: str, name: str, key: str) -> str | None:
+    """One config's value, or None when the entity does not have it (or leaves it empty)."""
+    # Every key, not just ours: some brokers (Tansu) drop the connection on a key filter.
+    return next((e.value for e in describe(conn, kind, [name]).get(name, []) if e.name == key and e.value), None)
+
+
+def read_preferred_controller(conn: ConnectionManager) -> int | None:
+    """The cluster's preferred controller (KAFKA-1778), or None when the cluster does not know
+    the key or leaves it at -1: read now from the cluster-wide broker configs."""
+    value = value_of(conn, BROKERS, "", PREFERRED_CONTROLLER_KEY)
+    return int(value) if value not in (None, "-1") else None
+
+
+def broker_knows(conn: ConnectionManager, broker: int, key: str) -> bool:
+    """Whether `broker` has config `key` (a broker lists every config it has when asked for all)."""
+    return any(e.name == key for e in describe(conn, BROKERS, [str(broker)]).get(str(broker), []))
+
+
+def host_names(conn: ConnectionManager, brokers: list[int]) -> dict[int, str]:
+    """id -> the machine name each broker tells in its `host.name` config, where it does (the
+    sandbox's --hosts)."""
+    out = {}
+    for b in brokers:
+        entries = describe(conn, BROKERS, [str(b)], [HOST_NAME_KEY]).get(str(b), [])
+        value = next((e.value for e in entries if e.name == HOST_NAME_KEY and e.value), None)
+        if value:
+            out[b] = value
+    return out
+
+
+def alter(conn: ConnectionManager, kind: str, names: list[str], set_: dict[str, str], delete: list[str],
+          dry_run: bool) -> list[str]:
+    """Set and delete configs of topics or brokers with IncrementalAlterConfigs; one line per
+    entity, or a KafkaCallError naming each refusal. `names` holds topic names or broker ids
+    ("" is the broker defaults). A broker's own configs go to that broker, the rest to the
+    controller, as Kafka's tools do."""
+    configs = ([{"name": k, "config_operation": AlterConfigOp.SET, "value": v} for k, v in set_.items()]
+               + [{"name": k, "config_operation": AlterConfigOp.DELETE, "value": None} for k in delete])
+    rtype = ResourceType.TOPIC if kind == TOPICS else ResourceType.BROKER
+    body = {"resources": [{"resource_type": rtype, "resource_name": str(n), "configs": configs} for n in names],
+            "validate_only": dry_run}
+    conn.require(ApiKey.INCREMENTAL_ALTER_CONFIGS, "Changing configs")
+    conn.debug(f"IncrementalAlterConfigs request: {len(names)} resource(s)")
+    if kind == BROKERS and len(names) == 1 and names[0]:
+        answer = conn.broker_request(int(names[0]), ApiKey.INCREMENTAL_ALTER_CONFIGS, body, mutation=True)
+    else:
+        answer = conn.controller_request(ApiKey.INCREMENTAL_ALTER_CONFIGS, body, mutation=True)
+    messages, errors = [], []
+    for r in answer.responses:
+        name = r.resource_name
+        entity = label(kind, name)
+        if r.error_code:
+            context = {"entity": entity, **({"topic": name} if kind == TOPICS else {})}
+            errors.append(error_line(ApiKey.INCREMENTAL_ALTER_CONFIGS, r.error_code, r.error_message, **context))
+        else:
+            messages.append(f"{'Validated' if dry_run else 'Completed'} updating config for {entity}"
+                            + (" (dry run)." if dry_run else "."))
+    if errors:
+        raise KafkaCallError(" ".join(messages + errors))
+    return messages

@@ -1,0 +1,141 @@
+"""Leader elections (ElectLeaders, read here and nowhere else): preferred, unclean and
+KAFKA-20098's designated elections, at the controller, at most MAX_PARTITIONS_PER_ELECTION
+partitions a request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+from kafka_shell.authorization import authorization_message, is_authorization_error
+from kafka_shell.codes import ApiKey, ElectionType, Error
+from kafka_shell.errors import KafkaCallError, NotSupported
+from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
+
+from kafka_shell.admin.errors import error_line
+
+if TYPE_CHECKING:
+    from kafka_shell.connection import ConnectionManager
+
+Key = tuple[str, int]
+Entry = tuple[str, int, "int | None"]   # (topic, partition, designated leader)
+PREFERRED, UNCLEAN, DESIGNATED = ElectionType.PREFERRED, ElectionType.UNCLEAN, ElectionType.DESIGNATED
+# Election types came in ElectLeaders v1, designated elections in v3.
+MIN_VERSION: dict[int, int] = {PREFERRED: 0, UNCLEAN: 1, DESIGNATED: 3}
+ELECTED, NOT_NEEDED, FAILED = "elected", "already elected", "failed"
+
+
+class Election(NamedTuple):
+    """One partition's outcome: ELECTED, NOT_NEEDED (a valid leader was already elected) or
+    FAILED with the line saying why; `retriable` when trying again may succeed."""
+    topic: str
+    partition: int
+    state: str
+    error: str | None = None
+    retriable: bool = False
+
+    @property
+    def key(self) -> Key:
+        return (self.topic, self.partition)
+
+
+def failed(key: Key, why: str, retriable: bool = False) -> Election:
+    return Election(key[0], key[1], FAILED, why, retriable)
+
+
+def require(conn: ConnectionManager, kind: int) -> None:
+    """Fail before anything is sent when the cluster cannot run this kind of election."""
+    conn.require(ApiKey.ELECT_LEADERS, "Leader elections")
+    if kind == DESIGNATED and not conn.supports(ApiKey.ELECT_LEADERS, MIN_VERSION[DESIGNATED]):
+        raise NotSupported("Designated elections need ElectLeaders v3 (KAFKA-20098), which this cluster "
+                           "does not support: use --election-type unclean to let the controller pick a replica.")
+    if not conn.supports(ApiKey.ELECT_LEADERS, MIN_VERSION[kind]):
+        raise NotSupported(f"{ElectionType(kind).name.title()} elections need ElectLeaders v{MIN_VERSION[kind]}, "
+                           "which this cluster does not support.")
+
+
+def supports(conn: ConnectionManager, kind: int) -> bool:
+    return conn.supports(ApiKey.ELECT_LEADERS, MIN_VERSION[kind])
+
+
+def elect(conn: ConnectionManager, entries: list[Entry], kind: int, timeout_ms: int,
+          on_batch: Callable[[int], bool] | None = None) -> dict[Key, Election]:
+    """Elect leaders for `entries`, a request per MAX_PARTITIONS_PER_ELECTION partitions (v3
+    for designated elections): an outcome for every entry. `on_batch(done)` is called after each
+    batch; when it returns False, the remaining batches are not sent."""
+    outcomes: dict[Key, Election] = {}
+    step = MAX_PARTITIONS_PER_ELECTION
+    batches = [entries[i:i + step] for i in range(0, len(entries), step)]
+    label = ElectionType(kind).name
+    for n, batch in enumerate(batches, 1):
+        conn.debug(f"ElectLeaders request {n}/{len(batches)} to the controller: {len(batch)} partition(s), {label}")
+        answer = conn.controller_request(ApiKey.ELECT_LEADERS, _body(batch, kind, timeout_ms),
+                                         version=3 if kind == DESIGNATED else None, mutation=True)
+        top = int(answer.error_code)
+        outcomes.update(_outcomes(answer))
+        for topic, partition, _ in batch:  # left out of the answer
+            if (topic, partition) not in outcomes:
+                outcomes[(topic, partition)] = (failed((topic, partition), _reason(top, None, topic)) if top else
+                                                failed((topic, partition), "the controller did not answer for it: retry",
+                                                       retriable=True))
+        if on_batch is not None and not on_batch(n * step) and n < len(batches):
+            break
+    conn.debug(f"ElectLeaders: {len(batches)} request(s) sent for {len(entries)} partition(s)")
+    return outcomes
+
+
+def elect_all(conn: ConnectionManager, kind: int, timeout_ms: int) -> dict[Key, Election]:
+    """ElectLeaders for every partition of the cluster (a null partition list), as
+    kafka-leader-election --all-topic-partitions asks when no topic is visible to it: the
+    controller answers for the partitions it elected or refuses the request."""
+    conn.debug(f"ElectLeaders request to the controller: every partition, {ElectionType(kind).name}")
+    try:
+        answer = conn.controller_request(ApiKey.ELECT_LEADERS, {"election_type": kind, "topic_partitions": None,
+                                                                "timeout": timeout_ms}, mutation=True)
+    except KafkaCallError as exc:
+        if exc.code is None or not is_authorization_error(exc.code):
+            raise
+        # As kafka-leader-election says it, rather than an empty success.
+        needed = authorization_message(ApiKey.ELECT_LEADERS, exc.code, purpose="")
+        raise KafkaCallError(f"Not authorized to perform leader election: {needed.removeprefix('not authorized: ')}",
+                             code=exc.code) from None
+    return _outcomes(answer)
+
+
+def _outcomes(answer: object) -> dict[Key, Election]:
+    top = int(getattr(answer, "error_code", 0))
+    out: dict[Key, Election] = {}
+    for t in getattr(answer, "replica_election_results", ()):
+        for r in t.partition_result:
+            code = int(r.error_code) or top
+            key = (t.topic, r.partition_id)
+            if code == 0:
+                out[key] = Election(key[0], key[1], ELECTED)
+            elif code == Error.election_not_needed:
+                out[key] = Election(key[0], key[1], NOT_NEEDED)
+            else:
+                out[key] = failed(key, _reason(code, r.error_message, t.topic), _retriable(code))
+    return out
+
+
+def _body(batch: list[Entry], kind: int, timeout_ms: int) -> dict:
+    by_topic: dict[str, tuple[list[int], list[int | None]]] = {}
+    for topic, partition, leader in batch:
+        parts, leaders = by_topic.setdefault(topic, ([], []))
+        parts.append(partition)
+        leaders.append(leader)
+    designated = kind == DESIGNATED
+    topics = [{"topic": t, "partitions": ps, **({"designated_leaders": ls} if designated else {})}
+              for t, (ps, ls) in by_topic.items()]
+    return {"election_type": kind, "topic_partitions": topics, "timeout": timeout_ms}
+
+
+def _reason(code: int, detail: str | None, topic: str) -> str:
+    return error_line(ApiKey.ELECT_LEADERS, code, detail, topic=topic)
+
+
+def _retriable(code: int) -> bool:
+    try:
+        return bool(Error(code).retriable)
+    except ValueError:
+        return False

@@ -1,0 +1,81 @@
+"""Log directories of brokers (DescribeLogDirs, read here and nowhere else): per directory its
+sizes and error, per replica its size, offset lag and whether it is a future replica.
+
+One request per broker, all at once; a broker that does not answer is named beside the answers
+of the others (partial failure is a value, not an exception).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from kafka_shell.codes import ApiKey
+from kafka_shell.errors import kafka_error_message
+
+from kafka_shell.admin.errors import error_line
+
+if TYPE_CHECKING:
+    from kafka_shell.connection import ConnectionManager
+
+
+class Replica(NamedTuple):
+    topic: str
+    partition: int
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+@dataclass(frozen=True)
+class LogDir:
+    broker: int
+    path: str
+    error: str | None                 # the directory's own error, as a line
+    total_bytes: int | None           # None: the broker does not tell (older versions, or -1)
+    usable_bytes: int | None
+    replicas: tuple[Replica, ...]
+
+
+@dataclass(frozen=True)
+class LogDirs:
+    dirs: list[LogDir]
+    failed: dict[int, str]            # broker -> why it did not describe its log dirs
+
+    def sizes(self, include_future: bool = False) -> dict[tuple[str, int, int], tuple[int, int]]:
+        """(topic, partition, broker) -> (size, offset lag) of every replica listed."""
+        return {(r.topic, r.partition, d.broker): (r.size, r.offset_lag)
+                for d in self.dirs for r in d.replicas if include_future or not r.is_future}
+
+
+def supported(conn: ConnectionManager) -> bool:
+    return bool(conn.api_versions().get(ApiKey.DESCRIBE_LOG_DIRS))
+
+
+def describe(conn: ConnectionManager, brokers: list[int],
+             topics: dict[str, list[int]] | None = None) -> LogDirs:
+    """The log dirs of `brokers` (all partitions, or only `topics`' listed ones)."""
+    conn.require(ApiKey.DESCRIBE_LOG_DIRS, "Describing log dirs")
+    body = {"topics": None if topics is None else [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+    conn.debug(f"DescribeLogDirs request to broker(s) {', '.join(map(str, brokers))}")
+    answers = conn.each_broker(brokers, ApiKey.DESCRIBE_LOG_DIRS, body)
+    dirs: list[LogDir] = []
+    failed = dict(answers.failed)
+    for broker, answer in sorted(answers.answers.items()):
+        top = int(getattr(answer, "error_code", 0))
+        if top and not answer.results:  # the broker refused the request as a whole
+            failed[broker] = error_line(ApiKey.DESCRIBE_LOG_DIRS, top, entity=f"broker {broker}")
+            continue
+        for d in answer.results:
+            code = int(d.error_code) or top
+            error = kafka_error_message(code, "", "", entity=f"log dir {d.log_dir}") if code else None
+            replicas = tuple(Replica(t.name, p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
+                             for t in d.topics for p in t.partitions)
+            dirs.append(LogDir(broker, d.log_dir, error, _known(getattr(d, "total_bytes", None)),
+                               _known(getattr(d, "usable_bytes", None)), replicas))
+    return LogDirs(dirs, failed)
+
+
+def _known(value: int | None) -> int | None:
+    """None for Kafka's "unknown" -1 and for versions without the field."""
+    return None if value is None or value < 0 else value

@@ -1,0 +1,282 @@
+"""Records: deleting them (DeleteRecords, at each partition's leader), and producing and
+consuming them, the one place the shell uses confluent-kafka (its Producer and Consumer, with the
+session's settings). Every admin request goes over the shell's own connection; librdkafka only
+moves records.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from kafka_shell.codes import ApiKey, Error
+from kafka_shell.client_config import sasl_mechanism, scrub
+from kafka_shell.errors import NO_SASL_PROVIDER, KafkaCallError, NotSupported, UsageError, librdkafka_cannot_log_in
+
+from kafka_shell.admin.errors import partition_line
+from kafka_shell.admin.offsets import EARLIEST, LATEST, log_offsets
+
+if TYPE_CHECKING:
+    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.metadata import ClusterSnapshot
+
+Key = tuple[str, int]
+DELETE_RECORDS_TIMEOUT_MS = 30000
+
+
+def _client(kind: type, conn: ConnectionManager, **settings: Any) -> Any:
+    """A confluent-kafka Producer or Consumer with the session's settings; a setting librdkafka
+    refuses is one line without secrets, and a SASL mechanism its build lacks says so."""
+    from confluent_kafka import KafkaException
+    try:
+        return kind({**conn.client_config(), **settings})
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else exc
+        text = scrub(error.str() if hasattr(error, "str") else str(error), conn.properties)
+        if NO_SASL_PROVIDER in text:
+            raise NotSupported(librdkafka_cannot_log_in(sasl_mechanism(conn.properties))) from None
+        raise UsageError(f"Invalid client setting: {text}") from None
+HIGH_WATERMARK = -1   # DeleteRecords' offset meaning "up to the high watermark"
+
+
+# -- DeleteRecords -------------------------------------------------------------------------------
+
+
+class Deleted(NamedTuple):
+    low_watermark: int | None     # the log start after the deletion (None when it failed)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """Per partition what its leader answered, and a line per leader that did not answer."""
+    partitions: dict[Key, Deleted]
+    failures: list[str]
+
+
+def delete_records(conn: ConnectionManager, snap: ClusterSnapshot, wanted: dict[Key, int]) -> Deletion:
+    """Delete the records of each partition before its offset (HIGH_WATERMARK: all), at its
+    leader in the command's read `snap`."""
+    by_leader: dict[int, list[Key]] = {}
+    results: dict[Key, Deleted] = {}
+    for key in sorted(wanted):
+        leader = snap.topics[key[0]].partitions[key[1]].leader
+        if leader < 0:
+            results[key] = Deleted(None, partition_line(key, Error.leader_not_available))
+        else:
+            by_leader.setdefault(leader, []).append(key)
+    failures = []
+    for leader, keys in sorted(by_leader.items()):
+        topics: dict[str, list[dict]] = {}
+        for t, p in keys:
+            topics.setdefault(t, []).append({"partition_index": p, "offset": wanted[(t, p)]})
+        body = {"topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                "timeout": DELETE_RECORDS_TIMEOUT_MS}
+        conn.debug(f"DeleteRecords request to broker {leader}: {len(keys)} partition(s)")
+        try:
+            answer = conn.broker_request(leader, ApiKey.DELETE_RECORDS, body, mutation=True)
+        except KafkaCallError as exc:
+            failures.append(f"Broker {leader} did not answer for {len(keys)} partition(s): {exc}")
+            continue
+        for t in answer.topics:
+            for p in t.partitions:
+                key = (t.name, p.partition_index)
+                code = int(p.error_code)
+                results[key] = Deleted(None, _deletion_line(key, code, wanted.get(key))) if code \
+                    else Deleted(p.low_watermark)
+    return Deletion(dict(sorted(results.items())), failures)
+
+
+def _deletion_line(key: Key, code: int, offset: int | None) -> str:
+    if code == Error.offset_out_of_range:
+        return (f"{key[0]}-{key[1]}: offset {offset} is beyond the high watermark: give a lower "
+                "--before-offset (see get-offsets)")
+    if code == Error.policy_violation:
+        return (f"{key[0]}-{key[1]}: the topic is compacted (cleanup.policy without delete): Kafka "
+                "deletes records only from delete-policy topics")
+    return partition_line(key, code)
+
+
+# -- producing -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Produced:
+    delivered: list[tuple[int, int, int | None]]   # (record number, partition, offset; None with acks=0)
+    failures: list[str]
+
+
+def produce(conn: ConnectionManager, topic: str, records: list[tuple[bytes | None, bytes | None]],
+            acks: str = "all", partition: int | None = None, headers: list[tuple[str, bytes]] | None = None,
+            idempotent: bool = True) -> Produced:
+    """Send key/value records (a None value: a tombstone) and wait for their acknowledgements,
+    up to --timeout; one failure line per record that was not acknowledged."""
+    from confluent_kafka import KafkaException, Producer
+    producer = _client(Producer, conn, acks=acks, **{"linger.ms": 5, "message.timeout.ms": int(conn.timeout_s * 1000)},
+                       **({} if idempotent else {"enable.idempotence": False}))
+    outcomes: list[Any] = [None] * len(records)
+
+    def delivered(index: int) -> Callable[[Any, Any], None]:
+        def report(err: Any, msg: Any) -> None:
+            outcomes[index] = err if err is not None else (msg.partition(), msg.offset())
+        return report
+    extra: dict[str, Any] = {"partition": partition} if partition is not None else {}
+    if headers:
+        extra["headers"] = headers
+    conn.debug(f"producing {len(records)} record(s) to {topic} (acks={acks})")
+    try:
+        for i, (key, value) in enumerate(records):
+            while True:
+                try:
+                    producer.produce(topic, value=value, key=key, on_delivery=delivered(i), **extra)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    producer.poll(0.1)
+        producer.flush(conn.timeout_s)
+    except KeyboardInterrupt:
+        producer.flush(1)
+        raise
+    except KafkaException as exc:
+        raise KafkaCallError(f'Writing to "{topic}": {exc.args[0].str()}') from None
+    rows, failures = [], []
+    for i, outcome in enumerate(outcomes):
+        if outcome is None:
+            failures.append(f"Record {i + 1}: no acknowledgement within {conn.timeout_s:g} s")
+        elif isinstance(outcome, tuple):
+            # acks=0: the producer never learns the offset (-1).
+            rows.append((i + 1, outcome[0], outcome[1] if outcome[1] >= 0 else None))
+        else:
+            failures.append(f"Record {i + 1}: {outcome.str()}")
+    return Produced(rows, failures)
+
+
+# -- consuming -----------------------------------------------------------------------------------
+
+
+class Record(NamedTuple):
+    partition: int
+    offset: int
+    timestamp: int | None
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
+
+@dataclass
+class Consumed:
+    """What a consume read: its records, a line per failure, and whether Ctrl-C stopped it."""
+    records: list[Record]
+    failures: list[str]
+    interrupted: bool = False
+
+
+def consume(conn: ConnectionManager, snap: ClusterSnapshot, topic: str, partition: int | None = None,
+            group: str | None = None, offset: int | None = None, from_beginning: bool = False,
+            limit: int | None = None, idle_s: float | None = None) -> Consumed:
+    """Read records of `topic` (one partition, or all: as `group`'s member when one is given,
+    committing what it read), from `offset` of the partition, the beginning or the end, until
+    `limit` records or `idle_s` seconds without one."""
+    from confluent_kafka import Consumer, TopicPartition
+    idle = idle_s if idle_s is not None else conn.timeout_s
+    consumer = _client(Consumer, conn, **{"group.id": group or f"kafka-shell-{uuid.uuid4()}",
+                                          "enable.auto.commit": bool(group),
+                                          "auto.offset.reset": "earliest" if from_beginning else "latest",
+                                          "enable.partition.eof": False, "fetch.wait.max.ms": 100})
+    partitions = [partition] if partition is not None else [p.partition for p in snap.topics[topic].partitions]
+    starts = _start_offsets(conn, snap, topic, partitions, group, offset, from_beginning)
+    out = Consumed([], [])
+    try:
+        if group and partition is None:
+            consumer.subscribe([topic])
+        else:
+            consumer.assign([TopicPartition(topic, p, starts[p]) for p in partitions])
+        conn.debug(f"consuming {topic} ({'group ' + group if group else 'no group'}, "
+                   f"stop after {limit or 'no limit'} record(s) or {idle:g} s idle)")
+        last = time.monotonic()
+        while limit is None or len(out.records) < limit:
+            msg = consumer.poll(min(0.2, idle))
+            if msg is None:
+                if time.monotonic() - last >= idle:
+                    break
+                continue
+            error = msg.error()
+            if error is not None:
+                out.failures.append(f"{topic}-{msg.partition()}: {error.str()}")
+                if error.fatal() or not error.retriable():
+                    break
+                continue
+            last = time.monotonic()
+            _, ts = msg.timestamp()
+            heads: Any = msg.headers() or []
+            out.records.append(Record(msg.partition() or 0, msg.offset() or 0, ts if ts >= 0 else None, msg.key(),
+                                      msg.value(), list(heads)))
+    except KeyboardInterrupt:
+        out.interrupted = True
+    finally:
+        consumer.close()  # with a group: commits what was consumed and leaves the group
+    return out
+
+
+def _start_offsets(conn: ConnectionManager, snap: ClusterSnapshot, topic: str, parts: list[int], group: str | None,
+                   offset: int | None, from_beginning: bool) -> dict[int, int]:
+    """Where each assigned partition starts. Absolute offsets, looked up here, where we can:
+    given a logical one (beginning, end), librdkafka waits 500 ms before its first offset query
+    when it assigns a partition before it knows the leader."""
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED
+    if offset is not None:
+        return dict.fromkeys(parts, offset)
+    if group:
+        return dict.fromkeys(parts, OFFSET_STORED)
+    logical = OFFSET_BEGINNING if from_beginning else OFFSET_END
+    found = log_offsets(conn, snap, [(topic, p) for p in parts], EARLIEST if from_beginning else LATEST)
+    return {p: logical if found[(topic, p)].error else found[(topic, p)].offset for p in parts}
+
+
+def read_to_end(conn: ConnectionManager, snap: ClusterSnapshot, topic: str,
+                apply: Callable[[bytes | None, bytes | None], None], what: str | None = None) -> None:
+    """Every record of `topic`, each partition from its start to its end as read now, handed to
+    `apply(key, value)` in offset order (a compacted topic's latest values win). `what` names
+    the topic in messages."""
+    what = what or f'"{topic}"'
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+    info = snap.topics.get(topic)
+    if info is None:
+        return
+    consumer = _client(Consumer, conn, **{"group.id": f"kafka-shell-{uuid.uuid4()}", "enable.auto.commit": False,
+                                          "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+    deadline = conn.deadline()
+    try:
+        starts = log_offsets(conn, snap, [(topic, p.partition) for p in info.partitions], EARLIEST)
+        ends = log_offsets(conn, snap, [(topic, p.partition) for p in info.partitions], LATEST)
+        bad = next((o.error for o in (*starts.values(), *ends.values()) if o.error), None)
+        if bad is not None:
+            raise KafkaCallError(f"Reading {what}: {bad}")
+        todo = {p: ends[(topic, p)].offset for (_, p), start in starts.items() if ends[(topic, p)].offset > start.offset}
+        if not todo:
+            return
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in todo])
+        done: set[int] = set()
+        while len(done) < len(todo):
+            if deadline.expired:
+                raise KafkaCallError(f"Reading {what} took longer than {conn.timeout_s:g} s "
+                                     "(raise --timeout if it is just slow).", retriable=True)
+            msg = consumer.poll(min(0.2, deadline.left()))
+            if msg is None:
+                continue
+            error, partition, offset = msg.error(), msg.partition() or 0, msg.offset() or 0
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaCallError(f"Reading {what}: {error.str()}")
+                done.add(partition)
+                continue
+            key, value = msg.key(), msg.value()
+            apply(key if isinstance(key, bytes) else None, value if isinstance(value, bytes) else None)
+            if offset + 1 >= todo[partition]:
+                done.add(partition)
+    except KafkaException as exc:
+        raise KafkaCallError(f"Reading {what}: {exc.args[0].str()}") from None
+    finally:
+        consumer.close()

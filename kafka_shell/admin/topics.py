@@ -1,0 +1,286 @@
+"""Topics: names, fresh reads of them, CreateTopics, DeleteTopics, CreatePartitions, the KIP-966
+eligible leaders (DescribeTopicPartitions) and one broker's own view of the leaders.
+
+Every lookup reads the cluster when it runs (`ConnectionManager.read`): what a command shows or
+plans from is never the metadata cache.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kafka_shell.codes import ApiKey, Error
+from kafka_shell.errors import KafkaCallError, UsageError, shown
+from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP, PARTITIONS_PER_PAGE
+from kafka_shell.metadata import ClusterSnapshot, TopicInfo, topics_from_metadata
+from kafka_shell.names import check_pattern, check_topic_name, is_pattern
+
+from kafka_shell.admin.errors import error_line, response_error
+
+if TYPE_CHECKING:
+    from kafka_shell.connection import ConnectionManager
+
+Key = tuple[str, int]
+
+
+# -- fresh reads -------------------------------------------------------------------------------
+
+
+def read_for(conn: ConnectionManager, names: list[str] | None) -> ClusterSnapshot:
+    """A fresh read scoped to `names`: just those topics, or every topic when a name is a
+    glob or no name is given."""
+    for n in names or ():  # a name that cannot exist is refused before anything is sent
+        if is_pattern(n):
+            check_pattern(n)
+        else:
+            check_topic_name(n)
+    if names is None or any(is_pattern(n) for n in names):
+        return conn.read()
+    return conn.read(names)
+
+
+def resolve(snap: ClusterSnapshot, names: list[str], include_internal: bool = True) -> list[str]:
+    """Names as given, with glob patterns expanded against the read `snap`."""
+    known = snap.topics
+    out: list[str] = []
+    for name in names:
+        if is_pattern(name):
+            check_pattern(name)
+            out += [t for t in sorted(known) if fnmatch.fnmatchcase(t, name)
+                    and (include_internal or not known[t].internal)]
+        else:
+            out.append(name)
+    return list(dict.fromkeys(out))
+
+
+def require(conn: ConnectionManager, name: str, snap: ClusterSnapshot | None = None) -> TopicInfo:
+    """The topic `name` as the cluster has it now (from `snap`, a read this command made, or
+    from a fresh read of that one topic); a clear error when it does not exist."""
+    if snap is None:
+        check_topic_name(name)  # before anything is sent
+        snap = conn.read([name])
+    topic = snap.topics.get(name)
+    if name in snap.unauthorized:  # Metadata refused it: whether it exists is not ours to know
+        raise response_error(ApiKey.METADATA, Error.topic_authorization_failed, topic=name)
+    if topic is None:
+        check_topic_name(name)
+        raise missing(name)
+    return topic
+
+
+def missing(name: str) -> KafkaCallError:
+    return KafkaCallError(f'Topic "{shown(name)}" does not exist (check the name with list-topics).',
+                          code=Error.unknown_topic_or_partition)
+
+
+def read_topics(conn: ConnectionManager, names: list[str],
+                include_internal: bool = True) -> tuple[ClusterSnapshot, list[TopicInfo]]:
+    """One fresh read for the named topics (globs expanded) and each one's TopicInfo; a name
+    that does not exist is an error."""
+    snap = read_for(conn, names)
+    return snap, [require(conn, n, snap) for n in resolve(snap, names, include_internal)]
+
+
+def partitions_of(snap: ClusterSnapshot, specs: list[str]) -> list[Key]:
+    """Kafka's `--topic t` (every partition) or `--topic t:0,2` arguments as partitions, checked
+    against the read `snap` (an unknown topic or partition is an error)."""
+    out: list[Key] = []
+    for spec in specs:
+        name, colon, parts = spec.partition(":")
+        topic = snap.topics.get(name)
+        if topic is None:
+            raise missing(name)
+        if not colon:
+            out += [(name, p.partition) for p in topic.partitions]
+            continue
+        for text in parts.split(","):
+            if not text.strip().isdigit():
+                raise UsageError(f"Invalid partition '{shown(text)}' in '{shown(spec)}': "
+                                 "expected topic:partition,partition (e.g. orders:0,2)")
+            p = int(text)
+            if p >= len(topic.partitions):
+                raise UsageError(f'Topic "{name}" has no partition {p} (it has {len(topic.partitions)})')
+            out.append((name, p))
+    return list(dict.fromkeys(out))
+
+
+def names_of(specs: list[str]) -> list[str]:
+    """The topics of `topic[:partition,...]` arguments."""
+    return list(dict.fromkeys(s.partition(":")[0] for s in specs))
+
+
+# -- CreateTopics, DeleteTopics, CreatePartitions ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    name: str
+    partitions: int = -1                          # -1: the broker's num.partitions
+    replication_factor: int = -1                  # -1: the broker's default.replication.factor
+    assignment: tuple[tuple[int, ...], ...] = ()  # replicas per partition (then no counts)
+    configs: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def size(self) -> int:
+        """Partitions it adds, as the controller counts them (at least one)."""
+        return len(self.assignment) or max(self.partitions, 1)
+
+    @property
+    def records(self) -> int:
+        """Metadata records its creation makes: the topic's, one per partition, one per config."""
+        return 1 + self.size + len(self.configs)
+
+
+@dataclass(frozen=True)
+class TopicOutcome:
+    """What the controller answered for one topic: nothing (done) or a line saying why not."""
+    name: str
+    code: int = 0
+    error: str | None = None
+
+    @property
+    def exists(self) -> bool:
+        """It already existed (CreateTopics: TOPIC_ALREADY_EXISTS)."""
+        return self.code == Error.topic_already_exists
+
+    @property
+    def absent(self) -> bool:
+        """It did not exist (DeleteTopics: UNKNOWN_TOPIC_OR_PARTITION)."""
+        return self.code == Error.unknown_topic_or_partition
+
+
+def create(conn: ConnectionManager, topics: list[NewTopic], validate_only: bool, brokers: int) -> list[TopicOutcome]:
+    """CreateTopics at the controller, one outcome per topic in order. Topics go out in as few
+    requests as Kafka accepts (`_batches`). `brokers` (the live count) goes into the messages."""
+    timeout_ms = round(conn.timeout_s * 1000)
+    out: list[TopicOutcome] = []
+    for chunk in _batches(topics):
+        conn.debug(f"CreateTopics request: {len(chunk)} topic(s)" + (" (validate only)" if validate_only else ""))
+        body = {"topics": [_creatable(t) for t in chunk], "timeout": timeout_ms, "validate_only": validate_only}
+        answer = conn.controller_request(ApiKey.CREATE_TOPICS, body, mutation=not validate_only)
+        answered = {t.name: t for t in answer.topics}
+        for t in chunk:
+            result = answered.get(t.name)
+            code = int(result.error_code) if result is not None else Error.unknown_server_error
+            context: dict[str, Any] = {"topic": t.name, "brokers": brokers}
+            if t.replication_factor > 0:
+                context["rf"] = t.replication_factor
+            error = error_line(ApiKey.CREATE_TOPICS, code, getattr(result, "error_message", None),
+                               **context) if code else None
+            out.append(TopicOutcome(t.name, code, error))
+    return out
+
+
+def _batches(topics: list[NewTopic]) -> list[list[NewTopic]]:
+    """Topics in order, cut into requests the controller takes whole: each within
+    MAX_PARTITIONS_PER_BATCH partitions and MAX_RECORDS_PER_USER_OP records, no name twice. A topic
+    over a limit by itself goes alone, for the controller to answer."""
+    chunks: list[list[NewTopic]] = []
+    names: set[str] = set()
+    partitions = records = MAX_RECORDS_PER_USER_OP + MAX_PARTITIONS_PER_BATCH   # a new chunk first
+    for t in topics:
+        if (partitions + t.size > MAX_PARTITIONS_PER_BATCH or records + t.records > MAX_RECORDS_PER_USER_OP
+                or t.name in names):
+            chunks.append([])
+            names, partitions, records = set(), 0, 0
+        chunks[-1].append(t)
+        names.add(t.name)
+        partitions += t.size
+        records += t.records
+    return chunks
+
+
+def _creatable(t: NewTopic) -> dict:
+    by_assignment = bool(t.assignment)
+    return {"name": t.name,
+            "num_partitions": -1 if by_assignment else t.partitions,
+            "replication_factor": -1 if by_assignment else t.replication_factor,
+            "assignments": [{"partition_index": i, "broker_ids": list(r)} for i, r in enumerate(t.assignment)],
+            "configs": [{"name": k, "value": v} for k, v in t.configs]}
+
+
+def deletion_refused(name: str) -> KafkaCallError:
+    """The error for a topic Metadata refused to describe: its deletion would be refused the same
+    way (DELETE implies DESCRIBE), so it is not sent."""
+    return response_error(ApiKey.DELETE_TOPICS, Error.topic_authorization_failed, topic=name)
+
+
+def delete(conn: ConnectionManager, names: list[str]) -> list[TopicOutcome]:
+    """DeleteTopics at the controller, one outcome per name in order."""
+    conn.debug(f"DeleteTopics request: {len(names)} topic(s)")
+    body = {"topic_names": names, "topics": [{"name": n} for n in names], "timeout": round(conn.timeout_s * 1000)}
+    answer = conn.controller_request(ApiKey.DELETE_TOPICS, body, mutation=True)
+    answered = {r.name: r for r in answer.responses}
+    out = []
+    for name in names:
+        result = answered.get(name)
+        code = int(result.error_code) if result is not None else Error.unknown_server_error
+        error = error_line(ApiKey.DELETE_TOPICS, code, getattr(result, "error_message", None), topic=name) if code else None
+        out.append(TopicOutcome(name, code, error))
+    return out
+
+
+def add_partitions(conn: ConnectionManager, topics: list[str], total: int,
+                   assignment: list[list[int]] | None, validate_only: bool) -> list[TopicOutcome]:
+    """CreatePartitions: each topic grows to `total` partitions (the new ones placed as
+    `assignment` says, else by the controller); one outcome per topic in order."""
+    conn.require(ApiKey.CREATE_PARTITIONS, "Adding partitions")
+    conn.debug(f"CreatePartitions request: {len(topics)} topic(s)")
+    body = {"topics": [{"name": t, "count": total,
+                        "assignments": [{"broker_ids": r} for r in assignment] if assignment else None}
+                       for t in topics],
+            "timeout": round(conn.timeout_s * 1000), "validate_only": validate_only}
+    answer = conn.controller_request(ApiKey.CREATE_PARTITIONS, body, mutation=not validate_only)
+    answered = {r.name: r for r in answer.results}
+    out = []
+    for name in topics:
+        result = answered.get(name)
+        code = int(result.error_code) if result is not None else Error.unknown_server_error
+        error = error_line(ApiKey.CREATE_PARTITIONS, code, getattr(result, "error_message", None),
+                           topic=name) if code else None
+        out.append(TopicOutcome(name, code, error))
+    return out
+
+
+# -- what Metadata lacks, and one broker's own view --------------------------------------------
+
+
+def eligible_leaders(conn: ConnectionManager, topics: list[TopicInfo]) -> dict[Key, tuple[list[int], list[int]]]:
+    """(topic, partition) -> (ELR, last known ELR) from DescribeTopicPartitions, page by page,
+    where the cluster has it (KIP-966 fields that Metadata lacks). Only topics with a partition
+    out of sync or offline are asked about: elsewhere both lists are empty by definition (the
+    ELR holds replicas that left the ISR), which keeps a healthy describe one Metadata read."""
+    names = [t.name for t in topics
+             if any(p.leader < 0 or len(p.isr) < len(p.replicas) for p in t.partitions)]
+    if not names or not conn.supports(ApiKey.DESCRIBE_TOPIC_PARTITIONS):
+        return {}
+    out: dict[Key, tuple[list[int], list[int]]] = {}
+    cursor = None
+    while True:
+        conn.debug(f"DescribeTopicPartitions request: {len(names)} topic(s)")
+        answer = conn.any_broker_request(
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+            {"topics": [{"name": n} for n in names], "response_partition_limit": PARTITIONS_PER_PAGE,
+             "cursor": cursor})
+        for t in answer.topics:
+            for p in t.partitions:
+                out[(t.name, p.partition_index)] = (list(p.eligible_leader_replicas or ()),
+                                                    list(p.last_known_elr or ()))
+        cursor = answer.next_cursor
+        if cursor is None:
+            return out
+
+
+def leaders_by_broker(conn: ConnectionManager, brokers: list[int],
+                      topics: list[str]) -> tuple[dict[int, dict[Key, tuple[int, int]]], dict[int, str]]:
+    """(topic, partition) -> (leader, preferred replica) as each broker's own metadata has them
+    (not the controller's: what clients of that broker are told), all brokers at once; and the
+    brokers that did not answer, with the line why."""
+    answers = conn.each_broker(brokers, ApiKey.METADATA, {"topics": [{"name": t} for t in topics],
+                                                          "allow_auto_topic_creation": False})
+    views = {b: {(t.name, p.partition): (p.leader, p.preferred_leader)
+                 for t in topics_from_metadata(a.topics, skip_errors=True).values() for p in t.partitions}
+             for b, a in answers.answers.items()}
+    return views, answers.failed

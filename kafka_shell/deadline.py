@@ -1,0 +1,64 @@
+"""One bound on an operation, retries included: `Deadline`.
+
+Every wait of the shell (a request, its retries, the backoff between them, a poll until the
+cluster shows a change) takes what is left of one deadline, so no operation outlasts the
+`--timeout` it was given (plus the broker's own operation timeout, where a request carries one),
+however many retries it makes.
+"""
+
+from __future__ import annotations
+
+import time
+
+INITIAL_BACKOFF_S = 0.05
+MAX_BACKOFF_S = 1.0
+LAST_TRY_S = 0.001   # what `left` gives at the end: enough for a last non-blocking look
+
+
+class Deadline:
+    """`seconds` (plus `extra_s`, a broker's own operation timeout) from now; `backoff()` sleeps
+    the next exponential backoff when another try still fits; `silent` names the last peer that
+    did not answer, for the message said when time runs out."""
+
+    def __init__(self, seconds: float, extra_s: float = 0.0):
+        self.seconds = seconds
+        self.started = time.monotonic()
+        self.at = self.started + seconds + max(extra_s, 0.0)
+        self.silent: str | None = None
+        self._backoff = INITIAL_BACKOFF_S
+
+    def left(self) -> float:
+        return max(self.at - time.monotonic(), LAST_TRY_S)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    @property
+    def expired(self) -> bool:
+        return time.monotonic() >= self.at
+
+    def can_retry(self) -> bool:
+        """Whether a try after the next backoff would still start before the deadline."""
+        return time.monotonic() + self._backoff < self.at
+
+    def backoff(self) -> bool:
+        """Sleep the next backoff (50 ms doubling up to 1 s) and return True, or return False at
+        once when a try after it would start past the deadline."""
+        if not self.can_retry():
+            return False
+        time.sleep(self._backoff)
+        self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
+        return True
+
+    def pause(self, seconds: float) -> bool:
+        """Sleep `seconds` (a poll interval), cut short at the deadline; False when it has passed."""
+        if self.expired:
+            return False
+        time.sleep(min(seconds, self.at - time.monotonic()) if seconds > 0 else 0)
+        return not self.expired
+
+    def within(self, seconds: float) -> Deadline:
+        """A shorter deadline inside this one (a connection attempt, a probe)."""
+        inner = Deadline(min(seconds, self.left()))
+        inner.seconds = self.seconds
+        return inner
