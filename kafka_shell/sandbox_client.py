@@ -138,6 +138,9 @@ class RemoteSandbox:
         answer: list = self._call("replace_broker", broker_id, host_name, lose_disk)  # type: ignore[assignment]
         return answer[0], answer[1]
 
+    def add_controller(self, controller_id: int | None = None, directory_id: str | None = None) -> dict:
+        return self._call("add_controller", controller_id, directory_id)  # type: ignore[return-value]
+
     def stop(self) -> None:
         """Nothing to release: the server keeps running (the shell calls this at exit)."""
 

@@ -39,7 +39,6 @@ BETWEEN_NODES = ("between Kafka's own nodes (Raft, broker registration, replicat
                  "the sandbox's brokers and controllers are one process")
 
 UNSERVED: tuple[Unserved, ...] = (
-    Unserved((38, 39, 40, 41), "delegation tokens are not implemented"),
     Unserved((68, 69), "KIP-848 consumer groups are not implemented (classic groups only)"),
     Unserved((76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92), "share groups (KIP-932) are not implemented"),
     Unserved((88, 89, 93), "streams groups (KIP-1071) are not implemented"),

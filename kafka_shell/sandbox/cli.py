@@ -48,6 +48,9 @@ def serve(argv: list[str]) -> int:
                    help="kraft: a controller quorum of its own (default); zk: the controller is a broker")
     p.add_argument("--controllers", type=int, default=None, metavar="N",
                    help="KRaft controller voters, ids 100, 101, ... (default 1; not with --mode zk)")
+    p.add_argument("--dynamic-quorum", action="store_true",
+                   help="the controllers form a dynamic quorum (KIP-853, kraft.version 1, as kafka-storage "
+                        "format --initial-controllers): add-controller/remove-controller can change it")
     p.add_argument("--port-base", type=int, default=None, metavar="P",
                    help="listen on P.. (brokers, then controllers, then the control endpoint) "
                         "instead of free ports")
@@ -109,8 +112,9 @@ def serve(argv: list[str]) -> int:
     if (args.super_users is not None or args.allow_everyone_if_no_acl_found) and not args.authorizer:
         raise UsageError("--super-users and --allow-everyone-if-no-acl-found need --authorizer")
     users = dict(_sandbox_user(item) for item in args.user)
-    if args.mode == "zk" and args.controllers is not None:
-        raise UsageError("--controllers needs --mode kraft (a zk-mode controller is a broker)")
+    for option, given in (("--controllers", args.controllers is not None), ("--dynamic-quorum", args.dynamic_quorum)):
+        if args.mode == "zk" and given:
+            raise UsageError(f"{option} needs --mode kraft (a zk-mode controller is a broker)")
     configs = sandbox_broker_configs(args.broker_config)
     from kafka_shell.sandbox.authorizer import parse_super_users
     from kafka_shell.sandbox.persist import StateError
@@ -120,7 +124,7 @@ def serve(argv: list[str]) -> int:
                           kafka_version=args.kafka_version, configs=configs, seed_apis=args.seed_apis,
                           hosts=args.hosts.split(",") if args.hosts else None,
                           host=args.listen, data_dir=args.data_dir, mode=args.mode,
-                          controllers=args.controllers, serve_control=True,
+                          controllers=args.controllers, dynamic_quorum=args.dynamic_quorum, serve_control=True,
                           listeners=_upper_list(args.listeners), sasl_mechanisms=_upper_list(args.sasl_mechanisms),
                           users=users, tls_dir=args.tls_dir, ssl_client_auth=args.ssl_client_auth,
                           reauth_ms=args.connections_max_reauth_ms, oauth_jwks=args.oauth_jwks,
