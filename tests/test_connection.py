@@ -402,3 +402,15 @@ def test_refresh_when_every_broker_is_too_slow_is_unreachable(sandbox):
     finally:
         cm.close()
     time.sleep(0.6)  # let the brokers finish the delayed requests before the sandbox stops
+
+
+def test_a_request_key_no_version_has_is_refused_under_the_tests(sandbox):
+    """The suite sets KAFKA_SHELL_STRICT_REQUESTS (tests/conftest.py): a misspelt field, which
+    would go out as its default (DeleteTopics' timeout 0), is refused before anything is sent."""
+    from kafka_shell import protocol
+    from kafka_shell.codes import ApiKey
+    assert protocol.unknown_request_keys(ApiKey.DELETE_TOPICS, {"topics": [{"name": "t", "nmae": 1}], "timeout_ms": 1}) \
+        == ["topics.nmae", "timeout_ms"]
+    with pytest.raises(ValueError, match="DeleteTopics has no field timeout_ms in any version"):
+        protocol.build_request(ApiKey.DELETE_TOPICS, 6, {"topics": [], "timeout_ms": 1000})
+    assert protocol.build_request(ApiKey.DELETE_TOPICS, 6, {"topic_names": [], "topics": [], "timeout": 1000})
