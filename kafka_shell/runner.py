@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from kafka_shell import parsing
 from kafka_shell.errors import ShellError, UsageError, from_kafka_exception, printable
 from kafka_shell.registry import REGISTRY
-from kafka_shell.render import Proposal, Result, View, render
+from kafka_shell.render import Proposal, Result, View, render, write_stream
 from kafka_shell.session import Session
 
 Echo = Callable[[str, str], None]   # (where, line) -> None, called before a line's output
@@ -240,10 +240,13 @@ def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) ->
     if line.parsed is not None:
         _echo(line, echo)
     result: Result = outcome  # type: ignore[assignment]
-    if line.where and result.exit_code:
-        result = dataclasses.replace(result, messages=[line.where + m for m in result.messages])
     args = line.parsed.args if line.parsed is not None else {}
     fmt = args.get("output") or session.output
+    if result.stream is not None:   # its rows are printed as they come, then its summary alone
+        result = write_stream(result.stream, fmt, session.stdout)
+        fmt = "summary"
+    if line.where and result.exit_code:
+        result = dataclasses.replace(result, messages=[line.where + m for m in result.messages])
     try:
         render(result, fmt, session.stdout, session.stderr, _view(session, args.get("csv_table")))
     except UsageError as exc:   # --csv-table naming no table of the result

@@ -1,0 +1,124 @@
+"""Issue 22: what a new user met in the first hour, each defect as it was seen (one-shot forms,
+describe-configs of the default entity, consume that streams, ...), on the sandbox and, where
+Kafka's behaviour is the reference, on real Kafka."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from tests.output import json_rows
+from tests.test_groups_cmd import create, ok, sh
+from tests.test_oneshot import ROOT, SHELL, shell
+
+
+# -- one-shot forms the README documents -------------------------------------------------------
+
+def test_describe_configs_of_the_default_entity_does_not_crash(sandbox, kafka4):
+    for bootstrap in (sandbox.bootstrap, kafka4.bootstrap):
+        ok_line = ["--bootstrap-server", bootstrap, "--output", "json", "--command"]
+        for line in ("describe-configs --entity-type brokers --entity-default",
+                     "describe-configs --entity-default", "describe-configs --entity-default --all"):
+            p = shell(*ok_line, line)
+            assert p.returncode == 0 and "Internal error" not in p.stderr, (bootstrap, line, p.stderr)
+            assert isinstance(json_rows(p.stdout), list)
+
+
+def test_snapshot_and_analyze_read_as_words_after_the_global_options(sandbox, tmp_path):
+    p = shell("--bootstrap-server", sandbox.bootstrap, "snapshot", "--output-dir", str(tmp_path / "s"), "-o", "json")
+    assert p.returncode == 0, p.stderr
+    assert json_rows(p.stdout)[0]["Status"] == "ok"
+    p = shell("snapshot", "--bootstrap-server", sandbox.bootstrap, "--output-dir", str(tmp_path / "s"))
+    assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("argv,usage", [
+    (["analyze", "--help"], "Usage: analyze --snapshots"),
+    (["snapshot", "--help"], "Usage: snapshot --output-dir"),
+    (["--describe-topic", "--help"], "Usage: describe-topic"),
+    (["--bootstrap-server", "127.0.0.1:1", "snapshot", "-h"], "Usage: snapshot --output-dir"),
+])
+def test_a_commands_help_is_its_own_not_the_global_one(argv, usage):
+    p = shell(*argv)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(usage), p.stdout[:200]
+
+
+# -- consume streams ---------------------------------------------------------------------------
+
+def _read_line(proc: subprocess.Popen, deadline: float) -> str:
+    """The next line of the process's stdout, as soon as it is written (None at the deadline)."""
+    assert proc.stdout is not None
+    line = b""
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        assert left > 0, f"no line within the deadline (got {line!r})"
+        if select.select([proc.stdout], [], [], left)[0]:
+            byte = os.read(proc.stdout.fileno(), 1)
+            assert byte, f"stdout closed (got {line!r}): {proc.stderr.read() if proc.stderr else ''}"
+            line += byte
+    return line.decode()
+
+
+@pytest.mark.parametrize("fmt", ["table", "jsonl"])
+def test_consume_prints_each_record_as_it_arrives_and_ctrl_c_summarises(sandbox, fmt):
+    create(sandbox, "live", 1)
+    proc = subprocess.Popen([*SHELL, "--bootstrap-server", sandbox.bootstrap, "-o", fmt, "--command",
+                             "consume --topic live --timeout 120"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        producer = Producer({"bootstrap.servers": sandbox.bootstrap, "log_level": 3})
+        deadline = time.monotonic() + 60
+        seen: list[str] = []
+        # It reads only new records: send until the first arrives (the consumer may start late).
+        while not seen:
+            producer.produce("live", value=b"first")
+            producer.flush(10)
+            if select.select([proc.stdout], [], [], 0.5)[0]:
+                while not any("first" in line for line in seen):
+                    seen.append(_read_line(proc, deadline))
+        producer.produce("live", value=b"second", timestamp=1_700_000_000_123)
+        producer.flush(10)
+        line = _read_line(proc, deadline)
+        while "first" in line:
+            line = _read_line(proc, deadline)
+        assert "second" in line   # printed while the consumer still runs
+        if fmt == "table":
+            assert "2023-11-14T22:13:20.123Z" in line   # a readable time in the table
+        else:
+            assert '"timestamp": 1700000000123' in line   # exact ms in json
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert err.decode().strip().endswith("record(s) (interrupted).")
+
+
+def test_consume_from_the_beginning_stops_at_the_end_of_the_log(sandbox):
+    create(sandbox, "t", 3)
+    ok(sandbox, "produce --topic t a b c")
+    # A long idle timeout is never waited for: the end of every partition ends the read.
+    code, out, err = sh(sandbox, "consume --topic t --from-beginning --timeout 600 -o json")
+    assert code == 0, err
+    assert sorted(r["Value"] for r in json_rows(out)) == ["a", "b", "c"]
+    assert err.strip() == "Consumed 3 record(s): reached the end of the log."
+    code, out, err = sh(sandbox, "consume --topic t --partition 0 --offset 0 --timeout 600 -o json")
+    assert code == 0 and err.strip().endswith("reached the end of the log."), err
+    # --follow waits for more, until the idle time; an empty topic has nothing to show.
+    code, out, err = sh(sandbox, "consume --topic t --from-beginning --follow --timeout 0.5 -o json")
+    assert code == 0 and len(json_rows(out)) == 3 and err.strip().endswith("none came for 0.5 s."), err
+    create(sandbox, "empty", 2)
+    code, out, err = sh(sandbox, "consume --topic empty --from-beginning --timeout 600")
+    assert (code, out) == (0, "(none)\n"), err
+    code, out, err = sh(sandbox, "consume --topic t --max-messages 2 --from-beginning -o json")
+    assert len(json_rows(out)) == 2 and err.strip() == "Consumed 2 record(s).", err
