@@ -272,7 +272,7 @@ FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_i
 
 @command("describe-topic",
          Option("--topic", repeatable=True, metavar="NAME", completer="topic",
-                help="Topic to describe (a glob selects many; default: all)."),
+                help="Topic to describe (a glob selects many; without one: every topic, or the context topic)."),
          Option("--under-replicated-partitions", flag=True, help="Partitions with replicas out of the ISR."),
          Option("--unavailable-partitions", flag=True, help="Partitions without a live leader."),
          Option("--under-min-isr-partitions", flag=True, help="Partitions with ISR below min.insync.replicas."),

@@ -209,7 +209,7 @@ CONTEXT_DEFAULT = "(default: the context topic)"
 
 def _context_help(opt: Option) -> Option:
     """`--topic` of a command that uses the context topic says so, the same way everywhere."""
-    if CONTEXT_DEFAULT in opt.help:
+    if CONTEXT_DEFAULT in opt.help or "context topic" in opt.help:
         return opt
     return replace(opt, help=f"{opt.help.rstrip('.') or 'Topic'} {CONTEXT_DEFAULT}.")
 

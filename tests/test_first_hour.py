@@ -122,3 +122,33 @@ def test_consume_from_the_beginning_stops_at_the_end_of_the_log(sandbox):
     assert (code, out) == (0, "(none)\n"), err
     code, out, err = sh(sandbox, "consume --topic t --max-messages 2 --from-beginning -o json")
     assert len(json_rows(out)) == 2 and err.strip() == "Consumed 2 record(s).", err
+
+
+# -- help ----------------------------------------------------------------------------------------
+
+def test_help_says_each_annotation_once_and_keeps_indented_items_in():
+    import re
+
+    from kafka_shell.parsing import help_text
+    from kafka_shell.registry import load_commands
+    for cmd in load_commands().commands.values():
+        text = help_text(cmd, 100)
+        for line in text.splitlines():
+            for note in ("repeatable", "required"):
+                assert line.lower().count(note) <= 1, (cmd.name, line)
+            assert len(re.findall(r"(?<![-\w])default\b", line)) <= 1, (cmd.name, line)
+        if cmd.description:   # a paragraph that starts indented goes on indented
+            lines = text.splitlines()
+            for before, after in zip(lines, lines[1:]):
+                if before.startswith("  ") and after.strip() and not after.startswith(" ") and "Options:" not in after:
+                    raise AssertionError(f"{cmd.name}: {after!r} falls back to column 0")
+    usage = help_text(load_commands().get("create-topic"), 100).splitlines()[0]
+    assert usage.startswith("Usage: create-topic --topic NAME [--topic ...]")
+
+
+def test_help_lists_the_commands_under_titles_topics_first(sandbox):
+    out, _ = ok(sandbox, "help")
+    titles = [line for line in out.splitlines() if line.endswith(":") and not line.startswith(" ")]
+    assert titles[:3] == ["Topics:", "Records:", "Consumer groups:"]
+    assert "The shell:" in titles and len(titles) == len(set(titles))
+    assert out.splitlines()[1].split()[0] == "alter-topic"

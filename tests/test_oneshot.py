@@ -151,7 +151,7 @@ def test_help_needs_no_cluster_and_goes_to_stdout():
     assert p.returncode == 0 and "create-topic" in p.stdout and "describe-cluster" in p.stdout
     p = shell("--command", "create-topic --help")
     assert p.returncode == 0
-    assert p.stdout.startswith("Usage: create-topic --topic NAME ...")
+    assert p.stdout.startswith("Usage: create-topic --topic NAME [--topic ...]")
     assert "--replication-factor N" in p.stdout and "Examples:" in p.stdout
     p = shell("--help")
     assert p.returncode == 0 and "--bootstrap-server" in p.stdout
