@@ -244,7 +244,9 @@ def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) ->
     fmt = args.get("output") or session.output
     if result.stream is not None:   # its rows are printed as they come, then its summary alone
         result = write_stream(result.stream, fmt, session.stdout)
-        fmt = "summary"
+        fmt = "table"
+    elif line.parsed is not None and line.parsed.command.family == "session" and not result.tables:
+        fmt = "table"   # the shell's own settings (output json, topic t) are no result: no {}
     if line.where and result.exit_code:
         result = dataclasses.replace(result, messages=[line.where + m for m in result.messages])
     try:

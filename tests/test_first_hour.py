@@ -152,3 +152,36 @@ def test_help_lists_the_commands_under_titles_topics_first(sandbox):
     assert titles[:3] == ["Topics:", "Records:", "Consumer groups:"]
     assert "The shell:" in titles and len(titles) == len(set(titles))
     assert out.splitlines()[1].split()[0] == "alter-topic"
+
+
+# -- the REPL --------------------------------------------------------------------------------------
+
+@pytest.fixture
+def repl_session(sandbox, tmp_path, monkeypatch):
+    import io
+
+    from kafka_shell.session import Session, Target
+    monkeypatch.setenv("KAFKA_SHELL_DATA_DIR", str(tmp_path / "data"))
+    s = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=io.StringIO(), stderr=io.StringIO())
+    yield s
+    s.close()
+
+
+def test_a_command_then_exit_on_one_line_leaves(repl_session, sandbox):
+    from tests.test_repl import CTRL_D, run_piped
+    assert run_piped(repl_session, "create-topic --topic before; exit", "create-topic --topic after", CTRL_D) == 0
+    assert "Created topic before." in repl_session.stderr.getvalue()
+    assert set(sandbox.cluster.topics) == {"before"}
+
+
+def test_output_json_prints_no_empty_object(repl_session):
+    from tests.test_repl import CTRL_D, run_piped
+    assert run_piped(repl_session, "output json", "topic", CTRL_D) == 0
+    assert repl_session.stdout.getvalue() == ""
+    assert "json" in repl_session.stderr.getvalue()
+
+
+def test_a_soft_wrapped_line_shows_no_continuation_dots():
+    from kafka_shell.repl.app import _continuation
+    assert "".join(text for _, text in _continuation(7, 1, 0)) == "...... "   # after `\` or in a quote
+    assert "".join(text for _, text in _continuation(7, 0, 1)).strip() == ""   # only wrapped on screen
