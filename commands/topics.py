@@ -16,6 +16,7 @@ from kafka_shell.admin import configs, reassignments, topics
 from kafka_shell.admin.topics import NewTopic
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH
+from kafka_shell.metadata import kafka_uuid
 from kafka_shell.names import check_topic_name, has_collision_chars, is_pattern, topic_pattern, valid_topic_name
 from kafka_shell.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor
 from kafka_shell.registry import Confirm, Option, command
@@ -299,7 +300,7 @@ def describe_topic(session: Session, args: dict) -> Result:
                 if need_configs or args["topics_with_overrides"] else {})
     if args["topics_with_overrides"]:
         found = [t for t in found if t.name in settings and settings[t.name].overrides]
-    topic_rows = [[t.name, str(t.topic_id) if t.topic_id else None, len(t.partitions),
+    topic_rows = [[t.name, kafka_uuid(t.topic_id) if t.topic_id else None, len(t.partitions),
                    len(t.partitions[0].replicas) if t.partitions else 0,
                    ",".join(f"{k}={v}" for k, v in sorted(settings[t.name].overrides.items())) if t.name in settings
                    else ""]
@@ -321,11 +322,11 @@ def describe_topic(session: Session, args: dict) -> Result:
                 if filters and not _matches(p, filters, live, min_isr, adding):
                     continue
                 eligible, last_known = elr.get((t.name, p.partition), ((), ()))
-                rows.append([t.name, p.partition, p.leader if p.leader >= 0 else "none", p.replicas,
+                rows.append([t.name, p.partition, p.leader if p.leader >= 0 else None, p.replicas,
                              p.isr, adding, removing, eligible, last_known, p.offline_replicas])
         tables.append(Table(["Topic", "Partition", "Leader", "Replicas", "Isr", "AddingReplicas",
                              "RemovingReplicas", "Elr", "LastKnownElr", "Offline"], rows,
-                            name="partitions"))
+                            name="partitions", kinds={"Leader": "id", "Isr": "kept"}))
     elif filters:
         tables.append(Table(["Topic", "TopicId", "PartitionCount", "ReplicationFactor", "Configs"],
                             topic_rows, name="topics"))

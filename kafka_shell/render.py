@@ -26,7 +26,11 @@ EXPANDED = ("auto", "on", "off")
 #   ms: a duration in milliseconds ("1.5 s"). Negative values are Kafka's "unknown" (shown as -).
 #   reported: said in the result's messages already, so the table format leaves it out.
 #   datetime: epoch milliseconds, shown as a UTC date and time ("2026-01-31T12:00:00.000Z").
-KINDS = ("bytes", "time", "ms", "reported", "datetime")
+#   id: a broker or node id, or None shown as "none" (Kafka's word for no leader); never left out.
+#   kept: never left out, even when empty in every row (an empty ISR is the news).
+#   mark: a boolean shown as "*" or nothing (the replica unclean-recovery chose).
+KINDS = ("bytes", "time", "ms", "reported", "datetime", "id", "kept", "mark")
+KEPT_KINDS = ("id", "kept")
 
 
 @dataclass
@@ -269,7 +273,8 @@ def _empty(value: Any) -> bool:
 def _for_people(t: Table) -> Table:
     """The table format's view: columns empty in every row left out, declared kinds readable."""
     keep = [i for i, c in enumerate(t.columns)
-            if t.kinds.get(c) != "reported" and not all(_empty(row[i]) for row in t.rows)] or list(range(len(t.columns)))
+            if t.kinds.get(c) != "reported"
+            and (t.kinds.get(c) in KEPT_KINDS or not all(_empty(row[i]) for row in t.rows))] or list(range(len(t.columns)))
     show: list[Callable[[Any], Any] | None] = [HUMAN.get(t.kinds.get(t.columns[i], "")) for i in keep]
     if len(keep) == len(t.columns) and not any(show):
         return t
@@ -332,8 +337,20 @@ def human_datetime(value: Any) -> Any:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{ms:03d}Z"
 
 
+def _id(value: Any) -> Any:
+    return "none" if value is None else value
+
+
+def _kept(value: Any) -> Any:
+    return "-" if _empty(value) else value
+
+
+def _mark(value: Any) -> Any:
+    return ("*" if value else "") if isinstance(value, bool) else value
+
+
 HUMAN: dict[str, Callable[[Any], Any]] = {"bytes": human_bytes, "time": human_time, "ms": human_ms,
-                                          "datetime": human_datetime}
+                                          "datetime": human_datetime, "id": _id, "kept": _kept, "mark": _mark}
 
 
 def _column_text(values: tuple) -> list[str]:

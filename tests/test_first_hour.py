@@ -185,3 +185,44 @@ def test_a_soft_wrapped_line_shows_no_continuation_dots():
     from kafka_shell.repl.app import _continuation
     assert "".join(text for _, text in _continuation(7, 1, 0)) == "...... "   # after `\` or in a quote
     assert "".join(text for _, text in _continuation(7, 0, 1)).strip() == ""   # only wrapped on screen
+
+
+# -- things that read wrong --------------------------------------------------------------------
+
+def test_topic_ids_read_as_kafkas_own_tool_prints_them(kafka4):
+    from tests.clients import java_client
+    p = shell("--bootstrap-server", kafka4.bootstrap, "--command", "create-topic --topic ids --partitions 1 "
+              "--replication-factor 1 --if-not-exists")
+    assert p.returncode == 0, p.stderr
+    ours = json_rows(shell("--bootstrap-server", kafka4.bootstrap, "-o", "json", "--command",
+                           "describe-topic --topic ids").stdout, "topics")[0]["TopicId"]
+    theirs = java_client.run("TopicCommand", "--bootstrap-server", kafka4.bootstrap, "--describe", "--topic", "ids")
+    assert f"TopicId: {ours}\t" in theirs.stdout, theirs.stdout
+
+
+def _wait(what: str, condition) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, f"waited 60 s for {what}"
+        time.sleep(0.05)
+
+
+def test_an_offline_partition_shows_its_empty_isr_and_no_leader_as_null(sandbox):
+    """The ISR emptied by the failures (its members went to the ELR, KIP-966) is the news: the
+    table keeps the column; json says null for no leader, as other rows say integers."""
+    ok(sandbox, "create-topic --topic off --replica-assignment 1:3:2 --config min.insync.replicas=2")
+    part = sandbox.cluster.topics["off"].partitions[0]
+    for broker in (3, 2, 1):
+        ok(sandbox, f"sandbox stop-broker {broker}")
+        _wait(f"{broker} out of the ISR", lambda b=broker: b not in part.isr or part.leader < 0)
+    ok(sandbox, "sandbox start-broker 3")
+    out, _ = ok(sandbox, "describe-topic --topic off")
+    header, _, row = out.split("\n\n")[1].splitlines()[:3]
+    assert header.split()[:5] == ["Topic", "Partition", "Leader", "Replicas", "Isr"], out
+    assert row.split()[2:5] == ["none", "1,3,2", "-"], out
+    [part_json] = json_rows(ok(sandbox, "describe-topic --topic off -o json")[0], "partitions")
+    assert part_json["Leader"] is None and part_json["Isr"] == [] and part_json["Elr"], part_json
+    # unclean-recovery's LastIsr agrees with describe-topic's Elr.
+    out, _ = ok(sandbox, "unclean-recovery --all-offline-partitions --show-replica-info -o json")
+    last_isr = {r["Replica"]: r["LastIsr"] for r in json_rows(out, "replicas")}
+    assert last_isr == {b: b in part_json["Elr"] for b in (1, 3, 2)}, out
