@@ -88,8 +88,9 @@ def remote_url(text: str) -> str:
                      "A round that fails is recorded and the series goes on."),
          Option("--count", type=positive_int, metavar="N", help="How many snapshots to take (default 1; with --every: until Ctrl-C)."),
          help="Write a snapshot of the cluster as Parquet: brokers, topics, partitions, replicas, log dirs, offsets, groups.",
-         description=("One consistent read of the cluster (one Metadata request, one DescribeLogDirs per broker, "
-                      "ListOffsets batched per leader, DescribeConfigs, consumer group offsets), written as Parquet "
+         description=("Reads of the cluster one after another (one Metadata request, one DescribeLogDirs per broker, "
+                      "ListOffsets batched per leader, DescribeConfigs, consumer group offsets; a cluster that changes "
+                      "meanwhile can show a partition's offsets from a moment after its metadata), written as Parquet "
                       "for `kafka-shell analyze`. With --every, a series: a round that fails (the cluster unreachable, "
                       "the disk full) leaves a manifest that says why, one line on stderr, and the next round comes "
                       "on time; the exit code is 1 if any round failed. See README, Fleet analysis."),

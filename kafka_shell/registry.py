@@ -96,6 +96,9 @@ class Confirm:
     question: Callable[[Any, dict], str | None] | None = None
     proposed: bool = False
     refusal: str | None = None
+    # Kafka's own opt-in (reset-offsets' --execute): outside the REPL it is the confirmation,
+    # so no --yes is needed there; the REPL still asks.
+    opt_in: str | None = None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from kafka_shell import parsing
 from kafka_shell.errors import ShellError, UsageError, from_kafka_exception, printable
-from kafka_shell.registry import REGISTRY
+from kafka_shell.registry import REGISTRY, Command
 from kafka_shell.render import Proposal, Result, View, render, write_stream
 from kafka_shell.session import Session
 
@@ -152,10 +152,12 @@ def _ask(session: Session, question: str, refusal: str) -> None:
         raise ShellError("Cancelled: nothing was changed.")
 
 
-def _settle(session: Session, args: dict, outcome: object) -> object:
-    """A handler's Proposal is applied once approved (--yes) or confirmed, by the policy above."""
+def _settle(session: Session, command: Command, args: dict, outcome: object) -> object:
+    """A handler's Proposal is applied once approved (--yes, or outside the REPL the command's
+    own opt-in such as --execute) or confirmed, by the policy above."""
     if isinstance(outcome, Proposal):
-        if not _approved(session, args):
+        opted_in = command.confirm is not None and command.confirm.opt_in is not None and not _can_ask(session)
+        if not (_approved(session, args) or opted_in):
             _ask(session, outcome.question, outcome.refusal)
         return outcome.apply()
     return outcome
@@ -201,7 +203,7 @@ def _execute(session: Session, run: list[Line], batch, stop_on_error: bool) -> l
         return [Result(text=parsing.help_text(first.command))]
     if batch is None:
         try:
-            outcomes = [_settle(session, first.args, first.command.handler(session, first.args))]
+            outcomes = [_settle(session, first.command, first.args, first.command.handler(session, first.args))]
         except Exception as exc:  # noqa: BLE001
             outcomes = [exc]
     else:

@@ -226,3 +226,62 @@ def test_an_offline_partition_shows_its_empty_isr_and_no_leader_as_null(sandbox)
     out, _ = ok(sandbox, "unclean-recovery --all-offline-partitions --show-replica-info -o json")
     last_isr = {r["Replica"]: r["LastIsr"] for r in json_rows(out, "replicas")}
     assert last_isr == {b: b in part_json["Elr"] for b in (1, 3, 2)}, out
+
+
+# -- confirmations and dry runs ------------------------------------------------------------------
+
+def test_delete_group_and_delete_offsets_name_what_they_delete(sandbox):
+    from tests.test_groups_cmd import commit
+    create(sandbox, "t", 2)
+    commit(sandbox, "old-app", "t", {0: 5, 1: 7})
+    commit(sandbox, "older-app", "t", {0: 1})
+    code, _, err = sh(sandbox, "delete-group old-app older-app")   # outside the REPL: refused, named
+    assert code == 2 and err.strip() == ("Delete 2 consumer groups (old-app, older-app) and 3 committed offset(s): "
+                                          "add --yes to confirm"), err
+    code, _, err = sh(sandbox, "delete-offsets --group old-app --topic t")
+    assert code == 2 and "group 'old-app' for 2 partition(s) (t-0 at 5, t-1 at 7)" in err, err
+    # In the REPL the same question is asked.
+    import io
+
+    from kafka_shell.runner import run_line
+    from kafka_shell.session import Session, Target
+    asked: list[str] = []
+    s = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=io.StringIO(), stderr=io.StringIO(),
+                interactive=True, confirm=lambda q: asked.append(q) or False)
+    try:
+        assert run_line(s, "delete-group --all-groups") == 1
+    finally:
+        s.close()
+    assert asked == ["Delete 2 consumer groups (old-app, older-app) and 3 committed offset(s)?"]
+    _, err = ok(sandbox, "delete-group --all-groups --dry-run")
+    assert err.splitlines() == ["Would delete consumer group 'old-app' (dry run).",
+                                "Would delete consumer group 'older-app' (dry run)."]
+    ok(sandbox, "delete-group --all-groups --yes")
+    out, _ = ok(sandbox, "list-groups -o json")
+    assert json_rows(out) == []
+
+
+def test_alter_configs_dry_run_shows_old_and_new(sandbox):
+    create(sandbox, "t", 1)
+    ok(sandbox, "alter-configs --topic t --add-config retention.ms=5000")
+    out, err = ok(sandbox, "alter-configs --topic t --add-config retention.ms=1000,cleanup.policy=compact "
+                           "--dry-run -o json")
+    assert json_rows(out) == [
+        {"Name": "retention.ms", "Value": "5000", "Source": "DYNAMIC_TOPIC_CONFIG", "NewValue": "1000"},
+        {"Name": "cleanup.policy", "Value": "delete", "Source": "DEFAULT_CONFIG", "NewValue": "compact"}]
+    assert err.strip() == 'Validated updating config for topic "t" (dry run).'
+    out, _ = ok(sandbox, "alter-configs --topic t --delete-config retention.ms --dry-run -o json")
+    assert json_rows(out) == [{"Name": "retention.ms", "Value": "5000", "Source": "DYNAMIC_TOPIC_CONFIG",
+                               "NewValue": "(default)"}]
+    out, _ = ok(sandbox, "describe-configs --topic t -o json")
+    assert ("retention.ms", "5000") in [(r["Name"], r["Value"]) for r in json_rows(out)]   # nothing changed
+
+
+def test_a_dynamic_broker_config_kafka_accepts_is_accepted(sandbox, kafka4):
+    for bootstrap in (sandbox.bootstrap, kafka4.bootstrap):
+        p = shell("--bootstrap-server", bootstrap, "--command", "alter-configs --broker 2 --add-config "
+                  "log.cleaner.threads=2")
+        assert p.returncode == 0 and "Completed updating config for broker 2." in p.stderr, (bootstrap, p.stderr)
+        p = shell("--bootstrap-server", bootstrap, "--command", "alter-configs --broker 2 --delete-config "
+                  "log.cleaner.threads")
+        assert p.returncode == 0, p.stderr
