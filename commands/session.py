@@ -30,8 +30,7 @@ def help_command(session: Session, args: dict) -> Result:
     lines: list[str] = []
     for family, group in groupby(sorted(visible, key=lambda c: (order.get(c.family, len(order)), c.family, c.name)),
                                  key=lambda c: c.family):
-        cmds = list(group)
-        entries = [(", ".join((c.name, *c.aliases)), c.help) for c in cmds]
+        entries: list[tuple[str, str] | None] = [(", ".join((c.name, *c.aliases)), c.help) for c in group]
         lines += ["", f"{FAMILY_TITLES.get(family, family.replace('_', ' ').capitalize())}:", *format_entries(entries)]
     lines += ["", "Type `help COMMAND` or `COMMAND --help` for its options."]
     return Result(text="\n".join(wrap_lines(lines[1:])))
