@@ -208,15 +208,18 @@ def _execute(session: Session, run: list[Line], batch, stop_on_error: bool) -> l
             outcomes = [exc]
     else:
         args = [ln.parsed.args for ln in run]  # type: ignore[union-attr]
-        if stop_on_error and len(run) > 1 and not first.args.get("dry_run"):
-            # The first failure must stop the run: validate the whole run first, and send only
-            # the lines before the first line that would fail.
-            checks = batch(session, [{**a, "dry_run": True} for a in args])
-            bad = next((k for k, c in enumerate(checks) if _failed(c)), None)
-            if bad is not None:
-                done = batch(session, args[:bad]) if bad else []
-                return [*done, checks[bad]]
-        outcomes = batch(session, args)
+        try:
+            if stop_on_error and len(run) > 1 and not first.args.get("dry_run"):
+                # The first failure must stop the run: validate the whole run first, and send
+                # only the lines before the first line that would fail.
+                checks = batch(session, [{**a, "dry_run": True} for a in args])
+                bad = next((k for k, c in enumerate(checks) if _failed(c)), None)
+                if bad is not None:
+                    done = batch(session, args[:bad]) if bad else []
+                    return [*done, checks[bad]]
+            outcomes = batch(session, args)
+        except Exception as exc:  # noqa: BLE001 - the request of the whole run failed: each line says so
+            outcomes = [exc] * len(run)
     if (first.command.mutates or first.command.changes_cluster) and not first.args.get("dry_run") \
             and session.refresh_after_mutation \
             and any(isinstance(o, Result) and o.exit_code == 0 for o in outcomes):
@@ -229,11 +232,13 @@ def _failed(outcome: object) -> bool:
 
 
 def _refresh(session: Session) -> None:
-    """The REPL's cache (completion, toolbar) follows a change at once: the next Tab knows it."""
+    """The REPL's cache (completion, toolbar) follows a change at once: the next Tab knows it.
+    A refresh that fails (every broker down: the change may have been stopping them) is no news
+    of the command's: the toolbar shows the cache's age, --debug the reason."""
     try:
         session.conn.refresh()
     except Exception as exc:  # noqa: BLE001 - a failed refresh must not fail the change itself
-        session.notify(f"Could not refresh the metadata cache: {exc}")
+        session.debug_line(f"could not refresh the metadata cache: {exc}")
 
 
 def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) -> int:

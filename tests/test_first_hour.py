@@ -285,3 +285,35 @@ def test_a_dynamic_broker_config_kafka_accepts_is_accepted(sandbox, kafka4):
         p = shell("--bootstrap-server", bootstrap, "--command", "alter-configs --broker 2 --delete-config "
                   "log.cleaner.threads")
         assert p.returncode == 0, p.stderr
+
+
+# -- partial failure -------------------------------------------------------------------------------
+
+def test_one_slow_broker_leaves_the_others_log_dirs_shown(sandbox):
+    create(sandbox, "t", 3, rf=1)
+    ok(sandbox, "sandbox delay 2 15000")
+    code, out, err = sh(sandbox, "describe-log-dirs -o json", timeout_s=2)
+    assert code == 1
+    assert {r["Broker"] for r in json_rows(out, "log_dirs")} == {1, 3}
+    assert err.strip().splitlines() == [err.strip().splitlines()[0]] and "Broker 2" in err, err
+
+
+def test_with_every_broker_down_the_repl_says_nothing_of_its_cache(repl_session):
+    from tests.test_repl import CTRL_D, run_piped
+    assert run_piped(repl_session, "sandbox stop-broker 1", "sandbox stop-broker 2", "sandbox stop-broker 3",
+                     "sandbox status", "sandbox start-broker 1", CTRL_D) == 0
+    said = repl_session.stderr.getvalue()
+    assert "Broker 3 stopped." in said and "Broker 1 started." in said
+    assert "metadata cache" not in said, said
+
+
+# -- said wrong or missing ---------------------------------------------------------------------------
+
+def test_with_the_only_controller_stopped_the_shell_says_so(sandbox):
+    ok(sandbox, "sandbox stop-controller 100")
+    code, _, err = sh(sandbox, "describe-controller", timeout_s=2)
+    assert code == 1 and err.startswith("The brokers answer, but the KRaft controller quorum does not"), err
+    assert "Cannot reach any broker" not in err
+    code, _, err = sh(sandbox, "create-topic --topic t", timeout_s=2)
+    assert code == 1 and "forwards it to the KRaft controller" in err, err
+    ok(sandbox, "sandbox start-controller 100")
