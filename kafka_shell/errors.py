@@ -84,7 +84,8 @@ KAFKA_ERRORS: dict[int, str] = {
     41: "The controller moved while the request ran: retry the command.",
     42: "The cluster rejected the request as invalid: {detail}",
     44: "The cluster's policy rejected the change to {entity}: {detail}",
-    54: "This cluster has security disabled: the operation needs an authorizer.",
+    54: "This cluster has security disabled: the operation needs an authorizer (Kafka: authorizer.class.name; "
+        "a sandbox: start it with kafka-shell sandbox --authorizer).",
     55: "Not attempted because another part of the request failed: fix that part and retry.",
     56: 'Storage error on a broker holding "{topic}": check the broker\'s log directories.',
     60: "A partition reassignment is in progress: wait for it (or cancel it) and retry.",

@@ -317,3 +317,10 @@ def test_with_the_only_controller_stopped_the_shell_says_so(sandbox):
     code, _, err = sh(sandbox, "create-topic --topic t", timeout_s=2)
     assert code == 1 and "forwards it to the KRaft controller" in err, err
     ok(sandbox, "sandbox start-controller 100")
+
+
+def test_acls_on_a_sandbox_without_an_authorizer_say_how_to_get_one(sandbox):
+    code, _, err = sh(sandbox, "describe-acls")
+    assert code == 1 and "kafka-shell sandbox --authorizer" in err, err
+    readme = (ROOT / "README.md").read_text()
+    assert "kafka-shell sandbox --authorizer" in readme
