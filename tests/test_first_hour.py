@@ -324,3 +324,41 @@ def test_acls_on_a_sandbox_without_an_authorizer_say_how_to_get_one(sandbox):
     assert code == 1 and "kafka-shell sandbox --authorizer" in err, err
     readme = (ROOT / "README.md").read_text()
     assert "kafka-shell sandbox --authorizer" in readme
+
+
+# -- KIP-4's --blocking on create-topic, alter-topic and delete-topic ------------------------------
+
+def _broker_knows(bootstrap: str, topic: str) -> int | None:
+    """The partition count a client bootstrapped from one broker is told for `topic` (None:
+    unknown). Every topic is listed: a Metadata request naming a topic Kafka does not know
+    would create it (auto.create.topics.enable)."""
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    md = admin.list_topics(timeout=20)
+    t = md.topics.get(topic)
+    return None if t is None or t.error is not None else len(t.partitions)
+
+
+def test_blocking_returns_once_every_broker_shows_the_change(kafka4):
+    brokers = kafka4.bootstrap.split(",")
+
+    def each(line: str) -> str:
+        p = shell("--bootstrap-server", kafka4.bootstrap, "--command", line)
+        assert p.returncode == 0, p.stderr
+        assert "Every live broker (3) shows" in p.stderr, p.stderr
+        return p.stderr
+    each("create-topic --topic blocked --partitions 2 --replication-factor 2 --blocking")
+    assert [_broker_knows(b, "blocked") for b in brokers] == [2, 2, 2]   # each broker, right away
+    each("alter-topic --topic blocked --partitions 4 --blocking")
+    assert [_broker_knows(b, "blocked") for b in brokers] == [4, 4, 4]
+    each("delete-topic --topic blocked --yes --blocking")
+    assert [_broker_knows(b, "blocked") for b in brokers] == [None, None, None]
+
+
+def test_blocking_names_the_brokers_that_lag_at_the_timeout(sandbox):
+    ok(sandbox, "sandbox delay 3 20000")
+    code, _, err = sh(sandbox, "create-topic --topic slow --replica-assignment 1:2 --blocking", timeout_s=1.5)
+    assert code == 1 and "Created topic slow." in err, err
+    assert "Timed out after 1.5 s waiting for every broker to show the new topic(s): broker(s) 3 do not yet" in err
+    code, _, err = sh(sandbox, "create-topic --topic slow2 --replica-assignment 1:2 --blocking --dry-run")
+    assert code == 0 and "Every live broker" not in err   # a dry run changes nothing to wait for
