@@ -5,13 +5,12 @@ snapshots. pyarrow and pyspark load only when these run (the `pipeline` extra).
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_shell.errors import ShellError, UsageError, from_kafka_exception
-from kafka_shell.option_types import key_value, positive_int
+from kafka_shell.option_types import duration, key_value, positive_int
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
@@ -19,19 +18,6 @@ if TYPE_CHECKING:
     from kafka_shell.session import Session
 
 EXTRA_HINT = "install the pipeline extra: pip install 'kafka-shell[pipeline]'"
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)?")
-_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
-
-
-def duration(text: str) -> float:
-    """An interval like 60s, 5m, 1h or 500ms (a bare number is seconds), at least 1 ms."""
-    match = _DURATION.fullmatch(text.strip())
-    seconds = float(match.group(1)) * _UNIT_S[match.group(2)] if match else 0
-    if not 0.001 <= seconds <= 7 * 86400:
-        raise ValueError("an interval like 60s, 5m, 1h or 500ms (up to a week)")
-    return seconds
-
-
 def directory(text: str) -> str:
     """A directory path: not empty, no control characters, UTF-8 (what Parquet's writer takes)."""
     try:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_shell.definitions import RELEASES
-from kafka_shell.main import GLOBAL_OPTIONS, WORD_COMMANDS, flag_commands
+from kafka_shell.main import GLOBAL_OPTIONS, WORD_COMMANDS, flag_commands, sandbox_parser
 from kafka_shell.registry import Command, Option
 
 OUT_DIR = Path(__file__).resolve().parent.parent / "completions"
@@ -63,9 +63,8 @@ HIDDEN_GLOBALS = {"--shell"}   # internal (tests force the REPL with it): not of
 
 def _sandbox_options() -> list[Opt]:
     """Every option of `kafka-shell sandbox`, read from its own parser."""
-    from kafka_shell.sandbox.cli import parser
     out = []
-    for action in parser()._actions:
+    for action in sandbox_parser()._actions:
         names = tuple(n for n in action.option_strings if n.startswith("--"))
         if action.nargs == 0:
             kind = FLAG

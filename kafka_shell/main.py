@@ -271,6 +271,13 @@ def build_target(g: Globals, sandbox=None):
                   bootstrap_controllers=g.bootstrap_controller)
 
 
+def sandbox_parser():
+    """The options of `kafka-shell sandbox`, from the sandbox's own entry point (for the shell
+    completion files, which complete them)."""
+    from kafka_shell.sandbox.cli import parser
+    return parser()
+
+
 def run(argv: list[str]) -> int:
     if argv[:1] == ["sandbox"]:  # the sandbox server has its own entry point (and options)
         from kafka_shell.sandbox.cli import serve

@@ -161,12 +161,16 @@ def parse(tokens: list[str], registry: Registry = REGISTRY,
     if not tokens:
         raise UsageError("Empty command (type help for the list of commands)")
     cmd = find_command(tokens[0], registry)
-    if any(t in HELP_FLAGS for t in tokens[1:]):
-        return Parsed(cmd, {}, help=True)
     values: dict[str, Any] = {}
     positionals = [o for o in cmd.options if o.positional]
+    tail = next((o for o in positionals if o.rest), None)
+    if any(t in HELP_FLAGS for t in (tokens[1:2] if tail is not None else tokens[1:])):
+        return Parsed(cmd, {}, help=True)
     rest = iter(tokens[1:])
     for token in rest:
+        if tail is not None and not token.startswith("-"):   # the rest of the line, as given
+            values[tail.dest] = [token, *rest]
+            break
         name, eq, inline = token.partition("=") if token.startswith("--") else (token, "", "")
         opt = cmd.option(name) if token.startswith("-") and not _is_number(token) else None
         if opt is None and token.startswith("-") and not _is_number(token):

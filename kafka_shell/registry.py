@@ -56,6 +56,7 @@ class Option:
     completer: str | None = None      # one of COMPLETERS
     aliases: tuple[str, ...] = ()     # e.g. ("--broker-list",)
     hidden: bool = False              # accepted but not shown in help or completion
+    rest: bool = False                # a positional that takes every word from it on, as given (watch CMD ...)
 
     @property
     def positional(self) -> bool:

@@ -232,7 +232,7 @@ def _table(tables: list[Table], view: View | None = None) -> str:
         if not t.rows:
             blocks.append(f"(no {t.name.replace('_', ' ') or 'rows'})")
             continue
-        t = _for_people(t)
+        t = for_people(t)
         text = None if view.expanded == "on" else _horizontal(t)
         if text is None or (view.expanded == "auto" and view.width is not None and _widest_line(text) > view.width):
             text = _vertical(t, view.width)
@@ -270,7 +270,7 @@ def _empty(value: Any) -> bool:
     return value is None or value == "" or (isinstance(value, (list, tuple)) and not value)
 
 
-def _for_people(t: Table) -> Table:
+def for_people(t: Table) -> Table:
     """The table format's view: columns empty in every row left out, declared kinds readable."""
     keep = [i for i, c in enumerate(t.columns)
             if t.kinds.get(c) != "reported"

@@ -362,3 +362,56 @@ def test_blocking_names_the_brokers_that_lag_at_the_timeout(sandbox):
     assert "Timed out after 1.5 s waiting for every broker to show the new topic(s): broker(s) 3 do not yet" in err
     code, _, err = sh(sandbox, "create-topic --topic slow2 --replica-assignment 1:2 --blocking --dry-run")
     assert code == 0 and "Every live broker" not in err   # a dry run changes nothing to wait for
+
+
+# -- watch ---------------------------------------------------------------------------------------------
+
+def test_watch_redraws_a_read_command_and_marks_what_changed(sandbox):
+    import io
+    import threading
+
+    from kafka_shell.runner import run_line
+    from kafka_shell.session import Session, Target
+    ok(sandbox, "create-topic --topic w --replica-assignment 3:1")
+    out = io.StringIO()
+    s = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=out, stderr=io.StringIO(),
+                interactive=True)
+
+    def break_broker_after_round_one() -> None:
+        _wait("round 1", lambda: "round 1;" in out.getvalue())
+        sandbox.stop_broker(3)
+    breaker = threading.Thread(target=break_broker_after_round_one)
+    breaker.start()
+    try:
+        # The first round may run before the broker stops; rounds go on until the change shows.
+        assert run_line(s, "watch describe-topic --topic w --interval 0.2s --count 30") == 0
+    finally:
+        breaker.join()
+        s.close()
+    rounds = out.getvalue().split("Every 0.2 s: describe-topic --topic w")[1:]
+    assert len(rounds) == 30 and "*" not in rounds[0]
+    moved = next(r for r in rounds if "*" in r)
+    row = next(line for line in moved.splitlines() if line.startswith("w ") and line.split()[1] == "0")
+    assert row.split()[2:5] == ["1*", "3,1", "1*"], moved     # the new leader and ISR, marked
+    assert "Watched describe-topic --topic w for 30 round(s)." in s.stderr.getvalue()
+
+
+def test_watch_refuses_what_changes_the_cluster_and_stops_on_ctrl_c(sandbox):
+    for line, said in (("watch delete-topic --topic t", "watch re-runs read commands only: delete-topic"),
+                       ("watch reassign-partitions --execute --reassignment-json-file f",
+                        "it reads with --list or --verify"),
+                       ("watch output json", "not output")):
+        code, _, err = sh(sandbox, line)
+        assert code == 2 and said in err, err
+    proc = subprocess.Popen([*SHELL, "--bootstrap-server", sandbox.bootstrap, "--command",
+                             "watch list-topics --interval 0.1s"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        _read_line(proc, time.monotonic() + 60)   # the first round's header
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0 and "Watched list-topics for" in err.decode(), err
