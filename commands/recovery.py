@@ -348,7 +348,7 @@ def replica_table(targets: list[Target]) -> Table:
             rows.append([t.topic, t.partition, r.broker, r.state, r.in_isr,
                          r.epoch if r.log_end >= 0 else None, r.log_end if r.log_end >= 0 else None,
                          gap, r.error, r.broker == t.chosen])
-    return Table(["Topic", "Partition", "Replica", "Broker", "LastIsr", "LeaderEpoch", "LogEndOffset",
+    return Table(["Topic", "Partition", "Replica", "State", "LastIsr", "LeaderEpoch", "LogEndOffset",
                   "Gap", "Error", "Chosen"], rows, name="replicas", kinds={"Chosen": "mark"})
 
 

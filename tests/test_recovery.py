@@ -82,7 +82,7 @@ def test_the_seed_system_test(sandbox, path, admin):
     chosen = {r["Replica"]: r for r in replicas}
     assert chosen[2]["Chosen"] is True and chosen[2]["LogEndOffset"] == 15 and chosen[2]["Gap"] == 0
     assert chosen[3]["LogEndOffset"] == 10 and chosen[3]["Gap"] == 5 and chosen[3]["Chosen"] is False
-    assert chosen[1]["Broker"] == "fenced" and chosen[1]["Error"] == "broker is not live"
+    assert chosen[1]["State"] == "fenced" and chosen[1]["Error"] == "broker is not live"
     assert results == [{"Topic": "t", "Partition": 0, "Result": "elected", "Leader": 2, "Error": None}]
     assert leader(admin) == 2
     after = partition(sandbox)
@@ -113,7 +113,7 @@ def test_a_replica_that_never_answers_is_no_candidate(sandbox, admin):
     assert p.returncode == 0, p.stderr
     replicas, results = json_tables(p.stdout).values()
     row = {r["Replica"]: r for r in replicas}
-    assert row[2]["Broker"] == "unreachable" and row[2]["Error"] == "no answer within 400 ms"
+    assert row[2]["State"] == "unreachable" and row[2]["Error"] == "no answer within 400 ms"
     assert row[3]["Chosen"] is True
     assert results[0]["Result"] == "elected" and results[0]["Leader"] == 3
 
