@@ -7,6 +7,7 @@ completer and swaps it in with one assignment (the prompt reads it through Dynam
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import time
@@ -171,6 +172,9 @@ class Repl:
             if snapshot is self.completer.snapshot:
                 return False
             self.completer = self._build_completer(snapshot)
+            # The snapshot and its index live until the next refresh: out of the collector's
+            # full passes, which would otherwise walk a million topics in the middle of a keystroke.
+            gc.freeze()
             return True
 
     def _build_completer(self, snapshot: ClusterSnapshot) -> KafkaCompleter:
