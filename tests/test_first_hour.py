@@ -431,3 +431,12 @@ def test_fuzzy_index_blocks_skip_names_without_the_characters_and_keep_every_mat
     assert index.matches("qqq", 10) == []
     found = index.matches("rdrs-12287", 10)                      # across a block boundary
     assert "orders-12287" in found
+
+
+def test_watch_completes_the_command_it_watches():
+    from kafka_shell.registry import load_commands
+    from kafka_shell.repl.suggest import CommandName, OptionName, Topic, suggest
+    registry = load_commands()
+    assert CommandName() in suggest("watch desc", registry).suggestions
+    assert suggest("watch describe-topic --topic o", registry).suggestions == (Topic(),)
+    assert OptionName("describe-topic") in suggest("watch --interval 2s describe-topic --u", registry).suggestions
