@@ -4,6 +4,7 @@ Kafka's behaviour is the reference, on real Kafka."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -66,13 +67,30 @@ def _read_line(proc: subprocess.Popen, deadline: float) -> str:
     return line.decode()
 
 
+@contextlib.contextmanager
+def _running(sandbox, *args: str):
+    """kafka-shell with `args` on the sandbox, its stdout read as it comes; killed if a test
+    leaves it running."""
+    proc = subprocess.Popen([*SHELL, "--bootstrap-server", sandbox.bootstrap, *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _interrupt(proc: subprocess.Popen) -> str:
+    """Ctrl-C, as a terminal sends it; what the process said on stderr once it ended."""
+    proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=30)[1].decode()
+
+
 @pytest.mark.parametrize("fmt", ["table", "jsonl"])
 def test_consume_prints_each_record_as_it_arrives_and_ctrl_c_summarises(sandbox, fmt):
     create(sandbox, "live", 1)
-    proc = subprocess.Popen([*SHELL, "--bootstrap-server", sandbox.bootstrap, "-o", fmt, "--command",
-                             "consume --topic live --timeout 120"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    try:
+    with _running(sandbox, "-o", fmt, "--command", "consume --topic live --timeout 120") as proc:
         producer = Producer({"bootstrap.servers": sandbox.bootstrap, "log_level": 3})
         deadline = time.monotonic() + 60
         seen: list[str] = []
@@ -94,14 +112,9 @@ def test_consume_prints_each_record_as_it_arrives_and_ctrl_c_summarises(sandbox,
         else:
             assert '"timestamp": 1700000000123' in line   # exact ms in json
         assert proc.poll() is None
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        err = _interrupt(proc)
     assert proc.returncode == 0, err
-    assert err.decode().strip().endswith("record(s) (interrupted).")
+    assert err.strip().endswith("record(s) (interrupted).")
 
 
 def test_consume_from_the_beginning_stops_at_the_end_of_the_log(sandbox):
@@ -405,18 +418,10 @@ def test_watch_refuses_what_changes_the_cluster_and_stops_on_ctrl_c(sandbox):
                        ("watch output json", "not output")):
         code, _, err = sh(sandbox, line)
         assert code == 2 and said in err, err
-    proc = subprocess.Popen([*SHELL, "--bootstrap-server", sandbox.bootstrap, "--command",
-                             "watch list-topics --interval 0.1s"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    try:
+    with _running(sandbox, "--command", "watch list-topics --interval 0.1s") as proc:
         _read_line(proc, time.monotonic() + 60)   # the first round's header
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0 and "Watched list-topics for" in err.decode(), err
+        err = _interrupt(proc)
+    assert proc.returncode == 0 and "Watched list-topics for" in err, err
 
 
 # -- completion of a million topics (bench/bench_completion.py times it) ---------------------------
