@@ -445,3 +445,10 @@ def test_watch_completes_the_command_it_watches():
     assert CommandName() in suggest("watch desc", registry).suggestions
     assert suggest("watch describe-topic --topic o", registry).suggestions == (Topic(),)
     assert OptionName("describe-topic") in suggest("watch --interval 2s describe-topic --u", registry).suggestions
+
+
+def test_quorum_lag_time_and_snapshot_help_read_right(sandbox):
+    out, _ = ok(sandbox, "describe-quorum")
+    assert "MaxFollowerLagTimeMs" in out and " ms" not in out.split("\n")[2], out   # a number of ms, as Kafka's tool
+    out, _ = ok(sandbox, "snapshot --help")
+    assert "consistent" not in out and "one after another" in out
