@@ -191,7 +191,9 @@ def analyze_command(session: Session, args: dict) -> Result:
         need_java()
     from kafka_shell.pipeline import jobs
     try:
-        summary = jobs.run(root, out, master=args["spark_master"], conf=dict(args["spark_conf"] or []),
+        # Spark resolves a relative path against its JVM's directory, which a session kept from an
+        # earlier run (in the REPL) does not share with this one: give it absolute paths.
+        summary = jobs.run(root.absolute(), out.absolute(), master=args["spark_master"], conf=dict(args["spark_conf"] or []),
                            progress=session.stderr, remote=args["spark_remote"], overwrite=args["overwrite"])
     except (jobs.NoSnapshots, jobs.OutputNotEmpty) as exc:
         raise UsageError(str(exc)) from None
