@@ -62,4 +62,5 @@ INDEX = {
     "topic": "session",
     "unclean-recovery": "recovery",
     "use-cluster": "session",
+    "watch": "watch",
 }

@@ -79,3 +79,16 @@ def iso_epoch_ms(text: str, expected: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
     return int(moment.timestamp() * 1000)
+
+
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)?")
+_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
+
+
+def duration(text: str) -> float:
+    """An interval like 60s, 5m, 1h or 500ms (a bare number is seconds), at least 1 ms."""
+    match = _DURATION.fullmatch(text.strip())
+    seconds = float(match.group(1)) * _UNIT_S[match.group(2)] if match else 0
+    if not 0.001 <= seconds <= 7 * 86400:
+        raise ValueError("an interval like 60s, 5m, 1h or 500ms (up to a week)")
+    return seconds

@@ -261,7 +261,7 @@ ACL_LINES: dict[str, list[str]] = {
 # Commands that only say what they did (status lines, help text): no tables to shape.
 MESSAGE_ONLY = {"add-cluster", "analyze", "alter-client-quotas", "alter-user-scram-credentials",
                 "alter-configs", "alter-topic", "clear", "create-topic", "delete-group", "delete-topic", "exit",
-                "expanded", "help", "output", "pager", "refresh", "topic", "use-cluster"}
+                "expanded", "help", "output", "pager", "refresh", "topic", "use-cluster", "watch"}
 CASES = [(name, line) for name, lines in TABLE_LINES.items() for line in lines]
 
 

@@ -21,6 +21,7 @@ from kafka_shell.admin.errors import error_line, response_error
 
 if TYPE_CHECKING:
     from kafka_shell.connection import ConnectionManager
+    from kafka_shell.deadline import Deadline
 
 Key = tuple[str, int]
 
@@ -273,14 +274,21 @@ def eligible_leaders(conn: ConnectionManager, topics: list[TopicInfo]) -> dict[K
             return out
 
 
+def views_by_broker(conn: ConnectionManager, brokers: list[int], topics: list[str],
+                    deadline: Deadline | None = None) -> tuple[dict[int, dict[str, TopicInfo]], dict[int, str]]:
+    """Each broker's own metadata of `topics` (not the controller's: what clients of that broker
+    are told; a topic it does not know, or still loads, is left out), all brokers at once; and
+    the brokers that did not answer, with the line why."""
+    answers = conn.each_broker(brokers, ApiKey.METADATA, {"topics": [{"name": t} for t in topics],
+                                                          "allow_auto_topic_creation": False}, deadline=deadline)
+    return ({b: topics_from_metadata(a.topics, skip_errors=True) for b, a in answers.answers.items()},
+            answers.failed)
+
+
 def leaders_by_broker(conn: ConnectionManager, brokers: list[int],
                       topics: list[str]) -> tuple[dict[int, dict[Key, tuple[int, int]]], dict[int, str]]:
-    """(topic, partition) -> (leader, preferred replica) as each broker's own metadata has them
-    (not the controller's: what clients of that broker are told), all brokers at once; and the
-    brokers that did not answer, with the line why."""
-    answers = conn.each_broker(brokers, ApiKey.METADATA, {"topics": [{"name": t} for t in topics],
-                                                          "allow_auto_topic_creation": False})
-    views = {b: {(t.name, p.partition): (p.leader, p.preferred_leader)
-                 for t in topics_from_metadata(a.topics, skip_errors=True).values() for p in t.partitions}
-             for b, a in answers.answers.items()}
-    return views, answers.failed
+    """(topic, partition) -> (leader, preferred replica) as each broker's own metadata has them;
+    and the brokers that did not answer, with the line why."""
+    views, failed = views_by_broker(conn, brokers, topics)
+    return ({b: {(t.name, p.partition): (p.leader, p.preferred_leader) for t in view.values() for p in t.partitions}
+             for b, view in views.items()}, failed)

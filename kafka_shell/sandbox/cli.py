@@ -31,12 +31,9 @@ the active controller and name a random live broker as controller_id. zk mode ru
 ZooKeeper-era Kafka: the controller is a broker. See docs/sandbox.md."""
 
 
-def serve(argv: list[str]) -> int:
-    """`kafka-shell sandbox`: serve an embedded cluster until Ctrl-C, SIGTERM or SIGHUP."""
+def parser():
+    """The options of `kafka-shell sandbox` (the shell completion files are made from them too)."""
     import argparse
-    import contextlib
-    import signal
-    import threading
 
     from kafka_shell.definitions import DEFAULT_RELEASE, RELEASES, ZK_RELEASE
     from kafka_shell.sandbox.model import MODES
@@ -106,7 +103,16 @@ def serve(argv: list[str]) -> int:
     p.add_argument("--repair", action="store_true",
                    help="with --data-dir only: truncate the first damaged journal at its damage, after "
                         "keeping a copy (and the journals after it) in D/damaged-TIME/, then exit")
-    args = p.parse_args(argv)
+    return p
+
+
+def serve(argv: list[str]) -> int:
+    """`kafka-shell sandbox`: serve an embedded cluster until Ctrl-C, SIGTERM or SIGHUP."""
+    import contextlib
+    import signal
+    import threading
+
+    args = parser().parse_args(argv)
     if args.repair:
         return _repair_sandbox(args.data_dir, argv)
     if (args.super_users is not None or args.allow_everyone_if_no_acl_found) and not args.authorizer:
