@@ -61,7 +61,7 @@ _kafka_shell() {
   fi
   if ! _kafka_shell_values; then
     case "$cmd" in
-      sandbox) COMPREPLY=( $(compgen -W "--help --brokers --mode --controllers --port-base --kafka-version --rack --racks --broker-config --seed-apis --hosts --data-dir --listen --listeners --sasl-mechanisms --user --tls-dir --ssl-client-auth --connections-max-reauth-ms --oauth-jwks --kerberos-keytab --kerberos-principal --authorizer --super-users --allow-everyone-if-no-acl-found --repair" -- "$cur") );;
+      sandbox) COMPREPLY=( $(compgen -W "--help --brokers --mode --controllers --dynamic-quorum --port-base --kafka-version --rack --racks --broker-config --seed-apis --hosts --data-dir --listen --listeners --sasl-mechanisms --user --tls-dir --ssl-client-auth --connections-max-reauth-ms --oauth-jwks --kerberos-keytab --kerberos-principal --authorizer --super-users --allow-everyone-if-no-acl-found --repair" -- "$cur") );;
       alter-client-quotas) opts="--entity-type --entity-name --entity-default --add-config --delete-config --dry-run --output -o --csv-table --help";;
       alter-configs) opts="--entity-type --entity-name --entity-default --topic --broker --add-config --delete-config --dry-run --output -o --csv-table --help";;
       alter-topic) opts="--topic --partitions --replica-assignment --config --delete-config --replication-factor --blocking --dry-run --output -o --csv-table --help";;

@@ -49,6 +49,7 @@ complete -c kafka-shell -n '__fish_seen_subcommand_from sandbox' -l help -d 'Sho
 complete -c kafka-shell -n '__fish_seen_subcommand_from sandbox' -l brokers -x -d 'Number of brokers, ids 1..N (default 3)'
 complete -c kafka-shell -n '__fish_seen_subcommand_from sandbox' -l mode -xa 'kraft zk' -d 'Kraft: a controller quorum of its own (default); zk: the controller is a broker'
 complete -c kafka-shell -n '__fish_seen_subcommand_from sandbox' -l controllers -x -d 'KRaft controller voters, ids 100, 101, '
+complete -c kafka-shell -n '__fish_seen_subcommand_from sandbox' -l dynamic-quorum -d 'The controllers form a dynamic quorum (KIP-853, kraft.version 1, as kafka-storage format --initial-controllers): add-controller/remove-controller can change it'
 complete -c kafka-shell -n '__fish_seen_subcommand_from sandbox' -l port-base -x -d 'Listen on P'
 complete -c kafka-shell -n '__fish_seen_subcommand_from sandbox' -l kafka-version -xa '4.4 3.9' -d 'The Kafka release to behave as: its API versions, features and configs (default 4.4; --mode zk implies 3.9, which Kafka 4.0 left behind)'
 complete -c kafka-shell -n '__fish_seen_subcommand_from sandbox' -l rack -x -d 'The brokers\' racks (broker.rack): one per broker, or one for all'
