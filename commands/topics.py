@@ -99,12 +99,12 @@ def create_topics(session: Session, lines: list[dict]) -> list[Result | ShellErr
         messages = done.get(i, []) + [f"Topic {n} already exists: skipped." for n in skipped.get(i, [])]
         if i in failed:
             messages += failed[i]
-        outcomes[i] = Result.message(*messages, exit_code=1 if i in failed else 0)
+        outcome = Result.message(*messages, exit_code=1 if i in failed else 0)
         if lines[i].get("blocking") and not dry_run and i not in failed:
             created = [t.name for j, t in wanted if j == i]
             if created:
-                waited = wait_until_shown(session, snap, created, _created, "the new topic(s)")
-                outcomes[i] = _joined(outcomes[i], waited)  # type: ignore[arg-type]
+                outcome = _joined(outcome, wait_until_shown(session, snap, created, _created, "the new topic(s)"))
+        outcomes[i] = outcome
     return [outcomes[i] for i in range(len(lines))]
 
 
