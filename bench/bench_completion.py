@@ -1,5 +1,6 @@
-"""Completion speed with a large cache: build a ClusterSnapshot of 100,000 topics, then time one
-keystroke's `get_completions` (stage 1 + stage 2, all candidates consumed) for a few lines.
+"""Completion speed with a large cache: build a ClusterSnapshot of 100,000 topics (or TOPICS:
+the goal is 1,000,000), then time one keystroke's `get_completions` (stage 1 + stage 2, all
+candidates consumed) for a few lines.
 
     .venv/bin/python bench/bench_completion.py [TOPICS]
 
@@ -9,6 +10,7 @@ the goal (under 20 ms); the CPU time beside it shows what a busy machine adds to
 
 from __future__ import annotations
 
+import gc
 import statistics
 import sys
 import time
@@ -24,7 +26,8 @@ LINES = [
     "describe-topic --topic orders-4",    # a narrow prefix: bisection matters
     "describe-topic --topic zzz",         # no match
     "describe-topic --topic 799",         # fuzzy: thousands of subsequence matches to rank
-    "describe-topic --topic rdrs-9x",     # fuzzy: every line a candidate, none matches
+    "describe-topic --topic rdrs-9x",     # fuzzy: no name has an x: every block skipped
+    "describe-topic --topic -e-",         # fuzzy: every block has the characters, no name matches: the budget
     "describe-topic --topic svc-7",       # fuzzy and prefix mixed
     "create-topic --config cleanup.policy=",
     "alter-configs --add-config retms",   # fuzzy config key
@@ -59,8 +62,10 @@ def main() -> None:
     t0 = time.perf_counter()
     completer = KafkaCompleter(registry(), snap)
     build_ms = (time.perf_counter() - t0) * 1000
+    gc.collect()
+    gc.freeze()   # as the REPL does after swapping in a completer (repl/app.py)
     print(f"{n} topics; building the completer (done off the keystroke path): {build_ms:.1f} ms")
-    worst = 0.0
+    worst = worst_cpu = 0.0
     for line in LINES:
         doc = Document(line)
         times, cpu, count = [], [], 0
@@ -69,10 +74,11 @@ def main() -> None:
             count = len(list(completer.get_completions(doc, None)))
             times.append((time.perf_counter() - t0) * 1000)
             cpu.append((time.thread_time() - c0) * 1000)
-        worst = max(worst, max(times))
+        worst, worst_cpu = max(worst, max(times)), max(worst_cpu, max(cpu))
         print(f"{line!r:45} {count:4d} candidates  median {statistics.median(times):6.2f} ms"
-              f"  max {max(times):6.2f} ms  (CPU median {statistics.median(cpu):6.2f} ms)")
-    print(f"worst keystroke {worst:.2f} ms = {worst / GOAL_MS:.2f} x the {GOAL_MS:.0f} ms goal")
+              f"  max {max(times):6.2f} ms  (CPU median {statistics.median(cpu):6.2f} ms, max {max(cpu):6.2f} ms)")
+    print(f"worst keystroke {worst:.2f} ms wall = {worst / GOAL_MS:.2f} x the {GOAL_MS:.0f} ms goal; "
+          f"{worst_cpu:.2f} ms CPU = {worst_cpu / GOAL_MS:.2f} x (wall above CPU is other processes on the machine)")
 
 
 if __name__ == "__main__":

@@ -53,9 +53,10 @@ def bench_sandbox_snapshot(partitions: int, work: Path) -> tuple[float, int]:
     from kafka_shell.session import Session, Target
     with Sandbox(brokers=3, racks=["a", "b", "c"]) as sandbox:
         admin = AdminClient({"bootstrap.servers": sandbox.bootstrap, "log_level": 3})
-        per_topic = 1000
-        for first in range(0, partitions // per_topic, 10):
-            batch = [NewTopic(f"bench-{i:05d}", per_topic, 3) for i in range(first, min(first + 10, partitions // per_topic))]
+        per_topic, per_request = 1000, 9   # KRaft takes 10,000 records a request: a topic's own and its partitions'
+        for first in range(0, partitions // per_topic, per_request):
+            batch = [NewTopic(f"bench-{i:05d}", per_topic, 3)
+                     for i in range(first, min(first + per_request, partitions // per_topic))]
             for f in admin.create_topics(batch, request_timeout=120).values():
                 f.result()
         session = Session(target=Target(sandbox.bootstrap, {}, timeout_s=60))

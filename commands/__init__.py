@@ -73,4 +73,5 @@ INDEX = {
     "topic": "session",
     "unclean-recovery": "recovery",
     "use-cluster": "session",
+    "watch": "watch",
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, configs, topics
+from kafka_shell.client_config import is_secret
 from kafka_shell.errors import UsageError, shown
 from kafka_shell.option_types import CONFIG_NAME, broker_id, group_id
 from kafka_shell.registry import INT32_MAX, Option, command
@@ -130,4 +131,16 @@ def alter_configs_command(session: Session, args: dict) -> Result:
     both = set(set_) & set(delete)
     if both:
         raise UsageError(f"{', '.join(sorted(both))} is both added and deleted: pick one")
-    return Result.message(*configs.alter(session.conn, kind, [name], set_, delete, args["dry_run"]))
+    if not args["dry_run"]:
+        return Result.message(*configs.alter(session.conn, kind, [name], set_, delete, False))
+    # What would change, old -> new, read now; then the cluster's own validation of it.
+    current = {e.name: e for e in configs.describe(session.conn, kind, [name]).get(name, [])}
+    rows = []
+    for key in [*set_, *delete]:
+        now = current.get(key)
+        secret = is_secret(key) or (now is not None and now.sensitive)
+        new = (configs.HIDDEN if secret else set_[key]) if key in set_ else None
+        rows.append([key, now.shown if now is not None else None, now.source if now is not None else None,
+                     new if key in set_ else "(default)"])
+    return Result.table(["Name", "Value", "Source", "NewValue"], rows,
+                        *configs.alter(session.conn, kind, [name], set_, delete, True), name="changes")

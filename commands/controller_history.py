@@ -33,7 +33,7 @@ def controller_history_command(session: Session, args: dict) -> Result:
     rows = [[_time(e["time"]), e.get("from"), e.get("to"), _epoch(e.get("epoch")), e.get("mode")]
             for e in controller_history.load(snap.cluster_id) if isinstance(e.get("time"), (int, float))]
     message = f"{len(rows)} controller observation(s) for cluster {snap.cluster_id}."
-    changes = _sandbox_changes(session)
+    changes = sandbox_client.controller_changes(session.target, session.sandbox)
     if changes is None:
         return Result.table(["Time", "From", "To", "Epoch", "Mode"], rows, message, name="observed")
     cluster_rows = [[_time(e["time"]), e.get("from"), e.get("to"), e.get("epoch")] for e in changes]
@@ -44,20 +44,6 @@ def controller_history_command(session: Session, args: dict) -> Result:
 
 def _time(seconds: float) -> str:
     return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(timespec="seconds")
-
-
-def _sandbox_changes(session: Session) -> list[dict] | None:
-    """The sandbox's own record of its controller changes; None when the cluster is no sandbox
-    (or a sandbox server without its control endpoint)."""
-    sandbox = session.sandbox
-    if sandbox is None:  # a `kafka-shell sandbox` server's control endpoint, if any
-        try:
-            sandbox = sandbox_client.attach(session.target)
-        except ShellError:  # UsageError too: no sandbox answered
-            return None
-    changes = sandbox.status().get("controller_changes")
-    return [e for e in changes if isinstance(e, dict) and isinstance(e.get("time"), (int, float))] \
-        if isinstance(changes, list) else None
 
 
 def _epoch(value: object) -> int | None:

@@ -261,8 +261,9 @@ def iso_duration(text: str) -> int:
                 help="Offsets from a CSV file: topic,partition,offset (or group,topic,partition,offset)."),
          Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
          Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
-         Option("--yes", flag=True, help="Do not ask for confirmation before --execute."),
-         mutates=True, topic_context=True, confirm=Confirm(applies=lambda args: args["execute"], proposed=True),
+         Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),
+         mutates=True, topic_context=True,
+         confirm=Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute"),
          required_groups=(SPECIFIERS, ("--group", "--all-groups")),
          exclusive_groups=(("--topic", "--all-topics", "--from-file"),),
          help="Plan (default) or --execute a reset of a group's committed offsets (the group must be inactive).",
@@ -444,14 +445,18 @@ def _export(plans: dict[str, dict[Key, tuple[int | None, int]]], single_group: b
 # -- delete-group / delete-offsets -------------------------------------------------------------
 
 
-@command("delete-group", Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
-                                help="Consumer group to delete."),
-         mutates=True, confirm=Confirm(),
-         help="Delete consumer groups and their offsets (only empty groups; asks for confirmation).",
-         examples=("delete-group old-app --yes", "delete-group a b --dry-run"))
-def delete_group(session: Session, args: dict) -> Result:
-    ids = list(dict.fromkeys(args["group"]))
-    described = groups.describe(session.conn, ids)
+def _listed(items: list[str], limit: int = 10) -> str:
+    return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _delete_group_targets(session: Session, args: dict) -> tuple[list[str], list[str]]:
+    """(groups that can be deleted, one line per group that cannot), read now."""
+    if args["group"] and args["all_groups"]:
+        raise UsageError("Give groups or --all-groups, not both")
+    if not args["group"] and not args["all_groups"]:
+        raise UsageError("delete-group needs groups or --all-groups")
+    ids = chosen_groups(session, args["group"] or [], args["all_groups"])
+    described = groups.describe(session.conn, ids) if ids else {}
     failures, deletable = [], []
     for gid in ids:
         d = described[gid]
@@ -462,6 +467,29 @@ def delete_group(session: Session, args: dict) -> Result:
                             "first (it was not deleted).")
         else:
             deletable.append(gid)
+    return deletable, failures
+
+
+def confirm_delete_group(session: Session, args: dict) -> str | None:
+    """Names the groups and how many committed offsets go with them."""
+    deletable, _ = _delete_group_targets(session, args)
+    if not deletable:
+        return None
+    committed = offsets.committed(session.conn, deletable)
+    count = sum(len(committed[g].offsets) for g in deletable if committed[g].problem is None)
+    plural = "s" if len(deletable) > 1 else ""
+    return (f"Delete {len(deletable)} consumer group{plural} ({_listed([shown(g) for g in deletable])}) "
+            f"and {count} committed offset(s)?")
+
+
+@command("delete-group", Option("group", type=group_id, repeatable=True, metavar="GROUP", completer="group",
+                                help="Consumer group to delete."),
+         Option("--all-groups", flag=True, help="Every group the brokers list (only empty ones are deleted)."),
+         mutates=True, confirm=Confirm(question=confirm_delete_group),
+         help="Delete consumer groups and their offsets (only empty groups; asks for confirmation).",
+         examples=("delete-group old-app --yes", "delete-group a b --dry-run", "delete-group --all-groups --dry-run"))
+def delete_group(session: Session, args: dict) -> Result:
+    deletable, failures = _delete_group_targets(session, args)
     messages = []
     if args["dry_run"]:
         messages = [f"Would delete consumer group '{shown(gid)}' (dry run)." for gid in deletable]
@@ -474,11 +502,24 @@ def delete_group(session: Session, args: dict) -> Result:
     return Result.message(*messages, *failures, exit_code=1 if failures else 0)
 
 
+def confirm_delete_offsets(session: Session, args: dict) -> str | None:
+    """Names the group and each partition with the offset it would lose."""
+    gid = args["group"]
+    keys = topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"])
+    held = offsets.committed(session.conn, [gid])[gid]
+    if held.problem is not None:
+        raise ShellError(held.problem)
+    lost = [f"{t}-{p} at {held.offsets[(t, p)]}" for t, p in keys if (t, p) in held.offsets]
+    if not lost:
+        return None   # nothing committed there: the command says so, nothing to ask
+    return f"Delete the committed offsets of group '{shown(gid)}' for {len(lost)} partition(s) ({_listed(lost)})?"
+
+
 @command("delete-offsets",
          Option("--group", type=group_id, required=True, metavar="GROUP", completer="group", help="Consumer group."),
          Option("--topic", repeatable=True, required=True, metavar="TOPIC[:P,P]", completer="topic",
                 help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
-         mutates=True, confirm=Confirm(), topic_context=True,
+         mutates=True, confirm=Confirm(question=confirm_delete_offsets), topic_context=True,
          help="Delete a group's committed offsets of topics it no longer consumes.",
          examples=("delete-offsets --group app --topic old-topic --yes",))
 def delete_offsets(session: Session, args: dict) -> Result:

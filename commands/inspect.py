@@ -5,10 +5,9 @@ and says plainly when the cluster lacks the API.
 
 from __future__ import annotations
 
-import datetime
 from typing import TYPE_CHECKING
 
-from kafka_shell import controller_history
+from kafka_shell import controller_history, sandbox_client
 from kafka_shell.admin import cluster, configs, log_dirs, quorum, topics
 from kafka_shell.errors import KafkaCallError
 from kafka_shell.metadata import KRAFT
@@ -107,7 +106,7 @@ def describe_quorum(session: Session, args: dict) -> Result:
          "CurrentVoters", "CurrentObservers"],
         [[session.conn.read([]).cluster_id, q.leader_id, q.leader_epoch, q.high_watermark,
           lag, lag_ms, [_node(v.replica_id, q) for v in q.voters], [_node(o.replica_id, q) for o in q.observers]]],
-        name="status", kinds={"MaxFollowerLagTimeMs": "ms"})
+        name="status")
 
 
 def _replica_row(r: quorum.QuorumReplica, leader_end: int, status: str) -> list:
@@ -134,17 +133,27 @@ def describe_controller(session: Session, args: dict) -> Result:
         broker = session.conn.read([]).brokers.get(controller.id)
         rack = broker.rack if broker else None
     return Result.table(["Id", "Host", "Port", "Rack", "Mode", "ControllerEpoch", "PreferredController",
-                         "HeldSince", "Voters"],
+                         "HeldSince", "SeenSince", "Voters"],
                         [[controller.id, controller.host, controller.port, rack, controller.mode,
                           controller.epoch if controller.epoch >= 0 else None,
-                          _or_none(configs.read_preferred_controller(session.conn)),
-                          _held_since(session, controller),
-                          _voters(session) if controller.mode == KRAFT else None]], name="controller")
+                          configs.read_preferred_controller(session.conn),
+                          _held_since(session, controller), _seen_since(session, controller),
+                          _voters(session) if controller.mode == KRAFT else None]], name="controller",
+                        kinds={"HeldSince": "datetime", "SeenSince": "datetime", "PreferredController": "id"})
 
 
-def _held_since(session: Session, controller: ControllerInfo) -> str | None:
-    """Since when the controller has held the role without a change, as this shell saw it
-    (`controller-history`: the first of the latest run of observations naming it)."""
+def _held_since(session: Session, controller: ControllerInfo) -> int | None:
+    """When the controller took the role (epoch ms), from the cluster's own record where it
+    keeps one (a sandbox): Kafka tells no such time, and when this shell first saw it is not it
+    (that is `SeenSince`)."""
+    changes = sandbox_client.controller_changes(session.target, session.sandbox)
+    took = [e for e in changes or () if e.get("to") == controller.id]
+    return round(took[-1]["time"] * 1000) if took else None
+
+
+def _seen_since(session: Session, controller: ControllerInfo) -> int | None:
+    """Since when this shell has seen the controller hold the role without a change (epoch ms;
+    `controller-history`: the first of the latest run of observations naming it)."""
     if session.conn.cluster_id is None:
         session.conn.read([])
     cluster_id = session.conn.cluster_id
@@ -156,8 +165,7 @@ def _held_since(session: Session, controller: ControllerInfo) -> str | None:
         if entry.get("to") != controller.id or not isinstance(entry.get("time"), (int, float)):
             break
         since = entry["time"]
-    return (datetime.datetime.fromtimestamp(since, datetime.UTC).isoformat(timespec="seconds")
-            if since is not None else None)
+    return round(since * 1000) if since is not None else None
 
 
 def _voters(session: Session) -> list[str]:
@@ -165,7 +173,3 @@ def _voters(session: Session) -> list[str]:
     voters = quorum.describe(session.conn).voters
     end = max((v.log_end_offset for v in voters), default=-1)
     return [f"{v.replica_id} (lag {end - v.log_end_offset if v.log_end_offset >= 0 else '?'})" for v in voters]
-
-
-def _or_none(broker_id: int | None) -> int | str:
-    return "none" if broker_id is None else broker_id

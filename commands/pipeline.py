@@ -5,13 +5,12 @@ snapshots. pyarrow and pyspark load only when these run (the `pipeline` extra).
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_shell.errors import ShellError, UsageError, from_kafka_exception
-from kafka_shell.option_types import key_value, positive_int
+from kafka_shell.option_types import duration, key_value, positive_int
 from kafka_shell.registry import Option, command
 from kafka_shell.render import Result, Table
 
@@ -19,19 +18,6 @@ if TYPE_CHECKING:
     from kafka_shell.session import Session
 
 EXTRA_HINT = "install the pipeline extra: pip install 'kafka-shell[pipeline]'"
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)?")
-_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
-
-
-def duration(text: str) -> float:
-    """An interval like 60s, 5m, 1h or 500ms (a bare number is seconds), at least 1 ms."""
-    match = _DURATION.fullmatch(text.strip())
-    seconds = float(match.group(1)) * _UNIT_S[match.group(2)] if match else 0
-    if not 0.001 <= seconds <= 7 * 86400:
-        raise ValueError("an interval like 60s, 5m, 1h or 500ms (up to a week)")
-    return seconds
-
-
 def directory(text: str) -> str:
     """A directory path: not empty, no control characters, UTF-8 (what Parquet's writer takes)."""
     try:
@@ -88,8 +74,9 @@ def remote_url(text: str) -> str:
                      "A round that fails is recorded and the series goes on."),
          Option("--count", type=positive_int, metavar="N", help="How many snapshots to take (default 1; with --every: until Ctrl-C)."),
          help="Write a snapshot of the cluster as Parquet: brokers, topics, partitions, replicas, log dirs, offsets, groups.",
-         description=("One consistent read of the cluster (one Metadata request, one DescribeLogDirs per broker, "
-                      "ListOffsets batched per leader, DescribeConfigs, consumer group offsets), written as Parquet "
+         description=("Reads of the cluster one after another (one Metadata request, one DescribeLogDirs per broker, "
+                      "ListOffsets batched per leader, DescribeConfigs, consumer group offsets; a cluster that changes "
+                      "meanwhile can show a partition's offsets from a moment after its metadata), written as Parquet "
                       "for `kafka-shell analyze`. With --every, a series: a round that fails (the cluster unreachable, "
                       "the disk full) leaves a manifest that says why, one line on stderr, and the next round comes "
                       "on time; the exit code is 1 if any round failed. See README, Fleet analysis."),
@@ -204,7 +191,9 @@ def analyze_command(session: Session, args: dict) -> Result:
         need_java()
     from kafka_shell.pipeline import jobs
     try:
-        summary = jobs.run(root, out, master=args["spark_master"], conf=dict(args["spark_conf"] or []),
+        # Spark resolves a relative path against its JVM's directory, which a session kept from an
+        # earlier run (in the REPL) does not share with this one: give it absolute paths.
+        summary = jobs.run(root.absolute(), out.absolute(), master=args["spark_master"], conf=dict(args["spark_conf"] or []),
                            progress=session.stderr, remote=args["spark_remote"], overwrite=args["overwrite"])
     except (jobs.NoSnapshots, jobs.OutputNotEmpty) as exc:
         raise UsageError(str(exc)) from None

@@ -76,8 +76,8 @@ def show(session: Session) -> Result:
     active = session.conn.controller()
     preferred = configs.read_preferred_controller(session.conn)
     return Result.table(["PreferredController", "ActiveController", "Epoch", "Mode"],
-                        [[preferred if preferred is not None else "none", active.id,
-                          active.epoch if active.epoch >= 0 else None, active.mode]], name="preferred_controller")
+                        [[preferred, active.id, active.epoch if active.epoch >= 0 else None, active.mode]],
+                        name="preferred_controller", kinds={"PreferredController": "id"})
 
 
 def require_feature(session: Session) -> None:

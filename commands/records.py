@@ -18,7 +18,7 @@ from kafka_shell.files import MAX_INPUT_BYTES, is_int, read_bytes, read_json
 from kafka_shell.names import check_topic_name
 from kafka_shell.option_types import group_id, iso_epoch_ms, positive_int
 from kafka_shell.registry import INT32_MAX, INT64_MAX, Confirm, Option, command, int_range
-from kafka_shell.render import Result, Table
+from kafka_shell.render import Result, Stream, Table
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
@@ -257,9 +257,13 @@ def shown_bytes(data: str | bytes | None) -> str | None:
 
 @command("consume",
          Option("--topic", required=True, metavar="NAME", completer="topic", help=TOPIC_HELP),
-         Option("--from-beginning", flag=True, help="Start at the earliest offset (default: only new records)."),
-         Option("--offset", type=offset_value, metavar="N", help="Start at offset N of --partition."),
+         Option("--from-beginning", flag=True,
+                help="Start at the earliest offset and stop at the log end (default: only new records)."),
+         Option("--offset", type=offset_value, metavar="N",
+                help="Start at offset N of --partition and stop at the log end."),
          Option("--partition", type=partition_index, metavar="P", help="Only this partition."),
+         Option("--follow", flag=True,
+                help="With --from-beginning or --offset: go on past the log end, waiting for new records."),
          Option("--max-messages", type=positive_int, metavar="N",
                 help=f"Stop after N records (default {REPL_MAX_MESSAGES} in the REPL, else none)."),
          Option("--group", type=group_id, metavar="GROUP", completer="group",
@@ -267,25 +271,38 @@ def shown_bytes(data: str | bytes | None) -> str | None:
          Option("--timeout", type=float, metavar="SECONDS",
                 help="Stop when no record came for this long (default: the session's --timeout)."),
          topic_context=True, exclusive_groups=(("--from-beginning", "--offset"),),
-         help="Read records: partition, offset, timestamp, key, headers and value (text, or hex when binary).",
+         help="Read records as they arrive: partition, offset, timestamp, key, headers and value (text, or hex "
+              "when binary); Ctrl-C stops with a summary.",
+         description="Each record is printed as it arrives. A read from the beginning or an offset stops at the "
+                     "end of the log (as kcat -e) unless --follow; a read of new records stops after --timeout "
+                     "seconds without one. Tables show timestamps as UTC times; json, jsonl and csv give epoch ms.",
          examples=("consume --topic orders --from-beginning --max-messages 5",
                    "consume --topic orders --partition 0 --offset 42",
-                   "consume --topic orders --group audit --from-beginning"))
+                   "consume --topic orders --group audit --from-beginning --follow"))
 def consume(session: Session, args: dict) -> Result:
     if args["offset"] is not None and args["partition"] is None:
         raise UsageError("--offset needs --partition (an offset is a position in one partition)")
     if args["timeout"] is not None and not 0 < args["timeout"] <= 86400:
         raise UsageError("--timeout of consume must be from 0 to 86400 seconds")
+    from_start = args["from_beginning"] or args["offset"] is not None
+    if args["follow"] and not from_start:
+        raise UsageError("--follow goes on past the log end of a read that has one: add --from-beginning or --offset")
     snap = topics.read_for(session.conn, [args["topic"]])
     topic = topics.require(session.conn, args["topic"], snap)
     if args["partition"] is not None and args["partition"] >= len(topic.partitions):
         raise UsageError(f'Topic "{topic.name}" has no partition {args["partition"]} (it has {len(topic.partitions)})')
     limit = args["max_messages"] or (REPL_MAX_MESSAGES if session.interactive else None)
-    got = records.consume(session.conn, snap, topic.name, args["partition"], args["group"], args["offset"],
-                          args["from_beginning"], limit, args["timeout"])
-    rows = [[r.partition, r.offset, r.timestamp, shown_bytes(r.key),
+    reading = records.consume(session.conn, snap, topic.name, args["partition"], args["group"], args["offset"],
+                              args["from_beginning"], limit, args["timeout"], to_end=from_start and not args["follow"])
+    rows = ([r.partition, r.offset, r.timestamp, shown_bytes(r.key),
              ",".join(f"{k}={shown_bytes(v) or ''}" for k, v in r.headers) or None, shown_bytes(r.value)]
-            for r in got.records]
-    notes = [f"Consumed {len(rows)} record(s)" + (" (interrupted)." if got.interrupted else ".")]
-    return Result.outcome([Table(["Partition", "Offset", "Timestamp", "Key", "Headers", "Value"], rows,
-                                 name="records")], notes, got.failures)
+            for r in reading)
+
+    def summary(interrupted: bool) -> Result:
+        why = {"end": ": reached the end of the log.", "idle": f": none came for {reading.idle_s:g} s.",
+               "interrupted": " (interrupted)."}.get("interrupted" if interrupted else reading.stopped, ".")
+        note = f"Consumed {reading.count} record(s){why}"
+        return Result(messages=[note, *reading.failures], exit_code=1 if reading.failures else 0)
+    return Result(stream=Stream(["Partition", "Offset", "Timestamp", "Key", "Headers", "Value"], rows, summary,
+                                name="records", kinds={"Timestamp": "datetime"},
+                                widths={"Offset": 6, "Timestamp": 24, "Key": 8}))

@@ -235,7 +235,10 @@ def read_targets(session: Session, args: dict) -> tuple[ClusterSnapshot, list[Ta
             raise topics.missing(args["topic"])
         parts = [p for _, t in sorted(snap.topics.items()) for p in t.partitions if p.leader < 0]
     targets = [Target(p.topic, p.partition, tuple(p.replicas), p.leader) for p in parts]
-    isr = {(p.topic, p.partition): set(p.isr) for p in parts}
+    # The last ISR: the ISR Kafka keeps (its last member stays in it), and the eligible leader
+    # replicas (KIP-966), which left it with every committed record: describe-topic's Elr.
+    elr = topics.eligible_leaders(session.conn, [snap.topics[t] for t in sorted({p.topic for p in parts})])
+    isr = {(p.topic, p.partition): {*p.isr, *elr.get((p.topic, p.partition), ((), ()))[0]} for p in parts}
     for t in targets:
         t.rows = [Replica(b, LIVE if b in snap.brokers else FENCED, b in isr[t.key]) for b in t.replicas]
     return snap, targets
@@ -342,11 +345,11 @@ def replica_table(targets: list[Target]) -> Table:
         longest = t.longest()
         for r in t.rows:
             gap = longest - r.log_end if r.log_end >= 0 and longest >= 0 else None
-            rows.append([t.topic, t.partition, r.broker, r.state, "yes" if r.in_isr else "no",
+            rows.append([t.topic, t.partition, r.broker, r.state, r.in_isr,
                          r.epoch if r.log_end >= 0 else None, r.log_end if r.log_end >= 0 else None,
-                         gap, r.error, "*" if r.broker == t.chosen else ""])
-    return Table(["Topic", "Partition", "Replica", "Broker", "Last ISR", "Leader epoch", "Log end offset",
-                  "Gap", "Error", "Chosen"], rows, name="replicas")
+                         gap, r.error, r.broker == t.chosen])
+    return Table(["Topic", "Partition", "Replica", "State", "LastIsr", "LeaderEpoch", "LogEndOffset",
+                  "Gap", "Error", "Chosen"], rows, name="replicas", kinds={"Chosen": "mark"})
 
 
 def write_manual_file(path: str, plan: list[Target], dry_run: bool) -> str:

@@ -131,5 +131,6 @@ def _status(sb) -> Result:
             rows.append([n["id"], role, f"{n['host']}:{n['port']}", n.get("rack"), state,
                          n["id"] == active, n["delay_ms"],
                          ",".join(f"{k}:{v}" for k, v in n["failures"].items())])
-    return Result.table(["Node", "Role", "Address", "Rack", "State", "Controller", "DelayMs", "Failures"], rows, name="nodes",
+    return Result.table(["Node", "Role", "Address", "Rack", "State", "ActiveController", "DelayMs", "Failures"], rows,
+                        name="nodes",
                         kinds={"DelayMs": "ms"})

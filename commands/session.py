@@ -25,15 +25,26 @@ if TYPE_CHECKING:
 def help_command(session: Session, args: dict) -> Result:
     if args["command"]:
         return Result(text=help_text(find_command(args["command"])))
-    lines = ["Commands:"]
     visible = [c for c in load_commands().commands.values() if not c.sandbox_only or session.sandbox is not None]
-    entries: list[tuple[str, str] | None] = []
-    for _family, cmds in groupby(sorted(visible, key=lambda c: (c.family, c.name)), key=lambda c: c.family):
-        entries.append(None)   # a blank line between families
-        entries += [(", ".join((c.name, *c.aliases)), c.help) for c in cmds]
-    lines += format_entries(entries)
+    order = {family: i for i, family in enumerate(FAMILY_TITLES)}
+    lines: list[str] = []
+    for family, group in groupby(sorted(visible, key=lambda c: (order.get(c.family, len(order)), c.family, c.name)),
+                                 key=lambda c: c.family):
+        entries: list[tuple[str, str] | None] = [(", ".join((c.name, *c.aliases)), c.help) for c in group]
+        lines += ["", f"{FAMILY_TITLES.get(family, family.replace('_', ' ').capitalize())}:", *format_entries(entries)]
     lines += ["", "Type `help COMMAND` or `COMMAND --help` for its options."]
-    return Result(text="\n".join(wrap_lines(lines)))
+    return Result(text="\n".join(wrap_lines(lines[1:])))
+
+
+# The families `help` lists, in this order, under these titles (topics first: what most use).
+FAMILY_TITLES = {
+    "topics": "Topics", "records": "Records", "groups": "Consumer groups", "configs": "Configs",
+    "cluster": "Cluster and brokers", "inspect": "Inspection", "elections": "Leader elections",
+    "recovery": "Recovery", "reassign": "Reassignments", "security": "Security (ACLs, SCRAM, quotas)",
+    "controller_history": "Controller history", "preferred_controller": "Preferred controller",
+    "broker_ids": "Broker ids (KIP-426)", "rolling_restart": "Rolling restarts", "pipeline": "Fleet analysis",
+    "sandbox": "Sandbox", "session": "The shell",
+}
 
 
 @command("topic", Option("name", metavar="TOPIC", completer="topic", help="Topic to switch to."),

@@ -9,20 +9,22 @@ create-topic lines in a script becomes one CreateTopics request (see runner.run_
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import configs, reassignments, topics
 from kafka_shell.admin.topics import NewTopic
+from kafka_shell.deadline import Deadline
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH
+from kafka_shell.metadata import kafka_uuid
 from kafka_shell.names import check_topic_name, has_collision_chars, is_pattern, topic_pattern, valid_topic_name
 from kafka_shell.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor
 from kafka_shell.registry import Confirm, Option, command
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
+    from kafka_shell.metadata import ClusterSnapshot, PartitionInfo, TopicInfo
     from kafka_shell.session import Session
 
 # kafka-topics prints this for a name with '.' or '_' (Topic.hasCollisionChars).
@@ -44,6 +46,11 @@ CREATE_OPTIONS = (
            help="A topic config override."),
     Option("--if-not-exists", flag=True, help="Do nothing for topics that already exist."),
 )
+# KIP-4's --blocking: the command returns once every live broker's metadata shows the change.
+BLOCKING = Option("--blocking", flag=True,
+                  help="Wait until every live broker's metadata shows the change (at most --timeout); "
+                       "name the brokers that lag.")
+POLL_S = 0.1
 
 
 def create_topics(session: Session, lines: list[dict]) -> list[Result | ShellError]:
@@ -92,17 +99,58 @@ def create_topics(session: Session, lines: list[dict]) -> list[Result | ShellErr
         messages = done.get(i, []) + [f"Topic {n} already exists: skipped." for n in skipped.get(i, [])]
         if i in failed:
             messages += failed[i]
-        outcomes[i] = Result.message(*messages, exit_code=1 if i in failed else 0)
+        outcome = Result.message(*messages, exit_code=1 if i in failed else 0)
+        if lines[i].get("blocking") and not dry_run and i not in failed:
+            created = [t.name for j, t in wanted if j == i]
+            if created:
+                outcome = _joined(outcome, wait_until_shown(session, snap, created, _created, "the new topic(s)"))
+        outcomes[i] = outcome
     return [outcomes[i] for i in range(len(lines))]
 
 
-@command("create-topic", *CREATE_OPTIONS, mutates=True, batch=create_topics,
+# -- --blocking ----------------------------------------------------------------------------------
+
+
+def _created(view: dict[str, TopicInfo], names: list[str]) -> bool:
+    return all(n in view and view[n].partitions and all(p.leader >= 0 for p in view[n].partitions) for n in names)
+
+
+def _deleted(view: dict[str, TopicInfo], names: list[str]) -> bool:
+    return not any(n in view for n in names)
+
+
+def wait_until_shown(session: Session, snap: ClusterSnapshot, names: list[str],
+                     shows: Callable[[dict[str, TopicInfo], list[str]], bool], what: str) -> Result:
+    """KIP-4's --blocking: ask every broker live in the command's read for its metadata of
+    `names` until each one `shows` the change, within --timeout; on timeout name the brokers
+    that lag (or did not answer, and why)."""
+    deadline = Deadline(session.conn.timeout_s)
+    brokers = sorted(snap.brokers)
+    while True:
+        views, failed = topics.views_by_broker(session.conn, brokers, names, deadline)
+        lagging = {b: failed.get(b) for b in brokers if b in failed or not shows(views[b], names)}
+        if not lagging:
+            return Result.message(f"Every live broker ({len(brokers)}) shows {what} (waited {deadline.elapsed():.1f} s).")
+        if not deadline.pause(POLL_S):
+            ids = ", ".join(map(str, lagging))
+            why = "".join(f"; broker {b}: {reason}" for b, reason in lagging.items() if reason)
+            return Result.message(f"Timed out after {session.conn.timeout_s:g} s waiting for every broker to show "
+                                  f"{what}: broker(s) {ids} do not yet{why} (raise --timeout to wait longer).",
+                                  exit_code=1)
+
+
+def _joined(first: Result, then: Result) -> Result:
+    return Result(messages=[*first.messages, *then.messages], exit_code=max(first.exit_code, then.exit_code))
+
+
+@command("create-topic", *CREATE_OPTIONS, BLOCKING, mutates=True, batch=create_topics,
          help="Create topics (one CreateTopics request for all of them).",
          exclusive_groups=(("--replica-assignment", "--partitions"),
                            ("--replica-assignment", "--replication-factor")),
          examples=("create-topic --topic orders --partitions 6 --replication-factor 3",
                    "create-topic --topic a --topic b --config cleanup.policy=compact",
-                   "create-topic --topic pinned --replica-assignment 1:2,2:3,3:1"))
+                   "create-topic --topic pinned --replica-assignment 1:2,2:3,3:1",
+                   "create-topic --topic orders --partitions 6 --blocking"))
 def create_topic(session: Session, args: dict) -> Result:
     outcome = create_topics(session, [args])[0]
     if isinstance(outcome, BaseException):
@@ -128,12 +176,14 @@ def create_topic(session: Session, args: dict) -> Result:
                 help="Remove a topic config override."),
          Option("--replication-factor", type=replication_factor, metavar="N",
                 help="New replication factor (a minimal-movement, rack-aware reassignment)."),
+         BLOCKING,
          mutates=True, topic_context=True,
          help="Add partitions to topics, change their replication factor or their configs.",
          examples=("alter-topic --topic orders --partitions 12",
                    "alter-topic --topic orders --config retention.ms=86400000",
                    "alter-topic --topic orders --delete-config retention.ms",
-                   "alter-topic --topic orders --replication-factor 3"))
+                   "alter-topic --topic orders --replication-factor 3",
+                   "alter-topic --topic orders --partitions 24 --blocking"))
 def alter_topic(session: Session, args: dict) -> Result:
     if not (args["partitions"] or args["config"] or args["delete_config"] or args["replication_factor"]):
         raise UsageError("alter-topic needs --partitions, --replication-factor, --config or --delete-config")
@@ -152,7 +202,21 @@ def alter_topic(session: Session, args: dict) -> Result:
     if args["config"] or args["delete_config"]:
         messages += configs.alter(conn, configs.TOPICS, [t.name for t in found], dict(args["config"]),
                                   args["delete_config"], dry_run)
-    return Result.message(*messages)
+    result = Result.message(*messages)
+    if args["blocking"] and not dry_run and (args["partitions"] or args["replication_factor"]):
+        total, factor = args["partitions"], args["replication_factor"]
+
+        def altered(view: dict[str, TopicInfo], names: list[str]) -> bool:
+            return all(n in view and (not total or len(view[n].partitions) >= total)
+                       and (not factor or all(len(p.replicas) == factor for p in view[n].partitions))
+                       for n in names)
+        what = " and ".join(x for x in (f"{total} partitions" if total else "",
+                                         f"{factor} replicas a partition" if factor else "") if x)
+        result = _joined(result, wait_until_shown(session, snap, [t.name for t in found], altered, what))
+    elif args["blocking"] and not dry_run:
+        result.messages.append("--blocking waits for what brokers' metadata shows (partitions, replicas): "
+                               "configs are not in it, nothing to wait for.")
+    return result
 
 
 def _add_partitions(session: Session, found: list, total: int, assignment: list[list[int]] | None,
@@ -224,11 +288,12 @@ def confirm_delete(session: Session, args: dict) -> str | None:
          Option("--topic", repeatable=True, required=True, metavar="NAME", completer="topic",
                 help="Topic to delete (a glob such as 'tmp-*' selects many)."),
          Option("--if-exists", flag=True, help="Do nothing for topics that do not exist."),
+         BLOCKING,
          mutates=True, topic_context=True, confirm=Confirm(question=confirm_delete),
          help="Delete topics (asks for confirmation; --yes outside the REPL).",
          examples=("delete-topic --topic orders --yes", "delete-topic --topic 'tmp-*' --yes"))
 def delete_topic(session: Session, args: dict) -> Result:
-    _, names, skipped = delete_targets(session, args)
+    snap, names, skipped = delete_targets(session, args)
     messages = [f"Topic {n} does not exist: skipped." for n in skipped]
     if args["dry_run"]:
         return Result.message(*messages, *(f"Would delete topic {n} (dry run)." for n in names))
@@ -246,6 +311,8 @@ def delete_topic(session: Session, args: dict) -> Result:
             errors.append(result.error)
     if errors:
         raise KafkaCallError(" ".join(messages + errors))
+    if args["blocking"]:
+        return _joined(Result.message(*messages), wait_until_shown(session, snap, names, _deleted, "the deletion"))
     return Result.message(*messages)
 
 
@@ -272,7 +339,7 @@ FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_i
 
 @command("describe-topic",
          Option("--topic", repeatable=True, metavar="NAME", completer="topic",
-                help="Topic to describe (a glob selects many; default: all)."),
+                help="Topic to describe (a glob selects many; without one: every topic, or the context topic)."),
          Option("--under-replicated-partitions", flag=True, help="Partitions with replicas out of the ISR."),
          Option("--unavailable-partitions", flag=True, help="Partitions without a live leader."),
          Option("--under-min-isr-partitions", flag=True, help="Partitions with ISR below min.insync.replicas."),
@@ -299,7 +366,7 @@ def describe_topic(session: Session, args: dict) -> Result:
                 if need_configs or args["topics_with_overrides"] else {})
     if args["topics_with_overrides"]:
         found = [t for t in found if t.name in settings and settings[t.name].overrides]
-    topic_rows = [[t.name, str(t.topic_id) if t.topic_id else None, len(t.partitions),
+    topic_rows = [[t.name, kafka_uuid(t.topic_id) if t.topic_id else None, len(t.partitions),
                    len(t.partitions[0].replicas) if t.partitions else 0,
                    ",".join(f"{k}={v}" for k, v in sorted(settings[t.name].overrides.items())) if t.name in settings
                    else ""]
@@ -321,11 +388,11 @@ def describe_topic(session: Session, args: dict) -> Result:
                 if filters and not _matches(p, filters, live, min_isr, adding):
                     continue
                 eligible, last_known = elr.get((t.name, p.partition), ((), ()))
-                rows.append([t.name, p.partition, p.leader if p.leader >= 0 else "none", p.replicas,
+                rows.append([t.name, p.partition, p.leader if p.leader >= 0 else None, p.replicas,
                              p.isr, adding, removing, eligible, last_known, p.offline_replicas])
         tables.append(Table(["Topic", "Partition", "Leader", "Replicas", "Isr", "AddingReplicas",
                              "RemovingReplicas", "Elr", "LastKnownElr", "Offline"], rows,
-                            name="partitions"))
+                            name="partitions", kinds={"Leader": "id", "Isr": "kept"}))
     elif filters:
         tables.append(Table(["Topic", "TopicId", "PartitionCount", "ReplicationFactor", "Configs"],
                             topic_rows, name="topics"))

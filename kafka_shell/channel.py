@@ -154,7 +154,7 @@ class Channel:
         whole exchange; by default the channel's timeout plus the broker's own operation
         timeout from the body."""
         v = self.pick_version(api_key, version, max_version)
-        entity = protocol.build(protocol.request_schema(api_key, v), body)
+        entity = protocol.build_request(api_key, v, body)
         at = (deadline or Deadline(self.timeout_s, operation_seconds(body))).at
         self._reauthenticate_if_due(at)
         try:
@@ -322,7 +322,7 @@ class Channel:
 
     def _request_raw(self, api_key: int, body: dict, deadline: float, version: int | None = None) -> dict:
         v = self.pick_version(api_key, version)
-        entity = protocol.build(protocol.request_schema(api_key, v), body)
+        entity = protocol.build_request(api_key, v, body)
         return protocol.to_dict(self._decode(protocol.response_schema(api_key, v),
                                              self._roundtrip(entity, deadline)))
 

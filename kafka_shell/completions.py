@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_shell.definitions import RELEASES
-from kafka_shell.main import GLOBAL_OPTIONS, flag_commands
+from kafka_shell.main import GLOBAL_OPTIONS, WORD_COMMANDS, flag_commands, sandbox_parser
 from kafka_shell.registry import Command, Option
 
 OUT_DIR = Path(__file__).resolve().parent.parent / "completions"
@@ -61,20 +61,21 @@ GLOBAL_KINDS = {"--file": FILE, "--command-config": FILE, "--output": ENUM, "--c
                 "--kafka-version": ENUM}
 HIDDEN_GLOBALS = {"--shell"}   # internal (tests force the REPL with it): not offered
 
-SANDBOX_OPTIONS = (
-    Opt(("--brokers",), TEXT, "Number of brokers (default 3)"),
-    Opt(("--mode",), ENUM, "kraft or zk", ("kraft", "zk")),
-    Opt(("--controllers",), TEXT, "KRaft controller voters (default 1)"),
-    Opt(("--port-base",), TEXT, "Listen on ports from P up"),
-    Opt(("--kafka-version",), ENUM, "The Kafka release to behave as", RELEASES),
-    Opt(("--rack",), TEXT, "The brokers' racks: one per broker, or one for all"),
-    Opt(("--broker-config",), TEXT, "A static broker config KEY=VALUE", repeatable=True),
-    Opt(("--seed-apis",), FLAG, "Also serve the seeds' APIs no Kafka release has"),
-    Opt(("--hosts",), TEXT, "The brokers' machine names"),
-    Opt(("--data-dir",), DIR, "Keep the cluster in this directory"),
-    Opt(("--listen",), TEXT, "Address to listen on"),
-    Opt(("--help",), FLAG, "Show the help"),
-)
+def _sandbox_options() -> list[Opt]:
+    """Every option of `kafka-shell sandbox`, read from its own parser."""
+    out = []
+    for action in sandbox_parser()._actions:
+        names = tuple(n for n in action.option_strings if n.startswith("--"))
+        if action.nargs == 0:
+            kind = FLAG
+        elif action.choices:
+            kind = ENUM
+        else:
+            kind = {"FILE": FILE, "D": DIR}.get(action.metavar or "", TEXT)
+        help_text = (action.help or "").replace("%%", "%")
+        out.append(Opt(names, kind, help_text[:1].upper() + help_text[1:], tuple(action.choices or ()),
+                       repeatable=action.default == []))
+    return out
 
 
 def _globals() -> list[Opt]:
@@ -141,52 +142,71 @@ def _value_cases(contexts: dict[str, list[Opt]]) -> list[tuple[list[str], str]]:
 def bash() -> str:
     cmds = _commands()
     flags = "|".join(f"--{c.name}" for c in cmds)
+    words_ = "|".join(WORD_COMMANDS)
     contexts: dict[str, list[Opt]] = {c.name: _options(c) for c in cmds}
-    contexts[SANDBOX] = list(SANDBOX_OPTIONS)
+    contexts[SANDBOX] = _sandbox_options()
     value_cases = [(p, a) for p, a in _value_cases(contexts) if not any(x.startswith("*") for x in p)]
     global_cases = _value_cases({"*": _globals()})
-    cases = "\n".join(f"    {'|'.join(p)}) {a}; return;;" for p, a in value_cases + global_cases)
+    cases = "\n".join(f"    {'|'.join(p)}) {a}; return 0;;" for p, a in value_cases + global_cases)
     names = " ".join(n for o in _globals() for n in o.names)
-    option_lists = "\n".join(f'    {c}) opts="{" ".join(n for o in opts for n in o.names)}";;'
+    option_lists = "\n".join(f'      {c}) opts="{" ".join(n for o in opts for n in o.names)}";;'
                              for c, opts in contexts.items() if c != SANDBOX)
     top = " ".join([*(f"--{c.name}" for c in cmds), SANDBOX])
-    sandbox_opts = " ".join(n for o in SANDBOX_OPTIONS for n in o.names)
+    sandbox_opts = " ".join(n for o in _sandbox_options() for n in o.names)
     return f"""# {HEADER}
 # Topic and cluster names come from a short kafka-shell call when Tab is pressed.
+# Words are read from the line itself, not COMP_WORDS: bash splits those at COMP_WORDBREAKS, so
+# host:port would be three words and --output=json three more.
 _kafka_shell_clusters() {{
-  "${{COMP_WORDS[0]}}" --bootstrap-server {NO_CLUSTER} --command clusters --output csv 2>/dev/null | tail -n +2 | cut -d, -f1
+  "${{words[0]}}" --bootstrap-server {NO_CLUSTER} --command clusters --output csv 2>/dev/null | tail -n +2 | cut -d, -f1
 }}
 _kafka_shell_topics() {{
   local i args=()
-  for ((i = 1; i < COMP_CWORD - 1; i++)); do
-    case "${{COMP_WORDS[i]}}" in
-      --bootstrap-server|--cluster|--command-config|-X) args+=("${{COMP_WORDS[i]}}" "${{COMP_WORDS[i+1]}}");;
+  for ((i = 1; i < cword - 1; i++)); do
+    case "${{words[i]}}" in
+      --bootstrap-server|--cluster|--command-config|-X) args+=("${{words[i]}}" "${{words[i+1]}}");;
+      --bootstrap-server=*|--cluster=*|--command-config=*) args+=("${{words[i]}}");;
     esac
   done
-  "${{COMP_WORDS[0]}}" "${{args[@]}}" --timeout 2 --command list-topics --output csv 2>/dev/null | tail -n +2 | cut -d, -f1
+  "${{words[0]}}" "${{args[@]}}" --timeout 2 --command list-topics --output csv 2>/dev/null | tail -n +2 | cut -d, -f1
 }}
-_kafka_shell() {{
-  local cur="${{COMP_WORDS[COMP_CWORD]}}" prev="" cmd="" w opts
-  (( COMP_CWORD > 1 )) && prev="${{COMP_WORDS[COMP_CWORD-1]}}"
-  if [[ "${{COMP_WORDS[1]}}" == {SANDBOX} ]]; then
-    cmd={SANDBOX}
-  else
-    for w in "${{COMP_WORDS[@]:1:COMP_CWORD-1}}"; do
-      case "$w" in
-        {flags}) cmd="${{w#--}}";;
-      esac
-    done
-  fi
+_kafka_shell_values() {{
   # The value of the option before the cursor: only what fits it (nothing for free text).
   case "$cmd $prev" in
 {cases}
   esac
-  case "$cmd" in
-    {SANDBOX}) COMPREPLY=( $(compgen -W "{sandbox_opts}" -- "$cur") ); return;;
+  return 1
+}}
+_kafka_shell() {{
+  local line="${{COMP_LINE:0:COMP_POINT}}" words=() cword cur prev="" cmd="" w opts
+  read -ra words <<< "$line"
+  [[ -z "$line" || "$line" == *[[:space:]] ]] && words+=("")
+  cword=$(( ${{#words[@]}} - 1 ))
+  cur="${{words[cword]}}"
+  (( cword > 1 )) && prev="${{words[cword-1]}}"
+  if [[ "$cur" == --*=* ]]; then prev="${{cur%%=*}}"; cur="${{cur#*=}}"; fi
+  if [[ "${{words[1]}}" == {SANDBOX} ]]; then
+    cmd={SANDBOX}
+  else
+    for w in "${{words[@]:1:cword-1}}"; do
+      case "$w" in
+        {flags}) cmd="${{w#--}}";;
+        {words_}) [[ -z "$cmd" ]] && cmd="$w";;
+      esac
+    done
+  fi
+  if ! _kafka_shell_values; then
+    case "$cmd" in
+      {SANDBOX}) COMPREPLY=( $(compgen -W "{sandbox_opts}" -- "$cur") );;
 {option_lists}
-    *) opts="{top}";;
-  esac
-  COMPREPLY=( $(compgen -W "{names} $opts" -- "$cur") )
+      *) opts="{top}";;
+    esac
+    [[ "$cmd" == {SANDBOX} ]] || COMPREPLY=( $(compgen -W "{names} $opts" -- "$cur") )
+  fi
+  # bash replaces only its own last word, the text after a ":" (or "="): offer what follows it.
+  local pre="${{cur%"${{COMP_WORDS[COMP_CWORD]}}"}}"
+  [[ -n "$pre" && "$pre" != "$cur" ]] && COMPREPLY=( "${{COMPREPLY[@]#"$pre"}}" )
+  return 0
 }}
 complete -F _kafka_shell kafka-shell
 """
@@ -219,10 +239,11 @@ def _zsh_specs(opts: list[Opt]) -> list[str]:
 def zsh() -> str:
     cmds = _commands()
     flags = "|".join(f"--{c.name}" for c in cmds)
+    words_ = "|".join(WORD_COMMANDS)
     globals_ = " \\\n    ".join(_zsh_specs(_globals()))
     cases = "\n".join(f"    ({c.name}) _arguments -s : $globals \\\n      "
                       + " \\\n      ".join(_zsh_specs(_options(c))) + " ;;" for c in cmds)
-    sandbox_specs = " \\\n      ".join(_zsh_specs(list(SANDBOX_OPTIONS)))
+    sandbox_specs = " \\\n      ".join(_zsh_specs(_sandbox_options()))
     commands = " \\\n    ".join(f"'--{c.name}:{_zsh_escape(_first_sentence(c.help))}'" for c in cmds)
     return f"""#compdef kafka-shell
 # {HEADER}
@@ -259,8 +280,14 @@ _kafka-shell() {{
     for w in ${{words[2,CURRENT-1]}}; do
       case $w in
         ({flags}) cmd=${{w#--}} ;;
+        ({words_}) [[ -z $cmd ]] && cmd=$w ;;
       esac
     done
+  fi
+  # a command given as a word (kafka-shell snapshot ...) is no argument of _arguments': drop it
+  if [[ -n $cmd && ${{words[(i)$cmd]}} -lt CURRENT ]]; then
+    words[${{words[(i)$cmd]}}]=()
+    (( CURRENT-- ))
   fi
   case $cmd in
 {cases}
@@ -320,11 +347,13 @@ def fish() -> str:
     ]
     not_sandbox = f"not __fish_seen_subcommand_from {SANDBOX}"
     lines += _fish_lines(_globals(), not_sandbox)
-    lines += _fish_lines(list(SANDBOX_OPTIONS), f"__fish_seen_subcommand_from {SANDBOX}")
+    lines += _fish_lines(_sandbox_options(), f"__fish_seen_subcommand_from {SANDBOX}")
     for c in cmds:
         lines.append(f"complete -c kafka-shell -n 'not __fish_contains_opt {names}; and {not_sandbox}' "
                      f"-l {c.name} -d '{_fish_escape(_first_sentence(c.help))}'")
-        lines += _fish_lines([o for o in _options(c) if o.names != ("--help",)], f"__fish_contains_opt {c.name}")
+        given = f"__fish_contains_opt {c.name}" + (f"; or __fish_seen_subcommand_from {c.name}"
+                                                   if c.name in WORD_COMMANDS else "")
+        lines += _fish_lines([o for o in _options(c) if o.names != ("--help",)], given)
     return "\n".join(lines) + "\n"
 
 

@@ -205,9 +205,14 @@ class ConnectionManager:
                 channel = self.router.controller_channel(api_key, body, deadline)
                 response = channel.request_entity(api_key, body, version, deadline=deadline)
             except NoAnswer as late:
+                # KRaft: a broker forwards the request to the active controller; a broker that
+                # took it and said nothing points at the controller.
+                forwarded = self.mode == KRAFT and not self.router.uses_controller_listener(api_key, body)
+                hint = (" (the broker forwards it to the KRaft controller: if the brokers answer other "
+                        "requests, the controller is down or slow; describe-quorum tells)") if forwarded else ""
                 if mutation and late.sent:
                     raise KafkaCallError(f"{late}: the {protocol.api_name(api_key)} request may or may not "
-                                         "have taken effect. Check the cluster state before retrying.",
+                                         f"have taken effect{hint}. Check the cluster state before retrying.",
                                          retriable=False) from None
                 raise self._no_answer(late, deadline) from None
             except ConnectionLost as lost:

@@ -67,7 +67,8 @@ KAFKA_ERRORS: dict[int, str] = {
     3: 'Topic "{topic}" does not exist (check the name with list-topics, or use --if-exists).',
     5: 'Partition leader of "{topic}" is not available: a broker may be down (see describe-topic).',
     6: 'The broker is not the leader of "{topic}" any more: retry the command.',
-    7: "The request timed out: the cluster may be busy or a broker down; retry or raise --timeout.",
+    7: "The request timed out: the cluster may be busy, a broker down, or in KRaft mode the controller the "
+       "brokers forward it to (describe-quorum tells); retry or raise --timeout.",
     8: "Broker not available: check it with list-brokers and retry.",
     13: "Network error talking to the cluster: retry the command.",
     17: 'Invalid topic name "{topic}": use up to 249 letters, digits, ".", "_" or "-".',
@@ -84,7 +85,8 @@ KAFKA_ERRORS: dict[int, str] = {
     41: "The controller moved while the request ran: retry the command.",
     42: "The cluster rejected the request as invalid: {detail}",
     44: "The cluster's policy rejected the change to {entity}: {detail}",
-    54: "This cluster has security disabled: the operation needs an authorizer.",
+    54: "This cluster has security disabled: the operation needs an authorizer (Kafka: authorizer.class.name; "
+        "a sandbox: start it with kafka-shell sandbox --authorizer).",
     55: "Not attempted because another part of the request failed: fix that part and retry.",
     56: 'Storage error on a broker holding "{topic}": check the broker\'s log directories.',
     60: "A partition reassignment is in progress: wait for it (or cancel it) and retry.",

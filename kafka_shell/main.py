@@ -103,6 +103,9 @@ class Globals:
     command_tokens: list[str] | None = None   # KIP-4 flag style: ["create-topic", "--topic", ...]
 
 
+# The pipeline's commands also read as words, after the global options or before them.
+WORD_COMMANDS = ("snapshot", "analyze")
+
 # name -> (dest, takes a value); aliases share the dest.
 GLOBAL_OPTIONS: dict[str, tuple[str, bool]] = {
     "--bootstrap-server": ("bootstrap", True), "--broker-list": ("bootstrap", True),
@@ -148,7 +151,9 @@ def parse_globals(argv: list[str]) -> Globals:
         name, eq, inline = token.partition("=") if token.startswith("--") else (token, "", "")
         if token.startswith("-X") and len(token) > 2:
             name, eq, inline = "-X", "=", token[2:]
-        if name in GLOBAL_OPTIONS and not (cmd is not None and cmd.option(name) is not None):
+        if cmd is not None and name in ("--help", "-h"):
+            g.command_tokens.append(token)  # type: ignore[union-attr]  # the command's help
+        elif name in GLOBAL_OPTIONS and not (cmd is not None and cmd.option(name) is not None):
             dest, takes_value = GLOBAL_OPTIONS[name]
             if takes_value:
                 if not eq:
@@ -165,6 +170,9 @@ def parse_globals(argv: list[str]) -> Globals:
         elif cmd is None and token.startswith("--") and flag_command(token[2:]) is not None:
             cmd = flag_command(token[2:])
             g.command_tokens = [token[2:]]
+        elif cmd is None and token in WORD_COMMANDS:  # `kafka-shell --bootstrap-server H snapshot ...`
+            cmd = flag_command(token)
+            g.command_tokens = [token]
         elif cmd is not None:
             g.command_tokens.append(token)  # type: ignore[union-attr]
         else:
@@ -263,12 +271,17 @@ def build_target(g: Globals, sandbox=None):
                   bootstrap_controllers=g.bootstrap_controller)
 
 
+def sandbox_parser():
+    """The options of `kafka-shell sandbox`, from the sandbox's own entry point (for the shell
+    completion files, which complete them)."""
+    from kafka_shell.sandbox.cli import parser
+    return parser()
+
+
 def run(argv: list[str]) -> int:
     if argv[:1] == ["sandbox"]:  # the sandbox server has its own entry point (and options)
         from kafka_shell.sandbox.cli import serve
         return serve(argv[1:])
-    if argv[:1] in (["snapshot"], ["analyze"]):  # the pipeline's commands also read as words
-        argv = [f"--{argv[0]}", *argv[1:]]
     g = parse_globals(argv)
     if g.help:
         print(usage_text())

@@ -176,9 +176,16 @@ def quorum_from(part: Any, nodes: Any) -> Quorum:
                   {n.node_id: tuple((e.name, e.host, e.port) for e in n.listeners) for n in nodes or ()})
 
 
+def kafka_uuid(value: uuid.UUID) -> str:
+    """A topic or directory id as Kafka's tools print it (Uuid.toString: URL-safe base64 of the
+    16 bytes, unpadded), e.g. "ZLgh-CD8QfGsKlZG39bUrQ"."""
+    import base64
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode("ascii")
+
+
 def _replica(r: Any) -> QuorumReplica:
     directory = getattr(r, "replica_directory_id", None)
-    return QuorumReplica(r.replica_id, None if directory in (None, ZERO_UUID) else str(directory), r.log_end_offset,
+    return QuorumReplica(r.replica_id, None if directory in (None, ZERO_UUID) else kafka_uuid(directory), r.log_end_offset,
                          _ms(getattr(r, "last_fetch_timestamp", -1)), _ms(getattr(r, "last_caught_up_timestamp", -1)))
 
 

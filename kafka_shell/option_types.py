@@ -100,3 +100,16 @@ def choice_list(choices: tuple[str, ...], what: str) -> Callable[[str], list[str
             raise ValueError(f"{what} separated by commas, of {', '.join(choices)}")
         return [by_lower[w] for w in wanted]
     return convert
+
+
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)?")
+_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
+
+
+def duration(text: str) -> float:
+    """An interval like 60s, 5m, 1h or 500ms (a bare number is seconds), at least 1 ms."""
+    match = _DURATION.fullmatch(text.strip())
+    seconds = float(match.group(1)) * _UNIT_S[match.group(2)] if match else 0
+    if not 0.001 <= seconds <= 7 * 86400:
+        raise ValueError("an interval like 60s, 5m, 1h or 500ms (up to a week)")
+    return seconds

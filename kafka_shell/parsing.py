@@ -161,12 +161,16 @@ def parse(tokens: list[str], registry: Registry = REGISTRY,
     if not tokens:
         raise UsageError("Empty command (type help for the list of commands)")
     cmd = find_command(tokens[0], registry)
-    if any(t in HELP_FLAGS for t in tokens[1:]):
-        return Parsed(cmd, {}, help=True)
     values: dict[str, Any] = {}
     positionals = [o for o in cmd.options if o.positional]
+    tail = next((o for o in positionals if o.rest), None)
+    if any(t in HELP_FLAGS for t in (tokens[1:2] if tail is not None else tokens[1:])):
+        return Parsed(cmd, {}, help=True)
     rest = iter(tokens[1:])
     for token in rest:
+        if tail is not None and not token.startswith("-"):   # the rest of the line, as given
+            values[tail.dest] = [token, *rest]
+            break
         name, eq, inline = token.partition("=") if token.startswith("--") else (token, "", "")
         opt = cmd.option(name) if token.startswith("-") and not _is_number(token) else None
         if opt is None and token.startswith("-") and not _is_number(token):
@@ -299,8 +303,8 @@ def _usage_parts(cmd: Command) -> list[str]:
         if o.hidden:
             continue
         text = o.name.upper() if o.positional else o.name if o.flag else f"{o.name} {_metavar(o)}"
-        if o.repeatable:
-            text += " ..."
+        if o.repeatable:   # a positional takes more words; an option is given again for each value
+            text += " ..." if o.positional else f" [{o.name} ...]"
         parts.append(text if o.required else f"[{text}]")
     return parts
 
@@ -381,29 +385,37 @@ def help_text(cmd: Command, width: int | None = None) -> str:
     lines = _pack(_usage_parts(cmd), width, "Usage: ")
     for text in (cmd.help, cmd.description):
         for paragraph in filter(None, text.split("\n")):
-            lines += ["", *_wrap(paragraph, width)]
+            lead = paragraph[:len(paragraph) - len(paragraph.lstrip())]   # an indented item stays in
+            lines += ["", *_wrap(paragraph.strip(), width, lead + "  " if lead else "", lead)]
     if cmd.required_groups:
         lines += ["", *(line for g in cmd.required_groups for line in _wrap(f"Give exactly one of: {', '.join(g)}", width))]
     opts = [o for o in cmd.options if not o.hidden]
     if opts:
         entries: list[tuple[str, str] | None] = []
         for o in opts:
-            notes = [o.help] if o.help else []
-            if o.choices:
-                notes.append(f"(one of: {', '.join(o.choices)})")
-            if o.default not in (None, False):
-                notes.append(f"(default: {o.default})")
-            if o.repeatable:
-                notes.append("(repeatable)")
-            if o.required and not (cmd.topic_context and o.dest == "topic"):  # the context may give it
-                notes.append("(required)")
-            if o.aliases:
-                notes.append(f"(alias: {', '.join(o.aliases)})")
-            entries.append((_option_label(o), " ".join(notes)))
+            entries.append((_option_label(o), " ".join([o.help, *_annotations(cmd, o)]).strip()))
         lines += ["", "Options:", *format_entries(entries, width)]
     if cmd.examples:
         lines += ["", "Examples:", *wrap_lines([f"  {e}" for e in cmd.examples], width)]
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _annotations(cmd: Command, o: Option) -> list[str]:
+    """What help adds to an option's own text: its choices, default, repeatability, need and
+    aliases, each unless the text says it already."""
+    said = o.help.lower()
+    notes = []
+    if o.choices and not all(c.lower() in said for c in o.choices):
+        notes.append(f"(one of: {', '.join(o.choices)})")
+    if o.default not in (None, False) and "default" not in said:
+        notes.append(f"(default: {o.default})")
+    if o.repeatable and "repeatable" not in said:
+        notes.append("(repeatable)")
+    if o.required and not (cmd.topic_context and o.dest == "topic"):  # the context may give it
+        notes.append("(required)")
+    if o.aliases:
+        notes.append(f"(alias: {', '.join(o.aliases)})")
+    return notes
 
 
 def _option_label(o: Option) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 import io
 import struct
 import typing
@@ -253,6 +254,62 @@ def build(cls: EntityClass, data: dict | object) -> object:
             value = _missing(cls, f)
         kwargs[f.name] = _convert(f, value)
     return cls(**kwargs)
+
+
+# Set by the test suite (tests/conftest.py): every request body is checked against the fields of
+# every version of its API. Off by default: the check loads every version's schema (0.3 s and more
+# for a one-shot command).
+STRICT_REQUESTS_ENV = "KAFKA_SHELL_STRICT_REQUESTS"
+
+
+def build_request(api_key: int, version: int, body: dict) -> object:
+    """The request entity of `version` from a body that may serve several versions (a key only
+    some versions have is ignored by the others). Under the tests, a key no version has is
+    refused: a misspelt field would otherwise go out as its default (a timeout of 0, say)."""
+    if os.environ.get(STRICT_REQUESTS_ENV):
+        unknown = unknown_request_keys(api_key, body)
+        if unknown:
+            raise ValueError(f"{api_name(api_key)} has no field {', '.join(unknown)} in any version")
+    return build(request_schema(api_key, version), body)
+
+
+def unknown_request_keys(api_key: int, body: dict) -> list[str]:
+    """The keys of `body` (and of the first element of each nested list) no version of the
+    request has, as dotted paths."""
+    names = _request_names(api_key)
+    out: list[str] = []
+
+    def walk(data: object, path: tuple[str, ...]) -> None:
+        allowed = names.get(path)
+        if not isinstance(data, dict) or allowed is None:
+            return
+        for key, value in data.items():
+            if key not in allowed:
+                out.append(".".join((*path, key)))
+            elif isinstance(value, (list, tuple)) and value:
+                walk(value[0], (*path, key))
+            else:
+                walk(value, (*path, key))
+    walk(body, ())
+    return out
+
+
+@cache
+def _request_names(api_key: int) -> dict[tuple[str, ...], frozenset[str]]:
+    """Field path -> the field names any version of the request has there."""
+    names: dict[tuple[str, ...], set[str]] = {}
+
+    def collect(cls: EntityClass, path: tuple[str, ...]) -> None:
+        for f in _fields(cls):
+            names.setdefault(path, set()).add(f.name)
+            if f.nested is not None:
+                collect(f.nested, (*path, f.name))
+    for version in kio_versions(api_key):
+        try:
+            collect(request_schema(api_key, version), ())
+        except ValueError:   # a version with no schema at all (not sent either)
+            continue
+    return {path: frozenset(found) for path, found in names.items()}
 
 
 def maker(cls: EntityClass, **fixed: object) -> typing.Callable[..., object]:

@@ -56,6 +56,7 @@ class Option:
     completer: str | None = None      # one of COMPLETERS
     aliases: tuple[str, ...] = ()     # e.g. ("--broker-list",)
     hidden: bool = False              # accepted but not shown in help or completion
+    rest: bool = False                # a positional that takes every word from it on, as given (watch CMD ...)
 
     @property
     def positional(self) -> bool:
@@ -96,6 +97,9 @@ class Confirm:
     question: Callable[[Any, dict], str | None] | None = None
     proposed: bool = False
     refusal: str | None = None
+    # Kafka's own opt-in (reset-offsets' --execute): outside the REPL it is the confirmation,
+    # so no --yes is needed there; the REPL still asks.
+    opt_in: str | None = None
 
 
 @dataclass(frozen=True)
@@ -209,7 +213,7 @@ CONTEXT_DEFAULT = "(default: the context topic)"
 
 def _context_help(opt: Option) -> Option:
     """`--topic` of a command that uses the context topic says so, the same way everywhere."""
-    if CONTEXT_DEFAULT in opt.help:
+    if CONTEXT_DEFAULT in opt.help or "context topic" in opt.help:
         return opt
     return replace(opt, help=f"{opt.help.rstrip('.') or 'Topic'} {CONTEXT_DEFAULT}.")
 

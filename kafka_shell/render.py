@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -25,7 +25,12 @@ EXPANDED = ("auto", "on", "off")
 #   bytes: a size ("100 GiB"); time: epoch milliseconds, shown as an age ("120 ms ago");
 #   ms: a duration in milliseconds ("1.5 s"). Negative values are Kafka's "unknown" (shown as -).
 #   reported: said in the result's messages already, so the table format leaves it out.
-KINDS = ("bytes", "time", "ms", "reported")
+#   datetime: epoch milliseconds, shown as a UTC date and time ("2026-01-31T12:00:00.000Z").
+#   id: a broker or node id, or None shown as "none" (Kafka's word for no leader); never left out.
+#   kept: never left out, even when empty in every row (an empty ISR is the news).
+#   mark: a boolean shown as "*" or nothing (the replica unclean-recovery chose).
+KINDS = ("bytes", "time", "ms", "reported", "datetime", "id", "kept", "mark")
+KEPT_KINDS = ("id", "kept")
 
 
 @dataclass
@@ -47,6 +52,7 @@ class Result:
     # Kafka's own wording), while json and csv print the tables: scripts always get data.
     text: str | None = None
     exit_code: int = 0
+    stream: Stream | None = None   # rows still to come, printed as they do (see write_stream)
 
     @classmethod
     def table(cls, columns: list[str], rows: list[list[Any]], *messages: str, name: str = "",
@@ -64,6 +70,20 @@ class Result:
         if failures and not any(t.rows for t in tables):
             return cls.message(*notes, *failures, exit_code=1)
         return cls(tables=tables, text=text, messages=[*notes, *failures], exit_code=1 if failures else 0)
+
+
+@dataclass
+class Stream:
+    """Rows printed as they come (consume): one table whose rows an iterator yields, each
+    written and flushed at once (table rows in fixed `widths`, json's array as it grows, a jsonl
+    line, a csv line). `summary(interrupted)` then gives the result's messages and exit code;
+    `interrupted` is True when Ctrl-C came while a row was being written."""
+    columns: list[str]
+    rows: Iterator[list[Any]]
+    summary: Callable[[bool], Result]
+    name: str = ""
+    kinds: dict[str, str] = field(default_factory=dict)
+    widths: dict[str, int] = field(default_factory=dict)   # column -> its width in the table format
 
 
 @dataclass
@@ -114,6 +134,70 @@ def render(result: Result, fmt: str, out: TextIO, err: TextIO, view: View | None
     err.flush()
 
 
+def write_stream(stream: Stream, fmt: str, out: TextIO) -> Result:
+    """Print a stream's rows as they come; return its summary (messages and exit code). Stdout
+    stays what the format promises: nothing before the first row (a failure prints nothing in
+    json), and json's object closed however the stream ends."""
+    people = _streamed_row(stream) if fmt == "table" else None
+    first = True
+    interrupted = False
+    try:
+        for row in stream.rows:
+            if first:
+                out.write(_stream_head(stream, fmt))
+            elif fmt == "json":
+                out.write(",\n")
+            out.write(people(row) if people is not None else _stream_row(stream, fmt, row))
+            out.flush()
+            first = False
+    except KeyboardInterrupt:
+        interrupted = True
+        close = getattr(stream.rows, "close", None)
+        if close is not None:
+            close()
+    summary = stream.summary(interrupted)
+    if first and fmt == "json" and summary.exit_code == 0:
+        out.write(json.dumps({stream.name or "table0": []}) + "\n")
+    elif first and fmt == "table" and summary.exit_code == 0:
+        out.write("(none)\n")
+    elif not first and fmt == "json":
+        out.write("\n]}\n")
+    out.flush()
+    return summary
+
+
+def _streamed_row(stream: Stream) -> Callable[[list[Any]], str]:
+    """A row of the table format in the stream's fixed widths (the last column unpadded)."""
+    show = [HUMAN.get(stream.kinds.get(c, "")) for c in stream.columns]
+    widths = [max(stream.widths.get(c, 0), len(c)) for c in stream.columns]
+
+    def line(row: list[Any]) -> str:
+        cells = [cell(v if f is None else f(v)) for v, f in zip(row, show)]
+        return "  ".join(c.ljust(w) for c, w in zip(cells[:-1], widths)) + "  " + cells[-1] + "\n"
+    return line
+
+
+def _stream_head(stream: Stream, fmt: str) -> str:
+    if fmt == "table":
+        widths = [max(stream.widths.get(c, 0), len(c)) for c in stream.columns]
+        return "  ".join(c.ljust(w) for c, w in zip(stream.columns, widths)).rstrip() + "\n" + \
+            "  ".join("-" * w for w in widths) + "\n"
+    if fmt == "json":
+        return "{" + json.dumps(stream.name or "table0") + ": [\n"
+    if fmt == "csv":
+        return _csv(Table(stream.columns, []))
+    return ""
+
+
+def _stream_row(stream: Stream, fmt: str, row: list[Any]) -> str:
+    if fmt == "json":
+        return json.dumps(dict(zip(stream.columns, row)), default=str)
+    if fmt == "csv":
+        return _csv(Table(stream.columns, [row])).split("\n", 1)[1]
+    keys = ["table", *map(snake_case, stream.columns)]
+    return json.dumps(dict(zip(keys, [stream.name or "table0", *row])), default=str) + "\n"
+
+
 def output_text(result: Result, fmt: str, view: View | None = None) -> str:
     """What `render` writes to stdout."""
     view = view or View()
@@ -148,7 +232,7 @@ def _table(tables: list[Table], view: View | None = None) -> str:
         if not t.rows:
             blocks.append(f"(no {t.name.replace('_', ' ') or 'rows'})")
             continue
-        t = _for_people(t)
+        t = for_people(t)
         text = None if view.expanded == "on" else _horizontal(t)
         if text is None or (view.expanded == "auto" and view.width is not None and _widest_line(text) > view.width):
             text = _vertical(t, view.width)
@@ -186,10 +270,11 @@ def _empty(value: Any) -> bool:
     return value is None or value == "" or (isinstance(value, (list, tuple)) and not value)
 
 
-def _for_people(t: Table) -> Table:
+def for_people(t: Table) -> Table:
     """The table format's view: columns empty in every row left out, declared kinds readable."""
     keep = [i for i, c in enumerate(t.columns)
-            if t.kinds.get(c) != "reported" and not all(_empty(row[i]) for row in t.rows)] or list(range(len(t.columns)))
+            if t.kinds.get(c) != "reported"
+            and (t.kinds.get(c) in KEPT_KINDS or not all(_empty(row[i]) for row in t.rows))] or list(range(len(t.columns)))
     show: list[Callable[[Any], Any] | None] = [HUMAN.get(t.kinds.get(t.columns[i], "")) for i in keep]
     if len(keep) == len(t.columns) and not any(show):
         return t
@@ -244,7 +329,28 @@ def human_time(value: Any, now_ms: float | None = None) -> Any:
     return f"{human_ms(age)} ago" if age >= 0 else f"in {human_ms(-age)}"
 
 
-HUMAN: dict[str, Callable[[Any], Any]] = {"bytes": human_bytes, "time": human_time, "ms": human_ms}
+def human_datetime(value: Any) -> Any:
+    """Epoch milliseconds as a UTC date and time to the millisecond: "2026-01-31T12:00:00.000Z"."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return None if isinstance(value, int) and not isinstance(value, bool) else value
+    seconds, ms = divmod(value, 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{ms:03d}Z"
+
+
+def _id(value: Any) -> Any:
+    return "none" if value is None else value
+
+
+def _kept(value: Any) -> Any:
+    return "-" if _empty(value) else value
+
+
+def _mark(value: Any) -> Any:
+    return ("*" if value else "") if isinstance(value, bool) else value
+
+
+HUMAN: dict[str, Callable[[Any], Any]] = {"bytes": human_bytes, "time": human_time, "ms": human_ms,
+                                          "datetime": human_datetime, "id": _id, "kept": _kept, "mark": _mark}
 
 
 def _column_text(values: tuple) -> list[str]:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from kafka_shell.authorization import authorization_message, is_authorization_error
-from kafka_shell.channel import Channel, ConnectionLost, ConnectionRefused, MalformedAnswer
+from kafka_shell.channel import Channel, ConnectionLost, ConnectionRefused, MalformedAnswer, NoAnswer
 from kafka_shell.client_config import parse_bootstrap
 from kafka_shell.codes import ApiKey, Error, ResourceType
 from kafka_shell.deadline import Deadline
@@ -183,11 +183,30 @@ class Router:
         """The metadata quorum (KRaft) from a fresh DescribeQuorum, asked of the controller
         listener when --bootstrap-controller was given, else through a broker; updates the
         active controller from it."""
-        def ask(ch: Channel) -> object:
-            return ch.request_entity(ApiKey.DESCRIBE_QUORUM, QUORUM_REQUEST, deadline=deadline)
+        silent: list[str] = []   # brokers that took the request and forwarded it to no answer
 
-        answer: Any = self._from_controllers(ask, deadline) if self.controller_addresses else \
-            self.from_any_broker(ask, deadline)
+        def ask(ch: Channel) -> object:
+            try:
+                return ch.request_entity(ApiKey.DESCRIBE_QUORUM, QUORUM_REQUEST, deadline=deadline)
+            except NoAnswer:
+                silent.append(ch.name)
+                raise
+
+        if self.controller_addresses:
+            answer: Any = self._from_controllers(ask, deadline)
+        else:
+            try:
+                answer = self.from_any_broker(ask, deadline)
+            except ClusterUnreachable:
+                if not silent:
+                    raise
+                # The brokers are up (they took the request); the controller they forward it to is not.
+                raise KafkaCallError(
+                    f"The brokers answer, but the KRaft controller quorum does not: DescribeQuorum, which the "
+                    f"broker at {silent[0]} forwards to the active controller, got no answer within "
+                    f"{self.timeout_s:g} s (is every controller down? with --bootstrap-controller the shell "
+                    "asks the controllers directly).",
+                    code=Error.not_controller, retriable=True) from None
         part = answer.topics[0].partitions[0] if answer.topics and answer.topics[0].partitions else None
         code = int(answer.error_code) or (int(part.error_code) if part is not None else Error.unknown_server_error)
         if is_authorization_error(code):

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 from kafka_shell import parsing
 from kafka_shell.errors import ShellError, UsageError, from_kafka_exception, printable
-from kafka_shell.registry import REGISTRY
-from kafka_shell.render import Proposal, Result, View, render
+from kafka_shell.registry import REGISTRY, Command
+from kafka_shell.render import Proposal, Result, View, render, write_stream
 from kafka_shell.session import Session
 
 Echo = Callable[[str, str], None]   # (where, line) -> None, called before a line's output
@@ -152,10 +152,12 @@ def _ask(session: Session, question: str, refusal: str) -> None:
         raise ShellError("Cancelled: nothing was changed.")
 
 
-def _settle(session: Session, args: dict, outcome: object) -> object:
-    """A handler's Proposal is applied once approved (--yes) or confirmed, by the policy above."""
+def _settle(session: Session, command: Command, args: dict, outcome: object) -> object:
+    """A handler's Proposal is applied once approved (--yes, or outside the REPL the command's
+    own opt-in such as --execute) or confirmed, by the policy above."""
     if isinstance(outcome, Proposal):
-        if not _approved(session, args):
+        opted_in = command.confirm is not None and command.confirm.opt_in is not None and not _can_ask(session)
+        if not (_approved(session, args) or opted_in):
             _ask(session, outcome.question, outcome.refusal)
         return outcome.apply()
     return outcome
@@ -201,20 +203,23 @@ def _execute(session: Session, run: list[Line], batch, stop_on_error: bool) -> l
         return [Result(text=parsing.help_text(first.command))]
     if batch is None:
         try:
-            outcomes = [_settle(session, first.args, first.command.handler(session, first.args))]
+            outcomes = [_settle(session, first.command, first.args, first.command.handler(session, first.args))]
         except Exception as exc:  # noqa: BLE001
             outcomes = [exc]
     else:
         args = [ln.parsed.args for ln in run]  # type: ignore[union-attr]
-        if stop_on_error and len(run) > 1 and not first.args.get("dry_run"):
-            # The first failure must stop the run: validate the whole run first, and send only
-            # the lines before the first line that would fail.
-            checks = batch(session, [{**a, "dry_run": True} for a in args])
-            bad = next((k for k, c in enumerate(checks) if _failed(c)), None)
-            if bad is not None:
-                done = batch(session, args[:bad]) if bad else []
-                return [*done, checks[bad]]
-        outcomes = batch(session, args)
+        try:
+            if stop_on_error and len(run) > 1 and not first.args.get("dry_run"):
+                # The first failure must stop the run: validate the whole run first, and send
+                # only the lines before the first line that would fail.
+                checks = batch(session, [{**a, "dry_run": True} for a in args])
+                bad = next((k for k, c in enumerate(checks) if _failed(c)), None)
+                if bad is not None:
+                    done = batch(session, args[:bad]) if bad else []
+                    return [*done, checks[bad]]
+            outcomes = batch(session, args)
+        except Exception as exc:  # noqa: BLE001 - the request of the whole run failed: each line says so
+            outcomes = [exc] * len(run)
     if (first.command.mutates or first.command.changes_cluster) and not first.args.get("dry_run") \
             and session.refresh_after_mutation \
             and any(isinstance(o, Result) and o.exit_code == 0 for o in outcomes):
@@ -227,11 +232,13 @@ def _failed(outcome: object) -> bool:
 
 
 def _refresh(session: Session) -> None:
-    """The REPL's cache (completion, toolbar) follows a change at once: the next Tab knows it."""
+    """The REPL's cache (completion, toolbar) follows a change at once: the next Tab knows it.
+    A refresh that fails (every broker down: the change may have been stopping them) is no news
+    of the command's: the toolbar shows the cache's age, --debug the reason."""
     try:
         session.conn.refresh()
     except Exception as exc:  # noqa: BLE001 - a failed refresh must not fail the change itself
-        session.notify(f"Could not refresh the metadata cache: {exc}")
+        session.debug_line(f"could not refresh the metadata cache: {exc}")
 
 
 def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) -> int:
@@ -240,10 +247,15 @@ def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) ->
     if line.parsed is not None:
         _echo(line, echo)
     result: Result = outcome  # type: ignore[assignment]
-    if line.where and result.exit_code:
-        result = dataclasses.replace(result, messages=[line.where + m for m in result.messages])
     args = line.parsed.args if line.parsed is not None else {}
     fmt = args.get("output") or session.output
+    if result.stream is not None:   # its rows are printed as they come, then its summary alone
+        result = write_stream(result.stream, fmt, session.stdout)
+        fmt = "table"
+    elif line.parsed is not None and line.parsed.command.family == "session" and not result.tables:
+        fmt = "table"   # the shell's own settings (output json, topic t) are no result: no {}
+    if line.where and result.exit_code:
+        result = dataclasses.replace(result, messages=[line.where + m for m in result.messages])
     try:
         render(result, fmt, session.stdout, session.stderr, _view(session, args.get("csv_table")))
     except UsageError as exc:   # --csv-table naming no table of the result

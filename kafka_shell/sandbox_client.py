@@ -138,6 +138,9 @@ class RemoteSandbox:
         answer: list = self._call("replace_broker", broker_id, host_name, lose_disk)  # type: ignore[assignment]
         return answer[0], answer[1]
 
+    def add_controller(self, controller_id: int | None = None, directory_id: str | None = None) -> dict:
+        return self._call("add_controller", controller_id, directory_id)  # type: ignore[return-value]
+
     def stop(self) -> None:
         """Nothing to release: the server keeps running (the shell calls this at exit)."""
 
@@ -166,3 +169,16 @@ def attach(target: Target | None) -> RemoteSandbox:
     raise UsageError("sandbox commands need kafka-shell --sandbox or a kafka-shell sandbox server "
                      f"(none answered the sandbox control API: {'; '.join(problems)}; with every "
                      f"broker stopped, set {CONTROL_ENV}=HOST:PORT to the server's control address)")
+
+
+def controller_changes(target: Target | None, sandbox: object = None) -> list[dict] | None:
+    """The sandbox's own record of its controller changes (time, from, to, epoch), from the
+    embedded `sandbox` or a server's control endpoint; None when the cluster is no sandbox."""
+    if sandbox is None:
+        try:
+            sandbox = attach(target)
+        except ShellError:  # UsageError too: no sandbox answered
+            return None
+    changes = sandbox.status().get("controller_changes")  # type: ignore[attr-defined]
+    return [e for e in changes if isinstance(e, dict) and isinstance(e.get("time"), (int, float))] \
+        if isinstance(changes, list) else None

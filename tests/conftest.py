@@ -11,10 +11,55 @@ from __future__ import annotations
 
 import os
 
+import confluent_kafka
+import confluent_kafka.admin
 import pytest
-from confluent_kafka.admin import AdminClient
 
+from kafka_shell import protocol
 from kafka_shell.sandbox.server import Sandbox
+
+
+def _quiet_conf(conf: object, kwargs: dict) -> object:
+    """A client's settings without a logger of their own get log level 0: librdkafka logs
+    (connection refused by a broker a test stopped, ...) from its own threads, past pytest's
+    capture, into the output of whatever runs next."""
+    if isinstance(conf, dict) and "logger" not in conf and "logger" not in kwargs:
+        return {**conf, "log_level": 0}
+    return conf
+
+
+def _quiet(cls: type) -> type:
+    if getattr(cls, "quiet_in_tests", False):   # this conftest is imported twice (conftest, tests.conftest)
+        return cls
+
+    class Quiet(cls):  # type: ignore[valid-type, misc]
+        quiet_in_tests = True
+
+        def __init__(self, conf: object = None, **kwargs):
+            super().__init__(_quiet_conf(conf, kwargs), **kwargs)
+    Quiet.__name__ = Quiet.__qualname__ = cls.__name__
+    return Quiet
+
+
+def _quiet_admin() -> None:
+    """AdminClient's own __init__ names its module's AdminClient (super(AdminClient, self)): it
+    is wrapped in place, not subclassed."""
+    cls = confluent_kafka.admin.AdminClient
+    if getattr(cls, "quiet_in_tests", False):
+        return
+    init = cls.__init__
+
+    def quiet_init(self, conf=None, **kwargs):
+        init(self, _quiet_conf(conf, kwargs), **kwargs)
+    cls.__init__ = quiet_init
+    cls.quiet_in_tests = True
+
+
+# Every test module imports the clients after this conftest: they get the quiet ones.
+confluent_kafka.Producer = _quiet(confluent_kafka.Producer)
+confluent_kafka.Consumer = _quiet(confluent_kafka.Consumer)
+_quiet_admin()
+AdminClient = confluent_kafka.admin.AdminClient
 
 BOTH_MODES = pytest.mark.modes("kraft", "zk")
 ZK_MODE = pytest.mark.modes("zk")
@@ -26,6 +71,9 @@ REAL_KAFKA_FIXTURES = {"kafka4", "kafka4_quorum", "kafka39_zk", "kafka39", "kafk
 
 
 def pytest_configure(config) -> None:
+    # Every request body the shell builds, here and in the shells the tests start, is checked
+    # against the fields of every version of its API (protocol.build_request).
+    os.environ[protocol.STRICT_REQUESTS_ENV] = "1"
     config.addinivalue_line("markers", "modes(*names): the sandbox modes (kraft, zk) a test runs in")
     config.addinivalue_line("markers", "real_kafka: runs against real Apache Kafka (tests/real_kafka.py)")
 

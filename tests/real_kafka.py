@@ -18,6 +18,7 @@ import contextlib
 import ctypes
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -122,6 +123,7 @@ class Node:
     proc: subprocess.Popen | None = None
     down: bool = False      # stopped or killed on purpose (start_node / restore bring it back)
     extra_ports: dict[str, int] = field(default_factory=dict)   # listener name -> port
+    joining: bool = False   # a controller formatted to join a dynamic quorum (not an initial voter)
 
     @property
     def is_broker(self) -> bool:
@@ -276,7 +278,10 @@ class RealKafka:
                 "log.dirs": str(log_dir),
             })
             if self.mode == "kraft":
-                props.update({"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "4000"})
+                props.update({"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "4000",
+                              # A broker gives up its first registration after 60 s by default: on a
+                              # loaded machine a quorum starting beside it can take longer.
+                              "initial.broker.registration.timeout.ms": str(int(START_TIMEOUT_S * 1000))})
             if int(self.version.split(".")[0]) >= 4:
                 props.update({"share.coordinator.state.topic.replication.factor": replication,
                               "share.coordinator.state.topic.min.isr": str(min(2, broker_count)),
@@ -329,7 +334,7 @@ class RealKafka:
     def _format_command(self, node: Node) -> list[str]:
         args = ["format", "--config", str(node.directory / "server.properties"), "--cluster-id", self.cluster_id,
                 "--ignore-formatted"]
-        if self.dynamic_quorum and node.is_controller:
+        if self.dynamic_quorum and node.is_controller and not node.joining:
             initial = ",".join(f"{c.node_id}@127.0.0.1:{self._controller_port(c)}:{c.directory_id}"
                                for c in self.controllers)
             args += ["--initial-controllers", initial]
@@ -381,6 +386,31 @@ class RealKafka:
         out.close()
         if wait:
             self.wait_ready()
+
+    def add_controller(self, node_id: int) -> Node:
+        """A new controller of a dynamic quorum (KIP-853), formatted with --no-initial-controllers
+        and started: it follows the quorum as an observer until AddRaftVoter makes it a voter.
+        Its `directory_id` is the one the format wrote (meta.properties)."""
+        if not self.dynamic_quorum or node_id in self.nodes:
+            raise ValueError(f"cannot add controller {node_id}: needs a dynamic quorum and a new id")
+        node = Node(node_id, "controller", self.root / f"controller-{node_id}", free_port(), joining=True)
+        self.nodes[node_id] = node
+        self._write_node_files(node)
+        proc = _spawn(self._format_command(node), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out, _ = proc.communicate(timeout=START_TIMEOUT_S)
+        if proc.returncode != 0:
+            del self.nodes[node_id]
+            raise RuntimeError(f"kafka-storage format of node {node_id} failed: {out.strip()[-2000:]}")
+        meta = (node.directory / "metadata" / "meta.properties").read_text()
+        node.directory_id = re.search(r"^directory\.id=(\S+)$", meta, re.M).group(1)  # type: ignore[union-attr]
+        self.start_node(node_id, wait=False)
+        self._wait_port(node)
+        return node
+
+    def forget(self, node_id: int) -> None:
+        """Kill a node and drop it from the cluster for good (a controller removed from the quorum)."""
+        self.kill(node_id)
+        del self.nodes[node_id]
 
     def kill(self, node_id: int) -> None:
         """kill -9 one node (it stays down until `start_node` or `restore`)."""
@@ -482,6 +512,8 @@ SECURED_USERS = {"admin": "admin-secret", "alice": "alice-secret"}   # admin is 
 SECURED_LISTENERS = {"SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL", "SSL": "SSL"}
 SECURED_MECHANISMS = ["PLAIN", "SCRAM-SHA-512"]
 SUPER_USERS = ["User:admin", "User:CN=admin"]   # admin by SASL, and by its TLS certificate
+# delegation.token.secret.key of the secured node (and of the sandbox compared with it): tokens on.
+SECURED_TOKEN_SECRET = "kafka-shell-token-secret"
 
 
 def secured(tls_dir: Path, version: str = KAFKA_4, users: dict[str, str] | None = None,
@@ -489,9 +521,10 @@ def secured(tls_dir: Path, version: str = KAFKA_4, users: dict[str, str] | None 
     """One combined 4.x node (id 1) with no PLAINTEXT client listener: SASL_PLAINTEXT (PLAIN,
     SCRAM-SHA-512; brokers talk to each other here, as admin over PLAIN), SASL_SSL, and SSL that
     requires a client certificate, so no client is User:ANONYMOUS. StandardAuthorizer with the
-    super users admin (SASL) and CN=admin (its certificate); every other user needs ACLs. The
-    CONTROLLER listener (loopback) is SASL_PLAINTEXT as admin too: with PLAINTEXT there the
-    node's own registration would come as User:ANONYMOUS and need it as a super user.
+    super users admin (SASL) and CN=admin (its certificate); every other user needs ACLs.
+    Delegation tokens are on (SECURED_TOKEN_SECRET). The CONTROLLER listener (loopback) is
+    SASL_PLAINTEXT as admin too: with PLAINTEXT there the node's own registration would come as
+    User:ANONYMOUS and need it as a super user.
 
     TLS: the CA and the broker certificate of kafka_shell.sandbox.tls in `tls_dir` (a sandbox
     given the same directory uses the same ones), as PEM key and trust stores; client
@@ -524,6 +557,7 @@ def secured(tls_dir: Path, version: str = KAFKA_4, users: dict[str, str] | None 
         "listener.name.ssl.ssl.client.auth": "required",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": ";".join(SUPER_USERS),
+        "delegation.token.secret.key": SECURED_TOKEN_SECRET,
     }
     for listener in ("sasl_plaintext", "sasl_ssl"):
         configs[f"listener.name.{listener}.plain.sasl.jaas.config"] = plain

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -46,10 +47,15 @@ def shells() -> None:
 
 
 def _bash_complete(*words: str, env: dict | None = None) -> list[str]:
-    """Candidates bash offers for the last word (the first word names the kafka-shell to call)."""
-    quoted = " ".join(shlex.quote(w) for w in words)
+    """Candidates bash offers for the last word (the first word names the kafka-shell to call),
+    with the line split into COMP_WORDS as bash splits it: also at its COMP_WORDBREAKS ":" and
+    "=" (127.0.0.1:9092 is three words, --output=json three more)."""
+    line = " ".join(words)
+    split = [piece for w in words for piece in (re.findall(r"[=:]+|[^=:]+", w) or [""])]
+    quoted = " ".join(shlex.quote(w) for w in split)
     script = (f"source {completions.OUT_DIR / 'kafka-shell.bash'}; COMP_WORDS=({quoted}); "
-              f"COMP_CWORD={len(words) - 1}; _kafka_shell; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
+              f"COMP_CWORD={len(split) - 1}; COMP_LINE={shlex.quote(line)}; COMP_POINT={len(line)}; "
+              f"_kafka_shell; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True,
                          env={**os.environ, **(env or {})}, cwd=completions.OUT_DIR.parent).stdout
     return out.split()
@@ -180,3 +186,28 @@ def test_cluster_names_despite_a_broken_current_cluster(tmp_path):
     for name in ("clusters.json", "state.json"):
         os.chmod(tmp_path / name, 0o600)
     assert _bash_complete(KAFKA_SHELL, "--cluster", "", env=env) == ["bad"]
+
+
+def test_bash_reads_words_as_typed_host_port_and_option_equals_value(sandbox):
+    """bash splits COMP_WORDS at ":" and "=": the topic after --bootstrap-server H:P, and the
+    value of --opt=value, still complete (issue 22)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": sandbox.bootstrap, "log_level": 3})
+    admin.create_topics([NewTopic("orders", 1, 1)])["orders"].result(10)
+    line = [KAFKA_SHELL, "--bootstrap-server", sandbox.bootstrap, "--describe-topic", "--topic"]
+    assert _bash_complete(*line, "or") == ["orders"]
+    assert _bash_complete(KAFKA_SHELL, f"--bootstrap-server={sandbox.bootstrap}", "--describe-topic", "--topic",
+                          "or") == ["orders"]
+    assert sorted(_bash_complete("kafka-shell", "--output=j")) == ["json", "jsonl"]
+    assert sorted(_bash_complete("kafka-shell", "--describe-topic", "--output=j")) == ["json", "jsonl"]
+
+
+@pytest.mark.parametrize("shell", COMPLETERS)
+def test_word_commands_and_every_sandbox_option(shells, shell):
+    from kafka_shell.sandbox.cli import parser
+    complete = COMPLETERS[shell]
+    assert {"--snapshots", "--spark-master", "--overwrite"} <= set(complete("analyze", "--"))
+    assert "--output-dir" in complete("--bootstrap-server", "h:1", "snapshot", "--out")
+    every = {n for a in parser()._actions for n in a.option_strings if n.startswith("--")}
+    assert {"--authorizer", "--listeners", "--tls-dir"} <= every
+    assert every <= set(complete("sandbox", "--"))

@@ -174,7 +174,7 @@ def test_mutation_rejected_with_not_controller_is_resent(sandbox, manager):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 2)
     old = manager.connect().controller_id
     new = sandbox.kill_controller()
-    body = {"election_type": 0, "topic_partitions": [{"topic": "t", "partitions": [0]}], "timeout_ms": 1000}
+    body = {"election_type": 0, "topic_partitions": [{"topic": "t", "partitions": [0]}], "timeout": 1000}
     answer = manager.controller_request(ELECT_LEADERS, body, mutation=True)
     assert answer.error_code == 0
     results = answer.replica_election_results[0].partition_result
@@ -353,7 +353,7 @@ CREATE_TOPICS = 19
 def test_create_topics_follows_the_controller(sandbox, manager):
     old = manager.connect().controller_id
     new = sandbox.kill_controller()
-    body = {"topics": [{"name": "fresh", "num_partitions": 3, "replication_factor": 2}], "timeout_ms": 5000}
+    body = {"topics": [{"name": "fresh", "num_partitions": 3, "replication_factor": 2}], "timeout": 5000}
     answer = manager.controller_request(CREATE_TOPICS, body, mutation=True)
     assert answer.topics[0].error_code == 0
     assert manager.messages == [f"Controller moved from broker {old} to broker {new}."]
@@ -402,3 +402,15 @@ def test_refresh_when_every_broker_is_too_slow_is_unreachable(sandbox):
     finally:
         cm.close()
     time.sleep(0.6)  # let the brokers finish the delayed requests before the sandbox stops
+
+
+def test_a_request_key_no_version_has_is_refused_under_the_tests(sandbox):
+    """The suite sets KAFKA_SHELL_STRICT_REQUESTS (tests/conftest.py): a misspelt field, which
+    would go out as its default (DeleteTopics' timeout 0), is refused before anything is sent."""
+    from kafka_shell import protocol
+    from kafka_shell.codes import ApiKey
+    assert protocol.unknown_request_keys(ApiKey.DELETE_TOPICS, {"topics": [{"name": "t", "nmae": 1}], "timeout_ms": 1}) \
+        == ["topics.nmae", "timeout_ms"]
+    with pytest.raises(ValueError, match="DeleteTopics has no field timeout_ms in any version"):
+        protocol.build_request(ApiKey.DELETE_TOPICS, 6, {"topics": [], "timeout_ms": 1000})
+    assert protocol.build_request(ApiKey.DELETE_TOPICS, 6, {"topic_names": [], "topics": [], "timeout": 1000})

@@ -203,8 +203,8 @@ def test_every_reset_specifier_moves_offsets_where_kafka_would(sandbox, stamped)
 
     # Nothing moved: the plan is a dry run unless --execute.
     assert committed(sandbox, "g") == {0: 4, 1: 3}
-    assert sh(sandbox, "reset-offsets --group g --topic t --to-earliest --execute")[0] == 2  # needs --yes
-    out, err = ok(sandbox, "reset-offsets --group g --topic t:1 --to-latest --execute --yes")
+    # Outside the REPL --execute, Kafka's own opt-in, is enough (issue 22: it needed --yes too).
+    out, err = ok(sandbox, "reset-offsets --group g --topic t:1 --to-latest --execute")
     assert "Reset 1 offset(s) of group 'g'." in err
     assert committed(sandbox, "g") == {0: 4, 1: 5}
     out, err = ok(sandbox, "reset-offsets --group g --all-topics --to-offset 6 --execute --yes --dry-run")
@@ -276,8 +276,10 @@ def test_delete_group_refused_when_not_empty_and_partial_failure_exits_1(sandbox
         "Consumer group 'busy' has 2 active member(s): stop its consumers first (it was not deleted).",
         "Consumer group 'ghost' does not exist (see list-groups)."]
     assert set(sandbox.call(lambda c: sorted(sandbox_groups.all_groups(c)), sandbox.cluster)) == {"busy"}
-    code, _, err = sh(sandbox, "delete-group busy")  # not in the REPL and no --yes
-    assert code == 2 and "--yes" in err
+    code, _, err = sh(sandbox, "delete-group busy")  # nothing it could delete: nothing to ask, one line why
+    assert code == 1 and "active member(s)" in err
+    code, _, err = sh(sandbox, "delete-group busy idle2")
+    assert code == 1 and "active member(s)" in err
     c1.close()
     c2.close()
     _, err = ok(sandbox, "delete-group busy --dry-run")

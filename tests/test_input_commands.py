@@ -68,7 +68,7 @@ def test_help_says_the_context_topic_one_way(name):
     from kafka_shell.registry import load_commands
     text = help_text(load_commands().commands[name], width=1000).splitlines()   # one line per option
     line = next(row for row in text if row.strip().startswith("--topic "))
-    assert "(default: the context topic)" in line and "(required)" not in line
+    assert ("(default: the context topic)" in line or ", or the context topic)" in line) and "(required)" not in line
 
 
 def test_confirmations_name_targets_and_refuse_missing_ones_before_asking(sandbox):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kafka_shell.metadata import kafka_uuid
 from kafka_shell.sandbox import admin as sandbox_admin
 from tests.conftest import BOTH_MODES
 from tests.output import json_rows, json_tables
@@ -62,7 +63,7 @@ def test_create_list_describe_alter_delete(sandbox):
     p = run(sandbox, "describe-topic --topic orders", "--output", "json")
     data = json_tables(p.stdout)
     assert data["topics"][0]["PartitionCount"] == 5
-    assert data["topics"][0]["TopicId"] == str(sandbox.cluster.topics["orders"].id)
+    assert data["topics"][0]["TopicId"] == kafka_uuid(sandbox.cluster.topics["orders"].id)   # as Kafka prints it
     parts = data["partitions"]
     assert [r["Partition"] for r in parts] == [0, 1, 2, 3, 4]
     for row, part in zip(parts, sandbox.cluster.topics["orders"].partitions):
@@ -151,7 +152,7 @@ def test_help_needs_no_cluster_and_goes_to_stdout():
     assert p.returncode == 0 and "create-topic" in p.stdout and "describe-cluster" in p.stdout
     p = shell("--command", "create-topic --help")
     assert p.returncode == 0
-    assert p.stdout.startswith("Usage: create-topic --topic NAME ...")
+    assert p.stdout.startswith("Usage: create-topic --topic NAME [--topic ...]")
     assert "--replication-factor N" in p.stdout and "Examples:" in p.stdout
     p = shell("--help")
     assert p.returncode == 0 and "--bootstrap-server" in p.stdout

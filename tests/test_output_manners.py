@@ -266,7 +266,7 @@ ACL_LINES: dict[str, list[str]] = {
 # Commands that only say what they did (status lines, help text): no tables to shape.
 MESSAGE_ONLY = {"add-cluster", "analyze", "alter-client-quotas", "alter-user-scram-credentials",
                 "alter-configs", "alter-topic", "clear", "create-topic", "delete-group", "delete-topic", "exit",
-                "expanded", "help", "output", "pager", "refresh", "topic", "use-cluster", "abort-transaction"}
+                "expanded", "help", "output", "pager", "refresh", "topic", "use-cluster", "abort-transaction", "watch"}
 # The sandbox serves neither share nor streams groups (these say so in one line): their tables
 # are read on Kafka 4.4 in tests/test_share_streams_cmd.py.
 MESSAGE_ONLY |= {"list-share-groups", "describe-share-group", "delete-share-group", "list-streams-groups",

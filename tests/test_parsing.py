@@ -77,7 +77,7 @@ def test_context_topic_fills_only_what_the_line_leaves_out():
 def test_help_flag_and_generated_help():
     assert p("create-topic --help").help and p("delete-topic -h").help
     text = help_text(REGISTRY.get("delete-topic"))
-    assert text.startswith("Usage: delete-topic --topic NAME ... [--if-exists] [--dry-run] [--yes]")
+    assert text.startswith("Usage: delete-topic --topic NAME [--topic ...] [--if-exists] [--blocking]")
     assert "--yes" in text and "Examples:" in text and "context topic" in text
     assert "(choose" not in text
     assert "(one of: table, json, jsonl, csv)" in help_text(REGISTRY.get("output"))

@@ -49,7 +49,7 @@ def test_set_blocking_moves_the_controller_and_show_tells_it(cluster):
     assert shown[0]["PreferredController"] == wanted and shown[0]["ActiveController"] == wanted
     p = run(cluster, "preferred-controller clear")
     assert p.returncode == 0 and KEY not in cluster.cluster.cluster_configs
-    assert json_rows(run(cluster, "preferred-controller show -o json").stdout)[0]["PreferredController"] == "none"
+    assert json_rows(run(cluster, "preferred-controller show -o json").stdout)[0]["PreferredController"] is None
 
 
 def test_the_designated_node_crashing_after_the_resignation_leaves_a_controller(cluster):

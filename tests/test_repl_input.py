@@ -5,6 +5,7 @@ Ctrl-R, `;` in one-shot and replay, `--delete-config` overrides, without a termi
 from __future__ import annotations
 
 import io
+import json
 
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import InMemoryHistory
@@ -67,16 +68,27 @@ def test_fuzzy_completion_and_the_next_id_after_a_comma(terminal):  # noqa: F811
     assert t.leave() == 0
 
 
-def test_second_ctrl_r_goes_to_the_next_older_entry(session):  # noqa: F811 - the fixture
-    history = InMemoryHistory()
-    for line in ("describe-topic --topic first-one", "list-topics", "describe-topic --topic second-one"):
-        history.append_string(line)
-    with create_pipe_input() as pipe:
-        # Ctrl-R, "topic" (matches second-one's line twice), Ctrl-R: first-one; Enter, Enter.
-        pipe.send_text("\x12topic\x12\r\r" + CTRL_D)
-        run_repl(session, input=pipe, output=DummyOutput(), history=history)
-    assert 'Topic "first-one" does not exist' in session.stderr.getvalue()
-    assert "second-one" not in session.stderr.getvalue()
+def test_each_ctrl_r_goes_to_the_next_older_entry(sandbox, data_dir):  # noqa: F811 - the fixture
+    """Ctrl-R, "topic" shows second-one's line (which matches twice); each Ctrl-R then shows the
+    next older entry that matches, none skipped (issue 22: every other one was)."""
+    lines = ("describe-topic --topic first-one", "list-topics", "describe-topic --topic second-one")
+    for presses, ran in ((1, "list-topics"), (2, "first-one"), (3, "first-one")):
+        history = InMemoryHistory()
+        for line in lines:
+            history.append_string(line)
+        s = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=io.StringIO(), stderr=io.StringIO(),
+                    output="json")
+        try:
+            with create_pipe_input() as pipe:
+                pipe.send_text("\x12topic" + "\x12" * presses + "\r\r" + CTRL_D)
+                run_repl(s, input=pipe, output=DummyOutput(), history=history)
+            said = s.stderr.getvalue()
+            if ran == "list-topics":
+                assert json.loads(s.stdout.getvalue()) == {"topics": []} and "does not exist" not in said, said
+            else:
+                assert 'Topic "first-one" does not exist' in said and "second-one" not in said, said
+        finally:
+            s.close()
 
 
 def test_delete_config_offers_the_entity_overrides(sandbox, data_dir):  # noqa: F811 - the fixture

@@ -7,6 +7,7 @@ of the others (partial failure is a value, not an exception).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -42,10 +43,13 @@ class LogDirs:
     dirs: list[LogDir]
     failed: dict[int, str]            # broker -> why it did not describe its log dirs
 
+    def replicas(self, include_future: bool = False) -> Iterator[tuple[LogDir, Replica]]:
+        """Every replica listed, with its log dir."""
+        return ((d, r) for d in self.dirs for r in d.replicas if include_future or not r.is_future)
+
     def sizes(self, include_future: bool = False) -> dict[tuple[str, int, int], tuple[int, int]]:
         """(topic, partition, broker) -> (size, offset lag) of every replica listed."""
-        return {(r.topic, r.partition, d.broker): (r.size, r.offset_lag)
-                for d in self.dirs for r in d.replicas if include_future or not r.is_future}
+        return {(r.topic, r.partition, d.broker): (r.size, r.offset_lag) for d, r in self.replicas(include_future)}
 
 
 def supported(conn: ConnectionManager) -> bool:

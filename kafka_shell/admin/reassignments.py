@@ -39,7 +39,7 @@ def supports_alter(conn: ConnectionManager) -> bool:
 
 def ongoing(conn: ConnectionManager) -> dict[Key, Move]:
     """Reassignments in progress, from the controller."""
-    answer = conn.controller_request(ApiKey.LIST_PARTITION_REASSIGNMENTS, {"topics": None, "timeout_ms": TIMEOUT_MS})
+    answer = conn.controller_request(ApiKey.LIST_PARTITION_REASSIGNMENTS, {"topics": None, "timeout": TIMEOUT_MS})
     if answer.error_code:
         raise response_error(ApiKey.LIST_PARTITION_REASSIGNMENTS, answer.error_code, answer.error_message)
     return {(t.name, p.partition_index): Move(list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
@@ -65,7 +65,7 @@ def alter(conn: ConnectionManager, moves: Mapping[Key, list[int] | None]) -> dic
     topics: dict[str, list] = {}
     for (t, p), replicas in sorted(moves.items()):
         topics.setdefault(t, []).append({"partition_index": p, "replicas": replicas})
-    body = {"timeout_ms": TIMEOUT_MS, "allow_replication_factor_change": True,
+    body = {"timeout": TIMEOUT_MS, "allow_replication_factor_change": True,
             "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
     conn.require(ApiKey.ALTER_PARTITION_REASSIGNMENTS, "Reassigning partitions")
     answer = conn.controller_request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, mutation=True)

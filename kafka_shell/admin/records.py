@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafka_shell.codes import ApiKey, Error
@@ -166,58 +166,83 @@ class Record(NamedTuple):
 
 
 @dataclass
-class Consumed:
-    """What a consume read: its records, a line per failure, and whether Ctrl-C stopped it."""
-    records: list[Record]
-    failures: list[str]
-    interrupted: bool = False
+class Consumption:
+    """A consume under way: iterating it yields each record as it arrives; afterwards `count`,
+    `failures` and `stopped` (why it ended: "limit", "end", "idle", "interrupted", "error")."""
+    consumer: Any
+    topic: str
+    limit: int | None
+    idle_s: float
+    # the partitions still to reach their log end (librdkafka's end-of-partition event, as
+    # kcat -e); None: no end, read until the limit or idle time
+    todo: set[int] | None
+    failures: list[str] = field(default_factory=list)
+    count: int = 0
+    stopped: str = ""
+
+    def __iter__(self) -> Iterator[Record]:
+        from confluent_kafka import KafkaError
+        todo = self.todo
+        last = time.monotonic()
+        try:
+            while True:
+                if self.limit is not None and self.count >= self.limit:
+                    self.stopped = "limit"
+                    return
+                if todo is not None and not todo:
+                    self.stopped = "end"
+                    return
+                msg = self.consumer.poll(min(0.2, self.idle_s))
+                if msg is None:
+                    if time.monotonic() - last >= self.idle_s:
+                        self.stopped = "idle"
+                        return
+                    continue
+                error = msg.error()
+                if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                    if todo is not None:
+                        todo.discard(msg.partition())
+                    continue
+                if error is not None:
+                    self.failures.append(f"{self.topic}-{msg.partition()}: {error.str()}")
+                    if error.fatal() or not error.retriable():
+                        self.stopped = "error"
+                        return
+                    continue
+                last = time.monotonic()
+                partition, offset = msg.partition() or 0, msg.offset() or 0
+                _, ts = msg.timestamp()
+                heads: Any = msg.headers() or []
+                self.count += 1
+                yield Record(partition, offset, ts if ts >= 0 else None, msg.key(), msg.value(), list(heads))
+        except KeyboardInterrupt:
+            self.stopped = "interrupted"
+        finally:
+            self.consumer.close()  # with a group: commits what was consumed and leaves the group
 
 
 def consume(conn: ConnectionManager, snap: ClusterSnapshot, topic: str, partition: int | None = None,
             group: str | None = None, offset: int | None = None, from_beginning: bool = False,
-            limit: int | None = None, idle_s: float | None = None) -> Consumed:
+            limit: int | None = None, idle_s: float | None = None, to_end: bool = False) -> Consumption:
     """Read records of `topic` (one partition, or all: as `group`'s member when one is given,
     committing what it read), from `offset` of the partition, the beginning or the end, until
-    `limit` records or `idle_s` seconds without one."""
+    `limit` records, `idle_s` seconds without one, or (`to_end`, as kcat -e) the log end of
+    every partition. Nothing is read until it is iterated."""
     from confluent_kafka import Consumer, TopicPartition
     idle = idle_s if idle_s is not None else conn.timeout_s
+    partitions = [partition] if partition is not None else [p.partition for p in snap.topics[topic].partitions]
+    starts = _start_offsets(conn, snap, topic, partitions, group, offset, from_beginning)
     consumer = _client(Consumer, conn, **{"group.id": group or f"kafka-shell-{uuid.uuid4()}",
                                           "enable.auto.commit": bool(group),
                                           "auto.offset.reset": "earliest" if from_beginning else "latest",
-                                          "enable.partition.eof": False, "fetch.wait.max.ms": 100})
-    partitions = [partition] if partition is not None else [p.partition for p in snap.topics[topic].partitions]
-    starts = _start_offsets(conn, snap, topic, partitions, group, offset, from_beginning)
-    out = Consumed([], [])
-    try:
-        if group and partition is None:
-            consumer.subscribe([topic])
-        else:
-            consumer.assign([TopicPartition(topic, p, starts[p]) for p in partitions])
-        conn.debug(f"consuming {topic} ({'group ' + group if group else 'no group'}, "
-                   f"stop after {limit or 'no limit'} record(s) or {idle:g} s idle)")
-        last = time.monotonic()
-        while limit is None or len(out.records) < limit:
-            msg = consumer.poll(min(0.2, idle))
-            if msg is None:
-                if time.monotonic() - last >= idle:
-                    break
-                continue
-            error = msg.error()
-            if error is not None:
-                out.failures.append(f"{topic}-{msg.partition()}: {error.str()}")
-                if error.fatal() or not error.retriable():
-                    break
-                continue
-            last = time.monotonic()
-            _, ts = msg.timestamp()
-            heads: Any = msg.headers() or []
-            out.records.append(Record(msg.partition() or 0, msg.offset() or 0, ts if ts >= 0 else None, msg.key(),
-                                      msg.value(), list(heads)))
-    except KeyboardInterrupt:
-        out.interrupted = True
-    finally:
-        consumer.close()  # with a group: commits what was consumed and leaves the group
-    return out
+                                          "enable.partition.eof": to_end, "fetch.wait.max.ms": 100})
+    if group and partition is None:
+        consumer.subscribe([topic])
+    else:
+        consumer.assign([TopicPartition(topic, p, starts[p]) for p in partitions])
+    conn.debug(f"consuming {topic} ({'group ' + group if group else 'no group'}, "
+               f"stop after {limit or 'no limit'} record(s), {idle:g} s idle{', at the log end' if to_end else ''})")
+    return Consumption(consumer, topic, limit, idle, set(partitions) if to_end else None)
 
 
 def _start_offsets(conn: ConnectionManager, snap: ClusterSnapshot, topic: str, parts: list[int], group: str | None,

@@ -21,6 +21,7 @@ from kafka_shell.admin.errors import error_line, response_error
 
 if TYPE_CHECKING:
     from kafka_shell.connection import ConnectionManager
+    from kafka_shell.deadline import Deadline
 
 Key = tuple[str, int]
 
@@ -158,7 +159,7 @@ def create(conn: ConnectionManager, topics: list[NewTopic], validate_only: bool,
     out: list[TopicOutcome] = []
     for chunk in _batches(topics):
         conn.debug(f"CreateTopics request: {len(chunk)} topic(s)" + (" (validate only)" if validate_only else ""))
-        body = {"topics": [_creatable(t) for t in chunk], "timeout_ms": timeout_ms, "validate_only": validate_only}
+        body = {"topics": [_creatable(t) for t in chunk], "timeout": timeout_ms, "validate_only": validate_only}
         answer = conn.controller_request(ApiKey.CREATE_TOPICS, body, mutation=not validate_only)
         answered = {t.name: t for t in answer.topics}
         for t in chunk:
@@ -210,7 +211,7 @@ def deletion_refused(name: str) -> KafkaCallError:
 def delete(conn: ConnectionManager, names: list[str]) -> list[TopicOutcome]:
     """DeleteTopics at the controller, one outcome per name in order."""
     conn.debug(f"DeleteTopics request: {len(names)} topic(s)")
-    body = {"topic_names": names, "topics": [{"name": n} for n in names], "timeout_ms": round(conn.timeout_s * 1000)}
+    body = {"topic_names": names, "topics": [{"name": n} for n in names], "timeout": round(conn.timeout_s * 1000)}
     answer = conn.controller_request(ApiKey.DELETE_TOPICS, body, mutation=True)
     answered = {r.name: r for r in answer.responses}
     out = []
@@ -231,7 +232,7 @@ def add_partitions(conn: ConnectionManager, topics: list[str], total: int,
     body = {"topics": [{"name": t, "count": total,
                         "assignments": [{"broker_ids": r} for r in assignment] if assignment else None}
                        for t in topics],
-            "timeout_ms": round(conn.timeout_s * 1000), "validate_only": validate_only}
+            "timeout": round(conn.timeout_s * 1000), "validate_only": validate_only}
     answer = conn.controller_request(ApiKey.CREATE_PARTITIONS, body, mutation=not validate_only)
     answered = {r.name: r for r in answer.results}
     out = []
@@ -273,14 +274,21 @@ def eligible_leaders(conn: ConnectionManager, topics: list[TopicInfo]) -> dict[K
             return out
 
 
+def views_by_broker(conn: ConnectionManager, brokers: list[int], topics: list[str],
+                    deadline: Deadline | None = None) -> tuple[dict[int, dict[str, TopicInfo]], dict[int, str]]:
+    """Each broker's own metadata of `topics` (not the controller's: what clients of that broker
+    are told; a topic it does not know, or still loads, is left out), all brokers at once; and
+    the brokers that did not answer, with the line why."""
+    answers = conn.each_broker(brokers, ApiKey.METADATA, {"topics": [{"name": t} for t in topics],
+                                                          "allow_auto_topic_creation": False}, deadline=deadline)
+    return ({b: topics_from_metadata(a.topics, skip_errors=True) for b, a in answers.answers.items()},
+            answers.failed)
+
+
 def leaders_by_broker(conn: ConnectionManager, brokers: list[int],
                       topics: list[str]) -> tuple[dict[int, dict[Key, tuple[int, int]]], dict[int, str]]:
-    """(topic, partition) -> (leader, preferred replica) as each broker's own metadata has them
-    (not the controller's: what clients of that broker are told), all brokers at once; and the
-    brokers that did not answer, with the line why."""
-    answers = conn.each_broker(brokers, ApiKey.METADATA, {"topics": [{"name": t} for t in topics],
-                                                          "allow_auto_topic_creation": False})
-    views = {b: {(t.name, p.partition): (p.leader, p.preferred_leader)
-                 for t in topics_from_metadata(a.topics, skip_errors=True).values() for p in t.partitions}
-             for b, a in answers.answers.items()}
-    return views, answers.failed
+    """(topic, partition) -> (leader, preferred replica) as each broker's own metadata has them;
+    and the brokers that did not answer, with the line why."""
+    views, failed = views_by_broker(conn, brokers, topics)
+    return ({b: {(t.name, p.partition): (p.leader, p.preferred_leader) for t in view.values() for p in t.partitions}
+             for b, view in views.items()}, failed)

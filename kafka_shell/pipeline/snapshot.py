@@ -120,8 +120,7 @@ def _log_dirs(session: Session, brokers: list[int], down: dict[int, str]
     found = log_dirs.describe(session.conn, brokers)
     for b, why in found.failed.items():
         down[b] = f"did not describe its log dirs: {why}"
-    replicas = {(r.topic, r.partition, d.broker): (r.size, r.offset_lag, d.path)
-                for d in found.dirs for r in d.replicas if not r.is_future}
+    replicas = {(r.topic, r.partition, d.broker): (r.size, r.offset_lag, d.path) for d, r in found.replicas()}
     return replicas, [(d.broker, d.path, d.total_bytes, d.usable_bytes) for d in found.dirs]
 
 

@@ -7,6 +7,7 @@ completer and swaps it in with one assignment (the prompt reads it through Dynam
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import time
@@ -21,7 +22,7 @@ from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.patch_stdout import patch_stdout
 
 from kafka_shell.metadata import EMPTY, ClusterSnapshot
-from kafka_shell.parsing import logical_lines
+from kafka_shell.parsing import logical_lines, split_commands
 from kafka_shell.registry import load_commands
 from kafka_shell.repl.completer import KafkaCompleter
 from kafka_shell.repl.history import SecretFreeHistory, history_path
@@ -99,11 +100,15 @@ class Repl:
                     continue
                 except EOFError:            # Ctrl-D
                     return 0
-                # A pasted block, or continued lines: each logical line runs on its own.
+                # A pasted block, or continued lines: each logical line runs on its own, and
+                # so does each command of it (`a; exit` runs a, then leaves; a failure stops
+                # the rest of its line, as everywhere).
                 for _, text in logical_lines(line.splitlines()):
-                    if text in EXIT_WORDS:
-                        return 0
-                    self.execute(text)
+                    for part in split_commands(text):
+                        if part.strip() in EXIT_WORDS:
+                            return 0
+                        if self.execute(part):
+                            break
         finally:
             self._stop.set()
 
@@ -167,6 +172,9 @@ class Repl:
             if snapshot is self.completer.snapshot:
                 return False
             self.completer = self._build_completer(snapshot)
+            # The snapshot and its index live until the next refresh: out of the collector's
+            # full passes, which would otherwise walk a million topics in the middle of a keystroke.
+            gc.freeze()
             return True
 
     def _build_completer(self, snapshot: ClusterSnapshot) -> KafkaCompleter:
@@ -197,7 +205,10 @@ class Repl:
 
 
 def _continuation(width: int, line_number: int, wrap_count: int) -> StyleAndTextTuples:
-    """What precedes a continuation line: dots as wide as the prompt, like pgcli."""
+    """What precedes a continuation line (after `\\` or in an open quote): dots as wide as the
+    prompt, like pgcli. A long line that only wraps on screen goes on under blanks."""
+    if wrap_count > 0:
+        return [("class:continuation", " " * width)]
     return [("class:continuation", "." * (width - 1) + " ")]
 
 

@@ -54,9 +54,11 @@ def create_key_bindings(repl: Repl) -> KeyBindings:
 
     @kb.add("c-r", filter=is_searching)
     def _(event: KeyPressEvent) -> None:
-        """Ctrl-R again: the next older history entry that matches what is shown. prompt_toolkit's
-        own first goes to the match it already shows (as a preview), then to the previous
-        occurrence, often in the same line or an identical entry: the same text each time."""
+        """Ctrl-R again: the next older history entry that matches what is shown. The entry
+        shown is a preview: the match found backwards from the buffer's position, which sits
+        one step newer. prompt_toolkit's own Ctrl-R moves one match, which is often the same
+        entry (a second occurrence in the line, or an identical entry); and its move to the
+        match on screen counted as one more (every other match was skipped)."""
         target = event.app.layout.search_target_buffer_control
         if target is None:
             return
@@ -65,16 +67,18 @@ def create_key_bindings(repl: Repl) -> KeyBindings:
             search.do_incremental_search(search.SearchDirection.BACKWARD)  # only turns around
         state = target.search_state
         state.text = event.current_buffer.text
-        text = buffer.document_for_search(state).text   # the match on screen
-        start = position = (buffer.working_index, buffer.cursor_position)
+
+        def shown() -> str:
+            return buffer.document_for_search(state).text
+        text = shown()
+        start = (buffer.working_index, buffer.cursor_position)
         while True:
+            before = (buffer.working_index, buffer.cursor_position)
             search.do_incremental_search(search.SearchDirection.BACKWARD)
-            now = (buffer.working_index, buffer.cursor_position)
-            if buffer.text != text:
-                return
-            if now == position:   # no older match: stay where the search was
+            if (buffer.working_index, buffer.cursor_position) == before:   # no older match
                 buffer.working_index, buffer.cursor_position = start
                 return
-            position = now
+            if shown() != text:
+                return
 
     return kb

@@ -185,6 +185,13 @@ def suggest(text: str, registry: Registry) -> Context:
     cmd = registry.get(done[0].value)
     if cmd is None:
         return Context(())
+    tail = next((o for o in cmd.options if o.rest), None)
+    if tail is not None:   # `watch CMD ...`: from the command on, the line is that command's
+        inner = _inner_start(cmd, done[1:])
+        if inner is not None:
+            return suggest(text[inner.start:], registry)
+        if not is_option(current.value) and _State.walk(cmd, [w.value for w in done[1:]]).pending is None:
+            return _with(whole, CommandName(), _State.walk(cmd, [w.value for w in done[1:]]).option_names())
     state = _State.walk(cmd, [w.value for w in done[1:]])
 
     if state.pending is not None:
@@ -203,6 +210,17 @@ def suggest(text: str, registry: Registry) -> Context:
     if not current.value:   # nothing typed yet: options are as likely as the positional value
         ctx = _with(ctx, *ctx.suggestions, state.option_names())
     return ctx
+
+
+def _inner_start(cmd: Command, words: list[Word]) -> Word | None:
+    """The word that starts the command a `rest` positional takes (after `cmd`'s own options)."""
+    i = 0
+    while i < len(words):
+        opt = cmd.option(words[i].value) if is_option(words[i].value) else None
+        if opt is None:
+            return None if is_option(words[i].value) else words[i]
+        i += 1 if opt.flag or "=" in words[i].value else 2
+    return None
 
 
 def _with(ctx: Context, *suggestions: object) -> Context:

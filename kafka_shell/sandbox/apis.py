@@ -39,7 +39,6 @@ BETWEEN_NODES = ("between Kafka's own nodes (Raft, broker registration, replicat
                  "the sandbox's brokers and controllers are one process")
 
 UNSERVED: tuple[Unserved, ...] = (
-    Unserved((38, 39, 40, 41), "delegation tokens are not implemented"),
     Unserved((68, 69), "KIP-848 consumer groups follow Kafka 4.4 (group epochs from 1, the assignment interval, "
                        "assignment epochs in OffsetCommit); 3.9's early-access variant is not emulated",
              releases=("3.9",)),

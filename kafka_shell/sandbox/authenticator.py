@@ -56,6 +56,11 @@ class SaslAuthenticator:
     def complete(self) -> bool:
         return self.state == COMPLETE
 
+    @property
+    def token_authenticated(self) -> bool:
+        """Logged in with a delegation token (SCRAM with tokenauth=true)."""
+        return self.complete and bool(getattr(self.login, "token_authenticated", False))
+
     def receive(self, body: bytes) -> Answer | None:
         """None: the request goes to the broker (authenticated, or ApiVersions before the
         handshake). Else the authenticator's own answer."""
@@ -126,8 +131,9 @@ class SaslAuthenticator:
             lifetime_ms = self._session_lifetime_ms()
             self.principal, self.state = self.login.principal, COMPLETE
             self.expires_at = time.monotonic() + lifetime_ms / 1000 if lifetime_ms else None
+        # Kafka's SaslAuthenticateResponseData answers "" where there is no error.
         return self._respond(ApiKey.SASL_AUTHENTICATE, version, correlation_id,
-                             {"error_code": Error.none, "auth_bytes": token,
+                             {"error_code": Error.none, "error_message": "", "auth_bytes": token,
                               "session_lifetime": lifetime_ms})
 
     def _raw_token(self, token: bytes) -> Answer:

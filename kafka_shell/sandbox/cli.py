@@ -31,12 +31,9 @@ the active controller and name a random live broker as controller_id. zk mode ru
 ZooKeeper-era Kafka: the controller is a broker. See docs/sandbox.md."""
 
 
-def serve(argv: list[str]) -> int:
-    """`kafka-shell sandbox`: serve an embedded cluster until Ctrl-C, SIGTERM or SIGHUP."""
+def parser():
+    """The options of `kafka-shell sandbox` (the shell completion files are made from them too)."""
     import argparse
-    import contextlib
-    import signal
-    import threading
 
     from kafka_shell.definitions import DEFAULT_RELEASE, RELEASES, ZK_RELEASE
     from kafka_shell.sandbox.model import MODES
@@ -48,6 +45,9 @@ def serve(argv: list[str]) -> int:
                    help="kraft: a controller quorum of its own (default); zk: the controller is a broker")
     p.add_argument("--controllers", type=int, default=None, metavar="N",
                    help="KRaft controller voters, ids 100, 101, ... (default 1; not with --mode zk)")
+    p.add_argument("--dynamic-quorum", action="store_true",
+                   help="the controllers form a dynamic quorum (KIP-853, kraft.version 1, as kafka-storage "
+                        "format --initial-controllers): add-controller/remove-controller can change it")
     p.add_argument("--port-base", type=int, default=None, metavar="P",
                    help="listen on P.. (brokers, then controllers, then the control endpoint) "
                         "instead of free ports")
@@ -103,14 +103,24 @@ def serve(argv: list[str]) -> int:
     p.add_argument("--repair", action="store_true",
                    help="with --data-dir only: truncate the first damaged journal at its damage, after "
                         "keeping a copy (and the journals after it) in D/damaged-TIME/, then exit")
-    args = p.parse_args(argv)
+    return p
+
+
+def serve(argv: list[str]) -> int:
+    """`kafka-shell sandbox`: serve an embedded cluster until Ctrl-C, SIGTERM or SIGHUP."""
+    import contextlib
+    import signal
+    import threading
+
+    args = parser().parse_args(argv)
     if args.repair:
         return _repair_sandbox(args.data_dir, argv)
     if (args.super_users is not None or args.allow_everyone_if_no_acl_found) and not args.authorizer:
         raise UsageError("--super-users and --allow-everyone-if-no-acl-found need --authorizer")
     users = dict(_sandbox_user(item) for item in args.user)
-    if args.mode == "zk" and args.controllers is not None:
-        raise UsageError("--controllers needs --mode kraft (a zk-mode controller is a broker)")
+    for option, given in (("--controllers", args.controllers is not None), ("--dynamic-quorum", args.dynamic_quorum)):
+        if args.mode == "zk" and given:
+            raise UsageError(f"{option} needs --mode kraft (a zk-mode controller is a broker)")
     configs = sandbox_broker_configs(args.broker_config)
     from kafka_shell.sandbox.authorizer import parse_super_users
     from kafka_shell.sandbox.persist import StateError
@@ -120,7 +130,7 @@ def serve(argv: list[str]) -> int:
                           kafka_version=args.kafka_version, configs=configs, seed_apis=args.seed_apis,
                           hosts=args.hosts.split(",") if args.hosts else None,
                           host=args.listen, data_dir=args.data_dir, mode=args.mode,
-                          controllers=args.controllers, serve_control=True,
+                          controllers=args.controllers, dynamic_quorum=args.dynamic_quorum, serve_control=True,
                           listeners=_upper_list(args.listeners), sasl_mechanisms=_upper_list(args.sasl_mechanisms),
                           users=users, tls_dir=args.tls_dir, ssl_client_auth=args.ssl_client_auth,
                           reauth_ms=args.connections_max_reauth_ms, oauth_jwks=args.oauth_jwks,

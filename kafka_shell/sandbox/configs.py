@@ -11,6 +11,7 @@ resolved so (with the unit of the first synonym set: log.retention.hours feeds r
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from dataclasses import replace
 from functools import cache
 
@@ -194,8 +195,9 @@ def java_double(x: float) -> str:
         return "Infinity" if x > 0 else "-Infinity"
     if x == 0 or 1e-3 <= abs(x) < 1e7:
         return repr(x)
-    digits = repr(abs(x)).replace("e", "E").split("E")[0].replace(".", "").lstrip("0").rstrip("0") or "0"
-    exponent = int(f"{abs(x):e}".split("e")[1])
+    shortest = Decimal(repr(abs(x)))   # the fewest digits that read back the same, as Java's
+    digits = "".join(map(str, shortest.normalize().as_tuple().digits))
+    exponent = shortest.adjusted()
     mantissa = digits[0] + "." + (digits[1:] or "0")
     return f"{'-' if x < 0 else ''}{mantissa}E{exponent}"
 

@@ -65,6 +65,7 @@ SIGNATURES: dict[str, tuple[Arg, ...]] = {
                            Arg("offset", (int,), 0, INT64), Arg("epoch", (int,), 0, INT32, optional=True)),
     "set_replication_rate": (Arg("bytes per second", (int,), 1, INT64, optional=True),),
     "replace_broker": (NODE, Arg("host name", (str,), optional=True), Arg("lose disk", (bool,), optional=True)),
+    "add_controller": (Arg("controller id", (int,), 0, INT32, optional=True), Arg("directory id", (str,), optional=True)),
 }
 METHODS = tuple(SIGNATURES)
 

@@ -342,6 +342,7 @@ def _apply(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict, 
             setattr(cluster, name, getattr(saved, name))
         security_state.copy(saved, cluster)
         persist.copy_features(saved, cluster)
+        persist.copy_client_metrics(saved, cluster)
     elif kind == TOPIC:
         t = persist.topic_from_meta(check, record, "topic record", cluster, with_batches=False)
         old = cluster.topic_by_id(t.id)

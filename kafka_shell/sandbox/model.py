@@ -43,10 +43,14 @@ class Broker:
 
 @dataclass
 class Controller:
-    """A KRaft controller (a voter of the metadata quorum) with its own CONTROLLER listener."""
+    """A KRaft controller with its own CONTROLLER listener: a voter of the metadata quorum, or
+    (KIP-853, a dynamic quorum) an observer that AddRaftVoter can make one."""
     id: int
     host: str
     port: int
+    # Its metadata log directory's id (meta.properties' directory.id; sandbox.quorum).
+    directory_id: uuid.UUID | None = None
+    voter: bool = True
     alive: bool = True          # process up and port open
     rack: str | None = None     # controllers have no rack; here so configs treat nodes alike
     delay_ms: int = 0           # fault injection, as for brokers

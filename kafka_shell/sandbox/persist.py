@@ -2,12 +2,12 @@
 when read.
 
 Saved: cluster id, mode, the active controller and its epoch, the KRaft controllers (id, host,
-port, configs), the control endpoint's port, cluster-wide configs, brokers (id, host, port,
+port, configs, directory id, voter or observer), the control endpoint's port, cluster-wide configs, brokers (id, host, port,
 rack, configs), topics with their configs and partitions (replicas, leader, epochs, ISR, ELR,
 log end offsets, high watermark) and the record batches, base64-encoded, up to
 RECORD_BYTES_PER_PARTITION per partition: older batches past that are dropped and the log start
 offset moves past them, as retention would, the security state (ACLs, SCRAM credentials,
-client quotas: `security_state.py`), the finalized feature levels, and the consumer groups'
+client quotas: `security_state.py`), the finalized feature levels, client metrics subscriptions, and the consumer groups'
 stored metadata and committed offsets (`group_state.py`). Brokers and controllers come back
 alive; other state kept by other modules in `Cluster.extras` (the replication rate, injected
 faults) is not saved. `journal` names the first journal file to replay on top (see
@@ -34,7 +34,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from kafka_shell.sandbox import admin, group_state, security_state
+from kafka_shell.sandbox import admin, client_metrics, group_state, security_state
 from kafka_shell.sandbox.handlers import features
 from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Batch, Broker, Cluster, Controller, Partition, Topic
 
@@ -66,11 +66,13 @@ def cluster_meta(cluster: Cluster) -> dict:
         "cluster_configs": dict(cluster.cluster_configs),
         "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "epoch": b.epoch,
                      "host_name": b.host_name, "configs": dict(b.configs)} for b in cluster.brokers.values()],
-        "controllers": [{"id": c.id, "host": c.host, "port": c.port, "configs": dict(c.configs)}
+        "controllers": [{"id": c.id, "host": c.host, "port": c.port, "configs": dict(c.configs),
+                         "directory_id": str(c.directory_id) if c.directory_id else None, "voter": c.voter}
                         for c in cluster.controllers.values()],
         "control_port": cluster.control_port,
         "security": security_state.snapshot(cluster),
         "features": features_meta(cluster),
+        "client_metrics": {name: dict(values) for name, values in client_metrics.subscriptions(cluster).items()},
     }
 
 
@@ -86,6 +88,19 @@ def restore_features(cluster: Cluster, data: object, check: Checker) -> None:
     levels = check.mapping(data, "features")
     cluster.extras[features.FEATURES_KEY] = {check.text(name, "features"): check.integer(
         level, f"features.{name}", low=0, high=32767) for name, level in levels.items()}
+
+
+def restore_client_metrics(cluster: Cluster, data: object, check: Checker) -> None:
+    if data is None:
+        return
+    subscriptions = client_metrics.subscriptions(cluster)
+    for name, values in check.mapping(data, "client_metrics").items():
+        subscriptions[check.text(name, "client_metrics")] = check.str_map(values, f"client_metrics.{name}")
+
+
+def copy_client_metrics(source: Cluster, target: Cluster) -> None:
+    """The subscriptions of `source` onto `target` (a journal's cluster record replayed)."""
+    target.extras[client_metrics.SUBSCRIPTIONS_KEY] = client_metrics.subscriptions(source)
 
 
 def copy_features(source: Cluster, target: Cluster) -> None:
@@ -293,16 +308,22 @@ def cluster_from_meta(check: Checker, state: dict) -> Cluster:
         c = Controller(id=check.integer(cs.get("id"), f"{where}.id", low=0, high=INT32_MAX),
                        host=check.text(cs.get("host"), f"{where}.host"),
                        port=check.integer(cs.get("port"), f"{where}.port", low=0, high=65535),
-                       configs=check.str_map(cs.get("configs"), f"{where}.configs"))
+                       configs=check.str_map(cs.get("configs"), f"{where}.configs"),
+                       # A dynamic quorum's (sandbox.quorum); older states: voters with derived ids.
+                       directory_id=(check.uuid_of(cs["directory_id"], f"{where}.directory_id")
+                                     if cs.get("directory_id") is not None else None),
+                       voter=check.flag(cs.get("voter", True), f"{where}.voter"))
         if c.id in controllers or c.id in brokers:
             raise StateError(f"{check.path}: node id {c.id} appears twice (controllers[{i}].id)")
         controllers[c.id] = c
     if mode == KRAFT and not controllers:
         raise StateError(f"{check.path}: controllers must list at least one controller in KRaft mode")
+    if mode == KRAFT and not any(c.voter for c in controllers.values()):
+        raise StateError(f"{check.path}: controllers must list at least one voter in KRaft mode")
     if mode == ZK and controllers:
         raise check.fail("controllers", "empty in zk mode (its controller is a broker)")
     # The active controller: a voter in KRaft mode, a broker in zk mode.
-    candidates, kind = (controllers, "controllers") if mode == KRAFT else (brokers, "brokers")
+    candidates, kind = ({i: c for i, c in controllers.items() if c.voter}, "controllers") if mode == KRAFT else (brokers, "brokers")
     controller = check.integer(state.get("controller_id"), "controller_id", low=-1)
     if controller != -1 and controller not in candidates:
         raise check.fail("controller_id", f"-1 or one of the {kind} ({sorted(candidates)})")
@@ -318,6 +339,7 @@ def cluster_from_meta(check: Checker, state: dict) -> Cluster:
                       mode=mode, controllers=controllers, control_port=control_port)
     security_state.restore(cluster, state.get("security"), check)
     restore_features(cluster, state.get("features"), check)
+    restore_client_metrics(cluster, state.get("client_metrics"), check)
     return cluster
 
 

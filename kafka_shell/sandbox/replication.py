@@ -50,9 +50,10 @@ def preferred_controller(cluster: Cluster) -> int | None:
 
 
 def controller_candidates(cluster: Cluster, exclude: int | None = None) -> list[int]:
-    """Who may hold the controller role now: live voters in KRaft mode, usable brokers in zk mode."""
+    """Who may hold the controller role now: live voters in KRaft mode (not the observer
+    controllers of a dynamic quorum), usable brokers in zk mode."""
     if cluster.kraft:
-        return sorted(c.id for c in cluster.controllers.values() if c.alive and c.id != exclude)
+        return sorted(c.id for c in cluster.controllers.values() if c.voter and c.alive and c.id != exclude)
     return sorted(b.id for b in cluster.live_brokers() if b.id != exclude)
 
 

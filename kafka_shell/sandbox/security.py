@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from kafka_shell.sandbox import tokens
+
 if TYPE_CHECKING:
     from kafka_shell.sandbox.model import Cluster
     from kafka_shell.sandbox.server import Sandbox
@@ -137,6 +139,8 @@ class ScramServer:
         self.mechanism = mechanism
         self._hash = SCRAM_HASHES[mechanism]
         self._store = scram_store(sandbox.cluster)
+        self._cluster = sandbox.cluster
+        self.token_authenticated = False
         self._credential: ScramCredential | None = None
         self._client_first_bare = self._server_first = self._nonce = self._gs2 = ""
         self.complete = False
@@ -161,6 +165,16 @@ class ScramServer:
         if gs2_flag not in ("n", "y") or "n" not in attrs or "r" not in attrs:
             raise SaslInvalidCredentials("Invalid SCRAM client first message")
         user = attrs["n"].replace("=2C", ",").replace("=3D", "=")
+        if attrs.get("tokenauth") == "true":
+            # A delegation token: its id as the user name, its owner as the principal (sandbox.tokens).
+            token = tokens.tokens(self._cluster).get(user)
+            credential = tokens.scram_credential(self._cluster, user, self.mechanism)
+            if token is None or credential is None:
+                raise SaslInvalidCredentials("Authentication failed: Invalid user credentials")
+            self.token_authenticated = True
+            self._gs2 = f"{gs2_flag},{authzid},"
+            self._credential, self._client_first_bare, self.principal = credential, bare, token.owner
+            return self._server_first_message(credential, attrs["r"])
         credential = self._store.get(user, {}).get(self.mechanism)
         if credential is None or credential.iterations < SCRAM_MIN_ITERATIONS:
             raise SaslInvalidCredentials("Authentication failed: Invalid user credentials")
@@ -169,7 +183,10 @@ class ScramServer:
                               "different from username")
         self._gs2 = f"{gs2_flag},{authzid},"
         self._credential, self._client_first_bare, self.principal = credential, bare, f"User:{user}"
-        self._nonce = attrs["r"] + base64.b64encode(os.urandom(18)).decode()
+        return self._server_first_message(credential, attrs["r"])
+
+    def _server_first_message(self, credential: ScramCredential, client_nonce: str) -> bytes:
+        self._nonce = client_nonce + base64.b64encode(os.urandom(18)).decode()
         salt = base64.b64encode(credential.salt).decode()
         self._server_first = f"r={self._nonce},s={salt},i={credential.iterations}"
         return self._server_first.encode()

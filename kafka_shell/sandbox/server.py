@@ -30,7 +30,8 @@ from kafka_shell.definitions import releases
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
 from kafka_shell.sandbox import (apis, cleaner, configs, consumer_groups, control, groups, handlers, identity, journal, persist,
-                                  replication, security, tls, transactions)
+                                  quorum, replication, security, tls, transactions)
+from kafka_shell.sandbox.handlers import features
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
 from kafka_shell.authorization import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
 from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME, AclBinding, Authorizer, acl_store, binding_problem
@@ -48,7 +49,8 @@ FORWARDED_APIS = frozenset({
     ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
     ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_QUORUM,
     ApiKey.UNREGISTER_BROKER, ApiKey.UPDATE_FEATURES, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
-    ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER})
+    ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER,
+    ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN})
 # Kafka's forwarding channel gives up after 60 s (BrokerServer's retryTimeoutMs) with
 # REQUEST_TIMED_OUT; the sandbox also stops at the request's own timeout when it is shorter.
 FORWARD_TIMEOUT_S = 60.0
@@ -78,6 +80,7 @@ class RequestContext:
     # The listener it came in on: Metadata and the like advertise that listener's endpoints.
     listener: str = PLAINTEXT
     client_host: str = "127.0.0.1"   # the client's address, which ACL hosts match
+    token_authenticated: bool = False   # logged in with a delegation token (sandbox.tokens)
 
     @property
     def cluster(self) -> Cluster:
@@ -299,8 +302,9 @@ class _Connection(asyncio.Protocol):
                     if answer is not None:
                         response, self.closing = answer.response, answer.close
                     else:
-                        response = await self.server.sandbox.dispatch(self.server.broker, body, self.principal,
-                                                                      self.server.listener, self.ip)
+                        response = await self.server.sandbox.dispatch(
+                            self.server.broker, body, self.principal, self.server.listener, self.ip,
+                            token_authenticated=self.sasl is not None and self.sasl.token_authenticated)
                 finally:
                     self._release(self.serving)
                     self.serving = 0
@@ -569,14 +573,17 @@ class Sandbox:
                  kerberos_keytab: str | None = None, kerberos_principal: str | None = None,
                  authorizer: bool = False, super_users: list[str] | None = None,
                  allow_everyone_if_no_acl_found: bool = False, kafka_version: str | None = None,
-                 seed_apis: bool = False):
+                 seed_apis: bool = False, dynamic_quorum: bool = False):
         """`brokers` (default 3). `mode`: "kraft" (the default: `controllers` voters of their own,
         default 1, with ids 100, 101..., see `controller_id_base`) or "zk" (the controller is a
         broker). Ports: free ones, or from `port_base`: brokers first, then controllers, then the
         control listener. `host`: the listen address (default 127.0.0.1). `serve_control`: serve
         the control endpoint (`sandbox.control`) for other processes. A cluster kept in
         `data_dir` comes back as it was: `brokers`, `mode`, `controllers`, `port_base` and `host`
-        must match it (persist.StateError otherwise).
+        must match it (persist.StateError otherwise). `dynamic_quorum`: the controllers form a
+        dynamic quorum (kraft.version 1, KIP-853: `kafka-storage format --initial-controllers`),
+        whose voters AddRaftVoter and RemoveRaftVoter change (`add_controller` starts a new
+        controller to add); without it a static one (kraft.version 0), as Kafka's default format.
 
         Security (see docs/security.md): `listeners`, names from LISTENERS (default one
         PLAINTEXT), each on its own port per broker (the first on the broker's port; `bootstrap_for`
@@ -608,7 +615,7 @@ class Sandbox:
         self.ssl_client_auth = ssl_client_auth
         if mode is not None and mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: use kraft or zk")
-        if mode == ZK and controllers is not None:
+        if mode == ZK and (controllers is not None or dynamic_quorum):
             raise ValueError("a zk-mode sandbox has no controller quorum (its controller is a broker)")
         saved = journal.recover(data_dir) if data_dir else None  # first: damage refuses before any write
         self.tls_dir: str | None = None
@@ -675,6 +682,8 @@ class Sandbox:
         self.cluster.static_configs = self._static_configs(configs or {}, reauth_ms)
         if saved is None:
             self._bootstrap_configs()
+            if dynamic_quorum:
+                features.finalized(self.cluster)[quorum.KRAFT_VERSION] = quorum.DYNAMIC_LEVEL
         for user, password in (users or {}).items():
             security.add_user(self, user, password)
         self.handlers = handlers.load()
@@ -894,9 +903,9 @@ class Sandbox:
                 "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack,
                              "alive": b.alive, "fenced": b.fenced, "delay_ms": b.delay_ms,
                              "failures": failures(b)} for b in c.brokers.values()],
-                "controllers": [{"id": n.id, "host": n.host, "port": n.port, "alive": n.alive,
-                                 "delay_ms": n.delay_ms, "failures": failures(n)}
+                "controllers": [{**self._controller_info(n), "delay_ms": n.delay_ms, "failures": failures(n)}
                                 for n in c.controllers.values()],
+                "kraft_version": quorum.kraft_version(c) if c.kraft else None,
                 "controller_changes": [dict(e) for e in replication.controller_changes(c)],
             }
         return self.call(go)  # type: ignore[return-value]
@@ -1038,6 +1047,39 @@ class Sandbox:
             return new_id
 
         return self.call(go)  # type: ignore[return-value]
+
+    def add_controller(self, controller_id: int | None = None, directory_id: str | None = None) -> dict:
+        """Start a new KRaft controller (`kafka-storage format --no-initial-controllers`, then
+        start): it follows the quorum as an observer until AddRaftVoter makes it a voter.
+        `controller_id` defaults to the highest controller id + 1, `directory_id` (a UUID, or a
+        Kafka Uuid in base64) to one of its own. A --data-dir keeps it, so a restart with
+        --controllers must count it. Returns its id, directory id (as Kafka prints it), host and
+        port."""
+        if not self.cluster.kraft:
+            raise ValueError("a zk-mode sandbox has no controller quorum (its controller is a broker)")
+        directory = quorum.parse_directory_id(directory_id) if directory_id else None
+
+        async def go() -> dict:
+            c = self.cluster
+            new_id = max(c.controllers) + 1 if controller_id is None else controller_id
+            if new_id < 0 or c.node(new_id) is not None:
+                raise ValueError(f"cannot add controller {new_id}: the id is taken (or negative)")
+            if directory is not None and any(quorum.directory_of(c, n) == directory for n in c.controllers.values()):
+                raise ValueError(f"cannot add controller {new_id}: directory id {directory_id} is taken")
+            node = Controller(id=new_id, host=next(iter(c.controllers.values())).host, port=0,
+                              directory_id=directory or uuid.uuid4(), voter=False)
+            server = _BrokerServer(self, node)
+            await server.listen()
+            c.controllers[new_id] = node
+            self._controller_servers[new_id] = server
+            c.changed()   # its registration in the metadata log
+            return self._controller_info(node)
+
+        return self.call(go)  # type: ignore[return-value]
+
+    def _controller_info(self, c: Controller) -> dict:
+        return {"id": c.id, "directory_id": quorum.kafka_uuid(quorum.directory_of(self.cluster, c)),
+                "host": c.host, "port": c.port, "voter": c.voter, "alive": c.alive}
 
     def _check_new_broker_id(self, broker_id: int) -> None:
         if broker_id < 0 or self.cluster.node(broker_id) is not None:
@@ -1186,7 +1228,8 @@ class Sandbox:
         return apis.listed(self.cluster.kafka_version, self.listener_kind(node), self.seed_apis, self.handlers)
 
     async def dispatch(self, broker: Node, body: bytes, principal: str = ANONYMOUS,
-                       listener: str = PLAINTEXT, client_host: str = "127.0.0.1") -> bytes | None:
+                       listener: str = PLAINTEXT, client_host: str = "127.0.0.1",
+                       token_authenticated: bool = False) -> bytes | None:
         api_key, version, correlation_id = protocol.peek_header(body)
         if api_key == control.SANDBOX_CONTROL_KEY and self._control_server is not None:
             return await control.serve(self, body, correlation_id)
@@ -1208,7 +1251,7 @@ class Sandbox:
         if broker.delay_ms:
             await asyncio.sleep(broker.delay_ms / 1000)
         ctx = RequestContext(self, broker, header, request, api_key, version, principal=principal,
-                             listener=listener, client_host=client_host)
+                             listener=listener, client_host=client_host, token_authenticated=token_authenticated)
         if self.cluster.kraft and isinstance(broker, Broker) and api_key in FORWARDED_APIS:
             ctx.forwarded = await self._await_controller(request)
         result = api.handler(ctx)

@@ -205,7 +205,7 @@ def test_an_offline_partition_recovered_by_unclean_recovery_in_the_repl(kafka4, 
         replicas = repl.rows(f"unclean-recovery --all-offline-partitions --topic {topic} --show-replica-info", "replicas")
         by_replica = {r["replica"]: r for r in replicas}
         assert by_replica[3]["log_end_offset"] == 5 and by_replica[3]["chosen"]
-        assert by_replica[2]["broker"] == "fenced"
+        assert by_replica[2]["state"] == "fenced"
         out = repl.run(f"unclean-recovery --all-offline-partitions --topic {topic} --automated-recovery", answer="y")
         assert "elected" in out, out
         [part] = repl.rows(f"describe-topic --topic {topic}", "partitions")

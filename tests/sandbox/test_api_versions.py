@@ -175,6 +175,8 @@ MINIMAL = {
 }
 
 SANDBOXES = [("4.4", "kraft"), ("3.9", "kraft"), ("3.9", "zk")]
+# Their refusals carry Kafka's -1 times, which kio cannot read (its timestamps are never negative).
+DELEGATION_TOKEN_APIS = (ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN)
 
 
 @pytest.mark.parametrize(("release", "mode"), SANDBOXES, ids=[f"{r}-{m}" for r, m in SANDBOXES])
@@ -186,7 +188,11 @@ def test_every_listed_version_of_every_api_answers(release, mode):
             for key, versions in listed.items():
                 accepted = apis.versions(release, kind, key, sandbox.handlers[key].versions, True)[1]
                 for version in versions:
-                    answer = exchange(address, key, version, MINIMAL.get(key, {}))
+                    try:
+                        answer = exchange(address, key, version, MINIMAL.get(key, {}))
+                    except protocol.ProtocolError as exc:   # answered, with -1 times
+                        assert "negative timestamp" in str(exc) and key in DELEGATION_TOKEN_APIS, exc
+                        answer = "answered"
                     if accepted is not None and version in accepted:
                         assert answer != CLOSED, f"{release} {kind}: {protocol.api_name(key)} v{version} closed"
                     else:  # listed but not parsed, as Kafka 4.x lists Produce v0-v2

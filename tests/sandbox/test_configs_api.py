@@ -168,3 +168,10 @@ def test_preferred_controller_is_a_cluster_wide_key_that_moves_the_controller(sa
     # The controller now takes topic creation; a real client follows it.
     futures = admin.create_topics([NewTopic("after-move", 1, 1)], request_timeout=10)
     assert futures["after-move"].result() is None
+
+
+@pytest.mark.parametrize("value, java", [(1048576.0, "1048576.0"), (0.5, "0.5"), (1e7, "1.0E7"), (1.5e-4, "1.5E-4"),
+                                         (123456789.0, "1.23456789E8"), (-2.5e10, "-2.5E10"), (0.0, "0.0")])
+def test_a_double_is_described_as_java_writes_it(value, java):
+    from kafka_shell.sandbox.configs import java_double
+    assert java_double(value) == java

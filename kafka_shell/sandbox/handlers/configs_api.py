@@ -1,9 +1,10 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and brokers.
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, brokers and loggers.
 
 Resources: type 2 is a topic, type 4 a broker by id, or the cluster-wide default with the name
-"". Topic keys are checked as Kafka's LogConfig does (INVALID_CONFIG); broker values as
-Kafka's DynamicBrokerConfig does (INVALID_REQUEST), unknown broker keys accepted as Kafka
-accepts them. The keys and their definitions are in `sandbox.configs`.
+"", type 8 a node's loggers (`sandbox.loggers`), type 16 a client metrics subscription
+(`sandbox.client_metrics`; both changed by IncrementalAlterConfigs only). Topic keys are
+checked as Kafka's LogConfig does (INVALID_CONFIG); broker values as Kafka's DynamicBrokerConfig
+does (INVALID_REQUEST), unknown broker keys accepted as Kafka accepts them. The keys and their definitions are in `sandbox.configs`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import admin, configs, group_configs, replication
+from kafka_shell.sandbox import admin, client_metrics, configs, group_configs, loggers, replication
 from kafka_shell.sandbox.admin import AdminError
 from kafka_shell.sandbox.configs import ConfigProblem
 from kafka_shell.codes import AclResourceType, ApiKey
@@ -21,6 +22,10 @@ from kafka_shell.sandbox.handlers import api
 TOPIC = 2
 BROKER = 4
 RESOURCE_NAMES = {2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
+CLIENT_METRICS, GROUP, BROKER_LOGGER = 16, 32, 8
+CLUSTER_RESOURCES = (BROKER, BROKER_LOGGER, CLIENT_METRICS)   # authorized on the cluster
+# Where Kafka 4.4 answers "" for "no error" (a result's error_message, a logger's documentation).
+EMPTY_WHEN_FINE = (BROKER_LOGGER, CLIENT_METRICS)
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 # Keys that only make sense cluster-wide (the mirror of Kafka's per-broker-only keys).
@@ -39,7 +44,7 @@ def _check_authorized(ctx, resource_type: int, name: str) -> None:
     or on the cluster for broker resources. Asked before whether the resource exists."""
     if resource_type == TOPIC and not ctx.permits(AclResourceType.TOPIC, name):
         raise AdminError(ErrorCode.topic_authorization_failed, None)
-    if resource_type == BROKER and not ctx.permits(AclResourceType.CLUSTER):
+    if resource_type in CLUSTER_RESOURCES and not ctx.permits(AclResourceType.CLUSTER):
         raise AdminError(ErrorCode.cluster_authorization_failed, None)
     if resource_type == GROUP and not ctx.permits(AclResourceType.GROUP, name):
         raise AdminError(ErrorCode.group_authorization_failed, None)
@@ -71,8 +76,10 @@ def describe_configs(ctx) -> dict:
         for e in entries:
             if not req.include_synonyms:
                 e["synonyms"] = []
-            if not req.include_documentation:
+            if not req.include_documentation and r.resource_type != BROKER_LOGGER:
                 e["documentation"] = None
+        if r.resource_type in EMPTY_WHEN_FINE:
+            result["error_message"] = ""
         results.append({**result, "configs": entries})
     return {"results": results}
 
@@ -96,20 +103,24 @@ def _describe(ctx, resource_type: int, name: str) -> list[dict]:
         return configs.describe_broker(cluster, ctx.broker.id)
     if resource_type == GROUP:
         return group_configs.describe(cluster, name)
+    if resource_type == BROKER_LOGGER:
+        loggers.check_node_name(ctx.broker, name, describing=True)
+        return loggers.describe(cluster, ctx.broker)
+    if resource_type == CLIENT_METRICS:
+        return client_metrics.describe(cluster, name)
     raise _unsupported(resource_type)
 
 
 # -- ListConfigResources (ListClientMetricsResources before 4.1) ----------------------------------
 
-CLIENT_METRICS, GROUP, BROKER_LOGGER = 16, 32, 8
 # The types each version lists by default and accepts (ListConfigResourcesRequest.supportedResourceTypes).
 LISTABLE = {0: (CLIENT_METRICS,), 1: (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)}
 
 
 @api(ApiKey.LIST_CONFIG_RESOURCES)
 def list_config_resources(ctx) -> dict:
-    """As Kafka 4.4's KafkaApis lists them: groups with configs, client metrics subscriptions (the
-    sandbox has neither), each live broker as BROKER_LOGGER and BROKER, then every topic."""
+    """As Kafka 4.4's KafkaApis lists them: groups with configs (the sandbox has none), client
+    metrics subscriptions, each live broker as BROKER_LOGGER and BROKER, then every topic."""
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "config_resources": []}
     supported = LISTABLE[min(ctx.version, 1)]
@@ -117,8 +128,10 @@ def list_config_resources(ctx) -> dict:
     if any(t not in supported for t in wanted):
         return {"error_code": ErrorCode.unsupported_version, "config_resources": []}
     brokers = [str(b.id) for b in ctx.cluster.live_brokers()]
-    found = [(name, kind) for kind, names in ((BROKER_LOGGER, brokers), (BROKER, brokers),
-                                             (TOPIC, list(ctx.cluster.topics))) if kind in wanted for name in names]
+    subscriptions = sorted(client_metrics.subscriptions(ctx.cluster))
+    found = [(name, kind) for kind, names in ((CLIENT_METRICS, subscriptions), (BROKER_LOGGER, brokers),
+                                             (BROKER, brokers), (TOPIC, list(ctx.cluster.topics)))
+             if kind in wanted for name in names]
     return {"error_code": 0, "config_resources": [{"resource_name": n, "resource_type": t} for n, t in found]}
 
 
@@ -188,6 +201,11 @@ def _alter(ctx, new_values) -> dict:
 
 def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
     cluster = ctx.cluster
+    if r.resource_type == BROKER_LOGGER and ctx.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
+        # Each node changes its own loggers, without the controller (RuntimeLoggerManager).
+        _check_authorized(ctx, r.resource_type, r.resource_name)
+        loggers.alter(cluster, ctx.broker, r.resource_name, list(r.configs), validate_only)
+        return
     if cluster.kraft and not ctx.is_controller:
         # KRaft: the active controller changes configs (brokers forward to it); a standby voter
         # answers NOT_CONTROLLER. In zk mode every broker writes configs itself.
@@ -196,6 +214,9 @@ def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
     duplicates = [k for k, n in Counter(c.name for c in r.configs).items() if n > 1]
     if duplicates:
         raise AdminError(ErrorCode.invalid_request, "Error due to duplicate config keys")
+    if r.resource_type == CLIENT_METRICS and ctx.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
+        client_metrics.alter(cluster, r.resource_name, list(r.configs), validate_only)
+        return
     if r.resource_type == TOPIC:
         admin.check_topic_name(r.resource_name)
         topic = cluster.topics.get(r.resource_name)

@@ -22,6 +22,8 @@ from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 METADATA_VERSION = "metadata.version"
+KRAFT_VERSION = "kraft.version"   # the quorum's (sandbox.quorum): 1 makes its voters changeable
+FAILED = "The update failed for all features since the following feature had an error: "
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 FEATURES_KEY = "features"  # cluster extra: feature -> finalized level
 
@@ -77,6 +79,9 @@ def _check(cluster, name: str, level: int, kind: int) -> str | None:
                        "type to either safe or unsafe downgrade.")
     if level > current and kind != UPGRADE:
         return invalid("Can't downgrade to a newer version.")
+    if name == KRAFT_VERSION and level < current:
+        # KafkaRaftClient: the quorum's version never goes back (its voters' records need it).
+        return invalid("Can't downgrade the version of this feature.")
     if name == METADATA_VERSION and level < current:
         reason = ("Unsafe metadata downgrade is not supported in this version." if kind == UNSAFE_DOWNGRADE
                   else "Refusing to perform the requested downgrade because it might delete metadata information.")
@@ -106,6 +111,10 @@ def update_features(ctx) -> dict:
         for u in req.feature_updates:
             levels[u.feature] = u.max_version_level
         ctx.cluster.changed()
-    # Kafka's UpdateFeaturesResponse.createWithErrors: per-feature results only on success.
-    results = [{"feature": n, "error_code": 0, "error_message": None} for n in names] if not error else []
+    # QuorumController.updateFeatures: per-feature results only on success and up to v1; the
+    # first failing feature's message after FAILED.
+    results = [{"feature": n, "error_code": 0, "error_message": "NONE"} for n in names] \
+        if not error and ctx.version <= 1 else []
+    if error == ErrorCode.invalid_update_version:
+        message = FAILED + (message or "")
     return {"error_code": error, "error_message": message, "results": results}

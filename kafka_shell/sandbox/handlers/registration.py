@@ -19,4 +19,5 @@ def unregister_broker(ctx) -> dict:
         return {"error_code": ErrorCode.not_controller,
                 "error_message": "This is not the correct controller for this cluster."}
     code, message = replication.unregister_broker(ctx.cluster, ctx.request.broker_id)
-    return {"error_code": code, "error_message": message}
+    # Kafka 4.4's ControllerApis answers "" where there is no error.
+    return {"error_code": code, "error_message": "" if message is None else message}

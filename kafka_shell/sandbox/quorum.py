@@ -1,0 +1,174 @@
+"""The KRaft controller quorum's voter set, as Kafka 4.4's KafkaRaftClient keeps it (KIP-853).
+
+kraft.version 0 is a static quorum (controller.quorum.voters; what `kafka-storage format` gives
+without --standalone or --initial-controllers, and the sandbox's default): its voters are fixed
+and their directory ids unknown to the quorum. kraft.version 1 is a dynamic quorum (`format
+--standalone | --initial-controllers`: `Sandbox(dynamic_quorum=True)`; or UpdateFeatures
+kraft.version 0 -> 1): AddRaftVoter makes an observer controller a voter, RemoveRaftVoter takes a
+voter out by id and directory id, with Kafka's checks, errors and messages (AddVoterHandler,
+RemoveVoterHandler).
+
+A sandbox controller follows the metadata log at once, so an observer controller is always
+caught up. A change commits once a majority of the new voter set is alive; until then it is
+pending and the next change is refused, as Kafka refuses it. A leader removed from the voters
+resigns once the change commits, and a remaining voter takes over with a higher epoch.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+
+from kio.schema.errors import ErrorCode
+
+from kafka_shell.sandbox import replication
+from kafka_shell.sandbox.handlers import features
+from kafka_shell.sandbox.model import Broker, Cluster, Controller
+
+KRAFT_VERSION = features.KRAFT_VERSION
+DYNAMIC_LEVEL = 1   # the kraft.version from which voters can change
+PENDING_KEY = "voter_change_pending"   # cluster extra: the id of the voter a pending change is about
+# The zero Uuid: what Kafka answers for a voter whose directory id the quorum does not know.
+NO_DIRECTORY = uuid.UUID(int=0)
+
+
+def kraft_version(cluster: Cluster) -> int:
+    return features.finalized(cluster).get(KRAFT_VERSION, 0)
+
+
+def default_directory_id(cluster: Cluster, node_id: int) -> uuid.UUID:
+    """A node's log directory id when none was given: the same for the same cluster and node."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-sandbox:{cluster.cluster_id}:{node_id}")
+
+
+def directory_of(cluster: Cluster, node: Broker | Controller) -> uuid.UUID:
+    given = node.directory_id if isinstance(node, Controller) else None
+    return given or default_directory_id(cluster, node.id)
+
+
+def voters(cluster: Cluster) -> list[Controller]:
+    return sorted((c for c in cluster.controllers.values() if c.voter), key=lambda c: c.id)
+
+
+def observers(cluster: Cluster) -> list[Broker | Controller]:
+    """The replicas that follow the log without a vote: controllers outside the voter set, brokers."""
+    others: list[Broker | Controller] = [c for c in cluster.controllers.values() if not c.voter]
+    return sorted(others, key=lambda n: n.id) + sorted(cluster.brokers.values(), key=lambda b: b.id)
+
+
+def voter_directory(cluster: Cluster, c: Controller) -> uuid.UUID:
+    """A voter's directory id as the quorum knows it: none in a static quorum."""
+    return directory_of(cluster, c) if kraft_version(cluster) >= DYNAMIC_LEVEL else NO_DIRECTORY
+
+
+def kafka_uuid(value: uuid.UUID) -> str:
+    """A Uuid as Kafka prints it (url-safe base64, no padding)."""
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def parse_directory_id(text: str) -> uuid.UUID:
+    """A directory id as Kafka prints it (22 characters of url-safe base64) or as a UUID."""
+    try:
+        if len(text) == 22:
+            return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+        return uuid.UUID(text)
+    except ValueError:
+        raise ValueError(f"bad directory id {text!r}: give a Kafka Uuid (22 characters of base64) or a UUID") from None
+
+
+def replica_key(node_id: int, directory: uuid.UUID) -> str:
+    shown = kafka_uuid(directory) if directory != NO_DIRECTORY else "<undefined>"
+    return f"ReplicaKey(id={node_id}, directoryId={shown})"
+
+
+def _voter_keys(cluster: Cluster) -> str:
+    return "[" + ", ".join(replica_key(c.id, voter_directory(cluster, c)) for c in voters(cluster)) + "]"
+
+
+# -- pending changes --------------------------------------------------------------------------
+
+
+def _has_majority(cluster: Cluster) -> bool:
+    members = voters(cluster)
+    return 2 * sum(1 for c in members if c.alive) > len(members)
+
+
+def settle(cluster: Cluster) -> None:
+    """Commit a pending change once a majority of the voters is alive; a leader it removed
+    resigns then."""
+    if PENDING_KEY not in cluster.extras or not _has_majority(cluster):
+        return
+    del cluster.extras[PENDING_KEY]
+    leader = cluster.controllers.get(cluster.controller_id)
+    if leader is not None and not leader.voter:
+        replication.elect_controller(cluster)
+
+
+def pending(cluster: Cluster) -> bool:
+    settle(cluster)
+    return PENDING_KEY in cluster.extras
+
+
+def _changed(cluster: Cluster, node_id: int) -> None:
+    cluster.extras[PENDING_KEY] = node_id
+    cluster.changed()   # the VotersRecord in the metadata log
+    settle(cluster)
+
+
+def _refusal(cluster: Cluster, verb: str) -> tuple[int, str] | None:
+    if pending(cluster):
+        return ErrorCode.request_timed_out, "Request timed out waiting for leader to handle previous voter change request"
+    level = kraft_version(cluster)
+    if level < DYNAMIC_LEVEL:
+        return ErrorCode.unsupported_version, f"Cluster doesn't support {verb} voter because the {KRAFT_VERSION} feature is {level}"
+    return None
+
+
+# -- changes ----------------------------------------------------------------------------------
+
+
+def add_voter(cluster: Cluster, voter_id: int, directory: uuid.UUID, endpoint: tuple[str, int]) -> tuple[int, str | None]:
+    """AddRaftVoter on the leader, once the request named a voter and a CONTROLLER endpoint.
+    Kafka asks the endpoint for its ApiVersions first, then whether that replica is a caught-up
+    observer."""
+    refusal = _refusal(cluster, "adding")
+    if refusal:
+        return refusal
+    key = replica_key(voter_id, directory)
+    if any(c.id == voter_id for c in voters(cluster)):
+        return ErrorCode.duplicate_voter, f"The voter id for {key} is already part of the set of voters {_voter_keys(cluster)}."
+    if not _listening(cluster, endpoint):
+        return (ErrorCode.request_timed_out,
+                "Aborted add voter operation for since API_VERSIONS returned an error BROKER_NOT_AVAILABLE")
+    node = cluster.controllers.get(voter_id)
+    if node is None or directory_of(cluster, node) != directory:
+        return ErrorCode.request_timed_out, f"Aborted add voter operation for {key} since it is lagging behind"
+    node.voter = True
+    _changed(cluster, voter_id)
+    return ErrorCode.none, None
+
+
+def remove_voter(cluster: Cluster, voter_id: int, directory: uuid.UUID) -> tuple[int, str | None]:
+    refusal = _refusal(cluster, "removing")
+    if refusal:
+        return refusal
+    members = voters(cluster)
+    node = cluster.controllers.get(voter_id)
+    if node is None or node not in members or voter_directory(cluster, node) != directory or len(members) == 1:
+        return (ErrorCode.voter_not_found,
+                f"Cannot remove voter {replica_key(voter_id, directory)} from the set of voters {_voter_keys(cluster)}")
+    node.voter = False
+    _changed(cluster, voter_id)
+    return ErrorCode.none, None
+
+
+def _listening(cluster: Cluster, endpoint: tuple[str, int]) -> bool:
+    """Whether a live sandbox node answers at host:port (any of its listeners)."""
+    host, port = endpoint
+    nodes: list[Broker | Controller] = [*cluster.brokers.values(), *cluster.controllers.values()]
+    for n in nodes:
+        ports = {n.port, *(n.listener_ports.values() if isinstance(n, Broker) else ())}
+        if n.alive and port in ports and (host == n.host or host == "localhost" and n.host == "127.0.0.1"):
+            return True
+    return False
+
