@@ -11,6 +11,7 @@ import json
 import re
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafka_shell.registry import load_commands
 from kafka_shell.runner import run_line
@@ -28,7 +29,7 @@ INTEGER = re.compile(r"(Partition|Leader|Replica|Offset|Epoch|Count|Bytes|Lag|Po
                      r"Partitions|ReplicationFactor|Throttle|Ms|Timestamp|Since|HighWatermark|Controller)$")
 BOOLEAN = re.compile(r"^(Is[A-Z]\w*|Sensitive|ReadOnly|Internal|Chosen|LastIsr|ActiveController)$")
 NOT_INTEGER = {"TopicId", "ClusterId", "DirectoryId", "ClientId", "MemberId", "GroupInstanceId", "TransactionalId",
-               "ProducerId", "Id_", "DesignatedLeader"}
+               "ProducerId", "Id_", "DesignatedLeader", "TopicPartitions"}
 
 # The walk: (line, what it shows). Lines run in order on one sandbox.
 WALK = [
@@ -57,6 +58,11 @@ WALK = [
     "add-cluster local --bootstrap-server {bootstrap}", "clusters", "use-cluster local",
     "create-topic --topic t2", "alter-topic --topic t2 --partitions 2", "delete-topic --topic t2 --yes",
     "delete-offsets --group old --topic orders --yes", "delete-group old --yes",
+    "list-groups --type classic", "describe-configs --entity-type groups --entity-name app",
+    # An open transaction of producer "tx" on orders-0, from {txn_offset} (made by open_transaction).
+    "list-transactions", "describe-transaction --transactional-id tx", "describe-producers --topic orders --partition 0",
+    "find-hanging-transactions --topic orders --max-transaction-timeout 1",
+    "abort-transaction --topic orders --partition 0 --start-offset {txn_offset} --dry-run",
 ]
 # Commands the walk leaves out, and why.
 LEFT_OUT = {
@@ -65,6 +71,9 @@ LEFT_OUT = {
     "clear": "clears the screen", "exit": "leaves the REPL", "refresh": "refreshes the cache, says so",
     "output": "a setting of the shell", "pager": "a setting of the shell", "expanded": "a setting of the shell",
     "topic": "a setting of the shell", "help": "text for people, in every format",
+    **dict.fromkeys(["list-share-groups", "describe-share-group", "delete-share-group", "list-streams-groups",
+                     "describe-streams-group", "delete-streams-group"],
+                    "the sandbox serves no share or streams groups (tests/test_share_streams_cmd.py reads them on Kafka 4.4)"),
 }
 
 
@@ -98,6 +107,22 @@ def _check(line: str, doc: object) -> None:
                         f"{line}: {key} = {value!r} is no integer"
 
 
+def open_transaction(sandbox: Sandbox) -> tuple[int, Producer]:
+    """A transaction of producer "tx" left open on orders-0: the offset it starts at, and the
+    producer (kept alive so the transaction stays open)."""
+    consumer = Consumer({"bootstrap.servers": sandbox.bootstrap, "group.id": "shapes"})
+    try:
+        start = consumer.get_watermark_offsets(TopicPartition("orders", 0), timeout=30)[1]
+    finally:
+        consumer.close()
+    producer = Producer({"bootstrap.servers": sandbox.bootstrap, "transactional.id": "tx"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce("orders", b"open", partition=0)
+    producer.flush(30)
+    return start, producer
+
+
 def test_every_command_prints_typed_json_under_one_naming_convention(shaped, tmp_path):
     sandbox = shaped
     session = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=io.StringIO(), stderr=io.StringIO(),
@@ -108,9 +133,10 @@ def test_every_command_prints_typed_json_under_one_naming_convention(shaped, tmp
             assert run_line(session, setup.replace("a b c", "k:a k:b k:c")) == 0, session.stderr.getvalue()
         commit(sandbox, "app", "orders", {0: 1})
         commit(sandbox, "old", "orders", {1: 0})
+        txn_offset, producer = open_transaction(sandbox)
         walked = set()
         for line in WALK:
-            line = line.format(tmp=tmp_path, bootstrap=sandbox.bootstrap)
+            line = line.format(tmp=tmp_path, bootstrap=sandbox.bootstrap, txn_offset=txn_offset)
             session.stdout.seek(0)
             session.stdout.truncate()
             code = run_line(session, line)
