@@ -67,7 +67,8 @@ def list_transactions(session: Session, args: dict) -> Result:
 
 
 @command("describe-transaction",
-         Option("--transactional-id", type=transactional_id, required=True, metavar="ID", help="Transactional id."),
+         Option("--transactional-id", type=transactional_id, required=True, metavar="ID", completer="transactional_id",
+                help="Transactional id."),
          help="Describe a transactional id's transaction: producer, state, timeout, start, partitions.",
          examples=("describe-transaction --transactional-id orders-writer-1",))
 def describe_transaction(session: Session, args: dict) -> Result:

@@ -105,8 +105,9 @@ class MetadataCache:
                 self.controller_refused = str(exc)
                 snap = read_snapshot(self.router, deadline, controller=False)
             self.unreachable_since = None
+            groups, transactional_ids = self._listed_ids(snap.brokers.values(), deadline)
             self._snapshot = ClusterSnapshot(snap.cluster_id, snap.controller, snap.brokers, snap.topics,
-                                             groups=self._group_ids(snap.brokers.values(), deadline))
+                                             groups=groups, transactional_ids=transactional_ids)
             return self._snapshot
 
     def mark_unreachable(self) -> None:
@@ -115,11 +116,12 @@ class MetadataCache:
 
     def offer(self, snap: ClusterSnapshot) -> None:
         """A full read a command made: fresher than the cache, so the cache takes it (keeping
-        its group ids, which that read did not ask for)."""
+        its group and transactional ids, which that read did not ask for)."""
         with self._lock:
             if snap.taken_at >= self._snapshot.taken_at:
                 self._snapshot = ClusterSnapshot(snap.cluster_id, snap.controller, snap.brokers, snap.topics,
-                                                 groups=self._snapshot.groups, taken_at=snap.taken_at)
+                                                 groups=self._snapshot.groups,
+                                                 transactional_ids=self._snapshot.transactional_ids, taken_at=snap.taken_at)
                 self.unreachable_since = None
 
     def refresh_in_background(self) -> None:
@@ -153,19 +155,24 @@ class MetadataCache:
         if thread is not None:
             thread.join(self.timeout_s)
 
-    def _group_ids(self, brokers: Iterable[BrokerInfo], deadline: Deadline) -> tuple[str, ...]:
-        """Group ids from every broker (each lists the groups it coordinates); best effort:
-        brokers that fail or do not answer before the deadline are left out."""
-        ids: set[str] = set()
+    def _listed_ids(self, brokers: Iterable[BrokerInfo], deadline: Deadline) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Group ids and transactional ids from every broker (each lists the groups and the
+        transactional ids it coordinates: ListGroups, ListTransactions); best effort: brokers
+        that fail or do not answer before the deadline are left out."""
+        groups: set[str] = set()
+        transactional_ids: set[str] = set()
         for b in brokers:
             if deadline.expired:
                 break
             try:
                 channel = self.router.broker_channel(b, deadline)
-                if ApiKey.LIST_GROUPS not in channel.versions():
-                    continue
-                answer = channel.request_entity(ApiKey.LIST_GROUPS, {}, deadline=deadline)
-                ids.update(g.group_id for g in group_listings(answer, b.id))
+                versions = channel.versions()
+                if ApiKey.LIST_GROUPS in versions:
+                    answer = channel.request_entity(ApiKey.LIST_GROUPS, {}, deadline=deadline)
+                    groups.update(g.group_id for g in group_listings(answer, b.id))
+                if ApiKey.LIST_TRANSACTIONS in versions:
+                    answer = channel.request_entity(ApiKey.LIST_TRANSACTIONS, {}, deadline=deadline)
+                    transactional_ids.update(t.transactional_id for t in answer.transaction_states)
             except (ShellError, protocol.ProtocolError, OSError) as exc:
-                log.debug("ListGroups on broker %s failed: %s", b.id, exc)
-        return tuple(sorted(ids))
+                log.debug("Listing groups or transactions on broker %s failed: %s", b.id, exc)
+        return tuple(sorted(groups)), tuple(sorted(transactional_ids))

@@ -89,6 +89,7 @@ class ClusterSnapshot:
     brokers: dict[int, BrokerInfo]
     topics: dict[str, TopicInfo]
     groups: tuple[str, ...] = ()
+    transactional_ids: tuple[str, ...] = ()
     taken_at: float = field(default_factory=time.time)
     unauthorized: frozenset[str] = frozenset()   # named topics Metadata refused to describe
 

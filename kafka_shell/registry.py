@@ -25,7 +25,7 @@ __all__ = ["INT16_MAX", "INT32_MAX", "INT64_MAX", "Option", "Command", "command"
 
 # Value completer kinds, resolved by the REPL completer against the metadata cache.
 COMPLETERS = ("topic", "broker", "group", "config_key", "config_value", "path", "cluster",
-              "entity_name", "api", "error", "principal", "acl_resource")
+              "entity_name", "api", "error", "principal", "acl_resource", "transactional_id")
 
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")

@@ -215,3 +215,25 @@ def test_find_hanging_gives_kafka_tools_facts(kafka4):
     finally:
         s.cluster.end_and_settle(s.open_id, s.open_pid, s.open_epoch, False, 4)
         s.cluster.close()
+
+
+def test_transactional_ids_complete_from_one_list_per_broker(sandbox3):
+    """The cache's refresh lists each broker's transactional ids (ListTransactions, as it lists
+    group ids), and describe-transaction's --transactional-id completes them."""
+    from confluent_kafka import Producer
+    from prompt_toolkit.document import Document
+
+    from kafka_shell.registry import load_commands
+    from kafka_shell.repl.completer import KafkaCompleter
+
+    producer = Producer({"bootstrap.servers": sandbox3.bootstrap, "transactional.id": "orders-writer-7"})
+    producer.init_transactions(30)
+    session = Session(target=Target(sandbox3.bootstrap), stdout=io.StringIO(), stderr=io.StringIO())
+    try:
+        snapshot = session.conn.refresh()
+    finally:
+        session.close()
+    assert "orders-writer-7" in snapshot.transactional_ids
+    completer = KafkaCompleter(load_commands(), snapshot)
+    offered = [c.text for c in completer.get_completions(Document("describe-transaction --transactional-id orders-w"))]
+    assert offered == ["orders-writer-7"]

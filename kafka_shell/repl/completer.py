@@ -48,6 +48,7 @@ class KafkaCompleter(Completer):
         self.clusters = sorted(clusters)       # named clusters (clusters.json), read once
         self.topics = fuzzy.FuzzyIndex(snapshot.topics)
         self.groups = fuzzy.FuzzyIndex(snapshot.groups)
+        self.transactional_ids = fuzzy.FuzzyIndex(snapshot.transactional_ids)
         self.brokers = sorted(str(b) for b in snapshot.brokers)
         self.commands = registry.names()
         self.overrides = overrides             # reads an entity's overrides (kept briefly)
@@ -83,6 +84,9 @@ class KafkaCompleter(Completer):
                 for name in self.groups.matches(prefix, MAX_CANDIDATES + len(exclude)):
                     if name not in exclude:
                         yield name, "group"
+            case s.TransactionalId():
+                for name in self.transactional_ids.matches(prefix, MAX_CANDIDATES):
+                    yield name, "transactional id"
             case s.ConfigKey(entity, suffix, overrides, name, exclude) if entity is not None:  # None: no keys known
                 keys = self._overrides(entity, name) if overrides else None
                 for key in matching(config_keys.keys(entity) if keys is None else keys, prefix):

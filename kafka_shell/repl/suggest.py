@@ -42,6 +42,11 @@ class Group:
 
 
 @dataclass(frozen=True)
+class TransactionalId:
+    pass
+
+
+@dataclass(frozen=True)
 class ConfigKey:
     entity: str | None        # config_keys.TOPIC / BROKER; None: a type we know no keys for
     suffix: str = ""          # "=" when the key starts a key=value assignment
@@ -300,7 +305,8 @@ class _State:
 
 
 _SIMPLE = {"topic": Topic(), "broker": Broker(), "group": Group(), "path": Path(),
-           "cluster": Cluster(), "api": Api(), "error": ErrorName(), "principal": Principal()}
+           "cluster": Cluster(), "api": Api(), "error": ErrorName(), "principal": Principal(),
+           "transactional_id": TransactionalId()}
 _LISTED: dict[str, type[Topic | Broker | Group]] = {"topic": Topic, "broker": Broker, "group": Group}
 _ENTITY_NAMES = {"topics": Topic(), "topic": Topic(), "brokers": Broker(), "broker": Broker(),
                  "groups": Group(), "group": Group()}
