@@ -256,6 +256,12 @@ class RealKafka:
                 props["controller.quorum.bootstrap.servers"] = self.bootstrap_controllers
             else:
                 props["controller.quorum.voters"] = self._voters()
+        # No leader moves on a timer (the controller checks every 300 s): tests see only the
+        # moves they cause, as on the sandbox, where it is off by default. Every node gets it:
+        # the active controller acts on it (a KRaft controller, or any broker in ZooKeeper mode),
+        # and a suite outlasting 300 s saw __consumer_offsets' leaders, and the groups'
+        # coordinators with them, move back under its scenarios when only brokers had it.
+        props["auto.leader.rebalance.enable"] = "false"
         names, protocols = [], {"CONTROLLER": self.controller_protocol}
         if node.is_broker:
             for name, protocol in self.listeners.items():
@@ -268,9 +274,6 @@ class RealKafka:
             replication = str(min(3, broker_count))
             props.update({
                 "num.partitions": "1", "group.initial.rebalance.delay.ms": "0",
-                # No leader moves on a timer (Kafka checks every 300 s): tests see only the moves
-                # they cause, as on the sandbox, where it is off by default.
-                "auto.leader.rebalance.enable": "false",
                 "offsets.topic.replication.factor": replication, "offsets.topic.num.partitions": "5",
                 "transaction.state.log.replication.factor": replication,
                 "transaction.state.log.min.isr": str(min(2, broker_count)),
