@@ -28,6 +28,10 @@ METADATA_TOPIC_ID = uuid.UUID(int=1)     # Kafka's Uuid.METADATA_TOPIC_ID
 CONTROLLER_ID_NOT_REGISTERED = 136       # Kafka 4.4; kio's ErrorCode stops at 133
 
 
+NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
+MESSAGES = {ErrorCode.not_controller: NOT_CONTROLLER_MESSAGE, ErrorCode.cluster_authorization_failed: None}
+
+
 def _cluster_action(ctx) -> bool:
     return ctx.authorize(AclOperation.CLUSTER_ACTION, AclResourceType.CLUSTER)
 
@@ -67,25 +71,32 @@ def raft_fetch(ctx) -> dict:
         leader = _leader(ctx)
         topic = req.topics[0]
         return {"error_code": ErrorCode.none, "responses": [{
-            "topic": topic.topic, "topic_id": getattr(topic, "topic_id", None), "partitions": [{
+            "topic": getattr(topic, "topic", ""), "topic_id": getattr(topic, "topic_id", None), "partitions": [{
                 "partition_index": 0, "error_code": ErrorCode.invalid_request, "high_watermark": -1,
                 "last_stable_offset": -1, "log_start_offset": 0, "diverging_epoch": {"epoch": -1, "end_offset": -1},
                 "current_leader": {"leader_id": leader["leader_id"], "leader_epoch": leader["leader_epoch"]},
-                "snapshot_id": {"end_offset": -1, "epoch": -1}, "preferred_read_replica": -1, "records": b""}]}],
+                "snapshot_id": {"end_offset": -1, "epoch": -1}, "aborted_transactions": [], "preferred_read_replica": -1,
+                "records": b""}]}],
+            # The leader's endpoint from v17 (KIP-853), though v16's schema has the field.
             "node_endpoints": [{"node_id": leader["leader_id"], "host": leader["host"], "port": leader["port"],
-                                "rack": None}]}
+                                "rack": None}] if ctx.version >= 17 else []}
     return {"error_code": ErrorCode.invalid_request if code is None else code, "responses": []}
 
 
 def _quorum_epoch_answer(ctx) -> dict:
-    """Vote, BeginQuorumEpoch, EndQuorumEpoch: the metadata partition refused as Kafka refuses
-    a request whose epochs are the defaults (a candidate whose last epoch is not below its own)."""
+    """Vote, BeginQuorumEpoch, EndQuorumEpoch naming the metadata partition: an older leader
+    epoch is fenced; a vote whose candidate epoch is not above its last epoch is invalid, as
+    Kafka refuses it. What Kafka would act on (a vote to grant, another leader to follow) the
+    sandbox refuses as invalid too: its quorum is its own."""
     code = _raft_refusal(ctx)
     req = ctx.request
     if code is None and _one_metadata_partition(req.topics, lambda t: t.topic_name, lambda p: p.partition_index):
         leader = _leader(ctx)
+        epoch = getattr(req.topics[0].partitions[0], "leader_epoch", None)
+        partition_code = (ErrorCode.fenced_leader_epoch if epoch is not None and epoch < leader["leader_epoch"]
+                          else ErrorCode.invalid_request)
         return {"error_code": ErrorCode.none, "topics": [{"topic_name": METADATA_TOPIC, "partitions": [{
-            "partition_index": 0, "error_code": ErrorCode.invalid_request, "leader_id": leader["leader_id"],
+            "partition_index": 0, "error_code": partition_code, "leader_id": leader["leader_id"],
             "leader_epoch": leader["leader_epoch"], "vote_granted": False}]}],
             "node_endpoints": [{"node_id": leader["leader_id"], "host": leader["host"], "port": leader["port"]}]}
     return {"error_code": ErrorCode.invalid_request if code is None else code, "topics": []}
@@ -170,7 +181,7 @@ def controller_registration(ctx) -> dict:
     """Kafka's active controller records any registration; the sandbox acknowledges it as Kafka
     does but keeps its own controllers."""
     code = _controller_refusal(ctx)
-    return {"error_code": ErrorCode.none if code is None else code, "error_message": "" if code is None else None}
+    return {"error_code": ErrorCode.none if code is None else code, "error_message": MESSAGES.get(code, "")}
 
 
 @api(ApiKey.UNREGISTER_CONTROLLER)
@@ -181,8 +192,9 @@ def unregister_controller(ctx) -> dict:
     if not ctx.authorize(AclOperation.ALTER, AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
     if not ctx.is_controller:
+        # QuorumController names the leader it knows of.
         return {"error_code": ErrorCode.not_controller,
-                "error_message": "This is not the correct controller for this cluster."}
+                "error_message": f"The active controller appears to be node {ctx.cluster.controller_id}."}
     controller_id = ctx.request.controller_id
     if controller_id == ctx.cluster.controller_id:
         return {"error_code": ErrorCode.invalid_request,
@@ -262,7 +274,10 @@ def controlled_shutdown(ctx) -> dict:
     live brokers, and shuts none down for a request from outside."""
     if ctx.cluster.kraft:
         return {"error_code": ErrorCode.unknown_server_error, "remaining_partitions": []}
-    code = _controller_refusal(ctx)
+    if not _cluster_action(ctx):
+        return {"error_code": ErrorCode.cluster_authorization_failed, "remaining_partitions": []}
+    # KafkaController: a broker that is not the controller throws ControllerMovedException.
+    code = None if ctx.is_controller else ErrorCode.stale_controller_epoch
     if code is None:
         broker = ctx.cluster.brokers.get(ctx.request.broker_id)
         code = ErrorCode.broker_not_available if broker is None or not broker.alive else ErrorCode.stale_broker_epoch
