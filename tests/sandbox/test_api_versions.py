@@ -172,7 +172,12 @@ MINIMAL = {
     ApiKey.SASL_HANDSHAKE: {"mechanism": "PLAIN"},
     ApiKey.CREATE_TOPICS: {"timeout": 1000},
     ApiKey.DELETE_TOPICS: {"timeout": 1000},
+    # Kafka 3.9's controller fails on a FetchSnapshot naming no topic (test_between_nodes).
+    ApiKey.FETCH_SNAPSHOT: {"topics": [{"name": "__cluster_metadata", "partitions": [{"partition": 0}]}]},
 }
+# What a listener lists and always answers by closing the connection, as Kafka does: Envelope
+# on 3.9's ZooKeeper-mode brokers, where forwarding is off (test_between_nodes compares).
+CLOSES = {(ZK_BROKER, ApiKey.ENVELOPE)}
 
 SANDBOXES = [("4.4", "kraft"), ("3.9", "kraft"), ("3.9", "zk")]
 # Their refusals carry Kafka's -1 times, which kio cannot read (its timestamps are never negative).
@@ -193,7 +198,7 @@ def test_every_listed_version_of_every_api_answers(release, mode):
                     except protocol.ProtocolError as exc:   # answered, with -1 times
                         assert "negative timestamp" in str(exc) and key in DELEGATION_TOKEN_APIS, exc
                         answer = "answered"
-                    if accepted is not None and version in accepted:
+                    if accepted is not None and version in accepted and (kind, key) not in CLOSES:
                         assert answer != CLOSED, f"{release} {kind}: {protocol.api_name(key)} v{version} closed"
                     else:  # listed but not parsed, as Kafka 4.x lists Produce v0-v2
                         assert answer == CLOSED, f"{release} {kind}: {protocol.api_name(key)} v{version} answered"

@@ -109,12 +109,17 @@ api(ApiKey.END_QUORUM_EPOCH)(_quorum_epoch_answer)
 
 @api(ApiKey.FETCH_SNAPSHOT)
 def fetch_snapshot(ctx) -> dict:
+    """Naming no topic: invalid (Kafka 3.9's Raft thread fails on it: the connection closes, and
+    the controller stops, which the sandbox does not copy). Naming the metadata partition with
+    Kafka's defaults: Kafka fails it (UNKNOWN_SERVER_ERROR); the sandbox has no snapshot to send."""
     code = _raft_refusal(ctx)
-    if code is None and not ctx.request.topics and ctx.cluster.kafka_version == "3.9":
-        # Kafka 3.9's Raft thread fails on a FetchSnapshot naming no topic: the connection
-        # closes (and the controller stops, which the sandbox does not copy).
+    topics = ctx.request.topics
+    if code is None and not topics and ctx.cluster.kafka_version == "3.9":
         raise protocol.ProtocolError("FetchSnapshot names no topic")
-    return {"error_code": ErrorCode.invalid_request if code is None else code, "topics": []}
+    if code is None:
+        code = (ErrorCode.unknown_server_error if _one_metadata_partition(topics, lambda t: t.name, lambda p: p.partition)
+                else ErrorCode.invalid_request)
+    return {"error_code": code, "topics": []}
 
 
 @api(ApiKey.UPDATE_RAFT_VOTER)
