@@ -36,9 +36,6 @@ class Unserved:
 
 
 UNSERVED: tuple[Unserved, ...] = (
-    Unserved((68, 69), "KIP-848 consumer groups follow Kafka 4.4 (group epochs from 1, the assignment interval, "
-                       "assignment epochs in OffsetCommit); 3.9's early-access variant is not emulated",
-             releases=("3.9",)),
     Unserved((76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92), "share groups (KIP-932) are not implemented"),
     Unserved((88, 89, 93), "streams groups (KIP-1071) are not implemented"),
 )

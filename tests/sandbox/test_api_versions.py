@@ -95,6 +95,23 @@ def test_kafka_lists_what_the_sandbox_lists_plus_unserved(cluster, release, mode
     compare_with_real(request.getfixturevalue(cluster), release, mode)
 
 
+# What is left to UNSERVED: the share groups (KIP-932) and streams groups (KIP-1071) APIs, being
+# built; every other API each listener kind of each release lists is served.
+SHARE_AND_STREAMS_GROUPS = {76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93}
+
+
+def test_only_share_and_streams_groups_are_unserved():
+    """With test_kafka_lists_what_the_sandbox_lists_plus_unserved: the sandbox lists what real
+    Kafka lists, key for key and version for version, on every listener kind, but for these."""
+    assert {key for row in apis.UNSERVED for key in row.keys} <= SHARE_AND_STREAMS_GROUPS, apis.UNSERVED
+    served = apis.handlers.load()
+    for release, kind in apis.KINDS:
+        for key, versions in releases.release(release).apis[kind].items():
+            if key not in SHARE_AND_STREAMS_GROUPS:
+                listed, _ = apis.versions(release, kind, key, served[key].versions, False)
+                assert listed == versions, (release, kind, protocol.api_name(key), listed, versions)
+
+
 def test_every_unserved_row_is_needed():
     """No UNSERVED row covers only what Kafka does not list, or what the sandbox serves."""
     served = apis.handlers.load()
@@ -333,3 +350,21 @@ def test_alter_replica_log_dirs_as_kafka_answers_with_one_dir_per_broker(kafka4)
         for name, partitions in ((topic, [0]), (topic, [1, 7]), ("missing", [0])):
             assert alter_log_dirs(ours, mine, name, partitions) == alter_log_dirs(theirs, real, name, partitions), partitions
         assert alter_log_dirs(ours, "/no/such/dir", topic, [0, 1, 7]) == alter_log_dirs(theirs, "/no/such/dir", topic, [0, 1, 7])
+
+
+@pytest.mark.parametrize(("cluster", "mode"), [("kafka39", "kraft"), ("kafka39_zk", "zk")])
+def test_kip_848_apis_on_39_are_refused_as_stock_39_refuses_them(cluster, mode, request):
+    """Kafka 3.9 lists ConsumerGroupHeartbeat and ConsumerGroupDescribe v0 but, without the
+    group.version feature its clusters start without, answers them UNSUPPORTED_VERSION."""
+    real = request.getfixturevalue(cluster)
+    requests = [(ApiKey.CONSUMER_GROUP_HEARTBEAT, {"group_id": "g", "member_epoch": 0, "rebalance_timeout": 1000,
+                                                   "subscribed_topic_names": ["t"], "topic_partitions": []}),
+                (ApiKey.CONSUMER_GROUP_DESCRIBE, {"group_ids": ["g", "h"]})]
+    with Sandbox(brokers=1, mode=mode, kafka_version="3.9") as sandbox:
+        for key, body in requests:
+            theirs = exchange(("127.0.0.1", real.brokers[0].port), key, 0, body)
+            ours = exchange(sandbox.address(1), key, 0, body)
+            assert ours == theirs, (protocol.api_name(key), theirs, ours)
+            assert isinstance(theirs, dict)
+            codes = {g["error_code"] for g in theirs["groups"]} if "groups" in theirs else {theirs["error_code"]}
+            assert codes == {Error.unsupported_version}, theirs

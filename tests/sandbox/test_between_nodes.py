@@ -87,7 +87,8 @@ def compare(release: str, kind: str, real: tuple[str, int], ours: tuple[str, int
             for name, body in bodies(key, version, release, real_id, active).items():
                 ours_body = {**body, "controller_id": our_id} if name == "the active controller" else body
                 theirs, mine = exchange(real, key, version, body), exchange(ours, key, version, ours_body)
-                assert compared(mine) == compared(theirs), f"{release} {kind} {protocol.api_name(key)} v{version}, {name}:\n Kafka   {theirs}\n sandbox {mine}"
+                assert compared(mine) == compared(theirs), (
+                    f"{release} {kind} {protocol.api_name(key)} v{version}, {name}:\n Kafka   {theirs}\n sandbox {mine}")
                 sent += 1
     return sent
 

@@ -29,7 +29,9 @@ CONTROLLER_ID_NOT_REGISTERED = 136       # Kafka 4.4; kio's ErrorCode stops at 1
 
 
 NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
-MESSAGES = {ErrorCode.not_controller: NOT_CONTROLLER_MESSAGE, ErrorCode.cluster_authorization_failed: None}
+# ControllerRegistration's refusals: QuorumController's message for NOT_CONTROLLER, none for authorization.
+MESSAGES: dict[int, str | None] = {ErrorCode.not_controller: NOT_CONTROLLER_MESSAGE,
+                                   ErrorCode.cluster_authorization_failed: None}
 
 
 def _cluster_action(ctx) -> bool:
@@ -186,7 +188,9 @@ def controller_registration(ctx) -> dict:
     """Kafka's active controller records any registration; the sandbox acknowledges it as Kafka
     does but keeps its own controllers."""
     code = _controller_refusal(ctx)
-    return {"error_code": ErrorCode.none if code is None else code, "error_message": MESSAGES.get(code, "")}
+    if code is not None:
+        return {"error_code": code, "error_message": MESSAGES[code]}
+    return {"error_code": ErrorCode.none, "error_message": ""}
 
 
 @api(ApiKey.UNREGISTER_CONTROLLER)
