@@ -26,11 +26,8 @@ from kafka_shell.sandbox.handlers import api
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_TOPIC_ID = uuid.UUID(int=1)     # Kafka's Uuid.METADATA_TOPIC_ID
 CONTROLLER_ID_NOT_REGISTERED = 136       # Kafka 4.4; kio's ErrorCode stops at 133
-
-
-NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
 # ControllerRegistration's refusals: QuorumController's message for NOT_CONTROLLER, none for authorization.
-MESSAGES: dict[int, str | None] = {ErrorCode.not_controller: NOT_CONTROLLER_MESSAGE,
+MESSAGES: dict[int, str | None] = {ErrorCode.not_controller: "This is not the correct controller for this cluster.",
                                    ErrorCode.cluster_authorization_failed: None}
 
 
