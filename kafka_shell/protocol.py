@@ -142,7 +142,10 @@ def kio_versions(api_key: int) -> range:
 def api_name(api_key: int) -> str:
     if api_key in protocol_ext.NAMES:
         return protocol_ext.NAMES[api_key]
-    return "".join(p.title() for p in api_key_map.get(api_key, f"api_{api_key}").split("_"))
+    if api_key in api_key_map:
+        return "".join(p.title() for p in api_key_map[api_key].split("_"))
+    from kafka_shell.definitions import messages
+    return messages.api_name(api_key) or f"Api{api_key}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -221,12 +221,11 @@ def naming_of(api: dict) -> dict[str, Naming]:
 
 
 def missing_versions(api: dict, listed: dict[int, tuple[int, int]]) -> dict:
-    """The schemas of the versions a release lists that kio lacks, in kio's naming (for the APIs
-    kio has at all: an API it has no version of is left to kio's next release)."""
+    """The schemas of the versions a release lists that kio lacks, in kio's naming (an API kio
+    has no version of, such as the ZooKeeper-mode inter-broker APIs or UnregisterController,
+    keeps Kafka's own field names, which are kio's too)."""
     key = api["key"]
     have = kio_versions(key)
-    if not have:
-        return {}
     naming = naming_of(api)
     wanted = range(listed[key][0], listed[key][1] + 1) if key in listed else range(0)
     schemas: dict = {}
@@ -245,7 +244,7 @@ def request_defaults(key: int, releases: list[dict], generated: list[dict]) -> d
     class and field name, with its kio type (kafka_shell.definitions puts it on the classes
     that lack the field). `releases`: the API's dumps, newest release first; `generated`: the
     request schemas of versions kio lacks."""
-    if not kio_versions(key):
+    if not kio_versions(key) and not generated:
         return {}
     versions: dict[str, list[set[str]]] = {}   # class -> field-name sets of its versions
     types: dict[tuple[str, str], str] = {}
@@ -277,8 +276,14 @@ def request_defaults(key: int, releases: list[dict], generated: list[dict]) -> d
                 java_defaults = api["request_defaults"]
                 java_cls = cls_name + "Data" if cls_name + "Data" in java_defaults else cls_name
                 camel = re.sub(r"_(\w)", lambda m: m.group(1).upper(), naming.java_of.get((cls_name, name), name))
-                if camel in java_defaults.get(java_cls, {}):
-                    value = java_defaults[java_cls][camel]
+                # Case aside: kio's is_kraft_controller is Kafka's isKRaftController. A struct of an
+                # API kio lacks is named after its field, not Kafka's class: any class of the API
+                # with that field, when they agree on its default.
+                classes = [java_cls] if java_cls in java_defaults else list(java_defaults)
+                found = {str(fields[n]) for c in classes for fields in [java_defaults[c]] for n in fields
+                         if n.lower() == camel.lower()}
+                if len(found) == 1:
+                    value = next(v for c in classes for n, v in java_defaults[c].items() if n.lower() == camel.lower())
                     kind = types[(cls_name, name)]
                     out.setdefault(cls_name, {})[name] = {"type": kind, "value": None if value == "<struct>" else value}
                     break

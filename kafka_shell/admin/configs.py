@@ -84,8 +84,9 @@ def describe(conn: ConnectionManager, kind: str, names: list[str],
 
 
 def require_group_configs(conn: ConnectionManager) -> None:
-    """Group configs came with KIP-848's consumer groups (generally available in Kafka 4.0)."""
-    releases.require(conn, ApiKey.CONSUMER_GROUP_HEARTBEAT, "group configs", "4.0")
+    """Group configs came with KIP-848's consumer groups (generally available in Kafka 4.0, with
+    ConsumerGroupHeartbeat v1; 3.9 lists v0 for its early access, without group configs)."""
+    releases.require(conn, ApiKey.CONSUMER_GROUP_HEARTBEAT, "group configs", "4.0", version=1)
 
 
 def _what(kind: str, names: list[str]) -> str:

@@ -31,11 +31,12 @@ def _older(release: str, than: str) -> bool:
     return tuple(map(int, release.split("."))) < tuple(map(int, than.split(".")))
 
 
-def require(conn: ConnectionManager, api_key: int, what: str, since: str) -> None:
-    """Nothing when the cluster lists `api_key`; else NotSupported saying `what` needs Kafka
-    `since` or later and which release the cluster is (or that it does not serve the API)."""
+def require(conn: ConnectionManager, api_key: int, what: str, since: str, version: int = 0) -> None:
+    """Nothing when the cluster lists `api_key` (at least `version` of it); else NotSupported
+    saying `what` needs Kafka `since` or later and which release the cluster is (or that it does
+    not serve the API)."""
     listed = conn.api_versions()
-    if listed.get(api_key):
+    if listed.get(api_key) and listed[api_key].stop > version:
         return
     release = closest_release(listed)
     if _older(release, since):

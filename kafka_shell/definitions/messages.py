@@ -14,6 +14,7 @@ import uuid
 from functools import cache
 
 from kio.schema.errors import ErrorCode
+from kio.schema.index import api_key_map
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
@@ -47,6 +48,12 @@ def versions(api_key: int) -> set[int]:
     return {v for (k, side, v) in _schemas() if k == api_key and side == "request"}
 
 
+def api_name(api_key: int) -> str | None:
+    """Kafka's name of an API kio lacks entirely (LeaderAndIsr), from its declared schemas."""
+    name = next((s["name"] for (k, side, _), s in _schemas().items() if k == api_key and side == "request"), None)
+    return None if name is None else name.removesuffix("Request")
+
+
 @cache
 def schema_class(api_key: int, side: str, version: int) -> type | None:
     """The kio-style entity class of a message version kio lacks, or None."""
@@ -70,8 +77,13 @@ def _declare(schema: dict, api_key: int, version: int, header: type, kind: Entit
             tp: object = _declare(f["struct"], api_key, version, header, EntityType.nested)
             metadata: dict = {}
         else:
-            tp = _PYTHON_TYPES[f["kafka_type"]]
-            metadata = {"kafka_type": f["kafka_type"]}
+            kafka_type = f["kafka_type"]
+            if kafka_type == "error_code" and api_key not in api_key_map:
+                # An API kio lacks may answer codes its ErrorCode lacks too (UnregisterController:
+                # CONTROLLER_ID_NOT_REGISTERED, 136): read and write them as plain int16.
+                kafka_type = "int16"
+            tp = _PYTHON_TYPES[kafka_type]
+            metadata = {"kafka_type": kafka_type}
         if f["array"]:
             tp = tuple[tp, ...]  # type: ignore[valid-type]
         if f["nullable"]:

@@ -35,18 +35,9 @@ class Unserved:
                 and (self.versions is None or version in self.versions))
 
 
-BETWEEN_NODES = ("between Kafka's own nodes (Raft, broker registration, replication, forwarding): "
-                 "the sandbox's brokers and controllers are one process")
-
 UNSERVED: tuple[Unserved, ...] = (
-    Unserved((68, 69), "KIP-848 consumer groups follow Kafka 4.4 (group epochs from 1, the assignment interval, "
-                       "assignment epochs in OffsetCommit); 3.9's early-access variant is not emulated",
-             releases=("3.9",)),
     Unserved((76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92), "share groups (KIP-932) are not implemented"),
     Unserved((88, 89, 93), "streams groups (KIP-1071) are not implemented"),
-    Unserved((94,), "UnregisterController (Kafka 4.4): kio 0.6.5 has no schema for it"),
-    Unserved((1, 52, 53, 54, 56, 58, 59, 62, 63, 67, 70, 73, 82, 7), BETWEEN_NODES, listeners=(CONTROLLER,)),
-    Unserved((4, 5, 6, 7, 56, 58, 67), BETWEEN_NODES, listeners=(ZK_BROKER,)),
 )
 
 # The sandbox stores message format v2 only: the Produce and Fetch versions that carry formats v0
@@ -87,7 +78,9 @@ def versions(release: str, listener: str, key: int, handled: range, seed_apis: b
     if span is None:
         return None, None
     valid = r.valid.get(key, span)
-    accepted = range(max(span.start, valid.start, MESSAGE_FORMAT_V2_FROM.get(key, 0)), min(span.stop, valid.stop))
+    # A controller's Fetch is the metadata log's replication (handlers.between_nodes): no records formats.
+    records_from = MESSAGE_FORMAT_V2_FROM.get(key, 0) if listener != CONTROLLER else 0
+    accepted = range(max(span.start, valid.start, records_from), min(span.stop, valid.stop))
     if seed is not None and seed.start == span.stop and seed.stop <= handled.stop:
         span, accepted = range(span.start, seed.stop), range(accepted.start, seed.stop)  # ElectLeaders v3
     return span, accepted

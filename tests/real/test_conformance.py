@@ -548,9 +548,8 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
                     "the sandbox has no Raft log: its metadata offset counts its own changes, not Kafka's records (and an "
                     "observer's lag, by a record or two while Kafka appends its own)"),
     *(KnownDifference(kind, "cluster.api-versions", "out",
-                      "the sandbox lists only what it serves: not Kafka's delegation tokens, KIP-848, share and streams "
-                      "groups, nor 3.9's inter-broker APIs (docs/sandbox.md, the UNSERVED "
-                      "table)") for kind in (K, Z, S)),
+                      "the sandbox lists only what it serves: not Kafka 4.4's share and streams groups "
+                      "(docs/sandbox.md, the UNSERVED table)") for kind in (K, S)),
     *(KnownDifference(S, name, "Controller|Role", COMBINED) for name in (
         "cluster.describe", "secured.sasl-plain", "secured.sasl-scram", "secured.sasl-ssl", "secured.ssl-client-certificate")),
     KnownDifference(S, "cluster.controller", "Id|Port|Voters", COMBINED),

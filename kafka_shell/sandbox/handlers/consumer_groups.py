@@ -9,6 +9,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.definitions import releases
 from kafka_shell.sandbox import consumer_groups as cg
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.groups import _client_host, _group_denied, _not_coordinator
@@ -42,10 +43,19 @@ def _invalid(req, version: int) -> str | None:
     return None
 
 
+def _protocol_off(ctx) -> bool:
+    """Kafka 3.x lists both APIs but, without the group.version feature and the consumer
+    protocol in group.coordinator.rebalance.protocols (a stock cluster has neither), answers
+    UNSUPPORTED_VERSION before anything else (KafkaApis.isConsumerGroupProtocolEnabled)."""
+    return releases.release(ctx.cluster.kafka_version).major < 4
+
+
 @api(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 def consumer_group_heartbeat(ctx) -> dict:
     req = ctx.request
     base = {"member_id": None, "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
+    if _protocol_off(ctx):
+        return {**base, "error_code": ErrorCode.unsupported_version}
     err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     if err:
         return {**base, "error_code": err}
@@ -67,6 +77,9 @@ def consumer_group_heartbeat(ctx) -> dict:
 
 @api(ApiKey.CONSUMER_GROUP_DESCRIBE)
 def consumer_group_describe(ctx) -> dict:
+    if _protocol_off(ctx):
+        return {"groups": [{"group_id": g, "error_code": ErrorCode.unsupported_version, "group_state": "",
+                            "assignor_name": "", "members": []} for g in ctx.request.group_ids]}
     return {"groups": [_describe(ctx, group_id) for group_id in ctx.request.group_ids]}
 
 

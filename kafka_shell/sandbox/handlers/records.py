@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 from kafka_shell import protocol
 from kafka_shell.sandbox import codecs, configs, log, producer_state, transactions
 from kafka_shell.codes import AclResourceType, ApiKey
-from kafka_shell.sandbox.handlers import api
+from kafka_shell.sandbox.handlers import api, between_nodes
 from kafka_shell.sandbox.model import Cluster, Partition, Topic, now_ms
 
 
@@ -232,7 +232,10 @@ READ_COMMITTED = 1  # isolation_level of Fetch and ListOffsets
 
 @api(ApiKey.FETCH)
 async def fetch(ctx) -> dict:
-    """A long poll: answer when min_bytes are readable, on any error, or after max_wait."""
+    """A long poll: answer when min_bytes are readable, on any error, or after max_wait. On a
+    controller listener, the metadata log's replication (between_nodes)."""
+    if ctx.on_controller_listener:
+        return between_nodes.raft_fetch(ctx)
     req = ctx.request
     loop = asyncio.get_running_loop()
     deadline = loop.time() + req.max_wait.total_seconds()
