@@ -586,6 +586,9 @@ class Coordinator:
             g.state = DEAD
             for timer in g.pending.values():
                 timer.cancel()
+        if g.group_type == "share":   # its share-partitions' state goes with it
+            from kafka_shell.sandbox import share_groups
+            share_groups.Coordinator(self.cluster).delete(group_id)
         del self.groups[group_id]
         journal.group_touched(self.cluster, group_id)
         return 0

@@ -1,0 +1,573 @@
+"""Share groups (KIP-932, "queues for Kafka") of the sandbox, after Kafka 4.4's GroupMetadataManager
+(share group heartbeats), SimpleAssignor, SharePartition and SharePartitionManager (share sessions)
+and the share coordinator (the state of each share-partition).
+
+Membership: a member heartbeats (ShareGroupHeartbeat) with its subscribed topic names; a change of
+a subscription or of the subscribed topics' partitions bumps the group epoch and the simple
+assignor gives every member its partitions at once (share groups revoke nothing: several members
+may share one partition, each record going to one of them). Members that stop heartbeating
+expire after `share.session.timeout.ms`; their acquired records go back to the others.
+
+Delivery: each (group, topic, partition) is a share-partition with a start offset (the SPSO:
+every record below it is done with) and the in-flight records above it, each ACQUIRED (locked by
+one member for `share.record.lock.duration.ms`), AVAILABLE (to be delivered again),
+ACKNOWLEDGED or ARCHIVED, with its delivery count. A record released, or whose lock expires,
+becomes AVAILABLE again unless it was delivered `share.delivery.count.limit` times: then it is
+ARCHIVED. The SPSO moves past every leading ACKNOWLEDGED or ARCHIVED record. A new
+share-partition starts where `share.auto.offset.reset` says (latest by default).
+
+Share groups live in `groups.all_groups(cluster)` beside classic and consumer groups (one group
+id, one type); the share-partitions in `cluster.extras["share_partitions"]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+from kafka_shell.sandbox import configs, group_configs, log
+from kafka_shell.sandbox import groups as classic
+from kafka_shell.sandbox.model import Cluster, Partition, now_ms
+
+EMPTY, STABLE, DEAD = "Empty", "Stable", "Dead"
+LEAVE_EPOCH = -1
+ASSIGNOR = "simple"
+# Kafka's RecordState ids and AcknowledgeType ids.
+AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
+GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
+ACK_STATE = {GAP: ARCHIVED, ACCEPT: ACKNOWLEDGED, RELEASE: AVAILABLE, REJECT: ARCHIVED}
+RECORD_LIMIT_MODE = 1  # ShareFetch's share_acquire_mode: 0 batch_optimized, 1 record_limit
+
+TopicPartitions = dict[uuid.UUID, set[int]]
+
+
+class ShareError(Exception):
+    def __init__(self, code: int, message: str | None = None):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+@dataclass
+class Member:
+    member_id: str
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    topic_names: tuple[str, ...] = ()
+    epoch: int = 0
+    previous_epoch: int = 0
+    assigned: TopicPartitions = field(default_factory=dict)
+    session: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass
+class ShareGroup:
+    group_id: str
+    epoch: int = 0
+    assignment_epoch: int = 0
+    assignment_time_ms: int = 0
+    members: dict[str, Member] = field(default_factory=dict)
+    targets: dict[str, TopicPartitions] = field(default_factory=dict)
+    metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+    offsets: dict = field(default_factory=dict)     # the table's committed offsets: none for share groups
+    stored: dict | None = None
+    pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
+
+    group_type = "share"
+    protocol_type = "share"
+
+    @property
+    def state(self) -> str:
+        return STABLE if self.members else EMPTY
+
+    def subscribed_topics(self, cluster: Cluster | None = None) -> set[str]:
+        return {t for m in self.members.values() for t in m.topic_names}
+
+
+# -- the simple assignor ------------------------------------------------------------------------------
+
+
+def simple_assign(members: dict[str, Member], eligible: dict[str, list[tuple[uuid.UUID, int]]],
+                  current: dict[str, TopicPartitions]) -> dict[str, TopicPartitions]:
+    """Kafka's SimpleAssignor: every partition goes to ceil(members / partitions) members (so
+    with more members than partitions, partitions are shared), each member gets its share of the
+    assignments, and what a member already has it keeps while that stays within both bounds."""
+    ids = list(members)
+    targets = sorted({tp for tps in eligible.values() for tp in tps}, key=lambda tp: (str(tp[0]), tp[1]))
+    out: dict[str, TopicPartitions] = {i: {} for i in ids}
+    if not ids or not targets:
+        return out
+    sharing = -(-len(ids) // len(targets))
+    precise = sharing * len(targets) / len(ids)
+    desired = {i: math.ceil(precise * (k + 1)) - math.ceil(precise * k) for k, i in enumerate(ids)}
+    holders: dict[tuple[uuid.UUID, int], list[str]] = {tp: [] for tp in targets}
+    count = {i: 0 for i in ids}
+    for i in ids:   # keep what each has, within its quota and the partition's sharing
+        allowed = set(eligible.get(i, ()))
+        for t, ps in sorted(current.get(i, {}).items(), key=lambda kv: str(kv[0])):
+            for p in sorted(ps):
+                tp = (t, p)
+                if tp in allowed and count[i] < desired[i] and len(holders[tp]) < sharing:
+                    holders[tp].append(i)
+                    out[i].setdefault(t, set()).add(p)
+                    count[i] += 1
+    for tp in targets:   # hand out the rest, round robin over the members still short
+        for i in sorted(ids, key=lambda m: (count[m] >= desired[m], count[m], ids.index(m))):
+            if len(holders[tp]) >= sharing:
+                break
+            if i not in holders[tp] and tp in eligible.get(i, ()) and count[i] < desired[i]:
+                holders[tp].append(i)
+                out[i].setdefault(tp[0], set()).add(tp[1])
+                count[i] += 1
+    for tp in targets:   # heterogeneous subscriptions: nobody left under quota, still give it out
+        if not holders[tp]:
+            takers = [i for i in ids if tp in eligible.get(i, ())]
+            if takers:
+                i = min(takers, key=lambda m: (count[m], ids.index(m)))
+                holders[tp].append(i)
+                out[i].setdefault(tp[0], set()).add(tp[1])
+                count[i] += 1
+    return out
+
+
+# -- share-partitions ------------------------------------------------------------------------------
+
+
+@dataclass
+class InFlight:
+    state: int
+    delivery_count: int = 0
+    member_id: str | None = None
+    lock: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass
+class SharePartition:
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
+    start_offset: int = -1        # the SPSO; -1: not initialized yet
+    next_offset: int = -1         # the first offset never acquired
+    state_epoch: int = 0
+    leader_epoch: int = 0
+    records: dict[int, InFlight] = field(default_factory=dict)
+
+    def advance(self) -> None:
+        """Move the SPSO past every leading record done with."""
+        while True:
+            r = self.records.get(self.start_offset)
+            if r is None or r.state not in (ACKNOWLEDGED, ARCHIVED):
+                break
+            del self.records[self.start_offset]
+            self.start_offset += 1
+        if self.start_offset > self.next_offset:
+            self.next_offset = self.start_offset
+
+    def state_batches(self) -> list[dict]:
+        """The in-flight records as the share coordinator stores them: ranges of one state and
+        delivery count (an acquired record is stored as available: its lock does not survive)."""
+        out: list[dict] = []
+        for offset in sorted(self.records):
+            r = self.records[offset]
+            state = AVAILABLE if r.state == ACQUIRED else r.state
+            last = out[-1] if out else None
+            if last and last["last_offset"] == offset - 1 and last["delivery_state"] == state \
+                    and last["delivery_count"] == r.delivery_count:
+                last["last_offset"] = offset
+            else:
+                out.append({"first_offset": offset, "last_offset": offset, "delivery_state": state,
+                            "delivery_count": r.delivery_count})
+        return out
+
+
+def share_partitions(cluster: Cluster) -> dict[tuple[str, uuid.UUID, int], SharePartition]:
+    return cluster.extras.setdefault("share_partitions", {})  # type: ignore[return-value]
+
+
+def topic_by_id(cluster: Cluster, topic_id: uuid.UUID):
+    return next((t for t in cluster.topics.values() if t.id == topic_id), None)
+
+
+def initial_offset(cluster: Cluster, group_id: str, p: Partition) -> int:
+    """Where a new share-partition starts: share.auto.offset.reset (earliest, latest, or
+    by_duration:<ISO-8601 duration>: the first record at most that old)."""
+    reset = (group_configs.overrides(cluster, group_id).get("share.auto.offset.reset")
+             or group_configs.default(cluster, "share.auto.offset.reset")).strip().lower()
+    if reset == "earliest":
+        return p.log_start_offset
+    if reset.startswith("by_duration:"):
+        found = log.offset_for_time(p, now_ms() - _duration_ms(reset.split(":", 1)[1]), p.high_watermark)
+        return found[0] if found else p.high_watermark
+    return p.high_watermark
+
+
+def _duration_ms(text: str) -> int:
+    m = re.fullmatch(r"p(?:(\d+)d)?(?:t(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?)?", text.strip().lower())
+    if m is None:
+        return 0
+    d, h, mi, s = (float(x) if x else 0.0 for x in m.groups())
+    return int((((d * 24 + h) * 60 + mi) * 60 + s) * 1000)
+
+
+class Partitions:
+    """Acquiring and acknowledging records of share-partitions (SharePartition)."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.table = share_partitions(cluster)
+
+    def get(self, group_id: str, topic_id: uuid.UUID, partition: int, create: bool = True) -> SharePartition | None:
+        key = (group_id, topic_id, partition)
+        sp = self.table.get(key)
+        if sp is None and create:
+            sp = self.table[key] = SharePartition(group_id, topic_id, partition)
+        return sp
+
+    def _initialized(self, sp: SharePartition, p: Partition) -> SharePartition:
+        if sp.start_offset < 0:
+            sp.start_offset = sp.next_offset = initial_offset(self.cluster, sp.group_id, p)
+        if sp.start_offset < p.log_start_offset:   # retention deleted what was not yet done with
+            for offset in [o for o in sp.records if o < p.log_start_offset]:
+                self.unlock(sp.records.pop(offset))
+            sp.start_offset = p.log_start_offset
+            sp.next_offset = max(sp.next_offset, sp.start_offset)
+        sp.leader_epoch = p.leader_epoch
+        return sp
+
+    def acquire(self, sp: SharePartition, p: Partition, member_id: str, max_records: int,
+                strict: bool) -> list[tuple[int, int, int]]:
+        """Lock up to max_records records for the member: AVAILABLE ones first, then new ones
+        (whole batches unless `strict`); (first, last, delivery count) ranges."""
+        self._initialized(sp, p)
+        gid = sp.group_id
+        max_locks = group_configs.value(self.cluster, gid, "share.partition.max.record.locks")
+        read_committed = group_configs.overrides(self.cluster, gid).get(
+            "share.isolation.level", group_configs.default(self.cluster, "share.isolation.level")) == "read_committed"
+        upper = p.high_watermark
+        if read_committed:
+            from kafka_shell.sandbox import producer_state
+            upper = producer_state.last_stable_offset(self.cluster, p)
+        taken: list[int] = []
+        for offset in sorted(o for o, r in sp.records.items() if r.state == AVAILABLE):
+            if len(taken) >= max_records:
+                break
+            taken.append(offset)
+        if len(taken) < max_records:
+            for b in p.batches[log._index_of(p, sp.next_offset):]:
+                if b.last_offset >= upper or len(taken) >= max_records \
+                        or sp.next_offset - sp.start_offset >= max_locks:
+                    break
+                first = max(b.base_offset, sp.next_offset)
+                if log.header(b.data).attributes & log.CONTROL_FLAG:
+                    for offset in range(first, b.last_offset + 1):   # transaction markers: never delivered
+                        sp.records[offset] = InFlight(ARCHIVED)
+                    sp.next_offset = b.last_offset + 1
+                    continue
+                last = b.last_offset if not strict else min(b.last_offset, first + max_records - len(taken) - 1)
+                for offset in range(first, last + 1):
+                    sp.records[offset] = InFlight(AVAILABLE)
+                    taken.append(offset)
+                sp.next_offset = last + 1
+        lock_ms = group_configs.value(self.cluster, gid, "share.record.lock.duration.ms")
+        loop = asyncio.get_running_loop()
+        ranges: list[tuple[int, int, int]] = []
+        for offset in sorted(taken):
+            r = sp.records[offset]
+            r.state, r.member_id = ACQUIRED, member_id
+            r.delivery_count += 1
+            r.lock = loop.call_later(lock_ms / 1000, self._lock_expired, sp, offset, r.delivery_count)
+            if ranges and ranges[-1][1] == offset - 1 and ranges[-1][2] == r.delivery_count:
+                ranges[-1] = (ranges[-1][0], offset, r.delivery_count)
+            else:
+                ranges.append((offset, offset, r.delivery_count))
+        sp.advance()
+        return ranges
+
+    def _lock_expired(self, sp: SharePartition, offset: int, delivery_count: int) -> None:
+        r = sp.records.get(offset)
+        if r is None or r.state != ACQUIRED or r.delivery_count != delivery_count:
+            return
+        r.lock = None
+        self._release(sp, r)
+        sp.advance()
+        log.notify_progress(self.cluster)   # a waiting ShareFetch may take it now
+
+    def _release(self, sp: SharePartition, r: InFlight) -> None:
+        limit = group_configs.value(self.cluster, sp.group_id, "share.delivery.count.limit")
+        self.unlock(r)
+        r.state = ARCHIVED if r.delivery_count >= limit else AVAILABLE
+        r.member_id = None
+
+    @staticmethod
+    def unlock(r: InFlight) -> None:
+        if r.lock is not None:
+            r.lock.cancel()
+            r.lock = None
+
+    def acknowledge(self, sp: SharePartition, member_id: str, batches: list[tuple[int, int, list[int]]]) -> int:
+        """Apply a member's acknowledgements (first, last, types: one for all or one per offset);
+        INVALID_RECORD_STATE when a record is not acquired by this member (nothing applied)."""
+        changes: list[tuple[InFlight, int]] = []
+        for first, last, types in batches:
+            if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
+                return ErrorCode.invalid_request
+            for k, offset in enumerate(range(first, last + 1)):
+                ack = types[0] if len(types) == 1 else types[k]
+                r = sp.records.get(offset)
+                if ack not in (*ACK_STATE, RENEW):
+                    return ErrorCode.invalid_request
+                if r is None or r.state != ACQUIRED or r.member_id != member_id:
+                    return ErrorCode.invalid_record_state
+                changes.append((r, ack))
+        lock_ms = group_configs.value(self.cluster, sp.group_id, "share.record.lock.duration.ms")
+        for r, ack in changes:
+            if ack == RENEW:    # KIP-1222: keep the record, lock it afresh
+                self.unlock(r)
+                offset = next(o for o, x in sp.records.items() if x is r)
+                r.lock = asyncio.get_running_loop().call_later(lock_ms / 1000, self._lock_expired, sp, offset,
+                                                               r.delivery_count)
+            elif ack == RELEASE:
+                self._release(sp, r)
+            else:
+                self.unlock(r)
+                r.state, r.member_id = ACK_STATE[ack], None
+        sp.advance()
+        if any(ack == RELEASE for _, ack in changes):
+            log.notify_progress(self.cluster)
+        return 0
+
+    def release_member(self, group_id: str, member_id: str) -> None:
+        """A member's session closed or it left: its acquired records go back."""
+        released = False
+        for (gid, _, _), sp in self.table.items():
+            if gid != group_id:
+                continue
+            for r in sp.records.values():
+                if r.state == ACQUIRED and r.member_id == member_id:
+                    self._release(sp, r)
+                    released = True
+            sp.advance()
+        if released:
+            log.notify_progress(self.cluster)
+
+    def read(self, p: Partition, ranges: list[tuple[int, int, int]], max_bytes: int) -> bytes:
+        """The whole batches holding the acquired offsets, each once, in offset order."""
+        out: list[bytes] = []
+        seen: set[int] = set()
+        size = 0
+        for first, last, _ in ranges:
+            for b in p.batches[log._index_of(p, first):]:
+                if b.base_offset > last:
+                    break
+                if b.base_offset not in seen and (size + len(b.data) <= max_bytes or not out):
+                    seen.add(b.base_offset)
+                    out.append(b.data)
+                    size += len(b.data)
+        return b"".join(out)
+
+    def delete_group(self, group_id: str, topic_ids: set[uuid.UUID] | None = None) -> None:
+        for key in [k for k in self.table if k[0] == group_id and (topic_ids is None or k[1] in topic_ids)]:
+            for r in self.table.pop(key).records.values():
+                self.unlock(r)
+
+    def lag(self, sp: SharePartition, p: Partition) -> int:
+        """Kafka's share lag: records from the SPSO to the high watermark not yet done with."""
+        if sp.start_offset < 0:
+            return -1
+        done = sum(1 for o, r in sp.records.items() if r.state in (ACKNOWLEDGED, ARCHIVED) and o < p.high_watermark)
+        return max(p.high_watermark - sp.start_offset - done, 0)
+
+
+# -- the group coordinator's part ------------------------------------------------------------------
+
+
+class Coordinator:
+    """Share group operations for one request; timers run on the loop."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.groups = classic.all_groups(cluster)
+
+    def group(self, group_id: str) -> ShareGroup:
+        g = self.groups.get(group_id)
+        if g is None:
+            raise ShareError(ErrorCode.group_id_not_found, f"Share group {group_id} not found.")
+        if not isinstance(g, ShareGroup):
+            raise ShareError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
+        return g
+
+    def _group_to_join(self, group_id: str) -> ShareGroup:
+        g = self.groups.get(group_id)
+        if isinstance(g, ShareGroup):
+            return g
+        if g is not None:
+            raise ShareError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
+        new = ShareGroup(group_id)
+        self.groups[group_id] = new  # type: ignore[assignment]
+        return new
+
+    def heartbeat(self, group_id: str, member_id: str, epoch: int, rack_id: str | None, client_id: str,
+                  client_host: str, names: list[str] | None) -> dict:
+        if epoch == LEAVE_EPOCH:
+            g = self.group(group_id)
+            m = g.members.get(member_id)
+            if m is None:
+                raise ShareError(ErrorCode.unknown_member_id,
+                                 f"Member {member_id} is not a member of group {group_id}.")
+            self.fence(g, m)
+            return {"error_code": 0, "member_id": member_id, "member_epoch": LEAVE_EPOCH}
+        g = self._group_to_join(group_id) if epoch == 0 else self.group(group_id)
+        max_size = int(configs.broker_value(self.cluster, None, "group.share.max.size") or 200)
+        if len(g.members) >= max_size and member_id not in g.members:
+            raise ShareError(ErrorCode.group_max_size_reached,
+                             f"The share group has reached its maximum capacity of {max_size} members.")
+        m = g.members.get(member_id)
+        if m is None:
+            if epoch != 0:
+                raise ShareError(ErrorCode.unknown_member_id,
+                                 f"Member {member_id} is not a member of group {group_id}.")
+            m = Member(member_id)
+        elif epoch > m.epoch or (0 < epoch < m.epoch and epoch != m.previous_epoch):
+            which = "greater" if epoch > m.epoch else "smaller"
+            raise ShareError(ErrorCode.fenced_member_epoch,
+                             f"The share group member has a {which} member epoch ({epoch}) than the one known by "
+                             f"the group coordinator ({m.epoch}). The member must abandon all its partitions and rejoin.")
+        before = m.topic_names
+        if rack_id is not None:
+            m.rack_id = rack_id
+        if names is not None:
+            m.topic_names = tuple(sorted(names))
+        m.client_id, m.client_host = client_id, client_host
+        old = {t: set(ps) for t, ps in m.assigned.items()}
+        if member_id not in g.members:
+            g.members[member_id] = m
+        metadata = self._metadata(g)
+        if m.topic_names != before or metadata != g.metadata or epoch == 0 and m.epoch == 0:
+            g.epoch += 1
+            g.metadata = metadata
+        self._maybe_assign(g)
+        self._reconcile(g, m)
+        self._schedule_session(g, m)
+        answer: dict = {"error_code": 0, "member_id": m.member_id, "member_epoch": m.epoch,
+                        "heartbeat_interval": group_configs.value(self.cluster, group_id, "share.heartbeat.interval.ms")}
+        if epoch == 0 or names is not None or old != m.assigned:
+            answer["assignment"] = {"topic_partitions": [
+                {"topic_id": t, "partitions": sorted(ps)} for t, ps in m.assigned.items()]}
+        return answer
+
+    def _metadata(self, g: ShareGroup) -> dict[str, tuple[uuid.UUID, int]]:
+        out = {}
+        for name in sorted(g.subscribed_topics()):
+            t = self.cluster.topics.get(name)
+            if t is not None:
+                out[name] = (t.id, len(t.partitions))
+        return out
+
+    def _maybe_assign(self, g: ShareGroup) -> None:
+        """A new target assignment when the group epoch moved past it, at most once per
+        share.assignment.interval.ms; a later one is scheduled for then."""
+        if g.epoch <= g.assignment_epoch:
+            return
+        interval = group_configs.value(self.cluster, g.group_id, "share.assignment.interval.ms")
+        wait_ms = g.assignment_time_ms + interval - now_ms()
+        if g.assignment_time_ms and wait_ms > 0:
+            if g.pending_assignment is None:
+                g.pending_assignment = asyncio.get_running_loop().call_later(wait_ms / 1000, self._assign_later, g)
+            return
+        self._assign(g)
+
+    def _assign_later(self, g: ShareGroup) -> None:
+        g.pending_assignment = None
+        if self.groups.get(g.group_id) is g and g.epoch > g.assignment_epoch:
+            self._assign(g)
+
+    def _assign(self, g: ShareGroup) -> None:
+        eligible = {i: [(g.metadata[t][0], p) for t in m.topic_names if t in g.metadata
+                        for p in range(g.metadata[t][1])] for i, m in g.members.items()}
+        g.targets = simple_assign(g.members, eligible, {i: g.targets.get(i, {}) for i in g.members})
+        g.targets = {i: {t: ps for t, ps in tps.items() if ps} for i, tps in g.targets.items()}
+        g.assignment_epoch, g.assignment_time_ms = g.epoch, now_ms()
+        self._initialize_state(g)
+
+    def _initialize_state(self, g: ShareGroup) -> None:
+        """The coordinator initializes the share-partitions of newly assigned topics (Kafka's
+        InitializeShareGroupState at the group's epoch); the start offset is chosen at first fetch."""
+        parts = Partitions(self.cluster)
+        for tps in g.targets.values():
+            for t, ps in tps.items():
+                for p in ps:
+                    sp = parts.get(g.group_id, t, p)
+                    assert sp is not None, "get(create=True) makes one"
+                    if sp.state_epoch == 0:
+                        sp.state_epoch = g.epoch
+
+    def _reconcile(self, g: ShareGroup, m: Member) -> None:
+        """ShareGroupAssignmentBuilder: the member takes its target and the assignment epoch."""
+        if m.epoch == g.assignment_epoch and m.member_id in g.targets:
+            return
+        m.previous_epoch, m.epoch = m.epoch, g.assignment_epoch
+        m.assigned = {t: set(ps) for t, ps in g.targets.get(m.member_id, {}).items()}
+
+    def fence(self, g: ShareGroup, m: Member) -> None:
+        """The member leaves (left or expired): its records go back, the others share its partitions."""
+        if m.session is not None:
+            m.session.cancel()
+        g.members.pop(m.member_id, None)
+        g.targets.pop(m.member_id, None)
+        Partitions(self.cluster).release_member(g.group_id, m.member_id)
+        for session_key in [k for k in sessions(self.cluster) if k[1:] == (g.group_id, m.member_id)]:
+            del sessions(self.cluster)[session_key]
+        g.epoch += 1
+        g.metadata = self._metadata(g)
+        if not g.members:
+            g.targets, g.assignment_epoch = {}, g.epoch
+        self._maybe_assign(g)
+
+    def _schedule_session(self, g: ShareGroup, m: Member) -> None:
+        if m.session is not None:
+            m.session.cancel()
+        timeout = group_configs.value(self.cluster, g.group_id, "share.session.timeout.ms")
+        m.session = asyncio.get_running_loop().call_later(timeout / 1000, self._expire, g, m.member_id)
+
+    def _expire(self, g: ShareGroup, member_id: str) -> None:
+        m = g.members.get(member_id)
+        if m is not None and self.groups.get(g.group_id) is g:
+            self.fence(g, m)
+
+    # administration -------------------------------------------------------------------------------
+
+    def state_topics(self, group_id: str) -> dict[uuid.UUID, list[SharePartition]]:
+        """The group's initialized share-partitions by topic id."""
+        out: dict[uuid.UUID, list[SharePartition]] = {}
+        for (gid, tid, _), sp in sorted(share_partitions(self.cluster).items(), key=lambda kv: (str(kv[0][1]), kv[0][2])):
+            if gid == group_id:
+                out.setdefault(tid, []).append(sp)
+        return out
+
+    def delete(self, group_id: str) -> None:
+        """After the classic coordinator's checks: the share state goes with the group."""
+        Partitions(self.cluster).delete_group(group_id)
+        for key in [k for k in sessions(self.cluster) if k[1] == group_id]:
+            del sessions(self.cluster)[key]
+
+
+# -- share sessions (per broker, as each broker keeps its own) ------------------------------------
+
+
+@dataclass
+class Session:
+    epoch: int
+    partitions: list[tuple[uuid.UUID, int]] = field(default_factory=list)
+
+
+def sessions(cluster: Cluster) -> dict[tuple[int, str, str], Session]:
+    return cluster.extras.setdefault("share_sessions", {})  # type: ignore[return-value]
+
+
+def next_epoch(epoch: int) -> int:
+    return 1 if epoch >= 2**31 - 1 else epoch + 1
