@@ -341,11 +341,14 @@ class Partitions:
             log.notify_progress(self.cluster)
         return 0
 
-    def release_member(self, group_id: str, member_id: str) -> None:
-        """A member's session closed or it left: its acquired records go back."""
+    def release_member(self, group_id: str, member_id: str,
+                       partitions: list[tuple[uuid.UUID, int]] | None = None) -> None:
+        """A member left (every partition) or closed its share session on one broker (that
+        session's partitions): its acquired records there go back."""
         released = False
-        for (gid, _, _), sp in self.table.items():
-            if gid != group_id:
+        wanted = None if partitions is None else set(partitions)
+        for (gid, tid, index), sp in self.table.items():
+            if gid != group_id or (wanted is not None and (tid, index) not in wanted):
                 continue
             for r in sp.records.values():
                 if r.state == ACQUIRED and r.member_id == member_id:

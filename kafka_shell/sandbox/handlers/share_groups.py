@@ -143,7 +143,7 @@ async def share_fetch(ctx) -> dict:
         if acks:
             return _top_error(ctx, req, ErrorCode.invalid_request)
         if key in table:
-            sg.Partitions(ctx.cluster).release_member(req.group_id, req.member_id)
+            sg.Partitions(ctx.cluster).release_member(req.group_id, req.member_id, table[key].partitions)
         session = table[key] = sg.Session(1, list(dict.fromkeys(wanted)))
     else:
         session = table.get(key)
@@ -165,7 +165,7 @@ async def share_fetch(ctx) -> dict:
     lock_ms = sg.group_configs.value(ctx.cluster, req.group_id, "share.record.lock.duration.ms")
     if final:
         del table[key]
-        parts.release_member(req.group_id, req.member_id)
+        parts.release_member(req.group_id, req.member_id, session.partitions)
         return {"error_code": 0, "responses": _by_topic(answers), "node_endpoints": _node_endpoints(ctx, moved),
                 "acquisition_lock_timeout": lock_ms}
     loop = asyncio.get_running_loop()
@@ -275,7 +275,7 @@ def share_acknowledge(ctx) -> dict:
                 "current_leader": a["current_leader"]}
     if epoch == -1:
         del table[key]
-        parts.release_member(req.group_id, req.member_id or "")
+        parts.release_member(req.group_id, req.member_id or "", session.partitions)
     return {"error_code": 0, "responses": _by_topic(answers), "node_endpoints": _node_endpoints(ctx, moved)}
 
 
