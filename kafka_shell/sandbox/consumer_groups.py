@@ -237,7 +237,7 @@ class Coordinator:
         g = self.groups.get(group_id)
         if isinstance(g, ConsumerGroup):
             return g
-        if g is not None and (g.members or g.state != classic.EMPTY):
+        if g is not None and (g.members or g.state != classic.EMPTY or g.group_type == "share"):
             # Kafka would convert a classic group of consumers (online migration): not done here.
             raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
         new = ConsumerGroup(group_id)

@@ -156,6 +156,23 @@ class SharePartition:
     state_epoch: int = 0
     leader_epoch: int = 0
     records: dict[int, InFlight] = field(default_factory=dict)
+    # What the share coordinator last had written (ReadShareGroupStateSummary, and so
+    # DescribeShareGroupOffsets): Kafka's SharePartition writes the new record states with its
+    # start offset as it was before they moved it, and moves it only once written.
+    written_start: int = -1
+    written_done: int = -1
+
+    def write(self) -> None:
+        """Persist the state (before `advance`, as Kafka's SharePartition does)."""
+        self.written_start = self.start_offset
+        self.written_done = sum(1 for o, r in self.records.items()
+                                if r.state in (ACKNOWLEDGED, ARCHIVED) and o >= self.start_offset)
+
+    def set_start(self, offset: int) -> None:
+        """An administrative start offset (AlterShareGroupOffsets, InitializeShareGroupState)."""
+        self.records.clear()
+        self.start_offset = self.next_offset = offset
+        self.written_start, self.written_done = offset, (0 if offset >= 0 else -1)
 
     def advance(self) -> None:
         """Move the SPSO past every leading record done with."""
@@ -294,6 +311,7 @@ class Partitions:
             return
         r.lock = None
         self._release(sp, r)
+        sp.write()
         sp.advance()
         log.notify_progress(self.cluster)   # a waiting ShareFetch may take it now
 
@@ -336,6 +354,7 @@ class Partitions:
             else:
                 self.unlock(r)
                 r.state, r.member_id = ACK_STATE[ack], None
+        sp.write()
         sp.advance()
         if any(ack == RELEASE for _, ack in changes):
             log.notify_progress(self.cluster)
@@ -350,11 +369,13 @@ class Partitions:
         for (gid, tid, index), sp in self.table.items():
             if gid != group_id or (wanted is not None and (tid, index) not in wanted):
                 continue
-            for r in sp.records.values():
-                if r.state == ACQUIRED and r.member_id == member_id:
-                    self._release(sp, r)
-                    released = True
-            sp.advance()
+            mine = [r for r in sp.records.values() if r.state == ACQUIRED and r.member_id == member_id]
+            for r in mine:
+                self._release(sp, r)
+            if mine:
+                released = True
+                sp.write()
+                sp.advance()
         if released:
             log.notify_progress(self.cluster)
 
@@ -378,12 +399,13 @@ class Partitions:
             for r in self.table.pop(key).records.values():
                 self.unlock(r)
 
-    def lag(self, sp: SharePartition, p: Partition) -> int:
-        """Kafka's share lag: records from the SPSO to the high watermark not yet done with."""
-        if sp.start_offset < 0:
+    @staticmethod
+    def lag(sp: SharePartition, p: Partition) -> int:
+        """Kafka's share lag, from the written state: the high watermark less the start offset
+        less the records above it done with; -1 before any state was written."""
+        if sp.written_start < 0 or sp.written_done < 0:
             return -1
-        done = sum(1 for o, r in sp.records.items() if r.state in (ACKNOWLEDGED, ARCHIVED) and o < p.high_watermark)
-        return max(p.high_watermark - sp.start_offset - done, 0)
+        return p.high_watermark - sp.written_start - sp.written_done
 
 
 # -- the group coordinator's part ------------------------------------------------------------------

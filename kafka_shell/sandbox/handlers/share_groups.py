@@ -115,7 +115,7 @@ def _partition(ctx, topic_id, index: int) -> tuple[Partition | None, int]:
     return p, leader_error(ctx, p)
 
 
-def _top_error(ctx, req, code: int, message: str | None = None) -> dict:
+def _top_error(code: int, message: str | None = None) -> dict:
     return {"error_code": code, "error_message": message, "responses": [], "node_endpoints": [],
             "acquisition_lock_timeout": 0}
 
@@ -126,11 +126,11 @@ async def share_fetch(ctx) -> dict:
     session's partitions; answer when some are acquired, on an error, or after max_wait."""
     req = ctx.request
     if not req.group_id:
-        return _top_error(ctx, req, ErrorCode.invalid_group_id)
+        return _top_error(ErrorCode.invalid_group_id)
     if not ctx.permits(AclResourceType.GROUP, req.group_id):
-        return _top_error(ctx, req, ErrorCode.group_authorization_failed)
+        return _top_error(ErrorCode.group_authorization_failed)
     if not req.member_id:
-        return _top_error(ctx, req, ErrorCode.invalid_request, "Member id can't be empty.")
+        return _top_error(ErrorCode.invalid_request, "Member id can't be empty.")
     wanted = [(rt.topic_id, rp.partition_index) for rt in req.topics for rp in rt.partitions]
     acks = {(rt.topic_id, rp.partition_index): _acks(rp) for rt in req.topics for rp in rt.partitions
             if rp.acknowledgement_batches}
@@ -141,19 +141,20 @@ async def share_fetch(ctx) -> dict:
     final = epoch == -1
     if epoch == 0:
         if acks:
-            return _top_error(ctx, req, ErrorCode.invalid_request)
+            return _top_error(ErrorCode.invalid_request)
         if key in table:
             sg.Partitions(ctx.cluster).release_member(req.group_id, req.member_id, table[key].partitions)
         session = table[key] = sg.Session(1, list(dict.fromkeys(wanted)))
     else:
-        session = table.get(key)
-        if session is None:
-            return _top_error(ctx, req, ErrorCode.share_session_not_found)
+        found = table.get(key)
+        if found is None:
+            return _top_error(ErrorCode.share_session_not_found)
+        session = found
         if final:
             if wanted and any(not rp.acknowledgement_batches for rt in req.topics for rp in rt.partitions):
-                return _top_error(ctx, req, ErrorCode.invalid_request)
+                return _top_error(ErrorCode.invalid_request)
         elif session.epoch != epoch:
-            return _top_error(ctx, req, ErrorCode.invalid_share_session_epoch)
+            return _top_error(ErrorCode.invalid_share_session_epoch)
         else:
             session.partitions = [tp for tp in dict.fromkeys(session.partitions + wanted) if tp not in forgotten]
             session.epoch = sg.next_epoch(session.epoch)
@@ -247,7 +248,7 @@ def _by_topic(answers: dict[tuple[uuid.UUID, int], dict]) -> list[dict]:
 @api(ApiKey.SHARE_ACKNOWLEDGE)
 def share_acknowledge(ctx) -> dict:
     req = ctx.request
-    base = {"responses": [], "node_endpoints": []}
+    base: dict = {"responses": [], "node_endpoints": []}
     if not req.group_id:
         return {**base, "error_code": ErrorCode.invalid_group_id}
     if not ctx.permits(AclResourceType.GROUP, req.group_id):
@@ -305,10 +306,10 @@ def initialize_share_group_state(ctx) -> dict:
         if rp.state_epoch < sp.state_epoch:
             return {"partition": rp.partition, "error_code": ErrorCode.fenced_state_epoch,
                     "error_message": "Initialize request state epoch is smaller than last recorded current."}
-        sp.state_epoch, sp.start_offset, sp.next_offset = rp.state_epoch, rp.start_offset, rp.start_offset
         for r in sp.records.values():
             parts.unlock(r)
-        sp.records.clear()
+        sp.state_epoch = rp.state_epoch
+        sp.set_start(rp.start_offset)
         return {"partition": rp.partition, "error_code": 0}
     return {"results": _state_partitions(ctx, req, one)}
 
@@ -328,8 +329,8 @@ def read_share_group_state(ctx) -> dict:
                     "error_message": "The topic-partition is not initialized for the share group."}
         if rp.leader_epoch >= 0:
             sp.leader_epoch = rp.leader_epoch
-        return {**base, "error_code": 0, "state_epoch": sp.state_epoch, "start_offset": sp.start_offset,
-                "state_batches": sp.state_batches()}
+        return {**base, "error_code": 0, "state_epoch": sp.state_epoch, "start_offset": sp.written_start,
+                "state_batches": [b for b in sp.state_batches() if b["last_offset"] >= sp.written_start]}
     return {"results": _state_partitions(ctx, req, one)}
 
 
@@ -347,9 +348,8 @@ def read_share_group_state_summary(ctx) -> dict:
         if sp is None:
             return {**base, "error_code": ErrorCode.unknown_topic_or_partition,
                     "error_message": "The topic-partition is not initialized for the share group."}
-        done = sum(1 for r in sp.records.values() if r.state in (sg.ACKNOWLEDGED, sg.ARCHIVED))
         return {**base, "error_code": 0, "state_epoch": sp.state_epoch, "leader_epoch": sp.leader_epoch,
-                "start_offset": sp.start_offset, "delivery_complete_count": done}
+                "start_offset": sp.written_start, "delivery_complete_count": sp.written_done}
     return {"results": _state_partitions(ctx, req, one)}
 
 
@@ -382,6 +382,9 @@ def write_share_group_state(ctx) -> dict:
                     r.state, r.delivery_count = b.delivery_state, b.delivery_count
             sp.next_offset = max(sp.next_offset, b.last_offset + 1)
         sp.records = {o: r for o, r in sp.records.items() if o >= sp.start_offset}
+        sp.write()
+        if getattr(rp, "delivery_complete_count", -1) >= 0:   # v1+
+            sp.written_done = rp.delivery_complete_count
         sp.advance()
         return {"partition": rp.partition, "error_code": 0}
     return {"results": _state_partitions(ctx, req, one)}
@@ -429,9 +432,9 @@ def _offsets(ctx, group_id: str, wanted) -> dict:
         if t is None or p is None:
             return {"partition_index": index, "start_offset": -1, "leader_epoch": -1, "lag": -1,
                     "error_code": ErrorCode.unknown_topic_or_partition}
-        if sp is None or sp.start_offset < 0:
+        if sp is None or sp.written_start < 0:
             return {"partition_index": index, "start_offset": -1, "leader_epoch": -1, "lag": -1, "error_code": 0}
-        return {"partition_index": index, "start_offset": sp.start_offset, "leader_epoch": sp.leader_epoch,
+        return {"partition_index": index, "start_offset": sp.written_start, "leader_epoch": sp.leader_epoch,
                 "lag": parts.lag(sp, p), "error_code": 0}
     topics = []
     if wanted is None:   # every topic the group has state for
@@ -488,9 +491,8 @@ def alter_share_group_offsets(ctx) -> dict:
             assert sp is not None, "get(create=True) makes one"
             for r in sp.records.values():
                 parts.unlock(r)
-            sp.records.clear()
             sp.state_epoch = max(sp.state_epoch + 1, g.epoch)
-            sp.start_offset = sp.next_offset = rp.start_offset
+            sp.set_start(rp.start_offset)
             rows.append({"partition_index": rp.partition_index, "error_code": 0})
         responses.append({"topic_name": rt.topic_name, "topic_id": t.id if t else uuid.UUID(int=0), "partitions": rows})
     return {"error_code": 0, "responses": responses}
