@@ -7,6 +7,7 @@ describes afterwards; the group's state; delete-share-group."""
 from __future__ import annotations
 
 import subprocess
+import time
 import uuid
 from collections import Counter
 
@@ -21,6 +22,7 @@ from tests.test_transactions_cmd import sh
 
 RECORDS, PARTITIONS = 10, 2
 DELIVERY_LIMIT = 5   # share.delivery.count.limit's default
+COORDINATOR_MOVED = (14, 15, 16)   # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
 
 
 @pytest.fixture(scope="module")
@@ -184,24 +186,53 @@ def _protocol_facts(bootstrap: str) -> dict:
     from kafka_shell.codes import ApiKey
     from tests.k848_scenarios import coordinator
     topic, group = _topic(bootstrap), _group(bootstrap)
-    gc = coordinator(bootstrap, group)
+    channels = [coordinator(bootstrap, group)]
     member = uuid.uuid4().hex[:22]
     out: dict = {}
 
+    def ask(api_key: int, body: dict, version: int | None = None, code=lambda a: a["error_code"]) -> dict:
+        """At the group's coordinator, found again while Kafka says it moved or is loading."""
+        deadline = time.monotonic() + 60
+        while True:
+            answer = channels[-1].request(api_key, body, version)
+            if code(answer) not in COORDINATOR_MOVED or time.monotonic() > deadline:
+                return answer
+            channels[-1].close()
+            channels.append(coordinator(bootstrap, group))
+            time.sleep(0.2)
+
     def heartbeat(member_id: str, epoch: int, topics: list[str] | None) -> dict:
-        a = gc.request(ApiKey.SHARE_GROUP_HEARTBEAT, {"group_id": group, "member_id": member_id, "member_epoch": epoch,
-                                                       "rack_id": None, "subscribed_topic_names": topics})
-        return {"error": a["error_code"], "message": a.get("error_message"), "epoch": a["member_epoch"] > 0}
+        a = ask(ApiKey.SHARE_GROUP_HEARTBEAT, {"group_id": group, "member_id": member_id, "member_epoch": epoch,
+                                               "rack_id": None, "subscribed_topic_names": topics})
+        message = a.get("error_message")
+        if message and member_id:
+            message = message.replace(group, "G").replace(member_id, "M")
+        return {"error": a["error_code"], "message": message, "epoch": a["member_epoch"] > 0}
     out["no member id"] = heartbeat("", 0, [topic])
     out["no topics"] = heartbeat(member, 0, None)
     out["bad epoch"] = heartbeat(member, -2, None)
     out["unknown group"] = heartbeat(member, 3, None)
-    joined = gc.request(ApiKey.SHARE_GROUP_HEARTBEAT, {"group_id": group, "member_id": member, "member_epoch": 0,
-                                                        "rack_id": None, "subscribed_topic_names": [topic]})
+    joined = ask(ApiKey.SHARE_GROUP_HEARTBEAT, {"group_id": group, "member_id": member, "member_epoch": 0,
+                                                 "rack_id": None, "subscribed_topic_names": [topic]})
     out["join"] = (joined["error_code"], joined["member_epoch"] >= 1)
-    out["future epoch"] = heartbeat(member, joined["member_epoch"] + 5, None)
+    epoch = joined["member_epoch"]
+    out["epochs"] = [(epoch, len((joined.get("assignment") or {}).get("topic_partitions") or []))]
+    deadline = time.monotonic() + 60
+    while not (joined.get("assignment") or {}).get("topic_partitions"):
+        # Kafka assigns a topic's partitions once the share coordinator initialized their state.
+        assert time.monotonic() < deadline, joined
+        time.sleep(0.3)
+        joined = ask(ApiKey.SHARE_GROUP_HEARTBEAT, {"group_id": group, "member_id": member, "member_epoch": epoch,
+                                                     "rack_id": None, "subscribed_topic_names": [topic]})
+        epoch = joined["member_epoch"]
+        step = (epoch, len((joined.get("assignment") or {}).get("topic_partitions") or []))
+        if step != out["epochs"][-1]:   # how many heartbeats it takes is Kafka's timing
+            out["epochs"].append(step)
+    out["assigned"] = sorted(p for t in joined["assignment"]["topic_partitions"] for p in t["partitions"])
+    out["future epoch"] = heartbeat(member, epoch + 5, None)
     out["unknown member"] = heartbeat("x" + member, 4, None)
-    topic_id = gc.request(ApiKey.METADATA, {"topics": [{"name": topic, "topic_id": None}]}, 12)["topics"][0]["topic_id"]
+    topic_id = ask(ApiKey.METADATA, {"topics": [{"name": topic, "topic_id": None}]}, 12,
+                   code=lambda a: a["topics"][0]["error_code"])["topics"][0]["topic_id"]
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     broker = Channel(host, int(port))
     try:
@@ -224,24 +255,48 @@ def _protocol_facts(bootstrap: str) -> dict:
         out["acknowledge wrong epoch"] = acknowledge(9)
     finally:
         broker.close()
-    offsets = gc.request(ApiKey.OFFSET_FETCH, {"groups": [{"group_id": group, "topics": None}]}, 9)
+    offsets = ask(ApiKey.OFFSET_FETCH, {"groups": [{"group_id": group, "topics": None}]}, 9,
+                  code=lambda a: a["groups"][0]["error_code"])
     out["offset fetch"] = offsets["groups"][0]["error_code"]
-    altered = gc.request(ApiKey.ALTER_SHARE_GROUP_OFFSETS, {"group_id": group, "topics": [
+    altered = ask(ApiKey.ALTER_SHARE_GROUP_OFFSETS, {"group_id": group, "topics": [
         {"topic_name": topic, "partitions": [{"partition_index": 0, "start_offset": 0}]}]})
     out["alter while active"] = (altered["error_code"], altered.get("error_message"))
-    deleted = gc.request(ApiKey.DELETE_GROUPS, {"groups_names": [group]})
+    deleted = ask(ApiKey.DELETE_GROUPS, {"groups_names": [group]}, code=lambda a: a["results"][0]["error_code"])
     out["delete while active"] = deleted["results"][0]["error_code"]
-    described = gc.request(ApiKey.DESCRIBE_GROUPS, {"groups": [group], "include_authorized_operations": False}, 6)
-    out["describe groups"] = (described["groups"][0]["error_code"], described["groups"][0].get("error_message"))
-    left = gc.request(ApiKey.SHARE_GROUP_HEARTBEAT, {"group_id": group, "member_id": member, "member_epoch": -1,
+    described = ask(ApiKey.DESCRIBE_GROUPS, {"groups": [group], "include_authorized_operations": False}, 6,
+                    code=lambda a: a["groups"][0]["error_code"])
+    out["describe groups"] = (described["groups"][0]["error_code"],
+                              (described["groups"][0].get("error_message") or "").replace(group, "G"))
+    left = ask(ApiKey.SHARE_GROUP_HEARTBEAT, {"group_id": group, "member_id": member, "member_epoch": -1,
                                                       "rack_id": None, "subscribed_topic_names": None})
     out["leave"] = (left["error_code"], left["member_epoch"])
-    unknown = gc.request(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, {"groups": [{"group_id": "x" + group, "topics": None}]})
-    out["offsets of an unknown group"] = unknown["groups"][0]["error_code"]
-    gc.close()
+    unknown = ask(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, {"groups": [{"group_id": group, "topics": None}]},
+                  code=lambda a: a["groups"][0]["error_code"])
+    out["offsets after leaving"] = [(t["topic_name"] == topic, [p["partition_index"] for p in t["partitions"]])
+                                    for t in unknown["groups"][0]["topics"]]
+    channels[-1].close()
     return out
 
 
 def test_share_protocol_answers_alike(sandbox, kafka4):
     ours, theirs = _protocol_facts(sandbox.bootstrap), _protocol_facts(kafka4.bootstrap)
-    assert ours == theirs
+    assert ours == theirs, "\n".join(f"{k}: {ours.get(k)} | {theirs.get(k)}" for k in theirs if ours.get(k) != theirs.get(k))
+
+
+def test_data_dir_keeps_share_groups(tmp_path):
+    """--data-dir keeps a share group and its share-partitions' state: after a restart the group
+    is described alike, and a consumer gets only the records the group had not yet taken."""
+    with Sandbox(brokers=1, data_dir=str(tmp_path)) as s:
+        topic, group = _topic(s.bootstrap), _group(s.bootstrap)
+        assert sorted(_consume(s.bootstrap, topic, group, RECORDS)) == list(range(RECORDS))
+        before = _offsets(s.bootstrap, group)
+        state = rows(s.bootstrap, f"describe-share-group {group} --state --verbose")
+    with Sandbox(brokers=1, data_dir=str(tmp_path)) as s:
+        assert sorted((r["Partition"], r["StartOffset"], r["Lag"])
+                      for r in rows(s.bootstrap, f"describe-share-group {group}")) == before
+        assert rows(s.bootstrap, f"describe-share-group {group} --state --verbose") == state
+        producer = Producer({"bootstrap.servers": s.bootstrap, "log_level": 0})
+        for i in range(RECORDS, RECORDS + 2):
+            producer.produce(topic, str(i).encode(), partition=0)
+        producer.flush(30)
+        assert _consume(s.bootstrap, topic, group, 2) == [RECORDS, RECORDS + 1]

@@ -68,12 +68,13 @@ class Member:
 @dataclass
 class ShareGroup:
     group_id: str
-    epoch: int = 0
+    epoch: int = 1            # Kafka 4.4 starts a group at epoch 1; the first join makes it 2
     assignment_epoch: int = 0
     assignment_time_ms: int = 0
     members: dict[str, Member] = field(default_factory=dict)
     targets: dict[str, TopicPartitions] = field(default_factory=dict)
     metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+    initializing: set[uuid.UUID] = field(default_factory=set)
     offsets: dict = field(default_factory=dict)     # the table's committed offsets: none for share groups
     stored: dict | None = None
     pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
@@ -161,18 +162,20 @@ class SharePartition:
     # start offset as it was before they moved it, and moves it only once written.
     written_start: int = -1
     written_done: int = -1
+    written_batches: list[dict] = field(default_factory=list)
 
     def write(self) -> None:
         """Persist the state (before `advance`, as Kafka's SharePartition does)."""
         self.written_start = self.start_offset
         self.written_done = sum(1 for o, r in self.records.items()
                                 if r.state in (ACKNOWLEDGED, ARCHIVED) and o >= self.start_offset)
+        self.written_batches = [b for b in self.state_batches() if b["last_offset"] >= self.start_offset]
 
     def set_start(self, offset: int) -> None:
         """An administrative start offset (AlterShareGroupOffsets, InitializeShareGroupState)."""
         self.records.clear()
         self.start_offset = self.next_offset = offset
-        self.written_start, self.written_done = offset, (0 if offset >= 0 else -1)
+        self.written_start, self.written_done, self.written_batches = offset, (0 if offset >= 0 else -1), []
 
     def advance(self) -> None:
         """Move the SPSO past every leading record done with."""
@@ -312,6 +315,7 @@ class Partitions:
         r.lock = None
         self._release(sp, r)
         sp.write()
+        stored_partition(self.cluster, sp)
         sp.advance()
         log.notify_progress(self.cluster)   # a waiting ShareFetch may take it now
 
@@ -355,6 +359,7 @@ class Partitions:
                 self.unlock(r)
                 r.state, r.member_id = ACK_STATE[ack], None
         sp.write()
+        stored_partition(self.cluster, sp)
         sp.advance()
         if any(ack == RELEASE for _, ack in changes):
             log.notify_progress(self.cluster)
@@ -375,6 +380,7 @@ class Partitions:
             if mine:
                 released = True
                 sp.write()
+                stored_partition(self.cluster, sp)
                 sp.advance()
         if released:
             log.notify_progress(self.cluster)
@@ -472,12 +478,15 @@ class Coordinator:
         if member_id not in g.members:
             g.members[member_id] = m
         metadata = self._metadata(g)
-        if m.topic_names != before or metadata != g.metadata or epoch == 0 and m.epoch == 0:
+        if m.topic_names != before or metadata != g.metadata or epoch == 0 and m.epoch == 0 \
+                or (g.assignment_epoch >= g.epoch and self._initialized_unassigned(g)):
             g.epoch += 1
             g.metadata = metadata
         self._maybe_assign(g)
         self._reconcile(g, m)
         self._schedule_session(g, m)
+        self._maybe_initialize(g)
+        store(self.cluster, g)
         answer: dict = {"error_code": 0, "member_id": m.member_id, "member_epoch": m.epoch,
                         "heartbeat_interval": group_configs.value(self.cluster, group_id, "share.heartbeat.interval.ms")}
         if epoch == 0 or names is not None or old != m.assigned:
@@ -510,26 +519,63 @@ class Coordinator:
         g.pending_assignment = None
         if self.groups.get(g.group_id) is g and g.epoch > g.assignment_epoch:
             self._assign(g)
+            store(self.cluster, g)
 
     def _assign(self, g: ShareGroup) -> None:
+        """The simple assignor over the partitions whose share state is initialized."""
+        ready = self.initialized(g.group_id)
         eligible = {i: [(g.metadata[t][0], p) for t in m.topic_names if t in g.metadata
-                        for p in range(g.metadata[t][1])] for i, m in g.members.items()}
+                        for p in range(g.metadata[t][1]) if p in ready.get(g.metadata[t][0], ())]
+                    for i, m in g.members.items()}
         g.targets = simple_assign(g.members, eligible, {i: g.targets.get(i, {}) for i in g.members})
         g.targets = {i: {t: ps for t, ps in tps.items() if ps} for i, tps in g.targets.items()}
         g.assignment_epoch, g.assignment_time_ms = g.epoch, now_ms()
-        self._initialize_state(g)
 
-    def _initialize_state(self, g: ShareGroup) -> None:
-        """The coordinator initializes the share-partitions of newly assigned topics (Kafka's
-        InitializeShareGroupState at the group's epoch); the start offset is chosen at first fetch."""
-        parts = Partitions(self.cluster)
+    # the share state of subscribed topics ---------------------------------------------------------
+
+    def initialized(self, group_id: str) -> dict[uuid.UUID, set[int]]:
+        """The partitions whose share state the share coordinator holds, by topic id."""
+        out: dict[uuid.UUID, set[int]] = {}
+        for gid, tid, p in share_partitions(self.cluster):
+            if gid == group_id:
+                out.setdefault(tid, set()).add(p)
+        return out
+
+    def _initialized_unassigned(self, g: ShareGroup) -> bool:
+        """Kafka's initializedAssignmentPending: a subscribed topic's initialized partitions are
+        not what the target assignment gives out."""
+        if not g.members:
+            return False
+        assigned: dict[uuid.UUID, set[int]] = {}
         for tps in g.targets.values():
             for t, ps in tps.items():
-                for p in ps:
-                    sp = parts.get(g.group_id, t, p)
-                    assert sp is not None, "get(create=True) makes one"
-                    if sp.state_epoch == 0:
-                        sp.state_epoch = g.epoch
+                assigned.setdefault(t, set()).update(ps)
+        subscribed = {tid for tid, _ in g.metadata.values()}
+        return any(assigned.get(t) != ps for t, ps in self.initialized(g.group_id).items() if t in subscribed)
+
+    def _maybe_initialize(self, g: ShareGroup) -> None:
+        """As Kafka's group coordinator does after a heartbeat: ask the share coordinator to
+        initialize the state of subscribed partitions that have none (InitializeShareGroupState at
+        the group epoch, start offset -1: chosen at the first fetch). It answers after this
+        heartbeat; a later heartbeat sees it and gives the partitions out."""
+        ready = self.initialized(g.group_id)
+        missing = {tid: set(range(n)) - ready.get(tid, set()) for tid, n in g.metadata.values()}
+        missing = {tid: ps for tid, ps in missing.items() if ps and tid not in g.initializing}
+        if missing:
+            g.initializing |= set(missing)
+            asyncio.get_running_loop().call_soon(self._initialize, g, missing, g.epoch)
+
+    def _initialize(self, g: ShareGroup, partitions: dict[uuid.UUID, set[int]], epoch: int) -> None:
+        g.initializing -= set(partitions)
+        if self.groups.get(g.group_id) is not g:
+            return
+        parts = Partitions(self.cluster)
+        for tid, ps in partitions.items():
+            for p in ps:
+                sp = parts.get(g.group_id, tid, p)
+                assert sp is not None, "get(create=True) makes one"
+                sp.state_epoch = max(sp.state_epoch, epoch)
+        store(self.cluster, g)
 
     def _reconcile(self, g: ShareGroup, m: Member) -> None:
         """ShareGroupAssignmentBuilder: the member takes its target and the assignment epoch."""
@@ -552,6 +598,14 @@ class Coordinator:
         if not g.members:
             g.targets, g.assignment_epoch = {}, g.epoch
         self._maybe_assign(g)
+        store(self.cluster, g)
+
+    def resume(self) -> None:
+        """Start the sessions of members brought back by --data-dir (loop thread, at start)."""
+        for g in list(self.groups.values()):
+            if isinstance(g, ShareGroup):
+                for m in g.members.values():
+                    self._schedule_session(g, m)
 
     def _schedule_session(self, g: ShareGroup, m: Member) -> None:
         if m.session is not None:
@@ -596,3 +650,98 @@ def sessions(cluster: Cluster) -> dict[tuple[int, str, str], Session]:
 
 def next_epoch(epoch: int) -> int:
     return 1 if epoch >= 2**31 - 1 else epoch + 1
+
+
+# -- what --data-dir keeps -------------------------------------------------------------------------
+
+
+def store(cluster: Cluster, g: ShareGroup) -> None:
+    """Keep the group as Kafka's coordinators do (ShareGroup* records in __consumer_offsets and the
+    share-partitions' written state in __share_group_state): journalled at the next write."""
+    from kafka_shell.sandbox import journal
+    g.stored = view(cluster, g)
+    journal.group_touched(cluster, g.group_id)
+
+
+def stored_partition(cluster: Cluster, sp: SharePartition) -> None:
+    g = classic.all_groups(cluster).get(sp.group_id)
+    if isinstance(g, ShareGroup):
+        store(cluster, g)
+
+
+def view(cluster: Cluster, g: ShareGroup) -> dict:
+    def parts(tps: TopicPartitions) -> list:
+        return [[str(t), sorted(ps)] for t, ps in tps.items()]
+    states = [[str(sp.topic_id), sp.partition, sp.state_epoch, sp.leader_epoch, sp.written_start, sp.written_done,
+               [[b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"]]
+                for b in sp.written_batches]]
+              for (gid, _, _), sp in share_partitions(cluster).items() if gid == g.group_id]
+    return {"type": "share", "epoch": g.epoch, "assignment_epoch": g.assignment_epoch,
+            "metadata": {name: [str(tid), n] for name, (tid, n) in g.metadata.items()},
+            "members": [{"id": m.member_id, "rack": m.rack_id, "client": m.client_id, "host": m.client_host,
+                         "topics": list(m.topic_names), "epoch": m.epoch, "previous_epoch": m.previous_epoch,
+                         "assigned": parts(m.assigned), "target": parts(g.targets.get(m.member_id, {}))}
+                        for m in g.members.values()],
+            "partitions": states}
+
+
+def restore_view(cluster: Cluster, check, group_id: str, v: dict, where: str) -> None:
+    """The group and its share-partitions as a stored `view` says; the share-partitions come back
+    as the share coordinator holds them (their start offset and written record states; what was
+    acquired is available again)."""
+    def topic_id(text: object, at: str) -> uuid.UUID:
+        try:
+            return uuid.UUID(check.text(text, at))
+        except ValueError:
+            raise check.fail(at, "topic ids") from None
+
+    def parts(data: object, at: str) -> TopicPartitions:
+        out: TopicPartitions = {}
+        for pair in check.array(data, at):
+            pair = check.array(pair, at)
+            if len(pair) != 2:
+                raise check.fail(at, "[topic id, partitions] pairs")
+            out[topic_id(pair[0], at)] = {check.integer(p, at, low=0) for p in check.array(pair[1], at)}
+        return out
+    g = ShareGroup(group_id)
+    g.epoch = check.integer(v.get("epoch"), f"{where}.epoch", low=0)
+    g.assignment_epoch = check.integer(v.get("assignment_epoch"), f"{where}.assignment_epoch", low=0)
+    for name, pair in check.mapping(v.get("metadata", {}), f"{where}.metadata").items():
+        pair = check.array(pair, f"{where}.metadata")
+        if len(pair) != 2:
+            raise check.fail(f"{where}.metadata", "topic -> [topic id, partitions]")
+        g.metadata[name] = (topic_id(pair[0], f"{where}.metadata"), check.integer(pair[1], f"{where}.metadata", low=0))
+    for k, row in enumerate(check.array(v.get("members"), f"{where}.members")):
+        at = f"{where}.members[{k}]"
+        r = check.mapping(row, at)
+        m = Member(check.text(r.get("id"), f"{at}.id"), check.optional_text(r.get("rack"), f"{at}.rack"),
+                   check.text(r.get("client"), f"{at}.client"), check.text(r.get("host"), f"{at}.host"),
+                   tuple(check.text(t, f"{at}.topics") for t in check.array(r.get("topics"), f"{at}.topics")),
+                   check.integer(r.get("epoch"), f"{at}.epoch"),
+                   check.integer(r.get("previous_epoch"), f"{at}.previous_epoch"),
+                   parts(r.get("assigned"), f"{at}.assigned"))
+        g.members[m.member_id] = m
+        g.targets[m.member_id] = parts(r.get("target"), f"{at}.target")
+    table = share_partitions(cluster)
+    for key in [key for key in table if key[0] == group_id]:
+        del table[key]
+    for k, row in enumerate(check.array(v.get("partitions", []), f"{where}.partitions")):
+        at = f"{where}.partitions[{k}]"
+        fields = check.array(row, at)
+        if len(fields) != 7:
+            raise check.fail(at, "[topic id, partition, state epoch, leader epoch, start offset, done, batches]")
+        sp = SharePartition(group_id, topic_id(fields[0], at), check.integer(fields[1], at, low=0),
+                            state_epoch=check.integer(fields[2], at), leader_epoch=check.integer(fields[3], at))
+        sp.set_start(check.integer(fields[4], at, low=-1))
+        sp.written_done = check.integer(fields[5], at, low=-1)
+        for b in check.array(fields[6], at):
+            first, last, state, count = (check.integer(x, at) for x in check.array(b, at))
+            sp.written_batches.append({"first_offset": first, "last_offset": last, "delivery_state": state,
+                                       "delivery_count": count})
+            for offset in range(first, last + 1):
+                sp.records[offset] = InFlight(AVAILABLE if state == ACQUIRED else state, count)
+            sp.next_offset = max(sp.next_offset, last + 1)
+        sp.advance()
+        table[(group_id, sp.topic_id, sp.partition)] = sp
+    g.stored = view(cluster, g)
+    classic.all_groups(cluster)[group_id] = g  # type: ignore[assignment]

@@ -208,8 +208,6 @@ def _fetch_offsets(ctx, group_id: str, wanted, member: tuple[str | None, int] = 
     g = gc.all_groups(ctx.cluster).get(group_id)
     if not err and isinstance(g, cg.ConsumerGroup):
         err = cg.Coordinator(ctx.cluster).fetch_error(g, *member)  # KIP-848 members fetch with their epoch
-    if not err and g is not None and g.group_type == "share":
-        err = ErrorCode.group_id_not_found   # ShareGroup.validateOffsetFetch: "not a consumer group"
     if err:
         return {"group_id": group_id, "error_code": err, "topics": []}
     committed = g.offsets if g else {}

@@ -49,6 +49,8 @@ def share_group_heartbeat(ctx) -> dict:
     err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     if err:
         return {**base, "error_code": err}
+    if not req.member_id:   # KafkaApis refuses it before the coordinator, with no message
+        return {**base, "error_code": INVALID}
     problem = _invalid_heartbeat(req)
     if problem:
         return {**base, "error_code": INVALID, "error_message": problem}
@@ -311,7 +313,7 @@ def initialize_share_group_state(ctx) -> dict:
         sp.state_epoch = rp.state_epoch
         sp.set_start(rp.start_offset)
         return {"partition": rp.partition, "error_code": 0}
-    return {"results": _state_partitions(ctx, req, one)}
+    return _stored(ctx, req.group_id, {"results": _state_partitions(ctx, req, one)})
 
 
 @api(ApiKey.READ_SHARE_GROUP_STATE)
@@ -387,7 +389,7 @@ def write_share_group_state(ctx) -> dict:
             sp.written_done = rp.delivery_complete_count
         sp.advance()
         return {"partition": rp.partition, "error_code": 0}
-    return {"results": _state_partitions(ctx, req, one)}
+    return _stored(ctx, req.group_id, {"results": _state_partitions(ctx, req, one)})
 
 
 @api(ApiKey.DELETE_SHARE_GROUP_STATE)
@@ -402,7 +404,15 @@ def delete_share_group_state(ctx) -> dict:
         for r in (sp.records.values() if sp else ()):
             parts.unlock(r)
         return {"partition": rp.partition, "error_code": 0}
-    return {"results": _state_partitions(ctx, req, one)}
+    return _stored(ctx, req.group_id, {"results": _state_partitions(ctx, req, one)})
+
+
+def _stored(ctx, group_id: str, answer: dict) -> dict:
+    """The share coordinator's state changed: --data-dir keeps it with its group."""
+    g = ctx.cluster.extras.get("groups", {}).get(group_id)
+    if isinstance(g, sg.ShareGroup):
+        sg.store(ctx.cluster, g)
+    return answer
 
 
 # -- Describe/Alter/DeleteShareGroupOffsets ---------------------------------------------------------------
@@ -495,6 +505,7 @@ def alter_share_group_offsets(ctx) -> dict:
             sp.set_start(rp.start_offset)
             rows.append({"partition_index": rp.partition_index, "error_code": 0})
         responses.append({"topic_name": rt.topic_name, "topic_id": t.id if t else uuid.UUID(int=0), "partitions": rows})
+    sg.store(ctx.cluster, g)
     return {"error_code": 0, "responses": responses}
 
 
@@ -521,4 +532,6 @@ def delete_share_group_offsets(ctx) -> dict:
         else:
             parts.delete_group(req.group_id, {t.id})
             responses.append({"topic_name": rt.topic_name, "topic_id": t.id, "error_code": 0})
+    assert g is not None, "no error: the group"
+    sg.store(ctx.cluster, g)
     return {"error_code": 0, "responses": responses}
