@@ -336,9 +336,11 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                     "reset-share-group-offsets --group {g} --topic {t} --to-earliest",
                     "reset-share-group-offsets --group {g} --all-topics --to-offset 2 --execute",
                     "describe-share-group {g}",
+                    # Released until archived: which start offset Kafka last wrote depends on how its
+                    # acknowledgements fell into writes, so only lag 0 (every record done with) is awaited.
                     ShareConsume("{g}", "{t}", 20, ("--release",)),
                     WaitFor("describe-share-group {g}", share_done),
-                    "describe-share-group {g} --offsets --topic {t}",
+                    "describe-share-group {g} --state",
                     "delete-share-group-offsets --group {g} --topic {t} --dry-run",
                     "delete-share-group-offsets --group {g} --topic {t} --yes",
                     "describe-share-group {g}",
