@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, group_configs, log
+from kafka_shell.sandbox import configs, group_configs, log, modern_groups
 from kafka_shell.sandbox import groups as classic
+from kafka_shell.sandbox.modern_groups import GroupError
 from kafka_shell.sandbox.model import Cluster, Partition, now_ms
 
 EMPTY, STABLE, DEAD = "Empty", "Stable", "Dead"
@@ -44,12 +45,6 @@ ACK_STATE = {GAP: ARCHIVED, ACCEPT: ACKNOWLEDGED, RELEASE: AVAILABLE, REJECT: AR
 RECORD_LIMIT_MODE = 1  # ShareFetch's share_acquire_mode: 0 batch_optimized, 1 record_limit
 
 TopicPartitions = dict[uuid.UUID, set[int]]
-
-
-class ShareError(Exception):
-    def __init__(self, code: int, message: str | None = None):
-        super().__init__(message)
-        self.code, self.message = code, message
 
 
 @dataclass
@@ -207,10 +202,6 @@ class SharePartition:
 
 def share_partitions(cluster: Cluster) -> dict[tuple[str, uuid.UUID, int], SharePartition]:
     return cluster.extras.setdefault("share_partitions", {})  # type: ignore[return-value]
-
-
-def topic_by_id(cluster: Cluster, topic_id: uuid.UUID):
-    return next((t for t in cluster.topics.values() if t.id == topic_id), None)
 
 
 def initial_offset(cluster: Cluster, group_id: str, p: Partition) -> int:
@@ -417,27 +408,18 @@ class Partitions:
 # -- the group coordinator's part ------------------------------------------------------------------
 
 
-class Coordinator:
+class Coordinator(modern_groups.Coordinator):
     """Share group operations for one request; timers run on the loop."""
 
-    def __init__(self, cluster: Cluster):
-        self.cluster = cluster
-        self.groups = classic.all_groups(cluster)
-
-    def group(self, group_id: str) -> ShareGroup:
-        g = self.groups.get(group_id)
-        if g is None:
-            raise ShareError(ErrorCode.group_id_not_found, f"Share group {group_id} not found.")
-        if not isinstance(g, ShareGroup):
-            raise ShareError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
-        return g
+    kind = "share"
+    group_class = ShareGroup
 
     def _group_to_join(self, group_id: str) -> ShareGroup:
         g = self.groups.get(group_id)
         if isinstance(g, ShareGroup):
             return g
         if g is not None:
-            raise ShareError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
+            raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
         new = ShareGroup(group_id)
         self.groups[group_id] = new  # type: ignore[assignment]
         return new
@@ -448,24 +430,24 @@ class Coordinator:
             g = self.group(group_id)
             m = g.members.get(member_id)
             if m is None:
-                raise ShareError(ErrorCode.unknown_member_id,
+                raise GroupError(ErrorCode.unknown_member_id,
                                  f"Member {member_id} is not a member of group {group_id}.")
             self.fence(g, m)
             return {"error_code": 0, "member_id": member_id, "member_epoch": LEAVE_EPOCH}
         g = self._group_to_join(group_id) if epoch == 0 else self.group(group_id)
         max_size = int(configs.broker_value(self.cluster, None, "group.share.max.size") or 200)
         if len(g.members) >= max_size and member_id not in g.members:
-            raise ShareError(ErrorCode.group_max_size_reached,
+            raise GroupError(ErrorCode.group_max_size_reached,
                              f"The share group has reached its maximum capacity of {max_size} members.")
         m = g.members.get(member_id)
         if m is None:
             if epoch != 0:
-                raise ShareError(ErrorCode.unknown_member_id,
+                raise GroupError(ErrorCode.unknown_member_id,
                                  f"Member {member_id} is not a member of group {group_id}.")
             m = Member(member_id)
         elif epoch > m.epoch or (0 < epoch < m.epoch and epoch != m.previous_epoch):
             which = "greater" if epoch > m.epoch else "smaller"
-            raise ShareError(ErrorCode.fenced_member_epoch,
+            raise GroupError(ErrorCode.fenced_member_epoch,
                              f"The share group member has a {which} member epoch ({epoch}) than the one known by "
                              f"the group coordinator ({m.epoch}). The member must abandon all its partitions and rejoin.")
         before = m.topic_names
@@ -493,33 +475,6 @@ class Coordinator:
             answer["assignment"] = {"topic_partitions": [
                 {"topic_id": t, "partitions": sorted(ps)} for t, ps in m.assigned.items()]}
         return answer
-
-    def _metadata(self, g: ShareGroup) -> dict[str, tuple[uuid.UUID, int]]:
-        out = {}
-        for name in sorted(g.subscribed_topics()):
-            t = self.cluster.topics.get(name)
-            if t is not None:
-                out[name] = (t.id, len(t.partitions))
-        return out
-
-    def _maybe_assign(self, g: ShareGroup) -> None:
-        """A new target assignment when the group epoch moved past it, at most once per
-        share.assignment.interval.ms; a later one is scheduled for then."""
-        if g.epoch <= g.assignment_epoch:
-            return
-        interval = group_configs.value(self.cluster, g.group_id, "share.assignment.interval.ms")
-        wait_ms = g.assignment_time_ms + interval - now_ms()
-        if g.assignment_time_ms and wait_ms > 0:
-            if g.pending_assignment is None:
-                g.pending_assignment = asyncio.get_running_loop().call_later(wait_ms / 1000, self._assign_later, g)
-            return
-        self._assign(g)
-
-    def _assign_later(self, g: ShareGroup) -> None:
-        g.pending_assignment = None
-        if self.groups.get(g.group_id) is g and g.epoch > g.assignment_epoch:
-            self._assign(g)
-            store(self.cluster, g)
 
     def _assign(self, g: ShareGroup) -> None:
         """The simple assignor over the partitions whose share state is initialized."""
@@ -600,23 +555,8 @@ class Coordinator:
         self._maybe_assign(g)
         store(self.cluster, g)
 
-    def resume(self) -> None:
-        """Start the sessions of members brought back by --data-dir (loop thread, at start)."""
-        for g in list(self.groups.values()):
-            if isinstance(g, ShareGroup):
-                for m in g.members.values():
-                    self._schedule_session(g, m)
-
-    def _schedule_session(self, g: ShareGroup, m: Member) -> None:
-        if m.session is not None:
-            m.session.cancel()
-        timeout = group_configs.value(self.cluster, g.group_id, "share.session.timeout.ms")
-        m.session = asyncio.get_running_loop().call_later(timeout / 1000, self._expire, g, m.member_id)
-
-    def _expire(self, g: ShareGroup, member_id: str) -> None:
-        m = g.members.get(member_id)
-        if m is not None and self.groups.get(g.group_id) is g:
-            self.fence(g, m)
+    def _store(self, g: ShareGroup) -> None:
+        store(self.cluster, g)
 
     # administration -------------------------------------------------------------------------------
 

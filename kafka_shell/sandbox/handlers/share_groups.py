@@ -62,7 +62,7 @@ def share_group_heartbeat(ctx) -> dict:
     try:
         answer = sg.Coordinator(ctx.cluster).heartbeat(req.group_id, req.member_id, req.member_epoch, req.rack_id,
                                                        ctx.header.client_id or "", _client_host(ctx), names)
-    except sg.ShareError as exc:
+    except sg.GroupError as exc:
         return {**base, "error_code": exc.code, "error_message": exc.message}
     return {**base, **answer}
 
@@ -80,7 +80,7 @@ def _describe(ctx, group_id: str) -> dict:
         return {**base, "error_code": err}
     try:
         g = sg.Coordinator(ctx.cluster).group(group_id)
-    except sg.ShareError as exc:
+    except sg.GroupError as exc:
         return {**base, "error_code": exc.code, "error_message": exc.message}
     names = {t.id: name for name, t in ctx.cluster.topics.items()}
     members = [{"member_id": m.member_id, "rack_id": m.rack_id, "member_epoch": m.epoch, "client_id": m.client_id,
@@ -295,19 +295,28 @@ def _state_denied(ctx) -> int:
     return 0 if ctx.permits(AclResourceType.CLUSTER) else ErrorCode.cluster_authorization_failed
 
 
+def _to_update(ctx, parts: sg.Partitions, group_id: str, topic_id, rp, what: str) -> tuple[sg.SharePartition, dict]:
+    """The share-partition an Initialize or Write request changes, and the answer refusing it
+    (empty when it may): not a broker's request, or a state epoch older than the one kept."""
+    if (denied := _state_denied(ctx)):
+        return sg.SharePartition(group_id, topic_id, rp.partition), {"partition": rp.partition, "error_code": denied}
+    sp = parts.get(group_id, topic_id, rp.partition)
+    assert sp is not None, "get(create=True) makes one"
+    if rp.state_epoch < sp.state_epoch:
+        return sp, {"partition": rp.partition, "error_code": ErrorCode.fenced_state_epoch,
+                    "error_message": f"{what} request state epoch is smaller than last recorded current."}
+    return sp, {}
+
+
 @api(ApiKey.INITIALIZE_SHARE_GROUP_STATE)
 def initialize_share_group_state(ctx) -> dict:
     req = ctx.request
     parts = sg.Partitions(ctx.cluster)
 
     def one(topic_id, rp) -> dict:
-        if (denied := _state_denied(ctx)):
-            return {"partition": rp.partition, "error_code": denied}
-        sp = parts.get(req.group_id, topic_id, rp.partition)
-        assert sp is not None, "get(create=True) makes one"
-        if rp.state_epoch < sp.state_epoch:
-            return {"partition": rp.partition, "error_code": ErrorCode.fenced_state_epoch,
-                    "error_message": "Initialize request state epoch is smaller than last recorded current."}
+        sp, refused = _to_update(ctx, parts, req.group_id, topic_id, rp, "Initialize")
+        if refused:
+            return refused
         for r in sp.records.values():
             parts.unlock(r)
         sp.state_epoch = rp.state_epoch
@@ -361,13 +370,9 @@ def write_share_group_state(ctx) -> dict:
     parts = sg.Partitions(ctx.cluster)
 
     def one(topic_id, rp) -> dict:
-        if (denied := _state_denied(ctx)):
-            return {"partition": rp.partition, "error_code": denied}
-        sp = parts.get(req.group_id, topic_id, rp.partition)
-        assert sp is not None, "get(create=True) makes one"
-        if rp.state_epoch < sp.state_epoch:
-            return {"partition": rp.partition, "error_code": ErrorCode.fenced_state_epoch,
-                    "error_message": "Write request state epoch is smaller than last recorded current."}
+        sp, refused = _to_update(ctx, parts, req.group_id, topic_id, rp, "Write")
+        if refused:
+            return refused
         if rp.leader_epoch >= 0 and rp.leader_epoch < sp.leader_epoch:
             return {"partition": rp.partition, "error_code": ErrorCode.fenced_leader_epoch,
                     "error_message": "Write request leader epoch is smaller than last recorded current."}
@@ -431,7 +436,7 @@ def _offsets(ctx, group_id: str, wanted) -> dict:
     coordinator = sg.Coordinator(ctx.cluster)
     try:
         coordinator.group(group_id)
-    except sg.ShareError as exc:
+    except sg.GroupError as exc:
         return {**base, "error_code": exc.code, "error_message": exc.message}
     parts = sg.Partitions(ctx.cluster)
     states = coordinator.state_topics(group_id)
@@ -473,7 +478,7 @@ def _empty_share_group(ctx, group_id: str, create: bool) -> tuple[sg.ShareGroup 
     coordinator = sg.Coordinator(ctx.cluster)
     try:
         g = coordinator._group_to_join(group_id) if create else coordinator.group(group_id)
-    except sg.ShareError as exc:
+    except sg.GroupError as exc:
         return None, exc.code, exc.message
     if g.members:
         return None, ErrorCode.non_empty_group, "The group is not empty."
