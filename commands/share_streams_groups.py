@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import groups, offsets, share_groups, streams_groups
-from kafka_shell.admin.offsets import LATEST
+from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.admin.streams_groups import tasks_text
 from kafka_shell.errors import shown
-from kafka_shell.option_types import choice_list, group_id
-from kafka_shell.registry import Confirm, Option, command
-from kafka_shell.render import Result, Table
+from kafka_shell.option_types import choice_list, group_id, iso_epoch_ms
+from kafka_shell.registry import INT64_MAX, Confirm, Option, command, int_range
+from kafka_shell.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
@@ -103,6 +103,114 @@ def _keys_text(keys: list[tuple[str, int]]) -> str:
 def delete_share_group(session: Session, args: dict) -> Result:
     ids = list(dict.fromkeys(args["group"]))
     return delete_empty(session, ids, "share", share_groups.describe(session.conn, ids), args["dry_run"])
+
+
+def _share_datetime(text: str) -> int:
+    return iso_epoch_ms(text, "an ISO 8601 date and time such as 2024-01-31T12:00:00.000 (UTC unless a zone is given)")
+
+
+@command("reset-share-group-offsets",
+         Option("--group", type=group_id, required=True, metavar="GROUP", completer="group",
+                help="Share group whose start offsets to reset."),
+         Option("--topic", repeatable=True, metavar="TOPIC", completer="topic", help="Topic (repeatable)."),
+         Option("--all-topics", flag=True, help="Every topic the group has state for."),
+         Option("--to-earliest", flag=True, help="The log start offset."),
+         Option("--to-latest", flag=True, help="The log end offset."),
+         Option("--to-offset", type=int_range(0, INT64_MAX, "an offset"), metavar="N", help="Offset N."),
+         Option("--to-datetime", type=_share_datetime, metavar="YYYY-MM-DDTHH:mm:SS.sss",
+                help="The first offset at or after this time."),
+         Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
+         Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),
+         mutates=True,
+         confirm=Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute"),
+         required_groups=(("--to-earliest", "--to-latest", "--to-offset", "--to-datetime"),
+                          ("--topic", "--all-topics")),
+         exclusive_groups=(("--topic", "--all-topics"),),
+         help="Plan (default) or --execute a reset of a share group's start offsets (the group must be empty).",
+         examples=("reset-share-group-offsets --group queue --topic orders --to-earliest",
+                   "reset-share-group-offsets --group queue --all-topics --to-latest --execute"))
+def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal:
+    gid = args["group"]
+    described = share_groups.describe(session.conn, [gid])[gid]
+    if isinstance(described, str):
+        return Result.outcome([], [], [described])
+    if described.members:
+        return Result.outcome([], [], [f"Share group '{shown(gid)}' is not empty: it has {len(described.members)} "
+                                       "active member(s); offsets can only be reset when it is empty."])
+    problem, current = share_groups.offsets(session.conn, gid)
+    if problem is not None:
+        return Result.outcome([], [], [problem])
+    starts = {o.key: o.start_offset for o in current}
+    snap = session.conn.read(sorted(set(args["topic"] or ()) | {k[0] for k in starts}))
+    if args["all_topics"]:
+        keys = sorted(starts)
+    else:
+        keys, missing = [], []
+        for name in args["topic"]:
+            t = snap.topics.get(name)
+            if t is None:
+                missing.append(f"Topic '{shown(name)}' does not exist.")
+            keys += [(name, i) for i in range(len(t.partitions))] if t else []
+        if missing:
+            return Result.outcome([], [], missing)
+    target = (EARLIEST if args["to_earliest"] else LATEST if args["to_latest"]
+              else args["to_datetime"] if args["to_datetime"] is not None else None)
+    failures: list[str] = []
+    plan: dict[tuple[str, int], int] = {}
+    if target is None:
+        plan = {k: args["to_offset"] for k in keys}
+    else:
+        found = offsets.log_offsets(session.conn, snap, keys, target)
+        for k in keys:
+            lo = found[k]
+            if lo.error:
+                failures.append(lo.error)
+            else:   # a time after the last record: the log end, as Kafka's tool does
+                plan[k] = lo.offset if lo.offset >= 0 else offsets.log_offsets(session.conn, snap, [k], LATEST)[k].offset
+    rows = [[gid, t, p, starts.get((t, p)), new] for (t, p), new in sorted(plan.items())]
+    table = Table(["Group", "Topic", "Partition", "StartOffset", "NewStartOffset"], rows, name="offsets")
+    if args["execute"] and not args["dry_run"] and plan:
+        def apply() -> Result:
+            top, refused = share_groups.alter_offsets(session.conn, gid, plan)
+            if top is not None:
+                return Result.outcome([table], [], [top, *failures])
+            failures.extend(why for _, why in sorted(refused.items()) if why is not None)
+            done = sum(1 for why in refused.values() if why is None)
+            return Result.outcome([table], [f"Reset {done} start offset(s) of share group '{shown(gid)}'."], failures)
+        return Proposal(f"Reset {len(rows)} start offset(s) of share group {shown(gid)}. Continue?",
+                        "reset-share-group-offsets --execute changes start offsets", apply)
+    notes = ["Dry run: nothing was changed (add --execute to apply)."] if plan else []
+    return Result.outcome([table], notes, failures)
+
+
+@command("delete-share-group-offsets",
+         Option("--group", type=group_id, required=True, metavar="GROUP", completer="group",
+                help="Share group whose state to delete."),
+         Option("--topic", repeatable=True, required=True, metavar="TOPIC", completer="topic",
+                help="Topic whose start offsets and delivery state to delete (repeatable)."),
+         mutates=True, confirm=Confirm(),
+         help="Delete a share group's offsets (its state) for topics (the group must be empty; asks for "
+              "confirmation).",
+         examples=("delete-share-group-offsets --group queue --topic orders --yes",))
+def delete_share_group_offsets(session: Session, args: dict) -> Result:
+    gid, topics = args["group"], list(dict.fromkeys(args["topic"]))
+    described = share_groups.describe(session.conn, [gid])[gid]
+    if isinstance(described, str):
+        return Result.outcome([], [], [described])
+    if described.members:
+        return Result.outcome([], [], [f"Share group '{shown(gid)}' is not empty: it has {len(described.members)} "
+                                       "active member(s); its offsets can only be deleted when it is empty."])
+    if args["dry_run"]:
+        return Result.outcome([Table(["Group", "Topic"], [[gid, t] for t in topics], name="topics")],
+                              ["Dry run: nothing was deleted."], [])
+    top, per_topic = share_groups.delete_offsets(session.conn, gid, topics)
+    if top is not None:
+        return Result.outcome([], [], [top])
+    deleted = [t for t in topics if per_topic.get(t, "?") is None]
+    failures = [why for why in (per_topic.get(t) for t in topics) if why is not None]
+    table = Table(["Group", "Topic"], [[gid, t] for t in deleted], name="topics")
+    return Result.outcome([table], [f"Deleted the offsets of {len(deleted)} topic(s) of share group '{shown(gid)}'."]
+                          if deleted else [], failures)
 
 
 # -- streams groups --------------------------------------------------------------------------

@@ -92,3 +92,33 @@ def offsets(conn: ConnectionManager, group_id: str) -> tuple[str | None, list[Sh
             rows.append(ShareOffset(key, int(p.start_offset) if p.start_offset >= 0 else None, int(p.leader_epoch),
                                     int(p.lag) if p.lag >= 0 else None, partition_line(key, err) if err else None))
     return None, sorted(rows)
+
+
+def alter_offsets(conn: ConnectionManager, group_id: str, offsets: dict[Key, int]) -> tuple[str | None, dict[Key, str | None]]:
+    """AlterShareGroupOffsets (the group must be empty): the group's line when it refused as a
+    whole, and per partition None when set, else the line why not."""
+    require(conn)
+    topics: dict[str, list[dict]] = {}
+    for (t, p), offset in sorted(offsets.items()):
+        topics.setdefault(t, []).append({"partition_index": p, "start_offset": offset})
+    body = {"group_id": group_id, "topics": [{"topic_name": t, "partitions": ps} for t, ps in topics.items()]}
+    part, _ = conn.coordinator_requests([group_id], ApiKey.ALTER_SHARE_GROUP_OFFSETS, lambda ids, version: body,
+                                        lambda a, ids: {group_id: a}, mutation=True)[group_id]
+    top = int(part.error_code)
+    per_partition = {(t.topic_name, int(p.partition_index)):
+                     (partition_line((t.topic_name, int(p.partition_index)), int(p.error_code)) if p.error_code else None)
+                     for t in getattr(part, "responses", ()) for p in t.partitions}
+    return (group_line(top, group_id, getattr(part, "error_message", None)) if top else None), per_partition
+
+
+def delete_offsets(conn: ConnectionManager, group_id: str, topics: list[str]) -> tuple[str | None, dict[str, str | None]]:
+    """DeleteShareGroupOffsets (the group must be empty): the group's line when it refused as a
+    whole, and per topic None when its state was deleted, else the line why not."""
+    require(conn)
+    body = {"group_id": group_id, "topics": [{"topic_name": t} for t in topics]}
+    part, _ = conn.coordinator_requests([group_id], ApiKey.DELETE_SHARE_GROUP_OFFSETS, lambda ids, version: body,
+                                        lambda a, ids: {group_id: a}, mutation=True)[group_id]
+    top = int(part.error_code)
+    per_topic = {t.topic_name: (f"{t.topic_name}: {t.error_message or f'error code {int(t.error_code)}'}"
+                                if t.error_code else None) for t in getattr(part, "responses", ())}
+    return (group_line(top, group_id, getattr(part, "error_message", None)) if top else None), per_topic

@@ -36,7 +36,6 @@ class Unserved:
 
 
 UNSERVED: tuple[Unserved, ...] = (
-    Unserved((76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92), "share groups (KIP-932) are not implemented"),
     Unserved((88, 89, 93), "streams groups (KIP-1071) are not implemented"),
 )
 

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, group_configs, journal
+from kafka_shell.sandbox import configs, group_configs, journal, modern_groups
 from kafka_shell.sandbox import groups as classic
+from kafka_shell.sandbox.modern_groups import GroupError
 from kafka_shell.sandbox.model import Cluster, now_ms
 
 EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
@@ -40,12 +41,6 @@ MEMBER_TYPE_CONSUMER = 1  # ConsumerGroupDescribe's member type: 0 classic, 1 co
 
 TopicPartitions = dict[uuid.UUID, set[int]]
 Owned = dict[uuid.UUID, dict[int, int]]  # topic id -> partition -> the epoch it was assigned in
-
-
-class GroupError(Exception):
-    def __init__(self, code: int, message: str | None = None):
-        super().__init__(message)
-        self.code, self.message = code, message
 
 
 @dataclass
@@ -218,26 +213,17 @@ def range_assignor(members: dict[str, Member], subscriptions: dict[str, set[uuid
 # -- the coordinator -----------------------------------------------------------------------------
 
 
-class Coordinator:
+class Coordinator(modern_groups.Coordinator):
     """Consumer group operations for one request; `spawn`-free: timers run on the loop."""
 
-    def __init__(self, cluster: Cluster):
-        self.cluster = cluster
-        self.groups = classic.all_groups(cluster)
-
-    def group(self, group_id: str) -> ConsumerGroup:
-        g = self.groups.get(group_id)
-        if g is None:
-            raise GroupError(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
-        if not isinstance(g, ConsumerGroup):
-            raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
-        return g
+    kind = "consumer"
+    group_class = ConsumerGroup
 
     def _group_to_join(self, group_id: str) -> ConsumerGroup:
         g = self.groups.get(group_id)
         if isinstance(g, ConsumerGroup):
             return g
-        if g is not None and (g.members or g.state != classic.EMPTY):
+        if g is not None and (g.members or g.state != classic.EMPTY or g.group_type == "share"):
             # Kafka would convert a classic group of consumers (online migration): not done here.
             raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
         new = ConsumerGroup(group_id)
@@ -338,35 +324,7 @@ class Coordinator:
         if m.instance_id is not None:
             g.static_members[m.instance_id] = m.member_id
 
-    def _metadata(self, g: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int]]:
-        out = {}
-        for name in sorted(g.subscribed_topics(self.cluster)):
-            t = self.cluster.topics.get(name)
-            if t is not None:
-                out[name] = (t.id, len(t.partitions))
-        return out
-
     # target assignment -----------------------------------------------------------------------------
-
-    def _maybe_assign(self, g: ConsumerGroup) -> None:
-        """A new target assignment when the group epoch moved past it, at most once per
-        consumer.assignment.interval.ms (Kafka 4.4); a later one is scheduled for then."""
-        if g.epoch <= g.assignment_epoch:
-            return
-        interval = group_configs.value(self.cluster, g.group_id, "consumer.assignment.interval.ms")
-        wait_ms = g.assignment_time_ms + interval - now_ms()
-        if g.assignment_time_ms and wait_ms > 0:
-            if g.pending_assignment is None:
-                g.pending_assignment = asyncio.get_running_loop().call_later(
-                    wait_ms / 1000, self._assign_later, g)
-            return
-        self._assign(g)
-
-    def _assign_later(self, g: ConsumerGroup) -> None:
-        g.pending_assignment = None
-        if self.groups.get(g.group_id) is g and g.epoch > g.assignment_epoch:
-            self._assign(g)   # members reconcile towards it at their next heartbeat, as in Kafka
-            self._store(g)
 
     def _assign(self, g: ConsumerGroup) -> None:
         ids = {name: tid for name, (tid, _) in g.metadata.items()}
@@ -473,17 +431,6 @@ class Coordinator:
 
     # timers -------------------------------------------------------------------------------------------
 
-    def _schedule_session(self, g: ConsumerGroup, m: Member) -> None:
-        if m.session is not None:
-            m.session.cancel()
-        timeout = group_configs.value(self.cluster, g.group_id, "consumer.session.timeout.ms")
-        m.session = asyncio.get_running_loop().call_later(timeout / 1000, self._expire, g, m.member_id)
-
-    def _expire(self, g: ConsumerGroup, member_id: str) -> None:
-        m = g.members.get(member_id)
-        if m is not None and self.groups.get(g.group_id) is g:
-            self.fence(g, m)
-
     def _schedule_rebalance(self, g: ConsumerGroup, m: Member) -> None:
         """While the member has partitions to revoke, it must do so within its rebalance timeout."""
         if m.rebalance is not None:
@@ -497,13 +444,6 @@ class Coordinator:
         m = g.members.get(member_id)
         if m is not None and m.epoch == epoch and self.groups.get(g.group_id) is g:
             self.fence(g, m)
-
-    def resume(self) -> None:
-        """Start the sessions of members brought back by --data-dir (loop thread, at start)."""
-        for g in list(self.groups.values()):
-            if isinstance(g, ConsumerGroup):
-                for m in g.members.values():
-                    self._schedule_session(g, m)
 
     def _store(self, g: ConsumerGroup) -> None:
         from kafka_shell.sandbox import group_state  # it imports this module

@@ -144,6 +144,10 @@ def apply_view(cluster: Cluster, check: Checker, group_id: str, data: object, wh
     if v.get("type") == "consumer":
         apply_consumer_view(cluster, check, group_id, v, where)
         return
+    if v.get("type") == "share":
+        from kafka_shell.sandbox import share_groups
+        share_groups.restore_view(cluster, check, group_id, v, where)
+        return
     old = table.get(group_id)
     g = table[group_id] = groups.Group(group_id)
     g.offsets = old.offsets if old is not None else {}

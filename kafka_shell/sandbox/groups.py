@@ -220,6 +220,8 @@ class Coordinator:
                 setting(self.cluster, "group.max.session.timeout.ms"):
             return _error(ErrorCode.invalid_session_timeout, member_id=member_id)
         g = self.groups.get(group_id)
+        if g is not None and g.group_type == "share":   # "Group G is not a classic group."
+            return _error(ErrorCode.group_id_not_found, member_id=member_id)
         if g is not None and g.group_type != "classic":
             if g.members:
                 # Kafka would let the member join the consumer group with the classic protocol
@@ -542,6 +544,8 @@ class Coordinator:
         """The group to commit into (created for a simple, memberless commit) or the error."""
         g = self.groups.get(group_id)
         simple = generation < 0 and not member_id and instance_id is None
+        if g is not None and g.group_type == "share":   # share groups have no committed offsets
+            return None, ErrorCode.group_id_not_found
         if g is not None and g.group_type != "classic":
             # A transactional commit into a KIP-848 group (OffsetCommit goes to consumer_groups).
             from kafka_shell.sandbox import consumer_groups
@@ -586,12 +590,15 @@ class Coordinator:
             g.state = DEAD
             for timer in g.pending.values():
                 timer.cancel()
+        if g.group_type == "share":   # its share-partitions' state goes with it
+            from kafka_shell.sandbox import share_groups
+            share_groups.Coordinator(self.cluster).delete(group_id)
         del self.groups[group_id]
         journal.group_touched(self.cluster, group_id)
         return 0
 
     def delete_offsets_error(self, g: Group | None) -> int:
-        if g is None or g.state == DEAD:
+        if g is None or g.state == DEAD or g.group_type == "share":
             return ErrorCode.group_id_not_found
         if g.members and g.protocol_type != "consumer":
             return ErrorCode.non_empty_group

@@ -30,7 +30,7 @@ from kafka_shell.definitions import releases
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
 from kafka_shell.sandbox import (apis, cleaner, configs, consumer_groups, control, groups, handlers, identity, journal, persist,
-                                  quorum, replication, security, tls, transactions)
+                                  quorum, replication, security, share_groups, tls, transactions)
 from kafka_shell.sandbox.handlers import features
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
 from kafka_shell.authorization import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
@@ -821,6 +821,7 @@ class Sandbox:
         """What a --data-dir brought back goes on: group members' sessions, reassignments."""
         groups.Coordinator(self.cluster, self.spawn).resume()
         consumer_groups.Coordinator(self.cluster).resume()
+        share_groups.Coordinator(self.cluster).resume()
         replication.settle(self.cluster)
 
     def stop(self) -> None:

@@ -159,3 +159,13 @@ def errors(bootstrap: str, existing: str, compacted: str, small: str) -> dict:
                                                   compacted, stdin="no key\n")),
         "record too large": _console_produce(bootstrap, small, "k:" + "x" * 2000 + "\n"),
     }
+
+
+SHARE_PROBE = Path(__file__).parent / "java" / "ShareProbe.java"
+
+
+def share_probe(bootstrap: str, topic: str, group: str, mode: str, count: int) -> list[str]:
+    """Kafka's KafkaShareConsumer in explicit acknowledgement mode (tests/clients/java/ShareProbe.java,
+    run as a single source file): `hold` keeps COUNT records unacknowledged, `accept` accepts them."""
+    return ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{_libs()}/*",
+            str(SHARE_PROBE), bootstrap, topic, group, mode, str(count)]

@@ -86,6 +86,17 @@ class Join:
 
 
 @dataclass(frozen=True)
+class ShareConsume:
+    """Kafka's console share consumer (from the Kafka 4.4 jars) in share group `group` until it
+    has printed `count` records (each delivery once; `flags` such as --release or --reject); the
+    outcome is the values delivered, sorted."""
+    group: str
+    topic: str
+    count: int
+    flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Leave:
     group: str
 
@@ -126,7 +137,8 @@ class ReadSnapshot:
     name: str
 
 
-Step = str | As | Stdin | Where | ReadSnapshot | Produce | Commit | Join | Leave | StopBroker | StartBroker | WaitFor | ReadFile
+Step = (str | As | Stdin | Where | ReadSnapshot | Produce | Commit | Join | Leave | ShareConsume | StopBroker | StartBroker
+        | WaitFor | ReadFile)
 
 
 @dataclass(frozen=True)
@@ -246,6 +258,9 @@ class Run:
         if isinstance(step, Leave):
             self.members.pop(self.fill(step.group)).close()
             return None
+        if isinstance(step, ShareConsume):
+            return share_consume(self.side.bootstrap, self.fill(step.group), self.fill(step.topic), step.count,
+                                 step.flags)
         if isinstance(step, StopBroker):
             self.stopped.add(step.broker)
             self.side.stop_broker(step.broker)
@@ -285,6 +300,16 @@ class Run:
         except ValueError:
             out = p.stdout.splitlines()
         return {"rc": p.returncode, "out": out, "err": p.stderr.strip().splitlines()}
+
+
+def share_consume(bootstrap: str, group: str, topic: str, count: int, flags: tuple[str, ...]) -> dict[str, Any]:
+    from tests.clients import java_client
+    done = subprocess.run(java_client.command("consumer.ConsoleShareConsumer", "--bootstrap-server", bootstrap,
+                                              "--topic", topic, "--group", group, "--max-messages", str(count),
+                                              "--timeout-ms", "60000", *flags),
+                          capture_output=True, text=True, timeout=PROCESS_TIMEOUT_S * 3)
+    return {"values": sorted(done.stdout.split()),
+            "processed": next((line for line in done.stderr.splitlines() if line.startswith("Processed")), None)}
 
 
 def describe_step(step: Step) -> str:

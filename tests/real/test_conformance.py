@@ -23,8 +23,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_shell.sandbox import tls
 from kafka_shell.sandbox.server import Sandbox
 from tests.real.conformance import (
-    As, Commit, Join, KnownDifference, Leave, Produce, ReadFile, ReadSnapshot, Scenario, Side, StartBroker, Stdin,
-    StopBroker, WaitFor, Where, analyze_together, compare, run_both, scenario, wait_brokers,
+    As, Commit, Join, KnownDifference, Leave, Produce, ReadFile, ReadSnapshot, Scenario, ShareConsume, Side,
+    StartBroker, Stdin, StopBroker, WaitFor, Where, analyze_together, compare, run_both, scenario, wait_brokers,
 )
 from tests.real_kafka import SECURED_MECHANISMS, SECURED_TOKEN_SECRET, SECURED_USERS, SUPER_USERS, RealKafka
 
@@ -46,6 +46,11 @@ def in_sync(o: dict[str, Any]) -> bool:
     parts = rows(o, "partitions")
     return o["rc"] == 0 and bool(parts) and all(sorted(p["Isr"]) == sorted(p["Replicas"]) and not p["AddingReplicas"]
                                                  for p in parts)
+
+
+def share_done(o: dict[str, Any]) -> bool:
+    """Every record of the share group's partitions done with (lag 0 everywhere)."""
+    return o["rc"] == 0 and bool(rows(o)) and all(r["Lag"] == 0 for r in rows(o))
 
 
 def leaderless(o: dict[str, Any]) -> bool:
@@ -319,6 +324,30 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                     "reset-offsets --group {g} --all-topics --to-latest --dry-run",
                     "reset-offsets --group {g} --all-topics --to-current --export",
                     "describe-group {g}")),
+    # Share groups (KIP-932): Kafka's console share consumer accepts, then releases records until
+    # the delivery limit; the shell describes, resets and deletes the share state alike.
+    ((K,), scenario("share.groups",
+                    "create-topic --topic {t} --replica-assignment 1:2,2:3",
+                    Produce("{t}", 4, partition=0), Produce("{t}", 4, partition=1),
+                    "alter-configs --entity-type groups --entity-name {g} --add-config share.auto.offset.reset=earliest",
+                    ShareConsume("{g}", "{t}", 8),
+                    WaitFor("describe-share-group {g}", share_done),
+                    "describe-share-group {g}", "describe-share-group {g} --state", "describe-share-group {g} --members",
+                    "reset-share-group-offsets --group {g} --topic {t} --to-earliest",
+                    "reset-share-group-offsets --group {g} --all-topics --to-offset 2 --execute",
+                    "describe-share-group {g}",
+                    # Released until archived: which start offset Kafka last wrote depends on how its
+                    # acknowledgements fell into writes, so only lag 0 (every record done with) is awaited.
+                    ShareConsume("{g}", "{t}", 20, ("--release",)),
+                    WaitFor("describe-share-group {g}", share_done),
+                    "describe-share-group {g} --state",
+                    "delete-share-group-offsets --group {g} --topic {t} --dry-run",
+                    "delete-share-group-offsets --group {g} --topic {t} --yes",
+                    "describe-share-group {g}",
+                    "delete-share-group-offsets --group {g} --topic {t} --yes",
+                    "delete-share-group-offsets --group {g} --topic {t}2 --yes",
+                    "delete-share-group {g} --yes",
+                    "describe-share-group {g}")),
     ((K,), scenario("groups.reset-from-file",
                     "create-topic --topic {t} --replica-assignment 3:1",
                     Produce("{t}", 8),
@@ -548,7 +577,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
                     "the sandbox has no Raft log: its metadata offset counts its own changes, not Kafka's records (and an "
                     "observer's lag, by a record or two while Kafka appends its own)"),
     *(KnownDifference(kind, "cluster.api-versions", "out",
-                      "the sandbox lists only what it serves: not Kafka 4.4's share and streams groups "
+                      "the sandbox lists only what it serves: not Kafka 4.4's streams groups "
                       "(docs/sandbox.md, the UNSERVED table)") for kind in (K, S)),
     *(KnownDifference(S, name, "Controller|Role", COMBINED) for name in (
         "cluster.describe", "secured.sasl-plain", "secured.sasl-scram", "secured.sasl-ssl", "secured.ssl-client-certificate")),

@@ -1,0 +1,687 @@
+"""Share groups (KIP-932, "queues for Kafka") of the sandbox, after Kafka 4.4's GroupMetadataManager
+(share group heartbeats), SimpleAssignor, SharePartition and SharePartitionManager (share sessions)
+and the share coordinator (the state of each share-partition).
+
+Membership: a member heartbeats (ShareGroupHeartbeat) with its subscribed topic names; a change of
+a subscription or of the subscribed topics' partitions bumps the group epoch and the simple
+assignor gives every member its partitions at once (share groups revoke nothing: several members
+may share one partition, each record going to one of them). Members that stop heartbeating
+expire after `share.session.timeout.ms`; their acquired records go back to the others.
+
+Delivery: each (group, topic, partition) is a share-partition with a start offset (the SPSO:
+every record below it is done with) and the in-flight records above it, each ACQUIRED (locked by
+one member for `share.record.lock.duration.ms`), AVAILABLE (to be delivered again),
+ACKNOWLEDGED or ARCHIVED, with its delivery count. A record released, or whose lock expires,
+becomes AVAILABLE again unless it was delivered `share.delivery.count.limit` times: then it is
+ARCHIVED. The SPSO moves past every leading ACKNOWLEDGED or ARCHIVED record. A new
+share-partition starts where `share.auto.offset.reset` says (latest by default).
+
+Share groups live in `groups.all_groups(cluster)` beside classic and consumer groups (one group
+id, one type); the share-partitions in `cluster.extras["share_partitions"]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+from kafka_shell.sandbox import configs, group_configs, log, modern_groups
+from kafka_shell.sandbox import groups as classic
+from kafka_shell.sandbox.modern_groups import GroupError
+from kafka_shell.sandbox.model import Cluster, Partition, now_ms
+
+EMPTY, STABLE, DEAD = "Empty", "Stable", "Dead"
+LEAVE_EPOCH = -1
+ASSIGNOR = "simple"
+# Kafka's RecordState ids and AcknowledgeType ids.
+AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
+GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
+ACK_STATE = {GAP: ARCHIVED, ACCEPT: ACKNOWLEDGED, RELEASE: AVAILABLE, REJECT: ARCHIVED}
+RECORD_LIMIT_MODE = 1  # ShareFetch's share_acquire_mode: 0 batch_optimized, 1 record_limit
+
+TopicPartitions = dict[uuid.UUID, set[int]]
+
+
+@dataclass
+class Member:
+    member_id: str
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    topic_names: tuple[str, ...] = ()
+    epoch: int = 0
+    previous_epoch: int = 0
+    assigned: TopicPartitions = field(default_factory=dict)
+    session: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass
+class ShareGroup:
+    group_id: str
+    epoch: int = 1            # Kafka 4.4 starts a group at epoch 1; the first join makes it 2
+    assignment_epoch: int = 0
+    assignment_time_ms: int = 0
+    members: dict[str, Member] = field(default_factory=dict)
+    targets: dict[str, TopicPartitions] = field(default_factory=dict)
+    metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+    initializing: set[uuid.UUID] = field(default_factory=set)
+    offsets: dict = field(default_factory=dict)     # the table's committed offsets: none for share groups
+    stored: dict | None = None
+    pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
+
+    group_type = "share"
+    protocol_type = "share"
+
+    @property
+    def state(self) -> str:
+        return STABLE if self.members else EMPTY
+
+    def subscribed_topics(self, cluster: Cluster | None = None) -> set[str]:
+        return {t for m in self.members.values() for t in m.topic_names}
+
+
+# -- the simple assignor ------------------------------------------------------------------------------
+
+
+def simple_assign(members: dict[str, Member], eligible: dict[str, list[tuple[uuid.UUID, int]]],
+                  current: dict[str, TopicPartitions]) -> dict[str, TopicPartitions]:
+    """Kafka's SimpleAssignor: every partition goes to ceil(members / partitions) members (so
+    with more members than partitions, partitions are shared), each member gets its share of the
+    assignments, and what a member already has it keeps while that stays within both bounds."""
+    ids = list(members)
+    targets = sorted({tp for tps in eligible.values() for tp in tps}, key=lambda tp: (str(tp[0]), tp[1]))
+    out: dict[str, TopicPartitions] = {i: {} for i in ids}
+    if not ids or not targets:
+        return out
+    sharing = -(-len(ids) // len(targets))
+    precise = sharing * len(targets) / len(ids)
+    desired = {i: math.ceil(precise * (k + 1)) - math.ceil(precise * k) for k, i in enumerate(ids)}
+    holders: dict[tuple[uuid.UUID, int], list[str]] = {tp: [] for tp in targets}
+    count = {i: 0 for i in ids}
+    for i in ids:   # keep what each has, within its quota and the partition's sharing
+        allowed = set(eligible.get(i, ()))
+        for t, ps in sorted(current.get(i, {}).items(), key=lambda kv: str(kv[0])):
+            for p in sorted(ps):
+                tp = (t, p)
+                if tp in allowed and count[i] < desired[i] and len(holders[tp]) < sharing:
+                    holders[tp].append(i)
+                    out[i].setdefault(t, set()).add(p)
+                    count[i] += 1
+    for tp in targets:   # hand out the rest, round robin over the members still short
+        for i in sorted(ids, key=lambda m: (count[m] >= desired[m], count[m], ids.index(m))):
+            if len(holders[tp]) >= sharing:
+                break
+            if i not in holders[tp] and tp in eligible.get(i, ()) and count[i] < desired[i]:
+                holders[tp].append(i)
+                out[i].setdefault(tp[0], set()).add(tp[1])
+                count[i] += 1
+    for tp in targets:   # heterogeneous subscriptions: nobody left under quota, still give it out
+        if not holders[tp]:
+            takers = [i for i in ids if tp in eligible.get(i, ())]
+            if takers:
+                i = min(takers, key=lambda m: (count[m], ids.index(m)))
+                holders[tp].append(i)
+                out[i].setdefault(tp[0], set()).add(tp[1])
+                count[i] += 1
+    return out
+
+
+# -- share-partitions ------------------------------------------------------------------------------
+
+
+@dataclass
+class InFlight:
+    state: int
+    delivery_count: int = 0
+    member_id: str | None = None
+    lock: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass
+class SharePartition:
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
+    start_offset: int = -1        # the SPSO; -1: not initialized yet
+    next_offset: int = -1         # the first offset never acquired
+    state_epoch: int = 0
+    leader_epoch: int = 0
+    records: dict[int, InFlight] = field(default_factory=dict)
+    # What the share coordinator last had written (ReadShareGroupStateSummary, and so
+    # DescribeShareGroupOffsets): Kafka's SharePartition writes the new record states with its
+    # start offset as it was before they moved it, and moves it only once written.
+    written_start: int = -1
+    written_done: int = -1
+    written_batches: list[dict] = field(default_factory=list)
+
+    def write(self) -> None:
+        """Persist the state (before `advance`, as Kafka's SharePartition does)."""
+        self.written_start = self.start_offset
+        self.written_done = sum(1 for o, r in self.records.items()
+                                if r.state in (ACKNOWLEDGED, ARCHIVED) and o >= self.start_offset)
+        self.written_batches = [b for b in self.state_batches() if b["last_offset"] >= self.start_offset]
+
+    def set_start(self, offset: int) -> None:
+        """An administrative start offset (AlterShareGroupOffsets, InitializeShareGroupState)."""
+        self.records.clear()
+        self.start_offset = self.next_offset = offset
+        self.written_start, self.written_done, self.written_batches = offset, (0 if offset >= 0 else -1), []
+
+    def advance(self) -> None:
+        """Move the SPSO past every leading record done with."""
+        while True:
+            r = self.records.get(self.start_offset)
+            if r is None or r.state not in (ACKNOWLEDGED, ARCHIVED):
+                break
+            del self.records[self.start_offset]
+            self.start_offset += 1
+        if self.start_offset > self.next_offset:
+            self.next_offset = self.start_offset
+
+    def state_batches(self) -> list[dict]:
+        """The in-flight records as the share coordinator stores them: ranges of one state and
+        delivery count (an acquired record is stored as available: its lock does not survive)."""
+        out: list[dict] = []
+        for offset in sorted(self.records):
+            r = self.records[offset]
+            state = AVAILABLE if r.state == ACQUIRED else r.state
+            last = out[-1] if out else None
+            if last and last["last_offset"] == offset - 1 and last["delivery_state"] == state \
+                    and last["delivery_count"] == r.delivery_count:
+                last["last_offset"] = offset
+            else:
+                out.append({"first_offset": offset, "last_offset": offset, "delivery_state": state,
+                            "delivery_count": r.delivery_count})
+        return out
+
+
+def share_partitions(cluster: Cluster) -> dict[tuple[str, uuid.UUID, int], SharePartition]:
+    return cluster.extras.setdefault("share_partitions", {})  # type: ignore[return-value]
+
+
+def initial_offset(cluster: Cluster, group_id: str, p: Partition) -> int:
+    """Where a new share-partition starts: share.auto.offset.reset (earliest, latest, or
+    by_duration:<ISO-8601 duration>: the first record at most that old)."""
+    reset = (group_configs.overrides(cluster, group_id).get("share.auto.offset.reset")
+             or group_configs.default(cluster, "share.auto.offset.reset")).strip().lower()
+    if reset == "earliest":
+        return p.log_start_offset
+    if reset.startswith("by_duration:"):
+        found = log.offset_for_time(p, now_ms() - _duration_ms(reset.split(":", 1)[1]), p.high_watermark)
+        return found[0] if found else p.high_watermark
+    return p.high_watermark
+
+
+def _duration_ms(text: str) -> int:
+    m = re.fullmatch(r"p(?:(\d+)d)?(?:t(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?)?", text.strip().lower())
+    if m is None:
+        return 0
+    d, h, mi, s = (float(x) if x else 0.0 for x in m.groups())
+    return int((((d * 24 + h) * 60 + mi) * 60 + s) * 1000)
+
+
+class Partitions:
+    """Acquiring and acknowledging records of share-partitions (SharePartition)."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.table = share_partitions(cluster)
+
+    def get(self, group_id: str, topic_id: uuid.UUID, partition: int, create: bool = True) -> SharePartition | None:
+        key = (group_id, topic_id, partition)
+        sp = self.table.get(key)
+        if sp is None and create:
+            sp = self.table[key] = SharePartition(group_id, topic_id, partition)
+        return sp
+
+    def _initialized(self, sp: SharePartition, p: Partition) -> SharePartition:
+        if sp.start_offset < 0:
+            sp.start_offset = sp.next_offset = initial_offset(self.cluster, sp.group_id, p)
+        if sp.start_offset < p.log_start_offset:   # retention deleted what was not yet done with
+            for offset in [o for o in sp.records if o < p.log_start_offset]:
+                self.unlock(sp.records.pop(offset))
+            sp.start_offset = p.log_start_offset
+            sp.next_offset = max(sp.next_offset, sp.start_offset)
+        sp.leader_epoch = p.leader_epoch
+        return sp
+
+    def acquire(self, sp: SharePartition, p: Partition, member_id: str, max_records: int,
+                strict: bool) -> list[tuple[int, int, int]]:
+        """Lock up to max_records records for the member: AVAILABLE ones first, then new ones
+        (whole batches unless `strict`); (first, last, delivery count) ranges."""
+        self._initialized(sp, p)
+        gid = sp.group_id
+        max_locks = group_configs.value(self.cluster, gid, "share.partition.max.record.locks")
+        read_committed = group_configs.overrides(self.cluster, gid).get(
+            "share.isolation.level", group_configs.default(self.cluster, "share.isolation.level")) == "read_committed"
+        upper = p.high_watermark
+        if read_committed:
+            from kafka_shell.sandbox import producer_state
+            upper = producer_state.last_stable_offset(self.cluster, p)
+        taken: list[int] = []
+        for offset in sorted(o for o, r in sp.records.items() if r.state == AVAILABLE):
+            if len(taken) >= max_records:
+                break
+            taken.append(offset)
+        if len(taken) < max_records:
+            for b in p.batches[log._index_of(p, sp.next_offset):]:
+                if b.last_offset >= upper or len(taken) >= max_records \
+                        or sp.next_offset - sp.start_offset >= max_locks:
+                    break
+                first = max(b.base_offset, sp.next_offset)
+                if log.header(b.data).attributes & log.CONTROL_FLAG:
+                    for offset in range(first, b.last_offset + 1):   # transaction markers: never delivered
+                        sp.records[offset] = InFlight(ARCHIVED)
+                    sp.next_offset = b.last_offset + 1
+                    continue
+                last = b.last_offset if not strict else min(b.last_offset, first + max_records - len(taken) - 1)
+                for offset in range(first, last + 1):
+                    sp.records[offset] = InFlight(AVAILABLE)
+                    taken.append(offset)
+                sp.next_offset = last + 1
+        lock_ms = group_configs.value(self.cluster, gid, "share.record.lock.duration.ms")
+        loop = asyncio.get_running_loop()
+        ranges: list[tuple[int, int, int]] = []
+        for offset in sorted(taken):
+            r = sp.records[offset]
+            r.state, r.member_id = ACQUIRED, member_id
+            r.delivery_count += 1
+            r.lock = loop.call_later(lock_ms / 1000, self._lock_expired, sp, offset, r.delivery_count)
+            if ranges and ranges[-1][1] == offset - 1 and ranges[-1][2] == r.delivery_count:
+                ranges[-1] = (ranges[-1][0], offset, r.delivery_count)
+            else:
+                ranges.append((offset, offset, r.delivery_count))
+        sp.advance()
+        return ranges
+
+    def _lock_expired(self, sp: SharePartition, offset: int, delivery_count: int) -> None:
+        r = sp.records.get(offset)
+        if r is None or r.state != ACQUIRED or r.delivery_count != delivery_count:
+            return
+        r.lock = None
+        self._release(sp, r)
+        sp.write()
+        stored_partition(self.cluster, sp)
+        sp.advance()
+        log.notify_progress(self.cluster)   # a waiting ShareFetch may take it now
+
+    def _release(self, sp: SharePartition, r: InFlight) -> None:
+        limit = group_configs.value(self.cluster, sp.group_id, "share.delivery.count.limit")
+        self.unlock(r)
+        r.state = ARCHIVED if r.delivery_count >= limit else AVAILABLE
+        r.member_id = None
+
+    @staticmethod
+    def unlock(r: InFlight) -> None:
+        if r.lock is not None:
+            r.lock.cancel()
+            r.lock = None
+
+    def acknowledge(self, sp: SharePartition, member_id: str, batches: list[tuple[int, int, list[int]]]) -> int:
+        """Apply a member's acknowledgements (first, last, types: one for all or one per offset);
+        INVALID_RECORD_STATE when a record is not acquired by this member (nothing applied)."""
+        changes: list[tuple[InFlight, int]] = []
+        for first, last, types in batches:
+            if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
+                return ErrorCode.invalid_request
+            for k, offset in enumerate(range(first, last + 1)):
+                ack = types[0] if len(types) == 1 else types[k]
+                r = sp.records.get(offset)
+                if ack not in (*ACK_STATE, RENEW):
+                    return ErrorCode.invalid_request
+                if r is None or r.state != ACQUIRED or r.member_id != member_id:
+                    return ErrorCode.invalid_record_state
+                changes.append((r, ack))
+        lock_ms = group_configs.value(self.cluster, sp.group_id, "share.record.lock.duration.ms")
+        for r, ack in changes:
+            if ack == RENEW:    # KIP-1222: keep the record, lock it afresh
+                self.unlock(r)
+                offset = next(o for o, x in sp.records.items() if x is r)
+                r.lock = asyncio.get_running_loop().call_later(lock_ms / 1000, self._lock_expired, sp, offset,
+                                                               r.delivery_count)
+            elif ack == RELEASE:
+                self._release(sp, r)
+            else:
+                self.unlock(r)
+                r.state, r.member_id = ACK_STATE[ack], None
+        sp.write()
+        stored_partition(self.cluster, sp)
+        sp.advance()
+        if any(ack == RELEASE for _, ack in changes):
+            log.notify_progress(self.cluster)
+        return 0
+
+    def release_member(self, group_id: str, member_id: str,
+                       partitions: list[tuple[uuid.UUID, int]] | None = None) -> None:
+        """A member left (every partition) or closed its share session on one broker (that
+        session's partitions): its acquired records there go back."""
+        released = False
+        wanted = None if partitions is None else set(partitions)
+        for (gid, tid, index), sp in self.table.items():
+            if gid != group_id or (wanted is not None and (tid, index) not in wanted):
+                continue
+            mine = [r for r in sp.records.values() if r.state == ACQUIRED and r.member_id == member_id]
+            for r in mine:
+                self._release(sp, r)
+            if mine:
+                released = True
+                sp.write()
+                stored_partition(self.cluster, sp)
+                sp.advance()
+        if released:
+            log.notify_progress(self.cluster)
+
+    def read(self, p: Partition, ranges: list[tuple[int, int, int]], max_bytes: int) -> bytes:
+        """The whole batches holding the acquired offsets, each once, in offset order."""
+        out: list[bytes] = []
+        seen: set[int] = set()
+        size = 0
+        for first, last, _ in ranges:
+            for b in p.batches[log._index_of(p, first):]:
+                if b.base_offset > last:
+                    break
+                if b.base_offset not in seen and (size + len(b.data) <= max_bytes or not out):
+                    seen.add(b.base_offset)
+                    out.append(b.data)
+                    size += len(b.data)
+        return b"".join(out)
+
+    def delete_group(self, group_id: str, topic_ids: set[uuid.UUID] | None = None) -> None:
+        for key in [k for k in self.table if k[0] == group_id and (topic_ids is None or k[1] in topic_ids)]:
+            for r in self.table.pop(key).records.values():
+                self.unlock(r)
+
+    @staticmethod
+    def lag(sp: SharePartition, p: Partition) -> int:
+        """Kafka's share lag, from the written state: the high watermark less the start offset
+        less the records above it done with; -1 before any state was written."""
+        if sp.written_start < 0 or sp.written_done < 0:
+            return -1
+        return p.high_watermark - sp.written_start - sp.written_done
+
+
+# -- the group coordinator's part ------------------------------------------------------------------
+
+
+class Coordinator(modern_groups.Coordinator):
+    """Share group operations for one request; timers run on the loop."""
+
+    kind = "share"
+    group_class = ShareGroup
+
+    def _group_to_join(self, group_id: str) -> ShareGroup:
+        g = self.groups.get(group_id)
+        if isinstance(g, ShareGroup):
+            return g
+        if g is not None:
+            raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
+        new = ShareGroup(group_id)
+        self.groups[group_id] = new  # type: ignore[assignment]
+        return new
+
+    def heartbeat(self, group_id: str, member_id: str, epoch: int, rack_id: str | None, client_id: str,
+                  client_host: str, names: list[str] | None) -> dict:
+        if epoch == LEAVE_EPOCH:
+            g = self.group(group_id)
+            m = g.members.get(member_id)
+            if m is None:
+                raise GroupError(ErrorCode.unknown_member_id,
+                                 f"Member {member_id} is not a member of group {group_id}.")
+            self.fence(g, m)
+            return {"error_code": 0, "member_id": member_id, "member_epoch": LEAVE_EPOCH}
+        g = self._group_to_join(group_id) if epoch == 0 else self.group(group_id)
+        max_size = int(configs.broker_value(self.cluster, None, "group.share.max.size") or 200)
+        if len(g.members) >= max_size and member_id not in g.members:
+            raise GroupError(ErrorCode.group_max_size_reached,
+                             f"The share group has reached its maximum capacity of {max_size} members.")
+        m = g.members.get(member_id)
+        if m is None:
+            if epoch != 0:
+                raise GroupError(ErrorCode.unknown_member_id,
+                                 f"Member {member_id} is not a member of group {group_id}.")
+            m = Member(member_id)
+        elif epoch > m.epoch or (0 < epoch < m.epoch and epoch != m.previous_epoch):
+            which = "greater" if epoch > m.epoch else "smaller"
+            raise GroupError(ErrorCode.fenced_member_epoch,
+                             f"The share group member has a {which} member epoch ({epoch}) than the one known by "
+                             f"the group coordinator ({m.epoch}). The member must abandon all its partitions and rejoin.")
+        before = m.topic_names
+        if rack_id is not None:
+            m.rack_id = rack_id
+        if names is not None:
+            m.topic_names = tuple(sorted(names))
+        m.client_id, m.client_host = client_id, client_host
+        old = {t: set(ps) for t, ps in m.assigned.items()}
+        if member_id not in g.members:
+            g.members[member_id] = m
+        metadata = self._metadata(g)
+        if m.topic_names != before or metadata != g.metadata or epoch == 0 and m.epoch == 0 \
+                or (g.assignment_epoch >= g.epoch and self._initialized_unassigned(g)):
+            g.epoch += 1
+            g.metadata = metadata
+        self._maybe_assign(g)
+        self._reconcile(g, m)
+        self._schedule_session(g, m)
+        self._maybe_initialize(g)
+        store(self.cluster, g)
+        answer: dict = {"error_code": 0, "member_id": m.member_id, "member_epoch": m.epoch,
+                        "heartbeat_interval": group_configs.value(self.cluster, group_id, "share.heartbeat.interval.ms")}
+        if epoch == 0 or names is not None or old != m.assigned:
+            answer["assignment"] = {"topic_partitions": [
+                {"topic_id": t, "partitions": sorted(ps)} for t, ps in m.assigned.items()]}
+        return answer
+
+    def _assign(self, g: ShareGroup) -> None:
+        """The simple assignor over the partitions whose share state is initialized."""
+        ready = self.initialized(g.group_id)
+        eligible = {i: [(g.metadata[t][0], p) for t in m.topic_names if t in g.metadata
+                        for p in range(g.metadata[t][1]) if p in ready.get(g.metadata[t][0], ())]
+                    for i, m in g.members.items()}
+        g.targets = simple_assign(g.members, eligible, {i: g.targets.get(i, {}) for i in g.members})
+        g.targets = {i: {t: ps for t, ps in tps.items() if ps} for i, tps in g.targets.items()}
+        g.assignment_epoch, g.assignment_time_ms = g.epoch, now_ms()
+
+    # the share state of subscribed topics ---------------------------------------------------------
+
+    def initialized(self, group_id: str) -> dict[uuid.UUID, set[int]]:
+        """The partitions whose share state the share coordinator holds, by topic id."""
+        out: dict[uuid.UUID, set[int]] = {}
+        for gid, tid, p in share_partitions(self.cluster):
+            if gid == group_id:
+                out.setdefault(tid, set()).add(p)
+        return out
+
+    def _initialized_unassigned(self, g: ShareGroup) -> bool:
+        """Kafka's initializedAssignmentPending: a subscribed topic's initialized partitions are
+        not what the target assignment gives out."""
+        if not g.members:
+            return False
+        assigned: dict[uuid.UUID, set[int]] = {}
+        for tps in g.targets.values():
+            for t, ps in tps.items():
+                assigned.setdefault(t, set()).update(ps)
+        subscribed = {tid for tid, _ in g.metadata.values()}
+        return any(assigned.get(t) != ps for t, ps in self.initialized(g.group_id).items() if t in subscribed)
+
+    def _maybe_initialize(self, g: ShareGroup) -> None:
+        """As Kafka's group coordinator does after a heartbeat: ask the share coordinator to
+        initialize the state of subscribed partitions that have none (InitializeShareGroupState at
+        the group epoch, start offset -1: chosen at the first fetch). It answers after this
+        heartbeat; a later heartbeat sees it and gives the partitions out."""
+        ready = self.initialized(g.group_id)
+        missing = {tid: set(range(n)) - ready.get(tid, set()) for tid, n in g.metadata.values()}
+        missing = {tid: ps for tid, ps in missing.items() if ps and tid not in g.initializing}
+        if missing:
+            g.initializing |= set(missing)
+            asyncio.get_running_loop().call_soon(self._initialize, g, missing, g.epoch)
+
+    def _initialize(self, g: ShareGroup, partitions: dict[uuid.UUID, set[int]], epoch: int) -> None:
+        g.initializing -= set(partitions)
+        if self.groups.get(g.group_id) is not g:
+            return
+        parts = Partitions(self.cluster)
+        for tid, ps in partitions.items():
+            for p in ps:
+                sp = parts.get(g.group_id, tid, p)
+                assert sp is not None, "get(create=True) makes one"
+                sp.state_epoch = max(sp.state_epoch, epoch)
+        store(self.cluster, g)
+
+    def _reconcile(self, g: ShareGroup, m: Member) -> None:
+        """ShareGroupAssignmentBuilder: the member takes its target and the assignment epoch."""
+        if m.epoch == g.assignment_epoch and m.member_id in g.targets:
+            return
+        m.previous_epoch, m.epoch = m.epoch, g.assignment_epoch
+        m.assigned = {t: set(ps) for t, ps in g.targets.get(m.member_id, {}).items()}
+
+    def fence(self, g: ShareGroup, m: Member) -> None:
+        """The member leaves (left or expired): its records go back, the others share its partitions."""
+        if m.session is not None:
+            m.session.cancel()
+        g.members.pop(m.member_id, None)
+        g.targets.pop(m.member_id, None)
+        Partitions(self.cluster).release_member(g.group_id, m.member_id)
+        for session_key in [k for k in sessions(self.cluster) if k[1:] == (g.group_id, m.member_id)]:
+            del sessions(self.cluster)[session_key]
+        g.epoch += 1
+        g.metadata = self._metadata(g)
+        if not g.members:
+            g.targets, g.assignment_epoch = {}, g.epoch
+        self._maybe_assign(g)
+        store(self.cluster, g)
+
+    def _store(self, g: ShareGroup) -> None:
+        store(self.cluster, g)
+
+    # administration -------------------------------------------------------------------------------
+
+    def state_topics(self, group_id: str) -> dict[uuid.UUID, list[SharePartition]]:
+        """The group's initialized share-partitions by topic id."""
+        out: dict[uuid.UUID, list[SharePartition]] = {}
+        for (gid, tid, _), sp in sorted(share_partitions(self.cluster).items(), key=lambda kv: (str(kv[0][1]), kv[0][2])):
+            if gid == group_id:
+                out.setdefault(tid, []).append(sp)
+        return out
+
+    def delete(self, group_id: str) -> None:
+        """After the classic coordinator's checks: the share state goes with the group."""
+        Partitions(self.cluster).delete_group(group_id)
+        for key in [k for k in sessions(self.cluster) if k[1] == group_id]:
+            del sessions(self.cluster)[key]
+
+
+# -- share sessions (per broker, as each broker keeps its own) ------------------------------------
+
+
+@dataclass
+class Session:
+    epoch: int
+    partitions: list[tuple[uuid.UUID, int]] = field(default_factory=list)
+
+
+def sessions(cluster: Cluster) -> dict[tuple[int, str, str], Session]:
+    return cluster.extras.setdefault("share_sessions", {})  # type: ignore[return-value]
+
+
+def next_epoch(epoch: int) -> int:
+    return 1 if epoch >= 2**31 - 1 else epoch + 1
+
+
+# -- what --data-dir keeps -------------------------------------------------------------------------
+
+
+def store(cluster: Cluster, g: ShareGroup) -> None:
+    """Keep the group as Kafka's coordinators do (ShareGroup* records in __consumer_offsets and the
+    share-partitions' written state in __share_group_state): journalled at the next write."""
+    from kafka_shell.sandbox import journal
+    g.stored = view(cluster, g)
+    journal.group_touched(cluster, g.group_id)
+
+
+def stored_partition(cluster: Cluster, sp: SharePartition) -> None:
+    g = classic.all_groups(cluster).get(sp.group_id)
+    if isinstance(g, ShareGroup):
+        store(cluster, g)
+
+
+def view(cluster: Cluster, g: ShareGroup) -> dict:
+    def parts(tps: TopicPartitions) -> list:
+        return [[str(t), sorted(ps)] for t, ps in tps.items()]
+    states = [[str(sp.topic_id), sp.partition, sp.state_epoch, sp.leader_epoch, sp.written_start, sp.written_done,
+               [[b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"]]
+                for b in sp.written_batches]]
+              for (gid, _, _), sp in share_partitions(cluster).items() if gid == g.group_id]
+    return {"type": "share", "epoch": g.epoch, "assignment_epoch": g.assignment_epoch,
+            "metadata": {name: [str(tid), n] for name, (tid, n) in g.metadata.items()},
+            "members": [{"id": m.member_id, "rack": m.rack_id, "client": m.client_id, "host": m.client_host,
+                         "topics": list(m.topic_names), "epoch": m.epoch, "previous_epoch": m.previous_epoch,
+                         "assigned": parts(m.assigned), "target": parts(g.targets.get(m.member_id, {}))}
+                        for m in g.members.values()],
+            "partitions": states}
+
+
+def restore_view(cluster: Cluster, check, group_id: str, v: dict, where: str) -> None:
+    """The group and its share-partitions as a stored `view` says; the share-partitions come back
+    as the share coordinator holds them (their start offset and written record states; what was
+    acquired is available again)."""
+    def topic_id(text: object, at: str) -> uuid.UUID:
+        try:
+            return uuid.UUID(check.text(text, at))
+        except ValueError:
+            raise check.fail(at, "topic ids") from None
+
+    def parts(data: object, at: str) -> TopicPartitions:
+        out: TopicPartitions = {}
+        for pair in check.array(data, at):
+            pair = check.array(pair, at)
+            if len(pair) != 2:
+                raise check.fail(at, "[topic id, partitions] pairs")
+            out[topic_id(pair[0], at)] = {check.integer(p, at, low=0) for p in check.array(pair[1], at)}
+        return out
+    g = ShareGroup(group_id)
+    g.epoch = check.integer(v.get("epoch"), f"{where}.epoch", low=0)
+    g.assignment_epoch = check.integer(v.get("assignment_epoch"), f"{where}.assignment_epoch", low=0)
+    for name, pair in check.mapping(v.get("metadata", {}), f"{where}.metadata").items():
+        pair = check.array(pair, f"{where}.metadata")
+        if len(pair) != 2:
+            raise check.fail(f"{where}.metadata", "topic -> [topic id, partitions]")
+        g.metadata[name] = (topic_id(pair[0], f"{where}.metadata"), check.integer(pair[1], f"{where}.metadata", low=0))
+    for k, row in enumerate(check.array(v.get("members"), f"{where}.members")):
+        at = f"{where}.members[{k}]"
+        r = check.mapping(row, at)
+        m = Member(check.text(r.get("id"), f"{at}.id"), check.optional_text(r.get("rack"), f"{at}.rack"),
+                   check.text(r.get("client"), f"{at}.client"), check.text(r.get("host"), f"{at}.host"),
+                   tuple(check.text(t, f"{at}.topics") for t in check.array(r.get("topics"), f"{at}.topics")),
+                   check.integer(r.get("epoch"), f"{at}.epoch"),
+                   check.integer(r.get("previous_epoch"), f"{at}.previous_epoch"),
+                   parts(r.get("assigned"), f"{at}.assigned"))
+        g.members[m.member_id] = m
+        g.targets[m.member_id] = parts(r.get("target"), f"{at}.target")
+    table = share_partitions(cluster)
+    for key in [key for key in table if key[0] == group_id]:
+        del table[key]
+    for k, row in enumerate(check.array(v.get("partitions", []), f"{where}.partitions")):
+        at = f"{where}.partitions[{k}]"
+        fields = check.array(row, at)
+        if len(fields) != 7:
+            raise check.fail(at, "[topic id, partition, state epoch, leader epoch, start offset, done, batches]")
+        sp = SharePartition(group_id, topic_id(fields[0], at), check.integer(fields[1], at, low=0),
+                            state_epoch=check.integer(fields[2], at), leader_epoch=check.integer(fields[3], at))
+        sp.set_start(check.integer(fields[4], at, low=-1))
+        sp.written_done = check.integer(fields[5], at, low=-1)
+        for b in check.array(fields[6], at):
+            first, last, state, count = (check.integer(x, at) for x in check.array(b, at))
+            sp.written_batches.append({"first_offset": first, "last_offset": last, "delivery_state": state,
+                                       "delivery_count": count})
+            for offset in range(first, last + 1):
+                sp.records[offset] = InFlight(AVAILABLE if state == ACQUIRED else state, count)
+            sp.next_offset = max(sp.next_offset, last + 1)
+        sp.advance()
+        table[(group_id, sp.topic_id, sp.partition)] = sp
+    g.stored = view(cluster, g)
+    classic.all_groups(cluster)[group_id] = g  # type: ignore[assignment]
