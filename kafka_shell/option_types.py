@@ -16,7 +16,7 @@ from kafka_shell.registry import int_range
 positive_int = int_range(1, INT32_MAX, "a positive integer")
 replication_factor = int_range(1, INT16_MAX, "a replication factor")
 broker_id = int_range(0, INT32_MAX, "a broker id")
-CONFIG_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")   # Kafka's config names are far shorter
+CONFIG_NAME = re.compile(r"[A-Za-z0-9._$-]{1,255}")   # Kafka's config names are far shorter; loggers have $
 
 
 def config_name(text: str) -> str:

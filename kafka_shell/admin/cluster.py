@@ -35,11 +35,12 @@ def read_maybe_controller(conn: ConnectionManager, topics: list[str] | None = No
 def require_brokers(conn: ConnectionManager, ids: list[int]) -> None:
     """Fail at once for broker ids the cluster does not have (a fresh read of its brokers),
     rather than let a request to them wait for a timeout."""
-    known = conn.read([]).brokers
+    known = {b.broker_id for b in conn.controllers().brokers} if conn.controllers_only else conn.read([]).brokers
     unknown = [b for b in ids if b not in known]
     if unknown:
-        which = f"Broker {unknown[0]} is" if len(unknown) == 1 else f"Brokers {', '.join(map(str, unknown))} are"
-        raise UsageError(f"{which} not in the cluster (brokers: {', '.join(map(str, sorted(known)))})")
+        role = "Controller" if conn.controllers_only else "Broker"
+        which = f"{role} {unknown[0]} is" if len(unknown) == 1 else f"{role}s {', '.join(map(str, unknown))} are"
+        raise UsageError(f"{which} not in the cluster ({role.lower()}s: {', '.join(map(str, sorted(known)))})")
 
 
 def active_controller(conn: ConnectionManager) -> ControllerInfo:
