@@ -1,0 +1,123 @@
+"""Cluster features, like kafka-features (KIP-584): describe-features, upgrade-features,
+downgrade-features, disable-feature and version-mapping. Levels are read from the cluster when
+the command runs; metadata.version is named by Kafka's metadata versions (4.1-IV1)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafka_shell.admin import features
+from kafka_shell.errors import UsageError
+from kafka_shell.limits import INT16_MAX
+from kafka_shell.registry import Confirm, Option, command
+from kafka_shell.render import Result, Table
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
+
+def feature_level(text: str) -> tuple[str, int]:
+    """`name=level` (kafka-features' --feature)."""
+    name, sep, level = text.partition("=")
+    if not (sep and name.strip() and level.strip().isdigit() and int(level) <= INT16_MAX):
+        raise ValueError(f"name=level, like group.version=1 (a level from 0 to {INT16_MAX})")
+    return name.strip(), int(level)
+
+
+def _metadata(text: str) -> str:
+    features.metadata_version(text)   # known, or the line listing the known ones
+    return text
+
+
+METADATA = Option("--metadata", type=_metadata, metavar="VERSION",
+                  help="The metadata.version to reach, as a release (4.1) or a metadata version (4.1-IV1).")
+FEATURE = Option("--feature", type=feature_level, repeatable=True, metavar="NAME=LEVEL",
+                 help="A feature and the level to reach (repeatable), e.g. group.version=1.")
+
+
+def _updates(args: dict, upgrade_type: int) -> list[features.Update]:
+    wanted = list(args["feature"] or [])
+    if args.get("metadata"):
+        if any(name == features.METADATA_VERSION for name, _ in wanted):
+            raise UsageError("metadata.version is given twice: use --metadata or --feature metadata.version=N")
+        wanted.insert(0, (features.METADATA_VERSION, features.metadata_version(args["metadata"])[1]))
+    if not wanted:
+        raise UsageError("Give --metadata VERSION or --feature NAME=LEVEL (see describe-features)")
+    names = [n for n, _ in wanted]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"Feature {twice[0]} is given twice: give each feature once")
+    return [features.Update(name, level, upgrade_type) for name, level in wanted]
+
+
+def _change(session: Session, updates: list[features.Update], dry_run: bool) -> Result:
+    """The change as a table (feature, finalized now -> wanted), then the cluster's answer."""
+    now = features.describe(session.conn)
+    rows = []
+    for u in updates:
+        have = now.get(u.feature)
+        rows.append([u.feature, features.level_name(u.feature, have.finalized) if have else None,
+                     features.level_name(u.feature, u.level)])
+    lines = features.update(session.conn, updates, dry_run)
+    return Result.table(["Feature", "FinalizedVersionLevel", "NewVersionLevel"], rows, *lines, name="changes")
+
+
+@command("describe-features",
+         help="Every feature's supported range and finalized level, with the epoch (kafka-features describe).",
+         examples=("describe-features",))
+def describe_features(session: Session, args: dict) -> Result:
+    found = features.describe(session.conn)
+    epoch = found.epoch if found.epoch >= 0 else None
+    rows = [[f.name, features.level_name(f.name, f.supported_min), features.level_name(f.name, f.supported_max),
+             features.level_name(f.name, f.finalized), f.finalized, epoch] for f in found.features]
+    # Kafka's own lines in the table format; json and csv get the table.
+    text = "\n".join(f"Feature: {r[0]}\tSupportedMinVersion: {r[1]}\tSupportedMaxVersion: {r[2]}\t"
+                     f"FinalizedVersionLevel: {r[3]}\tEpoch: {'-' if epoch is None else epoch}" for r in rows)
+    return Result(tables=[Table(["Feature", "SupportedMinVersion", "SupportedMaxVersion", "FinalizedVersionLevel",
+                                "FinalizedLevel", "Epoch"], rows, name="features")], text=text)
+
+
+@command("upgrade-features", METADATA, FEATURE, mutates=True, confirm=Confirm(),
+         help="Upgrade metadata.version or other features (kafka-features upgrade); metadata.version never goes "
+              "back. --dry-run asks the controller to validate only.",
+         examples=("upgrade-features --metadata 4.1 --dry-run", "upgrade-features --feature group.version=1 --yes"))
+def upgrade_features(session: Session, args: dict) -> Result:
+    return _change(session, _updates(args, features.UPGRADE), args["dry_run"])
+
+
+@command("downgrade-features", METADATA, FEATURE,
+         Option("--unsafe", flag=True, help="Allow a downgrade that may lose metadata (kafka-features --unsafe)."),
+         mutates=True, confirm=Confirm(),
+         help="Downgrade features (kafka-features downgrade): safe downgrades only unless --unsafe.",
+         examples=("downgrade-features --feature group.version=0 --dry-run",))
+def downgrade_features(session: Session, args: dict) -> Result:
+    kind = features.UNSAFE_DOWNGRADE if args["unsafe"] else features.SAFE_DOWNGRADE
+    return _change(session, _updates(args, kind), args["dry_run"])
+
+
+def _name(text: str) -> str:
+    if not text.strip() or "=" in text:
+        raise ValueError("a feature name, like group.version")
+    return text.strip()
+
+
+@command("disable-feature",
+         Option("--feature", type=_name, repeatable=True, required=True, metavar="NAME",
+                help="A feature to disable (level 0; repeatable)."),
+         Option("--unsafe", flag=True, help="Allow a downgrade that may lose metadata (kafka-features --unsafe)."),
+         mutates=True, confirm=Confirm(),
+         help="Disable features: finalize them at level 0 (kafka-features disable).",
+         examples=("disable-feature --feature streams.version --dry-run",))
+def disable_feature(session: Session, args: dict) -> Result:
+    kind = features.UNSAFE_DOWNGRADE if args["unsafe"] else features.SAFE_DOWNGRADE
+    return _change(session, _updates({"feature": [(n, 0) for n in args["feature"]]}, kind), args["dry_run"])
+
+
+@command("version-mapping",
+         Option("--release-version", type=_metadata, metavar="VERSION",
+                help=f"A release (4.1) or metadata version (4.1-IV1); default {features.latest_production()}."),
+         help="The feature levels a release brings, as kafka-features version-mapping prints them (no cluster needed).",
+         examples=("version-mapping", "version-mapping --release-version 4.1"))
+def version_mapping(session: Session, args: dict) -> Result:
+    rows = [[name, level, mv] for name, level, mv in features.version_mapping(args["release_version"])]
+    text = "\n".join(f"{name}={level}" + (f" ({mv})" if mv else "") for name, level, mv in rows)
+    return Result(tables=[Table(["Feature", "Level", "MetadataVersion"], rows, name="features")], text=text)
