@@ -59,7 +59,7 @@ def describe_cluster(session: Session, args: dict) -> Result:
             for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
     rows += [[i, registered.fenced.get(i) if registered else None, None, None, "offline", replicas[i], 0, is_fenced(i)]
              for i in sorted(offline)]
-    brokers = Table(["Id", "Host", "Port", "Rack", "Status", "Partitions", "Leaders", "Fenced"], rows, name="brokers")
+    brokers = Table(["Id", "Host", "Port", "Rack", "Status", "Partitions", "Leaders", "IsFenced"], rows, name="brokers")
     tables = [summary, brokers]
     if conn.router.controller_addresses:
         tables.append(_controllers_table(session))
@@ -71,7 +71,7 @@ def _controllers_table(session: Session) -> Table:
     marked voter or observer and active, from the quorum read now."""
     _, active, nodes = cluster.controllers(session.conn)
     voters = {v.replica_id for v in quorum.describe(session.conn).voters}
-    return Table(["Id", "Host", "Port", "Rack", "Role", "Active"],
+    return Table(["Id", "Host", "Port", "Rack", "Role", "IsActive"],
                  [[n.id, n.host, n.port, n.rack, "voter" if n.id in voters else "observer", n.id == active]
                   for n in nodes], name="controllers")
 
@@ -88,7 +88,7 @@ def _controllers_view(session: Session) -> Result:
                     [[cluster_id, KRAFT, active if active >= 0 else None, q.leader_epoch, len(brokers), None, None]],
                     name="cluster")
     rows = [[o.replica_id, None, None, None, "observer", None, None, None] for o in brokers]
-    return Result(tables=[summary, Table(["Id", "Host", "Port", "Rack", "Status", "Partitions", "Leaders", "Fenced"],
+    return Result(tables=[summary, Table(["Id", "Host", "Port", "Rack", "Status", "Partitions", "Leaders", "IsFenced"],
                                          rows, name="brokers"), _controllers_table(session)],
                   messages=["Only the controllers were asked (--bootstrap-controller): brokers are those that "
                             "follow the metadata log; add --bootstrap-server for their addresses and load."])

@@ -3,6 +3,8 @@ against the sandbox's own state (and Tansu, for a cluster lacking the APIs)."""
 
 from __future__ import annotations
 
+import re
+
 
 import pytest
 
@@ -85,7 +87,11 @@ def test_describe_quorum_status_and_replication(quorum3):
         "LeaderEpoch": sandbox.controller_epoch, "HighWatermark": cluster.generation,
         "MaxFollowerLag": cluster.generation - stopped_offset,
         "MaxFollowerLagTimeMs": status["MaxFollowerLagTimeMs"],
-        "CurrentVoters": voters, "CurrentObservers": ["1", "2", "3"]}  # brokers observe the quorum
+        "CurrentVoters": voters, "CurrentObservers": status["CurrentObservers"],
+        "KraftVersion": 0}  # a static quorum
+    # The brokers observe the quorum, each with its log directory's id.
+    assert [o.split(" (dir ")[0] for o in status["CurrentObservers"]] == ["1", "2", "3"]
+    assert all(re.fullmatch(r"\d \(dir [\w-]{22}\)", o) for o in status["CurrentObservers"])
     assert status["MaxFollowerLagTimeMs"] >= 0
     [default] = out_json(run(sandbox, "describe-quorum", "-o", "json"))  # --status is the default
     lag_time = "MaxFollowerLagTimeMs"  # grows while the follower stays down
