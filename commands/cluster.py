@@ -54,7 +54,8 @@ def describe_cluster(session: Session, args: dict) -> Result:
     tell = registered is not None and registered.known
 
     def is_fenced(b: int) -> bool | None:
-        return b in fenced if tell else None
+        """True or False for a registered broker; None when unregistered or the cluster cannot tell."""
+        return (b in fenced if b in fenced or b in registered.live else None) if tell and registered else None
     rows = [[b.id, b.host, b.port, b.rack, "online", replicas[b.id], leaders[b.id], is_fenced(b.id)]
             for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
     rows += [[i, registered.fenced.get(i) if registered else None, None, None, "offline", replicas[i], 0, is_fenced(i)]

@@ -10,7 +10,7 @@ from kafka_shell.admin import features
 from kafka_shell.errors import UsageError
 from kafka_shell.limits import INT16_MAX
 from kafka_shell.registry import Confirm, Option, command
-from kafka_shell.render import Result, Table
+from kafka_shell.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
@@ -49,16 +49,22 @@ def _updates(args: dict, upgrade_type: int) -> list[features.Update]:
     return [features.Update(name, level, upgrade_type) for name, level in wanted]
 
 
-def _change(session: Session, updates: list[features.Update], dry_run: bool) -> Result:
-    """The change as a table (feature, finalized now -> wanted), then the cluster's answer."""
+def _change(session: Session, updates: list[features.Update], dry_run: bool) -> Result | Proposal:
+    """The change as a table (feature, finalized now -> wanted), read now; a dry run is the
+    controller's validation of it, else the question naming it, then the cluster's answer."""
     now = features.describe(session.conn)
     rows = []
     for u in updates:
         have = now.get(u.feature)
         rows.append([u.feature, features.level_name(u.feature, have.finalized) if have else None,
                      features.level_name(u.feature, u.level)])
-    lines = features.update(session.conn, updates, dry_run)
-    return Result.table(["Feature", "FinalizedVersionLevel", "NewVersionLevel"], rows, *lines, name="changes")
+    table = Table(["Feature", "FinalizedVersionLevel", "NewVersionLevel"], rows, name="changes")
+    if dry_run:
+        return Result(tables=[table], messages=features.update(session.conn, updates, True))
+    change = ", ".join(f"{name} {old or 0} -> {new}" for name, old, new in rows)
+    return Proposal(f"Change {change} (a metadata.version upgrade cannot be undone)?",
+                    f"The feature change ({change}) needs confirmation",
+                    lambda: Result(tables=[table], messages=features.update(session.conn, updates, False)))
 
 
 @command("describe-features",
@@ -76,7 +82,7 @@ def describe_features(session: Session, args: dict) -> Result:
                                 "FinalizedLevel", "Epoch"], rows, name="features")], text=text)
 
 
-@command("upgrade-features", METADATA, FEATURE, mutates=True, confirm=Confirm(),
+@command("upgrade-features", METADATA, FEATURE, mutates=True, confirm=Confirm(proposed=True),
          help="Upgrade metadata.version or other features (kafka-features upgrade); metadata.version never goes "
               "back. --dry-run asks the controller to validate only.",
          examples=("upgrade-features --metadata 4.1 --dry-run", "upgrade-features --feature group.version=1 --yes"))
@@ -86,7 +92,7 @@ def upgrade_features(session: Session, args: dict) -> Result:
 
 @command("downgrade-features", METADATA, FEATURE,
          Option("--unsafe", flag=True, help="Allow a downgrade that may lose metadata (kafka-features --unsafe)."),
-         mutates=True, confirm=Confirm(),
+         mutates=True, confirm=Confirm(proposed=True),
          help="Downgrade features (kafka-features downgrade): safe downgrades only unless --unsafe.",
          examples=("downgrade-features --feature group.version=0 --dry-run",))
 def downgrade_features(session: Session, args: dict) -> Result:
@@ -104,7 +110,7 @@ def _name(text: str) -> str:
          Option("--feature", type=_name, repeatable=True, required=True, metavar="NAME",
                 help="A feature to disable (level 0; repeatable)."),
          Option("--unsafe", flag=True, help="Allow a downgrade that may lose metadata (kafka-features --unsafe)."),
-         mutates=True, confirm=Confirm(),
+         mutates=True, confirm=Confirm(proposed=True),
          help="Disable features: finalize them at level 0 (kafka-features disable).",
          examples=("disable-feature --feature streams.version --dry-run",))
 def disable_feature(session: Session, args: dict) -> Result:
