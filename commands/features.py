@@ -86,7 +86,7 @@ def describe_features(session: Session, args: dict) -> Result:
          help="Upgrade metadata.version or other features (kafka-features upgrade); metadata.version never goes "
               "back. --dry-run asks the controller to validate only.",
          examples=("upgrade-features --metadata 4.1 --dry-run", "upgrade-features --feature group.version=1 --yes"))
-def upgrade_features(session: Session, args: dict) -> Result:
+def upgrade_features(session: Session, args: dict) -> Result | Proposal:
     return _change(session, _updates(args, features.UPGRADE), args["dry_run"])
 
 
@@ -95,7 +95,7 @@ def upgrade_features(session: Session, args: dict) -> Result:
          mutates=True, confirm=Confirm(proposed=True),
          help="Downgrade features (kafka-features downgrade): safe downgrades only unless --unsafe.",
          examples=("downgrade-features --feature group.version=0 --dry-run",))
-def downgrade_features(session: Session, args: dict) -> Result:
+def downgrade_features(session: Session, args: dict) -> Result | Proposal:
     kind = features.UNSAFE_DOWNGRADE if args["unsafe"] else features.SAFE_DOWNGRADE
     return _change(session, _updates(args, kind), args["dry_run"])
 
@@ -113,7 +113,7 @@ def _name(text: str) -> str:
          mutates=True, confirm=Confirm(proposed=True),
          help="Disable features: finalize them at level 0 (kafka-features disable).",
          examples=("disable-feature --feature streams.version --dry-run",))
-def disable_feature(session: Session, args: dict) -> Result:
+def disable_feature(session: Session, args: dict) -> Result | Proposal:
     kind = features.UNSAFE_DOWNGRADE if args["unsafe"] else features.SAFE_DOWNGRADE
     return _change(session, _updates({"feature": [(n, 0) for n in args["feature"]]}, kind), args["dry_run"])
 

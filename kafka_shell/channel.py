@@ -169,7 +169,7 @@ class Channel:
                 self._diagnose_sasl(at)  # a SASL listener closes on a request before login
             raise
         self._answered = True
-        return self._decode(protocol.response_schema(api_key, v), raw)
+        return self._decode(protocol.client_response_schema(api_key, v), raw)
 
     def close(self) -> None:
         sock, self._sock = self._sock, None

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 TOPICS, BROKERS, GROUPS = "topics", "brokers", "groups"      # kafka-configs' entity types
 BROKER_LOGGERS = "broker-loggers"   # a node's log4j loggers: name -> level (KIP-412)
+CLIENT_METRICS = "client-metrics"   # client metrics subscriptions (KIP-714)
 RESOURCE_TYPES = {TOPICS: ResourceType.TOPIC, BROKERS: ResourceType.BROKER, GROUPS: ResourceType.GROUP,
-                  BROKER_LOGGERS: ResourceType.BROKER_LOGGER}
+                  BROKER_LOGGERS: ResourceType.BROKER_LOGGER, CLIENT_METRICS: ResourceType.CLIENT_METRICS}
 NODE_KINDS = (BROKERS, BROKER_LOGGERS)   # entities named by a node id, asked of that node
 MIN_ISR = "min.insync.replicas"
 PREFERRED_CONTROLLER_KEY = "preferred.controller.id"   # KAFKA-1778, a cluster-wide broker config
@@ -56,6 +57,8 @@ def label(kind: str, name: str) -> str:
         return f'group "{name}"'
     if kind == BROKER_LOGGERS:
         return f"the loggers of node {name}"
+    if kind == CLIENT_METRICS:
+        return f'client metrics subscription "{name}"'
     return f"broker {name}" if name else "the cluster-wide broker defaults"
 
 
@@ -66,7 +69,7 @@ def describe(conn: ConnectionManager, kind: str, names: list[str],
     if not names:
         return {}
     rtype = RESOURCE_TYPES[kind]
-    if kind in (TOPICS, GROUPS):
+    if kind not in NODE_KINDS:
         groups: dict[int | None, list[str]] = {None: names}
     else:
         groups = {}
@@ -97,6 +100,8 @@ def require_group_configs(conn: ConnectionManager) -> None:
 def _what(kind: str, names: list[str]) -> str:
     if kind in (TOPICS, GROUPS):
         return f"{len(names)} {kind[:-1]}(s)"
+    if kind == CLIENT_METRICS:
+        return f"{len(names)} client metrics subscription(s)"
     if kind == BROKER_LOGGERS:
         return f"loggers of node {', '.join(names)}"
     return "cluster-wide broker defaults" if names == [""] else f"broker {', '.join(names)}"
