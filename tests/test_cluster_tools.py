@@ -228,3 +228,60 @@ def test_version_mapping_matches_kafkas_tool():
         ours = shell("--command", "version-mapping" + (f" --release-version {name}" if name else ""))
         assert ours.returncode == 0, ours.stderr
         assert ours.stdout.strip() == theirs.stdout.strip(), name
+
+
+def test_client_metrics_subscriptions(sandbox):
+    base = ("--bootstrap-server", sandbox.bootstrap)
+    p = shell(*base, "--command", "list-client-metrics")
+    assert p.returncode == 0 and p.stderr.strip() == "No client metrics subscriptions.", p.stderr
+    ok(shell(*base, "--command", "alter-client-metrics --name producers --metrics org.apache.kafka.producer.,"
+                                 "org.apache.kafka.consumer. --interval 60000 --match client_software_name=kafka-python"))
+    dry = shell(*base, "--command", "alter-client-metrics --name other --metrics '*' --dry-run")
+    assert dry.returncode == 0 and "(dry run)" in dry.stderr, dry.stderr
+    assert shell(*base, "--command", "list-client-metrics").stdout.split() == ["producers"]   # the dry run made none
+    [sub] = ok(shell(*base, "--command", "describe-client-metrics --name producers", "-o", "json"))["subscriptions"]
+    assert sub == {"Name": "producers", "Metrics": ["org.apache.kafka.producer.", "org.apache.kafka.consumer."],
+                   "IntervalMs": 60000, "Match": ["client_software_name=kafka-python"]}
+    text = shell(*base, "--command", "describe-client-metrics").stdout
+    assert text.splitlines()[:2] == ["Client metrics configs for name:producers are:", "  interval.ms=60000"]
+    assert_one_line_error(shell(*base, "--command", "alter-client-metrics --name x --match foo=bar"), 1,
+                          "Illegal client matching pattern")
+    assert_one_line_error(shell(*base, "--command", "alter-client-metrics --name x"), 2, "--metrics, --interval or --match")
+    assert_one_line_error(shell(*base, "--command", "delete-client-metrics --name producers"), 2, "--yes")
+    ok(shell(*base, "--command", "delete-client-metrics --name producers --yes"))
+    assert shell(*base, "--command", "list-client-metrics", "-o", "json").stdout.strip() == '{\n "subscriptions": []\n}'
+
+
+TOKEN_USERS = {"admin": "admin-pw", "alice": "alice-pw"}
+
+
+def test_delegation_tokens(tmp_path):
+    with Sandbox(brokers=1, listeners=["SASL_PLAINTEXT"], users=TOKEN_USERS,
+                 configs={"delegation.token.secret.key": "token-secret"}) as sb:
+        history = tmp_path / "data"
+        base = ("--bootstrap-server", sb.bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=PLAIN",
+                "-X", "sasl.username=admin", "-X", "sasl.password=${ADMIN_PW}")
+        env = {"ADMIN_PW": TOKEN_USERS["admin"], "KAFKA_SHELL_DATA_DIR": str(history)}
+        made = shell(*base, "--command", "create-delegation-token --renewer-principal User:alice "
+                     "--max-life-time-period 3600000", "-o", "json", env=env)
+        [token] = ok(made)["token"]
+        assert (token["Owner"], token["Renewers"], token["MaxDate"] - token["IssueDate"]) == ("User:admin", ["User:alice"], 3600000)
+        assert "it is not shown again" in made.stderr and token["Hmac"] not in made.stderr
+        [listed] = ok(shell(*base, "--command", "describe-delegation-token", "-o", "json", env=env))["tokens"]
+        assert "Hmac" not in listed and listed["TokenId"] == token["TokenId"]
+        renewed = ok(shell(*base, "--command", f"renew-delegation-token --hmac {token['Hmac']} --renew-time-period 60000",
+                           "-o", "json", env=env))["token"][0]["ExpiryDate"]
+        assert renewed <= token["MaxDate"]
+        # Refusals carry -1 times, read all the same, and each says what went wrong in one line.
+        assert_one_line_error(shell(*base, "--command", "renew-delegation-token --hmac bm9wZQ==", env=env), 1,
+                              "DELEGATION_TOKEN_NOT_FOUND")
+        assert_one_line_error(shell(*base, "--command", "create-delegation-token --renewer-principal Group:g", env=env),
+                              1, "INVALID_PRINCIPAL_TYPE")
+        assert_one_line_error(shell(*base, "--command", f"expire-delegation-token --hmac {token['Hmac']}", env=env), 2, "--yes")
+        ok(shell(*base, "--command", f"expire-delegation-token --hmac {token['Hmac']} --yes", "-o", "json", env=env))
+        assert ok(shell(*base, "--command", "describe-delegation-token", "-o", "json", env=env))["tokens"] == []
+        # Piped lines (replay) are not kept in history; nothing the shell wrote holds the HMAC.
+        assert not any(token["Hmac"] in f.read_text(errors="replace") for f in history.rglob("*") if f.is_file())
+    with Sandbox(brokers=1) as plain:
+        assert_one_line_error(shell("--bootstrap-server", plain.bootstrap, "--command", "describe-delegation-token"),
+                              2, "needs a SASL connection")
