@@ -285,3 +285,22 @@ def test_delegation_tokens(tmp_path):
     with Sandbox(brokers=1) as plain:
         assert_one_line_error(shell("--bootstrap-server", plain.bootstrap, "--command", "describe-delegation-token"),
                               2, "needs a SASL connection")
+
+
+def test_recovery_prefers_an_eligible_leader_replica_that_answers():
+    """As Kafka 4.x's controller elects an ELR member when the ISR is empty (KIP-966): a replica
+    outside the ELR with a longer log or a higher epoch is not chosen over one inside it."""
+    from commands.recovery import DESIGNATED_PATH, LIVE, STOCK_PATH, Replica, Target, choose
+    for path in (DESIGNATED_PATH, STOCK_PATH):
+        t = Target("t", 0, (1, 2, 3), -1, [Replica(1, LIVE, False, epoch=9, log_end=120),
+                                            Replica(2, LIVE, True, True, epoch=7, log_end=100),
+                                            Replica(3, LIVE, True, True, epoch=7, log_end=90)])
+        choose(t, path)
+        assert t.chosen == 2, path
+        t.rows[1].error = "no answer"   # an ELR member that does not answer is no candidate
+        choose(t, path)
+        assert t.chosen == 3, path
+        for r in t.rows:
+            r.in_elr = False            # without ELR: the longest log (highest epoch) as before
+        choose(t, path)
+        assert t.chosen == 1, path
