@@ -30,6 +30,7 @@ def _metadata(text: str) -> str:
 
 METADATA = Option("--metadata", type=_metadata, metavar="VERSION",
                   help="The metadata.version to reach, as a release (4.1) or a metadata version (4.1-IV1).")
+UNSAFE = Option("--unsafe", flag=True, help="Allow a downgrade that may lose metadata (kafka-features --unsafe).")
 FEATURE = Option("--feature", type=feature_level, repeatable=True, metavar="NAME=LEVEL",
                  help="A feature and the level to reach (repeatable), e.g. group.version=1.")
 
@@ -90,14 +91,16 @@ def upgrade_features(session: Session, args: dict) -> Result | Proposal:
     return _change(session, _updates(args, features.UPGRADE), args["dry_run"])
 
 
-@command("downgrade-features", METADATA, FEATURE,
-         Option("--unsafe", flag=True, help="Allow a downgrade that may lose metadata (kafka-features --unsafe)."),
+@command("downgrade-features", METADATA, FEATURE, UNSAFE,
          mutates=True, confirm=Confirm(proposed=True),
          help="Downgrade features (kafka-features downgrade): safe downgrades only unless --unsafe.",
          examples=("downgrade-features --feature group.version=0 --dry-run",))
 def downgrade_features(session: Session, args: dict) -> Result | Proposal:
-    kind = features.UNSAFE_DOWNGRADE if args["unsafe"] else features.SAFE_DOWNGRADE
-    return _change(session, _updates(args, kind), args["dry_run"])
+    return _change(session, _updates(args, _downgrade(args)), args["dry_run"])
+
+
+def _downgrade(args: dict) -> int:
+    return features.UNSAFE_DOWNGRADE if args["unsafe"] else features.SAFE_DOWNGRADE
 
 
 def _name(text: str) -> str:
@@ -109,13 +112,11 @@ def _name(text: str) -> str:
 @command("disable-feature",
          Option("--feature", type=_name, repeatable=True, required=True, metavar="NAME",
                 help="A feature to disable (level 0; repeatable)."),
-         Option("--unsafe", flag=True, help="Allow a downgrade that may lose metadata (kafka-features --unsafe)."),
-         mutates=True, confirm=Confirm(proposed=True),
+         UNSAFE, mutates=True, confirm=Confirm(proposed=True),
          help="Disable features: finalize them at level 0 (kafka-features disable).",
          examples=("disable-feature --feature streams.version --dry-run",))
 def disable_feature(session: Session, args: dict) -> Result | Proposal:
-    kind = features.UNSAFE_DOWNGRADE if args["unsafe"] else features.SAFE_DOWNGRADE
-    return _change(session, _updates({"feature": [(n, 0) for n in args["feature"]]}, kind), args["dry_run"])
+    return _change(session, _updates({"feature": [(n, 0) for n in args["feature"]]}, _downgrade(args)), args["dry_run"])
 
 
 @command("version-mapping",

@@ -79,20 +79,19 @@ def _hmac(text: str) -> bytes:
 
 def renew(conn: ConnectionManager, hmac: str, period_ms: int) -> int:
     """The token's new expiry time (epoch ms)."""
-    _require_sasl(conn, "Renewing a delegation token")
-    conn.debug("RenewDelegationToken request")
-    a = _check(ApiKey.RENEW_DELEGATION_TOKEN, conn.any_broker_request(
-        ApiKey.RENEW_DELEGATION_TOKEN, {"hmac": _hmac(hmac), "renew_period": period_ms}))
-    return _ms(a.expiry_timestamp)
+    return _new_expiry(conn, ApiKey.RENEW_DELEGATION_TOKEN, "Renewing", {"hmac": _hmac(hmac), "renew_period": period_ms})
 
 
 def expire(conn: ConnectionManager, hmac: str, period_ms: int) -> int:
     """The token's new expiry time (epoch ms); a negative period expires it now."""
-    _require_sasl(conn, "Expiring a delegation token")
-    conn.debug("ExpireDelegationToken request")
-    a = _check(ApiKey.EXPIRE_DELEGATION_TOKEN, conn.any_broker_request(
-        ApiKey.EXPIRE_DELEGATION_TOKEN, {"hmac": _hmac(hmac), "expiry_time_period": period_ms}))
-    return _ms(a.expiry_timestamp)
+    return _new_expiry(conn, ApiKey.EXPIRE_DELEGATION_TOKEN, "Expiring",
+                       {"hmac": _hmac(hmac), "expiry_time_period": period_ms})
+
+
+def _new_expiry(conn: ConnectionManager, api_key: int, doing: str, body: dict) -> int:
+    _require_sasl(conn, f"{doing} a delegation token")
+    conn.debug(f"{ApiKey(api_key).name} request")
+    return _ms(_check(api_key, conn.any_broker_request(api_key, body)).expiry_timestamp)
 
 
 def describe(conn: ConnectionManager, owners: list[str] | None) -> list[Token]:
