@@ -105,7 +105,8 @@ def describe_quorum(session: Session, args: dict) -> Result:
         ["ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag", "MaxFollowerLagTimeMs",
          "CurrentVoters", "CurrentObservers", "KraftVersion"],
         [[cluster.cluster_id(session.conn), q.leader_id, q.leader_epoch, q.high_watermark,
-          lag, lag_ms, [_node(v, q) for v in q.voters], [_node(o, q) for o in q.observers], _kraft_version(session)]],
+          lag, lag_ms, [_node(v, q) for v in q.voters], [_node(o, q, False) for o in q.observers],
+          _kraft_version(session)]],
         name="status")
 
 
@@ -123,12 +124,13 @@ def _replica_row(r: quorum.QuorumReplica, leader_end: int, status: str) -> list:
             r.last_fetch_timestamp, r.last_caught_up_timestamp, status]
 
 
-def _node(r: quorum.QuorumReplica, q: quorum.Quorum) -> str:
+def _node(r: quorum.QuorumReplica, q: quorum.Quorum, directory: bool = True) -> str:
     """Kafka's `{"id": 1, "directoryId": "...", "endpoints": [...]}` as one short text:
-    1@CONTROLLER://h:p (dir ZLgh-CD8QfGsKlZG39bUrQ)."""
+    1@CONTROLLER://h:p (dir ZLgh-CD8QfGsKlZG39bUrQ). Observers go without their directory ids
+    (--replication has them): the voters' are what a quorum change needs."""
     where = q.endpoints(r.replica_id)
     text = f"{r.replica_id}@{'|'.join(where)}" if where else str(r.replica_id)
-    return f"{text} (dir {r.directory_id})" if r.directory_id else text
+    return f"{text} (dir {r.directory_id})" if r.directory_id and directory else text
 
 
 # -- describe-controller ---------------------------------------------------------------------
@@ -165,9 +167,7 @@ def _held_since(session: Session, controller: ControllerInfo) -> int | None:
 def _seen_since(session: Session, controller: ControllerInfo) -> int | None:
     """Since when this shell has seen the controller hold the role without a change (epoch ms;
     `controller-history`: the first of the latest run of observations naming it)."""
-    if session.conn.cluster_id is None:
-        session.conn.read([])
-    cluster_id = session.conn.cluster_id
+    cluster_id = session.conn.cluster_id or cluster.cluster_id(session.conn)
     if not cluster_id:
         return None
     controller_history.observe(cluster_id, controller)

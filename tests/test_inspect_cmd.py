@@ -3,8 +3,6 @@ against the sandbox's own state (and Tansu, for a cluster lacking the APIs)."""
 
 from __future__ import annotations
 
-import re
-
 
 import pytest
 
@@ -87,11 +85,8 @@ def test_describe_quorum_status_and_replication(quorum3):
         "LeaderEpoch": sandbox.controller_epoch, "HighWatermark": cluster.generation,
         "MaxFollowerLag": cluster.generation - stopped_offset,
         "MaxFollowerLagTimeMs": status["MaxFollowerLagTimeMs"],
-        "CurrentVoters": voters, "CurrentObservers": status["CurrentObservers"],
+        "CurrentVoters": voters, "CurrentObservers": ["1", "2", "3"],  # brokers observe the quorum
         "KraftVersion": 0}  # a static quorum
-    # The brokers observe the quorum, each with its log directory's id.
-    assert [o.split(" (dir ")[0] for o in status["CurrentObservers"]] == ["1", "2", "3"]
-    assert all(re.fullmatch(r"\d \(dir [\w-]{22}\)", o) for o in status["CurrentObservers"])
     assert status["MaxFollowerLagTimeMs"] >= 0
     [default] = out_json(run(sandbox, "describe-quorum", "-o", "json"))  # --status is the default
     lag_time = "MaxFollowerLagTimeMs"  # grows while the follower stays down

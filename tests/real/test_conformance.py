@@ -563,6 +563,9 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
     KnownDifference(K, "cluster.quorum", "HighWatermark|LogEndOffset|Lag",
                     "the sandbox has no Raft log: its metadata offset counts its own changes, not Kafka's records (and an "
                     "observer's lag, by a record or two while Kafka appends its own)"),
+    KnownDifference(K, "cluster.features", "Epoch",
+                    "the finalized features' epoch is the metadata log's offset, which counts the sandbox's own "
+                    "changes, not Kafka's records (as cluster.quorum's high watermark)", steps=(0,)),
     *(KnownDifference(kind, "cluster.api-versions", "out",
                       "the sandbox lists only what it serves: not Kafka's delegation tokens, KIP-848, share and streams "
                       "groups, nor 3.9's inter-broker APIs (docs/sandbox.md, the UNSERVED "
