@@ -221,7 +221,7 @@ class Router:
                 raise
 
         if self.controller_addresses:
-            answer: Any = self._from_controllers(ask, deadline)
+            answer: Any = self._quorum_at_controllers(ask, deadline)
         else:
             try:
                 answer = self.from_any_broker(ask, deadline)
@@ -253,6 +253,20 @@ class Router:
         self.set_controller(ControllerInfo(leader, quorum.leader_epoch, host, port, KRAFT) if leader >= 0
                             else NO_CONTROLLER)
         return quorum
+
+    def _quorum_at_controllers(self, ask: Callable[[Channel], Any], deadline: Deadline) -> Any:
+        """DescribeQuorum from the controller listeners: only the quorum's leader answers it (a
+        follower: NOT_LEADER_OR_FOLLOWER), so a follower's refusal sends it to the active
+        controller the registrations name (DescribeCluster, KIP-919)."""
+        answer = self._from_controllers(ask, deadline)
+        if _quorum_code(answer) != Error.not_leader_or_follower:
+            return answer
+        registered = self.read_controllers(deadline)
+        active = next((b for b in registered.brokers if b.broker_id == registered.controller_id), None)
+        if active is None:
+            return answer
+        return ask(self.channel(active.host, active.port, deadline, f"controller {active.broker_id} at "
+                                                                     f"{active.host}:{active.port}"))
 
     def refresh_controller(self, deadline: Deadline, metadata: object | None = None) -> ControllerInfo:
         """Find the active controller now (KRaft: DescribeQuorum; ZooKeeper: Metadata)."""
@@ -334,6 +348,12 @@ class Router:
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+def _quorum_code(answer: Any) -> int:
+    """A DescribeQuorum answer's error: its own, else its partition's."""
+    part = answer.topics[0].partitions[0] if answer.topics and answer.topics[0].partitions else None
+    return int(answer.error_code) or (int(part.error_code) if part is not None else 0)
 
 
 def unreachable_message(bootstrap: str, timeout_s: float) -> str:

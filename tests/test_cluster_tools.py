@@ -304,3 +304,15 @@ def test_recovery_prefers_an_eligible_leader_replica_that_answers():
             r.in_elr = False            # without ELR: the longest log (highest epoch) as before
         choose(t, path)
         assert t.chosen == 1, path
+
+
+def test_controllers_alone_through_a_follower(dynamic):
+    """Only the quorum's leader answers DescribeQuorum: given a follower's listener alone, the
+    shell finds the active controller from the registrations and asks it."""
+    sb = dynamic
+    follower = next(c for c in sb.controller_ids if c != sb.active_controller)
+    only = "{}:{}".format(*sb.address(follower))
+    status = ok(shell("--bootstrap-controller", only, "--command", "describe-quorum", "-o", "json"))["status"][0]
+    assert status["LeaderId"] == sb.active_controller
+    features = ok(shell("--bootstrap-controller", only, "--command", "describe-features", "-o", "json"))["features"]
+    assert {f["Feature"] for f in features} >= {"metadata.version", "kraft.version"}

@@ -141,3 +141,28 @@ def test_broker_loggers_on_kafka(kafka4):
 def test_zookeeper_mode_lacks_the_apis(kafka39_zk, line):
     p = shell("--bootstrap-server", kafka39_zk.bootstrap, "--command", line)
     assert_one_line_error(p, 1, "not supported by this cluster")
+
+
+def test_delegation_tokens_on_kafka(kafka4_secured):
+    """Create, describe, renew and expire on Kafka 4.4 over SASL; its refusals (with their -1
+    times) read in one line; the HMAC shown by create only."""
+    from tests.real_kafka import SECURED_USERS
+    base = ("--bootstrap-server", kafka4_secured.bootstrap, "-o", "json", "-X", "security.protocol=SASL_PLAINTEXT",
+            "-X", "sasl.mechanism=PLAIN", "-X", "sasl.username=admin", "-X", "sasl.password=${ADMIN_PW}")
+    env = {"ADMIN_PW": SECURED_USERS["admin"]}
+    made = shell(*base, "--command", "create-delegation-token --renewer-principal User:alice "
+                 "--max-life-time-period 3600000", env=env)
+    [token] = ok(made)["token"]
+    assert (token["Owner"], token["Renewers"], token["MaxDate"] - token["IssueDate"]) == ("User:admin", ["User:alice"], 3600000)
+    listed = {t["TokenId"]: t for t in ok(shell(*base, "--command", "describe-delegation-token", env=env))["tokens"]}
+    assert token["TokenId"] in listed and "Hmac" not in listed[token["TokenId"]]
+    renewed = ok(shell(*base, "--command", f"renew-delegation-token --hmac {token['Hmac']} --renew-time-period 60000",
+                       env=env))["token"][0]["ExpiryDate"]
+    assert token["IssueDate"] < renewed <= token["MaxDate"]
+    assert_one_line_error(shell(*base, "--command", "renew-delegation-token --hmac bm9wZQ==", env=env), 1,
+                          "DELEGATION_TOKEN_NOT_FOUND")
+    assert_one_line_error(shell(*base, "--command", "create-delegation-token --renewer-principal Group:g", env=env),
+                          1, "INVALID_PRINCIPAL_TYPE")
+    ok(shell(*base, "--command", f"expire-delegation-token --hmac {token['Hmac']} --yes", env=env))
+    listed = {t["TokenId"] for t in ok(shell(*base, "--command", "describe-delegation-token", env=env))["tokens"]}
+    assert token["TokenId"] not in listed
