@@ -37,7 +37,7 @@ def _voters(ids: list[int]) -> str:
                 help="The new controller's node.id (it must be formatted with --no-initial-controllers and running)."),
          Option("--controller-directory-id", type=directory_id, metavar="DIR",
                 help="Its metadata log directory id (default: as the quorum sees it among the observers)."),
-         Option("--controller-endpoint", type=controller_endpoint, repeatable=True, metavar="NAME@HOST:PORT",
+         Option("--controller-endpoint", type=controller_endpoint, metavar="NAME@HOST:PORT",
                 help="Its controller listener (default: its registration, with --bootstrap-controller)."),
          Option("--config", metavar="FILE", completer="path",
                 help="Read id, listeners and directory id from the new controller's server.properties and "
@@ -49,13 +49,14 @@ def _voters(ids: list[int]) -> str:
                    "--controller-endpoint CONTROLLER@localhost:9096 --yes",
                    "add-controller --config /etc/kafka/controller.properties"))
 def add_controller(session: Session, args: dict) -> Result | Proposal:
-    node_id, directory, endpoints = args["controller_id"], args["controller_directory_id"], args["controller_endpoint"]
+    node_id, directory = args["controller_id"], args["controller_directory_id"]
+    endpoints = [args["controller_endpoint"]] if args["controller_endpoint"] else []
     if args["config"]:
         if node_id is not None:
             raise UsageError("Give --controller-id or --config, not both")
         node_id, directory, endpoints = quorum.voter_from_config(args["config"])
     q = quorum.describe(session.conn)
-    voter = quorum.new_voter(session.conn, q, node_id, directory, endpoints or [])
+    voter = quorum.new_voter(session.conn, q, node_id, directory, endpoints)
     before = [v.replica_id for v in q.voters]
     change = f"voters {_voters(before)} -> {_voters([*before, node_id])}"
     table = _plan(q, voter, None)

@@ -25,7 +25,8 @@ def _row(t: tokens.Token) -> list:
 
 @command("create-delegation-token",
          Option("--owner-principal", metavar="TYPE:NAME", help="Whose token (default: the logged-in principal)."),
-         Option("--renewer-principal", repeatable=True, metavar="TYPE:NAME", help="Who may renew it (repeatable)."),
+         Option("--renewer-principal", repeatable=True, metavar="WHO",
+                help="A principal who may renew it, TYPE:NAME like User:bob (repeatable)."),
          Option("--max-life-time-period", type=period, default=-1, metavar="MS",
                 help="Its longest life in ms (default: the broker's delegation.token.max.lifetime.ms)."),
          help="Create a delegation token (kafka-delegation-tokens --create); its HMAC is shown this once.",
