@@ -8,7 +8,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import client_metrics
-from kafka_shell.errors import UsageError
+from kafka_shell.errors import KafkaCallError, UsageError
 from kafka_shell.registry import INT32_MAX, Confirm, Option, command, int_range
 from kafka_shell.render import Result, Table
 
@@ -24,9 +24,18 @@ def _list(text: str) -> list[str]:
 
 
 def _name(text: str) -> str:
-    if not text.strip():
-        raise ValueError("a subscription name")
-    return text.strip()
+    text = text.strip()
+    if not text or not text.isprintable() or not text.isascii():
+        raise ValueError("a subscription name (printable ASCII, like producers)")
+    return text
+
+
+def _existing(session: Session, name: str) -> str:
+    """The subscription, which must exist now (read fresh)."""
+    known = client_metrics.names(session.conn)
+    if name not in known:
+        raise KafkaCallError(f'No client metrics subscription "{name}" (subscriptions: {", ".join(known) or "none"}).')
+    return name
 
 
 NAME = Option("--name", type=_name, metavar="NAME", help="The subscription's name.")
@@ -46,7 +55,7 @@ def list_client_metrics(session: Session, args: dict) -> Result:
               "--describe; all of them without --name).",
          examples=("describe-client-metrics", "describe-client-metrics --name producers"))
 def describe_client_metrics(session: Session, args: dict) -> Result:
-    wanted = [args["name"]] if args["name"] else client_metrics.names(session.conn)
+    wanted = [_existing(session, args["name"])] if args["name"] else client_metrics.names(session.conn)
     subs = client_metrics.describe(session.conn, wanted)
     rows = [[s.name, list(s.metrics), s.interval_ms, list(s.match)] for s in subs]
     text = "\n".join(f"Client metrics configs for name:{s.name} are:\n  interval.ms={s.interval_ms}\n"
@@ -81,4 +90,4 @@ def alter_client_metrics(session: Session, args: dict) -> Result:
          help="Delete a client metrics subscription (kafka-client-metrics --delete).",
          examples=("delete-client-metrics --name producers --yes",))
 def delete_client_metrics(session: Session, args: dict) -> Result:
-    return Result.message(*client_metrics.delete(session.conn, args["name"], args["dry_run"]))
+    return Result.message(*client_metrics.delete(session.conn, _existing(session, args["name"]), args["dry_run"]))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import features
-from kafka_shell.errors import UsageError
+from kafka_shell.errors import UsageError, shown
 from kafka_shell.limits import INT16_MAX
 from kafka_shell.registry import Confirm, Option, command
 from kafka_shell.render import Proposal, Result, Table
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 def feature_level(text: str) -> tuple[str, int]:
     """`name=level` (kafka-features' --feature)."""
     name, sep, level = text.partition("=")
-    if not (sep and name.strip() and level.strip().isdigit() and int(level) <= INT16_MAX):
+    if not (sep and name.strip() and name.isprintable() and name.isascii() and level.strip().isascii()
+            and level.strip().isdigit() and int(level) <= INT16_MAX):
         raise ValueError(f"name=level, like group.version=1 (a level from 0 to {INT16_MAX})")
     return name.strip(), int(level)
 
@@ -54,6 +55,10 @@ def _change(session: Session, updates: list[features.Update], dry_run: bool) -> 
     """The change as a table (feature, finalized now -> wanted), read now; a dry run is the
     controller's validation of it, else the question naming it, then the cluster's answer."""
     now = features.describe(session.conn)
+    unknown = [u.feature for u in updates if now.get(u.feature) is None]
+    if unknown:
+        raise UsageError(f"Unknown feature {shown(unknown[0])}: the cluster has "
+                         f"{', '.join(f.name for f in now.features)} (see describe-features)")
     rows = []
     for u in updates:
         have = now.get(u.feature)
@@ -104,9 +109,10 @@ def _downgrade(args: dict) -> int:
 
 
 def _name(text: str) -> str:
-    if not text.strip() or "=" in text:
+    text = text.strip()
+    if not text or "=" in text or not text.isprintable() or not text.isascii():
         raise ValueError("a feature name, like group.version")
-    return text.strip()
+    return text
 
 
 @command("disable-feature",
