@@ -60,6 +60,8 @@ WALK = [
     "describe-features", "version-mapping --release-version 4.1", "upgrade-features --metadata 4.4 --dry-run",
     "downgrade-features --feature share.version=1 --dry-run", "disable-feature --feature streams.version --dry-run",
     "unregister-broker --id 3 --dry-run", "describe-configs --entity-type broker-loggers --entity-name 1",
+    "alter-client-metrics --name subs --metrics org.apache.kafka.producer. --interval 60000", "list-client-metrics",
+    "describe-client-metrics", "delete-client-metrics --name subs --yes",
 ]
 # Commands the walk leaves out, and why.
 LEFT_OUT = {
@@ -70,6 +72,8 @@ LEFT_OUT = {
     "topic": "a setting of the shell", "help": "text for people, in every format",
     "add-controller": "needs a dynamic quorum and a new controller (tests/test_cluster_tools.py)",
     "remove-controller": "needs a dynamic quorum (tests/test_cluster_tools.py)",
+    **{f"{verb}-delegation-token": "needs a SASL connection (tests/test_cluster_tools.py)"
+       for verb in ("create", "renew", "expire", "describe")},
 }
 
 
