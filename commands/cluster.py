@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 from collections import Counter
 
-from kafka_shell.admin import cluster
+from kafka_shell.admin import cluster, quorum
+from kafka_shell.metadata import KRAFT
 from kafka_shell.option_types import broker_id
-from kafka_shell.registry import Option, command
+from kafka_shell.registry import Confirm, Option, command
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
@@ -30,11 +31,19 @@ def _load(snapshot: ClusterSnapshot) -> tuple[Counter, Counter, set[int]]:
 
 
 @command("describe-cluster",
-         help="Cluster id, controller, and each broker with its rack, partitions and leaders.",
+         help="Cluster id, controller, and each broker with its rack, partitions, leaders and whether it is fenced; "
+              "with --bootstrap-controller, the registered controllers too (alone: controllers and the brokers "
+              "that follow the metadata log).",
          examples=("describe-cluster",))
 def describe_cluster(session: Session, args: dict) -> Result:
-    snap, refused = cluster.read_maybe_controller(session.conn)
+    conn = session.conn
+    if conn.controllers_only:
+        return _controllers_view(session)
+    snap, refused = cluster.read_maybe_controller(conn)
     replicas, leaders, offline = _load(snap)
+    registered = cluster.registrations(conn, snap) if snap.controller.mode == KRAFT else None
+    fenced = set(registered.fenced) if registered is not None and registered.known else set()
+    offline |= fenced - set(snap.brokers)
     partitions = sum(len(t.partitions) for t in snap.topics.values())
     c = snap.controller
     known = c.id >= 0 and refused is None
@@ -42,11 +51,69 @@ def describe_cluster(session: Session, args: dict) -> Result:
                     [[snap.cluster_id, c.mode, c.id if known else None, c.epoch if known and c.epoch >= 0 else None,
                       len(snap.brokers), len(snap.topics), partitions]],
                     name="cluster")
-    rows = [[b.id, b.host, b.port, b.rack, "online", replicas[b.id], leaders[b.id]]
+    tell = registered is not None and registered.known
+
+    def is_fenced(b: int) -> bool | None:
+        """True or False for a registered broker; None when unregistered or the cluster cannot tell."""
+        return (b in fenced if b in fenced or b in registered.live else None) if tell and registered else None
+    rows = [[b.id, b.host, b.port, b.rack, "online", replicas[b.id], leaders[b.id], is_fenced(b.id)]
             for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
-    rows += [[i, None, None, None, "offline", replicas[i], 0] for i in sorted(offline)]
-    brokers = Table(["Id", "Host", "Port", "Rack", "Status", "Partitions", "Leaders"], rows, name="brokers")
-    return Result(tables=[summary, brokers], messages=[refused] if refused else [])
+    rows += [[i, registered.fenced.get(i) if registered else None, None, None, "offline", replicas[i], 0, is_fenced(i)]
+             for i in sorted(offline)]
+    brokers = Table(["Id", "Host", "Port", "Rack", "Status", "Partitions", "Leaders", "IsFenced"], rows, name="brokers")
+    tables = [summary, brokers]
+    if conn.router.controller_addresses:
+        tables.append(_controllers_table(session))
+    return Result(tables=tables, messages=[refused] if refused else [])
+
+
+def _controllers_table(session: Session) -> Table:
+    """The registered controllers (DescribeCluster on a controller listener, KIP-919), each
+    marked voter or observer and active, from the quorum read now."""
+    _, active, nodes = cluster.controllers(session.conn)
+    voters = {v.replica_id for v in quorum.describe(session.conn).voters}
+    return Table(["Id", "Host", "Port", "Rack", "Role", "IsActive"],
+                 [[n.id, n.host, n.port, n.rack, "voter" if n.id in voters else "observer", n.id == active]
+                  for n in nodes], name="controllers")
+
+
+def _controllers_view(session: Session) -> Result:
+    """describe-cluster with controllers only: the cluster id, the active controller, the
+    controllers, and the brokers that follow the metadata log (DescribeQuorum's observers
+    that are no controllers: what the controllers can tell of the brokers)."""
+    cluster_id, active, nodes = cluster.controllers(session.conn)
+    q = quorum.describe(session.conn)
+    controller_ids = {n.id for n in nodes}
+    brokers = [o for o in q.observers if o.replica_id not in controller_ids]
+    summary = Table(["ClusterId", "Mode", "Controller", "ControllerEpoch", "Brokers", "Topics", "Partitions"],
+                    [[cluster_id, KRAFT, active if active >= 0 else None, q.leader_epoch, len(brokers), None, None]],
+                    name="cluster")
+    rows = [[o.replica_id, None, None, None, "observer", None, None, None] for o in brokers]
+    return Result(tables=[summary, Table(["Id", "Host", "Port", "Rack", "Status", "Partitions", "Leaders", "IsFenced"],
+                                         rows, name="brokers"), _controllers_table(session)],
+                  messages=["Only the controllers were asked (--bootstrap-controller): brokers are those that "
+                            "follow the metadata log; add --bootstrap-server for their addresses and load."])
+
+
+def _confirm_unregister(session: Session, args: dict) -> str:
+    return f"Unregister broker {args['id']} (its registration goes; a running broker registers again at once)?"
+
+
+@command("unregister-broker",
+         Option("--id", type=broker_id, required=True, metavar="ID", completer="broker",
+                help="The broker to unregister."),
+         mutates=True, confirm=Confirm(question=_confirm_unregister),
+         help="Remove a broker's registration from a KRaft cluster (kafka-cluster unregister, UnregisterBroker): "
+              "for a broker that is gone for good.",
+         examples=("unregister-broker --id 4 --yes",))
+def unregister_broker(session: Session, args: dict) -> Result:
+    broker = args["id"]
+    if args["dry_run"]:
+        snap = None if session.conn.controllers_only else session.conn.read([])
+        state = ("" if snap is None else " (live: it would register again at once)" if broker in snap.brokers else "")
+        return Result.message(f"Would unregister broker {broker}{state} (dry run).")
+    cluster.unregister(session.conn, broker)
+    return Result.message(f"Broker {broker} was unregistered.")
 
 
 @command("list-brokers", help="Live brokers (in ZooKeeper mode the controller marked; in KRaft mode the "

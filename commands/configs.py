@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from kafka_shell.session import Session
 
 ENTITY_OPTIONS = (
-    Option("--entity-type", choices=("topics", "brokers", "groups"), help="What the configs belong to."),
-    Option("--entity-name", metavar="NAME", completer="entity_name", help="Topic name, broker id or group id."),
+    Option("--entity-type", choices=("topics", "brokers", "groups", "broker-loggers"),
+           help="What the configs belong to (broker-loggers: a node's log levels)."),
+    Option("--entity-name", metavar="NAME", completer="entity_name", help="Topic name, broker (node) id or group id."),
     Option("--entity-default", flag=True, help="The cluster-wide broker defaults."),
     Option("--topic", metavar="NAME", completer="topic", help="Shorthand for --entity-type topics --entity-name NAME."),
     Option("--broker", type=broker_id, metavar="ID", completer="broker",
@@ -38,14 +39,14 @@ def entity(args: dict) -> tuple[str, str]:
     if args["broker"] is not None:
         return "brokers", str(args["broker"])
     if args["entity_default"]:
-        if args["entity_type"] in ("topics", "groups"):
+        if args["entity_type"] in ("topics", "groups", configs.BROKER_LOGGERS):
             raise UsageError("--entity-default applies to brokers: use --entity-type brokers")
         return "brokers", ""
     if not args["entity_type"]:
-        raise UsageError("--entity-name needs --entity-type topics, brokers or groups")
+        raise UsageError("--entity-name needs --entity-type topics, brokers, groups or broker-loggers")
     if args["entity_type"] == "groups":
         return "groups", group_id(args["entity_name"])
-    if args["entity_type"] == "brokers" and not (args["entity_name"].isascii() and args["entity_name"].isdigit()
+    if args["entity_type"] in configs.NODE_KINDS and not (args["entity_name"].isascii() and args["entity_name"].isdigit()
                                                  and int(args["entity_name"]) <= INT32_MAX):
         raise UsageError(f'Invalid broker id "{shown(args["entity_name"])}": use a number (see list-brokers)')
     return args["entity_type"], args["entity_name"]
@@ -54,10 +55,12 @@ def entity(args: dict) -> tuple[str, str]:
 @command("describe-configs", *ENTITY_OPTIONS,
          Option("--all", flag=True, help="Show every config, defaults included."),
          required_groups=(ENTITY_GROUP,), topic_context=True,
-         help="Show the configs of a topic, a broker, the broker defaults or a group (overrides only unless --all).",
+         help="Show the configs of a topic, a broker, the broker defaults, a group (overrides only unless --all) "
+              "or a node's log levels (broker-loggers).",
          examples=("describe-configs --topic orders", "describe-configs --broker 1 --all",
                    "describe-configs --entity-type brokers --entity-default",
-                   "describe-configs --entity-type groups --entity-name orders-app --all"))
+                   "describe-configs --entity-type groups --entity-name orders-app --all",
+                   "describe-configs --entity-type broker-loggers --entity-name 1"))
 def describe_configs(session: Session, args: dict) -> Result:
     kind, name = entity(args)
     _require_entity(session, kind, name)
@@ -117,11 +120,13 @@ def key_list(text: str) -> list[str]:
          Option("--delete-config", type=key_list, metavar="K,K2", completer="config_key",
                 help="Configs to remove (back to their default)."),
          required_groups=(ENTITY_GROUP,), mutates=True, topic_context=True,
-         help="Set or remove configs of a topic, a broker, the broker defaults or a group.",
+         help="Set or remove configs of a topic, a broker, the broker defaults or a group, or a node's log "
+              "levels (broker-loggers: --delete-config gives a logger its parent's level again).",
          examples=("alter-configs --topic orders --add-config retention.ms=86400000",
                    "alter-configs --entity-type groups --entity-name app --add-config consumer.session.timeout.ms=60000",
                    "alter-configs --entity-type brokers --entity-default --add-config log.retention.ms=3600000",
-                   "alter-configs --topic orders --delete-config retention.ms"))
+                   "alter-configs --topic orders --delete-config retention.ms",
+                   "alter-configs --entity-type broker-loggers --entity-name 1 --add-config kafka.controller=DEBUG"))
 def alter_configs_command(session: Session, args: dict) -> Result:
     if not (args["add_config"] or args["delete_config"]):
         raise UsageError("alter-configs needs --add-config or --delete-config")

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell import controller_history, sandbox_client
-from kafka_shell.admin import cluster, configs, log_dirs, quorum, topics
-from kafka_shell.errors import KafkaCallError
+from kafka_shell.admin import cluster, configs, features, log_dirs, quorum, topics
+from kafka_shell.errors import KafkaCallError, NotSupported
 from kafka_shell.metadata import KRAFT
 from kafka_shell.option_types import broker_ids
 from kafka_shell.registry import Option, command
@@ -86,12 +86,12 @@ def describe_quorum(session: Session, args: dict) -> Result:
     leader = q.leader
     leader_end = leader.log_end_offset if leader else q.high_watermark
     if args["replication"]:
-        rows = [_replica_row(r, leader_end, status)
+        rows = [[*_replica_row(r, leader_end, status), ",".join(q.endpoints(r.replica_id)) or None]
                 for r, status in ([(leader, "Leader")] if leader else [])
                 + [(v, "Follower") for v in q.voters if v is not leader]
                 + [(o, "Observer") for o in q.observers]]
         return Result.table(["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
-                             "LastCaughtUpTimestamp", "Status"], rows, name="replication",
+                             "LastCaughtUpTimestamp", "Status", "Endpoints"], rows, name="replication",
                             kinds={"LastFetchTimestamp": "time", "LastCaughtUpTimestamp": "time"})
     laggard = min(q.voters, key=lambda v: v.log_end_offset) if q.voters else None
     lag = leader_end - laggard.log_end_offset if laggard else 0
@@ -103,10 +103,20 @@ def describe_quorum(session: Session, args: dict) -> Result:
         lag_ms = -1
     return Result.table(
         ["ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag", "MaxFollowerLagTimeMs",
-         "CurrentVoters", "CurrentObservers"],
-        [[session.conn.read([]).cluster_id, q.leader_id, q.leader_epoch, q.high_watermark,
-          lag, lag_ms, [_node(v.replica_id, q) for v in q.voters], [_node(o.replica_id, q) for o in q.observers]]],
+         "CurrentVoters", "CurrentObservers", "KraftVersion"],
+        [[cluster.cluster_id(session.conn), q.leader_id, q.leader_epoch, q.high_watermark,
+          lag, lag_ms, [_node(v, q) for v in q.voters], [_node(o, q, False) for o in q.observers],
+          _kraft_version(session)]],
         name="status")
+
+
+def _kraft_version(session: Session) -> int | None:
+    """The finalized kraft.version (1: a dynamic quorum, KIP-853); None when the node does not tell."""
+    try:
+        found = features.describe(session.conn).get(features.KRAFT_VERSION)
+    except NotSupported:
+        return None
+    return found.finalized if found else 0
 
 
 def _replica_row(r: quorum.QuorumReplica, leader_end: int, status: str) -> list:
@@ -114,10 +124,13 @@ def _replica_row(r: quorum.QuorumReplica, leader_end: int, status: str) -> list:
             r.last_fetch_timestamp, r.last_caught_up_timestamp, status]
 
 
-def _node(node: int, q: quorum.Quorum) -> str:
-    """Kafka's `{"id": 1, "directoryId": "...", "endpoints": [...]}` as one short text: 1@CONTROLLER://h:p."""
-    where = q.endpoints(node)
-    return f"{node}@{'|'.join(where)}" if where else str(node)
+def _node(r: quorum.QuorumReplica, q: quorum.Quorum, directory: bool = True) -> str:
+    """Kafka's `{"id": 1, "directoryId": "...", "endpoints": [...]}` as one short text:
+    1@CONTROLLER://h:p (dir ZLgh-CD8QfGsKlZG39bUrQ). Observers go without their directory ids
+    (--replication has them): the voters' are what a quorum change needs."""
+    where = q.endpoints(r.replica_id)
+    text = f"{r.replica_id}@{'|'.join(where)}" if where else str(r.replica_id)
+    return f"{text} (dir {r.directory_id})" if r.directory_id and directory else text
 
 
 # -- describe-controller ---------------------------------------------------------------------
@@ -154,9 +167,7 @@ def _held_since(session: Session, controller: ControllerInfo) -> int | None:
 def _seen_since(session: Session, controller: ControllerInfo) -> int | None:
     """Since when this shell has seen the controller hold the role without a change (epoch ms;
     `controller-history`: the first of the latest run of observations naming it)."""
-    if session.conn.cluster_id is None:
-        session.conn.read([])
-    cluster_id = session.conn.cluster_id
+    cluster_id = session.conn.cluster_id or cluster.cluster_id(session.conn)
     if not cluster_id:
         return None
     controller_history.observe(cluster_id, controller)

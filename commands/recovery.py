@@ -62,7 +62,8 @@ ACTIONS = ("--show-replica-info", "--manual-recovery-output-file", "--automated-
 class Replica:
     broker: int
     state: str                 # live / fenced / unreachable
-    in_isr: bool               # in the last ISR the controller knows
+    in_isr: bool               # in the last ISR the controller knows (or its ELR)
+    in_elr: bool = False       # an eligible leader replica (KIP-966): it has every committed record
     epoch: int = -1
     log_end: int = -1
     error: str | None = None
@@ -238,9 +239,11 @@ def read_targets(session: Session, args: dict) -> tuple[ClusterSnapshot, list[Ta
     # The last ISR: the ISR Kafka keeps (its last member stays in it), and the eligible leader
     # replicas (KIP-966), which left it with every committed record: describe-topic's Elr.
     elr = topics.eligible_leaders(session.conn, [snap.topics[t] for t in sorted({p.topic for p in parts})])
-    isr = {(p.topic, p.partition): {*p.isr, *elr.get((p.topic, p.partition), ((), ()))[0]} for p in parts}
+    eligible = {(p.topic, p.partition): set(elr.get((p.topic, p.partition), ((), ()))[0]) for p in parts}
+    isr = {(p.topic, p.partition): {*p.isr, *eligible[(p.topic, p.partition)]} for p in parts}
     for t in targets:
-        t.rows = [Replica(b, LIVE if b in snap.brokers else FENCED, b in isr[t.key]) for b in t.replicas]
+        t.rows = [Replica(b, LIVE if b in snap.brokers else FENCED, b in isr[t.key], b in eligible[t.key])
+                  for b in t.replicas]
     return snap, targets
 
 
@@ -311,16 +314,18 @@ def _ask_until(session: Session, snap: ClusterSnapshot, broker: int, held: list[
 
 
 def choose(t: Target, path: str) -> None:
-    """Highest leader epoch, then longest log; ties to the earlier replica in the assignment.
-    On the stock path the epochs say nothing about the logs: longest log only."""
+    """An eligible leader replica that answers first (KIP-966: it holds every committed record,
+    and Kafka 4.x's controller elects one cleanly when the ISR is empty); then highest leader
+    epoch, then longest log; ties to the earlier replica in the assignment. On the stock path the
+    epochs say nothing about the logs: longest log only."""
     order = {b: i for i, b in enumerate(t.replicas)}
     candidates = [r for r in t.rows if r.candidate]
     if not candidates:
         return
     if path == DESIGNATED_PATH:
-        best = max(candidates, key=lambda r: (r.epoch, r.log_end, -order[r.broker]))
+        best = max(candidates, key=lambda r: (r.in_elr, r.epoch, r.log_end, -order[r.broker]))
     else:
-        best = max(candidates, key=lambda r: (r.log_end, -order[r.broker]))
+        best = max(candidates, key=lambda r: (r.in_elr, r.log_end, -order[r.broker]))
     t.chosen = best.broker
 
 
@@ -345,11 +350,11 @@ def replica_table(targets: list[Target]) -> Table:
         longest = t.longest()
         for r in t.rows:
             gap = longest - r.log_end if r.log_end >= 0 and longest >= 0 else None
-            rows.append([t.topic, t.partition, r.broker, r.state, r.in_isr,
+            rows.append([t.topic, t.partition, r.broker, r.state, r.in_isr, r.in_elr,
                          r.epoch if r.log_end >= 0 else None, r.log_end if r.log_end >= 0 else None,
                          gap, r.error, r.broker == t.chosen])
-    return Table(["Topic", "Partition", "Replica", "State", "LastIsr", "LeaderEpoch", "LogEndOffset",
-                  "Gap", "Error", "Chosen"], rows, name="replicas", kinds={"Chosen": "mark"})
+    return Table(["Topic", "Partition", "Replica", "State", "LastIsr", "Elr", "LeaderEpoch", "LogEndOffset",
+                  "Gap", "Error", "Chosen"], rows, name="replicas", kinds={"Chosen": "mark", "Elr": "mark"})
 
 
 def write_manual_file(path: str, plan: list[Target], dry_run: bool) -> str:

@@ -115,9 +115,9 @@ def clear_command(session: Session, args: dict) -> Result:
 @command("clusters", help="List the named clusters (from clusters.json in the config directory).")
 def clusters_command(session: Session, args: dict) -> Result:
     current = session.cluster or clusters.current()
-    rows = [[name, entry.get("bootstrap"), len(entry.get("properties") or {}), name == current]
-            for name, entry in sorted(clusters.load().items())]
-    return Result.table(["Name", "Bootstrap", "Properties", "Current"], rows, name="clusters")
+    rows = [[name, entry.get("bootstrap") or None, entry.get("bootstrap_controller"), len(entry.get("properties") or {}),
+             name == current] for name, entry in sorted(clusters.load().items())]
+    return Result.table(["Name", "Bootstrap", "BootstrapController", "Properties", "Current"], rows, name="clusters")
 
 
 @command("use-cluster", Option("name", required=True, metavar="NAME", completer="cluster"),
@@ -126,22 +126,27 @@ def clusters_command(session: Session, args: dict) -> Result:
 def use_cluster(session: Session, args: dict) -> Result:
     from kafka_shell.client_config import check_bootstrap, validate
     from kafka_shell.session import Target
-    bootstrap, props = clusters.get(args["name"])
-    check_bootstrap(bootstrap, f'cluster "{args["name"]}"')
+    bootstrap, props, controllers = clusters.get(args["name"])
+    for given in filter(None, (bootstrap, controllers)):
+        check_bootstrap(given, f'cluster "{args["name"]}"')
     validate(props)  # as at start: bad settings fail here, for every command alike
     timeout = session.target.timeout_s if session.target else 10.0
-    session.switch(Target(bootstrap, props, cluster=args["name"], timeout_s=timeout))
+    session.switch(Target(bootstrap, props, cluster=args["name"], timeout_s=timeout,
+                          bootstrap_controllers=controllers))
     clusters.set_current(args["name"])
     if session.interactive:
         session.connect()  # now, so a wrong address shows here, not at the next command
-    return Result.message(f'Using cluster "{args["name"]}" ({bootstrap}).')
+    return Result.message(f'Using cluster "{args["name"]}" ({bootstrap or "controllers " + str(controllers)}).')
 
 
 CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
 @command("add-cluster", Option("name", required=True, metavar="NAME"),
-         Option("--bootstrap-server", required=True, metavar="H:P[,H:P]", aliases=("--broker-list",)),
+         Option("--bootstrap-server", metavar="H:P[,H:P]", aliases=("--broker-list",),
+                help="Its brokers (this, --bootstrap-controller or both)."),
+         Option("--bootstrap-controller", metavar="H:P[,H:P]",
+                help="Its KRaft controllers' listeners (alone: the shell talks to the controllers only)."),
          Option("-X", repeatable=True, metavar="KEY=VALUE",
                 help="A client property; write ${ENV} to keep a secret out of the file."),
          Option("--store-secret", flag=True,
@@ -155,8 +160,11 @@ def add_cluster(session: Session, args: dict) -> Result:
     if not CLUSTER_NAME.fullmatch(args["name"]):
         raise UsageError(f'Invalid cluster name "{shown(args["name"])}": use up to 64 letters, digits, "-" or "_", '
                          "starting with a letter or digit")
-    if "${" not in args["bootstrap_server"]:  # a ${VAR} is checked when the cluster is used
-        check_bootstrap(args["bootstrap_server"])
+    if not args["bootstrap_server"] and not args["bootstrap_controller"]:
+        raise UsageError("add-cluster needs --bootstrap-server, --bootstrap-controller or both")
+    for option in ("bootstrap_server", "bootstrap_controller"):
+        if args[option] and "${" not in args[option]:  # a ${VAR} is checked when the cluster is used
+            check_bootstrap(args[option], "--" + option.replace("_", "-"))
     props = parse_x_options(args["X"])
     check_property_names(props, "add-cluster")
     secrets = clear_secrets(props)
@@ -164,5 +172,5 @@ def add_cluster(session: Session, args: dict) -> Result:
         raise UsageError(f"Not writing {', '.join(secrets)} in clear into clusters.json: reference the "
                          f"environment instead (-X '{secrets[0]}=${{ENV_VAR}}', read when the cluster is "
                          "used), or add --store-secret to store it (the file is readable by you only)")
-    clusters.add(args["name"], args["bootstrap_server"], props)
+    clusters.add(args["name"], args["bootstrap_server"] or "", props, args["bootstrap_controller"])
     return Result.message(f'Added cluster "{args["name"]}" to {clusters.clusters_file()}.')

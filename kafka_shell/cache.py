@@ -91,6 +91,11 @@ class MetadataCache:
         """Read metadata, the controller and group ids now and swap in the new snapshot."""
         with self._refresh_lock:
             deadline = Deadline(self.timeout_s)
+            if self.router.controllers_only:   # no Metadata there: the cluster id and the controller
+                answer = self.router.read_controllers(deadline)
+                self.router.read_quorum(deadline)
+                self._snapshot = ClusterSnapshot(answer.cluster_id, self.router.controller, {}, {})
+                return self._snapshot
             try:
                 snap = read_snapshot(self.router, deadline)
                 self.controller_refused = None

@@ -80,6 +80,9 @@ class Channel:
         self._answered = False  # a request past ApiVersions (and the login) was answered
         self._mechanism: str | None = None
         self._session_ends: float | None = None  # KIP-368: log in again before this (monotonic)
+        # The shell reached only controllers (--bootstrap-controller alone): an API this
+        # listener lacks is one a broker serves, which is what its refusal says.
+        self.controllers_only = False
         security = self._props.get("security.protocol", "plaintext").lower()
         self._security = security
         if security not in SECURITY_PROTOCOLS:
@@ -138,6 +141,8 @@ class Channel:
         if version is None and common:
             return max(common)
         name = protocol.api_name(api_key)
+        if self.controllers_only and not theirs:
+            raise NotSupported(needs_broker(name))
         wanted = f"v{version}" if version is not None else _span(ours)
         offered = _span(theirs) if theirs else "none"
         raise NotSupported(f"Broker {self.address} does not support {name} {wanted} "
@@ -164,7 +169,7 @@ class Channel:
                 self._diagnose_sasl(at)  # a SASL listener closes on a request before login
             raise
         self._answered = True
-        return self._decode(protocol.response_schema(api_key, v), raw)
+        return self._decode(protocol.client_response_schema(api_key, v), raw)
 
     def close(self) -> None:
         sock, self._sock = self._sock, None
@@ -389,6 +394,12 @@ class Channel:
         """Close this connection; the error that fails the request."""
         self.close()
         return MalformedAnswer(f"Malformed answer from {self.name} ({what})", sent=True)
+
+
+def needs_broker(what: str) -> str:
+    """The one line for a request only a broker serves, when the shell reached only controllers."""
+    return (f"{what} needs a broker, and the shell reached only the controllers (--bootstrap-controller): "
+            "add --bootstrap-server HOST:PORT.")
 
 
 class _Late(Exception):

@@ -2,6 +2,7 @@
 remembers the current one (so the main file can stay read-only, as kafkactl does).
 
     {"clusters": {"prod": {"bootstrap": "k1:9092,k2:9092",
+                           "bootstrap_controller": "c1:9093",   (optional; alone: controllers only)
                            "properties": {"security.protocol": "SASL_SSL",
                                           "sasl.password": "${PROD_KAFKA_PASSWORD}"}}}}
 
@@ -73,22 +74,29 @@ def set_current(name: str) -> None:
     write_json_owned(config_dir() / "state.json", {"current": name})
 
 
-def add(name: str, bootstrap: str, properties: dict[str, str] | None = None) -> None:
+def add(name: str, bootstrap: str, properties: dict[str, str] | None = None,
+        bootstrap_controller: str | None = None) -> None:
     data = _read_json(clusters_file())
-    data.setdefault("clusters", {})[name] = {"bootstrap": bootstrap, "properties": properties or {}}
+    entry: dict = {"bootstrap": bootstrap, "properties": properties or {}}
+    if bootstrap_controller:
+        entry["bootstrap_controller"] = bootstrap_controller
+    data.setdefault("clusters", {})[name] = entry
     write_json_owned(clusters_file(), data)
 
 
-def get(name: str) -> tuple[str, dict[str, str]]:
-    """(bootstrap, properties) of a named cluster with `${ENV}` expanded."""
+def get(name: str) -> tuple[str, dict[str, str], str | None]:
+    """(bootstrap, properties, bootstrap controllers) of a named cluster with `${ENV}` expanded;
+    the bootstrap is "" for a cluster of controllers only."""
     clusters = load()
     entry = clusters.get(name)
-    if not isinstance(entry, dict) or not entry.get("bootstrap"):
+    if not isinstance(entry, dict) or not (entry.get("bootstrap") or entry.get("bootstrap_controller")):
         known = ", ".join(sorted(clusters)) or f"none: add one to {clusters_file()}"
         raise UsageError(f'Unknown cluster "{name}" (known clusters: {known})')
     props = entry.get("properties") or {}
     if not isinstance(props, dict):
         raise UsageError(f'Cannot read {clusters_file()}: "properties" of "{name}" must be an object')
     where = f'Cluster "{name}"'
-    return (expand_env(str(entry["bootstrap"]), where),
-            expand_all({str(k): str(v) for k, v in props.items()}, where))
+    controllers = entry.get("bootstrap_controller")
+    return (expand_env(str(entry.get("bootstrap") or ""), where),
+            expand_all({str(k): str(v) for k, v in props.items()}, where),
+            expand_env(str(controllers), where) if controllers else None)

@@ -122,6 +122,7 @@ class ResourceType(IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    CLIENT_METRICS = 16  # client metrics subscriptions (KIP-714)
     GROUP = 32          # group configs (KIP-848)
 
 

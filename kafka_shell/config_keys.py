@@ -17,11 +17,13 @@ from kafka_shell.definitions.releases import ConfigDef
 TOPIC = "topics"
 BROKER = "brokers"
 GROUP = "groups"
+LOGGERS = "broker-loggers"   # keys: a node's logger names, read from it when completing (none static)
 ENTITIES = (TOPIC, BROKER, GROUP)
+LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")   # log4j's, as Kafka takes them
 
 # Spellings users give to --entity-type, mapped to the table they select.
 _ENTITY_ALIASES = {"topic": TOPIC, "topics": TOPIC, "broker": BROKER, "brokers": BROKER,
-                   "broker-loggers": BROKER, "group": GROUP, "groups": GROUP}
+                   "broker-loggers": LOGGERS, "group": GROUP, "groups": GROUP}
 # DescribeConfigs' config type codes, as ConfigDef names them.
 _TYPE_NAMES = {1: "boolean", 2: "string", 3: "int", 4: "short", 5: "long", 6: "double", 7: "list", 8: "class",
                9: "password"}
@@ -57,6 +59,8 @@ def keys(entity: str) -> tuple[str, ...]:
 
 def values(entity: str, key: str) -> tuple[str, ...]:
     """The values a key accepts when they form a closed set (choices, booleans), else ()."""
+    if entity == LOGGERS:
+        return LOG_LEVELS
     d = _table(entity).get(key) if entity in ENTITIES else None
     if d is None:
         return ()

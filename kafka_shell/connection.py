@@ -180,9 +180,24 @@ class ConnectionManager:
         """The metadata quorum from a fresh DescribeQuorum (KRaft)."""
         return self.router.read_quorum(self.deadline())
 
+    @property
+    def controllers_only(self) -> bool:
+        """Only --bootstrap-controller was given: the shell talks to the controllers alone."""
+        return self.router.controllers_only
+
+    def controllers(self) -> Any:
+        """A fresh DescribeCluster of the controllers (KIP-919): cluster id, active controller, nodes."""
+        return self.router.read_controllers(self.deadline())
+
     def greeting(self) -> str:
         """What the connection found: `Connected to cluster X (KRaft, active controller 100 at
-        h:p, epoch 7)` or `(ZooKeeper mode, controller broker 2 at h:p)`."""
+        h:p, epoch 7)` or `(ZooKeeper mode, controller broker 2 at h:p)`; with controllers only,
+        the controllers it reached."""
+        if self.controllers_only:
+            snap = self.connect()
+            return (f"Connected to the controllers of cluster {snap.cluster_id or '(no id)'} (KRaft, "
+                    f"{len(self.router.brokers)} controller(s): {', '.join(map(str, sorted(self.router.brokers)))}; "
+                    f"{snap.controller.describe()}). No broker given: commands that need one say so.")
         snap = self.snapshot if self.snapshot.taken_at else self.connect()
         mode = "KRaft" if self.mode == KRAFT else "ZooKeeper mode"
         refused = self.cache.controller_refused
@@ -407,6 +422,9 @@ class ConnectionManager:
     # -- versions ---------------------------------------------------------------------------
 
     def _read_brokers(self, deadline: Deadline) -> None:
+        if self.router.controllers_only:  # the nodes there are: the controllers
+            self.router.read_controllers(deadline)
+            return
         self.router.observe_metadata(self.router.from_any_broker(lambda ch: ch.request_entity(
             ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False}, deadline=deadline), deadline))
 

@@ -33,7 +33,8 @@ Global options:"""
 GLOBAL_HELP = [
     ("--bootstrap-server H:P[,H:P]", "Brokers to connect to (alias --broker-list)"),
     ("--bootstrap-controller H:P[,H:P]", "KRaft controllers' listeners: what they serve (the quorum, "
-     "cluster and broker configs) goes straight to the active one"),
+     "features, cluster and broker configs) goes straight to the active one; alone, the shell "
+     "talks to the controllers only"),
     ("--cluster NAME", "A cluster from clusters.json (see the clusters command)"),
     ("--sandbox", "Start an embedded 3-broker cluster and use it"),
     ("--kafka-version V", "--sandbox: the Kafka release it behaves as, 4.4 (default) or 3.9"),
@@ -240,20 +241,26 @@ def build_target(g: Globals, sandbox=None):
     from kafka_shell.session import Target
     props: dict[str, str] = {}
     name = None
+    controllers = g.bootstrap_controller
     if g.bootstrap:
         bootstrap = g.bootstrap
     elif sandbox is not None:
         bootstrap = sandbox.bootstrap
+    elif g.bootstrap_controller is not None and g.cluster is None:
+        bootstrap = ""   # controllers only (KIP-919)
     else:
         from kafka_shell import clusters
         name = g.cluster if g.cluster is not None else clusters.current()
         if name is None:
             return None
-        bootstrap, props = clusters.get(name)
+        bootstrap, props, listed = clusters.get(name)
+        controllers = controllers or listed
     from kafka_shell import client_config
-    client_config.check_bootstrap(bootstrap, f'cluster "{name}"' if name else "--bootstrap-server")
-    if g.bootstrap_controller is not None:
-        client_config.check_bootstrap(g.bootstrap_controller, "--bootstrap-controller")
+    if bootstrap:
+        client_config.check_bootstrap(bootstrap, f'cluster "{name}"' if name else "--bootstrap-server")
+    if controllers is not None:
+        client_config.check_bootstrap(controllers, f'cluster "{name}"' if name and not g.bootstrap_controller
+                                      else "--bootstrap-controller")
     if g.command_config is not None:
         file_props = client_config.load_properties(g.command_config)
         exposed_file = client_config.exposed_file_warning(g.command_config, file_props)
@@ -267,8 +274,7 @@ def build_target(g: Globals, sandbox=None):
             sys.stderr.write(client_config.secrets_warning(exposed) + "\n")
         props.update(client_config.expand_all(x_props, "-X"))
     client_config.validate(props)
-    return Target(bootstrap, props, cluster=name, timeout_s=g.timeout,
-                  bootstrap_controllers=g.bootstrap_controller)
+    return Target(bootstrap, props, cluster=name, timeout_s=g.timeout, bootstrap_controllers=controllers)
 
 
 def sandbox_parser():

@@ -16,7 +16,7 @@ from kafka_shell.registry import int_range
 positive_int = int_range(1, INT32_MAX, "a positive integer")
 replication_factor = int_range(1, INT16_MAX, "a replication factor")
 broker_id = int_range(0, INT32_MAX, "a broker id")
-CONFIG_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")   # Kafka's config names are far shorter
+CONFIG_NAME = re.compile(r"[A-Za-z0-9._$-]{1,255}")   # Kafka's config names are far shorter; loggers have $
 
 
 def config_name(text: str) -> str:
@@ -113,3 +113,28 @@ def duration(text: str) -> float:
     if not 0.001 <= seconds <= 7 * 86400:
         raise ValueError("an interval like 60s, 5m, 1h or 500ms (up to a week)")
     return seconds
+
+
+def directory_id(text: str) -> str:
+    """A log directory id (KIP-853) as Kafka's tools print it (22 characters of URL-safe
+    base64), or as a UUID; returned in Kafka's form."""
+    import base64
+    import uuid
+    text = text.strip()
+    try:
+        raw = uuid.UUID(text).bytes if len(text) in (32, 36) else base64.urlsafe_b64decode(text + "==")
+    except ValueError:
+        raw = b""
+    if len(raw) != 16 or raw == bytes(16):
+        raise ValueError("a directory id as describe-quorum shows it (like ZLgh-CD8QfGsKlZG39bUrQ) or a UUID")
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def controller_endpoint(text: str) -> tuple[str, str, int]:
+    """`NAME@HOST:PORT` (or `NAME://HOST:PORT`): a controller listener, as kafka-metadata-quorum
+    names one."""
+    name, sep, where = text.partition("@") if "@" in text else text.partition("://")
+    host, colon, port = where.rpartition(":")
+    if not (sep and name and host and colon and port.isdigit() and 0 < int(port) < 65536):
+        raise ValueError("a listener as NAME@HOST:PORT, like CONTROLLER@localhost:9093")
+    return name, host.strip("[]"), int(port)

@@ -91,6 +91,19 @@ def _schema(api_key: int, version: int, side: str) -> EntityClass:
 SIGNED_TIMESTAMPS = {(65, "response")}
 
 
+# Answers whose refusals carry -1 times (CreateDelegationToken's, Renew's and Expire's as the
+# broker refuses them): the shell reads their timestamps as int64 ms, the sandbox writes datetimes.
+CLIENT_SIGNED_TIMESTAMPS = {38, 39, 40, 41}
+
+
+@cache
+def client_response_schema(api_key: int, version: int) -> EntityClass:
+    """The class the shell decodes an answer with: `response_schema`, with int64 timestamps
+    where Kafka may answer -1."""
+    cls = response_schema(api_key, version)
+    return _with_int_timestamps(cls) if api_key in CLIENT_SIGNED_TIMESTAMPS else cls
+
+
 def _with_int_timestamps(cls: EntityClass) -> EntityClass:
     """`cls` (and its nested structs) with each datetime_i64 field an int64 of milliseconds."""
     fields = []

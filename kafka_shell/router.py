@@ -40,7 +40,10 @@ QUORUM_REQUEST = {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"par
 # --bootstrap-controller. Config requests only when every resource is a broker (or the cluster).
 CONTROLLER_LISTENER_APIS = {ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_CONFIGS,
                             ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS,
-                            ApiKey.UPDATE_FEATURES, ApiKey.UNREGISTER_BROKER}
+                            ApiKey.UPDATE_FEATURES, ApiKey.UNREGISTER_BROKER,
+                            ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER}
+CONTROLLER_ENDPOINTS = 2    # DescribeCluster's endpoint type CONTROLLER (KIP-919, v1+)
+CONTROLLERS_REQUEST = {"include_cluster_authorized_operations": False, "endpoint_type": CONTROLLER_ENDPOINTS}
 CONFIG_APIS = {ApiKey.DESCRIBE_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS}
 
 T = TypeVar("T")
@@ -50,13 +53,16 @@ class Router:
     def __init__(self, bootstrap: str, properties: dict[str, str], timeout_s: float,
                  notify: Callable[[str], None], bootstrap_controllers: str | None = None):
         self.bootstrap = bootstrap
-        self.bootstrap_addresses = parse_bootstrap(bootstrap)
         self.controller_addresses = (parse_bootstrap(bootstrap_controllers, "--bootstrap-controller")
                                      if bootstrap_controllers else [])
+        # --bootstrap-controller alone (KIP-919): every request goes to the controllers, and
+        # what only a broker serves is refused in one line (channel.needs_broker).
+        self.controllers_only = not bootstrap and bool(self.controller_addresses)
+        self.bootstrap_addresses = [] if self.controllers_only else parse_bootstrap(bootstrap)
         self.properties = properties
         self.timeout_s = timeout_s
         self.notify = notify
-        self.mode: str | None = None          # KRAFT or ZOOKEEPER, once a broker answered
+        self.mode: str | None = KRAFT if self.controllers_only else None  # KRAFT or ZOOKEEPER, once a broker answered
         self.controller: ControllerInfo = NO_CONTROLLER
         self.brokers: dict[int, BrokerInfo] = {}   # the latest Metadata's live brokers
         self._channels: dict[tuple[str, int], Channel] = {}
@@ -73,6 +79,7 @@ class Router:
         ch = Channel(host, port, self.properties, min(self.timeout_s, deadline.left()),
                      name=name or self._name_of(host, port))
         ch.timeout_s = self.timeout_s  # later requests get the full timeout
+        ch.controllers_only = self.controllers_only
         with self._lock:
             current = self._channels.get((host, port))
             if current is not None and not current.closed:
@@ -84,7 +91,8 @@ class Router:
         return ch
 
     def broker_channel(self, broker: BrokerInfo, deadline: Deadline) -> Channel:
-        return self.channel(broker.host, broker.port, deadline, f"broker {broker.id} at {broker.address}")
+        role = "controller" if self.controllers_only else "broker"
+        return self.channel(broker.host, broker.port, deadline, f"{role} {broker.id} at {broker.address}")
 
     def _drop_address(self, host: str, port: int) -> None:
         with self._lock:
@@ -116,7 +124,9 @@ class Router:
         """fn(channel) on the first broker that answers: open connections first, then known
         brokers, then the bootstrap list; retried with backoff until the deadline. When every
         address refused the connection, or answered with bytes that are no Kafka message, that
-        is said at once: waiting would not change it."""
+        is said at once: waiting would not change it. With controllers only, the controllers."""
+        if self.controllers_only:
+            return self._from_controllers(fn, deadline)
         reasons: dict[str, str] = {}
         while True:
             refused, malformed = [], []
@@ -155,6 +165,10 @@ class Router:
 
     def broker(self, broker_id: int) -> BrokerInfo:
         broker = self.brokers.get(broker_id)
+        if broker is None and self.controllers_only:
+            known = ", ".join(map(str, sorted(self.brokers))) or "none"
+            raise KafkaCallError(f"Node {broker_id} is not a controller of this cluster (controllers: {known}); "
+                                 "a broker's own requests need --bootstrap-server.")
         if broker is None:
             live = ", ".join(map(str, sorted(self.brokers))) or "none"
             raise KafkaCallError(f"Broker {broker_id} is not live in the cluster (live brokers: {live}).")
@@ -179,6 +193,20 @@ class Router:
             self.set_controller(ControllerInfo(cid, -1, where.host if where else None, where.port if where else None,
                                                ZOOKEEPER) if cid >= 0 else NO_CONTROLLER)
 
+    def read_controllers(self, deadline: Deadline) -> Any:
+        """DescribeCluster of the controllers (KIP-919, endpoint type CONTROLLER) from a
+        controller listener; with controllers only, its nodes are the ones requests by node id
+        go to (`brokers`)."""
+        answer: Any = self._from_controllers(lambda ch: ch.request_entity(
+            ApiKey.DESCRIBE_CLUSTER, CONTROLLERS_REQUEST, deadline=deadline), deadline)
+        if answer.error_code:
+            raise KafkaCallError("DescribeCluster failed: " + kafka_error_message(
+                int(answer.error_code), "", answer.error_message or "", entity="the controllers"),
+                code=int(answer.error_code))
+        if self.controllers_only:
+            self.brokers = {b.broker_id: BrokerInfo(b.broker_id, b.host, b.port, b.rack) for b in answer.brokers}
+        return answer
+
     def read_quorum(self, deadline: Deadline) -> Quorum:
         """The metadata quorum (KRaft) from a fresh DescribeQuorum, asked of the controller
         listener when --bootstrap-controller was given, else through a broker; updates the
@@ -193,7 +221,7 @@ class Router:
                 raise
 
         if self.controller_addresses:
-            answer: Any = self._from_controllers(ask, deadline)
+            answer: Any = self._quorum_at_controllers(ask, deadline)
         else:
             try:
                 answer = self.from_any_broker(ask, deadline)
@@ -225,6 +253,20 @@ class Router:
         self.set_controller(ControllerInfo(leader, quorum.leader_epoch, host, port, KRAFT) if leader >= 0
                             else NO_CONTROLLER)
         return quorum
+
+    def _quorum_at_controllers(self, ask: Callable[[Channel], Any], deadline: Deadline) -> Any:
+        """DescribeQuorum from the controller listeners: only the quorum's leader answers it (a
+        follower: NOT_LEADER_OR_FOLLOWER), so a follower's refusal sends it to the active
+        controller the registrations name (DescribeCluster, KIP-919)."""
+        answer = self._from_controllers(ask, deadline)
+        if _quorum_code(answer) != Error.not_leader_or_follower:
+            return answer
+        registered = self.read_controllers(deadline)
+        active = next((b for b in registered.brokers if b.broker_id == registered.controller_id), None)
+        if active is None:
+            return answer
+        return ask(self.channel(active.host, active.port, deadline, f"controller {active.broker_id} at "
+                                                                     f"{active.host}:{active.port}"))
 
     def refresh_controller(self, deadline: Deadline, metadata: object | None = None) -> ControllerInfo:
         """Find the active controller now (KRaft: DescribeQuorum; ZooKeeper: Metadata)."""
@@ -306,6 +348,12 @@ class Router:
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+def _quorum_code(answer: Any) -> int:
+    """A DescribeQuorum answer's error: its own, else its partition's."""
+    part = answer.topics[0].partitions[0] if answer.topics and answer.topics[0].partitions else None
+    return int(answer.error_code) or (int(part.error_code) if part is not None else 0)
 
 
 def unreachable_message(bootstrap: str, timeout_s: float) -> str:

@@ -241,6 +241,9 @@ def test_an_offline_partition_shows_its_empty_isr_and_no_leader_as_null(sandbox)
     out, _ = ok(sandbox, "unclean-recovery --all-offline-partitions --show-replica-info -o json")
     last_isr = {r["Replica"]: r["LastIsr"] for r in json_rows(out, "replicas")}
     assert last_isr == {b: b in part_json["Elr"] for b in (1, 3, 2)}, out
+    # ...and marks the eligible leader replicas themselves (KIP-966).
+    elr = {r["Replica"]: r["Elr"] for r in json_rows(out, "replicas")}
+    assert elr == {b: b in part_json["Elr"] for b in (1, 3, 2)} and any(elr.values()), out
 
 
 # -- confirmations and dry runs ------------------------------------------------------------------

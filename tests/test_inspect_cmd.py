@@ -85,7 +85,8 @@ def test_describe_quorum_status_and_replication(quorum3):
         "LeaderEpoch": sandbox.controller_epoch, "HighWatermark": cluster.generation,
         "MaxFollowerLag": cluster.generation - stopped_offset,
         "MaxFollowerLagTimeMs": status["MaxFollowerLagTimeMs"],
-        "CurrentVoters": voters, "CurrentObservers": ["1", "2", "3"]}  # brokers observe the quorum
+        "CurrentVoters": voters, "CurrentObservers": ["1", "2", "3"],  # brokers observe the quorum
+        "KraftVersion": 0}  # a static quorum
     assert status["MaxFollowerLagTimeMs"] >= 0
     [default] = out_json(run(sandbox, "describe-quorum", "-o", "json"))  # --status is the default
     lag_time = "MaxFollowerLagTimeMs"  # grows while the follower stays down

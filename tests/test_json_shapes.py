@@ -63,6 +63,11 @@ WALK = [
     "list-transactions", "describe-transaction --transactional-id tx", "describe-producers --topic orders --partition 0",
     "find-hanging-transactions --topic orders --max-transaction-timeout 1",
     "abort-transaction --topic orders --partition 0 --start-offset {txn_offset} --dry-run",
+    "describe-features", "version-mapping --release-version 4.1", "upgrade-features --metadata 4.4 --dry-run",
+    "downgrade-features --feature share.version=1 --dry-run", "disable-feature --feature streams.version --dry-run",
+    "unregister-broker --id 3 --dry-run", "describe-configs --entity-type broker-loggers --entity-name 1",
+    "alter-client-metrics --name subs --metrics org.apache.kafka.producer. --interval 60000", "list-client-metrics",
+    "describe-client-metrics", "delete-client-metrics --name subs --yes",
 ]
 # Commands the walk leaves out, and why.
 LEFT_OUT = {
@@ -71,9 +76,15 @@ LEFT_OUT = {
     "clear": "clears the screen", "exit": "leaves the REPL", "refresh": "refreshes the cache, says so",
     "output": "a setting of the shell", "pager": "a setting of the shell", "expanded": "a setting of the shell",
     "topic": "a setting of the shell", "help": "text for people, in every format",
-    **dict.fromkeys(["list-share-groups", "describe-share-group", "delete-share-group", "list-streams-groups",
-                     "describe-streams-group", "delete-streams-group"],
-                    "the sandbox serves no share or streams groups (tests/test_share_streams_cmd.py reads them on Kafka 4.4)"),
+    **dict.fromkeys(["list-share-groups", "describe-share-group", "delete-share-group", "reset-share-group-offsets",
+                     "delete-share-group-offsets"],
+                    "a share group needs Kafka's Java share consumer (tests/test_share_streams_cmd.py, tests/test_share_clients.py)"),
+    **dict.fromkeys(["list-streams-groups", "describe-streams-group", "delete-streams-group"],
+                    "the sandbox serves no streams groups (tests/test_share_streams_cmd.py reads them on Kafka 4.4)"),
+    "add-controller": "needs a dynamic quorum and a new controller (tests/test_cluster_tools.py)",
+    "remove-controller": "needs a dynamic quorum (tests/test_cluster_tools.py)",
+    **{f"{verb}-delegation-token": "needs a SASL connection (tests/test_cluster_tools.py)"
+       for verb in ("create", "renew", "expire", "describe")},
 }
 
 

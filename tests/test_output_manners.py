@@ -255,6 +255,16 @@ TABLE_LINES: dict[str, list[str]] = {
     "describe-transaction": ["describe-transaction --transactional-id shape"],
     "describe-producers": ["describe-producers --topic t --partition 0"],
     "find-hanging-transactions": ["find-hanging-transactions --topic t --max-transaction-timeout 0"],
+    "describe-features": ["describe-features"],
+    "version-mapping": ["version-mapping", "version-mapping --release-version 4.1"],
+    "upgrade-features": ["upgrade-features --feature group.version=1 --dry-run"],
+    "downgrade-features": ["downgrade-features --feature share.version=1 --dry-run"],
+    "disable-feature": ["disable-feature --feature streams.version --dry-run"],
+    "add-controller": ["add-controller --controller-id 7 --controller-directory-id AAAAAAAAAAAAAAAAAAAAAQ "
+                       "--controller-endpoint CONTROLLER@localhost:9999 --dry-run"],
+    "remove-controller": ["remove-controller --controller-id 100 --controller-directory-id AAAAAAAAAAAAAAAAAAAAAQ --dry-run"],
+    "list-client-metrics": ["list-client-metrics"],
+    "describe-client-metrics": ["describe-client-metrics"],
 }
 # ACL commands answer SECURITY_DISABLED without an authorizer: their lines run on a sandbox with one.
 ACL_LINES: dict[str, list[str]] = {
@@ -269,6 +279,11 @@ MESSAGE_ONLY = {"add-cluster", "analyze", "alter-client-quotas", "alter-user-scr
                 "expanded", "help", "output", "pager", "refresh", "topic", "use-cluster", "abort-transaction", "watch"}
 # The sandbox serves neither share nor streams groups (these say so in one line): their tables
 # are read on Kafka 4.4 in tests/test_share_streams_cmd.py.
+MESSAGE_ONLY |= {"alter-client-metrics", "delete-client-metrics", "unregister-broker"}
+# Delegation tokens need a SASL connection (the sandbox here has none): their tables are read in
+# tests/test_cluster_tools.py.
+MESSAGE_ONLY |= {"create-delegation-token", "renew-delegation-token", "expire-delegation-token",
+                 "describe-delegation-token"}
 MESSAGE_ONLY |= {"list-share-groups", "describe-share-group", "delete-share-group", "list-streams-groups",
                  "describe-streams-group", "delete-streams-group"}
 CASES = [(name, line) for name, lines in TABLE_LINES.items() for line in lines]

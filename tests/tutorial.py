@@ -35,6 +35,8 @@ VOLATILE = [
     (re.compile(r"(?<![\w-])[A-Za-z0-9_-]{22}(?![\w-])"), "<ID>"),   # Kafka's base64 ids
     (re.compile(r"\b\d+(\.\d+)? (B|KiB|MiB|GiB)\b"), "<SIZE>"),
     (re.compile(r"\b\d+\.\d+( s)?\b"), "<SECONDS>"),
+    (re.compile(r"\b\d+ (ms|s|min|h) ago\b"), "<AGO>"),
+    (re.compile(r"-{2,}"), "--"),                                   # a table's rule, as wide as its column
 ]
 
 
@@ -45,8 +47,9 @@ class Step:
     at: int = 0                       # the page's line number of the command
 
 
-def steps(text: str) -> list[Step]:
-    """The page's commands with the output shown under each, in order (code blocks only)."""
+def steps(text: str, exact: tuple[str, ...] = (START,)) -> list[Step]:
+    """The page's commands with the output shown under each, in order (code blocks only): the
+    `kafka> ` lines, and the lines in `exact` (the start, a runbook's actions)."""
     out: list[Step] = []
     in_block = False
     current: Step | None = None
@@ -57,8 +60,8 @@ def steps(text: str) -> list[Step]:
             continue
         if not in_block:
             continue
-        if line.startswith(PROMPT) or line == START:
-            current = Step(line[len(PROMPT):] if line.startswith(PROMPT) else START, at=number)
+        if line.startswith(PROMPT) or line in exact:
+            current = Step(line[len(PROMPT):] if line.startswith(PROMPT) else line, at=number)
             out.append(current)
         elif current is not None:
             current.shown.append(line)
@@ -84,18 +87,22 @@ def matches(shown: list[str], printed: list[str], cwd: str) -> bool:
         (not tail or got[-len(tail):] == tail)
 
 
-def replay(items: list[Step], sandbox, cwd: str) -> list[list[str]]:
-    """What the shell prints for each step (stdout and stderr as a terminal shows them)."""
+def replay(items: list[Step], sandbox, cwd: str, target=None, actions=None) -> list[list[str]]:
+    """What the shell prints for each step (stdout and stderr as a terminal shows them). A step
+    in `actions` (a line -> what it does to the sandbox) runs that instead; `target`: where the
+    shell connects (default: the sandbox's brokers)."""
     from kafka_shell.runner import run_line
     from kafka_shell.session import Session, Target
     out = io.StringIO()
-    session = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=out, stderr=out)
+    session = Session(target=target or Target(sandbox.bootstrap), sandbox=sandbox, stdout=out, stderr=out)
     printed: list[list[str]] = []
     try:
         for step in items:
             out.seek(0)
             out.truncate()
-            if step.command == START:
+            if actions and step.command in actions:
+                actions[step.command]()
+            elif step.command.startswith("$ kafka-shell"):
                 out.write(session.conn.greeting() + "\n")
             else:
                 run_line(session, step.command)
@@ -105,9 +112,9 @@ def replay(items: list[Step], sandbox, cwd: str) -> list[list[str]]:
     return printed
 
 
-def rewritten(text: str, printed: list[list[str]], cwd: str) -> str:
+def rewritten(text: str, printed: list[list[str]], cwd: str, exact: tuple[str, ...] = (START,)) -> str:
     """The page with each step's output replaced by what was printed, cut where it had `...`."""
-    items = steps(text)
+    items = steps(text, exact)
     lines = text.splitlines()
     for step, now in reversed(list(zip(items, printed))):
         now = [line.replace(cwd, WORKDIR) for line in now]

@@ -32,14 +32,20 @@ def read_maybe_controller(conn: ConnectionManager, topics: list[str] | None = No
         return conn.read(topics), f"The active controller is not shown: {exc}."
 
 
+def cluster_id(conn: ConnectionManager) -> str | None:
+    """The cluster's id now: from Metadata, or from the controllers when only they were given."""
+    return conn.controllers().cluster_id if conn.controllers_only else conn.read([]).cluster_id
+
+
 def require_brokers(conn: ConnectionManager, ids: list[int]) -> None:
     """Fail at once for broker ids the cluster does not have (a fresh read of its brokers),
     rather than let a request to them wait for a timeout."""
-    known = conn.read([]).brokers
+    known = {b.broker_id for b in conn.controllers().brokers} if conn.controllers_only else conn.read([]).brokers
     unknown = [b for b in ids if b not in known]
     if unknown:
-        which = f"Broker {unknown[0]} is" if len(unknown) == 1 else f"Brokers {', '.join(map(str, unknown))} are"
-        raise UsageError(f"{which} not in the cluster (brokers: {', '.join(map(str, sorted(known)))})")
+        role = "Controller" if conn.controllers_only else "Broker"
+        which = f"{role} {unknown[0]} is" if len(unknown) == 1 else f"{role}s {', '.join(map(str, unknown))} are"
+        raise UsageError(f"{which} not in the cluster ({role.lower()}s: {', '.join(map(str, sorted(known)))})")
 
 
 def active_controller(conn: ConnectionManager) -> ControllerInfo:
@@ -70,13 +76,14 @@ class Registrations:
     """Who holds which id now: live (registered, unfenced) and fenced brokers, id -> host."""
     live: dict[int, str]
     fenced: dict[int, str]
+    known: bool = True   # False: the cluster cannot tell (no DescribeCluster v2): live = Metadata's
 
 
 def registrations(conn: ConnectionManager, snap: ClusterSnapshot) -> Registrations:
     """DescribeCluster with fenced brokers (KIP-1073, v2): a stopped KRaft broker stays
     registered but fenced. Where the cluster cannot tell, the Metadata brokers are the live ones."""
     if not conn.supports(ApiKey.DESCRIBE_CLUSTER, FENCED_BROKERS_VERSION):
-        return Registrations({b.id: b.host for b in snap.brokers.values()}, {})
+        return Registrations({b.id: b.host for b in snap.brokers.values()}, {}, known=False)
     conn.debug("DescribeCluster request (include_fenced_brokers)")
     answer = conn.any_broker_request(ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False,
                                                                "include_fenced_brokers": True},
@@ -93,3 +100,31 @@ def registrations(conn: ConnectionManager, snap: ClusterSnapshot) -> Registratio
 def answers(conn: ConnectionManager, host: str, port: int) -> bool:
     """Whether a listener at host:port answers (connects, logs in, serves ApiVersions)."""
     return conn.probe(host, port)
+
+
+def unregister(conn: ConnectionManager, broker_id: int) -> None:
+    """UnregisterBroker (KRaft, at the controller): the broker's registration goes; a running
+    broker registers again at once with a new epoch, as Kafka's heartbeat makes it."""
+    conn.require(ApiKey.UNREGISTER_BROKER, "Unregistering a broker (KRaft)")
+    conn.debug(f"UnregisterBroker request: broker {broker_id}")
+    answer = conn.controller_request(ApiKey.UNREGISTER_BROKER, {"broker_id": broker_id}, mutation=True)
+    if answer.error_code:
+        raise response_error(ApiKey.UNREGISTER_BROKER, answer.error_code, answer.error_message,
+                             entity=f"broker {broker_id}")
+
+
+@dataclass(frozen=True)
+class Controller:
+    """A registered controller (DescribeCluster of the controllers, KIP-919)."""
+    id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def controllers(conn: ConnectionManager) -> tuple[str, int, list[Controller]]:
+    """(cluster id, active controller id, every registered controller), asked of a controller
+    listener (needs --bootstrap-controller)."""
+    answer = conn.controllers()
+    return answer.cluster_id, answer.controller_id, [Controller(b.broker_id, b.host, b.port, b.rack)
+                                                     for b in sorted(answer.brokers, key=lambda b: b.broker_id)]

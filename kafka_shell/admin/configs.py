@@ -21,13 +21,18 @@ if TYPE_CHECKING:
     from kafka_shell.connection import ConnectionManager
 
 TOPICS, BROKERS, GROUPS = "topics", "brokers", "groups"      # kafka-configs' entity types
-RESOURCE_TYPES = {TOPICS: ResourceType.TOPIC, BROKERS: ResourceType.BROKER, GROUPS: ResourceType.GROUP}
+BROKER_LOGGERS = "broker-loggers"   # a node's log4j loggers: name -> level (KIP-412)
+CLIENT_METRICS = "client-metrics"   # client metrics subscriptions (KIP-714)
+RESOURCE_TYPES = {TOPICS: ResourceType.TOPIC, BROKERS: ResourceType.BROKER, GROUPS: ResourceType.GROUP,
+                  BROKER_LOGGERS: ResourceType.BROKER_LOGGER, CLIENT_METRICS: ResourceType.CLIENT_METRICS}
+NODE_KINDS = (BROKERS, BROKER_LOGGERS)   # entities named by a node id, asked of that node
 MIN_ISR = "min.insync.replicas"
 PREFERRED_CONTROLLER_KEY = "preferred.controller.id"   # KAFKA-1778, a cluster-wide broker config
 HOST_NAME_KEY = "host.name"
 HIDDEN = "******"   # a sensitive value is never shown
 # Where an entity's removable overrides come from (what `--delete-config` can take back).
 _OVERRIDE_SOURCES = {TOPICS: (ConfigSource.DYNAMIC_TOPIC_CONFIG,), BROKERS: (ConfigSource.DYNAMIC_BROKER_CONFIG,),
+                     BROKER_LOGGERS: (ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,),
                      "": (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,), GROUPS: (ConfigSource.GROUP_CONFIG,)}
 
 
@@ -50,6 +55,10 @@ def label(kind: str, name: str) -> str:
         return f'topic "{name}"'
     if kind == GROUPS:
         return f'group "{name}"'
+    if kind == BROKER_LOGGERS:
+        return f"the loggers of node {name}"
+    if kind == CLIENT_METRICS:
+        return f'client metrics subscription "{name}"'
     return f"broker {name}" if name else "the cluster-wide broker defaults"
 
 
@@ -60,7 +69,7 @@ def describe(conn: ConnectionManager, kind: str, names: list[str],
     if not names:
         return {}
     rtype = RESOURCE_TYPES[kind]
-    if kind in (TOPICS, GROUPS):
+    if kind not in NODE_KINDS:
         groups: dict[int | None, list[str]] = {None: names}
     else:
         groups = {}
@@ -92,6 +101,10 @@ def require_group_configs(conn: ConnectionManager) -> None:
 def _what(kind: str, names: list[str]) -> str:
     if kind in (TOPICS, GROUPS):
         return f"{len(names)} {kind[:-1]}(s)"
+    if kind == CLIENT_METRICS:
+        return f"{len(names)} client metrics subscription(s)"
+    if kind == BROKER_LOGGERS:
+        return f"loggers of node {', '.join(names)}"
     return "cluster-wide broker defaults" if names == [""] else f"broker {', '.join(names)}"
 
 
@@ -173,7 +186,7 @@ def alter(conn: ConnectionManager, kind: str, names: list[str], set_: dict[str, 
             "validate_only": dry_run}
     conn.require(ApiKey.INCREMENTAL_ALTER_CONFIGS, "Changing configs")
     conn.debug(f"IncrementalAlterConfigs request: {len(names)} resource(s)")
-    if kind == BROKERS and len(names) == 1 and names[0]:
+    if kind in NODE_KINDS and len(names) == 1 and names[0]:
         answer = conn.broker_request(int(names[0]), ApiKey.INCREMENTAL_ALTER_CONFIGS, body, mutation=True)
     else:
         answer = conn.controller_request(ApiKey.INCREMENTAL_ALTER_CONFIGS, body, mutation=True)

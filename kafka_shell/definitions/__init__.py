@@ -40,3 +40,9 @@ def group_configs() -> dict[str, dict]:
     """Kafka 4.4's group config keys (KIP-848/932/1071), in the order Kafka describes them: name,
     type (DescribeConfigs' code), the broker key that gives its default (synonym), default, doc."""
     return {d["name"]: d for d in json.loads((HERE / "group-configs-4.4.json").read_text())}
+
+
+def feature_levels() -> dict:
+    """Kafka 4.4's metadata versions (name, level) and the level of every other feature each one
+    brings (what `kafka-features version-mapping` prints), oldest first."""
+    return json.loads((HERE / "feature-levels-4.4.json").read_text())

@@ -88,7 +88,8 @@ class KafkaCompleter(Completer):
                 for name in self.transactional_ids.matches(prefix, MAX_CANDIDATES):
                     yield name, "transactional id"
             case s.ConfigKey(entity, suffix, overrides, name, exclude) if entity is not None:  # None: no keys known
-                keys = self._overrides(entity, name) if overrides else None
+                # A node's loggers are known only by asking it: every one of them is listed as set.
+                keys = self._overrides(entity, name) if overrides or entity == config_keys.LOGGERS else None
                 for key in matching(config_keys.keys(entity) if keys is None else keys, prefix):
                     if key not in exclude:
                         yield key + suffix, config_keys.describe(entity, key)

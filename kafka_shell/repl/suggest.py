@@ -309,7 +309,7 @@ _SIMPLE = {"topic": Topic(), "broker": Broker(), "group": Group(), "path": Path(
            "transactional_id": TransactionalId()}
 _LISTED: dict[str, type[Topic | Broker | Group]] = {"topic": Topic, "broker": Broker, "group": Group}
 _ENTITY_NAMES = {"topics": Topic(), "topic": Topic(), "brokers": Broker(), "broker": Broker(),
-                 "groups": Group(), "group": Group()}
+                 "groups": Group(), "group": Group(), "broker-loggers": Broker()}
 
 
 def _value(state: _State, opt: Option, ctx: Context) -> Context:
@@ -329,7 +329,7 @@ def _value(state: _State, opt: Option, ctx: Context) -> Context:
         found = _ENTITY_NAMES.get(state.values.get("--entity-type", "").lower())
         return _with(ctx, found) if found else Context(())
     if kind == "config_value" or (kind == "config_key" and "=" in (opt.metavar or "")):
-        return _assignment(state.entity(), ctx)       # --config KEY=VALUE
+        return _assignment(state.entity(), ctx, state.entity_name())       # --config KEY=VALUE
     if kind == "config_key":
         return _key_list(state.entity(), state.entity_name(), ctx)   # --delete-config K,K2
     if kind is None and opt.positional and opt.dest == "command":
@@ -370,12 +370,12 @@ def _next_item(ctx: Context, kind: type[Topic | Broker | Group]) -> Context:
     return _part(ctx, last, kind(exclude=frozenset(listed)))
 
 
-def _assignment(entity: str | None, ctx: Context) -> Context:
+def _assignment(entity: str | None, ctx: Context, name: str | None = None) -> Context:
     """`key=value[,key=value...]` (a value may be a list `[a,b]`): complete the key of the last
-    pair, or its value after `=`."""
+    pair, or its value after `=`. `name`: the entity named (a node's loggers are its own)."""
     key, eq, value = _last_item(ctx.prefix).partition("=")
     if not eq:
-        return _part(ctx, key, ConfigKey(entity, suffix="="))
+        return _part(ctx, key, ConfigKey(entity, suffix="=", name=name))
     if value.startswith("["):
         value = value[1:].rsplit(",", 1)[-1]
     return _part(ctx, value, ConfigValue(entity, key))

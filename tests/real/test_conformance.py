@@ -69,6 +69,22 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
     ((K,), scenario("cluster.quorum-bootstrap-controller", "describe-quorum --bootstrap-controller {ctl}",
                     "describe-controller --bootstrap-controller {ctl}")),
     ((K, Z, S), scenario("cluster.api-versions", "api-versions --broker 1")),
+    ((K,), scenario("cluster.features", "describe-features", "upgrade-features --metadata 4.4 --dry-run",
+                    "disable-feature --feature streams.version --dry-run",
+                    "downgrade-features --metadata 4.1 --dry-run",
+                    "upgrade-features --feature no.such.version=1 --dry-run")),
+    ((K,), scenario("cluster.features-bootstrap-controller", "describe-features --bootstrap-controller {ctl}",
+                    "describe-cluster --bootstrap-controller {ctl}")),
+    ((K,), scenario("cluster.broker-loggers",
+                    "alter-configs --entity-type broker-loggers --entity-name 1 --add-config kafka.server.ReplicaManager=DEBUG",
+                    "alter-configs --entity-type broker-loggers --entity-name 1 --add-config kafka.server.ReplicaManager=LOUD",
+                    "alter-configs --entity-type broker-loggers --entity-name 1 --delete-config kafka.server.ReplicaManager")),
+    ((K,), scenario("cluster.client-metrics",
+                    "alter-client-metrics --name {t} --metrics org.apache.kafka.producer. --interval 60000 "
+                    "--match client_software_name=kafka-python",
+                    "describe-client-metrics --name {t}", "alter-client-metrics --name {t} --match nope=x",
+                    "delete-client-metrics --name {t} --yes", "describe-client-metrics --name {t}")),
+    ((K,), scenario("cluster.unregister-unknown-broker", "unregister-broker --id 7 --yes")),
     ((K, Z), scenario("cluster.rolling-restart-plan",
                       "create-topic --topic {t} --replica-assignment 1:2,2:3", "rolling-restart-plan",
                       "rolling-restart-plan --brokers 1,3", "delete-topic --topic {t} --yes")),
@@ -576,6 +592,9 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
     KnownDifference(K, "cluster.quorum", "HighWatermark|LogEndOffset|Lag",
                     "the sandbox has no Raft log: its metadata offset counts its own changes, not Kafka's records (and an "
                     "observer's lag, by a record or two while Kafka appends its own)"),
+    KnownDifference(K, "cluster.features", "Epoch",
+                    "the finalized features' epoch is the metadata log's offset, which counts the sandbox's own "
+                    "changes, not Kafka's records (as cluster.quorum's high watermark)", steps=(0,)),
     *(KnownDifference(kind, "cluster.api-versions", "out",
                       "the sandbox lists only what it serves: not Kafka 4.4's streams groups "
                       "(docs/sandbox.md, the UNSERVED table)") for kind in (K, S)),

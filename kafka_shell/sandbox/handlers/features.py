@@ -85,7 +85,9 @@ def _check(cluster, name: str, level: int, kind: int) -> str | None:
     if name == METADATA_VERSION and level < current:
         reason = ("Unsafe metadata downgrade is not supported in this version." if kind == UNSAFE_DOWNGRADE
                   else "Refusing to perform the requested downgrade because it might delete metadata information.")
-        return f"Invalid metadata.version {level}. {reason}"
+        if cluster.kafka_version == "3.9":
+            return f"Invalid metadata.version {level}. {reason}"
+        return f"Unsupported metadata.version downgrade from {current} to {level}. {reason}"   # 4.x's wording
     return None
 
 

@@ -1,0 +1,102 @@
+"""Changes to the KRaft controller quorum (KIP-853's dynamic quorum), like kafka-metadata-quorum
+add-controller / remove-controller. Each names the voters before and after, read from the
+quorum when the command runs, and asks (--yes outside the REPL); --dry-run shows the plan."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafka_shell.admin import quorum
+from kafka_shell.errors import UsageError
+from kafka_shell.option_types import broker_id, controller_endpoint, directory_id
+from kafka_shell.registry import Confirm, Option, command
+from kafka_shell.render import Proposal, Result, Table
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
+
+VOTER_COLUMNS = ["NodeId", "DirectoryId", "Endpoints", "Change"]
+
+
+def _plan(q: quorum.Quorum, adding: quorum.NewVoter | None, removing: int | None) -> Table:
+    """The voters after the change, each marked kept, added or removed."""
+    rows = [[v.replica_id, v.directory_id, ",".join(q.endpoints(v.replica_id)) or None,
+             "remove" if v.replica_id == removing else "keep"] for v in q.voters]
+    if adding is not None:
+        rows.append([adding.node_id, adding.directory_id,
+                     ",".join(f"{n}://{h}:{p}" for n, h, p in adding.endpoints), "add"])
+    return Table(VOTER_COLUMNS, rows, name="voters")
+
+
+def _voters(ids: list[int]) -> str:
+    return "{" + ", ".join(map(str, sorted(ids))) + "}"
+
+
+@command("add-controller",
+         Option("--controller-id", type=broker_id, metavar="ID",
+                help="The new controller's node.id (it must be formatted with --no-initial-controllers and running)."),
+         Option("--controller-directory-id", type=directory_id, metavar="DIR",
+                help="Its metadata log directory id (default: as the quorum sees it among the observers)."),
+         Option("--controller-endpoint", type=controller_endpoint, metavar="NAME@HOST:PORT",
+                help="Its controller listener (default: its registration, with --bootstrap-controller)."),
+         Option("--config", metavar="FILE", completer="path",
+                help="Read id, listeners and directory id from the new controller's server.properties and "
+                     "meta.properties, as kafka-metadata-quorum add-controller does."),
+         required_groups=(("--controller-id", "--config"),), mutates=True, confirm=Confirm(proposed=True),
+         help="Add a controller to the KRaft quorum (AddRaftVoter, KIP-853): names the voters before and after.",
+         examples=("add-controller --controller-id 103 --dry-run",
+                   "add-controller --controller-id 103 --controller-directory-id ZLgh-CD8QfGsKlZG39bUrQ "
+                   "--controller-endpoint CONTROLLER@localhost:9096 --yes",
+                   "add-controller --config /etc/kafka/controller.properties"))
+def add_controller(session: Session, args: dict) -> Result | Proposal:
+    node_id, directory = args["controller_id"], args["controller_directory_id"]
+    endpoints = [args["controller_endpoint"]] if args["controller_endpoint"] else []
+    if args["config"]:
+        if node_id is not None:
+            raise UsageError("Give --controller-id or --config, not both")
+        node_id, directory, endpoints = quorum.voter_from_config(args["config"])
+    q = quorum.describe(session.conn)
+    voter = quorum.new_voter(session.conn, q, node_id, directory, endpoints)
+    before = [v.replica_id for v in q.voters]
+    change = f"voters {_voters(before)} -> {_voters([*before, node_id])}"
+    table = _plan(q, voter, None)
+    if args["dry_run"]:
+        return Result(tables=[table], messages=[f"Would add {voter.describe()}: {change} (dry run)."])
+
+    def apply() -> Result:
+        quorum.add_voter(session.conn, voter)
+        return Result(tables=[_plan(quorum.describe(session.conn), None, None)],
+                      messages=[f"Added {voter.describe()}: {change}."])
+    return Proposal(f"Add {voter.describe()} to the quorum: {change}?",
+                    f"add-controller would change the quorum's {change}", apply)
+
+
+@command("remove-controller",
+         Option("--controller-id", type=broker_id, required=True, metavar="ID", help="The voter to remove."),
+         Option("--controller-directory-id", type=directory_id, required=True, metavar="DIR",
+                help="Its metadata log directory id (describe-quorum --replication shows it)."),
+         mutates=True, confirm=Confirm(proposed=True),
+         help="Remove a controller from the KRaft quorum (RemoveRaftVoter, KIP-853): names the voters before and after.",
+         examples=("remove-controller --controller-id 102 --controller-directory-id ZLgh-CD8QfGsKlZG39bUrQ --dry-run",))
+def remove_controller(session: Session, args: dict) -> Result | Proposal:
+    node_id, directory = args["controller_id"], args["controller_directory_id"]
+    q = quorum.describe(session.conn)
+    before = [v.replica_id for v in q.voters]
+    voter = next((v for v in q.voters if v.replica_id == node_id), None)
+    if voter is None:
+        raise UsageError(f"Controller {node_id} is no voter of the quorum (voters: {_voters(before)})")
+    if voter.directory_id is not None and voter.directory_id != directory:
+        raise UsageError(f"Voter {node_id} has directory id {voter.directory_id}, not {directory} "
+                         "(see describe-quorum --replication)")
+    change = f"voters {_voters(before)} -> {_voters([b for b in before if b != node_id])}"
+    table = _plan(q, None, node_id)
+    what = f"controller {node_id} (directory {directory})"
+    if args["dry_run"]:
+        return Result(tables=[table], messages=[f"Would remove {what}: {change} (dry run)."])
+
+    def apply() -> Result:
+        quorum.remove_voter(session.conn, node_id, directory)
+        return Result(tables=[_plan(quorum.describe(session.conn), None, None)],
+                      messages=[f"Removed {what}: {change}."])
+    return Proposal(f"Remove {what} from the quorum: {change}?",
+                    f"remove-controller would change the quorum's {change}", apply)

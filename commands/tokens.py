@@ -1,0 +1,71 @@
+"""Delegation tokens, like kafka-delegation-tokens: create-delegation-token (the HMAC is shown
+once, never stored or logged), renew-delegation-token, expire-delegation-token and
+describe-delegation-token. SASL connections only, as Kafka allows them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafka_shell.admin import tokens
+from kafka_shell.registry import INT64_MAX, Confirm, Option, command, int_range
+from kafka_shell.render import Result, Table
+
+if TYPE_CHECKING:
+    from kafka_shell.session import Session
+
+COLUMNS = ["TokenId", "Owner", "Requester", "Renewers", "IssueDate", "ExpiryDate", "MaxDate"]
+KINDS = {"IssueDate": "datetime", "ExpiryDate": "datetime", "MaxDate": "datetime"}
+period = int_range(-1, INT64_MAX, "a period in ms (-1: the broker's default)")
+HMAC = Option("--hmac", required=True, metavar="HMAC", help="The token's HMAC (base64), as create-delegation-token printed it.")
+
+
+def _row(t: tokens.Token) -> list:
+    return [t.token_id, t.owner, t.requester, list(t.renewers), t.issued_ms, t.expiry_ms, t.max_ms]
+
+
+@command("create-delegation-token",
+         Option("--owner-principal", metavar="TYPE:NAME", help="Whose token (default: the logged-in principal)."),
+         Option("--renewer-principal", repeatable=True, metavar="WHO",
+                help="A principal who may renew it, TYPE:NAME like User:bob (repeatable)."),
+         Option("--max-life-time-period", type=period, default=-1, metavar="MS",
+                help="Its longest life in ms (default: the broker's delegation.token.max.lifetime.ms)."),
+         help="Create a delegation token (kafka-delegation-tokens --create); its HMAC is shown this once.",
+         examples=("create-delegation-token --renewer-principal User:alice --max-life-time-period 86400000",))
+def create_delegation_token(session: Session, args: dict) -> Result:
+    token, hmac = tokens.create(session.conn, args["owner_principal"], args["renewer_principal"] or [],
+                                args["max_life_time_period"])
+    columns = ["TokenId", "Hmac", *COLUMNS[1:]]
+    row = _row(token)
+    return Result(tables=[Table(columns, [[row[0], hmac, *row[1:]]], name="token", kinds=KINDS)],
+                  messages=[f"Created delegation token {token.token_id}: keep its HMAC now, it is not shown again."])
+
+
+@command("renew-delegation-token", HMAC,
+         Option("--renew-time-period", type=period, default=-1, metavar="MS",
+                help="How much longer it lives, in ms (default: the broker's delegation.token.expiry.time.ms)."),
+         help="Renew a delegation token (kafka-delegation-tokens --renew).",
+         examples=("renew-delegation-token --hmac <HMAC> --renew-time-period 3600000",))
+def renew_delegation_token(session: Session, args: dict) -> Result:
+    expiry = tokens.renew(session.conn, args["hmac"], args["renew_time_period"])
+    return Result.table(["ExpiryDate"], [[expiry]], "Renewed the delegation token.", name="token", kinds=KINDS)
+
+
+@command("expire-delegation-token", HMAC,
+         Option("--expiry-time-period", type=int_range(-1, INT64_MAX, "a period in ms"), default=-1, metavar="MS",
+                help="Expire it this many ms from now (default -1: now)."),
+         confirm=Confirm(),
+         help="Expire a delegation token (kafka-delegation-tokens --expire): at once by default.",
+         examples=("expire-delegation-token --hmac <HMAC> --yes",))
+def expire_delegation_token(session: Session, args: dict) -> Result:
+    expiry = tokens.expire(session.conn, args["hmac"], args["expiry_time_period"])
+    return Result.table(["ExpiryDate"], [[expiry]], "Expired the delegation token." if args["expiry_time_period"] < 0
+                        else "Changed the delegation token's expiry.", name="token", kinds=KINDS)
+
+
+@command("describe-delegation-token",
+         Option("--owner-principal", repeatable=True, metavar="TYPE:NAME", help="Only these owners' tokens (repeatable)."),
+         help="The delegation tokens this principal may see, without their HMACs (kafka-delegation-tokens --describe).",
+         examples=("describe-delegation-token", "describe-delegation-token --owner-principal User:alice"))
+def describe_delegation_token(session: Session, args: dict) -> Result:
+    rows = [_row(t) for t in tokens.describe(session.conn, args["owner_principal"])]
+    return Result.table(COLUMNS, rows, name="tokens", kinds=KINDS)

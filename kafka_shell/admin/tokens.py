@@ -1,0 +1,110 @@
+"""Delegation tokens (KIP-48; `kafka-delegation-tokens`): create, renew, expire and describe,
+over SASL connections only (Kafka refuses them elsewhere). The HMAC is returned by `create` for
+the caller to show once; nothing here keeps or logs it. Kafka answers a refused Create, Renew or
+Expire with -1 times, which the shell reads as int64 (protocol.client_response_schema)."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kafka_shell.codes import ApiKey
+from kafka_shell.errors import UsageError
+
+from kafka_shell.admin.errors import response_error
+
+if TYPE_CHECKING:
+    from kafka_shell.connection import ConnectionManager
+
+
+@dataclass(frozen=True)
+class Token:
+    token_id: str
+    owner: str
+    requester: str | None
+    renewers: tuple[str, ...]
+    issued_ms: int
+    expiry_ms: int
+    max_ms: int
+
+
+def _require_sasl(conn: ConnectionManager, action: str) -> None:
+    protocol = conn.properties.get("security.protocol", "PLAINTEXT").upper()
+    if not protocol.startswith("SASL"):
+        raise UsageError(f"{action} needs a SASL connection (Kafka refuses delegation tokens on {protocol}): "
+                         "set security.protocol=SASL_SSL or SASL_PLAINTEXT with its sasl.* settings")
+    conn.require(ApiKey.CREATE_DELEGATION_TOKEN, action)
+
+
+def _principal(text: str) -> dict:
+    kind, sep, name = text.partition(":")
+    if not sep or not kind or not name:
+        raise UsageError(f'Invalid principal "{text}": use TYPE:NAME, like User:alice')
+    return {"principal_type": kind, "principal_name": name}
+
+
+def _ms(value: Any) -> int:
+    return value if isinstance(value, int) else int(value.timestamp() * 1000)
+
+
+def _check(api_key: int, answer: Any) -> Any:
+    if answer.error_code:
+        raise response_error(api_key, answer.error_code, getattr(answer, "error_message", None),
+                             entity="the delegation token")
+    return answer
+
+
+def create(conn: ConnectionManager, owner: str | None, renewers: list[str], max_life_ms: int) -> tuple[Token, str]:
+    """A new token and its HMAC (base64, as clients log in with it)."""
+    _require_sasl(conn, "Creating a delegation token")
+    body = {"renewers": [_principal(r) for r in renewers], "max_lifetime": max_life_ms,
+            "owner_principal_type": _principal(owner)["principal_type"] if owner else None,
+            "owner_principal_name": _principal(owner)["principal_name"] if owner else None}
+    conn.debug(f"CreateDelegationToken request: {len(renewers)} renewer(s)")
+    a = _check(ApiKey.CREATE_DELEGATION_TOKEN, conn.any_broker_request(ApiKey.CREATE_DELEGATION_TOKEN, body))
+    requester = getattr(a, "token_requester_principal_name", None)
+    token = Token(a.token_id, f"{a.principal_type}:{a.principal_name}",
+                  f"{a.token_requester_principal_type}:{requester}" if requester else None, tuple(renewers),
+                  _ms(a.issue_timestamp), _ms(a.expiry_timestamp), _ms(a.max_timestamp))
+    return token, base64.b64encode(a.hmac).decode("ascii")
+
+
+def _hmac(text: str) -> bytes:
+    try:
+        return base64.b64decode(text.strip(), validate=True)
+    except ValueError:
+        raise UsageError("Invalid --hmac: give the token's HMAC in base64, as create-delegation-token printed it") from None
+
+
+def renew(conn: ConnectionManager, hmac: str, period_ms: int) -> int:
+    """The token's new expiry time (epoch ms)."""
+    return _new_expiry(conn, ApiKey.RENEW_DELEGATION_TOKEN, "Renewing", {"hmac": _hmac(hmac), "renew_period": period_ms})
+
+
+def expire(conn: ConnectionManager, hmac: str, period_ms: int) -> int:
+    """The token's new expiry time (epoch ms); a negative period expires it now."""
+    return _new_expiry(conn, ApiKey.EXPIRE_DELEGATION_TOKEN, "Expiring",
+                       {"hmac": _hmac(hmac), "expiry_time_period": period_ms})
+
+
+def _new_expiry(conn: ConnectionManager, api_key: int, doing: str, body: dict) -> int:
+    _require_sasl(conn, f"{doing} a delegation token")
+    conn.debug(f"{ApiKey(api_key).name} request")
+    return _ms(_check(api_key, conn.any_broker_request(api_key, body)).expiry_timestamp)
+
+
+def describe(conn: ConnectionManager, owners: list[str] | None) -> list[Token]:
+    """The tokens the principal may see (of these owners; all without), never their HMACs."""
+    _require_sasl(conn, "Describing delegation tokens")
+    conn.debug("DescribeDelegationToken request")
+    a = _check(ApiKey.DESCRIBE_DELEGATION_TOKEN, conn.any_broker_request(
+        ApiKey.DESCRIBE_DELEGATION_TOKEN, {"owners": [_principal(o) for o in owners] if owners else None}))
+    out = []
+    for t in a.tokens:
+        requester = getattr(t, "token_requester_principal_name", None)
+        out.append(Token(t.token_id, f"{t.principal_type}:{t.principal_name}",
+                         f"{t.token_requester_principal_type}:{requester}" if requester else None,
+                         tuple(f"{r.principal_type}:{r.principal_name}" for r in t.renewers),
+                         _ms(t.issue_timestamp), _ms(t.expiry_timestamp), _ms(t.max_timestamp)))
+    return sorted(out, key=lambda t: (t.owner, t.issued_ms))
