@@ -277,15 +277,15 @@ ACL_LINES: dict[str, list[str]] = {
 MESSAGE_ONLY = {"add-cluster", "analyze", "alter-client-quotas", "alter-user-scram-credentials",
                 "alter-configs", "alter-topic", "clear", "create-topic", "delete-group", "delete-topic", "exit",
                 "expanded", "help", "output", "pager", "refresh", "topic", "use-cluster", "abort-transaction", "watch"}
-# The sandbox serves neither share nor streams groups (these say so in one line): their tables
-# are read on Kafka 4.4 in tests/test_share_streams_cmd.py.
 MESSAGE_ONLY |= {"alter-client-metrics", "delete-client-metrics", "unregister-broker"}
 # Delegation tokens need a SASL connection (the sandbox here has none): their tables are read in
 # tests/test_cluster_tools.py.
 MESSAGE_ONLY |= {"create-delegation-token", "renew-delegation-token", "expire-delegation-token",
                  "describe-delegation-token"}
-MESSAGE_ONLY |= {"list-share-groups", "describe-share-group", "delete-share-group", "list-streams-groups",
-                 "describe-streams-group", "delete-streams-group"}
+# Share groups need Kafka's Java share consumer, and the sandbox serves no streams groups: their
+# tables are read in tests/test_share_streams_cmd.py (Kafka 4.4 and the sandbox).
+MESSAGE_ONLY |= {"list-share-groups", "describe-share-group", "delete-share-group", "reset-share-group-offsets",
+                 "delete-share-group-offsets", "list-streams-groups", "describe-streams-group", "delete-streams-group"}
 CASES = [(name, line) for name, lines in TABLE_LINES.items() for line in lines]
 
 
