@@ -448,7 +448,7 @@ def test_spark_connect_gives_the_local_results(connect_server, fleet, analysis, 
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_same_analysis(out, analysis)
     progress = [line for line in proc.stderr.splitlines() if line.startswith("analyze [")]
-    assert progress and all(re.search(r", \d+ Spark stages?$", line) for line in progress[1:]), progress
+    assert progress and all(re.search(r", \d+ Spark stages?, CPU [\d.]+ s Python$", line) for line in progress[1:]), progress
     assert proc.stderr.count("\n") == len(progress) + 1  # the progress and the closing line: no Spark noise
 
 
