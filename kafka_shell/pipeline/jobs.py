@@ -156,7 +156,7 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
             java_options.append("-XX:TieredStopAtLevel=1")
     if SparkContext._active_spark_context is None:
         if archive is not None:
-            java_options += [archive.option(), "-Xlog:cds=error,cds+dynamic=error"]  # not a line per class it skips
+            java_options += [archive.option(), "-Xlog:cds=error,cds+dynamic=warning"]  # not a line per class it skips
         if java_options:
             settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
         settings.update(conf or {})
@@ -511,6 +511,12 @@ class Fleet:
         from pyspark.sql import functions as F
         ends = self._read("offsets", self.manifests).select(*KEY, "topic", "partition", "log_end_offset")
         committed = self._read("group_offsets", self.manifests)
+        # Groups commit to a few topics: a topic range from the committed offsets' footers lets
+        # the offsets' scan skip the row groups outside it (Parquet statistics; no data read).
+        told = [m for m in self.manifests if m.get("rows", {}).get("group_offsets")]
+        ranges = [schema.value_range(m, "group_offsets", "topic") for m in told]
+        if told and None not in ranges:
+            ends = ends.where(F.col("topic").between(min(r[0] for r in ranges if r), max(r[1] for r in ranges if r)))
         df = (committed.join(ends, [*KEY, "topic", "partition"])
               .withColumn("lag", F.greatest(F.col("log_end_offset") - F.col("committed_offset"), F.lit(0))))
         agg = df.groupBy(*KEY, "group").agg(F.sum("lag").alias("lag"), F.count(F.lit(1)).alias("partitions"))
