@@ -464,12 +464,15 @@ class Fleet:
         df = parts.join(F.broadcast(topics), [*KEY, "topic"], "left")
         # Offline: leader -1 or a broker that snapshot's Metadata does not list. The brokers came
         # back with the small tables: a set per snapshot in the query, not a join (and its job).
-        at = F.unix_millis("taken_at")
-        live = None
+        # A branch per cluster and set of live brokers (brokers seldom change between snapshots).
+        times: dict[tuple[str, tuple[int, ...]], list[int]] = {}
         for m in self.manifests:
-            ids = self.live_at.get((m["cluster_id"], _utc(m["taken_at_ms"]).isoformat()), [])
-            when = (F.col("cluster_id") == m["cluster_id"]) & (at == m["taken_at_ms"])
-            live = F.when(when, F.col("leader").isin(ids)) if live is None else live.when(when, F.col("leader").isin(ids))
+            ids = tuple(sorted(self.live_at.get((m["cluster_id"], _utc(m["taken_at_ms"]).isoformat()), [])))
+            times.setdefault((m["cluster_id"], ids), []).append(m["taken_at_ms"])
+        live = None
+        for (cluster, ids), at in sorted(times.items()):
+            when = (F.col("cluster_id") == cluster) & F.unix_millis("taken_at").isin(at)
+            live = F.when(when, F.col("leader").isin(list(ids))) if live is None else live.when(when, F.col("leader").isin(list(ids)))
         offline = ~(live.otherwise(F.lit(False)) if live is not None else F.lit(False))
         n_isr, min_isr = F.size("isr"), F.coalesce("min_isr", F.lit(1))
         flags = {"under_replicated": n_isr < F.size("replicas"), "under_min_isr": offline | (n_isr < min_isr),
