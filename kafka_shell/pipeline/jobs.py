@@ -13,13 +13,15 @@ and writes into an output directory
     summary.json            counts, the headline per cluster, the plans and their commands
     spark.log               what the local Spark JVM printed (kept off the terminal)
 
-How it stays fast: each snapshot file is scanned at most once for the run. The small tables
-(cluster, brokers, log dirs) come back in one job, the brokers cached for the health join; each
-cluster's latest partitions and replicas are cached, since the load, the plans and the health
-and bytes of the latest snapshot all read them; the health of the other snapshots and the
-consumer lag are one aggregation each over all snapshots (the older files, and the cached
-latest ones). The older replicas, the biggest table, are read only where the log dirs did not
-tell their used bytes. Spark returns only small results (a row per cluster and snapshot, per
+How it stays fast: each snapshot file is scanned at most once for the run, and only for the
+columns a stage reads. The small tables (cluster, brokers, log dirs) come back in one job; the
+live brokers then go into the health query as sets, not a join. Each cluster's latest partitions
+are cached, since the health, the load and both plans read them; the health of all snapshots is
+one aggregation, and so are the consumer lag (its offsets' scan keeps to the committed topics'
+range, skipping Parquet row groups by their statistics) and the bytes per log dir, whose one
+scan of the replicas also brings back the recovery plan's log ends. The older replicas, the
+biggest table, are read only where the log dirs did not tell their used bytes. The local JVM
+maps Spark's classes from an archive the first run writes (`ClassArchive`). Spark returns only small results (a row per cluster and snapshot, per
 broker and log dir, per group, per partition that a plan touches); what is left (skew, the choice of a
 recovery leader among a few replicas, forecasts) is arithmetic on those rows. Health classes
 follow kafka-topics' filters; the recovery plan follows the unclean-recovery rule (highest
@@ -146,8 +148,8 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
     cores = local_cores(master)
     java_options = []
     if cores is not None:
-        # Shuffles carry small aggregates: a partition per core. Scans: a snapshot file is one
-        # row group, so ask for a few splits per core, or one core reads the last files alone.
+        # Shuffles carry small aggregates: a partition per core. Scans: ask for a few splits per
+        # core, or one core reads the last files alone (format 1 files are one row group each).
         settings["spark.sql.shuffle.partitions"] = str(max(1, cores))
         settings["spark.sql.files.minPartitionNum"] = str(4 * max(1, cores))
         if short:
@@ -289,8 +291,10 @@ def run(root: Path, out: Path, master: str | None = None, conf: dict[str, str] |
                           "or generate a fleet with python -m kafka_shell.pipeline.synth")
     prepare_out(out, overwrite)
     archive = ClassArchive() if spark is None and remote is None else None
-    from pyspark import SparkContext
-    writes_archive = archive is not None and not archive.path.exists() and SparkContext._active_spark_context is None
+    writes_archive = False
+    if archive is not None:
+        from pyspark import SparkContext
+        writes_archive = not archive.path.exists() and SparkContext._active_spark_context is None
     stages = Stages(progress, 10 + (spark is None) + writes_archive)
     started = time.perf_counter()
     short = sum(m["rows"]["partitions"] for m in snapshots) < SHORT_JOB_ROWS
@@ -463,8 +467,8 @@ class Fleet:
         topics = self._read("topics", self.manifests).select(*KEY, "topic", "min_isr")
         df = parts.join(F.broadcast(topics), [*KEY, "topic"], "left")
         # Offline: leader -1 or a broker that snapshot's Metadata does not list. The brokers came
-        # back with the small tables: a set per snapshot in the query, not a join (and its job).
-        # A branch per cluster and set of live brokers (brokers seldom change between snapshots).
+        # back with the small tables, so they are sets in the query, not a join (and its job): a
+        # branch per cluster and set of live brokers (few: brokers seldom change between snapshots).
         times: dict[tuple[str, tuple[int, ...]], list[int]] = {}
         for m in self.manifests:
             ids = tuple(sorted(self.live_at.get((m["cluster_id"], _utc(m["taken_at_ms"]).isoformat()), [])))
