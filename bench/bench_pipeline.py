@@ -173,7 +173,9 @@ def load() -> str:
 
 
 class ConnectServer:
-    """A Spark Connect server from pyspark's own distribution, local[2], on a loopback port."""
+    """A Spark Connect server from pyspark's own distribution, local[2], on a loopback port; its
+    JVM runs as analyze's local one does on a job of this size (Spark's class archive, no C2), so
+    the comparison is of the two ways to reach Spark, not of two JVM setups."""
 
     def __init__(self, work: Path):
         import pyspark
@@ -185,6 +187,7 @@ class ConnectServer:
         self.proc = subprocess.Popen(
             [str(self.home / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
              "--master", "local[2]", "--driver-memory", "6g", "--conf", "spark.ui.enabled=false",
+             "--driver-java-options", " ".join(self.java_options()),
              "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", f"spark.connect.grpc.binding.port={self.port}"],
             env=env, stdout=subprocess.DEVNULL, stderr=open(work / "connect-server.log", "w"))
         deadline = time.monotonic() + 300
@@ -196,6 +199,13 @@ class ConnectServer:
                     return
             time.sleep(0.5)
         raise SystemExit("the Spark Connect server did not listen within 300 s")
+
+    @staticmethod
+    def java_options() -> list[str]:
+        from kafka_shell.pipeline import jobs
+        archive = jobs.ClassArchive()
+        mapped = [f"-XX:SharedArchiveFile={archive.path}", "-Xlog:cds=error"] if archive.path.exists() else []
+        return ["-XX:TieredStopAtLevel=1", *mapped]
 
     def stop(self) -> None:
         self.proc.terminate()
