@@ -36,6 +36,7 @@ import datetime
 import json
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Callable, Iterable
 from functools import reduce
@@ -75,6 +76,9 @@ def local_cores(master: str) -> int | None:
 SHORT_JOB_ROWS = 2_000_000  # partition rows below which the local JVM runs without C2
 
 
+ARCHIVE_WRITE_SECONDS = 1800  # writing takes seconds on a quiet machine, minutes on a crowded one
+
+
 class ClassArchive:
     """Spark's classes as a class-data archive of the driver JVM (AppCDS), kept in kafka-shell's
     cache: mapped from it, the JVM's start and first query take about half the CPU. The first
@@ -112,15 +116,20 @@ class ClassArchive:
         proc = spark.sparkContext._gateway.proc
         spark.stop()
         proc.stdin.close()  # the gateway JVM exits at the end of its input
+        clean = False
         try:
-            clean = proc.wait(300) == 0
-        except Exception:
-            clean = False
-        if clean and self.part.exists() and self.part.stat().st_size > 0:
-            os.replace(self.part, self.path)
-        else:
-            self.part.unlink(missing_ok=True)
-        self.part = None
+            clean = proc.wait(ARCHIVE_WRITE_SECONDS) == 0
+        except subprocess.TimeoutExpired:
+            pass  # the analysis is done: a later run writes the archive
+        finally:  # a timeout or Ctrl-C: stop the JVM before it writes a part nobody keeps
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if clean and self.part.exists() and self.part.stat().st_size > 0:
+                os.replace(self.part, self.path)
+            else:
+                self.part.unlink(missing_ok=True)
+            self.part = None
 
 
 def spark_session(master: str | None = None, conf: dict[str, str] | None = None, remote: str | None = None,
