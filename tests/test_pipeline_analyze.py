@@ -268,16 +268,65 @@ def test_analyze_command_in_process(spark, fleet, tmp_path):
     assert run_line(session, f"analyze --snapshots {fleet} --out {tmp_path}") == 0, session.stderr.getvalue()
     progress = [line for line in session.stderr.getvalue().splitlines() if line.startswith("analyze [")]
     assert len(progress) >= 10 and "recovery plan" in session.stderr.getvalue()
-    # Each stage says the Spark jobs it ran; the scans are few (a regression shows here first).
+    # Each stage says the Spark jobs it ran and its CPU; the scans are few (a regression shows here first).
     jobs_per_stage = {re.sub(r"^analyze \[\d+/\d+\] ", "", line).split(":")[0]: int(m.group(1))
-                      for line in progress if (m := re.search(r", (\d+) Spark jobs?$", line))}
-    assert len(jobs_per_stage) == len(progress) - 1 and sum(jobs_per_stage.values()) <= 24, jobs_per_stage  # -1: the reused session
+                      for line in progress if (m := re.search(r", (\d+) Spark jobs?, CPU [\d.]+ s JVM \+ [\d.]+ s Python$", line))}
+    assert len(jobs_per_stage) == len(progress) - 1 and sum(jobs_per_stage.values()) <= 16, jobs_per_stage  # -1: the reused session
     assert jobs_per_stage["snapshot tables (cluster, brokers, log dirs)"] == 1
+    # The replicas' one scan brings back the recovery plan's log ends: the plan runs no job.
+    assert jobs_per_stage["bytes per broker and log dir"] <= 2 and jobs_per_stage["recovery plan"] == 0, jobs_per_stage
     assert (tmp_path / "report.html").exists()
     tables = json_tables(session.stdout.getvalue())   # the one json shape: tables by name
     assert list(tables) == ["summary", "clusters"] and all(set(row) == {"Item", "Value"} for row in tables["summary"])
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert [r["Cluster"] for r in tables["clusters"]] == [h["cluster_id"] for h in summary["headline"]]
+
+
+def test_lag_skips_the_offsets_outside_the_committed_topics_and_equals_an_independent_count(spark, tmp_path):
+    # 70,000 partitions: two row groups of offsets per snapshot, the second beyond the topics
+    # the groups commit to (the first 30), so the scan's topic range leaves it out.
+    root = tmp_path / "fleet"
+    synth.generate(root, clusters=1, brokers=3, partitions=70_000, snapshots=2)
+    snaps = schema.find_snapshots(root)
+    committed_topics = {r["topic"] for m in snaps
+                        for r in pq.read_table(Path(m["path"]) / "group_offsets.parquet", columns=["topic"]).to_pylist()}
+    low, high = schema.value_range(snaps[0], "group_offsets", "topic")
+    assert (low, high) == (min(committed_topics), max(committed_topics)) and len(committed_topics) == 30
+    offsets_meta = pq.ParquetFile(Path(snaps[0]["path"]) / "offsets.parquet").metadata
+    assert offsets_meta.num_row_groups == 2 and offsets_meta.row_group(1).column(2).statistics.min > high
+    jobs.run(root, tmp_path / "out", spark=spark)
+    expected: dict[tuple[str, str, str], list[int]] = {}
+    for (cluster, at), rows in snapshots(root, "group_offsets").items():
+        ends = {(r["topic"], r["partition"]): r["log_end_offset"] for r in snapshots(root, "offsets")[(cluster, at)]}
+        for r in rows:
+            if (r["topic"], r["partition"]) in ends:
+                e = expected.setdefault((cluster, at, r["group"]), [0, 0])
+                e[0] += max(ends[(r["topic"], r["partition"])] - r["committed_offset"], 0)
+                e[1] += 1
+    got = {(r["cluster_id"], r["taken_at"], r["group"]): [r["lag"], r["partitions"]] for r in table(tmp_path / "out", "lag_over_time")}
+    assert got == {(c, _iso(at), g): v for (c, at, g), v in expected.items()} and len(got) == 2 * len(synth.GROUPS)
+
+
+def _iso(at: object) -> str:
+    return at.astimezone(datetime.UTC).isoformat() if isinstance(at, datetime.datetime) else str(at)
+
+
+def test_the_first_local_run_writes_sparks_class_archive_and_later_runs_map_it(spark, fleet, tmp_path):  # spark: Java is there
+    env = {**os.environ, "KAFKA_SHELL_CACHE": str(tmp_path / "cache")}
+    runs = []
+    for n in (1, 2):
+        out = tmp_path / f"out{n}"
+        proc = subprocess.run([*SHELL, "analyze", "--snapshots", str(fleet), "--out", str(out), "--spark-master", "local[1]"],
+                              capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs.append(proc.stderr)
+    archives = list((tmp_path / "cache" / "spark-cds").iterdir())
+    # The first run says it wrote the archive (after a clean exit of its JVM: no part file is left).
+    assert "class archive for later runs (once)" in runs[0] and [p.suffix for p in archives] == [".jsa"], archives
+    assert "class archive" not in runs[1]
+    # The second JVM mapped it: no CDS complaint in its log, and the same analysis.
+    assert "unable to use shared archive" not in (tmp_path / "out2" / "spark.log").read_text().lower()
+    assert_same_analysis(tmp_path / "out2", tmp_path / "out1")
 
 
 def test_a_reused_out_is_refused_or_replaced_whole(spark, fleet, tmp_path):
@@ -448,7 +497,7 @@ def test_spark_connect_gives_the_local_results(connect_server, fleet, analysis, 
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_same_analysis(out, analysis)
     progress = [line for line in proc.stderr.splitlines() if line.startswith("analyze [")]
-    assert progress and all(re.search(r", \d+ Spark stages?$", line) for line in progress[1:]), progress
+    assert progress and all(re.search(r", \d+ Spark stages?, CPU [\d.]+ s Python$", line) for line in progress[1:]), progress
     assert proc.stderr.count("\n") == len(progress) + 1  # the progress and the closing line: no Spark noise
 
 

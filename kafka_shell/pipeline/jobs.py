@@ -13,13 +13,15 @@ and writes into an output directory
     summary.json            counts, the headline per cluster, the plans and their commands
     spark.log               what the local Spark JVM printed (kept off the terminal)
 
-How it stays fast: each snapshot file is scanned at most once for the run. The small tables
-(cluster, brokers, log dirs) come back in one job, the brokers cached for the health join; each
-cluster's latest partitions and replicas are cached, since the load, the plans and the health
-and bytes of the latest snapshot all read them; the health of the other snapshots and the
-consumer lag are one aggregation each over all snapshots (the older files, and the cached
-latest ones). The older replicas, the biggest table, are read only where the log dirs did not
-tell their used bytes. Spark returns only small results (a row per cluster and snapshot, per
+How it stays fast: each snapshot file is scanned at most once for the run, and only for the
+columns a stage reads. The small tables (cluster, brokers, log dirs) come back in one job; the
+live brokers then go into the health query as sets, not a join. Each cluster's latest partitions
+are cached, since the health, the load and both plans read them; the health of all snapshots is
+one aggregation, and so are the consumer lag (its offsets' scan keeps to the committed topics'
+range, skipping Parquet row groups by their statistics) and the bytes per log dir, whose one
+scan of the replicas also brings back the recovery plan's log ends. The older replicas, the
+biggest table, are read only where the log dirs did not tell their used bytes. The local JVM
+maps Spark's classes from an archive the first run writes (`ClassArchive`). Spark returns only small results (a row per cluster and snapshot, per
 broker and log dir, per group, per partition that a plan touches); what is left (skew, the choice of a
 recovery leader among a few replicas, forecasts) is arithmetic on those rows. Health classes
 follow kafka-topics' filters; the recovery plan follows the unclean-recovery rule (highest
@@ -34,6 +36,7 @@ import datetime
 import json
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Callable, Iterable
 from functools import reduce
@@ -44,6 +47,7 @@ from kafka_shell.pipeline import derived, schema
 
 KEY = ["cluster_id", "taken_at"]
 PART = ["cluster_id", "topic", "partition"]
+PARTITION_COLUMNS = [*KEY, "topic", "partition", "leader", "replicas", "isr"]  # what the stages read of partitions
 HEALTH = ["under_replicated", "under_min_isr", "at_min_isr", "offline", "not_preferred"]
 PLAN_FILES = ("recovery.json", "recovery_partitions.json", "preferred.json", "rebalance.json")
 
@@ -72,12 +76,69 @@ def local_cores(master: str) -> int | None:
 SHORT_JOB_ROWS = 2_000_000  # partition rows below which the local JVM runs without C2
 
 
+ARCHIVE_WRITE_SECONDS = 1800  # writing takes seconds on a quiet machine, minutes on a crowded one
+
+
+class ClassArchive:
+    """Spark's classes as a class-data archive of the driver JVM (AppCDS), kept in kafka-shell's
+    cache: mapped from it, the JVM's start and first query take about half the CPU. The first
+    run writes it when its JVM exits (`finish`); it is keyed by pyspark and the java binary, and
+    a JVM that finds it does not match its classpath just loads the classes itself."""
+
+    def __init__(self) -> None:
+        import hashlib
+
+        import pyspark
+        java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
+        java = os.path.realpath(java or "java")
+        mtime = os.stat(java).st_mtime_ns if os.path.exists(java) else 0
+        key = hashlib.sha1(f"{pyspark.__file__}|{java}|{mtime}".encode()).hexdigest()[:12]
+        cache = Path(os.environ.get("KAFKA_SHELL_CACHE") or Path.home() / ".cache" / "kafka-shell")
+        self.path = cache / "spark-cds" / f"spark-{pyspark.__version__}-{key}.jsa"
+        self.part: Path | None = None  # set while this run writes the archive
+
+    def option(self) -> str:
+        """The JVM option: map the archive, or write it at exit (to a part file of this process)."""
+        if self.path.exists():
+            return f"-XX:SharedArchiveFile={self.path}"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for old in self.path.parent.glob("*.part"):  # left by runs that died before `finish`
+            if time.time() - old.stat().st_mtime > 3600:
+                old.unlink(missing_ok=True)
+        self.part = self.path.with_name(f"{self.path.name}.{os.getpid()}.part")
+        return f"-XX:ArchiveClassesAtExit={self.part}"
+
+    def finish(self, spark: Any) -> None:
+        """When this run writes the archive: stop the JVM, wait for it to write the archive and
+        keep it only after a clean exit (a partial archive would crash the JVMs that map it)."""
+        if self.part is None:
+            return
+        proc = spark.sparkContext._gateway.proc
+        spark.stop()
+        proc.stdin.close()  # the gateway JVM exits at the end of its input
+        clean = False
+        try:
+            clean = proc.wait(ARCHIVE_WRITE_SECONDS) == 0
+        except subprocess.TimeoutExpired:
+            pass  # the analysis is done: a later run writes the archive
+        finally:  # a timeout or Ctrl-C: stop the JVM before it writes a part nobody keeps
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if clean and self.part.exists() and self.part.stat().st_size > 0:
+                os.replace(self.part, self.path)
+            else:
+                self.part.unlink(missing_ok=True)
+            self.part = None
+
+
 def spark_session(master: str | None = None, conf: dict[str, str] | None = None, remote: str | None = None,
-                  log: Path | None = None, short: bool = False) -> Any:
+                  log: Path | None = None, short: bool = False, archive: ClassArchive | None = None) -> Any:
     """A SparkSession: through Spark Connect when `remote` (sc://host:port), else a classic one
     (an active one is reused) on `master` (default local[*]). Locally: no UI, driver on
-    loopback, as many shuffle partitions as cores (AQE coalesces them further), and the JVM's
-    own output (log4j, Hadoop's NativeCodeLoader warning, JVM notices) written to `log`."""
+    loopback, as many shuffle partitions as cores (AQE coalesces them further), the driver's
+    classes mapped from `archive`, and the JVM's own output (log4j, Hadoop's NativeCodeLoader
+    warning, JVM notices) written to `log`."""
     if remote:
         from pyspark.sql import SparkSession
         spark = SparkSession.builder.remote(remote).getOrCreate()
@@ -94,21 +155,28 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
                 "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                 "spark.sql.session.timeZone": "UTC", "spark.sql.adaptive.enabled": "true"}
     cores = local_cores(master)
+    java_options = []
     if cores is not None:
-        # Shuffles carry small aggregates: a partition per core. Scans: a snapshot file is one
-        # row group, so ask for a few splits per core, or one core reads the last files alone.
+        # Shuffles carry small aggregates: a partition per core. Scans: ask for a few splits per
+        # core, or one core reads the last files alone (format 1 files are one row group each).
         settings["spark.sql.shuffle.partitions"] = str(max(1, cores))
         settings["spark.sql.files.minPartitionNum"] = str(4 * max(1, cores))
         if short:
             # On a job of seconds, C2's compile threads cost more CPU than they save (about half
             # the JVM's CPU at 300,000 partition rows); long jobs keep them for their hot loops.
-            settings["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
-    settings.update(conf or {})
+            java_options.append("-XX:TieredStopAtLevel=1")
     if SparkContext._active_spark_context is None:
+        if archive is not None:
+            java_options += [archive.option(), "-Xlog:cds=error,cds+dynamic=warning"]  # not a line per class it skips
+        if java_options:
+            settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
+        settings.update(conf or {})
         spark_conf = SparkConf().setAll(list(settings.items()))
         with open(log or os.devnull, "ab") as sink:
             gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": sink, "stderr": sink})
         SparkContext(conf=spark_conf, gateway=gateway)
+    else:
+        settings.update(conf or {})
     builder = SparkSession.builder
     for k, v in settings.items():
         builder = builder.config(k, v)
@@ -119,15 +187,30 @@ def is_connect(spark: Any) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+def jvm_cpu_seconds(spark: Any) -> float | None:
+    """The CPU seconds the local Spark JVM has used (its children's included: spark-submit's
+    launcher JVM), from /proc; None through Spark Connect, off Linux, or a JVM we did not start."""
+    proc = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None) if spark is not None and not is_connect(spark) else None
+    if proc is None:
+        return None
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
+
+
 class Stages:
-    """One progress line per stage with the Spark work it ran, so a regression shows:
-    `analyze [3/11] health: 1.2 s, 4 Spark jobs`. Classic Spark counts jobs (by job group);
-    Spark Connect tells its client only stages, so there it counts stages."""
+    """One progress line per stage with the Spark work it ran and the CPU it took, so a
+    regression shows even on a busy machine: `analyze [3/11] health: 1.2 s, 4 Spark jobs, CPU
+    2.1 s JVM + 0.1 s Python`. Classic Spark counts jobs (by job group); Spark Connect tells its
+    client only stages, so there it counts stages (and the JVM's CPU is the server's, unseen)."""
 
     def __init__(self, out: IO[str] | None, total: int):
         self.out, self.total, self.n = out, total, 0
         self.spark: Any = None
         self.counts: dict[str, int] = {}
+        self.cpu: dict[str, float] = {"jvm": 0.0, "python": 0.0}
         self._stages: set[tuple[str, int]] = set()
 
     def watch(self, spark: Any) -> None:
@@ -142,26 +225,44 @@ class Stages:
     def _progress(self, stages: list, operation_id: str = "", **_: Any) -> None:
         self._stages.update((operation_id, s.stage_id) for s in stages)
 
-    def run(self, name: str, fn: Callable[[], Any]) -> Any:
+    def after_spark(self, name: str, fn: Callable[[], Any]) -> None:
+        """A stage that stops Spark: its time only."""
+        self.n += 1
+        t0 = time.perf_counter()
+        fn()
+        if self.out is not None:
+            self.out.write(f"analyze [{self.n}/{self.total}] {name}: {time.perf_counter() - t0:.1f} s\n")
+            self.out.flush()
+
+    def run(self, name: str, fn: Callable[[], Any], session: bool = False) -> Any:
+        """Run stage `name`; a `session` stage returns the SparkSession the later ones watch."""
         self.n += 1
         group = f"kafka-shell analyze {id(self)} {self.n}"  # unique: a reused SparkContext keeps old groups
         classic = self.spark is not None and not is_connect(self.spark)
         if classic:
             self.spark.sparkContext.setJobGroup(group, name)
         self._stages.clear()
-        t0 = time.perf_counter()
+        jvm0, py0, t0 = jvm_cpu_seconds(self.spark) or 0.0, time.process_time(), time.perf_counter()
         value = fn()
         elapsed = time.perf_counter() - t0
+        if session:
+            self.watch(value)  # its JVM's start is this stage's CPU
+        jvm, py = jvm_cpu_seconds(self.spark), time.process_time() - py0
+        self.cpu["python"] += py
+        cpu = f", CPU {py:.1f} s Python"
+        if jvm is not None:
+            self.cpu["jvm"] += jvm - jvm0
+            cpu = f", CPU {jvm - jvm0:.1f} s JVM + {py:.1f} s Python"
         work = ""
         if classic:
             jobs = len(self.spark.sparkContext.statusTracker().getJobIdsForGroup(group))
             work = f", {jobs} Spark job{'s' * (jobs != 1)}"
             self.counts[name] = jobs
-        elif self.spark is not None:
+        elif self.spark is not None and not session:
             work = f", {len(self._stages)} Spark stage{'s' * (len(self._stages) != 1)}"
             self.counts[name] = len(self._stages)
         if self.out is not None:
-            self.out.write(f"analyze [{self.n}/{self.total}] {name}: {elapsed:.1f} s{work}\n")
+            self.out.write(f"analyze [{self.n}/{self.total}] {name}: {elapsed:.1f} s{work}{cpu}\n")
             self.out.flush()
         return value
 
@@ -198,17 +299,27 @@ def run(root: Path, out: Path, master: str | None = None, conf: dict[str, str] |
         raise NoSnapshots(f"No snapshot under {root}: take some with `snapshot --output-dir {root}` "
                           "or generate a fleet with python -m kafka_shell.pipeline.synth")
     prepare_out(out, overwrite)
-    stages = Stages(progress, 10 + (spark is None))
+    archive = ClassArchive() if spark is None and remote is None else None
+    writes_archive = False
+    if archive is not None:
+        from pyspark import SparkContext
+        writes_archive = not archive.path.exists() and SparkContext._active_spark_context is None
+    stages = Stages(progress, 10 + (spark is None) + writes_archive)
     started = time.perf_counter()
     short = sum(m["rows"]["partitions"] for m in snapshots) < SHORT_JOB_ROWS
-    spark = spark or stages.run("Spark session", lambda: spark_session(master, conf, remote, out / "spark.log", short))
-    stages.watch(spark)
+    if spark is None:
+        spark = stages.run("Spark session", lambda: spark_session(master, conf, remote, out / "spark.log", short, archive),
+                           session=True)
+    else:
+        stages.watch(spark)
     fleet = Fleet(spark, snapshots)
     try:
         summary = _analyze(fleet, stages, out, started, failed=[m for m in manifests if "failed" in m])
     finally:
         fleet.close()
         stages.close()
+    if archive is not None and archive.part is not None:
+        stages.after_spark("class archive for later runs (once)", lambda: archive.finish(spark))
     return summary
 
 
@@ -249,6 +360,7 @@ def _analyze(fleet: Fleet, stages: Stages, out: Path, started: float, failed: li
             "commands": plan_commands(out / "plans", plans, small["brokers"], fleet.latest_at)}
         report.write(out / "report.html", tables, summary)
         summary["spark_work"] = dict(stages.counts)
+        summary["cpu_seconds"] = {k: round(v, 1) for k, v in stages.cpu.items()}
         summary["seconds"] = round(time.perf_counter() - started, 1)
         (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
         return summary
@@ -306,10 +418,11 @@ class Fleet:
         # Small paths lists are listed on the driver; above Spark's threshold (32) it starts a job.
         spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(max(32, len(manifests) + 1)))
         self._cached: list[Any] = []
-        self._brokers = self._cache(self._read("brokers", manifests))
-        self._latest_parts = self._cache(self._read("partitions", self.latest))
-        self._latest_replicas = self._cache(self._read("replicas", self.latest))
+        # Only the columns the stages read, cached: the health, the load and both plans read them.
+        self._latest_parts = self._cache(self._read("partitions", self.latest).select(*PARTITION_COLUMNS))
         self.live: dict[str, list[int]] = {}  # the latest snapshot's live brokers, from small_tables
+        self.live_at: dict[tuple[str, str], list[int]] = {}  # every snapshot's (cluster, ISO time), from small_tables
+        self.log_end_rows: list[dict] = []  # the recovery plan's inputs, from log_dir_bytes
 
     def close(self) -> None:
         for df in self._cached:
@@ -331,7 +444,7 @@ class Fleet:
     def small_tables(self) -> dict[str, list[dict]]:
         """cluster, brokers and log_dirs of every snapshot, in one job (one union of scans)."""
         from pyspark.sql import functions as F
-        parts = {"cluster": self._read("cluster", self.manifests), "brokers": self._brokers,
+        parts = {"cluster": self._read("cluster", self.manifests), "brokers": self._read("brokers", self.manifests),
                  "log_dirs": self._read("log_dirs", self.manifests)}
         union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
                        [df.withColumn("table", F.lit(name)) for name, df in parts.items()])
@@ -344,6 +457,9 @@ class Fleet:
         self.live = {c: [] for c in self.clusters}
         for b in self.in_latest(out["brokers"]):
             self.live[b["cluster_id"]].append(b["broker_id"])
+        self.live_at = {(m["cluster_id"], _utc(m["taken_at_ms"]).isoformat()): [] for m in self.manifests}
+        for b in out["brokers"]:
+            self.live_at[(b["cluster_id"], b["taken_at"])].append(b["broker_id"])
         return out
 
     def in_latest(self, rows: list[dict]) -> list[dict]:
@@ -356,11 +472,21 @@ class Fleet:
     def health(self) -> list[dict]:
         """Per cluster and snapshot: partitions, and those in each of kafka-topics' classes."""
         from pyspark.sql import functions as F
-        parts = self._read("partitions", self.older).unionByName(self._latest_parts)
-        live = self._brokers.select(*KEY, F.col("broker_id").alias("leader"), F.lit(True).alias("leader_live"))
+        parts = self._read("partitions", self.older).select(*PARTITION_COLUMNS).unionByName(self._latest_parts)
         topics = self._read("topics", self.manifests).select(*KEY, "topic", "min_isr")
-        df = parts.join(F.broadcast(live), [*KEY, "leader"], "left").join(F.broadcast(topics), [*KEY, "topic"], "left")
-        offline = F.col("leader_live").isNull()  # leader -1 or a broker Metadata does not list
+        df = parts.join(F.broadcast(topics), [*KEY, "topic"], "left")
+        # Offline: leader -1 or a broker that snapshot's Metadata does not list. The brokers came
+        # back with the small tables, so they are sets in the query, not a join (and its job): a
+        # branch per cluster and set of live brokers (few: brokers seldom change between snapshots).
+        times: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+        for m in self.manifests:
+            ids = tuple(sorted(self.live_at.get((m["cluster_id"], _utc(m["taken_at_ms"]).isoformat()), [])))
+            times.setdefault((m["cluster_id"], ids), []).append(m["taken_at_ms"])
+        live = None
+        for (cluster, ids), at in sorted(times.items()):
+            when = (F.col("cluster_id") == cluster) & F.unix_millis("taken_at").isin(at)
+            live = F.when(when, F.col("leader").isin(list(ids))) if live is None else live.when(when, F.col("leader").isin(list(ids)))
+        offline = ~(live.otherwise(F.lit(False)) if live is not None else F.lit(False))
         n_isr, min_isr = F.size("isr"), F.coalesce("min_isr", F.lit(1))
         flags = {"under_replicated": n_isr < F.size("replicas"), "under_min_isr": offline | (n_isr < min_isr),
                  "at_min_isr": n_isr == min_isr, "offline": offline,
@@ -378,18 +504,22 @@ class Fleet:
         from pyspark.sql import functions as F
         told = derived.used_bytes(log_dirs)
         untold = [m for m in self.older if (m["cluster_id"], _utc(m["taken_at_ms"]).isoformat()) not in told]
-        reps = self._read("replicas", untold).unionByName(self._latest_replicas)
-        agg = reps.groupBy(*KEY, "broker_id", "log_dir").agg(F.count(F.lit(1)).alias("replicas"), F.sum("size").alias("bytes"))
-        return sorted(_rows(agg), key=lambda r: (r["cluster_id"], r["taken_at"], r["broker_id"], r["log_dir"] or ""))
-
-    def log_ends(self) -> list[dict]:
-        """The log ends (and leader epochs) that live replicas of offline partitions told, in
-        each cluster's latest snapshot: the recovery plan's inputs (a snapshot records them only
-        for those replicas, so they are few)."""
-        from pyspark.sql import functions as F
-        told = self._latest_replicas.where("log_end_offset IS NOT NULL").select(
-            *PART, "broker_id", "log_end_offset", F.coalesce("last_epoch", F.lit(-1)).alias("last_epoch"))
-        return _rows(told)
+        columns = [*KEY, "topic", "partition", "broker_id", "size", "log_dir", "log_end_offset", "last_epoch"]
+        reps = self._read("replicas", untold).select(*columns).unionByName(self._read("replicas", self.latest).select(*columns))
+        # The same scan brings back the log ends (and leader epochs) that live replicas of offline
+        # partitions told: the recovery plan's inputs (a snapshot records them only for those
+        # replicas, so they are few); a list per broker and log dir.
+        log_end = F.when(F.col("log_end_offset").isNotNull(), F.struct(
+            "topic", "partition", "log_end_offset", F.coalesce("last_epoch", F.lit(-1)).alias("last_epoch")))
+        agg = reps.groupBy(*KEY, "broker_id", "log_dir").agg(F.count(F.lit(1)).alias("replicas"), F.sum("size").alias("bytes"),
+                                                             F.collect_list(log_end).alias("log_ends"))
+        rows = _rows(agg)
+        latest = {(c, _utc(ms).isoformat()) for c, ms in self.latest_at.items()}
+        self.log_end_rows = [{"cluster_id": r["cluster_id"], "broker_id": r["broker_id"], **e}
+                             for r in rows if (r["cluster_id"], r["taken_at"]) in latest for e in r["log_ends"]]
+        for r in rows:
+            del r["log_ends"]
+        return sorted(rows, key=lambda r: (r["cluster_id"], r["taken_at"], r["broker_id"], r["log_dir"] or ""))
 
     def lag(self) -> list[dict]:
         """Per cluster, snapshot and group: the messages behind the log ends, over the
@@ -397,6 +527,12 @@ class Fleet:
         from pyspark.sql import functions as F
         ends = self._read("offsets", self.manifests).select(*KEY, "topic", "partition", "log_end_offset")
         committed = self._read("group_offsets", self.manifests)
+        # Groups commit to a few topics: a topic range from the committed offsets' footers lets
+        # the offsets' scan skip the row groups outside it (Parquet statistics; no data read).
+        told = [m for m in self.manifests if m.get("rows", {}).get("group_offsets")]
+        ranges = [schema.value_range(m, "group_offsets", "topic") for m in told]
+        if told and None not in ranges:
+            ends = ends.where(F.col("topic").between(min(r[0] for r in ranges if r), max(r[1] for r in ranges if r)))
         df = (committed.join(ends, [*KEY, "topic", "partition"])
               .withColumn("lag", F.greatest(F.col("log_end_offset") - F.col("committed_offset"), F.lit(0))))
         agg = df.groupBy(*KEY, "group").agg(F.sum("lag").alias("lag"), F.count(F.lit(1)).alias("partitions"))
@@ -457,7 +593,7 @@ class Fleet:
         unclean-recovery rule picks: highest leader epoch, then longest log, then the earlier
         replica in the assignment."""
         told: dict[tuple[str, str, int], list[tuple[int, int, int]]] = {}
-        for e in self.log_ends():
+        for e in self.log_end_rows:
             told.setdefault((e["cluster_id"], e["topic"], e["partition"]), []).append(
                 (e["last_epoch"], e["log_end_offset"], e["broker_id"]))
         plan = []

@@ -23,6 +23,10 @@ FORMAT = 2
 READABLE_FORMATS = (1, 2)
 MANIFEST = "manifest.json"
 STAMP = "%Y%m%dT%H%M%S.%fZ"
+# Rows per Parquet row group: each has its own min/max statistics, so a reader filtering on a
+# column the rows are sorted by (topic) skips the groups outside its range, and a big table's
+# groups spread over the scan's tasks (a file's single row group would be one task's work).
+ROW_GROUP_ROWS = 65_536
 
 _ids = pa.list_(pa.int32())
 _KEY = [("cluster_id", pa.string()), ("taken_at", pa.timestamp("ms", tz="UTC"))]
@@ -71,7 +75,7 @@ def write_snapshot(directory: Path, tables: dict[str, pa.Table], manifest: dict[
     counts = {}
     for name in TABLES:
         table = tables[name].select(SCHEMAS[name].names).cast(SCHEMAS[name])
-        pq.write_table(table, directory / f"{name}.parquet", compression="zstd")
+        pq.write_table(table, directory / f"{name}.parquet", compression="zstd", row_group_size=ROW_GROUP_ROWS)
         counts[name] = table.num_rows
     body = {"format": FORMAT, **manifest, "rows": counts}
     (directory / MANIFEST).write_text(json.dumps(body, indent=2) + "\n")
@@ -108,6 +112,24 @@ def find_snapshots(root: Path) -> list[dict[str, Any]]:
 def has_table(manifest: dict[str, Any], name: str) -> bool:
     """Whether a snapshot holds `name` (format 1 has no log_dirs)."""
     return name in manifest.get("rows", {})
+
+
+def value_range(manifest: dict[str, Any], name: str, column: str) -> tuple[Any, Any] | None:
+    """The least and greatest value of a column of a snapshot table, from its Parquet footer's
+    statistics (no data read); None when the table is empty or lacks statistics."""
+    import pyarrow.parquet as pq
+    meta = pq.ParquetFile(Path(manifest["path"]) / f"{name}.parquet").metadata
+    index = meta.schema.names.index(column)
+    lows, highs = [], []
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(index).statistics
+        if meta.row_group(g).num_rows == 0:
+            continue
+        if stats is None or not stats.has_min_max:
+            return None
+        lows.append(stats.min)
+        highs.append(stats.max)
+    return (min(lows), max(highs)) if lows else None
 
 
 def empty(name: str) -> pa.Table:
