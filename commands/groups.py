@@ -274,7 +274,7 @@ def iso_duration(text: str) -> int:
                    "reset-offsets --group app --from-file plan.csv --execute"))
 def reset_offsets(session: Session, args: dict) -> Result | Proposal:
     group_ids = chosen_groups(session, args["group"], args["all_groups"])
-    plan_file = _read_plan(args["from_file"], group_ids) if args["from_file"] else None
+    plan_file = read_plan(args["from_file"], group_ids) if args["from_file"] else None
     if not (args["topic"] or args["all_topics"] or plan_file is not None):
         raise UsageError("reset-offsets needs a scope: --topic, --all-topics or --from-file")
     execute = args["execute"] and not args["dry_run"]
@@ -304,7 +304,7 @@ def reset_offsets(session: Session, args: dict) -> Result | Proposal:
             failures.append(str(exc))
     rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
-    text = _export(plans, len(group_ids) == 1) if args["export"] else None
+    text = export_plan(plans, len(group_ids) == 1) if args["export"] else None
     if execute and plans:
         def commit() -> Result:
             for gid, plan in plans.items():
@@ -323,20 +323,27 @@ def reset_offsets(session: Session, args: dict) -> Result | Proposal:
 
 def _plan(session: Session, gid: str, committed: dict[Key, int], args: dict, plan_file: dict[str, dict[Key, int]] | None,
           notes: list[str], failures: list[str]) -> dict[Key, tuple[int | None, int]]:
-    """(topic, partition) -> (committed offset or None, new offset) as Kafka's tool computes it."""
+    """The partitions of the reset's scope and their new offsets (reset_targets)."""
     if plan_file is not None:
         if gid not in plan_file:
             failures.append(f"No reset plan for group {shown(gid)} found")
             return {}
         requested = plan_file[gid]
         keys = list(requested)
-        snap = _read_partitions(session, keys)
+        snap = read_partitions(session, keys)
     elif args["all_topics"]:
         keys = sorted(committed)
-        snap = _read_partitions(session, keys)
+        snap = read_partitions(session, keys)
     else:
         snap = topics.read_for(session.conn, topics.names_of(args["topic"]))
         keys = topics.partitions_of(snap, args["topic"])
+    return reset_targets(session, snap, keys, committed, args, notes, failures)
+
+
+def reset_targets(session: Session, snap: ClusterSnapshot, keys: list[Key], committed: dict[Key, int], args: dict,
+                  notes: list[str], failures: list[str]) -> dict[Key, tuple[int | None, int]]:
+    """(topic, partition) -> (committed offset or None, new offset) of `keys` for the reset
+    specifier of `args` (--to-earliest, --shift-by, ...), as Kafka's tools compute it."""
     targets: dict[Key, int] = {}
 
     def log_at(timestamp: int) -> dict[Key, int]:
@@ -380,7 +387,7 @@ def _plan(session: Session, gid: str, committed: dict[Key, int], args: dict, pla
     return {k: (committed.get(k), targets[k]) for k in keys if k in targets}
 
 
-def _read_partitions(session: Session, keys: list[Key]) -> ClusterSnapshot:
+def read_partitions(session: Session, keys: list[Key]) -> ClusterSnapshot:
     """A fresh read of the topics of `keys`; a topic that does not exist is an error."""
     snap = session.conn.read(sorted({t for t, _ in keys}))
     missing = sorted({t for t, _ in keys} - set(snap.topics))
@@ -409,7 +416,7 @@ def _clamp(requested: dict[Key, int], starts: dict[Key, int], ends: dict[Key, in
     return out
 
 
-def _read_plan(path: str, group_ids: list[str]) -> dict[str, dict[Key, int]]:
+def read_plan(path: str, group_ids: list[str]) -> dict[str, dict[Key, int]]:
     """Kafka's reset CSV: `topic,partition,offset` lines (one group given) or
     `group,topic,partition,offset` lines."""
     text = read_text(path, "--from-file")
@@ -432,7 +439,7 @@ def _read_plan(path: str, group_ids: list[str]) -> dict[str, dict[Key, int]]:
     return plan
 
 
-def _export(plans: dict[str, dict[Key, tuple[int | None, int]]], single_group: bool) -> str:
+def export_plan(plans: dict[str, dict[Key, tuple[int | None, int]]], single_group: bool) -> str:
     """Kafka's --export CSV: topic,partition,offset for one group, else group first."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
