@@ -191,8 +191,8 @@ def _offsets(session: Session, found: list[streams_groups.StreamsGroup], topic: 
             if end.gone or start.gone:   # an internal topic deleted with a reset: its offsets stay
                 gone.add(key[0])
                 rows.append([d.group_id, key[0], key[1], current, None, None])
-            elif end.error or start.error:
-                failures.append(end.error or start.error or "")
+            elif (problem := end.error or start.error) is not None:
+                failures.append(problem)
                 rows.append([d.group_id, key[0], key[1], current, None, None])
             else:
                 rows.append([d.group_id, key[0], key[1], current, end.offset,

@@ -78,6 +78,7 @@ class ApiKey(IntEnum):
     SHARE_GROUP_DESCRIBE = 77
     ADD_RAFT_VOTER = 80
     REMOVE_RAFT_VOTER = 81
+    STREAMS_GROUP_HEARTBEAT = 88
     STREAMS_GROUP_DESCRIBE = 89
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     # KAFKA-20098's new RPC; Apache Kafka has not assigned it a key (see protocol_ext).

@@ -43,7 +43,8 @@ UNSERVED: tuple[Unserved, ...] = (
                        "assignment epochs in OffsetCommit); 3.9's early-access variant is not emulated",
              releases=("3.9",)),
     Unserved((76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92), "share groups (KIP-932) are not implemented"),
-    Unserved((88, 89, 93), "streams groups (KIP-1071) are not implemented"),
+    Unserved((93,), "StreamsGroupTopologyDescriptionUpdate (Kafka 4.4's topology description plugin): neither kio "
+                    "0.6.5 nor Kafka's published schemas here have it"),
     Unserved((94,), "UnregisterController (Kafka 4.4): kio 0.6.5 has no schema for it"),
     Unserved((1, 52, 53, 54, 56, 58, 59, 62, 63, 67, 70, 73, 82, 7), BETWEEN_NODES, listeners=(CONTROLLER,)),
     Unserved((4, 5, 6, 7, 56, 58, 67), BETWEEN_NODES, listeners=(ZK_BROKER,)),
