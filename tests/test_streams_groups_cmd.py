@@ -4,16 +4,19 @@ list-streams-groups and describe-streams-group (offsets, --members, --state, --v
 facts Kafka's own kafka-streams-groups (StreamsGroupCommand from the same jars) gives at the same
 moment; reset-streams-group-offsets plans what Kafka's tool plans and --execute resets the
 offsets and deletes the internal topics; delete-streams-group-offsets and delete-streams-group
-finish the group."""
+finish the group. The same application runs on the sandbox, with the same checks (Kafka's tool
+included)."""
 
 from __future__ import annotations
 
 import re
 import uuid
+from pathlib import Path
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafka_shell.sandbox.server import Sandbox
 from tests.clients import java_client
 from tests.clients.streams_app import WordCount, compiled
 from tests.test_consumer_groups_cmd import rows, wait_for
@@ -79,7 +82,16 @@ def _settled(members: list) -> bool:
 
 
 def test_streams_group_on_kafka(kafka4, tmp_path):
-    b = kafka4.bootstrap
+    scenario(kafka4.bootstrap, tmp_path)
+
+
+def test_streams_group_on_the_sandbox(tmp_path):
+    """The same application and the same checks on the sandbox (which serves streams groups)."""
+    with Sandbox(brokers=3) as s:
+        scenario(s.bootstrap, tmp_path)
+
+
+def scenario(b: str, tmp_path: Path) -> None:
     tag = uuid.uuid4().hex[:8]
     source, sink, app = f"wc-in-{tag}", f"wc-out-{tag}", f"wc-{tag}"
     admin = AdminClient({"bootstrap.servers": b, "log_level": 0})
