@@ -248,6 +248,14 @@ ALL_INPUT_TOPICS = Option("--all-input-topics", flag=True,
                           help="Every source topic of the group's topology that it has committed offsets for.")
 
 
+def topic_names(text: str) -> list[str]:
+    """Topic names separated by commas."""
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise ValueError("topic names separated by commas")
+    return names
+
+
 def _streams_group_ids(session: Session, given: list[str], all_groups: bool) -> list[str]:
     if not all_groups:
         return list(dict.fromkeys(given))
@@ -296,8 +304,8 @@ def _scope(session: Session, d: streams_groups.StreamsGroup, held: dict[Key, int
                 help="The first offset at or after now minus this duration (e.g. PT1H)."),
          Option("--from-file", metavar="CSV", completer="path",
                 help="Offsets from a CSV file: topic,partition,offset (or group,topic,partition,offset)."),
-         Option("--delete-internal-topic", repeatable=True, metavar="TOPIC", completer="topic",
-                help="With --execute: also delete this internal topic of the group."),
+         Option("--delete-internal-topic", type=topic_names, metavar="TOPIC[,TOPIC]", completer="topic",
+                help="With --execute: also delete these internal topics of the group."),
          Option("--delete-all-internal-topics", flag=True,
                 help="With --execute: also delete the group's internal topics (repartition and changelog)."),
          Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
@@ -315,6 +323,7 @@ def _scope(session: Session, d: streams_groups.StreamsGroup, held: dict[Key, int
                    "--delete-all-internal-topics",
                    "reset-streams-group-offsets --group word-count --input-topic lines:0 --shift-by -10 --execute"))
 def reset_streams_group_offsets(session: Session, args: dict) -> Result | Proposal:
+    streams_groups.require(session.conn)
     group_ids = _streams_group_ids(session, args["group"], args["all_groups"])
     plan_file = read_plan(args["from_file"], group_ids) if args["from_file"] else None
     if not (args["input_topic"] or args["all_input_topics"] or plan_file is not None):
@@ -352,7 +361,7 @@ def reset_streams_group_offsets(session: Session, args: dict) -> Result | Propos
             failures.append(str(exc))
             continue
         doomed[d.group_id] = (list(d.internal_topics) if args["delete_all_internal_topics"]
-                              else list(dict.fromkeys(args["delete_internal_topic"])))
+                              else list(dict.fromkeys(args["delete_internal_topic"] or ())))
     rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
     text = export_plan(plans, len(group_ids) == 1) if args["export"] else None

@@ -37,7 +37,7 @@ WALK = [
     "alter-configs --topic orders --add-config retention.ms=1000 --dry-run", "alter-configs --broker 1 --add-config "
     "log.cleaner.threads=2", "list-brokers", "describe-cluster", "api-versions --broker 1", "describe-controller",
     "describe-quorum --status", "describe-quorum --replication", "describe-log-dirs", "controller-history",
-    "list-groups", "describe-group app", "describe-group app --members", "describe-group app --state",
+    "list-groups", "list-streams-groups", "describe-group app", "describe-group app --members", "describe-group app --state",
     "reset-offsets --group app --topic orders --to-earliest", "consume --topic orders --from-beginning",
     "produce --topic orders x y", "delete-records --topic orders --partition 0 --before-offset 0 --yes",
     "elect-leaders --election-type preferred --all-topic-partitions --dry-run",
@@ -65,6 +65,9 @@ LEFT_OUT = {
     "clear": "clears the screen", "exit": "leaves the REPL", "refresh": "refreshes the cache, says so",
     "output": "a setting of the shell", "pager": "a setting of the shell", "expanded": "a setting of the shell",
     "topic": "a setting of the shell", "help": "text for people, in every format",
+    **dict.fromkeys(("describe-streams-group", "reset-streams-group-offsets", "delete-streams-group-offsets",
+                     "delete-streams-group"),
+                    "needs a running Kafka Streams application: tests/test_streams_groups_cmd.py reads their JSON"),
 }
 
 

@@ -267,10 +267,12 @@ ACL_LINES: dict[str, list[str]] = {
 MESSAGE_ONLY = {"add-cluster", "analyze", "alter-client-quotas", "alter-user-scram-credentials",
                 "alter-configs", "alter-topic", "clear", "create-topic", "delete-group", "delete-topic", "exit",
                 "expanded", "help", "output", "pager", "refresh", "topic", "use-cluster", "abort-transaction", "watch"}
-# The sandbox serves neither share nor streams groups (these say so in one line): their tables
-# are read on Kafka 4.4 in tests/test_share_streams_cmd.py.
+# The sandbox does not serve share groups (these say so in one line): their tables are read on
+# Kafka 4.4 in tests/test_share_streams_cmd.py. The streams group commands' tables need a running
+# Kafka Streams application: tests/test_streams_groups_cmd.py reads them, on Kafka 4.4 and the sandbox.
 MESSAGE_ONLY |= {"list-share-groups", "describe-share-group", "delete-share-group", "list-streams-groups",
-                 "describe-streams-group", "delete-streams-group"}
+                 "describe-streams-group", "delete-streams-group", "reset-streams-group-offsets",
+                 "delete-streams-group-offsets"}
 CASES = [(name, line) for name, lines in TABLE_LINES.items() for line in lines]
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka_shell.codes import ApiKey
+from kafka_shell.errors import shown
 
 from kafka_shell.admin import releases
 from kafka_shell.admin.consumer_groups import described
@@ -100,7 +101,7 @@ def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, Streams
     require(conn)
     return described(conn, group_ids, ApiKey.STREAMS_GROUP_DESCRIBE,
                      {"include_authorized_operations": False, "include_topology_description": False}, _group,
-                     lambda gid: f"Streams group '{gid}' does not exist (list-streams-groups lists them).")
+                     lambda gid: f"Streams group '{shown(gid)}' does not exist (list-streams-groups lists them).")
 
 
 def _group(g: Any, node: int) -> StreamsGroup:
