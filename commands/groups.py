@@ -241,6 +241,22 @@ def iso_duration(text: str) -> int:
     return sign * ms
 
 
+# The reset specifiers (--to-earliest ... --from-file) of reset-offsets and reset-streams-group-offsets.
+RESET_SPECIFIERS = (
+    Option("--to-earliest", flag=True, help="The log start offset."),
+    Option("--to-latest", flag=True, help="The log end offset."),
+    Option("--to-current", flag=True, help="The committed offset (the log end where there is none)."),
+    Option("--to-offset", type=offset_value, metavar="N", help="Offset N (kept within the log)."),
+    Option("--shift-by", type=shift_value, metavar="N", help="The committed offset plus N (may be negative)."),
+    Option("--to-datetime", type=iso_datetime, metavar="YYYY-MM-DDTHH:mm:SS.sss",
+           help="The first offset at or after this time (UTC unless a zone is given)."),
+    Option("--by-duration", type=iso_duration, metavar="PnDTnHnM",
+           help="The first offset at or after now minus this duration (e.g. PT1H)."),
+    Option("--from-file", metavar="CSV", completer="path",
+           help="Offsets from a CSV file: topic,partition,offset (or group,topic,partition,offset)."),
+)
+
+
 @command("reset-offsets",
          Option("--group", type=group_id, repeatable=True, metavar="GROUP", completer="group",
                 help="Consumer group whose offsets to reset."),
@@ -248,17 +264,7 @@ def iso_duration(text: str) -> int:
          Option("--topic", repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
                 help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
          Option("--all-topics", flag=True, help="Every topic the group has committed offsets for."),
-         Option("--to-earliest", flag=True, help="The log start offset."),
-         Option("--to-latest", flag=True, help="The log end offset."),
-         Option("--to-current", flag=True, help="The committed offset (the log end where there is none)."),
-         Option("--to-offset", type=offset_value, metavar="N", help="Offset N (kept within the log)."),
-         Option("--shift-by", type=shift_value, metavar="N", help="The committed offset plus N (may be negative)."),
-         Option("--to-datetime", type=iso_datetime, metavar="YYYY-MM-DDTHH:mm:SS.sss",
-                help="The first offset at or after this time (UTC unless a zone is given)."),
-         Option("--by-duration", type=iso_duration, metavar="PnDTnHnM",
-                help="The first offset at or after now minus this duration (e.g. PT1H)."),
-         Option("--from-file", metavar="CSV", completer="path",
-                help="Offsets from a CSV file: topic,partition,offset (or group,topic,partition,offset)."),
+         *RESET_SPECIFIERS,
          Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
          Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
          Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),

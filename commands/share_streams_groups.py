@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from commands.groups import (SPECIFIERS, export_plan, iso_datetime, iso_duration, offset_value, read_partitions,
-                             read_plan, reset_targets, shift_value)
+from commands.groups import RESET_SPECIFIERS, SPECIFIERS, export_plan, read_partitions, read_plan, reset_targets
 from kafka_shell.admin import groups, offsets, share_groups, streams_groups, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.admin.streams_groups import tasks_text
@@ -293,17 +292,7 @@ def _scope(session: Session, d: streams_groups.StreamsGroup, held: dict[Key, int
                 help="Streams group (application id) whose offsets to reset."),
          Option("--all-groups", flag=True, help="Every streams group of the cluster."),
          INPUT_TOPIC, ALL_INPUT_TOPICS,
-         Option("--to-earliest", flag=True, help="The log start offset."),
-         Option("--to-latest", flag=True, help="The log end offset."),
-         Option("--to-current", flag=True, help="The committed offset."),
-         Option("--to-offset", type=offset_value, metavar="N", help="Offset N (kept within the log)."),
-         Option("--shift-by", type=shift_value, metavar="N", help="The committed offset plus N (may be negative)."),
-         Option("--to-datetime", type=iso_datetime, metavar="YYYY-MM-DDTHH:mm:SS.sss",
-                help="The first offset at or after this time (UTC unless a zone is given)."),
-         Option("--by-duration", type=iso_duration, metavar="PnDTnHnM",
-                help="The first offset at or after now minus this duration (e.g. PT1H)."),
-         Option("--from-file", metavar="CSV", completer="path",
-                help="Offsets from a CSV file: topic,partition,offset (or group,topic,partition,offset)."),
+         *RESET_SPECIFIERS,
          Option("--delete-internal-topic", type=topic_names, metavar="TOPIC[,TOPIC]", completer="topic",
                 help="With --execute: also delete these internal topics of the group."),
          Option("--delete-all-internal-topics", flag=True,

@@ -9,6 +9,7 @@ included)."""
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from pathlib import Path
@@ -18,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_shell.sandbox.server import Sandbox
 from tests.clients import java_client
+from tests import streams_scenarios
 from tests.clients.streams_app import WordCount, compiled
 from tests.test_consumer_groups_cmd import rows, wait_for
 from tests.test_transactions_cmd import sh
@@ -194,3 +196,16 @@ def scenario(b: str, tmp_path: Path) -> None:
     assert app not in streams_tool(b, "--list")
     code, _, err = sh(b, f"describe-streams-group {app}")
     assert code == 1 and "does not exist" in err
+
+
+def test_heartbeats_answer_as_kafka(kafka4):
+    """Raw StreamsGroupHeartbeat and StreamsGroupDescribe on Kafka 4.4 and the sandbox: request
+    checks, missing source and internal topics (statuses, the broker creating them), the initial
+    rebalance delay, the topology as described, tasks, fencing, leaving: the same answers."""
+    real = streams_scenarios.lifecycle(kafka4.bootstrap)
+    with Sandbox(brokers=3) as s:
+        ours = streams_scenarios.lifecycle(s.bootstrap)
+    assert ours["tasks"]["active"] == {"0": [0, 1, 2], "1": [0, 1, 2]}
+    assert ours["describe stable"]["state"] == "Stable" and ours["describe not ready"]["state"] == "NotReady"
+    differences = {k: (real[k], ours.get(k)) for k in real if real[k] != ours.get(k)}
+    assert differences == {}, json.dumps(differences, indent=1)

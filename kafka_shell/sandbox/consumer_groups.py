@@ -25,6 +25,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -218,7 +219,46 @@ def range_assignor(members: dict[str, Member], subscriptions: dict[str, set[uuid
 # -- the coordinator -----------------------------------------------------------------------------
 
 
-class Coordinator:
+class MemberTimers:
+    """The members' timers of the group types whose members heartbeat with epochs (consumer and
+    streams groups): a member is fenced when its session ends, or when it has not revoked what it
+    must within its rebalance timeout. Subclasses set `cluster`, `groups`, `session_timeout_key`,
+    `unrevoked` (the member state of one that has yet to revoke) and `fence`."""
+    cluster: Cluster
+    groups: dict
+    session_timeout_key = "consumer.session.timeout.ms"
+    unrevoked = M_UNREVOKED
+
+    def fence(self, g: Any, m: Any) -> None:
+        raise NotImplementedError
+
+    def _schedule_session(self, g: Any, m: Any) -> None:
+        if m.session is not None:
+            m.session.cancel()
+        timeout = group_configs.value(self.cluster, g.group_id, self.session_timeout_key)
+        m.session = asyncio.get_running_loop().call_later(timeout / 1000, self._expire, g, m.member_id)
+
+    def _expire(self, g: Any, member_id: str) -> None:
+        m = g.members.get(member_id)
+        if m is not None and self.groups.get(g.group_id) is g:
+            self.fence(g, m)
+
+    def _schedule_rebalance(self, g: Any, m: Any) -> None:
+        """While the member has partitions (tasks) to revoke, it must do so within its rebalance timeout."""
+        if m.rebalance is not None:
+            m.rebalance.cancel()
+            m.rebalance = None
+        if m.state == self.unrevoked and m.rebalance_timeout_ms > 0:
+            m.rebalance = asyncio.get_running_loop().call_later(
+                m.rebalance_timeout_ms / 1000, self._revocation_overdue, g, m.member_id, m.epoch)
+
+    def _revocation_overdue(self, g: Any, member_id: str, epoch: int) -> None:
+        m = g.members.get(member_id)
+        if m is not None and m.epoch == epoch and self.groups.get(g.group_id) is g:
+            self.fence(g, m)
+
+
+class Coordinator(MemberTimers):
     """Consumer group operations for one request; `spawn`-free: timers run on the loop."""
 
     def __init__(self, cluster: Cluster):
@@ -470,33 +510,6 @@ class Coordinator:
             del g.static_members[m.instance_id]
         if not keep_target:
             g.targets.pop(m.member_id, None)
-
-    # timers -------------------------------------------------------------------------------------------
-
-    def _schedule_session(self, g: ConsumerGroup, m: Member) -> None:
-        if m.session is not None:
-            m.session.cancel()
-        timeout = group_configs.value(self.cluster, g.group_id, "consumer.session.timeout.ms")
-        m.session = asyncio.get_running_loop().call_later(timeout / 1000, self._expire, g, m.member_id)
-
-    def _expire(self, g: ConsumerGroup, member_id: str) -> None:
-        m = g.members.get(member_id)
-        if m is not None and self.groups.get(g.group_id) is g:
-            self.fence(g, m)
-
-    def _schedule_rebalance(self, g: ConsumerGroup, m: Member) -> None:
-        """While the member has partitions to revoke, it must do so within its rebalance timeout."""
-        if m.rebalance is not None:
-            m.rebalance.cancel()
-            m.rebalance = None
-        if m.state == M_UNREVOKED and m.rebalance_timeout_ms > 0:
-            m.rebalance = asyncio.get_running_loop().call_later(
-                m.rebalance_timeout_ms / 1000, self._revocation_overdue, g, m.member_id, m.epoch)
-
-    def _revocation_overdue(self, g: ConsumerGroup, member_id: str, epoch: int) -> None:
-        m = g.members.get(member_id)
-        if m is not None and m.epoch == epoch and self.groups.get(g.group_id) is g:
-            self.fence(g, m)
 
     def resume(self) -> None:
         """Start the sessions of members brought back by --data-dir (loop thread, at start)."""

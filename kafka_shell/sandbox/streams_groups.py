@@ -10,7 +10,8 @@ changelog's from its subtopology's task count), and those that are missing are r
 configured the group is NotReady. A subtopology has one task per partition of its widest input.
 The group epoch moves when a member joins, leaves or changes, when the topics move, when the
 topology becomes ready, or when the assignment configs change; the target assignment of each
-epoch (at most once per streams.assignment.interval.ms) gives each member active tasks, balanced and sticky, and
+epoch (at most once per streams.assignment.interval.ms; a new group's first one only after
+streams.initial.rebalance.delay.ms, ASSIGNMENT_DELAYED until then) gives each member active tasks, balanced and sticky, and
 streams.num.standby.replicas standby tasks of the stateful subtopologies on other processes.
 Members reconcile towards their target: an active task is revoked before it is given to
 another member. Member epochs fence zombies; a member silent for streams.session.timeout.ms, or
@@ -29,7 +30,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import admin, configs, group_configs, journal
 from kafka_shell.sandbox import groups as classic
-from kafka_shell.sandbox.consumer_groups import GroupError
+from kafka_shell.sandbox.consumer_groups import GroupError, MemberTimers
 from kafka_shell.sandbox.model import Cluster, now_ms
 
 EMPTY, NOT_READY, ASSIGNING, RECONCILING, STABLE = "Empty", "NotReady", "Assigning", "Reconciling", "Stable"
@@ -37,7 +38,7 @@ LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
 M_STABLE, M_UNREVOKED, M_UNRELEASED = "STABLE", "UNREVOKED_TASKS", "UNRELEASED_TASKS"
 # StreamsGroupHeartbeatResponse.Status codes (Kafka 4.4).
 STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS, \
-    SHUTDOWN_APPLICATION = range(5)
+    SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED = range(6)
 
 Tasks = dict[str, set[int]]   # subtopology id -> partitions
 Task = tuple[str, int]
@@ -127,6 +128,7 @@ class StreamsGroup:
     epoch: int = 0
     assignment_epoch: int = 0
     assignment_time_ms: int = 0
+    delayed_until_ms: int | None = None   # the end of the initial rebalance delay, while it runs
     topology: Topology | None = None
     configured: Configured | None = None
     validated_topology_epoch: int = -1
@@ -199,9 +201,10 @@ def configure(cluster: Cluster, topology: Topology) -> Configured:
         for changelog in s.changelog_topics:    # ChangelogTopics.setup: one partition per task
             decided[changelog.name] = tasks[s.subtopology_id]
     internal = {t.name: TopicInfo(t.name, decided[t.name], t.replication_factor, t.configs)
-                for s in topology.subtopologies for t in (*s.repartition_source_topics, *s.changelog_topics)}
+                for s in sorted(topology.subtopologies, key=lambda s: s.subtopology_id)
+                for t in (*s.repartition_source_topics, *s.changelog_topics)}
     missing = {}
-    for name, info in sorted(internal.items()):
+    for name, info in internal.items():
         existing = cluster.topics.get(name)
         if existing is None:
             missing[name] = info
@@ -210,8 +213,8 @@ def configure(cluster: Cluster, topology: Topology) -> Configured:
                 INCORRECTLY_PARTITIONED_TOPICS, f"Existing topic {name} has different number of partitions: "
                                                 f"expected {info.partitions}, found {len(existing.partitions)}"))
     if missing:
-        return Configured(None, internal, missing, (MISSING_INTERNAL_TOPICS,
-                                                    f"Internal topics are missing: {', '.join(sorted(missing))}"))
+        named = ", ".join(sorted(missing))   # Kafka names them in its HashMap's order
+        return Configured(None, internal, missing, (MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {named}"))
     return Configured(tasks, internal)
 
 
@@ -287,8 +290,10 @@ def _same(a: Tasks, b: Tasks) -> bool:
     return {k: v for k, v in a.items() if v} == {k: v for k, v in b.items() if v}
 
 
-class Coordinator:
+class Coordinator(MemberTimers):
     """Streams group operations for one request; timers run on the loop."""
+    session_timeout_key = "streams.session.timeout.ms"
+    unrevoked = M_UNREVOKED
 
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
@@ -401,6 +406,8 @@ class Coordinator:
         if g.configured is not None and g.configured.status is not None:
             status.append(g.configured.status)
             create_internal_topics(self.cluster, g.configured.missing)
+        if g.delayed_until_ms is not None:
+            status.append((ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance delay."))
         if g.shutdown_requested_by is not None:
             status.append((SHUTDOWN_APPLICATION, f"Streams group member {g.shutdown_requested_by} encountered a "
                                                  "fatal error and requested a shutdown for the entire application."))
@@ -458,10 +465,19 @@ class Coordinator:
 
     def _maybe_assign(self, g: StreamsGroup) -> None:
         """A new target when the group epoch moved past it, at most once per
-        streams.assignment.interval.ms (the first at once: streams.initial.rebalance.delay.ms is
-        not applied, docs/sandbox.md)."""
+        streams.assignment.interval.ms. A new group's first members get an empty target for
+        streams.initial.rebalance.delay.ms (status ASSIGNMENT_DELAYED), so that the others can
+        join; then the group epoch moves and the tasks are assigned."""
         if g.epoch <= g.assignment_epoch:
             return
+        if not g.assignment_time_ms and g.members:
+            delay = group_configs.value(self.cluster, g.group_id, "streams.initial.rebalance.delay.ms")
+            if delay > 0:
+                g.delayed_until_ms = now_ms() + delay
+                g.targets = {i: Target() for i in g.members}
+                g.assignment_epoch, g.assignment_time_ms = g.epoch, now_ms()
+                asyncio.get_running_loop().call_later(delay / 1000, self._delay_over, g)
+                return
         interval = group_configs.value(self.cluster, g.group_id, "streams.assignment.interval.ms")
         wait_ms = g.assignment_time_ms + interval - now_ms()
         if g.assignment_time_ms and wait_ms > 0 and g.members:
@@ -469,6 +485,12 @@ class Coordinator:
                 g.pending_assignment = asyncio.get_running_loop().call_later(wait_ms / 1000, self._assign_later, g)
             return
         self._assign(g)
+
+    def _delay_over(self, g: StreamsGroup) -> None:
+        g.delayed_until_ms = None
+        if self.groups.get(g.group_id) is g and g.members:
+            g.epoch += 1
+            self._assign(g)
 
     def _assign_later(self, g: StreamsGroup) -> None:
         g.pending_assignment = None
@@ -552,30 +574,6 @@ class Coordinator:
             g.shutdown_requested_by = None
         self._maybe_assign(g)
         self._store(g)
-
-    def _schedule_session(self, g: StreamsGroup, m: Member) -> None:
-        if m.session is not None:
-            m.session.cancel()
-        timeout = group_configs.value(self.cluster, g.group_id, "streams.session.timeout.ms")
-        m.session = asyncio.get_running_loop().call_later(timeout / 1000, self._expire, g, m.member_id)
-
-    def _expire(self, g: StreamsGroup, member_id: str) -> None:
-        m = g.members.get(member_id)
-        if m is not None and self.groups.get(g.group_id) is g:
-            self.fence(g, m)
-
-    def _schedule_rebalance(self, g: StreamsGroup, m: Member) -> None:
-        if m.rebalance is not None:
-            m.rebalance.cancel()
-            m.rebalance = None
-        if m.state == M_UNREVOKED and m.rebalance_timeout_ms > 0:
-            m.rebalance = asyncio.get_running_loop().call_later(
-                m.rebalance_timeout_ms / 1000, self._revocation_overdue, g, m.member_id, m.epoch)
-
-    def _revocation_overdue(self, g: StreamsGroup, member_id: str, epoch: int) -> None:
-        m = g.members.get(member_id)
-        if m is not None and m.epoch == epoch and m.state == M_UNREVOKED and self.groups.get(g.group_id) is g:
-            self.fence(g, m)
 
     def _store(self, g: StreamsGroup) -> None:
         journal.group_touched(self.cluster, g.group_id)
