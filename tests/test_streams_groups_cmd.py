@@ -94,8 +94,15 @@ def test_streams_group_on_the_sandbox(tmp_path):
 
 
 def scenario(b: str, tmp_path: Path) -> None:
-    tag = uuid.uuid4().hex[:8]
-    source, sink, app = f"wc-in-{tag}", f"wc-out-{tag}", f"wc-{tag}"
+    app = f"wc-{uuid.uuid4().hex[:8]}"
+    try:
+        word_count(b, app, tmp_path)
+    finally:   # the session's cluster lists a group with configs as a config resource: leave none
+        sh(b, f"alter-configs --entity-type groups --entity-name {app} --delete-config streams.num.standby.replicas")
+
+
+def word_count(b: str, app: str, tmp_path: Path) -> None:
+    source, sink = f"{app}-in", f"{app}-out"
     admin = AdminClient({"bootstrap.servers": b, "log_level": 0})
     for topic in admin.create_topics([NewTopic(source, PARTITIONS, 1), NewTopic(sink, 1, 1)]).values():
         topic.result(30)
