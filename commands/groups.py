@@ -343,13 +343,16 @@ def _plan(session: Session, gid: str, committed: dict[Key, int], args: dict, pla
     else:
         snap = topics.read_for(session.conn, topics.names_of(args["topic"]))
         keys = topics.partitions_of(snap, args["topic"])
-    return reset_targets(session, snap, keys, committed, args, notes, failures)
+    return reset_targets(session, snap, keys, committed, args, notes, failures,
+                         plan_file[gid] if plan_file is not None else None)
 
 
 def reset_targets(session: Session, snap: ClusterSnapshot, keys: list[Key], committed: dict[Key, int], args: dict,
-                  notes: list[str], failures: list[str]) -> dict[Key, tuple[int | None, int]]:
+                  notes: list[str], failures: list[str],
+                  from_file: dict[Key, int] | None = None) -> dict[Key, tuple[int | None, int]]:
     """(topic, partition) -> (committed offset or None, new offset) of `keys` for the reset
-    specifier of `args` (--to-earliest, --shift-by, ...), as Kafka's tools compute it."""
+    specifier of `args` (--to-earliest, --shift-by, ...; `from_file`: --from-file's offsets),
+    as Kafka's tools compute it."""
     targets: dict[Key, int] = {}
 
     def log_at(timestamp: int) -> dict[Key, int]:
@@ -381,7 +384,9 @@ def reset_targets(session: Session, snap: ClusterSnapshot, keys: list[Key], comm
             notes.append(f"Warn: Partition {key[1]} from topic {key[0]} is empty. Falling back to latest known offset.")
         targets = {k: (ends[k] if offset < 0 else offset) for k, offset in found.items() if offset >= 0 or k in ends}
     else:
-        if args["to_offset"] is not None:
+        if from_file is not None:
+            requested = from_file
+        elif args["to_offset"] is not None:
             requested = dict.fromkeys(keys, args["to_offset"])
         elif args["shift_by"] is not None:
             without = [k for k in keys if k not in committed]

@@ -345,7 +345,8 @@ def reset_streams_group_offsets(session: Session, args: dict) -> Result | Propos
                 failures.append(scope)
                 continue
             snap, keys = scope
-            plans[d.group_id] = reset_targets(session, snap, keys, held.offsets, args, notes, failures) if keys else {}
+            plans[d.group_id] = reset_targets(session, snap, keys, held.offsets, args, notes, failures,
+                                              plan_file.get(d.group_id) if plan_file is not None else None) if keys else {}
         except KafkaCallError as exc:
             failures.append(str(exc))
             continue

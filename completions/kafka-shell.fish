@@ -515,7 +515,7 @@ complete -c kafka-shell -n '__fish_contains_opt reset-streams-group-offsets' -l 
 complete -c kafka-shell -n '__fish_contains_opt reset-streams-group-offsets' -l all-input-topics -d 'Every source topic of the group\'s topology that it has committed offsets for'
 complete -c kafka-shell -n '__fish_contains_opt reset-streams-group-offsets' -l to-earliest -d 'The log start offset'
 complete -c kafka-shell -n '__fish_contains_opt reset-streams-group-offsets' -l to-latest -d 'The log end offset'
-complete -c kafka-shell -n '__fish_contains_opt reset-streams-group-offsets' -l to-current -d 'The committed offset'
+complete -c kafka-shell -n '__fish_contains_opt reset-streams-group-offsets' -l to-current -d 'The committed offset (the log end where there is none)'
 complete -c kafka-shell -n '__fish_contains_opt reset-streams-group-offsets' -l to-offset -x -d 'Offset N (kept within the log)'
 complete -c kafka-shell -n '__fish_contains_opt reset-streams-group-offsets' -l shift-by -x -d 'The committed offset plus N (may be negative)'
 complete -c kafka-shell -n '__fish_contains_opt reset-streams-group-offsets' -l to-datetime -x -d 'The first offset at or after this time (UTC unless a zone is given)'
