@@ -241,6 +241,22 @@ def iso_duration(text: str) -> int:
     return sign * ms
 
 
+# The reset specifiers (--to-earliest ... --from-file) of reset-offsets and reset-streams-group-offsets.
+RESET_SPECIFIERS = (
+    Option("--to-earliest", flag=True, help="The log start offset."),
+    Option("--to-latest", flag=True, help="The log end offset."),
+    Option("--to-current", flag=True, help="The committed offset (the log end where there is none)."),
+    Option("--to-offset", type=offset_value, metavar="N", help="Offset N (kept within the log)."),
+    Option("--shift-by", type=shift_value, metavar="N", help="The committed offset plus N (may be negative)."),
+    Option("--to-datetime", type=iso_datetime, metavar="YYYY-MM-DDTHH:mm:SS.sss",
+           help="The first offset at or after this time (UTC unless a zone is given)."),
+    Option("--by-duration", type=iso_duration, metavar="PnDTnHnM",
+           help="The first offset at or after now minus this duration (e.g. PT1H)."),
+    Option("--from-file", metavar="CSV", completer="path",
+           help="Offsets from a CSV file: topic,partition,offset (or group,topic,partition,offset)."),
+)
+
+
 @command("reset-offsets",
          Option("--group", type=group_id, repeatable=True, metavar="GROUP", completer="group",
                 help="Consumer group whose offsets to reset."),
@@ -248,17 +264,7 @@ def iso_duration(text: str) -> int:
          Option("--topic", repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
                 help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
          Option("--all-topics", flag=True, help="Every topic the group has committed offsets for."),
-         Option("--to-earliest", flag=True, help="The log start offset."),
-         Option("--to-latest", flag=True, help="The log end offset."),
-         Option("--to-current", flag=True, help="The committed offset (the log end where there is none)."),
-         Option("--to-offset", type=offset_value, metavar="N", help="Offset N (kept within the log)."),
-         Option("--shift-by", type=shift_value, metavar="N", help="The committed offset plus N (may be negative)."),
-         Option("--to-datetime", type=iso_datetime, metavar="YYYY-MM-DDTHH:mm:SS.sss",
-                help="The first offset at or after this time (UTC unless a zone is given)."),
-         Option("--by-duration", type=iso_duration, metavar="PnDTnHnM",
-                help="The first offset at or after now minus this duration (e.g. PT1H)."),
-         Option("--from-file", metavar="CSV", completer="path",
-                help="Offsets from a CSV file: topic,partition,offset (or group,topic,partition,offset)."),
+         *RESET_SPECIFIERS,
          Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
          Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
          Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),
@@ -274,7 +280,7 @@ def iso_duration(text: str) -> int:
                    "reset-offsets --group app --from-file plan.csv --execute"))
 def reset_offsets(session: Session, args: dict) -> Result | Proposal:
     group_ids = chosen_groups(session, args["group"], args["all_groups"])
-    plan_file = _read_plan(args["from_file"], group_ids) if args["from_file"] else None
+    plan_file = read_plan(args["from_file"], group_ids) if args["from_file"] else None
     if not (args["topic"] or args["all_topics"] or plan_file is not None):
         raise UsageError("reset-offsets needs a scope: --topic, --all-topics or --from-file")
     execute = args["execute"] and not args["dry_run"]
@@ -304,7 +310,7 @@ def reset_offsets(session: Session, args: dict) -> Result | Proposal:
             failures.append(str(exc))
     rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
-    text = _export(plans, len(group_ids) == 1) if args["export"] else None
+    text = export_plan(plans, len(group_ids) == 1) if args["export"] else None
     if execute and plans:
         def commit() -> Result:
             for gid, plan in plans.items():
@@ -323,20 +329,30 @@ def reset_offsets(session: Session, args: dict) -> Result | Proposal:
 
 def _plan(session: Session, gid: str, committed: dict[Key, int], args: dict, plan_file: dict[str, dict[Key, int]] | None,
           notes: list[str], failures: list[str]) -> dict[Key, tuple[int | None, int]]:
-    """(topic, partition) -> (committed offset or None, new offset) as Kafka's tool computes it."""
+    """The partitions of the reset's scope and their new offsets (reset_targets)."""
     if plan_file is not None:
         if gid not in plan_file:
             failures.append(f"No reset plan for group {shown(gid)} found")
             return {}
         requested = plan_file[gid]
         keys = list(requested)
-        snap = _read_partitions(session, keys)
+        snap = read_partitions(session, keys)
     elif args["all_topics"]:
         keys = sorted(committed)
-        snap = _read_partitions(session, keys)
+        snap = read_partitions(session, keys)
     else:
         snap = topics.read_for(session.conn, topics.names_of(args["topic"]))
         keys = topics.partitions_of(snap, args["topic"])
+    return reset_targets(session, snap, keys, committed, args, notes, failures,
+                         plan_file[gid] if plan_file is not None else None)
+
+
+def reset_targets(session: Session, snap: ClusterSnapshot, keys: list[Key], committed: dict[Key, int], args: dict,
+                  notes: list[str], failures: list[str],
+                  from_file: dict[Key, int] | None = None) -> dict[Key, tuple[int | None, int]]:
+    """(topic, partition) -> (committed offset or None, new offset) of `keys` for the reset
+    specifier of `args` (--to-earliest, --shift-by, ...; `from_file`: --from-file's offsets),
+    as Kafka's tools compute it."""
     targets: dict[Key, int] = {}
 
     def log_at(timestamp: int) -> dict[Key, int]:
@@ -368,7 +384,9 @@ def _plan(session: Session, gid: str, committed: dict[Key, int], args: dict, pla
             notes.append(f"Warn: Partition {key[1]} from topic {key[0]} is empty. Falling back to latest known offset.")
         targets = {k: (ends[k] if offset < 0 else offset) for k, offset in found.items() if offset >= 0 or k in ends}
     else:
-        if args["to_offset"] is not None:
+        if from_file is not None:
+            requested = from_file
+        elif args["to_offset"] is not None:
             requested = dict.fromkeys(keys, args["to_offset"])
         elif args["shift_by"] is not None:
             without = [k for k in keys if k not in committed]
@@ -380,7 +398,7 @@ def _plan(session: Session, gid: str, committed: dict[Key, int], args: dict, pla
     return {k: (committed.get(k), targets[k]) for k in keys if k in targets}
 
 
-def _read_partitions(session: Session, keys: list[Key]) -> ClusterSnapshot:
+def read_partitions(session: Session, keys: list[Key]) -> ClusterSnapshot:
     """A fresh read of the topics of `keys`; a topic that does not exist is an error."""
     snap = session.conn.read(sorted({t for t, _ in keys}))
     missing = sorted({t for t, _ in keys} - set(snap.topics))
@@ -409,7 +427,7 @@ def _clamp(requested: dict[Key, int], starts: dict[Key, int], ends: dict[Key, in
     return out
 
 
-def _read_plan(path: str, group_ids: list[str]) -> dict[str, dict[Key, int]]:
+def read_plan(path: str, group_ids: list[str]) -> dict[str, dict[Key, int]]:
     """Kafka's reset CSV: `topic,partition,offset` lines (one group given) or
     `group,topic,partition,offset` lines."""
     text = read_text(path, "--from-file")
@@ -432,7 +450,7 @@ def _read_plan(path: str, group_ids: list[str]) -> dict[str, dict[Key, int]]:
     return plan
 
 
-def _export(plans: dict[str, dict[Key, tuple[int | None, int]]], single_group: bool) -> str:
+def export_plan(plans: dict[str, dict[Key, tuple[int | None, int]]], single_group: bool) -> str:
     """Kafka's --export CSV: topic,partition,offset for one group, else group first."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")

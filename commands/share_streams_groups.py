@@ -8,16 +8,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_shell.admin import groups, offsets, share_groups, streams_groups
+from commands.groups import RESET_SPECIFIERS, SPECIFIERS, export_plan, read_partitions, read_plan, reset_targets
+from kafka_shell.admin import groups, offsets, share_groups, streams_groups, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.admin.streams_groups import tasks_text
-from kafka_shell.errors import shown
+from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.option_types import choice_list, group_id, iso_epoch_ms
 from kafka_shell.registry import INT64_MAX, Confirm, Option, command, int_range
 from kafka_shell.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
+    from kafka_shell.metadata import ClusterSnapshot
     from kafka_shell.session import Session
+
+Key = tuple[str, int]
 
 share_states = choice_list(("Empty", "Stable", "Dead", "Unknown"), "states")
 
@@ -231,7 +235,7 @@ def list_streams_groups(session: Session, args: dict) -> Result:
          Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
                 help="Streams group id (the application id)."),
          Option("--members", flag=True, help="Members: process, client id, active, standby and warm-up tasks."),
-         Option("--state", flag=True, help="State, coordinator, member count, and the subtopologies' topics."),
+         Option("--state", flag=True, help="State, coordinator, assignor, member count, and the subtopologies' topics."),
          Option("--offsets", flag=True, help="Per input partition: committed offset, log end, lag (the default)."),
          Option("--verbose", flag=True, help="With --members or --state: epochs and target assignments."),
          Option("--topic", metavar="NAME", completer="topic", help="Only this topic's partitions (default: the "
@@ -246,9 +250,9 @@ def describe_streams_group(session: Session, args: dict) -> Result:
     found = [d for d in described.values() if isinstance(d, streams_groups.StreamsGroup)]
     verbose, topic = args["verbose"], args["topic"]
     if args["state"]:
-        rows = [[d.group_id, d.coordinator, d.state, len(d.members)]
+        rows = [[d.group_id, d.coordinator, d.assignor or None, d.state, len(d.members)]
                 + ([d.group_epoch, d.assignment_epoch, d.topology_epoch] if verbose else []) for d in found]
-        columns = ["Group", "Coordinator", "State", "Members"] + (
+        columns = ["Group", "Coordinator", "Assignor", "State", "Members"] + (
             ["GroupEpoch", "TargetAssignmentEpoch", "TopologyEpoch"] if verbose else [])
         subs = [[d.group_id, s.subtopology_id, ",".join(s.source_topics) or None,
                  ",".join(s.repartition_source_topics) or None, ",".join(s.repartition_sink_topics) or None,
@@ -272,25 +276,37 @@ def describe_streams_group(session: Session, args: dict) -> Result:
 
 def _offsets(session: Session, found: list[streams_groups.StreamsGroup], topic: str | None,
              failures: list[str]) -> Result:
-    """Committed offsets of the groups' input topics beside their log ends, as Kafka's tool."""
+    """As Kafka's tool: the partitions the members' active tasks read, their committed offset
+    and log end; the lag of a partition without a committed offset is its whole log. A group
+    without members shows its committed offsets of the topology's topics instead."""
     committed = offsets.committed(session.conn, [d.group_id for d in found]) if found else {}
-    wanted = {d.group_id: set(d.input_topics) for d in found}
-    keys = {d.group_id: sorted(k for k in committed[d.group_id].offsets
-                               if (k[0] in wanted[d.group_id] or not wanted[d.group_id])
-                               and (topic is None or k[0] == topic)) for d in found}
     failures += [c.problem for c in committed.values() if c.problem is not None]
-    names = sorted({t for ks in keys.values() for t, _ in ks})
-    ends = offsets.log_offsets(session.conn, session.conn.read(names), {k for ks in keys.values() for k in ks},
-                               LATEST) if names else {}
-    rows = []
+    keys: dict[str, list[Key]] = {}
+    for d in found:
+        held = committed[d.group_id].offsets
+        topology = {t for s in d.subtopologies for t in (*s.source_topics, *s.repartition_source_topics)}
+        wanted = d.task_partitions() if d.members else {k for k in held if k[0] in topology}
+        keys[d.group_id] = sorted(k for k in wanted if topic is None or k[0] == topic)
+    every = {k for ks in keys.values() for k in ks}
+    snap = session.conn.read(sorted({t for t, _ in every})) if every else None
+    ends = offsets.log_offsets(session.conn, snap, every, LATEST) if snap else {}
+    starts = offsets.log_offsets(session.conn, snap, every, EARLIEST) if snap else {}
+    rows, gone = [], set()
     for d in found:
         for key in keys[d.group_id]:
-            current, end = committed[d.group_id].offsets[key], ends[key]
-            if end.error:
-                failures.append(end.error)
-            leo = None if end.error else end.offset
-            rows.append([d.group_id, key[0], key[1], current, leo, None if leo is None else leo - current])
+            current, end, start = committed[d.group_id].offsets.get(key), ends[key], starts[key]
+            if end.gone or start.gone:   # an internal topic deleted with a reset: its offsets stay
+                gone.add(key[0])
+                rows.append([d.group_id, key[0], key[1], current, None, None])
+            elif (problem := end.error or start.error) is not None:
+                failures.append(problem)
+                rows.append([d.group_id, key[0], key[1], current, None, None])
+            else:
+                rows.append([d.group_id, key[0], key[1], current, end.offset,
+                             end.offset - (current if current is not None else start.offset)])
     notes = [f"Streams group '{shown(d.group_id)}' has no active members." for d in found if not d.members]
+    notes += [f"Topic '{shown(t)}' does not exist (any more); the group still holds offsets for it."
+              for t in sorted(gone)]
     return Result.outcome([Table(["Group", "Topic", "Partition", "CurrentOffset", "LogEndOffset", "Lag"], rows,
                                  name="offsets")], notes, failures)
 
@@ -329,3 +345,193 @@ def delete_empty(session: Session, ids: list[str], noun: str, described: dict, d
             else:
                 messages.append(f"Deleted {noun} group '{shown(gid)}'.")
     return Result.message(*messages, *failures, exit_code=1 if failures else 0)
+
+
+# -- reset-streams-group-offsets / delete-streams-group-offsets -------------------------------
+
+INPUT_TOPIC = Option("--input-topic", repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
+                     help="An input topic of the group (topic:0,1 names some of its partitions).")
+ALL_INPUT_TOPICS = Option("--all-input-topics", flag=True,
+                          help="Every source topic of the group's topology that it has committed offsets for.")
+
+
+def topic_names(text: str) -> list[str]:
+    """Topic names separated by commas."""
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise ValueError("topic names separated by commas")
+    return names
+
+
+def _streams_group_ids(session: Session, given: list[str], all_groups: bool) -> list[str]:
+    if not all_groups:
+        return list(dict.fromkeys(given))
+    listed = groups.list_groups(session.conn, (), ["streams"])
+    if listed.failures:
+        raise ShellError(" ".join(listed.failures))
+    return [g.group_id for g in listed.groups]
+
+
+def _scope(session: Session, d: streams_groups.StreamsGroup, held: dict[Key, int], args: dict,
+           plan_file: dict[str, dict[Key, int]] | None) -> tuple[ClusterSnapshot, list[Key]] | str:
+    """The partitions a reset or offset deletion of `d` covers, as Kafka's tool picks them (or
+    the line why none): --all-input-topics: the committed partitions of its source topics;
+    --input-topic: the partitions named, each of which the group must have committed."""
+    if plan_file is not None:
+        if d.group_id not in plan_file:
+            return f"No reset plan for group {shown(d.group_id)} found"
+        keys = sorted(plan_file[d.group_id])
+        return read_partitions(session, keys), keys
+    if args["all_input_topics"]:
+        keys = sorted(k for k in held if k[0] in d.source_topics)
+        return read_partitions(session, keys), keys
+    snap = topics.read_for(session.conn, topics.names_of(args["input_topic"]))
+    keys = topics.partitions_of(snap, args["input_topic"])
+    uncommitted = [f"{t}-{p}" for t, p in keys if (t, p) not in held]
+    if uncommitted:
+        return (f"Streams group '{shown(d.group_id)}' has no committed offset for {', '.join(uncommitted[:10])}"
+                f"{' and more' if len(uncommitted) > 10 else ''}: Kafka's tool resets only partitions the group "
+                "has committed (--all-input-topics takes those of every source topic).")
+    return snap, keys
+
+
+@command("reset-streams-group-offsets",
+         Option("--group", type=group_id, repeatable=True, metavar="GROUP", completer="group",
+                help="Streams group (application id) whose offsets to reset."),
+         Option("--all-groups", flag=True, help="Every streams group of the cluster."),
+         INPUT_TOPIC, ALL_INPUT_TOPICS,
+         *RESET_SPECIFIERS,
+         Option("--delete-internal-topic", type=topic_names, metavar="TOPIC[,TOPIC]", completer="topic",
+                help="With --execute: also delete these internal topics of the group."),
+         Option("--delete-all-internal-topics", flag=True,
+                help="With --execute: also delete the group's internal topics (repartition and changelog)."),
+         Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
+         Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
+         Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),
+         mutates=True,
+         confirm=Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute"),
+         required_groups=(SPECIFIERS, ("--group", "--all-groups")),
+         exclusive_groups=(("--input-topic", "--all-input-topics", "--from-file"), ("--group", "--all-groups"),
+                           ("--delete-internal-topic", "--delete-all-internal-topics")),
+         help="Plan (default) or --execute a reset of a streams group's committed offsets (the application "
+              "must be stopped), as kafka-streams-groups --reset-offsets.",
+         examples=("reset-streams-group-offsets --group word-count --all-input-topics --to-earliest",
+                   "reset-streams-group-offsets --group word-count --all-input-topics --to-earliest --execute "
+                   "--delete-all-internal-topics",
+                   "reset-streams-group-offsets --group word-count --input-topic lines:0 --shift-by -10 --execute"))
+def reset_streams_group_offsets(session: Session, args: dict) -> Result | Proposal:
+    streams_groups.require(session.conn)
+    group_ids = _streams_group_ids(session, args["group"], args["all_groups"])
+    plan_file = read_plan(args["from_file"], group_ids) if args["from_file"] else None
+    if not (args["input_topic"] or args["all_input_topics"] or plan_file is not None):
+        raise UsageError("reset-streams-group-offsets needs a scope: --input-topic, --all-input-topics or --from-file")
+    execute = args["execute"] and not args["dry_run"]
+    described = streams_groups.describe(session.conn, group_ids) if group_ids else {}
+    failures: list[str] = []
+    notes: list[str] = []
+    inactive: list[streams_groups.StreamsGroup] = []
+    for gid in group_ids:
+        d = described[gid]
+        if isinstance(d, str):
+            failures.append(d)
+        elif d.state not in ("Empty", "Dead"):
+            failures.append(f"Assignments can only be reset if the group '{shown(gid)}' is inactive, but the current "
+                            f"state is {d.state}.")
+        else:
+            inactive.append(d)
+    committed = offsets.committed(session.conn, [d.group_id for d in inactive]) if inactive else {}
+    plans: dict[str, dict[Key, tuple[int | None, int]]] = {}
+    doomed: dict[str, list[str]] = {}      # the internal topics --execute deletes, per group
+    for d in inactive:
+        held = committed[d.group_id]
+        if held.problem is not None:
+            failures.append(held.problem)
+            continue
+        try:
+            scope = _scope(session, d, held.offsets, args, plan_file)
+            if isinstance(scope, str):
+                failures.append(scope)
+                continue
+            snap, keys = scope
+            plans[d.group_id] = reset_targets(session, snap, keys, held.offsets, args, notes, failures,
+                                              plan_file.get(d.group_id) if plan_file is not None else None) if keys else {}
+        except KafkaCallError as exc:
+            failures.append(str(exc))
+            continue
+        doomed[d.group_id] = (list(d.internal_topics) if args["delete_all_internal_topics"]
+                              else list(dict.fromkeys(args["delete_internal_topic"] or ())))
+    rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
+    table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
+    text = export_plan(plans, len(group_ids) == 1) if args["export"] else None
+    internal = sorted({t for gid in plans for t in doomed[gid]})
+    if execute and plans:
+        def apply() -> Result:
+            for gid, plan in plans.items():
+                refused = offsets.commit(session.conn, gid, {k: new for k, (_, new) in plan.items()})
+                failures.extend(f"{t}-{p}: {why}" for (t, p), why in sorted(refused.items()) if why is not None)
+                notes.append(f"Reset {sum(1 for why in refused.values() if why is None)} offset(s) of streams group "
+                             f"'{shown(gid)}'.")
+            for outcome in topics.delete(session.conn, internal) if internal else []:
+                if outcome.error is not None:
+                    failures.append(f"Internal topic '{shown(outcome.name)}' was not deleted: {outcome.error}")
+                else:
+                    notes.append(f"Deleted internal topic '{shown(outcome.name)}'.")
+            return Result.outcome([table], notes, failures, text)
+        also = f" and delete {len(internal)} internal topic(s) ({', '.join(map(shown, internal))})" if internal else ""
+        return Proposal(f"Reset {len(rows)} offset(s) of streams group(s) "
+                        f"{', '.join(sorted(shown(g) for g in plans))}{also}. Continue?",
+                        "reset-streams-group-offsets --execute changes committed offsets", apply)
+    if plans and not args["export"]:
+        would = f" (--execute would also delete {', '.join(map(shown, internal))})" if internal else ""
+        notes.append(f"Dry run: nothing was changed (add --execute to apply){would}.")
+    return Result.outcome([table], notes, failures, text)
+
+
+def _offsets_to_delete(session: Session, args: dict) -> tuple[str, list[Key]]:
+    """The group and the partitions delete-streams-group-offsets covers, read now."""
+    gid = args["group"]
+    d = streams_groups.describe(session.conn, [gid])[gid]
+    if isinstance(d, str):
+        raise ShellError(d)
+    held = offsets.committed(session.conn, [gid])[gid]
+    if held.problem is not None:
+        raise ShellError(held.problem)
+    if args["all_input_topics"]:
+        return gid, sorted(k for k in held.offsets if k[0] in d.source_topics)
+    snap = topics.read_for(session.conn, topics.names_of(args["input_topic"]))
+    return gid, topics.partitions_of(snap, args["input_topic"])
+
+
+def confirm_delete_streams_offsets(session: Session, args: dict) -> str | None:
+    gid, keys = _offsets_to_delete(session, args)
+    held = offsets.committed(session.conn, [gid])[gid].offsets
+    lost = [f"{t}-{p} at {held[(t, p)]}" for t, p in keys if (t, p) in held]
+    if not lost:
+        return None
+    shown_lost = ", ".join(lost[:10]) + (f" and {len(lost) - 10} more" if len(lost) > 10 else "")
+    return f"Delete the committed offsets of streams group '{shown(gid)}' for {len(lost)} partition(s) ({shown_lost})?"
+
+
+@command("delete-streams-group-offsets",
+         Option("--group", type=group_id, required=True, metavar="GROUP", completer="group", help="Streams group."),
+         INPUT_TOPIC, ALL_INPUT_TOPICS,
+         mutates=True, confirm=Confirm(question=confirm_delete_streams_offsets),
+         required_groups=(("--input-topic", "--all-input-topics"),),
+         exclusive_groups=(("--input-topic", "--all-input-topics"),),
+         help="Delete a streams group's committed offsets (of topics it no longer reads, or all of an "
+              "inactive group), as kafka-streams-groups --delete-offsets.",
+         examples=("delete-streams-group-offsets --group word-count --input-topic old-lines --yes",
+                   "delete-streams-group-offsets --group word-count --all-input-topics --dry-run"))
+def delete_streams_group_offsets(session: Session, args: dict) -> Result:
+    gid, keys = _offsets_to_delete(session, args)
+    if args["dry_run"]:
+        return Result.message(*(f"Would delete the offset of {t}-{p} for streams group '{shown(gid)}' (dry run)."
+                                for t, p in keys))
+    if not keys:
+        return Result.message(f"Streams group '{shown(gid)}' has no committed offsets of its source topics.")
+    refused, per_partition = offsets.delete(session.conn, gid, keys)
+    if refused is not None:
+        raise ShellError(refused)
+    failures = [f"{t}-{p}: {why}" for (t, p), why in sorted(per_partition.items()) if why is not None]
+    rows = [[t, p, "Error" if why else "Successful"] for (t, p), why in sorted(per_partition.items())]
+    return Result.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [], failures)

@@ -282,10 +282,12 @@ MESSAGE_ONLY |= {"alter-client-metrics", "delete-client-metrics", "unregister-br
 # tests/test_cluster_tools.py.
 MESSAGE_ONLY |= {"create-delegation-token", "renew-delegation-token", "expire-delegation-token",
                  "describe-delegation-token"}
-# Share groups need Kafka's Java share consumer, and the sandbox serves no streams groups: their
-# tables are read in tests/test_share_streams_cmd.py (Kafka 4.4 and the sandbox).
+# A share group needs Kafka's Java share consumer, a streams group a running Kafka Streams
+# application: their tables are read in tests/test_share_streams_cmd.py, tests/test_share_clients.py
+# and tests/test_streams_groups_cmd.py (Kafka 4.4 and the sandbox).
 MESSAGE_ONLY |= {"list-share-groups", "describe-share-group", "delete-share-group", "reset-share-group-offsets",
-                 "delete-share-group-offsets", "list-streams-groups", "describe-streams-group", "delete-streams-group"}
+                 "delete-share-group-offsets", "list-streams-groups", "describe-streams-group", "delete-streams-group",
+                 "reset-streams-group-offsets", "delete-streams-group-offsets"}
 CASES = [(name, line) for name, lines in TABLE_LINES.items() for line in lines]
 
 

@@ -6,10 +6,12 @@ standby, warm-up) beside the target. Their committed offsets are a consumer grou
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka_shell.codes import ApiKey
+from kafka_shell.errors import shown
 
 from kafka_shell.admin import releases
 from kafka_shell.admin.consumer_groups import described
@@ -64,16 +66,42 @@ class StreamsGroup:
     members: tuple[StreamsMember, ...]
 
     @property
-    def input_topics(self) -> tuple[str, ...]:
-        """The topics the group reads: source and repartition topics of every subtopology."""
-        return tuple(sorted({t for s in self.subtopologies for t in (*s.source_topics, *s.repartition_source_topics)}))
+    def source_topics(self) -> tuple[str, ...]:
+        """The topology's source topics: what kafka-streams-groups' --all-input-topics means."""
+        return tuple(sorted({t for s in self.subtopologies for t in s.source_topics}))
+
+    @property
+    def internal_topics(self) -> tuple[str, ...]:
+        """The topics Kafka's tool deletes with --delete-all-internal-topics: repartition and
+        changelog topics that are no source topic and are named as Streams names its own
+        (`<application id>-...-changelog`, `-repartition`, ...)."""
+        sources = set(self.source_topics)
+        named = {t for s in self.subtopologies for t in (*s.repartition_source_topics, *s.changelog_topics)}
+        return tuple(sorted(t for t in named - sources if is_internal_topic(t, self.group_id)))
+
+    def task_partitions(self) -> set[tuple[str, int]]:
+        """The partitions the members' active tasks read (their subtopology's source and
+        repartition topics): the rows of Kafka's describe offsets."""
+        inputs = {s.subtopology_id: (*s.source_topics, *s.repartition_source_topics) for s in self.subtopologies}
+        return {(topic, p) for m in self.members for sub, partitions in m.active
+                for topic in inputs.get(sub, ()) for p in partitions}
+
+
+_INTERNAL_SUFFIXES = ("-changelog", "-repartition", "-subscription-registration-topic", "-subscription-response-topic")
+_FK_JOIN_TOPIC = re.compile(r".+-KTABLE-FK-JOIN-SUBSCRIPTION-(REGISTRATION|RESPONSE)-\d+-topic")
+
+
+def is_internal_topic(topic: str, application_id: str) -> bool:
+    """Whether `topic` is named as Kafka Streams names the internal topics of `application_id`."""
+    return topic.startswith(application_id + "-") and (topic.endswith(_INTERNAL_SUFFIXES)
+                                                       or _FK_JOIN_TOPIC.fullmatch(topic) is not None)
 
 
 def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, StreamsGroup | str]:
     require(conn)
     return described(conn, group_ids, ApiKey.STREAMS_GROUP_DESCRIBE,
                      {"include_authorized_operations": False, "include_topology_description": False}, _group,
-                     lambda gid: f"Streams group '{gid}' does not exist (list-streams-groups lists them).")
+                     lambda gid: f"Streams group '{shown(gid)}' does not exist (list-streams-groups lists them).")
 
 
 def _group(g: Any, node: int) -> StreamsGroup:

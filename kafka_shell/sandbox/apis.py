@@ -36,7 +36,8 @@ class Unserved:
 
 
 UNSERVED: tuple[Unserved, ...] = (
-    Unserved((88, 89, 93), "streams groups (KIP-1071) are not implemented"),
+    Unserved((93,), "StreamsGroupTopologyDescriptionUpdate (Kafka 4.4's topology description plugin): neither kio "
+                    "0.6.5 nor Kafka's published schemas here have it"),
 )
 
 # The sandbox stores message format v2 only: the Produce and Fetch versions that carry formats v0

@@ -25,6 +25,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
@@ -213,7 +214,29 @@ def range_assignor(members: dict[str, Member], subscriptions: dict[str, set[uuid
 # -- the coordinator -----------------------------------------------------------------------------
 
 
-class Coordinator(modern_groups.Coordinator):
+class RevokingCoordinator(modern_groups.Coordinator):
+    """The coordinators whose members revoke what they give up before it moves on (consumer and
+    streams groups; share groups revoke nothing): a member that has not revoked within its
+    rebalance timeout is fenced. Subclasses set `unrevoked`, their member state of one that has
+    yet to revoke."""
+    unrevoked: ClassVar[Any] = M_UNREVOKED
+
+    def _schedule_rebalance(self, g: Any, m: Any) -> None:
+        """While the member has partitions (tasks) to revoke, it must do so within its rebalance timeout."""
+        if m.rebalance is not None:
+            m.rebalance.cancel()
+            m.rebalance = None
+        if m.state == self.unrevoked and m.rebalance_timeout_ms > 0:
+            m.rebalance = asyncio.get_running_loop().call_later(
+                m.rebalance_timeout_ms / 1000, self._revocation_overdue, g, m.member_id, m.epoch)
+
+    def _revocation_overdue(self, g: Any, member_id: str, epoch: int) -> None:
+        m = g.members.get(member_id)
+        if m is not None and m.epoch == epoch and self.groups.get(g.group_id) is g:
+            self.fence(g, m)
+
+
+class Coordinator(RevokingCoordinator):
     """Consumer group operations for one request; `spawn`-free: timers run on the loop."""
 
     kind = "consumer"
@@ -429,21 +452,6 @@ class Coordinator(modern_groups.Coordinator):
         if not keep_target:
             g.targets.pop(m.member_id, None)
 
-    # timers -------------------------------------------------------------------------------------------
-
-    def _schedule_rebalance(self, g: ConsumerGroup, m: Member) -> None:
-        """While the member has partitions to revoke, it must do so within its rebalance timeout."""
-        if m.rebalance is not None:
-            m.rebalance.cancel()
-            m.rebalance = None
-        if m.state == M_UNREVOKED and m.rebalance_timeout_ms > 0:
-            m.rebalance = asyncio.get_running_loop().call_later(
-                m.rebalance_timeout_ms / 1000, self._revocation_overdue, g, m.member_id, m.epoch)
-
-    def _revocation_overdue(self, g: ConsumerGroup, member_id: str, epoch: int) -> None:
-        m = g.members.get(member_id)
-        if m is not None and m.epoch == epoch and self.groups.get(g.group_id) is g:
-            self.fence(g, m)
 
     def _store(self, g: ConsumerGroup) -> None:
         from kafka_shell.sandbox import group_state  # it imports this module

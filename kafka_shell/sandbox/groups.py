@@ -547,10 +547,11 @@ class Coordinator:
         if g is not None and g.group_type == "share":   # share groups have no committed offsets
             return None, ErrorCode.group_id_not_found
         if g is not None and g.group_type != "classic":
-            # A transactional commit into a KIP-848 group (OffsetCommit goes to consumer_groups).
-            from kafka_shell.sandbox import consumer_groups
-            found = consumer_groups.Coordinator(self.cluster).commit_error(
-                g, member_id, generation, 9, True)  # type: ignore[arg-type]
+            # A transactional commit into a KIP-848 or streams group (OffsetCommit goes to their modules).
+            from kafka_shell.sandbox import consumer_groups, streams_groups
+            owner = streams_groups if g.group_type == "streams" else consumer_groups
+            found = owner.Coordinator(self.cluster).commit_error(  # type: ignore[attr-defined]
+                g, member_id, generation, 9, True)
             return (g, 0) if callable(found) or not found else (None, found)  # type: ignore[arg-type]
         if g is None:
             if not simple:
@@ -600,7 +601,7 @@ class Coordinator:
     def delete_offsets_error(self, g: Group | None) -> int:
         if g is None or g.state == DEAD or g.group_type == "share":
             return ErrorCode.group_id_not_found
-        if g.members and g.protocol_type != "consumer":
+        if g.members and g.protocol_type not in ("consumer", "streams"):
             return ErrorCode.non_empty_group
         return 0
 

@@ -24,6 +24,8 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from tests.clients.streams_app import WordCount, compiled
+
 REPO = Path(__file__).resolve().parent.parent.parent
 SHELL = str(REPO / ".venv" / "bin" / "kafka-shell")
 SHELL_TIMEOUT_S = 10      # the shell's --timeout for every command line
@@ -102,6 +104,22 @@ class Leave:
 
 
 @dataclass(frozen=True)
+class Streams:
+    """A Kafka Streams application (tests/clients/WordCount.java, `group.protocol=streams`) with
+    application id `group`, counting the words of `topic` into `sink`; it runs until the scenario
+    ends (or `StopStreams`); the step ends once it is RUNNING."""
+    group: str
+    topic: str
+    sink: str
+
+
+@dataclass(frozen=True)
+class StopStreams:
+    """The application of `group` closed (it leaves the group)."""
+    group: str
+
+
+@dataclass(frozen=True)
 class StopBroker:
     """A broker shut down (a controlled shutdown on Kafka); the step ends once Metadata no longer
     lists it. Every stopped broker is started again when the scenario ends."""
@@ -137,8 +155,8 @@ class ReadSnapshot:
     name: str
 
 
-Step = (str | As | Stdin | Where | ReadSnapshot | Produce | Commit | Join | Leave | ShareConsume | StopBroker | StartBroker
-        | WaitFor | ReadFile)
+Step = (str | As | Stdin | Where | ReadSnapshot | Produce | Commit | Join | Leave | ShareConsume | Streams | StopStreams
+        | StopBroker | StartBroker | WaitFor | ReadFile)
 
 
 @dataclass(frozen=True)
@@ -211,6 +229,7 @@ class Run:
         self.names = {"t": slug, "t2": f"{slug}-2", "g": f"{slug}-g", "g2": f"{slug}-g2",
                       "dir": str(self.dir), "ctl": side.bootstrap_controllers or ""}
         self.members: dict[str, Consumer] = {}
+        self.apps: dict[str, WordCount] = {}
         self.stopped: set[int] = set()
 
     def fill(self, text: str) -> str:
@@ -228,6 +247,8 @@ class Run:
         finally:
             for consumer in self.members.values():
                 consumer.close()
+            for app in self.apps.values():
+                app.stop()
             for broker in sorted(self.stopped):
                 self.side.start_broker(broker)
         return outcomes
@@ -261,6 +282,16 @@ class Run:
         if isinstance(step, ShareConsume):
             return share_consume(self.side.bootstrap, self.fill(step.group), self.fill(step.topic), step.count,
                                  step.flags)
+        if isinstance(step, Streams):
+            group = self.fill(step.group)
+            app = self.apps[group] = WordCount(compiled(self.side.workdir / "streams-classes"), self.side.bootstrap,
+                                               group, self.fill(step.topic), self.fill(step.sink),
+                                               self.dir / f"{group}-state")
+            app.wait_state("RUNNING")
+            return None
+        if isinstance(step, StopStreams):
+            self.apps.pop(self.fill(step.group)).stop()
+            return None
         if isinstance(step, StopBroker):
             self.stopped.add(step.broker)
             self.side.stop_broker(step.broker)
@@ -453,7 +484,7 @@ UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 ISO_TIME = re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
                       r"|\b\d{8}T\d{6}(?:\.\d+)?Z")   # and a snapshot directory's UTC time
 # JSON keys whose values are ids each cluster makes (Kafka prints them in base64).
-ID_KEYS = {"TopicId", "DirectoryId", "topic_id", "directory_id"}
+ID_KEYS = {"TopicId", "DirectoryId", "topic_id", "directory_id", "Member"}
 # JSON keys whose values are facts of the machine (its disk), not of the cluster.
 MACHINE_KEYS = {"TotalBytes", "UsableBytes", "total_bytes", "usable_bytes"}
 # Lists whose order is the order things happened to arrive (timing), not a choice: broker ids

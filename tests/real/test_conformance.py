@@ -24,7 +24,8 @@ from kafka_shell.sandbox import tls
 from kafka_shell.sandbox.server import Sandbox
 from tests.real.conformance import (
     As, Commit, Join, KnownDifference, Leave, Produce, ReadFile, ReadSnapshot, Scenario, ShareConsume, Side,
-    StartBroker, Stdin, StopBroker, WaitFor, Where, analyze_together, compare, run_both, scenario, wait_brokers,
+    StartBroker, Stdin, StopBroker, StopStreams, Streams, WaitFor, Where, analyze_together, compare, run_both, scenario,
+    wait_brokers,
 )
 from tests.real_kafka import SECURED_MECHANISMS, SECURED_TOKEN_SECRET, SECURED_USERS, SUPER_USERS, RealKafka
 
@@ -51,6 +52,18 @@ def in_sync(o: dict[str, Any]) -> bool:
 def share_done(o: dict[str, Any]) -> bool:
     """Every record of the share group's partitions done with (lag 0 everywhere)."""
     return o["rc"] == 0 and bool(rows(o)) and all(r["Lag"] == 0 for r in rows(o))
+
+
+def streams_caught_up(o: dict[str, Any]) -> bool:
+    """The word count read all 20 records and its repartition topic: every partition at lag 0."""
+    offsets = rows(o)
+    return (o["rc"] == 0 and len(offsets) == 6 and all(r["Lag"] == 0 for r in offsets)
+            and sum(r["CurrentOffset"] or 0 for r in offsets if not r["Topic"].endswith("-repartition")) == 20)
+
+
+def streams_state(o: dict[str, Any]) -> str | None:
+    groups = rows(o, "groups") if o["rc"] == 0 else []
+    return groups[0]["State"] if groups else None
 
 
 def leaderless(o: dict[str, Any]) -> bool:
@@ -510,6 +523,29 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
     ((Z,), scenario("error.quorum-in-zookeeper-mode", "describe-quorum")),
     ((K,), scenario("error.unknown-broker", "describe-configs --broker 9", "api-versions --broker 9")),
 
+    # -- streams groups (KIP-1071): a Kafka Streams word count with group.protocol=streams -------
+    ((K,), scenario("streams.word-count",
+                    "create-topic --topic {t} --replica-assignment 1,2,3",
+                    "create-topic --topic {t2} --replica-assignment 1",
+                    Produce("{t}", 20, keyed=True),
+                    Streams("{g}", "{t}", "{t2}"),
+                    WaitFor("describe-streams-group {g}", streams_caught_up),
+                    "list-streams-groups",
+                    "describe-streams-group {g}",
+                    "describe-streams-group {g} --members",
+                    "describe-streams-group {g} --state",
+                    "reset-streams-group-offsets --group {g} --all-input-topics --to-earliest",
+                    "delete-streams-group {g} --yes",
+                    StopStreams("{g}"),
+                    WaitFor("describe-streams-group {g} --state", lambda o: streams_state(o) == "Empty"),
+                    "describe-streams-group {g}",
+                    "reset-streams-group-offsets --group {g} --all-input-topics --to-earliest",
+                    "reset-streams-group-offsets --group {g} --input-topic {t}:0 --shift-by -2 --execute",
+                    "delete-streams-group-offsets --group {g} --input-topic {t2} --yes",
+                    "delete-streams-group-offsets --group {g} --all-input-topics --yes",
+                    "delete-streams-group {g} --yes",
+                    "list-streams-groups")),
+
     # -- the secured node -----------------------------------------------------------------------
     ((S,), scenario("secured.sasl-plain", As("admin", "describe-cluster"), As("admin", "list-brokers"))),
     ((S,), scenario("secured.sasl-scram", As("admin-scram", "describe-cluster"))),
@@ -596,7 +632,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
                     "the finalized features' epoch is the metadata log's offset, which counts the sandbox's own "
                     "changes, not Kafka's records (as cluster.quorum's high watermark)", steps=(0,)),
     *(KnownDifference(kind, "cluster.api-versions", "out",
-                      "the sandbox lists only what it serves: not Kafka 4.4's streams groups "
+                      "the sandbox lists only what it serves: not Kafka 4.4's StreamsGroupTopologyDescriptionUpdate "
                       "(docs/sandbox.md, the UNSERVED table)") for kind in (K, S)),
     *(KnownDifference(S, name, "Controller|Role", COMBINED) for name in (
         "cluster.describe", "secured.sasl-plain", "secured.sasl-scram", "secured.sasl-ssl", "secured.ssl-client-certificate")),

@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 from kafka_shell import protocol
 from kafka_shell.sandbox import consumer_groups as cg
 from kafka_shell.sandbox import groups as gc
+from kafka_shell.sandbox import streams_groups as sg
 from kafka_shell.sandbox import transactions
 from kafka_shell.sandbox.model import Topic
 from kafka_shell.codes import AclResourceType, ApiKey
@@ -143,6 +144,11 @@ def leave_group(ctx) -> dict:
 # -- offsets ----------------------------------------------------------------------------------
 
 
+def _epoch_coordinator(ctx, g: cg.ConsumerGroup | sg.StreamsGroup) -> cg.Coordinator | sg.Coordinator:
+    """The coordinator of a group whose members commit and fetch with their member epoch."""
+    return sg.Coordinator(ctx.cluster) if isinstance(g, sg.StreamsGroup) else cg.Coordinator(ctx.cluster)
+
+
 @api(ApiKey.OFFSET_COMMIT)
 def offset_commit(ctx) -> dict:
     req = ctx.request
@@ -150,9 +156,9 @@ def offset_commit(ctx) -> dict:
     group, err = None, _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
     check = None  # KIP-848: a commit with an older member epoch is checked per partition
     found = gc.all_groups(ctx.cluster).get(req.group_id)
-    if not err and isinstance(found, cg.ConsumerGroup):
-        verdict = cg.Coordinator(ctx.cluster).commit_error(found, req.member_id, req.generation_id_or_member_epoch,
-                                                          ctx.version)
+    if not err and isinstance(found, (cg.ConsumerGroup, sg.StreamsGroup)):
+        verdict = _epoch_coordinator(ctx, found).commit_error(found, req.member_id,  # type: ignore[arg-type]
+                                                              req.generation_id_or_member_epoch, ctx.version)
         group, err = (None, verdict) if isinstance(verdict, int) and verdict else (found, 0)
         check = verdict if callable(verdict) else None
     elif not err:
@@ -206,8 +212,8 @@ def _fetch_offsets(ctx, group_id: str, wanted, member: tuple[str | None, int] = 
     make = _partition_maker(ctx)
     err = _group_denied(ctx, group_id) or _not_coordinator(ctx, group_id)
     g = gc.all_groups(ctx.cluster).get(group_id)
-    if not err and isinstance(g, cg.ConsumerGroup):
-        err = cg.Coordinator(ctx.cluster).fetch_error(g, *member)  # KIP-848 members fetch with their epoch
+    if not err and isinstance(g, (cg.ConsumerGroup, sg.StreamsGroup)):
+        err = _epoch_coordinator(ctx, g).fetch_error(g, *member)  # type: ignore[arg-type]  # members fetch with their epoch
     if err:
         return {"group_id": group_id, "error_code": err, "topics": []}
     committed = g.offsets if g else {}
