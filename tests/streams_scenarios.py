@@ -119,6 +119,10 @@ def lifecycle(bootstrap: str) -> dict:
             time.sleep(0.5)
         out["tasks"] = _reduced({**answer, "active_tasks": tasks})
         out["describe stable"] = describe(app)
+        update = {"group_id": app, "member_id": member, "topology_epoch": 0,
+                  "topology_description": {"subtopologies": [], "global_stores": []}}
+        out["topology description update"] = _reduced(retry(lambda: channel.request(
+            ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, update, 0)))
         out["fenced: greater epoch"] = _reduced(beat(_beat(app, member, epoch + 5)))
         out["unknown member"] = _reduced(beat(_beat(app, uuid.uuid4().hex, epoch)))
         out["topology after joining"] = _reduced(beat({**_beat(app, member, epoch), "topology": _topology(source, app)}))

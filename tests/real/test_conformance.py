@@ -631,9 +631,6 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
     KnownDifference(K, "cluster.features", "Epoch",
                     "the finalized features' epoch is the metadata log's offset, which counts the sandbox's own "
                     "changes, not Kafka's records (as cluster.quorum's high watermark)", steps=(0,)),
-    *(KnownDifference(kind, "cluster.api-versions", "out",
-                      "the sandbox lists only what it serves: not Kafka 4.4's StreamsGroupTopologyDescriptionUpdate "
-                      "(docs/sandbox.md, the UNSERVED table)") for kind in (K, S)),
     *(KnownDifference(S, name, "Controller|Role", COMBINED) for name in (
         "cluster.describe", "secured.sasl-plain", "secured.sasl-scram", "secured.sasl-ssl", "secured.ssl-client-certificate")),
     KnownDifference(S, "cluster.controller", "Id|Port|Voters", COMBINED),

@@ -95,34 +95,15 @@ def test_kafka_lists_what_the_sandbox_lists_plus_unserved(cluster, release, mode
     compare_with_real(request.getfixturevalue(cluster), release, mode)
 
 
-# What is left to UNSERVED: the share groups (KIP-932) and streams groups (KIP-1071) APIs, being
-# built; every other API each listener kind of each release lists is served.
-SHARE_AND_STREAMS_GROUPS = {76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93}
-
-
-def test_only_share_and_streams_groups_are_unserved():
+def test_nothing_is_unserved():
     """With test_kafka_lists_what_the_sandbox_lists_plus_unserved: the sandbox lists what real
-    Kafka lists, key for key and version for version, on every listener kind, but for these."""
-    assert {key for row in apis.UNSERVED for key in row.keys} <= SHARE_AND_STREAMS_GROUPS, apis.UNSERVED
+    Kafka lists, key for key and version for version, on every listener kind."""
+    assert apis.UNSERVED == ()
     served = apis.handlers.load()
     for release, kind in apis.KINDS:
         for key, versions in releases.release(release).apis[kind].items():
-            if key not in SHARE_AND_STREAMS_GROUPS:
-                listed, _ = apis.versions(release, kind, key, served[key].versions, False)
-                assert listed == versions, (release, kind, protocol.api_name(key), listed, versions)
-
-
-def test_every_unserved_row_is_needed():
-    """No UNSERVED row covers only what Kafka does not list, or what the sandbox serves."""
-    served = apis.handlers.load()
-    for row in apis.UNSERVED:
-        covered = [(release, kind, key, v) for release in row.releases for kind in row.listeners
-                   for key in row.keys for v in releases.release(release).apis.get(kind, {}).get(key, range(0))
-                   if row.covers(release, kind, key, v)]
-        assert covered, f"{row} covers nothing Kafka lists"
-        for release, kind, key, v in covered:
-            listed, _ = apis.versions(release, kind, key, served[key].versions, False) if key in served else (None, None)
-            assert listed is None or v not in listed, (row, release, kind, key, v)
+            listed, _ = apis.versions(release, kind, key, served[key].versions, False)
+            assert listed == versions, (release, kind, protocol.api_name(key), listed, versions)
 
 
 def removed_in_4() -> list[tuple[int, int]]:

@@ -1,4 +1,5 @@
-"""Streams group APIs (KIP-1071): StreamsGroupHeartbeat and StreamsGroupDescribe.
+"""Streams group APIs (KIP-1071): StreamsGroupHeartbeat, StreamsGroupDescribe and
+StreamsGroupTopologyDescriptionUpdate.
 
 The state machine is `kafka_shell.sandbox.streams_groups`; this module checks requests as Kafka
 4.4's GroupCoordinatorService does and maps them onto it.
@@ -64,6 +65,20 @@ def streams_group_heartbeat(ctx) -> dict:
     except GroupError as exc:
         return {**base, "error_code": exc.code, "error_message": exc.message}
     return {**base, **answer}
+
+
+# GroupCoordinatorService's refusal while no group.streams topology description plugin is set.
+NO_DESCRIPTION_PLUGIN = "The broker has no streams group topology description plugin configured."
+
+
+@api(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
+def streams_group_topology_description_update(ctx) -> dict:
+    """Kafka 4.4 keeps a group's topology description only through a plugin, which it has none
+    of by default: past KafkaApis' READ on the group, its coordinator refuses every update with
+    UNSUPPORTED_VERSION before it looks at the group. The sandbox has no plugins."""
+    if _group_denied(ctx, ctx.request.group_id):
+        return {"error_code": ErrorCode.group_authorization_failed, "error_message": "Group authorization failed."}
+    return {"error_code": ErrorCode.unsupported_version, "error_message": NO_DESCRIPTION_PLUGIN}
 
 
 @api(ApiKey.STREAMS_GROUP_DESCRIBE)
