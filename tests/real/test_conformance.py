@@ -433,9 +433,11 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                     Produce("{t}", 5, keyed=True),
                     "describe-log-dirs --topic {t}",
                     "describe-log-dirs --broker-list 2 --topic {t}")),
+    # Records of one produce may share a millisecond (which of them max-timestamp names is then
+    # timing): each record is sent by its own shell, so their timestamps increase.
     ((K,), scenario("records.max-timestamp",
                     "create-topic --topic {t} --replica-assignment 1:2",
-                    "produce --topic {t} x y z",
+                    "produce --topic {t} x", "produce --topic {t} y", "produce --topic {t} z",
                     "get-offsets --topic {t} --time max-timestamp",
                     "get-offsets --topic {t} --time latest --partitions 0")),
 
