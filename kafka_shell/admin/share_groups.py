@@ -13,6 +13,7 @@ from kafka_shell.codes import ApiKey
 from kafka_shell.admin import releases
 from kafka_shell.admin.consumer_groups import described
 from kafka_shell.admin.errors import group_line, partition_line
+from kafka_shell.errors import shown
 
 if TYPE_CHECKING:
     from kafka_shell.connection import ConnectionManager
@@ -55,7 +56,7 @@ def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, ShareGr
                      lambda g, node: ShareGroup(g.group_id, node, g.group_state, int(g.group_epoch),
                                                 int(g.assignment_epoch), g.assignor_name,
                                                 tuple(_member(m) for m in g.members)),
-                     lambda gid: f"Share group '{gid}' does not exist (list-share-groups lists them).")
+                     lambda gid: f"Share group '{shown(gid)}' does not exist (list-share-groups lists them).")
 
 
 def _member(m: Any) -> ShareMember:
