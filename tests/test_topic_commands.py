@@ -103,7 +103,7 @@ def test_named_clusters_file(sandbox, tmp_path):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert json.loads(path.read_text())["clusters"]["dev"]["bootstrap"] == "${SANDBOX_ADDR}"  # kept unexpanded
     rows = out_json(shell("--command", "clusters", "-o", "json", env=env))
-    assert rows == [{"Name": "dev", "Bootstrap": "${SANDBOX_ADDR}", "Properties": 1, "Current": False}]
+    assert rows == [{"Name": "dev", "Bootstrap": "${SANDBOX_ADDR}", "BootstrapController": None, "Properties": 1, "Current": False}]
     p = shell("--cluster", "dev", "--command", "create-topic --topic via-name", env=env)
     assert p.returncode == 0, p.stderr
     assert "via-name" in topics(sandbox)
