@@ -183,6 +183,20 @@ class SharePartition:
         if self.start_offset > self.next_offset:
             self.next_offset = self.start_offset
 
+    def put_states(self, first: int, last: int, state: int, count: int, end: int) -> None:
+        """Records [first, last] as the share coordinator has them written, one InFlight per
+        offset below `end` (the partition's high watermark): no share-partition leader writes
+        the state of a record it could not fetch, and a stranger's range of 2^63 offsets must
+        not take the process' memory. An acquired record keeps its lock."""
+        kept = AVAILABLE if state == ACQUIRED else state   # a lock does not survive its leader
+        for offset in range(max(first, self.start_offset, 0), min(last + 1, end)):
+            r = self.records.get(offset)
+            if r is None:
+                self.records[offset] = InFlight(kept, count)
+            elif r.state != ACQUIRED:
+                r.state, r.delivery_count = kept, count
+        self.next_offset = max(self.next_offset, min(last + 1, end))
+
     def state_batches(self) -> list[dict]:
         """The in-flight records as the share coordinator stores them: ranges of one state and
         delivery count (an acquired record is stored as available: its lock does not survive)."""
@@ -202,6 +216,13 @@ class SharePartition:
 
 def share_partitions(cluster: Cluster) -> dict[tuple[str, uuid.UUID, int], SharePartition]:
     return cluster.extras.setdefault("share_partitions", {})  # type: ignore[return-value]
+
+
+def high_watermark(cluster: Cluster, topic_id: uuid.UUID, partition: int) -> int:
+    """The partition's high watermark; 0 for a topic or partition the cluster does not have."""
+    t = cluster.topic_by_id(topic_id)
+    p = t.partition(partition) if t is not None else None
+    return p.high_watermark if p is not None else 0
 
 
 def initial_offset(cluster: Cluster, group_id: str, p: Partition) -> int:
@@ -678,9 +699,7 @@ def restore_view(cluster: Cluster, check, group_id: str, v: dict, where: str) ->
             first, last, state, count = (check.integer(x, at) for x in check.array(b, at))
             sp.written_batches.append({"first_offset": first, "last_offset": last, "delivery_state": state,
                                        "delivery_count": count})
-            for offset in range(first, last + 1):
-                sp.records[offset] = InFlight(AVAILABLE if state == ACQUIRED else state, count)
-            sp.next_offset = max(sp.next_offset, last + 1)
+            sp.put_states(first, last, state, count, high_watermark(cluster, sp.topic_id, sp.partition))
         sp.advance()
         table[(group_id, sp.topic_id, sp.partition)] = sp
     g.stored = view(cluster, g)

@@ -4,20 +4,23 @@ client that leaves, and accept errors at the fd limit."""
 
 from __future__ import annotations
 
+import os
 import resource
 import socket
 import struct
 import time
+import uuid
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey
 from kafka_shell.sandbox import server
 from kafka_shell.sandbox.server import Sandbox
 from tests import frame_fuzz
-from tests.sandbox.wire import API_VERSIONS_BODY, create, request
+from tests.sandbox.wire import API_VERSIONS_BODY, create, produce, request
 
 MiB = 1024 * 1024
 IDLE_CONNECTIONS = 2000
@@ -271,3 +274,39 @@ def _serves(bootstrap: str) -> bool:
             return answers(s)
     except OSError:
         return False
+
+
+# -- the share coordinator's state: ranges of offsets -------------------------------------------------
+
+
+def _share_state(sandbox, api_key: int, topic_id, **partition) -> dict:
+    """The one partition result of a share-state request for group g."""
+    answer = request(sandbox, 1, api_key, {"group_id": "g", "topics": [
+        {"topic_id": topic_id, "partitions": [{"partition": 0, **partition}]}]})
+    return answer["results"][0]["partitions"][0]
+
+
+def test_a_written_share_state_range_of_2_62_offsets_is_kept_within_the_log():
+    """WriteShareGroupState names ranges of offsets (ShareCoordinatorShard keeps them as ranges);
+    a stranger's range of 2^62 offsets is accepted without taking the process' memory, and the
+    records the log has take its state. Kafka's refusals come first: a Write before any
+    Initialize, a negative partition, a topic the cluster does not have."""
+    with Sandbox(brokers=1) as s:
+        create(s, "t", [[1]])
+        produce(s, "t", 0, 3, 10)
+        topic_id = s.cluster.topics["t"].id
+        hostile = [{"first_offset": 0, "last_offset": 2**62, "delivery_state": 0, "delivery_count": 1}]
+        refused = _share_state(s, ApiKey.WRITE_SHARE_GROUP_STATE, topic_id, state_epoch=0, leader_epoch=-1, start_offset=0,
+                               state_batches=hostile)
+        assert (refused["error_code"], refused["error_message"]) == (
+            ErrorCode.invalid_request, "Write operation on uninitialized share partition not allowed.")
+        unknown = _share_state(s, ApiKey.INITIALIZE_SHARE_GROUP_STATE, uuid.uuid4(), state_epoch=0, start_offset=0)
+        assert unknown["error_code"] == ErrorCode.unknown_topic_or_partition
+        assert _share_state(s, ApiKey.INITIALIZE_SHARE_GROUP_STATE, topic_id, state_epoch=0, start_offset=0)["error_code"] == 0
+        written = _share_state(s, ApiKey.WRITE_SHARE_GROUP_STATE, topic_id, state_epoch=0, leader_epoch=-1, start_offset=0,
+                               state_batches=hostile)
+        assert written["error_code"] == 0
+        read = _share_state(s, ApiKey.READ_SHARE_GROUP_STATE, topic_id, leader_epoch=0)
+        assert (read["error_code"], read["start_offset"]) == (0, 0)
+        assert [(b["first_offset"], b["last_offset"], b["delivery_count"]) for b in read["state_batches"]] == [(0, 2, 1)]
+        assert rss(os.getpid()) < 2 * 1024 * MiB

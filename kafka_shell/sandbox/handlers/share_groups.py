@@ -297,15 +297,32 @@ def _state_denied(ctx) -> int:
 
 def _to_update(ctx, parts: sg.Partitions, group_id: str, topic_id, rp, what: str) -> tuple[sg.SharePartition, dict]:
     """The share-partition an Initialize or Write request changes, and the answer refusing it
-    (empty when it may): not a broker's request, or a state epoch older than the one kept."""
+    (empty when it may), checked in the share coordinator's order (ShareCoordinatorShard): not
+    a broker's request, a negative partition, a Write before any Initialize, an older leader
+    or state epoch, a topic-partition the cluster does not have."""
+    sp = parts.get(group_id, topic_id, rp.partition, create=False)
+    code, message = _update_refused(ctx, sp, topic_id, rp, what)
+    if code:
+        return sg.SharePartition(group_id, topic_id, rp.partition), \
+            {"partition": rp.partition, "error_code": code, "error_message": message}
+    return sp or parts.get(group_id, topic_id, rp.partition), {}  # type: ignore[return-value]
+
+
+def _update_refused(ctx, sp: sg.SharePartition | None, topic_id, rp, what: str) -> tuple[int, str | None]:
     if (denied := _state_denied(ctx)):
-        return sg.SharePartition(group_id, topic_id, rp.partition), {"partition": rp.partition, "error_code": denied}
-    sp = parts.get(group_id, topic_id, rp.partition)
-    assert sp is not None, "get(create=True) makes one"
-    if rp.state_epoch < sp.state_epoch:
-        return sp, {"partition": rp.partition, "error_code": ErrorCode.fenced_state_epoch,
-                    "error_message": f"{what} request state epoch is smaller than last recorded current."}
-    return sp, {}
+        return denied, None
+    if rp.partition < 0:
+        return ErrorCode.invalid_request, "The partition id cannot be a negative number."
+    if what == "Write" and sp is None:
+        return ErrorCode.invalid_request, "Write operation on uninitialized share partition not allowed."
+    if what == "Write" and rp.leader_epoch != -1 and sp is not None and rp.leader_epoch < sp.leader_epoch:
+        return ErrorCode.fenced_leader_epoch, "Write request leader epoch is smaller than last recorded current."
+    if rp.state_epoch != -1 and sp is not None and rp.state_epoch < sp.state_epoch:
+        return ErrorCode.fenced_state_epoch, f"{what} request state epoch is smaller than last recorded current."
+    t = ctx.cluster.topic_by_id(topic_id)
+    if t is None or t.partition(rp.partition) is None:
+        return ErrorCode.unknown_topic_or_partition, "This server does not host this topic-partition."
+    return 0, None
 
 
 @api(ApiKey.INITIALIZE_SHARE_GROUP_STATE)
@@ -373,21 +390,15 @@ def write_share_group_state(ctx) -> dict:
         sp, refused = _to_update(ctx, parts, req.group_id, topic_id, rp, "Write")
         if refused:
             return refused
-        if rp.leader_epoch >= 0 and rp.leader_epoch < sp.leader_epoch:
-            return {"partition": rp.partition, "error_code": ErrorCode.fenced_leader_epoch,
-                    "error_message": "Write request leader epoch is smaller than last recorded current."}
         sp.state_epoch = rp.state_epoch
         if rp.leader_epoch >= 0:
             sp.leader_epoch = rp.leader_epoch
         if rp.start_offset >= 0:
             sp.start_offset = rp.start_offset
             sp.next_offset = max(sp.next_offset, sp.start_offset)
+        end = sg.high_watermark(ctx.cluster, topic_id, rp.partition)
         for b in rp.state_batches:
-            for offset in range(b.first_offset, b.last_offset + 1):
-                r = sp.records.setdefault(offset, sg.InFlight(b.delivery_state))
-                if r.state != sg.ACQUIRED:
-                    r.state, r.delivery_count = b.delivery_state, b.delivery_count
-            sp.next_offset = max(sp.next_offset, b.last_offset + 1)
+            sp.put_states(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count, end)
         sp.records = {o: r for o, r in sp.records.items() if o >= sp.start_offset}
         sp.write()
         if getattr(rp, "delivery_complete_count", -1) >= 0:   # v1+
