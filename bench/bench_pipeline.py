@@ -89,15 +89,23 @@ def baseline(root: Path) -> dict[str, int]:
                             "not_preferred", "recovery", "preferred", "rebalance_moves"), 0)
     for m in manifests:
         d = Path(m["path"])
-        parts = pq.read_table(d / "partitions.parquet", columns=["topic", "partition", "leader", "replicas", "isr"])
+        is_latest = latest[m["cluster_id"]] is m
         brokers = pq.read_table(d / "brokers.parquet", columns=["broker_id", "rack"])
-        topics = pq.read_table(d / "topics.parquet", columns=["topic", "min_isr"])
         live = brokers["broker_id"].to_numpy()
-        leader = parts["leader"].to_numpy()
-        min_isr = pc.take(topics["min_isr"], pc.index_in(parts["topic"], topics["topic"])).to_numpy()
-        n_isr = pc.list_value_length(parts["isr"]).to_numpy()
-        n_rep = pc.list_value_length(parts["replicas"]).to_numpy()
-        first = pc.list_element(parts["replicas"], 0).to_numpy()
+        if m.get("format", 1) >= schema.COUNTED_FORMAT:   # the counts Spark reads too
+            parts = pq.read_table(d / "partitions.parquet", columns=[
+                "leader", *schema.DERIVED_PARTITION_COLUMNS, *(("topic", "partition", "replicas", "isr") if is_latest else ())])
+            leader, n_isr, n_rep, first = (parts[c].to_numpy(zero_copy_only=False)
+                                           for c in ("leader", "isr_count", "replica_count", "preferred"))
+            min_isr = parts["min_isr"].fill_null(1).to_numpy()
+        else:
+            parts = pq.read_table(d / "partitions.parquet", columns=["topic", "partition", "leader", "replicas", "isr"])
+            topics = pq.read_table(d / "topics.parquet", columns=["topic", "min_isr"])
+            leader = parts["leader"].to_numpy()
+            min_isr = pc.take(topics["min_isr"], pc.index_in(parts["topic"], topics["topic"])).to_numpy()
+            n_isr = pc.list_value_length(parts["isr"]).to_numpy()
+            n_rep = pc.list_value_length(parts["replicas"]).to_numpy()
+            first = pc.list_element(parts["replicas"], 0).to_numpy()
         offline = (leader < 0) | ~np.isin(leader, live)
         totals["partitions"] += len(leader)
         totals["offline"] += int(offline.sum())
@@ -105,7 +113,7 @@ def baseline(root: Path) -> dict[str, int]:
         totals["under_min_isr"] += int((offline | (n_isr < min_isr)).sum())
         totals["at_min_isr"] += int((n_isr == min_isr).sum())
         totals["not_preferred"] += int((leader != first).sum())
-        if latest[m["cluster_id"]] is not m:
+        if not is_latest:
             continue
         replicas = pq.read_table(d / "replicas.parquet",
                                  columns=["topic", "partition", "broker_id", "log_end_offset", "last_epoch"])

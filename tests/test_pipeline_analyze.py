@@ -200,7 +200,6 @@ def test_rebalance_moves_as_many_replicas_as_the_shells_planner(spark, tmp_path)
     small = fleet.small_tables()
     load = fleet.load(small["brokers"], fleet.log_dir_bytes(small["log_dirs"]))
     plan = fleet.rebalance_plan(load["broker_load"])
-    fleet.close()
     current = {(p["topic"], p["partition"]): p["replicas"] for p in tables["partitions"].to_pylist()}
     racks = {b["broker_id"]: b["rack"] for b in tables["brokers"].to_pylist()}
     shell_plan = reassign_plan.plan(current, sorted(racks), racks)
@@ -273,13 +272,32 @@ def test_analyze_command_in_process(spark, fleet, tmp_path):
                       for line in progress if (m := re.search(r", (\d+) Spark jobs?, CPU [\d.]+ s JVM \+ [\d.]+ s Python$", line))}
     assert len(jobs_per_stage) == len(progress) - 1 and sum(jobs_per_stage.values()) <= 16, jobs_per_stage  # -1: the reused session
     assert jobs_per_stage["snapshot tables (cluster, brokers, log dirs)"] == 1
-    # The replicas' one scan brings back the recovery plan's log ends: the plan runs no job.
-    assert jobs_per_stage["bytes per broker and log dir"] <= 2 and jobs_per_stage["recovery plan"] == 0, jobs_per_stage
+    # Counts from int columns; log ends read apart (one filtered scan of the latest replicas).
+    assert jobs_per_stage["health per cluster and snapshot"] <= 2, jobs_per_stage
+    assert jobs_per_stage["bytes per broker and log dir"] <= 2 and jobs_per_stage["recovery plan"] == 1, jobs_per_stage
     assert (tmp_path / "report.html").exists()
     tables = json_tables(session.stdout.getvalue())   # the one json shape: tables by name
     assert list(tables) == ["summary", "clusters"] and all(set(row) == {"Item", "Value"} for row in tables["summary"])
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert [r["Cluster"] for r in tables["clusters"]] == [h["cluster_id"] for h in summary["headline"]]
+
+
+def test_format_2_snapshots_beside_format_3_give_the_same_analysis(spark, fleet, analysis, tmp_path):
+    """Snapshots taken before format 3 (partitions without their counts) still analyze: every
+    other snapshot of a copy of the fleet is rewritten as format 2; the tables stay the same."""
+    root = tmp_path / "fleet"
+    shutil.copytree(fleet, root)
+    rewritten = schema.find_snapshots(root)[::2]
+    for m in rewritten:
+        path = Path(m["path"])
+        parts = pq.read_table(path / "partitions.parquet")
+        pq.write_table(parts.drop_columns(list(schema.DERIVED_PARTITION_COLUMNS)), path / "partitions.parquet")
+        manifest = json.loads((path / schema.MANIFEST).read_text())
+        (path / schema.MANIFEST).write_text(json.dumps({**manifest, "format": 2}))
+    assert {m["format"] for m in schema.find_snapshots(root)} == {2, schema.FORMAT}
+    out = tmp_path / "out"
+    jobs.run(root, out, spark=spark)
+    assert_same_analysis(out, analysis)
 
 
 def test_lag_skips_the_offsets_outside_the_committed_topics_and_equals_an_independent_count(spark, tmp_path):

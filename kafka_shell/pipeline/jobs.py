@@ -316,7 +316,6 @@ def run(root: Path, out: Path, master: str | None = None, conf: dict[str, str] |
     try:
         summary = _analyze(fleet, stages, out, started, failed=[m for m in manifests if "failed" in m])
     finally:
-        fleet.close()
         stages.close()
     if archive is not None and archive.part is not None:
         stages.after_spark("class archive for later runs (once)", lambda: archive.finish(spark))
@@ -403,7 +402,7 @@ def _is_in(column: Any, ids_by_cluster: dict[str, list[int]]) -> Any:
 
 class Fleet:
     """The snapshots as DataFrames: the small tables of all of them, and each cluster's latest
-    partitions cached (the stages on the latest snapshot all read them)."""
+    partitions (the stages on the latest snapshot all read them)."""
 
     def __init__(self, spark: Any, manifests: list[dict]):
         self.spark = spark
@@ -417,21 +416,11 @@ class Fleet:
         self.clusters = sorted(latest)
         # Small paths lists are listed on the driver; above Spark's threshold (32) it starts a job.
         spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(max(32, len(manifests) + 1)))
-        self._cached: list[Any] = []
-        # Only the columns the stages read, cached: the health, the load and both plans read them.
-        self._latest_parts = self._cache(self._read("partitions", self.latest).select(*PARTITION_COLUMNS))
+        # Only the columns the stages read. Not cached: the load and the plans each read it once,
+        # and building a cache of list columns costs more than a second Parquet scan.
+        self._latest_parts = self._read("partitions", self.latest).select(*PARTITION_COLUMNS)
         self.live: dict[str, list[int]] = {}  # the latest snapshot's live brokers, from small_tables
         self.live_at: dict[tuple[str, str], list[int]] = {}  # every snapshot's (cluster, ISO time), from small_tables
-        self.log_end_rows: list[dict] = []  # the recovery plan's inputs, from log_dir_bytes
-
-    def close(self) -> None:
-        for df in self._cached:
-            df.unpersist()
-        self._cached.clear()
-
-    def _cache(self, df: Any) -> Any:
-        self._cached.append(df.cache())
-        return df
 
     def _read(self, name: str, manifests: Iterable[dict]) -> Any:
         paths = [f"{m['path']}/{name}.parquet" for m in manifests if schema.has_table(m, name)]
@@ -472,9 +461,7 @@ class Fleet:
     def health(self) -> list[dict]:
         """Per cluster and snapshot: partitions, and those in each of kafka-topics' classes."""
         from pyspark.sql import functions as F
-        parts = self._read("partitions", self.older).select(*PARTITION_COLUMNS).unionByName(self._latest_parts)
-        topics = self._read("topics", self.manifests).select(*KEY, "topic", "min_isr")
-        df = parts.join(F.broadcast(topics), [*KEY, "topic"], "left")
+        df = self._counted_partitions(self.manifests)
         # Offline: leader -1 or a broker that snapshot's Metadata does not list. The brokers came
         # back with the small tables, so they are sets in the query, not a join (and its job): a
         # branch per cluster and set of live brokers (few: brokers seldom change between snapshots).
@@ -487,13 +474,30 @@ class Fleet:
             when = (F.col("cluster_id") == cluster) & F.unix_millis("taken_at").isin(at)
             live = F.when(when, F.col("leader").isin(list(ids))) if live is None else live.when(when, F.col("leader").isin(list(ids)))
         offline = ~(live.otherwise(F.lit(False)) if live is not None else F.lit(False))
-        n_isr, min_isr = F.size("isr"), F.coalesce("min_isr", F.lit(1))
-        flags = {"under_replicated": n_isr < F.size("replicas"), "under_min_isr": offline | (n_isr < min_isr),
-                 "at_min_isr": n_isr == min_isr, "offline": offline,
-                 "not_preferred": F.col("leader") != F.try_element_at("replicas", F.lit(1))}
+        n_isr, min_isr = F.col("isr_count"), F.coalesce("min_isr", F.lit(1))
+        flags = {"under_replicated": n_isr < F.col("replica_count"), "under_min_isr": offline | (n_isr < min_isr),
+                 "at_min_isr": n_isr == min_isr, "offline": offline, "not_preferred": F.col("leader") != F.col("preferred")}
         agg = df.groupBy(*KEY).agg(F.count(F.lit(1)).alias("partitions"),
                                    *[F.sum(flags[c].cast("int")).alias(c) for c in HEALTH])
         return sorted(_rows(agg), key=lambda r: (r["cluster_id"], r["taken_at"]))
+
+    def _counted_partitions(self, manifests: list[dict]) -> Any:
+        """These snapshots' partitions as KEY, leader and schema.DERIVED_PARTITION_COLUMNS:
+        read from format 3 snapshots (int columns), counted from the lists and joined with the
+        topics' min ISR in older ones."""
+        from pyspark.sql import functions as F
+        columns = [*KEY, "leader", *schema.DERIVED_PARTITION_COLUMNS]
+        counted = [m for m in manifests if m.get("format", 1) >= schema.COUNTED_FORMAT]
+        listed = [m for m in manifests if m.get("format", 1) < schema.COUNTED_FORMAT]
+        df = self._read("partitions", counted).select(*columns)
+        if listed:
+            topics = self._read("topics", listed).select(*KEY, "topic", "min_isr")
+            old = (self._read("partitions", listed).select(*KEY, "topic", "leader", "replicas", "isr")
+                   .join(F.broadcast(topics), [*KEY, "topic"], "left")
+                   .select(*KEY, "leader", F.size("replicas").alias("replica_count"), F.size("isr").alias("isr_count"),
+                           F.try_element_at("replicas", F.lit(1)).alias("preferred"), "min_isr"))
+            df = df.unionByName(old)
+        return df
 
     def log_dir_bytes(self, log_dirs: list[dict]) -> list[dict]:
         """Per cluster, snapshot, broker and log dir: replicas and bytes, in each latest
@@ -504,22 +508,12 @@ class Fleet:
         from pyspark.sql import functions as F
         told = derived.used_bytes(log_dirs)
         untold = [m for m in self.older if (m["cluster_id"], _utc(m["taken_at_ms"]).isoformat()) not in told]
-        columns = [*KEY, "topic", "partition", "broker_id", "size", "log_dir", "log_end_offset", "last_epoch"]
+        columns = [*KEY, "broker_id", "size", "log_dir"]
         reps = self._read("replicas", untold).select(*columns).unionByName(self._read("replicas", self.latest).select(*columns))
-        # The same scan brings back the log ends (and leader epochs) that live replicas of offline
-        # partitions told: the recovery plan's inputs (a snapshot records them only for those
-        # replicas, so they are few); a list per broker and log dir.
-        log_end = F.when(F.col("log_end_offset").isNotNull(), F.struct(
-            "topic", "partition", "log_end_offset", F.coalesce("last_epoch", F.lit(-1)).alias("last_epoch")))
-        agg = reps.groupBy(*KEY, "broker_id", "log_dir").agg(F.count(F.lit(1)).alias("replicas"), F.sum("size").alias("bytes"),
-                                                             F.collect_list(log_end).alias("log_ends"))
-        rows = _rows(agg)
-        latest = {(c, _utc(ms).isoformat()) for c, ms in self.latest_at.items()}
-        self.log_end_rows = [{"cluster_id": r["cluster_id"], "broker_id": r["broker_id"], **e}
-                             for r in rows if (r["cluster_id"], r["taken_at"]) in latest for e in r["log_ends"]]
-        for r in rows:
-            del r["log_ends"]
-        return sorted(rows, key=lambda r: (r["cluster_id"], r["taken_at"], r["broker_id"], r["log_dir"] or ""))
+        # Counts and sums only: a hash aggregate (a collected list here would make it an object
+        # aggregate, which falls back to sorting every row past 128 groups).
+        agg = reps.groupBy(*KEY, "broker_id", "log_dir").agg(F.count(F.lit(1)).alias("replicas"), F.sum("size").alias("bytes"))
+        return sorted(_rows(agg), key=lambda r: (r["cluster_id"], r["taken_at"], r["broker_id"], r["log_dir"] or ""))
 
     def lag(self) -> list[dict]:
         """Per cluster, snapshot and group: the messages behind the log ends, over the
@@ -592,14 +586,21 @@ class Fleet:
         """For each offline partition of each cluster's latest snapshot, the live replica the
         unclean-recovery rule picks: highest leader epoch, then longest log, then the earlier
         replica in the assignment."""
+        from pyspark.sql import functions as F
+        offline = [p for p in marked if p["offline"]]
+        if not offline:
+            return []
+        # The log ends (and leader epochs) live replicas of offline partitions told: a snapshot
+        # records them only for those replicas, so they are few.
+        ends = (self._read("replicas", self.latest).where(F.col("log_end_offset").isNotNull())
+                .select("cluster_id", "topic", "partition", "broker_id", "log_end_offset",
+                        F.coalesce("last_epoch", F.lit(-1)).alias("last_epoch")))
         told: dict[tuple[str, str, int], list[tuple[int, int, int]]] = {}
-        for e in self.log_end_rows:
+        for e in _rows(ends):
             told.setdefault((e["cluster_id"], e["topic"], e["partition"]), []).append(
                 (e["last_epoch"], e["log_end_offset"], e["broker_id"]))
         plan = []
-        for p in marked:
-            if not p["offline"]:
-                continue
+        for p in offline:
             live = set(self.live[p["cluster_id"]])
             candidates = [c for c in told.get((p["cluster_id"], p["topic"], p["partition"]), []) if c[2] in live]
             if not candidates:

@@ -7,7 +7,8 @@ table carries `cluster_id` and `taken_at`, so a glob over many snapshots reads a
 
 A round of `snapshot --every` that failed leaves only a manifest with `failed` (the reason):
 readers skip it as a snapshot and count it as a gap. Format 1 (before log dirs were recorded)
-still reads: its replicas have no `log_dir` and it has no `log_dirs` table.
+still reads: its replicas have no `log_dir` and it has no `log_dirs` table. Format 2 still reads:
+its partitions lack the counts of format 3 (readers take them from the lists).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Any
 
 import pyarrow as pa
 
-FORMAT = 2
-READABLE_FORMATS = (1, 2)
+FORMAT = 3
+READABLE_FORMATS = (1, 2, 3)
+COUNTED_FORMAT = 3  # the first whose partitions carry DERIVED_PARTITION_COLUMNS
 MANIFEST = "manifest.json"
 STAMP = "%Y%m%dT%H%M%S.%fZ"
 # Rows per Parquet row group: each has its own min/max statistics, so a reader filtering on a
@@ -41,9 +43,13 @@ SCHEMAS: dict[str, pa.Schema] = {
     "topics": pa.schema(_KEY + [("topic", pa.string()), ("topic_id", pa.string()), ("partitions", pa.int32()),
                                 ("replication_factor", pa.int32()), ("min_isr", pa.int32()),
                                 ("configs", pa.map_(pa.string(), pa.string()))]),
+    # From format 3 each partition also carries what the health of many snapshots is counted
+    # from (DERIVED_PARTITION_COLUMNS): a reader of months of snapshots then scans a few int
+    # columns, not every replica and ISR list and a join with the topics.
     "partitions": pa.schema(_KEY + _PARTITION + [
         ("leader", pa.int32()), ("leader_epoch", pa.int32()), ("replicas", _ids), ("isr", _ids),
-        ("elr", _ids), ("offline_replicas", _ids)]),
+        ("elr", _ids), ("offline_replicas", _ids), ("replica_count", pa.int32()), ("isr_count", pa.int32()),
+        ("preferred", pa.int32()), ("min_isr", pa.int32())]),
     # DescribeLogDirs of the live brokers; log_end_offset and last_epoch only where the cluster
     # tells them (replicas of offline partitions: GetReplicaLogInfo or ListOffsets replica -2).
     "replicas": pa.schema(_KEY + _PARTITION + [
@@ -57,6 +63,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "group_offsets": pa.schema(_KEY + [("group", pa.string())] + _PARTITION + [("committed_offset", pa.int64())]),
 }
 TABLES = tuple(SCHEMAS)
+DERIVED_PARTITION_COLUMNS = ("replica_count", "isr_count", "preferred", "min_isr")
 
 
 def stamp(taken_at: datetime.datetime) -> str:
@@ -72,6 +79,7 @@ def write_snapshot(directory: Path, tables: dict[str, pa.Table], manifest: dict[
     snapshot complete: readers skip directories without one."""
     import pyarrow.parquet as pq
     directory.mkdir(parents=True, exist_ok=False)
+    tables = {**tables, "partitions": with_counts(tables["partitions"], tables["topics"])}
     counts = {}
     for name in TABLES:
         table = tables[name].select(SCHEMAS[name].names).cast(SCHEMAS[name])
@@ -80,6 +88,22 @@ def write_snapshot(directory: Path, tables: dict[str, pa.Table], manifest: dict[
     body = {"format": FORMAT, **manifest, "rows": counts}
     (directory / MANIFEST).write_text(json.dumps(body, indent=2) + "\n")
     return directory
+
+
+def with_counts(partitions: pa.Table, topics: pa.Table) -> pa.Table:
+    """The partitions with DERIVED_PARTITION_COLUMNS: replicas and ISR sizes, the preferred
+    replica (the first; null for none) and the topic's min.insync.replicas (null when unknown)."""
+    import pyarrow.compute as pc
+    partitions = partitions.drop_columns([c for c in DERIVED_PARTITION_COLUMNS if c in partitions.column_names])
+    replicas = partitions["replicas"]
+    # list_element refuses an empty list: those (and nulls) become [null] first.
+    nonempty = pc.if_else(pc.greater(pc.list_value_length(replicas), 0), replicas, pa.scalar([None], replicas.type))
+    first = pc.list_element(nonempty, 0)
+    min_isr = pc.take(topics["min_isr"], pc.index_in(partitions["topic"], topics["topic"]))
+    return (partitions.append_column("replica_count", pc.list_value_length(replicas).cast(pa.int32()))
+            .append_column("isr_count", pc.list_value_length(partitions["isr"]).cast(pa.int32()))
+            .append_column("preferred", first.cast(pa.int32()))
+            .append_column("min_isr", min_isr.cast(pa.int32())))
 
 
 def write_failure(root: Path, cluster_id: str, taken_at: datetime.datetime, reason: str) -> Path:
@@ -132,5 +156,11 @@ def value_range(manifest: dict[str, Any], name: str, column: str) -> tuple[Any, 
     return (min(lows), max(highs)) if lows else None
 
 
+def given(name: str) -> pa.Schema:
+    """The columns a writer gives for a table (write_snapshot adds the derived ones)."""
+    derived = DERIVED_PARTITION_COLUMNS if name == "partitions" else ()
+    return pa.schema([f for f in SCHEMAS[name] if f.name not in derived])
+
+
 def empty(name: str) -> pa.Table:
-    return SCHEMAS[name].empty_table()
+    return given(name).empty_table()

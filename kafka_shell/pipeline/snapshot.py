@@ -57,7 +57,7 @@ def take(session: Session, root: Path) -> Path:
     def table(name: str, columns: dict[str, list]) -> pa.Table:
         n = len(next(iter(columns.values()))) if columns else 0
         full = {**{k: [v] * n for k, v in key.items()}, **columns}
-        return pa.table(full, schema=schema.SCHEMAS[name])
+        return pa.table(full, schema=schema.given(name))
 
     no_config = configs.TopicConfig({}, 1)
     topic_rows = [(t.name, str(t.topic_id) if t.topic_id else None, len(t.partitions),
