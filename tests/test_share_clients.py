@@ -283,6 +283,82 @@ def test_share_protocol_answers_alike(sandbox, kafka4):
     assert ours == theirs, "\n".join(f"{k}: {ours.get(k)} | {theirs.get(k)}" for k in theirs if ours.get(k) != theirs.get(k))
 
 
+def _state_facts(bootstrap: str) -> dict:
+    """The share coordinator's state RPCs as a broker's persister sends them (each to the
+    coordinator FindCoordinator names for its key), with the usual mistakes; the answers
+    reduced to what must agree (not which broker coordinates)."""
+    import base64
+
+    from kafka_shell.channel import Channel
+    from kafka_shell.codes import ApiKey
+    from tests.k848_scenarios import retry
+    topic, group = _topic(bootstrap), "st-" + uuid.uuid4().hex[:8]
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    any_broker = Channel(host, int(port))
+    out: dict = {}
+    try:
+        topic_id = any_broker.request(ApiKey.METADATA, {"topics": [{"name": topic, "topic_id": None}]}, 12)["topics"][0]["topic_id"]
+
+        def find(key: str) -> dict:
+            return any_broker.request(ApiKey.FIND_COORDINATOR, {"key_type": 2, "coordinator_keys": [key]}, 6)["coordinators"][0]
+        for name, key in {"no partition": f"{group}:x", "bad topic id": f"{group}:nonsense:0",
+                          "bad partition": f"{group}:{topic_id}:p", "empty group": f" :{topic_id}:0"}.items():
+            out[f"find, {name}"] = find(key.replace(str(topic_id), base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")))["error_code"]
+
+        brokers = any_broker.request(ApiKey.METADATA, {"topics": []}, 12)["brokers"]
+
+        def ask(api_key: int, partition: int, fields: dict, of=None, elsewhere: bool = False) -> tuple:
+            """One partition's answer (error, message and the fields asked for) from its coordinator."""
+            tid = of or topic_id
+            key = f"{group}:{base64.urlsafe_b64encode(tid.bytes).decode().rstrip('=')}:{partition}"
+            body = {"group_id": group, "topics": [{"topic_id": tid, "partitions": [{"partition": partition, **fields}]}]}
+            deadline = time.monotonic() + 60
+            while True:   # as a persister: find the coordinator again while it moves or loads
+                found = retry(lambda: find(key))
+                if elsewhere:
+                    found = next(b for b in brokers if b["node_id"] != found["node_id"])
+                coordinator = Channel(found["host"], found["port"])
+                try:
+                    p = coordinator.request(api_key, body)["results"][0]["partitions"][0]
+                finally:
+                    coordinator.close()
+                if elsewhere or p["error_code"] not in COORDINATOR_MOVED or time.monotonic() > deadline:
+                    return (p["error_code"], p.get("error_message"),
+                            *(p[k] for k in ("start_offset", "state_epoch", "leader_epoch") if k in p))
+                time.sleep(0.2)
+        batches = [{"first_offset": 0, "last_offset": 2**62, "delivery_state": 0, "delivery_count": 1}]
+        write = {"state_epoch": 1, "leader_epoch": 0, "start_offset": 0, "state_batches": batches}
+        out["read at another broker"] = ask(ApiKey.READ_SHARE_GROUP_STATE, 0, {"leader_epoch": 0}, elsewhere=True)
+        out["write before initialize"] = ask(ApiKey.WRITE_SHARE_GROUP_STATE, 0, write)
+        out["read before initialize"] = ask(ApiKey.READ_SHARE_GROUP_STATE, 0, {"leader_epoch": 0})
+        out["summary before initialize"] = ask(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 0, {"leader_epoch": 0})
+        out["initialize unknown topic"] = ask(ApiKey.INITIALIZE_SHARE_GROUP_STATE, 0, {"state_epoch": 1, "start_offset": 0},
+                                              of=uuid.uuid4())
+        out["initialize past the partitions"] = ask(ApiKey.INITIALIZE_SHARE_GROUP_STATE, PARTITIONS,
+                                                    {"state_epoch": 1, "start_offset": 0})
+        out["initialize negative partition"] = ask(ApiKey.INITIALIZE_SHARE_GROUP_STATE, -1, {"state_epoch": 1, "start_offset": 0})
+        out["initialize"] = ask(ApiKey.INITIALIZE_SHARE_GROUP_STATE, 0, {"state_epoch": 1, "start_offset": 0})
+        out["write 2^62 offsets"] = ask(ApiKey.WRITE_SHARE_GROUP_STATE, 0, write)
+        out["write older state epoch"] = ask(ApiKey.WRITE_SHARE_GROUP_STATE, 0, {**write, "state_epoch": 0})
+        out["write newer leader epoch"] = ask(ApiKey.WRITE_SHARE_GROUP_STATE, 0, {**write, "leader_epoch": 3})
+        out["write older leader epoch"] = ask(ApiKey.WRITE_SHARE_GROUP_STATE, 0, {**write, "leader_epoch": 1})
+        out["read older leader epoch"] = ask(ApiKey.READ_SHARE_GROUP_STATE, 0, {"leader_epoch": 2})
+        out["read"] = ask(ApiKey.READ_SHARE_GROUP_STATE, 0, {"leader_epoch": 3})
+        out["summary"] = ask(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 0, {"leader_epoch": 3})
+        out["initialize older state epoch"] = ask(ApiKey.INITIALIZE_SHARE_GROUP_STATE, 0, {"state_epoch": 0, "start_offset": 0})
+        out["delete"] = ask(ApiKey.DELETE_SHARE_GROUP_STATE, 0, {})
+        out["delete again"] = ask(ApiKey.DELETE_SHARE_GROUP_STATE, 0, {})
+        out["read after delete"] = ask(ApiKey.READ_SHARE_GROUP_STATE, 0, {"leader_epoch": 3})
+    finally:
+        any_broker.close()
+    return out
+
+
+def test_share_state_rpcs_answer_alike(sandbox, kafka4):
+    ours, theirs = _state_facts(sandbox.bootstrap), _state_facts(kafka4.bootstrap)
+    assert ours == theirs, "\n".join(f"{k}: {ours.get(k)} | {theirs.get(k)}" for k in theirs if ours.get(k) != theirs.get(k))
+
+
 def test_data_dir_keeps_share_groups(tmp_path):
     """--data-dir keeps a share group and its share-partitions' state: after a restart the group
     is described alike, and a consumer gets only the records the group had not yet taken."""

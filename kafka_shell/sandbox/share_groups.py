@@ -23,6 +23,7 @@ id, one type); the share-partitions in `cluster.extras["share_partitions"]`.
 from __future__ import annotations
 
 import asyncio
+import base64
 import math
 import re
 import uuid
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, group_configs, log, modern_groups
+from kafka_shell.sandbox import admin, configs, group_configs, log, modern_groups, quorum
 from kafka_shell.sandbox import groups as classic
 from kafka_shell.sandbox.modern_groups import GroupError
 from kafka_shell.sandbox.model import Cluster, Partition, now_ms
@@ -216,6 +217,56 @@ class SharePartition:
 
 def share_partitions(cluster: Cluster) -> dict[tuple[str, uuid.UUID, int], SharePartition]:
     return cluster.extras.setdefault("share_partitions", {})  # type: ignore[return-value]
+
+
+# -- the share coordinator: where a share-partition's state lives ------------------------------------
+
+STATE_TOPIC = "__share_group_state"
+INT32 = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_state_key(key: str) -> tuple[str, uuid.UUID, int] | None:
+    """A share coordinator key, groupId:topicId:partition, read as Kafka's SharePartitionKey
+    reads it (from the right: a group id may hold colons); None where Kafka refuses it."""
+    tokens = key.split(":")
+    while tokens and tokens[-1] == "":
+        tokens.pop()   # Java's String.split drops trailing empty strings
+    if len(tokens) < 3 or not ":".join(tokens[:-2]).strip():
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(tokens[-2] + "==") if len(tokens[-2]) <= 24 else b""
+    except ValueError:
+        raw = b""
+    if len(raw) != 16 or not INT32.fullmatch(tokens[-1]) or not -(1 << 31) <= int(tokens[-1]) < 1 << 31:
+        return None
+    return ":".join(tokens[:-2]), uuid.UUID(bytes=raw), int(tokens[-1])
+
+
+def ensure_state_topic(cluster: Cluster) -> None:
+    """Create __share_group_state on first use, as Kafka's auto topic creation does on the first
+    FindCoordinator of a share coordinator (with at most as many replicas as live brokers, like
+    the sandbox's other internal topics)."""
+    if STATE_TOPIC in cluster.topics or not cluster.live_brokers():
+        return
+
+    def setting(name: str) -> int:
+        return int(configs.broker_value(cluster, None, f"share.coordinator.state.topic.{name}") or 0)
+    rf = min(setting("replication.factor"), len(cluster.live_brokers()))
+    admin.create_topic(cluster, STATE_TOPIC, setting("num.partitions"), rf, configs={
+        "cleanup.policy": "delete", "compression.type": "producer", "segment.bytes": str(setting("segment.bytes")),
+        "min.insync.replicas": str(min(setting("min.isr"), rf)), "retention.ms": "-1"}, internal=True)
+
+
+def state_coordinator_of(cluster: Cluster, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
+    """The broker coordinating a share-partition's state (the live leader of its
+    __share_group_state partition, by the hash of the key as Kafka words it), or -1."""
+    topic = cluster.topics.get(STATE_TOPIC)
+    if topic is None:
+        return -1
+    h = classic.java_hash(f"{group_id}:{quorum.kafka_uuid(topic_id)}:{partition}")
+    count = int(configs.broker_value(cluster, None, "share.coordinator.state.topic.num.partitions") or 50)
+    p = topic.partitions[(0 if h == -(1 << 31) else abs(h)) % count % len(topic.partitions)]
+    return p.leader if p.leader >= 0 and cluster.brokers[p.leader].usable else -1
 
 
 def high_watermark(cluster: Cluster, topic_id: uuid.UUID, partition: int) -> int:
@@ -545,6 +596,7 @@ class Coordinator(modern_groups.Coordinator):
         g.initializing -= set(partitions)
         if self.groups.get(g.group_id) is not g:
             return
+        ensure_state_topic(self.cluster)   # Kafka's persister finds the share coordinator: the topic appears
         parts = Partitions(self.cluster)
         for tid, ps in partitions.items():
             for p in ps:

@@ -13,14 +13,17 @@ from kio.schema.errors import ErrorCode
 from kafka_shell import protocol
 from kafka_shell.sandbox import consumer_groups as cg
 from kafka_shell.sandbox import groups as gc
+from kafka_shell.sandbox import share_groups as share
 from kafka_shell.sandbox import streams_groups as sg
 from kafka_shell.sandbox import transactions
 from kafka_shell.sandbox.model import Topic
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.records import find_topic, topic_denied, topic_keys
 
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+INVALID_REQUEST_MESSAGE = ("This most likely occurs because of a request being malformed by the client library or "
+                           "the message was sent to an incompatible broker. See the broker logs for more details.")
 
 
 def _coordinator(ctx) -> gc.Coordinator:
@@ -65,10 +68,20 @@ def _find(ctx, key: str, key_type: int) -> dict:
                 "error_message": "Transactional Id authorization failed."}
     if key_type == GROUP_KEY and (denied := _group_denied(ctx, key)):
         return {**missing, "error_code": denied, "error_message": "Group authorization failed."}
-    if key_type not in (GROUP_KEY, TRANSACTION_KEY):
+    if key_type == SHARE_KEY and ApiKey.SHARE_GROUP_HEARTBEAT in ctx.served_apis():
+        # KafkaApis: v6+ only, then CLUSTER_ACTION on the cluster, then a key SharePartitionKey reads.
+        shared = share.parse_state_key(key) if ctx.version >= 6 else None
+        if ctx.version >= 6 and not ctx.authorize(AclOperation.CLUSTER_ACTION, AclResourceType.CLUSTER):
+            return {**missing, "error_code": ErrorCode.cluster_authorization_failed,
+                    "error_message": "Cluster authorization failed."}
+        if shared is None:
+            return {**missing, "error_code": ErrorCode.invalid_request, "error_message": INVALID_REQUEST_MESSAGE}
+        share.ensure_state_topic(ctx.cluster)
+        node = share.state_coordinator_of(ctx.cluster, *shared)
+    elif key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return {**missing, "error_code": ErrorCode.invalid_request,
                 "error_message": f"unknown coordinator key type {key_type}"}
-    if key_type == TRANSACTION_KEY:
+    elif key_type == TRANSACTION_KEY:
         transactions.ensure_topic(ctx.cluster)
         node = transactions.coordinator_of(ctx.cluster, key)
     else:

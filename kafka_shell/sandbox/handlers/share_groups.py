@@ -285,44 +285,54 @@ def share_acknowledge(ctx) -> dict:
 # -- the share coordinator's state RPCs -----------------------------------------------------------------
 
 
-def _state_partitions(ctx, req, answer) -> list[dict]:
-    """One result per topic of the request, `answer(topic_id, request partition)` per partition."""
-    return [{"topic_id": rt.topic_id, "partitions": [answer(rt.topic_id, rp) for rp in rt.partitions]}
-            for rt in req.topics]
+FENCED_LEADER_EPOCH_MESSAGE = "The leader epoch in the request is older than the epoch on the broker."
+FENCED_STATE_EPOCH_MESSAGE = "The coordinator rejected the request because the state epoch did not match."
+UNKNOWN_PARTITION_MESSAGE = "This server does not host this topic-partition."
+# How ShareCoordinatorService words a failed operation ("Unable to ...: <the error's message>").
+STATE_VERBS = {"Initialize": "initialize share group state", "Read": "read share group state",
+               "Write": "write share group state", "Summary": "read share group state summary",
+               "Delete": "delete share group state"}
 
 
-def _state_denied(ctx) -> int:
-    return 0 if ctx.permits(AclResourceType.CLUSTER) else ErrorCode.cluster_authorization_failed
-
-
-def _to_update(ctx, parts: sg.Partitions, group_id: str, topic_id, rp, what: str) -> tuple[sg.SharePartition, dict]:
-    """The share-partition an Initialize or Write request changes, and the answer refusing it
-    (empty when it may), checked in the share coordinator's order (ShareCoordinatorShard): not
-    a broker's request, a negative partition, a Write before any Initialize, an older leader
-    or state epoch, a topic-partition the cluster does not have."""
-    sp = parts.get(group_id, topic_id, rp.partition, create=False)
-    code, message = _update_refused(ctx, sp, topic_id, rp, what)
-    if code:
-        return sg.SharePartition(group_id, topic_id, rp.partition), \
-            {"partition": rp.partition, "error_code": code, "error_message": message}
-    return sp or parts.get(group_id, topic_id, rp.partition), {}  # type: ignore[return-value]
-
-
-def _update_refused(ctx, sp: sg.SharePartition | None, topic_id, rp, what: str) -> tuple[int, str | None]:
-    if (denied := _state_denied(ctx)):
-        return denied, None
+def _state_refused(ctx, group_id: str, topic_id, rp, sp: sg.SharePartition | None, what: str) -> tuple[int, str | None]:
+    """Why a share coordinator refuses a state request for one share-partition (0: it does not),
+    in Kafka's order: CLUSTER_ACTION (KafkaApis), this broker not its coordinator (the
+    coordinator runtime), then ShareCoordinatorShard's checks for `what` (Initialize, Read,
+    Write, Summary, Delete): a negative partition, a Read or Write before any Initialize, an
+    older leader or state epoch, a topic-partition the cluster does not have."""
+    if not ctx.permits(AclResourceType.CLUSTER):
+        return ErrorCode.cluster_authorization_failed, None
+    if sg.state_coordinator_of(ctx.cluster, group_id, topic_id, rp.partition) != ctx.broker.id:
+        return ErrorCode.not_coordinator, f"Unable to {STATE_VERBS[what]}: This is not the correct coordinator."
     if rp.partition < 0:
         return ErrorCode.invalid_request, "The partition id cannot be a negative number."
-    if what == "Write" and sp is None:
-        return ErrorCode.invalid_request, "Write operation on uninitialized share partition not allowed."
-    if what == "Write" and rp.leader_epoch != -1 and sp is not None and rp.leader_epoch < sp.leader_epoch:
-        return ErrorCode.fenced_leader_epoch, "Write request leader epoch is smaller than last recorded current."
-    if rp.state_epoch != -1 and sp is not None and rp.state_epoch < sp.state_epoch:
-        return ErrorCode.fenced_state_epoch, f"{what} request state epoch is smaller than last recorded current."
+    if what in ("Read", "Write") and sp is None:
+        return ErrorCode.invalid_request, f"{what} operation on uninitialized share partition not allowed."
+    leader_epoch = getattr(rp, "leader_epoch", -1)
+    if sp is not None and ((what == "Write" and leader_epoch != -1) or what == "Read") and leader_epoch < sp.leader_epoch:
+        return ErrorCode.fenced_leader_epoch, FENCED_LEADER_EPOCH_MESSAGE
+    if what in ("Initialize", "Write") and sp is not None and rp.state_epoch != -1 and rp.state_epoch < sp.state_epoch:
+        return ErrorCode.fenced_state_epoch, FENCED_STATE_EPOCH_MESSAGE
     t = ctx.cluster.topic_by_id(topic_id)
     if t is None or t.partition(rp.partition) is None:
-        return ErrorCode.unknown_topic_or_partition, "This server does not host this topic-partition."
+        return ErrorCode.unknown_topic_or_partition, UNKNOWN_PARTITION_MESSAGE
     return 0, None
+
+
+def _state_answers(ctx, what: str, answer) -> list[dict]:
+    """One result per topic of the request: per partition, the refusal (its other fields the
+    schema's defaults, as Kafka's error answers) or `answer(share-partition or None, topic id,
+    request partition)`."""
+    req, parts = ctx.request, sg.Partitions(ctx.cluster)
+
+    def one(topic_id, rp) -> dict:
+        sp = parts.get(req.group_id, topic_id, rp.partition, create=False)
+        code, message = _state_refused(ctx, req.group_id, topic_id, rp, sp, what)
+        if code:
+            return {"partition": rp.partition, "error_code": code, "error_message": message}
+        return {"partition": rp.partition, "error_code": 0, **answer(sp, topic_id, rp)}
+    return [{"topic_id": rt.topic_id, "partitions": [one(rt.topic_id, rp) for rp in rt.partitions]}
+            for rt in req.topics]
 
 
 @api(ApiKey.INITIALIZE_SHARE_GROUP_STATE)
@@ -330,69 +340,43 @@ def initialize_share_group_state(ctx) -> dict:
     req = ctx.request
     parts = sg.Partitions(ctx.cluster)
 
-    def one(topic_id, rp) -> dict:
-        sp, refused = _to_update(ctx, parts, req.group_id, topic_id, rp, "Initialize")
-        if refused:
-            return refused
+    def initialized(sp: sg.SharePartition | None, topic_id, rp) -> dict:
+        sp = sp or parts.get(req.group_id, topic_id, rp.partition)
+        assert sp is not None, "get(create=True) makes one"
         for r in sp.records.values():
             parts.unlock(r)
         sp.state_epoch = rp.state_epoch
         sp.set_start(rp.start_offset)
-        return {"partition": rp.partition, "error_code": 0}
-    return _stored(ctx, req.group_id, {"results": _state_partitions(ctx, req, one)})
+        return {}
+    return _stored(ctx, req.group_id, {"results": _state_answers(ctx, "Initialize", initialized)})
 
 
 @api(ApiKey.READ_SHARE_GROUP_STATE)
 def read_share_group_state(ctx) -> dict:
-    req = ctx.request
-    parts = sg.Partitions(ctx.cluster)
-
-    def one(topic_id, rp) -> dict:
-        base = {"partition": rp.partition, "state_epoch": 0, "start_offset": -1, "state_batches": []}
-        if (denied := _state_denied(ctx)):
-            return {**base, "error_code": denied}
-        sp = parts.get(req.group_id, topic_id, rp.partition, create=False)
-        if sp is None:
-            return {**base, "error_code": ErrorCode.unknown_topic_or_partition,
-                    "error_message": "The topic-partition is not initialized for the share group."}
-        if rp.leader_epoch >= 0:
+    def read(sp: sg.SharePartition, topic_id, rp) -> dict:
+        if rp.leader_epoch != -1:   # only a Read moves the leader epoch kept (never back: older is fenced)
             sp.leader_epoch = rp.leader_epoch
-        return {**base, "error_code": 0, "state_epoch": sp.state_epoch, "start_offset": sp.written_start,
+        return {"state_epoch": sp.state_epoch, "start_offset": sp.written_start,
                 "state_batches": [b for b in sp.state_batches() if b["last_offset"] >= sp.written_start]}
-    return {"results": _state_partitions(ctx, req, one)}
+    return {"results": _state_answers(ctx, "Read", read)}
 
 
 @api(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY)
 def read_share_group_state_summary(ctx) -> dict:
-    req = ctx.request
-    parts = sg.Partitions(ctx.cluster)
-
-    def one(topic_id, rp) -> dict:
-        base = {"partition": rp.partition, "state_epoch": 0, "leader_epoch": -1, "start_offset": -1,
-                "delivery_complete_count": -1}
-        if (denied := _state_denied(ctx)):
-            return {**base, "error_code": denied}
-        sp = parts.get(req.group_id, topic_id, rp.partition, create=False)
-        if sp is None:
-            return {**base, "error_code": ErrorCode.unknown_topic_or_partition,
-                    "error_message": "The topic-partition is not initialized for the share group."}
-        return {**base, "error_code": 0, "state_epoch": sp.state_epoch, "leader_epoch": sp.leader_epoch,
-                "start_offset": sp.written_start, "delivery_complete_count": sp.written_done}
-    return {"results": _state_partitions(ctx, req, one)}
+    def summary(sp: sg.SharePartition | None, topic_id, rp) -> dict:
+        if sp is None:   # Kafka's PartitionFactory defaults for a share-partition never initialized
+            return {"state_epoch": 0, "leader_epoch": 0, "start_offset": -1, "delivery_complete_count": -1}
+        return {"state_epoch": sp.state_epoch, "leader_epoch": sp.leader_epoch, "start_offset": sp.written_start,
+                "delivery_complete_count": sp.written_done}
+    return {"results": _state_answers(ctx, "Summary", summary)}
 
 
 @api(ApiKey.WRITE_SHARE_GROUP_STATE)
 def write_share_group_state(ctx) -> dict:
     req = ctx.request
-    parts = sg.Partitions(ctx.cluster)
 
-    def one(topic_id, rp) -> dict:
-        sp, refused = _to_update(ctx, parts, req.group_id, topic_id, rp, "Write")
-        if refused:
-            return refused
-        sp.state_epoch = rp.state_epoch
-        if rp.leader_epoch >= 0:
-            sp.leader_epoch = rp.leader_epoch
+    def written(sp: sg.SharePartition, topic_id, rp) -> dict:
+        # A Write keeps the state and leader epochs (ShareCoordinatorShard writes the current ones).
         if rp.start_offset >= 0:
             sp.start_offset = rp.start_offset
             sp.next_offset = max(sp.next_offset, sp.start_offset)
@@ -404,8 +388,8 @@ def write_share_group_state(ctx) -> dict:
         if getattr(rp, "delivery_complete_count", -1) >= 0:   # v1+
             sp.written_done = rp.delivery_complete_count
         sp.advance()
-        return {"partition": rp.partition, "error_code": 0}
-    return _stored(ctx, req.group_id, {"results": _state_partitions(ctx, req, one)})
+        return {}
+    return _stored(ctx, req.group_id, {"results": _state_answers(ctx, "Write", written)})
 
 
 @api(ApiKey.DELETE_SHARE_GROUP_STATE)
@@ -413,14 +397,12 @@ def delete_share_group_state(ctx) -> dict:
     req = ctx.request
     parts = sg.Partitions(ctx.cluster)
 
-    def one(topic_id, rp) -> dict:
-        if (denied := _state_denied(ctx)):
-            return {"partition": rp.partition, "error_code": denied}
-        sp = sg.share_partitions(ctx.cluster).pop((req.group_id, topic_id, rp.partition), None)
+    def deleted(sp: sg.SharePartition | None, topic_id, rp) -> dict:
+        sg.share_partitions(ctx.cluster).pop((req.group_id, topic_id, rp.partition), None)
         for r in (sp.records.values() if sp else ()):
             parts.unlock(r)
-        return {"partition": rp.partition, "error_code": 0}
-    return _stored(ctx, req.group_id, {"results": _state_partitions(ctx, req, one)})
+        return {}
+    return _stored(ctx, req.group_id, {"results": _state_answers(ctx, "Delete", deleted)})
 
 
 def _stored(ctx, group_id: str, answer: dict) -> dict:
