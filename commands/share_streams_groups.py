@@ -14,7 +14,7 @@ from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.admin.streams_groups import tasks_text
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.option_types import choice_list, group_id, iso_epoch_ms
-from kafka_shell.registry import INT64_MAX, Confirm, Option, command, int_range
+from kafka_shell.registry import Confirm, Option, command
 from kafka_shell.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
@@ -113,28 +113,36 @@ def _share_datetime(text: str) -> int:
     return iso_epoch_ms(text, "an ISO 8601 date and time such as 2024-01-31T12:00:00.000 (UTC unless a zone is given)")
 
 
+# kafka-share-groups --reset-offsets takes these of the consumer groups' specifiers (no --shift-by
+# or --by-duration), computed by the same GroupOffsetsResetter.
+SHARE_SPECIFIERS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset", "--to-datetime", "--from-file")
+
+
 @command("reset-share-group-offsets",
          Option("--group", type=group_id, required=True, metavar="GROUP", completer="group",
                 help="Share group whose start offsets to reset."),
          Option("--topic", repeatable=True, metavar="TOPIC", completer="topic", help="Topic (repeatable)."),
          Option("--all-topics", flag=True, help="Every topic the group has state for."),
-         Option("--to-earliest", flag=True, help="The log start offset."),
-         Option("--to-latest", flag=True, help="The log end offset."),
-         Option("--to-offset", type=int_range(0, INT64_MAX, "an offset"), metavar="N", help="Offset N."),
+         *(o for o in RESET_SPECIFIERS if o.name in SHARE_SPECIFIERS and o.name != "--to-datetime"),
          Option("--to-datetime", type=_share_datetime, metavar="YYYY-MM-DDTHH:mm:SS.sss",
                 help="The first offset at or after this time."),
          Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
+         Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
          Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),
          mutates=True,
          confirm=Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute"),
-         required_groups=(("--to-earliest", "--to-latest", "--to-offset", "--to-datetime"),
-                          ("--topic", "--all-topics")),
-         exclusive_groups=(("--topic", "--all-topics"),),
-         help="Plan (default) or --execute a reset of a share group's start offsets (the group must be empty).",
+         required_groups=(SHARE_SPECIFIERS,),
+         exclusive_groups=(("--topic", "--all-topics", "--from-file"),),
+         help="Plan (default) or --execute a reset of a share group's start offsets (the group must be empty), "
+              "as kafka-share-groups --reset-offsets.",
          examples=("reset-share-group-offsets --group queue --topic orders --to-earliest",
-                   "reset-share-group-offsets --group queue --all-topics --to-latest --execute"))
+                   "reset-share-group-offsets --group queue --all-topics --to-current --export",
+                   "reset-share-group-offsets --group queue --from-file plan.csv --execute"))
 def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal:
     gid = args["group"]
+    from_file = read_plan(args["from_file"], [gid]).get(gid, {}) if args["from_file"] else None
+    if not (args["topic"] or args["all_topics"] or from_file is not None):
+        raise UsageError("reset-share-group-offsets needs a scope: --topic, --all-topics or --from-file")
     described = share_groups.describe(session.conn, [gid])[gid]
     if isinstance(described, str):
         return Result.outcome([], [], [described])
@@ -144,47 +152,39 @@ def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal
     problem, current = share_groups.offsets(session.conn, gid)
     if problem is not None:
         return Result.outcome([], [], [problem])
-    starts = {o.key: o.start_offset for o in current}
-    snap = session.conn.read(sorted(set(args["topic"] or ()) | {k[0] for k in starts}))
-    if args["all_topics"]:
-        keys = sorted(starts)
+    starts = {o.key: o.start_offset for o in current if o.start_offset is not None and o.start_offset >= 0}
+    if from_file is not None:
+        keys = sorted(from_file)
+    elif args["all_topics"]:
+        keys = sorted(o.key for o in current)
     else:
-        keys, missing = [], []
-        for name in args["topic"]:
-            t = snap.topics.get(name)
-            if t is None:
-                missing.append(f"Topic '{shown(name)}' does not exist.")
-            keys += [(name, i) for i in range(len(t.partitions))] if t else []
-        if missing:
-            return Result.outcome([], [], missing)
-    target = (EARLIEST if args["to_earliest"] else LATEST if args["to_latest"]
-              else args["to_datetime"] if args["to_datetime"] is not None else None)
+        named = topics.read_for(session.conn, topics.names_of(args["topic"]))
+        keys = topics.partitions_of(named, args["topic"])
+    notes: list[str] = []
     failures: list[str] = []
-    plan: dict[tuple[str, int], int] = {}
-    if target is None:
-        plan = {k: args["to_offset"] for k in keys}
-    else:
-        found = offsets.log_offsets(session.conn, snap, keys, target)
-        for k in keys:
-            lo = found[k]
-            if lo.error:
-                failures.append(lo.error)
-            else:   # a time after the last record: the log end, as Kafka's tool does
-                plan[k] = lo.offset if lo.offset >= 0 else offsets.log_offsets(session.conn, snap, [k], LATEST)[k].offset
-    rows = [[gid, t, p, starts.get((t, p)), new] for (t, p), new in sorted(plan.items())]
+    try:
+        snap = read_partitions(session, keys) if keys else session.conn.read([])
+        plan = reset_targets(session, snap, keys, starts, {**args, "shift_by": None, "by_duration": None},
+                             notes, failures, from_file)
+    except KafkaCallError as exc:
+        return Result.outcome([], [], [str(exc)])
+    rows = [[gid, t, p, current_start, new] for (t, p), (current_start, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "StartOffset", "NewStartOffset"], rows, name="offsets")
+    text = export_plan({gid: plan}, True) if args["export"] else None
     if args["execute"] and not args["dry_run"] and plan:
         def apply() -> Result:
-            top, refused = share_groups.alter_offsets(session.conn, gid, plan)
+            top, refused = share_groups.alter_offsets(session.conn, gid, {k: new for k, (_, new) in plan.items()})
             if top is not None:
-                return Result.outcome([table], [], [top, *failures])
+                return Result.outcome([table], notes, [top, *failures], text)
             failures.extend(why for _, why in sorted(refused.items()) if why is not None)
             done = sum(1 for why in refused.values() if why is None)
-            return Result.outcome([table], [f"Reset {done} start offset(s) of share group '{shown(gid)}'."], failures)
+            return Result.outcome([table], [*notes, f"Reset {done} start offset(s) of share group '{shown(gid)}'."],
+                                  failures, text)
         return Proposal(f"Reset {len(rows)} start offset(s) of share group {shown(gid)}. Continue?",
                         "reset-share-group-offsets --execute changes start offsets", apply)
-    notes = ["Dry run: nothing was changed (add --execute to apply)."] if plan else []
-    return Result.outcome([table], notes, failures)
+    if plan and not args["export"]:
+        notes.append("Dry run: nothing was changed (add --execute to apply).")
+    return Result.outcome([table], notes, failures, text)
 
 
 @command("delete-share-group-offsets",

@@ -92,3 +92,38 @@ def test_share_group_on_kafka(kafka4):
     assert (code, err.strip()) == (0, f"Deleted share group '{group}'.")
     code, _, err = sh(b, f"describe-share-group {group}")
     assert code == 1 and "does not exist" in err
+
+
+def test_share_reset_plans_equal_kafkas_tool(kafka4, tmp_path):
+    """reset-share-group-offsets --export gives the CSV kafka-share-groups --reset-offsets --export
+    gives, for each reset specifier Kafka's tool has (both clamp an offset past the log end);
+    --from-file reads it back; --execute applies it."""
+    from tests.test_share_clients import _consume
+    b = kafka4.bootstrap
+    topic, group = "sr-" + uuid.uuid4().hex[:8], "sr-" + uuid.uuid4().hex[:8]
+    admin = AdminClient({"bootstrap.servers": b, "log_level": 0})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    assert sh(b, f"alter-configs --entity-type groups --entity-name {group} --add-config share.auto.offset.reset=earliest")[0] == 0
+    producer = Producer({"bootstrap.servers": b, "log_level": 0})
+    for i in range(10):
+        producer.produce(topic, str(i).encode(), partition=i % 2)
+    producer.flush(30)
+    _consume(b, topic, group, 10)
+    wait_for(lambda: rows(b, f"describe-share-group {group} --state")[0]["Members"], lambda n: n == 0)
+    assert sh(b, f"reset-share-group-offsets --group {group} --topic {topic}:1 --to-offset 2 --execute")[0] == 0
+    for spec in ("--to-current", "--to-earliest", "--to-latest", "--to-offset 3", "--to-offset 99",
+                 "--to-datetime 2020-01-01T00:00:00.000"):
+        code, ours, err = sh(b, f"reset-share-group-offsets --group {group} --topic {topic} {spec} --export")
+        assert code == 0, err
+        done = java_client.run("consumer.group.ShareGroupCommand", "--bootstrap-server", b, "--reset-offsets",
+                               "--group", group, "--topic", topic, *spec.split(), "--export", "--dry-run")
+        assert done.returncode == 0, done.stderr
+        theirs = [line for line in done.stdout.splitlines() if line.count(",") == 2]
+        assert sorted(ours.splitlines()) == sorted(theirs) and len(theirs) == 2, spec   # theirs in HashMap order
+    plan = tmp_path / "plan.csv"
+    plan.write_text(f"{topic},0,1\n{topic},1,4\n")
+    code, ours, err = sh(b, f"reset-share-group-offsets --group {group} --from-file {plan} --export")
+    assert (code, ours) == (0, plan.read_text()), err
+    code, _, err = sh(b, f"reset-share-group-offsets --group {group} --from-file {plan} --execute")
+    assert (code, err) == (0, f"Reset 2 start offset(s) of share group '{group}'.\n")
+    assert sorted((r["Partition"], r["StartOffset"]) for r in rows(b, f"describe-share-group {group}")) == [(0, 1), (1, 4)]
