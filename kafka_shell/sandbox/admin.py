@@ -282,6 +282,8 @@ def add_partitions(cluster: Cluster, name: str, replica_lists: list[list[int]]) 
 
 
 def delete_topic(cluster: Cluster, name: str) -> Topic:
+    from kafka_shell.sandbox import groups   # groups creates its internal topic through this module
     topic = cluster.topics.pop(name)
+    groups.forget_topic(cluster, name)
     cluster.changed()
     return topic

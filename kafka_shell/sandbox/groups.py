@@ -149,6 +149,16 @@ def all_groups(cluster: Cluster) -> dict[str, Group]:
     return cluster.extras.setdefault("groups", {})  # type: ignore[return-value]
 
 
+def forget_topic(cluster: Cluster, topic: str) -> None:
+    """A deleted topic's committed offsets go from every group, as Kafka's group coordinator
+    drops them (OffsetMetadataManager.onTopicsDeleted, after the topic's deletion)."""
+    for g in all_groups(cluster).values():
+        held = getattr(g, "offsets", {})
+        for key in [k for k in held if k[0] == topic]:
+            del held[key]
+            journal.group_touched(cluster, g.group_id, key)
+
+
 def java_hash(s: str) -> int:
     """Java's String.hashCode (over UTF-16 code units, 32-bit signed)."""
     h = 0
