@@ -255,6 +255,14 @@ RESET_SPECIFIERS = (
     Option("--from-file", metavar="CSV", completer="path",
            help="Offsets from a CSV file: topic,partition,offset (or group,topic,partition,offset)."),
 )
+# What every reset command takes after its scope and specifiers, and how it asks: the plan is
+# shown unless --execute, which the handler's Proposal names (--export prints Kafka's CSV).
+PLAN_OPTIONS = (
+    Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
+    Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
+    Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),
+)
+EXECUTE_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute")
 
 
 @command("reset-offsets",
@@ -265,11 +273,9 @@ RESET_SPECIFIERS = (
                 help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
          Option("--all-topics", flag=True, help="Every topic the group has committed offsets for."),
          *RESET_SPECIFIERS,
-         Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
-         Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
-         Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),
+         *PLAN_OPTIONS,
          mutates=True, topic_context=True,
-         confirm=Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute"),
+         confirm=EXECUTE_CONFIRM,
          required_groups=(SPECIFIERS, ("--group", "--all-groups")),
          exclusive_groups=(("--topic", "--all-topics", "--from-file"),),
          help="Plan (default) or --execute a reset of a group's committed offsets (the group must be inactive).",
@@ -546,6 +552,12 @@ def delete_offsets(session: Session, args: dict) -> Result:
     if args["dry_run"]:
         return Result.message(*(f"Would delete the offset of {t}-{p} for group '{shown(gid)}' (dry run)."
                                 for t, p in keys))
+    return deleted_offsets(session, gid, keys)
+
+
+def deleted_offsets(session: Session, gid: str, keys: list[Key]) -> Result:
+    """Delete a group's committed offsets of `keys` (OffsetDelete): a row per partition, a
+    failure line per partition the coordinator refused."""
     refused, per_partition = offsets.delete(session.conn, gid, keys)
     if refused is not None:
         raise ShellError(refused)

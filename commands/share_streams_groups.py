@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from commands.groups import RESET_SPECIFIERS, SPECIFIERS, export_plan, read_partitions, read_plan, reset_targets
+from commands.groups import (EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SPECIFIERS, deleted_offsets, export_plan,
+                             read_partitions, read_plan, reset_targets)
 from kafka_shell.admin import groups, offsets, share_groups, streams_groups, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.admin.streams_groups import tasks_text
@@ -126,11 +127,9 @@ SHARE_SPECIFIERS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset
          *(o for o in RESET_SPECIFIERS if o.name in SHARE_SPECIFIERS and o.name != "--to-datetime"),
          Option("--to-datetime", type=_share_datetime, metavar="YYYY-MM-DDTHH:mm:SS.sss",
                 help="The first offset at or after this time."),
-         Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
-         Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
-         Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),
+         *PLAN_OPTIONS,
          mutates=True,
-         confirm=Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute"),
+         confirm=EXECUTE_CONFIRM,
          required_groups=(SHARE_SPECIFIERS,),
          exclusive_groups=(("--topic", "--all-topics", "--from-file"),),
          help="Plan (default) or --execute a reset of a share group's start offsets (the group must be empty), "
@@ -405,11 +404,9 @@ def _scope(session: Session, d: streams_groups.StreamsGroup, held: dict[Key, int
                 help="With --execute: also delete these internal topics of the group."),
          Option("--delete-all-internal-topics", flag=True,
                 help="With --execute: also delete the group's internal topics (repartition and changelog)."),
-         Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
-         Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
-         Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),
+         *PLAN_OPTIONS,
          mutates=True,
-         confirm=Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute"),
+         confirm=EXECUTE_CONFIRM,
          required_groups=(SPECIFIERS, ("--group", "--all-groups")),
          exclusive_groups=(("--input-topic", "--all-input-topics", "--from-file"), ("--group", "--all-groups"),
                            ("--delete-internal-topic", "--delete-all-internal-topics")),
@@ -529,9 +526,4 @@ def delete_streams_group_offsets(session: Session, args: dict) -> Result:
                                 for t, p in keys))
     if not keys:
         return Result.message(f"Streams group '{shown(gid)}' has no committed offsets of its source topics.")
-    refused, per_partition = offsets.delete(session.conn, gid, keys)
-    if refused is not None:
-        raise ShellError(refused)
-    failures = [f"{t}-{p}: {why}" for (t, p), why in sorted(per_partition.items()) if why is not None]
-    rows = [[t, p, "Error" if why else "Successful"] for (t, p), why in sorted(per_partition.items())]
-    return Result.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [], failures)
+    return deleted_offsets(session, gid, keys)

@@ -168,10 +168,15 @@ def java_hash(s: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+def hash_partition(key: str, count: int) -> int:
+    """Kafka's Utils.abs(key.hashCode()) % count: which partition of a coordinator's internal
+    topic holds a key."""
+    h = java_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % count
+
+
 def offsets_partition(cluster: Cluster, group_id: str) -> int:
-    h = java_hash(group_id)
-    positive = 0 if h == -(1 << 31) else abs(h)  # Kafka's Utils.abs
-    return positive % int(configs.broker_value(cluster, None, "offsets.topic.num.partitions") or 50)
+    return hash_partition(group_id, int(configs.broker_value(cluster, None, "offsets.topic.num.partitions") or 50))
 
 
 def ensure_offsets_topic(cluster: Cluster) -> None:

@@ -263,9 +263,9 @@ def state_coordinator_of(cluster: Cluster, group_id: str, topic_id: uuid.UUID, p
     topic = cluster.topics.get(STATE_TOPIC)
     if topic is None:
         return -1
-    h = classic.java_hash(f"{group_id}:{quorum.kafka_uuid(topic_id)}:{partition}")
     count = int(configs.broker_value(cluster, None, "share.coordinator.state.topic.num.partitions") or 50)
-    p = topic.partitions[(0 if h == -(1 << 31) else abs(h)) % count % len(topic.partitions)]
+    p = topic.partitions[classic.hash_partition(f"{group_id}:{quorum.kafka_uuid(topic_id)}:{partition}", count)
+                         % len(topic.partitions)]
     return p.leader if p.leader >= 0 and cluster.brokers[p.leader].usable else -1
 
 
