@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 
 import kafka
@@ -154,11 +155,21 @@ def group(bootstrap: str, topic: str, group_id: str) -> dict:
         return c
 
     def wait(consumers, condition):
+        # Each consumer polls in a thread of its own, as applications run them. Taking turns in
+        # one thread does not work with kafka-python 3.0.12: a join that completes while the other
+        # consumer is polling is dropped and a new JoinGroup sent, so the group never settles.
         deadline = time.monotonic() + 60
-        while not condition():
-            assert time.monotonic() < deadline, "no assignment"
-            for c in consumers:
-                c.poll(timeout_ms=100)
+
+        def keep_polling(c) -> None:
+            while not condition() and time.monotonic() < deadline:
+                c.poll(timeout_ms=500)
+
+        threads = [threading.Thread(target=keep_polling, args=(c,)) for c in consumers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert condition(), "no assignment"
 
     first = consumer()
     wait([first], lambda: len(first.assignment()) == 4)
