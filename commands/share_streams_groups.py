@@ -14,7 +14,7 @@ from kafka_shell.admin import groups, offsets, share_groups, streams_groups, top
 from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.admin.streams_groups import tasks_text
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
-from kafka_shell.option_types import choice_list, group_id, iso_epoch_ms
+from kafka_shell.option_types import choice_list, group_id
 from kafka_shell.registry import Confirm, Option, command
 from kafka_shell.render import Proposal, Result, Table
 
@@ -110,10 +110,6 @@ def delete_share_group(session: Session, args: dict) -> Result:
     return delete_empty(session, ids, "share", share_groups.describe(session.conn, ids), args["dry_run"])
 
 
-def _share_datetime(text: str) -> int:
-    return iso_epoch_ms(text, "an ISO 8601 date and time such as 2024-01-31T12:00:00.000 (UTC unless a zone is given)")
-
-
 # kafka-share-groups --reset-offsets takes these of the consumer groups' specifiers (no --shift-by
 # or --by-duration), computed by the same GroupOffsetsResetter.
 SHARE_SPECIFIERS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset", "--to-datetime", "--from-file")
@@ -124,9 +120,7 @@ SHARE_SPECIFIERS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset
                 help="Share group whose start offsets to reset."),
          Option("--topic", repeatable=True, metavar="TOPIC", completer="topic", help="Topic (repeatable)."),
          Option("--all-topics", flag=True, help="Every topic the group has state for."),
-         *(o for o in RESET_SPECIFIERS if o.name in SHARE_SPECIFIERS and o.name != "--to-datetime"),
-         Option("--to-datetime", type=_share_datetime, metavar="YYYY-MM-DDTHH:mm:SS.sss",
-                help="The first offset at or after this time."),
+         *(o for o in RESET_SPECIFIERS if o.name in SHARE_SPECIFIERS),
          *PLAN_OPTIONS,
          mutates=True,
          confirm=EXECUTE_CONFIRM,

@@ -124,7 +124,7 @@ _kafka_shell() {
       remove-controller) opts="--controller-id --controller-directory-id --dry-run --yes --output -o --csv-table --help";;
       renew-delegation-token) opts="--hmac --renew-time-period --output -o --csv-table --help";;
       reset-offsets) opts="--group --all-groups --topic --all-topics --to-earliest --to-latest --to-current --to-offset --shift-by --to-datetime --by-duration --from-file --execute --export --yes --dry-run --output -o --csv-table --help";;
-      reset-share-group-offsets) opts="--group --topic --all-topics --to-earliest --to-latest --to-current --to-offset --from-file --to-datetime --execute --export --yes --dry-run --output -o --csv-table --help";;
+      reset-share-group-offsets) opts="--group --topic --all-topics --to-earliest --to-latest --to-current --to-offset --to-datetime --from-file --execute --export --yes --dry-run --output -o --csv-table --help";;
       reset-streams-group-offsets) opts="--group --all-groups --input-topic --all-input-topics --to-earliest --to-latest --to-current --to-offset --shift-by --to-datetime --by-duration --from-file --delete-internal-topic --delete-all-internal-topics --execute --export --yes --dry-run --output -o --csv-table --help";;
       rolling-restart-plan) opts="--brokers --output -o --csv-table --help";;
       snapshot) opts="--output-dir --every --count --output -o --csv-table --help";;

@@ -248,9 +248,12 @@ def test_reset_of_a_new_group_and_bad_specifiers(sandbox, stamped):
     # A group that does not exist yet is Dead for Kafka's tool: its offsets may be set.
     ok(sandbox, "reset-offsets --group fresh --topic t --to-latest --execute --yes")
     assert committed(sandbox, "fresh") == {0: 10, 1: 5}
-    for bad in ("--to-datetime yesterday", "--by-duration 5m", "--to-offset -1"):
+    for bad in ("--to-datetime yesterday", "--to-datetime 2020-01-01", "--by-duration 5m", "--to-offset -1"):
         code, out, err = sh(sandbox, f"reset-offsets --group g --topic t {bad}")
         assert code == 2 and out == "" and len(err.splitlines()) == 1, (bad, err)
+    # A share group's reset reads --to-datetime as Kafka's tools do: a date alone is not a time.
+    code, out, err = sh(sandbox, "reset-share-group-offsets --group g --topic t --to-datetime 2020-01-01")
+    assert (code, out) == (2, "") and "2024-01-31T12:00:00.000" in err and len(err.splitlines()) == 1, err
     code, _, err = sh(sandbox, "reset-offsets --group g --topic t")
     assert code == 2 and "--to-earliest" in err
     code, _, err = sh(sandbox, "reset-offsets --group nothing --topic t --shift-by 1")
