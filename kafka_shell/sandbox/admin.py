@@ -282,8 +282,9 @@ def add_partitions(cluster: Cluster, name: str, replica_lists: list[list[int]]) 
 
 
 def delete_topic(cluster: Cluster, name: str) -> Topic:
-    from kafka_shell.sandbox import groups   # groups creates its internal topic through this module
+    from kafka_shell.sandbox import groups, transactions   # they create their internal topics through this module
     topic = cluster.topics.pop(name)
     groups.forget_topic(cluster, name)
+    transactions.forget_topic(cluster, name)
     cluster.changed()
     return topic

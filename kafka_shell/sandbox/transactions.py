@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import admin, configs, log, producer_state
-from kafka_shell.sandbox.groups import (OFFSETS_TOPIC, CommittedOffset, Group, all_groups, java_hash, offsets_partition,
+from kafka_shell.sandbox.groups import (OFFSETS_TOPIC, CommittedOffset, Group, all_groups, hash_partition, offsets_partition,
                                        record_offsets)
 from kafka_shell.sandbox.model import Cluster, Partition, now_ms
 
@@ -122,10 +122,9 @@ def start(cluster: Cluster) -> None:
 
 
 def partition_for(cluster: Cluster, transactional_id: str) -> int:
-    h = java_hash(transactional_id) & 0x7FFFFFFF   # Kafka's Utils.abs
     topic = cluster.topics.get(TXN_TOPIC)
     count = len(topic.partitions) if topic is not None else setting(cluster, "transaction.state.log.num.partitions")
-    return h % count
+    return hash_partition(transactional_id, count)
 
 
 def ensure_topic(cluster: Cluster) -> None:
@@ -649,6 +648,15 @@ def has_pending_offsets(cluster: Cluster, group_id: str, tp: tuple[str, int]) ->
     s = cluster.extras.get(EXTRAS_KEY)
     return s is not None and any(g == group_id and tp in offsets
                                  for (g, _), offsets in s.pending_offsets.items())  # type: ignore[attr-defined]
+
+
+def forget_topic(cluster: Cluster, topic: str) -> None:
+    """A deleted topic's offsets go from open transactions too: Kafka's tombstones for them
+    (OffsetMetadataManager.onTopicsDeleted) clear the pending offsets of each open transaction."""
+    s = cluster.extras.get(EXTRAS_KEY)
+    for offsets in s.pending_offsets.values() if s is not None else ():  # type: ignore[attr-defined]
+        for key in [k for k in offsets if k[0] == topic]:
+            del offsets[key]
 
 
 def _complete_offsets(cluster: Cluster, pid: int, offsets_partition_index: int, commit: bool) -> None:

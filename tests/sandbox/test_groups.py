@@ -118,6 +118,18 @@ def test_find_coordinator_creates_offsets_topic_and_answers_batched_keys(sandbox
     assert sorted(by_key) == ["a", "b", "hello"]
 
 
+def test_a_transactional_id_with_a_negative_hash_lives_where_kafka_puts_it(sandbox):
+    # "payments-txn".hashCode() is -480581686 in Java: Utils.abs gives partition 36 of 50
+    # (masking the sign bit would give 12).
+    from kafka_shell.sandbox import transactions
+    w = Wire(sandbox, 2)
+    r = w.call(FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["payments-txn"]})
+    w.close()
+    assert transactions.partition_for(sandbox.cluster, "payments-txn") == 36
+    state = sandbox.cluster.topics[transactions.TXN_TOPIC]
+    assert (r["coordinators"][0]["error_code"], r["coordinators"][0]["node_id"]) == (0, state.partitions[36].leader)
+
+
 def test_coordinator_not_available_and_not_coordinator():
     with Sandbox(brokers=3, configs={"offsets.topic.replication.factor": "1"}) as s:
         node = coordinator(s, "g1")

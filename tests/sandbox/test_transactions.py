@@ -12,7 +12,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_shell.codes import ApiKey
@@ -33,8 +33,12 @@ def wait_for(condition, what: str, timeout_s: float = 30.0):
 
 
 def new_topic(sandbox, partitions: int = 1, rf: int = 1, **configs: str) -> str:
+    return new_topic_on(sandbox.bootstrap, partitions, rf, **configs)
+
+
+def new_topic_on(bootstrap: str, partitions: int = 1, rf: int = 1, **configs: str) -> str:
     name = "t-" + uuid.uuid4().hex[:8]
-    admin = AdminClient({"bootstrap.servers": sandbox.bootstrap, "log_level": 0})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     admin.create_topics([NewTopic(name, partitions, rf, config=configs)])[name].result(10)
     return name
 
@@ -252,6 +256,35 @@ def test_offsets_sent_to_a_transaction_commit_with_it(sandbox):
     finally:
         consumer.close()
     assert read(sandbox.bootstrap, sink, "read_committed") == [b"out"]
+
+
+@pytest.mark.parametrize("cluster", ["sandbox", "kafka4"])
+def test_offsets_of_a_topic_deleted_inside_a_transaction_are_not_committed(cluster, request):
+    """Kafka's group coordinator drops a deleted topic's offsets from its open transactions too
+    (OffsetMetadataManager.onTopicsDeleted): committing the transaction afterwards commits none."""
+    bootstrap = request.getfixturevalue(cluster).bootstrap
+    source, sink = new_topic_on(bootstrap), new_topic_on(bootstrap)
+    group = "g-" + source
+    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0})
+    txp = Producer({"bootstrap.servers": bootstrap, "transactional.id": "gone-" + source, "log_level": 0})
+    txp.init_transactions(30)
+    txp.begin_transaction()
+    txp.produce(sink, b"out")
+    txp.send_offsets_to_transaction([TopicPartition(source, 0, 5)], member.consumer_group_metadata(), 30)
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin.delete_topics([source])[source].result(30)
+    txp.commit_transaction(30)
+    member.close()
+
+    def committed_topics() -> set[str]:
+        answer = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(30)
+        return {tp.topic for tp in answer.topic_partitions}
+
+    deadline = time.monotonic() + 30
+    while committed_topics():
+        assert time.monotonic() < deadline, f"the group still has offsets of {committed_topics()}"
+        time.sleep(0.2)
+    assert read(bootstrap, sink, "read_committed") == [b"out"]
 
 
 # -- the coordinator ----------------------------------------------------------------------------
