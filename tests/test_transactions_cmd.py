@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import time
+import warnings
 from dataclasses import dataclass
 
 import pytest
@@ -237,3 +238,16 @@ def test_transactional_ids_complete_from_one_list_per_broker(sandbox3):
     completer = KafkaCompleter(load_commands(), snapshot)
     offered = [c.text for c in completer.get_completions(Document("describe-transaction --transactional-id orders-w"))]
     assert offered == ["orders-writer-7"]
+
+
+def test_a_java_regex_python_warns_about_is_read_quietly(sandbox3):
+    """"[[a]" is a class nested in a class in Java (it matches "a") and a set of "[" and "a" in
+    Python, which warns that it may read it as Java does one day: neither the shell nor the
+    sandbox passes that warning on."""
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": sandbox3.bootstrap, "transactional.id": "a-warned"})
+    producer.init_transactions(30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # a warning anywhere in the shell or the sandbox fails the command
+        code, out, err = sh(sandbox3.bootstrap, "list-transactions --transactional-id-pattern '[[a]-warned' -o json")
+    assert (code, err) == (0, "") and [r["TransactionalId"] for r in json_rows(out)] == ["a-warned"]

@@ -7,7 +7,6 @@ aborting one (WriteTxnMarkers at the partition's leader, as Kafka's Admin.abortT
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from kafka_shell.connection import TRANSACTION_KEY_TYPE
 from kafka_shell.errors import KafkaCallError, NotSupported, shown
 
 from kafka_shell.admin.errors import code_name, error_line, partition_line, response_error
+from kafka_shell.regex import compile_kafka_regex
 
 if TYPE_CHECKING:
     from kafka_shell.connection import ConnectionManager
@@ -85,8 +85,8 @@ def check_pattern(text: str) -> str:
     if not text or not text.isprintable():
         raise ValueError("a regular expression of printable characters, such as 'orders-.*'")
     try:
-        re.compile(text)
-    except (re.error, RecursionError) as exc:
+        compile_kafka_regex(text)
+    except ValueError as exc:
         raise ValueError(f"a regular expression ({exc})") from None
     return text
 

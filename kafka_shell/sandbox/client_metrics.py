@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox.admin import AdminError
 from kafka_shell.sandbox.model import Cluster
+from kafka_shell.regex import compile_kafka_regex
 
 SUBSCRIPTIONS_KEY = "client_metrics"   # cluster extra: name -> key -> value
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -126,6 +127,6 @@ def _check_match(pattern: str) -> None:
     if len(parts) != 2 or parts[0].strip() not in MATCH_PARAMS:
         raise illegal
     try:
-        re.compile(parts[1].strip())
-    except re.error:
+        compile_kafka_regex(parts[1].strip())
+    except ValueError:
         raise illegal from None

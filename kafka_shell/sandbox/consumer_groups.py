@@ -21,7 +21,6 @@ replaced by the other, its offsets kept, as Kafka does.
 from __future__ import annotations
 
 import asyncio
-import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from kafka_shell.sandbox import configs, group_configs, journal, modern_groups
 from kafka_shell.sandbox import groups as classic
 from kafka_shell.sandbox.modern_groups import GroupError
 from kafka_shell.sandbox.model import Cluster, now_ms
+from kafka_shell.regex import compile_kafka_regex
 
 EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
@@ -124,8 +124,8 @@ def subscribed(cluster: Cluster, m: Member) -> set[str]:
     topics = set(m.topic_names)
     if m.topic_regex:
         try:
-            pattern = re.compile(m.topic_regex)
-        except re.error:
+            pattern = compile_kafka_regex(m.topic_regex)
+        except ValueError:
             return topics
         topics |= {name for name, t in cluster.topics.items() if not t.internal and pattern.fullmatch(name)}
     return topics

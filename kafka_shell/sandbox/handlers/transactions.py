@@ -8,7 +8,6 @@ lacks v6). The coordinator is `kafka_shell.sandbox.transactions`, producer state
 from __future__ import annotations
 
 import datetime
-import re
 
 from kio.schema.errors import ErrorCode
 
@@ -19,6 +18,7 @@ from kafka_shell.sandbox.groups import CommittedOffset
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.records import find_topic, leader_error, topic_denied, topic_keys
 from kafka_shell.sandbox.model import now_ms
+from kafka_shell.regex import compile_kafka_regex
 
 TXN = AclResourceType.TRANSACTIONAL_ID
 
@@ -308,8 +308,8 @@ def list_transactions(ctx) -> dict:
     duration = getattr(req, "duration_filter", -1)
     pattern = getattr(req, "transactional_id_pattern", None)
     try:
-        regex = re.compile(pattern) if pattern else None
-    except re.error:
+        regex = compile_kafka_regex(pattern) if pattern else None
+    except ValueError:
         return {"error_code": ErrorCode.invalid_regular_expression, "unknown_state_filters": [],
                 "transaction_states": []}
     now = now_ms()
