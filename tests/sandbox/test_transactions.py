@@ -12,6 +12,7 @@ import time
 import uuid
 
 import pytest
+from kio.schema.errors import ErrorCode
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -362,6 +363,11 @@ def test_list_and_describe_transactions(sandbox):
             "state_filters": [], "producer_id_filters": [done["producer_id"]], "duration_filter": -1,
             "transactional_id_pattern": "done-.*"}, 2)
         assert [t["transactional_id"] for t in pattern["transaction_states"]] == [done_id]
+        for unreadable in ("done-[", "(" * 1000 + ")" * 1000):   # the second nests past Python's recursion limit
+            refused = request(sandbox, 1, ApiKey.LIST_TRANSACTIONS, {
+                "state_filters": [], "producer_id_filters": [], "duration_filter": -1,
+                "transactional_id_pattern": unreadable}, 2)
+            assert refused["error_code"] == ErrorCode.invalid_regular_expression, unreadable[:10]
         answer = request(sandbox, transactions_coordinator(sandbox, done_id), ApiKey.DESCRIBE_TRANSACTIONS,
                          {"transactional_ids": ["never-seen"]}, 0)
         assert answer["transaction_states"][0]["error_code"] in (16, 105)   # NOT_COORDINATOR or not found
