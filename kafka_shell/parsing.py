@@ -146,6 +146,15 @@ def suggest(word: str, candidates: list[str]) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
+def _unexpected_argument(cmd: Command, token: str, values: dict[str, Any]) -> str:
+    """A value without an option: the option it most likely belongs to is the first required
+    one not given yet (`create-topic orders` meant `--topic orders`)."""
+    wanted = next((o for o in cmd.options if o.required and not o.flag and o.dest not in values), None)
+    if wanted is not None and not token.startswith("-"):
+        return f'Unexpected argument "{shown(token)}" for {cmd.name} (did you mean {wanted.name} {shown(token)}?)'
+    return f'Unexpected argument "{shown(token)}" for {cmd.name} (see {cmd.name} --help)'
+
+
 def find_command(name: str, registry: Registry = REGISTRY) -> Command:
     cmd = registry.get(name)
     if cmd is None:
@@ -177,7 +186,7 @@ def parse(tokens: list[str], registry: Registry = REGISTRY,
             raise UsageError(_unknown_option(cmd, name))
         if opt is None:  # a positional value
             if not positionals:
-                raise UsageError(f'Unexpected argument "{shown(token)}" for {cmd.name} (see {cmd.name} --help)')
+                raise UsageError(_unexpected_argument(cmd, token, values))
             opt = positionals[0]
             if not opt.repeatable:
                 positionals.pop(0)
