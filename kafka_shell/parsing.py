@@ -219,8 +219,13 @@ def _is_number(token: str) -> bool:
 
 
 def _unknown_option(cmd: Command, name: str) -> str:
-    names = [n for o in cmd.options if not o.positional and not o.hidden for n in o.names]
-    hint = suggest(name, names) or f" (see {cmd.name} --help)"
+    bare = name.lstrip("-").lower()
+    positional = next((o for o in cmd.options if o.positional and bare in (o.dest.lower(), o.dest.lower() + "s")), None)
+    if positional is not None:   # `produce --value x`: values are given without an option
+        hint = f" ({positional.name.upper()} is given without an option; see {cmd.name} --help)"
+    else:
+        names = [n for o in cmd.options if not o.positional and not o.hidden for n in o.names]
+        hint = suggest(name, names) or f" (see {cmd.name} --help)"
     return f"Unknown option {shown(name)} for {cmd.name}{hint}"
 
 

@@ -54,6 +54,7 @@ def test_values_types_repeats_and_defaults():
     ("create-topic --topic a --if-not-exists=yes", "takes no value"),
     ("create-topic --topic a extra", 'Unexpected argument "extra" for create-topic (see create-topic --help)'),
     ("create-topic orders", 'Unexpected argument "orders" for create-topic (did you mean --topic orders?)'),
+    ("produce --topic t --value x", "Unknown option --value for produce (VALUE is given without an option; see produce --help)"),
     ("reassign-partitions --generate a", 'Unexpected argument "a" for reassign-partitions (see reassign-partitions --help)'),
     ("output yaml", 'Invalid value "yaml" for FORMAT of output: choose one of table, json, jsonl, csv'),
     ("describe-configs --all", "describe-configs needs one of --topic, --broker, --entity-name, --entity-default"),
