@@ -12,7 +12,7 @@ and `--sandbox` start-up (kafka_shell/main.py).
     connection    connection, router, cache, channel, session, client settings, SASL, ...
     protocol      protocol, protocol_ext, codes, frames, encoders, authorization, broker_identity,
                   definitions/ (shared with the sandbox: Kafka's definitions)
-    base          errors, files, paths, limits, names, deadline, env, jwt
+    base          errors, files, paths, limits, names, deadline, env, jwt, regex
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ["base", "protocol", "connection", "admin", "declarations", "commands", "face"]
 BASE = {"kafka_shell", "kafka_shell.errors", "kafka_shell.files", "kafka_shell.paths", "kafka_shell.limits",
-        "kafka_shell.names", "kafka_shell.deadline", "kafka_shell.env", "kafka_shell.jwt"}
+        "kafka_shell.names", "kafka_shell.deadline", "kafka_shell.env", "kafka_shell.jwt", "kafka_shell.regex"}
 PROTOCOL = {"kafka_shell.protocol", "kafka_shell.protocol_ext", "kafka_shell.protocol_ext_schemas", "kafka_shell.codes",
             "kafka_shell.frames", "kafka_shell.encoders",
             "kafka_shell.authorization", "kafka_shell.broker_identity"}
