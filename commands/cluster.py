@@ -56,8 +56,10 @@ def describe_cluster(session: Session, args: dict) -> Result:
     def is_fenced(b: int) -> bool | None:
         """True or False for a registered broker; None when unregistered or the cluster cannot tell."""
         return (b in fenced if b in fenced or b in registered.live else None) if tell and registered else None
-    rows = [[b.id, b.host, b.port, b.rack, "online", replicas[b.id], leaders[b.id], is_fenced(b.id)]
-            for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
+    # A broker the controller has fenced is offline even while the metadata of the broker asked
+    # still lists it (the fence takes a moment to reach every broker).
+    rows = [[b.id, b.host, b.port, b.rack, "offline" if b.id in fenced else "online", replicas[b.id], leaders[b.id],
+             is_fenced(b.id)] for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
     rows += [[i, registered.fenced.get(i) if registered else None, None, None, "offline", replicas[i], 0, is_fenced(i)]
              for i in sorted(offline)]
     brokers = Table(["Id", "Host", "Port", "Rack", "Status", "Partitions", "Leaders", "IsFenced"], rows, name="brokers")
