@@ -191,10 +191,16 @@ def ensure_offsets_topic(cluster: Cluster) -> None:
 
 def coordinator_of(cluster: Cluster, group_id: str) -> int:
     """The broker coordinating the group, or -1 when its offsets partition has no live leader."""
-    topic = cluster.topics.get(OFFSETS_TOPIC)
+    return internal_leader(cluster, OFFSETS_TOPIC, offsets_partition(cluster, group_id))
+
+
+def internal_leader(cluster: Cluster, topic_name: str, partition: int) -> int:
+    """The broker coordinating the keys a partition of a coordinator's internal topic holds: its
+    live leader, or -1 without the topic or a live leader."""
+    topic = cluster.topics.get(topic_name)
     if topic is None:
         return -1
-    p = topic.partitions[offsets_partition(cluster, group_id) % len(topic.partitions)]
+    p = topic.partitions[partition % len(topic.partitions)]
     return p.leader if p.leader >= 0 and cluster.brokers[p.leader].usable else -1
 
 

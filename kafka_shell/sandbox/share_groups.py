@@ -260,13 +260,9 @@ def ensure_state_topic(cluster: Cluster) -> None:
 def state_coordinator_of(cluster: Cluster, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
     """The broker coordinating a share-partition's state (the live leader of its
     __share_group_state partition, by the hash of the key as Kafka words it), or -1."""
-    topic = cluster.topics.get(STATE_TOPIC)
-    if topic is None:
-        return -1
     count = int(configs.broker_value(cluster, None, "share.coordinator.state.topic.num.partitions") or 50)
-    p = topic.partitions[classic.hash_partition(f"{group_id}:{quorum.kafka_uuid(topic_id)}:{partition}", count)
-                         % len(topic.partitions)]
-    return p.leader if p.leader >= 0 and cluster.brokers[p.leader].usable else -1
+    key = f"{group_id}:{quorum.kafka_uuid(topic_id)}:{partition}"
+    return classic.internal_leader(cluster, STATE_TOPIC, classic.hash_partition(key, count))
 
 
 def high_watermark(cluster: Cluster, topic_id: uuid.UUID, partition: int) -> int:

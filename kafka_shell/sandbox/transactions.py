@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import admin, configs, log, producer_state
-from kafka_shell.sandbox.groups import (OFFSETS_TOPIC, CommittedOffset, Group, all_groups, hash_partition, offsets_partition,
-                                       record_offsets)
+from kafka_shell.sandbox.groups import (OFFSETS_TOPIC, CommittedOffset, Group, all_groups, hash_partition, internal_leader,
+                                       offsets_partition, record_offsets)
 from kafka_shell.sandbox.model import Cluster, Partition, now_ms
 
 logger = logging.getLogger("kafka_shell.sandbox")
@@ -146,10 +146,7 @@ def coordinator_partition(cluster: Cluster, transactional_id: str) -> Partition 
 
 def coordinator_of(cluster: Cluster, transactional_id: str) -> int:
     """The broker coordinating the id (its __transaction_state partition's live leader), or -1."""
-    p = coordinator_partition(cluster, transactional_id)
-    if p is None or p.leader < 0 or not cluster.brokers[p.leader].usable:
-        return -1
-    return p.leader
+    return internal_leader(cluster, TXN_TOPIC, partition_for(cluster, transactional_id))
 
 
 def coordinator_error(cluster: Cluster, broker_id: int, transactional_id: str) -> int:
