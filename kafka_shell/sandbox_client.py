@@ -121,6 +121,9 @@ class RemoteSandbox:
     def delay(self, broker_id: int, ms: int) -> None:
         self._call("delay", broker_id, ms)
 
+    def lag_metadata(self, broker_id: int, ms: int) -> None:
+        self._call("lag_metadata", broker_id, ms)
+
     def fail(self, broker_id: int, api: int | str, error: int | str) -> None:
         self._call("fail", broker_id, api, error)
 

@@ -30,7 +30,7 @@ from kafka_shell.definitions import releases
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
 from kafka_shell.sandbox import (apis, cleaner, configs, consumer_groups, control, groups, handlers, identity, journal, persist,
-                                  quorum, replication, security, share_groups, tls, transactions)
+                                  propagation, quorum, replication, security, share_groups, tls, transactions)
 from kafka_shell.sandbox.handlers import features
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
 from kafka_shell.authorization import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
@@ -83,9 +83,12 @@ class RequestContext:
     client_host: str = "127.0.0.1"   # the client's address, which ACL hosts match
     token_authenticated: bool = False   # logged in with a delegation token (sandbox.tokens)
 
+    # The cluster as this broker knows it, when its metadata lags (sandbox.propagation).
+    view: Cluster | None = None
+
     @property
     def cluster(self) -> Cluster:
-        return self.sandbox.cluster
+        return self.view if self.view is not None else self.sandbox.cluster
 
     def authorize(self, op: AclOperation, resource_type: AclResourceType, name: str = CLUSTER_NAME) -> bool:
         """Whether the authorizer (if any) lets this request's principal do `op` on the resource."""
@@ -897,6 +900,8 @@ class Sandbox:
             def failures(n: Broker | Controller) -> dict[str, str]:
                 return {protocol.api_name(k): _error_name(v) for k, v in n.failures.items()}
 
+            lags = propagation.lags(c)
+
             return {
                 "mode": c.mode, "kafka_version": c.kafka_version, "seed_apis": self.seed_apis,
                 "cluster_id": c.cluster_id, "active_controller": c.controller_id,
@@ -904,7 +909,8 @@ class Sandbox:
                 "bootstrap_controllers": self.bootstrap_controllers, "control": self.control_address,
                 "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack,
                              "alive": b.alive, "fenced": b.fenced, "delay_ms": b.delay_ms,
-                             "failures": failures(b)} for b in c.brokers.values()],
+                             "metadata_lag_ms": lags.get(b.id, 0), "failures": failures(b)}
+                            for b in c.brokers.values()],
                 "controllers": [{**self._controller_info(n), "delay_ms": n.delay_ms, "failures": failures(n)}
                                 for n in c.controllers.values()],
                 "kraft_version": quorum.kraft_version(c) if c.kraft else None,
@@ -935,6 +941,7 @@ class Sandbox:
             result = fn(*args)
             if asyncio.iscoroutine(result):
                 result = await result
+            propagation.observe(self.cluster)
             if self.journal is not None:
                 await self.journal.sync()  # a fault injected or a state set is kept like a request's
             return result
@@ -1152,6 +1159,13 @@ class Sandbox:
         self._check_node(broker_id)
         self.call(setattr, self.cluster.node(broker_id), "delay_ms", int(ms))
 
+    def lag_metadata(self, broker_id: int, ms: int) -> None:
+        """Make a broker's metadata `ms` behind the controller: its Metadata, DescribeCluster and
+        DescribeTopicPartitions answers show each later change that much later, as Kafka's
+        propagation does (0: at once)."""
+        self._check_broker(broker_id)
+        self.call(propagation.set_lag, self.cluster, broker_id, int(ms))
+
     def fail(self, broker_id: int, api: int | str, error: int | str) -> None:
         """Make broker answer every request of `api` with `error` (names or numbers)."""
         self._check_node(broker_id)
@@ -1160,8 +1174,9 @@ class Sandbox:
         self.call(self.cluster.node(broker_id).failures.__setitem__, key, code)  # type: ignore[union-attr]
 
     def heal(self) -> None:
-        """Remove every delay and injected error (stopped brokers stay stopped)."""
+        """Remove every delay, metadata lag and injected error (stopped brokers stay stopped)."""
         def go() -> None:
+            propagation.clear(self.cluster)
             nodes: list[Broker | Controller] = [*self.cluster.brokers.values(),
                                                 *self.cluster.controllers.values()]
             for b in nodes:
@@ -1254,11 +1269,14 @@ class Sandbox:
             await asyncio.sleep(broker.delay_ms / 1000)
         ctx = RequestContext(self, broker, header, request, api_key, version, principal=principal,
                              listener=listener, client_host=client_host, token_authenticated=token_authenticated)
+        if isinstance(broker, Broker):
+            ctx.view = propagation.view(self.cluster, broker.id, api_key)
         if self.cluster.kraft and isinstance(broker, Broker) and api_key in FORWARDED_APIS:
             ctx.forwarded = await self._await_controller(request)
         result = api.handler(ctx)
         if asyncio.iscoroutine(result):
             result = await result
+        propagation.observe(self.cluster)
         if self.journal is not None:
             await self.journal.sync()  # what this answer acknowledges is on disk first
         if result is None:
@@ -1273,9 +1291,10 @@ class Sandbox:
         return protocol.encode_response(protocol.build(cls, result), correlation_id)
 
     async def _await_controller(self, request: object) -> bool:
-        """Wait, as a KRaft broker's forwarding does, for an active controller; False when none
-        came within the request's own timeout (at most FORWARD_TIMEOUT_S)."""
-        if self.cluster.controller_available:
+        """Wait, as a KRaft broker's forwarding does, for an active controller, and for its
+        answer when it is slow (its `delay`); False when none came within the request's own
+        timeout (at most FORWARD_TIMEOUT_S)."""
+        if self.cluster.controller_available and not self._active_controller_delay_s():
             return True
         timeout = getattr(request, "timeout", None)
         wait_s = FORWARD_TIMEOUT_S
@@ -1288,7 +1307,16 @@ class Sandbox:
             if loop.time() >= deadline:
                 return False
             await asyncio.sleep(min(FORWARD_POLL_S, max(deadline - loop.time(), 0.0)))
+        slow_s = self._active_controller_delay_s()
+        if slow_s:
+            await asyncio.sleep(min(slow_s, max(deadline - loop.time(), 0.0)))
+            return loop.time() < deadline
         return True
+
+    def _active_controller_delay_s(self) -> float:
+        """How late the active KRaft controller answers what brokers forward to it (`delay`)."""
+        active = self.cluster.controllers.get(self.cluster.controller_id)
+        return active.delay_ms / 1000 if active is not None else 0.0
 
     def _api_versions_v0_error(self, correlation_id: int, served: range) -> bytes:
         cls = protocol.response_schema(API_VERSIONS_KEY, 0)
