@@ -34,7 +34,7 @@ def _load(snapshot: ClusterSnapshot) -> tuple[Counter, Counter, set[int]]:
          help="Cluster id, controller, and each broker with its rack, partitions, leaders and whether it is fenced; "
               "with --bootstrap-controller, the registered controllers too (alone: controllers and the brokers "
               "that follow the metadata log).",
-         examples=("describe-cluster",))
+         examples=("describe-cluster",), tables=("cluster", "brokers", "controllers"))
 def describe_cluster(session: Session, args: dict) -> Result:
     conn = session.conn
     if conn.controllers_only:
@@ -120,7 +120,7 @@ def unregister_broker(session: Session, args: dict) -> Result:
 
 @command("list-brokers", help="Live brokers (in ZooKeeper mode the controller marked; in KRaft mode the "
                                "controllers are no brokers: see describe-controller).",
-         examples=("list-brokers",))
+         examples=("list-brokers",), tables=("brokers",))
 def list_brokers(session: Session, args: dict) -> Result:
     snap, refused = cluster.read_maybe_controller(session.conn, [])  # (ZooKeeper mode marks the controller broker)
     known = snap.controller_id if refused is None else -1
@@ -133,7 +133,7 @@ def list_brokers(session: Session, args: dict) -> Result:
          Option("--broker", type=broker_id, metavar="ID", completer="broker",
                 help="Broker to ask (default: any live broker)."),
          help="The API versions a broker supports.",
-         examples=("api-versions", "api-versions --broker 2"))
+         examples=("api-versions", "api-versions --broker 2"), tables=("api_versions",))
 def api_versions(session: Session, args: dict) -> Result:
     if args["broker"] is not None:
         cluster.require_brokers(session.conn, [args["broker"]])

@@ -60,7 +60,7 @@ def entity(args: dict) -> tuple[str, str]:
          examples=("describe-configs --topic orders", "describe-configs --broker 1 --all",
                    "describe-configs --entity-type brokers --entity-default",
                    "describe-configs --entity-type groups --entity-name orders-app --all",
-                   "describe-configs --entity-type broker-loggers --entity-name 1"))
+                   "describe-configs --entity-type broker-loggers --entity-name 1"), tables=("configs",))
 def describe_configs(session: Session, args: dict) -> Result:
     kind, name = entity(args)
     _require_entity(session, kind, name)
@@ -126,7 +126,7 @@ def key_list(text: str) -> list[str]:
                    "alter-configs --entity-type groups --entity-name app --add-config consumer.session.timeout.ms=60000",
                    "alter-configs --entity-type brokers --entity-default --add-config log.retention.ms=3600000",
                    "alter-configs --topic orders --delete-config retention.ms",
-                   "alter-configs --entity-type broker-loggers --entity-name 1 --add-config kafka.controller=DEBUG"))
+                   "alter-configs --entity-type broker-loggers --entity-name 1 --add-config kafka.controller=DEBUG"), tables=("changes",))
 def alter_configs_command(session: Session, args: dict) -> Result:
     if not (args["add_config"] or args["delete_config"]):
         raise UsageError("alter-configs needs --add-config or --delete-config")
@@ -136,6 +136,7 @@ def alter_configs_command(session: Session, args: dict) -> Result:
     both = set(set_) & set(delete)
     if both:
         raise UsageError(f"{', '.join(sorted(both))} is both added and deleted: pick one")
+    configs.check_deletions(session.conn, kind, [name], delete)
     if not args["dry_run"]:
         return Result.message(*configs.alter(session.conn, kind, [name], set_, delete, False))
     # What would change, old -> new, read now; then the cluster's own validation of it.

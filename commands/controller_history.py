@@ -25,7 +25,7 @@ if TYPE_CHECKING:
                      "cluster id; changes while no shell ran show up at the next run, timed then. "
                      "On a sandbox the cluster's own record of each change is shown beside "
                      "(tables `observed` and `cluster` in json).",
-         examples=("controller-history", "controller-history -o json"))
+         examples=("controller-history", "controller-history -o json"), tables=("observed", "cluster"))
 def controller_history_command(session: Session, args: dict) -> Result:
     snap = session.conn.read([], controller=True)  # records the controller as it is now
     if not snap.cluster_id:

@@ -78,7 +78,7 @@ ELECTION_TYPES_HELP = (
          description=PREFERRED_HELP + "\n" + SCOPE_HELP,
          examples=("preferred-replica-leader-election --topic orders",
                    "preferred-replica-leader-election --all-topic-partitions --blocking",
-                   "preferred-replica-leader-election --path-to-json-file partitions.json --dry-run"))
+                   "preferred-replica-leader-election --path-to-json-file partitions.json --dry-run"), tables=("elections",))
 def preferred_replica_leader_election(session: Session, args: dict) -> Result:
     return elect(session, args, PREFERRED, "preferred-replica-leader-election")
 
@@ -109,7 +109,7 @@ def confirm_election(session: Session, args: dict) -> str | None:
          description=ELECTION_TYPES_HELP + "\n" + SCOPE_HELP,
          examples=("elect-leaders --election-type preferred --all-topic-partitions",
                    "elect-leaders --election-type unclean --topic orders --partition 3",
-                   "elect-leaders --election-type designated --path-to-json-file recovery.json"))
+                   "elect-leaders --election-type designated --path-to-json-file recovery.json"), tables=("elections",))
 def elect_leaders(session: Session, args: dict) -> Result:
     return elect(session, args, TYPES[args["election_type"]], "elect-leaders")
 

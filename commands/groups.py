@@ -70,7 +70,8 @@ def group_types(text: str) -> list[str]:
          Option("--type", type=group_types, metavar="TYPE[,TYPE]", aliases=("--group-type",),
                 help="Only groups of these types: classic, consumer, share, streams."),
          help="List groups with their state, type (classic, consumer, share, streams), protocol and member count.",
-         examples=("list-groups", "list-groups --state Stable", "list-groups --type consumer,classic"))
+         examples=("list-groups", "list-groups --state Stable", "list-groups --type consumer,classic"),
+         tables=("groups",))
 def list_groups(session: Session, args: dict) -> Result:
     listed = groups.list_groups(session.conn, args["state"] or (), args["type"] or ())
     # Share and streams groups have describe APIs of their own: their rows keep what ListGroups says.
@@ -104,7 +105,8 @@ def list_groups(session: Session, args: dict) -> Result:
          required_groups=(("group", "--all-groups"),),
          help="Describe consumer groups (classic and KIP-848): offsets and lag (default), --members or --state.",
          examples=("describe-group orders-app", "describe-group orders-app --members",
-                   "describe-group orders-app --members --verbose", "describe-group a b --state"))
+                   "describe-group orders-app --members --verbose", "describe-group a b --state"),
+         tables=("groups", "members", "offsets", "topic_totals", "group_totals"))
 def describe_group(session: Session, args: dict) -> Result:
     ids = chosen_groups(session, args["group"], args["all_groups"])
     described = groups.describe(session.conn, ids)
@@ -283,7 +285,8 @@ EXECUTE_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, o
                    "reset-offsets --group app --topic orders:0,1 --shift-by -10 --execute",
                    "reset-offsets --group app --all-topics --to-datetime 2024-01-31T12:00:00.000 --execute",
                    "reset-offsets --group app --all-topics --to-current --export > plan.csv",
-                   "reset-offsets --group app --from-file plan.csv --execute"))
+                   "reset-offsets --group app --from-file plan.csv --execute"),
+         tables=("offsets",))
 def reset_offsets(session: Session, args: dict) -> Result | Proposal:
     group_ids = chosen_groups(session, args["group"], args["all_groups"])
     plan_file = read_plan(args["from_file"], group_ids) if args["from_file"] else None
@@ -545,7 +548,8 @@ def confirm_delete_offsets(session: Session, args: dict) -> str | None:
                 help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
          mutates=True, confirm=Confirm(question=confirm_delete_offsets), topic_context=True,
          help="Delete a group's committed offsets of topics it no longer consumes.",
-         examples=("delete-offsets --group app --topic old-topic --yes",))
+         examples=("delete-offsets --group app --topic old-topic --yes",),
+         tables=("offsets",))
 def delete_offsets(session: Session, args: dict) -> Result:
     gid = args["group"]
     keys = topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"])

@@ -40,7 +40,7 @@ def name_list(text: str) -> list[str]:
          Option("--describe", flag=True, help="Accepted for kafka-log-dirs compatibility (the only action)."),
          topic_context=True, exclusive_groups=(("--topic", "--topic-list"),),
          help="Log directories of brokers: per dir and partition, size, offset lag and future replicas.",
-         examples=("describe-log-dirs", "describe-log-dirs --broker-list 1,2 --topic-list orders"))
+         examples=("describe-log-dirs", "describe-log-dirs --broker-list 1,2 --topic-list orders"), tables=("log_dirs", "partitions"))
 def describe_log_dirs(session: Session, args: dict) -> Result:
     conn = session.conn
     brokers = _brokers(session, args["broker_list"])
@@ -80,7 +80,7 @@ def _brokers(session: Session, wanted: list[int] | None) -> list[int]:
          Option("--replication", flag=True, help="Each voter and observer: log end offset, lag, last fetch."),
          exclusive_groups=(("--status", "--replication"),),
          help="The KRaft metadata quorum, like kafka-metadata-quorum describe.",
-         examples=("describe-quorum --status", "describe-quorum --replication"))
+         examples=("describe-quorum --status", "describe-quorum --replication"), tables=("status", "replication"))
 def describe_quorum(session: Session, args: dict) -> Result:
     q = quorum.describe(session.conn)
     leader = q.leader
@@ -138,7 +138,7 @@ def _node(r: quorum.QuorumReplica, q: quorum.Quorum, directory: bool = True) -> 
 
 @command("describe-controller",
          help="The active controller: id, address, rack, epoch, and the preferred controller if one is set.",
-         examples=("describe-controller",))
+         examples=("describe-controller",), tables=("controller",))
 def describe_controller(session: Session, args: dict) -> Result:
     controller = cluster.active_controller(session.conn)  # KRaft: one DescribeQuorum gives id and epoch
     rack = None

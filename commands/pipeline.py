@@ -81,7 +81,7 @@ def remote_url(text: str) -> str:
                       "the disk full) leaves a manifest that says why, one line on stderr, and the next round comes "
                       "on time; the exit code is 1 if any round failed. See README, Fleet analysis."),
          examples=("snapshot --output-dir snapshots", "snapshot --output-dir snapshots --every 60s",
-                   "snapshot --output-dir snapshots --every 60s --count 60"))
+                   "snapshot --output-dir snapshots --every 60s --count 60"), tables=("snapshots",))
 def snapshot_command(session: Session, args: dict) -> Result:
     need_extra("pyarrow")
     every, count = args["every"], args["count"]
@@ -176,7 +176,7 @@ def _series(session: Session, root: Path, shown: str, every: float, count: int |
                       "One progress line per stage on stderr, with the Spark jobs it ran."),
          examples=("analyze --snapshots snapshots --out analysis",
                    "analyze --snapshots snapshots --out analysis --overwrite --spark-master spark://10.0.0.5:7077",
-                   "analyze --snapshots snapshots --out analysis --spark-remote sc://spark.example.com:15002"))
+                   "analyze --snapshots snapshots --out analysis --spark-remote sc://spark.example.com:15002"), tables=("summary", "clusters"))
 def analyze_command(session: Session, args: dict) -> Result:
     need_extra("pyspark")
     if args["spark_master"] and args["spark_remote"]:

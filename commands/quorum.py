@@ -47,7 +47,7 @@ def _voters(ids: list[int]) -> str:
          examples=("add-controller --controller-id 103 --dry-run",
                    "add-controller --controller-id 103 --controller-directory-id ZLgh-CD8QfGsKlZG39bUrQ "
                    "--controller-endpoint CONTROLLER@localhost:9096 --yes",
-                   "add-controller --config /etc/kafka/controller.properties"))
+                   "add-controller --config /etc/kafka/controller.properties"), tables=("voters",))
 def add_controller(session: Session, args: dict) -> Result | Proposal:
     node_id, directory = args["controller_id"], args["controller_directory_id"]
     endpoints = [args["controller_endpoint"]] if args["controller_endpoint"] else []
@@ -77,7 +77,7 @@ def add_controller(session: Session, args: dict) -> Result | Proposal:
                 help="Its metadata log directory id (describe-quorum --replication shows it)."),
          mutates=True, confirm=Confirm(proposed=True),
          help="Remove a controller from the KRaft quorum (RemoveRaftVoter, KIP-853): names the voters before and after.",
-         examples=("remove-controller --controller-id 102 --controller-directory-id ZLgh-CD8QfGsKlZG39bUrQ --dry-run",))
+         examples=("remove-controller --controller-id 102 --controller-directory-id ZLgh-CD8QfGsKlZG39bUrQ --dry-run",), tables=("voters",))
 def remove_controller(session: Session, args: dict) -> Result | Proposal:
     node_id, directory = args["controller_id"], args["controller_directory_id"]
     q = quorum.describe(session.conn)

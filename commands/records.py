@@ -63,7 +63,7 @@ def partition_list(text: str) -> list[int]:
          topic_context=True,
          help="Offsets of partitions at a time, as kafka-get-offsets (topic:partition:offset).",
          examples=("get-offsets --topic orders", "get-offsets --topic orders --time earliest",
-                   "get-offsets --topic orders --time 2024-01-31T12:00:00"))
+                   "get-offsets --topic orders --time 2024-01-31T12:00:00"), tables=("offsets",))
 def get_offsets(session: Session, args: dict) -> Result:
     snap, found = topics.read_topics(session.conn, args["topic"])
     keys = [(t.name, p.partition) for t in found for p in t.partitions
@@ -122,7 +122,7 @@ def _offsets_file(path: str) -> dict[Key, int]:
          exclusive_groups=(("--offset-json-file", "--topic"), ("--offset-json-file", "--before-offset")),
          help="Delete records before an offset (moves the log start); reports the low watermarks after.",
          examples=("delete-records --topic orders --partition 0 --before-offset 100 --yes",
-                   "delete-records --offset-json-file offsets.json --yes"))
+                   "delete-records --offset-json-file offsets.json --yes"), tables=("records",))
 def delete_records(session: Session, args: dict) -> Result:
     if args["offset_json_file"]:
         wanted = _offsets_file(args["offset_json_file"])
@@ -176,7 +176,7 @@ def header(text: str) -> tuple[str, bytes]:
          topic_context=True,
          help="Send records: values from arguments, --file or stdin, one a line; reports partition and offset.",
          examples=("produce --topic orders hello world", "produce --topic orders --key-separator : k1:v1 k2:v2",
-                   "produce --topic orders --file values.txt --header source=batch"))
+                   "produce --topic orders --file values.txt --header source=batch"), tables=("produced",))
 def produce(session: Session, args: dict) -> Result:
     if args["value"] and args["file"]:
         raise UsageError("Give values as arguments or --file, not both")
@@ -278,7 +278,7 @@ def shown_bytes(data: str | bytes | None) -> str | None:
                      "seconds without one. Tables show timestamps as UTC times; json, jsonl and csv give epoch ms.",
          examples=("consume --topic orders --from-beginning --max-messages 5",
                    "consume --topic orders --partition 0 --offset 42",
-                   "consume --topic orders --group audit --from-beginning --follow"))
+                   "consume --topic orders --group audit --from-beginning --follow"), tables=("records",))
 def consume(session: Session, args: dict) -> Result:
     if args["offset"] is not None and args["partition"] is None:
         raise UsageError("--offset needs --partition (an offset is a position in one partition)")

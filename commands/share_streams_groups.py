@@ -30,7 +30,8 @@ share_states = choice_list(("Empty", "Stable", "Dead", "Unknown"), "states")
 @command("list-share-groups",
          Option("--state", type=share_states, metavar="STATE[,STATE]", help="Only groups in these states."),
          help="List share groups (KIP-932) with their state.",
-         examples=("list-share-groups", "list-share-groups --state Stable"))
+         examples=("list-share-groups", "list-share-groups --state Stable"),
+         tables=("groups",))
 def list_share_groups(session: Session, args: dict) -> Result:
     share_groups.require(session.conn)
     return listed_of_type(session, "share", args["state"])
@@ -53,7 +54,8 @@ def listed_of_type(session: Session, kind: str, states: list[str] | None) -> Res
                 "context topic)."),
          topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
          help="Describe share groups: start offsets and lag (default), --members or --state.",
-         examples=("describe-share-group orders-queue", "describe-share-group orders-queue --members --verbose"))
+         examples=("describe-share-group orders-queue", "describe-share-group orders-queue --members --verbose"),
+         tables=("groups", "members", "offsets"))
 def describe_share_group(session: Session, args: dict) -> Result:
     ids = list(dict.fromkeys(args["group"]))
     described = share_groups.describe(session.conn, ids)
@@ -130,7 +132,8 @@ SHARE_SPECIFIERS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset
               "as kafka-share-groups --reset-offsets.",
          examples=("reset-share-group-offsets --group queue --topic orders --to-earliest",
                    "reset-share-group-offsets --group queue --all-topics --to-current --export",
-                   "reset-share-group-offsets --group queue --from-file plan.csv --execute"))
+                   "reset-share-group-offsets --group queue --from-file plan.csv --execute"),
+         tables=("offsets",))
 def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal:
     gid = args["group"]
     from_file = read_plan(args["from_file"], [gid]).get(gid, {}) if args["from_file"] else None
@@ -188,7 +191,8 @@ def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal
          mutates=True, confirm=Confirm(),
          help="Delete a share group's offsets (its state) for topics (the group must be empty; asks for "
               "confirmation).",
-         examples=("delete-share-group-offsets --group queue --topic orders --yes",))
+         examples=("delete-share-group-offsets --group queue --topic orders --yes",),
+         tables=("topics",))
 def delete_share_group_offsets(session: Session, args: dict) -> Result:
     gid, topics = args["group"], list(dict.fromkeys(args["topic"]))
     described = share_groups.describe(session.conn, [gid])[gid]
@@ -218,7 +222,8 @@ streams_states = choice_list(("Empty", "NotReady", "Assigning", "Reconciling", "
 @command("list-streams-groups",
          Option("--state", type=streams_states, metavar="STATE[,STATE]", help="Only groups in these states."),
          help="List streams groups (KIP-1071) with their state.",
-         examples=("list-streams-groups",))
+         examples=("list-streams-groups",),
+         tables=("groups",))
 def list_streams_groups(session: Session, args: dict) -> Result:
     streams_groups.require(session.conn)
     return listed_of_type(session, "streams", args["state"])
@@ -235,7 +240,8 @@ def list_streams_groups(session: Session, args: dict) -> Result:
                 "context topic)."),
          topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
          help="Describe streams groups: offsets and lag (default), --members or --state.",
-         examples=("describe-streams-group word-count", "describe-streams-group word-count --members --verbose"))
+         examples=("describe-streams-group word-count", "describe-streams-group word-count --members --verbose"),
+         tables=("groups", "subtopologies", "members", "offsets"))
 def describe_streams_group(session: Session, args: dict) -> Result:
     ids = list(dict.fromkeys(args["group"]))
     described = streams_groups.describe(session.conn, ids)
@@ -409,7 +415,8 @@ def _scope(session: Session, d: streams_groups.StreamsGroup, held: dict[Key, int
          examples=("reset-streams-group-offsets --group word-count --all-input-topics --to-earliest",
                    "reset-streams-group-offsets --group word-count --all-input-topics --to-earliest --execute "
                    "--delete-all-internal-topics",
-                   "reset-streams-group-offsets --group word-count --input-topic lines:0 --shift-by -10 --execute"))
+                   "reset-streams-group-offsets --group word-count --input-topic lines:0 --shift-by -10 --execute"),
+         tables=("offsets",))
 def reset_streams_group_offsets(session: Session, args: dict) -> Result | Proposal:
     streams_groups.require(session.conn)
     group_ids = _streams_group_ids(session, args["group"], args["all_groups"])

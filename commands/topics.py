@@ -194,6 +194,8 @@ def alter_topic(session: Session, args: dict) -> Result:
     snap, found = topics.read_topics(conn, args["topic"])
     if not found:
         raise ShellError(f'No topic matches {", ".join(map(shown, args["topic"]))} (see list-topics)')
+    if args["delete_config"]:
+        configs.check_deletions(conn, configs.TOPICS, [t.name for t in found], args["delete_config"])
     messages: list[str] = []
     if args["partitions"]:
         messages += _add_partitions(session, found, args["partitions"], args["replica_assignment"], dry_run)
@@ -323,7 +325,7 @@ def delete_topic(session: Session, args: dict) -> Result:
          Option("pattern", type=topic_pattern, metavar="PATTERN", help="Only topics matching this glob ('orders-*')."),
          Option("--exclude-internal", flag=True, help="Leave out internal topics."),
          help="List topics.",
-         examples=("list-topics", "list-topics 'orders-*' --exclude-internal"))
+         examples=("list-topics", "list-topics 'orders-*' --exclude-internal"), tables=("topics",))
 def list_topics(session: Session, args: dict) -> Result:
     known = session.conn.read().topics
     rows = [[t.name, len(t.partitions), len(t.partitions[0].replicas) if t.partitions else 0]
@@ -349,7 +351,7 @@ FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_i
          Option("--exclude-internal", flag=True, help="Leave out internal topics."),
          topic_context=True,
          help="Describe topics and their partitions (Kafka's fields), with Kafka's filters.",
-         examples=("describe-topic --topic orders", "describe-topic --under-replicated-partitions"))
+         examples=("describe-topic --topic orders", "describe-topic --under-replicated-partitions"), tables=("topics", "partitions"))
 def describe_topic(session: Session, args: dict) -> Result:
     conn = session.conn
     if args["topic"]:

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field
 
 from kafka_shell.errors import ShellError, UsageError, printable, shown
-from kafka_shell.parsing import suggest
+from kafka_shell.errors import suggest
 
 USAGE_HEAD = """\
 Usage: kafka-shell [GLOBAL OPTIONS] [--command "LINE" | --file SCRIPT | --COMMAND [OPTIONS]]

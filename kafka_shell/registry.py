@@ -19,7 +19,7 @@ from typing import Any
 from collections.abc import Callable
 
 from kafka_shell.limits import INT16_MAX, INT32_MAX, INT64_MAX
-from kafka_shell.render import FORMATS
+from kafka_shell.render import FORMATS, table_key
 
 __all__ = ["INT16_MAX", "INT32_MAX", "INT64_MAX", "Option", "Command", "command", "int_range"]
 
@@ -122,6 +122,9 @@ class Command:
     # Runs consecutive lines of this command as one request (replay): args of each -> their outcomes.
     batch: Callable[[Any, list[dict]], list[Any]] | None = None
     sandbox_only: bool = False        # only when the shell runs on its embedded sandbox
+    # The names of the tables its results may carry (json's keys, what --csv-table picks), checked
+    # before anything is sent; None: another command's (watch). A test run checks each result.
+    tables: tuple[str, ...] | None = ()
 
     @property
     def destructive(self) -> bool:
@@ -216,6 +219,20 @@ def _context_help(opt: Option) -> Option:
     if CONTEXT_DEFAULT in opt.help or "context topic" in opt.help:
         return opt
     return replace(opt, help=f"{opt.help.rstrip('.') or 'Topic'} {CONTEXT_DEFAULT}.")
+
+
+# Set in test runs: a result carrying a table its command does not declare fails (runner).
+STRICT_TABLES_ENV = "KAFKA_SHELL_STRICT_TABLES"
+
+
+def undeclared_tables(cmd: Command, result: Any) -> list[str]:
+    """The names of `result`'s tables (a render.Result) that `cmd` does not declare."""
+    if cmd.tables is None:
+        return []
+    names = [table_key(t, i) for i, t in enumerate(result.tables)]
+    if result.stream is not None:
+        names.append(result.stream.name or "table0")
+    return [n for n in names if n not in cmd.tables]
 
 
 def load_commands() -> Registry:
