@@ -408,11 +408,10 @@ def reset_targets(session: Session, snap: ClusterSnapshot, keys: list[Key], comm
 
 
 def read_partitions(session: Session, keys: list[Key]) -> ClusterSnapshot:
-    """A fresh read of the topics of `keys`; a topic that does not exist is an error."""
+    """A fresh read of the topics of `keys`; a topic or partition that does not exist is an
+    error (a plan naming one is refused whole)."""
     snap = session.conn.read(sorted({t for t, _ in keys}))
-    missing = sorted({t for t, _ in keys} - set(snap.topics))
-    if missing:
-        raise topics.missing(missing[0])
+    topics.check_partitions(snap, sorted(keys))
     return snap
 
 

@@ -17,9 +17,9 @@ from kafka_shell.codes import ApiKey, Error
 from kafka_shell.connection import COORDINATOR_RETRIABLE
 from kafka_shell.metadata import GroupListing, group_listings
 
-from kafka_shell.admin import consumer_groups
+from kafka_shell.admin import consumer_groups, share_groups, streams_groups
 from kafka_shell.admin.errors import code_name, group_line
-from kafka_shell.errors import kafka_error_message
+from kafka_shell.errors import NotSupported, kafka_error_message, shown
 
 if TYPE_CHECKING:
     from kafka_shell.connection import ConnectionManager
@@ -118,7 +118,26 @@ def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, GroupDe
                                             "consumer", d)
         classic = [gid for gid in group_ids if isinstance(found[gid], consumer_groups.NotConsumerGroup)]
     out.update(_describe_classic(conn, classic) if classic else {})
+    missing = [gid for gid in group_ids if out[gid].missing]
+    for gid, kind in (other_group_types(conn, missing) if missing else {}).items():
+        out[gid] = GroupDescription(gid, f"'{shown(gid)}' is a {kind} group, not a consumer group: see "
+                                         f"describe-{kind}-group and delete-{kind}-group.", state=out[gid].state,
+                                    group_type=kind)
     return {gid: out[gid] for gid in group_ids}
+
+
+def other_group_types(conn: ConnectionManager, group_ids: list[str]) -> dict[str, str]:
+    """Which of these ids, unknown as consumer groups, are share or streams groups (KIP-932,
+    KIP-1071), asked of their coordinators where the cluster has those groups."""
+    out: dict[str, str] = {}
+    for kind, module in (("share", share_groups), ("streams", streams_groups)):
+        pending = [gid for gid in group_ids if gid not in out]
+        try:
+            found = module.describe(conn, pending) if pending else {}
+        except NotSupported:
+            continue
+        out.update({gid: kind for gid, d in found.items() if not isinstance(d, str)})
+    return out
 
 
 def _describe_classic(conn: ConnectionManager, group_ids: list[str]) -> dict[str, GroupDescription]:
