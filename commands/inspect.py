@@ -38,7 +38,8 @@ def name_list(text: str) -> list[str]:
          Option("--topic", repeatable=True, metavar="NAME", completer="topic",
                 help="Only this topic's partitions, like --topic-list."),
          Option("--describe", flag=True, help="Accepted for kafka-log-dirs compatibility (the only action)."),
-         topic_context=True, exclusive_groups=(("--topic", "--topic-list"),),
+         topic_context=True, context_narrows=True, context_not_with=("--broker-list",),
+         exclusive_groups=(("--topic", "--topic-list"),),
          help="Log directories of brokers: per dir and partition, size, offset lag and future replicas.",
          examples=("describe-log-dirs", "describe-log-dirs --broker-list 1,2 --topic-list orders"), tables=("log_dirs", "partitions"))
 def describe_log_dirs(session: Session, args: dict) -> Result:

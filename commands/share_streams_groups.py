@@ -50,9 +50,9 @@ def listed_of_type(session: Session, kind: str, states: list[str] | None) -> Res
          Option("--state", flag=True, help="State, coordinator, assignor and member count."),
          Option("--offsets", flag=True, help="Per partition: start offset and lag (the default)."),
          Option("--verbose", flag=True, help="With --members or --state: epochs and racks."),
-         Option("--topic", metavar="NAME", completer="topic", help="Only this topic's partitions (default: the "
-                "context topic)."),
-         topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
+         Option("--topic", metavar="NAME", completer="topic", help="Only this topic's partitions (the context "
+                "topic does not narrow a group's description)."),
+         exclusive_groups=(("--members", "--state", "--offsets"),),
          help="Describe share groups: start offsets and lag (default), --members or --state.",
          examples=("describe-share-group orders-queue", "describe-share-group orders-queue --members --verbose"),
          tables=("groups", "members", "offsets"))
@@ -236,9 +236,9 @@ def list_streams_groups(session: Session, args: dict) -> Result:
          Option("--state", flag=True, help="State, coordinator, assignor, member count, and the subtopologies' topics."),
          Option("--offsets", flag=True, help="Per input partition: committed offset, log end, lag (the default)."),
          Option("--verbose", flag=True, help="With --members or --state: epochs and target assignments."),
-         Option("--topic", metavar="NAME", completer="topic", help="Only this topic's partitions (default: the "
-                "context topic)."),
-         topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
+         Option("--topic", metavar="NAME", completer="topic", help="Only this topic's partitions (the context "
+                "topic does not narrow a group's description)."),
+         exclusive_groups=(("--members", "--state", "--offsets"),),
          help="Describe streams groups: offsets and lag (default), --members or --state.",
          examples=("describe-streams-group word-count", "describe-streams-group word-count --members --verbose"),
          tables=("groups", "subtopologies", "members", "offsets"))

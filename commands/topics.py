@@ -339,6 +339,11 @@ FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_i
            "at_min_isr_partitions", "not_preferred_leader")
 
 
+# describe-topic's filters that make it a cluster-wide check: the context topic does not narrow them.
+HEALTH_CHECKS = ("--under-replicated-partitions", "--unavailable-partitions", "--under-min-isr-partitions",
+                 "--at-min-isr-partitions", "--not-preferred-leader", "--topics-with-overrides", "--exclude-internal")
+
+
 @command("describe-topic",
          Option("--topic", repeatable=True, metavar="NAME", completer="topic",
                 help="Topic to describe (a glob selects many; without one: every topic, or the context topic)."),
@@ -349,7 +354,7 @@ FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_i
          Option("--not-preferred-leader", flag=True, help="Partitions led by another than their preferred replica."),
          Option("--topics-with-overrides", flag=True, help="Only topics with config overrides (topic lines only)."),
          Option("--exclude-internal", flag=True, help="Leave out internal topics."),
-         topic_context=True,
+         topic_context=True, context_narrows=True, context_not_with=HEALTH_CHECKS,
          help="Describe topics and their partitions (Kafka's fields), with Kafka's filters.",
          examples=("describe-topic --topic orders", "describe-topic --under-replicated-partitions"), tables=("topics", "partitions"))
 def describe_topic(session: Session, args: dict) -> Result:

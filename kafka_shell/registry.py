@@ -118,6 +118,12 @@ class Command:
     exclusive_groups: tuple[tuple[str, ...], ...] = ()  # at most one of each group
     topic_context: bool = False       # `--topic` defaults to the REPL's context topic
     context_with: tuple[str, ...] = ()  # ... only when one of these options is given (an action)
+    # ... never when one of these is given: they make the read cluster-wide (a health filter, a
+    # broker's partitions), and the context topic does not narrow such a check (Kafka's tools).
+    context_not_with: tuple[str, ...] = ()
+    # Without --topic the read covers every topic: when the context topic fills it, the output
+    # says so in one line (CONTEXT_NOTE).
+    context_narrows: bool = False
     confirm: Confirm | None = None    # what it changes that cannot be undone, and how to ask (see Confirm)
     # Runs consecutive lines of this command as one request (replay): args of each -> their outcomes.
     batch: Callable[[Any, list[dict]], list[Any]] | None = None
@@ -212,6 +218,7 @@ def command(name: str, *options: Option, **attrs: Any) -> Callable:
 
 
 CONTEXT_DEFAULT = "(default: the context topic)"
+CONTEXT_NOTE = "only topic {topic}: the context topic; 'topic' alone leaves it"
 
 
 def _context_help(opt: Option) -> Option:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from kafka_shell import parsing
 from kafka_shell.errors import ShellError, UsageError, from_kafka_exception, printable, shown
-from kafka_shell.registry import REGISTRY, STRICT_TABLES_ENV, Command, undeclared_tables
+from kafka_shell.registry import CONTEXT_NOTE, REGISTRY, STRICT_TABLES_ENV, Command, undeclared_tables
 from kafka_shell.render import Proposal, Result, View, render, write_stream
 from kafka_shell.session import Session
 
@@ -305,6 +305,10 @@ def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) ->
         fmt = "table"
     elif line.parsed is not None and line.parsed.command.family == "session" and not result.tables:
         fmt = "table"   # the shell's own settings (output json, topic t) are no result: no {}
+    if line.parsed is not None and _narrowed_by_context(line.parsed):
+        topic = line.parsed.args["topic"]
+        note = CONTEXT_NOTE.format(topic=shown(topic[0] if isinstance(topic, list) else topic))
+        result = dataclasses.replace(result, messages=[note, *result.messages])
     if line.where and result.exit_code:
         result = dataclasses.replace(result, messages=[line.where + m for m in result.messages])
     if line.parsed is not None and os.environ.get(STRICT_TABLES_ENV):
@@ -317,6 +321,11 @@ def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) ->
     except UsageError as exc:   # --csv-table naming no table of the result
         return _fail(session, line, exc, echo)
     return result.exit_code
+
+
+def _narrowed_by_context(parsed: parsing.Parsed) -> bool:
+    """The context topic filled --topic of a read that would cover every topic without it."""
+    return parsed.command.context_narrows and bool(parsed.args.get("topic")) and "topic" not in parsed.given
 
 
 def _view(session: Session, csv_table: str | None) -> View:
