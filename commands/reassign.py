@@ -9,6 +9,7 @@ Exit codes: 0 done, 1 failed, 2 bad input (nothing sent), 3 (--verify) still in 
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -27,7 +28,7 @@ from kafka_shell.registry import INT64_MAX, Option, command, int_range
 from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import ClusterSnapshot
+    from kafka_shell.metadata import ClusterSnapshot, TopicInfo
     from kafka_shell.session import Session
 
 Key = tuple[str, int]
@@ -228,9 +229,8 @@ def save_rollback(source: str, text: str) -> Path:
 # -- cluster reads ------------------------------------------------------------------------------
 
 
-def current_assignment(snap: ClusterSnapshot, keys: Iterable[Key]) -> dict[Key, list[int]]:
-    """Replicas of `keys` in the command's read `snap`; unknown topics/partitions are left out."""
-    topics = snap.topics
+def current_assignment(topics: dict[str, TopicInfo], keys: Iterable[Key]) -> dict[Key, list[int]]:
+    """Replicas of `keys` in a read's topics; unknown topics/partitions are left out."""
     out = {}
     for t, p in keys:
         info = topics.get(t)
@@ -297,7 +297,7 @@ def topics_to_move(path: str) -> list[str]:
 def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
     path = args[dest(FILE)]
     snap = read_keys(session, targets)
-    current = current_assignment(snap, targets)
+    current = current_assignment(snap.topics, targets)
     for key in targets:
         if key not in current:
             what = f'Topic "{key[0]}"' if key[0] not in snap.topics else f"Partition {_name(key)}"
@@ -413,9 +413,18 @@ def verify(session: Session, args: dict, targets: dict[Key, list[int]]) -> Resul
     return status(session, args, targets)
 
 
-def status(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
+def status(session: Session, args: dict, targets: dict[Key, list[int]],
+           current: dict[Key, list[int]] | None = None) -> Result:
+    """Each partition judged against the file: by the controller (in progress or not) and by
+    `current` (what the brokers agree on; a fresh read when not given)."""
     moving = reassignments.ongoing(session.conn)
-    current = current_assignment(read_keys(session, targets), targets)
+    if current is None:
+        current = current_assignment(read_keys(session, targets).topics, targets)
+        if any(k not in moving and k in current and current[k] != want for k, want in targets.items()):
+            # The broker asked may not have the controller's last change yet: judge once all agree.
+            current, lagging = agreed_assignment(session, set(targets))
+            if lagging:
+                return Result.message(lagging, exit_code=1)
     lines, rows, failed, running = ["Status of partition reassignment:"], [], 0, 0
     for key, want in sorted(targets.items()):
         name = _name(key)
@@ -491,9 +500,37 @@ def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume:
         return Result.message("Stopped waiting; the reassignment goes on. Resume waiting with: "
                               f"reassign-partitions {resume}--blocking", exit_code=INTERRUPTED)
     if keys is not None and args.get(dest(FILE)):
-        return status(session, args, read_reassignment(args[dest(FILE)]))
+        agreed, lagging = agreed_assignment(session, keys)
+        if lagging:
+            return Result.message(lagging, exit_code=1)
+        return status(session, args, read_reassignment(args[dest(FILE)]), agreed)
     return Result.message("No partition reassignment in progress.",
                           *clear_throttles(session, args["preserve_throttles"], {}))
+
+
+def agreed_assignment(session: Session, keys: set[Key]) -> tuple[dict[Key, list[int]], str | None]:
+    """The replicas of `keys` once every live broker's metadata says the same (each learns the
+    controller's change a moment after it is made), within --timeout: (the assignment, None), or
+    (what most brokers that answered show, the line naming those that show otherwise or did not
+    answer)."""
+    deadline = Deadline(session.conn.timeout_s)
+    names = sorted({t for t, _ in keys})
+    while True:
+        snap = read_keys(session, keys)
+        views, failed = topics.views_by_broker(session.conn, sorted(snap.brokers), names, deadline)
+        seen = {b: current_assignment(view, keys) for b, view in views.items()}
+        votes = Counter(tuple(sorted((k, tuple(r)) for k, r in a.items())) for a in seen.values())
+        most = {k: list(r) for k, r in votes.most_common(1)[0][0]} if votes else {}
+        if not failed and all(assignment == most for assignment in seen.values()):
+            return most, None
+        if not deadline.pause(POLL_S):
+            break
+    differ = sorted(b for b, assignment in seen.items() if assignment != most)
+    why = [f"broker(s) {_ids(differ)} still show other replicas"] if differ else []
+    why += [f"broker {b} did not answer: {reason}" for b, reason in sorted(failed.items())]
+    return most, (f"The controller finished the reassignment, but after {session.conn.timeout_s:g} s "
+                   f"the brokers' metadata does not agree yet ({'; '.join(why)}): check it with "
+                   "reassign-partitions --verify, or raise --timeout.")
 
 
 def wait(session: Session, keys: set[Key] | None, progress: Progress) -> None:
