@@ -17,7 +17,7 @@ from kafka_shell.admin.topics import NewTopic
 from kafka_shell.deadline import Deadline
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH
-from kafka_shell.metadata import kafka_uuid
+from kafka_shell.metadata import ZOOKEEPER, kafka_uuid
 from kafka_shell.names import check_topic_name, has_collision_chars, is_pattern, topic_pattern, valid_topic_name
 from kafka_shell.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor
 from kafka_shell.registry import Confirm, Option, command
@@ -100,10 +100,10 @@ def create_topics(session: Session, lines: list[dict]) -> list[Result | ShellErr
         if i in failed:
             messages += failed[i]
         outcome = Result.message(*messages, exit_code=1 if i in failed else 0)
-        if lines[i].get("blocking") and not dry_run and i not in failed:
-            created = [t.name for j, t in wanted if j == i]
-            if created:
-                outcome = _joined(outcome, wait_until_shown(session, snap, created, _created, "the new topic(s)"))
+        created = [t.name for j, t in wanted if j == i]
+        if created and not dry_run and i not in failed:
+            outcome = _joined(outcome, settle(session, snap, created, _created, "the new topic(s)",
+                                              lines[i].get("blocking", False)))
         outcomes[i] = outcome
     return [outcomes[i] for i in range(len(lines))]
 
@@ -119,13 +119,30 @@ def _deleted(view: dict[str, TopicInfo], names: list[str]) -> bool:
     return not any(n in view for n in names)
 
 
-def wait_until_shown(session: Session, snap: ClusterSnapshot, names: list[str],
-                     shows: Callable[[dict[str, TopicInfo], list[str]], bool], what: str) -> Result:
-    """KIP-4's --blocking: ask every broker live in the command's read for its metadata of
-    `names` until each one `shows` the change, within --timeout; on timeout name the brokers
-    that lag (or did not answer, and why)."""
+Shows = Callable[[dict[str, "TopicInfo"], list[str]], bool]
+
+
+def settle(session: Session, snap: ClusterSnapshot, names: list[str], shows: Shows, what: str,
+           blocking: bool) -> Result:
+    """After a topic change: with --blocking, every live broker shows it; without, in ZooKeeper
+    mode, the controller broker does (reads go to it, and it learns the change from ZooKeeper a
+    moment after the request was answered), said only when it does not within --timeout."""
+    if blocking:
+        return wait_until_shown(session, snap, names, shows, what)
+    controller = snap.controller.id
+    if session.conn.mode == ZOOKEEPER and controller in snap.brokers:
+        waited = wait_until_shown(session, snap, names, shows, what, [controller])
+        return waited if waited.exit_code else Result()
+    return Result()
+
+
+def wait_until_shown(session: Session, snap: ClusterSnapshot, names: list[str], shows: Shows, what: str,
+                     brokers: list[int] | None = None) -> Result:
+    """KIP-4's --blocking: ask every broker live in the command's read (or `brokers`) for its
+    metadata of `names` until each one `shows` the change, within --timeout; on timeout name the
+    brokers that lag (or did not answer, and why)."""
     deadline = Deadline(session.conn.timeout_s)
-    brokers = sorted(snap.brokers)
+    brokers = brokers or sorted(snap.brokers)
     while True:
         views, failed = topics.views_by_broker(session.conn, brokers, names, deadline)
         lagging = {b: failed.get(b) for b in brokers if b in failed or not shows(views[b], names)}
@@ -134,7 +151,7 @@ def wait_until_shown(session: Session, snap: ClusterSnapshot, names: list[str],
         if not deadline.pause(POLL_S):
             ids = ", ".join(map(str, lagging))
             why = "".join(f"; broker {b}: {reason}" for b, reason in lagging.items() if reason)
-            return Result.message(f"Timed out after {session.conn.timeout_s:g} s waiting for every broker to show "
+            return Result.message(f"Timed out after {session.conn.timeout_s:g} s waiting for the brokers to show "
                                   f"{what}: broker(s) {ids} do not yet{why} (raise --timeout to wait longer).",
                                   exit_code=1)
 
@@ -205,7 +222,7 @@ def alter_topic(session: Session, args: dict) -> Result:
         messages += configs.alter(conn, configs.TOPICS, [t.name for t in found], dict(args["config"]),
                                   args["delete_config"], dry_run)
     result = Result.message(*messages)
-    if args["blocking"] and not dry_run and (args["partitions"] or args["replication_factor"]):
+    if not dry_run and (args["partitions"] or args["replication_factor"]):
         total, factor = args["partitions"], args["replication_factor"]
 
         def altered(view: dict[str, TopicInfo], names: list[str]) -> bool:
@@ -214,7 +231,7 @@ def alter_topic(session: Session, args: dict) -> Result:
                        for n in names)
         what = " and ".join(x for x in (f"{total} partitions" if total else "",
                                          f"{factor} replicas a partition" if factor else "") if x)
-        result = _joined(result, wait_until_shown(session, snap, [t.name for t in found], altered, what))
+        result = _joined(result, settle(session, snap, [t.name for t in found], altered, what, args["blocking"]))
     elif args["blocking"] and not dry_run:
         result.messages.append("--blocking waits for what brokers' metadata shows (partitions, replicas): "
                                "configs are not in it, nothing to wait for.")
@@ -313,9 +330,7 @@ def delete_topic(session: Session, args: dict) -> Result:
             errors.append(result.error)
     if errors:
         raise KafkaCallError(" ".join(messages + errors))
-    if args["blocking"]:
-        return _joined(Result.message(*messages), wait_until_shown(session, snap, names, _deleted, "the deletion"))
-    return Result.message(*messages)
+    return _joined(Result.message(*messages), settle(session, snap, names, _deleted, "the deletion", args["blocking"]))
 
 
 # -- list-topics / describe-topic --------------------------------------------------------------
