@@ -519,7 +519,8 @@ def confirm_delete_streams_offsets(session: Session, args: dict) -> str | None:
          help="Delete a streams group's committed offsets (of topics it no longer reads, or all of an "
               "inactive group), as kafka-streams-groups --delete-offsets.",
          examples=("delete-streams-group-offsets --group word-count --input-topic old-lines --yes",
-                   "delete-streams-group-offsets --group word-count --all-input-topics --dry-run"))
+                   "delete-streams-group-offsets --group word-count --all-input-topics --dry-run"),
+         tables=("offsets",))
 def delete_streams_group_offsets(session: Session, args: dict) -> Result:
     gid, keys = _offsets_to_delete(session, args)
     if args["dry_run"]:
