@@ -40,7 +40,17 @@ def cluster_id(conn: ConnectionManager) -> str | None:
 def require_brokers(conn: ConnectionManager, ids: list[int]) -> None:
     """Fail at once for broker ids the cluster does not have (a fresh read of its brokers),
     rather than let a request to them wait for a timeout."""
-    known = {b.broker_id for b in conn.controllers().brokers} if conn.controllers_only else conn.read([]).brokers
+    if conn.controllers_only:
+        known = {b.broker_id for b in conn.controllers().brokers}
+    else:
+        snap = conn.read([])
+        known = set(snap.brokers)
+        down = [b for b in ids if b not in known and b in registrations(conn, snap).fenced]
+        if down:   # registered but not live: the cluster's state, not a wrong id
+            which = f"Broker {down[0]} is" if len(down) == 1 else f"Brokers {', '.join(map(str, down))} are"
+            raise KafkaCallError(f"{which} not live: registered but fenced (stopped, or cut off from the "
+                                 f"controller); live brokers: {', '.join(map(str, sorted(known))) or 'none'}",
+                                 code=Error.broker_not_available)
     unknown = [b for b in ids if b not in known]
     if unknown:
         role = "Controller" if conn.controllers_only else "Broker"
