@@ -62,6 +62,17 @@ def test_inspection_bad_input(sandbox, line, code, needles):
     assert_one_line_error(run(sandbox, line), code, *needles)
 
 
+@KRAFT_MODE
+def test_a_stopped_broker_named_by_id_is_not_live_rather_than_unknown(sandbox):
+    """KRaft keeps a stopped broker registered (fenced): naming it is no usage error but the
+    cluster's state (exit 1); an id the cluster never had stays a usage error."""
+    sandbox.stop_broker(3)
+    for line in ("describe-log-dirs --broker-list 3", "describe-configs --broker 3", "api-versions --broker 3"):
+        assert_one_line_error(run(sandbox, line), 1, "Broker 3 is not live: registered but fenced",
+                              "live brokers: 1, 2")
+    assert_one_line_error(run(sandbox, "describe-configs --broker 9"), 2, "Broker 9 is not in the cluster")
+
+
 @pytest.fixture
 def quorum3(sandbox_mode):
     """Three KRaft voters (100-102) and brokers 1-3, or in zk mode a 3-broker cluster."""
