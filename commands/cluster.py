@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from collections import Counter
 
 from kafka_shell.admin import cluster, quorum
-from kafka_shell.metadata import KRAFT
+from kafka_shell.metadata import KRAFT, ZOOKEEPER
 from kafka_shell.option_types import broker_id
 from kafka_shell.registry import Confirm, Option, command
 from kafka_shell.render import Result, Table
@@ -39,7 +39,7 @@ def describe_cluster(session: Session, args: dict) -> Result:
     conn = session.conn
     if conn.controllers_only:
         return _controllers_view(session)
-    snap, refused = cluster.read_maybe_controller(conn)
+    snap, refused, partial = cluster.read_maybe_controller(conn)
     replicas, leaders, offline = _load(snap)
     registered = cluster.registrations(conn, snap) if snap.controller.mode == KRAFT else None
     fenced = set(registered.fenced) if registered is not None and registered.known else set()
@@ -66,7 +66,7 @@ def describe_cluster(session: Session, args: dict) -> Result:
     tables = [summary, brokers]
     if conn.router.controller_addresses:
         tables.append(_controllers_table(session))
-    return Result(tables=tables, messages=[refused] if refused else [])
+    return Result(tables=tables, messages=[refused] if refused else [], exit_code=1 if partial else 0)
 
 
 def _controllers_table(session: Session) -> Table:
@@ -122,8 +122,8 @@ def unregister_broker(session: Session, args: dict) -> Result:
                                "controllers are no brokers: see describe-controller).",
          examples=("list-brokers",), tables=("brokers",))
 def list_brokers(session: Session, args: dict) -> Result:
-    snap, refused = cluster.read_maybe_controller(session.conn, [])  # (ZooKeeper mode marks the controller broker)
-    known = snap.controller_id if refused is None else -1
+    snap = session.conn.read([])   # ZooKeeper mode: Metadata names the controller broker, which is marked
+    known = snap.controller.id if snap.controller.mode == ZOOKEEPER else -1
     rows = [[b.id, b.host, b.port, b.rack, "controller" if b.id == known else "broker"]
             for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
     return Result.table(["Id", "Host", "Port", "Rack", "Role"], rows, name="brokers")

@@ -127,7 +127,7 @@ def elect(session: Session, args: dict, kind: int, name: str) -> Result:
         outcomes = elections.elect_all(session.conn, kind, args["timeout_ms"])
     else:
         outcomes = elections.elect(session.conn, entries, kind, args["timeout_ms"])
-    result = report(outcomes, kind)
+    result = report(outcomes, kind, snap)
     elected = [e for e in entries if outcomes[e[:2]].state == ELECTED]
     if args["blocking"] and elected:
         waited = wait_for_leaders(session, snap, elected, kind, args["timeout_ms"])
@@ -216,8 +216,9 @@ def check_partitions_exist(snap: ClusterSnapshot, entries: list[Entry]) -> None:
                          "(check with describe-topic); nothing was elected.")
 
 
-def report(outcomes: dict[Key, Election], kind: int) -> Result:
-    """Kafka's three groups as status lines, and one table row per partition."""
+def report(outcomes: dict[Key, Election], kind: int, snap: ClusterSnapshot) -> Result:
+    """Kafka's three groups as status lines, and one table row per partition; a failed
+    preferred election names the preferred replica (the broker it needs), from `snap`."""
     label = LABELS[kind]
     done, noop, failed, rows = [], [], [], []
     for (topic, partition), e in sorted(outcomes.items()):
@@ -227,7 +228,10 @@ def report(outcomes: dict[Key, Election], kind: int) -> Result:
         elif e.state == NOT_NEEDED:
             noop.append(name)
         else:
-            failed.append(f"Error completing leader election ({label}) for partition: {name}: {e.error}")
+            info = snap.topics.get(topic)
+            preferred = info.partitions[partition].preferred_leader if info and partition < len(info.partitions) else -1
+            needs = f" (preferred replica: broker {preferred})" if kind == PREFERRED and preferred >= 0 else ""
+            failed.append(f"Error completing leader election ({label}) for partition: {name}{needs}: {e.error}")
         rows.append([topic, partition, e.state, e.error])
     messages = []
     if done:

@@ -36,6 +36,7 @@ Key = tuple[str, int]
 IN_PROGRESS = 3
 INTERRUPTED = 130
 POLL_S = 0.2
+AGREE_AT_LEAST_S = 1.0   # how long the brokers may take to agree once a move is done
 GIVE_UP_S = 60.0        # --blocking stops when the cluster does not answer for this long
 RETRY_S = 1.0
 
@@ -295,6 +296,7 @@ def topics_to_move(path: str) -> list[str]:
 
 
 def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
+    clock = Deadline(session.conn.timeout_s)   # the command's --timeout, from its start
     path = args[dest(FILE)]
     snap = read_keys(session, targets)
     current = current_assignment(snap.topics, targets)
@@ -336,7 +338,7 @@ def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Resu
         return Result(tables=[before], text=text, messages=messages + reassignments.refusals(refused), exit_code=1)
     if args["blocking"]:
         session.stderr.write("\n".join(messages) + "\n")
-        waited = wait_and_finish(session, args, set(targets), resume=f"--verify --reassignment-json-file {path} ")
+        waited = wait_and_finish(session, args, set(targets), f"--verify --reassignment-json-file {path} ", clock)
         return Result(tables=[before, *waited.tables], text="\n\n".join(filter(None, (text, waited.text))),
                       messages=waited.messages, exit_code=waited.exit_code)
     messages.append(f"Check it with: reassign-partitions --verify --reassignment-json-file {path}")
@@ -407,9 +409,10 @@ def _split(name: str) -> tuple[str, int]:
 
 
 def verify(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
+    clock = Deadline(session.conn.timeout_s)   # the command's --timeout, from its start
     path = args[dest(FILE)]
     if args["blocking"]:
-        return wait_and_finish(session, args, set(targets), resume=f"--verify --reassignment-json-file {path} ")
+        return wait_and_finish(session, args, set(targets), f"--verify --reassignment-json-file {path} ", clock)
     return status(session, args, targets)
 
 
@@ -422,7 +425,7 @@ def status(session: Session, args: dict, targets: dict[Key, list[int]],
         current = current_assignment(read_keys(session, targets).topics, targets)
         if any(k not in moving and k in current and current[k] != want for k, want in targets.items()):
             # The broker asked may not have the controller's last change yet: judge once all agree.
-            current, lagging = agreed_assignment(session, set(targets))
+            current, lagging = agreed_assignment(session, set(targets), Deadline(session.conn.timeout_s))
             if lagging:
                 return Result.message(lagging, exit_code=1)
     lines, rows, failed, running = ["Status of partition reassignment:"], [], 0, 0
@@ -489,10 +492,10 @@ def list_moves(session: Session) -> Result:
 
 
 def wait_all(session: Session, args: dict) -> Result:
-    return wait_and_finish(session, args, None, resume="")
+    return wait_and_finish(session, args, None, "", Deadline(session.conn.timeout_s))
 
 
-def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume: str) -> Result:
+def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume: str, clock: Deadline) -> Result:
     """Wait for the moves (of `keys`, or all) with a progress bar, then verify / clear throttles."""
     try:
         wait(session, keys, Progress(session.stderr))
@@ -500,7 +503,9 @@ def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume:
         return Result.message("Stopped waiting; the reassignment goes on. Resume waiting with: "
                               f"reassign-partitions {resume}--blocking", exit_code=INTERRUPTED)
     if keys is not None and args.get(dest(FILE)):
-        agreed, lagging = agreed_assignment(session, keys)
+        # The brokers get what is left of the command's --timeout to agree (a moment at least:
+        # a copy may have taken longer than the timeout, and it is the copy --blocking waits for).
+        agreed, lagging = agreed_assignment(session, keys, Deadline(max(clock.left(), AGREE_AT_LEAST_S)))
         if lagging:
             return Result.message(lagging, exit_code=1)
         return status(session, args, read_reassignment(args[dest(FILE)]), agreed)
@@ -508,12 +513,11 @@ def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume:
                           *clear_throttles(session, args["preserve_throttles"], {}))
 
 
-def agreed_assignment(session: Session, keys: set[Key]) -> tuple[dict[Key, list[int]], str | None]:
+def agreed_assignment(session: Session, keys: set[Key], deadline: Deadline) -> tuple[dict[Key, list[int]], str | None]:
     """The replicas of `keys` once every live broker's metadata says the same (each learns the
-    controller's change a moment after it is made), within --timeout: (the assignment, None), or
+    controller's change a moment after it is made), within `deadline`: (the assignment, None), or
     (what most brokers that answered show, the line naming those that show otherwise or did not
     answer)."""
-    deadline = Deadline(session.conn.timeout_s)
     names = sorted({t for t, _ in keys})
     while True:
         snap = read_keys(session, keys)
@@ -528,7 +532,7 @@ def agreed_assignment(session: Session, keys: set[Key]) -> tuple[dict[Key, list[
     differ = sorted(b for b, assignment in seen.items() if assignment != most)
     why = [f"broker(s) {_ids(differ)} still show other replicas"] if differ else []
     why += [f"broker {b} did not answer: {reason}" for b, reason in sorted(failed.items())]
-    return most, (f"The controller finished the reassignment, but after {session.conn.timeout_s:g} s "
+    return most, (f"The controller finished the reassignment, but after {deadline.elapsed():.1f} s "
                    f"the brokers' metadata does not agree yet ({'; '.join(why)}): check it with "
                    "reassign-partitions --verify, or raise --timeout.")
 

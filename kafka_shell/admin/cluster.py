@@ -20,16 +20,19 @@ if TYPE_CHECKING:
 FENCED_BROKERS_VERSION = 2   # DescribeCluster lists fenced brokers from v2 (KIP-1073)
 
 
-def read_maybe_controller(conn: ConnectionManager, topics: list[str] | None = None) -> tuple[ClusterSnapshot, str | None]:
+def read_maybe_controller(conn: ConnectionManager, topics: list[str] | None = None
+                          ) -> tuple[ClusterSnapshot, str | None, bool]:
     """A fresh read with the active controller when the principal may learn it (KRaft:
-    DescribeQuorum needs DESCRIBE on the cluster); when refused, the read without it and the
-    line saying why (the controller of such a snapshot is not to be shown)."""
+    DescribeQuorum needs DESCRIBE on the cluster) and the quorum answers: (the read, None,
+    False). Else the read without it (whose controller is not to be shown), the line saying why,
+    and whether that leaves the answer partial: the quorum did not answer (True), or the
+    principal may not see it (False)."""
     try:
-        return conn.read(topics, controller=True), None
+        return conn.read(topics, controller=True), None, False
     except KafkaCallError as exc:
-        if not is_authorization_error(exc.code):
-            raise
-        return conn.read(topics), f"The active controller is not shown: {exc}."
+        if is_authorization_error(exc.code):
+            return conn.read(topics), f"The active controller is not shown: {exc}.", False
+        return conn.read(topics), f"The active controller is not shown: {exc}", True
 
 
 def cluster_id(conn: ConnectionManager) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_shell.authorization import authorization_message, is_authorization_error
+from kafka_shell import protocol
 from kafka_shell.codes import Error
 from kafka_shell.errors import KafkaCallError, kafka_error_message, shown
 
@@ -47,7 +48,10 @@ def error_line(api_key: int, code: int, message: str | None = None, purpose: str
         name = Error(code).name
     except ValueError:
         name = ""
-    return kafka_error_message(code, name, message or "", **context)
+    line = kafka_error_message(code, name, message or "", **context)
+    if code == Error.request_timed_out:   # which request: the broker may have forwarded it to the controller
+        return f"{protocol.api_name(api_key)}: {line}"
+    return line
 
 
 def response_error(api_key: int, code: int, message: str | None = None, purpose: str | None = None,

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from kafka_shell.metadata import ClusterSnapshot, TopicInfo
 
 Key = tuple[str, int]
-TIMEOUT_MS = 30000
 
 
 class Move(NamedTuple):
@@ -27,6 +26,12 @@ class Move(NamedTuple):
     replicas: list[int]
     adding: list[int]
     removing: list[int]
+
+
+def timeout_ms(conn: ConnectionManager) -> int:
+    """How long the controller may take: the session's --timeout (a broker forwarding to a
+    controller that does not answer gives up then, not after Kafka's default 30 s)."""
+    return round(conn.timeout_s * 1000)
 
 
 def supported(conn: ConnectionManager) -> bool:
@@ -39,7 +44,8 @@ def supports_alter(conn: ConnectionManager) -> bool:
 
 def ongoing(conn: ConnectionManager) -> dict[Key, Move]:
     """Reassignments in progress, from the controller."""
-    answer = conn.controller_request(ApiKey.LIST_PARTITION_REASSIGNMENTS, {"topics": None, "timeout": TIMEOUT_MS})
+    answer = conn.controller_request(ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                                     {"topics": None, "timeout": timeout_ms(conn)})
     if answer.error_code:
         raise response_error(ApiKey.LIST_PARTITION_REASSIGNMENTS, answer.error_code, answer.error_message)
     return {(t.name, p.partition_index): Move(list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
@@ -65,7 +71,7 @@ def alter(conn: ConnectionManager, moves: Mapping[Key, list[int] | None]) -> dic
     topics: dict[str, list] = {}
     for (t, p), replicas in sorted(moves.items()):
         topics.setdefault(t, []).append({"partition_index": p, "replicas": replicas})
-    body = {"timeout": TIMEOUT_MS, "allow_replication_factor_change": True,
+    body = {"timeout": timeout_ms(conn), "allow_replication_factor_change": True,
             "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
     conn.require(ApiKey.ALTER_PARTITION_REASSIGNMENTS, "Reassigning partitions")
     answer = conn.controller_request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, mutation=True)

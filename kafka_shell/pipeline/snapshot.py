@@ -42,10 +42,15 @@ def take(session: Session, root: Path) -> tuple[Path, list[str]]:
     now = datetime.datetime.now(datetime.UTC)
     taken_at = now.replace(microsecond=now.microsecond // 1000 * 1000)  # Parquet keeps milliseconds
     conn = session.conn
-    snap = conn.read(controller=True)
+    left_out: list[str] = []
+    snap, refused, partial = cluster.read_maybe_controller(conn)
+    if refused and partial:
+        left_out.append(refused)
+    elif refused:   # the principal may not see it: that is no missing answer
+        session.stderr.write(refused + "\n")
+    controller = snap.controller if refused is None else None
     cluster_id = snap.cluster_id or "unknown-cluster"
     parts = [p for _, t in sorted(snap.topics.items()) for p in t.partitions]
-    left_out: list[str] = []
     down = _down_brokers(session, snap, left_out)
     replicas, dir_rows = _log_dirs(session, sorted(set(snap.brokers) - set(down)), down, left_out)
     live = set(snap.brokers) - set(down)
@@ -73,8 +78,8 @@ def take(session: Session, root: Path) -> tuple[Path, list[str]]:
     replica_rows = [(t, p, b, size, lag, *log_ends.get((t, p, b), (None, None)), log_dir)
                     for (t, p, b), (size, lag, log_dir) in sorted(replicas.items())]
     tables = {
-        "cluster": table("cluster", {"mode": [conn.mode or ""], "controller_id": [snap.controller.id],
-                                     "controller_epoch": [snap.controller.epoch]}),
+        "cluster": table("cluster", {"mode": [conn.mode or ""], "controller_id": [controller.id if controller else -1],
+                                     "controller_epoch": [controller.epoch if controller else -1]}),
         "brokers": table("brokers", _columns(["broker_id", "host", "port", "rack", "state"],
                                              [(b.id, b.host, b.port, b.rack, "live") for _, b in sorted(snap.brokers.items())])),
         "topics": table("topics", _columns(["topic", "topic_id", "partitions", "replication_factor", "configs", "min_isr"],
@@ -91,8 +96,8 @@ def take(session: Session, root: Path) -> tuple[Path, list[str]]:
         "group_offsets": table("group_offsets", _columns(["group", "topic", "partition", "committed_offset"], committed)),
     }
     manifest = {"cluster_id": cluster_id, "mode": conn.mode or "", "taken_at": taken_at.isoformat(),
-                "taken_at_ms": int(taken_at.timestamp() * 1000), "controller_id": snap.controller.id,
-                "controller_epoch": snap.controller.epoch, "source": "kafka-shell snapshot",
+                "taken_at_ms": int(taken_at.timestamp() * 1000), "controller_id": controller.id if controller else -1,
+                "controller_epoch": controller.epoch if controller else -1, "source": "kafka-shell snapshot",
                 "brokers_down": {str(b): why for b, why in sorted(down.items())}, "left_out": left_out,
                 "seconds": round(time.monotonic() - started, 3)}
     return schema.write_snapshot(schema.snapshot_dir(root, cluster_id, taken_at), tables, manifest), left_out

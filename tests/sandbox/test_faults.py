@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import select
 import socket
-import time
 
 import pytest
 
 from kafka_shell import protocol
 from kafka_shell.sandbox import admin as sandbox_admin
+from tests.sandbox.test_reassignments import wait_until
 from tests.sandbox.wire import API_VERSIONS_BODY, request
 from tests.conftest import BOTH_MODES, KRAFT_MODE, ZK_MODE
 
@@ -121,13 +121,6 @@ def _topic_names(sandbox, broker_id: int) -> list[str]:
     return [t["name"] for t in request(sandbox, broker_id, METADATA, body)["topics"]]
 
 
-def _wait_until(done, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not done():
-        assert time.monotonic() < deadline, "not within the deadline"
-        time.sleep(0.05)
-
-
 def test_a_lagging_brokers_metadata_shows_each_change_later(sandbox):
     """lag_metadata: Metadata, DescribeCluster and DescribeTopicPartitions of the lagging broker
     show the cluster as it was; its other answers (configs) and the other brokers see it as it is."""
@@ -145,7 +138,7 @@ def test_a_lagging_brokers_metadata_shows_each_change_later(sandbox):
     assert sandbox.status()["brokers"][0]["metadata_lag_ms"] == 60_000
     sandbox.lag_metadata(1, 200)   # a moment behind: it catches up with each change
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "u", 1, 1, [[2]])
-    _wait_until(lambda: {"t", "u"} <= set(_topic_names(sandbox, 1)))
+    wait_until(lambda: {"t", "u"} <= set(_topic_names(sandbox, 1)))
     sandbox.heal()
     assert sandbox.status()["brokers"][0]["metadata_lag_ms"] == 0
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "v", 1, 1, [[2]])
