@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer, ShareConsumer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_shell import protocol
@@ -231,8 +231,15 @@ BEYOND_END = 50          # the offset-reset fault's committed offsets: past ever
 NAMES = {"topic": "mx", "group": "mx-g", "txn": "mx-txn", "share": "mx-sg", "streams": "mx-app"}
 
 
+# Each fault's short tag in the names of the cells' own resources (a fault's own name, such as
+# "bootstrap-refused", would read as a line about a refusal in the cells' output).
+TAGS = {"healthy": "h", "broker-stopped": "bs", "broker-hung": "bh", "broker-slow": "bw", "bootstrap-hung": "ah",
+        "bootstrap-refused": "ar", "bootstrap-unresolvable": "au", "controller-stopped": "cs", "controller-hung": "ch",
+        "leader-slow": "lw", "leader-hung": "lh", "metadata-lag": "ml", "offset-reset": "or"}
+
+
 def own_name(fault: str, command: str) -> str:
-    return f"mx-{fault}-{command}"
+    return f"mx-{TAGS[fault]}-{command}"
 
 
 @dataclass
@@ -314,11 +321,26 @@ class Scene:
                 producer.produce(topic, value=f"{topic}-{p}-{i}".encode(), key=f"k{i}".encode(), partition=p)
         assert producer.flush(60) == 0, f"records of {topic} not acknowledged"
 
-    def commit(self, group: str, topic: str, offset: int) -> None:
+    def commit(self, group: str, topic: str, offset: int, member: bool = True) -> None:
+        """The group commits `offset` for every partition of `topic` and has no member after:
+        as a consumer that joined and left (Kafka 4.4 lists no group that only an admin's
+        commit made), or without a member (`member` False: a streams group)."""
         partitions = [TopicPartition(topic, p, offset) for p in range(len(self.assignment))]
-        futures = self.admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)])
-        for f in futures.values():
-            f.result(60)
+        if not member:
+            for f in self.admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)]).values():
+                f.result(60)
+            return
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False,
+                             "group.protocol": "classic", "log_level": 0})
+        try:
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + 60
+            while not consumer.assignment():
+                assert time.monotonic() < deadline, f"{group} got no assignment"
+                consumer.poll(0.1)
+            consumer.commit(offsets=partitions, asynchronous=False)
+        finally:
+            consumer.close()
 
     def committed_transaction(self, transactional_id: str, topic: str) -> None:
         producer = Producer({"bootstrap.servers": self.bootstrap, "log_level": 0,
@@ -361,7 +383,7 @@ class Scene:
                 assert joined["error_code"] == 0, joined
             finally:
                 coordinator.close()
-            self.commit(group, NAMES["topic"], RECORDS_PER_PARTITION)
+            self.commit(group, NAMES["topic"], RECORDS_PER_PARTITION, member=False)
         run_all(join, groups)
 
     def coordinator(self, key: str, key_type: int) -> Channel:
@@ -439,14 +461,15 @@ class Scene:
         assert code == 0, err
         return next(iter(json.loads(out).values()), []) if out.strip() else []
 
-    def shell(self, line: str, sasl: bool = False) -> tuple[int, str, str]:
-        """The shell's own command, in this process, on the healthy cluster."""
+    def shell(self, line: str, sasl: bool = False, bootstrap: str | None = None) -> tuple[int, str, str]:
+        """The shell's own command, in this process, on the healthy cluster (or through
+        `bootstrap`: the brokers a fault left well)."""
         import io
 
         from kafka_shell.runner import run_line
         from kafka_shell.session import Session, Target
         props = {}
-        bootstrap = self.bootstrap
+        bootstrap = bootstrap or self.bootstrap
         if sasl:
             bootstrap = self.sasl_bootstrap or bootstrap
             props = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
@@ -462,7 +485,7 @@ class Scene:
 
     def line(self, cell: Cell) -> str:
         values = {**self.values, "own": cell.own, "file": self.values.get(f"file:{cell.key}", ""),
-                  "hmac": self.values.get(f"hmac:{cell.key}", ""), "dir": str(self.workdir / f"{cell.key}-dir")}
+                  "hmac": self.values.get(f"hmac:{cell.key}", ""), "dir": str(self.workdir / f"{cell.own}-dir")}
         return ROWS[cell.command].line.format(**values)
 
     def depends(self, cell: Cell, probe: str, controller: int) -> set[int]:
@@ -513,12 +536,13 @@ class Scene:
         return getattr(self, f"_once_{check}")(cell)
 
     def _log_end(self, topic: str, partition: int) -> int:
-        low, high = self.consumer().get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
-        return high
-
-    def consumer(self):
-        from confluent_kafka import Consumer
-        return Consumer({"bootstrap.servers": self.bootstrap, "group.id": "mx-probe", "log_level": 0})
+        # Closed here: a librdkafka consumer left to the garbage collector may be destroyed on
+        # another thread, which crashes the process.
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "mx-probe", "log_level": 0})
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)[1]
+        finally:
+            consumer.close()
 
     def _once_one_record(self, cell: Cell) -> str | None:
         end = self._log_end(cell.own, 0) - RECORDS_PER_PARTITION
@@ -708,7 +732,7 @@ def wait_for_idle_cpu(idle_share: float = 0.3, most_s: float = 3.0) -> None:
 
 def config_dir(root: Path, cell: Cell, bootstrap: str) -> str:
     """The cell's own config directory, with the named cluster `mx` (use-cluster)."""
-    path = root / "config" / cell.key.replace(":", "-")
+    path = root / "config" / cell.own
     path.mkdir(parents=True, exist_ok=True)
     (path / "clusters.json").write_text(json.dumps({"clusters": {"mx": {"bootstrap": bootstrap}}}))
     (path / "clusters.json").chmod(0o600)
@@ -798,6 +822,7 @@ class Matrix:
     def __init__(self, scene: Scene, workdir: Path, cells: list[tuple[str, str]]):
         self.scene, self.workdir, self.cells = scene, workdir, cells
         self.outcomes: dict[str, dict[str, tuple[Cell, list[str]]]] = {}
+        self.broken: dict[str, str] = {}
 
     # what a cluster kind provides
     def close(self) -> None:
@@ -825,8 +850,14 @@ class Matrix:
 
     # the run
     def outcome(self, fault: str, command: str) -> tuple[Cell, list[str]]:
+        if fault in self.broken:
+            raise AssertionError(f"the {fault} fault could not be run: {self.broken[fault]}")
         if fault not in self.outcomes:
-            self.outcomes[fault] = self._run(fault)
+            try:
+                self.outcomes[fault] = self._run(fault)
+            except Exception as exc:
+                self.broken[fault] = f"{type(exc).__name__}: {exc}"   # every cell of it says so, none runs it again
+                raise
         return self.outcomes[fault][command]
 
     def _run(self, fault: str) -> dict[str, tuple[Cell, list[str]]]:
