@@ -44,9 +44,9 @@ from pathlib import Path
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_shell import protocol
-from kafka_shell.channel import Channel
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol import codec
+from kafka_shell.connection.channel import Channel
+from kafka_shell.protocol.codes import ApiKey
 
 ROOT = Path(__file__).resolve().parent.parent
 SHELL = str(ROOT / ".venv" / "bin" / "kafka-shell")
@@ -466,8 +466,8 @@ class Scene:
         `bootstrap`: the brokers a fault left well)."""
         import io
 
-        from kafka_shell.runner import run_line
-        from kafka_shell.session import Session, Target
+        from kafka_shell.face.runner import run_line
+        from kafka_shell.connection.session import Session, Target
         props = {}
         bootstrap = bootstrap or self.bootstrap
         if sasl:
@@ -748,7 +748,7 @@ def selected(fault: str, command: str) -> bool:
 # -- what a cell's outcome must be --------------------------------------------------------------
 
 FIRST_CONTROLLER = 100   # the matrix clusters' KRaft controller ids start here; brokers are 1-3
-API_NAMES = sorted({protocol.api_name(k) for k in ApiKey}, key=len, reverse=True)
+API_NAMES = sorted({codec.api_name(k) for k in ApiKey}, key=len, reverse=True)
 BLAME = re.compile(r"did not answer|not answer|timed out|no answer|not reachable|cannot reach|not available|"
                    r"refused|unreachable", re.I)
 # A node the cluster itself reports down was not asked: saying so is what it "asked".

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_shell.registry import load_commands
-from kafka_shell.sandbox_client import RemoteSandbox
+from kafka_shell.declarations.registry import load_commands
+from kafka_shell.connection.sandbox_client import RemoteSandbox
 from tests import fault_matrix as fm
 from tests.fault_matrix import LOCAL, ROWS, Scene
 

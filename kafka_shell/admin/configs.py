@@ -11,16 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kafka_shell import definitions
-from kafka_shell.codes import AlterConfigOp, ApiKey, ConfigSource, ResourceType
-from kafka_shell.definitions import releases as definitions_releases
-from kafka_shell.errors import KafkaCallError, UsageError, suggest
+from kafka_shell.protocol import definitions
+from kafka_shell.protocol.codes import AlterConfigOp, ApiKey, ConfigSource, ResourceType
+from kafka_shell.protocol.definitions import releases as definitions_releases
+from kafka_shell.base.errors import KafkaCallError, UsageError, suggest
 
 from kafka_shell.admin import releases
 from kafka_shell.admin.errors import error_line, response_error
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 TOPICS, BROKERS, GROUPS = "topics", "brokers", "groups"      # kafka-configs' entity types
 BROKER_LOGGERS = "broker-loggers"   # a node's log4j loggers: name -> level (KIP-412)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_shell.authorization import authorization_message, is_authorization_error
-from kafka_shell import protocol
-from kafka_shell.codes import Error
-from kafka_shell.errors import KafkaCallError, kafka_error_message, shown
+from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import Error
+from kafka_shell.base.errors import KafkaCallError, kafka_error_message, shown
 
 # One line per group error code, saying what to do.
 GROUP_ERRORS: dict[int, str] = {
@@ -50,7 +50,7 @@ def error_line(api_key: int, code: int, message: str | None = None, purpose: str
         name = ""
     line = kafka_error_message(code, name, message or "", **context)
     if code == Error.request_timed_out:   # which request: the broker may have forwarded it to the controller
-        return f"{protocol.api_name(api_key)}: {line}"
+        return f"{codec.api_name(api_key)}: {line}"
     return line
 
 

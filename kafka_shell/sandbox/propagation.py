@@ -16,7 +16,7 @@ import copy
 import dataclasses
 import time
 
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox.model import Cluster, Topic
 
 LAGS = "metadata_lags"      # Cluster.extras: broker id -> ms behind the controller

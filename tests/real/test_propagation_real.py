@@ -12,8 +12,8 @@ import json
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_shell.runner import run_line
-from kafka_shell.session import Session, Target
+from kafka_shell.face.runner import run_line
+from kafka_shell.connection.session import Session, Target
 from tests.test_oneshot import shell
 
 RUNS = 8
