@@ -310,6 +310,10 @@ def _augment(brokers: list[int], allowed: list[list[int]], leader: list[int], le
         edges[old].subtract(allowed[i])
         edges[new].update(allowed[i])
 
+    def follow(path: list[tuple[int, int]]) -> None:
+        for x, y in path:   # give one of x's partitions that y may lead to y
+            shift(next(i for i in led[x] if y in allowed[i]), y)
+
     while True:
         over = [b for b in brokers if len(led[b]) > high]
         if over:
@@ -320,10 +324,18 @@ def _augment(brokers: list[int], allowed: list[list[int]], leader: list[int], le
                 return
             path = _broker_path([b for b in brokers if len(led[b]) > low], under.__contains__, edges, led)
         if not path:
+            break
+        follow(path)
+    # Some brokers cannot reach the mean (the replicas they may lead are too few): level the
+    # rest, each step from the most-led broker to one that leads two or more fewer.
+    for _ in range(len(allowed)):
+        for x in sorted(brokers, key=lambda b: -len(led[b])):
+            path = _broker_path([x], lambda b, most=len(led[x]): len(led[b]) <= most - 2, edges, led)
+            if path:
+                follow(path)
+                break
+        else:
             return
-        for x, y in path:   # give one of x's partitions that y may lead to y
-            i = next(i for i in led[x] if y in allowed[i])
-            shift(i, y)
 
 
 def _broker_path(sources: list[int], is_sink, edges: dict[int, Counter], led: dict[int, set[int]]) -> list[tuple[int, int]]:

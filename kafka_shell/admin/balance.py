@@ -443,6 +443,8 @@ class _Balancer:
         return _dev(x + delta, lo, hi) - _dev(x, lo, hi)
 
     def d_count(self, s: int, d: int) -> float:
+        if REPLICAS not in self.goals:
+            return 0.0
         return self._d_member(s, self.load[s], -1, self.count_bound) + self._d_member(d, self.load[d], 1, self.count_bound)
 
     def d_value(self, goal: str, s: int, d: int, amount: float) -> float:
@@ -481,12 +483,18 @@ class _Balancer:
     # -- the hard constraints ---------------------------------------------------------------------
 
     def evacuate(self) -> None:
-        """Every replica on a drained broker moves to the best broker that may take it."""
+        """Every replica on a drained broker moves off: poured into the brokers with room as the
+        replicas goal sees it (balance_counts), the rest each to the best broker that may take it."""
         if not self.drained:
             return
+        bound = self.count_bound
+        room = {d: bound[d][1] - self.load[d] for d in self.takers if self.load[d] < bound[d][1]}
+        if room:
+            self._pour({s: self.load[s] for s in self.drained}, room, {d for d in room if self.load[d] < bound[d][0]})
         takers = sorted(self.takers)
-        for i, reps in enumerate(self.reps):
-            for s in [b for b in reps if b in self.drained]:
+        for s in sorted(self.drained):
+            for i in sorted(self.on[s]):
+                reps = self.reps[i]
                 best = min(((self.deltas(i, s, d), self.load[d], d) for d in takers if d not in reps), default=None)
                 if best is None:
                     self.notes.append(f"{_name(self.layout.keys[i])} keeps its replica on drained broker {s}: "
@@ -501,8 +509,9 @@ class _Balancer:
         takers = sorted(self.takers)
         for i, reps in enumerate(self.reps):
             while self.off_rack(reps):
+                # A broker that is down keeps its replicas (it may be restarting): others move.
                 options = [(self.deltas(i, s, d), self.load[d], s, d) for s in reps for d in takers
-                           if d not in reps and self.d_rack(i, s, d) < 0]
+                           if d not in reps and self.brokers[s].live and self.d_rack(i, s, d) < 0]
                 if not options:
                     break
                 best = min(options)
@@ -570,14 +579,15 @@ class _Balancer:
                     group.append(d)
             sources[s] = need
 
-    def _candidates(self, s: int, need: int) -> list[tuple[int, int]]:
-        """(size, partition) of replicas on s to choose `need` from, by size: every one, or for
+    def _candidates(self, s: int, need: int) -> list[tuple[int, int, int]]:
+        """(size, scatter, partition) of replicas on s to choose `need` from, by size: every one, or for
         a broker that sheds a few of many, an even sample of 16 per replica to shed (enough to
         find sizes and topics that fit, without sorting 10,000s)."""
         parts = list(self.on[s])
         step = max(1, len(parts) // max(64, 16 * need))
         size = self.size
-        return sorted((size[i], i) for i in parts[::step])
+        # Equal sizes in a scattered order, not by index (which would offer one topic at a time).
+        return sorted((size[i], (i * 2654435761) & 0xFFFFFFFF, i) for i in parts[::step])
 
     def _bytes_to_shed(self, sources: dict[int, int], room: dict[int, int]) -> dict[int, float]:
         """The bytes each source should send with its replicas: what takes it below its disk
@@ -592,7 +602,7 @@ class _Balancer:
         part = min(1.0, extra / spare) if spare > EPS else 0.0
         return {s: must[s] + (can[s] - must[s]) * part for s in must}
 
-    def _pick(self, cands: list[tuple[int, int]], ideal: float, s: int, receivers: dict[object, list[int]],
+    def _pick(self, cands: list[tuple[int, int, int]], ideal: float, s: int, receivers: dict[object, list[int]],
               room: dict[int, int], urgent: set[int], mid: dict[int, float]) -> tuple[int, int, int] | None:
         """(index in cands, partition, receiver) of the next replica to move off s: the nearest
         in size to `ideal` of a topic s holds more of than the topic's mean and the receiver
@@ -600,10 +610,12 @@ class _Balancer:
         topic, tcount, tmean, use_topics = self.topic, self.tcount, self.topic_mean, self.use_topics
         rack = self.rack_of
         rs = rack[s]
-        k = bisect.bisect_left(cands, (ideal, -1))
+        k = bisect.bisect_left(cands, (ideal, -1, -1))
         lo, hi = k - 1, k
         fallback = None
-        for _ in range(12):
+        for looked_at in range(len(cands)):
+            if looked_at >= 24 and fallback is not None:   # the nearest two dozen had no better one
+                break
             if hi < len(cands) and (lo < 0 or cands[hi][0] - ideal <= ideal - cands[lo][0]):
                 pos = hi
                 hi += 1
@@ -612,7 +624,7 @@ class _Balancer:
                 lo -= 1
             else:
                 break
-            i = cands[pos][1]
+            i = cands[pos][2]
             reps = self.reps[i]
             t = topic[i]
             mean_t = tmean[t] if use_topics else 0.0
