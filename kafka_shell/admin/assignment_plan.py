@@ -330,7 +330,8 @@ def _augment(brokers: list[int], allowed: list[list[int]], leader: list[int], le
     # rest, each step from the most-led broker to one that leads two or more fewer.
     for _ in range(len(allowed)):
         for x in sorted(brokers, key=lambda b: -len(led[b])):
-            path = _broker_path([x], lambda b, most=len(led[x]): len(led[b]) <= most - 2, edges, led)
+            most = len(led[x])
+            path = _broker_path([x], lambda b, most=most: len(led[b]) <= most - 2, edges, led)
             if path:
                 follow(path)
                 break

@@ -19,7 +19,9 @@ is taken only when no higher goal gets worse by it):
 
 And what no plan may break: a drained broker ends with no replica and leads nothing
 (decommissioning); a cordoned broker (every log dir cordoned, KIP-1066) or a broker that is
-down takes no new replica; a replica never moves onto a broker that holds that partition.
+down takes no new replica; a replica never moves onto a broker that holds that partition. Kafka
+4.4 refuses any reassignment whose target names a cordoned broker, a reorder included: a
+partition with a replica on a cordoned broker changes only by moving that replica off.
 
 The means count the brokers that stay (live and not drained); a cordoned broker below the
 mean is left there (it cannot take more) and the others share the rest.
@@ -104,6 +106,7 @@ class Options:
     disk_threshold: float = 0.10
     rate_threshold: float = 0.10
     leaders_only: bool = False              # move no replica: only reorder (leaders goal)
+    drain_only: bool = False                # only take leadership off the brokers that may not lead
 
 
 @dataclass(frozen=True)
@@ -189,16 +192,32 @@ def plan(layout: Layout, options: Options | None = None) -> Plan:
         b = _Balancer(layout, options)
         before = b.measure(planned=False)
         bound = b.lower_bound()
-        if not options.leaders_only:
+        if not options.leaders_only and not options.drain_only:
             b.evacuate()
             b.repair_racks()
             b.balance_counts()
             b.balance_values(DISK)
             b.balance_values(BYTES_IN)
             b.spread_topics()
-        b.balance_leaders()
+        if options.drain_only:
+            b.drain_leaders()
+        else:
+            b.balance_leaders()
         after = b.measure(planned=True)
         return b.result(before, after, bound)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def measure(layout: Layout, options: Options | None = None) -> list[GoalStatus]:
+    """Each goal as the layout stands (before == after): how far it is from met, without planning."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        b = _Balancer(layout, options or Options())
+        now = b.measure(planned=False)
+        return b.result(now, now, (0, 0)).goals
     finally:
         if collecting:
             gc.enable()
@@ -281,6 +300,7 @@ class _Balancer:
             raise BalanceError("No broker may hold replicas (every one is down or drained)")
         self.takers = {b for b in self.members if self.brokers[b].takes}
         self.drained = {b for b, x in self.brokers.items() if x.drained}
+        self.cordoned = {b for b, x in self.brokers.items() if x.cordoned}
         # Racks: the goal applies when every broker that stays has one, and there are two or more.
         racks = {b: self.brokers[b].rack for b in self.members}
         self.rack_aware = RACK in self.goals and all(racks.values()) and len(set(racks.values())) > 1
@@ -473,7 +493,12 @@ class _Balancer:
                 self.d_topic(self.topic[i], s, d))
 
     def allowed(self, i: int, s: int, d: int) -> bool:
-        return d in self.takers and d not in self.reps[i] and d != s
+        return d in self.takers and d not in self.reps[i] and d != s and not self.pinned(i, s)
+
+    def pinned(self, i: int, leaving: int | None = None) -> bool:
+        """Whether Kafka would refuse any new target for partition i that keeps all its replicas
+        but `leaving`: one of them is on a cordoned broker."""
+        return bool(self.cordoned) and any(b in self.cordoned for b in self.reps[i] if b != leaving)
 
     @staticmethod
     def keeps(deltas: tuple[float, ...], upto: int) -> bool:
@@ -495,10 +520,12 @@ class _Balancer:
         for s in sorted(self.drained):
             for i in sorted(self.on[s]):
                 reps = self.reps[i]
-                best = min(((self.deltas(i, s, d), self.load[d], d) for d in takers if d not in reps), default=None)
+                best = None if self.pinned(i, s) else \
+                    min(((self.deltas(i, s, d), self.load[d], d) for d in takers if d not in reps), default=None)
                 if best is None:
-                    self.notes.append(f"{_name(self.layout.keys[i])} keeps its replica on drained broker {s}: "
-                                      "no other broker may take it.")
+                    why = "another of its replicas is on a cordoned broker (Kafka refuses the move)" \
+                        if self.pinned(i, s) else "no other broker may take it"
+                    self.notes.append(f"{_name(self.layout.keys[i])} keeps its replica on drained broker {s}: {why}.")
                     continue
                 self.move(i, s, best[2])
 
@@ -511,7 +538,7 @@ class _Balancer:
             while self.off_rack(reps):
                 # A broker that is down keeps its replicas (it may be restarting): others move.
                 options = [(self.deltas(i, s, d), self.load[d], s, d) for s in reps for d in takers
-                           if d not in reps and self.brokers[s].live and self.d_rack(i, s, d) < 0]
+                           if d not in reps and self.brokers[s].live and not self.pinned(i, s) and self.d_rack(i, s, d) < 0]
                 if not options:
                     break
                 best = min(options)
@@ -553,7 +580,7 @@ class _Balancer:
         for s in sorted(sources, key=lambda s: (-sources[s], s)):
             need = sources[s]
             cands = self._candidates(s, need)
-            every = len(cands) == self.load[s]
+            every = len(cands) == self.load[s] or bool(self.cordoned)
             while need > 0 and any(receivers.values()):
                 ideal = max(0.0, shed.get(s, 0.0)) / need
                 picked = self._pick(cands, ideal, s, receivers, room, urgent, mid) if cands else None
@@ -583,7 +610,7 @@ class _Balancer:
         """(size, scatter, partition) of replicas on s to choose `need` from, by size: every one, or for
         a broker that sheds a few of many, an even sample of 16 per replica to shed (enough to
         find sizes and topics that fit, without sorting 10,000s)."""
-        parts = list(self.on[s])
+        parts = [i for i in self.on[s] if not self.pinned(i, s)] if self.cordoned else list(self.on[s])
         step = max(1, len(parts) // max(64, 16 * need))
         size = self.size
         # Equal sizes in a scattered order, not by index (which would offer one topic at a time).
@@ -838,20 +865,45 @@ class _Balancer:
         brokers = [b for b in self.members if self.brokers[b].may_lead]
         isr, original = self.layout.isr, self.layout.replicas
         every = len(brokers) == len(self.brokers)
-        if every and isr is None:
+        if every and isr is None and not self.cordoned:
             balance_leaders(self.reps, brokers)
             return
-        ok = {b for b in brokers}
-        # An unmoved partition: a preferred election picks only a replica in its ISR.
-        allowed = [[b for b in reps if b in ok and (isr is None or reps != original[i] or b in isr[i])]
+        ok = set(brokers)
+        # An unmoved partition: a preferred election picks only a replica in its ISR. One with a
+        # replica on a cordoned broker cannot be reordered at all (Kafka refuses the target).
+        allowed = [reps[:1] if self.pinned(i) else
+                   [b for b in reps if b in ok and (isr is None or reps != original[i] or b in isr[i])]
                    for i, reps in enumerate(self.reps)]
         balance_leaders(self.reps, brokers, allowed.__getitem__)
+
+    def drain_leaders(self) -> None:
+        """Only the partitions a broker that may not lead leads (or would after an election) get
+        another first replica: the one in sync that leads fewest so far (a maintenance drain
+        changes nothing else)."""
+        isr = self.layout.isr
+        leaders = self.layout.leaders or [r[0] if r else -1 for r in self.reps]
+        led = Counter(r[0] for r in self.reps if r)
+        for i, reps in enumerate(self.reps):
+            if not reps or (self.brokers[reps[0]].may_lead and self.brokers[leaders[i]].may_lead if leaders[i] >= 0
+                            else self.brokers[reps[0]].may_lead):
+                continue
+            options = [b for b in reps if self.brokers[b].may_lead and (isr is None or b in isr[i])]
+            if not options or self.pinned(i):
+                why = "a replica of it is on a cordoned broker (Kafka refuses the reorder)" if options \
+                    else "no other replica is in sync and may lead"
+                self.notes.append(f"{_name(self.layout.keys[i])} stays led by broker {reps[0]}: {why}.")
+                continue
+            new = min(options, key=lambda b: (led[b], b))
+            led[reps[0]] -= 1
+            led[new] += 1
+            reps.remove(new)
+            reps.insert(0, new)
 
     # -- measures ---------------------------------------------------------------------------------
 
     def lower_bound(self) -> tuple[int, int]:
         """(replicas, bytes) any plan meeting the replica-moving goals must move (module docstring)."""
-        if self.options.leaders_only:
+        if self.options.leaders_only or self.options.drain_only:
             return 0, 0
         need_count: dict[int, int] = {}
         need_bytes: dict[int, float] = {}
@@ -969,7 +1021,7 @@ class _Balancer:
         if goal in (REPLICAS, LEADERS):
             return "within one of the mean"
         if goal == DISK:
-            return f"within {self.options.disk_threshold:.0%} of the mean"
+            return f"within {self.options.disk_threshold:.0%} of the mean (or 1 MiB)"
         if goal == BYTES_IN:
             return f"within {self.options.rate_threshold:.0%} of the mean"
         return "no broker over twice a topic's mean (or mean + 2)"
