@@ -220,6 +220,9 @@ def plan_result(plan: balance.Plan, found: load.Load, args: dict) -> Result:
                f"{plan.bound_replicas} replica(s), {human(plan.bound_bytes)}); {plan.leader_changes} partition(s) "
                "change leader by preferred election.")
     messages = [summary if plan.changes else "Nothing to change: no move helps a goal."]
+    if plan.moved_replicas < plan.bound_replicas:
+        messages.append("The bound counts what the goals ask each broker to shed; a higher goal (racks, cordoned "
+                        "or drained brokers) keeps some of it where it is.")
     messages += plan.notes
     messages += [f"Broker {b} did not describe its log dirs ({why}): its replicas' sizes come from the others, "
                  "and whether it is cordoned is not known." for b, why in sorted(found.missing.items())]
@@ -662,7 +665,8 @@ def _cordon_command(cordon: bool):
         if not args["dry_run"]:
             messages.append("The brokers tell the controller at their next heartbeat (a second or two); "
                             "describe-log-dirs shows each dir's state.")
-        return Result(tables=[Table(["Broker", "Before", "After"], rows, name="cordons")], messages=messages)
+        return Result(tables=[Table(["Broker", "Before", "After"], rows, name="cordons",
+                                    kinds={"Before": "kept", "After": "kept"})], messages=messages)
     return handler
 
 

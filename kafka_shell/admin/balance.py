@@ -862,7 +862,7 @@ class _Balancer:
     def balance_leaders(self) -> None:
         if LEADERS not in self.goals:
             return
-        brokers = [b for b in self.members if self.brokers[b].may_lead]
+        brokers = self.leading()
         isr, original = self.layout.isr, self.layout.replicas
         every = len(brokers) == len(self.brokers)
         if every and isr is None and not self.cordoned:
@@ -875,6 +875,10 @@ class _Balancer:
                    [b for b in reps if b in ok and (isr is None or reps != original[i] or b in isr[i])]
                    for i, reps in enumerate(self.reps)]
         balance_leaders(self.reps, brokers, allowed.__getitem__)
+
+    def leading(self) -> list[int]:
+        """The brokers leadership is shared by: those that stay, may lead and hold a replica."""
+        return [b for b in self.members if self.brokers[b].may_lead and self.load[b] > 0]
 
     def drain_leaders(self) -> None:
         """Only the partitions a broker that may not lead leads (or would after an election) get
@@ -958,7 +962,7 @@ class _Balancer:
         out[REPLICAS] = self._spread({b: float(self.load[b]) for b in self.brokers}, self.count_bound)
         now = self.layout.leaders if not planned and self.layout.leaders is not None else [r[0] if r else -1 for r in self.reps]
         led = Counter(now)
-        leading = [b for b in self.members if self.brokers[b].may_lead]
+        leading = self.leading()
         if leading:
             bound = count_bounds({b: float(led[b]) for b in leading}, leading, set(leading),
                                  arriving=sum(n for b, n in led.items() if b >= 0 and b not in leading))

@@ -37,7 +37,7 @@ class LogDir:
     total_bytes: int | None           # None: the broker does not tell (older versions, or -1)
     usable_bytes: int | None
     replicas: tuple[Replica, ...]
-    cordoned: bool = False            # KIP-1066 (DescribeLogDirs v5, Kafka 4.3+): no new replica lands here
+    cordoned: bool | None = None      # KIP-1066 (DescribeLogDirs v5, Kafka 4.3+): no new replica lands here; None: not told
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def describe(conn: ConnectionManager, brokers: list[int],
             replicas = tuple(Replica(t.name, p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
                              for t in d.topics for p in t.partitions)
             dirs.append(LogDir(broker, d.log_dir, error, _known(getattr(d, "total_bytes", None)),
-                               _known(getattr(d, "usable_bytes", None)), replicas, bool(getattr(d, "is_cordoned", False))))
+                               _known(getattr(d, "usable_bytes", None)), replicas, getattr(d, "is_cordoned", None)))
     return LogDirs(dirs, failed)
 
 

@@ -12,7 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.codes import AclResourceType, ApiKey
-from kafka_shell.sandbox import replication
+from kafka_shell.sandbox import cordons, replication
 from kafka_shell.sandbox.handlers import api
 
 DISK_BYTES = 100 * 2**30
@@ -53,6 +53,7 @@ def describe_log_dirs(ctx) -> dict:
     return {"error_code": 0, "results": [{
         "error_code": 0, "log_dir": log_dir(me), "topics": topics,
         "total_bytes": DISK_BYTES, "usable_bytes": DISK_BYTES - used,
+        "is_cordoned": log_dir(me) in cordons.cordoned_dirs(cluster, me),   # v5 (KIP-1066)
     }]}
 
 
