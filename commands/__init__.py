@@ -65,6 +65,7 @@ INDEX = {
     "expire-delegation-token": "tokens",
     "find-hanging-transactions": "transactions",
     "get-offsets": "records",
+    "health": "health",
     "help": "session",
     "kafka-unclean-recovery": "recovery",
     "list-brokers": "cluster",

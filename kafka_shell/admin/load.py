@@ -59,15 +59,17 @@ def read(conn: ConnectionManager, names: list[str] | None = None, drained: set[i
     found = log_dirs.describe(conn, live, None) if live and log_dirs.supported(conn) else None
     dirs: dict[int, list[log_dirs.LogDir]] = {}
     size_of: dict[Key, int] = {}
+    missing = dict(found.failed) if found is not None else {}
     if found is not None:
         for d in found.dirs:
+            if d.error:   # an offline dir: what it holds is not told
+                missing.setdefault(d.broker, d.error)
             dirs.setdefault(d.broker, []).append(d)
             for r in d.replicas:
                 if not r.is_future:
                     key = (r.topic, r.partition)
                     if r.size > size_of.get(key, -1):
                         size_of[key] = r.size
-    missing = dict(found.failed) if found is not None else {}
     cordoned = frozenset(b for b, ds in dirs.items() if ds and all(d.cordoned for d in ds))
     named = {b for r in replicas for b in r}
     brokers = {}
