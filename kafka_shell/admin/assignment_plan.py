@@ -253,12 +253,15 @@ class _Planner:
         return {k: list(r) for k, r in zip(self.keys, self.reps)}
 
 
-def balance_leaders(reps: list[list[int]], brokers: list[int], may_lead=None) -> None:
-    """Reorder each partition's replicas (in place) so that its first replica, the preferred
-    leader, spreads leadership over `brokers` within one of the mean, changing as few leaders as
-    possible: direct swaps first, then augmenting paths (over-full -> ... -> under-full, one
-    leader change per step). `may_lead(i)` gives the replicas that may lead partition i (default:
-    all of them); a partition none of whose replicas may lead keeps its order."""
+def balance_leaders(reps: list[list[int]], brokers: list[int], may_lead=None,
+                    on: dict[int, set[int]] | None = None) -> None:
+    """Reorder the replicas of partitions (each changed list replaced, not mutated) so that their
+    first replica, the preferred leader, spreads leadership over `brokers` within one of the
+    mean, changing as few leaders as possible: direct shifts first (from brokers above the
+    ceiling to the least-led replica; into brokers below the floor from their most-led
+    replicas, through `on`, the partitions with a replica on each broker, when given), then
+    augmenting paths. `may_lead(i)` gives the replicas that may lead partition i (default: all
+    of them); a partition none of whose replicas may lead keeps its order."""
     allowed = reps if may_lead is None else [list(may_lead(i)) for i in range(len(reps))]
     led: dict[int, set[int]] = {b: set() for b in brokers}
     leader = []
@@ -272,20 +275,34 @@ def balance_leaders(reps: list[list[int]], brokers: list[int], may_lead=None) ->
             led[b].add(i)
     low, extra = divmod(sum(len(s) for s in led.values()), len(brokers)) if brokers else (0, 0)
     high = low + (extra > 0)
-    for i in range(len(reps)):
-        x = leader[i]
-        if x in led and len(led[x]) > high:
-            b = min((r for r in allowed[i] if r in led), key=lambda r: (len(led[r]), r), default=x)
-            if len(led[b]) < high:
-                led[x].discard(i)
-                led[b].add(i)
-                leader[i] = b
+
+    def shift(i: int, new: int) -> None:
+        led[leader[i]].discard(i)
+        led[new].add(i)
+        leader[i] = new
+
+    for x in brokers:
+        if len(led[x]) > high:
+            for i in sorted(led[x]):
+                if len(led[x]) <= high:
+                    break
+                b = min((r for r in allowed[i] if r in led), key=lambda r: (len(led[r]), r), default=x)
+                if len(led[b]) < high:
+                    shift(i, b)
+    if on is not None:
+        for y in brokers:
+            if len(led[y]) < low:
+                for i in sorted(on.get(y, ())):
+                    if len(led[y]) >= low:
+                        break
+                    x = leader[i]
+                    if x != y and x in led and len(led[x]) > low and y in allowed[i]:
+                        shift(i, y)
     _augment(brokers, allowed, leader, led, low, high)
     for i, b in enumerate(leader):
         r = reps[i]
         if r and r[0] != b and b in r:
-            r.remove(b)
-            r.insert(0, b)
+            reps[i] = [b, *(x for x in r if x != b)]
 
 
 def _augment(brokers: list[int], allowed: list[list[int]], leader: list[int], led: dict[int, set[int]],

@@ -38,6 +38,7 @@ import bisect
 import gc
 import heapq
 import math
+import random
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -287,7 +288,9 @@ class _Balancer:
         self.options = options
         self.goals = set(options.goals)
         self.brokers = layout.brokers
-        self.reps = [list(r) for r in layout.replicas]
+        # The layout's own lists until a partition changes (move() copies it then): a million
+        # partitions need not be copied to move a few thousand.
+        self.reps = list(layout.replicas)
         self.size = layout.sizes
         self.rate = layout.rates
         self.notes: list[str] = []
@@ -390,6 +393,8 @@ class _Balancer:
 
     def move(self, i: int, s: int, d: int) -> None:
         reps = self.reps[i]
+        if reps is self.layout.replicas[i]:
+            reps = self.reps[i] = list(reps)
         reps[reps.index(s)] = d
         self.load[s] -= 1
         self.load[d] += 1
@@ -534,8 +539,8 @@ class _Balancer:
         if not self.rack_aware:
             return
         takers = sorted(self.takers)
-        for i, reps in enumerate(self.reps):
-            while self.off_rack(reps):
+        for i in range(len(self.reps)):
+            while self.off_rack(reps := self.reps[i]):
                 # A broker that is down keeps its replicas (it may be restarting): others move.
                 options = [(self.deltas(i, s, d), self.load[d], s, d) for s in reps for d in takers
                            if d not in reps and self.brokers[s].live and not self.pinned(i, s) and self.d_rack(i, s, d) < 0]
@@ -581,13 +586,18 @@ class _Balancer:
             need = sources[s]
             cands = self._candidates(s, need)
             every = len(cands) == self.load[s] or bool(self.cordoned)
+            stash: list[tuple[int, int, int]] = []   # of topics s cannot spare: tried once the rest ran out
+            relaxed = False
             while need > 0 and any(receivers.values()):
                 ideal = max(0.0, shed.get(s, 0.0)) / need
-                picked = self._pick(cands, ideal, s, receivers, room, urgent, mid) if cands else None
+                picked = self._pick(cands, ideal, s, receivers, urgent, mid, None if relaxed else stash) if cands else None
                 if picked is None:
-                    if every:
+                    if stash:
+                        cands, stash, relaxed = sorted(stash), [], True
+                    elif not every:
+                        cands, every, relaxed = self._candidates(s, self.load[s]), True, False   # the sample ran out
+                    else:
                         break
-                    cands, every = self._candidates(s, self.load[s]), True   # the sample ran out: all of them
                     continue
                 k, i, d = picked
                 cands.pop(k)
@@ -607,14 +617,16 @@ class _Balancer:
             sources[s] = need
 
     def _candidates(self, s: int, need: int) -> list[tuple[int, int, int]]:
-        """(size, scatter, partition) of replicas on s to choose `need` from, by size: every one, or for
-        a broker that sheds a few of many, an even sample of 16 per replica to shed (enough to
-        find sizes and topics that fit, without sorting 10,000s)."""
+        """(size, scatter, partition) of replicas on s to choose `need` from, by size: every one, or
+        for a broker that sheds a few of many, a sample of 16 per replica to shed (enough to find
+        sizes and topics that fit, without sorting 10,000s)."""
         parts = [i for i in self.on[s] if not self.pinned(i, s)] if self.cordoned else list(self.on[s])
-        step = max(1, len(parts) // max(64, 16 * need))
+        wanted = max(64, 16 * need)
+        if wanted < len(parts):   # a random sample (seeded: the same plan each run), not a stride,
+            parts = random.Random(s).sample(parts, wanted)   # which would offer one topic at a time
         size = self.size
         # Equal sizes in a scattered order, not by index (which would offer one topic at a time).
-        return sorted((size[i], (i * 2654435761) & 0xFFFFFFFF, i) for i in parts[::step])
+        return sorted((size[i], (i * 2654435761) & 0xFFFFFFFF, i) for i in parts)
 
     def _bytes_to_shed(self, sources: dict[int, int], room: dict[int, int]) -> dict[int, float]:
         """The bytes each source should send with its replicas: what takes it below its disk
@@ -630,15 +642,17 @@ class _Balancer:
         return {s: must[s] + (can[s] - must[s]) * part for s in must}
 
     def _pick(self, cands: list[tuple[int, int, int]], ideal: float, s: int, receivers: dict[object, list[int]],
-              room: dict[int, int], urgent: set[int], mid: dict[int, float]) -> tuple[int, int, int] | None:
+              urgent: set[int], mid: dict[int, float], stash: list | None) -> tuple[int, int, int] | None:
         """(index in cands, partition, receiver) of the next replica to move off s: the nearest
-        in size to `ideal` of a topic s holds more of than the topic's mean and the receiver
-        less (so topics stay spread), else the nearest."""
+        in size to `ideal` of a topic that both s and the receiver keep within one of its mean
+        (so topics stay spread), else the nearest s can spare. Candidates no receiver can take are
+        dropped (receivers only fill up); with a `stash`, those of a topic s cannot spare go
+        there (s only loses replicas), so that no later pick looks at them again."""
         topic, tcount, tmean, use_topics = self.topic, self.tcount, self.topic_mean, self.use_topics
-        rack = self.rack_of
-        rs = rack[s]
+        rs = self.rack_of[s]
         k = bisect.bisect_left(cands, (ideal, -1, -1))
         lo, hi = k - 1, k
+        dropped: list[int] = []
         fallback = None
         for looked_at in range(len(cands)):
             if looked_at >= 24 and fallback is not None:   # the nearest two dozen had no better one
@@ -652,29 +666,39 @@ class _Balancer:
             else:
                 break
             i = cands[pos][2]
-            reps = self.reps[i]
             t = topic[i]
             mean_t = tmean[t] if use_topics else 0.0
+            if stash is not None and use_topics and tcount[s][t] - 1 < mean_t - 1:
+                stash.append(cands[pos])   # s keeps within one of the topic's mean
+                dropped.append(pos)
+                continue
+            reps = self.reps[i]
             best = None
             looked = 0
             for r in self._racks_for(reps, rs):
                 for d in receivers.get(r, ()):
                     if d in reps:
                         continue
-                    key = (d not in urgent, use_topics and tcount[d][t] + 1 > mean_t + 0.5, self.bytes[d] - mid.get(d, 0.0))
+                    key = (d not in urgent, use_topics and tcount[d][t] + 1 > mean_t + 1, self.bytes[d] - mid.get(d, 0.0))
                     if best is None or key < best[0]:
                         best = (key, d)
                     looked += 1
                     if looked >= 4:
                         break
             if best is None:
+                dropped.append(pos)
                 continue
-            spare = not use_topics or tcount[s][t] - 1 >= mean_t - 0.5
-            if spare and not best[0][1]:
-                return pos, i, best[1]
-            if fallback is None or (fallback[0] and not best[0][1]):
-                fallback = (best[0][1], (pos, i, best[1]))
-        return fallback[1] if fallback else None
+            if not best[0][1]:
+                fallback = (pos, i, best[1])
+                break
+            if fallback is None:
+                fallback = (pos, i, best[1])
+        for pos in sorted(dropped, reverse=True):
+            del cands[pos]
+        if fallback is None:
+            return None
+        pos, i, d = fallback
+        return pos - sum(1 for x in dropped if x < pos), i, d
 
     def _racks_for(self, reps: list[int], rs: object) -> list[object]:
         """The racks a replica of `reps` on rack rs may move to, keeping the rack rule: its own,
@@ -866,7 +890,7 @@ class _Balancer:
         isr, original = self.layout.isr, self.layout.replicas
         every = len(brokers) == len(self.brokers)
         if every and isr is None and not self.cordoned:
-            balance_leaders(self.reps, brokers)
+            balance_leaders(self.reps, brokers, on=self.on)
             return
         ok = set(brokers)
         # An unmoved partition: a preferred election picks only a replica in its ISR. One with a
@@ -874,7 +898,7 @@ class _Balancer:
         allowed = [reps[:1] if self.pinned(i) else
                    [b for b in reps if b in ok and (isr is None or reps != original[i] or b in isr[i])]
                    for i, reps in enumerate(self.reps)]
-        balance_leaders(self.reps, brokers, allowed.__getitem__)
+        balance_leaders(self.reps, brokers, allowed.__getitem__, on=self.on)
 
     def leading(self) -> list[int]:
         """The brokers leadership is shared by: those that stay, may lead and hold a replica."""
@@ -900,8 +924,7 @@ class _Balancer:
             new = min(options, key=lambda b: (led[b], b))
             led[reps[0]] -= 1
             led[new] += 1
-            reps.remove(new)
-            reps.insert(0, new)
+            self.reps[i] = [new, *(b for b in reps if b != new)]
 
     # -- measures ---------------------------------------------------------------------------------
 
@@ -919,24 +942,9 @@ class _Balancer:
                     need_count[b] = max(0, self.load[b] - self.count_bound[b][1])
                 if DISK in self.goals:
                     need_bytes[b] = max(0.0, self.bytes[b] - self.disk_bound[b][1])
-        replicas = 0
-        data = 0.0
-        for b in self.brokers:
-            k, excess = need_count.get(b, 0), need_bytes.get(b, 0.0)
-            if not k and excess <= EPS:
-                continue
-            sizes = list(map(self.size.__getitem__, self.on[b]))
-            small = sum(heapq.nsmallest(k, sizes)) if k else 0
-            # The fewest replicas whose bytes reach the excess: the largest first.
-            n, got = 0, 0.0
-            if excess > EPS:
-                for x in sorted(sizes, reverse=True):
-                    if got >= excess - EPS:
-                        break
-                    got += x
-                    n += 1
-            replicas += max(k, n)
-            data += max(small, excess)
+        small, largest = self._extremes(need_count, need_bytes)
+        replicas = sum(max(need_count.get(b, 0), largest.get(b, 0)) for b in set(need_count) | set(need_bytes))
+        data = sum(max(small.get(b, 0), need_bytes.get(b, 0.0)) for b in set(need_count) | set(need_bytes))
         # What the brokers below their floors must receive bounds it too.
         if REPLICAS in self.goals:
             replicas = max(replicas, sum(max(0, self.count_bound[b][0] - self.load[b]) for b in self.takers))
@@ -951,6 +959,35 @@ class _Balancer:
                     forced_bytes += pen * self.size[i]
             replicas, data = max(replicas, forced), max(data, forced_bytes)
         return replicas, int(math.ceil(data - EPS))
+
+    def _extremes(self, count: dict[int, int], excess: dict[int, float]) -> tuple[dict[int, float], dict[int, int]]:
+        """Per broker, the bytes of its `count[b]` smallest replicas, and how many of its largest
+        reach `excess[b]` bytes: one walk over the partitions by size (from each end), which stops
+        once every broker has what it needs (a few hundred of a broker's 10,000s, usually)."""
+        order = sorted(range(len(self.reps)), key=self.size.__getitem__)
+        small: dict[int, float] = {}
+        left = {b: k for b, k in count.items() if k > 0}
+        for i in order:
+            if not left:
+                break
+            for b in self.reps[i]:
+                if b in left:
+                    small[b] = small.get(b, 0.0) + self.size[i]
+                    left[b] -= 1
+                    if not left[b]:
+                        del left[b]
+        largest: dict[int, int] = {}
+        short = {b: x for b, x in excess.items() if x > EPS}
+        for i in reversed(order):
+            if not short:
+                break
+            for b in self.reps[i]:
+                if b in short:
+                    largest[b] = largest.get(b, 0) + 1
+                    short[b] -= self.size[i]
+                    if short[b] <= EPS:
+                        del short[b]
+        return small, largest
 
     def measure(self, planned: bool) -> dict[str, tuple[float, bool]]:
         """Per goal that can be judged: (its skew or violations, met). Leaders are the layout's
