@@ -317,6 +317,7 @@ class _Balancer:
         self.topic = [topic_ids.setdefault(t, len(topic_ids)) for t, _ in layout.keys]
         self.use_topics = TOPICS in self.goals
         self.amount: dict[str, list] = {DISK: self.size, BYTES_IN: self.rate or []}
+        self._off_rack: list[int] | None = None   # the partitions off-rack before the plan
         # Indexes built when first asked for, kept current by move().
         self._sorted: dict[tuple[str, int], list[tuple[float, int]]] = {}
         self._topic_on: dict[int, dict[int, set[int]]] = {}
@@ -435,6 +436,18 @@ class _Balancer:
             return 0
         return rack_penalty(Counter(rack[b] for b in reps), self.n_racks)
 
+    def changed(self) -> list[int]:
+        """The partitions the plan changed so far (move() copies a list before changing it)."""
+        original = self.layout.replicas
+        return [i for i, r in enumerate(self.reps) if r is not original[i]]
+
+    def off_rack_before(self) -> list[int]:
+        """The partitions that break the rack rule as the layout stands (one pass, kept)."""
+        if self._off_rack is None:
+            self._off_rack = [i for i, reps in enumerate(self.layout.replicas) if self.off_rack(reps)] \
+                if self.rack_aware else []
+        return self._off_rack
+
     def d_rack(self, i: int, s: int, d: int) -> int:
         """The change of partition i's rack penalty (assignment_plan.rack_penalty) by s -> d."""
         if not self.rack_aware:
@@ -527,19 +540,15 @@ class _Balancer:
                 reps = self.reps[i]
                 best = None if self.pinned(i, s) else \
                     min(((self.deltas(i, s, d), self.load[d], d) for d in takers if d not in reps), default=None)
-                if best is None:
-                    why = "another of its replicas is on a cordoned broker (Kafka refuses the move)" \
-                        if self.pinned(i, s) else "no other broker may take it"
-                    self.notes.append(f"{_name(self.layout.keys[i])} keeps its replica on drained broker {s}: {why}.")
-                    continue
-                self.move(i, s, best[2])
+                if best is not None:   # what stays is said by result()
+                    self.move(i, s, best[2])
 
     def repair_racks(self) -> None:
         """Partitions that break the rack rule: the move that mends it, the best for the other goals."""
         if not self.rack_aware:
             return
         takers = sorted(self.takers)
-        for i in range(len(self.reps)):
+        for i in sorted(set(self.off_rack_before()) | set(self.changed())):
             while self.off_rack(reps := self.reps[i]):
                 # A broker that is down keeps its replicas (it may be restarting): others move.
                 options = [(self.deltas(i, s, d), self.load[d], s, d) for s in reps for d in takers
@@ -952,11 +961,10 @@ class _Balancer:
             data = max(data, sum(max(0.0, self.disk_bound[b][0] - self.bytes[b]) for b in self.takers))
         if self.rack_aware:
             forced = forced_bytes = 0
-            for i, reps in enumerate(self.reps):
-                pen = self.off_rack(reps)
-                if pen:
-                    forced += pen
-                    forced_bytes += pen * self.size[i]
+            for i in self.off_rack_before():
+                pen = self.off_rack(self.reps[i])
+                forced += pen
+                forced_bytes += pen * self.size[i]
             replicas, data = max(replicas, forced), max(data, forced_bytes)
         return replicas, int(math.ceil(data - EPS))
 
@@ -994,7 +1002,11 @@ class _Balancer:
         leaders before the plan (`planned` False), the first replicas after it."""
         out: dict[str, tuple[float, bool]] = {}
         if self.rack_aware:
-            bad = sum(1 for reps in self.reps if self.off_rack(reps))
+            if planned:   # only what was off-rack, or what the plan changed, can be off-rack now
+                maybe = set(self.off_rack_before()) | set(self.changed())
+                bad = sum(1 for i in maybe if self.off_rack(self.reps[i]))
+            else:
+                bad = len(self.off_rack_before())
             out[RACK] = (bad, bad == 0)
         out[REPLICAS] = self._spread({b: float(self.load[b]) for b in self.brokers}, self.count_bound)
         now = self.layout.leaders if not planned and self.layout.leaders is not None else [r[0] if r else -1 for r in self.reps]
@@ -1047,6 +1059,11 @@ class _Balancer:
             b, a = before.get(g, (0.0, True)), after.get(g, (0.0, True))
             statuses.append(GoalStatus(g, TITLES[g], _MEASURES[g], b[0], a[0], b[1], a[1], self._target(g), applies=judged))
         notes = list(self.notes)
+        for b in sorted(self.drained):
+            for i in sorted(self.on[b]):
+                why = "another of its replicas is on a cordoned broker (Kafka refuses the move)" \
+                    if self.pinned(i, b) else "no other broker may take it"
+                notes.append(f"{_name(layout.keys[i])} keeps its replica on drained broker {b}: {why}.")
         if not self.rack_aware and RACK in self.goals and not notes:
             notes.append("The rack goal does not apply: the brokers have no racks (or one).")
         if self.rate is None and BYTES_IN in self.goals:
