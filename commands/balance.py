@@ -121,12 +121,12 @@ def balance_cmd(session: Session, args: dict) -> Result | Proposal:
         if record is None:
             raise ShellError("No balance run is recorded for this cluster: nothing to resume (plan one with balance)")
         return execute_run(session, record, resumed=True)
-    if args["plan"]:
+    if args["plan"] is not None:
         return _saved_plan(session, args)
     found = _read_load(session, args)
     plan = balance.plan(found.layout, _options(args))
     result = plan_result(plan, found, args)
-    if args["save_plan"] and plan.changes:
+    if args["save_plan"] is not None and plan.changes:
         path = Path(args["save_plan"]).expanduser()
         try:
             write_file(path, as_json(plan.proposed()))
@@ -153,9 +153,12 @@ def _check_balance_options(args: dict) -> None:
                  if args[o.lstrip("-").replace("-", "_")] not in (None, False, [])]
         if given:
             raise UsageError(f'Option "{given[0]}" can\'t be used with {action}: the recorded run keeps its settings')
-    if args["plan"] and not args["execute"]:
+    if args["plan"] is not None and not args["execute"]:
         raise UsageError("--plan runs a saved plan: add --execute (or leave --plan out to make a new plan)")
-    if args["plan"]:
+    for option in ("--plan", "--snapshots", "--save-plan"):
+        if args[option.lstrip("-").replace("-", "_")] == "":
+            raise UsageError(f"{option} needs a path (it is empty)")
+    if args["plan"] is not None:
         given = [o for o in PLAN_ONLY if args[o.lstrip("-").replace("-", "_")] not in (None, False, [])]
         if given:
             raise UsageError(f'Option "{given[0]}" plans: it can\'t be used with --plan, which runs a saved plan')
@@ -180,7 +183,7 @@ def _read_load(session: Session, args: dict) -> load.Load:
         found.layout.rates = [sampled.rates.get(k, 0.0) for k in found.keys]
         for line in sampled.failed[:5]:
             session.notify(f"No bytes-in rate (counted as 0): {line}")
-    elif args["snapshots"]:
+    elif args["snapshots"] is not None:
         from kafka_shell.pipeline import snapshot
         try:
             rates = snapshot.partition_rates(Path(args["snapshots"]).expanduser(), found.snapshot.cluster_id or "")
@@ -191,12 +194,15 @@ def _read_load(session: Session, args: dict) -> load.Load:
 
 
 def goals_table(goals: list[balance.GoalStatus], name: str = "goals", now: bool = False) -> Table:
-    """Each goal that applies, in priority order: its measure (skews in % of the mean, else the
-    partitions or topics that break it) before and after the plan (or `now` only), its target
-    and whether it is met."""
+    """Each goal in priority order: its measure (skews in % of the mean, else the partitions or
+    topics that break it) before and after the plan (or `now` only), its target and whether it
+    is met; a goal that cannot be judged says why, its values empty."""
     rows = []
     for priority, g in enumerate(goals, 1):
         if not g.applies:
+            why = NOT_JUDGED.get(g.goal, "not asked for (--goals)")
+            rows.append([priority, g.goal, g.title, why, None, g.target, None] if now else
+                        [priority, g.goal, g.title, why, None, None, g.target, None, None])
             continue
         spread = g.goal in balance.SPREAD_GOALS
         before, after = (round(g.before * 100, 1), round(g.after * 100, 1)) if spread else (int(g.before), int(g.after))
@@ -206,6 +212,10 @@ def goals_table(goals: list[balance.GoalStatus], name: str = "goals", now: bool 
     columns = ["Priority", "Goal", "Title", "Measure", "Now", "Target", "Met"] if now else \
         ["Priority", "Goal", "Title", "Measure", "Before", "After", "Target", "MetBefore", "MetAfter"]
     return Table(columns, rows, name=name)
+
+
+NOT_JUDGED = {balance.RACK: "not judged: the brokers have no racks (or one)",
+              balance.BYTES_IN: "not judged: no rates (--sample 30s or --snapshots DIR)"}
 
 
 def moves_table(changes: list[balance.Change]) -> Table:
@@ -658,15 +668,16 @@ def _cordon_command(cordon: bool):
             if new is None:
                 messages.append(f"Broker {b}: {'already' if cordon else 'not'} cordoned"
                                 + (f" ({', '.join(dirs)})" if dirs else "") + ": nothing to change.")
-                rows.append([b, ",".join(current), ",".join(current)])
+                rows.append([b, ",".join(current) or None, ",".join(current) or None])
                 continue
             messages += cordons.set_value(conn, b, new, args["dry_run"])
-            rows.append([b, ",".join(current), ",".join(new)])
+            rows.append([b, ",".join(current) or None, ",".join(new) or None])
         if not args["dry_run"]:
             messages.append("The brokers tell the controller at their next heartbeat (a second or two); "
                             "describe-log-dirs shows each dir's state.")
-        return Result(tables=[Table(["Broker", "Before", "After"], rows, name="cordons",
-                                    kinds={"Before": "kept", "After": "kept"})], messages=messages)
+        # The broker's cordoned.log.dirs before and after ("*": Kafka's word for all of them).
+        return Result(tables=[Table(["Broker", "CordonedBefore", "Cordoned"], rows, name="cordons",
+                                    kinds={"CordonedBefore": "kept", "Cordoned": "kept"})], messages=messages)
     return handler
 
 

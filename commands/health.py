@@ -164,9 +164,10 @@ def _lines(f: health.Facts, growing: list[str] | None, judged: bool) -> list[lis
                  "describe-topic --under-replicated-partitions"),
                 ("at_min_isr_partitions", "at-min-ISR partitions", WARNING, "describe-topic --at-min-isr-partitions")):
             keys = f.partitions.get(cls, [])
-            add(severity if keys else OK, check, len(keys), _names(keys) if keys else "none", closer)
+            add(severity if keys else OK, check, len(keys), _names(keys) if keys else "no such partition", closer)
         add(CRITICAL if f.elr_only else OK, "ELR-only partitions", len(f.elr_only),
-            (_names(f.elr_only) + ": no leader; their clean candidates are in the ELR (KIP-966)") if f.elr_only else "none",
+            (_names(f.elr_only) + ": no leader; their clean candidates are in the ELR (KIP-966)") if f.elr_only
+            else "no such partition",
             "describe-topic --unavailable-partitions")
         add(INFO if f.unclean else OK, "unclean elections allowed", len(f.unclean),
             ("topics that may lose data on a failover: " + _names(f.unclean)) if f.unclean else "no topic allows them",
@@ -185,7 +186,8 @@ def _lines(f: health.Facts, growing: list[str] | None, judged: bool) -> list[lis
     if "transactions" not in f.unread and snap is not None:
         hanging = sorted({h.key for h in f.hanging})
         add(WARNING if hanging else OK, "hanging transactions", len(f.hanging),
-            ("open transactions no coordinator will end, in " + _names(hanging)) if hanging else "none",
+            ("open transactions no coordinator will end, in " + _names(hanging)) if hanging
+            else "no open transaction is hanging",
             f"find-hanging-transactions --topic {hanging[0][0]}" if hanging else "find-hanging-transactions --broker-id N")
     if "reassignments" not in f.unread and f.moving:
         add(INFO, "reassignments", f.moving, f"{f.moving} partition(s) moving", "reassign-partitions --list")

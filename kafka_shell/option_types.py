@@ -156,13 +156,13 @@ def byte_size(text: str) -> int:
     return size
 
 
+_PERCENT = re.compile(r"([0-9]+(?:\.[0-9]+)?)%?")
+
+
 def percent(text: str) -> float:
-    """A percentage like 10 or 10% (from 0 to 1000), as a fraction."""
-    value = text.strip().removesuffix("%")
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
+    """A percentage like 10 or 10% (from 0 to 1000, in ASCII digits), as a fraction."""
+    match = _PERCENT.fullmatch(text.strip())
+    number = float(match.group(1)) if match and len(text) <= 20 else -1.0
     if not 0 <= number <= 1000:
         raise ValueError("a percentage like 10 or 10%")
     return number / 100

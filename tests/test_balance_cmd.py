@@ -299,7 +299,7 @@ def test_cordon_and_uncordon_a_broker_and_its_log_dir(env):
         assert overrides(s, ResourceType.BROKER, "2", {"cordoned.log.dirs"}) == {}
         p = run(s, "cordon --broker 2 --log-dir /sandbox/broker-2/data -o json", env)
         assert p.returncode == 0, p.stderr
-        assert json_rows(p.stdout) == [{"Broker": 2, "Before": "", "After": "/sandbox/broker-2/data"}]
+        assert json_rows(p.stdout) == [{"Broker": 2, "CordonedBefore": None, "Cordoned": "/sandbox/broker-2/data"}]
         dirs = json_rows(run(s, "describe-log-dirs -o json", env).stdout, "log_dirs")
         assert {d["Broker"]: d["Cordoned"] for d in dirs} == {1: False, 2: True}
         bad = run(s, "cordon --broker 2 --log-dir /data/other", env)

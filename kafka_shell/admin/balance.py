@@ -1058,16 +1058,12 @@ class _Balancer:
             judged = g in self.goals and g in before and g in after
             b, a = before.get(g, (0.0, True)), after.get(g, (0.0, True))
             statuses.append(GoalStatus(g, TITLES[g], _MEASURES[g], b[0], a[0], b[1], a[1], self._target(g), applies=judged))
-        notes = list(self.notes)
+        notes = list(self.notes)   # a goal not judged (no racks, no rates) says so in its status
         for b in sorted(self.drained):
             for i in sorted(self.on[b]):
                 why = "another of its replicas is on a cordoned broker (Kafka refuses the move)" \
                     if self.pinned(i, b) else "no other broker may take it"
                 notes.append(f"{_name(layout.keys[i])} keeps its replica on drained broker {b}: {why}.")
-        if not self.rack_aware and RACK in self.goals and not notes:
-            notes.append("The rack goal does not apply: the brokers have no racks (or one).")
-        if self.rate is None and BYTES_IN in self.goals:
-            notes.append("The bytes-in goal is not judged: no rates (use --sample 30s or --snapshots DIR).")
         for st in statuses:
             if st.applies and not st.met_after:
                 notes.append(f"Goal {st.goal} ({st.title}) is not met after the plan: {_why(st.goal)}")
