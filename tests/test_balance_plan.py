@@ -4,7 +4,6 @@ cordoned, down brokers), and the data moved against the lower bound it states.""
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 
 import pytest
@@ -14,20 +13,9 @@ from hypothesis import strategies as st
 from kafka_shell.admin import balance as bl
 from kafka_shell.admin.assignment_plan import rack_penalty
 from tests import kafka_generator
+from tests.test_reassign_plan import layout as kafka_layout
 
 MiB = 1 << 20
-
-
-def kafka_layout(topics: int, partitions: int, rf: int, brokers: list[int], racks: dict[int, str] | None = None,
-                 seed: int = 3) -> dict[tuple[str, int], list[int]]:
-    """A cluster as Kafka itself placed it (a random start per topic)."""
-    rng = random.Random(seed)
-    out = {}
-    for t in range(topics):
-        placed = kafka_generator.kafka_assignment(partitions, rf, brokers, racks, rng.randrange(len(brokers)),
-                                                  rng.randrange(len(brokers)))
-        out.update({(f"topic-{t}", p): placed[p] for p in range(partitions)})
-    return out
 
 
 def after(layout: bl.Layout, plan: bl.Plan) -> dict[tuple[str, int], list[int]]:
@@ -134,6 +122,33 @@ def test_a_cordoned_or_down_broker_takes_no_new_replica():
     # The others share what the cordoned one cannot take (the down one is out of the means).
     assert within_one(counts(result, [1, 2, 3, 4]), [1, 2, 3, 4])
     assert plan.changes == [] or met(plan, bl.REPLICAS)
+
+
+def test_a_partition_with_a_replica_on_a_cordoned_broker_is_left_alone():
+    """Kafka refuses any target naming a cordoned broker, a reorder too: such a partition changes
+    only by moving its cordoned replica off (a drain), and keeps its leader otherwise."""
+    current = {("t", p): [1, 2] for p in range(6)} | {("u", p): [3, 1] for p in range(6)}
+    brokers = [bl.Broker(1), bl.Broker(2), bl.Broker(3, cordoned=True), bl.Broker(4)]
+    layout = bl.layout_from(current, brokers, {k: MiB for k in current})
+    plan = bl.plan(layout)
+    assert all(c.key[0] == "t" for c in plan.changes) and plan.changes
+    drained = bl.plan(bl.layout_from(current, [bl.Broker(1), bl.Broker(2), bl.Broker(3, cordoned=True, drained=True),
+                                               bl.Broker(4)], {k: MiB for k in current}))
+    assert all(3 not in c.after for c in drained.changes if c.key[0] == "u")
+    assert len([c for c in drained.changes if c.key[0] == "u"]) == 6
+
+
+def test_a_leadership_drain_changes_only_what_the_broker_leads():
+    current = {("t", p): [1 + p % 3, 1 + (p + 1) % 3, 1 + (p + 2) % 3] for p in range(9)}
+    keys = sorted(current)
+    isr = [tuple(current[k]) for k in keys]
+    layout = bl.Layout({b: bl.Broker(b, leads=(b != 2)) for b in (1, 2, 3)}, keys, [current[k] for k in keys], [MiB] * 9,
+                       leaders=[current[k][0] for k in keys], isr=isr)
+    plan = bl.plan(layout, bl.Options(goals=(bl.LEADERS,), drain_only=True))
+    assert {c.key for c in plan.changes} == {k for k in keys if current[k][0] == 2}
+    assert all(c.reorder_only and c.after[0] != 2 for c in plan.changes)
+    assert Counter(c.after[0] for c in plan.changes) == Counter({1: 2, 3: 1}) or \
+        Counter(c.after[0] for c in plan.changes) == Counter({1: 1, 3: 2})
 
 
 def test_replicas_on_a_down_broker_stay_where_they_are():
