@@ -538,7 +538,10 @@ def drain_broker(session: Session, args: dict) -> Result | Proposal:
                          "try again when they answer")
 
     def apply() -> Result:
-        return _drain(session, args, found, leaders, moves, cordon_why is None and not args["no_cordon"])
+        result = _drain(session, args, found, leaders, moves, cordon_why is None and not args["no_cordon"])
+        if cordon_why:
+            result.messages.append(f"Broker {b} is not cordoned: {cordon_why}; new partitions may land on it.")
+        return result
     return Proposal(question=f"Drain broker {b}{' of every replica' if moves else ''}?",
                     refusal=f"drain-broker {b} changes the cluster", apply=apply)
 
