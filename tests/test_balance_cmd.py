@@ -334,3 +334,69 @@ def test_health_names_a_broker_that_does_not_answer_and_says_it_is_partial(env):
         unknown = [r for r in json_rows(p.stdout) if r["Severity"] == "unknown"]
         assert [r["Check"] for r in unknown] == ["balance"] and "broker 2" in unknown[0]["Detail"]
         assert "partial" in p.stderr
+
+
+class Writer:
+    """A real producer writing to one partition until stopped (bytes in, lag that grows)."""
+
+    def __init__(self, sandbox, topic: str, partition: int, size: int = 2000):
+        import threading
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(sandbox, topic, partition, size), daemon=True)
+        self.thread.start()
+
+    def _run(self, sandbox, topic: str, partition: int, size: int) -> None:
+        from confluent_kafka import Producer
+        producer = Producer({"bootstrap.servers": sandbox.bootstrap, "linger.ms": 5, "log_level": 0})
+        while not self.stop.is_set():
+            producer.produce(topic, b"x" * size, partition=partition)
+            producer.poll(0)
+            time.sleep(0.005)
+        producer.flush(10)
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(30)
+
+
+def test_sampled_bytes_in_is_a_goal_of_its_own(cluster, env):
+    with Writer(cluster, "t0", 0):
+        p = run(cluster, "balance --sample 2s -o json", env)
+    assert p.returncode == 0, p.stderr
+    assert "Sampling log end offsets for 2 s" in p.stderr
+    goals = {g["Goal"]: g for g in json_rows(p.stdout, "goals")}
+    assert goals["bytes_in"]["Measure"] == "skew (% of the mean)" and goals["bytes_in"]["Before"] > 0
+    assert goals["bytes_in"]["MetAfter"] in (True, False)
+
+
+def test_bytes_in_from_two_snapshots(cluster, env, tmp_path):
+    snapshots = tmp_path / "snapshots"
+    assert run(cluster, f"snapshot --output-dir {snapshots}", env).returncode == 0
+    produce(cluster, "t1", 0, 40, 1000)
+    assert run(cluster, f"snapshot --output-dir {snapshots}", env).returncode == 0
+    p = run(cluster, f"balance --snapshots {snapshots} -o json", env)
+    assert p.returncode == 0, p.stderr
+    goals = {g["Goal"]: g for g in json_rows(p.stdout, "goals")}
+    assert goals["bytes_in"]["Measure"] == "skew (% of the mean)" and goals["bytes_in"]["Before"] > 0
+    one = tmp_path / "one"
+    assert run(cluster, f"snapshot --output-dir {one}", env).returncode == 0
+    short = run(cluster, f"balance --snapshots {one}", env)
+    assert_one_line_error(short, 2)
+    assert "two are needed" in short.stderr
+
+
+def test_health_sees_a_groups_lag_grow(env):
+    with Sandbox(brokers=3) as s:
+        s.call(sandbox_admin.create_topic, s.cluster, "t", 1, 3, [[1, 2, 3]])
+        produce(s, "t", 0, 5, 100)
+        from tests.test_groups_cmd import commit
+        commit(s, "stalled", "t", {0: 1})
+        with Writer(s, "t", 0, 100):
+            p = run(s, "health --lag-window 2s -o json", env)
+        rows = {r["Check"]: r for r in json_rows(p.stdout)}
+        assert p.returncode == 3, p.stdout + p.stderr
+        assert rows["consumer lag"]["Severity"] == "warning" and "stalled" in rows["consumer lag"]["Detail"]
+        assert rows["consumer lag"]["LookCloser"] == "describe-group stalled"
