@@ -60,6 +60,12 @@ def measured(layout: bl.Layout, assignment: dict[tuple[str, int], list[int]]) ->
     return {g.goal: g for g in bl.measure(after)}
 
 
+def shown(g: bl.GoalStatus) -> str:
+    """A goal's measure as measured (before == after): a skew in %, else a count."""
+    value = f"{g.before * 100:.1f}%" if g.goal in bl.SPREAD_GOALS else f"{g.before:.1f}"
+    return value + ("" if g.met_before else " (not met)")
+
+
 def moved(layout: bl.Layout, assignment: dict) -> tuple[int, int]:
     replicas = data = 0
     for k, old, size in zip(layout.keys, layout.replicas, layout.sizes):
@@ -116,12 +122,7 @@ def against_kafka() -> None:
         for goal in bl.GOALS:
             if not before[goal].applies:
                 continue
-            unit = "%" if goal in bl.SPREAD_GOALS else ""
-            scale = 100 if unit else 1
-
-            def show(g: bl.GoalStatus) -> str:
-                return f"{g.before * scale:.1f}{unit}{'' if g.met_before else ' (not met)'}"
-            rows.append((f"{goal} after (was {show(before[goal])})", show(k_goals[goal]), show(o_goals[goal]), ""))
+            rows.append((f"{goal} after (was {shown(before[goal])})", shown(k_goals[goal]), shown(o_goals[goal]), ""))
         width = max(len(r[0]) for r in rows)
         print(f"  {'':{width}}  {'Kafka --generate':>22}  {'balance':>22}  balance/Kafka")
         for name, k, o, ratio in rows:
