@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_shell.admin import balance, cordons, elections, load, reassignments, runs, throttles
+from kafka_shell.admin import balance, cluster, cordons, elections, load, reassignments, runs, throttles
 from kafka_shell.admin.balance import GOALS
 from kafka_shell.errors import ShellError, UsageError
 from kafka_shell.files import FileExists
@@ -32,8 +32,8 @@ from kafka_shell.option_types import broker_id, byte_size, choice_list, duration
 from kafka_shell.registry import Confirm, Option, command
 from kafka_shell.render import Proposal, Result, Table
 
-from commands.reassign import (Progress, as_json, bytes_copied, clear_throttles, cluster_key, rate, read_keys,
-                               read_reassignment, set_throttles, write_file)
+from commands.reassign import (Progress, as_json, bytes_copied, clear_throttles, rate, read_keys, read_reassignment,
+                               set_throttles, write_file)
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
@@ -44,6 +44,12 @@ POLL_S = 1.0
 ELECTION_TIMEOUT_MS = 30000
 REQUEST_CHUNK = 1000          # partitions per AlterPartitionReassignments request
 DEFAULT_MAX_MOVES = 50
+
+
+def run_key(session: Session) -> str:
+    """Which cluster a recorded run or drain belongs to: its id, read now (any session, whatever
+    bootstrap list it was given, finds the same record)."""
+    return cluster.cluster_id(session.conn) or session.conn.bootstrap
 
 
 def _name(key: Key) -> str:
@@ -114,10 +120,15 @@ PLAN_ONLY = ("--goals", "--topic", "--disk-threshold", "--sample", "--snapshots"
                    "balance --execute --max-moves 20 --throttle 50000000", "balance --resume", "balance --cancel"))
 def balance_cmd(session: Session, args: dict) -> Result | Proposal:
     _check_balance_options(args)
-    if args["cancel"]:
-        return cancel_run(session)
-    if args["resume"]:
-        record = runs.load_run(cluster_key(session))
+    if args["cancel"] or args["resume"]:
+        record = runs.load_run(run_key(session))
+        if args["dry_run"]:
+            what = "cancel" if args["cancel"] else "go on with"
+            return Result.message(f"Would {what} the recorded run: {record.get('what', 'balance')}, "
+                                  f"{len(record.get('targets', {}))} partition(s) (dry run)." if record else
+                                  "No balance run is recorded for this cluster (dry run).")
+        if args["cancel"]:
+            return cancel_run(session)
         if record is None:
             raise ShellError("No balance run is recorded for this cluster: nothing to resume (plan one with balance)")
         return execute_run(session, record, resumed=True)
@@ -310,7 +321,7 @@ def execute_run(session: Session, record: dict, resumed: bool) -> Result:
     """Run (or go on with) a recorded run until every partition is at its target, a refusal or
     Ctrl-C; then remove the throttles and elect the preferred leaders."""
     conn = session.conn
-    cluster = cluster_key(session)
+    owner = run_key(session)
     run = _Run(record)
     ongoing = reassignments.ongoing(conn)
     foreign = sorted(k for k in ongoing if k not in run.targets)
@@ -318,7 +329,7 @@ def execute_run(session: Session, record: dict, resumed: bool) -> Result:
         raise ShellError(f"Cannot {'resume' if resumed else 'execute'}: {len(foreign)} other partition reassignment(s) "
                          f"are in progress ({', '.join(map(_name, foreign[:5]))}): wait for them "
                          "(reassign-partitions --blocking) or cancel them")
-    runs.save_run(cluster, record)
+    runs.save_run(owner, record)
     snap = read_keys(session, run.targets)
     now = _replicas_now(snap, run.targets)
     for key, target in run.targets.items():
@@ -346,7 +357,7 @@ def execute_run(session: Session, record: dict, resumed: bool) -> Result:
                               "Go on with: balance --resume; stop with: balance --cancel", exit_code=INTERRUPTED)
     messages += clear_throttles(session, False, {})
     messages += _elect(session, run)
-    runs.save_run(cluster, None)
+    runs.save_run(owner, None)
     rows = [[k[0], k[1], "failed" if k in run.failed else "done", run.targets[k], run.failed.get(k)]
             for k in sorted(run.targets)]
     table = Table(["Topic", "Partition", "Status", "Target", "Error"], rows, name="status")
@@ -464,8 +475,8 @@ def _elect(session: Session, run: _Run) -> list[str]:
 
 
 def cancel_run(session: Session) -> Result:
-    cluster = cluster_key(session)
-    record = runs.load_run(cluster)
+    owner = run_key(session)
+    record = runs.load_run(owner)
     if record is None:
         return Result.message("No balance run is recorded for this cluster: nothing to cancel.",
                               *clear_throttles(session, False))
@@ -483,7 +494,7 @@ def cancel_run(session: Session) -> Result:
     else:
         messages.append("None of the run's partitions is moving.")
     messages += clear_throttles(session, False)
-    runs.save_run(cluster, None)
+    runs.save_run(owner, None)
     messages.append(f"The recorded run ({record.get('what', 'balance')}) is forgotten; partitions already moved stay.")
     return Result.message(*messages)
 
@@ -549,14 +560,14 @@ def drain_broker(session: Session, args: dict) -> Result | Proposal:
 def _drain(session: Session, args: dict, found: load.Load, leaders: balance.Plan, moves: balance.Plan | None,
            cordon: bool) -> Result:
     b = args["broker"]
-    cluster = cluster_key(session)
-    drains = runs.load_drains(cluster)
+    owner = run_key(session)
+    drains = runs.load_drains(owner)
     previous = drains.get(b, {})
     orders = dict(previous.get("orders", {}))
     orders.update({runs.key_text(c.key): list(c.before) for c in leaders.changes})
     # The cordon it had before the first drain, which undrain-broker puts back.
     before_cordon = previous["cordon"] if "cordon" in previous else (cordons.value(session.conn, b) if cordon else [])
-    runs.save_drain(cluster, b, {"orders": orders, "cordon": before_cordon, "replicas": bool(moves)})
+    runs.save_drain(owner, b, {"orders": orders, "cordon": before_cordon, "replicas": bool(moves)})
     messages: list[str] = []
     result = Result()
     if leaders.changes:   # reorders first: Kafka refuses any target naming a cordoned broker
@@ -601,8 +612,8 @@ def _cordon_broker(session: Session, b: int) -> list[str]:
 def undrain_broker(session: Session, args: dict) -> Result | Proposal:
     conn = session.conn
     b = args["broker"]
-    cluster = cluster_key(session)
-    drained = runs.load_drains(cluster).get(b)
+    owner = run_key(session)
+    drained = runs.load_drains(owner).get(b)
     found = load.read(conn, None)
     if b not in found.snapshot.brokers:
         raise UsageError(f"Broker {b} is not live in the cluster (brokers: {_ids(sorted(found.snapshot.brokers))}): "
@@ -636,7 +647,7 @@ def undrain_broker(session: Session, args: dict) -> Result | Proposal:
                                      {}, None, REQUEST_CHUNK, None, f"undrain-broker {b}")
             result = execute_run(session, record, resumed=False)
             out += result.messages
-        runs.save_drain(cluster, b, None)
+        runs.save_drain(owner, b, None)
         out.append(f"Broker {b} is back; balance moves replicas onto it if it holds fewer than the others.")
         return Result(tables=result.tables, messages=out, exit_code=result.exit_code)
     return Proposal(question=f"Bring broker {b} back (uncordon, {len(changes)} leader change(s))?",
