@@ -78,7 +78,7 @@ def moved(layout: bl.Layout, assignment: dict) -> tuple[int, int]:
 
 def against_kafka() -> None:
     from kafka_shell.admin import load
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
     from kafka_shell.sandbox import admin as sandbox_admin
     from kafka_shell.sandbox.server import Sandbox
     from tests import kafka_generator

@@ -26,17 +26,17 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import balance, cluster, cordons, elections, load, reassignments, runs, throttles
 from kafka_shell.admin.balance import GOALS
-from kafka_shell.errors import ShellError, UsageError
-from kafka_shell.files import FileExists
-from kafka_shell.option_types import broker_id, byte_size, choice_list, duration, percent, positive_int
-from kafka_shell.registry import Confirm, Option, command
-from kafka_shell.render import Proposal, Result, Table
+from kafka_shell.base.errors import ShellError, UsageError
+from kafka_shell.base.files import FileExists
+from kafka_shell.declarations.option_types import broker_id, byte_size, choice_list, duration, percent, positive_int
+from kafka_shell.declarations.registry import Confirm, Option, command
+from kafka_shell.declarations.render import Proposal, Result, Table
 
 from commands.reassign import (Progress, as_json, bytes_copied, clear_throttles, rate, read_keys, read_reassignment,
                                set_throttles, write_file)
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 Key = tuple[str, int]
 INTERRUPTED = 130

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import health
 from kafka_shell.admin.balance import SPREAD_GOALS
-from kafka_shell.deadline import Deadline
-from kafka_shell.option_types import duration
-from kafka_shell.registry import Option, command
-from kafka_shell.render import Result, Table, output_text
+from kafka_shell.base.deadline import Deadline
+from kafka_shell.declarations.option_types import duration
+from kafka_shell.declarations.registry import Option, command
+from kafka_shell.declarations.render import Result, Table, output_text
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 CRITICAL, WARNING, UNKNOWN, INFO, OK = "critical", "warning", "unknown", "info", "ok"
 ORDER = {CRITICAL: 0, UNKNOWN: 1, WARNING: 2, INFO: 3, OK: 4}

@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_shell.codes import ApiKey
-from kafka_shell.errors import NotSupported
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.base.errors import NotSupported
 
 from kafka_shell.admin import configs, features, log_dirs
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 KEY = "cordoned.log.dirs"
 ALL = "*"

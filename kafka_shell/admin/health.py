@@ -15,16 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kafka_shell.codes import ApiKey
-from kafka_shell.deadline import Deadline
-from kafka_shell.errors import ShellError
-from kafka_shell.metadata import KRAFT
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.base.deadline import Deadline
+from kafka_shell.base.errors import ShellError
+from kafka_shell.connection.metadata import KRAFT
 
 from kafka_shell.admin import balance, cluster, configs, groups, load, offsets, quorum, reassignments, topics, transactions
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
-    from kafka_shell.metadata import ClusterSnapshot
+    from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.connection.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
 UNCLEAN = "unclean.leader.election.enable"

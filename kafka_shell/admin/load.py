@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from kafka_shell.admin import balance, log_dirs, offsets, topics
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
-    from kafka_shell.metadata import ClusterSnapshot
+    from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.connection.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
 

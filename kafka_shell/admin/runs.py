@@ -3,7 +3,7 @@ the balance (or drain) run it executes (its targets, whether to throttle, what t
 which `balance --resume` continues and `balance --cancel` stops; and the brokers it drained (each
 one's replica orders before the drain, and its cordon before), which `undrain-broker` restores.
 
-One JSON file each in the user's data dir (see kafka_shell/paths.py), keyed by cluster id,
+One JSON file each in the user's data dir (see kafka_shell/base/paths.py), keyed by cluster id,
 written atomically and readable by its owner only (as throttles.py keeps the throttles).
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kafka_shell.files import read_owned, write_json_owned
-from kafka_shell.paths import data_dir
+from kafka_shell.base.files import read_owned, write_json_owned
+from kafka_shell.base.paths import data_dir
 
 Key = tuple[str, int]
 RUNS, DRAINS = "balance-runs.json", "drains.json"
