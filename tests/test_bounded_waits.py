@@ -123,3 +123,51 @@ def test_whole_cluster_slow(sandbox):
         sandbox.delay(b, 40_000)
     p = bounded("--bootstrap-server", sandbox.bootstrap, "--command", "list-topics")
     assert_one_line_error(p, 1, f"within {TIMEOUT_S} s", "did not answer")
+
+
+# -- bootstrap: every address tried within one deadline, as librdkafka fails over ----------------
+
+
+def _listed_first(first: str, sandbox) -> str:
+    return f"{first},{sandbox.bootstrap}"
+
+
+@pytest.mark.parametrize("first", ["hung broker", "silent socket", "refused", "unresolvable"])
+def test_a_bad_first_bootstrap_address_costs_nothing_when_another_answers(sandbox, first):
+    with silent_listener() as silent, socket.socket() as unbound:
+        unbound.bind(("127.0.0.1", 0))
+        if first == "hung broker":
+            sandbox.delay(1, 60_000)   # broker 1 is listed first in the sandbox's bootstrap
+            servers = sandbox.bootstrap
+        else:
+            bad = {"silent socket": silent, "refused": f"127.0.0.1:{unbound.getsockname()[1]}",
+                   "unresolvable": "nosuchhost.invalid:9092"}[first]
+            servers = _listed_first(bad, sandbox)
+        p = bounded("--bootstrap-server", servers, "--command", "describe-cluster -o jsonl")
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr
+    brokers = [line for line in p.stdout.splitlines() if '"table": "brokers"' in line]
+    assert len(brokers) == 3
+
+
+def test_addresses_none_of_which_resolve_fail_at_once():
+    # --timeout 60, bounded far below it: no resolving address is waited for.
+    import subprocess
+    p = subprocess.run([*SHELL, "--timeout", "60", "--bootstrap-server", "nosuchhost.invalid:9092,also.invalid:9093",
+                        "--command", "list-topics"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                       timeout=TIMEOUT_S + SLACK_S)
+    assert_one_line_error(p, 1, "Cannot reach any broker of nosuchhost.invalid:9092,also.invalid:9093: ",
+                          "nosuchhost.invalid:9092", "also.invalid:9093")
+    assert "within" not in p.stderr
+
+
+def test_the_repl_opens_when_a_later_bootstrap_address_answers(sandbox, tmp_path):
+    from tests.test_repl import Terminal
+    with silent_listener() as silent:
+        term = Terminal(tmp_path, ("--bootstrap-server", _listed_first(silent, sandbox), "--timeout", str(TIMEOUT_S)),
+                        timeout=TIMEOUT_S + SLACK_S + 10)
+        try:
+            assert "Connected to cluster" in term.prompt()
+            assert "broker" in term.run("list-brokers", "Role")
+        finally:
+            term.child.terminate(force=True)
