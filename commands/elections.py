@@ -123,14 +123,17 @@ def elect(session: Session, args: dict, kind: int, name: str) -> Result:
     elections.require(session.conn, kind)
     if args["dry_run"]:
         return predict(snap, entries, kind)
-    if args["all_topic_partitions"] and not entries:
-        outcomes = elections.elect_all(session.conn, kind, args["timeout_ms"])
-    else:
-        outcomes = elections.elect(session.conn, entries, kind, args["timeout_ms"])
+    # The controller may take --timeout-ms over the elections, and --blocking as long again.
+    with session.bounded(session.conn.timeout_s + args["timeout_ms"] / 1000):
+        if args["all_topic_partitions"] and not entries:
+            outcomes = elections.elect_all(session.conn, kind, args["timeout_ms"])
+        else:
+            outcomes = elections.elect(session.conn, entries, kind, args["timeout_ms"])
     result = report(outcomes, kind)
     elected = [e for e in entries if outcomes[e[:2]].state == ELECTED]
     if args["blocking"] and elected:
-        waited = wait_for_leaders(session, snap, elected, kind, args["timeout_ms"])
+        with session.bounded(args["timeout_ms"] / 1000):
+            waited = wait_for_leaders(session, snap, elected, kind, args["timeout_ms"])
         result.messages.append(waited.messages[0])
         result.exit_code = max(result.exit_code, waited.exit_code)
     return result

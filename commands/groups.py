@@ -14,8 +14,11 @@ import re
 import time
 from typing import TYPE_CHECKING
 
+from kafka_shell import failure_lines
 from kafka_shell.admin import groups, offsets, topics
+from kafka_shell.admin.errors import gone
 from kafka_shell.admin.offsets import EARLIEST, LATEST
+from kafka_shell.answers import Answers
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.files import read_text
 from kafka_shell.option_types import group_id, iso_epoch_ms
@@ -170,7 +173,8 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
                                   if topic is None or k[0] == topic) for d in found}
     names = sorted({t for ks in keys_of.values() for t, _ in ks})
     ends = offsets.log_offsets(session.conn, session.conn.read(names), {k for ks in keys_of.values() for k in ks},
-                               LATEST) if names else {}
+                               LATEST) if names else Answers()
+    failures += failure_lines.partition_lines({k: e for k, e in ends.errors.items() if not gone(e)})
     rows: list[list] = []
     by_topic: dict[tuple[str, str], list] = {}
     by_group: list[list] = []
@@ -179,16 +183,14 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
         total: int | None = None
         for key in keys_of[d.group_id]:
             current = committed[d.group_id].get(key)
-            end = ends[key]
-            if end.gone:
+            end = ends.rows.get(key)
+            if gone(ends.errors.get(key)):
                 # As Kafka's tool: a deleted topic's offsets show without a log end, no failure.
-                gone = (f"Topic {key[0]} no longer exists: group '{shown(d.group_id)}' still has offsets for it "
+                note = (f"Topic {key[0]} no longer exists: group '{shown(d.group_id)}' still has offsets for it "
                         "(delete-offsets removes them).")
-                if gone not in messages:
-                    messages.append(gone)
-            elif end.error:
-                failures.append(end.error)
-            leo = None if end.error else end.offset
+                if note not in messages:
+                    messages.append(note)
+            leo = None if end is None else end.offset
             lag = leo - current if leo is not None and current is not None else None
             m = owners[d.group_id].get(key)
             rows.append([d.group_id, key[0], key[1], current, leo, lag, m.member_id if m else None,
@@ -363,13 +365,8 @@ def reset_targets(session: Session, snap: ClusterSnapshot, keys: list[Key], comm
 
     def log_at(timestamp: int) -> dict[Key, int]:
         answers = offsets.log_offsets(session.conn, snap, keys, timestamp)
-        good = {}
-        for key, a in answers.items():
-            if a.error:
-                failures.append(a.error)
-            else:
-                good[key] = a.offset
-        return good
+        failures.extend(failure_lines.partition_lines(answers.errors))
+        return {key: a.offset for key, a in answers.rows.items()}
 
     if not keys:
         return {}

@@ -490,10 +490,11 @@ def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume:
     except KeyboardInterrupt:
         return Result.message("Stopped waiting; the reassignment goes on. Resume waiting with: "
                               f"reassign-partitions {resume}--blocking", exit_code=INTERRUPTED)
-    if keys is not None and args.get(dest(FILE)):
-        return status(session, args, read_reassignment(args[dest(FILE)]))
-    return Result.message("No partition reassignment in progress.",
-                          *clear_throttles(session, args["preserve_throttles"], {}))
+    with session.bounded():   # the waiting had no bound but the moves' end: what follows has --timeout
+        if keys is not None and args.get(dest(FILE)):
+            return status(session, args, read_reassignment(args[dest(FILE)]))
+        return Result.message("No partition reassignment in progress.",
+                              *clear_throttles(session, args["preserve_throttles"], {}))
 
 
 def wait(session: Session, keys: set[Key] | None, progress: Progress) -> None:
@@ -503,14 +504,15 @@ def wait(session: Session, keys: set[Key] | None, progress: Progress) -> None:
     failing: Deadline | None = None   # from the first failure of a run of them
     while True:
         try:
-            moving = reassignments.ongoing(session.conn)
-            pending = {k: m for k, m in moving.items() if keys is None or k in keys}
-            if total is None:
-                total = len(pending)
-            if not pending:
-                progress.done()
-                return
-            copied, size = bytes_copied(session, pending)
+            with session.bounded():   # each poll within --timeout
+                moving = reassignments.ongoing(session.conn)
+                pending = {k: m for k, m in moving.items() if keys is None or k in keys}
+                if total is None:
+                    total = len(pending)
+                if not pending:
+                    progress.done()
+                    return
+                copied, size = bytes_copied(session, pending)
             failing = None
         except ShellError as exc:
             failing = failing or Deadline(GIVE_UP_S)

@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING
 
 from commands.groups import (EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SPECIFIERS, deleted_offsets, export_plan,
                              read_partitions, read_plan, reset_targets)
+from kafka_shell import failure_lines
 from kafka_shell.admin import groups, offsets, share_groups, streams_groups, topics
+from kafka_shell.admin.errors import gone
 from kafka_shell.admin.offsets import EARLIEST, LATEST
+from kafka_shell.answers import Answers
 from kafka_shell.admin.streams_groups import tasks_text
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.option_types import choice_list, group_id
@@ -282,24 +285,24 @@ def _offsets(session: Session, found: list[streams_groups.StreamsGroup], topic: 
         keys[d.group_id] = sorted(k for k in wanted if topic is None or k[0] == topic)
     every = {k for ks in keys.values() for k in ks}
     snap = session.conn.read(sorted({t for t, _ in every})) if every else None
-    ends = offsets.log_offsets(session.conn, snap, every, LATEST) if snap else {}
-    starts = offsets.log_offsets(session.conn, snap, every, EARLIEST) if snap else {}
-    rows, gone = [], set()
+    ends = offsets.log_offsets(session.conn, snap, every, LATEST) if snap else Answers()
+    starts = offsets.log_offsets(session.conn, snap, every, EARLIEST) if snap else Answers()
+    failures += failure_lines.partition_lines({k: e for k, e in {**starts.errors, **ends.errors}.items() if not gone(e)})
+    rows, deleted = [], set()
     for d in found:
         for key in keys[d.group_id]:
-            current, end, start = committed[d.group_id].offsets.get(key), ends[key], starts[key]
-            if end.gone or start.gone:   # an internal topic deleted with a reset: its offsets stay
-                gone.add(key[0])
+            current, end, start = committed[d.group_id].offsets.get(key), ends.rows.get(key), starts.rows.get(key)
+            if gone(ends.errors.get(key)) or gone(starts.errors.get(key)):
+                deleted.add(key[0])   # an internal topic deleted with a reset: its offsets stay
                 rows.append([d.group_id, key[0], key[1], current, None, None])
-            elif (problem := end.error or start.error) is not None:
-                failures.append(problem)
+            elif end is None or start is None:
                 rows.append([d.group_id, key[0], key[1], current, None, None])
             else:
                 rows.append([d.group_id, key[0], key[1], current, end.offset,
                              end.offset - (current if current is not None else start.offset)])
     notes = [f"Streams group '{shown(d.group_id)}' has no active members." for d in found if not d.members]
     notes += [f"Topic '{shown(t)}' does not exist (any more); the group still holds offsets for it."
-              for t in sorted(gone)]
+              for t in sorted(deleted)]
     return Result.outcome([Table(["Group", "Topic", "Partition", "CurrentOffset", "LogEndOffset", "Lag"], rows,
                                  name="offsets")], notes, failures)
 

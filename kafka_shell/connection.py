@@ -39,17 +39,22 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import functools
+import itertools
 import logging
-from collections.abc import Callable, Iterable
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TypeVar
 
 from kafka_shell import controller_history, protocol
 from kafka_shell.authorization import authorization_message, is_authorization_error
 from kafka_shell.cache import MetadataCache, read_snapshot
-from kafka_shell.channel import Channel, ConnectionLost, NoAnswer, operation_seconds
+from kafka_shell.answers import LEADER, REPLICA, AdminError, Answers, Target
+from kafka_shell.channel import Channel, ConnectionLost, ConnectionRefused, NoAnswer, operation_seconds
 from kafka_shell.client_config import librdkafka_properties, parse_bootstrap
 from kafka_shell.codes import ApiKey, Error
-from kafka_shell.deadline import Deadline
+from kafka_shell.deadline import Budget, Deadline
 from kafka_shell.errors import ClusterUnreachable, KafkaCallError, NotSupported
 from kafka_shell.metadata import KRAFT, ClusterSnapshot, ControllerInfo, Quorum
 from kafka_shell.router import Router, unreachable_message
@@ -62,7 +67,10 @@ _librdkafka_log.addHandler(logging.NullHandler())  # quiet unless --debug config
 
 MAX_ATTEMPTS = 5
 MAX_PARALLEL = 16     # brokers asked at once by each_broker
+RETRY_PAUSE_S = 0.1   # before a named broker that failed is asked again (replica_requests, patient)
+LAST_WORD_S = 0.2     # past the deadline, for brokers still asked to say why they did not answer
 T = TypeVar("T")
+Key = tuple[str, int]
 # Mutations that leave the same state when applied twice: safe to resend after a lost answer.
 IDEMPOTENT_MUTATIONS = {ApiKey.ALTER_CONFIGS, ApiKey.ALTER_REPLICA_LOG_DIRS,
                         ApiKey.ELECT_LEADERS,  # a second run answers ELECTION_NOT_NEEDED
@@ -70,6 +78,15 @@ IDEMPOTENT_MUTATIONS = {ApiKey.ALTER_CONFIGS, ApiKey.ALTER_REPLICA_LOG_DIRS,
 # Errors that mean "ask again, maybe elsewhere" (Kafka's AdminClient retries these).
 COORDINATOR_RETRIABLE = {Error.not_coordinator, Error.coordinator_load_in_progress,
                          Error.coordinator_not_available}
+# A partition whose leader moved or is not known yet where it was asked: located again by a fresh
+# read and asked again. Kafka's AdminClient unmaps these in its partition-leader handlers
+# (DeleteRecordsHandler: every InvalidMetadataException; AbortTransactionHandler;
+# PartitionLeaderStrategy's lookup), and retries the leader epoch errors. Ints: they are compared
+# with 100,000s of answers.
+LEADER_MOVED = frozenset(int(e) for e in (
+    Error.not_leader_or_follower, Error.leader_not_available, Error.replica_not_available,
+    Error.broker_not_available, Error.kafka_storage_error, Error.fenced_leader_epoch,
+    Error.unknown_leader_epoch, Error.unknown_topic_or_partition))
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1        # FindCoordinator's key type of a transactional id
 BATCHED_FIND_COORDINATOR = 4    # FindCoordinator takes many keys from v4
@@ -79,6 +96,10 @@ class BrokerAnswers(NamedTuple):
     """Per broker its answer, or why it did not answer (partial failure is a value)."""
     answers: dict[int, Any]
     failed: dict[int, str]
+
+
+class Silent(KafkaCallError):
+    """A broker did not answer before the deadline."""
 
 
 class Unanswered(NamedTuple):
@@ -91,8 +112,10 @@ class Unanswered(NamedTuple):
 class ConnectionManager:
     def __init__(self, bootstrap: str, properties: dict[str, str] | None = None,
                  timeout_s: float = 10.0, notify: Callable[[str], None] | None = None,
-                 bootstrap_controllers: str | None = None, debug: Callable[[str], None] | None = None):
+                 bootstrap_controllers: str | None = None, debug: Callable[[str], None] | None = None,
+                 budget: Budget | None = None):
         self.bootstrap = bootstrap
+        self.budget = budget or Budget()   # the running command's: caps every deadline made here
         self.properties = dict(properties or {})
         self.timeout_s = timeout_s
         self.notify = notify or (lambda message: None)
@@ -109,11 +132,12 @@ class ConnectionManager:
         self.notify(message)  # looked up at call time: the session may set notify later
 
     def deadline(self, operation_ms: float = 0) -> Deadline:
-        """--timeout from now, plus a broker's own operation timeout (so its answer is not cut off)."""
-        return Deadline(self.timeout_s, operation_ms / 1000)
+        """--timeout from now, plus a broker's own operation timeout (so its answer is not cut
+        off), within what is left of the running command's --timeout (`budget`)."""
+        return self.budget.cap(Deadline(self.timeout_s, operation_ms / 1000))
 
     def _deadline_for(self, body: dict | None, given: Deadline | None) -> Deadline:
-        return given if given is not None else Deadline(self.timeout_s, operation_seconds(body))
+        return given if given is not None else self.budget.cap(Deadline(self.timeout_s, operation_seconds(body)))
 
     # -- the cache (completion, toolbar, routing) --------------------------------------------
 
@@ -154,12 +178,13 @@ class ConnectionManager:
 
     # -- fresh reads (what commands show and plan from) --------------------------------------
 
-    def read(self, topics: Iterable[str] | None = None, controller: bool = False) -> ClusterSnapshot:
+    def read(self, topics: Iterable[str] | None = None, controller: bool = False,
+             deadline: Deadline | None = None) -> ClusterSnapshot:
         """The cluster as it is now: one Metadata request for the named topics (all when None;
         a missing topic is simply absent) with its live brokers, and with `controller` the
         active controller by the cluster's own rules. A full read also refreshes the cache."""
         try:
-            snap = read_snapshot(self.router, self.deadline(), topics, controller)
+            snap = read_snapshot(self.router, deadline or self.deadline(), topics, controller)
         except ClusterUnreachable:
             self.cache.mark_unreachable()
             raise
@@ -331,6 +356,135 @@ class ConnectionManager:
         return BrokerAnswers({b: answers[b] for b in brokers if b in answers},
                              {b: failed[b] for b in brokers if b in failed})
 
+    # -- partition leaders, and named brokers' own replicas ------------------------------------
+
+    def leader_requests(self, keys: Iterable[Key], api_key: int, body_for: Callable[[list[Key], int], dict],
+                        parts_of: Callable[[Any], Iterable[tuple[Key, Any]]], *, snap: ClusterSnapshot | None = None,
+                        batch: int | None = None, mutation: bool = False, max_version: int | None = None,
+                        deadline: Deadline | None = None) -> Answers[Key, Any]:
+        """Each partition's part of its leader's answer: the partitions grouped by leader (from
+        `snap`, the caller's fresh read, else a read now), one request per leader (`batch`
+        partitions at most), all leaders at once. Partitions answered with a leader-moved code
+        (LEADER_MOVED), or whose leader could not be reached, are located again by a fresh read
+        and asked again with backoff, within one deadline. `body_for(partitions, version)` makes
+        a request; `parts_of(answer)` gives its (partition, part) pairs. A part with an error
+        code, a leader that did not answer (named with the partitions it was asked about), a
+        partition without a leader or that does not exist: an AdminError in `errors`. A
+        mutation is asked again only where nothing was applied (a leader-moved code, a
+        connection that failed before the request was sent)."""
+        deadline = deadline or self.deadline()
+        keys = list(dict.fromkeys(keys))
+        rows: dict[Key, Any] = {}
+        errors: dict[Key, AdminError] = {}
+        fan = _FanOut(deadline)
+        relocations = 0
+
+        def locate(pending: list[Key], now: ClusterSnapshot) -> None:
+            by_leader: dict[int, list[Key]] = {}
+            for key in pending:
+                topic = now.topics.get(key[0])
+                if topic is None or not 0 <= key[1] < len(topic.partitions):
+                    errors[key] = AdminError(Error.unknown_topic_or_partition, Target(LEADER, -1, (key,)))
+                elif topic.partitions[key[1]].leader < 0:
+                    errors[key] = AdminError(Error.leader_not_available, Target(LEADER, -1, (key,)))
+                else:
+                    by_leader.setdefault(topic.partitions[key[1]].leader, []).append(key)
+            for leader, mine in sorted(by_leader.items()):
+                fan.submit(leader, mine, functools.partial(
+                    self._ask_node, leader, mine, api_key, body_for, parts_of, batch, mutation, max_version, deadline))
+
+        locate(keys, snap if snap is not None else self.read(sorted({t for t, _ in keys}), deadline=deadline))
+        for leader, asked, outcome in fan.results():
+            again = self._settle_parts(leader, asked, outcome, LEADER, api_key, deadline, rows, errors,
+                                       retry=LEADER_MOVED, mutation=mutation)
+            if again and relocations + 1 < MAX_ATTEMPTS and deadline.backoff():
+                relocations += 1
+                self.debug(f"{len(again)} partition(s) to ask again: the leader moved or could not be reached")
+                try:
+                    now = self.read(sorted({t for t, _ in again}), deadline=deadline)
+                except (ClusterUnreachable, KafkaCallError, ConnectionLost) as exc:
+                    log.debug("reading the leaders again failed: %s", exc)
+                    continue
+                locate(again, now)
+        return Answers({k: rows[k] for k in keys if k in rows}, {k: errors[k] for k in keys if k in errors})
+
+    def replica_requests(self, wanted: dict[int, list[Key]], api_key: int,
+                         body_for: Callable[[list[Key], int], dict],
+                         parts_of: Callable[[Any], Iterable[tuple[Key, Any]]], *, batch: int | None = None,
+                         max_version: int | None = None, patient: bool = False,
+                         deadline: Deadline | None = None) -> Answers[tuple[int, Key], Any]:
+        """Each named broker's part for its own replicas of the partitions `wanted` of it
+        (broker -> partitions), all brokers at once: (broker, partition) -> part. A broker that
+        does not answer is named with the partitions it was asked about; `patient`: a broker
+        that failed is asked again with backoff until the deadline (a replica that answers
+        late still counts)."""
+        deadline = deadline or self.deadline()
+        rows: dict[tuple[int, Key], Any] = {}
+        errors: dict[tuple[int, Key], AdminError] = {}
+        fan = _FanOut(deadline)
+
+        def ask(broker: int, keys: list[Key]) -> None:
+            fan.submit(broker, keys, functools.partial(self._ask_node, broker, keys, api_key, body_for, parts_of,
+                                                       batch, False, max_version, deadline))
+
+        for broker, keys in sorted(wanted.items()):
+            ask(broker, list(dict.fromkeys(keys)))
+        for broker, asked, outcome in fan.results():
+            mine: dict[Key, Any] = {}
+            failed: dict[Key, AdminError] = {}
+            self._settle_parts(broker, asked, outcome, REPLICA, api_key, deadline, mine, failed)
+            rows.update({(broker, k): part for k, part in mine.items()})
+            errors.update({(broker, k): e for k, e in failed.items()})
+            if patient and isinstance(outcome, BaseException) and not deadline.expired:
+                # Asked again after a pause (not the shared backoff: brokers fail independently).
+                fan.submit(broker, asked, functools.partial(_after, min(RETRY_PAUSE_S, deadline.left()), functools.partial(
+                    self._ask_node, broker, asked, api_key, body_for, parts_of, batch, False, max_version, deadline)))
+        for key in rows:
+            errors.pop(key, None)
+        return Answers(rows, errors)
+
+    def _ask_node(self, node: int, keys: list[Key], api_key: int, body_for: Callable[[list[Key], int], dict],
+                  parts_of: Callable[[Any], Iterable[tuple[Key, Any]]], batch: int | None, mutation: bool,
+                  max_version: int | None, deadline: Deadline) -> dict[Key, Any]:
+        """One broker's parts for `keys`: its version of the API, then one request per batch."""
+        version = self._version_within(api_key, node, max_version, deadline)
+        parts: dict[Key, Any] = {}
+        step = batch or len(keys) or 1
+        for start in range(0, len(keys), step):
+            chunk = keys[start:start + step]
+            self.debug(f"{ApiKey(api_key).name} request to broker {node}: {len(chunk)} partition(s)")
+            answer = self.broker_request(node, api_key, body_for(chunk, version), version=version,
+                                         mutation=mutation, deadline=deadline)
+            parts.update(parts_of(answer))
+        return parts
+
+    def _settle_parts(self, node: int, asked: list[Key], outcome: Any, role: str, api_key: int, deadline: Deadline,
+                      rows: dict[Key, Any], errors: dict[Key, AdminError], retry: frozenset[int] = frozenset(),
+                      mutation: bool = False) -> list[Key]:
+        """Sort one broker's outcome (its parts, or why it failed) into rows and errors; the
+        partitions to locate and ask again (a `retry` code; a connection lost before the request
+        was sent, or by a read, since the leader may have moved)."""
+        again: list[Key] = []
+        if isinstance(outcome, BaseException):
+            error = AdminError(None, Target(role, node, tuple(asked)), _how_it_failed(outcome, api_key, deadline))
+            for key in asked:
+                errors[key] = error
+            resend = isinstance(outcome, ConnectionLost) and not isinstance(outcome, NoAnswer) \
+                and not (mutation and outcome.sent)
+            return list(asked) if retry and resend else []
+        for key in asked:
+            part = outcome.get(key)
+            code = Error.unknown_server_error if part is None else int(getattr(part, "error_code", 0) or 0)
+            if code:
+                message = "left out of the broker's answer" if part is None else getattr(part, "error_message", None)
+                errors[key] = AdminError(code, Target(role, node, (key,)), message or "")
+                if code in retry:
+                    again.append(key)
+            else:
+                rows[key] = part
+                errors.pop(key, None)
+        return again
+
     # -- group coordinators -------------------------------------------------------------------
 
     def coordinator_requests(self, group_ids: list[str], api_key: int,
@@ -431,11 +585,16 @@ class ConnectionManager:
     def _no_answer(self, late: NoAnswer, deadline: Deadline) -> KafkaCallError:
         """The one line for a broker that did not answer in time (the deadline remembers it)."""
         deadline.silent = late.peer
-        return KafkaCallError(f"{late} (waited {deadline.seconds:g} s; raise --timeout if it is just slow).",
-                              retriable=True)
+        return Silent(f"{late} (waited {deadline.seconds:g} s; raise --timeout if it is just slow).",
+                      retriable=True)
 
-    def _versions_channel(self, broker_id: int | None) -> Channel:
-        deadline = self.deadline()
+    def _version_within(self, api_key: int, broker_id: int, max_version: int | None, deadline: Deadline) -> int:
+        """The newest version of the API the broker and the shell share, asked within `deadline`."""
+        version = self._versions_channel(broker_id, deadline).pick_version(api_key, max_version=max_version)
+        return version
+
+    def _versions_channel(self, broker_id: int | None, deadline: Deadline | None = None) -> Channel:
+        deadline = deadline or self.deadline()
         if broker_id is None:
             return self.router.from_any_broker(lambda ch: ch, deadline)
         if broker_id not in self.router.brokers:
@@ -488,6 +647,63 @@ class ConnectionManager:
     def close(self) -> None:
         self.cache.close()
         self.router.close()
+
+
+class _FanOut:
+    """Work for several brokers at once, a thread each (a broker that does not answer holds up
+    none of the others): `submit` it, and `results` gives each (broker, keys, parts or the
+    exception) as it ends, more work may be submitted meanwhile. What is still running when the
+    deadline has passed (and a moment for it to say why) is given as NoAnswer."""
+
+    def __init__(self, deadline: Deadline):
+        self.deadline = deadline
+        self._done: queue.Queue[tuple[int, list, Any]] = queue.Queue()
+        self._running: dict[int, tuple[int, list]] = {}
+        self._ids = itertools.count()
+
+    def submit(self, node: int, keys: list, work: Callable[[], Any]) -> None:
+        task = next(self._ids)
+        self._running[task] = (node, keys)
+
+        def run() -> None:
+            try:
+                self._done.put((task, keys, work()))
+            except (KafkaCallError, ConnectionLost, ClusterUnreachable) as exc:
+                self._done.put((task, keys, exc))
+            except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+                self._done.put((task, keys, _Raised(exc)))
+        threading.Thread(target=run, daemon=True, name=f"broker-{node}").start()
+
+    def results(self) -> Iterator[tuple[int, list, Any]]:
+        while self._running:
+            try:
+                task, keys, outcome = self._done.get(timeout=max(self.deadline.at + LAST_WORD_S - time.monotonic(), 0))
+            except queue.Empty:
+                for node, keys in self._running.values():
+                    yield node, keys, NoAnswer("no answer in time", f"broker {node}", sent=True)
+                return
+            node, _ = self._running.pop(task)
+            if isinstance(outcome, _Raised):
+                raise outcome.error
+            yield node, keys, outcome
+
+
+class _Raised(NamedTuple):
+    error: BaseException
+
+
+def _after(seconds: float, work: Callable[[], T]) -> T:
+    time.sleep(seconds)
+    return work()
+
+
+def _how_it_failed(exc: BaseException, api_key: int, deadline: Deadline) -> str:
+    """What a broker that gave no answer did, said of it: "did not answer ListOffsets within 3 s"."""
+    if isinstance(exc, (NoAnswer, Silent)):
+        return f"did not answer {protocol.api_name(api_key)} within {deadline.seconds:g} s"
+    if isinstance(exc, ConnectionRefused):
+        return "refused the connection (is it down?)"
+    return f"could not be asked {protocol.api_name(api_key)}: {exc}"
 
 
 def _error_codes(entity: Any) -> Iterable[int]:

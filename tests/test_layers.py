@@ -25,7 +25,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ["base", "protocol", "connection", "admin", "declarations", "commands", "face"]
 BASE = {"kafka_shell", "kafka_shell.errors", "kafka_shell.files", "kafka_shell.paths", "kafka_shell.limits",
-        "kafka_shell.names", "kafka_shell.deadline", "kafka_shell.env", "kafka_shell.jwt", "kafka_shell.regex"}
+        "kafka_shell.names", "kafka_shell.deadline", "kafka_shell.env", "kafka_shell.jwt", "kafka_shell.regex",
+        "kafka_shell.answers"}
 PROTOCOL = {"kafka_shell.protocol", "kafka_shell.protocol_ext", "kafka_shell.protocol_ext_schemas", "kafka_shell.codes",
             "kafka_shell.frames", "kafka_shell.encoders",
             "kafka_shell.authorization", "kafka_shell.broker_identity"}
@@ -35,7 +36,7 @@ CONNECTION = {"kafka_shell.connection", "kafka_shell.router", "kafka_shell.cache
               "kafka_shell.sasl_gssapi", "kafka_shell.sasl_oauthbearer", "kafka_shell.sandbox_client"}
 # `commands` itself (commands/__init__.py) holds only the index of which module declares what.
 DECLARATIONS = {"kafka_shell.registry", "kafka_shell.render", "kafka_shell.option_types", "kafka_shell.parsing",
-                "kafka_shell.progress", "commands"}
+                "kafka_shell.progress", "kafka_shell.failure_lines", "commands"}
 FACE = {"kafka_shell.main", "kafka_shell.__main__", "kafka_shell.modes", "kafka_shell.runner",
         "kafka_shell.completions", "kafka_shell.config_keys", "kafka_shell.pager"}
 # What commands and the pipeline never import: the wire is the admin layer's business.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_shell.answers import AdminError
 from kafka_shell.authorization import authorization_message, is_authorization_error
 from kafka_shell.codes import Error
 from kafka_shell.errors import KafkaCallError, kafka_error_message, shown
@@ -28,6 +29,11 @@ GROUP_ERRORS: dict[int, str] = {
     Error.unknown_member_id: "Consumer group '{group}' has active members: stop its consumers first.",
     Error.rebalance_in_progress: "Consumer group '{group}' is rebalancing: stop its consumers first.",
 }
+
+
+def gone(error: AdminError | None) -> bool:
+    """The error says the topic or partition does not exist (any more)."""
+    return error is not None and error.code == Error.unknown_topic_or_partition
 
 
 def code_name(code: int) -> str:

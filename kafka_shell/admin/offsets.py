@@ -7,20 +7,22 @@ OffsetCommit; OffsetDelete), at each group's coordinator.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafka_shell import protocol
+from kafka_shell.answers import Answers
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.connection import COORDINATOR_RETRIABLE
 from kafka_shell.errors import NotSupported, shown
 from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
 
-from kafka_shell.admin.errors import code_name, group_line, partition_line
+from kafka_shell.admin.errors import code_name, group_line
 
 if TYPE_CHECKING:
     from kafka_shell.connection import ConnectionManager
+    from kafka_shell.deadline import Deadline
     from kafka_shell.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
@@ -32,9 +34,6 @@ DEBUGGING_REPLICA_ID = -2      # ListOffsets: answer from the local log, leader 
 # OffsetCommit and OffsetFetch v10 name topics by id (KIP-848): we name them, so stay below.
 BY_NAME_VERSION = 9
 MANY_GROUPS_VERSION = 8        # OffsetFetch asks for several groups in one request from v8
-# The codes (as ints: they are compared with 100,000s of answers) of a partition whose leader moved.
-LEADER_MOVED = frozenset(int(e) for e in (Error.not_leader_or_follower, Error.leader_not_available,
-                                          Error.fenced_leader_epoch, Error.unknown_leader_epoch))
 
 
 # -- log offsets -------------------------------------------------------------------------------
@@ -43,36 +42,16 @@ LEADER_MOVED = frozenset(int(e) for e in (Error.not_leader_or_follower, Error.le
 class LogOffset(NamedTuple):
     offset: int             # -1 when no record matches (a timestamp after the last record)
     timestamp: int = -1
-    error: str | None = None   # the partition's line when it failed
-    gone: bool = False          # the topic or partition does not exist (any more)
 
 
-def log_offsets(conn: ConnectionManager, snap: ClusterSnapshot, keys: Iterable[Key], timestamp: int) -> dict[Key, LogOffset]:
+def log_offsets(conn: ConnectionManager, snap: ClusterSnapshot | None, keys: Iterable[Key], timestamp: int,
+                deadline: Deadline | None = None) -> Answers[Key, LogOffset]:
     """ListOffsets for `timestamp` (LATEST, EARLIEST, MAX_TIMESTAMP or ms) of each partition, at
-    its leader (one request per leader, all at once; one retry on a fresh read for partitions
-    whose leader moved)."""
-    keys = list(keys)
-    found: dict[Key, tuple[int, int, int]] = {}   # offset, timestamp, error code
-    for attempt in range(2):
-        by_leader: dict[int, list[tuple[Key, int]]] = {}
-        for key in keys:
-            topic = snap.topics.get(key[0])
-            parts = topic.partitions if topic else ()
-            if not 0 <= key[1] < len(parts):
-                found[key] = (-1, -1, Error.unknown_topic_or_partition)
-            elif parts[key[1]].leader < 0:
-                found[key] = (-1, -1, Error.leader_not_available)
-            else:
-                by_leader.setdefault(parts[key[1]].leader, []).append((key, timestamp))
-        for key, (offset, ts, _, code) in _list_offsets(conn, by_leader, replica_id=-1).items():
-            found[key] = (offset, ts, code)
-        moved = [k for k in keys if found[k][2] in LEADER_MOVED]
-        if not moved or attempt:
-            break
-        snap, keys = conn.read(sorted({t for t, _ in moved})), moved
-    return {key: (LogOffset(offset, ts) if not code else
-                  LogOffset(-1, error=partition_line(key, code), gone=code == Error.unknown_topic_or_partition))
-            for key, (offset, ts, code) in found.items()}
+    its leader (in `snap`, the caller's fresh read; located again where it moved). A partition
+    that does not exist has the error UNKNOWN_TOPIC_OR_PARTITION."""
+    found = conn.leader_requests(keys, ApiKey.LIST_OFFSETS, _list_offsets_body(timestamp, replica_id=-1),
+                                 _list_offsets_parts, snap=snap, deadline=deadline)
+    return Answers({k: LogOffset(p.offset, p.timestamp) for k, p in found.rows.items()}, found.errors)
 
 
 @functools.cache
@@ -83,40 +62,26 @@ def _partition_maker(version: int) -> Callable[..., object]:
     return protocol.maker(cls, current_leader_epoch=-1, max_num_offsets=1)
 
 
-def _list_offsets(conn: ConnectionManager, wanted: dict[int, list[tuple[Key, int]]], replica_id: int,
-                  min_version: int = 0) -> dict[Key, tuple[int, int, int, int]]:
-    """(offset, timestamp, leader epoch, error code) of each (partition, timestamp) asked of
-    each broker, all brokers at once; a broker that does not answer gives its partitions
-    LEADER_NOT_AVAILABLE."""
-    if not wanted:
-        return {}
-
-    def body(broker: int, version: int) -> dict:
+def _list_offsets_body(timestamp: int, replica_id: int, min_version: int = 0) -> Callable[[list[Key], int], dict]:
+    def body(keys: list[Key], version: int) -> dict:
         if version < min_version:
-            raise NotSupported(f"Broker {broker} does not support ListOffsets v{min_version}+.")
-        if version < MAX_TIMESTAMP_VERSION and any(ts == MAX_TIMESTAMP for _, ts in wanted[broker]):
+            raise NotSupported(f"This cluster does not support ListOffsets v{min_version}+.")
+        if version < MAX_TIMESTAMP_VERSION and timestamp == MAX_TIMESTAMP:
             raise NotSupported("This cluster does not support --time max-timestamp (ListOffsets v7, Kafka 3.0+).")
         make = _partition_maker(version)
         topics: dict[str, list[object]] = {}
-        for (t, p), ts in wanted[broker]:
-            topics.setdefault(t, []).append(make(partition_index=p, timestamp=ts))
-        conn.debug(f"ListOffsets request to broker {broker}: {len(wanted[broker])} partition(s)")
+        for t, p in keys:
+            topics.setdefault(t, []).append(make(partition_index=p, timestamp=timestamp))
         return {"replica_id": replica_id, "isolation_level": 0,
                 "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+    return body
 
-    answers = conn.each_broker(sorted(wanted), ApiKey.LIST_OFFSETS, body)
-    out: dict[Key, tuple[int, int, int, int]] = {}
-    for answer in answers.answers.values():
-        for t in answer.topics:
-            name = t.name
-            for p in t.partitions:
-                out[(name, p.partition_index)] = (getattr(p, "offset", -1), getattr(p, "timestamp", -1),
-                                                  getattr(p, "leader_epoch", -1), int(p.error_code))
-    for broker, asked in wanted.items():
-        missing = Error.leader_not_available if broker in answers.failed else Error.unknown_server_error
-        for key, _ in asked:
-            out.setdefault(key, (-1, -1, -1, missing))
-    return out
+
+def _list_offsets_parts(answer: Any) -> Iterator[tuple[Key, Any]]:
+    for t in answer.topics:
+        name = t.name
+        for p in t.partitions:
+            yield (name, p.partition_index), p
 
 
 # -- the log ends of replicas (unclean recovery, snapshots) ---------------------------------------
@@ -172,11 +137,15 @@ def replica_log_info(conn: ConnectionManager, snap: ClusterSnapshot, broker: int
 def replica_log_ends(conn: ConnectionManager, snap: ClusterSnapshot, broker: int, keys: list[Key]) -> dict[Key, ReplicaLogEnd]:
     """The same from ListOffsets with ReplicaId -2 and Timestamp -1 (where the cluster lacks
     GetReplicaLogInfo): `broker`'s own replica's log end and its current leader epoch."""
-    found = _list_offsets(conn, {broker: [(k, LATEST) for k in keys]}, replica_id=DEBUGGING_REPLICA_ID)
+    found = conn.replica_requests({broker: keys}, ApiKey.LIST_OFFSETS,
+                                  _list_offsets_body(LATEST, DEBUGGING_REPLICA_ID, LEADER_EPOCHS_VERSION),
+                                  _list_offsets_parts)
     out = {}
     for key in keys:
-        offset, _, epoch, code = found[key]
-        out[key] = ReplicaLogEnd(epoch if not code else -1, offset if not code else -1, _code_name(code))
+        part = found.rows.get((broker, key))
+        error = found.errors.get((broker, key))
+        out[key] = (ReplicaLogEnd(int(part.leader_epoch), int(part.offset)) if part is not None
+                    else ReplicaLogEnd(-1, -1, code_name(error.code) if error and error.code else "no answer"))
     return out
 
 

@@ -127,9 +127,9 @@ def _log_dirs(session: Session, brokers: list[int], down: dict[int, str]
 def _offsets(session: Session, snap: ClusterSnapshot, online: list[PartitionInfo]) -> dict[Key, tuple[int, int]]:
     """(topic, partition) -> (log start, log end), asked of each leader for all it leads."""
     keys = [(p.topic, p.partition) for p in online]
-    start = offsets.log_offsets(session.conn, snap, keys, EARLIEST)
-    end = offsets.log_offsets(session.conn, snap, keys, LATEST)
-    out = {k: (start[k].offset, end[k].offset) for k in keys if not start[k].error and not end[k].error}
+    start = offsets.log_offsets(session.conn, snap, keys, EARLIEST).rows
+    end = offsets.log_offsets(session.conn, snap, keys, LATEST).rows
+    out = {k: (start[k].offset, end[k].offset) for k in keys if k in start and k in end}
     if len(out) < len(keys):
         session.stderr.write(f"The leaders did not list the offsets of {len(keys) - len(out)} partition(s); "
                              "they are left out.\n")
