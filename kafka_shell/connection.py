@@ -452,7 +452,7 @@ class ConnectionManager:
         step = batch or len(keys) or 1
         for start in range(0, len(keys), step):
             chunk = keys[start:start + step]
-            self.debug(f"{ApiKey(api_key).name} request to broker {node}: {len(chunk)} partition(s)")
+            self.debug(f"{protocol.api_name(api_key)} request to broker {node}: {len(chunk)} partition(s)")
             answer = self.broker_request(node, api_key, body_for(chunk, version), version=version,
                                          mutation=mutation, deadline=deadline)
             parts.update(parts_of(answer))

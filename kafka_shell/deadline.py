@@ -86,8 +86,8 @@ class Budget:
             self.deadline = old
 
     def cap(self, deadline: Deadline) -> Deadline:
-        """`deadline`, ending no later than the command's; `seconds` says how long it waits."""
+        """`deadline`, ending no later than the command's (its `seconds`, which messages say,
+        stay the --timeout the command was given)."""
         if self.deadline is not None and self.deadline.at < deadline.at:
             deadline.at = self.deadline.at
-            deadline.seconds = round(max(deadline.at - deadline.started, 0.0), 1)
         return deadline

@@ -171,3 +171,53 @@ def test_the_repl_opens_when_a_later_bootstrap_address_answers(sandbox, tmp_path
             assert "broker" in term.run("list-brokers", "Role")
         finally:
             term.child.terminate(force=True)
+
+
+# -- partition leaders: one deadline, one blame -----------------------------------------------
+
+
+def _leader_of(sandbox, topic: str, partition: int) -> int:
+    return sandbox.call(lambda: sandbox.cluster.topics[topic].partitions[partition].leader)
+
+
+def _keyed(sandbox) -> int:
+    """Topic `keyed` (3 partitions, led by brokers 1, 2, 3) with a record in each; its partition 0's leader."""
+    from tests.test_oneshot import run
+    assert run(sandbox, "create-topic --topic keyed --replica-assignment 1:2:3,2:3:1,3:1:2").returncode == 0
+    assert run(sandbox, "produce --topic keyed --partition 0 a; produce --topic keyed --partition 1 b; "
+                        "produce --topic keyed --partition 2 c").returncode == 0
+    return _leader_of(sandbox, "keyed", 0)
+
+
+def test_a_read_that_needs_a_slow_leader_names_it_and_gives_the_others(sandbox):
+    leader = _keyed(sandbox)
+    sandbox.delay(leader, 60_000)
+    p = bounded("--bootstrap-server", sandbox.bootstrap, "--command", "get-offsets --topic keyed")
+    assert p.returncode == 1, p.stderr
+    assert p.stdout.split() == ["keyed:1:1", "keyed:2:1"]
+    assert p.stderr.strip() == f"Broker {leader} (leader of keyed-0) did not answer ListOffsets within {TIMEOUT_S} s"
+
+
+def test_a_deletion_at_a_slow_leader_is_named_and_the_others_are_done(sandbox, tmp_path):
+    import json
+    leader = _keyed(sandbox)
+    plan = tmp_path / "del.json"
+    plan.write_text(json.dumps({"partitions": [{"topic": "keyed", "partition": p, "offset": -1} for p in (0, 1, 2)],
+                                "version": 1}))
+    sandbox.delay(leader, 60_000)
+    p = bounded("--bootstrap-server", sandbox.bootstrap, "--command",
+                f"delete-records --offset-json-file {plan} --yes -o jsonl")
+    assert p.returncode == 1, p.stderr
+    rows = {(r["partition"], r["status"]) for r in map(json.loads, p.stdout.splitlines())}
+    assert rows == {(0, "Error"), (1, "Successful"), (2, "Successful")}
+    assert p.stderr.strip() == f"Broker {leader} (leader of keyed-0) did not answer DeleteRecords within {TIMEOUT_S} s"
+
+
+def test_a_leader_that_keeps_saying_it_moved_is_asked_again_then_its_answer_stands(sandbox):
+    leader = _keyed(sandbox)
+    sandbox.fail(leader, "DeleteRecords", "NOT_LEADER_OR_FOLLOWER")
+    p = bounded("--bootstrap-server", sandbox.bootstrap, "--debug", "--command",
+                "delete-records --topic keyed --partition 0 --before-offset 1 --yes")
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.strip().endswith('keyed-0: The broker is not the leader of "keyed" any more: retry the command.')
+    assert p.stderr.count(f"DeleteRecords request to broker {leader}: 1 partition(s)") > 1   # asked again
