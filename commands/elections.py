@@ -307,15 +307,15 @@ def wait_for_leaders(session: Session, snap: ClusterSnapshot, elected: list[Entr
     total = len(pending)
     bar = ProgressBar(session.stderr)
     while pending:
-        views, failed = topics.leaders_by_broker(session.conn, brokers, sorted({t for t, _ in pending}))
-        for b, why in failed.items():
+        views = topics.leaders_by_broker(session.conn, brokers, sorted({t for t, _ in pending}))
+        for b, error in views.errors.items():
             brokers.remove(b)
-            session.notify(f"Broker {b} did not answer ({why}); waiting on the other brokers.")
+            session.notify(f"{error}; waiting on the other brokers.")
         if not brokers:
             bar.close()
             return Result.message("No broker answered while waiting for the new leaders.", exit_code=1)
         for key in list(pending):
-            if _shown_everywhere(kind, key, pending[key], [views[b] for b in brokers]):
+            if _shown_everywhere(kind, key, pending[key], [views.rows[b] for b in brokers]):
                 del pending[key]
         bar.show((total - len(pending)) / total, f"{total - len(pending)}/{total} partition(s) shown by every broker")
         if pending and not deadline.pause(POLL_S):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from kafka_shell import failure_lines
 from kafka_shell.admin import groups, offsets, topics
-from kafka_shell.admin.errors import gone
+from kafka_shell.admin.errors import gone, no_such_group
 from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.answers import Answers
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
@@ -51,8 +51,8 @@ def chosen_groups(session: Session, given: list[str], all_groups: bool) -> list[
     if not all_groups:
         return list(dict.fromkeys(given))
     listed = groups.list_groups(session.conn)
-    if listed.failures:
-        raise ShellError(" ".join(listed.failures))
+    if listed.errors:
+        raise ShellError(" ".join(failure_lines.group_listing_lines(listed.errors)))
     return [g.group_id for g in listed.groups]
 
 
@@ -78,15 +78,14 @@ def list_groups(session: Session, args: dict) -> Result:
     listed = groups.list_groups(session.conn, args["state"] or (), args["type"] or ())
     # Share and streams groups have describe APIs of their own: their rows keep what ListGroups says.
     described = groups.describe(session.conn, [g.group_id for g in listed.groups
-                                               if g.group_type in ("classic", "consumer")]) if listed.groups else {}
+                                               if g.group_type in ("classic", "consumer")]).rows if listed.groups else {}
     rows = []
     for g in listed.groups:
         d = described.get(g.group_id)
-        known = d is not None and d.problem is None
-        rows.append([g.group_id, (d.state if d is not None and known else g.state) or None, g.group_type,
-                     g.protocol_type or None, len(d.members) if d is not None and known else None])
+        rows.append([g.group_id, (d.state if d is not None else g.state) or None, g.group_type,
+                     g.protocol_type or None, len(d.members) if d is not None else None])
     return Result.outcome([Table(["Group", "State", "Type", "ProtocolType", "Members"], rows, name="groups")],
-                          [], listed.failures)
+                          [], failure_lines.group_listing_lines(listed.errors))
 
 
 # -- describe-group ----------------------------------------------------------------------------
@@ -111,8 +110,8 @@ def list_groups(session: Session, args: dict) -> Result:
 def describe_group(session: Session, args: dict) -> Result:
     ids = chosen_groups(session, args["group"], args["all_groups"])
     described = groups.describe(session.conn, ids)
-    failures = [d.problem for d in described.values() if d.problem is not None]
-    found = [d for d in described.values() if d.problem is None]
+    failures = failure_lines.group_lines(described.errors)
+    found = list(described.rows.values())
     verbose = args["verbose"]
     if args["state"]:
         rows = [[d.group_id, d.coordinator, d.protocol or None, d.state, len(d.members)]
@@ -162,11 +161,9 @@ def _assignment_text(keys: list[Key]) -> str:
 
 def _describe_offsets(session: Session, found: list[groups.GroupDescription], topic: str | None,
                       failures: list[str]) -> Result:
-    committed: dict[str, dict[Key, int]] = {}
-    for gid, c in offsets.committed(session.conn, [d.group_id for d in found]).items():
-        if c.problem is not None:
-            failures.append(c.problem)
-        committed[gid] = c.offsets
+    held = offsets.committed(session.conn, [d.group_id for d in found]) if found else Answers()
+    failures += failure_lines.group_lines(held.errors)
+    committed = {d.group_id: held.rows.get(d.group_id, {}) for d in found}
     owners: dict[str, dict[Key, groups.Member]] = {
         d.group_id: {k: m for m in d.members for k in m.assignment} for d in found}
     keys_of = {d.group_id: sorted(k for k in {*committed[d.group_id], *owners[d.group_id]}
@@ -298,22 +295,21 @@ def reset_offsets(session: Session, args: dict) -> Result | Proposal:
     plans: dict[str, dict[Key, tuple[int | None, int]]] = {}
     inactive = []
     for gid in group_ids:
-        d = described[gid]
-        if d.problem is not None and not d.missing:
-            failures.append(d.problem)
-        elif d.active:
+        d, error = described.rows.get(gid), described.errors.get(gid)
+        if error is not None and not no_such_group(error):
+            failures += failure_lines.group_lines({gid: error})
+        elif d is not None and d.active:
             failures.append(f"Assignments can only be reset if the group '{shown(gid)}' is inactive, but the current "
                             f"state is {d.state}.")
         else:
             inactive.append(gid)
-    committed = offsets.committed(session.conn, inactive) if inactive else {}
+    committed = offsets.committed(session.conn, inactive) if inactive else Answers()
+    failures += failure_lines.group_lines(committed.errors)
     for gid in inactive:
-        problem = committed[gid].problem
-        if problem is not None:
-            failures.append(problem)
+        if gid not in committed.rows:
             continue
         try:
-            plans[gid] = _plan(session, gid, committed[gid].offsets, args, plan_file, notes, failures)
+            plans[gid] = _plan(session, gid, committed.rows[gid], args, plan_file, notes, failures)
         except KafkaCallError as exc:
             failures.append(str(exc))
     rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
@@ -322,10 +318,9 @@ def reset_offsets(session: Session, args: dict) -> Result | Proposal:
     if execute and plans:
         def commit() -> Result:
             for gid, plan in plans.items():
-                refused = offsets.commit(session.conn, gid, {k: new for k, (_, new) in plan.items()})
-                failures.extend(f"{t}-{p}: {why}" for (t, p), why in sorted(refused.items()) if why is not None)
-                done = sum(1 for why in refused.values() if why is None)
-                notes.append(f"Reset {done} offset(s) of group '{shown(gid)}'.")
+                done = offsets.commit(session.conn, gid, {k: new for k, (_, new) in plan.items()})
+                failures.extend(failure_lines.committed_lines(done.errors, gid))
+                notes.append(f"Reset {len(done.rows)} offset(s) of group '{shown(gid)}'.")
             return Result.outcome([table], notes, failures, text)
         groups_named = ", ".join(sorted(shown(gid) for gid in plans))
         return Proposal(f"Reset {len(rows)} offset(s) of group(s) {groups_named}. Continue?",
@@ -477,12 +472,12 @@ def _delete_group_targets(session: Session, args: dict) -> tuple[list[str], list
     if not args["group"] and not args["all_groups"]:
         raise UsageError("delete-group needs groups or --all-groups")
     ids = chosen_groups(session, args["group"] or [], args["all_groups"])
-    described = groups.describe(session.conn, ids) if ids else {}
+    described = groups.describe(session.conn, ids) if ids else Answers()
     failures, deletable = [], []
     for gid in ids:
-        d = described[gid]
-        if d.problem is not None:
-            failures.append(d.problem)
+        d = described.rows.get(gid)
+        if d is None:
+            failures += failure_lines.group_lines({gid: described.errors[gid]})
         elif d.members:
             failures.append(f"Consumer group '{shown(gid)}' has {len(d.members)} active member(s): stop its consumers "
                             "first (it was not deleted).")
@@ -497,7 +492,7 @@ def confirm_delete_group(session: Session, args: dict) -> str | None:
     if not deletable:
         return None
     committed = offsets.committed(session.conn, deletable)
-    count = sum(len(committed[g].offsets) for g in deletable if committed[g].problem is None)
+    count = sum(len(held) for held in committed.rows.values())
     plural = "s" if len(deletable) > 1 else ""
     return (f"Delete {len(deletable)} consumer group{plural} ({_listed([shown(g) for g in deletable])}) "
             f"and {count} committed offset(s)?")
@@ -515,11 +510,9 @@ def delete_group(session: Session, args: dict) -> Result:
     if args["dry_run"]:
         messages = [f"Would delete consumer group '{shown(gid)}' (dry run)." for gid in deletable]
     elif deletable:
-        for gid, why in groups.delete(session.conn, deletable).items():
-            if why is not None:
-                failures.append(why)
-            else:
-                messages.append(f"Deleted consumer group '{shown(gid)}'.")
+        deleted = groups.delete(session.conn, deletable)
+        failures += failure_lines.group_lines(deleted.errors)
+        messages += [f"Deleted consumer group '{shown(gid)}'." for gid in deleted.rows]
     return Result.message(*messages, *failures, exit_code=1 if failures else 0)
 
 
@@ -527,10 +520,11 @@ def confirm_delete_offsets(session: Session, args: dict) -> str | None:
     """Names the group and each partition with the offset it would lose."""
     gid = args["group"]
     keys = topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"])
-    held = offsets.committed(session.conn, [gid])[gid]
-    if held.problem is not None:
-        raise ShellError(held.problem)
-    lost = [f"{t}-{p} at {held.offsets[(t, p)]}" for t, p in keys if (t, p) in held.offsets]
+    committed = offsets.committed(session.conn, [gid])
+    if committed.errors:
+        raise ShellError(" ".join(failure_lines.group_lines(committed.errors)))
+    held = committed.rows[gid]
+    lost = [f"{t}-{p} at {held[(t, p)]}" for t, p in keys if (t, p) in held]
     if not lost:
         return None   # nothing committed there: the command says so, nothing to ask
     return f"Delete the committed offsets of group '{shown(gid)}' for {len(lost)} partition(s) ({_listed(lost)})?"
@@ -555,9 +549,10 @@ def delete_offsets(session: Session, args: dict) -> Result:
 def deleted_offsets(session: Session, gid: str, keys: list[Key]) -> Result:
     """Delete a group's committed offsets of `keys` (OffsetDelete): a row per partition, a
     failure line per partition the coordinator refused."""
-    refused, per_partition = offsets.delete(session.conn, gid, keys)
+    deleted = offsets.delete(session.conn, gid, keys)
+    refused = failure_lines.group_refusal(deleted, gid)
     if refused is not None:
         raise ShellError(refused)
-    failures = [f"{t}-{p}: {why}" for (t, p), why in sorted(per_partition.items()) if why is not None]
-    rows = [[t, p, "Error" if why else "Successful"] for (t, p), why in sorted(per_partition.items())]
-    return Result.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [], failures)
+    rows = [[t, p, "Successful" if (t, p) in deleted.rows else "Error"] for t, p in sorted(keys)]
+    return Result.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [],
+                          failure_lines.committed_lines(deleted.errors, gid))

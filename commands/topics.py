@@ -127,8 +127,9 @@ def wait_until_shown(session: Session, snap: ClusterSnapshot, names: list[str],
     deadline = Deadline(session.conn.timeout_s)
     brokers = sorted(snap.brokers)
     while True:
-        views, failed = topics.views_by_broker(session.conn, brokers, names, deadline)
-        lagging = {b: failed.get(b) for b in brokers if b in failed or not shows(views[b], names)}
+        found = topics.views_by_broker(session.conn, brokers, names, deadline)
+        lagging = {b: found.errors[b].message if b in found.errors else None for b in brokers
+                   if b in found.errors or not shows(found.rows[b], names)}
         if not lagging:
             return Result.message(f"Every live broker ({len(brokers)}) shows {what} (waited {deadline.elapsed():.1f} s).")
         if not deadline.pause(POLL_S):

@@ -12,13 +12,16 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
+from kafka_shell.errors import printable
+
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
 # Why a target was asked (the route that chose it).
 LEADER = "leader"             # of the partitions asked (ListOffsets, DeleteRecords, DescribeProducers...)
 REPLICA = "replica"           # a named broker, for its own replicas of the partitions asked
-COORDINATOR = "coordinator"   # of the groups or transactional ids asked
+COORDINATOR = "coordinator"   # of the groups asked
+TRANSACTION_COORDINATOR = "transaction coordinator"   # of the transactional ids asked
 BROKER = "broker"             # each broker, for what it holds (ListGroups, DescribeLogDirs...)
 CONTROLLER = "controller"
 
@@ -52,8 +55,10 @@ class AdminError:
         t = self.target
         if t.role in (LEADER, REPLICA):
             who = f"Broker {t.broker} ({t.role} of {listed(f'{k[0]}-{k[1]}' for k in t.asked)})"
-        elif t.role == COORDINATOR:
-            who = f"The coordinator of {listed(repr(str(g)) for g in t.asked)} (broker {t.broker})"
+        elif t.role in (COORDINATOR, TRANSACTION_COORDINATOR):
+            noun = "group" if t.role == COORDINATOR else "transactional id"
+            names = listed(f"'{printable(str(g))}'" for g in t.asked)
+            who = f"The {t.role} of {noun}{'s' if len(t.asked) > 1 else ''} {names} (broker {t.broker})"
         elif t.role == CONTROLLER:
             who = "The controller"
         else:
@@ -71,6 +76,12 @@ class Answers(Generic[K, T]):
     @property
     def complete(self) -> bool:
         return not self.errors
+
+    def whole(self) -> AdminError | None:
+        """The one error of a request refused (or unanswered) as a whole: every key has it and
+        none has a row; else None."""
+        distinct = {id(e): e for e in self.errors.values()}
+        return next(iter(distinct.values())) if len(distinct) == 1 and not self.rows else None
 
     def unanswered(self) -> list[AdminError]:
         """Each target that did not answer (or was not reached), once, in the order met."""

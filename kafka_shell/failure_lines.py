@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafka_shell.admin.errors import code_name
-from kafka_shell.answers import AdminError
-from kafka_shell.codes import Error
-from kafka_shell.errors import kafka_error_message
+from kafka_shell.admin.errors import code_name, error_line
+from kafka_shell.answers import AdminError, Answers
+from kafka_shell.codes import ApiKey, Error
+from kafka_shell.errors import kafka_error_message, shown
 
 Key = tuple[str, int]
 
@@ -30,16 +30,15 @@ def partition_line(key: Key, code: int, detail: str = "") -> str:
 
 
 def lines(errors: Mapping[Any, AdminError], answered: Callable[[Any, AdminError], str]) -> list[str]:
-    """One line per target that did not answer (once, however many things it was asked), and
-    `answered(key, error)` for each thing answered with an error code, in the order given."""
+    """One line per error, in the order given (an error covering many keys, such as a target
+    that did not answer or a request refused as a whole, is said once): `answered(key, error)`
+    for an error code, the error itself for a target that did not answer."""
     out: list[str] = []
     said: set[int] = set()
     for key, error in errors.items():
-        if error.code is not None:
-            out.append(answered(key, error))
-        elif id(error) not in said:
+        if id(error) not in said:
             said.add(id(error))
-            out.append(str(error))
+            out.append(answered(key, error) if error.code is not None else str(error))
     return out
 
 
@@ -50,6 +49,25 @@ def partition_lines(errors: Mapping[Key, AdminError],
 
 
 # -- per request: the lines that say what to do -------------------------------------------------
+
+
+def _broker_lines(errors: Mapping[int, AdminError], doing: str, api_key: int) -> list[str]:
+    """Each broker that did not answer, or refused the request (`Broker 2 did not describe its
+    log dirs: <why>`)."""
+    return lines(errors, lambda b, e: f"Broker {b} did not {doing}: "
+                 + error_line(api_key, e.code or 0, e.message or None, entity=f"broker {b}"))
+
+
+def log_dir_lines(errors: Mapping[int, AdminError]) -> list[str]:
+    return _broker_lines(errors, "describe its log dirs", ApiKey.DESCRIBE_LOG_DIRS)
+
+
+def group_listing_lines(errors: Mapping[int, AdminError]) -> list[str]:
+    return _broker_lines(errors, "list its groups", ApiKey.LIST_GROUPS)
+
+
+def transaction_listing_lines(errors: Mapping[int, AdminError]) -> list[str]:
+    return _broker_lines(errors, "list its transactions", ApiKey.LIST_TRANSACTIONS)
 
 
 def deletion_lines(errors: Mapping[Key, AdminError], wanted: Mapping[Key, int]) -> list[str]:
@@ -63,3 +81,82 @@ def deletion_lines(errors: Mapping[Key, AdminError], wanted: Mapping[Key, int]) 
                     "deletes records only from delete-policy topics")
         return partition_line(key, e.code or 0)
     return partition_lines(errors, line)
+
+
+# -- groups ----------------------------------------------------------------------------------
+
+# One line per group error code, saying what to do.
+GROUP_ERRORS: dict[int, str] = {
+    Error.group_id_not_found: "Consumer group '{group}' does not exist (see list-groups).",
+    Error.non_empty_group: "Consumer group '{group}' is not empty: stop its consumers first.",
+    Error.group_subscribed_to_topic: ("Consumer group '{group}' is subscribed to the topic: stop its "
+                                      "consumers (or change their subscription) first."),
+    Error.invalid_group_id: "'{group}' is not a valid group id.",
+    Error.group_authorization_failed: "Not authorized to access group '{group}': ask an administrator for the ACL.",
+    Error.not_coordinator: "The coordinator of group '{group}' moved and did not settle in time: retry.",
+    Error.coordinator_load_in_progress: "The coordinator of group '{group}' is still loading: retry shortly.",
+    Error.coordinator_not_available: ("No coordinator is available for group '{group}' (its __consumer_offsets "
+                                      "partition has no leader): bring brokers back, then retry."),
+    Error.unknown_member_id: "Consumer group '{group}' has active members: stop its consumers first.",
+    Error.rebalance_in_progress: "Consumer group '{group}' is rebalancing: stop its consumers first.",
+}
+# A group of another type that does not exist: where its kind is listed.
+MISSING = {"share": "Share group '{group}' does not exist (list-share-groups lists them).",
+           "streams": "Streams group '{group}' does not exist (list-streams-groups lists them)."}
+
+
+def group_line(code: int, group: str, detail: str | None = None, kind: str = "consumer") -> str:
+    """The line for a group's error code: its template, else the usual line naming the group."""
+    template = MISSING.get(kind) if code == Error.group_id_not_found else None
+    template = template or GROUP_ERRORS.get(code)
+    if template is not None:
+        return template.format(group=shown(group))
+    return f"Group '{shown(group)}': " + kafka_error_message(code, code_name(code), detail or "")
+
+
+def group_lines(errors: Mapping[str, AdminError], kind: str = "consumer") -> list[str]:
+    """Each group's error (a partition named in it says `topic-3: ` first); each coordinator
+    that did not answer, once."""
+    def line(gid: str, e: AdminError) -> str:
+        if _about_partition(e):
+            return f"{partition_name(e.target.asked[0])}: " + group_line(e.code or 0, gid)
+        return group_line(e.code or 0, gid, e.message, kind)
+    return lines(errors, line)
+
+
+def committed_lines(errors: Mapping[Key, AdminError], group: str) -> list[str]:
+    """A group's partitions refused (`topic-3: <the group's line>`), or its one line when the
+    request was refused as a whole; each coordinator that did not answer, once."""
+    def line(key: Key, e: AdminError) -> str:
+        if _about_partition(e):
+            return f"{partition_name(key)}: " + group_line(e.code or 0, group)
+        return group_line(e.code or 0, group, e.message)
+    return lines(errors, line)
+
+
+def group_refusal(answers: Answers[Any, Any], group: str) -> str | None:
+    """The group's line when its coordinator refused the request as a whole (not partition by
+    partition), else None."""
+    whole = answers.whole()
+    if whole is None or whole.code is None or _about_partition(whole):
+        return None
+    return group_line(whole.code, group, whole.message)
+
+
+def _about_partition(error: AdminError) -> bool:
+    """The error concerns one partition (not its group as a whole)."""
+    return bool(error.target.asked) and isinstance(error.target.asked[0], tuple)
+
+
+# -- transactions ------------------------------------------------------------------------------
+
+
+def transaction_line(code: int, transactional_id: str, detail: str | None = None) -> str:
+    if code == Error.transactional_id_not_found:
+        return f"Transactional id '{shown(transactional_id)}' does not exist (see list-transactions)."
+    line = error_line(ApiKey.DESCRIBE_TRANSACTIONS, code, detail, purpose="describe the transaction")
+    return f"Transactional id '{shown(transactional_id)}': {line}"
+
+
+def transaction_lines(errors: Mapping[str, AdminError]) -> list[str]:
+    return lines(errors, lambda tid, e: transaction_line(e.code or 0, tid, e.message or None))

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from kafka_shell import protocol
-from kafka_shell.answers import Answers
+from kafka_shell.answers import COORDINATOR, AdminError, Answers, Target
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.connection import COORDINATOR_RETRIABLE
-from kafka_shell.errors import NotSupported, shown
+from kafka_shell.errors import NotSupported
 from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
 
-from kafka_shell.admin.errors import code_name, group_line
+from kafka_shell.admin.errors import code_name
 
 if TYPE_CHECKING:
     from kafka_shell.connection import ConnectionManager
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     from kafka_shell.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
+T = TypeVar("T")
 # ListOffsets timestamps with a meaning of their own (Kafka's ListOffsetsRequest).
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 MAX_TIMESTAMP_VERSION = 7      # ListOffsets learnt -3 in v7 (KIP-734)
@@ -156,20 +156,14 @@ def _code_name(code: int) -> str | None:
 # -- committed offsets -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Committed:
-    """A group's committed offsets, or the line saying why they could not be read."""
-    group: str
-    offsets: dict[Key, int]
-    problem: str | None = None
-
-
-def committed(conn: ConnectionManager, group_ids: list[str], wait_for_coordinators: bool = True) -> dict[str, Committed]:
+def committed(conn: ConnectionManager, group_ids: list[str],
+              wait_for_coordinators: bool = True) -> Answers[str, dict[Key, int]]:
     """Each group's committed offsets (OffsetFetch of every topic) at its coordinator: one
     request per coordinator for all its groups (v8+), else one per group. Answers are read as
-    kio entities: a group may hold offsets of 10,000s of partitions. Without
-    `wait_for_coordinators`, the groups of a coordinator that does not answer come back with
-    the line why, at once (a snapshot must not wait for a stopped broker)."""
+    kio entities: a group may hold offsets of 10,000s of partitions. A partition the coordinator
+    refused makes its group's error (naming the partition). Without `wait_for_coordinators`, a
+    coordinator that does not answer is not asked again (a snapshot must not wait for a stopped
+    broker)."""
 
     def body(ids: list[str], version: int) -> dict:
         return {"group_id": ids[0], "topics": None, "require_stable": False,
@@ -182,38 +176,29 @@ def committed(conn: ConnectionManager, group_ids: list[str], wait_for_coordinato
 
     parts = conn.coordinator_requests(group_ids, ApiKey.OFFSET_FETCH, body, split, max_version=BY_NAME_VERSION,
                                       batched_from=MANY_GROUPS_VERSION, patient=wait_for_coordinators)
-    out = {}
-    for gid in group_ids:
-        part, node = parts[gid]
-        code = int(getattr(part, "error_code", 0))
-        why = getattr(part, "why", None)
-        if why is not None:
-            out[gid] = Committed(gid, {}, f"The coordinator of group '{shown(gid)}' (broker {node}) did not answer: {why}")
-            continue
-        if code:
-            out[gid] = Committed(gid, {}, group_line(code, gid))
-            continue
+    rows: dict[str, dict[Key, int]] = {}
+    errors = dict(parts.errors)
+    for gid, (part, node) in parts.rows.items():
         offsets: dict[Key, int] = {}
-        problem = None
         for t in part.topics:
             name = t.name
             for p in t.partitions:
-                if p.error_code and problem is None:
-                    problem = f"{name}-{p.partition_index}: " + group_line(int(p.error_code), gid)
-                elif p.committed_offset >= 0:
+                if p.error_code:
+                    errors[gid] = AdminError(int(p.error_code), Target(COORDINATOR, node, ((name, p.partition_index),)))
+                    break
+                if p.committed_offset >= 0:
                     offsets[(name, p.partition_index)] = p.committed_offset
-        out[gid] = Committed(gid, {} if problem else offsets, problem)
-    return out
+            if gid in errors:
+                break
+        else:
+            rows[gid] = offsets
+    return Answers(rows, {gid: errors[gid] for gid in group_ids if gid in errors})
 
 
-class _Commit(NamedTuple):
-    error_code: int   # the group's code when the coordinator refused the whole commit
-    answer: Any
-
-
-def commit(conn: ConnectionManager, group_id: str, offsets: dict[Key, int]) -> dict[Key, str | None]:
-    """Commit `offsets` for the group as an admin does (no member, generation -1): per
-    partition None when committed, else the line why not."""
+def commit(conn: ConnectionManager, group_id: str, offsets: dict[Key, int]) -> Answers[Key, int]:
+    """Commit `offsets` for the group as an admin does (no member, generation -1): each
+    partition's offset committed, or its error (the group's, when it refused the commit as a
+    whole: the same error for every partition)."""
     topics: dict[str, list[dict]] = {}
     for (t, p), offset in sorted(offsets.items()):
         topics.setdefault(t, []).append({"partition_index": p, "committed_offset": offset,
@@ -228,26 +213,44 @@ def commit(conn: ConnectionManager, group_id: str, offsets: dict[Key, int]) -> d
         code = codes[0] if codes and all(c == codes[0] for c in codes) else 0
         return {group_id: _Commit(code if code in COORDINATOR_RETRIABLE else 0, answer)}
 
-    part, _ = conn.coordinator_requests([group_id], ApiKey.OFFSET_COMMIT, lambda ids, version: body, split,
-                                        mutation=True, max_version=BY_NAME_VERSION)[group_id]
-    answer = getattr(part, "answer", None)
-    codes = {(t.name, p.partition_index): int(p.error_code)
-             for t in (answer.topics if answer is not None else ()) for p in t.partitions}
-    fallback = int(part.error_code) or Error.unknown_server_error
-    return {key: (group_line(code, group_id) if code else None)
-            for key, code in ((k, codes.get(k, fallback)) for k in offsets)}
+    found = conn.coordinator_requests([group_id], ApiKey.OFFSET_COMMIT, lambda ids, version: body, split,
+                                      mutation=True, max_version=BY_NAME_VERSION)
+    if group_id in found.errors:
+        return Answers({}, dict.fromkeys(offsets, found.errors[group_id]))
+    part, node = found.rows[group_id]
+    codes = {(t.name, p.partition_index): int(p.error_code) for t in part.answer.topics for p in t.partitions}
+    return _per_partition(list(offsets), codes, node, offsets)
 
 
-def delete(conn: ConnectionManager, group_id: str, keys: list[Key]) -> tuple[str | None, dict[Key, str | None]]:
-    """OffsetDelete: the group's line when it refused as a whole, and per partition None when
-    deleted, else the line why not."""
+class _Commit(NamedTuple):
+    error_code: int   # the group's code when the coordinator refused the whole commit
+    answer: Any
+
+
+def delete(conn: ConnectionManager, group_id: str, keys: list[Key]) -> Answers[Key, None]:
+    """OffsetDelete: each partition's offset deleted, or its error (the group's, when it refused
+    the request as a whole: the same error for every partition)."""
     topics: dict[str, list[dict]] = {}
     for t, p in sorted(keys):
         topics.setdefault(t, []).append({"partition_index": p})
     body = {"group_id": group_id, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-    part, _ = conn.coordinator_requests([group_id], ApiKey.OFFSET_DELETE, lambda ids, version: body,
-                                        lambda a, ids: {group_id: a}, mutation=True)[group_id]
-    top = int(part.error_code)
-    per_partition = {(t.name, p.partition_index): (group_line(int(p.error_code), group_id) if p.error_code else None)
-                     for t in getattr(part, "topics", ()) for p in t.partitions}
-    return (group_line(top, group_id) if top else None), per_partition
+    found = conn.coordinator_requests([group_id], ApiKey.OFFSET_DELETE, lambda ids, version: body,
+                                      lambda a, ids: {group_id: a}, mutation=True)
+    if group_id in found.errors:
+        return Answers({}, dict.fromkeys(sorted(keys), found.errors[group_id]))
+    part, node = found.rows[group_id]
+    codes = {(t.name, p.partition_index): int(p.error_code) for t in part.topics for p in t.partitions}
+    return _per_partition(sorted(keys), codes, node, dict.fromkeys(keys))
+
+
+def _per_partition(keys: list[Key], codes: dict[Key, int], node: int, done: dict[Key, T]) -> Answers[Key, T]:
+    """The partitions a coordinator answered for (code 0: `done`'s value), or their error."""
+    rows: dict[Key, T] = {}
+    errors: dict[Key, AdminError] = {}
+    for key in keys:
+        code = codes.get(key, Error.unknown_server_error)
+        if code:
+            errors[key] = AdminError(code, Target(COORDINATOR, node, (key,)))
+        else:
+            rows[key] = done[key]
+    return Answers(rows, errors)

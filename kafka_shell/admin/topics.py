@@ -11,6 +11,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafka_shell.answers import Answers
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import KafkaCallError, UsageError, shown
 from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP, PARTITIONS_PER_PAGE
@@ -275,20 +276,18 @@ def eligible_leaders(conn: ConnectionManager, topics: list[TopicInfo]) -> dict[K
 
 
 def views_by_broker(conn: ConnectionManager, brokers: list[int], topics: list[str],
-                    deadline: Deadline | None = None) -> tuple[dict[int, dict[str, TopicInfo]], dict[int, str]]:
+                    deadline: Deadline | None = None) -> Answers[int, dict[str, TopicInfo]]:
     """Each broker's own metadata of `topics` (not the controller's: what clients of that broker
-    are told; a topic it does not know, or still loads, is left out), all brokers at once; and
-    the brokers that did not answer, with the line why."""
+    are told; a topic it does not know, or still loads, is left out), all brokers at once."""
     answers = conn.each_broker(brokers, ApiKey.METADATA, {"topics": [{"name": t} for t in topics],
                                                           "allow_auto_topic_creation": False}, deadline=deadline)
-    return ({b: topics_from_metadata(a.topics, skip_errors=True) for b, a in answers.answers.items()},
-            answers.failed)
+    return Answers({b: topics_from_metadata(a.topics, skip_errors=True) for b, a in answers.rows.items()},
+                   answers.errors)
 
 
 def leaders_by_broker(conn: ConnectionManager, brokers: list[int],
-                      topics: list[str]) -> tuple[dict[int, dict[Key, tuple[int, int]]], dict[int, str]]:
-    """(topic, partition) -> (leader, preferred replica) as each broker's own metadata has them;
-    and the brokers that did not answer, with the line why."""
-    views, failed = views_by_broker(conn, brokers, topics)
-    return ({b: {(t.name, p.partition): (p.leader, p.preferred_leader) for t in view.values() for p in t.partitions}
-             for b, view in views.items()}, failed)
+                      topics: list[str]) -> Answers[int, dict[Key, tuple[int, int]]]:
+    """(topic, partition) -> (leader, preferred replica) as each broker's own metadata has them."""
+    views = views_by_broker(conn, brokers, topics)
+    return Answers({b: {(t.name, p.partition): (p.leader, p.preferred_leader) for t in view.values()
+                        for p in t.partitions} for b, view in views.rows.items()}, views.errors)

@@ -17,8 +17,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafka_shell import failure_lines
 from kafka_shell.admin import cluster, configs, groups, log_dirs, offsets, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
+from kafka_shell.answers import Answers
 from kafka_shell.errors import ShellError
 from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
 
@@ -118,8 +120,8 @@ def _log_dirs(session: Session, brokers: list[int], down: dict[int, str]
     if not log_dirs.supported(session.conn):
         return {}, []
     found = log_dirs.describe(session.conn, brokers)
-    for b, why in found.failed.items():
-        down[b] = f"did not describe its log dirs: {why}"
+    for b, error in found.errors.items():
+        down[b] = failure_lines.log_dir_lines({b: error})[0].removeprefix(f"Broker {b} ")
     replicas = {(r.topic, r.partition, d.broker): (r.size, r.offset_lag, d.path) for d, r in found.replicas()}
     return replicas, [(d.broker, d.path, d.total_bytes, d.usable_bytes) for d in found.dirs]
 
@@ -165,14 +167,15 @@ def _group_offsets(session: Session) -> list[tuple[str, str, int, int]]:
     """(group, topic, partition, committed offset) of every consumer group, batched per
     coordinator; a group whose coordinator does not answer is left out (and said)."""
     listed = groups.list_groups(session.conn)
-    for line in listed.failures:
+    for line in failure_lines.group_listing_lines(listed.errors):
         session.stderr.write(f"{line}; its groups are left out.\n")
     ids = [g.group_id for g in listed.groups]
     rows: list[tuple[str, str, int, int]] = []
-    for gid, c in offsets.committed(session.conn, ids, wait_for_coordinators=False).items() if ids else ():
-        if c.problem is not None:
-            session.stderr.write(f"Group {gid}: {c.problem}; left out.\n")
-        rows += [(gid, t, p, offset) for (t, p), offset in c.offsets.items()]
+    committed = offsets.committed(session.conn, ids, wait_for_coordinators=False) if ids else Answers()
+    for gid, error in committed.errors.items():
+        session.stderr.write(f"Group {gid}: {failure_lines.group_lines({gid: error})[0]}; left out.\n")
+    for gid, held in committed.rows.items():
+        rows += [(gid, t, p, offset) for (t, p), offset in held.items()]
     return sorted(rows)
 
 
