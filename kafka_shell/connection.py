@@ -373,7 +373,7 @@ class ConnectionManager:
         ask = self._asker(api_key, body_for, lambda answer, _: parts_of(answer), lambda _: batch,
                           mutation, max_version, deadline, "partition(s)")
         return self._route(list(dict.fromkeys(keys)), locate, ask, LEADER, api_key, LEADER_MOVED,
-                           mutation=mutation, deadline=deadline)
+                           not_yet=frozenset({int(Error.leader_not_available)}), mutation=mutation, deadline=deadline)
 
     def replica_requests(self, wanted: dict[int, list[Key]], api_key: int,
                          body_for: Callable[[list[Key], int], dict],
@@ -436,8 +436,8 @@ class ConnectionManager:
         ask = self._asker(api_key, body_for, lambda answer, chunk: split(answer, chunk).items(),
                           lambda version: None if batched_from is not None and version >= batched_from else 1,
                           mutation, max_version, deadline, "group(s)")
-        found = self._route(list(dict.fromkeys(group_ids)), locate, ask, role, api_key,
-                            COORDINATOR_RETRIABLE, mutation=mutation, patient=patient, deadline=deadline)
+        found = self._route(list(dict.fromkeys(group_ids)), locate, ask, role, api_key, COORDINATOR_RETRIABLE,
+                            not_yet=COORDINATOR_RETRIABLE, mutation=mutation, patient=patient, deadline=deadline)
         for gid, error in found.errors.items():
             if error.code is None or error.code in COORDINATOR_RETRIABLE:
                 self._coordinators.pop((key_type, gid), None)   # it moved, or did not answer: find it anew
@@ -464,37 +464,52 @@ class ConnectionManager:
 
     def _route(self, keys: list[K], locate: Callable[[list[K], bool], tuple[dict[int, list[K]], dict[K, AdminError]]],
                ask: Callable[[int, list[K]], dict[K, Any]], role: str, api_key: int, retry: frozenset[int], *,
-               mutation: bool = False, patient: bool = True, attempts: int | None = MAX_ATTEMPTS,
-               deadline: Deadline) -> Answers[K, Any]:
+               not_yet: frozenset[int] = frozenset(), mutation: bool = False, patient: bool = True,
+               attempts: int | None = MAX_ATTEMPTS, deadline: Deadline) -> Answers[K, Any]:
         """The one way a request goes to the nodes that hold what it names (partition leaders,
         replicas, coordinators): `locate` the keys (`again`: not from memory), `ask` each node
         for its keys, all nodes at once, and sort the parts into rows and errors. Keys answered
         with a `retry` code, or whose node could not be reached (`patient`; a mutation only
-        when nothing was sent), are located and asked again after a backoff, at most `attempts`
-        times (None: until the deadline), within `deadline`."""
+        when nothing was sent), or that `locate` could not place for a `not_yet` code, are
+        located (and asked) again after a backoff, at most `attempts` times (None: until the
+        deadline), within `deadline`."""
         rows: dict[K, Any] = {}
         errors: dict[K, AdminError] = {}
         fan = _FanOut(deadline)
         rounds = 1
 
         def send(pending: list[K], again: bool) -> None:
-            try:
-                by_node, lost = locate(pending, again)
-            except (ClusterUnreachable, KafkaCallError, ConnectionLost) as exc:
-                if not again:
-                    raise
-                log.debug("locating %d key(s) again failed: %s", len(pending), exc)
-                return
-            errors.update(lost)
-            for node, mine in sorted(by_node.items()):
-                fan.submit(node, mine, functools.partial(ask, node, mine))
+            """Locate `pending` and ask their nodes; those that cannot be located now (a code of
+            `not_yet`: no leader, no coordinator yet) are located again after a backoff."""
+            while pending:
+                try:
+                    by_node, lost = locate(pending, again)
+                except (ClusterUnreachable, KafkaCallError, ConnectionLost) as exc:
+                    if not again:
+                        raise
+                    log.debug("locating %d key(s) again failed: %s", len(pending), exc)
+                    return
+                errors.update(lost)
+                for node, mine in sorted(by_node.items()):
+                    fan.submit(node, mine, functools.partial(ask, node, mine))
+                pending = [k for k, e in lost.items() if e.code in not_yet]
+                if not pending or not again_allowed():
+                    return
+                self.debug(f"{len(pending)} to locate again: not held anywhere yet")
+                again = True
+
+        def again_allowed() -> bool:
+            nonlocal rounds
+            if (attempts is not None and rounds >= attempts) or not deadline.backoff():
+                return False
+            rounds += 1
+            return True
 
         send(keys, False)
         for node, asked, outcome in fan.results():
             again = _settle_parts(node, asked, outcome, role, api_key, deadline, rows, errors, retry,
                                   mutation, patient)
-            if again and (attempts is None or rounds < attempts) and deadline.backoff():
-                rounds += 1
+            if again and again_allowed():
                 self.debug(f"{len(again)} to ask again: {_why_again(outcome)}")
                 send(again, True)
         return Answers({k: rows[k] for k in keys if k in rows}, {k: errors[k] for k in keys if k in errors})
