@@ -8,19 +8,16 @@ line and makes the exit code 1; the rest of the command still runs.
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 import time
 from typing import TYPE_CHECKING
 
 from kafka_shell import failure_lines
-from kafka_shell.admin import groups, offsets, topics
+from kafka_shell.admin import groups, offsets, resets, topics
 from kafka_shell.admin.errors import gone, no_such_group
-from kafka_shell.admin.offsets import EARLIEST, LATEST
+from kafka_shell.admin.offsets import LATEST
 from kafka_shell.answers import Answers
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
-from kafka_shell.files import read_text
 from kafka_shell.option_types import group_id, iso_epoch_ms
 from kafka_shell.registry import INT64_MAX, Confirm, Option, command, int_range
 from kafka_shell.render import Proposal, Result, Table
@@ -285,7 +282,7 @@ EXECUTE_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, o
                    "reset-offsets --group app --from-file plan.csv --execute"))
 def reset_offsets(session: Session, args: dict) -> Result | Proposal:
     group_ids = chosen_groups(session, args["group"], args["all_groups"])
-    plan_file = read_plan(args["from_file"], group_ids) if args["from_file"] else None
+    plan_file = resets.read_csv(args["from_file"], group_ids) if args["from_file"] else None
     if not (args["topic"] or args["all_topics"] or plan_file is not None):
         raise UsageError("reset-offsets needs a scope: --topic, --all-topics or --from-file")
     execute = args["execute"] and not args["dry_run"]
@@ -314,7 +311,7 @@ def reset_offsets(session: Session, args: dict) -> Result | Proposal:
             failures.append(str(exc))
     rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
-    text = export_plan(plans, len(group_ids) == 1) if args["export"] else None
+    text = resets.to_csv(plans, len(group_ids) == 1) if args["export"] else None
     if execute and plans:
         def commit() -> Result:
             for gid, plan in plans.items():
@@ -337,12 +334,11 @@ def _plan(session: Session, gid: str, committed: dict[Key, int], args: dict, pla
         if gid not in plan_file:
             failures.append(f"No reset plan for group {shown(gid)} found")
             return {}
-        requested = plan_file[gid]
-        keys = list(requested)
-        snap = read_partitions(session, keys)
+        keys = list(plan_file[gid])
+        snap = resets.read_partitions(session.conn, keys)
     elif args["all_topics"]:
         keys = sorted(committed)
-        snap = read_partitions(session, keys)
+        snap = resets.read_partitions(session.conn, keys)
     else:
         snap = topics.read_for(session.conn, topics.names_of(args["topic"]))
         keys = topics.partitions_of(snap, args["topic"])
@@ -354,108 +350,32 @@ def reset_targets(session: Session, snap: ClusterSnapshot, keys: list[Key], comm
                   notes: list[str], failures: list[str],
                   from_file: dict[Key, int] | None = None) -> dict[Key, tuple[int | None, int]]:
     """(topic, partition) -> (committed offset or None, new offset) of `keys` for the reset
-    specifier of `args` (--to-earliest, --shift-by, ...; `from_file`: --from-file's offsets),
-    as Kafka's tools compute it."""
-    targets: dict[Key, int] = {}
+    specifier of `args` (`from_file`: --from-file's offsets), planned as Kafka's tools plan it
+    (admin/resets.py); its notes and the partitions it could not read go to `notes` and
+    `failures`."""
+    plan = resets.targets(session.conn, snap, keys, committed, reset_spec(args, from_file), from_file)
+    failures += failure_lines.partition_lines(plan.errors)
+    notes += [failure_lines.reset_note(n) for n in plan.notes]
+    return plan.rows
 
-    def log_at(timestamp: int) -> dict[Key, int]:
-        answers = offsets.log_offsets(session.conn, snap, keys, timestamp)
-        failures.extend(failure_lines.partition_lines(answers.errors))
-        return {key: a.offset for key, a in answers.rows.items()}
 
-    if not keys:
-        return {}
+def reset_spec(args: dict, from_file: dict[Key, int] | None = None) -> resets.Spec:
+    """The reset specifier the options give."""
+    if from_file is not None:
+        return resets.Spec(resets.FROM_FILE)
     if args["to_earliest"]:
-        targets = log_at(EARLIEST)
-    elif args["to_latest"]:
-        targets = log_at(LATEST)
-    elif args["to_current"]:
-        without = [k for k in keys if k not in committed]
-        ends = log_at(LATEST) if without else {}
-        targets = {k: committed[k] if k in committed else ends[k] for k in keys if k in committed or k in ends}
-    elif args["to_datetime"] is not None or args["by_duration"] is not None:
-        when = args["to_datetime"] if args["to_datetime"] is not None else int(time.time() * 1000) - args["by_duration"]
-        found = log_at(when)
-        empty = [k for k, offset in found.items() if offset < 0]
-        ends = log_at(LATEST) if empty else {}
-        for key in empty:
-            notes.append(f"Warn: Partition {key[1]} from topic {key[0]} is empty. Falling back to latest known offset.")
-        targets = {k: (ends[k] if offset < 0 else offset) for k, offset in found.items() if offset >= 0 or k in ends}
-    else:
-        if from_file is not None:
-            requested = from_file
-        elif args["to_offset"] is not None:
-            requested = dict.fromkeys(keys, args["to_offset"])
-        elif args["shift_by"] is not None:
-            without = [k for k in keys if k not in committed]
-            if without:
-                raise UsageError(f"Cannot shift offset for partition {without[0][0]}-{without[0][1]} since there is "
-                                 "no current committed offset (use another specifier for it)")
-            requested = {k: committed[k] + args["shift_by"] for k in keys}
-        targets = _clamp(requested, log_at(EARLIEST), log_at(LATEST), notes)
-    return {k: (committed.get(k), targets[k]) for k in keys if k in targets}
-
-
-def read_partitions(session: Session, keys: list[Key]) -> ClusterSnapshot:
-    """A fresh read of the topics of `keys`; a topic that does not exist is an error."""
-    snap = session.conn.read(sorted({t for t, _ in keys}))
-    missing = sorted({t for t, _ in keys} - set(snap.topics))
-    if missing:
-        raise topics.missing(missing[0])
-    return snap
-
-
-def _clamp(requested: dict[Key, int], starts: dict[Key, int], ends: dict[Key, int], notes: list[str]) -> dict[Key, int]:
-    """Kafka's checkOffsetsRange: an offset past the log end becomes the log end, one before the
-    log start the log start, each with a note."""
-    out = {}
-    for key, offset in requested.items():
-        if key not in starts or key not in ends:
-            continue  # its error is already reported
-        label = f"{key[0]}-{key[1]}"
-        if offset > ends[key]:
-            notes.append(f"New offset ({offset}) is higher than latest offset for topic partition {label}. "
-                         f"Value will be set to {ends[key]}")
-            offset = ends[key]
-        elif offset < starts[key]:
-            notes.append(f"New offset ({offset}) is lower than earliest offset for topic partition {label}. "
-                         f"Value will be set to {starts[key]}")
-            offset = starts[key]
-        out[key] = offset
-    return out
-
-
-def read_plan(path: str, group_ids: list[str]) -> dict[str, dict[Key, int]]:
-    """Kafka's reset CSV: `topic,partition,offset` lines (one group given) or
-    `group,topic,partition,offset` lines."""
-    text = read_text(path, "--from-file")
-    plan: dict[str, dict[Key, int]] = {}
-    for n, row in enumerate(csv.reader(io.StringIO(text)), 1):
-        if not row or not "".join(row).strip():
-            continue
-        if len(row) == 3 and len(group_ids) == 1:
-            gid, (topic, partition, offset) = group_ids[0], row
-        elif len(row) == 4:
-            gid, topic, partition, offset = row
-        else:
-            want = "topic,partition,offset" if len(group_ids) == 1 else "group,topic,partition,offset"
-            raise UsageError(f"{path}:{n}: expected {want}, got {shown(','.join(row))}")
-        if not (partition.strip().isdigit() and offset.strip().lstrip("-").isdigit()):
-            raise UsageError(f"{path}:{n}: partition and offset must be integers, got {shown(','.join(row))}")
-        plan.setdefault(gid, {})[(topic, int(partition))] = int(offset)
-    if not plan:
-        raise UsageError(f"{path} holds no offsets (expected topic,partition,offset lines)")
-    return plan
-
-
-def export_plan(plans: dict[str, dict[Key, tuple[int | None, int]]], single_group: bool) -> str:
-    """Kafka's --export CSV: topic,partition,offset for one group, else group first."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    for gid, plan in plans.items():
-        for (t, p), (_, new) in sorted(plan.items()):
-            writer.writerow([t, p, new] if single_group else [gid, t, p, new])
-    return out.getvalue()
+        return resets.Spec(resets.TO_EARLIEST)
+    if args["to_latest"]:
+        return resets.Spec(resets.TO_LATEST)
+    if args["to_current"]:
+        return resets.Spec(resets.TO_CURRENT)
+    if args["to_datetime"] is not None:
+        return resets.Spec(resets.TO_TIME, args["to_datetime"])
+    if args.get("by_duration") is not None:
+        return resets.Spec(resets.TO_TIME, int(time.time() * 1000) - args["by_duration"])
+    if args["to_offset"] is not None:
+        return resets.Spec(resets.TO_OFFSET, args["to_offset"])
+    return resets.Spec(resets.SHIFT_BY, args["shift_by"])
 
 
 # -- delete-group / delete-offsets -------------------------------------------------------------

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from commands.groups import (EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SPECIFIERS, deleted_offsets, export_plan,
-                             read_partitions, read_plan, reset_targets)
+from commands.groups import EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SPECIFIERS, deleted_offsets, reset_targets
 from kafka_shell import failure_lines
-from kafka_shell.admin import groups, offsets, share_groups, streams_groups, topics
+from kafka_shell.admin import groups, offsets, resets, share_groups, streams_groups, topics
 from kafka_shell.admin.errors import gone
 from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.answers import Answers
@@ -136,7 +135,7 @@ SHARE_SPECIFIERS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset
                    "reset-share-group-offsets --group queue --from-file plan.csv --execute"))
 def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal:
     gid = args["group"]
-    from_file = read_plan(args["from_file"], [gid]).get(gid, {}) if args["from_file"] else None
+    from_file = resets.read_csv(args["from_file"], [gid]).get(gid, {}) if args["from_file"] else None
     if not (args["topic"] or args["all_topics"] or from_file is not None):
         raise UsageError("reset-share-group-offsets needs a scope: --topic, --all-topics or --from-file")
     described = share_groups.describe(session.conn, [gid])
@@ -161,14 +160,14 @@ def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal
     notes: list[str] = []
     failures: list[str] = []
     try:
-        snap = read_partitions(session, keys) if keys else session.conn.read([])
+        snap = resets.read_partitions(session.conn, keys) if keys else session.conn.read([])
         plan = reset_targets(session, snap, keys, starts, {**args, "shift_by": None, "by_duration": None},
                              notes, failures, from_file)
     except KafkaCallError as exc:
         return Result.outcome([], [], [str(exc)])
     rows = [[gid, t, p, current_start, new] for (t, p), (current_start, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "StartOffset", "NewStartOffset"], rows, name="offsets")
-    text = export_plan({gid: plan}, True) if args["export"] else None
+    text = resets.to_csv({gid: plan}, True) if args["export"] else None
     if args["execute"] and not args["dry_run"] and plan:
         def apply() -> Result:
             done = share_groups.alter_offsets(session.conn, gid, {k: new for k, (_, new) in plan.items()})
@@ -380,10 +379,10 @@ def _scope(session: Session, d: streams_groups.StreamsGroup, held: dict[Key, int
         if d.group_id not in plan_file:
             return f"No reset plan for group {shown(d.group_id)} found"
         keys = sorted(plan_file[d.group_id])
-        return read_partitions(session, keys), keys
+        return resets.read_partitions(session.conn, keys), keys
     if args["all_input_topics"]:
         keys = sorted(k for k in held if k[0] in d.source_topics)
-        return read_partitions(session, keys), keys
+        return resets.read_partitions(session.conn, keys), keys
     snap = topics.read_for(session.conn, topics.names_of(args["input_topic"]))
     keys = topics.partitions_of(snap, args["input_topic"])
     uncommitted = [f"{t}-{p}" for t, p in keys if (t, p) not in held]
@@ -419,7 +418,7 @@ def _scope(session: Session, d: streams_groups.StreamsGroup, held: dict[Key, int
 def reset_streams_group_offsets(session: Session, args: dict) -> Result | Proposal:
     streams_groups.require(session.conn)
     group_ids = _streams_group_ids(session, args["group"], args["all_groups"])
-    plan_file = read_plan(args["from_file"], group_ids) if args["from_file"] else None
+    plan_file = resets.read_csv(args["from_file"], group_ids) if args["from_file"] else None
     if not (args["input_topic"] or args["all_input_topics"] or plan_file is not None):
         raise UsageError("reset-streams-group-offsets needs a scope: --input-topic, --all-input-topics or --from-file")
     execute = args["execute"] and not args["dry_run"]
@@ -459,7 +458,7 @@ def reset_streams_group_offsets(session: Session, args: dict) -> Result | Propos
                               else list(dict.fromkeys(args["delete_internal_topic"] or ())))
     rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
-    text = export_plan(plans, len(group_ids) == 1) if args["export"] else None
+    text = resets.to_csv(plans, len(group_ids) == 1) if args["export"] else None
     internal = sorted({t for gid in plans for t in doomed[gid]})
     if execute and plans:
         def apply() -> Result:

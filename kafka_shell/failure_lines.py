@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafka_shell.admin import resets
 from kafka_shell.admin.errors import code_name, error_line
 from kafka_shell.answers import AdminError, Answers
 from kafka_shell.codes import ApiKey, Error
@@ -160,3 +161,15 @@ def transaction_line(code: int, transactional_id: str, detail: str | None = None
 
 def transaction_lines(errors: Mapping[str, AdminError]) -> list[str]:
     return lines(errors, lambda tid, e: transaction_line(e.code or 0, tid, e.message or None))
+
+
+# -- notes: what Kafka's tools say beside a plan --------------------------------------------------
+
+
+def reset_note(note: resets.Note) -> str:
+    """Kafka's GroupOffsetsResetter's words for a target it moved."""
+    t, p = note.key
+    if note.kind == "empty":
+        return f"Warn: Partition {p} from topic {t} is empty. Falling back to latest known offset."
+    return (f"New offset ({note.requested}) is {note.kind} than {'latest' if note.kind == 'higher' else 'earliest'} "
+            f"offset for topic partition {t}-{p}. Value will be set to {note.to}")
