@@ -250,17 +250,18 @@ def report(outcomes: dict[Key, Election], kind: int) -> Result:
 
 
 def predict(snap: ClusterSnapshot, entries: list[Entry], kind: int) -> Result:
-    live = set(snap.brokers)
+    """What the controller would do (admin/elections.predict, by Kafka's election rule)."""
     label = LABELS[kind]
     would, noop, fail, rows = [], [], [], []
-    for topic, partition, designated in sorted(entries, key=lambda e: e[:2]):
-        p = snap.topics[topic].partitions[partition]
-        result, why = _predict(kind, p, designated, live)
-        name = f"{topic}-{partition}"
-        rows.append([topic, partition, result, why])
-        if result == "would elect":
+    designated = {e[:2]: e[2] for e in entries}
+    for key, e in sorted(elections.predict(snap, entries, kind).items()):
+        name = f"{key[0]}-{key[1]}"
+        why = _refused(snap.topics[key[0]].partitions[key[1]], e.refused, designated[key]) if e.refused else None
+        rows.append([key[0], key[1], {ELECTED: "would elect", NOT_NEEDED: "already elected"}.get(e.state, "would fail"),
+                     why])
+        if e.state == ELECTED:
             would.append(name)
-        elif result == "already elected":
+        elif e.state == NOT_NEEDED:
             noop.append(name)
         else:
             fail.append(f"Would fail ({label}) for partition: {name}: {why}")
@@ -275,24 +276,12 @@ def predict(snap: ClusterSnapshot, entries: list[Entry], kind: int) -> Result:
     return Result.table(["Topic", "Partition", "Result", "Error"], rows, *messages, name="elections")
 
 
-def _predict(kind: int, p: PartitionInfo, designated: int | None, live: set[int]) -> tuple[str, str | None]:
-    if kind == PREFERRED:
-        if p.leader == p.preferred_leader:
-            return "already elected", None
-        if p.preferred_leader in p.isr and p.preferred_leader in live:
-            return "would elect", None
-        return "would fail", f"preferred replica {p.preferred_leader} is not live and in the ISR"
-    if p.leader >= 0:
-        return "already elected", None
-    if kind == UNCLEAN:
-        if any(r in live for r in p.replicas):
-            return "would elect", None
-        return "would fail", "no replica is live"
-    if designated not in p.replicas:
-        return "would fail", f"broker {designated} is not a replica (replicas: {','.join(map(str, p.replicas))})"
-    if designated not in live:
-        return "would fail", f"broker {designated} is not live"
-    return "would elect", None
+def _refused(p: PartitionInfo, why: str, designated: int | None) -> str:
+    if why == elections.PREFERRED_NOT_LIVE:
+        return f"preferred replica {p.preferred_leader} is not live and in the ISR"
+    if why == elections.NOT_A_REPLICA:
+        return f"broker {designated} is not a replica (replicas: {','.join(map(str, p.replicas))})"
+    return f"broker {designated} is not live" if designated is not None else "no replica is live"
 
 
 # -- --blocking: wait until every broker shows the new leaders -----------------------------------

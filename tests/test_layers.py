@@ -28,6 +28,7 @@ BASE = {"kafka_shell", "kafka_shell.errors", "kafka_shell.files", "kafka_shell.p
         "kafka_shell.names", "kafka_shell.deadline", "kafka_shell.env", "kafka_shell.jwt", "kafka_shell.regex",
         "kafka_shell.answers"}
 PROTOCOL = {"kafka_shell.protocol", "kafka_shell.protocol_ext", "kafka_shell.protocol_ext_schemas", "kafka_shell.codes",
+            "kafka_shell.leader_election",
             "kafka_shell.frames", "kafka_shell.encoders",
             "kafka_shell.authorization", "kafka_shell.broker_identity"}
 CONNECTION = {"kafka_shell.connection", "kafka_shell.router", "kafka_shell.cache", "kafka_shell.channel",

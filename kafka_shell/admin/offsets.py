@@ -15,9 +15,7 @@ from kafka_shell.answers import COORDINATOR, AdminError, Answers, Target
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.connection import COORDINATOR_RETRIABLE
 from kafka_shell.errors import NotSupported
-from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
 
-from kafka_shell.admin.errors import code_name
 
 if TYPE_CHECKING:
     from kafka_shell.connection import ConnectionManager
@@ -50,7 +48,7 @@ def log_offsets(conn: ConnectionManager, snap: ClusterSnapshot | None, keys: Ite
     its leader (in `snap`, the caller's fresh read; located again where it moved). A partition
     that does not exist has the error UNKNOWN_TOPIC_OR_PARTITION."""
     found = conn.leader_requests(keys, ApiKey.LIST_OFFSETS, _list_offsets_body(timestamp, replica_id=-1),
-                                 _list_offsets_parts, snap=snap, deadline=deadline)
+                                 list_offsets_parts, snap=snap, deadline=deadline)
     return Answers({k: LogOffset(p.offset, p.timestamp) for k, p in found.rows.items()}, found.errors)
 
 
@@ -77,20 +75,14 @@ def _list_offsets_body(timestamp: int, replica_id: int, min_version: int = 0) ->
     return body
 
 
-def _list_offsets_parts(answer: Any) -> Iterator[tuple[Key, Any]]:
+def list_offsets_parts(answer: Any) -> Iterator[tuple[Key, Any]]:
     for t in answer.topics:
         name = t.name
         for p in t.partitions:
             yield (name, p.partition_index), p
 
 
-# -- the log ends of replicas (unclean recovery, snapshots) ---------------------------------------
-
-
-class ReplicaLogEnd(NamedTuple):
-    epoch: int          # leader epoch: of the last write (GetReplicaLogInfo) or the current one
-    log_end: int        # -1 when unknown
-    error: str | None = None
+# -- the log ends of replicas (unclean recovery, snapshots: admin/recovery.py) ---------------------
 
 
 def has_replica_log_info(conn: ConnectionManager) -> bool:
@@ -103,54 +95,10 @@ def has_replica_log_ends(conn: ConnectionManager) -> bool:
     return conn.supports(ApiKey.LIST_OFFSETS, LEADER_EPOCHS_VERSION)
 
 
-def replica_log_info(conn: ConnectionManager, snap: ClusterSnapshot, broker: int, keys: list[Key]) -> dict[Key, ReplicaLogEnd]:
-    """`broker`'s own replicas of `keys`: the leader epoch of the last write and the log end,
-    from GetReplicaLogInfo (KAFKA-20098), at most MAX_PARTITIONS_PER_ELECTION partitions a
-    request; what an answer leaves out (HasMoreData) is asked again."""
-    ids = {snap.topics[topic].topic_id: topic for topic, _ in keys}
-    left = list(keys)
-    out: dict[Key, ReplicaLogEnd] = {}
-    while left:
-        page, left = left[:MAX_PARTITIONS_PER_ELECTION], left[MAX_PARTITIONS_PER_ELECTION:]
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in page:
-            by_topic.setdefault(topic, []).append(partition)
-        conn.debug(f"GetReplicaLogInfo request to broker {broker}: {len(page)} partition(s)")
-        answer = conn.broker_request(broker, ApiKey.GET_REPLICA_LOG_INFO, {"topic_partitions": [
-            {"topic_id": snap.topics[t].topic_id, "partitions": ps} for t, ps in by_topic.items()]})
-        for tl in answer.topic_partition_log_info_list:
-            name = ids.get(tl.topic_id)
-            if name is None:
-                continue
-            for info in tl.partition_log_info:
-                out[(name, info.partition)] = ReplicaLogEnd(info.partition_leader_epoch, info.log_end_offset,
-                                                            _code_name(info.error_code))
-        unanswered = [k for k in page if k not in out]
-        if unanswered and not answer.has_more_data:
-            for k in unanswered:
-                out[k] = ReplicaLogEnd(-1, -1, "left out of the broker's answer")
-        elif unanswered:
-            left = unanswered + left
-    return out
-
-
-def replica_log_ends(conn: ConnectionManager, snap: ClusterSnapshot, broker: int, keys: list[Key]) -> dict[Key, ReplicaLogEnd]:
-    """The same from ListOffsets with ReplicaId -2 and Timestamp -1 (where the cluster lacks
-    GetReplicaLogInfo): `broker`'s own replica's log end and its current leader epoch."""
-    found = conn.replica_requests({broker: keys}, ApiKey.LIST_OFFSETS,
-                                  _list_offsets_body(LATEST, DEBUGGING_REPLICA_ID, LEADER_EPOCHS_VERSION),
-                                  _list_offsets_parts)
-    out = {}
-    for key in keys:
-        part = found.rows.get((broker, key))
-        error = found.errors.get((broker, key))
-        out[key] = (ReplicaLogEnd(int(part.leader_epoch), int(part.offset)) if part is not None
-                    else ReplicaLogEnd(-1, -1, code_name(error.code) if error and error.code else "no answer"))
-    return out
-
-
-def _code_name(code: int) -> str | None:
-    return code_name(code) if code else None
+def replica_log_ends_body() -> Callable[[list[Key], int], dict]:
+    """ListOffsets with ReplicaId -2 and Timestamp -1 (v4+): a broker's own replica's log end and
+    its current leader epoch, leader or not."""
+    return _list_offsets_body(LATEST, DEBUGGING_REPLICA_ID, LEADER_EPOCHS_VERSION)
 
 
 # -- committed offsets -------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_shell import failure_lines
-from kafka_shell.admin import cluster, configs, groups, log_dirs, offsets, topics
+from kafka_shell.admin import cluster, configs, groups, log_dirs, offsets, recovery, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.answers import Answers
 from kafka_shell.errors import ShellError
@@ -149,18 +149,14 @@ def _offline_log_ends(session: Session, snap: ClusterSnapshot, offline: list[Par
         for b in p.replicas:
             if b in live:
                 wanted.setdefault(b, []).append((p.topic, p.partition))
-    out: dict[tuple[str, int, int], tuple[int, int]] = {}
     if not wanted:
-        return out
-    ask = offsets.replica_log_info if offsets.has_replica_log_info(session.conn) else offsets.replica_log_ends
-    for broker, keys in wanted.items():
-        try:
-            answers = ask(session.conn, snap, broker, keys)
-        except ShellError as exc:
-            session.stderr.write(f"Broker {broker} did not tell its log ends ({exc}).\n")
-            continue
-        out.update({(t, p, broker): (a.log_end, a.epoch) for (t, p), a in answers.items() if a.error is None})
-    return out
+        return {}
+    path = recovery.DESIGNATED_PATH if offsets.has_replica_log_info(session.conn) else recovery.STOCK_PATH
+    told = recovery.replica_logs(session.conn, snap, wanted, path)
+    for broker in sorted(wanted):
+        if not any((broker, k) in told for k in wanted[broker]):
+            session.stderr.write(f"Broker {broker} did not tell its log ends.\n")
+    return {(t, p, broker): (a.log_end, a.epoch) for (broker, (t, p)), a in told.items() if a.error is None}
 
 
 def _group_offsets(session: Session) -> list[tuple[str, str, int, int]]:
