@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from kafka_shell.admin import configs, reassignments, throttles, topics
+from kafka_shell import failure_lines
 from kafka_shell.admin.reassignments import Move
 from kafka_shell.deadline import Deadline
 from kafka_shell.errors import ShellError, UsageError
@@ -303,13 +304,14 @@ def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Resu
                 "option during rollback."]
     if record:
         messages += set_throttles(session, record)
-    refused = reassignments.alter(session.conn, targets)
-    started = [k for k in sorted(targets) if k not in refused]
+    done = reassignments.alter(session.conn, targets)
+    refused = failure_lines.reassignment_lines(done.errors)
+    started = sorted(done.rows)
     if started:
         messages.append(f"Successfully started partition reassignment(s) for {','.join(map(_name, started))}.")
     text = f"Current partition replica assignment\n{rollback}"
     if refused:
-        return Result(tables=[before], text=text, messages=messages + reassignments.refusals(refused), exit_code=1)
+        return Result(tables=[before], text=text, messages=messages + refused, exit_code=1)
     if args["blocking"]:
         session.stderr.write("\n".join(messages) + "\n")
         waited = wait_and_finish(session, args, set(targets), resume=f"--verify --reassignment-json-file {path} ")
@@ -429,11 +431,11 @@ def cancel(session: Session, args: dict, targets: dict[Key, list[int]] | None) -
         return Result.message("None of the specified partition reassignments are active.")
     if args["dry_run"]:
         return Result.message(f"Would cancel the reassignment of {','.join(map(_name, wanted))} (dry run).")
-    refused = reassignments.alter(session.conn, {k: None for k in wanted})
-    done = [k for k in wanted if k not in refused]
+    cancelled = reassignments.alter(session.conn, {k: None for k in wanted})
+    done = sorted(cancelled.rows)
     messages = [f"Successfully cancelled partition reassignment(s) for {','.join(map(_name, done))}."] if done else []
-    if refused:
-        return Result.message(*messages, *reassignments.refusals(refused), exit_code=1)
+    if cancelled.errors:
+        return Result.message(*messages, *failure_lines.reassignment_lines(cancelled.errors), exit_code=1)
     messages += clear_throttles(session, args["preserve_throttles"])
     return Result.message(*messages)
 

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafka_shell import failure_lines
 from kafka_shell.admin import elections, reassignments, recovery, topics
 from kafka_shell.admin.elections import ELECTED, NOT_NEEDED, Election, Entry
 from kafka_shell.admin.recovery import DESIGNATED_PATH, STOCK_PATH, Target
@@ -331,14 +332,15 @@ def elect_by_reorder(session: Session, batch: list[Target]) -> dict[Key, Electio
     moves: dict[Key, list[int] | None] = {t.key: [t.chosen, *[b for b in t.replicas if b != t.chosen]]
                                           for t in batch if t.chosen is not None}
     conn.debug(f"AlterPartitionReassignments (reorder only): {len(moves)} partition(s)")
-    outcomes = {key: elections.failed(key, f"the reorder was refused ({why})")
-                for key, why in reassignments.alter(conn, moves).items()}
+    outcomes = {key: elections.failed(key, "the reorder was refused "
+                                           f"({failure_lines.reassignment_refusal(key, error)})")
+                for key, error in reassignments.alter(conn, moves).errors.items()}
     reordered = [t for t in batch if t.key not in outcomes]
     if reordered:
         entries: list[Entry] = [(t.topic, t.partition, None) for t in reordered]
         outcomes.update(elections.elect(conn, entries, elections.UNCLEAN, ELECTION_TIMEOUT_MS))
         restore: dict[Key, list[int] | None] = {t.key: list(t.replicas) for t in reordered}
         conn.debug(f"AlterPartitionReassignments (restore order): {len(restore)} partition(s)")
-        for line in reassignments.refusals(reassignments.alter(conn, restore)):
+        for line in failure_lines.reassignment_lines(reassignments.alter(conn, restore).errors):
             session.notify(f"Could not restore the replica order of {line}")
     return outcomes

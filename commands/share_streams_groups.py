@@ -468,7 +468,8 @@ def reset_streams_group_offsets(session: Session, args: dict) -> Result | Propos
                 notes.append(f"Reset {len(done.rows)} offset(s) of streams group '{shown(gid)}'.")
             for outcome in topics.delete(session.conn, internal) if internal else []:
                 if outcome.error is not None:
-                    failures.append(f"Internal topic '{shown(outcome.name)}' was not deleted: {outcome.error}")
+                    failures.append(f"Internal topic '{shown(outcome.name)}' was not deleted: "
+                                    + failure_lines.deleted_line(outcome.error, outcome.name))
                 else:
                     notes.append(f"Deleted internal topic '{shown(outcome.name)}'.")
             return Result.outcome([table], notes, failures, text)

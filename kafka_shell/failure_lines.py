@@ -71,6 +71,17 @@ def transaction_listing_lines(errors: Mapping[int, AdminError]) -> list[str]:
     return _broker_lines(errors, "list its transactions", ApiKey.LIST_TRANSACTIONS)
 
 
+def reassignment_refusal(key: Key, error: AdminError) -> str:
+    """Why the controller would not move (or stop moving) a partition."""
+    return error_line(ApiKey.ALTER_PARTITION_REASSIGNMENTS, error.code or 0, error.message or None, topic=key[0],
+                      entity=partition_name(key))
+
+
+def reassignment_lines(errors: Mapping[Key, AdminError]) -> list[str]:
+    """`topic-3: why` per partition the controller would not move."""
+    return partition_lines(errors, lambda key, e: f"{partition_name(key)}: {reassignment_refusal(key, e)}")
+
+
 def deletion_lines(errors: Mapping[Key, AdminError], wanted: Mapping[Key, int]) -> list[str]:
     """DeleteRecords: an offset past the end, or a compacted topic, says what to do instead."""
     def line(key: Key, e: AdminError) -> str:
@@ -82,6 +93,25 @@ def deletion_lines(errors: Mapping[Key, AdminError], wanted: Mapping[Key, int]) 
                     "deletes records only from delete-policy topics")
         return partition_line(key, e.code or 0)
     return partition_lines(errors, line)
+
+
+# -- topics ------------------------------------------------------------------------------------
+
+
+def created_line(error: AdminError, topic: str, brokers: int, replication_factor: int = -1) -> str:
+    """Why CreateTopics did not create `topic` (`brokers`: the live count, for what to do)."""
+    context: dict[str, Any] = {"topic": topic, "brokers": brokers}
+    if replication_factor > 0:
+        context["rf"] = replication_factor
+    return error_line(ApiKey.CREATE_TOPICS, error.code or 0, error.message or None, **context)
+
+
+def deleted_line(error: AdminError, topic: str) -> str:
+    return error_line(ApiKey.DELETE_TOPICS, error.code or 0, error.message or None, topic=topic)
+
+
+def grown_line(error: AdminError, topic: str) -> str:
+    return error_line(ApiKey.CREATE_PARTITIONS, error.code or 0, error.message or None, topic=topic)
 
 
 # -- groups ----------------------------------------------------------------------------------
