@@ -138,13 +138,9 @@ def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal
     from_file = resets.read_csv(args["from_file"], [gid]).get(gid, {}) if args["from_file"] else None
     if not (args["topic"] or args["all_topics"] or from_file is not None):
         raise UsageError("reset-share-group-offsets needs a scope: --topic, --all-topics or --from-file")
-    described = share_groups.describe(session.conn, [gid])
-    if gid not in described.rows:
-        return Result.outcome([], [], failure_lines.group_lines(described.errors, "share"))
-    if described.rows[gid].members:
-        return Result.outcome([], [], [f"Share group '{shown(gid)}' is not empty: it has "
-                                       f"{len(described.rows[gid].members)} active member(s); offsets can only be "
-                                       "reset when it is empty."])
+    not_empty = _not_empty(session, gid, "offsets can only be reset")
+    if not_empty:
+        return Result.outcome([], [], not_empty)
     held = share_groups.offsets(session.conn, [gid])
     if gid not in held.rows:
         return Result.outcome([], [], failure_lines.group_lines(held.errors))
@@ -184,6 +180,19 @@ def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal
     return Result.outcome([table], notes, failures, text)
 
 
+def _not_empty(session: Session, gid: str, what: str) -> list[str]:
+    """Why the share group's offsets cannot be changed now (it could not be described, or has
+    members), or nothing."""
+    described = share_groups.describe(session.conn, [gid])
+    if gid not in described.rows:
+        return failure_lines.group_lines(described.errors, "share")
+    members = described.rows[gid].members
+    if members:
+        return [f"Share group '{shown(gid)}' is not empty: it has {len(members)} active member(s); {what} when it "
+                "is empty."]
+    return []
+
+
 @command("delete-share-group-offsets",
          Option("--group", type=group_id, required=True, metavar="GROUP", completer="group",
                 help="Share group whose state to delete."),
@@ -195,13 +204,9 @@ def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal
          examples=("delete-share-group-offsets --group queue --topic orders --yes",))
 def delete_share_group_offsets(session: Session, args: dict) -> Result:
     gid, topics = args["group"], list(dict.fromkeys(args["topic"]))
-    described = share_groups.describe(session.conn, [gid])
-    if gid not in described.rows:
-        return Result.outcome([], [], failure_lines.group_lines(described.errors, "share"))
-    if described.rows[gid].members:
-        return Result.outcome([], [], [f"Share group '{shown(gid)}' is not empty: it has "
-                                       f"{len(described.rows[gid].members)} active member(s); its offsets can only be "
-                                       "deleted when it is empty."])
+    not_empty = _not_empty(session, gid, "its offsets can only be deleted")
+    if not_empty:
+        return Result.outcome([], [], not_empty)
     if args["dry_run"]:
         return Result.outcome([Table(["Group", "Topic"], [[gid, t] for t in topics], name="topics")],
                               ["Dry run: nothing was deleted."], [])
