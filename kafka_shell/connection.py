@@ -94,6 +94,16 @@ TRANSACTION_KEY_TYPE = 1        # FindCoordinator's key type of a transactional 
 BATCHED_FIND_COORDINATOR = 4    # FindCoordinator takes many keys from v4
 
 
+class Then(NamedTuple):
+    """A second request at the same coordinator for the ids whose part of the first `needs` it
+    (DescribeGroups for the groups ConsumerGroupDescribe does not know), so a slow coordinator
+    holds up only its own groups."""
+    api_key: int
+    body_for: Callable[[list[str], int], dict]
+    split: Callable[[Any, list[str]], dict[str, Any]]
+    needs: Callable[[Any], bool]
+
+
 class Silent(KafkaCallError):
     """A broker did not answer before the deadline (`sent`: after the request was sent)."""
 
@@ -406,8 +416,8 @@ class ConnectionManager:
                              body_for: Callable[[list[str], int], dict], split: Callable[[Any, list[str]], dict[str, Any]],
                              *, mutation: bool = False, max_version: int | None = None,
                              batched_from: int | None = 0, patient: bool = True,
-                             deadline: Deadline | None = None,
-                             key_type: int = GROUP_KEY_TYPE) -> Answers[str, tuple[Any, int]]:
+                             deadline: Deadline | None = None, key_type: int = GROUP_KEY_TYPE,
+                             then: Then | None = None) -> Answers[str, tuple[Any, int]]:
         """Each group's part of its coordinator's answer, with the coordinator's id: one request
         per coordinator for the groups it holds (where the version, from `batched_from` on,
         takes several; else one per group), all coordinators at once. Groups answered with a
@@ -415,7 +425,8 @@ class ConnectionManager:
         asked again with backoff, within one deadline (a mutation only where nothing was
         applied); past it, their last answer stands. Not `patient`: a coordinator that failed
         is not asked again. `key_type` TRANSACTION_KEY_TYPE: the ids are transactional ids, at
-        their transaction coordinators."""
+        their transaction coordinators. `then`: a second request at the same coordinator for the
+        ids whose part needs it (their part is then its)."""
         deadline = deadline or self.deadline()
         role = COORDINATOR if key_type == GROUP_KEY_TYPE else TRANSACTION_COORDINATOR
 
@@ -433,9 +444,18 @@ class ConnectionManager:
                     by_node.setdefault(node, []).append(gid)
             return by_node, lost
 
-        ask = self._asker(api_key, body_for, lambda answer, chunk: split(answer, chunk).items(),
-                          lambda version: None if batched_from is not None and version >= batched_from else 1,
-                          mutation, max_version, deadline, "group(s)")
+        first = self._asker(api_key, body_for, lambda answer, chunk: split(answer, chunk).items(),
+                            lambda version: None if batched_from is not None and version >= batched_from else 1,
+                            mutation, max_version, deadline, "group(s)")
+        ask = first
+        if then is not None:
+            second = self._asker(then.api_key, then.body_for, lambda answer, chunk: then.split(answer, chunk).items(),
+                                 lambda version: None, mutation, None, deadline, "group(s)")
+
+            def ask(node: int, ids: list[str]) -> dict:
+                parts = first(node, ids)
+                again = [gid for gid in ids if gid in parts and then.needs(parts[gid])]
+                return {**parts, **second(node, again)} if again else parts
         found = self._route(list(dict.fromkeys(group_ids)), locate, ask, role, api_key, COORDINATOR_RETRIABLE,
                             not_yet=COORDINATOR_RETRIABLE, mutation=mutation, patient=patient, deadline=deadline)
         for gid, error in found.errors.items():

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 INITIAL_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 1.0
 LAST_TRY_S = 0.001   # what `left` gives at the end: enough for a last non-blocking look
+LAST_ASK_S = 0.5     # what a request gets once its command's --timeout is spent (Budget.cap)
 
 
 class Deadline:
@@ -87,7 +88,9 @@ class Budget:
 
     def cap(self, deadline: Deadline) -> Deadline:
         """`deadline`, ending no later than the command's (its `seconds`, which messages say,
-        stay the --timeout the command was given)."""
-        if self.deadline is not None and self.deadline.at < deadline.at:
-            deadline.at = self.deadline.at
+        stay the --timeout the command was given). Once the command's time is spent (waiting for
+        a broker that did not answer), a request still gets LAST_ASK_S: a broker that answers at
+        once is not blamed for the time another one took."""
+        if self.deadline is not None:
+            deadline.at = min(deadline.at, max(self.deadline.at, time.monotonic() + LAST_ASK_S))
         return deadline

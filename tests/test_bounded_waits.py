@@ -222,3 +222,25 @@ def test_a_leader_that_keeps_saying_it_moved_is_asked_again_then_its_answer_stan
     assert p.returncode == 1, p.stderr
     assert p.stderr.strip().endswith('keyed-0: The broker is not the leader of "keyed" any more: retry the command.')
     assert p.stderr.count(f"DeleteRecords request to broker {leader}: 1 partition(s)") > 1   # asked again
+
+
+def test_a_slow_coordinator_is_named_and_the_other_groups_answer(sandbox):
+    import json
+
+    from tests.test_oneshot import run
+    assert run(sandbox, "create-topic --topic t --partitions 3 --replication-factor 3").returncode == 0
+    groups = [f"g{i}" for i in range(8)]
+    for g in groups:
+        assert run(sandbox, f"reset-offsets --group {g} --topic t --to-latest --execute --yes").returncode == 0
+    p = run(sandbox, f"describe-group {' '.join(groups)} --state -o jsonl")
+    coordinator = {r["group"]: r["coordinator"] for r in map(json.loads, p.stdout.splitlines())}
+    slow = coordinator["g0"]
+    mine = sorted(g for g in groups if coordinator[g] == slow)
+    assert len(mine) < len(groups), "the groups' coordinators are spread over the brokers"
+    sandbox.delay(slow, 60_000)
+    p = bounded("--bootstrap-server", sandbox.bootstrap, "--command", f"describe-group {' '.join(groups)} --state -o jsonl")
+    assert p.returncode == 1, p.stderr
+    assert sorted(json.loads(r)["group"] for r in p.stdout.splitlines()) == sorted(set(groups) - set(mine))
+    line = p.stderr.strip()
+    assert line.startswith(f"The coordinator of group{'s' if len(mine) > 1 else ''} '{mine[0]}'"), line
+    assert line.endswith(f"(broker {slow}) did not answer ConsumerGroupDescribe within {TIMEOUT_S} s"), line

@@ -3,8 +3,8 @@ with what the classic DescribeGroups cannot say: member epochs, subscriptions (n
 each member's assignment beside its target, the server assignor, the group epoch and the
 assignment epoch.
 
-`groups.describe` asks here first, as Kafka's Admin.describeConsumerGroups does, and takes the
-groups that are not consumer groups to DescribeGroups.
+`groups.describe` asks ConsumerGroupDescribe first, as Kafka's Admin.describeConsumerGroups does,
+and DescribeGroups, at the same coordinator, for the groups that are not consumer groups.
 """
 
 from __future__ import annotations
@@ -53,12 +53,6 @@ class ConsumerGroup:
     members: tuple[ConsumerMember, ...]
 
 
-@dataclass(frozen=True)
-class NotConsumerGroup:
-    """The coordinator holds no consumer group of this id (none at all, or one of another type:
-    DescribeGroups is asked next)."""
-
-
 def supported(conn: ConnectionManager) -> bool:
     return bool(conn.api_versions().get(ApiKey.CONSUMER_GROUP_DESCRIBE))
 
@@ -73,18 +67,21 @@ def described(conn: ConnectionManager, group_ids: list[str], api_key: int, body:
     return Answers({gid: build(g, node) for gid, (g, node) in parts.rows.items()}, parts.errors)
 
 
-def describe(conn: ConnectionManager, group_ids: list[str]) -> Answers[str, ConsumerGroup | NotConsumerGroup]:
-    """ConsumerGroupDescribe of each group at its coordinator: its description, NotConsumerGroup,
-    or its error."""
-    found = described(conn, group_ids, ApiKey.CONSUMER_GROUP_DESCRIBE, {"include_authorized_operations": False},
-                      lambda g, node: ConsumerGroup(g.group_id, node, g.group_state, int(g.group_epoch),
-                                                    int(g.assignment_epoch), g.assignor_name,
-                                                    tuple(_member(m) for m in g.members)))
-    # A 3.9 broker without the new coordinator lists the API but answers UNSUPPORTED_VERSION.
-    other = {gid for gid, e in found.errors.items() if e.code in (Error.group_id_not_found, Error.unsupported_version)}
-    rows: dict[str, ConsumerGroup | NotConsumerGroup] = {**found.rows, **{gid: NotConsumerGroup() for gid in other}}
-    return Answers({gid: rows[gid] for gid in group_ids if gid in rows},
-                   {gid: e for gid, e in found.errors.items() if gid not in other})
+def consumer_group(g: Any, node: int) -> ConsumerGroup:
+    """A group from its part of a ConsumerGroupDescribe answer, at coordinator `node`."""
+    return ConsumerGroup(g.group_id, node, g.group_state, int(g.group_epoch), int(g.assignment_epoch),
+                         g.assignor_name, tuple(_member(m) for m in g.members))
+
+
+def not_a_consumer_group(part: Any) -> bool:
+    """ConsumerGroupDescribe holds no consumer group of this id (none, or one of another type;
+    a 3.9 broker without the new coordinator lists the API but answers UNSUPPORTED_VERSION)."""
+    return int(part.error_code) in (Error.group_id_not_found, Error.unsupported_version)
+
+
+def is_consumer_group(part: Any) -> bool:
+    """The part is ConsumerGroupDescribe's (not DescribeGroups')."""
+    return hasattr(part, "assignor_name")
 
 
 def _member(m: Any) -> ConsumerMember:

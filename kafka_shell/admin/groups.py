@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_shell.answers import BROKER, COORDINATOR, AdminError, Answers, Target
 from kafka_shell.codes import ApiKey, Error
-from kafka_shell.connection import COORDINATOR_RETRIABLE
+from kafka_shell.connection import COORDINATOR_RETRIABLE, Then
 from kafka_shell.metadata import GroupListing, group_listings
 
 from kafka_shell.admin import consumer_groups
@@ -102,47 +102,36 @@ class GroupDescription:
 
 def describe(conn: ConnectionManager, group_ids: list[str]) -> Answers[str, GroupDescription]:
     """Each group as its coordinator describes it: ConsumerGroupDescribe first where the cluster
-    has it (as Kafka's Admin), DescribeGroups for the groups that are not KIP-848 consumer groups.
-    A group that does not exist has the error GROUP_ID_NOT_FOUND (`errors.no_such_group`)."""
-    rows: dict[str, GroupDescription] = {}
-    errors: dict[str, AdminError] = {}
-    classic = group_ids
+    has it (as Kafka's Admin), then, at the same coordinator, DescribeGroups for the groups that
+    are not KIP-848 consumer groups. A group that does not exist has the error
+    GROUP_ID_NOT_FOUND (`errors.no_such_group`; older brokers say state Dead)."""
+    classic = Then(ApiKey.DESCRIBE_GROUPS, lambda ids, version: {"groups": ids, "include_authorized_operations": False},
+                   lambda answer, ids: {g.group_id: g for g in answer.groups}, consumer_groups.not_a_consumer_group)
     if group_ids and consumer_groups.supported(conn):
-        found = consumer_groups.describe(conn, group_ids)
-        errors.update(found.errors)
-        for gid, d in found.rows.items():
-            if isinstance(d, consumer_groups.ConsumerGroup):
-                members = tuple(Member(m.member_id, m.instance_id, m.client_id, m.host, m.assignment) for m in d.members)
-                rows[gid] = GroupDescription(gid, d.state, "consumer", d.assignor, d.coordinator, members, "consumer", d)
-        classic = [gid for gid in group_ids if isinstance(found.rows.get(gid), consumer_groups.NotConsumerGroup)]
-    if classic:
-        found_classic = _describe_classic(conn, classic)
-        rows.update(found_classic.rows)
-        errors.update(found_classic.errors)
-    return Answers({gid: rows[gid] for gid in group_ids if gid in rows},
-                   {gid: errors[gid] for gid in group_ids if gid in errors})
-
-
-def _describe_classic(conn: ConnectionManager, group_ids: list[str]) -> Answers[str, GroupDescription]:
-    """DescribeGroups of each group at its coordinator; a group that does not exist has the
-    error GROUP_ID_NOT_FOUND (older brokers say state Dead, which is taken as that)."""
-    parts = conn.coordinator_requests(
-        group_ids, ApiKey.DESCRIBE_GROUPS,
-        lambda ids, version: {"groups": ids, "include_authorized_operations": False},
-        lambda answer, ids: {g.group_id: g for g in answer.groups})
+        parts = conn.coordinator_requests(
+            group_ids, ApiKey.CONSUMER_GROUP_DESCRIBE,
+            lambda ids, version: {"group_ids": ids, "include_authorized_operations": False},
+            lambda answer, ids: {g.group_id: g for g in answer.groups}, then=classic)
+    else:
+        parts = conn.coordinator_requests(group_ids, ApiKey.DESCRIBE_GROUPS, classic.body_for, classic.split)
     rows: dict[str, GroupDescription] = {}
     errors = dict(parts.errors)
     for gid, (g, node) in parts.rows.items():
-        if (getattr(g, "group_state", "") or "") == "Dead":
+        if consumer_groups.is_consumer_group(g):
+            d = consumer_groups.consumer_group(g, node)
+            members = tuple(Member(m.member_id, m.instance_id, m.client_id, m.host, m.assignment) for m in d.members)
+            rows[gid] = GroupDescription(gid, d.state, "consumer", d.assignor, node, members, "consumer", d)
+        elif (getattr(g, "group_state", "") or "") == "Dead":
             errors[gid] = AdminError(Error.group_id_not_found, Target(COORDINATOR, node, (gid,)))
-            continue
-        protocol_type = g.protocol_type or ""
-        consumer = protocol_type in ("consumer", "")
-        members = tuple(Member(m.member_id, getattr(m, "group_instance_id", None), m.client_id, m.client_host,
-                               consumer_assignment(m.member_assignment or b"") if consumer else ())
-                        for m in g.members)
-        rows[gid] = GroupDescription(gid, g.group_state, protocol_type, g.protocol_data or "", node, members)
-    return Answers(rows, errors)
+        else:
+            protocol_type = g.protocol_type or ""
+            consumer = protocol_type in ("consumer", "")
+            members = tuple(Member(m.member_id, getattr(m, "group_instance_id", None), m.client_id, m.client_host,
+                                   consumer_assignment(m.member_assignment or b"") if consumer else ())
+                            for m in g.members)
+            rows[gid] = GroupDescription(gid, g.group_state, protocol_type, g.protocol_data or "", node, members)
+    return Answers({gid: rows[gid] for gid in group_ids if gid in rows},
+                   {gid: errors[gid] for gid in group_ids if gid in errors})
 
 
 def consumer_assignment(data: bytes) -> tuple[Key, ...]:
