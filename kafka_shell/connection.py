@@ -15,9 +15,16 @@ Callers (the admin layer) name *what* they ask; the route names *whom*:
   answer comes back as `Answers` (kafka_shell/answers.py): the rows of those that answered
   beside an AdminError for each that did not, naming it.
 
+The routes to many targets (leaders, replicas, coordinators) are one machine, `_route`: locate
+what each key is held by, ask every node at once (a slow one holds up only its own keys), and
+locate and ask again the keys whose holder moved (LEADER_MOVED, COORDINATOR_RETRIABLE) or could
+not be reached, with backoff.
+
 Every call is bounded by one `Deadline`: --timeout from its start (plus the broker's own
-operation timeout where the request carries one) across its retries, whatever the brokers do;
-a caller may pass its own to bound several calls together.
+operation timeout where the request carries one) across its retries, whatever the brokers do,
+and never past what is left of the running command's --timeout (`budget`, set by the runner:
+each request's wait is the smaller of the two); a caller may pass its own to bound several
+calls together.
 
 Retries when the controller moves (NOT_CONTROLLER, or the connection to it is lost): find the
 controller again and retry with exponential backoff until the deadline, at most MAX_ATTEMPTS
@@ -34,7 +41,8 @@ times. A mutation is never applied twice:
   any other mutation is not resent and fails with "outcome unknown: check before retrying".
 
 Group requests retry NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and COORDINATOR_NOT_AVAILABLE
-with the coordinator looked up again, as Kafka's AdminClient does, within the same deadline.
+with the coordinator looked up again, and partition requests Kafka's leader-moved codes with the
+leader read again, as Kafka's AdminClient does, within the same deadline.
 """
 
 from __future__ import annotations
