@@ -319,13 +319,15 @@ class ConnectionManager:
                     raise
         raise AssertionError("unreachable")
 
-    def any_broker_request(self, api_key: int, body: dict, *, version: int | None = None,
-                      deadline: Deadline | None = None) -> Any:
-        """A read any broker answers (DescribeTopicPartitions, DescribeAcls...): the first live one."""
+    def any_broker_request(self, api_key: int, body: dict, *, version: int | None = None, mutation: bool = False,
+                           deadline: Deadline | None = None) -> Any:
+        """A request any broker serves (DescribeTopicPartitions, DescribeAcls, CreateDelegationToken...):
+        a read at the first broker that answers (a slow one has the next asked beside it); a
+        `mutation` is sent once, to the first broker connected."""
         deadline = self._deadline_for(body, deadline)
         try:
             return refused_at_top(api_key, self.router.from_any_broker(
-                lambda ch: ch.request_entity(api_key, body, version, deadline=deadline), deadline))
+                lambda ch: ch.request_entity(api_key, body, version, deadline=deadline), deadline, hedge=not mutation))
         except NoAnswer as late:
             raise self._no_answer(late, deadline) from None
 
