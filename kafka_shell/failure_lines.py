@@ -4,7 +4,8 @@ with what to do: a target that did not answer is named once, with what it was as
 error code gets its own line ("keyed-0: ...", "Consumer group 'app' does not exist (see
 list-groups).").
 
-Commands (and the pipeline) call these; the admin layer returns the errors as values.
+Commands (and the pipeline) call these; the admin layer returns the errors as values
+(`partition_line` is also what the admin layer's own exceptions say of a partition).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafka_shell.admin import resets
-from kafka_shell.admin.errors import code_name, error_line
+from kafka_shell.admin.errors import code_name, error_line, partition_line
 from kafka_shell.answers import AdminError, Answers
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import kafka_error_message, shown
@@ -23,11 +24,6 @@ Key = tuple[str, int]
 
 def partition_name(key: Key) -> str:
     return f"{key[0]}-{key[1]}"
-
-
-def partition_line(key: Key, code: int, detail: str = "") -> str:
-    """`topic-3: <the line for code>`."""
-    return f"{partition_name(key)}: " + kafka_error_message(code, code_name(code), detail, topic=key[0])
 
 
 def lines(errors: Mapping[Any, AdminError], answered: Callable[[Any, AdminError], str]) -> list[str]:
