@@ -354,7 +354,7 @@ class ConnectionManager:
         errors: dict[int, AdminError] = {}
         for b, _, outcome in fan.results():
             if isinstance(outcome, BaseException):
-                errors[b] = AdminError(None, Target(BROKER, b), _how_it_failed(outcome, api_key, deadline))
+                errors[b] = _failure(outcome, Target(BROKER, b), api_key, deadline)
             else:
                 rows[b] = outcome
         return Answers({b: rows[b] for b in brokers if b in rows}, {b: errors[b] for b in brokers if b in errors})
@@ -694,12 +694,11 @@ def _settle_parts(node: int, asked: list[K], outcome: Any, role: str, api_key: i
     failed but not for want of time, unless a mutation was sent to it (it may have acted)."""
     if isinstance(outcome, BaseException):
         sent = bool(getattr(outcome, "sent", False))
-        error = AdminError(None, Target(role, node, tuple(asked)), _how_it_failed(outcome, api_key, deadline,
-                                                                                  mutation and sent))
+        error = _failure(outcome, Target(role, node, tuple(asked)), api_key, deadline, mutation and sent)
         for key in asked:
             errors[key] = error
         silent = isinstance(outcome, (NoAnswer, Silent))
-        return list(asked) if patient and not silent and not (mutation and sent) else []
+        return list(asked) if patient and error.code is None and not silent and not (mutation and sent) else []
     again: list[K] = []
     for key in asked:
         part = outcome.get(key)
@@ -713,6 +712,16 @@ def _settle_parts(node: int, asked: list[K], outcome: Any, role: str, api_key: i
             rows[key] = part
             errors.pop(key, None)
     return again
+
+
+def _failure(exc: BaseException, target: Target, api_key: int, deadline: Deadline,
+             maybe_applied: bool = False) -> AdminError:
+    """The AdminError of a request that raised: the broker's refusal of the whole request (an
+    authorization error, with its code), else how it failed to answer."""
+    code = getattr(exc, "code", None)
+    if isinstance(exc, KafkaCallError) and not isinstance(exc, Silent) and code is not None:
+        return AdminError(int(code), target)
+    return AdminError(None, target, _how_it_failed(exc, api_key, deadline, maybe_applied))
 
 
 def _why_again(outcome: Any) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from kafka_shell.admin import resets
 from kafka_shell.admin.errors import code_name, error_line, partition_line
 from kafka_shell.answers import AdminError, Answers
+from kafka_shell.authorization import is_authorization_error
 from kafka_shell.codes import ApiKey, Error
 from kafka_shell.errors import kafka_error_message, shown
 
@@ -36,7 +37,7 @@ def lines(errors: Mapping[Any, AdminError], answered: Callable[[Any, AdminError]
         if id(error) not in said:
             said.add(id(error))
             out.append(answered(key, error) if error.code is not None else str(error))
-    return out
+    return list(dict.fromkeys(out))   # a refusal that is the same everywhere (authorization) is said once
 
 
 def partition_lines(errors: Mapping[Key, AdminError],
@@ -50,9 +51,11 @@ def partition_lines(errors: Mapping[Key, AdminError],
 
 def _broker_lines(errors: Mapping[int, AdminError], doing: str, api_key: int) -> list[str]:
     """Each broker that did not answer, or refused the request (`Broker 2 did not describe its
-    log dirs: <why>`)."""
-    return lines(errors, lambda b, e: f"Broker {b} did not {doing}: "
-                 + error_line(api_key, e.code or 0, e.message or None, entity=f"broker {b}"))
+    log dirs: <why>`; an authorization refusal, the principal's and not the broker's, alone)."""
+    def line(b: int, e: AdminError) -> str:
+        why = error_line(api_key, e.code or 0, e.message or None, entity=f"broker {b}")
+        return why if is_authorization_error(e.code or 0) else f"Broker {b} did not {doing}: {why}"
+    return lines(errors, line)
 
 
 def log_dir_lines(errors: Mapping[int, AdminError]) -> list[str]:
