@@ -51,8 +51,10 @@ CONFIG_APIS = {ApiKey.DESCRIBE_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey
 T = TypeVar("T")
 # Failing over between brokers (from_any_broker): an address that has not answered within this
 # has the next one tried beside it. A new connection (connect, ApiVersions, login) is quick
-# when the broker is up; a request on an open one may be a big read, so it is given longer.
-CONNECT_PATIENCE_S = 0.5
+# when the broker is up, even on a loaded machine with TLS and SASL; the first address answers
+# first then, so one-shot commands in a row ask the same broker (read after write). A request
+# on an open connection may be a big read, so it is given longer.
+CONNECT_PATIENCE_S = 1.0
 REQUEST_PATIENCE_S = 1.0
 LAST_WORD_S = 0.2   # past the deadline, for the attempts in flight to say why they failed
 
