@@ -25,20 +25,20 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell import failure_lines
+from kafka_shell.declarations import failure_lines
 from kafka_shell.admin import elections, reassignments, recovery, topics
 from kafka_shell.admin.elections import ELECTED, NOT_NEEDED, Election, Entry
 from kafka_shell.admin.recovery import DESIGNATED_PATH, STOCK_PATH, Target
-from kafka_shell.errors import ShellError, UsageError
-from kafka_shell.files import is_id, read_json, write_new
-from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
-from kafka_shell.option_types import positive_int
-from kafka_shell.registry import Confirm, Option, command
-from kafka_shell.render import Proposal, Result, Table
+from kafka_shell.base.errors import ShellError, UsageError
+from kafka_shell.base.files import is_id, read_json, write_new
+from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
+from kafka_shell.declarations.option_types import positive_int
+from kafka_shell.declarations.registry import Confirm, Option, command
+from kafka_shell.declarations.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import ClusterSnapshot
-    from kafka_shell.session import Session
+    from kafka_shell.connection.metadata import ClusterSnapshot
+    from kafka_shell.connection.session import Session
 
 Key = tuple[str, int]
 

@@ -303,7 +303,7 @@ def test_help_explains_the_preferred_replica():
 
 @pytest.mark.parametrize("kind, file", [("preferred", None), ("unclean", None), ("designated", (2, 4))])
 def test_a_dry_run_predicts_what_the_controller_then_does(offline, tmp_path, kind, file):
-    # Kafka's election rule lives once (kafka_shell/leader_election.py): each partition's
+    # Kafka's election rule lives once (kafka_shell/protocol/leader_election.py): each partition's
     # predicted outcome is the controller's, online and offline, elected or refused.
     scope = f"--path-to-json-file {plan(tmp_path, ('t', 0, file[0]), ('online', 0, file[1]))}" if file \
         else "--all-topic-partitions"

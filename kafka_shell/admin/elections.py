@@ -7,17 +7,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafka_shell import leader_election
-from kafka_shell.authorization import authorization_message, is_authorization_error
-from kafka_shell.codes import ApiKey, ElectionType, Error
-from kafka_shell.errors import KafkaCallError, NotSupported
-from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
+from kafka_shell.protocol import leader_election
+from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
+from kafka_shell.protocol.codes import ApiKey, ElectionType, Error
+from kafka_shell.base.errors import KafkaCallError, NotSupported
+from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
 
 from kafka_shell.admin.errors import error_line
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
-    from kafka_shell.metadata import ClusterSnapshot
+    from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.connection.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
 Entry = tuple[str, int, "int | None"]   # (topic, partition, designated leader)
@@ -149,7 +149,7 @@ def _retriable(code: int) -> bool:
 
 
 class Prediction(NamedTuple):
-    """What an election would do to one partition (`kafka_shell.leader_election`, from the
+    """What an election would do to one partition (`kafka_shell.protocol.leader_election`, from the
     command's read): ELECTED (a new leader), NOT_NEEDED, or FAILED, `refused` saying why
     (PREFERRED_NOT_LIVE, NOT_A_REPLICA or NONE_LIVE)."""
     key: Key

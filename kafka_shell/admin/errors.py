@@ -4,17 +4,17 @@ An authorization error names the operation and resource that were refused
 (`authorization.authorization_message`); any other code its line from
 `errors.kafka_error_message`, with the context given (`topic`, `entity`, `rf`...). This is for
 the errors the admin layer raises; the AdminErrors it returns become lines above it
-(kafka_shell/failure_lines.py), and predicates here say what they mean (`gone`, `no_such_group`).
+(kafka_shell/declarations/failure_lines.py), and predicates here say what they mean (`gone`, `no_such_group`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kafka_shell.answers import AdminError
-from kafka_shell.authorization import authorization_message, is_authorization_error
-from kafka_shell.codes import Error
-from kafka_shell.errors import KafkaCallError, kafka_error_message
+from kafka_shell.base.answers import AdminError
+from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
+from kafka_shell.protocol.codes import Error
+from kafka_shell.base.errors import KafkaCallError, kafka_error_message
 
 def gone(error: AdminError | None) -> bool:
     """The error says the topic or partition does not exist (any more)."""

@@ -10,17 +10,17 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from kafka_shell import protocol
-from kafka_shell.answers import COORDINATOR, AdminError, Answers, Target
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.connection import COORDINATOR_RETRIABLE
-from kafka_shell.errors import NotSupported
+from kafka_shell.protocol import codec
+from kafka_shell.base.answers import COORDINATOR, AdminError, Answers, Target
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.connection.manager import COORDINATOR_RETRIABLE
+from kafka_shell.base.errors import NotSupported
 
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
-    from kafka_shell.deadline import Deadline
-    from kafka_shell.metadata import ClusterSnapshot
+    from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.base.deadline import Deadline
+    from kafka_shell.connection.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
 T = TypeVar("T")
@@ -55,9 +55,9 @@ def log_offsets(conn: ConnectionManager, snap: ClusterSnapshot | None, keys: Ite
 @functools.cache
 def _partition_maker(version: int) -> Callable[..., object]:
     """Partitions of a ListOffsets request made as entities at once (10,000s per request)."""
-    cls = protocol.element_class(protocol.element_class(protocol.request_schema(ApiKey.LIST_OFFSETS, version),
+    cls = codec.element_class(codec.element_class(codec.request_schema(ApiKey.LIST_OFFSETS, version),
                                                         "topics"), "partitions")
-    return protocol.maker(cls, current_leader_epoch=-1, max_num_offsets=1)
+    return codec.maker(cls, current_leader_epoch=-1, max_num_offsets=1)
 
 
 def _list_offsets_body(timestamp: int, replica_id: int, min_version: int = 0) -> Callable[[list[Key], int], dict]:

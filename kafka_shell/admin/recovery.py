@@ -17,17 +17,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kafka_shell.codes import ApiKey
-from kafka_shell.deadline import Deadline
-from kafka_shell.errors import NotSupported
-from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.base.deadline import Deadline
+from kafka_shell.base.errors import NotSupported
+from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
 
 from kafka_shell.admin import elections, offsets, reassignments
 from kafka_shell.admin.errors import code_name
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
-    from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
+    from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.connection.metadata import ClusterSnapshot, PartitionInfo
 
 Key = tuple[str, int]
 LIVE, FENCED, UNREACHABLE = "live", "fenced", "unreachable"

@@ -11,16 +11,16 @@ import io
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafka_shell.answers import AdminError, Answers
-from kafka_shell.errors import UsageError, shown
-from kafka_shell.files import read_text
+from kafka_shell.base.answers import AdminError, Answers
+from kafka_shell.base.errors import UsageError, shown
+from kafka_shell.base.files import read_text
 
 from kafka_shell.admin import offsets, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
-    from kafka_shell.metadata import ClusterSnapshot
+    from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.connection.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
 # What a reset goes to (the specifiers --to-earliest ... --from-file).

@@ -8,14 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kafka_shell.answers import COORDINATOR, AdminError, Answers, Target
-from kafka_shell.codes import ApiKey, Error
+from kafka_shell.base.answers import COORDINATOR, AdminError, Answers, Target
+from kafka_shell.protocol.codes import ApiKey, Error
 
 from kafka_shell.admin import releases
 from kafka_shell.admin.consumer_groups import described
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 Key = tuple[str, int]
 SINCE = "4.1"
