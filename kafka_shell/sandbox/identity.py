@@ -4,7 +4,7 @@ loses. `Sandbox.replace_broker` uses these on the event loop thread."""
 from __future__ import annotations
 
 from kafka_shell.broker_identity import Choice, apply_record, choose_id
-from kafka_shell.sandbox import log
+from kafka_shell.sandbox import configs, log
 from kafka_shell.sandbox.model import Cluster
 
 
@@ -33,9 +33,17 @@ def startup_choice(cluster: Cluster, host: str, topic: str) -> Choice:
 
 def lose_disk(cluster: Cluster, broker_id: int) -> None:
     """Every replica on the (stopped, so out of every ISR it could leave) broker is empty: it
-    catches up from the leaders once it runs, as a replica being added does."""
+    catches up from the leaders once it runs, as a replica being added does. Its new disk has no
+    clean-shutdown mark, so with ELR its registration is an unclean shutdown: it leaves every ELR
+    (ReplicationControlManager.handleBrokerShutdown), and a partition it alone could lead stays
+    offline rather than come back empty. Without ELR it leads such a partition again, with an
+    empty log (`replication.truncate_to`): the records are lost, as on Kafka 3.9."""
+    elr = configs.elr_enabled(cluster)
     for t in cluster.topics.values():
         for p in t.partitions:
             if broker_id in p.replicas:
                 p.leo[broker_id], p.replica_epoch[broker_id] = 0, 0
+                if elr and broker_id in p.elr:
+                    p.elr = [r for r in p.elr if r != broker_id]
+                    p.partition_epoch += 1
     cluster.changed()

@@ -210,10 +210,12 @@ def elect_from_isr(cluster: Cluster, p: Partition, unclean: bool | None = None) 
     for r in p.replicas:
         if r in p.isr and _usable(cluster, r):
             set_leader(p, r)
+            truncate_to(p, p.leo.get(r, 0))
             return True
     for r in p.replicas:
         if r in p.elr and _usable(cluster, r):
             set_leader(p, r)
+            truncate_to(p, p.leo.get(r, 0))
             set_isr(cluster, p, [r])
             return True
     if unclean is None:
@@ -235,11 +237,23 @@ def unclean_elect(p: Partition, leader: int) -> None:
     p.elr = []
     p.last_known_elr = []
     end = p.leo.get(leader, 0)
-    p.batches = [b for b in p.batches if b.last_offset < end]
+    truncate_to(p, end)
     p.high_watermark = end
-    for r in p.replicas:
-        p.leo[r] = min(p.leo.get(r, 0), end) if r != leader else end
     p.replica_epoch[leader] = p.leader_epoch
+
+
+def truncate_to(p: Partition, end: int) -> None:
+    """The log is the new leader's, which ends at `end`: what it lacks goes (only a replica that
+    lost its disk, or an unclean election, holds less than the log). A log emptied below its
+    start begins again at `end`, as a new log does; the other replicas truncate to it."""
+    if p.batches and p.batches[-1].last_offset < end and p.high_watermark <= end:
+        return
+    p.batches = [b for b in p.batches if b.last_offset < end]
+    p.log_start_offset = min(p.log_start_offset, end)
+    p.high_watermark = min(p.high_watermark, end)
+    p.cleaner_checkpoint = min(p.cleaner_checkpoint, end)
+    for r in p.replicas:
+        p.leo[r] = min(p.leo.get(r, 0), end)
 
 
 # The elections below change state only; the caller runs `settle` once after a batch of them.
