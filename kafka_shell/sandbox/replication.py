@@ -470,15 +470,18 @@ def _limits(cluster: Cluster, p: Partition, follower: int) -> list[tuple[tuple[s
 
 
 def _copy(p: Partition, replica: int, credit: float) -> float:
-    """Copy the leader's batches to `replica` while `credit` bytes last; returns what is left.
-    Offsets without stored batches (set by fault injection) cost nothing."""
+    """Copy the leader's batches to `replica` while the quota is not exceeded (`credit` > 0),
+    whole batches as a fetch returns them, so the last one may overdraw it; returns what is
+    left (a debt the coming ticks pay back first, as Kafka's ReplicationQuotaManager throttles
+    a fetch only once the measured rate is over the quota). Offsets without stored batches
+    (set by fault injection) cost nothing."""
     end = p.leo[p.leader]
     for b in p.batches:
         if b.last_offset < p.leo[replica]:
             continue
         if b.base_offset >= end:
             break
-        if len(b.data) > credit:
+        if credit <= 0:
             p.leo[replica] = max(p.leo[replica], b.base_offset)
             return credit
         credit -= len(b.data)
