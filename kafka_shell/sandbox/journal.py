@@ -21,8 +21,10 @@ a 16-byte header (ENTRY: the MARKER, the payload's length, the payload's CRC32C,
 of those 12 bytes) and the payload (a kind byte, the JSON length, the JSON and the raw batch
 bytes). Start-up (`recover`, through `scan`) replays the entries up to the first bad one, and:
 - a bad entry that is only the end of the file cut short (a header or payload running past the
-  end, or zeros where the file grew and the data never landed) is a torn write: the crash cut
-  it short before its fsync, so it was never acknowledged; it is dropped, with one warning;
+  end, or zeros where the file grew and the data never landed), after a whole file header (or,
+  in format 1, a whole first entry), is a torn write: a crash cut it short before its fsync,
+  so it was never acknowledged, unless the file was cut later; it is dropped after the journal
+  is copied into a `damaged-<time>` directory, with one warning;
 - a bad entry followed by good ones, or a bad checksum in a complete entry, is damage: start-up
   refuses (a StateError naming the file, the byte offset and how many entries follow) and
   leaves every file as it is; `repair` truncates the journal there after copying it (and
@@ -49,6 +51,7 @@ import os
 import re
 import shutil
 import struct
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -164,6 +167,10 @@ def scan(data: bytes) -> Scan:
         return Scan([], 0, len(data), damaged=True, following=_count_good(data, 0, _entry_v2))  # its header
     else:
         entry_at, pos = _entry_v1, 0
+        if _entry_v1(data, 0)[0] != GOOD:
+            # Format 1 has no file header: bytes whose first entry is not whole (random bytes,
+            # another file) are no journal, never a write cut short.
+            return Scan([], 0, len(data), damaged=True)
     entries = []
     while pos < len(data):
         state, start, end = entry_at(data, pos)
@@ -274,9 +281,29 @@ def recover(data_dir: str | os.PathLike) -> tuple[Cluster, int] | None:
         replay(cluster, path, result)
         persist.validate(cluster, persist.Checker(path))  # what the journal made of the state
         if result.torn:
-            log.warning("%s: dropped a write cut short at byte %d (%d bytes, never acknowledged)",
-                        path, result.end, result.size - result.end)
+            # A crash during a write leaves it unacknowledged, but a file cut later (a disk, a
+            # person) may have lost acknowledged records: the start-up cuts nothing it does not copy.
+            keep = _damaged_dir(directory)
+            _copy_into(keep, path)
+            log.warning("%s: dropped its last entry, cut short at byte %d (%d bytes; it may have been "
+                        "acknowledged); the journal as it was is kept in %s",
+                        path, result.end, result.size - result.end, keep)
     return cluster, max([first, *journals])
+
+
+def _damaged_dir(directory: Path) -> Path:
+    """A new, private D/damaged-<time>-<suffix>/ for copies of what start-up or --repair cuts."""
+    return Path(tempfile.mkdtemp(prefix=f"{DAMAGED_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}-", dir=directory))
+
+
+def _copy_into(keep: Path, path: Path) -> None:
+    """Copy a journal into `keep`, fsynced, its owner's alone."""
+    copy = os.open(keep / path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with open(path, "rb") as src, os.fdopen(copy, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+        dst.flush()
+        os.fsync(dst.fileno())
+    persist.fsync_dir(keep)
 
 
 def _scan_journals(directory: Path, first: int) -> list[tuple[Path, Scan]]:
@@ -314,13 +341,8 @@ def repair(data_dir: str | os.PathLike) -> str:
             return f"{directory}: nothing to repair (every journal is whole)"
         path, result, _ = damage
         later = [p for p, _ in found if journal_seq(p) > journal_seq(path)]
-        keep = directory / f"{DAMAGED_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-        keep.mkdir(mode=0o700)
-        copy = os.open(keep / path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        with open(path, "rb") as src, os.fdopen(copy, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-            dst.flush()
-            os.fsync(dst.fileno())
+        keep = _damaged_dir(directory)
+        _copy_into(keep, path)
         for p in later:
             os.replace(p, keep / p.name)
         persist.fsync_dir(keep)
