@@ -283,19 +283,19 @@ def build_batch(entries: list[tuple[bytes | None, bytes | None]], *, timestamp: 
     """A v2 batch of (key, value) records at offset 0 (`append` assigns the real one): what the
     sandbox writes itself (transaction markers, the transaction log) and tests send."""
     ts = now_ms() if timestamp is None else timestamp
-    body = b"".join(_record(i, 0, key, value) for i, (key, value) in enumerate(entries))
+    body = b"".join(encode_record(i, 0, key, value) for i, (key, value) in enumerate(entries))
     attributes = codec | (TRANSACTIONAL_FLAG if transactional else 0) | (CONTROL_FLAG if control else 0)
-    return _batch(0, attributes, len(entries) - 1, ts, ts, producer_id, producer_epoch, base_sequence,
+    return encode_batch(0, attributes, len(entries) - 1, ts, ts, producer_id, producer_epoch, base_sequence,
                   len(entries), codecs.compress(codec, body))
 
 
-def _record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
             headers: bytes = b"\x00") -> bytes:
     record = b"\x00" + _varint(timestamp_delta) + _varint(offset_delta) + _bytes_field(key) + _bytes_field(value) + headers
     return _varint(len(record)) + record
 
 
-def _batch(base_offset: int, attributes: int, last_offset_delta: int, base_timestamp: int, max_timestamp: int,
+def encode_batch(base_offset: int, attributes: int, last_offset_delta: int, base_timestamp: int, max_timestamp: int,
            producer_id: int, producer_epoch: int, base_sequence: int, count: int, data: bytes,
            leader_epoch: int = -1) -> bytearray:
     out = bytearray(HEADER.pack(base_offset, HEADER_SIZE - LENGTH_PREFIX + len(data), leader_epoch, 2, 0, attributes,
@@ -320,9 +320,9 @@ def rebuild(batch: bytes, kept: list[Record], delete_horizon: int | None) -> byt
     stamps = [record_timestamp(h, r) for r in kept]
     base_ts = delete_horizon if delete_horizon is not None else stamps[0]
     max_ts = h.max_timestamp if h.attributes & LOG_APPEND_TIME_FLAG else max(stamps)
-    body = b"".join(_record(r.offset_delta, ts - base_ts, r.key, r.value, r.headers) for r, ts in zip(kept, stamps))
+    body = b"".join(encode_record(r.offset_delta, ts - base_ts, r.key, r.value, r.headers) for r, ts in zip(kept, stamps))
     attributes = (h.attributes & ~DELETE_HORIZON_FLAG) | (DELETE_HORIZON_FLAG if delete_horizon is not None else 0)
-    return bytes(_batch(h.base_offset, attributes, h.last_offset_delta, base_ts, max_ts, h.producer_id, h.producer_epoch,
+    return bytes(encode_batch(h.base_offset, attributes, h.last_offset_delta, base_ts, max_ts, h.producer_id, h.producer_epoch,
                         h.base_sequence, len(kept), codecs.compress(h.attributes & CODEC_MASK, body),
                         struct.unpack_from(">i", batch, 12)[0]))
 
@@ -332,7 +332,7 @@ def empty_batch(batch: bytes) -> bytes:
     cleaner keeps of a producer's last batch, for the producer's sequence and epoch."""
     h = header(batch)
     attributes = h.attributes & (LOG_APPEND_TIME_FLAG | TRANSACTIONAL_FLAG | CONTROL_FLAG)
-    return bytes(_batch(h.base_offset, attributes, h.last_offset_delta, -1, h.max_timestamp, h.producer_id,
+    return bytes(encode_batch(h.base_offset, attributes, h.last_offset_delta, -1, h.max_timestamp, h.producer_id,
                         h.producer_epoch, h.base_sequence, 0, b"", struct.unpack_from(">i", batch, 12)[0]))
 
 

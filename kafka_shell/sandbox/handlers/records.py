@@ -12,7 +12,7 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
-from kafka_shell.sandbox import codecs, configs, log, producer_state, transactions
+from kafka_shell.sandbox import codecs, configs, log, message_sets, producer_state, transactions
 from kafka_shell.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api, between_nodes
 from kafka_shell.sandbox.model import Cluster, Partition, Topic, now_ms
@@ -152,13 +152,16 @@ def _has_transactional_batch(req) -> bool:
     for td in req.topic_data:
         for pd in td.partition_data:
             data = pd.records or b""
-            if len(data) >= log.HEADER_SIZE and log.header(data).transactional:
+            if len(data) >= log.HEADER_SIZE and not message_sets.is_message_set(data) and log.header(data).transactional:
                 return True
     return False
 
 
 def _request_batches(version: int, records: bytes) -> list[bytearray]:
-    """Kafka's ProduceRequest.validateRecords: exactly one v2 batch, zstd only from v7."""
+    """Kafka's ProduceRequest.validateRecords: exactly one v2 batch, zstd only from v7. Produce
+    v0-v2 (Kafka 3.9) may carry a message set of format v0 or v1: stored as one v2 batch."""
+    if version < 3 and message_sets.is_message_set(records):
+        return [message_sets.to_batch(records)]
     batches = log.split_batches(records)
     if len(batches) > 1:
         raise log.InvalidBatch(ErrorCode.invalid_record, f"Produce requests with version {version} are only "
@@ -252,7 +255,7 @@ async def fetch(ctx) -> dict:
 
 def _fetch_once(ctx) -> tuple[list[dict], int, bool, list[Partition]]:
     req = ctx.request
-    remaining = req.max_bytes
+    remaining = getattr(req, "max_bytes", 2**31 - 1)   # none before v3
     size = 0
     failed = False
     moved: list[Partition] = []
@@ -298,6 +301,8 @@ def _fetch_once(ctx) -> tuple[list[dict], int, bool, list[Partition]]:
                         if ctx.version < 10 and any(h.attributes & log.CODEC_MASK == codecs.ZSTD for h in headers):
                             answer["error_code"] = ErrorCode.unsupported_compression_type
                             data = b""
+                        elif ctx.version < 4:   # Kafka 3.9 down-converts: v0-v1 read format 0, v2-v3 format 1
+                            data = message_sets.from_batches(data, 0 if ctx.version < 2 else 1)
                         answer["records"] = data
                         size += len(data)
                         remaining -= len(data)
