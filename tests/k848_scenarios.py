@@ -273,3 +273,30 @@ def static_and_range(bootstrap: str) -> dict:
         return out
     finally:
         g.close()
+
+
+def assigned_commits(bootstrap: str) -> dict:
+    """Commits of consumers that assign their partitions themselves (generation -1; KIP-848
+    clients send their own member id all the same): into no group, an empty group, a group with
+    members; and a known generation into no group, in OffsetCommit v8 and v9."""
+    g = Group(bootstrap, partitions=2)
+    out: dict = {}
+    try:
+        stranger = g.new_member()
+        out["-1 with a member id, no group"] = g.commit(stranger, -1, 0)
+        out["fetch"] = g.fetch(None, -1)
+        out["-1 with a member id, empty group"] = g.commit(stranger, -1, 1)
+        out["-1 without a member id, empty group"] = g.commit("", -1, 1)
+        member = g.new_member()
+        out["joins"] = g.join(member)["error"]
+        out["-1 with a member id, group with members"] = g.commit(stranger, -1, 0)
+        out["-1 without a member id, group with members"] = g.commit("", -1, 0)
+        g.heartbeat(member, -1)
+        g.close()
+        g.group_id += "-none"
+        g.channel = coordinator(bootstrap, g.group_id)
+        out["generation 3, no group, v9"] = g.commit(stranger, 3, 0)
+        out["generation 3, no group, v8"] = g.commit(stranger, 3, 0, version=8)
+    finally:
+        g.close()
+    return out

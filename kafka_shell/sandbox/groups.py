@@ -561,10 +561,12 @@ class Coordinator:
     # offsets and administration ---------------------------------------------------------------
 
     def commit_error(self, group_id: str, member_id: str, generation: int,
-                     instance_id: str | None = None) -> tuple[Group | None, int]:
-        """The group to commit into (created for a simple, memberless commit) or the error."""
+                     instance_id: str | None = None, version: int = 0) -> tuple[Group | None, int]:
+        """The group to commit into or the error, as Kafka 4.4's OffsetMetadataManager and
+        ClassicGroup.validateOffsetCommit: a commit with generation -1 (an admin client, a
+        consumer that assigns its partitions itself) creates a simple group when there is none
+        and goes into an Empty group whatever member id it names."""
         g = self.groups.get(group_id)
-        simple = generation < 0 and not member_id and instance_id is None
         if g is not None and g.group_type == "share":   # share groups have no committed offsets
             return None, ErrorCode.group_id_not_found
         if g is not None and g.group_type != "classic":
@@ -575,14 +577,16 @@ class Coordinator:
                 g, member_id, generation, 9, True)
             return (g, 0) if callable(found) or not found else (None, found)  # type: ignore[arg-type]
         if g is None:
-            if not simple:
-                return None, ErrorCode.illegal_generation
+            if generation >= 0:
+                return None, ErrorCode.group_id_not_found if version >= 9 else ErrorCode.illegal_generation
             g = self.groups[group_id] = Group(group_id)
             self._store(g)
         if g.state == DEAD:
             return None, ErrorCode.coordinator_not_available
-        if simple:
-            return (g, 0) if g.state == EMPTY else (None, ErrorCode.unknown_member_id)
+        if generation < 0 and g.state == EMPTY:
+            return g, 0
+        if generation < 0 and not member_id and instance_id is None:
+            return None, ErrorCode.unknown_member_id   # only members commit into a group with members
         err = self._member_error(g, member_id, generation, instance_id)
         if err:
             return None, err

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.definitions import releases
 from kafka_shell.sandbox import consumer_groups as cg
 from kafka_shell.sandbox.handlers import api
@@ -50,13 +50,22 @@ def _protocol_off(ctx) -> bool:
     return releases.release(ctx.cluster.kafka_version).major < 4
 
 
+def _topics_denied(ctx, names: list[str] | None) -> int:
+    """KafkaApis.handleConsumerGroupHeartbeat: a member may subscribe only to topics it may
+    describe (asked before the coordinator sees the request)."""
+    if names and not all(ctx.authorize(AclOperation.DESCRIBE, AclResourceType.TOPIC, n) for n in set(names)):
+        return ErrorCode.topic_authorization_failed
+    return 0
+
+
 @api(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 def consumer_group_heartbeat(ctx) -> dict:
     req = ctx.request
     base = {"member_id": None, "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
     if _protocol_off(ctx):
         return {**base, "error_code": ErrorCode.unsupported_version}
-    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
+    err = _group_denied(ctx, req.group_id) or _topics_denied(ctx, req.subscribed_topic_names) \
+        or _not_coordinator(ctx, req.group_id)
     if err:
         return {**base, "error_code": err}
     problem = _invalid(req, ctx.version)

@@ -176,7 +176,7 @@ def offset_commit(ctx) -> dict:
         check = verdict if callable(verdict) else None
     elif not err:
         group, err = coord.commit_error(req.group_id, req.member_id, req.generation_id_or_member_epoch,
-                                        getattr(req, "group_instance_id", None))
+                                        getattr(req, "group_instance_id", None), ctx.version)
     topics = []
     for rt in req.topics:
         name, topic_id = getattr(rt, "name", None), getattr(rt, "topic_id", None)
