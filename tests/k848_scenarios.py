@@ -300,3 +300,31 @@ def assigned_commits(bootstrap: str) -> dict:
     finally:
         g.close()
     return out
+
+
+def regex_subscription(bootstrap: str) -> dict:
+    """A member subscribing by regex: Kafka resolves the regex asynchronously, so the heartbeat
+    that brings it is answered with its literal topics only; the regex's topics come at a later
+    heartbeat, with a new group epoch."""
+    g = Group(bootstrap, partitions=3)
+    out: dict = {}
+    try:
+        m1 = g.new_member()
+        out["joins by regex"] = g.heartbeat(m1, 0, owned=[], topics=[], regex=g.topic.replace("-", "."), rebalance_ms=30000)
+        epoch, owned = out["joins by regex"]["epoch"], []
+        deadline = time.monotonic() + 30
+        while True:
+            a = g.heartbeat(m1, epoch, owned=owned)
+            epoch, owned = a["epoch"], a["assignment"] if a["assignment"] is not None else owned
+            if owned:
+                break
+            assert time.monotonic() < deadline, a
+            time.sleep(0.2)
+        out["resolved"] = {"epoch": epoch, "assignment": owned}
+        described = g.describe()
+        described["members"] = [[*m[:4], "<the regex>" if m[4] else m[4], *m[5:]] for m in described["members"]]
+        out["describe"] = described
+        g.heartbeat(m1, -1)
+    finally:
+        g.close()
+    return out

@@ -527,7 +527,7 @@ async def wait_progress(event: asyncio.Event, timeout_s: float) -> None:
 # -- reading --------------------------------------------------------------------------------
 
 
-def _index_of(p: Partition, offset: int) -> int:
+def batch_index(p: Partition, offset: int) -> int:
     """Index of the first batch holding `offset` or later."""
     i = bisect.bisect_right(p.batches, offset, key=lambda b: b.base_offset) - 1
     if i < 0:
@@ -540,7 +540,7 @@ def read(p: Partition, offset: int, upper: int, max_bytes: int, at_least_one: bo
     max_bytes; with at_least_one a first batch larger than max_bytes is still returned."""
     out: list[bytes] = []
     size = 0
-    for b in p.batches[_index_of(p, offset):]:
+    for b in p.batches[batch_index(p, offset):]:
         if b.last_offset >= upper:
             break
         if size + len(b.data) > max_bytes and (out or not at_least_one):
@@ -562,7 +562,7 @@ def headers_in(data: bytes) -> list[Header]:
 def offset_for_time(p: Partition, timestamp: int, upper: int) -> tuple[int, int, int] | None:
     """(offset, timestamp, leader epoch) of the first record at or after `timestamp`, below
     upper; None when there is none (Kafka answers offset -1)."""
-    for b in p.batches[_index_of(p, p.log_start_offset):]:
+    for b in p.batches[batch_index(p, p.log_start_offset):]:
         if b.base_offset >= upper:
             break
         if b.max_timestamp < timestamp:
@@ -576,7 +576,7 @@ def offset_for_time(p: Partition, timestamp: int, upper: int) -> tuple[int, int,
 def max_timestamp(p: Partition, upper: int) -> tuple[int, int, int] | None:
     """(offset, timestamp, epoch) of the first record with the largest timestamp (KIP-734)."""
     best: Batch | None = None
-    for b in p.batches[_index_of(p, p.log_start_offset):]:
+    for b in p.batches[batch_index(p, p.log_start_offset):]:
         if b.base_offset >= upper:
             break
         if best is None or b.max_timestamp > best.max_timestamp:
@@ -591,7 +591,7 @@ def max_timestamp(p: Partition, upper: int) -> tuple[int, int, int] | None:
 
 def epoch_at(p: Partition, offset: int) -> int:
     """Leader epoch of the batch holding `offset` (the current epoch past the end)."""
-    i = _index_of(p, offset)
+    i = batch_index(p, offset)
     if i < len(p.batches) and p.batches[i].base_offset <= offset:
         return batch_leader_epoch(p.batches[i])
     return p.leader_epoch

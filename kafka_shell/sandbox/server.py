@@ -82,6 +82,7 @@ class RequestContext:
     listener: str = PLAINTEXT
     client_host: str = "127.0.0.1"   # the client's address, which ACL hosts match
     token_authenticated: bool = False   # logged in with a delegation token (sandbox.tokens)
+    connection: object = None   # the client connection it came on (state tied to it ends with it)
 
     @property
     def cluster(self) -> Cluster:
@@ -194,6 +195,7 @@ class _Connection(asyncio.Protocol):
         self.principal = ANONYMOUS  # until SASL or a TLS client certificate says who it is
         self.sasl = server.authenticator()  # None on a listener without SASL
         self.closing = False  # close once the answers written so far are sent
+        self.ended = False    # close() ran
         self.memory = _request_memory(server.sandbox)
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()  # received bytes not yet cut into requests
@@ -305,7 +307,8 @@ class _Connection(asyncio.Protocol):
                     else:
                         response = await self.server.sandbox.dispatch(
                             self.server.broker, body, self.principal, self.server.listener, self.ip,
-                            token_authenticated=self.sasl is not None and self.sasl.token_authenticated)
+                            token_authenticated=self.sasl is not None and self.sasl.token_authenticated,
+                            connection=self)
                 finally:
                     self._release(self.serving)
                     self.serving = 0
@@ -336,20 +339,26 @@ class _Connection(asyncio.Protocol):
         self.memory.release(size)
 
     def close(self) -> None:
-        """Drop the connection and whatever it holds (idempotent)."""
+        """Drop the connection and whatever it holds, and end its task (idempotent). Also for a
+        connection whose transport never came (a TLS handshake cut short by a stop): its task
+        waits for requests and must end inside the loop, not be collected pending."""
+        if self.ended:
+            return
+        self.ended = True
         if self.transport is not None:
             if self.closing:
                 self.transport.close()  # what was written still goes out (an error answer)
             else:
                 self.transport.abort()
             self.transport = None
-            self.server.forget(self)
-            self.memory.paused.discard(self)
-            self._release(self.held - self.serving)
-            self.buffer.clear()
-            self.requests.clear()
-            if self.task is not asyncio.current_task():
-                self.task.cancel()
+        self.server.forget(self)
+        self.memory.paused.discard(self)
+        self._release(self.held - self.serving)
+        self.buffer.clear()
+        self.requests.clear()
+        share_groups.connection_closed(self.server.sandbox.cluster, self)
+        if self.task is not asyncio.current_task():
+            self.task.cancel()
 
 
 class _BrokerServer:
@@ -454,9 +463,7 @@ class _BrokerServer:
         except OSError as exc:
             if self.tls:
                 log.info("broker %d: TLS handshake with %s failed: %s", self.broker.id, conn.ip, exc)
-            conn.transport = None
-            self.forget(conn)
-            conn.task.cancel()
+            conn.close()
             client.close()
 
     def _refusal(self, ip: str) -> str | None:
@@ -845,6 +852,16 @@ class Sandbox:
             # Served no more: write the whole state (no time limit: a big state takes a while).
             asyncio.run_coroutine_threadsafe(self.journal.close(), self._loop).result()
             self.journal = None
+
+        async def sweep() -> None:
+            # Whatever task is left ends inside the loop: one collected while pending would be
+            # logged ("Task was destroyed but it is pending!") and run its cleanup with no loop.
+            left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in left:
+                t.cancel()
+            await asyncio.gather(*left, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(sweep(), self._loop).result(5)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)  # type: ignore[union-attr]
         self._loop.close()
@@ -1231,7 +1248,7 @@ class Sandbox:
 
     async def dispatch(self, broker: Node, body: bytes, principal: str = ANONYMOUS,
                        listener: str = PLAINTEXT, client_host: str = "127.0.0.1",
-                       token_authenticated: bool = False) -> bytes | None:
+                       token_authenticated: bool = False, connection: object = None) -> bytes | None:
         api_key, version, correlation_id = protocol.peek_header(body)
         if api_key == control.SANDBOX_CONTROL_KEY and self._control_server is not None:
             return await control.serve(self, body, correlation_id)
@@ -1253,7 +1270,8 @@ class Sandbox:
         if broker.delay_ms:
             await asyncio.sleep(broker.delay_ms / 1000)
         ctx = RequestContext(self, broker, header, request, api_key, version, principal=principal,
-                             listener=listener, client_host=client_host, token_authenticated=token_authenticated)
+                             listener=listener, client_host=client_host, token_authenticated=token_authenticated,
+                             connection=connection)
         if self.cluster.kraft and isinstance(broker, Broker) and api_key in FORWARDED_APIS:
             ctx.forwarded = await self._await_controller(request)
         result = api.handler(ctx)

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import admin, configs, group_configs, log, modern_groups, quorum
+from kafka_shell.sandbox import admin, configs, group_configs, log, modern_groups, producer_state, quorum
 from kafka_shell.sandbox import groups as classic
 from kafka_shell.sandbox.modern_groups import GroupError
-from kafka_shell.sandbox.model import Cluster, Partition, now_ms
+from kafka_shell.sandbox.model import Batch, Cluster, Partition, now_ms
 
 EMPTY, STABLE, DEAD = "Empty", "Stable", "Dead"
 LEAVE_EPOCH = -1
@@ -319,34 +319,52 @@ class Partitions:
         return sp
 
     def acquire(self, sp: SharePartition, p: Partition, member_id: str, max_records: int,
-                strict: bool) -> list[tuple[int, int, int]]:
-        """Lock up to max_records records for the member: AVAILABLE ones first, then new ones
-        (whole batches unless `strict`); (first, last, delivery count) ranges."""
+                strict: bool, max_bytes: int = 2**31 - 1) -> list[tuple[int, int, int]]:
+        """Lock for the member up to max_records records of the batches that fit in max_bytes
+        (at least one batch), as Kafka acquires only what the fetch returns: AVAILABLE ones
+        first, then new ones (whole batches unless `strict`); (first, last, delivery count)
+        ranges. Under read_committed, records of aborted transactions are archived, never
+        delivered (SharePartition's filterAbortedTransactionalAcquiredRecords)."""
         self._initialized(sp, p)
         gid = sp.group_id
         max_locks = group_configs.value(self.cluster, gid, "share.partition.max.record.locks")
         read_committed = group_configs.overrides(self.cluster, gid).get(
             "share.isolation.level", group_configs.default(self.cluster, "share.isolation.level")) == "read_committed"
-        upper = p.high_watermark
-        if read_committed:
-            from kafka_shell.sandbox import producer_state
-            upper = producer_state.last_stable_offset(self.cluster, p)
+        upper = producer_state.last_stable_offset(self.cluster, p) if read_committed else p.high_watermark
+        batches: set[int] = set()   # the base offsets of the batches the fetch returns
+        size = 0
+
+        def fits(b: Batch) -> bool:
+            nonlocal size
+            if b.base_offset in batches:
+                return True
+            if batches and size + len(b.data) > max_bytes:
+                return False
+            batches.add(b.base_offset)
+            size += len(b.data)
+            return True
+
         taken: list[int] = []
         for offset in sorted(o for o, r in sp.records.items() if r.state == AVAILABLE):
-            if len(taken) >= max_records:
+            if len(taken) >= max_records or not fits(p.batches[log.batch_index(p, offset)]):
                 break
             taken.append(offset)
+        aborted = producer_state.aborted_between(self.cluster, p, sp.next_offset, upper) if read_committed else []
         if len(taken) < max_records:
-            for b in p.batches[log._index_of(p, sp.next_offset):]:
+            for b in p.batches[log.batch_index(p, sp.next_offset):]:
                 if b.last_offset >= upper or len(taken) >= max_records \
                         or sp.next_offset - sp.start_offset >= max_locks:
                     break
                 first = max(b.base_offset, sp.next_offset)
-                if log.header(b.data).attributes & log.CONTROL_FLAG:
-                    for offset in range(first, b.last_offset + 1):   # transaction markers: never delivered
+                h = log.header(b.data)
+                if h.control or (h.transactional and any(a.producer_id == h.producer_id and a.first_offset
+                                                         <= b.base_offset <= a.last_offset for a in aborted)):
+                    for offset in range(first, b.last_offset + 1):   # markers, aborted records: never delivered
                         sp.records[offset] = InFlight(ARCHIVED)
                     sp.next_offset = b.last_offset + 1
                     continue
+                if not fits(b):
+                    break
                 last = b.last_offset if not strict else min(b.last_offset, first + max_records - len(taken) - 1)
                 for offset in range(first, last + 1):
                     sp.records[offset] = InFlight(AVAILABLE)
@@ -450,7 +468,7 @@ class Partitions:
         seen: set[int] = set()
         size = 0
         for first, last, _ in ranges:
-            for b in p.batches[log._index_of(p, first):]:
+            for b in p.batches[log.batch_index(p, first):]:
                 if b.base_offset > last:
                     break
                 if b.base_offset not in seen and (size + len(b.data) <= max_bytes or not out):
@@ -614,9 +632,9 @@ class Coordinator(modern_groups.Coordinator):
             m.session.cancel()
         g.members.pop(m.member_id, None)
         g.targets.pop(m.member_id, None)
-        Partitions(self.cluster).release_member(g.group_id, m.member_id)
-        for session_key in [k for k in sessions(self.cluster) if k[1:] == (g.group_id, m.member_id)]:
-            del sessions(self.cluster)[session_key]
+        # Its share sessions stay on each broker until a final-epoch request or the connection
+        # closes (ShareSessionCache), and its records stay acquired until then (or their lock
+        # times out): the acknowledgements a closing consumer sends after leaving still count.
         g.epoch += 1
         g.metadata = self._metadata(g)
         if not g.members:
@@ -651,6 +669,17 @@ class Coordinator(modern_groups.Coordinator):
 class Session:
     epoch: int
     partitions: list[tuple[uuid.UUID, int]] = field(default_factory=list)
+    connection: object = None   # the client connection it belongs to: it ends with it
+
+
+def connection_closed(cluster: Cluster, connection: object) -> None:
+    """A client connection closed: its share sessions go, and their members' acquired records
+    on the sessions' partitions go back (ShareSessionCache's ClientConnectionDisconnectListener,
+    then SharePartitionManager.releaseSession)."""
+    table = sessions(cluster)
+    for key in [k for k, session in table.items() if session.connection is connection]:
+        _, group_id, member_id = key
+        Partitions(cluster).release_member(group_id, member_id, table.pop(key).partitions)
 
 
 def sessions(cluster: Cluster) -> dict[tuple[int, str, str], Session]:

@@ -310,3 +310,20 @@ def test_a_written_share_state_range_of_2_62_offsets_is_kept_within_the_log():
         assert (read["error_code"], read["start_offset"]) == (0, 0)
         assert [(b["first_offset"], b["last_offset"], b["delivery_count"]) for b in read["state_batches"]] == [(0, 2, 1)]
         assert rss(os.getpid()) < 2 * 1024 * MiB
+
+
+def test_a_stop_ends_every_connection_task_inside_the_loop(caplog):
+    """Connections still in their TLS handshake when the sandbox stops: each one's task ends
+    inside the loop (none collected pending, no cleanup run without a loop)."""
+    import gc
+    with Sandbox(brokers=1, listeners=["SSL"]) as s:
+        waiting = [socket.create_connection(s.address(1), timeout=5) for _ in range(30)]
+        deadline = time.monotonic() + 10
+        while len(s.principals()) < len(waiting):   # each accepted, its handshake pending
+            assert time.monotonic() < deadline, "the connections were not accepted"
+            time.sleep(0.05)
+    gc.collect()
+    for sock in waiting:
+        sock.close()
+    problems = [r.getMessage() for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+    assert problems == []

@@ -146,7 +146,7 @@ async def share_fetch(ctx) -> dict:
             return _top_error(ErrorCode.invalid_request)
         if key in table:
             sg.Partitions(ctx.cluster).release_member(req.group_id, req.member_id, table[key].partitions)
-        session = table[key] = sg.Session(1, list(dict.fromkeys(wanted)))
+        session = table[key] = sg.Session(1, list(dict.fromkeys(wanted)), ctx.connection)
     else:
         found = table.get(key)
         if found is None:
@@ -226,7 +226,7 @@ def _acquire(ctx, parts: sg.Partitions, req, fetchable, answers: dict, moved: li
         assert p is not None, "no error: the partition exists"
         sp = parts.get(req.group_id, tp[0], tp[1])
         assert sp is not None, "get(create=True) makes one"
-        ranges = parts.acquire(sp, p, req.member_id, left, strict)
+        ranges = parts.acquire(sp, p, req.member_id, left, strict, remaining)
         if not ranges:
             continue
         data = parts.read(p, ranges, remaining)
