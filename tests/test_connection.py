@@ -13,7 +13,7 @@ from kafka_shell.client_config import load_properties, parse_x_options, redact
 from kafka_shell.connection import ConnectionManager, parse_bootstrap
 from kafka_shell.errors import ClusterUnreachable, KafkaCallError, ShellError, UsageError
 from kafka_shell.codes import ApiKey, Error
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from tests.conftest import BOTH_MODES, ZK_MODE
 from tests.sandbox.wire import API_VERSIONS_BODY
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from tests.conftest import BOTH_MODES, KRAFT_MODE, ZK_MODE
 from kafka_shell.sandbox import replication
@@ -77,7 +77,7 @@ def test_describe_quorum_status_and_replication(quorum3):
     follower = next(c for c in sandbox.controller_ids if c != leader)
     sandbox.stop_controller(follower)
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 1)  # the log moves on without it
-    stopped_offset = cluster.extras["stopped_at"][follower][0]
+    stopped_offset = cluster.runtime.stopped_at[follower][0]
     [status] = out_json(run(sandbox, "describe-quorum --status", "-o", "json"))
     voters = [f"{c}@CONTROLLER://{h}:{p}" for c in sandbox.controller_ids for h, p in [sandbox.address(c)]]
     assert status == {
@@ -97,7 +97,7 @@ def test_describe_quorum_status_and_replication(quorum3):
     assert table[0]["NodeId"] == leader and table[0]["Status"] == "Leader" and table[0]["Lag"] == 0
     assert [r["Status"] for r in table[1:]] == ["Follower", "Follower", "Observer", "Observer", "Observer"]
     assert (by_id[follower]["LogEndOffset"], by_id[follower]["Lag"]) == (stopped_offset, cluster.generation - stopped_offset)
-    assert by_id[follower]["LastCaughtUpTimestamp"] == cluster.extras["stopped_at"][follower][1]
+    assert by_id[follower]["LastCaughtUpTimestamp"] == cluster.runtime.stopped_at[follower][1]
     # A static quorum's voters have no directory id (as on Kafka); brokers have their log dir's.
     assert [bool(r["DirectoryId"]) for r in table] == [False, False, False, True, True, True]
 

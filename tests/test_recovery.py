@@ -15,7 +15,7 @@ import pytest
 
 from kafka_shell.codes import ApiKey
 from kafka_shell.runner import run_line
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.handlers import replica_log_info
 from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.session import Session, Target

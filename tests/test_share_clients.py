@@ -462,6 +462,30 @@ def test_read_committed_share_groups_archive_aborted_records(sandbox):
     of an aborted transaction are archived, never acquired (nor the markers)."""
     facts = _session_facts(sandbox.bootstrap, transactions=True)
     assert facts["fetch the rest"] == (0, [(1, 2), (6, 6)])
-    topic_states = sandbox.call(lambda: [(o, r.state) for sp in sandbox.cluster.extras["share_partitions"].values()
+    topic_states = sandbox.call(lambda: [(o, r.state) for sp in sandbox.cluster.share_partitions.values()
                                          for o, r in sorted(sp.records.items())])
     assert topic_states == [] or all(state != 1 for _, state in topic_states)   # nothing left acquired
+
+
+@pytest.mark.parametrize("fetch_max_bytes", [1, 200])
+def test_librdkafka_share_consumer_drains_with_small_fetches(bootstrap, fetch_max_bytes):
+    """librdkafka's share consumer (confluent-kafka's ShareConsumer) with a fetch.max.bytes below
+    a batch: each ShareFetch acquires only what it returns, so the group drains every record
+    (the sandbox used to lock the records it could not send until their locks expired); then
+    close() sends its final acknowledgements after leaving, as Kafka takes them."""
+    from confluent_kafka import ShareConsumer
+    topic, group = _topic(bootstrap), _group(bootstrap)
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "fetch.max.bytes": fetch_max_bytes,
+                              "log_level": 0})
+    seen: list[int] = []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while len(set(seen)) < RECORDS and time.monotonic() < deadline:
+            for message in consumer.poll(1.0) or []:
+                if message.error() is None:
+                    seen.append(int(message.value()))
+    finally:
+        consumer.close()
+    assert sorted(set(seen)) == list(range(RECORDS)), seen
+    assert all(lag == 0 for _, _, lag in _offsets(bootstrap, group))   # every record acknowledged

@@ -29,9 +29,9 @@ from typing import Any, ClassVar
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import configs, group_configs, journal, modern_groups
-from kafka_shell.sandbox import groups as classic
+from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.modern_groups import GroupError
-from kafka_shell.sandbox.model import Cluster, now_ms
+from kafka_shell.sandbox.model import ClusterState, now_ms
 from kafka_shell.regex import compile_kafka_regex
 
 EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
@@ -107,7 +107,7 @@ class ConsumerGroup:
             return RECONCILING
         return STABLE
 
-    def subscribed_topics(self, cluster: Cluster) -> set[str]:
+    def subscribed_topics(self, cluster: ClusterState) -> set[str]:
         out: set[str] = set()
         for m in self.members.values():
             out |= self.subscribed(m)
@@ -130,7 +130,7 @@ class ConsumerGroup:
         return max(counts, key=lambda name: counts[name]) if counts else None
 
 
-def matching(cluster: Cluster, regex: str) -> frozenset[str]:
+def matching(cluster: ClusterState, regex: str) -> frozenset[str]:
     """The existing topics a regex matches (Kafka resolves regexes with RE2J, whole names;
     Python's re is alike for usual patterns); none for a regex that does not compile."""
     try:
@@ -140,7 +140,7 @@ def matching(cluster: Cluster, regex: str) -> frozenset[str]:
     return frozenset(name for name, t in cluster.topics.items() if not t.internal and pattern.fullmatch(name))
 
 
-def assignors(cluster: Cluster) -> list[str]:
+def assignors(cluster: ClusterState) -> list[str]:
     value = configs.broker_value(cluster, None, "group.consumer.assignors") or "uniform,range"
     return [a.strip() for a in value.split(",") if a.strip()]
 
@@ -261,7 +261,7 @@ class Coordinator(RevokingCoordinator):
         new = ConsumerGroup(group_id)
         if g is not None:   # an empty classic group gives way; its offsets stay
             new.offsets = g.offsets
-        self.groups[group_id] = new  # type: ignore[assignment]
+        self.groups[group_id] = new
         return new
 
     # ConsumerGroupHeartbeat ---------------------------------------------------------------------
@@ -532,9 +532,9 @@ class Coordinator(RevokingCoordinator):
         def check(topic: str, partition: int) -> int:
             t = self.cluster.topics.get(topic)
             tid = t.id if t is not None else None
-            assigned = m.assigned.get(tid, {}).get(partition) if tid else None  # type: ignore[arg-type]
+            assigned = m.assigned.get(tid, {}).get(partition) if tid else None
             if assigned is None:
-                assigned = m.revoking.get(tid, {}).get(partition) if tid else None  # type: ignore[arg-type]
+                assigned = m.revoking.get(tid, {}).get(partition) if tid else None
             if assigned is None or epoch < assigned:
                 return ErrorCode.stale_member_epoch
             return 0

@@ -11,7 +11,7 @@ What is journaled is the effect, not the request, found when a write starts:
   credentials, client quotas), when they changed (a controller killed,
   stopped or started, a preferred controller designated: whatever moves the active one);
 - `topic`: a topic's configs and every partition's replication state (no batches), for each
-  topic that differs from what the journal last held (checked when `Cluster.generation` moved);
+  topic that differs from what the journal last held (checked when `ClusterState.generation` moved);
 - `delete`: a topic id that is gone;
 - `partition`: one partition's replication state plus the batches appended since the journal
   last held it (all of its batches, `rewrite`, when its log was truncated), for each partition
@@ -61,15 +61,14 @@ from typing import BinaryIO
 from crc32c import crc32c
 
 from kafka_shell.protocol import ProtocolError
-from kafka_shell.sandbox import group_state, groups, persist, security_state
-from kafka_shell.sandbox.model import Batch, Cluster, Partition, Topic
+from kafka_shell.sandbox import classic_groups, group_state, persist, security_state
+from kafka_shell.sandbox.model import Batch, ClusterState, Partition, Topic
 
 log = logging.getLogger("kafka_shell.sandbox")
 
 COMPACT_BYTES_ENV = "KAFKA_SHELL_SANDBOX_JOURNAL_BYTES"
 COMPACT_BYTES = 64 * 1024 * 1024
 SYNC_INTERVAL_S = 1.0   # changes nobody waits for (replication catch-up) are written this often
-EXTRAS_KEY = "journal"
 LOCK_FILE = ".lock"
 
 FILE_HEADER = b"kafka-shell journal 2\n"
@@ -88,35 +87,37 @@ def journal_path(directory: Path, seq: int) -> Path:
 
 
 def journal_seq(path: Path) -> int:
-    return int(NAME.fullmatch(path.name).group(1))  # type: ignore[union-attr]
+    m = NAME.fullmatch(path.name)
+    assert m is not None, f"{path} is not a journal"
+    return int(m.group(1))
 
 
 def journal_files(directory: Path) -> dict[int, Path]:
     return {int(m.group(1)): p for p in directory.iterdir() if (m := NAME.fullmatch(p.name))}
 
 
-def touched(cluster: Cluster, p: Partition) -> None:
+def touched(cluster: ClusterState, p: Partition) -> None:
     """A partition's batches changed (an append, a DeleteRecords): journal it at the next write.
     A no-op without --data-dir."""
-    journal = cluster.extras.get(EXTRAS_KEY)
+    journal = cluster.runtime.journal
     if journal is not None:
-        journal.touch(p)  # type: ignore[attr-defined]
+        journal.touch(p)
 
 
-def group_touched(cluster: Cluster, group_id: str, offset: tuple[str, int] | None = None) -> None:
+def group_touched(cluster: ClusterState, group_id: str, offset: tuple[str, int] | None = None) -> None:
     """A group's stored metadata changed, or it was deleted, or (`offset`) one of its committed
     offsets: journal it at the next write. A no-op without --data-dir."""
-    journal = cluster.extras.get(EXTRAS_KEY)
+    journal = cluster.runtime.journal
     if journal is not None:
-        journal.touch_group(group_id, offset)  # type: ignore[attr-defined]
+        journal.touch_group(group_id, offset)
 
 
-def rewritten(cluster: Cluster, p: Partition) -> None:
+def rewritten(cluster: ClusterState, p: Partition) -> None:
     """A partition's older batches were replaced (the log cleaner): journal all of its batches at
     the next write. A no-op without --data-dir."""
-    journal = cluster.extras.get(EXTRAS_KEY)
+    journal = cluster.runtime.journal
     if journal is not None:
-        journal.touch(p, rewrite=True)  # type: ignore[attr-defined]
+        journal.touch(p, rewrite=True)
 
 
 def lock(data_dir: str | os.PathLike) -> int:
@@ -253,7 +254,7 @@ def _damage(found: list[tuple[Path, Scan]]) -> tuple[Path, Scan, int] | None:
 # -- recovery ---------------------------------------------------------------------------------
 
 
-def recover(data_dir: str | os.PathLike) -> tuple[Cluster, int] | None:
+def recover(data_dir: str | os.PathLike) -> tuple[ClusterState, int] | None:
     """The state file with every journal written after it replayed on top, and the highest
     journal number seen; None when the directory holds no state. Damage in a journal raises a
     StateError and changes no file."""
@@ -312,7 +313,7 @@ def _scan_journals(directory: Path, first: int) -> list[tuple[Path, Scan]]:
     return [(journals[seq], scan(journals[seq].read_bytes())) for seq in sorted(journals) if seq >= first]
 
 
-def replay(cluster: Cluster, path: Path, result: Scan) -> None:
+def replay(cluster: ClusterState, path: Path, result: Scan) -> None:
     check = persist.Checker(path)
     for pos, payload in result.entries:
         kind, json_length = KIND.unpack_from(payload)
@@ -357,7 +358,7 @@ def repair(data_dir: str | os.PathLike) -> str:
         os.close(lock_fd)
 
 
-def _apply(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict, raw: bytes) -> None:
+def _apply(cluster: ClusterState, check: persist.Checker, kind: bytes, record: dict, raw: bytes) -> None:
     if kind == CLUSTER:
         saved = persist.cluster_from_meta(check, record)
         for name in persist.CLUSTER_FIELDS:
@@ -386,7 +387,7 @@ def _apply(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict, 
         raise persist.StateError(f"{check.path}: unknown record kind {kind!r}")
 
 
-def _apply_group(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict) -> None:
+def _apply_group(cluster: ClusterState, check: persist.Checker, kind: bytes, record: dict) -> None:
     group_id = check.text(record.get("id"), "group record id")
     if kind == GROUP:
         group_state.apply_view(cluster, check, group_id, record.get("view"), "group record view")
@@ -395,7 +396,7 @@ def _apply_group(cluster: Cluster, check: persist.Checker, kind: bytes, record: 
                                   "offsets record")
 
 
-def _apply_partition(cluster: Cluster, check: persist.Checker, record: dict, raw: bytes) -> None:
+def _apply_partition(cluster: ClusterState, check: persist.Checker, record: dict, raw: bytes) -> None:
     t = cluster.topic_by_id(check.uuid_of(record.get("topic_id"), "partition record topic_id"))
     fields = persist.check_partition_meta(check, check.mapping(record.get("state"), "state"), "state",
                                           cluster)
@@ -427,7 +428,7 @@ def _apply_partition(cluster: Cluster, check: persist.Checker, record: dict, raw
 class Journal:
     """The journal of one running sandbox (loop thread only, but for `open` and `close`)."""
 
-    def __init__(self, cluster: Cluster, directory: Path, seq: int, lock_fd: int):
+    def __init__(self, cluster: ClusterState, directory: Path, seq: int, lock_fd: int):
         self.cluster = cluster
         self.directory = directory
         self.seq = seq
@@ -446,7 +447,7 @@ class Journal:
             (t.id, p.index): (p.batches[-1] if p.batches else None)
             for t in cluster.topics.values() for p in t.partitions}
         self._touched: dict[int, Partition] = {}
-        self._groups: dict[str, bytes] = {g.group_id: _json(g.stored) for g in groups.all_groups(cluster).values()}
+        self._groups: dict[str, bytes] = {g.group_id: _json(g.stored) for g in classic_groups.all_groups(cluster).values()}
         self._touched_groups: dict[str, set[tuple[str, int]]] = {}
         # Group commit: writes are numbered; sync() waits for the one holding its changes.
         self._captured = 0
@@ -455,10 +456,10 @@ class Journal:
         self._writer: asyncio.Task | None = None
         self._compaction: asyncio.Future | None = None
         self._failed: BaseException | None = None
-        cluster.extras[EXTRAS_KEY] = self
+        cluster.runtime.journal = self
 
     @classmethod
-    def open(cls, cluster: Cluster, data_dir: str | os.PathLike, seq: int, lock_fd: int) -> Journal:
+    def open(cls, cluster: ClusterState, data_dir: str | os.PathLike, seq: int, lock_fd: int) -> Journal:
         """Drop stale temp files, write the state file and start a new journal after `seq`
         (journals before it are deleted). `lock_fd` is `lock(data_dir)`'s, released by close()."""
         directory = Path(data_dir)
@@ -574,7 +575,7 @@ class Journal:
         """The touched groups' stored metadata where it changed (null: deleted), and the offsets
         committed or deleted since the last write."""
         out = bytearray()
-        table = groups.all_groups(self.cluster)
+        table = classic_groups.all_groups(self.cluster)
         for group_id, keys in self._touched_groups.items():
             g = table.get(group_id)
             blob = _json(g.stored) if g is not None else b"null"
@@ -632,7 +633,7 @@ class Journal:
                 await asyncio.get_running_loop().run_in_executor(None, _write_state, self.directory, state)
         finally:
             self._file.close()
-            self.cluster.extras.pop(EXTRAS_KEY, None)
+            self.cluster.runtime.journal = None
             os.close(self._lock_fd)
 
     async def run_periodic(self) -> None:

@@ -10,7 +10,7 @@ from kafka_shell.codes import AclOperation as Op
 from kafka_shell.codes import AclPermission as Perm
 from kafka_shell.codes import AclResourceType as Res
 from kafka_shell.codes import ApiKey, Error, PatternType, QuotaMatch, ScramMechanism
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.authorizer import AclBinding
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import request
@@ -149,7 +149,7 @@ def test_scram_apis_validate_as_kraft_does(secured):
     answer = request(secured, 1, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, {"users": [{"name": "erin"}, {"name": "zed"}]})
     assert [(r["user"], r["error_code"], r["credential_infos"]) for r in answer["results"]] == [
         ("erin", 0, [{"mechanism": sha512, "iterations": 8192}]), ("zed", Error.resource_not_found, [])]
-    assert "erin" in secured.call(lambda: dict(secured.cluster.extras["scram_credentials"]))
+    assert "erin" in secured.call(lambda: dict(secured.cluster.scram_credentials))
 
 
 def test_quota_apis_validate_as_kraft_does(secured):

@@ -7,7 +7,7 @@ import struct
 import time
 
 from kafka_shell import protocol
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from tests.conftest import BOTH_MODES, ZK_MODE
 
 

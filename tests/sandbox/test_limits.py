@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey
-from kafka_shell.sandbox import quorum, server
+from kafka_shell.sandbox import listeners, quorum
 from kafka_shell.sandbox.server import Sandbox
 from tests import frame_fuzz
 from tests.sandbox.wire import API_VERSIONS_BODY, create, produce, request
@@ -140,7 +140,7 @@ def test_idle_connections_and_partial_frames_stay_bounded(more_file_descriptors)
 def test_queued_request_bytes_bound_stalled_frames_and_are_released():
     limit, read = MiB, 256 * 1024  # asyncio reads at most 256 KiB at a time
     with Sandbox(brokers=1, configs={"queued.max.request.bytes": str(limit)}) as sandbox:
-        memory = server._request_memory(sandbox)
+        memory = listeners.request_memory(sandbox)
         stalled = [socket.create_connection(sandbox.address(1)) for _ in range(3)]
         for s in stalled:
             s.sendall(struct.pack(">i", 50 * MiB))
@@ -160,7 +160,7 @@ def test_stalled_connections_are_closed_when_idle():
     broker does not read, so only connections.max.idle.ms ends it (as in Kafka)."""
     with Sandbox(brokers=1, configs={"queued.max.request.bytes": str(MiB),
                                      "connections.max.idle.ms": "300"}) as sandbox:
-        memory = server._request_memory(sandbox)
+        memory = listeners.request_memory(sandbox)
         stalled = [socket.create_connection(sandbox.address(1)) for _ in range(2)]
         for s in stalled:
             s.sendall(struct.pack(">i", 50 * MiB))

@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from tests.sandbox.wire import produce, request
 from tests.conftest import BOTH_MODES
 

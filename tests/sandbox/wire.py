@@ -10,7 +10,7 @@ from confluent_kafka import Producer
 from kafka_shell import protocol
 from kafka_shell.codes import ApiKey
 from kafka_shell.channel import Channel
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 
 
 # A valid ApiVersions request body (v3+ name the client's software, as Kafka requires).
