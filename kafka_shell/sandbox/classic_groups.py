@@ -46,8 +46,7 @@ GROUP_DEFAULTS = {
 
 
 def setting(cluster: ClusterState, key: str) -> int:
-    value = configs.broker_value(cluster, None, key)
-    return int(value) if value not in (None, "") else GROUP_DEFAULTS[key]
+    return configs.broker_int(cluster, key, GROUP_DEFAULTS)
 
 
 @dataclass

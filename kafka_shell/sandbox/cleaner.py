@@ -42,8 +42,7 @@ MAX_OFFSET_SPAN = (1 << 31) - 1   # a segment's offsets must fit in its index's 
 
 
 def setting(cluster: ClusterState, key: str) -> int:
-    value = configs.broker_value(cluster, None, key)
-    return int(value) if value not in (None, "") else DEFAULTS[key]
+    return configs.broker_int(cluster, key, DEFAULTS)
 
 
 def _topic_long(cluster: ClusterState, topic: str, key: str) -> int:

@@ -106,6 +106,13 @@ def _node_facts(cluster: ClusterState, node) -> dict[str, str]:
     return facts
 
 
+def broker_int(cluster: ClusterState, key: str, defaults: dict[str, int]) -> int:
+    """A cluster-wide broker setting as an int, else its default from `defaults` (settings Kafka
+    has that the shared config table lacks)."""
+    value = broker_value(cluster, None, key)
+    return int(value) if value not in (None, "") else defaults[key]
+
+
 def broker_value(cluster: ClusterState, broker_id: int | None, key: str) -> str | None:
     """The effective value of a broker config: per-broker, cluster default, static, default."""
     node = cluster.node(broker_id) if broker_id is not None else None

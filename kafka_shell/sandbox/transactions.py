@@ -56,8 +56,7 @@ DEFAULTS = {
 
 
 def setting(cluster: ClusterState, key: str) -> int:
-    value = configs.broker_value(cluster, None, key)
-    return int(value) if value not in (None, "") else DEFAULTS[key]
+    return configs.broker_int(cluster, key, DEFAULTS)
 
 
 def verification_enabled(cluster: ClusterState) -> bool:
