@@ -471,20 +471,28 @@ def test_read_committed_share_groups_archive_aborted_records(sandbox):
 def test_librdkafka_share_consumer_drains_with_small_fetches(bootstrap, fetch_max_bytes):
     """librdkafka's share consumer (confluent-kafka's ShareConsumer) with a fetch.max.bytes below
     a batch: each ShareFetch acquires only what it returns, so the group drains every record
-    (the sandbox used to lock the records it could not send until their locks expired); then
-    close() sends its final acknowledgements after leaving, as Kafka takes them."""
+    (the sandbox used to lock the records it could not send until their locks expired), and its
+    acknowledgements leave nothing to deliver."""
     from confluent_kafka import ShareConsumer
-    topic, group = _topic(bootstrap), _group(bootstrap)
+    topic, group = "sq-" + uuid.uuid4().hex[:8], _group(bootstrap)
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "linger.ms": 0})
+    for i in range(RECORDS):   # a batch each
+        producer.produce(topic, str(i).encode(), partition=i % PARTITIONS)
+        producer.flush(30)
     consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "fetch.max.bytes": fetch_max_bytes,
                               "log_level": 0})
     seen: list[int] = []
     try:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + 60
+        # Within the records' lock (30 s): records locked but not sent would come back only after it.
+        deadline = time.monotonic() + 25
         while len(set(seen)) < RECORDS and time.monotonic() < deadline:
             for message in consumer.poll(1.0) or []:
                 if message.error() is None:
                     seen.append(int(message.value()))
+        consumer.commit_sync()   # implicit mode: accepts what the last poll returned
     finally:
         consumer.close()
     assert sorted(set(seen)) == list(range(RECORDS)), seen
