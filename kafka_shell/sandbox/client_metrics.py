@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox.topic_lifecycle import AdminError
 from kafka_shell.sandbox.model import ClusterState
-from kafka_shell.regex import compile_kafka_regex
+from kafka_shell.base.regex import compile_kafka_regex
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 METRICS, INTERVAL, MATCH = "metrics", "interval.ms", "match"

@@ -42,7 +42,7 @@ class SandboxConfig:
     StandardAuthorizer does, `super_users` ("User:admin") bypassing them
     (`allow_everyone_if_no_acl_found`: a resource without ACLs is open).
 
-    Kafka's behaviour (`kafka_shell.definitions`): `kafka_version` the release the sandbox
+    Kafka's behaviour (`kafka_shell.protocol.definitions`): `kafka_version` the release the sandbox
     follows ("4.4", the default, or "3.9"; zk mode implies and needs 3.9); `configs` its static
     broker configs (server.properties: `--broker-config`); `seed_apis` also serves the seeds'
     APIs no Kafka release has (KAFKA-20098's GetReplicaLogInfo and designated ElectLeaders v3)."""

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import definitions, protocol
-from kafka_shell.authorization import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
-from kafka_shell.codes import AclOperation, AclResourceType, ApiKey, Error
+from kafka_shell.protocol import codec, definitions
+from kafka_shell.protocol.authorization import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
+from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey, Error
 from kafka_shell.sandbox import apis, control, handlers
 from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME
 from kafka_shell.sandbox.config import PLAINTEXT
@@ -130,24 +130,24 @@ def served_apis(sandbox: Sandbox, node: Broker | Controller) -> dict[int, range]
 async def dispatch(sandbox: Sandbox, broker: Node, body: bytes, principal: str = ANONYMOUS,
                    listener: str = PLAINTEXT, client_host: str = "127.0.0.1",
                    token_authenticated: bool = False, connection: object = None) -> bytes | None:
-    api_key, version, correlation_id = protocol.peek_header(body)
+    api_key, version, correlation_id = codec.peek_header(body)
     if api_key == control.SANDBOX_CONTROL_KEY and sandbox.control_server is not None:
         return await control.serve(sandbox, body, correlation_id)
     if isinstance(broker, control.ControlNode):
-        raise protocol.ProtocolError("the control listener serves only the sandbox control API")
+        raise codec.ProtocolError("the control listener serves only the sandbox control API")
     api = sandbox.handlers.get(api_key)
     listed, accepted = apis.versions(sandbox.cluster.kafka_version, listener_kind(sandbox, broker), api_key,
                                      api.versions, sandbox.seed_apis) if api is not None else (None, None)
     if api is None or listed is None or accepted is None:
         # Kafka closes the connection on an API key it does not know (or that this
         # listener does not serve).
-        raise protocol.ProtocolError(f"unknown api key {api_key}")
+        raise codec.ProtocolError(f"unknown api key {api_key}")
     if version not in accepted:
         if api_key == API_VERSIONS_KEY:
             # Answer in v0 so any client can read it, then it retries with a version we list.
             return _api_versions_v0_error(correlation_id, listed)
-        raise protocol.ProtocolError(f"unsupported {protocol.api_name(api_key)} v{version}")
-    header, request = protocol.decode_request(body)
+        raise codec.ProtocolError(f"unsupported {codec.api_name(api_key)} v{version}")
+    header, request = codec.decode_request(body)
     if broker.delay_ms:
         await asyncio.sleep(broker.delay_ms / 1000)
     ctx = RequestContext(sandbox, broker, header, request, api_key, version, principal=principal,
@@ -168,8 +168,8 @@ async def dispatch(sandbox: Sandbox, broker: Node, body: bytes, principal: str =
     injected = broker.failures.get(api_key)
     if injected is not None:
         result = _with_error(result, injected)
-    cls = protocol.response_schema(api_key, version)
-    return protocol.encode_response(protocol.build(cls, result), correlation_id)
+    cls = codec.response_schema(api_key, version)
+    return codec.encode_response(codec.build(cls, result), correlation_id)
 
 async def _await_controller(sandbox: Sandbox, request: object) -> bool:
     """Wait, as a KRaft broker's forwarding does, for an active controller; False when none
@@ -190,13 +190,13 @@ async def _await_controller(sandbox: Sandbox, request: object) -> bool:
     return True
 
 def _api_versions_v0_error(correlation_id: int, served: range) -> bytes:
-    cls = protocol.response_schema(API_VERSIONS_KEY, 0)
-    entity = protocol.build(cls, {
+    cls = codec.response_schema(API_VERSIONS_KEY, 0)
+    entity = codec.build(cls, {
         "error_code": ErrorCode.unsupported_version,
         "api_keys": [{"api_key": API_VERSIONS_KEY, "min_version": served.start,
                       "max_version": served.stop - 1}],
     })
-    return protocol.encode_response(entity, correlation_id)
+    return codec.encode_response(entity, correlation_id)
 
 
 def _with_error(tree: object, code: int) -> object:
@@ -225,7 +225,7 @@ def api_key_of(api: int | str) -> int:
         return int(api)
     wanted = str(api).replace("_", "").replace("-", "").lower()
     for key in handlers.HANDLERS:
-        if protocol.api_name(key).lower() == wanted:
+        if codec.api_name(key).lower() == wanted:
             return key
     raise ValueError(f"unknown API {api!r}: use a name such as Metadata or CreateTopics, or a key")
 

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
+from kafka_shell.protocol.broker_identity import MAPPING_TOPIC, mapping_value
 from kafka_shell.sandbox import identity, quorum, replication
 from kafka_shell.sandbox.authorizer import AclBinding, acl_store, binding_problem
 from kafka_shell.sandbox.config import PLAINTEXT

@@ -15,7 +15,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 from kafka_shell.sandbox import configs, share_groups, tls
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
 from kafka_shell.sandbox.config import PLAINTEXT
@@ -111,7 +111,7 @@ class Connection(asyncio.Protocol):
         self.memory.add(len(data))
         try:
             self._cut_requests()
-        except protocol.ProtocolError as exc:
+        except codec.ProtocolError as exc:
             self.server.sandbox.closed_connections.report(logging.INFO, self.server.broker.id, self.ip, str(exc))
             self.close()
             return
@@ -142,7 +142,7 @@ class Connection(asyncio.Protocol):
             smallest = 0 if self.sasl is not None and self.sasl.raw_tokens else 8
             if size < smallest or size > max_bytes:
                 # Closed before its body is read, as Kafka's InvalidReceiveException does.
-                raise protocol.ProtocolError(f"frame size {size} out of bounds (socket.request.max.bytes "
+                raise codec.ProtocolError(f"frame size {size} out of bounds (socket.request.max.bytes "
                                              f"is {max_bytes})")
             if len(buffer) < 4 + size:
                 return
@@ -212,7 +212,7 @@ class Connection(asyncio.Protocol):
             # close() cancels the task (the client left, or the broker stops). Ending normally
             # keeps asyncio from logging it.
             pass
-        except protocol.ProtocolError as exc:
+        except codec.ProtocolError as exc:
             self.server.sandbox.closed_connections.report(logging.INFO, self.server.broker.id, self.ip, str(exc))
         except Exception as exc:
             # A bug: one line (a flood of hostile requests must not flood the log); the

@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from kafka_shell import definitions, protocol
-from kafka_shell.definitions import releases
+from kafka_shell.protocol import codec, definitions
+from kafka_shell.protocol.definitions import releases
 from kafka_shell.sandbox import (cleaner, configs, consumer_groups, control, classic_groups, handlers, journal, persist, quorum,
                                  replication, security, share_groups, tls, transactions)
 from kafka_shell.sandbox.authorizer import Authorizer
@@ -302,7 +302,7 @@ class Sandbox(FaultControls):
         def go() -> dict:
             c = self.cluster
             def failures(n: Broker | Controller) -> dict[str, str]:
-                return {protocol.api_name(k): error_name(v) for k, v in n.failures.items()}
+                return {codec.api_name(k): error_name(v) for k, v in n.failures.items()}
 
             return {
                 "mode": c.mode, "kafka_version": c.kafka_version, "seed_apis": self.seed_apis,

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
-from kafka_shell.codes import AclResourceType
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import AclResourceType
 from kafka_shell.sandbox import classic_groups as gc
 from kafka_shell.sandbox.model import ClusterState, Partition, Topic
 
@@ -23,14 +23,14 @@ def find_topic(cluster: ClusterState, name: str | None, topic_id: uuid.UUID | No
     if name:
         t = cluster.topics.get(name)
         return t, 0 if t else ErrorCode.unknown_topic_or_partition
-    t = cluster.topic_by_id(topic_id) if topic_id and topic_id != protocol.ZERO_UUID else None
+    t = cluster.topic_by_id(topic_id) if topic_id and topic_id != codec.ZERO_UUID else None
     return t, 0 if t else ErrorCode.unknown_topic_id
 
 
 def topic_keys(t: Topic | None, name: str | None, topic_id: uuid.UUID | None) -> dict:
     """Both ways a response may name a topic; `build` keeps the one the version has."""
     return {"name": name or (t.name if t else ""), "topic": name or (t.name if t else ""),
-            "topic_id": topic_id or (t.id if t else protocol.ZERO_UUID)}
+            "topic_id": topic_id or (t.id if t else codec.ZERO_UUID)}
 
 
 def leader_error(ctx: RequestContext, p: Partition, current_leader_epoch: int = -1) -> int:

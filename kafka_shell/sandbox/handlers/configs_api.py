@@ -18,7 +18,7 @@ from kio.schema.errors import ErrorCode
 from kafka_shell.sandbox import client_metrics, configs, group_configs, loggers, replication, topic_lifecycle
 from kafka_shell.sandbox.topic_lifecycle import AdminError
 from kafka_shell.sandbox.configs import ConfigProblem
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
-from kafka_shell.definitions import releases
+from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
+from kafka_shell.protocol.definitions import releases
 from kafka_shell.sandbox import consumer_groups as cg
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.common import client_host, group_denied, not_coordinator

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import replication
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 if TYPE_CHECKING:

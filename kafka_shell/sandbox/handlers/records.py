@@ -13,9 +13,9 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 from kafka_shell.sandbox import codecs, configs, log, message_sets, producer_state, transactions
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api, between_nodes
 from kafka_shell.sandbox.handlers.common import current_leader, find_topic, leader_error, node_endpoints, topic_denied, topic_keys
 from kafka_shell.sandbox.model import ClusterState, Partition, Topic, now_ms
@@ -100,7 +100,7 @@ async def produce(ctx: RequestContext) -> dict | None:
         # The producer reads no answer: Kafka closes the connection when any partition failed, so
         # that it notices and refreshes its metadata (KafkaApis.handleProduceRequest).
         if any(a["error_code"] for t in topics for a in t["partition_responses"]):
-            raise protocol.ProtocolError("an acks=0 produce failed on a partition: closing, as Kafka does")
+            raise codec.ProtocolError("an acks=0 produce failed on a partition: closing, as Kafka does")
         return None
     if acks == -1:
         await _await_replication(cluster, appended, req.timeout.total_seconds())
@@ -280,8 +280,8 @@ DEBUGGING_REPLICA_ID = -2  # Kafka's debugging id: served from this broker's own
 def list_offsets(ctx: RequestContext) -> dict:
     req = ctx.request
     # Answers are made as entities at once (describe-group asks about 10,000s of partitions).
-    make = protocol.maker(protocol.element_class(protocol.element_class(
-        protocol.response_schema(ApiKey.LIST_OFFSETS, ctx.version), "topics"), "partitions"), error_code=ErrorCode.none)
+    make = codec.maker(codec.element_class(codec.element_class(
+        codec.response_schema(ApiKey.LIST_OFFSETS, ctx.version), "topics"), "partitions"), error_code=ErrorCode.none)
     topics = []
     for rt in req.topics:
         t = ctx.cluster.topics.get(rt.name)

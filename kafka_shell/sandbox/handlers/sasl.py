@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_shell.codes import ApiKey, Error
+from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.sandbox.handlers import api
 
 if TYPE_CHECKING:

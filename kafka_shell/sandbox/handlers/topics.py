@@ -13,10 +13,10 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 from kafka_shell.sandbox import configs, topic_lifecycle
 from kafka_shell.sandbox.topic_lifecycle import AdminError
-from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def _error(name: str, code: int, message: str | None, **extra: object) -> dict:
 def create_topics(ctx: RequestContext) -> dict:
     req = ctx.request
     cluster = ctx.cluster
-    failed = {"topic_id": protocol.ZERO_UUID, "num_partitions": -1, "replication_factor": -1, "configs": None}
+    failed = {"topic_id": codec.ZERO_UUID, "num_partitions": -1, "replication_factor": -1, "configs": None}
     if not ctx.is_controller:
         return {"topics": [_error(t.name, ErrorCode.not_controller, NOT_CONTROLLER_MESSAGE, **failed)
                            for t in req.topics]}
@@ -85,7 +85,7 @@ def _plan_one(ctx: RequestContext, t) -> tuple[list[list[int]], dict[str, str]]:
 
 def _create_one(ctx: RequestContext, t, replicas: list[list[int]], checked: dict[str, str], validate_only: bool) -> dict:
     cluster = ctx.cluster
-    topic_id = protocol.ZERO_UUID
+    topic_id = codec.ZERO_UUID
     if not validate_only:
         topic_id = topic_lifecycle.create_topic(cluster, t.name, assignment=replicas, configs=checked).id
     result = {"name": t.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
@@ -105,11 +105,11 @@ def _create_one(ctx: RequestContext, t, replicas: list[list[int]], checked: dict
 def delete_topics(ctx: RequestContext) -> dict:
     req = ctx.request
     if ctx.version >= 6:
-        wanted = [(t.name, t.topic_id if t.topic_id != protocol.ZERO_UUID else None) for t in req.topics]
+        wanted = [(t.name, t.topic_id if t.topic_id != codec.ZERO_UUID else None) for t in req.topics]
     else:
         wanted = [(name, None) for name in req.topic_names]
     if not ctx.is_controller:
-        return {"responses": [{"name": n, "topic_id": i or protocol.ZERO_UUID,
+        return {"responses": [{"name": n, "topic_id": i or codec.ZERO_UUID,
                                "error_code": ErrorCode.not_controller,
                                "error_message": NOT_CONTROLLER_MESSAGE} for n, i in wanted]}
     counts = Counter(i or n for n, i in wanted)
@@ -120,7 +120,7 @@ def delete_topics(ctx: RequestContext) -> dict:
 
 def _delete_one(ctx: RequestContext, name: str | None, topic_id, duplicate: bool, may_delete_any: bool) -> dict:
     cluster = ctx.cluster
-    result = {"name": name, "topic_id": topic_id or protocol.ZERO_UUID, "error_code": 0, "error_message": None}
+    result = {"name": name, "topic_id": topic_id or codec.ZERO_UUID, "error_code": 0, "error_message": None}
     if name and topic_id:
         return {**result, "error_code": ErrorCode.invalid_request,
                 "error_message": "Topic name and topic id cannot both be set."}

@@ -13,14 +13,14 @@ import datetime
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox import classic_groups as gc
 from kafka_shell.sandbox import producer_state, transactions
 from kafka_shell.sandbox.classic_groups import CommittedOffset
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.common import find_topic, leader_error, topic_denied, topic_keys
 from kafka_shell.sandbox.model import now_ms
-from kafka_shell.regex import compile_kafka_regex
+from kafka_shell.base.regex import compile_kafka_regex
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.dispatch import RequestContext
