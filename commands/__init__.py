@@ -24,6 +24,7 @@ INDEX = {
     "clusters": "session",
     "consume": "records",
     "controller-history": "controller_history",
+    "copy-offsets": "groups",
     "create-acls": "security",
     "create-delegation-token": "tokens",
     "create-topic": "topics",
