@@ -94,6 +94,7 @@ INDEX = {
     "topic": "session",
     "unclean-recovery": "recovery",
     "unregister-broker": "cluster",
+    "unregister-controller": "cluster",
     "upgrade-features": "features",
     "use-cluster": "session",
     "version-mapping": "features",
