@@ -87,3 +87,29 @@ def test_a_cluster_without_the_api_says_so_before_anything_changes():
         p = shell("--bootstrap-server", sb.bootstrap, "--command", "remove-controller --controller-id 100 "
                   "--controller-directory-id AAAAAAAAAAAAAAAAAAAAAQ --unregister --yes")
         assert_one_line_error(p, 1, "UnregisterController", "not supported by this cluster")
+
+
+# -- KIP-1147: --command-config and --command-property everywhere, the older names beside them ----
+
+
+def test_kip_1147_option_names(sandbox, tmp_path):
+    props = tmp_path / "client.properties"
+    props.write_text("client.id=from-the-file\n")
+    base = ("--bootstrap-server", sandbox.bootstrap, "--command", "list-topics", "-o", "json")
+    for options in (("--command-config", str(props)), ("--consumer.config", str(props)), ("--producer.config", str(props)),
+                    ("--admin.config", str(props)), ("--consumer-config", str(props)), ("--config-file", str(props)),
+                    ("--command-property", "client.id=x"), ("--consumer-property", "client.id=x"),
+                    ("--producer-property", "client.id=x"), ("-X", "client.id=x")):
+        p = shell(*options, *base)
+        assert p.returncode == 0 and "topics" in json_tables(p.stdout), (options, p.stderr)
+    # Each is read as the one it replaces: a bad property is refused the same way, in one line.
+    assert_one_line_error(shell("--command-property", "bogus.key=1", *base), 2, "bogus.key")
+    assert_one_line_error(shell("--admin.config", str(tmp_path / "missing.properties"), *base), 2, "missing.properties")
+    # Two names of one option are one option given twice, as Kafka's tools refuse them together.
+    assert_one_line_error(shell("--consumer.config", str(props), "--command-config", str(props), *base), 2,
+                          "--consumer.config and --command-config given twice")
+    # The new names are offered (help, completion); the old ones are taken, not offered.
+    from kafka_shell.completions import bash
+    from kafka_shell.main import usage_text
+    assert "--command-property" in usage_text() and "--consumer.config" in usage_text()
+    assert "--command-property" in bash() and "--consumer-property|" in bash()   # passed on to list topics at Tab
