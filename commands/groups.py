@@ -128,7 +128,7 @@ def _group_lags(session: Session, listed: list[groups.GroupListing], failures: l
          topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"), ("--members", "--state", "--by-topic")),
          required_groups=(("group", "--all-groups"),),
          help="Describe consumer groups (classic and KIP-848): offsets and lag (default) with lag per topic, per "
-              "group and in total; --by-topic without the partitions; --members or --state.",
+              "group and (several groups) in total; --by-topic without the partitions; --members or --state.",
          examples=("describe-group orders-app", "describe-group --all-groups --by-topic",
                    "describe-group orders-app --members", "describe-group orders-app --members --verbose",
                    "describe-group a b --state"))
@@ -187,7 +187,7 @@ def _assignment_text(keys: list[Key]) -> str:
 def _describe_offsets(session: Session, found: list[groups.GroupDescription], topic: str | None,
                       failures: list[str], by_topic: bool) -> Result:
     """Per partition: committed offset, log end, lag and owner (unless `by_topic`); then lag per
-    topic, per group, and the total of everything shown."""
+    topic, per group, and with several groups the total of everything shown."""
     owners: dict[str, dict[Key, groups.Member]] = {
         d.group_id: {k: m for m in d.members for k in m.assignment} for d in found}
     lags = lag.read(session.conn, [d.group_id for d in found], owners, topic)
@@ -212,11 +212,12 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
     tables += [Table(["Group", "Topic", "Partitions", "Lag"],
                      [[d.group_id, t, n, total] for d in found for t, n, total in lags.by_topic(d.group_id)],
                      name="topic_totals"),
-               Table(["Group", "State", "Members", "Partitions", "Lag"], by_group, name="group_totals"),
-               Table(["Groups", "Topics", "Partitions", "Lag"],
-                     [[len(found), len({p.key[0] for ps in lags.partitions.values() for p in ps}),
-                       sum(len(ps) for ps in lags.partitions.values()), sum(known) if known else None]] if found else [],
-                     name="total")]
+               Table(["Group", "State", "Members", "Partitions", "Lag"], by_group, name="group_totals")]
+    if len(found) > 1:   # one group's line above is its total
+        tables.append(Table(["Groups", "Topics", "Partitions", "Lag"],
+                            [[len(found), len({p.key[0] for ps in lags.partitions.values() for p in ps}),
+                              sum(len(ps) for ps in lags.partitions.values()), sum(known) if known else None]],
+                            name="total"))
     return Result.outcome(tables, messages, failures)
 
 
