@@ -267,7 +267,7 @@ def diff_configs(session: Session, args: dict) -> Result:
         note = (f"{len(drifts)} config(s) differ among brokers {compared}: "
                 + ", ".join(d.name for d in drifts[:10]) + (f" and {len(drifts) - 10} more." if len(drifts) > 10 else "."))
     else:
-        note = (f"Brokers {compared} agree on all {len({e.name for es in described.values() for e in es})} configs"
+        note = (f"Brokers {compared} agree on every config"
                 + ("." if args["include_identity"] else " (their own by design left out: --include-identity compares it)."))
     return Result.outcome([Table(["Name", "Broker", "Value", "Source", "Synonyms"], rows, name="differences")],
                           [note] if len(described) > 1 else [], failures)

@@ -160,7 +160,7 @@ def test_diff_configs_shows_drift_with_sources(configured):
     ok(configured, "alter-configs --broker 2 --delete-config log.cleaner.threads")
     ok(configured, "alter-configs --broker 1 --delete-config listener.name.plaintext.ssl.key.password")
     code, out, err = sh(configured, "diff-configs --all-brokers")
-    assert code == 0 and "Brokers 1, 2, 3 agree on all" in err and "--include-identity" in err
+    assert code == 0 and "Brokers 1, 2, 3 agree on every config" in err and "--include-identity" in err
 
 
 def test_diff_configs_bad_input(sandbox):

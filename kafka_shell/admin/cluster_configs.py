@@ -278,7 +278,8 @@ def apply(conn: ConnectionManager, changes: list[Change], wanted: Snapshot, vali
             delete = [c.key for c in group if c.new is None]
             configs.alter(conn, _KIND[section], [name], set_, delete, validate_only)
         except KafkaCallError as exc:
-            refused.append(f"{describe_entity(section, name).capitalize()}: {exc}")
+            entity = describe_entity(section, name)
+            refused.append(str(exc) if entity in str(exc) else f"{entity.capitalize()}: {exc}")
     return refused
 
 
