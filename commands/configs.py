@@ -11,6 +11,7 @@ shorthands. Secret values are never printed.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -170,8 +171,8 @@ def alter_configs_command(session: Session, args: dict) -> Result:
          examples=("export-configs prod-configs.json",))
 def export_configs(session: Session, args: dict) -> Result:
     path = Path(args["file"]).expanduser()
-    if path.exists() or path.is_symlink():   # write_new refuses it too, but only after everything was read
-        raise UsageError(f"{path} already exists: remove it or choose another file name")
+    if os.path.lexists(path):   # write_new refuses it too, but only after everything was read
+        raise UsageError(f"{shown(str(path))} already exists: remove it or choose another file name")
     snap = cluster_configs.read(session.conn)
     doc = cluster_configs.document(snap, cluster.cluster_id(session.conn))
     write_new(path, json.dumps(doc, indent=2) + "\n")
@@ -184,7 +185,7 @@ def export_configs(session: Session, args: dict) -> Result:
         left_out = sum(len(v) for v in snap.sensitive[section].values())
         rows.append([section, len(written), sum(len(v) for v in written.values()), left_out])
     hidden = sum(r[3] for r in rows)
-    notes = [*snap.notes, f"Wrote {sum(r[2] for r in rows)} config(s) of {sum(r[1] for r in rows)} entities to {path}"
+    notes = [*snap.notes, f"Wrote {sum(r[2] for r in rows)} config(s) of {sum(r[1] for r in rows)} entities to {shown(str(path))}"
              + (f"; {hidden} sensitive value(s) left out (the file lists their keys)." if hidden else ".")]
     return Result.outcome([Table(["Section", "Entities", "Configs", "SensitiveLeftOut"], rows, name="exported")],
                           notes, snap.failures)
@@ -206,8 +207,8 @@ IMPORT_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, op
                      "changed or deleted. Brokers and topics the cluster does not have are named, not created.",
          examples=("import-configs prod-configs.json", "import-configs prod-configs.json --execute"))
 def import_configs(session: Session, args: dict) -> Result | Proposal:
-    path = args["file"]
-    wanted = cluster_configs.from_document(read_json(path, "", "give a file export-configs wrote"), path)
+    path = shown(args["file"])   # as messages name it
+    wanted = cluster_configs.from_document(read_json(args["file"], "", "give a file export-configs wrote"), path)
     now = cluster_configs.read(session.conn, wanted.sections)
     changes, problems = cluster_configs.plan(wanted, now)
     table = Table(["Section", "Entity", "Name", "Value", "NewValue", "Action"],
