@@ -40,9 +40,9 @@ def _voters(ids: list[int]) -> str:
                 help="Its metadata log directory id (default: as the quorum sees it among the observers)."),
          Option("--controller-endpoint", type=controller_endpoint, metavar="NAME@HOST:PORT",
                 help="Its controller listener (default: its registration, with --bootstrap-controller)."),
-         Option("--config", metavar="FILE", completer="path",
+         Option("--config", metavar="FILE", completer="path", aliases=("--command-config",),
                 help="Read id, listeners and directory id from the new controller's server.properties and "
-                     "meta.properties, as kafka-metadata-quorum add-controller does."),
+                     "meta.properties, as kafka-metadata-quorum add-controller does (its --command-config)."),
          required_groups=(("--controller-id", "--config"),), mutates=True, confirm=Confirm(proposed=True),
          help="Add a controller to the KRaft quorum (AddRaftVoter, KIP-853): names the voters before and after.",
          examples=("add-controller --controller-id 103 --dry-run",

@@ -113,3 +113,21 @@ def test_kip_1147_option_names(sandbox, tmp_path):
     from kafka_shell.main import usage_text
     assert "--command-property" in usage_text() and "--consumer.config" in usage_text()
     assert "--command-property" in bash() and "--consumer-property|" in bash()   # passed on to list topics at Tab
+
+
+def test_add_controller_reads_the_new_controllers_properties_from_command_config(dynamic, tmp_path):
+    """kafka-metadata-quorum add-controller reads them from --command-config (KIP-1147's name):
+    add-controller takes it beside --config."""
+    sb = dynamic
+    new = sb.add_controller()
+    host, port = sb.address(new["id"])
+    (tmp_path / "meta").mkdir()
+    (tmp_path / "meta" / "meta.properties").write_text(f"version=1\ndirectory.id={new['directory_id']}\nnode.id={new['id']}\n")
+    config = tmp_path / "controller.properties"
+    config.write_text(f"process.roles=controller\nnode.id={new['id']}\ncontroller.listener.names=CONTROLLER\n"
+                      f"listeners=CONTROLLER://{host}:{port}\nmetadata.log.dir={tmp_path / 'meta'}\n")
+    for line in (f"add-controller --command-config {config} --dry-run", f"--add-controller --command-config {config} --dry-run"):
+        args = ["--command", line] if not line.startswith("--") else line.split()
+        p = shell("--bootstrap-controller", sb.bootstrap_controllers, "-o", "json", *args)
+        plan = ok(p)["voters"]
+        assert plan[-1]["NodeId"] == new["id"] and plan[-1]["DirectoryId"] == new["directory_id"], line
