@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_group_commands import RUNS, shell, timed, tool  # noqa: E402
 from kafka_shell.codes import ApiKey  # noqa: E402
+from kafka_shell.connection import COORDINATOR_RETRIABLE  # noqa: E402
 from kafka_shell.sandbox.server import Sandbox  # noqa: E402
 from tests import k848_scenarios  # noqa: E402
 from tests.real_kafka import KAFKA_4, RealKafka  # noqa: E402
@@ -35,14 +37,20 @@ TOPIC = "lag-bench"
 def committed_groups(bootstrap: str, groups: int, partitions: int) -> None:
     """`groups` groups, each committing offset 0 on every partition (OffsetCommit as an admin)."""
     channel = k848_scenarios.coordinator(bootstrap, "lag-0")   # one node: every group's coordinator
+    deadline = time.monotonic() + 60
     try:
         for i in range(groups):
-            answer = channel.request(ApiKey.OFFSET_COMMIT, {
-                "group_id": f"lag-{i}", "generation_id_or_member_epoch": -1, "member_id": "",
-                "group_instance_id": None, "topics": [{"name": TOPIC, "partitions": [
-                    {"partition_index": p, "committed_offset": 0, "committed_metadata": None}
-                    for p in range(partitions)]}]}, 8)
-            assert all(p["error_code"] == 0 for p in answer["topics"][0]["partitions"]), answer
+            while True:   # a coordinator that just started loads its state first
+                answer = channel.request(ApiKey.OFFSET_COMMIT, {
+                    "group_id": f"lag-{i}", "generation_id_or_member_epoch": -1, "member_id": "",
+                    "group_instance_id": None, "topics": [{"name": TOPIC, "partitions": [
+                        {"partition_index": p, "committed_offset": 0, "committed_metadata": None}
+                        for p in range(partitions)]}]}, 8)
+                codes = {p["error_code"] for p in answer["topics"][0]["partitions"]}
+                if not codes & COORDINATOR_RETRIABLE or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert codes == {0}, answer
     finally:
         channel.close()
 
