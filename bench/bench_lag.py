@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_group_commands import RUNS, shell, timed, tool  # noqa: E402
-from kafka_shell.codes import ApiKey  # noqa: E402
-from kafka_shell.connection import COORDINATOR_RETRIABLE  # noqa: E402
+from kafka_shell.protocol.codes import ApiKey  # noqa: E402
+from kafka_shell.connection.manager import COORDINATOR_RETRIABLE  # noqa: E402
 from kafka_shell.sandbox.server import Sandbox  # noqa: E402
 from tests import k848_scenarios  # noqa: E402
 from tests.real_kafka import KAFKA_4, RealKafka  # noqa: E402

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, cluster_configs, configs, topics
-from kafka_shell.client_config import is_secret
-from kafka_shell.errors import UsageError, shown
-from kafka_shell.files import read_json, write_new
-from kafka_shell.option_types import CONFIG_NAME, broker_id, group_id
-from kafka_shell.registry import INT32_MAX, Confirm, Option, command
-from kafka_shell.render import Proposal, Result, Table
+from kafka_shell.connection.client_config import is_secret
+from kafka_shell.base.errors import UsageError, shown
+from kafka_shell.base.files import read_json, write_new
+from kafka_shell.declarations.option_types import CONFIG_NAME, broker_id, group_id
+from kafka_shell.declarations.registry import INT32_MAX, Confirm, Option, command
+from kafka_shell.declarations.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 ENTITY_OPTIONS = (
     Option("--entity-type", choices=("topics", "brokers", "groups", "broker-loggers"),

@@ -13,10 +13,10 @@ import re
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kafka_shell.registry import load_commands
-from kafka_shell.runner import run_line
+from kafka_shell.declarations.registry import load_commands
+from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox.server import Sandbox
-from kafka_shell.session import Session, Target
+from kafka_shell.connection.session import Session, Target
 from tests.test_groups_cmd import commit
 
 CAMEL = re.compile(r"[A-Z][A-Za-z0-9]*")

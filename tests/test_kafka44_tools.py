@@ -109,8 +109,8 @@ def test_kip_1147_option_names(sandbox, tmp_path):
     assert_one_line_error(shell("--consumer.config", str(props), "--command-config", str(props), *base), 2,
                           "--consumer.config and --command-config given twice")
     # The new names are offered (help, completion); the old ones are taken, not offered.
-    from kafka_shell.completions import bash
-    from kafka_shell.main import usage_text
+    from kafka_shell.face.completions import bash
+    from kafka_shell.face.main import usage_text
     assert "--command-property" in usage_text() and "--consumer.config" in usage_text()
     assert "--command-property" in bash() and "--consumer-property|" in bash()   # passed on to list topics at Tab
 

@@ -132,8 +132,8 @@ def test_copy_offsets_moves_offsets_into_the_log_with_kafkas_note(lagging):
 def test_the_repl_asks_before_copying(lagging):
     import io
 
-    from kafka_shell.runner import run_line
-    from kafka_shell.session import Session, Target
+    from kafka_shell.face.runner import run_line
+    from kafka_shell.connection.session import Session, Target
     asked: list[str] = []
     answers = iter([False, True])
     session = Session(target=Target(lagging.bootstrap), sandbox=lagging, stdout=io.StringIO(), stderr=io.StringIO(),

@@ -15,14 +15,14 @@ import datetime
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.client_config import is_secret
-from kafka_shell.codes import ConfigSource
-from kafka_shell.errors import KafkaCallError, NotSupported, UsageError, shown
+from kafka_shell.connection.client_config import is_secret
+from kafka_shell.protocol.codes import ConfigSource
+from kafka_shell.base.errors import KafkaCallError, NotSupported, UsageError, shown
 
 from kafka_shell.admin import configs, groups, quotas
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 FORMAT = "kafka-shell configs"
 VERSION = 1

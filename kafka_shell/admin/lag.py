@@ -16,7 +16,7 @@ from kafka_shell.admin import offsets, share_groups
 from kafka_shell.admin.offsets import LATEST
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 Key = tuple[str, int]
 
