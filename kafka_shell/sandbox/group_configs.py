@@ -52,6 +52,12 @@ def overrides(cluster: Cluster, group_id: str) -> dict[str, str]:
     return table.get(group_id, {})
 
 
+def configured(cluster: Cluster) -> list[str]:
+    """The groups with configs of their own (Kafka's GroupConfigManager.groupIds)."""
+    table: dict[str, dict[str, str]] = cluster.extras.setdefault("group_configs", {})  # type: ignore[assignment]
+    return list(table)
+
+
 def default(cluster: Cluster, key: str) -> str:
     d = definitions()[key]
     value = configs.broker_value(cluster, None, d["synonym"]) if d["synonym"] != key else None
