@@ -14,7 +14,7 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from kafka_shell.admin import groups, offsets, topics
+from kafka_shell.admin import groups, lag, offsets, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.base.files import read_text
@@ -69,21 +69,43 @@ def group_types(text: str) -> list[str]:
                 help="Only groups in these states (e.g. Stable,Empty)."),
          Option("--type", type=group_types, metavar="TYPE[,TYPE]", aliases=("--group-type",),
                 help="Only groups of these types: classic, consumer, share, streams."),
-         help="List groups with their state, type (classic, consumer, share, streams), protocol and member count.",
-         examples=("list-groups", "list-groups --state Stable", "list-groups --type consumer,classic"))
+         Option("--lag", flag=True,
+                help="Each group's total lag: its committed offsets against the log ends, each partition's log end "
+                     "read once for all groups (share groups: their share-partition lag, Kafka 4.4)."),
+         help="List groups with their state, type (classic, consumer, share, streams), protocol and member count "
+              "(--lag: and total lag).",
+         examples=("list-groups", "list-groups --state Stable", "list-groups --type consumer,classic", "list-groups --lag"))
 def list_groups(session: Session, args: dict) -> Result:
     listed = groups.list_groups(session.conn, args["state"] or (), args["type"] or ())
     # Share and streams groups have describe APIs of their own: their rows keep what ListGroups says.
     described = groups.describe(session.conn, [g.group_id for g in listed.groups
                                                if g.group_type in ("classic", "consumer")]) if listed.groups else {}
+    failures = list(listed.failures)
+    lags = _group_lags(session, listed.groups, failures) if args["lag"] else {}
     rows = []
     for g in listed.groups:
         d = described.get(g.group_id)
         known = d is not None and d.problem is None
         rows.append([g.group_id, (d.state if d is not None and known else g.state) or None, g.group_type,
-                     g.protocol_type or None, len(d.members) if d is not None and known else None])
-    return Result.outcome([Table(["Group", "State", "Type", "ProtocolType", "Members"], rows, name="groups")],
-                          [], listed.failures)
+                     g.protocol_type or None, len(d.members) if d is not None and known else None]
+                    + ([lags.get(g.group_id)] if args["lag"] else []))
+    columns = ["Group", "State", "Type", "ProtocolType", "Members"] + (["Lag"] if args["lag"] else [])
+    return Result.outcome([Table(columns, rows, name="groups")], [], failures)
+
+
+def _group_lags(session: Session, listed: list[groups.GroupListing], failures: list[str]) -> dict[str, int | None]:
+    """Each group's total lag: committed offsets (classic, consumer and streams groups) against
+    log ends read once per partition, or the share-partition lag of share groups."""
+    share = [g.group_id for g in listed if g.group_type == "share"]
+    committing = [g.group_id for g in listed if g.group_type != "share"]
+    lags = lag.read(session.conn, committing)
+    failures += lags.failures
+    out = {gid: lags.total(gid) for gid in committing}
+    for gid, s in lag.share_group_lags(session.conn, share).items():
+        if s.problem is not None:
+            failures.append(s.problem)
+        out[gid] = s.lag
+    return out
 
 
 # -- describe-group ----------------------------------------------------------------------------
@@ -96,15 +118,20 @@ def list_groups(session: Session, args: dict) -> Result:
          Option("--state", flag=True, help="State, coordinator, assignment strategy and member count."),
          Option("--offsets", flag=True,
                 help="Per partition: current offset, log end offset, lag and member (the default)."),
+         Option("--by-topic", flag=True,
+                help="Lag per topic and per group, without a row per partition (for groups of thousands of "
+                     "partitions)."),
          Option("--topic", metavar="NAME", completer="topic",
                 help=TOPIC_CONTEXT_HELP + " Only its partitions are shown."),
          Option("--verbose", flag=True,
                 help="With --members or --state: KIP-848 epochs, targets, subscriptions (consumer groups)."),
-         topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
+         topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"), ("--members", "--state", "--by-topic")),
          required_groups=(("group", "--all-groups"),),
-         help="Describe consumer groups (classic and KIP-848): offsets and lag (default), --members or --state.",
-         examples=("describe-group orders-app", "describe-group orders-app --members",
-                   "describe-group orders-app --members --verbose", "describe-group a b --state"))
+         help="Describe consumer groups (classic and KIP-848): offsets and lag (default) with lag per topic, per "
+              "group and (several groups) in total; --by-topic without the partitions; --members or --state.",
+         examples=("describe-group orders-app", "describe-group --all-groups --by-topic",
+                   "describe-group orders-app --members", "describe-group orders-app --members --verbose",
+                   "describe-group a b --state"))
 def describe_group(session: Session, args: dict) -> Result:
     ids = chosen_groups(session, args["group"], args["all_groups"])
     described = groups.describe(session.conn, ids)
@@ -128,7 +155,7 @@ def describe_group(session: Session, args: dict) -> Result:
         table = Table(["Group", "ConsumerId", "GroupInstanceId", "Host", "ClientId", "Partitions", "Assignment"]
                       + (VERBOSE_MEMBER_COLUMNS if verbose else []), rows, name="members")
         return Result.outcome([table], [], failures)
-    return _describe_offsets(session, found, topic, failures)
+    return _describe_offsets(session, found, topic, failures, args["by_topic"])
 
 
 VERBOSE_MEMBER_COLUMNS = ["CurrentEpoch", "TargetEpoch", "TargetAssignment", "Reconciled", "Subscription", "Rack"]
@@ -158,54 +185,39 @@ def _assignment_text(keys: list[Key]) -> str:
 
 
 def _describe_offsets(session: Session, found: list[groups.GroupDescription], topic: str | None,
-                      failures: list[str]) -> Result:
-    committed: dict[str, dict[Key, int]] = {}
-    for gid, c in offsets.committed(session.conn, [d.group_id for d in found]).items():
-        if c.problem is not None:
-            failures.append(c.problem)
-        committed[gid] = c.offsets
+                      failures: list[str], by_topic: bool) -> Result:
+    """Per partition: committed offset, log end, lag and owner (unless `by_topic`); then lag per
+    topic, per group, and with several groups the total of everything shown."""
     owners: dict[str, dict[Key, groups.Member]] = {
         d.group_id: {k: m for m in d.members for k in m.assignment} for d in found}
-    keys_of = {d.group_id: sorted(k for k in {*committed[d.group_id], *owners[d.group_id]}
-                                  if topic is None or k[0] == topic) for d in found}
-    names = sorted({t for ks in keys_of.values() for t, _ in ks})
-    ends = offsets.log_offsets(session.conn, session.conn.read(names), {k for ks in keys_of.values() for k in ks},
-                               LATEST) if names else {}
+    lags = lag.read(session.conn, [d.group_id for d in found], owners, topic)
+    failures += lags.failures
+    messages = [f"Topic {t} no longer exists: group '{shown(gid)}' still has offsets for it "
+                "(delete-offsets removes them)."
+                for gid, gone in lags.gone.items() for t in gone]
     rows: list[list] = []
-    by_topic: dict[tuple[str, str], list] = {}
-    by_group: list[list] = []
-    messages: list[str] = []
     for d in found:
-        total: int | None = None
-        for key in keys_of[d.group_id]:
-            current = committed[d.group_id].get(key)
-            end = ends[key]
-            if end.gone:
-                # As Kafka's tool: a deleted topic's offsets show without a log end, no failure.
-                gone = (f"Topic {key[0]} no longer exists: group '{shown(d.group_id)}' still has offsets for it "
-                        "(delete-offsets removes them).")
-                if gone not in messages:
-                    messages.append(gone)
-            elif end.error:
-                failures.append(end.error)
-            leo = None if end.error else end.offset
-            lag = leo - current if leo is not None and current is not None else None
-            m = owners[d.group_id].get(key)
-            rows.append([d.group_id, key[0], key[1], current, leo, lag, m.member_id if m else None,
+        for p in lags.partitions[d.group_id]:
+            m = owners[d.group_id].get(p.key)
+            rows.append([d.group_id, p.key[0], p.key[1], p.committed, p.log_end, p.lag, m.member_id if m else None,
                          m.host if m else None, m.client_id if m else None])
-            entry = by_topic.setdefault((d.group_id, key[0]), [0, None])
-            entry[0] += 1
-            if lag is not None:
-                entry[1] = (entry[1] or 0) + lag
-                total = (total or 0) + lag
-        by_group.append([d.group_id, d.state, len(d.members), len(keys_of[d.group_id]), total])
         if not d.members:
             messages.append(f"Consumer group '{shown(d.group_id)}' has no active members.")
-    tables = [Table(["Group", "Topic", "Partition", "CurrentOffset", "LogEndOffset", "Lag", "ConsumerId",
-                     "Host", "ClientId"], rows, name="offsets"),
-              Table(["Group", "Topic", "Partitions", "Lag"],
-                    [[g, t, n, lag] for (g, t), (n, lag) in sorted(by_topic.items())], name="topic_totals"),
-              Table(["Group", "State", "Members", "Partitions", "Lag"], by_group, name="group_totals")]
+    by_group = [[d.group_id, d.state, len(d.members), len(lags.partitions[d.group_id]), lags.total(d.group_id)]
+                for d in found]
+    totals = [lags.total(d.group_id) for d in found]
+    known = [t for t in totals if t is not None]
+    tables = [] if by_topic else [Table(["Group", "Topic", "Partition", "CurrentOffset", "LogEndOffset", "Lag", "ConsumerId",
+                                         "Host", "ClientId"], rows, name="offsets")]
+    tables += [Table(["Group", "Topic", "Partitions", "Lag"],
+                     [[d.group_id, t, n, total] for d in found for t, n, total in lags.by_topic(d.group_id)],
+                     name="topic_totals"),
+               Table(["Group", "State", "Members", "Partitions", "Lag"], by_group, name="group_totals")]
+    if len(found) > 1:   # one group's line above is its total
+        tables.append(Table(["Groups", "Topics", "Partitions", "Lag"],
+                            [[len(found), len({p.key[0] for ps in lags.partitions.values() for p in ps}),
+                              sum(len(ps) for ps in lags.partitions.values()), sum(known) if known else None]],
+                            name="total"))
     return Result.outcome(tables, messages, failures)
 
 
@@ -362,14 +374,7 @@ def reset_targets(session: Session, snap: ClusterSnapshot, keys: list[Key], comm
     targets: dict[Key, int] = {}
 
     def log_at(timestamp: int) -> dict[Key, int]:
-        answers = offsets.log_offsets(session.conn, snap, keys, timestamp)
-        good = {}
-        for key, a in answers.items():
-            if a.error:
-                failures.append(a.error)
-            else:
-                good[key] = a.offset
-        return good
+        return _log_at(session, snap, keys, timestamp, failures)
 
     if not keys:
         return {}
@@ -400,8 +405,27 @@ def reset_targets(session: Session, snap: ClusterSnapshot, keys: list[Key], comm
                 raise UsageError(f"Cannot shift offset for partition {without[0][0]}-{without[0][1]} since there is "
                                  "no current committed offset (use another specifier for it)")
             requested = {k: committed[k] + args["shift_by"] for k in keys}
-        targets = _clamp(requested, log_at(EARLIEST), log_at(LATEST), notes)
+        targets = within_logs(session, snap, requested, notes, failures)
     return {k: (committed.get(k), targets[k]) for k in keys if k in targets}
+
+
+def _log_at(session: Session, snap: ClusterSnapshot, keys: list[Key], timestamp: int, failures: list[str]) -> dict[Key, int]:
+    """The log offset of each partition at `timestamp`; a line in `failures` for each that failed."""
+    good = {}
+    for key, a in offsets.log_offsets(session.conn, snap, keys, timestamp).items():
+        if a.error:
+            failures.append(a.error)
+        else:
+            good[key] = a.offset
+    return good
+
+
+def within_logs(session: Session, snap: ClusterSnapshot, requested: dict[Key, int], notes: list[str],
+                failures: list[str]) -> dict[Key, int]:
+    """Requested offsets moved into their logs (Kafka's checkOffsetsRange, with its notes)."""
+    keys = list(requested)
+    return _clamp(requested, _log_at(session, snap, keys, EARLIEST, failures), _log_at(session, snap, keys, LATEST, failures),
+                  notes)
 
 
 def read_partitions(session: Session, keys: list[Key]) -> ClusterSnapshot:
@@ -464,6 +488,73 @@ def export_plan(plans: dict[str, dict[Key, tuple[int | None, int]]], single_grou
         for (t, p), (_, new) in sorted(plan.items()):
             writer.writerow([t, p, new] if single_group else [gid, t, p, new])
     return out.getvalue()
+
+
+# -- copy-offsets ------------------------------------------------------------------------------
+
+
+@command("copy-offsets",
+         Option("--from-group", type=group_id, required=True, metavar="GROUP", completer="group",
+                help="The group whose committed offsets are copied (it may be active)."),
+         Option("--to-group", type=group_id, required=True, metavar="GROUP", completer="group",
+                help="The group that gets them: inactive (Empty), or a group that does not exist yet."),
+         Option("--topic", repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
+                help="Only these topics (topic:0,1: some of its partitions); default: every partition the source "
+                     "group committed."),
+         *PLAN_OPTIONS,
+         mutates=True, confirm=EXECUTE_CONFIRM,
+         help="Plan (default) or --execute giving one group the committed offsets of another (as rpk group seek "
+              "--to-group); the target group must be inactive.",
+         description="Offsets outside their log now are moved to its start or end, with Kafka's note, as "
+                     "reset-offsets --from-file does; partitions of deleted topics are left out. --export prints "
+                     "the plan as Kafka's CSV for reset-offsets --from-file.",
+         examples=("copy-offsets --from-group app --to-group app-v2",
+                   "copy-offsets --from-group app --to-group app-v2 --topic orders --execute",
+                   "copy-offsets --from-group app --to-group app-v2 --export > plan.csv"))
+def copy_offsets(session: Session, args: dict) -> Result | Proposal:
+    source, target = args["from_group"], args["to_group"]
+    if source == target:
+        raise UsageError("--from-group and --to-group name the same group: give two groups")
+    d = groups.describe(session.conn, [target])[target]
+    if d.problem is not None and not d.missing:
+        raise ShellError(d.problem)
+    if d.active:
+        raise ShellError(f"Offsets can only be copied to group '{shown(target)}' if it is inactive, but the current "
+                         f"state is {d.state}: stop its consumers first.")
+    held = offsets.committed(session.conn, [source, target])
+    for c in held.values():
+        if c.problem is not None:
+            raise ShellError(c.problem)
+    requested = held[source].offsets
+    if args["topic"]:
+        snap = topics.read_for(session.conn, topics.names_of(args["topic"]))
+        scope = set(topics.partitions_of(snap, args["topic"]))
+        requested = {k: v for k, v in requested.items() if k in scope}
+    if not requested:
+        where = f" for {', '.join(args['topic'])}" if args["topic"] else ""
+        raise ShellError(f"Group '{shown(source)}' has no committed offsets{where}: nothing to copy.")
+    snap = session.conn.read(sorted({t for t, _ in requested}))
+    notes = [f"Topic {t} no longer exists: the offsets of group '{shown(source)}' for it are not copied."
+             for t in sorted({t for t, _ in requested} - set(snap.topics))]
+    failures: list[str] = []
+    new = within_logs(session, snap, {k: v for k, v in requested.items() if k[0] in snap.topics}, notes, failures)
+    current = held[target].offsets
+    plan = {target: {k: (current.get(k), offset) for k, offset in sorted(new.items())}}
+    table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"],
+                  [[target, t, p, was, offset] for (t, p), (was, offset) in plan[target].items()], name="offsets")
+    text = export_plan(plan, True) if args["export"] else None
+    if args["execute"] and not args["dry_run"] and new:
+        def commit() -> Result:
+            refused = offsets.commit(session.conn, target, new)
+            failures.extend(f"{t}-{p}: {why}" for (t, p), why in sorted(refused.items()) if why is not None)
+            done = sum(1 for why in refused.values() if why is None)
+            notes.append(f"Copied {done} offset(s) of group '{shown(source)}' to group '{shown(target)}'.")
+            return Result.outcome([table], notes, failures, text)
+        return Proposal(f"Copy {len(new)} offset(s) of group '{shown(source)}' to group '{shown(target)}'. Continue?",
+                        "copy-offsets --execute changes committed offsets", commit)
+    if new and not args["export"]:
+        notes.append("Dry run: nothing was changed (add --execute to apply).")
+    return Result.outcome([table], notes, failures, text)
 
 
 # -- delete-group / delete-offsets -------------------------------------------------------------

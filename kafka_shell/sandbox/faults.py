@@ -221,6 +221,7 @@ class FaultControls:
                 return
             await self._controller_servers[controller_id].listen()
             c.alive = True
+            c.registered = True   # a starting controller registers (again)
             replication.controller_started(self.cluster, controller_id)
 
         self.call(go)

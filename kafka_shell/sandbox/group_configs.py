@@ -52,6 +52,11 @@ def overrides(cluster: ClusterState, group_id: str) -> dict[str, str]:
     return table.get(group_id, {})
 
 
+def configured(cluster: ClusterState) -> list[str]:
+    """The groups with configs of their own (Kafka's GroupConfigManager.groupIds)."""
+    return list(cluster.group_configs)
+
+
 def default(cluster: ClusterState, key: str) -> str:
     d = definitions()[key]
     value = configs.broker_value(cluster, None, d["synonym"]) if d["synonym"] != key else None

@@ -72,6 +72,7 @@ class Controller:
     directory_id: uuid.UUID | None = None
     voter: bool = True
     alive: bool = True          # process up and port open
+    registered: bool = True     # known to the active controller (UnregisterController clears it until a restart)
     rack: str | None = None     # controllers have no rack; here so configs treat nodes alike
     delay_ms: int = 0           # fault injection, as for brokers
     failures: dict[int, int] = field(default_factory=dict)

@@ -198,8 +198,8 @@ def controller_registration(ctx: RequestContext) -> dict:
 @api(ApiKey.UNREGISTER_CONTROLLER)
 def unregister_controller(ctx: RequestContext) -> dict:
     """Kafka 4.4 (ALTER on the cluster; brokers forward it): the active controller cannot go, an
-    unknown id is not registered; another controller's registration goes, and a live one
-    registers again at once, as Kafka's do."""
+    unknown (or unregistered) id is not registered; another controller's registration goes, and
+    a live one registers again at once, as Kafka's do (its registration manager sees it gone)."""
     if not ctx.authorize(AclOperation.ALTER, AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
     if not ctx.is_controller:
@@ -210,9 +210,11 @@ def unregister_controller(ctx: RequestContext) -> dict:
     if controller_id == ctx.cluster.controller_id:
         return {"error_code": ErrorCode.invalid_request,
                 "error_message": "Controller cannot unregister itself while it is active."}
-    if controller_id not in ctx.cluster.controllers:
+    controller = ctx.cluster.controllers.get(controller_id)
+    if controller is None or not controller.registered:
         return {"error_code": CONTROLLER_ID_NOT_REGISTERED,
                 "error_message": f"Controller ID {controller_id} is not currently registered."}
+    controller.registered = controller.alive
     return {"error_code": ErrorCode.none, "error_message": ""}
 
 

@@ -47,9 +47,9 @@ def describe_cluster(ctx: RequestContext) -> dict:
                 "error_message": f"The request was sent to an endpoint of type {served.name}, "
                                  f"but we wanted an endpoint of type {EndpointType(wanted).name}"}
     if served == EndpointType.CONTROLLER:
-        # Every registered voter (a stopped one stays registered), never fenced.
-        answer["brokers"] = [{"broker_id": c.id, "host": c.host, "port": c.port, "rack": None,
-                              "is_fenced": False} for c in sorted(cluster.controllers.values(), key=lambda c: c.id)]
+        # Every registered controller (a stopped one stays registered until unregistered), never fenced.
+        answer["brokers"] = [{"broker_id": c.id, "host": c.host, "port": c.port, "rack": None, "is_fenced": False}
+                             for c in sorted(cluster.controllers.values(), key=lambda c: c.id) if c.registered]
         answer["controller_id"] = cluster.controller_id
         return answer
     # A stopped broker stays registered but fenced: listed only when fenced brokers are asked for.

@@ -124,8 +124,8 @@ LISTABLE = {0: (CLIENT_METRICS,), 1: (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRI
 
 @api(ApiKey.LIST_CONFIG_RESOURCES)
 def list_config_resources(ctx: RequestContext) -> dict:
-    """As Kafka 4.4's KafkaApis lists them: groups with configs (the sandbox has none), client
-    metrics subscriptions, each live broker as BROKER_LOGGER and BROKER, then every topic."""
+    """As Kafka 4.4's KafkaApis lists them: groups with configs, client metrics subscriptions,
+    each live broker as BROKER_LOGGER and BROKER, then every topic."""
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "config_resources": []}
     supported = LISTABLE[min(ctx.version, 1)]
@@ -134,7 +134,8 @@ def list_config_resources(ctx: RequestContext) -> dict:
         return {"error_code": ErrorCode.unsupported_version, "config_resources": []}
     brokers = [str(b.id) for b in ctx.cluster.live_brokers()]
     subscriptions = sorted(client_metrics.subscriptions(ctx.cluster))
-    found = [(name, kind) for kind, names in ((CLIENT_METRICS, subscriptions), (BROKER_LOGGER, brokers),
+    found = [(name, kind) for kind, names in ((GROUP, group_configs.configured(ctx.cluster)),
+                                             (CLIENT_METRICS, subscriptions), (BROKER_LOGGER, brokers),
                                              (BROKER, brokers), (TOPIC, list(ctx.cluster.topics)))
              if kind in wanted for name in names]
     return {"error_code": 0, "config_resources": [{"resource_name": n, "resource_type": t} for n, t in found]}
