@@ -22,8 +22,8 @@ import pytest
 
 from kafka_shell.face.main import main
 from kafka_shell.declarations.registry import Command, Option, load_commands
-from kafka_shell.sandbox import admin as sandbox_admin
-from kafka_shell.sandbox import groups as sandbox_groups
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
+from kafka_shell.sandbox import classic_groups as sandbox_groups
 from kafka_shell.sandbox.server import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent

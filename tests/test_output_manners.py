@@ -21,7 +21,7 @@ from kafka_shell.declarations.parsing import help_text
 from kafka_shell.declarations.registry import load_commands
 from kafka_shell.declarations.render import Result, Table, View, human_bytes, human_ms, human_time, output_text, render, snake_case
 from kafka_shell.face.runner import run_line
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.connection.session import Session, Target
 from tests.output import json_rows, json_tables

@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_shell.sandbox import tls
 from kafka_shell.sandbox.server import Sandbox
 from tests.real.conformance import (
-    As, Commit, Join, KnownDifference, Leave, Produce, ReadFile, ReadSnapshot, Scenario, ShareConsume, Side,
+    As, Commit, Join, KnownDifference, Leave, OldClient, Produce, ReadFile, ReadSnapshot, Scenario, ShareConsume, Side,
     StartBroker, Stdin, StopBroker, StopStreams, Streams, WaitFor, Where, analyze_together, compare, run_both, scenario,
     wait_brokers,
 )
@@ -123,6 +123,14 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                     "delete-topic --topic {t} --yes",
                     together=analyze_together("snaps", ("health", "broker_load", "rack_load", "missing_brokers",
                                                         "recovery", "preferred", "rebalance")))),
+
+    # -- clients of another era ------------------------------------------------------------------
+    # Kafka 3.9 still takes message formats v0 and v1 (Produce v0-v2) and gives them (Fetch v0-v3).
+    ((Z,), scenario("clients.old-message-formats",
+                    "create-topic --topic {t} --replica-assignment 1:2:3",
+                    OldClient("{t}", (0, 9), 5),          # Produce v1 with format v0, Fetch v1
+                    OldClient("{t}", (0, 10, 1), 5),      # Produce v2 with format v1, Fetch v3
+                    "delete-topic --topic {t} --yes")),
 
     # -- topics ---------------------------------------------------------------------------------
     ((K, Z), scenario("topics.create-assigned",
