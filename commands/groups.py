@@ -13,9 +13,8 @@ import time
 from typing import TYPE_CHECKING
 
 from kafka_shell.declarations import failure_lines
-from kafka_shell.admin import groups, offsets, resets, topics
-from kafka_shell.admin.errors import gone, no_such_group
-from kafka_shell.admin.offsets import LATEST
+from kafka_shell.admin import groups, lag, offsets, resets, topics
+from kafka_shell.admin.errors import no_such_group
 from kafka_shell.base.answers import Answers
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.declarations.option_types import group_id, iso_epoch_ms
@@ -69,20 +68,44 @@ def group_types(text: str) -> list[str]:
                 help="Only groups in these states (e.g. Stable,Empty)."),
          Option("--type", type=group_types, metavar="TYPE[,TYPE]", aliases=("--group-type",),
                 help="Only groups of these types: classic, consumer, share, streams."),
-         help="List groups with their state, type (classic, consumer, share, streams), protocol and member count.",
-         examples=("list-groups", "list-groups --state Stable", "list-groups --type consumer,classic"))
+         Option("--lag", flag=True,
+                help="Each group's total lag: its committed offsets against the log ends, each partition's log end "
+                     "read once for all groups (share groups: their share-partition lag, Kafka 4.4)."),
+         help="List groups with their state, type (classic, consumer, share, streams), protocol and member count "
+              "(--lag: and total lag).",
+         examples=("list-groups", "list-groups --state Stable", "list-groups --type consumer,classic", "list-groups --lag"))
 def list_groups(session: Session, args: dict) -> Result:
     listed = groups.list_groups(session.conn, args["state"] or (), args["type"] or ())
     # Share and streams groups have describe APIs of their own: their rows keep what ListGroups says.
     described = groups.describe(session.conn, [g.group_id for g in listed.groups
                                                if g.group_type in ("classic", "consumer")]).rows if listed.groups else {}
+    failures = failure_lines.group_listing_lines(listed.errors)
+    lags = _group_lags(session, listed.groups, failures) if args["lag"] else {}
     rows = []
     for g in listed.groups:
         d = described.get(g.group_id)
         rows.append([g.group_id, (d.state if d is not None else g.state) or None, g.group_type,
-                     g.protocol_type or None, len(d.members) if d is not None else None])
-    return Result.outcome([Table(["Group", "State", "Type", "ProtocolType", "Members"], rows, name="groups")],
-                          [], failure_lines.group_listing_lines(listed.errors))
+                     g.protocol_type or None, len(d.members) if d is not None else None]
+                    + ([lags.get(g.group_id)] if args["lag"] else []))
+    columns = ["Group", "State", "Type", "ProtocolType", "Members"] + (["Lag"] if args["lag"] else [])
+    return Result.outcome([Table(columns, rows, name="groups")], [], failures)
+
+
+def _group_lags(session: Session, listed: list[groups.GroupListing], failures: list[str]) -> dict[str, int | None]:
+    """Each group's total lag: committed offsets (classic, consumer and streams groups) against
+    log ends read once per partition, or the share-partition lag of share groups."""
+    share = [g.group_id for g in listed if g.group_type == "share"]
+    committing = [g.group_id for g in listed if g.group_type != "share"]
+    lags = lag.read(session.conn, committing)
+    failures += _lag_lines(lags)
+    shared = lag.share_group_lags(session.conn, share)
+    failures += failure_lines.group_lines(shared.errors, kind="share")
+    return {**{gid: lags.total(gid) for gid in committing}, **shared.rows}
+
+
+def _lag_lines(lags: lag.GroupLags) -> list[str]:
+    """What a lag read could not read: groups' committed offsets, partitions' log ends."""
+    return failure_lines.group_lines(lags.offset_errors) + failure_lines.partition_lines(lags.log_end_errors)
 
 
 # -- describe-group ----------------------------------------------------------------------------
@@ -95,15 +118,20 @@ def list_groups(session: Session, args: dict) -> Result:
          Option("--state", flag=True, help="State, coordinator, assignment strategy and member count."),
          Option("--offsets", flag=True,
                 help="Per partition: current offset, log end offset, lag and member (the default)."),
+         Option("--by-topic", flag=True,
+                help="Lag per topic and per group, without a row per partition (for groups of thousands of "
+                     "partitions)."),
          Option("--topic", metavar="NAME", completer="topic",
                 help=TOPIC_CONTEXT_HELP + " Only its partitions are shown."),
          Option("--verbose", flag=True,
                 help="With --members or --state: KIP-848 epochs, targets, subscriptions (consumer groups)."),
-         topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
+         topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"), ("--members", "--state", "--by-topic")),
          required_groups=(("group", "--all-groups"),),
-         help="Describe consumer groups (classic and KIP-848): offsets and lag (default), --members or --state.",
-         examples=("describe-group orders-app", "describe-group orders-app --members",
-                   "describe-group orders-app --members --verbose", "describe-group a b --state"))
+         help="Describe consumer groups (classic and KIP-848): offsets and lag (default) with lag per topic, per "
+              "group and (several groups) in total; --by-topic without the partitions; --members or --state.",
+         examples=("describe-group orders-app", "describe-group --all-groups --by-topic",
+                   "describe-group orders-app --members", "describe-group orders-app --members --verbose",
+                   "describe-group a b --state"))
 def describe_group(session: Session, args: dict) -> Result:
     ids = chosen_groups(session, args["group"], args["all_groups"])
     described = groups.describe(session.conn, ids)
@@ -127,7 +155,7 @@ def describe_group(session: Session, args: dict) -> Result:
         table = Table(["Group", "ConsumerId", "GroupInstanceId", "Host", "ClientId", "Partitions", "Assignment"]
                       + (VERBOSE_MEMBER_COLUMNS if verbose else []), rows, name="members")
         return Result.outcome([table], [], failures)
-    return _describe_offsets(session, found, topic, failures)
+    return _describe_offsets(session, found, topic, failures, args["by_topic"])
 
 
 VERBOSE_MEMBER_COLUMNS = ["CurrentEpoch", "TargetEpoch", "TargetAssignment", "Reconciled", "Subscription", "Rack"]
@@ -157,51 +185,40 @@ def _assignment_text(keys: list[Key]) -> str:
 
 
 def _describe_offsets(session: Session, found: list[groups.GroupDescription], topic: str | None,
-                      failures: list[str]) -> Result:
-    held = offsets.committed(session.conn, [d.group_id for d in found]) if found else Answers()
-    failures += failure_lines.group_lines(held.errors)
-    committed = {d.group_id: held.rows.get(d.group_id, {}) for d in found}
+                      failures: list[str], by_topic: bool) -> Result:
+    """Per partition: committed offset, log end, lag and owner (unless `by_topic`); then lag per
+    topic, per group, and with several groups the total of everything shown."""
     owners: dict[str, dict[Key, groups.Member]] = {
         d.group_id: {k: m for m in d.members for k in m.assignment} for d in found}
-    keys_of = {d.group_id: sorted(k for k in {*committed[d.group_id], *owners[d.group_id]}
-                                  if topic is None or k[0] == topic) for d in found}
-    names = sorted({t for ks in keys_of.values() for t, _ in ks})
-    ends = offsets.log_offsets(session.conn, session.conn.read(names), {k for ks in keys_of.values() for k in ks},
-                               LATEST) if names else Answers()
-    failures += failure_lines.partition_lines({k: e for k, e in ends.errors.items() if not gone(e)})
+    lags = lag.read(session.conn, [d.group_id for d in found], owners, topic)
+    failures += _lag_lines(lags)
+    # As Kafka's tool: a deleted topic's offsets show without a log end, no failure.
+    messages = [f"Topic {t} no longer exists: group '{shown(gid)}' still has offsets for it "
+                "(delete-offsets removes them)."
+                for gid, deleted in lags.gone.items() for t in deleted]
     rows: list[list] = []
-    by_topic: dict[tuple[str, str], list] = {}
-    by_group: list[list] = []
-    messages: list[str] = []
     for d in found:
-        total: int | None = None
-        for key in keys_of[d.group_id]:
-            current = committed[d.group_id].get(key)
-            end = ends.rows.get(key)
-            if gone(ends.errors.get(key)):
-                # As Kafka's tool: a deleted topic's offsets show without a log end, no failure.
-                note = (f"Topic {key[0]} no longer exists: group '{shown(d.group_id)}' still has offsets for it "
-                        "(delete-offsets removes them).")
-                if note not in messages:
-                    messages.append(note)
-            leo = None if end is None else end.offset
-            lag = leo - current if leo is not None and current is not None else None
-            m = owners[d.group_id].get(key)
-            rows.append([d.group_id, key[0], key[1], current, leo, lag, m.member_id if m else None,
+        for p in lags.partitions[d.group_id]:
+            m = owners[d.group_id].get(p.key)
+            rows.append([d.group_id, p.key[0], p.key[1], p.committed, p.log_end, p.lag, m.member_id if m else None,
                          m.host if m else None, m.client_id if m else None])
-            entry = by_topic.setdefault((d.group_id, key[0]), [0, None])
-            entry[0] += 1
-            if lag is not None:
-                entry[1] = (entry[1] or 0) + lag
-                total = (total or 0) + lag
-        by_group.append([d.group_id, d.state, len(d.members), len(keys_of[d.group_id]), total])
         if not d.members:
             messages.append(f"Consumer group '{shown(d.group_id)}' has no active members.")
-    tables = [Table(["Group", "Topic", "Partition", "CurrentOffset", "LogEndOffset", "Lag", "ConsumerId",
-                     "Host", "ClientId"], rows, name="offsets"),
-              Table(["Group", "Topic", "Partitions", "Lag"],
-                    [[g, t, n, lag] for (g, t), (n, lag) in sorted(by_topic.items())], name="topic_totals"),
-              Table(["Group", "State", "Members", "Partitions", "Lag"], by_group, name="group_totals")]
+    by_group = [[d.group_id, d.state, len(d.members), len(lags.partitions[d.group_id]), lags.total(d.group_id)]
+                for d in found]
+    totals = [lags.total(d.group_id) for d in found]
+    known = [t for t in totals if t is not None]
+    tables = [] if by_topic else [Table(["Group", "Topic", "Partition", "CurrentOffset", "LogEndOffset", "Lag", "ConsumerId",
+                                         "Host", "ClientId"], rows, name="offsets")]
+    tables += [Table(["Group", "Topic", "Partitions", "Lag"],
+                     [[d.group_id, t, n, total] for d in found for t, n, total in lags.by_topic(d.group_id)],
+                     name="topic_totals"),
+               Table(["Group", "State", "Members", "Partitions", "Lag"], by_group, name="group_totals")]
+    if len(found) > 1:   # one group's line above is its total
+        tables.append(Table(["Groups", "Topics", "Partitions", "Lag"],
+                            [[len(found), len({p.key[0] for ps in lags.partitions.values() for p in ps}),
+                              sum(len(ps) for ps in lags.partitions.values()), sum(known) if known else None]],
+                            name="total"))
     return Result.outcome(tables, messages, failures)
 
 
@@ -476,3 +493,70 @@ def deleted_offsets(session: Session, gid: str, keys: list[Key]) -> Result:
     rows = [[t, p, "Successful" if (t, p) in deleted.rows else "Error"] for t, p in sorted(keys)]
     return Result.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [],
                           failure_lines.committed_lines(deleted.errors, gid))
+
+
+# -- copy-offsets ------------------------------------------------------------------------------
+
+
+@command("copy-offsets",
+         Option("--from-group", type=group_id, required=True, metavar="GROUP", completer="group",
+                help="The group whose committed offsets are copied (it may be active)."),
+         Option("--to-group", type=group_id, required=True, metavar="GROUP", completer="group",
+                help="The group that gets them: inactive (Empty), or a group that does not exist yet."),
+         Option("--topic", repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
+                help="Only these topics (topic:0,1: some of its partitions); default: every partition the source "
+                     "group committed."),
+         *PLAN_OPTIONS,
+         mutates=True, confirm=EXECUTE_CONFIRM,
+         help="Plan (default) or --execute giving one group the committed offsets of another (as rpk group seek "
+              "--to-group); the target group must be inactive.",
+         description="Offsets outside their log now are moved to its start or end, with Kafka's note, as "
+                     "reset-offsets --from-file does; partitions of deleted topics are left out. --export prints "
+                     "the plan as Kafka's CSV for reset-offsets --from-file.",
+         examples=("copy-offsets --from-group app --to-group app-v2",
+                   "copy-offsets --from-group app --to-group app-v2 --topic orders --execute",
+                   "copy-offsets --from-group app --to-group app-v2 --export > plan.csv"))
+def copy_offsets(session: Session, args: dict) -> Result | Proposal:
+    source, target = args["from_group"], args["to_group"]
+    if source == target:
+        raise UsageError("--from-group and --to-group name the same group: give two groups")
+    described = groups.describe(session.conn, [target])
+    if target in described.errors and not no_such_group(described.errors[target]):
+        raise ShellError(" ".join(failure_lines.group_lines(described.errors)))
+    d = described.rows.get(target)
+    if d is not None and d.active:
+        raise ShellError(f"Offsets can only be copied to group '{shown(target)}' if it is inactive, but the current "
+                         f"state is {d.state}: stop its consumers first.")
+    held = offsets.committed(session.conn, [source, target])
+    if held.errors:
+        raise ShellError(" ".join(failure_lines.group_lines(held.errors)))
+    requested = held.rows.get(source, {})
+    if args["topic"]:
+        scope = set(topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"]))
+        requested = {k: v for k, v in requested.items() if k in scope}
+    if not requested:
+        where = f" for {', '.join(args['topic'])}" if args["topic"] else ""
+        raise ShellError(f"Group '{shown(source)}' has no committed offsets{where}: nothing to copy.")
+    snap = session.conn.read(sorted({t for t, _ in requested}))
+    notes = [f"Topic {t} no longer exists: the offsets of group '{shown(source)}' for it are not copied."
+             for t in sorted({t for t, _ in requested} - set(snap.topics))]
+    present = {k: v for k, v in requested.items() if k[0] in snap.topics}
+    plan = resets.targets(session.conn, snap, sorted(present), held.rows.get(target, {}),
+                          resets.Spec(resets.FROM_FILE), present)
+    failures = failure_lines.partition_lines(plan.errors)
+    notes += [failure_lines.reset_note(n) for n in plan.notes]
+    new = {k: offset for k, (_, offset) in plan.rows.items()}
+    table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"],
+                  [[target, t, p, was, offset] for (t, p), (was, offset) in sorted(plan.rows.items())], name="offsets")
+    text = resets.to_csv({target: dict(plan.rows)}, True) if args["export"] else None
+    if args["execute"] and not args["dry_run"] and new:
+        def commit() -> Result:
+            committed = offsets.commit(session.conn, target, new)
+            failures.extend(failure_lines.committed_lines(committed.errors, target))
+            notes.append(f"Copied {len(committed.rows)} offset(s) of group '{shown(source)}' to group '{shown(target)}'.")
+            return Result.outcome([table], notes, failures, text)
+        return Proposal(f"Copy {len(new)} offset(s) of group '{shown(source)}' to group '{shown(target)}'. Continue?",
+                        "copy-offsets --execute changes committed offsets", commit)
+    if new and not args["export"]:
+        notes.append("Dry run: nothing was changed (add --execute to apply).")
+    return Result.outcome([table], notes, failures, text)

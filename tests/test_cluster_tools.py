@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from tests.output import json_tables
 from tests.test_oneshot import assert_one_line_error, shell

@@ -12,7 +12,7 @@ from kafka_shell.connection.client_config import load_properties, parse_x_option
 from kafka_shell.connection.manager import ConnectionManager, _settle, parse_bootstrap, unreachable_message
 from kafka_shell.base.errors import ClusterUnreachable, KafkaCallError, ShellError, UsageError
 from kafka_shell.protocol.codes import ApiKey, Error
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from tests.conftest import BOTH_MODES, ZK_MODE
 from tests.sandbox.wire import API_VERSIONS_BODY
 

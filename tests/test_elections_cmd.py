@@ -11,7 +11,7 @@ import pytest
 
 from confluent_kafka.admin import AdminClient
 
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from tests.conftest import BOTH_MODES
 from tests.sandbox.wire import create, produce, stage_offline_partition

@@ -62,6 +62,10 @@ def log_dir_lines(errors: Mapping[int, AdminError]) -> list[str]:
     return _broker_lines(errors, "describe its log dirs", ApiKey.DESCRIBE_LOG_DIRS)
 
 
+def config_lines(errors: Mapping[int, AdminError]) -> list[str]:
+    return _broker_lines(errors, "describe its configs", ApiKey.DESCRIBE_CONFIGS)
+
+
 def group_listing_lines(errors: Mapping[int, AdminError]) -> list[str]:
     return _broker_lines(errors, "list its groups", ApiKey.LIST_GROUPS)
 
