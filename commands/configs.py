@@ -19,6 +19,7 @@ from kafka_shell.admin import cluster, cluster_configs, configs, topics
 from kafka_shell.connection.client_config import is_secret
 from kafka_shell.base.errors import UsageError, shown
 from kafka_shell.base.files import read_json, write_new
+from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.option_types import CONFIG_NAME, broker_id, group_id
 from kafka_shell.declarations.registry import INT32_MAX, Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
@@ -188,7 +189,7 @@ def export_configs(session: Session, args: dict) -> Result:
     notes = [*snap.notes, f"Wrote {sum(r[2] for r in rows)} config(s) of {sum(r[1] for r in rows)} entities to {shown(str(path))}"
              + (f"; {hidden} sensitive value(s) left out (the file lists their keys)." if hidden else ".")]
     return Result.outcome([Table(["Section", "Entities", "Configs", "SensitiveLeftOut"], rows, name="exported")],
-                          notes, snap.failures)
+                          notes, failure_lines.config_lines(snap.broker_errors))
 
 
 IMPORT_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute")
@@ -214,7 +215,7 @@ def import_configs(session: Session, args: dict) -> Result | Proposal:
     table = Table(["Section", "Entity", "Name", "Value", "NewValue", "Action"],
                   [[c.section, c.entity or None, c.key, c.value, c.new, c.action] for c in changes], name="changes")
     # What the cluster does not have, did not say, or refuses (validated only) stops --execute.
-    failures = [*now.failures, *problems,
+    failures = [*failure_lines.config_lines(now.broker_errors), *problems,
                 *(cluster_configs.apply(session.conn, changes, wanted, validate_only=True) if changes else [])]
     entities = len({(c.section, c.entity) for c in changes})
     execute = args["execute"] and not args["dry_run"]
@@ -253,7 +254,7 @@ def diff_configs(session: Session, args: dict) -> Result:
     if len(ids) < 2:
         raise UsageError("diff-configs compares two brokers or more: give --broker twice, or --all-brokers")
     read = configs.each_broker(session.conn, ids)
-    described, failures = read.configs, list(read.failed.values())
+    described, failures = read.rows, failure_lines.config_lines(read.errors)
     drifts = cluster_configs.drift(described, args["include_identity"])
     rows = []
     for d in drifts:
