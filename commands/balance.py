@@ -28,11 +28,12 @@ from kafka_shell.admin import balance, cluster, cordons, elections, load, reassi
 from kafka_shell.admin.balance import GOALS
 from kafka_shell.base.errors import ShellError, UsageError
 from kafka_shell.base.files import FileExists
+from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.option_types import broker_id, byte_size, choice_list, duration, percent, positive_int
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
 
-from commands.reassign import (Progress, as_json, bytes_copied, clear_throttles, rate, read_keys, read_reassignment,
+from commands.reassign import (Progress, as_json, clear_throttles, rate, read_keys, read_reassignment,
                                set_throttles, write_file)
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ def _read_load(session: Session, args: dict) -> load.Load:
         session.notify(f"Sampling log end offsets for {args['sample']:g} s ...")
         sampled = load.sample_rates(session.conn, found.snapshot, found.keys, sizes, args["sample"])
         found.layout.rates = [sampled.rates.get(k, 0.0) for k in found.keys]
-        for line in sampled.failed[:5]:
+        for line in failure_lines.partition_lines(sampled.unread)[:5]:
             session.notify(f"No bytes-in rate (counted as 0): {line}")
     elif args["snapshots"] is not None:
         from kafka_shell.pipeline import snapshot
@@ -245,8 +246,8 @@ def plan_result(plan: balance.Plan, found: load.Load, args: dict) -> Result:
         messages.append("The bound counts what the goals ask each broker to shed; a higher goal (racks, cordoned "
                         "or drained brokers) keeps some of it where it is.")
     messages += plan.notes
-    messages += [f"Broker {b} did not describe its log dirs ({why}): its replicas' sizes come from the others, "
-                 "and whether it is cordoned is not known." for b, why in sorted(found.missing.items())]
+    messages += [f"{why}: its replicas' sizes come from the others, and whether it is cordoned is not known."
+                 for _, why in sorted(found.missing.items())]
     if plan.changes and not args["execute"]:
         messages.append("Run it with: balance --execute" + (" --leaders-only" if args["leaders_only"] else "")
                         + "  (or save it with --save-plan FILE)")
@@ -397,8 +398,8 @@ def _start(session: Session, run: _Run, keys: list[Key], now: dict[Key, list[int
     started = []
     for i in range(0, len(keys), REQUEST_CHUNK):
         chunk = keys[i:i + REQUEST_CHUNK]
-        refused = reassignments.alter(session.conn, {k: run.targets[k] for k in chunk})
-        run.failed.update(refused)
+        refused = reassignments.alter(session.conn, {k: run.targets[k] for k in chunk}).errors
+        run.failed.update({k: failure_lines.reassignment_refusal(k, e) for k, e in refused.items()})
         started += [k for k in chunk if k not in refused]
     return started
 
@@ -439,7 +440,7 @@ def _roll(session: Session, run: _Run, queue: list[Key], now: dict[Key, list[int
             progress.done()
             return
         in_flight = {k: m for k, m in moving.items() if k in run.moving}
-        copied, _ = bytes_copied(session, in_flight) if in_flight else (0, 0)
+        copied, _ = reassignments.copy_progress(session.conn, in_flight) if in_flight else (0, 0)
         done_bytes = sum(run.bytes_of(k) for k in run.done if k in total)
         done = sum(1 for k in total if k in run.done or k in run.failed)
         progress.show(done, len(total), done_bytes + copied, total_bytes)
@@ -484,13 +485,13 @@ def cancel_run(session: Session) -> Result:
     moving = sorted(k for k in reassignments.ongoing(session.conn) if k in targets)
     messages = []
     if moving:
-        refused = reassignments.alter(session.conn, {k: None for k in moving})
+        refused = reassignments.alter(session.conn, {k: None for k in moving}).errors
         done = [k for k in moving if k not in refused]
         if done:
             messages.append(f"Cancelled the reassignment of {len(done)} partition(s): "
                             f"{', '.join(map(_name, done[:10]))}{' ...' if len(done) > 10 else ''}.")
         if refused:
-            return Result.message(*messages, *reassignments.refusals(refused), exit_code=1)
+            return Result.message(*messages, *failure_lines.reassignment_lines(refused), exit_code=1)
     else:
         messages.append("None of the run's partitions is moving.")
     messages += clear_throttles(session, False)
@@ -669,7 +670,7 @@ def _cordon_command(cordon: bool):
         state, failed = cordons.state(conn, brokers)
         for b in brokers:
             if b in failed:
-                raise ShellError(f"Broker {b} did not describe its log dirs: {failed[b]}")
+                raise ShellError(failure_lines.log_dir_lines({b: failed[b]})[0])
         messages: list[str] = []
         rows = []
         for b in brokers:

@@ -184,7 +184,7 @@ def _lines(f: health.Facts, growing: list[str] | None, judged: bool) -> list[lis
             add(INFO, "broker " + str(b), 1, f"{state}: {'cordoned, ' if cordoned else ''}leads {led}, holds {held} "
                 f"replica(s)", f"undrain-broker {b}" if cordoned or led == 0 else f"describe-log-dirs --broker-list {b}")
     if "transactions" not in f.unread and snap is not None:
-        hanging = sorted({h.key for h in f.hanging})
+        hanging = sorted({key for key, _ in f.hanging})
         add(WARNING if hanging else OK, "hanging transactions", len(f.hanging),
             ("open transactions no coordinator will end, in " + _names(hanging)) if hanging
             else "no open transaction is hanging",

@@ -440,6 +440,19 @@ class RealKafka:
                 node.proc.kill()
                 node.proc.wait(timeout=30)
 
+    @contextlib.contextmanager
+    def paused(self, node_id: int) -> Iterator[Node]:
+        """SIGSTOP one node's JVM (a hung broker: its port accepts, nothing answers) for the
+        block; SIGCONT afterwards, whatever happened."""
+        node = self.nodes[node_id]
+        assert node.proc is not None and node.alive, f"node {node_id} is not running"
+        node.proc.send_signal(signal.SIGSTOP)
+        try:
+            yield node
+        finally:
+            if node.proc.poll() is None:
+                node.proc.send_signal(signal.SIGCONT)
+
     def restore(self) -> None:
         """Start every node that is down and wait until the cluster serves again."""
         for node in self.nodes.values():

@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from tests.output import json_rows, json_tables
 from tests.sandbox.wire import produce

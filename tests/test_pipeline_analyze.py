@@ -143,7 +143,7 @@ def test_broker_load_and_missing_ids(fleet, analysis):
     assert all(v["affected_partitions"] == len(expected_missing[k]) for k, v in missing.items())
 
 
-def test_recovery_plan_picks_highest_epoch_then_longest_log(fleet, analysis):
+def test_recovery_plan_picks_an_eligible_leader_then_highest_epoch_then_longest_log(fleet, analysis):
     parts, replicas, brokers = latest(fleet, "partitions"), latest(fleet, "replicas"), latest(fleet, "brokers")
     expected = {}
     for cluster, rows in parts.items():
@@ -153,7 +153,8 @@ def test_recovery_plan_picks_highest_epoch_then_longest_log(fleet, analysis):
                 continue
             candidates = [r for r in replicas[cluster] if (r["topic"], r["partition"]) == (p["topic"], p["partition"])
                           and r["broker_id"] in live and r["log_end_offset"] is not None]
-            best = max(candidates, key=lambda r: (r["last_epoch"], r["log_end_offset"], -p["replicas"].index(r["broker_id"])))
+            best = max(candidates, key=lambda r: (r["broker_id"] in (p["elr"] or ()), r["last_epoch"], r["log_end_offset"],
+                                                  -p["replicas"].index(r["broker_id"])))
             expected[(cluster, p["topic"], p["partition"])] = best["broker_id"]
     got = {(r["cluster_id"], r["topic"], r["partition"]): r["designated_leader"] for r in table(analysis, "recovery")}
     assert got == expected and got

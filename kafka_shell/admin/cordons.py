@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.base.answers import AdminError
 from kafka_shell.base.errors import NotSupported
 
 from kafka_shell.admin import configs, features, log_dirs
@@ -63,7 +64,7 @@ class BrokerDirs:
         return bool(self.dirs) and set(self.cordoned) == set(self.dirs)
 
 
-def state(conn: ConnectionManager, brokers: list[int]) -> tuple[dict[int, BrokerDirs], dict[int, str]]:
+def state(conn: ConnectionManager, brokers: list[int]) -> tuple[dict[int, BrokerDirs], dict[int, AdminError]]:
     """Per broker its dirs and the cordoned ones (DescribeLogDirs, no partitions), and the
     brokers that did not answer."""
     found = log_dirs.describe(conn, brokers, {})
@@ -71,7 +72,7 @@ def state(conn: ConnectionManager, brokers: list[int]) -> tuple[dict[int, Broker
     for d in found.dirs:
         got = out.get(d.broker, BrokerDirs(d.broker, (), ()))
         out[d.broker] = BrokerDirs(d.broker, (*got.dirs, d.path), (*got.cordoned, d.path) if d.cordoned else got.cordoned)
-    return out, dict(found.failed)
+    return out, dict(found.errors)
 
 
 def value(conn: ConnectionManager, broker: int) -> list[str]:

@@ -47,7 +47,7 @@ class Facts:
     cordoned: list[int] = field(default_factory=list)          # brokers whose every log dir is cordoned
     leaders: dict[int, int] = field(default_factory=dict)      # broker -> partitions it leads
     replicas: dict[int, int] = field(default_factory=dict)     # broker -> replicas it holds
-    hanging: list[transactions.OpenTransaction] = field(default_factory=list)
+    hanging: list[tuple[Key, transactions.Producer]] = field(default_factory=list)   # partition, its hanging producer
     moving: int = 0                                             # partitions being reassigned
     lag: dict[str, int] = field(default_factory=dict)           # group -> total lag
     unread: dict[str, str] = field(default_factory=dict)        # part -> why it was not read
@@ -162,8 +162,8 @@ def _balance(conn: ConnectionManager, facts: Facts) -> None:
     facts.cordoned = sorted(found.cordoned)
     facts.goals = balance.measure(found.layout, balance.Options())
     if found.missing:
-        why = "; ".join(f"broker {b}: {w}" for b, w in sorted(found.missing.items()))
-        raise ShellError(f"the balance goals are judged without the log dirs of {why}")
+        why = "; ".join(w for _, w in sorted(found.missing.items()))
+        raise ShellError(f"the balance goals are judged without some brokers' log dirs ({why})")
 
 
 def _transactions(conn: ConnectionManager, facts: Facts) -> None:
@@ -173,9 +173,11 @@ def _transactions(conn: ConnectionManager, facts: Facts) -> None:
     if not keys or not conn.supports(ApiKey.DESCRIBE_PRODUCERS):
         return
     found = transactions.find_hanging(conn, snap, keys, None, HANGING_AFTER_MS)
-    facts.hanging = found.transactions
-    if found.failures:
-        raise ShellError(f"hanging transactions searched without {len(found.failures)} partition(s): {found.failures[0]}")
+    facts.hanging = [(key, p) for key, producers in sorted(found.rows.items()) for p in producers]
+    unknown = [*found.errors.values(), *found.unlisted.values(), *found.undescribed.values()]
+    if unknown:
+        raise ShellError(f"hanging transactions searched without {len(found.errors)} partition(s), "
+                         f"{len(found.unlisted)} broker(s) and {len(found.undescribed)} transactional id(s): {unknown[0]}")
 
 
 def _reassignments(conn: ConnectionManager, facts: Facts) -> None:
@@ -194,15 +196,13 @@ def _lag(conn: ConnectionManager, facts: Facts) -> None:
     listed = groups.list_groups(conn)
     ids = [g.group_id for g in listed.groups if g.group_type in ("classic", "consumer") and g.protocol_type in ("consumer", "")]
     if ids:
-        committed = offsets.committed(conn, ids, wait_for_coordinators=False)
-        keys = sorted({k for c in committed.values() for k in c.offsets if k[0] in snap.topics})
-        ends = offsets.log_offsets(conn, snap, keys, offsets.LATEST) if keys else {}
-        for gid, c in committed.items():
-            if c.problem is None:
-                facts.lag[gid] = sum(max(0, ends[k].offset - o) for k, o in c.offsets.items()
-                                     if k in ends and not ends[k].error)
-    if listed.failures:
-        raise ShellError(listed.failures[0])
+        committed = offsets.committed(conn, ids, wait_for_coordinators=False).rows
+        keys = sorted({k for held in committed.values() for k in held if k[0] in snap.topics})
+        ends = offsets.log_offsets(conn, snap, keys, offsets.LATEST).rows if keys else {}
+        for gid, held in committed.items():
+            facts.lag[gid] = sum(max(0, ends[k].offset - o) for k, o in held.items() if k in ends)
+    if listed.errors:
+        raise ShellError(str(next(iter(listed.errors.values()))))
 
 
 def growing(history: list[dict[str, int]], rounds: int = 3) -> list[str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import balance, log_dirs, offsets, topics
+from kafka_shell.base.answers import AdminError
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -59,11 +60,12 @@ def read(conn: ConnectionManager, names: list[str] | None = None, drained: set[i
     found = log_dirs.describe(conn, live, None) if live and log_dirs.supported(conn) else None
     dirs: dict[int, list[log_dirs.LogDir]] = {}
     size_of: dict[Key, int] = {}
-    missing = dict(found.failed) if found is not None else {}
+    # Each broker whose log dirs are not all told, with the fact why ("Broker 2 did not answer ...").
+    missing = {b: str(e) for b, e in found.errors.items()} if found is not None else {}
     if found is not None:
         for d in found.dirs:
             if d.error:   # an offline dir: what it holds is not told
-                missing.setdefault(d.broker, d.error)
+                missing.setdefault(d.broker, f"Broker {d.broker} reports an offline log dir ({d.error})")
             dirs.setdefault(d.broker, []).append(d)
             for r in d.replicas:
                 if not r.is_future:
@@ -94,7 +96,7 @@ def _capacity(dirs: list[log_dirs.LogDir]) -> int | None:
 @dataclass(frozen=True)
 class Rates:
     rates: dict[Key, float]              # bytes written per second
-    failed: list[str]                    # partitions whose log end could not be read, as lines
+    unread: dict[Key, AdminError]        # partitions whose log end could not be read
     seconds: float
 
 
@@ -108,19 +110,18 @@ def sample_rates(conn: ConnectionManager, snap: ClusterSnapshot, keys: list[Key]
     began = time.monotonic()
     sleep(seconds)
     second = offsets.log_offsets(conn, snap, keys, offsets.LATEST)
+    unread = {**start.errors, **first.errors, **second.errors}
     elapsed = max(time.monotonic() - began, 1e-3)
-    held = {k: (first[k].offset - start[k].offset) for k in keys
-            if not first[k].error and not start[k].error and first[k].offset > start[k].offset}
+    held = {k: (first.rows[k].offset - start.rows[k].offset) for k in keys
+            if k not in unread and first.rows[k].offset > start.rows[k].offset}
     total_bytes = sum(sizes.get(k, 0) for k in held)
     total_records = sum(held.values())
     mean = total_bytes / total_records if total_records else 0.0
     rates: dict[Key, float] = {}
-    failed: list[str] = []
     for k in keys:
-        a, b = first[k], second[k]
-        if a.error or b.error:
-            failed.append(a.error or b.error or f"{k[0]}-{k[1]}: no log end offset")
+        if k in unread:
             continue
+        a, b = first.rows[k], second.rows[k]
         per_record = sizes.get(k, 0) / held[k] if held.get(k) else mean
         rates[k] = max(0, b.offset - a.offset) / elapsed * per_record
-    return Rates(rates, failed, elapsed)
+    return Rates(rates, unread, elapsed)

@@ -98,6 +98,8 @@ KAFKA_ERRORS: dict[int, str] = {
     89: "The cluster throttled the request (quota exceeded): retry later.",
     91: "{entity} does not exist.",
     100: 'Topic id of "{topic}" is unknown: the topic may have been deleted; refresh and retry.',
+    # CONTROLLER_ID_NOT_REGISTERED (Kafka 4.4, KIP-1312; kio does not name it).
+    136: "{detail} describe-cluster with --bootstrap-controller lists the registered ones.",
 }
 
 

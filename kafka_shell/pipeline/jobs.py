@@ -47,7 +47,7 @@ from kafka_shell.pipeline import derived, schema
 
 KEY = ["cluster_id", "taken_at"]
 PART = ["cluster_id", "topic", "partition"]
-PARTITION_COLUMNS = [*KEY, "topic", "partition", "leader", "replicas", "isr"]  # what the stages read of partitions
+PARTITION_COLUMNS = [*KEY, "topic", "partition", "leader", "replicas", "isr", "elr"]  # what the stages read of partitions
 HEALTH = ["under_replicated", "under_min_isr", "at_min_isr", "offline", "not_preferred"]
 PLAN_FILES = ("recovery.json", "recovery_partitions.json", "preferred.json", "rebalance.json")
 
@@ -564,7 +564,7 @@ class Fleet:
         offline = ~_is_in(F.col("leader"), self.live)
         stuck = ~F.forall("replicas", lambda b: _is_in(b, self.live))
         preferred_ok = (~offline & (F.col("leader") != first) & F.array_contains("isr", first) & _is_in(first, self.live))
-        df = (self._latest_parts.select(*PART, "leader", "replicas", "isr", offline.alias("offline"),
+        df = (self._latest_parts.select(*PART, "leader", "replicas", "isr", "elr", offline.alias("offline"),
                                         stuck.alias("stuck"), preferred_ok.alias("preferred_ok"), first.alias("preferred"))
               .where("offline OR stuck OR preferred_ok"))
         return sorted(_rows(df), key=lambda r: (r["cluster_id"], r["topic"], r["partition"]))
@@ -586,8 +586,10 @@ class Fleet:
 
     def recovery_plan(self, marked: list[dict]) -> list[dict]:
         """For each offline partition of each cluster's latest snapshot, the live replica the
-        unclean-recovery rule picks: highest leader epoch, then longest log, then the earlier
-        replica in the assignment."""
+        unclean-recovery rule picks (admin/recovery.best_replica): an eligible leader replica
+        first, then the highest leader epoch, then the longest log, then the earlier replica in
+        the assignment."""
+        from kafka_shell.admin.recovery import Candidate, best_replica
         from pyspark.sql import functions as F
         offline = [p for p in marked if p["offline"]]
         if not offline:
@@ -604,10 +606,12 @@ class Fleet:
         plan = []
         for p in offline:
             live = set(self.live[p["cluster_id"]])
-            candidates = [c for c in told.get((p["cluster_id"], p["topic"], p["partition"]), []) if c[2] in live]
-            if not candidates:
+            candidates = {c[2]: c for c in told.get((p["cluster_id"], p["topic"], p["partition"]), []) if c[2] in live}
+            broker = best_replica((Candidate(b, b in (p["elr"] or ()), epoch, end) for b, (epoch, end, _) in
+                                   candidates.items()), p["replicas"])
+            if broker is None:
                 continue
-            epoch, end, broker = max(candidates, key=lambda c: (c[0], c[1], -p["replicas"].index(c[2])))
+            epoch, end, _ = candidates[broker]
             plan.append({"cluster_id": p["cluster_id"], "topic": p["topic"], "partition": p["partition"],
                          "designated_leader": broker, "last_epoch": epoch, "log_end_offset": end, "replicas": p["replicas"]})
         return plan

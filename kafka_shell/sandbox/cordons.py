@@ -18,14 +18,14 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import configs
-from kafka_shell.sandbox.model import Cluster
+from kafka_shell.sandbox.model import ClusterState
 
 KEY = "cordoned.log.dirs"
 ALL = "*"
 METADATA_LEVEL = 30     # metadata.version 4.3-IV0
 
 
-def supported(cluster: Cluster) -> bool:
+def supported(cluster: ClusterState) -> bool:
     from kafka_shell.sandbox.handlers import features
     return cluster.kraft and features.finalized(cluster).get("metadata.version", 0) >= METADATA_LEVEL
 
@@ -39,7 +39,7 @@ def entries(value: str | None) -> list[str]:
     return [d.strip() for d in (value or "").split(",") if d.strip()]
 
 
-def cordoned_dirs(cluster: Cluster, broker_id: int) -> set[str]:
+def cordoned_dirs(cluster: ClusterState, broker_id: int) -> set[str]:
     """The broker's cordoned log dirs (none where the cluster cannot cordon)."""
     if not supported(cluster) or broker_id not in cluster.brokers:
         return set()
@@ -47,19 +47,19 @@ def cordoned_dirs(cluster: Cluster, broker_id: int) -> set[str]:
     return set(log_dirs(broker_id)) if ALL in wanted else set(wanted) & set(log_dirs(broker_id))
 
 
-def fully_cordoned(cluster: Cluster, broker_id: int) -> bool:
+def fully_cordoned(cluster: ClusterState, broker_id: int) -> bool:
     """Every log dir of the broker is cordoned: the controller gives it nothing new."""
     return cordoned_dirs(cluster, broker_id) == set(log_dirs(broker_id))
 
 
-def assignment_refusal(cluster: Cluster, broker_id: int) -> str | None:
+def assignment_refusal(cluster: ClusterState, broker_id: int) -> str | None:
     """Kafka's refusal of a manual assignment (or reassignment target) naming a cordoned broker."""
     if fully_cordoned(cluster, broker_id):
         return f"The manual partition assignment includes broker {broker_id}, but all its log directories are cordoned."
     return None
 
 
-def check_value(cluster: Cluster, broker_id: int, value: str) -> tuple[int, str] | None:
+def check_value(cluster: ClusterState, broker_id: int, value: str) -> tuple[int, str] | None:
     """(error code, message) of Kafka's refusal of a new cordoned.log.dirs for the broker, or None:
     the broker's KafkaConfig checks first (INVALID_REQUEST), then the controller's metadata version
     (INVALID_CONFIG). Messages as Kafka 4.4 words them."""
@@ -79,7 +79,7 @@ def check_value(cluster: Cluster, broker_id: int, value: str) -> tuple[int, str]
     return None
 
 
-def placement_refusal(cluster: Cluster, replication_factor: int, usable: int) -> str | None:
+def placement_refusal(cluster: ClusterState, replication_factor: int, usable: int) -> str | None:
     """KRaft's refusal of a placement that cordoned brokers leave short (StripedReplicaPlacer),
     or None when no broker is cordoned (the caller's own message stands)."""
     if not any(fully_cordoned(cluster, b.id) for b in cluster.live_brokers()):
