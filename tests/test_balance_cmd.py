@@ -332,7 +332,7 @@ def test_health_names_a_broker_that_does_not_answer_and_says_it_is_partial(env):
         p = run(s, "health -o json", env)
         assert p.returncode == 1, p.stdout + p.stderr
         unknown = [r for r in json_rows(p.stdout) if r["Severity"] == "unknown"]
-        assert [r["Check"] for r in unknown] == ["balance"] and "broker 2" in unknown[0]["Detail"]
+        assert [r["Check"] for r in unknown] == ["balance"] and "Broker 2" in unknown[0]["Detail"]
         assert "partial" in p.stderr
 
 

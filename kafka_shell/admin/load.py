@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import balance, log_dirs, offsets, topics
+from kafka_shell.admin.errors import error_line
 from kafka_shell.base.answers import AdminError
+from kafka_shell.protocol.codes import ApiKey
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -61,11 +63,12 @@ def read(conn: ConnectionManager, names: list[str] | None = None, drained: set[i
     dirs: dict[int, list[log_dirs.LogDir]] = {}
     size_of: dict[Key, int] = {}
     # Each broker whose log dirs are not all told, with the fact why ("Broker 2 did not answer ...").
-    missing = {b: str(e) for b, e in found.errors.items()} if found is not None else {}
+    missing = {b: str(e) if e.code is None else f"Broker {b} did not describe its log dirs ({error_line(ApiKey.DESCRIBE_LOG_DIRS, e.code)})"
+               for b, e in found.errors.items()} if found is not None else {}
     if found is not None:
         for d in found.dirs:
             if d.error:   # an offline dir: what it holds is not told
-                missing.setdefault(d.broker, f"Broker {d.broker} reports an offline log dir ({d.error})")
+                missing.setdefault(d.broker, f"Broker {d.broker} did not describe its log dirs ({d.error})")
             dirs.setdefault(d.broker, []).append(d)
             for r in d.replicas:
                 if not r.is_future:
