@@ -21,6 +21,7 @@ class Quota(NamedTuple):
     entity: str          # "user=alice, client-id=<default>"
     key: str
     value: float | int
+    parts: tuple[tuple[str, str | None], ...] = ()   # the entity: (type, name; None for the default), in PART_ORDER
 
 
 PART_ORDER = {"user": 0, "client-id": 1, "ip": 2}   # how a quota entity is written
@@ -42,7 +43,8 @@ def describe(conn: ConnectionManager, components: list[tuple[str, int, str | Non
         label = ", ".join(f"{d.entity_type}={d.entity_name if d.entity_name is not None else '<default>'}"
                           for d in parts)
         for v in e.values:
-            out.append(Quota(label, v.key, int(v.value) if v.value == int(v.value) else v.value))
+            out.append(Quota(label, v.key, int(v.value) if v.value == int(v.value) else v.value,
+                             tuple((d.entity_type, d.entity_name) for d in parts)))
     return sorted(out)
 
 

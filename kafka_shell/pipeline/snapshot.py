@@ -19,8 +19,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.admin import cluster, configs, groups, log_dirs, offsets, topics
+from kafka_shell.declarations import failure_lines
+from kafka_shell.admin import cluster, configs, groups, log_dirs, offsets, recovery, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
+from kafka_shell.base.answers import Answers
 from kafka_shell.base.errors import ShellError
 from kafka_shell.connection.metadata import ClusterSnapshot, PartitionInfo
 
@@ -131,11 +133,12 @@ def _log_dirs(session: Session, brokers: list[int], down: dict[int, str], left_o
     if not log_dirs.supported(session.conn):
         return {}, []
     found = log_dirs.describe(session.conn, brokers)
-    for b, why in sorted(found.failed.items()):
-        if "refused" in why:
-            down[b] = f"did not describe its log dirs: {why}"
+    for b, error in sorted(found.errors.items()):
+        line = failure_lines.log_dir_lines({b: error})[0]
+        if "refused" in str(error):
+            down[b] = line.removeprefix(f"Broker {b} ")
         else:
-            left_out.append(f"Broker {b} did not describe its log dirs ({why}): its replicas and log dirs are left out.")
+            left_out.append(f"{line}: its replicas and log dirs are left out.")
     replicas = {(r.topic, r.partition, d.broker): (r.size, r.offset_lag, d.path) for d, r in found.replicas()}
     return replicas, [(d.broker, d.path, d.total_bytes, d.usable_bytes) for d in found.dirs]
 
@@ -146,11 +149,11 @@ def _offsets(session: Session, snap: ClusterSnapshot, online: list[PartitionInfo
     keys = [(p.topic, p.partition) for p in online]
     start = offsets.log_offsets(session.conn, snap, keys, EARLIEST)
     end = offsets.log_offsets(session.conn, snap, keys, LATEST)
-    out = {k: (start[k].offset, end[k].offset) for k in keys if not start[k].error and not end[k].error}
+    out = {k: (start.rows[k].offset, end.rows[k].offset) for k in keys if k in start.rows and k in end.rows}
     if len(out) < len(keys):
-        why = next((a.error for a in (*start.values(), *end.values()) if a.error), "")
-        left_out.append(f"The leaders did not list the offsets of {len(keys) - len(out)} partition(s) ({why}); "
-                        "they are left out.")
+        why = failure_lines.partition_lines({**start.errors, **end.errors})
+        left_out.append(f"The leaders did not list the offsets of {len(keys) - len(out)} partition(s) "
+                        f"({'; '.join(why)}); they are left out.")
     return out
 
 
@@ -165,31 +168,28 @@ def _offline_log_ends(session: Session, snap: ClusterSnapshot, offline: list[Par
         for b in p.replicas:
             if b in live:
                 wanted.setdefault(b, []).append((p.topic, p.partition))
-    out: dict[tuple[str, int, int], tuple[int, int]] = {}
     if not wanted:
-        return out
-    ask = offsets.replica_log_info if offsets.has_replica_log_info(session.conn) else offsets.replica_log_ends
-    for broker, keys in wanted.items():
-        try:
-            answers = ask(session.conn, snap, broker, keys)
-        except ShellError as exc:
-            left_out.append(f"Broker {broker} did not tell its log ends ({exc}): they are left out.")
-            continue
-        out.update({(t, p, broker): (a.log_end, a.epoch) for (t, p), a in answers.items() if a.error is None})
-    return out
+        return {}
+    path = recovery.DESIGNATED_PATH if offsets.has_replica_log_info(session.conn) else recovery.STOCK_PATH
+    told = recovery.replica_logs(session.conn, snap, wanted, path)
+    for broker in sorted(wanted):
+        if not any((broker, k) in told for k in wanted[broker]):
+            left_out.append(f"Broker {broker} did not tell its log ends: they are left out.")
+    return {(t, p, broker): (a.log_end, a.epoch) for (broker, (t, p)), a in told.items() if a.error is None}
 
 
 def _group_offsets(session: Session, left_out: list[str]) -> list[tuple[str, str, int, int]]:
     """(group, topic, partition, committed offset) of every consumer group, batched per
     coordinator; a group whose coordinator does not answer is left out (and said)."""
     listed = groups.list_groups(session.conn)
-    left_out += [f"{line}; its groups are left out." for line in listed.failures]
+    left_out += [f"{line}; its groups are left out." for line in failure_lines.group_listing_lines(listed.errors)]
     ids = [g.group_id for g in listed.groups]
     rows: list[tuple[str, str, int, int]] = []
-    for gid, c in offsets.committed(session.conn, ids, wait_for_coordinators=False).items() if ids else ():
-        if c.problem is not None:
-            left_out.append(f"Group {gid}: {c.problem}; left out.")
-        rows += [(gid, t, p, offset) for (t, p), offset in c.offsets.items()]
+    committed = offsets.committed(session.conn, ids, wait_for_coordinators=False) if ids else Answers()
+    for gid, error in committed.errors.items():
+        left_out.append(f"Group {gid}: {failure_lines.group_lines({gid: error})[0]}; left out.")
+    for gid, held in committed.rows.items():
+        rows += [(gid, t, p, offset) for (t, p), offset in held.items()]
     return sorted(rows)
 
 
@@ -198,3 +198,38 @@ def summary(directory: Path) -> dict[str, Any]:
 
     from kafka_shell.pipeline.schema import MANIFEST
     return json.loads((directory / MANIFEST).read_text())
+
+
+def partition_rates(root: Path, cluster_id: str) -> dict[Key, float]:
+    """Bytes written per second to each partition, from the two latest snapshots of the cluster
+    under `root`: the records its log end gained between them over the time between them, times
+    the bytes per record its log held in the latest (its largest replica over its records)."""
+    import pyarrow.parquet as pq
+
+    from kafka_shell.pipeline import schema
+    taken = [m for m in schema.find_snapshots(root) if m["cluster_id"] == cluster_id]
+    if len(taken) < 2:
+        raise ValueError(f"it holds {len(taken)} snapshot(s) of cluster {cluster_id}: two are needed "
+                         "(take them with snapshot, a while apart)")
+    older, newer = taken[-2:]
+    seconds = (newer["taken_at_ms"] - older["taken_at_ms"]) / 1000
+    if seconds <= 0:
+        raise ValueError("its two latest snapshots were taken at the same time")
+
+    def ends(manifest: dict) -> dict[Key, tuple[int, int]]:
+        t = pq.read_table(Path(manifest["path"]) / "offsets.parquet",
+                          columns=["topic", "partition", "log_start_offset", "log_end_offset"]).to_pydict()
+        return {(tp, p): (s, e) for tp, p, s, e in zip(t["topic"], t["partition"], t["log_start_offset"],
+                                                        t["log_end_offset"]) if s is not None and e is not None}
+    before, after = ends(older), ends(newer)
+    sizes: dict[Key, int] = {}
+    replicas = pq.read_table(Path(newer["path"]) / "replicas.parquet", columns=["topic", "partition", "size"]).to_pydict()
+    for tp, p, size in zip(replicas["topic"], replicas["partition"], replicas["size"]):
+        if size is not None and size > sizes.get((tp, p), -1):
+            sizes[(tp, p)] = size
+    rates = {}
+    for key, (start, end) in after.items():
+        if key in before:
+            per_record = sizes.get(key, 0) / (end - start) if end > start else 0.0
+            rates[key] = max(0, end - before[key][1]) / seconds * per_record
+    return rates

@@ -17,18 +17,15 @@ import dataclasses
 import time
 
 from kafka_shell.protocol.codes import ApiKey
-from kafka_shell.sandbox.model import Cluster, Topic
+from kafka_shell.sandbox.model import ClusterState, Topic
 
-LAGS = "metadata_lags"      # Cluster.extras: broker id -> ms behind the controller
-IMAGES = "metadata_images"  # Cluster.extras: [(monotonic time, generation, image)], oldest first
-METADATA_CACHE = "metadata_cache"   # handlers.core's encoded answers for the cluster as it is
 SERVED_FROM_CACHE = frozenset({ApiKey.METADATA, ApiKey.DESCRIBE_TOPIC_PARTITIONS, ApiKey.DESCRIBE_CLUSTER})
 
 
-def set_lag(cluster: Cluster, broker_id: int, ms: int) -> None:
+def set_lag(cluster: ClusterState, broker_id: int, ms: int) -> None:
     """Broker `broker_id` sees each change `ms` later (0: at once). The state now is its first
     image, so the broker is behind only for changes made from here on."""
-    lags: dict[int, int] = cluster.extras.setdefault(LAGS, {})  # type: ignore[assignment]
+    lags = cluster.runtime.metadata_lags
     if ms > 0:
         lags[broker_id] = ms
         observe(cluster)
@@ -38,22 +35,22 @@ def set_lag(cluster: Cluster, broker_id: int, ms: int) -> None:
             clear(cluster)
 
 
-def lags(cluster: Cluster) -> dict[int, int]:
-    return dict(cluster.extras.get(LAGS) or {})  # type: ignore[call-overload]
+def lags(cluster: ClusterState) -> dict[int, int]:
+    return dict(cluster.runtime.metadata_lags)
 
 
-def clear(cluster: Cluster) -> None:
-    cluster.extras.pop(LAGS, None)
-    cluster.extras.pop(IMAGES, None)
+def clear(cluster: ClusterState) -> None:
+    cluster.runtime.metadata_lags.clear()
+    cluster.runtime.metadata_images.clear()
 
 
-def observe(cluster: Cluster) -> None:
+def observe(cluster: ClusterState) -> None:
     """Take an image if the cluster changed since the last one (after every request, and every
     change made from outside the brokers, while some broker lags); drop those no lag needs."""
     lag_ms = max(lags(cluster).values(), default=0)
     if not lag_ms:
         return
-    images: list = cluster.extras.setdefault(IMAGES, [])  # type: ignore[assignment]
+    images = cluster.runtime.metadata_images
     now = time.monotonic()
     if not images or images[-1][1] != cluster.generation:
         images.append((now, cluster.generation, _image(cluster)))
@@ -63,29 +60,29 @@ def observe(cluster: Cluster) -> None:
         images.pop(0)
 
 
-def view(cluster: Cluster, broker_id: int, api_key: int) -> Cluster | None:
+def view(cluster: ClusterState, broker_id: int, api_key: int) -> ClusterState | None:
     """The cluster as broker `broker_id` knows it for this request, when it lags and the API is
     served from its metadata cache; None: the cluster as it is."""
     lag_ms = lags(cluster).get(broker_id, 0)
-    images: list = cluster.extras.get(IMAGES) or []  # type: ignore[assignment]
+    images = cluster.runtime.metadata_images
     if not lag_ms or api_key not in SERVED_FROM_CACHE or not images:
         return None
     cutoff = time.monotonic() - lag_ms / 1000
     seen = [image for taken, _, image in images if taken <= cutoff]
     image = seen[-1] if seen else images[0][2]
-    # Each request gets its own copy of the image's containers (a handler may add to them).
-    return dataclasses.replace(image, topics=dict(image.topics), extras=dict(image.extras))
+    # Each request gets its own copy of the image's topics (a handler may add to them).
+    return dataclasses.replace(image, topics=dict(image.topics))
 
 
-def _image(cluster: Cluster) -> Cluster:
+def _image(cluster: ClusterState) -> ClusterState:
     """What a broker's metadata cache holds: the brokers and topics (replica sets, leaders, ISR)
     as they are now, without the records."""
     topics = {name: _topic_image(t) for name, t in cluster.topics.items()}
     brokers = {i: dataclasses.replace(b, failures=dict(b.failures)) for i, b in cluster.brokers.items()}
-    # The other modules' state (ACLs, groups...) is shared, as it is now; not the answers cached
-    # for the cluster as it is.
-    extras = {k: v for k, v in cluster.extras.items() if k not in (IMAGES, METADATA_CACHE)}
-    return dataclasses.replace(cluster, topics=topics, brokers=brokers, extras=extras,
+    # The other subsystems' state (ACLs, groups...) is shared, as it is now; not the answers
+    # cached for the cluster as it is, nor the images.
+    runtime = dataclasses.replace(cluster.runtime, metadata_cache={}, metadata_lags={}, metadata_images=[])
+    return dataclasses.replace(cluster, topics=topics, brokers=brokers, runtime=runtime,
                                controllers=copy.copy(cluster.controllers))
 
 
