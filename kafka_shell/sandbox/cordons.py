@@ -79,11 +79,15 @@ def check_value(cluster: ClusterState, broker_id: int, value: str) -> tuple[int,
     return None
 
 
-def placement_refusal(cluster: ClusterState, replication_factor: int, usable: int) -> str | None:
-    """KRaft's refusal of a placement that cordoned brokers leave short (StripedReplicaPlacer),
-    or None when no broker is cordoned (the caller's own message stands)."""
-    if not any(fully_cordoned(cluster, b.id) for b in cluster.live_brokers()):
-        return None
+def placement_refusal(cluster: ClusterState, replication_factor: int, usable: int) -> str:
+    """The controller's refusal of a placement short of brokers, as the release words it: ZooKeeper's
+    AdminUtils, KRaft's StripedReplicaPlacer, which names cordons from the release that has them
+    (whether or not any broker is cordoned)."""
+    if not cluster.kraft:
+        return f"Replication factor: {replication_factor} larger than available brokers: {usable}."
+    if KEY not in configs.release(cluster).broker_configs:
+        return (f"The target replication factor of {replication_factor} cannot be reached because only {usable} "
+                "broker(s) are registered.")
     if usable == 0:
         why = "All brokers are currently fenced, or have all their log directories cordoned."
     else:

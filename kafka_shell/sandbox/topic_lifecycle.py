@@ -182,8 +182,7 @@ def place_replicas(cluster: ClusterState, partitions: int, replication_factor: i
     n = len(order)
     if replication_factor > n:
         raise AdminError(ErrorCode.invalid_replication_factor,
-                         cordons.placement_refusal(cluster, replication_factor, n)
-                         or f"Replication factor: {replication_factor} larger than available brokers: {n}.")
+                         cordons.placement_refusal(cluster, replication_factor, n))
     rack_of = {b: cluster.brokers[b].rack if cluster.brokers[b].rack is not None else f"\0{b}" for b in order}
     num_racks = len(set(rack_of.values()))
     start = random.randrange(n) if start_index is None else start_index
