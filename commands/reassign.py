@@ -29,7 +29,7 @@ from kafka_shell.declarations.registry import INT64_MAX, Option, command, int_ra
 from kafka_shell.declarations.render import Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.connection.metadata import ClusterSnapshot, TopicInfo
+    from kafka_shell.connection.metadata import ClusterSnapshot
     from kafka_shell.connection.session import Session
 
 Key = tuple[str, int]
