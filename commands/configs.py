@@ -170,7 +170,7 @@ def alter_configs_command(session: Session, args: dict) -> Result:
                      "wrong, unlike properties files), holds the entities of every kind in one document, diffs well "
                      "(sorted, indented) and is read by everything. import-configs reads it back; diff two exports to "
                      "compare clusters. Internal topics are left out.",
-         examples=("export-configs prod-configs.json",))
+         examples=("export-configs prod-configs.json",), tables=("exported",))
 def export_configs(session: Session, args: dict) -> Result:
     path = Path(args["file"]).expanduser()
     if os.path.lexists(path):   # write_new refuses it too, but only after everything was read
@@ -207,7 +207,7 @@ IMPORT_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, op
          description="The changes are validated by the cluster first (IncrementalAlterConfigs, validate only); "
                      "--execute applies them only when all are valid. Sensitive keys the file left out are never "
                      "changed or deleted. Brokers and topics the cluster does not have are named, not created.",
-         examples=("import-configs prod-configs.json", "import-configs prod-configs.json --execute"))
+         examples=("import-configs prod-configs.json", "import-configs prod-configs.json --execute"), tables=("changes",))
 def import_configs(session: Session, args: dict) -> Result | Proposal:
     path = printable(args["file"])   # whole: a path cut short names nothing
     wanted = cluster_configs.from_document(read_json(args["file"], "", "give a file export-configs wrote"), path)
@@ -245,7 +245,7 @@ def import_configs(session: Session, args: dict) -> Result | Proposal:
          required_groups=(("--broker", "--all-brokers"),),
          help="Config drift: the configs whose value in effect differs among brokers, each broker's value with its "
               "source (static, dynamic, default) and the sources beneath it.",
-         examples=("diff-configs --broker 1 --broker 2", "diff-configs --all-brokers"))
+         examples=("diff-configs --broker 1 --broker 2", "diff-configs --all-brokers"), tables=("differences",))
 def diff_configs(session: Session, args: dict) -> Result:
     if args["all_brokers"]:
         ids = sorted(session.conn.read([]).brokers)

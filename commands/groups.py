@@ -519,7 +519,8 @@ def deleted_offsets(session: Session, gid: str, keys: list[Key]) -> Result:
                      "the plan as Kafka's CSV for reset-offsets --from-file.",
          examples=("copy-offsets --from-group app --to-group app-v2",
                    "copy-offsets --from-group app --to-group app-v2 --topic orders --execute",
-                   "copy-offsets --from-group app --to-group app-v2 --export > plan.csv"))
+                   "copy-offsets --from-group app --to-group app-v2 --export > plan.csv"),
+         tables=("offsets",))
 def copy_offsets(session: Session, args: dict) -> Result | Proposal:
     source, target = args["from_group"], args["to_group"]
     if source == target:
