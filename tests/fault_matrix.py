@@ -85,6 +85,8 @@ class Row:
     `real`: also a cell on real Kafka 4.4 (commands the real fixture can serve as written).
     `healthy_exit`: the exit code on a healthy cluster when it is not 0 (a LOCAL line that
     refuses its input before any cluster is involved).
+    `verdicts`: exit codes besides 0 of a whole answer that judges the cluster (health: 3
+    warnings, 4 critical); a partial answer of such a command may carry them too.
     """
     line: str
     kind: str
@@ -95,6 +97,7 @@ class Row:
     sasl: bool = False
     real: bool = False
     healthy_exit: int = 0
+    verdicts: tuple[int, ...] = ()
 
 
 ROWS: dict[str, Row] = {
@@ -115,12 +118,16 @@ ROWS: dict[str, Row] = {
                                         "--password-env MX_PASSWORD", MUTATE, ("controller",), real=True),
     "analyze": Row("analyze --snapshots {empty} --out {dir}", LOCAL, healthy_exit=2),
     "api-versions": Row("api-versions --broker {far}", READ, ("broker:{far}",), real=True),
+    "balance": Row("balance", READ, ("each",), others=True),
     "broker-ids": Row("broker-ids missing", READ, ("any",), real=True),
     "clear": Row("clear", LOCAL),
     "clusters": Row("clusters", LOCAL),
     "consume": Row("consume --topic {topic} --group {own} --from-beginning", READ, ("leaders:{topic}", "group:{own}"),
                    others=True, real=True),
     "controller-history": Row("controller-history", READ, ("any", "controller")),
+    "copy-offsets": Row("copy-offsets --from-group {group} --to-group {own}", READ,
+                        ("group:{group}", "group:{own}", "leaders:{topic}")),
+    "cordon": Row("cordon --broker 1 --dry-run", READ, ("broker:1",)),
     "create-acls": Row("create-acls --allow-principal User:{own} --operation Read --topic {topic}", MUTATE,
                        ("controller",), once="one_acl"),
     "create-delegation-token": Row("create-delegation-token --max-life-time-period 86400000", MUTATE, ("controller",),
@@ -162,18 +169,23 @@ ROWS: dict[str, Row] = {
     "describe-topic": Row("describe-topic --topic {topic}", READ, ("any", "controller"), others=True, real=True),
     "describe-transaction": Row("describe-transaction --transactional-id {txn}", READ, ("txn:{txn}",), real=True),
     "describe-user-scram-credentials": Row("describe-user-scram-credentials", READ, ("any",), real=True),
+    "diff-configs": Row("diff-configs --all-brokers", READ, ("each",), others=True),
     "disable-feature": Row("disable-feature --feature streams.version --dry-run", READ, ("controller",)),
     "downgrade-features": Row("downgrade-features --feature group.version=0 --dry-run", READ, ("controller",)),
+    "drain-broker": Row("drain-broker 1 --dry-run", READ, ("each",)),
     "elect-leaders": Row("elect-leaders --election-type preferred --topic {own} --yes", MUTATE,
                          ("controller", "preferred:{own}"), setup="topic", real=True),
     "exit": Row("exit", LOCAL),
     "expanded": Row("expanded on", LOCAL),
     "expire-delegation-token": Row("expire-delegation-token --hmac {hmac} --yes", MUTATE, ("controller",), sasl=True,
                                    setup="token"),
+    "export-configs": Row("export-configs {dir}.json", READ, ("each", "controller"), others=True),
     "find-hanging-transactions": Row("find-hanging-transactions --topic {topic}", READ, ("leaders:{topic}",),
                                      real=True),
     "get-offsets": Row("get-offsets --topic {topic}", READ, ("leaders:{topic}",), others=True, real=True),
+    "health": Row("health", READ, ("each", "controller"), others=True, verdicts=(3, 4)),
     "help": Row("help describe-topic", LOCAL),
+    "import-configs": Row("import-configs {file}", READ, ("controller",), setup="configs_file"),
     "list-brokers": Row("list-brokers", READ, ("any",), real=True),
     "list-client-metrics": Row("list-client-metrics", READ, ("any",)),
     "list-groups": Row("list-groups", READ, ("each",), others=True, real=True),
@@ -206,7 +218,10 @@ ROWS: dict[str, Row] = {
     "snapshot": Row("snapshot --output-dir {dir}", READ, ("each", "controller"), others=True),
     "topic": Row("topic {topic}", READ, ("any",), real=True),
     "unclean-recovery": Row("unclean-recovery --all-offline-partitions --show-replica-info", READ, ("any",), real=True),
+    "uncordon": Row("uncordon --broker 1 --dry-run", READ, ("broker:1",)),
+    "undrain-broker": Row("undrain-broker 1 --dry-run", READ, ("each",)),
     "unregister-broker": Row("unregister-broker --id 3 --dry-run", READ, ("any",)),
+    "unregister-controller": Row("unregister-controller --id {observer} --dry-run", READ, ("controller",)),
     "upgrade-features": Row("upgrade-features --metadata 4.4 --dry-run", READ, ("controller",), real=True),
     "use-cluster": Row("use-cluster mx", LOCAL),
     "version-mapping": Row("version-mapping", LOCAL),
@@ -414,7 +429,8 @@ class Scene:
             setup = ROWS[cell.command].setup
             if setup:
                 by_setup.setdefault(setup, []).append(cell)
-        topics = [c.own for s in ("topic", "open_transaction", "reassignment") for c in by_setup.get(s, [])]
+        topics = [c.own for s in ("topic", "open_transaction", "reassignment", "configs_file")
+                  for c in by_setup.get(s, [])]
         self.create_topics(topics)
         run_all(lambda c: self.produce_all(c.own), [c for c in by_setup.get("topic", [])])
         run_all(lambda c: self.commit(c.own, NAMES["topic"], RECORDS_PER_PARTITION), by_setup.get("consumer_group", []))
@@ -434,6 +450,13 @@ class Scene:
             plan = {"version": 1, "partitions": [{"topic": cell.own, "partition": 0, "replicas": target}]}
             path = self.workdir / f"{cell.own}.json"
             path.write_text(json.dumps(plan))
+            self.values[f"file:{cell.key}"] = str(path)
+        for cell in by_setup.get("configs_file", []):
+            # A file of export-configs naming the cell's own topic only (what other cells change
+            # meanwhile is no concern of it): its import changes one config.
+            path = self.workdir / f"{cell.own}.json"
+            path.write_text(json.dumps({"format": "kafka-shell configs", "version": 1,
+                                        "topics": {cell.own: {"retention.ms": "86400000"}}}))
             self.values[f"file:{cell.key}"] = str(path)
         if self.sasl_bootstrap:
             self.tokens_before = {t["TokenId"] for t in self.tokens()}
@@ -778,15 +801,16 @@ def problems(cell: Cell, address_of: Callable[[int], str | None], healthy_exit: 
         if cell.exit != want:
             found.append(f"exit {cell.exit}, where the healthy cluster gives {want}")
         return found
-    if cell.exit not in (0, 1):
+    whole = (0, *row.verdicts)
+    if cell.exit not in (1, *whole):
         found.append(f"exit {cell.exit} (0: whole answer, 1: partial)")
     blamed = [n for n in cell.depends if names_node(cell.stderr, n, address_of(n))]
     if any(n >= FIRST_CONTROLLER for n in cell.depends) and "controller" in cell.stderr.lower():
         # What a broker forwards to the active controller: the broker asked is named, and the
         # line says the controller behind it did not answer (the shell cannot tell which one).
         blamed += [b for b in range(1, FIRST_CONTROLLER) if names_node(cell.stderr, b, address_of(b))]
-    if cell.expect == WHOLE and cell.exit != 0:
-        found.append("exit 1 where the answer can be whole")
+    if cell.expect == WHOLE and cell.exit not in whole:
+        found.append(f"exit {cell.exit} where the answer can be whole")
     if cell.exit == 0 and BLAME.search(cell.stderr):
         found.append("exit 0 with a line saying something did not answer")
     if cell.expect == PARTIAL and cell.exit == 0:
