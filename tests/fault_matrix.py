@@ -19,8 +19,9 @@ and always: the process ends within --timeout plus a second (counting its own ti
 time it waited for one of the two CPUs), no traceback, and a mutation applied at most once.
 
 The cells of one fault run together in a pool of processes (they mostly wait); `outcomes` keeps
-each cell's result, and tests assert one cell each. KAFKA_SHELL_MATRIX=fault[,fault...] or
-=fault:command,... restricts a run to those cells (local use; CI runs them all).
+each cell's result, and tests assert one cell each. The suite runs a deterministic selection of
+the cells (`chosen_cells`: every command, every fault several times); KAFKA_SHELL_FULL_MATRIX=1
+runs them all, KAFKA_SHELL_MATRIX=fault[,fault...] or =fault:command,... only those.
 """
 
 from __future__ import annotations
@@ -762,9 +763,35 @@ def config_dir(root: Path, cell: Cell, bootstrap: str) -> str:
     return str(path)
 
 
+# Set (to 1): every cell of the matrix; unset, the suite runs a selection (`chosen_cells`: CI's time).
+FULL_ENV = "KAFKA_SHELL_FULL_MATRIX"
+MATRIX_ENV = "KAFKA_SHELL_MATRIX"   # fault[,fault...] or fault:command,...: only those cells
+
+
+def chosen_cells(cells: list[tuple[str, str]], spread: int, every_healthy: bool = True) -> list[tuple[str, str]]:
+    """The cells a run takes: those KAFKA_SHELL_MATRIX names; all with KAFKA_SHELL_FULL_MATRIX=1;
+    else the suite's `default_cells`."""
+    if os.environ.get(MATRIX_ENV):
+        return [(f, c) for f, c in cells if selected(f, c)]
+    if os.environ.get(FULL_ENV):
+        return cells
+    return default_cells(cells, spread, every_healthy)
+
+
+def default_cells(cells: list[tuple[str, str]], spread: int, every_healthy: bool = True) -> list[tuple[str, str]]:
+    """The suite's cells (deterministic): every cell of the healthy cluster when `every_healthy`
+    (each command once: nothing waits there), every cell of a LOCAL row (it starts no cluster work), and of each other
+    fault every `spread`-th command of the registry, the fault's place shifting which: each
+    command meets about one fault in `spread`, each fault one command in `spread`."""
+    faults = list(dict.fromkeys(f for f, _ in cells))
+    place = {c: j for j, c in enumerate(sorted(ROWS))}
+    return [(f, c) for f, c in cells
+            if (f == "healthy" and every_healthy) or ROWS[c].kind == LOCAL or (place[c] + faults.index(f)) % spread == 0]
+
+
 def selected(fault: str, command: str) -> bool:
     """Whether KAFKA_SHELL_MATRIX (fault, fault:command, ... ; unset: everything) runs the cell."""
-    chosen = [c.strip() for c in os.environ.get("KAFKA_SHELL_MATRIX", "").split(",") if c.strip()]
+    chosen = [c.strip() for c in os.environ.get(MATRIX_ENV, "").split(",") if c.strip()]
     return not chosen or fault in chosen or f"{fault}:{command}" in chosen
 
 
