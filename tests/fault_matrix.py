@@ -508,6 +508,14 @@ class Scene:
         finally:
             session.close()
 
+    def delete_own(self, fault: str) -> None:
+        """The topics the cells of `fault` made go (a partition a reassignment left on one broker
+        would be offline under a later fault that stops that broker)."""
+        prefix = f"mx-{TAGS[fault]}-"
+        names = [t for t in self.admin.list_topics(timeout=30).topics if t.startswith(prefix)]
+        for f in (self.admin.delete_topics(names, operation_timeout=30).values() if names else ()):
+            f.result(60)
+
     def sasl_addresses(self) -> dict[int, str]:
         """Each broker's address on the SASL listener (the rows that log in are told of it)."""
         if not self.sasl_bootstrap:
@@ -956,6 +964,7 @@ class Matrix:
         self.restore()
         for cell in cells:
             cell.once_problem = self.scene.once(cell)
+        self.scene.delete_own(fault)
         addresses = self.addresses()
         sasl = self.scene.sasl_addresses()
         return {c.command: (c, problems(c, lambda n: [a for a in (addresses.get(n), sasl.get(n)) if a]))

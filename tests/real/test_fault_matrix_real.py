@@ -41,7 +41,7 @@ QUORUM_FAULTS = ("controller-hung", "controller-stopped")
 REAL_ROWS = sorted(c for c, row in ROWS.items() if row.real)
 ALL_CELLS = [(f, c) for f in (*BROKER_FAULTS, *QUORUM_FAULTS) for c in REAL_ROWS]
 # The suite's run: each fault with every SPREAD-th row (KAFKA_SHELL_FULL_MATRIX=1: every cell).
-SPREAD = 4
+SPREAD = 6
 CELLS = fm.chosen_cells(ALL_CELLS, SPREAD, every_healthy=False)
 
 
