@@ -65,7 +65,7 @@ def test_a_snapshot_with_a_hung_broker_is_partial_and_says_what_is_missing(sandb
     sandbox.delay(3, 60_000)
     p = run(sandbox, f"snapshot --output-dir {tmp_path}", "--timeout", "2")
     assert p.returncode == 1, p.stderr
-    assert "Broker 3 did not describe its log dirs" in p.stderr and "The snapshot is partial" in p.stderr
+    assert "Broker 3 did not answer DescribeLogDirs" in p.stderr and "The snapshot is partial" in p.stderr
     manifest = json.loads((latest(tmp_path) / schema.MANIFEST).read_text())
     assert manifest["brokers_down"] == {} and any("Broker 3" in line for line in manifest["left_out"]), manifest
     assert {r["broker_id"] for r in read(latest(tmp_path), "log_dirs")} == {1, 2}

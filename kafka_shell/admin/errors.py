@@ -23,8 +23,24 @@ def gone(error: AdminError | None) -> bool:
 
 
 def no_such_group(error: AdminError | None) -> bool:
-    """The error says the group does not exist."""
-    return error is not None and error.code == Error.group_id_not_found
+    """The error says the group does not exist (of any type: not a group of another type)."""
+    return error is not None and error.code == Error.group_id_not_found and other_type_of(error.code, error.message) is None
+
+
+OTHER_TYPES = ("share", "streams")
+
+
+def another_type(kind: str) -> str:
+    """The message of a GROUP_ID_NOT_FOUND for a group that exists as a group of another type."""
+    return f"is a {kind} group"
+
+
+def other_type_of(code: int | None, message: str | None) -> str | None:
+    """The type of the group of another type that an error (code, message) of a consumer-group
+    request names; None for any other error."""
+    if code != Error.group_id_not_found:
+        return None
+    return next((kind for kind in OTHER_TYPES if message == another_type(kind)), None)
 
 
 def no_such_transactional_id(error: AdminError | None) -> bool:

@@ -19,6 +19,7 @@ from kafka_shell.connection.manager import COORDINATOR_RETRIABLE, Then
 from kafka_shell.connection.metadata import GroupListing, group_listings
 
 from kafka_shell.admin import consumer_groups, share_groups, streams_groups
+from kafka_shell.admin.errors import OTHER_TYPES, another_type
 from kafka_shell.base.errors import NotSupported
 
 if TYPE_CHECKING:
@@ -136,14 +137,6 @@ def describe(conn: ConnectionManager, group_ids: list[str]) -> Answers[str, Grou
         errors[gid] = AdminError(Error.group_id_not_found, errors[gid].target, another_type(kind))
     return Answers({gid: rows[gid] for gid in group_ids if gid in rows},
                    {gid: errors[gid] for gid in group_ids if gid in errors})
-
-
-OTHER_TYPES = ("share", "streams")
-
-
-def another_type(kind: str) -> str:
-    """The message of a GROUP_ID_NOT_FOUND for a group that exists as a group of another type."""
-    return f"is a {kind} group"
 
 
 def other_group_types(conn: ConnectionManager, group_ids: list[str]) -> dict[str, str]:
