@@ -74,16 +74,23 @@ class Result:
 
 @dataclass
 class Stream:
-    """Rows printed as they come (consume): one table whose rows an iterator yields, each
-    written and flushed at once (table rows in fixed `widths`, json's array as it grows, a jsonl
-    line, a csv line). `summary(interrupted)` then gives the result's messages and exit code;
-    `interrupted` is True when Ctrl-C came while a row was being written."""
+    """Rows printed as they come (consume): one table whose items an iterator yields, each
+    written and flushed at once (a table row, json's array as it grows, a jsonl line, a csv
+    line). `summary(interrupted)` then gives the result's messages and exit code; `interrupted`
+    is True when Ctrl-C came while a row was being written.
+
+    An item is a row of `columns`, or whatever `row` makes one of; `people` gives the table
+    format its own columns and row (the table shows what scripts get exactly in other words),
+    and `encode`, when set, is the output whatever the format: each item's bytes (kcat's -f)."""
     columns: list[str]
-    rows: Iterator[list[Any]]
+    rows: Iterator[Any]
     summary: Callable[[bool], Result]
     name: str = ""
     kinds: dict[str, str] = field(default_factory=dict)
     widths: dict[str, int] = field(default_factory=dict)   # column -> its width in the table format
+    row: Callable[[Any], list[Any]] | None = None
+    people: tuple[list[str], Callable[[Any], list[Any]]] | None = None
+    encode: Callable[[Any], bytes] | None = None
 
 
 @dataclass
@@ -119,7 +126,11 @@ def cell(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
+        if any(isinstance(v, (dict, list, tuple)) for v in value):
+            return json.dumps(value)   # nested values (a record's headers) as JSON text
         return ",".join(map(str, value))
+    if isinstance(value, dict):
+        return json.dumps(value)
     return str(value)
 
 
@@ -138,17 +149,16 @@ def write_stream(stream: Stream, fmt: str, out: TextIO) -> Result:
     """Print a stream's rows as they come; return its summary (messages and exit code). Stdout
     stays what the format promises: nothing before the first row (a failure prints nothing in
     json), and json's object closed however the stream ends."""
-    people = _streamed_row(stream) if fmt == "table" else None
+    write = _stream_writer(stream, fmt, out)
     first = True
     interrupted = False
     try:
-        for row in stream.rows:
-            if first:
+        for item in stream.rows:
+            if first and stream.encode is None:
                 out.write(_stream_head(stream, fmt))
-            elif fmt == "json":
+            elif fmt == "json" and stream.encode is None:
                 out.write(",\n")
-            out.write(people(row) if people is not None else _stream_row(stream, fmt, row))
-            out.flush()
+            write(item)
             first = False
     except KeyboardInterrupt:
         interrupted = True
@@ -156,7 +166,9 @@ def write_stream(stream: Stream, fmt: str, out: TextIO) -> Result:
         if close is not None:
             close()
     summary = stream.summary(interrupted)
-    if first and fmt == "json" and summary.exit_code == 0:
+    if stream.encode is not None:
+        pass
+    elif first and fmt == "json" and summary.exit_code == 0:
         out.write(json.dumps({stream.name or "table0": []}) + "\n")
     elif first and fmt == "table" and summary.exit_code == 0:
         out.write("(none)\n")
@@ -166,27 +178,63 @@ def write_stream(stream: Stream, fmt: str, out: TextIO) -> Result:
     return summary
 
 
-def _streamed_row(stream: Stream) -> Callable[[list[Any]], str]:
-    """A row of the table format in the stream's fixed widths (the last column unpadded)."""
-    show = [HUMAN.get(stream.kinds.get(c, "")) for c in stream.columns]
-    widths = [max(stream.widths.get(c, 0), len(c)) for c in stream.columns]
+def _stream_writer(stream: Stream, fmt: str, out: TextIO) -> Callable[[Any], None]:
+    """What writes one item of the stream, and flushes it."""
+    if stream.encode is not None:
+        encode = stream.encode
+        binary = getattr(out, "buffer", None)
 
-    def line(row: list[Any]) -> str:
-        cells = [cell(v if f is None else f(v)) for v, f in zip(row, show)]
-        return "  ".join(c.ljust(w) for c, w in zip(cells[:-1], widths)) + "  " + cells[-1] + "\n"
-    return line
+        def write_bytes(item: Any) -> None:
+            data = encode(item)
+            if binary is not None:
+                binary.write(data)
+                binary.flush()
+            else:   # a text stream (a test's StringIO): the bytes as Python reads the command line's
+                out.write(data.decode("utf-8", "surrogateescape"))
+                out.flush()
+        return write_bytes
+    people = _StreamedTable(stream) if fmt == "table" else None
+    make = stream.row or (lambda item: item)
+
+    def write(item: Any) -> None:
+        out.write(people.line(item) if people is not None else _stream_row(stream, fmt, make(item)))
+        out.flush()
+    return write
+
+
+class _StreamedTable:
+    """Rows of the table format in the stream's widths (the last column unpadded). A cell wider
+    than its column widens it from there on, under the header printed again: every row lines up
+    with the header above it."""
+
+    def __init__(self, stream: Stream):
+        self.columns, self.make = stream.people if stream.people is not None else \
+            (stream.columns, stream.row or (lambda item: item))
+        self.show = [HUMAN.get(stream.kinds.get(c, "")) for c in self.columns]
+        self.widths = [max(stream.widths.get(c, 0), len(c)) for c in self.columns]
+        self.started = False
+
+    def head(self) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(self.columns, self.widths)).rstrip() + "\n" + \
+            "  ".join("-" * w for w in self.widths) + "\n"
+
+    def line(self, item: Any) -> str:
+        cells = [cell(v if f is None else f(v)) for v, f in zip(self.make(item), self.show)]
+        wider = [max(w, len(c)) for c, w in zip(cells[:-1], self.widths)] + self.widths[-1:]
+        head = ""
+        if wider != self.widths or not self.started:
+            self.widths = wider
+            head = ("\n" if self.started else "") + self.head()
+            self.started = True
+        return head + "  ".join(c.ljust(w) for c, w in zip(cells[:-1], self.widths)) + "  " + cells[-1] + "\n"
 
 
 def _stream_head(stream: Stream, fmt: str) -> str:
-    if fmt == "table":
-        widths = [max(stream.widths.get(c, 0), len(c)) for c in stream.columns]
-        return "  ".join(c.ljust(w) for c, w in zip(stream.columns, widths)).rstrip() + "\n" + \
-            "  ".join("-" * w for w in widths) + "\n"
     if fmt == "json":
         return "{" + json.dumps(stream.name or "table0") + ": [\n"
     if fmt == "csv":
         return _csv(Table(stream.columns, []))
-    return ""
+    return ""   # the table's head comes with its first row; jsonl has none
 
 
 def _stream_row(stream: Stream, fmt: str, row: list[Any]) -> str:

@@ -52,26 +52,31 @@ def test_produce_then_consume_round_trip_with_keys_headers_and_binary_values(san
     assert seen[(0, 0)] == (None, b"\x00\xff\xfe", None)
     assert seen[(0, 1)] == (None, b"plain", None)
 
-    # Records from a real producer, binary key and value, come back as hex; text as text.
+    # Records from a real producer: text as text, bytes that are not UTF-8 as base64 under a name
+    # that says so (json gives exact bytes: the text "0x00fffe" is no longer the bytes 00 ff fe).
     producer = Producer({"bootstrap.servers": sandbox.bootstrap, "log_level": 3})
     producer.produce("t", key=b"\x81", value=b"caf\xc3\xa9", partition=0, headers=[("bin", b"\x90")],
                      timestamp=1_700_000_000_000)
     assert producer.flush(10) == 0
     out, err = ok(sandbox, "consume --topic t --partition 0 --from-beginning --max-messages 3 -o json")
     assert json_rows(out) == [
-        {"Partition": 0, "Offset": 0, "Timestamp": seen_ts(got, 0, 0), "Key": None, "Headers": None,
-         "Value": "0x00fffe"},
-        {"Partition": 0, "Offset": 1, "Timestamp": seen_ts(got, 0, 1), "Key": None, "Headers": None,
-         "Value": "plain"},
-        {"Partition": 0, "Offset": 2, "Timestamp": 1_700_000_000_000, "Key": "0x81", "Headers": "bin=0x90",
-         "Value": "café"}]
-    assert err.strip() == "Consumed 3 record(s)."
+        {"Partition": 0, "Offset": 0, "Timestamp": seen_ts(got, 0, 0), "Key": None, "KeyBase64": None, "Headers": [],
+         "Value": None, "ValueBase64": "AP/+"},
+        {"Partition": 0, "Offset": 1, "Timestamp": seen_ts(got, 0, 1), "Key": None, "KeyBase64": None, "Headers": [],
+         "Value": "plain", "ValueBase64": None},
+        {"Partition": 0, "Offset": 2, "Timestamp": 1_700_000_000_000, "Key": None, "KeyBase64": "gQ==",
+         "Headers": [{"Key": "bin", "ValueBase64": "kA=="}], "Value": "café", "ValueBase64": None}]
+    assert err.strip() == "Consumed 3 record(s): --max-messages 3 reached."
     out, _ = ok(sandbox, "consume --topic t --partition 1 --offset 1 --timeout 0.5 -o json")
-    assert [(r["Key"], r["Value"], r["Headers"]) for r in json_rows(out)] == [("k2", "two words", "source=test,n=1")]
+    assert [(r["Key"], r["Value"], r["Headers"]) for r in json_rows(out)] == [
+        ("k2", "two words", [{"Key": "source", "Value": "test"}, {"Key": "n", "Value": "1"}])]
+    # The table shows bytes that are not UTF-8 as 0x-hex, for people.
+    out, _ = ok(sandbox, "consume --topic t --partition 0 --offset 2")
+    assert "0x81" in out and "bin=0x90" in out and "café" in out
     # Bytes of the command line that are not UTF-8 (as Python hands them over) go out as they came.
     ok(sandbox, "produce --topic t --partition 1 \udcff\udcfe")
     out, _ = ok(sandbox, "consume --topic t --partition 1 --offset 2 --timeout 0.5 -o json")
-    assert [r["Value"] for r in json_rows(out)] == ["0xfffe"]
+    assert [r["ValueBase64"] for r in json_rows(out)] == ["//4="]
 
 
 def seen_ts(messages: list, partition: int, offset: int) -> int:
@@ -168,6 +173,7 @@ def test_in_the_repl_the_context_topic_serves_and_consume_stops_at_10(sandbox):
         out.truncate(0), out.seek(0)
         assert run_line(session, "consume --from-beginning") == 0, err.getvalue()
         assert [r["Value"] for r in json_rows(out.getvalue())] == [f"v{i}" for i in range(10)]
+        assert err.getvalue().splitlines()[-1] == "Consumed 10 record(s): the REPL's limit of 10 (--max-messages N for more)."
         out.truncate(0), out.seek(0)
         assert run_line(session, "get-offsets") == 0
         assert json_rows(out.getvalue())[0]["Offset"] == 12
