@@ -564,7 +564,8 @@ def _consumed(reading: records.Consumption, args: dict, stopped: str, default_li
     was not read, each offset reset and each read_committed stop short of the end."""
     topic = reading.topic
     why = {"end": ": reached the end of the log.",
-           "idle": f": none came for {reading.idle_s:g} s.",
+           "idle": (f": none came for {reading.idle_s:g} s." if reading.ends is None else
+                    f": stopped waiting after {reading.idle_s:g} s without a record."),
            "interrupted": " (interrupted).",
            "limit": (f": the REPL's limit of {REPL_MAX_MESSAGES} (--max-messages N for more)." if default_limit
                      else f": --max-messages {args['max_messages']} reached."),
@@ -572,7 +573,7 @@ def _consumed(reading: records.Consumption, args: dict, stopped: str, default_li
     lines = [f"Consumed {reading.count} record(s){why}"]
     failed = bool(reading.failures)
     for r in reading.resets:
-        log = f"the log holds {r.log_start} to {r.log_end}" if r.log_start >= 0 and r.log_end >= 0 \
+        log = f"log start {r.log_start}, log end {r.log_end}" if r.log_start >= 0 and r.log_end >= 0 \
             else "its range could not be read"
         if r.to is None:
             failed = True

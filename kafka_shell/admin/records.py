@@ -172,8 +172,9 @@ def produce(conn: ConnectionManager, topic: str, records: Sequence[Outgoing], ac
         if outcome is None:
             failures.append(f"Record {i + 1}: no acknowledgement within {conn.timeout_s:g} s")
         elif isinstance(outcome, tuple):
-            # acks=0: the producer never learns the offset (-1).
-            rows.append((i + 1, outcome[0], outcome[1] if outcome[1] >= 0 else None))
+            # acks=0: the producer never learns the offset (-1, or None).
+            offset = outcome[1]
+            rows.append((i + 1, outcome[0], offset if offset is not None and offset >= 0 else None))
         else:
             failures.append(f"Record {i + 1}: {outcome.str()}")
     return Produced(rows, failures)
