@@ -32,7 +32,9 @@ def help_command(session: Session, args: dict) -> Result:
                                  key=lambda c: c.family):
         entries: list[tuple[str, str] | None] = [(", ".join((c.name, *c.aliases)), c.help) for c in group]
         lines += ["", f"{FAMILY_TITLES.get(family, family.replace('_', ' ').capitalize())}:", *format_entries(entries)]
-    lines += ["", "Type `help COMMAND` or `COMMAND --help` for its options."]
+    lines += ["", "Type `help COMMAND` or `COMMAND --help` for its options.",
+              "In the interactive shell, `COMMAND > FILE` (or >> FILE) writes its result to a file and "
+              "`COMMAND | SHELL COMMAND` pipes it to one; `\\o FILE` appends every result to FILE until `\\o` alone."]
     return Result(text="\n".join(wrap_lines(lines[1:])))
 
 

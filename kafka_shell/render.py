@@ -160,6 +160,8 @@ def write_stream(stream: Stream, fmt: str, out: TextIO) -> Result:
                 out.write(",\n")
             write(item)
             first = False
+            if getattr(out, "broken", False):   # a pipe's reader stopped reading (| head -3)
+                raise KeyboardInterrupt
     except KeyboardInterrupt:
         interrupted = True
         close = getattr(stream.rows, "close", None)
