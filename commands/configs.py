@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, configs, topics
 from kafka_shell.client_config import is_secret
-from kafka_shell.errors import UsageError, shown
+from kafka_shell.errors import ShellError, UsageError, shown
 from kafka_shell.option_types import CONFIG_NAME, broker_id, group_id
 from kafka_shell.registry import INT32_MAX, Option, command
-from kafka_shell.render import Result
+from kafka_shell.render import Result, Table
 
 if TYPE_CHECKING:
     from kafka_shell.session import Session
@@ -54,20 +54,42 @@ def entity(args: dict) -> tuple[str, str]:
 
 @command("describe-configs", *ENTITY_OPTIONS,
          Option("--all", flag=True, help="Show every config, defaults included."),
-         required_groups=(ENTITY_GROUP,), topic_context=True,
-         help="Show the configs of a topic, a broker, the broker defaults, a group (overrides only unless --all) "
-              "or a node's log levels (broker-loggers).",
+         exclusive_groups=(ENTITY_GROUP,), topic_context=True, context_without=("--entity-type", *ENTITY_GROUP),
+         help="Show the configs of a topic, a broker (--entity-type brokers alone: every broker, as kafka-configs), "
+              "the broker defaults, a group (overrides only unless --all) or a node's log levels (broker-loggers).",
          examples=("describe-configs --topic orders", "describe-configs --broker 1 --all",
+                   "describe-configs --entity-type brokers",
                    "describe-configs --entity-type brokers --entity-default",
                    "describe-configs --entity-type groups --entity-name orders-app --all",
                    "describe-configs --entity-type broker-loggers --entity-name 1"))
 def describe_configs(session: Session, args: dict) -> Result:
+    if not any(args[o.lstrip("-").replace("-", "_")] not in (None, False) for o in ENTITY_GROUP):
+        if args["entity_type"] != "brokers":
+            raise UsageError(f"describe-configs needs one of {', '.join(ENTITY_GROUP)} (--entity-type brokers alone "
+                             "describes every broker)")
+        return _every_broker(session, args["all"])
     kind, name = entity(args)
     _require_entity(session, kind, name)
     entries = configs.describe(session.conn, kind, [name]).get(name, [])
     rows = [[e.name, e.shown, e.source, e.sensitive, e.read_only] for e in sorted(entries)
             if args["all"] or e.source != "DEFAULT_CONFIG"]
     return Result.table(["Name", "Value", "Source", "Sensitive", "ReadOnly"], rows, name="configs")
+
+
+def _every_broker(session: Session, everything: bool) -> Result:
+    """kafka-configs --describe --entity-type brokers: each live broker's configs, asked of it;
+    a broker that does not answer is one line (exit 1), the others shown."""
+    rows, failures = [], []
+    for broker in sorted(session.conn.read().brokers):
+        try:
+            entries = configs.describe(session.conn, configs.BROKERS, [str(broker)]).get(str(broker), [])
+        except ShellError as exc:
+            failures.append(f"Broker {broker}: {exc}")
+            continue
+        rows += [[broker, e.name, e.shown, e.source, e.sensitive, e.read_only] for e in sorted(entries)
+                 if everything or e.source != "DEFAULT_CONFIG"]
+    return Result.outcome([Table(["Broker", "Name", "Value", "Source", "Sensitive", "ReadOnly"], rows, name="configs")],
+                          [], failures)
 
 
 def _require_entity(session: Session, kind: str, name: str) -> None:

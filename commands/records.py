@@ -18,7 +18,7 @@ from kafka_shell.admin.offsets import EARLIEST, LATEST, MAX_TIMESTAMP
 from kafka_shell.admin.records import HIGH_WATERMARK
 from kafka_shell.errors import ShellError, UsageError, printable, shown
 from kafka_shell.files import MAX_INPUT_BYTES, is_int, read_bytes, read_json
-from kafka_shell.names import check_topic_name
+from kafka_shell.names import PATTERN_HELP, check_topic_name, pattern_notes
 from kafka_shell.option_types import group_id, iso_epoch_ms, positive_int
 from kafka_shell.registry import INT32_MAX, INT64_MAX, Confirm, Option, command, int_range
 from kafka_shell.render import Result, Stream, Table
@@ -58,7 +58,7 @@ def partition_list(text: str) -> list[int]:
 
 @command("get-offsets",
          Option("--topic", repeatable=True, required=True, metavar="NAME", completer="topic",
-                help=TOPIC_HELP + " A glob selects many."),
+                help=f"Topic ({PATTERN_HELP})."),
          Option("--partitions", type=partition_list, metavar="P,P", help="Only these partitions."),
          Option("--time", type=offset_time, default=LATEST, metavar="TIME",
                 help="latest (default), earliest, max-timestamp, a timestamp in ms or an ISO date and time: "
@@ -72,7 +72,8 @@ def get_offsets(session: Session, args: dict) -> Result:
     keys = [(t.name, p.partition) for t in found for p in t.partitions
             if not args["partitions"] or p.partition in args["partitions"]]
     if not keys:
-        raise ShellError("Could not match any topic-partitions with the specified filters")
+        raise ShellError("Could not match any topic-partitions with the specified filters"
+                         + "".join(f" {n}" for n in pattern_notes(args["topic"], list(snap.topics))))
     answers = offsets.log_offsets(session.conn, snap, keys, args["time"])
     rows, lines, failures, notes = [], [], [], []
     for key in sorted(keys):
@@ -84,8 +85,9 @@ def get_offsets(session: Session, args: dict) -> Result:
         else:
             rows.append([key[0], key[1], a.offset, a.timestamp if a.timestamp >= 0 else None])
             lines.append(f"{key[0]}:{key[1]}:{a.offset}")
-    return Result.outcome([Table(["Topic", "Partition", "Offset", "Timestamp"], rows, name="offsets")], notes,
-                          failures, "\n".join(lines) if lines else "(none)")
+    return Result.outcome([Table(["Topic", "Partition", "Offset", "Timestamp"], rows, name="offsets")],
+                          [*pattern_notes(args["topic"], list(snap.topics)), *notes], failures,
+                          "\n".join(lines) if lines else "(none)")
 
 
 # -- delete-records ----------------------------------------------------------------------------

@@ -288,6 +288,8 @@ def _apply_context(cmd: Command, values: dict[str, Any], context: dict[str, Any]
     """Fill options from the context unless the line gave them (or another of their group)."""
     if cmd.context_with and not any(_dest(cmd, n) in values for n in cmd.context_with):
         return
+    if any(_dest(cmd, n) in values for n in cmd.context_without):
+        return
     for dest, value in context.items():
         opt = next((o for o in cmd.options if o.dest == dest), None)
         if opt is None or value is None or dest in values:

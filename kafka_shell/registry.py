@@ -118,6 +118,7 @@ class Command:
     exclusive_groups: tuple[tuple[str, ...], ...] = ()  # at most one of each group
     topic_context: bool = False       # `--topic` defaults to the REPL's context topic
     context_with: tuple[str, ...] = ()  # ... only when one of these options is given (an action)
+    context_without: tuple[str, ...] = ()  # ... and not when one of these is (they name another entity)
     confirm: Confirm | None = None    # what it changes that cannot be undone, and how to ask (see Confirm)
     # Runs consecutive lines of this command as one request (replay): args of each -> their outcomes.
     batch: Callable[[Any, list[dict]], list[Any]] | None = None

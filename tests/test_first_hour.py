@@ -136,7 +136,7 @@ def test_consume_from_the_beginning_stops_at_the_end_of_the_log(sandbox):
     code, out, err = sh(sandbox, "consume --topic empty --from-beginning --timeout 600")
     assert (code, out) == (0, "(none)\n"), err
     code, out, err = sh(sandbox, "consume --topic t --max-messages 2 --from-beginning -o json")
-    assert len(json_rows(out)) == 2 and err.strip() == "Consumed 2 record(s).", err
+    assert len(json_rows(out)) == 2 and err.strip() == "Consumed 2 record(s): --max-messages 2 reached.", err
 
 
 # -- help ----------------------------------------------------------------------------------------

@@ -35,11 +35,11 @@ def test_delete_by_pattern_and_replica_assignment(sandbox):
     p = run(sandbox, "create-topic --topic tmp-1 --topic tmp-2 --topic keep --replica-assignment 3:1,1:2")
     assert p.returncode == 0, p.stderr
     assert [pt.replicas for pt in sandbox.cluster.topics["keep"].partitions] == [[3, 1], [1, 2]]
-    p = run(sandbox, "delete-topic --topic 'tmp-*' --yes")
+    p = run(sandbox, "delete-topic --topic 'tmp-.*' --yes")
     assert p.returncode == 0 and p.stderr.count("Deleted topic") == 2
     assert set(topics(sandbox)) == {"keep"}
-    p = run(sandbox, "delete-topic --topic 'zzz-*' --yes")
-    assert p.returncode == 1 and "No topic matches zzz-*" in p.stderr
+    p = run(sandbox, "delete-topic --topic 'zzz-.*' --yes")
+    assert p.returncode == 1 and "No topic matches zzz-.*" in p.stderr
 
 
 def test_describe_filters(sandbox):
