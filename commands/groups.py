@@ -14,7 +14,7 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from kafka_shell.admin import groups, offsets, topics
+from kafka_shell.admin import groups, offsets, share_groups, streams_groups, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.files import read_text
@@ -73,15 +73,23 @@ def group_types(text: str) -> list[str]:
          examples=("list-groups", "list-groups --state Stable", "list-groups --type consumer,classic"))
 def list_groups(session: Session, args: dict) -> Result:
     listed = groups.list_groups(session.conn, args["state"] or (), args["type"] or ())
-    # Share and streams groups have describe APIs of their own: their rows keep what ListGroups says.
-    described = groups.describe(session.conn, [g.group_id for g in listed.groups
-                                               if g.group_type in ("classic", "consumer")]) if listed.groups else {}
+    # Each type's own describe API: its state and members now (a group it cannot describe keeps
+    # what ListGroups says, without a member count).
+    of_type = {kind: [g.group_id for g in listed.groups if g.group_type in kinds]
+               for kind, kinds in (("consumer", ("classic", "consumer")), ("share", ("share",)),
+                                   ("streams", ("streams",)))}
+    found: dict[str, tuple[str | None, int]] = {}
+    if of_type["consumer"]:
+        found.update({gid: (d.state, len(d.members)) for gid, d in groups.describe(session.conn, of_type["consumer"]).items()
+                      if d.problem is None})
+    for kind, module in (("share", share_groups), ("streams", streams_groups)):
+        if of_type[kind]:
+            found.update({gid: (d.state, len(d.members)) for gid, d in module.describe(session.conn, of_type[kind]).items()
+                          if not isinstance(d, str)})
     rows = []
     for g in listed.groups:
-        d = described.get(g.group_id)
-        known = d is not None and d.problem is None
-        rows.append([g.group_id, (d.state if d is not None and known else g.state) or None, g.group_type,
-                     g.protocol_type or None, len(d.members) if d is not None and known else None])
+        state, members = found.get(g.group_id, (g.state, None))
+        rows.append([g.group_id, state or None, g.group_type, g.protocol_type or None, members])
     return Result.outcome([Table(["Group", "State", "Type", "ProtocolType", "Members"], rows, name="groups")],
                           [], listed.failures)
 

@@ -117,24 +117,37 @@ def _offsets_file(path: str) -> dict[Key, int]:
     return out
 
 
+def _deletions(args: dict) -> dict[Key, int]:
+    """What delete-records deletes: partition -> the offset before which its records go."""
+    if args["offset_json_file"]:
+        return _offsets_file(args["offset_json_file"])
+    if args["topic"] is None or args["partition"] is None or args["before_offset"] is None:
+        raise UsageError("delete-records needs --topic, --partition and --before-offset, or --offset-json-file")
+    return {(args["topic"], args["partition"]): args["before_offset"]}
+
+
+def _deletion_question(args: dict) -> str:
+    """The confirmation names each partition and its offset (up to 10 of them)."""
+    wanted = sorted(_deletions(args).items())
+    listed = ", ".join(f"{t}-{p} before {'the high watermark' if o == HIGH_WATERMARK else f'offset {o}'}"
+                       for (t, p), o in wanted[:10])
+    more = f" and {len(wanted) - 10} more partition(s)" if len(wanted) > 10 else ""
+    return f"Delete the records of {listed}{more}?"
+
+
 @command("delete-records",
          Option("--topic", metavar="NAME", completer="topic", help=TOPIC_HELP),
          Option("--partition", type=partition_index, metavar="P", help="Partition (with --topic)."),
          Option("--before-offset", type=offset_value, metavar="N", help="Delete records before offset N."),
          Option("--offset-json-file", metavar="FILE", completer="path",
                 help='Kafka\'s file: {"partitions": [{"topic": "t", "partition": 0, "offset": 10}], "version": 1}.'),
-         mutates=True, confirm=Confirm(), topic_context=True,
+         mutates=True, confirm=Confirm(asks=lambda args: _deletion_question(args)), topic_context=True,
          exclusive_groups=(("--offset-json-file", "--topic"), ("--offset-json-file", "--before-offset")),
          help="Delete records before an offset (moves the log start); reports the low watermarks after.",
          examples=("delete-records --topic orders --partition 0 --before-offset 100 --yes",
                    "delete-records --offset-json-file offsets.json --yes"))
 def delete_records(session: Session, args: dict) -> Result:
-    if args["offset_json_file"]:
-        wanted = _offsets_file(args["offset_json_file"])
-    else:
-        if args["topic"] is None or args["partition"] is None or args["before_offset"] is None:
-            raise UsageError("delete-records needs --topic, --partition and --before-offset, or --offset-json-file")
-        wanted = {(args["topic"], args["partition"]): args["before_offset"]}
+    wanted = _deletions(args)
     snap = session.conn.read(sorted({t for t, _ in wanted}))
     for t, p in wanted:
         topic = topics.require(session.conn, t, snap)

@@ -40,8 +40,11 @@ def help_command(session: Session, args: dict) -> Result:
 
 # The families `help` lists, in this order, under these titles (topics first: what most use).
 FAMILY_TITLES = {
-    "topics": "Topics", "records": "Records", "groups": "Consumer groups", "configs": "Configs",
-    "cluster": "Cluster and brokers", "inspect": "Inspection", "elections": "Leader elections",
+    "topics": "Topics", "records": "Records", "groups": "Consumer groups",
+    "share_streams_groups": "Share groups and streams groups", "transactions": "Transactions", "configs": "Configs",
+    "cluster": "Cluster and brokers", "quorum": "Controller quorum (KRaft)", "features": "Features",
+    "client_metrics": "Client metrics", "tokens": "Delegation tokens", "watch": "Watching",
+    "inspect": "Inspection", "elections": "Leader elections",
     "recovery": "Recovery", "reassign": "Reassignments", "security": "Security (ACLs, SCRAM, quotas)",
     "controller_history": "Controller history", "preferred_controller": "Preferred controller",
     "broker_ids": "Broker ids (KIP-426)", "rolling_restart": "Rolling restarts", "pipeline": "Fleet analysis",

@@ -99,10 +99,16 @@ def _keys_text(keys: list[tuple[str, int]]) -> str:
     return " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
 
 
+def _group_deletion(kind: str, groups: list[str]) -> str:
+    ids = list(dict.fromkeys(groups))
+    held = "their share state" if kind == "share" else "their committed offsets"
+    return f"Delete {len(ids)} {kind} group(s) ({', '.join(map(shown, ids))}) and {held}?"
+
+
 @command("delete-share-group",
          Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
                 help="Share group to delete."),
-         mutates=True, confirm=Confirm(),
+         mutates=True, confirm=Confirm(asks=lambda args: _group_deletion("share", args["group"])),
          help="Delete share groups and their state (only groups without members; asks for confirmation).",
          examples=("delete-share-group old-queue --yes",))
 def delete_share_group(session: Session, args: dict) -> Result:
@@ -185,7 +191,8 @@ def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal
                 help="Share group whose state to delete."),
          Option("--topic", repeatable=True, required=True, metavar="TOPIC", completer="topic",
                 help="Topic whose start offsets and delivery state to delete (repeatable)."),
-         mutates=True, confirm=Confirm(),
+         mutates=True, confirm=Confirm(asks=lambda args: f"Delete the share state of group '{shown(args['group'])}' for "
+                                                          f"topic(s) {', '.join(map(shown, args['topic']))}?"),
          help="Delete a share group's offsets (its state) for topics (the group must be empty; asks for "
               "confirmation).",
          examples=("delete-share-group-offsets --group queue --topic orders --yes",))
@@ -307,7 +314,7 @@ def _offsets(session: Session, found: list[streams_groups.StreamsGroup], topic: 
 @command("delete-streams-group",
          Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
                 help="Streams group to delete."),
-         mutates=True, confirm=Confirm(),
+         mutates=True, confirm=Confirm(asks=lambda args: _group_deletion("streams", args["group"])),
          help="Delete streams groups and their offsets (only groups without members; asks for confirmation).",
          examples=("delete-streams-group old-app --yes",))
 def delete_streams_group(session: Session, args: dict) -> Result:

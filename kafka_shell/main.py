@@ -260,6 +260,9 @@ def build_target(g: Globals, sandbox=None):
         if name is None:
             return None
         bootstrap, props, listed = clusters.get(name)
+        if g.cluster is None:   # chosen by an earlier use-cluster, not by this command line: say so
+            sys.stderr.write(f'Using cluster "{name}", the current one (use-cluster chose it; --cluster or '
+                             "--bootstrap-server picks another).\n")
         controllers = controllers or listed
     from kafka_shell import client_config
     if bootstrap:

@@ -223,12 +223,19 @@ def parse(tokens: list[str], registry: Registry = REGISTRY,
     _apply_context(cmd, values, context or {})
     _check_groups(cmd, values)
     missing = [o.name for o in cmd.options if o.required and o.dest not in values]
+    positional = next((o for o in cmd.options if o.required and o.positional and o.dest not in values), None)
+    if positional is not None:   # `watch` alone: what to give, and an example
+        example = f" (e.g. {cmd.examples[0]})" if cmd.examples else f" (see {cmd.name} --help)"
+        what = f": {positional.help[:1].lower()}{positional.help[1:].rstrip('.')}" if positional.help else ""
+        raise UsageError(f"{cmd.name} needs {_metavar(positional)}{what}{example}")
     if missing:
         plural = "s" if len(missing) > 1 else ""
         raise UsageError(f"Missing required option{plural} {', '.join(missing)} for {cmd.name} "
                          f"(see {cmd.name} --help)")
     for o in cmd.options:
         values.setdefault(o.dest, ([] if o.repeatable else False if o.flag else o.default))
+    if cmd.check is not None:
+        cmd.check(values)
     return Parsed(cmd, values, given)
 
 

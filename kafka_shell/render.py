@@ -329,7 +329,15 @@ def for_people(t: Table) -> Table:
     if len(keep) == len(t.columns) and not any(show):
         return t
     rows = [[row[i] if f is None else f(row[i]) for i, f in zip(keep, show)] for row in t.rows]
-    return Table([t.columns[i] for i in keep], rows, name=t.name)
+    return Table([people_header(t.columns[i], t.kinds) for i in keep], rows, name=t.name)
+
+
+def people_header(column: str, kinds: dict[str, str]) -> str:
+    """A column's header in the table format: a duration or time shown readably ("15 min") drops
+    the unit its name gives the exact value in ("TransactionTimeoutMs" -> "TransactionTimeout")."""
+    if kinds.get(column) in ("ms", "time") and column.endswith("Ms") and len(column) > 2:
+        return column[:-2]
+    return column
 
 
 def human_bytes(value: Any) -> Any:

@@ -123,7 +123,7 @@ def check(session: Session, text: str) -> parsing.Parsed | None:
     if policy.proposed and policy.refusal is not None:
         raise UsageError(_refusal(policy.refusal))
     if not policy.proposed and policy.question is None:
-        raise UsageError(_refusal(f"{cmd.name} is destructive"))
+        raise UsageError(_refusal(policy.asks(parsed.args).rstrip("?") if policy.asks else f"{cmd.name} is destructive"))
     return parsed
 
 
@@ -138,6 +138,9 @@ def _prepare(session: Session, text: str) -> parsing.Parsed | None:
         question = policy.question(session, parsed.args)
         if question is None:
             return parsed
+        refusal = question.rstrip("?")
+    elif policy.asks is not None:   # it names what the line names
+        question = policy.asks(parsed.args)
         refusal = question.rstrip("?")
     else:
         question = f"{text.strip()}: this cannot be undone. Continue?"

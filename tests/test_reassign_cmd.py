@@ -174,7 +174,7 @@ def test_blocking_waits_through_a_controller_change(cluster, tmp_path, env):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "Reassignment of partition t-0 is completed." in out
-    assert "partitions," in err and "copied" in err  # the progress lines
+    assert "partitions," in err and "KiB/" in err and " KB" not in err  # the progress lines, in binary units
     assert replicas(cluster)[("t", 0)] == [3, 4] and not moving(cluster)
 
 

@@ -32,7 +32,7 @@ def test_a_file_that_does_not_parse_runs_nothing(sandbox, tmp_path):
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.splitlines() == [
         f"{path}:4: Unknown option --partiton for create-topic (did you mean --partitions?)",
-        f"{path}:5: delete-records is destructive: add --yes to confirm",
+        f"{path}:5: Delete the records of a-0 before offset 1: add --yes to confirm",
         f"{path}:6: Unknown command creat-topic (did you mean create-topic?)",
         f"{path}:6: --csv-table picks the table of --output csv: add -o csv to list-topics (or leave --csv-table out)",
         f"{path}: 4 errors; nothing was run."]

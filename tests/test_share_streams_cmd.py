@@ -66,6 +66,8 @@ def test_share_group_on_kafka(kafka4):
         state = wait_for(lambda: rows(b, f"describe-share-group {group} --state --verbose"),
                          lambda r: r and r[0]["State"] == "Stable" and r[0]["Members"] == 1)[0]
         assert state["Assignor"] == "simple" and state["GroupEpoch"] >= 1
+        listed = [g for g in rows(b, "list-groups --type share") if g["Group"] == group]
+        assert [(g["Type"], g["State"], g["Members"]) for g in listed] == [("share", "Stable", 1)]   # not "-"
         [member] = wait_for(lambda: rows(b, f"describe-share-group {group} --members --verbose"),
                             lambda r: len(r) == 1 and r[0]["Partitions"] == 2)
         assert member["Subscription"] == topic and member["MemberEpoch"] >= 1

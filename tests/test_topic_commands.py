@@ -110,8 +110,10 @@ def test_named_clusters_file(sandbox, tmp_path):
     p = shell("--command", "use-cluster dev", env=env)
     assert p.returncode == 0
     assert json.loads((tmp_path / "state.json").read_text()) == {"current": "dev"}
-    p = shell("--command", "list-topics", "-o", "csv", env=env)  # the current cluster is the default
+    p = shell("--command", "list-topics", "-o", "csv", env=env)  # the current cluster is the default, said so
     assert p.returncode == 0 and "via-name" in p.stdout
+    assert p.stderr == ('Using cluster "dev", the current one (use-cluster chose it; --cluster or --bootstrap-server '
+                        "picks another).\n")
     p = shell("--cluster", "prod", "--command", "list-topics", env=env)
     assert p.returncode == 2 and 'Unknown cluster "prod" (known clusters: dev)' in p.stderr
     assert shell("--command", "add-cluster bad --bootstrap-server '${KSH_TEST_UNSET}'", env=env).returncode == 0
