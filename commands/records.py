@@ -606,6 +606,10 @@ def _consumed(reading: records.Consumption, args: dict, stopped: str, default_li
             of = f" of {u.end}" if u.end is not None and u.end < INT64_MAX else ""
             lines.append(f"{topic}-{u.partition}: read to offset {u.position}{of} only: {who} sent nothing more "
                          f"for {reading.idle_s:g} s")
+    if args["group"] and reading.assigned is None and stopped == "idle":
+        failed = True
+        lines.append(f"Group '{shown(args['group'])}' gave this consumer no partitions within {reading.idle_s:g} s "
+                     "(its coordinator did not answer the join)")
     for partition, at in sorted(reading.short.items()):
         lines.append(f"{topic}-{partition}: stopped at offset {at}, its last stable offset: a transaction is open "
                      "(--isolation-level read_uncommitted reads past it)")
