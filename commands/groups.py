@@ -132,14 +132,16 @@ def describe_group(session: Session, args: dict) -> Result:
             for m in d.members:
                 mine = [k for k in m.assignment if topic is None or k[0] == topic]
                 rows.append([d.group_id, m.member_id, m.instance_id, m.host, m.client_id, len(mine),
-                             _assignment_text(mine)] + (member_epochs(d, m.member_id, topic) if verbose else []))
+                             assignment(mine)] + (member_epochs(d, m.member_id, topic) if verbose else []))
         table = Table(["Group", "ConsumerId", "GroupInstanceId", "Host", "ClientId", "Partitions", "Assignment"]
-                      + (VERBOSE_MEMBER_COLUMNS if verbose else []), rows, name="members")
+                      + (VERBOSE_MEMBER_COLUMNS if verbose else []), rows, name="members",
+                      kinds={"Assignment": "assignment", "TargetAssignment": "assignment"})
         return Result.outcome([table], [], failures)
     return _describe_offsets(session, found, topic, failures)
 
 
-VERBOSE_MEMBER_COLUMNS = ["CurrentEpoch", "TargetEpoch", "TargetAssignment", "Reconciled", "Subscription", "Rack"]
+VERBOSE_MEMBER_COLUMNS = ["CurrentEpoch", "TargetEpoch", "TargetAssignment", "Reconciled", "Subscription",
+                          "SubscriptionRegex", "Rack"]
 
 
 def group_epochs(d: groups.GroupDescription) -> list[int | None]:
@@ -154,15 +156,17 @@ def member_epochs(d: groups.GroupDescription, member_id: str, topic: str | None)
     if m is None:
         return [None] * len(VERBOSE_MEMBER_COLUMNS)
     target = [k for k in m.target_assignment if topic is None or k[0] == topic]
-    return [m.member_epoch, d.consumer.assignment_epoch if d.consumer else None, _assignment_text(target),
-            m.reconciled, m.subscribed_regex or ",".join(m.subscribed_topics) or None, m.rack]
+    return [m.member_epoch, d.consumer.assignment_epoch if d.consumer else None, assignment(target),
+            m.reconciled, list(m.subscribed_topics), m.subscribed_regex or None, m.rack]
 
 
-def _assignment_text(keys: list[Key]) -> str:
+def assignment(keys: list[Key]) -> list[dict]:
+    """Partitions as json gives an assignment: [{"topic": "t", "partitions": [0, 1]}] (the
+    table shows "t(0,1)", render's assignment kind)."""
     by_topic: dict[str, list[int]] = {}
     for t, p in sorted(keys):
         by_topic.setdefault(t, []).append(p)
-    return " ".join(f"{t}({','.join(map(str, ps))})" for t, ps in by_topic.items()) or "-"
+    return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
 
 
 def _describe_offsets(session: Session, found: list[groups.GroupDescription], topic: str | None,

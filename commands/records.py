@@ -470,7 +470,7 @@ LINE_OUTPUTS = ("--format", "--raw", "--print-key", "--print-headers")
                 help="Plain lines with the headers first: k:v,k:v<TAB>[KEY<TAB>]VALUE (NO_HEADERS when none)."),
          Option("--base64", flag=True,
                 help="Keys, values and header values in base64 (plain lines, --format, tables, and json's "
-                     "KeyBase64/ValueBase64 fields)."),
+                     "key_base64/value_base64 fields)."),
          topic_context=True, exclusive_groups=(("--from-beginning", "--offset", "--from-time"), ("--format", "--raw"),
                                                ("--raw", "--print-key"), ("--raw", "--print-headers"),
                                                ("--format", "--print-key"), ("--format", "--print-headers"),
@@ -482,7 +482,7 @@ LINE_OUTPUTS = ("--format", "--raw", "--print-key", "--print-headers")
                      "of new records stops after --timeout seconds without one. The summary says what ended the "
                      "read, names each partition it could not read (exit 1), and each offset reset. Tables show "
                      "timestamps as UTC times; json, jsonl and csv give epoch ms, and a key or value as Key/"
-                     "Value when it is UTF-8 text, else as KeyBase64/ValueBase64 (the other null).",
+                     "value when it is UTF-8 text, else as key_base64/value_base64 (the other null).",
          examples=("consume --topic orders --from-beginning --max-messages 5",
                    "consume --topic orders --partition 0 --offset 42",
                    "consume --topic orders --offset -10 --print-key",
@@ -527,7 +527,7 @@ def _record_row(base64: bool) -> Callable[[records.Record], list]:
         heads = []
         for k, v in r.headers:
             text, b64 = exact(v, base64)
-            heads.append({"Key": k, "Value": text} if b64 is None else {"Key": k, "ValueBase64": b64})
+            heads.append({"key": k, "value": text} if b64 is None else {"key": k, "value_base64": b64})
         return [r.partition, r.offset, r.timestamp, key[0], key[1], heads, value[0], value[1]]
     return row
 

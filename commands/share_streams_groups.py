@@ -12,7 +12,6 @@ from commands.groups import (EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SP
                              read_partitions, read_plan, reset_targets)
 from kafka_shell.admin import groups, offsets, share_groups, streams_groups, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
-from kafka_shell.admin.streams_groups import tasks_text
 from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.option_types import choice_list, group_id
 from kafka_shell.registry import Confirm, Option, command
@@ -71,11 +70,11 @@ def describe_share_group(session: Session, args: dict) -> Result:
         for d in found:
             for m in d.members:
                 mine = [k for k in m.assignment if topic is None or k[0] == topic]
-                rows.append([d.group_id, m.member_id, m.host, m.client_id, len(mine), _keys_text(mine)]
-                            + ([m.member_epoch, m.rack, ",".join(m.subscribed_topics) or None] if verbose else []))
+                rows.append([d.group_id, m.member_id, m.host, m.client_id, len(mine), _assignment(mine)]
+                            + ([m.member_epoch, m.rack, list(m.subscribed_topics)] if verbose else []))
         columns = ["Group", "ConsumerId", "Host", "ClientId", "Partitions", "Assignment"] + (
             ["MemberEpoch", "Rack", "Subscription"] if verbose else [])
-        return Result.outcome([Table(columns, rows, name="members")], [], failures)
+        return Result.outcome([Table(columns, rows, name="members", kinds={"Assignment": "assignment"})], [], failures)
     rows, notes = [], []
     for d in found:
         problem, parts = share_groups.offsets(session.conn, d.group_id)
@@ -92,11 +91,18 @@ def describe_share_group(session: Session, args: dict) -> Result:
     return Result.outcome([table], notes, failures)
 
 
-def _keys_text(keys: list[tuple[str, int]]) -> str:
+def _tasks(tasks: streams_groups.Tasks) -> list[dict]:
+    """A member's tasks as json gives them: [{"subtopology": "0", "partitions": [0, 1]}] (the
+    table shows Kafka's "0:[0,1]")."""
+    return [{"subtopology": s, "partitions": list(ps)} for s, ps in tasks]
+
+
+def _assignment(keys: list[tuple[str, int]]) -> list[dict]:
+    """As json gives an assignment: [{"topic": "t", "partitions": [0, 1]}]."""
     by_topic: dict[str, list[int]] = {}
     for t, p in sorted(keys):
         by_topic.setdefault(t, []).append(p)
-    return " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
+    return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
 
 
 def _group_deletion(kind: str, groups: list[str]) -> str:
@@ -254,23 +260,23 @@ def describe_streams_group(session: Session, args: dict) -> Result:
                 + ([d.group_epoch, d.assignment_epoch, d.topology_epoch] if verbose else []) for d in found]
         columns = ["Group", "Coordinator", "Assignor", "State", "Members"] + (
             ["GroupEpoch", "TargetAssignmentEpoch", "TopologyEpoch"] if verbose else [])
-        subs = [[d.group_id, s.subtopology_id, ",".join(s.source_topics) or None,
-                 ",".join(s.repartition_source_topics) or None, ",".join(s.repartition_sink_topics) or None,
-                 ",".join(s.changelog_topics) or None] for d in found for s in d.subtopologies]
+        subs = [[d.group_id, s.subtopology_id, list(s.source_topics), list(s.repartition_source_topics),
+                 list(s.repartition_sink_topics), list(s.changelog_topics)] for d in found for s in d.subtopologies]
         return Result.outcome([Table(columns, rows, name="groups"),
                                Table(["Group", "Subtopology", "SourceTopics", "RepartitionSourceTopics",
                                       "RepartitionSinkTopics", "ChangelogTopics"], subs, name="subtopologies")],
                               [], failures)
     if args["members"]:
-        rows = [[d.group_id, m.member_id, m.process_id, m.client_id, tasks_text(m.active), tasks_text(m.standby),
-                 tasks_text(m.warmup)]
-                + ([m.member_epoch, "classic" if m.classic else "streams", tasks_text(m.target_active),
-                    tasks_text(m.target_standby), tasks_text(m.target_warmup)] if verbose else [])
+        rows = [[d.group_id, m.member_id, m.process_id, m.client_id, _tasks(m.active), _tasks(m.standby),
+                 _tasks(m.warmup)]
+                + ([m.member_epoch, "classic" if m.classic else "streams", _tasks(m.target_active),
+                    _tasks(m.target_standby), _tasks(m.target_warmup)] if verbose else [])
                 for d in found for m in d.members]
         columns = ["Group", "Member", "Process", "ClientId", "ActiveTasks", "StandbyTasks", "WarmupTasks"] + (
             ["MemberEpoch", "MemberProtocol", "TargetActiveTasks", "TargetStandbyTasks", "TargetWarmupTasks"]
             if verbose else [])
-        return Result.outcome([Table(columns, rows, name="members")], [], failures)
+        kinds = {c: "assignment" for c in columns if c.endswith("Tasks")}
+        return Result.outcome([Table(columns, rows, name="members", kinds=kinds)], [], failures)
     return _offsets(session, found, topic, failures)
 
 

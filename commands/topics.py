@@ -372,8 +372,7 @@ def describe_topic(session: Session, args: dict) -> Result:
         found = [t for t in found if t.name in settings and settings[t.name].overrides]
     topic_rows = [[t.name, kafka_uuid(t.topic_id) if t.topic_id else None, len(t.partitions),
                    len(t.partitions[0].replicas) if t.partitions else 0,
-                   ",".join(f"{k}={v}" for k, v in sorted(settings[t.name].overrides.items())) if t.name in settings
-                   else ""]
+                   dict(sorted(settings[t.name].overrides.items())) if t.name in settings else {}]
                   for t in found]
     tables = []
     if not filters:

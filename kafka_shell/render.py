@@ -29,7 +29,9 @@ EXPANDED = ("auto", "on", "off")
 #   id: a broker or node id, or None shown as "none" (Kafka's word for no leader); never left out.
 #   kept: never left out, even when empty in every row (an empty ISR is the news).
 #   mark: a boolean shown as "*" or nothing (the replica unclean-recovery chose).
-KINDS = ("bytes", "time", "ms", "reported", "datetime", "id", "kept", "mark")
+#   assignment: partitions as a list of {"topic": t, "partitions": [0, 1]}, shown "t(0,1) u(2)" (or a
+#     streams member's tasks, {"subtopology": s, ...}, shown "s:[0,1]").
+KINDS = ("bytes", "time", "ms", "reported", "datetime", "id", "kept", "mark", "assignment")
 KEPT_KINDS = ("id", "kept")
 
 
@@ -39,9 +41,6 @@ class Table:
     rows: list[list[Any]]
     name: str = ""            # its key in json, its "table" in jsonl, what --csv-table picks
     kinds: dict[str, str] = field(default_factory=dict)   # column -> one of KINDS
-
-    def records(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row)) for row in self.rows]
 
 
 @dataclass
@@ -127,10 +126,10 @@ def cell(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
         if any(isinstance(v, (dict, list, tuple)) for v in value):
-            return json.dumps(value)   # nested values (a record's headers) as JSON text
+            return json.dumps(value)   # a list of records (an assignment) as JSON text
         return ",".join(map(str, value))
-    if isinstance(value, dict):
-        return json.dumps(value)
+    if isinstance(value, dict):   # a map (a topic's configs): k=v,k2=v2
+        return ",".join(f"{k}={cell(v)}" for k, v in value.items())
     return str(value)
 
 
@@ -241,10 +240,10 @@ def _stream_head(stream: Stream, fmt: str) -> str:
 
 def _stream_row(stream: Stream, fmt: str, row: list[Any]) -> str:
     if fmt == "json":
-        return json.dumps(dict(zip(stream.columns, row)), default=str)
+        return json.dumps(dict(zip(data_keys(stream.columns), row)), default=str)
     if fmt == "csv":
         return _csv(Table(stream.columns, [row])).split("\n", 1)[1]
-    keys = ["table", *map(snake_case, stream.columns)]
+    keys = ["table", *data_keys(stream.columns)]
     return json.dumps(dict(zip(keys, [stream.name or "table0", *row])), default=str) + "\n"
 
 
@@ -317,7 +316,7 @@ def _vertical(t: Table, width: int | None) -> str:
 
 
 def _empty(value: Any) -> bool:
-    return value is None or value == "" or (isinstance(value, (list, tuple)) and not value)
+    return value is None or value == "" or (isinstance(value, (list, tuple, dict)) and not value)
 
 
 def for_people(t: Table) -> Table:
@@ -407,8 +406,19 @@ def _mark(value: Any) -> Any:
     return ("*" if value else "") if isinstance(value, bool) else value
 
 
+def human_assignment(value: Any) -> Any:
+    """[{"topic": "t", "partitions": [0, 1]}] -> "t(0,1)", as kafka-consumer-groups prints one;
+    a streams member's tasks, [{"subtopology": "0", "partitions": [0, 1]}] -> "0:[0,1]", as
+    kafka-streams-groups does."""
+    if not isinstance(value, list):
+        return value
+    return " ".join(f"{a['topic']}({','.join(map(str, a['partitions']))})" if "topic" in a
+                    else f"{a['subtopology']}:[{','.join(map(str, a['partitions']))}]" for a in value) or None
+
+
 HUMAN: dict[str, Callable[[Any], Any]] = {"bytes": human_bytes, "time": human_time, "ms": human_ms,
-                                          "datetime": human_datetime, "id": _id, "kept": _kept, "mark": _mark}
+                                          "datetime": human_datetime, "id": _id, "kept": _kept, "mark": _mark,
+                                          "assignment": human_assignment}
 
 
 def _column_text(values: tuple) -> list[str]:
@@ -442,7 +452,8 @@ def table_key(t: Table, i: int) -> str:
 
 def _json(tables: list[Table]) -> str:
     """Always one shape: an object whose keys name the result's tables."""
-    return json.dumps({table_key(t, i): t.records() for i, t in enumerate(tables)}, indent=1, default=str) + "\n"
+    return json.dumps({table_key(t, i): [dict(zip(data_keys(t.columns), row)) for row in t.rows]
+                       for i, t in enumerate(tables)}, indent=1, default=str) + "\n"
 
 
 _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -453,11 +464,18 @@ def snake_case(column: str) -> str:
     return re.sub(r"[^0-9a-zA-Z]+", "_", _WORD_START.sub("_", column.strip())).strip("_").lower()
 
 
+def data_keys(columns: list[str]) -> list[str]:
+    """A table's columns as json, jsonl and csv name them: snake_case, the one spelling of every
+    key a script reads (the tables' names, jsonl's "table", Kafka's JSON files such as a
+    reassignment's "log_dirs"); the table format keeps Kafka's words ("LogEndOffset")."""
+    return [snake_case(c) for c in columns]
+
+
 def _jsonl(tables: list[Table]) -> str:
     """One row an object a line, snake_case keys, with its table's name under "table"."""
     lines = []
     for i, t in enumerate(tables):
-        keys = ["table", *map(snake_case, t.columns)]
+        keys = ["table", *data_keys(t.columns)]
         name = table_key(t, i)
         lines += [json.dumps(dict(zip(keys, [name, *row])), default=str) for row in t.rows]
     return "".join(line + "\n" for line in lines)
@@ -486,6 +504,6 @@ def _csv(table: Table) -> str:
     buf = _Lines()
     import csv  # --output csv only
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(table.columns)
+    w.writerow(data_keys(table.columns))
     w.writerows([cell(v) if v is not None else "" for v in row] for row in table.rows)
     return "".join(buf.parts)
