@@ -29,9 +29,10 @@ EXPANDED = ("auto", "on", "off")
 #   id: a broker or node id, or None shown as "none" (Kafka's word for no leader); never left out.
 #   kept: never left out, even when empty in every row (an empty ISR is the news).
 #   mark: a boolean shown as "*" or nothing (the replica unclean-recovery chose).
+#   entity: a quota's entity {"user": "alice", "client-id": None}, shown "user=alice, client-id=<default>".
 #   assignment: partitions as a list of {"topic": t, "partitions": [0, 1]}, shown "t(0,1) u(2)" (or a
 #     streams member's tasks, {"subtopology": s, ...}, shown "s:[0,1]").
-KINDS = ("bytes", "time", "ms", "reported", "datetime", "id", "kept", "mark", "assignment")
+KINDS = ("bytes", "time", "ms", "reported", "datetime", "id", "kept", "mark", "assignment", "entity")
 KEPT_KINDS = ("id", "kept")
 
 
@@ -416,9 +417,15 @@ def human_assignment(value: Any) -> Any:
                     else f"{a['subtopology']}:[{','.join(map(str, a['partitions']))}]" for a in value) or None
 
 
+def _entity(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    return ", ".join(f"{k}={v if v is not None else '<default>'}" for k, v in value.items())
+
+
 HUMAN: dict[str, Callable[[Any], Any]] = {"bytes": human_bytes, "time": human_time, "ms": human_ms,
                                           "datetime": human_datetime, "id": _id, "kept": _kept, "mark": _mark,
-                                          "assignment": human_assignment}
+                                          "assignment": human_assignment, "entity": _entity}
 
 
 def _column_text(values: tuple) -> list[str]:
