@@ -24,6 +24,7 @@ from kafka_shell.registry import INT32_MAX, INT64_MAX, Confirm, Option, command,
 from kafka_shell.render import Result, Stream, Table
 
 if TYPE_CHECKING:
+    from kafka_shell.metadata import TopicInfo
     from kafka_shell.session import Session
 
 Key = tuple[str, int]
@@ -232,7 +233,7 @@ def produce(session: Session, args: dict) -> Result:
     if not lines:
         raise UsageError("Nothing to send: give values, --file FILE, or lines on stdin")
     values = [_record_line(n, line, args) for n, line in enumerate(lines, 1)]
-    return _send(session, topic.name, values, args)
+    return _send(session, topic, values, args)
 
 
 def _record_line(n: int, line: bytes, args: dict) -> tuple[bytes | None, bytes, list[tuple[str, bytes | None]]]:
@@ -287,15 +288,20 @@ def _values(session: Session, args: dict) -> list[bytes]:
     return [line.rstrip(b"\r") for line in data.split(b"\n") if line.rstrip(b"\r")]
 
 
-def _send(session: Session, topic: str, values: list, args: dict) -> Result:
+def _send(session: Session, topic_info: TopicInfo, values: list, args: dict) -> Result:
+    topic = topic_info.name
     produced = records.produce(session.conn, topic, values, acks=args["acks"], partition=args["partition"],
                                headers=list(args["header"]) or None, compression=args["compression"],
                                rate=args["rate"])
     sent = len(produced.delivered)
-    note = f"Produced {sent} record(s) to {topic}." if not produced.failures else \
+    note = f"Produced {sent} record(s) to {topic}." if not produced.unacked else \
         f"Produced {sent} of {len(values)} record(s) to {topic}."
+    leaders = {p.partition: p.leader for p in topic_info.partitions}
+    failures = [line + (f" (its leader: broker {leaders[u.partition]})"
+                        if u.partition is not None and leaders.get(u.partition, -1) >= 0 else "")
+                for u, line in zip(produced.unacked, produced.failures)]
     return Result.outcome([Table(["Record", "Partition", "Offset"], [list(r) for r in produced.delivered],
-                                 name="produced")], [note], produced.failures)
+                                 name="produced")], [note], failures)
 
 
 # -- consume -----------------------------------------------------------------------------------

@@ -105,10 +105,32 @@ def _deletion_line(key: Key, code: int, offset: int | None) -> str:
 # -- producing -----------------------------------------------------------------------------------
 
 
+class Unacked(NamedTuple):
+    """Records of one partition (None: never assigned one) not acknowledged, for one reason."""
+    partition: int | None
+    records: list[int]    # their numbers, from 1
+    reason: str
+
+
 @dataclass(frozen=True)
 class Produced:
     delivered: list[tuple[int, int, int | None]]   # (record number, partition, offset; None with acks=0)
-    failures: list[str]
+    unacked: list[Unacked]
+
+    @property
+    def failures(self) -> list[str]:
+        """One line per partition and reason."""
+        return [f"{_numbers(u.records)}{f' (partition {u.partition})' if u.partition is not None else ''}: {u.reason}"
+                for u in self.unacked]
+
+
+def _numbers(records: list[int]) -> str:
+    """"Record 3", "Records 1-1000 (1000)", "Records 1, 4 (2)"."""
+    if len(records) == 1:
+        return f"Record {records[0]}"
+    span = records[-1] - records[0] + 1 == len(records)
+    listed = f"{records[0]}-{records[-1]}" if span else ", ".join(map(str, records[:5])) + (", ..." if len(records) > 5 else "")
+    return f"Records {listed} ({len(records)})"
 
 
 Header = tuple[str, bytes | None]
@@ -135,14 +157,15 @@ def produce(conn: ConnectionManager, topic: str, records: Sequence[Outgoing], ac
         settings["partitioner"] = JAVA_PARTITIONER
     if compression is not None:
         settings["compression.type"] = compression
-    if not idempotent:
-        settings["enable.idempotence"] = False
+    # Retries never write a record twice (as Java's producer, idempotent by default with acks=all).
+    if "enable.idempotence" not in conn.client_config():
+        settings["enable.idempotence"] = idempotent and acks in ("all", "-1")
     producer = _client(Producer, conn, acks=acks, **settings)
     outcomes: list[Any] = [None] * len(records)
 
     def delivered(index: int) -> Callable[[Any, Any], None]:
         def report(err: Any, msg: Any) -> None:
-            outcomes[index] = err if err is not None else (msg.partition(), msg.offset())
+            outcomes[index] = (msg.partition(), msg.offset(), err)
         return report
     extra: dict[str, Any] = {"partition": partition} if partition is not None else {}
     conn.debug(f"producing {len(records)} record(s) to {topic} (acks={acks}"
@@ -167,17 +190,18 @@ def produce(conn: ConnectionManager, topic: str, records: Sequence[Outgoing], ac
         raise
     except KafkaException as exc:
         raise KafkaCallError(f'Writing to "{topic}": {exc.args[0].str()}') from None
-    rows, failures = [], []
+    rows: list[tuple[int, int, int | None]] = []
+    unacked: dict[tuple[int | None, str], list[int]] = {}
     for i, outcome in enumerate(outcomes):
-        if outcome is None:
-            failures.append(f"Record {i + 1}: no acknowledgement within {conn.timeout_s:g} s")
-        elif isinstance(outcome, tuple):
-            # acks=0: the producer never learns the offset (-1, or None).
-            offset = outcome[1]
-            rows.append((i + 1, outcome[0], offset if offset is not None and offset >= 0 else None))
-        else:
-            failures.append(f"Record {i + 1}: {outcome.str()}")
-    return Produced(rows, failures)
+        part, offset, err = outcome if outcome is not None else (partition, None, None)
+        part = part if part is not None and part >= 0 else None
+        if outcome is None or err is not None:
+            reason = err.str() if err is not None else \
+                f"no acknowledgement within {conn.timeout_s:g} s (they may be written yet: consume shows it)"
+            unacked.setdefault((part, reason), []).append(i + 1)
+        else:   # acks=0: the producer never learns the offset (-1, or None)
+            rows.append((i + 1, part or 0, offset if offset is not None and offset >= 0 else None))
+    return Produced(rows, [Unacked(p, numbers, reason) for (p, reason), numbers in unacked.items()])
 
 
 # -- consuming -----------------------------------------------------------------------------------
