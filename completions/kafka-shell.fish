@@ -229,7 +229,7 @@ complete -c kafka-shell -n '__fish_contains_opt consume' -l format -x -d 'Each r
 complete -c kafka-shell -n '__fish_contains_opt consume' -l raw -d 'Each value\'s bytes as they are, then a newline (kcat\'s default)'
 complete -c kafka-shell -n '__fish_contains_opt consume' -l print-key -d 'Plain lines as Kafka\'s console consumer prints them: KEY<TAB>VALUE'
 complete -c kafka-shell -n '__fish_contains_opt consume' -l print-headers -d 'Plain lines with the headers first: k:v,k:v<TAB>[KEY<TAB>]VALUE (NO_HEADERS when none)'
-complete -c kafka-shell -n '__fish_contains_opt consume' -l base64 -d 'Keys, values and header values in base64 (plain lines, --format, tables, and json\'s KeyBase64/ValueBase64 fields)'
+complete -c kafka-shell -n '__fish_contains_opt consume' -l base64 -d 'Keys, values and header values in base64 (plain lines, --format, tables, and json\'s key_base64/value_base64 fields)'
 complete -c kafka-shell -n '__fish_contains_opt consume' -l output -xa 'table json jsonl csv'
 complete -c kafka-shell -n '__fish_contains_opt consume' -l output -x -d 'Output format of this command (default: the session\'s, see `output`)'
 complete -c kafka-shell -n '__fish_contains_opt consume' -s o -xa 'table json jsonl csv'

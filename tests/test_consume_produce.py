@@ -50,18 +50,18 @@ def test_where_a_read_starts_last_n_and_from_a_time(sandbox):
                               (0, None, b"new0", now - 60_000), (1, None, b"new1", now - 30_000),
                               (1, None, b"new2", now - 10_000)])
     out, err = ok(sandbox, "consume --topic t --offset -2 -o json")
-    assert sorted((r["Partition"], r["Value"]) for r in json_rows(out)) == [(0, "new0"), (0, "old1"), (1, "new1"),
+    assert sorted((r["partition"], r["value"]) for r in json_rows(out)) == [(0, "new0"), (0, "old1"), (1, "new1"),
                                                                            (1, "new2")]
     assert err == "Consumed 4 record(s): reached the end of the log.\n"
     out, _ = ok(sandbox, "consume --topic t --offset -5 --partition 1 -o json")   # not before the log's start
-    assert [r["Value"] for r in json_rows(out)] == ["new1", "new2"]
+    assert [r["value"] for r in json_rows(out)] == ["new1", "new2"]
     out, _ = ok(sandbox, "consume --topic t --from-time -1h -o json")
-    assert sorted(r["Value"] for r in json_rows(out)) == ["new0", "new1", "new2"]
+    assert sorted(r["value"] for r in json_rows(out)) == ["new0", "new1", "new2"]
     out, _ = ok(sandbox, f"consume --topic t --from-time {now - 150 * 60_000} --partition 0 -o json")   # epoch ms
-    assert [r["Value"] for r in json_rows(out)] == ["old1", "new0"]
+    assert [r["value"] for r in json_rows(out)] == ["old1", "new0"]
     iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((now - 45_000) / 1000))
     out, _ = ok(sandbox, f"consume --topic t --from-time {iso} -o json")   # UTC without a zone, as Kafka's tools
-    assert sorted(r["Value"] for r in json_rows(out)) == ["new1", "new2"]
+    assert sorted(r["value"] for r in json_rows(out)) == ["new1", "new2"]
     out, err = ok(sandbox, "consume --topic t --from-time -1s -o json")   # after every record: nothing to read
     assert json_rows(out) == [] and err.startswith("Consumed 0 record(s)")
     for line, needle in (("consume --topic t --offset 3", "--offset N needs --partition"),
@@ -93,7 +93,7 @@ def test_line_formats_kcat_tokens_console_consumer_lines_raw_and_base64(sandbox)
     p = raw(sandbox, "consume --topic t --from-beginning --raw")   # kcat's default: each value, a newline
     assert p.stdout == b"hello\n\x00\xff\n\n\n"
     out, _ = ok(sandbox, "consume --topic t --from-beginning --base64 -o json")
-    assert [(r["KeyBase64"], r["ValueBase64"], r["Key"], r["Value"]) for r in json_rows(out)] == [
+    assert [(r["key_base64"], r["value_base64"], r["key"], r["value"]) for r in json_rows(out)] == [
         ("azE=", "aGVsbG8=", None, None), (None, "AP8K", None, None), ("azM=", None, None, None)]
     for line in ("consume --topic t --raw --print-key", "consume --topic t --format %s --raw",
                  "consume --topic t --print-key -o json", "consume --topic t --format '%x'"):
@@ -124,16 +124,16 @@ def test_isolation_level_read_uncommitted_by_default_as_kafkas_console_consumer(
     producer.produce("t", b"open", partition=0)
     producer.flush(30)   # a transaction open from offset 4; the log ends at 5
     out, err = ok(sandbox, "consume --topic t --partition 0 --offset 0 -o json")
-    assert [r["Value"] for r in json_rows(out)] == ["v0", "v1", "v2", "v3", "open"]
+    assert [r["value"] for r in json_rows(out)] == ["v0", "v1", "v2", "v3", "open"]
     assert err == "Consumed 5 record(s): reached the end of the log.\n"
     out, err = ok(sandbox, "consume --topic t --partition 0 --offset 0 --isolation-level read_committed -o json")
-    assert [r["Value"] for r in json_rows(out)] == ["v0", "v1", "v2", "v3"]
+    assert [r["value"] for r in json_rows(out)] == ["v0", "v1", "v2", "v3"]
     assert err.splitlines() == ["Consumed 4 record(s): reached the end of the log.",
                                 "t-0: stopped at offset 4, its last stable offset: a transaction is open "
                                 "(--isolation-level read_uncommitted reads past it)"]
     producer.abort_transaction(30)
     out, _ = ok(sandbox, "consume --topic t --from-beginning --isolation-level read_committed -o json")
-    assert [r["Value"] for r in json_rows(out)] == ["v0", "v1", "v2", "v3"]   # the aborted record is not read
+    assert [r["value"] for r in json_rows(out)] == ["v0", "v1", "v2", "v3"]   # the aborted record is not read
 
 
 def test_an_offset_reset_is_said_once_and_stops_the_read(sandbox):
@@ -146,7 +146,7 @@ def test_an_offset_reset_is_said_once_and_stops_the_read(sandbox):
                                 "(--offset-reset earliest or latest goes on from there)"]
     ok(sandbox, "delete-records --topic t --partition 0 --before-offset 2 --yes")
     code, out, err = sh(sandbox, "consume --topic t --partition 0 --offset 0 --offset-reset earliest -o json")
-    assert code == 0 and [r["Value"] for r in json_rows(out)] == ["c"]
+    assert code == 0 and [r["value"] for r in json_rows(out)] == ["c"]
     assert err.splitlines() == ["Consumed 1 record(s): reached the end of the log.",
                                 "t-0: offset 0 is outside the log (log start 2, log end 3): went on from offset 2 "
                                 "(--offset-reset earliest)"]
@@ -210,7 +210,7 @@ def test_a_slow_leader_is_named_and_does_not_hold_up_the_other_partitions(sandbo
             lines = err.getvalue().splitlines()
             assert f"a1-2: not read: its leader, broker {slow}, sent nothing within {idle} s" in lines, lines
             if "from-beginning" in line:   # what the others hold is printed
-                assert sorted(r["Partition"] for r in json_rows(out.getvalue())) == sorted(others * 2)
+                assert sorted(r["partition"] for r in json_rows(out.getvalue())) == sorted(others * 2)
                 assert lines[0] == f"Consumed {2 * len(others)} record(s): stopped waiting after {idle} s without " \
                                    "a record."
     finally:
@@ -220,13 +220,13 @@ def test_a_slow_leader_is_named_and_does_not_hold_up_the_other_partitions(sandbo
 def test_produce_places_keyed_records_as_javas_producer_does(sandbox):
     create(sandbox, "k", 3)
     out, _ = ok(sandbox, "produce --topic k --key-separator : alice:1 bob:2 carol:3 -o json")
-    assert [r["Partition"] for r in json_rows(out)] == [0, 0, 2]   # Java's murmur2 (librdkafka's crc32: 2, 2, 2)
+    assert [r["partition"] for r in json_rows(out)] == [0, 0, 2]   # Java's murmur2 (librdkafka's crc32: 2, 2, 2)
     # -X partitioner=... still chooses librdkafka's own.
     p = subprocess.run([*SHELL, "--bootstrap-server", sandbox.bootstrap, "-X", "partitioner=consistent",
                         "-o", "json", "--command", "produce --topic k --key-separator : alice:1 bob:2 carol:3"],
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60, cwd=ROOT)
     assert p.returncode == 0, p.stderr
-    assert [r["Partition"] for r in json_rows(p.stdout)] == [2, 2, 2]
+    assert [r["partition"] for r in json_rows(p.stdout)] == [2, 2, 2]
     code, _, err = sh(sandbox, "produce --topic k --key-separator : alice:1 bob")
     assert code == 2 and err == 'Line 2 has no key separator ":": give KEY:VALUE on every line\n'
 
@@ -254,10 +254,29 @@ def test_produce_compression_acks_and_rate(sandbox):
         codecs = sandbox.call(lambda: [log.codec_of(b.data) for b in sandbox.cluster.partition("t", 0).batches])
         assert codecs[-1] == number, (codec, codecs)
     out, _ = ok(sandbox, "produce --topic t --acks 0 x -o json")
-    assert json_rows(out) == [{"Record": 1, "Partition": 0, "Offset": None}]   # acks=0: no offset comes back
+    assert json_rows(out) == [{"record": 1, "partition": 0, "offset": None}]   # acks=0: no offset comes back
     ok(sandbox, "produce --topic t --rate 20 r0 r1 r2 r3 r4")
     out, _ = ok(sandbox, "consume --topic t --offset -5 -o json")
-    stamps = [r["Timestamp"] for r in json_rows(out)]
+    stamps = [r["timestamp"] for r in json_rows(out)]
     assert stamps[-1] - stamps[0] >= 4 * 50 - 5   # 20 a second: the fifth goes out 200 ms after the first
     out, _ = ok(sandbox, "consume --topic t --from-beginning -o json")
-    assert [r["Value"][:6] for r in json_rows(out)][:2] == ["gzip-a", "gzip-b"]
+    assert [r["value"][:6] for r in json_rows(out)][:2] == ["gzip-a", "gzip-b"]
+
+
+def test_records_a_hung_leader_never_acknowledges_are_one_line_naming_it(sandbox):
+    create(sandbox, "t", 2, 1)
+    hung = sandbox.call(lambda: sandbox.cluster.partition("t", 1).leader)
+    bootstrap = ",".join(f"{b.host}:{b.port}" for i, b in sandbox.cluster.brokers.items() if i != hung)
+    sandbox.delay(hung, 30_000)
+    out, err = io.StringIO(), io.StringIO()
+    session = Session(target=Target(bootstrap, timeout_s=2), stdout=out, stderr=err)
+    try:
+        assert run_line(session, "produce --topic t --partition 1 " + " ".join(f"v{i}" for i in range(50))) == 1
+    finally:
+        session.close()
+        sandbox.delay(hung, 0)
+    assert out.getvalue() == ""   # nothing was acknowledged: no table
+    assert err.getvalue().splitlines() == [
+        "Produced 0 of 50 record(s) to t.",
+        f"Records 1-50 (50) (partition 1): no acknowledgement within 2 s (they may be written yet: consume shows it) "
+        f"(its leader: broker {hung})"]

@@ -51,7 +51,7 @@ def test_topic_context_reaches_every_command_that_takes_a_topic(sandbox):
         start = len(s.stdout.getvalue())
         assert run_line(s, "describe-log-dirs -o json") == 0, s.stderr.getvalue()
         rows = json_rows(s.stdout.getvalue()[start:], "partitions")
-        assert {r["Topic"] for r in rows} == {"orders"}             # filtered to the context topic
+        assert {r["topic"] for r in rows} == {"orders"}             # filtered to the context topic
         start = len(s.stdout.getvalue())
         assert run_line(s, "reassign-partitions --generate --broker-list 1,2,3") == 0, s.stderr.getvalue()
         plan = s.stdout.getvalue()[start:]

@@ -46,10 +46,10 @@ def test_commands_take_kafkas_patterns(sandbox):
     for name in ("orders", "orders-eu", "orders-us", "tmp-1", "tmp-2"):
         create(sandbox, name, 1, 1)
     out, err = ok(sandbox, "list-topics 'orders-*' -o json")
-    assert [r["Topic"] for r in json_rows(out)] == ["orders"]
+    assert [r["topic"] for r in json_rows(out)] == ["orders"]
     assert "as a glob it would select 2 ('orders-.*'" in err
     out, err = ok(sandbox, "describe-topic --topic 'orders-.*' -o json")
-    assert [r["Topic"] for r in json_rows(out, "topics")] == ["orders-eu", "orders-us"] and err == ""
+    assert [r["topic"] for r in json_rows(out, "topics")] == ["orders-eu", "orders-us"] and err == ""
     out, _ = ok(sandbox, "get-offsets --topic 'orders-(eu|us)'")
     assert out == "orders-eu:0:0\norders-us:0:0\n"
     code, _, err = sh(sandbox, "describe-topic --topic 'tmp*'")
@@ -63,8 +63,8 @@ def test_commands_take_kafkas_patterns(sandbox):
 def test_describe_configs_of_every_broker(sandbox):
     out, _ = ok(sandbox, "describe-configs --entity-type brokers -o json")
     rows = json_rows(out)
-    assert sorted({r["Broker"] for r in rows}) == [1, 2, 3]
-    assert {r["Name"] for r in rows if r["Broker"] == 2} >= {"broker.id", "node.id"}
+    assert sorted({r["broker"] for r in rows}) == [1, 2, 3]
+    assert {r["name"] for r in rows if r["broker"] == 2} >= {"broker.id", "node.id"}
     out, _ = ok(sandbox, "describe-configs --entity-type brokers --all -o json")
     assert len(json_rows(out)) > 3 * 100   # every config of each
     code, _, err = sh(sandbox, "describe-configs --entity-type topics")
@@ -79,5 +79,5 @@ def test_describe_configs_of_every_broker(sandbox):
     finally:
         session.close()
         sandbox.delay(3, 0)
-    assert sorted({r["Broker"] for r in json_rows(out.getvalue())}) == [1, 2]
+    assert sorted({r["broker"] for r in json_rows(out.getvalue())}) == [1, 2]
     assert err.getvalue().startswith("Broker 3: ") and len(err.getvalue().splitlines()) == 1

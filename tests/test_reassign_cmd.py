@@ -127,11 +127,11 @@ def test_execute_verify_and_throttles_cleared_by_a_later_session(cluster, tmp_pa
     p = shell("--bootstrap-server", cluster.bootstrap, "--output", "json", "--command",
               f"reassign-partitions --verify --reassignment-json-file {path}", env=env)
     assert p.returncode == 3, p.stderr
-    status = {(r["Topic"], r["Partition"]): r["Status"] for r in json_rows(p.stdout, "status")}
+    status = {(r["topic"], r["partition"]): r["status"] for r in json_rows(p.stdout, "status")}
     assert status[("t", 0)] == "in progress"
     listed = json_rows(shell("--bootstrap-server", cluster.bootstrap, "--output", "json", "--command",
                               "reassign-partitions --list", env=env).stdout)
-    assert {(r["Topic"], r["Partition"]) for r in listed} == set(MOVE)
+    assert {(r["topic"], r["partition"]) for r in listed} == set(MOVE)
 
     # Each --verify is a new process: the one that sees the move done removes the throttles.
     cluster.set_replication_rate(None)  # now the moves copy at the throttled rate

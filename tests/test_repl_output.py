@@ -43,7 +43,7 @@ def test_results_go_to_a_file_a_command_or_every_result_to_a_file(sandbox, data_
         session.close()
     first, second, appended = plan.read_text().split("\n", 2)
     assert (first, second) == ("t,0,0", "t,1,0")   # Kafka's CSV, which --from-file reads back
-    assert "t" in [t["Topic"] for t in json.loads(appended)["topics"]]
+    assert "t" in [t["topic"] for t in json.loads(appended)["topics"]]
     assert piped.read_text() == "".join(f"{p}-{i}\n" for p, i in sorted(((0, 0), (0, 1), (0, 2), (1, 0), (1, 1)),
                                                                         reverse=True))
     every_text = every.read_text()

@@ -88,7 +88,7 @@ def test_continuation_comments_and_context_lines(sandbox, tmp_path):
     assert "5> alter-topic --partitions 6" in p.stderr
     outputs = [d for d in json_documents(p.stdout) if d]   # {} is a line without tables
     described = outputs[0]
-    assert described["topics"][0]["PartitionCount"] == 6
+    assert described["topics"][0]["partition_count"] == 6
     assert outputs[1] == {"partitions": []}  # nothing under-replicated
 
 
@@ -224,7 +224,7 @@ def test_a_stream_keeps_echo_continuations_context_batches_and_continue_on_error
     assert "1> create-topic --topic b1" in p.stderr and "2> create-topic --topic b3 --partitions 3" in p.stderr
     assert 'stdin:4: Topic "b1" already exists (use --if-not-exists).' in p.stderr
     assert 'Switched to "b3" topic.' in p.stderr
-    assert json_documents(p.stdout)[-1]["topics"][0]["PartitionCount"] == 3
+    assert json_documents(p.stdout)[-1]["topics"][0]["partition_count"] == 3
     assert set(topics(sandbox)) == {"b1", "b2", "b3"}
 
 

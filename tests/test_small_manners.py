@@ -40,7 +40,7 @@ def test_a_command_alone_does_its_natural_read_or_says_what_to_give(sandbox):
     out, err = ok(sandbox, "broker-ids")   # = broker-ids missing
     assert err == "No missing broker ids: every id in a replica set is a live broker.\n"
     out, _ = ok(sandbox, "preferred-controller -o json")   # = preferred-controller show
-    assert json_rows(out)[0]["ActiveController"] == 100
+    assert json_rows(out)[0]["active_controller"] == 100
     code, _, err = sh(sandbox, "watch")
     assert code == 2 and err == ("watch needs COMMAND ...: the read command to re-run, with its options "
                                  "(e.g. watch describe-topic --under-replicated-partitions)\n")
@@ -81,7 +81,7 @@ def test_a_duration_header_drops_the_unit_its_values_no_longer_have(sandbox):
         out, _ = ok(sandbox, "sandbox status")
         assert out.splitlines()[0].split()[-1] == "Delay" and "1.5 s" in out
         out, _ = ok(sandbox, "sandbox status -o json")
-        assert {r["Node"]: r["DelayMs"] for r in json_rows(out)}[1] == 1500   # scripts keep the exact value
+        assert {r["node"]: r["delay_ms"] for r in json_rows(out)}[1] == 1500   # scripts keep the exact value
     finally:
         sandbox.delay(1, 0)
 
@@ -100,8 +100,8 @@ def test_a_port_in_use_is_named():
 
 def test_a_dry_run_of_the_broker_defaults_shows_what_applies_now(sandbox):
     out, _ = ok(sandbox, "alter-configs --entity-default --add-config log.cleaner.threads=2 --dry-run -o json")
-    assert json_rows(out) == [{"Name": "log.cleaner.threads", "Value": "1", "Source": "DEFAULT_CONFIG", "NewValue": "2"}]
+    assert json_rows(out) == [{"name": "log.cleaner.threads", "value": "1", "source": "DEFAULT_CONFIG", "new_value": "2"}]
     ok(sandbox, "alter-configs --entity-default --add-config log.cleaner.threads=2")
     out, _ = ok(sandbox, "alter-configs --entity-default --add-config log.cleaner.threads=3 --dry-run -o json")
-    assert json_rows(out) == [{"Name": "log.cleaner.threads", "Value": "2", "Source": "DYNAMIC_DEFAULT_BROKER_CONFIG",
-                               "NewValue": "3"}]
+    assert json_rows(out) == [{"name": "log.cleaner.threads", "value": "2", "source": "DYNAMIC_DEFAULT_BROKER_CONFIG",
+                               "new_value": "3"}]

@@ -47,15 +47,17 @@ def column_names() -> set[str]:
                 continue
             tree = ast.parse(path.read_text(), str(path))
             for node in ast.walk(tree):
-                if isinstance(node, ast.Call) and node.args:
-                    func = node.func
-                    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-                    if name in TABLE_CALLS:
-                        names.update(_strings(node.args[0]))
+                if isinstance(node, ast.Call) and node.args and _called(node) in TABLE_CALLS:
+                    names.update(_strings(node.args[0]))
                 elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and "column" in t.id.lower()
                                                           for t in node.targets):
                     names.update(_strings(node.value))
     return {n for n in names if _PASCAL.fullmatch(n) and snake_case(n) != n}
+
+
+def _called(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _csv_header(text: str, columns: set[str]) -> str | None:
@@ -79,7 +81,12 @@ def edits(source: str, columns: set[str]) -> tuple[list[tuple[ast.Constant, str]
                 and id(node) not in formatted:
             found[id(node)] = (node, snake_case(node.value))
 
+    # A table's own declaration in a test (Table(["Topic"], ..., kinds={"Topic": ...})) keeps its words.
+    declared = {id(n) for call in ast.walk(tree) if isinstance(call, ast.Call) and _called(call) in TABLE_CALLS
+                for n in ast.walk(call)}
     for node in ast.walk(tree):
+        if id(node) in declared:
+            continue
         if isinstance(node, ast.Subscript):
             take(node.slice)
         elif isinstance(node, ast.Dict):
@@ -97,7 +104,7 @@ def edits(source: str, columns: set[str]) -> tuple[list[tuple[ast.Constant, str]
                 found[id(node)] = (node, header)
     left = sorted({(n.lineno, n.value) for n in ast.walk(tree)
                    if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in columns
-                   and id(n) not in found})
+                   and id(n) not in found and id(n) not in declared})
     return list(found.values()), left
 
 
@@ -111,7 +118,8 @@ def rewrite(source: str, changes: list[tuple[ast.Constant, str]]) -> str:
         raw = line.encode()[node.col_offset:node.end_col_offset].decode()
         prefix = re.match(r"[rRbBuUfF]*", raw).group()  # type: ignore[union-attr]
         quote = raw[len(prefix)]
-        body = new.replace("\\", "\\\\").replace("\n", "\\n") if "r" not in prefix.lower() else new
+        body = new if "r" in prefix.lower() else (new.replace("\\", "\\\\").replace(quote, "\\" + quote)
+                                                  .replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r"))
         literal = f"{prefix}{quote}{body}{quote}"
         data = line.encode()
         lines[node.lineno - 1] = (data[:node.col_offset] + literal.encode() + data[node.end_col_offset:]).decode()

@@ -27,7 +27,7 @@ def test_regular_expressions_select_what_kafka_topics_selects(kafka4):
         assert kafka.returncode == 0, kafka.stderr
         p = shell("--bootstrap-server", kafka4.bootstrap, "-o", "json", "--command", f"list-topics '{pattern}'")
         assert p.returncode == 0, p.stderr
-        assert [r["Topic"] for r in json_rows(p.stdout)] == sorted(kafka.stdout.split()), pattern
+        assert [r["topic"] for r in json_rows(p.stdout)] == sorted(kafka.stdout.split()), pattern
 
 
 def test_every_brokers_configs_as_kafka_configs_describes_them(kafka4):
@@ -38,8 +38,8 @@ def test_every_brokers_configs_as_kafka_configs_describes_them(kafka4):
     p = shell("--bootstrap-server", kafka4.bootstrap, "-o", "json", "--command", "describe-configs --entity-type brokers --all")
     assert p.returncode == 0, p.stderr
     rows = json_rows(p.stdout)
-    assert sorted({r["Broker"] for r in rows}) == described == [1, 2, 3]
-    ours = {(r["Name"], r["Value"]) for r in rows if r["Broker"] == 2 and not r["Sensitive"]}
+    assert sorted({r["broker"] for r in rows}) == described == [1, 2, 3]
+    ours = {(r["name"], r["value"]) for r in rows if r["broker"] == 2 and not r["sensitive"]}
     theirs = set(re.findall(r"^  (\S+)=(\S*) sensitive=false", kafka.stdout.split("All configs for broker 2 are:")[1]
                             .split("All configs for broker")[0], re.M))
     assert {k for k, _ in theirs} <= {k for k, _ in ours} and ("broker.rack", "b") in ours

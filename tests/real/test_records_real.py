@@ -107,11 +107,11 @@ def test_where_a_read_starts_and_kcats_format(kafka4):
         producer.produce(topic, key=b"k", value=value, partition=partition, timestamp=ts)
     assert producer.flush(30) == 0
     out, err = ok(kafka4, f"consume --topic {topic} --offset -2 -o json")
-    assert sorted((r["Partition"], r["Value"]) for r in json_rows(out.decode())) == [
+    assert sorted((r["partition"], r["value"]) for r in json_rows(out.decode())) == [
         (0, "new0"), (0, "old1"), (1, "new1"), (1, "new2")]
     assert err == "Consumed 4 record(s): reached the end of the log.\n"
     out, _ = ok(kafka4, f"consume --topic {topic} --from-time -1h -o json")
-    assert sorted(r["Value"] for r in json_rows(out.decode())) == ["new0", "new1", "new2"]
+    assert sorted(r["value"] for r in json_rows(out.decode())) == ["new0", "new1", "new2"]
     out, _ = ok(kafka4, f"consume --topic {topic} --partition 0 --from-time {now - 150 * 60_000} --format '%p:%o:%k=%s;'")
     assert out == b"0:1:k=old1;0:2:k=new0;"
 
@@ -129,9 +129,9 @@ def test_isolation_level_at_an_open_transaction(kafka4):
     txn.flush(30)
     try:
         out, err = ok(kafka4, f"consume --topic {topic} --partition 0 --offset 0 -o json")
-        assert [r["Value"] for r in json_rows(out.decode())] == ["v0", "v1", "v2", "v3", "open"]
+        assert [r["value"] for r in json_rows(out.decode())] == ["v0", "v1", "v2", "v3", "open"]
         out, err = ok(kafka4, f"consume --topic {topic} --partition 0 --offset 0 --isolation-level read_committed -o json")
-        assert [r["Value"] for r in json_rows(out.decode())] == ["v0", "v1", "v2", "v3"]
+        assert [r["value"] for r in json_rows(out.decode())] == ["v0", "v1", "v2", "v3"]
         assert err.splitlines()[1:] == [f"{topic}-0: stopped at offset 4, its last stable offset: a transaction is "
                                         "open (--isolation-level read_uncommitted reads past it)"]
     finally:
@@ -189,6 +189,6 @@ def test_a_hung_leaders_partition_is_named_and_the_others_are_read(kafka4):
     finally:
         os.kill(node.proc.pid, signal.SIGCONT)
     assert p.returncode == 1, p.stderr
-    assert sorted(r["Partition"] for r in json_rows(p.stdout)) == sorted(q for q, b in leaders.items() if b != hung)
+    assert sorted(r["partition"] for r in json_rows(p.stdout)) == sorted(q for q, b in leaders.items() if b != hung)
     assert f"{topic}-2: not read: its leader, broker {hung}, sent nothing within 2 s" in p.stderr.splitlines(), p.stderr
     kafka4.wait_ready()
