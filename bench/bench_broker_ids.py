@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kafka_shell.connection import ConnectionManager  # noqa: E402
+from kafka_shell.connection.manager import ConnectionManager  # noqa: E402
 from kafka_shell.sandbox import admin as sandbox_admin  # noqa: E402
 from kafka_shell.sandbox.server import Sandbox  # noqa: E402
 

@@ -17,9 +17,9 @@ import time
 
 from prompt_toolkit.document import Document
 
-from kafka_shell.metadata import BrokerInfo, ClusterSnapshot, ControllerInfo, PartitionInfo, TopicInfo
-from kafka_shell.registry import Command, Option, Registry, load_commands
-from kafka_shell.repl.completer import KafkaCompleter
+from kafka_shell.connection.metadata import BrokerInfo, ClusterSnapshot, ControllerInfo, PartitionInfo, TopicInfo
+from kafka_shell.declarations.registry import Command, Option, Registry, load_commands
+from kafka_shell.face.repl.completer import KafkaCompleter
 
 LINES = [
     "describe-topic --topic ",            # every topic matches: the cap matters

@@ -13,8 +13,8 @@ import statistics
 import time
 import uuid
 
-from kafka_shell import frames, protocol
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol import codec, frames
+from kafka_shell.protocol.codes import ApiKey
 
 
 def main() -> None:
@@ -22,15 +22,15 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--partitions", type=int, default=100)
     args = parser.parse_args()
-    cls = protocol.response_schema(ApiKey.METADATA, 12)
+    cls = codec.response_schema(ApiKey.METADATA, 12)
     topics = [{"name": f"topic-{t:05d}", "topic_id": uuid.uuid4(), "partitions": [
         {"partition_index": p, "leader_id": p % 3 + 1, "replica_nodes": [1, 2, 3], "isr_nodes": [1, 2, 3]}
         for p in range(args.partitions)]} for t in range(args.topics)]
-    answer = protocol.build(cls, {"brokers": [{"node_id": i, "host": "127.0.0.1", "port": 9091 + i}
+    answer = codec.build(cls, {"brokers": [{"node_id": i, "host": "127.0.0.1", "port": 9091 + i}
                                               for i in (1, 2, 3)],
                                   "cluster_id": "bench", "controller_id": 1, "topics": topics})
-    body = protocol.encode_response(answer, 1)[4:]
-    reader_header, reader = protocol._reader(cls.__header_schema__), protocol._reader(cls)
+    body = codec.encode_response(answer, 1)[4:]
+    reader_header, reader = codec._reader(cls.__header_schema__), codec._reader(cls)
 
     def kio_alone() -> None:
         _, used = reader_header(body, 0)
@@ -40,7 +40,7 @@ def main() -> None:
         frames.check(cls, body, frames.check(cls.__header_schema__, body, 0))
 
     def validated_decode() -> None:
-        protocol.decode_response(cls, body)
+        codec.decode_response(cls, body)
 
     figures = {}
     for name, fn in (("kio alone", kio_alone), ("validation alone", validation_alone),

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kafka_shell.codes import ApiKey  # noqa: E402
+from kafka_shell.protocol.codes import ApiKey  # noqa: E402
 from kafka_shell.sandbox.server import Sandbox  # noqa: E402
 from tests import k848_scenarios  # noqa: E402
 from tests.clients import java_client  # noqa: E402

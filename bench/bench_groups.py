@@ -23,10 +23,10 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from kafka_shell.runner import run_line
+from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
-from kafka_shell.session import Session, Target
+from kafka_shell.connection.session import Session, Target
 
 ROOT = Path(__file__).resolve().parent.parent
 SHELL = str(ROOT / ".venv" / "bin" / "kafka-shell")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kafka_shell.codes import ApiKey  # noqa: E402
+from kafka_shell.protocol.codes import ApiKey  # noqa: E402
 from kafka_shell.sandbox.server import Sandbox  # noqa: E402
 from tests import k848_scenarios  # noqa: E402
 from tests.real_kafka import KAFKA_4, RealKafka  # noqa: E402

@@ -52,7 +52,7 @@ def bench_sandbox_snapshot(partitions: int, work: Path) -> tuple[float, int, int
 
     from kafka_shell.pipeline import snapshot
     from kafka_shell.sandbox.server import Sandbox
-    from kafka_shell.session import Session, Target
+    from kafka_shell.connection.session import Session, Target
     with Sandbox(brokers=3, racks=["a", "b", "c"]) as sandbox:
         admin = AdminClient({"bootstrap.servers": sandbox.bootstrap, "log_level": 3})
         per_topic, per_request = 1000, 9   # KRaft takes 10,000 records a request: a topic's own and its partitions'

@@ -148,9 +148,9 @@ def main() -> None:
 
 
 def repl_describe(bootstrap: str, topic: str, runs: int) -> float:
-    from kafka_shell.registry import load_commands
-    from kafka_shell.runner import run_line
-    from kafka_shell.session import Session, Target
+    from kafka_shell.declarations.registry import load_commands
+    from kafka_shell.face.runner import run_line
+    from kafka_shell.connection.session import Session, Target
     load_commands()
     session = Session(target=Target(bootstrap), stdout=io.StringIO(), stderr=io.StringIO())
     session.conn.connect()   # a REPL fills its cache at start

@@ -92,9 +92,9 @@ def main() -> None:
         # KRaft takes at most 10,000 metadata records per request (the topic's own included).
         wall([*boot, "--command", "create-topic --topic big --partitions 5000 --replication-factor 3"])
         wall([*boot, "--command", "alter-topic --topic big --partitions 10000"])
-        from kafka_shell.registry import load_commands
-        from kafka_shell.runner import run_line
-        from kafka_shell.session import Session, Target
+        from kafka_shell.declarations.registry import load_commands
+        from kafka_shell.face.runner import run_line
+        from kafka_shell.connection.session import Session, Target
         load_commands()
         session = Session(target=Target(bootstrap), stdout=io.StringIO(), stderr=io.StringIO())
         session.conn.connect()  # a REPL fills its cache at start
@@ -109,8 +109,8 @@ def main() -> None:
         print(f"describe-topic of a 10,000-partition topic in a REPL session: median {median * 1000:.1f} ms "
               f"over 10 runs ({lines} lines; one Metadata read of the topic and one DescribeConfigs "
               f"included); target < 150 ms: {'ok' if median < 0.15 else 'MISSED'}")
-        from kafka_shell.parsing import parse, tokenize
-        from kafka_shell.render import render
+        from kafka_shell.declarations.parsing import parse, tokenize
+        from kafka_shell.declarations.render import render
         parsed = parse(tokenize("describe-topic --topic big"))
         data_times, render_times = [], []
         for _ in range(10):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kafka_shell import protocol  # noqa: E402
+from kafka_shell.protocol import codec  # noqa: E402
 from tests import frame_fuzz  # noqa: E402
 
 BATCH = 20  # frames per API version per round, over sockets
@@ -45,23 +45,23 @@ def main() -> int:
             frames = []
             for key, version in versions:
                 frames += frame_fuzz.request_frames(key, version, rnd, BATCH)
-                sent[protocol.api_name(key)] += BATCH
+                sent[codec.api_name(key)] += BATCH
             frame_fuzz.send_frames(bootstrap, frames, wait_s=0.3)
             if proc.poll() is not None:
                 crashes.append(f"the sandbox process died (exit {proc.returncode}) in round {rounds}")
                 break
             for key, version in versions:
-                cls = protocol.response_schema(key, version)
+                cls = codec.response_schema(key, version)
                 base = frame_fuzz.sample_response(key, version)
                 for _ in range(BATCH * 10):
                     body = frame_fuzz.mutate(base, rnd)
                     try:
-                        protocol.decode_response(cls, body)
-                    except protocol.ProtocolError:
+                        codec.decode_response(cls, body)
+                    except codec.ProtocolError:
                         pass
                     except BaseException as exc:  # noqa: B036 - that is the crash we look for
                         crashes.append(f"decode_response({cls.__name__}, {body!r}): {exc!r}")
-                decoded[protocol.api_name(key)] += BATCH * 10
+                decoded[codec.api_name(key)] += BATCH * 10
     finally:
         stderr = frame_fuzz.stop_sandbox(proc)
     print(f"{rounds} rounds; sandbox process: {sum(sent.values())} frames; client decoder: "

@@ -1,10 +1,10 @@
 """The command families, one module each; each registers its commands with `@command`
-(kafka_shell/registry.py).
+(kafka_shell/declarations/registry.py).
 
 INDEX says which module declares each command name and alias, so that a line imports only
 its own family (a one-shot run starts faster). It is the declarations written down:
 tests/test_layers.py checks that it matches them; after adding or renaming a command, print
-the new one with `python -c 'from kafka_shell.registry import print_index; print_index()'`.
+the new one with `python -c 'from kafka_shell.declarations.registry import print_index; print_index()'`.
 """
 
 INDEX = {

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 from kafka_shell.admin import cluster, configs, records, topics
 from kafka_shell.admin.cluster import Registrations
 from kafka_shell.admin.topics import NewTopic
-from kafka_shell.broker_identity import MAPPING_TOPIC, apply_record, choose_id, mapping_value
-from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
-from kafka_shell.names import check_topic_name
-from kafka_shell.registry import Confirm, Option, command
-from kafka_shell.render import Proposal, Result, Table
+from kafka_shell.protocol.broker_identity import MAPPING_TOPIC, apply_record, choose_id, mapping_value
+from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
+from kafka_shell.base.names import check_topic_name
+from kafka_shell.declarations.registry import Confirm, Option, command
+from kafka_shell.declarations.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
-    from kafka_shell.session import Session
+    from kafka_shell.connection.metadata import ClusterSnapshot, PartitionInfo
+    from kafka_shell.connection.session import Session
 
 ACTIONS = {
     "missing": "Ids that replica sets name but no live broker holds, and what they cost.",

@@ -8,12 +8,12 @@ import uuid
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import client_metrics
-from kafka_shell.errors import KafkaCallError, UsageError
-from kafka_shell.registry import INT32_MAX, Confirm, Option, command, int_range
-from kafka_shell.render import Result, Table
+from kafka_shell.base.errors import KafkaCallError, UsageError
+from kafka_shell.declarations.registry import INT32_MAX, Confirm, Option, command, int_range
+from kafka_shell.declarations.render import Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 COLUMNS = ["Name", "Metrics", "IntervalMs", "Match"]
 

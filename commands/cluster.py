@@ -1,5 +1,5 @@
 """Cluster-wide reads: describe-cluster, list-brokers, api-versions (each reads the cluster when
-it runs; the controller is the one Kafka's own rules name, see kafka_shell/router.py)."""
+it runs; the controller is the one Kafka's own rules name, see kafka_shell/connection/router.py)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 from collections import Counter
 
 from kafka_shell.admin import cluster, quorum
-from kafka_shell.metadata import KRAFT
-from kafka_shell.option_types import broker_id
-from kafka_shell.registry import Confirm, Option, command
-from kafka_shell.render import Result, Table
+from kafka_shell.connection.metadata import KRAFT
+from kafka_shell.declarations.option_types import broker_id
+from kafka_shell.declarations.registry import Confirm, Option, command
+from kafka_shell.declarations.render import Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import ClusterSnapshot
-    from kafka_shell.session import Session
+    from kafka_shell.connection.metadata import ClusterSnapshot
+    from kafka_shell.connection.session import Session
 
 
 def _load(snapshot: ClusterSnapshot) -> tuple[Counter, Counter, set[int]]:

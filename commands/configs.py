@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, configs, topics
-from kafka_shell.client_config import is_secret
-from kafka_shell.errors import ShellError, UsageError, shown
-from kafka_shell.option_types import CONFIG_NAME, broker_id, group_id
-from kafka_shell.registry import INT32_MAX, Option, command
-from kafka_shell.render import Result, Table
+from kafka_shell.connection.client_config import is_secret
+from kafka_shell.base.errors import ShellError, UsageError, shown
+from kafka_shell.declarations.option_types import CONFIG_NAME, broker_id, group_id
+from kafka_shell.declarations.registry import INT32_MAX, Option, command
+from kafka_shell.declarations.render import Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 ENTITY_OPTIONS = (
     Option("--entity-type", choices=("topics", "brokers", "groups", "broker-loggers"),

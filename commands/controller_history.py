@@ -1,5 +1,5 @@
 """`controller-history`: the controller changes this shell has seen on the cluster (time, from,
-to, epoch), kept per cluster in the user's data dir by `kafka_shell.controller_history`; on a
+to, epoch), kept per cluster in the user's data dir by `kafka_shell.connection.controller_history`; on a
 sandbox (embedded, or a `kafka-shell sandbox` server's control endpoint) also the cluster's own
 record of them, beside."""
 
@@ -8,13 +8,13 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING
 
-from kafka_shell import controller_history, sandbox_client
-from kafka_shell.errors import ShellError
-from kafka_shell.registry import command
-from kafka_shell.render import Result, Table
+from kafka_shell.connection import controller_history, sandbox_client
+from kafka_shell.base.errors import ShellError
+from kafka_shell.declarations.registry import command
+from kafka_shell.declarations.render import Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 
 @command("controller-history",

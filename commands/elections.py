@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import elections, topics
 from kafka_shell.admin.elections import DESIGNATED, ELECTED, NOT_NEEDED, PREFERRED, UNCLEAN, Election, Entry
-from kafka_shell.deadline import Deadline
-from kafka_shell.errors import ShellError, UsageError
-from kafka_shell.files import is_id, read_json
-from kafka_shell.option_types import positive_int
-from kafka_shell.progress import ProgressBar
-from kafka_shell.registry import INT32_MAX, Confirm, Option, command, int_range
-from kafka_shell.render import Result
+from kafka_shell.base.deadline import Deadline
+from kafka_shell.base.errors import ShellError, UsageError
+from kafka_shell.base.files import is_id, read_json
+from kafka_shell.declarations.option_types import positive_int
+from kafka_shell.declarations.progress import ProgressBar
+from kafka_shell.declarations.registry import INT32_MAX, Confirm, Option, command, int_range
+from kafka_shell.declarations.render import Result
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
-    from kafka_shell.session import Session
+    from kafka_shell.connection.metadata import ClusterSnapshot, PartitionInfo
+    from kafka_shell.connection.session import Session
 
 Key = tuple[str, int]
 TYPES = {"preferred": PREFERRED, "unclean": UNCLEAN, "designated": DESIGNATED}

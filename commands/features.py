@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import features
-from kafka_shell.errors import UsageError, shown
-from kafka_shell.limits import INT16_MAX
-from kafka_shell.registry import Confirm, Option, command
-from kafka_shell.render import Proposal, Result, Table
+from kafka_shell.base.errors import UsageError, shown
+from kafka_shell.base.limits import INT16_MAX
+from kafka_shell.declarations.registry import Confirm, Option, command
+from kafka_shell.declarations.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 def feature_level(text: str) -> tuple[str, int]:
     """`name=level` (kafka-features' --feature)."""

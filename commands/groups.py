@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import groups, offsets, share_groups, streams_groups, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
-from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
-from kafka_shell.files import read_text
-from kafka_shell.option_types import group_id, iso_epoch_ms
-from kafka_shell.registry import INT64_MAX, Confirm, Option, command, int_range
-from kafka_shell.render import Proposal, Result, Table
+from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
+from kafka_shell.base.files import read_text
+from kafka_shell.declarations.option_types import group_id, iso_epoch_ms
+from kafka_shell.declarations.registry import INT64_MAX, Confirm, Option, command, int_range
+from kafka_shell.declarations.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import ClusterSnapshot
-    from kafka_shell.session import Session
+    from kafka_shell.connection.metadata import ClusterSnapshot
+    from kafka_shell.connection.session import Session
 
 Key = tuple[str, int]
 GROUP_STATES = groups.STATES

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_shell import controller_history, sandbox_client
+from kafka_shell.connection import controller_history, sandbox_client
 from kafka_shell.admin import cluster, configs, features, log_dirs, quorum, topics
-from kafka_shell.errors import KafkaCallError, NotSupported
-from kafka_shell.metadata import KRAFT
-from kafka_shell.option_types import broker_ids
-from kafka_shell.registry import Option, command
-from kafka_shell.render import Result, Table
+from kafka_shell.base.errors import KafkaCallError, NotSupported
+from kafka_shell.connection.metadata import KRAFT
+from kafka_shell.declarations.option_types import broker_ids
+from kafka_shell.declarations.registry import Option, command
+from kafka_shell.declarations.render import Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import ControllerInfo
-    from kafka_shell.session import Session
+    from kafka_shell.connection.metadata import ControllerInfo
+    from kafka_shell.connection.session import Session
 
 
 def name_list(text: str) -> list[str]:

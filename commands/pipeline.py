@@ -9,13 +9,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_shell.errors import ShellError, UsageError, from_kafka_exception
-from kafka_shell.option_types import duration, key_value, positive_int
-from kafka_shell.registry import Option, command
-from kafka_shell.render import Result, Table
+from kafka_shell.base.errors import ShellError, UsageError, from_kafka_exception
+from kafka_shell.declarations.option_types import duration, key_value, positive_int
+from kafka_shell.declarations.registry import Option, command
+from kafka_shell.declarations.render import Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 EXTRA_HINT = "install the pipeline extra: pip install 'kafka-shell[pipeline]'"
 def directory(text: str) -> str:

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, configs, quorum
 from kafka_shell.admin.configs import PREFERRED_CONTROLLER_KEY
-from kafka_shell.deadline import Deadline
-from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
-from kafka_shell.metadata import KRAFT, ControllerInfo
-from kafka_shell.option_types import positive_int
-from kafka_shell.registry import INT32_MAX, Option, command, int_range
-from kafka_shell.render import Result
+from kafka_shell.base.deadline import Deadline
+from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
+from kafka_shell.connection.metadata import KRAFT, ControllerInfo
+from kafka_shell.declarations.option_types import positive_int
+from kafka_shell.declarations.registry import INT32_MAX, Option, command, int_range
+from kafka_shell.declarations.render import Result
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 ACTIONS = ("set", "clear", "show")
 POLL_S = 0.1

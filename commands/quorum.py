@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import quorum
-from kafka_shell.errors import UsageError
-from kafka_shell.option_types import broker_id, controller_endpoint, directory_id
-from kafka_shell.registry import Confirm, Option, command
-from kafka_shell.render import Proposal, Result, Table
+from kafka_shell.base.errors import UsageError
+from kafka_shell.declarations.option_types import broker_id, controller_endpoint, directory_id
+from kafka_shell.declarations.registry import Confirm, Option, command
+from kafka_shell.declarations.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 VOTER_COLUMNS = ["NodeId", "DirectoryId", "Endpoints", "Change"]
 

@@ -18,17 +18,17 @@ from pathlib import Path
 
 from kafka_shell.admin import assignment_plan, cluster, configs, log_dirs, reassignments, throttles, topics
 from kafka_shell.admin.reassignments import Move
-from kafka_shell.deadline import Deadline
-from kafka_shell.errors import ShellError, UsageError
-from kafka_shell.files import FileExists, is_id, read_json, write_new
-from kafka_shell.progress import ProgressBar
-from kafka_shell.option_types import broker_ids
-from kafka_shell.registry import INT64_MAX, Option, command, int_range
-from kafka_shell.render import Result, Table, human_bytes
+from kafka_shell.base.deadline import Deadline
+from kafka_shell.base.errors import ShellError, UsageError
+from kafka_shell.base.files import FileExists, is_id, read_json, write_new
+from kafka_shell.declarations.progress import ProgressBar
+from kafka_shell.declarations.option_types import broker_ids
+from kafka_shell.declarations.registry import INT64_MAX, Option, command, int_range
+from kafka_shell.declarations.render import Result, Table, human_bytes
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import ClusterSnapshot
-    from kafka_shell.session import Session
+    from kafka_shell.connection.metadata import ClusterSnapshot
+    from kafka_shell.connection.session import Session
 
 Key = tuple[str, int]
 

@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING
 from kafka_shell.admin import offsets, records, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST, MAX_TIMESTAMP
 from kafka_shell.admin.records import HIGH_WATERMARK
-from kafka_shell.errors import ShellError, UsageError, printable, shown
-from kafka_shell.files import MAX_INPUT_BYTES, is_int, read_bytes, read_json
-from kafka_shell.names import PATTERN_HELP, check_topic_name, pattern_notes
-from kafka_shell.option_types import group_id, iso_epoch_ms, positive_int
-from kafka_shell.registry import INT32_MAX, INT64_MAX, Confirm, Option, command, int_range
-from kafka_shell.render import Result, Stream, Table
+from kafka_shell.base.errors import ShellError, UsageError, printable, shown
+from kafka_shell.base.files import MAX_INPUT_BYTES, is_int, read_bytes, read_json
+from kafka_shell.base.names import PATTERN_HELP, check_topic_name, pattern_notes
+from kafka_shell.declarations.option_types import group_id, iso_epoch_ms, positive_int
+from kafka_shell.declarations.registry import INT32_MAX, INT64_MAX, Confirm, Option, command, int_range
+from kafka_shell.declarations.render import Result, Stream, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import TopicInfo
-    from kafka_shell.session import Session
+    from kafka_shell.connection.metadata import TopicInfo
+    from kafka_shell.connection.session import Session
 
 Key = tuple[str, int]
 TOPIC_HELP = "Topic (default: the context topic)."

@@ -32,17 +32,17 @@ from typing import TYPE_CHECKING, Any
 from kafka_shell.admin import elections, offsets, reassignments, topics
 from kafka_shell.admin.elections import ELECTED, NOT_NEEDED, Election, Entry
 from kafka_shell.admin.offsets import ReplicaLogEnd
-from kafka_shell.deadline import Deadline
-from kafka_shell.errors import NotSupported, ShellError, UsageError
-from kafka_shell.files import is_id, read_json, write_new
-from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
-from kafka_shell.option_types import positive_int
-from kafka_shell.registry import Confirm, Option, command
-from kafka_shell.render import Proposal, Result, Table
+from kafka_shell.base.deadline import Deadline
+from kafka_shell.base.errors import NotSupported, ShellError, UsageError
+from kafka_shell.base.files import is_id, read_json, write_new
+from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
+from kafka_shell.declarations.option_types import positive_int
+from kafka_shell.declarations.registry import Confirm, Option, command
+from kafka_shell.declarations.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import ClusterSnapshot
-    from kafka_shell.session import Session
+    from kafka_shell.connection.metadata import ClusterSnapshot
+    from kafka_shell.connection.session import Session
 
 Key = tuple[str, int]
 

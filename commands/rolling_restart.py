@@ -15,14 +15,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import quorum
-from kafka_shell.errors import UsageError
-from kafka_shell.metadata import KRAFT, ClusterSnapshot
-from kafka_shell.option_types import broker_ids
-from kafka_shell.registry import Option, command
-from kafka_shell.render import Result
+from kafka_shell.base.errors import UsageError
+from kafka_shell.connection.metadata import KRAFT, ClusterSnapshot
+from kafka_shell.declarations.option_types import broker_ids
+from kafka_shell.declarations.registry import Option, command
+from kafka_shell.declarations.render import Result
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 CHECK = ("every partition's ISR full, no offline partition "
          "(describe-topic --under-replicated-partitions and --unavailable-partitions print nothing)")

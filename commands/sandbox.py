@@ -1,13 +1,13 @@
 """`sandbox ACTION ...`: fault injection on the embedded cluster (kafka-shell --sandbox) or on a
-`kafka-shell sandbox` server (through its control endpoint, kafka_shell/sandbox_client.py).
+`kafka-shell sandbox` server (through its control endpoint, kafka_shell/connection/sandbox_client.py).
 Both are driven through the same methods (`Sandbox` / `RemoteSandbox`), each done when it returns."""
 
 from __future__ import annotations
 
-from kafka_shell import sandbox_client
-from kafka_shell.errors import UsageError, shown
-from kafka_shell.registry import INT32_MAX, INT64_MAX, Option, command, int_range
-from kafka_shell.render import Result
+from kafka_shell.connection import sandbox_client
+from kafka_shell.base.errors import UsageError, shown
+from kafka_shell.declarations.registry import INT32_MAX, INT64_MAX, Option, command, int_range
+from kafka_shell.declarations.render import Result
 
 # action -> (argument names, what it does)
 ACTIONS = {

@@ -21,15 +21,15 @@ from kafka_shell.admin.acls import CLUSTER_NAME, Binding, PatternType
 from kafka_shell.admin.acls import Operation as Op
 from kafka_shell.admin.acls import Permission as Perm
 from kafka_shell.admin.acls import ResourceType as Res
-from kafka_shell.errors import UsageError, printable, shown
-from kafka_shell.files import read_text
-from kafka_shell.limits import MAX_STRING_BYTES
-from kafka_shell.option_types import CONFIG_NAME
-from kafka_shell.registry import INT32_MAX, Confirm, Option, command, int_range
-from kafka_shell.render import Proposal, Result, Table
+from kafka_shell.base.errors import UsageError, printable, shown
+from kafka_shell.base.files import read_text
+from kafka_shell.base.limits import MAX_STRING_BYTES
+from kafka_shell.declarations.option_types import CONFIG_NAME
+from kafka_shell.declarations.registry import INT32_MAX, Confirm, Option, command, int_range
+from kafka_shell.declarations.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")   # controls, and bytes that are not UTF-8
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")

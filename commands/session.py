@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING
 
 from itertools import groupby
 
-from kafka_shell import clusters
+from kafka_shell.connection import clusters
 from kafka_shell.admin import topics
-from kafka_shell.errors import UsageError, shown
-from kafka_shell.parsing import find_command, format_entries, help_text, wrap_lines
-from kafka_shell.registry import Option, command, load_commands
-from kafka_shell.render import EXPANDED, FORMATS, Result
+from kafka_shell.base.errors import UsageError, shown
+from kafka_shell.declarations.parsing import find_command, format_entries, help_text, wrap_lines
+from kafka_shell.declarations.registry import Option, command, load_commands
+from kafka_shell.declarations.render import EXPANDED, FORMATS, Result
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 
 @command("help", Option("command", metavar="COMMAND", completer=None, help="A command to explain."),
@@ -129,8 +129,8 @@ def clusters_command(session: Session, args: dict) -> Result:
          help="Switch to a named cluster (and make it the default for the next runs).",
          examples=("use-cluster prod",))
 def use_cluster(session: Session, args: dict) -> Result:
-    from kafka_shell.client_config import check_bootstrap, validate
-    from kafka_shell.session import Target
+    from kafka_shell.connection.client_config import check_bootstrap, validate
+    from kafka_shell.connection.session import Target
     bootstrap, props, controllers = clusters.get(args["name"])
     for given in filter(None, (bootstrap, controllers)):
         check_bootstrap(given, f'cluster "{args["name"]}"')
@@ -161,7 +161,7 @@ CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
                    "add-cluster prod --bootstrap-server k1:9093 -X security.protocol=SASL_SSL "
                    "-X 'sasl.password=${PROD_PASSWORD}'"))
 def add_cluster(session: Session, args: dict) -> Result:
-    from kafka_shell.client_config import check_bootstrap, check_property_names, clear_secrets, parse_x_options
+    from kafka_shell.connection.client_config import check_bootstrap, check_property_names, clear_secrets, parse_x_options
     if not CLUSTER_NAME.fullmatch(args["name"]):
         raise UsageError(f'Invalid cluster name "{shown(args["name"])}": use up to 64 letters, digits, "-" or "_", '
                          "starting with a letter or digit")

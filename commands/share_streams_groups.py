@@ -12,14 +12,14 @@ from commands.groups import (EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SP
                              read_partitions, read_plan, reset_targets)
 from kafka_shell.admin import groups, offsets, share_groups, streams_groups, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
-from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
-from kafka_shell.option_types import choice_list, group_id
-from kafka_shell.registry import Confirm, Option, command
-from kafka_shell.render import Proposal, Result, Table
+from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
+from kafka_shell.declarations.option_types import choice_list, group_id
+from kafka_shell.declarations.registry import Confirm, Option, command
+from kafka_shell.declarations.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import ClusterSnapshot
-    from kafka_shell.session import Session
+    from kafka_shell.connection.metadata import ClusterSnapshot
+    from kafka_shell.connection.session import Session
 
 Key = tuple[str, int]
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import tokens
-from kafka_shell.registry import INT64_MAX, Confirm, Option, command, int_range
-from kafka_shell.render import Result, Table
+from kafka_shell.declarations.registry import INT64_MAX, Confirm, Option, command, int_range
+from kafka_shell.declarations.render import Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 COLUMNS = ["TokenId", "Owner", "Requester", "Renewers", "IssueDate", "ExpiryDate", "MaxDate"]
 KINDS = {"IssueDate": "datetime", "ExpiryDate": "datetime", "MaxDate": "datetime"}

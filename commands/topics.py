@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import configs, reassignments, topics
 from kafka_shell.admin.topics import NewTopic
-from kafka_shell.deadline import Deadline
-from kafka_shell.errors import KafkaCallError, ShellError, UsageError, shown
-from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH
-from kafka_shell.metadata import kafka_uuid
-from kafka_shell.names import (PATTERN_HELP, check_topic_name, has_collision_chars, is_pattern, matcher, pattern_notes,
+from kafka_shell.base.deadline import Deadline
+from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
+from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH
+from kafka_shell.connection.metadata import kafka_uuid
+from kafka_shell.base.names import (PATTERN_HELP, check_topic_name, has_collision_chars, is_pattern, matcher, pattern_notes,
                                topic_pattern, valid_topic_name)
-from kafka_shell.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor
-from kafka_shell.registry import Confirm, Option, command
-from kafka_shell.render import Result, Table
+from kafka_shell.declarations.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor
+from kafka_shell.declarations.registry import Confirm, Option, command
+from kafka_shell.declarations.render import Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.metadata import ClusterSnapshot, PartitionInfo, TopicInfo
-    from kafka_shell.session import Session
+    from kafka_shell.connection.metadata import ClusterSnapshot, PartitionInfo, TopicInfo
+    from kafka_shell.connection.session import Session
 
 # kafka-topics prints this for a name with '.' or '_' (Topic.hasCollisionChars).
 COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "

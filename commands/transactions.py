@@ -12,14 +12,14 @@ import time
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import topics, transactions
-from kafka_shell.errors import ShellError, UsageError, shown
-from kafka_shell.names import check_topic_name
-from kafka_shell.option_types import broker_id, choice_list, transactional_id
-from kafka_shell.registry import INT16_MAX, INT32_MAX, INT64_MAX, Confirm, Option, command, int_range
-from kafka_shell.render import Proposal, Result, Table
+from kafka_shell.base.errors import ShellError, UsageError, shown
+from kafka_shell.base.names import check_topic_name
+from kafka_shell.declarations.option_types import broker_id, choice_list, transactional_id
+from kafka_shell.declarations.registry import INT16_MAX, INT32_MAX, INT64_MAX, Confirm, Option, command, int_range
+from kafka_shell.declarations.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 partition_index = int_range(0, INT32_MAX, "a partition number")
 producer_id = int_range(0, INT64_MAX, "a producer id")

@@ -13,14 +13,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.errors import ShellError, UsageError
-from kafka_shell.option_types import duration, positive_int
-from kafka_shell.parsing import help_text, parse
-from kafka_shell.registry import REGISTRY, Option, command
-from kafka_shell.render import Result, Table, View, cell, for_people, output_text
+from kafka_shell.base.errors import ShellError, UsageError
+from kafka_shell.declarations.option_types import duration, positive_int
+from kafka_shell.declarations.parsing import help_text, parse
+from kafka_shell.declarations.registry import REGISTRY, Option, command
+from kafka_shell.declarations.render import Result, Table, View, cell, for_people, output_text
 
 if TYPE_CHECKING:
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 DEFAULT_INTERVAL_S = 2.0
 # Read commands that a `mutates` command also is, by the options that make it one.

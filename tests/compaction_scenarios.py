@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox import log, producer_state
 from tests.txn_scenarios import READ_COMMITTED, READ_UNCOMMITTED, Cluster
 

@@ -15,7 +15,7 @@ import confluent_kafka
 import confluent_kafka.admin
 import pytest
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 from kafka_shell.sandbox.server import Sandbox
 
 
@@ -73,7 +73,7 @@ REAL_KAFKA_FIXTURES = {"kafka4", "kafka4_quorum", "kafka39_zk", "kafka39", "kafk
 def pytest_configure(config) -> None:
     # Every request body the shell builds, here and in the shells the tests start, is checked
     # against the fields of every version of its API (protocol.build_request).
-    os.environ[protocol.STRICT_REQUESTS_ENV] = "1"
+    os.environ[codec.STRICT_REQUESTS_ENV] = "1"
     config.addinivalue_line("markers", "modes(*names): the sandbox modes (kraft, zk) a test runs in")
     config.addinivalue_line("markers", "real_kafka: runs against real Apache Kafka (tests/real_kafka.py)")
 

@@ -16,7 +16,7 @@ from functools import cache
 
 from kio.schema.index import api_key_map
 
-from kafka_shell import frames, protocol, protocol_ext
+from kafka_shell.protocol import codec, frames, seed_apis
 
 # Lengths that make an unchecked reader allocate or read far past the frame.
 HOSTILE_LENGTHS = [
@@ -32,8 +32,8 @@ METADATA_V12_HOSTILE = b"\x00\x00\x00\x11\x00\x03\x00\x0c\x00\x00\x00\x01\x00\x0
 
 def all_versions() -> list[tuple[int, int]]:
     """(api key, version) of every request kio (or our extension) has."""
-    keys = sorted(set(api_key_map) | {k for k, _ in protocol_ext.VERSIONS})
-    return [(k, v) for k in keys for v in protocol.kio_versions(k)]
+    keys = sorted(set(api_key_map) | {k for k, _ in seed_apis.VERSIONS})
+    return [(k, v) for k in keys for v in codec.kio_versions(k)]
 
 
 def _populated(cls: type, depth: int = 0) -> dict:
@@ -59,22 +59,22 @@ def _populated(cls: type, depth: int = 0) -> dict:
 @cache
 def sample_request(api_key: int, version: int) -> bytes:
     """A valid request body (header included, frame size excluded)."""
-    cls = protocol.request_schema(api_key, version)
+    cls = codec.request_schema(api_key, version)
     try:
-        entity = protocol.build(cls, _populated(cls))
-        return protocol.encode_request(entity, 7, "fuzz")[4:]
+        entity = codec.build(cls, _populated(cls))
+        return codec.encode_request(entity, 7, "fuzz")[4:]
     except Exception:  # a value kio will not write: fall back to the type's zero values
-        return protocol.encode_request(protocol.build(cls, {}), 7, "fuzz")[4:]
+        return codec.encode_request(codec.build(cls, {}), 7, "fuzz")[4:]
 
 
 @cache
 def sample_response(api_key: int, version: int) -> bytes:
-    cls = protocol.response_schema(api_key, version)
+    cls = codec.response_schema(api_key, version)
     try:
-        entity = protocol.build(cls, _populated(cls))
-        return protocol.encode_response(entity, 7)[4:]
+        entity = codec.build(cls, _populated(cls))
+        return codec.encode_response(entity, 7)[4:]
     except Exception:
-        return protocol.encode_response(protocol.build(cls, {}), 7)[4:]
+        return codec.encode_response(codec.build(cls, {}), 7)[4:]
 
 
 def mutate(body: bytes, rnd: random.Random, keep: int = 0) -> bytes:
@@ -103,7 +103,7 @@ def mutate(body: bytes, rnd: random.Random, keep: int = 0) -> bytes:
 def request_frames(api_key: int, version: int, rnd: random.Random, count: int) -> list[bytes]:
     """`count` hostile request frames (size prefix included) of one API version."""
     base = sample_request(api_key, version)
-    return [protocol.frame(mutate(base, rnd, keep=4)) for _ in range(count)]
+    return [codec.frame(mutate(base, rnd, keep=4)) for _ in range(count)]
 
 
 async def _send_one(host: str, port: int, frame: bytes, wait_s: float) -> None:
@@ -239,7 +239,7 @@ def non_nullable_paths(cls: type, depth: int = 3) -> list[tuple[str, ...]]:
 
 def null_request(api_key: int, version: int, path: tuple[str, ...] = ()) -> bytes:
     """A request body (header included, frame size excluded) with `path` null (none: `()`)."""
-    cls = protocol.request_schema(api_key, version)
+    cls = codec.request_schema(api_key, version)
     base = sample_request(api_key, version)
     header_end = frames.check(cls.__header_schema__, base, 0)
     return base[:header_end] + _encode(cls, path, frames._flexible(cls))

@@ -11,8 +11,8 @@ import uuid
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from kafka_shell.channel import Channel
-from kafka_shell.codes import ApiKey
+from kafka_shell.connection.channel import Channel
+from kafka_shell.protocol.codes import ApiKey
 from tests.txn_scenarios import retry
 
 ASSIGNMENT_INTERVAL_S = 1.2   # Kafka 4.4 computes a group's target at most once a second

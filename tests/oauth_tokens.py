@@ -13,7 +13,7 @@ import urllib.parse
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from kafka_shell import jwt
+from kafka_shell.base import jwt
 
 
 class SigningKey:

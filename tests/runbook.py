@@ -44,7 +44,7 @@ def actions(sandbox) -> dict[str, Callable[[], object]]:
 
 
 def replay(sandbox, cwd: str) -> tuple[list[tutorial.Step], list[list[str]]]:
-    from kafka_shell.session import Target
+    from kafka_shell.connection.session import Target
     items = tutorial.steps(PAGE.read_text(), EXACT)
     target = Target("", bootstrap_controllers=sandbox.bootstrap_controllers)
     return items, tutorial.replay(items, sandbox, cwd, target=target, actions=actions(sandbox))

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import socket
 
-from kafka_shell import protocol
-from kafka_shell.codes import ApiKey, Error
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.sandbox.security import SERVER_MECHANISMS, SaslFailure, ServerMechanism
 from kafka_shell.sandbox.server import Sandbox
 from tests.loopback import LoopbackServer
@@ -39,7 +39,7 @@ class SaslTestBroker(LoopbackServer):
                 body = self.read_request(conn)
                 if body is None:
                     return
-                api_key, version, correlation_id = protocol.peek_header(body)
+                api_key, version, correlation_id = codec.peek_header(body)
                 if api_key == ApiKey.API_VERSIONS and version > VERSIONS[api_key][1]:
                     reply = {"error_code": Error.unsupported_version,
                              "api_keys": [{"api_key": api_key, "min_version": 0, "max_version": 3}]}
@@ -48,13 +48,13 @@ class SaslTestBroker(LoopbackServer):
                     reply = {"error_code": Error.none, "api_keys": [
                         {"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in VERSIONS.items()]}
                 elif api_key == ApiKey.SASL_HANDSHAKE:
-                    mechanism = protocol.decode_request(body)[1].mechanism  # type: ignore[attr-defined]
+                    mechanism = codec.decode_request(body)[1].mechanism  # type: ignore[attr-defined]
                     known = mechanism in self.mechanisms
                     login = SERVER_MECHANISMS[mechanism](self.sandbox) if known else None
                     reply = {"error_code": Error.none if known else Error.unsupported_sasl_mechanism,
                              "mechanisms": self.mechanisms}
                 elif api_key == ApiKey.SASL_AUTHENTICATE and login is not None and not login.complete:
-                    token = bytes(protocol.decode_request(body)[1].auth_bytes)  # type: ignore[attr-defined]
+                    token = bytes(codec.decode_request(body)[1].auth_bytes)  # type: ignore[attr-defined]
                     try:
                         answer = login.step(token)
                     except SaslFailure as exc:
@@ -79,5 +79,5 @@ class SaslTestBroker(LoopbackServer):
 
 
 def _send(conn: socket.socket, api_key: int, version: int, correlation_id: int, reply: dict) -> None:
-    entity = protocol.build(protocol.response_schema(api_key, version), reply)
-    conn.sendall(protocol.encode_response(entity, correlation_id))
+    entity = codec.build(codec.response_schema(api_key, version), reply)
+    conn.sendall(codec.encode_response(entity, correlation_id))

@@ -10,8 +10,8 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from kafka_shell.channel import Channel
-from kafka_shell.codes import ApiKey
+from kafka_shell.connection.channel import Channel
+from kafka_shell.protocol.codes import ApiKey
 from tests.txn_scenarios import retry
 
 

@@ -12,7 +12,7 @@ import uuid
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol.codes import ApiKey
 from tests.k848_scenarios import coordinator
 from tests.txn_scenarios import retry
 

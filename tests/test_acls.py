@@ -10,7 +10,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
-from kafka_shell.codes import AclOperation, AclPermission, AclResourceType, PatternType
+from kafka_shell.protocol.codes import AclOperation, AclPermission, AclResourceType, PatternType
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.authorizer import AclBinding
 from kafka_shell.sandbox.server import Sandbox
@@ -166,7 +166,7 @@ def test_describe_topic_without_cluster_describe_shows_the_topic(secured):
 
 
 def test_without_cluster_describe_the_controller_is_not_shown_but_the_rest_is(secured):
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
     p = run(secured, "describe-cluster -o json")
     assert p.returncode == 0, p.stderr
     [cluster] = json_rows(p.stdout, "cluster")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BOTH_MODES
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import API_VERSIONS_BODY, create, request
 from tests.test_oneshot import assert_one_line_error, run, shell

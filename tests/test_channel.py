@@ -12,11 +12,11 @@ import subprocess
 
 import pytest
 
-from kafka_shell import protocol
-from kafka_shell.channel import Channel, ConnectionLost, SecuritySetupError
-from kafka_shell.codes import ApiKey
-from kafka_shell.sasl import ScramClient
-from kafka_shell.errors import KafkaCallError, NotSupported, UsageError
+from kafka_shell.protocol import codec
+from kafka_shell.connection.channel import Channel, ConnectionLost, SecuritySetupError
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.connection.sasl import ScramClient
+from kafka_shell.base.errors import KafkaCallError, NotSupported, UsageError
 from tests.loopback import LoopbackServer
 
 
@@ -30,7 +30,7 @@ def test_negotiates_versions_and_uses_the_newest_common_one(sandbox):
     ch = Channel(*sandbox.address(1), {}, timeout_s=5)
     try:
         theirs = ch.versions()[METADATA]
-        assert ch.pick_version(METADATA) == min(theirs.stop, protocol.kio_versions(METADATA).stop) - 1
+        assert ch.pick_version(METADATA) == min(theirs.stop, codec.kio_versions(METADATA).stop) - 1
         answer = ch.request(METADATA, {"topics": None})
         assert sorted(b["node_id"] for b in answer["brokers"]) == [1, 2, 3]
         assert answer["controller_id"] in (1, 2, 3)  # KRaft: a random live broker, as Kafka answers
@@ -127,14 +127,14 @@ class TestBroker(LoopbackServer):
                 body = self.read_request(conn)
                 if body is None:
                     return
-                api_key, version, correlation_id = protocol.peek_header(body)
+                api_key, version, correlation_id = codec.peek_header(body)
                 if api_key == API_VERSIONS and version > 2:
                     reply = {"error_code": 35, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 2}]}
                     version = 0
                 else:
-                    reply = self._answer(api_key, protocol.decode_request(body)[1], state)
-                entity = protocol.build(protocol.response_schema(api_key, version), reply)
-                conn.sendall(protocol.encode_response(entity, correlation_id))
+                    reply = self._answer(api_key, codec.decode_request(body)[1], state)
+                entity = codec.build(codec.response_schema(api_key, version), reply)
+                conn.sendall(codec.encode_response(entity, correlation_id))
         except (OSError, ssl.SSLError):
             pass
         finally:
@@ -279,5 +279,5 @@ def test_ssl_with_ca_and_sasl_scram(certificate):
 
 
 def test_plain_message_layout():
-    from kafka_shell.sasl import plain_message
+    from kafka_shell.connection.sasl import plain_message
     assert plain_message("u", "p") == b"\0u\0p"

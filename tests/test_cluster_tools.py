@@ -197,9 +197,9 @@ def test_broker_loggers(sandbox):
 
 
 def test_broker_logger_names_complete(sandbox):
-    from kafka_shell.repl.completer import KafkaCompleter
-    from kafka_shell.registry import load_commands
-    from kafka_shell.session import Session, Target
+    from kafka_shell.face.repl.completer import KafkaCompleter
+    from kafka_shell.declarations.registry import load_commands
+    from kafka_shell.connection.session import Session, Target
     from prompt_toolkit.document import Document
     session = Session(target=Target(sandbox.bootstrap))
     try:

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from kafka_shell.channel import Channel
-from kafka_shell.codes import ApiKey
+from kafka_shell.connection.channel import Channel
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox import cleaner
 from kafka_shell.sandbox.model import now_ms
 from kafka_shell.sandbox.server import Sandbox

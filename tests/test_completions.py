@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from kafka_shell import completions
-from kafka_shell.main import flag_commands
+from kafka_shell.face import completions
+from kafka_shell.face.main import flag_commands
 
 
 def test_completion_files_are_up_to_date():
     stale = [p.name for p, text in completions.generate().items() if not p.exists() or p.read_text() != text]
-    assert not stale, f"run `python -m kafka_shell.completions` to regenerate {stale}"
+    assert not stale, f"run `python -m kafka_shell.face.completions` to regenerate {stale}"
 
 
 def test_every_flag_command_and_its_options_are_completed():

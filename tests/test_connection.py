@@ -7,12 +7,12 @@ import socket
 import time
 
 import pytest
-from kafka_shell import connection
+from kafka_shell.connection import manager
 from kafka_shell.admin import elections, records
-from kafka_shell.client_config import load_properties, parse_x_options, redact
-from kafka_shell.connection import ConnectionManager, parse_bootstrap
-from kafka_shell.errors import ClusterUnreachable, KafkaCallError, ShellError, UsageError
-from kafka_shell.codes import ApiKey, Error
+from kafka_shell.connection.client_config import load_properties, parse_x_options, redact
+from kafka_shell.connection.manager import ConnectionManager, parse_bootstrap
+from kafka_shell.base.errors import ClusterUnreachable, KafkaCallError, ShellError, UsageError
+from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.sandbox import admin as sandbox_admin
 from tests.conftest import BOTH_MODES, ZK_MODE
 from tests.sandbox.wire import API_VERSIONS_BODY
@@ -103,8 +103,8 @@ def test_silent_bootstrap_names_the_servers_and_the_timeout():
 
 
 def test_unreachable_message_drops_decimals_of_whole_seconds():
-    assert connection.unreachable_message("h:9092", 10.0) == "Cannot reach any broker of h:9092 within 10 s"
-    assert connection.unreachable_message("a:1,b:2", 2.5) == "Cannot reach any broker of a:1,b:2 within 2.5 s"
+    assert manager.unreachable_message("h:9092", 10.0) == "Cannot reach any broker of h:9092 within 10 s"
+    assert manager.unreachable_message("a:1,b:2", 2.5) == "Cannot reach any broker of a:1,b:2 within 2.5 s"
 
 
 def test_stopped_bootstrap_broker_is_skipped(sandbox):
@@ -315,7 +315,7 @@ def test_load_properties_reads_java_properties(tmp_path):
 
 
 def test_jaas_config_becomes_librdkafka_credentials():
-    from kafka_shell.client_config import librdkafka_properties
+    from kafka_shell.connection.client_config import librdkafka_properties
     props = {"sasl.jaas.config": 'x.PlainLoginModule required username="bob" password="pw";',
              "sasl.mechanism": "PLAIN"}
     assert librdkafka_properties(props) == {"sasl.mechanism": "PLAIN", "sasl.username": "bob",
@@ -369,7 +369,7 @@ def test_resent_create_topics_counts_our_own_first_attempt_as_success(sandbox, m
     body = {"topics": [{"name": "mine", "num_partitions": 3}, {"name": "other", "num_partitions": 5}]}
     resent = manager.controller_request(CREATE_TOPICS, body)  # answers TOPIC_ALREADY_EXISTS twice
     assert [t.error_code for t in resent.topics] == [36, 36]
-    settled = connection._settle(CREATE_TOPICS, body, resent, before, after)
+    settled = manager._settle(CREATE_TOPICS, body, resent, before, after)
     # "mine" is as asked and was absent before: ours. "other" differs from the request: an error.
     assert {t.name: t.error_code for t in settled.topics} == {"mine": 0, "other": 36}
 
@@ -407,10 +407,10 @@ def test_refresh_when_every_broker_is_too_slow_is_unreachable(sandbox):
 def test_a_request_key_no_version_has_is_refused_under_the_tests(sandbox):
     """The suite sets KAFKA_SHELL_STRICT_REQUESTS (tests/conftest.py): a misspelt field, which
     would go out as its default (DeleteTopics' timeout 0), is refused before anything is sent."""
-    from kafka_shell import protocol
-    from kafka_shell.codes import ApiKey
-    assert protocol.unknown_request_keys(ApiKey.DELETE_TOPICS, {"topics": [{"name": "t", "nmae": 1}], "timeout_ms": 1}) \
+    from kafka_shell.protocol import codec
+    from kafka_shell.protocol.codes import ApiKey
+    assert codec.unknown_request_keys(ApiKey.DELETE_TOPICS, {"topics": [{"name": "t", "nmae": 1}], "timeout_ms": 1}) \
         == ["topics.nmae", "timeout_ms"]
     with pytest.raises(ValueError, match="DeleteTopics has no field timeout_ms in any version"):
-        protocol.build_request(ApiKey.DELETE_TOPICS, 6, {"topics": [], "timeout_ms": 1000})
-    assert protocol.build_request(ApiKey.DELETE_TOPICS, 6, {"topic_names": [], "topics": [], "timeout": 1000})
+        codec.build_request(ApiKey.DELETE_TOPICS, 6, {"topics": [], "timeout_ms": 1000})
+    assert codec.build_request(ApiKey.DELETE_TOPICS, 6, {"topic_names": [], "topics": [], "timeout": 1000})

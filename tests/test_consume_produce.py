@@ -18,9 +18,9 @@ import time
 
 from confluent_kafka import Producer
 
-from kafka_shell.runner import run_line
+from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox import log
-from kafka_shell.session import Session, Target
+from kafka_shell.connection.session import Session, Target
 from tests.output import json_rows
 from tests.test_groups_cmd import create, ok, sh
 from tests.test_oneshot import SHELL, ROOT

@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_shell.channel import Channel
-from kafka_shell.codes import ApiKey
+from kafka_shell.connection.channel import Channel
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox.server import Sandbox
 from tests import k848_scenarios
 

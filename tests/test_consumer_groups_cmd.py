@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_shell.connection import ConnectionManager
+from kafka_shell.connection.manager import ConnectionManager
 from kafka_shell.sandbox.server import Sandbox
 from tests.clients import java_client
 from tests.output import json_rows, json_tables

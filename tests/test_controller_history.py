@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from kafka_shell.runner import run_line
+from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox.server import Sandbox
-from kafka_shell.session import Session, Target
+from kafka_shell.connection.session import Session, Target
 from tests.conftest import BOTH_MODES
 from tests.test_oneshot import run
 from tests.output import json_rows, json_tables

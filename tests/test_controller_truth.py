@@ -11,12 +11,12 @@ import io
 
 import pytest
 
-from kafka_shell.codes import ApiKey
-from kafka_shell.registry import load_commands
-from kafka_shell.runner import run_line
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.declarations.registry import load_commands
+from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
-from kafka_shell.session import Session, Target
+from kafka_shell.connection.session import Session, Target
 from tests.conftest import BOTH_MODES, KRAFT_MODE
 from tests.output import json_data, json_rows
 
@@ -58,7 +58,7 @@ def shell(sandbox):
 
 def quorum_leader(sandbox) -> tuple[int, int]:
     """(leader id, epoch) as DescribeQuorum tells it (KRaft), through a broker."""
-    from kafka_shell.channel import Channel
+    from kafka_shell.connection.channel import Channel
     ch = Channel(*sandbox.address(1))
     try:
         part = ch.request(ApiKey.DESCRIBE_QUORUM, QUORUM)["topics"][0]["partitions"][0]
@@ -200,7 +200,7 @@ class _Hooked(io.StringIO):
 def test_replay_reads_what_changed_between_lines(sandbox, admin, tmp_path):
     from confluent_kafka.admin import NewTopic
 
-    from kafka_shell import modes
+    from kafka_shell.face import modes
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 2, 3, [[1, 2, 3], [2, 3, 1]])
     script = tmp_path / "s.ksh"
     script.write_text("list-topics -o csv\nlist-topics -o csv\ndescribe-topic --topic t -o json\n")

@@ -1,4 +1,4 @@
-"""The generated entity writers (kafka_shell/encoders.py) write exactly kio's bytes: for every
+"""The generated entity writers (kafka_shell/protocol/encoders.py) write exactly kio's bytes: for every
 request and response schema of every version, the header schemas and our extension's, on
 entities hypothesis draws from the schemas' own types (tagged fields set or not, nulls, empty and
 long arrays) and on the zero-valued entity of each class."""
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kio.serial import entity_writer
 from kio.static.primitive import Records
 
-from kafka_shell import encoders, frames, protocol
+from kafka_shell.protocol import codec, encoders, frames
 from tests import frame_fuzz
 
 
@@ -24,7 +24,7 @@ def with_nested(cls: type) -> set[type]:
 
 
 CLASSES = sorted(set().union(*(with_nested(cls) for k, v in frame_fuzz.all_versions()
-                               for cls in (protocol.request_schema(k, v), protocol.response_schema(k, v))
+                               for cls in (codec.request_schema(k, v), codec.response_schema(k, v))
                                for cls in (cls, cls.__header_schema__))),
                  key=lambda cls: (cls.__module__, cls.__qualname__))
 # kio registers strategies for its phantom types but the records field's (any bytes).
@@ -53,7 +53,7 @@ def test_every_class_is_covered():
 def test_the_zero_entity_of_each_class():
     differ = []
     for cls in CLASSES:
-        entity = protocol.build(cls, {})
+        entity = codec.build(cls, {})
         if written(encoders.writer(cls), entity) != written(entity_writer(cls), entity):
             differ.append(f"{cls.__module__}.{cls.__qualname__}")
     assert not differ
@@ -65,6 +65,6 @@ def test_the_zero_entity_of_each_class():
 def test_drawn_entities_of_each_api(api_key, data):
     versions = [v for k, v in frame_fuzz.all_versions() if k == api_key]
     version = data.draw(st.sampled_from(versions))
-    for cls in (protocol.request_schema(api_key, version), protocol.response_schema(api_key, version)):
+    for cls in (codec.request_schema(api_key, version), codec.response_schema(api_key, version)):
         entity = data.draw(st.from_type(cls))
         assert written(encoders.writer(cls), entity) == written(entity_writer(cls), entity)

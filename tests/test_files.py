@@ -1,9 +1,9 @@
-"""Files the shell writes (kafka_shell/files.py) and client settings kept off the command line:
+"""Files the shell writes (kafka_shell/base/files.py) and client settings kept off the command line:
 new files never written through a symlink or over an existing file, owned files replaced
 atomically with mode 0600 (older 0644 ones brought to 0600), `${ENV}` in settings, the `ps`
 warning for secrets given with -X, and settings validated once at start for every command.
 
-Runs the shell in-process through `kafka_shell.main.main` (the `kafka-shell` entry) against a
+Runs the shell in-process through `kafka_shell.face.main.main` (the `kafka-shell` entry) against a
 real sandbox, or the helpers on real files in a temp dir.
 """
 
@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from kafka_shell import clusters
+from kafka_shell.connection import clusters
 from kafka_shell.admin import throttles
-from kafka_shell.errors import UsageError
-from kafka_shell.files import FileExists, read_owned, write_json_owned, write_new
-from kafka_shell.main import main
-from kafka_shell.repl.history import SecretFreeHistory
+from kafka_shell.base.errors import UsageError
+from kafka_shell.base.files import FileExists, read_owned, write_json_owned, write_new
+from kafka_shell.face.main import main
+from kafka_shell.face.repl.history import SecretFreeHistory
 from kafka_shell.sandbox import admin as sandbox_admin
 
 

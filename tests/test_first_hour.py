@@ -144,8 +144,8 @@ def test_consume_from_the_beginning_stops_at_the_end_of_the_log(sandbox):
 def test_help_says_each_annotation_once_and_keeps_indented_items_in():
     import re
 
-    from kafka_shell.parsing import help_text
-    from kafka_shell.registry import load_commands
+    from kafka_shell.declarations.parsing import help_text
+    from kafka_shell.declarations.registry import load_commands
     for cmd in load_commands().commands.values():
         text = help_text(cmd, 100)
         for line in text.splitlines():
@@ -175,7 +175,7 @@ def test_help_lists_the_commands_under_titles_topics_first(sandbox):
 def repl_session(sandbox, tmp_path, monkeypatch):
     import io
 
-    from kafka_shell.session import Session, Target
+    from kafka_shell.connection.session import Session, Target
     monkeypatch.setenv("KAFKA_SHELL_DATA_DIR", str(tmp_path / "data"))
     s = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=io.StringIO(), stderr=io.StringIO())
     yield s
@@ -197,7 +197,7 @@ def test_output_json_prints_no_empty_object(repl_session):
 
 
 def test_a_soft_wrapped_line_shows_no_continuation_dots():
-    from kafka_shell.repl.app import _continuation
+    from kafka_shell.face.repl.app import _continuation
     assert "".join(text for _, text in _continuation(7, 1, 0)) == "...... "   # after `\` or in a quote
     assert "".join(text for _, text in _continuation(7, 0, 1)).strip() == ""   # only wrapped on screen
 
@@ -261,8 +261,8 @@ def test_delete_group_and_delete_offsets_name_what_they_delete(sandbox):
     # In the REPL the same question is asked.
     import io
 
-    from kafka_shell.runner import run_line
-    from kafka_shell.session import Session, Target
+    from kafka_shell.face.runner import run_line
+    from kafka_shell.connection.session import Session, Target
     asked: list[str] = []
     s = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=io.StringIO(), stderr=io.StringIO(),
                 interactive=True, confirm=lambda q: asked.append(q) or False)
@@ -390,8 +390,8 @@ def test_watch_redraws_a_read_command_and_marks_what_changed(sandbox):
     import io
     import threading
 
-    from kafka_shell.runner import run_line
-    from kafka_shell.session import Session, Target
+    from kafka_shell.face.runner import run_line
+    from kafka_shell.connection.session import Session, Target
     ok(sandbox, "create-topic --topic w --replica-assignment 3:1")
     out = io.StringIO()
     s = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=out, stderr=io.StringIO(),
@@ -432,7 +432,7 @@ def test_watch_refuses_what_changes_the_cluster_and_stops_on_ctrl_c(sandbox):
 # -- completion of a million topics (bench/bench_completion.py times it) ---------------------------
 
 def test_fuzzy_index_blocks_skip_names_without_the_characters_and_keep_every_match():
-    from kafka_shell.repl import fuzzy
+    from kafka_shell.face.repl import fuzzy
     names = [f"orders-{i}" for i in range(3 * fuzzy.BLOCK)] + ["zeta-svc", "alpha-xylo"]
     index = fuzzy.FuzzyIndex(names)
     assert len(index.blocks) == 4
@@ -444,8 +444,8 @@ def test_fuzzy_index_blocks_skip_names_without_the_characters_and_keep_every_mat
 
 
 def test_watch_completes_the_command_it_watches():
-    from kafka_shell.registry import load_commands
-    from kafka_shell.repl.suggest import CommandName, OptionName, Topic, suggest
+    from kafka_shell.declarations.registry import load_commands
+    from kafka_shell.face.repl.suggest import CommandName, OptionName, Topic, suggest
     registry = load_commands()
     assert CommandName() in suggest("watch desc", registry).suggestions
     assert suggest("watch describe-topic --topic o", registry).suggestions == (Topic(),)

@@ -10,8 +10,8 @@ import uuid
 import pytest
 from prompt_toolkit.document import Document
 
-from kafka_shell.registry import load_commands
-from kafka_shell.repl.completer import KafkaCompleter
+from kafka_shell.declarations.registry import load_commands
+from kafka_shell.face.repl.completer import KafkaCompleter
 from kafka_shell.sandbox.server import Sandbox
 from tests.test_consumer_groups_cmd import rows
 from tests.test_transactions_cmd import sh

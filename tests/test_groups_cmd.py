@@ -16,13 +16,13 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from kafka_shell.codes import ApiKey
-from kafka_shell.registry import load_commands
-from kafka_shell.repl.suggest import Group, suggest
-from kafka_shell.runner import run_line
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.declarations.registry import load_commands
+from kafka_shell.face.repl.suggest import Group, suggest
+from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox import groups as sandbox_groups
-from kafka_shell.session import Session, Target
+from kafka_shell.connection.session import Session, Target
 from tests.output import json_rows
 from tests.test_oneshot import run
 

@@ -4,7 +4,7 @@ run ends in exit 1 or 2 with exactly one line on stderr, never "Internal error" 
 and the cluster is the same afterwards.
 
 The cases are generated from the registry, so a new command or option is covered as soon as it
-is declared. The shell runs in-process through `kafka_shell.main.main` (the entry the
+is declared. The shell runs in-process through `kafka_shell.face.main.main` (the entry the
 `kafka-shell` script calls); a sample also runs as a real process with raw argv bytes.
 """
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_shell.main import main
-from kafka_shell.registry import Command, Option, load_commands
+from kafka_shell.face.main import main
+from kafka_shell.declarations.registry import Command, Option, load_commands
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox import groups as sandbox_groups
 from kafka_shell.sandbox.server import Sandbox

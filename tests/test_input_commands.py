@@ -12,8 +12,8 @@ import stat
 import pytest
 
 
-from kafka_shell.runner import run_line
-from kafka_shell.session import Session, Target
+from kafka_shell.face.runner import run_line
+from kafka_shell.connection.session import Session, Target
 
 
 def oneshot(line: str, target: Target | None = None, **session_attrs) -> tuple[int, str, str]:
@@ -64,8 +64,8 @@ def test_topic_context_reaches_every_command_that_takes_a_topic(sandbox):
 @pytest.mark.parametrize("name", ["alter-topic", "delete-topic", "describe-topic", "describe-log-dirs",
                                   "reassign-partitions", "elect-leaders", "alter-configs"])
 def test_help_says_the_context_topic_one_way(name):
-    from kafka_shell.parsing import help_text
-    from kafka_shell.registry import load_commands
+    from kafka_shell.declarations.parsing import help_text
+    from kafka_shell.declarations.registry import load_commands
     text = help_text(load_commands().commands[name], width=1000).splitlines()   # one line per option
     line = next(row for row in text if row.strip().startswith("--topic "))
     assert ("(default: the context topic)" in line or ", or the context topic)" in line) and "(required)" not in line

@@ -14,7 +14,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import (
     BestAvailableEncryption, Encoding, NoEncryption, PrivateFormat, load_pem_private_key, pkcs12)
 
-from kafka_shell.client_config import librdkafka_properties, sasl_credentials
+from kafka_shell.connection.client_config import librdkafka_properties, sasl_credentials
 from kafka_shell.sandbox import tls
 from kafka_shell.sandbox.server import Sandbox
 

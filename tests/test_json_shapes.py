@@ -14,10 +14,10 @@ import re
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kafka_shell.registry import load_commands
-from kafka_shell.runner import run_line
+from kafka_shell.declarations.registry import load_commands
+from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox.server import Sandbox
-from kafka_shell.session import Session, Target
+from kafka_shell.connection.session import Session, Target
 from tests.test_groups_cmd import commit, member
 
 SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")

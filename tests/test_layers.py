@@ -2,7 +2,7 @@
 TYPE_CHECKING ones included): each layer imports only itself and the layers below it; commands
 and the pipeline never touch the wire (kio, the protocol modules, the channel, the router); the
 sandbox stands beside the shell, which reaches it only through the `sandbox` server's entry point
-and `--sandbox` start-up (kafka_shell/main.py).
+and `--sandbox` start-up (kafka_shell/face/main.py).
 
     face          main, modes, runner, repl/, completions, config_keys, pager
     commands      commands/*.py; the pipeline (kafka_shell/pipeline/) beside them
@@ -24,23 +24,23 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ["base", "protocol", "connection", "admin", "declarations", "commands", "face"]
-BASE = {"kafka_shell", "kafka_shell.errors", "kafka_shell.files", "kafka_shell.paths", "kafka_shell.limits",
-        "kafka_shell.names", "kafka_shell.deadline", "kafka_shell.env", "kafka_shell.jwt", "kafka_shell.regex"}
-PROTOCOL = {"kafka_shell.protocol", "kafka_shell.protocol_ext", "kafka_shell.protocol_ext_schemas", "kafka_shell.codes",
-            "kafka_shell.frames", "kafka_shell.encoders",
-            "kafka_shell.authorization", "kafka_shell.broker_identity"}
-CONNECTION = {"kafka_shell.connection", "kafka_shell.router", "kafka_shell.cache", "kafka_shell.channel",
-              "kafka_shell.session", "kafka_shell.metadata", "kafka_shell.controller_history",
-              "kafka_shell.client_config", "kafka_shell.keystores", "kafka_shell.clusters", "kafka_shell.sasl",
-              "kafka_shell.sasl_gssapi", "kafka_shell.sasl_oauthbearer", "kafka_shell.sandbox_client"}
+BASE = {"kafka_shell", "kafka_shell.base.errors", "kafka_shell.base.files", "kafka_shell.base.paths", "kafka_shell.base.limits",
+        "kafka_shell.base.names", "kafka_shell.base.deadline", "kafka_shell.base.env", "kafka_shell.base.jwt", "kafka_shell.base.regex"}
+PROTOCOL = {"kafka_shell.protocol.codec", "kafka_shell.protocol.seed_apis", "kafka_shell.protocol.seed_api_schemas", "kafka_shell.protocol.codes",
+            "kafka_shell.protocol.frames", "kafka_shell.protocol.encoders",
+            "kafka_shell.protocol.authorization", "kafka_shell.protocol.broker_identity"}
+CONNECTION = {"kafka_shell.connection.manager", "kafka_shell.connection.router", "kafka_shell.connection.cache", "kafka_shell.connection.channel",
+              "kafka_shell.connection.session", "kafka_shell.connection.metadata", "kafka_shell.connection.controller_history",
+              "kafka_shell.connection.client_config", "kafka_shell.connection.keystores", "kafka_shell.connection.clusters", "kafka_shell.connection.sasl",
+              "kafka_shell.connection.sasl_gssapi", "kafka_shell.connection.sasl_oauthbearer", "kafka_shell.connection.sandbox_client"}
 # `commands` itself (commands/__init__.py) holds only the index of which module declares what.
-DECLARATIONS = {"kafka_shell.registry", "kafka_shell.render", "kafka_shell.option_types", "kafka_shell.parsing",
-                "kafka_shell.progress", "commands"}
-FACE = {"kafka_shell.main", "kafka_shell.__main__", "kafka_shell.modes", "kafka_shell.runner",
-        "kafka_shell.completions", "kafka_shell.config_keys", "kafka_shell.pager"}
+DECLARATIONS = {"kafka_shell.declarations.registry", "kafka_shell.declarations.render", "kafka_shell.declarations.option_types", "kafka_shell.declarations.parsing",
+                "kafka_shell.declarations.progress", "commands"}
+FACE = {"kafka_shell.face.main", "kafka_shell.__main__", "kafka_shell.face.modes", "kafka_shell.face.runner",
+        "kafka_shell.face.completions", "kafka_shell.face.config_keys", "kafka_shell.face.pager"}
 # What commands and the pipeline never import: the wire is the admin layer's business.
-WIRE = ("kio", "kafka_shell.protocol", "kafka_shell.codes", "kafka_shell.frames", "kafka_shell.encoders",
-        "kafka_shell.channel", "kafka_shell.router")
+WIRE = ("kio", "kafka_shell.protocol.codec", "kafka_shell.protocol.codes", "kafka_shell.protocol.frames", "kafka_shell.protocol.encoders",
+        "kafka_shell.connection.channel", "kafka_shell.connection.router")
 
 
 def in_sandbox(module: str) -> bool:
@@ -50,7 +50,7 @@ def in_sandbox(module: str) -> bool:
 def layer(module: str) -> str | None:
     if module in BASE:
         return "base"
-    if module in PROTOCOL or module.startswith("kafka_shell.definitions"):
+    if module in PROTOCOL or module.startswith("kafka_shell.protocol.definitions"):
         return "protocol"
     if module in CONNECTION:
         return "connection"
@@ -60,7 +60,7 @@ def layer(module: str) -> str | None:
         return "declarations"
     if module.startswith(("commands", "kafka_shell.pipeline")):
         return "commands"
-    if module in FACE or module.startswith("kafka_shell.repl"):
+    if module in FACE or module.startswith("kafka_shell.face.repl"):
         return "face"
     return None  # the sandbox, and what is not ours
 
@@ -116,8 +116,8 @@ def test_commands_and_the_pipeline_never_touch_the_wire(module):
 
 def test_the_sandbox_stands_beside_the_shell():
     users = {(m, d) for m in MODULES if not in_sandbox(m) for d in imports(m) if in_sandbox(d)}
-    assert {m for m, _ in users} == {"kafka_shell.main"}, "only start-up may import the sandbox"
-    main = sorted(d for m, d in users if m == "kafka_shell.main")
+    assert {m for m, _ in users} == {"kafka_shell.face.main"}, "only start-up may import the sandbox"
+    main = sorted(d for m, d in users if m == "kafka_shell.face.main")
     assert main == ["kafka_shell.sandbox.cli", "kafka_shell.sandbox.server"]  # its entry point, and --sandbox
 
 
@@ -129,7 +129,7 @@ def test_the_sandbox_shares_only_the_base_and_kafkas_definitions():
 
 def test_the_command_index_matches_the_declarations():
     import commands
-    from kafka_shell.registry import declared_index
+    from kafka_shell.declarations.registry import declared_index
     assert commands.INDEX == declared_index(), (
         "commands/__init__.py's INDEX is stale: print the new one with "
-        "python -c 'from kafka_shell.registry import print_index; print_index()'")
+        "python -c 'from kafka_shell.declarations.registry import print_index; print_index()'")

@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
-from kafka_shell.repl.history import SecretFreeHistory, is_secret
-from kafka_shell import sandbox_client
+from kafka_shell.face.repl.history import SecretFreeHistory, is_secret
+from kafka_shell.connection import sandbox_client
 from kafka_shell.sandbox.server import Sandbox
 from tests.test_oneshot import SHELL, shell
 

@@ -16,14 +16,14 @@ import pexpect
 import pytest
 from confluent_kafka import Producer
 
-from kafka_shell.errors import UsageError
-from kafka_shell.parsing import help_text
-from kafka_shell.registry import load_commands
-from kafka_shell.render import Result, Table, View, human_bytes, human_ms, human_time, output_text, render, snake_case
-from kafka_shell.runner import run_line
+from kafka_shell.base.errors import UsageError
+from kafka_shell.declarations.parsing import help_text
+from kafka_shell.declarations.registry import load_commands
+from kafka_shell.declarations.render import Result, Table, View, human_bytes, human_ms, human_time, output_text, render, snake_case
+from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
-from kafka_shell.session import Session, Target
+from kafka_shell.connection.session import Session, Target
 from tests.output import json_rows, json_tables
 from tests.test_oneshot import run, shell
 from tests.test_repl import SHELL, Terminal, run_piped
@@ -458,7 +458,7 @@ def test_repl_with_piped_output_never_pages(sandbox, tmp_path, pager_log, monkey
 
 
 def test_a_pager_that_cannot_be_found_leaves_the_text_to_stdout(monkeypatch):
-    from kafka_shell.pager import DEFAULT_PAGER, page
+    from kafka_shell.face.pager import DEFAULT_PAGER, page
     assert DEFAULT_PAGER == "less -SRXF"
     monkeypatch.setenv("PAGER", "no-such-pager-here")
     assert page("x\n") is False   # the caller prints the text itself

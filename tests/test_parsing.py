@@ -6,11 +6,11 @@ import io
 
 import pytest
 
-from kafka_shell.errors import UsageError
-from kafka_shell.modes import script_lines
-from kafka_shell.parsing import help_text, parse, tokenize
-from kafka_shell.registry import load_commands
-from kafka_shell.render import Result, Table, render
+from kafka_shell.base.errors import UsageError
+from kafka_shell.face.modes import script_lines
+from kafka_shell.declarations.parsing import help_text, parse, tokenize
+from kafka_shell.declarations.registry import load_commands
+from kafka_shell.declarations.render import Result, Table, render
 from tests.output import json_rows, json_tables
 
 REGISTRY = load_commands()

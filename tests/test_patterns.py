@@ -8,9 +8,9 @@ import io
 
 import pytest
 
-from kafka_shell.names import glob_reading, matcher, topic_pattern
-from kafka_shell.runner import run_line
-from kafka_shell.session import Session, Target
+from kafka_shell.base.names import glob_reading, matcher, topic_pattern
+from kafka_shell.face.runner import run_line
+from kafka_shell.connection.session import Session, Target
 from tests.output import json_rows
 from tests.test_groups_cmd import create, ok, sh
 

@@ -28,9 +28,9 @@ import pytest
 
 from kafka_shell.admin import assignment_plan as reassign_plan
 from kafka_shell.pipeline import jobs, schema, synth
-from kafka_shell.runner import run_line
+from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox.server import Sandbox
-from kafka_shell.session import Session, Target
+from kafka_shell.connection.session import Session, Target
 from tests.output import json_tables
 from tests.sandbox.wire import create, stage_offline_partition
 from tests.test_oneshot import ROOT, SHELL, assert_one_line_error, shell

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafka_shell.pipeline import schema, synth
-from kafka_shell.runner import run_line
+from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox.server import Sandbox
-from kafka_shell.session import Session, Target
+from kafka_shell.connection.session import Session, Target
 from tests.output import json_rows
 from tests.sandbox.wire import create, produce, stage_offline_partition
 from tests.test_oneshot import ROOT, SHELL, assert_one_line_error, run, shell

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kafka_shell.runner import run_line
-from kafka_shell.session import Session, Target
+from kafka_shell.face.runner import run_line
+from kafka_shell.connection.session import Session, Target
 from tests.output import json_rows
 from tests.test_groups_cmd import committed, create, ok, sh
 from tests.test_oneshot import run

@@ -13,12 +13,12 @@ import subprocess
 
 import pytest
 
-from kafka_shell.codes import ApiKey
-from kafka_shell.runner import run_line
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.handlers import replica_log_info
 from kafka_shell.sandbox.server import Sandbox
-from kafka_shell.session import Session, Target
+from kafka_shell.connection.session import Session, Target
 from tests.conftest import BOTH_MODES, KRAFT_MODE
 from tests.sandbox.wire import create, produce
 from tests.test_oneshot import SHELL, assert_one_line_error, run, shell

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tabulate import tabulate
 
-from kafka_shell.render import Table, _aligned, _horizontal, _table, cell
+from kafka_shell.declarations.render import Table, _aligned, _horizontal, _table, cell
 
 LARGE_TABLE_ROWS = 1000
 

@@ -18,11 +18,11 @@ from prompt_toolkit.history import FileHistory
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from kafka_shell.repl import run_repl
-from kafka_shell.repl.app import Repl
-from kafka_shell.repl.history import SecretFreeHistory, history_path, is_secret
-from kafka_shell.repl.toolbar import create_toolbar
-from kafka_shell.session import Session, Target
+from kafka_shell.face.repl import run_repl
+from kafka_shell.face.repl.app import Repl
+from kafka_shell.face.repl.history import SecretFreeHistory, history_path, is_secret
+from kafka_shell.face.repl.toolbar import create_toolbar
+from kafka_shell.connection.session import Session, Target
 from tests.output import json_rows
 
 SHELL = str(Path(sys.executable).parent / "kafka-shell")

@@ -9,12 +9,12 @@ import os
 from prompt_toolkit.document import Document
 from pygments.token import Comment, Error, Keyword, Name, Number, Operator, String, Text
 
-from kafka_shell.metadata import BrokerInfo, ClusterSnapshot, ControllerInfo, PartitionInfo, TopicInfo
-from kafka_shell.registry import Command, Option, Registry
-from kafka_shell.repl import suggest as s
-from kafka_shell.repl.completer import MAX_CANDIDATES, KafkaCompleter
-from kafka_shell.repl.lexer import lexer_for
-from kafka_shell.repl.suggest import split_words, suggest
+from kafka_shell.connection.metadata import BrokerInfo, ClusterSnapshot, ControllerInfo, PartitionInfo, TopicInfo
+from kafka_shell.declarations.registry import Command, Option, Registry
+from kafka_shell.face.repl import suggest as s
+from kafka_shell.face.repl.completer import MAX_CANDIDATES, KafkaCompleter
+from kafka_shell.face.repl.lexer import lexer_for
+from kafka_shell.face.repl.suggest import split_words, suggest
 
 
 def _noop(session, args):
@@ -310,7 +310,7 @@ def test_completion_goes_on_after_a_continued_line():
 
 
 def test_acl_options_offer_principals_and_resources_seen():
-    from kafka_shell.session import Seen
+    from kafka_shell.connection.session import Seen
     registry = Registry()
     registry.add(Command("describe-acls", _noop, (
         Option("--topic", repeatable=True, completer="acl_resource"),

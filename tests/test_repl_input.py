@@ -12,10 +12,10 @@ from prompt_toolkit.history import InMemoryHistory
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from kafka_shell.parsing import is_incomplete, logical_lines, split_commands
-from kafka_shell.repl import run_repl
-from kafka_shell.repl.app import Repl
-from kafka_shell.session import Session, Target
+from kafka_shell.declarations.parsing import is_incomplete, logical_lines, split_commands
+from kafka_shell.face.repl import run_repl
+from kafka_shell.face.repl.app import Repl
+from kafka_shell.connection.session import Session, Target
 from tests.test_oneshot import run, shell, topics
 from tests.test_repl import CTRL_D, ESC, data_dir, session, terminal  # noqa: F401 - fixtures
 

@@ -8,8 +8,8 @@ import json
 
 from confluent_kafka import Producer
 
-from kafka_shell.parsing import split_redirect
-from kafka_shell.session import Session, Target
+from kafka_shell.declarations.parsing import split_redirect
+from kafka_shell.connection.session import Session, Target
 from tests.test_groups_cmd import commit, create, produce
 from tests.test_repl import data_dir, run_piped  # noqa: F401 - the fixture
 

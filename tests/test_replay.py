@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kafka_shell.files import MAX_INPUT_BYTES
+from kafka_shell.base.files import MAX_INPUT_BYTES
 from kafka_shell.sandbox.server import Sandbox
 from tests.output import json_documents
 from tests.test_oneshot import ROOT, SHELL, shell, topics

@@ -11,16 +11,16 @@ import subprocess
 
 import pytest
 
-from kafka_shell.channel import Channel
-from kafka_shell.client_config import validate
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.connection import ConnectionManager
-from kafka_shell.errors import KafkaCallError, UsageError, from_kafka_exception
-from kafka_shell.main import main
+from kafka_shell.connection.channel import Channel
+from kafka_shell.connection.client_config import validate
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.connection.manager import ConnectionManager
+from kafka_shell.base.errors import KafkaCallError, UsageError, from_kafka_exception
+from kafka_shell.face.main import main
 from kafka_shell.sandbox.kerberos import GssapiServer, parse_rules, short_name
 from kafka_shell.sandbox.security import SERVER_MECHANISMS, SaslFailure
 from kafka_shell.sandbox.server import Sandbox
-from kafka_shell.sasl import CLIENT_MECHANISMS
+from kafka_shell.connection.sasl import CLIENT_MECHANISMS
 from tests import kdc as kdc_setup
 from tests.sasl_broker import SaslTestBroker
 

@@ -13,17 +13,17 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from kafka_shell import jwt
-from kafka_shell.channel import Channel
-from kafka_shell.client_config import librdkafka_properties, validate
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.errors import KafkaCallError, UsageError
-from kafka_shell.main import main
+from kafka_shell.base import jwt
+from kafka_shell.connection.channel import Channel
+from kafka_shell.connection.client_config import librdkafka_properties, validate
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.base.errors import KafkaCallError, UsageError
+from kafka_shell.face.main import main
 from kafka_shell.sandbox.oauthbearer import OAuthBearerServer
 from kafka_shell.sandbox.security import SERVER_MECHANISMS, SaslFailure
 from kafka_shell.sandbox.server import Sandbox
-from kafka_shell.sasl import CLIENT_MECHANISMS
-from kafka_shell.sasl_oauthbearer import client_first_message, unsecured_from_config
+from kafka_shell.connection.sasl import CLIENT_MECHANISMS
+from kafka_shell.connection.sasl_oauthbearer import client_first_message, unsecured_from_config
 from tests.oauth_tokens import SigningKey, TokenEndpoint
 from tests.sasl_broker import SaslTestBroker
 

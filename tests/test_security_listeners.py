@@ -20,9 +20,9 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 from confluent_kafka import Consumer, Producer
 
-from kafka_shell.channel import Channel, ConnectionLost
-from kafka_shell.codes import AlterConfigOp, ApiKey, ResourceType
-from kafka_shell.connection import ConnectionManager
+from kafka_shell.connection.channel import Channel, ConnectionLost
+from kafka_shell.protocol.codes import AlterConfigOp, ApiKey, ResourceType
+from kafka_shell.connection.manager import ConnectionManager
 from kafka_shell.sandbox import tls
 from kafka_shell.sandbox.server import Sandbox
 

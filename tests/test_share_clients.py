@@ -182,8 +182,8 @@ def test_records_come_back_when_their_lock_expires(bootstrap):
 
 def _protocol_facts(bootstrap: str) -> dict:
     """Raw share group requests with the usual mistakes, answers reduced to what must agree."""
-    from kafka_shell.channel import Channel
-    from kafka_shell.codes import ApiKey
+    from kafka_shell.connection.channel import Channel
+    from kafka_shell.protocol.codes import ApiKey
     from tests.k848_scenarios import coordinator
     topic, group = _topic(bootstrap), _group(bootstrap)
     channels = [coordinator(bootstrap, group)]
@@ -289,8 +289,8 @@ def _state_facts(bootstrap: str) -> dict:
     reduced to what must agree (not which broker coordinates)."""
     import base64
 
-    from kafka_shell.channel import Channel
-    from kafka_shell.codes import ApiKey
+    from kafka_shell.connection.channel import Channel
+    from kafka_shell.protocol.codes import ApiKey
     from tests.k848_scenarios import retry
     topic, group = _topic(bootstrap), "st-" + uuid.uuid4().hex[:8]
     host, port = bootstrap.split(",")[0].rsplit(":", 1)

@@ -12,7 +12,7 @@ import uuid
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_shell.connection import ConnectionManager
+from kafka_shell.connection.manager import ConnectionManager
 from kafka_shell.sandbox.server import Sandbox
 from tests.clients import java_client
 from tests.test_consumer_groups_cmd import rows, wait_for

@@ -12,9 +12,9 @@ import os
 import socket
 import subprocess
 
-from kafka_shell.registry import load_commands
-from kafka_shell.runner import run_line
-from kafka_shell.session import Session, Target
+from kafka_shell.declarations.registry import load_commands
+from kafka_shell.face.runner import run_line
+from kafka_shell.connection.session import Session, Target
 from tests.output import json_rows
 from tests.test_groups_cmd import create, ok, sh
 from tests.test_oneshot import ROOT, SHELL

@@ -2,7 +2,7 @@
 whole (KRaft refuses a request over 10,000 partitions, or over 10,000 metadata records: a
 TopicRecord, a PartitionRecord per partition and a ConfigRecord per config, for every topic)."""
 from kafka_shell.admin.topics import NewTopic, _batches
-from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP
+from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP
 
 
 def names(chunks: list[list[NewTopic]]) -> list[list[str]]:

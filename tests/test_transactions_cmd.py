@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from kafka_shell.runner import run_line
+from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox.server import Sandbox
-from kafka_shell.session import Session, Target
+from kafka_shell.connection.session import Session, Target
 from tests import txn_scenarios
-from kafka_shell.render import snake_case
+from kafka_shell.declarations.render import snake_case
 from tests.clients import java_client
 from tests.output import json_rows
 
@@ -225,8 +225,8 @@ def test_transactional_ids_complete_from_one_list_per_broker(sandbox3):
     from confluent_kafka import Producer
     from prompt_toolkit.document import Document
 
-    from kafka_shell.registry import load_commands
-    from kafka_shell.repl.completer import KafkaCompleter
+    from kafka_shell.declarations.registry import load_commands
+    from kafka_shell.face.repl.completer import KafkaCompleter
 
     producer = Producer({"bootstrap.servers": sandbox3.bootstrap, "transactional.id": "orders-writer-7"})
     producer.init_transactions(30)

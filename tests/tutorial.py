@@ -95,8 +95,8 @@ def replay(items: list[Step], sandbox, cwd: str, target=None, actions=None) -> l
     """What the shell prints for each step (stdout and stderr as a terminal shows them). A step
     in `actions` (a line -> what it does to the sandbox) runs that instead; `target`: where the
     shell connects (default: the sandbox's brokers)."""
-    from kafka_shell.runner import run_line
-    from kafka_shell.session import Session, Target
+    from kafka_shell.face.runner import run_line
+    from kafka_shell.connection.session import Session, Target
     out = io.StringIO()
     session = Session(target=target or Target(sandbox.bootstrap), sandbox=sandbox, stdout=out, stderr=out)
     printed: list[list[str]] = []

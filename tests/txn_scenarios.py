@@ -11,8 +11,8 @@ import uuid
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_shell.channel import Channel
-from kafka_shell.codes import ApiKey
+from kafka_shell.connection.channel import Channel
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox import log, producer_state
 
 RETRIABLE = {14, 15, 16, 51}   # coordinator loading / not available / not coordinator, concurrent transactions

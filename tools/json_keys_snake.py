@@ -30,7 +30,7 @@ KEY_METHODS = {"get", "pop", "setdefault"}
 
 
 def snake_case(column: str) -> str:
-    """As kafka_shell.render.snake_case (kept here so the tool runs on any checkout)."""
+    """As kafka_shell.declarations.render.snake_case (kept here so the tool runs on any checkout)."""
     return re.sub(r"[^0-9a-zA-Z]+", "_", _WORD_START.sub("_", column.strip())).strip("_").lower()
 
 

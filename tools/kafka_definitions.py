@@ -1,4 +1,4 @@
-"""Generates kafka_shell/definitions/kafka-X.Y.json from Apache Kafka itself, for each release
+"""Generates kafka_shell/protocol/definitions/kafka-X.Y.json from Apache Kafka itself, for each release
 pinned in .ci/kafka-versions:
 
 - the config definitions (broker and topic keys: type, default, validator, documentation,
@@ -9,7 +9,7 @@ pinned in .ci/kafka-versions:
   for 3.x).
 
 Message schemas are kept only for the versions a release lists that kio (the codec) lacks, in
-kio's own naming, so kafka_shell.definitions can declare them as kio does; request field
+kio's own naming, so kafka_shell.protocol.definitions can declare them as kio does; request field
 defaults are kept for the fields some version of a request lacks (what a handler reads there).
 
 Run from the repo: .venv/bin/python tools/kafka_definitions.py [--cache DIR]   (about a minute;
@@ -58,15 +58,15 @@ def dump(version: str) -> dict:
 # -- a real cluster's ApiVersions --------------------------------------------------------------------
 
 def api_versions(port: int, version: int) -> dict:
-    from kafka_shell import protocol
-    cls = protocol.request_schema(18, version)
-    request = protocol.build(cls, {"client_software_name": "kafka-definitions", "client_software_version": "1"})
+    from kafka_shell.protocol import codec
+    cls = codec.request_schema(18, version)
+    request = codec.build(cls, {"client_software_name": "kafka-definitions", "client_software_version": "1"})
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-        s.sendall(protocol.encode_request(request, 1, "kafka-definitions"))
+        s.sendall(codec.encode_request(request, 1, "kafka-definitions"))
         size = struct.unpack(">i", _read(s, 4))[0]
         body = _read(s, size)
-    _, answer = protocol.decode_response(protocol.response_schema(18, version), body)
-    return protocol.to_dict(answer)  # type: ignore[return-value]
+    _, answer = codec.decode_response(codec.response_schema(18, version), body)
+    return codec.to_dict(answer)  # type: ignore[return-value]
 
 
 def _read(s: socket.socket, n: int) -> bytes:
@@ -184,7 +184,7 @@ class Naming:
 
 def kio_schema(java_fields: list[dict], naming: Naming, name: str, flexible: bool, path: tuple = ()) -> dict:
     """A message version kio lacks, described in kio's naming (built into classes at run time
-    by kafka_shell.definitions)."""
+    by kafka_shell.protocol.definitions)."""
     out = []
     jplain, jtagged = _split(java_fields)
     for tag, java in [(None, f) for f in jplain] + sorted(jtagged.items()):
@@ -241,7 +241,7 @@ def missing_versions(api: dict, listed: dict[int, tuple[int, int]]) -> dict:
 
 def request_defaults(key: int, releases: list[dict], generated: list[dict]) -> dict:
     """Kafka's default of every request field that some version of its struct lacks, by kio
-    class and field name, with its kio type (kafka_shell.definitions puts it on the classes
+    class and field name, with its kio type (kafka_shell.protocol.definitions puts it on the classes
     that lack the field). `releases`: the API's dumps, newest release first; `generated`: the
     request schemas of versions kio lacks."""
     if not kio_versions(key) and not generated:
@@ -295,7 +295,7 @@ def request_defaults(key: int, releases: list[dict], generated: list[dict]) -> d
 # -- configs --------------------------------------------------------------------------------------------
 
 def validator(v: dict | None) -> dict | None:
-    """Kafka's validator as the checks kafka_shell.definitions makes: bounds, choices, or just
+    """Kafka's validator as the checks kafka_shell.protocol.definitions makes: bounds, choices, or just
     Kafka's own description of it."""
     if v is None:
         return None

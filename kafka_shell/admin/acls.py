@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafka_shell.authorization import CLUSTER_NAME, is_authorization_error, unsupported_operation
-from kafka_shell.codes import AclOperation as Operation
-from kafka_shell.codes import AclPermission as Permission
-from kafka_shell.codes import AclResourceType as ResourceType
-from kafka_shell.codes import ApiKey, PatternType
-from kafka_shell.errors import KafkaCallError
+from kafka_shell.protocol.authorization import CLUSTER_NAME, is_authorization_error, unsupported_operation
+from kafka_shell.protocol.codes import AclOperation as Operation
+from kafka_shell.protocol.codes import AclPermission as Permission
+from kafka_shell.protocol.codes import AclResourceType as ResourceType
+from kafka_shell.protocol.codes import ApiKey, PatternType
+from kafka_shell.base.errors import KafkaCallError
 
 from kafka_shell.admin.errors import error_line, response_error
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 __all__ = ["Binding", "Operation", "Permission", "ResourceType", "PatternType", "CLUSTER_NAME",
            "unsupported_operation", "describe", "create", "delete", "COLUMNS"]

@@ -8,14 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_shell.codes import ApiKey, ResourceType
-from kafka_shell.errors import NotSupported
+from kafka_shell.protocol.codes import ApiKey, ResourceType
+from kafka_shell.base.errors import NotSupported
 
 from kafka_shell.admin import configs
 from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 METRICS, INTERVAL, MATCH = "metrics", "interval.ms", "match"
 KEYS = (INTERVAL, MATCH, METRICS)

@@ -6,16 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_shell.authorization import is_authorization_error
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.errors import KafkaCallError, UsageError
-from kafka_shell.protocol import api_name
+from kafka_shell.protocol.authorization import is_authorization_error
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.base.errors import KafkaCallError, UsageError
+from kafka_shell.protocol.codec import api_name
 
 from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
-    from kafka_shell.metadata import ClusterSnapshot, ControllerInfo
+    from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.connection.metadata import ClusterSnapshot, ControllerInfo
 
 FENCED_BROKERS_VERSION = 2   # DescribeCluster lists fenced brokers from v2 (KIP-1073)
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kafka_shell.codes import AlterConfigOp, ApiKey, ConfigSource, ResourceType
-from kafka_shell.errors import KafkaCallError
+from kafka_shell.protocol.codes import AlterConfigOp, ApiKey, ConfigSource, ResourceType
+from kafka_shell.base.errors import KafkaCallError
 
 from kafka_shell.admin import releases
 from kafka_shell.admin.errors import error_line, response_error
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 TOPICS, BROKERS, GROUPS = "topics", "brokers", "groups"      # kafka-configs' entity types
 BROKER_LOGGERS = "broker-loggers"   # a node's log4j loggers: name -> level (KIP-412)

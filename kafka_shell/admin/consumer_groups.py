@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kafka_shell.codes import ApiKey, Error
+from kafka_shell.protocol.codes import ApiKey, Error
 
 from kafka_shell.admin.errors import group_line
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 Key = tuple[str, int]
 T = TypeVar("T")

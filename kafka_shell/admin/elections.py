@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafka_shell.authorization import authorization_message, is_authorization_error
-from kafka_shell.codes import ApiKey, ElectionType, Error
-from kafka_shell.errors import KafkaCallError, NotSupported
-from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
+from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
+from kafka_shell.protocol.codes import ApiKey, ElectionType, Error
+from kafka_shell.base.errors import KafkaCallError, NotSupported
+from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
 
 from kafka_shell.admin.errors import error_line
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 Key = tuple[str, int]
 Entry = tuple[str, int, "int | None"]   # (topic, partition, designated leader)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_shell.authorization import authorization_message, is_authorization_error
-from kafka_shell.codes import Error
-from kafka_shell.errors import KafkaCallError, kafka_error_message, shown
+from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
+from kafka_shell.protocol.codes import Error
+from kafka_shell.base.errors import KafkaCallError, kafka_error_message, shown
 
 # One line per group error code, saying what to do.
 GROUP_ERRORS: dict[int, str] = {

@@ -8,14 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_shell import __version__, definitions
-from kafka_shell.codes import ApiKey
-from kafka_shell.errors import KafkaCallError, NotSupported, UsageError
+from kafka_shell import __version__
+from kafka_shell.protocol import definitions
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.base.errors import KafkaCallError, NotSupported, UsageError
 
 from kafka_shell.admin.errors import error_line, response_error
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"

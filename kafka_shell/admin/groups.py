@@ -13,16 +13,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.connection import COORDINATOR_RETRIABLE
-from kafka_shell.metadata import GroupListing, group_listings
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.connection.manager import COORDINATOR_RETRIABLE
+from kafka_shell.connection.metadata import GroupListing, group_listings
 
 from kafka_shell.admin import consumer_groups
 from kafka_shell.admin.errors import code_name, group_line
-from kafka_shell.errors import kafka_error_message
+from kafka_shell.base.errors import kafka_error_message
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 __all__ = ["GroupListing", "Groups", "Member", "GroupDescription", "list_groups", "describe", "delete"]
 

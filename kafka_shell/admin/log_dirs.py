@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafka_shell.codes import ApiKey
-from kafka_shell.errors import kafka_error_message
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.base.errors import kafka_error_message
 
 from kafka_shell.admin.errors import error_line
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 
 class Replica(NamedTuple):

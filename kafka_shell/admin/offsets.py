@@ -11,17 +11,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kafka_shell import protocol
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.connection import COORDINATOR_RETRIABLE
-from kafka_shell.errors import NotSupported, shown
-from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.connection.manager import COORDINATOR_RETRIABLE
+from kafka_shell.base.errors import NotSupported, shown
+from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
 
 from kafka_shell.admin.errors import code_name, group_line, partition_line
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
-    from kafka_shell.metadata import ClusterSnapshot
+    from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.connection.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
 # ListOffsets timestamps with a meaning of their own (Kafka's ListOffsetsRequest).
@@ -78,9 +78,9 @@ def log_offsets(conn: ConnectionManager, snap: ClusterSnapshot, keys: Iterable[K
 @functools.cache
 def _partition_maker(version: int) -> Callable[..., object]:
     """Partitions of a ListOffsets request made as entities at once (10,000s per request)."""
-    cls = protocol.element_class(protocol.element_class(protocol.request_schema(ApiKey.LIST_OFFSETS, version),
+    cls = codec.element_class(codec.element_class(codec.request_schema(ApiKey.LIST_OFFSETS, version),
                                                         "topics"), "partitions")
-    return protocol.maker(cls, current_leader_epoch=-1, max_num_offsets=1)
+    return codec.maker(cls, current_leader_epoch=-1, max_num_offsets=1)
 
 
 def _list_offsets(conn: ConnectionManager, wanted: dict[int, list[tuple[Key, int]]], replica_id: int,

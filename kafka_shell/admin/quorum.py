@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_shell.codes import ApiKey
-from kafka_shell.errors import UsageError
-from kafka_shell.metadata import Quorum, QuorumReplica
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.base.errors import UsageError
+from kafka_shell.connection.metadata import Quorum, QuorumReplica
 
 from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 __all__ = ["Quorum", "QuorumReplica", "NewVoter", "describe", "add_voter", "remove_voter", "new_voter"]
 
@@ -75,7 +75,7 @@ def new_voter(conn: ConnectionManager, q: Quorum, node_id: int, directory_id: st
 def voter_from_config(path: str) -> tuple[int, str, list[tuple[str, str, int]]]:
     """(node id, directory id, controller listeners) from a new controller's server.properties
     and the meta.properties its format wrote, as kafka-metadata-quorum add-controller reads them."""
-    from kafka_shell.client_config import load_properties
+    from kafka_shell.connection.client_config import load_properties
     props = load_properties(path)
     if not props.get("node.id", "").isdigit():
         raise UsageError(f"{path} has no node.id: give the new controller's server.properties")

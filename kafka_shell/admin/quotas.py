@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafka_shell.codes import ApiKey, QuotaMatch
+from kafka_shell.protocol.codes import ApiKey, QuotaMatch
 
 from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 # kafka-configs' entity types, as the quota APIs name them.
 ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}

@@ -7,16 +7,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafka_shell.authorization import is_authorization_error
-from kafka_shell.codes import ApiKey
-from kafka_shell.errors import KafkaCallError, ShellError, UsageError
+from kafka_shell.protocol.authorization import is_authorization_error
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError
 
 from kafka_shell.admin import assignment_plan
 from kafka_shell.admin.errors import error_line, response_error
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
-    from kafka_shell.metadata import ClusterSnapshot, TopicInfo
+    from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.connection.metadata import ClusterSnapshot, TopicInfo
 
 Key = tuple[str, int]
 TIMEOUT_MS = 30000

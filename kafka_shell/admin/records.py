@@ -13,17 +13,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.client_config import sasl_mechanism, scrub
-from kafka_shell.limits import INT64_MAX
-from kafka_shell.errors import NO_SASL_PROVIDER, KafkaCallError, NotSupported, UsageError, librdkafka_cannot_log_in
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.connection.client_config import sasl_mechanism, scrub
+from kafka_shell.base.limits import INT64_MAX
+from kafka_shell.base.errors import NO_SASL_PROVIDER, KafkaCallError, NotSupported, UsageError, librdkafka_cannot_log_in
 
 from kafka_shell.admin.errors import partition_line
 from kafka_shell.admin.offsets import EARLIEST, LATEST, log_offsets
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
-    from kafka_shell.metadata import ClusterSnapshot
+    from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.connection.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
 DELETE_RECORDS_TIMEOUT_MS = 30000

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_shell import definitions, protocol
-from kafka_shell.definitions import releases
-from kafka_shell.errors import NotSupported
+from kafka_shell.protocol import codec, definitions
+from kafka_shell.protocol.definitions import releases
+from kafka_shell.base.errors import NotSupported
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 
 def closest_release(listed: dict[int, range]) -> str:
@@ -41,5 +41,5 @@ def require(conn: ConnectionManager, api_key: int, what: str, since: str, versio
     release = closest_release(listed)
     if _older(release, since):
         raise NotSupported(f"{what} need Kafka {since} or later; this cluster is {release}.")
-    raise NotSupported(f"{what} are not served by this cluster: it does not list the {protocol.api_name(api_key)} "
+    raise NotSupported(f"{what} are not served by this cluster: it does not list the {codec.api_name(api_key)} "
                        f"API (Kafka {since} and later have it).")

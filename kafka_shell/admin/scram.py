@@ -7,13 +7,13 @@ import hashlib
 import os
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafka_shell.codes import ApiKey, ScramMechanism
-from kafka_shell.errors import shown
+from kafka_shell.protocol.codes import ApiKey, ScramMechanism
+from kafka_shell.base.errors import shown
 
 from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 MECHANISMS = {m.mechanism_name: m for m in ScramMechanism if m != ScramMechanism.UNKNOWN}
 _HASHES = {ScramMechanism.SCRAM_SHA_256: "sha256", ScramMechanism.SCRAM_SHA_512: "sha512"}

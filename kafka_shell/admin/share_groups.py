@@ -8,15 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol.codes import ApiKey
 
 from kafka_shell.admin import releases
 from kafka_shell.admin.consumer_groups import described
 from kafka_shell.admin.errors import group_line, partition_line
-from kafka_shell.errors import shown
+from kafka_shell.base.errors import shown
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 Key = tuple[str, int]
 SINCE = "4.1"

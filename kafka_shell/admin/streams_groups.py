@@ -10,14 +10,14 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.codes import ApiKey
-from kafka_shell.errors import shown
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.base.errors import shown
 
 from kafka_shell.admin import releases
 from kafka_shell.admin.consumer_groups import described
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 SINCE = "4.1"
 Tasks = tuple[tuple[str, tuple[int, ...]], ...]    # (subtopology id, partitions) each

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kafka_shell.files import read_owned, write_json_owned
-from kafka_shell.paths import data_dir
+from kafka_shell.base.files import read_owned, write_json_owned
+from kafka_shell.base.paths import data_dir
 
 RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 LEADER_REPLICAS = "leader.replication.throttled.replicas"

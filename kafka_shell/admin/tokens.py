@@ -9,13 +9,13 @@ import base64
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.codes import ApiKey
-from kafka_shell.errors import UsageError
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.base.errors import UsageError
 
 from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
+    from kafka_shell.connection.manager import ConnectionManager
 
 
 @dataclass(frozen=True)

@@ -10,17 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.errors import KafkaCallError, UsageError, shown
-from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP, PARTITIONS_PER_PAGE
-from kafka_shell.metadata import ClusterSnapshot, TopicInfo, topics_from_metadata
-from kafka_shell.names import check_pattern, check_topic_name, is_pattern, matcher
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.base.errors import KafkaCallError, UsageError, shown
+from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP, PARTITIONS_PER_PAGE
+from kafka_shell.connection.metadata import ClusterSnapshot, TopicInfo, topics_from_metadata
+from kafka_shell.base.names import check_pattern, check_topic_name, is_pattern, matcher
 
 from kafka_shell.admin.errors import error_line, response_error
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
-    from kafka_shell.deadline import Deadline
+    from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.base.deadline import Deadline
 
 Key = tuple[str, int]
 

@@ -12,16 +12,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.connection import TRANSACTION_KEY_TYPE
-from kafka_shell.errors import KafkaCallError, NotSupported, shown
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.connection.manager import TRANSACTION_KEY_TYPE
+from kafka_shell.base.errors import KafkaCallError, NotSupported, shown
 
 from kafka_shell.admin.errors import code_name, error_line, partition_line, response_error
-from kafka_shell.regex import compile_kafka_regex
+from kafka_shell.base.regex import compile_kafka_regex
 
 if TYPE_CHECKING:
-    from kafka_shell.connection import ConnectionManager
-    from kafka_shell.metadata import ClusterSnapshot
+    from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.connection.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
 # Kafka's TransactionState names (what ListTransactions' state filter takes).

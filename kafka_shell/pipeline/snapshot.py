@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_shell.admin import cluster, configs, groups, log_dirs, offsets, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
-from kafka_shell.errors import ShellError
-from kafka_shell.metadata import ClusterSnapshot, PartitionInfo
+from kafka_shell.base.errors import ShellError
+from kafka_shell.connection.metadata import ClusterSnapshot, PartitionInfo
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from kafka_shell.session import Session
+    from kafka_shell.connection.session import Session
 
 Key = tuple[str, int]
 

@@ -15,7 +15,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.limits import MAX_PARTITIONS_PER_BATCH, MAX_TOPIC_NAME
+from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH, MAX_TOPIC_NAME
 from kafka_shell.sandbox import configs
 from kafka_shell.sandbox.model import Cluster, Partition, Topic
 

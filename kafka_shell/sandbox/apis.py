@@ -1,5 +1,5 @@
 """What each sandbox listener lists in ApiVersions and serves: exactly what a listener of the same
-kind lists on the Kafka release the sandbox follows (kafka_shell.definitions, taken from real
+kind lists on the Kafka release the sandbox follows (kafka_shell.protocol.definitions, taken from real
 brokers and controllers), less what UNSERVED says the sandbox does not serve and why; plus, only
 when asked (`seed_apis`), the APIs of the seeds that no Kafka release has.
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from dataclasses import dataclass
 from functools import cache
 
-from kafka_shell.codes import ApiKey
-from kafka_shell.definitions import BROKER, CONTROLLER, RELEASES, ZK_BROKER, releases
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.protocol.definitions import BROKER, CONTROLLER, RELEASES, ZK_BROKER, releases
 from kafka_shell.sandbox import handlers
 
 ALL_LISTENERS = (BROKER, CONTROLLER, ZK_BROKER)
@@ -106,14 +106,14 @@ def _span(r: range | None) -> str:
 
 def markdown() -> str:
     """The served table and the UNSERVED table, as docs/sandbox.md shows them."""
-    from kafka_shell import protocol
+    from kafka_shell.protocol import codec
     served = handlers.load()
     listings = {kind: listed(*kind, False, served) for kind in KINDS}
     head = " | ".join(f"{release} {listener.replace('_', ' ')}" for release, listener in KINDS)
     lines = [f"| Key | API | {head} |", "|----:|-----|" + "---|" * len(KINDS)]
     for key in sorted({k for listing in listings.values() for k in listing}):
         cells = " | ".join(_span(listings[kind].get(key)) for kind in KINDS)
-        lines.append(f"| {key} | {protocol.api_name(key)} | {cells} |")
+        lines.append(f"| {key} | {codec.api_name(key)} | {cells} |")
     lines += ["", "| Keys | APIs | Versions | Where Kafka lists them | Why not |", "|---|---|---|---|---|"]
     for u in UNSERVED:
         names = ", ".join(next(releases.release(r).api_names[k] for r in RELEASES if k in releases.release(r).api_names)

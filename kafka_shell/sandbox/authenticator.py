@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_shell import protocol
-from kafka_shell.codes import ApiKey, Error
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.sandbox.security import SERVER_MECHANISMS, SaslFailure, SaslInvalidCredentials, ServerMechanism
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class SaslAuthenticator:
         handshake). Else the authenticator's own answer."""
         if self.raw_tokens and self.state == AUTHENTICATE:
             return self._raw_token(body)
-        api_key, version, correlation_id = protocol.peek_header(body)
+        api_key, version, correlation_id = codec.peek_header(body)
         if self.state == COMPLETE:
             if api_key == ApiKey.SASL_HANDSHAKE and self.expires_at is not None:
                 self.state, self.reauthenticating = HANDSHAKE, True   # KIP-368
@@ -90,9 +90,9 @@ class SaslAuthenticator:
         return Answer(None, close=True)
 
     def _handshake(self, body: bytes, correlation_id: int) -> Answer:
-        _, request = protocol.decode_request(body)
+        _, request = codec.decode_request(body)
         wanted = request.mechanism  # type: ignore[attr-defined]
-        version = protocol.peek_header(body)[1]
+        version = codec.peek_header(body)[1]
         if self.reauthenticating and wanted != self.mechanism_name:
             # REAUTH_BAD_MECHANISM: the handshake succeeds, the SaslAuthenticate after it fails.
             self.state = AUTHENTICATE
@@ -114,7 +114,7 @@ class SaslAuthenticator:
         if self.bad_mechanism is not None:
             return self._auth_failed(version, correlation_id, self.bad_mechanism)
         assert self.login is not None
-        _, request = protocol.decode_request(body)
+        _, request = codec.decode_request(body)
         try:
             token = self.login.step(bytes(request.auth_bytes))  # type: ignore[attr-defined]
             if self.login.complete and self.reauthenticating and self.login.principal != self.principal:
@@ -149,7 +149,7 @@ class SaslAuthenticator:
             self.principal, self.state = self.login.principal, COMPLETE
             lifetime_ms = self._session_lifetime_ms()
             self.expires_at = time.monotonic() + lifetime_ms / 1000 if lifetime_ms else None
-        return Answer(protocol.frame(answer))
+        return Answer(codec.frame(answer))
 
     def _session_lifetime_ms(self) -> int:
         """Kafka's calcCompletionTimesAndReturnSessionLifetimeMs: the smaller of
@@ -177,6 +177,6 @@ class SaslAuthenticator:
 
     @staticmethod
     def _encode(api_key: int, version: int, correlation_id: int, body: dict) -> bytes:
-        cls = protocol.response_schema(api_key, version)
-        return protocol.encode_response(protocol.build(cls, body), correlation_id)
+        cls = codec.response_schema(api_key, version)
+        return codec.encode_response(codec.build(cls, body), correlation_id)
 

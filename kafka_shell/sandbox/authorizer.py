@@ -7,7 +7,7 @@ DENY binding does (DENY wins). An ALLOW on READ, WRITE, DELETE or ALTER implies 
 ALTER_CONFIGS implies DESCRIBE_CONFIGS; ALL matches every operation. A resource with no binding
 at all (for any principal) is allowed only with `allow.everyone.if.no.acl.found`.
 
-`kafka_shell.authorization.API_NEEDS` is the one table of what each API checks (KafkaApis and
+`kafka_shell.protocol.authorization.API_NEEDS` is the one table of what each API checks (KafkaApis and
 ControllerApis), shared with the shell's messages; handlers ask
 `RequestContext.permits(resource_type, name)` (the operation comes from the table) or, for the
 checks a table cannot say (auto-creation needs CREATE), `RequestContext.authorize(op, ...)`.
@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_shell.authorization import API_NEEDS, CLUSTER_NAME
-from kafka_shell.codes import AclOperation as Op
-from kafka_shell.codes import AclPermission, AclResourceType as Res, PatternType
+from kafka_shell.protocol.authorization import API_NEEDS, CLUSTER_NAME
+from kafka_shell.protocol.codes import AclOperation as Op
+from kafka_shell.protocol.codes import AclPermission, AclResourceType as Res, PatternType
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.model import Cluster

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 import sys
 
-from kafka_shell.env import ENV_REF, expand_env
-from kafka_shell.errors import ShellError, UsageError, shown
+from kafka_shell.base.env import ENV_REF, expand_env
+from kafka_shell.base.errors import ShellError, UsageError, shown
 
 SANDBOX_EPILOG = """\
 Prints three lines on stdout, then serves until Ctrl-C, SIGTERM or SIGHUP (each stops it
@@ -35,7 +35,7 @@ def parser():
     """The options of `kafka-shell sandbox` (the shell completion files are made from them too)."""
     import argparse
 
-    from kafka_shell.definitions import DEFAULT_RELEASE, RELEASES, ZK_RELEASE
+    from kafka_shell.protocol.definitions import DEFAULT_RELEASE, RELEASES, ZK_RELEASE
     from kafka_shell.sandbox.model import MODES
     p = argparse.ArgumentParser(prog="kafka-shell sandbox", description="Serve an embedded Kafka cluster "
                                 "on 127.0.0.1 or --listen (real Kafka wire protocol).",

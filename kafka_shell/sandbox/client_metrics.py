@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox.admin import AdminError
 from kafka_shell.sandbox.model import Cluster
-from kafka_shell.regex import compile_kafka_regex
+from kafka_shell.base.regex import compile_kafka_regex
 
 SUBSCRIPTIONS_KEY = "client_metrics"   # cluster extra: name -> key -> value
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

@@ -1,5 +1,5 @@
 """The sandbox's broker and topic configs: Kafka's own definitions for the release the sandbox
-follows (kafka_shell.definitions), the few keys and defaults the sandbox adds, and how values
+follows (kafka_shell.protocol.definitions), the few keys and defaults the sandbox adds, and how values
 resolve and are described, as Kafka's DynamicBrokerConfig, LogConfig and ConfigHelper do.
 
 A broker value resolves as Kafka's does: the broker's own dynamic config, the cluster-wide
@@ -15,8 +15,8 @@ from decimal import Decimal
 from dataclasses import replace
 from functools import cache
 
-from kafka_shell.definitions import releases
-from kafka_shell.definitions.releases import ConfigDef, Validator, check_value, split_list
+from kafka_shell.protocol.definitions import releases
+from kafka_shell.protocol.definitions.releases import ConfigDef, Validator, check_value, split_list
 from kafka_shell.sandbox.model import Cluster
 
 __all__ = ["ConfigDef", "check_value", "split_list", "broker_defs", "topic_defs", "topic_value", "broker_value",

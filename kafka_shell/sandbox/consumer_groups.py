@@ -32,7 +32,7 @@ from kafka_shell.sandbox import configs, group_configs, journal, modern_groups
 from kafka_shell.sandbox import groups as classic
 from kafka_shell.sandbox.modern_groups import GroupError
 from kafka_shell.sandbox.model import Cluster, now_ms
-from kafka_shell.regex import compile_kafka_regex
+from kafka_shell.base.regex import compile_kafka_regex
 
 EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2

@@ -1,5 +1,5 @@
 """The control endpoint of a `kafka-shell sandbox` server: fault injection from another process
-(the shell's side, `RemoteSandbox`, is kafka_shell/sandbox_client.py; the wire format is
+(the shell's side, `RemoteSandbox`, is kafka_shell/connection/sandbox_client.py; the wire format is
 described there).
 
 Served, only when the server enables it (`Sandbox(serve_control=True)`), on its own control
@@ -18,7 +18,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kafka_shell.protocol_ext import SANDBOX_CONTROL_KEY
+from kafka_shell.protocol.seed_apis import SANDBOX_CONTROL_KEY
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.server import Sandbox

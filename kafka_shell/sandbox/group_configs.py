@@ -2,7 +2,7 @@
 GROUP, with Kafka 4.4's keys, defaults and checks.
 
 The keys, their types, broker synonyms and documentation are what a real Kafka 4.4 broker
-describes for a group (kafka_shell/definitions/group-configs-4.4.json, read from one with
+describes for a group (kafka_shell/protocol/definitions/group-configs-4.4.json, read from one with
 DescribeConfigs); a key's default is its broker synonym's value (group.consumer.session.timeout.ms
 for consumer.session.timeout.ms), and timeouts and intervals must lie within the broker's
 group.<type>.min/max.* bounds, as Kafka's GroupConfig checks. Overrides live per group id in
@@ -15,7 +15,7 @@ import re
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.definitions import group_configs
+from kafka_shell.protocol.definitions import group_configs
 from kafka_shell.sandbox import configs
 from kafka_shell.sandbox.model import Cluster
 

@@ -3,7 +3,7 @@ loses. `Sandbox.replace_broker` uses these on the event loop thread."""
 
 from __future__ import annotations
 
-from kafka_shell.broker_identity import Choice, apply_record, choose_id
+from kafka_shell.protocol.broker_identity import Choice, apply_record, choose_id
 from kafka_shell.sandbox import log
 from kafka_shell.sandbox.model import Cluster
 

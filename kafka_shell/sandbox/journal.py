@@ -57,7 +57,7 @@ from typing import BinaryIO
 
 from crc32c import crc32c
 
-from kafka_shell.protocol import ProtocolError
+from kafka_shell.protocol.codec import ProtocolError
 from kafka_shell.sandbox import group_state, groups, persist, security_state
 from kafka_shell.sandbox.model import Batch, Cluster, Partition, Topic
 

@@ -11,7 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from kafka_shell.definitions import DEFAULT_RELEASE
+from kafka_shell.protocol.definitions import DEFAULT_RELEASE
 
 
 def now_ms() -> int:
@@ -133,7 +133,7 @@ class Cluster:
     topics: dict[str, Topic] = field(default_factory=dict)
     cluster_configs: dict[str, str] = field(default_factory=dict)  # dynamic cluster-wide defaults
     # Not kept by --data-dir (given at each start, as Kafka reads server.properties): the Kafka
-    # release the sandbox follows (kafka_shell.definitions) and its static broker configs.
+    # release the sandbox follows (kafka_shell.protocol.definitions) and its static broker configs.
     kafka_version: str = DEFAULT_RELEASE
     static_configs: dict[str, str] = field(default_factory=dict)
     generation: int = 0

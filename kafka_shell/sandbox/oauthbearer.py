@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell import jwt
+from kafka_shell.base import jwt
 from kafka_shell.sandbox.security import SaslFailure, invalid_credentials
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import binascii
 from typing import TYPE_CHECKING
 
-from kafka_shell.codes import AclOperation, AclPermission, AclResourceType, PatternType
+from kafka_shell.protocol.codes import AclOperation, AclPermission, AclResourceType, PatternType
 from kafka_shell.sandbox.authorizer import AclBinding, acl_store
 from kafka_shell.sandbox.security import SCRAM_HASHES, ScramCredential, scram_store
 

@@ -25,17 +25,17 @@ from collections.abc import Awaitable, Callable
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import definitions, protocol
-from kafka_shell.definitions import releases
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.broker_identity import MAPPING_TOPIC, mapping_value
+from kafka_shell.protocol import codec, definitions
+from kafka_shell.protocol.definitions import releases
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.protocol.broker_identity import MAPPING_TOPIC, mapping_value
 from kafka_shell.sandbox import (apis, cleaner, configs, consumer_groups, control, groups, handlers, identity, journal, persist,
                                   quorum, replication, security, share_groups, tls, transactions)
 from kafka_shell.sandbox.handlers import features
 from kafka_shell.sandbox.authenticator import SaslAuthenticator
-from kafka_shell.authorization import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
+from kafka_shell.protocol.authorization import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
 from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME, AclBinding, Authorizer, acl_store, binding_problem
-from kafka_shell.codes import AclOperation, AclResourceType
+from kafka_shell.protocol.codes import AclOperation, AclResourceType
 from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Broker, Cluster, Controller
 
 log = logging.getLogger("kafka_shell.sandbox")
@@ -220,7 +220,7 @@ class _Connection(asyncio.Protocol):
         self.memory.add(len(data))
         try:
             self._cut_requests()
-        except protocol.ProtocolError as exc:
+        except codec.ProtocolError as exc:
             self.server.sandbox.closed_connections.report(logging.INFO, self.server.broker.id, self.ip, str(exc))
             self.close()
             return
@@ -251,7 +251,7 @@ class _Connection(asyncio.Protocol):
             smallest = 0 if self.sasl is not None and self.sasl.raw_tokens else 8
             if size < smallest or size > max_bytes:
                 # Closed before its body is read, as Kafka's InvalidReceiveException does.
-                raise protocol.ProtocolError(f"frame size {size} out of bounds (socket.request.max.bytes "
+                raise codec.ProtocolError(f"frame size {size} out of bounds (socket.request.max.bytes "
                                              f"is {max_bytes})")
             if len(buffer) < 4 + size:
                 return
@@ -320,7 +320,7 @@ class _Connection(asyncio.Protocol):
             # close() cancels the task (the client left, or the broker stops). Ending normally
             # keeps asyncio from logging it.
             pass
-        except protocol.ProtocolError as exc:
+        except codec.ProtocolError as exc:
             self.server.sandbox.closed_connections.report(logging.INFO, self.server.broker.id, self.ip, str(exc))
         except Exception as exc:
             # A bug: one line (a flood of hostile requests must not flood the log); the
@@ -596,7 +596,7 @@ class Sandbox:
         StandardAuthorizer does, `super_users` ("User:admin") bypassing them
         (`allow_everyone_if_no_acl_found`: a resource without ACLs is open).
 
-        Kafka's behaviour (`kafka_shell.definitions`): `kafka_version` the release the sandbox
+        Kafka's behaviour (`kafka_shell.protocol.definitions`): `kafka_version` the release the sandbox
         follows, its API versions and configs ("4.4", the default, or "3.9"; zk mode implies and
         needs 3.9); `configs` its static broker configs (server.properties: `--broker-config`);
         `seed_apis` also serves the seeds' APIs no Kafka release has (KAFKA-20098's
@@ -895,7 +895,7 @@ class Sandbox:
         def go() -> dict:
             c = self.cluster
             def failures(n: Broker | Controller) -> dict[str, str]:
-                return {protocol.api_name(k): _error_name(v) for k, v in n.failures.items()}
+                return {codec.api_name(k): _error_name(v) for k, v in n.failures.items()}
 
             return {
                 "mode": c.mode, "kafka_version": c.kafka_version, "seed_apis": self.seed_apis,
@@ -1232,24 +1232,24 @@ class Sandbox:
     async def dispatch(self, broker: Node, body: bytes, principal: str = ANONYMOUS,
                        listener: str = PLAINTEXT, client_host: str = "127.0.0.1",
                        token_authenticated: bool = False) -> bytes | None:
-        api_key, version, correlation_id = protocol.peek_header(body)
+        api_key, version, correlation_id = codec.peek_header(body)
         if api_key == control.SANDBOX_CONTROL_KEY and self._control_server is not None:
             return await control.serve(self, body, correlation_id)
         if isinstance(broker, control.ControlNode):
-            raise protocol.ProtocolError("the control listener serves only the sandbox control API")
+            raise codec.ProtocolError("the control listener serves only the sandbox control API")
         api = self.handlers.get(api_key)
         listed, accepted = apis.versions(self.cluster.kafka_version, self.listener_kind(broker), api_key,
                                          api.versions, self.seed_apis) if api is not None else (None, None)
         if api is None or listed is None or accepted is None:
             # Kafka closes the connection on an API key it does not know (or that this
             # listener does not serve).
-            raise protocol.ProtocolError(f"unknown api key {api_key}")
+            raise codec.ProtocolError(f"unknown api key {api_key}")
         if version not in accepted:
             if api_key == API_VERSIONS_KEY:
                 # Answer in v0 so any client can read it, then it retries with a version we list.
                 return self._api_versions_v0_error(correlation_id, listed)
-            raise protocol.ProtocolError(f"unsupported {protocol.api_name(api_key)} v{version}")
-        header, request = protocol.decode_request(body)
+            raise codec.ProtocolError(f"unsupported {codec.api_name(api_key)} v{version}")
+        header, request = codec.decode_request(body)
         if broker.delay_ms:
             await asyncio.sleep(broker.delay_ms / 1000)
         ctx = RequestContext(self, broker, header, request, api_key, version, principal=principal,
@@ -1269,8 +1269,8 @@ class Sandbox:
         injected = broker.failures.get(api_key)
         if injected is not None:
             result = _with_error(result, injected)
-        cls = protocol.response_schema(api_key, version)
-        return protocol.encode_response(protocol.build(cls, result), correlation_id)
+        cls = codec.response_schema(api_key, version)
+        return codec.encode_response(codec.build(cls, result), correlation_id)
 
     async def _await_controller(self, request: object) -> bool:
         """Wait, as a KRaft broker's forwarding does, for an active controller; False when none
@@ -1291,13 +1291,13 @@ class Sandbox:
         return True
 
     def _api_versions_v0_error(self, correlation_id: int, served: range) -> bytes:
-        cls = protocol.response_schema(API_VERSIONS_KEY, 0)
-        entity = protocol.build(cls, {
+        cls = codec.response_schema(API_VERSIONS_KEY, 0)
+        entity = codec.build(cls, {
             "error_code": ErrorCode.unsupported_version,
             "api_keys": [{"api_key": API_VERSIONS_KEY, "min_version": served.start,
                           "max_version": served.stop - 1}],
         })
-        return protocol.encode_response(entity, correlation_id)
+        return codec.encode_response(entity, correlation_id)
 
 
 def _with_error(tree: object, code: int) -> object:
@@ -1340,7 +1340,7 @@ def api_key_of(api: int | str) -> int:
         return int(api)
     wanted = str(api).replace("_", "").replace("-", "").lower()
     for key in handlers.HANDLERS:
-        if protocol.api_name(key).lower() == wanted:
+        if codec.api_name(key).lower() == wanted:
             return key
     raise ValueError(f"unknown API {api!r}: use a name such as Metadata or CreateTopics, or a key")
 

@@ -18,9 +18,9 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from kafka_shell import protocol
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.definitions import BROKER, CONTROLLER, ZK_BROKER, releases
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.protocol.definitions import BROKER, CONTROLLER, ZK_BROKER, releases
 from kafka_shell.sandbox import apis
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import API_VERSIONS_BODY, CLOSED, create, exchange, produce, read_exactly
@@ -61,7 +61,7 @@ def sandbox_listeners(sandbox) -> dict[str, tuple[str, int]]:
 
 
 def compare_with_real(real, release: str, mode: str) -> None:
-    newest = min(protocol.kio_versions(ApiKey.API_VERSIONS).stop - 1,
+    newest = min(codec.kio_versions(ApiKey.API_VERSIONS).stop - 1,
                  releases.release(release).apis[BROKER if mode == "kraft" else ZK_BROKER][ApiKey.API_VERSIONS].stop - 1)
     assert releases.release(release).version == real.version, "the pins moved: run tools/kafka_definitions.py"
     with Sandbox(brokers=1, mode=mode, kafka_version=release) as sandbox:
@@ -103,7 +103,7 @@ def test_nothing_is_unserved():
     for release, kind in apis.KINDS:
         for key, versions in releases.release(release).apis[kind].items():
             listed, _ = apis.versions(release, kind, key, served[key].versions, False)
-            assert listed == versions, (release, kind, protocol.api_name(key), listed, versions)
+            assert listed == versions, (release, kind, codec.api_name(key), listed, versions)
 
 
 def removed_in_4() -> list[tuple[int, int]]:
@@ -113,7 +113,7 @@ def removed_in_4() -> list[tuple[int, int]]:
     out = []
     for key, versions in old.apis[BROKER].items():
         if key in new.apis[BROKER]:
-            out += [(key, v) for v in versions if v not in new.valid[key] and v in protocol.kio_versions(key)]
+            out += [(key, v) for v in versions if v not in new.valid[key] and v in codec.kio_versions(key)]
     return out
 
 
@@ -125,7 +125,7 @@ def test_versions_kafka_4_removed_are_answered_as_kafka_4_answers_them(kafka4):
             body = {"acks": 1} if key == ApiKey.PRODUCE else {}
             real = exchange(("127.0.0.1", kafka4.brokers[0].port), key, version, body)
             ours = exchange(sandbox.address(1), key, version, body)
-            assert (ours == CLOSED) == (real == CLOSED), (protocol.api_name(key), version, real, ours)
+            assert (ours == CLOSED) == (real == CLOSED), (codec.api_name(key), version, real, ours)
         # An ApiVersions version no one has: the v0 answer naming ApiVersions' range, then the client retries.
         for address in (("127.0.0.1", kafka4.brokers[0].port), sandbox.address(1)):
             raw = raw_api_versions(address, 9)
@@ -139,7 +139,7 @@ def raw_api_versions(address: tuple[str, int], version: int) -> dict:
     with socket.create_connection(address, timeout=10) as s:
         s.sendall(struct.pack(">i", len(header) + 1) + header + b"\x00")
         data = read_exactly(s, struct.unpack(">i", read_exactly(s, 4))[0])
-    return protocol.to_dict(protocol.decode_response(protocol.response_schema(ApiKey.API_VERSIONS, 0), data)[1])  # type: ignore[return-value]
+    return codec.to_dict(codec.decode_response(codec.response_schema(ApiKey.API_VERSIONS, 0), data)[1])  # type: ignore[return-value]
 
 
 def test_api_versions_v5_checks_the_cluster_and_node_as_kafka_4_does(kafka4):
@@ -193,13 +193,13 @@ def test_every_listed_version_of_every_api_answers(release, mode):
                 for version in versions:
                     try:
                         answer = exchange(address, key, version, MINIMAL.get(key, {}))
-                    except protocol.ProtocolError as exc:   # answered, with -1 times
+                    except codec.ProtocolError as exc:   # answered, with -1 times
                         assert "negative timestamp" in str(exc) and key in DELEGATION_TOKEN_APIS, exc
                         answer = "answered"
                     if accepted is not None and version in accepted and (kind, key) not in CLOSES:
-                        assert answer != CLOSED, f"{release} {kind}: {protocol.api_name(key)} v{version} closed"
+                        assert answer != CLOSED, f"{release} {kind}: {codec.api_name(key)} v{version} closed"
                     else:  # listed but not parsed, as Kafka 4.x lists Produce v0-v2
-                        assert answer == CLOSED, f"{release} {kind}: {protocol.api_name(key)} v{version} answered"
+                        assert answer == CLOSED, f"{release} {kind}: {codec.api_name(key)} v{version} answered"
 
 
 @pytest.mark.parametrize(("release", "mode"), SANDBOXES, ids=[f"{r}-{m}" for r, m in SANDBOXES])
@@ -347,7 +347,7 @@ def test_kip_848_apis_on_39_are_refused_as_stock_39_refuses_them(cluster, mode, 
         for key, body in requests:
             theirs = exchange(("127.0.0.1", real.brokers[0].port), key, 0, body)
             ours = exchange(sandbox.address(1), key, 0, body)
-            assert ours == theirs, (protocol.api_name(key), theirs, ours)
+            assert ours == theirs, (codec.api_name(key), theirs, ours)
             assert isinstance(theirs, dict)
             codes = {g["error_code"] for g in theirs["groups"]} if "groups" in theirs else {theirs["error_code"]}
             assert codes == {Error.unsupported_version}, theirs

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_shell.codes import AclOperation as Op
-from kafka_shell.codes import AclPermission as Perm
-from kafka_shell.codes import AclResourceType as Res
-from kafka_shell.codes import ApiKey, Error, PatternType, QuotaMatch, ScramMechanism
+from kafka_shell.protocol.codes import AclOperation as Op
+from kafka_shell.protocol.codes import AclPermission as Perm
+from kafka_shell.protocol.codes import AclResourceType as Res
+from kafka_shell.protocol.codes import ApiKey, Error, PatternType, QuotaMatch, ScramMechanism
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox.authorizer import AclBinding
 from kafka_shell.sandbox.server import Sandbox

@@ -15,10 +15,10 @@ import uuid
 
 import pytest
 
-from kafka_shell import protocol
-from kafka_shell.channel import Channel
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.definitions import BROKER, CONTROLLER, ZK_BROKER, releases
+from kafka_shell.protocol import codec
+from kafka_shell.connection.channel import Channel
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.protocol.definitions import BROKER, CONTROLLER, ZK_BROKER, releases
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import exchange
 
@@ -41,7 +41,7 @@ UNCOMPARED = {"throttle_time", "throttle_time_ms", "leader_id", "leader_epoch", 
 
 def bodies(key: int, version: int, release: str, node_id: int, active: bool) -> dict[str, dict]:
     """The requests sent: name -> body (the rest Kafka's defaults)."""
-    fields = set(protocol.request_schema(key, version).__dataclass_fields__)
+    fields = set(codec.request_schema(key, version).__dataclass_fields__)
     out: dict[str, dict] = {"minimal": {}}
     if "cluster_id" in fields:
         out["another cluster"] = {"cluster_id": ANOTHER_CLUSTER}
@@ -88,7 +88,7 @@ def compare(release: str, kind: str, real: tuple[str, int], ours: tuple[str, int
                 ours_body = {**body, "controller_id": our_id} if name == "the active controller" else body
                 theirs, mine = exchange(real, key, version, body), exchange(ours, key, version, ours_body)
                 assert compared(mine) == compared(theirs), (
-                    f"{release} {kind} {protocol.api_name(key)} v{version}, {name}:\n Kafka   {theirs}\n sandbox {mine}")
+                    f"{release} {kind} {codec.api_name(key)} v{version}, {name}:\n Kafka   {theirs}\n sandbox {mine}")
                 sent += 1
     return sent
 
@@ -187,7 +187,7 @@ def secured_answers(address: tuple[str, int], props: dict, kind: str) -> dict:
                 continue
             version = versions.stop - 1
             body = {"controller_id": 4242} if key == ApiKey.UNREGISTER_CONTROLLER else {}
-            out[protocol.api_name(key)] = channel.request(key, body, version)["error_code"]
+            out[codec.api_name(key)] = channel.request(key, body, version)["error_code"]
     finally:
         channel.close()
     return out

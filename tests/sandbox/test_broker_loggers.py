@@ -4,7 +4,7 @@ levels, and Kafka's refusals."""
 
 from __future__ import annotations
 
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import exchange
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import exchange
 

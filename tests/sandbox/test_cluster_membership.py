@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from kafka_shell.codes import ApiKey, Error
+from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import exchange
 

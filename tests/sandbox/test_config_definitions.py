@@ -1,4 +1,4 @@
-"""Broker and topic configs as real Kafka has them, release by release (kafka_shell.definitions).
+"""Broker and topic configs as real Kafka has them, release by release (kafka_shell.protocol.definitions).
 
 DescribeConfigs of a sandbox broker and of a new topic lists the keys a real broker of the same
 release and mode lists (the sandbox's own two keys aside), with the same types, read-only flags,
@@ -15,7 +15,7 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox import configs
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.test_api_versions import REAL_CLUSTERS, real_listeners

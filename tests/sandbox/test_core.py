@@ -6,7 +6,7 @@ import socket
 import struct
 import time
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 from kafka_shell.sandbox import admin as sandbox_admin
 from tests.conftest import BOTH_MODES, ZK_MODE
 
@@ -59,13 +59,13 @@ def _raw(sandbox, payload: bytes) -> bytes:
 
 def test_unknown_api_key_and_huge_frame_close_the_connection_only(sandbox, admin):
     unknown = struct.pack(">hhi", 999, 0, 1) + b"\x00\x00"
-    assert _raw(sandbox, protocol.frame(unknown)) == b""
+    assert _raw(sandbox, codec.frame(unknown)) == b""
     assert _raw(sandbox, struct.pack(">i", 2**31 - 1) + b"x" * 10) == b""
     assert admin.list_topics(timeout=5).brokers  # still serving
 
 
 def test_api_versions_unsupported_version_gets_v0_error_answer(sandbox):
     req = struct.pack(">hhi", 18, 99, 42) + struct.pack(">h", -1)
-    body = _raw(sandbox, protocol.frame(req))
+    body = _raw(sandbox, codec.frame(req))
     size, corr, err = struct.unpack_from(">iih", body)
     assert corr == 42 and err == 35  # UNSUPPORTED_VERSION

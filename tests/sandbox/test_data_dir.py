@@ -21,9 +21,9 @@ from confluent_kafka import OFFSET_END, Consumer, KafkaException, Producer, Topi
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                   NewPartitions, NewTopic)
 
-from kafka_shell.codes import Error
+from kafka_shell.protocol.codes import Error
 from kafka_shell.sandbox import admin as sandbox_admin
-from kafka_shell import sandbox_client
+from kafka_shell.connection import sandbox_client
 from kafka_shell.sandbox import journal, persist, replication
 from kafka_shell.sandbox.server import Sandbox
 from tests.test_oneshot import SHELL, shell

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from kafka_shell import protocol
-from kafka_shell.codes import ApiKey, Error
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.sandbox.server import Sandbox
-from kafka_shell.sasl import ScramClient, plain_message
+from kafka_shell.connection.sasl import ScramClient, plain_message
 from tests.real_kafka import SECURED_MECHANISMS, SECURED_TOKEN_SECRET, SECURED_USERS, SUPER_USERS
 from tests.sandbox.wire import read_exactly
 
@@ -32,8 +32,8 @@ class Connection:
 
     def call(self, api_key: int, version: int, body: dict) -> dict:
         self.correlation += 1
-        entity = protocol.build(protocol.request_schema(api_key, version), body)
-        self.sock.sendall(protocol.encode_request(entity, self.correlation, "kafka-shell-tests"))
+        entity = codec.build(codec.request_schema(api_key, version), body)
+        self.sock.sendall(codec.encode_request(entity, self.correlation, "kafka-shell-tests"))
         (size,) = struct.unpack(">i", read_exactly(self.sock, 4))
         data = read_exactly(self.sock, size)
         # kio cannot read the -1 times of refusals: these answers are read by hand.
@@ -42,8 +42,8 @@ class Connection:
         if api_key in (ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN):
             error_code, expiry = struct.unpack_from(">hq", data, 5)   # after the header and its tags
             return {"error_code": error_code, "expiry_timestamp": expiry}
-        _, answer = protocol.decode_response(protocol.response_schema(api_key, version), data)
-        return protocol.to_dict(answer)  # type: ignore[return-value]
+        _, answer = codec.decode_response(codec.response_schema(api_key, version), data)
+        return codec.to_dict(answer)  # type: ignore[return-value]
 
     def close(self) -> None:
         self.sock.close()

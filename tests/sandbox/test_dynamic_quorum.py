@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from kafka_shell.codes import ApiKey, Error
+from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.sandbox import quorum
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import API_VERSIONS_BODY, exchange
@@ -297,7 +297,7 @@ def test_add_controller_refuses_a_taken_id_or_directory():
 
 
 def test_the_control_endpoint_starts_and_stops_a_new_controller():
-    from kafka_shell.sandbox_client import RemoteSandbox
+    from kafka_shell.connection.sandbox_client import RemoteSandbox
     with Sandbox(brokers=1, dynamic_quorum=True, serve_control=True) as sb:
         host, port = sb.control_address.rsplit(":", 1)  # type: ignore[union-attr]
         remote = RemoteSandbox((host, int(port)))

@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import ElectionType, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from kafka_shell.protocol_ext import GET_REPLICA_LOG_INFO_KEY
+from kafka_shell.protocol.seed_apis import GET_REPLICA_LOG_INFO_KEY
 from kafka_shell.sandbox import replication
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import create, produce, request, stage_offline_partition

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 from kafka_shell.sandbox import admin as sandbox_admin
 from tests.sandbox.wire import API_VERSIONS_BODY, request
 from tests.conftest import BOTH_MODES, KRAFT_MODE, ZK_MODE
@@ -46,9 +46,9 @@ def test_old_controller_answers_not_controller_after_losing_the_role(sandbox):
 
 
 def _api_versions_request() -> bytes:
-    cls = protocol.request_schema(API_VERSIONS, 3)
-    entity = protocol.build(cls, {"client_software_name": "t", "client_software_version": "1"})
-    return protocol.encode_request(entity, 7, "test")
+    cls = codec.request_schema(API_VERSIONS, 3)
+    entity = codec.build(cls, {"client_software_name": "t", "client_software_version": "1"})
+    return codec.encode_request(entity, 7, "test")
 
 
 def test_a_delayed_broker_answers_later(sandbox):

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from confluent_kafka.admin import AdminClient
 
-from kafka_shell import protocol
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox.server import Sandbox
 from tests import frame_fuzz
 from tests.sandbox.wire import API_VERSIONS_BODY, request
@@ -52,13 +52,13 @@ def header(api_key: int, version: int, correlation: int = 1) -> bytes:
     pytest.param(struct.pack(">i", 2**31 - 1), id="2GiB-length"),
     pytest.param(struct.pack(">i", -5) + b"abc", id="negative-length"),
     pytest.param(struct.pack(">i", 3) + b"abc", id="shorter-than-header"),
-    pytest.param(protocol.frame(header(999, 0)), id="unknown-api-key"),
-    pytest.param(protocol.frame(header(3, 99) + b"\x00\x00"), id="unknown-version"),
-    pytest.param(protocol.frame(header(3, 12) + b"\xff" * 40), id="garbage-body"),
-    pytest.param(protocol.frame(header(43, 2) + b"\x00\x01")[:-1], id="truncated-frame"),
+    pytest.param(codec.frame(header(999, 0)), id="unknown-api-key"),
+    pytest.param(codec.frame(header(3, 99) + b"\x00\x00"), id="unknown-version"),
+    pytest.param(codec.frame(header(3, 12) + b"\xff" * 40), id="garbage-body"),
+    pytest.param(codec.frame(header(43, 2) + b"\x00\x01")[:-1], id="truncated-frame"),
     pytest.param(struct.pack(">i", 100) + header(18, 3), id="length-beyond-data"),
-    pytest.param(protocol.frame(header(1000, 0) + b"\x00" * 3), id="get-replica-log-info-garbage"),
-    pytest.param(protocol.frame(header(45, 1) + b"\x00\xff\xff\xff\x7f"), id="huge-array-count"),
+    pytest.param(codec.frame(header(1000, 0) + b"\x00" * 3), id="get-replica-log-info-garbage"),
+    pytest.param(codec.frame(header(45, 1) + b"\x00\xff\xff\xff\x7f"), id="huge-array-count"),
 ])
 def test_malformed_frames_close_only_their_connection(sandbox, caplog, payload):
     send_garbage(sandbox, payload)
@@ -80,7 +80,7 @@ def shared_sandbox():
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.one_of(
     st.binary(max_size=300),
-    st.builds(lambda key, version, body: protocol.frame(header(key, version) + body),
+    st.builds(lambda key, version, body: codec.frame(header(key, version) + body),
               st.sampled_from([0, 1, 3, 18, 19, 32, 35, 43, 44, 45, 46, 55, 1000]),
               st.integers(-1, 20), st.binary(max_size=200)),
 ))
@@ -110,8 +110,8 @@ def assert_process_serves(proc, bootstrap: str) -> None:
 def test_the_21_byte_frame_leaves_the_process_serving(sandbox_process):
     proc, bootstrap = sandbox_process
     frame_fuzz.send_frames(bootstrap, [frame_fuzz.METADATA_V12_HOSTILE] * 3)
-    hostile = [frame_fuzz.METADATA_V12_HOSTILE[:4] + protocol.serialize(protocol.build(
-        protocol.request_schema(key, version).__header_schema__,
+    hostile = [frame_fuzz.METADATA_V12_HOSTILE[:4] + codec.serialize(codec.build(
+        codec.request_schema(key, version).__header_schema__,
         {"request_api_key": key, "request_api_version": version, "correlation_id": 1, "client_id": "x"}))
         + b"\xff\xff\xff\xff\x0f" for key, version in ((ApiKey.DELETE_TOPICS, 6), (ApiKey.CREATE_TOPICS, 7))]
     frame_fuzz.send_frames(bootstrap, [struct.pack(">i", len(f) - 4) + f[4:] for f in hostile])

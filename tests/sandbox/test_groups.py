@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox import groups as gc
 from kafka_shell.sandbox.server import Sandbox
@@ -29,13 +29,13 @@ class Wire:
 
     def send(self, api_key: int, version: int, data: dict) -> None:
         self.correlation += 1
-        entity = protocol.build(protocol.request_schema(api_key, version), data)
-        self.sock.sendall(protocol.encode_request(entity, self.correlation, "wire-test"))
+        entity = codec.build(codec.request_schema(api_key, version), data)
+        self.sock.sendall(codec.encode_request(entity, self.correlation, "wire-test"))
 
     def recv(self, api_key: int, version: int) -> dict:
         (size,) = struct.unpack(">i", self._exactly(4))
-        _, entity = protocol.decode_response(protocol.response_schema(api_key, version), self._exactly(size))
-        return protocol.to_dict(entity)  # type: ignore[return-value]
+        _, entity = codec.decode_response(codec.response_schema(api_key, version), self._exactly(size))
+        return codec.to_dict(entity)  # type: ignore[return-value]
 
     def call(self, api_key: int, version: int, data: dict) -> dict:
         self.send(api_key, version, data)

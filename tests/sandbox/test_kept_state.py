@@ -16,8 +16,8 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
                                    NewTopic, ResourcePatternType, ResourceType,
                                    ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion)
 
-from kafka_shell.channel import Channel
-from kafka_shell.codes import ApiKey, Error
+from kafka_shell.connection.channel import Channel
+from kafka_shell.protocol.codes import ApiKey, Error
 from tests.sandbox.test_data_dir import kill9, produce, serve_announced
 from tests.test_oneshot import shell
 

@@ -9,7 +9,7 @@ import socket
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_shell.codes import ApiKey, EndpointType, Error
+from kafka_shell.protocol.codes import ApiKey, EndpointType, Error
 from kafka_shell.sandbox import persist, replication
 from kafka_shell.sandbox.server import Sandbox, controller_id_base
 from tests.conftest import KRAFT_MODE, ZK_MODE
@@ -311,7 +311,7 @@ def test_features_in_api_versions_and_update_features(sandbox):
             {"feature": feature, "max_version_level": level, "upgrade_type": upgrade_type}], **extra}
         return request(sandbox, node, ApiKey.UPDATE_FEATURES, body, version=1)
 
-    # A new Kafka 4.4 cluster's levels (kafka_shell.definitions, from a real one).
+    # A new Kafka 4.4 cluster's levels (kafka_shell.protocol.definitions, from a real one).
     start = {"metadata.version": 33, "group.version": 1, "transaction.version": 2, "share.version": 2,
              "streams.version": 1, "eligible.leader.replicas.version": 1}
     assert finalized() == start

@@ -14,8 +14,8 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox import quorum, server
 from kafka_shell.sandbox.server import Sandbox
 from tests import frame_fuzz
@@ -54,8 +54,8 @@ def closed_by_peer(sock: socket.socket, timeout_s: float = 10.0) -> bool:
 
 
 def api_versions_frame(correlation_id: int = 1) -> bytes:
-    cls = protocol.request_schema(ApiKey.API_VERSIONS, 0)
-    return protocol.encode_request(protocol.build(cls, {}), correlation_id, "test")
+    cls = codec.request_schema(ApiKey.API_VERSIONS, 0)
+    return codec.encode_request(codec.build(cls, {}), correlation_id, "test")
 
 
 def answers(sock: socket.socket) -> bool:
@@ -214,15 +214,15 @@ def test_a_frame_over_socket_request_max_bytes_closes_before_its_body():
 def test_a_long_poll_fetch_ends_when_its_client_leaves():
     with Sandbox(brokers=1) as sandbox:
         create(sandbox, "t", [[1]])
-        cls = protocol.request_schema(ApiKey.FETCH, 12)
-        fetch = protocol.build(cls, {
+        cls = codec.request_schema(ApiKey.FETCH, 12)
+        fetch = codec.build(cls, {
             "replica_id": -1, "max_wait": 2**31 - 1, "min_bytes": 1, "max_bytes": MiB,
             "session_epoch": -1, "topics": [{"topic": "t", "partitions": [
                 {"partition": 0, "fetch_offset": 0, "current_leader_epoch": -1,
                  "log_start_offset": -1, "partition_max_bytes": MiB}]}]})
         clients = [socket.create_connection(sandbox.address(1)) for _ in range(20)]
         for s in clients:
-            s.sendall(protocol.encode_request(fetch, 1, "test"))
+            s.sendall(codec.encode_request(fetch, 1, "test"))
         assert wait_for(lambda: connections(sandbox) == 20)
         for s in clients:
             s.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox import replication
 from kafka_shell.sandbox.handlers import core
@@ -18,22 +18,22 @@ METADATA = 3
 
 def _full_metadata_frame(sandbox, broker_id: int, version: int, correlation_id: int) -> bytes:
     """The raw answer frame of a full Metadata request sent over a real socket."""
-    request_cls = protocol.request_schema(METADATA, version)
+    request_cls = codec.request_schema(METADATA, version)
     topics = [] if version == 0 else None  # v0 asks for every topic with an empty list
-    request = protocol.build(request_cls, {"topics": topics, "allow_auto_topic_creation": False})
+    request = codec.build(request_cls, {"topics": topics, "allow_auto_topic_creation": False})
     return raw_frame(sandbox, broker_id, request, correlation_id, "cache-test")
 
 
 def _fresh_frame(sandbox, frame: bytes, version: int) -> bytes:
     """The same answer with its topics built from the cluster now and written by kio's writer
     (no cached piece): brokers, controller and cluster id are taken from the answer itself."""
-    cls = protocol.response_schema(METADATA, version)
-    correlation_id, entity = protocol.decode_response(cls, frame[4:])
-    answer = protocol.to_dict(entity)
+    cls = codec.response_schema(METADATA, version)
+    correlation_id, entity = codec.decode_response(cls, frame[4:])
+    answer = codec.to_dict(entity)
 
     def build() -> bytes:
         answer["topics"] = [core.topic_metadata(sandbox.cluster, t) for t in sandbox.cluster.topics.values()]
-        return protocol.encode_response(protocol.build(cls, answer), correlation_id)
+        return codec.encode_response(codec.build(cls, answer), correlation_id)
 
     return sandbox.call(build)  # type: ignore[return-value]
 
@@ -41,7 +41,7 @@ def _fresh_frame(sandbox, frame: bytes, version: int) -> bytes:
 def _assert_cached_equals_fresh(sandbox, version: int, broker_id: int = 1) -> int:
     frame = _full_metadata_frame(sandbox, broker_id, version, correlation_id=7)
     assert frame == _fresh_frame(sandbox, frame, version)
-    _, entity = protocol.decode_response(protocol.response_schema(METADATA, version), frame[4:])
+    _, entity = codec.decode_response(codec.response_schema(METADATA, version), frame[4:])
     return sum(len(t.partitions) for t in entity.topics)
 
 
@@ -64,7 +64,7 @@ def test_cached_full_metadata_equals_a_fresh_answer_after_every_change(sandbox, 
     cluster = sandbox.cluster
     for i in range(6):
         sandbox.call(sandbox_admin.create_topic, cluster, f"t{i}", 4, 1 + i % 3)
-    assert protocol.response_schema(METADATA, version).__flexible__ == (version >= 9)
+    assert codec.response_schema(METADATA, version).__flexible__ == (version >= 9)
     assert _assert_cached_equals_fresh(sandbox, version) == 24
     assert _assert_cached_equals_fresh(sandbox, version) == 24  # repeated: the whole array reused
 
@@ -118,20 +118,20 @@ def test_one_new_topic_reuses_every_other_topics_encoded_pieces(sandbox):
 
 @pytest.mark.parametrize("version", [4, 12])
 def test_encode_array_and_encode_around_match_kios_writer(version):
-    response_cls = protocol.response_schema(METADATA, version)
-    topic_cls = protocol.element_class(response_cls, "topics")
-    partition_cls = protocol.element_class(topic_cls, "partitions")
+    response_cls = codec.response_schema(METADATA, version)
+    topic_cls = codec.element_class(response_cls, "topics")
+    partition_cls = codec.element_class(topic_cls, "partitions")
     partitions = [{"partition_index": i, "leader_id": 1 + i % 3, "replica_nodes": [1, 2, 3][: 1 + i % 3],
                    "isr_nodes": [1 + i % 3]} for i in range(200)]  # 200: a two-byte compact length
-    topic = {"name": "orders", "topic_id": protocol.ZERO_UUID, "is_internal": False, "partitions": partitions}
-    head, tail = protocol.encode_around(topic_cls, topic, "partitions")
-    encoded = [protocol.serialize(protocol.build(partition_cls, p)) for p in partitions]
-    assembled = head + protocol.encode_array(topic_cls, "partitions", encoded).data + tail
-    assert assembled == protocol.serialize(protocol.build(topic_cls, topic))
+    topic = {"name": "orders", "topic_id": codec.ZERO_UUID, "is_internal": False, "partitions": partitions}
+    head, tail = codec.encode_around(topic_cls, topic, "partitions")
+    encoded = [codec.serialize(codec.build(partition_cls, p)) for p in partitions]
+    assembled = head + codec.encode_array(topic_cls, "partitions", encoded).data + tail
+    assert assembled == codec.serialize(codec.build(topic_cls, topic))
     for n in (0, 1, 200):
-        whole = protocol.serialize(protocol.build(response_cls, {"topics": [topic] * n}))
-        pieces = protocol.build(response_cls, {"topics": protocol.encode_array(response_cls, "topics", [assembled] * n)})
-        assert protocol.serialize(pieces) == whole
+        whole = codec.serialize(codec.build(response_cls, {"topics": [topic] * n}))
+        pieces = codec.build(response_cls, {"topics": codec.encode_array(response_cls, "topics", [assembled] * n)})
+        assert codec.serialize(pieces) == whole
 
 
 @pytest.mark.parametrize("version", [1, 9, 12])
@@ -140,21 +140,21 @@ def test_named_topic_answers_equal_a_fresh_answer_after_every_change(sandbox, ve
     from kio.schema.errors import ErrorCode
     cluster = sandbox.cluster
     names = ["late", "nosuch", "t1"]
-    request_cls = protocol.request_schema(METADATA, version)
-    response_cls = protocol.response_schema(METADATA, version)
+    request_cls = codec.request_schema(METADATA, version)
+    response_cls = codec.response_schema(METADATA, version)
 
     def check(broker_id: int = 1) -> None:
-        request = protocol.build(request_cls, {"topics": [{"name": n} for n in names],
+        request = codec.build(request_cls, {"topics": [{"name": n} for n in names],
                                                "allow_auto_topic_creation": False})
         frame = raw_frame(sandbox, broker_id, request, 7, "named-test")
-        correlation_id, entity = protocol.decode_response(response_cls, frame[4:])
-        answer = protocol.to_dict(entity)
+        correlation_id, entity = codec.decode_response(response_cls, frame[4:])
+        answer = codec.to_dict(entity)
 
         def fresh() -> bytes:
             answer["topics"] = [core.topic_metadata(cluster, cluster.topics[n]) if n in cluster.topics else
                                 {"error_code": ErrorCode.unknown_topic_or_partition, "name": n,
-                                 "topic_id": protocol.ZERO_UUID, "partitions": []} for n in names]
-            return protocol.encode_response(protocol.build(response_cls, answer), correlation_id)
+                                 "topic_id": codec.ZERO_UUID, "partitions": []} for n in names]
+            return codec.encode_response(codec.build(response_cls, answer), correlation_id)
 
         assert frame == sandbox.call(fresh)
 

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from kafka_shell import protocol
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox import apis, handlers
 from kafka_shell.sandbox.server import Sandbox, _ClosedConnections
 from tests import frame_fuzz
@@ -26,7 +26,7 @@ WINDOW_S = _ClosedConnections.WINDOW_S
 def _cases() -> list[tuple[int, int, tuple[str, ...]]]:
     handlers.load()
     return [(key, version, path) for key, api in sorted(handlers.HANDLERS.items()) for version in api.versions
-            for path in LISTED(protocol.request_schema(key, version))]
+            for path in LISTED(codec.request_schema(key, version))]
 
 
 async def _outcome(host: str, port: int, frame: bytes) -> str:
@@ -59,7 +59,7 @@ def test_a_null_the_schema_forbids_closes_the_connection_before_any_handler(capl
     caplog.set_level(logging.INFO, logger="kafka_shell.sandbox")
     with Sandbox(brokers=1) as s:
         start = time.monotonic()
-        outcomes = _outcomes(s.address(1), [protocol.frame(frame_fuzz.null_request(*c)) for c in cases])
+        outcomes = _outcomes(s.address(1), [codec.frame(frame_fuzz.null_request(*c)) for c in cases])
         seconds = time.monotonic() - start
         answered = [c for c, o in zip(cases, outcomes) if o != "closed"]
         assert not answered, f"{len(answered)} answered, e.g. {answered[:5]}"
@@ -69,7 +69,7 @@ def test_a_null_the_schema_forbids_closes_the_connection_before_any_handler(capl
         # Produce (its acks=0 has no answer).
         listed = apis.listed("4.4", "broker", False, handlers.HANDLERS)
         valid = sorted({(k, v) for k, v, _ in cases if v in listed.get(k, range(0)) and k != ApiKey.PRODUCE})
-        served = _outcomes(s.address(1), [protocol.frame(frame_fuzz.null_request(k, v)) for k, v in valid[:60]])
+        served = _outcomes(s.address(1), [codec.frame(frame_fuzz.null_request(k, v)) for k, v in valid[:60]])
         assert served == ["answered"] * len(valid[:60]), [kv for kv, o in zip(valid, served) if o != "answered"]
     # Thousands of refusals from one client, each its connection closed: a line a second, with counts.
     closes = [r.getMessage() for r in caplog.records if "closes" in r.getMessage()]
@@ -85,7 +85,7 @@ NULLS_OF_THE_ISSUE = [  # api key, version, the null field: the four that raised
 def _answer(address: tuple[str, int], body: bytes) -> str:
     """"closed" (without an answer), "answered", or "silent" (acks=0: neither within 3 s)."""
     with socket.create_connection(address, timeout=3) as sock:
-        sock.sendall(protocol.frame(body))
+        sock.sendall(codec.frame(body))
         try:
             return "answered" if sock.recv(4) else "closed"
         except ConnectionResetError:
@@ -109,7 +109,7 @@ def test_the_issues_nulls_close_the_connection_like_kafka(kafka4, sandbox, key, 
 
 def test_one_clients_repeated_errors_are_logged_once_with_a_count(caplog):
     caplog.set_level(logging.INFO, logger="kafka_shell.sandbox")
-    body = protocol.frame(frame_fuzz.null_request(2, 1, ("topics",)))
+    body = codec.frame(frame_fuzz.null_request(2, 1, ("topics",)))
     with Sandbox(brokers=1) as s:
         start = time.monotonic()
         outcomes = _outcomes(s.address(1), [body] * 2000)

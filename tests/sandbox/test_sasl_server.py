@@ -9,11 +9,11 @@ import struct
 
 import pytest
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 
-from kafka_shell.channel import Channel, ConnectionLost
-from kafka_shell.codes import ApiKey, Error
-from kafka_shell.errors import KafkaCallError
+from kafka_shell.connection.channel import Channel, ConnectionLost
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.base.errors import KafkaCallError
 from kafka_shell.sandbox.security import SCRAM_MIN_ITERATIONS, scram_store
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import read_exactly
@@ -93,14 +93,14 @@ def test_re_authentication_keeps_the_mechanism_and_the_principal(sb):
 
 def _send(sock: socket.socket, payload: bytes) -> bytes:
     """Write one size-prefixed frame, read one back."""
-    sock.sendall(protocol.frame(payload))
+    sock.sendall(codec.frame(payload))
     size = struct.unpack(">i", read_exactly(sock, 4))[0]
     return read_exactly(sock, size)
 
 
 def _request(api_key: int, version: int, body: dict) -> bytes:
-    entity = protocol.build(protocol.request_schema(api_key, version), body)
-    return protocol.encode_request(entity, 7, "test")[4:]
+    entity = codec.build(codec.request_schema(api_key, version), body)
+    return codec.encode_request(entity, 7, "test")[4:]
 
 
 def test_a_v0_handshake_takes_bare_tokens(sb):
@@ -108,13 +108,13 @@ def test_a_v0_handshake_takes_bare_tokens(sb):
     SaslAuthenticate requests; after the login the connection serves requests as usual."""
     with socket.create_connection(("127.0.0.1", sasl_port(sb)), timeout=10) as sock:
         answer = _send(sock, _request(ApiKey.SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"}))
-        _, handshake = protocol.decode_response(protocol.response_schema(ApiKey.SASL_HANDSHAKE, 0), answer)
+        _, handshake = codec.decode_response(codec.response_schema(ApiKey.SASL_HANDSHAKE, 0), answer)
         assert handshake.error_code == Error.none  # type: ignore[attr-defined]
         assert _send(sock, b"\0alice\0alice-pw") == b""             # PLAIN: an empty answer
         answer = _send(sock, _request(ApiKey.METADATA, 12, {"topics": None}))
-        _, metadata = protocol.decode_response(protocol.response_schema(ApiKey.METADATA, 12), answer)
+        _, metadata = codec.decode_response(codec.response_schema(ApiKey.METADATA, 12), answer)
         assert [b.node_id for b in metadata.brokers] == [1]  # type: ignore[attr-defined]
     with socket.create_connection(("127.0.0.1", sasl_port(sb)), timeout=10) as sock:
         _send(sock, _request(ApiKey.SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"}))
-        sock.sendall(protocol.frame(b"\0alice\0wrong"))              # a refused login: closed
+        sock.sendall(codec.frame(b"\0alice\0wrong"))              # a refused login: closed
         assert sock.recv(1) == b""

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 from kafka_shell.sandbox import admin as sandbox_admin
 from kafka_shell.sandbox import log, persist
 from kafka_shell.sandbox.model import Batch
@@ -24,11 +24,11 @@ NOT_CONTROLLER, INVALID_REQUEST, POLICY_VIOLATION, UNKNOWN_TOPIC_ID = 41, 42, 44
 
 def raw_request(sandbox, broker_id: int, api_key: int, version: int, body: dict) -> dict:
     """One request over a real socket to one broker, encoded and decoded with `protocol`."""
-    entity = protocol.build(protocol.request_schema(api_key, version), body)
+    entity = codec.build(codec.request_schema(api_key, version), body)
     frame = raw_frame(sandbox, broker_id, entity, 7)
-    corr, answer = protocol.decode_response(protocol.response_schema(api_key, version), frame[4:])
+    corr, answer = codec.decode_response(codec.response_schema(api_key, version), frame[4:])
     assert corr == 7
-    return protocol.to_dict(answer)  # type: ignore[return-value]
+    return codec.to_dict(answer)  # type: ignore[return-value]
 
 
 def create(admin, *topics: NewTopic, **kwargs) -> dict[str, object]:
@@ -229,7 +229,7 @@ def test_create_partitions_errors_and_validate_only(admin):
 
 
 def _metadata(sandbox, name: str, allow: bool) -> dict:
-    answer = raw_request(sandbox, 1, 3, 12, {"topics": [{"name": name, "topic_id": protocol.ZERO_UUID}],
+    answer = raw_request(sandbox, 1, 3, 12, {"topics": [{"name": name, "topic_id": codec.ZERO_UUID}],
                                              "allow_auto_topic_creation": allow})
     return answer["topics"][0]
 

@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_shell.codes import ApiKey
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox import codecs, log, transactions
 from kafka_shell.sandbox.server import Sandbox
 from tests import txn_scenarios

@@ -7,9 +7,9 @@ import struct
 
 from confluent_kafka import Producer
 
-from kafka_shell import protocol
-from kafka_shell.codes import ApiKey
-from kafka_shell.channel import Channel
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.connection.channel import Channel
 from kafka_shell.sandbox import admin as sandbox_admin
 
 
@@ -30,7 +30,7 @@ def raw_frame(sandbox, broker_id: int, request: object, correlation_id: int, cli
     """Send one kio request entity over a new socket; return the whole answer frame, as sent
     (for byte-level checks and for requests the channel would negotiate away)."""
     with socket.create_connection(sandbox.address(broker_id), timeout=5) as s:
-        s.sendall(protocol.encode_request(request, correlation_id, client_id))
+        s.sendall(codec.encode_request(request, correlation_id, client_id))
         (size,) = struct.unpack(">i", read_exactly(s, 4))
         return struct.pack(">i", size) + read_exactly(s, size)
 
@@ -42,9 +42,9 @@ def exchange(address: tuple[str, int], api_key: int, version: int, body: dict) -
     """One request of that version on a new connection: the decoded answer (plain data), or
     CLOSED when the listener closes the connection instead of answering (Kafka's answer to what
     it does not serve)."""
-    entity = protocol.build(protocol.request_schema(api_key, version), body)
+    entity = codec.build(codec.request_schema(api_key, version), body)
     with socket.create_connection(address, timeout=10) as s:
-        s.sendall(protocol.encode_request(entity, 77, "kafka-shell-tests"))
+        s.sendall(codec.encode_request(entity, 77, "kafka-shell-tests"))
         try:
             head = s.recv(4)
         except ConnectionResetError:
@@ -54,9 +54,9 @@ def exchange(address: tuple[str, int], api_key: int, version: int, body: dict) -
         data = read_exactly(s, struct.unpack(">i", head)[0])
     # An ApiVersions version the listener lacks is answered in v0 (UNSUPPORTED_VERSION, 35).
     unsupported = api_key == ApiKey.API_VERSIONS and data[4:6] == b"\x00\x23"
-    correlation_id, answer = protocol.decode_response(protocol.response_schema(api_key, 0 if unsupported else version), data)
+    correlation_id, answer = codec.decode_response(codec.response_schema(api_key, 0 if unsupported else version), data)
     assert correlation_id == 77
-    return protocol.to_dict(answer)
+    return codec.to_dict(answer)
 
 
 def read_exactly(s: socket.socket, n: int) -> bytes:

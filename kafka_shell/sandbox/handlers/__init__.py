@@ -15,7 +15,7 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +33,7 @@ HANDLERS: dict[int, Api] = {}
 def api(key: int, min_version: int | None = None, max_version: int | None = None,
         controller_only: bool = False) -> Callable:
     def register(fn: Callable) -> Callable:
-        served = protocol.kio_versions(key)
+        served = codec.kio_versions(key)
         low = served.start if min_version is None else max(served.start, min_version)
         high = served.stop - 1 if max_version is None else min(served.stop - 1, max_version)
         HANDLERS[key] = Api(key, range(low, high + 1), fn, controller_only)

@@ -19,8 +19,8 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
-from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -114,7 +114,7 @@ def fetch_snapshot(ctx) -> dict:
     code = _raft_refusal(ctx)
     topics = ctx.request.topics
     if code is None and not topics and ctx.cluster.kafka_version == "3.9":
-        raise protocol.ProtocolError("FetchSnapshot names no topic")
+        raise codec.ProtocolError("FetchSnapshot names no topic")
     if code is None:
         code = (ErrorCode.unknown_server_error if _one_metadata_partition(topics, lambda t: t.name, lambda p: p.partition)
                 else ErrorCode.invalid_request)
@@ -242,7 +242,7 @@ def envelope(ctx) -> dict:
     """A forwarded request. ZooKeeper-mode brokers without forwarding close the connection; a KRaft
     controller checks CLUSTER_ACTION, then reads the principal; the sandbox unwraps no envelope."""
     if not ctx.cluster.kraft:
-        raise protocol.ProtocolError("Envelope without forwarding enabled")
+        raise codec.ProtocolError("Envelope without forwarding enabled")
     if not _cluster_action(ctx):
         code = ErrorCode.cluster_authorization_failed
     elif not ctx.request.request_principal:

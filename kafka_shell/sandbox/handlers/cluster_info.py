@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
-from kafka_shell.codes import AclOperation, AclResourceType, ApiKey, EndpointType
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey, EndpointType
 from kafka_shell.sandbox import admin
 from kafka_shell.sandbox.admin import AdminError
 from kafka_shell.sandbox.handlers import api
@@ -83,13 +83,13 @@ def describe_topic_partitions(ctx) -> dict:
         if not ctx.permits(AclResourceType.TOPIC, name):  # named: refused; listed: left out
             if requested:
                 topics.append({"error_code": ErrorCode.topic_authorization_failed, "name": name,
-                               "topic_id": protocol.ZERO_UUID, "partitions": []})
+                               "topic_id": codec.ZERO_UUID, "partitions": []})
             continue
         topic = cluster.topics.get(name)
         if topic is None:
             if requested:  # listing all topics never names a missing one
                 topics.append({"error_code": _missing_topic_error(name), "name": name,
-                               "topic_id": protocol.ZERO_UUID, "partitions": []})
+                               "topic_id": codec.ZERO_UUID, "partitions": []})
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         end = min(len(topic.partitions), start + remaining)
@@ -117,5 +117,5 @@ def _missing_topic_error(name: str) -> int:
 
 def _invalid(requested: list[str]) -> dict:
     """Kafka's error answer to an invalid request: the error on every topic it named."""
-    return {"topics": [{"error_code": ErrorCode.invalid_request, "name": n, "topic_id": protocol.ZERO_UUID,
+    return {"topics": [{"error_code": ErrorCode.invalid_request, "name": n, "topic_id": codec.ZERO_UUID,
                         "partitions": []} for n in requested], "next_cursor": None}

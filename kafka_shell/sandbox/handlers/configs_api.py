@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode
 from kafka_shell.sandbox import admin, client_metrics, configs, group_configs, loggers, replication
 from kafka_shell.sandbox.admin import AdminError
 from kafka_shell.sandbox.configs import ConfigProblem
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 TOPIC = 2

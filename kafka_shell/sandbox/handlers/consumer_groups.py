@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import AclResourceType, ApiKey
-from kafka_shell.definitions import releases
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
+from kafka_shell.protocol.definitions import releases
 from kafka_shell.sandbox import consumer_groups as cg
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.groups import _client_host, _group_denied, _not_coordinator

@@ -6,10 +6,10 @@ import re
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
-from kafka_shell.authorization import OPERATIONS_NOT_REQUESTED
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.authorization import OPERATIONS_NOT_REQUESTED
 from kafka_shell.sandbox import admin
-from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api, features
 from kafka_shell.sandbox.model import Topic
 
@@ -89,17 +89,17 @@ class EncodedTopics:
     dropped."""
 
     def __init__(self, version: int) -> None:
-        self.response_cls = protocol.response_schema(3, version)
-        self.topic_cls = protocol.element_class(self.response_cls, "topics")
-        self.partition_cls = protocol.element_class(self.topic_cls, "partitions")
+        self.response_cls = codec.response_schema(3, version)
+        self.topic_cls = codec.element_class(self.response_cls, "topics")
+        self.partition_cls = codec.element_class(self.topic_cls, "partitions")
         self.generation = -1
-        self.answer = protocol.Encoded(b"")
+        self.answer = codec.Encoded(b"")
         self.alive: frozenset[int] = frozenset()
         self.partitions: dict[tuple, bytes] = {}
         self.topics: dict[tuple, tuple[bytes, bytes]] = {}
         self.named: dict[str, tuple[int, frozenset[int], bytes]] = {}  # topic -> (generation, alive, element)
 
-    def get(self, cluster) -> protocol.Encoded:
+    def get(self, cluster) -> codec.Encoded:
         if cluster.generation != self.generation:
             self.answer = self._build(cluster)
             self.generation = cluster.generation
@@ -122,7 +122,7 @@ class EncodedTopics:
     def _alive(cluster) -> frozenset[int]:
         return frozenset(b.id for b in cluster.brokers.values() if b.alive)
 
-    def _build(self, cluster) -> protocol.Encoded:
+    def _build(self, cluster) -> codec.Encoded:
         alive = self._alive(cluster)
         old_partitions = self.partitions if alive == self.alive else {}
         partitions: dict[tuple, bytes] = {}
@@ -130,7 +130,7 @@ class EncodedTopics:
         encoded = [self._encode_topic(cluster, t, partitions, old_partitions, topics, self.topics)
                    for t in cluster.topics.values()]
         self.alive, self.partitions, self.topics = alive, partitions, topics
-        return protocol.encode_array(self.response_cls, "topics", encoded)
+        return codec.encode_array(self.response_cls, "topics", encoded)
 
     def _encode_topic(self, cluster, t, partitions: dict, old_partitions: dict, topics: dict,
                       old_topics: dict | None = None) -> bytes:
@@ -141,14 +141,14 @@ class EncodedTopics:
             state = partition_state(p)
             data = partitions.get(state) or old_partitions.get(state)
             if data is None:
-                data = protocol.serialize(protocol.build(self.partition_cls, partition_metadata(cluster, p)))
+                data = codec.serialize(codec.build(self.partition_cls, partition_metadata(cluster, p)))
             partitions[state] = data
             parts.append(data)
         key = (t.name, t.id, t.internal)
-        around = (old_topics if old_topics is not None else topics).get(key) or protocol.encode_around(
+        around = (old_topics if old_topics is not None else topics).get(key) or codec.encode_around(
             self.topic_cls, topic_metadata(cluster, t, partitions=()), "partitions")
         topics[key] = around
-        return around[0] + protocol.encode_array(self.topic_cls, "partitions", parts).data + around[1]
+        return around[0] + codec.encode_array(self.topic_cls, "partitions", parts).data + around[1]
 
 
 def _encoded(ctx) -> EncodedTopics:
@@ -169,7 +169,7 @@ def _all_topics(ctx) -> object:
     encoded = _encoded(ctx)
     if len(visible) == len(ctx.cluster.topics):
         return encoded.get(ctx.cluster)
-    return protocol.encode_array(encoded.response_cls, "topics", [encoded.topic(ctx.cluster, t) for t in visible])
+    return codec.encode_array(encoded.response_cls, "topics", [encoded.topic(ctx.cluster, t) for t in visible])
 
 
 def _may_create(ctx, name: str) -> bool:
@@ -205,7 +205,7 @@ def metadata(ctx) -> dict:
                     except admin.AdminError as exc:
                         code = exc.code
             if t is None:
-                found.append({"error_code": code, "name": name, "topic_id": topic_id or protocol.ZERO_UUID,
+                found.append({"error_code": code, "name": name, "topic_id": topic_id or codec.ZERO_UUID,
                               "partitions": []})
             else:
                 found.append(t)
@@ -215,9 +215,9 @@ def metadata(ctx) -> dict:
                       for t in found]
         else:
             encoded = _encoded(ctx)
-            topics = protocol.encode_array(encoded.response_cls, "topics", [
+            topics = codec.encode_array(encoded.response_cls, "topics", [
                 encoded.topic(cluster, t) if not isinstance(t, dict)
-                else protocol.serialize(protocol.build(encoded.topic_cls, t)) for t in found])
+                else codec.serialize(codec.build(encoded.topic_cls, t)) for t in found])
     return {
         "brokers": [{"node_id": b.id, "host": b.host, "port": ctx.port_of(b), "rack": b.rack}
                     for b in cluster.brokers.values() if b.usable],

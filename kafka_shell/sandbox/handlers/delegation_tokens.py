@@ -12,7 +12,7 @@ import datetime
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox import tokens
 from kafka_shell.sandbox.handlers import api
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
-from kafka_shell.protocol_ext import DESIGNATED_ELECTION
+from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
+from kafka_shell.protocol.seed_apis import DESIGNATED_ELECTION
 from kafka_shell.sandbox import replication
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 PREFERRED, UNCLEAN = 0, 1

@@ -1,7 +1,7 @@
 """Feature flags (KIP-584): ApiVersions reports them, UpdateFeatures v0-v2 changes them.
 
 The features and levels are those of the Kafka release the sandbox follows, as its KRaft nodes
-report them (kafka_shell.definitions): the levels every node supports, and the levels a new
+report them (kafka_shell.protocol.definitions): the levels every node supports, and the levels a new
 cluster starts with (Kafka 4.4: metadata.version 33, ELR, group, transaction, share and streams
 versions; 3.9: metadata.version 21; level-0 features are left out of the finalized list).
 zk-mode brokers report none. UpdateFeatures is a controller API (brokers forward it in
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import definitions
-from kafka_shell.definitions import releases
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.protocol import definitions
+from kafka_shell.protocol.definitions import releases
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 METADATA_VERSION = "metadata.version"

@@ -10,14 +10,14 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 from kafka_shell.sandbox import consumer_groups as cg
 from kafka_shell.sandbox import groups as gc
 from kafka_shell.sandbox import share_groups as share
 from kafka_shell.sandbox import streams_groups as sg
 from kafka_shell.sandbox import transactions
 from kafka_shell.sandbox.model import Topic
-from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.records import find_topic, topic_denied, topic_keys
 
@@ -214,11 +214,11 @@ def offset_fetch(ctx) -> dict:
 def _partition_maker(ctx):
     """Partitions of an OffsetFetch answer made as entities at once: a group may hold offsets
     of 10,000s of partitions, and `build` would convert each field of each one."""
-    cls = protocol.response_schema(ApiKey.OFFSET_FETCH, ctx.version)
+    cls = codec.response_schema(ApiKey.OFFSET_FETCH, ctx.version)
     if ctx.version >= 8:
-        cls = protocol.element_class(cls, "groups")
-    partition_cls = protocol.element_class(protocol.element_class(cls, "topics"), "partitions")
-    return protocol.maker(partition_cls, error_code=ErrorCode.none, metadata="", committed_leader_epoch=-1)
+        cls = codec.element_class(cls, "groups")
+    partition_cls = codec.element_class(codec.element_class(cls, "topics"), "partitions")
+    return codec.maker(partition_cls, error_code=ErrorCode.none, metadata="", committed_leader_epoch=-1)
 
 
 def _fetch_offsets(ctx, group_id: str, wanted, member: tuple[str | None, int] = (None, -1)) -> dict:

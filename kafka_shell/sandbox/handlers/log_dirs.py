@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.protocol import codec
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox import replication
 from kafka_shell.sandbox.handlers import api
 
@@ -33,8 +33,8 @@ def describe_log_dirs(ctx) -> dict:
     if ctx.request.topics is not None:
         wanted = {(t.topic, i) for t in ctx.request.topics for i in t.partitions}
     # Partitions made as entities at once: a broker of a large cluster holds 100,000s of replicas.
-    make = protocol.maker(protocol.element_class(protocol.element_class(protocol.element_class(
-        protocol.response_schema(ApiKey.DESCRIBE_LOG_DIRS, ctx.version), "results"), "topics"), "partitions"),
+    make = codec.maker(codec.element_class(codec.element_class(codec.element_class(
+        codec.response_schema(ApiKey.DESCRIBE_LOG_DIRS, ctx.version), "results"), "topics"), "partitions"),
         is_future_key=False)
     topics = []
     used = 0

@@ -17,7 +17,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox import quorum
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.model import now_ms

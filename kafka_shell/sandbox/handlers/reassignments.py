@@ -11,7 +11,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import replication
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 

@@ -11,9 +11,9 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 from kafka_shell.sandbox import codecs, configs, log, producer_state, transactions
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api, between_nodes
 from kafka_shell.sandbox.model import Cluster, Partition, Topic, now_ms
 
@@ -23,14 +23,14 @@ def find_topic(cluster: Cluster, name: str | None, topic_id: uuid.UUID | None) -
     if name:
         t = cluster.topics.get(name)
         return t, 0 if t else ErrorCode.unknown_topic_or_partition
-    t = cluster.topic_by_id(topic_id) if topic_id and topic_id != protocol.ZERO_UUID else None
+    t = cluster.topic_by_id(topic_id) if topic_id and topic_id != codec.ZERO_UUID else None
     return t, 0 if t else ErrorCode.unknown_topic_id
 
 
 def topic_keys(t: Topic | None, name: str | None, topic_id: uuid.UUID | None) -> dict:
     """Both ways a response may name a topic; `build` keeps the one the version has."""
     return {"name": name or (t.name if t else ""), "topic": name or (t.name if t else ""),
-            "topic_id": topic_id or (t.id if t else protocol.ZERO_UUID)}
+            "topic_id": topic_id or (t.id if t else codec.ZERO_UUID)}
 
 
 def leader_error(ctx, p: Partition, current_leader_epoch: int = -1) -> int:
@@ -141,7 +141,7 @@ async def produce(ctx) -> dict | None:
         # The producer reads no answer: Kafka closes the connection when any partition failed, so
         # that it notices and refreshes its metadata (KafkaApis.handleProduceRequest).
         if any(a["error_code"] for t in topics for a in t["partition_responses"]):
-            raise protocol.ProtocolError("an acks=0 produce failed on a partition: closing, as Kafka does")
+            raise codec.ProtocolError("an acks=0 produce failed on a partition: closing, as Kafka does")
         return None
     if acks == -1:
         await _await_replication(cluster, appended, req.timeout.total_seconds())
@@ -316,8 +316,8 @@ DEBUGGING_REPLICA_ID = -2  # Kafka's debugging id: served from this broker's own
 def list_offsets(ctx) -> dict:
     req = ctx.request
     # Answers are made as entities at once (describe-group asks about 10,000s of partitions).
-    make = protocol.maker(protocol.element_class(protocol.element_class(
-        protocol.response_schema(ApiKey.LIST_OFFSETS, ctx.version), "topics"), "partitions"), error_code=ErrorCode.none)
+    make = codec.maker(codec.element_class(codec.element_class(
+        codec.response_schema(ApiKey.LIST_OFFSETS, ctx.version), "topics"), "partitions"), error_code=ErrorCode.none)
     topics = []
     for rt in req.topics:
         t = ctx.cluster.topics.get(rt.name)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.limits import MAX_PARTITIONS_PER_ELECTION
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 

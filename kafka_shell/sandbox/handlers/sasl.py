@@ -5,7 +5,7 @@ answer ILLEGAL_SASL_STATE, as Kafka's brokers do; a SASL listener's logins are s
 
 from __future__ import annotations
 
-from kafka_shell.codes import ApiKey, Error
+from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.sandbox.handlers import api
 
 

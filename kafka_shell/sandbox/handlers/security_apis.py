@@ -13,7 +13,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import AclOperation, AclPermission, AclResourceType, ApiKey, PatternType, QuotaMatch, ScramMechanism
+from kafka_shell.protocol.codes import AclOperation, AclPermission, AclResourceType, ApiKey, PatternType, QuotaMatch, ScramMechanism
 from kafka_shell.sandbox import security
 from kafka_shell.sandbox.security_state import QuotaEntity, quota_store
 from kafka_shell.sandbox.authorizer import AclBinding, AclFilter, acl_store, binding_problem

@@ -13,7 +13,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox import log
 from kafka_shell.sandbox import share_groups as sg
 from kafka_shell.sandbox.handlers import api

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox import streams_groups as sg
 from kafka_shell.sandbox.consumer_groups import GroupError
 from kafka_shell.sandbox.handlers import api

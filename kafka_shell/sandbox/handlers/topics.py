@@ -11,10 +11,10 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell import protocol
+from kafka_shell.protocol import codec
 from kafka_shell.sandbox import admin, configs
 from kafka_shell.sandbox.admin import AdminError
-from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
 NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
@@ -33,7 +33,7 @@ def _error(name: str, code: int, message: str | None, **extra: object) -> dict:
 def create_topics(ctx) -> dict:
     req = ctx.request
     cluster = ctx.cluster
-    failed = {"topic_id": protocol.ZERO_UUID, "num_partitions": -1, "replication_factor": -1, "configs": None}
+    failed = {"topic_id": codec.ZERO_UUID, "num_partitions": -1, "replication_factor": -1, "configs": None}
     if not ctx.is_controller:
         return {"topics": [_error(t.name, ErrorCode.not_controller, NOT_CONTROLLER_MESSAGE, **failed)
                            for t in req.topics]}
@@ -80,7 +80,7 @@ def _plan_one(ctx, t) -> tuple[list[list[int]], dict[str, str]]:
 
 def _create_one(ctx, t, replicas: list[list[int]], checked: dict[str, str], validate_only: bool) -> dict:
     cluster = ctx.cluster
-    topic_id = protocol.ZERO_UUID
+    topic_id = codec.ZERO_UUID
     if not validate_only:
         topic_id = admin.create_topic(cluster, t.name, assignment=replicas, configs=checked).id
     result = {"name": t.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
@@ -100,11 +100,11 @@ def _create_one(ctx, t, replicas: list[list[int]], checked: dict[str, str], vali
 def delete_topics(ctx) -> dict:
     req = ctx.request
     if ctx.version >= 6:
-        wanted = [(t.name, t.topic_id if t.topic_id != protocol.ZERO_UUID else None) for t in req.topics]
+        wanted = [(t.name, t.topic_id if t.topic_id != codec.ZERO_UUID else None) for t in req.topics]
     else:
         wanted = [(name, None) for name in req.topic_names]
     if not ctx.is_controller:
-        return {"responses": [{"name": n, "topic_id": i or protocol.ZERO_UUID,
+        return {"responses": [{"name": n, "topic_id": i or codec.ZERO_UUID,
                                "error_code": ErrorCode.not_controller,
                                "error_message": NOT_CONTROLLER_MESSAGE} for n, i in wanted]}
     counts = Counter(i or n for n, i in wanted)
@@ -115,7 +115,7 @@ def delete_topics(ctx) -> dict:
 
 def _delete_one(ctx, name: str | None, topic_id, duplicate: bool, may_delete_any: bool) -> dict:
     cluster = ctx.cluster
-    result = {"name": name, "topic_id": topic_id or protocol.ZERO_UUID, "error_code": 0, "error_message": None}
+    result = {"name": name, "topic_id": topic_id or codec.ZERO_UUID, "error_code": 0, "error_message": None}
     if name and topic_id:
         return {**result, "error_code": ErrorCode.invalid_request,
                 "error_message": "Topic name and topic id cannot both be set."}

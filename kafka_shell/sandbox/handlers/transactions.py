@@ -11,14 +11,14 @@ import datetime
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.codes import AclOperation, AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox import groups as gc
 from kafka_shell.sandbox import producer_state, transactions
 from kafka_shell.sandbox.groups import CommittedOffset
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.records import find_topic, leader_error, topic_denied, topic_keys
 from kafka_shell.sandbox.model import now_ms
-from kafka_shell.regex import compile_kafka_regex
+from kafka_shell.base.regex import compile_kafka_regex
 
 TXN = AclResourceType.TRANSACTIONAL_ID
 
