@@ -7,10 +7,9 @@ import socket
 import time
 
 import pytest
-from kafka_shell.connection import manager
 from kafka_shell.admin import elections, records
 from kafka_shell.connection.client_config import load_properties, parse_x_options, redact
-from kafka_shell.connection.manager import ConnectionManager, parse_bootstrap
+from kafka_shell.connection.manager import ConnectionManager, _settle, parse_bootstrap, unreachable_message
 from kafka_shell.base.errors import ClusterUnreachable, KafkaCallError, ShellError, UsageError
 from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.sandbox import admin as sandbox_admin
@@ -103,8 +102,8 @@ def test_silent_bootstrap_names_the_servers_and_the_timeout():
 
 
 def test_unreachable_message_drops_decimals_of_whole_seconds():
-    assert manager.unreachable_message("h:9092", 10.0) == "Cannot reach any broker of h:9092 within 10 s"
-    assert manager.unreachable_message("a:1,b:2", 2.5) == "Cannot reach any broker of a:1,b:2 within 2.5 s"
+    assert unreachable_message("h:9092", 10.0) == "Cannot reach any broker of h:9092 within 10 s"
+    assert unreachable_message("a:1,b:2", 2.5) == "Cannot reach any broker of a:1,b:2 within 2.5 s"
 
 
 def test_stopped_bootstrap_broker_is_skipped(sandbox):
@@ -369,7 +368,7 @@ def test_resent_create_topics_counts_our_own_first_attempt_as_success(sandbox, m
     body = {"topics": [{"name": "mine", "num_partitions": 3}, {"name": "other", "num_partitions": 5}]}
     resent = manager.controller_request(CREATE_TOPICS, body)  # answers TOPIC_ALREADY_EXISTS twice
     assert [t.error_code for t in resent.topics] == [36, 36]
-    settled = manager._settle(CREATE_TOPICS, body, resent, before, after)
+    settled = _settle(CREATE_TOPICS, body, resent, before, after)
     # "mine" is as asked and was absent before: ours. "other" differs from the request: an error.
     assert {t.name: t.error_code for t in settled.topics} == {"mine": 0, "other": 36}
 

@@ -1,8 +1,7 @@
-"""The layers of kafka-shell, read from the imports of every module (function-level imports and
-TYPE_CHECKING ones included): each layer imports only itself and the layers below it; commands
-and the pipeline never touch the wire (kio, the protocol modules, the channel, the router); the
-sandbox stands beside the shell, which reaches it only through the `sandbox` server's entry point
-and `--sandbox` start-up (kafka_shell/face/main.py).
+"""The layers of kafka-shell, as folders (docs/architecture.md), held by import-linter's contracts
+in pyproject.toml: each layer imports only itself and the layers below it; commands and the
+pipeline never touch the wire; the sandbox stands beside the shell, which reaches it only at
+start-up. `lint-imports` runs in CI (.ci/run) and here, so the README's test command holds them too.
 
     face          kafka_shell/face/: main, modes, runner, repl/, completions, config_keys, pager
     commands      commands/*.py; below them the pipeline (kafka_shell/pipeline/)
@@ -21,24 +20,8 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ["base", "protocol", "connection", "admin", "declarations", "commands", "face"]
-BASE = {"kafka_shell", "kafka_shell.base.errors", "kafka_shell.base.files", "kafka_shell.base.paths", "kafka_shell.base.limits",
-        "kafka_shell.base.names", "kafka_shell.base.deadline", "kafka_shell.base.env", "kafka_shell.base.jwt", "kafka_shell.base.regex"}
-PROTOCOL = {"kafka_shell.protocol.codec", "kafka_shell.protocol.seed_apis", "kafka_shell.protocol.seed_api_schemas", "kafka_shell.protocol.codes",
-            "kafka_shell.protocol.frames", "kafka_shell.protocol.encoders",
-            "kafka_shell.protocol.authorization", "kafka_shell.protocol.broker_identity"}
-CONNECTION = {"kafka_shell.connection.manager", "kafka_shell.connection.router", "kafka_shell.connection.cache", "kafka_shell.connection.channel",
-              "kafka_shell.connection.session", "kafka_shell.connection.metadata", "kafka_shell.connection.controller_history",
-              "kafka_shell.connection.client_config", "kafka_shell.connection.keystores", "kafka_shell.connection.clusters", "kafka_shell.connection.sasl",
-              "kafka_shell.connection.sasl_gssapi", "kafka_shell.connection.sasl_oauthbearer", "kafka_shell.connection.sandbox_client"}
-# `commands` itself (commands/__init__.py) holds only the index of which module declares what.
-DECLARATIONS = {"kafka_shell.declarations.registry", "kafka_shell.declarations.render", "kafka_shell.declarations.option_types", "kafka_shell.declarations.parsing",
-                "kafka_shell.declarations.progress", "commands"}
-FACE = {"kafka_shell.face.main", "kafka_shell.__main__", "kafka_shell.face.modes", "kafka_shell.face.runner",
-        "kafka_shell.face.completions", "kafka_shell.face.config_keys", "kafka_shell.face.pager"}
-# What commands and the pipeline never import: the wire is the admin layer's business.
-WIRE = ("kio", "kafka_shell.protocol.codec", "kafka_shell.protocol.codes", "kafka_shell.protocol.frames", "kafka_shell.protocol.encoders",
-        "kafka_shell.connection.channel", "kafka_shell.connection.router")
+CONTRACTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+LAYERS = next(c for c in CONTRACTS if c["id"] == "layers")["layers"]
 
 
 def test_import_contracts_hold():
@@ -48,84 +31,14 @@ def test_import_contracts_hold():
     assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in proc.stdout
 
 
-def layer(module: str) -> str | None:
-    if module in BASE:
-        return "base"
-    if module in PROTOCOL or module.startswith("kafka_shell.protocol.definitions"):
-        return "protocol"
-    if module in CONNECTION:
-        return "connection"
-    if module.startswith("kafka_shell.admin"):
-        return "admin"
-    if module in DECLARATIONS:
-        return "declarations"
-    if module.startswith(("commands", "kafka_shell.pipeline")):
-        return "commands"
-    if module in FACE or module.startswith("kafka_shell.face.repl"):
-        return "face"
-    return None  # the sandbox, and what is not ours
-
-
-def modules() -> dict[str, Path]:
-    found = {}
-    for top in ("kafka_shell", "commands"):
-        for path in sorted((ROOT / top).rglob("*.py")):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    return found
-
-
-MODULES = modules()
-
-
-def imports(module: str) -> set[str]:
-    """Every module `module` imports (the code has no relative imports), resolved to our modules
-    where it names one: `from kafka_shell.admin import topics` is kafka_shell.admin.topics."""
-    out = set()
-    for node in ast.walk(ast.parse(MODULES[module].read_text())):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            out |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else node.module
-                    for a in node.names}
-    return out
-
-
-def rank(module: str) -> int:
-    name = layer(module)
-    return LAYERS.index(name) if name is not None else -1
-
-
-def test_every_module_has_a_layer_or_is_the_sandbox():
-    stray = [m for m in MODULES if layer(m) is None and not in_sandbox(m)]
-    assert stray == [], "give these modules a layer in tests/test_layers.py"
-
-
-@pytest.mark.parametrize("module", [m for m in MODULES if layer(m) is not None])
-def test_layers_import_only_themselves_and_below(module):
-    above = sorted(d for d in imports(module) if rank(d) > rank(module))
-    assert above == [], f"{module} ({layer(module)}) imports a layer above it"
-    if module.startswith("kafka_shell.pipeline"):
-        assert not [d for d in imports(module) if d.startswith("commands")], "the pipeline is beside the commands"
-
-
-@pytest.mark.parametrize("module", [m for m in MODULES if m.startswith(("commands", "kafka_shell.pipeline"))])
-def test_commands_and_the_pipeline_never_touch_the_wire(module):
-    wire = sorted(d for d in imports(module) if d == "kio" or d.startswith(WIRE))
-    assert wire == [], f"{module} imports {wire}: ask through kafka_shell/admin instead"
-
-
-def test_the_sandbox_stands_beside_the_shell():
-    users = {(m, d) for m in MODULES if not in_sandbox(m) for d in imports(m) if in_sandbox(d)}
-    assert {m for m, _ in users} == {"kafka_shell.face.main"}, "only start-up may import the sandbox"
-    main = sorted(d for m, d in users if m == "kafka_shell.face.main")
-    assert main == ["kafka_shell.sandbox.cli", "kafka_shell.sandbox.server"]  # its entry point, and --sandbox
-
-
-def test_the_sandbox_shares_only_the_base_and_kafkas_definitions():
-    for module in filter(in_sandbox, MODULES):
-        outside = sorted(d for d in imports(module) if layer(d) not in (None, "base", "protocol"))
-        assert outside == [], f"{module} imports {outside}"
+def test_every_module_lives_in_a_layer_folder():
+    """A newcomer places a module by its folder: kafka_shell/ holds only the layers' packages,
+    the sandbox, and the package's own entry points."""
+    packages = {p.name for p in (ROOT / "kafka_shell").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    in_layers = {layer.split(".")[1] for layer in LAYERS if layer.startswith("kafka_shell.")}
+    assert packages - in_layers == {"sandbox"}, "give each package of kafka_shell/ its place in pyproject.toml's layers"
+    stray = sorted(p.name for p in (ROOT / "kafka_shell").glob("*.py"))
+    assert stray == ["__init__.py", "__main__.py"], "put new modules in the folder of their layer"
 
 
 def test_the_command_index_matches_the_declarations():
