@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kafka_shell.connection.manager import ConnectionManager  # noqa: E402
-from kafka_shell.sandbox import admin as sandbox_admin  # noqa: E402
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin  # noqa: E402
 from kafka_shell.sandbox.server import Sandbox  # noqa: E402
 
 SHELL = str(ROOT / ".venv" / "bin" / "kafka-shell")

@@ -24,7 +24,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from kafka_shell.face.runner import run_line
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.connection.session import Session, Target
 

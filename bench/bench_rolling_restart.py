@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kafka_shell.sandbox import admin as sandbox_admin  # noqa: E402
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin  # noqa: E402
 from kafka_shell.sandbox.server import Sandbox  # noqa: E402
 
 SHELL = str(ROOT / ".venv" / "bin" / "kafka-shell")
@@ -45,7 +45,7 @@ def main() -> None:
                 raise SystemExit(p.stderr[-2000:])
             steps = json.loads(p.stdout)
             print(f"rolling-restart-plan ({mode}) for {brokers} brokers, {topics * per_topic:,} partitions: "
-                  f"{wall:.2f} s wall, {len(steps)} steps (largest group {max(len(s['Nodes']) for s in steps)} "
+                  f"{wall:.2f} s wall, {len(steps)} steps (largest group {max(len(s['nodes']) for s in steps)} "
                   f"brokers); {p.stderr.strip()}")
 
 

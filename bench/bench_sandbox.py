@@ -28,7 +28,7 @@ from collections.abc import Callable
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_shell.connection.manager import ConnectionManager
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox import replication
 from kafka_shell.sandbox.server import Sandbox
 

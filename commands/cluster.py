@@ -1,5 +1,6 @@
 """Cluster-wide reads: describe-cluster, list-brokers, api-versions (each reads the cluster when
-it runs; the controller is the one Kafka's own rules name, see kafka_shell/connection/router.py)."""
+it runs; the controller is the one Kafka's own rules name, see kafka_shell/connection/router.py); and
+kafka-cluster's unregister (brokers) and unregister-controller (KIP-1312)."""
 
 from __future__ import annotations
 
@@ -116,6 +117,43 @@ def unregister_broker(session: Session, args: dict) -> Result:
         return Result.message(f"Would unregister broker {broker}{state} (dry run).")
     cluster.unregister(session.conn, broker)
     return Result.message(f"Broker {broker} was unregistered.")
+
+
+def controller_role(session: Session, controller_id: int) -> str:
+    """What the quorum says of a controller now, for the question and the dry run."""
+    q = quorum.describe(session.conn)
+    if controller_id == q.leader_id:
+        return "the active controller: Kafka refuses to unregister it"
+    voter = next((v for v in q.voters if v.replica_id == controller_id), None)
+    if voter is not None:
+        return (f"a voter of the quorum: stop it and remove it first (remove-controller --controller-id {controller_id} "
+                f"--controller-directory-id {voter.directory_id} --unregister does both steps)")
+    if any(o.replica_id == controller_id for o in q.observers):
+        return "it follows the quorum now, so it registers again at once"
+    return "not in the quorum"
+
+
+def _confirm_unregister_controller(session: Session, args: dict) -> str:
+    cluster.require_controller_unregistration(session.conn)
+    return f"Unregister controller {args['id']} ({controller_role(session, args['id'])})?"
+
+
+@command("unregister-controller",
+         Option("--id", type=broker_id, required=True, metavar="ID", help="The controller to unregister."),
+         mutates=True, confirm=Confirm(question=_confirm_unregister_controller),
+         help="Remove a controller's registration (kafka-cluster unregister-controller, KIP-1312, Kafka 4.4): for a "
+              "controller that is stopped and out of the quorum for good, whose stale registration blocks feature "
+              "upgrades.",
+         description="Stop the controller and remove it from the voters first (remove-controller --unregister does "
+                     "both). A running controller registers again at once.",
+         examples=("unregister-controller --id 102 --yes", "unregister-controller --id 102 --dry-run"))
+def unregister_controller(session: Session, args: dict) -> Result:
+    controller = args["id"]
+    cluster.require_controller_unregistration(session.conn)
+    if args["dry_run"]:
+        return Result.message(f"Would unregister controller {controller} ({controller_role(session, controller)}) (dry run).")
+    cluster.unregister_controller(session.conn, controller)
+    return Result.message(f"Controller {controller} is no longer registered.")
 
 
 @command("list-brokers", help="Live brokers (in ZooKeeper mode the controller marked; in KRaft mode the "

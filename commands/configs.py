@@ -1,5 +1,7 @@
 """describe-configs and alter-configs for topics, brokers, the cluster-wide broker defaults and
-groups (KIP-848's group configs: session and heartbeat times, share auto offset reset...).
+groups (KIP-848's group configs: session and heartbeat times, share auto offset reset...); and
+configs across the cluster (as rpk's cluster config export/import): export-configs,
+import-configs, diff-configs (drift among brokers).
 
 Options follow kafka-configs (`--entity-type topics|brokers|groups`, `--entity-name`, `--entity-default`,
 `--add-config 'k=v,k2=[a,b]'`, `--delete-config k,k2`), with `--topic T` / `--broker ID` as
@@ -8,14 +10,19 @@ shorthands. Secret values are never printed.
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_shell.admin import cluster, configs, topics
+from kafka_shell.admin import cluster, cluster_configs, configs, topics
 from kafka_shell.connection.client_config import is_secret
 from kafka_shell.base.errors import ShellError, UsageError, shown
+from kafka_shell.base.files import read_json, write_new
+from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.option_types import CONFIG_NAME, broker_id, group_id
-from kafka_shell.declarations.registry import INT32_MAX, Option, command
-from kafka_shell.declarations.render import Result, Table
+from kafka_shell.declarations.registry import INT32_MAX, Confirm, Option, command
+from kafka_shell.declarations.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
     from kafka_shell.connection.session import Session
@@ -191,3 +198,120 @@ def alter_configs_command(session: Session, args: dict) -> Result:
                      new if key in set_ else "(default)"])
     return Result.table(["Name", "Value", "Source", "NewValue"], rows,
                         *configs.alter(session.conn, kind, [name], set_, delete, True), name="changes")
+
+
+# -- configs across the cluster: export-configs, import-configs, diff-configs -----------------------
+
+
+@command("export-configs",
+         Option("file", required=True, metavar="FILE", completer="path", help="The JSON file to write (a new one)."),
+         help="Write the cluster's dynamic configs to a JSON file: the broker defaults, each broker's own, topics' "
+              "overrides, groups' configs and client quotas; sensitive values are left out (the file lists their keys).",
+         description="JSON because it carries every value exactly as Kafka gives it (no escaping rules to get "
+                     "wrong, unlike properties files), holds the entities of every kind in one document, diffs well "
+                     "(sorted, indented) and is read by everything. import-configs reads it back; diff two exports to "
+                     "compare clusters. Internal topics are left out.",
+         examples=("export-configs prod-configs.json",))
+def export_configs(session: Session, args: dict) -> Result:
+    path = Path(args["file"]).expanduser()
+    if os.path.lexists(path):   # write_new refuses it too, but only after everything was read
+        raise UsageError(f"{shown(str(path))} already exists: remove it or choose another file name")
+    snap = cluster_configs.read(session.conn)
+    doc = cluster_configs.document(snap, cluster.cluster_id(session.conn))
+    write_new(path, json.dumps(doc, indent=2) + "\n")
+    rows: list[list] = []
+    for section in cluster_configs.SECTIONS:
+        if section == cluster_configs.QUOTAS:
+            rows.append([section, len(snap.quotas), sum(len(v) for v in snap.quotas.values()), 0])
+            continue
+        written = doc[section] if section != cluster_configs.BROKER_DEFAULTS else {"": doc[section]}
+        left_out = sum(len(v) for v in snap.sensitive[section].values())
+        rows.append([section, len(written), sum(len(v) for v in written.values()), left_out])
+    hidden = sum(r[3] for r in rows)
+    notes = [*snap.notes, f"Wrote {sum(r[2] for r in rows)} config(s) of {sum(r[1] for r in rows)} entities to {shown(str(path))}"
+             + (f"; {hidden} sensitive value(s) left out (the file lists their keys)." if hidden else ".")]
+    return Result.outcome([Table(["Section", "Entities", "Configs", "SensitiveLeftOut"], rows, name="exported")],
+                          notes, failure_lines.config_lines(snap.broker_errors))
+
+
+IMPORT_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute")
+
+
+@command("import-configs",
+         Option("file", required=True, metavar="FILE", completer="path", help="A file export-configs wrote."),
+         Option("--execute", flag=True, help="Apply the changes (without it they are only shown, and validated by "
+                                             "the cluster)."),
+         Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),
+         mutates=True, confirm=IMPORT_CONFIRM,
+         help="Show (default) or --execute the config changes that make the cluster match a file of export-configs: "
+              "each entity it names gets exactly its configs; others are left alone.",
+         description="The changes are validated by the cluster first (IncrementalAlterConfigs, validate only); "
+                     "--execute applies them only when all are valid. Sensitive keys the file left out are never "
+                     "changed or deleted. Brokers and topics the cluster does not have are named, not created.",
+         examples=("import-configs prod-configs.json", "import-configs prod-configs.json --execute"))
+def import_configs(session: Session, args: dict) -> Result | Proposal:
+    path = shown(args["file"])   # as messages name it
+    wanted = cluster_configs.from_document(read_json(args["file"], "", "give a file export-configs wrote"), path)
+    now = cluster_configs.read(session.conn, wanted.sections)
+    changes, problems = cluster_configs.plan(wanted, now)
+    table = Table(["Section", "Entity", "Name", "Value", "NewValue", "Action"],
+                  [[c.section, c.entity or None, c.key, c.value, c.new, c.action] for c in changes], name="changes")
+    # What the cluster does not have, did not say, or refuses (validated only) stops --execute.
+    failures = [*failure_lines.config_lines(now.broker_errors), *problems,
+                *(cluster_configs.apply(session.conn, changes, wanted, validate_only=True) if changes else [])]
+    entities = len({(c.section, c.entity) for c in changes})
+    execute = args["execute"] and not args["dry_run"]
+    if not changes:
+        return Result.outcome([table], [*now.notes, f"The cluster matches {path}: nothing to change."], failures)
+    if failures:
+        return Result.outcome([table], now.notes, [*failures, "Nothing was changed: fix what is named above first."
+                                                   if execute else "Fix what is named above before --execute."])
+    if execute:
+        def apply() -> Result:
+            failed = cluster_configs.apply(session.conn, changes, wanted, validate_only=False)
+            return Result.outcome([table], [*now.notes, f"Changed the configs of {entities - len(failed)} of {entities} "
+                                            "entities."], failed)
+        return Proposal(f"Change {len(changes)} config(s) of {entities} entities to match {path}. Continue?",
+                        "import-configs --execute changes configs", apply)
+    return Result.outcome([table], [*now.notes, f"{len(changes)} change(s) of {entities} entities, validated by the "
+                                    "cluster. Dry run: nothing was changed (add --execute to apply)."], [])
+
+
+@command("diff-configs",
+         Option("--broker", type=broker_id, repeatable=True, metavar="ID", completer="broker",
+                help="A broker to compare (give two or more)."),
+         Option("--all-brokers", flag=True, help="Every broker of the cluster."),
+         Option("--include-identity", flag=True,
+                help="Also the configs each broker has of its own by design (node.id, listeners, log.dirs, rack)."),
+         required_groups=(("--broker", "--all-brokers"),),
+         help="Config drift: the configs whose value in effect differs among brokers, each broker's value with its "
+              "source (static, dynamic, default) and the sources beneath it.",
+         examples=("diff-configs --broker 1 --broker 2", "diff-configs --all-brokers"))
+def diff_configs(session: Session, args: dict) -> Result:
+    if args["all_brokers"]:
+        ids = sorted(session.conn.read([]).brokers)
+    else:
+        ids = sorted(set(args["broker"]))
+        cluster.require_brokers(session.conn, ids)
+    if len(ids) < 2:
+        raise UsageError("diff-configs compares two brokers or more: give --broker twice, or --all-brokers")
+    read = configs.each_broker(session.conn, ids)
+    described, failures = read.rows, failure_lines.config_lines(read.errors)
+    drifts = cluster_configs.drift(described, args["include_identity"])
+    rows = []
+    for d in drifts:
+        for b in described:
+            e = d.entries.get(b)
+            beneath = [f"{source}:{name}={value if value is not None else ''}" for source, name, value in e.synonyms[1:]] \
+                if e is not None else []
+            value = None if e is None else configs.HIDDEN if e.sensitive else e.value   # Kafka never gives a sensitive one
+            rows.append([d.name, b, value, e.source if e is not None else None, beneath])
+    compared = ", ".join(map(str, described))
+    if drifts:
+        note = (f"{len(drifts)} config(s) differ among brokers {compared}: "
+                + ", ".join(d.name for d in drifts[:10]) + (f" and {len(drifts) - 10} more." if len(drifts) > 10 else "."))
+    else:
+        note = (f"Brokers {compared} agree on every config"
+                + ("." if args["include_identity"] else " (their own by design left out: --include-identity compares it)."))
+    return Result.outcome([Table(["Name", "Broker", "Value", "Source", "Synonyms"], rows, name="differences")],
+                          [note] if len(described) > 1 else [], failures)

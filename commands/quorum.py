@@ -1,13 +1,14 @@
 """Changes to the KRaft controller quorum (KIP-853's dynamic quorum), like kafka-metadata-quorum
-add-controller / remove-controller. Each names the voters before and after, read from the
-quorum when the command runs, and asks (--yes outside the REPL); --dry-run shows the plan."""
+add-controller / remove-controller (--unregister: KIP-1312, Kafka 4.4). Each names the voters
+before and after, read from the quorum when the command runs, and asks (--yes outside the REPL);
+--dry-run shows the plan."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_shell.admin import quorum
-from kafka_shell.base.errors import UsageError
+from kafka_shell.admin import cluster, quorum
+from kafka_shell.base.errors import ShellError, UsageError
 from kafka_shell.declarations.option_types import broker_id, controller_endpoint, directory_id
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
@@ -39,9 +40,9 @@ def _voters(ids: list[int]) -> str:
                 help="Its metadata log directory id (default: as the quorum sees it among the observers)."),
          Option("--controller-endpoint", type=controller_endpoint, metavar="NAME@HOST:PORT",
                 help="Its controller listener (default: its registration, with --bootstrap-controller)."),
-         Option("--config", metavar="FILE", completer="path",
+         Option("--config", metavar="FILE", completer="path", aliases=("--command-config",),
                 help="Read id, listeners and directory id from the new controller's server.properties and "
-                     "meta.properties, as kafka-metadata-quorum add-controller does."),
+                     "meta.properties, as kafka-metadata-quorum add-controller does (its --command-config)."),
          required_groups=(("--controller-id", "--config"),), mutates=True, confirm=Confirm(proposed=True),
          help="Add a controller to the KRaft quorum (AddRaftVoter, KIP-853): names the voters before and after.",
          examples=("add-controller --controller-id 103 --dry-run",
@@ -75,28 +76,47 @@ def add_controller(session: Session, args: dict) -> Result | Proposal:
          Option("--controller-id", type=broker_id, required=True, metavar="ID", help="The voter to remove."),
          Option("--controller-directory-id", type=directory_id, required=True, metavar="DIR",
                 help="Its metadata log directory id (describe-quorum --replication shows it)."),
+         Option("--unregister", flag=True,
+                help="Then unregister it too (UnregisterController, KIP-1312, Kafka 4.4), as kafka-metadata-quorum "
+                     "remove-controller --unregister: for a controller stopped for good."),
          mutates=True, confirm=Confirm(proposed=True),
-         help="Remove a controller from the KRaft quorum (RemoveRaftVoter, KIP-853): names the voters before and after.",
-         examples=("remove-controller --controller-id 102 --controller-directory-id ZLgh-CD8QfGsKlZG39bUrQ --dry-run",))
+         help="Remove a controller from the KRaft quorum (RemoveRaftVoter, KIP-853): names the voters before and after; "
+              "--unregister also removes its registration.",
+         examples=("remove-controller --controller-id 102 --controller-directory-id ZLgh-CD8QfGsKlZG39bUrQ --dry-run",
+                   "remove-controller --controller-id 102 --controller-directory-id ZLgh-CD8QfGsKlZG39bUrQ --unregister --yes"))
 def remove_controller(session: Session, args: dict) -> Result | Proposal:
-    node_id, directory = args["controller_id"], args["controller_directory_id"]
+    node_id, directory, unregister = args["controller_id"], args["controller_directory_id"], args["unregister"]
+    if unregister:   # before anything changes: not after the voter is gone
+        cluster.require_controller_unregistration(session.conn)
     q = quorum.describe(session.conn)
     before = [v.replica_id for v in q.voters]
     voter = next((v for v in q.voters if v.replica_id == node_id), None)
     if voter is None:
-        raise UsageError(f"Controller {node_id} is no voter of the quorum (voters: {_voters(before)})")
+        hint = f"; to unregister it, run unregister-controller --id {node_id}" if unregister else ""
+        raise UsageError(f"Controller {node_id} is no voter of the quorum (voters: {_voters(before)}){hint}")
     if voter.directory_id is not None and voter.directory_id != directory:
         raise UsageError(f"Voter {node_id} has directory id {voter.directory_id}, not {directory} "
                          "(see describe-quorum --replication)")
     change = f"voters {_voters(before)} -> {_voters([b for b in before if b != node_id])}"
     table = _plan(q, None, node_id)
     what = f"controller {node_id} (directory {directory})"
+    also = " and unregister it" if unregister else ""
     if args["dry_run"]:
-        return Result(tables=[table], messages=[f"Would remove {what}: {change} (dry run)."])
+        return Result(tables=[table], messages=[f"Would remove {what}{also}: {change} (dry run)."])
 
     def apply() -> Result:
         quorum.remove_voter(session.conn, node_id, directory)
-        return Result(tables=[_plan(quorum.describe(session.conn), None, None)],
-                      messages=[f"Removed {what}: {change}."])
-    return Proposal(f"Remove {what} from the quorum: {change}?",
-                    f"remove-controller would change the quorum's {change}", apply)
+        done = Result(tables=[_plan(quorum.describe(session.conn), None, None)], messages=[f"Removed {what}: {change}."])
+        if unregister:
+            try:
+                cluster.unregister_controller(session.conn, node_id)
+            except ShellError as exc:   # the voter is gone all the same: say so, and what is left to do
+                done.messages.append(f"Failed to unregister controller {node_id}: {exc} To unregister it, run "
+                                     f"unregister-controller --id {node_id}.")
+                done.exit_code = 1
+                return done
+            done.messages.append(f"Controller {node_id} is no longer registered.")
+        return done
+    return Proposal(f"Remove {what} from the quorum{also}: {change}?",
+                    f"remove-controller would change the quorum's {change}"
+                    + (f" and unregister controller {node_id}" if unregister else ""), apply)

@@ -273,3 +273,58 @@ def static_and_range(bootstrap: str) -> dict:
         return out
     finally:
         g.close()
+
+
+def assigned_commits(bootstrap: str) -> dict:
+    """Commits of consumers that assign their partitions themselves (generation -1; KIP-848
+    clients send their own member id all the same): into no group, an empty group, a group with
+    members; and a known generation into no group, in OffsetCommit v8 and v9."""
+    g = Group(bootstrap, partitions=2)
+    out: dict = {}
+    try:
+        stranger = g.new_member()
+        out["-1 with a member id, no group"] = g.commit(stranger, -1, 0)
+        out["fetch"] = g.fetch(None, -1)
+        out["-1 with a member id, empty group"] = g.commit(stranger, -1, 1)
+        out["-1 without a member id, empty group"] = g.commit("", -1, 1)
+        member = g.new_member()
+        out["joins"] = g.join(member)["error"]
+        out["-1 with a member id, group with members"] = g.commit(stranger, -1, 0)
+        out["-1 without a member id, group with members"] = g.commit("", -1, 0)
+        g.heartbeat(member, -1)
+        g.close()
+        g.group_id += "-none"
+        g.channel = coordinator(bootstrap, g.group_id)
+        out["generation 3, no group, v9"] = g.commit(stranger, 3, 0)
+        out["generation 3, no group, v8"] = g.commit(stranger, 3, 0, version=8)
+    finally:
+        g.close()
+    return out
+
+
+def regex_subscription(bootstrap: str) -> dict:
+    """A member subscribing by regex: Kafka resolves the regex asynchronously, so the heartbeat
+    that brings it is answered with its literal topics only; the regex's topics come at a later
+    heartbeat, with a new group epoch."""
+    g = Group(bootstrap, partitions=3)
+    out: dict = {}
+    try:
+        m1 = g.new_member()
+        out["joins by regex"] = g.heartbeat(m1, 0, owned=[], topics=[], regex=g.topic.replace("-", "."), rebalance_ms=30000)
+        epoch, owned = out["joins by regex"]["epoch"], []
+        deadline = time.monotonic() + 30
+        while True:
+            a = g.heartbeat(m1, epoch, owned=owned)
+            epoch, owned = a["epoch"], a["assignment"] if a["assignment"] is not None else owned
+            if owned:
+                break
+            assert time.monotonic() < deadline, a
+            time.sleep(0.2)
+        out["resolved"] = {"epoch": epoch, "assignment": owned}
+        described = g.describe()
+        described["members"] = [[*m[:4], "<the regex>" if m[4] else m[4], *m[5:]] for m in described["members"]]
+        out["describe"] = described
+        g.heartbeat(m1, -1)
+    finally:
+        g.close()
+    return out

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 from kafka_shell.protocol.codes import AclOperation, AclPermission, AclResourceType, PatternType
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.authorizer import AclBinding
 from kafka_shell.sandbox.server import Sandbox
 from tests.conftest import BOTH_MODES, KRAFT_MODE

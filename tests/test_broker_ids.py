@@ -3,14 +3,16 @@ a broker starting without an id, run as a real process against a sandbox."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from tests.conftest import BOTH_MODES
 from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox.server import Sandbox
-from tests.sandbox.wire import API_VERSIONS_BODY, create, request
+from tests.sandbox.wire import API_VERSIONS_BODY, create, produce, request
 from tests.test_oneshot import assert_one_line_error, run, shell
 from tests.output import json_documents
 from tests.output import json_data
@@ -230,3 +232,37 @@ def test_an_added_broker_is_kept_by_the_data_dir(sandbox_mode, tmp_path):
     with Sandbox(data_dir=data, mode=sandbox_mode) as again:
         assert sorted(again.cluster.brokers) == [1, 2, 3] and again.address(3)[1] == port
         assert again.status()["brokers"][2]["alive"]
+
+
+def test_a_lost_disk_loses_what_only_it_held(sandbox_mode):
+    """A partition whose one replica lost its disk: Kafka 4.4 (ELR) takes the empty disk for an
+    unclean shutdown and keeps the partition offline; Kafka 3.9 lets the broker lead it again
+    with an empty log, which ListOffsets, Fetch and retention all agree on."""
+    retention = {"log.retention.check.interval.ms": "100", "log.cleaner.backoff.ms": "100"}
+    with Sandbox(brokers=3, mode=sandbox_mode, configs=retention) as s:
+        create(s, "solo", [[3]], **{"segment.ms": "50", "retention.ms": "300"})
+        produce(s, "solo", 0, batches=4, size=10)
+        s.replace_broker(3, lose_disk=True)
+        state = s.call(lambda: (lambda p: (p.leader, p.log_start_offset, p.high_watermark, len(p.batches)))(
+            s.cluster.topics["solo"].partitions[0]))
+        if sandbox_mode == "kraft":
+            assert state[0] == -1, "an unclean shutdown leaves no eligible leader"
+            return
+        assert state == (3, 0, 0, 0)
+        offsets = request(s, 3, ApiKey.LIST_OFFSETS, {"replica_id": -1, "topics": [
+            {"name": "solo", "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
+        assert offsets["topics"][0]["partitions"][0]["offset"] == 0
+        consumer = Consumer({"bootstrap.servers": s.bootstrap, "group.id": "lost", "log_level": 0,
+                             "auto.offset.reset": "error", "enable.auto.commit": False})
+        try:
+            consumer.assign([TopicPartition("solo", 0, 0)])
+            produce(s, "solo", 0, batches=3, size=10)
+            got = [m for m in (consumer.poll(1) for _ in range(20)) if m is not None]
+            assert [(m.error(), m.offset()) for m in got[:3]] == [(None, 0), (None, 1), (None, 2)]
+        finally:
+            consumer.close()
+        # Retention goes on after the lost disk: every closed segment past retention.ms goes.
+        deadline = time.monotonic() + 30
+        while s.call(lambda: s.cluster.topics["solo"].partitions[0].log_start_offset) < 2:
+            assert time.monotonic() < deadline, "retention stopped after the lost disk"
+            time.sleep(0.1)

@@ -42,6 +42,23 @@ def test_heartbeats_answer_as_kafka(kafka4, sandbox3):
     assert _differences(real, ours) == {}
 
 
+def test_commits_of_consumers_that_assign_as_kafka(kafka4, sandbox3):
+    """Kafka takes a commit with generation -1 into an empty (or no) group whatever member id it
+    names (librdkafka's KIP-848 consumers send theirs when they assign partitions themselves)."""
+    real = k848_scenarios.assigned_commits(kafka4.bootstrap)
+    ours = k848_scenarios.assigned_commits(sandbox3.bootstrap)
+    assert ours["-1 with a member id, no group"] == 0 and ours["-1 with a member id, empty group"] == 0
+    assert _differences(real, ours) == {}
+
+
+def test_regex_subscriptions_resolve_asynchronously_as_kafka(kafka4, sandbox3):
+    real = k848_scenarios.regex_subscription(kafka4.bootstrap)
+    ours = k848_scenarios.regex_subscription(sandbox3.bootstrap)
+    assert ours["joins by regex"]["assignment"] == [] and ours["resolved"]["assignment"] == [0, 1, 2]
+    assert ours["resolved"]["epoch"] > ours["joins by regex"]["epoch"]
+    assert _differences(real, ours) == {}
+
+
 def test_static_members_and_range_as_kafka(kafka4, sandbox3):
     real = k848_scenarios.static_and_range(kafka4.bootstrap)
     ours = k848_scenarios.static_and_range(sandbox3.bootstrap)

@@ -11,7 +11,7 @@ import pytest
 
 from confluent_kafka.admin import AdminClient
 
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from tests.conftest import BOTH_MODES
 from tests.sandbox.wire import create, produce, stage_offline_partition
@@ -299,3 +299,16 @@ def test_help_explains_the_preferred_replica():
     assert p.returncode == 0
     assert "first replica of its assignment" in p.stdout
     assert "auto.leader.rebalance.enable=true" in p.stdout
+
+
+@pytest.mark.parametrize("kind, file", [("preferred", None), ("unclean", None), ("designated", (2, 4))])
+def test_a_dry_run_predicts_what_the_controller_then_does(offline, tmp_path, kind, file):
+    # Kafka's election rule lives once (kafka_shell/protocol/leader_election.py): each partition's
+    # predicted outcome is the controller's, online and offline, elected or refused.
+    scope = f"--path-to-json-file {plan(tmp_path, ('t', 0, file[0]), ('online', 0, file[1]))}" if file \
+        else "--all-topic-partitions"
+    line = f"elect-leaders --election-type {kind} {scope} --yes -o json"
+    predicted = {(r["topic"], r["partition"]): r["result"] for r in rows(run(offline, line + " --dry-run"))}
+    done = {(r["topic"], r["partition"]): r["result"] for r in rows(run(offline, line))}
+    wording = {"would elect": "elected", "already elected": "already elected", "would fail": "failed"}
+    assert {k: wording[v] for k, v in predicted.items()} == done and done

@@ -24,7 +24,7 @@ from kafka_shell.base.errors import UsageError
 from kafka_shell.base.files import FileExists, read_owned, write_json_owned, write_new
 from kafka_shell.face.main import main
 from kafka_shell.face.repl.history import SecretFreeHistory
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 
 
 def mode(path: Path) -> int:

@@ -20,8 +20,8 @@ from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.declarations.registry import load_commands
 from kafka_shell.face.repl.suggest import Group, suggest
 from kafka_shell.face.runner import run_line
-from kafka_shell.sandbox import admin as sandbox_admin
-from kafka_shell.sandbox import groups as sandbox_groups
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
+from kafka_shell.sandbox import classic_groups as sandbox_groups
 from kafka_shell.connection.session import Session, Target
 from tests.output import json_rows
 from tests.test_oneshot import run

@@ -22,8 +22,8 @@ import pytest
 
 from kafka_shell.face.main import main
 from kafka_shell.declarations.registry import Command, Option, load_commands
-from kafka_shell.sandbox import admin as sandbox_admin
-from kafka_shell.sandbox import groups as sandbox_groups
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
+from kafka_shell.sandbox import classic_groups as sandbox_groups
 from kafka_shell.sandbox.server import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,9 +83,9 @@ BASE_FOR_OPTION: dict[tuple[str, str], str] = {
 # (command, option) where any text is a legal value (a glob, a file name to create): those
 # runs may succeed; they must still print at most one line on stderr.
 # `help ""` is help, `topic ""` leaves the context; most text is a regular expression.
-ANY_TEXT = {("list-topics", "pattern"), ("reassign-partitions", "--proposed-json-file"),
+ANY_TEXT = {("list-topics", "pattern"), ("reassign-partitions", "--proposed-json-file"), ("balance", "--save-plan"),
             ("help", "command"), ("topic", "name"), ("snapshot", "--output-dir"),
-            ("list-transactions", "--transactional-id-pattern")}
+            ("list-transactions", "--transactional-id-pattern"), ("export-configs", "file")}
 # Values Kafka takes as names (topic "nan" is legal): accepted by name options, which must then
 # say the topic or cluster is unknown (exit 1 or 2), or succeed without changing anything.
 LEGAL_NAMES = {"-1", "nan", "inf", "-inf", "1e300", "9" * 30, "99999999999999999999999", "-9223372036854775809"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from tests.conftest import BOTH_MODES, KRAFT_MODE, ZK_MODE
 from kafka_shell.sandbox import replication
@@ -34,13 +34,13 @@ def test_describe_log_dirs_matches_the_replicas_and_their_lag(sandbox):
     produce(sandbox, "t", 0, 2, 100)
     sandbox.stop_broker(2)
     produce(sandbox, "t", 0, 3, 100)  # broker 2 misses three batches
-    sandbox.set_replication_rate(1)   # ...and catches up far too slowly to matter here
+    sandbox.set_replication_rate(1)   # ...copies one at its first fetch, the rest far too slowly to matter here
     sandbox.start_broker(2)
     data = out_json(run(sandbox, "describe-log-dirs", "-o", "json"))
     expected = sandbox.call(replica_view, sandbox.cluster)
     got = {(r["broker"], r["topic"], r["partition"]): (r["size"], r["offset_lag"]) for r in data["partitions"]}
     assert got == expected
-    assert got[(2, "t", 0)][1] == 3 and got[(1, "t", 0)] == (expected[(1, "t", 0)][0], 0)
+    assert got[(2, "t", 0)][1] == 2 and got[(1, "t", 0)] == (expected[(1, "t", 0)][0], 0)
     assert got[(1, "t", 0)][0] > 0
     assert all(r["is_future"] is False for r in data["partitions"])
     assert [(d["broker"], d["log_dir"], d["error"]) for d in data["log_dirs"]] == [
@@ -77,7 +77,7 @@ def test_describe_quorum_status_and_replication(quorum3):
     follower = next(c for c in sandbox.controller_ids if c != leader)
     sandbox.stop_controller(follower)
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 1)  # the log moves on without it
-    stopped_offset = cluster.extras["stopped_at"][follower][0]
+    stopped_offset = cluster.runtime.stopped_at[follower][0]
     [status] = out_json(run(sandbox, "describe-quorum --status", "-o", "json"))
     voters = [f"{c}@CONTROLLER://{h}:{p}" for c in sandbox.controller_ids for h, p in [sandbox.address(c)]]
     assert status == {
@@ -97,7 +97,7 @@ def test_describe_quorum_status_and_replication(quorum3):
     assert table[0]["node_id"] == leader and table[0]["status"] == "Leader" and table[0]["lag"] == 0
     assert [r["status"] for r in table[1:]] == ["Follower", "Follower", "Observer", "Observer", "Observer"]
     assert (by_id[follower]["log_end_offset"], by_id[follower]["lag"]) == (stopped_offset, cluster.generation - stopped_offset)
-    assert by_id[follower]["last_caught_up_timestamp"] == cluster.extras["stopped_at"][follower][1]
+    assert by_id[follower]["last_caught_up_timestamp"] == cluster.runtime.stopped_at[follower][1]
     # A static quorum's voters have no directory id (as on Kafka); brokers have their log dir's.
     assert [bool(r["directory_id"]) for r in table] == [False, False, False, True, True, True]
 

@@ -24,7 +24,8 @@ SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 DASHED_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Words that stand for a value JSON has a type for (null, a boolean).
 UNTYPED = {"none", "None", "null", "yes", "no", "true", "false", "*", "-"}
-WILDCARDS = {"host", "principal", "name", "resource", "resource_name"}   # ACLs' "*" is Kafka's own value
+# ACLs' "*" is Kafka's own value, and so is cordoned.log.dirs' (every log dir of the broker).
+WILDCARDS = {"host", "principal", "name", "resource", "resource_name", "cordoned", "cordoned_before"}
 # Columns that hold integers (or null) wherever they appear.
 INTEGER = re.compile(r"(^|_)(partition|leader|replica|offset|epoch|count|bytes|lag|port|node_id|id|broker|size|members|"
                      r"partitions|replication_factor|throttle|ms|timestamp|since|high_watermark|controller)$")
@@ -36,13 +37,16 @@ PACKED = re.compile(r"[\w.-]+=[^,]*(,[\w.-]+=[^,]*)+|[\w.-]+\([0-9,]+\)( [\w.-]+
 
 # The walk: (line, what it shows). Lines run in order on one sandbox.
 WALK = [
-    "list-topics", "describe-topic --topic orders", "describe-topic --under-replicated-partitions",
+    "health", "list-topics", "describe-topic --topic orders", "describe-topic --under-replicated-partitions",
     "get-offsets --topic orders", "describe-configs --topic orders --all", "describe-configs --entity-default",
     "alter-configs --topic orders --add-config retention.ms=1000 --dry-run", "alter-configs --broker 1 --add-config "
     "log.cleaner.threads=2", "list-brokers", "describe-cluster", "api-versions --broker 1", "describe-controller",
     "describe-quorum --status", "describe-quorum --replication", "describe-log-dirs", "controller-history",
     "list-groups", "list-streams-groups", "list-share-groups", "describe-group app", "describe-group app --members",
     "describe-group live --members --verbose", "describe-group app --state",
+    "describe-group app --by-topic", "list-groups --lag", "copy-offsets --from-group app --to-group app-copy",
+    "export-configs {tmp}/configs.json", "import-configs {tmp}/configs.json", "diff-configs --all-brokers",
+    "unregister-controller --id 100 --dry-run",
     "reset-offsets --group app --topic orders --to-earliest", "consume --topic orders --from-beginning",
     "produce --topic orders x y", "delete-records --topic orders --partition 0 --before-offset 0 --yes",
     "elect-leaders --election-type preferred --all-topic-partitions --dry-run",
@@ -52,7 +56,8 @@ WALK = [
     "sandbox stop-broker 2", "sandbox stop-broker 3", "sandbox start-broker 2",
     "describe-topic --topic lonely", "describe-topic --unavailable-partitions",
     "unclean-recovery --all-offline-partitions --show-replica-info --dry-run", "sandbox start-broker 3",
-    "rolling-restart-plan",
+    "rolling-restart-plan", "balance", "balance --leaders-only --dry-run", "drain-broker 1 --dry-run",
+    "cordon --broker 1", "uncordon --broker 1", "undrain-broker 1 --dry-run",
     "broker-ids missing", "preferred-controller show",
     "create-acls --allow-principal User:alice --operation Read --topic orders", "describe-acls",
     "delete-acls --topic orders --yes", "alter-user-scram-credentials --add alice --mechanism SCRAM-SHA-512 "

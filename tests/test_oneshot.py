@@ -14,7 +14,7 @@ import pytest
 
 from kafka_shell.connection.metadata import kafka_uuid
 from kafka_shell.declarations.render import cell
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from tests.conftest import BOTH_MODES
 from tests.output import json_rows, json_tables
 

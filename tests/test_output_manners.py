@@ -21,7 +21,7 @@ from kafka_shell.declarations.parsing import help_text
 from kafka_shell.declarations.registry import load_commands
 from kafka_shell.declarations.render import Result, Table, View, human_bytes, human_ms, human_time, output_text, render, snake_case
 from kafka_shell.face.runner import run_line
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.connection.session import Session, Target
 from tests.output import json_rows, json_tables
@@ -215,7 +215,9 @@ def test_a_failed_designated_election_reports_its_error_once(tmp_path):
 # -- every command that produces tables, in every data format --------------------------------------
 
 MOVE = '{"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [2, 3]}]}'
-# command -> lines that produce tables (MOVE becomes a reassignment file's path).
+CONFIGS = '{"format": "kafka-shell configs", "version": 1, "topics": {"t": {"retention.ms": "60000"}}}'
+# command -> lines that produce tables (MOVE becomes a reassignment file's path, CONFIGS a
+# configs file's, SNAPSHOTS a path of its own for each format).
 TABLE_LINES: dict[str, list[str]] = {
     "api-versions": ["api-versions"],
     "broker-ids": ["broker-ids hosts", "broker-ids missing", "broker-ids suggest --host new.sandbox",
@@ -243,6 +245,10 @@ TABLE_LINES: dict[str, list[str]] = {
     "list-groups": ["list-groups"],
     "describe-group": ["describe-group --all-groups", "describe-group --all-groups --members", "describe-group --all-groups --state"],
     "reset-offsets": ["reset-offsets --group shape --topic t --to-earliest"],
+    "copy-offsets": ["copy-offsets --from-group shape --to-group shape-copy"],
+    "export-configs": ["export-configs SNAPSHOTS.json"],
+    "import-configs": ["import-configs CONFIGS"],
+    "diff-configs": ["diff-configs --all-brokers"],
     "delete-offsets": ["delete-offsets --group shape --topic t --yes"],
     "get-offsets": ["get-offsets --topic t", "get-offsets --topic t --time earliest"],
     "delete-records": ["delete-records --topic t --partition 0 --before-offset 0 --yes"],
@@ -265,6 +271,12 @@ TABLE_LINES: dict[str, list[str]] = {
     "remove-controller": ["remove-controller --controller-id 100 --controller-directory-id AAAAAAAAAAAAAAAAAAAAAQ --dry-run"],
     "list-client-metrics": ["list-client-metrics"],
     "describe-client-metrics": ["describe-client-metrics"],
+    "balance": ["balance", "balance --leaders-only --execute"],
+    "drain-broker": ["drain-broker 1 --dry-run"],
+    "undrain-broker": ["undrain-broker 1 --dry-run"],
+    "cordon": ["cordon --broker 1 --dry-run"],
+    "uncordon": ["uncordon --broker 1 --dry-run"],
+    "health": ["health"],
 }
 # ACL commands answer SECURITY_DISABLED without an authorizer: their lines run on a sandbox with one.
 ACL_LINES: dict[str, list[str]] = {
@@ -277,7 +289,7 @@ ACL_LINES: dict[str, list[str]] = {
 MESSAGE_ONLY = {"add-cluster", "analyze", "alter-client-quotas", "alter-user-scram-credentials",
                 "alter-configs", "alter-topic", "clear", "create-topic", "delete-group", "delete-topic", "exit",
                 "expanded", "help", "output", "pager", "refresh", "topic", "use-cluster", "abort-transaction", "watch"}
-MESSAGE_ONLY |= {"alter-client-metrics", "delete-client-metrics", "unregister-broker"}
+MESSAGE_ONLY |= {"alter-client-metrics", "delete-client-metrics", "unregister-broker", "unregister-controller"}
 # Delegation tokens need a SASL connection (the sandbox here has none): their tables are read in
 # tests/test_cluster_tools.py.
 MESSAGE_ONLY |= {"create-delegation-token", "renew-delegation-token", "expire-delegation-token",
@@ -297,13 +309,15 @@ def test_every_command_is_classified():
 
 
 def _outputs(sandbox, line: str, tmp_path: Path) -> dict[str, str]:
-    move = tmp_path / "move.json"
+    move, configs = tmp_path / "move.json", tmp_path / "configs.json"
     move.write_text(MOVE)
+    configs.write_text(CONFIGS)
     out = {}
     for fmt in ("json", "jsonl", "csv"):
         session = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=io.StringIO(), stderr=io.StringIO())
+        filled = line.replace("MOVE", str(move)).replace("CONFIGS", str(configs)).replace("SNAPSHOTS", str(tmp_path / fmt))
         try:
-            code = run_line(session, f"{line.replace('MOVE', str(move)).replace('SNAPSHOTS', str(tmp_path / fmt))} -o {fmt}")
+            code = run_line(session, f"{filled} -o {fmt}")
         finally:
             session.close()
         assert code in (0, 1), session.stderr.getvalue()  # type: ignore[attr-defined]  (1: verify says "differs")
@@ -315,7 +329,7 @@ def _outputs(sandbox, line: str, tmp_path: Path) -> dict[str, str]:
 def test_every_table_command_has_one_json_shape_and_loads_as_jsonl_and_csv(sandbox, tmp_path, monkeypatch, name, line):
     monkeypatch.setenv("KAFKA_SHELL_CONFIG_DIR", str(tmp_path / "config"))
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 2, 2)
-    if name in ("consume", "describe-group", "reset-offsets", "delete-offsets"):
+    if name in ("consume", "describe-group", "reset-offsets", "delete-offsets", "copy-offsets"):
         # Something to read, and a group "shape" with committed offsets and no members.
         _outputs(sandbox, "produce --topic t v", tmp_path)
         _outputs(sandbox, "consume --topic t --from-beginning --group shape --max-messages 1 --timeout 5", tmp_path)

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from kafka_shell.admin import assignment_plan as reassign_plan
 from tests import kafka_generator
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import produce
 from tests.test_oneshot import SHELL, ROOT, assert_one_line_error, shell

@@ -15,7 +15,7 @@ import pytest
 
 from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.face.runner import run_line
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.handlers import replica_log_info
 from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.connection.session import Session, Target

@@ -140,7 +140,7 @@ def test_repl_reads_what_changed_behind_its_back(session, sandbox, admin):
     broker, a whole cluster gone (then the toolbar says unreachable, not the last counts)."""
     from confluent_kafka.admin import NewTopic
 
-    from kafka_shell.sandbox import admin as sandbox_admin
+    from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 2, 3, [[1, 2, 3], [2, 3, 1]])
     outputs: list[str] = []
     toolbar_text: list[str] = []

@@ -376,3 +376,124 @@ def test_data_dir_keeps_share_groups(tmp_path):
             producer.produce(topic, str(i).encode(), partition=0)
         producer.flush(30)
         assert _consume(s.bootstrap, topic, group, 2) == [RECORDS, RECORDS + 1]
+
+
+def _session_facts(bootstrap: str, transactions: bool = False) -> dict:
+    """A member's share session as a closing consumer uses it: a ShareFetch whose max_bytes
+    fits one batch acquires that batch only (the next fetch gets the rest); after the member
+    leaves the group, its final ShareAcknowledge (epoch -1) on the same connection still
+    acknowledges what it holds, and only then is the session gone. With `transactions` (the
+    sandbox alone), the group reads committed and an aborted transaction follows the batches."""
+    from kafka_shell.connection.channel import Channel
+    from kafka_shell.protocol.codes import ApiKey
+    from tests.k848_scenarios import coordinator
+    topic, group = "sq-" + uuid.uuid4().hex[:8], _group(bootstrap)
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "linger.ms": 0})
+    for i in range(3):   # three batches, one record each: offsets 0-2
+        producer.produce(topic, str(i).encode())
+        producer.flush(30)
+    if transactions:
+        assert sh(bootstrap, f"alter-configs --entity-type groups --entity-name {group} "
+                             "--add-config share.isolation.level=read_committed")[0] == 0
+        txn = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "transactional.id": topic})
+        txn.init_transactions(30)
+        txn.begin_transaction()
+        txn.produce(topic, b"a0")
+        txn.produce(topic, b"a1")
+        txn.flush(30)                 # written, then aborted: 3-4, marker 5
+        txn.abort_transaction(30)
+        producer.produce(topic, b"3")   # 6
+        producer.flush(30)
+    coord = coordinator(bootstrap, group)
+    member, out = uuid.uuid4().hex[:22], {}
+    try:
+        def heartbeat(epoch: int) -> dict:
+            return coord.request(ApiKey.SHARE_GROUP_HEARTBEAT, {"group_id": group, "member_id": member,
+                                                                "member_epoch": epoch, "rack_id": None,
+                                                                "subscribed_topic_names": [topic] if epoch == 0 else None})
+        joined = heartbeat(0)
+        deadline = time.monotonic() + 60
+        while not (joined.get("assignment") or {}).get("topic_partitions"):
+            assert time.monotonic() < deadline, joined
+            time.sleep(0.3)
+            joined = heartbeat(joined["member_epoch"])
+        md = coord.request(ApiKey.METADATA, {"topics": [{"name": topic, "topic_id": None}]}, 12)["topics"][0]
+        leader = next(b for b in coord.request(ApiKey.METADATA, {"topics": []}, 12)["brokers"]
+                      if b["node_id"] == md["partitions"][0]["leader_id"])
+        broker = Channel(leader["host"], leader["port"])
+        try:
+            def fetch(epoch: int, max_bytes: int) -> tuple:
+                a = broker.request(ApiKey.SHARE_FETCH, {
+                    "group_id": group, "member_id": member, "share_session_epoch": epoch, "max_wait": 2000,
+                    "min_bytes": 1, "max_bytes": max_bytes, "max_records": 100, "batch_size": 100,
+                    "forgotten_topics_data": [], "topics": [{"topic_id": md["topic_id"], "partitions": [
+                        {"partition_index": 0, "acknowledgement_batches": []}]}]})
+                parts = [p for t in a["responses"] for p in t["partitions"]]
+                return a["error_code"], [(r["first_offset"], r["last_offset"]) for p in parts for r in p["acquired_records"]]
+            out["fetch 1 byte"] = fetch(0, 1)
+            out["fetch the rest"] = fetch(1, 1 << 20)
+            left = heartbeat(-1)
+            out["leave"] = left["error_code"]
+            acked = broker.request(ApiKey.SHARE_ACKNOWLEDGE, {
+                "group_id": group, "member_id": member, "share_session_epoch": -1, "topics": [
+                    {"topic_id": md["topic_id"], "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                        {"first_offset": first, "last_offset": last, "acknowledge_types": [1]}
+                        for first, last in out["fetch 1 byte"][1] + out["fetch the rest"][1]]}]}]})
+            out["final acknowledge"] = (acked["error_code"], [p["error_code"] for t in acked["responses"]
+                                                              for p in t["partitions"]])
+            out["after the final epoch"] = fetch(2, 1 << 20)[0]
+        finally:
+            broker.close()
+    finally:
+        coord.close()
+    return out
+
+
+def test_share_sessions_and_acquisition_as_kafka(sandbox, kafka4):
+    ours, theirs = _session_facts(sandbox.bootstrap), _session_facts(kafka4.bootstrap)
+    assert ours["fetch 1 byte"] == (0, [(0, 0)]) and ours["final acknowledge"] == (0, [0])
+    assert ours == theirs, "\n".join(f"{k}: {ours.get(k)} | {theirs.get(k)}" for k in theirs if ours.get(k) != theirs.get(k))
+
+
+def test_read_committed_share_groups_archive_aborted_records(sandbox):
+    """SharePartition.filterAbortedTransactionalAcquiredRecords: under read_committed the records
+    of an aborted transaction are archived, never acquired (nor the markers)."""
+    facts = _session_facts(sandbox.bootstrap, transactions=True)
+    assert facts["fetch the rest"] == (0, [(1, 2), (6, 6)])
+    topic_states = sandbox.call(lambda: [(o, r.state) for sp in sandbox.cluster.share_partitions.values()
+                                         for o, r in sorted(sp.records.items())])
+    assert topic_states == [] or all(state != 1 for _, state in topic_states)   # nothing left acquired
+
+
+@pytest.mark.parametrize("fetch_max_bytes", [1, 200])
+def test_librdkafka_share_consumer_drains_with_small_fetches(bootstrap, fetch_max_bytes):
+    """librdkafka's share consumer (confluent-kafka's ShareConsumer) with a fetch.max.bytes below
+    a batch: each ShareFetch acquires only what it returns, so the group drains every record
+    (the sandbox used to lock the records it could not send until their locks expired), and its
+    acknowledgements leave nothing to deliver."""
+    from confluent_kafka import ShareConsumer
+    topic, group = "sq-" + uuid.uuid4().hex[:8], _group(bootstrap)
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "linger.ms": 0})
+    for i in range(RECORDS):   # a batch each
+        producer.produce(topic, str(i).encode(), partition=i % PARTITIONS)
+        producer.flush(30)
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "fetch.max.bytes": fetch_max_bytes,
+                              "log_level": 0})
+    seen: list[int] = []
+    try:
+        consumer.subscribe([topic])
+        # Within the records' lock (30 s): records locked but not sent would come back only after it.
+        deadline = time.monotonic() + 25
+        while len(set(seen)) < RECORDS and time.monotonic() < deadline:
+            for message in consumer.poll(1.0) or []:
+                if message.error() is None:
+                    seen.append(int(message.value()))
+        consumer.commit_sync()   # implicit mode: accepts what the last poll returned
+    finally:
+        consumer.close()
+    assert sorted(set(seen)) == list(range(RECORDS)), seen
+    assert all(lag == 0 for _, _, lag in _offsets(bootstrap, group))   # every record acknowledged

@@ -6,7 +6,7 @@ import json
 import os
 import stat
 
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from tests.test_oneshot import run, shell, topics
 from tests.output import json_data, json_documents, json_rows
 

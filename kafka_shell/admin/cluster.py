@@ -113,6 +113,23 @@ def unregister(conn: ConnectionManager, broker_id: int) -> None:
                              entity=f"broker {broker_id}")
 
 
+def require_controller_unregistration(conn: ConnectionManager) -> None:
+    """Fail up front, before anything changes, on a cluster without UnregisterController."""
+    conn.require(ApiKey.UNREGISTER_CONTROLLER, "Unregistering a controller (KIP-1312, Kafka 4.4)")
+
+
+def unregister_controller(conn: ConnectionManager, controller_id: int) -> None:
+    """UnregisterController (KIP-1312, Kafka 4.4; brokers forward it to the active controller):
+    the controller's registration goes, as a stopped and removed controller's should; a running
+    one registers again at once. The active controller refuses to unregister itself."""
+    require_controller_unregistration(conn)
+    conn.debug(f"UnregisterController request: controller {controller_id}")
+    answer = conn.controller_request(ApiKey.UNREGISTER_CONTROLLER, {"controller_id": controller_id}, mutation=True)
+    if answer.error_code:
+        raise response_error(ApiKey.UNREGISTER_CONTROLLER, answer.error_code, answer.error_message,
+                             entity=f"controller {controller_id}")
+
+
 @dataclass(frozen=True)
 class Controller:
     """A registered controller (DescribeCluster of the controllers, KIP-919)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafka_shell.protocol.codes import AlterConfigOp, ApiKey, ConfigSource, ResourceType
+from kafka_shell.base.answers import BROKER, AdminError, Answers, Target
 from kafka_shell.base.errors import KafkaCallError
 
 from kafka_shell.admin import releases
@@ -42,6 +43,10 @@ class ConfigEntry(NamedTuple):
     source: str          # Kafka's source name: DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG, ...
     sensitive: bool
     read_only: bool
+    # Read by `each_broker`: every source that sets it, the one in effect first, as
+    # (source name, config name, value as the shell may print it); log.retention.ms has
+    # log.retention.hours among them.
+    synonyms: tuple[tuple[str, str, str | None], ...] = ()
 
     @property
     def shown(self) -> str | None:
@@ -92,6 +97,41 @@ def describe(conn: ConnectionManager, kind: str, names: list[str],
     return out
 
 
+def each_broker(conn: ConnectionManager, brokers: list[int]) -> Answers[int, list[ConfigEntry]]:
+    """Every config of each broker, with the sources beneath each (synonyms), asked of all the
+    brokers at once within one deadline: what the brokers that answered said, and an error for
+    each of the others."""
+    body = {"resources": [], "include_synonyms": True, "include_documentation": False}
+    conn.debug(f"DescribeConfigs request to broker(s) {', '.join(map(str, brokers))}")
+    answers = conn.each_broker(brokers, ApiKey.DESCRIBE_CONFIGS, lambda broker, version: {**body, "resources": [
+        {"resource_type": ResourceType.BROKER, "resource_name": str(broker), "configuration_keys": None}]})
+    out: dict[int, list[ConfigEntry]] = {}
+    errors = dict(answers.errors)
+    for broker, answer in answers.rows.items():
+        for r in answer.results:
+            if r.error_code:
+                errors[broker] = AdminError(int(r.error_code), Target(BROKER, broker), r.error_message or "")
+            else:
+                out[broker] = [_entry(c) for c in r.configs]
+    return Answers(out, errors)
+
+
+LIST_BY_TYPE_VERSION = 1   # ListConfigResources lists resources of every type from v1 (KIP-1142, Kafka 4.1)
+
+
+def configured(conn: ConnectionManager, kind: str) -> list[str] | None:
+    """The names of the entities of `kind` (groups) that have configs of their own, as the
+    cluster lists them (ListConfigResources v1, Kafka 4.1); None when it cannot list them."""
+    if not conn.supports(ApiKey.LIST_CONFIG_RESOURCES, LIST_BY_TYPE_VERSION):
+        return None
+    rtype = RESOURCE_TYPES[kind]
+    conn.debug(f"ListConfigResources request ({kind})")
+    answer = conn.any_broker_request(ApiKey.LIST_CONFIG_RESOURCES, {"resource_types": [rtype]})
+    if answer.error_code:
+        raise response_error(ApiKey.LIST_CONFIG_RESOURCES, answer.error_code, entity=kind)
+    return sorted(r.resource_name for r in answer.config_resources if r.resource_type == rtype)
+
+
 def require_group_configs(conn: ConnectionManager) -> None:
     """Group configs came with KIP-848's consumer groups (generally available in Kafka 4.0, with
     ConsumerGroupHeartbeat v1; 3.9 lists v0 for its early access, without group configs)."""
@@ -112,11 +152,18 @@ def _entry(c: Any) -> ConfigEntry:
     source = getattr(c, "config_source", None)
     if source is None:  # v0 tells only whether the value is the default
         source = ConfigSource.DEFAULT_CONFIG if getattr(c, "is_default", False) else ConfigSource.UNKNOWN_CONFIG
+    source_name = _source_name(source)
+    sensitive = bool(c.is_sensitive)
+    synonyms = tuple((_source_name(s.source), s.name, HIDDEN if sensitive and s.value is not None else s.value)
+                     for s in getattr(c, "synonyms", None) or ())
+    return ConfigEntry(c.name, c.value, source_name, sensitive, bool(c.read_only), synonyms)
+
+
+def _source_name(source: int) -> str:
     try:
-        source_name = ConfigSource(source).name
+        return ConfigSource(source).name
     except ValueError:
-        source_name = f"SOURCE_{source}"
-    return ConfigEntry(c.name, c.value, source_name, bool(c.is_sensitive), bool(c.read_only))
+        return f"SOURCE_{source}"
 
 
 @dataclass(frozen=True)

@@ -13,20 +13,21 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.base.answers import Answers
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.connection.client_config import sasl_mechanism, scrub
 from kafka_shell.base.limits import INT64_MAX
 from kafka_shell.base.errors import NO_SASL_PROVIDER, KafkaCallError, NotSupported, UsageError, librdkafka_cannot_log_in
 
 from kafka_shell.admin.errors import partition_line
-from kafka_shell.admin.offsets import EARLIEST, LATEST, log_offsets
+from kafka_shell.admin.offsets import EARLIEST, LATEST, LogOffset, log_offsets
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
     from kafka_shell.connection.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
-DELETE_RECORDS_TIMEOUT_MS = 30000
+ANSWER_MARGIN_S = 0.5   # a broker's own operation timeout ends this long before ours: its answer comes back
 
 
 def _client(kind: type, conn: ConnectionManager, **settings: Any) -> Any:
@@ -47,59 +48,26 @@ HIGH_WATERMARK = -1   # DeleteRecords' offset meaning "up to the high watermark"
 # -- DeleteRecords -------------------------------------------------------------------------------
 
 
-class Deleted(NamedTuple):
-    low_watermark: int | None     # the log start after the deletion (None when it failed)
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class Deletion:
-    """Per partition what its leader answered, and a line per leader that did not answer."""
-    partitions: dict[Key, Deleted]
-    failures: list[str]
-
-
-def delete_records(conn: ConnectionManager, snap: ClusterSnapshot, wanted: dict[Key, int]) -> Deletion:
+def delete_records(conn: ConnectionManager, snap: ClusterSnapshot, wanted: dict[Key, int]) -> Answers[Key, int]:
     """Delete the records of each partition before its offset (HIGH_WATERMARK: all), at its
-    leader in the command's read `snap`."""
-    by_leader: dict[int, list[Key]] = {}
-    results: dict[Key, Deleted] = {}
-    for key in sorted(wanted):
-        leader = snap.topics[key[0]].partitions[key[1]].leader
-        if leader < 0:
-            results[key] = Deleted(None, partition_line(key, Error.leader_not_available))
-        else:
-            by_leader.setdefault(leader, []).append(key)
-    failures = []
-    for leader, keys in sorted(by_leader.items()):
+    leader (in the command's read `snap`; located again where it moved): each partition's log
+    start after the deletion (its low watermark). The broker waits for the deletion to reach
+    the replicas within what is left of --timeout."""
+    deadline = conn.deadline()
+
+    def body(keys: list[Key], version: int) -> dict:
         topics: dict[str, list[dict]] = {}
         for t, p in keys:
             topics.setdefault(t, []).append({"partition_index": p, "offset": wanted[(t, p)]})
-        body = {"topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
-                "timeout": DELETE_RECORDS_TIMEOUT_MS}
-        conn.debug(f"DeleteRecords request to broker {leader}: {len(keys)} partition(s)")
-        try:
-            answer = conn.broker_request(leader, ApiKey.DELETE_RECORDS, body, mutation=True)
-        except KafkaCallError as exc:
-            failures.append(f"Broker {leader} did not answer for {len(keys)} partition(s): {exc}")
-            continue
-        for t in answer.topics:
-            for p in t.partitions:
-                key = (t.name, p.partition_index)
-                code = int(p.error_code)
-                results[key] = Deleted(None, _deletion_line(key, code, wanted.get(key))) if code \
-                    else Deleted(p.low_watermark)
-    return Deletion(dict(sorted(results.items())), failures)
+        return {"topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                "timeout": max(round((deadline.left() - ANSWER_MARGIN_S) * 1000), 1)}
 
+    def parts(answer: Any) -> Iterator[tuple[Key, Any]]:
+        return (((t.name, p.partition_index), p) for t in answer.topics for p in t.partitions)
 
-def _deletion_line(key: Key, code: int, offset: int | None) -> str:
-    if code == Error.offset_out_of_range:
-        return (f"{key[0]}-{key[1]}: offset {offset} is beyond the high watermark: give a lower "
-                "--before-offset (see get-offsets)")
-    if code == Error.policy_violation:
-        return (f"{key[0]}-{key[1]}: the topic is compacted (cleanup.policy without delete): Kafka "
-                "deletes records only from delete-policy topics")
-    return partition_line(key, code)
+    found = conn.leader_requests(sorted(wanted), ApiKey.DELETE_RECORDS, body, parts, snap=snap, mutation=True,
+                                 deadline=deadline)
+    return Answers({k: int(p.low_watermark) for k, p in found.rows.items()}, found.errors)
 
 
 # -- producing -----------------------------------------------------------------------------------
@@ -363,7 +331,7 @@ class Consumption:
         start or end if so asked (True), else the read stops (False)."""
         from confluent_kafka import TopicPartition
         key = (self.topic, partition)
-        start, end = (log_offsets(self.conn, self.snap, [key], when)[key].offset for when in (EARLIEST, LATEST))
+        start, end = (_offset(log_offsets(self.conn, self.snap, [key], when), key) for when in (EARLIEST, LATEST))
         to = None if self.on_reset == RESET_STOP else start if self.on_reset == RESET_EARLIEST else end
         reset = Reset(partition, position, start, end, to)
         if reset not in self.resets:
@@ -417,8 +385,7 @@ def consume(conn: ConnectionManager, snap: ClusterSnapshot, topic: str, partitio
         # A partition whose leader did not tell its start is not asked again: its end is
         # librdkafka's end-of-partition event.
         found = log_offsets(conn, snap, [k for k in keys if k[1] not in failed], LATEST)
-        ends = {p: found[(topic, p)].offset if (topic, p) in found and not found[(topic, p)].error else INT64_MAX
-                for p in partitions}
+        ends = {p: found.rows[(topic, p)].offset if (topic, p) in found.rows else INT64_MAX for p in partitions}
         ends = {p: end for p, end in ends.items() if starts[p] != end}   # starting at the end: nothing to read
     consumer = _client(Consumer, conn, **{"group.id": group or f"kafka-shell-{uuid.uuid4()}",
                                           "enable.auto.commit": bool(group), "auto.offset.reset": "error",
@@ -454,6 +421,12 @@ def _assign_committed(reading: Consumption, from_beginning: bool, consumer: Any,
     consumer.assign(committed)
 
 
+def _offset(found: Answers[Key, LogOffset], key: Key) -> int:
+    """A partition's offset from a log_offsets answer; -1 when it could not be read."""
+    row = found.rows.get(key)
+    return row.offset if row is not None else -1
+
+
 def _start_offsets(conn: ConnectionManager, snap: ClusterSnapshot, keys: list[Key], group: str | None,
                    start: Start) -> tuple[dict[int, int], set[int]]:
     """Where each partition starts, and the partitions whose start could not be looked up (they
@@ -467,22 +440,24 @@ def _start_offsets(conn: ConnectionManager, snap: ClusterSnapshot, keys: list[Ke
         return {p: OFFSET_STORED for _, p in keys}, set()
     when = {NEW: LATEST, BEGINNING: EARLIEST, LAST: LATEST, AT_TIME: start.value}[start.kind]
     found = log_offsets(conn, snap, keys, when)
-    failed = {p for t, p in keys if found[(t, p)].error}
+    failed = {p for t, p in keys if (t, p) in found.errors}
     starts = {p: OFFSET_BEGINNING if start.kind == BEGINNING else OFFSET_END for p in failed}
     asked = [(t, p) for t, p in keys if p not in failed]
     if start.kind == LAST:   # the last N records: N before the end, not before the log's start
-        first = log_offsets(conn, snap, asked, EARLIEST)
+        first = log_offsets(conn, snap, asked, EARLIEST).rows
         for key in asked:
-            starts[key[1]] = max(found[key].offset - start.value, first[key].offset) if not first[key].error \
-                else found[key].offset
+            end = found.rows[key].offset
+            starts[key[1]] = max(end - start.value, first[key].offset) if key in first else end
     elif start.kind == AT_TIME:   # a partition without a record at or after that time starts at its end
-        none_after = [k for k in asked if found[k].offset < 0]
-        ends = log_offsets(conn, snap, none_after, LATEST) if none_after else {}
+        none_after = [k for k in asked if found.rows[k].offset < 0]
+        ends = log_offsets(conn, snap, none_after, LATEST) if none_after else None
         for key in asked:
-            answer = ends.get(key, found[key])
-            starts[key[1]] = OFFSET_END if answer.error else answer.offset
+            if ends is not None and key in none_after:
+                starts[key[1]] = ends.rows[key].offset if key in ends.rows else OFFSET_END
+            else:
+                starts[key[1]] = found.rows[key].offset
     else:
-        starts.update({p: found[(t, p)].offset for t, p in asked})
+        starts.update({p: found.rows[(t, p)].offset for t, p in asked})
     return starts, failed
 
 
@@ -500,11 +475,14 @@ def read_to_end(conn: ConnectionManager, snap: ClusterSnapshot, topic: str,
                                           "enable.partition.eof": True, "auto.offset.reset": "earliest"})
     deadline = conn.deadline()
     try:
-        starts = log_offsets(conn, snap, [(topic, p.partition) for p in info.partitions], EARLIEST)
-        ends = log_offsets(conn, snap, [(topic, p.partition) for p in info.partitions], LATEST)
-        bad = next((o.error for o in (*starts.values(), *ends.values()) if o.error), None)
+        keys = [(topic, p.partition) for p in info.partitions]
+        first, last = log_offsets(conn, snap, keys, EARLIEST, deadline), log_offsets(conn, snap, keys, LATEST, deadline)
+        bad = next(iter({**first.errors, **last.errors}.items()), None)
         if bad is not None:
-            raise KafkaCallError(f"Reading {what}: {bad}")
+            key, error = bad
+            raise KafkaCallError(f"Reading {what}: " + (partition_line(key, error.code) if error.code else str(error)),
+                                 code=error.code)
+        starts, ends = first.rows, last.rows
         todo = {p: ends[(topic, p)].offset for (_, p), start in starts.items() if ends[(topic, p)].offset > start.offset}
         if not todo:
             return

@@ -98,6 +98,8 @@ KAFKA_ERRORS: dict[int, str] = {
     89: "The cluster throttled the request (quota exceeded): retry later.",
     91: "{entity} does not exist.",
     100: 'Topic id of "{topic}" is unknown: the topic may have been deleted; refresh and retry.',
+    # CONTROLLER_ID_NOT_REGISTERED (Kafka 4.4, KIP-1312; kio does not name it).
+    136: "{detail} describe-cluster with --bootstrap-controller lists the registered ones.",
 }
 
 
@@ -119,6 +121,8 @@ def kafka_error_message(code: int, name: str = "", detail: str = "", **context: 
     template = KAFKA_ERRORS.get(code)
     if code in BROKER_TEXT_WINS and detail and detail.lower() != name.lower():
         return detail
+    if code == 38 and "cordoned" in detail:   # KIP-1066: brokers are there but take nothing new
+        return f"{detail} (uncordon brokers with uncordon, or ask for fewer replicas)"
     ctx = _Context(context, detail=detail or name or f"error {code}")
     ctx.setdefault("entity", f'topic "{context["topic"]}"' if "topic" in context else "the resource")
     if template is not None:

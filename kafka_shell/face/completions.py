@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_shell.protocol.definitions import RELEASES
-from kafka_shell.face.main import GLOBAL_OPTIONS, WORD_COMMANDS, flag_commands, sandbox_parser
+from kafka_shell.face.main import (GLOBAL_OPTIONS, KIP_1147_CONFIG_NAMES, KIP_1147_PROPERTY_NAMES, WORD_COMMANDS,
+                                   flag_commands, sandbox_parser)
 from kafka_shell.declarations.registry import CONTEXT_DEFAULT, Command, Option
 
 OUT_DIR = Path(__file__).resolve().parents[2] / "completions"
@@ -56,10 +57,17 @@ GLOBAL_HELP = {
     "--broker-config": "--sandbox: a static broker config KEY=VALUE", "--rack": "--sandbox: the brokers' racks",
     "--seed-apis": "--sandbox: also serve the seeds' APIs",
 }
-ALIAS_OF = {"-c": "--command", "-f": "--file", "-q": "--quiet", "-o": "--output", "-h": "--help"}
+ALIAS_OF = {"-c": "--command", "-f": "--file", "-q": "--quiet", "-o": "--output", "-h": "--help",
+            "--command-property": "-X"}
 GLOBAL_KINDS = {"--file": FILE, "--command-config": FILE, "--output": ENUM, "--cluster": CLUSTER,
                 "--kafka-version": ENUM}
-HIDDEN_GLOBALS = {"--shell"}   # internal (tests force the REPL with it): not offered
+# Internal (tests force the REPL with --shell), or Kafka's names before KIP-1147: taken, not offered.
+HIDDEN_GLOBALS = {"--shell", *KIP_1147_CONFIG_NAMES, *KIP_1147_PROPERTY_NAMES}
+
+# The options of a line that say where to connect and how: passed on to list topics at Tab.
+CONNECTION_OPTIONS = tuple(name for name, (dest, _) in GLOBAL_OPTIONS.items()
+                           if dest in ("bootstrap", "cluster", "command_config", "x_options"))
+
 
 def _sandbox_options() -> list[Opt]:
     """Every option of `kafka-shell sandbox`, read from its own parser."""
@@ -87,7 +95,7 @@ def _globals() -> list[Opt]:
         main = ALIAS_OF.get(name, name)
         kind = GLOBAL_KINDS.get(main, TEXT) if takes_value else FLAG
         choices = tuple(FORMATS) if main == "--output" else RELEASES if main == "--kafka-version" else ()
-        out.append(Opt((name,), kind, GLOBAL_HELP.get(main, ""), choices, repeatable=name in ("-X", "--broker-config")))
+        out.append(Opt((name,), kind, GLOBAL_HELP.get(main, ""), choices, repeatable=main in ("-X", "--broker-config")))
     return out
 
 
@@ -166,8 +174,8 @@ _kafka_shell_topics() {{
   local i args=()
   for ((i = 1; i < cword - 1; i++)); do
     case "${{words[i]}}" in
-      --bootstrap-server|--cluster|--command-config|-X) args+=("${{words[i]}}" "${{words[i+1]}}");;
-      --bootstrap-server=*|--cluster=*|--command-config=*) args+=("${{words[i]}}");;
+      {"|".join(CONNECTION_OPTIONS)}) args+=("${{words[i]}}" "${{words[i+1]}}");;
+      {"|".join(f"{o}=*" for o in CONNECTION_OPTIONS if o.startswith("--"))}) args+=("${{words[i]}}");;
     esac
   done
   "${{words[0]}}" "${{args[@]}}" --timeout 2 --command list-topics --output csv 2>/dev/null | tail -n +2 | cut -d, -f1
@@ -260,7 +268,7 @@ _kafka_shell_topics() {{
   local i
   for (( i = 2; i < CURRENT - 1; i++ )); do
     case ${{words[i]}} in
-      (--bootstrap-server|--cluster|--command-config|-X) args+=(${{words[i]}} ${{(Q)words[i+1]}}) ;;
+      ({"|".join(CONNECTION_OPTIONS)}) args+=(${{words[i]}} ${{(Q)words[i+1]}}) ;;
     esac
   done
   names=(${{(f)"$(${{words[1]}} $args --timeout 2 --command list-topics --output csv 2>/dev/null | tail -n +2 | cut -d, -f1)"}})
@@ -346,7 +354,7 @@ def fish() -> str:
         "    set -l args",
         "    for i in (seq 2 (math (count $words) - 1))",
         "        switch $words[$i]",
-        "            case --bootstrap-server --cluster --command-config -X",
+        "            case " + " ".join(CONNECTION_OPTIONS),
         "                set -a args $words[$i] $words[(math $i + 1)]",
         "        end",
         "    end",

@@ -53,8 +53,10 @@ GLOBAL_HELP = [
     ("--csv-table NAME", "The table --output csv writes, by its json name (default: the first)"),
     ("--expanded", "Tables as vertical records (default: only when wider than the terminal)"),
     ("--no-pager", "Interactive shell: never page tall results through $PAGER (default less -SRXF)"),
-    ("--command-config FILE", "Client properties file (security settings)"),
-    ("-X KEY=VALUE", "A client property (repeatable)"),
+    ("--command-config FILE", "Client properties file (security settings); Kafka's tools' older names "
+     "--consumer.config, --producer.config, --admin.config, --consumer-config and --config-file work too (KIP-1147)"),
+    ("-X, --command-property KEY=VALUE", "A client property (repeatable; --consumer-property and "
+     "--producer-property work too)"),
     ("--timeout S", "Bound on each request, retries included, in seconds (default 10, at most 2147483)"),
     ("--yes", "Confirm destructive commands"),
     ("--debug", "Show tracebacks and debug logs"),
@@ -112,6 +114,10 @@ class Globals:
 # The pipeline's commands also read as words, after the global options or before them.
 WORD_COMMANDS = ("snapshot", "analyze")
 
+# Kafka's tools' names before KIP-1147 for a client properties file, and for one property.
+KIP_1147_CONFIG_NAMES = ("--consumer.config", "--producer.config", "--admin.config", "--consumer-config", "--config-file")
+KIP_1147_PROPERTY_NAMES = ("--consumer-property", "--producer-property")
+
 # name -> (dest, takes a value); aliases share the dest.
 GLOBAL_OPTIONS: dict[str, tuple[str, bool]] = {
     "--bootstrap-server": ("bootstrap", True), "--broker-list": ("bootstrap", True),
@@ -126,6 +132,10 @@ GLOBAL_OPTIONS: dict[str, tuple[str, bool]] = {
     "--continue-on-error": ("continue_on_error", False),
     "--output": ("output", True), "-o": ("output", True),
     "--command-config": ("command_config", True), "-X": ("x_options", True),
+    # KIP-1147 (Kafka 4.4): --command-config and --command-property in every tool, and the names
+    # each tool had before (kafka-cluster's --config is left out: create-topic's --config owns it).
+    **dict.fromkeys(KIP_1147_CONFIG_NAMES, ("command_config", True)),
+    **dict.fromkeys(("--command-property", *KIP_1147_PROPERTY_NAMES), ("x_options", True)),
     "--timeout": ("timeout", True), "--yes": ("yes", False), "--debug": ("debug", False),
     "--help": ("help", False), "-h": ("help", False), "--shell": ("shell", False),
     "--version": ("version", False), "--csv-table": ("csv_table", True),

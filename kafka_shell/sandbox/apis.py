@@ -38,11 +38,6 @@ class Unserved:
 UNSERVED: tuple[Unserved, ...] = (
 )
 
-# The sandbox stores message format v2 only: the Produce and Fetch versions that carry formats v0
-# and v1 are listed where the release lists them (old librdkafka compresses only when a broker
-# lists Produce v0-v2: KAFKA-18659) but close the connection, as Kafka 4.x does on Produce v0-v2.
-MESSAGE_FORMAT_V2_FROM: dict[int, int] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
-
 # The seeds' APIs, in no Kafka release (KAFKA-20098): GetReplicaLogInfo and ElectLeaders v3
 # (designated elections). Listed only by a sandbox started with `seed_apis`.
 SEED_APIS: dict[int, range] = {ApiKey.GET_REPLICA_LOG_INFO: range(0, 1), ApiKey.ELECT_LEADERS: range(3, 4)}
@@ -65,8 +60,7 @@ def versions(release: str, listener: str, key: int, handled: range, seed_apis: b
     """(listed, accepted) versions of one API on one listener, given the versions its handler
     serves: listed is what ApiVersions says, accepted what requests may use (Kafka 4.x lists
     Produce v0-v2 for old librdkafka's sake, KAFKA-18659, but closes the connection on them, as
-    it does on any version it does not parse; the sandbox does so on every release, for Fetch
-    v0-v3 too: MESSAGE_FORMAT_V2_FROM). (None, None): not served there."""
+    it does on any version it does not parse). (None, None): not served there."""
     r = releases.release(release)
     seed = SEED_APIS.get(key) if seed_apis else None
     if seed is not None and key not in r.api_names and listener != CONTROLLER:
@@ -76,9 +70,7 @@ def versions(release: str, listener: str, key: int, handled: range, seed_apis: b
     if span is None:
         return None, None
     valid = r.valid.get(key, span)
-    # A controller's Fetch is the metadata log's replication (handlers.between_nodes): no records formats.
-    records_from = MESSAGE_FORMAT_V2_FROM.get(key, 0) if listener != CONTROLLER else 0
-    accepted = range(max(span.start, valid.start, records_from), min(span.stop, valid.stop))
+    accepted = range(max(span.start, valid.start), min(span.stop, valid.stop))
     if seed is not None and seed.start == span.stop and seed.stop <= handled.stop:
         span, accepted = range(span.start, seed.stop), range(accepted.start, seed.stop)  # ElectLeaders v3
     return span, accepted

@@ -24,7 +24,7 @@ from kafka_shell.protocol.codes import AclOperation as Op
 from kafka_shell.protocol.codes import AclPermission, AclResourceType as Res, PatternType
 
 if TYPE_CHECKING:
-    from kafka_shell.sandbox.model import Cluster
+    from kafka_shell.sandbox.model import ClusterState
 
 __all__ = ["API_NEEDS", "CLUSTER_NAME", "AclBinding", "AclFilter", "Authorizer", "acl_store"]
 
@@ -120,9 +120,9 @@ def binding_problem(b: AclBinding) -> str | None:
     return None
 
 
-def acl_store(cluster: Cluster) -> list[AclBinding]:
+def acl_store(cluster: ClusterState) -> list[AclBinding]:
     """The cluster's ACL bindings, in creation order (created empty on first use)."""
-    return cluster.extras.setdefault("acls", [])  # type: ignore[return-value]
+    return cluster.acls
 
 
 class Authorizer:
@@ -132,7 +132,7 @@ class Authorizer:
         self.super_users = frozenset(super_users or ())
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
 
-    def authorize(self, cluster: Cluster, principal: str, host: str, op: Op, resource_type: Res,
+    def authorize(self, cluster: ClusterState, principal: str, host: str, op: Op, resource_type: Res,
                   name: str) -> bool:
         if principal in self.super_users:
             return True

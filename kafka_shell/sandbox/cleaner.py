@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from kafka_shell.sandbox import configs, journal, log, producer_state
 from kafka_shell.sandbox.log import Segment
-from kafka_shell.sandbox.model import Batch, Cluster, Partition, now_ms
+from kafka_shell.sandbox.model import Batch, ClusterState, Partition, now_ms
 
 logger = logging.getLogger("kafka_shell.sandbox")
 
@@ -41,18 +41,17 @@ DEFAULTS = {"log.cleaner.backoff.ms": 15000, "log.retention.check.interval.ms": 
 MAX_OFFSET_SPAN = (1 << 31) - 1   # a segment's offsets must fit in its index's 32-bit deltas
 
 
-def setting(cluster: Cluster, key: str) -> int:
-    value = configs.broker_value(cluster, None, key)
-    return int(value) if value not in (None, "") else DEFAULTS[key]
+def setting(cluster: ClusterState, key: str) -> int:
+    return configs.broker_int(cluster, key, DEFAULTS)
 
 
-def _topic_long(cluster: Cluster, topic: str, key: str) -> int:
+def _topic_long(cluster: ClusterState, topic: str, key: str) -> int:
     return int(configs.topic_value(cluster, topic, key) or 0)
 
 
-def start(cluster: Cluster) -> None:
+def start(cluster: ClusterState) -> None:
     """At the sandbox's start (loop thread): the cleaner and the retention check run from now on."""
-    spawn: Callable | None = cluster.extras.get("spawn")  # type: ignore[assignment]
+    spawn = cluster.runtime.spawn
     if spawn is None:
         return
 
@@ -74,7 +73,7 @@ def start(cluster: Cluster) -> None:
     spawn(retention())
 
 
-def _partitions(cluster: Cluster, compact: bool) -> list[Partition]:
+def _partitions(cluster: ClusterState, compact: bool) -> list[Partition]:
     """The online partitions of compacted (or of not compacted) topics."""
     return [p for t in cluster.topics.values() if log.compacted(cluster, t.name) == compact
             for p in t.partitions if p.leader >= 0]
@@ -83,7 +82,7 @@ def _partitions(cluster: Cluster, compact: bool) -> list[Partition]:
 # -- retention ----------------------------------------------------------------------------------
 
 
-def delete_old_segments(cluster: Cluster, p: Partition, now: int) -> int:
+def delete_old_segments(cluster: ClusterState, p: Partition, now: int) -> int:
     """Kafka's UnifiedLog.deleteOldSegments: segments below the log start offset always; with a
     delete policy, those over retention.bytes and those older than retention.ms. Returns how
     many went."""
@@ -107,7 +106,7 @@ def delete_old_segments(cluster: Cluster, p: Partition, now: int) -> int:
     return deleted
 
 
-def _delete_segments(cluster: Cluster, p: Partition, deletable: Callable[[Segment, int], bool]) -> int:
+def _delete_segments(cluster: ClusterState, p: Partition, deletable: Callable[[Segment, int], bool]) -> int:
     """Delete the oldest segments while `deletable(segment, its size)` holds, never a segment
     reaching past the high watermark, never an empty active segment (UnifiedLog.deletableSegments)."""
     segs = log.segment_list(p)
@@ -147,7 +146,7 @@ class LogToClean:
         return self.cleanable_bytes / (self.clean_bytes + self.cleanable_bytes)
 
 
-def to_clean(cluster: Cluster, p: Partition, now: int) -> LogToClean | None:
+def to_clean(cluster: ClusterState, p: Partition, now: int) -> LogToClean | None:
     """What of a compacted log could be cleaned now (LogCleanerManager.cleanableOffsets and
     LogToClean), or None when its log is empty."""
     segs = log.segment_list(p)
@@ -172,7 +171,7 @@ def to_clean(cluster: Cluster, p: Partition, now: int) -> LogToClean | None:
     return LogToClean(p, dirty, first_uncleanable, clean_bytes, cleanable_bytes, overdue)
 
 
-def filthiest(cluster: Cluster, now: int) -> LogToClean | None:
+def filthiest(cluster: ClusterState, now: int) -> LogToClean | None:
     """The compacted log to clean next: the highest dirty ratio among those over their
     min.cleanable.dirty.ratio or overdue (LogCleanerManager.grabFilthiestCompactedLog)."""
     best: LogToClean | None = None
@@ -187,7 +186,7 @@ def filthiest(cluster: Cluster, now: int) -> LogToClean | None:
     return best
 
 
-def clean_filthiest(cluster: Cluster, now: int) -> bool:
+def clean_filthiest(cluster: ClusterState, now: int) -> bool:
     """One pass of Kafka's cleaner thread: clean the filthiest log, then apply retention to the
     compacted logs. Returns whether a log was cleaned."""
     ltc = filthiest(cluster, now)
@@ -258,7 +257,7 @@ class _Parsed(dict):
         return found
 
 
-def _offset_map(cluster: Cluster, p: Partition, segs: list[Segment], start: int, end: int,
+def _offset_map(cluster: ClusterState, p: Partition, segs: list[Segment], start: int, end: int,
                 parsed: _Parsed) -> tuple[dict[bytes, int], int]:
     """Each key's last offset in [start, end), records of aborted transactions left out, and the
     last offset the map covers (Cleaner.buildOffsetMap)."""
@@ -353,7 +352,7 @@ class _Filter:
         return offset >= self.keys.get(r.key, -1) and (r.value is not None or horizon is None or self.now < horizon)
 
 
-def clean(cluster: Cluster, ltc: LogToClean, now: int) -> None:
+def clean(cluster: ClusterState, ltc: LogToClean, now: int) -> None:
     """Clean the log below `ltc.first_uncleanable` (Cleaner.doClean) and move its checkpoint there."""
     p = ltc.p
     segs = log.segment_list(p)

@@ -124,21 +124,24 @@ def serve(argv: list[str]) -> int:
             raise UsageError(f"{option} needs --mode kraft (a zk-mode controller is a broker)")
     configs = sandbox_broker_configs(args.broker_config)
     from kafka_shell.sandbox.authorizer import parse_super_users
+    from kafka_shell.sandbox.config import SandboxConfig
     from kafka_shell.sandbox.persist import StateError
     from kafka_shell.sandbox.server import Sandbox
     try:
-        sandbox = Sandbox(brokers=args.brokers, port_base=args.port_base, racks=sandbox_racks(args.rack),
-                          kafka_version=args.kafka_version, configs=configs, seed_apis=args.seed_apis,
-                          hosts=args.hosts.split(",") if args.hosts else None,
-                          host=args.listen, data_dir=args.data_dir, mode=args.mode,
-                          controllers=args.controllers, dynamic_quorum=args.dynamic_quorum, serve_control=True,
-                          listeners=_upper_list(args.listeners), sasl_mechanisms=_upper_list(args.sasl_mechanisms),
-                          users=users, tls_dir=args.tls_dir, ssl_client_auth=args.ssl_client_auth,
-                          reauth_ms=args.connections_max_reauth_ms, oauth_jwks=args.oauth_jwks,
-                          kerberos_keytab=args.kerberos_keytab,
-                          kerberos_principal=args.kerberos_principal, authorizer=args.authorizer,
-                          super_users=parse_super_users(args.super_users or ""),
-                          allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found).start()
+        config = SandboxConfig(brokers=args.brokers, port_base=args.port_base, racks=sandbox_racks(args.rack),
+                               kafka_version=args.kafka_version, configs=configs, seed_apis=args.seed_apis,
+                               hosts=args.hosts.split(",") if args.hosts else None,
+                               host=args.listen, data_dir=args.data_dir, mode=args.mode,
+                               controllers=args.controllers, dynamic_quorum=args.dynamic_quorum, serve_control=True,
+                               listeners=_upper_list(args.listeners),
+                               sasl_mechanisms=_upper_list(args.sasl_mechanisms),
+                               users=users, tls_dir=args.tls_dir, ssl_client_auth=args.ssl_client_auth,
+                               reauth_ms=args.connections_max_reauth_ms, oauth_jwks=args.oauth_jwks,
+                               kerberos_keytab=args.kerberos_keytab,
+                               kerberos_principal=args.kerberos_principal, authorizer=args.authorizer,
+                               super_users=parse_super_users(args.super_users or ""),
+                               allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found)
+        sandbox = Sandbox(config).start()
     except StateError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:

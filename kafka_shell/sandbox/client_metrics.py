@@ -15,11 +15,10 @@ import re
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox.admin import AdminError
-from kafka_shell.sandbox.model import Cluster
+from kafka_shell.sandbox.topic_lifecycle import AdminError
+from kafka_shell.sandbox.model import ClusterState
 from kafka_shell.base.regex import compile_kafka_regex
 
-SUBSCRIPTIONS_KEY = "client_metrics"   # cluster extra: name -> key -> value
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 METRICS, INTERVAL, MATCH = "metrics", "interval.ms", "match"
 # ConfigDef order (what Kafka parses and checks first), defaults, config types (INT 3, LIST 7),
@@ -37,11 +36,11 @@ DEFAULT_SOURCE, SUBSCRIPTION_SOURCE = 5, 7   # ConfigSource DEFAULT_CONFIG, CLIE
 INT_PATTERN = re.compile(r"[+-]?\d+")
 
 
-def subscriptions(cluster: Cluster) -> dict[str, dict[str, str]]:
-    return cluster.extras.setdefault(SUBSCRIPTIONS_KEY, {})  # type: ignore[return-value]
+def subscriptions(cluster: ClusterState) -> dict[str, dict[str, str]]:
+    return cluster.client_metrics
 
 
-def describe(cluster: Cluster, name: str) -> list[dict]:
+def describe(cluster: ClusterState, name: str) -> list[dict]:
     """Every key, set or default (a name never set describes as its defaults)."""
     given = subscriptions(cluster).get(name, {})
     out = []
@@ -55,7 +54,7 @@ def describe(cluster: Cluster, name: str) -> list[dict]:
     return out
 
 
-def alter(cluster: Cluster, name: str, ops: list, validate_only: bool) -> None:
+def alter(cluster: ClusterState, name: str, ops: list, validate_only: bool) -> None:
     """IncrementalAlterConfigs on one subscription (AdminError on the first problem)."""
     new = dict(subscriptions(cluster).get(name, {}))
     for op in ops:

@@ -17,7 +17,7 @@ from functools import cache
 
 from kafka_shell.protocol.definitions import releases
 from kafka_shell.protocol.definitions.releases import ConfigDef, Validator, check_value, split_list
-from kafka_shell.sandbox.model import Cluster
+from kafka_shell.sandbox.model import ClusterState
 
 __all__ = ["ConfigDef", "check_value", "split_list", "broker_defs", "topic_defs", "topic_value", "broker_value",
            "describe_topic", "describe_broker", "describe_cluster_defaults"]
@@ -63,22 +63,22 @@ def _broker_defs(release: str) -> dict[str, ConfigDef]:
     return defs
 
 
-def broker_defs(cluster: Cluster) -> dict[str, ConfigDef]:
+def broker_defs(cluster: ClusterState) -> dict[str, ConfigDef]:
     """Every broker key of the cluster's release, with the sandbox's additions and defaults."""
     return _broker_defs(cluster.kafka_version)
 
 
-def topic_defs(cluster: Cluster) -> dict[str, ConfigDef]:
+def topic_defs(cluster: ClusterState) -> dict[str, ConfigDef]:
     return releases.release(cluster.kafka_version).topic_configs
 
 
-def release(cluster: Cluster) -> releases.Release:
+def release(cluster: ClusterState) -> releases.Release:
     return releases.release(cluster.kafka_version)
 
 
 # -- values -------------------------------------------------------------------------------------
 
-def _layers(cluster: Cluster, broker_id: int | None) -> list[tuple[dict[str, str], int]]:
+def _layers(cluster: ClusterState, broker_id: int | None) -> list[tuple[dict[str, str], int]]:
     """Where broker values come from, most specific first, with their DescribeConfigs source:
     the node's dynamic configs, the cluster's, and the static ones (the sandbox's start-up
     configs and what the node's own server.properties would say of it)."""
@@ -92,7 +92,7 @@ def _layers(cluster: Cluster, broker_id: int | None) -> list[tuple[dict[str, str
 FACT_KEYS = frozenset({"node.id", "process.roles", "broker.id", "broker.rack", "host.name"})
 
 
-def _node_facts(cluster: Cluster, node) -> dict[str, str]:
+def _node_facts(cluster: ClusterState, node) -> dict[str, str]:
     """The static configs that are facts of a node: its id, roles, rack and host name."""
     facts = {"node.id": str(node.id)}
     if cluster.kraft:
@@ -106,7 +106,14 @@ def _node_facts(cluster: Cluster, node) -> dict[str, str]:
     return facts
 
 
-def broker_value(cluster: Cluster, broker_id: int | None, key: str) -> str | None:
+def broker_int(cluster: ClusterState, key: str, defaults: dict[str, int]) -> int:
+    """A cluster-wide broker setting as an int, else its default from `defaults` (settings Kafka
+    has that the shared config table lacks)."""
+    value = broker_value(cluster, None, key)
+    return int(value) if value not in (None, "") else defaults[key]
+
+
+def broker_value(cluster: ClusterState, broker_id: int | None, key: str) -> str | None:
     """The effective value of a broker config: per-broker, cluster default, static, default."""
     node = cluster.node(broker_id) if broker_id is not None else None
     if node is not None and key in node.configs:
@@ -123,7 +130,7 @@ def broker_value(cluster: Cluster, broker_id: int | None, key: str) -> str | Non
     return d.default if d else None
 
 
-def topic_value(cluster: Cluster, topic: str, key: str, broker_id: int | None = None) -> str | None:
+def topic_value(cluster: ClusterState, topic: str, key: str, broker_id: int | None = None) -> str | None:
     """The effective value of a topic config: its override, else what its broker synonyms give."""
     t = cluster.topics.get(topic)
     if t is not None and key in t.configs:
@@ -131,7 +138,7 @@ def topic_value(cluster: Cluster, topic: str, key: str, broker_id: int | None = 
     return _topic_default(cluster, key, broker_id)
 
 
-def _topic_default(cluster: Cluster, key: str, broker_id: int | None) -> str | None:
+def _topic_default(cluster: ClusterState, key: str, broker_id: int | None) -> str | None:
     """A topic key's value where the topic does not set it (Kafka's LogConfig from KafkaConfig)."""
     d = topic_defs(cluster).get(key)
     if d is None:
@@ -202,7 +209,7 @@ def java_double(x: float) -> str:
     return f"{'-' if x < 0 else ''}{mantissa}E{exponent}"
 
 
-def _synonyms(cluster: Cluster, broker_id: int | None, name: str, synonyms: tuple[str, ...]) -> list[dict]:
+def _synonyms(cluster: ClusterState, broker_id: int | None, name: str, synonyms: tuple[str, ...]) -> list[dict]:
     """Kafka's ConfigHelper.configSynonyms: each synonym's value in each layer (dynamic per-broker,
     dynamic default, static, default), from the first entry for `name` on."""
     defs = broker_defs(cluster)
@@ -215,7 +222,7 @@ def _synonyms(cluster: Cluster, broker_id: int | None, name: str, synonyms: tupl
     return out[first:]
 
 
-def describe_topic(cluster: Cluster, overrides: dict[str, str], broker_id: int | None = None) -> list[dict]:
+def describe_topic(cluster: ClusterState, overrides: dict[str, str], broker_id: int | None = None) -> list[dict]:
     """Every topic key of the release with its effective value, source and synonyms."""
     defs = broker_defs(cluster)
     out = []
@@ -233,7 +240,7 @@ def describe_topic(cluster: Cluster, overrides: dict[str, str], broker_id: int |
     return out
 
 
-def describe_broker(cluster: Cluster, broker_id: int) -> list[dict]:
+def describe_broker(cluster: ClusterState, broker_id: int) -> list[dict]:
     """Every broker key as that node sees it (Kafka's allConfigs: its ConfigDef's keys, not the
     internal ones), and the unknown and dynamic-only keys set on it."""
     defs = broker_defs(cluster)
@@ -249,7 +256,7 @@ def describe_broker(cluster: Cluster, broker_id: int) -> list[dict]:
     return out
 
 
-def describe_cluster_defaults(cluster: Cluster) -> list[dict]:
+def describe_cluster_defaults(cluster: ClusterState) -> list[dict]:
     """The cluster-wide dynamic defaults only, as Kafka answers for the broker resource ""."""
     defs = broker_defs(cluster)
     out = []
@@ -279,7 +286,7 @@ class ConfigProblem(ValueError):
         self.message = message
 
 
-def check_topic_configs(cluster: Cluster, values: dict[str, str | None], topic: str | None = None) -> None:
+def check_topic_configs(cluster: ClusterState, values: dict[str, str | None], topic: str | None = None) -> None:
     """Kafka's LogConfig validation of a topic's configs (INVALID_CONFIG). `topic`: an alteration
     of that topic (ZooKeeper-era brokers name the resource in value errors)."""
     defs = topic_defs(cluster)
@@ -303,18 +310,18 @@ def check_topic_configs(cluster: Cluster, values: dict[str, str | None], topic: 
                                             f"max.compaction.lag.ms ({high})")
 
 
-def topic_value_of(cluster: Cluster, values: dict[str, str | None], key: str) -> str | None:
+def topic_value_of(cluster: ClusterState, values: dict[str, str | None], key: str) -> str | None:
     """A key's value for a topic with these configs."""
     return values[key] if values.get(key) is not None else _topic_default(cluster, key, None)
 
 
-def _in_resource(cluster: Cluster, topic: str | None, message: str) -> str:
+def _in_resource(cluster: ClusterState, topic: str | None, message: str) -> str:
     if topic is None or cluster.kraft:
         return message
     return f"Invalid config value for resource ConfigResource(type=TOPIC, name='{topic}'): {message}"
 
 
-def _key_set(cluster: Cluster, keys: set[str], security: bool = False) -> str:
+def _key_set(cluster: ClusterState, keys: set[str], security: bool = False) -> str:
     """A set of keys as Kafka prints it: Java's [a, b] on 4.x, Scala's Set(a, b) on 3.9."""
     ordered = ", ".join(sorted(keys))
     if release(cluster).major >= 4:
@@ -322,7 +329,7 @@ def _key_set(cluster: Cluster, keys: set[str], security: bool = False) -> str:
     return f"{'HashSet' if security else 'Set'}({ordered})"
 
 
-def check_broker_change(cluster: Cluster, receiver: int, resource: str, changed: dict[str, str]) -> None:
+def check_broker_change(cluster: ClusterState, receiver: int, resource: str, changed: dict[str, str]) -> None:
     """Kafka's validation of a dynamic broker config change made through node `receiver`:
     DynamicBrokerConfig.validate on the broker (INVALID_REQUEST), then the KRaft controller's
     ELR rule (INVALID_CONFIG). `changed`: the keys the request sets, with their new values."""
@@ -361,12 +368,12 @@ def _check_cleaner_threads(current: int, wanted: int) -> None:
                                              f"Log cleaner threads {bound} for configuration Invalid dynamic configuration")
 
 
-def elr_enabled(cluster: Cluster) -> bool:
+def elr_enabled(cluster: ClusterState) -> bool:
     from kafka_shell.sandbox.handlers import features
     return cluster.kraft and features.finalized(cluster).get(ELR_FEATURE, 0) >= 1
 
 
-def check_min_isr_change(cluster: Cluster, resource: str, named: set[str], old: dict[str, str],
+def check_min_isr_change(cluster: ClusterState, resource: str, named: set[str], old: dict[str, str],
                          new: dict[str, str]) -> None:
     """The KRaft controller's rule while ELR is on: min.insync.replicas stays set cluster-wide, and
     a request naming it for one broker is refused (ConfigurationControlManager)."""
@@ -393,12 +400,12 @@ SET_BY_THE_SANDBOX = {
 }
 
 
-def is_static(cluster: Cluster, key: str) -> bool:
+def is_static(cluster: ClusterState, key: str) -> bool:
     d = broker_defs(cluster).get(key)
     return d is not None and d.read_only
 
 
-def check_static(cluster: Cluster, key: str, value: str) -> None:
+def check_static(cluster: ClusterState, key: str, value: str) -> None:
     """A static broker config given at start-up, as Kafka reads server.properties: a bad value
     stops it (ValueError). Unknown keys are refused too (Kafka only warns), so a typo is seen."""
     if key in SET_BY_THE_SANDBOX:

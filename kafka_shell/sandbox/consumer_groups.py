@@ -29,13 +29,14 @@ from typing import Any, ClassVar
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import configs, group_configs, journal, modern_groups
-from kafka_shell.sandbox import groups as classic
+from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.modern_groups import GroupError
-from kafka_shell.sandbox.model import Cluster, now_ms
+from kafka_shell.sandbox.model import ClusterState, now_ms
 from kafka_shell.base.regex import compile_kafka_regex
 
 EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
+REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000   # GroupMetadataManager's
 # A member's reconciliation state (Kafka's MemberState).
 M_STABLE, M_UNREVOKED, M_UNRELEASED, M_UNKNOWN = "STABLE", "UNREVOKED_PARTITIONS", "UNRELEASED_PARTITIONS", "UNKNOWN"
 MEMBER_TYPE_CONSUMER = 1  # ConsumerGroupDescribe's member type: 0 classic, 1 consumer protocol
@@ -66,9 +67,6 @@ class Member:
     def reconciled_to(self, epoch: int) -> bool:
         return self.state == M_STABLE and self.epoch == epoch
 
-    def subscription(self) -> tuple:
-        return (set(self.topic_names), self.topic_regex)
-
     def cancel_timers(self) -> None:
         for timer in (self.session, self.rebalance):
             if timer is not None:
@@ -89,6 +87,12 @@ class ConsumerGroup:
     offsets: dict[tuple[str, int], classic.CommittedOffset] = field(default_factory=dict)
     stored: dict | None = None
     pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
+    # The members' regexes as last resolved (Kafka's ResolvedRegularExpression), when, and the
+    # metadata generation they were resolved against; a resolution waiting to run.
+    resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
+    regexes_resolved_ms: int = 0
+    regexes_generation: int = -1
+    pending_regexes: asyncio.Handle | None = field(default=None, compare=False, repr=False)
 
     group_type = "consumer"
     protocol_type = "consumer"
@@ -103,11 +107,19 @@ class ConsumerGroup:
             return RECONCILING
         return STABLE
 
-    def subscribed_topics(self, cluster: Cluster) -> set[str]:
+    def subscribed_topics(self, cluster: ClusterState) -> set[str]:
         out: set[str] = set()
         for m in self.members.values():
-            out |= subscribed(cluster, m)
+            out |= self.subscribed(m)
         return out
+
+    def subscribed(self, m: Member) -> set[str]:
+        """The topics a member subscribes to: its names, and those its regex matched when the
+        group last resolved it (none before: Kafka resolves regexes asynchronously)."""
+        return set(m.topic_names) | self.resolved_regexes.get(m.topic_regex or "", frozenset())
+
+    def regexes(self) -> set[str]:
+        return {m.topic_regex for m in self.members.values() if m.topic_regex}
 
     def preferred_assignor(self) -> str | None:
         """The server assignor most members ask for (Kafka's computePreferredServerAssignor)."""
@@ -118,20 +130,17 @@ class ConsumerGroup:
         return max(counts, key=lambda name: counts[name]) if counts else None
 
 
-def subscribed(cluster: Cluster, m: Member) -> set[str]:
-    """The topics a member subscribes to: its names, and the existing topics its regex matches
-    (Kafka resolves regexes with RE2J, whole names; Python's re is alike for usual patterns)."""
-    topics = set(m.topic_names)
-    if m.topic_regex:
-        try:
-            pattern = compile_kafka_regex(m.topic_regex)
-        except ValueError:
-            return topics
-        topics |= {name for name, t in cluster.topics.items() if not t.internal and pattern.fullmatch(name)}
-    return topics
+def matching(cluster: ClusterState, regex: str) -> frozenset[str]:
+    """The existing topics a regex matches (Kafka resolves regexes with RE2J, whole names;
+    Python's re is alike for usual patterns); none for a regex that does not compile."""
+    try:
+        pattern = compile_kafka_regex(regex)
+    except ValueError:
+        return frozenset()
+    return frozenset(name for name, t in cluster.topics.items() if not t.internal and pattern.fullmatch(name))
 
 
-def assignors(cluster: Cluster) -> list[str]:
+def assignors(cluster: ClusterState) -> list[str]:
     value = configs.broker_value(cluster, None, "group.consumer.assignors") or "uniform,range"
     return [a.strip() for a in value.split(",") if a.strip()]
 
@@ -252,7 +261,7 @@ class Coordinator(RevokingCoordinator):
         new = ConsumerGroup(group_id)
         if g is not None:   # an empty classic group gives way; its offsets stay
             new.offsets = g.offsets
-        self.groups[group_id] = new  # type: ignore[assignment]
+        self.groups[group_id] = new
         return new
 
     # ConsumerGroupHeartbeat ---------------------------------------------------------------------
@@ -274,7 +283,7 @@ class Coordinator(RevokingCoordinator):
             raise GroupError(ErrorCode.group_max_size_reached,
                              f"The consumer group has reached its maximum capacity of {max_size} members.")
         m = self._member(g, member_id, epoch, instance_id, owned)
-        before = (m.subscription(), m.server_assignor)
+        before = (set(m.topic_names), m.topic_regex, m.server_assignor)
         if instance_id is not None:
             m.instance_id = instance_id
         if rack_id is not None:
@@ -291,8 +300,12 @@ class Coordinator(RevokingCoordinator):
         old_assigned = {t: dict(ps) for t, ps in m.assigned.items()}
         if g.members.get(m.member_id) is not m:
             self._add(g, m)
+        self._maybe_resolve_regexes(g)
         metadata = self._metadata(g)
-        if (m.subscription(), m.server_assignor) != before or metadata != g.metadata:
+        # A new regex bumps the epoch once resolved (at once when another member has it).
+        regex_resolved = m.topic_regex != before[1] and (not m.topic_regex or m.topic_regex in g.resolved_regexes)
+        if (set(m.topic_names), m.server_assignor) != (before[0], before[2]) or regex_resolved \
+                or metadata != g.metadata:
             g.epoch += 1
             g.metadata = metadata
         self._maybe_assign(g)
@@ -347,12 +360,52 @@ class Coordinator(RevokingCoordinator):
         if m.instance_id is not None:
             g.static_members[m.instance_id] = m.member_id
 
+    # regular expressions (GroupMetadataManager.maybeUpdateRegularExpressions) --------------------
+
+    def _maybe_resolve_regexes(self, g: ConsumerGroup) -> None:
+        """Resolve the members' regexes after this heartbeat, as Kafka's coordinator executor
+        does: at once for a regex not resolved yet (the heartbeat that brings it is answered
+        with its literal topics only), else at most every 10 s once topics changed, and every
+        group.consumer.regex.refresh.interval.ms."""
+        in_use = g.regexes()
+        for gone in set(g.resolved_regexes) - in_use:
+            del g.resolved_regexes[gone]
+        if not in_use or g.pending_regexes is not None:
+            return
+        since = now_ms() - g.regexes_resolved_ms
+        interval = int(configs.broker_value(self.cluster, None, "group.consumer.regex.refresh.interval.ms") or 600000)
+        stale = since >= REGEX_BATCH_REFRESH_MIN_INTERVAL_MS and (
+            g.regexes_generation < self.cluster.generation or since >= interval)
+        if in_use - set(g.resolved_regexes) or stale:
+            g.pending_regexes = asyncio.get_running_loop().call_soon(self._resolve_regexes, g)
+
+    def _resolve_regexes(self, g: ConsumerGroup) -> None:
+        g.pending_regexes = None
+        if self.groups.get(g.group_id) is not g:
+            return
+        g.resolved_regexes = {r: matching(self.cluster, r) for r in g.regexes()}
+        g.regexes_resolved_ms, g.regexes_generation = now_ms(), self.cluster.generation
+        metadata = self._metadata(g)
+        if metadata != g.metadata:   # the members reconcile towards the new target at their next heartbeat
+            g.epoch += 1
+            g.metadata = metadata
+            self._maybe_assign(g)
+            self._store(g)
+
+    def resume(self) -> None:
+        """Regexes of groups brought back by --data-dir are resolved before any heartbeat."""
+        for g in self.groups.values():
+            if isinstance(g, ConsumerGroup):
+                g.resolved_regexes = {r: matching(self.cluster, r) for r in g.regexes()}
+                g.regexes_resolved_ms, g.regexes_generation = now_ms(), self.cluster.generation
+        super().resume()
+
     # target assignment -----------------------------------------------------------------------------
 
     def _assign(self, g: ConsumerGroup) -> None:
         ids = {name: tid for name, (tid, _) in g.metadata.items()}
         partitions = {tid: n for tid, n in g.metadata.values()}
-        subscriptions = {i: {ids[t] for t in subscribed(self.cluster, m) if t in ids} for i, m in g.members.items()}
+        subscriptions = {i: {ids[t] for t in g.subscribed(m) if t in ids} for i, m in g.members.items()}
         name = g.preferred_assignor() or assignors(self.cluster)[0]
         if name == "range":
             targets = range_assignor(g.members, subscriptions, partitions)
@@ -479,9 +532,9 @@ class Coordinator(RevokingCoordinator):
         def check(topic: str, partition: int) -> int:
             t = self.cluster.topics.get(topic)
             tid = t.id if t is not None else None
-            assigned = m.assigned.get(tid, {}).get(partition) if tid else None  # type: ignore[arg-type]
+            assigned = m.assigned.get(tid, {}).get(partition) if tid else None
             if assigned is None:
-                assigned = m.revoking.get(tid, {}).get(partition) if tid else None  # type: ignore[arg-type]
+                assigned = m.revoking.get(tid, {}).get(partition) if tid else None
             if assigned is None or epoch < assigned:
                 return ErrorCode.stale_member_epoch
             return 0

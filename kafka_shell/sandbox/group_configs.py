@@ -6,7 +6,7 @@ describes for a group (kafka_shell/protocol/definitions/group-configs-4.4.json, 
 DescribeConfigs); a key's default is its broker synonym's value (group.consumer.session.timeout.ms
 for consumer.session.timeout.ms), and timeouts and intervals must lie within the broker's
 group.<type>.min/max.* bounds, as Kafka's GroupConfig checks. Overrides live per group id in
-`cluster.extras["group_configs"]` (a group need not exist to be configured, as in Kafka).
+`ClusterState.group_configs` (a group need not exist to be configured, as in Kafka).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol.definitions import group_configs
 from kafka_shell.sandbox import configs
-from kafka_shell.sandbox.model import Cluster
+from kafka_shell.sandbox.model import ClusterState
 
 GROUP_CONFIG_SOURCE, DEFAULT_SOURCE = 8, 5
 BOOLEAN, STRING, INT, LIST = 1, 2, 3, 7
@@ -47,12 +47,17 @@ def definitions() -> dict[str, dict]:
     return group_configs()
 
 
-def overrides(cluster: Cluster, group_id: str) -> dict[str, str]:
-    table: dict[str, dict[str, str]] = cluster.extras.setdefault("group_configs", {})  # type: ignore[assignment]
+def overrides(cluster: ClusterState, group_id: str) -> dict[str, str]:
+    table = cluster.group_configs
     return table.get(group_id, {})
 
 
-def default(cluster: Cluster, key: str) -> str:
+def configured(cluster: ClusterState) -> list[str]:
+    """The groups with configs of their own (Kafka's GroupConfigManager.groupIds)."""
+    return list(cluster.group_configs)
+
+
+def default(cluster: ClusterState, key: str) -> str:
     d = definitions()[key]
     value = configs.broker_value(cluster, None, d["synonym"]) if d["synonym"] != key else None
     if d["synonym"] == "group.streams.assignors" and value:
@@ -60,12 +65,12 @@ def default(cluster: Cluster, key: str) -> str:
     return value if value is not None else d["default"]
 
 
-def value(cluster: Cluster, group_id: str, key: str) -> int:
+def value(cluster: ClusterState, group_id: str, key: str) -> int:
     """An int group config of the group: its override, else the broker's value."""
     return int(overrides(cluster, group_id).get(key) or default(cluster, key))
 
 
-def describe(cluster: Cluster, group_id: str) -> list[dict]:
+def describe(cluster: ClusterState, group_id: str) -> list[dict]:
     mine = overrides(cluster, group_id)
     out = []
     for key, d in definitions().items():
@@ -80,7 +85,7 @@ def describe(cluster: Cluster, group_id: str) -> list[dict]:
     return out
 
 
-def check(cluster: Cluster, key: str, value: str) -> None:
+def check(cluster: ClusterState, key: str, value: str) -> None:
     """GroupConfig's validation of one value; GroupConfigError with Kafka's message."""
     d = definitions().get(key)
     if d is None:
@@ -107,7 +112,7 @@ def check(cluster: Cluster, key: str, value: str) -> None:
         raise GroupConfigError("errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'")
 
 
-def alter(cluster: Cluster, group_id: str, changes: list[tuple[str, int, str | None]], validate_only: bool) -> None:
+def alter(cluster: ClusterState, group_id: str, changes: list[tuple[str, int, str | None]], validate_only: bool) -> None:
     """IncrementalAlterConfigs on a group: (key, operation, value) with SET 0, DELETE 1, APPEND 2,
     SUBTRACT 3; all are checked before any applies."""
     new = dict(overrides(cluster, group_id))
@@ -129,7 +134,7 @@ def alter(cluster: Cluster, group_id: str, changes: list[tuple[str, int, str | N
         check(cluster, key, val or "")
         new[key] = val or ""
     if not validate_only:
-        table: dict[str, dict[str, str]] = cluster.extras.setdefault("group_configs", {})  # type: ignore[assignment]
+        table = cluster.group_configs
         if new:
             table[group_id] = new
         else:

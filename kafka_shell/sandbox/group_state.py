@@ -3,14 +3,14 @@
 As Kafka's GroupMetadataManager stores it in __consumer_offsets: a group's metadata when it
 becomes Stable (the leader's assignment taken) or Empty, and each committed offset. `view(g)` is
 that metadata as plain JSON data (protocol type and name, generation, leader, members with their
-protocols and assignments); `groups.Coordinator` takes it at those moments (`Group.stored`) and
+protocols and assignments); `classic_groups.Coordinator` takes it at those moments (`Group.stored`) and
 tells the journal (`journal.group_touched`), which writes the group's view and the offsets
 committed or deleted since, before the answer leaves.
 
 `snapshot(cluster)` is every group's stored view and offsets for the state file; `restore`,
 `apply_view` and `apply_offsets` put them back, checked field by field (a StateError names the
 field). A group comes back as Kafka loads one: Stable with its members, or Empty; its members'
-sessions start again when the sandbox serves (`groups.Coordinator.resume`), so members that do
+sessions start again when the sandbox serves (`classic_groups.Coordinator.resume`), so members that do
 not come back expire as they would after a coordinator move.
 """
 
@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING
 
 import uuid
 
-from kafka_shell.sandbox import consumer_groups, groups
+from kafka_shell.sandbox import classic_groups, consumer_groups
 
 if TYPE_CHECKING:
-    from kafka_shell.sandbox.model import Cluster
+    from kafka_shell.sandbox.model import ClusterState
     from kafka_shell.sandbox.persist import Checker
 
 INT32_MAX = 2**31 - 1
 
 
-def view(g: groups.Group) -> dict:
+def view(g: classic_groups.Group) -> dict:
     """The group's metadata as Kafka stores it (no offsets)."""
     return {
         "protocol_type": g.protocol_type, "protocol_name": g.protocol_name,
@@ -57,8 +57,8 @@ def consumer_view(g: consumer_groups.ConsumerGroup) -> dict:
     }
 
 
-def apply_consumer_view(cluster: Cluster, check: Checker, group_id: str, v: dict, where: str) -> None:
-    table = groups.all_groups(cluster)
+def apply_consumer_view(cluster: ClusterState, check: Checker, group_id: str, v: dict, where: str) -> None:
+    table = classic_groups.all_groups(cluster)
     old = table.get(group_id)
     g = consumer_groups.ConsumerGroup(group_id)
     g.offsets = old.offsets if old is not None else {}
@@ -105,38 +105,38 @@ def apply_consumer_view(cluster: Cluster, check: Checker, group_id: str, v: dict
         except (ValueError, IndexError):
             raise check.fail(f"{where}.metadata", "topic -> [topic id, partitions]") from None
     g.stored = consumer_view(g)
-    table[group_id] = g  # type: ignore[assignment]
+    table[group_id] = g
 
 
-def offset_row(key: tuple[str, int], o: groups.CommittedOffset) -> list:
+def offset_row(key: tuple[str, int], o: classic_groups.CommittedOffset) -> list:
     return [key[0], key[1], o.offset, o.leader_epoch, o.metadata, o.commit_timestamp]
 
 
-def snapshot(cluster: Cluster) -> list:
+def snapshot(cluster: ClusterState) -> list:
     """Every group with a stored view or offsets, for the state file."""
     return [{"id": g.group_id, "view": g.stored,
              "offsets": [offset_row(k, o) for k, o in g.offsets.items()]}
-            for g in groups.all_groups(cluster).values() if g.stored is not None or g.offsets]
+            for g in classic_groups.all_groups(cluster).values() if g.stored is not None or g.offsets]
 
 
-def restore(cluster: Cluster, data: object, check: Checker) -> None:
+def restore(cluster: ClusterState, data: object, check: Checker) -> None:
     """Put a `snapshot` back (None: a state file from before groups were kept)."""
-    groups.all_groups(cluster).clear()
+    classic_groups.all_groups(cluster).clear()
     if data is None:
         return
     for i, entry in enumerate(check.array(data, "groups")):
         entry = check.mapping(entry, f"groups[{i}]")
         group_id = check.text(entry.get("id"), f"groups[{i}].id")
-        if group_id in groups.all_groups(cluster):
+        if group_id in classic_groups.all_groups(cluster):
             raise check.fail(f"groups[{i}].id", f"a group id used once ({group_id!r} appears twice)")
         if entry.get("view") is not None:
             apply_view(cluster, check, group_id, entry["view"], f"groups[{i}].view")
         apply_offsets(cluster, check, group_id, entry.get("offsets"), [], f"groups[{i}].offsets")
 
 
-def apply_view(cluster: Cluster, check: Checker, group_id: str, data: object, where: str) -> None:
+def apply_view(cluster: ClusterState, check: Checker, group_id: str, data: object, where: str) -> None:
     """The group as its stored view says (its offsets kept); None deletes the group."""
-    table = groups.all_groups(cluster)
+    table = classic_groups.all_groups(cluster)
     if data is None:
         table.pop(group_id, None)
         return
@@ -149,7 +149,7 @@ def apply_view(cluster: Cluster, check: Checker, group_id: str, data: object, wh
         share_groups.restore_view(cluster, check, group_id, v, where)
         return
     old = table.get(group_id)
-    g = table[group_id] = groups.Group(group_id)
+    g = table[group_id] = classic_groups.Group(group_id)
     g.offsets = old.offsets if old is not None else {}
     g.protocol_type = check.optional_text(v.get("protocol_type"), f"{where}.protocol_type")
     g.protocol_name = check.optional_text(v.get("protocol_name"), f"{where}.protocol_name")
@@ -167,7 +167,7 @@ def apply_view(cluster: Cluster, check: Checker, group_id: str, data: object, wh
             if len(pair) != 2:
                 raise check.fail(f"{at} protocols", "[name, hex metadata] pairs")
             protocols.append((check.text(pair[0], f"{at} protocols"), _hex(check, pair[1], f"{at} protocols")))
-        m = groups.Member(check.text(fields[0], f"{at} member id"), check.optional_text(fields[1], f"{at} instance id"),
+        m = classic_groups.Member(check.text(fields[0], f"{at} member id"), check.optional_text(fields[1], f"{at} instance id"),
                           check.text(fields[2], f"{at} client id"), check.text(fields[3], f"{at} client host"),
                           check.integer(fields[4], f"{at} session timeout", low=1, high=INT32_MAX),
                           check.integer(fields[5], f"{at} rebalance timeout", low=1, high=INT32_MAX),
@@ -177,24 +177,24 @@ def apply_view(cluster: Cluster, check: Checker, group_id: str, data: object, wh
             g.static_members[m.group_instance_id] = m.member_id
     if g.members and (g.leader not in g.members or not g.protocol_name):
         raise check.fail(f"{where}.leader", "one of its members, with a protocol name, when it has members")
-    g.state = groups.STABLE if g.members else groups.EMPTY
+    g.state = classic_groups.STABLE if g.members else classic_groups.EMPTY
     g.stored = view(g)
 
 
-def apply_offsets(cluster: Cluster, check: Checker, group_id: str, rows: object, deleted: object,
+def apply_offsets(cluster: ClusterState, check: Checker, group_id: str, rows: object, deleted: object,
                   where: str) -> None:
     """Committed offsets (a group that has none yet is created Empty, as a simple commit does)."""
-    table = groups.all_groups(cluster)
+    table = classic_groups.all_groups(cluster)
     g = table.get(group_id)
     if g is None:
-        g = table[group_id] = groups.Group(group_id)
+        g = table[group_id] = classic_groups.Group(group_id)
     for k, row in enumerate(check.array(rows, where)):
         fields = check.array(row, f"{where}[{k}]")
         if len(fields) != 6:
             raise check.fail(f"{where}[{k}]", "[topic, partition, offset, leader epoch, metadata, commit time]")
         key = (check.text(fields[0], f"{where}[{k}] topic"),
                check.integer(fields[1], f"{where}[{k}] partition", low=0, high=INT32_MAX))
-        g.offsets[key] = groups.CommittedOffset(check.integer(fields[2], f"{where}[{k}] offset", low=-1),
+        g.offsets[key] = classic_groups.CommittedOffset(check.integer(fields[2], f"{where}[{k}] offset", low=-1),
                                                 check.integer(fields[3], f"{where}[{k}] leader epoch", low=-1,
                                                               high=INT32_MAX),
                                                 check.optional_text(fields[4], f"{where}[{k}] metadata"),

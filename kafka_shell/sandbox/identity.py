@@ -4,11 +4,11 @@ loses. `Sandbox.replace_broker` uses these on the event loop thread."""
 from __future__ import annotations
 
 from kafka_shell.protocol.broker_identity import Choice, apply_record, choose_id
-from kafka_shell.sandbox import log
-from kafka_shell.sandbox.model import Cluster
+from kafka_shell.sandbox import configs, log
+from kafka_shell.sandbox.model import ClusterState
 
 
-def read_mapping(cluster: Cluster, topic: str) -> dict[str, int]:
+def read_mapping(cluster: ClusterState, topic: str) -> dict[str, int]:
     """host -> id from the mapping topic's committed records (up to each high watermark)."""
     mapping: dict[str, int] = {}
     t = cluster.topics.get(topic)
@@ -21,7 +21,7 @@ def read_mapping(cluster: Cluster, topic: str) -> dict[str, int]:
     return mapping
 
 
-def startup_choice(cluster: Cluster, host: str, topic: str) -> Choice:
+def startup_choice(cluster: ClusterState, host: str, topic: str) -> Choice:
     """The id a broker starting on `host` with no id in its config or meta.properties takes."""
     live = {b.id for b in cluster.brokers.values() if b.usable}
     named = {r for t in cluster.topics.values() for p in t.partitions for r in p.replicas}
@@ -31,11 +31,19 @@ def startup_choice(cluster: Cluster, host: str, topic: str) -> Choice:
     return choose_id(host, read_mapping(cluster, topic), live, missing, set(cluster.brokers))
 
 
-def lose_disk(cluster: Cluster, broker_id: int) -> None:
+def lose_disk(cluster: ClusterState, broker_id: int) -> None:
     """Every replica on the (stopped, so out of every ISR it could leave) broker is empty: it
-    catches up from the leaders once it runs, as a replica being added does."""
+    catches up from the leaders once it runs, as a replica being added does. Its new disk has no
+    clean-shutdown mark, so with ELR its registration is an unclean shutdown: it leaves every ELR
+    (ReplicationControlManager.handleBrokerShutdown), and a partition it alone could lead stays
+    offline rather than come back empty. Without ELR it leads such a partition again, with an
+    empty log (`replication.truncate_to`): the records are lost, as on Kafka 3.9."""
+    elr = configs.elr_enabled(cluster)
     for t in cluster.topics.values():
         for p in t.partitions:
             if broker_id in p.replicas:
                 p.leo[broker_id], p.replica_epoch[broker_id] = 0, 0
+                if elr and broker_id in p.elr:
+                    p.elr = [r for r in p.elr if r != broker_id]
+                    p.partition_epoch += 1
     cluster.changed()

@@ -11,7 +11,7 @@ What is journaled is the effect, not the request, found when a write starts:
   credentials, client quotas), when they changed (a controller killed,
   stopped or started, a preferred controller designated: whatever moves the active one);
 - `topic`: a topic's configs and every partition's replication state (no batches), for each
-  topic that differs from what the journal last held (checked when `Cluster.generation` moved);
+  topic that differs from what the journal last held (checked when `ClusterState.generation` moved);
 - `delete`: a topic id that is gone;
 - `partition`: one partition's replication state plus the batches appended since the journal
   last held it (all of its batches, `rewrite`, when its log was truncated), for each partition
@@ -21,8 +21,10 @@ a 16-byte header (ENTRY: the MARKER, the payload's length, the payload's CRC32C,
 of those 12 bytes) and the payload (a kind byte, the JSON length, the JSON and the raw batch
 bytes). Start-up (`recover`, through `scan`) replays the entries up to the first bad one, and:
 - a bad entry that is only the end of the file cut short (a header or payload running past the
-  end, or zeros where the file grew and the data never landed) is a torn write: the crash cut
-  it short before its fsync, so it was never acknowledged; it is dropped, with one warning;
+  end, or zeros where the file grew and the data never landed), after a whole file header (or,
+  in format 1, a whole first entry), is a torn write: a crash cut it short before its fsync,
+  so it was never acknowledged, unless the file was cut later; it is dropped after the journal
+  is copied into a `damaged-<time>` directory, with one warning;
 - a bad entry followed by good ones, or a bad checksum in a complete entry, is damage: start-up
   refuses (a StateError naming the file, the byte offset and how many entries follow) and
   leaves every file as it is; `repair` truncates the journal there after copying it (and
@@ -49,6 +51,7 @@ import os
 import re
 import shutil
 import struct
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -58,15 +61,14 @@ from typing import BinaryIO
 from crc32c import crc32c
 
 from kafka_shell.protocol.codec import ProtocolError
-from kafka_shell.sandbox import group_state, groups, persist, security_state
-from kafka_shell.sandbox.model import Batch, Cluster, Partition, Topic
+from kafka_shell.sandbox import classic_groups, group_state, persist, security_state
+from kafka_shell.sandbox.model import Batch, ClusterState, Partition, Topic
 
 log = logging.getLogger("kafka_shell.sandbox")
 
 COMPACT_BYTES_ENV = "KAFKA_SHELL_SANDBOX_JOURNAL_BYTES"
 COMPACT_BYTES = 64 * 1024 * 1024
 SYNC_INTERVAL_S = 1.0   # changes nobody waits for (replication catch-up) are written this often
-EXTRAS_KEY = "journal"
 LOCK_FILE = ".lock"
 
 FILE_HEADER = b"kafka-shell journal 2\n"
@@ -85,35 +87,37 @@ def journal_path(directory: Path, seq: int) -> Path:
 
 
 def journal_seq(path: Path) -> int:
-    return int(NAME.fullmatch(path.name).group(1))  # type: ignore[union-attr]
+    m = NAME.fullmatch(path.name)
+    assert m is not None, f"{path} is not a journal"
+    return int(m.group(1))
 
 
 def journal_files(directory: Path) -> dict[int, Path]:
     return {int(m.group(1)): p for p in directory.iterdir() if (m := NAME.fullmatch(p.name))}
 
 
-def touched(cluster: Cluster, p: Partition) -> None:
+def touched(cluster: ClusterState, p: Partition) -> None:
     """A partition's batches changed (an append, a DeleteRecords): journal it at the next write.
     A no-op without --data-dir."""
-    journal = cluster.extras.get(EXTRAS_KEY)
+    journal = cluster.runtime.journal
     if journal is not None:
-        journal.touch(p)  # type: ignore[attr-defined]
+        journal.touch(p)
 
 
-def group_touched(cluster: Cluster, group_id: str, offset: tuple[str, int] | None = None) -> None:
+def group_touched(cluster: ClusterState, group_id: str, offset: tuple[str, int] | None = None) -> None:
     """A group's stored metadata changed, or it was deleted, or (`offset`) one of its committed
     offsets: journal it at the next write. A no-op without --data-dir."""
-    journal = cluster.extras.get(EXTRAS_KEY)
+    journal = cluster.runtime.journal
     if journal is not None:
-        journal.touch_group(group_id, offset)  # type: ignore[attr-defined]
+        journal.touch_group(group_id, offset)
 
 
-def rewritten(cluster: Cluster, p: Partition) -> None:
+def rewritten(cluster: ClusterState, p: Partition) -> None:
     """A partition's older batches were replaced (the log cleaner): journal all of its batches at
     the next write. A no-op without --data-dir."""
-    journal = cluster.extras.get(EXTRAS_KEY)
+    journal = cluster.runtime.journal
     if journal is not None:
-        journal.touch(p, rewrite=True)  # type: ignore[attr-defined]
+        journal.touch(p, rewrite=True)
 
 
 def lock(data_dir: str | os.PathLike) -> int:
@@ -164,6 +168,10 @@ def scan(data: bytes) -> Scan:
         return Scan([], 0, len(data), damaged=True, following=_count_good(data, 0, _entry_v2))  # its header
     else:
         entry_at, pos = _entry_v1, 0
+        if _entry_v1(data, 0)[0] != GOOD:
+            # Format 1 has no file header: bytes whose first entry is not whole (random bytes,
+            # another file) are no journal, never a write cut short.
+            return Scan([], 0, len(data), damaged=True)
     entries = []
     while pos < len(data):
         state, start, end = entry_at(data, pos)
@@ -246,7 +254,7 @@ def _damage(found: list[tuple[Path, Scan]]) -> tuple[Path, Scan, int] | None:
 # -- recovery ---------------------------------------------------------------------------------
 
 
-def recover(data_dir: str | os.PathLike) -> tuple[Cluster, int] | None:
+def recover(data_dir: str | os.PathLike) -> tuple[ClusterState, int] | None:
     """The state file with every journal written after it replayed on top, and the highest
     journal number seen; None when the directory holds no state. Damage in a journal raises a
     StateError and changes no file."""
@@ -274,9 +282,29 @@ def recover(data_dir: str | os.PathLike) -> tuple[Cluster, int] | None:
         replay(cluster, path, result)
         persist.validate(cluster, persist.Checker(path))  # what the journal made of the state
         if result.torn:
-            log.warning("%s: dropped a write cut short at byte %d (%d bytes, never acknowledged)",
-                        path, result.end, result.size - result.end)
+            # A crash during a write leaves it unacknowledged, but a file cut later (a disk, a
+            # person) may have lost acknowledged records: the start-up cuts nothing it does not copy.
+            keep = _damaged_dir(directory)
+            _copy_into(keep, path)
+            log.warning("%s: dropped its last entry, cut short at byte %d (%d bytes; it may have been "
+                        "acknowledged); the journal as it was is kept in %s",
+                        path, result.end, result.size - result.end, keep)
     return cluster, max([first, *journals])
+
+
+def _damaged_dir(directory: Path) -> Path:
+    """A new, private D/damaged-<time>-<suffix>/ for copies of what start-up or --repair cuts."""
+    return Path(tempfile.mkdtemp(prefix=f"{DAMAGED_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}-", dir=directory))
+
+
+def _copy_into(keep: Path, path: Path) -> None:
+    """Copy a journal into `keep`, fsynced, its owner's alone."""
+    copy = os.open(keep / path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with open(path, "rb") as src, os.fdopen(copy, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+        dst.flush()
+        os.fsync(dst.fileno())
+    persist.fsync_dir(keep)
 
 
 def _scan_journals(directory: Path, first: int) -> list[tuple[Path, Scan]]:
@@ -285,7 +313,7 @@ def _scan_journals(directory: Path, first: int) -> list[tuple[Path, Scan]]:
     return [(journals[seq], scan(journals[seq].read_bytes())) for seq in sorted(journals) if seq >= first]
 
 
-def replay(cluster: Cluster, path: Path, result: Scan) -> None:
+def replay(cluster: ClusterState, path: Path, result: Scan) -> None:
     check = persist.Checker(path)
     for pos, payload in result.entries:
         kind, json_length = KIND.unpack_from(payload)
@@ -314,13 +342,8 @@ def repair(data_dir: str | os.PathLike) -> str:
             return f"{directory}: nothing to repair (every journal is whole)"
         path, result, _ = damage
         later = [p for p, _ in found if journal_seq(p) > journal_seq(path)]
-        keep = directory / f"{DAMAGED_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-        keep.mkdir(mode=0o700)
-        copy = os.open(keep / path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        with open(path, "rb") as src, os.fdopen(copy, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-            dst.flush()
-            os.fsync(dst.fileno())
+        keep = _damaged_dir(directory)
+        _copy_into(keep, path)
         for p in later:
             os.replace(p, keep / p.name)
         persist.fsync_dir(keep)
@@ -335,7 +358,7 @@ def repair(data_dir: str | os.PathLike) -> str:
         os.close(lock_fd)
 
 
-def _apply(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict, raw: bytes) -> None:
+def _apply(cluster: ClusterState, check: persist.Checker, kind: bytes, record: dict, raw: bytes) -> None:
     if kind == CLUSTER:
         saved = persist.cluster_from_meta(check, record)
         for name in persist.CLUSTER_FIELDS:
@@ -364,7 +387,7 @@ def _apply(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict, 
         raise persist.StateError(f"{check.path}: unknown record kind {kind!r}")
 
 
-def _apply_group(cluster: Cluster, check: persist.Checker, kind: bytes, record: dict) -> None:
+def _apply_group(cluster: ClusterState, check: persist.Checker, kind: bytes, record: dict) -> None:
     group_id = check.text(record.get("id"), "group record id")
     if kind == GROUP:
         group_state.apply_view(cluster, check, group_id, record.get("view"), "group record view")
@@ -373,7 +396,7 @@ def _apply_group(cluster: Cluster, check: persist.Checker, kind: bytes, record: 
                                   "offsets record")
 
 
-def _apply_partition(cluster: Cluster, check: persist.Checker, record: dict, raw: bytes) -> None:
+def _apply_partition(cluster: ClusterState, check: persist.Checker, record: dict, raw: bytes) -> None:
     t = cluster.topic_by_id(check.uuid_of(record.get("topic_id"), "partition record topic_id"))
     fields = persist.check_partition_meta(check, check.mapping(record.get("state"), "state"), "state",
                                           cluster)
@@ -405,7 +428,7 @@ def _apply_partition(cluster: Cluster, check: persist.Checker, record: dict, raw
 class Journal:
     """The journal of one running sandbox (loop thread only, but for `open` and `close`)."""
 
-    def __init__(self, cluster: Cluster, directory: Path, seq: int, lock_fd: int):
+    def __init__(self, cluster: ClusterState, directory: Path, seq: int, lock_fd: int):
         self.cluster = cluster
         self.directory = directory
         self.seq = seq
@@ -424,7 +447,7 @@ class Journal:
             (t.id, p.index): (p.batches[-1] if p.batches else None)
             for t in cluster.topics.values() for p in t.partitions}
         self._touched: dict[int, Partition] = {}
-        self._groups: dict[str, bytes] = {g.group_id: _json(g.stored) for g in groups.all_groups(cluster).values()}
+        self._groups: dict[str, bytes] = {g.group_id: _json(g.stored) for g in classic_groups.all_groups(cluster).values()}
         self._touched_groups: dict[str, set[tuple[str, int]]] = {}
         # Group commit: writes are numbered; sync() waits for the one holding its changes.
         self._captured = 0
@@ -433,10 +456,10 @@ class Journal:
         self._writer: asyncio.Task | None = None
         self._compaction: asyncio.Future | None = None
         self._failed: BaseException | None = None
-        cluster.extras[EXTRAS_KEY] = self
+        cluster.runtime.journal = self
 
     @classmethod
-    def open(cls, cluster: Cluster, data_dir: str | os.PathLike, seq: int, lock_fd: int) -> Journal:
+    def open(cls, cluster: ClusterState, data_dir: str | os.PathLike, seq: int, lock_fd: int) -> Journal:
         """Drop stale temp files, write the state file and start a new journal after `seq`
         (journals before it are deleted). `lock_fd` is `lock(data_dir)`'s, released by close()."""
         directory = Path(data_dir)
@@ -552,7 +575,7 @@ class Journal:
         """The touched groups' stored metadata where it changed (null: deleted), and the offsets
         committed or deleted since the last write."""
         out = bytearray()
-        table = groups.all_groups(self.cluster)
+        table = classic_groups.all_groups(self.cluster)
         for group_id, keys in self._touched_groups.items():
             g = table.get(group_id)
             blob = _json(g.stored) if g is not None else b"null"
@@ -610,7 +633,7 @@ class Journal:
                 await asyncio.get_running_loop().run_in_executor(None, _write_state, self.directory, state)
         finally:
             self._file.close()
-            self.cluster.extras.pop(EXTRAS_KEY, None)
+            self.cluster.runtime.journal = None
             os.close(self._lock_fd)
 
     async def run_periodic(self) -> None:

@@ -21,7 +21,7 @@ from kio._kio_native import read_signed_varint, read_signed_varlong
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import codecs, configs, journal, replication
-from kafka_shell.sandbox.model import Batch, Cluster, Partition, now_ms
+from kafka_shell.sandbox.model import Batch, ClusterState, Partition, now_ms
 
 # v2 batch header: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
 # lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, count.
@@ -215,11 +215,11 @@ def recompress(batch: bytearray, codec: int) -> bytearray:
     return out
 
 
-def compacted(cluster: Cluster, topic: str) -> bool:
+def compacted(cluster: ClusterState, topic: str) -> bool:
     return "compact" in configs.split_list(configs.topic_value(cluster, topic, "cleanup.policy"))
 
 
-def validate(cluster: Cluster, p: Partition, batches: list[bytearray]) -> list[bytearray]:
+def validate(cluster: ClusterState, p: Partition, batches: list[bytearray]) -> list[bytearray]:
     """Check the batches against the topic's configs; recompress as compression.type says."""
     max_bytes = int(configs.topic_value(cluster, p.topic, "max.message.bytes") or 1048588)
     wanted = configs.topic_value(cluster, p.topic, "compression.type") or "producer"
@@ -283,19 +283,19 @@ def build_batch(entries: list[tuple[bytes | None, bytes | None]], *, timestamp: 
     """A v2 batch of (key, value) records at offset 0 (`append` assigns the real one): what the
     sandbox writes itself (transaction markers, the transaction log) and tests send."""
     ts = now_ms() if timestamp is None else timestamp
-    body = b"".join(_record(i, 0, key, value) for i, (key, value) in enumerate(entries))
+    body = b"".join(encode_record(i, 0, key, value) for i, (key, value) in enumerate(entries))
     attributes = codec | (TRANSACTIONAL_FLAG if transactional else 0) | (CONTROL_FLAG if control else 0)
-    return _batch(0, attributes, len(entries) - 1, ts, ts, producer_id, producer_epoch, base_sequence,
+    return encode_batch(0, attributes, len(entries) - 1, ts, ts, producer_id, producer_epoch, base_sequence,
                   len(entries), codecs.compress(codec, body))
 
 
-def _record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
             headers: bytes = b"\x00") -> bytes:
     record = b"\x00" + _varint(timestamp_delta) + _varint(offset_delta) + _bytes_field(key) + _bytes_field(value) + headers
     return _varint(len(record)) + record
 
 
-def _batch(base_offset: int, attributes: int, last_offset_delta: int, base_timestamp: int, max_timestamp: int,
+def encode_batch(base_offset: int, attributes: int, last_offset_delta: int, base_timestamp: int, max_timestamp: int,
            producer_id: int, producer_epoch: int, base_sequence: int, count: int, data: bytes,
            leader_epoch: int = -1) -> bytearray:
     out = bytearray(HEADER.pack(base_offset, HEADER_SIZE - LENGTH_PREFIX + len(data), leader_epoch, 2, 0, attributes,
@@ -320,9 +320,9 @@ def rebuild(batch: bytes, kept: list[Record], delete_horizon: int | None) -> byt
     stamps = [record_timestamp(h, r) for r in kept]
     base_ts = delete_horizon if delete_horizon is not None else stamps[0]
     max_ts = h.max_timestamp if h.attributes & LOG_APPEND_TIME_FLAG else max(stamps)
-    body = b"".join(_record(r.offset_delta, ts - base_ts, r.key, r.value, r.headers) for r, ts in zip(kept, stamps))
+    body = b"".join(encode_record(r.offset_delta, ts - base_ts, r.key, r.value, r.headers) for r, ts in zip(kept, stamps))
     attributes = (h.attributes & ~DELETE_HORIZON_FLAG) | (DELETE_HORIZON_FLAG if delete_horizon is not None else 0)
-    return bytes(_batch(h.base_offset, attributes, h.last_offset_delta, base_ts, max_ts, h.producer_id, h.producer_epoch,
+    return bytes(encode_batch(h.base_offset, attributes, h.last_offset_delta, base_ts, max_ts, h.producer_id, h.producer_epoch,
                         h.base_sequence, len(kept), codecs.compress(h.attributes & CODEC_MASK, body),
                         struct.unpack_from(">i", batch, 12)[0]))
 
@@ -332,11 +332,11 @@ def empty_batch(batch: bytes) -> bytes:
     cleaner keeps of a producer's last batch, for the producer's sequence and epoch."""
     h = header(batch)
     attributes = h.attributes & (LOG_APPEND_TIME_FLAG | TRANSACTIONAL_FLAG | CONTROL_FLAG)
-    return bytes(_batch(h.base_offset, attributes, h.last_offset_delta, -1, h.max_timestamp, h.producer_id,
+    return bytes(encode_batch(h.base_offset, attributes, h.last_offset_delta, -1, h.max_timestamp, h.producer_id,
                         h.producer_epoch, h.base_sequence, 0, b"", struct.unpack_from(">i", batch, 12)[0]))
 
 
-def append(cluster: Cluster, p: Partition, batches: list[bytearray]) -> tuple[int, int]:
+def append(cluster: ClusterState, p: Partition, batches: list[bytearray]) -> tuple[int, int]:
     """Append validated batches on the leader: assign offsets from its log end, stamp the leader
     epoch (and LogAppendTime when configured), rolling segments as Kafka does. Returns (base
     offset, log append time or -1)."""
@@ -365,7 +365,7 @@ def append(cluster: Cluster, p: Partition, batches: list[bytearray]) -> tuple[in
     return first, append_time
 
 
-def replicate(cluster: Cluster, p: Partition) -> None:
+def replicate(cluster: ClusterState, p: Partition) -> None:
     """Followers fetch from the leader after a write: in-sync followers catch up at once
     (out-of-sync ones are replication's catch-up ticker's). The one place a produce replicates."""
     if p.leader < 0:
@@ -383,8 +383,6 @@ def replicate(cluster: Cluster, p: Partition) -> None:
 # one, the active segment, takes the appends and is never cleaned. An append rolls a new one as
 # Kafka's LogSegment.shouldRoll says: when the batch would take the segment past segment.bytes,
 # or when its timestamp is more than segment.ms (less a jitter) after the segment's first batch.
-
-SEGMENTS_KEY = "active_segments"
 
 
 def log_end(p: Partition) -> int:
@@ -447,8 +445,8 @@ class _Active:
     last: Batch | None
 
 
-def _active(cluster: Cluster, p: Partition) -> _Active:
-    cache: dict = cluster.extras.setdefault(SEGMENTS_KEY, {})  # type: ignore[assignment]
+def _active(cluster: ClusterState, p: Partition) -> _Active:
+    cache = cluster.runtime.active_segments
     t = cluster.topics.get(p.topic)
     key = (t.id if t is not None else p.topic, p.index)
     base = segments(p)[-1]
@@ -461,14 +459,14 @@ def _active(cluster: Cluster, p: Partition) -> _Active:
     return a
 
 
-def max_segment_ms(cluster: Cluster, topic: str) -> int:
+def max_segment_ms(cluster: ClusterState, topic: str) -> int:
     """segment.ms, or max.compaction.lag.ms when shorter on a compacted topic (LogConfig.maxSegmentMs)."""
     segment_ms = int(configs.topic_value(cluster, topic, "segment.ms") or 604800000)
     lag = int(configs.topic_value(cluster, topic, "max.compaction.lag.ms") or 0)
     return min(lag, segment_ms) if compacted(cluster, topic) and lag > 0 else segment_ms
 
 
-def _roll_jitter(cluster: Cluster, topic: str, base: int) -> int:
+def _roll_jitter(cluster: ClusterState, topic: str, base: int) -> int:
     """The segment's random roll jitter (LogConfig.randomSegmentJitter), drawn once per segment:
     here from its base offset, so it needs no keeping."""
     jitter = int(configs.topic_value(cluster, topic, "segment.jitter.ms") or 0)
@@ -476,7 +474,7 @@ def _roll_jitter(cluster: Cluster, topic: str, base: int) -> int:
         if jitter > 0 else 0
 
 
-def _maybe_roll(cluster: Cluster, p: Partition, batch: Batch) -> None:
+def _maybe_roll(cluster: ClusterState, p: Partition, batch: Batch) -> None:
     """Roll a new active segment at the batch when Kafka would, then count the batch into it."""
     a = _active(cluster, p)
     now = now_ms()
@@ -493,7 +491,7 @@ def _maybe_roll(cluster: Cluster, p: Partition, batch: Batch) -> None:
     a.last = batch
 
 
-def roll(cluster: Cluster, p: Partition) -> None:
+def roll(cluster: ClusterState, p: Partition) -> None:
     """Start a new, empty active segment at the log end (retention deleting every segment)."""
     end = log_end(p)
     if segments(p)[-1] != end:
@@ -503,18 +501,18 @@ def roll(cluster: Cluster, p: Partition) -> None:
 # -- long-poll wake-ups --------------------------------------------------------------------
 
 
-def progress_event(cluster: Cluster) -> asyncio.Event:
+def progress_event(cluster: ClusterState) -> asyncio.Event:
     """An event set the next time any high watermark moves (fetch and acks=-1 waits use it)."""
-    ev = cluster.extras.get("log_progress")
+    ev = cluster.runtime.log_progress
     if ev is None:
-        ev = cluster.extras["log_progress"] = asyncio.Event()
-    return ev  # type: ignore[return-value]
+        ev = cluster.runtime.log_progress = asyncio.Event()
+    return ev
 
 
-def notify_progress(cluster: Cluster) -> None:
-    ev = cluster.extras.pop("log_progress", None)
+def notify_progress(cluster: ClusterState) -> None:
+    ev, cluster.runtime.log_progress = cluster.runtime.log_progress, None
     if ev is not None:
-        ev.set()  # type: ignore[attr-defined]
+        ev.set()
 
 
 async def wait_progress(event: asyncio.Event, timeout_s: float) -> None:
@@ -527,7 +525,7 @@ async def wait_progress(event: asyncio.Event, timeout_s: float) -> None:
 # -- reading --------------------------------------------------------------------------------
 
 
-def _index_of(p: Partition, offset: int) -> int:
+def batch_index(p: Partition, offset: int) -> int:
     """Index of the first batch holding `offset` or later."""
     i = bisect.bisect_right(p.batches, offset, key=lambda b: b.base_offset) - 1
     if i < 0:
@@ -540,7 +538,7 @@ def read(p: Partition, offset: int, upper: int, max_bytes: int, at_least_one: bo
     max_bytes; with at_least_one a first batch larger than max_bytes is still returned."""
     out: list[bytes] = []
     size = 0
-    for b in p.batches[_index_of(p, offset):]:
+    for b in p.batches[batch_index(p, offset):]:
         if b.last_offset >= upper:
             break
         if size + len(b.data) > max_bytes and (out or not at_least_one):
@@ -562,7 +560,7 @@ def headers_in(data: bytes) -> list[Header]:
 def offset_for_time(p: Partition, timestamp: int, upper: int) -> tuple[int, int, int] | None:
     """(offset, timestamp, leader epoch) of the first record at or after `timestamp`, below
     upper; None when there is none (Kafka answers offset -1)."""
-    for b in p.batches[_index_of(p, p.log_start_offset):]:
+    for b in p.batches[batch_index(p, p.log_start_offset):]:
         if b.base_offset >= upper:
             break
         if b.max_timestamp < timestamp:
@@ -576,7 +574,7 @@ def offset_for_time(p: Partition, timestamp: int, upper: int) -> tuple[int, int,
 def max_timestamp(p: Partition, upper: int) -> tuple[int, int, int] | None:
     """(offset, timestamp, epoch) of the first record with the largest timestamp (KIP-734)."""
     best: Batch | None = None
-    for b in p.batches[_index_of(p, p.log_start_offset):]:
+    for b in p.batches[batch_index(p, p.log_start_offset):]:
         if b.base_offset >= upper:
             break
         if best is None or b.max_timestamp > best.max_timestamp:
@@ -591,7 +589,7 @@ def max_timestamp(p: Partition, upper: int) -> tuple[int, int, int] | None:
 
 def epoch_at(p: Partition, offset: int) -> int:
     """Leader epoch of the batch holding `offset` (the current epoch past the end)."""
-    i = _index_of(p, offset)
+    i = batch_index(p, offset)
     if i < len(p.batches) and p.batches[i].base_offset <= offset:
         return batch_leader_epoch(p.batches[i])
     return p.leader_epoch
@@ -618,7 +616,7 @@ def end_offset_for_epoch(p: Partition, epoch: int) -> tuple[int, int]:
     return (max(floor) if floor else epoch), end
 
 
-def delete_before(cluster: Cluster, p: Partition, offset: int) -> None:
+def delete_before(cluster: ClusterState, p: Partition, offset: int) -> None:
     """Move the log start offset up to `offset` (DeleteRecords), dropping batches wholly below."""
     if offset <= p.log_start_offset:
         return

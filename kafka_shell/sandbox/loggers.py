@@ -15,8 +15,8 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox.admin import AdminError
-from kafka_shell.sandbox.model import Broker, Cluster, Controller
+from kafka_shell.sandbox.topic_lifecycle import AdminError
+from kafka_shell.sandbox.model import Broker, ClusterState, Controller
 
 ROOT = "root"
 DEFAULT_LEVEL = "INFO"
@@ -25,7 +25,6 @@ LEVELS = ("DEBUG", "ERROR", "FATAL", "INFO", "TRACE", "WARN")
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 # ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG; a logger's config type is UNKNOWN (0).
 SOURCE = 6
-LEVELS_KEY = "logger_levels"   # cluster extra: (node id, broker epoch) -> logger -> level set
 
 BROKER_LOGGERS = (
     ROOT, "state.change.logger", "kafka.request.logger",
@@ -52,10 +51,9 @@ def names(node: Broker | Controller) -> tuple[str, ...]:
     return BROKER_LOGGERS if isinstance(node, Broker) else CONTROLLER_LOGGERS
 
 
-def _levels(cluster: Cluster, node: Broker | Controller) -> dict[str, str]:
+def _levels(cluster: ClusterState, node: Broker | Controller) -> dict[str, str]:
     """The levels set on this run of the node (a broker's epoch changes at every start)."""
-    runs: dict = cluster.extras.setdefault(LEVELS_KEY, {})  # type: ignore[assignment]
-    return runs.setdefault((node.id, getattr(node, "epoch", 0)), {})
+    return cluster.runtime.logger_levels.setdefault((node.id, getattr(node, "epoch", 0)), {})
 
 
 def level(levels: dict[str, str], name: str) -> str:
@@ -68,7 +66,7 @@ def level(levels: dict[str, str], name: str) -> str:
         name = name.rsplit(".", 1)[0]
 
 
-def describe(cluster: Cluster, node: Broker | Controller) -> list[dict]:
+def describe(cluster: ClusterState, node: Broker | Controller) -> list[dict]:
     levels = _levels(cluster, node)
     return [{"name": n, "value": level(levels, n), "read_only": False, "config_source": SOURCE,
              "is_sensitive": False, "synonyms": [], "config_type": 0, "documentation": ""}
@@ -88,7 +86,7 @@ def check_node_name(node: Broker | Controller, resource_name: str, describing: b
         raise AdminError(ErrorCode.invalid_request, message)
 
 
-def alter(cluster: Cluster, node: Broker | Controller, resource_name: str, ops: list, validate_only: bool) -> None:
+def alter(cluster: ClusterState, node: Broker | Controller, resource_name: str, ops: list, validate_only: bool) -> None:
     """IncrementalAlterConfigs on this node's loggers: `ops` (name, config_operation, value)
     are all checked before any applies (AdminError on the first problem)."""
     if any(n > 1 for n in Counter(op.name for op in ops).values()):

@@ -1,17 +1,37 @@
-"""The sandbox cluster's state: brokers, topics, partitions with their replication state, configs.
+"""The sandbox cluster's state: brokers, topics, partitions with their replication state, configs,
+and one named, typed field per subsystem (groups, ACLs, SCRAM, quotas, features, tokens, client
+metrics, share state, transactions); `ClusterState.runtime` holds what is never kept (callbacks,
+events, timers and caches of the running server).
 
 All of it lives in the event loop thread of the sandbox; nothing here does I/O. Handlers read and
-change it; `Cluster.changed()` bumps the generation that cached metadata answers key on.
+change it; `ClusterState.changed()` bumps the generation that cached metadata answers key on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kafka_shell.protocol.definitions import DEFAULT_RELEASE
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.authorizer import AclBinding
+    from kafka_shell.sandbox.consumer_groups import ConsumerGroup
+    from kafka_shell.sandbox.classic_groups import Group
+    from kafka_shell.sandbox.journal import Journal
+    from kafka_shell.sandbox.producer_state import PartitionProducers
+    from kafka_shell.sandbox.security import ScramCredential
+    from kafka_shell.sandbox.share_groups import Session, ShareGroup, SharePartition
+    from kafka_shell.sandbox.streams_groups import StreamsGroup
+    from kafka_shell.sandbox.tokens import Token
+    from kafka_shell.sandbox.transactions import Store as TransactionStore
+
+    AnyGroup: TypeAlias = Group | ConsumerGroup | ShareGroup | StreamsGroup
 
 
 def now_ms() -> int:
@@ -52,6 +72,7 @@ class Controller:
     directory_id: uuid.UUID | None = None
     voter: bool = True
     alive: bool = True          # process up and port open
+    registered: bool = True     # known to the active controller (UnregisterController clears it until a restart)
     rack: str | None = None     # controllers have no rack; here so configs treat nodes alike
     delay_ms: int = 0           # fault injection, as for brokers
     failures: dict[int, int] = field(default_factory=dict)
@@ -118,7 +139,26 @@ class Topic:
 
 
 @dataclass
-class Cluster:
+class Runtime:
+    """What the running server keeps beside the state and never persists: the loop's task
+    spawner, the journal, wake-ups, caches, fault-injection knobs and in-memory records."""
+    spawn: Callable[[Awaitable[Any]], asyncio.Task] | None = None   # background tasks (loop thread)
+    journal: Journal | None = None                  # with --data-dir
+    log_progress: asyncio.Event | None = None       # set when a high watermark moves
+    active_segments: dict = field(default_factory=dict)   # log._Active by (topic id, partition)
+    metadata_cache: dict = field(default_factory=dict)    # Metadata answers by version (handlers.core)
+    producers: dict[tuple[object, int], PartitionProducers] = field(default_factory=dict)
+    replication_rate: int | None = None             # catch-up bytes/s per follower (fault injection)
+    replication_credit: dict[tuple[str, int, int], float] = field(default_factory=dict)
+    replication_ticking: bool = False
+    share_sessions: dict[tuple[int, str, str], Session] = field(default_factory=dict)
+    controller_changes: list[dict] = field(default_factory=list)     # replication.controller_changes
+    stopped_at: dict[int, tuple[int, int]] = field(default_factory=dict)   # node -> (metadata end, time)
+    logger_levels: dict[tuple[int, int], dict[str, str]] = field(default_factory=dict)  # (node, epoch) ->
+
+
+@dataclass
+class ClusterState:
     cluster_id: str
     brokers: dict[int, Broker]
     # The active controller and its epoch: a broker id in zk mode, a controller id in KRaft mode
@@ -137,8 +177,25 @@ class Cluster:
     kafka_version: str = DEFAULT_RELEASE
     static_configs: dict[str, str] = field(default_factory=dict)
     generation: int = 0
-    # Extension points filled by other sandbox modules (groups, reassignments, ...).
-    extras: dict[str, object] = field(default_factory=dict)
+    # The subsystems' state, each in its module: groups of every kind by id (groups.py,
+    # consumer_groups.py, share_groups.py, streams_groups.py) and their configs (group_configs.py),
+    # share-partitions by (group, topic id, partition), the transaction coordinator's store
+    # (loaded from __transaction_state on first use), ACLs, SCRAM credentials (user ->
+    # mechanism -> credential), client quotas (entity -> key -> value), the finalized feature
+    # levels (None until first read: the release's initial ones), client metrics subscriptions,
+    # delegation tokens by id, and the voter a pending quorum change is about (quorum.py).
+    groups: dict[str, AnyGroup] = field(default_factory=dict)
+    group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    share_partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = field(default_factory=dict)
+    transactions: TransactionStore | None = None
+    acls: list[AclBinding] = field(default_factory=list)
+    scram_credentials: dict[str, dict[str, ScramCredential]] = field(default_factory=dict)
+    client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
+    features: dict[str, int] | None = None
+    client_metrics: dict[str, dict[str, str]] = field(default_factory=dict)
+    delegation_tokens: dict[str, Token] = field(default_factory=dict)
+    voter_change_pending: int | None = None
+    runtime: Runtime = field(default_factory=Runtime, compare=False, repr=False)
 
     def changed(self) -> None:
         self.generation += 1
@@ -171,5 +228,7 @@ class Cluster:
         return self.brokers.get(node_id) or self.controllers.get(node_id)
 
     def snapshot(self) -> dict:
-        """A plain-data copy of the state (for --data-dir persistence and for debugging)."""
-        return dataclasses.asdict(self)
+        """A plain-data copy of the state, without the runtime (for debugging and tests)."""
+        plain = dataclasses.asdict(dataclasses.replace(self, runtime=Runtime()))
+        del plain["runtime"]
+        return plain

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import group_configs
-from kafka_shell.sandbox import groups as classic
-from kafka_shell.sandbox.model import Cluster, now_ms
+from kafka_shell.sandbox import classic_groups as classic
+from kafka_shell.sandbox.model import ClusterState, now_ms
 
 
 class GroupError(Exception):
@@ -30,7 +30,7 @@ class Coordinator:
     kind: ClassVar[str]             # "consumer", "share": the config prefix and the messages' noun
     group_class: ClassVar[type]
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: ClusterState):
         self.cluster = cluster
         self.groups = classic.all_groups(cluster)
 

@@ -9,8 +9,8 @@ RECORD_BYTES_PER_PARTITION per partition: older batches past that are dropped an
 offset moves past them, as retention would, the security state (ACLs, SCRAM credentials,
 client quotas: `security_state.py`), the finalized feature levels, client metrics subscriptions, and the consumer groups'
 stored metadata and committed offsets (`group_state.py`). Brokers and controllers come back
-alive; other state kept by other modules in `Cluster.extras` (the replication rate, injected
-faults) is not saved. `journal` names the first journal file to replay on top (see
+alive; what the running server keeps in `ClusterState.runtime` (the replication rate, caches) and
+injected faults are not saved. `journal` names the first journal file to replay on top (see
 `journal.py`, which keeps the changes made since the file was written). Format 1 (before the
 KRaft mode: no mode, no controllers) loads as the zk-mode cluster it was.
 
@@ -34,9 +34,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from kafka_shell.sandbox import admin, client_metrics, group_state, security_state
-from kafka_shell.sandbox.handlers import features
-from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Batch, Broker, Cluster, Controller, Partition, Topic
+from kafka_shell.sandbox import client_metrics, group_state, security_state, topic_lifecycle
+from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Batch, Broker, ClusterState, Controller, Partition, Topic
 
 STATE_FILE = "sandbox-state.json"
 PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700
@@ -56,7 +55,7 @@ class StateError(Exception):
 # -- writing ----------------------------------------------------------------------------------
 
 
-def cluster_meta(cluster: Cluster) -> dict:
+def cluster_meta(cluster: ClusterState) -> dict:
     """Everything but the topics: the `CLUSTER_FIELDS` of the cluster (fresh dicts, safe to keep)."""
     return {
         "cluster_id": cluster.cluster_id,
@@ -76,21 +75,20 @@ def cluster_meta(cluster: Cluster) -> dict:
     }
 
 
-def features_meta(cluster: Cluster) -> dict[str, int] | None:
+def features_meta(cluster: ClusterState) -> dict[str, int] | None:
     """The finalized feature levels (None until something reads them: the initial ones)."""
-    levels = cluster.extras.get(features.FEATURES_KEY)
-    return dict(levels) if levels is not None else None  # type: ignore[call-overload]
+    return dict(cluster.features) if cluster.features is not None else None
 
 
-def restore_features(cluster: Cluster, data: object, check: Checker) -> None:
+def restore_features(cluster: ClusterState, data: object, check: Checker) -> None:
     if data is None:
         return
     levels = check.mapping(data, "features")
-    cluster.extras[features.FEATURES_KEY] = {check.text(name, "features"): check.integer(
+    cluster.features = {check.text(name, "features"): check.integer(
         level, f"features.{name}", low=0, high=32767) for name, level in levels.items()}
 
 
-def restore_client_metrics(cluster: Cluster, data: object, check: Checker) -> None:
+def restore_client_metrics(cluster: ClusterState, data: object, check: Checker) -> None:
     if data is None:
         return
     subscriptions = client_metrics.subscriptions(cluster)
@@ -98,18 +96,18 @@ def restore_client_metrics(cluster: Cluster, data: object, check: Checker) -> No
         subscriptions[check.text(name, "client_metrics")] = check.str_map(values, f"client_metrics.{name}")
 
 
-def copy_client_metrics(source: Cluster, target: Cluster) -> None:
+def copy_client_metrics(source: ClusterState, target: ClusterState) -> None:
     """The subscriptions of `source` onto `target` (a journal's cluster record replayed)."""
-    target.extras[client_metrics.SUBSCRIPTIONS_KEY] = client_metrics.subscriptions(source)
+    target.client_metrics = source.client_metrics
 
 
-def copy_features(source: Cluster, target: Cluster) -> None:
+def copy_features(source: ClusterState, target: ClusterState) -> None:
     """The finalized levels of `source` onto `target` (a journal's cluster record replayed)."""
-    if features.FEATURES_KEY in source.extras:
-        target.extras[features.FEATURES_KEY] = source.extras[features.FEATURES_KEY]
+    if source.features is not None:
+        target.features = source.features
 
 
-# The Cluster fields `cluster_meta` holds (what a journal's cluster record replaces).
+# The ClusterState fields `cluster_meta` holds (what a journal's cluster record replaces).
 CLUSTER_FIELDS = ("cluster_id", "mode", "controller_id", "controller_epoch", "cluster_configs",
                   "brokers", "controllers", "control_port")
 
@@ -131,7 +129,7 @@ def topic_meta(t: Topic) -> dict:
             "partitions": [partition_meta(p) for p in t.partitions]}
 
 
-def state_of(cluster: Cluster, journal_seq: int = 0) -> dict:
+def state_of(cluster: ClusterState, journal_seq: int = 0) -> dict:
     """The whole state as plain data, batches as `Batch` objects (`write` encodes them): cheap to
     take in the loop thread, and safe to write from another one (batches are never changed)."""
     topics = []
@@ -183,7 +181,7 @@ def write(state: dict, data_dir: str | os.PathLike, pausable: bool = True) -> Pa
     return target
 
 
-def save(cluster: Cluster, data_dir: str | os.PathLike, journal_seq: int = 0) -> Path:
+def save(cluster: ClusterState, data_dir: str | os.PathLike, journal_seq: int = 0) -> Path:
     return write(state_of(cluster, journal_seq), data_dir)
 
 
@@ -241,13 +239,13 @@ def remove_temp_files(data_dir: str | os.PathLike) -> list[Path]:
 # -- reading ----------------------------------------------------------------------------------
 
 
-def load(data_dir: str | os.PathLike) -> Cluster | None:
+def load(data_dir: str | os.PathLike) -> ClusterState | None:
     """The saved cluster, or None when `data_dir` holds no state yet."""
     loaded = load_state(data_dir)
     return loaded[0] if loaded else None
 
 
-def load_state(data_dir: str | os.PathLike) -> tuple[Cluster, int] | None:
+def load_state(data_dir: str | os.PathLike) -> tuple[ClusterState, int] | None:
     """The saved cluster and the first journal to replay on it; None when there is no state."""
     path = Path(data_dir) / STATE_FILE
     if not path.exists():
@@ -280,7 +278,7 @@ def load_state(data_dir: str | os.PathLike) -> tuple[Cluster, int] | None:
     return cluster, seq
 
 
-def cluster_from_meta(check: Checker, state: dict) -> Cluster:
+def cluster_from_meta(check: Checker, state: dict) -> ClusterState:
     """A cluster without topics from `cluster_meta`'s dict (brokers' epochs bumped: a restart)."""
     mode = state.get("mode")
     if not isinstance(mode, str) or mode not in MODES:
@@ -331,7 +329,7 @@ def cluster_from_meta(check: Checker, state: dict) -> Cluster:
     if control_port is not None:
         control_port = check.integer(control_port, "control_port", low=0, high=65535)
     _check_ports_differ(check, brokers, controllers, control_port)
-    cluster = Cluster(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers=brokers,
+    cluster = ClusterState(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers=brokers,
                       controller_id=controller,
                       controller_epoch=check.integer(state.get("controller_epoch"), "controller_epoch", low=0,
                                                      high=INT32_MAX),
@@ -357,7 +355,7 @@ def _check_ports_differ(check: Checker, brokers: dict[int, Broker], controllers:
             seen[port] = where
 
 
-def topic_from_meta(check: Checker, state: object, where: str, cluster: Cluster,
+def topic_from_meta(check: Checker, state: object, where: str, cluster: ClusterState,
                     with_batches: bool) -> Topic:
     """A topic from `topic_meta`'s dict (plus batches when `with_batches`), checked."""
     ts = check.mapping(state, where)
@@ -371,7 +369,7 @@ def topic_from_meta(check: Checker, state: object, where: str, cluster: Cluster,
 
 
 def partition_from_meta(check: Checker, state: object, where: str, topic: str, index: int,
-                        cluster: Cluster, with_batches: bool) -> Partition:
+                        cluster: ClusterState, with_batches: bool) -> Partition:
     ps = check.mapping(state, where)
     fields = check_partition_meta(check, ps, where, cluster)
     if fields["index"] != index:
@@ -383,7 +381,7 @@ def partition_from_meta(check: Checker, state: object, where: str, topic: str, i
     return p
 
 
-def check_partition_meta(check: Checker, ps: dict, where: str, cluster: Cluster) -> dict:
+def check_partition_meta(check: Checker, ps: dict, where: str, cluster: ClusterState) -> dict:
     """The Partition fields (but topic and batches) of a `partition_meta` dict, checked."""
     out: dict = {"index": check.integer(ps.get("index"), f"{where}.index", low=0, high=INT32_MAX)}
     for key in ("replicas", "isr", "elr", "last_known_elr", "adding", "removing"):
@@ -409,7 +407,7 @@ def check_partition_meta(check: Checker, ps: dict, where: str, cluster: Cluster)
     return out
 
 
-def validate(cluster: Cluster, check: Checker) -> None:
+def validate(cluster: ClusterState, check: Checker) -> None:
     """The state as a whole, after each field is read and checked on its own (types, ids and
     epochs in Kafka's int32, ports in 0..65535, leaders among replicas, replicas among brokers:
     `cluster_from_meta`, `check_partition_meta`): valid topic names, topic ids used once, and in
@@ -419,8 +417,8 @@ def validate(cluster: Cluster, check: Checker) -> None:
     ids: dict[uuid.UUID, str] = {}
     for t in cluster.topics.values():
         try:
-            admin.check_topic_name(t.name)
-        except admin.AdminError as exc:
+            topic_lifecycle.check_topic_name(t.name)
+        except topic_lifecycle.AdminError as exc:
             raise check.fail(f"topic name {t.name[:300]!r}", f"a valid topic name ({exc})") from None
         if t.id in ids:
             raise check.fail(f"topic {t.name!r} id", f"its own (topic {ids[t.id]!r} has {t.id} too)")
@@ -541,7 +539,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_arguments(cluster: Cluster, path: Path, brokers: int | None, mode: str | None,
+def check_arguments(cluster: ClusterState, path: Path, brokers: int | None, mode: str | None,
                     controllers: int | None, port_base: int | None, listen: str | None) -> None:
     """A saved cluster wins over the arguments, so arguments that disagree with it are errors
     (not silently ignored); without `listen` (which then replaces the saved hosts) it serves

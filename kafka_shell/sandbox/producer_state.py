@@ -9,7 +9,7 @@ The state is derived from the log, as Kafka rebuilds it: it is made from the par
 when first asked for, kept up to date by `append` (after `check` for a client's batch, after
 `check_marker` for the coordinator's markers), and made again from the batches when the log was truncated (an
 unclean election, a lost disk) or replaced (a restart from --data-dir). It lives in
-`cluster.extras[EXTRAS_KEY]` by (topic id, partition).
+`Runtime.producers` by (topic id, partition) (made again from the log when missing).
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import log
-from kafka_shell.sandbox.model import Batch, Cluster, Partition
+from kafka_shell.sandbox.model import Batch, ClusterState, Partition
 
-EXTRAS_KEY = "producer_state"
 BATCHES_TO_RETAIN = 5          # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 MAX_SEQUENCE = (1 << 31) - 1
 ABORT, COMMIT = 0, 1           # control record types of an end-transaction marker
@@ -98,9 +97,9 @@ class PartitionProducers:
 # -- access ---------------------------------------------------------------------------------------
 
 
-def state_of(cluster: Cluster, p: Partition) -> PartitionProducers:
+def state_of(cluster: ClusterState, p: Partition) -> PartitionProducers:
     """The partition's producer state, made from its batches when missing or out of step."""
-    states: dict = cluster.extras.setdefault(EXTRAS_KEY, {})  # type: ignore[assignment]
+    states = cluster.runtime.producers
     t = cluster.topics.get(p.topic)
     key = (t.id if t is not None else p.topic, p.index)
     s = states.get(key)
@@ -190,7 +189,7 @@ def _in_sequence(last: int, first: int) -> bool:
     return first == last + 1 or (first == 0 and last == MAX_SEQUENCE)
 
 
-def append(cluster: Cluster, p: Partition, batches: list[bytearray]) -> tuple[int, int]:
+def append(cluster: ClusterState, p: Partition, batches: list[bytearray]) -> tuple[int, int]:
     """Append checked batches on the leader (client data or the coordinator's markers) and
     replicate them, keeping the producers' state. Returns log.append's (base offset, append time)."""
     s = state_of(cluster, p)
@@ -245,13 +244,13 @@ def _complete(s: PartitionProducers, producer_id: int, epoch: int, coordinator_e
 # -- reading ------------------------------------------------------------------------------------
 
 
-def last_stable_offset(cluster: Cluster, p: Partition) -> int:
+def last_stable_offset(cluster: ClusterState, p: Partition) -> int:
     """The first offset of the oldest open transaction, or the high watermark."""
     first = state_of(cluster, p).first_unstable_offset()
     return p.high_watermark if first is None else max(min(first, p.high_watermark), p.log_start_offset)
 
 
-def aborted_between(cluster: Cluster, p: Partition, start: int, end: int) -> list[AbortedTxn]:
+def aborted_between(cluster: ClusterState, p: Partition, start: int, end: int) -> list[AbortedTxn]:
     """The aborted transactions a read of [start, end) may hold records of (Kafka's
     collectAbortedTransactions)."""
     aborted = state_of(cluster, p).aborted   # in marker order: by last offset
@@ -259,14 +258,14 @@ def aborted_between(cluster: Cluster, p: Partition, start: int, end: int) -> lis
     return [a for a in aborted[first:] if a.first_offset < end]
 
 
-def last_records(cluster: Cluster, p: Partition) -> dict[int, tuple[int | None, int]]:
+def last_records(cluster: ClusterState, p: Partition) -> dict[int, tuple[int | None, int]]:
     """Per producer id: the last offset of its last data batch (None after an epoch bump) and its
     epoch (Kafka's lastRecordsOfActiveProducers): the batches the cleaner must keep."""
     return {pid: (e.batches[-1].last_offset if e.batches else None, e.epoch)
             for pid, e in state_of(cluster, p).entries.items()}
 
 
-def forget_aborted(cluster: Cluster, p: Partition, below: int) -> None:
+def forget_aborted(cluster: ClusterState, p: Partition, below: int) -> None:
     """After the cleaner rewrote the log below `below`: forget the aborted transactions whose
     abort marker was there, as the transaction index of the cleaned segments is gone."""
     s = state_of(cluster, p)

@@ -23,40 +23,39 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import replication
 from kafka_shell.sandbox.handlers import features
-from kafka_shell.sandbox.model import Broker, Cluster, Controller
+from kafka_shell.sandbox.model import Broker, ClusterState, Controller
 
 KRAFT_VERSION = features.KRAFT_VERSION
 DYNAMIC_LEVEL = 1   # the kraft.version from which voters can change
-PENDING_KEY = "voter_change_pending"   # cluster extra: the id of the voter a pending change is about
 # The zero Uuid: what Kafka answers for a voter whose directory id the quorum does not know.
 NO_DIRECTORY = uuid.UUID(int=0)
 
 
-def kraft_version(cluster: Cluster) -> int:
+def kraft_version(cluster: ClusterState) -> int:
     return features.finalized(cluster).get(KRAFT_VERSION, 0)
 
 
-def default_directory_id(cluster: Cluster, node_id: int) -> uuid.UUID:
+def default_directory_id(cluster: ClusterState, node_id: int) -> uuid.UUID:
     """A node's log directory id when none was given: the same for the same cluster and node."""
     return uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-sandbox:{cluster.cluster_id}:{node_id}")
 
 
-def directory_of(cluster: Cluster, node: Broker | Controller) -> uuid.UUID:
+def directory_of(cluster: ClusterState, node: Broker | Controller) -> uuid.UUID:
     given = node.directory_id if isinstance(node, Controller) else None
     return given or default_directory_id(cluster, node.id)
 
 
-def voters(cluster: Cluster) -> list[Controller]:
+def voters(cluster: ClusterState) -> list[Controller]:
     return sorted((c for c in cluster.controllers.values() if c.voter), key=lambda c: c.id)
 
 
-def observers(cluster: Cluster) -> list[Broker | Controller]:
+def observers(cluster: ClusterState) -> list[Broker | Controller]:
     """The replicas that follow the log without a vote: controllers outside the voter set, brokers."""
     others: list[Broker | Controller] = [c for c in cluster.controllers.values() if not c.voter]
     return sorted(others, key=lambda n: n.id) + sorted(cluster.brokers.values(), key=lambda b: b.id)
 
 
-def voter_directory(cluster: Cluster, c: Controller) -> uuid.UUID:
+def voter_directory(cluster: ClusterState, c: Controller) -> uuid.UUID:
     """A voter's directory id as the quorum knows it: none in a static quorum."""
     return directory_of(cluster, c) if kraft_version(cluster) >= DYNAMIC_LEVEL else NO_DIRECTORY
 
@@ -81,41 +80,41 @@ def replica_key(node_id: int, directory: uuid.UUID) -> str:
     return f"ReplicaKey(id={node_id}, directoryId={shown})"
 
 
-def _voter_keys(cluster: Cluster) -> str:
+def _voter_keys(cluster: ClusterState) -> str:
     return "[" + ", ".join(replica_key(c.id, voter_directory(cluster, c)) for c in voters(cluster)) + "]"
 
 
 # -- pending changes --------------------------------------------------------------------------
 
 
-def _has_majority(cluster: Cluster) -> bool:
+def _has_majority(cluster: ClusterState) -> bool:
     members = voters(cluster)
     return 2 * sum(1 for c in members if c.alive) > len(members)
 
 
-def settle(cluster: Cluster) -> None:
+def settle(cluster: ClusterState) -> None:
     """Commit a pending change once a majority of the voters is alive; a leader it removed
     resigns then."""
-    if PENDING_KEY not in cluster.extras or not _has_majority(cluster):
+    if cluster.voter_change_pending is None or not _has_majority(cluster):
         return
-    del cluster.extras[PENDING_KEY]
+    cluster.voter_change_pending = None
     leader = cluster.controllers.get(cluster.controller_id)
     if leader is not None and not leader.voter:
         replication.elect_controller(cluster)
 
 
-def pending(cluster: Cluster) -> bool:
+def pending(cluster: ClusterState) -> bool:
     settle(cluster)
-    return PENDING_KEY in cluster.extras
+    return cluster.voter_change_pending is not None
 
 
-def _changed(cluster: Cluster, node_id: int) -> None:
-    cluster.extras[PENDING_KEY] = node_id
+def _changed(cluster: ClusterState, node_id: int) -> None:
+    cluster.voter_change_pending = node_id
     cluster.changed()   # the VotersRecord in the metadata log
     settle(cluster)
 
 
-def _refusal(cluster: Cluster, verb: str) -> tuple[int, str] | None:
+def _refusal(cluster: ClusterState, verb: str) -> tuple[int, str] | None:
     if pending(cluster):
         return ErrorCode.request_timed_out, "Request timed out waiting for leader to handle previous voter change request"
     level = kraft_version(cluster)
@@ -127,7 +126,7 @@ def _refusal(cluster: Cluster, verb: str) -> tuple[int, str] | None:
 # -- changes ----------------------------------------------------------------------------------
 
 
-def add_voter(cluster: Cluster, voter_id: int, directory: uuid.UUID, endpoint: tuple[str, int]) -> tuple[int, str | None]:
+def add_voter(cluster: ClusterState, voter_id: int, directory: uuid.UUID, endpoint: tuple[str, int]) -> tuple[int, str | None]:
     """AddRaftVoter on the leader, once the request named a voter and a CONTROLLER endpoint.
     Kafka asks the endpoint for its ApiVersions first, then whether that replica is a caught-up
     observer."""
@@ -148,7 +147,7 @@ def add_voter(cluster: Cluster, voter_id: int, directory: uuid.UUID, endpoint: t
     return ErrorCode.none, None
 
 
-def remove_voter(cluster: Cluster, voter_id: int, directory: uuid.UUID) -> tuple[int, str | None]:
+def remove_voter(cluster: ClusterState, voter_id: int, directory: uuid.UUID) -> tuple[int, str | None]:
     refusal = _refusal(cluster, "removing")
     if refusal:
         return refusal
@@ -162,7 +161,7 @@ def remove_voter(cluster: Cluster, voter_id: int, directory: uuid.UUID) -> tuple
     return ErrorCode.none, None
 
 
-def _listening(cluster: Cluster, endpoint: tuple[str, int]) -> bool:
+def _listening(cluster: ClusterState, endpoint: tuple[str, int]) -> bool:
     """Whether a live sandbox node answers at host:port (any of its listeners)."""
     host, port = endpoint
     nodes: list[Broker | Controller] = [*cluster.brokers.values(), *cluster.controllers.values()]

@@ -6,7 +6,7 @@
   `unclean.leader.election.enable=true` a live out-of-sync replica is chosen as a last resort.
   Stopping a broker counts as a clean shutdown, so it is never dropped from the ELR.
 - In-sync followers copy every write at once. Out-of-sync replicas (a restarted broker, a replica
-  a reassignment adds) copy the leader's batches at `cluster.extras[REPLICATION_RATE_KEY]` bytes/s
+  a reassignment adds) copy the leader's batches at `Runtime.replication_rate` bytes/s
   (unset: at once), and no faster than `follower.replication.throttled.rate` of the follower and
   `leader.replication.throttled.rate` of the leader when the topic's `*.throttled.replicas`
   lists them: as in Kafka, throttles apply to out-of-sync replicas only. A caught-up replica
@@ -31,12 +31,10 @@ from collections.abc import Iterable
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import configs
-from kafka_shell.sandbox.model import Cluster, Partition, now_ms
+from kafka_shell.sandbox.model import ClusterState, Partition, now_ms
 
 PREFERRED_CONTROLLER_KEY = "preferred.controller.id"
-CONTROLLER_CHANGES_KEY = "controller_changes"
 MAX_CONTROLLER_CHANGES = 1000
-REPLICATION_RATE_KEY = "replication.rate.bytes"  # cluster extra: catch-up bytes/s per follower
 TICK_S = 0.05
 _UNLIMITED = 2**62  # Kafka's throttled-rate default is Long.MAX_VALUE: no throttle
 
@@ -44,12 +42,12 @@ _UNLIMITED = 2**62  # Kafka's throttled-rate default is Long.MAX_VALUE: no throt
 # -- controller -------------------------------------------------------------------------------
 
 
-def preferred_controller(cluster: Cluster) -> int | None:
+def preferred_controller(cluster: ClusterState) -> int | None:
     value = cluster.cluster_configs.get(PREFERRED_CONTROLLER_KEY)
     return int(value) if value not in (None, "", "-1") else None
 
 
-def controller_candidates(cluster: Cluster, exclude: int | None = None) -> list[int]:
+def controller_candidates(cluster: ClusterState, exclude: int | None = None) -> list[int]:
     """Who may hold the controller role now: live voters in KRaft mode (not the observer
     controllers of a dynamic quorum), usable brokers in zk mode."""
     if cluster.kraft:
@@ -57,7 +55,7 @@ def controller_candidates(cluster: Cluster, exclude: int | None = None) -> list[
     return sorted(b.id for b in cluster.live_brokers() if b.id != exclude)
 
 
-def elect_controller(cluster: Cluster, exclude: int | None = None) -> int:
+def elect_controller(cluster: ClusterState, exclude: int | None = None) -> int:
     """Choose the controller among the candidates; the preferred one stands alone when it can."""
     usable = controller_candidates(cluster, exclude)
     preferred = preferred_controller(cluster)
@@ -85,7 +83,7 @@ def elect_controller(cluster: Cluster, exclude: int | None = None) -> int:
     return chosen
 
 
-def move_controller(cluster: Cluster) -> int:
+def move_controller(cluster: ClusterState) -> int:
     """The active controller resigns (a crash of its controller role): another candidate takes
     over; a lone one (or the preferred one) takes the role back at once with a higher epoch."""
     old = cluster.controller_id
@@ -104,14 +102,14 @@ def move_controller(cluster: Cluster) -> int:
     return elect_controller(cluster, exclude=exclude)
 
 
-def controller_changes(cluster: Cluster) -> list[dict]:
+def controller_changes(cluster: ClusterState) -> list[dict]:
     """The cluster's own record of its controller changes, oldest first: {"time" (s), "from",
     "to" (None: no controller), "epoch"} (the metadata log's leader changes in KRaft mode, the
     /controller znode's in zk mode). In memory only: a --data-dir restart begins a new record."""
-    return cluster.extras.setdefault(CONTROLLER_CHANGES_KEY, [])  # type: ignore[return-value]
+    return cluster.runtime.controller_changes
 
 
-def _record_controller_change(cluster: Cluster, old: int) -> None:
+def _record_controller_change(cluster: ClusterState, old: int) -> None:
     changes = controller_changes(cluster)
     changes.append({"time": now_ms() / 1000, "from": old if old >= 0 else None,
                     "to": cluster.controller_id if cluster.controller_id >= 0 else None,
@@ -119,24 +117,24 @@ def _record_controller_change(cluster: Cluster, old: int) -> None:
     del changes[:-MAX_CONTROLLER_CHANGES]
 
 
-def stopped_at(cluster: Cluster) -> dict[int, tuple[int, int]]:
+def stopped_at(cluster: ClusterState) -> dict[int, tuple[int, int]]:
     """Node id -> (metadata log end, time) when a broker or controller stopped (DescribeQuorum)."""
-    return cluster.extras.setdefault("stopped_at", {})  # type: ignore[return-value]
+    return cluster.runtime.stopped_at
 
 
-def controller_stopped(cluster: Cluster, controller_id: int) -> None:
+def controller_stopped(cluster: ClusterState, controller_id: int) -> None:
     """A KRaft voter stopped: the others elect a new leader if it was the active one."""
     stopped_at(cluster)[controller_id] = (cluster.generation, now_ms())
     if cluster.controller_id == controller_id:
         elect_controller(cluster, exclude=controller_id)
 
 
-def controller_started(cluster: Cluster, controller_id: int) -> None:
+def controller_started(cluster: ClusterState, controller_id: int) -> None:
     if cluster.controller_id < 0 or preferred_controller(cluster) == controller_id:
         elect_controller(cluster)
 
 
-def _catch_up_controller_work(cluster: Cluster) -> None:
+def _catch_up_controller_work(cluster: ClusterState) -> None:
     """A KRaft quorum got a leader back: it fences the brokers that stopped meanwhile (their
     partitions fail over) and unfences those that came back, then replication settles."""
     for b in cluster.brokers.values():
@@ -147,7 +145,7 @@ def _catch_up_controller_work(cluster: Cluster) -> None:
     settle(cluster)
 
 
-def on_cluster_config_changed(cluster: Cluster, key: str) -> None:
+def on_cluster_config_changed(cluster: ClusterState, key: str) -> None:
     """Called by the config handlers after a cluster-wide dynamic broker config changed."""
     if key == PREFERRED_CONTROLLER_KEY:
         elect_controller(cluster)  # the designated broker, if usable, takes over at once
@@ -157,12 +155,12 @@ def on_cluster_config_changed(cluster: Cluster, key: str) -> None:
 # -- leaders, ISR and ELR ---------------------------------------------------------------------
 
 
-def _usable(cluster: Cluster, broker_id: int) -> bool:
+def _usable(cluster: ClusterState, broker_id: int) -> bool:
     b = cluster.brokers.get(broker_id)
     return b is not None and b.usable
 
 
-def _min_isr(cluster: Cluster, p: Partition) -> int:
+def _min_isr(cluster: ClusterState, p: Partition) -> int:
     try:
         return int(configs.topic_value(cluster, p.topic, "min.insync.replicas") or 1)
     except ValueError:
@@ -175,7 +173,7 @@ def set_leader(p: Partition, leader: int) -> None:
     p.partition_epoch += 1
 
 
-def set_isr(cluster: Cluster, p: Partition, isr: list[int]) -> None:
+def set_isr(cluster: ClusterState, p: Partition, isr: list[int]) -> None:
     """Change the ISR and keep the ELR as KRaft's PartitionChangeBuilder does: below
     min.insync.replicas, replicas leaving the ISR become eligible leaders; at or above it the
     ELR is cleared. `isr` is a new list, which the partition keeps."""
@@ -190,7 +188,7 @@ def set_isr(cluster: Cluster, p: Partition, isr: list[int]) -> None:
     update_high_watermark(p, cluster)
 
 
-def update_high_watermark(p: Partition, cluster: Cluster | None = None) -> None:
+def update_high_watermark(p: Partition, cluster: ClusterState | None = None) -> None:
     """Advance the high watermark to the smallest log end in the ISR (waking waiting fetches
     when a cluster is given)."""
     if p.leader < 0 or not p.isr:
@@ -203,17 +201,19 @@ def update_high_watermark(p: Partition, cluster: Cluster | None = None) -> None:
             log.notify_progress(cluster)
 
 
-def elect_from_isr(cluster: Cluster, p: Partition, unclean: bool | None = None) -> bool:
+def elect_from_isr(cluster: ClusterState, p: Partition, unclean: bool | None = None) -> bool:
     """Give a leaderless partition (or one whose leader left) a leader: a usable ISR member,
     else a usable ELR member, else, when unclean election is allowed (the topic config, or
     `unclean=True` for an explicit request), any usable replica. True if it has a leader after."""
     for r in p.replicas:
         if r in p.isr and _usable(cluster, r):
             set_leader(p, r)
+            truncate_to(p, p.leo.get(r, 0))
             return True
     for r in p.replicas:
         if r in p.elr and _usable(cluster, r):
             set_leader(p, r)
+            truncate_to(p, p.leo.get(r, 0))
             set_isr(cluster, p, [r])
             return True
     if unclean is None:
@@ -235,17 +235,29 @@ def unclean_elect(p: Partition, leader: int) -> None:
     p.elr = []
     p.last_known_elr = []
     end = p.leo.get(leader, 0)
-    p.batches = [b for b in p.batches if b.last_offset < end]
+    truncate_to(p, end)
     p.high_watermark = end
-    for r in p.replicas:
-        p.leo[r] = min(p.leo.get(r, 0), end) if r != leader else end
     p.replica_epoch[leader] = p.leader_epoch
+
+
+def truncate_to(p: Partition, end: int) -> None:
+    """The log is the new leader's, which ends at `end`: what it lacks goes (only a replica that
+    lost its disk, or an unclean election, holds less than the log). A log emptied below its
+    start begins again at `end`, as a new log does; the other replicas truncate to it."""
+    if p.batches and p.batches[-1].last_offset < end and p.high_watermark <= end:
+        return
+    p.batches = [b for b in p.batches if b.last_offset < end]
+    p.log_start_offset = min(p.log_start_offset, end)
+    p.high_watermark = min(p.high_watermark, end)
+    p.cleaner_checkpoint = min(p.cleaner_checkpoint, end)
+    for r in p.replicas:
+        p.leo[r] = min(p.leo.get(r, 0), end)
 
 
 # The elections below change state only; the caller runs `settle` once after a batch of them.
 
 
-def elect_all_preferred(cluster: Cluster) -> None:
+def elect_all_preferred(cluster: ClusterState) -> None:
     """A preferred election on every partition, then replication settles (for tests and
     benchmarks: the state an ElectLeaders request for all partitions leaves)."""
     for t in cluster.topics.values():
@@ -254,7 +266,7 @@ def elect_all_preferred(cluster: Cluster) -> None:
     settle(cluster)
 
 
-def elect_preferred(cluster: Cluster, p: Partition) -> int:
+def elect_preferred(cluster: ClusterState, p: Partition) -> int:
     """A preferred election (ElectLeaders type 0, auto rebalance); returns the error code."""
     if p.leader == p.preferred:
         return ErrorCode.election_not_needed
@@ -265,7 +277,7 @@ def elect_preferred(cluster: Cluster, p: Partition) -> int:
     return ErrorCode.preferred_leader_not_available
 
 
-def elect_unclean(cluster: Cluster, p: Partition) -> int:
+def elect_unclean(cluster: ClusterState, p: Partition) -> int:
     """An unclean election (ElectLeaders type 1): only for partitions without a leader."""
     if p.leader >= 0:
         return ErrorCode.election_not_needed
@@ -275,7 +287,7 @@ def elect_unclean(cluster: Cluster, p: Partition) -> int:
     return ErrorCode.eligible_leaders_not_available
 
 
-def elect_designated(cluster: Cluster, p: Partition, broker_id: int) -> tuple[int, str | None]:
+def elect_designated(cluster: ClusterState, p: Partition, broker_id: int) -> tuple[int, str | None]:
     """A designated election (ElectLeaders v3 type 2, KAFKA-20098): only for offline partitions,
     and only a replica on a usable broker. The other replicas truncate to its log."""
     name = f"{p.topic}-{p.index}"
@@ -295,7 +307,7 @@ def elect_designated(cluster: Cluster, p: Partition, broker_id: int) -> tuple[in
 # -- broker lifecycle -------------------------------------------------------------------------
 
 
-def broker_stopped(cluster: Cluster, broker_id: int) -> None:
+def broker_stopped(cluster: ClusterState, broker_id: int) -> None:
     """A broker's process stopped (it is no longer alive). The controller fences it and moves
     its leaderships away; a KRaft cluster without an active controller does that only when a
     voter is back (`_catch_up_controller_work`)."""
@@ -318,7 +330,7 @@ def broker_stopped(cluster: Cluster, broker_id: int) -> None:
     settle(cluster)
 
 
-def broker_started(cluster: Cluster, broker_id: int) -> None:
+def broker_started(cluster: ClusterState, broker_id: int) -> None:
     """A broker's process is back (alive). The controller unfences it; in KRaft mode without an
     active controller it stays fenced until a voter is back."""
     stopped_at(cluster).pop(broker_id, None)
@@ -337,7 +349,7 @@ def broker_started(cluster: Cluster, broker_id: int) -> None:
     settle(cluster)  # the restarted replicas truncate, catch up and rejoin the ISR
 
 
-def unregister_broker(cluster: Cluster, broker_id: int) -> tuple[int, str | None]:
+def unregister_broker(cluster: ClusterState, broker_id: int) -> tuple[int, str | None]:
     """UnregisterBroker, as KRaft's ReplicationControlManager: the broker leaves every ISR and
     ELR (its leaderships move) and its registration goes. A running broker registers again at
     once with a new epoch (its lifecycle manager would within a heartbeat); a stopped one stays
@@ -370,7 +382,7 @@ def unregister_broker(cluster: Cluster, broker_id: int) -> tuple[int, str | None
 # Like the elections above, these change state only: the caller runs `settle` once afterwards.
 
 
-def reassign(cluster: Cluster, p: Partition, target: list[int]) -> None:
+def reassign(cluster: ClusterState, p: Partition, target: list[int]) -> None:
     """Start moving a partition to `target` (validated by the caller), as KRaft's
     PartitionReassignmentReplicas: replicas = target + removing; adding replicas start empty."""
     current = p.replicas
@@ -384,7 +396,7 @@ def reassign(cluster: Cluster, p: Partition, target: list[int]) -> None:
     cluster.changed()
 
 
-def cancel_reassignment(cluster: Cluster, p: Partition) -> tuple[int, str | None]:
+def cancel_reassignment(cluster: ClusterState, p: Partition) -> tuple[int, str | None]:
     """Revert to the replicas before the move (KRaft's PartitionReassignmentRevert)."""
     if not (p.adding or p.removing):
         return ErrorCode.no_reassignment_in_progress, "No partition reassignment is in progress."
@@ -409,7 +421,7 @@ def _drop_replicas(p: Partition, gone: list[int]) -> None:
         p.replica_epoch.pop(r, None)
 
 
-def _maybe_complete_reassignment(cluster: Cluster, p: Partition) -> None:
+def _maybe_complete_reassignment(cluster: ClusterState, p: Partition) -> None:
     """Finish a move once every adding replica is in the ISR and some target replica is too."""
     if not (p.adding or p.removing):
         return
@@ -434,18 +446,18 @@ def replica_size(p: Partition, broker_id: int) -> int:
     return sum(len(b.data) for b in p.batches if b.last_offset < end)
 
 
-def _throttled(cluster: Cluster, p: Partition, key: str, broker_id: int) -> bool:
+def _throttled(cluster: ClusterState, p: Partition, key: str, broker_id: int) -> bool:
     value = configs.topic_value(cluster, p.topic, key) or ""
     entries = {e.strip() for e in value.split(",") if e.strip()}
     return "*" in entries or f"{p.index}:{broker_id}" in entries
 
 
-def _limits(cluster: Cluster, p: Partition, follower: int) -> list[tuple[tuple[str, int], float]]:
+def _limits(cluster: ClusterState, p: Partition, follower: int) -> list[tuple[tuple[str, int], float]]:
     """The rate budgets (key, bytes/s) an out-of-sync follower's copying draws from."""
     limits = []
-    base = cluster.extras.get(REPLICATION_RATE_KEY)
+    base = cluster.runtime.replication_rate
     if base is not None:
-        limits.append((("base", follower), float(base)))  # type: ignore[arg-type]
+        limits.append((("base", follower), float(base)))
     for side, broker in (("follower", follower), ("leader", p.leader)):
         if _throttled(cluster, p, f"{side}.replication.throttled.replicas", broker):
             rate = int(configs.broker_value(cluster, broker, f"{side}.replication.throttled.rate")
@@ -456,15 +468,18 @@ def _limits(cluster: Cluster, p: Partition, follower: int) -> list[tuple[tuple[s
 
 
 def _copy(p: Partition, replica: int, credit: float) -> float:
-    """Copy the leader's batches to `replica` while `credit` bytes last; returns what is left.
-    Offsets without stored batches (set by fault injection) cost nothing."""
+    """Copy the leader's batches to `replica` while the quota is not exceeded (`credit` > 0),
+    whole batches as a fetch returns them, so the last one may overdraw it; returns what is
+    left (a debt the coming ticks pay back first, as Kafka's ReplicationQuotaManager throttles
+    a fetch only once the measured rate is over the quota). Offsets without stored batches
+    (set by fault injection) cost nothing."""
     end = p.leo[p.leader]
     for b in p.batches:
         if b.last_offset < p.leo[replica]:
             continue
         if b.base_offset >= end:
             break
-        if len(b.data) > credit:
+        if credit <= 0:
             p.leo[replica] = max(p.leo[replica], b.base_offset)
             return credit
         credit -= len(b.data)
@@ -473,13 +488,13 @@ def _copy(p: Partition, replica: int, credit: float) -> float:
     return credit
 
 
-def _advance(cluster: Cluster, seconds: float | None,
+def _advance(cluster: ClusterState, seconds: float | None,
              partitions: Iterable[Partition] | None = None) -> bool:
     """One replication step: every out-of-sync replica (of `partitions`, default all) fetches
     from its leader (unlimited ones completely; rate-limited ones only when `seconds` of budget
     are given). Caught-up replicas join the ISR, moves complete. True while copying is pending."""
     budgets: dict[tuple[str, int], float] = {}
-    credits = cluster.extras.setdefault("replication_credit", {})
+    credits = cluster.runtime.replication_credit
     pending = False
     # Without an active KRaft controller followers still copy, but ISR changes, completed moves
     # and leader changes wait for one (they are controller decisions).
@@ -491,7 +506,7 @@ def _advance(cluster: Cluster, seconds: float | None,
         if p.leader >= 0 and _usable(cluster, p.leader):
             for r in p.replicas:
                 if r != p.leader and _usable(cluster, r):
-                    pending |= _fetch(cluster, p, r, seconds, budgets, credits)  # type: ignore[arg-type]
+                    pending |= _fetch(cluster, p, r, seconds, budgets, credits)
             if decide:
                 _maybe_complete_reassignment(cluster, p)
         if rebalance:
@@ -499,7 +514,7 @@ def _advance(cluster: Cluster, seconds: float | None,
     return pending
 
 
-def _fetch(cluster: Cluster, p: Partition, r: int, seconds: float | None,
+def _fetch(cluster: ClusterState, p: Partition, r: int, seconds: float | None,
            budgets: dict, credits: dict) -> bool:
     """Follower r fetches from the leader; True if it is still behind afterwards."""
     end = p.leo.get(p.leader, 0)
@@ -525,11 +540,11 @@ def _fetch(cluster: Cluster, p: Partition, r: int, seconds: float | None,
     return False
 
 
-def _auto_rebalance(cluster: Cluster) -> bool:
+def _auto_rebalance(cluster: ClusterState) -> bool:
     return configs.broker_value(cluster, None, "auto.leader.rebalance.enable") == "true"
 
 
-def settle(cluster: Cluster, partitions: Iterable[Partition] | None = None) -> None:
+def settle(cluster: ClusterState, partitions: Iterable[Partition] | None = None) -> None:
     """Run replication forward after a change (to `partitions` when only those changed: an
     election batch must not cost a scan of every partition); keep ticking while rate-limited
     copies remain."""
@@ -537,11 +552,11 @@ def settle(cluster: Cluster, partitions: Iterable[Partition] | None = None) -> N
         _start_ticker(cluster)
 
 
-def _start_ticker(cluster: Cluster) -> None:
-    spawn = cluster.extras.get("spawn")
-    if spawn is None or cluster.extras.get("replication_ticking"):
+def _start_ticker(cluster: ClusterState) -> None:
+    spawn = cluster.runtime.spawn
+    if spawn is None or cluster.runtime.replication_ticking:
         return
-    cluster.extras["replication_ticking"] = True
+    cluster.runtime.replication_ticking = True
 
     async def tick() -> None:
         try:
@@ -554,10 +569,10 @@ def _start_ticker(cluster: Cluster) -> None:
                 if not pending:
                     return
         finally:
-            cluster.extras["replication_ticking"] = False
+            cluster.runtime.replication_ticking = False
 
-    spawn(tick())  # type: ignore[operator]
+    spawn(tick())
 
 
-def reassigning(cluster: Cluster) -> list[Partition]:
+def reassigning(cluster: ClusterState) -> list[Partition]:
     return [p for t in cluster.topics.values() for p in t.partitions if p.adding or p.removing]

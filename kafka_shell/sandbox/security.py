@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from kafka_shell.sandbox import tokens
 
 if TYPE_CHECKING:
-    from kafka_shell.sandbox.model import Cluster
+    from kafka_shell.sandbox.model import ClusterState
     from kafka_shell.sandbox.server import Sandbox
 
 SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
@@ -94,9 +94,9 @@ class ScramCredential:
         return cls.from_salted_password(mechanism, salted, salt, iterations)
 
 
-def scram_store(cluster: Cluster) -> dict[str, dict[str, ScramCredential]]:
+def scram_store(cluster: ClusterState) -> dict[str, dict[str, ScramCredential]]:
     """user -> mechanism -> credential (created empty on first use)."""
-    return cluster.extras.setdefault("scram_credentials", {})  # type: ignore[return-value]
+    return cluster.scram_credentials
 
 
 class SaslInvalidCredentials(SaslFailure):

@@ -18,18 +18,18 @@ from kafka_shell.sandbox.authorizer import AclBinding, acl_store
 from kafka_shell.sandbox.security import SCRAM_HASHES, ScramCredential, scram_store
 
 if TYPE_CHECKING:
-    from kafka_shell.sandbox.model import Cluster
+    from kafka_shell.sandbox.model import ClusterState
     from kafka_shell.sandbox.persist import Checker
 
 QuotaEntity = tuple[tuple[str, "str | None"], ...]   # sorted (entity type, name; None: the default)
 
 
-def quota_store(cluster: Cluster) -> dict[QuotaEntity, dict[str, float]]:
+def quota_store(cluster: ClusterState) -> dict[QuotaEntity, dict[str, float]]:
     """entity -> quota key -> value (created empty on first use)."""
-    return cluster.extras.setdefault("client_quotas", {})  # type: ignore[return-value]
+    return cluster.client_quotas
 
 
-def snapshot(cluster: Cluster) -> dict:
+def snapshot(cluster: ClusterState) -> dict:
     return {
         "acls": [[b.resource_type.name, b.name, b.pattern_type.name, b.principal, b.host, b.operation.name,
                   b.permission.name] for b in acl_store(cluster)],
@@ -40,7 +40,7 @@ def snapshot(cluster: Cluster) -> dict:
     }
 
 
-def restore(cluster: Cluster, data: object, check: Checker) -> None:
+def restore(cluster: ClusterState, data: object, check: Checker) -> None:
     """Put a `snapshot` back (None: a state file from before it was kept)."""
     if data is None:
         return
@@ -84,13 +84,10 @@ def restore(cluster: Cluster, data: object, check: Checker) -> None:
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values()):
             raise check.fail(f"{where} values", "numbers")
         quotas[tuple(sorted(entity))] = {k: float(v) for k, v in values.items()}
-    cluster.extras["acls"] = acls
-    cluster.extras["scram_credentials"] = scram
-    cluster.extras["client_quotas"] = quotas
+    cluster.acls, cluster.scram_credentials, cluster.client_quotas = acls, scram, quotas
 
 
-def copy(source: Cluster, target: Cluster) -> None:
+def copy(source: ClusterState, target: ClusterState) -> None:
     """The security state of `source` onto `target` (a journal's cluster record replayed)."""
-    for key in ("acls", "scram_credentials", "client_quotas"):
-        if key in source.extras:
-            target.extras[key] = source.extras[key]
+    target.acls, target.scram_credentials = source.acls, source.scram_credentials
+    target.client_quotas = source.client_quotas

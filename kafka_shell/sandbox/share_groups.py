@@ -17,7 +17,7 @@ ARCHIVED. The SPSO moves past every leading ACKNOWLEDGED or ARCHIVED record. A n
 share-partition starts where `share.auto.offset.reset` says (latest by default).
 
 Share groups live in `groups.all_groups(cluster)` beside classic and consumer groups (one group
-id, one type); the share-partitions in `cluster.extras["share_partitions"]`.
+id, one type); the share-partitions in `ClusterState.share_partitions`.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import admin, configs, group_configs, log, modern_groups, quorum
-from kafka_shell.sandbox import groups as classic
+from kafka_shell.sandbox import configs, group_configs, log, modern_groups, producer_state, quorum, topic_lifecycle
+from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.modern_groups import GroupError
-from kafka_shell.sandbox.model import Cluster, Partition, now_ms
+from kafka_shell.sandbox.model import Batch, ClusterState, Partition, now_ms
 
 EMPTY, STABLE, DEAD = "Empty", "Stable", "Dead"
 LEAVE_EPOCH = -1
@@ -82,7 +82,7 @@ class ShareGroup:
     def state(self) -> str:
         return STABLE if self.members else EMPTY
 
-    def subscribed_topics(self, cluster: Cluster | None = None) -> set[str]:
+    def subscribed_topics(self, cluster: ClusterState | None = None) -> set[str]:
         return {t for m in self.members.values() for t in m.topic_names}
 
 
@@ -215,8 +215,8 @@ class SharePartition:
         return out
 
 
-def share_partitions(cluster: Cluster) -> dict[tuple[str, uuid.UUID, int], SharePartition]:
-    return cluster.extras.setdefault("share_partitions", {})  # type: ignore[return-value]
+def share_partitions(cluster: ClusterState) -> dict[tuple[str, uuid.UUID, int], SharePartition]:
+    return cluster.share_partitions
 
 
 # -- the share coordinator: where a share-partition's state lives ------------------------------------
@@ -242,7 +242,7 @@ def parse_state_key(key: str) -> tuple[str, uuid.UUID, int] | None:
     return ":".join(tokens[:-2]), uuid.UUID(bytes=raw), int(tokens[-1])
 
 
-def ensure_state_topic(cluster: Cluster) -> None:
+def ensure_state_topic(cluster: ClusterState) -> None:
     """Create __share_group_state on first use, as Kafka's auto topic creation does on the first
     FindCoordinator of a share coordinator (with at most as many replicas as live brokers, like
     the sandbox's other internal topics)."""
@@ -252,12 +252,12 @@ def ensure_state_topic(cluster: Cluster) -> None:
     def setting(name: str) -> int:
         return int(configs.broker_value(cluster, None, f"share.coordinator.state.topic.{name}") or 0)
     rf = min(setting("replication.factor"), len(cluster.live_brokers()))
-    admin.create_topic(cluster, STATE_TOPIC, setting("num.partitions"), rf, configs={
+    topic_lifecycle.create_topic(cluster, STATE_TOPIC, setting("num.partitions"), rf, configs={
         "cleanup.policy": "delete", "compression.type": "producer", "segment.bytes": str(setting("segment.bytes")),
         "min.insync.replicas": str(min(setting("min.isr"), rf)), "retention.ms": "-1"}, internal=True)
 
 
-def state_coordinator_of(cluster: Cluster, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
+def state_coordinator_of(cluster: ClusterState, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
     """The broker coordinating a share-partition's state (the live leader of its
     __share_group_state partition, by the hash of the key as Kafka words it), or -1."""
     count = int(configs.broker_value(cluster, None, "share.coordinator.state.topic.num.partitions") or 50)
@@ -265,14 +265,14 @@ def state_coordinator_of(cluster: Cluster, group_id: str, topic_id: uuid.UUID, p
     return classic.internal_leader(cluster, STATE_TOPIC, classic.hash_partition(key, count))
 
 
-def high_watermark(cluster: Cluster, topic_id: uuid.UUID, partition: int) -> int:
+def high_watermark(cluster: ClusterState, topic_id: uuid.UUID, partition: int) -> int:
     """The partition's high watermark; 0 for a topic or partition the cluster does not have."""
     t = cluster.topic_by_id(topic_id)
     p = t.partition(partition) if t is not None else None
     return p.high_watermark if p is not None else 0
 
 
-def initial_offset(cluster: Cluster, group_id: str, p: Partition) -> int:
+def initial_offset(cluster: ClusterState, group_id: str, p: Partition) -> int:
     """Where a new share-partition starts: share.auto.offset.reset (earliest, latest, or
     by_duration:<ISO-8601 duration>: the first record at most that old)."""
     reset = (group_configs.overrides(cluster, group_id).get("share.auto.offset.reset")
@@ -296,7 +296,7 @@ def _duration_ms(text: str) -> int:
 class Partitions:
     """Acquiring and acknowledging records of share-partitions (SharePartition)."""
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: ClusterState):
         self.cluster = cluster
         self.table = share_partitions(cluster)
 
@@ -319,34 +319,52 @@ class Partitions:
         return sp
 
     def acquire(self, sp: SharePartition, p: Partition, member_id: str, max_records: int,
-                strict: bool) -> list[tuple[int, int, int]]:
-        """Lock up to max_records records for the member: AVAILABLE ones first, then new ones
-        (whole batches unless `strict`); (first, last, delivery count) ranges."""
+                strict: bool, max_bytes: int = 2**31 - 1) -> list[tuple[int, int, int]]:
+        """Lock for the member up to max_records records of the batches that fit in max_bytes
+        (at least one batch), as Kafka acquires only what the fetch returns: AVAILABLE ones
+        first, then new ones (whole batches unless `strict`); (first, last, delivery count)
+        ranges. Under read_committed, records of aborted transactions are archived, never
+        delivered (SharePartition's filterAbortedTransactionalAcquiredRecords)."""
         self._initialized(sp, p)
         gid = sp.group_id
         max_locks = group_configs.value(self.cluster, gid, "share.partition.max.record.locks")
         read_committed = group_configs.overrides(self.cluster, gid).get(
             "share.isolation.level", group_configs.default(self.cluster, "share.isolation.level")) == "read_committed"
-        upper = p.high_watermark
-        if read_committed:
-            from kafka_shell.sandbox import producer_state
-            upper = producer_state.last_stable_offset(self.cluster, p)
+        upper = producer_state.last_stable_offset(self.cluster, p) if read_committed else p.high_watermark
+        batches: set[int] = set()   # the base offsets of the batches the fetch returns
+        size = 0
+
+        def fits(b: Batch) -> bool:
+            nonlocal size
+            if b.base_offset in batches:
+                return True
+            if batches and size + len(b.data) > max_bytes:
+                return False
+            batches.add(b.base_offset)
+            size += len(b.data)
+            return True
+
         taken: list[int] = []
         for offset in sorted(o for o, r in sp.records.items() if r.state == AVAILABLE):
-            if len(taken) >= max_records:
+            if len(taken) >= max_records or not fits(p.batches[log.batch_index(p, offset)]):
                 break
             taken.append(offset)
+        aborted = producer_state.aborted_between(self.cluster, p, sp.next_offset, upper) if read_committed else []
         if len(taken) < max_records:
-            for b in p.batches[log._index_of(p, sp.next_offset):]:
+            for b in p.batches[log.batch_index(p, sp.next_offset):]:
                 if b.last_offset >= upper or len(taken) >= max_records \
                         or sp.next_offset - sp.start_offset >= max_locks:
                     break
                 first = max(b.base_offset, sp.next_offset)
-                if log.header(b.data).attributes & log.CONTROL_FLAG:
-                    for offset in range(first, b.last_offset + 1):   # transaction markers: never delivered
+                h = log.header(b.data)
+                if h.control or (h.transactional and any(a.producer_id == h.producer_id and a.first_offset
+                                                         <= b.base_offset <= a.last_offset for a in aborted)):
+                    for offset in range(first, b.last_offset + 1):   # markers, aborted records: never delivered
                         sp.records[offset] = InFlight(ARCHIVED)
                     sp.next_offset = b.last_offset + 1
                     continue
+                if not fits(b):
+                    break
                 last = b.last_offset if not strict else min(b.last_offset, first + max_records - len(taken) - 1)
                 for offset in range(first, last + 1):
                     sp.records[offset] = InFlight(AVAILABLE)
@@ -450,7 +468,7 @@ class Partitions:
         seen: set[int] = set()
         size = 0
         for first, last, _ in ranges:
-            for b in p.batches[log._index_of(p, first):]:
+            for b in p.batches[log.batch_index(p, first):]:
                 if b.base_offset > last:
                     break
                 if b.base_offset not in seen and (size + len(b.data) <= max_bytes or not out):
@@ -489,7 +507,7 @@ class Coordinator(modern_groups.Coordinator):
         if g is not None:
             raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
         new = ShareGroup(group_id)
-        self.groups[group_id] = new  # type: ignore[assignment]
+        self.groups[group_id] = new
         return new
 
     def heartbeat(self, group_id: str, member_id: str, epoch: int, rack_id: str | None, client_id: str,
@@ -614,9 +632,9 @@ class Coordinator(modern_groups.Coordinator):
             m.session.cancel()
         g.members.pop(m.member_id, None)
         g.targets.pop(m.member_id, None)
-        Partitions(self.cluster).release_member(g.group_id, m.member_id)
-        for session_key in [k for k in sessions(self.cluster) if k[1:] == (g.group_id, m.member_id)]:
-            del sessions(self.cluster)[session_key]
+        # Its share sessions stay on each broker until a final-epoch request or the connection
+        # closes (ShareSessionCache), and its records stay acquired until then (or their lock
+        # times out): the acknowledgements a closing consumer sends after leaving still count.
         g.epoch += 1
         g.metadata = self._metadata(g)
         if not g.members:
@@ -651,10 +669,21 @@ class Coordinator(modern_groups.Coordinator):
 class Session:
     epoch: int
     partitions: list[tuple[uuid.UUID, int]] = field(default_factory=list)
+    connection: object = None   # the client connection it belongs to: it ends with it
 
 
-def sessions(cluster: Cluster) -> dict[tuple[int, str, str], Session]:
-    return cluster.extras.setdefault("share_sessions", {})  # type: ignore[return-value]
+def connection_closed(cluster: ClusterState, connection: object) -> None:
+    """A client connection closed: its share sessions go, and their members' acquired records
+    on the sessions' partitions go back (ShareSessionCache's ClientConnectionDisconnectListener,
+    then SharePartitionManager.releaseSession)."""
+    table = sessions(cluster)
+    for key in [k for k, session in table.items() if session.connection is connection]:
+        _, group_id, member_id = key
+        Partitions(cluster).release_member(group_id, member_id, table.pop(key).partitions)
+
+
+def sessions(cluster: ClusterState) -> dict[tuple[int, str, str], Session]:
+    return cluster.runtime.share_sessions
 
 
 def next_epoch(epoch: int) -> int:
@@ -664,7 +693,7 @@ def next_epoch(epoch: int) -> int:
 # -- what --data-dir keeps -------------------------------------------------------------------------
 
 
-def store(cluster: Cluster, g: ShareGroup) -> None:
+def store(cluster: ClusterState, g: ShareGroup) -> None:
     """Keep the group as Kafka's coordinators do (ShareGroup* records in __consumer_offsets and the
     share-partitions' written state in __share_group_state): journalled at the next write."""
     from kafka_shell.sandbox import journal
@@ -672,13 +701,13 @@ def store(cluster: Cluster, g: ShareGroup) -> None:
     journal.group_touched(cluster, g.group_id)
 
 
-def stored_partition(cluster: Cluster, sp: SharePartition) -> None:
+def stored_partition(cluster: ClusterState, sp: SharePartition) -> None:
     g = classic.all_groups(cluster).get(sp.group_id)
     if isinstance(g, ShareGroup):
         store(cluster, g)
 
 
-def view(cluster: Cluster, g: ShareGroup) -> dict:
+def view(cluster: ClusterState, g: ShareGroup) -> dict:
     def parts(tps: TopicPartitions) -> list:
         return [[str(t), sorted(ps)] for t, ps in tps.items()]
     states = [[str(sp.topic_id), sp.partition, sp.state_epoch, sp.leader_epoch, sp.written_start, sp.written_done,
@@ -694,7 +723,7 @@ def view(cluster: Cluster, g: ShareGroup) -> dict:
             "partitions": states}
 
 
-def restore_view(cluster: Cluster, check, group_id: str, v: dict, where: str) -> None:
+def restore_view(cluster: ClusterState, check, group_id: str, v: dict, where: str) -> None:
     """The group and its share-partitions as a stored `view` says; the share-partitions come back
     as the share coordinator holds them (their start offset and written record states; what was
     acquired is available again)."""
@@ -751,4 +780,4 @@ def restore_view(cluster: Cluster, check, group_id: str, v: dict, where: str) ->
         sp.advance()
         table[(group_id, sp.topic_id, sp.partition)] = sp
     g.stored = view(cluster, g)
-    classic.all_groups(cluster)[group_id] = g  # type: ignore[assignment]
+    classic.all_groups(cluster)[group_id] = g

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import admin, configs, group_configs, journal
-from kafka_shell.sandbox import groups as classic
+from kafka_shell.sandbox import configs, group_configs, journal, topic_lifecycle
+from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.consumer_groups import GroupError, RevokingCoordinator
-from kafka_shell.sandbox.model import Cluster, now_ms
+from kafka_shell.sandbox.model import ClusterState, now_ms
 
 EMPTY, NOT_READY, ASSIGNING, RECONCILING, STABLE = "Empty", "NotReady", "Assigning", "Reconciling", "Stable"
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
@@ -158,7 +158,7 @@ class StreamsGroup:
             return RECONCILING
         return STABLE
 
-    def subscribed_topics(self, cluster: Cluster) -> set[str]:
+    def subscribed_topics(self, cluster: ClusterState) -> set[str]:
         """The topics the topology reads (OffsetDelete keeps their offsets while members are in)."""
         if self.topology is None or not self.members:
             return set()
@@ -172,7 +172,7 @@ class StreamsGroup:
 # -- configuring a topology (InternalTopicManager) ------------------------------------------------
 
 
-def configure(cluster: Cluster, topology: Topology) -> Configured:
+def configure(cluster: ClusterState, topology: Topology) -> Configured:
     missing_sources = sorted({t for s in topology.subtopologies for t in s.source_topics if t not in cluster.topics})
     if missing_sources:
         return Configured(None, status=(MISSING_SOURCE_TOPICS, f"Source topics {', '.join(missing_sources)} are missing."))
@@ -219,19 +219,19 @@ def configure(cluster: Cluster, topology: Topology) -> Configured:
     return Configured(tasks, internal)
 
 
-def create_internal_topics(cluster: Cluster, missing: dict[str, TopicInfo]) -> None:
+def create_internal_topics(cluster: ClusterState, missing: dict[str, TopicInfo]) -> None:
     """What Kafka's broker does with the topics a heartbeat reports missing (auto-creation with
     the topology's partitions, replication factor and configs)."""
     for info in missing.values():
         if info.name in cluster.topics:
             continue
         try:
-            replicas, checked = admin.plan_topic(cluster, info.name, info.partitions,
+            replicas, checked = topic_lifecycle.plan_topic(cluster, info.name, info.partitions,
                                                  info.replication_factor or -1,
                                                  topic_configs=dict(info.configs))
-        except admin.AdminError:
+        except topic_lifecycle.AdminError:
             continue   # reported again at the next heartbeat, as Kafka's would be
-        admin.create_topic(cluster, info.name, assignment=replicas, configs=checked)
+        topic_lifecycle.create_topic(cluster, info.name, assignment=replicas, configs=checked)
 
 
 # -- the sticky task assignor ---------------------------------------------------------------------
@@ -310,7 +310,7 @@ class Coordinator(RevokingCoordinator):
         new = StreamsGroup(group_id)
         if g is not None:   # an empty group of another type gives way; its offsets stay
             new.offsets = g.offsets
-        self.groups[group_id] = new  # type: ignore[assignment]
+        self.groups[group_id] = new
         return new
 
     def heartbeat(self, req, client_id: str, client_host: str) -> dict:

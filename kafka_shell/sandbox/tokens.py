@@ -25,12 +25,11 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import configs
-from kafka_shell.sandbox.model import Cluster, now_ms
+from kafka_shell.sandbox.model import ClusterState, now_ms
 
 SECRET_KEY = "delegation.token.secret.key"
 MAX_LIFETIME_KEY = "delegation.token.max.lifetime.ms"
 EXPIRY_TIME_KEY = "delegation.token.expiry.time.ms"
-TOKENS_KEY = "delegation_tokens"   # cluster extra: token id -> Token
 USER = "User"
 
 
@@ -54,23 +53,23 @@ class Token:
         return self.max_timestamp < now or self.expiry < now
 
 
-def tokens(cluster: Cluster) -> dict[str, Token]:
-    return cluster.extras.setdefault(TOKENS_KEY, {})  # type: ignore[return-value]
+def tokens(cluster: ClusterState) -> dict[str, Token]:
+    return cluster.delegation_tokens
 
 
-def secret(cluster: Cluster) -> str | None:
+def secret(cluster: ClusterState) -> str | None:
     return configs.broker_value(cluster, None, SECRET_KEY) or None
 
 
-def enabled(cluster: Cluster) -> bool:
+def enabled(cluster: ClusterState) -> bool:
     return secret(cluster) is not None
 
 
-def _setting(cluster: Cluster, key: str) -> int:
+def _setting(cluster: ClusterState, key: str) -> int:
     return int(configs.broker_value(cluster, None, key) or 0)
 
 
-def _hmac(cluster: Cluster, token_id: str) -> bytes:
+def _hmac(cluster: ClusterState, token_id: str) -> bytes:
     return hmac.new((secret(cluster) or "").encode(), token_id.encode(), hashlib.sha512).digest()
 
 
@@ -86,11 +85,11 @@ def _sum(now: int, duration: int) -> int:
     return min(now + duration, 2**63 - 1)
 
 
-def by_hmac(cluster: Cluster, mac: bytes) -> Token | None:
+def by_hmac(cluster: ClusterState, mac: bytes) -> Token | None:
     return next((t for t in tokens(cluster).values() if hmac.compare_digest(t.hmac, bytes(mac))), None)
 
 
-def create(cluster: Cluster, owner: str, requester: str, renewers: list[str], max_lifetime_ms: int) -> Token | int:
+def create(cluster: ClusterState, owner: str, requester: str, renewers: list[str], max_lifetime_ms: int) -> Token | int:
     """The controller's part of CreateDelegationToken: a new token, or an error code."""
     if not enabled(cluster):
         return ErrorCode.delegation_token_auth_disabled
@@ -109,7 +108,7 @@ def create(cluster: Cluster, owner: str, requester: str, renewers: list[str], ma
     return token
 
 
-def _find(cluster: Cluster, mac: bytes) -> tuple[int, Token | None]:
+def _find(cluster: ClusterState, mac: bytes) -> tuple[int, Token | None]:
     """The token with this HMAC, or why there is none (tokens off, no such token)."""
     if not enabled(cluster):
         return ErrorCode.delegation_token_auth_disabled, None
@@ -117,7 +116,7 @@ def _find(cluster: Cluster, mac: bytes) -> tuple[int, Token | None]:
     return (ErrorCode.delegation_token_not_found, None) if token is None else (ErrorCode.none, token)
 
 
-def renew(cluster: Cluster, principal: str, mac: bytes, renew_period_ms: int) -> tuple[int, int]:
+def renew(cluster: ClusterState, principal: str, mac: bytes, renew_period_ms: int) -> tuple[int, int]:
     """(error code, new expiry timestamp or -1)."""
     code, token = _find(cluster, mac)
     now = now_ms()
@@ -135,7 +134,7 @@ def renew(cluster: Cluster, principal: str, mac: bytes, renew_period_ms: int) ->
     return ErrorCode.none, token.expiry
 
 
-def expire(cluster: Cluster, principal: str, mac: bytes, expiry_period_ms: int) -> tuple[int, int]:
+def expire(cluster: ClusterState, principal: str, mac: bytes, expiry_period_ms: int) -> tuple[int, int]:
     """(error code, expiry timestamp or -1): a negative period removes the token now."""
     code, token = _find(cluster, mac)
     now = now_ms()
@@ -154,7 +153,7 @@ def expire(cluster: Cluster, principal: str, mac: bytes, expiry_period_ms: int) 
     return ErrorCode.none, token.expiry
 
 
-def scram_credential(cluster: Cluster, token_id: str, mechanism: str):
+def scram_credential(cluster: ClusterState, token_id: str, mechanism: str):
     """The SCRAM credential a client logs in with the token as (DelegationTokenManager: the HMAC in
     base64 as the password, each mechanism's minimum iterations), or None."""
     from kafka_shell.sandbox.security import ScramCredential

@@ -4,7 +4,7 @@ TransactionMetadata and TransactionStateManager.
 Each transactional id's state (producer id and epoch, state, partitions, timeout, start time) is
 kept as Kafka keeps it: records of Kafka's TransactionLogKey / TransactionLogValue format in the
 `__transaction_state` partition its id hashes to, whose leader is its coordinator. The cache in
-`cluster.extras[EXTRAS_KEY]` is loaded from those partitions when the coordinator starts (so
+`ClusterState.transactions` is loaded from those partitions when the coordinator starts (so
 `--data-dir` keeps transactions as it keeps any batches), and a transaction found half-ended
 (PrepareCommit or PrepareAbort) is completed then.
 
@@ -29,15 +29,14 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import admin, configs, log, producer_state
-from kafka_shell.sandbox.groups import (OFFSETS_TOPIC, CommittedOffset, Group, all_groups, hash_partition, internal_leader,
+from kafka_shell.sandbox import configs, log, producer_state, topic_lifecycle
+from kafka_shell.sandbox.classic_groups import (OFFSETS_TOPIC, CommittedOffset, Group, all_groups, hash_partition, internal_leader,
                                        offsets_partition, record_offsets)
-from kafka_shell.sandbox.model import Cluster, Partition, now_ms
+from kafka_shell.sandbox.model import ClusterState, Partition, now_ms
 
 logger = logging.getLogger("kafka_shell.sandbox")
 
 TXN_TOPIC = "__transaction_state"
-EXTRAS_KEY = "transactions"
 STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead",
           "PrepareEpochFence")
 EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLETE_ABORT, DEAD, PREPARE_EPOCH_FENCE = range(8)
@@ -56,12 +55,11 @@ DEFAULTS = {
 }
 
 
-def setting(cluster: Cluster, key: str) -> int:
-    value = configs.broker_value(cluster, None, key)
-    return int(value) if value not in (None, "") else DEFAULTS[key]
+def setting(cluster: ClusterState, key: str) -> int:
+    return configs.broker_int(cluster, key, DEFAULTS)
 
 
-def verification_enabled(cluster: Cluster) -> bool:
+def verification_enabled(cluster: ClusterState) -> bool:
     return (configs.broker_value(cluster, None, "transaction.partition.verification.enable") or "true") == "true"
 
 
@@ -101,17 +99,17 @@ class Store:
     pending_offsets: dict[tuple[str, int], dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
 
 
-def store(cluster: Cluster) -> Store:
+def store(cluster: ClusterState) -> Store:
     """The coordinator's cache, loaded from __transaction_state (and the producer ids the
     partitions hold) the first time."""
-    s = cluster.extras.get(EXTRAS_KEY)
+    s = cluster.transactions
     if s is None:
-        s = cluster.extras[EXTRAS_KEY] = _load(cluster)
+        s = cluster.transactions = _load(cluster)
         _complete_loaded(cluster, s)
-    return s  # type: ignore[return-value]
+    return s
 
 
-def start(cluster: Cluster) -> None:
+def start(cluster: ClusterState) -> None:
     """At the sandbox's start (loop thread): load the coordinator, finish what it left half-ended,
     start aborting timed-out transactions."""
     store(cluster)
@@ -121,35 +119,35 @@ def start(cluster: Cluster) -> None:
 # -- where a transactional id lives --------------------------------------------------------------
 
 
-def partition_for(cluster: Cluster, transactional_id: str) -> int:
+def partition_for(cluster: ClusterState, transactional_id: str) -> int:
     topic = cluster.topics.get(TXN_TOPIC)
     count = len(topic.partitions) if topic is not None else setting(cluster, "transaction.state.log.num.partitions")
     return hash_partition(transactional_id, count)
 
 
-def ensure_topic(cluster: Cluster) -> None:
+def ensure_topic(cluster: ClusterState) -> None:
     """Create __transaction_state on first use, as Kafka does on the first FindCoordinator. Like
     __consumer_offsets, with at most as many replicas as live brokers."""
     if TXN_TOPIC in cluster.topics or not cluster.live_brokers():
         return
     rf = min(setting(cluster, "transaction.state.log.replication.factor"), len(cluster.live_brokers()))
     min_isr = min(setting(cluster, "transaction.state.log.min.isr"), rf)
-    admin.create_topic(cluster, TXN_TOPIC, setting(cluster, "transaction.state.log.num.partitions"), rf,
+    topic_lifecycle.create_topic(cluster, TXN_TOPIC, setting(cluster, "transaction.state.log.num.partitions"), rf,
                        configs={"cleanup.policy": "compact", "min.insync.replicas": str(min_isr),
                                 "unclean.leader.election.enable": "false"}, internal=True)
 
 
-def coordinator_partition(cluster: Cluster, transactional_id: str) -> Partition | None:
+def coordinator_partition(cluster: ClusterState, transactional_id: str) -> Partition | None:
     t = cluster.topics.get(TXN_TOPIC)
     return t.partitions[partition_for(cluster, transactional_id)] if t is not None else None
 
 
-def coordinator_of(cluster: Cluster, transactional_id: str) -> int:
+def coordinator_of(cluster: ClusterState, transactional_id: str) -> int:
     """The broker coordinating the id (its __transaction_state partition's live leader), or -1."""
     return internal_leader(cluster, TXN_TOPIC, partition_for(cluster, transactional_id))
 
 
-def coordinator_error(cluster: Cluster, broker_id: int, transactional_id: str) -> int:
+def coordinator_error(cluster: ClusterState, broker_id: int, transactional_id: str) -> int:
     """NOT_COORDINATOR unless `broker_id` coordinates the id (COORDINATOR_NOT_AVAILABLE without
     the topic)."""
     if TXN_TOPIC not in cluster.topics:
@@ -157,7 +155,7 @@ def coordinator_error(cluster: Cluster, broker_id: int, transactional_id: str) -
     return 0 if coordinator_of(cluster, transactional_id) == broker_id else ErrorCode.not_coordinator
 
 
-def coordinator_epoch(cluster: Cluster, transactional_id: str) -> int:
+def coordinator_epoch(cluster: ClusterState, transactional_id: str) -> int:
     p = coordinator_partition(cluster, transactional_id)
     return p.leader_epoch if p is not None else -1
 
@@ -165,7 +163,7 @@ def coordinator_epoch(cluster: Cluster, transactional_id: str) -> int:
 # -- producer ids ---------------------------------------------------------------------------------
 
 
-def new_producer_id(cluster: Cluster) -> int:
+def new_producer_id(cluster: ClusterState) -> int:
     s = store(cluster)
     pid = s.next_producer_id
     s.next_producer_id += 1
@@ -270,7 +268,7 @@ def _copy(txn: Txn) -> Txn:
     return dataclasses.replace(txn, partitions=set(txn.partitions))
 
 
-def _write_or_undo(cluster: Cluster, txn: Txn, before: Txn) -> int:
+def _write_or_undo(cluster: ClusterState, txn: Txn, before: Txn) -> int:
     """Write the transition, or when the log refuses it go back to `before`: Kafka changes its
     cache only once the transaction log has the new state."""
     error = _write(cluster, txn)
@@ -279,7 +277,7 @@ def _write_or_undo(cluster: Cluster, txn: Txn, before: Txn) -> int:
     return error
 
 
-def _write(cluster: Cluster, txn: Txn) -> int:
+def _write(cluster: ClusterState, txn: Txn) -> int:
     """Append the transaction's state to its __transaction_state partition (acks=all, as Kafka
     does); Kafka's errors for a failed write. A Dead state is a tombstone."""
     p = coordinator_partition(cluster, txn.transactional_id)
@@ -292,7 +290,7 @@ def _write(cluster: Cluster, txn: Txn) -> int:
     return 0
 
 
-def _load(cluster: Cluster) -> Store:
+def _load(cluster: ClusterState) -> Store:
     """The cache from the transaction log (the last record of each id wins), and the next
     producer id: past every id the log and the partitions know, in a fresh block."""
     s = Store()
@@ -320,7 +318,7 @@ def _load(cluster: Cluster) -> Store:
     return s
 
 
-def _complete_loaded(cluster: Cluster, s: Store) -> None:
+def _complete_loaded(cluster: ClusterState, s: Store) -> None:
     """Kafka's loadTransactionsForTxnTopicPartition: a transaction found in PrepareCommit or
     PrepareAbort gets its markers and completes."""
     for txn in list(s.txns.values()):
@@ -331,7 +329,7 @@ def _complete_loaded(cluster: Cluster, s: Store) -> None:
 # -- InitProducerId -------------------------------------------------------------------------------
 
 
-def init_producer_id(cluster: Cluster, transactional_id: str, timeout_ms: int, expected_pid: int,
+def init_producer_id(cluster: ClusterState, transactional_id: str, timeout_ms: int, expected_pid: int,
                      expected_epoch: int) -> tuple[int, int, int]:
     """(error, producer id, epoch), as Kafka's handleInitProducerId for a transactional id."""
     fail = (NO_PRODUCER_ID, NO_EPOCH)
@@ -370,7 +368,7 @@ def init_producer_id(cluster: Cluster, transactional_id: str, timeout_ms: int, e
     return 0, txn.producer_id, txn.producer_epoch
 
 
-def server_version(cluster: Cluster) -> int:
+def server_version(cluster: ClusterState) -> int:
     """The cluster's finalized transaction.version (what the coordinator uses on its own); none
     in zk mode, where Kafka 3.9 has transactions v1 only."""
     from kafka_shell.sandbox.handlers import features
@@ -388,7 +386,7 @@ def _check_producer(txn: Txn | None, pid: int, epoch: int) -> int:
     return 0
 
 
-def add_partitions(cluster: Cluster, transactional_id: str, pid: int, epoch: int,
+def add_partitions(cluster: ClusterState, transactional_id: str, pid: int, epoch: int,
                    partitions: set[tuple[str, int]], client_version: int | None = None) -> int:
     """Kafka's handleAddPartitionsToTransaction: the partitions join the (now ongoing)
     transaction, written to the log first. `client_version`: set when a produce adds them
@@ -415,7 +413,7 @@ def add_partitions(cluster: Cluster, transactional_id: str, pid: int, epoch: int
     return _write_or_undo(cluster, txn, before)
 
 
-def verify_partitions(cluster: Cluster, transactional_id: str, pid: int, epoch: int,
+def verify_partitions(cluster: ClusterState, transactional_id: str, pid: int, epoch: int,
                       partitions: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
     """Kafka's handleVerifyPartitionsInTransaction: per partition 0 if the transaction has it,
     TRANSACTION_ABORTABLE if not, or the error of the whole transaction."""
@@ -432,7 +430,7 @@ def verify_partitions(cluster: Cluster, transactional_id: str, pid: int, epoch: 
 # -- EndTxn ---------------------------------------------------------------------------------------
 
 
-def end_txn(cluster: Cluster, transactional_id: str, pid: int, epoch: int, commit: bool,
+def end_txn(cluster: ClusterState, transactional_id: str, pid: int, epoch: int, commit: bool,
             client_version: int) -> tuple[int, int, int]:
     """(error, producer id, epoch) as Kafka's handleEndTransaction (v2 answers the bumped epoch)."""
     fail = (NO_PRODUCER_ID, NO_EPOCH)
@@ -472,7 +470,7 @@ def end_txn(cluster: Cluster, transactional_id: str, pid: int, epoch: int, commi
     return _end(cluster, txn, False, client_version) if not commit else (ErrorCode.invalid_txn_state, *fail)
 
 
-def _end_v1(cluster: Cluster, txn: Txn, pid: int, epoch: int, commit: bool) -> tuple[int, int, int]:
+def _end_v1(cluster: ClusterState, txn: Txn, pid: int, epoch: int, commit: bool) -> tuple[int, int, int]:
     fail = (NO_PRODUCER_ID, NO_EPOCH)
     if txn.producer_id != pid:
         return (ErrorCode.invalid_producer_id_mapping, *fail)
@@ -490,7 +488,7 @@ def _end_v1(cluster: Cluster, txn: Txn, pid: int, epoch: int, commit: bool) -> t
     return (ErrorCode.invalid_txn_state, *fail)
 
 
-def _end(cluster: Cluster, txn: Txn, commit: bool, client_version: int, before: Txn | None = None) -> tuple[int, int, int]:
+def _end(cluster: ClusterState, txn: Txn, commit: bool, client_version: int, before: Txn | None = None) -> tuple[int, int, int]:
     """Prepare (epoch bumped for transactions v2), write the markers, complete. `before`: the
     state to go back to when the log refuses the prepare (default: as the transaction is)."""
     before = before or _copy(txn)
@@ -514,7 +512,7 @@ def _end(cluster: Cluster, txn: Txn, commit: bool, client_version: int, before: 
     return answer
 
 
-def _send_markers(cluster: Cluster, txn: Txn) -> None:
+def _send_markers(cluster: ClusterState, txn: Txn) -> None:
     """Write the markers of a prepared transaction; once every partition has its marker the
     transaction completes. Partitions without a live leader are retried in the background."""
     commit = txn.state == PREPARE_COMMIT
@@ -537,7 +535,7 @@ def _send_markers(cluster: Cluster, txn: Txn) -> None:
         _retry_later(cluster, txn.transactional_id)   # the markers are written again, then completion
 
 
-def _write_marker(cluster: Cluster, txn: Txn, tp: tuple[str, int], commit: bool, coordinator_epoch: int) -> bool:
+def _write_marker(cluster: ClusterState, txn: Txn, tp: tuple[str, int], commit: bool, coordinator_epoch: int) -> bool:
     """True when the partition has its marker (or is gone); False to retry (no live leader)."""
     error = write_marker(cluster, tp, txn.producer_id, txn.producer_epoch, coordinator_epoch, commit,
                          txn.client_version)
@@ -549,7 +547,7 @@ def _write_marker(cluster: Cluster, txn: Txn, tp: tuple[str, int], commit: bool,
     return True
 
 
-def write_marker(cluster: Cluster, tp: tuple[str, int], producer_id: int, epoch: int, coordinator_epoch: int,
+def write_marker(cluster: ClusterState, tp: tuple[str, int], producer_id: int, epoch: int, coordinator_epoch: int,
                  commit: bool, transaction_version: int) -> int:
     """Write one end-transaction marker into a partition (what WriteTxnMarkers asks of its
     leader); Kafka's error when it cannot."""
@@ -568,11 +566,11 @@ def write_marker(cluster: Cluster, tp: tuple[str, int], producer_id: int, epoch:
     return 0
 
 
-def _retry_later(cluster: Cluster, transactional_id: str) -> None:
+def _retry_later(cluster: ClusterState, transactional_id: str) -> None:
     """Send the markers again every MARKER_RETRY_S until the transaction completes (one retrying
     task per id: _send_markers asking again meanwhile changes nothing)."""
     s = store(cluster)
-    spawn = cluster.extras.get("spawn")
+    spawn = cluster.runtime.spawn
     if transactional_id in s.retrying or spawn is None:
         return
     s.retrying.add(transactional_id)
@@ -588,10 +586,10 @@ def _retry_later(cluster: Cluster, transactional_id: str) -> None:
         finally:
             s.retrying.discard(transactional_id)
 
-    spawn(retry())  # type: ignore[operator]
+    spawn(retry())
 
 
-def _fence(cluster: Cluster, txn: Txn) -> int:
+def _fence(cluster: ClusterState, txn: Txn) -> int:
     """Abort an open transaction with the epoch bumped (an InitProducerId of another producer, a
     timeout): the producer of the old epoch is fenced. Transactions v1 bump before aborting;
     v2's abort bumps once itself (the markers carry epoch + 1 either way)."""
@@ -609,9 +607,9 @@ def _fence(cluster: Cluster, txn: Txn) -> int:
 # -- timeouts -------------------------------------------------------------------------------------
 
 
-def _ensure_ticker(cluster: Cluster) -> None:
+def _ensure_ticker(cluster: ClusterState) -> None:
     s = store(cluster)
-    spawn = cluster.extras.get("spawn")
+    spawn = cluster.runtime.spawn
     if s.ticking or spawn is None:
         return
     s.ticking = True
@@ -621,10 +619,10 @@ def _ensure_ticker(cluster: Cluster) -> None:
             await asyncio.sleep(setting(cluster, "transaction.abort.timed.out.transaction.cleanup.interval.ms") / 1000)
             abort_timed_out(cluster)
 
-    spawn(tick())  # type: ignore[operator]
+    spawn(tick())
 
 
-def abort_timed_out(cluster: Cluster) -> None:
+def abort_timed_out(cluster: ClusterState) -> None:
     """Kafka's abortTimedOutTransactions: fence the producer of each open transaction past its
     timeout (epoch + 1) and abort it."""
     now = now_ms()
@@ -637,26 +635,25 @@ def abort_timed_out(cluster: Cluster) -> None:
 # -- offsets in transactions (the group coordinator's side) --------------------------------------
 
 
-def add_offsets(cluster: Cluster, group_id: str, pid: int, offsets: dict[tuple[str, int], CommittedOffset]) -> None:
+def add_offsets(cluster: ClusterState, group_id: str, pid: int, offsets: dict[tuple[str, int], CommittedOffset]) -> None:
     store(cluster).pending_offsets.setdefault((group_id, pid), {}).update(offsets)
 
 
-def has_pending_offsets(cluster: Cluster, group_id: str, tp: tuple[str, int]) -> bool:
-    s = cluster.extras.get(EXTRAS_KEY)
-    return s is not None and any(g == group_id and tp in offsets
-                                 for (g, _), offsets in s.pending_offsets.items())  # type: ignore[attr-defined]
+def has_pending_offsets(cluster: ClusterState, group_id: str, tp: tuple[str, int]) -> bool:
+    s = cluster.transactions
+    return s is not None and any(g == group_id and tp in offsets for (g, _), offsets in s.pending_offsets.items())
 
 
-def forget_topic(cluster: Cluster, topic: str) -> None:
+def forget_topic(cluster: ClusterState, topic: str) -> None:
     """A deleted topic's offsets go from open transactions too: Kafka's tombstones for them
     (OffsetMetadataManager.onTopicsDeleted) clear the pending offsets of each open transaction."""
-    s = cluster.extras.get(EXTRAS_KEY)
-    for offsets in s.pending_offsets.values() if s is not None else ():  # type: ignore[attr-defined]
+    s = cluster.transactions
+    for offsets in s.pending_offsets.values() if s is not None else ():
         for key in [k for k in offsets if k[0] == topic]:
             del offsets[key]
 
 
-def _complete_offsets(cluster: Cluster, pid: int, offsets_partition_index: int, commit: bool) -> None:
+def _complete_offsets(cluster: ClusterState, pid: int, offsets_partition_index: int, commit: bool) -> None:
     """A marker in a __consumer_offsets partition: the producer's offsets for the groups of that
     partition become committed (or are dropped)."""
     s = store(cluster)
@@ -670,7 +667,7 @@ def _complete_offsets(cluster: Cluster, pid: int, offsets_partition_index: int, 
 # -- describing -----------------------------------------------------------------------------------
 
 
-def coordinated_by(cluster: Cluster, broker_id: int) -> list[Txn]:
+def coordinated_by(cluster: ClusterState, broker_id: int) -> list[Txn]:
     """The transactions this broker coordinates (Dead ones left out)."""
     return [txn for txn in store(cluster).txns.values()
             if txn.state != DEAD and coordinator_of(cluster, txn.transactional_id) == broker_id]

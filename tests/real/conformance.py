@@ -99,6 +99,17 @@ class ShareConsume:
 
 
 @dataclass(frozen=True)
+class OldClient:
+    """kafka-python speaking as a client of Kafka `api_version` (Produce v0-v2 with message
+    formats v0/v1, Fetch v0-v3): `count` records produced to partition 0 of `topic`, then read
+    back from its start; the outcome is each record's offset, key, value and whether it has a
+    timestamp (format 1)."""
+    topic: str
+    api_version: tuple[int, ...]
+    count: int
+
+
+@dataclass(frozen=True)
 class Leave:
     group: str
 
@@ -156,7 +167,7 @@ class ReadSnapshot:
 
 
 Step = (str | As | Stdin | Where | ReadSnapshot | Produce | Commit | Join | Leave | ShareConsume | Streams | StopStreams
-        | StopBroker | StartBroker | WaitFor | ReadFile)
+        | StopBroker | StartBroker | WaitFor | ReadFile | OldClient)
 
 
 @dataclass(frozen=True)
@@ -270,6 +281,8 @@ class Run:
         if isinstance(step, Produce):
             return produce(self.side.client_config(step.profile), self.fill(step.topic), step.count,
                            step.partition, step.keyed)
+        if isinstance(step, OldClient):
+            return old_client(self.side.bootstrap, self.fill(step.topic), step.api_version, step.count)
         if isinstance(step, Commit):
             return commit(self.side.client_config(), self.fill(step.group), self.fill(step.topic), step.offsets)
         if isinstance(step, Join):
@@ -421,6 +434,25 @@ def produce(config: dict[str, str], topic: str, count: int, partition: int | Non
         producer.produce(topic, **kwargs)
     left = producer.flush(30)
     return {"produced": sorted(delivered), "undelivered": left}
+
+
+def old_client(bootstrap: str, topic: str, api_version: tuple[int, ...], count: int) -> dict[str, Any]:
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as Partition
+    producer = KafkaProducer(bootstrap_servers=bootstrap, api_version=api_version)
+    try:
+        sent = [producer.send(topic, key=b"k%d" % i, value=b"v%d" % i, partition=0) for i in range(count)]
+        offsets = [future.get(30).offset for future in sent]
+    finally:
+        producer.close(10)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, api_version=api_version, auto_offset_reset="earliest",
+                             consumer_timeout_ms=5000)
+    try:
+        consumer.assign([Partition(topic, 0)])
+        read = [[m.offset, m.key.decode(), m.value.decode(), m.timestamp is not None] for m in consumer]
+    finally:
+        consumer.close()
+    return {"produced": offsets, "read": read}
 
 
 def commit(config: dict[str, str], group: str, topic: str, offsets: dict[int, int]) -> dict[str, Any]:

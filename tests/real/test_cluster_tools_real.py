@@ -69,27 +69,37 @@ def test_controllers_alone_with_every_broker_stopped(kafka4_quorum):
             assert_one_line_error(controllers_only(cluster, line), 1, "needs a broker", "--bootstrap-server")
 
 
+def following(cluster, new_id: int) -> dict:
+    """The new controller's row of describe-quorum once it follows the quorum as an observer,
+    caught up (within a few records)."""
+    def caught_up():
+        rows = ok(controllers_only(cluster, "describe-quorum --replication"))["replication"]
+        high = max(r["log_end_offset"] for r in rows)
+        me = [r for r in rows if r["node_id"] == new_id and r["status"] == "Observer"]
+        return me[0] if me and me[0]["log_end_offset"] >= high - 5 else None
+    return wait_until(caught_up, f"controller {new_id} to follow the quorum")
+
+
+def made_voter(cluster, new_id: int):
+    """add-controller --yes, asked again while Kafka says the new controller lags behind."""
+    def added():
+        p = controllers_only(cluster, f"add-controller --controller-id {new_id} --yes")
+        return p if p.returncode == 0 or "lagging behind" not in p.stderr else None
+    p = wait_until(added, "Kafka to take the new controller")
+    assert p.returncode == 0, p.stderr
+    return p
+
+
 def test_a_controller_added_and_removed_for_real(kafka4_quorum):
     cluster = kafka4_quorum
     new_id = 105
     node = cluster.add_controller(new_id)
     try:
-        def caught_up():
-            rows = ok(controllers_only(cluster, "describe-quorum --replication"))["replication"]
-            high = max(r["log_end_offset"] for r in rows)
-            me = [r for r in rows if r["node_id"] == new_id and r["status"] == "Observer"]
-            return me[0] if me and me[0]["log_end_offset"] >= high - 5 else None
-        observed = wait_until(caught_up, f"controller {new_id} to follow the quorum")
-        assert observed["directory_id"] == node.directory_id
+        assert following(cluster, new_id)["directory_id"] == node.directory_id
         plan = ok(controllers_only(cluster, f"add-controller --controller-id {new_id} --dry-run"))["voters"]
         assert plan[-1] == {"node_id": new_id, "directory_id": node.directory_id,
                             "endpoints": f"CONTROLLER://127.0.0.1:{node.port}", "change": "add"}
-
-        def added():
-            p = controllers_only(cluster, f"add-controller --controller-id {new_id} --yes")
-            return p if p.returncode == 0 or "lagging behind" not in p.stderr else None
-        p = wait_until(added, "Kafka to take the new controller")
-        assert p.returncode == 0, p.stderr
+        p = made_voter(cluster, new_id)
         assert "voters {100, 101, 102} -> {100, 101, 102, 105}" in p.stderr
         voters = {r["node_id"] for r in ok(controllers_only(cluster, "describe-quorum --replication"))["replication"]
                   if r["status"] != "Observer"}

@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_shell.sandbox import tls
 from kafka_shell.sandbox.server import Sandbox
 from tests.real.conformance import (
-    As, Commit, Join, KnownDifference, Leave, Produce, ReadFile, ReadSnapshot, Scenario, ShareConsume, Side,
+    As, Commit, Join, KnownDifference, Leave, OldClient, Produce, ReadFile, ReadSnapshot, Scenario, ShareConsume, Side,
     StartBroker, Stdin, StopBroker, StopStreams, Streams, WaitFor, Where, analyze_together, compare, run_both, scenario,
     wait_brokers,
 )
@@ -98,6 +98,12 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                     "describe-client-metrics --name {t}", "alter-client-metrics --name {t} --match nope=x",
                     "delete-client-metrics --name {t} --yes", "describe-client-metrics --name {t}")),
     ((K,), scenario("cluster.unregister-unknown-broker", "unregister-broker --id 7 --yes")),
+    # KIP-1312 (Kafka 4.4) on a static quorum of one: the active controller refuses, an unknown id
+    # is not registered; remove-controller --unregister of a non-voter hints at unregister-controller.
+    ((K,), scenario("cluster.unregister-controller",
+                    "unregister-controller --id 100 --dry-run", "unregister-controller --id 100 --yes",
+                    "unregister-controller --id 7 --yes",
+                    "remove-controller --controller-id 7 --controller-directory-id AAAAAAAAAAAAAAAAAAAAAQ --unregister --yes")),
     ((K, Z), scenario("cluster.rolling-restart-plan",
                       "create-topic --topic {t} --replica-assignment 1:2,2:3", "rolling-restart-plan",
                       "rolling-restart-plan --brokers 1,3", "delete-topic --topic {t} --yes")),
@@ -117,6 +123,14 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                     "delete-topic --topic {t} --yes",
                     together=analyze_together("snaps", ("health", "broker_load", "rack_load", "missing_brokers",
                                                         "recovery", "preferred", "rebalance")))),
+
+    # -- clients of another era ------------------------------------------------------------------
+    # Kafka 3.9 still takes message formats v0 and v1 (Produce v0-v2) and gives them (Fetch v0-v3).
+    ((Z,), scenario("clients.old-message-formats",
+                    "create-topic --topic {t} --replica-assignment 1:2:3",
+                    OldClient("{t}", (0, 9), 5),          # Produce v1 with format v0, Fetch v1
+                    OldClient("{t}", (0, 10, 1), 5),      # Produce v2 with format v1, Fetch v3
+                    "delete-topic --topic {t} --yes")),
 
     # -- topics ---------------------------------------------------------------------------------
     ((K, Z), scenario("topics.create-assigned",
@@ -217,6 +231,31 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                     "create-topic --topic {t} --replica-assignment 1:2",
                     "alter-configs --topic {t} --add-config retention.ms=1 --dry-run",
                     "describe-configs --topic {t}")),
+    # Configs across the cluster (issue 33): a file of this scenario's entities only (the clusters
+    # hold others' too), planned, validated by the cluster, refused, executed.
+    ((K,), scenario("configs.import",
+                    "create-topic --topic {t} --replica-assignment 1:2 --config retention.ms=86400000 "
+                    "--config cleanup.policy=compact",
+                    "import-configs {dir}/mine.json", "import-configs {dir}/bad.json --execute",
+                    "import-configs {dir}/mine.json --execute", "import-configs {dir}/mine.json",
+                    "describe-configs --topic {t}", "describe-configs --entity-type groups --entity-name {g}",
+                    "describe-client-quotas --entity-type users --entity-name {t}",
+                    "import-configs {dir}/ghost.json",
+                    files={"mine.json": '{{"format": "kafka-shell configs", "version": 1, '
+                                        '"topics": {{"{t}": {{"retention.ms": "3600000"}}}}, '
+                                        '"groups": {{"{g}": {{"consumer.session.timeout.ms": "50000"}}}}, '
+                                        '"client_quotas": [{{"entity": {{"user": "{t}"}}, "quotas": {{"producer_byte_rate": 1024}}}}]}}',
+                           "bad.json": '{{"format": "kafka-shell configs", "version": 1, '
+                                       '"topics": {{"{t}": {{"retention.ms": "soon"}}}}, '
+                                       '"groups": {{"{g}": {{"consumer.heartbeat.interval.ms": "1"}}}}}}',
+                           "ghost.json": '{{"format": "kafka-shell configs", "version": 1, '
+                                         '"topics": {{"{t2}": {{"retention.ms": "1"}}}}}}'})),
+    ((K,), scenario("configs.drift",
+                    "alter-configs --broker 2 --add-config log.cleaner.threads=2",
+                    Where("diff-configs --all-brokers", "Name", ("log.cleaner.threads",)),
+                    "alter-configs --broker 2 --delete-config log.cleaner.threads",
+                    Where("diff-configs --broker 1 --broker 2", "Name", ("log.cleaner.threads",)),
+                    "diff-configs --broker 1")),
     ((K,), scenario("configs.broker-all",
                     Where("describe-configs --broker 3 --all", "name",
                           ("num.io.threads", "log.retention.hours", "message.max.bytes", "auto.create.topics.enable",
@@ -392,6 +431,27 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                       "describe-group {g}",
                       "delete-group {g2} --yes",
                       "describe-group {g2} --state")),
+    # Lag roll-ups and copy-offsets (issue 33): totals from each partition's log end read once.
+    ((K,), scenario("groups.lag-rollups",
+                    "create-topic --topic {t} --replica-assignment 1:2,2:3", "create-topic --topic {t2} --replica-assignment 3:1",
+                    Produce("{t}", 10, partition=0), Produce("{t}", 6, partition=1), Produce("{t2}", 5),
+                    Commit("{g}", "{t}", {0: 4, 1: 6}), Commit("{g}", "{t2}", {0: 1}), Commit("{g2}", "{t}", {0: 10}),
+                    "describe-group {g} {g2} --by-topic", "describe-group {g} {g2}", "describe-group {g2} --by-topic",
+                    Where("list-groups --lag", "Group", ("groups-lag-rollups-g", "groups-lag-rollups-g2")))),
+    ((K,), scenario("groups.copy-offsets",
+                    "create-topic --topic {t} --replica-assignment 1:2,2:3",
+                    Produce("{t}", 8, partition=0), Produce("{t}", 3, partition=1),
+                    Commit("{g}", "{t}", {0: 5, 1: 2}),
+                    "copy-offsets --from-group {g} --to-group {g2}",
+                    "copy-offsets --from-group {g} --to-group {g2} --topic {t}:0 --execute",
+                    "describe-group {g2}",
+                    "delete-records --topic {t} --partition 1 --before-offset 3 --yes",
+                    "copy-offsets --from-group {g} --to-group {g2}-x --topic {t} --export",
+                    Join("{g}", "{t}"),
+                    "copy-offsets --from-group {g2} --to-group {g} --execute",
+                    Leave("{g}"),
+                    "copy-offsets --from-group {g} --to-group {g}",
+                    "copy-offsets --from-group {g}-none --to-group {g2}")),
     ((K,), scenario("groups.all-groups",
                     "create-topic --topic {t} --replica-assignment 1:3",
                     Produce("{t}", 2),

@@ -10,7 +10,7 @@ from kafka_shell.protocol.codes import AclOperation as Op
 from kafka_shell.protocol.codes import AclPermission as Perm
 from kafka_shell.protocol.codes import AclResourceType as Res
 from kafka_shell.protocol.codes import ApiKey, Error, PatternType, QuotaMatch, ScramMechanism
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.authorizer import AclBinding
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import request
@@ -149,7 +149,7 @@ def test_scram_apis_validate_as_kraft_does(secured):
     answer = request(secured, 1, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, {"users": [{"name": "erin"}, {"name": "zed"}]})
     assert [(r["user"], r["error_code"], r["credential_infos"]) for r in answer["results"]] == [
         ("erin", 0, [{"mechanism": sha512, "iterations": 8192}]), ("zed", Error.resource_not_found, [])]
-    assert "erin" in secured.call(lambda: dict(secured.cluster.extras["scram_credentials"]))
+    assert "erin" in secured.call(lambda: dict(secured.cluster.scram_credentials))
 
 
 def test_quota_apis_validate_as_kraft_does(secured):
@@ -197,3 +197,22 @@ def test_authorized_operations_as_clients_ask_for_them(secured):
     assert sorted(op.name for op in topic.authorized_operations) == ["DESCRIBE", "READ"]  # READ implies DESCRIBE
     cluster = admin.describe_cluster(include_authorized_operations=True).result(10)
     assert [op.name for op in cluster.authorized_operations] == ["DESCRIBE"]
+
+
+def test_a_consumer_group_member_may_subscribe_only_to_topics_it_may_describe(secured):
+    """KafkaApis.handleConsumerGroupHeartbeat (4.4): after READ on the group, DESCRIBE on every
+    subscribed topic name, else TOPIC_AUTHORIZATION_FAILED before the coordinator sees it."""
+    secured.add_acls(acl(Res.GROUP, "g", Op.READ), acl(Res.TOPIC, "orders", Op.DESCRIBE))
+    found = request(secured, 1, ApiKey.FIND_COORDINATOR, {"key_type": 0, "coordinator_keys": ["g"]}, 4)
+    assert found["coordinators"][0]["error_code"] == 0   # creates __consumer_offsets
+
+    def heartbeat(topics: list[str]) -> dict:
+        return request(secured, 1, ApiKey.CONSUMER_GROUP_HEARTBEAT, {
+            "group_id": "g", "member_id": "m-1", "member_epoch": 0, "instance_id": None, "rack_id": None,
+            "rebalance_timeout": 30000, "subscribed_topic_names": topics, "subscribed_topic_regex": None,
+            "server_assignor": None, "topic_partitions": []}, 1)
+
+    refused = heartbeat(["orders", "payments"])
+    assert (refused["error_code"], refused["member_id"], refused["member_epoch"]) == (DENIED, None, 0)
+    joined = heartbeat(["orders"])
+    assert (joined["error_code"], joined["member_id"]) == (0, "m-1")

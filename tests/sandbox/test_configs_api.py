@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewTopic
 
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.test_topics_api import INVALID_CONFIG, INVALID_REQUEST, UNKNOWN_TOPIC, raw_request
 from tests.conftest import ZK_MODE

@@ -7,7 +7,7 @@ import struct
 import time
 
 from kafka_shell.protocol import codec
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from tests.conftest import BOTH_MODES, ZK_MODE
 
 

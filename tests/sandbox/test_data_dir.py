@@ -22,7 +22,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
                                   NewPartitions, NewTopic)
 
 from kafka_shell.protocol.codes import Error
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.connection import sandbox_client
 from kafka_shell.sandbox import journal, persist, replication
 from kafka_shell.sandbox.server import Sandbox

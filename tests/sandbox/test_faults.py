@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from kafka_shell.protocol import codec
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from tests.sandbox.wire import API_VERSIONS_BODY, request
 from tests.conftest import BOTH_MODES, KRAFT_MODE, ZK_MODE
 

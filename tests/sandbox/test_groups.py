@@ -12,8 +12,8 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, To
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol import codec
-from kafka_shell.sandbox import admin as sandbox_admin
-from kafka_shell.sandbox import groups as gc
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
+from kafka_shell.sandbox import classic_groups as gc
 from kafka_shell.sandbox.server import Sandbox
 
 FIND_COORDINATOR, JOIN, HEARTBEAT, LEAVE, SYNC, DESCRIBE, OFFSET_COMMIT, OFFSET_DELETE = \

@@ -117,10 +117,27 @@ def test_a_torn_write_at_the_end_is_dropped_and_said(tmp_path, tail):
             "zeros": b"\0" * 300}[tail]
     with open(path, "ab") as f:
         f.write(torn)
+    cut = path.read_bytes()
     recovered, _ = journal.recover(crashed)
     assert _comparable(recovered) == live
     err = _serves(crashed)
-    assert f"{path}: dropped a write cut short at byte {len(whole)} ({len(torn)} bytes, never acknowledged)" in err
+    said = f"{path}: dropped its last entry, cut short at byte {len(whole)} ({len(torn)} bytes; it may have " \
+           "been acknowledged); the journal as it was is kept in "
+    assert said in err
+    copy_dir = Path(err.split(said, 1)[1].split()[0])
+    assert (copy_dir / path.name).read_bytes() == cut   # kept before the start-up deleted it
+    assert _modes(copy_dir) == {".": "0o700", path.name: "0o600"}
+
+
+@pytest.mark.parametrize("size", [100, 50_000])
+def test_a_journal_of_random_bytes_is_damage_not_a_torn_write(tmp_path, size):
+    """A file with no whole journal header (nor, in format 1, a whole first entry) is no journal
+    cut short: start-up refuses it as any damage, and every file stays."""
+    crashed, path, _ = _journal_with_entries(tmp_path, writes=2)
+    path.write_bytes(os.urandom(size).replace(journal.MARKER, b"XXXX"))
+    before = _listing(crashed)
+    assert _refused(crashed).startswith(f"{path} is damaged at byte 0 (0 entries follow it)")
+    assert _listing(crashed) == before
 
 
 def test_repair_truncates_at_the_damage_after_keeping_a_copy(tmp_path):

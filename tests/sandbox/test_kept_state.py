@@ -128,8 +128,10 @@ def kept(tmp_path_factory):
             res = ConfigResource(resource, key, incremental_configs=[
                 ConfigEntry(*value, incremental_operation=AlterConfigOpType.SET)])
             admin.incremental_alter_configs([res])[res].result(10)
-        # A reassignment held in flight by a throttle (100 KB to copy at 1 KB/s).
-        produce(bootstrap, ["moving"], 2000, partition=0)
+        # A reassignment held in flight by a throttle (100 KB in 10 batches to copy at 1 KB/s:
+        # the first fetch copies a batch, the next waits for the quota).
+        for k in range(10):
+            produce(bootstrap, ["moving"], 200, first=k * 200, partition=0)
         plan = data.parent / "move.json"
         plan.write_text(json.dumps({"version": 1, "partitions": [
             {"topic": "moving", "partition": 0, "replicas": [2]}]}))

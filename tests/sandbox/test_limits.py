@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol import codec
 from kafka_shell.protocol.codes import ApiKey
-from kafka_shell.sandbox import quorum, server
+from kafka_shell.sandbox import listeners, quorum
 from kafka_shell.sandbox.server import Sandbox
 from tests import frame_fuzz
 from tests.sandbox.wire import API_VERSIONS_BODY, create, produce, request
@@ -140,7 +140,7 @@ def test_idle_connections_and_partial_frames_stay_bounded(more_file_descriptors)
 def test_queued_request_bytes_bound_stalled_frames_and_are_released():
     limit, read = MiB, 256 * 1024  # asyncio reads at most 256 KiB at a time
     with Sandbox(brokers=1, configs={"queued.max.request.bytes": str(limit)}) as sandbox:
-        memory = server._request_memory(sandbox)
+        memory = listeners.request_memory(sandbox)
         stalled = [socket.create_connection(sandbox.address(1)) for _ in range(3)]
         for s in stalled:
             s.sendall(struct.pack(">i", 50 * MiB))
@@ -160,7 +160,7 @@ def test_stalled_connections_are_closed_when_idle():
     broker does not read, so only connections.max.idle.ms ends it (as in Kafka)."""
     with Sandbox(brokers=1, configs={"queued.max.request.bytes": str(MiB),
                                      "connections.max.idle.ms": "300"}) as sandbox:
-        memory = server._request_memory(sandbox)
+        memory = listeners.request_memory(sandbox)
         stalled = [socket.create_connection(sandbox.address(1)) for _ in range(2)]
         for s in stalled:
             s.sendall(struct.pack(">i", 50 * MiB))
@@ -310,3 +310,20 @@ def test_a_written_share_state_range_of_2_62_offsets_is_kept_within_the_log():
         assert (read["error_code"], read["start_offset"]) == (0, 0)
         assert [(b["first_offset"], b["last_offset"], b["delivery_count"]) for b in read["state_batches"]] == [(0, 2, 1)]
         assert rss(os.getpid()) < 2 * 1024 * MiB
+
+
+def test_a_stop_ends_every_connection_task_inside_the_loop(caplog):
+    """Connections still in their TLS handshake when the sandbox stops: each one's task ends
+    inside the loop (none collected pending, no cleanup run without a loop)."""
+    import gc
+    with Sandbox(brokers=1, listeners=["SSL"]) as s:
+        waiting = [socket.create_connection(s.address(1), timeout=5) for _ in range(30)]
+        deadline = time.monotonic() + 10
+        while len(s.principals()) < len(waiting):   # each accepted, its handshake pending
+            assert time.monotonic() < deadline, "the connections were not accepted"
+            time.sleep(0.05)
+    gc.collect()
+    for sock in waiting:
+        sock.close()
+    problems = [r.getMessage() for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+    assert problems == []

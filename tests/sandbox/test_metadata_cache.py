@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_shell.protocol import codec
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox import replication
 from kafka_shell.sandbox.handlers import core
 from tests.sandbox.wire import raw_frame
@@ -106,7 +106,7 @@ def test_one_new_topic_reuses_every_other_topics_encoded_pieces(sandbox):
     for i in range(5):
         sandbox.call(sandbox_admin.create_topic, cluster, f"t{i}", 3, 3)
     _assert_cached_equals_fresh(sandbox, 12)
-    cache = cluster.extras["metadata_cache"][12]
+    cache = cluster.runtime.metadata_cache[12]
     before_topics, before_partitions = dict(cache.topics), dict(cache.partitions)
     sandbox.call(sandbox_admin.create_topic, cluster, "new", 3, 3)
     _assert_cached_equals_fresh(sandbox, 12)

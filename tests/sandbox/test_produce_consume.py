@@ -16,7 +16,7 @@ from kio.records.writers import write_new_batch
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import TZAwareMicros
 
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox import log
 from tests.sandbox.test_groups import Wire, _consume
 

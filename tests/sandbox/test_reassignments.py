@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from tests.sandbox.wire import produce, request
 from tests.conftest import BOTH_MODES
 
@@ -82,6 +82,22 @@ def test_reassignment_copies_at_the_set_rate_then_completes(loaded):
     assert (p.replicas, sorted(p.isr), p.leader) == ([2, 3], [2, 3], 2)  # leader 1 moved off
     assert log_dirs(loaded, 3)["partitions"][("t", 0)]["partition_size"] == size
     assert ("t", 0) not in log_dirs(loaded, 1)["partitions"]
+
+
+def test_a_throttled_move_copies_whole_batches_before_it_waits(sandbox):
+    """Kafka's replication quota throttles a fetch once the measured rate is over it: the first
+    fetch of a throttled replica copies a batch at once, however large (the progress of
+    `reassign --wait` moves from the start), and the quota is paid back before the next."""
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "big", 1, 1, [[1]])
+    produce(sandbox, "big", 0, 3, 3000)
+    size = sandbox.cluster.partition("big", 0).size_bytes()
+    sandbox.set_replication_rate(10)  # a batch every 300 s: the first one is copied at once all the same
+    assert alter(sandbox, {("big", 0): [1, 2]}) == {("big", 0): NONE}
+    wait_until(lambda: log_dirs(sandbox, 2)["partitions"][("big", 0)]["partition_size"] > 0)
+    copied = log_dirs(sandbox, 2)["partitions"][("big", 0)]["partition_size"]
+    assert 0 < copied < size and ongoing(sandbox)
+    sandbox.set_replication_rate(None)
+    wait_until(lambda: not ongoing(sandbox))
 
 
 def test_cancel_reverts_and_cancelling_nothing_is_an_error(loaded):

@@ -15,12 +15,13 @@ import pytest
 from kafka_shell.protocol import codec
 from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.sandbox import apis, handlers
-from kafka_shell.sandbox.server import Sandbox, _ClosedConnections
+from kafka_shell.sandbox.listeners import ClosedConnections
+from kafka_shell.sandbox.server import Sandbox
 from tests import frame_fuzz
 from tests.sandbox.test_fuzz import assert_serving
 
 LISTED = frame_fuzz.non_nullable_paths
-WINDOW_S = _ClosedConnections.WINDOW_S
+WINDOW_S = ClosedConnections.WINDOW_S
 
 
 def _cases() -> list[tuple[int, int, tuple[str, ...]]]:

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kafka_shell.protocol import codec
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox import log, persist
 from kafka_shell.sandbox.model import Batch
 from kafka_shell.sandbox.server import Sandbox

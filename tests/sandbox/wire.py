@@ -10,7 +10,7 @@ from confluent_kafka import Producer
 from kafka_shell.protocol import codec
 from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.connection.channel import Channel
-from kafka_shell.sandbox import admin as sandbox_admin
+from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 
 
 # A valid ApiVersions request body (v3+ name the client's software, as Kafka requires).

@@ -15,6 +15,8 @@ vote, apply a LeaderAndIsr) the sandbox refuses: docs/sandbox.md says how.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import uuid
 
 from kio.schema.errors import ErrorCode
@@ -22,6 +24,9 @@ from kio.schema.errors import ErrorCode
 from kafka_shell.protocol import codec
 from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_TOPIC_ID = uuid.UUID(int=1)     # Kafka's Uuid.METADATA_TOPIC_ID
@@ -31,11 +36,11 @@ MESSAGES: dict[int, str | None] = {ErrorCode.not_controller: "This is not the co
                                    ErrorCode.cluster_authorization_failed: None}
 
 
-def _cluster_action(ctx) -> bool:
+def _cluster_action(ctx: RequestContext) -> bool:
     return ctx.authorize(AclOperation.CLUSTER_ACTION, AclResourceType.CLUSTER)
 
 
-def _leader(ctx) -> dict:
+def _leader(ctx: RequestContext) -> dict:
     """The quorum leader (the active controller) as Raft answers name it."""
     cluster = ctx.cluster
     node = cluster.controllers.get(cluster.controller_id)
@@ -43,7 +48,7 @@ def _leader(ctx) -> dict:
             "host": node.host if node else "", "port": node.port if node else 0}
 
 
-def _raft_refusal(ctx) -> int | None:
+def _raft_refusal(ctx: RequestContext) -> int | None:
     """ControllerApis' CLUSTER_ACTION, then KafkaRaftClient's cluster id check (an absent id
     passes: older nodes send none)."""
     if not _cluster_action(ctx):
@@ -59,7 +64,7 @@ def _one_metadata_partition(topics, name_of, index_of) -> bool:
             and len(topics[0].partitions) == 1 and index_of(topics[0].partitions[0]) == 0)
 
 
-def raft_fetch(ctx) -> dict:
+def raft_fetch(ctx: RequestContext) -> dict:
     """Fetch on a controller listener: the metadata log's replication. A request naming the
     metadata partition gets its partition refused as Kafka refuses a fetch with no valid last
     fetched epoch (the sandbox has no metadata log to serve)."""
@@ -82,7 +87,7 @@ def raft_fetch(ctx) -> dict:
     return {"error_code": ErrorCode.invalid_request if code is None else code, "responses": []}
 
 
-def _quorum_epoch_answer(ctx) -> dict:
+def _quorum_epoch_answer(ctx: RequestContext) -> dict:
     """Vote, BeginQuorumEpoch, EndQuorumEpoch naming the metadata partition: an older leader
     epoch is fenced; a vote whose candidate epoch is not above its last epoch is invalid, as
     Kafka refuses it. What Kafka would act on (a vote to grant, another leader to follow) the
@@ -107,7 +112,7 @@ api(ApiKey.END_QUORUM_EPOCH)(_quorum_epoch_answer)
 
 
 @api(ApiKey.FETCH_SNAPSHOT)
-def fetch_snapshot(ctx) -> dict:
+def fetch_snapshot(ctx: RequestContext) -> dict:
     """Naming no topic: invalid (Kafka 3.9's Raft thread fails on it: the connection closes, and
     the controller stops, which the sandbox does not copy). Naming the metadata partition with
     Kafka's defaults: Kafka fails it (UNKNOWN_SERVER_ERROR); the sandbox has no snapshot to send."""
@@ -122,7 +127,7 @@ def fetch_snapshot(ctx) -> dict:
 
 
 @api(ApiKey.UPDATE_RAFT_VOTER)
-def update_raft_voter(ctx) -> dict:
+def update_raft_voter(ctx: RequestContext) -> dict:
     """KafkaRaftClient: the cluster id, then the leader epoch the request names (older: fenced,
     newer: unknown), then leadership; a request that passes names no voter change the sandbox
     makes (its voters change through AddRaftVoter and RemoveRaftVoter)."""
@@ -139,7 +144,7 @@ def update_raft_voter(ctx) -> dict:
 
 # -- the broker lifecycle, on KRaft controller listeners -------------------------------------------
 
-def _controller_refusal(ctx) -> int | None:
+def _controller_refusal(ctx: RequestContext) -> int | None:
     """CLUSTER_ACTION, then QuorumController's leadership (a standby answers NOT_CONTROLLER)."""
     if not _cluster_action(ctx):
         return ErrorCode.cluster_authorization_failed
@@ -148,24 +153,24 @@ def _controller_refusal(ctx) -> int | None:
     return None
 
 
-def _stale_broker(ctx, **fields) -> dict:
+def _stale_broker(ctx: RequestContext, **fields) -> dict:
     """No broker registered with the sandbox's controller over the wire: any epoch is stale."""
     code = _controller_refusal(ctx)
     return {"error_code": ErrorCode.stale_broker_epoch if code is None else code, **fields}
 
 
 @api(ApiKey.BROKER_HEARTBEAT)
-def broker_heartbeat(ctx) -> dict:
+def broker_heartbeat(ctx: RequestContext) -> dict:
     return _stale_broker(ctx, is_caught_up=False, is_fenced=True, should_shut_down=False)
 
 
 @api(ApiKey.ASSIGN_REPLICAS_TO_DIRS)
-def assign_replicas_to_dirs(ctx) -> dict:
+def assign_replicas_to_dirs(ctx: RequestContext) -> dict:
     return _stale_broker(ctx, directories=[])
 
 
 @api(ApiKey.BROKER_REGISTRATION)
-def broker_registration(ctx) -> dict:
+def broker_registration(ctx: RequestContext) -> dict:
     """Another cluster's broker is told so; one naming this cluster is refused: a live broker's
     id is in use, and the sandbox takes no new broker over the wire."""
     code = _controller_refusal(ctx)
@@ -181,7 +186,7 @@ def broker_registration(ctx) -> dict:
 
 
 @api(ApiKey.CONTROLLER_REGISTRATION)
-def controller_registration(ctx) -> dict:
+def controller_registration(ctx: RequestContext) -> dict:
     """Kafka's active controller records any registration; the sandbox acknowledges it as Kafka
     does but keeps its own controllers."""
     code = _controller_refusal(ctx)
@@ -191,10 +196,10 @@ def controller_registration(ctx) -> dict:
 
 
 @api(ApiKey.UNREGISTER_CONTROLLER)
-def unregister_controller(ctx) -> dict:
+def unregister_controller(ctx: RequestContext) -> dict:
     """Kafka 4.4 (ALTER on the cluster; brokers forward it): the active controller cannot go, an
-    unknown id is not registered; another controller's registration goes, and a live one
-    registers again at once, as Kafka's do."""
+    unknown (or unregistered) id is not registered; another controller's registration goes, and
+    a live one registers again at once, as Kafka's do (its registration manager sees it gone)."""
     if not ctx.authorize(AclOperation.ALTER, AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
     if not ctx.is_controller:
@@ -205,16 +210,18 @@ def unregister_controller(ctx) -> dict:
     if controller_id == ctx.cluster.controller_id:
         return {"error_code": ErrorCode.invalid_request,
                 "error_message": "Controller cannot unregister itself while it is active."}
-    if controller_id not in ctx.cluster.controllers:
+    controller = ctx.cluster.controllers.get(controller_id)
+    if controller is None or not controller.registered:
         return {"error_code": CONTROLLER_ID_NOT_REGISTERED,
                 "error_message": f"Controller ID {controller_id} is not currently registered."}
+    controller.registered = controller.alive
     return {"error_code": ErrorCode.none, "error_message": ""}
 
 
 # -- on both: AlterPartition, AllocateProducerIds, Envelope; ZooKeeper mode's own ----------------------
 
 @api(ApiKey.ALTER_PARTITION)
-def alter_partition(ctx) -> dict:
+def alter_partition(ctx: RequestContext) -> dict:
     """KRaft's controller answers an empty request before anything else; ZooKeeper mode's checks
     the broker epoch first."""
     if not _cluster_action(ctx):
@@ -225,7 +232,7 @@ def alter_partition(ctx) -> dict:
 
 
 @api(ApiKey.ALLOCATE_PRODUCER_IDS)
-def allocate_producer_ids(ctx) -> dict:
+def allocate_producer_ids(ctx: RequestContext) -> dict:
     """KRaft: a stale broker epoch. ZooKeeper mode's controller checks the broker is registered."""
     fields = {"producer_id_start": 0, "producer_id_len": 0}
     if ctx.cluster.kraft:
@@ -238,7 +245,7 @@ def allocate_producer_ids(ctx) -> dict:
 
 
 @api(ApiKey.ENVELOPE)
-def envelope(ctx) -> dict:
+def envelope(ctx: RequestContext) -> dict:
     """A forwarded request. ZooKeeper-mode brokers without forwarding close the connection; a KRaft
     controller checks CLUSTER_ACTION, then reads the principal; the sandbox unwraps no envelope."""
     if not ctx.cluster.kraft:
@@ -252,7 +259,7 @@ def envelope(ctx) -> dict:
     return {"error_code": code, "response_data": None}
 
 
-def _stale_controller(ctx, **fields) -> dict:
+def _stale_controller(ctx: RequestContext, **fields) -> dict:
     """LeaderAndIsr, StopReplica, UpdateMetadata: only the sandbox's own controller (which sends
     none over the wire) is current: any other is stale."""
     code = ErrorCode.cluster_authorization_failed if not _cluster_action(ctx) else ErrorCode.stale_controller_epoch
@@ -260,22 +267,22 @@ def _stale_controller(ctx, **fields) -> dict:
 
 
 @api(ApiKey.LEADER_AND_ISR)
-def leader_and_isr(ctx) -> dict:
+def leader_and_isr(ctx: RequestContext) -> dict:
     return _stale_controller(ctx, partition_errors=[], topics=[])
 
 
 @api(ApiKey.STOP_REPLICA)
-def stop_replica(ctx) -> dict:
+def stop_replica(ctx: RequestContext) -> dict:
     return _stale_controller(ctx, partition_errors=[])
 
 
 @api(ApiKey.UPDATE_METADATA)
-def update_metadata(ctx) -> dict:
+def update_metadata(ctx: RequestContext) -> dict:
     return _stale_controller(ctx)
 
 
 @api(ApiKey.CONTROLLED_SHUTDOWN)
-def controlled_shutdown(ctx) -> dict:
+def controlled_shutdown(ctx: RequestContext) -> dict:
     """3.9's KRaft controllers list it and fail it; ZooKeeper mode's controller knows only its
     live brokers, and shuts none down for a request from outside."""
     if ctx.cluster.kraft:

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol import codec
 from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey, EndpointType
-from kafka_shell.sandbox import admin
-from kafka_shell.sandbox.admin import AdminError
+from kafka_shell.sandbox import topic_lifecycle
+from kafka_shell.sandbox.topic_lifecycle import AdminError
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.core import partition_metadata
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 # Kafka's max.request.partition.size.limit default: the most partitions one answer holds.
 MAX_PARTITIONS_PER_ANSWER = 2000
 
 
 @api(ApiKey.DESCRIBE_CLUSTER)
-def describe_cluster(ctx) -> dict:
+def describe_cluster(ctx: RequestContext) -> dict:
     """A broker listener describes the brokers (controller_id: see `advertised_controller_id`);
     a KRaft controller listener, asked with endpoint type CONTROLLER, the voters and the active
     controller (KIP-919). The other endpoint type: MISMATCHED_ENDPOINT_TYPE (v0: INVALID_REQUEST),
@@ -25,7 +30,7 @@ def describe_cluster(ctx) -> dict:
     cluster = ctx.cluster
     served = EndpointType.CONTROLLER if ctx.on_controller_listener else EndpointType.BROKER
     wanted = req.endpoint_type
-    answer = {"error_code": 0, "error_message": None, "endpoint_type": served,
+    answer: dict = {"error_code": 0, "error_message": None, "endpoint_type": served,
               "cluster_id": cluster.cluster_id, "controller_id": -1,
               "brokers": [], "cluster_authorized_operations": ctx.authorized_operations(
                   req.include_cluster_authorized_operations, AclResourceType.CLUSTER)}
@@ -42,9 +47,9 @@ def describe_cluster(ctx) -> dict:
                 "error_message": f"The request was sent to an endpoint of type {served.name}, "
                                  f"but we wanted an endpoint of type {EndpointType(wanted).name}"}
     if served == EndpointType.CONTROLLER:
-        # Every registered voter (a stopped one stays registered), never fenced.
-        answer["brokers"] = [{"broker_id": c.id, "host": c.host, "port": c.port, "rack": None,
-                              "is_fenced": False} for c in sorted(cluster.controllers.values(), key=lambda c: c.id)]
+        # Every registered controller (a stopped one stays registered until unregistered), never fenced.
+        answer["brokers"] = [{"broker_id": c.id, "host": c.host, "port": c.port, "rack": None, "is_fenced": False}
+                             for c in sorted(cluster.controllers.values(), key=lambda c: c.id) if c.registered]
         answer["controller_id"] = cluster.controller_id
         return answer
     # A stopped broker stays registered but fenced: listed only when fenced brokers are asked for.
@@ -58,7 +63,7 @@ def describe_cluster(ctx) -> dict:
 
 
 @api(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
-def describe_topic_partitions(ctx) -> dict:
+def describe_topic_partitions(ctx: RequestContext) -> dict:
     req = ctx.request
     cluster = ctx.cluster
     cursor = req.cursor
@@ -109,7 +114,7 @@ def _partition(cluster, p) -> dict:
 
 def _missing_topic_error(name: str) -> int:
     try:
-        admin.check_topic_name(name)
+        topic_lifecycle.check_topic_name(name)
     except AdminError as exc:
         return exc.code
     return ErrorCode.unknown_topic_or_partition

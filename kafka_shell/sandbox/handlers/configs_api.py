@@ -9,15 +9,20 @@ does (INVALID_REQUEST), unknown broker keys accepted as Kafka accepts them. The 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import admin, client_metrics, configs, group_configs, loggers, replication
-from kafka_shell.sandbox.admin import AdminError
+from kafka_shell.sandbox import client_metrics, configs, cordons, group_configs, loggers, replication, topic_lifecycle
+from kafka_shell.sandbox.topic_lifecycle import AdminError
 from kafka_shell.sandbox.configs import ConfigProblem
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 TOPIC = 2
 BROKER = 4
@@ -39,7 +44,7 @@ def _broker_id(name: str) -> int:
         raise AdminError(ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}") from None
 
 
-def _check_authorized(ctx, resource_type: int, name: str) -> None:
+def _check_authorized(ctx: RequestContext, resource_type: int, name: str) -> None:
     """What the API needs (authorizer.API_NEEDS): DESCRIBE_CONFIGS or ALTER_CONFIGS on the topic,
     or on the cluster for broker resources. Asked before whether the resource exists."""
     if resource_type == TOPIC and not ctx.permits(AclResourceType.TOPIC, name):
@@ -59,7 +64,7 @@ def _unsupported(resource_type: int) -> AdminError:
 
 
 @api(ApiKey.DESCRIBE_CONFIGS)
-def describe_configs(ctx) -> dict:
+def describe_configs(ctx: RequestContext) -> dict:
     req = ctx.request
     results = []
     for r in req.resources:
@@ -84,11 +89,11 @@ def describe_configs(ctx) -> dict:
     return {"results": results}
 
 
-def _describe(ctx, resource_type: int, name: str) -> list[dict]:
+def _describe(ctx: RequestContext, resource_type: int, name: str) -> list[dict]:
     cluster = ctx.cluster
     _check_authorized(ctx, resource_type, name)
     if resource_type == TOPIC:
-        admin.check_topic_name(name)
+        topic_lifecycle.check_topic_name(name)
         topic = cluster.topics.get(name)
         if topic is None:
             raise AdminError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
@@ -118,9 +123,9 @@ LISTABLE = {0: (CLIENT_METRICS,), 1: (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRI
 
 
 @api(ApiKey.LIST_CONFIG_RESOURCES)
-def list_config_resources(ctx) -> dict:
-    """As Kafka 4.4's KafkaApis lists them: groups with configs (the sandbox has none), client
-    metrics subscriptions, each live broker as BROKER_LOGGER and BROKER, then every topic."""
+def list_config_resources(ctx: RequestContext) -> dict:
+    """As Kafka 4.4's KafkaApis lists them: groups with configs, client metrics subscriptions,
+    each live broker as BROKER_LOGGER and BROKER, then every topic."""
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "config_resources": []}
     supported = LISTABLE[min(ctx.version, 1)]
@@ -129,7 +134,8 @@ def list_config_resources(ctx) -> dict:
         return {"error_code": ErrorCode.unsupported_version, "config_resources": []}
     brokers = [str(b.id) for b in ctx.cluster.live_brokers()]
     subscriptions = sorted(client_metrics.subscriptions(ctx.cluster))
-    found = [(name, kind) for kind, names in ((CLIENT_METRICS, subscriptions), (BROKER_LOGGER, brokers),
+    found = [(name, kind) for kind, names in ((GROUP, group_configs.configured(ctx.cluster)),
+                                             (CLIENT_METRICS, subscriptions), (BROKER_LOGGER, brokers),
                                              (BROKER, brokers), (TOPIC, list(ctx.cluster.topics)))
              if kind in wanted for name in names]
     return {"error_code": 0, "config_resources": [{"resource_name": n, "resource_type": t} for n, t in found]}
@@ -139,7 +145,7 @@ def list_config_resources(ctx) -> dict:
 
 
 @api(ApiKey.ALTER_CONFIGS)
-def alter_configs(ctx) -> dict:
+def alter_configs(ctx: RequestContext) -> dict:
     """The legacy API: the given configs replace every dynamic config of the resource."""
     def new_values(resource, current: dict[str, str], defs, kind: str) -> dict[str, str]:
         return {c.name: c.value for c in resource.configs if c.value is not None}
@@ -147,7 +153,7 @@ def alter_configs(ctx) -> dict:
 
 
 @api(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-def incremental_alter_configs(ctx) -> dict:
+def incremental_alter_configs(ctx: RequestContext) -> dict:
     def new_values(resource, current: dict[str, str], defs, kind: str) -> dict[str, str]:
         out = dict(current)
         for c in resource.configs:
@@ -185,7 +191,7 @@ def _apply_op(values: dict[str, str], key: str, op: int, value: str | None, defs
     values[key] = ",".join(parts)
 
 
-def _alter(ctx, new_values) -> dict:
+def _alter(ctx: RequestContext, new_values) -> dict:
     req = ctx.request
     responses = []
     for r in req.resources:
@@ -199,7 +205,7 @@ def _alter(ctx, new_values) -> dict:
     return {"responses": responses}
 
 
-def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
+def _alter_resource(ctx: RequestContext, r, new_values, validate_only: bool) -> None:
     cluster = ctx.cluster
     if r.resource_type == BROKER_LOGGER and ctx.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
         # Each node changes its own loggers, without the controller (RuntimeLoggerManager).
@@ -218,7 +224,7 @@ def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
         client_metrics.alter(cluster, r.resource_name, list(r.configs), validate_only)
         return
     if r.resource_type == TOPIC:
-        admin.check_topic_name(r.resource_name)
+        topic_lifecycle.check_topic_name(r.resource_name)
         topic = cluster.topics.get(r.resource_name)
         if topic is None:
             raise AdminError(ErrorCode.unknown_topic_or_partition,
@@ -255,6 +261,10 @@ def _alter_resource(ctx, r, new_values, validate_only: bool) -> None:
     new = new_values(r, current, configs.broker_defs(cluster), "broker")
     given = {c.name for c in r.configs if getattr(c, "config_operation", SET) != DELETE}
     configs.check_broker_change(cluster, ctx.broker.id, r.resource_name, {k: new[k] for k in given if k in new})
+    if node is not None and cordons.KEY in given and new.get(cordons.KEY):
+        refused = cordons.check_value(cluster, int(r.resource_name), new[cordons.KEY])
+        if refused:
+            raise AdminError(*refused)
     if not cluster_wide and CLUSTER_ONLY_KEYS & given:
         keys = ", ".join(sorted(CLUSTER_ONLY_KEYS & given))
         raise AdminError(ErrorCode.invalid_request, f"Cannot update these configs at per-broker level, use the "

@@ -6,13 +6,18 @@ The state machine is `kafka_shell.sandbox.consumer_groups`; this module checks r
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.protocol.codes import AclResourceType, ApiKey
+from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.protocol.definitions import releases
 from kafka_shell.sandbox import consumer_groups as cg
 from kafka_shell.sandbox.handlers import api
-from kafka_shell.sandbox.handlers.groups import _client_host, _group_denied, _not_coordinator
+from kafka_shell.sandbox.handlers.common import client_host, group_denied, not_coordinator
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 INVALID = ErrorCode.invalid_request
 
@@ -43,20 +48,29 @@ def _invalid(req, version: int) -> str | None:
     return None
 
 
-def _protocol_off(ctx) -> bool:
+def _protocol_off(ctx: RequestContext) -> bool:
     """Kafka 3.x lists both APIs but, without the group.version feature and the consumer
     protocol in group.coordinator.rebalance.protocols (a stock cluster has neither), answers
     UNSUPPORTED_VERSION before anything else (KafkaApis.isConsumerGroupProtocolEnabled)."""
     return releases.release(ctx.cluster.kafka_version).major < 4
 
 
+def _topics_denied(ctx: RequestContext, names: list[str] | None) -> int:
+    """KafkaApis.handleConsumerGroupHeartbeat: a member may subscribe only to topics it may
+    describe (asked before the coordinator sees the request)."""
+    if names and not all(ctx.authorize(AclOperation.DESCRIBE, AclResourceType.TOPIC, n) for n in set(names)):
+        return ErrorCode.topic_authorization_failed
+    return 0
+
+
 @api(ApiKey.CONSUMER_GROUP_HEARTBEAT)
-def consumer_group_heartbeat(ctx) -> dict:
+def consumer_group_heartbeat(ctx: RequestContext) -> dict:
     req = ctx.request
     base = {"member_id": None, "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
     if _protocol_off(ctx):
         return {**base, "error_code": ErrorCode.unsupported_version}
-    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
+    err = group_denied(ctx, req.group_id) or _topics_denied(ctx, req.subscribed_topic_names) \
+        or not_coordinator(ctx, req.group_id)
     if err:
         return {**base, "error_code": err}
     problem = _invalid(req, ctx.version)
@@ -67,7 +81,7 @@ def consumer_group_heartbeat(ctx) -> dict:
     try:
         answer = cg.Coordinator(ctx.cluster).heartbeat(
             req.group_id, req.member_id, req.member_epoch, req.instance_id, req.rack_id,
-            int(req.rebalance_timeout.total_seconds() * 1000), ctx.header.client_id or "", _client_host(ctx),
+            int(req.rebalance_timeout.total_seconds() * 1000), ctx.header.client_id or "", client_host(ctx),
             None if req.subscribed_topic_names is None else list(req.subscribed_topic_names),
             req.subscribed_topic_regex, req.server_assignor, owned)
     except cg.GroupError as exc:
@@ -76,17 +90,17 @@ def consumer_group_heartbeat(ctx) -> dict:
 
 
 @api(ApiKey.CONSUMER_GROUP_DESCRIBE)
-def consumer_group_describe(ctx) -> dict:
+def consumer_group_describe(ctx: RequestContext) -> dict:
     if _protocol_off(ctx):
         return {"groups": [{"group_id": g, "error_code": ErrorCode.unsupported_version, "group_state": "",
                             "assignor_name": "", "members": []} for g in ctx.request.group_ids]}
     return {"groups": [_describe(ctx, group_id) for group_id in ctx.request.group_ids]}
 
 
-def _describe(ctx, group_id: str) -> dict:
+def _describe(ctx: RequestContext, group_id: str) -> dict:
     base = {"group_id": group_id, "group_state": "", "group_epoch": 0, "assignment_epoch": 0,
             "assignor_name": "", "members": []}
-    err = _group_denied(ctx, group_id) or _not_coordinator(ctx, group_id)
+    err = group_denied(ctx, group_id) or not_coordinator(ctx, group_id)
     if err:
         return {**base, "error_code": err}
     coordinator = cg.Coordinator(ctx.cluster)

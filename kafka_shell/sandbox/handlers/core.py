@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import re
 
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol import codec
 from kafka_shell.protocol.authorization import OPERATIONS_NOT_REQUESTED
-from kafka_shell.sandbox import admin
+from kafka_shell.sandbox import topic_lifecycle
 from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api, features
 from kafka_shell.sandbox.model import Topic
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 
 # ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN: client software names and versions (v3+).
@@ -30,7 +35,7 @@ def _api_versions_error(req, version: int) -> int:
 
 
 @api(ApiKey.API_VERSIONS)
-def api_versions(ctx) -> dict:
+def api_versions(ctx: RequestContext) -> dict:
     """The APIs of the listener asked, as a listener of that kind on the Kafka release the sandbox
     follows lists them (sandbox.apis): a KRaft broker lists DescribeQuorum, a zk-mode broker does
     not, a controller listener lists what controllers serve."""
@@ -151,15 +156,15 @@ class EncodedTopics:
         return around[0] + codec.encode_array(self.topic_cls, "partitions", parts).data + around[1]
 
 
-def _encoded(ctx) -> EncodedTopics:
-    cache = ctx.cluster.extras.setdefault("metadata_cache", {})
+def _encoded(ctx: RequestContext) -> EncodedTopics:
+    cache = ctx.cluster.runtime.metadata_cache
     encoded = cache.get(ctx.version)
     if encoded is None:
         encoded = cache[ctx.version] = EncodedTopics(ctx.version)
     return encoded
 
 
-def _all_topics(ctx) -> object:
+def _all_topics(ctx: RequestContext) -> object:
     """The topics of a full-metadata answer (see `EncodedTopics`): those the principal may
     describe (Kafka leaves the others out). An injected Metadata failure needs the topics as
     data (the error goes on each of them)."""
@@ -172,14 +177,14 @@ def _all_topics(ctx) -> object:
     return codec.encode_array(encoded.response_cls, "topics", [encoded.topic(ctx.cluster, t) for t in visible])
 
 
-def _may_create(ctx, name: str) -> bool:
+def _may_create(ctx: RequestContext, name: str) -> bool:
     """Auto-creation needs CREATE on the cluster or on the topic (KafkaApis.handleTopicMetadataRequest)."""
     return ctx.authorize(AclOperation.CREATE, AclResourceType.CLUSTER) or \
         ctx.authorize(AclOperation.CREATE, AclResourceType.TOPIC, name)
 
 
 @api(ApiKey.METADATA)
-def metadata(ctx) -> dict:
+def metadata(ctx: RequestContext) -> dict:
     cluster = ctx.cluster
     req = ctx.request
     topics: object
@@ -190,9 +195,10 @@ def metadata(ctx) -> dict:
         for rt in req.topics:
             name = getattr(rt, "name", None)
             topic_id = getattr(rt, "topic_id", None)
-            t = cluster.topics.get(name) if name else cluster.topic_by_id(topic_id)
+            t = cluster.topics.get(name) if name else cluster.topic_by_id(topic_id) if topic_id else None
             code: int = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
-            if (name or t) and not ctx.permits(AclResourceType.TOPIC, name or t.name):
+            shown = name or (t.name if t is not None else None)
+            if shown and not ctx.permits(AclResourceType.TOPIC, shown):
                 t, code = None, ErrorCode.topic_authorization_failed  # whether it exists or not
             elif t is None and name and req.allow_auto_topic_creation and not _may_create(ctx, name):
                 code = ErrorCode.topic_authorization_failed
@@ -201,8 +207,8 @@ def metadata(ctx) -> dict:
                     code = ErrorCode.leader_not_available  # creation waits for a KRaft controller
                 else:
                     try:
-                        t = admin.auto_create_topic(cluster, name)
-                    except admin.AdminError as exc:
+                        t = topic_lifecycle.auto_create_topic(cluster, name)
+                    except topic_lifecycle.AdminError as exc:
                         code = exc.code
             if t is None:
                 found.append({"error_code": code, "name": name, "topic_id": topic_id or codec.ZERO_UUID,
@@ -229,7 +235,7 @@ def metadata(ctx) -> dict:
     }
 
 
-def _with_operations(ctx, answer: dict) -> dict:
+def _with_operations(ctx: RequestContext, answer: dict) -> dict:
     """A topic's answer with its authorized operations, when the request asked for them."""
     answer["topic_authorized_operations"] = ctx.authorized_operations(
         ctx.request.include_topic_authorized_operations, AclResourceType.TOPIC, answer["name"])

@@ -8,6 +8,8 @@ principal owns or renews, and those it may DESCRIBE (the token) or DESCRIBE_TOKE
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import datetime
 
 from kio.schema.errors import ErrorCode
@@ -16,6 +18,9 @@ from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox import tokens
 from kafka_shell.sandbox.handlers import api
 
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
+
 ANONYMOUS = "User:ANONYMOUS"
 
 
@@ -23,7 +28,7 @@ def _ms(period: datetime.timedelta) -> int:
     return period // datetime.timedelta(milliseconds=1)
 
 
-def _allowed(ctx) -> bool:
+def _allowed(ctx: RequestContext) -> bool:
     """KafkaApis.allowTokenRequests."""
     if ctx.token_authenticated or ctx.listener == "PLAINTEXT":
         return False
@@ -54,7 +59,7 @@ def _create_answer(code: int, owner: str, requester: str, token: tokens.Token | 
 
 
 @api(ApiKey.CREATE_DELEGATION_TOKEN)
-def create_delegation_token(ctx) -> dict:
+def create_delegation_token(ctx: RequestContext) -> dict:
     req = ctx.request
     requester = ctx.principal
     owner = _principal(req.owner_principal_type, req.owner_principal_name) if req.owner_principal_name else requester
@@ -71,7 +76,7 @@ def create_delegation_token(ctx) -> dict:
     return _create_answer(created, owner, requester, unset=0)
 
 
-def _change_expiry(ctx, change, period: datetime.timedelta) -> dict:
+def _change_expiry(ctx: RequestContext, change, period: datetime.timedelta) -> dict:
     """Renew or expire: the token's new expiry timestamp (-1 when refused)."""
     if not _allowed(ctx):
         return {"error_code": ErrorCode.delegation_token_request_not_allowed, "expiry_timestamp": -1}
@@ -80,17 +85,17 @@ def _change_expiry(ctx, change, period: datetime.timedelta) -> dict:
 
 
 @api(ApiKey.RENEW_DELEGATION_TOKEN)
-def renew_delegation_token(ctx) -> dict:
+def renew_delegation_token(ctx: RequestContext) -> dict:
     return _change_expiry(ctx, tokens.renew, ctx.request.renew_period)
 
 
 @api(ApiKey.EXPIRE_DELEGATION_TOKEN)
-def expire_delegation_token(ctx) -> dict:
+def expire_delegation_token(ctx: RequestContext) -> dict:
     return _change_expiry(ctx, tokens.expire, ctx.request.expiry_time_period)
 
 
 @api(ApiKey.DESCRIBE_DELEGATION_TOKEN)
-def describe_delegation_token(ctx) -> dict:
+def describe_delegation_token(ctx: RequestContext) -> dict:
     if not _allowed(ctx):
         return {"error_code": ErrorCode.delegation_token_request_not_allowed, "tokens": []}
     if not tokens.enabled(ctx.cluster):

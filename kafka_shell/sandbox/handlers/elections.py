@@ -8,6 +8,8 @@ for its first 1000 partitions; the rest are ignored and not answered (KAFKA-2009
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
@@ -16,14 +18,17 @@ from kafka_shell.sandbox import replication
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
+
 PREFERRED, UNCLEAN = 0, 1
 
 
-def _kind(ctx) -> int:
+def _kind(ctx: RequestContext) -> int:
     return ctx.request.election_type  # v0: Kafka's default, preferred
 
 
-def _requested(ctx) -> list[tuple[str, int, int | None, int]]:
+def _requested(ctx: RequestContext) -> list[tuple[str, int, int | None, int]]:
     """(topic, partition, designated leader, error or NONE) for each requested partition."""
     out: list[tuple[str, int, int | None, int]] = []
     for tp in ctx.request.topic_partitions:
@@ -40,7 +45,7 @@ def _requested(ctx) -> list[tuple[str, int, int | None, int]]:
     return out
 
 
-def _elect(ctx, topic: str, index: int, designated: int | None) -> tuple[int, str | None]:
+def _elect(ctx: RequestContext, topic: str, index: int, designated: int | None) -> tuple[int, str | None]:
     p = ctx.cluster.partition(topic, index)
     if p is None:
         what = f"partition {topic}-{index}" if topic in ctx.cluster.topics else f"topic {topic}"
@@ -62,7 +67,7 @@ def _group(results: list[tuple[str, int, int, str | None]]) -> list[dict]:
 
 
 @api(ApiKey.ELECT_LEADERS, controller_only=True)
-def elect_leaders(ctx) -> dict:
+def elect_leaders(ctx: RequestContext) -> dict:
     req = ctx.request
     kind = _kind(ctx)
     valid_kind = kind in (PREFERRED, UNCLEAN) or (kind == DESIGNATED_ELECTION and ctx.version >= 3)

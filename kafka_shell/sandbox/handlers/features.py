@@ -14,6 +14,8 @@ the whole request, and nothing changes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol import definitions
@@ -21,11 +23,13 @@ from kafka_shell.protocol.definitions import releases
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
+
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"   # the quorum's (sandbox.quorum): 1 makes its voters changeable
 FAILED = "The update failed for all features since the following feature had an error: "
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
-FEATURES_KEY = "features"  # cluster extra: feature -> finalized level
 
 
 def _features(cluster) -> releases.Features:
@@ -38,7 +42,9 @@ def supported(cluster) -> dict[str, tuple[int, int]]:
 
 
 def finalized(cluster) -> dict[str, int]:
-    return cluster.extras.setdefault(FEATURES_KEY, dict(_features(cluster).finalized))
+    if cluster.features is None:
+        cluster.features = dict(_features(cluster).finalized)
+    return cluster.features
 
 
 def api_versions_features(cluster, version: int) -> dict:
@@ -92,7 +98,7 @@ def _check(cluster, name: str, level: int, kind: int) -> str | None:
 
 
 @api(ApiKey.UPDATE_FEATURES)
-def update_features(ctx) -> dict:
+def update_features(ctx: RequestContext) -> dict:
     req = ctx.request
     names = [u.feature for u in req.feature_updates]
     error, message = ErrorCode.none, None

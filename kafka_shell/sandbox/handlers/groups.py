@@ -1,10 +1,12 @@
 """Classic group coordinator APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete.
 
-The state machine is `kafka_shell.sandbox.groups`; this module maps requests onto it.
+The state machine is `kafka_shell.sandbox.classic_groups`; this module maps requests onto it.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import uuid
 
@@ -12,45 +14,32 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol import codec
 from kafka_shell.sandbox import consumer_groups as cg
-from kafka_shell.sandbox import groups as gc
+from kafka_shell.sandbox import classic_groups as gc
 from kafka_shell.sandbox import share_groups as share
 from kafka_shell.sandbox import streams_groups as sg
 from kafka_shell.sandbox import transactions
 from kafka_shell.sandbox.model import Topic
 from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
-from kafka_shell.sandbox.handlers.records import find_topic, topic_denied, topic_keys
+from kafka_shell.sandbox.handlers.common import client_host, find_topic, group_denied, not_coordinator, topic_denied, topic_keys
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 INVALID_REQUEST_MESSAGE = ("This most likely occurs because of a request being malformed by the client library or "
                            "the message was sent to an incompatible broker. See the broker logs for more details.")
 
 
-def _coordinator(ctx) -> gc.Coordinator:
+def _coordinator(ctx: RequestContext) -> gc.Coordinator:
     return gc.Coordinator(ctx.cluster, ctx.sandbox.spawn)
-
-
-def _not_coordinator(ctx, group_id: str) -> int:
-    """NOT_COORDINATOR unless this broker leads the group's __consumer_offsets partition."""
-    return 0 if gc.coordinator_of(ctx.cluster, group_id) == ctx.broker.id else ErrorCode.not_coordinator
-
-
-def _group_denied(ctx, group_id: str) -> int:
-    """GROUP_AUTHORIZATION_FAILED when the principal lacks what this API needs on the group
-    (authorizer.API_NEEDS), else 0. Kafka asks it before anything else about the group."""
-    return 0 if ctx.permits(AclResourceType.GROUP, group_id) else ErrorCode.group_authorization_failed
-
-
-def _client_host(ctx) -> str:
-    # The sandbox listens on loopback only, so its clients share the brokers' host.
-    return f"/{ctx.broker.host}"
 
 
 # -- FindCoordinator --------------------------------------------------------------------------
 
 
 @api(ApiKey.FIND_COORDINATOR)
-def find_coordinator(ctx) -> dict:
+def find_coordinator(ctx: RequestContext) -> dict:
     req = ctx.request
     key_type = req.key_type
     keys = list(req.coordinator_keys) if ctx.version >= 4 else [req.key]
@@ -60,13 +49,13 @@ def find_coordinator(ctx) -> dict:
     return found[0]
 
 
-def _find(ctx, key: str, key_type: int) -> dict:
+def _find(ctx: RequestContext, key: str, key_type: int) -> dict:
     missing = {"key": key, "node_id": -1, "host": "", "port": -1}
     # Kafka answers each refusal with its error's default message (Errors.message()).
     if key_type == TRANSACTION_KEY and not ctx.permits(AclResourceType.TRANSACTIONAL_ID, key):
         return {**missing, "error_code": ErrorCode.transactional_id_authorization_failed,
                 "error_message": "Transactional Id authorization failed."}
-    if key_type == GROUP_KEY and (denied := _group_denied(ctx, key)):
+    if key_type == GROUP_KEY and (denied := group_denied(ctx, key)):
         return {**missing, "error_code": denied, "error_message": "Group authorization failed."}
     if key_type == SHARE_KEY and ApiKey.SHARE_GROUP_HEARTBEAT in ctx.served_apis():
         # KafkaApis: v6+ only, then CLUSTER_ACTION on the cluster, then a key SharePartitionKey reads.
@@ -98,19 +87,19 @@ def _find(ctx, key: str, key_type: int) -> dict:
 
 
 @api(ApiKey.JOIN_GROUP)
-async def join_group(ctx) -> dict:
+async def join_group(ctx: RequestContext) -> dict:
     req = ctx.request
     # Fields older versions lack: v0 has no rebalance timeout (the session timeout serves).
     base = {"generation_id": -1, "leader": "", "members": [], "member_id": req.member_id,
             "protocol_name": None if ctx.version >= 7 else ""}
-    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
+    err = group_denied(ctx, req.group_id) or not_coordinator(ctx, req.group_id)
     if err:
         return {**base, "error_code": err}
     session_ms = int(req.session_timeout.total_seconds() * 1000)
     rebalance_ms = int(req.rebalance_timeout.total_seconds() * 1000)  # v0: Kafka's default -1, the session timeout
     result = await _coordinator(ctx).join(
         req.group_id, req.member_id, req.group_instance_id,
-        ctx.header.client_id or "", _client_host(ctx), session_ms,
+        ctx.header.client_id or "", client_host(ctx), session_ms,
         rebalance_ms if rebalance_ms >= 0 else session_ms,
         req.protocol_type, [(p.name, p.metadata) for p in req.protocols],
         require_known_member_id=ctx.version >= 4, skips_assignment=ctx.version >= 9)
@@ -118,9 +107,9 @@ async def join_group(ctx) -> dict:
 
 
 @api(ApiKey.SYNC_GROUP)
-async def sync_group(ctx) -> dict:
+async def sync_group(ctx: RequestContext) -> dict:
     req = ctx.request
-    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
+    err = group_denied(ctx, req.group_id) or not_coordinator(ctx, req.group_id)
     if err:
         return {"error_code": err, "assignment": b""}
     result = await _coordinator(ctx).sync(
@@ -130,21 +119,21 @@ async def sync_group(ctx) -> dict:
 
 
 @api(ApiKey.HEARTBEAT)
-def heartbeat(ctx) -> dict:
+def heartbeat(ctx: RequestContext) -> dict:
     req = ctx.request
-    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id) or \
+    err = group_denied(ctx, req.group_id) or not_coordinator(ctx, req.group_id) or \
         _coordinator(ctx).heartbeat(req.group_id, req.member_id, req.generation_id, getattr(req, "group_instance_id", None))
     return {"error_code": err}
 
 
 @api(ApiKey.LEAVE_GROUP)
-def leave_group(ctx) -> dict:
+def leave_group(ctx: RequestContext) -> dict:
     req = ctx.request
     if ctx.version >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in req.members]
     else:
         leaving = [(req.member_id, None)]
-    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
+    err = group_denied(ctx, req.group_id) or not_coordinator(ctx, req.group_id)
     if err:
         return {"error_code": err, "members": []}
     answers = _coordinator(ctx).leave(req.group_id, leaving)
@@ -157,26 +146,36 @@ def leave_group(ctx) -> dict:
 # -- offsets ----------------------------------------------------------------------------------
 
 
-def _epoch_coordinator(ctx, g: cg.ConsumerGroup | sg.StreamsGroup) -> cg.Coordinator | sg.Coordinator:
-    """The coordinator of a group whose members commit and fetch with their member epoch."""
-    return sg.Coordinator(ctx.cluster) if isinstance(g, sg.StreamsGroup) else cg.Coordinator(ctx.cluster)
+def _commit_verdict(ctx: RequestContext, g: cg.ConsumerGroup | sg.StreamsGroup, member_id: str, epoch: int):
+    """A commit into a group whose members commit with their member epoch (its coordinator's
+    commit_error: 0, an error code, or a check per partition)."""
+    if isinstance(g, sg.StreamsGroup):
+        return sg.Coordinator(ctx.cluster).commit_error(g, member_id, epoch, ctx.version)
+    return cg.Coordinator(ctx.cluster).commit_error(g, member_id, epoch, ctx.version)
+
+
+def _fetch_error(ctx: RequestContext, g: cg.ConsumerGroup | sg.StreamsGroup, member_id: str | None, epoch: int) -> int:
+    if isinstance(g, sg.StreamsGroup):
+        return sg.Coordinator(ctx.cluster).fetch_error(g, member_id, epoch)
+    return cg.Coordinator(ctx.cluster).fetch_error(g, member_id, epoch)
 
 
 @api(ApiKey.OFFSET_COMMIT)
-def offset_commit(ctx) -> dict:
+def offset_commit(ctx: RequestContext) -> dict:
     req = ctx.request
     coord = _coordinator(ctx)
-    group, err = None, _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
+    group: gc.OffsetHolder | None = None
+    err = group_denied(ctx, req.group_id) or not_coordinator(ctx, req.group_id)
     check = None  # KIP-848: a commit with an older member epoch is checked per partition
     found = gc.all_groups(ctx.cluster).get(req.group_id)
     if not err and isinstance(found, (cg.ConsumerGroup, sg.StreamsGroup)):
-        verdict = _epoch_coordinator(ctx, found).commit_error(found, req.member_id,  # type: ignore[arg-type]
-                                                              req.generation_id_or_member_epoch, ctx.version)
+        verdict = _commit_verdict(ctx, found, req.member_id, req.generation_id_or_member_epoch)
         group, err = (None, verdict) if isinstance(verdict, int) and verdict else (found, 0)
         check = verdict if callable(verdict) else None
     elif not err:
-        group, err = coord.commit_error(req.group_id, req.member_id, req.generation_id_or_member_epoch,
-                                        getattr(req, "group_instance_id", None))
+        found, err = coord.commit_error(req.group_id, req.member_id, req.generation_id_or_member_epoch,
+                                        getattr(req, "group_instance_id", None), ctx.version)
+        group = found if isinstance(found, gc.Group) else None
     topics = []
     for rt in req.topics:
         name, topic_id = getattr(rt, "name", None), getattr(rt, "topic_id", None)
@@ -201,7 +200,7 @@ def offset_commit(ctx) -> dict:
 
 
 @api(ApiKey.OFFSET_FETCH)
-def offset_fetch(ctx) -> dict:
+def offset_fetch(ctx: RequestContext) -> dict:
     req = ctx.request
     if ctx.version >= 8:
         return {"groups": [_fetch_offsets(ctx, g.group_id, g.topics, (getattr(g, "member_id", None),
@@ -211,7 +210,7 @@ def offset_fetch(ctx) -> dict:
     return {"topics": answer["topics"], "error_code": answer["error_code"]}
 
 
-def _partition_maker(ctx):
+def _partition_maker(ctx: RequestContext):
     """Partitions of an OffsetFetch answer made as entities at once: a group may hold offsets
     of 10,000s of partitions, and `build` would convert each field of each one."""
     cls = codec.response_schema(ApiKey.OFFSET_FETCH, ctx.version)
@@ -221,12 +220,12 @@ def _partition_maker(ctx):
     return codec.maker(partition_cls, error_code=ErrorCode.none, metadata="", committed_leader_epoch=-1)
 
 
-def _fetch_offsets(ctx, group_id: str, wanted, member: tuple[str | None, int] = (None, -1)) -> dict:
+def _fetch_offsets(ctx: RequestContext, group_id: str, wanted, member: tuple[str | None, int] = (None, -1)) -> dict:
     make = _partition_maker(ctx)
-    err = _group_denied(ctx, group_id) or _not_coordinator(ctx, group_id)
+    err = group_denied(ctx, group_id) or not_coordinator(ctx, group_id)
     g = gc.all_groups(ctx.cluster).get(group_id)
     if not err and isinstance(g, (cg.ConsumerGroup, sg.StreamsGroup)):
-        err = _epoch_coordinator(ctx, g).fetch_error(g, *member)  # type: ignore[arg-type]  # members fetch with their epoch
+        err = _fetch_error(ctx, g, *member)  # members fetch with their epoch
     if err:
         return {"group_id": group_id, "error_code": err, "topics": []}
     committed = g.offsets if g else {}
@@ -268,9 +267,9 @@ def _fetch_offsets(ctx, group_id: str, wanted, member: tuple[str | None, int] = 
 
 
 @api(ApiKey.OFFSET_DELETE)
-def offset_delete(ctx) -> dict:
+def offset_delete(ctx: RequestContext) -> dict:
     req = ctx.request
-    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
+    err = group_denied(ctx, req.group_id) or not_coordinator(ctx, req.group_id)
     g = gc.all_groups(ctx.cluster).get(req.group_id)
     coord = _coordinator(ctx)
     err = err or coord.delete_offsets_error(g)
@@ -302,7 +301,7 @@ def offset_delete(ctx) -> dict:
 
 
 @api(ApiKey.LIST_GROUPS)
-def list_groups(ctx) -> dict:
+def list_groups(ctx: RequestContext) -> dict:
     req = ctx.request
     states = {s.lower() for s in req.states_filter}
     types = {s.lower() for s in req.types_filter}
@@ -312,7 +311,7 @@ def list_groups(ctx) -> dict:
     for g in gc.all_groups(ctx.cluster).values():
         if gc.coordinator_of(ctx.cluster, g.group_id) != ctx.broker.id:
             continue
-        if not everything and _group_denied(ctx, g.group_id):
+        if not everything and group_denied(ctx, g.group_id):
             continue
         if (states and g.state.lower() not in states) or (types and g.group_type not in types):
             continue
@@ -322,21 +321,22 @@ def list_groups(ctx) -> dict:
 
 
 @api(ApiKey.DESCRIBE_GROUPS)
-def describe_groups(ctx) -> dict:
+def describe_groups(ctx: RequestContext) -> dict:
     return {"groups": [_describe(ctx, group_id) for group_id in ctx.request.groups]}
 
 
-def _describe(ctx, group_id: str) -> dict:
+def _describe(ctx: RequestContext, group_id: str) -> dict:
     base = {"group_id": group_id, "group_state": "", "protocol_type": "", "protocol_data": "",
             "members": []}
-    err = _group_denied(ctx, group_id) or _not_coordinator(ctx, group_id)
+    err = group_denied(ctx, group_id) or not_coordinator(ctx, group_id)
     if err:
         return {**base, "error_code": err}
-    g = gc.all_groups(ctx.cluster).get(group_id)
-    if g is None or g.group_type != "classic":
+    found = gc.all_groups(ctx.cluster).get(group_id)
+    g = found if isinstance(found, gc.Group) else None
+    if g is None:
         # v6+ (KIP-1043) reports a missing group (or one of another type) as an error; older versions as Dead.
         code = ErrorCode.group_id_not_found if ctx.version >= 6 else 0
-        message = None if g is None else f"Group {group_id} is not a classic group."
+        message = None if found is None else f"Group {group_id} is not a classic group."
         return {**base, "error_code": code, "group_state": gc.DEAD, "error_message": message if code else None}
     stable = g.state == gc.STABLE
     # Kafka shows member metadata, assignments and the protocol only once the group is stable.
@@ -352,8 +352,8 @@ def _describe(ctx, group_id: str) -> dict:
 
 
 @api(ApiKey.DELETE_GROUPS)
-def delete_groups(ctx) -> dict:
+def delete_groups(ctx: RequestContext) -> dict:
     coord = _coordinator(ctx)
-    return {"results": [{"group_id": gid, "error_code": _group_denied(ctx, gid) or _not_coordinator(ctx, gid)
+    return {"results": [{"group_id": gid, "error_code": group_denied(ctx, gid) or not_coordinator(ctx, gid)
                          or coord.delete(gid)}
                         for gid in ctx.request.groups_names]}

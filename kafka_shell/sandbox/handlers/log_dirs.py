@@ -8,12 +8,17 @@ dir's total/usable bytes (v4) are those of a fixed-size virtual disk.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol import codec
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
-from kafka_shell.sandbox import replication
+from kafka_shell.sandbox import cordons, replication
 from kafka_shell.sandbox.handlers import api
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 DISK_BYTES = 100 * 2**30
 
@@ -23,7 +28,7 @@ def log_dir(broker_id: int) -> str:
 
 
 @api(ApiKey.DESCRIBE_LOG_DIRS)
-def describe_log_dirs(ctx) -> dict:
+def describe_log_dirs(ctx: RequestContext) -> dict:
     if not ctx.permits(AclResourceType.CLUSTER):
         # v3+ say it in the top-level error; older versions get no results.
         return {"error_code": ErrorCode.cluster_authorization_failed, "results": []}
@@ -53,11 +58,12 @@ def describe_log_dirs(ctx) -> dict:
     return {"error_code": 0, "results": [{
         "error_code": 0, "log_dir": log_dir(me), "topics": topics,
         "total_bytes": DISK_BYTES, "usable_bytes": DISK_BYTES - used,
+        "is_cordoned": log_dir(me) in cordons.cordoned_dirs(cluster, me),   # v5 (KIP-1066)
     }]}
 
 
 @api(ApiKey.ALTER_REPLICA_LOG_DIRS)
-def alter_replica_log_dirs(ctx) -> dict:
+def alter_replica_log_dirs(ctx: RequestContext) -> dict:
     """Kafka's ReplicaManager.alterReplicaLogDirs with one log dir per broker: another path is
     LOG_DIR_NOT_FOUND; a partition the cluster does not have, UNKNOWN_TOPIC_OR_PARTITION; a
     replica the broker does not hold, REPLICA_NOT_AVAILABLE; one it holds is already there."""

@@ -12,6 +12,8 @@ controller that is not the leader answers NOT_LEADER_OR_FOLLOWER, as KafkaRaftCl
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import asyncio
 import uuid
 
@@ -22,6 +24,9 @@ from kafka_shell.sandbox import quorum
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.model import now_ms
 
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
+
 METADATA_TOPIC = "__cluster_metadata"
 CONTROLLER_LISTENER = "CONTROLLER"
 # controller.quorum.request.timeout.ms: how long the leader waits for a removal to commit.
@@ -30,7 +35,7 @@ COMMIT_POLL_S = 0.02
 
 
 def _replica(cluster, node, now: int, directory: uuid.UUID) -> dict:
-    stopped = cluster.extras.get("stopped_at", {}).get(node.id)
+    stopped = cluster.runtime.stopped_at.get(node.id)
     if node.alive or stopped is None:
         offset, seen = cluster.generation, (now if node.alive else -1)
     else:
@@ -55,7 +60,7 @@ def _error(request, code: int) -> dict:
 
 
 @api(ApiKey.DESCRIBE_QUORUM)
-def describe_quorum(ctx) -> dict:
+def describe_quorum(ctx: RequestContext) -> dict:
     cluster = ctx.cluster
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "topics": [], "nodes": []}
@@ -80,7 +85,7 @@ def describe_quorum(ctx) -> dict:
     }
 
 
-def _refusal(ctx, verb: str) -> dict | None:
+def _refusal(ctx: RequestContext, verb: str) -> dict | None:
     """What KafkaRaftClient answers before the voter set is looked at: authorization
     (ControllerApis: ALTER on the cluster), the cluster id, whether this controller leads, and
     whether the request names a voter (an id and a directory id)."""
@@ -97,7 +102,7 @@ def _refusal(ctx, verb: str) -> dict | None:
     return None
 
 
-async def _answer(ctx, code: int, message: str | None, wait_ms: int | None) -> dict:
+async def _answer(ctx: RequestContext, code: int, message: str | None, wait_ms: int | None) -> dict:
     """The answer to a change, once it has committed when `wait_ms` says to wait (at most that
     long: then REQUEST_TIMED_OUT with Kafka's default message)."""
     if code == ErrorCode.none and wait_ms is not None:
@@ -111,7 +116,7 @@ async def _answer(ctx, code: int, message: str | None, wait_ms: int | None) -> d
 
 
 @api(ApiKey.ADD_RAFT_VOTER)
-async def add_raft_voter(ctx) -> dict:
+async def add_raft_voter(ctx: RequestContext) -> dict:
     req = ctx.request
     refused = _refusal(ctx, "Add")
     if refused:
@@ -128,7 +133,7 @@ async def add_raft_voter(ctx) -> dict:
 
 
 @api(ApiKey.REMOVE_RAFT_VOTER)
-async def remove_raft_voter(ctx) -> dict:
+async def remove_raft_voter(ctx: RequestContext) -> dict:
     req = ctx.request
     refused = _refusal(ctx, "Remove")
     if refused:

@@ -8,15 +8,20 @@ cancel a move. The move itself runs in `replication` (copy, join the ISR, comple
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import replication
+from kafka_shell.sandbox import cordons, replication
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 
-def _validate_target(ctx, p, target: list[int], allow_rf_change: bool) -> tuple[int, str | None]:
+
+def _validate_target(ctx: RequestContext, p, target: list[int], allow_rf_change: bool) -> tuple[int, str | None]:
     if not target:
         return ErrorCode.invalid_replica_assignment, (
             "The manual partition assignment includes an empty replica list.")
@@ -25,6 +30,9 @@ def _validate_target(ctx, p, target: list[int], allow_rf_change: bool) -> tuple[
         if b not in ctx.cluster.brokers or not ctx.cluster.brokers[b].registered:
             return ErrorCode.invalid_replica_assignment, (
                 f"The manual partition assignment includes broker {b}, but no such broker is registered.")
+        cordoned = cordons.assignment_refusal(ctx.cluster, b)   # KIP-1066: a reorder is refused too
+        if cordoned:
+            return ErrorCode.invalid_replica_assignment, cordoned
         if b in seen:
             return ErrorCode.invalid_replica_assignment, (
                 f"The manual partition assignment includes the broker {b} more than once.")
@@ -37,7 +45,7 @@ def _validate_target(ctx, p, target: list[int], allow_rf_change: bool) -> tuple[
     return ErrorCode.none, None
 
 
-def _alter_one(ctx, topic: str, index: int, target, allow_rf_change: bool) -> tuple[int, str | None]:
+def _alter_one(ctx: RequestContext, topic: str, index: int, target, allow_rf_change: bool) -> tuple[int, str | None]:
     if topic not in ctx.cluster.topics:
         return ErrorCode.unknown_topic_or_partition, f"Unable to find a topic named {topic}."
     p = ctx.cluster.partition(topic, index)
@@ -52,7 +60,7 @@ def _alter_one(ctx, topic: str, index: int, target, allow_rf_change: bool) -> tu
 
 
 @api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, controller_only=True)
-def alter_partition_reassignments(ctx) -> dict:
+def alter_partition_reassignments(ctx: RequestContext) -> dict:
     req = ctx.request
     allow_rf_change = req.allow_replication_factor_change
     authorized = ctx.permits(AclResourceType.CLUSTER)
@@ -82,7 +90,7 @@ def _ongoing(p) -> dict:
 
 
 @api(ApiKey.LIST_PARTITION_REASSIGNMENTS, controller_only=True)
-def list_partition_reassignments(ctx) -> dict:
+def list_partition_reassignments(ctx: RequestContext) -> dict:
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None, "topics": []}
     if not ctx.is_controller:

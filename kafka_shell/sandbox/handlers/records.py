@@ -6,66 +6,25 @@ which clients accept by sending full fetch requests.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import asyncio
 import uuid
 
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol import codec
-from kafka_shell.sandbox import codecs, configs, log, producer_state, transactions
+from kafka_shell.sandbox import codecs, configs, log, message_sets, producer_state, transactions
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api, between_nodes
-from kafka_shell.sandbox.model import Cluster, Partition, Topic, now_ms
+from kafka_shell.sandbox.handlers.common import current_leader, find_topic, leader_error, node_endpoints, topic_denied, topic_keys
+from kafka_shell.sandbox.model import ClusterState, Partition, Topic, now_ms
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 
-def find_topic(cluster: Cluster, name: str | None, topic_id: uuid.UUID | None) -> tuple[Topic | None, int]:
-    """The topic a request names by name or (newer versions) by id, or the error to answer."""
-    if name:
-        t = cluster.topics.get(name)
-        return t, 0 if t else ErrorCode.unknown_topic_or_partition
-    t = cluster.topic_by_id(topic_id) if topic_id and topic_id != codec.ZERO_UUID else None
-    return t, 0 if t else ErrorCode.unknown_topic_id
-
-
-def topic_keys(t: Topic | None, name: str | None, topic_id: uuid.UUID | None) -> dict:
-    """Both ways a response may name a topic; `build` keeps the one the version has."""
-    return {"name": name or (t.name if t else ""), "topic": name or (t.name if t else ""),
-            "topic_id": topic_id or (t.id if t else codec.ZERO_UUID)}
-
-
-def leader_error(ctx, p: Partition, current_leader_epoch: int = -1) -> int:
-    """Kafka's check before serving a partition: this broker a replica, the client's leader epoch
-    current, this broker the leader."""
-    if ctx.broker.id not in p.replicas:
-        return ErrorCode.not_leader_or_follower
-    if current_leader_epoch >= 0 and current_leader_epoch < p.leader_epoch:
-        return ErrorCode.fenced_leader_epoch
-    if current_leader_epoch > p.leader_epoch:
-        return ErrorCode.unknown_leader_epoch
-    if p.leader != ctx.broker.id:
-        return ErrorCode.not_leader_or_follower
-    return 0
-
-
-def topic_denied(ctx, t: Topic | None, name: str | None) -> bool:
-    """Whether the principal lacks what this API needs on the topic (authorizer.API_NEEDS):
-    asked before whether a named topic exists, as Kafka does."""
-    topic_name = name or (t.name if t else None)
-    return bool(topic_name) and not ctx.permits(AclResourceType.TOPIC, topic_name)
-
-
-def _current_leader(p: Partition | None) -> dict:
-    return {"leader_id": p.leader, "leader_epoch": p.leader_epoch} if p else {}
-
-
-def _node_endpoints(ctx, partitions: list[Partition]) -> list[dict]:
-    """Endpoints of the leaders named in NOT_LEADER_OR_FOLLOWER answers (KIP-951)."""
-    ids = sorted({p.leader for p in partitions if p.leader >= 0})
-    return [{"node_id": b.id, "host": b.host, "port": ctx.port_of(b), "rack": b.rack}
-            for b in (ctx.cluster.brokers[i] for i in ids) if b.usable]
-
-
-def _lookup(ctx, rt, name_attr: str) -> tuple[Topic | None, int, str | None, uuid.UUID | None]:
+def _lookup(ctx: RequestContext, rt, name_attr: str) -> tuple[Topic | None, int, str | None, uuid.UUID | None]:
     name = getattr(rt, name_attr, None)
     topic_id = getattr(rt, "topic_id", None)
     t, err = find_topic(ctx.cluster, name, topic_id)
@@ -76,7 +35,7 @@ def _lookup(ctx, rt, name_attr: str) -> tuple[Topic | None, int, str | None, uui
 
 
 @api(ApiKey.PRODUCE)
-async def produce(ctx) -> dict | None:
+async def produce(ctx: RequestContext) -> dict | None:
     req = ctx.request
     cluster = ctx.cluster
     acks = req.acks
@@ -108,7 +67,7 @@ async def produce(ctx) -> dict | None:
                 answer["error_code"] = ErrorCode.invalid_topic_exception
             elif (err := leader_error(ctx, p)):
                 answer["error_code"] = err
-                answer["current_leader"] = _current_leader(p)
+                answer["current_leader"] = current_leader(p)
                 moved.append(p)
             else:
                 try:
@@ -145,20 +104,23 @@ async def produce(ctx) -> dict | None:
         return None
     if acks == -1:
         await _await_replication(cluster, appended, req.timeout.total_seconds())
-    return {"responses": topics, "node_endpoints": _node_endpoints(ctx, moved)}
+    return {"responses": topics, "node_endpoints": node_endpoints(ctx, moved)}
 
 
 def _has_transactional_batch(req) -> bool:
     for td in req.topic_data:
         for pd in td.partition_data:
             data = pd.records or b""
-            if len(data) >= log.HEADER_SIZE and log.header(data).transactional:
+            if len(data) >= log.HEADER_SIZE and not message_sets.is_message_set(data) and log.header(data).transactional:
                 return True
     return False
 
 
 def _request_batches(version: int, records: bytes) -> list[bytearray]:
-    """Kafka's ProduceRequest.validateRecords: exactly one v2 batch, zstd only from v7."""
+    """Kafka's ProduceRequest.validateRecords: exactly one v2 batch, zstd only from v7. Produce
+    v0-v2 (Kafka 3.9) may carry a message set of format v0 or v1: stored as one v2 batch."""
+    if version < 3 and message_sets.is_message_set(records):
+        return [message_sets.to_batch(records)]
     batches = log.split_batches(records)
     if len(batches) > 1:
         raise log.InvalidBatch(ErrorCode.invalid_record, f"Produce requests with version {version} are only "
@@ -172,7 +134,7 @@ def _request_batches(version: int, records: bytes) -> list[bytearray]:
 VERIFY_FAILED = "Unable to verify the partition has been added to the transaction. Underlying error: "
 
 
-def _verify_transaction(ctx, p: Partition, h: log.Header, transactional_id: str | None) -> None:
+def _verify_transaction(ctx: RequestContext, p: Partition, h: log.Header, transactional_id: str | None) -> None:
     """KIP-890: a transactional batch that starts the producer's transaction in this partition is
     checked with the coordinator (Produce v12+, transactions v2: the partition is added to the
     transaction); errors as ReplicaManager and AddPartitionsToTxnManager translate them."""
@@ -209,7 +171,7 @@ def _verify_transaction(ctx, p: Partition, h: log.Header, transactional_id: str 
         raise log.InvalidBatch(error, "")
 
 
-async def _await_replication(cluster: Cluster, appended: list, timeout_s: float) -> None:
+async def _await_replication(cluster: ClusterState, appended: list, timeout_s: float) -> None:
     """acks=-1: answer once the high watermark passed each write (REQUEST_TIMED_OUT after the
     request's timeout), as Kafka's delayed produce does."""
     deadline = asyncio.get_running_loop().time() + timeout_s
@@ -231,7 +193,7 @@ READ_COMMITTED = 1  # isolation_level of Fetch and ListOffsets
 
 
 @api(ApiKey.FETCH)
-async def fetch(ctx) -> dict:
+async def fetch(ctx: RequestContext) -> dict:
     """A long poll: answer when min_bytes are readable, on any error, or after max_wait. On a
     controller listener, the metadata log's replication (between_nodes)."""
     if ctx.on_controller_listener:
@@ -247,12 +209,12 @@ async def fetch(ctx) -> dict:
             break
         await log.wait_progress(event, remaining)
     return {"error_code": 0, "session_id": 0, "responses": responses,
-            "node_endpoints": _node_endpoints(ctx, moved)}
+            "node_endpoints": node_endpoints(ctx, moved)}
 
 
-def _fetch_once(ctx) -> tuple[list[dict], int, bool, list[Partition]]:
+def _fetch_once(ctx: RequestContext) -> tuple[list[dict], int, bool, list[Partition]]:
     req = ctx.request
-    remaining = req.max_bytes
+    remaining = getattr(req, "max_bytes", 2**31 - 1)   # none before v3
     size = 0
     failed = False
     moved: list[Partition] = []
@@ -275,7 +237,7 @@ def _fetch_once(ctx) -> tuple[list[dict], int, bool, list[Partition]]:
             else:
                 answer["error_code"] = leader_error(ctx, p, getattr(rp, "current_leader_epoch", -1))
                 if answer["error_code"] == ErrorCode.not_leader_or_follower:
-                    answer["current_leader"] = _current_leader(p)
+                    answer["current_leader"] = current_leader(p)
                     moved.append(p)
                 elif not answer["error_code"]:
                     stable = producer_state.last_stable_offset(ctx.cluster, p)
@@ -298,6 +260,8 @@ def _fetch_once(ctx) -> tuple[list[dict], int, bool, list[Partition]]:
                         if ctx.version < 10 and any(h.attributes & log.CODEC_MASK == codecs.ZSTD for h in headers):
                             answer["error_code"] = ErrorCode.unsupported_compression_type
                             data = b""
+                        elif ctx.version < 4:   # Kafka 3.9 down-converts: v0-v1 read format 0, v2-v3 format 1
+                            data = message_sets.from_batches(data, 0 if ctx.version < 2 else 1)
                         answer["records"] = data
                         size += len(data)
                         remaining -= len(data)
@@ -313,7 +277,7 @@ DEBUGGING_REPLICA_ID = -2  # Kafka's debugging id: served from this broker's own
 
 
 @api(ApiKey.LIST_OFFSETS)
-def list_offsets(ctx) -> dict:
+def list_offsets(ctx: RequestContext) -> dict:
     req = ctx.request
     # Answers are made as entities at once (describe-group asks about 10,000s of partitions).
     make = codec.maker(codec.element_class(codec.element_class(
@@ -394,7 +358,7 @@ HIGH_WATERMARK = -1
 
 
 @api(ApiKey.DELETE_RECORDS)
-def delete_records(ctx) -> dict:
+def delete_records(ctx: RequestContext) -> dict:
     topics = []
     for rt in ctx.request.topics:
         t = ctx.cluster.topics.get(rt.name)
@@ -427,7 +391,7 @@ def delete_records(ctx) -> dict:
 
 
 @api(ApiKey.OFFSET_FOR_LEADER_EPOCH)
-def offset_for_leader_epoch(ctx) -> dict:
+def offset_for_leader_epoch(ctx: RequestContext) -> dict:
     topics = []
     for rt in ctx.request.topics:
         t = ctx.cluster.topics.get(rt.topic)

@@ -4,15 +4,20 @@ mode a broker other than the controller, answers NOT_CONTROLLER). See
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox import replication
 from kafka_shell.sandbox.handlers import api
 
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
+
 
 @api(ApiKey.UNREGISTER_BROKER)
-def unregister_broker(ctx) -> dict:
+def unregister_broker(ctx: RequestContext) -> dict:
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
     if not ctx.is_controller:

@@ -9,14 +9,19 @@ Only the first 1000 partitions are answered; then has_more_data is true.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
-def _info(ctx, topic, index: int) -> dict:
+
+def _info(ctx: RequestContext, topic, index: int) -> dict:
     me = ctx.broker.id
     answer = {"partition": index, "partition_leader_epoch": -1, "log_end_offset": -1}
     if not ctx.permits(AclResourceType.CLUSTER):
@@ -33,7 +38,7 @@ def _info(ctx, topic, index: int) -> dict:
 
 
 @api(ApiKey.GET_REPLICA_LOG_INFO)
-def get_replica_log_info(ctx) -> dict:
+def get_replica_log_info(ctx: RequestContext) -> dict:
     budget = MAX_PARTITIONS_PER_ELECTION
     more = False
     out = []
@@ -47,5 +52,5 @@ def get_replica_log_info(ctx) -> dict:
         topic = ctx.cluster.topic_by_id(tp.topic_id)
         out.append({"topic_id": tp.topic_id,
                     "partition_log_info": [_info(ctx, topic, i) for i in served]})
-    return {"broker_epoch": ctx.broker.epoch, "has_more_data": more,
+    return {"broker_epoch": getattr(ctx.broker, "epoch", -1), "has_more_data": more,
             "topic_partition_log_info_list": out}

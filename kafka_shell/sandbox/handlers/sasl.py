@@ -5,16 +5,21 @@ answer ILLEGAL_SASL_STATE, as Kafka's brokers do; a SASL listener's logins are s
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.sandbox.handlers import api
 
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
+
 
 @api(ApiKey.SASL_HANDSHAKE)
-def sasl_handshake(ctx) -> dict:
+def sasl_handshake(ctx: RequestContext) -> dict:
     return {"error_code": Error.illegal_sasl_state, "mechanisms": []}
 
 
 @api(ApiKey.SASL_AUTHENTICATE)
-def sasl_authenticate(ctx) -> dict:
+def sasl_authenticate(ctx: RequestContext) -> dict:
     return {"error_code": Error.illegal_sasl_state, "auth_bytes": b"", "session_lifetime": 0,
             "error_message": "SaslAuthenticate request received after successful authentication"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -18,6 +18,9 @@ from kafka_shell.sandbox import security
 from kafka_shell.sandbox.security_state import QuotaEntity, quota_store
 from kafka_shell.sandbox.authorizer import AclBinding, AclFilter, acl_store, binding_problem
 from kafka_shell.sandbox.handlers import api
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker"   # DescribeAcls' words
 NO_AUTHORIZER_TO_CHANGE = "No Authorizer is configured."      # CreateAcls' and DeleteAcls'
@@ -46,7 +49,7 @@ def _binding_fields(b: AclBinding) -> dict:
 
 
 @api(ApiKey.DESCRIBE_ACLS)
-def describe_acls(ctx) -> dict:
+def describe_acls(ctx: RequestContext) -> dict:
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None, "resources": []}
     if ctx.sandbox.authorizer is None:
@@ -67,7 +70,7 @@ def describe_acls(ctx) -> dict:
 
 
 @api(ApiKey.CREATE_ACLS)
-def create_acls(ctx) -> dict:
+def create_acls(ctx: RequestContext) -> dict:
     refusal = _acl_refusal(ctx)
     if refusal:
         return {"results": [refusal for _ in ctx.request.creations]}
@@ -89,7 +92,7 @@ def create_acls(ctx) -> dict:
 
 
 @api(ApiKey.DELETE_ACLS)
-def delete_acls(ctx) -> dict:
+def delete_acls(ctx: RequestContext) -> dict:
     refusal = _acl_refusal(ctx)
     if refusal:
         return {"filter_results": [{**refusal, "matching_acls": []} for _ in ctx.request.filters]}
@@ -110,12 +113,12 @@ def delete_acls(ctx) -> dict:
     return {"filter_results": results}
 
 
-def _standby(ctx) -> bool:
+def _standby(ctx: RequestContext) -> bool:
     """A write sent to a KRaft voter that is not the active controller (NOT_CONTROLLER)."""
     return ctx.on_controller_listener and not ctx.is_controller
 
 
-def _acl_refusal(ctx) -> dict | None:
+def _acl_refusal(ctx: RequestContext) -> dict | None:
     """Kafka asks ALTER on the cluster first (always allowed without an authorizer)."""
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
@@ -133,7 +136,7 @@ MECHANISM_IDS = {name: i for i, name in SCRAM_MECHANISMS.items()}
 
 
 @api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
-def describe_user_scram_credentials(ctx) -> dict:
+def describe_user_scram_credentials(ctx: RequestContext) -> dict:
     if not ctx.permits(AclResourceType.CLUSTER):
         return {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None, "results": []}
     store = security.scram_store(ctx.cluster)
@@ -156,7 +159,7 @@ def describe_user_scram_credentials(ctx) -> dict:
 
 
 @api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
-def alter_user_scram_credentials(ctx) -> dict:
+def alter_user_scram_credentials(ctx: RequestContext) -> dict:
     """KRaft's ScramControlManager: a user may appear once per request (deletion or upsertion,
     whatever the mechanism); each user succeeds or fails alone."""
     req = ctx.request
@@ -277,7 +280,7 @@ def _value_problem(keys: dict[str, tuple[str, float] | None], key: str, value: f
 
 
 @api(ApiKey.ALTER_CLIENT_QUOTAS)
-def alter_client_quotas(ctx) -> dict:
+def alter_client_quotas(ctx: RequestContext) -> dict:
     req = ctx.request
     refused = ErrorCode.cluster_authorization_failed if not ctx.permits(AclResourceType.CLUSTER) else \
         ErrorCode.not_controller if _standby(ctx) else None
@@ -322,7 +325,7 @@ def alter_client_quotas(ctx) -> dict:
 
 
 @api(ApiKey.DESCRIBE_CLIENT_QUOTAS)
-def describe_client_quotas(ctx) -> dict:
+def describe_client_quotas(ctx: RequestContext) -> dict:
     """As a KRaft broker answers from its metadata image (ClientQuotasImage.describe)."""
     req = ctx.request
     if not ctx.permits(AclResourceType.CLUSTER):

@@ -8,6 +8,8 @@ GroupCoordinatorService, KafkaApis and ShareCoordinatorService do and maps them 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import asyncio
 import uuid
 
@@ -17,9 +19,12 @@ from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox import log
 from kafka_shell.sandbox import share_groups as sg
 from kafka_shell.sandbox.handlers import api
-from kafka_shell.sandbox.handlers.groups import _client_host, _group_denied, _not_coordinator
-from kafka_shell.sandbox.handlers.records import _current_leader, _node_endpoints, leader_error, topic_denied
+from kafka_shell.sandbox.handlers.common import client_host, group_denied, not_coordinator
+from kafka_shell.sandbox.handlers.common import current_leader, leader_error, node_endpoints, topic_denied
 from kafka_shell.sandbox.model import Partition
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 INVALID = ErrorCode.invalid_request
 
@@ -43,10 +48,10 @@ def _invalid_heartbeat(req) -> str | None:
 
 
 @api(ApiKey.SHARE_GROUP_HEARTBEAT)
-def share_group_heartbeat(ctx) -> dict:
+def share_group_heartbeat(ctx: RequestContext) -> dict:
     req = ctx.request
     base = {"member_id": None, "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
-    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
+    err = group_denied(ctx, req.group_id) or not_coordinator(ctx, req.group_id)
     if err:
         return {**base, "error_code": err}
     if not req.member_id:   # KafkaApis refuses it before the coordinator, with no message
@@ -61,21 +66,21 @@ def share_group_heartbeat(ctx) -> dict:
                 "error_message": f"The group has subscribed to topics that it is not authorized to describe: {denied}"}
     try:
         answer = sg.Coordinator(ctx.cluster).heartbeat(req.group_id, req.member_id, req.member_epoch, req.rack_id,
-                                                       ctx.header.client_id or "", _client_host(ctx), names)
+                                                       ctx.header.client_id or "", client_host(ctx), names)
     except sg.GroupError as exc:
         return {**base, "error_code": exc.code, "error_message": exc.message}
     return {**base, **answer}
 
 
 @api(ApiKey.SHARE_GROUP_DESCRIBE)
-def share_group_describe(ctx) -> dict:
+def share_group_describe(ctx: RequestContext) -> dict:
     return {"groups": [_describe(ctx, group_id) for group_id in ctx.request.group_ids]}
 
 
-def _describe(ctx, group_id: str) -> dict:
+def _describe(ctx: RequestContext, group_id: str) -> dict:
     base = {"group_id": group_id, "group_state": "", "group_epoch": 0, "assignment_epoch": 0,
             "assignor_name": "", "members": []}
-    err = _group_denied(ctx, group_id) or _not_coordinator(ctx, group_id)
+    err = group_denied(ctx, group_id) or not_coordinator(ctx, group_id)
     if err:
         return {**base, "error_code": err}
     try:
@@ -97,7 +102,7 @@ def _describe(ctx, group_id: str) -> dict:
 # -- ShareFetch and ShareAcknowledge -------------------------------------------------------------------
 
 
-def _session_key(ctx, req) -> tuple[int, str, str]:
+def _session_key(ctx: RequestContext, req) -> tuple[int, str, str]:
     return (ctx.broker.id, req.group_id or "", req.member_id or "")
 
 
@@ -105,7 +110,7 @@ def _acks(rp) -> list[tuple[int, int, list[int]]]:
     return [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in rp.acknowledgement_batches]
 
 
-def _partition(ctx, topic_id, index: int) -> tuple[Partition | None, int]:
+def _partition(ctx: RequestContext, topic_id, index: int) -> tuple[Partition | None, int]:
     t = ctx.cluster.topic_by_id(topic_id)
     if t is None:
         return None, ErrorCode.unknown_topic_id
@@ -123,7 +128,7 @@ def _top_error(code: int, message: str | None = None) -> dict:
 
 
 @api(ApiKey.SHARE_FETCH)
-async def share_fetch(ctx) -> dict:
+async def share_fetch(ctx: RequestContext) -> dict:
     """A long poll: acknowledge what the request acknowledges, then acquire records of the
     session's partitions; answer when some are acquired, on an error, or after max_wait."""
     req = ctx.request
@@ -146,7 +151,7 @@ async def share_fetch(ctx) -> dict:
             return _top_error(ErrorCode.invalid_request)
         if key in table:
             sg.Partitions(ctx.cluster).release_member(req.group_id, req.member_id, table[key].partitions)
-        session = table[key] = sg.Session(1, list(dict.fromkeys(wanted)))
+        session = table[key] = sg.Session(1, list(dict.fromkeys(wanted)), ctx.connection)
     else:
         found = table.get(key)
         if found is None:
@@ -169,7 +174,7 @@ async def share_fetch(ctx) -> dict:
     if final:
         del table[key]
         parts.release_member(req.group_id, req.member_id, session.partitions)
-        return {"error_code": 0, "responses": _by_topic(answers), "node_endpoints": _node_endpoints(ctx, moved),
+        return {"error_code": 0, "responses": _by_topic(answers), "node_endpoints": node_endpoints(ctx, moved),
                 "acquisition_lock_timeout": lock_ms}
     loop = asyncio.get_running_loop()
     deadline = loop.time() + req.max_wait.total_seconds()
@@ -184,17 +189,17 @@ async def share_fetch(ctx) -> dict:
     if epoch == 0:   # a new session answers for every partition it holds
         for tp in fetchable:
             answers.setdefault(tp, _empty(ctx, tp))
-    return {"error_code": 0, "responses": _by_topic(answers), "node_endpoints": _node_endpoints(ctx, moved),
+    return {"error_code": 0, "responses": _by_topic(answers), "node_endpoints": node_endpoints(ctx, moved),
             "acquisition_lock_timeout": lock_ms}
 
 
-def _empty(ctx, tp: tuple[uuid.UUID, int]) -> dict:
+def _empty(ctx: RequestContext, tp: tuple[uuid.UUID, int]) -> dict:
     p, _ = _partition(ctx, *tp)
     return {"partition_index": tp[1], "error_code": 0, "acknowledge_error_code": 0, "records": b"",
-            "acquired_records": [], "current_leader": _current_leader(p) if p else {"leader_id": -1, "leader_epoch": -1}}
+            "acquired_records": [], "current_leader": current_leader(p) if p else {"leader_id": -1, "leader_epoch": -1}}
 
 
-def _acknowledged(ctx, parts: sg.Partitions, req, tp, batches, moved: list[Partition]) -> dict:
+def _acknowledged(ctx: RequestContext, parts: sg.Partitions, req, tp, batches, moved: list[Partition]) -> dict:
     answer = _empty(ctx, tp)
     p, err = _partition(ctx, *tp)
     if err:
@@ -208,7 +213,7 @@ def _acknowledged(ctx, parts: sg.Partitions, req, tp, batches, moved: list[Parti
     return answer
 
 
-def _acquire(ctx, parts: sg.Partitions, req, fetchable, answers: dict, moved: list[Partition], strict: bool) -> int:
+def _acquire(ctx: RequestContext, parts: sg.Partitions, req, fetchable, answers: dict, moved: list[Partition], strict: bool) -> int:
     """One pass over the session's partitions; the number of records acquired."""
     total = 0
     left = max(req.max_records, 1)
@@ -226,7 +231,7 @@ def _acquire(ctx, parts: sg.Partitions, req, fetchable, answers: dict, moved: li
         assert p is not None, "no error: the partition exists"
         sp = parts.get(req.group_id, tp[0], tp[1])
         assert sp is not None, "get(create=True) makes one"
-        ranges = parts.acquire(sp, p, req.member_id, left, strict)
+        ranges = parts.acquire(sp, p, req.member_id, left, strict, remaining)
         if not ranges:
             continue
         data = parts.read(p, ranges, remaining)
@@ -248,7 +253,7 @@ def _by_topic(answers: dict[tuple[uuid.UUID, int], dict]) -> list[dict]:
 
 
 @api(ApiKey.SHARE_ACKNOWLEDGE)
-def share_acknowledge(ctx) -> dict:
+def share_acknowledge(ctx: RequestContext) -> dict:
     req = ctx.request
     base: dict = {"responses": [], "node_endpoints": []}
     if not req.group_id:
@@ -279,7 +284,7 @@ def share_acknowledge(ctx) -> dict:
     if epoch == -1:
         del table[key]
         parts.release_member(req.group_id, req.member_id or "", session.partitions)
-    return {"error_code": 0, "responses": _by_topic(answers), "node_endpoints": _node_endpoints(ctx, moved)}
+    return {"error_code": 0, "responses": _by_topic(answers), "node_endpoints": node_endpoints(ctx, moved)}
 
 
 # -- the share coordinator's state RPCs -----------------------------------------------------------------
@@ -294,7 +299,7 @@ STATE_VERBS = {"Initialize": "initialize share group state", "Read": "read share
                "Delete": "delete share group state"}
 
 
-def _state_refused(ctx, group_id: str, topic_id, rp, sp: sg.SharePartition | None, what: str) -> tuple[int, str | None]:
+def _state_refused(ctx: RequestContext, group_id: str, topic_id, rp, sp: sg.SharePartition | None, what: str) -> tuple[int, str | None]:
     """Why a share coordinator refuses a state request for one share-partition (0: it does not),
     in Kafka's order: CLUSTER_ACTION (KafkaApis), this broker not its coordinator (the
     coordinator runtime), then ShareCoordinatorShard's checks for `what` (Initialize, Read,
@@ -319,7 +324,7 @@ def _state_refused(ctx, group_id: str, topic_id, rp, sp: sg.SharePartition | Non
     return 0, None
 
 
-def _state_answers(ctx, what: str, answer) -> list[dict]:
+def _state_answers(ctx: RequestContext, what: str, answer) -> list[dict]:
     """One result per topic of the request: per partition, the refusal (its other fields the
     schema's defaults, as Kafka's error answers) or `answer(share-partition or None, topic id,
     request partition)`."""
@@ -336,7 +341,7 @@ def _state_answers(ctx, what: str, answer) -> list[dict]:
 
 
 @api(ApiKey.INITIALIZE_SHARE_GROUP_STATE)
-def initialize_share_group_state(ctx) -> dict:
+def initialize_share_group_state(ctx: RequestContext) -> dict:
     req = ctx.request
     parts = sg.Partitions(ctx.cluster)
 
@@ -352,7 +357,7 @@ def initialize_share_group_state(ctx) -> dict:
 
 
 @api(ApiKey.READ_SHARE_GROUP_STATE)
-def read_share_group_state(ctx) -> dict:
+def read_share_group_state(ctx: RequestContext) -> dict:
     def read(sp: sg.SharePartition, topic_id, rp) -> dict:
         if rp.leader_epoch != -1:   # only a Read moves the leader epoch kept (never back: older is fenced)
             sp.leader_epoch = rp.leader_epoch
@@ -362,7 +367,7 @@ def read_share_group_state(ctx) -> dict:
 
 
 @api(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY)
-def read_share_group_state_summary(ctx) -> dict:
+def read_share_group_state_summary(ctx: RequestContext) -> dict:
     def summary(sp: sg.SharePartition | None, topic_id, rp) -> dict:
         if sp is None:   # Kafka's PartitionFactory defaults for a share-partition never initialized
             return {"state_epoch": 0, "leader_epoch": 0, "start_offset": -1, "delivery_complete_count": -1}
@@ -372,7 +377,7 @@ def read_share_group_state_summary(ctx) -> dict:
 
 
 @api(ApiKey.WRITE_SHARE_GROUP_STATE)
-def write_share_group_state(ctx) -> dict:
+def write_share_group_state(ctx: RequestContext) -> dict:
     req = ctx.request
 
     def written(sp: sg.SharePartition, topic_id, rp) -> dict:
@@ -393,7 +398,7 @@ def write_share_group_state(ctx) -> dict:
 
 
 @api(ApiKey.DELETE_SHARE_GROUP_STATE)
-def delete_share_group_state(ctx) -> dict:
+def delete_share_group_state(ctx: RequestContext) -> dict:
     req = ctx.request
     parts = sg.Partitions(ctx.cluster)
 
@@ -405,9 +410,9 @@ def delete_share_group_state(ctx) -> dict:
     return _stored(ctx, req.group_id, {"results": _state_answers(ctx, "Delete", deleted)})
 
 
-def _stored(ctx, group_id: str, answer: dict) -> dict:
+def _stored(ctx: RequestContext, group_id: str, answer: dict) -> dict:
     """The share coordinator's state changed: --data-dir keeps it with its group."""
-    g = ctx.cluster.extras.get("groups", {}).get(group_id)
+    g = ctx.cluster.groups.get(group_id)
     if isinstance(g, sg.ShareGroup):
         sg.store(ctx.cluster, g)
     return answer
@@ -417,13 +422,13 @@ def _stored(ctx, group_id: str, answer: dict) -> dict:
 
 
 @api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
-def describe_share_group_offsets(ctx) -> dict:
+def describe_share_group_offsets(ctx: RequestContext) -> dict:
     return {"groups": [_offsets(ctx, g.group_id, g.topics) for g in ctx.request.groups]}
 
 
-def _offsets(ctx, group_id: str, wanted) -> dict:
+def _offsets(ctx: RequestContext, group_id: str, wanted) -> dict:
     base = {"group_id": group_id, "topics": []}
-    err = _group_denied(ctx, group_id) or _not_coordinator(ctx, group_id)
+    err = group_denied(ctx, group_id) or not_coordinator(ctx, group_id)
     if err:
         return {**base, "error_code": err}
     coordinator = sg.Coordinator(ctx.cluster)
@@ -464,8 +469,8 @@ def _offsets(ctx, group_id: str, wanted) -> dict:
     return {**base, "error_code": 0, "topics": topics}
 
 
-def _empty_share_group(ctx, group_id: str, create: bool) -> tuple[sg.ShareGroup | None, int, str | None]:
-    err = _group_denied(ctx, group_id) or _not_coordinator(ctx, group_id)
+def _empty_share_group(ctx: RequestContext, group_id: str, create: bool) -> tuple[sg.ShareGroup | None, int, str | None]:
+    err = group_denied(ctx, group_id) or not_coordinator(ctx, group_id)
     if err:
         return None, err, None
     coordinator = sg.Coordinator(ctx.cluster)
@@ -479,7 +484,7 @@ def _empty_share_group(ctx, group_id: str, create: bool) -> tuple[sg.ShareGroup 
 
 
 @api(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
-def alter_share_group_offsets(ctx) -> dict:
+def alter_share_group_offsets(ctx: RequestContext) -> dict:
     req = ctx.request
     g, err, message = _empty_share_group(ctx, req.group_id, create=True)
     if err:
@@ -508,7 +513,7 @@ def alter_share_group_offsets(ctx) -> dict:
 
 
 @api(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
-def delete_share_group_offsets(ctx) -> dict:
+def delete_share_group_offsets(ctx: RequestContext) -> dict:
     req = ctx.request
     if not req.group_id:
         return {"error_code": ErrorCode.invalid_group_id, "responses": []}

@@ -7,13 +7,18 @@ The state machine is `kafka_shell.sandbox.streams_groups`; this module checks re
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox import streams_groups as sg
 from kafka_shell.sandbox.consumer_groups import GroupError
 from kafka_shell.sandbox.handlers import api
-from kafka_shell.sandbox.handlers.groups import _client_host, _group_denied, _not_coordinator
+from kafka_shell.sandbox.handlers.common import client_host, group_denied, not_coordinator
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 STREAMS_INVALID_TOPOLOGY = 130
 
@@ -50,18 +55,18 @@ def _invalid(req) -> tuple[int, str] | None:
 
 
 @api(ApiKey.STREAMS_GROUP_HEARTBEAT)
-def streams_group_heartbeat(ctx) -> dict:
+def streams_group_heartbeat(ctx: RequestContext) -> dict:
     req = ctx.request
     base = {"member_id": req.member_id, "member_epoch": 0, "heartbeat_interval": 0, "task_offset_interval": 0,
             "acceptable_recovery_lag": 0, "endpoint_information_epoch": 0, "topology_description_required": False}
-    err = _group_denied(ctx, req.group_id) or _not_coordinator(ctx, req.group_id)
+    err = group_denied(ctx, req.group_id) or not_coordinator(ctx, req.group_id)
     if err:
         return {**base, "error_code": err}
     problem = _invalid(req)
     if problem:
         return {**base, "error_code": problem[0], "error_message": problem[1]}
     try:
-        answer = sg.Coordinator(ctx.cluster).heartbeat(req, ctx.header.client_id or "", _client_host(ctx))
+        answer = sg.Coordinator(ctx.cluster).heartbeat(req, ctx.header.client_id or "", client_host(ctx))
     except GroupError as exc:
         return {**base, "error_code": exc.code, "error_message": exc.message}
     return {**base, **answer}
@@ -72,17 +77,17 @@ NO_DESCRIPTION_PLUGIN = "The broker has no streams group topology description pl
 
 
 @api(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
-def streams_group_topology_description_update(ctx) -> dict:
+def streams_group_topology_description_update(ctx: RequestContext) -> dict:
     """Kafka 4.4 keeps a group's topology description only through a plugin, which it has none
     of by default: past KafkaApis' READ on the group, its coordinator refuses every update with
     UNSUPPORTED_VERSION before it looks at the group. The sandbox has no plugins."""
-    if _group_denied(ctx, ctx.request.group_id):
+    if group_denied(ctx, ctx.request.group_id):
         return {"error_code": ErrorCode.group_authorization_failed, "error_message": "Group authorization failed."}
     return {"error_code": ErrorCode.unsupported_version, "error_message": NO_DESCRIPTION_PLUGIN}
 
 
 @api(ApiKey.STREAMS_GROUP_DESCRIBE)
-def streams_group_describe(ctx) -> dict:
+def streams_group_describe(ctx: RequestContext) -> dict:
     return {"groups": [_describe(ctx, group_id) for group_id in ctx.request.group_ids]}
 
 
@@ -98,10 +103,10 @@ def _topic_info(t: sg.TopicInfo, configured: sg.Configured | None) -> dict:
             "topic_configs": [{"key": k, "value": v} for k, v in t.configs]}
 
 
-def _describe(ctx, group_id: str) -> dict:
+def _describe(ctx: RequestContext, group_id: str) -> dict:
     base = {"group_id": group_id, "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "topology": None,
             "members": [], "assignor_name": None, "topology_description": None, "topology_description_status": 0}
-    err = _group_denied(ctx, group_id) or _not_coordinator(ctx, group_id)
+    err = group_denied(ctx, group_id) or not_coordinator(ctx, group_id)
     if err:
         return {**base, "error_code": err}
     g = sg.Coordinator(ctx.cluster).groups.get(group_id)

@@ -2,20 +2,25 @@
 
 A request reaching a broker that is not the active controller gets NOT_CONTROLLER for every
 topic, as ZooKeeper-era brokers answered; clients refresh metadata and retry on the controller.
-Validation and state changes live in `sandbox.admin`; these handlers map requests onto it.
+Validation and state changes live in `sandbox.topic_lifecycle`; these handlers map requests onto it.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol import codec
-from kafka_shell.sandbox import admin, configs
-from kafka_shell.sandbox.admin import AdminError
+from kafka_shell.sandbox import configs, topic_lifecycle
+from kafka_shell.sandbox.topic_lifecycle import AdminError
 from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
 AUTHORIZATION_FAILED = "Authorization failed."   # ControllerApis' message for CreateTopics
@@ -30,16 +35,16 @@ def _error(name: str, code: int, message: str | None, **extra: object) -> dict:
 
 
 @api(ApiKey.CREATE_TOPICS)
-def create_topics(ctx) -> dict:
+def create_topics(ctx: RequestContext) -> dict:
     req = ctx.request
     cluster = ctx.cluster
     failed = {"topic_id": codec.ZERO_UUID, "num_partitions": -1, "replication_factor": -1, "configs": None}
     if not ctx.is_controller:
         return {"topics": [_error(t.name, ErrorCode.not_controller, NOT_CONTROLLER_MESSAGE, **failed)
                            for t in req.topics]}
-    total = sum(admin.requested_partitions(cluster, t.num_partitions, len(t.assignments)) for t in req.topics)
-    if total > admin.MAX_PARTITIONS_PER_BATCH:
-        return {"topics": [_error(t.name, ErrorCode.policy_violation, admin.TOO_MANY_PARTITIONS, **failed)
+    total = sum(topic_lifecycle.requested_partitions(cluster, t.num_partitions, len(t.assignments)) for t in req.topics)
+    if total > topic_lifecycle.MAX_PARTITIONS_PER_BATCH:
+        return {"topics": [_error(t.name, ErrorCode.policy_violation, topic_lifecycle.TOO_MANY_PARTITIONS, **failed)
                            for t in req.topics]}
     counts = Counter(t.name for t in req.topics)
     may_create_any = ctx.permits(AclResourceType.CLUSTER)  # CREATE on the cluster, else per topic
@@ -58,31 +63,31 @@ def create_topics(ctx) -> dict:
                 records += 1 + len(planned[i][0]) + len(t.configs)   # a topic, partition and config record each
             except AdminError as exc:
                 results.append(_error(t.name, exc.code, exc.message, **failed))
-    if cluster.kraft and records > admin.MAX_RECORDS_PER_OPERATION:
+    if cluster.kraft and records > topic_lifecycle.MAX_RECORDS_PER_OPERATION:
         # The controller's bounded record list overflows: the whole request fails (every topic).
-        return {"topics": [_error(t.name, ErrorCode.policy_violation, admin.EXCESSIVE_BATCH, **failed)
+        return {"topics": [_error(t.name, ErrorCode.policy_violation, topic_lifecycle.EXCESSIVE_BATCH, **failed)
                            for t in req.topics]}
     for i, (replicas, checked) in planned.items():
         results[i] = _create_one(ctx, req.topics[i], replicas, checked, req.validate_only)
     return {"topics": results}
 
 
-def _plan_one(ctx, t) -> tuple[list[list[int]], dict[str, str]]:
+def _plan_one(ctx: RequestContext, t) -> tuple[list[list[int]], dict[str, str]]:
     """The topic's replicas and checked configs, or AdminError."""
     assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
     if len(assignment) != len(t.assignments):
         dup = next(i for i, n in Counter(a.partition_index for a in t.assignments).items() if n > 1)
         raise AdminError(ErrorCode.invalid_replica_assignment,
                          f"Found multiple manual partition assignments for partition {dup}")
-    return admin.plan_topic(ctx.cluster, t.name, t.num_partitions, t.replication_factor, assignment,
+    return topic_lifecycle.plan_topic(ctx.cluster, t.name, t.num_partitions, t.replication_factor, assignment,
                             {c.name: c.value for c in t.configs})
 
 
-def _create_one(ctx, t, replicas: list[list[int]], checked: dict[str, str], validate_only: bool) -> dict:
+def _create_one(ctx: RequestContext, t, replicas: list[list[int]], checked: dict[str, str], validate_only: bool) -> dict:
     cluster = ctx.cluster
     topic_id = codec.ZERO_UUID
     if not validate_only:
-        topic_id = admin.create_topic(cluster, t.name, assignment=replicas, configs=checked).id
+        topic_id = topic_lifecycle.create_topic(cluster, t.name, assignment=replicas, configs=checked).id
     result = {"name": t.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
               "num_partitions": len(replicas), "replication_factor": len(replicas[0])}
     if ctx.version >= 5:  # configs are only in v5+; skip the work for older clients
@@ -97,7 +102,7 @@ def _create_one(ctx, t, replicas: list[list[int]], checked: dict[str, str], vali
 
 
 @api(ApiKey.DELETE_TOPICS)
-def delete_topics(ctx) -> dict:
+def delete_topics(ctx: RequestContext) -> dict:
     req = ctx.request
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id if t.topic_id != codec.ZERO_UUID else None) for t in req.topics]
@@ -113,7 +118,7 @@ def delete_topics(ctx) -> dict:
                           for name, topic_id in wanted]}
 
 
-def _delete_one(ctx, name: str | None, topic_id, duplicate: bool, may_delete_any: bool) -> dict:
+def _delete_one(ctx: RequestContext, name: str | None, topic_id, duplicate: bool, may_delete_any: bool) -> dict:
     cluster = ctx.cluster
     result = {"name": name, "topic_id": topic_id or codec.ZERO_UUID, "error_code": 0, "error_message": None}
     if name and topic_id:
@@ -122,7 +127,7 @@ def _delete_one(ctx, name: str | None, topic_id, duplicate: bool, may_delete_any
     if duplicate:
         return {**result, "error_code": ErrorCode.invalid_request,
                 "error_message": "Duplicate topic id." if topic_id else "Duplicate topic name."}
-    topic = cluster.topic_by_id(topic_id) if topic_id else cluster.topics.get(name)
+    topic = cluster.topic_by_id(topic_id) if topic_id else cluster.topics.get(name or "")
     # ControllerApis says a topic is unknown only to whom may describe it, and deletes it for
     # whom may delete it.
     if not may_delete_any:
@@ -139,7 +144,7 @@ def _delete_one(ctx, name: str | None, topic_id, duplicate: bool, may_delete_any
     if configs.broker_value(cluster, None, "delete.topic.enable") != "true":
         return {**result, "name": topic.name, "error_code": ErrorCode.topic_deletion_disabled,
                 "error_message": "Topic deletion is disabled."}
-    admin.delete_topic(cluster, topic.name)
+    topic_lifecycle.delete_topic(cluster, topic.name)
     return {**result, "name": topic.name, "topic_id": topic.id}
 
 
@@ -147,7 +152,7 @@ def _delete_one(ctx, name: str | None, topic_id, duplicate: bool, may_delete_any
 
 
 @api(ApiKey.CREATE_PARTITIONS)
-def create_partitions(ctx) -> dict:
+def create_partitions(ctx: RequestContext) -> dict:
     req = ctx.request
     cluster = ctx.cluster
     if not ctx.is_controller:
@@ -164,11 +169,11 @@ def create_partitions(ctx) -> dict:
             continue
         assignment = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
         try:
-            replicas = admin.plan_new_partitions(cluster, t.name, t.count, assignment)
+            replicas = topic_lifecycle.plan_new_partitions(cluster, t.name, t.count, assignment)
         except AdminError as exc:
             results.append(_error(t.name, exc.code, exc.message))
             continue
         if not req.validate_only:
-            admin.add_partitions(cluster, t.name, replicas)
+            topic_lifecycle.add_partitions(cluster, t.name, replicas)
         results.append(_error(t.name, 0, None))
     return {"results": results}

@@ -7,18 +7,23 @@ lacks v6). The coordinator is `kafka_shell.sandbox.transactions`, producer state
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import datetime
 
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
-from kafka_shell.sandbox import groups as gc
+from kafka_shell.sandbox import classic_groups as gc
 from kafka_shell.sandbox import producer_state, transactions
-from kafka_shell.sandbox.groups import CommittedOffset
+from kafka_shell.sandbox.classic_groups import CommittedOffset
 from kafka_shell.sandbox.handlers import api
-from kafka_shell.sandbox.handlers.records import find_topic, leader_error, topic_denied, topic_keys
+from kafka_shell.sandbox.handlers.common import find_topic, leader_error, topic_denied, topic_keys
 from kafka_shell.sandbox.model import now_ms
 from kafka_shell.base.regex import compile_kafka_regex
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.dispatch import RequestContext
 
 TXN = AclResourceType.TRANSACTIONAL_ID
 
@@ -27,7 +32,7 @@ def _ms(value: datetime.timedelta | int) -> int:
     return int(value.total_seconds() * 1000) if isinstance(value, datetime.timedelta) else int(value)
 
 
-def _txn_error(ctx, transactional_id: str | None) -> int:
+def _txn_error(ctx: RequestContext, transactional_id: str | None) -> int:
     """Kafka's first checks of a transactional request: WRITE on the id, this broker its coordinator."""
     if transactional_id is None or not ctx.permits(TXN, transactional_id):
         return ErrorCode.transactional_id_authorization_failed
@@ -40,7 +45,7 @@ def _txn_error(ctx, transactional_id: str | None) -> int:
 
 
 @api(ApiKey.INIT_PRODUCER_ID, max_version=5)
-def init_producer_id(ctx) -> dict:
+def init_producer_id(ctx: RequestContext) -> dict:
     req = ctx.request
     transactional_id = req.transactional_id
     fail = {"producer_id": -1, "producer_epoch": -1}
@@ -63,7 +68,7 @@ def init_producer_id(ctx) -> dict:
 
 
 @api(ApiKey.ADD_PARTITIONS_TO_TXN)
-def add_partitions_to_txn(ctx) -> dict:
+def add_partitions_to_txn(ctx: RequestContext) -> dict:
     req = ctx.request
     if ctx.version < 4:
         result = _add(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
@@ -77,7 +82,7 @@ def add_partitions_to_txn(ctx) -> dict:
         for t in req.transactions]}
 
 
-def _add(ctx, transactional_id: str, pid: int, epoch: int, verify_only: bool, topics) -> dict:
+def _add(ctx: RequestContext, transactional_id: str, pid: int, epoch: int, verify_only: bool, topics) -> dict:
     wanted = [(t.name, i) for t in topics for i in t.partitions]
     errors: dict[tuple[str, int], int] = {}
     if ctx.version < 4 and not ctx.permits(TXN, transactional_id):
@@ -107,7 +112,7 @@ def _add(ctx, transactional_id: str, pid: int, epoch: int, verify_only: bool, to
 
 
 @api(ApiKey.ADD_OFFSETS_TO_TXN)
-def add_offsets_to_txn(ctx) -> dict:
+def add_offsets_to_txn(ctx: RequestContext) -> dict:
     req = ctx.request
     error = _txn_error(ctx, req.transactional_id)
     if not error and not ctx.permits(AclResourceType.GROUP, req.group_id):
@@ -123,7 +128,7 @@ def add_offsets_to_txn(ctx) -> dict:
 
 
 @api(ApiKey.END_TXN)
-def end_txn(ctx) -> dict:
+def end_txn(ctx: RequestContext) -> dict:
     req = ctx.request
     error = _txn_error(ctx, req.transactional_id)
     pid, epoch = -1, -1
@@ -138,7 +143,7 @@ def end_txn(ctx) -> dict:
 
 
 @api(ApiKey.TXN_OFFSET_COMMIT)
-def txn_offset_commit(ctx) -> dict:
+def txn_offset_commit(ctx: RequestContext) -> dict:
     req = ctx.request
     error = 0
     if req.transactional_id is None or not ctx.permits(TXN, req.transactional_id):
@@ -179,7 +184,7 @@ def txn_offset_commit(ctx) -> dict:
     return {"topics": topics}
 
 
-def _offsets_partition_error(ctx) -> int:
+def _offsets_partition_error(ctx: RequestContext) -> int:
     """The group's __consumer_offsets partition must be in the transaction: v5+ (transactions v2)
     adds it, older versions have it verified (AddOffsetsToTxn added it)."""
     req = ctx.request
@@ -200,7 +205,7 @@ def _offsets_partition_error(ctx) -> int:
     return translated.get(error, error)
 
 
-def _txn_group(ctx) -> tuple[gc.Group | None, int]:
+def _txn_group(ctx: RequestContext) -> tuple[gc.OffsetHolder | None, int]:
     """The group to commit into: any group for a commit without member (older clients), else the
     member's generation is checked as for OffsetCommit."""
     req = ctx.request
@@ -217,7 +222,7 @@ def _txn_group(ctx) -> tuple[gc.Group | None, int]:
 
 
 @api(ApiKey.WRITE_TXN_MARKERS)
-def write_txn_markers(ctx) -> dict:
+def write_txn_markers(ctx: RequestContext) -> dict:
     allowed = ctx.permits(AclResourceType.CLUSTER)
     results = []
     for m in ctx.request.markers:
@@ -245,7 +250,7 @@ def write_txn_markers(ctx) -> dict:
 
 
 @api(ApiKey.DESCRIBE_PRODUCERS)
-def describe_producers(ctx) -> dict:
+def describe_producers(ctx: RequestContext) -> dict:
     topics = []
     for rt in ctx.request.topics:
         t = ctx.cluster.topics.get(rt.name)
@@ -271,11 +276,11 @@ def describe_producers(ctx) -> dict:
 
 
 @api(ApiKey.DESCRIBE_TRANSACTIONS)
-def describe_transactions(ctx) -> dict:
+def describe_transactions(ctx: RequestContext) -> dict:
     return {"transaction_states": [_describe(ctx, i) for i in ctx.request.transactional_ids]}
 
 
-def _describe(ctx, transactional_id: str) -> dict:
+def _describe(ctx: RequestContext, transactional_id: str) -> dict:
     base = {"transactional_id": transactional_id, "transaction_state": "", "transaction_timeout": 0,
             "transaction_start_time": 0, "producer_id": 0, "producer_epoch": 0, "topics": []}
     if not ctx.permits(TXN, transactional_id):
@@ -300,7 +305,7 @@ def _describe(ctx, transactional_id: str) -> dict:
 
 
 @api(ApiKey.LIST_TRANSACTIONS)
-def list_transactions(ctx) -> dict:
+def list_transactions(ctx: RequestContext) -> dict:
     req = ctx.request
     states = set(req.state_filters)
     unknown = sorted(s for s in states if s not in transactions.STATES)

@@ -3,7 +3,7 @@ GroupMetadataManager: group states, the two-step join, rebalances, session expir
 members (KIP-345: a known group.instance.id takes its member's place without a rebalance),
 offsets.
 
-Groups live in memory in `cluster.extras["groups"]`, shared by all brokers; which broker
+Groups live in memory in `ClusterState.groups`, shared by all brokers; which broker
 coordinates a group is the leader of its `__consumer_offsets` partition, as in Kafka, so moving
 that leader moves the coordinator without losing state. Committed offsets are not written to
 `__consumer_offsets`: with --data-dir the journal keeps them and the groups' metadata, stored
@@ -19,12 +19,16 @@ import asyncio
 import struct
 import uuid
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import admin, configs, journal
-from kafka_shell.sandbox.model import Cluster, now_ms
+from kafka_shell.sandbox import configs, journal, topic_lifecycle
+from kafka_shell.sandbox.model import ClusterState, now_ms
+
+if TYPE_CHECKING:
+    from kafka_shell.sandbox.model import AnyGroup
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -41,9 +45,8 @@ GROUP_DEFAULTS = {
 }
 
 
-def setting(cluster: Cluster, key: str) -> int:
-    value = configs.broker_value(cluster, None, key)
-    return int(value) if value not in (None, "") else GROUP_DEFAULTS[key]
+def setting(cluster: ClusterState, key: str) -> int:
+    return configs.broker_int(cluster, key, GROUP_DEFAULTS)
 
 
 @dataclass
@@ -70,6 +73,12 @@ class CommittedOffset:
     leader_epoch: int
     metadata: str | None
     commit_timestamp: int
+
+
+class OffsetHolder(Protocol):
+    """A group that keeps committed offsets (classic, consumer and streams groups)."""
+    group_id: str
+    offsets: dict[tuple[str, int], CommittedOffset]
 
 
 @dataclass
@@ -144,12 +153,12 @@ def consumer_subscription(metadata: bytes) -> set[str]:
 # -- where groups live --------------------------------------------------------------------------
 
 
-def all_groups(cluster: Cluster) -> dict[str, Group]:
+def all_groups(cluster: ClusterState) -> dict[str, AnyGroup]:
     # Classic groups and consumer_groups.ConsumerGroup (KIP-848) alike: `group_type` tells them apart.
-    return cluster.extras.setdefault("groups", {})  # type: ignore[return-value]
+    return cluster.groups
 
 
-def forget_topic(cluster: Cluster, topic: str) -> None:
+def forget_topic(cluster: ClusterState, topic: str) -> None:
     """A deleted topic's committed offsets go from every group, as Kafka's group coordinator
     drops them (OffsetMetadataManager.onTopicsDeleted, after the topic's deletion)."""
     for g in all_groups(cluster).values():
@@ -175,26 +184,26 @@ def hash_partition(key: str, count: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % count
 
 
-def offsets_partition(cluster: Cluster, group_id: str) -> int:
+def offsets_partition(cluster: ClusterState, group_id: str) -> int:
     return hash_partition(group_id, int(configs.broker_value(cluster, None, "offsets.topic.num.partitions") or 50))
 
 
-def ensure_offsets_topic(cluster: Cluster) -> None:
+def ensure_offsets_topic(cluster: ClusterState) -> None:
     """Create __consumer_offsets on first use, as Kafka does on the first FindCoordinator."""
     if OFFSETS_TOPIC in cluster.topics or not cluster.live_brokers():
         return
     partitions = int(configs.broker_value(cluster, None, "offsets.topic.num.partitions") or 50)
     rf = int(configs.broker_value(cluster, None, "offsets.topic.replication.factor") or 3)
-    admin.create_topic(cluster, OFFSETS_TOPIC, partitions, min(rf, len(cluster.live_brokers())),
+    topic_lifecycle.create_topic(cluster, OFFSETS_TOPIC, partitions, min(rf, len(cluster.live_brokers())),
                        configs={"cleanup.policy": "compact"}, internal=True)
 
 
-def coordinator_of(cluster: Cluster, group_id: str) -> int:
+def coordinator_of(cluster: ClusterState, group_id: str) -> int:
     """The broker coordinating the group, or -1 when its offsets partition has no live leader."""
     return internal_leader(cluster, OFFSETS_TOPIC, offsets_partition(cluster, group_id))
 
 
-def internal_leader(cluster: Cluster, topic_name: str, partition: int) -> int:
+def internal_leader(cluster: ClusterState, topic_name: str, partition: int) -> int:
     """The broker coordinating the keys a partition of a coordinator's internal topic holds: its
     live leader, or -1 without the topic or a live leader."""
     topic = cluster.topics.get(topic_name)
@@ -204,7 +213,7 @@ def internal_leader(cluster: Cluster, topic_name: str, partition: int) -> int:
     return p.leader if p.leader >= 0 and cluster.brokers[p.leader].usable else -1
 
 
-def record_offsets(cluster: Cluster, g: Group, offsets: dict[tuple[str, int], CommittedOffset]) -> None:
+def record_offsets(cluster: ClusterState, g: OffsetHolder, offsets: dict[tuple[str, int], CommittedOffset]) -> None:
     """Offsets become committed (an OffsetCommit, a transaction's commit): kept in the group and,
     with --data-dir, journaled before the answer leaves."""
     g.offsets.update(offsets)
@@ -222,7 +231,7 @@ def _error(code: int, **extra: object) -> dict:
 class Coordinator:
     """Group operations for one request; `spawn` starts loop tasks the sandbox cancels at stop."""
 
-    def __init__(self, cluster: Cluster, spawn: Callable):
+    def __init__(self, cluster: ClusterState, spawn: Callable):
         self.cluster = cluster
         self.groups = all_groups(cluster)
         self.spawn = spawn
@@ -240,19 +249,18 @@ class Coordinator:
         if not setting(self.cluster, "group.min.session.timeout.ms") <= session_ms <= \
                 setting(self.cluster, "group.max.session.timeout.ms"):
             return _error(ErrorCode.invalid_session_timeout, member_id=member_id)
-        g = self.groups.get(group_id)
-        if g is not None and g.group_type == "share":   # "Group G is not a classic group."
+        found = self.groups.get(group_id)
+        if found is not None and found.group_type == "share":   # "Group G is not a classic group."
             return _error(ErrorCode.group_id_not_found, member_id=member_id)
-        if g is not None and g.group_type != "classic":
-            if g.members:
+        g = found if isinstance(found, Group) else None
+        if found is not None and g is None:
+            if found.members:
                 # Kafka would let the member join the consumer group with the classic protocol
                 # (online migration); the sandbox answers as Kafka does with migration disabled.
                 return _error(ErrorCode.group_id_not_found, member_id=member_id)
-            old, g = g, None
-            self.groups[group_id] = Group(group_id, offsets=old.offsets)  # an empty group gives way
+            g = self.groups[group_id] = Group(group_id, offsets=found.offsets)  # an empty group gives way
             if member_id:
                 return _error(ErrorCode.unknown_member_id, member_id=member_id)
-            g = self.groups[group_id]
         if g is None:
             if member_id:
                 return _error(ErrorCode.unknown_member_id, member_id=member_id)
@@ -265,7 +273,7 @@ class Coordinator:
         if not member_id:
             new.member_id = f"{instance_id or client_id}-{uuid.uuid4()}"
             if instance_id is not None and instance_id in g.static_members:
-                return await self._replace_static_member(g, g.static_members[instance_id], new, skips_assignment)
+                return await self._replace_static_member(g, instance_id, new, skips_assignment)
             if require_known_member_id and instance_id is None:
                 # Two-step join (KIP-394): hand out the id; the member must come back with it.
                 g.pending[new.member_id] = self._timer(session_ms, self._drop_pending, g, new.member_id)
@@ -302,11 +310,12 @@ class Coordinator:
             self._prepare_rebalance(g)
         return await self._await_join(g, m)
 
-    async def _replace_static_member(self, g: Group, old_id: str, new: Member, skips_assignment: bool) -> dict:
+    async def _replace_static_member(self, g: Group, instance_id: str, new: Member, skips_assignment: bool) -> dict:
         """KIP-345: a known group.instance.id joins with a new member id and takes the old
         member's place (its assignment too); the old id is fenced. A stable group whose protocol
         does not change answers at once, without a rebalance (GroupMetadataManager's
         updateStaticMemberThenRebalanceOrCompleteJoin)."""
+        old_id = g.static_members[instance_id]
         old = g.members.pop(old_id)
         if old.expiry is not None:
             old.expiry.cancel()
@@ -315,7 +324,7 @@ class Coordinator:
         previous_leader = g.leader
         new.client_id, new.client_host, new.assignment = old.client_id, old.client_host, old.assignment
         g.members[new.member_id] = new
-        g.static_members[new.group_instance_id] = new.member_id  # type: ignore[index]
+        g.static_members[instance_id] = new.member_id
         if g.leader == old_id:
             g.leader = new.member_id
         self._heartbeat(g, new)
@@ -421,8 +430,13 @@ class Coordinator:
 
     # SyncGroup, Heartbeat, LeaveGroup ---------------------------------------------------------
 
+    def classic(self, group_id: str) -> Group | None:
+        """The classic group of that id (None: none, or a group of another type)."""
+        g = self.groups.get(group_id)
+        return g if isinstance(g, Group) else None
+
     def _member_error(self, g: Group | None, member_id: str, generation: int, instance_id: str | None = None) -> int:
-        if g is None or g.group_type != "classic" or g.state in (EMPTY, DEAD):
+        if g is None or g.state in (EMPTY, DEAD):
             return ErrorCode.unknown_member_id
         err = g.member_error(member_id, instance_id)
         if err:
@@ -433,7 +447,7 @@ class Coordinator:
 
     async def sync(self, group_id: str, member_id: str, generation: int, protocol_type: str | None,
                    protocol_name: str | None, assignments: dict[str, bytes], instance_id: str | None = None) -> dict:
-        g = self.groups.get(group_id)
+        g = self.classic(group_id)
         err = self._member_error(g, member_id, generation, instance_id)
         if err:
             return _error(err)
@@ -463,7 +477,7 @@ class Coordinator:
                 "assignment": m.assignment}
 
     def heartbeat(self, group_id: str, member_id: str, generation: int, instance_id: str | None = None) -> int:
-        g = self.groups.get(group_id)
+        g = self.classic(group_id)
         err = self._member_error(g, member_id, generation, instance_id)
         if err:
             return err
@@ -475,10 +489,10 @@ class Coordinator:
         """Per leaving (member id, group instance id): the member id answered and NONE,
         UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID. An empty member id with an instance id removes
         that static member (KIP-345's administrative leave, LeaveGroup v3+)."""
-        g = self.groups.get(group_id)
+        g = self.classic(group_id)
         out: list[tuple[str, int]] = []
         for member_id, instance_id in leaving:
-            if g is None or g.group_type != "classic":
+            if g is None:
                 out.append((member_id, ErrorCode.unknown_member_id))
             elif not member_id:
                 static = g.static_members.get(instance_id) if instance_id is not None else None
@@ -523,7 +537,7 @@ class Coordinator:
     def resume(self) -> None:
         """Start the sessions of members brought back by --data-dir (loop thread, at start)."""
         for g in self.groups.values():
-            if g.group_type == "classic":
+            if isinstance(g, Group):
                 for m in g.members.values():
                     self._heartbeat(g, m)
 
@@ -561,28 +575,33 @@ class Coordinator:
     # offsets and administration ---------------------------------------------------------------
 
     def commit_error(self, group_id: str, member_id: str, generation: int,
-                     instance_id: str | None = None) -> tuple[Group | None, int]:
-        """The group to commit into (created for a simple, memberless commit) or the error."""
-        g = self.groups.get(group_id)
-        simple = generation < 0 and not member_id and instance_id is None
-        if g is not None and g.group_type == "share":   # share groups have no committed offsets
+                     instance_id: str | None = None, version: int = 0) -> tuple[AnyGroup | None, int]:
+        """The group to commit into or the error, as Kafka 4.4's OffsetMetadataManager and
+        ClassicGroup.validateOffsetCommit: a commit with generation -1 (an admin client, a
+        consumer that assigns its partitions itself) creates a simple group when there is none
+        and goes into an Empty group whatever member id it names."""
+        from kafka_shell.sandbox import consumer_groups, share_groups, streams_groups
+        found = self.groups.get(group_id)
+        if isinstance(found, share_groups.ShareGroup):   # share groups have no committed offsets
             return None, ErrorCode.group_id_not_found
-        if g is not None and g.group_type != "classic":
+        if isinstance(found, (consumer_groups.ConsumerGroup, streams_groups.StreamsGroup)):
             # A transactional commit into a KIP-848 or streams group (OffsetCommit goes to their modules).
-            from kafka_shell.sandbox import consumer_groups, streams_groups
-            owner = streams_groups if g.group_type == "streams" else consumer_groups
-            found = owner.Coordinator(self.cluster).commit_error(  # type: ignore[attr-defined]
-                g, member_id, generation, 9, True)
-            return (g, 0) if callable(found) or not found else (None, found)  # type: ignore[arg-type]
+            verdict = (consumer_groups.Coordinator(self.cluster).commit_error(found, member_id, generation, 9, True)
+                       if isinstance(found, consumer_groups.ConsumerGroup) else
+                       streams_groups.Coordinator(self.cluster).commit_error(found, member_id, generation, 9, True))
+            return (found, 0) if callable(verdict) or not verdict else (None, verdict)
+        g = found
         if g is None:
-            if not simple:
-                return None, ErrorCode.illegal_generation
+            if generation >= 0:
+                return None, ErrorCode.group_id_not_found if version >= 9 else ErrorCode.illegal_generation
             g = self.groups[group_id] = Group(group_id)
             self._store(g)
         if g.state == DEAD:
             return None, ErrorCode.coordinator_not_available
-        if simple:
-            return (g, 0) if g.state == EMPTY else (None, ErrorCode.unknown_member_id)
+        if generation < 0 and g.state == EMPTY:
+            return g, 0
+        if generation < 0 and not member_id and instance_id is None:
+            return None, ErrorCode.unknown_member_id   # only members commit into a group with members
         err = self._member_error(g, member_id, generation, instance_id)
         if err:
             return None, err
@@ -591,14 +610,14 @@ class Coordinator:
         self._heartbeat(g, g.members[member_id])
         return g, 0
 
-    def commit(self, g: Group, topic: str, partition: int, offset: int, leader_epoch: int,
+    def commit(self, g: OffsetHolder, topic: str, partition: int, offset: int, leader_epoch: int,
                metadata: str | None) -> int:
         if metadata and len(metadata.encode()) > setting(self.cluster, "offset.metadata.max.bytes"):
             return ErrorCode.offset_metadata_too_large
         record_offsets(self.cluster, g, {(topic, partition): CommittedOffset(offset, leader_epoch, metadata, now_ms())})
         return 0
 
-    def delete_offset(self, g: Group, topic: str, partition: int) -> None:
+    def delete_offset(self, g: OffsetHolder, topic: str, partition: int) -> None:
         if g.offsets.pop((topic, partition), None) is not None:
             journal.group_touched(self.cluster, g.group_id, (topic, partition))
 
@@ -608,7 +627,7 @@ class Coordinator:
             return ErrorCode.group_id_not_found
         if g.members or g.state != EMPTY:
             return ErrorCode.non_empty_group
-        if g.group_type == "classic":
+        if isinstance(g, Group):
             g.state = DEAD
             for timer in g.pending.values():
                 timer.cancel()
@@ -619,15 +638,15 @@ class Coordinator:
         journal.group_touched(self.cluster, group_id)
         return 0
 
-    def delete_offsets_error(self, g: Group | None) -> int:
+    def delete_offsets_error(self, g: AnyGroup | None) -> int:
         if g is None or g.state == DEAD or g.group_type == "share":
             return ErrorCode.group_id_not_found
         if g.members and g.protocol_type not in ("consumer", "streams"):
             return ErrorCode.non_empty_group
         return 0
 
-    def subscribed_topics(self, g: Group) -> set[str]:
+    def subscribed_topics(self, g: AnyGroup) -> set[str]:
         """Topics the group's members subscribe to (OffsetDelete keeps their offsets)."""
-        if g.group_type != "classic":
-            return g.subscribed_topics(self.cluster)  # type: ignore[call-arg,return-value]
-        return g.subscribed_topics() or set()
+        if isinstance(g, Group):
+            return g.subscribed_topics() or set()
+        return g.subscribed_topics(self.cluster)

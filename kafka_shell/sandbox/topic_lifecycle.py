@@ -16,8 +16,8 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH, MAX_TOPIC_NAME
-from kafka_shell.sandbox import configs
-from kafka_shell.sandbox.model import Cluster, Partition, Topic
+from kafka_shell.sandbox import configs, cordons
+from kafka_shell.sandbox.model import ClusterState, Partition, Topic
 
 # limits.MAX_PARTITIONS_PER_BATCH: a CreateTopics request asking for more partitions in total
 # fails as a whole with POLICY_VIOLATION. It also bounds the memory a single request can make the
@@ -59,7 +59,7 @@ def check_topic_name(name: str) -> None:
                          "ASCII alphanumerics, '.', '_' and '-'")
 
 
-def check_new_topic_name(cluster: Cluster, name: str) -> None:
+def check_new_topic_name(cluster: ClusterState, name: str) -> None:
     """Name rules, then existence, then the '.'/'_' metric-name collision KRaft refuses."""
     check_topic_name(name)
     if name in cluster.topics:
@@ -72,7 +72,7 @@ def check_new_topic_name(cluster: Cluster, name: str) -> None:
                                  f"Topic '{name}' collides with existing topic: {other}")
 
 
-def check_topic_configs(cluster: Cluster, topic_configs: dict[str, str | None]) -> dict[str, str]:
+def check_topic_configs(cluster: ClusterState, topic_configs: dict[str, str | None]) -> dict[str, str]:
     """Kafka's LogConfig validation of the configs given at creation (INVALID_CONFIG)."""
     try:
         configs.check_topic_configs(cluster, topic_configs)
@@ -81,7 +81,7 @@ def check_topic_configs(cluster: Cluster, topic_configs: dict[str, str | None]) 
     return dict(topic_configs)  # type: ignore[arg-type]
 
 
-def check_manual_assignment(cluster: Cluster, replicas: list[int], replication_factor: int | None) -> None:
+def check_manual_assignment(cluster: ClusterState, replicas: list[int], replication_factor: int | None) -> None:
     """Kafka's `validateManualPartitionAssignment`."""
     if not replicas:
         raise AdminError(ErrorCode.invalid_replica_assignment,
@@ -92,6 +92,9 @@ def check_manual_assignment(cluster: Cluster, replicas: list[int], replication_f
             raise AdminError(ErrorCode.invalid_replica_assignment,
                              f"The manual partition assignment includes broker {broker}, "
                              "but no such broker is registered.")
+        cordoned = cordons.assignment_refusal(cluster, broker)
+        if cordoned:
+            raise AdminError(ErrorCode.invalid_replica_assignment, cordoned)
         if broker == previous:
             raise AdminError(ErrorCode.invalid_replica_assignment,
                              f"The manual partition assignment includes the broker {broker} more than once.")
@@ -107,11 +110,11 @@ def check_manual_assignment(cluster: Cluster, replicas: list[int], replication_f
                          "in controlled shutdown.")
 
 
-def broker_default_int(cluster: Cluster, key: str) -> int:
+def broker_default_int(cluster: ClusterState, key: str) -> int:
     return int(configs.broker_value(cluster, None, key) or 0)
 
 
-def requested_partitions(cluster: Cluster, num_partitions: int, assignment_count: int) -> int:
+def requested_partitions(cluster: ClusterState, num_partitions: int, assignment_count: int) -> int:
     """How many partitions a CreateTopics entry asks for (KRaft's per-request count)."""
     if assignment_count:
         return assignment_count
@@ -120,7 +123,7 @@ def requested_partitions(cluster: Cluster, num_partitions: int, assignment_count
     return max(num_partitions, 0)
 
 
-def plan_topic(cluster: Cluster, name: str, num_partitions: int = -1, replication_factor: int = -1,
+def plan_topic(cluster: ClusterState, name: str, num_partitions: int = -1, replication_factor: int = -1,
                assignment: dict[int, list[int]] | None = None,
                topic_configs: dict[str, str | None] | None = None) -> tuple[list[list[int]], dict[str, str]]:
     """Validate a new topic as KRaft does (name, existence, configs, then counts or assignment)
@@ -158,10 +161,12 @@ def plan_topic(cluster: Cluster, name: str, num_partitions: int = -1, replicatio
 # -- placement -------------------------------------------------------------------------------
 
 
-def rack_alternated_brokers(cluster: Cluster) -> list[int]:
+def rack_alternated_brokers(cluster: ClusterState) -> list[int]:
     """Usable brokers ordered a1, b1, c1, a2, b2, ... (racks sorted, ids sorted in a rack)."""
     by_rack: dict[str, list[int]] = {}
     for b in sorted(cluster.live_brokers(), key=lambda b: b.id):
+        if cordons.fully_cordoned(cluster, b.id):   # KIP-1066: the controller gives it nothing new
+            continue
         by_rack.setdefault(b.rack if b.rack is not None else f"\0{b.id}", []).append(b.id)
     lists = [by_rack[r] for r in sorted(by_rack)]
     order: list[int] = []
@@ -170,14 +175,15 @@ def rack_alternated_brokers(cluster: Cluster) -> list[int]:
     return order
 
 
-def place_replicas(cluster: Cluster, partitions: int, replication_factor: int,
+def place_replicas(cluster: ClusterState, partitions: int, replication_factor: int,
                    first_partition: int = 0, start_index: int | None = None) -> list[list[int]]:
     """Replica lists for `partitions` new partitions numbered from `first_partition`."""
     order = rack_alternated_brokers(cluster)
     n = len(order)
     if replication_factor > n:
         raise AdminError(ErrorCode.invalid_replication_factor,
-                         f"Replication factor: {replication_factor} larger than available brokers: {n}.")
+                         cordons.placement_refusal(cluster, replication_factor, n)
+                         or f"Replication factor: {replication_factor} larger than available brokers: {n}.")
     rack_of = {b: cluster.brokers[b].rack if cluster.brokers[b].rack is not None else f"\0{b}" for b in order}
     num_racks = len(set(rack_of.values()))
     start = random.randrange(n) if start_index is None else start_index
@@ -210,7 +216,7 @@ def place_replicas(cluster: Cluster, partitions: int, replication_factor: int,
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
-def create_topic(cluster: Cluster, name: str, partitions: int = 1, replication_factor: int = 1,
+def create_topic(cluster: ClusterState, name: str, partitions: int = 1, replication_factor: int = 1,
                  assignment: list[list[int]] | None = None,
                  configs: dict[str, str] | None = None, internal: bool = False) -> Topic:
     """Add a topic whose parameters are already valid (see plan_topic for the checks)."""
@@ -225,7 +231,7 @@ def create_topic(cluster: Cluster, name: str, partitions: int = 1, replication_f
     return topic
 
 
-def new_partition(cluster: Cluster, topic: str, index: int, replicas: list[int]) -> Partition:
+def new_partition(cluster: ClusterState, topic: str, index: int, replicas: list[int]) -> Partition:
     live = [r for r in replicas if cluster.brokers[r].usable]
     p = Partition(topic=topic, index=index, replicas=list(replicas), isr=live or list(replicas[:1]),
                   leo={r: 0 for r in replicas}, replica_epoch={r: 0 for r in replicas})
@@ -233,7 +239,7 @@ def new_partition(cluster: Cluster, topic: str, index: int, replicas: list[int])
     return p
 
 
-def auto_create_topic(cluster: Cluster, name: str) -> Topic | None:
+def auto_create_topic(cluster: ClusterState, name: str) -> Topic | None:
     """Create an unknown topic named in a Metadata request, with the broker defaults, when
     `auto.create.topics.enable` is true. Raises AdminError when Kafka would refuse it."""
     if configs.broker_value(cluster, None, "auto.create.topics.enable") != "true":
@@ -242,7 +248,7 @@ def auto_create_topic(cluster: Cluster, name: str) -> Topic | None:
     return create_topic(cluster, name, assignment=replicas)
 
 
-def plan_new_partitions(cluster: Cluster, name: str, count: int,
+def plan_new_partitions(cluster: ClusterState, name: str, count: int,
                         assignment: list[list[int]] | None) -> list[list[int]]:
     """Replica lists of the partitions a CreatePartitions entry adds (KRaft's checks)."""
     topic = cluster.topics.get(name)
@@ -274,17 +280,17 @@ def plan_new_partitions(cluster: Cluster, name: str, count: int,
     return place_replicas(cluster, additional, rf, first_partition=existing, start_index=start)
 
 
-def add_partitions(cluster: Cluster, name: str, replica_lists: list[list[int]]) -> None:
+def add_partitions(cluster: ClusterState, name: str, replica_lists: list[list[int]]) -> None:
     topic = cluster.topics[name]
     for replicas in replica_lists:
         topic.partitions.append(new_partition(cluster, name, len(topic.partitions), replicas))
     cluster.changed()
 
 
-def delete_topic(cluster: Cluster, name: str) -> Topic:
-    from kafka_shell.sandbox import groups, transactions   # they create their internal topics through this module
+def delete_topic(cluster: ClusterState, name: str) -> Topic:
+    from kafka_shell.sandbox import classic_groups, transactions   # they create their internal topics through this module
     topic = cluster.topics.pop(name)
-    groups.forget_topic(cluster, name)
+    classic_groups.forget_topic(cluster, name)
     transactions.forget_topic(cluster, name)
     cluster.changed()
     return topic

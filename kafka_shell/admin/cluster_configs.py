@@ -1,0 +1,322 @@
+"""Configs across the cluster (issue 33 item 5, as rpk's cluster config export/import): every
+entity's dynamic configs read at once (the cluster-wide broker defaults, each broker's own,
+each topic's overrides, each group's configs, the client quotas), written as one JSON document
+and read back; the changes that would make the cluster match such a document; and the drift
+among brokers of the configs in effect.
+
+Sensitive values (DescribeConfigs marks them: passwords, keys) are never read in clear, so
+never written: the document lists their keys instead, and a plan never deletes or changes them
+unless the document gives a value.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kafka_shell.connection.client_config import is_secret
+from kafka_shell.protocol.codes import ConfigSource
+from kafka_shell.base.answers import AdminError
+from kafka_shell.base.errors import KafkaCallError, NotSupported, UsageError, shown
+
+from kafka_shell.admin import configs, groups, quotas
+
+if TYPE_CHECKING:
+    from kafka_shell.connection.manager import ConnectionManager
+
+FORMAT = "kafka-shell configs"
+VERSION = 1
+# The document's sections of named entities, and the entity type each is altered as.
+BROKER_DEFAULTS, BROKERS, TOPICS, GROUPS, QUOTAS = "broker_defaults", "brokers", "topics", "groups", "client_quotas"
+SECTIONS = (BROKER_DEFAULTS, BROKERS, TOPICS, GROUPS, QUOTAS)
+_KIND = {BROKER_DEFAULTS: configs.BROKERS, BROKERS: configs.BROKERS, TOPICS: configs.TOPICS, GROUPS: configs.GROUPS}
+# The source of each section's dynamic configs (what DescribeConfigs calls an override there).
+_SOURCE = {BROKER_DEFAULTS: ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.name,
+           BROKERS: ConfigSource.DYNAMIC_BROKER_CONFIG.name, TOPICS: ConfigSource.DYNAMIC_TOPIC_CONFIG.name,
+           GROUPS: ConfigSource.GROUP_CONFIG.name}
+NOTE = ("Dynamic configs of the cluster written by kafka-shell export-configs: the cluster-wide broker defaults, "
+        "each broker's own, each topic's overrides (internal topics left out), each group's configs and the client "
+        "quotas. Sensitive values (passwords and keys: Kafka's DescribeConfigs marks them and never gives them) "
+        "were left out: sensitive_left_out lists their keys, and import-configs leaves those keys as they are. "
+        "import-configs makes each entity named here match it (keys it lacks are deleted); entities and sections "
+        "not named are left alone.")
+
+Configs = dict[str, str]
+QuotaEntity = tuple[tuple[str, "str | None"], ...]   # (type, name; None for the default), in quotas.PART_ORDER
+
+
+@dataclass
+class Snapshot:
+    """The dynamic configs of every entity of a cluster (or of a document), by section: entity
+    name -> key -> value ("" names the broker defaults' one entity); the keys of sensitive
+    values, which are never read; the client quotas by entity."""
+    configs: dict[str, dict[str, Configs]] = field(default_factory=lambda: {s: {} for s in SECTIONS if s != QUOTAS})
+    sensitive: dict[str, dict[str, list[str]]] = field(default_factory=lambda: {s: {} for s in SECTIONS if s != QUOTAS})
+    quotas: dict[QuotaEntity, dict[str, float | int]] = field(default_factory=dict)
+    sections: tuple[str, ...] = SECTIONS        # those read (or given in the document)
+    notes: list[str] = field(default_factory=list)   # what the cluster does not have
+    broker_errors: dict[int, AdminError] = field(default_factory=dict)   # the brokers that did not give theirs
+
+    @property
+    def unread(self) -> set[str]:
+        """The brokers (by id) whose configs could not be read."""
+        return {str(b) for b in self.broker_errors}
+
+
+def read(conn: ConnectionManager, sections: tuple[str, ...] = SECTIONS) -> Snapshot:
+    """Every entity's dynamic configs now, of `sections`: brokers at each broker, topics and
+    groups in one request each, quotas in one; group configs on a cluster without them (before
+    Kafka 4.0) are left out with a note."""
+    snap = Snapshot(sections=sections)
+    meta = conn.read(None if TOPICS in sections else [])
+    names = {BROKER_DEFAULTS: [""], BROKERS: [str(b) for b in sorted(meta.brokers)],
+             TOPICS: sorted(t for t, info in meta.topics.items() if not info.internal)}
+    if GROUPS in sections:
+        try:
+            configs.require_group_configs(conn)
+            names[GROUPS] = _configured_groups(conn)
+        except NotSupported as exc:
+            snap.notes.append(f"Group configs were not read: {exc}")
+    for section, entities in names.items():
+        if section in sections and section != BROKERS:
+            for name, entries in configs.describe(conn, _KIND[section], entities).items():
+                _keep(snap, section, name, entries)
+    if BROKERS in sections:   # each broker says its own, all at once; one that does not answer is named
+        read = configs.each_broker(conn, [int(b) for b in names[BROKERS]])
+        for broker, entries in read.rows.items():
+            _keep(snap, BROKERS, str(broker), entries)
+        snap.broker_errors = dict(read.errors)
+    if QUOTAS in sections:
+        for q in quotas.describe(conn, []):
+            snap.quotas.setdefault(q.entity, {})[q.key] = q.value
+    return snap
+
+
+def _configured_groups(conn: ConnectionManager) -> list[str]:
+    """The groups with configs of their own (Kafka 4.1+ lists them, those of groups to come
+    too); before, every group the brokers list."""
+    configured = configs.configured(conn, configs.GROUPS)
+    if configured is not None:
+        return configured
+    listed = groups.list_groups(conn)
+    if listed.errors:
+        raise KafkaCallError(" ".join(str(e) for e in dict.fromkeys(listed.errors.values())))
+    return [g.group_id for g in listed.groups]
+
+
+def _keep(snap: Snapshot, section: str, name: str, entries: list[configs.ConfigEntry]) -> None:
+    """An entity's own dynamic configs (every entity read is kept, those without any too)."""
+    own = [e for e in entries if e.source == _SOURCE[section]]
+    snap.configs[section][name] = {e.name: e.value for e in own if not _secret(e) and e.value is not None}
+    hidden = sorted(e.name for e in own if _secret(e))
+    if hidden:
+        snap.sensitive[section][name] = hidden
+
+
+def _secret(e: configs.ConfigEntry) -> bool:
+    return e.sensitive or is_secret(e.name)
+
+
+# -- the document --------------------------------------------------------------------------------
+
+
+def document(snap: Snapshot, cluster_id: str | None) -> dict[str, Any]:
+    """The JSON document of a snapshot (keys sorted when written: it diffs well)."""
+    left_out: dict[str, Any] = {BROKER_DEFAULTS: snap.sensitive[BROKER_DEFAULTS].get("", [])}
+    left_out.update({s: _sorted(snap.sensitive[s], s) for s in (BROKERS, TOPICS, GROUPS)})
+    return {"format": FORMAT, "version": VERSION, "cluster_id": cluster_id,
+            "exported": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "note": NOTE,
+            BROKER_DEFAULTS: dict(sorted(snap.configs[BROKER_DEFAULTS].get("", {}).items())),
+            BROKERS: _sorted(snap.configs[BROKERS], BROKERS),
+            # Topics and groups without configs of their own are left out (thousands of topics).
+            TOPICS: _sorted({n: v for n, v in snap.configs[TOPICS].items() if v}, TOPICS),
+            GROUPS: _sorted({n: v for n, v in snap.configs[GROUPS].items() if v}, GROUPS),
+            QUOTAS: [{"entity": {t: n for t, n in entity}, "quotas": values}
+                     for entity, values in sorted(snap.quotas.items(), key=lambda kv: _entity_label(kv[0]))],
+            "sensitive_left_out": left_out}
+
+
+def _sorted(entities: dict[str, Any], section: str) -> dict[str, Any]:
+    """Entities by name (brokers by number), each one's keys sorted: the file diffs well."""
+    order = sorted(entities, key=lambda n: (len(n), n) if section == BROKERS else (0, n))
+    return {n: dict(sorted(entities[n].items())) if isinstance(entities[n], dict) else entities[n] for n in order}
+
+
+def from_document(doc: object, path: str) -> Snapshot:
+    """A snapshot of what a document says, checked: one UsageError line naming the place of
+    the first thing wrong in it."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise UsageError(f'{path} is not a configs file of export-configs (no "format": "{FORMAT}")')
+    if doc.get("version") != VERSION:
+        raise UsageError(f"{path} is version {shown(str(doc.get('version')))} of the configs file; this shell reads "
+                         f"version {VERSION}")
+    snap = Snapshot(sections=tuple(s for s in SECTIONS if s in doc))
+    if BROKER_DEFAULTS in doc:
+        snap.configs[BROKER_DEFAULTS][""] = _configs(doc[BROKER_DEFAULTS], f"{path}: {BROKER_DEFAULTS}")
+    for section in (BROKERS, TOPICS, GROUPS):
+        entities = doc.get(section, {})
+        if not isinstance(entities, dict):
+            raise UsageError(f"{path}: {section} must be an object of name -> configs")
+        for name, values in entities.items():
+            if section == BROKERS and not (name.isascii() and name.isdigit()):
+                raise UsageError(f"{path}: {section}: {shown(name)} is no broker id")
+            snap.configs[section][name] = _configs(values, f"{path}: {section}.{shown(name)}")
+    left_out = doc.get("sensitive_left_out", {})
+    if not isinstance(left_out, dict):
+        raise UsageError(f"{path}: sensitive_left_out must be an object")
+    for section in (BROKERS, TOPICS, GROUPS):
+        snap.sensitive[section] = {n: [str(k) for k in keys] for n, keys in (left_out.get(section) or {}).items()
+                                   if isinstance(keys, list)}
+    if isinstance(left_out.get(BROKER_DEFAULTS), list):
+        snap.sensitive[BROKER_DEFAULTS] = {"": [str(k) for k in left_out[BROKER_DEFAULTS]]}
+    for n, item in enumerate(doc.get(QUOTAS, []) if isinstance(doc.get(QUOTAS, []), list) else [None]):
+        where = f"{path}: {QUOTAS}[{n}]"
+        if not (isinstance(item, dict) and isinstance(item.get("entity"), dict) and isinstance(item.get("quotas"), dict)
+                and item["entity"] and all(t in quotas.PART_ORDER for t in item["entity"])):
+            raise UsageError(f'{where} must be {{"entity": {{"user": NAME or null, ...}}, "quotas": {{KEY: NUMBER}}}} '
+                             f"(entity types: {', '.join(quotas.PART_ORDER)})")
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in item["quotas"].values()):
+            raise UsageError(f"{where}: quota values are numbers")
+        entity = tuple(sorted(((t, None if v is None else str(v)) for t, v in item["entity"].items()),
+                              key=lambda p: quotas.PART_ORDER[p[0]]))
+        snap.quotas[entity] = dict(item["quotas"])
+    return snap
+
+
+def _configs(values: object, where: str) -> Configs:
+    """Config values as Kafka takes them (text); numbers and booleans written bare are taken too."""
+    if not isinstance(values, dict):
+        raise UsageError(f"{where} must be an object of config name -> value")
+    out = {}
+    for key, value in values.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, (int, float)):
+            value = str(value)
+        if not isinstance(value, str):
+            raise UsageError(f"{where}: {shown(key)} must be a value (text, a number or true/false), not "
+                             f"{type(value).__name__ if value is not None else 'null'}")
+        out[key] = value
+    return out
+
+
+def _entity_label(entity: QuotaEntity) -> str:
+    return ", ".join(f"{t}={n if n is not None else '<default>'}" for t, n in entity)
+
+
+# -- the changes that make the cluster match a document --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    section: str
+    entity: str            # broker id, topic, group, "" for the broker defaults, a quota entity's label
+    key: str
+    value: str | float | int | None       # now (None: not set; a sensitive value is shown hidden)
+    new: str | float | int | None         # None: deleted
+    quota_entity: QuotaEntity = ()
+
+    @property
+    def action(self) -> str:
+        return "delete" if self.new is None else "set"
+
+
+def plan(wanted: Snapshot, now: Snapshot) -> tuple[list[Change], list[str]]:
+    """The changes that make each entity the document names match it (within the sections it
+    has), and a line for each entity that cannot take them (a broker or topic the cluster does
+    not have). Sensitive keys are set only when the document gives a value, never deleted."""
+    changes: list[Change] = []
+    problems: list[str] = []
+    for section in (BROKER_DEFAULTS, BROKERS, TOPICS, GROUPS):
+        if section not in wanted.sections:
+            continue
+        for name, values in sorted(wanted.configs[section].items()):
+            if section == BROKERS and name in now.unread:
+                continue   # its line says it did not answer
+            if section in (BROKERS, TOPICS) and name not in now.configs[section]:
+                problems.append(f"{describe_entity(section, name).capitalize()} is not in the cluster: its "
+                                f"{len(values)} config(s) are not applied.")
+                continue
+            current = now.configs[section].get(name, {})
+            hidden = set(now.sensitive[section].get(name, [])) | set(wanted.sensitive[section].get(name, []))
+            for key, value in sorted(values.items()):
+                if key in hidden:
+                    changes.append(Change(section, name, key, configs.HIDDEN if key in now.sensitive[section].get(name, [])
+                                          else None, configs.HIDDEN))
+                elif current.get(key) != value:
+                    changes.append(Change(section, name, key, current.get(key), value))
+            changes += [Change(section, name, key, value, None) for key, value in sorted(current.items())
+                        if key not in values and key not in hidden]
+    if QUOTAS in wanted.sections:
+        for entity, limits in sorted(wanted.quotas.items(), key=lambda kv: _entity_label(kv[0])):
+            held = now.quotas.get(entity, {})
+            label = _entity_label(entity)
+            changes += [Change(QUOTAS, label, k, held.get(k), v, entity) for k, v in sorted(limits.items())
+                        if held.get(k) != v]
+            changes += [Change(QUOTAS, label, k, v, None, entity) for k, v in sorted(held.items()) if k not in limits]
+    return changes, problems
+
+
+def describe_entity(section: str, name: str) -> str:
+    """How a line names an entity of a section."""
+    if section == QUOTAS:
+        return f"the client quotas of {name}"
+    return configs.label(_KIND[section], name)
+
+
+def apply(conn: ConnectionManager, changes: list[Change], wanted: Snapshot, validate_only: bool) -> list[str]:
+    """Apply (or with `validate_only` have the cluster validate) the changes, one request per
+    entity: the line of each entity the cluster refused. Sensitive values come from the
+    document only (a hidden one is never sent back)."""
+    by_entity: dict[tuple[str, str], list[Change]] = {}
+    for c in changes:
+        by_entity.setdefault((c.section, c.entity), []).append(c)
+    refused = []
+    for (section, name), group in by_entity.items():
+        try:
+            if section == QUOTAS:
+                quotas.alter(conn, list(group[0].quota_entity), [(c.key, _number(c.new)) for c in group], validate_only)
+                continue
+            set_ = {c.key: wanted.configs[section][name][c.key] for c in group if c.new is not None}
+            delete = [c.key for c in group if c.new is None]
+            configs.alter(conn, _KIND[section], [name], set_, delete, validate_only)
+        except KafkaCallError as exc:
+            entity = describe_entity(section, name)
+            refused.append(str(exc) if entity in str(exc) else f"{entity.capitalize()}: {exc}")
+    return refused
+
+
+def _number(value: str | float | int | None) -> float | None:
+    return None if value is None else float(value)
+
+
+# -- drift among brokers ---------------------------------------------------------------------------
+
+# What each broker has of its own by design: never drift.
+IDENTITY_KEYS = frozenset({"broker.id", "node.id", "broker.rack", "listeners", "advertised.listeners", "log.dir",
+                           "log.dirs", "metadata.log.dir", "host.name"})
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A config whose value in effect differs among brokers: each broker's entry."""
+    name: str
+    entries: dict[int, configs.ConfigEntry]
+
+
+def drift(described: dict[int, list[configs.ConfigEntry]], identity: bool = False) -> list[Drift]:
+    """The configs whose value (a sensitive one: whose source) differs among the brokers, or
+    that some of them lack; the brokers' identity keys only with `identity`."""
+    by_name: dict[str, dict[int, configs.ConfigEntry]] = {}
+    for broker, entries in described.items():
+        for e in entries:
+            by_name.setdefault(e.name, {})[broker] = e
+    out = []
+    for name, of_brokers in sorted(by_name.items()):
+        if name in IDENTITY_KEYS and not identity:
+            continue
+        seen = {(e.source if e.sensitive else e.value) for e in of_brokers.values()}
+        if len(seen) > 1 or len(of_brokers) < len(described):
+            out.append(Drift(name, dict(sorted(of_brokers.items()))))
+    return out

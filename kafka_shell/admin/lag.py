@@ -1,0 +1,101 @@
+"""Consumer lag: the offsets groups committed against their partitions' log ends, for many groups
+at once. Committed offsets come from each coordinator (one OffsetFetch for all its groups where
+the cluster can), log ends from each partition's leader, read once per partition however many
+groups consume it (offsets.py does both; nothing here sends a request of its own). Share
+groups keep no committed offsets: their lag is the share-partition lag their coordinator
+answers (KIP-1226, DescribeShareGroupOffsets v1, Kafka 4.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
+
+from kafka_shell.admin import offsets, share_groups
+from kafka_shell.admin.errors import gone
+from kafka_shell.admin.offsets import LATEST
+from kafka_shell.base.answers import COORDINATOR, AdminError, Answers, Target
+
+if TYPE_CHECKING:
+    from kafka_shell.connection.manager import ConnectionManager
+
+Key = tuple[str, int]
+
+
+class PartitionLag(NamedTuple):
+    key: Key
+    committed: int | None      # None: the group committed nothing there (a partition it owns)
+    log_end: int | None        # None: unknown (its error is in GroupLags.log_end_errors) or the topic is gone
+
+    @property
+    def lag(self) -> int | None:
+        return self.log_end - self.committed if self.log_end is not None and self.committed is not None else None
+
+
+@dataclass(frozen=True)
+class GroupLags:
+    """Each group's partitions with their committed offset and log end, sorted; what could not
+    be read (a group's committed offsets, a partition's log end); and per group the deleted
+    topics it still holds offsets for (Kafka's tool shows them without a log end)."""
+    partitions: dict[str, list[PartitionLag]]
+    offset_errors: dict[str, AdminError] = field(default_factory=dict)
+    log_end_errors: dict[Key, AdminError] = field(default_factory=dict)
+    gone: dict[str, list[str]] = field(default_factory=dict)
+
+    def total(self, group: str) -> int | None:
+        """The group's lag over the partitions whose lag is known (None when none is)."""
+        known = [p.lag for p in self.partitions.get(group, ()) if p.lag is not None]
+        return sum(known) if known else None
+
+    def by_topic(self, group: str) -> list[tuple[str, int, int | None]]:
+        """(topic, partitions, lag over those whose lag is known) of the group, by topic."""
+        out: dict[str, tuple[int, int | None]] = {}
+        for p in self.partitions.get(group, ()):
+            count, lag = out.get(p.key[0], (0, None))
+            out[p.key[0]] = (count + 1, lag if p.lag is None else (lag or 0) + p.lag)
+        return [(t, n, lag) for t, (n, lag) in sorted(out.items())]
+
+
+def read(conn: ConnectionManager, group_ids: list[str], owned: Mapping[str, Iterable[Key]] | None = None,
+         topic: str | None = None) -> GroupLags:
+    """Each group's committed offsets (and the partitions in `owned`, assigned to its members,
+    whether committed or not) against the log end of each partition, read once for all groups.
+    With `topic`, only that topic's partitions."""
+    held = offsets.committed(conn, group_ids) if group_ids else Answers()
+    committed = {gid: held.rows.get(gid, {}) for gid in group_ids}
+    keys_of = {gid: sorted(k for k in {*committed[gid], *(owned or {}).get(gid, ())}
+                           if topic is None or k[0] == topic) for gid in group_ids}
+    wanted = {k for ks in keys_of.values() for k in ks}
+    names = sorted({t for t, _ in wanted})
+    ends = offsets.log_offsets(conn, conn.read(names), wanted, LATEST) if names else Answers()
+    deleted: dict[str, list[str]] = {}
+    partitions: dict[str, list[PartitionLag]] = {}
+    for gid in group_ids:
+        rows = []
+        for key in keys_of[gid]:
+            if gone(ends.errors.get(key)) and key[0] not in deleted.setdefault(gid, []):
+                deleted[gid].append(key[0])
+            end = ends.rows.get(key)
+            rows.append(PartitionLag(key, committed[gid].get(key), None if end is None else end.offset))
+        partitions[gid] = rows
+    return GroupLags(partitions, dict(held.errors), {k: e for k, e in ends.errors.items() if not gone(e)},
+                     {g: ts for g, ts in deleted.items() if ts})
+
+
+def share_group_lags(conn: ConnectionManager, group_ids: list[str]) -> Answers[str, int | None]:
+    """Each share group's lag (the sum over its share-partitions whose lag is known; None when
+    none is), as its coordinator answers it (KIP-1226: Kafka 4.4's DescribeShareGroupOffsets v1;
+    before it the lag is unknown)."""
+    if not group_ids:
+        return Answers()
+    found = share_groups.offsets(conn, group_ids)
+    rows: dict[str, int | None] = {}
+    errors = dict(found.errors)
+    for gid, parts in found.rows.items():
+        known = [p.lag for p in parts if p.lag is not None and not p.error_code]
+        rows[gid] = sum(known) if known else None
+        unread = next((p for p in parts if p.error_code), None)
+        if unread is not None:   # the sum leaves out a share-partition whose state could not be read
+            errors[gid] = AdminError(unread.error_code, Target(COORDINATOR, asked=(unread.key,)))
+    return Answers(rows, errors)
