@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from kafka_shell.declarations import failure_lines
 from kafka_shell.admin import groups, lag, offsets, resets, share_groups, streams_groups, topics
 from kafka_shell.admin.errors import no_such_group
-from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.base.answers import Answers
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.declarations.option_types import group_id, iso_epoch_ms

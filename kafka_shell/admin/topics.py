@@ -7,7 +7,6 @@ plans from is never the metadata cache.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
