@@ -92,9 +92,12 @@ class Confirm:
       them too; None when there is nothing to ask);
     - the handler itself (`Proposal`), once it has planned the change, when `proposed`; with
       `refusal` the refusal outside the REPL comes before anything is read;
+    - `asks(args)`: from the line alone, naming what it names (nothing read: replay's whole-file
+      check refuses it without --yes before any line runs);
     - neither: the command line itself, "LINE: this cannot be undone. Continue?"."""
     applies: Callable[[dict], bool] = _always
     question: Callable[[Any, dict], str | None] | None = None
+    asks: Callable[[dict], str] | None = None
     proposed: bool = False
     refusal: str | None = None
     # Kafka's own opt-in (reset-offsets' --execute): outside the REPL it is the confirmation,
@@ -118,10 +121,14 @@ class Command:
     exclusive_groups: tuple[tuple[str, ...], ...] = ()  # at most one of each group
     topic_context: bool = False       # `--topic` defaults to the REPL's context topic
     context_with: tuple[str, ...] = ()  # ... only when one of these options is given (an action)
+    context_without: tuple[str, ...] = ()  # ... and not when one of these is (they name another entity)
     confirm: Confirm | None = None    # what it changes that cannot be undone, and how to ask (see Confirm)
     # Runs consecutive lines of this command as one request (replay): args of each -> their outcomes.
     batch: Callable[[Any, list[dict]], list[Any]] | None = None
     sandbox_only: bool = False        # only when the shell runs on its embedded sandbox
+    # A usage check of the whole line that the declarations above cannot say (args -> None, or
+    # a UsageError); parsing runs it, so it holds before anything is sent (replay's check too).
+    check: Callable[[dict], None] | None = None
 
     @property
     def destructive(self) -> bool:

@@ -101,7 +101,12 @@ class _Pending:
         return line
 
 
-def _prepare(session: Session, text: str) -> parsing.Parsed | None:
+def check(session: Session, text: str) -> parsing.Parsed | None:
+    """Every check of one command line that needs no cluster, as the runner makes them: its
+    words, the command and its options (the context topic filling --topic), --csv-table against
+    the output format, and --yes of a destructive invocation outside the REPL when its question
+    needs nothing read from the cluster. A UsageError names what is wrong; nothing is run or sent
+    (replay checks a whole file with it before running any line). None for a blank line."""
     tokens = parsing.tokenize(text)
     if not tokens:
         return None
@@ -113,21 +118,34 @@ def _prepare(session: Session, text: str) -> parsing.Parsed | None:
     if parsed.args.get("csv_table") and (parsed.args.get("output") or session.output) != "csv":
         raise UsageError(f"--csv-table picks the table of --output csv: add -o csv to {cmd.name} (or leave --csv-table out)")
     policy = cmd.confirm
-    if policy is None or not policy.applies(parsed.args) or _approved(session, parsed.args):
+    if policy is None or not policy.applies(parsed.args) or _approved(session, parsed.args) or _can_ask(session):
         return parsed
-    if policy.proposed:   # the handler asks once it has planned; some refuse before anything is read
-        if policy.refusal is not None and not _can_ask(session):
-            raise UsageError(_refusal(policy.refusal))
+    if policy.proposed and policy.refusal is not None:
+        raise UsageError(_refusal(policy.refusal))
+    if not policy.proposed and policy.question is None:
+        raise UsageError(_refusal(policy.asks(parsed.args).rstrip("?") if policy.asks else f"{cmd.name} is destructive"))
+    return parsed
+
+
+def _prepare(session: Session, text: str) -> parsing.Parsed | None:
+    parsed = check(session, text)
+    if parsed is None or parsed.help:
         return parsed
+    policy = parsed.command.confirm
+    if policy is None or not policy.applies(parsed.args) or _approved(session, parsed.args) or policy.proposed:
+        return parsed   # a proposed change is asked about once the handler has planned it
     if policy.question is not None:   # it names the targets, after checking them
         with session.bounded():
             question = policy.question(session, parsed.args)
         if question is None:
             return parsed
         refusal = question.rstrip("?")
+    elif policy.asks is not None:   # it names what the line names
+        question = policy.asks(parsed.args)
+        refusal = question.rstrip("?")
     else:
         question = f"{text.strip()}: this cannot be undone. Continue?"
-        refusal = f"{cmd.name} is destructive"
+        refusal = f"{parsed.command.name} is destructive"
     _ask(session, question, refusal)
     return parsed
 
