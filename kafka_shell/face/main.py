@@ -12,6 +12,7 @@ the command's own options, and so that the registry alone defines what a command
 
 from __future__ import annotations
 
+import gc
 import math
 import sys
 from dataclasses import dataclass, field
@@ -361,7 +362,8 @@ def _start_sandbox(**options):
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:
+    process = argv is None
+    if process:
         # A real process: kio registers hypothesis strategies for its types whenever hypothesis
         # is importable (it is, in a venv with the test tools), which costs ~0.1 s of start-up
         # that the shell never needs. Marking it absent makes kio skip it.
@@ -381,6 +383,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(printable(f"Internal error: {type(exc).__name__}: {exc} (run with --debug for details)") + "\n")
         code = 1
     sys.stdout.flush()
+    if process:
+        # The process ends: what is alive now (modules, classes, what the command read) goes with
+        # it. Frozen, it is left out of the collector's last walks at exit (~10 ms of a one-shot
+        # line); objects are still freed as usual.
+        gc.freeze()
     return code
 
 
