@@ -436,15 +436,7 @@ def describe_topic(session: Session, args: dict) -> Result:
 
 
 def _matches(p: PartitionInfo, filters: list[str], live: dict, min_isr: int, adding: Sequence[int] = ()) -> bool:
-    leader_down = p.leader < 0 or p.leader not in live
-    checks = {
-        # As Kafka: replicas being added do not count towards the replication factor.
-        "under_replicated_partitions": len(p.isr) < len(p.replicas) - len(adding),
-        "unavailable_partitions": leader_down,
-        "under_min_isr_partitions": leader_down or len(p.isr) < min_isr,
-        "at_min_isr_partitions": len(p.isr) == min_isr,
-        "not_preferred_leader": p.leader != p.preferred_leader,
-    }
-    return any(checks[f] for f in filters)
+    classes = topics.health_classes(p, live, min_isr, adding)
+    return any(classes[f] for f in filters)
 
 

@@ -1,5 +1,6 @@
 """Log directories of brokers (DescribeLogDirs, read here and nowhere else): per directory its
-sizes and error, per replica its size, offset lag and whether it is a future replica.
+sizes, error and whether it is cordoned (v5, KIP-1066), per replica its size, offset lag and
+whether it is a future replica.
 
 One request per broker, all at once; a broker that does not answer has an AdminError beside the
 answers of the others (partial failure is a value, not an exception).
@@ -35,6 +36,7 @@ class LogDir:
     total_bytes: int | None           # None: the broker does not tell (older versions, or -1)
     usable_bytes: int | None
     replicas: tuple[Replica, ...]
+    cordoned: bool | None = None      # KIP-1066 (DescribeLogDirs v5, Kafka 4.3+): no new replica lands here; None: not told
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ def describe(conn: ConnectionManager, brokers: list[int],
             replicas = tuple(Replica(t.name, p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
                              for t in d.topics for p in t.partitions)
             dirs.append(LogDir(broker, d.log_dir, error, _known(getattr(d, "total_bytes", None)),
-                               _known(getattr(d, "usable_bytes", None)), replicas))
+                               _known(getattr(d, "usable_bytes", None)), replicas, getattr(d, "is_cordoned", None)))
         rows[broker] = tuple(dirs)
     return LogDirs(rows, dict(sorted(failed.items())))
 

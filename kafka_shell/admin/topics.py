@@ -8,6 +8,7 @@ plans from is never the metadata cache.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from kafka_shell.base.answers import CONTROLLER, AdminError, Answers, Target
 from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.base.errors import KafkaCallError, UsageError, shown
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP, PARTITIONS_PER_PAGE
-from kafka_shell.connection.metadata import ClusterSnapshot, TopicInfo, topics_from_metadata
+from kafka_shell.connection.metadata import ClusterSnapshot, PartitionInfo, TopicInfo, topics_from_metadata
 from kafka_shell.base.names import check_pattern, check_topic_name, is_pattern
 
 from kafka_shell.admin.errors import response_error
@@ -111,6 +112,20 @@ def partitions_of(snap: ClusterSnapshot, specs: list[str]) -> list[Key]:
 def names_of(specs: list[str]) -> list[str]:
     """The topics of `topic[:partition,...]` arguments."""
     return list(dict.fromkeys(s.partition(":")[0] for s in specs))
+
+
+def health_classes(p: PartitionInfo, live: Mapping[int, object], min_isr: int, adding: Sequence[int] = ()) -> dict[str, bool]:
+    """kafka-topics' partition filters, by their describe-topic names: a partition without a
+    live leader is unavailable (and under min ISR); replicas being added do not count towards
+    the replication factor, as Kafka counts them."""
+    leader_down = p.leader < 0 or p.leader not in live
+    return {
+        "under_replicated_partitions": len(p.isr) < len(p.replicas) - len(adding),
+        "unavailable_partitions": leader_down,
+        "under_min_isr_partitions": leader_down or len(p.isr) < min_isr,
+        "at_min_isr_partitions": len(p.isr) == min_isr,
+        "not_preferred_leader": p.leader != p.preferred_leader,
+    }
 
 
 # -- CreateTopics, DeleteTopics, CreatePartitions ----------------------------------------------

@@ -332,11 +332,13 @@ def _analyze(fleet: Fleet, stages: Stages, out: Path, started: float, failed: li
     recovery = stages.run("recovery plan", lambda: fleet.recovery_plan(marked))
     rebalance = stages.run("rebalance plan", lambda: fleet.rebalance_plan(load["broker_load"]))
     trends = stages.run("trends and forecasts", lambda: derived.trends(small, health, dirs, lag, fleet.latest_at))
+    goals = derived.balance_goals(load["broker_load"], rebalance["moves"])
     missing = fleet.missing_brokers(load["broker_load"], marked)
     preferred = [{k: r[k] for k in (*PART, "leader", "preferred")} for r in marked if r["preferred_ok"]]
     tables = {"health": health, **load,
               "missing_brokers": [{k: v for k, v in r.items() if k != "partitions"} for r in missing],
-              "recovery": recovery, "preferred": preferred, "rebalance": rebalance["moves"], **trends,
+              "recovery": recovery, "preferred": preferred, "rebalance": rebalance["moves"],
+              "balance_goals": goals, **trends,
               "failed_snapshots": [{"cluster_id": m["cluster_id"], "taken_at": m["taken_at"], "reason": m["failed"]}
                                    for m in failed]}
 
@@ -636,7 +638,11 @@ class Fleet:
         # The literal bound lets Spark keep only the first rows of each broker before the shuffle.
         most = max(n for bs in over.values() for n, _ in bs.values())
         sheds = (movable.withColumn("rn", F.row_number().over(per_broker))
-                 .where((F.col("rn") <= most) & (F.col("rn") <= F.col("surplus"))).drop("surplus", "pos"))
+                 .where((F.col("rn") <= most) & (F.col("rn") <= F.col("surplus"))).drop("surplus")
+                 .withColumn("leader", F.col("pos") == 0).drop("pos"))
+        # The size of each leaving replica (the few rows left: Spark broadcasts them to the scan).
+        sizes = self._read("replicas", self.latest).select(*PART, "broker_id", "size")
+        sheds = sheds.join(sizes, [*PART, "broker_id"], "left")
         return match_moves(_rows(sheds), over, under)
 
 
@@ -677,14 +683,16 @@ def match_moves(sheds: list[dict], over: dict[str, dict[int, tuple[int, str]]],
         free = {b: n for b, (n, g) in under.get(cluster, {}).items() if g == grp}
         slots = [b for k in range(1, max(free.values(), default=0) + 1) for b in sorted(free) if free[b] >= k]
         pairs += [{"cluster_id": cluster, "grp": grp, "topic": s["topic"], "partition": s["partition"],
-                   "replicas": s["replicas"], "from": s["broker_id"], "to": to} for s, to in zip(leavers, slots)]
+                   "replicas": s["replicas"], "from": s["broker_id"], "to": to, "size": s.get("size") or 0,
+                   "leader": bool(s.get("leader"))} for s, to in zip(leavers, slots)]
     return assign_moves(pairs)
 
 
 def assign_moves(pairs: list[dict]) -> dict[str, Any]:
     """Apply the (from -> to) pairs, mending the few where `to` already holds a replica of that
     partition by swapping destinations within the same rack group; a pair that cannot be mended
-    is dropped. Returns the moves and, per cluster, the new replica lists."""
+    is dropped. Returns the moves (with the moved replica's size, and whether it led) and, per
+    cluster, the new replica lists of the partitions that change."""
     by_group: dict[tuple[str, str], list[dict]] = {}
     for p in pairs:
         by_group.setdefault((p["cluster_id"], p["grp"]), []).append(p)
@@ -704,10 +712,12 @@ def assign_moves(pairs: list[dict]) -> dict[str, Any]:
                 else:
                     continue
             reps[reps.index(m["from"])] = m["to"]
-            moves.append({k: m[k] for k in ("cluster_id", "topic", "partition", "from", "to")})
+            moves.append({k: m.get(k) for k in ("cluster_id", "topic", "partition", "from", "to", "size", "leader")})
     plans: dict[str, dict[tuple[str, int], list[int]]] = {}
-    for (cluster, topic, partition), reps in current.items():
-        plans.setdefault(cluster, {})[(topic, partition)] = reps
+    changed = {(m["cluster_id"], m["topic"], m["partition"]) for m in moves}
+    for key, reps in current.items():   # a partition whose pair was dropped keeps its replicas: no entry
+        if key in changed:
+            plans.setdefault(key[0], {})[(key[1], key[2])] = reps
     return {"moves": moves, "plans": plans}
 
 

@@ -180,3 +180,38 @@ def summary(directory: Path) -> dict[str, Any]:
 
     from kafka_shell.pipeline.schema import MANIFEST
     return json.loads((directory / MANIFEST).read_text())
+
+
+def partition_rates(root: Path, cluster_id: str) -> dict[Key, float]:
+    """Bytes written per second to each partition, from the two latest snapshots of the cluster
+    under `root`: the records its log end gained between them over the time between them, times
+    the bytes per record its log held in the latest (its largest replica over its records)."""
+    import pyarrow.parquet as pq
+
+    from kafka_shell.pipeline import schema
+    taken = [m for m in schema.find_snapshots(root) if m["cluster_id"] == cluster_id]
+    if len(taken) < 2:
+        raise ValueError(f"it holds {len(taken)} snapshot(s) of cluster {cluster_id}: two are needed "
+                         "(take them with snapshot, a while apart)")
+    older, newer = taken[-2:]
+    seconds = (newer["taken_at_ms"] - older["taken_at_ms"]) / 1000
+    if seconds <= 0:
+        raise ValueError("its two latest snapshots were taken at the same time")
+
+    def ends(manifest: dict) -> dict[Key, tuple[int, int]]:
+        t = pq.read_table(Path(manifest["path"]) / "offsets.parquet",
+                          columns=["topic", "partition", "log_start_offset", "log_end_offset"]).to_pydict()
+        return {(tp, p): (s, e) for tp, p, s, e in zip(t["topic"], t["partition"], t["log_start_offset"],
+                                                        t["log_end_offset"]) if s is not None and e is not None}
+    before, after = ends(older), ends(newer)
+    sizes: dict[Key, int] = {}
+    replicas = pq.read_table(Path(newer["path"]) / "replicas.parquet", columns=["topic", "partition", "size"]).to_pydict()
+    for tp, p, size in zip(replicas["topic"], replicas["partition"], replicas["size"]):
+        if size is not None and size > sizes.get((tp, p), -1):
+            sizes[(tp, p)] = size
+    rates = {}
+    for key, (start, end) in after.items():
+        if key in before:
+            per_record = sizes.get(key, 0) / (end - start) if end > start else 0.0
+            rates[key] = max(0, end - before[key][1]) / seconds * per_record
+    return rates
