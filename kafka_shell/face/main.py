@@ -363,7 +363,7 @@ def _start_sandbox(**options):
 
 def main(argv: list[str] | None = None) -> int:
     process = argv is None
-    if process:
+    if argv is None:
         # A real process: kio registers hypothesis strategies for its types whenever hypothesis
         # is importable (it is, in a venv with the test tools), which costs ~0.1 s of start-up
         # that the shell never needs. Marking it absent makes kio skip it.
