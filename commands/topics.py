@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from kafka_shell.declarations import failure_lines
-from kafka_shell.admin import configs, reassignments, topics
+from kafka_shell.admin import topics
 from kafka_shell.admin.topics import NewTopic
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
@@ -27,6 +27,10 @@ from kafka_shell.declarations.render import Result, Table
 if TYPE_CHECKING:
     from kafka_shell.connection.metadata import ClusterSnapshot, PartitionInfo, TopicInfo
     from kafka_shell.connection.session import Session
+
+# DEFERRED: kafka_shell.admin.configs and .reassignments (Kafka's release definitions, the
+# reassignment planner) are imported by the commands that use them, so that list-topics, the
+# commonest one-shot line, starts without them.
 
 # kafka-topics prints this for a name with '.' or '_' (Topic.hasCollisionChars).
 COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
@@ -170,6 +174,7 @@ def _change_replication_factor(session: Session, snap: ClusterSnapshot, found: l
                                dry_run: bool) -> list[str]:
     """Start the reassignment that gives each topic `rf` replicas per partition (planned with
     minimal movement); one line per topic."""
+    from kafka_shell.admin import reassignments  # see DEFERRED
     messages = []
     for topic in found:
         change = reassignments.plan_replication_factor(snap, topic, rf)
@@ -214,6 +219,7 @@ def _change_replication_factor(session: Session, snap: ClusterSnapshot, found: l
                    "alter-topic --topic orders --replication-factor 3",
                    "alter-topic --topic orders --partitions 24 --blocking"))
 def alter_topic(session: Session, args: dict) -> Result:
+    from kafka_shell.admin import configs  # see DEFERRED
     if not (args["partitions"] or args["config"] or args["delete_config"] or args["replication_factor"]):
         raise UsageError("alter-topic needs --partitions, --replication-factor, --config or --delete-config")
     if args["replica_assignment"] and not args["partitions"]:
@@ -384,6 +390,7 @@ FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_i
          help="Describe topics and their partitions (Kafka's fields), with Kafka's filters.",
          examples=("describe-topic --topic orders", "describe-topic --under-replicated-partitions"))
 def describe_topic(session: Session, args: dict) -> Result:
+    from kafka_shell.admin import configs, reassignments  # see DEFERRED
     conn = session.conn
     if args["topic"]:
         snapshot, found = topics.read_topics(conn, args["topic"])

@@ -12,7 +12,6 @@ imported by `load_commands()`.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -231,6 +230,8 @@ def load_commands() -> Registry:
     `REGISTRY.get` imports its module from the index."""
     global _commands_loaded
     if not _commands_loaded:
+        import pkgutil  # here: a one-shot line imports only its own family, from the index
+
         import commands
         for info in pkgutil.iter_modules(commands.__path__):
             importlib.import_module(f"commands.{info.name}")

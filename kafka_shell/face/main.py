@@ -12,6 +12,7 @@ the command's own options, and so that the registry alone defines what a command
 
 from __future__ import annotations
 
+import gc
 import math
 import sys
 from dataclasses import dataclass, field
@@ -373,6 +374,7 @@ def _start_sandbox(**options):
 
 
 def main(argv: list[str] | None = None) -> int:
+    process = argv is None
     if argv is None:
         # A real process: kio registers hypothesis strategies for its types whenever hypothesis
         # is importable (it is, in a venv with the test tools), which costs ~0.1 s of start-up
@@ -393,6 +395,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(printable(f"Internal error: {type(exc).__name__}: {exc} (run with --debug for details)") + "\n")
         code = 1
     sys.stdout.flush()
+    if process:
+        # The process ends: what is alive now (modules, classes, what the command read) goes with
+        # it. Frozen, it is left out of the collector's last walks at exit (~10 ms of a one-shot
+        # line); objects are still freed as usual.
+        gc.freeze()
     return code
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
-import traceback
 from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Iterator
 
@@ -326,6 +325,7 @@ def _fail(session: Session, line: Line, exc: BaseException, echo: Echo | None) -
     else:
         message, code = f"Internal error: {type(exc).__name__}: {exc} (run with --debug for details)", 1
     if session.debug and not isinstance(exc, UsageError):
+        import traceback  # only --debug shows one: not loaded at every start
         session.stderr.write("".join(traceback.format_exception(exc)))
     session.stderr.write(printable(f"{line.where}{message}") + "\n")
     session.stderr.flush()
