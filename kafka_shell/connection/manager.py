@@ -481,8 +481,11 @@ class ConnectionManager:
                 parts = first(node, ids)
                 again = [gid for gid in ids if gid in parts and then.needs(parts[gid])]
                 return {**parts, **second(node, again)} if again else parts
+        # Patient, until the deadline as Kafka's AdminClient: a new cluster's __consumer_offsets
+        # takes seconds to get leaders, and each group's first request waits for them.
         found = self._route(list(dict.fromkeys(group_ids)), locate, ask, role, api_key, COORDINATOR_RETRIABLE,
-                            not_yet=COORDINATOR_RETRIABLE, mutation=mutation, patient=patient, deadline=deadline)
+                            not_yet=COORDINATOR_RETRIABLE, mutation=mutation, patient=patient,
+                            attempts=None if patient else MAX_ATTEMPTS, deadline=deadline)
         for gid, error in found.errors.items():
             if error.code is None or error.code in COORDINATOR_RETRIABLE:
                 self._coordinators.pop((key_type, gid), None)   # it moved, or did not answer: find it anew
