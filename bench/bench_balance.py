@@ -109,7 +109,7 @@ def against_kafka() -> None:
         print(f"  balance (plan, a shell start included) ran in {time.perf_counter() - started:.1f} s")
         if ours.returncode != 0:
             raise SystemExit(ours.stderr)
-        plan = {(m["Topic"], m["Partition"]): m["Target"] for m in json.loads(ours.stdout)["moves"]}
+        plan = {(m["topic"], m["partition"]): m["target"] for m in json.loads(ours.stdout)["moves"]}
         rows = []
         k_moved, k_bytes = moved(layout, kafka)
         o_moved, o_bytes = moved(layout, plan)

@@ -45,7 +45,7 @@ def main() -> None:
                 raise SystemExit(p.stderr[-2000:])
             steps = json.loads(p.stdout)
             print(f"rolling-restart-plan ({mode}) for {brokers} brokers, {topics * per_topic:,} partitions: "
-                  f"{wall:.2f} s wall, {len(steps)} steps (largest group {max(len(s['Nodes']) for s in steps)} "
+                  f"{wall:.2f} s wall, {len(steps)} steps (largest group {max(len(s['nodes']) for s in steps)} "
                   f"brokers); {p.stderr.strip()}")
 
 

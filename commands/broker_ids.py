@@ -37,7 +37,7 @@ ACTIONS = {
 
 
 @command("broker-ids",
-         Option("action", choices=tuple(ACTIONS), required=True, help="What to do."),
+         Option("action", choices=tuple(ACTIONS), default="missing", help="What to do (default: missing)."),
          Option("--host", metavar="HOST", help="suggest: the host name of the starting broker."),
          Option("--mapping-topic", default=MAPPING_TOPIC, metavar="TOPIC",
                 help=f"The compacted topic holding the host -> id mapping (default {MAPPING_TOPIC})."),

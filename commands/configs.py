@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, cluster_configs, configs, topics
 from kafka_shell.connection.client_config import is_secret
-from kafka_shell.base.errors import UsageError, printable, shown
+from kafka_shell.base.errors import ShellError, UsageError, printable, shown
 from kafka_shell.base.files import read_json, write_new
 from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.option_types import CONFIG_NAME, broker_id, group_id
@@ -61,20 +61,60 @@ def entity(args: dict) -> tuple[str, str]:
 
 @command("describe-configs", *ENTITY_OPTIONS,
          Option("--all", flag=True, help="Show every config, defaults included."),
-         required_groups=(ENTITY_GROUP,), topic_context=True,
-         help="Show the configs of a topic, a broker, the broker defaults, a group (overrides only unless --all) "
-              "or a node's log levels (broker-loggers).",
+         exclusive_groups=(ENTITY_GROUP,), topic_context=True, context_without=("--entity-type", *ENTITY_GROUP),
+         check=lambda args: _entity_given(args),
+         help="Show the configs of a topic, a broker (--entity-type brokers alone: every broker, as kafka-configs), "
+              "the broker defaults, a group (overrides only unless --all) or a node's log levels (broker-loggers).",
          examples=("describe-configs --topic orders", "describe-configs --broker 1 --all",
+                   "describe-configs --entity-type brokers",
                    "describe-configs --entity-type brokers --entity-default",
                    "describe-configs --entity-type groups --entity-name orders-app --all",
                    "describe-configs --entity-type broker-loggers --entity-name 1"), tables=("configs",))
 def describe_configs(session: Session, args: dict) -> Result:
+    if not _entity_given(args):
+        return _every_broker(session, args["all"])
     kind, name = entity(args)
     _require_entity(session, kind, name)
     entries = configs.describe(session.conn, kind, [name]).get(name, [])
     rows = [[e.name, e.shown, e.source, e.sensitive, e.read_only] for e in sorted(entries)
             if args["all"] or e.source != "DEFAULT_CONFIG"]
     return Result.table(["Name", "Value", "Source", "Sensitive", "ReadOnly"], rows, name="configs")
+
+
+def _entity_given(args: dict) -> bool:
+    """Whether the line names one entity; if not, only --entity-type brokers may stand alone."""
+    if any(args[o.lstrip("-").replace("-", "_")] not in (None, False) for o in ENTITY_GROUP):
+        return True
+    if args["entity_type"] != "brokers":
+        raise UsageError(f"describe-configs needs one of {', '.join(ENTITY_GROUP)} (--entity-type brokers alone "
+                         "describes every broker)")
+    return False
+
+
+def _every_broker(session: Session, everything: bool) -> Result:
+    """kafka-configs --describe --entity-type brokers: each live broker's configs, asked of it;
+    a broker that does not answer is one line (exit 1), the others shown."""
+    rows, failures = [], []
+    for broker in sorted(session.conn.read().brokers):
+        try:
+            entries = configs.describe(session.conn, configs.BROKERS, [str(broker)]).get(str(broker), [])
+        except ShellError as exc:
+            failures.append(f"Broker {broker}: {exc}")
+            continue
+        rows += [[broker, e.name, e.shown, e.source, e.sensitive, e.read_only] for e in sorted(entries)
+                 if everything or e.source != "DEFAULT_CONFIG"]
+    return Result.outcome([Table(["Broker", "Name", "Value", "Source", "Sensitive", "ReadOnly"], rows, name="configs")],
+                          [], failures)
+
+
+def _below_the_default(session: Session, keys: list[str]) -> dict[str, configs.ConfigEntry]:
+    """Where the broker defaults set no value, what applies now: a broker's static config or
+    Kafka's default (read at the first live broker; its own dynamic overrides are no default)."""
+    live = sorted(session.conn.read().brokers)
+    if not keys or not live:
+        return {}
+    entries = configs.describe(session.conn, configs.BROKERS, [str(live[0])], keys).get(str(live[0]), [])
+    return {e.name: e for e in entries if e.source in ("STATIC_BROKER_CONFIG", "DEFAULT_CONFIG")}
 
 
 def _require_entity(session: Session, kind: str, name: str) -> None:
@@ -148,6 +188,8 @@ def alter_configs_command(session: Session, args: dict) -> Result:
         return Result.message(*configs.alter(session.conn, kind, [name], set_, delete, False))
     # What would change, old -> new, read now; then the cluster's own validation of it.
     current = {e.name: e for e in configs.describe(session.conn, kind, [name]).get(name, [])}
+    if kind == configs.BROKERS and not name:
+        current = {**_below_the_default(session, [k for k in [*set_, *delete] if k not in current]), **current}
     rows = []
     for key in [*set_, *delete]:
         now = current.get(key)

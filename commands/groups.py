@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from kafka_shell.declarations import failure_lines
-from kafka_shell.admin import groups, lag, offsets, resets, topics
+from kafka_shell.admin import groups, lag, offsets, resets, share_groups, streams_groups, topics
 from kafka_shell.admin.errors import no_such_group
 from kafka_shell.base.answers import Answers
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
@@ -77,16 +77,25 @@ def group_types(text: str) -> list[str]:
          tables=("groups",))
 def list_groups(session: Session, args: dict) -> Result:
     listed = groups.list_groups(session.conn, args["state"] or (), args["type"] or ())
-    # Share and streams groups have describe APIs of their own: their rows keep what ListGroups says.
-    described = groups.describe(session.conn, [g.group_id for g in listed.groups
-                                               if g.group_type in ("classic", "consumer")]).rows if listed.groups else {}
+    # Each type's own describe API: its state and members now (a group it cannot describe keeps
+    # what ListGroups says, without a member count).
+    of_type = {kind: [g.group_id for g in listed.groups if g.group_type in kinds]
+               for kind, kinds in (("consumer", ("classic", "consumer")), ("share", ("share",)),
+                                   ("streams", ("streams",)))}
+    found: dict[str, tuple[str | None, int]] = {}
+    if of_type["consumer"]:
+        found.update({gid: (d.state, len(d.members))
+                      for gid, d in groups.describe(session.conn, of_type["consumer"]).rows.items()})
+    for kind, module in (("share", share_groups), ("streams", streams_groups)):
+        if of_type[kind]:
+            found.update({gid: (d.state, len(d.members))
+                          for gid, d in module.describe(session.conn, of_type[kind]).rows.items()})
     failures = failure_lines.group_listing_lines(listed.errors)
     lags = _group_lags(session, listed.groups, failures) if args["lag"] else {}
     rows = []
     for g in listed.groups:
-        d = described.get(g.group_id)
-        rows.append([g.group_id, (d.state if d is not None else g.state) or None, g.group_type,
-                     g.protocol_type or None, len(d.members) if d is not None else None]
+        state, members = found.get(g.group_id, (g.state, None))
+        rows.append([g.group_id, state or None, g.group_type, g.protocol_type or None, members]
                     + ([lags.get(g.group_id)] if args["lag"] else []))
     columns = ["Group", "State", "Type", "ProtocolType", "Members"] + (["Lag"] if args["lag"] else [])
     return Result.outcome([Table(columns, rows, name="groups")], [], failures)
@@ -153,14 +162,16 @@ def describe_group(session: Session, args: dict) -> Result:
             for m in d.members:
                 mine = [k for k in m.assignment if topic is None or k[0] == topic]
                 rows.append([d.group_id, m.member_id, m.instance_id, m.host, m.client_id, len(mine),
-                             _assignment_text(mine)] + (member_epochs(d, m.member_id, topic) if verbose else []))
+                             assignment(mine)] + (member_epochs(d, m.member_id, topic) if verbose else []))
         table = Table(["Group", "ConsumerId", "GroupInstanceId", "Host", "ClientId", "Partitions", "Assignment"]
-                      + (VERBOSE_MEMBER_COLUMNS if verbose else []), rows, name="members")
+                      + (VERBOSE_MEMBER_COLUMNS if verbose else []), rows, name="members",
+                      kinds={"Assignment": "assignment", "TargetAssignment": "assignment"})
         return Result.outcome([table], [], failures)
     return _describe_offsets(session, found, topic, failures, args["by_topic"])
 
 
-VERBOSE_MEMBER_COLUMNS = ["CurrentEpoch", "TargetEpoch", "TargetAssignment", "Reconciled", "Subscription", "Rack"]
+VERBOSE_MEMBER_COLUMNS = ["CurrentEpoch", "TargetEpoch", "TargetAssignment", "Reconciled", "Subscription",
+                          "SubscriptionRegex", "Rack"]
 
 
 def group_epochs(d: groups.GroupDescription) -> list[int | None]:
@@ -175,15 +186,17 @@ def member_epochs(d: groups.GroupDescription, member_id: str, topic: str | None)
     if m is None:
         return [None] * len(VERBOSE_MEMBER_COLUMNS)
     target = [k for k in m.target_assignment if topic is None or k[0] == topic]
-    return [m.member_epoch, d.consumer.assignment_epoch if d.consumer else None, _assignment_text(target),
-            m.reconciled, m.subscribed_regex or ",".join(m.subscribed_topics) or None, m.rack]
+    return [m.member_epoch, d.consumer.assignment_epoch if d.consumer else None, assignment(target),
+            m.reconciled, list(m.subscribed_topics), m.subscribed_regex or None, m.rack]
 
 
-def _assignment_text(keys: list[Key]) -> str:
+def assignment(keys: list[Key]) -> list[dict]:
+    """Partitions as json gives an assignment: [{"topic": "t", "partitions": [0, 1]}] (the
+    table shows "t(0,1)", render's assignment kind)."""
     by_topic: dict[str, list[int]] = {}
     for t, p in sorted(keys):
         by_topic.setdefault(t, []).append(p)
-    return " ".join(f"{t}({','.join(map(str, ps))})" for t, ps in by_topic.items()) or "-"
+    return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
 
 
 def _describe_offsets(session: Session, found: list[groups.GroupDescription], topic: str | None,

@@ -39,7 +39,7 @@ def name_list(text: str) -> list[str]:
          Option("--topic", repeatable=True, metavar="NAME", completer="topic",
                 help="Only this topic's partitions, like --topic-list."),
          Option("--describe", flag=True, help="Accepted for kafka-log-dirs compatibility (the only action)."),
-         topic_context=True, context_narrows=True, context_not_with=("--broker-list",),
+         topic_context=True, context_narrows=True, context_without=("--broker-list",),
          exclusive_groups=(("--topic", "--topic-list"),),
          help="Log directories of brokers: per dir and partition, size, offset lag and future replicas.",
          description=("As kafka-log-dirs --describe. Per dir also whether it is cordoned (KIP-1066, Kafka 4.3+: "

@@ -29,7 +29,7 @@ node_id = int_range(0, INT32_MAX, "a node id")
 
 
 @command("preferred-controller",
-         Option("action", choices=ACTIONS, required=True, help="set N, clear, or show."),
+         Option("action", choices=ACTIONS, default="show", help="set N, clear, or show (the default)."),
          Option("args", repeatable=True, metavar="N", help="set: the node that should be the controller."),
          Option("--blocking", flag=True, help="set: wait until N is the active controller."),
          Option("--timeout-ms", type=positive_int, default=30000, metavar="MS",

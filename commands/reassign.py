@@ -26,7 +26,7 @@ from kafka_shell.base.files import FileExists, is_id, read_json, write_new
 from kafka_shell.declarations.progress import ProgressBar
 from kafka_shell.declarations.option_types import broker_ids
 from kafka_shell.declarations.registry import INT64_MAX, Option, command, int_range
-from kafka_shell.declarations.render import Result, Table
+from kafka_shell.declarations.render import Result, Table, human_bytes
 
 if TYPE_CHECKING:
     from kafka_shell.connection.metadata import ClusterSnapshot
@@ -551,19 +551,11 @@ class Progress:
         speed = (copied - self.first) / elapsed if elapsed > 0 else 0
         eta = f"ETA {fmt_seconds((size - copied) / speed)}" if speed > 0 and size > copied else "ETA -"
         fraction = copied / size if size else done / total if total else 1.0
-        self.bar.show(fraction, f"{done}/{total} partitions, {fmt_bytes(copied)}/{fmt_bytes(size)} copied",
+        self.bar.show(fraction, f"{done}/{total} partitions, {human_bytes(int(copied))}/{human_bytes(int(size))} copied",
                       f", {eta}")
 
     def done(self) -> None:
         self.bar.close()
-
-
-def fmt_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
 
 
 def fmt_seconds(s: float) -> str:

@@ -388,8 +388,8 @@ def describe_client_quotas(session: Session, args: dict) -> Result:
         else:  # a type without a name: every named entity of it
             components.append((quotas.ENTITY_TYPES[t], quotas.ANY_NAMED, None))
     components += [(quotas.ENTITY_TYPES[t], quotas.DEFAULT, None) for t in args["entity_default"] or []]
-    rows = [[q.entity, q.key, q.value] for q in quotas.describe(session.conn, components)]
-    return Result(tables=[Table(["Entity", "Key", "Value"], rows, name="client_quotas")],
+    rows = [[dict(q.entity), q.key, q.value] for q in quotas.describe(session.conn, components)]
+    return Result(tables=[Table(["Entity", "Key", "Value"], rows, name="client_quotas", kinds={"Entity": "entity"})],
                   messages=[] if rows else ["No client quotas."])
 
 

@@ -32,15 +32,21 @@ def help_command(session: Session, args: dict) -> Result:
                                  key=lambda c: c.family):
         entries: list[tuple[str, str] | None] = [(", ".join((c.name, *c.aliases)), c.help) for c in group]
         lines += ["", f"{FAMILY_TITLES.get(family, family.replace('_', ' ').capitalize())}:", *format_entries(entries)]
-    lines += ["", "Type `help COMMAND` or `COMMAND --help` for its options."]
+    lines += ["", "Type `help COMMAND` or `COMMAND --help` for its options.",
+              "In the interactive shell, `COMMAND > FILE` (or >> FILE) writes its result to a file and "
+              "`COMMAND | SHELL COMMAND` pipes it to one; `\\o FILE` appends every result to FILE until `\\o` alone."]
     return Result(text="\n".join(wrap_lines(lines[1:])))
 
 
 # The families `help` lists, in this order, under these titles (topics first: what most use).
 FAMILY_TITLES = {
-    "topics": "Topics", "records": "Records", "groups": "Consumer groups", "configs": "Configs",
-    "cluster": "Cluster and brokers", "inspect": "Inspection", "elections": "Leader elections",
-    "recovery": "Recovery", "reassign": "Reassignments", "security": "Security (ACLs, SCRAM, quotas)",
+    "topics": "Topics", "records": "Records", "groups": "Consumer groups",
+    "share_streams_groups": "Share groups and streams groups", "transactions": "Transactions", "configs": "Configs",
+    "cluster": "Cluster and brokers", "quorum": "Controller quorum (KRaft)", "features": "Features",
+    "client_metrics": "Client metrics", "tokens": "Delegation tokens", "watch": "Watching",
+    "inspect": "Inspection", "elections": "Leader elections",
+    "recovery": "Recovery", "reassign": "Reassignments", "balance": "Balance, drain and cordons",
+    "health": "Health", "security": "Security (ACLs, SCRAM, quotas)",
     "controller_history": "Controller history", "preferred_controller": "Preferred controller",
     "broker_ids": "Broker ids (KIP-426)", "rolling_restart": "Rolling restarts", "pipeline": "Fleet analysis",
     "sandbox": "Sandbox", "session": "The shell",

@@ -14,7 +14,6 @@ from kafka_shell.admin import groups, offsets, resets, share_groups, streams_gro
 from kafka_shell.admin.errors import gone
 from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.base.answers import Answers
-from kafka_shell.admin.streams_groups import tasks_text
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.declarations.option_types import choice_list, group_id
 from kafka_shell.declarations.registry import Confirm, Option, command
@@ -76,11 +75,11 @@ def describe_share_group(session: Session, args: dict) -> Result:
         for d in found:
             for m in d.members:
                 mine = [k for k in m.assignment if topic is None or k[0] == topic]
-                rows.append([d.group_id, m.member_id, m.host, m.client_id, len(mine), _keys_text(mine)]
-                            + ([m.member_epoch, m.rack, ",".join(m.subscribed_topics) or None] if verbose else []))
+                rows.append([d.group_id, m.member_id, m.host, m.client_id, len(mine), _assignment(mine)]
+                            + ([m.member_epoch, m.rack, list(m.subscribed_topics)] if verbose else []))
         columns = ["Group", "ConsumerId", "Host", "ClientId", "Partitions", "Assignment"] + (
             ["MemberEpoch", "Rack", "Subscription"] if verbose else [])
-        return Result.outcome([Table(columns, rows, name="members")], [], failures)
+        return Result.outcome([Table(columns, rows, name="members", kinds={"Assignment": "assignment"})], [], failures)
     rows, notes = [], []
     for d in found:
         held = share_groups.offsets(session.conn, [d.group_id])
@@ -96,17 +95,30 @@ def describe_share_group(session: Session, args: dict) -> Result:
     return Result.outcome([table], notes, failures)
 
 
-def _keys_text(keys: list[tuple[str, int]]) -> str:
+def _tasks(tasks: streams_groups.Tasks) -> list[dict]:
+    """A member's tasks as json gives them: [{"subtopology": "0", "partitions": [0, 1]}] (the
+    table shows Kafka's "0:[0,1]")."""
+    return [{"subtopology": s, "partitions": list(ps)} for s, ps in tasks]
+
+
+def _assignment(keys: list[tuple[str, int]]) -> list[dict]:
+    """As json gives an assignment: [{"topic": "t", "partitions": [0, 1]}]."""
     by_topic: dict[str, list[int]] = {}
     for t, p in sorted(keys):
         by_topic.setdefault(t, []).append(p)
-    return " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
+    return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+
+
+def _group_deletion(kind: str, groups: list[str]) -> str:
+    ids = list(dict.fromkeys(groups))
+    held = "their share state" if kind == "share" else "their committed offsets"
+    return f"Delete {len(ids)} {kind} group(s) ({', '.join(map(shown, ids))}) and {held}?"
 
 
 @command("delete-share-group",
          Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
                 help="Share group to delete."),
-         mutates=True, confirm=Confirm(),
+         mutates=True, confirm=Confirm(asks=lambda args: _group_deletion("share", args["group"])),
          help="Delete share groups and their state (only groups without members; asks for confirmation).",
          examples=("delete-share-group old-queue --yes",))
 def delete_share_group(session: Session, args: dict) -> Result:
@@ -201,7 +213,8 @@ def _not_empty(session: Session, gid: str, what: str) -> list[str]:
                 help="Share group whose state to delete."),
          Option("--topic", repeatable=True, required=True, metavar="TOPIC", completer="topic",
                 help="Topic whose start offsets and delivery state to delete (repeatable)."),
-         mutates=True, confirm=Confirm(),
+         mutates=True, confirm=Confirm(asks=lambda args: f"Delete the share state of group '{shown(args['group'])}' for "
+                                                          f"topic(s) {', '.join(map(shown, args['topic']))}?"),
          help="Delete a share group's offsets (its state) for topics (the group must be empty; asks for "
               "confirmation).",
          examples=("delete-share-group-offsets --group queue --topic orders --yes",),
@@ -264,23 +277,23 @@ def describe_streams_group(session: Session, args: dict) -> Result:
                 + ([d.group_epoch, d.assignment_epoch, d.topology_epoch] if verbose else []) for d in found]
         columns = ["Group", "Coordinator", "Assignor", "State", "Members"] + (
             ["GroupEpoch", "TargetAssignmentEpoch", "TopologyEpoch"] if verbose else [])
-        subs = [[d.group_id, s.subtopology_id, ",".join(s.source_topics) or None,
-                 ",".join(s.repartition_source_topics) or None, ",".join(s.repartition_sink_topics) or None,
-                 ",".join(s.changelog_topics) or None] for d in found for s in d.subtopologies]
+        subs = [[d.group_id, s.subtopology_id, list(s.source_topics), list(s.repartition_source_topics),
+                 list(s.repartition_sink_topics), list(s.changelog_topics)] for d in found for s in d.subtopologies]
         return Result.outcome([Table(columns, rows, name="groups"),
                                Table(["Group", "Subtopology", "SourceTopics", "RepartitionSourceTopics",
                                       "RepartitionSinkTopics", "ChangelogTopics"], subs, name="subtopologies")],
                               [], failures)
     if args["members"]:
-        rows = [[d.group_id, m.member_id, m.process_id, m.client_id, tasks_text(m.active), tasks_text(m.standby),
-                 tasks_text(m.warmup)]
-                + ([m.member_epoch, "classic" if m.classic else "streams", tasks_text(m.target_active),
-                    tasks_text(m.target_standby), tasks_text(m.target_warmup)] if verbose else [])
+        rows = [[d.group_id, m.member_id, m.process_id, m.client_id, _tasks(m.active), _tasks(m.standby),
+                 _tasks(m.warmup)]
+                + ([m.member_epoch, "classic" if m.classic else "streams", _tasks(m.target_active),
+                    _tasks(m.target_standby), _tasks(m.target_warmup)] if verbose else [])
                 for d in found for m in d.members]
         columns = ["Group", "Member", "Process", "ClientId", "ActiveTasks", "StandbyTasks", "WarmupTasks"] + (
             ["MemberEpoch", "MemberProtocol", "TargetActiveTasks", "TargetStandbyTasks", "TargetWarmupTasks"]
             if verbose else [])
-        return Result.outcome([Table(columns, rows, name="members")], [], failures)
+        kinds = {c: "assignment" for c in columns if c.endswith("Tasks")}
+        return Result.outcome([Table(columns, rows, name="members", kinds=kinds)], [], failures)
     return _offsets(session, found, topic, failures)
 
 
@@ -324,7 +337,7 @@ def _offsets(session: Session, found: list[streams_groups.StreamsGroup], topic: 
 @command("delete-streams-group",
          Option("group", type=group_id, repeatable=True, required=True, metavar="GROUP", completer="group",
                 help="Streams group to delete."),
-         mutates=True, confirm=Confirm(),
+         mutates=True, confirm=Confirm(asks=lambda args: _group_deletion("streams", args["group"])),
          help="Delete streams groups and their offsets (only groups without members; asks for confirmation).",
          examples=("delete-streams-group old-app --yes",))
 def delete_streams_group(session: Session, args: dict) -> Result:

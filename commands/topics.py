@@ -8,18 +8,18 @@ create-topic lines in a script becomes one CreateTopics request (see runner.run_
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from kafka_shell.declarations import failure_lines
-from kafka_shell.admin import configs, reassignments, topics
+from kafka_shell.admin import topics
 from kafka_shell.admin.topics import NewTopic
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH
 from kafka_shell.connection.metadata import ZOOKEEPER, kafka_uuid
-from kafka_shell.base.names import check_topic_name, has_collision_chars, is_pattern, topic_pattern, valid_topic_name
+from kafka_shell.base.names import (PATTERN_HELP, check_topic_name, has_collision_chars, is_pattern, matcher, pattern_notes,
+                               topic_pattern, valid_topic_name)
 from kafka_shell.declarations.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Result, Table
@@ -27,6 +27,10 @@ from kafka_shell.declarations.render import Result, Table
 if TYPE_CHECKING:
     from kafka_shell.connection.metadata import ClusterSnapshot, PartitionInfo, TopicInfo
     from kafka_shell.connection.session import Session
+
+# DEFERRED: kafka_shell.admin.configs and .reassignments (Kafka's release definitions, the
+# reassignment planner) are imported by the commands that use them, so that list-topics, the
+# commonest one-shot line, starts without them.
 
 # kafka-topics prints this for a name with '.' or '_' (Topic.hasCollisionChars).
 COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
@@ -187,6 +191,7 @@ def _change_replication_factor(session: Session, snap: ClusterSnapshot, found: l
                                dry_run: bool) -> list[str]:
     """Start the reassignment that gives each topic `rf` replicas per partition (planned with
     minimal movement); one line per topic."""
+    from kafka_shell.admin import reassignments  # see DEFERRED
     messages = []
     for topic in found:
         change = reassignments.plan_replication_factor(snap, topic, rf)
@@ -211,7 +216,7 @@ def _change_replication_factor(session: Session, snap: ClusterSnapshot, found: l
 
 @command("alter-topic",
          Option("--topic", repeatable=True, required=True, metavar="NAME", completer="topic",
-                help="Topic to change (a glob such as 'logs-*' selects many)."),
+                help=f"Topic to change ({PATTERN_HELP})."),
          Option("--partitions", type=positive_int, metavar="N",
                 help="New total partition count (Kafka cannot decrease it)."),
          Option("--replica-assignment", type=replica_assignment, metavar="B:B,B:B",
@@ -231,6 +236,7 @@ def _change_replication_factor(session: Session, snap: ClusterSnapshot, found: l
                    "alter-topic --topic orders --replication-factor 3",
                    "alter-topic --topic orders --partitions 24 --blocking"))
 def alter_topic(session: Session, args: dict) -> Result:
+    from kafka_shell.admin import configs  # see DEFERRED
     if not (args["partitions"] or args["config"] or args["delete_config"] or args["replication_factor"]):
         raise UsageError("alter-topic needs --partitions, --replication-factor, --config or --delete-config")
     if args["replica_assignment"] and not args["partitions"]:
@@ -239,10 +245,10 @@ def alter_topic(session: Session, args: dict) -> Result:
     conn = session.conn
     snap, found = topics.read_topics(conn, args["topic"])
     if not found:
-        raise ShellError(f'No topic matches {", ".join(map(shown, args["topic"]))} (see list-topics)')
+        raise no_match(args["topic"], snap)
     if args["delete_config"]:
         configs.check_deletions(conn, configs.TOPICS, [t.name for t in found], args["delete_config"])
-    messages: list[str] = []
+    messages: list[str] = pattern_notes(args["topic"], list(snap.topics))
     if args["partitions"]:
         messages += _add_partitions(session, found, args["partitions"], args["replica_assignment"], dry_run)
     if args["replication_factor"]:
@@ -303,10 +309,11 @@ def delete_targets(session: Session, args: dict) -> tuple[ClusterSnapshot, list[
     snap = topics.read_for(session.conn, args["topic"])
     known = snap.topics
     names = topics.resolve(snap, args["topic"], include_internal=False)
-    missing_patterns = [p for p in args["topic"] if is_pattern(p)
-                        and not any(fnmatch.fnmatchcase(n, p) for n in names)]
+    missing_patterns = [p for p in args["topic"] if is_pattern(p) and not any(map(matcher(p), names))]
     if missing_patterns and not args["if_exists"]:
-        raise ShellError(f"No topic matches {', '.join(map(shown, missing_patterns))} (use --if-exists to allow that)")
+        notes = "".join(f" {n}" for n in pattern_notes(missing_patterns, list(known)))
+        raise ShellError(f"No topic matches {', '.join(map(shown, missing_patterns))} (use --if-exists to allow "
+                         f"that){notes}")
     internal = [n for n in names if n in known and known[n].internal]
     if internal:
         raise UsageError(f"{', '.join(internal)} is an internal topic: kafka-shell does not delete it")
@@ -334,15 +341,15 @@ def confirm_delete(session: Session, args: dict) -> str | None:
 
 @command("delete-topic",
          Option("--topic", repeatable=True, required=True, metavar="NAME", completer="topic",
-                help="Topic to delete (a glob such as 'tmp-*' selects many)."),
+                help=f"Topic to delete ({PATTERN_HELP})."),
          Option("--if-exists", flag=True, help="Do nothing for topics that do not exist."),
          BLOCKING,
          mutates=True, topic_context=True, confirm=Confirm(question=confirm_delete),
          help="Delete topics (asks for confirmation; --yes outside the REPL).",
-         examples=("delete-topic --topic orders --yes", "delete-topic --topic 'tmp-*' --yes"))
+         examples=("delete-topic --topic orders --yes", "delete-topic --topic 'tmp-.*' --yes"))
 def delete_topic(session: Session, args: dict) -> Result:
     snap, names, skipped = delete_targets(session, args)
-    messages = [f"Topic {n} does not exist: skipped." for n in skipped]
+    messages = [*pattern_notes(args["topic"], list(snap.topics)), *(f"Topic {n} does not exist: skipped." for n in skipped)]
     if args["dry_run"]:
         return Result.message(*messages, *(f"Would delete topic {n} (dry run)." for n in names))
     if not names:
@@ -366,17 +373,20 @@ def delete_topic(session: Session, args: dict) -> Result:
 
 
 @command("list-topics",
-         Option("pattern", type=topic_pattern, metavar="PATTERN", help="Only topics matching this glob ('orders-*')."),
+         Option("pattern", type=topic_pattern, metavar="PATTERN", help="Only topics matching this Java regular "
+                "expression, as kafka-topics --list --topic ('orders-.*'; a glob such as '*-events' where it is no "
+                "regular expression)."),
          Option("--exclude-internal", flag=True, help="Leave out internal topics."),
          help="List topics.",
-         examples=("list-topics", "list-topics 'orders-*' --exclude-internal"), tables=("topics",))
+         examples=("list-topics", "list-topics 'orders-.*' --exclude-internal"), tables=("topics",))
 def list_topics(session: Session, args: dict) -> Result:
     known = session.conn.read().topics
+    selected = matcher(args["pattern"]) if args["pattern"] else None
     rows = [[t.name, len(t.partitions), len(t.partitions[0].replicas) if t.partitions else 0]
             for name, t in sorted(known.items())
-            if (not args["pattern"] or fnmatch.fnmatchcase(name, args["pattern"]))
-            and not (args["exclude_internal"] and t.internal)]
-    return Result.table(["Topic", "Partitions", "ReplicationFactor"], rows, name="topics")
+            if (selected is None or selected(name)) and not (args["exclude_internal"] and t.internal)]
+    notes = pattern_notes([args["pattern"]], list(known)) if args["pattern"] else []
+    return Result.table(["Topic", "Partitions", "ReplicationFactor"], rows, *notes, name="topics")
 
 
 FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_isr_partitions",
@@ -390,7 +400,7 @@ HEALTH_CHECKS = ("--under-replicated-partitions", "--unavailable-partitions", "-
 
 @command("describe-topic",
          Option("--topic", repeatable=True, metavar="NAME", completer="topic",
-                help="Topic to describe (a glob selects many; without one: every topic, or the context topic)."),
+                help=f"Topic to describe ({PATTERN_HELP}; without one: every topic, or the context topic)."),
          Option("--under-replicated-partitions", flag=True, help="Partitions with replicas out of the ISR."),
          Option("--unavailable-partitions", flag=True, help="Partitions without a live leader."),
          Option("--under-min-isr-partitions", flag=True, help="Partitions with ISR below min.insync.replicas."),
@@ -398,15 +408,16 @@ HEALTH_CHECKS = ("--under-replicated-partitions", "--unavailable-partitions", "-
          Option("--not-preferred-leader", flag=True, help="Partitions led by another than their preferred replica."),
          Option("--topics-with-overrides", flag=True, help="Only topics with config overrides (topic lines only)."),
          Option("--exclude-internal", flag=True, help="Leave out internal topics."),
-         topic_context=True, context_narrows=True, context_not_with=HEALTH_CHECKS,
+         topic_context=True, context_narrows=True, context_without=HEALTH_CHECKS,
          help="Describe topics and their partitions (Kafka's fields), with Kafka's filters.",
          examples=("describe-topic --topic orders", "describe-topic --under-replicated-partitions"), tables=("topics", "partitions"))
 def describe_topic(session: Session, args: dict) -> Result:
+    from kafka_shell.admin import configs, reassignments  # see DEFERRED
     conn = session.conn
     if args["topic"]:
         snapshot, found = topics.read_topics(conn, args["topic"])
         if not found:  # as kafka-topics --describe: a pattern matching nothing is an error
-            raise ShellError(f'No topic matches {", ".join(map(shown, args["topic"]))} (see list-topics)')
+            raise no_match(args["topic"], snapshot)
     else:
         snapshot = conn.read()
         found = [t for _, t in sorted(snapshot.topics.items())]
@@ -419,8 +430,7 @@ def describe_topic(session: Session, args: dict) -> Result:
         found = [t for t in found if t.name in settings and settings[t.name].overrides]
     topic_rows = [[t.name, kafka_uuid(t.topic_id) if t.topic_id else None, len(t.partitions),
                    len(t.partitions[0].replicas) if t.partitions else 0,
-                   ",".join(f"{k}={v}" for k, v in sorted(settings[t.name].overrides.items())) if t.name in settings
-                   else ""]
+                   dict(sorted(settings[t.name].overrides.items())) if t.name in settings else {}]
                   for t in found]
     tables = []
     missing: list[str] = []
@@ -452,7 +462,15 @@ def describe_topic(session: Session, args: dict) -> Result:
     elif filters:
         tables.append(Table(["Topic", "TopicId", "PartitionCount", "ReplicationFactor", "Configs"],
                             topic_rows, name="topics"))
-    return Result(tables=tables, messages=missing, exit_code=1 if missing else 0)
+    return Result(tables=tables, messages=[*pattern_notes(args["topic"], list(snapshot.topics)), *missing],
+                  exit_code=1 if missing else 0)
+
+
+def no_match(patterns: list[str], snap: ClusterSnapshot) -> ShellError:
+    """As kafka-topics: a pattern that selects no topic is an error (with how a glob reads)."""
+    notes = pattern_notes(patterns, list(snap.topics))
+    return ShellError(f'No topic matches {", ".join(map(shown, patterns))} (see list-topics)'
+                      + "".join(f" {n}" for n in notes))
 
 
 def _matches(p: PartitionInfo, filters: list[str], live: dict, min_isr: int, adding: Sequence[int] = ()) -> bool:

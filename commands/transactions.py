@@ -141,7 +141,7 @@ def _scope(args: dict) -> str:
          Option("--max-transaction-timeout", type=int_range(0, INT32_MAX, "minutes"), default=15, metavar="MINUTES",
                 help="Only transactions last written longer ago than this (as Kafka's default "
                      "transaction.max.timeout.ms)."),
-         topic_context=True, context_not_with=("--broker-id",),
+         topic_context=True, context_without=("--broker-id",),
          help="Open transactions no coordinator will end (they stop read_committed consumers).",
          description="As Kafka's kafka-transactions find-hanging: the open transactions of the partitions "
                      "(DescribeProducers) last written longer than --max-transaction-timeout ago, whose "

@@ -94,7 +94,7 @@ def test_a_principal_gains_and_loses_access_as_acls_change(secured):
     assert consume(s, "pay-orders", other) == b"v"
 
     out = shell_ok(s, "delete-acls --topic pay- --resource-pattern-type PREFIXED --operation Write --yes -o json")
-    assert [r["Operation"] for r in json_rows(out, "acls")] == ["WRITE"]
+    assert [r["operation"] for r in json_rows(out, "acls")] == ["WRITE"]
     assert produce(s, "pay-orders").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
 
 
@@ -104,7 +104,7 @@ def test_security_commands_round_trip(secured, tmp_path):
     s.add_acls(ADMIN_ACL)
     shell_ok(s, "create-acls --allow-principal User:alice --operation Read --operation Describe --topic orders")
     rows = json_rows(shell_ok(s, "describe-acls --principal User:alice -o json"), "acls")
-    assert {(r["ResourceType"], r["Name"], r["Operation"], r["Permission"]) for r in rows} == {
+    assert {(r["resource_type"], r["name"], r["operation"], r["permission"]) for r in rows} == {
         ("TOPIC", "orders", "READ", "ALLOW"), ("TOPIC", "orders", "DESCRIBE", "ALLOW")}
     p = run(s, "delete-acls --topic orders")  # not interactive: names what would go, deletes nothing
     assert_one_line_error(p, 2, "delete-acls would delete 2 ACL(s)", "TOPIC orders LITERAL User:alice * READ ALLOW")
@@ -116,7 +116,7 @@ def test_security_commands_round_trip(secured, tmp_path):
                f"--password-file {secret}")
     assert p.returncode == 0 and "alice-secret" not in p.stdout + p.stderr, p.stderr
     assert json_rows(shell_ok(s, "describe-user-scram-credentials -o json"), "scram_credentials") == [
-        {"User": "alice", "Mechanism": "SCRAM-SHA-512", "Iterations": 8192}]
+        {"user": "alice", "mechanism": "SCRAM-SHA-512", "iterations": 8192}]
     assert_one_line_error(run(s, f"alter-user-scram-credentials --add bob --mechanism SCRAM-SHA-256 "
                                  f"--iterations 100 --password-file {secret}"), 1, "Too few iterations")
     shell_ok(s, "alter-user-scram-credentials --delete alice --mechanism SCRAM-SHA-512")
@@ -128,8 +128,8 @@ def test_security_commands_round_trip(secured, tmp_path):
     shell_ok(s, "alter-client-quotas --entity-default clients --add-config request_percentage=50")
     shell_ok(s, "alter-client-quotas --entity-type users --entity-name alice --delete-config producer_byte_rate")
     assert json_rows(shell_ok(s, "describe-client-quotas -o json"), "client_quotas") == [
-        {"Entity": "client-id=<default>", "Key": "request_percentage", "Value": 50},
-        {"Entity": "user=alice", "Key": "consumer_byte_rate", "Value": 2048}]
+        {"entity": {"client-id": None}, "key": "request_percentage", "value": 50},
+        {"entity": {"user": "alice"}, "key": "consumer_byte_rate", "value": 2048}]
     assert_one_line_error(run(s, "alter-client-quotas --entity-type ips --entity-name nope "
                                  "--add-config connection_creation_rate=3"), 1, "nope is not a valid IP")
 
@@ -170,9 +170,9 @@ def test_without_cluster_describe_the_controller_is_not_shown_but_the_rest_is(se
     p = run(secured, "describe-cluster -o json")
     assert p.returncode == 0, p.stderr
     [cluster] = json_rows(p.stdout, "cluster")
-    assert cluster["Brokers"] == 3
+    assert cluster["brokers"] == 3
     # zk mode: Metadata names the controller; KRaft: DescribeQuorum, which is refused.
-    assert cluster["Controller"] == (None if secured.mode == "kraft" else secured.active_controller)
+    assert cluster["controller"] == (None if secured.mode == "kraft" else secured.active_controller)
     if secured.mode == "kraft":
         assert p.stderr.strip() == ("The active controller is not shown: not authorized: DESCRIBE on CLUSTER is "
                                     "needed to find the active controller (DescribeQuorum).")
@@ -182,7 +182,7 @@ def test_without_cluster_describe_the_controller_is_not_shown_but_the_rest_is(se
                                           "CLUSTER is needed to find the active controller (DescribeQuorum)).")
         finally:
             cm.close()
-    assert [r["Id"] for r in json_rows(shell_ok(secured, "list-brokers -o json"))] == [1, 2, 3]
+    assert [r["id"] for r in json_rows(shell_ok(secured, "list-brokers -o json"))] == [1, 2, 3]
 
 
 @KRAFT_MODE
@@ -220,12 +220,12 @@ def test_acls_scram_users_and_quotas_survive_a_kill_9(tmp_path):
     proc, bootstrap = serve(data, *args)
     try:
         assert json_rows(ok(bootstrap, "describe-acls -o json"), "acls") == [
-            {"ResourceType": "TOPIC", "Name": "orders", "PatternType": "LITERAL", "Principal": "User:alice",
-             "Host": "*", "Operation": "READ", "Permission": "ALLOW"}]
+            {"resource_type": "TOPIC", "name": "orders", "pattern_type": "LITERAL", "principal": "User:alice",
+             "host": "*", "operation": "READ", "permission": "ALLOW"}]
         assert json_rows(ok(bootstrap, "describe-user-scram-credentials -o json"), "scram_credentials") == [
-            {"User": "alice", "Mechanism": "SCRAM-SHA-256", "Iterations": 4096}]
+            {"user": "alice", "mechanism": "SCRAM-SHA-256", "iterations": 4096}]
         assert json_rows(ok(bootstrap, "describe-client-quotas -o json"), "client_quotas") == [
-            {"Entity": "user=alice", "Key": "producer_byte_rate", "Value": 1024}]
+            {"entity": {"user": "alice"}, "key": "producer_byte_rate", "value": 1024}]
     finally:
         kill9(proc)
 

@@ -78,20 +78,20 @@ def test_the_plan_shows_each_goal_the_moves_and_the_bound_and_saves_kafkas_json(
     p = run(cluster, f"balance --save-plan {plan_file} -o json", env)
     assert p.returncode == 0, p.stderr
     tables = json_tables(p.stdout)
-    goals = {g["Goal"]: g for g in tables["goals"]}
+    goals = {g["goal"]: g for g in tables["goals"]}
     assert list(goals) == ["rack", "replicas", "leaders", "disk", "bytes_in", "topics"]   # in priority order
-    assert goals["bytes_in"]["Measure"].startswith("not judged: no rates") and goals["bytes_in"]["Before"] is None
-    assert not goals["replicas"]["MetBefore"] and goals["replicas"]["MetAfter"] and goals["replicas"]["Before"] == 100.0
-    assert all(g["MetAfter"] for name, g in goals.items() if name != "bytes_in")
+    assert goals["bytes_in"]["measure"].startswith("not judged: no rates") and goals["bytes_in"]["before"] is None
+    assert not goals["replicas"]["met_before"] and goals["replicas"]["met_after"] and goals["replicas"]["before"] == 100.0
+    assert all(g["met_after"] for name, g in goals.items() if name != "bytes_in")
     moves = tables["moves"]
-    assert len(moves) == 9 and all(set(m["Adding"]) <= {3, 4} for m in moves)
+    assert len(moves) == 9 and all(set(m["adding"]) <= {3, 4} for m in moves)
     assert "18 replica move(s)" in p.stderr and "the lower bound: 18 replica(s)" in p.stderr
     assert replicas(cluster) == before   # planning changes nothing
     saved = json.loads(plan_file.read_text())
     assert saved["version"] == 1 and len(saved["partitions"]) == 9
     assert {(e["topic"], e["partition"]): e["replicas"] for e in saved["partitions"]} == \
-        {(m["Topic"], m["Partition"]): m["Target"] for m in moves}
-    assert rack_ok({(m["Topic"], m["Partition"]): m["Target"] for m in moves})
+        {(m["topic"], m["partition"]): m["target"] for m in moves}
+    assert rack_ok({(m["topic"], m["partition"]): m["target"] for m in moves})
     # A plan file is never overwritten.
     again = run(cluster, f"balance --save-plan {plan_file}", env)
     assert again.returncode == 2 and str(plan_file) in again.stderr
@@ -109,8 +109,8 @@ def test_execute_throttles_moves_in_batches_and_meets_every_goal(cluster, env):
         proc.kill()
     assert proc.returncode == 0, err
     tables = json_tables(out)
-    assert all(r["Status"] == "done" for r in tables["status"])
-    assert all(g["Met"] for g in tables["goals_now"] if g["Met"] is not None)
+    assert all(r["status"] == "done" for r in tables["status"])
+    assert all(g["met"] for g in tables["goals_now"] if g["met"] is not None)
     assert "Progress" not in err and "partitions," in err and "copied" in err
     assert "Removed the replication throttles" in err
     for b in ("1", "2", "3", "4"):
@@ -147,7 +147,7 @@ def test_ctrl_c_leaves_the_moves_going_and_resume_finishes_the_run(cluster, env)
     cluster.set_replication_rate(None)
     p = run(cluster, "balance --resume -o json", env)
     assert p.returncode == 0, p.stderr
-    assert "Resuming" in p.stderr and all(r["Status"] == "done" for r in json_rows(p.stdout, "status"))
+    assert "Resuming" in p.stderr and all(r["status"] == "done" for r in json_rows(p.stdout, "status"))
     assert overrides(cluster, ResourceType.BROKER, "1", THROTTLE_KEYS) == {}
     assert set(Counter(b for r in replicas(cluster).values() for b in r).values()) == {9}
     nothing = run(cluster, "balance --resume", env)
@@ -180,7 +180,7 @@ def test_leaders_only_reorders_and_elects_without_moving_data(env):
         assert p.returncode == 0, p.stderr
         assert {k: set(r) for k, r in replicas(s).items()} == before
         assert leaders(s) == Counter({1: 2, 2: 2, 3: 2})
-        assert all(m["Kind"] == "reorder" for m in json_rows(p.stdout, "moves"))
+        assert all(m["kind"] == "reorder" for m in json_rows(p.stdout, "moves"))
         assert "0 replica move(s)" in p.stderr
 
 
@@ -252,9 +252,9 @@ def test_drain_takes_leadership_off_cordons_and_undrain_gives_it_back(env):
         assert leaders(s)[1] == 0 and "Broker 1 is drained" in p.stderr
         assert overrides(s, ResourceType.BROKER, "1", {"cordoned.log.dirs"}) == {"cordoned.log.dirs": "*"}
         health = run(s, "health -o json", env)
-        line = next(r for r in json_rows(health.stdout) if r["Check"] == "broker 1")
-        assert line["Severity"] == "info" and line["Detail"].startswith("drained: cordoned, leads 0")
-        assert line["LookCloser"] == "undrain-broker 1"
+        line = next(r for r in json_rows(health.stdout) if r["check"] == "broker 1")
+        assert line["severity"] == "info" and line["detail"].startswith("drained: cordoned, leads 0")
+        assert line["look_closer"] == "undrain-broker 1"
         # Nothing new lands on it.
         assert run(s, "create-topic --topic new --partitions 3 --replication-factor 2", env).returncode == 0
         assert all(1 not in r for (t, _), r in replicas(s).items() if t == "new")
@@ -282,9 +282,9 @@ def test_cordon_and_uncordon_a_broker_and_its_log_dir(env):
         assert overrides(s, ResourceType.BROKER, "2", {"cordoned.log.dirs"}) == {}
         p = run(s, "cordon --broker 2 --log-dir /sandbox/broker-2/data -o json", env)
         assert p.returncode == 0, p.stderr
-        assert json_rows(p.stdout) == [{"Broker": 2, "CordonedBefore": None, "Cordoned": "/sandbox/broker-2/data"}]
+        assert json_rows(p.stdout) == [{"broker": 2, "cordoned_before": None, "cordoned": "/sandbox/broker-2/data"}]
         dirs = json_rows(run(s, "describe-log-dirs -o json", env).stdout, "log_dirs")
-        assert {d["Broker"]: d["Cordoned"] for d in dirs} == {1: False, 2: True}
+        assert {d["broker"]: d["cordoned"] for d in dirs} == {1: False, 2: True}
         bad = run(s, "cordon --broker 2 --log-dir /data/other", env)
         assert_one_line_error(bad, 2)
         assert "Broker 2 has no log dir /data/other" in bad.stderr
@@ -307,10 +307,10 @@ def test_health_exit_codes_follow_severity_and_exit_when_healthy_waits_for_it(en
         s.stop_broker(3)
         down = run(s, "health -o json", env)
         assert down.returncode == 4
-        rows = {r["Check"]: r for r in json_rows(down.stdout)}
-        assert rows["brokers"]["Severity"] == "critical" and "fenced: 3" in rows["brokers"]["Detail"]
-        assert rows["under-replicated partitions"]["Severity"] == "warning"
-        assert rows["under-replicated partitions"]["LookCloser"] == "describe-topic --under-replicated-partitions"
+        rows = {r["check"]: r for r in json_rows(down.stdout)}
+        assert rows["brokers"]["severity"] == "critical" and "fenced: 3" in rows["brokers"]["detail"]
+        assert rows["under-replicated partitions"]["severity"] == "warning"
+        assert rows["under-replicated partitions"]["look_closer"] == "describe-topic --under-replicated-partitions"
         proc = subprocess.Popen([*SHELL, "--bootstrap-server", s.bootstrap, "--command",
                                  "health --exit-when-healthy --interval 200ms"], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **env},
@@ -331,8 +331,8 @@ def test_health_names_a_broker_that_does_not_answer_and_says_it_is_partial(env):
         s.fail(2, "DescribeLogDirs", "KAFKA_STORAGE_ERROR")
         p = run(s, "health -o json", env)
         assert p.returncode == 1, p.stdout + p.stderr
-        unknown = [r for r in json_rows(p.stdout) if r["Severity"] == "unknown"]
-        assert [r["Check"] for r in unknown] == ["balance"] and "Broker 2" in unknown[0]["Detail"]
+        unknown = [r for r in json_rows(p.stdout) if r["severity"] == "unknown"]
+        assert [r["check"] for r in unknown] == ["balance"] and "Broker 2" in unknown[0]["detail"]
         assert "partial" in p.stderr
 
 
@@ -367,9 +367,9 @@ def test_sampled_bytes_in_is_a_goal_of_its_own(cluster, env):
         p = run(cluster, "balance --sample 2s -o json", env)
     assert p.returncode == 0, p.stderr
     assert "Sampling log end offsets for 2 s" in p.stderr
-    goals = {g["Goal"]: g for g in json_rows(p.stdout, "goals")}
-    assert goals["bytes_in"]["Measure"] == "skew (% of the mean)" and goals["bytes_in"]["Before"] > 0
-    assert goals["bytes_in"]["MetAfter"] in (True, False)
+    goals = {g["goal"]: g for g in json_rows(p.stdout, "goals")}
+    assert goals["bytes_in"]["measure"] == "skew (% of the mean)" and goals["bytes_in"]["before"] > 0
+    assert goals["bytes_in"]["met_after"] in (True, False)
 
 
 def test_bytes_in_from_two_snapshots(cluster, env, tmp_path):
@@ -379,8 +379,8 @@ def test_bytes_in_from_two_snapshots(cluster, env, tmp_path):
     assert run(cluster, f"snapshot --output-dir {snapshots}", env).returncode == 0
     p = run(cluster, f"balance --snapshots {snapshots} -o json", env)
     assert p.returncode == 0, p.stderr
-    goals = {g["Goal"]: g for g in json_rows(p.stdout, "goals")}
-    assert goals["bytes_in"]["Measure"] == "skew (% of the mean)" and goals["bytes_in"]["Before"] > 0
+    goals = {g["goal"]: g for g in json_rows(p.stdout, "goals")}
+    assert goals["bytes_in"]["measure"] == "skew (% of the mean)" and goals["bytes_in"]["before"] > 0
     one = tmp_path / "one"
     assert run(cluster, f"snapshot --output-dir {one}", env).returncode == 0
     short = run(cluster, f"balance --snapshots {one}", env)
@@ -396,7 +396,7 @@ def test_health_sees_a_groups_lag_grow(env):
         commit(s, "stalled", "t", {0: 1})
         with Writer(s, "t", 0, 100):
             p = run(s, "health --lag-window 2s -o json", env)
-        rows = {r["Check"]: r for r in json_rows(p.stdout)}
+        rows = {r["check"]: r for r in json_rows(p.stdout)}
         assert p.returncode == 3, p.stdout + p.stderr
-        assert rows["consumer lag"]["Severity"] == "warning" and "stalled" in rows["consumer lag"]["Detail"]
-        assert rows["consumer lag"]["LookCloser"] == "describe-group stalled"
+        assert rows["consumer lag"]["severity"] == "warning" and "stalled" in rows["consumer lag"]["detail"]
+        assert rows["consumer lag"]["look_closer"] == "describe-group stalled"

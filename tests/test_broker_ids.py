@@ -32,10 +32,10 @@ def test_missing_names_a_stopped_broker_and_what_its_partitions_lost(sandbox):
     sandbox.stop_broker(3)
     p = run(sandbox, "broker-ids missing -o json")
     got = tables(p)
-    assert got["missing"] == [{"BrokerId": 3, **stopped(sandbox), "Partitions": 3,
-                               "UnderReplicated": 3, "UnderMinIsr": 3, "Offline": 0}]
-    assert got["partitions"] == [{"BrokerId": 3, "Topic": "t", "Partitions": [0, 1, 2], "UnderReplicated": 3,
-                                  "UnderMinIsr": 3, "Offline": 0}]
+    assert got["missing"] == [{"broker_id": 3, **stopped(sandbox), "partitions": 3,
+                               "under_replicated": 3, "under_min_isr": 3, "offline": 0}]
+    assert got["partitions"] == [{"broker_id": 3, "topic": "t", "partitions": [0, 1, 2], "under_replicated": 3,
+                                  "under_min_isr": 3, "offline": 0}]
     assert "Missing broker id(s): 3." in p.stderr
 
 
@@ -43,8 +43,8 @@ def stopped(sandbox) -> dict:
     """How a stopped broker shows: KRaft keeps it registered and fenced (DescribeCluster v2 lists
     it); Kafka 3.9 in ZooKeeper mode forgets it (its znode was ephemeral; no DescribeCluster v2)."""
     if sandbox.mode == "kraft":
-        return {"State": "fenced", "LastHost": "127.0.0.1"}
-    return {"State": "not registered", "LastHost": None}
+        return {"state": "fenced", "last_host": "127.0.0.1"}
+    return {"state": "not registered", "last_host": None}
 
 
 def unregister(sandbox, broker_id: int) -> None:
@@ -61,10 +61,10 @@ def test_missing_counts_offline_partitions_and_unregistered_ids(sandbox):
     sandbox.stop_broker(3)
     unregister(sandbox, 3)
     got = tables(run(sandbox, "broker-ids missing -o json"))
-    by_id = {r["BrokerId"]: r for r in got["missing"]}
-    assert by_id[2]["Offline"] == 1 and by_id[2]["Partitions"] == 1
-    assert by_id[3] == {"BrokerId": 3, "State": "not registered", "LastHost": None, "Partitions": 1,
-                        "UnderReplicated": 1, "UnderMinIsr": 0, "Offline": 0}
+    by_id = {r["broker_id"]: r for r in got["missing"]}
+    assert by_id[2]["offline"] == 1 and by_id[2]["partitions"] == 1
+    assert by_id[3] == {"broker_id": 3, "state": "not registered", "last_host": None, "partitions": 1,
+                        "under_replicated": 1, "under_min_isr": 0, "offline": 0}
 
 
 def test_missing_csv_and_table(sandbox):
@@ -73,10 +73,10 @@ def test_missing_csv_and_table(sandbox):
     p = run(sandbox, "broker-ids missing -o csv")
     assert p.returncode == 0, p.stderr
     state = stopped(sandbox)
-    assert p.stdout.splitlines()[:2] == ["BrokerId,State,LastHost,Partitions,UnderReplicated,UnderMinIsr,Offline",
-                                         f"3,{state['State']},{state['LastHost'] or ''},1,1,0,0"]
+    assert p.stdout.splitlines()[:2] == ["broker_id,state,last_host,partitions,under_replicated,under_min_isr,offline",
+                                         f"3,{state['state']},{state['last_host'] or ''},1,1,0,0"]
     p = run(sandbox, "broker-ids missing")
-    assert p.returncode == 0 and state["State"] in p.stdout.splitlines()[2]
+    assert p.returncode == 0 and state["state"] in p.stdout.splitlines()[2]
 
 
 def test_bad_options_are_one_line(sandbox):
@@ -98,41 +98,41 @@ def suggest(sandbox, host: str):
 
 def test_record_writes_only_what_changed_and_hosts_shows_states(sandbox):
     p = run(sandbox, "broker-ids record --dry-run -o json")
-    assert [r["Host"] for r in tables(p)] == ["broker-1.sandbox", "broker-2.sandbox", "broker-3.sandbox"]
+    assert [r["host"] for r in tables(p)] == ["broker-1.sandbox", "broker-2.sandbox", "broker-3.sandbox"]
     assert "__broker_hosts" not in sandbox.cluster.topics  # a dry run creates nothing
     assert "Recorded 3 host(s)" in run(sandbox, "broker-ids record").stderr
     topic = sandbox.cluster.topics["__broker_hosts"]
     assert topic.configs["cleanup.policy"] == "compact" and len(topic.partitions[0].replicas) == 3
-    assert mapping(sandbox) == [{"Host": f"broker-{i}.sandbox", "BrokerId": i, "State": "live"} for i in (1, 2, 3)]
+    assert mapping(sandbox) == [{"host": f"broker-{i}.sandbox", "broker_id": i, "state": "live"} for i in (1, 2, 3)]
     p = run(sandbox, "broker-ids record -o json")
     assert tables(p) == [] and "up to date (3 host(s))" in p.stderr
     sandbox.replace_broker(2, "rack2-node7", lose_disk=False)  # same id, new machine name: recorded by the broker
     sandbox.stop_broker(3)
-    assert mapping(sandbox) == [{"Host": "broker-1.sandbox", "BrokerId": 1, "State": "live"},
-                                {"Host": "broker-2.sandbox", "BrokerId": 2, "State": "garbage"},
-                                {"Host": "broker-3.sandbox", "BrokerId": 3, "State": "missing"},
-                                {"Host": "rack2-node7", "BrokerId": 2, "State": "live"}]
+    assert mapping(sandbox) == [{"host": "broker-1.sandbox", "broker_id": 1, "state": "live"},
+                                {"host": "broker-2.sandbox", "broker_id": 2, "state": "garbage"},
+                                {"host": "broker-3.sandbox", "broker_id": 3, "state": "missing"},
+                                {"host": "rack2-node7", "broker_id": 2, "state": "live"}]
 
 
 def test_suggest_follows_each_branch_of_the_procedure(sandbox):
     create(sandbox, "t", [[1, 2, 3]])
     run(sandbox, "broker-ids record")
     # No id missing: a new one.
-    assert tables(suggest(sandbox, "fresh.sandbox")) == [{"Host": "fresh.sandbox", "BrokerId": 4, "Reason": "new id"}]
+    assert tables(suggest(sandbox, "fresh.sandbox")) == [{"host": "fresh.sandbox", "broker_id": 4, "reason": "new id"}]
     sandbox.stop_broker(3)
     # The mapping names the host's id and no live broker holds it.
-    assert tables(suggest(sandbox, "broker-3.sandbox"))[0]["Reason"] == "mapping"
+    assert tables(suggest(sandbox, "broker-3.sandbox"))[0]["reason"] == "mapping"
     # Another host: the one missing id.
-    assert tables(suggest(sandbox, "fresh.sandbox")) == [{"Host": "fresh.sandbox", "BrokerId": 3,
-                                                         "Reason": "only missing id"}]
+    assert tables(suggest(sandbox, "fresh.sandbox")) == [{"host": "fresh.sandbox", "broker_id": 3,
+                                                         "reason": "only missing id"}]
     # The mapping points at a live id: that entry is garbage, the missing id is taken.
     p = suggest(sandbox, "broker-2.sandbox")
-    assert tables(p)[0]["BrokerId"] == 3 and "id 2 is live on broker-2.sandbox: that entry is garbage" in p.stderr
+    assert tables(p)[0]["broker_id"] == 3 and "id 2 is live on broker-2.sandbox: that entry is garbage" in p.stderr
     # Several ids missing: a human decides.
     sandbox.stop_broker(2)
     assert_one_line_error(suggest(sandbox, "fresh.sandbox"), 1, "Several ids are missing (2, 3)", "human decision")
-    assert tables(suggest(sandbox, "broker-2.sandbox"))[0] == {"Host": "broker-2.sandbox", "BrokerId": 2,
-                                                              "Reason": "mapping"}
+    assert tables(suggest(sandbox, "broker-2.sandbox"))[0] == {"host": "broker-2.sandbox", "broker_id": 2,
+                                                              "reason": "mapping"}
 
 
 @pytest.fixture
@@ -152,7 +152,7 @@ def test_replace_broker_takes_its_id_by_the_procedure(served):
     assert_one_line_error(p, 2, "several ids are missing (2, 3)", "human decision")
     assert sandbox.replace_broker(3, "broker-3.sandbox", lose_disk=True) == (3, "mapping")
     assert sandbox.replace_broker(2, "elsewhere.sandbox", lose_disk=True) == (2, "only missing id")
-    assert {r["Host"]: r["State"] for r in mapping(sandbox)}["broker-2.sandbox"] == "garbage"
+    assert {r["host"]: r["state"] for r in mapping(sandbox)}["broker-2.sandbox"] == "garbage"
     p = run(sandbox, "sandbox replace-broker 1 --keep-id --lose-disk")
     assert_one_line_error(p, 2, "--keep-id", "--lose-disk")
 
@@ -161,13 +161,13 @@ def test_gc_removes_garbage_with_tombstones_after_confirmation(sandbox):
     run(sandbox, "broker-ids record")
     sandbox.replace_broker(1, "moved.sandbox")
     p = run(sandbox, "broker-ids gc --dry-run -o json")
-    assert tables(p) == [{"Host": "broker-1.sandbox", "BrokerId": 1, "LiveOn": "moved.sandbox"}]
+    assert tables(p) == [{"host": "broker-1.sandbox", "broker_id": 1, "live_on": "moved.sandbox"}]
     assert_one_line_error(run(sandbox, "broker-ids gc"), 2, "add --yes to confirm")
-    assert {r["Host"] for r in mapping(sandbox)} == {"broker-1.sandbox", "broker-2.sandbox", "broker-3.sandbox",
+    assert {r["host"] for r in mapping(sandbox)} == {"broker-1.sandbox", "broker-2.sandbox", "broker-3.sandbox",
                                                      "moved.sandbox"}
     p = run(sandbox, "broker-ids gc --yes")
     assert p.returncode == 0 and "Removed 1 garbage mapping entry" in p.stderr
-    assert {r["Host"]: r["State"] for r in mapping(sandbox)} == {
+    assert {r["host"]: r["state"] for r in mapping(sandbox)} == {
         "broker-2.sandbox": "live", "broker-3.sandbox": "live", "moved.sandbox": "live"}
     assert "No garbage" in run(sandbox, "broker-ids gc --yes").stderr
 
@@ -178,8 +178,8 @@ def test_missing_gives_the_mapping_host_of_an_unregistered_id(sandbox):
     sandbox.stop_broker(3)
     unregister(sandbox, 3)
     got = tables(run(sandbox, "broker-ids missing -o json"))
-    assert got["missing"][0]["BrokerId"] == 3 and got["missing"][0]["LastHost"] == "broker-3.sandbox"
-    assert got["missing"][0]["State"] == "not registered"
+    assert got["missing"][0]["broker_id"] == 3 and got["missing"][0]["last_host"] == "broker-3.sandbox"
+    assert got["missing"][0]["state"] == "not registered"
 
 
 def test_docs_replay_a_broker_lost_its_disk(served):
@@ -190,11 +190,11 @@ def test_docs_replay_a_broker_lost_its_disk(served):
     assert p.returncode == 0, p.stderr
     docs = [d for d in json_documents(p.stdout) if d]   # {} is a line without tables
     missing_before, suggested, missing_after, under = docs[-4:]
-    assert [r["BrokerId"] for r in missing_before["missing"]] == [3]
-    assert missing_before["missing"][0]["Partitions"] >= 6
-    assert {"BrokerId": 3, "Topic": "orders", "Partitions": [0, 1, 2, 3, 4, 5], "UnderReplicated": 6,
-            "UnderMinIsr": 0, "Offline": 0} in missing_before["partitions"]
-    assert suggested == {"suggestion": [{"Host": "broker-3.sandbox", "BrokerId": 3, "Reason": "mapping"}]}
+    assert [r["broker_id"] for r in missing_before["missing"]] == [3]
+    assert missing_before["missing"][0]["partitions"] >= 6
+    assert {"broker_id": 3, "topic": "orders", "partitions": [0, 1, 2, 3, 4, 5], "under_replicated": 6,
+            "under_min_isr": 0, "offline": 0} in missing_before["partitions"]
+    assert suggested == {"suggestion": [{"host": "broker-3.sandbox", "broker_id": 3, "reason": "mapping"}]}
     assert "Broker 3 replaced: it started with an empty disk as broker 3 (mapping)." in p.stderr
     assert missing_after == {"missing": [], "partitions": []}
     assert under == {"partitions": []}
@@ -217,7 +217,7 @@ def test_replace_broker_with_a_new_id_adds_a_broker_and_records_it(served):
     assert sandbox.controller_ids == ([100] if sandbox.mode == "kraft" else [])
     status = {b["id"]: b for b in sandbox.status()["brokers"]}
     assert status[4]["alive"] and not status[4]["fenced"] and not status[3]["alive"]
-    assert {r["Host"]: (r["BrokerId"], r["State"]) for r in mapping(sandbox)}["fresh.sandbox"] == (4, "live")
+    assert {r["host"]: (r["broker_id"], r["state"]) for r in mapping(sandbox)}["fresh.sandbox"] == (4, "live")
     # The new broker serves clients on its own listener (the bootstrap now names it).
     assert sandbox.bootstrap.count(",") == 3 and request(sandbox, 4, ApiKey.API_VERSIONS, API_VERSIONS_BODY)["error_code"] == 0
 

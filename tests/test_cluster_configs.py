@@ -58,9 +58,9 @@ def test_export_writes_every_entity_and_never_a_secret(configured, tmp_path):
     assert SECRET not in path.read_text()
     assert doc["sensitive_left_out"]["brokers"] == {"1": ["listener.name.plaintext.ssl.key.password"]}
     assert "left out" in doc["note"] and "sensitive_left_out" in doc["note"]
-    summary = {r["Section"]: r for r in json.loads(p.stdout)["exported"]}
-    assert (summary["topics"]["Entities"], summary["topics"]["Configs"]) == (2, 3)
-    assert summary["brokers"]["SensitiveLeftOut"] == 1
+    summary = {r["section"]: r for r in json.loads(p.stdout)["exported"]}
+    assert (summary["topics"]["entities"], summary["topics"]["configs"]) == (2, 3)
+    assert summary["brokers"]["sensitive_left_out"] == 1
     assert "1 sensitive value(s) left out" in p.stderr
     # An existing file is never overwritten; nothing is read first.
     assert_one_line_error(run(configured, f"export-configs {path}"), 2, "already exists")
@@ -82,7 +82,7 @@ def test_import_shows_validates_then_executes(configured, tmp_path):
     changed.write_text(json.dumps(doc))
     p = run(configured, f"import-configs {changed}", "-o", "json")
     assert p.returncode == 0, p.stderr
-    rows = [(r["Section"], r["Entity"], r["Name"], r["Value"], r["NewValue"], r["Action"]) for r in json_rows(p.stdout)]
+    rows = [(r["section"], r["entity"], r["name"], r["value"], r["new_value"], r["action"]) for r in json_rows(p.stdout)]
     assert sorted(rows, key=str) == sorted([
         ("brokers", "2", "log.cleaner.threads", "2", None, "delete"),
         ("brokers", "3", "log.cleaner.threads", None, "2", "set"),
@@ -145,16 +145,16 @@ def test_diff_configs_shows_drift_with_sources(configured):
     code, out, err = sh(configured, "diff-configs --all-brokers -o json")
     assert code == 0, err
     rows = json_rows(out)
-    threads = {r["Broker"]: (r["Value"], r["Source"], r["Synonyms"]) for r in rows if r["Name"] == "log.cleaner.threads"}
+    threads = {r["broker"]: (r["value"], r["source"], r["synonyms"]) for r in rows if r["name"] == "log.cleaner.threads"}
     assert threads == {1: ("1", "DEFAULT_CONFIG", []), 2: ("2", "DYNAMIC_BROKER_CONFIG", ["DEFAULT_CONFIG:log.cleaner.threads=1"]),
                        3: ("1", "DEFAULT_CONFIG", [])}
     # A sensitive value differs by its source only, and is never shown.
-    secret = {r["Broker"]: (r["Value"], r["Source"]) for r in rows if r["Name"].endswith("ssl.key.password")}
+    secret = {r["broker"]: (r["value"], r["source"]) for r in rows if r["name"].endswith("ssl.key.password")}
     assert secret == {1: ("******", "DYNAMIC_BROKER_CONFIG"), 2: (None, None), 3: (None, None)}
-    assert {r["Name"] for r in rows} == {"log.cleaner.threads", "listener.name.plaintext.ssl.key.password"}
+    assert {r["name"] for r in rows} == {"log.cleaner.threads", "listener.name.plaintext.ssl.key.password"}
     assert "2 config(s) differ among brokers 1, 2, 3" in err
     code, out, err = sh(configured, "diff-configs --broker 1 --broker 3 --include-identity -o json")
-    assert {r["Name"] for r in json_rows(out)} >= {"node.id", "broker.id", "listener.name.plaintext.ssl.key.password"}
+    assert {r["name"] for r in json_rows(out)} >= {"node.id", "broker.id", "listener.name.plaintext.ssl.key.password"}
     code, out, err = sh(configured, "diff-configs --broker 1 --broker 3")
     assert code == 0 and "log.cleaner.threads" not in out
     ok(configured, "alter-configs --broker 2 --delete-config log.cleaner.threads")
@@ -174,7 +174,7 @@ def test_diff_configs_names_a_broker_that_does_not_answer(configured):
     p = run(configured, "diff-configs --broker 1 --broker 2 --broker 3", "-o", "json", "--timeout", "2")
     assert p.returncode == 1 and "Traceback" not in p.stderr
     rows = json_rows(p.stdout)   # what brokers 1 and 2 said
-    assert {r["Broker"] for r in rows} == {1, 2} and {r["Name"] for r in rows} == {
+    assert {r["broker"] for r in rows} == {1, 2} and {r["name"] for r in rows} == {
         "log.cleaner.threads", "listener.name.plaintext.ssl.key.password"}
     assert "differ among brokers 1, 2" in p.stderr
     assert p.stderr.strip().splitlines()[-1] == "Broker 3 did not answer DescribeConfigs within 2 s"

@@ -37,30 +37,30 @@ def test_controllers_alone_with_every_broker_stopped(dynamic):
     for b in (1, 2):
         sb.stop_broker(b)
     status = ok(ctl(sb, "describe-quorum", "-o", "json"))["status"][0]
-    assert status["LeaderId"] == sb.active_controller and status["KraftVersion"] == 1
-    assert status["ClusterId"] == sb.cluster.cluster_id
+    assert status["leader_id"] == sb.active_controller and status["kraft_version"] == 1
+    assert status["cluster_id"] == sb.cluster.cluster_id
     replication = ok(ctl(sb, "describe-quorum --replication", "-o", "json"))["replication"]
-    voters = {r["NodeId"]: r for r in replication if r["Status"] != "Observer"}
+    voters = {r["node_id"]: r for r in replication if r["status"] != "Observer"}
     assert set(voters) == {100, 101, 102}
     directories = {c["id"]: c["directory_id"] for c in sb.status()["controllers"]}
-    assert {i: r["DirectoryId"] for i, r in voters.items()} == directories
-    assert all(r["Endpoints"] == "CONTROLLER://{}:{}".format(*sb.address(i)) for i, r in voters.items())
+    assert {i: r["directory_id"] for i, r in voters.items()} == directories
+    assert all(r["endpoints"] == "CONTROLLER://{}:{}".format(*sb.address(i)) for i, r in voters.items())
 
     described = ok(ctl(sb, "describe-cluster", "-o", "json"))
-    assert described["cluster"][0]["Controller"] == sb.active_controller
-    assert {c["Id"]: (c["Role"], c["IsActive"]) for c in described["controllers"]} == {
+    assert described["cluster"][0]["controller"] == sb.active_controller
+    assert {c["id"]: (c["role"], c["is_active"]) for c in described["controllers"]} == {
         i: ("voter", i == sb.active_controller) for i in (100, 101, 102)}
-    assert {b["Id"] for b in described["brokers"]} == {1, 2}   # they follow the metadata log
+    assert {b["id"] for b in described["brokers"]} == {1, 2}   # they follow the metadata log
 
-    features = {f["Feature"]: f for f in ok(ctl(sb, "describe-features", "-o", "json"))["features"]}
-    assert features["metadata.version"]["FinalizedVersionLevel"] == "4.4-IV2"
-    assert features["kraft.version"]["FinalizedLevel"] == 1
+    features = {f["feature"]: f for f in ok(ctl(sb, "describe-features", "-o", "json"))["features"]}
+    assert features["metadata.version"]["finalized_version_level"] == "4.4-IV2"
+    assert features["kraft.version"]["finalized_level"] == 1
 
     ok(ctl(sb, "alter-configs --entity-default --add-config log.retention.ms=7200000"))
     rows = ok(ctl(sb, "describe-configs --entity-default", "-o", "json"))["configs"]
-    assert {r["Name"]: r["Value"] for r in rows}["log.retention.ms"] == "7200000"
+    assert {r["name"]: r["value"] for r in rows}["log.retention.ms"] == "7200000"
     node = ok(ctl(sb, "describe-configs --broker 101 --all", "-o", "json"))["configs"]
-    assert {r["Name"]: r["Value"] for r in node}["node.id"] == "101"
+    assert {r["name"]: r["value"] for r in node}["node.id"] == "101"
 
     # What only a broker serves says so, in one line.
     for line in ("list-topics", "describe-topic --topic t", "list-groups"):
@@ -71,7 +71,7 @@ def test_controllers_alone_with_every_broker_stopped(dynamic):
     ok(ctl(sb, "unregister-broker --id 2 --yes"))
     sb.start_broker(1)
     registered = ok(shell("--bootstrap-server", sb.bootstrap, "--command", "describe-cluster", "-o", "json"))
-    assert {b["Id"]: b["IsFenced"] for b in registered["brokers"]} == {1: False}   # 2 is gone
+    assert {b["id"]: b["is_fenced"] for b in registered["brokers"]} == {1: False}   # 2 is gone
 
 
 def test_greeting_and_clusters_json_with_controllers_only(dynamic, tmp_path):
@@ -81,7 +81,7 @@ def test_greeting_and_clusters_json_with_controllers_only(dynamic, tmp_path):
     clusters = json.loads((tmp_path / "clusters.json").read_text())["clusters"]
     assert clusters["ctl"]["bootstrap_controller"] == sb.bootstrap_controllers
     status = ok(shell("--cluster", "ctl", "--command", "describe-quorum", "-o", "json", env=env))["status"][0]
-    assert status["LeaderId"] == sb.active_controller
+    assert status["leader_id"] == sb.active_controller
     assert_one_line_error(shell("--command", "add-cluster x", env=env), 2, "--bootstrap-server, --bootstrap-controller")
     # The interactive shell greets with what it reached: the controllers, and no broker.
     p = shell("--bootstrap-controller", sb.bootstrap_controllers, "--shell", stdin="describe-features\n")
@@ -97,8 +97,8 @@ def test_add_and_remove_a_controller(dynamic):
     # Outside the REPL it needs --yes, and nothing changes without it.
     assert_one_line_error(ctl(sb, line), 2, "voters {100, 101, 102} -> {100, 101, 102, 103}", "--yes")
     plan = ok(ctl(sb, line + " --dry-run", "-o", "json"))["voters"]
-    assert plan[-1] == {"NodeId": node_id, "DirectoryId": directory, "Endpoints": "CONTROLLER://{}:{}".format(*sb.address(node_id)),
-                        "Change": "add"}
+    assert plan[-1] == {"node_id": node_id, "directory_id": directory, "endpoints": "CONTROLLER://{}:{}".format(*sb.address(node_id)),
+                        "change": "add"}
     assert {c["id"] for c in sb.status()["controllers"] if c["voter"]} == {100, 101, 102}
     p = ctl(sb, line + " --yes")
     assert p.returncode == 0, p.stderr
@@ -129,13 +129,13 @@ def test_add_controller_from_its_config(dynamic, tmp_path):
     config.write_text(f"process.roles=controller\nnode.id={new['id']}\ncontroller.listener.names=CONTROLLER\n"
                       f"listeners=CONTROLLER://{host}:{port}\nmetadata.log.dir={tmp_path / 'meta'}\n")
     plan = ok(ctl(sb, f"add-controller --config {config} --dry-run", "-o", "json"))["voters"]
-    assert plan[-1]["NodeId"] == new["id"] and plan[-1]["DirectoryId"] == new["directory_id"]
+    assert plan[-1]["node_id"] == new["id"] and plan[-1]["directory_id"] == new["directory_id"]
     assert_one_line_error(ctl(sb, f"add-controller --config {tmp_path / 'missing.properties'}"), 2)
 
 
 def test_features(dynamic):
     sb = dynamic
-    before = {f["Feature"]: f["FinalizedLevel"] for f in ok(ctl(sb, "describe-features", "-o", "json"))["features"]}
+    before = {f["feature"]: f["finalized_level"] for f in ok(ctl(sb, "describe-features", "-o", "json"))["features"]}
     p = shell("--bootstrap-server", sb.bootstrap, "--command", "describe-features")
     assert "Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.4-IV2\t" \
            "FinalizedVersionLevel: 4.4-IV2\tEpoch: " in p.stdout
@@ -145,10 +145,10 @@ def test_features(dynamic):
     assert_one_line_error(ctl(sb, "upgrade-features --metadata 9.9"), 2, "Unknown metadata.version '9.9'")
     assert_one_line_error(ctl(sb, "upgrade-features"), 2, "Give --metadata VERSION or --feature NAME=LEVEL")
     dry = ctl(sb, "disable-feature --feature streams.version --dry-run", "-o", "json")
-    assert ok(dry)["changes"] == [{"Feature": "streams.version", "FinalizedVersionLevel": "1", "NewVersionLevel": "0"}]
+    assert ok(dry)["changes"] == [{"feature": "streams.version", "finalized_version_level": "1", "new_version_level": "0"}]
     assert "streams.version could be disabled." in dry.stderr
     assert_one_line_error(ctl(sb, "disable-feature --feature streams.version"), 2, "--yes")
-    after_refusal = {f["Feature"]: f["FinalizedLevel"] for f in ok(ctl(sb, "describe-features", "-o", "json"))["features"]}
+    after_refusal = {f["feature"]: f["finalized_level"] for f in ok(ctl(sb, "describe-features", "-o", "json"))["features"]}
     assert after_refusal == before
     p = ctl(sb, "disable-feature --feature streams.version --yes")
     assert p.returncode == 0 and "streams.version was disabled." in p.stderr, p.stderr
@@ -165,14 +165,14 @@ def test_fenced_brokers_and_unregister(sandbox):
     sandbox.stop_broker(2)
     both = ("--bootstrap-server", sandbox.bootstrap, "--bootstrap-controller", sandbox.bootstrap_controllers)
     described = ok(shell(*both, "--command", "describe-cluster", "-o", "json"))
-    assert {b["Id"]: (b["Status"], b["IsFenced"]) for b in described["brokers"]} == {
+    assert {b["id"]: (b["status"], b["is_fenced"]) for b in described["brokers"]} == {
         1: ("online", False), 2: ("offline", True), 3: ("online", False)}
-    assert [c["Id"] for c in described["controllers"]] == [100]
+    assert [c["id"] for c in described["controllers"]] == [100]
     assert_one_line_error(shell(*both, "--command", "unregister-broker --id 2"), 2, "Unregister broker 2", "--yes")
     p = shell(*both, "--command", "unregister-broker --id 2 --yes")
     assert p.returncode == 0 and p.stderr.strip() == "Broker 2 was unregistered.", p.stderr
     described = ok(shell(*both, "--command", "describe-cluster", "-o", "json"))
-    assert {b["Id"]: b["IsFenced"] for b in described["brokers"]} == {1: False, 2: None, 3: False}   # named by replicas
+    assert {b["id"]: b["is_fenced"] for b in described["brokers"]} == {1: False, 2: None, 3: False}   # named by replicas
     assert_one_line_error(shell(*both, "--command", "unregister-broker --id 2 --yes"), 1, "not currently registered")
 
 
@@ -183,8 +183,8 @@ def test_broker_loggers(sandbox):
     def levels() -> dict[str, str]:
         rows = ok(shell(*base, "--command", "describe-configs --entity-type broker-loggers --entity-name 1",
                         "-o", "json"))["configs"]
-        assert {r["Source"] for r in rows} == {"DYNAMIC_BROKER_LOGGER_CONFIG"}
-        return {r["Name"]: r["Value"] for r in rows}
+        assert {r["source"] for r in rows} == {"DYNAMIC_BROKER_LOGGER_CONFIG"}
+        return {r["name"]: r["value"] for r in rows}
     assert levels()[logger] == "INFO"
     ok(shell(*base, "--command", f"alter-configs --entity-type broker-loggers --entity-name 1 --add-config {logger}=DEBUG"))
     assert levels()[logger] == "DEBUG"
@@ -240,8 +240,8 @@ def test_client_metrics_subscriptions(sandbox):
     assert dry.returncode == 0 and "(dry run)" in dry.stderr, dry.stderr
     assert shell(*base, "--command", "list-client-metrics").stdout.split() == ["producers"]   # the dry run made none
     [sub] = ok(shell(*base, "--command", "describe-client-metrics --name producers", "-o", "json"))["subscriptions"]
-    assert sub == {"Name": "producers", "Metrics": ["org.apache.kafka.producer.", "org.apache.kafka.consumer."],
-                   "IntervalMs": 60000, "Match": ["client_software_name=kafka-python"]}
+    assert sub == {"name": "producers", "metrics": ["org.apache.kafka.producer.", "org.apache.kafka.consumer."],
+                   "interval_ms": 60000, "match": ["client_software_name=kafka-python"]}
     text = shell(*base, "--command", "describe-client-metrics").stdout
     assert text.splitlines()[:2] == ["Client metrics configs for name:producers are:", "  interval.ms=60000"]
     assert_one_line_error(shell(*base, "--command", "alter-client-metrics --name x --match foo=bar"), 1,
@@ -265,23 +265,23 @@ def test_delegation_tokens(tmp_path):
         made = shell(*base, "--command", "create-delegation-token --renewer-principal User:alice "
                      "--max-life-time-period 3600000", "-o", "json", env=env)
         [token] = ok(made)["token"]
-        assert (token["Owner"], token["Renewers"], token["MaxDate"] - token["IssueDate"]) == ("User:admin", ["User:alice"], 3600000)
-        assert "it is not shown again" in made.stderr and token["Hmac"] not in made.stderr
+        assert (token["owner"], token["renewers"], token["max_date"] - token["issue_date"]) == ("User:admin", ["User:alice"], 3600000)
+        assert "it is not shown again" in made.stderr and token["hmac"] not in made.stderr
         [listed] = ok(shell(*base, "--command", "describe-delegation-token", "-o", "json", env=env))["tokens"]
-        assert "Hmac" not in listed and listed["TokenId"] == token["TokenId"]
-        renewed = ok(shell(*base, "--command", f"renew-delegation-token --hmac {token['Hmac']} --renew-time-period 60000",
-                           "-o", "json", env=env))["token"][0]["ExpiryDate"]
-        assert renewed <= token["MaxDate"]
+        assert "hmac" not in listed and listed["token_id"] == token["token_id"]
+        renewed = ok(shell(*base, "--command", f"renew-delegation-token --hmac {token['hmac']} --renew-time-period 60000",
+                           "-o", "json", env=env))["token"][0]["expiry_date"]
+        assert renewed <= token["max_date"]
         # Refusals carry -1 times, read all the same, and each says what went wrong in one line.
         assert_one_line_error(shell(*base, "--command", "renew-delegation-token --hmac bm9wZQ==", env=env), 1,
                               "DELEGATION_TOKEN_NOT_FOUND")
         assert_one_line_error(shell(*base, "--command", "create-delegation-token --renewer-principal Group:g", env=env),
                               1, "INVALID_PRINCIPAL_TYPE")
-        assert_one_line_error(shell(*base, "--command", f"expire-delegation-token --hmac {token['Hmac']}", env=env), 2, "--yes")
-        ok(shell(*base, "--command", f"expire-delegation-token --hmac {token['Hmac']} --yes", "-o", "json", env=env))
+        assert_one_line_error(shell(*base, "--command", f"expire-delegation-token --hmac {token['hmac']}", env=env), 2, "--yes")
+        ok(shell(*base, "--command", f"expire-delegation-token --hmac {token['hmac']} --yes", "-o", "json", env=env))
         assert ok(shell(*base, "--command", "describe-delegation-token", "-o", "json", env=env))["tokens"] == []
         # Piped lines (replay) are not kept in history; nothing the shell wrote holds the HMAC.
-        assert not any(token["Hmac"] in f.read_text(errors="replace") for f in history.rglob("*") if f.is_file())
+        assert not any(token["hmac"] in f.read_text(errors="replace") for f in history.rglob("*") if f.is_file())
     with Sandbox(brokers=1) as plain:
         assert_one_line_error(shell("--bootstrap-server", plain.bootstrap, "--command", "describe-delegation-token"),
                               2, "needs a SASL connection")
@@ -313,6 +313,6 @@ def test_controllers_alone_through_a_follower(dynamic):
     follower = next(c for c in sb.controller_ids if c != sb.active_controller)
     only = "{}:{}".format(*sb.address(follower))
     status = ok(shell("--bootstrap-controller", only, "--command", "describe-quorum", "-o", "json"))["status"][0]
-    assert status["LeaderId"] == sb.active_controller
+    assert status["leader_id"] == sb.active_controller
     features = ok(shell("--bootstrap-controller", only, "--command", "describe-features", "-o", "json"))["features"]
-    assert {f["Feature"] for f in features} >= {"metadata.version", "kraft.version"}
+    assert {f["feature"] for f in features} >= {"metadata.version", "kraft.version"}

@@ -156,6 +156,10 @@ def test_cluster_and_topic_names_come_from_kafka_shell(shells, sandbox, tmp_path
     line = [KAFKA_SHELL, "--bootstrap-server", sandbox.bootstrap, "--describe-topic", "--topic"]
     assert _bash_complete(*line, "or", env=env) == ["orders"]
     assert sorted(_fish_complete(" ".join([*line, "o"]), env=env)) == ["orders", "other"]
+    # fish shows an option's description once, not beside each of its values (issue 34)
+    raw = subprocess.run(["fish", "-c", f"source {completions.OUT_DIR / 'kafka-shell.fish'}; complete -C "
+                          f"{shlex.quote(' '.join([*line, 'o']))}"], capture_output=True, text=True, env={**os.environ, **env}).stdout
+    assert sorted(raw.splitlines()) == ["orders", "other"]
     assert _zsh_complete(" ".join([*line, "ot"]), env=env, tmp=tmp_path) == ["other"]
     assert sorted(_zsh_complete(f"{KAFKA_SHELL} --cluster ", env=env, tmp=tmp_path)) == ["dev", "prod"]
 

@@ -107,29 +107,29 @@ def facts(bootstrap: str, kafka: bool = False) -> dict:
         wait_for(members.assigned, lambda a: [len(x) for x in a] == [3, 3])
         members.commit()
         stable = wait_for(lambda: rows(bootstrap, f"describe-group {group} --state --verbose"),
-                          lambda r: r[0]["State"] == "Stable" and r[0]["GroupEpoch"] == r[0]["TargetAssignmentEpoch"])
+                          lambda r: r[0]["state"] == "Stable" and r[0]["group_epoch"] == r[0]["target_assignment_epoch"])
         s = stable[0]
-        out["state"] = (s["State"], s["AssignmentStrategy"], s["Members"], s["Type"], s["GroupEpoch"] >= 2)
-        listed = {g["Group"]: g for g in rows(bootstrap, "list-groups")}
+        out["state"] = (s["state"], s["assignment_strategy"], s["members"], s["type"], s["group_epoch"] >= 2)
+        listed = {g["group"]: g for g in rows(bootstrap, "list-groups")}
         conn = ConnectionManager(bootstrap)
         try:   # the REPL's metadata cache (completion) lists both types
             out["cached"] = {group, classic} <= set(conn.refresh().groups)
         finally:
             conn.close()
-        out["listed"] = sorted((g["Type"], g["ProtocolType"], g["State"], g["Members"])
+        out["listed"] = sorted((g["type"], g["protocol_type"], g["state"], g["members"])
                                for gid, g in listed.items() if gid in (group, classic))
-        out["type consumer"] = sorted(g["Group"] for g in rows(bootstrap, "list-groups --type consumer")
-                                      if g["Group"] in (group, classic)) == [group]
-        out["type classic"] = sorted(g["Group"] for g in rows(bootstrap, "list-groups --group-type classic")
-                                     if g["Group"] in (group, classic)) == [classic]
+        out["type consumer"] = sorted(g["group"] for g in rows(bootstrap, "list-groups --type consumer")
+                                      if g["group"] in (group, classic)) == [group]
+        out["type classic"] = sorted(g["group"] for g in rows(bootstrap, "list-groups --group-type classic")
+                                     if g["group"] in (group, classic)) == [classic]
         verbose = rows(bootstrap, f"describe-group {group} --members --verbose")
-        out["members"] = sorted((m["Partitions"], m["CurrentEpoch"] == s["GroupEpoch"],
-                                 m["TargetEpoch"] == s["TargetAssignmentEpoch"], m["Reconciled"],
-                                 m["Subscription"] == topic, m["Assignment"] == m["TargetAssignment"],
-                                 m["ClientId"]) for m in verbose)
+        out["members"] = sorted((m["partitions"], m["current_epoch"] == s["group_epoch"],
+                                 m["target_epoch"] == s["target_assignment_epoch"], m["reconciled"],
+                                 m["subscription"] == [topic], m["assignment"] == m["target_assignment"],
+                                 m["client_id"]) for m in verbose)
         offsets = rows(bootstrap, f"describe-group {group}", "offsets")
-        out["offsets"] = sorted((o["Partition"], o["CurrentOffset"], o["LogEndOffset"], o["Lag"],
-                                 o["ConsumerId"] in {m["ConsumerId"] for m in verbose}) for o in offsets)
+        out["offsets"] = sorted((o["partition"], o["current_offset"], o["log_end_offset"], o["lag"],
+                                 o["consumer_id"] in {m["consumer_id"] for m in verbose}) for o in offsets)
         code, _, err = sh(bootstrap, f"reset-offsets --group {group} --topic {topic} --to-earliest --execute --yes")
         out["reset while active"] = (code, err.strip().replace(group, "G"))
         code, _, err = sh(bootstrap, f"delete-group {group} --yes")
@@ -138,12 +138,12 @@ def facts(bootstrap: str, kafka: bool = False) -> dict:
         out["ours for the tool"] = ours_for_tool(verbose, s) if kafka else None
     finally:
         members.close()
-    wait_for(lambda: rows(bootstrap, f"describe-group {group} --state"), lambda r: r[0]["State"] == "Empty")
-    out["reset"] = [r["NewOffset"] for r in rows(
+    wait_for(lambda: rows(bootstrap, f"describe-group {group} --state"), lambda r: r[0]["state"] == "Empty")
+    out["reset"] = [r["new_offset"] for r in rows(
         bootstrap, f"reset-offsets --group {group} --topic {topic} --to-earliest --execute --yes")]
-    out["after reset"] = sorted(o["CurrentOffset"] for o in rows(bootstrap, f"describe-group {group}", "offsets"))
+    out["after reset"] = sorted(o["current_offset"] for o in rows(bootstrap, f"describe-group {group}", "offsets"))
     code, out_text, err = sh(bootstrap, f"delete-offsets --group {group} --topic {topic}:0 --yes -o json")
-    out["delete offsets"] = (code, [(r["Partition"], r["Status"]) for r in json_rows(out_text)] if code == 0 else err)
+    out["delete offsets"] = (code, [(r["partition"], r["status"]) for r in json_rows(out_text)] if code == 0 else err)
     for gid in (group, classic):
         code, _, err = sh(bootstrap, f"delete-group {gid} --yes")
         out[f"delete {'consumer' if gid == group else 'classic'}"] = (code, err.strip().replace(gid, "G"))
@@ -170,10 +170,10 @@ def kafka_tool_facts(bootstrap: str, group: str) -> dict:
 
 
 def ours_for_tool(verbose: list[dict], s: dict) -> dict:
-    picked = sorted((m["ConsumerId"], str(m["Partitions"]), str(m["CurrentEpoch"]), str(m["TargetEpoch"]))
+    picked = sorted((m["consumer_id"], str(m["partitions"]), str(m["current_epoch"]), str(m["target_epoch"]))
                     for m in verbose)
-    return {"members": picked, "state": (s["AssignmentStrategy"], s["State"], str(s["GroupEpoch"]),
-                                         str(s["TargetAssignmentEpoch"]), str(s["Members"]))}
+    return {"members": picked, "state": (s["assignment_strategy"], s["state"], str(s["group_epoch"]),
+                                         str(s["target_assignment_epoch"]), str(s["members"]))}
 
 
 def test_consumer_groups_on_the_sandbox_and_kafka(kafka4, sandbox3):
@@ -199,5 +199,5 @@ def test_classic_group_verbose_state(kafka4):
     topic, group, classic = scene(kafka4.bootstrap)
     tables = json_tables(sh(kafka4.bootstrap, f"describe-group {classic} --state --verbose -o json")[1])
     [row] = tables["groups"]
-    assert row["Type"] == "classic" and row["GroupEpoch"] is None and row["TargetAssignmentEpoch"] is None
+    assert row["type"] == "classic" and row["group_epoch"] is None and row["target_assignment_epoch"] is None
     assert sh(kafka4.bootstrap, f"delete-group {classic} --yes")[0] == 0

@@ -17,15 +17,15 @@ pytestmark = BOTH_MODES
 def test_moves_seen_by_commands_are_kept_across_runs(sandbox, tmp_path):
     env = {"KAFKA_SHELL_DATA_DIR": str(tmp_path)}
     first = json_rows(run(sandbox, "controller-history -o json", env=env).stdout)
-    assert [(e["From"], e["To"]) for e in first] == [(None, sandbox.active_controller)]
+    assert [(e["from"], e["to"]) for e in first] == [(None, sandbox.active_controller)]
     before = sandbox.active_controller
     sandbox.kill_controller()
     assert run(sandbox, "describe-controller", env=env).returncode == 0   # sees the change
     p = run(sandbox, "controller-history -o json", env=env)
     history = json_rows(p.stdout)
-    assert len(history) == 2 and history[1]["From"] == before and history[1]["To"] == sandbox.active_controller
+    assert len(history) == 2 and history[1]["from"] == before and history[1]["to"] == sandbox.active_controller
     if sandbox.mode == "kraft":
-        assert history[1]["Epoch"] == sandbox.controller_epoch
+        assert history[1]["epoch"] == sandbox.controller_epoch
     assert "2 controller observation(s)" in p.stderr
 
 
@@ -33,13 +33,13 @@ def test_describe_controller_tells_since_when_and_the_voters(sandbox, tmp_path):
     env = {"KAFKA_SHELL_DATA_DIR": str(tmp_path)}
     row = json_rows(run(sandbox, "describe-controller -o json", env=env).stdout)[0]
     # A sandbox without its control endpoint tells no time it took over; this shell's view does.
-    assert row["Id"] == sandbox.active_controller and row["HeldSince"] is None and isinstance(row["SeenSince"], int)
+    assert row["id"] == sandbox.active_controller and row["held_since"] is None and isinstance(row["seen_since"], int)
     again = json_rows(run(sandbox, "describe-controller -o json", env=env).stdout)[0]
-    assert again["SeenSince"] == row["SeenSince"]   # the same uninterrupted hold
+    assert again["seen_since"] == row["seen_since"]   # the same uninterrupted hold
     if sandbox.mode == "kraft":
-        assert row["Voters"] == ["100 (lag 0)"]
+        assert row["voters"] == ["100 (lag 0)"]
     else:
-        assert row["Voters"] is None
+        assert row["voters"] is None
 
 
 def _in_process(sandbox, line: str) -> dict:
@@ -58,16 +58,16 @@ def test_an_embedded_sandbox_shows_its_own_record_beside(sandbox, tmp_path, monk
     monkeypatch.setenv("KAFKA_SHELL_DATA_DIR", str(tmp_path))
     first = sandbox.active_controller
     got = _in_process(sandbox, "controller-history -o json")
-    assert [(e["From"], e["To"], e["Epoch"]) for e in got["cluster"]] == [(None, first, 1)]
-    assert [(e["From"], e["To"]) for e in got["observed"]] == [(None, first)]
+    assert [(e["from"], e["to"], e["epoch"]) for e in got["cluster"]] == [(None, first, 1)]
+    assert [(e["from"], e["to"]) for e in got["observed"]] == [(None, first)]
     sandbox.kill_controller()
-    changes = [(e["From"], e["To"], e["Epoch"]) for e in _in_process(sandbox, "controller-history -o json")["cluster"]]
+    changes = [(e["from"], e["to"], e["epoch"]) for e in _in_process(sandbox, "controller-history -o json")["cluster"]]
     assert changes == [(None, first, 1), (first, sandbox.active_controller, sandbox.controller_epoch)]
     if sandbox.mode == "kraft":
         # The lone voter stops (no controller, the epoch stays) and comes back with a new epoch.
         sandbox.stop_controller(first)
         sandbox.start_controller(first)
-        changes = [(e["From"], e["To"], e["Epoch"]) for e in _in_process(sandbox, "controller-history -o json")["cluster"]]
+        changes = [(e["from"], e["to"], e["epoch"]) for e in _in_process(sandbox, "controller-history -o json")["cluster"]]
         assert changes[2:] == [(first, None, 2), (None, first, 3)]
 
 
@@ -78,6 +78,6 @@ def test_a_sandbox_server_shows_its_record_through_the_control_endpoint(sandbox_
         p = run(served, "controller-history -o json", env=env)
         assert p.returncode == 0, p.stderr
         got = json_tables(p.stdout)
-        assert [e["To"] for e in got["cluster"]] == [got["cluster"][0]["To"], served.active_controller]
-        assert got["cluster"][-1]["Epoch"] == served.controller_epoch == 2
+        assert [e["to"] for e in got["cluster"]] == [got["cluster"][0]["to"], served.active_controller]
+        assert got["cluster"][-1]["epoch"] == served.controller_epoch == 2
         assert "2 controller change(s) in the sandbox's own record" in p.stderr

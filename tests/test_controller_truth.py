@@ -72,18 +72,18 @@ def test_describe_controller_is_the_true_controller_every_time(sandbox, shell):
     if sandbox.mode == "kraft":
         leader, epoch = quorum_leader(sandbox)
         assert leader == sandbox.active_controller == 100  # a controller node, not a broker
-        assert {(r["Id"], r["ControllerEpoch"], r["Mode"]) for r in rows} == {(leader, epoch, "KRaft")}
-        assert (rows[0]["Host"], rows[0]["Port"]) == sandbox.address(100)
+        assert {(r["id"], r["controller_epoch"], r["mode"]) for r in rows} == {(leader, epoch, "KRaft")}
+        assert (rows[0]["host"], rows[0]["port"]) == sandbox.address(100)
     else:
-        assert {(r["Id"], r["Mode"]) for r in rows} == {(sandbox.active_controller, "ZooKeeper")}
+        assert {(r["id"], r["mode"]) for r in rows} == {(sandbox.active_controller, "ZooKeeper")}
         assert sandbox.active_controller in (1, 2, 3)
 
 
 def test_describe_cluster_and_list_brokers_name_the_true_controller(sandbox, shell):
     for _ in range(4):
         cluster = shell.ok("describe-cluster")["cluster"][0]
-        assert cluster["Controller"] == sandbox.active_controller
-    roles = {r["Id"]: r["Role"] for r in shell.ok("list-brokers")}
+        assert cluster["controller"] == sandbox.active_controller
+    roles = {r["id"]: r["role"] for r in shell.ok("list-brokers")}
     if sandbox.mode == "kraft":
         assert set(roles.values()) == {"broker"}  # the controller is no broker
     else:
@@ -108,19 +108,19 @@ def test_one_message_after_kill_controller(sandbox, shell):
     assert code == 0, err
     after = rows[0]
     if sandbox.mode == "kraft":  # one voter: it comes back at once, with a higher epoch
-        assert after["Id"] == before["Id"] == 100 and after["ControllerEpoch"] == before["ControllerEpoch"] + 1
-        assert after["ControllerEpoch"] == sandbox.controller_epoch
+        assert after["id"] == before["id"] == 100 and after["controller_epoch"] == before["controller_epoch"] + 1
+        assert after["controller_epoch"] == sandbox.controller_epoch
     else:
-        assert after["Id"] == sandbox.active_controller != before["Id"]
+        assert after["id"] == sandbox.active_controller != before["id"]
     later = "".join(shell.run(line)[2] for line in ["describe-cluster", "describe-controller", "list-brokers"])
     said = kill_err + err + later
     changes = [line for line in said.splitlines() if line.startswith(NOTICES)]
     assert len(changes) == 1, said
     if sandbox.mode == "kraft":
-        assert changes[0] == f"Controller 100 was elected again (epoch {before['ControllerEpoch']} -> " \
-                             f"{after['ControllerEpoch']})."
+        assert changes[0] == f"Controller 100 was elected again (epoch {before['controller_epoch']} -> " \
+                             f"{after['controller_epoch']})."
     else:
-        assert changes[0] == f"Controller moved from broker {before['Id']} to broker {after['Id']}."
+        assert changes[0] == f"Controller moved from broker {before['id']} to broker {after['id']}."
 
 
 @KRAFT_MODE  # a ZooKeeper-mode cluster has no controller quorum (its case is the test above)
@@ -129,17 +129,17 @@ def test_three_voters_stop_the_active_controller(sandbox_mode):
         shell = Shell(sb)
         try:
             first = shell.ok("describe-controller")[0]
-            code, _, stop_err = shell.run(f"sandbox stop-controller {first['Id']}")
+            code, _, stop_err = shell.run(f"sandbox stop-controller {first['id']}")
             assert code == 0, stop_err
             code, rows, err = shell.run("describe-controller")
             err = stop_err + err
             assert code == 0, err
             new = rows[0]
-            assert new["Id"] != first["Id"] and new["Id"] in sb.controller_ids
-            assert new["ControllerEpoch"] > first["ControllerEpoch"]
-            assert (new["Id"], new["ControllerEpoch"]) == quorum_leader(sb)
+            assert new["id"] != first["id"] and new["id"] in sb.controller_ids
+            assert new["controller_epoch"] > first["controller_epoch"]
+            assert (new["id"], new["controller_epoch"]) == quorum_leader(sb)
             assert err.count("Active controller changed") == 1, err
-            assert f"Active controller changed from {first['Id']} to {new['Id']}" in err
+            assert f"Active controller changed from {first['id']} to {new['id']}" in err
             # Admin requests go on through the brokers (forwarded to the new controller).
             shell.ok("create-topic --topic after-failover --partitions 2")
             assert "after-failover" in sb.cluster.topics
@@ -153,12 +153,12 @@ def test_bootstrap_controller_serves_the_quorum_from_the_active_controller(sandb
         shell = Shell(sb, bootstrap_controllers=sb.bootstrap_controllers)
         try:
             leader = shell.ok("describe-controller")[0]
-            assert (leader["Id"], leader["ControllerEpoch"]) == quorum_leader(sb)
+            assert (leader["id"], leader["controller_epoch"]) == quorum_leader(sb)
             status = shell.ok("describe-quorum --status")[0]
-            assert status["LeaderId"] == leader["Id"]
+            assert status["leader_id"] == leader["id"]
             # The request went to the active controller's own listener.
             channel = shell.session.conn.router.controller_channel(ApiKey.DESCRIBE_QUORUM, QUORUM, 1e12)
-            assert (channel.host, channel.port) == sb.address(leader["Id"])
+            assert (channel.host, channel.port) == sb.address(leader["id"])
         finally:
             shell.close()
 
@@ -168,13 +168,13 @@ def test_reads_follow_changes_made_behind_the_shells_back(sandbox, shell, admin)
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 2, 3, [[1, 2, 3], [2, 3, 1]])
     shell.ok("list-topics")  # the cache now holds t alone
     admin.create_topics([NewTopic("made-elsewhere", 1, 1)])["made-elsewhere"].result(10)
-    assert "made-elsewhere" in {r["Topic"] for r in shell.ok("list-topics")}
+    assert "made-elsewhere" in {r["topic"] for r in shell.ok("list-topics")}
     sandbox.stop_broker(2)
     parts = shell.ok("describe-topic --topic t")["partitions"]
-    assert all(2 not in p["Isr"] and p["Leader"] != 2 for p in parts)
-    assert {p["Offline"] and 2 in p["Offline"] for p in parts} == {True}
+    assert all(2 not in p["isr"] and p["leader"] != 2 for p in parts)
+    assert {p["offline"] and 2 in p["offline"] for p in parts} == {True}
     brokers = shell.ok("describe-cluster")["brokers"]
-    assert {b["Id"]: b["Status"] for b in brokers} == {1: "online", 2: "offline", 3: "online"}
+    assert {b["id"]: b["status"] for b in brokers} == {1: "online", 2: "offline", 3: "online"}
     sandbox.stop_broker(3)
     sandbox.stop_broker(1)
     code, _, err = shell.run("describe-topic --topic t")
@@ -215,7 +215,7 @@ def test_replay_reads_what_changed_between_lines(sandbox, admin, tmp_path):
     finally:
         session.close()
     out = session.stdout.getvalue()
-    blocks = out[:out.index("{")].split("Topic,Partitions,ReplicationFactor\n")
+    blocks = out[:out.index("{")].split("topic,partitions,replication_factor\n")
     assert "made-elsewhere" not in blocks[1] and "made-elsewhere" in blocks[2]
     partitions = json_rows(out[out.index("{"):], "partitions")
-    assert all(p["Leader"] != 2 and p["Offline"] == [2] for p in partitions)
+    assert all(p["leader"] != 2 and p["offline"] == [2] for p in partitions)

@@ -54,8 +54,8 @@ def test_restart_then_preferred_election_restores_leadership(moved, admin):
     assert p.stderr.splitlines() == [
         "Successfully completed leader election (PREFERRED) for partitions t-0",
         "Valid replica already elected for partitions t-1"]
-    assert rows(p) == [{"Topic": "t", "Partition": 0, "Result": "elected", "Error": None},
-                       {"Topic": "t", "Partition": 1, "Result": "already elected", "Error": None}]
+    assert rows(p) == [{"topic": "t", "partition": 0, "result": "elected", "error": None},
+                       {"topic": "t", "partition": 1, "result": "already elected", "error": None}]
     assert leaders(admin, "t") == [1, 2]
     p = run(moved, f"{ELECT} --topic t --partition 0")
     assert p.returncode == 0 and "Valid replica already elected for partitions t-0" in p.stderr
@@ -67,7 +67,7 @@ def test_dry_run_lists_what_would_change_and_sends_nothing(moved):
     before = state(moved)
     p = run(moved, f"{ELECT} --all-topic-partitions --dry-run", "-o", "json")
     assert p.returncode == 0, p.stderr
-    assert {(r["Topic"], r["Partition"]): r["Result"] for r in rows(p)} == {
+    assert {(r["topic"], r["partition"]): r["result"] for r in rows(p)} == {
         ("t", 0): "would elect", ("t", 1): "already elected", ("u", 0): "would fail"}
     assert p.stderr.splitlines() == [
         "Would elect leaders (PREFERRED) for partitions t-0 (dry run)",
@@ -134,7 +134,7 @@ def test_designated_election_rules_and_success(offline, tmp_path):
     before = state(offline)
     p = run(offline, line.format(plan(tmp_path, ("t", 0, 4))), "-o", "json")
     assert p.returncode == 1
-    assert rows(p)[0]["Result"] == "failed" and "replica" in rows(p)[0]["Error"]
+    assert rows(p)[0]["result"] == "failed" and "replica" in rows(p)[0]["error"]
     assert "Error completing leader election (DESIGNATED) for partition: t-0: The cluster rejected" in p.stderr
     p = run(offline, line.format(plan(tmp_path, ("t", 0, 1))))  # broker 1 is down
     assert p.returncode == 1 and 'No eligible leader for "t"' in p.stderr
@@ -210,7 +210,7 @@ def test_requests_over_1000_partitions_are_split(sandbox, admin):
     sent = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: ElectLeaders request ")]
     assert [ln.split(":")[1].split()[2] for ln in sent] == ["1/3", "2/3", "3/3"]
     assert "debug: ElectLeaders: 3 request(s) sent for 2500 partition(s)" in p.stderr
-    results = [r["Result"] for r in rows(p)]
+    results = [r["result"] for r in rows(p)]
     assert len(results) == 2500 and results.count("elected") == preferred_one
     md = admin.list_topics("big", timeout=10).topics["big"].partitions
     assert all(pt.leader == pt.replicas[0] for pt in md.values())
@@ -308,7 +308,7 @@ def test_a_dry_run_predicts_what_the_controller_then_does(offline, tmp_path, kin
     scope = f"--path-to-json-file {plan(tmp_path, ('t', 0, file[0]), ('online', 0, file[1]))}" if file \
         else "--all-topic-partitions"
     line = f"elect-leaders --election-type {kind} {scope} --yes -o json"
-    predicted = {(r["Topic"], r["Partition"]): r["Result"] for r in rows(run(offline, line + " --dry-run"))}
-    done = {(r["Topic"], r["Partition"]): r["Result"] for r in rows(run(offline, line))}
+    predicted = {(r["topic"], r["partition"]): r["result"] for r in rows(run(offline, line + " --dry-run"))}
+    done = {(r["topic"], r["partition"]): r["result"] for r in rows(run(offline, line))}
     wording = {"would elect": "elected", "already elected": "already elected", "would fail": "failed"}
     assert {k: wording[v] for k, v in predicted.items()} == done and done

@@ -34,7 +34,7 @@ def test_describe_configs_of_the_default_entity_does_not_crash(sandbox, kafka4):
 def test_snapshot_and_analyze_read_as_words_after_the_global_options(sandbox, tmp_path):
     p = shell("--bootstrap-server", sandbox.bootstrap, "snapshot", "--output-dir", str(tmp_path / "s"), "-o", "json")
     assert p.returncode == 0, p.stderr
-    assert json_rows(p.stdout)[0]["Status"] == "ok"
+    assert json_rows(p.stdout)[0]["status"] == "ok"
     p = shell("snapshot", "--bootstrap-server", sandbox.bootstrap, "--output-dir", str(tmp_path / "s"))
     assert p.returncode == 0, p.stderr
 
@@ -125,7 +125,7 @@ def test_consume_from_the_beginning_stops_at_the_end_of_the_log(sandbox):
     # A long idle timeout is never waited for: the end of every partition ends the read.
     code, out, err = sh(sandbox, "consume --topic t --from-beginning --timeout 600 -o json")
     assert code == 0, err
-    assert sorted(r["Value"] for r in json_rows(out)) == ["a", "b", "c"]
+    assert sorted(r["value"] for r in json_rows(out)) == ["a", "b", "c"]
     assert err.strip() == "Consumed 3 record(s): reached the end of the log."
     code, out, err = sh(sandbox, "consume --topic t --partition 0 --offset 0 --timeout 600 -o json")
     assert code == 0 and err.strip().endswith("reached the end of the log."), err
@@ -136,7 +136,7 @@ def test_consume_from_the_beginning_stops_at_the_end_of_the_log(sandbox):
     code, out, err = sh(sandbox, "consume --topic empty --from-beginning --timeout 600")
     assert (code, out) == (0, "(none)\n"), err
     code, out, err = sh(sandbox, "consume --topic t --max-messages 2 --from-beginning -o json")
-    assert len(json_rows(out)) == 2 and err.strip() == "Consumed 2 record(s).", err
+    assert len(json_rows(out)) == 2 and err.strip() == "Consumed 2 record(s): --max-messages 2 reached.", err
 
 
 # -- help ----------------------------------------------------------------------------------------
@@ -210,7 +210,7 @@ def test_topic_ids_read_as_kafkas_own_tool_prints_them(kafka4):
               "--replication-factor 1 --if-not-exists")
     assert p.returncode == 0, p.stderr
     ours = json_rows(shell("--bootstrap-server", kafka4.bootstrap, "-o", "json", "--command",
-                           "describe-topic --topic ids").stdout, "topics")[0]["TopicId"]
+                           "describe-topic --topic ids").stdout, "topics")[0]["topic_id"]
     theirs = java_client.run("TopicCommand", "--bootstrap-server", kafka4.bootstrap, "--describe", "--topic", "ids")
     assert f"TopicId: {ours}\t" in theirs.stdout, theirs.stdout
 
@@ -236,14 +236,14 @@ def test_an_offline_partition_shows_its_empty_isr_and_no_leader_as_null(sandbox)
     assert header.split()[:5] == ["Topic", "Partition", "Leader", "Replicas", "Isr"], out
     assert row.split()[2:5] == ["none", "1,3,2", "-"], out
     [part_json] = json_rows(ok(sandbox, "describe-topic --topic off -o json")[0], "partitions")
-    assert part_json["Leader"] is None and part_json["Isr"] == [] and part_json["Elr"], part_json
+    assert part_json["leader"] is None and part_json["isr"] == [] and part_json["elr"], part_json
     # unclean-recovery's LastIsr agrees with describe-topic's Elr.
     out, _ = ok(sandbox, "unclean-recovery --all-offline-partitions --show-replica-info -o json")
-    last_isr = {r["Replica"]: r["LastIsr"] for r in json_rows(out, "replicas")}
-    assert last_isr == {b: b in part_json["Elr"] for b in (1, 3, 2)}, out
+    last_isr = {r["replica"]: r["last_isr"] for r in json_rows(out, "replicas")}
+    assert last_isr == {b: b in part_json["elr"] for b in (1, 3, 2)}, out
     # ...and marks the eligible leader replicas themselves (KIP-966).
-    elr = {r["Replica"]: r["Elr"] for r in json_rows(out, "replicas")}
-    assert elr == {b: b in part_json["Elr"] for b in (1, 3, 2)} and any(elr.values()), out
+    elr = {r["replica"]: r["elr"] for r in json_rows(out, "replicas")}
+    assert elr == {b: b in part_json["elr"] for b in (1, 3, 2)} and any(elr.values()), out
 
 
 # -- confirmations and dry runs ------------------------------------------------------------------
@@ -285,14 +285,14 @@ def test_alter_configs_dry_run_shows_old_and_new(sandbox):
     out, err = ok(sandbox, "alter-configs --topic t --add-config retention.ms=1000,cleanup.policy=compact "
                            "--dry-run -o json")
     assert json_rows(out) == [
-        {"Name": "retention.ms", "Value": "5000", "Source": "DYNAMIC_TOPIC_CONFIG", "NewValue": "1000"},
-        {"Name": "cleanup.policy", "Value": "delete", "Source": "DEFAULT_CONFIG", "NewValue": "compact"}]
+        {"name": "retention.ms", "value": "5000", "source": "DYNAMIC_TOPIC_CONFIG", "new_value": "1000"},
+        {"name": "cleanup.policy", "value": "delete", "source": "DEFAULT_CONFIG", "new_value": "compact"}]
     assert err.strip() == 'Validated updating config for topic "t" (dry run).'
     out, _ = ok(sandbox, "alter-configs --topic t --delete-config retention.ms --dry-run -o json")
-    assert json_rows(out) == [{"Name": "retention.ms", "Value": "5000", "Source": "DYNAMIC_TOPIC_CONFIG",
-                               "NewValue": "(default)"}]
+    assert json_rows(out) == [{"name": "retention.ms", "value": "5000", "source": "DYNAMIC_TOPIC_CONFIG",
+                               "new_value": "(default)"}]
     out, _ = ok(sandbox, "describe-configs --topic t -o json")
-    assert ("retention.ms", "5000") in [(r["Name"], r["Value"]) for r in json_rows(out)]   # nothing changed
+    assert ("retention.ms", "5000") in [(r["name"], r["value"]) for r in json_rows(out)]   # nothing changed
 
 
 def test_a_dynamic_broker_config_kafka_accepts_is_accepted(sandbox, kafka4):
@@ -312,7 +312,7 @@ def test_one_slow_broker_leaves_the_others_log_dirs_shown(sandbox):
     ok(sandbox, "sandbox delay 2 15000")
     code, out, err = sh(sandbox, "describe-log-dirs -o json", timeout_s=2)
     assert code == 1
-    assert {r["Broker"] for r in json_rows(out, "log_dirs")} == {1, 3}
+    assert {r["broker"] for r in json_rows(out, "log_dirs")} == {1, 3}
     assert err.strip().splitlines() == [err.strip().splitlines()[0]] and "Broker 2" in err, err
 
 

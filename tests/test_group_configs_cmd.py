@@ -24,7 +24,7 @@ def sandbox3():
 
 
 def overrides(bootstrap: str, group: str) -> dict:
-    return {r["Name"]: (r["Value"], r["Source"]) for r in rows(
+    return {r["name"]: (r["value"], r["source"]) for r in rows(
         bootstrap, f"describe-configs --entity-type groups --entity-name {group}")}
 
 
@@ -39,7 +39,7 @@ def group_config_facts(bootstrap: str) -> dict:
     group = "gc-" + uuid.uuid4().hex[:8]
     out: dict = {}
     out["none yet"] = overrides(bootstrap, group)
-    out["all keys"] = sorted((r["Name"], r["Source"]) for r in rows(
+    out["all keys"] = sorted((r["name"], r["source"]) for r in rows(
         bootstrap, f"describe-configs --entity-type groups --entity-name {group} --all"))
     change = "consumer.session.timeout.ms=60000,share.auto.offset.reset=earliest"
     code, _, err = sh(bootstrap, f"alter-configs --entity-type groups --entity-name {group} --add-config {change}")

@@ -111,26 +111,26 @@ def test_lag_matches_what_the_consumer_committed(sandbox):
     c.commit(offsets=[TopicPartition("t", 0, 3), TopicPartition("t", 1, 7)], asynchronous=False)
     out, _ = ok(sandbox, "describe-group app -o json")
     rows = json_rows(out, "offsets")
-    assert [(r["Partition"], r["CurrentOffset"], r["LogEndOffset"], r["Lag"]) for r in rows] == [
+    assert [(r["partition"], r["current_offset"], r["log_end_offset"], r["lag"]) for r in rows] == [
         (0, 3, 5, 2), (1, 7, 7, 0), (2, None, 2, None)]
-    assert {r["ConsumerId"] for r in rows} == {c.memberid()}
-    assert json_rows(out, "topic_totals") == [{"Group": "app", "Topic": "t", "Partitions": 3, "Lag": 2}]
+    assert {r["consumer_id"] for r in rows} == {c.memberid()}
+    assert json_rows(out, "topic_totals") == [{"group": "app", "topic": "t", "partitions": 3, "lag": 2}]
     assert json_rows(out, "group_totals") == [
-        {"Group": "app", "State": "Stable", "Members": 1, "Partitions": 3, "Lag": 2}]
+        {"group": "app", "state": "Stable", "members": 1, "partitions": 3, "lag": 2}]
 
     out, _ = ok(sandbox, "describe-group app --members -o json")
-    assert [(r["ConsumerId"], r["Partitions"], r["Assignment"]) for r in json_rows(out)] == [
-        (c.memberid(), 3, "t(0,1,2)")]
+    assert [(r["consumer_id"], r["partitions"], r["assignment"]) for r in json_rows(out)] == [
+        (c.memberid(), 3, [{"topic": "t", "partitions": [0, 1, 2]}])]
     out, _ = ok(sandbox, "describe-group app --state -o json")
-    assert [(r["State"], r["Members"], r["AssignmentStrategy"]) for r in json_rows(out)] == [("Stable", 1, "range")]
+    assert [(r["state"], r["members"], r["assignment_strategy"]) for r in json_rows(out)] == [("Stable", 1, "range")]
     out, _ = ok(sandbox, "list-groups -o json")
-    assert json_rows(out) == [{"Group": "app", "State": "Stable", "Type": "classic", "ProtocolType": "consumer",
-                               "Members": 1}]
+    assert json_rows(out) == [{"group": "app", "state": "Stable", "type": "classic", "protocol_type": "consumer",
+                               "members": 1}]
     out, _ = ok(sandbox, "list-groups --state empty,dead -o json")
     assert json_rows(out) == []
     c.close()
     out, _ = ok(sandbox, "list-groups --state Empty -o json")
-    assert [r["Group"] for r in json_rows(out)] == ["app"]
+    assert [r["group"] for r in json_rows(out)] == ["app"]
     # The topic filter (the REPL's context topic fills it): a topic the group has nothing of.
     create(sandbox, "other", 1)
     out, _ = ok(sandbox, "describe-group app --topic other -o json")
@@ -142,7 +142,7 @@ def test_describe_reports_every_missing_group_and_exits_1(sandbox):
     commit(sandbox, "real", "t", {0: 0})
     code, out, err = sh(sandbox, "describe-group real ghost -o json")
     assert code == 1
-    assert [r["Group"] for r in json_rows(out, "offsets")] == ["real"]
+    assert [r["group"] for r in json_rows(out, "offsets")] == ["real"]
     assert "Consumer group 'ghost' does not exist (see list-groups)." in err.splitlines()
     assert sh(sandbox, "list-groups --state Bogus")[0] == 2
 
@@ -168,7 +168,7 @@ def first_at_or_after(stamps: dict, partition: int, when_ms: int) -> int | None:
 
 def plan(sandbox, specifier: str, scope: str = "--topic t") -> tuple[dict[int, int], str]:
     out, err = ok(sandbox, f"reset-offsets --group g {scope} {specifier} -o json")
-    return {r["Partition"]: r["NewOffset"] for r in json_rows(out, "offsets")}, err
+    return {r["partition"]: r["new_offset"] for r in json_rows(out, "offsets")}, err
 
 
 def test_every_reset_specifier_moves_offsets_where_kafka_would(sandbox, stamped):
@@ -224,7 +224,7 @@ def test_export_and_from_file_round_trip(sandbox, stamped, tmp_path: Path):
     assert out == "g,t,0,0\nh,t,0,0\n"  # several groups: the group comes first
     assert ok(sandbox, "reset-offsets --all-groups --topic t:0 --to-earliest --export")[0] == out
     out, _ = ok(sandbox, "describe-group --all-groups --state -o json")
-    assert [r["Group"] for r in json_rows(out)] == ["g", "h"]
+    assert [r["group"] for r in json_rows(out)] == ["g", "h"]
     plan_file.write_text("g,t,0,2\nh,t,0,8\n")
     ok(sandbox, f"reset-offsets --group g --group h --from-file {plan_file} --execute --yes")
     assert committed(sandbox, "g")[0] == 2 and committed(sandbox, "h") == {0: 8}
@@ -323,8 +323,8 @@ def test_delete_offsets_refused_for_a_subscribed_topic(sandbox):
     c.commit(offsets=[TopicPartition("t", 0, 1), TopicPartition("old", 0, 0)], asynchronous=False)
     code, out, err = sh(sandbox, "delete-offsets --group g --topic t:0 --topic old --yes -o json")
     assert code == 1
-    assert json_rows(out) == [{"Topic": "old", "Partition": 0, "Status": "Successful"},
-                              {"Topic": "t", "Partition": 0, "Status": "Error"}]
+    assert json_rows(out) == [{"topic": "old", "partition": 0, "status": "Successful"},
+                              {"topic": "t", "partition": 0, "status": "Error"}]
     assert err.strip().startswith("t-0: Consumer group 'g' is subscribed to the topic")
     c.close()
     assert committed(sandbox, "g") == {0: 1}  # old's offset went, t's stayed
@@ -335,7 +335,7 @@ def test_delete_offsets_refused_for_a_subscribed_topic(sandbox):
     commit(sandbox, "g", "old", {0: 0})
     sandbox.call(lambda: (sandbox.cluster.topics.pop("old"), sandbox.cluster.changed()))
     out, err = ok(sandbox, "describe-group g -o json")
-    assert [(r["Topic"], r["LogEndOffset"]) for r in json_rows(out, "offsets")] == [("old", None)]
+    assert [(r["topic"], r["log_end_offset"]) for r in json_rows(out, "offsets")] == [("old", None)]
     assert "Topic old no longer exists: group 'g' still has offsets for it" in err
 
 
@@ -357,7 +357,7 @@ def test_coordinator_errors_are_retried_within_the_timeout(sandbox):
         out, _ = ok(sandbox, "describe-group g --state -o json")
     finally:
         healer.join()
-    assert json_rows(out)[0]["Coordinator"] == node
+    assert json_rows(out)[0]["coordinator"] == node
     # A coordinator that keeps refusing: one line when the timeout is spent, exit 1.
     sandbox.fail(node, "DescribeGroups", "NOT_COORDINATOR")
     code, out, err = sh(sandbox, "describe-group g", timeout_s=1)
@@ -370,7 +370,7 @@ def test_a_moved_coordinator_is_found_again(sandbox):
     old = coordinator_of(sandbox, "g")
     sandbox.stop_broker(old)
     out, _ = ok(sandbox, "describe-group g --state -o json")
-    assert json_rows(out)[0]["Coordinator"] not in (old, -1)
+    assert json_rows(out)[0]["coordinator"] not in (old, -1)
 
 
 def test_completion_offers_group_ids_from_one_list_per_broker(sandbox, monkeypatch):

@@ -89,7 +89,8 @@ ANY_TEXT = {("list-topics", "pattern"), ("reassign-partitions", "--proposed-json
 # Values Kafka takes as names (topic "nan" is legal): accepted by name options, which must then
 # say the topic or cluster is unknown (exit 1 or 2), or succeed without changing anything.
 LEGAL_NAMES = {"-1", "nan", "inf", "-inf", "1e300", "9" * 30, "99999999999999999999999", "-9223372036854775809"}
-NAME_OPTIONS = {"--topic", "name", "--entity-name", "--topic-list", "pattern", "command", "--delete-config"}
+NAME_OPTIONS = {"--topic", "name", "--entity-name", "--topic-list", "pattern", "command", "--delete-config",
+                "--mapping-topic"}
 
 
 def hostile_files(tmp: Path) -> list[str]:

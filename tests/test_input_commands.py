@@ -51,7 +51,7 @@ def test_topic_context_reaches_every_command_that_takes_a_topic(sandbox):
         start = len(s.stdout.getvalue())
         assert run_line(s, "describe-log-dirs -o json") == 0, s.stderr.getvalue()
         rows = json_rows(s.stdout.getvalue()[start:], "partitions")
-        assert {r["Topic"] for r in rows} == {"orders"}             # filtered to the context topic
+        assert {r["topic"] for r in rows} == {"orders"}             # filtered to the context topic
         start = len(s.stdout.getvalue())
         assert run_line(s, "reassign-partitions --generate --broker-list 1,2,3") == 0, s.stderr.getvalue()
         plan = s.stdout.getvalue()[start:]
@@ -120,7 +120,7 @@ def test_confirmations_name_targets_and_refuse_missing_ones_before_asking(sandbo
     try:
         for name, partitions in (("t1", 1), ("t2", 2), ("t3", 3), ("keep", 1)):
             assert run_line(s, f"create-topic --topic {name} --partitions {partitions} --replication-factor 1") == 0
-        assert run_line(s, "delete-topic --topic 't*'") == 1                      # answered no
+        assert run_line(s, "delete-topic --topic 't.*'") == 1                      # answered no
         assert asked == ["Delete 3 topics (t1, t2, t3; 6 partitions)?"]
         assert run_line(s, "delete-topic --topic nosuch") == 1                    # refused, never asked
         assert len(asked) == 1 and 'Topic "nosuch" does not exist' in s.stderr.getvalue()
@@ -143,8 +143,8 @@ def test_one_shot_needs_yes_for_unclean_elections_and_deletions(sandbox):
         "add --yes to confirm\n")
     code, _, err = oneshot("elect-leaders --election-type unclean --topic t --yes", target)
     assert code == 0, err
-    code, _, err = oneshot("delete-topic --topic 'nosuch*'", target)
-    assert code == 1 and "No topic matches nosuch*" in err and "--yes" not in err
+    code, _, err = oneshot("delete-topic --topic 'nosuch.*'", target)
+    assert code == 1 and "No topic matches nosuch.*" in err and "--yes" not in err
     code, _, err = oneshot("delete-topic --topic t", target)
     assert code == 2 and err == "Delete 1 topic (t; 2 partitions): add --yes to confirm\n"
     assert "t" in topics_of(sandbox)
@@ -159,7 +159,7 @@ def test_confirmed_deletion_deletes_what_it_named(sandbox):
     assert oneshot("create-topic --topic t1 --partitions 1 --replication-factor 1", target)[0] == 0
     assert oneshot("create-topic --topic t2 --partitions 1 --replication-factor 1", target)[0] == 0
     asked: list[str] = []
-    code, _, err = oneshot("delete-topic --topic 't*'", target, interactive=True,
+    code, _, err = oneshot("delete-topic --topic 't.*'", target, interactive=True,
                            confirm=lambda question: asked.append(question) is None)
     assert code == 0, err
     assert asked == ["Delete 2 topics (t1, t2; 2 partitions)?"]

@@ -38,17 +38,17 @@ def test_describe_log_dirs_matches_the_replicas_and_their_lag(sandbox):
     sandbox.start_broker(2)
     data = out_json(run(sandbox, "describe-log-dirs", "-o", "json"))
     expected = sandbox.call(replica_view, sandbox.cluster)
-    got = {(r["Broker"], r["Topic"], r["Partition"]): (r["Size"], r["OffsetLag"]) for r in data["partitions"]}
+    got = {(r["broker"], r["topic"], r["partition"]): (r["size"], r["offset_lag"]) for r in data["partitions"]}
     assert got == expected
     assert got[(2, "t", 0)][1] == 2 and got[(1, "t", 0)] == (expected[(1, "t", 0)][0], 0)
     assert got[(1, "t", 0)][0] > 0
-    assert all(r["IsFuture"] is False for r in data["partitions"])
-    assert [(d["Broker"], d["LogDir"], d["Error"]) for d in data["log_dirs"]] == [
+    assert all(r["is_future"] is False for r in data["partitions"])
+    assert [(d["broker"], d["log_dir"], d["error"]) for d in data["log_dirs"]] == [
         (b, f"/sandbox/broker-{b}/data", None) for b in (1, 2, 3)]
-    assert data["log_dirs"][0]["UsableBytes"] == data["log_dirs"][0]["TotalBytes"] - expected[(1, "t", 0)][0]
+    assert data["log_dirs"][0]["usable_bytes"] == data["log_dirs"][0]["total_bytes"] - expected[(1, "t", 0)][0]
 
     data = out_json(run(sandbox, "describe-log-dirs --broker-list 2,3 --topic-list t", "-o", "json"))
-    assert sorted((r["Broker"], r["Topic"], r["Partition"]) for r in data["partitions"]) == [
+    assert sorted((r["broker"], r["topic"], r["partition"]) for r in data["partitions"]) == [
         (2, "t", 0), (2, "t", 1), (3, "t", 1)]
 
 
@@ -111,25 +111,25 @@ def test_describe_quorum_status_and_replication(quorum3):
     [status] = out_json(run(sandbox, "describe-quorum --status", "-o", "json"))
     voters = [f"{c}@CONTROLLER://{h}:{p}" for c in sandbox.controller_ids for h, p in [sandbox.address(c)]]
     assert status == {
-        "ClusterId": cluster.cluster_id, "LeaderId": leader,
-        "LeaderEpoch": sandbox.controller_epoch, "HighWatermark": cluster.generation,
-        "MaxFollowerLag": cluster.generation - stopped_offset,
-        "MaxFollowerLagTimeMs": status["MaxFollowerLagTimeMs"],
-        "CurrentVoters": voters, "CurrentObservers": ["1", "2", "3"],  # brokers observe the quorum
-        "KraftVersion": 0}  # a static quorum
-    assert status["MaxFollowerLagTimeMs"] >= 0
+        "cluster_id": cluster.cluster_id, "leader_id": leader,
+        "leader_epoch": sandbox.controller_epoch, "high_watermark": cluster.generation,
+        "max_follower_lag": cluster.generation - stopped_offset,
+        "max_follower_lag_time_ms": status["max_follower_lag_time_ms"],
+        "current_voters": voters, "current_observers": ["1", "2", "3"],  # brokers observe the quorum
+        "kraft_version": 0}  # a static quorum
+    assert status["max_follower_lag_time_ms"] >= 0
     [default] = out_json(run(sandbox, "describe-quorum", "-o", "json"))  # --status is the default
-    lag_time = "MaxFollowerLagTimeMs"  # grows while the follower stays down
+    lag_time = "max_follower_lag_time_ms"  # grows while the follower stays down
     assert {**default, lag_time: None} == {**status, lag_time: None} and default[lag_time] >= status[lag_time]
 
     table = out_json(run(sandbox, "describe-quorum --replication", "-o", "json"))
-    by_id = {r["NodeId"]: r for r in table}
-    assert table[0]["NodeId"] == leader and table[0]["Status"] == "Leader" and table[0]["Lag"] == 0
-    assert [r["Status"] for r in table[1:]] == ["Follower", "Follower", "Observer", "Observer", "Observer"]
-    assert (by_id[follower]["LogEndOffset"], by_id[follower]["Lag"]) == (stopped_offset, cluster.generation - stopped_offset)
-    assert by_id[follower]["LastCaughtUpTimestamp"] == cluster.runtime.stopped_at[follower][1]
+    by_id = {r["node_id"]: r for r in table}
+    assert table[0]["node_id"] == leader and table[0]["status"] == "Leader" and table[0]["lag"] == 0
+    assert [r["status"] for r in table[1:]] == ["Follower", "Follower", "Observer", "Observer", "Observer"]
+    assert (by_id[follower]["log_end_offset"], by_id[follower]["lag"]) == (stopped_offset, cluster.generation - stopped_offset)
+    assert by_id[follower]["last_caught_up_timestamp"] == cluster.runtime.stopped_at[follower][1]
     # A static quorum's voters have no directory id (as on Kafka); brokers have their log dir's.
-    assert [bool(r["DirectoryId"]) for r in table] == [False, False, False, True, True, True]
+    assert [bool(r["directory_id"]) for r in table] == [False, False, False, True, True, True]
 
 
 @ZK_MODE
@@ -145,9 +145,9 @@ def test_describe_controller_and_the_preferred_controller(quorum3):
     active = sandbox.active_controller
     host, port = sandbox.address(active)
     kraft = sandbox.mode == "kraft"
-    held, seen, voters = row.pop("HeldSince"), row.pop("SeenSince"), row.pop("Voters")
-    assert row == {"Id": active, "Host": host, "Port": port, "Rack": None, "Mode": "KRaft" if kraft else "ZooKeeper",
-                   "ControllerEpoch": sandbox.controller_epoch if kraft else None, "PreferredController": None}
+    held, seen, voters = row.pop("held_since"), row.pop("seen_since"), row.pop("voters")
+    assert row == {"id": active, "host": host, "port": port, "rack": None, "mode": "KRaft" if kraft else "ZooKeeper",
+                   "controller_epoch": sandbox.controller_epoch if kraft else None, "preferred_controller": None}
     # Since when it holds the role, from the cluster's own record (the sandbox keeps one), and
     # since when this shell has seen it hold it (controller-history): epoch ms, the first earlier.
     took = [e for e in sandbox.status()["controller_changes"] if e["to"] == active]
@@ -158,8 +158,8 @@ def test_describe_controller_and_the_preferred_controller(quorum3):
     p = run(sandbox, f"alter-configs --entity-type brokers --entity-default --add-config preferred.controller.id={target}")
     assert p.returncode == 0, p.stderr
     [row] = out_json(run(sandbox, "describe-controller", "-o", "json"))
-    assert (row["Id"], row["PreferredController"]) == (target, target) == (sandbox.active_controller, target)
-    assert row["ControllerEpoch"] == (sandbox.controller_epoch if kraft else None)
+    assert (row["id"], row["preferred_controller"]) == (target, target) == (sandbox.active_controller, target)
+    assert row["controller_epoch"] == (sandbox.controller_epoch if kraft else None)
 
 
 def test_on_a_cluster_without_the_apis():
@@ -169,4 +169,4 @@ def test_on_a_cluster_without_the_apis():
             p = shell("--bootstrap-server", bootstrap, "--command", line)
             assert_one_line_error(p, 1, f"needs the {api} API, which is not supported by this cluster")
         [row] = out_json(shell("--bootstrap-server", bootstrap, "--command", "describe-controller", "-o", "json"))
-        assert row["PreferredController"] is None and row["ControllerEpoch"] is None
+        assert row["preferred_controller"] is None and row["controller_epoch"] is None

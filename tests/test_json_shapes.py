@@ -1,8 +1,9 @@
 """One convention for every command's output (issue 22): each command of the registry is run
-with `--output json` on a sandbox that has something to show, and every table's columns are
-CamelCase as Kafka's tools print them, its ids and numbers JSON integers or null, its yes/no
-values JSON booleans, and its topic and directory ids as Kafka prints them (base64, not a
-dashed UUID). A command left out of the walk is listed below with the reason."""
+with `--output json` on a sandbox that has something to show, and every key is snake_case (one
+spelling in json, jsonl and csv; issue 34), its ids and numbers JSON integers or null, its yes/no
+values JSON booleans, several values an object or a list (not "k=v,k2=v2" or "t(0,1)" text),
+and its topic and directory ids as Kafka prints them (base64, not a dashed UUID). A command
+left out of the walk is listed below with the reason."""
 
 from __future__ import annotations
 
@@ -17,20 +18,22 @@ from kafka_shell.declarations.registry import load_commands
 from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.connection.session import Session, Target
-from tests.test_groups_cmd import commit
+from tests.test_groups_cmd import commit, member
 
-CAMEL = re.compile(r"[A-Z][A-Za-z0-9]*")
+SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 DASHED_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Words that stand for a value JSON has a type for (null, a boolean).
 UNTYPED = {"none", "None", "null", "yes", "no", "true", "false", "*", "-"}
 # ACLs' "*" is Kafka's own value, and so is cordoned.log.dirs' (every log dir of the broker).
-WILDCARDS = {"Host", "Principal", "Name", "Resource", "ResourceName", "Cordoned", "CordonedBefore"}
+WILDCARDS = {"host", "principal", "name", "resource", "resource_name", "cordoned", "cordoned_before"}
 # Columns that hold integers (or null) wherever they appear.
-INTEGER = re.compile(r"(Partition|Leader|Replica|Offset|Epoch|Count|Bytes|Lag|Port|NodeId|Id|Broker|Size|Members|"
-                     r"Partitions|ReplicationFactor|Throttle|Ms|Timestamp|Since|HighWatermark|Controller)$")
-BOOLEAN = re.compile(r"^(Is[A-Z]\w*|Sensitive|ReadOnly|Internal|Chosen|LastIsr|ActiveController)$")
-NOT_INTEGER = {"TopicId", "ClusterId", "DirectoryId", "ClientId", "MemberId", "GroupInstanceId", "TransactionalId",
-               "ProducerId", "Id_", "DesignatedLeader", "TopicPartitions"}
+INTEGER = re.compile(r"(^|_)(partition|leader|replica|offset|epoch|count|bytes|lag|port|node_id|id|broker|size|members|"
+                     r"partitions|replication_factor|throttle|ms|timestamp|since|high_watermark|controller)$")
+BOOLEAN = re.compile(r"^(is_\w+|sensitive|read_only|internal|chosen|last_isr|active_controller)$")
+NOT_INTEGER = {"topic_id", "cluster_id", "directory_id", "client_id", "member_id", "group_instance_id", "transactional_id",
+               "producer_id", "designated_leader", "topic_partitions", "consumer_id"}
+# Text that holds several values (k=v,k2=v2; t(0,1)): json gives those as objects and lists.
+PACKED = re.compile(r"[\w.-]+=[^,]*(,[\w.-]+=[^,]*)+|[\w.-]+\([0-9,]+\)( [\w.-]+\([0-9,]+\))*")
 
 # The walk: (line, what it shows). Lines run in order on one sandbox.
 WALK = [
@@ -39,7 +42,8 @@ WALK = [
     "alter-configs --topic orders --add-config retention.ms=1000 --dry-run", "alter-configs --broker 1 --add-config "
     "log.cleaner.threads=2", "list-brokers", "describe-cluster", "api-versions --broker 1", "describe-controller",
     "describe-quorum --status", "describe-quorum --replication", "describe-log-dirs", "controller-history",
-    "list-groups", "list-streams-groups", "list-share-groups", "describe-group app", "describe-group app --members", "describe-group app --state",
+    "list-groups", "list-streams-groups", "list-share-groups", "describe-group app", "describe-group app --members",
+    "describe-group live --members --verbose", "describe-group app --state",
     "describe-group app --by-topic", "list-groups --lag", "copy-offsets --from-group app --to-group app-copy",
     "export-configs {tmp}/configs.json", "import-configs {tmp}/configs.json", "diff-configs --all-brokers",
     "unregister-controller --id 100 --dry-run",
@@ -108,20 +112,31 @@ def _check(line: str, doc: object) -> None:
     for name, rows in doc.items():
         assert re.fullmatch(r"[a-z][a-z0-9_]*", name), (line, name)
         for row in rows:
-            for key, value in row.items():
-                assert CAMEL.fullmatch(key), f"{line}: column {key!r} is not CamelCase"
-                values = value if isinstance(value, list) else [value]
-                if key.endswith("Value"):   # a config's value, as Kafka gives it ("false" is one)
-                    continue
-                for v in values:
-                    assert not (isinstance(v, str) and v in UNTYPED and not (v == "*" and key in WILDCARDS)), \
-                        f"{line}: {key} = {v!r} (use null or a boolean)"
-                    assert not (isinstance(v, str) and DASHED_UUID.fullmatch(v)), f"{line}: {key} = {v!r} (Kafka's base64)"
-                if BOOLEAN.match(key) and not (key == "ActiveController" and "nodes" != name):
-                    assert all(isinstance(v, bool) for v in values), f"{line}: {key} = {value!r} is no boolean"
-                elif INTEGER.search(key) and key not in NOT_INTEGER:
-                    assert all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values), \
-                        f"{line}: {key} = {value!r} is no integer"
+            _check_row(line, name, row)
+
+
+def _check_row(line: str, name: str, row: dict) -> None:
+    """A row, or a record nested in one (an assignment's {topic, partitions}): snake_case keys,
+    typed values. A map (a topic's configs) is data: its keys are Kafka's names."""
+    for key, value in row.items():
+        assert SNAKE.fullmatch(key), f"{line}: key {key!r} is not snake_case"
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, dict):
+                if key != "configs" and key != "entity":
+                    _check_row(line, name, v)
+                continue
+            if key.endswith("value"):   # a config's value, as Kafka gives it ("false" is one)
+                continue
+            assert not (isinstance(v, str) and v in UNTYPED and not (v == "*" and key in WILDCARDS)), \
+                f"{line}: {key} = {v!r} (use null or a boolean)"
+            assert not (isinstance(v, str) and DASHED_UUID.fullmatch(v)), f"{line}: {key} = {v!r} (Kafka's base64)"
+            assert not (isinstance(v, str) and PACKED.fullmatch(v)), f"{line}: {key} = {v!r} (an object or a list)"
+        if BOOLEAN.match(key) and not (key == "active_controller" and "nodes" != name):
+            assert all(isinstance(v, bool) for v in values), f"{line}: {key} = {value!r} is no boolean"
+        elif INTEGER.search(key) and key not in NOT_INTEGER and not isinstance(value, dict):
+            assert all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values), \
+                f"{line}: {key} = {value!r} is no integer"
 
 
 def open_transaction(sandbox: Sandbox) -> tuple[int, Producer]:
@@ -145,12 +160,13 @@ def test_every_command_prints_typed_json_under_one_naming_convention(shaped, tmp
     session = Session(target=Target(sandbox.bootstrap), sandbox=sandbox, stdout=io.StringIO(), stderr=io.StringIO(),
                       output="json")
     try:
-        for setup in ("create-topic --topic orders --partitions 3 --replication-factor 2",
+        for setup in ("create-topic --topic orders --partitions 3 --replication-factor 2 --config retention.ms=86400000",
                       "produce --topic orders a b c --key-separator : --header h=1"):
             assert run_line(session, setup.replace("a b c", "k:a k:b k:c")) == 0, session.stderr.getvalue()
         commit(sandbox, "app", "orders", {0: 1})
         commit(sandbox, "old", "orders", {1: 0})
         txn_offset, producer = open_transaction(sandbox)
+        live = member(sandbox, "live", "orders")   # a member, with its assignment
         walked = set()
         for line in WALK:
             line = line.format(tmp=tmp_path, bootstrap=sandbox.bootstrap, txn_offset=txn_offset)
@@ -167,5 +183,7 @@ def test_every_command_prints_typed_json_under_one_naming_convention(shaped, tmp
             walked.add(line.split()[0])
     finally:
         session.close()
+        if "live" in locals():
+            live.close()
     every = set(load_commands().commands)
     assert every - walked - set(LEFT_OUT) == set(), "commands the walk misses"

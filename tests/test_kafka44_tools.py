@@ -32,7 +32,7 @@ def both(sb, line: str, *extra: str):
 
 
 def registered(sb) -> list[int]:
-    return [c["Id"] for c in ok(both(sb, "describe-cluster", "-o", "json"))["controllers"]]
+    return [c["id"] for c in ok(both(sb, "describe-cluster", "-o", "json"))["controllers"]]
 
 
 def test_remove_controller_unregister_then_unregister_controller(dynamic):
@@ -130,4 +130,4 @@ def test_add_controller_reads_the_new_controllers_properties_from_command_config
         args = ["--command", line] if not line.startswith("--") else line.split()
         p = shell("--bootstrap-controller", sb.bootstrap_controllers, "-o", "json", *args)
         plan = ok(p)["voters"]
-        assert plan[-1]["NodeId"] == new["id"] and plan[-1]["DirectoryId"] == new["directory_id"], line
+        assert plan[-1]["node_id"] == new["id"] and plan[-1]["directory_id"] == new["directory_id"], line

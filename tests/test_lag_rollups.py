@@ -30,19 +30,19 @@ def test_describe_group_by_topic_and_the_total_line(lagging):
     out, _ = ok(lagging, "describe-group app ops --by-topic -o json")
     tables = json_tables(out)
     assert "offsets" not in tables   # no row per partition
-    assert tables["topic_totals"] == [{"Group": "app", "Topic": "a", "Partitions": 2, "Lag": 2},
-                                      {"Group": "app", "Topic": "b", "Partitions": 1, "Lag": 3},
-                                      {"Group": "ops", "Topic": "a", "Partitions": 1, "Lag": 2}]
-    assert [(r["Group"], r["Lag"]) for r in tables["group_totals"]] == [("app", 5), ("ops", 2)]
-    assert tables["total"] == [{"Groups": 2, "Topics": 2, "Partitions": 4, "Lag": 7}]
+    assert tables["topic_totals"] == [{"group": "app", "topic": "a", "partitions": 2, "lag": 2},
+                                      {"group": "app", "topic": "b", "partitions": 1, "lag": 3},
+                                      {"group": "ops", "topic": "a", "partitions": 1, "lag": 2}]
+    assert [(r["group"], r["lag"]) for r in tables["group_totals"]] == [("app", 5), ("ops", 2)]
+    assert tables["total"] == [{"groups": 2, "topics": 2, "partitions": 4, "lag": 7}]
     # The default view has the same roll-ups after the partitions.
     out, _ = ok(lagging, "describe-group --all-groups -o json")
     tables = json_tables(out)
-    assert [(r["Group"], r["Topic"], r["Partition"], r["Lag"]) for r in tables["offsets"]] == [
+    assert [(r["group"], r["topic"], r["partition"], r["lag"]) for r in tables["offsets"]] == [
         ("app", "a", 0, 2), ("app", "a", 1, 0), ("app", "b", 0, 3), ("ops", "a", 2, 2)]
-    assert tables["total"] == [{"Groups": 2, "Topics": 2, "Partitions": 4, "Lag": 7}]
+    assert tables["total"] == [{"groups": 2, "topics": 2, "partitions": 4, "lag": 7}]
     out, _ = ok(lagging, "describe-group app ops --by-topic --topic b -o json")
-    assert json_rows(out, "total") == [{"Groups": 2, "Topics": 1, "Partitions": 1, "Lag": 3}]
+    assert json_rows(out, "total") == [{"groups": 2, "topics": 1, "partitions": 1, "lag": 3}]
     # One group: its line in group_totals is the total; no table repeats it.
     assert "total" not in json_tables(ok(lagging, "describe-group app -o json")[0])
     # The table view: the totals as the last line, none of the partition columns.
@@ -54,9 +54,9 @@ def test_describe_group_by_topic_and_the_total_line(lagging):
 
 def test_list_groups_lag_reads_each_log_end_once(lagging):
     out, _ = ok(lagging, "list-groups --lag -o json")
-    assert [(r["Group"], r["Lag"]) for r in json_rows(out)] == [("app", 5), ("ops", 2)]
+    assert [(r["group"], r["lag"]) for r in json_rows(out)] == [("app", 5), ("ops", 2)]
     # Without --lag the columns are as before.
-    assert "Lag" not in json_rows(ok(lagging, "list-groups -o json")[0])[0]
+    assert "lag" not in json_rows(ok(lagging, "list-groups -o json")[0])[0]
     # One ListOffsets request per leader for all groups (3 brokers at most), however many groups.
     for n in range(20):
         commit(lagging, f"g{n:02d}", "a", {0: 1, 1: 1, 2: 1})
@@ -78,16 +78,16 @@ def test_list_groups_lag_with_a_consumer_that_committed_nothing(lagging):
     c = member(lagging, "live", "b")
     try:
         out, _ = ok(lagging, "list-groups --lag -o json")
-        assert {r["Group"]: r["Lag"] for r in json_rows(out)}["live"] is None   # nothing committed: unknown
+        assert {r["group"]: r["lag"] for r in json_rows(out)}["live"] is None   # nothing committed: unknown
         out, _ = ok(lagging, "describe-group live -o json")
-        assert json_rows(out, "offsets")[0]["Lag"] is None and json_rows(out, "group_totals")[0]["Lag"] is None
+        assert json_rows(out, "offsets")[0]["lag"] is None and json_rows(out, "group_totals")[0]["lag"] is None
     finally:
         c.close()
 
 
 def test_copy_offsets_plans_then_executes_on_an_inactive_group(lagging):
     out, err = ok(lagging, "copy-offsets --from-group app --to-group app2 -o json")
-    assert [(r["Group"], r["Topic"], r["Partition"], r["CurrentOffset"], r["NewOffset"]) for r in json_rows(out)] == [
+    assert [(r["group"], r["topic"], r["partition"], r["current_offset"], r["new_offset"]) for r in json_rows(out)] == [
         ("app2", "a", 0, None, 3), ("app2", "a", 1, None, 7), ("app2", "b", 0, None, 1)]
     assert "Dry run: nothing was changed (add --execute to apply)." in err
     assert committed(lagging, "app2") == {}
@@ -125,7 +125,7 @@ def test_copy_offsets_refuses_an_active_target_and_bad_input(lagging):
 def test_copy_offsets_moves_offsets_into_the_log_with_kafkas_note(lagging):
     ok(lagging, "delete-records --topic a --partition 0 --before-offset 4 --yes")
     out, err = ok(lagging, "copy-offsets --from-group app --to-group app2 --topic a:0 -o json")
-    assert json_rows(out)[0]["NewOffset"] == 4
+    assert json_rows(out)[0]["new_offset"] == 4
     assert "New offset (3) is lower than earliest offset for topic partition a-0. Value will be set to 4" in err
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kafka_shell.connection.metadata import kafka_uuid
+from kafka_shell.declarations.render import cell
 from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from tests.conftest import BOTH_MODES
 from tests.output import json_rows, json_tables
@@ -58,17 +59,17 @@ def test_create_list_describe_alter_delete(sandbox):
     assert topics(sandbox) == {"orders": 5}
 
     p = run(sandbox, "list-topics", "--output", "json")
-    assert json_rows(p.stdout) == [{"Topic": "orders", "Partitions": 5, "ReplicationFactor": 3}]
+    assert json_rows(p.stdout) == [{"topic": "orders", "partitions": 5, "replication_factor": 3}]
 
     p = run(sandbox, "describe-topic --topic orders", "--output", "json")
     data = json_tables(p.stdout)
-    assert data["topics"][0]["PartitionCount"] == 5
-    assert data["topics"][0]["TopicId"] == kafka_uuid(sandbox.cluster.topics["orders"].id)   # as Kafka prints it
+    assert data["topics"][0]["partition_count"] == 5
+    assert data["topics"][0]["topic_id"] == kafka_uuid(sandbox.cluster.topics["orders"].id)   # as Kafka prints it
     parts = data["partitions"]
-    assert [r["Partition"] for r in parts] == [0, 1, 2, 3, 4]
+    assert [r["partition"] for r in parts] == [0, 1, 2, 3, 4]
     for row, part in zip(parts, sandbox.cluster.topics["orders"].partitions):
-        assert row["Replicas"] == part.replicas and row["Leader"] == part.leader
-        assert row["Isr"] == part.isr
+        assert row["replicas"] == part.replicas and row["leader"] == part.leader
+        assert row["isr"] == part.isr
 
     p = run(sandbox, "alter-topic --topic orders --partitions 8")
     assert p.returncode == 0, p.stderr
@@ -89,7 +90,7 @@ def test_kip4_flag_style_with_broker_list_last(sandbox):
     assert sandbox.cluster.topics["my_topic"].configs == {"retention.ms": "1000"}
     p = shell("--list-topics", "--broker-list", sandbox.bootstrap, "--output", "csv")
     assert p.returncode == 0
-    assert list(csv.reader(io.StringIO(p.stdout))) == [["Topic", "Partitions", "ReplicationFactor"],
+    assert list(csv.reader(io.StringIO(p.stdout))) == [["topic", "partitions", "replication_factor"],
                                                       ["my_topic", "5", "3"]]
 
 
@@ -199,8 +200,7 @@ def test_json_and_csv_carry_exactly_the_table_data(sandbox):
                   for name in as_json]
     for (_name, records), rows in zip(as_json.items(), csv_tables):
         assert rows[0] == list(records[0])  # same columns, same order
-        as_text = [[",".join(map(str, v)) if isinstance(v, list) else str(v) for v in r.values()]
-                   for r in records]
+        as_text = [[cell(v) if v is not None else "" for v in r.values()] for r in records]
         assert rows[1:] == as_text
         for row in as_text:  # and the table shows the same cells
             assert all(cell in table for cell in row if cell)
@@ -217,13 +217,13 @@ def test_controller_killed_between_two_commands(sandbox):
     assert p.returncode == 0, p.stderr
     assert set(topics(sandbox)) == {"before", "after"}
     p = run(sandbox, "list-brokers", "--output", "json")
-    roles = {r["Id"]: r["Role"] for r in json_rows(p.stdout)}
+    roles = {r["id"]: r["role"] for r in json_rows(p.stdout)}
     if sandbox.mode == "zk":
         assert new != old and roles[new] == "controller" and roles[old] == "broker"
     else:  # the controllers are no brokers; a lone voter comes back itself
         assert new == old == 100 and set(roles.values()) == {"broker"}
     [row] = json_rows(run(sandbox, "describe-controller", "-o", "json").stdout)
-    assert (row["Id"], row["ControllerEpoch"] or -1) == (new, sandbox.controller_epoch if sandbox.mode == "kraft" else -1)
+    assert (row["id"], row["controller_epoch"] or -1) == (new, sandbox.controller_epoch if sandbox.mode == "kraft" else -1)
 
 
 def test_broker_down(sandbox):
@@ -232,9 +232,9 @@ def test_broker_down(sandbox):
     p = run(sandbox, "describe-topic --topic t --under-replicated-partitions", "--output", "json")
     assert p.returncode == 0, p.stderr
     rows = json_rows(p.stdout, "partitions")
-    assert len(rows) == 3 and all(2 not in r["Isr"] and 2 in r["Offline"] for r in rows)
+    assert len(rows) == 3 and all(2 not in r["isr"] and 2 in r["offline"] for r in rows)
     p = run(sandbox, "describe-cluster", "--output", "json")
-    status = {b["Id"]: b["Status"] for b in json_rows(p.stdout, "brokers")}
+    status = {b["id"]: b["status"] for b in json_rows(p.stdout, "brokers")}
     assert status == {1: "online", 2: "offline", 3: "online"}
     p = run(sandbox, "create-topic --topic u --replication-factor 3")
     assert p.returncode == 1 and "larger than the 2 available broker(s)" in p.stderr
@@ -246,6 +246,6 @@ def test_output_option_of_one_command_overrides_the_session_format(sandbox):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "fmt", 2, 1)
     p = run(sandbox, "list-topics -o json", "--output", "csv")
     assert p.returncode == 0, p.stderr
-    assert json_rows(p.stdout) == [{"Topic": "fmt", "Partitions": 2, "ReplicationFactor": 1}]
+    assert json_rows(p.stdout) == [{"topic": "fmt", "partitions": 2, "replication_factor": 1}]
     p = run(sandbox, "list-topics", "--output", "csv")
-    assert p.stdout.splitlines() == ["Topic,Partitions,ReplicationFactor", "fmt,2,1"]
+    assert p.stdout.splitlines() == ["topic,partitions,replication_factor", "fmt,2,1"]

@@ -42,10 +42,10 @@ def text(result: Result, fmt: str, **view) -> str:
 
 def test_json_is_always_an_object_of_named_tables():
     one = Result.table(["Topic"], [["t"]], name="topics")
-    assert json.loads(text(one, "json")) == {"topics": [{"Topic": "t"}]}
+    assert json.loads(text(one, "json")) == {"topics": [{"topic": "t"}]}
     assert json.loads(text(TWO, "json")) == {
-        "partitions": [{"Topic": "t", "Size": 107374182400, "Adding": []}, {"Topic": "u", "Size": 1536, "Adding": None}],
-        "cluster": [{"ClusterId": "c1", "LastFetchTimestamp": 5000}, {"ClusterId": "c2", "LastFetchTimestamp": -1}]}
+        "partitions": [{"topic": "t", "size": 107374182400, "adding": []}, {"topic": "u", "size": 1536, "adding": None}],
+        "cluster": [{"cluster_id": "c1", "last_fetch_timestamp": 5000}, {"cluster_id": "c2", "last_fetch_timestamp": -1}]}
 
 
 def test_jsonl_is_one_row_a_line_with_snake_case_keys_and_its_table():
@@ -60,9 +60,9 @@ def test_jsonl_is_one_row_a_line_with_snake_case_keys_and_its_table():
 
 def test_csv_is_one_table_the_first_unless_named():
     assert list(csv.DictReader(io.StringIO(text(TWO, "csv")))) == [
-        {"Topic": "t", "Size": "107374182400", "Adding": ""}, {"Topic": "u", "Size": "1536", "Adding": ""}]
+        {"topic": "t", "size": "107374182400", "adding": ""}, {"topic": "u", "size": "1536", "adding": ""}]
     assert list(csv.DictReader(io.StringIO(text(TWO, "csv", csv_table="cluster")))) == [
-        {"ClusterId": "c1", "LastFetchTimestamp": "5000"}, {"ClusterId": "c2", "LastFetchTimestamp": "-1"}]
+        {"cluster_id": "c1", "last_fetch_timestamp": "5000"}, {"cluster_id": "c2", "last_fetch_timestamp": "-1"}]
     with pytest.raises(UsageError, match='No table "nope" in this result for --csv-table: choose one of partitions, cluster'):
         text(TWO, "csv", csv_table="nope")
 
@@ -170,7 +170,7 @@ def test_one_shot_formats_and_expanded(sandbox):
     assert [r["table"] for r in rows] == ["topics", "partitions", "partitions"]
     assert rows[1]["adding_replicas"] == [] and rows[0]["partition_count"] == 2
     p = run(sandbox, "describe-topic --topic t", "--output", "csv", "--csv-table", "partitions")
-    assert [r["Partition"] for r in csv.DictReader(io.StringIO(p.stdout))] == ["0", "1"]
+    assert [r["partition"] for r in csv.DictReader(io.StringIO(p.stdout))] == ["0", "1"]
     p = run(sandbox, "describe-topic --topic t --csv-table nope -o csv")
     assert p.returncode == 2 and p.stderr.strip().endswith("choose one of topics, partitions")
     p = run(sandbox, "describe-topic --topic t", "--expanded")
@@ -209,7 +209,7 @@ def test_a_failed_designated_election_reports_its_error_once(tmp_path):
         assert said.count("broker 4 is not a replica") == 1 and "1 partition(s) could not be elected" in p.stderr
         assert re.search(r"t\s+0\s+failed", p.stdout)
         p = run(sandbox, f"elect-leaders --election-type designated --path-to-json-file {plan} --yes", "-o", "json")
-        assert "broker 4 is not a replica" in json_rows(p.stdout, "elections")[0]["Error"]   # scripts get it as data
+        assert "broker 4 is not a replica" in json_rows(p.stdout, "elections")[0]["error"]   # scripts get it as data
 
 
 # -- every command that produces tables, in every data format --------------------------------------

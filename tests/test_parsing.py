@@ -100,8 +100,8 @@ def test_render_json_csv_and_table_share_the_data():
         render(result, fmt, out, err)
         assert err.getvalue() == "Done.\n"  # messages never pollute stdout
         outs[fmt] = out.getvalue()
-    assert json_rows(outs["json"]) == [{"Topic": "t", "Replicas": [1, 2], "Leader": None}]
-    assert outs["csv"] == "Topic,Replicas,Leader\nt,\"1,2\",\n"
+    assert json_rows(outs["json"]) == [{"topic": "t", "replicas": [1, 2], "leader": None}]
+    assert outs["csv"] == "topic,replicas,leader\nt,\"1,2\",\n"
     assert outs["table"].splitlines()[2].split() == ["t", "1,2"]   # a column empty in every row is left out
     two_rows = Result.table(["Topic", "Leader"], [["t", None], ["u", 1]])
     out = io.StringIO()
@@ -110,4 +110,4 @@ def test_render_json_csv_and_table_share_the_data():
     two = Result(tables=[Table(["A"], [[1]], name="x"), Table(["B"], [[2]], name="y")])
     out = io.StringIO()
     render(two, "json", out, io.StringIO())
-    assert json_tables(out.getvalue()) == {"x": [{"A": 1}], "y": [{"B": 2}]}
+    assert json_tables(out.getvalue()) == {"x": [{"a": 1}], "y": [{"b": 2}]}

@@ -278,9 +278,9 @@ def test_analyze_command_in_process(spark, fleet, tmp_path):
     assert jobs_per_stage["bytes per broker and log dir"] <= 2 and jobs_per_stage["recovery plan"] == 1, jobs_per_stage
     assert (tmp_path / "report.html").exists()
     tables = json_tables(session.stdout.getvalue())   # the one json shape: tables by name
-    assert list(tables) == ["summary", "clusters"] and all(set(row) == {"Item", "Value"} for row in tables["summary"])
+    assert list(tables) == ["summary", "clusters"] and all(set(row) == {"item", "value"} for row in tables["summary"])
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert [r["Cluster"] for r in tables["clusters"]] == [h["cluster_id"] for h in summary["headline"]]
+    assert [r["cluster"] for r in tables["clusters"]] == [h["cluster_id"] for h in summary["headline"]]
 
 
 def test_format_2_snapshots_beside_format_3_give_the_same_analysis(spark, fleet, analysis, tmp_path):

@@ -46,7 +46,7 @@ def test_snapshot_of_a_sandbox_holds_what_the_cluster_holds(sandbox, tmp_path):
     (row,) = json_rows(proc.stdout, "snapshots")
     d = one_snapshot(tmp_path)
     manifest = json.loads((d / schema.MANIFEST).read_text())
-    assert row["Directory"] == str(d) and row["Partitions"] == manifest["rows"]["partitions"]
+    assert row["directory"] == str(d) and row["partitions"] == manifest["rows"]["partitions"]
     assert manifest["mode"] == "KRaft" and manifest["controller_id"] == sandbox.active_controller
     (cluster,) = read(d, "cluster")
     assert (cluster["controller_id"], cluster["controller_epoch"]) == (sandbox.active_controller, sandbox.controller_epoch)
@@ -139,12 +139,12 @@ def test_a_series_goes_on_past_a_failed_round(sandbox, tmp_path):
     assert proc.returncode == 1, rest
     assert "the series goes on" in failure and "Stopped after" in rest
     rows = json_rows(out, "snapshots")
-    statuses = [r["Status"] for r in rows]
+    statuses = [r["status"] for r in rows]
     first_failure = next(i for i, s in enumerate(statuses) if s.startswith("failed: "))
     assert statuses[0] == "ok" and "ok" in statuses[first_failure:], statuses
     failed = [m for m in schema.read_manifests(tmp_path) if "failed" in m]
     assert len(failed) == sum(s.startswith("failed: ") for s in statuses)
-    assert all(m["cluster_id"] == rows[0]["Cluster"] and m["failed"] for m in failed)
+    assert all(m["cluster_id"] == rows[0]["cluster"] and m["failed"] for m in failed)
     assert len(schema.find_snapshots(tmp_path)) == statuses.count("ok")  # failed rounds are no snapshots
 
 

@@ -46,10 +46,10 @@ def test_set_blocking_moves_the_controller_and_show_tells_it(cluster):
     assert f"{wanted} is the active controller" in p.stderr.splitlines()[-1]
     assert cluster.active_controller == wanted and cluster.cluster.cluster_configs[KEY] == str(wanted)
     shown = json_rows(run(cluster, "preferred-controller show -o json").stdout)
-    assert shown[0]["PreferredController"] == wanted and shown[0]["ActiveController"] == wanted
+    assert shown[0]["preferred_controller"] == wanted and shown[0]["active_controller"] == wanted
     p = run(cluster, "preferred-controller clear")
     assert p.returncode == 0 and KEY not in cluster.cluster.cluster_configs
-    assert json_rows(run(cluster, "preferred-controller show -o json").stdout)[0]["PreferredController"] is None
+    assert json_rows(run(cluster, "preferred-controller show -o json").stdout)[0]["preferred_controller"] is None
 
 
 def test_the_designated_node_crashing_after_the_resignation_leaves_a_controller(cluster):

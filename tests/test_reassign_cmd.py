@@ -128,11 +128,11 @@ def test_execute_verify_and_throttles_cleared_by_a_later_session(cluster, tmp_pa
     p = shell("--bootstrap-server", cluster.bootstrap, "--output", "json", "--command",
               f"reassign-partitions --verify --reassignment-json-file {path}", env=env)
     assert p.returncode == 3, p.stderr
-    status = {(r["Topic"], r["Partition"]): r["Status"] for r in json_rows(p.stdout, "status")}
+    status = {(r["topic"], r["partition"]): r["status"] for r in json_rows(p.stdout, "status")}
     assert status[("t", 0)] == "in progress"
     listed = json_rows(shell("--bootstrap-server", cluster.bootstrap, "--output", "json", "--command",
                               "reassign-partitions --list", env=env).stdout)
-    assert {(r["Topic"], r["Partition"]) for r in listed} == set(MOVE)
+    assert {(r["topic"], r["partition"]) for r in listed} == set(MOVE)
 
     # Each --verify is a new process: the one that sees the move done removes the throttles.
     cluster.set_replication_rate(None)  # now the moves copy at the throttled rate
@@ -195,7 +195,7 @@ def test_blocking_waits_through_a_controller_change(cluster, tmp_path, env):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "Reassignment of partition t-0 is completed." in out
-    assert "partitions," in err and "copied" in err  # the progress lines
+    assert "partitions," in err and "KiB/" in err and " KB" not in err  # the progress lines, in binary units
     assert replicas(cluster)[("t", 0)] == [3, 4] and not moving(cluster)
 
 

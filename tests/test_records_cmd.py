@@ -38,12 +38,12 @@ def test_produce_then_consume_round_trip_with_keys_headers_and_binary_values(san
     create(sandbox, "t", 2)
     out, err = ok(sandbox, "produce --topic t --key-separator : --header source=test --header n=1 "
                            "--partition 1 k1:hello 'k2:two words' -o json")
-    assert json_rows(out) == [{"Record": 1, "Partition": 1, "Offset": 0}, {"Record": 2, "Partition": 1, "Offset": 1}]
+    assert json_rows(out) == [{"record": 1, "partition": 1, "offset": 0}, {"record": 2, "partition": 1, "offset": 1}]
     assert err.strip() == "Produced 2 record(s) to t."
     values = tmp_path / "values.bin"
     values.write_bytes(b"\x00\xff\xfe\n\nplain\n")  # a binary line, a blank line (skipped), a text line
     out, _ = ok(sandbox, f"produce --topic t --file {values} --partition 0 -o json")
-    assert [r["Offset"] for r in json_rows(out)] == [0, 1]
+    assert [r["offset"] for r in json_rows(out)] == [0, 1]
 
     got = read_back(sandbox, "t", 2, 4)
     seen = {(m.partition(), m.offset()): (m.key(), m.value(), m.headers()) for m in got}
@@ -52,26 +52,31 @@ def test_produce_then_consume_round_trip_with_keys_headers_and_binary_values(san
     assert seen[(0, 0)] == (None, b"\x00\xff\xfe", None)
     assert seen[(0, 1)] == (None, b"plain", None)
 
-    # Records from a real producer, binary key and value, come back as hex; text as text.
+    # Records from a real producer: text as text, bytes that are not UTF-8 as base64 under a name
+    # that says so (json gives exact bytes: the text "0x00fffe" is no longer the bytes 00 ff fe).
     producer = Producer({"bootstrap.servers": sandbox.bootstrap, "log_level": 3})
     producer.produce("t", key=b"\x81", value=b"caf\xc3\xa9", partition=0, headers=[("bin", b"\x90")],
                      timestamp=1_700_000_000_000)
     assert producer.flush(10) == 0
     out, err = ok(sandbox, "consume --topic t --partition 0 --from-beginning --max-messages 3 -o json")
     assert json_rows(out) == [
-        {"Partition": 0, "Offset": 0, "Timestamp": seen_ts(got, 0, 0), "Key": None, "Headers": None,
-         "Value": "0x00fffe"},
-        {"Partition": 0, "Offset": 1, "Timestamp": seen_ts(got, 0, 1), "Key": None, "Headers": None,
-         "Value": "plain"},
-        {"Partition": 0, "Offset": 2, "Timestamp": 1_700_000_000_000, "Key": "0x81", "Headers": "bin=0x90",
-         "Value": "café"}]
-    assert err.strip() == "Consumed 3 record(s)."
+        {"partition": 0, "offset": 0, "timestamp": seen_ts(got, 0, 0), "key": None, "key_base64": None, "headers": [],
+         "value": None, "value_base64": "AP/+"},
+        {"partition": 0, "offset": 1, "timestamp": seen_ts(got, 0, 1), "key": None, "key_base64": None, "headers": [],
+         "value": "plain", "value_base64": None},
+        {"partition": 0, "offset": 2, "timestamp": 1_700_000_000_000, "key": None, "key_base64": "gQ==",
+         "headers": [{"key": "bin", "value_base64": "kA=="}], "value": "café", "value_base64": None}]
+    assert err.strip() == "Consumed 3 record(s): --max-messages 3 reached."
     out, _ = ok(sandbox, "consume --topic t --partition 1 --offset 1 --timeout 0.5 -o json")
-    assert [(r["Key"], r["Value"], r["Headers"]) for r in json_rows(out)] == [("k2", "two words", "source=test,n=1")]
+    assert [(r["key"], r["value"], r["headers"]) for r in json_rows(out)] == [
+        ("k2", "two words", [{"key": "source", "value": "test"}, {"key": "n", "value": "1"}])]
+    # The table shows bytes that are not UTF-8 as 0x-hex, for people.
+    out, _ = ok(sandbox, "consume --topic t --partition 0 --offset 2")
+    assert "0x81" in out and "bin=0x90" in out and "café" in out
     # Bytes of the command line that are not UTF-8 (as Python hands them over) go out as they came.
     ok(sandbox, "produce --topic t --partition 1 \udcff\udcfe")
     out, _ = ok(sandbox, "consume --topic t --partition 1 --offset 2 --timeout 0.5 -o json")
-    assert [r["Value"] for r in json_rows(out)] == ["0xfffe"]
+    assert [r["value_base64"] for r in json_rows(out)] == ["//4="]
 
 
 def seen_ts(messages: list, partition: int, offset: int) -> int:
@@ -82,14 +87,14 @@ def test_consume_as_a_group_commits_what_it_read(sandbox):
     create(sandbox, "t", 1)
     ok(sandbox, "produce --topic t a b c d")
     out, _ = ok(sandbox, "consume --topic t --group readers --from-beginning --max-messages 3 -o json")
-    assert [r["Value"] for r in json_rows(out)] == ["a", "b", "c"]
+    assert [r["value"] for r in json_rows(out)] == ["a", "b", "c"]
     assert committed(sandbox, "readers") == {0: 3}
     out, _ = ok(sandbox, "describe-group readers -o json")
-    assert [(r["CurrentOffset"], r["LogEndOffset"], r["Lag"]) for r in json_rows(out, "offsets")] == [(3, 4, 1)]
+    assert [(r["current_offset"], r["log_end_offset"], r["lag"]) for r in json_rows(out, "offsets")] == [(3, 4, 1)]
     # Without --group nothing is committed and no group is left behind.
     ok(sandbox, "consume --topic t --from-beginning --max-messages 1")
     out, _ = ok(sandbox, "list-groups -o json")
-    assert [r["Group"] for r in json_rows(out)] == ["readers"]
+    assert [r["group"] for r in json_rows(out)] == ["readers"]
 
 
 def test_consume_and_produce_refuse_bad_input_in_one_line(sandbox):
@@ -113,9 +118,9 @@ def test_get_offsets_by_time_as_kafka_get_offsets(sandbox):
     out, _ = ok(sandbox, "get-offsets --topic t")
     assert out == "t:0:3\nt:1:0\n"  # kafka-get-offsets' lines
     out, _ = ok(sandbox, "get-offsets --topic t --time earliest -o json")
-    assert [(r["Partition"], r["Offset"]) for r in json_rows(out)] == [(0, 0), (1, 0)]
+    assert [(r["partition"], r["offset"]) for r in json_rows(out)] == [(0, 0), (1, 0)]
     out, err = ok(sandbox, "get-offsets --topic t --time max-timestamp --partitions 0 -o json")
-    assert json_rows(out) == [{"Topic": "t", "Partition": 0, "Offset": 1, "Timestamp": base + 5000}]
+    assert json_rows(out) == [{"topic": "t", "partition": 0, "offset": 1, "timestamp": base + 5000}]
     out, err = ok(sandbox, f"get-offsets --topic t --time {base + 1000}")
     assert out == "t:0:1\n" and "t-1: no record at or after that time." in err  # first ts >= it
     out, _ = ok(sandbox, "get-offsets --topic t --partitions 0 --time 2023-11-14T22:13:21Z")
@@ -132,14 +137,14 @@ def test_delete_records_by_arguments_and_by_kafkas_file_with_partial_failure(san
     code, _, err = sh(sandbox, "delete-records --topic t --partition 0 --before-offset 2")
     assert code == 2 and "--yes" in err  # destructive: confirmation outside the REPL
     out, _ = ok(sandbox, "delete-records --topic t --partition 0 --before-offset 2 --yes -o json")
-    assert json_rows(out) == [{"Topic": "t", "Partition": 0, "LowWatermark": 2, "Status": "Successful"}]
+    assert json_rows(out) == [{"topic": "t", "partition": 0, "low_watermark": 2, "status": "Successful"}]
     plan = tmp_path / "offsets.json"
     plan.write_text(json.dumps({"partitions": [{"topic": "t", "partition": 0, "offset": 4},
                                                {"topic": "t", "partition": 1, "offset": 9}], "version": 1}))
     code, out, err = sh(sandbox, f"delete-records --offset-json-file {plan} --yes -o json")
     assert code == 1
-    assert json_rows(out) == [{"Topic": "t", "Partition": 0, "LowWatermark": 4, "Status": "Successful"},
-                              {"Topic": "t", "Partition": 1, "LowWatermark": None, "Status": "Error"}]
+    assert json_rows(out) == [{"topic": "t", "partition": 0, "low_watermark": 4, "status": "Successful"},
+                              {"topic": "t", "partition": 1, "low_watermark": None, "status": "Error"}]
     assert err.strip() == ("t-1: offset 9 is beyond the high watermark: give a lower --before-offset "
                            "(see get-offsets)")
     assert ok(sandbox, "get-offsets --topic t --time earliest")[0] == "t:0:4\nt:1:0\n"
@@ -152,7 +157,7 @@ def test_produce_from_stdin_in_a_real_process(sandbox):
     create(sandbox, "t", 1)
     p = run(sandbox, "produce --topic t", "-o", "json", stdin="one\ntwo\n")
     assert p.returncode == 0, p.stderr
-    assert [r["Offset"] for r in json_rows(p.stdout)] == [0, 1]
+    assert [r["offset"] for r in json_rows(p.stdout)] == [0, 1]
     p = run(sandbox, "consume --topic t --from-beginning --max-messages 2")
     assert p.returncode == 0 and "one" in p.stdout and "two" in p.stdout
 
@@ -167,9 +172,10 @@ def test_in_the_repl_the_context_topic_serves_and_consume_stops_at_10(sandbox):
         assert run_line(session, "produce " + " ".join(f"v{i}" for i in range(12))) == 0
         out.truncate(0), out.seek(0)
         assert run_line(session, "consume --from-beginning") == 0, err.getvalue()
-        assert [r["Value"] for r in json_rows(out.getvalue())] == [f"v{i}" for i in range(10)]
+        assert [r["value"] for r in json_rows(out.getvalue())] == [f"v{i}" for i in range(10)]
+        assert err.getvalue().splitlines()[-1] == "Consumed 10 record(s): the REPL's limit of 10 (--max-messages N for more)."
         out.truncate(0), out.seek(0)
         assert run_line(session, "get-offsets") == 0
-        assert json_rows(out.getvalue())[0]["Offset"] == 12
+        assert json_rows(out.getvalue())[0]["offset"] == 12
     finally:
         session.close()

@@ -79,11 +79,11 @@ def test_the_seed_system_test(sandbox, path, admin):
     p = run(sandbox, RECOVER + " --show-replica-info", "-o", "json")
     assert p.returncode == 0, p.stderr
     replicas, results = json_tables(p.stdout).values()
-    chosen = {r["Replica"]: r for r in replicas}
-    assert chosen[2]["Chosen"] is True and chosen[2]["LogEndOffset"] == 15 and chosen[2]["Gap"] == 0
-    assert chosen[3]["LogEndOffset"] == 10 and chosen[3]["Gap"] == 5 and chosen[3]["Chosen"] is False
-    assert chosen[1]["State"] == "fenced" and chosen[1]["Error"] == "broker is not live"
-    assert results == [{"Topic": "t", "Partition": 0, "Result": "elected", "Leader": 2, "Error": None}]
+    chosen = {r["replica"]: r for r in replicas}
+    assert chosen[2]["chosen"] is True and chosen[2]["log_end_offset"] == 15 and chosen[2]["gap"] == 0
+    assert chosen[3]["log_end_offset"] == 10 and chosen[3]["gap"] == 5 and chosen[3]["chosen"] is False
+    assert chosen[1]["state"] == "fenced" and chosen[1]["error"] == "broker is not live"
+    assert results == [{"topic": "t", "partition": 0, "result": "elected", "leader": 2, "error": None}]
     assert leader(admin) == 2
     after = partition(sandbox)
     assert after["hw"] == 15 and after["replicas"] == [1, 3, 2]  # stock path: the order is restored
@@ -112,10 +112,10 @@ def test_a_replica_that_never_answers_is_no_candidate(sandbox, admin):
               "--recovery-duration-ms 400 --automated-recovery --yes")
     assert p.returncode == 0, p.stderr
     replicas, results = json_tables(p.stdout).values()
-    row = {r["Replica"]: r for r in replicas}
-    assert row[2]["State"] == "unreachable" and row[2]["Error"] == "no answer within 400 ms"
-    assert row[3]["Chosen"] is True
-    assert results[0]["Result"] == "elected" and results[0]["Leader"] == 3
+    row = {r["replica"]: r for r in replicas}
+    assert row[2]["state"] == "unreachable" and row[2]["error"] == "no answer within 400 ms"
+    assert row[3]["chosen"] is True
+    assert results[0]["result"] == "elected" and results[0]["leader"] == 3
 
 
 def offline_topic(sandbox, name: str, count: int) -> None:
@@ -135,7 +135,7 @@ def test_log_info_is_asked_1000_partitions_a_request_following_has_more_data(san
     sent = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: GetReplicaLogInfo request")]
     assert sent == [f"debug: GetReplicaLogInfo request to broker 2: {n} partition(s)" for n in (1000, 1000, 500)]
     rows = json_rows(p.stdout)
-    assert len(rows) == 5000 and sum(r["Chosen"] is True for r in rows) == 2500
+    assert len(rows) == 5000 and sum(r["chosen"] is True for r in rows) == 2500
     # A broker that serves fewer partitions a request says HasMoreData: the rest is asked again.
     monkeypatch.setattr(replica_log_info, "MAX_PARTITIONS_PER_ELECTION", 400)
     p = run(sandbox, line, "--debug", "-o", "json")
@@ -143,7 +143,7 @@ def test_log_info_is_asked_1000_partitions_a_request_following_has_more_data(san
     sent = [ln for ln in p.stderr.splitlines() if ln.startswith("debug: GetReplicaLogInfo request")]
     assert len(sent) == 7  # 1000 (400 answered), 1000 (600 left first), ... until all 2500 are
     rows = json_rows(p.stdout)
-    assert sum(r["Chosen"] is True for r in rows) == 2500 and not any(r["Error"] == "left out of the broker's answer"
+    assert sum(r["chosen"] is True for r in rows) == 2500 and not any(r["error"] == "left out of the broker's answer"
                                                                      for r in rows)
 
 
@@ -310,7 +310,7 @@ def test_the_repl_context_topic_limits_all_offline_partitions(sandbox, admin):
         session.close()
     assert code == 0, err.getvalue()
     rows = json_rows(session.stdout.getvalue())  # type: ignore[attr-defined]
-    assert {(r["Topic"], r["Replica"], r["Chosen"]) for r in rows} == {("u", 1, False), ("u", 2, True)}
+    assert {(r["topic"], r["replica"], r["chosen"]) for r in rows} == {("u", 1, False), ("u", 2, True)}
     assert leader(admin, "u") == -1 and leader(admin) == -1
 
 
@@ -331,7 +331,7 @@ def test_the_candidate_rule(sandbox, path):
     sandbox.set_log_end_offset("tie", 0, 2, 7, epoch=2)
     p = run(sandbox, "unclean-recovery --all-offline-partitions --show-replica-info", "-o", "json")
     assert p.returncode == 0, p.stderr
-    chosen = {r["Topic"]: r["Replica"] for r in json_rows(p.stdout) if r["Chosen"] is True}
+    chosen = {r["topic"]: r["replica"] for r in json_rows(p.stdout) if r["chosen"] is True}
     assert chosen == {"t": 3 if path == "designated" else 2, "tie": 3}
 
 

@@ -163,7 +163,7 @@ def test_repl_reads_what_changed_behind_its_back(session, sandbox, admin):
             admin.create_topics([NewTopic("made-elsewhere", 1, 1)])["made-elsewhere"].result(10)
             outputs.append(typed(pipe, "list-topics", "made-elsewhere"))
             sandbox.stop_broker(2)
-            outputs.append(typed(pipe, "describe-topic --topic t -o json", "Offline"))
+            outputs.append(typed(pipe, "describe-topic --topic t -o json", "offline"))
             for b in (1, 3):
                 sandbox.stop_broker(b)
             outputs.append(typed(pipe, "describe-topic --topic t", "Cannot reach any broker"))
@@ -179,7 +179,7 @@ def test_repl_reads_what_changed_behind_its_back(session, sandbox, admin):
     assert len(outputs) == 4, outputs
     assert "made-elsewhere" not in outputs[0] and "made-elsewhere" in outputs[1]
     parts = json_rows(outputs[2][outputs[2].index("{"):], "partitions")
-    assert all(p["Leader"] != 2 and 2 not in p["Isr"] and p["Offline"] == [2] for p in parts)
+    assert all(p["leader"] != 2 and 2 not in p["isr"] and p["offline"] == [2] for p in parts)
     assert "unreachable since" in toolbar_text[0] and "controller: ?" in toolbar_text[0]
     assert "brokers: ?/" in toolbar_text[0]
 

@@ -40,7 +40,7 @@ def test_semicolons_multi_line_and_pasted_blocks(terminal):  # noqa: F811 - the 
     out = t.run("'")
     assert "Unbalanced" not in out, out
     # A pasted block stays in the buffer; Enter runs its lines one after the other.
-    t.child.send(f"{PASTE_START}list-topics 'svc-*'\rdescribe-topic --topic other{PASTE_END}")
+    t.child.send(f"{PASTE_START}list-topics 'svc-.*'\rdescribe-topic --topic other{PASTE_END}")
     t.child.send("\r")
     t.child.expect(r"svc-799-events" + ESC + r"\s+" + ESC + r"1")     # list-topics' row
     t.child.expect(r"other\s+1\s+\d")                                   # then describe-topic's

@@ -21,13 +21,42 @@ def replay(sandbox, tmp_path, script: str, *extra: str):
     return shell("--bootstrap-server", sandbox.bootstrap, "--file", str(path), *extra), str(path)
 
 
+def test_a_file_that_does_not_parse_runs_nothing(sandbox, tmp_path):
+    script = ("create-topic --topic a\n"
+              "topic a\n"
+              "describe-topic --under-replicated-partitions\n"   # --topic from the context line
+              "create-topic --topic b --partiton 2\n"
+              "delete-records --partition 0 --before-offset 1\n"  # destructive, without --yes
+              "creat-topic --topic c; list-topics --csv-table topics\n")
+    p, path = replay(sandbox, tmp_path, script)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.splitlines() == [
+        f"{path}:4: Unknown option --partiton for create-topic (did you mean --partitions?)",
+        f"{path}:5: Delete the records of a-0 before offset 1: add --yes to confirm",
+        f"{path}:6: Unknown command creat-topic (did you mean create-topic?)",
+        f"{path}:6: --csv-table picks the table of --output csv: add -o csv to list-topics (or leave --csv-table out)",
+        f"{path}: 4 errors; nothing was run."]
+    assert topics(sandbox) == {}
+    p = shell("--check", str(path))   # the same check alone, without a cluster
+    assert p.returncode == 2 and p.stderr.splitlines()[-1] == f"{path}: 7 command(s) checked, 4 error(s)."
+    (tmp_path / "script.ksh").write_text("create-topic --topic a\ncreate-topic --topic b --partiton 2\n")
+    p = shell("--bootstrap-server", sandbox.bootstrap, "--file", str(path))
+    assert p.returncode == 2 and p.stderr == (f"{path}:2: Unknown option --partiton for create-topic "
+                                              "(did you mean --partitions?) (nothing was run)\n")
+    p = shell("--check", "-", stdin="topic a\ndescribe-topic\nalter-topic --partitions x\n")
+    assert p.returncode == 2 and p.stderr.splitlines() == [
+        'stdin:3: Invalid value "x" for --partitions of alter-topic: expected a positive integer from 1 to 2147483647',
+        "stdin: 3 command(s) checked, 1 error(s)."]
+    assert shell("--check", "-", stdin="list-topics\n").stderr == "stdin: 1 command(s) checked, no errors.\n"
+
+
 def test_first_failure_stops_with_file_and_line_number(sandbox, tmp_path):
     script = ("create-topic --topic a\n"
               "# a comment line\n"
               "\n"
               "create-topic --topic b --partiton 2\n"
               "create-topic --topic c\n")
-    p, path = replay(sandbox, tmp_path, script)
+    p, path = replay(sandbox, tmp_path, script, "--no-check")   # lines run as they come
     assert p.returncode == 1
     assert f"{path}:4: Unknown option --partiton for create-topic (did you mean --partitions?)" in p.stderr
     assert set(topics(sandbox)) == {"a"}  # line 5 never ran
@@ -59,7 +88,7 @@ def test_continuation_comments_and_context_lines(sandbox, tmp_path):
     assert "5> alter-topic --partitions 6" in p.stderr
     outputs = [d for d in json_documents(p.stdout) if d]   # {} is a line without tables
     described = outputs[0]
-    assert described["topics"][0]["PartitionCount"] == 6
+    assert described["topics"][0]["partition_count"] == 6
     assert outputs[1] == {"partitions": []}  # nothing under-replicated
 
 
@@ -195,7 +224,7 @@ def test_a_stream_keeps_echo_continuations_context_batches_and_continue_on_error
     assert "1> create-topic --topic b1" in p.stderr and "2> create-topic --topic b3 --partitions 3" in p.stderr
     assert 'stdin:4: Topic "b1" already exists (use --if-not-exists).' in p.stderr
     assert 'Switched to "b3" topic.' in p.stderr
-    assert json_documents(p.stdout)[-1]["topics"][0]["PartitionCount"] == 3
+    assert json_documents(p.stdout)[-1]["topics"][0]["partition_count"] == 3
     assert set(topics(sandbox)) == {"b1", "b2", "b3"}
 
 

@@ -28,7 +28,7 @@ def test_following_the_plan_moves_the_controller_at_most_once(cluster):
     p = run(cluster, "rolling-restart-plan -o json")
     assert p.returncode == 0, p.stderr
     steps = json_rows(p.stdout)
-    broker_steps = [s["Nodes"] for s in steps if s["Role"].startswith("broker")]
+    broker_steps = [s["nodes"] for s in steps if s["role"].startswith("broker")]
     assert sorted(b for nodes in broker_steps for b in nodes) == [1, 2, 3, 4, 5]
     replicas = cluster.call(lambda c: [set(q.replicas) for t in c.topics.values() for q in t.partitions],
                             cluster.cluster)
@@ -47,7 +47,7 @@ def test_following_the_plan_moves_the_controller_at_most_once(cluster):
                                cluster.cluster)
         assert offline == []
     if cluster.mode == "zk":
-        assert moves == 1 and steps[-1]["Role"] == "broker (controller)"
+        assert moves == 1 and steps[-1]["role"] == "broker (controller)"
     else:
         assert moves == 0
     # In KRaft mode the moving restart is the active controller's own, the plan's last step.
@@ -56,6 +56,6 @@ def test_following_the_plan_moves_the_controller_at_most_once(cluster):
 
 def test_brokers_option_and_bad_ids(cluster):
     steps = json_rows(run(cluster, "rolling-restart-plan --brokers 1,2 -o json").stdout)
-    assert [s["Nodes"] for s in steps] == [[1], [2]] or [s["Nodes"] for s in steps] == [[2], [1]]
+    assert [s["nodes"] for s in steps] == [[1], [2]] or [s["nodes"] for s in steps] == [[2], [1]]
     assert_one_line_error(run(cluster, "rolling-restart-plan --brokers 1,9"), 2, "9 not live")
     assert_one_line_error(run(cluster, "rolling-restart-plan --brokers x"), 2, "broker ids")

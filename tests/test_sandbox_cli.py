@@ -41,7 +41,7 @@ def test_serves_brokers_with_racks_until_interrupted():
         assert len(bootstrap.split(",")) == 2
         p = shell("--bootstrap-server", bootstrap, "--output", "json", "--command", "list-brokers")
         assert p.returncode == 0, p.stderr
-        assert '"Rack": "a"' in p.stdout and '"Rack": "b"' in p.stdout
+        assert '"rack": "a"' in p.stdout and '"rack": "b"' in p.stdout
     finally:
         assert stop(proc) == 0
 
@@ -94,9 +94,9 @@ def test_static_broker_configs_racks_and_the_kafka_version():
         assert shell("--bootstrap-server", bootstrap, "--command", "create-topic --topic t").returncode == 0
         p = shell("--bootstrap-server", bootstrap, "-o", "json", "--command", "describe-topic --topic t")
         rows = json_rows(p.stdout, "partitions")
-        assert len(rows) == 4 and all(len(r["Replicas"]) == 3 for r in rows), p.stdout
+        assert len(rows) == 4 and all(len(r["replicas"]) == 3 for r in rows), p.stdout
         p = shell("--bootstrap-server", bootstrap, "-o", "json", "--command", "describe-configs --broker 2")
-        configs = {r["Name"]: (r["Value"], r["Source"]) for r in json_rows(p.stdout)}
+        configs = {r["name"]: (r["value"], r["source"]) for r in json_rows(p.stdout)}
         assert configs["num.partitions"] == ("4", "STATIC_BROKER_CONFIG")
         assert configs["default.replication.factor"] == ("3", "STATIC_BROKER_CONFIG")
         assert configs["broker.rack"] == ("r2", "STATIC_BROKER_CONFIG")
@@ -104,8 +104,8 @@ def test_static_broker_configs_racks_and_the_kafka_version():
         assert p.returncode == 0, p.stderr   # deprecated, still a topic config in 3.9
         p = shell("--bootstrap-server", bootstrap, "-o", "json", "--command", "api-versions")
         assert p.returncode == 0, p.stderr
-        versions = {r["Api"]: r for r in json_rows(p.stdout)}
-        assert versions["Produce"]["MaxVersion"] == 11 and "GetReplicaLogInfo" not in versions
+        versions = {r["api"]: r for r in json_rows(p.stdout)}
+        assert versions["Produce"]["max_version"] == 11 and "GetReplicaLogInfo" not in versions
     finally:
         assert stop(proc) == 0
 
@@ -114,8 +114,8 @@ def test_seed_apis_are_served_only_when_asked():
     proc, bootstrap = serve("--brokers", "1", "--seed-apis")
     try:
         p = shell("--bootstrap-server", bootstrap, "-o", "json", "--command", "api-versions")
-        versions = {r["Api"]: r for r in json_rows(p.stdout)}
-        assert versions["GetReplicaLogInfo"]["MaxVersion"] == 0 and versions["ElectLeaders"]["MaxVersion"] == 3
+        versions = {r["api"]: r for r in json_rows(p.stdout)}
+        assert versions["GetReplicaLogInfo"]["max_version"] == 0 and versions["ElectLeaders"]["max_version"] == 3
     finally:
         assert stop(proc) == 0
 
@@ -137,12 +137,12 @@ def test_announces_controllers_and_takes_fault_commands_from_another_shell():
         assert p.stderr.strip() == "Controller 101 stopped; active controller now 102 (epoch 3)."
         p = shell("--bootstrap-server", bootstrap, "--output", "json", "--command", "sandbox status")
         assert p.returncode == 0, p.stderr
-        assert '"Role": "controller"' in p.stdout and p.stdout.count('"State": "down"') == 2
+        assert '"role": "controller"' in p.stdout and p.stdout.count('"state": "down"') == 2
         p = shell("--bootstrap-server", bootstrap, "--output", "json", "--command",
                   "sandbox lag-metadata 3 1500; sandbox status")
         assert p.returncode == 0 and p.stderr.startswith("Broker 3's metadata trails the controller's by 1500 ms."), p.stderr
         nodes = json_documents(p.stdout)[-1]["nodes"]
-        assert [n["MetadataLagMs"] for n in nodes if n["Role"] == "broker"] == [0, 0, 1500]
+        assert [n["metadata_lag_ms"] for n in nodes if n["role"] == "broker"] == [0, 0, 1500]
         p = shell("--bootstrap-server", bootstrap, "--command", "sandbox heal")
         assert p.stderr.strip() == "Delays, metadata lags and injected errors removed."
         p = shell("--bootstrap-server", bootstrap, "--command", "sandbox start-controller 7")
@@ -189,11 +189,11 @@ def test_the_in_process_sandbox_takes_the_same_options(tmp_path):
               "--seed-apis", "--file", str(script), "-q", "-o", "json")
     assert p.returncode == 0, p.stderr
     documents = [d for d in json_documents(p.stdout) if d]
-    topic, versions = documents[-2], {r["Api"]: r for r in documents[-1]["api_versions"]}
+    topic, versions = documents[-2], {r["api"]: r for r in documents[-1]["api_versions"]}
     assert len(topic["partitions"]) == 4
-    assert versions["Produce"]["MaxVersion"] == 11 and versions["GetReplicaLogInfo"]["MaxVersion"] == 0
+    assert versions["Produce"]["max_version"] == 11 and versions["GetReplicaLogInfo"]["max_version"] == 0
     p = shell("--sandbox", "--command", "list-brokers", "-o", "json", "--rack", "r1")
-    assert {r["Rack"] for r in json_rows(p.stdout)} == {"r1"}
+    assert {r["rack"] for r in json_rows(p.stdout)} == {"r1"}
 
 
 def test_in_process_sandbox_options_need_the_sandbox():

@@ -70,7 +70,7 @@ def _offsets(bootstrap: str, group: str, partitions: int = PARTITIONS) -> list[t
     The start offset is what the share coordinator last had written: Kafka writes new record
     states with the start offset from before they moved it, so it may trail (0 after one write
     that acknowledged everything) while the lag, which counts the records done with, is 0."""
-    found = wait_for(lambda: sorted((r["Partition"], r["StartOffset"], r["Lag"])
+    found = wait_for(lambda: sorted((r["partition"], r["start_offset"], r["lag"])
                                     for r in rows(bootstrap, f"describe-share-group {group}")),
                      lambda r: len(r) == partitions and all(lag == 0 for _, _, lag in r))
     assert all(0 <= start <= RECORDS // PARTITIONS for _, start, _ in found), found
@@ -99,8 +99,8 @@ def test_share_consumer_deliveries(bootstrap, how):
     if how != "release":
         assert offsets == [(p, 0, 0) for p in range(PARTITIONS)]
     state = wait_for(lambda: rows(bootstrap, f"describe-share-group {group} --state --verbose"),
-                     lambda r: r and r[0]["Members"] == 0)[0]
-    assert (state["State"], state["Assignor"]) == ("Empty", "simple")
+                     lambda r: r and r[0]["members"] == 0)[0]
+    assert (state["state"], state["assignor"]) == ("Empty", "simple")
     assert sh(bootstrap, f"delete-share-group {group} --yes")[0::2] == (0, f"Deleted share group '{group}'.\n")
 
 
@@ -114,9 +114,9 @@ def test_a_second_consumer_shares_the_partitions(bootstrap):
                  for _ in range(2)]
     try:
         members = wait_for(lambda: _rows_once_there(bootstrap, f"describe-share-group {group} --members --verbose"),
-                           lambda r: len(r) == 2 and sum(m["Partitions"] for m in r) == PARTITIONS
-                           and len({m["MemberEpoch"] for m in r}) == 1)
-        assert all(m["Subscription"] == topic for m in members)
+                           lambda r: len(r) == 2 and sum(m["partitions"] for m in r) == PARTITIONS
+                           and len({m["member_epoch"] for m in r}) == 1)
+        assert all(m["subscription"] == [topic] for m in members)
         _offsets(bootstrap, group)
     finally:
         for c in consumers:
@@ -135,11 +135,11 @@ def test_reset_and_delete_share_group_offsets(bootstrap):
     assert code == 0 and "Dry run" in err, err
     code, _, err = sh(bootstrap, f"reset-share-group-offsets --group {group} --all-topics --to-offset 2 --execute")
     assert (code, err) == (0, f"Reset {PARTITIONS} start offset(s) of share group '{group}'.\n")
-    assert sorted((r["Partition"], r["StartOffset"]) for r in rows(bootstrap, f"describe-share-group {group}")) == \
+    assert sorted((r["partition"], r["start_offset"]) for r in rows(bootstrap, f"describe-share-group {group}")) == \
         [(p, 2) for p in range(PARTITIONS)]
     again = _consume(bootstrap, topic, group, RECORDS - 2 * PARTITIONS)
     assert sorted(again) == list(range(2 * PARTITIONS, RECORDS))
-    wait_for(lambda: rows(bootstrap, f"describe-share-group {group} --state")[0]["Members"], lambda n: n == 0)
+    wait_for(lambda: rows(bootstrap, f"describe-share-group {group} --state")[0]["members"], lambda n: n == 0)
     code, _, err = sh(bootstrap, f"delete-share-group-offsets --group {group} --topic {topic}")
     assert code == 2 and "--yes" in err
     code, _, err = sh(bootstrap, f"delete-share-group-offsets --group {group} --topic {topic} --yes")
@@ -368,7 +368,7 @@ def test_data_dir_keeps_share_groups(tmp_path):
         before = _offsets(s.bootstrap, group)
         state = rows(s.bootstrap, f"describe-share-group {group} --state --verbose")
     with Sandbox(brokers=1, data_dir=str(tmp_path)) as s:
-        assert sorted((r["Partition"], r["StartOffset"], r["Lag"])
+        assert sorted((r["partition"], r["start_offset"], r["lag"])
                       for r in rows(s.bootstrap, f"describe-share-group {group}")) == before
         assert rows(s.bootstrap, f"describe-share-group {group} --state --verbose") == state
         producer = Producer({"bootstrap.servers": s.bootstrap, "log_level": 0})

@@ -57,24 +57,26 @@ def test_share_group_on_kafka(kafka4):
                                                     "--topic", topic, "--group", group),
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        wait_for(lambda: [g["Group"] for g in rows(b, "list-share-groups")], lambda ids: group in ids)
+        wait_for(lambda: [g["group"] for g in rows(b, "list-share-groups")], lambda ids: group in ids)
         conn = ConnectionManager(b)
         try:   # the REPL's metadata cache lists groups of every type: a share group completes too
             assert group in conn.refresh().groups
         finally:
             conn.close()
         state = wait_for(lambda: rows(b, f"describe-share-group {group} --state --verbose"),
-                         lambda r: r and r[0]["State"] == "Stable" and r[0]["Members"] == 1)[0]
-        assert state["Assignor"] == "simple" and state["GroupEpoch"] >= 1
+                         lambda r: r and r[0]["state"] == "Stable" and r[0]["members"] == 1)[0]
+        assert state["assignor"] == "simple" and state["group_epoch"] >= 1
+        listed = [g for g in rows(b, "list-groups --type share") if g["group"] == group]
+        assert [(g["type"], g["state"], g["members"]) for g in listed] == [("share", "Stable", 1)]   # not "-"
         [member] = wait_for(lambda: rows(b, f"describe-share-group {group} --members --verbose"),
-                            lambda r: len(r) == 1 and r[0]["Partitions"] == 2)
-        assert member["Subscription"] == topic and member["MemberEpoch"] >= 1
+                            lambda r: len(r) == 1 and r[0]["partitions"] == 2)
+        assert member["subscription"] == [topic] and member["member_epoch"] >= 1
         assert consumer.stdout is not None
         delivered = [consumer.stdout.readline() for _ in range(10)]   # the share consumer printed every record
         assert sorted(int(v) for v in delivered) == list(range(10))
 
         def both() -> tuple[list, list]:
-            ours = sorted((o["Partition"], o["StartOffset"], o["Lag"]) for o in rows(b, f"describe-share-group {group}"))
+            ours = sorted((o["partition"], o["start_offset"], o["lag"]) for o in rows(b, f"describe-share-group {group}"))
             table = share_tool(b, "--describe", "--group", group, "--offsets")
             header = table[0]
             theirs = sorted((int(r[header.index("PARTITION")]), int(r[header.index("START-OFFSET")]),
@@ -87,7 +89,7 @@ def test_share_group_on_kafka(kafka4):
     finally:
         consumer.terminate()
         consumer.wait(30)
-    wait_for(lambda: rows(b, f"describe-share-group {group} --state")[0]["Members"], lambda n: n == 0)
+    wait_for(lambda: rows(b, f"describe-share-group {group} --state")[0]["members"], lambda n: n == 0)
     code, _, err = sh(b, f"delete-share-group {group} --yes")
     assert (code, err.strip()) == (0, f"Deleted share group '{group}'.")
     code, _, err = sh(b, f"describe-share-group {group}")
@@ -109,7 +111,7 @@ def test_share_reset_plans_equal_kafkas_tool(kafka4, tmp_path):
         producer.produce(topic, str(i).encode(), partition=i % 2)
     producer.flush(30)
     _consume(b, topic, group, 10)
-    wait_for(lambda: rows(b, f"describe-share-group {group} --state")[0]["Members"], lambda n: n == 0)
+    wait_for(lambda: rows(b, f"describe-share-group {group} --state")[0]["members"], lambda n: n == 0)
     assert sh(b, f"reset-share-group-offsets --group {group} --topic {topic}:1 --to-offset 2 --execute")[0] == 0
     for spec in ("--to-current", "--to-earliest", "--to-latest", "--to-offset 3", "--to-offset 99",
                  "--to-datetime 2020-01-01T00:00:00.000"):
@@ -126,4 +128,4 @@ def test_share_reset_plans_equal_kafkas_tool(kafka4, tmp_path):
     assert (code, ours) == (0, plan.read_text()), err
     code, _, err = sh(b, f"reset-share-group-offsets --group {group} --from-file {plan} --execute")
     assert (code, err) == (0, f"Reset 2 start offset(s) of share group '{group}'.\n")
-    assert sorted((r["Partition"], r["StartOffset"]) for r in rows(b, f"describe-share-group {group}")) == [(0, 1), (1, 4)]
+    assert sorted((r["partition"], r["start_offset"]) for r in rows(b, f"describe-share-group {group}")) == [(0, 1), (1, 4)]

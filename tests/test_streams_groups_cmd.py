@@ -41,17 +41,17 @@ def _tasks(text: str) -> dict[str, set[tuple[str, int]]]:
     return out
 
 
-def _ours(text: str) -> set[tuple[str, int]]:
-    """The shell's task text (`0:[0,1] 1:[2]`, or -) as (subtopology, partition) pairs."""
-    return {(sub, int(p)) for sub, ps in re.findall(r"(\S+):\[([\d,]*)\]", text) for p in ps.split(",") if p}
+def _ours(tasks: list[dict]) -> set[tuple[str, int]]:
+    """The shell's tasks ([{"subtopology": "0", "partitions": [0, 1]}]) as (subtopology, partition) pairs."""
+    return {(t["subtopology"], p) for t in tasks for p in t["partitions"]}
 
 
 def _members_both(b: str, group: str) -> tuple[list, list]:
-    ours = sorted((m["Member"], m["Process"], m["ClientId"], m["MemberEpoch"], m["MemberProtocol"],
-                   {"ACTIVE": _ours(m["ActiveTasks"]), "STANDBY": _ours(m["StandbyTasks"]),
-                    "WARMUP": _ours(m["WarmupTasks"]), "TARGET-ACTIVE": _ours(m["TargetActiveTasks"]),
-                    "TARGET-STANDBY": _ours(m["TargetStandbyTasks"]),
-                    "TARGET-WARMUP": _ours(m["TargetWarmupTasks"])})
+    ours = sorted((m["member"], m["process"], m["client_id"], m["member_epoch"], m["member_protocol"],
+                   {"ACTIVE": _ours(m["active_tasks"]), "STANDBY": _ours(m["standby_tasks"]),
+                    "WARMUP": _ours(m["warmup_tasks"]), "TARGET-ACTIVE": _ours(m["target_active_tasks"]),
+                    "TARGET-STANDBY": _ours(m["target_standby_tasks"]),
+                    "TARGET-WARMUP": _ours(m["target_warmup_tasks"])})
                   for m in rows(b, f"describe-streams-group {group} --members --verbose"))
     lines = streams_tool(b, "--describe", "--group", group, "--members", "--verbose")
     theirs = []
@@ -65,7 +65,7 @@ def _members_both(b: str, group: str) -> tuple[list, list]:
 
 
 def _offsets_both(b: str, group: str) -> tuple[list, list]:
-    ours = sorted((o["Topic"], o["Partition"], o["CurrentOffset"], o["LogEndOffset"], o["Lag"])
+    ours = sorted((o["topic"], o["partition"], o["current_offset"], o["log_end_offset"], o["lag"])
                   for o in rows(b, f"describe-streams-group {group}"))
     lines = streams_tool(b, "--describe", "--group", group, "--verbose")
     theirs = sorted((w[1], int(w[2]), None if w[3] == "-" else int(w[3]), int(w[5]), int(w[6]))
@@ -123,22 +123,22 @@ def word_count(b: str, app: str, tmp_path: Path) -> None:
         assert {m[4] for m in ours} == {"streams"}
         assert any(m[5]["STANDBY"] for m in ours), "one standby replica: the counts' store has standby tasks"
 
-        assert [g["Group"] for g in rows(b, "list-streams-groups") if g["Group"] == app] == [app]
+        assert [g["group"] for g in rows(b, "list-streams-groups") if g["group"] == app] == [app]
         assert app in streams_tool(b, "--list")
-        listed = {g["Group"]: g["State"] for g in rows(b, "list-streams-groups --state Stable")}
+        listed = {g["group"]: g["state"] for g in rows(b, "list-streams-groups --state Stable")}
         assert listed.get(app) == "Stable"
 
         [state] = rows(b, f"describe-streams-group {app} --state --verbose")
         theirs_state = streams_tool(b, "--describe", "--group", app, "--state", "--verbose")[1].split()
         # GROUP COORDINATOR (ID) ASSIGNOR STATE GROUP-EPOCH TARGET-ASSIGNMENT-EPOCH #MEMBERS
-        assert (f"({state['Coordinator']})", state["Assignor"], state["State"], state["GroupEpoch"],
-                state["TargetAssignmentEpoch"], state["Members"]) == (
+        assert (f"({state['coordinator']})", state["assignor"], state["state"], state["group_epoch"],
+                state["target_assignment_epoch"], state["members"]) == (
             theirs_state[2], theirs_state[3], theirs_state[4], int(theirs_state[5]), int(theirs_state[6]),
             int(theirs_state[7]))
-        subs = {s["Subtopology"]: s for s in rows(b, f"describe-streams-group {app} --state", "subtopologies")}
-        assert subs["0"]["SourceTopics"] == source and subs["0"]["RepartitionSinkTopics"] == f"{app}-counts-repartition"
-        assert subs["1"]["RepartitionSourceTopics"] == f"{app}-counts-repartition"
-        assert subs["1"]["ChangelogTopics"] == f"{app}-counts-changelog"
+        subs = {s["subtopology"]: s for s in rows(b, f"describe-streams-group {app} --state", "subtopologies")}
+        assert subs["0"]["source_topics"] == [source] and subs["0"]["repartition_sink_topics"] == [f"{app}-counts-repartition"]
+        assert subs["1"]["repartition_source_topics"] == [f"{app}-counts-repartition"]
+        assert subs["1"]["changelog_topics"] == [f"{app}-counts-changelog"]
 
         # Both subtopologies commit (the repartition topic's offsets may come a commit later).
         committed = {source, f"{app}-counts-repartition"}
@@ -157,11 +157,11 @@ def word_count(b: str, app: str, tmp_path: Path) -> None:
     finally:
         for instance in instances:
             instance.stop()
-    wait_for(lambda: rows(b, f"describe-streams-group {app} --state")[0]["State"], lambda s: s == "Empty")
+    wait_for(lambda: rows(b, f"describe-streams-group {app} --state")[0]["state"], lambda s: s == "Empty")
     assert "Empty" in streams_tool(b, "--describe", "--group", app, "--state")[-1].split()
 
     # The plan, as Kafka's tool plans it (--dry-run); ours is the default.
-    plan = {(r["Topic"], r["Partition"]): (r["CurrentOffset"], r["NewOffset"])
+    plan = {(r["topic"], r["partition"]): (r["current_offset"], r["new_offset"])
             for r in rows(b, f"reset-streams-group-offsets --group {app} --all-input-topics --to-earliest")}
     kafka_plan = streams_tool(b, "--reset-offsets", "--group", app, "--all-input-topics", "--to-earliest", "--dry-run")
     assert kafka_plan[0].split() == ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
@@ -185,7 +185,7 @@ def word_count(b: str, app: str, tmp_path: Path) -> None:
     wait_for(lambda: set(admin.list_topics(timeout=30).topics), lambda names: not internal & names)
     # Kafka's group coordinator drops the committed offsets of a deleted topic (onTopicsDeleted,
     # moments after the deletion): the repartition topic's go.
-    held = wait_for(lambda: {(r["Topic"], r["Partition"]): (r["CurrentOffset"], r["LogEndOffset"])
+    held = wait_for(lambda: {(r["topic"], r["partition"]): (r["current_offset"], r["log_end_offset"])
                              for r in rows(b, f"describe-streams-group {app}")},
                     lambda found: {k[0] for k in found} == {source})
     assert held == {(source, 0): (0, 10), (source, 1): (0, 10)}
@@ -196,9 +196,9 @@ def word_count(b: str, app: str, tmp_path: Path) -> None:
     code, _, err = sh(b, f"delete-streams-group-offsets --group {app} --all-input-topics --dry-run")
     assert code == 0 and f"Would delete the offset of {source}-0 for streams group '{app}' (dry run)." in err
     deleted = rows(b, f"delete-streams-group-offsets --group {app} --all-input-topics --yes")
-    assert sorted((r["Topic"], r["Partition"], r["Status"]) for r in deleted) == [
+    assert sorted((r["topic"], r["partition"], r["status"]) for r in deleted) == [
         (source, 0, "Successful"), (source, 1, "Successful")]
-    assert [r for r in rows(b, f"describe-streams-group {app}") if r["Topic"] == source] == []
+    assert [r for r in rows(b, f"describe-streams-group {app}") if r["topic"] == source] == []
 
     code, _, err = sh(b, f"delete-streams-group {app} --yes")
     assert (code, err.strip()) == (0, f"Deleted streams group '{app}'.")

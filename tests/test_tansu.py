@@ -38,11 +38,11 @@ def test_create_list_describe_delete_topics(tansu):
     assert again.stderr.strip() == 'Topic "tansu-a" already exists (use --if-not-exists).'
 
     listed = run(tansu, "list-topics", "--output", "json")
-    assert {"tansu-a", "tansu-b"} <= {row["Topic"] for row in json_rows(listed.stdout)}
+    assert {"tansu-a", "tansu-b"} <= {row["topic"] for row in json_rows(listed.stdout)}
 
     described = run(tansu, "describe-topic --topic tansu-a", "--output", "json")
     assert described.returncode == 0, described.stderr
-    assert "tansu-a" in described.stdout and '"Partition": 2' in described.stdout
+    assert "tansu-a" in described.stdout and '"partition": 2' in described.stdout
 
     deleted = run(tansu, "delete-topic --topic tansu-b --yes")
     assert deleted.returncode == 0, deleted.stderr

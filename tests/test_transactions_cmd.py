@@ -21,6 +21,7 @@ from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox.server import Sandbox
 from kafka_shell.connection.session import Session, Target
 from tests import txn_scenarios
+from kafka_shell.declarations.render import snake_case
 from tests.clients import java_client
 from tests.output import json_rows
 
@@ -97,7 +98,7 @@ def kafka_tool(bootstrap: str, *args: str) -> list[dict]:
     done = java_client.run("TransactionsCommand", "--bootstrap-server", bootstrap, *args)
     assert done.returncode == 0, done.stderr
     lines = [line.split("\t") for line in done.stdout.splitlines() if line.strip()]
-    header = [h.strip() for h in lines[0]]
+    header = [snake_case(h.strip()) for h in lines[0]]   # the shell's json spelling of Kafka's words
     return [dict(zip(header, (v.strip() for v in line))) for line in lines[1:]]
 
 
@@ -109,18 +110,18 @@ def shell_facts(bootstrap: str, s: Scene) -> dict:
     described = rows(bootstrap, f"describe-transaction --transactional-id {s.open_id}")[0]
     listed = rows(bootstrap, f"list-transactions --producer-id {s.hanging_pid},{s.open_pid}")
     return {
-        "producers": sorted((p["ProducerId"] == s.hanging_pid, p["ProducerEpoch"] - s.hanging_epoch
-                             if p["ProducerId"] == s.hanging_pid else p["ProducerEpoch"] - s.open_epoch,
-                             p["LastSequence"], p["CurrentTransactionStartOffset"]) for p in producers),
-        "hanging": [(h["Topic"] == s.topic, h["Partition"], h["ProducerId"] == s.hanging_pid, h["StartOffset"],
-                     h["Duration(min)"]) for h in hanging],
-        "hanging on the leader": [h["ProducerId"] for h in by_broker if h["Topic"] == s.topic] == [s.hanging_pid],
-        "open": (described["TransactionState"], described["ProducerId"] == s.open_pid,
-                 described["TopicPartitions"] == f"{s.topic}-0", described["CurrentTransactionStartTimeMs"] > 0),
-        "listed": sorted((t["TransactionalId"] == s.hanging_id, t["TransactionState"]) for t in listed),
-        "pattern": [t["TransactionalId"] for t in rows(
+        "producers": sorted((p["producer_id"] == s.hanging_pid, p["producer_epoch"] - s.hanging_epoch
+                             if p["producer_id"] == s.hanging_pid else p["producer_epoch"] - s.open_epoch,
+                             p["last_sequence"], p["current_transaction_start_offset"]) for p in producers),
+        "hanging": [(h["topic"] == s.topic, h["partition"], h["producer_id"] == s.hanging_pid, h["start_offset"],
+                     h["duration_min"]) for h in hanging],
+        "hanging on the leader": [h["producer_id"] for h in by_broker if h["topic"] == s.topic] == [s.hanging_pid],
+        "open": (described["transaction_state"], described["producer_id"] == s.open_pid,
+                 described["topic_partitions"] == f"{s.topic}-0", described["current_transaction_start_time_ms"] > 0),
+        "listed": sorted((t["transactional_id"] == s.hanging_id, t["transaction_state"]) for t in listed),
+        "pattern": [t["transactional_id"] for t in rows(
             bootstrap, f"list-transactions --transactional-id-pattern 'hang-{s.topic}'")] == [s.hanging_id],
-        "state filter": s.open_id in [t["TransactionalId"] for t in rows(bootstrap, "list-transactions --state Ongoing")],
+        "state filter": s.open_id in [t["transactional_id"] for t in rows(bootstrap, "list-transactions --state Ongoing")],
     }
 
 
@@ -140,8 +141,8 @@ def abort_facts(bootstrap: str, s: Scene) -> dict:
     out["aborted"] = (code, err.startswith("Aborted the transaction of producer"))
     out["after: hanging"] = rows(bootstrap, f"find-hanging-transactions --topic {s.topic} --max-transaction-timeout 0")
     out["after: open starts"] = sorted(
-        p["CurrentTransactionStartOffset"] for p in rows(bootstrap, f"describe-producers --topic {s.topic} --partition 0")
-        if p["CurrentTransactionStartOffset"] is not None)
+        p["current_transaction_start_offset"] for p in rows(bootstrap, f"describe-producers --topic {s.topic} --partition 0")
+        if p["current_transaction_start_offset"] is not None)
     code, _, err = sh(bootstrap, line + " --yes")
     out["again"] = (code, "Could not find any open transactions starting at offset 0" in err)
     code, _, err = sh(bootstrap, f"abort-transaction --topic {s.topic} --partition 0 --producer-id 5")
@@ -185,29 +186,29 @@ def test_find_hanging_gives_kafka_tools_facts(kafka4):
     try:
         theirs = kafka_tool(b, "find-hanging", "--topic", s.topic, "--max-transaction-timeout", "0")
         ours = rows(b, f"find-hanging-transactions --topic {s.topic} --max-transaction-timeout 0")
-        keys = ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset", "LastTimestamp"]
+        keys = ["topic", "partition", "producer_id", "producer_epoch", "coordinator_epoch", "start_offset", "last_timestamp"]
         assert [[str(r[k]) for k in keys] for r in ours] == [[r[k] for k in keys] for r in theirs]
-        assert len(ours) == 1 and ours[0]["ProducerId"] == s.hanging_pid
+        assert len(ours) == 1 and ours[0]["producer_id"] == s.hanging_pid
 
         theirs = kafka_tool(b, "describe-producers", "--topic", s.topic, "--partition", "0")
         ours = rows(b, f"describe-producers --topic {s.topic} --partition 0")
-        assert sorted([str(r["ProducerId"]), str(r["ProducerEpoch"]), str(r["LatestCoordinatorEpoch"]),
-                       str(r["LastSequence"]), str(r["LastTimestamp"]),
-                       str(r["CurrentTransactionStartOffset"])] for r in ours) == \
-            sorted([r["ProducerId"], r["ProducerEpoch"], r["LatestCoordinatorEpoch"], r["LastSequence"],
-                    r["LastTimestamp"], r["CurrentTransactionStartOffset"]] for r in theirs)
+        assert sorted([str(r["producer_id"]), str(r["producer_epoch"]), str(r["latest_coordinator_epoch"]),
+                       str(r["last_sequence"]), str(r["last_timestamp"]),
+                       str(r["current_transaction_start_offset"])] for r in ours) == \
+            sorted([r["producer_id"], r["producer_epoch"], r["latest_coordinator_epoch"], r["last_sequence"],
+                    r["last_timestamp"], r["current_transaction_start_offset"]] for r in theirs)
 
         [theirs_d] = kafka_tool(b, "describe", "--transactional-id", s.open_id)
         [ours_d] = rows(b, f"describe-transaction --transactional-id {s.open_id}")
-        for k in ("CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
-                  "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TopicPartitions"):
+        for k in ("coordinator_id", "transactional_id", "producer_id", "producer_epoch", "transaction_state",
+                  "transaction_timeout_ms", "current_transaction_start_time_ms", "topic_partitions"):
             assert str(ours_d[k]) == theirs_d[k], k
 
         theirs_l = kafka_tool(b, "list", "--transactional-id-pattern", f".*-{s.topic}")
         ours_l = rows(b, f"list-transactions --transactional-id-pattern '.*-{s.topic}'")
-        assert sorted([r["TransactionalId"], str(r["Coordinator"]), str(r["ProducerId"]), r["TransactionState"]]
+        assert sorted([r["transactional_id"], str(r["coordinator"]), str(r["producer_id"]), r["transaction_state"]]
                       for r in ours_l) == \
-            sorted([r["TransactionalId"], r["Coordinator"], r["ProducerId"], r["TransactionState"]] for r in theirs_l)
+            sorted([r["transactional_id"], r["coordinator"], r["producer_id"], r["transaction_state"]] for r in theirs_l)
 
         done = java_client.run("TransactionsCommand", "--bootstrap-server", b, "abort", "--topic", s.topic,
                                "--partition", "0", "--start-offset", "0")
@@ -250,4 +251,4 @@ def test_a_java_regex_python_warns_about_is_read_quietly(sandbox3):
     with warnings.catch_warnings():
         warnings.simplefilter("error")   # a warning anywhere in the shell or the sandbox fails the command
         code, out, err = sh(sandbox3.bootstrap, "list-transactions --transactional-id-pattern '[[a]-warned' -o json")
-    assert (code, err) == (0, "") and [r["TransactionalId"] for r in json_rows(out)] == ["a-warned"]
+    assert (code, err) == (0, "") and [r["transactional_id"] for r in json_rows(out)] == ["a-warned"]

@@ -20,6 +20,6 @@ def test_the_tutorial_shows_what_the_shell_prints(tmp_path, monkeypatch):
     with Sandbox(brokers=3) as sandbox:
         printed = tutorial.replay(steps, sandbox, str(tmp_path))
     drifted = [f"docs/tutorial.md:{s.at}: {s.command}\n  page:  {s.shown}\n  shell: {now}"
-               for s, now in zip(steps, printed) if not tutorial.matches(s.shown, now, str(tmp_path))]
+               for s, now in zip(steps, printed) if not tutorial.matches(s.shown, now, str(tmp_path), s.command)]
     assert not drifted, "the tutorial drifted from the shell (python -m tests.tutorial rewrites it):\n" + \
         "\n".join(drifted)

@@ -75,10 +75,14 @@ def normal(line: str, cwd: str) -> str:
     return " ".join(line.split())
 
 
-def matches(shown: list[str], printed: list[str], cwd: str) -> bool:
-    """The printed lines fit the shown ones: equal after `normal`, `...` standing for any lines."""
+def matches(shown: list[str], printed: list[str], cwd: str, command: str = "") -> bool:
+    """The printed lines fit the shown ones: equal after `normal`, `...` standing for any lines.
+    A consume's records come from several partitions in whatever order they arrive: its rows
+    fit in any order."""
     want = [normal(x, WORKDIR) for x in shown]
     got = [normal(x, cwd) for x in printed]
+    if command.startswith("consume") and ELLIPSIS not in want and len(want) == len(got) > 3:
+        return want[:2] == got[:2] and want[-1] == got[-1] and sorted(want[2:-1]) == sorted(got[2:-1])
     if ELLIPSIS not in want:
         return want == got
     cut = want.index(ELLIPSIS)

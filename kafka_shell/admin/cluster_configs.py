@@ -89,7 +89,7 @@ def read(conn: ConnectionManager, sections: tuple[str, ...] = SECTIONS) -> Snaps
         snap.broker_errors = dict(read.errors)
     if QUOTAS in sections:
         for q in quotas.describe(conn, []):
-            snap.quotas.setdefault(q.parts, {})[q.key] = q.value
+            snap.quotas.setdefault(q.entity, {})[q.key] = q.value
     return snap
 
 

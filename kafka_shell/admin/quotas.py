@@ -18,10 +18,9 @@ Entity = list[tuple[str, "str | None"]]   # (entity type, name; None for the def
 
 
 class Quota(NamedTuple):
-    entity: str          # "user=alice, client-id=<default>"
+    entity: tuple[tuple[str, str | None], ...]   # (("user", "alice"), ("client-id", None)): None the default
     key: str
     value: float | int
-    parts: tuple[tuple[str, str | None], ...] = ()   # the entity: (type, name; None for the default), in PART_ORDER
 
 
 PART_ORDER = {"user": 0, "client-id": 1, "ip": 2}   # how a quota entity is written
@@ -40,12 +39,10 @@ def describe(conn: ConnectionManager, components: list[tuple[str, int, str | Non
     for e in answer.entries or ():
         # The entity's parts in one order (user, client-id, ip): Kafka answers them in its own.
         parts = sorted(e.entity, key=lambda d: PART_ORDER.get(d.entity_type, len(PART_ORDER)))
-        label = ", ".join(f"{d.entity_type}={d.entity_name if d.entity_name is not None else '<default>'}"
-                          for d in parts)
+        entity = tuple((d.entity_type, d.entity_name) for d in parts)
         for v in e.values:
-            out.append(Quota(label, v.key, int(v.value) if v.value == int(v.value) else v.value,
-                             tuple((d.entity_type, d.entity_name) for d in parts)))
-    return sorted(out)
+            out.append(Quota(entity, v.key, int(v.value) if v.value == int(v.value) else v.value))
+    return sorted(out, key=lambda q: ([(t, n or "") for t, n in q.entity], q.key))
 
 
 def alter(conn: ConnectionManager, entity: Entity, ops: list[tuple[str, float | None]], validate_only: bool) -> None:

@@ -125,8 +125,3 @@ def _member(m: Any) -> StreamsMember:
     return StreamsMember(m.member_id, int(m.member_epoch), m.instance_id, m.process_id, m.client_id, m.client_host,
                          bool(m.is_classic), _tasks(a.active_tasks), _tasks(a.standby_tasks), _tasks(a.warmup_tasks),
                          _tasks(t.active_tasks), _tasks(t.standby_tasks), _tasks(t.warmup_tasks))
-
-
-def tasks_text(tasks: Tasks) -> str:
-    """Kafka's way: `0:[0,1] 1:[2]`."""
-    return " ".join(f"{s}:[{','.join(map(str, ps))}]" for s, ps in tasks) or "-"

@@ -7,7 +7,6 @@ plans from is never the metadata cache.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -17,7 +16,7 @@ from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.base.errors import KafkaCallError, UsageError, shown
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP, PARTITIONS_PER_PAGE
 from kafka_shell.connection.metadata import ClusterSnapshot, PartitionInfo, TopicInfo, topics_from_metadata
-from kafka_shell.base.names import check_pattern, check_topic_name, is_pattern
+from kafka_shell.base.names import check_pattern, check_topic_name, is_pattern, matcher
 
 from kafka_shell.admin.errors import response_error
 
@@ -33,7 +32,7 @@ Key = tuple[str, int]
 
 def read_for(conn: ConnectionManager, names: list[str] | None) -> ClusterSnapshot:
     """A fresh read scoped to `names`: just those topics, or every topic when a name is a
-    glob or no name is given."""
+    pattern or no name is given."""
     for n in names or ():  # a name that cannot exist is refused before anything is sent
         if is_pattern(n):
             check_pattern(n)
@@ -45,14 +44,14 @@ def read_for(conn: ConnectionManager, names: list[str] | None) -> ClusterSnapsho
 
 
 def resolve(snap: ClusterSnapshot, names: list[str], include_internal: bool = True) -> list[str]:
-    """Names as given, with glob patterns expanded against the read `snap`."""
+    """Names as given, with patterns (names.topic_pattern) expanded against the read `snap`."""
     known = snap.topics
     out: list[str] = []
     for name in names:
         if is_pattern(name):
             check_pattern(name)
-            out += [t for t in sorted(known) if fnmatch.fnmatchcase(t, name)
-                    and (include_internal or not known[t].internal)]
+            selected = matcher(name)
+            out += [t for t in sorted(known) if selected(t) and (include_internal or not known[t].internal)]
         else:
             out.append(name)
     return list(dict.fromkeys(out))
@@ -80,7 +79,7 @@ def missing(name: str) -> KafkaCallError:
 
 def read_topics(conn: ConnectionManager, names: list[str],
                 include_internal: bool = True) -> tuple[ClusterSnapshot, list[TopicInfo]]:
-    """One fresh read for the named topics (globs expanded) and each one's TopicInfo; a name
+    """One fresh read for the named topics (patterns expanded) and each one's TopicInfo; a name
     that does not exist is an error."""
     snap = read_for(conn, names)
     return snap, [require(conn, n, snap) for n in resolve(snap, names, include_internal)]

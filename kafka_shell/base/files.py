@@ -16,14 +16,16 @@ Files the shell owns are read with `read_owned`, which brings an existing file t
 
 from __future__ import annotations
 
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
 import json
 import os
 import stat
-from pathlib import Path
 
 from kafka_shell.base.errors import ShellError, UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path   # callers' paths; pathlib itself loads only where a path is made
 
 PRIVATE = 0o600
 PRIVATE_DIR = 0o700

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -19,6 +18,7 @@ from typing import Any
 from kafka_shell.protocol import codec
 from kafka_shell.protocol.authorization import is_authorization_error
 from kafka_shell.protocol.codes import ApiKey
+from kafka_shell.base.debug_log import DebugLog
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import ClusterUnreachable, KafkaCallError, ShellError
 from kafka_shell.connection.channel import Channel
@@ -26,7 +26,7 @@ from kafka_shell.connection.metadata import (EMPTY, ZOOKEEPER, BrokerInfo, Clust
                                   unauthorized_topics)
 from kafka_shell.connection.router import Router
 
-log = logging.getLogger("kafka_shell.connection.cache")
+log = DebugLog("kafka_shell.connection.cache")
 
 
 @contextlib.contextmanager

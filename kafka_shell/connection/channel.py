@@ -24,7 +24,6 @@ from kafka_shell.base.deadline import Deadline
 from kafka_shell.connection.client_config import librdkafka_properties, sasl_mechanism
 from kafka_shell.base.errors import KafkaCallError, NotSupported, ShellError, UsageError
 from kafka_shell.base.limits import MAX_FRAME_BYTES
-from kafka_shell.connection.sasl import CLIENT_MECHANISMS
 
 if TYPE_CHECKING:
     import ssl
@@ -32,6 +31,13 @@ if TYPE_CHECKING:
 CLIENT_ID = "kafka-shell"
 REAUTH_FRACTION = 0.85  # of the broker's session lifetime, when the channel logs in again
 SECURITY_PROTOCOLS = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
+
+
+def _client_mechanisms() -> dict[str, Any]:
+    """The SASL logins the channel does (kafka_shell/connection/sasl.py), loaded by the first
+    SASL connection only: a plaintext one-shot start does without their hashing modules."""
+    from kafka_shell.connection.sasl import CLIENT_MECHANISMS
+    return CLIENT_MECHANISMS
 
 
 class ConnectionLost(ShellError):
@@ -101,11 +107,11 @@ class Channel:
             raise UsageError(f"Unknown security.protocol {security!r}; use one of "
                              + ", ".join(p.upper() for p in SECURITY_PROTOCOLS))
         mechanism = sasl_mechanism(self._props) if security.startswith("sasl") else None
-        if mechanism is not None and mechanism not in CLIENT_MECHANISMS:
+        if mechanism is not None and mechanism not in _client_mechanisms():
             # Checked before connecting: nothing is sent when we could not finish the login.
             raise NotSupported(
                 f"kafka-shell cannot log in with SASL mechanism {mechanism} (it does "
-                f"{', '.join(CLIENT_MECHANISMS)}): every command reads the cluster through its "
+                f"{', '.join(_client_mechanisms())}): every command reads the cluster through its "
                 "own connection, so none works with this setting.")
         deadline = Deadline(timeout_s).at
         self._sock = self._open(security, deadline)
@@ -315,7 +321,7 @@ class Channel:
         if handshake["error_code"]:
             raise KafkaCallError(f"SASL handshake with {self.address} failed (error "
                                  f"{handshake['error_code']}).", code=handshake["error_code"])
-        login = CLIENT_MECHANISMS[mechanism](self._props, self.host)
+        login = _client_mechanisms()[mechanism](self._props, self.host)
         token: bytes | None = login.start()
         lifetime_ms = 0
         while token is not None:

@@ -11,10 +11,6 @@ settings are checked once, before any command runs (`validate`), the same way fo
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import ipaddress
-import json
 import os
 import re
 from typing import Any
@@ -22,7 +18,6 @@ from typing import Any
 from kafka_shell.base.env import ENV_REF, expand_env
 from kafka_shell.base.errors import NO_SASL_PROVIDER, ShellError, UsageError, shown
 from kafka_shell.base.files import read_owned, read_text, write_json_owned
-from kafka_shell.base.paths import data_dir
 
 REDACTED = "******"
 # Keys whose values are secrets: never printed, logged or put into an error message.
@@ -157,6 +152,8 @@ def librdkafka_properties(props: dict[str, str]) -> dict[str, str]:
     becomes username/password; Java's trust and key stores (JKS or PKCS12) become PEM text
     (ssl.ca.pem, ssl.certificate.pem, ssl.key.pem), in memory; Java's empty
     ssl.endpoint.identification.algorithm (no host-name check) becomes `none`."""
+    if not props:
+        return {}
     from kafka_shell.connection import keystores
     out = keystores.as_pem(dict(props))
     if out.get("ssl.endpoint.identification.algorithm", "https").strip() == "":
@@ -214,6 +211,7 @@ def _host_brackets_ok(host: str) -> bool:
         return True
     if not (host.startswith("[") and host.endswith("]")):
         return False
+    import ipaddress  # here: brackets are rare, and the module costs every start
     try:
         return ipaddress.ip_address(host[1:-1]).version == 6
     except ValueError:
@@ -276,16 +274,16 @@ def validate(props: dict[str, str]) -> None:
         if path and not (key == "ssl.ca.location" and path == "probe") and not os.path.exists(path):
             raise UsageError(f"{key}: file {shown(path)} does not exist: fix the path "
                              "(-X, --command-config or clusters.json)")
-    security = props.get("security.protocol", "").strip().lower()
-    mechanism = sasl_mechanism(props) if security.startswith("sasl") else None
-    from kafka_shell.connection.sasl import CLIENT_MECHANISMS  # it imports this module
-
-    if mechanism is not None and mechanism not in CLIENT_MECHANISMS:
-        # Every command connects through the shell's own channel first, which logs in itself.
-        raise UsageError(f"SASL mechanism {mechanism} is not supported by kafka-shell: use "
-                         f"{', '.join(CLIENT_MECHANISMS)} (set sasl.mechanism)")
     if not props:
         return
+    security = props.get("security.protocol", "").strip().lower()
+    mechanism = sasl_mechanism(props) if security.startswith("sasl") else None
+    if mechanism is not None:
+        from kafka_shell.connection.sasl import CLIENT_MECHANISMS  # it imports this module
+        if mechanism not in CLIENT_MECHANISMS:
+            # Every command connects through the shell's own channel first, which logs in itself.
+            raise UsageError(f"SASL mechanism {mechanism} is not supported by kafka-shell: use "
+                             f"{', '.join(CLIENT_MECHANISMS)} (set sasl.mechanism)")
     key = _settings_key(props)
     if key in _validated():
         return
@@ -300,6 +298,10 @@ MAX_REMEMBERED = 32
 
 
 def _settings_key(props: dict[str, str]) -> str:
+    # Only settings given (-X, a file, a cluster's) are checked: these load only then.
+    import hashlib
+    import importlib.util
+    import json
     spec = importlib.util.find_spec("confluent_kafka")
     where = os.path.dirname(spec.origin) if spec and spec.origin else ""
     build = f"{where}:{os.stat(where).st_mtime_ns if where else 0}"  # a new librdkafka checks again
@@ -308,6 +310,9 @@ def _settings_key(props: dict[str, str]) -> str:
 
 
 def _validated() -> list[str]:
+    import json
+
+    from kafka_shell.base.paths import data_dir
     try:
         data = json.loads(read_owned(data_dir() / VALIDATED_FILE) or "[]")
     except (OSError, ValueError, UsageError):
@@ -316,6 +321,7 @@ def _validated() -> list[str]:
 
 
 def _remember(key: str) -> None:
+    from kafka_shell.base.paths import data_dir
     try:
         write_json_owned(data_dir() / VALIDATED_FILE, [key, *_validated()][:MAX_REMEMBERED])
     except (OSError, ShellError):

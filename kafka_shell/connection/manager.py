@@ -50,14 +50,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import logging
 import queue
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, NamedTuple, TypeVar
 
-from kafka_shell.connection import controller_history
 from kafka_shell.protocol import codec
 from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
 from kafka_shell.connection.cache import MetadataCache, read_snapshot
@@ -66,6 +64,7 @@ from kafka_shell.base.answers import (BROKER, COORDINATOR, LEADER, REPLICA, TRAN
 from kafka_shell.connection.channel import Channel, ConnectionLost, ConnectionRefused, NoAnswer, operation_seconds
 from kafka_shell.connection.client_config import librdkafka_properties, parse_bootstrap
 from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.base.debug_log import DebugLog
 from kafka_shell.base.deadline import Budget, Deadline
 from kafka_shell.base.errors import ClusterUnreachable, KafkaCallError, NotSupported
 from kafka_shell.connection.metadata import KRAFT, ClusterSnapshot, ControllerInfo, Quorum
@@ -73,9 +72,7 @@ from kafka_shell.connection.router import Router, unreachable_message
 
 __all__ = ["ConnectionManager", "parse_bootstrap", "unreachable_message"]
 
-log = logging.getLogger("kafka_shell.connection.manager")
-_librdkafka_log = logging.getLogger("kafka_shell.librdkafka")
-_librdkafka_log.addHandler(logging.NullHandler())  # quiet unless --debug configures logging
+log = DebugLog("kafka_shell.connection.manager")
 
 MAX_ATTEMPTS = 5
 LAST_WORD_S = 0.2     # past the deadline, for brokers still asked to say why they did not answer
@@ -129,6 +126,23 @@ FORWARD_HINT = (" (the broker forwards it to the KRaft controller: if the broker
 # controller_request).
 FORWARDED_BY_ANY_BROKER = frozenset({ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN,
                                      ApiKey.EXPIRE_DELEGATION_TOKEN})
+
+
+@functools.cache
+def _librdkafka_log() -> Any:
+    """The logger of the Producers' and Consumers' librdkafka (only the records commands load
+    logging for it): quiet unless --debug configures logging."""
+    import logging
+    logger = logging.getLogger("kafka_shell.librdkafka")
+    logger.addHandler(logging.NullHandler())
+    return logger
+
+
+def _observe_controller(cluster_id: str | None, controller: ControllerInfo) -> None:
+    """The controller history's record of what a read learned (loaded by the first read of the
+    controller: a one-shot line that reads none starts without its files' modules)."""
+    from kafka_shell.connection import controller_history
+    controller_history.observe(cluster_id, controller)
 
 
 class ConnectionManager:
@@ -214,13 +228,13 @@ class ConnectionManager:
             self.cache.offer(snap)
         self.cluster_id = snap.cluster_id or self.cluster_id
         if controller:
-            controller_history.observe(self.cluster_id, snap.controller)
+            _observe_controller(self.cluster_id, snap.controller)
         return snap
 
     def controller(self) -> ControllerInfo:
         """The active controller now (KRaft: DescribeQuorum; ZooKeeper: Metadata)."""
         info = self.router.refresh_controller(self.deadline())
-        controller_history.observe(self.cluster_id, info)
+        _observe_controller(self.cluster_id, info)
         return info
 
     def quorum(self) -> Quorum:
@@ -477,8 +491,11 @@ class ConnectionManager:
                 parts = first(node, ids)
                 again = [gid for gid in ids if gid in parts and then.needs(parts[gid])]
                 return {**parts, **second(node, again)} if again else parts
+        # Patient, until the deadline as Kafka's AdminClient: a new cluster's __consumer_offsets
+        # takes seconds to get leaders, and each group's first request waits for them.
         found = self._route(list(dict.fromkeys(group_ids)), locate, ask, role, api_key, COORDINATOR_RETRIABLE,
-                            not_yet=COORDINATOR_RETRIABLE, mutation=mutation, patient=patient, deadline=deadline)
+                            not_yet=COORDINATOR_RETRIABLE, mutation=mutation, patient=patient,
+                            attempts=None if patient else MAX_ATTEMPTS, deadline=deadline)
         for gid, error in found.errors.items():
             if error.code is None or error.code in COORDINATOR_RETRIABLE:
                 self._coordinators.pop((key_type, gid), None)   # it moved, or did not answer: find it anew
@@ -646,7 +663,7 @@ class ConnectionManager:
         """Settings for a confluent-kafka Producer or Consumer of this session (its logs quiet
         unless --debug configures logging)."""
         return {"bootstrap.servers": self.bootstrap, **librdkafka_properties(self.properties),
-                "logger": _librdkafka_log}
+                "logger": _librdkafka_log()}
 
     # -- connections -------------------------------------------------------------------------
 

@@ -19,7 +19,6 @@ epoch really changed, once per change.
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 import time
@@ -30,11 +29,12 @@ from kafka_shell.protocol.authorization import authorization_message, is_authori
 from kafka_shell.connection.channel import Channel, ConnectionLost, ConnectionRefused, MalformedAnswer, NoAnswer, Unresolvable
 from kafka_shell.connection.client_config import parse_bootstrap
 from kafka_shell.protocol.codes import ApiKey, Error, ResourceType
+from kafka_shell.base.debug_log import DebugLog
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import ClusterUnreachable, KafkaCallError, kafka_error_message
 from kafka_shell.connection.metadata import KRAFT, NO_CONTROLLER, ZOOKEEPER, BrokerInfo, ControllerInfo, Quorum, quorum_from
 
-log = logging.getLogger("kafka_shell.connection.router")
+log = DebugLog("kafka_shell.connection.router")
 
 METADATA_TOPIC = "__cluster_metadata"
 QUORUM_REQUEST = {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]}

@@ -11,7 +11,7 @@ Commands (and the pipeline) call these; the admin layer returns the errors as va
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_shell.admin import resets
 from kafka_shell.admin.errors import code_name, error_line, other_type_of, partition_line
@@ -19,6 +19,9 @@ from kafka_shell.base.answers import AdminError, Answers
 from kafka_shell.protocol.authorization import is_authorization_error
 from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.base.errors import kafka_error_message, shown
+
+if TYPE_CHECKING:
+    from kafka_shell.admin import resets
 
 Key = tuple[str, int]
 

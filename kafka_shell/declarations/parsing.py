@@ -56,11 +56,13 @@ class _Scan:
     separators: tuple[int, ...]   # where a `;` outside quotes and comments splits the line
     open_quote: str               # the quote still open at the end, "" when none
     trailing_backslash: bool      # the line ends with an unescaped `\`: it continues
+    redirect: int = -1            # where the first `|` or `>` outside quotes and comments is
 
 
 def _scan(text: str) -> _Scan:
     """One pass over a line as a POSIX shell reads it: quotes, escapes, `#` comments."""
     separators: list[int] = []
+    redirect = -1
     quote, i, n = "", 0, len(text)
     while i < n:
         c = text[i]
@@ -71,7 +73,7 @@ def _scan(text: str) -> _Scan:
                 i += 1
         elif c == "\\":
             if i + 1 == n:
-                return _Scan(tuple(separators), "", True)
+                return _Scan(tuple(separators), "", True, redirect)
             i += 1
         elif c in "'\"":
             quote = c
@@ -79,8 +81,10 @@ def _scan(text: str) -> _Scan:
             break
         elif c == ";":
             separators.append(i)
+        elif c in "|>" and redirect < 0:
+            redirect = i
         i += 1
-    return _Scan(tuple(separators), quote, False)
+    return _Scan(tuple(separators), quote, False, redirect)
 
 
 def split_commands(line: str) -> list[str]:
@@ -91,6 +95,17 @@ def split_commands(line: str) -> list[str]:
     bounds = [-1, *separators, len(line)]
     parts = [line[a + 1:b].strip() for a, b in zip(bounds, bounds[1:])]
     return [p for p in parts if p] or [""]
+
+
+def split_redirect(line: str) -> tuple[str, str, str]:
+    """`list-topics > out.txt` -> ("list-topics", ">", "out.txt"): the command, and where its
+    output goes as a shell says it (`>` a file, `>>` appended to it, `|` a command's input), from
+    the first `|` or `>` outside quotes on; ("line", "", "") without one."""
+    at = _scan(line).redirect if ("|" in line or ">" in line) else -1
+    if at < 0:
+        return line, "", ""
+    op = ">>" if line.startswith(">>", at) else line[at]
+    return line[:at].strip(), op, line[at + len(op):].strip()
 
 
 def is_incomplete(text: str) -> bool:
@@ -139,6 +154,9 @@ def each_logical_line(raw: Iterable[str], limit: int | None = None,
 def _unexpected_argument(cmd: Command, token: str, values: dict[str, Any]) -> str:
     """A value without an option: the option it most likely belongs to is the first required
     one not given yet (`create-topic orders` meant `--topic orders`)."""
+    if token in (">", ">>", "|"):
+        return (f'Unexpected argument "{token}" for {cmd.name}: output goes to a file or a command ({token}) in the '
+                "interactive shell; elsewhere redirect kafka-shell's own output")
     wanted = next((o for o in cmd.options if o.required and not o.flag and o.dest not in values), None)
     if wanted is not None and not token.startswith("-"):
         return f'Unexpected argument "{shown(token)}" for {cmd.name} (did you mean {wanted.name} {shown(token)}?)'
@@ -195,12 +213,19 @@ def parse(tokens: list[str], registry: Registry = REGISTRY,
     _apply_context(cmd, values, context or {})
     _check_groups(cmd, values)
     missing = [o.name for o in cmd.options if o.required and o.dest not in values]
+    positional = next((o for o in cmd.options if o.required and o.positional and o.dest not in values), None)
+    if positional is not None:   # `watch` alone: what to give, and an example
+        example = f" (e.g. {cmd.examples[0]})" if cmd.examples else f" (see {cmd.name} --help)"
+        what = f": {positional.help[:1].lower()}{positional.help[1:].rstrip('.')}" if positional.help else ""
+        raise UsageError(f"{cmd.name} needs {_metavar(positional)}{what}{example}")
     if missing:
         plural = "s" if len(missing) > 1 else ""
         raise UsageError(f"Missing required option{plural} {', '.join(missing)} for {cmd.name} "
                          f"(see {cmd.name} --help)")
     for o in cmd.options:
         values.setdefault(o.dest, ([] if o.repeatable else False if o.flag else o.default))
+    if cmd.check is not None:
+        cmd.check(values)
     return Parsed(cmd, values, given)
 
 
@@ -242,6 +267,8 @@ TYPE_NAMES: dict[Callable[[str], Any], str] = {int: "an integer", float: "a numb
 
 def _convert(cmd: Command, opt: Option, raw: str) -> Any:
     label = opt.name if not opt.positional else opt.name.upper()
+    if opt.positional and raw in (">", ">>", "|"):
+        raise UsageError(_unexpected_argument(cmd, raw, {}))
     if opt.choices and raw not in opt.choices and raw.lower() in opt.choices:
         raw = raw.lower()  # Kafka's tools take `--election-type PREFERRED`; scripts carry that over
     if opt.choices and raw not in opt.choices:
@@ -258,7 +285,7 @@ def _apply_context(cmd: Command, values: dict[str, Any], context: dict[str, Any]
     """Fill options from the context unless the line gave them (or another of their group)."""
     if cmd.context_with and not any(_dest(cmd, n) in values for n in cmd.context_with):
         return
-    if any(values.get(_dest(cmd, n)) for n in cmd.context_not_with):
+    if any(_dest(cmd, n) in values for n in cmd.context_without):
         return
     for dest, value in context.items():
         opt = next((o for o in cmd.options if o.dest == dest), None)

@@ -12,7 +12,6 @@ imported by `load_commands()`.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -92,9 +91,12 @@ class Confirm:
       them too; None when there is nothing to ask);
     - the handler itself (`Proposal`), once it has planned the change, when `proposed`; with
       `refusal` the refusal outside the REPL comes before anything is read;
+    - `asks(args)`: from the line alone, naming what it names (nothing read: replay's whole-file
+      check refuses it without --yes before any line runs);
     - neither: the command line itself, "LINE: this cannot be undone. Continue?"."""
     applies: Callable[[dict], bool] = _always
     question: Callable[[Any, dict], str | None] | None = None
+    asks: Callable[[dict], str] | None = None
     proposed: bool = False
     refusal: str | None = None
     # Kafka's own opt-in (reset-offsets' --execute): outside the REPL it is the confirmation,
@@ -118,9 +120,9 @@ class Command:
     exclusive_groups: tuple[tuple[str, ...], ...] = ()  # at most one of each group
     topic_context: bool = False       # `--topic` defaults to the REPL's context topic
     context_with: tuple[str, ...] = ()  # ... only when one of these options is given (an action)
-    # ... never when one of these is given: they make the read cluster-wide (a health filter, a
-    # broker's partitions), and the context topic does not narrow such a check (Kafka's tools).
-    context_not_with: tuple[str, ...] = ()
+    # ... and not when one of these is: they name another entity, or make the read cluster-wide (a
+    # health filter, a broker's partitions) that the context topic does not narrow (Kafka's tools).
+    context_without: tuple[str, ...] = ()
     # Without --topic the read covers every topic: when the context topic fills it, the output
     # says so in one line (CONTEXT_NOTE).
     context_narrows: bool = False
@@ -128,6 +130,9 @@ class Command:
     # Runs consecutive lines of this command as one request (replay): args of each -> their outcomes.
     batch: Callable[[Any, list[dict]], list[Any]] | None = None
     sandbox_only: bool = False        # only when the shell runs on its embedded sandbox
+    # A usage check of the whole line that the declarations above cannot say (args -> None, or
+    # a UsageError); parsing runs it, so it holds before anything is sent (replay's check too).
+    check: Callable[[dict], None] | None = None
     # The names of the tables its results may carry (json's keys, what --csv-table picks), checked
     # before anything is sent; None: another command's (watch). A test run checks each result.
     tables: tuple[str, ...] | None = ()
@@ -248,6 +253,8 @@ def load_commands() -> Registry:
     `REGISTRY.get` imports its module from the index."""
     global _commands_loaded
     if not _commands_loaded:
+        import pkgutil  # here: a one-shot line imports only its own family, from the index
+
         import commands
         for info in pkgutil.iter_modules(commands.__path__):
             importlib.import_module(f"commands.{info.name}")

@@ -29,7 +29,10 @@ EXPANDED = ("auto", "on", "off")
 #   id: a broker or node id, or None shown as "none" (Kafka's word for no leader); never left out.
 #   kept: never left out, even when empty in every row (an empty ISR is the news).
 #   mark: a boolean shown as "*" or nothing (the replica unclean-recovery chose).
-KINDS = ("bytes", "time", "ms", "reported", "datetime", "id", "kept", "mark")
+#   entity: a quota's entity {"user": "alice", "client-id": None}, shown "user=alice, client-id=<default>".
+#   assignment: partitions as a list of {"topic": t, "partitions": [0, 1]}, shown "t(0,1) u(2)" (or a
+#     streams member's tasks, {"subtopology": s, ...}, shown "s:[0,1]").
+KINDS = ("bytes", "time", "ms", "reported", "datetime", "id", "kept", "mark", "assignment", "entity")
 KEPT_KINDS = ("id", "kept")
 
 
@@ -39,9 +42,6 @@ class Table:
     rows: list[list[Any]]
     name: str = ""            # its key in json, its "table" in jsonl, what --csv-table picks
     kinds: dict[str, str] = field(default_factory=dict)   # column -> one of KINDS
-
-    def records(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row)) for row in self.rows]
 
 
 @dataclass
@@ -74,16 +74,23 @@ class Result:
 
 @dataclass
 class Stream:
-    """Rows printed as they come (consume): one table whose rows an iterator yields, each
-    written and flushed at once (table rows in fixed `widths`, json's array as it grows, a jsonl
-    line, a csv line). `summary(interrupted)` then gives the result's messages and exit code;
-    `interrupted` is True when Ctrl-C came while a row was being written."""
+    """Rows printed as they come (consume): one table whose items an iterator yields, each
+    written and flushed at once (a table row, json's array as it grows, a jsonl line, a csv
+    line). `summary(interrupted)` then gives the result's messages and exit code; `interrupted`
+    is True when Ctrl-C came while a row was being written.
+
+    An item is a row of `columns`, or whatever `row` makes one of; `people` gives the table
+    format its own columns and row (the table shows what scripts get exactly in other words),
+    and `encode`, when set, is the output whatever the format: each item's bytes (kcat's -f)."""
     columns: list[str]
-    rows: Iterator[list[Any]]
+    rows: Iterator[Any]
     summary: Callable[[bool], Result]
     name: str = ""
     kinds: dict[str, str] = field(default_factory=dict)
     widths: dict[str, int] = field(default_factory=dict)   # column -> its width in the table format
+    row: Callable[[Any], list[Any]] | None = None
+    people: tuple[list[str], Callable[[Any], list[Any]]] | None = None
+    encode: Callable[[Any], bytes] | None = None
 
 
 @dataclass
@@ -119,7 +126,11 @@ def cell(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
+        if any(isinstance(v, (dict, list, tuple)) for v in value):
+            return json.dumps(value)   # a list of records (an assignment) as JSON text
         return ",".join(map(str, value))
+    if isinstance(value, dict):   # a map (a topic's configs): k=v,k2=v2
+        return ",".join(f"{k}={cell(v)}" for k, v in value.items())
     return str(value)
 
 
@@ -138,25 +149,28 @@ def write_stream(stream: Stream, fmt: str, out: TextIO) -> Result:
     """Print a stream's rows as they come; return its summary (messages and exit code). Stdout
     stays what the format promises: nothing before the first row (a failure prints nothing in
     json), and json's object closed however the stream ends."""
-    people = _streamed_row(stream) if fmt == "table" else None
+    write = _stream_writer(stream, fmt, out)
     first = True
     interrupted = False
     try:
-        for row in stream.rows:
-            if first:
+        for item in stream.rows:
+            if first and stream.encode is None:
                 out.write(_stream_head(stream, fmt))
-            elif fmt == "json":
+            elif fmt == "json" and stream.encode is None:
                 out.write(",\n")
-            out.write(people(row) if people is not None else _stream_row(stream, fmt, row))
-            out.flush()
+            write(item)
             first = False
+            if getattr(out, "broken", False):   # a pipe's reader stopped reading (| head -3)
+                raise KeyboardInterrupt
     except KeyboardInterrupt:
         interrupted = True
         close = getattr(stream.rows, "close", None)
         if close is not None:
             close()
     summary = stream.summary(interrupted)
-    if first and fmt == "json" and summary.exit_code == 0:
+    if stream.encode is not None:
+        pass
+    elif first and fmt == "json" and summary.exit_code == 0:
         out.write(json.dumps({stream.name or "table0": []}) + "\n")
     elif first and fmt == "table" and summary.exit_code == 0:
         out.write("(none)\n")
@@ -166,35 +180,71 @@ def write_stream(stream: Stream, fmt: str, out: TextIO) -> Result:
     return summary
 
 
-def _streamed_row(stream: Stream) -> Callable[[list[Any]], str]:
-    """A row of the table format in the stream's fixed widths (the last column unpadded)."""
-    show = [HUMAN.get(stream.kinds.get(c, "")) for c in stream.columns]
-    widths = [max(stream.widths.get(c, 0), len(c)) for c in stream.columns]
+def _stream_writer(stream: Stream, fmt: str, out: TextIO) -> Callable[[Any], None]:
+    """What writes one item of the stream, and flushes it."""
+    if stream.encode is not None:
+        encode = stream.encode
+        binary = getattr(out, "buffer", None)
 
-    def line(row: list[Any]) -> str:
-        cells = [cell(v if f is None else f(v)) for v, f in zip(row, show)]
-        return "  ".join(c.ljust(w) for c, w in zip(cells[:-1], widths)) + "  " + cells[-1] + "\n"
-    return line
+        def write_bytes(item: Any) -> None:
+            data = encode(item)
+            if binary is not None:
+                binary.write(data)
+                binary.flush()
+            else:   # a text stream (a test's StringIO): the bytes as Python reads the command line's
+                out.write(data.decode("utf-8", "surrogateescape"))
+                out.flush()
+        return write_bytes
+    people = _StreamedTable(stream) if fmt == "table" else None
+    make = stream.row or (lambda item: item)
+
+    def write(item: Any) -> None:
+        out.write(people.line(item) if people is not None else _stream_row(stream, fmt, make(item)))
+        out.flush()
+    return write
+
+
+class _StreamedTable:
+    """Rows of the table format in the stream's widths (the last column unpadded). A cell wider
+    than its column widens it from there on, under the header printed again: every row lines up
+    with the header above it."""
+
+    def __init__(self, stream: Stream):
+        self.columns, self.make = stream.people if stream.people is not None else \
+            (stream.columns, stream.row or (lambda item: item))
+        self.show = [HUMAN.get(stream.kinds.get(c, "")) for c in self.columns]
+        self.widths = [max(stream.widths.get(c, 0), len(c)) for c in self.columns]
+        self.started = False
+
+    def head(self) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(self.columns, self.widths)).rstrip() + "\n" + \
+            "  ".join("-" * w for w in self.widths) + "\n"
+
+    def line(self, item: Any) -> str:
+        cells = [cell(v if f is None else f(v)) for v, f in zip(self.make(item), self.show)]
+        wider = [max(w, len(c)) for c, w in zip(cells[:-1], self.widths)] + self.widths[-1:]
+        head = ""
+        if wider != self.widths or not self.started:
+            self.widths = wider
+            head = ("\n" if self.started else "") + self.head()
+            self.started = True
+        return head + "  ".join(c.ljust(w) for c, w in zip(cells[:-1], self.widths)) + "  " + cells[-1] + "\n"
 
 
 def _stream_head(stream: Stream, fmt: str) -> str:
-    if fmt == "table":
-        widths = [max(stream.widths.get(c, 0), len(c)) for c in stream.columns]
-        return "  ".join(c.ljust(w) for c, w in zip(stream.columns, widths)).rstrip() + "\n" + \
-            "  ".join("-" * w for w in widths) + "\n"
     if fmt == "json":
         return "{" + json.dumps(stream.name or "table0") + ": [\n"
     if fmt == "csv":
         return _csv(Table(stream.columns, []))
-    return ""
+    return ""   # the table's head comes with its first row; jsonl has none
 
 
 def _stream_row(stream: Stream, fmt: str, row: list[Any]) -> str:
     if fmt == "json":
-        return json.dumps(dict(zip(stream.columns, row)), default=str)
+        return json.dumps(dict(zip(data_keys(stream.columns), row)), default=str)
     if fmt == "csv":
         return _csv(Table(stream.columns, [row])).split("\n", 1)[1]
-    keys = ["table", *map(snake_case, stream.columns)]
+    keys = ["table", *data_keys(stream.columns)]
     return json.dumps(dict(zip(keys, [stream.name or "table0", *row])), default=str) + "\n"
 
 
@@ -267,7 +317,7 @@ def _vertical(t: Table, width: int | None) -> str:
 
 
 def _empty(value: Any) -> bool:
-    return value is None or value == "" or (isinstance(value, (list, tuple)) and not value)
+    return value is None or value == "" or (isinstance(value, (list, tuple, dict)) and not value)
 
 
 def for_people(t: Table) -> Table:
@@ -279,7 +329,15 @@ def for_people(t: Table) -> Table:
     if len(keep) == len(t.columns) and not any(show):
         return t
     rows = [[row[i] if f is None else f(row[i]) for i, f in zip(keep, show)] for row in t.rows]
-    return Table([t.columns[i] for i in keep], rows, name=t.name)
+    return Table([people_header(t.columns[i], t.kinds) for i in keep], rows, name=t.name)
+
+
+def people_header(column: str, kinds: dict[str, str]) -> str:
+    """A column's header in the table format: a duration or time shown readably ("15 min") drops
+    the unit its name gives the exact value in ("TransactionTimeoutMs" -> "TransactionTimeout")."""
+    if kinds.get(column) in ("ms", "time") and column.endswith("Ms") and len(column) > 2:
+        return column[:-2]
+    return column
 
 
 def human_bytes(value: Any) -> Any:
@@ -349,8 +407,25 @@ def _mark(value: Any) -> Any:
     return ("*" if value else "") if isinstance(value, bool) else value
 
 
+def human_assignment(value: Any) -> Any:
+    """[{"topic": "t", "partitions": [0, 1]}] -> "t(0,1)", as kafka-consumer-groups prints one;
+    a streams member's tasks, [{"subtopology": "0", "partitions": [0, 1]}] -> "0:[0,1]", as
+    kafka-streams-groups does."""
+    if not isinstance(value, list):
+        return value
+    return " ".join(f"{a['topic']}({','.join(map(str, a['partitions']))})" if "topic" in a
+                    else f"{a['subtopology']}:[{','.join(map(str, a['partitions']))}]" for a in value) or None
+
+
+def _entity(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    return ", ".join(f"{k}={v if v is not None else '<default>'}" for k, v in value.items())
+
+
 HUMAN: dict[str, Callable[[Any], Any]] = {"bytes": human_bytes, "time": human_time, "ms": human_ms,
-                                          "datetime": human_datetime, "id": _id, "kept": _kept, "mark": _mark}
+                                          "datetime": human_datetime, "id": _id, "kept": _kept, "mark": _mark,
+                                          "assignment": human_assignment, "entity": _entity}
 
 
 def _column_text(values: tuple) -> list[str]:
@@ -384,7 +459,8 @@ def table_key(t: Table, i: int) -> str:
 
 def _json(tables: list[Table]) -> str:
     """Always one shape: an object whose keys name the result's tables."""
-    return json.dumps({table_key(t, i): t.records() for i, t in enumerate(tables)}, indent=1, default=str) + "\n"
+    return json.dumps({table_key(t, i): [dict(zip(data_keys(t.columns), row)) for row in t.rows]
+                       for i, t in enumerate(tables)}, indent=1, default=str) + "\n"
 
 
 _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -395,11 +471,18 @@ def snake_case(column: str) -> str:
     return re.sub(r"[^0-9a-zA-Z]+", "_", _WORD_START.sub("_", column.strip())).strip("_").lower()
 
 
+def data_keys(columns: list[str]) -> list[str]:
+    """A table's columns as json, jsonl and csv name them: snake_case, the one spelling of every
+    key a script reads (the tables' names, jsonl's "table", Kafka's JSON files such as a
+    reassignment's "log_dirs"); the table format keeps Kafka's words ("LogEndOffset")."""
+    return [snake_case(c) for c in columns]
+
+
 def _jsonl(tables: list[Table]) -> str:
     """One row an object a line, snake_case keys, with its table's name under "table"."""
     lines = []
     for i, t in enumerate(tables):
-        keys = ["table", *map(snake_case, t.columns)]
+        keys = ["table", *data_keys(t.columns)]
         name = table_key(t, i)
         lines += [json.dumps(dict(zip(keys, [name, *row])), default=str) for row in t.rows]
     return "".join(line + "\n" for line in lines)
@@ -428,6 +511,6 @@ def _csv(table: Table) -> str:
     buf = _Lines()
     import csv  # --output csv only
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(table.columns)
+    w.writerow(data_keys(table.columns))
     w.writerows([cell(v) if v is not None else "" for v in row] for row in table.rows)
     return "".join(buf.parts)

@@ -11,9 +11,10 @@ import sys
 from typing import TextIO
 from collections.abc import Iterable, Iterator
 
-from kafka_shell.base.errors import UsageError, printable
+from kafka_shell.base.errors import ShellError, UsageError, printable
 from kafka_shell.base.files import MAX_INPUT_BYTES, decode, read_text
-from kafka_shell.declarations.parsing import each_logical_line, logical_lines
+from kafka_shell.declarations.parsing import each_logical_line, logical_lines, split_commands
+from kafka_shell.face.runner import check as check_line
 from kafka_shell.face.runner import run_each, run_line
 from kafka_shell.connection.session import Session
 
@@ -23,14 +24,24 @@ def oneshot(session: Session, line: str) -> int:
     return run_line(session, line)
 
 
-def replay(session: Session, path: str, quiet: bool = False, continue_on_error: bool = False) -> int:
+def replay(session: Session, path: str, quiet: bool = False, continue_on_error: bool = False,
+           check_first: bool = True) -> int:
     """`kafka-shell --file script.ksh` (`-` reads standard input): one command a line, each run
     as it comes (standard input is read as it arrives: a stream of any length runs in bounded
-    memory)."""
+    memory). A file is checked whole first (`check_first`): one that does not parse runs nothing."""
     name = "stdin" if path == "-" else path
     stream = _StdinLines() if path == "-" else None
-    raw = stream if stream is not None else _text_lines(read_text(path, "script"))
-    items = ((f"{name}:{number}: ", text) for number, text in each_logical_line(raw, MAX_INPUT_BYTES, f"{name}:"))
+    text = read_text(path, "script") if stream is None else ""
+    if stream is None and check_first:
+        errors, _ = check_lines(session, name, _text_lines(text))
+        if errors:   # one line for one error, as for any bad input
+            if len(errors) == 1:
+                _report(session, [], errors[0] + " (nothing was run)")
+            else:
+                _report(session, errors, f"{name}: {len(errors)} errors; nothing was run.")
+            return 2
+    raw = stream if stream is not None else _text_lines(text)
+    items = ((f"{name}:{number}: ", line) for number, line in each_logical_line(raw, MAX_INPUT_BYTES, f"{name}:"))
 
     def echo(where: str, line: str) -> None:
         number = where.rsplit(":", 2)[-2]
@@ -42,6 +53,57 @@ def replay(session: Session, path: str, quiet: bool = False, continue_on_error: 
                          ready=stream.ready if stream is not None else None):
         failed = failed or code != 0
     return 1 if failed else 0
+
+
+def check(session: Session, path: str) -> int:
+    """`kafka-shell --check script.ksh` (`-`: standard input): every line parsed as replay would
+    run it (context lines followed), every error named with its line number; nothing is sent."""
+    name = "stdin" if path == "-" else path
+    errors, count = check_lines(session, name, _StdinLines() if path == "-" else _text_lines(read_text(path, "script")))
+    if errors:
+        _report(session, errors, f"{name}: {count} command(s) checked, {len(errors)} error(s).")
+        return 2
+    _report(session, [], f"{name}: {count} command(s) checked, no errors.")
+    return 0
+
+
+def check_lines(session: Session, name: str, raw: Iterable[str]) -> tuple[list[str], int]:
+    """Each command of the script checked as the runner checks a line before running it
+    (runner.check), in order: a context line (`topic t`, `output csv`, `use-cluster`) changes
+    what the lines after it are checked against, as it will when they run. The errors
+    ("name:N: ...") and how many commands there were."""
+    shadow = Session(topic=session.topic, output=session.output, yes=session.yes)
+    errors: list[str] = []
+    count = 0
+    try:
+        for number, line in each_logical_line(raw, MAX_INPUT_BYTES, f"{name}:"):
+            for part in split_commands(line):
+                count += 1
+                try:
+                    parsed = check_line(shadow, part)
+                except ShellError as exc:
+                    errors.append(printable(f"{name}:{number}: {exc}"))
+                    continue
+                if parsed is not None and not parsed.help:
+                    _follow_context(shadow, parsed.command.name, parsed.args)
+    except UsageError as exc:   # a line too long to read: the rest cannot be checked
+        errors.append(printable(str(exc)))
+    return errors, count
+
+
+def _follow_context(shadow: Session, command: str, args: dict) -> None:
+    if command == "topic":
+        shadow.topic = args.get("name") or None
+    elif command == "output":
+        shadow.output = args.get("format") or shadow.output
+    elif command == "use-cluster":
+        shadow.topic = None
+
+
+def _report(session: Session, errors: list[str], summary: str) -> None:
+    for line in [*errors, summary]:
+        session.stderr.write(line + "\n")
+    session.stderr.flush()
 
 
 class _StdinLines:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
-import traceback
 from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Iterator
 
@@ -118,7 +117,7 @@ def _refusal_of_list(session: Session, lines: list[Line]) -> tuple[Line, Excepti
     topic, output = session.topic, session.output
     for line in lines:
         try:
-            parsed = _parsed(session, line.text, topic, output)
+            parsed = check(session, line.text, (topic, output))
         except Exception as exc:  # noqa: BLE001 - a UsageError, or anything: reported as that line's
             return line, exc
         if parsed is not None and not parsed.help and parsed.command.family == "session":
@@ -130,17 +129,31 @@ def _refusal_of_list(session: Session, lines: list[Line]) -> tuple[Line, Excepti
     return None
 
 
-def _parsed(session: Session, text: str, topic: str | None, output: str) -> parsing.Parsed | None:
-    """A line parsed and checked as far as it can be without the cluster: the command, its
-    options and their values, --csv-table."""
+def check(session: Session, text: str, context: tuple[str | None, str] | None = None) -> parsing.Parsed | None:
+    """Every check of one command line that needs no cluster, as the runner makes them: its
+    words, the command and its options (the context topic filling --topic), --csv-table against
+    the output format and the tables the command declares, and --yes of a destructive invocation
+    outside the REPL when its question needs nothing read from the cluster. A UsageError names
+    what is wrong; nothing is run or sent (replay checks a whole file with it before running any
+    line; a `;` line each of its commands). `context`: the context topic and output format the
+    lines before it leave (default: the session's). None for a blank line."""
+    topic, output = context if context is not None else (session.topic, session.output)
     tokens = parsing.tokenize(text)
     if not tokens:
         return None
     cmd = parsing.find_command(tokens[0])
-    context = {"topic": topic} if cmd.topic_context and topic else None
-    parsed = parsing.parse(tokens, REGISTRY, context)
-    if not parsed.help:
-        _check_csv_table(cmd, parsed.args.get("csv_table"), session.csv_table, parsed.args.get("output") or output)
+    filled = {"topic": topic} if cmd.topic_context and topic else None
+    parsed = parsing.parse(tokens, REGISTRY, filled)
+    if parsed.help:
+        return parsed
+    _check_csv_table(cmd, parsed.args.get("csv_table"), session.csv_table, parsed.args.get("output") or output)
+    policy = cmd.confirm
+    if policy is None or not policy.applies(parsed.args) or _approved(session, parsed.args) or _can_ask(session):
+        return parsed
+    if policy.proposed and policy.refusal is not None:
+        raise UsageError(_refusal(policy.refusal))
+    if not policy.proposed and policy.question is None:
+        raise UsageError(_refusal(policy.asks(parsed.args).rstrip("?") if policy.asks else f"{cmd.name} is destructive"))
     return parsed
 
 
@@ -159,26 +172,24 @@ def _check_csv_table(cmd: Command, named: str | None, session_table: str | None,
 
 
 def _prepare(session: Session, text: str) -> parsing.Parsed | None:
-    parsed = _parsed(session, text, session.topic, session.output)
+    parsed = check(session, text)
     if parsed is None or parsed.help:
         return parsed
-    cmd = parsed.command
-    policy = cmd.confirm
-    if policy is None or not policy.applies(parsed.args) or _approved(session, parsed.args):
-        return parsed
-    if policy.proposed:   # the handler asks once it has planned; some refuse before anything is read
-        if policy.refusal is not None and not _can_ask(session):
-            raise UsageError(_refusal(policy.refusal))
-        return parsed
+    policy = parsed.command.confirm
+    if policy is None or not policy.applies(parsed.args) or _approved(session, parsed.args) or policy.proposed:
+        return parsed   # a proposed change is asked about once the handler has planned it
     if policy.question is not None:   # it names the targets, after checking them
         with session.bounded():
             question = policy.question(session, parsed.args)
         if question is None:
             return parsed
         refusal = question.rstrip("?")
+    elif policy.asks is not None:   # it names what the line names
+        question = policy.asks(parsed.args)
+        refusal = question.rstrip("?")
     else:
         question = f"{text.strip()}: this cannot be undone. Continue?"
-        refusal = f"{cmd.name} is destructive"
+        refusal = f"{parsed.command.name} is destructive"
     _ask(session, question, refusal)
     return parsed
 
@@ -373,6 +384,7 @@ def _fail(session: Session, line: Line, exc: BaseException, echo: Echo | None) -
     else:
         message, code = f"Internal error: {type(exc).__name__}: {exc} (run with --debug for details)", 1
     if session.debug and not isinstance(exc, UsageError):
+        import traceback  # only --debug shows one: not loaded at every start
         session.stderr.write("".join(traceback.format_exception(exc)))
     session.stderr.write(printable(f"{line.where}{message}") + "\n")
     session.stderr.flush()

@@ -12,25 +12,77 @@ ones it needs with Kafka's zero values. That keeps every handler version-agnosti
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import dataclasses
 import datetime
+import importlib
+import importlib.machinery
 import os
 import io
 import struct
+import sys
+import types
 import typing
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache, cache
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.schema.index import api_key_map, schema_name_map
-from kio.serial import entity_reader, writers
+from kio.schema.index import PayloadEntityType, api_key_map, schema_name_map
+from kio.static.constants import EntityType
 from kio.static.primitive import i32, i64
-from kio.serial._introspect import get_field_tag
 
-from kafka_shell.protocol import encoders, frames, seed_apis
+
+# Two of kio.serial's modules import a heavy module only to name a type: `writers` imports
+# asyncio for `Writable = asyncio.StreamWriter | IO[bytes]`, `readers` typing_extensions for
+# `Buffer` (in annotations). asyncio brings ssl, subprocess and concurrent.futures: the two are a
+# third of a one-shot command's start-up, for two names. So these two modules are loaded with an
+# `import` of their own, which hands them a stand-in holding just that name while the real module
+# is not loaded; no other module (nor sys.modules) sees a stand-in, and nothing of kio is copied.
+_TYPE_NAMES = {"kio.serial.writers": ("asyncio", "StreamWriter"), "kio.serial.readers": ("typing_extensions", "Buffer")}
+
+
+class _TypeNameLoader(importlib.machinery.SourceFileLoader):
+    def exec_module(self, module: types.ModuleType) -> None:
+        heavy, name = _TYPE_NAMES[module.__name__]
+        stand_in = types.ModuleType(heavy, f"{module.__name__}'s view of {heavy}: the name {name}")
+        setattr(stand_in, name, type(name, (), {"__module__": heavy}))
+
+        def importer(imported: str, *args: Any, **kwargs: Any) -> types.ModuleType:
+            if imported == heavy and heavy not in sys.modules:
+                return stand_in
+            return builtins.__import__(imported, *args, **kwargs)
+        module.__builtins__ = {**vars(builtins), "__import__": importer}  # type: ignore[attr-defined]
+        super().exec_module(module)
+
+
+class _TypeNameFinder:
+    @staticmethod
+    def find_spec(name: str, path: Any, target: Any = None) -> Any:
+        if name not in _TYPE_NAMES:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader:
+            spec.loader = _TypeNameLoader(spec.loader.name, spec.loader.path)
+        return spec
+
+
+@contextlib.contextmanager
+def _kio_serial_without_heavy_imports() -> Iterator[None]:
+    sys.meta_path.insert(0, _TypeNameFinder)  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(_TypeNameFinder)  # type: ignore[arg-type]
+
+
+with _kio_serial_without_heavy_imports():
+    from kio.serial import entity_reader, writers
+    from kio.serial._introspect import get_field_tag
+
+from kafka_shell.protocol import encoders, frames, seed_apis  # noqa: E402 - after kio.serial, loaded above
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -77,13 +129,21 @@ def _schema(api_key: int, version: int, side: str) -> EntityClass:
     if ext is not None:
         return ext
     if version in _kio_has(api_key):
-        kio_cls: EntityClass = (load_request_schema if side == "request" else load_response_schema)(api_key, version)
+        kio_cls = _kio_class(api_key, version, side)
         return _with_int_timestamps(kio_cls) if (api_key, side) in SIGNED_TIMESTAMPS else kio_cls
     from kafka_shell.protocol.definitions import messages
     cls = messages.schema_class(api_key, side, version)
     if cls is None:
         raise ValueError(f"no schema for {api_name(api_key)} v{version} {side}")
     return cls
+
+
+def _kio_class(api_key: int, version: int, side: str) -> EntityClass:
+    """kio's class of a message version, from kio's index of its modules (only the messages a
+    command uses are imported; kio.index would import every header's module, and pkgutil)."""
+    kind: PayloadEntityType = EntityType.request if side == "request" else EntityType.response
+    module, _, name = schema_name_map[api_key_map[api_key]][version][kind].partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 # Messages whose timestamps Kafka writes as -1 when there is none (DescribeTransactions' start

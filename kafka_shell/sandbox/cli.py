@@ -109,6 +109,7 @@ def parser():
 def serve(argv: list[str]) -> int:
     """`kafka-shell sandbox`: serve an embedded cluster until Ctrl-C, SIGTERM or SIGHUP."""
     import contextlib
+    import errno
     import signal
     import threading
 
@@ -143,7 +144,12 @@ def serve(argv: list[str]) -> int:
         sandbox = Sandbox(config).start()
     except StateError as exc:
         raise UsageError(str(exc)) from None
-    except (ValueError, OSError) as exc:
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE and args.port_base:
+            raise UsageError(f"Cannot start the sandbox: {_busy_port(args.listen or '127.0.0.1', args.port_base)} is in "
+                             "use: choose another --port-base (or leave it out for free ports)") from None
+        raise UsageError(f"Cannot start the sandbox: {exc.strerror or exc}") from None
+    except ValueError as exc:
         raise UsageError(f"Cannot start the sandbox: {exc}") from None
     stop = threading.Event()
 
@@ -183,6 +189,18 @@ def serve(argv: list[str]) -> int:
     except OSError as exc:
         raise ShellError(f"Cannot save the sandbox state to {args.data_dir}: {exc}") from None
     return 0
+
+
+def _busy_port(host: str, base: int) -> str:
+    """The first port from `base` on that something else holds (the sandbox's own are closed again)."""
+    import socket
+    for port in range(base, min(base + 256, 65536)):
+        with socket.socket() as probe:
+            try:
+                probe.bind((host, port))
+            except OSError:
+                return f"port {port}"
+    return f"a port from {base}"
 
 
 def _repair_sandbox(data_dir: str | None, argv: list[str]) -> int:

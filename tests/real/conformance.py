@@ -516,15 +516,15 @@ UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 ISO_TIME = re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
                       r"|\b\d{8}T\d{6}(?:\.\d+)?Z")   # and a snapshot directory's UTC time
 # JSON keys whose values are ids each cluster makes (Kafka prints them in base64).
-ID_KEYS = {"TopicId", "DirectoryId", "topic_id", "directory_id", "Member"}
+ID_KEYS = {"topic_id", "directory_id", "member"}
 # JSON keys whose values are facts of the machine (its disk), not of the cluster.
-MACHINE_KEYS = {"TotalBytes", "UsableBytes", "total_bytes", "usable_bytes"}
+MACHINE_KEYS = {"total_bytes", "usable_bytes"}
 # Lists whose order is the order things happened to arrive (timing), not a choice: broker ids
 # in the order replicas joined an ISR, records consumed from several partitions.
-JOIN_ORDER_KEYS = {"Isr", "Elr", "LastKnownElr", "records"}
+JOIN_ORDER_KEYS = {"isr", "elr", "last_known_elr", "records"}
 # JSON keys whose values are moments or durations of the run, not of the cluster's state.
-TIME_KEYS = {"Timestamp", "HeldSince", "SeenSince", "Time", "LastFetchTimestamp", "LastCaughtUpTimestamp", "MaxFollowerLagTimeMs",
-             "Since", "At", "Seconds", "seconds", "taken_at", "taken_at_ms"}
+TIME_KEYS = {"timestamp", "held_since", "seen_since", "time", "last_fetch_timestamp", "last_caught_up_timestamp",
+             "max_follower_lag_time_ms", "since", "at", "seconds", "taken_at", "taken_at_ms"}
 
 
 def normalise(value: Any, side: Side) -> Any:
@@ -552,7 +552,7 @@ def normalise(value: Any, side: Side) -> Any:
             return "<bytes>"
         if key in ID_KEYS and isinstance(v, str):
             return "<uuid>"
-        if key in ("Port", "port") and isinstance(v, int):
+        if key == "port" and isinstance(v, int):
             return ports.get(v, v)
         if isinstance(v, str):
             return text(v)

@@ -59,7 +59,7 @@ def wait_until(check, what: str):
 
 def placement(cluster, env, topic: str) -> dict[int, list[int]]:
     rows = ok(run(cluster, f"describe-topic --topic {topic} -o json", env))["partitions"]
-    return {r["Partition"]: r["Replicas"] for r in rows}
+    return {r["partition"]: r["replicas"] for r in rows}
 
 
 def partitions(cluster, env, *topics: str) -> list[dict]:
@@ -88,9 +88,9 @@ def test_balance_throttles_its_moves_and_meets_every_goal(kafka4_racks, env):
         ok(run(cluster, f"create-topic --topic {t} --replica-assignment 1:2,2:1,1:2,2:1", env))
         fill(cluster, t, 4, 400_000)
     plan = ok(run(cluster, "balance --topic orders --topic events -o json", env))
-    goals = {g["Goal"]: g for g in plan["goals"]}
-    assert not goals["replicas"]["MetBefore"] and all(g["MetAfter"] for g in goals.values() if g["MetAfter"] is not None)
-    assert all(set(m["Adding"]) <= {3, 4} for m in plan["moves"])
+    goals = {g["goal"]: g for g in plan["goals"]}
+    assert not goals["replicas"]["met_before"] and all(g["met_after"] for g in goals.values() if g["met_after"] is not None)
+    assert all(set(m["adding"]) <= {3, 4} for m in plan["moves"])
 
     proc = subprocess.Popen([*SHELL, "--bootstrap-server", cluster.bootstrap, "--timeout", "30", "--command",
                              "balance --topic orders --topic events --execute --max-moves 2 --throttle 400000 -o json"],
@@ -105,17 +105,17 @@ def test_balance_throttles_its_moves_and_meets_every_goal(kafka4_racks, env):
         proc.kill()
     assert proc.returncode == 0, err
     done = json_tables(out)
-    assert all(r["Status"] == "done" for r in done["status"])
-    assert all(g["Met"] for g in done["goals_now"] if g["Met"] is not None), done["goals_now"]
+    assert all(r["status"] == "done" for r in done["status"])
+    assert all(g["met"] for g in done["goals_now"] if g["met"] is not None), done["goals_now"]
     assert "Removed the replication throttles" in err
     for b in (1, 2, 3, 4):
         assert broker_overrides(cluster, b, THROTTLE_KEYS) == {}
     rows = partitions(cluster, env, "orders", "events")
-    held = Counter(b for r in rows for b in r["Replicas"])
+    held = Counter(b for r in rows for b in r["replicas"])
     assert sorted(held.values()) == [4, 4, 4, 4]
-    assert all(len({RACKS[b] for b in r["Replicas"]}) == 2 for r in rows)
-    assert all(r["Leader"] == r["Replicas"][0] for r in rows)
-    assert sorted(Counter(r["Leader"] for r in rows).values()) == [2, 2, 2, 2]
+    assert all(len({RACKS[b] for b in r["replicas"]}) == 2 for r in rows)
+    assert all(r["leader"] == r["replicas"][0] for r in rows)
+    assert sorted(Counter(r["leader"] for r in rows).values()) == [2, 2, 2, 2]
 
 
 def test_kafka_refuses_any_target_naming_a_cordoned_broker_as_the_sandbox_does(kafka4_racks, env, tmp_path):
@@ -123,7 +123,7 @@ def test_kafka_refuses_any_target_naming_a_cordoned_broker_as_the_sandbox_does(k
     ok(run(cluster, "create-topic --topic pinned --replica-assignment 4:1", env))
     ok(run(cluster, "cordon --broker 4", env))
     try:
-        wait_until(lambda: any(d["Cordoned"] for d in ok(run(cluster, "describe-log-dirs --broker-list 4 -o json",
+        wait_until(lambda: any(d["cordoned"] for d in ok(run(cluster, "describe-log-dirs --broker-list 4 -o json",
                                                              env))["log_dirs"]), "broker 4's dirs cordoned")
         reorder = tmp_path / "reorder.json"
         reorder.write_text('{"version":1,"partitions":[{"topic":"pinned","partition":0,"replicas":[1,4]}]}')
@@ -151,7 +151,7 @@ def test_kafka_refuses_any_target_naming_a_cordoned_broker_as_the_sandbox_does(k
         ok(run(cluster, "create-topic --topic fresh --partitions 4 --replication-factor 2", env))
         assert all(4 not in r for r in placement(cluster, env, "fresh").values())
         plan = ok(run(cluster, "balance -o json", env))
-        assert all(4 not in m["Adding"] and m["Topic"] != "pinned" for m in plan["moves"])
+        assert all(4 not in m["adding"] and m["topic"] != "pinned" for m in plan["moves"])
     finally:
         ok(run(cluster, "uncordon --broker 4", env))
         ok(run(cluster, "delete-topic --topic pinned --topic fresh --yes", env))
@@ -166,17 +166,17 @@ def test_a_rolling_restart_with_drain_health_and_undrain(kafka4_racks, env):
         drained = run(cluster, f"drain-broker {broker} --yes", env, timeout="60")
         assert drained.returncode == 0, drained.stderr
         rows = partitions(cluster, env, "rolling")
-        assert all(r["Leader"] != broker for r in rows)
+        assert all(r["leader"] != broker for r in rows)
         assert broker_overrides(cluster, broker, {"cordoned.log.dirs"}) == {"cordoned.log.dirs": "*"}
         health = wait_until(lambda broker=broker: next(
             (r for r in json_rows(run(cluster, "health -o json", env).stdout)
-             if r["Check"] == f"broker {broker}" and r["Detail"].startswith("drained")), None),
+             if r["check"] == f"broker {broker}" and r["detail"].startswith("drained")), None),
             "health to say the broker is drained")
-        assert health["Severity"] == "info"
+        assert health["severity"] == "info"
         cluster.stop_node(broker)
         down = run(cluster, "health -o json", env)
         assert down.returncode == 4   # a broker down is critical; nothing it led went offline
-        assert not [r for r in json_rows(down.stdout) if r["Check"] == "offline partitions" and r["Count"]]
+        assert not [r for r in json_rows(down.stdout) if r["check"] == "offline partitions" and r["count"]]
         cluster.start_node(broker)
         waited = run(cluster, "health --exit-when-healthy --interval 1s", env, timeout="30")
         assert waited.returncode == 0, waited.stdout[-2000:] + waited.stderr

@@ -43,28 +43,28 @@ def test_controllers_alone_with_every_broker_stopped(kafka4_quorum):
         for broker in cluster.brokers:
             cluster.kill(broker.node_id)
         status = ok(controllers_only(cluster, "describe-quorum"))["status"][0]
-        assert status["LeaderId"] in (100, 101, 102) and status["KraftVersion"] == 1
-        assert status["ClusterId"] == cluster.cluster_id
+        assert status["leader_id"] in (100, 101, 102) and status["kraft_version"] == 1
+        assert status["cluster_id"] == cluster.cluster_id
         rows = ok(controllers_only(cluster, "describe-quorum --replication"))["replication"]
-        voters = {r["NodeId"]: r for r in rows if r["Status"] in ("Leader", "Follower")}
-        assert {i: r["DirectoryId"] for i, r in voters.items()} == {
+        voters = {r["node_id"]: r for r in rows if r["status"] in ("Leader", "Follower")}
+        assert {i: r["directory_id"] for i, r in voters.items()} == {
             n.node_id: n.directory_id for n in cluster.controllers if not n.joining}
-        assert all(r["Endpoints"] == f"CONTROLLER://127.0.0.1:{cluster.nodes[i].port}" for i, r in voters.items())
+        assert all(r["endpoints"] == f"CONTROLLER://127.0.0.1:{cluster.nodes[i].port}" for i, r in voters.items())
 
         described = ok(controllers_only(cluster, "describe-cluster"))
-        assert {c["Id"] for c in described["controllers"]} >= {100, 101, 102}
-        assert [c["Id"] for c in described["controllers"] if c["IsActive"]] == [status["LeaderId"]]
-        features = {f["Feature"]: f for f in ok(controllers_only(cluster, "describe-features"))["features"]}
-        assert features["metadata.version"]["FinalizedVersionLevel"] == "4.4-IV2"
-        assert features["kraft.version"]["FinalizedLevel"] == 1
+        assert {c["id"] for c in described["controllers"]} >= {100, 101, 102}
+        assert [c["id"] for c in described["controllers"] if c["is_active"]] == [status["leader_id"]]
+        features = {f["feature"]: f for f in ok(controllers_only(cluster, "describe-features"))["features"]}
+        assert features["metadata.version"]["finalized_version_level"] == "4.4-IV2"
+        assert features["kraft.version"]["finalized_level"] == 1
         dry = controllers_only(cluster, "disable-feature --feature streams.version --dry-run")
-        assert ok(dry)["changes"][0]["NewVersionLevel"] == "0" and "could be disabled" in dry.stderr
+        assert ok(dry)["changes"][0]["new_version_level"] == "0" and "could be disabled" in dry.stderr
 
-        configs = {r["Name"]: r["Value"] for r in ok(controllers_only(cluster, "describe-configs --broker 101 --all"))["configs"]}
+        configs = {r["name"]: r["value"] for r in ok(controllers_only(cluster, "describe-configs --broker 101 --all"))["configs"]}
         assert configs["node.id"] == "101" and configs["process.roles"] == "controller"
         ok(controllers_only(cluster, "describe-configs --entity-default"))
         loggers = ok(controllers_only(cluster, "describe-configs --entity-type broker-loggers --entity-name 101"))
-        assert "root" in {r["Name"] for r in loggers["configs"]}
+        assert "root" in {r["name"] for r in loggers["configs"]}
         for line in ("list-topics", "list-groups"):
             assert_one_line_error(controllers_only(cluster, line), 1, "needs a broker", "--bootstrap-server")
 
@@ -74,9 +74,9 @@ def following(cluster, new_id: int) -> dict:
     caught up (within a few records)."""
     def caught_up():
         rows = ok(controllers_only(cluster, "describe-quorum --replication"))["replication"]
-        high = max(r["LogEndOffset"] for r in rows)
-        me = [r for r in rows if r["NodeId"] == new_id and r["Status"] == "Observer"]
-        return me[0] if me and me[0]["LogEndOffset"] >= high - 5 else None
+        high = max(r["log_end_offset"] for r in rows)
+        me = [r for r in rows if r["node_id"] == new_id and r["status"] == "Observer"]
+        return me[0] if me and me[0]["log_end_offset"] >= high - 5 else None
     return wait_until(caught_up, f"controller {new_id} to follow the quorum")
 
 
@@ -95,14 +95,14 @@ def test_a_controller_added_and_removed_for_real(kafka4_quorum):
     new_id = 105
     node = cluster.add_controller(new_id)
     try:
-        assert following(cluster, new_id)["DirectoryId"] == node.directory_id
+        assert following(cluster, new_id)["directory_id"] == node.directory_id
         plan = ok(controllers_only(cluster, f"add-controller --controller-id {new_id} --dry-run"))["voters"]
-        assert plan[-1] == {"NodeId": new_id, "DirectoryId": node.directory_id,
-                            "Endpoints": f"CONTROLLER://127.0.0.1:{node.port}", "Change": "add"}
+        assert plan[-1] == {"node_id": new_id, "directory_id": node.directory_id,
+                            "endpoints": f"CONTROLLER://127.0.0.1:{node.port}", "change": "add"}
         p = made_voter(cluster, new_id)
         assert "voters {100, 101, 102} -> {100, 101, 102, 105}" in p.stderr
-        voters = {r["NodeId"] for r in ok(controllers_only(cluster, "describe-quorum --replication"))["replication"]
-                  if r["Status"] != "Observer"}
+        voters = {r["node_id"] for r in ok(controllers_only(cluster, "describe-quorum --replication"))["replication"]
+                  if r["status"] != "Observer"}
         assert voters == {100, 101, 102, new_id}
         p = shell("--bootstrap-server", cluster.bootstrap, "--command",
                   f"remove-controller --controller-id {new_id} --controller-directory-id {node.directory_id} --yes")
@@ -119,14 +119,14 @@ def test_fenced_then_unregistered_broker(kafka4):
         kafka4.kill(3)
 
         def fenced():
-            brokers = {b["Id"]: b for b in ok(shell(*both, "--command", "describe-cluster"))["brokers"]}
-            return brokers if brokers.get(3, {}).get("IsFenced") else None
+            brokers = {b["id"]: b for b in ok(shell(*both, "--command", "describe-cluster"))["brokers"]}
+            return brokers if brokers.get(3, {}).get("is_fenced") else None
         brokers = wait_until(fenced, "broker 3 to be fenced")
-        assert (brokers[1]["IsFenced"], brokers[3]["Status"]) == (False, "offline")
+        assert (brokers[1]["is_fenced"], brokers[3]["status"]) == (False, "offline")
         p = shell(*both, "--command", "unregister-broker --id 3 --yes")
         assert p.returncode == 0 and "Broker 3 was unregistered." in p.stderr, p.stderr
-        brokers = {b["Id"]: b for b in ok(shell(*both, "--command", "describe-cluster"))["brokers"]}
-        assert brokers.get(3, {}).get("IsFenced") is None
+        brokers = {b["id"]: b for b in ok(shell(*both, "--command", "describe-cluster"))["brokers"]}
+        assert brokers.get(3, {}).get("is_fenced") is None
         assert_one_line_error(shell(*both, "--command", "unregister-broker --id 3 --yes"), 1, "not currently registered")
 
 
@@ -136,7 +136,7 @@ def test_broker_loggers_on_kafka(kafka4):
 
     def level() -> str:
         rows = ok(shell(*base, "--command", "describe-configs --entity-type broker-loggers --entity-name 1"))["configs"]
-        return {r["Name"]: r["Value"] for r in rows}[logger]
+        return {r["name"]: r["value"] for r in rows}[logger]
     before = level()
     ok(shell(*base, "--command", f"alter-configs --entity-type broker-loggers --entity-name 1 --add-config {logger}=TRACE"))
     assert level() == "TRACE"
@@ -163,16 +163,16 @@ def test_delegation_tokens_on_kafka(kafka4_secured):
     made = shell(*base, "--command", "create-delegation-token --renewer-principal User:alice "
                  "--max-life-time-period 3600000", env=env)
     [token] = ok(made)["token"]
-    assert (token["Owner"], token["Renewers"], token["MaxDate"] - token["IssueDate"]) == ("User:admin", ["User:alice"], 3600000)
-    listed = {t["TokenId"]: t for t in ok(shell(*base, "--command", "describe-delegation-token", env=env))["tokens"]}
-    assert token["TokenId"] in listed and "Hmac" not in listed[token["TokenId"]]
-    renewed = ok(shell(*base, "--command", f"renew-delegation-token --hmac {token['Hmac']} --renew-time-period 60000",
-                       env=env))["token"][0]["ExpiryDate"]
-    assert token["IssueDate"] < renewed <= token["MaxDate"]
+    assert (token["owner"], token["renewers"], token["max_date"] - token["issue_date"]) == ("User:admin", ["User:alice"], 3600000)
+    listed = {t["token_id"]: t for t in ok(shell(*base, "--command", "describe-delegation-token", env=env))["tokens"]}
+    assert token["token_id"] in listed and "hmac" not in listed[token["token_id"]]
+    renewed = ok(shell(*base, "--command", f"renew-delegation-token --hmac {token['hmac']} --renew-time-period 60000",
+                       env=env))["token"][0]["expiry_date"]
+    assert token["issue_date"] < renewed <= token["max_date"]
     assert_one_line_error(shell(*base, "--command", "renew-delegation-token --hmac bm9wZQ==", env=env), 1,
                           "DELEGATION_TOKEN_NOT_FOUND")
     assert_one_line_error(shell(*base, "--command", "create-delegation-token --renewer-principal Group:g", env=env),
                           1, "INVALID_PRINCIPAL_TYPE")
-    ok(shell(*base, "--command", f"expire-delegation-token --hmac {token['Hmac']} --yes", env=env))
-    listed = {t["TokenId"] for t in ok(shell(*base, "--command", "describe-delegation-token", env=env))["tokens"]}
-    assert token["TokenId"] not in listed
+    ok(shell(*base, "--command", f"expire-delegation-token --hmac {token['hmac']} --yes", env=env))
+    listed = {t["token_id"] for t in ok(shell(*base, "--command", "describe-delegation-token", env=env))["tokens"]}
+    assert token["token_id"] not in listed

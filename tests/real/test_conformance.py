@@ -45,30 +45,30 @@ def reassignment_done(o: dict[str, Any]) -> bool:
 
 def in_sync(o: dict[str, Any]) -> bool:
     parts = rows(o, "partitions")
-    return o["rc"] == 0 and bool(parts) and all(sorted(p["Isr"]) == sorted(p["Replicas"]) and not p["AddingReplicas"]
+    return o["rc"] == 0 and bool(parts) and all(sorted(p["isr"]) == sorted(p["replicas"]) and not p["adding_replicas"]
                                                  for p in parts)
 
 
 def share_done(o: dict[str, Any]) -> bool:
     """Every record of the share group's partitions done with (lag 0 everywhere)."""
-    return o["rc"] == 0 and bool(rows(o)) and all(r["Lag"] == 0 for r in rows(o))
+    return o["rc"] == 0 and bool(rows(o)) and all(r["lag"] == 0 for r in rows(o))
 
 
 def streams_caught_up(o: dict[str, Any]) -> bool:
     """The word count read all 20 records and its repartition topic: every partition at lag 0."""
     offsets = rows(o)
-    return (o["rc"] == 0 and len(offsets) == 6 and all(r["Lag"] == 0 for r in offsets)
-            and sum(r["CurrentOffset"] or 0 for r in offsets if not r["Topic"].endswith("-repartition")) == 20)
+    return (o["rc"] == 0 and len(offsets) == 6 and all(r["lag"] == 0 for r in offsets)
+            and sum(r["current_offset"] or 0 for r in offsets if not r["topic"].endswith("-repartition")) == 20)
 
 
 def streams_state(o: dict[str, Any]) -> str | None:
     groups = rows(o, "groups") if o["rc"] == 0 else []
-    return groups[0]["State"] if groups else None
+    return groups[0]["state"] if groups else None
 
 
 def leaderless(o: dict[str, Any]) -> bool:
     parts = rows(o, "partitions")
-    return o["rc"] == 0 and bool(parts) and all(p["Leader"] in (None, -1, "none") for p in parts)
+    return o["rc"] == 0 and bool(parts) and all(p["leader"] in (None, -1, "none") for p in parts)
 
 
 # The scenarios, by cluster; each names the clusters it runs on. Lines are one-shot shell commands
@@ -135,10 +135,10 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
     # -- topics ---------------------------------------------------------------------------------
     ((K, Z), scenario("topics.create-assigned",
                       "create-topic --topic {t} --replica-assignment 1:2:3,2:3:1,3:1:2",
-                      "describe-topic --topic {t}", "list-topics '{t}*'")),
+                      "describe-topic --topic {t}", "list-topics '{t}.*'")),
     ((K, Z), scenario("topics.create-several",
                       "create-topic --topic {t} --topic {t2} --partitions 3 --replication-factor 3",
-                      "list-topics '{t}*'")),
+                      "list-topics '{t}.*'")),
     ((K, Z), scenario("topics.create-with-configs",
                       "create-topic --topic {t} --replica-assignment 1:2 --config retention.ms=60000 "
                       "--config cleanup.policy=compact --config max.message.bytes=2000000",
@@ -149,7 +149,7 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                     "describe-topic --topic {t}")),
     ((K,), scenario("topics.dry-run",
                     "create-topic --topic {t} --partitions 2 --replication-factor 2 --dry-run",
-                    "list-topics '{t}*'",
+                    "list-topics '{t}.*'",
                     "create-topic --topic {t} --replica-assignment 1,2",
                     "alter-topic --topic {t} --partitions 4 --dry-run",
                     "delete-topic --topic {t} --dry-run", "describe-topic --topic {t}")),
@@ -173,18 +173,18 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                     "describe-topic --topic {t}")),
     ((K, Z), scenario("topics.delete",
                       "create-topic --topic {t} --topic {t2} --replica-assignment 1:2",
-                      "delete-topic --topic {t} --yes", "list-topics '{t}*'",
+                      "delete-topic --topic {t} --yes", "list-topics '{t}.*'",
                       "delete-topic --topic {t} --if-exists --yes",
-                      "delete-topic --topic '{t}-*' --yes", "list-topics '{t}*'")),
+                      "delete-topic --topic '{t}-.*' --yes", "list-topics '{t}.*'")),
     ((K,), scenario("topics.glob",
                     "create-topic --topic {t}-a --topic {t}-b --topic {t}-c --replica-assignment 3:1",
-                    "describe-topic --topic '{t}-[ab]'", "list-topics '{t}-*'",
-                    "alter-topic --topic '{t}-*' --config retention.ms=5000",
-                    "describe-topic --topic '{t}-*' --topics-with-overrides")),
+                    "describe-topic --topic '{t}-[ab]'", "list-topics '{t}-.*'",
+                    "alter-topic --topic '{t}-.*' --config retention.ms=5000",
+                    "describe-topic --topic '{t}-.*' --topics-with-overrides")),
     ((K, Z), scenario("topics.filter-overrides",
                       "create-topic --topic {t} --replica-assignment 1:2 --config retention.ms=5000",
                       "create-topic --topic {t2} --replica-assignment 1:2",
-                      "describe-topic --topic '{t}*' --topics-with-overrides")),
+                      "describe-topic --topic '{t}.*' --topics-with-overrides")),
     ((K,), scenario("topics.filter-min-isr",
                     "create-topic --topic {t} --replica-assignment 1:2:3,2:3:1 --config min.insync.replicas=3",
                     "describe-topic --topic {t} --at-min-isr-partitions",
@@ -199,22 +199,22 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
     # -- configs --------------------------------------------------------------------------------
     ((K, Z), scenario("configs.topic-all",
                       "create-topic --topic {t} --replica-assignment 1:2:3 --config retention.ms=123456",
-                      Where("describe-configs --topic {t} --all", "Name",
+                      Where("describe-configs --topic {t} --all", "name",
                             ("retention.ms", "cleanup.policy", "segment.bytes", "min.insync.replicas",
                              "max.message.bytes", "compression.type", "unclean.leader.election.enable")))),
     ((K, Z), scenario("configs.broker-dynamic",
                       "alter-configs --broker 1 --add-config num.io.threads=6,max.connections=5000",
-                      Where("describe-configs --broker 1", "Source", ("DYNAMIC_BROKER_CONFIG",)),
+                      Where("describe-configs --broker 1", "source", ("DYNAMIC_BROKER_CONFIG",)),
                       "alter-configs --broker 1 --delete-config num.io.threads,max.connections",
-                      Where("describe-configs --broker 1", "Source", ("DYNAMIC_BROKER_CONFIG",)))),
+                      Where("describe-configs --broker 1", "source", ("DYNAMIC_BROKER_CONFIG",)))),
     ((K,), scenario("configs.broker-cleaner",
                     "alter-configs --broker 2 --add-config log.cleaner.threads=2,log.cleaner.io.max.bytes.per.second=1048576",
-                    Where("describe-configs --broker 2", "Source", ("DYNAMIC_BROKER_CONFIG",)),
+                    Where("describe-configs --broker 2", "source", ("DYNAMIC_BROKER_CONFIG",)),
                     "alter-configs --broker 2 --delete-config log.cleaner.threads,log.cleaner.io.max.bytes.per.second")),
     ((K, Z), scenario("configs.broker-default",
                       "alter-configs --entity-default --add-config log.retention.bytes=1073741824",
                       "describe-configs --entity-default",
-                      Where("describe-configs --broker 2 --all", "Name", ("log.retention.bytes",)),
+                      Where("describe-configs --broker 2 --all", "name", ("log.retention.bytes",)),
                       "alter-configs --entity-default --delete-config log.retention.bytes",
                       "describe-configs --entity-default")),
     ((K,), scenario("configs.entity-type-form",
@@ -257,7 +257,7 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                     Where("diff-configs --broker 1 --broker 2", "Name", ("log.cleaner.threads",)),
                     "diff-configs --broker 1")),
     ((K,), scenario("configs.broker-all",
-                    Where("describe-configs --broker 3 --all", "Name",
+                    Where("describe-configs --broker 3 --all", "name",
                           ("num.io.threads", "log.retention.hours", "message.max.bytes", "auto.create.topics.enable",
                            "default.replication.factor", "unclean.leader.election.enable", "broker.rack")))),
 
@@ -324,7 +324,7 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                     "reassign-partitions --execute --reassignment-json-file {dir}/plan.json --throttle 50000000",
                     WaitFor("reassign-partitions --list", reassignment_done),
                     "reassign-partitions --verify --reassignment-json-file {dir}/plan.json",
-                    Where("describe-configs --broker 3", "Source", ("DYNAMIC_BROKER_CONFIG",)),
+                    Where("describe-configs --broker 3", "source", ("DYNAMIC_BROKER_CONFIG",)),
                     "describe-configs --topic {t}",
                     files={"plan.json": '{{"partitions":[{{"topic":"{t}","partition":0,"replicas":[3,1]}}]}}'})),
     ((K,), scenario("reassign.blocking",
@@ -545,7 +545,7 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                     "alter-configs --topic {t} --add-config cleanup.policy=shred")),
     ((K,), scenario("configs.unknown-broker-key",
                     "alter-configs --broker 1 --add-config log.cleaner.threadz=2",
-                    Where("describe-configs --broker 1", "Source", ("DYNAMIC_BROKER_CONFIG",)),
+                    Where("describe-configs --broker 1", "source", ("DYNAMIC_BROKER_CONFIG",)),
                     "alter-configs --broker 1 --delete-config log.cleaner.threadz")),
     ((K,), scenario("error.read-only-broker-config", "alter-configs --broker 1 --add-config broker.rack=z")),
     ((K,), scenario("error.elect-unknown-topic", "elect-leaders --election-type preferred --topic {t}-nosuch")),
@@ -615,7 +615,7 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
     ((S,), scenario("secured.ssl-client-certificate", As("admin-ssl", "describe-cluster"))),
     ((S,), scenario("secured.ordinary-user-sees-nothing",
                     As("admin", "create-topic --topic {t} --replica-assignment 1"),
-                    As("alice", "list-topics '{t}*'"),
+                    As("alice", "list-topics '{t}.*'"),
                     As("alice", "describe-topic --topic {t}"),
                     As("alice-ssl", "describe-topic --topic {t}"))),
     ((S,), scenario("secured.acls-grant-revoke",
@@ -623,7 +623,7 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
                     As("admin", "create-acls --allow-principal User:alice --operation Describe --operation Read --topic {t}"),
                     As("admin", "describe-acls --topic {t}"),
                     As("alice", "describe-topic --topic {t}"),
-                    As("alice", "list-topics '{t}*'"),
+                    As("alice", "list-topics '{t}.*'"),
                     As("admin", "delete-acls --allow-principal User:alice --operation Read --topic {t} --yes"),
                     As("admin", "describe-acls --topic {t}"),
                     As("admin", "delete-acls --topic {t} --yes"),
@@ -662,9 +662,9 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
     ((S,), scenario("secured.scram-users",
                     As("admin", "describe-user-scram-credentials --user admin --user alice"),
                     As("admin", "alter-user-scram-credentials --add bob --mechanism SCRAM-SHA-512 --password-env CONFORMANCE_PW"),
-                    As("bob", "list-topics '{t}*'"),
+                    As("bob", "list-topics '{t}.*'"),
                     As("admin", "alter-user-scram-credentials --delete bob --mechanism SCRAM-SHA-512"),
-                    As("bob", "list-topics '{t}*'"))),
+                    As("bob", "list-topics '{t}.*'"))),
     ((S,), scenario("secured.quotas-and-configs",
                     As("admin", "alter-client-quotas --entity-type users --entity-name alice --add-config producer_byte_rate=1024"),
                     As("admin", "describe-client-quotas --entity-type users --entity-name alice"),
@@ -687,15 +687,15 @@ SCENARIOS: list[tuple[tuple[str, ...], Scenario]] = [
 COMBINED = ("the secured Kafka node is one combined broker and controller (id 1); the sandbox has no combined "
             "node: its controller is node 100 and broker 1 is a broker only")
 KNOWN_DIFFERENCES: list[KnownDifference] = [
-    KnownDifference(K, "cluster.quorum", "HighWatermark|LogEndOffset|Lag",
+    KnownDifference(K, "cluster.quorum", "high_watermark|log_end_offset|lag",
                     "the sandbox has no Raft log: its metadata offset counts its own changes, not Kafka's records (and an "
                     "observer's lag, by a record or two while Kafka appends its own)"),
-    KnownDifference(K, "cluster.features", "Epoch",
+    KnownDifference(K, "cluster.features", "epoch",
                     "the finalized features' epoch is the metadata log's offset, which counts the sandbox's own "
                     "changes, not Kafka's records (as cluster.quorum's high watermark)", steps=(0,)),
-    *(KnownDifference(S, name, "Controller|Role", COMBINED) for name in (
+    *(KnownDifference(S, name, "controller|role", COMBINED) for name in (
         "cluster.describe", "secured.sasl-plain", "secured.sasl-scram", "secured.sasl-ssl", "secured.ssl-client-certificate")),
-    KnownDifference(S, "cluster.controller", "Id|Port|Voters", COMBINED),
+    KnownDifference(S, "cluster.controller", "id|port|voters", COMBINED),
     KnownDifference(S, "secured.error-no-client-certificate", "err",
                     "without a client certificate Kafka (Java's TLS) ends the handshake with a bad_certificate alert, "
                     "which the shell reports as a refused certificate; the sandbox (Python's ssl under asyncio) closes "
@@ -704,7 +704,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
     KnownDifference(Z, "groups.delete", "rc|err|out",
                     "Kafka 3.9's group coordinator removes an Empty group once its last committed offset is deleted; "
                     "Kafka 4.x's keeps it, as the sandbox does", steps=(5,)),
-    KnownDifference(K, "recovery.stock-path", "LastKnownElr",
+    KnownDifference(K, "recovery.stock-path", "last_known_elr",
                     "Kafka 4.x records the last ISR member of a partition left without one in LastKnownElr (KIP-966); "
                     "the sandbox keeps LastKnownElr empty (docs/sandbox.md, replication model)"),
     KnownDifference(K, "snapshot.analyze", "topic=__consumer_offsets|bytes",

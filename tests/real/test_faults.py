@@ -182,7 +182,7 @@ def quorum_leader(cluster: RealKafka) -> int | None:
               "--command", "describe-quorum")
     if p.returncode != 0:
         return None
-    return json.loads(p.stdout)["status"][0]["LeaderId"]
+    return json.loads(p.stdout)["status"][0]["leader_id"]
 
 
 def test_an_offline_partition_recovered_by_unclean_recovery_in_the_repl(kafka4, repl_on):

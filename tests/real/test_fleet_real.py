@@ -56,18 +56,18 @@ def test_lag_rollups_and_copy_offsets_on_kafka(kafka4):
     committed(kafka4, b, topic, {2: 1})
     tables = ok(on(kafka4, f"describe-group {a} {b} --by-topic", "-o", "json"))
     assert "offsets" not in tables
-    assert [(r["Group"], r["Partitions"], r["Lag"]) for r in tables["topic_totals"]] == [(a, 2, 6), (b, 1, 2)]
-    assert tables["total"] == [{"Groups": 2, "Topics": 1, "Partitions": 3, "Lag": 8}]
-    lags = {r["Group"]: r["Lag"] for r in json_rows(on(kafka4, "list-groups --lag", "-o", "json").stdout)}
+    assert [(r["group"], r["partitions"], r["lag"]) for r in tables["topic_totals"]] == [(a, 2, 6), (b, 1, 2)]
+    assert tables["total"] == [{"groups": 2, "topics": 1, "partitions": 3, "lag": 8}]
+    lags = {r["group"]: r["lag"] for r in json_rows(on(kafka4, "list-groups --lag", "-o", "json").stdout)}
     assert (lags[a], lags[b]) == (6, 2)
 
     # copy-offsets: a plan, then --execute; Kafka itself holds the copied offsets after.
     plan = ok(on(kafka4, f"copy-offsets --from-group {a} --to-group {copy}", "-o", "json"))["offsets"]
-    assert [(r["Partition"], r["NewOffset"]) for r in plan] == [(0, 4), (1, 6)]
+    assert [(r["partition"], r["new_offset"]) for r in plan] == [(0, 4), (1, 6)]
     p = on(kafka4, f"copy-offsets --from-group {a} --to-group {copy} --execute")
     assert p.returncode == 0 and f"Copied 2 offset(s) of group '{a}' to group '{copy}'." in p.stderr, p.stderr
     rows = json_rows(on(kafka4, f"describe-group {copy}", "-o", "json").stdout, "offsets")
-    assert [(r["Partition"], r["CurrentOffset"], r["Lag"]) for r in rows] == [(0, 4, 6), (1, 6, 0)]
+    assert [(r["partition"], r["current_offset"], r["lag"]) for r in rows] == [(0, 4, 6), (1, 6, 0)]
 
     # An active target group is refused, as kafka-consumer-groups refuses its reset.
     member = Consumer({"bootstrap.servers": kafka4.bootstrap, "group.id": b, "session.timeout.ms": 6000,
@@ -77,7 +77,7 @@ def test_lag_rollups_and_copy_offsets_on_kafka(kafka4):
         def stable():
             groups = json_rows(on(kafka4, f"describe-group {b} --state", "-o", "json").stdout)
             member.poll(0.1)
-            return groups if groups and groups[0]["State"] == "Stable" else None
+            return groups if groups and groups[0]["state"] == "Stable" else None
         wait_until(stable, f"group {b} to be Stable")
         p = on(kafka4, f"copy-offsets --from-group {a} --to-group {b} --execute")
         assert_one_line_error(p, 1, f"Offsets can only be copied to group '{b}' if it is inactive")
@@ -118,7 +118,7 @@ def test_export_import_and_drift_on_kafka(kafka4, tmp_path):
         changed = tmp_path / "mine.json"
         changed.write_text(json.dumps(mine))
         rows = ok(on(kafka4, f"import-configs {changed}", "-o", "json"))["changes"]
-        assert {(r["Entity"], r["Name"], r["Value"], r["NewValue"], r["Action"]) for r in rows} == {
+        assert {(r["entity"], r["name"], r["value"], r["new_value"], r["action"]) for r in rows} == {
             (topic, "retention.ms", "86400000", "3600000", "set"),
             (group, "consumer.session.timeout.ms", "50000", "45000", "set"),
             (f"user={user}", "consumer_byte_rate", None, 2048, "set"),
@@ -130,20 +130,20 @@ def test_export_import_and_drift_on_kafka(kafka4, tmp_path):
         p = on(kafka4, f"import-configs {changed} --execute")
         assert p.returncode == 0 and "Changed the configs of 3 of 3 entities." in p.stderr, p.stderr
         assert "The cluster matches" in on(kafka4, f"import-configs {changed}").stderr
-        configs = {r["Name"]: r["Value"] for r in ok(on(kafka4, f"describe-configs --topic {topic}", "-o", "json"))["configs"]}
+        configs = {r["name"]: r["value"] for r in ok(on(kafka4, f"describe-configs --topic {topic}", "-o", "json"))["configs"]}
         assert configs["retention.ms"] == "3600000"
 
         # Drift: broker 2's dynamic value beside the others' default, with Kafka's synonyms; the
         # sensitive value differs by its source and is never shown.
         rows = json_rows(on(kafka4, "diff-configs --all-brokers", "-o", "json").stdout)
-        threads = {r["Broker"]: (r["Value"], r["Source"], r["Synonyms"]) for r in rows if r["Name"] == "log.cleaner.threads"}
+        threads = {r["broker"]: (r["value"], r["source"], r["synonyms"]) for r in rows if r["name"] == "log.cleaner.threads"}
         assert threads[2] == ("2", "DYNAMIC_BROKER_CONFIG", ["DEFAULT_CONFIG:log.cleaner.threads=1"])
         assert threads[1] == threads[3] == ("1", "DEFAULT_CONFIG", [])
-        secret = {r["Broker"]: (r["Value"], r["Source"]) for r in rows if r["Name"].endswith("ssl.key.password")}
+        secret = {r["broker"]: (r["value"], r["source"]) for r in rows if r["name"].endswith("ssl.key.password")}
         assert secret[1] == ("******", "DYNAMIC_BROKER_CONFIG") and secret[2] == (None, None)
         # The brokers' identity (ports, directories, racks) is no drift unless asked for.
-        assert not {r["Name"] for r in rows} & {"listeners", "log.dirs", "broker.rack", "node.id"}
-        named = {r["Name"] for r in json_rows(on(kafka4, "diff-configs --broker 1 --broker 3 --include-identity",
+        assert not {r["name"] for r in rows} & {"listeners", "log.dirs", "broker.rack", "node.id"}
+        named = {r["name"] for r in json_rows(on(kafka4, "diff-configs --broker 1 --broker 3 --include-identity",
                                                  "-o", "json").stdout)}
         assert {"listeners", "log.dirs", "broker.rack", "node.id"} <= named
     finally:
@@ -156,7 +156,7 @@ def test_export_import_and_drift_on_kafka(kafka4, tmp_path):
 
 
 def registered(cluster) -> set[int]:
-    return {c["Id"] for c in ok(on(cluster, "describe-cluster", "-o", "json", controllers=True))["controllers"]}
+    return {c["id"] for c in ok(on(cluster, "describe-cluster", "-o", "json", controllers=True))["controllers"]}
 
 
 def test_a_controller_removed_and_unregistered_for_real(kafka4_quorum):
@@ -181,7 +181,7 @@ def test_a_controller_removed_and_unregistered_for_real(kafka4_quorum):
                               f"Controller ID {new_id} is not currently registered.")
         assert_one_line_error(on(cluster, line + " --yes", controllers=True), 2, "is no voter",
                               f"unregister-controller --id {new_id}")
-        active = json_rows(on(cluster, "describe-quorum", "-o", "json", controllers=True).stdout)[0]["LeaderId"]
+        active = json_rows(on(cluster, "describe-quorum", "-o", "json", controllers=True).stdout)[0]["leader_id"]
         assert_one_line_error(on(cluster, f"unregister-controller --id {active} --yes", controllers=True), 1,
                               "Controller cannot unregister itself while it is active.")
     finally:

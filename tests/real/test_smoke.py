@@ -11,14 +11,14 @@ def test_kraft_4x_active_controller_is_the_quorum_leader(kafka4):
     p = shell("--bootstrap-server", kafka4.bootstrap, "--output", "json", "--command", "describe-controller")
     assert p.returncode == 0, p.stderr
     [row] = json_rows(p.stdout)
-    assert (row["Id"], row["Mode"]) == (100, "KRaft")
+    assert (row["id"], row["mode"]) == (100, "KRaft")
 
 
 def test_zookeeper_39_controller_is_a_broker(kafka39_zk):
     p = shell("--bootstrap-server", kafka39_zk.bootstrap, "--output", "json", "--command", "describe-controller")
     assert p.returncode == 0, p.stderr
     [row] = json_rows(p.stdout)
-    assert row["Mode"] == "ZooKeeper" and row["Id"] in (1, 2, 3)
+    assert row["mode"] == "ZooKeeper" and row["id"] in (1, 2, 3)
 
 
 def test_dynamic_quorum_lists_three_voters(kafka4_quorum):

@@ -7,11 +7,12 @@ completer and swaps it in with one assignment (the prompt reads it through Dynam
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
@@ -21,13 +22,15 @@ from prompt_toolkit.history import History
 from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.patch_stdout import patch_stdout
 
+from kafka_shell.base.errors import UsageError, shown
 from kafka_shell.connection.metadata import EMPTY, ClusterSnapshot
-from kafka_shell.declarations.parsing import logical_lines, split_commands
+from kafka_shell.declarations.parsing import logical_lines, split_commands, split_redirect
 from kafka_shell.declarations.registry import load_commands
 from kafka_shell.face.repl.completer import KafkaCompleter
 from kafka_shell.face.repl.history import SecretFreeHistory, history_path
 from kafka_shell.face.repl.key_bindings import create_key_bindings
 from kafka_shell.face.repl.lexer import lexer_for
+from kafka_shell.face.repl.redirect import open_file, redirected, swapped_stdout, target_file
 from kafka_shell.face.repl.style import create_style
 from kafka_shell.face.repl.toolbar import create_toolbar
 from kafka_shell.connection.session import Session
@@ -46,6 +49,7 @@ class Repl:
         session.refresh_after_mutation = True  # completion and the toolbar follow our changes
         self.registry = load_commands()
         self._overrides: dict[tuple[str, str], tuple[float, list[str] | None]] = {}
+        self.output: TextIO | None = None   # `\o FILE`: where every result goes
         self.completer = self._build_completer(self._snapshot())
         self._swap_lock = threading.Lock()
         self._stop = threading.Event()
@@ -111,6 +115,8 @@ class Repl:
                             break
         finally:
             self._stop.set()
+            if self.output is not None:
+                self.output.close()
 
     def read_line(self) -> str:
         """Prompt for a line. On a terminal, notices from background threads (controller moved)
@@ -128,17 +134,46 @@ class Repl:
                 s.stdout, s.stderr = original
 
     def execute(self, line: str) -> int:
-        """Run one line; Ctrl-C while it runs cancels it and comes back to the prompt."""
+        """Run one line; Ctrl-C while it runs cancels it and comes back to the prompt. Its
+        results go where the line says (`> FILE`, `>> FILE`, `| COMMAND`), else to the file of `\\o`,
+        else to the terminal."""
         from kafka_shell.face.runner import run_line
+        s = self.session
         try:
-            code = run_line(self.session, line)
+            if line.strip() == "\\o" or line.strip().startswith("\\o "):
+                return self.output_to(line.strip()[2:].strip())
+            command, op, target = split_redirect(line)
+            with contextlib.ExitStack() as stack:
+                if op:
+                    stack.enter_context(swapped_stdout(s, stack.enter_context(redirected(op, target))))
+                elif self.output is not None:
+                    stack.enter_context(swapped_stdout(s, self.output))
+                code = run_line(s, command)
+        except UsageError as exc:   # a redirect that cannot be made: nothing ran
+            s.stderr.write(f"{exc}\n")
+            s.stderr.flush()
+            code = exc.exit_code
         except KeyboardInterrupt:
-            self.session.stderr.write("Cancelled.\n")
-            self.session.stderr.flush()
+            s.stderr.write("Cancelled.\n")
+            s.stderr.flush()
             code = 130
         self._overrides.clear()
         self._sync_completer()
         return code
+
+    def output_to(self, target: str) -> int:
+        """pgcli's `\\o FILE`: every result is appended to FILE from now on; `\\o` alone: back to
+        the terminal."""
+        if self.output is not None:
+            self.output.close()
+            self.output = None
+        if not target:
+            self.session.stderr.write("Results go to the terminal.\n")
+            return 0
+        path = target_file(target, "\\o")
+        self.output = open_file(path, append=True)
+        self.session.stderr.write(f"Results go to {shown(path)} (\\o alone: back to the terminal).\n")
+        return 0
 
     def confirm(self, question: str) -> bool:
         """The runner asks before a destructive command; only "y" or "yes" goes ahead."""

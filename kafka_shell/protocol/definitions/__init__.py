@@ -7,16 +7,17 @@ config definitions (type, default, validator, documentation, dynamic update mode
 `kafka-X.Y.json`, `messages.json` and `request-defaults.json` are generated from Kafka's jars and
 from real clusters of the releases pinned in .ci/kafka-versions by tools/kafka_definitions.py;
 nothing here is written by hand. They are read lazily, once, and this package's own import
-costs nothing (the shell's one-shot start-up imports it).
+costs nothing (the shell's one-shot start-up imports it: hence os.path rather than pathlib).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
-from pathlib import Path
+from typing import Any
 
-HERE = Path(__file__).resolve().parent
+HERE = os.path.dirname(os.path.realpath(__file__))
 
 # The releases the sandbox can follow, newest first; the first is the default.
 RELEASES = ("4.4", "3.9")
@@ -26,6 +27,12 @@ ZK_RELEASE = "3.9"
 
 # Listener kinds, as ApiVersions differs between them.
 BROKER, CONTROLLER, ZK_BROKER = "broker", "controller", "zk_broker"
+
+
+def read_json(name: str) -> Any:
+    """One of the definitions' files, parsed."""
+    with open(os.path.join(HERE, name), encoding="utf-8") as f:
+        return json.load(f)
 
 
 def check_release(name: str) -> str:
@@ -39,10 +46,10 @@ def check_release(name: str) -> str:
 def group_configs() -> dict[str, dict]:
     """Kafka 4.4's group config keys (KIP-848/932/1071), in the order Kafka describes them: name,
     type (DescribeConfigs' code), the broker key that gives its default (synonym), default, doc."""
-    return {d["name"]: d for d in json.loads((HERE / "group-configs-4.4.json").read_text())}
+    return {d["name"]: d for d in read_json("group-configs-4.4.json")}
 
 
 def feature_levels() -> dict:
     """Kafka 4.4's metadata versions (name, level) and the level of every other feature each one
     brings (what `kafka-features version-mapping` prints), oldest first."""
-    return json.loads((HERE / "feature-levels-4.4.json").read_text())
+    return read_json("feature-levels-4.4.json")

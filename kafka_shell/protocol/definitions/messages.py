@@ -6,23 +6,18 @@ version lacks, so that a handler reads any version's request the same way.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import datetime
-import json
+import importlib
 import uuid
 from functools import cache
 
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
-from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
-from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.static.constants import EntityType
 from kio.static.primitive import Records, f64, i8, i16, i32, i32Timedelta, i64, i64Timedelta, u16, u32
 
-from kafka_shell.protocol.definitions import HERE
+from kafka_shell.protocol.definitions import read_json
 
 API_VERSIONS_KEY = 18
 
@@ -38,7 +33,7 @@ _PYTHON_TYPES: dict[str, object] = {
 @cache
 def _schemas() -> dict[tuple[int, str, int], dict]:
     """(api key, side, version) -> schema (messages.json: every release's, the newest wins)."""
-    data = json.loads((HERE / "messages.json").read_text())
+    data = read_json("messages.json")
     return {(int(key), side, int(version)): schema for key, sides in data.items()
             for side, versions in sides.items() for version, schema in versions.items()}
 
@@ -60,14 +55,21 @@ def schema_class(api_key: int, side: str, version: int) -> type | None:
     schema = _schemas().get((api_key, side, version))
     if schema is None:
         return None
+    # Each header's module is imported as a message needs it (one-shot lines use one or two).
     if side == "request":
-        header: type = RequestHeaderV2 if schema["flexible"] else RequestHeaderV1
+        header: type = _header("request", 2 if schema["flexible"] else 1)
         kind = EntityType.request
     else:
         flexible = schema["flexible"] and api_key != API_VERSIONS_KEY  # ApiVersions answers in header v0
-        header = ResponseHeaderV1 if flexible else ResponseHeaderV0
+        header = _header("response", 1 if flexible else 0)
         kind = EntityType.response
     return _declare(schema, api_key, version, header, kind)
+
+
+def _header(side: str, version: int) -> type:
+    """kio's RequestHeader or ResponseHeader of a version."""
+    module = importlib.import_module(f"kio.schema.{side}_header.v{version}.header")
+    return getattr(module, f"{side.title()}Header")
 
 
 def _declare(schema: dict, api_key: int, version: int, header: type, kind: EntityType) -> type:
@@ -110,7 +112,7 @@ def _zero(kafka_type: str | None) -> object:
 
 @cache
 def _request_defaults() -> dict[int, dict[str, dict[str, dict]]]:
-    data = json.loads((HERE / "request-defaults.json").read_text())
+    data = read_json("request-defaults.json")
     return {int(k): v for k, v in data.items()}
 
 
@@ -160,6 +162,7 @@ def _value(kafka_type: str, value: object) -> object:
     if isinstance(value, list):
         return tuple(value)
     if kafka_type == "uuid":
+        import base64  # only uuid defaults need it
         return uuid.UUID(bytes=base64.urlsafe_b64decode(str(value) + "=="))
     if kafka_type in ("timedelta_i32", "timedelta_i64"):
         return datetime.timedelta(milliseconds=int(value))  # type: ignore[call-overload]

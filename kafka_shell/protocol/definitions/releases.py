@@ -3,12 +3,11 @@ broker and topic configs; and config values checked as Kafka's ConfigDef checks 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import cache
 
-from kafka_shell.protocol.definitions import BROKER, CONTROLLER, HERE, RELEASES, ZK_BROKER, check_release
+from kafka_shell.protocol.definitions import BROKER, CONTROLLER, RELEASES, ZK_BROKER, check_release, read_json
 
 __all__ = ["BROKER", "CONTROLLER", "ZK_BROKER", "Validator", "ConfigDef", "Features", "Release", "release",
            "check_value", "split_list"]
@@ -83,7 +82,7 @@ class Release:
 @cache
 def raw(name: str) -> dict:
     """The generated JSON of one release."""
-    return json.loads((HERE / f"kafka-{check_release(name)}.json").read_text())
+    return read_json(f"kafka-{check_release(name)}.json")
 
 
 @cache
