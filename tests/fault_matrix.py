@@ -385,7 +385,7 @@ class Scene:
 
     def listed_groups(self) -> set[str]:
         code, out, _ = self.shell("list-groups -o json")
-        return {g["Group"] for g in json.loads(out).get("groups", [])} if code == 0 and out.strip() else set()
+        return {g["group"] for g in json.loads(out).get("groups", [])} if code == 0 and out.strip() else set()
 
     def streams_groups(self, groups: list[str]) -> None:
         """Streams groups with no members and committed offsets (a member joined with a topology
@@ -463,7 +463,7 @@ class Scene:
                                         "topics": {cell.own: {"retention.ms": "86400000"}}}))
             self.values[f"file:{cell.key}"] = str(path)
         if self.sasl_bootstrap:
-            self.tokens_before = {t["TokenId"] for t in self.tokens()}
+            self.tokens_before = {t["token_id"] for t in self.tokens()}
 
     def _open_transaction(self, cell: Cell) -> None:
         """An open transaction at offset 0 of the cell's topic's partition 0 (a producer that
@@ -481,7 +481,7 @@ class Scene:
     def create_token(self) -> str:
         code, out, err = self.shell("create-delegation-token --max-life-time-period 86400000 -o json", sasl=True)
         assert code == 0, err
-        return next(iter(json.loads(out).values()))[0]["Hmac"]
+        return next(iter(json.loads(out).values()))[0]["hmac"]
 
     def tokens(self) -> list[dict]:
         code, out, err = self.shell("describe-delegation-token -o json", sasl=True)
@@ -632,7 +632,7 @@ class Scene:
         return f"{count} ACLs for one create-acls" if count > 1 else None
 
     def _once_one_token(self, cell: Cell) -> str | None:
-        made = len({t["TokenId"] for t in self.tokens()} - self.tokens_before)
+        made = len({t["token_id"] for t in self.tokens()} - self.tokens_before)
         if made > 1 or (cell.exit == 0 and made != 1):
             return f"{made} tokens made by one create-delegation-token (exit {cell.exit})"
         return None

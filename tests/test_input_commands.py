@@ -84,21 +84,21 @@ def test_the_context_topic_narrows_only_reads_of_every_topic_and_says_so(sandbox
         for f in admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions("app", committed)]).values():
             f.result(10)
         found, said = rows("describe-group app", "offsets")
-        assert {r["Topic"] for r in found} == {"orders", "payments"} and note not in said
+        assert {r["topic"] for r in found} == {"orders", "payments"} and note not in said
         sandbox.stop_broker(3)   # payments-0 has no leader now
         found, said = rows("describe-topic", "partitions")
-        assert {r["Topic"] for r in found} == {"orders"} and said == [note]
+        assert {r["topic"] for r in found} == {"orders"} and said == [note]
         found, said = rows("describe-topic --unavailable-partitions", "partitions")
-        assert [(r["Topic"], r["Partition"]) for r in found] == [("payments", 0)] and note not in said
+        assert [(r["topic"], r["partition"]) for r in found] == [("payments", 0)] and note not in said
         found, said = rows("describe-log-dirs", "partitions")
-        assert {r["Topic"] for r in found} == {"orders"} and said[0] == note
+        assert {r["topic"] for r in found} == {"orders"} and said[0] == note
         found, said = rows("describe-log-dirs --broker-list 1,2", "partitions")
-        assert {r["Topic"] for r in found} >= {"orders"} and note not in said
+        assert {r["topic"] for r in found} >= {"orders"} and note not in said
         _, said = rows("find-hanging-transactions --broker-id 1", "hanging")
         assert note not in said
         assert run_line(s, "topic") == 0
         found, said = rows("describe-topic --exclude-internal", "topics")
-        assert {r["Topic"] for r in found} == {"orders", "payments"} and note not in said
+        assert {r["topic"] for r in found} == {"orders", "payments"} and note not in said
     finally:
         s.close()
 

@@ -151,14 +151,14 @@ def test_a_csv_table_the_command_lacks_is_refused_before_anything_is_sent(sandbo
                               'produce prints no table "nope" for --csv-table: choose one of produced')
     assert sandbox.cluster.topics["a1"].partitions[0].high_watermark == 0
     p = run(sandbox, "produce --topic a1 x", "-o", "csv", "--csv-table", "produced")
-    assert p.returncode == 0 and p.stdout.splitlines() == ["Record,Partition,Offset", "1,0,0"]
+    assert p.returncode == 0 and p.stdout.splitlines() == ["record,partition,offset", "1,0,0"]
 
 
 def test_a_list_runs_with_the_context_its_earlier_lines_set(sandbox):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "a1", 1, 1)
     p = run(sandbox, "topic a1; describe-topic; output csv; list-topics --csv-table topics")
     assert p.returncode == 0, p.stderr
-    assert p.stdout.splitlines()[-2:] == ["Topic,Partitions,ReplicationFactor", "a1,1,1"]
+    assert p.stdout.splitlines()[-2:] == ["topic,partitions,replication_factor", "a1,1,1"]
 
 
 def test_bad_global_options_are_usage_errors():

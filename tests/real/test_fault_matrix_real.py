@@ -65,7 +65,7 @@ class RealMatrix(fm.Matrix):
         well = ",".join(f"127.0.0.1:{b.port}" for b in self.cluster.brokers if b.node_id not in self.sick)
         code, out, err = self.scene.shell("describe-controller -o json", bootstrap=well)
         assert code == 0, err
-        return json.loads(out)["controller"][0]["Id"]
+        return json.loads(out)["controller"][0]["id"]
 
     def addresses(self) -> dict[int, str]:
         return {n.node_id: f"127.0.0.1:{n.port}" for n in self.cluster.nodes.values() if n.roles != "zookeeper"}
