@@ -788,33 +788,27 @@ FULL_ENV = "KAFKA_SHELL_FULL_MATRIX"
 MATRIX_ENV = "KAFKA_SHELL_MATRIX"   # fault[,fault...] or fault:command,...: only those cells
 
 
-def chosen_cells(cells: list[tuple[str, str]], spread: int, every_healthy: bool = True) -> list[tuple[str, str]]:
+def chosen_cells(cells: list[tuple[str, str]], spread: int, every_healthy: bool = True,
+                 left_out: dict[tuple[str, str], str] | None = None) -> list[tuple[str, str]]:
     """The cells a run takes: those KAFKA_SHELL_MATRIX names; all with KAFKA_SHELL_FULL_MATRIX=1;
     else the suite's `default_cells`."""
     if os.environ.get(MATRIX_ENV):
         return [(f, c) for f, c in cells if selected(f, c)]
     if os.environ.get(FULL_ENV):
         return cells
-    return default_cells(cells, spread, every_healthy)
+    return default_cells(cells, spread, every_healthy, left_out)
 
 
-# Cells that fail for a defect of the shell not mended yet: left out of the suite's selection
-# (KAFKA_SHELL_FULL_MATRIX=1 runs them), each with the defect. Mend it, then remove the entry.
-KNOWN_DEFECTS = {
-    ("broker-hung", "snapshot"): "each later request to the broker that did not answer waits LAST_ASK_S "
-                                 "once the command's --timeout is spent: 5.2 s with --timeout 3",
-}
-
-
-def default_cells(cells: list[tuple[str, str]], spread: int, every_healthy: bool = True) -> list[tuple[str, str]]:
+def default_cells(cells: list[tuple[str, str]], spread: int, every_healthy: bool = True,
+                  left_out: dict[tuple[str, str], str] | None = None) -> list[tuple[str, str]]:
     """The suite's cells (deterministic): every cell of the healthy cluster when `every_healthy`
     (each command once: nothing waits there), every cell of a LOCAL row (it starts no cluster work), and of each other
     fault every `spread`-th command of the registry, the fault's place shifting which: each
     command meets about one fault in `spread`, each fault one command in `spread`. Not the
-    KNOWN_DEFECTS."""
+    cells `left_out` (a failure not mended yet -> what it is)."""
     faults = list(dict.fromkeys(f for f, _ in cells))
     place = {c: j for j, c in enumerate(sorted(ROWS))}
-    return [(f, c) for f, c in cells if (f, c) not in KNOWN_DEFECTS and (
+    return [(f, c) for f, c in cells if (f, c) not in (left_out or {}) and (
             (f == "healthy" and every_healthy) or ROWS[c].kind == LOCAL or (place[c] + faults.index(f)) % spread == 0)]
 
 
