@@ -789,27 +789,30 @@ MATRIX_ENV = "KAFKA_SHELL_MATRIX"   # fault[,fault...] or fault:command,...: onl
 
 
 def chosen_cells(cells: list[tuple[str, str]], spread: int, every_healthy: bool = True,
-                 left_out: dict[tuple[str, str], str] | None = None) -> list[tuple[str, str]]:
+                 left_out: dict[tuple[str, str], str] | None = None,
+                 faults: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
     """The cells a run takes: those KAFKA_SHELL_MATRIX names; all with KAFKA_SHELL_FULL_MATRIX=1;
     else the suite's `default_cells`."""
     if os.environ.get(MATRIX_ENV):
         return [(f, c) for f, c in cells if selected(f, c)]
     if os.environ.get(FULL_ENV):
         return cells
-    return default_cells(cells, spread, every_healthy, left_out)
+    return default_cells(cells, spread, every_healthy, left_out, faults)
 
 
 def default_cells(cells: list[tuple[str, str]], spread: int, every_healthy: bool = True,
-                  left_out: dict[tuple[str, str], str] | None = None) -> list[tuple[str, str]]:
+                  left_out: dict[tuple[str, str], str] | None = None,
+                  faults: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
     """The suite's cells (deterministic): every cell of the healthy cluster when `every_healthy`
     (each command once: nothing waits there), every cell of a LOCAL row (it starts no cluster work), and of each other
     fault every `spread`-th command of the registry, the fault's place shifting which: each
     command meets about one fault in `spread`, each fault one command in `spread`. Not the
-    cells `left_out` (a failure not mended yet -> what it is)."""
-    faults = list(dict.fromkeys(f for f, _ in cells))
+    cells `left_out` (a failure not mended yet -> what it is); only the `faults` given (None: all)."""
+    cells = [(f, c) for f, c in cells if faults is None or f in faults]
+    order = list(dict.fromkeys(f for f, _ in cells))
     place = {c: j for j, c in enumerate(sorted(ROWS))}
     return [(f, c) for f, c in cells if (f, c) not in (left_out or {}) and (
-            (f == "healthy" and every_healthy) or ROWS[c].kind == LOCAL or (place[c] + faults.index(f)) % spread == 0)]
+            (f == "healthy" and every_healthy) or ROWS[c].kind == LOCAL or (place[c] + order.index(f)) % spread == 0)]
 
 
 def selected(fault: str, command: str) -> bool:
