@@ -195,7 +195,7 @@ def ensure_offsets_topic(cluster: ClusterState) -> None:
     partitions = int(configs.broker_value(cluster, None, "offsets.topic.num.partitions") or 50)
     rf = int(configs.broker_value(cluster, None, "offsets.topic.replication.factor") or 3)
     topic_lifecycle.create_topic(cluster, OFFSETS_TOPIC, partitions, min(rf, len(cluster.live_brokers())),
-                       configs={"cleanup.policy": "compact"}, internal=True)
+                       configs={"cleanup.policy": "compact"})
 
 
 def coordinator_of(cluster: ClusterState, group_id: str) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafka_shell.protocol.broker_identity import MAPPING_TOPIC, mapping_value
-from kafka_shell.sandbox import identity, quorum, replication
+from kafka_shell.sandbox import identity, log, quorum, replication
 from kafka_shell.sandbox.authorizer import AclBinding, acl_store, binding_problem
 from kafka_shell.sandbox.config import PLAINTEXT
 from kafka_shell.sandbox.dispatch import api_key_of, error_code_of
@@ -276,9 +276,7 @@ class FaultControls:
                 raise ValueError(f"broker {broker_id} holds no replica of {topic}-{partition}")
             if offset < 0:
                 raise ValueError("a log end offset cannot be negative")
-            p.leo[broker_id] = int(offset)
-            if epoch is not None:
-                p.replica_epoch[broker_id] = int(epoch)
+            log.set_replica_end(self.cluster, p, broker_id, int(offset), None if epoch is None else int(epoch))
             replication.settle(self.cluster)  # an online partition's followers re-sync
 
         self.call(go)

@@ -3,16 +3,16 @@ when read.
 
 Saved: cluster id, mode, the active controller and its epoch, the KRaft controllers (id, host,
 port, configs, directory id, voter or observer), the control endpoint's port, cluster-wide configs, brokers (id, host, port,
-rack, configs), topics with their configs and partitions (replicas, leader, epochs, ISR, ELR,
-log end offsets, high watermark) and the record batches, base64-encoded, up to
-RECORD_BYTES_PER_PARTITION per partition: older batches past that are dropped and the log start
-offset moves past them, as retention would, the security state (ACLs, SCRAM credentials,
-client quotas: `security_state.py`), the finalized feature levels, client metrics subscriptions, and the consumer groups'
-stored metadata and committed offsets (`group_state.py`). Brokers and controllers come back
-alive; what the running server keeps in `ClusterState.runtime` (the replication rate, caches) and
-injected faults are not saved. `journal` names the first journal file to replay on top (see
-`journal.py`, which keeps the changes made since the file was written). Format 1 (before the
-KRaft mode: no mode, no controllers) loads as the zk-mode cluster it was.
+rack, configs), the security state (ACLs, SCRAM credentials, client quotas:
+`security_state.py`), the finalized feature levels, client metrics subscriptions, and the
+consumer groups' stored metadata and committed offsets (`group_state.py`); and `records`: the
+records that make the rest again (`replay.snapshot`: topics with their configs and partitions,
+and each partition's logs with its newest batches, base64-encoded, up to `log.KEEP_BYTES`: older
+batches are dropped and the log start offset moves past them, as retention would). Brokers and
+controllers come back alive; what the running server keeps in `ClusterState.runtime` (the
+replication rate, caches) and injected faults are not saved. `journal` names the first journal
+file to replay on top (see `journal.py`, which keeps the records applied since the file was
+written). An older format is refused in one line.
 
 Use: `load(dir)` (None when the directory holds no state) and `save(cluster, dir)` from the loop
 thread. Everything read is validated, each field and then the state as a whole (`validate`): a
@@ -22,9 +22,6 @@ bad file raises `StateError`, one line naming the file and what is wrong. Files 
 
 from __future__ import annotations
 
-import base64
-import binascii
-import dataclasses
 import ipaddress
 import json
 import os
@@ -34,18 +31,16 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from kafka_shell.sandbox import client_metrics, group_state, security_state, topic_lifecycle
-from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Batch, Broker, ClusterState, Controller, Partition, Topic
+from kafka_shell.sandbox import client_metrics, group_state, records, replay, security_state, topic_lifecycle
+from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Batch, Broker, ClusterState, Controller, Partition
+from kafka_shell.sandbox.records import Record, ReplayError
 
 STATE_FILE = "sandbox-state.json"
 PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700
 INT32_MAX = 2**31 - 1   # Kafka's node ids, partition indexes and epochs are int32
 TEMP_PREFIX, TEMP_SUFFIX = ".state-", ".tmp"
-# 3: its journals are of format 2 (journal.py), which older versions would take for torn writes
-# and drop: they refuse version 3 instead. Groups and feature levels are kept from 3 on.
-FORMAT_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
-RECORD_BYTES_PER_PARTITION = 1024 * 1024
+# 4: the state as records, and journals of records (journal format 3). Older files are refused.
+FORMAT_VERSION = 4
 
 
 class StateError(Exception):
@@ -112,50 +107,11 @@ CLUSTER_FIELDS = ("cluster_id", "mode", "controller_id", "controller_epoch", "cl
                   "brokers", "controllers", "control_port")
 
 
-def partition_meta(p: Partition) -> dict:
-    """A partition's replication state, without its batches (a fresh dict, safe to keep)."""
-    state = {f.name: getattr(p, f.name) for f in dataclasses.fields(Partition)
-             if f.name not in ("topic", "batches", "leo", "replica_epoch")}
-    for key in ("replicas", "isr", "elr", "last_known_elr", "adding", "removing", "segments"):
-        state[key] = list(state[key])
-    state["leo"] = {str(r): v for r, v in p.leo.items()}
-    state["replica_epoch"] = {str(r): v for r, v in p.replica_epoch.items()}
-    return state
-
-
-def topic_meta(t: Topic) -> dict:
-    """A topic and its partitions' replication state, without batches."""
-    return {"name": t.name, "id": str(t.id), "internal": t.internal, "configs": dict(t.configs),
-            "partitions": [partition_meta(p) for p in t.partitions]}
-
-
 def state_of(cluster: ClusterState, journal_seq: int = 0) -> dict:
-    """The whole state as plain data, batches as `Batch` objects (`write` encodes them): cheap to
-    take in the loop thread, and safe to write from another one (batches are never changed)."""
-    topics = []
-    for t in cluster.topics.values():
-        state = topic_meta(t)
-        for ps, p in zip(state["partitions"], t.partitions, strict=True):
-            kept = _newest_batches(p)
-            if len(kept) < len(p.batches):  # older batches dropped, as retention would
-                first = kept[0].base_offset if kept else p.high_watermark
-                ps["log_start_offset"] = max(first, p.log_start_offset)
-            ps["batches"] = kept
-        topics.append(state)
-    return {"version": FORMAT_VERSION, "journal": journal_seq, **cluster_meta(cluster), "topics": topics,
-            "groups": group_state.snapshot(cluster)}
-
-
-def _newest_batches(p: Partition) -> list[Batch]:
-    kept: list[Batch] = []
-    size = 0
-    for b in reversed(p.batches):
-        size += len(b.data)
-        if size > RECORD_BYTES_PER_PARTITION:
-            break
-        kept.append(b)
-    kept.reverse()
-    return kept
+    """The whole state as plain data and records (`write` encodes them): cheap to take in the loop
+    thread, and safe to write from another one (records are never changed)."""
+    return {"version": FORMAT_VERSION, "journal": journal_seq, **cluster_meta(cluster),
+            "records": list(replay.snapshot(cluster)), "groups": group_state.snapshot(cluster)}
 
 
 def write(state: dict, data_dir: str | os.PathLike, pausable: bool = True) -> Path:
@@ -168,7 +124,7 @@ def write(state: dict, data_dir: str | os.PathLike, pausable: bool = True) -> Pa
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(state, f, separators=(",", ":"), default=_encode_batch)
+            json.dump(state, f, separators=(",", ":"), default=_encode_record)
             f.flush()
             os.fsync(f.fileno())
         if pausable:
@@ -185,11 +141,10 @@ def save(cluster: ClusterState, data_dir: str | os.PathLike, journal_seq: int = 
     return write(state_of(cluster, journal_seq), data_dir)
 
 
-def _encode_batch(b: object) -> dict:
-    if not isinstance(b, Batch):
-        raise TypeError(f"cannot save {type(b).__name__}")
-    return {"base_offset": b.base_offset, "last_offset": b.last_offset,
-            "max_timestamp": b.max_timestamp, "data": base64.b64encode(b.data).decode()}
+def _encode_record(r: object) -> dict:
+    if not isinstance(r, Record):
+        raise TypeError(f"cannot save {type(r).__name__}")
+    return records.encode(r)
 
 
 def make_private_dir(directory: Path) -> None:
@@ -260,19 +215,15 @@ def load_state(data_dir: str | os.PathLike) -> tuple[ClusterState, int] | None:
     if not isinstance(state, dict):
         raise StateError(f"{path}: the state must be a JSON object")
     version = state.get("version")
-    if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        raise StateError(f"{path} has format version {version!r}; this sandbox reads "
-                         f"versions {', '.join(map(str, READABLE_VERSIONS))}")
-    if version == 1:  # before the KRaft mode: the zk-mode cluster it was
-        state = {**state, "mode": ZK, "controllers": []}
+    if version != FORMAT_VERSION:
+        older = " (an older kafka-shell's)" if isinstance(version, int) and 0 < version < FORMAT_VERSION else ""
+        raise StateError(f"{path} has format version {version!r}{older}; this sandbox reads version "
+                         f"{FORMAT_VERSION}: serve {path.parent} with the kafka-shell that wrote it, or move it "
+                         "away to start afresh")
     seq = check.integer(state.get("journal", 0), "journal", low=0)
     cluster = cluster_from_meta(check, state)
-    topics = check.array(state.get("topics"), "topics")
-    for i, ts in enumerate(topics):
-        t = topic_from_meta(check, ts, f"topics[{i}]", cluster, with_batches=True)
-        if t.name in cluster.topics:
-            raise StateError(f"{path}: topic {t.name!r} appears twice")
-        cluster.topics[t.name] = t
+    for i, item in enumerate(check.array(state.get("records"), "records")):
+        apply_read(cluster, check, f"records[{i}]", records.decode(item, check, f"records[{i}]"))
     group_state.restore(cluster, state.get("groups"), check)
     validate(cluster, check)
     return cluster, seq
@@ -355,65 +306,21 @@ def _check_ports_differ(check: Checker, brokers: dict[int, Broker], controllers:
             seen[port] = where
 
 
-def topic_from_meta(check: Checker, state: object, where: str, cluster: ClusterState,
-                    with_batches: bool) -> Topic:
-    """A topic from `topic_meta`'s dict (plus batches when `with_batches`), checked."""
-    ts = check.mapping(state, where)
-    name = check.text(ts.get("name"), f"{where}.name")
-    partitions = [partition_from_meta(check, ps, f"{where}.partitions[{i}]", name, i, cluster,
-                                      with_batches)
-                  for i, ps in enumerate(check.array(ts.get("partitions"), f"{where}.partitions"))]
-    return Topic(name=name, id=check.uuid_of(ts.get("id"), f"{where}.id"), partitions=partitions,
-                 configs=check.str_map(ts.get("configs"), f"{where}.configs"),
-                 internal=check.flag(ts.get("internal"), f"{where}.internal"))
-
-
-def partition_from_meta(check: Checker, state: object, where: str, topic: str, index: int,
-                        cluster: ClusterState, with_batches: bool) -> Partition:
-    ps = check.mapping(state, where)
-    fields = check_partition_meta(check, ps, where, cluster)
-    if fields["index"] != index:
-        raise StateError(f"{check.path}: {where}.index is {fields['index']}, expected {index}")
-    p = Partition(topic=topic, **fields)
-    if with_batches:
-        p.batches = [check.batch(b, f"{where}.batches[{i}]")
-                     for i, b in enumerate(check.array(ps.get("batches"), f"{where}.batches"))]
-    return p
-
-
-def check_partition_meta(check: Checker, ps: dict, where: str, cluster: ClusterState) -> dict:
-    """The Partition fields (but topic and batches) of a `partition_meta` dict, checked."""
-    out: dict = {"index": check.integer(ps.get("index"), f"{where}.index", low=0, high=INT32_MAX)}
-    for key in ("replicas", "isr", "elr", "last_known_elr", "adding", "removing"):
-        out[key] = check.int_list(ps.get(key), f"{where}.{key}")
-    for key in ("leader_epoch", "partition_epoch"):
-        out[key] = check.integer(ps.get(key), f"{where}.{key}", low=0, high=INT32_MAX)
-    for key in ("log_start_offset", "high_watermark"):
-        out[key] = check.integer(ps.get(key), f"{where}.{key}", low=0)
-    out["leader"] = check.integer(ps.get("leader"), f"{where}.leader", low=-1, high=INT32_MAX)
-    # The log's segments and the cleaner's checkpoint (files written before them: one segment).
-    out["segments"] = check.int_list(ps.get("segments", [0]), f"{where}.segments") or [0]
-    out["cleaner_checkpoint"] = check.integer(ps.get("cleaner_checkpoint", 0), f"{where}.cleaner_checkpoint", low=0)
-    out["leo"] = check.int_map(ps.get("leo"), f"{where}.leo")
-    out["replica_epoch"] = check.int_map(ps.get("replica_epoch"), f"{where}.replica_epoch", high=INT32_MAX)
-    replicas = out["replicas"]
-    if not replicas or len(set(replicas)) < len(replicas) or any(r not in cluster.brokers for r in replicas):
-        raise check.fail(f"{where}.replicas", f"distinct ids of known brokers ({sorted(cluster.brokers)})")
-    for key in ("isr", "elr", "last_known_elr", "adding", "removing", "leo", "replica_epoch"):
-        if any(r not in replicas for r in out[key]):
-            raise check.fail(f"{where}.{key}", f"about its replicas ({replicas}) only")
-    if out["leader"] != -1 and out["leader"] not in replicas:
-        raise check.fail(f"{where}.leader", f"-1 or one of its replicas ({replicas})")
-    return out
+def apply_read(cluster: ClusterState, check: Checker, where: str, record: Record) -> None:
+    """Apply a record read from a file: one that cannot apply is damage (a StateError)."""
+    try:
+        replay.apply(cluster, record)
+    except ReplayError as exc:
+        raise StateError(f"{check.path}: {where} ({type(record).__name__}) {exc}") from None
 
 
 def validate(cluster: ClusterState, check: Checker) -> None:
     """The state as a whole, after each field is read and checked on its own (types, ids and
-    epochs in Kafka's int32, ports in 0..65535, leaders among replicas, replicas among brokers:
-    `cluster_from_meta`, `check_partition_meta`): valid topic names, topic ids used once, and in
-    each partition offsets within its log (the log start and high watermark at most its log end,
-    batches in order, each one's bytes saying the offsets it is stored at). A StateError
-    otherwise."""
+    epochs in Kafka's int32, ports in 0..65535: `cluster_from_meta`, `records.decode`): valid
+    topic names, topic ids used once, in each partition replicas among the brokers, its leader,
+    ISR, ELR and replica logs among its replicas, and offsets within its log (the log start and
+    high watermark at most its log end, batches in order, each one's bytes saying the offsets it
+    is stored at). A StateError otherwise."""
     ids: dict[uuid.UUID, str] = {}
     for t in cluster.topics.values():
         try:
@@ -424,10 +331,23 @@ def validate(cluster: ClusterState, check: Checker) -> None:
             raise check.fail(f"topic {t.name!r} id", f"its own (topic {ids[t.id]!r} has {t.id} too)")
         ids[t.id] = t.name
         for p in t.partitions:
-            _validate_partition(check, f"topic {t.name!r} partition {p.index}", p)
+            where = f"topic {t.name!r} partition {p.index}"
+            _validate_replicas(check, where, p, cluster)
+            _validate_log(check, where, p)
 
 
-def _validate_partition(check: Checker, where: str, p: Partition) -> None:
+def _validate_replicas(check: Checker, where: str, p: Partition, cluster: ClusterState) -> None:
+    replicas = p.replicas
+    if not replicas or len(set(replicas)) < len(replicas) or any(r not in cluster.brokers for r in replicas):
+        raise check.fail(f"{where} replicas", f"distinct ids of known brokers ({sorted(cluster.brokers)})")
+    for key in ("isr", "elr", "last_known_elr", "adding", "removing", "leo", "replica_epoch"):
+        if any(r not in replicas for r in getattr(p, key)):
+            raise check.fail(f"{where} {key}", f"about its replicas ({replicas}) only")
+    if p.leader != -1 and p.leader not in replicas:
+        raise check.fail(f"{where} leader", f"-1 or one of its replicas ({replicas})")
+
+
+def _validate_log(check: Checker, where: str, p: Partition) -> None:
     previous = -1
     for b in p.batches:
         if not b.base_offset <= b.last_offset or b.base_offset <= previous:
@@ -515,16 +435,6 @@ class Checker:
             return uuid.UUID(self.text(v, where))
         except ValueError:
             raise self.fail(where, "a UUID") from None
-
-    def batch(self, v: object, where: str) -> Batch:
-        bs = self.mapping(v, where)
-        try:
-            data = base64.b64decode(self.text(bs.get("data"), f"{where}.data"), validate=True)
-        except (binascii.Error, ValueError):
-            raise self.fail(f"{where}.data", "base64") from None
-        return Batch(self.integer(bs.get("base_offset"), f"{where}.base_offset", low=0),
-                     self.integer(bs.get("last_offset"), f"{where}.last_offset", low=0),
-                     self.integer(bs.get("max_timestamp"), f"{where}.max_timestamp"), data)
 
 
 # -- arguments against the saved cluster -------------------------------------------------------

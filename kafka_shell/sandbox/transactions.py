@@ -134,7 +134,7 @@ def ensure_topic(cluster: ClusterState) -> None:
     min_isr = min(setting(cluster, "transaction.state.log.min.isr"), rf)
     topic_lifecycle.create_topic(cluster, TXN_TOPIC, setting(cluster, "transaction.state.log.num.partitions"), rf,
                        configs={"cleanup.policy": "compact", "min.insync.replicas": str(min_isr),
-                                "unclean.leader.election.enable": "false"}, internal=True)
+                                "unclean.leader.election.enable": "false"})
 
 
 def coordinator_partition(cluster: ClusterState, transactional_id: str) -> Partition | None:

@@ -332,7 +332,7 @@ def test_persistence_round_trip_keeps_topics_partitions_configs_and_brokers(tmp_
 def test_persistence_keeps_only_the_newest_record_bytes_of_a_large_partition(tmp_path, sandbox):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "big", 1, 1)
     p = sandbox.cluster.topics["big"].partitions[0]
-    chunk = persist.RECORD_BYTES_PER_PARTITION // 2
+    chunk = log.KEEP_BYTES // 2
     batches = [stored_batch(i, i, bytes([i]) * (chunk - log.HEADER_SIZE)) for i in range(3)]
     sandbox.call(p.batches.extend, batches)
     persist.save(sandbox.cluster, tmp_path)

@@ -15,7 +15,7 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import client_metrics, configs, group_configs, loggers, replication, topic_lifecycle
+from kafka_shell.sandbox import client_metrics, configs, group_configs, loggers, replay, replication, topic_lifecycle
 from kafka_shell.sandbox.topic_lifecycle import AdminError
 from kafka_shell.sandbox.configs import ConfigProblem
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
@@ -231,9 +231,8 @@ def _alter_resource(ctx: RequestContext, r, new_values, validate_only: bool) -> 
                              f"The topic '{r.resource_name}' does not exist.")
         new = new_values(r, topic.configs, configs.topic_defs(cluster), "topic")
         configs.check_topic_configs(cluster, new, r.resource_name)
-        if not validate_only and new != topic.configs:
-            topic.configs = new
-            cluster.changed()
+        if not validate_only:
+            replay.apply_all(cluster, configs.config_records(TOPIC, topic.name, topic.configs, new))
         return
     if r.resource_type == GROUP and ctx.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
         try:
