@@ -17,7 +17,7 @@ from functools import cache
 
 from kafka_shell.protocol.definitions import releases
 from kafka_shell.protocol.definitions.releases import ConfigDef, Validator, check_value, split_list
-from kafka_shell.sandbox.model import ClusterState
+from kafka_shell.sandbox.model import Broker, ClusterState, Controller
 from kafka_shell.sandbox.records import (BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE,
                                          ConfigRecord, ReplayError)
 
@@ -460,6 +460,18 @@ def replay_config(cluster: ClusterState, record: ConfigRecord) -> None:
     for table in (cluster.group_configs, cluster.client_metrics):
         if not values and table.get(record.resource_name) is values:
             del table[record.resource_name]
+
+
+def snapshot(cluster: ClusterState) -> list[ConfigRecord]:
+    """Every dynamic config but the topics' (theirs follow their TopicRecords)."""
+    out = config_records(BROKER_RESOURCE, "", {}, cluster.cluster_configs)
+    nodes: list[Broker | Controller] = [*cluster.brokers.values(), *cluster.controllers.values()]
+    for n in nodes:
+        out += config_records(BROKER_RESOURCE, str(n.id), {}, n.configs)
+    for resource, table in ((GROUP_RESOURCE, cluster.group_configs), (CLIENT_METRICS_RESOURCE, cluster.client_metrics)):
+        for name, values in table.items():
+            out += config_records(resource, name, {}, values)
+    return out
 
 
 REPLAY = {ConfigRecord: replay_config}

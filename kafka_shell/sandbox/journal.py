@@ -362,11 +362,8 @@ def repair(data_dir: str | os.PathLike) -> str:
 def _apply(cluster: ClusterState, check: persist.Checker, kind: bytes, record: dict) -> None:
     if kind == CLUSTER:
         saved = persist.cluster_from_meta(check, record)
-        for name in persist.CLUSTER_FIELDS:
-            setattr(cluster, name, getattr(saved, name))
         security_state.copy(saved, cluster)
         persist.copy_features(saved, cluster)
-        persist.copy_client_metrics(saved, cluster)
     elif kind in (GROUP, OFFSETS):
         _apply_group(cluster, check, kind, record)
     else:

@@ -143,6 +143,7 @@ class Runtime:
     """What the running server keeps beside the state and never persists: the loop's task
     spawner, the journal, wake-ups, caches, fault-injection knobs and in-memory records."""
     spawn: Callable[[Awaitable[Any]], asyncio.Task] | None = None   # background tasks (loop thread)
+    first_listener: str = "PLAINTEXT"               # the brokers' first listener (on Broker.port)
     journal: Journal | None = None                  # with --data-dir
     log_progress: asyncio.Event | None = None       # set when a high watermark moves
     active_segments: dict = field(default_factory=dict)   # log._Active by (topic id, partition)
@@ -155,6 +156,7 @@ class Runtime:
     controller_changes: list[dict] = field(default_factory=list)     # replication.controller_changes
     stopped_at: dict[int, tuple[int, int]] = field(default_factory=dict)   # node -> (metadata end, time)
     logger_levels: dict[tuple[int, int], dict[str, str]] = field(default_factory=dict)  # (node, epoch) ->
+    voter_change_pending: int | None = None         # the voter a quorum change not yet committed is about
 
 
 @dataclass
@@ -183,7 +185,7 @@ class ClusterState:
     # (loaded from __transaction_state on first use), ACLs, SCRAM credentials (user ->
     # mechanism -> credential), client quotas (entity -> key -> value), the finalized feature
     # levels (None until first read: the release's initial ones), client metrics subscriptions,
-    # delegation tokens by id, and the voter a pending quorum change is about (quorum.py).
+    # delegation tokens by id.
     groups: dict[str, AnyGroup] = field(default_factory=dict)
     group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     share_partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = field(default_factory=dict)
@@ -194,7 +196,6 @@ class ClusterState:
     features: dict[str, int] | None = None
     client_metrics: dict[str, dict[str, str]] = field(default_factory=dict)
     delegation_tokens: dict[str, Token] = field(default_factory=dict)
-    voter_change_pending: int | None = None
     runtime: Runtime = field(default_factory=Runtime, compare=False, repr=False)
 
     def changed(self) -> None:

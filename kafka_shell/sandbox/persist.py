@@ -31,13 +31,12 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from kafka_shell.sandbox import client_metrics, group_state, records, replay, security_state, topic_lifecycle
-from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Batch, Broker, ClusterState, Controller, Partition
+from kafka_shell.sandbox import group_state, records, replay, security_state, topic_lifecycle
+from kafka_shell.sandbox.model import MODES, Batch, Broker, ClusterState, Controller, Partition
 from kafka_shell.sandbox.records import Record, ReplayError
 
 STATE_FILE = "sandbox-state.json"
 PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700
-INT32_MAX = 2**31 - 1   # Kafka's node ids, partition indexes and epochs are int32
 TEMP_PREFIX, TEMP_SUFFIX = ".state-", ".tmp"
 # 4: the state as records, and journals of records (journal format 3). Older files are refused.
 FORMAT_VERSION = 4
@@ -51,22 +50,15 @@ class StateError(Exception):
 
 
 def cluster_meta(cluster: ClusterState) -> dict:
-    """Everything but the topics: the `CLUSTER_FIELDS` of the cluster (fresh dicts, safe to keep)."""
+    """What the state file holds beside its records: the cluster's id and mode and the control
+    endpoint's port (what a data directory is, like Kafka's meta.properties), and the state not
+    kept as records yet (fresh dicts, safe to keep)."""
     return {
         "cluster_id": cluster.cluster_id,
         "mode": cluster.mode,
-        "controller_id": cluster.controller_id,
-        "controller_epoch": cluster.controller_epoch,
-        "cluster_configs": dict(cluster.cluster_configs),
-        "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "epoch": b.epoch,
-                     "host_name": b.host_name, "configs": dict(b.configs)} for b in cluster.brokers.values()],
-        "controllers": [{"id": c.id, "host": c.host, "port": c.port, "configs": dict(c.configs),
-                         "directory_id": str(c.directory_id) if c.directory_id else None, "voter": c.voter}
-                        for c in cluster.controllers.values()],
         "control_port": cluster.control_port,
         "security": security_state.snapshot(cluster),
         "features": features_meta(cluster),
-        "client_metrics": {name: dict(values) for name, values in client_metrics.subscriptions(cluster).items()},
     }
 
 
@@ -83,28 +75,10 @@ def restore_features(cluster: ClusterState, data: object, check: Checker) -> Non
         level, f"features.{name}", low=0, high=32767) for name, level in levels.items()}
 
 
-def restore_client_metrics(cluster: ClusterState, data: object, check: Checker) -> None:
-    if data is None:
-        return
-    subscriptions = client_metrics.subscriptions(cluster)
-    for name, values in check.mapping(data, "client_metrics").items():
-        subscriptions[check.text(name, "client_metrics")] = check.str_map(values, f"client_metrics.{name}")
-
-
-def copy_client_metrics(source: ClusterState, target: ClusterState) -> None:
-    """The subscriptions of `source` onto `target` (a journal's cluster record replayed)."""
-    target.client_metrics = source.client_metrics
-
-
 def copy_features(source: ClusterState, target: ClusterState) -> None:
     """The finalized levels of `source` onto `target` (a journal's cluster record replayed)."""
     if source.features is not None:
         target.features = source.features
-
-
-# The ClusterState fields `cluster_meta` holds (what a journal's cluster record replaces).
-CLUSTER_FIELDS = ("cluster_id", "mode", "controller_id", "controller_epoch", "cluster_configs",
-                  "brokers", "controllers", "control_port")
 
 
 def state_of(cluster: ClusterState, journal_seq: int = 0) -> dict:
@@ -230,79 +204,43 @@ def load_state(data_dir: str | os.PathLike) -> tuple[ClusterState, int] | None:
 
 
 def cluster_from_meta(check: Checker, state: dict) -> ClusterState:
-    """A cluster without topics from `cluster_meta`'s dict (brokers' epochs bumped: a restart)."""
+    """A cluster without nodes or topics from `cluster_meta`'s dict."""
     mode = state.get("mode")
     if not isinstance(mode, str) or mode not in MODES:
         raise check.fail("mode", " or ".join(f'"{m}"' for m in MODES))
-    brokers: dict[int, Broker] = {}
-    for i, bs in enumerate(check.array(state.get("brokers"), "brokers")):
-        where = f"brokers[{i}]"
-        bs = check.mapping(bs, where)
-        b = Broker(id=check.integer(bs.get("id"), f"{where}.id", low=0, high=INT32_MAX),
-                   host=check.text(bs.get("host"), f"{where}.host"),
-                   port=check.integer(bs.get("port"), f"{where}.port", low=0, high=65535),
-                   rack=check.optional_text(bs.get("rack"), f"{where}.rack"),
-                   host_name=check.optional_text(bs.get("host_name"), f"{where}.host_name"),
-                   epoch=check.integer(bs.get("epoch"), f"{where}.epoch", low=0) + 1,
-                   configs=check.str_map(bs.get("configs"), f"{where}.configs"))
-        if b.id in brokers:
-            raise StateError(f"{check.path}: broker {b.id} appears twice")
-        brokers[b.id] = b
-    if not brokers:
-        raise StateError(f"{check.path}: brokers must list at least one broker")
-    controllers: dict[int, Controller] = {}
-    for i, cs in enumerate(check.array(state.get("controllers"), "controllers")):
-        where = f"controllers[{i}]"
-        cs = check.mapping(cs, where)
-        c = Controller(id=check.integer(cs.get("id"), f"{where}.id", low=0, high=INT32_MAX),
-                       host=check.text(cs.get("host"), f"{where}.host"),
-                       port=check.integer(cs.get("port"), f"{where}.port", low=0, high=65535),
-                       configs=check.str_map(cs.get("configs"), f"{where}.configs"),
-                       # A dynamic quorum's (sandbox.quorum); older states: voters with derived ids.
-                       directory_id=(check.uuid_of(cs["directory_id"], f"{where}.directory_id")
-                                     if cs.get("directory_id") is not None else None),
-                       voter=check.flag(cs.get("voter", True), f"{where}.voter"))
-        if c.id in controllers or c.id in brokers:
-            raise StateError(f"{check.path}: node id {c.id} appears twice (controllers[{i}].id)")
-        controllers[c.id] = c
-    if mode == KRAFT and not controllers:
-        raise StateError(f"{check.path}: controllers must list at least one controller in KRaft mode")
-    if mode == KRAFT and not any(c.voter for c in controllers.values()):
-        raise StateError(f"{check.path}: controllers must list at least one voter in KRaft mode")
-    if mode == ZK and controllers:
-        raise check.fail("controllers", "empty in zk mode (its controller is a broker)")
-    # The active controller: a voter in KRaft mode, a broker in zk mode.
-    candidates, kind = ({i: c for i, c in controllers.items() if c.voter}, "controllers") if mode == KRAFT else (brokers, "brokers")
-    controller = check.integer(state.get("controller_id"), "controller_id", low=-1)
-    if controller != -1 and controller not in candidates:
-        raise check.fail("controller_id", f"-1 or one of the {kind} ({sorted(candidates)})")
     control_port = state.get("control_port")
     if control_port is not None:
         control_port = check.integer(control_port, "control_port", low=0, high=65535)
-    _check_ports_differ(check, brokers, controllers, control_port)
-    cluster = ClusterState(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers=brokers,
-                      controller_id=controller,
-                      controller_epoch=check.integer(state.get("controller_epoch"), "controller_epoch", low=0,
-                                                     high=INT32_MAX),
-                      cluster_configs=check.str_map(state.get("cluster_configs"), "cluster_configs"),
-                      mode=mode, controllers=controllers, control_port=control_port)
+    cluster = ClusterState(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers={}, mode=mode,
+                           control_port=control_port)
     security_state.restore(cluster, state.get("security"), check)
     restore_features(cluster, state.get("features"), check)
-    restore_client_metrics(cluster, state.get("client_metrics"), check)
     return cluster
 
 
-def _check_ports_differ(check: Checker, brokers: dict[int, Broker], controllers: dict[int, Controller],
-                        control_port: int | None) -> None:
-    """Two listeners cannot share a port (0 means a free one, chosen at start)."""
-    listeners = [*((f"brokers[{i}].port", b.port) for i, b in enumerate(brokers.values())),
-                 *((f"controllers[{i}].port", c.port) for i, c in enumerate(controllers.values())),
-                 ("control_port", control_port)]
+def _validate_nodes(check: Checker, cluster: ClusterState) -> None:
+    """At least one broker; in KRaft mode a voter, the active controller one of them (or -1);
+    in zk mode no controllers, the active controller a broker; no two listeners on one port."""
+    if not cluster.brokers:
+        raise check.fail("brokers", "at least one registered broker (RegisterBrokerRecord)")
+    if cluster.kraft:
+        candidates, kind = [i for i, c in cluster.controllers.items() if c.voter], "voters"
+        if not candidates:
+            raise check.fail("the controllers", "at least one voter in KRaft mode (RegisterControllerRecord, VotersRecord)")
+    else:
+        candidates, kind = list(cluster.brokers), "brokers"
+        if cluster.controllers:
+            raise check.fail("the controllers", "none in zk mode (its controller is a broker)")
+    if cluster.controller_id != -1 and cluster.controller_id not in candidates:
+        raise check.fail("the active controller (LeaderChangeMessage)", f"-1 or one of the {kind} ({sorted(candidates)})")
+    listeners = [*((f"broker {b.id}", p) for b in cluster.brokers.values() for p in [b.port, *b.listener_ports.values()]),
+                 *((f"controller {c.id}", c.port) for c in cluster.controllers.values()),
+                 ("the control endpoint", cluster.control_port)]
     seen: dict[int, str] = {}
     for where, port in listeners:
         if port:
-            if port in seen:
-                raise check.fail(where, f"a port no other listener has ({seen[port]} is {port} too)")
+            if port in seen and seen[port] != where:
+                raise check.fail(f"{where}'s port", f"a port no other listener has ({seen[port]} is on {port} too)")
             seen[port] = where
 
 
@@ -321,6 +259,7 @@ def validate(cluster: ClusterState, check: Checker) -> None:
     ISR, ELR and replica logs among its replicas, and offsets within its log (the log start and
     high watermark at most its log end, batches in order, each one's bytes saying the offsets it
     is stored at). A StateError otherwise."""
+    _validate_nodes(check, cluster)
     ids: dict[uuid.UUID, str] = {}
     for t in cluster.topics.values():
         try:

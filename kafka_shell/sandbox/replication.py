@@ -35,9 +35,10 @@ from collections.abc import Iterable
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, log, replay
+from kafka_shell.sandbox import configs, log, registrations, replay
 from kafka_shell.sandbox.model import ClusterState, Partition, now_ms
-from kafka_shell.sandbox.records import NO_LEADER_CHANGE, ControllerResult, PartitionChangeRecord
+from kafka_shell.sandbox.records import (NO_LEADER_CHANGE, ControllerResult, LeaderChangeMessage, PartitionChangeRecord,
+                                         UnregisterBrokerRecord)
 
 PREFERRED_CONTROLLER_KEY = "preferred.controller.id"
 MAX_CONTROLLER_CHANGES = 1000
@@ -78,12 +79,10 @@ def elect_controller(cluster: ClusterState, exclude: int | None = None) -> int:
     if chosen != cluster.controller_id:
         old = cluster.controller_id
         returned = old < 0 and chosen >= 0
-        cluster.controller_id = chosen
         # A KRaft quorum without voters holds no election, so its epoch stays until one is back.
-        if chosen >= 0 or not cluster.kraft:
-            cluster.controller_epoch += 1
+        epoch = cluster.controller_epoch + 1 if chosen >= 0 or not cluster.kraft else cluster.controller_epoch
+        replay.apply(cluster, LeaderChangeMessage(chosen, epoch))
         _record_controller_change(cluster, old)
-        cluster.changed()
         if returned and cluster.kraft:
             _catch_up_controller_work(cluster)
     return chosen
@@ -101,9 +100,8 @@ def move_controller(cluster: ClusterState) -> int:
     if exclude is not None and len(candidates) <= 1:
         exclude = None  # a lone candidate re-elects itself
     if exclude is None:
-        cluster.controller_epoch += 1
+        replay.apply(cluster, LeaderChangeMessage(old, cluster.controller_epoch + 1))
         _record_controller_change(cluster, old)
-        cluster.changed()
         return old
     return elect_controller(cluster, exclude=exclude)
 
@@ -207,7 +205,15 @@ def replay_change(cluster: ClusterState, record: PartitionChangeRecord) -> None:
     p.partition_epoch += 1
 
 
-REPLAY = {PartitionChangeRecord: replay_change}
+def replay_leader_change(cluster: ClusterState, record: LeaderChangeMessage) -> None:
+    cluster.controller_id, cluster.controller_epoch = record.leader_id, record.leader_epoch
+
+
+def snapshot(cluster: ClusterState) -> list[LeaderChangeMessage]:
+    return [LeaderChangeMessage(cluster.controller_id, cluster.controller_epoch)]
+
+
+REPLAY = {PartitionChangeRecord: replay_change, LeaderChangeMessage: replay_leader_change}
 
 
 def set_leader(cluster: ClusterState, p: Partition, leader: int) -> None:
@@ -316,9 +322,8 @@ def broker_stopped(cluster: ClusterState, broker_id: int) -> None:
     voter is back (`_catch_up_controller_work`)."""
     stopped_at(cluster).setdefault(broker_id, (cluster.generation, now_ms()))
     if not cluster.controller_available:
-        cluster.changed()
         return
-    cluster.brokers[broker_id].fenced = True
+    replay.apply(cluster, registrations.fencing(cluster.brokers[broker_id], True))
     for t in cluster.topics.values():
         for p in t.partitions:
             if broker_id not in p.replicas:
@@ -329,7 +334,6 @@ def broker_stopped(cluster: ClusterState, broker_id: int) -> None:
                 elect_from_isr(cluster, p)
     if not cluster.kraft and (cluster.controller_id == broker_id or cluster.controller_id < 0):
         elect_controller(cluster, exclude=broker_id)
-    cluster.changed()
     settle(cluster)
 
 
@@ -338,9 +342,8 @@ def broker_started(cluster: ClusterState, broker_id: int) -> None:
     active controller it stays fenced until a voter is back."""
     stopped_at(cluster).pop(broker_id, None)
     if not cluster.controller_available:
-        cluster.changed()
         return
-    cluster.brokers[broker_id].fenced = False
+    replay.apply(cluster, registrations.fencing(cluster.brokers[broker_id], False))
     for t in cluster.topics.values():
         for p in t.partitions:
             if broker_id in p.replicas and p.leader < 0:
@@ -348,7 +351,6 @@ def broker_started(cluster: ClusterState, broker_id: int) -> None:
     preferred = preferred_controller(cluster)
     if not cluster.kraft and (cluster.controller_id < 0 or preferred == broker_id):
         elect_controller(cluster)
-    cluster.changed()
     settle(cluster)  # the restarted replicas truncate, catch up and rejoin the ISR
 
 
@@ -366,17 +368,14 @@ def unregister_broker(cluster: ClusterState, broker_id: int) -> tuple[int, str |
                 change(cluster, p, eligible_leader_replicas=[r for r in p.elr if r != broker_id])
             if broker_id in p.isr:
                 set_isr(cluster, p, [r for r in p.isr if r != broker_id])
-    b.fenced = True
-    b.registered = False
+    replay.apply(cluster, UnregisterBrokerRecord(broker_id, b.epoch))   # fenced, and gone
     for t in cluster.topics.values():
         for p in t.partitions:
             if p.leader == broker_id:
                 elect_from_isr(cluster, p)
     if b.alive:
-        b.registered = True
-        b.epoch += 1
+        replay.apply(cluster, registrations.broker_registration(cluster, b, epoch=b.epoch + 1))
         broker_started(cluster, broker_id)
-    cluster.changed()
     settle(cluster)
     return ErrorCode.none, None
 

@@ -268,15 +268,11 @@ def _alter_resource(ctx: RequestContext, r, new_values, validate_only: bool) -> 
     configs.check_min_isr_change(cluster, r.resource_name, {c.name for c in r.configs}, current, new)
     if validate_only or new == current:
         return
-    if node is not None:
-        node.configs = new
-        cluster.changed()
-        return
-    changed = {k for k in set(new) | set(current) if new.get(k) != current.get(k)}
-    cluster.cluster_configs = new
-    cluster.changed()
-    for key in sorted(changed):
-        _cluster_config_changed(cluster, key)
+    changes = configs.config_records(BROKER, str(node.id) if node is not None else "", current, new)
+    replay.apply_all(cluster, changes)
+    if node is None:
+        for key in sorted(c.name for c in changes):
+            _cluster_config_changed(cluster, key)
 
 
 def _check_preferred_controller(cluster, new: dict[str, str]) -> None:
