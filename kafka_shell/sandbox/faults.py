@@ -12,7 +12,8 @@ from typing import Any
 
 from kafka_shell.protocol.broker_identity import MAPPING_TOPIC, mapping_value
 from kafka_shell.sandbox import identity, log, quorum, registrations, replay, replication
-from kafka_shell.sandbox.authorizer import AclBinding, acl_store, binding_problem
+from kafka_shell.sandbox import authorizer
+from kafka_shell.sandbox.authorizer import AclBinding, binding_problem
 from kafka_shell.sandbox.config import PLAINTEXT
 from kafka_shell.sandbox.dispatch import api_key_of, error_code_of
 from kafka_shell.sandbox.listeners import NodeServer, bind
@@ -231,14 +232,11 @@ class FaultControls:
         """Create ACL bindings directly (as a super user would with CreateAcls): how a test or an
         operator grants the first permissions when no principal can yet."""
         def go() -> None:
-            store = acl_store(self.cluster)
             for b in bindings:
                 problem = binding_problem(b)
                 if problem:
                     raise ValueError(problem)
-                if b not in store:
-                    store.append(b)
-            self.cluster.changed()
+            replay.apply_all(self.cluster, authorizer.creations(self.cluster, list(bindings)))
         self.call(go)
 
     def delay(self, broker_id: int, ms: int) -> None:

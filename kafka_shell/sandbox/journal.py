@@ -59,7 +59,7 @@ from typing import BinaryIO
 from crc32c import crc32c
 
 from kafka_shell.protocol.codec import ProtocolError
-from kafka_shell.sandbox import classic_groups, group_state, log as logs, persist, records, replay, security_state
+from kafka_shell.sandbox import classic_groups, group_state, log as logs, persist, records, replay
 from kafka_shell.sandbox.model import Batch, ClusterState, Partition
 from kafka_shell.sandbox.records import Record, RemoveTopicRecord, ReplayError
 
@@ -362,7 +362,6 @@ def repair(data_dir: str | os.PathLike) -> str:
 def _apply(cluster: ClusterState, check: persist.Checker, kind: bytes, record: dict) -> None:
     if kind == CLUSTER:
         saved = persist.cluster_from_meta(check, record)
-        security_state.copy(saved, cluster)
         persist.copy_features(saved, cluster)
     elif kind in (GROUP, OFFSETS):
         _apply_group(cluster, check, kind, record)

@@ -190,7 +190,7 @@ class ClusterState:
     group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     share_partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = field(default_factory=dict)
     transactions: TransactionStore | None = None
-    acls: list[AclBinding] = field(default_factory=list)
+    acls: dict[uuid.UUID, AclBinding] = field(default_factory=dict)
     scram_credentials: dict[str, dict[str, ScramCredential]] = field(default_factory=dict)
     client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
     features: dict[str, int] | None = None

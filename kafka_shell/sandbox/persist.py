@@ -1,18 +1,17 @@
 """`--data-dir` state file: the sandbox's state as one JSON file, written atomically and checked
 when read.
 
-Saved: cluster id, mode, the active controller and its epoch, the KRaft controllers (id, host,
-port, configs, directory id, voter or observer), the control endpoint's port, cluster-wide configs, brokers (id, host, port,
-rack, configs), the security state (ACLs, SCRAM credentials, client quotas:
-`security_state.py`), the finalized feature levels, client metrics subscriptions, and the
-consumer groups' stored metadata and committed offsets (`group_state.py`); and `records`: the
-records that make the rest again (`replay.snapshot`: topics with their configs and partitions,
-and each partition's logs with its newest batches, base64-encoded, up to `log.KEEP_BYTES`: older
-batches are dropped and the log start offset moves past them, as retention would). Brokers and
-controllers come back alive; what the running server keeps in `ClusterState.runtime` (the
-replication rate, caches) and injected faults are not saved. `journal` names the first journal
-file to replay on top (see `journal.py`, which keeps the records applied since the file was
-written). An older format is refused in one line.
+It holds what a data directory is (the cluster id, the mode, the control endpoint's port: Kafka
+keeps these in meta.properties), the finalized feature levels and the consumer groups (to be
+kept as records too), and `records`: the records that make the rest again (`replay.snapshot`:
+the nodes' registrations, the voters and the active controller, configs, topics and partitions,
+ACLs, SCRAM credentials, client quotas, and each partition's logs with its newest batches,
+base64-encoded, up to `log.KEEP_BYTES`: older batches are dropped and the log start offset moves
+past them, as retention would). Start-up applies them through `replay.apply` as it applies the
+journals (see `journal.py`, which keeps the records applied since the file was written); `journal`
+names the first journal to replay on top. Brokers and controllers come back alive; what the
+running server keeps in `ClusterState.runtime` (the replication rate, caches) and injected
+faults are not saved. An older format is refused in one line.
 
 Use: `load(dir)` (None when the directory holds no state) and `save(cluster, dir)` from the loop
 thread. Everything read is validated, each field and then the state as a whole (`validate`): a
@@ -31,7 +30,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from kafka_shell.sandbox import group_state, records, replay, security_state, topic_lifecycle
+from kafka_shell.sandbox import group_state, records, replay, topic_lifecycle
 from kafka_shell.sandbox.model import MODES, Batch, Broker, ClusterState, Controller, Partition
 from kafka_shell.sandbox.records import Record, ReplayError
 
@@ -57,7 +56,6 @@ def cluster_meta(cluster: ClusterState) -> dict:
         "cluster_id": cluster.cluster_id,
         "mode": cluster.mode,
         "control_port": cluster.control_port,
-        "security": security_state.snapshot(cluster),
         "features": features_meta(cluster),
     }
 
@@ -213,7 +211,6 @@ def cluster_from_meta(check: Checker, state: dict) -> ClusterState:
         control_port = check.integer(control_port, "control_port", low=0, high=65535)
     cluster = ClusterState(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers={}, mode=mode,
                            control_port=control_port)
-    security_state.restore(cluster, state.get("security"), check)
     restore_features(cluster, state.get("features"), check)
     return cluster
 

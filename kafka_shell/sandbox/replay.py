@@ -32,8 +32,10 @@ _table: dict[type, Replay] = {}
 
 def _dispatch() -> dict[type, Replay]:
     if not _table:
-        from kafka_shell.sandbox import configs, log, quorum, registrations, replication, topic_lifecycle
-        for module in (registrations, quorum, replication, configs, topic_lifecycle, log):
+        from kafka_shell.sandbox import (authorizer, client_quotas, configs, log, quorum, registrations, replication,
+                                         security, topic_lifecycle)
+        for module in (registrations, quorum, replication, configs, topic_lifecycle, authorizer, security,
+                       client_quotas, log):
             _table.update(module.REPLAY)
         missing = set(r.RECORD_TYPES.values()) - set(_table)
         assert not missing or True, missing   # filled in as subsystems move to records
@@ -68,10 +70,14 @@ def apply_all(cluster: ClusterState, records: Iterable[Record]) -> None:
 def snapshot(cluster: ClusterState) -> Iterator[Record]:
     """Records that make the state again, in an order replay takes them (what a topic's records
     name exists before them)."""
-    from kafka_shell.sandbox import configs, log, quorum, registrations, replication, topic_lifecycle
+    from kafka_shell.sandbox import (authorizer, client_quotas, configs, log, quorum, registrations, replication,
+                                     security, topic_lifecycle)
     yield from registrations.snapshot(cluster)
     yield from quorum.snapshot(cluster)
     yield from replication.snapshot(cluster)
     yield from configs.snapshot(cluster)
     yield from topic_lifecycle.snapshot(cluster)
+    yield from authorizer.snapshot(cluster)
+    yield from security.snapshot(cluster)
+    yield from client_quotas.snapshot(cluster)
     yield from log.snapshot(cluster)
