@@ -79,7 +79,6 @@ KIND = struct.Struct(">cI")       # entry kind, length of its JSON
 FORMAT_1 = struct.Struct(">II")   # format 1's entries: payload length, CRC32C of the payload
 DAMAGED_PREFIX = "damaged-"
 RECORDS = b"r"   # a list of records (and the batch bytes of its PartitionLogs)
-CLUSTER = b"c"   # everything but the topics, as a whole
 GROUP, OFFSETS = b"g", b"o"   # a consumer group's stored metadata; offsets committed or deleted
 NAME = re.compile(r"journal-(\d+)\.log")
 
@@ -360,10 +359,7 @@ def repair(data_dir: str | os.PathLike) -> str:
 
 
 def _apply(cluster: ClusterState, check: persist.Checker, kind: bytes, record: dict) -> None:
-    if kind == CLUSTER:
-        saved = persist.cluster_from_meta(check, record)
-        persist.copy_features(saved, cluster)
-    elif kind in (GROUP, OFFSETS):
+    if kind in (GROUP, OFFSETS):
         _apply_group(cluster, check, kind, record)
     else:
         raise persist.StateError(f"{check.path}: unknown entry kind {kind!r}")
@@ -401,8 +397,6 @@ class Journal:
         self._last_batch: dict[tuple[uuid.UUID, int], Batch | None] = {
             (t.id, p.index): (p.batches[-1] if p.batches else None)
             for t in cluster.topics.values() for p in t.partitions}
-        self._generation = cluster.generation
-        self._cluster_meta = persist.cluster_meta(cluster)
         self._groups: dict[str, bytes] = {g.group_id: _json(g.stored) for g in classic_groups.all_groups(cluster).values()}
         self._touched_groups: dict[str, set[tuple[str, int]]] = {}
         # Group commit: writes are numbered; sync() waits for the one holding its changes.
@@ -448,8 +442,7 @@ class Journal:
             keys.add(offset)
 
     def _pending(self) -> bool:
-        return bool(self._records) or bool(self._logs) or bool(self._touched_groups) \
-            or self.cluster.generation != self._generation
+        return bool(self._records) or bool(self._logs) or bool(self._touched_groups)
 
     # -- group commit ----------------------------------------------------------------------
 
@@ -508,12 +501,6 @@ class Journal:
         """The entries that bring the files up to the state now (loop thread)."""
         cluster = self.cluster
         out = bytearray()
-        if cluster.generation != self._generation:
-            self._generation = cluster.generation
-            meta = persist.cluster_meta(cluster)
-            if meta != self._cluster_meta:
-                out += _frame(CLUSTER, meta)
-                self._cluster_meta = meta
         raw = bytearray()
         items = [records.encode(r) for r in self._records]
         self._records = []

@@ -193,7 +193,7 @@ class ClusterState:
     acls: dict[uuid.UUID, AclBinding] = field(default_factory=dict)
     scram_credentials: dict[str, dict[str, ScramCredential]] = field(default_factory=dict)
     client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
-    features: dict[str, int] | None = None
+    features: dict[str, int] = field(default_factory=dict)
     client_metrics: dict[str, dict[str, str]] = field(default_factory=dict)
     delegation_tokens: dict[str, Token] = field(default_factory=dict)
     runtime: Runtime = field(default_factory=Runtime, compare=False, repr=False)

@@ -48,41 +48,16 @@ class StateError(Exception):
 # -- writing ----------------------------------------------------------------------------------
 
 
-def cluster_meta(cluster: ClusterState) -> dict:
+def header(cluster: ClusterState) -> dict:
     """What the state file holds beside its records: the cluster's id and mode and the control
-    endpoint's port (what a data directory is, like Kafka's meta.properties), and the state not
-    kept as records yet (fresh dicts, safe to keep)."""
-    return {
-        "cluster_id": cluster.cluster_id,
-        "mode": cluster.mode,
-        "control_port": cluster.control_port,
-        "features": features_meta(cluster),
-    }
-
-
-def features_meta(cluster: ClusterState) -> dict[str, int] | None:
-    """The finalized feature levels (None until something reads them: the initial ones)."""
-    return dict(cluster.features) if cluster.features is not None else None
-
-
-def restore_features(cluster: ClusterState, data: object, check: Checker) -> None:
-    if data is None:
-        return
-    levels = check.mapping(data, "features")
-    cluster.features = {check.text(name, "features"): check.integer(
-        level, f"features.{name}", low=0, high=32767) for name, level in levels.items()}
-
-
-def copy_features(source: ClusterState, target: ClusterState) -> None:
-    """The finalized levels of `source` onto `target` (a journal's cluster record replayed)."""
-    if source.features is not None:
-        target.features = source.features
+    endpoint's port (what a data directory is, like Kafka's meta.properties)."""
+    return {"cluster_id": cluster.cluster_id, "mode": cluster.mode, "control_port": cluster.control_port}
 
 
 def state_of(cluster: ClusterState, journal_seq: int = 0) -> dict:
     """The whole state as plain data and records (`write` encodes them): cheap to take in the loop
     thread, and safe to write from another one (records are never changed)."""
-    return {"version": FORMAT_VERSION, "journal": journal_seq, **cluster_meta(cluster),
+    return {"version": FORMAT_VERSION, "journal": journal_seq, **header(cluster),
             "records": list(replay.snapshot(cluster)), "groups": group_state.snapshot(cluster)}
 
 
@@ -193,7 +168,7 @@ def load_state(data_dir: str | os.PathLike) -> tuple[ClusterState, int] | None:
                          f"{FORMAT_VERSION}: serve {path.parent} with the kafka-shell that wrote it, or move it "
                          "away to start afresh")
     seq = check.integer(state.get("journal", 0), "journal", low=0)
-    cluster = cluster_from_meta(check, state)
+    cluster = cluster_from_header(check, state)
     for i, item in enumerate(check.array(state.get("records"), "records")):
         apply_read(cluster, check, f"records[{i}]", records.decode(item, check, f"records[{i}]"))
     group_state.restore(cluster, state.get("groups"), check)
@@ -201,8 +176,8 @@ def load_state(data_dir: str | os.PathLike) -> tuple[ClusterState, int] | None:
     return cluster, seq
 
 
-def cluster_from_meta(check: Checker, state: dict) -> ClusterState:
-    """A cluster without nodes or topics from `cluster_meta`'s dict."""
+def cluster_from_header(check: Checker, state: dict) -> ClusterState:
+    """A cluster without nodes or topics from `header`'s dict."""
     mode = state.get("mode")
     if not isinstance(mode, str) or mode not in MODES:
         raise check.fail("mode", " or ".join(f'"{m}"' for m in MODES))
@@ -211,7 +186,6 @@ def cluster_from_meta(check: Checker, state: dict) -> ClusterState:
         control_port = check.integer(control_port, "control_port", low=0, high=65535)
     cluster = ClusterState(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers={}, mode=mode,
                            control_port=control_port)
-    restore_features(cluster, state.get("features"), check)
     return cluster
 
 
@@ -251,7 +225,7 @@ def apply_read(cluster: ClusterState, check: Checker, where: str, record: Record
 
 def validate(cluster: ClusterState, check: Checker) -> None:
     """The state as a whole, after each field is read and checked on its own (types, ids and
-    epochs in Kafka's int32, ports in 0..65535: `cluster_from_meta`, `records.decode`): valid
+    epochs in Kafka's int32, ports in 0..65535: `cluster_from_header`, `records.decode`): valid
     topic names, topic ids used once, in each partition replicas among the brokers, its leader,
     ISR, ELR and replica logs among its replicas, and offsets within its log (the log start and
     high watermark at most its log end, batches in order, each one's bytes saying the offsets it

@@ -34,7 +34,8 @@ def _dispatch() -> dict[type, Replay]:
     if not _table:
         from kafka_shell.sandbox import (authorizer, client_quotas, configs, log, quorum, registrations, replication,
                                          security, topic_lifecycle)
-        for module in (registrations, quorum, replication, configs, topic_lifecycle, authorizer, security,
+        from kafka_shell.sandbox.handlers import features
+        for module in (features, registrations, quorum, replication, configs, topic_lifecycle, authorizer, security,
                        client_quotas, log):
             _table.update(module.REPLAY)
         missing = set(r.RECORD_TYPES.values()) - set(_table)
@@ -72,6 +73,8 @@ def snapshot(cluster: ClusterState) -> Iterator[Record]:
     name exists before them)."""
     from kafka_shell.sandbox import (authorizer, client_quotas, configs, log, quorum, registrations, replication,
                                      security, topic_lifecycle)
+    from kafka_shell.sandbox.handlers import features
+    yield from features.snapshot(cluster)
     yield from registrations.snapshot(cluster)
     yield from quorum.snapshot(cluster)
     yield from replication.snapshot(cluster)

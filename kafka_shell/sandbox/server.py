@@ -79,9 +79,8 @@ class Sandbox(FaultControls):
         self.seed_apis = config.seed_apis
         self.cluster.static_configs = self._static_configs(config.configs or {}, config.reauth_ms)
         if saved is None:
+            replay.apply_all(self.cluster, features.bootstrap_records(self.cluster, config.dynamic_quorum))
             self._bootstrap_configs()
-            if config.dynamic_quorum:
-                features.finalized(self.cluster)[quorum.KRAFT_VERSION] = quorum.DYNAMIC_LEVEL
         for user, password in (config.users or {}).items():
             security.add_user(self, user, password)
         self.handlers = handlers.load()
