@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafka_shell.declarations import failure_lines
 from kafka_shell.admin import cluster, configs, records, topics
 from kafka_shell.admin.cluster import Registrations
 from kafka_shell.admin.topics import NewTopic
@@ -191,9 +192,9 @@ def create_mapping_topic(session: Session, topic: str, brokers: int) -> None:
     """Compacted, one partition (the mapping is small and read whole), RF 3 or the broker count."""
     rf = max(1, min(3, brokers))
     new = NewTopic(topic, 1, rf, configs=(("cleanup.policy", "compact"),))
-    (outcome,) = topics.create(session.conn, [new], validate_only=False, brokers=brokers)
+    (outcome,) = topics.create(session.conn, [new], validate_only=False)
     if outcome.error is not None and not outcome.exists:
-        raise KafkaCallError(outcome.error)
+        raise KafkaCallError(failure_lines.created_line(outcome.error, topic, brokers, rf))
 
 
 def produce(session: Session, topic: str, values: dict[str, bytes | None]) -> None:

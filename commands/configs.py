@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, cluster_configs, configs, topics
 from kafka_shell.connection.client_config import is_secret
-from kafka_shell.base.errors import UsageError, shown
+from kafka_shell.base.errors import UsageError, printable, shown
 from kafka_shell.base.files import read_json, write_new
+from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.option_types import CONFIG_NAME, broker_id, group_id
 from kafka_shell.declarations.registry import INT32_MAX, Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
@@ -172,7 +173,7 @@ def alter_configs_command(session: Session, args: dict) -> Result:
 def export_configs(session: Session, args: dict) -> Result:
     path = Path(args["file"]).expanduser()
     if os.path.lexists(path):   # write_new refuses it too, but only after everything was read
-        raise UsageError(f"{shown(str(path))} already exists: remove it or choose another file name")
+        raise UsageError(f"{printable(str(path))} already exists: remove it or choose another file name")
     snap = cluster_configs.read(session.conn)
     doc = cluster_configs.document(snap, cluster.cluster_id(session.conn))
     write_new(path, json.dumps(doc, indent=2) + "\n")
@@ -185,10 +186,10 @@ def export_configs(session: Session, args: dict) -> Result:
         left_out = sum(len(v) for v in snap.sensitive[section].values())
         rows.append([section, len(written), sum(len(v) for v in written.values()), left_out])
     hidden = sum(r[3] for r in rows)
-    notes = [*snap.notes, f"Wrote {sum(r[2] for r in rows)} config(s) of {sum(r[1] for r in rows)} entities to {shown(str(path))}"
+    notes = [*snap.notes, f"Wrote {sum(r[2] for r in rows)} config(s) of {sum(r[1] for r in rows)} entities to {printable(str(path))}"
              + (f"; {hidden} sensitive value(s) left out (the file lists their keys)." if hidden else ".")]
     return Result.outcome([Table(["Section", "Entities", "Configs", "SensitiveLeftOut"], rows, name="exported")],
-                          notes, snap.failures)
+                          notes, failure_lines.config_lines(snap.broker_errors))
 
 
 IMPORT_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute")
@@ -207,14 +208,14 @@ IMPORT_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, op
                      "changed or deleted. Brokers and topics the cluster does not have are named, not created.",
          examples=("import-configs prod-configs.json", "import-configs prod-configs.json --execute"))
 def import_configs(session: Session, args: dict) -> Result | Proposal:
-    path = shown(args["file"])   # as messages name it
+    path = printable(args["file"])   # whole: a path cut short names nothing
     wanted = cluster_configs.from_document(read_json(args["file"], "", "give a file export-configs wrote"), path)
     now = cluster_configs.read(session.conn, wanted.sections)
     changes, problems = cluster_configs.plan(wanted, now)
     table = Table(["Section", "Entity", "Name", "Value", "NewValue", "Action"],
                   [[c.section, c.entity or None, c.key, c.value, c.new, c.action] for c in changes], name="changes")
     # What the cluster does not have, did not say, or refuses (validated only) stops --execute.
-    failures = [*now.failures, *problems,
+    failures = [*failure_lines.config_lines(now.broker_errors), *problems,
                 *(cluster_configs.apply(session.conn, changes, wanted, validate_only=True) if changes else [])]
     entities = len({(c.section, c.entity) for c in changes})
     execute = args["execute"] and not args["dry_run"]
@@ -253,7 +254,7 @@ def diff_configs(session: Session, args: dict) -> Result:
     if len(ids) < 2:
         raise UsageError("diff-configs compares two brokers or more: give --broker twice, or --all-brokers")
     read = configs.each_broker(session.conn, ids)
-    described, failures = read.configs, list(read.failed.values())
+    described, failures = read.rows, failure_lines.config_lines(read.errors)
     drifts = cluster_configs.drift(described, args["include_identity"])
     rows = []
     for d in drifts:

@@ -123,14 +123,17 @@ def elect(session: Session, args: dict, kind: int, name: str) -> Result:
     elections.require(session.conn, kind)
     if args["dry_run"]:
         return predict(snap, entries, kind)
-    if args["all_topic_partitions"] and not entries:
-        outcomes = elections.elect_all(session.conn, kind, args["timeout_ms"])
-    else:
-        outcomes = elections.elect(session.conn, entries, kind, args["timeout_ms"])
+    # The controller may take --timeout-ms over the elections, and --blocking as long again.
+    with session.bounded(session.conn.timeout_s + args["timeout_ms"] / 1000):
+        if args["all_topic_partitions"] and not entries:
+            outcomes = elections.elect_all(session.conn, kind, args["timeout_ms"])
+        else:
+            outcomes = elections.elect(session.conn, entries, kind, args["timeout_ms"])
     result = report(outcomes, kind)
     elected = [e for e in entries if outcomes[e[:2]].state == ELECTED]
     if args["blocking"] and elected:
-        waited = wait_for_leaders(session, snap, elected, kind, args["timeout_ms"])
+        with session.bounded(args["timeout_ms"] / 1000):
+            waited = wait_for_leaders(session, snap, elected, kind, args["timeout_ms"])
         result.messages.append(waited.messages[0])
         result.exit_code = max(result.exit_code, waited.exit_code)
     return result
@@ -247,17 +250,18 @@ def report(outcomes: dict[Key, Election], kind: int) -> Result:
 
 
 def predict(snap: ClusterSnapshot, entries: list[Entry], kind: int) -> Result:
-    live = set(snap.brokers)
+    """What the controller would do (admin/elections.predict, by Kafka's election rule)."""
     label = LABELS[kind]
     would, noop, fail, rows = [], [], [], []
-    for topic, partition, designated in sorted(entries, key=lambda e: e[:2]):
-        p = snap.topics[topic].partitions[partition]
-        result, why = _predict(kind, p, designated, live)
-        name = f"{topic}-{partition}"
-        rows.append([topic, partition, result, why])
-        if result == "would elect":
+    designated = {e[:2]: e[2] for e in entries}
+    for key, e in sorted(elections.predict(snap, entries, kind).items()):
+        name = f"{key[0]}-{key[1]}"
+        why = _refused(snap.topics[key[0]].partitions[key[1]], e.refused, designated[key]) if e.refused else None
+        rows.append([key[0], key[1], {ELECTED: "would elect", NOT_NEEDED: "already elected"}.get(e.state, "would fail"),
+                     why])
+        if e.state == ELECTED:
             would.append(name)
-        elif result == "already elected":
+        elif e.state == NOT_NEEDED:
             noop.append(name)
         else:
             fail.append(f"Would fail ({label}) for partition: {name}: {why}")
@@ -272,24 +276,12 @@ def predict(snap: ClusterSnapshot, entries: list[Entry], kind: int) -> Result:
     return Result.table(["Topic", "Partition", "Result", "Error"], rows, *messages, name="elections")
 
 
-def _predict(kind: int, p: PartitionInfo, designated: int | None, live: set[int]) -> tuple[str, str | None]:
-    if kind == PREFERRED:
-        if p.leader == p.preferred_leader:
-            return "already elected", None
-        if p.preferred_leader in p.isr and p.preferred_leader in live:
-            return "would elect", None
-        return "would fail", f"preferred replica {p.preferred_leader} is not live and in the ISR"
-    if p.leader >= 0:
-        return "already elected", None
-    if kind == UNCLEAN:
-        if any(r in live for r in p.replicas):
-            return "would elect", None
-        return "would fail", "no replica is live"
-    if designated not in p.replicas:
-        return "would fail", f"broker {designated} is not a replica (replicas: {','.join(map(str, p.replicas))})"
-    if designated not in live:
-        return "would fail", f"broker {designated} is not live"
-    return "would elect", None
+def _refused(p: PartitionInfo, why: str, designated: int | None) -> str:
+    if why == elections.PREFERRED_NOT_LIVE:
+        return f"preferred replica {p.preferred_leader} is not live and in the ISR"
+    if why == elections.NOT_A_REPLICA:
+        return f"broker {designated} is not a replica (replicas: {','.join(map(str, p.replicas))})"
+    return f"broker {designated} is not live" if designated is not None else "no replica is live"
 
 
 # -- --blocking: wait until every broker shows the new leaders -----------------------------------
@@ -304,15 +296,15 @@ def wait_for_leaders(session: Session, snap: ClusterSnapshot, elected: list[Entr
     total = len(pending)
     bar = ProgressBar(session.stderr)
     while pending:
-        views, failed = topics.leaders_by_broker(session.conn, brokers, sorted({t for t, _ in pending}))
-        for b, why in failed.items():
+        views = topics.leaders_by_broker(session.conn, brokers, sorted({t for t, _ in pending}))
+        for b, error in views.errors.items():
             brokers.remove(b)
-            session.notify(f"Broker {b} did not answer ({why}); waiting on the other brokers.")
+            session.notify(f"{error}; waiting on the other brokers.")
         if not brokers:
             bar.close()
             return Result.message("No broker answered while waiting for the new leaders.", exit_code=1)
         for key in list(pending):
-            if _shown_everywhere(kind, key, pending[key], [views[b] for b in brokers]):
+            if _shown_everywhere(kind, key, pending[key], [views.rows[b] for b in brokers]):
                 del pending[key]
         bar.show((total - len(pending)) / total, f"{total - len(pending)}/{total} partition(s) shown by every broker")
         if pending and not deadline.pause(POLL_S):

@@ -8,16 +8,15 @@ line and makes the exit code 1; the rest of the command still runs.
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 import time
 from typing import TYPE_CHECKING
 
-from kafka_shell.admin import groups, lag, offsets, topics
-from kafka_shell.admin.offsets import EARLIEST, LATEST
+from kafka_shell.declarations import failure_lines
+from kafka_shell.admin import groups, lag, offsets, resets, topics
+from kafka_shell.admin.errors import no_such_group
+from kafka_shell.base.answers import Answers
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
-from kafka_shell.base.files import read_text
 from kafka_shell.declarations.option_types import group_id, iso_epoch_ms
 from kafka_shell.declarations.registry import INT64_MAX, Confirm, Option, command, int_range
 from kafka_shell.declarations.render import Proposal, Result, Table
@@ -48,8 +47,8 @@ def chosen_groups(session: Session, given: list[str], all_groups: bool) -> list[
     if not all_groups:
         return list(dict.fromkeys(given))
     listed = groups.list_groups(session.conn)
-    if listed.failures:
-        raise ShellError(" ".join(listed.failures))
+    if listed.errors:
+        raise ShellError(" ".join(failure_lines.group_listing_lines(listed.errors)))
     return [g.group_id for g in listed.groups]
 
 
@@ -79,15 +78,14 @@ def list_groups(session: Session, args: dict) -> Result:
     listed = groups.list_groups(session.conn, args["state"] or (), args["type"] or ())
     # Share and streams groups have describe APIs of their own: their rows keep what ListGroups says.
     described = groups.describe(session.conn, [g.group_id for g in listed.groups
-                                               if g.group_type in ("classic", "consumer")]) if listed.groups else {}
-    failures = list(listed.failures)
+                                               if g.group_type in ("classic", "consumer")]).rows if listed.groups else {}
+    failures = failure_lines.group_listing_lines(listed.errors)
     lags = _group_lags(session, listed.groups, failures) if args["lag"] else {}
     rows = []
     for g in listed.groups:
         d = described.get(g.group_id)
-        known = d is not None and d.problem is None
-        rows.append([g.group_id, (d.state if d is not None and known else g.state) or None, g.group_type,
-                     g.protocol_type or None, len(d.members) if d is not None and known else None]
+        rows.append([g.group_id, (d.state if d is not None else g.state) or None, g.group_type,
+                     g.protocol_type or None, len(d.members) if d is not None else None]
                     + ([lags.get(g.group_id)] if args["lag"] else []))
     columns = ["Group", "State", "Type", "ProtocolType", "Members"] + (["Lag"] if args["lag"] else [])
     return Result.outcome([Table(columns, rows, name="groups")], [], failures)
@@ -99,13 +97,15 @@ def _group_lags(session: Session, listed: list[groups.GroupListing], failures: l
     share = [g.group_id for g in listed if g.group_type == "share"]
     committing = [g.group_id for g in listed if g.group_type != "share"]
     lags = lag.read(session.conn, committing)
-    failures += lags.failures
-    out = {gid: lags.total(gid) for gid in committing}
-    for gid, s in lag.share_group_lags(session.conn, share).items():
-        if s.problem is not None:
-            failures.append(s.problem)
-        out[gid] = s.lag
-    return out
+    failures += _lag_lines(lags)
+    shared = lag.share_group_lags(session.conn, share)
+    failures += failure_lines.group_lines(shared.errors, kind="share")
+    return {**{gid: lags.total(gid) for gid in committing}, **shared.rows}
+
+
+def _lag_lines(lags: lag.GroupLags) -> list[str]:
+    """What a lag read could not read: groups' committed offsets, partitions' log ends."""
+    return failure_lines.group_lines(lags.offset_errors) + failure_lines.partition_lines(lags.log_end_errors)
 
 
 # -- describe-group ----------------------------------------------------------------------------
@@ -135,8 +135,8 @@ def _group_lags(session: Session, listed: list[groups.GroupListing], failures: l
 def describe_group(session: Session, args: dict) -> Result:
     ids = chosen_groups(session, args["group"], args["all_groups"])
     described = groups.describe(session.conn, ids)
-    failures = [d.problem for d in described.values() if d.problem is not None]
-    found = [d for d in described.values() if d.problem is None]
+    failures = failure_lines.group_lines(described.errors)
+    found = list(described.rows.values())
     verbose = args["verbose"]
     if args["state"]:
         rows = [[d.group_id, d.coordinator, d.protocol or None, d.state, len(d.members)]
@@ -191,10 +191,11 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
     owners: dict[str, dict[Key, groups.Member]] = {
         d.group_id: {k: m for m in d.members for k in m.assignment} for d in found}
     lags = lag.read(session.conn, [d.group_id for d in found], owners, topic)
-    failures += lags.failures
+    failures += _lag_lines(lags)
+    # As Kafka's tool: a deleted topic's offsets show without a log end, no failure.
     messages = [f"Topic {t} no longer exists: group '{shown(gid)}' still has offsets for it "
                 "(delete-offsets removes them)."
-                for gid, gone in lags.gone.items() for t in gone]
+                for gid, deleted in lags.gone.items() for t in deleted]
     rows: list[list] = []
     for d in found:
         for p in lags.partitions[d.group_id]:
@@ -298,7 +299,7 @@ EXECUTE_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, o
                    "reset-offsets --group app --from-file plan.csv --execute"))
 def reset_offsets(session: Session, args: dict) -> Result | Proposal:
     group_ids = chosen_groups(session, args["group"], args["all_groups"])
-    plan_file = read_plan(args["from_file"], group_ids) if args["from_file"] else None
+    plan_file = resets.read_csv(args["from_file"], group_ids) if args["from_file"] else None
     if not (args["topic"] or args["all_topics"] or plan_file is not None):
         raise UsageError("reset-offsets needs a scope: --topic, --all-topics or --from-file")
     execute = args["execute"] and not args["dry_run"]
@@ -308,34 +309,32 @@ def reset_offsets(session: Session, args: dict) -> Result | Proposal:
     plans: dict[str, dict[Key, tuple[int | None, int]]] = {}
     inactive = []
     for gid in group_ids:
-        d = described[gid]
-        if d.problem is not None and not d.missing:
-            failures.append(d.problem)
-        elif d.active:
+        d, error = described.rows.get(gid), described.errors.get(gid)
+        if error is not None and not no_such_group(error):
+            failures += failure_lines.group_lines({gid: error})
+        elif d is not None and d.active:
             failures.append(f"Assignments can only be reset if the group '{shown(gid)}' is inactive, but the current "
                             f"state is {d.state}.")
         else:
             inactive.append(gid)
-    committed = offsets.committed(session.conn, inactive) if inactive else {}
+    committed = offsets.committed(session.conn, inactive) if inactive else Answers()
+    failures += failure_lines.group_lines(committed.errors)
     for gid in inactive:
-        problem = committed[gid].problem
-        if problem is not None:
-            failures.append(problem)
+        if gid not in committed.rows:
             continue
         try:
-            plans[gid] = _plan(session, gid, committed[gid].offsets, args, plan_file, notes, failures)
+            plans[gid] = _plan(session, gid, committed.rows[gid], args, plan_file, notes, failures)
         except KafkaCallError as exc:
             failures.append(str(exc))
     rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
-    text = export_plan(plans, len(group_ids) == 1) if args["export"] else None
+    text = resets.to_csv(plans, len(group_ids) == 1) if args["export"] else None
     if execute and plans:
         def commit() -> Result:
             for gid, plan in plans.items():
-                refused = offsets.commit(session.conn, gid, {k: new for k, (_, new) in plan.items()})
-                failures.extend(f"{t}-{p}: {why}" for (t, p), why in sorted(refused.items()) if why is not None)
-                done = sum(1 for why in refused.values() if why is None)
-                notes.append(f"Reset {done} offset(s) of group '{shown(gid)}'.")
+                done = offsets.commit(session.conn, gid, {k: new for k, (_, new) in plan.items()})
+                failures.extend(failure_lines.committed_lines(done.errors, gid))
+                notes.append(f"Reset {len(done.rows)} offset(s) of group '{shown(gid)}'.")
             return Result.outcome([table], notes, failures, text)
         groups_named = ", ".join(sorted(shown(gid) for gid in plans))
         return Proposal(f"Reset {len(rows)} offset(s) of group(s) {groups_named}. Continue?",
@@ -352,12 +351,11 @@ def _plan(session: Session, gid: str, committed: dict[Key, int], args: dict, pla
         if gid not in plan_file:
             failures.append(f"No reset plan for group {shown(gid)} found")
             return {}
-        requested = plan_file[gid]
-        keys = list(requested)
-        snap = read_partitions(session, keys)
+        keys = list(plan_file[gid])
+        snap = resets.read_partitions(session.conn, keys)
     elif args["all_topics"]:
         keys = sorted(committed)
-        snap = read_partitions(session, keys)
+        snap = resets.read_partitions(session.conn, keys)
     else:
         snap = topics.read_for(session.conn, topics.names_of(args["topic"]))
         keys = topics.partitions_of(snap, args["topic"])
@@ -369,125 +367,132 @@ def reset_targets(session: Session, snap: ClusterSnapshot, keys: list[Key], comm
                   notes: list[str], failures: list[str],
                   from_file: dict[Key, int] | None = None) -> dict[Key, tuple[int | None, int]]:
     """(topic, partition) -> (committed offset or None, new offset) of `keys` for the reset
-    specifier of `args` (--to-earliest, --shift-by, ...; `from_file`: --from-file's offsets),
-    as Kafka's tools compute it."""
-    targets: dict[Key, int] = {}
+    specifier of `args` (`from_file`: --from-file's offsets), planned as Kafka's tools plan it
+    (admin/resets.py); its notes and the partitions it could not read go to `notes` and
+    `failures`."""
+    plan = resets.targets(session.conn, snap, keys, committed, reset_spec(args, from_file), from_file)
+    failures += failure_lines.partition_lines(plan.errors)
+    notes += [failure_lines.reset_note(n) for n in plan.notes]
+    return plan.rows
 
-    def log_at(timestamp: int) -> dict[Key, int]:
-        return _log_at(session, snap, keys, timestamp, failures)
 
-    if not keys:
-        return {}
+def reset_spec(args: dict, from_file: dict[Key, int] | None = None) -> resets.Spec:
+    """The reset specifier the options give."""
+    if from_file is not None:
+        return resets.Spec(resets.FROM_FILE)
     if args["to_earliest"]:
-        targets = log_at(EARLIEST)
-    elif args["to_latest"]:
-        targets = log_at(LATEST)
-    elif args["to_current"]:
-        without = [k for k in keys if k not in committed]
-        ends = log_at(LATEST) if without else {}
-        targets = {k: committed[k] if k in committed else ends[k] for k in keys if k in committed or k in ends}
-    elif args["to_datetime"] is not None or args["by_duration"] is not None:
-        when = args["to_datetime"] if args["to_datetime"] is not None else int(time.time() * 1000) - args["by_duration"]
-        found = log_at(when)
-        empty = [k for k, offset in found.items() if offset < 0]
-        ends = log_at(LATEST) if empty else {}
-        for key in empty:
-            notes.append(f"Warn: Partition {key[1]} from topic {key[0]} is empty. Falling back to latest known offset.")
-        targets = {k: (ends[k] if offset < 0 else offset) for k, offset in found.items() if offset >= 0 or k in ends}
-    else:
-        if from_file is not None:
-            requested = from_file
-        elif args["to_offset"] is not None:
-            requested = dict.fromkeys(keys, args["to_offset"])
-        elif args["shift_by"] is not None:
-            without = [k for k in keys if k not in committed]
-            if without:
-                raise UsageError(f"Cannot shift offset for partition {without[0][0]}-{without[0][1]} since there is "
-                                 "no current committed offset (use another specifier for it)")
-            requested = {k: committed[k] + args["shift_by"] for k in keys}
-        targets = within_logs(session, snap, requested, notes, failures)
-    return {k: (committed.get(k), targets[k]) for k in keys if k in targets}
+        return resets.Spec(resets.TO_EARLIEST)
+    if args["to_latest"]:
+        return resets.Spec(resets.TO_LATEST)
+    if args["to_current"]:
+        return resets.Spec(resets.TO_CURRENT)
+    if args["to_datetime"] is not None:
+        return resets.Spec(resets.TO_TIME, args["to_datetime"])
+    if args.get("by_duration") is not None:
+        return resets.Spec(resets.TO_TIME, int(time.time() * 1000) - args["by_duration"])
+    if args["to_offset"] is not None:
+        return resets.Spec(resets.TO_OFFSET, args["to_offset"])
+    return resets.Spec(resets.SHIFT_BY, args["shift_by"])
 
 
-def _log_at(session: Session, snap: ClusterSnapshot, keys: list[Key], timestamp: int, failures: list[str]) -> dict[Key, int]:
-    """The log offset of each partition at `timestamp`; a line in `failures` for each that failed."""
-    good = {}
-    for key, a in offsets.log_offsets(session.conn, snap, keys, timestamp).items():
-        if a.error:
-            failures.append(a.error)
+# -- delete-group / delete-offsets -------------------------------------------------------------
+
+
+def _listed(items: list[str], limit: int = 10) -> str:
+    return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _delete_group_targets(session: Session, args: dict) -> tuple[list[str], list[str]]:
+    """(groups that can be deleted, one line per group that cannot), read now."""
+    if args["group"] and args["all_groups"]:
+        raise UsageError("Give groups or --all-groups, not both")
+    if not args["group"] and not args["all_groups"]:
+        raise UsageError("delete-group needs groups or --all-groups")
+    ids = chosen_groups(session, args["group"] or [], args["all_groups"])
+    described = groups.describe(session.conn, ids) if ids else Answers()
+    failures, deletable = [], []
+    for gid in ids:
+        d = described.rows.get(gid)
+        if d is None:
+            failures += failure_lines.group_lines({gid: described.errors[gid]})
+        elif d.members:
+            failures.append(f"Consumer group '{shown(gid)}' has {len(d.members)} active member(s): stop its consumers "
+                            "first (it was not deleted).")
         else:
-            good[key] = a.offset
-    return good
+            deletable.append(gid)
+    return deletable, failures
 
 
-def within_logs(session: Session, snap: ClusterSnapshot, requested: dict[Key, int], notes: list[str],
-                failures: list[str]) -> dict[Key, int]:
-    """Requested offsets moved into their logs (Kafka's checkOffsetsRange, with its notes)."""
-    keys = list(requested)
-    return _clamp(requested, _log_at(session, snap, keys, EARLIEST, failures), _log_at(session, snap, keys, LATEST, failures),
-                  notes)
+def confirm_delete_group(session: Session, args: dict) -> str | None:
+    """Names the groups and how many committed offsets go with them."""
+    deletable, _ = _delete_group_targets(session, args)
+    if not deletable:
+        return None
+    committed = offsets.committed(session.conn, deletable)
+    count = sum(len(held) for held in committed.rows.values())
+    plural = "s" if len(deletable) > 1 else ""
+    return (f"Delete {len(deletable)} consumer group{plural} ({_listed([shown(g) for g in deletable])}) "
+            f"and {count} committed offset(s)?")
 
 
-def read_partitions(session: Session, keys: list[Key]) -> ClusterSnapshot:
-    """A fresh read of the topics of `keys`; a topic that does not exist is an error."""
-    snap = session.conn.read(sorted({t for t, _ in keys}))
-    missing = sorted({t for t, _ in keys} - set(snap.topics))
-    if missing:
-        raise topics.missing(missing[0])
-    return snap
+@command("delete-group", Option("group", type=group_id, repeatable=True, metavar="GROUP", completer="group",
+                                help="Consumer group to delete."),
+         Option("--all-groups", flag=True, help="Every group the brokers list (only empty ones are deleted)."),
+         mutates=True, confirm=Confirm(question=confirm_delete_group),
+         help="Delete consumer groups and their offsets (only empty groups; asks for confirmation).",
+         examples=("delete-group old-app --yes", "delete-group a b --dry-run", "delete-group --all-groups --dry-run"))
+def delete_group(session: Session, args: dict) -> Result:
+    deletable, failures = _delete_group_targets(session, args)
+    messages = []
+    if args["dry_run"]:
+        messages = [f"Would delete consumer group '{shown(gid)}' (dry run)." for gid in deletable]
+    elif deletable:
+        deleted = groups.delete(session.conn, deletable)
+        failures += failure_lines.group_lines(deleted.errors)
+        messages += [f"Deleted consumer group '{shown(gid)}'." for gid in deleted.rows]
+    return Result.message(*messages, *failures, exit_code=1 if failures else 0)
 
 
-def _clamp(requested: dict[Key, int], starts: dict[Key, int], ends: dict[Key, int], notes: list[str]) -> dict[Key, int]:
-    """Kafka's checkOffsetsRange: an offset past the log end becomes the log end, one before the
-    log start the log start, each with a note."""
-    out = {}
-    for key, offset in requested.items():
-        if key not in starts or key not in ends:
-            continue  # its error is already reported
-        label = f"{key[0]}-{key[1]}"
-        if offset > ends[key]:
-            notes.append(f"New offset ({offset}) is higher than latest offset for topic partition {label}. "
-                         f"Value will be set to {ends[key]}")
-            offset = ends[key]
-        elif offset < starts[key]:
-            notes.append(f"New offset ({offset}) is lower than earliest offset for topic partition {label}. "
-                         f"Value will be set to {starts[key]}")
-            offset = starts[key]
-        out[key] = offset
-    return out
+def confirm_delete_offsets(session: Session, args: dict) -> str | None:
+    """Names the group and each partition with the offset it would lose."""
+    gid = args["group"]
+    keys = topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"])
+    committed = offsets.committed(session.conn, [gid])
+    if committed.errors:
+        raise ShellError(" ".join(failure_lines.group_lines(committed.errors)))
+    held = committed.rows[gid]
+    lost = [f"{t}-{p} at {held[(t, p)]}" for t, p in keys if (t, p) in held]
+    if not lost:
+        return None   # nothing committed there: the command says so, nothing to ask
+    return f"Delete the committed offsets of group '{shown(gid)}' for {len(lost)} partition(s) ({_listed(lost)})?"
 
 
-def read_plan(path: str, group_ids: list[str]) -> dict[str, dict[Key, int]]:
-    """Kafka's reset CSV: `topic,partition,offset` lines (one group given) or
-    `group,topic,partition,offset` lines."""
-    text = read_text(path, "--from-file")
-    plan: dict[str, dict[Key, int]] = {}
-    for n, row in enumerate(csv.reader(io.StringIO(text)), 1):
-        if not row or not "".join(row).strip():
-            continue
-        if len(row) == 3 and len(group_ids) == 1:
-            gid, (topic, partition, offset) = group_ids[0], row
-        elif len(row) == 4:
-            gid, topic, partition, offset = row
-        else:
-            want = "topic,partition,offset" if len(group_ids) == 1 else "group,topic,partition,offset"
-            raise UsageError(f"{path}:{n}: expected {want}, got {shown(','.join(row))}")
-        if not (partition.strip().isdigit() and offset.strip().lstrip("-").isdigit()):
-            raise UsageError(f"{path}:{n}: partition and offset must be integers, got {shown(','.join(row))}")
-        plan.setdefault(gid, {})[(topic, int(partition))] = int(offset)
-    if not plan:
-        raise UsageError(f"{path} holds no offsets (expected topic,partition,offset lines)")
-    return plan
+@command("delete-offsets",
+         Option("--group", type=group_id, required=True, metavar="GROUP", completer="group", help="Consumer group."),
+         Option("--topic", repeatable=True, required=True, metavar="TOPIC[:P,P]", completer="topic",
+                help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
+         mutates=True, confirm=Confirm(question=confirm_delete_offsets), topic_context=True,
+         help="Delete a group's committed offsets of topics it no longer consumes.",
+         examples=("delete-offsets --group app --topic old-topic --yes",))
+def delete_offsets(session: Session, args: dict) -> Result:
+    gid = args["group"]
+    keys = topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"])
+    if args["dry_run"]:
+        return Result.message(*(f"Would delete the offset of {t}-{p} for group '{shown(gid)}' (dry run)."
+                                for t, p in keys))
+    return deleted_offsets(session, gid, keys)
 
 
-def export_plan(plans: dict[str, dict[Key, tuple[int | None, int]]], single_group: bool) -> str:
-    """Kafka's --export CSV: topic,partition,offset for one group, else group first."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    for gid, plan in plans.items():
-        for (t, p), (_, new) in sorted(plan.items()):
-            writer.writerow([t, p, new] if single_group else [gid, t, p, new])
-    return out.getvalue()
+def deleted_offsets(session: Session, gid: str, keys: list[Key]) -> Result:
+    """Delete a group's committed offsets of `keys` (OffsetDelete): a row per partition, a
+    failure line per partition the coordinator refused."""
+    deleted = offsets.delete(session.conn, gid, keys)
+    refused = failure_lines.group_refusal(deleted, gid)
+    if refused is not None:
+        raise ShellError(refused)
+    rows = [[t, p, "Successful" if (t, p) in deleted.rows else "Error"] for t, p in sorted(keys)]
+    return Result.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [],
+                          failure_lines.committed_lines(deleted.errors, gid))
 
 
 # -- copy-offsets ------------------------------------------------------------------------------
@@ -515,20 +520,19 @@ def copy_offsets(session: Session, args: dict) -> Result | Proposal:
     source, target = args["from_group"], args["to_group"]
     if source == target:
         raise UsageError("--from-group and --to-group name the same group: give two groups")
-    d = groups.describe(session.conn, [target])[target]
-    if d.problem is not None and not d.missing:
-        raise ShellError(d.problem)
-    if d.active:
+    described = groups.describe(session.conn, [target])
+    if target in described.errors and not no_such_group(described.errors[target]):
+        raise ShellError(" ".join(failure_lines.group_lines(described.errors)))
+    d = described.rows.get(target)
+    if d is not None and d.active:
         raise ShellError(f"Offsets can only be copied to group '{shown(target)}' if it is inactive, but the current "
                          f"state is {d.state}: stop its consumers first.")
     held = offsets.committed(session.conn, [source, target])
-    for c in held.values():
-        if c.problem is not None:
-            raise ShellError(c.problem)
-    requested = held[source].offsets
+    if held.errors:
+        raise ShellError(" ".join(failure_lines.group_lines(held.errors)))
+    requested = held.rows.get(source, {})
     if args["topic"]:
-        snap = topics.read_for(session.conn, topics.names_of(args["topic"]))
-        scope = set(topics.partitions_of(snap, args["topic"]))
+        scope = set(topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"]))
         requested = {k: v for k, v in requested.items() if k in scope}
     if not requested:
         where = f" for {', '.join(args['topic'])}" if args["topic"] else ""
@@ -536,122 +540,23 @@ def copy_offsets(session: Session, args: dict) -> Result | Proposal:
     snap = session.conn.read(sorted({t for t, _ in requested}))
     notes = [f"Topic {t} no longer exists: the offsets of group '{shown(source)}' for it are not copied."
              for t in sorted({t for t, _ in requested} - set(snap.topics))]
-    failures: list[str] = []
-    new = within_logs(session, snap, {k: v for k, v in requested.items() if k[0] in snap.topics}, notes, failures)
-    current = held[target].offsets
-    plan = {target: {k: (current.get(k), offset) for k, offset in sorted(new.items())}}
+    present = {k: v for k, v in requested.items() if k[0] in snap.topics}
+    plan = resets.targets(session.conn, snap, sorted(present), held.rows.get(target, {}),
+                          resets.Spec(resets.FROM_FILE), present)
+    failures = failure_lines.partition_lines(plan.errors)
+    notes += [failure_lines.reset_note(n) for n in plan.notes]
+    new = {k: offset for k, (_, offset) in plan.rows.items()}
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"],
-                  [[target, t, p, was, offset] for (t, p), (was, offset) in plan[target].items()], name="offsets")
-    text = export_plan(plan, True) if args["export"] else None
+                  [[target, t, p, was, offset] for (t, p), (was, offset) in sorted(plan.rows.items())], name="offsets")
+    text = resets.to_csv({target: dict(plan.rows)}, True) if args["export"] else None
     if args["execute"] and not args["dry_run"] and new:
         def commit() -> Result:
-            refused = offsets.commit(session.conn, target, new)
-            failures.extend(f"{t}-{p}: {why}" for (t, p), why in sorted(refused.items()) if why is not None)
-            done = sum(1 for why in refused.values() if why is None)
-            notes.append(f"Copied {done} offset(s) of group '{shown(source)}' to group '{shown(target)}'.")
+            committed = offsets.commit(session.conn, target, new)
+            failures.extend(failure_lines.committed_lines(committed.errors, target))
+            notes.append(f"Copied {len(committed.rows)} offset(s) of group '{shown(source)}' to group '{shown(target)}'.")
             return Result.outcome([table], notes, failures, text)
         return Proposal(f"Copy {len(new)} offset(s) of group '{shown(source)}' to group '{shown(target)}'. Continue?",
                         "copy-offsets --execute changes committed offsets", commit)
     if new and not args["export"]:
         notes.append("Dry run: nothing was changed (add --execute to apply).")
     return Result.outcome([table], notes, failures, text)
-
-
-# -- delete-group / delete-offsets -------------------------------------------------------------
-
-
-def _listed(items: list[str], limit: int = 10) -> str:
-    return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
-
-
-def _delete_group_targets(session: Session, args: dict) -> tuple[list[str], list[str]]:
-    """(groups that can be deleted, one line per group that cannot), read now."""
-    if args["group"] and args["all_groups"]:
-        raise UsageError("Give groups or --all-groups, not both")
-    if not args["group"] and not args["all_groups"]:
-        raise UsageError("delete-group needs groups or --all-groups")
-    ids = chosen_groups(session, args["group"] or [], args["all_groups"])
-    described = groups.describe(session.conn, ids) if ids else {}
-    failures, deletable = [], []
-    for gid in ids:
-        d = described[gid]
-        if d.problem is not None:
-            failures.append(d.problem)
-        elif d.members:
-            failures.append(f"Consumer group '{shown(gid)}' has {len(d.members)} active member(s): stop its consumers "
-                            "first (it was not deleted).")
-        else:
-            deletable.append(gid)
-    return deletable, failures
-
-
-def confirm_delete_group(session: Session, args: dict) -> str | None:
-    """Names the groups and how many committed offsets go with them."""
-    deletable, _ = _delete_group_targets(session, args)
-    if not deletable:
-        return None
-    committed = offsets.committed(session.conn, deletable)
-    count = sum(len(committed[g].offsets) for g in deletable if committed[g].problem is None)
-    plural = "s" if len(deletable) > 1 else ""
-    return (f"Delete {len(deletable)} consumer group{plural} ({_listed([shown(g) for g in deletable])}) "
-            f"and {count} committed offset(s)?")
-
-
-@command("delete-group", Option("group", type=group_id, repeatable=True, metavar="GROUP", completer="group",
-                                help="Consumer group to delete."),
-         Option("--all-groups", flag=True, help="Every group the brokers list (only empty ones are deleted)."),
-         mutates=True, confirm=Confirm(question=confirm_delete_group),
-         help="Delete consumer groups and their offsets (only empty groups; asks for confirmation).",
-         examples=("delete-group old-app --yes", "delete-group a b --dry-run", "delete-group --all-groups --dry-run"))
-def delete_group(session: Session, args: dict) -> Result:
-    deletable, failures = _delete_group_targets(session, args)
-    messages = []
-    if args["dry_run"]:
-        messages = [f"Would delete consumer group '{shown(gid)}' (dry run)." for gid in deletable]
-    elif deletable:
-        for gid, why in groups.delete(session.conn, deletable).items():
-            if why is not None:
-                failures.append(why)
-            else:
-                messages.append(f"Deleted consumer group '{shown(gid)}'.")
-    return Result.message(*messages, *failures, exit_code=1 if failures else 0)
-
-
-def confirm_delete_offsets(session: Session, args: dict) -> str | None:
-    """Names the group and each partition with the offset it would lose."""
-    gid = args["group"]
-    keys = topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"])
-    held = offsets.committed(session.conn, [gid])[gid]
-    if held.problem is not None:
-        raise ShellError(held.problem)
-    lost = [f"{t}-{p} at {held.offsets[(t, p)]}" for t, p in keys if (t, p) in held.offsets]
-    if not lost:
-        return None   # nothing committed there: the command says so, nothing to ask
-    return f"Delete the committed offsets of group '{shown(gid)}' for {len(lost)} partition(s) ({_listed(lost)})?"
-
-
-@command("delete-offsets",
-         Option("--group", type=group_id, required=True, metavar="GROUP", completer="group", help="Consumer group."),
-         Option("--topic", repeatable=True, required=True, metavar="TOPIC[:P,P]", completer="topic",
-                help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
-         mutates=True, confirm=Confirm(question=confirm_delete_offsets), topic_context=True,
-         help="Delete a group's committed offsets of topics it no longer consumes.",
-         examples=("delete-offsets --group app --topic old-topic --yes",))
-def delete_offsets(session: Session, args: dict) -> Result:
-    gid = args["group"]
-    keys = topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"])
-    if args["dry_run"]:
-        return Result.message(*(f"Would delete the offset of {t}-{p} for group '{shown(gid)}' (dry run)."
-                                for t, p in keys))
-    return deleted_offsets(session, gid, keys)
-
-
-def deleted_offsets(session: Session, gid: str, keys: list[Key]) -> Result:
-    """Delete a group's committed offsets of `keys` (OffsetDelete): a row per partition, a
-    failure line per partition the coordinator refused."""
-    refused, per_partition = offsets.delete(session.conn, gid, keys)
-    if refused is not None:
-        raise ShellError(refused)
-    failures = [f"{t}-{p}: {why}" for (t, p), why in sorted(per_partition.items()) if why is not None]
-    rows = [[t, p, "Error" if why else "Successful"] for (t, p), why in sorted(per_partition.items())]
-    return Result.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [], failures)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell.connection import controller_history, sandbox_client
+from kafka_shell.declarations import failure_lines
 from kafka_shell.admin import cluster, configs, features, log_dirs, quorum, topics
 from kafka_shell.base.errors import KafkaCallError, NotSupported
 from kafka_shell.connection.metadata import KRAFT
@@ -40,6 +41,8 @@ def name_list(text: str) -> list[str]:
          Option("--describe", flag=True, help="Accepted for kafka-log-dirs compatibility (the only action)."),
          topic_context=True, exclusive_groups=(("--topic", "--topic-list"),),
          help="Log directories of brokers: per dir and partition, size, offset lag and future replicas.",
+         description=("As kafka-log-dirs --describe. Per dir also whether it is cordoned (KIP-1066, Kafka 4.3+: "
+                      "no new replica lands there; see cordon), where the cluster tells."),
          examples=("describe-log-dirs", "describe-log-dirs --broker-list 1,2 --topic-list orders"))
 def describe_log_dirs(session: Session, args: dict) -> Result:
     conn = session.conn
@@ -49,20 +52,21 @@ def describe_log_dirs(session: Session, args: dict) -> Result:
     if names:
         wanted = {t.name: [p.partition for p in t.partitions] for t in topics.read_topics(conn, names)[1]}
     found = log_dirs.describe(conn, brokers, wanted)
-    if found.failed and not found.dirs:   # no broker described its log dirs: one line says why
-        raise KafkaCallError(" ".join(dict.fromkeys(found.failed.values())))
-    dirs = [[d.broker, d.path, d.error, d.total_bytes, d.usable_bytes] for d in found.dirs]
+    unanswered = failure_lines.log_dir_lines(found.errors)
+    if unanswered and not found.rows:   # no broker described its log dirs: one line says why
+        raise KafkaCallError(" ".join(dict.fromkeys(unanswered)))
+    dirs = [[d.broker, d.path, d.error, d.total_bytes, d.usable_bytes, d.cordoned] for d in found.dirs]
     parts = sorted(([d.broker, d.path, r.topic, r.partition, r.size, r.offset_lag, r.is_future]
                     for d in found.dirs for r in d.replicas), key=lambda r: (r[0], r[1], r[2], r[3]))
     failed = sum(1 for d in found.dirs if d.error)
     messages = [f"{failed} log dir(s) reported an error."] if failed else []
-    messages += [f"Broker {b} did not describe its log dirs: {why}" for b, why in sorted(found.failed.items())]
+    messages += unanswered
     return Result(tables=[
-        Table(["Broker", "LogDir", "Error", "TotalBytes", "UsableBytes"], dirs, name="log_dirs",
+        Table(["Broker", "LogDir", "Error", "TotalBytes", "UsableBytes", "Cordoned"], dirs, name="log_dirs",
               kinds={"TotalBytes": "bytes", "UsableBytes": "bytes"}),
         Table(["Broker", "LogDir", "Topic", "Partition", "Size", "OffsetLag", "IsFuture"], parts,
               name="partitions", kinds={"Size": "bytes"})],
-        messages=messages, exit_code=1 if failed or found.failed else 0)
+        messages=messages, exit_code=1 if failed or found.errors else 0)
 
 
 def _brokers(session: Session, wanted: list[int] | None) -> list[int]:

@@ -96,7 +96,8 @@ def snapshot_command(session: Session, args: dict) -> Result:
 def _take_one(session: Session, root: Path, shown: str) -> list:
     from kafka_shell.pipeline import snapshot
     try:
-        directory = snapshot.take(session, root)
+        with session.bounded():   # each snapshot of a series within --timeout
+            directory = snapshot.take(session, root)
     except OSError as exc:
         raise ShellError(f"Cannot write the snapshot under {shown[:80]!r}: {exc.strerror or exc}") from None
     info = snapshot.summary(directory)

@@ -115,6 +115,11 @@ def require_up(session: Session, wanted: int) -> None:
 
 def wait_until_active(session: Session, wanted: int, timeout_ms: int) -> str:
     session.stderr.write(f"Waiting for {wanted} to become the active controller...\n")
+    with session.bounded(timeout_ms / 1000 + session.conn.timeout_s):   # --timeout-ms, and its last read
+        return _wait_until_active(session, wanted, timeout_ms)
+
+
+def _wait_until_active(session: Session, wanted: int, timeout_ms: int) -> str:
     deadline = Deadline(timeout_ms / 1000)
     now: ControllerInfo = session.conn.controller()
     while now.id != wanted:

@@ -16,7 +16,8 @@ import json
 import time
 from pathlib import Path
 
-from kafka_shell.admin import assignment_plan, cluster, configs, log_dirs, reassignments, throttles, topics
+from kafka_shell.admin import configs, reassignments, throttles, topics
+from kafka_shell.declarations import failure_lines
 from kafka_shell.admin.reassignments import Move
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import ShellError, UsageError
@@ -228,17 +229,6 @@ def save_rollback(source: str, text: str) -> Path:
 # -- cluster reads ------------------------------------------------------------------------------
 
 
-def current_assignment(snap: ClusterSnapshot, keys: Iterable[Key]) -> dict[Key, list[int]]:
-    """Replicas of `keys` in the command's read `snap`; unknown topics/partitions are left out."""
-    topics = snap.topics
-    out = {}
-    for t, p in keys:
-        info = topics.get(t)
-        if info is not None and p < len(info.partitions) and info.partitions[p].partition == p:
-            out[(t, p)] = list(info.partitions[p].replicas)
-    return out
-
-
 def read_keys(session: Session, keys: Iterable[Key]) -> ClusterSnapshot:
     """A fresh read of the topics that `keys` (topic, partition) name."""
     return topics.read_for(session.conn, sorted({t for t, _ in keys}))
@@ -253,28 +243,15 @@ def cluster_key(session: Session) -> str:
 
 def generate(session: Session, args: dict) -> Result:
     names = args["topic"] or topics_to_move(args["topics_to_move_json_file"])
-    snapshot = topics.read_for(session.conn, names)
-    missing = [n for n in names if n not in snapshot.topics]
-    if missing:
-        raise UsageError(f'Topic "{missing[0]}" does not exist (check the name with list-topics)')
-    brokers = args["broker_list"]
-    cluster.require_brokers(session.conn, brokers)
-    current = {(t, p.partition): list(p.replicas) for t in names for p in snapshot.topics[t].partitions}
-    try:
-        racks = assignment_plan.rack_map(brokers, {b: i.rack for b, i in snapshot.brokers.items()},
-                                         not args["disable_rack_aware"])
-        proposed = assignment_plan.plan(current, brokers, racks)
-    except assignment_plan.PlanError as exc:
-        raise UsageError(str(exc)) from None
-    messages = [f"{assignment_plan.moved(current, proposed)} replica(s) move "
-                f"(at least {assignment_plan.lower_bound(current, brokers)} needed for balance)."]
+    plan = reassignments.generate(session.conn, names, args["broker_list"], not args["disable_rack_aware"])
+    messages = [f"{plan.moved} replica(s) move (at least {plan.lower_bound} needed for balance)."]
     if args["proposed_json_file"]:
-        write_file(Path(args["proposed_json_file"]).expanduser(), as_json(proposed))
+        write_file(Path(args["proposed_json_file"]).expanduser(), as_json(plan.proposed))
         messages.append(f"Saved the proposed assignment to {args['proposed_json_file']}: run it with "
                         f"reassign-partitions --execute --reassignment-json-file {args['proposed_json_file']}")
-    text = (f"Current partition replica assignment\n{as_json(current)}\n\n"
-            f"Proposed partition reassignment configuration\n{as_json(proposed)}")
-    return Result(tables=[assignment_table(current, "current"), assignment_table(proposed, "proposed")],
+    text = (f"Current partition replica assignment\n{as_json(plan.current)}\n\n"
+            f"Proposed partition reassignment configuration\n{as_json(plan.proposed)}")
+    return Result(tables=[assignment_table(plan.current, "current"), assignment_table(plan.proposed, "proposed")],
                   text=text, messages=messages)
 
 
@@ -297,7 +274,7 @@ def topics_to_move(path: str) -> list[str]:
 def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
     path = args[dest(FILE)]
     snap = read_keys(session, targets)
-    current = current_assignment(snap, targets)
+    current = reassignments.current_assignment(snap, targets)
     for key in targets:
         if key not in current:
             what = f'Topic "{key[0]}"' if key[0] not in snap.topics else f"Partition {_name(key)}"
@@ -327,13 +304,14 @@ def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Resu
                 "option during rollback."]
     if record:
         messages += set_throttles(session, record)
-    refused = reassignments.alter(session.conn, targets)
-    started = [k for k in sorted(targets) if k not in refused]
+    done = reassignments.alter(session.conn, targets)
+    refused = failure_lines.reassignment_lines(done.errors)
+    started = sorted(done.rows)
     if started:
         messages.append(f"Successfully started partition reassignment(s) for {','.join(map(_name, started))}.")
     text = f"Current partition replica assignment\n{rollback}"
     if refused:
-        return Result(tables=[before], text=text, messages=messages + reassignments.refusals(refused), exit_code=1)
+        return Result(tables=[before], text=text, messages=messages + refused, exit_code=1)
     if args["blocking"]:
         session.stderr.write("\n".join(messages) + "\n")
         waited = wait_and_finish(session, args, set(targets), resume=f"--verify --reassignment-json-file {path} ")
@@ -414,28 +392,23 @@ def verify(session: Session, args: dict, targets: dict[Key, list[int]]) -> Resul
 
 
 def status(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
-    moving = reassignments.ongoing(session.conn)
-    current = current_assignment(read_keys(session, targets), targets)
+    moving, verified = reassignments.verify(session.conn, targets)
     lines, rows, failed, running = ["Status of partition reassignment:"], [], 0, 0
-    for key, want in sorted(targets.items()):
-        name = _name(key)
-        if key in moving:
+    for key, v in verified.items():
+        name, want = _name(key), targets[key]
+        if v.state == reassignments.IN_PROGRESS:
             running += 1
-            state = "in progress"
             lines.append(f"Reassignment of partition {name} is still in progress.")
-        elif key not in current:
+        elif v.state == reassignments.MISSING:
             failed += 1
-            state = "missing"
             lines.append(f"Reassignment of partition {name} failed: the partition does not exist.")
-        elif current[key] == want:
-            state = "completed"
+        elif v.state == reassignments.COMPLETED:
             lines.append(f"Reassignment of partition {name} is completed.")
         else:
             failed += 1
-            state = "differs"
             lines.append(f"There is no active reassignment of partition {name}, but replica set is "
-                         f"{_ids(current[key])} rather than {_ids(want)}.")
-        rows.append([key[0], key[1], state, current.get(key), want])
+                         f"{_ids(v.replicas or [])} rather than {_ids(want)}.")
+        rows.append([key[0], key[1], v.state, v.replicas, want])
     messages: list[str] = []
     if failed:
         messages.append(f"{failed} partition(s) are not as the file asks.")
@@ -458,11 +431,11 @@ def cancel(session: Session, args: dict, targets: dict[Key, list[int]] | None) -
         return Result.message("None of the specified partition reassignments are active.")
     if args["dry_run"]:
         return Result.message(f"Would cancel the reassignment of {','.join(map(_name, wanted))} (dry run).")
-    refused = reassignments.alter(session.conn, {k: None for k in wanted})
-    done = [k for k in wanted if k not in refused]
+    cancelled = reassignments.alter(session.conn, {k: None for k in wanted})
+    done = sorted(cancelled.rows)
     messages = [f"Successfully cancelled partition reassignment(s) for {','.join(map(_name, done))}."] if done else []
-    if refused:
-        return Result.message(*messages, *reassignments.refusals(refused), exit_code=1)
+    if cancelled.errors:
+        return Result.message(*messages, *failure_lines.reassignment_lines(cancelled.errors), exit_code=1)
     messages += clear_throttles(session, args["preserve_throttles"])
     return Result.message(*messages)
 
@@ -490,10 +463,11 @@ def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume:
     except KeyboardInterrupt:
         return Result.message("Stopped waiting; the reassignment goes on. Resume waiting with: "
                               f"reassign-partitions {resume}--blocking", exit_code=INTERRUPTED)
-    if keys is not None and args.get(dest(FILE)):
-        return status(session, args, read_reassignment(args[dest(FILE)]))
-    return Result.message("No partition reassignment in progress.",
-                          *clear_throttles(session, args["preserve_throttles"], {}))
+    with session.bounded():   # the waiting had no bound but the moves' end: what follows has --timeout
+        if keys is not None and args.get(dest(FILE)):
+            return status(session, args, read_reassignment(args[dest(FILE)]))
+        return Result.message("No partition reassignment in progress.",
+                              *clear_throttles(session, args["preserve_throttles"], {}))
 
 
 def wait(session: Session, keys: set[Key] | None, progress: Progress) -> None:
@@ -503,14 +477,15 @@ def wait(session: Session, keys: set[Key] | None, progress: Progress) -> None:
     failing: Deadline | None = None   # from the first failure of a run of them
     while True:
         try:
-            moving = reassignments.ongoing(session.conn)
-            pending = {k: m for k, m in moving.items() if keys is None or k in keys}
-            if total is None:
-                total = len(pending)
-            if not pending:
-                progress.done()
-                return
-            copied, size = bytes_copied(session, pending)
+            with session.bounded():   # each poll within --timeout
+                moving = reassignments.ongoing(session.conn)
+                pending = {k: m for k, m in moving.items() if keys is None or k in keys}
+                if total is None:
+                    total = len(pending)
+                if not pending:
+                    progress.done()
+                    return
+                copied, size = reassignments.copy_progress(session.conn, pending)
             failing = None
         except ShellError as exc:
             failing = failing or Deadline(GIVE_UP_S)
@@ -521,34 +496,6 @@ def wait(session: Session, keys: set[Key] | None, progress: Progress) -> None:
             continue
         progress.show(max(total, len(pending)) - len(pending), max(total, len(pending)), copied, size)
         time.sleep(POLL_S)
-
-
-def bytes_copied(session: Session, moving: dict[Key, Move]) -> tuple[int, int]:
-    """(bytes the adding replicas hold, bytes they need): DescribeLogDirs sizes of the adding
-    replicas against their leader's. Brokers that do not answer count as nothing copied."""
-    found = read_keys(session, moving).topics
-    leaders = {}
-    for (t, p) in moving:
-        info = found.get(t)
-        if info is not None and p < len(info.partitions):
-            leaders[(t, p)] = info.partitions[p].leader
-    wanted: dict[int, dict[str, list[int]]] = {}
-    for key, m in moving.items():
-        for b in [leaders.get(key, -1), *m.adding]:
-            if b >= 0:
-                wanted.setdefault(b, {}).setdefault(key[0], []).append(key[1])
-    sizes: dict[tuple[str, int, int], tuple[int, int]] = {}
-    if not log_dirs.supported(session.conn):
-        return 0, 0
-    for b, parts in wanted.items():  # each broker only for the replicas it may hold
-        sizes.update(log_dirs.describe(session.conn, [b], parts).sizes(include_future=True))
-    copied = size = 0
-    for key, m in moving.items():
-        full = sizes.get((*key, leaders.get(key, -1)), (0, 0))[0]
-        for a in m.adding:
-            size += full
-            copied += min(sizes.get((*key, a), (0, 0))[0], full)
-    return copied, size
 
 
 class Progress:

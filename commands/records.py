@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from kafka_shell.admin import offsets, records, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST, MAX_TIMESTAMP
 from kafka_shell.admin.records import HIGH_WATERMARK
+from kafka_shell.declarations import failure_lines
 from kafka_shell.base.errors import ShellError, UsageError, printable, shown
 from kafka_shell.base.files import MAX_INPUT_BYTES, is_int, read_bytes, read_json
 from kafka_shell.base.names import check_topic_name
@@ -71,12 +72,11 @@ def get_offsets(session: Session, args: dict) -> Result:
     if not keys:
         raise ShellError("Could not match any topic-partitions with the specified filters")
     answers = offsets.log_offsets(session.conn, snap, keys, args["time"])
-    rows, lines, failures, notes = [], [], [], []
-    for key in sorted(keys):
-        a = answers[key]
-        if a.error:
-            failures.append(a.error)
-        elif a.offset < 0:
+    rows, lines, notes = [], [], []
+    failures = failure_lines.partition_lines(dict(sorted(answers.errors.items())))
+    for key in sorted(answers.rows):
+        a = answers.rows[key]
+        if a.offset < 0:
             notes.append(f"{key[0]}-{key[1]}: no record at or after that time.")
         else:
             rows.append([key[0], key[1], a.offset, a.timestamp if a.timestamp >= 0 else None])
@@ -139,14 +139,9 @@ def delete_records(session: Session, args: dict) -> Result:
         return Result.message(*(f"Would delete the records of {t}-{p} before offset {o} (dry run)."
                                 for (t, p), o in sorted(wanted.items())))
     deleted = records.delete_records(session.conn, snap, wanted)
-    failures = list(deleted.failures)
-    rows = []
-    for key, d in deleted.partitions.items():
-        if d.error is not None:
-            failures.append(d.error)
-        rows.append([key[0], key[1], d.low_watermark, "Error" if d.error else "Successful"])
+    rows = [[t, p, deleted.rows.get((t, p)), "Successful" if (t, p) in deleted.rows else "Error"] for t, p in sorted(wanted)]
     return Result.outcome([Table(["Topic", "Partition", "LowWatermark", "Status"], rows, name="records")], [],
-                          failures)
+                          failure_lines.deletion_lines(deleted.errors, wanted))
 
 
 # -- produce -----------------------------------------------------------------------------------

@@ -3,37 +3,33 @@ electing the replica with the longest log, not a random one.
 
 Every broker holding a replica of the targeted partitions is asked, directly, what its replica
 holds; a replica is a candidate when its broker is live and answered without error within
---recovery-duration-ms. The chosen one has the highest leader epoch, then the longest log end
-offset; ties go to the earlier replica in the assignment.
+--recovery-duration-ms. The chosen one is an eligible leader replica first, then the highest
+leader epoch, then the longest log end offset; ties go to the earlier replica in the assignment
+(kafka_shell/admin/recovery.py: the asking and the rule, which the pipeline's plan shares).
 
-Two ways to ask and to elect, picked from what the cluster advertises:
-- KAFKA-20098's RPCs: GetReplicaLogInfo (<= 1000 partitions a request, following HasMoreData)
-  and designated elections (ElectLeaders v3, <= 1000 partitions a request).
-- Stock Apache Kafka, which has neither: ListOffsets v4+ with ReplicaId -2 (Kafka's debugging
-  replica id) and Timestamp -1 answers a replica's local log end offset on any broker holding
-  it; then a reorder-only reassignment puts the chosen replica first, an unclean election elects
-  the first live replica of the assignment, and a second reorder restores the old order. There
-  the leader epoch a broker answers is its partition's current epoch, not that of the last
-  record, so the rule is "longest log".
+Two ways to elect, picked from what the cluster advertises:
+- KAFKA-20098's designated elections (ElectLeaders v3, <= 1000 partitions a request).
+- Stock Apache Kafka: a reorder-only reassignment puts the chosen replica first, an unclean
+  election elects the first live replica of the assignment, and a second reorder restores the
+  old order. There the leader epoch a broker answers is its partition's current epoch, not that
+  of the last record, so the rule is "longest log".
 """
 
 from __future__ import annotations
 
 import json
 import os
-import queue
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.admin import elections, offsets, reassignments, topics
+from kafka_shell.declarations import failure_lines
+from kafka_shell.admin import elections, reassignments, recovery, topics
 from kafka_shell.admin.elections import ELECTED, NOT_NEEDED, Election, Entry
-from kafka_shell.admin.offsets import ReplicaLogEnd
-from kafka_shell.base.deadline import Deadline
-from kafka_shell.base.errors import NotSupported, ShellError, UsageError
+from kafka_shell.admin.recovery import DESIGNATED_PATH, STOCK_PATH, Target
+from kafka_shell.base.errors import ShellError, UsageError
 from kafka_shell.base.files import is_id, read_json, write_new
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
 from kafka_shell.declarations.option_types import positive_int
@@ -49,56 +45,11 @@ Key = tuple[str, int]
 FILE_EXAMPLE = '{"partitions":[{"topic":"foo","partitions":[0,3,5]}]}'
 RETRY_S = 0.1
 ELECTION_TIMEOUT_MS = 30000
-LIVE, FENCED, UNREACHABLE = "live", "fenced", "unreachable"
-DESIGNATED_PATH, STOCK_PATH = "designated", "stock"
 
 SCOPE = ("--path-to-json-file", "--all-offline-partitions")
 RECOVERY_REFUSAL = ("unclean-recovery --automated-recovery may truncate logs: add --yes to confirm "
                     "(or --dry-run to see the plan)")
 ACTIONS = ("--show-replica-info", "--manual-recovery-output-file", "--automated-recovery")
-
-
-@dataclass
-class Replica:
-    broker: int
-    state: str                 # live / fenced / unreachable
-    in_isr: bool               # in the last ISR the controller knows (or its ELR)
-    in_elr: bool = False       # an eligible leader replica (KIP-966): it has every committed record
-    epoch: int = -1
-    log_end: int = -1
-    error: str | None = None
-
-    @property
-    def candidate(self) -> bool:
-        return self.state == LIVE and self.error is None and self.log_end >= 0
-
-
-@dataclass
-class Target:
-    topic: str
-    partition: int
-    replicas: tuple[int, ...]
-    leader: int                # at the read: -1 when offline
-    rows: list[Replica] = field(default_factory=list)
-    chosen: int | None = None
-
-    @property
-    def key(self) -> Key:
-        return (self.topic, self.partition)
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    def longest(self) -> int:
-        return max((r.log_end for r in self.rows if r.candidate), default=-1)
-
-    def truncated(self) -> int:
-        """Messages electing the chosen replica drops from the other answered replicas."""
-        chosen = next((r for r in self.rows if r.broker == self.chosen), None)
-        if chosen is None:
-            return 0
-        return max((r.log_end for r in self.rows if r.error is None), default=0) - chosen.log_end
 
 
 @command("unclean-recovery",
@@ -138,13 +89,13 @@ class Target:
                    "unclean-recovery --path-to-json-file parts.json --automated-recovery --yes"))
 def unclean_recovery(session: Session, args: dict) -> Result | Proposal:
     check_arguments(session, args)
-    path = recovery_path(session)
+    path = recovery.path(session.conn)
     snap, targets = read_targets(session, args)
     offline = [t for t in targets if t.leader < 0]
     if offline:
-        gather(session, snap, offline, path, args["recovery_duration_ms"])
+        recovery.gather(session.conn, snap, offline, path, args["recovery_duration_ms"])
     for t in offline:
-        choose(t, path)
+        recovery.choose(t, path)
     tables: list[Table] = []
     messages: list[str] = []
     if args["show_replica_info"]:
@@ -167,7 +118,9 @@ def unclean_recovery(session: Session, args: dict) -> Result | Proposal:
             messages += [f"Would elect {t.chosen} for {t.name} ({describe_truncation(t)}) (dry run)." for t in plan]
         else:
             def elect() -> Result:
-                results, notes = run_elections(session, path, plan, args["recovery_election_attempts"])
+                # The controller may take ELECTION_TIMEOUT_MS over each batch of elections.
+                with session.bounded(session.conn.timeout_s + ELECTION_TIMEOUT_MS / 1000):
+                    results, notes = run_elections(session, path, plan, args["recovery_election_attempts"])
                 tables.append(Table(["Topic", "Partition", "Result", "Leader", "Error"], results, name="elections"))
                 failures.extend(f"Recovery failed for {r[0]}-{r[1]}: {r[4]}"
                                 + (" (run unclean-recovery again: it asks the replicas anew)" if r[3] < 0 else "")
@@ -235,98 +188,8 @@ def read_targets(session: Session, args: dict) -> tuple[ClusterSnapshot, list[Ta
         if args["topic"] and args["topic"] not in snap.topics:
             raise topics.missing(args["topic"])
         parts = [p for _, t in sorted(snap.topics.items()) for p in t.partitions if p.leader < 0]
-    targets = [Target(p.topic, p.partition, tuple(p.replicas), p.leader) for p in parts]
-    # The last ISR: the ISR Kafka keeps (its last member stays in it), and the eligible leader
-    # replicas (KIP-966), which left it with every committed record: describe-topic's Elr.
     elr = topics.eligible_leaders(session.conn, [snap.topics[t] for t in sorted({p.topic for p in parts})])
-    eligible = {(p.topic, p.partition): set(elr.get((p.topic, p.partition), ((), ()))[0]) for p in parts}
-    isr = {(p.topic, p.partition): {*p.isr, *eligible[(p.topic, p.partition)]} for p in parts}
-    for t in targets:
-        t.rows = [Replica(b, LIVE if b in snap.brokers else FENCED, b in isr[t.key], b in eligible[t.key])
-                  for b in t.replicas]
-    return snap, targets
-
-
-def recovery_path(session: Session) -> str:
-    """KAFKA-20098's RPCs where the cluster has them, else stock Kafka's way; neither: stop."""
-    conn = session.conn
-    if offsets.has_replica_log_info(conn) and elections.supports(conn, elections.DESIGNATED):
-        return DESIGNATED_PATH
-    if (offsets.has_replica_log_ends(conn) and reassignments.supports_alter(conn)
-            and elections.supports(conn, elections.UNCLEAN)):
-        return STOCK_PATH
-    raise NotSupported("unclean-recovery needs GetReplicaLogInfo and ElectLeaders v3 (KAFKA-20098), or "
-                       "ListOffsets v4, AlterPartitionReassignments and unclean elections (ElectLeaders v1): "
-                       "this cluster has neither; nothing was done.")
-
-
-# -- asking the replicas -----------------------------------------------------------------------
-
-
-def gather(session: Session, snap: ClusterSnapshot, targets: list[Target], path: str, duration_ms: int) -> None:
-    """Ask every live broker holding a replica, in parallel, until each answered or the
-    recovery duration ended; fill in each target's rows."""
-    deadline = Deadline(duration_ms / 1000)
-    by_broker: dict[int, list[Target]] = {}
-    for t in targets:
-        for r in t.rows:
-            if r.state == LIVE:
-                by_broker.setdefault(r.broker, []).append(t)
-    answers: queue.Queue = queue.Queue()
-    ask = offsets.replica_log_info if path == DESIGNATED_PATH else offsets.replica_log_ends
-    for broker, held in sorted(by_broker.items()):
-        threading.Thread(target=_ask_until, daemon=True, name=f"recovery-{broker}",
-                         args=(session, snap, broker, held, ask, deadline, answers)).start()
-    found: dict[int, dict[Key, ReplicaLogEnd]] = {}
-    while len(found) < len(by_broker):
-        try:
-            broker, info = answers.get(timeout=0 if deadline.expired else deadline.left())
-        except queue.Empty:
-            break
-        found[broker] = info
-    for t in targets:
-        for r in t.rows:
-            if r.state != LIVE:
-                r.error = "broker is not live"
-                continue
-            info = found.get(r.broker)
-            if info is None:
-                r.state, r.error = UNREACHABLE, f"no answer within {duration_ms} ms"
-                continue
-            r.epoch, r.log_end, r.error = info.get(t.key, ReplicaLogEnd(-1, -1, "not answered"))
-
-
-def _ask_until(session: Session, snap: ClusterSnapshot, broker: int, held: list[Target], ask: Any,
-               deadline: Deadline, answers: queue.Queue) -> None:
-    """One broker's answers, retried on errors until the deadline (a thread of its own, so a
-    slow broker does not hold up the others)."""
-    while True:
-        try:
-            answers.put((broker, ask(session.conn, snap, broker, [t.key for t in held])))
-            return
-        except ShellError as exc:
-            session.conn.debug(f"broker {broker} did not answer ({exc}); retrying")
-        if not deadline.pause(RETRY_S):
-            return
-
-
-# -- choosing ----------------------------------------------------------------------------------
-
-
-def choose(t: Target, path: str) -> None:
-    """An eligible leader replica that answers first (KIP-966: it holds every committed record,
-    and Kafka 4.x's controller elects one cleanly when the ISR is empty); then highest leader
-    epoch, then longest log; ties to the earlier replica in the assignment. On the stock path the
-    epochs say nothing about the logs: longest log only."""
-    order = {b: i for i, b in enumerate(t.replicas)}
-    candidates = [r for r in t.rows if r.candidate]
-    if not candidates:
-        return
-    if path == DESIGNATED_PATH:
-        best = max(candidates, key=lambda r: (r.in_elr, r.epoch, r.log_end, -order[r.broker]))
-    else:
-        best = max(candidates, key=lambda r: (r.in_elr, r.log_end, -order[r.broker]))
-    t.chosen = best.broker
+    return snap, recovery.targets(snap, parts, elr)
 
 
 def why_none(t: Target) -> str:
@@ -469,14 +332,15 @@ def elect_by_reorder(session: Session, batch: list[Target]) -> dict[Key, Electio
     moves: dict[Key, list[int] | None] = {t.key: [t.chosen, *[b for b in t.replicas if b != t.chosen]]
                                           for t in batch if t.chosen is not None}
     conn.debug(f"AlterPartitionReassignments (reorder only): {len(moves)} partition(s)")
-    outcomes = {key: elections.failed(key, f"the reorder was refused ({why})")
-                for key, why in reassignments.alter(conn, moves).items()}
+    outcomes = {key: elections.failed(key, "the reorder was refused "
+                                           f"({failure_lines.reassignment_refusal(key, error)})")
+                for key, error in reassignments.alter(conn, moves).errors.items()}
     reordered = [t for t in batch if t.key not in outcomes]
     if reordered:
         entries: list[Entry] = [(t.topic, t.partition, None) for t in reordered]
         outcomes.update(elections.elect(conn, entries, elections.UNCLEAN, ELECTION_TIMEOUT_MS))
         restore: dict[Key, list[int] | None] = {t.key: list(t.replicas) for t in reordered}
         conn.debug(f"AlterPartitionReassignments (restore order): {len(restore)} partition(s)")
-        for line in reassignments.refusals(reassignments.alter(conn, restore)):
+        for line in failure_lines.reassignment_lines(reassignments.alter(conn, restore).errors):
             session.notify(f"Could not restore the replica order of {line}")
     return outcomes

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from commands.groups import (EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SPECIFIERS, deleted_offsets, export_plan,
-                             read_partitions, read_plan, reset_targets)
-from kafka_shell.admin import groups, offsets, share_groups, streams_groups, topics
+from commands.groups import EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SPECIFIERS, deleted_offsets, reset_targets
+from kafka_shell.declarations import failure_lines
+from kafka_shell.admin import groups, offsets, resets, share_groups, streams_groups, topics
+from kafka_shell.admin.errors import gone
 from kafka_shell.admin.offsets import EARLIEST, LATEST
+from kafka_shell.base.answers import Answers
 from kafka_shell.admin.streams_groups import tasks_text
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.declarations.option_types import choice_list, group_id
@@ -39,7 +41,8 @@ def list_share_groups(session: Session, args: dict) -> Result:
 def listed_of_type(session: Session, kind: str, states: list[str] | None) -> Result:
     listed = groups.list_groups(session.conn, states or (), [kind])
     rows = [[g.group_id, g.state or None] for g in listed.groups]
-    return Result.outcome([Table(["Group", "State"], rows, name="groups")], [], listed.failures)
+    return Result.outcome([Table(["Group", "State"], rows, name="groups")], [],
+                          failure_lines.group_listing_lines(listed.errors))
 
 
 @command("describe-share-group",
@@ -57,8 +60,8 @@ def listed_of_type(session: Session, kind: str, states: list[str] | None) -> Res
 def describe_share_group(session: Session, args: dict) -> Result:
     ids = list(dict.fromkeys(args["group"]))
     described = share_groups.describe(session.conn, ids)
-    failures = [d for d in described.values() if isinstance(d, str)]
-    found = [d for d in described.values() if isinstance(d, share_groups.ShareGroup)]
+    failures = failure_lines.group_lines(described.errors, "share")
+    found = list(described.rows.values())
     verbose, topic = args["verbose"], args["topic"]
     if args["state"]:
         rows = [[d.group_id, d.coordinator, d.state, len(d.members)]
@@ -78,12 +81,11 @@ def describe_share_group(session: Session, args: dict) -> Result:
         return Result.outcome([Table(columns, rows, name="members")], [], failures)
     rows, notes = [], []
     for d in found:
-        problem, parts = share_groups.offsets(session.conn, d.group_id)
-        if problem is not None:
-            failures.append(problem)
-        for p in parts:
-            if p.error:
-                failures.append(p.error)
+        held = share_groups.offsets(session.conn, [d.group_id])
+        failures += failure_lines.group_lines(held.errors)
+        for p in held.rows.get(d.group_id, ()):
+            if p.error_code:
+                failures.append(failure_lines.partition_line(p.key, p.error_code))
             elif topic is None or p.key[0] == topic:
                 rows.append([d.group_id, p.key[0], p.key[1], p.leader_epoch, p.start_offset, p.lag])
         if not d.members:
@@ -133,18 +135,16 @@ SHARE_SPECIFIERS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset
                    "reset-share-group-offsets --group queue --from-file plan.csv --execute"))
 def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal:
     gid = args["group"]
-    from_file = read_plan(args["from_file"], [gid]).get(gid, {}) if args["from_file"] else None
+    from_file = resets.read_csv(args["from_file"], [gid]).get(gid, {}) if args["from_file"] else None
     if not (args["topic"] or args["all_topics"] or from_file is not None):
         raise UsageError("reset-share-group-offsets needs a scope: --topic, --all-topics or --from-file")
-    described = share_groups.describe(session.conn, [gid])[gid]
-    if isinstance(described, str):
-        return Result.outcome([], [], [described])
-    if described.members:
-        return Result.outcome([], [], [f"Share group '{shown(gid)}' is not empty: it has {len(described.members)} "
-                                       "active member(s); offsets can only be reset when it is empty."])
-    problem, current = share_groups.offsets(session.conn, gid)
-    if problem is not None:
-        return Result.outcome([], [], [problem])
+    not_empty = _not_empty(session, gid, "offsets can only be reset")
+    if not_empty:
+        return Result.outcome([], [], not_empty)
+    held = share_groups.offsets(session.conn, [gid])
+    if gid not in held.rows:
+        return Result.outcome([], [], failure_lines.group_lines(held.errors))
+    current = [o for o in held.rows[gid] if not o.error_code]
     starts = {o.key: o.start_offset for o in current if o.start_offset is not None and o.start_offset >= 0}
     if from_file is not None:
         keys = sorted(from_file)
@@ -156,28 +156,41 @@ def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal
     notes: list[str] = []
     failures: list[str] = []
     try:
-        snap = read_partitions(session, keys) if keys else session.conn.read([])
+        snap = resets.read_partitions(session.conn, keys) if keys else session.conn.read([])
         plan = reset_targets(session, snap, keys, starts, {**args, "shift_by": None, "by_duration": None},
                              notes, failures, from_file)
     except KafkaCallError as exc:
         return Result.outcome([], [], [str(exc)])
     rows = [[gid, t, p, current_start, new] for (t, p), (current_start, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "StartOffset", "NewStartOffset"], rows, name="offsets")
-    text = export_plan({gid: plan}, True) if args["export"] else None
+    text = resets.to_csv({gid: plan}, True) if args["export"] else None
     if args["execute"] and not args["dry_run"] and plan:
         def apply() -> Result:
-            top, refused = share_groups.alter_offsets(session.conn, gid, {k: new for k, (_, new) in plan.items()})
-            if top is not None:
-                return Result.outcome([table], notes, [top, *failures], text)
-            failures.extend(why for _, why in sorted(refused.items()) if why is not None)
-            done = sum(1 for why in refused.values() if why is None)
-            return Result.outcome([table], [*notes, f"Reset {done} start offset(s) of share group '{shown(gid)}'."],
-                                  failures, text)
+            done = share_groups.alter_offsets(session.conn, gid, {k: new for k, (_, new) in plan.items()})
+            refused = failure_lines.group_refusal(done, gid)
+            if refused is not None:
+                return Result.outcome([table], notes, [refused, *failures], text)
+            failures.extend(failure_lines.partition_lines(done.errors))
+            return Result.outcome([table], [*notes, f"Reset {len(done.rows)} start offset(s) of share group "
+                                            f"'{shown(gid)}'."], failures, text)
         return Proposal(f"Reset {len(rows)} start offset(s) of share group {shown(gid)}. Continue?",
                         "reset-share-group-offsets --execute changes start offsets", apply)
     if plan and not args["export"]:
         notes.append("Dry run: nothing was changed (add --execute to apply).")
     return Result.outcome([table], notes, failures, text)
+
+
+def _not_empty(session: Session, gid: str, what: str) -> list[str]:
+    """Why the share group's offsets cannot be changed now (it could not be described, or has
+    members), or nothing."""
+    described = share_groups.describe(session.conn, [gid])
+    if gid not in described.rows:
+        return failure_lines.group_lines(described.errors, "share")
+    members = described.rows[gid].members
+    if members:
+        return [f"Share group '{shown(gid)}' is not empty: it has {len(members)} active member(s); {what} when it "
+                "is empty."]
+    return []
 
 
 @command("delete-share-group-offsets",
@@ -191,20 +204,18 @@ def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal
          examples=("delete-share-group-offsets --group queue --topic orders --yes",))
 def delete_share_group_offsets(session: Session, args: dict) -> Result:
     gid, topics = args["group"], list(dict.fromkeys(args["topic"]))
-    described = share_groups.describe(session.conn, [gid])[gid]
-    if isinstance(described, str):
-        return Result.outcome([], [], [described])
-    if described.members:
-        return Result.outcome([], [], [f"Share group '{shown(gid)}' is not empty: it has {len(described.members)} "
-                                       "active member(s); its offsets can only be deleted when it is empty."])
+    not_empty = _not_empty(session, gid, "its offsets can only be deleted")
+    if not_empty:
+        return Result.outcome([], [], not_empty)
     if args["dry_run"]:
         return Result.outcome([Table(["Group", "Topic"], [[gid, t] for t in topics], name="topics")],
                               ["Dry run: nothing was deleted."], [])
-    top, per_topic = share_groups.delete_offsets(session.conn, gid, topics)
-    if top is not None:
-        return Result.outcome([], [], [top])
-    deleted = [t for t in topics if per_topic.get(t, "?") is None]
-    failures = [why for why in (per_topic.get(t) for t in topics) if why is not None]
+    done = share_groups.delete_offsets(session.conn, gid, topics)
+    refused = failure_lines.group_refusal(done, gid)
+    if refused is not None:
+        return Result.outcome([], [], [refused])
+    deleted = [t for t in topics if t in done.rows]
+    failures = failure_lines.lines(done.errors, lambda t, e: f"{t}: {e.message or f'error code {e.code}'}")
     table = Table(["Group", "Topic"], [[gid, t] for t in deleted], name="topics")
     return Result.outcome([table], [f"Deleted the offsets of {len(deleted)} topic(s) of share group '{shown(gid)}'."]
                           if deleted else [], failures)
@@ -239,8 +250,8 @@ def list_streams_groups(session: Session, args: dict) -> Result:
 def describe_streams_group(session: Session, args: dict) -> Result:
     ids = list(dict.fromkeys(args["group"]))
     described = streams_groups.describe(session.conn, ids)
-    failures = [d for d in described.values() if isinstance(d, str)]
-    found = [d for d in described.values() if isinstance(d, streams_groups.StreamsGroup)]
+    failures = failure_lines.group_lines(described.errors, "streams")
+    found = list(described.rows.values())
     verbose, topic = args["verbose"], args["topic"]
     if args["state"]:
         rows = [[d.group_id, d.coordinator, d.assignor or None, d.state, len(d.members)]
@@ -272,34 +283,34 @@ def _offsets(session: Session, found: list[streams_groups.StreamsGroup], topic: 
     """As Kafka's tool: the partitions the members' active tasks read, their committed offset
     and log end; the lag of a partition without a committed offset is its whole log. A group
     without members shows its committed offsets of the topology's topics instead."""
-    committed = offsets.committed(session.conn, [d.group_id for d in found]) if found else {}
-    failures += [c.problem for c in committed.values() if c.problem is not None]
+    committed = offsets.committed(session.conn, [d.group_id for d in found]) if found else Answers()
+    failures += failure_lines.group_lines(committed.errors)
     keys: dict[str, list[Key]] = {}
     for d in found:
-        held = committed[d.group_id].offsets
+        held = committed.rows.get(d.group_id, {})
         topology = {t for s in d.subtopologies for t in (*s.source_topics, *s.repartition_source_topics)}
         wanted = d.task_partitions() if d.members else {k for k in held if k[0] in topology}
         keys[d.group_id] = sorted(k for k in wanted if topic is None or k[0] == topic)
     every = {k for ks in keys.values() for k in ks}
     snap = session.conn.read(sorted({t for t, _ in every})) if every else None
-    ends = offsets.log_offsets(session.conn, snap, every, LATEST) if snap else {}
-    starts = offsets.log_offsets(session.conn, snap, every, EARLIEST) if snap else {}
-    rows, gone = [], set()
+    ends = offsets.log_offsets(session.conn, snap, every, LATEST) if snap else Answers()
+    starts = offsets.log_offsets(session.conn, snap, every, EARLIEST) if snap else Answers()
+    failures += failure_lines.partition_lines({k: e for k, e in {**starts.errors, **ends.errors}.items() if not gone(e)})
+    rows, deleted = [], set()
     for d in found:
         for key in keys[d.group_id]:
-            current, end, start = committed[d.group_id].offsets.get(key), ends[key], starts[key]
-            if end.gone or start.gone:   # an internal topic deleted with a reset: its offsets stay
-                gone.add(key[0])
+            current, end, start = committed.rows.get(d.group_id, {}).get(key), ends.rows.get(key), starts.rows.get(key)
+            if gone(ends.errors.get(key)) or gone(starts.errors.get(key)):
+                deleted.add(key[0])   # an internal topic deleted with a reset: its offsets stay
                 rows.append([d.group_id, key[0], key[1], current, None, None])
-            elif (problem := end.error or start.error) is not None:
-                failures.append(problem)
+            elif end is None or start is None:
                 rows.append([d.group_id, key[0], key[1], current, None, None])
             else:
                 rows.append([d.group_id, key[0], key[1], current, end.offset,
                              end.offset - (current if current is not None else start.offset)])
     notes = [f"Streams group '{shown(d.group_id)}' has no active members." for d in found if not d.members]
     notes += [f"Topic '{shown(t)}' does not exist (any more); the group still holds offsets for it."
-              for t in sorted(gone)]
+              for t in sorted(deleted)]
     return Result.outcome([Table(["Group", "Topic", "Partition", "CurrentOffset", "LogEndOffset", "Lag"], rows,
                                  name="offsets")], notes, failures)
 
@@ -315,14 +326,15 @@ def delete_streams_group(session: Session, args: dict) -> Result:
     return delete_empty(session, ids, "streams", streams_groups.describe(session.conn, ids), args["dry_run"])
 
 
-def delete_empty(session: Session, ids: list[str], noun: str, described: dict, dry_run: bool) -> Result:
-    """Delete the groups of `ids` that have no members (DeleteGroups); `described` maps each to
-    its description (with `members`) or the line why it could not be described."""
+def delete_empty(session: Session, ids: list[str], noun: str,
+                 described: Answers[str, share_groups.ShareGroup] | Answers[str, streams_groups.StreamsGroup],
+                 dry_run: bool) -> Result:
+    """Delete the groups of `ids` that have no members (DeleteGroups), as `described` has them."""
     failures, deletable = [], []
     for gid in ids:
-        d = described[gid]
-        if isinstance(d, str):
-            failures.append(d)
+        d = described.rows.get(gid)
+        if d is None:
+            failures += failure_lines.group_lines({gid: described.errors[gid]}, noun)
         elif d.members:
             failures.append(f"{noun.capitalize()} group '{shown(gid)}' has {len(d.members)} active member(s): stop "
                             "its clients first (it was not deleted).")
@@ -332,11 +344,9 @@ def delete_empty(session: Session, ids: list[str], noun: str, described: dict, d
     if dry_run:
         messages = [f"Would delete {noun} group '{shown(gid)}' (dry run)." for gid in deletable]
     elif deletable:
-        for gid, why in groups.delete(session.conn, deletable).items():
-            if why is not None:
-                failures.append(why)
-            else:
-                messages.append(f"Deleted {noun} group '{shown(gid)}'.")
+        deleted = groups.delete(session.conn, deletable)
+        failures += failure_lines.group_lines(deleted.errors, noun)
+        messages += [f"Deleted {noun} group '{shown(gid)}'." for gid in deleted.rows]
     return Result.message(*messages, *failures, exit_code=1 if failures else 0)
 
 
@@ -360,8 +370,8 @@ def _streams_group_ids(session: Session, given: list[str], all_groups: bool) -> 
     if not all_groups:
         return list(dict.fromkeys(given))
     listed = groups.list_groups(session.conn, (), ["streams"])
-    if listed.failures:
-        raise ShellError(" ".join(listed.failures))
+    if listed.errors:
+        raise ShellError(" ".join(failure_lines.group_listing_lines(listed.errors)))
     return [g.group_id for g in listed.groups]
 
 
@@ -374,10 +384,10 @@ def _scope(session: Session, d: streams_groups.StreamsGroup, held: dict[Key, int
         if d.group_id not in plan_file:
             return f"No reset plan for group {shown(d.group_id)} found"
         keys = sorted(plan_file[d.group_id])
-        return read_partitions(session, keys), keys
+        return resets.read_partitions(session.conn, keys), keys
     if args["all_input_topics"]:
         keys = sorted(k for k in held if k[0] in d.source_topics)
-        return read_partitions(session, keys), keys
+        return resets.read_partitions(session.conn, keys), keys
     snap = topics.read_for(session.conn, topics.names_of(args["input_topic"]))
     keys = topics.partitions_of(snap, args["input_topic"])
     uncommitted = [f"{t}-{p}" for t, p in keys if (t, p) not in held]
@@ -413,38 +423,38 @@ def _scope(session: Session, d: streams_groups.StreamsGroup, held: dict[Key, int
 def reset_streams_group_offsets(session: Session, args: dict) -> Result | Proposal:
     streams_groups.require(session.conn)
     group_ids = _streams_group_ids(session, args["group"], args["all_groups"])
-    plan_file = read_plan(args["from_file"], group_ids) if args["from_file"] else None
+    plan_file = resets.read_csv(args["from_file"], group_ids) if args["from_file"] else None
     if not (args["input_topic"] or args["all_input_topics"] or plan_file is not None):
         raise UsageError("reset-streams-group-offsets needs a scope: --input-topic, --all-input-topics or --from-file")
     execute = args["execute"] and not args["dry_run"]
-    described = streams_groups.describe(session.conn, group_ids) if group_ids else {}
-    failures: list[str] = []
+    described = streams_groups.describe(session.conn, group_ids) if group_ids else Answers()
+    failures: list[str] = failure_lines.group_lines(described.errors, "streams")
     notes: list[str] = []
     inactive: list[streams_groups.StreamsGroup] = []
     for gid in group_ids:
-        d = described[gid]
-        if isinstance(d, str):
-            failures.append(d)
-        elif d.state not in ("Empty", "Dead"):
+        d = described.rows.get(gid)
+        if d is None:
+            continue
+        if d.state not in ("Empty", "Dead"):
             failures.append(f"Assignments can only be reset if the group '{shown(gid)}' is inactive, but the current "
                             f"state is {d.state}.")
         else:
             inactive.append(d)
-    committed = offsets.committed(session.conn, [d.group_id for d in inactive]) if inactive else {}
+    committed = offsets.committed(session.conn, [d.group_id for d in inactive]) if inactive else Answers()
+    failures += failure_lines.group_lines(committed.errors)
     plans: dict[str, dict[Key, tuple[int | None, int]]] = {}
     doomed: dict[str, list[str]] = {}      # the internal topics --execute deletes, per group
     for d in inactive:
-        held = committed[d.group_id]
-        if held.problem is not None:
-            failures.append(held.problem)
+        held = committed.rows.get(d.group_id)
+        if held is None:
             continue
         try:
-            scope = _scope(session, d, held.offsets, args, plan_file)
+            scope = _scope(session, d, held, args, plan_file)
             if isinstance(scope, str):
                 failures.append(scope)
                 continue
             snap, keys = scope
-            plans[d.group_id] = reset_targets(session, snap, keys, held.offsets, args, notes, failures,
+            plans[d.group_id] = reset_targets(session, snap, keys, held, args, notes, failures,
                                               plan_file.get(d.group_id) if plan_file is not None else None) if keys else {}
         except KafkaCallError as exc:
             failures.append(str(exc))
@@ -453,18 +463,18 @@ def reset_streams_group_offsets(session: Session, args: dict) -> Result | Propos
                               else list(dict.fromkeys(args["delete_internal_topic"] or ())))
     rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
-    text = export_plan(plans, len(group_ids) == 1) if args["export"] else None
+    text = resets.to_csv(plans, len(group_ids) == 1) if args["export"] else None
     internal = sorted({t for gid in plans for t in doomed[gid]})
     if execute and plans:
         def apply() -> Result:
             for gid, plan in plans.items():
-                refused = offsets.commit(session.conn, gid, {k: new for k, (_, new) in plan.items()})
-                failures.extend(f"{t}-{p}: {why}" for (t, p), why in sorted(refused.items()) if why is not None)
-                notes.append(f"Reset {sum(1 for why in refused.values() if why is None)} offset(s) of streams group "
-                             f"'{shown(gid)}'.")
+                done = offsets.commit(session.conn, gid, {k: new for k, (_, new) in plan.items()})
+                failures.extend(failure_lines.committed_lines(done.errors, gid))
+                notes.append(f"Reset {len(done.rows)} offset(s) of streams group '{shown(gid)}'.")
             for outcome in topics.delete(session.conn, internal) if internal else []:
                 if outcome.error is not None:
-                    failures.append(f"Internal topic '{shown(outcome.name)}' was not deleted: {outcome.error}")
+                    failures.append(f"Internal topic '{shown(outcome.name)}' was not deleted: "
+                                    + failure_lines.deleted_line(outcome.error, outcome.name))
                 else:
                     notes.append(f"Deleted internal topic '{shown(outcome.name)}'.")
             return Result.outcome([table], notes, failures, text)
@@ -481,21 +491,22 @@ def reset_streams_group_offsets(session: Session, args: dict) -> Result | Propos
 def _offsets_to_delete(session: Session, args: dict) -> tuple[str, list[Key]]:
     """The group and the partitions delete-streams-group-offsets covers, read now."""
     gid = args["group"]
-    d = streams_groups.describe(session.conn, [gid])[gid]
-    if isinstance(d, str):
-        raise ShellError(d)
-    held = offsets.committed(session.conn, [gid])[gid]
-    if held.problem is not None:
-        raise ShellError(held.problem)
+    described = streams_groups.describe(session.conn, [gid])
+    if gid not in described.rows:
+        raise ShellError(" ".join(failure_lines.group_lines(described.errors, "streams")))
+    d = described.rows[gid]
+    committed = offsets.committed(session.conn, [gid])
+    if gid not in committed.rows:
+        raise ShellError(" ".join(failure_lines.group_lines(committed.errors)))
     if args["all_input_topics"]:
-        return gid, sorted(k for k in held.offsets if k[0] in d.source_topics)
+        return gid, sorted(k for k in committed.rows[gid] if k[0] in d.source_topics)
     snap = topics.read_for(session.conn, topics.names_of(args["input_topic"]))
     return gid, topics.partitions_of(snap, args["input_topic"])
 
 
 def confirm_delete_streams_offsets(session: Session, args: dict) -> str | None:
     gid, keys = _offsets_to_delete(session, args)
-    held = offsets.committed(session.conn, [gid])[gid].offsets
+    held = offsets.committed(session.conn, [gid]).rows.get(gid, {})
     lost = [f"{t}-{p} at {held[(t, p)]}" for t, p in keys if (t, p) in held]
     if not lost:
         return None

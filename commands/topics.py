@@ -12,6 +12,7 @@ import fnmatch
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from kafka_shell.declarations import failure_lines
 from kafka_shell.admin import configs, reassignments, topics
 from kafka_shell.admin.topics import NewTopic
 from kafka_shell.base.deadline import Deadline
@@ -80,7 +81,7 @@ def create_topics(session: Session, lines: list[dict]) -> list[Result | ShellErr
                                        tuple(map(tuple, args["replica_assignment"] or ())),
                                        tuple(args["config"]))))
     dry_run = bool(lines and lines[0].get("dry_run"))
-    results = topics.create(conn, [t for _, t in wanted], dry_run, len(snap.brokers)) if wanted else []
+    results = topics.create(conn, [t for _, t in wanted], dry_run) if wanted else []
     done: dict[int, list[str]] = {}
     failed: dict[int, list[str]] = {}
     for (i, topic), result in zip(wanted, results):
@@ -92,7 +93,8 @@ def create_topics(session: Session, lines: list[dict]) -> list[Result | ShellErr
         elif result.exists and lines[i]["if_not_exists"]:
             skipped.setdefault(i, []).append(topic.name)
         else:
-            failed.setdefault(i, []).append(result.error)
+            failed.setdefault(i, []).append(failure_lines.created_line(result.error, topic.name, len(snap.brokers),
+                                                                       topic.replication_factor))
     for i in range(len(lines)):
         if i in outcomes:
             continue
@@ -127,8 +129,9 @@ def wait_until_shown(session: Session, snap: ClusterSnapshot, names: list[str],
     deadline = Deadline(session.conn.timeout_s)
     brokers = sorted(snap.brokers)
     while True:
-        views, failed = topics.views_by_broker(session.conn, brokers, names, deadline)
-        lagging = {b: failed.get(b) for b in brokers if b in failed or not shows(views[b], names)}
+        found = topics.views_by_broker(session.conn, brokers, names, deadline)
+        lagging = {b: found.errors[b].message if b in found.errors else None for b in brokers
+                   if b in found.errors or not shows(found.rows[b], names)}
         if not lagging:
             return Result.message(f"Every live broker ({len(brokers)}) shows {what} (waited {deadline.elapsed():.1f} s).")
         if not deadline.pause(POLL_S):
@@ -161,6 +164,32 @@ def create_topic(session: Session, args: dict) -> Result:
 
 
 # -- alter-topic -----------------------------------------------------------------------------
+
+
+def _change_replication_factor(session: Session, snap: ClusterSnapshot, found: list[TopicInfo], rf: int,
+                               dry_run: bool) -> list[str]:
+    """Start the reassignment that gives each topic `rf` replicas per partition (planned with
+    minimal movement); one line per topic."""
+    messages = []
+    for topic in found:
+        change = reassignments.plan_replication_factor(snap, topic, rf)
+        if not change.changed:
+            messages.append(f'Topic "{topic.name}" already has replication factor {rf}: nothing to change.')
+            continue
+        if dry_run:
+            messages.append(f'Topic "{topic.name}" would go from replication factor {change.old} to {rf}, '
+                            f"{change.added} new replica(s) (dry run).")
+            continue
+        if reassignments.ongoing(session.conn):
+            raise ShellError("A partition reassignment is in progress: wait for it (reassign-partitions "
+                             "--blocking) or cancel it, then retry")
+        done = reassignments.alter(session.conn, change.changed)
+        if done.errors:
+            raise KafkaCallError(" ".join(messages + failure_lines.reassignment_lines(done.errors)))
+        messages.append(f'Topic "{topic.name}": replication factor {change.old} -> {rf} started '
+                        f"({len(change.changed)} partition(s), {change.added} new replica(s)); "
+                        "wait for it with reassign-partitions --blocking.")
+    return messages
 
 
 @command("alter-topic",
@@ -198,7 +227,7 @@ def alter_topic(session: Session, args: dict) -> Result:
     if args["partitions"]:
         messages += _add_partitions(session, found, args["partitions"], args["replica_assignment"], dry_run)
     if args["replication_factor"]:
-        messages += reassignments.change_replication_factor(conn, snap, found, args["replication_factor"], dry_run)
+        messages += _change_replication_factor(session, snap, found, args["replication_factor"], dry_run)
     if args["config"] or args["delete_config"]:
         messages += configs.alter(conn, configs.TOPICS, [t.name for t in found], dict(args["config"]),
                                   args["delete_config"], dry_run)
@@ -237,7 +266,7 @@ def _add_partitions(session: Session, found: list, total: int, assignment: list[
     errors = []
     for t, result in zip(grow, results):
         if result.error is not None:
-            errors.append(result.error)
+            errors.append(failure_lines.grown_line(result.error, t.name))
         else:
             messages.append(f'Topic "{t.name}" {"would grow" if dry_run else "grew"} from '
                             f"{len(t.partitions)} to {total} partitions" + (" (dry run)." if dry_run else "."))
@@ -308,7 +337,7 @@ def delete_topic(session: Session, args: dict) -> Result:
         elif args["if_exists"] and result.absent:
             messages.append(f"Topic {result.name} does not exist: skipped.")
         else:
-            errors.append(result.error)
+            errors.append(failure_lines.deleted_line(result.error, result.name))
     if errors:
         raise KafkaCallError(" ".join(messages + errors))
     if args["blocking"]:
@@ -400,15 +429,7 @@ def describe_topic(session: Session, args: dict) -> Result:
 
 
 def _matches(p: PartitionInfo, filters: list[str], live: dict, min_isr: int, adding: Sequence[int] = ()) -> bool:
-    leader_down = p.leader < 0 or p.leader not in live
-    checks = {
-        # As Kafka: replicas being added do not count towards the replication factor.
-        "under_replicated_partitions": len(p.isr) < len(p.replicas) - len(adding),
-        "unavailable_partitions": leader_down,
-        "under_min_isr_partitions": leader_down or len(p.isr) < min_isr,
-        "at_min_isr_partitions": len(p.isr) == min_isr,
-        "not_preferred_leader": p.leader != p.preferred_leader,
-    }
-    return any(checks[f] for f in filters)
+    classes = topics.health_classes(p, live, min_isr, adding)
+    return any(classes[f] for f in filters)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from kafka_shell.declarations import failure_lines
 from kafka_shell.admin import topics, transactions
 from kafka_shell.base.errors import ShellError, UsageError, shown
 from kafka_shell.base.names import check_topic_name
@@ -60,7 +61,7 @@ def list_transactions(session: Session, args: dict) -> Result:
                                             -1 if duration is None else duration, args["transactional_id_pattern"])
     rows = [[t.transactional_id, t.coordinator, t.producer_id, t.state] for t in listed.transactions]
     table = Table(["TransactionalId", "Coordinator", "ProducerId", "TransactionState"], rows, name="transactions")
-    return Result.outcome([table], [], listed.failures)
+    return Result.outcome([table], [], failure_lines.transaction_listing_lines(listed.errors))
 
 
 # -- describe-transaction ----------------------------------------------------------------------
@@ -73,9 +74,10 @@ def list_transactions(session: Session, args: dict) -> Result:
          examples=("describe-transaction --transactional-id orders-writer-1",))
 def describe_transaction(session: Session, args: dict) -> Result:
     tid = args["transactional_id"]
-    found = transactions.describe(session.conn, [tid])[tid]
-    if isinstance(found, transactions.Problem):
-        raise ShellError(found.line)
+    described = transactions.describe(session.conn, [tid])
+    if tid not in described.rows:
+        raise ShellError(" ".join(failure_lines.transaction_lines(described.errors)))
+    found = described.rows[tid]
     now = int(time.time() * 1000)
     row = [found.coordinator, tid, found.producer_id, found.producer_epoch, found.state, found.timeout_ms,
            found.start_ms, None if found.start_ms is None else now - found.start_ms,
@@ -106,12 +108,9 @@ def describe_producers(session: Session, args: dict) -> Result:
     keys = _partitions(session, args["topic"], args["partition"])
     snap = session.conn.read([args["topic"]])
     found = transactions.describe_producers(session.conn, snap, keys, args["broker_id"])
-    rows, failures = [], []
-    for key, part in found.items():
-        if part.problem is not None:
-            failures.append(part.problem)
-        rows += [[key[0], key[1], p.producer_id, p.producer_epoch, p.coordinator_epoch, p.last_sequence,
-                  p.last_timestamp, p.txn_start_offset] for p in part.producers]
+    failures = failure_lines.partition_lines(found.errors)
+    rows = [[key[0], key[1], p.producer_id, p.producer_epoch, p.coordinator_epoch, p.last_sequence,
+             p.last_timestamp, p.txn_start_offset] for key, producers in found.rows.items() for p in producers]
     table = Table(["Topic", "Partition", *PRODUCER_COLUMNS], rows, name="producers", kinds={"LastTimestamp": "time"})
     notes = [] if rows or failures else [f"No active producers on {_scope(args)}."]
     return Result.outcome([table], notes, failures)
@@ -161,17 +160,23 @@ def find_hanging_transactions(session: Session, args: dict) -> Result:
         _partitions(session, topic, partition)
     keys = transactions.partitions_to_search(snap, topic, partition, broker)
     found = transactions.find_hanging(session.conn, snap, keys, broker, args["max_transaction_timeout"] * 60_000)
+    if found.unlisted:
+        raise ShellError("Could not list the transactions of every coordinator, so no transaction can be called "
+                         "hanging: " + " ".join(failure_lines.transaction_listing_lines(found.unlisted)))
+    if found.undescribed:
+        raise ShellError("Could not describe the transactions of the open producers, so none can be called "
+                         "hanging: " + " ".join(failure_lines.transaction_lines(found.undescribed)))
     now = int(time.time() * 1000)
-    rows = [[h.key[0], h.key[1], h.producer.producer_id, h.producer.producer_epoch, h.producer.coordinator_epoch,
-             h.producer.txn_start_offset, h.producer.last_timestamp, (now - h.producer.last_timestamp) // 60_000]
-            for h in found.transactions]
+    rows = [[key[0], key[1], p.producer_id, p.producer_epoch, p.coordinator_epoch, p.txn_start_offset,
+             p.last_timestamp, (now - p.last_timestamp) // 60_000]
+            for key, producers in sorted(found.rows.items()) for p in sorted(producers)]
     table = Table(["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
                    "LastTimestamp", "Duration(min)"], rows, name="hanging", kinds={"LastTimestamp": "time"})
-    notes = [] if rows else [f"No hanging transactions in {found.searched} partition(s)."]
+    notes = [] if rows else [f"No hanging transactions in {len(keys)} partition(s)."]
     if rows:
         notes.append("abort-transaction --topic T --partition P --start-offset N ends one.")
-    return Result.outcome([table], notes, found.failures) if rows or found.failures else \
-        Result(tables=[table], messages=notes)
+    failures = failure_lines.partition_lines(found.errors)
+    return Result.outcome([table], notes, failures) if rows or failures else Result(tables=[table], messages=notes)
 
 
 # -- abort-transaction -------------------------------------------------------------------------

@@ -56,7 +56,8 @@ def watch(session: Session, args: dict) -> Result:
         while True:
             rounds += 1
             try:
-                result = inner.command.handler(session, inner.args)
+                with session.bounded():   # each round within --timeout
+                    result = inner.command.handler(session, inner.args)
             except ShellError as exc:   # a round that fails says why; the next one tries again
                 result = Result.message(str(exc), exit_code=exc.exit_code)
             if not isinstance(result, Result) or result.stream is not None:

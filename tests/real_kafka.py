@@ -162,7 +162,7 @@ class RealKafka:
                  listeners: dict[str, str] | None = None, primary_listener: str = "PLAINTEXT",
                  controller_protocol: str = "PLAINTEXT",
                  scram_users: list[str] | None = None, client_config: dict[str, str] | None = None,
-                 heap: str = "320m", root: Path | None = None):
+                 heap: str = "320m", root: Path | None = None, log_dirs: int = 1):
         if mode not in ("kraft", "zk"):
             raise ValueError(f"mode must be kraft or zk, not {mode}")
         if mode == "zk" and int(version.split(".")[0]) >= 4:
@@ -170,6 +170,7 @@ class RealKafka:
         self.version, self.mode, self.heap = version, mode, heap
         self.dynamic_quorum, self.combined = dynamic_quorum, combined
         self.racks = racks
+        self.log_dirs = log_dirs    # log dirs per broker: data, data-2, ... (KIP-1066 cordons them one by one)
         self.broker_configs = dict(broker_configs or {})
         self.controller_configs = dict(controller_configs or {})
         self.listeners = dict(listeners or {})
@@ -244,8 +245,12 @@ class RealKafka:
                 "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-Djava.awt.headless=true",
                 "-Djava.net.preferIPv4Stack=true", *props, "-cp", f"{self.libs}/*", main, *args]
 
+    def broker_log_dirs(self, node_id: int) -> list[str]:
+        """The log dirs of a broker, as its log.dirs lists them."""
+        base = self.nodes[node_id].directory
+        return [str(base / "data")] + [str(base / f"data-{i}") for i in range(2, self.log_dirs + 1)]
+
     def _server_properties(self, node: Node) -> dict[str, str]:
-        log_dir = node.directory / "data"
         if self.mode == "zk":
             props = {"broker.id": str(node.node_id), "zookeeper.connect": f"127.0.0.1:{self.nodes[0].port}",
                      "zookeeper.session.timeout.ms": "6000"}
@@ -278,7 +283,7 @@ class RealKafka:
                 "transaction.state.log.replication.factor": replication,
                 "transaction.state.log.min.isr": str(min(2, broker_count)),
                 "transaction.state.log.num.partitions": "5",
-                "log.dirs": str(log_dir),
+                "log.dirs": ",".join(self.broker_log_dirs(node.node_id)),
             })
             if self.mode == "kraft":
                 props.update({"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "4000",
@@ -434,6 +439,19 @@ class RealKafka:
             except subprocess.TimeoutExpired:
                 node.proc.kill()
                 node.proc.wait(timeout=30)
+
+    @contextlib.contextmanager
+    def paused(self, node_id: int) -> Iterator[Node]:
+        """SIGSTOP one node's JVM (a hung broker: its port accepts, nothing answers) for the
+        block; SIGCONT afterwards, whatever happened."""
+        node = self.nodes[node_id]
+        assert node.proc is not None and node.alive, f"node {node_id} is not running"
+        node.proc.send_signal(signal.SIGSTOP)
+        try:
+            yield node
+        finally:
+            if node.proc.poll() is None:
+                node.proc.send_signal(signal.SIGCONT)
 
     def restore(self) -> None:
         """Start every node that is down and wait until the cluster serves again."""

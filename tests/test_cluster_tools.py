@@ -290,7 +290,7 @@ def test_delegation_tokens(tmp_path):
 def test_recovery_prefers_an_eligible_leader_replica_that_answers():
     """As Kafka 4.x's controller elects an ELR member when the ISR is empty (KIP-966): a replica
     outside the ELR with a longer log or a higher epoch is not chosen over one inside it."""
-    from commands.recovery import DESIGNATED_PATH, LIVE, STOCK_PATH, Replica, Target, choose
+    from kafka_shell.admin.recovery import DESIGNATED_PATH, LIVE, STOCK_PATH, Replica, Target, choose
     for path in (DESIGNATED_PATH, STOCK_PATH):
         t = Target("t", 0, (1, 2, 3), -1, [Replica(1, LIVE, False, epoch=9, log_end=120),
                                             Replica(2, LIVE, True, True, epoch=7, log_end=100),

@@ -254,8 +254,9 @@ def test_each_broker_answers_for_the_live_ones_and_names_the_silent_one(sandbox,
     manager.connect()
     sandbox.stop_broker(2)
     answers = manager.each_broker([1, 2, 3], ApiKey.LIST_GROUPS, {})
-    assert sorted(answers.answers) == [1, 3] and all(a.error_code == 0 for a in answers.answers.values())
-    assert list(answers.failed) == [2] and "Broker 2" in answers.failed[2]
+    assert sorted(answers.rows) == [1, 3] and all(a.error_code == 0 for a in answers.rows.values())
+    assert list(answers.errors) == [2] and answers.errors[2].code is None
+    assert str(answers.errors[2]).startswith("Broker 2 ")
 
 
 def test_refusals_are_kafka_call_errors_with_code_and_line(sandbox, manager):

@@ -299,3 +299,16 @@ def test_help_explains_the_preferred_replica():
     assert p.returncode == 0
     assert "first replica of its assignment" in p.stdout
     assert "auto.leader.rebalance.enable=true" in p.stdout
+
+
+@pytest.mark.parametrize("kind, file", [("preferred", None), ("unclean", None), ("designated", (2, 4))])
+def test_a_dry_run_predicts_what_the_controller_then_does(offline, tmp_path, kind, file):
+    # Kafka's election rule lives once (kafka_shell/protocol/leader_election.py): each partition's
+    # predicted outcome is the controller's, online and offline, elected or refused.
+    scope = f"--path-to-json-file {plan(tmp_path, ('t', 0, file[0]), ('online', 0, file[1]))}" if file \
+        else "--all-topic-partitions"
+    line = f"elect-leaders --election-type {kind} {scope} --yes -o json"
+    predicted = {(r["Topic"], r["Partition"]): r["Result"] for r in rows(run(offline, line + " --dry-run"))}
+    done = {(r["Topic"], r["Partition"]): r["Result"] for r in rows(run(offline, line))}
+    wording = {"would elect": "elected", "already elected": "already elected", "would fail": "failed"}
+    assert {k: wording[v] for k, v in predicted.items()} == done and done

@@ -83,7 +83,7 @@ BASE_FOR_OPTION: dict[tuple[str, str], str] = {
 # (command, option) where any text is a legal value (a glob, a file name to create): those
 # runs may succeed; they must still print at most one line on stderr.
 # `help ""` is help, `topic ""` leaves the context; most text is a regular expression.
-ANY_TEXT = {("list-topics", "pattern"), ("reassign-partitions", "--proposed-json-file"),
+ANY_TEXT = {("list-topics", "pattern"), ("reassign-partitions", "--proposed-json-file"), ("balance", "--save-plan"),
             ("help", "command"), ("topic", "name"), ("snapshot", "--output-dir"),
             ("list-transactions", "--transactional-id-pattern"), ("export-configs", "file")}
 # Values Kafka takes as names (topic "nan" is legal): accepted by name options, which must then

@@ -23,7 +23,8 @@ CAMEL = re.compile(r"[A-Z][A-Za-z0-9]*")
 DASHED_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Words that stand for a value JSON has a type for (null, a boolean).
 UNTYPED = {"none", "None", "null", "yes", "no", "true", "false", "*", "-"}
-WILDCARDS = {"Host", "Principal", "Name", "Resource", "ResourceName"}   # ACLs' "*" is Kafka's own value
+# ACLs' "*" is Kafka's own value, and so is cordoned.log.dirs' (every log dir of the broker).
+WILDCARDS = {"Host", "Principal", "Name", "Resource", "ResourceName", "Cordoned", "CordonedBefore"}
 # Columns that hold integers (or null) wherever they appear.
 INTEGER = re.compile(r"(Partition|Leader|Replica|Offset|Epoch|Count|Bytes|Lag|Port|NodeId|Id|Broker|Size|Members|"
                      r"Partitions|ReplicationFactor|Throttle|Ms|Timestamp|Since|HighWatermark|Controller)$")
@@ -33,7 +34,7 @@ NOT_INTEGER = {"TopicId", "ClusterId", "DirectoryId", "ClientId", "MemberId", "G
 
 # The walk: (line, what it shows). Lines run in order on one sandbox.
 WALK = [
-    "list-topics", "describe-topic --topic orders", "describe-topic --under-replicated-partitions",
+    "health", "list-topics", "describe-topic --topic orders", "describe-topic --under-replicated-partitions",
     "get-offsets --topic orders", "describe-configs --topic orders --all", "describe-configs --entity-default",
     "alter-configs --topic orders --add-config retention.ms=1000 --dry-run", "alter-configs --broker 1 --add-config "
     "log.cleaner.threads=2", "list-brokers", "describe-cluster", "api-versions --broker 1", "describe-controller",
@@ -51,7 +52,8 @@ WALK = [
     "sandbox stop-broker 2", "sandbox stop-broker 3", "sandbox start-broker 2",
     "describe-topic --topic lonely", "describe-topic --unavailable-partitions",
     "unclean-recovery --all-offline-partitions --show-replica-info --dry-run", "sandbox start-broker 3",
-    "rolling-restart-plan",
+    "rolling-restart-plan", "balance", "balance --leaders-only --dry-run", "drain-broker 1 --dry-run",
+    "cordon --broker 1", "uncordon --broker 1", "undrain-broker 1 --dry-run",
     "broker-ids missing", "preferred-controller show",
     "create-acls --allow-principal User:alice --operation Read --topic orders", "describe-acls",
     "delete-acls --topic orders --yes", "alter-user-scram-credentials --add alice --mechanism SCRAM-SHA-512 "

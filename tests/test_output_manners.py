@@ -271,6 +271,12 @@ TABLE_LINES: dict[str, list[str]] = {
     "remove-controller": ["remove-controller --controller-id 100 --controller-directory-id AAAAAAAAAAAAAAAAAAAAAQ --dry-run"],
     "list-client-metrics": ["list-client-metrics"],
     "describe-client-metrics": ["describe-client-metrics"],
+    "balance": ["balance", "balance --leaders-only --execute"],
+    "drain-broker": ["drain-broker 1 --dry-run"],
+    "undrain-broker": ["undrain-broker 1 --dry-run"],
+    "cordon": ["cordon --broker 1 --dry-run"],
+    "uncordon": ["uncordon --broker 1 --dry-run"],
+    "health": ["health"],
 }
 # ACL commands answer SECURITY_DISABLED without an authorizer: their lines run on a sandbox with one.
 ACL_LINES: dict[str, list[str]] = {

@@ -143,7 +143,7 @@ def test_broker_load_and_missing_ids(fleet, analysis):
     assert all(v["affected_partitions"] == len(expected_missing[k]) for k, v in missing.items())
 
 
-def test_recovery_plan_picks_highest_epoch_then_longest_log(fleet, analysis):
+def test_recovery_plan_picks_an_eligible_leader_then_highest_epoch_then_longest_log(fleet, analysis):
     parts, replicas, brokers = latest(fleet, "partitions"), latest(fleet, "replicas"), latest(fleet, "brokers")
     expected = {}
     for cluster, rows in parts.items():
@@ -153,7 +153,8 @@ def test_recovery_plan_picks_highest_epoch_then_longest_log(fleet, analysis):
                 continue
             candidates = [r for r in replicas[cluster] if (r["topic"], r["partition"]) == (p["topic"], p["partition"])
                           and r["broker_id"] in live and r["log_end_offset"] is not None]
-            best = max(candidates, key=lambda r: (r["last_epoch"], r["log_end_offset"], -p["replicas"].index(r["broker_id"])))
+            best = max(candidates, key=lambda r: (r["broker_id"] in (p["elr"] or ()), r["last_epoch"], r["log_end_offset"],
+                                                  -p["replicas"].index(r["broker_id"])))
             expected[(cluster, p["topic"], p["partition"])] = best["broker_id"]
     got = {(r["cluster_id"], r["topic"], r["partition"]): r["designated_leader"] for r in table(analysis, "recovery")}
     assert got == expected and got
@@ -622,7 +623,7 @@ def test_report_renders_in_headless_chromium(chromium, analysis, tmp_path):
         assert not [line for line in dom.stderr.splitlines() if "CONSOLE" in line and "rror" in line], dom.stderr[-2000:]
         active = page[page.index(f'id="tab-{tab}"'):]
         active = active[:active.index("</section>")]
-        charts = active.count('class="chart')
+        charts = len(re.findall(r'class="chart(?! empty)[^"]*"', active))   # an empty one says why instead
         assert charts >= 4 and active.count("main-svg") >= charts, (tab, charts)  # plotly drew each chart as SVG
         shown = Headline()
         shown.feed(page)
@@ -655,3 +656,130 @@ def test_report_renders_in_headless_chromium(chromium, analysis, tmp_path):
 def html_text(text: str) -> str:
     import html
     return html.escape(text, quote=False)  # how Chromium serializes text nodes
+
+
+class ChartText(HTMLParser):
+    """Per chart of a rendered page: the text of its title, axis titles and tick labels (from
+    plotly's SVG), or the sentence an empty chart shows; the header cells of each table."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.charts: list[dict[str, list[str]]] = []
+        self.tables: list[list[str]] = []
+        self._depth = 0          # div nesting inside the current chart
+        self._field: str | None = None
+        self._th = False
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        classes = (dict(attrs).get("class") or "").split()
+        if tag == "div" and "chart" in classes and not self._depth:
+            self.charts.append({"empty": [], "gtitle": [], "xtitle": [], "ytitle": [], "xtick": [], "ytick": [],
+                                "why": [], "title": []})
+            self._depth = 1
+            self.charts[-1]["empty"] = ["1"] if "empty" in classes else []
+            return
+        if self._depth and tag == "div":
+            self._depth += 1
+        if self._depth:
+            found = [c for c in ("gtitle", "xtitle", "ytitle", "why", "title") if c in classes]
+            if found:
+                self._field = found[0]
+            elif tag == "g" and ("xtick" in classes or "ytick" in classes):
+                self._field = "xtick" if "xtick" in classes else "ytick"
+        if tag == "table":
+            self.tables.append([])
+        if tag == "th":
+            self._th = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._depth and tag == "div":
+            self._depth -= 1
+        if tag in ("text", "div"):
+            self._field = None if tag == "div" or self._field not in ("xtick", "ytick") else self._field
+        if tag == "g":
+            self._field = None
+        if tag == "th":
+            self._th = False
+
+    def handle_data(self, data: str) -> None:
+        if self._depth and self._field and data.strip():
+            self.charts[-1][self._field].append(data.strip())
+        if self._th and data.strip() and data.strip() not in "▲▼↕":
+            self.tables[-1].append(data.strip())
+
+
+def rendered(chromium: str, report: Path, tab: str, profile: Path) -> str:
+    dom = headless(chromium, profile, "--virtual-time-budget=20000", "--window-size=1400,900", "--dump-dom",
+                   f"{report.as_uri()}#{tab}")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    page = dom.stdout
+    assert 'data-ready="1"' in page and 'data-errors="0"' in page, page[:500]
+    active = page[page.index(f'id="tab-{tab}"'):]
+    return page, active[:active.index("</section>")]
+
+
+UNITS = {"count", "B", "KiB", "MiB", "GiB", "TiB", "PiB", "messages behind", "node id", "UTC"}
+CATEGORIES = {"broker id", "rack", "cluster", "log dir"}
+
+
+def has_unit(title: str) -> bool:
+    """An axis title that says its unit: `partitions (count)`, `bytes used (MiB)`, `snapshot time
+    (Europe/Paris)`, `days until full ...`, or a category axis (`broker id`)."""
+    inner = re.findall(r"\(([^()]+)\)", title)
+    return title in CATEGORIES or title.startswith("days ") or any(u in UNITS or "/" in u for u in inner)
+
+
+def test_the_report_reads_well_at_1400_pixels(chromium, analysis, tmp_path):
+    """Every chart has a title and a titled axis each, with its unit; no tick reads like 40μ;
+    times are 24-hour; each table's columns have distinct names and fit the page; a cluster's
+    tab shows the balance goals before and after its rebalance plan."""
+    report = analysis / "report.html"
+    summary = json.loads((analysis / "summary.json").read_text())
+    goals = table(analysis, "balance_goals")
+    for n, tab in enumerate(["fleet", *[h["cluster_id"] for h in summary["headline"]]]):
+        page, active = rendered(chromium, report, tab, tmp_path / f"w{n}")
+        assert 'data-overflow="0"' in page, tab   # no table wider than 1400 px lets it be
+        shown = re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", page, flags=re.S))
+        assert not re.search(r"\b(AM|PM)\b", shown), tab   # one time format: 24-hour
+        text = ChartText()
+        text.feed(active)
+        assert len(text.charts) >= 4
+        for chart in text.charts:
+            if chart["empty"]:
+                assert chart["title"] and chart["why"] and len(chart["why"][0]) > 20, chart
+                continue
+            assert chart["gtitle"], chart
+            assert chart["xtitle"] and chart["ytitle"], chart
+            for axis in ("xtitle", "ytitle"):
+                assert has_unit(chart[axis][0]), (tab, chart["gtitle"], chart[axis])
+            assert not [t for t in chart["xtick"] + chart["ytick"] if re.search(r"[0-9][μmkMG]$", t)], chart
+            assert not [t for t in chart["xtick"] if re.search(r"\d\d:\d\d:\d\d\.\d", t)], chart["xtick"]
+        for headers in text.tables:
+            assert len(headers) == len(set(headers)), headers
+        if tab != "fleet":
+            assert "Balance goals: before and after the rebalance plan" in active
+            mine = [g for g in goals if g["cluster_id"] == tab]
+            assert {g["goal"] for g in mine} == {"replicas", "leaders", "disk"}
+            assert all(g["after_skew"] <= g["before_skew"] + 1e-9 for g in mine if g["goal"] == "replicas")
+
+
+def test_an_idle_fleet_shows_why_its_charts_are_empty_and_nothing_to_apply(chromium, analysis, tmp_path):
+    """Nothing filling, no lag, no moves: each such chart says so; a plan without moves offers
+    no command to apply."""
+    from kafka_shell.pipeline import report
+    tables = {p.stem: json.loads(p.read_text()) for p in (analysis / "tables").glob("*.json")}
+    for name in ("disk_forecast", "lag_growth", "lag_over_time", "rebalance", "controller_churn"):
+        tables[name] = []
+    summary = json.loads((analysis / "summary.json").read_text())
+    cluster = summary["headline"][0]["cluster_id"]
+    summary["commands"][cluster]["rebalance.json"] = {"check": "kafka-shell --check-it", "apply": "kafka-shell --apply-it"}
+    out = tmp_path / "idle.html"
+    report.write(out, tables, summary)
+    page, active = rendered(chromium, out, cluster, tmp_path / "idle")
+    text = ChartText()
+    text.feed(active)
+    empty = {c["title"][0]: c["why"][0] for c in text.charts if c["empty"]}
+    assert empty["Days until each log dir is full (the 15 soonest)"].startswith("Nothing is filling")
+    assert "No consumer group" in empty["Consumer lag per group (the 10 largest; growing ones first)"]
+    assert "did not move" in empty["Controller moves per day (UTC days)"]
+    assert "--apply-it" not in active and 'data-plan="rebalance.json"' not in active

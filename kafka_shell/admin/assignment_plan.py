@@ -55,6 +55,15 @@ def moved(current: Assignment, proposed: Assignment) -> int:
     return sum(len(set(r) - set(current.get(k, ()))) for k, r in proposed.items())
 
 
+def rack_penalty(counts: Counter, n_racks: int) -> int:
+    """How far one partition's replicas, counted per rack, are from the rack rule: at most
+    ceil(RF / racks) in a rack and min(RF, racks) racks covered. 0 when the rule holds."""
+    size = sum(counts.values())
+    cap = -(-size // n_racks)
+    return (sum(max(0, c - cap) for c in counts.values())
+            + max(0, min(size, n_racks) - sum(1 for c in counts.values() if c)))
+
+
 def lower_bound(current: Assignment, brokers: Iterable[int], replication_factor: dict[str, int] | None = None) -> int:
     """The fewest replica moves any plan with replicas per broker within one of the mean needs
     (racks ignored): the replicas the under-filled brokers must receive."""
@@ -119,10 +128,7 @@ class _Planner:
         return self._spread_penalty(Counter(self.rack(b) for b in reps))
 
     def _spread_penalty(self, counts: Counter) -> int:
-        size = sum(counts.values())
-        cap = -(-size // self.n_racks)
-        return (sum(max(0, c - cap) for c in counts.values())
-                + max(0, min(size, self.n_racks) - sum(1 for c in counts.values() if c)))
+        return rack_penalty(counts, self.n_racks)
 
     def _with(self, reps: list[int], old: int | None, new: int | None) -> list[int]:
         out = [b for b in reps if b != old]
@@ -241,68 +247,132 @@ class _Planner:
     # -- leaders ----------------------------------------------------------------------------------
 
     def balance_leaders(self) -> None:
-        """Pick each partition's preferred leader among its replicas so that leaders per broker
-        are within one of the mean, changing as few leaders as possible."""
-        leader = [reps[0] for reps in self.reps]
-        led: dict[int, set[int]] = {b: set() for b in self.brokers}
-        for i, b in enumerate(leader):
-            led[b].add(i)
-        low, extra = divmod(len(self.reps), len(self.brokers))
-        high = low + (extra > 0)
-
-        def shift(path: list[tuple[int, int]]) -> None:
-            for i, new in path:
-                led[leader[i]].discard(i)
-                led[new].add(i)
-                leader[i] = new
-
-        # Direct swaps first: a partition led by an over-full broker goes to its least-led replica.
-        for i in range(len(self.reps)):
-            if len(led[leader[i]]) > high:
-                b = min(self.reps[i], key=lambda r: (len(led[r]), r))
-                if len(led[b]) < high:
-                    shift([(i, b)])
-        # Then augmenting paths: over-full -> ... -> under-full, one leader change per step.
-        while True:
-            over = [b for b in self.brokers if len(led[b]) > high]
-            under = [b for b in self.brokers if len(led[b]) < low]
-            if over:
-                path = self._leader_path(over, lambda b: len(led[b]) < high, leader, led)
-            elif under:
-                path = self._leader_path([b for b in self.brokers if len(led[b]) > low],
-                                         lambda b, under=under: b in under, leader, led)
-            else:
-                break
-            if not path:
-                break
-            shift(path)
-        for i, b in enumerate(leader):
-            reps = self.reps[i]
-            if reps[0] != b:
-                reps.remove(b)
-                reps.insert(0, b)
-
-    def _leader_path(self, sources: list[int], is_sink, leader: list[int], led) -> list[tuple[int, int]]:
-        """Breadth-first over "broker x leads partition i, which has replica y": the leader
-        changes [(partition, new leader), ...] that move one leadership from a source to a sink."""
-        came: dict[int, tuple[int, int] | None] = {s: None for s in sources}
-        queue = deque(sources)
-        while queue:
-            x = queue.popleft()
-            for i in led[x]:
-                for y in self.reps[i]:
-                    if y in came:
-                        continue
-                    came[y] = (i, x)
-                    if is_sink(y):
-                        path, node = [], y
-                        while came[node] is not None:
-                            i2, prev = came[node]  # type: ignore[misc]
-                            path.append((i2, node))
-                            node = prev
-                        return path
-                    queue.append(y)
-        return []
+        balance_leaders(self.reps, self.brokers)
 
     def result(self) -> Assignment:
         return {k: list(r) for k, r in zip(self.keys, self.reps)}
+
+
+def balance_leaders(reps: list[list[int]], brokers: list[int], may_lead=None,
+                    on: dict[int, set[int]] | None = None) -> None:
+    """Reorder the replicas of partitions (each changed list replaced, not mutated) so that their
+    first replica, the preferred leader, spreads leadership over `brokers` within one of the
+    mean, changing as few leaders as possible: direct shifts first (from brokers above the
+    ceiling to the least-led replica; into brokers below the floor from their most-led
+    replicas, through `on`, the partitions with a replica on each broker, when given), then
+    augmenting paths. `may_lead(i)` gives the replicas that may lead partition i (default: all
+    of them); a partition none of whose replicas may lead keeps its order."""
+    allowed = reps if may_lead is None else [list(may_lead(i)) for i in range(len(reps))]
+    led: dict[int, set[int]] = {b: set() for b in brokers}
+    leader = []
+    for i, r in enumerate(reps):
+        b = r[0] if r else -1
+        ok = allowed[i]
+        if ok and b not in ok:   # led by a broker that may not lead it: its least-led allowed replica
+            b = min((x for x in ok if x in led), key=lambda x: (len(led[x]), x), default=b)
+        leader.append(b)
+        if ok and b in led:
+            led[b].add(i)
+    low, extra = divmod(sum(len(s) for s in led.values()), len(brokers)) if brokers else (0, 0)
+    high = low + (extra > 0)
+
+    def shift(i: int, new: int) -> None:
+        led[leader[i]].discard(i)
+        led[new].add(i)
+        leader[i] = new
+
+    for x in brokers:
+        if len(led[x]) > high:
+            for i in sorted(led[x]):
+                if len(led[x]) <= high:
+                    break
+                b = min((r for r in allowed[i] if r in led), key=lambda r: (len(led[r]), r), default=x)
+                if len(led[b]) < high:
+                    shift(i, b)
+    if on is not None:
+        for y in brokers:
+            if len(led[y]) < low:
+                for i in sorted(on.get(y, ())):
+                    if len(led[y]) >= low:
+                        break
+                    x = leader[i]
+                    if x != y and x in led and len(led[x]) > low and y in allowed[i]:
+                        shift(i, y)
+    _augment(brokers, allowed, leader, led, low, high)
+    for i, b in enumerate(leader):
+        r = reps[i]
+        if r and r[0] != b and b in r:
+            reps[i] = [b, *(x for x in r if x != b)]
+
+
+def _augment(brokers: list[int], allowed: list[list[int]], leader: list[int], led: dict[int, set[int]],
+             low: int, high: int) -> None:
+    """Move leadership along paths over-full -> ... -> under-full, one leader change a step,
+    until every broker is within [low, high] or no path is left. The search runs over brokers:
+    `edges[x][y]` counts the partitions x leads that y may lead (kept current), so a path costs
+    brokers squared, not every partition."""
+    if all(low <= len(led[b]) <= high for b in brokers):
+        return
+    edges: dict[int, Counter] = {b: Counter() for b in brokers}
+    for x, parts in led.items():
+        count = edges[x]
+        for i in parts:
+            count.update(allowed[i])
+
+    def shift(i: int, new: int) -> None:
+        old = leader[i]
+        led[old].discard(i)
+        led[new].add(i)
+        leader[i] = new
+        edges[old].subtract(allowed[i])
+        edges[new].update(allowed[i])
+
+    def follow(path: list[tuple[int, int]]) -> None:
+        for x, y in path:   # give one of x's partitions that y may lead to y
+            shift(next(i for i in led[x] if y in allowed[i]), y)
+
+    while True:
+        over = [b for b in brokers if len(led[b]) > high]
+        if over:
+            path = _broker_path(over, lambda b: len(led[b]) < high, edges, led)
+        else:
+            under = {b for b in brokers if len(led[b]) < low}
+            if not under:
+                return
+            path = _broker_path([b for b in brokers if len(led[b]) > low], under.__contains__, edges, led)
+        if not path:
+            break
+        follow(path)
+    # Some brokers cannot reach the mean (the replicas they may lead are too few): level the
+    # rest, each step from the most-led broker to one that leads two or more fewer.
+    for _ in range(len(allowed)):
+        for x in sorted(brokers, key=lambda b: -len(led[b])):
+            most = len(led[x])
+            path = _broker_path([x], lambda b, most=most: len(led[b]) <= most - 2, edges, led)
+            if path:
+                follow(path)
+                break
+        else:
+            return
+
+
+def _broker_path(sources: list[int], is_sink, edges: dict[int, Counter], led: dict[int, set[int]]) -> list[tuple[int, int]]:
+    """Breadth-first over "x leads a partition y may lead": the steps (x, y) from a source to a sink."""
+    came: dict[int, int] = {}
+    queue = deque(sources)
+    seen = set(sources)
+    while queue:
+        x = queue.popleft()
+        for y, n in edges[x].items():
+            if n <= 0 or y in seen or y not in led:
+                continue
+            came[y] = x
+            seen.add(y)
+            if is_sink(y):
+                path, node = [], y
+                while node in came:
+                    path.append((came[node], node))
+                    node = came[node]
+                return path[::-1]
+            queue.append(y)
+    return []

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_shell.connection.client_config import is_secret
 from kafka_shell.protocol.codes import ConfigSource
+from kafka_shell.base.answers import AdminError
 from kafka_shell.base.errors import KafkaCallError, NotSupported, UsageError, shown
 
 from kafka_shell.admin import configs, groups, quotas
@@ -55,8 +56,12 @@ class Snapshot:
     quotas: dict[QuotaEntity, dict[str, float | int]] = field(default_factory=dict)
     sections: tuple[str, ...] = SECTIONS        # those read (or given in the document)
     notes: list[str] = field(default_factory=list)   # what the cluster does not have
-    failures: list[str] = field(default_factory=list)   # the brokers that did not answer, and why
-    unread: set[str] = field(default_factory=set)       # ... by id
+    broker_errors: dict[int, AdminError] = field(default_factory=dict)   # the brokers that did not give theirs
+
+    @property
+    def unread(self) -> set[str]:
+        """The brokers (by id) whose configs could not be read."""
+        return {str(b) for b in self.broker_errors}
 
 
 def read(conn: ConnectionManager, sections: tuple[str, ...] = SECTIONS) -> Snapshot:
@@ -79,10 +84,9 @@ def read(conn: ConnectionManager, sections: tuple[str, ...] = SECTIONS) -> Snaps
                 _keep(snap, section, name, entries)
     if BROKERS in sections:   # each broker says its own, all at once; one that does not answer is named
         read = configs.each_broker(conn, [int(b) for b in names[BROKERS]])
-        for broker, entries in read.configs.items():
+        for broker, entries in read.rows.items():
             _keep(snap, BROKERS, str(broker), entries)
-        snap.failures += read.failed.values()
-        snap.unread = {str(b) for b in read.failed}
+        snap.broker_errors = dict(read.errors)
     if QUOTAS in sections:
         for q in quotas.describe(conn, []):
             snap.quotas.setdefault(q.parts, {})[q.key] = q.value
@@ -96,8 +100,8 @@ def _configured_groups(conn: ConnectionManager) -> list[str]:
     if configured is not None:
         return configured
     listed = groups.list_groups(conn)
-    if listed.failures:
-        raise KafkaCallError(" ".join(listed.failures))
+    if listed.errors:
+        raise KafkaCallError(" ".join(str(e) for e in dict.fromkeys(listed.errors.values())))
     return [g.group_id for g in listed.groups]
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafka_shell.protocol.codes import AlterConfigOp, ApiKey, ConfigSource, ResourceType
+from kafka_shell.base.answers import BROKER, AdminError, Answers, Target
 from kafka_shell.base.errors import KafkaCallError
 
 from kafka_shell.admin import releases
@@ -96,32 +97,23 @@ def describe(conn: ConnectionManager, kind: str, names: list[str],
     return out
 
 
-@dataclass(frozen=True)
-class BrokerConfigs:
-    """Each broker's own configs (all of them, with synonyms), and a line per broker that did
-    not give them."""
-    configs: dict[int, list[ConfigEntry]]
-    failed: dict[int, str]
-
-
-def each_broker(conn: ConnectionManager, brokers: list[int]) -> BrokerConfigs:
+def each_broker(conn: ConnectionManager, brokers: list[int]) -> Answers[int, list[ConfigEntry]]:
     """Every config of each broker, with the sources beneath each (synonyms), asked of all the
-    brokers at once within one deadline: what the brokers that answered said, and why the
-    others did not."""
+    brokers at once within one deadline: what the brokers that answered said, and an error for
+    each of the others."""
     body = {"resources": [], "include_synonyms": True, "include_documentation": False}
     conn.debug(f"DescribeConfigs request to broker(s) {', '.join(map(str, brokers))}")
     answers = conn.each_broker(brokers, ApiKey.DESCRIBE_CONFIGS, lambda broker, version: {**body, "resources": [
         {"resource_type": ResourceType.BROKER, "resource_name": str(broker), "configuration_keys": None}]})
     out: dict[int, list[ConfigEntry]] = {}
-    failed = {b: f"Broker {b} did not describe its configs: {why}" for b, why in answers.failed.items()}
-    for broker, answer in answers.answers.items():
+    errors = dict(answers.errors)
+    for broker, answer in answers.rows.items():
         for r in answer.results:
             if r.error_code:
-                failed[broker] = error_line(ApiKey.DESCRIBE_CONFIGS, r.error_code, r.error_message,
-                                            entity=label(BROKERS, str(broker)))
+                errors[broker] = AdminError(int(r.error_code), Target(BROKER, broker), r.error_message or "")
             else:
                 out[broker] = [_entry(c) for c in r.configs]
-    return BrokerConfigs(out, failed)
+    return Answers(out, errors)
 
 
 LIST_BY_TYPE_VERSION = 1   # ListConfigResources lists resources of every type from v1 (KIP-1142, Kafka 4.1)

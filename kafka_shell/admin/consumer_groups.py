@@ -3,8 +3,8 @@ with what the classic DescribeGroups cannot say: member epochs, subscriptions (n
 each member's assignment beside its target, the server assignor, the group epoch and the
 assignment epoch.
 
-`groups.describe` asks here first, as Kafka's Admin.describeConsumerGroups does, and takes the
-groups that are not consumer groups to DescribeGroups.
+`groups.describe` asks ConsumerGroupDescribe first, as Kafka's Admin.describeConsumerGroups does,
+and DescribeGroups, at the same coordinator, for the groups that are not consumer groups.
 """
 
 from __future__ import annotations
@@ -13,16 +13,14 @@ from dataclasses import dataclass
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kafka_shell.base.answers import Answers
 from kafka_shell.protocol.codes import ApiKey, Error
-
-from kafka_shell.admin.errors import group_line
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
 
 Key = tuple[str, int]
 T = TypeVar("T")
-M = TypeVar("M")
 
 
 @dataclass(frozen=True)
@@ -55,48 +53,35 @@ class ConsumerGroup:
     members: tuple[ConsumerMember, ...]
 
 
-@dataclass(frozen=True)
-class NotConsumerGroup:
-    """The coordinator holds no consumer group of this id (none at all, or one of another type:
-    DescribeGroups is asked next)."""
-
-
 def supported(conn: ConnectionManager) -> bool:
     return bool(conn.api_versions().get(ApiKey.CONSUMER_GROUP_DESCRIBE))
 
 
 def described(conn: ConnectionManager, group_ids: list[str], api_key: int, body: dict,
-              build: Callable[[Any, int], T], missing: Callable[[str], M],
-              missing_codes: tuple[int, ...] = (Error.group_id_not_found,)) -> dict[str, T | M | str]:
+              build: Callable[[Any, int], T]) -> Answers[str, T]:
     """The describe APIs of KIP-848's group types (consumer, share, streams): one request per
     coordinator for its groups; each group built from its part of the answer with its
-    coordinator's id, `missing(gid)` where the coordinator holds no such group, else the line why
-    it could not be described."""
+    coordinator's id, or its error (GROUP_ID_NOT_FOUND where the coordinator holds no such group)."""
     parts = conn.coordinator_requests(group_ids, api_key, lambda ids, version: {"group_ids": ids, **body},
                                       lambda answer, ids: {g.group_id: g for g in answer.groups})
-    out: dict[str, T | M | str] = {}
-    for gid in group_ids:
-        g, node = parts[gid]
-        code = int(g.error_code)
-        if code in missing_codes:
-            out[gid] = missing(gid)
-        elif code:
-            out[gid] = group_line(code, gid, getattr(g, "error_message", None) or getattr(g, "why", None))
-        else:
-            out[gid] = build(g, node)
-    return out
+    return Answers({gid: build(g, node) for gid, (g, node) in parts.rows.items()}, parts.errors)
 
 
-def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, ConsumerGroup | NotConsumerGroup | str]:
-    """ConsumerGroupDescribe of each group at its coordinator: its description, NotConsumerGroup,
-    or the line why it could not be described."""
-    return described(conn, group_ids, ApiKey.CONSUMER_GROUP_DESCRIBE, {"include_authorized_operations": False},
-                     lambda g, node: ConsumerGroup(g.group_id, node, g.group_state, int(g.group_epoch),
-                                                   int(g.assignment_epoch), g.assignor_name,
-                                                   tuple(_member(m) for m in g.members)),
-                     lambda gid: NotConsumerGroup(),
-                     # A 3.9 broker without the new coordinator lists the API but answers this.
-                     (Error.group_id_not_found, Error.unsupported_version))
+def consumer_group(g: Any, node: int) -> ConsumerGroup:
+    """A group from its part of a ConsumerGroupDescribe answer, at coordinator `node`."""
+    return ConsumerGroup(g.group_id, node, g.group_state, int(g.group_epoch), int(g.assignment_epoch),
+                         g.assignor_name, tuple(_member(m) for m in g.members))
+
+
+def not_a_consumer_group(part: Any) -> bool:
+    """ConsumerGroupDescribe holds no consumer group of this id (none, or one of another type;
+    a 3.9 broker without the new coordinator lists the API but answers UNSUPPORTED_VERSION)."""
+    return int(part.error_code) in (Error.group_id_not_found, Error.unsupported_version)
+
+
+def is_consumer_group(part: Any) -> bool:
+    """The part is ConsumerGroupDescribe's (not DescribeGroups')."""
+    return hasattr(part, "assignor_name")
 
 
 def _member(m: Any) -> ConsumerMember:

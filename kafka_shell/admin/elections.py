@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from kafka_shell.protocol import leader_election
 from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
 from kafka_shell.protocol.codes import ApiKey, ElectionType, Error
 from kafka_shell.base.errors import KafkaCallError, NotSupported
@@ -16,6 +17,7 @@ from kafka_shell.admin.errors import error_line
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.connection.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
 Entry = tuple[str, int, "int | None"]   # (topic, partition, designated leader)
@@ -23,6 +25,8 @@ PREFERRED, UNCLEAN, DESIGNATED = ElectionType.PREFERRED, ElectionType.UNCLEAN, E
 # Election types came in ElectLeaders v1, designated elections in v3.
 MIN_VERSION: dict[int, int] = {PREFERRED: 0, UNCLEAN: 1, DESIGNATED: 3}
 ELECTED, NOT_NEEDED, FAILED = "elected", "already elected", "failed"
+# Why a predicted election would be refused (`refusal`).
+PREFERRED_NOT_LIVE, NOT_A_REPLICA, NONE_LIVE = "preferred not live", "not a replica", "none live"
 
 
 class Election(NamedTuple):
@@ -139,3 +143,34 @@ def _retriable(code: int) -> bool:
         return bool(Error(code).retriable)
     except ValueError:
         return False
+
+
+# -- --dry-run: what the controller would do, by its own rule ------------------------------------
+
+
+class Prediction(NamedTuple):
+    """What an election would do to one partition (`kafka_shell.protocol.leader_election`, from the
+    command's read): ELECTED (a new leader), NOT_NEEDED, or FAILED, `refused` saying why
+    (PREFERRED_NOT_LIVE, NOT_A_REPLICA or NONE_LIVE)."""
+    key: Key
+    state: str
+    leader: int                 # the leader it would have
+    refused: str | None = None
+
+
+def predict(snap: ClusterSnapshot, entries: list[Entry], kind: int) -> dict[Key, Prediction]:
+    """Each entry's election as the controller would run it on the partitions of `snap`."""
+    live = set(snap.brokers)
+    out: dict[Key, Prediction] = {}
+    for topic, partition, designated in entries:
+        p = snap.topics[topic].partitions[partition]
+        outcome = leader_election.elect(kind, p.leader, p.replicas, p.isr, live, designated=designated)
+        if outcome.elected:
+            out[(topic, partition)] = Prediction((topic, partition), ELECTED, outcome.leader)
+        elif outcome.code == Error.election_not_needed:
+            out[(topic, partition)] = Prediction((topic, partition), NOT_NEEDED, outcome.leader)
+        else:
+            why = (PREFERRED_NOT_LIVE if outcome.code == Error.preferred_leader_not_available
+                   else NOT_A_REPLICA if outcome.code == Error.invalid_request else NONE_LIVE)
+            out[(topic, partition)] = Prediction((topic, partition), FAILED, outcome.leader, why)
+    return out

@@ -13,13 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafka_shell.base.answers import BROKER, COORDINATOR, AdminError, Answers, Target
 from kafka_shell.protocol.codes import ApiKey, Error
-from kafka_shell.connection.manager import COORDINATOR_RETRIABLE
+from kafka_shell.connection.manager import COORDINATOR_RETRIABLE, Then
 from kafka_shell.connection.metadata import GroupListing, group_listings
 
 from kafka_shell.admin import consumer_groups
-from kafka_shell.admin.errors import code_name, group_line
-from kafka_shell.base.errors import kafka_error_message
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -34,10 +33,15 @@ TYPES = ("classic", "consumer", "share", "streams")   # ListGroups v5's group ty
 
 
 @dataclass(frozen=True)
-class Groups:
-    """Every group the brokers that answered listed, and a line per broker that did not."""
-    groups: list[GroupListing]
-    failures: list[str]
+class Groups(Answers[int, tuple[GroupListing, ...]]):
+    """The groups each broker listed (those it coordinates); an AdminError for each broker that
+    did not list them."""
+
+    @property
+    def groups(self) -> list[GroupListing]:
+        """Every group listed, by id (once: a coordinator that moved may be listed by two brokers)."""
+        found = {g.group_id: g for _, listed in sorted(self.rows.items()) for g in listed}
+        return [found[k] for k in sorted(found)]
 
 
 def list_groups(conn: ConnectionManager, states: Iterable[str] = (), types: Iterable[str] = ()) -> Groups:
@@ -49,28 +53,25 @@ def list_groups(conn: ConnectionManager, states: Iterable[str] = (), types: Iter
     body = {"states_filter": sorted(wanted), "types_filter": sorted(kinds)}
     deadline = conn.deadline()
     answered: dict[int, Any] = {}
-    failed: dict[int, str] = {}
+    failed: dict[int, AdminError] = {}
     pending = brokers
     while True:   # a broker still loading a coordinator's state is asked again, as Kafka's Admin does
         conn.debug(f"ListGroups request to broker(s) {', '.join(map(str, pending))}")
         answers = conn.each_broker(pending, ApiKey.LIST_GROUPS, body, deadline=deadline)
-        answered.update(answers.answers)
-        failed.update(answers.failed)
-        pending = [b for b, a in answers.answers.items() if a.error_code in COORDINATOR_RETRIABLE]
+        answered.update(answers.rows)
+        failed.update(answers.errors)
+        pending = [b for b, a in answers.rows.items() if a.error_code in COORDINATOR_RETRIABLE]
         if not pending or not deadline.backoff():
             break
-    out: dict[str, GroupListing] = {}
-    failures = [f"Broker {b} did not list its groups: {why}" for b, why in sorted(failed.items())]
+    rows: dict[int, tuple[GroupListing, ...]] = {}
     for broker, answer in sorted(answered.items()):
         if answer.error_code:
-            failures.append(f"Broker {broker} did not list its groups: "
-                            + kafka_error_message(answer.error_code, code_name(answer.error_code)))
+            failed[broker] = AdminError(int(answer.error_code), Target(BROKER, broker))
             continue
-        for g in group_listings(answer, broker):
-            # Brokers before v4 (v5) do not filter by state (type).
-            if (not wanted or g.state.lower() in wanted) and (not kinds or g.group_type.lower() in kinds):
-                out[g.group_id] = g
-    return Groups([out[k] for k in sorted(out)], failures)
+        # Brokers before v4 (v5) do not filter by state (type).
+        rows[broker] = tuple(g for g in group_listings(answer, broker)
+                             if (not wanted or g.state.lower() in wanted) and (not kinds or g.group_type.lower() in kinds))
+    return Groups(rows, dict(sorted(failed.items())))
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,6 @@ class Member:
 @dataclass(frozen=True)
 class GroupDescription:
     group_id: str
-    problem: str | None = None        # why it could not be described, as a line
-    missing: bool = False             # it does not exist (GROUP_ID_NOT_FOUND, or Dead)
     state: str = ""
     protocol_type: str = ""
     protocol: str = ""
@@ -101,51 +100,38 @@ class GroupDescription:
         return self.state not in ("Empty", "Dead")
 
 
-def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, GroupDescription]:
+def describe(conn: ConnectionManager, group_ids: list[str]) -> Answers[str, GroupDescription]:
     """Each group as its coordinator describes it: ConsumerGroupDescribe first where the cluster
-    has it (as Kafka's Admin), DescribeGroups for the groups that are not KIP-848 consumer groups.
-    A group that does not exist comes back `missing`."""
-    out: dict[str, GroupDescription] = {}
-    classic = group_ids
+    has it (as Kafka's Admin), then, at the same coordinator, DescribeGroups for the groups that
+    are not KIP-848 consumer groups. A group that does not exist has the error
+    GROUP_ID_NOT_FOUND (`errors.no_such_group`; older brokers say state Dead)."""
+    classic = Then(ApiKey.DESCRIBE_GROUPS, lambda ids, version: {"groups": ids, "include_authorized_operations": False},
+                   lambda answer, ids: {g.group_id: g for g in answer.groups}, consumer_groups.not_a_consumer_group)
     if group_ids and consumer_groups.supported(conn):
-        found = consumer_groups.describe(conn, group_ids)
-        for gid, d in found.items():
-            if isinstance(d, str):
-                out[gid] = GroupDescription(gid, d)
-            elif isinstance(d, consumer_groups.ConsumerGroup):
-                members = tuple(Member(m.member_id, m.instance_id, m.client_id, m.host, m.assignment) for m in d.members)
-                out[gid] = GroupDescription(gid, None, False, d.state, "consumer", d.assignor, d.coordinator, members,
-                                            "consumer", d)
-        classic = [gid for gid in group_ids if isinstance(found[gid], consumer_groups.NotConsumerGroup)]
-    out.update(_describe_classic(conn, classic) if classic else {})
-    return {gid: out[gid] for gid in group_ids}
-
-
-def _describe_classic(conn: ConnectionManager, group_ids: list[str]) -> dict[str, GroupDescription]:
-    """DescribeGroups of each group at its coordinator; a group that does not exist comes back
-    `missing` (older brokers say state Dead, which is taken as that)."""
-    parts = conn.coordinator_requests(
-        group_ids, ApiKey.DESCRIBE_GROUPS,
-        lambda ids, version: {"groups": ids, "include_authorized_operations": False},
-        lambda answer, ids: {g.group_id: g for g in answer.groups})
-    out = {}
-    for gid in group_ids:
-        g, node = parts[gid]
-        code = int(g.error_code)
-        state = getattr(g, "group_state", "") or ""
-        if code or state == "Dead":
-            code = code or Error.group_id_not_found
-            missing = code == Error.group_id_not_found
-            out[gid] = GroupDescription(gid, group_line(code, gid, getattr(g, "error_message", None)),
-                                        missing=missing, state="Dead" if missing else state, coordinator=node)
-            continue
-        protocol_type = g.protocol_type or ""
-        consumer = protocol_type in ("consumer", "")
-        members = tuple(Member(m.member_id, getattr(m, "group_instance_id", None), m.client_id, m.client_host,
-                               consumer_assignment(m.member_assignment or b"") if consumer else ())
-                        for m in g.members)
-        out[gid] = GroupDescription(gid, None, False, state, protocol_type, g.protocol_data or "", node, members)
-    return out
+        parts = conn.coordinator_requests(
+            group_ids, ApiKey.CONSUMER_GROUP_DESCRIBE,
+            lambda ids, version: {"group_ids": ids, "include_authorized_operations": False},
+            lambda answer, ids: {g.group_id: g for g in answer.groups}, then=classic)
+    else:
+        parts = conn.coordinator_requests(group_ids, ApiKey.DESCRIBE_GROUPS, classic.body_for, classic.split)
+    rows: dict[str, GroupDescription] = {}
+    errors = dict(parts.errors)
+    for gid, (g, node) in parts.rows.items():
+        if consumer_groups.is_consumer_group(g):
+            d = consumer_groups.consumer_group(g, node)
+            members = tuple(Member(m.member_id, m.instance_id, m.client_id, m.host, m.assignment) for m in d.members)
+            rows[gid] = GroupDescription(gid, d.state, "consumer", d.assignor, node, members, "consumer", d)
+        elif (getattr(g, "group_state", "") or "") == "Dead":
+            errors[gid] = AdminError(Error.group_id_not_found, Target(COORDINATOR, node, (gid,)))
+        else:
+            protocol_type = g.protocol_type or ""
+            consumer = protocol_type in ("consumer", "")
+            members = tuple(Member(m.member_id, getattr(m, "group_instance_id", None), m.client_id, m.client_host,
+                                   consumer_assignment(m.member_assignment or b"") if consumer else ())
+                            for m in g.members)
+            rows[gid] = GroupDescription(gid, g.group_state, protocol_type, g.protocol_data or "", node, members)
+    return Answers({gid: rows[gid] for gid in group_ids if gid in rows},
+                   {gid: errors[gid] for gid in group_ids if gid in errors})
 
 
 def consumer_assignment(data: bytes) -> tuple[Key, ...]:
@@ -168,13 +154,8 @@ def consumer_assignment(data: bytes) -> tuple[Key, ...]:
     return tuple(out)
 
 
-def delete(conn: ConnectionManager, group_ids: list[str]) -> dict[str, str | None]:
-    """DeleteGroups at each group's coordinator: group -> None when deleted, else the line why not."""
+def delete(conn: ConnectionManager, group_ids: list[str]) -> Answers[str, None]:
+    """DeleteGroups at each group's coordinator: each group deleted, or its error."""
     parts = conn.coordinator_requests(group_ids, ApiKey.DELETE_GROUPS, lambda ids, version: {"groups_names": ids},
                                       lambda a, ids: {r.group_id: r for r in a.results}, mutation=True)
-    out: dict[str, str | None] = {}
-    for gid in group_ids:
-        part: Any = parts[gid][0]
-        code = int(part.error_code)
-        out[gid] = group_line(code, gid, getattr(part, "error_message", None)) if code else None
-    return out
+    return Answers(dict.fromkeys(parts.rows), parts.errors)

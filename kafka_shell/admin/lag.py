@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafka_shell.admin import offsets, share_groups
+from kafka_shell.admin.errors import gone
 from kafka_shell.admin.offsets import LATEST
+from kafka_shell.base.answers import COORDINATOR, AdminError, Answers, Target
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -24,7 +26,7 @@ Key = tuple[str, int]
 class PartitionLag(NamedTuple):
     key: Key
     committed: int | None      # None: the group committed nothing there (a partition it owns)
-    log_end: int | None        # None: unknown (its failure is in GroupLags.failures) or the topic is gone
+    log_end: int | None        # None: unknown (its error is in GroupLags.log_end_errors) or the topic is gone
 
     @property
     def lag(self) -> int | None:
@@ -33,11 +35,12 @@ class PartitionLag(NamedTuple):
 
 @dataclass(frozen=True)
 class GroupLags:
-    """Each group's partitions with their committed offset and log end, sorted; the lines of
-    what could not be read (a group's offsets, a partition's log end); and per group the
-    deleted topics it still holds offsets for (Kafka's tool shows them without a log end)."""
+    """Each group's partitions with their committed offset and log end, sorted; what could not
+    be read (a group's committed offsets, a partition's log end); and per group the deleted
+    topics it still holds offsets for (Kafka's tool shows them without a log end)."""
     partitions: dict[str, list[PartitionLag]]
-    failures: list[str] = field(default_factory=list)
+    offset_errors: dict[str, AdminError] = field(default_factory=dict)
+    log_end_errors: dict[Key, AdminError] = field(default_factory=dict)
     gone: dict[str, list[str]] = field(default_factory=dict)
 
     def total(self, group: str) -> int | None:
@@ -59,50 +62,40 @@ def read(conn: ConnectionManager, group_ids: list[str], owned: Mapping[str, Iter
     """Each group's committed offsets (and the partitions in `owned`, assigned to its members,
     whether committed or not) against the log end of each partition, read once for all groups.
     With `topic`, only that topic's partitions."""
-    committed: dict[str, dict[Key, int]] = {}
-    failures: list[str] = []
-    for gid, c in (offsets.committed(conn, group_ids) if group_ids else {}).items():
-        if c.problem is not None:
-            failures.append(c.problem)
-        committed[gid] = c.offsets
-    keys_of = {gid: sorted(k for k in {*committed.get(gid, {}), *(owned or {}).get(gid, ())}
+    held = offsets.committed(conn, group_ids) if group_ids else Answers()
+    committed = {gid: held.rows.get(gid, {}) for gid in group_ids}
+    keys_of = {gid: sorted(k for k in {*committed[gid], *(owned or {}).get(gid, ())}
                            if topic is None or k[0] == topic) for gid in group_ids}
     wanted = {k for ks in keys_of.values() for k in ks}
     names = sorted({t for t, _ in wanted})
-    ends = offsets.log_offsets(conn, conn.read(names), wanted, LATEST) if names else {}
-    reported = set()
-    gone: dict[str, list[str]] = {}
+    ends = offsets.log_offsets(conn, conn.read(names), wanted, LATEST) if names else Answers()
+    deleted: dict[str, list[str]] = {}
     partitions: dict[str, list[PartitionLag]] = {}
     for gid in group_ids:
         rows = []
         for key in keys_of[gid]:
-            end = ends[key]
-            if end.gone:
-                if key[0] not in gone.setdefault(gid, []):
-                    gone[gid].append(key[0])
-            elif end.error and key not in reported:
-                reported.add(key)
-                failures.append(end.error)
-            rows.append(PartitionLag(key, committed.get(gid, {}).get(key), None if end.error else end.offset))
+            if gone(ends.errors.get(key)) and key[0] not in deleted.setdefault(gid, []):
+                deleted[gid].append(key[0])
+            end = ends.rows.get(key)
+            rows.append(PartitionLag(key, committed[gid].get(key), None if end is None else end.offset))
         partitions[gid] = rows
-    return GroupLags(partitions, failures, {g: ts for g, ts in gone.items() if ts})
+    return GroupLags(partitions, dict(held.errors), {k: e for k, e in ends.errors.items() if not gone(e)},
+                     {g: ts for g, ts in deleted.items() if ts})
 
 
-@dataclass(frozen=True)
-class ShareLag:
-    """A share group's lag (the sum over its share-partitions whose lag is known), or the line
-    why it could not be read."""
-    lag: int | None
-    problem: str | None = None
-
-
-def share_group_lags(conn: ConnectionManager, group_ids: list[str]) -> dict[str, ShareLag]:
-    """Each share group's lag, as its coordinator answers it (KIP-1226: Kafka 4.4's
-    DescribeShareGroupOffsets v1; before it the lag is unknown)."""
-    out = {}
-    for gid in group_ids:
-        problem, parts = share_groups.offsets(conn, gid)
-        known = [p.lag for p in parts if p.lag is not None and p.error is None]
-        errors = [p.error for p in parts if p.error is not None]
-        out[gid] = ShareLag(sum(known) if known else None, problem or (errors[0] if errors else None))
-    return out
+def share_group_lags(conn: ConnectionManager, group_ids: list[str]) -> Answers[str, int | None]:
+    """Each share group's lag (the sum over its share-partitions whose lag is known; None when
+    none is), as its coordinator answers it (KIP-1226: Kafka 4.4's DescribeShareGroupOffsets v1;
+    before it the lag is unknown)."""
+    if not group_ids:
+        return Answers()
+    found = share_groups.offsets(conn, group_ids)
+    rows: dict[str, int | None] = {}
+    errors = dict(found.errors)
+    for gid, parts in found.rows.items():
+        known = [p.lag for p in parts if p.lag is not None and not p.error_code]
+        rows[gid] = sum(known) if known else None
+        unread = next((p for p in parts if p.error_code), None)
+        if unread is not None:   # the sum leaves out a share-partition whose state could not be read
+            errors[gid] = AdminError(unread.error_code, Target(COORDINATOR, asked=(unread.key,)))
+    return Answers(rows, errors)

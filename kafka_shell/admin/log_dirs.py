@@ -1,8 +1,9 @@
 """Log directories of brokers (DescribeLogDirs, read here and nowhere else): per directory its
-sizes and error, per replica its size, offset lag and whether it is a future replica.
+sizes, error and whether it is cordoned (v5, KIP-1066), per replica its size, offset lag and
+whether it is a future replica.
 
-One request per broker, all at once; a broker that does not answer is named beside the answers
-of the others (partial failure is a value, not an exception).
+One request per broker, all at once; a broker that does not answer has an AdminError beside the
+answers of the others (partial failure is a value, not an exception).
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from kafka_shell.base.answers import BROKER, AdminError, Answers, Target
 from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.base.errors import kafka_error_message
-
-from kafka_shell.admin.errors import error_line
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -36,12 +36,16 @@ class LogDir:
     total_bytes: int | None           # None: the broker does not tell (older versions, or -1)
     usable_bytes: int | None
     replicas: tuple[Replica, ...]
+    cordoned: bool | None = None      # KIP-1066 (DescribeLogDirs v5, Kafka 4.3+): no new replica lands here; None: not told
 
 
 @dataclass(frozen=True)
-class LogDirs:
-    dirs: list[LogDir]
-    failed: dict[int, str]            # broker -> why it did not describe its log dirs
+class LogDirs(Answers[int, tuple[LogDir, ...]]):
+    """Each broker's log dirs; an AdminError for each broker that did not describe them."""
+
+    @property
+    def dirs(self) -> list[LogDir]:
+        return [d for dirs in self.rows.values() for d in dirs]
 
     def replicas(self, include_future: bool = False) -> Iterator[tuple[LogDir, Replica]]:
         """Every replica listed, with its log dir."""
@@ -63,21 +67,23 @@ def describe(conn: ConnectionManager, brokers: list[int],
     body = {"topics": None if topics is None else [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
     conn.debug(f"DescribeLogDirs request to broker(s) {', '.join(map(str, brokers))}")
     answers = conn.each_broker(brokers, ApiKey.DESCRIBE_LOG_DIRS, body)
-    dirs: list[LogDir] = []
-    failed = dict(answers.failed)
-    for broker, answer in sorted(answers.answers.items()):
+    rows: dict[int, tuple[LogDir, ...]] = {}
+    failed = dict(answers.errors)
+    for broker, answer in sorted(answers.rows.items()):
         top = int(getattr(answer, "error_code", 0))
         if top and not answer.results:  # the broker refused the request as a whole
-            failed[broker] = error_line(ApiKey.DESCRIBE_LOG_DIRS, top, entity=f"broker {broker}")
+            failed[broker] = AdminError(top, Target(BROKER, broker))
             continue
+        dirs: list[LogDir] = []
         for d in answer.results:
             code = int(d.error_code) or top
             error = kafka_error_message(code, "", "", entity=f"log dir {d.log_dir}") if code else None
             replicas = tuple(Replica(t.name, p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
                              for t in d.topics for p in t.partitions)
             dirs.append(LogDir(broker, d.log_dir, error, _known(getattr(d, "total_bytes", None)),
-                               _known(getattr(d, "usable_bytes", None)), replicas))
-    return LogDirs(dirs, failed)
+                               _known(getattr(d, "usable_bytes", None)), replicas, getattr(d, "is_cordoned", None)))
+        rows[broker] = tuple(dirs)
+    return LogDirs(rows, dict(sorted(failed.items())))
 
 
 def _known(value: int | None) -> int | None:

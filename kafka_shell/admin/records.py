@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.base.answers import Answers
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.connection.client_config import sasl_mechanism, scrub
 from kafka_shell.base.errors import NO_SASL_PROVIDER, KafkaCallError, NotSupported, UsageError, librdkafka_cannot_log_in
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from kafka_shell.connection.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
-DELETE_RECORDS_TIMEOUT_MS = 30000
+ANSWER_MARGIN_S = 0.5   # a broker's own operation timeout ends this long before ours: its answer comes back
 
 
 def _client(kind: type, conn: ConnectionManager, **settings: Any) -> Any:
@@ -45,59 +46,26 @@ HIGH_WATERMARK = -1   # DeleteRecords' offset meaning "up to the high watermark"
 # -- DeleteRecords -------------------------------------------------------------------------------
 
 
-class Deleted(NamedTuple):
-    low_watermark: int | None     # the log start after the deletion (None when it failed)
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class Deletion:
-    """Per partition what its leader answered, and a line per leader that did not answer."""
-    partitions: dict[Key, Deleted]
-    failures: list[str]
-
-
-def delete_records(conn: ConnectionManager, snap: ClusterSnapshot, wanted: dict[Key, int]) -> Deletion:
+def delete_records(conn: ConnectionManager, snap: ClusterSnapshot, wanted: dict[Key, int]) -> Answers[Key, int]:
     """Delete the records of each partition before its offset (HIGH_WATERMARK: all), at its
-    leader in the command's read `snap`."""
-    by_leader: dict[int, list[Key]] = {}
-    results: dict[Key, Deleted] = {}
-    for key in sorted(wanted):
-        leader = snap.topics[key[0]].partitions[key[1]].leader
-        if leader < 0:
-            results[key] = Deleted(None, partition_line(key, Error.leader_not_available))
-        else:
-            by_leader.setdefault(leader, []).append(key)
-    failures = []
-    for leader, keys in sorted(by_leader.items()):
+    leader (in the command's read `snap`; located again where it moved): each partition's log
+    start after the deletion (its low watermark). The broker waits for the deletion to reach
+    the replicas within what is left of --timeout."""
+    deadline = conn.deadline()
+
+    def body(keys: list[Key], version: int) -> dict:
         topics: dict[str, list[dict]] = {}
         for t, p in keys:
             topics.setdefault(t, []).append({"partition_index": p, "offset": wanted[(t, p)]})
-        body = {"topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
-                "timeout": DELETE_RECORDS_TIMEOUT_MS}
-        conn.debug(f"DeleteRecords request to broker {leader}: {len(keys)} partition(s)")
-        try:
-            answer = conn.broker_request(leader, ApiKey.DELETE_RECORDS, body, mutation=True)
-        except KafkaCallError as exc:
-            failures.append(f"Broker {leader} did not answer for {len(keys)} partition(s): {exc}")
-            continue
-        for t in answer.topics:
-            for p in t.partitions:
-                key = (t.name, p.partition_index)
-                code = int(p.error_code)
-                results[key] = Deleted(None, _deletion_line(key, code, wanted.get(key))) if code \
-                    else Deleted(p.low_watermark)
-    return Deletion(dict(sorted(results.items())), failures)
+        return {"topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                "timeout": max(round((deadline.left() - ANSWER_MARGIN_S) * 1000), 1)}
 
+    def parts(answer: Any) -> Iterator[tuple[Key, Any]]:
+        return (((t.name, p.partition_index), p) for t in answer.topics for p in t.partitions)
 
-def _deletion_line(key: Key, code: int, offset: int | None) -> str:
-    if code == Error.offset_out_of_range:
-        return (f"{key[0]}-{key[1]}: offset {offset} is beyond the high watermark: give a lower "
-                "--before-offset (see get-offsets)")
-    if code == Error.policy_violation:
-        return (f"{key[0]}-{key[1]}: the topic is compacted (cleanup.policy without delete): Kafka "
-                "deletes records only from delete-policy topics")
-    return partition_line(key, code)
+    found = conn.leader_requests(sorted(wanted), ApiKey.DELETE_RECORDS, body, parts, snap=snap, mutation=True,
+                                 deadline=deadline)
+    return Answers({k: int(p.low_watermark) for k, p in found.rows.items()}, found.errors)
 
 
 # -- producing -----------------------------------------------------------------------------------
@@ -256,8 +224,8 @@ def _start_offsets(conn: ConnectionManager, snap: ClusterSnapshot, topic: str, p
     if group:
         return dict.fromkeys(parts, OFFSET_STORED)
     logical = OFFSET_BEGINNING if from_beginning else OFFSET_END
-    found = log_offsets(conn, snap, [(topic, p) for p in parts], EARLIEST if from_beginning else LATEST)
-    return {p: logical if found[(topic, p)].error else found[(topic, p)].offset for p in parts}
+    found = log_offsets(conn, snap, [(topic, p) for p in parts], EARLIEST if from_beginning else LATEST).rows
+    return {p: found[(topic, p)].offset if (topic, p) in found else logical for p in parts}
 
 
 def read_to_end(conn: ConnectionManager, snap: ClusterSnapshot, topic: str,
@@ -274,11 +242,14 @@ def read_to_end(conn: ConnectionManager, snap: ClusterSnapshot, topic: str,
                                           "enable.partition.eof": True, "auto.offset.reset": "earliest"})
     deadline = conn.deadline()
     try:
-        starts = log_offsets(conn, snap, [(topic, p.partition) for p in info.partitions], EARLIEST)
-        ends = log_offsets(conn, snap, [(topic, p.partition) for p in info.partitions], LATEST)
-        bad = next((o.error for o in (*starts.values(), *ends.values()) if o.error), None)
+        keys = [(topic, p.partition) for p in info.partitions]
+        first, last = log_offsets(conn, snap, keys, EARLIEST, deadline), log_offsets(conn, snap, keys, LATEST, deadline)
+        bad = next(iter({**first.errors, **last.errors}.items()), None)
         if bad is not None:
-            raise KafkaCallError(f"Reading {what}: {bad}")
+            key, error = bad
+            raise KafkaCallError(f"Reading {what}: " + (partition_line(key, error.code) if error.code else str(error)),
+                                 code=error.code)
+        starts, ends = first.rows, last.rows
         todo = {p: ends[(topic, p)].offset for (_, p), start in starts.items() if ends[(topic, p)].offset > start.offset}
         if not todo:
             return

@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafka_shell.base.answers import Answers
 from kafka_shell.protocol.codes import ApiKey
-from kafka_shell.base.errors import shown
 
 from kafka_shell.admin import releases
 from kafka_shell.admin.consumer_groups import described
@@ -97,11 +97,12 @@ def is_internal_topic(topic: str, application_id: str) -> bool:
                                                        or _FK_JOIN_TOPIC.fullmatch(topic) is not None)
 
 
-def describe(conn: ConnectionManager, group_ids: list[str]) -> dict[str, StreamsGroup | str]:
+def describe(conn: ConnectionManager, group_ids: list[str]) -> Answers[str, StreamsGroup]:
+    """StreamsGroupDescribe of each group: its description, or its error (GROUP_ID_NOT_FOUND
+    for a group that is not a streams group)."""
     require(conn)
     return described(conn, group_ids, ApiKey.STREAMS_GROUP_DESCRIBE,
-                     {"include_authorized_operations": False, "include_topology_description": False}, _group,
-                     lambda gid: f"Streams group '{shown(gid)}' does not exist (list-streams-groups lists them).")
+                     {"include_authorized_operations": False, "include_topology_description": False}, _group)
 
 
 def _group(g: Any, node: int) -> StreamsGroup:

@@ -62,7 +62,8 @@ def create(conn: ConnectionManager, owner: str | None, renewers: list[str], max_
             "owner_principal_type": _principal(owner)["principal_type"] if owner else None,
             "owner_principal_name": _principal(owner)["principal_name"] if owner else None}
     conn.debug(f"CreateDelegationToken request: {len(renewers)} renewer(s)")
-    a = _check(ApiKey.CREATE_DELEGATION_TOKEN, conn.any_broker_request(ApiKey.CREATE_DELEGATION_TOKEN, body))
+    a = _check(ApiKey.CREATE_DELEGATION_TOKEN, conn.any_broker_request(ApiKey.CREATE_DELEGATION_TOKEN, body,
+                                                                       mutation=True))
     requester = getattr(a, "token_requester_principal_name", None)
     token = Token(a.token_id, f"{a.principal_type}:{a.principal_name}",
                   f"{a.token_requester_principal_type}:{requester}" if requester else None, tuple(renewers),
@@ -91,7 +92,7 @@ def expire(conn: ConnectionManager, hmac: str, period_ms: int) -> int:
 def _new_expiry(conn: ConnectionManager, api_key: int, doing: str, body: dict) -> int:
     _require_sasl(conn, f"{doing} a delegation token")
     conn.debug(f"{ApiKey(api_key).name} request")
-    return _ms(_check(api_key, conn.any_broker_request(api_key, body)).expiry_timestamp)
+    return _ms(_check(api_key, conn.any_broker_request(api_key, body, mutation=True)).expiry_timestamp)
 
 
 def describe(conn: ConnectionManager, owners: list[str] | None) -> list[Token]:

@@ -8,16 +8,18 @@ plans from is never the metadata cache.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafka_shell.base.answers import CONTROLLER, AdminError, Answers, Target
 from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.base.errors import KafkaCallError, UsageError, shown
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP, PARTITIONS_PER_PAGE
-from kafka_shell.connection.metadata import ClusterSnapshot, TopicInfo, topics_from_metadata
+from kafka_shell.connection.metadata import ClusterSnapshot, PartitionInfo, TopicInfo, topics_from_metadata
 from kafka_shell.base.names import check_pattern, check_topic_name, is_pattern
 
-from kafka_shell.admin.errors import error_line, response_error
+from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -112,6 +114,20 @@ def names_of(specs: list[str]) -> list[str]:
     return list(dict.fromkeys(s.partition(":")[0] for s in specs))
 
 
+def health_classes(p: PartitionInfo, live: Mapping[int, object], min_isr: int, adding: Sequence[int] = ()) -> dict[str, bool]:
+    """kafka-topics' partition filters, by their describe-topic names: a partition without a
+    live leader is unavailable (and under min ISR); replicas being added do not count towards
+    the replication factor, as Kafka counts them."""
+    leader_down = p.leader < 0 or p.leader not in live
+    return {
+        "under_replicated_partitions": len(p.isr) < len(p.replicas) - len(adding),
+        "unavailable_partitions": leader_down,
+        "under_min_isr_partitions": leader_down or len(p.isr) < min_isr,
+        "at_min_isr_partitions": len(p.isr) == min_isr,
+        "not_preferred_leader": p.leader != p.preferred_leader,
+    }
+
+
 # -- CreateTopics, DeleteTopics, CreatePartitions ----------------------------------------------
 
 
@@ -136,25 +152,31 @@ class NewTopic:
 
 @dataclass(frozen=True)
 class TopicOutcome:
-    """What the controller answered for one topic: nothing (done) or a line saying why not."""
+    """What the controller answered for one topic: done (no error), or its error."""
     name: str
-    code: int = 0
-    error: str | None = None
+    error: AdminError | None = None
 
     @property
     def exists(self) -> bool:
         """It already existed (CreateTopics: TOPIC_ALREADY_EXISTS)."""
-        return self.code == Error.topic_already_exists
+        return self.error is not None and self.error.code == Error.topic_already_exists
 
     @property
     def absent(self) -> bool:
         """It did not exist (DeleteTopics: UNKNOWN_TOPIC_OR_PARTITION)."""
-        return self.code == Error.unknown_topic_or_partition
+        return self.error is not None and self.error.code == Error.unknown_topic_or_partition
 
 
-def create(conn: ConnectionManager, topics: list[NewTopic], validate_only: bool, brokers: int) -> list[TopicOutcome]:
+def _outcome(name: str, result: Any) -> TopicOutcome:
+    """A topic's part of the controller's answer (None: left out of it)."""
+    code = int(result.error_code) if result is not None else Error.unknown_server_error
+    message = (getattr(result, "error_message", None) or "") if result is not None else "left out of the answer"
+    return TopicOutcome(name, AdminError(code, Target(CONTROLLER, -1, (name,)), message) if code else None)
+
+
+def create(conn: ConnectionManager, topics: list[NewTopic], validate_only: bool) -> list[TopicOutcome]:
     """CreateTopics at the controller, one outcome per topic in order. Topics go out in as few
-    requests as Kafka accepts (`_batches`). `brokers` (the live count) goes into the messages."""
+    requests as Kafka accepts (`_batches`)."""
     timeout_ms = round(conn.timeout_s * 1000)
     out: list[TopicOutcome] = []
     for chunk in _batches(topics):
@@ -162,15 +184,7 @@ def create(conn: ConnectionManager, topics: list[NewTopic], validate_only: bool,
         body = {"topics": [_creatable(t) for t in chunk], "timeout": timeout_ms, "validate_only": validate_only}
         answer = conn.controller_request(ApiKey.CREATE_TOPICS, body, mutation=not validate_only)
         answered = {t.name: t for t in answer.topics}
-        for t in chunk:
-            result = answered.get(t.name)
-            code = int(result.error_code) if result is not None else Error.unknown_server_error
-            context: dict[str, Any] = {"topic": t.name, "brokers": brokers}
-            if t.replication_factor > 0:
-                context["rf"] = t.replication_factor
-            error = error_line(ApiKey.CREATE_TOPICS, code, getattr(result, "error_message", None),
-                               **context) if code else None
-            out.append(TopicOutcome(t.name, code, error))
+        out += [_outcome(t.name, answered.get(t.name)) for t in chunk]
     return out
 
 
@@ -214,13 +228,7 @@ def delete(conn: ConnectionManager, names: list[str]) -> list[TopicOutcome]:
     body = {"topic_names": names, "topics": [{"name": n} for n in names], "timeout": round(conn.timeout_s * 1000)}
     answer = conn.controller_request(ApiKey.DELETE_TOPICS, body, mutation=True)
     answered = {r.name: r for r in answer.responses}
-    out = []
-    for name in names:
-        result = answered.get(name)
-        code = int(result.error_code) if result is not None else Error.unknown_server_error
-        error = error_line(ApiKey.DELETE_TOPICS, code, getattr(result, "error_message", None), topic=name) if code else None
-        out.append(TopicOutcome(name, code, error))
-    return out
+    return [_outcome(name, answered.get(name)) for name in names]
 
 
 def add_partitions(conn: ConnectionManager, topics: list[str], total: int,
@@ -235,14 +243,7 @@ def add_partitions(conn: ConnectionManager, topics: list[str], total: int,
             "timeout": round(conn.timeout_s * 1000), "validate_only": validate_only}
     answer = conn.controller_request(ApiKey.CREATE_PARTITIONS, body, mutation=not validate_only)
     answered = {r.name: r for r in answer.results}
-    out = []
-    for name in topics:
-        result = answered.get(name)
-        code = int(result.error_code) if result is not None else Error.unknown_server_error
-        error = error_line(ApiKey.CREATE_PARTITIONS, code, getattr(result, "error_message", None),
-                           topic=name) if code else None
-        out.append(TopicOutcome(name, code, error))
-    return out
+    return [_outcome(name, answered.get(name)) for name in topics]
 
 
 # -- what Metadata lacks, and one broker's own view --------------------------------------------
@@ -275,20 +276,18 @@ def eligible_leaders(conn: ConnectionManager, topics: list[TopicInfo]) -> dict[K
 
 
 def views_by_broker(conn: ConnectionManager, brokers: list[int], topics: list[str],
-                    deadline: Deadline | None = None) -> tuple[dict[int, dict[str, TopicInfo]], dict[int, str]]:
+                    deadline: Deadline | None = None) -> Answers[int, dict[str, TopicInfo]]:
     """Each broker's own metadata of `topics` (not the controller's: what clients of that broker
-    are told; a topic it does not know, or still loads, is left out), all brokers at once; and
-    the brokers that did not answer, with the line why."""
+    are told; a topic it does not know, or still loads, is left out), all brokers at once."""
     answers = conn.each_broker(brokers, ApiKey.METADATA, {"topics": [{"name": t} for t in topics],
                                                           "allow_auto_topic_creation": False}, deadline=deadline)
-    return ({b: topics_from_metadata(a.topics, skip_errors=True) for b, a in answers.answers.items()},
-            answers.failed)
+    return Answers({b: topics_from_metadata(a.topics, skip_errors=True) for b, a in answers.rows.items()},
+                   answers.errors)
 
 
 def leaders_by_broker(conn: ConnectionManager, brokers: list[int],
-                      topics: list[str]) -> tuple[dict[int, dict[Key, tuple[int, int]]], dict[int, str]]:
-    """(topic, partition) -> (leader, preferred replica) as each broker's own metadata has them;
-    and the brokers that did not answer, with the line why."""
-    views, failed = views_by_broker(conn, brokers, topics)
-    return ({b: {(t.name, p.partition): (p.leader, p.preferred_leader) for t in view.values() for p in t.partitions}
-             for b, view in views.items()}, failed)
+                      topics: list[str]) -> Answers[int, dict[Key, tuple[int, int]]]:
+    """(topic, partition) -> (leader, preferred replica) as each broker's own metadata has them."""
+    views = views_by_broker(conn, brokers, topics)
+    return Answers({b: {(t.name, p.partition): (p.leader, p.preferred_leader) for t in view.values()
+                        for p in t.partitions} for b, view in views.rows.items()}, views.errors)

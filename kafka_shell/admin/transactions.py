@@ -8,15 +8,16 @@ aborting one (WriteTxnMarkers at the partition's leader, as Kafka's Admin.abortT
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kafka_shell.base.answers import BROKER, AdminError, Answers, Target
 from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.connection.manager import TRANSACTION_KEY_TYPE
-from kafka_shell.base.errors import KafkaCallError, NotSupported, shown
+from kafka_shell.base.errors import KafkaCallError, NotSupported
 
-from kafka_shell.admin.errors import code_name, error_line, partition_line, response_error
+from kafka_shell.admin.errors import code_name, no_such_transactional_id, partition_line, response_error
 from kafka_shell.base.regex import compile_kafka_regex
 
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
 DURATION_FILTER_VERSION = 1    # ListTransactions filters by duration from v1 (KIP-994, Kafka 3.8)
 PATTERN_FILTER_VERSION = 2     # ... and by a transactional id pattern from v2 (KIP-1152, Kafka 4.1)
 BATCH = 500                    # partitions per DescribeProducers, as Kafka's tool batches them
-LEADER_MOVED = {Error.not_leader_or_follower, Error.replica_not_available, Error.broker_not_available,
-                Error.unknown_topic_or_partition}
 
 
 # -- list-transactions ---------------------------------------------------------------------------
@@ -45,9 +44,13 @@ class Listing(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Listings:
-    transactions: list[Listing]
-    failures: list[str]
+class Listings(Answers[int, tuple[Listing, ...]]):
+    """The transactions each broker coordinates; an AdminError for each broker that did not
+    list them."""
+
+    @property
+    def transactions(self) -> list[Listing]:
+        return sorted(t for listed in self.rows.values() for t in listed)
 
 
 def list_transactions(conn: ConnectionManager, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
@@ -67,16 +70,15 @@ def list_transactions(conn: ConnectionManager, states: Iterable[str] = (), produ
 
     conn.require(ApiKey.LIST_TRANSACTIONS, "list-transactions")
     answers = conn.each_broker(brokers, ApiKey.LIST_TRANSACTIONS, body)
-    failures = [f"Broker {b} did not list its transactions: {why}" for b, why in sorted(answers.failed.items())]
-    out: list[Listing] = []
-    for broker, answer in sorted(answers.answers.items()):
+    errors = dict(answers.errors)
+    rows: dict[int, tuple[Listing, ...]] = {}
+    for broker, answer in sorted(answers.rows.items()):
         if answer.error_code:
-            failures.append(f"Broker {broker} did not list its transactions: "
-                            + error_line(ApiKey.LIST_TRANSACTIONS, int(answer.error_code)))
+            errors[broker] = AdminError(int(answer.error_code), Target(BROKER, broker))
             continue
-        out += [Listing(t.transactional_id, broker, int(t.producer_id), t.transaction_state)
-                for t in answer.transaction_states]
-    return Listings(sorted(out), failures)
+        rows[broker] = tuple(Listing(t.transactional_id, broker, int(t.producer_id), t.transaction_state)
+                             for t in answer.transaction_states)
+    return Listings(rows, dict(sorted(errors.items())))
 
 
 def check_pattern(text: str) -> str:
@@ -106,40 +108,21 @@ class Transaction:
     partitions: tuple[Key, ...]
 
 
-class Problem(NamedTuple):
-    """Why a transactional id could not be described; `missing`: it does not exist."""
-    line: str
-    missing: bool = False
-
-
-def describe(conn: ConnectionManager, transactional_ids: list[str]) -> dict[str, Transaction | Problem]:
-    """DescribeTransactions at each id's transaction coordinator: id -> its transaction, or why
-    it could not be described."""
+def describe(conn: ConnectionManager, transactional_ids: list[str]) -> Answers[str, Transaction]:
+    """DescribeTransactions at each id's transaction coordinator: each id's transaction, or its
+    error (TRANSACTIONAL_ID_NOT_FOUND: `errors.no_such_transactional_id`)."""
     conn.require(ApiKey.DESCRIBE_TRANSACTIONS, "describe-transaction")
     parts = conn.coordinator_requests(
         transactional_ids, ApiKey.DESCRIBE_TRANSACTIONS, lambda ids, version: {"transactional_ids": ids},
         lambda answer, ids: {t.transactional_id: t for t in answer.transaction_states},
         key_type=TRANSACTION_KEY_TYPE)
-    out: dict[str, Transaction | Problem] = {}
-    for tid in transactional_ids:
-        t, node = parts[tid]
-        code = int(t.error_code)
-        if code:
-            out[tid] = Problem(transaction_line(code, tid, getattr(t, "why", None)),
-                               code == Error.transactional_id_not_found)
-            continue
+    rows: dict[str, Transaction] = {}
+    for tid, (t, node) in parts.rows.items():
         start = int(t.transaction_start_time)
         keys = tuple(sorted((topic.topic, int(p)) for topic in t.topics for p in topic.partitions))
-        out[tid] = Transaction(tid, node, int(t.producer_id), int(t.producer_epoch), t.transaction_state,
-                               _ms(t.transaction_timeout), start if start >= 0 else None, keys)
-    return out
-
-
-def transaction_line(code: int, transactional_id: str, why: str | None = None) -> str:
-    if code == Error.transactional_id_not_found:
-        return f"Transactional id '{shown(transactional_id)}' does not exist (see list-transactions)."
-    line = why or error_line(ApiKey.DESCRIBE_TRANSACTIONS, code, purpose="describe the transaction")
-    return f"Transactional id '{shown(transactional_id)}': {line}"
+        rows[tid] = Transaction(tid, node, int(t.producer_id), int(t.producer_epoch), t.transaction_state,
+                                _ms(t.transaction_timeout), start if start >= 0 else None, keys)
+    return Answers(rows, parts.errors)
 
 
 def _ms(value: Any) -> int:
@@ -159,61 +142,31 @@ class Producer(NamedTuple):
     txn_start_offset: int | None       # the open transaction's first offset, None when none
 
 
-@dataclass(frozen=True)
-class PartitionProducers:
-    key: Key
-    broker: int
-    producers: tuple[Producer, ...] = ()
-    problem: str | None = None
-
-
 def describe_producers(conn: ConnectionManager, snap: ClusterSnapshot, keys: list[Key],
-                       broker_id: int | None = None) -> dict[Key, PartitionProducers]:
-    """DescribeProducers of each partition at its leader (or at `broker_id`'s replica), in
-    batches of BATCH partitions per broker, all brokers at once; partitions whose leader moved
-    are asked once more after a fresh read."""
+                       broker_id: int | None = None) -> Answers[Key, tuple[Producer, ...]]:
+    """DescribeProducers of each partition at its leader (located again where it moved), or at
+    `broker_id`'s replica (where a leader-moved answer stands, as Kafka's tool has it), in
+    batches of BATCH partitions per broker, all brokers at once."""
     conn.require(ApiKey.DESCRIBE_PRODUCERS, "describe-producers")
-    out: dict[Key, PartitionProducers] = {}
-    pending = list(dict.fromkeys(keys))
-    for attempt in range(2):
-        by_broker: dict[int, list[Key]] = {}
-        for key in pending:
-            topic = snap.topics.get(key[0])
-            if topic is None or not 0 <= key[1] < len(topic.partitions):
-                out[key] = PartitionProducers(key, -1, problem=partition_line(key, Error.unknown_topic_or_partition))
-                continue
-            node = broker_id if broker_id is not None else topic.partitions[key[1]].leader
-            if node < 0:
-                out[key] = PartitionProducers(key, -1, problem=partition_line(key, Error.leader_not_available))
-            else:
-                by_broker.setdefault(node, []).append(key)
-        moved: list[Key] = []
-        for node, mine in by_broker.items():
-            for start in range(0, len(mine), BATCH):
-                batch = mine[start:start + BATCH]
-                try:
-                    answer = conn.broker_request(node, ApiKey.DESCRIBE_PRODUCERS, {"topics": _by_topic(batch)})
-                except KafkaCallError as exc:
-                    out.update({k: PartitionProducers(k, node, problem=f"{k[0]}-{k[1]}: {exc}") for k in batch})
-                    continue
-                for t in answer.topics:
-                    for p in t.partitions:
-                        key = (t.name, int(p.partition_index))
-                        code = int(p.error_code)
-                        if code in LEADER_MOVED and broker_id is None and not attempt:
-                            moved.append(key)
-                        elif code:
-                            out[key] = PartitionProducers(key, node, problem=partition_line(key, code))
-                        else:
-                            out[key] = PartitionProducers(key, node, tuple(
-                                Producer(int(s.producer_id), int(s.producer_epoch), int(s.coordinator_epoch),
-                                         int(s.last_sequence), int(s.last_timestamp),
-                                         int(s.current_txn_start_offset) if s.current_txn_start_offset >= 0 else None)
-                                for s in p.active_producers))
-        if not moved:
-            break
-        snap, pending = conn.read(sorted({t for t, _ in moved})), moved
-    return {k: out[k] for k in keys if k in out}
+
+    def body(batch: list[Key], version: int) -> dict:
+        return {"topics": _by_topic(batch)}
+
+    def parts(answer: Any) -> Iterator[tuple[Key, Any]]:
+        return (((t.name, int(p.partition_index)), p) for t in answer.topics for p in t.partitions)
+
+    if broker_id is None:
+        found = conn.leader_requests(keys, ApiKey.DESCRIBE_PRODUCERS, body, parts, snap=snap, batch=BATCH)
+        at, errors = found.rows, found.errors
+    else:
+        found_at = conn.replica_requests({broker_id: keys}, ApiKey.DESCRIBE_PRODUCERS, body, parts, batch=BATCH)
+        at = {k: p for (_, k), p in found_at.rows.items()}
+        errors = {k: e for (_, k), e in found_at.errors.items()}
+    rows = {k: tuple(Producer(int(s.producer_id), int(s.producer_epoch), int(s.coordinator_epoch),
+                              int(s.last_sequence), int(s.last_timestamp),
+                              int(s.current_txn_start_offset) if s.current_txn_start_offset >= 0 else None)
+                     for s in p.active_producers) for k, p in at.items()}
+    return Answers({k: rows[k] for k in keys if k in rows}, {k: errors[k] for k in keys if k in errors})
 
 
 def _by_topic(keys: list[Key]) -> list[dict]:
@@ -226,16 +179,13 @@ def _by_topic(keys: list[Key]) -> list[dict]:
 # -- find-hanging-transactions -----------------------------------------------------------------
 
 
-class OpenTransaction(NamedTuple):
-    key: Key
-    producer: Producer
-
-
 @dataclass(frozen=True)
-class Hanging:
-    transactions: list[OpenTransaction]
-    searched: int                      # partitions whose producers were read
-    failures: list[str]
+class Hanging(Answers[Key, tuple[Producer, ...]]):
+    """Each partition searched: its hanging transactions' producers (often none), or why its
+    producers could not be read; and what kept the search from concluding: brokers that did not
+    list their transactions (`unlisted`), transactional ids that could not be described."""
+    unlisted: dict[int, AdminError] = field(default_factory=dict)
+    undescribed: dict[str, AdminError] = field(default_factory=dict)
 
 
 def find_hanging(conn: ConnectionManager, snap: ClusterSnapshot, keys: list[Key], broker_id: int | None,
@@ -244,35 +194,29 @@ def find_hanging(conn: ConnectionManager, snap: ClusterSnapshot, keys: list[Key]
     else the leader) last written longer than `max_timeout_ms` ago are candidates; one whose
     producer id no coordinator lists (ListTransactions by producer id), whose transactional id
     is gone, or whose coordinator does not count the partition in the id's transaction
-    (DescribeTransactions) is hanging: no coordinator will ever write its marker."""
-    failures: list[str] = []
+    (DescribeTransactions) is hanging: no coordinator will ever write its marker. When a
+    coordinator cannot tell (`unlisted`, `undescribed`), nothing is called hanging."""
     now = int(time.time() * 1000)
-    candidates: list[OpenTransaction] = []
-    for key, found in describe_producers(conn, snap, keys, broker_id).items():
-        if found.problem is not None:
-            failures.append(found.problem)
-            continue
-        candidates += [OpenTransaction(key, p) for p in found.producers
-                       if p.txn_start_offset is not None and now - p.last_timestamp > max_timeout_ms]
-    if not candidates:
-        return Hanging([], len(keys), failures)
-    pids = sorted({c.producer.producer_id for c in candidates})
+    found = describe_producers(conn, snap, keys, broker_id)
+    candidates = {key: [p for p in producers if p.txn_start_offset is not None and now - p.last_timestamp > max_timeout_ms]
+                  for key, producers in found.rows.items()}
+    pids = sorted({p.producer_id for ps in candidates.values() for p in ps})
+    if not pids:
+        return Hanging({k: () for k in found.rows}, found.errors)
     listed = list_transactions(conn, producer_ids=pids)
-    if listed.failures:
-        # A coordinator that did not answer may hold the id: nothing can be called hanging then.
-        raise KafkaCallError("Could not list the transactions of every coordinator, so no transaction can be "
-                             "called hanging: " + " ".join(listed.failures))
+    if listed.errors:   # a coordinator that did not answer may hold the id
+        return Hanging({}, found.errors, unlisted=listed.errors)
     ids = {t.producer_id: t.transactional_id for t in listed.transactions if t.producer_id in pids}
-    described = describe(conn, sorted(set(ids.values()))) if ids else {}
-    hanging = []
-    for c in candidates:
-        tid = ids.get(c.producer.producer_id)
-        d = described.get(tid) if tid is not None else None
-        if isinstance(d, Problem) and not d.missing:
-            raise KafkaCallError(f"Could not describe the transaction of producer {c.producer.producer_id}: {d.line}")
-        if not isinstance(d, Transaction) or c.key not in d.partitions:
-            hanging.append(c)
-    return Hanging(sorted(hanging), len(keys), failures)
+    described = describe(conn, sorted(set(ids.values()))) if ids else Answers()
+    undescribed = {tid: e for tid, e in described.errors.items() if not no_such_transactional_id(e)}
+    if undescribed:
+        return Hanging({}, found.errors, undescribed=undescribed)
+
+    def hanging(key: Key, p: Producer) -> bool:
+        tid = ids.get(p.producer_id)
+        transaction = described.rows.get(tid) if tid is not None else None
+        return transaction is None or key not in transaction.partitions
+    return Hanging({key: tuple(p for p in ps if hanging(key, p)) for key, ps in candidates.items()}, found.errors)
 
 
 def partitions_to_search(snap: ClusterSnapshot, topic: str | None, partition: int | None,
@@ -299,10 +243,12 @@ class AbortSpec(NamedTuple):
 def abort_spec_at(conn: ConnectionManager, snap: ClusterSnapshot, key: Key, start_offset: int) -> AbortSpec:
     """The producer whose open transaction on `key` starts at `start_offset` (Kafka's tool on
     brokers of 3.0 and later), with the epochs to abort it."""
-    found = describe_producers(conn, snap, [key])[key]
-    if found.problem is not None:
-        raise KafkaCallError(f"Failed to validate producer state for partition {key[0]}-{key[1]}: {found.problem}")
-    for p in found.producers:
+    found = describe_producers(conn, snap, [key])
+    if key in found.errors:
+        error = found.errors[key]
+        why = partition_line(key, error.code) if error.code is not None else str(error)
+        raise KafkaCallError(f"Failed to validate producer state for partition {key[0]}-{key[1]}: {why}", code=error.code)
+    for p in found.rows[key]:
         if p.txn_start_offset == start_offset:
             return AbortSpec(key, p.producer_id, p.producer_epoch, max(p.coordinator_epoch, 0))
     raise KafkaCallError(f"Could not find any open transactions starting at offset {start_offset} on partition "
@@ -311,29 +257,31 @@ def abort_spec_at(conn: ConnectionManager, snap: ClusterSnapshot, key: Key, star
 
 def abort(conn: ConnectionManager, spec: AbortSpec) -> None:
     """An abort marker for the producer's transaction on the partition (WriteTxnMarkers at its
-    leader, as Kafka's Admin.abortTransaction sends it); asked again once where the leader moved."""
+    leader, as Kafka's Admin.abortTransaction sends it; located again where the leader moved)."""
     body = {"markers": [{"producer_id": spec.producer_id, "producer_epoch": spec.producer_epoch,
                          "transaction_result": False, "coordinator_epoch": spec.coordinator_epoch,
                          "topics": [{"name": spec.key[0], "partition_indexes": [spec.key[1]]}]}]}
-    code = int(Error.not_leader_or_follower)
-    for _ in range(2):
-        snap = conn.read([spec.key[0]])
-        topic = snap.topics.get(spec.key[0])
-        if topic is None or not 0 <= spec.key[1] < len(topic.partitions):
-            raise response_error(ApiKey.WRITE_TXN_MARKERS, Error.unknown_topic_or_partition, topic=spec.key[0])
-        leader = topic.partitions[spec.key[1]].leader
-        if leader < 0:
-            raise KafkaCallError(partition_line(spec.key, Error.leader_not_available))
-        answer = conn.broker_request(leader, ApiKey.WRITE_TXN_MARKERS, body, mutation=True)
-        code = int(answer.markers[0].topics[0].partitions[0].error_code)
-        if code not in LEADER_MOVED:
-            break
+
+    def parts(answer: Any) -> Iterator[tuple[Key, Any]]:
+        return (((t.name, int(p.partition_index)), p) for m in answer.markers for t in m.topics for p in t.partitions)
+
+    found = conn.leader_requests([spec.key], ApiKey.WRITE_TXN_MARKERS, lambda keys, version: body, parts,
+                                 mutation=True)
+    error = found.errors.get(spec.key)
+    if error is None:
+        return
+    code = error.code
+    if code is None:
+        raise KafkaCallError(str(error), retriable=True)
+    if code == Error.unknown_topic_or_partition:
+        raise response_error(ApiKey.WRITE_TXN_MARKERS, code, topic=spec.key[0])
+    if code == Error.leader_not_available:
+        raise KafkaCallError(partition_line(spec.key, code), code=code)
     if code == Error.cluster_authorization_failed:
         raise KafkaCallError("Not authorized to write transaction markers: aborting a transaction needs the "
                              "ClusterAction permission on the cluster (ask an administrator).", code=code)
     if code == Error.transaction_coordinator_fenced:
         raise KafkaCallError(f"The coordinator epoch {spec.coordinator_epoch} is fenced by the active coordinator "
                              f"of {spec.key[0]}-{spec.key[1]}: read describe-producers again.", code=code)
-    if code:
-        raise KafkaCallError(f"Could not abort the transaction of producer {spec.producer_id} on "
-                             f"{partition_line(spec.key, code)} ({code_name(code)})", code=code)
+    raise KafkaCallError(f"Could not abort the transaction of producer {spec.producer_id} on "
+                         f"{partition_line(spec.key, code)} ({code_name(code)})", code=code)

@@ -1,4 +1,5 @@
-"""One bound on an operation, retries included: `Deadline`.
+"""One bound on an operation, retries included: `Deadline`; and one bound on a whole command:
+`Budget`, what is left of its --timeout, which caps every Deadline made within it.
 
 Every wait of the shell (a request, its retries, the backoff between them, a poll until the
 cluster shows a change) takes what is left of one deadline, so no operation outlasts the
@@ -8,11 +9,14 @@ however many retries it makes.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 
 INITIAL_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 1.0
 LAST_TRY_S = 0.001   # what `left` gives at the end: enough for a last non-blocking look
+LAST_ASK_S = 0.5     # what a request gets once its command's --timeout is spent (Budget.cap)
 
 
 class Deadline:
@@ -62,3 +66,31 @@ class Deadline:
         inner = Deadline(min(seconds, self.left()))
         inner.seconds = self.seconds
         return inner
+
+
+class Budget:
+    """What is left of the running command's --timeout: each request's wait is the smaller of
+    it and the request's own bound (`cap`), so a command ends within --timeout however many
+    requests it makes and whatever a broker does. Outside a command (`of`), nothing is capped."""
+
+    def __init__(self) -> None:
+        self.deadline: Deadline | None = None
+
+    @contextlib.contextmanager
+    def of(self, seconds: float | None) -> Iterator[None]:
+        """Every wait in the block ends within `seconds` from now (None: a wait of the command's
+        own making, such as --blocking until a reassignment ends, bounded by each request's own)."""
+        old, self.deadline = self.deadline, Deadline(seconds) if seconds is not None else None
+        try:
+            yield
+        finally:
+            self.deadline = old
+
+    def cap(self, deadline: Deadline) -> Deadline:
+        """`deadline`, ending no later than the command's (its `seconds`, which messages say,
+        stay the --timeout the command was given). Once the command's time is spent (waiting for
+        a broker that did not answer), a request still gets LAST_ASK_S: a broker that answers at
+        once is not blamed for the time another one took."""
+        if self.deadline is not None:
+            deadline.at = min(deadline.at, max(self.deadline.at, time.monotonic() + LAST_ASK_S))
+        return deadline

@@ -121,6 +121,12 @@ def kafka_error_message(code: int, name: str = "", detail: str = "", **context: 
     template = KAFKA_ERRORS.get(code)
     if code in BROKER_TEXT_WINS and detail and detail.lower() != name.lower():
         return detail
+    # KIP-1066: Kafka 4.3+ names cordons whatever the cause; when too few brokers are the cause,
+    # our line says so, else the brokers are there but cordoned and take nothing new.
+    rf, brokers = context.get("rf"), context.get("brokers")
+    too_few = isinstance(rf, int) and isinstance(brokers, int) and rf > brokers
+    if code == 38 and "cordoned" in detail and not too_few:
+        return f"{detail} (uncordon brokers with uncordon, or ask for fewer replicas)"
     ctx = _Context(context, detail=detail or name or f"error {code}")
     ctx.setdefault("entity", f'topic "{context["topic"]}"' if "topic" in context else "the resource")
     if template is not None:

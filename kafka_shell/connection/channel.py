@@ -55,6 +55,17 @@ class ConnectionRefused(ConnectionLost):
     """Nothing listens at the address: reported at once, not retried until a deadline."""
 
 
+class Unresolvable(ConnectionLost):
+    """The host name does not resolve (the resolver says no such name, not "try again"):
+    reported at once, like a refused connection."""
+
+
+# getaddrinfo's answers that waiting will not change (EAI_AGAIN, a resolver that did not
+# answer, is not one of them).
+_NO_SUCH_NAME = {getattr(socket, n) for n in ("EAI_NONAME", "EAI_NODATA", "EAI_FAIL", "EAI_ADDRFAMILY")
+                 if hasattr(socket, n)}
+
+
 class SecuritySetupError(ShellError):
     """The connection cannot work as the settings say (TLS verification failed, the listener
     speaks another security protocol): said at once, never retried. Nothing reached the broker
@@ -188,6 +199,9 @@ class Channel:
         except ConnectionRefusedError:
             raise ConnectionRefused(f"{self.name} refused the connection (nothing listens on "
                                     f"{self.address})") from None
+        except socket.gaierror as exc:
+            kind = Unresolvable if exc.errno in _NO_SUCH_NAME else ConnectionLost
+            raise kind(f"Cannot connect to {self.name}: {_reason(exc)}") from None
         except OSError as exc:
             raise ConnectionLost(f"Cannot connect to {self.name}: {_reason(exc)}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -9,12 +9,22 @@ Callers (the admin layer) name *what* they ask; the route names *whom*:
 - `read()`: one fresh Metadata request, scoped to the topics named (what commands show and plan
   from); `controller()` and `quorum()`: the active controller and the metadata quorum.
 - `controller_request`, `broker_request`, `any_broker_request`: one request and its answer (a kio entity);
-  `each_broker`: one request per broker, all at once, the answers of those that answered beside
-  the ones that did not; `coordinator_requests`: group requests at each group's coordinator.
+  `each_broker`: one request per broker, all at once; `leader_requests`: partitions at their
+  leaders; `replica_requests`: partitions at named brokers' own replicas;
+  `coordinator_requests`: group requests at each group's coordinator. What several targets
+  answer comes back as `Answers` (kafka_shell/base/answers.py): the rows of those that answered
+  beside an AdminError for each that did not, naming it.
+
+The routes to many targets (leaders, replicas, coordinators) are one machine, `_route`: locate
+what each key is held by, ask every node at once (a slow one holds up only its own keys), and
+locate and ask again the keys whose holder moved (LEADER_MOVED, COORDINATOR_RETRIABLE) or could
+not be reached, with backoff.
 
 Every call is bounded by one `Deadline`: --timeout from its start (plus the broker's own
-operation timeout where the request carries one) across its retries, whatever the brokers do;
-a caller may pass its own to bound several calls together.
+operation timeout where the request carries one) across its retries, whatever the brokers do,
+and never past what is left of the running command's --timeout (`budget`, set by the runner:
+each request's wait is the smaller of the two); a caller may pass its own to bound several
+calls together.
 
 Retries when the controller moves (NOT_CONTROLLER, or the connection to it is lost): find the
 controller again and retry with exponential backoff until the deadline, at most MAX_ATTEMPTS
@@ -31,69 +41,93 @@ times. A mutation is never applied twice:
   any other mutation is not resent and fails with "outcome unknown: check before retrying".
 
 Group requests retry NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and COORDINATOR_NOT_AVAILABLE
-with the coordinator looked up again, as Kafka's AdminClient does, within the same deadline.
+with the coordinator looked up again, and partition requests Kafka's leader-moved codes with the
+leader read again, as Kafka's AdminClient does, within the same deadline.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import functools
+import itertools
 import logging
-from collections.abc import Callable, Iterable
+import queue
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, NamedTuple, TypeVar
 
 from kafka_shell.connection import controller_history
 from kafka_shell.protocol import codec
 from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
 from kafka_shell.connection.cache import MetadataCache, read_snapshot
-from kafka_shell.connection.channel import Channel, ConnectionLost, NoAnswer, operation_seconds
+from kafka_shell.base.answers import (BROKER, COORDINATOR, LEADER, REPLICA, TRANSACTION_COORDINATOR, AdminError, Answers,
+                                 Target)
+from kafka_shell.connection.channel import Channel, ConnectionLost, ConnectionRefused, NoAnswer, operation_seconds
 from kafka_shell.connection.client_config import librdkafka_properties, parse_bootstrap
 from kafka_shell.protocol.codes import ApiKey, Error
-from kafka_shell.base.deadline import Deadline
+from kafka_shell.base.deadline import Budget, Deadline
 from kafka_shell.base.errors import ClusterUnreachable, KafkaCallError, NotSupported
 from kafka_shell.connection.metadata import KRAFT, ClusterSnapshot, ControllerInfo, Quorum
 from kafka_shell.connection.router import Router, unreachable_message
 
-__all__ = ["ConnectionManager", "BrokerAnswers", "parse_bootstrap", "unreachable_message"]
+__all__ = ["ConnectionManager", "parse_bootstrap", "unreachable_message"]
 
 log = logging.getLogger("kafka_shell.connection.manager")
 _librdkafka_log = logging.getLogger("kafka_shell.librdkafka")
 _librdkafka_log.addHandler(logging.NullHandler())  # quiet unless --debug configures logging
 
 MAX_ATTEMPTS = 5
-MAX_PARALLEL = 16     # brokers asked at once by each_broker
+LAST_WORD_S = 0.2     # past the deadline, for brokers still asked to say why they did not answer
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+Key = tuple[str, int]
 # Mutations that leave the same state when applied twice: safe to resend after a lost answer.
 IDEMPOTENT_MUTATIONS = {ApiKey.ALTER_CONFIGS, ApiKey.ALTER_REPLICA_LOG_DIRS,
                         ApiKey.ELECT_LEADERS,  # a second run answers ELECTION_NOT_NEEDED
                         ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_PARTITION_REASSIGNMENTS}
 # Errors that mean "ask again, maybe elsewhere" (Kafka's AdminClient retries these).
-COORDINATOR_RETRIABLE = {Error.not_coordinator, Error.coordinator_load_in_progress,
-                         Error.coordinator_not_available}
+COORDINATOR_RETRIABLE = frozenset(int(e) for e in (Error.not_coordinator, Error.coordinator_load_in_progress,
+                                                   Error.coordinator_not_available))
+# A partition whose leader moved or is not known yet where it was asked: located again by a fresh
+# read and asked again. Kafka's AdminClient unmaps these in its partition-leader handlers
+# (DeleteRecordsHandler: every InvalidMetadataException; AbortTransactionHandler;
+# PartitionLeaderStrategy's lookup), and retries the leader epoch errors. Ints: they are compared
+# with 100,000s of answers.
+LEADER_MOVED = frozenset(int(e) for e in (
+    Error.not_leader_or_follower, Error.leader_not_available, Error.replica_not_available,
+    Error.broker_not_available, Error.kafka_storage_error, Error.fenced_leader_epoch,
+    Error.unknown_leader_epoch, Error.unknown_topic_or_partition))
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1        # FindCoordinator's key type of a transactional id
 BATCHED_FIND_COORDINATOR = 4    # FindCoordinator takes many keys from v4
 
 
-class BrokerAnswers(NamedTuple):
-    """Per broker its answer, or why it did not answer (partial failure is a value)."""
-    answers: dict[int, Any]
-    failed: dict[int, str]
+class Then(NamedTuple):
+    """A second request at the same coordinator for the ids whose part of the first `needs` it
+    (DescribeGroups for the groups ConsumerGroupDescribe does not know), so a slow coordinator
+    holds up only its own groups."""
+    api_key: int
+    body_for: Callable[[list[str], int], dict]
+    split: Callable[[Any, list[str]], dict[str, Any]]
+    needs: Callable[[Any], bool]
 
 
-class Unanswered(NamedTuple):
-    """A group's part when its coordinator could not be found or asked: an error code, and why
-    when the coordinator did not answer."""
-    error_code: int
-    why: str | None = None
+class Silent(KafkaCallError):
+    """A broker did not answer before the deadline (`sent`: after the request was sent)."""
+
+    def __init__(self, message: str, sent: bool):
+        super().__init__(message, retriable=True)
+        self.sent = sent
 
 
 class ConnectionManager:
     def __init__(self, bootstrap: str, properties: dict[str, str] | None = None,
                  timeout_s: float = 10.0, notify: Callable[[str], None] | None = None,
-                 bootstrap_controllers: str | None = None, debug: Callable[[str], None] | None = None):
+                 bootstrap_controllers: str | None = None, debug: Callable[[str], None] | None = None,
+                 budget: Budget | None = None):
         self.bootstrap = bootstrap
+        self.budget = budget or Budget()   # the running command's: caps every deadline made here
         self.properties = dict(properties or {})
         self.timeout_s = timeout_s
         self.notify = notify or (lambda message: None)
@@ -110,11 +144,12 @@ class ConnectionManager:
         self.notify(message)  # looked up at call time: the session may set notify later
 
     def deadline(self, operation_ms: float = 0) -> Deadline:
-        """--timeout from now, plus a broker's own operation timeout (so its answer is not cut off)."""
-        return Deadline(self.timeout_s, operation_ms / 1000)
+        """--timeout from now, plus a broker's own operation timeout (so its answer is not cut
+        off), within what is left of the running command's --timeout (`budget`)."""
+        return self.budget.cap(Deadline(self.timeout_s, operation_ms / 1000))
 
     def _deadline_for(self, body: dict | None, given: Deadline | None) -> Deadline:
-        return given if given is not None else Deadline(self.timeout_s, operation_seconds(body))
+        return given if given is not None else self.budget.cap(Deadline(self.timeout_s, operation_seconds(body)))
 
     # -- the cache (completion, toolbar, routing) --------------------------------------------
 
@@ -155,12 +190,13 @@ class ConnectionManager:
 
     # -- fresh reads (what commands show and plan from) --------------------------------------
 
-    def read(self, topics: Iterable[str] | None = None, controller: bool = False) -> ClusterSnapshot:
+    def read(self, topics: Iterable[str] | None = None, controller: bool = False,
+             deadline: Deadline | None = None) -> ClusterSnapshot:
         """The cluster as it is now: one Metadata request for the named topics (all when None;
         a missing topic is simply absent) with its live brokers, and with `controller` the
         active controller by the cluster's own rules. A full read also refreshes the cache."""
         try:
-            snap = read_snapshot(self.router, self.deadline(), topics, controller)
+            snap = read_snapshot(self.router, deadline or self.deadline(), topics, controller)
         except ClusterUnreachable:
             self.cache.mark_unreachable()
             raise
@@ -284,21 +320,23 @@ class ConnectionManager:
                     raise
         raise AssertionError("unreachable")
 
-    def any_broker_request(self, api_key: int, body: dict, *, version: int | None = None,
-                      deadline: Deadline | None = None) -> Any:
-        """A read any broker answers (DescribeTopicPartitions, DescribeAcls...): the first live one."""
+    def any_broker_request(self, api_key: int, body: dict, *, version: int | None = None, mutation: bool = False,
+                           deadline: Deadline | None = None) -> Any:
+        """A request any broker serves (DescribeTopicPartitions, DescribeAcls, CreateDelegationToken...):
+        a read at the first broker that answers (a slow one has the next asked beside it); a
+        `mutation` is sent once, to the first broker connected."""
         deadline = self._deadline_for(body, deadline)
         try:
             return refused_at_top(api_key, self.router.from_any_broker(
-                lambda ch: ch.request_entity(api_key, body, version, deadline=deadline), deadline))
+                lambda ch: ch.request_entity(api_key, body, version, deadline=deadline), deadline, hedge=not mutation))
         except NoAnswer as late:
             raise self._no_answer(late, deadline) from None
 
     def each_broker(self, brokers: Iterable[int], api_key: int, body: dict | Callable[[int, int], dict], *,
-                    max_version: int | None = None, deadline: Deadline | None = None) -> BrokerAnswers:
+                    max_version: int | None = None, deadline: Deadline | None = None) -> Answers[int, Any]:
         """The same read of each broker, all at once: `body` a request body, or body(broker,
-        version) for one per broker. A broker that fails or does not answer in time is named
-        in `failed` with the line why; the others' answers are kept."""
+        version) for one per broker. A broker that fails or does not answer in time has an
+        AdminError (no code) saying how; the others' answers are the rows."""
         brokers = list(dict.fromkeys(brokers))
         deadline = self._deadline_for(body if isinstance(body, dict) else None, deadline)
         if any(b not in self.router.brokers for b in brokers):
@@ -307,96 +345,207 @@ class ConnectionManager:
         def ask(broker: int) -> Any:
             if isinstance(body, dict):
                 return self.broker_request(broker, api_key, body, max_version=max_version, deadline=deadline)
-            version = self.version(api_key, broker, max_version)
-            if version is None:
-                raise NotSupported(f"Broker {broker} does not support {codec.api_name(api_key)}.")
+            version = self._version_within(api_key, broker, max_version, deadline)
             return self.broker_request(broker, api_key, body(broker, version), version=version, deadline=deadline)
 
-        answers: dict[int, Any] = {}
-        failed: dict[int, str] = {}
+        fan = _FanOut(deadline)
+        for b in brokers:
+            fan.submit(b, [b], functools.partial(ask, b))
+        rows: dict[int, Any] = {}
+        errors: dict[int, AdminError] = {}
+        for b, _, outcome in fan.results():
+            if isinstance(outcome, BaseException):
+                errors[b] = _failure(outcome, Target(BROKER, b), api_key, deadline)
+            else:
+                rows[b] = outcome
+        return Answers({b: rows[b] for b in brokers if b in rows}, {b: errors[b] for b in brokers if b in errors})
 
-        def settle(broker: int, work: Callable[[], Any]) -> None:
-            try:
-                answers[broker] = work()
-            except (KafkaCallError, ConnectionLost, ClusterUnreachable) as exc:
-                failed[broker] = str(exc)
+    # -- routes: partition leaders, named brokers' replicas, group coordinators ---------------
 
-        if len(brokers) <= 1:
-            for b in brokers:
-                settle(b, functools.partial(ask, b))
-        else:
-            with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(brokers), MAX_PARALLEL)) as pool:
-                futures = {b: pool.submit(ask, b) for b in brokers}
-                for b, future in futures.items():
-                    settle(b, future.result)
-        return BrokerAnswers({b: answers[b] for b in brokers if b in answers},
-                             {b: failed[b] for b in brokers if b in failed})
+    def leader_requests(self, keys: Iterable[Key], api_key: int, body_for: Callable[[list[Key], int], dict],
+                        parts_of: Callable[[Any], Iterable[tuple[Key, Any]]], *, snap: ClusterSnapshot | None = None,
+                        batch: int | None = None, mutation: bool = False, max_version: int | None = None,
+                        deadline: Deadline | None = None) -> Answers[Key, Any]:
+        """Each partition's part of its leader's answer: the partitions grouped by leader (from
+        `snap`, the caller's fresh read, else a read now), one request per leader (`batch`
+        partitions at most), all leaders at once. Partitions answered with a leader-moved code
+        (LEADER_MOVED), or whose leader could not be reached, are located again by a fresh read
+        and asked again with backoff, within one deadline. `body_for(partitions, version)` makes
+        a request; `parts_of(answer)` gives its (partition, part) pairs. A part with an error
+        code, a leader that did not answer (named with the partitions it was asked about), a
+        partition without a leader or that does not exist: an AdminError in `errors`."""
+        deadline = deadline or self.deadline()
+        given = [snap] if snap is not None else []
 
-    # -- group coordinators -------------------------------------------------------------------
+        def locate(pending: list[Key], again: bool) -> tuple[dict[int, list[Key]], dict[Key, AdminError]]:
+            now = given.pop() if given else self.read(sorted({t for t, _ in pending}), deadline=deadline)
+            by_leader: dict[int, list[Key]] = {}
+            lost: dict[Key, AdminError] = {}
+            for key in pending:
+                topic = now.topics.get(key[0])
+                if topic is None or not 0 <= key[1] < len(topic.partitions):
+                    lost[key] = AdminError(Error.unknown_topic_or_partition, Target(LEADER, -1, (key,)))
+                elif topic.partitions[key[1]].leader < 0:
+                    lost[key] = AdminError(Error.leader_not_available, Target(LEADER, -1, (key,)))
+                else:
+                    by_leader.setdefault(topic.partitions[key[1]].leader, []).append(key)
+            return by_leader, lost
+
+        ask = self._asker(api_key, body_for, lambda answer, _: parts_of(answer), lambda _: batch,
+                          mutation, max_version, deadline, "partition(s)")
+        return self._route(list(dict.fromkeys(keys)), locate, ask, LEADER, api_key, LEADER_MOVED,
+                           not_yet=frozenset({int(Error.leader_not_available)}), mutation=mutation, deadline=deadline)
+
+    def replica_requests(self, wanted: dict[int, list[Key]], api_key: int,
+                         body_for: Callable[[list[Key], int], dict],
+                         parts_of: Callable[[Any], Iterable[tuple[Key, Any]]], *, batch: int | None = None,
+                         max_version: int | None = None, patient: bool = False,
+                         deadline: Deadline | None = None) -> Answers[tuple[int, Key], Any]:
+        """Each named broker's part for its own replicas of the partitions `wanted` of it
+        (broker -> partitions), all brokers at once: (broker, partition) -> part. A broker that
+        does not answer is named with the partitions it was asked about; `patient`: a broker
+        that failed is asked again with backoff until the deadline (a replica that answers
+        late still counts)."""
+        deadline = deadline or self.deadline()
+        pairs = [(b, k) for b, keys in sorted(wanted.items()) for k in dict.fromkeys(keys)]
+
+        def locate(pending: list[tuple[int, Key]], again: bool) -> tuple[dict[int, list[tuple[int, Key]]], dict]:
+            by_broker: dict[int, list[tuple[int, Key]]] = {}
+            for pair in pending:
+                by_broker.setdefault(pair[0], []).append(pair)
+            return by_broker, {}
+
+        def parts(answer: Any, chunk: list[tuple[int, Key]]) -> Iterator[tuple[tuple[int, Key], Any]]:
+            return (((chunk[0][0], k), part) for k, part in parts_of(answer))
+
+        ask = self._asker(api_key, lambda chunk, version: body_for([k for _, k in chunk], version), parts,
+                          lambda _: batch, False, max_version, deadline, "partition(s)")
+        return self._route(pairs, locate, ask, REPLICA, api_key, frozenset(), patient=patient,
+                           attempts=None if patient else 1, deadline=deadline)
 
     def coordinator_requests(self, group_ids: list[str], api_key: int,
                              body_for: Callable[[list[str], int], dict], split: Callable[[Any, list[str]], dict[str, Any]],
                              *, mutation: bool = False, max_version: int | None = None,
                              batched_from: int | None = 0, patient: bool = True,
-                             deadline: Deadline | None = None,
-                             key_type: int = GROUP_KEY_TYPE) -> dict[str, tuple[Any, int]]:
+                             deadline: Deadline | None = None, key_type: int = GROUP_KEY_TYPE,
+                             then: Then | None = None) -> Answers[str, tuple[Any, int]]:
         """Each group's part of its coordinator's answer, with the coordinator's id: one request
         per coordinator for the groups it holds (where the version, from `batched_from` on,
-        takes several; else one per group). Groups answered with a coordinator error are looked
-        up again and asked again with backoff, within one deadline; past it, their last answer
-        stands (an `Unanswered` part when the coordinator could not be found or asked). Not
-        `patient`: a coordinator that does not answer is not waited for (its groups' parts say why).
-        `key_type` TRANSACTION_KEY_TYPE: the ids are transactional ids, at their transaction
-        coordinators."""
+        takes several; else one per group), all coordinators at once. Groups answered with a
+        coordinator error, or whose coordinator could not be reached, are looked up again and
+        asked again with backoff, within one deadline (a mutation only where nothing was
+        applied); past it, their last answer stands. Not `patient`: a coordinator that failed
+        is not asked again. `key_type` TRANSACTION_KEY_TYPE: the ids are transactional ids, at
+        their transaction coordinators. `then`: a second request at the same coordinator for the
+        ids whose part needs it (their part is then its)."""
         deadline = deadline or self.deadline()
-        out: dict[str, tuple[Any, int]] = {}
-        pending = list(dict.fromkeys(group_ids))
-        while pending:
-            retry: list[str] = []
-            by_node: dict[int, list[str]] = {}
+        role = COORDINATOR if key_type == GROUP_KEY_TYPE else TRANSACTION_COORDINATOR
+
+        def locate(pending: list[str], again: bool) -> tuple[dict[int, list[str]], dict[str, AdminError]]:
             # A mutation asks where the group is now: a stale answer is no safe first try for it.
-            found = self._find_coordinators(pending, deadline, remembered=not mutation, key_type=key_type)
+            found = self._find_coordinators(pending, deadline, remembered=not (mutation or again), key_type=key_type)
+            by_node: dict[int, list[str]] = {}
+            lost: dict[str, AdminError] = {}
             for gid, (node, code) in found.items():
                 self._coordinators.pop((key_type, gid), None)
                 if code or node < 0:
-                    out[gid] = (Unanswered(code or Error.coordinator_not_available), -1)
-                    retry.append(gid)
+                    lost[gid] = AdminError(code or Error.coordinator_not_available, Target(role, -1, (gid,)))
                 else:
                     self._coordinators[(key_type, gid)] = node
                     by_node.setdefault(node, []).append(gid)
-            for node, ids in by_node.items():
+            return by_node, lost
+
+        first = self._asker(api_key, body_for, lambda answer, chunk: split(answer, chunk).items(),
+                            lambda version: None if batched_from is not None and version >= batched_from else 1,
+                            mutation, max_version, deadline, "group(s)")
+        ask = first
+        if then is not None:
+            second = self._asker(then.api_key, then.body_for, lambda answer, chunk: then.split(answer, chunk).items(),
+                                 lambda version: None, mutation, None, deadline, "group(s)")
+
+            def ask(node: int, ids: list[str]) -> dict:
+                parts = first(node, ids)
+                again = [gid for gid in ids if gid in parts and then.needs(parts[gid])]
+                return {**parts, **second(node, again)} if again else parts
+        found = self._route(list(dict.fromkeys(group_ids)), locate, ask, role, api_key, COORDINATOR_RETRIABLE,
+                            not_yet=COORDINATOR_RETRIABLE, mutation=mutation, patient=patient, deadline=deadline)
+        for gid, error in found.errors.items():
+            if error.code is None or error.code in COORDINATOR_RETRIABLE:
+                self._coordinators.pop((key_type, gid), None)   # it moved, or did not answer: find it anew
+        return Answers({gid: (part, self._coordinators.get((key_type, gid), -1)) for gid, part in found.rows.items()},
+                       found.errors)
+
+    def _asker(self, api_key: int, body_for: Callable[[list, int], dict],
+               parts_of: Callable[[Any, list], Iterable[tuple[Any, Any]]], batch_for: Callable[[int], int | None],
+               mutation: bool, max_version: int | None, deadline: Deadline, what: str) -> Callable[[int, list], dict]:
+        """ask(node, keys): the node's parts for `keys`, in as many requests as its version of
+        the API takes them (`batch_for(version)` at most each; None: all in one)."""
+        def ask(node: int, keys: list) -> dict:
+            version = self._version_within(api_key, node, max_version, deadline)
+            step = batch_for(version) or len(keys) or 1
+            parts: dict = {}
+            for start in range(0, len(keys), step):
+                chunk = keys[start:start + step]
+                self.debug(f"{codec.api_name(api_key)} request to broker {node}: {len(chunk)} {what}")
+                answer = self.broker_request(node, api_key, body_for(chunk, version), version=version,
+                                             mutation=mutation, deadline=deadline)
+                parts.update(parts_of(answer, chunk))
+            return parts
+        return ask
+
+    def _route(self, keys: list[K], locate: Callable[[list[K], bool], tuple[dict[int, list[K]], dict[K, AdminError]]],
+               ask: Callable[[int, list[K]], dict[K, Any]], role: str, api_key: int, retry: frozenset[int], *,
+               not_yet: frozenset[int] = frozenset(), mutation: bool = False, patient: bool = True,
+               attempts: int | None = MAX_ATTEMPTS, deadline: Deadline) -> Answers[K, Any]:
+        """The one way a request goes to the nodes that hold what it names (partition leaders,
+        replicas, coordinators): `locate` the keys (`again`: not from memory), `ask` each node
+        for its keys, all nodes at once, and sort the parts into rows and errors. Keys answered
+        with a `retry` code, or whose node could not be reached (`patient`; a mutation only
+        when nothing was sent), or that `locate` could not place for a `not_yet` code, are
+        located (and asked) again after a backoff, at most `attempts` times (None: until the
+        deadline), within `deadline`."""
+        rows: dict[K, Any] = {}
+        errors: dict[K, AdminError] = {}
+        fan = _FanOut(deadline)
+        rounds = 1
+
+        def send(pending: list[K], again: bool) -> None:
+            """Locate `pending` and ask their nodes; those that cannot be located now (a code of
+            `not_yet`: no leader, no coordinator yet) are located again after a backoff."""
+            while pending:
                 try:
-                    version = self.version(api_key, node, max_version)
-                    if version is None:
-                        raise NotSupported(f"Broker {node} does not support {codec.api_name(api_key)} "
-                                           "in a version the shell has.")
-                    batches = [ids] if batched_from is not None and version >= batched_from else [[g] for g in ids]
-                    for batch in batches:
-                        self.debug(f"{ApiKey(api_key).name} request to coordinator {node}: {len(batch)} group(s)")
-                        answer = self.broker_request(node, api_key, body_for(batch, version), version=version,
-                                                mutation=mutation, deadline=deadline)
-                        parts = split(answer, batch)
-                        for gid in batch:
-                            part = parts.get(gid, Unanswered(Error.unknown_server_error))
-                            out[gid] = (part, node)
-                            if int(getattr(part, "error_code", 0)) in COORDINATOR_RETRIABLE:
-                                self._coordinators.pop((key_type, gid), None)
-                                retry.append(gid)
-                except (KafkaCallError, ConnectionLost) as exc:
-                    if mutation or (patient and not deadline.can_retry()):
+                    by_node, lost = locate(pending, again)
+                except (ClusterUnreachable, KafkaCallError, ConnectionLost) as exc:
+                    if not again:
                         raise
-                    self.debug(f"coordinator {node} did not answer: {exc}")
-                    for gid in ids:
-                        self._coordinators.pop((key_type, gid), None)
-                        if gid not in out or out[gid][1] != node:
-                            out[gid] = (Unanswered(Error.coordinator_not_available, str(exc)), node)
-                    if patient:
-                        retry += [g for g in ids if g not in retry]
-            if not retry or not deadline.backoff():
-                break
-            self.debug(f"{len(retry)} group(s) to ask again: the coordinator moved or is loading")
-            pending = retry
-        return out
+                    log.debug("locating %d key(s) again failed: %s", len(pending), exc)
+                    return
+                errors.update(lost)
+                for node, mine in sorted(by_node.items()):
+                    fan.submit(node, mine, functools.partial(ask, node, mine))
+                pending = [k for k, e in lost.items() if e.code in not_yet]
+                if not pending or not again_allowed():
+                    return
+                self.debug(f"{len(pending)} to locate again: not held anywhere yet")
+                again = True
+
+        def again_allowed() -> bool:
+            nonlocal rounds
+            if (attempts is not None and rounds >= attempts) or not deadline.backoff():
+                return False
+            rounds += 1
+            return True
+
+        send(keys, False)
+        for node, asked, outcome in fan.results():
+            again = _settle_parts(node, asked, outcome, role, api_key, deadline, rows, errors, retry,
+                                  mutation, patient)
+            if again and again_allowed():
+                self.debug(f"{len(again)} to ask again: {_why_again(outcome)}")
+                send(again, True)
+        return Answers({k: rows[k] for k in keys if k in rows}, {k: errors[k] for k in keys if k in errors})
+
+    # -- group coordinators -------------------------------------------------------------------
 
     def _find_coordinators(self, group_ids: list[str], deadline: Deadline, remembered: bool = True,
                            key_type: int = GROUP_KEY_TYPE) -> dict[str, tuple[int, int]]:
@@ -432,11 +581,15 @@ class ConnectionManager:
     def _no_answer(self, late: NoAnswer, deadline: Deadline) -> KafkaCallError:
         """The one line for a broker that did not answer in time (the deadline remembers it)."""
         deadline.silent = late.peer
-        return KafkaCallError(f"{late} (waited {deadline.seconds:g} s; raise --timeout if it is just slow).",
-                              retriable=True)
+        return Silent(f"{late} (waited {deadline.seconds:g} s; raise --timeout if it is just slow).", late.sent)
 
-    def _versions_channel(self, broker_id: int | None) -> Channel:
-        deadline = self.deadline()
+    def _version_within(self, api_key: int, broker_id: int, max_version: int | None, deadline: Deadline) -> int:
+        """The newest version of the API the broker and the shell share, asked within `deadline`."""
+        version = self._versions_channel(broker_id, deadline).pick_version(api_key, max_version=max_version)
+        return version
+
+    def _versions_channel(self, broker_id: int | None, deadline: Deadline | None = None) -> Channel:
+        deadline = deadline or self.deadline()
         if broker_id is None:
             return self.router.from_any_broker(lambda ch: ch, deadline)
         if broker_id not in self.router.brokers:
@@ -489,6 +642,102 @@ class ConnectionManager:
     def close(self) -> None:
         self.cache.close()
         self.router.close()
+
+
+class _FanOut:
+    """Work for several brokers at once, a thread each (a broker that does not answer holds up
+    none of the others): `submit` it, and `results` gives each (broker, keys, parts or the
+    exception) as it ends, more work may be submitted meanwhile. What is still running when the
+    deadline has passed (and a moment for it to say why) is given as NoAnswer."""
+
+    def __init__(self, deadline: Deadline):
+        self.deadline = deadline
+        self._done: queue.Queue[tuple[int, list, Any]] = queue.Queue()
+        self._running: dict[int, tuple[int, list]] = {}
+        self._ids = itertools.count()
+
+    def submit(self, node: int, keys: list, work: Callable[[], Any]) -> None:
+        task = next(self._ids)
+        self._running[task] = (node, keys)
+
+        def run() -> None:
+            try:
+                self._done.put((task, keys, work()))
+            except (KafkaCallError, ConnectionLost, ClusterUnreachable) as exc:
+                self._done.put((task, keys, exc))
+            except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+                self._done.put((task, keys, _Raised(exc)))
+        threading.Thread(target=run, daemon=True, name=f"broker-{node}").start()
+
+    def results(self) -> Iterator[tuple[int, list, Any]]:
+        while self._running:
+            try:
+                task, keys, outcome = self._done.get(timeout=max(self.deadline.at + LAST_WORD_S - time.monotonic(), 0))
+            except queue.Empty:
+                for node, keys in self._running.values():
+                    yield node, keys, NoAnswer("no answer in time", f"broker {node}", sent=True)
+                return
+            node, _ = self._running.pop(task)
+            if isinstance(outcome, _Raised):
+                raise outcome.error
+            yield node, keys, outcome
+
+
+class _Raised(NamedTuple):
+    error: BaseException
+
+
+def _settle_parts(node: int, asked: list[K], outcome: Any, role: str, api_key: int, deadline: Deadline,
+                  rows: dict[K, Any], errors: dict[K, AdminError], retry: frozenset[int], mutation: bool,
+                  patient: bool) -> list[K]:
+    """Sort one node's outcome (its parts, or why it failed) into rows and errors; the keys to
+    locate and ask again: those answered with a `retry` code, and (`patient`) all of a node that
+    failed but not for want of time, unless a mutation was sent to it (it may have acted)."""
+    if isinstance(outcome, BaseException):
+        sent = bool(getattr(outcome, "sent", False))
+        error = _failure(outcome, Target(role, node, tuple(asked)), api_key, deadline, mutation and sent)
+        for key in asked:
+            errors[key] = error
+        silent = isinstance(outcome, (NoAnswer, Silent))
+        return list(asked) if patient and error.code is None and not silent and not (mutation and sent) else []
+    again: list[K] = []
+    for key in asked:
+        part = outcome.get(key)
+        code = Error.unknown_server_error if part is None else int(getattr(part, "error_code", 0) or 0)
+        if code:
+            message = "left out of the broker's answer" if part is None else getattr(part, "error_message", None)
+            errors[key] = AdminError(code, Target(role, node, (key,)), message or "")
+            if code in retry:
+                again.append(key)
+        else:
+            rows[key] = part
+            errors.pop(key, None)
+    return again
+
+
+def _failure(exc: BaseException, target: Target, api_key: int, deadline: Deadline,
+             maybe_applied: bool = False) -> AdminError:
+    """The AdminError of a request that raised: the broker's refusal of the whole request (an
+    authorization error, with its code), else how it failed to answer."""
+    code = getattr(exc, "code", None)
+    if isinstance(exc, KafkaCallError) and not isinstance(exc, Silent) and code is not None:
+        return AdminError(int(code), target)
+    return AdminError(None, target, _how_it_failed(exc, api_key, deadline, maybe_applied))
+
+
+def _why_again(outcome: Any) -> str:
+    return "could not be reached" if isinstance(outcome, BaseException) else "moved or not ready yet"
+
+
+def _how_it_failed(exc: BaseException, api_key: int, deadline: Deadline, maybe_applied: bool = False) -> str:
+    """What a broker that gave no answer did, said of it: "did not answer ListOffsets within 3 s"."""
+    api = codec.api_name(api_key)
+    unsure = ": it may or may not have taken effect (check before retrying)" if maybe_applied else ""
+    if isinstance(exc, (NoAnswer, Silent)):
+        return f"did not answer {api} within {deadline.seconds:g} s{unsure}"
+    if isinstance(exc, ConnectionRefused):
+        return "refused the connection (is it down?)"
+    return f"could not be asked {api}: {exc}{unsure}"
 
 
 def _error_codes(entity: Any) -> Iterable[int]:

@@ -20,12 +20,14 @@ epoch really changed, once per change.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
+import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
-from kafka_shell.connection.channel import Channel, ConnectionLost, ConnectionRefused, MalformedAnswer, NoAnswer
+from kafka_shell.connection.channel import Channel, ConnectionLost, ConnectionRefused, MalformedAnswer, NoAnswer, Unresolvable
 from kafka_shell.connection.client_config import parse_bootstrap
 from kafka_shell.protocol.codes import ApiKey, Error, ResourceType
 from kafka_shell.base.deadline import Deadline
@@ -47,6 +49,19 @@ CONTROLLERS_REQUEST = {"include_cluster_authorized_operations": False, "endpoint
 CONFIG_APIS = {ApiKey.DESCRIBE_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS}
 
 T = TypeVar("T")
+# Failing over between brokers (from_any_broker): an address that has not answered within this
+# has the next one tried beside it. A new connection (connect, ApiVersions, login) is quick
+# when the broker is up, even on a loaded machine with TLS and SASL; the first address answers
+# first then, so one-shot commands in a row ask the same broker (read after write). A request
+# on an open connection may be a big read, so it is given longer.
+CONNECT_PATIENCE_S = 1.0
+REQUEST_PATIENCE_S = 1.0
+LAST_WORD_S = 0.2   # past the deadline, for the attempts in flight to say why they failed
+
+
+class _Raise(NamedTuple):
+    """An error other than a lost connection, from an attempt's thread, to raise in the caller's."""
+    error: BaseException
 
 
 class Router:
@@ -120,41 +135,87 @@ class Router:
 
     # -- brokers -----------------------------------------------------------------------------
 
-    def from_any_broker(self, fn: Callable[[Channel], T], deadline: Deadline) -> T:
+    def from_any_broker(self, fn: Callable[[Channel], T], deadline: Deadline, hedge: bool = True) -> T:
         """fn(channel) on the first broker that answers: open connections first, then known
-        brokers, then the bootstrap list; retried with backoff until the deadline. When every
-        address refused the connection, or answered with bytes that are no Kafka message, that
-        is said at once: waiting would not change it. With controllers only, the controllers."""
+        brokers, then the bootstrap list, as librdkafka fails over. An address that has not
+        answered within its patience (`_patience`) gets the next one tried beside it, so a hung
+        address costs little when another answers; the round is retried with backoff until the
+        deadline. When every address refused the connection, does not resolve, or answered with
+        bytes that are no Kafka message, that is said at once: waiting would not change it.
+        Without `hedge`, fn runs once (a request that must not be sent twice): on the first
+        connection made. With controllers only, the controllers."""
         if self.controllers_only:
             return self._from_controllers(fn, deadline)
-        reasons: dict[str, str] = {}
+        if not hedge:
+            return fn(self.from_any_broker(lambda ch: ch, deadline))
+        reasons: dict[str, ConnectionLost] = {}
         while True:
-            refused, malformed = [], []
             candidates = self._candidates()
-            for host, port in candidates:
-                try:
-                    ch = self.channel(host, port, deadline)
-                    return fn(ch)
-                except ConnectionRefused as exc:
-                    refused.append(f"{host}:{port}")
-                    reasons[f"{host}:{port}"] = str(exc)
-                except MalformedAnswer as exc:
-                    malformed.append(str(exc))
-                    reasons[f"{host}:{port}"] = str(exc)
-                except ConnectionLost as exc:
-                    reasons[f"{host}:{port}"] = str(exc)
-                    log.debug("%s:%s: %s", host, port, exc)
-                self._drop_address(host, port)
-                if deadline.expired:
-                    break
-            if len(refused) == len(candidates):
-                raise ClusterUnreachable(f"Cannot reach any broker of {self.bootstrap}: connection refused "
-                                         f"by {', '.join(refused)} (check the address and that the brokers are up)")
-            if malformed and len(refused) + len(malformed) == len(candidates):
-                raise ClusterUnreachable(malformed[0])
+            answered, failed = self._first_answer(candidates, fn, deadline)
+            if answered:
+                return answered[0]
+            reasons.update(failed)
+            this_round = {f"{h}:{p}": failed.get(f"{h}:{p}") for h, p in candidates}
+            if all(isinstance(r, (ConnectionRefused, Unresolvable, MalformedAnswer)) for r in this_round.values()):
+                raise _unreachable_at_once(self.bootstrap, failed)
             if not deadline.backoff():
                 last = f" (last: {list(reasons.values())[-1]})" if reasons else ""
                 raise ClusterUnreachable(unreachable_message(self.bootstrap, self.timeout_s) + last)
+
+    def _first_answer(self, candidates: list[tuple[str, int]], fn: Callable[[Channel], T],
+                      deadline: Deadline) -> tuple[list[T], dict[str, ConnectionLost]]:
+        """One round over `candidates`: ([the first answer] or [], each failed address's reason).
+        Each attempt runs on a thread of its own; the next starts when the last one failed or
+        has been waited for its patience. An error that is no lost connection (a refused login,
+        a security setting) is raised at once."""
+        done: queue.Queue[tuple[str, bool, Any]] = queue.Queue()
+
+        def attempt(host: str, port: int) -> None:
+            try:
+                done.put((f"{host}:{port}", True, fn(self.channel(host, port, deadline))))
+            except ConnectionLost as exc:
+                self._drop_address(host, port)
+                done.put((f"{host}:{port}", False, exc))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                done.put((f"{host}:{port}", False, _Raise(exc)))
+
+        failed: dict[str, ConnectionLost] = {}
+        waiting = list(candidates)
+        running = 0
+        next_at = 0.0   # when the next address is tried beside those in flight
+        while running or (waiting and not deadline.expired):
+            now = time.monotonic()
+            if waiting and not deadline.expired and (not running or now >= next_at):
+                host, port = waiting.pop(0)
+                next_at = now + self._patience(host, port, deadline)
+                threading.Thread(target=attempt, args=(host, port), daemon=True,
+                                 name=f"connect {host}:{port}").start()
+                running += 1
+                continue
+            # Past the deadline, a moment for the attempts in flight to say why they failed.
+            until = next_at if waiting and not deadline.expired else deadline.at + LAST_WORD_S
+            try:
+                address, ok, value = done.get(timeout=max(until - now, 0.0))
+            except queue.Empty:
+                if time.monotonic() >= deadline.at + LAST_WORD_S:
+                    break
+                continue
+            running -= 1
+            if ok:
+                return [value], failed
+            if isinstance(value, _Raise):
+                raise value.error
+            failed[address] = value
+            log.debug("%s: %s", address, value)
+        return [], failed
+
+    def _patience(self, host: str, port: int, deadline: Deadline) -> float:
+        """How long an attempt is waited for before the next address is tried beside it: a new
+        connection briefly (happy eyeballs); an open one, which answered before, longer."""
+        with self._lock:
+            ch = self._channels.get((host, port))
+        wait = CONNECT_PATIENCE_S if ch is None or ch.closed else max(REQUEST_PATIENCE_S, deadline.seconds / 4)
+        return min(wait, deadline.left())
 
     def _candidates(self) -> list[tuple[str, int]]:
         with self._lock:
@@ -354,6 +415,19 @@ def _quorum_code(answer: Any) -> int:
     """A DescribeQuorum answer's error: its own, else its partition's."""
     part = answer.topics[0].partitions[0] if answer.topics and answer.topics[0].partitions else None
     return int(answer.error_code) or (int(part.error_code) if part is not None else 0)
+
+
+def _unreachable_at_once(bootstrap: str, failed: dict[str, ConnectionLost]) -> ClusterUnreachable:
+    """Every address refused, did not resolve, or answered with no Kafka message: the one line."""
+    reasons = list(failed.values())
+    if all(isinstance(r, ConnectionRefused) for r in reasons):
+        return ClusterUnreachable(f"Cannot reach any broker of {bootstrap}: connection refused by {', '.join(failed)} "
+                                  "(check the address and that the brokers are up)")
+    malformed = [r for r in reasons if isinstance(r, MalformedAnswer)]
+    if malformed:
+        return ClusterUnreachable(str(malformed[0]))
+    return ClusterUnreachable(f"Cannot reach any broker of {bootstrap}: {'; '.join(map(str, reasons))} "
+                              "(check the address and that the brokers are up)")
 
 
 def unreachable_message(bootstrap: str, timeout_s: float) -> str:

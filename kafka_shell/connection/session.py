@@ -5,11 +5,13 @@ each build one Session and pass every line through `runner.run_line(session, lin
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from kafka_shell.base.deadline import Budget
 from kafka_shell.base.errors import UsageError
 from kafka_shell.connection.metadata import ClusterSnapshot
 
@@ -64,6 +66,7 @@ class Session:
     expanded: str = "auto"            # vertical tables: auto (when too wide), on, off (`expanded`)
     csv_table: str | None = None      # --csv-table: the table --output csv writes (default: the first)
     acl_names: Seen = field(default_factory=Seen)   # what ACL listings named (completion)
+    budget: Budget = field(default_factory=Budget)  # what is left of the running command's --timeout
     _conn: ConnectionManager | None = None
 
     @property
@@ -85,10 +88,15 @@ class Session:
             conn = ConnectionManager(self.target.bootstrap, self.target.properties,
                                      timeout_s=self.target.timeout_s, notify=self.notify,
                                      bootstrap_controllers=self.target.bootstrap_controllers,
-                                     debug=self.debug_line)
+                                     debug=self.debug_line, budget=self.budget)
             conn.open()
             self._conn = conn
         return self._conn
+
+    def bounded(self, seconds: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """One command's bound: every wait in the block ends within `seconds` (default
+        --timeout) from now, connecting included."""
+        return self.budget.of(seconds if seconds is not None else self.target.timeout_s if self.target else None)
 
     def connect(self) -> None:
         """Connect now (the first command would otherwise), so a wrong address shows at once."""

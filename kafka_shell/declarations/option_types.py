@@ -138,3 +138,31 @@ def controller_endpoint(text: str) -> tuple[str, str, int]:
     if not (sep and name and host and colon and port.isdigit() and 0 < int(port) < 65536):
         raise ValueError("a listener as NAME@HOST:PORT, like CONTROLLER@localhost:9093")
     return name, host.strip("[]"), int(port)
+
+
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([kmgtp]?i?b?)", re.IGNORECASE)
+_SIZE_UNIT = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 2**10, "m": 10**6, "mb": 10**6, "mib": 2**20,
+              "g": 10**9, "gb": 10**9, "gib": 2**30, "t": 10**12, "tb": 10**12, "tib": 2**40,
+              "p": 10**15, "pb": 10**15, "pib": 2**50}
+
+
+def byte_size(text: str) -> int:
+    """A size like 500MB, 10GB, 1GiB or 1048576 (bytes), at least 1 byte."""
+    match = _SIZE.fullmatch(text.strip())
+    unit = _SIZE_UNIT.get(match.group(2).lower()) if match else None
+    size = int(float(match.group(1)) * unit) if match and unit is not None else 0
+    if not 1 <= size <= 2**63 - 1:
+        raise ValueError("a size like 500MB, 10GB or 1GiB (or a number of bytes)")
+    return size
+
+
+_PERCENT = re.compile(r"([0-9]+(?:\.[0-9]+)?)%?")
+
+
+def percent(text: str) -> float:
+    """A percentage like 10 or 10% (from 0 to 1000, in ASCII digits), as a fraction."""
+    match = _PERCENT.fullmatch(text.strip())
+    number = float(match.group(1)) if match and len(text) <= 20 else -1.0
+    if not 0 <= number <= 1000:
+        raise ValueError("a percentage like 10 or 10%")
+    return number / 100

@@ -120,7 +120,8 @@ def _prepare(session: Session, text: str) -> parsing.Parsed | None:
             raise UsageError(_refusal(policy.refusal))
         return parsed
     if policy.question is not None:   # it names the targets, after checking them
-        question = policy.question(session, parsed.args)
+        with session.bounded():
+            question = policy.question(session, parsed.args)
         if question is None:
             return parsed
         refusal = question.rstrip("?")
@@ -159,6 +160,8 @@ def _settle(session: Session, command: Command, args: dict, outcome: object) -> 
         opted_in = command.confirm is not None and command.confirm.opt_in is not None and not _can_ask(session)
         if not (_approved(session, args) or opted_in):
             _ask(session, outcome.question, outcome.refusal)
+            with session.bounded():   # the time taken to answer is not the command's
+                return outcome.apply()
         return outcome.apply()
     return outcome
 
@@ -203,21 +206,23 @@ def _execute(session: Session, run: list[Line], batch, stop_on_error: bool) -> l
         return [Result(text=parsing.help_text(first.command))]
     if batch is None:
         try:
-            outcomes = [_settle(session, first.command, first.args, first.command.handler(session, first.args))]
+            with session.bounded():   # one --timeout for the command, whatever it asks
+                outcomes = [_settle(session, first.command, first.args, first.command.handler(session, first.args))]
         except Exception as exc:  # noqa: BLE001
             outcomes = [exc]
     else:
         args = [ln.parsed.args for ln in run]  # type: ignore[union-attr]
         try:
-            if stop_on_error and len(run) > 1 and not first.args.get("dry_run"):
-                # The first failure must stop the run: validate the whole run first, and send
-                # only the lines before the first line that would fail.
-                checks = batch(session, [{**a, "dry_run": True} for a in args])
-                bad = next((k for k, c in enumerate(checks) if _failed(c)), None)
-                if bad is not None:
-                    done = batch(session, args[:bad]) if bad else []
-                    return [*done, checks[bad]]
-            outcomes = batch(session, args)
+            with session.bounded():
+                if stop_on_error and len(run) > 1 and not first.args.get("dry_run"):
+                    # The first failure must stop the run: validate the whole run first, and send
+                    # only the lines before the first line that would fail.
+                    checks = batch(session, [{**a, "dry_run": True} for a in args])
+                    bad = next((k for k, c in enumerate(checks) if _failed(c)), None)
+                    if bad is not None:
+                        done = batch(session, args[:bad]) if bad else []
+                        return [*done, checks[bad]]
+                outcomes = batch(session, args)
         except Exception as exc:  # noqa: BLE001 - the request of the whole run failed: each line says so
             outcomes = [exc] * len(run)
     if (first.command.mutates or first.command.changes_cluster) and not first.args.get("dry_run") \

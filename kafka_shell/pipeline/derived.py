@@ -56,6 +56,41 @@ def load_tables(counts: dict[tuple[str, int], dict], brokers: list[dict],
     return {"broker_load": per_broker, "rack_load": racks}
 
 
+def balance_goals(broker_load: list[dict], moves: list[dict]) -> list[dict]:
+    """Per cluster, the balance goals the per-broker load can judge (replicas, leaders and bytes
+    per live broker: kafka_shell/admin/balance.py's bounds) before and after the rebalance plan's
+    moves: each goal's skew (the largest distance from a broker's target, over the mean) and
+    whether it is met. The plan moves replicas inside racks, so rack spread stays as it is."""
+    from kafka_shell.admin import balance
+    out = []
+    for cluster in sorted({b["cluster_id"] for b in broker_load}):
+        live = {b["broker_id"]: b for b in broker_load if b["cluster_id"] == cluster and b["state"] == "live"}
+        if not live:
+            continue
+        before = {m: {b: float(r[m] or 0) for b, r in live.items()} for m in ("replicas", "leaders", "bytes")}
+        after = {m: dict(v) for m, v in before.items()}
+        for mv in moves:
+            if mv["cluster_id"] != cluster or mv["from"] not in live or mv["to"] not in live:
+                continue
+            for measure, amount in (("replicas", 1), ("bytes", mv.get("size") or 0), ("leaders", 1 if mv.get("leader") else 0)):
+                after[measure][mv["from"]] -= amount
+                after[measure][mv["to"]] += amount
+        members = sorted(live)
+        for goal, measure in ((balance.REPLICAS, "replicas"), (balance.LEADERS, "leaders"), (balance.DISK, "bytes")):
+            if measure == "bytes":
+                bounds = balance.value_bounds(before[measure], members, set(members), None, 0.10, balance.MIN_BYTES_SLACK)
+            else:
+                bounds = {b: (float(lo), float(hi)) for b, (lo, hi) in
+                          balance.count_bounds(before[measure], members, set(members)).items()}
+            row = {"cluster_id": cluster, "goal": goal, "title": balance.TITLES[goal]}
+            for when, values in (("before", before[measure]), ("after", after[measure])):
+                mean = sum(values.values()) / len(values)
+                row[f"{when}_skew"] = round(max(abs(values[b] - sum(bounds[b]) / 2) for b in members) / mean, 4) if mean else 0.0
+                row[f"{when}_met"] = all(bounds[b][0] - 1e-9 <= values[b] <= bounds[b][1] + 1e-9 for b in members)
+            out.append(row)
+    return out
+
+
 def _skew(value: float, mean: float) -> float | None:
     return round(value / mean - 1, 4) if mean > 0 else None
 

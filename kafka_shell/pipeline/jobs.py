@@ -47,7 +47,7 @@ from kafka_shell.pipeline import derived, schema
 
 KEY = ["cluster_id", "taken_at"]
 PART = ["cluster_id", "topic", "partition"]
-PARTITION_COLUMNS = [*KEY, "topic", "partition", "leader", "replicas", "isr"]  # what the stages read of partitions
+PARTITION_COLUMNS = [*KEY, "topic", "partition", "leader", "replicas", "isr", "elr"]  # what the stages read of partitions
 HEALTH = ["under_replicated", "under_min_isr", "at_min_isr", "offline", "not_preferred"]
 PLAN_FILES = ("recovery.json", "recovery_partitions.json", "preferred.json", "rebalance.json")
 
@@ -332,11 +332,13 @@ def _analyze(fleet: Fleet, stages: Stages, out: Path, started: float, failed: li
     recovery = stages.run("recovery plan", lambda: fleet.recovery_plan(marked))
     rebalance = stages.run("rebalance plan", lambda: fleet.rebalance_plan(load["broker_load"]))
     trends = stages.run("trends and forecasts", lambda: derived.trends(small, health, dirs, lag, fleet.latest_at))
+    goals = derived.balance_goals(load["broker_load"], rebalance["moves"])
     missing = fleet.missing_brokers(load["broker_load"], marked)
     preferred = [{k: r[k] for k in (*PART, "leader", "preferred")} for r in marked if r["preferred_ok"]]
     tables = {"health": health, **load,
               "missing_brokers": [{k: v for k, v in r.items() if k != "partitions"} for r in missing],
-              "recovery": recovery, "preferred": preferred, "rebalance": rebalance["moves"], **trends,
+              "recovery": recovery, "preferred": preferred, "rebalance": rebalance["moves"],
+              "balance_goals": goals, **trends,
               "failed_snapshots": [{"cluster_id": m["cluster_id"], "taken_at": m["taken_at"], "reason": m["failed"]}
                                    for m in failed]}
 
@@ -562,7 +564,7 @@ class Fleet:
         offline = ~_is_in(F.col("leader"), self.live)
         stuck = ~F.forall("replicas", lambda b: _is_in(b, self.live))
         preferred_ok = (~offline & (F.col("leader") != first) & F.array_contains("isr", first) & _is_in(first, self.live))
-        df = (self._latest_parts.select(*PART, "leader", "replicas", "isr", offline.alias("offline"),
+        df = (self._latest_parts.select(*PART, "leader", "replicas", "isr", "elr", offline.alias("offline"),
                                         stuck.alias("stuck"), preferred_ok.alias("preferred_ok"), first.alias("preferred"))
               .where("offline OR stuck OR preferred_ok"))
         return sorted(_rows(df), key=lambda r: (r["cluster_id"], r["topic"], r["partition"]))
@@ -584,8 +586,10 @@ class Fleet:
 
     def recovery_plan(self, marked: list[dict]) -> list[dict]:
         """For each offline partition of each cluster's latest snapshot, the live replica the
-        unclean-recovery rule picks: highest leader epoch, then longest log, then the earlier
-        replica in the assignment."""
+        unclean-recovery rule picks (admin/recovery.best_replica): an eligible leader replica
+        first, then the highest leader epoch, then the longest log, then the earlier replica in
+        the assignment."""
+        from kafka_shell.admin.recovery import Candidate, best_replica
         from pyspark.sql import functions as F
         offline = [p for p in marked if p["offline"]]
         if not offline:
@@ -602,10 +606,12 @@ class Fleet:
         plan = []
         for p in offline:
             live = set(self.live[p["cluster_id"]])
-            candidates = [c for c in told.get((p["cluster_id"], p["topic"], p["partition"]), []) if c[2] in live]
-            if not candidates:
+            candidates = {c[2]: c for c in told.get((p["cluster_id"], p["topic"], p["partition"]), []) if c[2] in live}
+            broker = best_replica((Candidate(b, b in (p["elr"] or ()), epoch, end) for b, (epoch, end, _) in
+                                   candidates.items()), p["replicas"])
+            if broker is None:
                 continue
-            epoch, end, broker = max(candidates, key=lambda c: (c[0], c[1], -p["replicas"].index(c[2])))
+            epoch, end, _ = candidates[broker]
             plan.append({"cluster_id": p["cluster_id"], "topic": p["topic"], "partition": p["partition"],
                          "designated_leader": broker, "last_epoch": epoch, "log_end_offset": end, "replicas": p["replicas"]})
         return plan
@@ -632,7 +638,11 @@ class Fleet:
         # The literal bound lets Spark keep only the first rows of each broker before the shuffle.
         most = max(n for bs in over.values() for n, _ in bs.values())
         sheds = (movable.withColumn("rn", F.row_number().over(per_broker))
-                 .where((F.col("rn") <= most) & (F.col("rn") <= F.col("surplus"))).drop("surplus", "pos"))
+                 .where((F.col("rn") <= most) & (F.col("rn") <= F.col("surplus"))).drop("surplus")
+                 .withColumn("leader", F.col("pos") == 0).drop("pos"))
+        # The size of each leaving replica (the few rows left: Spark broadcasts them to the scan).
+        sizes = self._read("replicas", self.latest).select(*PART, "broker_id", "size")
+        sheds = sheds.join(sizes, [*PART, "broker_id"], "left")
         return match_moves(_rows(sheds), over, under)
 
 
@@ -673,14 +683,16 @@ def match_moves(sheds: list[dict], over: dict[str, dict[int, tuple[int, str]]],
         free = {b: n for b, (n, g) in under.get(cluster, {}).items() if g == grp}
         slots = [b for k in range(1, max(free.values(), default=0) + 1) for b in sorted(free) if free[b] >= k]
         pairs += [{"cluster_id": cluster, "grp": grp, "topic": s["topic"], "partition": s["partition"],
-                   "replicas": s["replicas"], "from": s["broker_id"], "to": to} for s, to in zip(leavers, slots)]
+                   "replicas": s["replicas"], "from": s["broker_id"], "to": to, "size": s.get("size") or 0,
+                   "leader": bool(s.get("leader"))} for s, to in zip(leavers, slots)]
     return assign_moves(pairs)
 
 
 def assign_moves(pairs: list[dict]) -> dict[str, Any]:
     """Apply the (from -> to) pairs, mending the few where `to` already holds a replica of that
     partition by swapping destinations within the same rack group; a pair that cannot be mended
-    is dropped. Returns the moves and, per cluster, the new replica lists."""
+    is dropped. Returns the moves (with the moved replica's size, and whether it led) and, per
+    cluster, the new replica lists of the partitions that change."""
     by_group: dict[tuple[str, str], list[dict]] = {}
     for p in pairs:
         by_group.setdefault((p["cluster_id"], p["grp"]), []).append(p)
@@ -700,10 +712,12 @@ def assign_moves(pairs: list[dict]) -> dict[str, Any]:
                 else:
                     continue
             reps[reps.index(m["from"])] = m["to"]
-            moves.append({k: m[k] for k in ("cluster_id", "topic", "partition", "from", "to")})
+            moves.append({k: m.get(k) for k in ("cluster_id", "topic", "partition", "from", "to", "size", "leader")})
     plans: dict[str, dict[tuple[str, int], list[int]]] = {}
-    for (cluster, topic, partition), reps in current.items():
-        plans.setdefault(cluster, {})[(topic, partition)] = reps
+    changed = {(m["cluster_id"], m["topic"], m["partition"]) for m in moves}
+    for key, reps in current.items():   # a partition whose pair was dropped keeps its replicas: no entry
+        if key in changed:
+            plans.setdefault(key[0], {})[(key[1], key[2])] = reps
     return {"moves": moves, "plans": plans}
 
 

@@ -17,8 +17,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.admin import cluster, configs, groups, log_dirs, offsets, topics
+from kafka_shell.declarations import failure_lines
+from kafka_shell.admin import cluster, configs, groups, log_dirs, offsets, recovery, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
+from kafka_shell.base.answers import Answers
 from kafka_shell.base.errors import ShellError
 from kafka_shell.connection.metadata import ClusterSnapshot, PartitionInfo
 
@@ -118,8 +120,8 @@ def _log_dirs(session: Session, brokers: list[int], down: dict[int, str]
     if not log_dirs.supported(session.conn):
         return {}, []
     found = log_dirs.describe(session.conn, brokers)
-    for b, why in found.failed.items():
-        down[b] = f"did not describe its log dirs: {why}"
+    for b, error in found.errors.items():
+        down[b] = failure_lines.log_dir_lines({b: error})[0].removeprefix(f"Broker {b} ")
     replicas = {(r.topic, r.partition, d.broker): (r.size, r.offset_lag, d.path) for d, r in found.replicas()}
     return replicas, [(d.broker, d.path, d.total_bytes, d.usable_bytes) for d in found.dirs]
 
@@ -127,9 +129,9 @@ def _log_dirs(session: Session, brokers: list[int], down: dict[int, str]
 def _offsets(session: Session, snap: ClusterSnapshot, online: list[PartitionInfo]) -> dict[Key, tuple[int, int]]:
     """(topic, partition) -> (log start, log end), asked of each leader for all it leads."""
     keys = [(p.topic, p.partition) for p in online]
-    start = offsets.log_offsets(session.conn, snap, keys, EARLIEST)
-    end = offsets.log_offsets(session.conn, snap, keys, LATEST)
-    out = {k: (start[k].offset, end[k].offset) for k in keys if not start[k].error and not end[k].error}
+    start = offsets.log_offsets(session.conn, snap, keys, EARLIEST).rows
+    end = offsets.log_offsets(session.conn, snap, keys, LATEST).rows
+    out = {k: (start[k].offset, end[k].offset) for k in keys if k in start and k in end}
     if len(out) < len(keys):
         session.stderr.write(f"The leaders did not list the offsets of {len(keys) - len(out)} partition(s); "
                              "they are left out.\n")
@@ -147,32 +149,29 @@ def _offline_log_ends(session: Session, snap: ClusterSnapshot, offline: list[Par
         for b in p.replicas:
             if b in live:
                 wanted.setdefault(b, []).append((p.topic, p.partition))
-    out: dict[tuple[str, int, int], tuple[int, int]] = {}
     if not wanted:
-        return out
-    ask = offsets.replica_log_info if offsets.has_replica_log_info(session.conn) else offsets.replica_log_ends
-    for broker, keys in wanted.items():
-        try:
-            answers = ask(session.conn, snap, broker, keys)
-        except ShellError as exc:
-            session.stderr.write(f"Broker {broker} did not tell its log ends ({exc}).\n")
-            continue
-        out.update({(t, p, broker): (a.log_end, a.epoch) for (t, p), a in answers.items() if a.error is None})
-    return out
+        return {}
+    path = recovery.DESIGNATED_PATH if offsets.has_replica_log_info(session.conn) else recovery.STOCK_PATH
+    told = recovery.replica_logs(session.conn, snap, wanted, path)
+    for broker in sorted(wanted):
+        if not any((broker, k) in told for k in wanted[broker]):
+            session.stderr.write(f"Broker {broker} did not tell its log ends.\n")
+    return {(t, p, broker): (a.log_end, a.epoch) for (broker, (t, p)), a in told.items() if a.error is None}
 
 
 def _group_offsets(session: Session) -> list[tuple[str, str, int, int]]:
     """(group, topic, partition, committed offset) of every consumer group, batched per
     coordinator; a group whose coordinator does not answer is left out (and said)."""
     listed = groups.list_groups(session.conn)
-    for line in listed.failures:
+    for line in failure_lines.group_listing_lines(listed.errors):
         session.stderr.write(f"{line}; its groups are left out.\n")
     ids = [g.group_id for g in listed.groups]
     rows: list[tuple[str, str, int, int]] = []
-    for gid, c in offsets.committed(session.conn, ids, wait_for_coordinators=False).items() if ids else ():
-        if c.problem is not None:
-            session.stderr.write(f"Group {gid}: {c.problem}; left out.\n")
-        rows += [(gid, t, p, offset) for (t, p), offset in c.offsets.items()]
+    committed = offsets.committed(session.conn, ids, wait_for_coordinators=False) if ids else Answers()
+    for gid, error in committed.errors.items():
+        session.stderr.write(f"Group {gid}: {failure_lines.group_lines({gid: error})[0]}; left out.\n")
+    for gid, held in committed.rows.items():
+        rows += [(gid, t, p, offset) for (t, p), offset in held.items()]
     return sorted(rows)
 
 
@@ -181,3 +180,38 @@ def summary(directory: Path) -> dict[str, Any]:
 
     from kafka_shell.pipeline.schema import MANIFEST
     return json.loads((directory / MANIFEST).read_text())
+
+
+def partition_rates(root: Path, cluster_id: str) -> dict[Key, float]:
+    """Bytes written per second to each partition, from the two latest snapshots of the cluster
+    under `root`: the records its log end gained between them over the time between them, times
+    the bytes per record its log held in the latest (its largest replica over its records)."""
+    import pyarrow.parquet as pq
+
+    from kafka_shell.pipeline import schema
+    taken = [m for m in schema.find_snapshots(root) if m["cluster_id"] == cluster_id]
+    if len(taken) < 2:
+        raise ValueError(f"it holds {len(taken)} snapshot(s) of cluster {cluster_id}: two are needed "
+                         "(take them with snapshot, a while apart)")
+    older, newer = taken[-2:]
+    seconds = (newer["taken_at_ms"] - older["taken_at_ms"]) / 1000
+    if seconds <= 0:
+        raise ValueError("its two latest snapshots were taken at the same time")
+
+    def ends(manifest: dict) -> dict[Key, tuple[int, int]]:
+        t = pq.read_table(Path(manifest["path"]) / "offsets.parquet",
+                          columns=["topic", "partition", "log_start_offset", "log_end_offset"]).to_pydict()
+        return {(tp, p): (s, e) for tp, p, s, e in zip(t["topic"], t["partition"], t["log_start_offset"],
+                                                        t["log_end_offset"]) if s is not None and e is not None}
+    before, after = ends(older), ends(newer)
+    sizes: dict[Key, int] = {}
+    replicas = pq.read_table(Path(newer["path"]) / "replicas.parquet", columns=["topic", "partition", "size"]).to_pydict()
+    for tp, p, size in zip(replicas["topic"], replicas["partition"], replicas["size"]):
+        if size is not None and size > sizes.get((tp, p), -1):
+            sizes[(tp, p)] = size
+    rates = {}
+    for key, (start, end) in after.items():
+        if key in before:
+            per_record = sizes.get(key, 0) / (end - start) if end > start else 0.0
+            rates[key] = max(0, end - before[key][1]) / seconds * per_record
+    return rates

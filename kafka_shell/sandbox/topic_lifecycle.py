@@ -21,7 +21,7 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH, MAX_TOPIC_NAME
-from kafka_shell.sandbox import configs, replay
+from kafka_shell.sandbox import configs, cordons, replay
 from kafka_shell.sandbox.model import ClusterState, Partition, Topic
 from kafka_shell.sandbox.records import (TOPIC_RESOURCE, ConfigRecord, ControllerResult, PartitionRecord, Record,
                                          RemoveTopicRecord, ReplayError, TopicRecord)
@@ -99,6 +99,9 @@ def check_manual_assignment(cluster: ClusterState, replicas: list[int], replicat
             raise AdminError(ErrorCode.invalid_replica_assignment,
                              f"The manual partition assignment includes broker {broker}, "
                              "but no such broker is registered.")
+        cordoned = cordons.assignment_refusal(cluster, broker)
+        if cordoned:
+            raise AdminError(ErrorCode.invalid_replica_assignment, cordoned)
         if broker == previous:
             raise AdminError(ErrorCode.invalid_replica_assignment,
                              f"The manual partition assignment includes the broker {broker} more than once.")
@@ -169,6 +172,8 @@ def rack_alternated_brokers(cluster: ClusterState) -> list[int]:
     """Usable brokers ordered a1, b1, c1, a2, b2, ... (racks sorted, ids sorted in a rack)."""
     by_rack: dict[str, list[int]] = {}
     for b in sorted(cluster.live_brokers(), key=lambda b: b.id):
+        if cordons.fully_cordoned(cluster, b.id):   # KIP-1066: the controller gives it nothing new
+            continue
         by_rack.setdefault(b.rack if b.rack is not None else f"\0{b.id}", []).append(b.id)
     lists = [by_rack[r] for r in sorted(by_rack)]
     order: list[int] = []
@@ -184,7 +189,7 @@ def place_replicas(cluster: ClusterState, partitions: int, replication_factor: i
     n = len(order)
     if replication_factor > n:
         raise AdminError(ErrorCode.invalid_replication_factor,
-                         f"Replication factor: {replication_factor} larger than available brokers: {n}.")
+                         cordons.placement_refusal(cluster, replication_factor, n))
     rack_of = {b: cluster.brokers[b].rack if cluster.brokers[b].rack is not None else f"\0{b}" for b in order}
     num_racks = len(set(rack_of.values()))
     start = random.randrange(n) if start_index is None else start_index

@@ -15,7 +15,7 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import client_metrics, configs, group_configs, loggers, replay, replication, topic_lifecycle
+from kafka_shell.sandbox import client_metrics, configs, cordons, group_configs, loggers, replay, replication, topic_lifecycle
 from kafka_shell.sandbox.topic_lifecycle import AdminError
 from kafka_shell.sandbox.configs import ConfigProblem
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
@@ -260,6 +260,10 @@ def _alter_resource(ctx: RequestContext, r, new_values, validate_only: bool) -> 
     new = new_values(r, current, configs.broker_defs(cluster), "broker")
     given = {c.name for c in r.configs if getattr(c, "config_operation", SET) != DELETE}
     configs.check_broker_change(cluster, ctx.broker.id, r.resource_name, {k: new[k] for k in given if k in new})
+    if node is not None and cordons.KEY in given and new.get(cordons.KEY):
+        refused = cordons.check_value(cluster, int(r.resource_name), new[cordons.KEY])
+        if refused:
+            raise AdminError(*refused)
     if not cluster_wide and CLUSTER_ONLY_KEYS & given:
         keys = ", ".join(sorted(CLUSTER_ONLY_KEYS & given))
         raise AdminError(ErrorCode.invalid_request, f"Cannot update these configs at per-broker level, use the "

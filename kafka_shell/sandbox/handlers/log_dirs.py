@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol import codec
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
-from kafka_shell.sandbox import replication
+from kafka_shell.sandbox import cordons, replication
 from kafka_shell.sandbox.handlers import api
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ def describe_log_dirs(ctx: RequestContext) -> dict:
     return {"error_code": 0, "results": [{
         "error_code": 0, "log_dir": log_dir(me), "topics": topics,
         "total_bytes": DISK_BYTES, "usable_bytes": DISK_BYTES - used,
+        "is_cordoned": log_dir(me) in cordons.cordoned_dirs(cluster, me),   # v5 (KIP-1066)
     }]}
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import replication
+from kafka_shell.sandbox import cordons, replication
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
@@ -30,6 +30,9 @@ def _validate_target(ctx: RequestContext, p, target: list[int], allow_rf_change:
         if b not in ctx.cluster.brokers or not ctx.cluster.brokers[b].registered:
             return ErrorCode.invalid_replica_assignment, (
                 f"The manual partition assignment includes broker {b}, but no such broker is registered.")
+        cordoned = cordons.assignment_refusal(ctx.cluster, b)   # KIP-1066: a reorder is refused too
+        if cordoned:
+            return ErrorCode.invalid_replica_assignment, cordoned
         if b in seen:
             return ErrorCode.invalid_replica_assignment, (
                 f"The manual partition assignment includes the broker {b} more than once.")

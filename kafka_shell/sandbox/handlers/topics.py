@@ -2,7 +2,7 @@
 
 A request reaching a broker that is not the active controller gets NOT_CONTROLLER for every
 topic, as ZooKeeper-era brokers answered; clients refresh metadata and retry on the controller.
-Validation and state changes live in `sandbox.admin`; these handlers map requests onto it.
+Validation and state changes live in `sandbox.topic_lifecycle`; these handlers map requests onto it.
 """
 
 from __future__ import annotations

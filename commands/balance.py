@@ -1,0 +1,716 @@
+"""balance, drain-broker, undrain-broker, cordon and uncordon: where replicas and leaders live.
+
+`balance` plans from the cluster's load read now (kafka_shell/admin/load.py) with the planner of
+kafka_shell/admin/balance.py: goals in Cruise Control's order, each shown before and after, the
+moves and their bytes against the lower bound any plan must move. `--save-plan` writes Kafka's
+reassignment JSON. `--execute` runs it: reorders first (no data moves), then the moves in a
+rolling window (at most --max-moves partitions and --max-bytes-in-flight bytes at once),
+throttled with --throttle (removed when the moves end), with progress as reassign-partitions
+--blocking shows it (partitions, bytes copied, ETA), then preferred elections. The run is
+recorded in the shell's data dir: after Ctrl-C (the moves started go on) `balance --resume`
+continues it, also from another session, and `balance --cancel` cancels what still moves and
+removes the throttles.
+
+`drain-broker N` takes leadership off a broker (its partitions get another first replica, then
+a preferred election), with --replicas every replica too (through balance's executor), and
+cordons it where the cluster can (KIP-1066, Kafka 4.3+) so that nothing new lands on it.
+`undrain-broker N` uncordons it and gives back the leadership it had. `cordon` and `uncordon`
+set a broker's (or some log dirs') cordon alone.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kafka_shell.admin import balance, cluster, cordons, elections, load, reassignments, runs, throttles
+from kafka_shell.admin.balance import GOALS
+from kafka_shell.base.errors import ShellError, UsageError
+from kafka_shell.base.files import FileExists
+from kafka_shell.declarations import failure_lines
+from kafka_shell.declarations.option_types import broker_id, byte_size, choice_list, duration, percent, positive_int
+from kafka_shell.declarations.registry import Confirm, Option, command
+from kafka_shell.declarations.render import Proposal, Result, Table
+
+from commands.reassign import (Progress, as_json, clear_throttles, rate, read_keys, read_reassignment,
+                               set_throttles, write_file)
+
+if TYPE_CHECKING:
+    from kafka_shell.connection.session import Session
+
+Key = tuple[str, int]
+INTERRUPTED = 130
+POLL_S = 1.0
+ELECTION_TIMEOUT_MS = 30000
+REQUEST_CHUNK = 1000          # partitions per AlterPartitionReassignments request
+DEFAULT_MAX_MOVES = 50
+
+
+def run_key(session: Session) -> str:
+    """Which cluster a recorded run or drain belongs to: its id, read now (any session, whatever
+    bootstrap list it was given, finds the same record)."""
+    return cluster.cluster_id(session.conn) or session.conn.bootstrap
+
+
+def _name(key: Key) -> str:
+    return f"{key[0]}-{key[1]}"
+
+
+def _ids(ids) -> str:
+    return ",".join(map(str, ids))
+
+
+def human(n: float) -> str:
+    """Bytes as the tables show them (binary units)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+# -- balance ----------------------------------------------------------------------------------------
+
+RUN_ACTIONS = ("--execute", "--resume", "--cancel")
+PLAN_ONLY = ("--goals", "--topic", "--disk-threshold", "--sample", "--snapshots", "--leaders-only", "--save-plan")
+
+
+@command("balance",
+         Option("--execute", flag=True, help="Run the plan (without it the plan is only shown)."),
+         Option("--resume", flag=True, help="Go on with the balance run recorded for this cluster."),
+         Option("--cancel", flag=True, help="Cancel the moves of the recorded run and remove its throttles."),
+         Option("--goals", type=choice_list(GOALS, "goals"), metavar="GOAL,GOAL",
+                help=f"Plan for these goals only (default all: {','.join(GOALS)})."),
+         Option("--topic", repeatable=True, metavar="NAME", completer="topic",
+                help="Balance only these topics (globs allowed); only their replicas are counted."),
+         Option("--disk-threshold", type=percent, metavar="PCT",
+                help="How far from the mean a broker's bytes may be (default 10%)."),
+         Option("--sample", type=duration, metavar="INTERVAL",
+                help="Read each partition's log end twice this far apart (e.g. 30s) for its bytes in."),
+         Option("--snapshots", metavar="DIR", completer="path",
+                help="Bytes in per partition from the two latest snapshots of this cluster in DIR."),
+         Option("--leaders-only", flag=True, help="Move no replica: balance leadership (reorder, preferred elections)."),
+         Option("--save-plan", metavar="FILE", completer="path",
+                help="Save the plan as Kafka's reassignment JSON (a new file)."),
+         Option("--plan", metavar="FILE", completer="path",
+                help="With --execute: run this saved plan (what is already in place is skipped)."),
+         Option("--max-moves", type=positive_int, metavar="N",
+                help=f"Partitions moving at once (default {DEFAULT_MAX_MOVES})."),
+         Option("--max-bytes-in-flight", type=byte_size, metavar="SIZE",
+                help="Bytes being copied at once, e.g. 10GB (default: no limit)."),
+         Option("--throttle", type=rate, metavar="BYTES/S",
+                help="Replication throttle while moving; removed when the moves end."),
+         Option("--yes", flag=True, help="In the REPL: do not ask before --execute."),
+         mutates=True,
+         confirm=Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute"),
+         exclusive_groups=(RUN_ACTIONS, ("--sample", "--snapshots"), ("--plan", "--save-plan")),
+         help="Plan (default) or --execute moves that balance replicas, leaders and bytes over the brokers.",
+         description=("Goals in priority order (a lower goal never undoes a higher one): rack (replicas spread "
+                      "over racks), replicas (per broker within one of the mean), leaders (per broker within one "
+                      "of the mean; no data moves: reorder and preferred election), disk (bytes per broker "
+                      "within --disk-threshold of the mean, or of its share of the disk space), bytes_in (with "
+                      "--sample or --snapshots), topics (no broker crowded with one topic). The plan moves the "
+                      "least data it can and states the lower bound any plan must move. Cordoned and drained "
+                      "brokers take nothing new. --execute runs it in a rolling window with progress; Ctrl-C "
+                      "stops waiting (the moves go on): --resume continues, --cancel stops them. Exit codes: 0 "
+                      "done or planned, 1 failed or partial (a broker did not describe its log dirs: the plan "
+                      "is shown, --execute refused), 2 bad input, 130 stopped waiting."),
+         examples=("balance", "balance --goals rack,replicas,leaders --save-plan plan.json",
+                   "balance --sample 30s", "balance --leaders-only --execute",
+                   "balance --execute --max-moves 20 --throttle 50000000", "balance --resume", "balance --cancel"))
+def balance_cmd(session: Session, args: dict) -> Result | Proposal:
+    _check_balance_options(args)
+    if args["cancel"] or args["resume"]:
+        record = runs.load_run(run_key(session))
+        if args["dry_run"]:
+            what = "cancel" if args["cancel"] else "go on with"
+            return Result.message(f"Would {what} the recorded run: {record.get('what', 'balance')}, "
+                                  f"{len(record.get('targets', {}))} partition(s) (dry run)." if record else
+                                  "No balance run is recorded for this cluster (dry run).")
+        if args["cancel"]:
+            return cancel_run(session)
+        if record is None:
+            raise ShellError("No balance run is recorded for this cluster: nothing to resume (plan one with balance)")
+        return execute_run(session, record, resumed=True)
+    if args["plan"] is not None:
+        return _saved_plan(session, args)
+    found = _read_load(session, args)
+    plan = balance.plan(found.layout, _options(args))
+    result = plan_result(plan, found, args)
+    if args["save_plan"] is not None and plan.changes:
+        path = Path(args["save_plan"]).expanduser()
+        try:
+            write_file(path, as_json(plan.proposed()))
+        except FileExists as exc:
+            raise UsageError(str(exc)) from None
+        result.messages.append(f"Saved the plan to {path} (Kafka's reassignment JSON): run it with "
+                               f"balance --execute --plan {path}")
+    if not args["execute"] or args["dry_run"] or not plan.changes:
+        if args["execute"] and args["dry_run"]:
+            result.messages.append("Dry run: nothing was changed.")
+        return result
+    if found.missing:
+        raise ShellError(f"Not executing: broker(s) {_ids(sorted(found.missing))} did not describe their log dirs, so "
+                         "the plan may miss a cordon or a size; try again when they answer")
+    record = _record_of(plan, args, "balance", _options(args).goals)
+    return Proposal(question=_question(plan), refusal="balance --execute changes the cluster",
+                    apply=lambda: _merge(result, execute_run(session, record, resumed=False)))
+
+
+def _check_balance_options(args: dict) -> None:
+    action = next((a for a in RUN_ACTIONS if args[a.lstrip("-")]), None)
+    if action in ("--resume", "--cancel"):
+        given = [o for o in (*PLAN_ONLY, "--plan", "--max-moves", "--max-bytes-in-flight", "--throttle")
+                 if args[o.lstrip("-").replace("-", "_")] not in (None, False, [])]
+        if given:
+            raise UsageError(f'Option "{given[0]}" can\'t be used with {action}: the recorded run keeps its settings')
+    if args["plan"] is not None and not args["execute"]:
+        raise UsageError("--plan runs a saved plan: add --execute (or leave --plan out to make a new plan)")
+    for option in ("--plan", "--snapshots", "--save-plan"):
+        if args[option.lstrip("-").replace("-", "_")] == "":
+            raise UsageError(f"{option} needs a path (it is empty)")
+    if args["plan"] is not None:
+        given = [o for o in PLAN_ONLY if args[o.lstrip("-").replace("-", "_")] not in (None, False, [])]
+        if given:
+            raise UsageError(f'Option "{given[0]}" plans: it can\'t be used with --plan, which runs a saved plan')
+    if args["leaders_only"] and args["goals"]:
+        raise UsageError("--leaders-only plans the leaders goal alone: leave --goals out")
+
+
+def _options(args: dict) -> balance.Options:
+    goals = tuple(args["goals"]) if args["goals"] else balance.GOALS
+    return balance.Options(goals=goals, disk_threshold=args["disk_threshold"] if args["disk_threshold"] is not None
+                           else balance.Options.disk_threshold, leaders_only=args["leaders_only"])
+
+
+def _read_load(session: Session, args: dict) -> load.Load:
+    found = load.read(session.conn, args["topic"] or None)
+    if args["topic"] and not found.keys:
+        raise UsageError(f"No topic matches {', '.join(args['topic'])} (check the names with list-topics)")
+    sizes = dict(zip(found.keys, found.layout.sizes))
+    if args["sample"]:
+        session.notify(f"Sampling log end offsets for {args['sample']:g} s ...")
+        sampled = load.sample_rates(session.conn, found.snapshot, found.keys, sizes, args["sample"])
+        found.layout.rates = [sampled.rates.get(k, 0.0) for k in found.keys]
+        for line in failure_lines.partition_lines(sampled.unread)[:5]:
+            session.notify(f"No bytes-in rate (counted as 0): {line}")
+    elif args["snapshots"] is not None:
+        from kafka_shell.pipeline import snapshot
+        try:
+            rates = snapshot.partition_rates(Path(args["snapshots"]).expanduser(), found.snapshot.cluster_id or "")
+        except (ValueError, OSError) as exc:
+            raise UsageError(f"--snapshots {args['snapshots']}: {exc}") from None
+        found.layout.rates = [rates.get(k, 0.0) for k in found.keys]
+    return found
+
+
+def goals_table(goals: list[balance.GoalStatus], name: str = "goals", now: bool = False) -> Table:
+    """Each goal in priority order: its measure (skews in % of the mean, else the partitions or
+    topics that break it) before and after the plan (or `now` only), its target and whether it
+    is met; a goal that cannot be judged says why, its values empty."""
+    rows = []
+    for priority, g in enumerate(goals, 1):
+        if not g.applies:
+            why = NOT_JUDGED.get(g.goal, "not asked for (--goals)")
+            rows.append([priority, g.goal, g.title, why, None, g.target, None] if now else
+                        [priority, g.goal, g.title, why, None, None, g.target, None, None])
+            continue
+        spread = g.goal in balance.SPREAD_GOALS
+        before, after = (round(g.before * 100, 1), round(g.after * 100, 1)) if spread else (int(g.before), int(g.after))
+        measure = "skew (% of the mean)" if spread else g.measure
+        rows.append([priority, g.goal, g.title, measure, before, g.target, g.met_before] if now else
+                    [priority, g.goal, g.title, measure, before, after, g.target, g.met_before, g.met_after])
+    columns = ["Priority", "Goal", "Title", "Measure", "Now", "Target", "Met"] if now else \
+        ["Priority", "Goal", "Title", "Measure", "Before", "After", "Target", "MetBefore", "MetAfter"]
+    return Table(columns, rows, name=name)
+
+
+NOT_JUDGED = {balance.RACK: "not judged: the brokers have no racks (or one)",
+              balance.BYTES_IN: "not judged: no rates (--sample 30s or --snapshots DIR)"}
+
+
+def moves_table(changes: list[balance.Change]) -> Table:
+    rows = [[c.key[0], c.key[1], "reorder" if c.reorder_only else "move", list(c.before), list(c.after),
+             c.adding, c.removing, c.bytes] for c in changes]
+    return Table(["Topic", "Partition", "Kind", "Replicas", "Target", "Adding", "Removing", "Bytes"], rows,
+                 name="moves", kinds={"Bytes": "bytes"})
+
+
+def plan_result(plan: balance.Plan, found: load.Load, args: dict) -> Result:
+    summary = (f"Plan: {plan.moved_replicas} replica move(s), {human(plan.moved_bytes)} to copy (the lower bound: "
+               f"{plan.bound_replicas} replica(s), {human(plan.bound_bytes)}); {plan.leader_changes} partition(s) "
+               "change leader by preferred election.")
+    messages = [summary if plan.changes else "Nothing to change: no move helps a goal."]
+    if plan.moved_replicas < plan.bound_replicas:
+        messages.append("The bound counts what the goals ask each broker to shed; a higher goal (racks, cordoned "
+                        "or drained brokers) keeps some of it where it is.")
+    messages += plan.notes
+    messages += [f"{why}: its replicas' sizes come from the others, and whether it is cordoned is not known."
+                 for _, why in sorted(found.missing.items())]
+    if plan.changes and not args["execute"]:
+        messages.append("Run it with: balance --execute" + (" --leaders-only" if args["leaders_only"] else "")
+                        + "  (or save it with --save-plan FILE)")
+    return Result(tables=[goals_table(plan.goals), moves_table(plan.changes)], messages=messages,
+                  exit_code=1 if found.missing else 0)
+
+
+def _question(plan: balance.Plan) -> str:
+    return (f"Move {plan.moved_replicas} replica(s) ({human(plan.moved_bytes)}) and change the leader of "
+            f"{plan.leader_changes} partition(s)?")
+
+
+def _record_of(plan: balance.Plan, args: dict, what: str, goals: tuple[str, ...] = ()) -> dict:
+    sizes = {c.key: c.size for c in plan.changes}
+    record = runs.run_record(plan.proposed(), plan.current(), sizes, args.get("throttle"),
+                             args.get("max_moves") or DEFAULT_MAX_MOVES, args.get("max_bytes_in_flight"), what)
+    if goals:   # shown as they stand once the run ends
+        record.update(goals=list(goals), topics=args.get("topic") or [])
+    return record
+
+
+def _merge(first: Result, second: Result) -> Result:
+    return Result(tables=[*first.tables, *second.tables], messages=[*first.messages, *second.messages],
+                  exit_code=second.exit_code or first.exit_code)
+
+
+def _saved_plan(session: Session, args: dict) -> Result | Proposal:
+    """--execute --plan FILE: a saved plan, against the cluster now (what is in place is skipped)."""
+    targets = read_reassignment(args["plan"])
+    found = load.read(session.conn, sorted({t for t, _ in targets}))
+    now = dict(zip(found.keys, found.layout.replicas))
+    sizes = dict(zip(found.keys, found.layout.sizes))
+    missing = [k for k in targets if k not in now]
+    if missing:
+        raise UsageError(f"{args['plan']}: partition {_name(missing[0])} does not exist: fix the file (see describe-topic)")
+    changes = [balance.Change(k, tuple(now[k]), tuple(r), sizes.get(k, 0)) for k, r in sorted(targets.items()) if now[k] != r]
+    messages = [f"{len(targets) - len(changes)} of {len(targets)} partition(s) of the plan are in place already."]
+    table = moves_table(changes)
+    if not changes or args["dry_run"]:
+        return Result(tables=[table], messages=messages + (["Dry run: nothing was changed."] if args["dry_run"] else []))
+    record = runs.run_record({c.key: list(c.after) for c in changes}, {c.key: list(c.before) for c in changes},
+                             {c.key: c.size for c in changes}, args["throttle"], args["max_moves"] or DEFAULT_MAX_MOVES,
+                             args["max_bytes_in_flight"], f"balance --plan {args['plan']}")
+    moved = sum(c.bytes for c in changes)
+    return Proposal(question=f"Run the {len(changes)} change(s) of {args['plan']} ({human(moved)} to copy)?",
+                    refusal="balance --execute changes the cluster",
+                    apply=lambda: _merge(Result(tables=[table], messages=messages), execute_run(session, record, False)))
+
+
+# -- the executor -------------------------------------------------------------------------------------
+
+
+class _Run:
+    """One execution of a recorded run: what is done, moving, waiting and failed."""
+
+    def __init__(self, record: dict):
+        self.record = record
+        self.targets = runs.run_targets(record)
+        self.original = runs.run_targets(record, "original")
+        self.sizes = {runs.key_of(k): int(v) for k, v in record.get("sizes", {}).items()}
+        self.done: set[Key] = set()
+        self.failed: dict[Key, str] = {}
+        self.moving: set[Key] = set()
+        self.throttled = False
+
+    def bytes_of(self, key: Key) -> int:
+        adding = [b for b in self.targets[key] if b not in self.original.get(key, [])]
+        return self.sizes.get(key, 0) * len(adding)
+
+
+def execute_run(session: Session, record: dict, resumed: bool) -> Result:
+    """Run (or go on with) a recorded run until every partition is at its target, a refusal or
+    Ctrl-C; then remove the throttles and elect the preferred leaders."""
+    conn = session.conn
+    owner = run_key(session)
+    run = _Run(record)
+    ongoing = reassignments.ongoing(conn)
+    foreign = sorted(k for k in ongoing if k not in run.targets)
+    if foreign:
+        raise ShellError(f"Cannot {'resume' if resumed else 'execute'}: {len(foreign)} other partition reassignment(s) "
+                         f"are in progress ({', '.join(map(_name, foreign[:5]))}): wait for them "
+                         "(reassign-partitions --blocking) or cancel them")
+    runs.save_run(owner, record)
+    snap = read_keys(session, run.targets)
+    now = _replicas_now(snap, run.targets)
+    for key, target in run.targets.items():
+        if key not in now:
+            run.failed[key] = "the partition does not exist any more"
+        elif now[key] == target:
+            run.done.add(key)
+        elif key in ongoing:
+            run.moving.add(key)
+    waiting = [k for k in run.targets if k not in run.done and k not in run.moving and k not in run.failed]
+    reorders = [k for k in waiting if set(now[k]) == set(run.targets[k])]
+    moves = [k for k in waiting if k not in reorders]
+    session.notify(f"Resuming: {len(run.done)} of {len(run.targets)} partition(s) in place, {len(run.moving)} moving."
+                   if resumed else f"Executing {record.get('what', 'the plan')}: {len(moves)} move(s), "
+                   f"{len(reorders)} reorder(s).")
+    messages: list[str] = []
+    _start(session, run, reorders, now)
+    run.done.update(k for k in reorders if k not in run.failed)
+    try:
+        _roll(session, run, moves, now)
+    except KeyboardInterrupt:
+        left = len(run.targets) - len(run.done) - len(run.failed)
+        return Result.message(f"Stopped waiting: {len(run.done)} of {len(run.targets)} partition(s) in place, "
+                              f"{len(run.moving)} still moving (they go on), {left - len(run.moving)} not started. "
+                              "Go on with: balance --resume; stop with: balance --cancel", exit_code=INTERRUPTED)
+    messages += clear_throttles(session, False, {})
+    messages += _elect(session, run)
+    runs.save_run(owner, None)
+    rows = [[k[0], k[1], "failed" if k in run.failed else "done", run.targets[k], run.failed.get(k)]
+            for k in sorted(run.targets)]
+    table = Table(["Topic", "Partition", "Status", "Target", "Error"], rows, name="status")
+    tables = [table]
+    if record.get("goals"):   # a balance run: each goal as the cluster stands now
+        found = load.read(conn, record.get("topics") or None)
+        tables.append(goals_table(balance.measure(found.layout, balance.Options(goals=tuple(record["goals"]))),
+                                  "goals_now", now=True))
+    moved = sum(run.bytes_of(k) for k in run.done)
+    messages.append(f"Done: {len(run.done)} of {len(run.targets)} partition(s) at their target, {human(moved)} copied"
+                    + (f"; {len(run.failed)} failed." if run.failed else "."))
+    messages += [f"{_name(k)}: {why}" for k, why in sorted(run.failed.items())][:20]
+    return Result(tables=tables, messages=messages, exit_code=1 if run.failed else 0)
+
+
+def _replicas_now(snap, keys) -> dict[Key, list[int]]:
+    out = {}
+    for t, p in keys:
+        info = snap.topics.get(t)
+        if info is not None and p < len(info.partitions):
+            out[(t, p)] = list(info.partitions[p].replicas)
+    return out
+
+
+def _start(session: Session, run: _Run, keys: list[Key], now: dict[Key, list[int]]) -> list[Key]:
+    """Start the reassignment of `keys` (throttled when the run asks); the ones started."""
+    if not keys:
+        return []
+    if run.record.get("throttle"):
+        record = throttles.needed({k: now[k] for k in keys}, {k: run.targets[k] for k in keys}, run.record["throttle"])
+        if record["partitions"]:
+            lines = set_throttles(session, record)
+            if not run.throttled:   # later batches join the same throttles: said once
+                for line in lines:
+                    session.notify(line)
+            run.throttled = True
+    started = []
+    for i in range(0, len(keys), REQUEST_CHUNK):
+        chunk = keys[i:i + REQUEST_CHUNK]
+        refused = reassignments.alter(session.conn, {k: run.targets[k] for k in chunk}).errors
+        run.failed.update({k: failure_lines.reassignment_refusal(k, e) for k, e in refused.items()})
+        started += [k for k in chunk if k not in refused]
+    return started
+
+
+def _roll(session: Session, run: _Run, queue: list[Key], now: dict[Key, list[int]]) -> None:
+    """Keep at most max_moves partitions (and max_bytes bytes) moving until none is left."""
+    conn = session.conn
+    max_moves = int(run.record.get("max_moves") or DEFAULT_MAX_MOVES)
+    max_bytes = run.record.get("max_bytes")
+    total = [k for k in run.targets if set(run.original.get(k, [])) != set(run.targets[k])]
+    total_bytes = sum(run.bytes_of(k) for k in total)
+    progress = Progress(session.stderr)
+    pending = list(queue)
+    while True:
+        moving = reassignments.ongoing(conn)
+        finished = [k for k in run.moving if k not in moving]
+        if finished:
+            current = _replicas_now(read_keys(session, finished), finished)
+            for k in finished:
+                if current.get(k) == run.targets[k]:
+                    run.done.add(k)
+                else:
+                    run.failed[k] = (f"ended with replicas {_ids(current.get(k, []))} rather than "
+                                     f"{_ids(run.targets[k])}")
+            run.moving -= set(finished)
+        batch: list[Key] = []
+        flight = sum(run.bytes_of(k) for k in run.moving)
+        while pending and len(run.moving) + len(batch) < max_moves:
+            size = run.bytes_of(pending[0])
+            if max_bytes and flight + size > max_bytes and (run.moving or batch):
+                break
+            batch.append(pending.pop(0))
+            flight += size
+        if batch:
+            run.moving.update(_start(session, run, batch, now))
+            moving = reassignments.ongoing(conn)
+        if not run.moving and not pending:
+            progress.done()
+            return
+        in_flight = {k: m for k, m in moving.items() if k in run.moving}
+        copied, _ = reassignments.copy_progress(session.conn, in_flight) if in_flight else (0, 0)
+        done_bytes = sum(run.bytes_of(k) for k in run.done if k in total)
+        done = sum(1 for k in total if k in run.done or k in run.failed)
+        progress.show(done, len(total), done_bytes + copied, total_bytes)
+        time.sleep(POLL_S)
+
+
+def _elect(session: Session, run: _Run) -> list[str]:
+    """Preferred elections where the leader is not the target's first replica; one retry for
+    those that may succeed a moment later."""
+    keys = [k for k in run.targets if k in run.done]
+    if not keys:
+        return []
+    lines: list[str] = []
+    for attempt in range(2):
+        snap = read_keys(session, keys)
+        wanted = [k for k in keys if k[0] in snap.topics and k[1] < len(snap.topics[k[0]].partitions)
+                  and snap.topics[k[0]].partitions[k[1]].leader != run.targets[k][0]]
+        if not wanted:
+            break
+        outcomes = elections.elect(session.conn, [(t, p, None) for t, p in wanted], elections.PREFERRED, ELECTION_TIMEOUT_MS)
+        bad = {k: o for k, o in outcomes.items() if o.state == elections.FAILED}
+        elected = len(wanted) - len(bad)
+        if elected:
+            lines.append(f"Moved the leadership of {elected} partition(s) to their new first replica (preferred election).")
+        if not bad:
+            break
+        if attempt or not any(o.retriable for o in bad.values()):
+            lines += [f"{_name(k)}: preferred election failed: {o.error}" for k, o in sorted(bad.items())][:10]
+            break
+        keys = list(bad)
+        time.sleep(1.0)
+    return lines
+
+
+def cancel_run(session: Session) -> Result:
+    owner = run_key(session)
+    record = runs.load_run(owner)
+    if record is None:
+        return Result.message("No balance run is recorded for this cluster: nothing to cancel.",
+                              *clear_throttles(session, False))
+    targets = runs.run_targets(record)
+    moving = sorted(k for k in reassignments.ongoing(session.conn) if k in targets)
+    messages = []
+    if moving:
+        refused = reassignments.alter(session.conn, {k: None for k in moving}).errors
+        done = [k for k in moving if k not in refused]
+        if done:
+            messages.append(f"Cancelled the reassignment of {len(done)} partition(s): "
+                            f"{', '.join(map(_name, done[:10]))}{' ...' if len(done) > 10 else ''}.")
+        if refused:
+            return Result.message(*messages, *failure_lines.reassignment_lines(refused), exit_code=1)
+    else:
+        messages.append("None of the run's partitions is moving.")
+    messages += clear_throttles(session, False)
+    runs.save_run(owner, None)
+    messages.append(f"The recorded run ({record.get('what', 'balance')}) is forgotten; partitions already moved stay.")
+    return Result.message(*messages)
+
+
+# -- drain-broker, undrain-broker -------------------------------------------------------------------
+
+
+@command("drain-broker",
+         Option("broker", type=broker_id, required=True, metavar="ID", completer="broker",
+                help="The broker to drain."),
+         Option("--replicas", flag=True, help="Move every replica off too (decommissioning)."),
+         Option("--no-cordon", flag=True, help="Leave the broker uncordoned (new partitions may land on it)."),
+         Option("--max-moves", type=positive_int, metavar="N",
+                help=f"With --replicas: partitions moving at once (default {DEFAULT_MAX_MOVES})."),
+         Option("--max-bytes-in-flight", type=byte_size, metavar="SIZE", help="With --replicas: bytes copied at once."),
+         Option("--throttle", type=rate, metavar="BYTES/S", help="With --replicas: replication throttle while moving."),
+         Option("--yes", flag=True, help="Do not ask for confirmation."),
+         mutates=True, confirm=Confirm(proposed=True, refusal="drain-broker changes the cluster"),
+         help="Move leadership (with --replicas every replica) off a broker and cordon it, for maintenance.",
+         description=("Each partition the broker leads gets another first replica (the in-sync one that leads "
+                      "fewest), then a preferred election moves its leadership; with --replicas every replica "
+                      "moves to other brokers (through balance's executor: --resume and --cancel work on it). "
+                      "Where the cluster can (KIP-1066, Kafka 4.3+) the broker is then cordoned so that nothing "
+                      "new lands on it; health says it is drained. undrain-broker brings it back. Exit codes: "
+                      "0 done, 1 failed, 2 bad input, 130 stopped waiting."),
+         examples=("drain-broker 3", "drain-broker 3 --replicas --throttle 50000000", "drain-broker 3 --dry-run"))
+def drain_broker(session: Session, args: dict) -> Result | Proposal:
+    conn = session.conn
+    b = args["broker"]
+    found = load.read(conn, None, drained={b} if args["replicas"] else set(), no_leaders={b})
+    if b not in found.snapshot.brokers:
+        raise UsageError(f"Broker {b} is not live in the cluster (brokers: {_ids(sorted(found.snapshot.brokers))})")
+    leaders = balance.plan(found.layout, balance.Options(goals=(balance.LEADERS,), drain_only=True))
+    moves = balance.plan(found.layout, balance.Options(goals=(balance.RACK,))) if args["replicas"] else None
+    cordon_why = None if args["no_cordon"] else cordons.support(conn)
+    table = moves_table((moves or leaders).changes)
+    summary = [f"Broker {b} leads {sum(1 for x in found.layout.leaders or [] if x == b)} partition(s): "
+               f"{len(leaders.changes)} get another first replica, then a preferred election."]
+    if moves is not None:
+        summary.append(f"With --replicas: {moves.moved_replicas} replica(s) move off it ({human(moves.moved_bytes)}).")
+    summary += (moves or leaders).notes if moves else leaders.notes
+    if args["no_cordon"]:
+        summary.append("It stays uncordoned (--no-cordon).")
+    elif cordon_why:
+        summary.append(f"It cannot be cordoned: {cordon_why}; new partitions may land on it.")
+    else:
+        summary.append("Then it is cordoned (cordoned.log.dirs=*): nothing new lands on it.")
+    if args["dry_run"]:
+        return Result(tables=[table], messages=[*summary, "Dry run: nothing was changed."])
+    if found.missing:
+        raise ShellError(f"Not draining: broker(s) {_ids(sorted(found.missing))} did not describe their log dirs; "
+                         "try again when they answer")
+
+    def apply() -> Result:
+        result = _drain(session, args, found, leaders, moves, cordon_why is None and not args["no_cordon"])
+        if cordon_why:
+            result.messages.append(f"Broker {b} is not cordoned: {cordon_why}; new partitions may land on it.")
+        return result
+    return Proposal(question=f"Drain broker {b}{' of every replica' if moves else ''}?",
+                    refusal=f"drain-broker {b} changes the cluster", apply=apply)
+
+
+def _drain(session: Session, args: dict, found: load.Load, leaders: balance.Plan, moves: balance.Plan | None,
+           cordon: bool) -> Result:
+    b = args["broker"]
+    owner = run_key(session)
+    drains = runs.load_drains(owner)
+    previous = drains.get(b, {})
+    orders = dict(previous.get("orders", {}))
+    orders.update({runs.key_text(c.key): list(c.before) for c in leaders.changes})
+    # The cordon it had before the first drain, which undrain-broker puts back.
+    before_cordon = previous["cordon"] if "cordon" in previous else (cordons.value(session.conn, b) if cordon else [])
+    runs.save_drain(owner, b, {"orders": orders, "cordon": before_cordon, "replicas": bool(moves)})
+    messages: list[str] = []
+    result = Result()
+    if leaders.changes:   # reorders first: Kafka refuses any target naming a cordoned broker
+        record = runs.run_record(leaders.proposed(), leaders.current(), {}, None, REQUEST_CHUNK, None, f"drain-broker {b}")
+        result = execute_run(session, record, resumed=False)
+        messages += result.messages
+    if moves is not None and moves.changes and result.exit_code in (0, 1):
+        record = _record_of(moves, args, f"drain-broker {b} --replicas")
+        if cordon:
+            messages += _cordon_broker(session, b)
+            cordon = False
+        moved = execute_run(session, record, resumed=False)
+        messages += moved.messages
+        result = Result(tables=moved.tables, exit_code=moved.exit_code or result.exit_code)
+    if cordon and result.exit_code != INTERRUPTED:
+        messages += _cordon_broker(session, b)
+    if result.exit_code == 0:
+        messages.append(f"Broker {b} is drained: undrain-broker {b} brings it back.")
+    return Result(tables=result.tables, messages=messages, exit_code=result.exit_code)
+
+
+def _cordon_broker(session: Session, b: int) -> list[str]:
+    current = cordons.value(session.conn, b)
+    if cordons.ALL in current:
+        return [f"Broker {b} is cordoned already."]
+    cordons.set_value(session.conn, b, [cordons.ALL], False)
+    return [f"Cordoned broker {b} (cordoned.log.dirs=*): no new replica lands on it."]
+
+
+@command("undrain-broker",
+         Option("broker", type=broker_id, required=True, metavar="ID", completer="broker",
+                help="The broker to bring back."),
+         Option("--yes", flag=True, help="Do not ask for confirmation."),
+         mutates=True, confirm=Confirm(proposed=True, refusal="undrain-broker changes the cluster"),
+         help="Uncordon a drained broker and give back the leadership it had.",
+         description=("Its cordon goes back to what it was before drain-broker (none, usually), and the "
+                      "partitions drain-broker reordered get their order back where their replicas are still "
+                      "the same, then preferred elections. Replicas moved off it stay where they are: balance "
+                      "moves some back. Without a drain recorded by this shell, it uncordons the broker and "
+                      "balances leadership over every broker (balance --leaders-only)."),
+         examples=("undrain-broker 3", "undrain-broker 3 --dry-run"))
+def undrain_broker(session: Session, args: dict) -> Result | Proposal:
+    conn = session.conn
+    b = args["broker"]
+    owner = run_key(session)
+    drained = runs.load_drains(owner).get(b)
+    found = load.read(conn, None)
+    if b not in found.snapshot.brokers:
+        raise UsageError(f"Broker {b} is not live in the cluster (brokers: {_ids(sorted(found.snapshot.brokers))}): "
+                         "start it first")
+    now = dict(zip(found.keys, found.layout.replicas))
+    if drained is not None:
+        targets = {runs.key_of(k): list(r) for k, r in drained.get("orders", {}).items()}
+        targets = {k: r for k, r in targets.items() if k in now and set(now[k]) == set(r) and now[k] != r}
+        changes = [balance.Change(k, tuple(now[k]), tuple(r), 0) for k, r in sorted(targets.items())]
+    else:
+        changes = balance.plan(found.layout, balance.Options(leaders_only=True)).changes
+    can_cordon = cordons.support(conn) is None
+    cordon_now = cordons.value(conn, b) if can_cordon else []
+    cordon_before = [d for d in (drained or {}).get("cordon") or [] if d != cordons.ALL]
+    messages = [f"{len(changes)} partition(s) get back the order they had (then preferred elections)."]
+    if cordon_now != cordon_before and can_cordon:
+        messages.append(f"Broker {b} is uncordoned" + (f" (back to cordoned.log.dirs={','.join(cordon_before)})."
+                                                       if cordon_before else "."))
+    if args["dry_run"]:
+        return Result(tables=[moves_table(changes)], messages=[*messages, "Dry run: nothing was changed."])
+
+    def apply() -> Result:
+        out: list[str] = []
+        if can_cordon and cordon_now != cordon_before:
+            cordons.set_value(conn, b, cordon_before, False)
+            out.append(f"Uncordoned broker {b}" + (f" (back to cordoned.log.dirs={','.join(cordon_before)})."
+                                                   if cordon_before else "."))
+        result = Result()
+        if changes:   # after the cordon goes: Kafka refuses a reorder naming a cordoned broker
+            record = runs.run_record({c.key: list(c.after) for c in changes}, {c.key: list(c.before) for c in changes},
+                                     {}, None, REQUEST_CHUNK, None, f"undrain-broker {b}")
+            result = execute_run(session, record, resumed=False)
+            out += result.messages
+        runs.save_drain(owner, b, None)
+        out.append(f"Broker {b} is back; balance moves replicas onto it if it holds fewer than the others.")
+        return Result(tables=result.tables, messages=out, exit_code=result.exit_code)
+    return Proposal(question=f"Bring broker {b} back (uncordon, {len(changes)} leader change(s))?",
+                    refusal=f"undrain-broker {b} changes the cluster", apply=apply)
+
+
+# -- cordon, uncordon -----------------------------------------------------------------------------
+
+
+def _cordon_command(cordon: bool):
+
+    def handler(session: Session, args: dict) -> Result:
+        conn = session.conn
+        cordons.require(conn)
+        brokers = args["broker"]
+        dirs = args["log_dir"] or []
+        if dirs and len(brokers) != 1:
+            raise UsageError("--log-dir names the dirs of one broker: give one --broker with it")
+        state, failed = cordons.state(conn, brokers)
+        for b in brokers:
+            if b in failed:
+                raise ShellError(failure_lines.log_dir_lines({b: failed[b]})[0])
+        messages: list[str] = []
+        rows = []
+        for b in brokers:
+            every = list(state[b].dirs) if b in state else []
+            unknown = [d for d in dirs if d not in every]
+            if unknown:
+                raise UsageError(f"Broker {b} has no log dir {unknown[0]} (its log dirs: {', '.join(every)})")
+            current = cordons.value(conn, b)
+            new = cordons.new_value(current, dirs, every, cordon)
+            if new is None:
+                messages.append(f"Broker {b}: {'already' if cordon else 'not'} cordoned"
+                                + (f" ({', '.join(dirs)})" if dirs else "") + ": nothing to change.")
+                rows.append([b, ",".join(current) or None, ",".join(current) or None])
+                continue
+            messages += cordons.set_value(conn, b, new, args["dry_run"])
+            rows.append([b, ",".join(current) or None, ",".join(new) or None])
+        if not args["dry_run"]:
+            messages.append("The brokers tell the controller at their next heartbeat (a second or two); "
+                            "describe-log-dirs shows each dir's state.")
+        # The broker's cordoned.log.dirs before and after ("*": Kafka's word for all of them).
+        return Result(tables=[Table(["Broker", "CordonedBefore", "Cordoned"], rows, name="cordons",
+                                    kinds={"CordonedBefore": "kept", "Cordoned": "kept"})], messages=messages)
+    return handler
+
+
+_CORDON_OPTIONS = (
+    Option("--broker", type=broker_id, repeatable=True, required=True, metavar="ID", completer="broker",
+           help="A broker (repeatable)."),
+    Option("--log-dir", repeatable=True, metavar="PATH", help="Only this log dir of the broker (repeatable)."),
+)
+command("cordon", *_CORDON_OPTIONS, mutates=True,
+        help="Cordon brokers or log dirs (KIP-1066, Kafka 4.3+): no new replica lands on them.",
+        description=("Sets the broker's cordoned.log.dirs (the dirs named, or * for the whole broker). The "
+                     "broker puts no new replica in a cordoned dir; once all its dirs are cordoned the controller "
+                     "places no new partition on it and refuses reassignments that name it (reorders included). "
+                     "Replicas there stay and serve. uncordon takes it back."),
+        examples=("cordon --broker 3", "cordon --broker 3 --log-dir /data/kafka-2", "cordon --broker 3 --dry-run"))(
+    _cordon_command(True))
+command("uncordon", *_CORDON_OPTIONS, mutates=True,
+        help="Uncordon brokers or log dirs (KIP-1066): new replicas may land on them again.",
+        description="Removes the dirs named (or all of them) from the broker's cordoned.log.dirs.",
+        examples=("uncordon --broker 3", "uncordon --broker 3 --log-dir /data/kafka-2"))(_cordon_command(False))
+

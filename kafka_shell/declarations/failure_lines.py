@@ -1,0 +1,208 @@
+"""The one place an admin call's AdminErrors (kafka_shell/base/answers.py) become the lines people read,
+with what to do: a target that did not answer is named once, with what it was asked about
+("Broker 1 (leader of keyed-0) did not answer ListOffsets within 3 s"); a thing answered with an
+error code gets its own line ("keyed-0: ...", "Consumer group 'app' does not exist (see
+list-groups).").
+
+Commands (and the pipeline) call these; the admin layer returns the errors as values
+(`partition_line` is also what the admin layer's own exceptions say of a partition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kafka_shell.admin import resets
+from kafka_shell.admin.errors import code_name, error_line, partition_line
+from kafka_shell.base.answers import AdminError, Answers
+from kafka_shell.protocol.authorization import is_authorization_error
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.base.errors import kafka_error_message, shown
+
+Key = tuple[str, int]
+
+
+def partition_name(key: Key) -> str:
+    return f"{key[0]}-{key[1]}"
+
+
+def lines(errors: Mapping[Any, AdminError], answered: Callable[[Any, AdminError], str]) -> list[str]:
+    """One line per error, in the order given (an error covering many keys, such as a target
+    that did not answer or a request refused as a whole, is said once): `answered(key, error)`
+    for an error code, the error itself for a target that did not answer."""
+    out: list[str] = []
+    said: set[int] = set()
+    for key, error in errors.items():
+        if id(error) not in said:
+            said.add(id(error))
+            out.append(answered(key, error) if error.code is not None else str(error))
+    return list(dict.fromkeys(out))   # a refusal that is the same everywhere (authorization) is said once
+
+
+def partition_lines(errors: Mapping[Key, AdminError],
+                    answered: Callable[[Key, AdminError], str] | None = None) -> list[str]:
+    """`lines` of partitions: by default `topic-3: <the line for its code>`."""
+    return lines(errors, answered or (lambda key, e: partition_line(key, e.code or 0)))
+
+
+# -- per request: the lines that say what to do -------------------------------------------------
+
+
+def _broker_lines(errors: Mapping[int, AdminError], doing: str, api_key: int) -> list[str]:
+    """Each broker that did not answer, or refused the request (`Broker 2 did not describe its
+    log dirs: <why>`; an authorization refusal, the principal's and not the broker's, alone)."""
+    def line(b: int, e: AdminError) -> str:
+        why = error_line(api_key, e.code or 0, e.message or None, entity=f"broker {b}")
+        return why if is_authorization_error(e.code or 0) else f"Broker {b} did not {doing}: {why}"
+    return lines(errors, line)
+
+
+def log_dir_lines(errors: Mapping[int, AdminError]) -> list[str]:
+    return _broker_lines(errors, "describe its log dirs", ApiKey.DESCRIBE_LOG_DIRS)
+
+
+def config_lines(errors: Mapping[int, AdminError]) -> list[str]:
+    return _broker_lines(errors, "describe its configs", ApiKey.DESCRIBE_CONFIGS)
+
+
+def group_listing_lines(errors: Mapping[int, AdminError]) -> list[str]:
+    return _broker_lines(errors, "list its groups", ApiKey.LIST_GROUPS)
+
+
+def transaction_listing_lines(errors: Mapping[int, AdminError]) -> list[str]:
+    return _broker_lines(errors, "list its transactions", ApiKey.LIST_TRANSACTIONS)
+
+
+def reassignment_refusal(key: Key, error: AdminError) -> str:
+    """Why the controller would not move (or stop moving) a partition."""
+    return error_line(ApiKey.ALTER_PARTITION_REASSIGNMENTS, error.code or 0, error.message or None, topic=key[0],
+                      entity=partition_name(key))
+
+
+def reassignment_lines(errors: Mapping[Key, AdminError]) -> list[str]:
+    """`topic-3: why` per partition the controller would not move."""
+    return partition_lines(errors, lambda key, e: f"{partition_name(key)}: {reassignment_refusal(key, e)}")
+
+
+def deletion_lines(errors: Mapping[Key, AdminError], wanted: Mapping[Key, int]) -> list[str]:
+    """DeleteRecords: an offset past the end, or a compacted topic, says what to do instead."""
+    def line(key: Key, e: AdminError) -> str:
+        if e.code == Error.offset_out_of_range:
+            return (f"{partition_name(key)}: offset {wanted[key]} is beyond the high watermark: give a lower "
+                    "--before-offset (see get-offsets)")
+        if e.code == Error.policy_violation:
+            return (f"{partition_name(key)}: the topic is compacted (cleanup.policy without delete): Kafka "
+                    "deletes records only from delete-policy topics")
+        return partition_line(key, e.code or 0)
+    return partition_lines(errors, line)
+
+
+# -- topics ------------------------------------------------------------------------------------
+
+
+def created_line(error: AdminError, topic: str, brokers: int, replication_factor: int = -1) -> str:
+    """Why CreateTopics did not create `topic` (`brokers`: the live count, for what to do)."""
+    context: dict[str, Any] = {"topic": topic, "brokers": brokers}
+    if replication_factor > 0:
+        context["rf"] = replication_factor
+    return error_line(ApiKey.CREATE_TOPICS, error.code or 0, error.message or None, **context)
+
+
+def deleted_line(error: AdminError, topic: str) -> str:
+    return error_line(ApiKey.DELETE_TOPICS, error.code or 0, error.message or None, topic=topic)
+
+
+def grown_line(error: AdminError, topic: str) -> str:
+    return error_line(ApiKey.CREATE_PARTITIONS, error.code or 0, error.message or None, topic=topic)
+
+
+# -- groups ----------------------------------------------------------------------------------
+
+# One line per group error code, saying what to do.
+GROUP_ERRORS: dict[int, str] = {
+    Error.group_id_not_found: "Consumer group '{group}' does not exist (see list-groups).",
+    Error.non_empty_group: "Consumer group '{group}' is not empty: stop its consumers first.",
+    Error.group_subscribed_to_topic: ("Consumer group '{group}' is subscribed to the topic: stop its "
+                                      "consumers (or change their subscription) first."),
+    Error.invalid_group_id: "'{group}' is not a valid group id.",
+    Error.group_authorization_failed: "Not authorized to access group '{group}': ask an administrator for the ACL.",
+    Error.not_coordinator: "The coordinator of group '{group}' moved and did not settle in time: retry.",
+    Error.coordinator_load_in_progress: "The coordinator of group '{group}' is still loading: retry shortly.",
+    Error.coordinator_not_available: ("No coordinator is available for group '{group}' (its __consumer_offsets "
+                                      "partition has no leader): bring brokers back, then retry."),
+    Error.unknown_member_id: "Consumer group '{group}' has active members: stop its consumers first.",
+    Error.rebalance_in_progress: "Consumer group '{group}' is rebalancing: stop its consumers first.",
+}
+# A group of another type that does not exist: where its kind is listed.
+MISSING = {"share": "Share group '{group}' does not exist (list-share-groups lists them).",
+           "streams": "Streams group '{group}' does not exist (list-streams-groups lists them)."}
+
+
+def group_line(code: int, group: str, detail: str | None = None, kind: str = "consumer") -> str:
+    """The line for a group's error code: its template, else the usual line naming the group."""
+    template = MISSING.get(kind) if code == Error.group_id_not_found else None
+    template = template or GROUP_ERRORS.get(code)
+    if template is not None:
+        return template.format(group=shown(group))
+    return f"Group '{shown(group)}': " + kafka_error_message(code, code_name(code), detail or "")
+
+
+def group_lines(errors: Mapping[str, AdminError], kind: str = "consumer") -> list[str]:
+    """Each group's error (a partition named in it says `topic-3: ` first); each coordinator
+    that did not answer, once."""
+    def line(gid: str, e: AdminError) -> str:
+        if _about_partition(e):
+            return f"{partition_name(e.target.asked[0])}: " + group_line(e.code or 0, gid)
+        return group_line(e.code or 0, gid, e.message, kind)
+    return lines(errors, line)
+
+
+def committed_lines(errors: Mapping[Key, AdminError], group: str) -> list[str]:
+    """A group's partitions refused (`topic-3: <the group's line>`), or its one line when the
+    request was refused as a whole; each coordinator that did not answer, once."""
+    def line(key: Key, e: AdminError) -> str:
+        if _about_partition(e):
+            return f"{partition_name(key)}: " + group_line(e.code or 0, group)
+        return group_line(e.code or 0, group, e.message)
+    return lines(errors, line)
+
+
+def group_refusal(answers: Answers[Any, Any], group: str) -> str | None:
+    """The group's line when its coordinator refused the request as a whole (not partition by
+    partition), else None."""
+    whole = answers.whole()
+    if whole is None or whole.code is None or _about_partition(whole):
+        return None
+    return group_line(whole.code, group, whole.message)
+
+
+def _about_partition(error: AdminError) -> bool:
+    """The error concerns one partition (not its group as a whole)."""
+    return bool(error.target.asked) and isinstance(error.target.asked[0], tuple)
+
+
+# -- transactions ------------------------------------------------------------------------------
+
+
+def transaction_line(code: int, transactional_id: str, detail: str | None = None) -> str:
+    if code == Error.transactional_id_not_found:
+        return f"Transactional id '{shown(transactional_id)}' does not exist (see list-transactions)."
+    line = error_line(ApiKey.DESCRIBE_TRANSACTIONS, code, detail, purpose="describe the transaction")
+    return f"Transactional id '{shown(transactional_id)}': {line}"
+
+
+def transaction_lines(errors: Mapping[str, AdminError]) -> list[str]:
+    return lines(errors, lambda tid, e: transaction_line(e.code or 0, tid, e.message or None))
+
+
+# -- notes: what Kafka's tools say beside a plan --------------------------------------------------
+
+
+def reset_note(note: resets.Note) -> str:
+    """Kafka's GroupOffsetsResetter's words for a target it moved."""
+    t, p = note.key
+    if note.kind == "empty":
+        return f"Warn: Partition {p} from topic {t} is empty. Falling back to latest known offset."
+    return (f"New offset ({note.requested}) is {note.kind} than {'latest' if note.kind == 'higher' else 'earliest'} "
+            f"offset for topic partition {t}-{p}. Value will be set to {note.to}")
