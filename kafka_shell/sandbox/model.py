@@ -157,6 +157,7 @@ class Runtime:
     stopped_at: dict[int, tuple[int, int]] = field(default_factory=dict)   # node -> (metadata end, time)
     logger_levels: dict[tuple[int, int], dict[str, str]] = field(default_factory=dict)  # (node, epoch) ->
     voter_change_pending: int | None = None         # the voter a quorum change not yet committed is about
+    producer_id_blocks: dict[int, range] = field(default_factory=dict)   # broker -> the ids left (producer_ids)
 
 
 @dataclass
@@ -184,7 +185,7 @@ class ClusterState:
     # share-partitions by (group, topic id, partition), the transaction coordinator's store
     # (loaded from __transaction_state on first use), ACLs, SCRAM credentials (user ->
     # mechanism -> credential), client quotas (entity -> key -> value), the finalized feature
-    # levels (None until first read: the release's initial ones), client metrics subscriptions,
+    # levels, client metrics subscriptions,
     # delegation tokens by id.
     groups: dict[str, AnyGroup] = field(default_factory=dict)
     group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -194,6 +195,7 @@ class ClusterState:
     scram_credentials: dict[str, dict[str, ScramCredential]] = field(default_factory=dict)
     client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
     features: dict[str, int] = field(default_factory=dict)
+    producer_ids_end: int = 0   # the end of the producer ids handed to brokers (producer_ids.py)
     client_metrics: dict[str, dict[str, str]] = field(default_factory=dict)
     delegation_tokens: dict[str, Token] = field(default_factory=dict)
     runtime: Runtime = field(default_factory=Runtime, compare=False, repr=False)

@@ -185,10 +185,11 @@ class ClientQuotaRecord(Record):
 
 @dataclass(frozen=True)
 class ProducerIdsRecord(Record):
-    """The controller handed out the producer ids below `next_producer_id`."""
+    """The controller handed the broker the block of producer ids that ends below `producer_ids_end`
+    (a snapshot's names broker 0, epoch 0, as Kafka's does)."""
     broker_id: NodeId
     broker_epoch: Long
-    next_producer_id: Annotated[int, Range(0, INT64_MAX)]
+    producer_ids_end: Annotated[int, Range(0, INT64_MAX)]
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,11 @@ _table: dict[type, Replay] = {}
 
 def _dispatch() -> dict[type, Replay]:
     if not _table:
-        from kafka_shell.sandbox import (authorizer, client_quotas, configs, log, quorum, registrations, replication,
-                                         security, topic_lifecycle)
+        from kafka_shell.sandbox import (authorizer, client_quotas, configs, log, producer_ids, quorum, registrations,
+                                         replication, security, topic_lifecycle)
         from kafka_shell.sandbox.handlers import features
         for module in (features, registrations, quorum, replication, configs, topic_lifecycle, authorizer, security,
-                       client_quotas, log):
+                       client_quotas, producer_ids, log):
             _table.update(module.REPLAY)
         missing = set(r.RECORD_TYPES.values()) - set(_table)
         assert not missing or True, missing   # filled in as subsystems move to records
@@ -71,8 +71,8 @@ def apply_all(cluster: ClusterState, records: Iterable[Record]) -> None:
 def snapshot(cluster: ClusterState) -> Iterator[Record]:
     """Records that make the state again, in an order replay takes them (what a topic's records
     name exists before them)."""
-    from kafka_shell.sandbox import (authorizer, client_quotas, configs, log, quorum, registrations, replication,
-                                     security, topic_lifecycle)
+    from kafka_shell.sandbox import (authorizer, client_quotas, configs, log, producer_ids, quorum, registrations,
+                                     replication, security, topic_lifecycle)
     from kafka_shell.sandbox.handlers import features
     yield from features.snapshot(cluster)
     yield from registrations.snapshot(cluster)
@@ -83,4 +83,5 @@ def snapshot(cluster: ClusterState) -> Iterator[Record]:
     yield from authorizer.snapshot(cluster)
     yield from security.snapshot(cluster)
     yield from client_quotas.snapshot(cluster)
+    yield from producer_ids.snapshot(cluster)
     yield from log.snapshot(cluster)

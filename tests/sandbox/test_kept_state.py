@@ -1,6 +1,6 @@
 """--data-dir keeps everything a client was told is done, through a kill -9: committed offsets,
-group state, finalized feature levels, ACLs, SCRAM users, quotas, configs and reassignments in
-flight. One `kafka-shell sandbox` process is given each kind of change by real clients (and the
+group state, finalized feature levels, ACLs, SCRAM users, quotas, configs, producer ids handed out
+and reassignments in flight. One `kafka-shell sandbox` process is given each kind of change by real clients (and the
 shell), killed with SIGKILL, and started again; each test then checks one kind."""
 
 from __future__ import annotations
@@ -51,6 +51,19 @@ def _features(bootstrap: str) -> dict[str, int]:
     finally:
         channel.close()
     return {f["name"]: f["max_version_level"] for f in answer["finalized_features"]}
+
+
+def _idempotent_producer_id(bootstrap: str) -> int:
+    """A new idempotent producer's id (InitProducerId without a transactional id)."""
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    channel = Channel(host, int(port), timeout_s=10)
+    try:
+        answer = channel.request(ApiKey.INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout": 60000,
+                                                           "producer_id": -1, "producer_epoch": -1}, 5)
+    finally:
+        channel.close()
+    assert answer["error_code"] == Error.none, answer
+    return answer["producer_id"]
 
 
 def _update_feature(bootstrap: str, feature: str, level: int, upgrade_type: int) -> None:
@@ -114,6 +127,8 @@ def kept(tmp_path_factory):
         # Kafka 4.4 starts with group.version 1: a safe downgrade to 0 (which removes it) is a change.
         assert _features(bootstrap)["group.version"] == 1
         _update_feature(bootstrap, "group.version", 0, upgrade_type=2)
+        # Producer ids handed out (the last one, after the transactional producer's).
+        done["producer_id"] = _idempotent_producer_id(bootstrap)
         # ACLs, SCRAM users, quotas.
         acl = AclBinding(ResourceType.TOPIC, "secret", ResourcePatternType.LITERAL, "User:alice", "*",
                          AclOperation.READ, AclPermissionType.ALLOW)
@@ -122,9 +137,10 @@ def kept(tmp_path_factory):
         admin.alter_user_scram_credentials([upsert])["bob"].result(10)
         _shell_ok(bootstrap, "alter-client-quotas --entity-type users --entity-name alice "
                              "--add-config producer_byte_rate=1024")
-        # Topic and broker configs.
+        # Topic and broker configs (broker 3's log dir cordoned: KIP-1066's broker config).
         for resource, key, value in ((ConfigResource.Type.TOPIC, TOPIC, ("retention.ms", "7777")),
-                                     (ConfigResource.Type.BROKER, "3", ("max.connections", "9999"))):
+                                     (ConfigResource.Type.BROKER, "3", ("max.connections", "9999")),
+                                     (ConfigResource.Type.BROKER, "3", ("cordoned.log.dirs", "*"))):
             res = ConfigResource(resource, key, incremental_configs=[
                 ConfigEntry(*value, incremental_operation=AlterConfigOpType.SET)])
             admin.incremental_alter_configs([res])[res].result(10)
@@ -208,7 +224,13 @@ def test_configs_are_kept(kept):
     broker = ConfigResource(ConfigResource.Type.BROKER, "3")
     answer = admin.describe_configs([topic, broker])
     assert answer[topic].result(10)["retention.ms"].value == "7777"
-    assert answer[broker].result(10)["max.connections"].value == "9999"
+    described = answer[broker].result(10)
+    assert described["max.connections"].value == "9999" and described["cordoned.log.dirs"].value == "*"
+
+
+def test_producer_ids_are_never_given_twice(kept):
+    bootstrap, done = kept
+    assert _idempotent_producer_id(bootstrap) > done["producer_id"]
 
 
 def test_reassignments_in_flight_are_kept_and_go_on(kept):
