@@ -33,10 +33,10 @@ _table: dict[type, Replay] = {}
 def _dispatch() -> dict[type, Replay]:
     if not _table:
         from kafka_shell.sandbox import (authorizer, client_quotas, configs, log, producer_ids, quorum, registrations,
-                                         replication, security, topic_lifecycle)
+                                         replication, security, tokens, topic_lifecycle)
         from kafka_shell.sandbox.handlers import features
         for module in (features, registrations, quorum, replication, configs, topic_lifecycle, authorizer, security,
-                       client_quotas, producer_ids, log):
+                       client_quotas, producer_ids, tokens, log):
             _table.update(module.REPLAY)
         missing = set(r.RECORD_TYPES.values()) - set(_table)
         assert not missing or True, missing   # filled in as subsystems move to records
@@ -72,7 +72,7 @@ def snapshot(cluster: ClusterState) -> Iterator[Record]:
     """Records that make the state again, in an order replay takes them (what a topic's records
     name exists before them)."""
     from kafka_shell.sandbox import (authorizer, client_quotas, configs, log, producer_ids, quorum, registrations,
-                                     replication, security, topic_lifecycle)
+                                     replication, security, tokens, topic_lifecycle)
     from kafka_shell.sandbox.handlers import features
     yield from features.snapshot(cluster)
     yield from registrations.snapshot(cluster)
@@ -84,4 +84,5 @@ def snapshot(cluster: ClusterState) -> Iterator[Record]:
     yield from security.snapshot(cluster)
     yield from client_quotas.snapshot(cluster)
     yield from producer_ids.snapshot(cluster)
+    yield from tokens.snapshot(cluster)
     yield from log.snapshot(cluster)

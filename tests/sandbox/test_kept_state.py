@@ -1,10 +1,11 @@
 """--data-dir keeps everything a client was told is done, through a kill -9: committed offsets,
-group state, finalized feature levels, ACLs, SCRAM users, quotas, configs, producer ids handed out
-and reassignments in flight. One `kafka-shell sandbox` process is given each kind of change by real clients (and the
+group state, finalized feature levels, ACLs, SCRAM users, quotas, configs, producer ids handed out,
+reassignments in flight and delegation tokens. One `kafka-shell sandbox` process is given each kind of change by real clients (and the
 shell), killed with SIGKILL, and started again; each test then checks one kind."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from pathlib import Path
@@ -19,6 +20,8 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 from kafka_shell.connection.channel import Channel
 from kafka_shell.protocol.codes import ApiKey, Error
 from tests.sandbox.test_data_dir import kill9, produce, serve_announced
+from tests.sandbox.test_delegation_tokens import Session, epoch_ms
+from tests.sandbox.test_delegation_tokens import create as create_token, describe as describe_tokens
 from tests.test_oneshot import shell
 
 TOPIC = "orders"
@@ -246,3 +249,40 @@ def test_reassignments_in_flight_are_kept_and_go_on(kept):
         time.sleep(0.2)
     md = _admin(bootstrap).list_topics("moving", timeout=10)
     assert md.topics["moving"].partitions[0].replicas == [2]
+
+
+def test_delegation_tokens_are_kept(tmp_path):
+    """Tokens (on a SASL listener of their own sandbox): one created and renewed is kept with its
+    new expiry and still logs in (its HMAC made again from the same secret key); one expired is gone."""
+    args = ("--listeners", "SASL_PLAINTEXT", "--sasl-mechanisms", "PLAIN,SCRAM-SHA-512", "--user", "admin:pw",
+            "--broker-config", "delegation.token.secret.key=kept-secret")
+
+    def address(announced: dict[str, str]) -> tuple[str, int]:
+        host, _, port = announced["bootstrap.servers"].split(",")[0].rpartition(":")
+        return host, int(port)
+
+    proc, announced = serve_announced(tmp_path, *args)
+    try:
+        admin = Session(address(announced), "PLAIN", "admin", "pw")
+        kept, gone = create_token(admin, []), create_token(admin, [])
+        renewed = admin.call(ApiKey.RENEW_DELEGATION_TOKEN, 2, {"hmac": kept["hmac"], "renew_period": 60_000})
+        assert renewed["error_code"] == Error.none
+        expired = admin.call(ApiKey.EXPIRE_DELEGATION_TOKEN, 2, {"hmac": gone["hmac"], "expiry_time_period": -1})
+        assert expired["error_code"] == Error.none
+        admin.close()
+    finally:
+        kill9(proc)
+    proc, announced = serve_announced(tmp_path, *args)
+    try:
+        admin = Session(address(announced), "PLAIN", "admin", "pw")
+        listed = describe_tokens(admin)
+        admin.close()
+        assert listed["error_code"] == Error.none
+        assert [(t["token_id"], epoch_ms(t["expiry_timestamp"]), t["hmac"]) for t in listed["tokens"]] == [
+            (kept["token_id"], renewed["expiry_timestamp"], kept["hmac"])]
+        login = Session(address(announced), "SCRAM-SHA-512", kept["token_id"],
+                        base64.b64encode(kept["hmac"]).decode(), token=True)
+        login.close()
+        assert login.login_error[0] == Error.none, login.login_error
+    finally:
+        kill9(proc)
