@@ -3,8 +3,9 @@ and one named, typed field per subsystem (groups, ACLs, SCRAM, quotas, features,
 metrics, share state, transactions); `ClusterState.runtime` holds what is never kept (callbacks,
 events, timers and caches of the running server).
 
-All of it lives in the event loop thread of the sandbox; nothing here does I/O. Handlers read and
-change it; `ClusterState.changed()` bumps the generation that cached metadata answers key on.
+All of it lives in the event loop thread of the sandbox; nothing here does I/O. Handlers read it;
+it changes by records (`replay.apply`, which also moves `generation`, the metadata log's end that
+cached metadata answers key on).
 """
 
 from __future__ import annotations
@@ -199,9 +200,6 @@ class ClusterState:
     client_metrics: dict[str, dict[str, str]] = field(default_factory=dict)
     delegation_tokens: dict[str, Token] = field(default_factory=dict)
     runtime: Runtime = field(default_factory=Runtime, compare=False, repr=False)
-
-    def changed(self) -> None:
-        self.generation += 1
 
     def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
         for t in self.topics.values():
