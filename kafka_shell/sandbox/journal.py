@@ -11,7 +11,9 @@ partitions whose logs changed (an append, a follower's progress, a truncation, D
 retention, the cleaner: `log.py` says so) are written as `PartitionLogs`: their log state and
 the batches appended since the journal last held them (all of them, `rewrite`, when older ones
 were replaced). One write is one entry: the records and logs it holds are replayed whole or not
-at all.
+at all. Consumer groups' stored views and committed offsets are still entries of their own
+(GROUP, OFFSETS), written for the groups `group_touched` names, until the coordinators keep
+their state by records.
 
 A journal file starts with FILE_HEADER ("kafka-shell journal 3" and a newline); each entry is
 a 16-byte header (ENTRY: the MARKER, the payload's length, the payload's CRC32C, and the CRC32C
