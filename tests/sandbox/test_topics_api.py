@@ -105,7 +105,9 @@ def test_create_topic_errors_carry_kafkas_codes_and_messages(admin):
     assert codes["exists"] == (TOPIC_EXISTS, "Topic 'exists' already exists.")
     assert codes["bad name"][0] == codes[".."][0] == codes["x" * 250][0] == INVALID_TOPIC
     assert codes["no-partitions"] == (INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
-    assert codes["rf-too-big"] == (INVALID_RF, "Replication factor: 4 larger than available brokers: 3.")
+    assert codes["rf-too-big"] == (INVALID_RF, "Unable to replicate the partition 4 time(s): The target replication "
+                                               "factor of 4 cannot be reached because only 3 broker(s) are registered "
+                                               "or some brokers have all their log directories cordoned.")   # Kafka 4.4
     assert codes["dup-broker"] == (INVALID_ASSIGNMENT, "The manual partition assignment includes the broker 1 more than once.")
     assert codes["unknown-broker"] == (INVALID_ASSIGNMENT, "The manual partition assignment includes broker 9, but no such broker is registered.")
     assert codes["uneven"][0] == INVALID_ASSIGNMENT and "consistent with previous partitions" in codes["uneven"][1]
