@@ -11,9 +11,10 @@ partitions whose logs changed (an append, a follower's progress, a truncation, D
 retention, the cleaner: `log.py` says so) are written as `PartitionLogs`: their log state and
 the batches appended since the journal last held them (all of them, `rewrite`, when older ones
 were replaced). One write is one entry: the records and logs it holds are replayed whole or not
-at all. Consumer groups' stored views and committed offsets are still entries of their own
-(GROUP, OFFSETS), written for the groups `group_touched` names, until the coordinators keep
-their state by records.
+at all. Committed offsets and group deletions are the group coordinator's records
+(OffsetCommitRecord, GroupMetadataRecord); a group's stored view is still an entry of its own
+(GROUP), written after the records of the same write for the groups `group_touched` names,
+until the coordinators keep all their state by records.
 
 A journal file starts with FILE_HEADER ("kafka-shell journal 3" and a newline); each entry is
 a 16-byte header (ENTRY: the MARKER, the payload's length, the payload's CRC32C, and the CRC32C
@@ -63,7 +64,7 @@ from crc32c import crc32c
 from kafka_shell.protocol.codec import ProtocolError
 from kafka_shell.sandbox import classic_groups, group_state, log as logs, persist, records, replay
 from kafka_shell.sandbox.model import Batch, ClusterState, Partition
-from kafka_shell.sandbox.records import Record, RemoveTopicRecord, ReplayError
+from kafka_shell.sandbox.records import GroupMetadataRecord, Record, RemoveTopicRecord, ReplayError
 
 log = logging.getLogger("kafka_shell.sandbox")
 
@@ -81,7 +82,7 @@ KIND = struct.Struct(">cI")       # entry kind, length of its JSON
 FORMAT_1 = struct.Struct(">II")   # format 1's entries: payload length, CRC32C of the payload
 DAMAGED_PREFIX = "damaged-"
 RECORDS = b"r"   # a list of records (and the batch bytes of its PartitionLogs)
-GROUP, OFFSETS = b"g", b"o"   # a consumer group's stored metadata; offsets committed or deleted
+GROUP = b"g"     # a consumer group's stored metadata
 NAME = re.compile(r"journal-(\d+)\.log")
 
 
@@ -99,12 +100,11 @@ def journal_files(directory: Path) -> dict[int, Path]:
     return {int(m.group(1)): p for p in directory.iterdir() if (m := NAME.fullmatch(p.name))}
 
 
-def group_touched(cluster: ClusterState, group_id: str, offset: tuple[str, int] | None = None) -> None:
-    """A group's stored metadata changed, or it was deleted, or (`offset`) one of its committed
-    offsets: journal it at the next write. A no-op without --data-dir."""
+def group_touched(cluster: ClusterState, group_id: str) -> None:
+    """A group's stored metadata changed: journal it at the next write. A no-op without --data-dir."""
     journal = cluster.runtime.journal
     if journal is not None:
-        journal.touch_group(group_id, offset)
+        journal.touch_group(group_id)
 
 
 def lock(data_dir: str | os.PathLike) -> int:
@@ -361,19 +361,10 @@ def repair(data_dir: str | os.PathLike) -> str:
 
 
 def _apply(cluster: ClusterState, check: persist.Checker, kind: bytes, record: dict) -> None:
-    if kind in (GROUP, OFFSETS):
-        _apply_group(cluster, check, kind, record)
-    else:
+    if kind != GROUP:
         raise persist.StateError(f"{check.path}: unknown entry kind {kind!r}")
-
-
-def _apply_group(cluster: ClusterState, check: persist.Checker, kind: bytes, record: dict) -> None:
     group_id = check.text(record.get("id"), "group record id")
-    if kind == GROUP:
-        group_state.apply_view(cluster, check, group_id, record.get("view"), "group record view")
-    else:
-        group_state.apply_offsets(cluster, check, group_id, record.get("offsets"), record.get("deleted"),
-                                  "offsets record")
+    group_state.apply_view(cluster, check, group_id, record.get("view"), "group record view")
 
 
 # -- the live journal -------------------------------------------------------------------------
@@ -400,7 +391,7 @@ class Journal:
             (t.id, p.index): (p.batches[-1] if p.batches else None)
             for t in cluster.topics.values() for p in t.partitions}
         self._groups: dict[str, bytes] = {g.group_id: _json(g.stored) for g in classic_groups.all_groups(cluster).values()}
-        self._touched_groups: dict[str, set[tuple[str, int]]] = {}
+        self._touched_groups: set[str] = set()
         # Group commit: writes are numbered; sync() waits for the one holding its changes.
         self._captured = 0
         self._durable = 0
@@ -429,6 +420,8 @@ class Journal:
         if isinstance(record, RemoveTopicRecord):
             for key in [k for k in self._last_batch if k[0] == record.topic_id]:
                 del self._last_batch[key]
+        elif isinstance(record, GroupMetadataRecord):   # a group deleted: a new one's view is written whole
+            self._groups.pop(record.group, None)
 
     def logs_changed(self, p: Partition, rewrite: bool) -> None:
         """A partition's logs changed (log.py): written with the next write."""
@@ -438,10 +431,8 @@ class Journal:
             if t is not None:
                 self._last_batch[(t.id, p.index)] = None   # no batch known: all of them are written
 
-    def touch_group(self, group_id: str, offset: tuple[str, int] | None) -> None:
-        keys = self._touched_groups.setdefault(group_id, set())
-        if offset is not None:
-            keys.add(offset)
+    def touch_group(self, group_id: str) -> None:
+        self._touched_groups.add(group_id)
 
     def _pending(self) -> bool:
         return bool(self._records) or bool(self._logs) or bool(self._touched_groups)
@@ -531,22 +522,19 @@ class Journal:
         return logs.logs_record(self.cluster, p, new, rewrite)
 
     def _group_records(self) -> bytes:
-        """The touched groups' stored metadata where it changed (null: deleted), and the offsets
-        committed or deleted since the last write."""
+        """The touched groups' stored metadata where it changed (after the records of the same
+        write: a group deleted is its GroupMetadataRecord, and one made again after it is
+        written whole)."""
         out = bytearray()
         table = classic_groups.all_groups(self.cluster)
-        for group_id, keys in self._touched_groups.items():
+        for group_id in self._touched_groups:
             g = table.get(group_id)
-            blob = _json(g.stored) if g is not None else b"null"
-            if self._groups.get(group_id, b"null") != blob:
+            if g is None or g.stored is None:
+                continue
+            blob = _json(g.stored)
+            if self._groups.get(group_id) != blob:
                 out += _frame_json(GROUP, b'{"id":%s,"view":%s}' % (_json(group_id), blob))
                 self._groups[group_id] = blob
-            if g is None:
-                self._groups.pop(group_id, None)
-            elif keys:
-                rows = [group_state.offset_row(k, g.offsets[k]) for k in keys if k in g.offsets]
-                out += _frame(OFFSETS, {"id": group_id, "offsets": rows,
-                                        "deleted": [list(k) for k in keys if k not in g.offsets]})
         self._touched_groups.clear()
         return bytes(out)
 

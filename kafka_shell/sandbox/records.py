@@ -268,6 +268,34 @@ class RemoveDelegationTokenRecord(Record):
     token_id: str
 
 
+# -- the group coordinator (__consumer_offsets) ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class OffsetCommitValue:
+    offset: Offset
+    leader_epoch: Annotated[int, Range(-1, INT32_MAX)]
+    metadata: str | None
+    commit_timestamp: Long
+
+
+@dataclass(frozen=True)
+class OffsetCommitRecord(Record):
+    """OffsetCommitKey + OffsetCommitValue: an offset committed (value None: deleted)."""
+    group: str
+    topic: str
+    partition: NodeId
+    value: OffsetCommitValue | None
+
+
+@dataclass(frozen=True)
+class GroupMetadataRecord(Record):
+    """GroupMetadataKey with no value: the group's tombstone, after its offsets' (a group deleted).
+    What a group stores (members, assignments, epochs) is still a journal entry of its own
+    (journal.GROUP), not yet the coordinators' records."""
+    group: str
+
+
 # -- the logs ---------------------------------------------------------------------------------
 
 

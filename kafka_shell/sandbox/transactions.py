@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import configs, log, producer_ids, producer_state, topic_lifecycle
-from kafka_shell.sandbox.classic_groups import (OFFSETS_TOPIC, CommittedOffset, Group, all_groups, hash_partition, internal_leader,
+from kafka_shell.sandbox.classic_groups import (OFFSETS_TOPIC, CommittedOffset, hash_partition, internal_leader,
                                        offsets_partition, record_offsets)
 from kafka_shell.sandbox.model import ClusterState, Partition, now_ms
 
@@ -648,8 +648,7 @@ def _complete_offsets(cluster: ClusterState, pid: int, offsets_partition_index: 
     for key in [k for k in s.pending_offsets if k[1] == pid and offsets_partition(cluster, k[0]) == offsets_partition_index]:
         offsets = s.pending_offsets.pop(key)
         if commit:
-            group = all_groups(cluster).setdefault(key[0], Group(key[0]))
-            record_offsets(cluster, group, offsets)   # journaled, as an OffsetCommit's are
+            record_offsets(cluster, key[0], offsets)   # records, as an OffsetCommit's are
 
 
 # -- describing -----------------------------------------------------------------------------------

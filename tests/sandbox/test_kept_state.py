@@ -323,7 +323,7 @@ def test_a_crash_keeps_every_record_type(tmp_path):
         admin.incremental_alter_configs([res])[res].result(10)
         _update_feature(s.bootstrap, "group.version", 0, upgrade_type=2)
         acls = [AclBinding(ResourceType.TOPIC, name, ResourcePatternType.LITERAL, "User:alice", "*",
-                           AclOperation.READ, AclPermissionType.ALLOW) for name in ("kept", "revoked")]
+                           AclOperation.READ, AclPermissionType.ALLOW) for name in ("secret", "revoked")]
         for f in admin.create_acls(acls).values():
             f.result(10)
         admin.delete_acls([AclBindingFilter(ResourceType.TOPIC, "revoked", ResourcePatternType.LITERAL, None, None,
@@ -336,6 +336,13 @@ def test_a_crash_keeps_every_record_type(tmp_path):
         _shell_ok(s.bootstrap, "alter-client-quotas --entity-type users --entity-name alice "
                                "--add-config producer_byte_rate=1024")
         _idempotent_producer_id(s.bootstrap)
+        # Offsets committed, one deleted, and a group deleted with its offsets.
+        for group in ("kept-group", "gone-group"):
+            consumer = _consumer(s.bootstrap, group)
+            consumer.commit(offsets=[TopicPartition("kept", p, 5) for p in range(3)], asynchronous=False)
+            consumer.close()
+        _shell_ok(s.bootstrap, "delete-offsets --group kept-group --topic kept:2 --yes")
+        admin.delete_consumer_groups(["gone-group"])["gone-group"].result(10)
         # Tokens need a SASL listener: the controller's operations, which the token test drives over SASL.
         s.call(tokens.create, s.cluster, "User:admin", "User:admin", [], -1)
         gone = s.call(tokens.create, s.cluster, "User:admin", "User:admin", [], -1)
