@@ -22,6 +22,8 @@ from kafka_shell.face.repl.suggest import Group, suggest
 from kafka_shell.face.runner import run_line
 from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox import classic_groups as sandbox_groups
+from kafka_shell.sandbox import replay
+from kafka_shell.sandbox.records import RemoveTopicRecord
 from kafka_shell.connection.session import Session, Target
 from tests.output import json_rows
 from tests.test_oneshot import run
@@ -333,7 +335,8 @@ def test_delete_offsets_refused_for_a_subscribed_topic(sandbox):
     # Offsets of a deleted topic: shown without a log end, not a failure (as Kafka's tool). Kafka's
     # coordinator drops them moments after the deletion; this is the state of those moments.
     commit(sandbox, "g", "old", {0: 0})
-    sandbox.call(lambda: (sandbox.cluster.topics.pop("old"), sandbox.cluster.changed()))
+    # The topic's record removed, before the coordinator drops its offsets.
+    sandbox.call(replay.apply, sandbox.cluster, RemoveTopicRecord(sandbox.cluster.topics["old"].id))
     out, err = ok(sandbox, "describe-group g -o json")
     assert [(r["topic"], r["log_end_offset"]) for r in json_rows(out, "offsets")] == [("old", None)]
     assert "Topic old no longer exists: group 'g' still has offsets for it" in err

@@ -11,17 +11,21 @@ at all (for any principal) is allowed only with `allow.everyone.if.no.acl.found`
 ControllerApis), shared with the shell's messages; handlers ask
 `RequestContext.permits(resource_type, name)` (the operation comes from the table) or, for the
 checks a table cannot say (auto-creation needs CREATE), `RequestContext.authorize(op, ...)`.
-ACLs live on the cluster (`acl_store`), so every broker and controller sees the same ones.
+ACLs live on the cluster (`acl_store`), so every broker and controller sees the same ones; they
+change by AccessControlEntryRecords and RemoveAccessControlEntryRecords, each naming its ACL by
+id, as Kafka's AclControlManager keeps them.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafka_shell.protocol.authorization import API_NEEDS, CLUSTER_NAME
 from kafka_shell.protocol.codes import AclOperation as Op
 from kafka_shell.protocol.codes import AclPermission, AclResourceType as Res, PatternType
+from kafka_shell.sandbox.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord, ReplayError
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.model import ClusterState
@@ -121,8 +125,52 @@ def binding_problem(b: AclBinding) -> str | None:
 
 
 def acl_store(cluster: ClusterState) -> list[AclBinding]:
-    """The cluster's ACL bindings, in creation order (created empty on first use)."""
-    return cluster.acls
+    """The cluster's ACL bindings, in creation order."""
+    return list(cluster.acls.values())
+
+
+def creations(cluster: ClusterState, bindings: list[AclBinding]) -> list[AccessControlEntryRecord]:
+    """The records of the bindings that do not exist yet (creating an existing one changes nothing)."""
+    known = set(cluster.acls.values())
+    out = []
+    for b in bindings:
+        if b not in known:
+            known.add(b)
+            out.append(entry_record(uuid.uuid4(), b))
+    return out
+
+
+def deletions(cluster: ClusterState, gone: list[AclBinding]) -> list[RemoveAccessControlEntryRecord]:
+    return [RemoveAccessControlEntryRecord(acl_id) for acl_id, b in cluster.acls.items() if b in gone]
+
+
+def entry_record(acl_id: uuid.UUID, b: AclBinding) -> AccessControlEntryRecord:
+    return AccessControlEntryRecord(acl_id, int(b.resource_type), b.name, int(b.pattern_type), b.principal, b.host,
+                                    int(b.operation), int(b.permission))
+
+
+def replay_entry(cluster: ClusterState, record: AccessControlEntryRecord) -> None:
+    try:
+        b = AclBinding(Res(record.resource_type), record.resource_name, PatternType(record.pattern_type),
+                       record.principal, record.host, Op(record.operation), AclPermission(record.permission_type))
+    except ValueError as exc:
+        raise ReplayError(f"holds a value no ACL has ({exc})") from None
+    problem = binding_problem(b)
+    if problem:
+        raise ReplayError(f"is an ACL Kafka refuses ({problem})")
+    cluster.acls[record.id] = b
+
+
+def replay_remove(cluster: ClusterState, record: RemoveAccessControlEntryRecord) -> None:
+    if cluster.acls.pop(record.id, None) is None:
+        raise ReplayError(f"removes ACL {record.id}, which no AccessControlEntryRecord created")
+
+
+def snapshot(cluster: ClusterState) -> list[AccessControlEntryRecord]:
+    return [entry_record(acl_id, b) for acl_id, b in cluster.acls.items()]
+
+
+REPLAY = {AccessControlEntryRecord: replay_entry, RemoveAccessControlEntryRecord: replay_remove}
 
 
 class Authorizer:

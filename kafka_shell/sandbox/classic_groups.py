@@ -24,8 +24,9 @@ from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, journal, topic_lifecycle
+from kafka_shell.sandbox import configs, journal, replay, topic_lifecycle
 from kafka_shell.sandbox.model import ClusterState, now_ms
+from kafka_shell.sandbox.records import GroupMetadataRecord, OffsetCommitRecord, OffsetCommitValue
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.model import AnyGroup
@@ -161,11 +162,8 @@ def all_groups(cluster: ClusterState) -> dict[str, AnyGroup]:
 def forget_topic(cluster: ClusterState, topic: str) -> None:
     """A deleted topic's committed offsets go from every group, as Kafka's group coordinator
     drops them (OffsetMetadataManager.onTopicsDeleted, after the topic's deletion)."""
-    for g in all_groups(cluster).values():
-        held = getattr(g, "offsets", {})
-        for key in [k for k in held if k[0] == topic]:
-            del held[key]
-            journal.group_touched(cluster, g.group_id, key)
+    replay.apply_all(cluster, [offset_record(g.group_id, key, None) for g in all_groups(cluster).values()
+                               for key in getattr(g, "offsets", {}) if key[0] == topic])
 
 
 def java_hash(s: str) -> int:
@@ -195,7 +193,7 @@ def ensure_offsets_topic(cluster: ClusterState) -> None:
     partitions = int(configs.broker_value(cluster, None, "offsets.topic.num.partitions") or 50)
     rf = int(configs.broker_value(cluster, None, "offsets.topic.replication.factor") or 3)
     topic_lifecycle.create_topic(cluster, OFFSETS_TOPIC, partitions, min(rf, len(cluster.live_brokers())),
-                       configs={"cleanup.policy": "compact"}, internal=True)
+                       configs={"cleanup.policy": "compact"})
 
 
 def coordinator_of(cluster: ClusterState, group_id: str) -> int:
@@ -213,12 +211,16 @@ def internal_leader(cluster: ClusterState, topic_name: str, partition: int) -> i
     return p.leader if p.leader >= 0 and cluster.brokers[p.leader].usable else -1
 
 
-def record_offsets(cluster: ClusterState, g: OffsetHolder, offsets: dict[tuple[str, int], CommittedOffset]) -> None:
-    """Offsets become committed (an OffsetCommit, a transaction's commit): kept in the group and,
-    with --data-dir, journaled before the answer leaves."""
-    g.offsets.update(offsets)
-    for key in offsets:
-        journal.group_touched(cluster, g.group_id, key)
+def offset_record(group_id: str, key: tuple[str, int], o: CommittedOffset | None) -> OffsetCommitRecord:
+    """The record of a committed offset (None: its deletion, a tombstone)."""
+    value = None if o is None else OffsetCommitValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp)
+    return OffsetCommitRecord(group_id, key[0], key[1], value)
+
+
+def record_offsets(cluster: ClusterState, group_id: str, offsets: dict[tuple[str, int], CommittedOffset]) -> None:
+    """Offsets become committed (an OffsetCommit, a transaction's commit): their records (a group
+    that has none yet is created Empty, as a simple commit does)."""
+    replay.apply_all(cluster, [offset_record(group_id, key, o) for key, o in offsets.items()])
 
 
 # -- the state machine ----------------------------------------------------------------------------
@@ -614,12 +616,13 @@ class Coordinator:
                metadata: str | None) -> int:
         if metadata and len(metadata.encode()) > setting(self.cluster, "offset.metadata.max.bytes"):
             return ErrorCode.offset_metadata_too_large
-        record_offsets(self.cluster, g, {(topic, partition): CommittedOffset(offset, leader_epoch, metadata, now_ms())})
+        record_offsets(self.cluster, g.group_id,
+                       {(topic, partition): CommittedOffset(offset, leader_epoch, metadata, now_ms())})
         return 0
 
     def delete_offset(self, g: OffsetHolder, topic: str, partition: int) -> None:
-        if g.offsets.pop((topic, partition), None) is not None:
-            journal.group_touched(self.cluster, g.group_id, (topic, partition))
+        if (topic, partition) in g.offsets:
+            replay.apply(self.cluster, offset_record(g.group_id, (topic, partition), None))
 
     def delete(self, group_id: str) -> int:
         g = self.groups.get(group_id)
@@ -634,8 +637,9 @@ class Coordinator:
         if g.group_type == "share":   # its share-partitions' state goes with it
             from kafka_shell.sandbox import share_groups
             share_groups.Coordinator(self.cluster).delete(group_id)
-        del self.groups[group_id]
-        journal.group_touched(self.cluster, group_id)
+        # Kafka's tombstones: the group's offsets, then the group.
+        replay.apply_all(self.cluster, [*(offset_record(group_id, key, None) for key in list(getattr(g, "offsets", {}))),
+                                        GroupMetadataRecord(group_id)])
         return 0
 
     def delete_offsets_error(self, g: AnyGroup | None) -> int:

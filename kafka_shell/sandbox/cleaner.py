@@ -30,7 +30,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kafka_shell.sandbox import configs, journal, log, producer_state
+from kafka_shell.sandbox import configs, log, producer_state
 from kafka_shell.sandbox.log import Segment
 from kafka_shell.sandbox.model import Batch, ClusterState, Partition, now_ms
 
@@ -120,12 +120,7 @@ def _delete_segments(cluster: ClusterState, p: Partition, deletable: Callable[[S
             break
     if not doomed:
         return 0
-    if len(doomed) == len(segs):
-        log.roll(cluster, p)   # a log always has a segment: a new one at the log end
-    bases = log.segments(p)
-    log.delete_before(cluster, p, bases[len(doomed)])
-    p.segments = bases[len(doomed):]
-    journal.touched(cluster, p)
+    log.delete_segments(cluster, p, len(doomed))
     return len(doomed)
 
 
@@ -372,12 +367,10 @@ def clean(cluster: ClusterState, ltc: LogToClean, now: int) -> None:
             txns.add(producer_state.aborted_between(cluster, p, seg.base, seg.end))
             cleaned += [kept for b in seg.batches(p) if (kept := cleaner.batch(b)) is not None]
     before = sum(s.size(p) for s in below)
-    p.batches = p.batches[:below[0].first] + cleaned + p.batches[below[-1].stop:]
-    p.segments = [g[0].base for g in groups] + [s.base for s in segs if s.base >= end]
-    p.cleaner_checkpoint = end
+    log.replace_cleaned(cluster, p, below[0].first, below[-1].stop, cleaned,
+                        [g[0].base for g in groups] + [s.base for s in segs if s.base >= end], end)
     # Kafka 4.4's cleaned segments keep no transaction index (checked on the real broker): a
     # read_committed fetch is told of no aborted transaction whose marker was cleaned.
     producer_state.forget_aborted(cluster, p, end)
-    journal.rewritten(cluster, p)
     logger.debug("cleaned %s-%d below offset %d: %d bytes to %d", p.topic, p.index, end, before,
                  sum(len(b.data) for b in cleaned))

@@ -15,8 +15,10 @@ import re
 
 from kio.schema.errors import ErrorCode
 
+from kafka_shell.sandbox import configs, replay
 from kafka_shell.sandbox.topic_lifecycle import AdminError
 from kafka_shell.sandbox.model import ClusterState
+from kafka_shell.sandbox.records import CLIENT_METRICS_RESOURCE
 from kafka_shell.base.regex import compile_kafka_regex
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -72,13 +74,8 @@ def alter(cluster: ClusterState, name: str, ops: list, validate_only: bool) -> N
         else:
             raise AdminError(ErrorCode.invalid_request, f"Unknown operation type {kind}")
     validate(name, new)
-    if validate_only:
-        return
-    if new:
-        subscriptions(cluster)[name] = new
-    else:
-        subscriptions(cluster).pop(name, None)
-    cluster.changed()
+    if not validate_only:
+        replay.apply_all(cluster, configs.config_records(CLIENT_METRICS_RESOURCE, name, subscriptions(cluster).get(name, {}), new))
 
 
 def validate(name: str, values: dict[str, str]) -> None:

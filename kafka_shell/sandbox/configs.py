@@ -17,7 +17,9 @@ from functools import cache
 
 from kafka_shell.protocol.definitions import releases
 from kafka_shell.protocol.definitions.releases import ConfigDef, Validator, check_value, split_list
-from kafka_shell.sandbox.model import ClusterState
+from kafka_shell.sandbox.model import Broker, ClusterState, Controller
+from kafka_shell.sandbox.records import (BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE,
+                                         ConfigRecord, ReplayError)
 
 __all__ = ["ConfigDef", "check_value", "split_list", "broker_defs", "topic_defs", "topic_value", "broker_value",
            "describe_topic", "describe_broker", "describe_cluster_defaults"]
@@ -416,3 +418,60 @@ def check_static(cluster: ClusterState, key: str, value: str) -> None:
     problem = check_value(d, value)
     if problem:
         raise ValueError(problem)
+
+
+# -- ConfigRecords (Kafka's ConfigurationControlManager) ----------------------------------------
+
+
+def config_records(resource_type: int, name: str, old: dict[str, str], new: dict[str, str]) -> list[ConfigRecord]:
+    """The ConfigRecords that turn a resource's configs `old` into `new` (value None: deleted)."""
+    return [ConfigRecord(resource_type, name, key, new.get(key))
+            for key in [*old, *(k for k in new if k not in old)] if new.get(key) != old.get(key)]
+
+
+def _resource_configs(cluster: ClusterState, resource_type: int, name: str) -> dict[str, str]:
+    """The live dict a ConfigRecord changes."""
+    if resource_type == TOPIC_RESOURCE:
+        t = cluster.topics.get(name)
+        if t is None:
+            raise ReplayError(f"configures topic {name!r}, which no TopicRecord created")
+        return t.configs
+    if resource_type == BROKER_RESOURCE:
+        if name == "":
+            return cluster.cluster_configs
+        node = cluster.node(int(name)) if name.isdigit() else None
+        if node is None:
+            raise ReplayError(f"configures node {name!r}, which is not registered")
+        return node.configs
+    if resource_type == GROUP_RESOURCE:
+        return cluster.group_configs.setdefault(name, {})
+    if resource_type == CLIENT_METRICS_RESOURCE:
+        return cluster.client_metrics.setdefault(name, {})
+    raise ReplayError(f"configures a resource of type {resource_type}, which has no dynamic configs")
+
+
+def replay_config(cluster: ClusterState, record: ConfigRecord) -> None:
+    values = _resource_configs(cluster, record.resource_type, record.resource_name)
+    if record.value is None:
+        values.pop(record.name, None)
+    else:
+        values[record.name] = record.value
+    # A group or a client metrics subscription without configs is gone (Kafka's ConfigurationsImage).
+    for table in (cluster.group_configs, cluster.client_metrics):
+        if not values and table.get(record.resource_name) is values:
+            del table[record.resource_name]
+
+
+def snapshot(cluster: ClusterState) -> list[ConfigRecord]:
+    """Every dynamic config but the topics' (theirs follow their TopicRecords)."""
+    out = config_records(BROKER_RESOURCE, "", {}, cluster.cluster_configs)
+    nodes: list[Broker | Controller] = [*cluster.brokers.values(), *cluster.controllers.values()]
+    for n in nodes:
+        out += config_records(BROKER_RESOURCE, str(n.id), {}, n.configs)
+    for resource, table in ((GROUP_RESOURCE, cluster.group_configs), (CLIENT_METRICS_RESOURCE, cluster.client_metrics)):
+        for name, values in table.items():
+            out += config_records(resource, name, {}, values)
+    return out
+
+
+REPLAY = {ConfigRecord: replay_config}

@@ -11,12 +11,15 @@ from collections.abc import Callable
 from typing import Any
 
 from kafka_shell.protocol.broker_identity import MAPPING_TOPIC, mapping_value
-from kafka_shell.sandbox import identity, propagation, quorum, replication
-from kafka_shell.sandbox.authorizer import AclBinding, acl_store, binding_problem
+from kafka_shell.sandbox import identity, log, propagation, quorum, registrations, replay, replication
+from kafka_shell.sandbox import authorizer
+from kafka_shell.sandbox.authorizer import AclBinding, binding_problem
 from kafka_shell.sandbox.config import PLAINTEXT
 from kafka_shell.sandbox.dispatch import api_key_of, error_code_of
-from kafka_shell.sandbox.listeners import NodeServer
+from kafka_shell.sandbox.listeners import NodeServer, bind
 from kafka_shell.sandbox.model import Broker, ClusterState, Controller
+from kafka_shell.sandbox.records import Endpoint, RegisterBrokerRecord, RegisterControllerRecord
+from kafka_shell.sandbox.registrations import CONTROLLER_LISTENER
 
 
 class FaultControls:
@@ -38,9 +41,6 @@ class FaultControls:
         raise NotImplementedError
 
     def _node_server(self, node: Broker | Controller, listener: str = PLAINTEXT) -> NodeServer:
-        raise NotImplementedError
-
-    def _extra_listeners(self, b: Broker, port_base: int | None = None) -> list[NodeServer]:
         raise NotImplementedError
 
     def stop_broker(self, broker_id: int) -> None:
@@ -67,8 +67,8 @@ class FaultControls:
             for server in self._broker_servers(broker_id):
                 await server.listen()
             b.alive = True
-            b.registered = True  # a starting broker registers (again)
-            b.epoch += 1
+            # A starting broker registers (again), with a new epoch.
+            replay.apply(self.cluster, registrations.broker_registration(self.cluster, b, epoch=b.epoch + 1))
             replication.broker_started(self.cluster, broker_id)
 
         self.call(go)
@@ -103,8 +103,8 @@ class FaultControls:
                     raise ValueError(f"a broker on {host} would take id {choice.broker_id}, which is live")
                 chosen, reason = choice.broker_id, choice.reason
                 identity.lose_disk(self.cluster, chosen)
-            self.cluster.brokers[chosen].host_name = host
-            self.cluster.changed()
+            replay.apply(self.cluster, registrations.broker_registration(
+                self.cluster, self.cluster.brokers[chosen], host_name=host))
             return chosen, reason
 
         chosen, reason = self.call(go)
@@ -127,16 +127,17 @@ class FaultControls:
             c = self.cluster
             new_id = max(c.brokers) + 1 if broker_id is None else broker_id
             self._check_new_broker_id(new_id)
-            listen = next(iter(c.brokers.values())).host
-            b = Broker(id=new_id, host=listen, port=0, rack=rack,
-                       host_name=host_name or f"broker-{new_id}.sandbox", fenced=not c.controller_available)
-            server = self._node_server(b, self.listeners[0])
-            await server.listen()
-            c.brokers[new_id] = b
-            self._servers[new_id] = server
-            self._listener_servers[new_id] = self._extra_listeners(b)
-            for extra in self._listener_servers[new_id]:
-                await extra.listen()
+            host = next(iter(c.brokers.values())).host
+            socks = [bind(host, 0) for _ in self.listeners]   # free ports, which it registers
+            ports = [sock.getsockname()[1] for sock in socks]
+            replay.apply(c, RegisterBrokerRecord(
+                new_id, 1, tuple(Endpoint(name, host, port) for name, port in zip(self.listeners, ports)), rack,
+                fenced=not c.controller_available, host_name=host_name or f"broker-{new_id}.sandbox"))
+            b = c.brokers[new_id]
+            servers = [self._node_server(b, name) for name in self.listeners]
+            for server, sock in zip(servers, socks):
+                await server.listen(sock)
+            self._servers[new_id], self._listener_servers[new_id] = servers[0], servers[1:]
             replication.broker_started(c, new_id)
             return new_id
 
@@ -160,13 +161,14 @@ class FaultControls:
                 raise ValueError(f"cannot add controller {new_id}: the id is taken (or negative)")
             if directory is not None and any(quorum.directory_of(c, n) == directory for n in c.controllers.values()):
                 raise ValueError(f"cannot add controller {new_id}: directory id {directory_id} is taken")
-            node = Controller(id=new_id, host=next(iter(c.controllers.values())).host, port=0,
-                              directory_id=directory or uuid.uuid4(), voter=False)
+            host = next(iter(c.controllers.values())).host
+            sock = bind(host, 0)
+            replay.apply(c, RegisterControllerRecord(new_id, (Endpoint(CONTROLLER_LISTENER, host, sock.getsockname()[1]),),
+                                                     directory or uuid.uuid4()))   # an observer until made a voter
+            node = c.controllers[new_id]
             server = self._node_server(node)
-            await server.listen()
-            c.controllers[new_id] = node
+            await server.listen(sock)
             self._controller_servers[new_id] = server
-            c.changed()   # its registration in the metadata log
             return self._controller_info(node)
 
         return self.call(go)
@@ -221,7 +223,7 @@ class FaultControls:
                 return
             await self._controller_servers[controller_id].listen()
             c.alive = True
-            c.registered = True   # a starting controller registers (again)
+            replay.apply(self.cluster, registrations.controller_registration(c))   # a starting controller registers (again)
             replication.controller_started(self.cluster, controller_id)
 
         self.call(go)
@@ -230,14 +232,11 @@ class FaultControls:
         """Create ACL bindings directly (as a super user would with CreateAcls): how a test or an
         operator grants the first permissions when no principal can yet."""
         def go() -> None:
-            store = acl_store(self.cluster)
             for b in bindings:
                 problem = binding_problem(b)
                 if problem:
                     raise ValueError(problem)
-                if b not in store:
-                    store.append(b)
-            self.cluster.changed()
+            replay.apply_all(self.cluster, authorizer.creations(self.cluster, list(bindings)))
         self.call(go)
 
     def delay(self, broker_id: int, ms: int) -> None:
@@ -284,9 +283,7 @@ class FaultControls:
                 raise ValueError(f"broker {broker_id} holds no replica of {topic}-{partition}")
             if offset < 0:
                 raise ValueError("a log end offset cannot be negative")
-            p.leo[broker_id] = int(offset)
-            if epoch is not None:
-                p.replica_epoch[broker_id] = int(epoch)
+            log.set_replica_end(self.cluster, p, broker_id, int(offset), None if epoch is None else int(epoch))
             replication.settle(self.cluster)  # an online partition's followers re-sync
 
         self.call(go)

@@ -16,8 +16,9 @@ import re
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol.definitions import group_configs
-from kafka_shell.sandbox import configs
+from kafka_shell.sandbox import configs, replay
 from kafka_shell.sandbox.model import ClusterState
+from kafka_shell.sandbox.records import GROUP_RESOURCE
 
 GROUP_CONFIG_SOURCE, DEFAULT_SOURCE = 8, 5
 BOOLEAN, STRING, INT, LIST = 1, 2, 3, 7
@@ -134,8 +135,4 @@ def alter(cluster: ClusterState, group_id: str, changes: list[tuple[str, int, st
         check(cluster, key, val or "")
         new[key] = val or ""
     if not validate_only:
-        table = cluster.group_configs
-        if new:
-            table[group_id] = new
-        else:
-            table.pop(group_id, None)
+        replay.apply_all(cluster, configs.config_records(GROUP_RESOURCE, group_id, overrides(cluster, group_id), new))

@@ -1,15 +1,17 @@
 """The consumer-group state `--data-dir` keeps: what a coordinator told clients is done.
 
-As Kafka's GroupMetadataManager stores it in __consumer_offsets: a group's metadata when it
-becomes Stable (the leader's assignment taken) or Empty, and each committed offset. `view(g)` is
-that metadata as plain JSON data (protocol type and name, generation, leader, members with their
-protocols and assignments); `classic_groups.Coordinator` takes it at those moments (`Group.stored`) and
-tells the journal (`journal.group_touched`), which writes the group's view and the offsets
-committed or deleted since, before the answer leaves.
+As Kafka's GroupMetadataManager stores it in __consumer_offsets: each committed offset, a
+group's deletion, and a group's metadata when it becomes Stable (the leader's assignment taken)
+or Empty. Offsets and deletions are the coordinator's records (OffsetCommitRecord, a
+GroupMetadataRecord tombstone), applied here (`REPLAY`) like every record. `view(g)` is a group's
+metadata as plain JSON data (protocol type and name, generation, leader, members with their
+protocols and assignments); `classic_groups.Coordinator` takes it at those moments
+(`Group.stored`) and tells the journal (`journal.group_touched`), which writes the group's view
+before the answer leaves (not yet as the coordinator's records).
 
-`snapshot(cluster)` is every group's stored view and offsets for the state file; `restore`,
-`apply_view` and `apply_offsets` put them back, checked field by field (a StateError names the
-field). A group comes back as Kafka loads one: Stable with its members, or Empty; its members'
+`offset_records(cluster)` are the committed offsets for the state file, `snapshot(cluster)` every
+group's stored view; `restore` and `apply_view` put the views back, checked field by field (a
+StateError names the field). A group comes back as Kafka loads one: Stable with its members, or Empty; its members'
 sessions start again when the sandbox serves (`classic_groups.Coordinator.resume`), so members that do
 not come back expire as they would after a coordinator move.
 """
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 import uuid
 
 from kafka_shell.sandbox import classic_groups, consumer_groups
+from kafka_shell.sandbox.records import GroupMetadataRecord, OffsetCommitRecord, ReplayError
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.model import ClusterState
@@ -108,30 +111,56 @@ def apply_consumer_view(cluster: ClusterState, check: Checker, group_id: str, v:
     table[group_id] = g
 
 
-def offset_row(key: tuple[str, int], o: classic_groups.CommittedOffset) -> list:
-    return [key[0], key[1], o.offset, o.leader_epoch, o.metadata, o.commit_timestamp]
+def replay_offset(cluster: ClusterState, record: OffsetCommitRecord) -> None:
+    """An offset committed (a group that has none yet is created Empty, as a simple commit does)
+    or deleted."""
+    table = classic_groups.all_groups(cluster)
+    g = table.get(record.group)
+    key = (record.topic, record.partition)
+    if record.value is None:
+        if g is not None:
+            getattr(g, "offsets", {}).pop(key, None)
+        return
+    if g is None:
+        g = table[record.group] = classic_groups.Group(record.group)
+    if not hasattr(g, "offsets"):
+        raise ReplayError(f"commits an offset to {record.group!r}, a group that keeps none (a share group)")
+    v = record.value
+    g.offsets[key] = classic_groups.CommittedOffset(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp)
+
+
+def replay_group_tombstone(cluster: ClusterState, record: GroupMetadataRecord) -> None:
+    classic_groups.all_groups(cluster).pop(record.group, None)
+
+
+REPLAY = {OffsetCommitRecord: replay_offset, GroupMetadataRecord: replay_group_tombstone}
+
+
+def offset_records(cluster: ClusterState) -> list[OffsetCommitRecord]:
+    """Every committed offset as its record."""
+    return [classic_groups.offset_record(g.group_id, key, o) for g in classic_groups.all_groups(cluster).values()
+            for key, o in getattr(g, "offsets", {}).items()]
 
 
 def snapshot(cluster: ClusterState) -> list:
-    """Every group with a stored view or offsets, for the state file."""
-    return [{"id": g.group_id, "view": g.stored,
-             "offsets": [offset_row(k, o) for k, o in g.offsets.items()]}
-            for g in classic_groups.all_groups(cluster).values() if g.stored is not None or g.offsets]
+    """Every group's stored view, for the state file (its offsets are records)."""
+    return [{"id": g.group_id, "view": g.stored}
+            for g in classic_groups.all_groups(cluster).values() if g.stored is not None]
 
 
 def restore(cluster: ClusterState, data: object, check: Checker) -> None:
-    """Put a `snapshot` back (None: a state file from before groups were kept)."""
-    classic_groups.all_groups(cluster).clear()
-    if data is None:
-        return
+    """Put a `snapshot` back, after the state file's records (its groups' offsets)."""
+    seen: set[str] = set()
     for i, entry in enumerate(check.array(data, "groups")):
         entry = check.mapping(entry, f"groups[{i}]")
         group_id = check.text(entry.get("id"), f"groups[{i}].id")
-        if group_id in classic_groups.all_groups(cluster):
+        if group_id in seen:
             raise check.fail(f"groups[{i}].id", f"a group id used once ({group_id!r} appears twice)")
-        if entry.get("view") is not None:
-            apply_view(cluster, check, group_id, entry["view"], f"groups[{i}].view")
-        apply_offsets(cluster, check, group_id, entry.get("offsets"), [], f"groups[{i}].offsets")
+        seen.add(group_id)
+        view = entry.get("view")
+        if view is None:
+            raise check.fail(f"groups[{i}].view", "the group's stored view")
+        apply_view(cluster, check, group_id, view, f"groups[{i}].view")
 
 
 def apply_view(cluster: ClusterState, check: Checker, group_id: str, data: object, where: str) -> None:
@@ -179,32 +208,6 @@ def apply_view(cluster: ClusterState, check: Checker, group_id: str, data: objec
         raise check.fail(f"{where}.leader", "one of its members, with a protocol name, when it has members")
     g.state = classic_groups.STABLE if g.members else classic_groups.EMPTY
     g.stored = view(g)
-
-
-def apply_offsets(cluster: ClusterState, check: Checker, group_id: str, rows: object, deleted: object,
-                  where: str) -> None:
-    """Committed offsets (a group that has none yet is created Empty, as a simple commit does)."""
-    table = classic_groups.all_groups(cluster)
-    g = table.get(group_id)
-    if g is None:
-        g = table[group_id] = classic_groups.Group(group_id)
-    for k, row in enumerate(check.array(rows, where)):
-        fields = check.array(row, f"{where}[{k}]")
-        if len(fields) != 6:
-            raise check.fail(f"{where}[{k}]", "[topic, partition, offset, leader epoch, metadata, commit time]")
-        key = (check.text(fields[0], f"{where}[{k}] topic"),
-               check.integer(fields[1], f"{where}[{k}] partition", low=0, high=INT32_MAX))
-        g.offsets[key] = classic_groups.CommittedOffset(check.integer(fields[2], f"{where}[{k}] offset", low=-1),
-                                                check.integer(fields[3], f"{where}[{k}] leader epoch", low=-1,
-                                                              high=INT32_MAX),
-                                                check.optional_text(fields[4], f"{where}[{k}] metadata"),
-                                                check.integer(fields[5], f"{where}[{k}] commit time"))
-    for k, pair in enumerate(check.array(deleted, f"{where} deleted")):
-        pair = check.array(pair, f"{where} deleted[{k}]")
-        if len(pair) != 2:
-            raise check.fail(f"{where} deleted[{k}]", "[topic, partition]")
-        g.offsets.pop((check.text(pair[0], f"{where} deleted[{k}]"),
-                       check.integer(pair[1], f"{where} deleted[{k}]")), None)
 
 
 def _hex(check: Checker, value: object, where: str) -> bytes:

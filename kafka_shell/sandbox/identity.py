@@ -4,7 +4,7 @@ loses. `Sandbox.replace_broker` uses these on the event loop thread."""
 from __future__ import annotations
 
 from kafka_shell.protocol.broker_identity import Choice, apply_record, choose_id
-from kafka_shell.sandbox import configs, log
+from kafka_shell.sandbox import configs, log, replication
 from kafka_shell.sandbox.model import ClusterState
 
 
@@ -37,13 +37,11 @@ def lose_disk(cluster: ClusterState, broker_id: int) -> None:
     clean-shutdown mark, so with ELR its registration is an unclean shutdown: it leaves every ELR
     (ReplicationControlManager.handleBrokerShutdown), and a partition it alone could lead stays
     offline rather than come back empty. Without ELR it leads such a partition again, with an
-    empty log (`replication.truncate_to`): the records are lost, as on Kafka 3.9."""
+    empty log (`log.truncate_to`): the records are lost, as on Kafka 3.9."""
     elr = configs.elr_enabled(cluster)
     for t in cluster.topics.values():
         for p in t.partitions:
             if broker_id in p.replicas:
-                p.leo[broker_id], p.replica_epoch[broker_id] = 0, 0
+                log.empty_replica(cluster, p, broker_id)
                 if elr and broker_id in p.elr:
-                    p.elr = [r for r in p.elr if r != broker_id]
-                    p.partition_epoch += 1
-    cluster.changed()
+                    replication.change(cluster, p, eligible_leader_replicas=[r for r in p.elr if r != broker_id])

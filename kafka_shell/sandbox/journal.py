@@ -1,37 +1,38 @@
-"""`--data-dir` durability: an append-only journal of changes on top of the state file.
+"""`--data-dir` durability: an append-only journal of the records applied, on top of the state file.
 
 A change is durable when it is acknowledged. Every response waits in `Journal.sync()` until
 the changes made so far are written to `journal-<seq>.log` and fsynced; requests served in the
 same loop tick share one write and one fsync (group commit), and the fsync runs off the loop
 thread, so the brokers keep serving meanwhile.
 
-What is journaled is the effect, not the request, found when a write starts:
-- `cluster`: cluster id, mode, the active controller and its epoch, cluster configs, brokers,
-  KRaft controllers, the control endpoint's port and the security state (ACLs, SCRAM
-  credentials, client quotas), when they changed (a controller killed,
-  stopped or started, a preferred controller designated: whatever moves the active one);
-- `topic`: a topic's configs and every partition's replication state (no batches), for each
-  topic that differs from what the journal last held (checked when `ClusterState.generation` moved);
-- `delete`: a topic id that is gone;
-- `partition`: one partition's replication state plus the batches appended since the journal
-  last held it (all of its batches, `rewrite`, when its log was truncated), for each partition
-  `touched()` by an append or a DeleteRecords, or whose last batch changed.
-A journal file starts with FILE_HEADER ("kafka-shell journal 2" and a newline); each entry is
+What is journaled is what `replay.apply` applied (`append`): each state change is a record
+(records.py), and start-up applies them again through the same function. Beside them, the
+partitions whose logs changed (an append, a follower's progress, a truncation, DeleteRecords,
+retention, the cleaner: `log.py` says so) are written as `PartitionLogs`: their log state and
+the batches appended since the journal last held them (all of them, `rewrite`, when older ones
+were replaced). One write is one entry: the records and logs it holds are replayed whole or not
+at all. Committed offsets and group deletions are the group coordinator's records
+(OffsetCommitRecord, GroupMetadataRecord); a group's stored view is still an entry of its own
+(GROUP), written after the records of the same write for the groups `group_touched` names,
+until the coordinators keep all their state by records.
+
+A journal file starts with FILE_HEADER ("kafka-shell journal 3" and a newline); each entry is
 a 16-byte header (ENTRY: the MARKER, the payload's length, the payload's CRC32C, and the CRC32C
-of those 12 bytes) and the payload (a kind byte, the JSON length, the JSON and the raw batch
-bytes). Start-up (`recover`, through `scan`) replays the entries up to the first bad one, and:
+of those 12 bytes) and the payload (a kind byte, the JSON length, the JSON: a list of records,
+and the raw batch bytes its PartitionLogs name in order). Start-up (`recover`, through `scan`)
+replays the entries up to the first bad one, and:
 - a bad entry that is only the end of the file cut short (a header or payload running past the
-  end, or zeros where the file grew and the data never landed), after a whole file header (or,
-  in format 1, a whole first entry), is a torn write: a crash cut it short before its fsync,
-  so it was never acknowledged, unless the file was cut later; it is dropped after the journal
-  is copied into a `damaged-<time>` directory, with one warning;
+  end, or zeros where the file grew and the data never landed), after a whole file header, is a
+  torn write: a crash cut it short before its fsync, so it was never acknowledged, unless the
+  file was cut later; it is dropped after the journal is copied into a `damaged-<time>`
+  directory, with one warning;
 - a bad entry followed by good ones, or a bad checksum in a complete entry, is damage: start-up
   refuses (a StateError naming the file, the byte offset and how many entries follow) and
   leaves every file as it is; `repair` truncates the journal there after copying it (and
   setting later journals aside) into a `damaged-<time>` directory.
 The header's own checksum tells a damaged length from a torn write; the marker lets the scan
-find the entries after damage. Journals of format 1 (no file header: an 8-byte length and
-CRC32C per entry) are still read, with the same rules but no search past damage.
+find the entries after damage. A journal of an older format (2, with the state changes as
+snapshots of what changed; 1, without a file header) is refused in one line.
 
 Compaction writes the whole state to the state file when the journal passes
 KAFKA_SHELL_SANDBOX_JOURNAL_BYTES (64 MiB): at a write, the state is captured and new changes go
@@ -61,8 +62,9 @@ from typing import BinaryIO
 from crc32c import crc32c
 
 from kafka_shell.protocol.codec import ProtocolError
-from kafka_shell.sandbox import classic_groups, group_state, persist, security_state
-from kafka_shell.sandbox.model import Batch, ClusterState, Partition, Topic
+from kafka_shell.sandbox import classic_groups, group_state, log as logs, persist, records, replay
+from kafka_shell.sandbox.model import Batch, ClusterState, Partition
+from kafka_shell.sandbox.records import GroupMetadataRecord, Record, RemoveTopicRecord, ReplayError
 
 log = logging.getLogger("kafka_shell.sandbox")
 
@@ -71,14 +73,16 @@ COMPACT_BYTES = 64 * 1024 * 1024
 SYNC_INTERVAL_S = 1.0   # changes nobody waits for (replication catch-up) are written this often
 LOCK_FILE = ".lock"
 
-FILE_HEADER = b"kafka-shell journal 2\n"
+FORMAT = 3
+HEADER_PREFIX = b"kafka-shell journal "
+FILE_HEADER = HEADER_PREFIX + b"%d\n" % FORMAT
 MARKER = b"\xd7KSJ"
 ENTRY = struct.Struct(">4sIII")   # MARKER, payload length, CRC32C of the payload, CRC32C of the 12 bytes before
-FRAME_V1 = struct.Struct(">II")   # format 1: payload length, CRC32C of the payload
-KIND = struct.Struct(">cI")       # record kind, length of its JSON
+KIND = struct.Struct(">cI")       # entry kind, length of its JSON
+FORMAT_1 = struct.Struct(">II")   # format 1's entries: payload length, CRC32C of the payload
 DAMAGED_PREFIX = "damaged-"
-CLUSTER, TOPIC, DELETE, PARTITION = b"c", b"t", b"d", b"p"
-GROUP, OFFSETS = b"g", b"o"   # a consumer group's stored metadata; offsets committed or deleted
+RECORDS = b"r"   # a list of records (and the batch bytes of its PartitionLogs)
+GROUP = b"g"     # a consumer group's stored metadata
 NAME = re.compile(r"journal-(\d+)\.log")
 
 
@@ -96,28 +100,11 @@ def journal_files(directory: Path) -> dict[int, Path]:
     return {int(m.group(1)): p for p in directory.iterdir() if (m := NAME.fullmatch(p.name))}
 
 
-def touched(cluster: ClusterState, p: Partition) -> None:
-    """A partition's batches changed (an append, a DeleteRecords): journal it at the next write.
-    A no-op without --data-dir."""
+def group_touched(cluster: ClusterState, group_id: str) -> None:
+    """A group's stored metadata changed: journal it at the next write. A no-op without --data-dir."""
     journal = cluster.runtime.journal
     if journal is not None:
-        journal.touch(p)
-
-
-def group_touched(cluster: ClusterState, group_id: str, offset: tuple[str, int] | None = None) -> None:
-    """A group's stored metadata changed, or it was deleted, or (`offset`) one of its committed
-    offsets: journal it at the next write. A no-op without --data-dir."""
-    journal = cluster.runtime.journal
-    if journal is not None:
-        journal.touch_group(group_id, offset)
-
-
-def rewritten(cluster: ClusterState, p: Partition) -> None:
-    """A partition's older batches were replaced (the log cleaner): journal all of its batches at
-    the next write. A no-op without --data-dir."""
-    journal = cluster.runtime.journal
-    if journal is not None:
-        journal.touch(p, rewrite=True)
+        journal.touch_group(group_id)
 
 
 def lock(data_dir: str | os.PathLike) -> int:
@@ -155,39 +142,51 @@ class Scan:
     torn: bool = False                 # end..size is a write a crash cut short
     damaged: bool = False              # end..size starts with damage
     following: int = 0                 # good entries after the damage
+    older_format: int | None = None    # a journal of an older format (not read)
 
 
 def scan(data: bytes) -> Scan:
     """The entries of a journal file's bytes, and what follows the first bad one (see the module
     doc: a torn write or damage)."""
-    if data.startswith(FILE_HEADER) or FILE_HEADER.startswith(data):
-        entry_at, pos = _entry_v2, len(FILE_HEADER)
-        if len(data) < pos:  # the file header itself cut short: an empty journal
-            return Scan([], 0, len(data), torn=bool(data))
-    elif _next_good_v2(data, 0) is not None:
-        return Scan([], 0, len(data), damaged=True, following=_count_good(data, 0, _entry_v2))  # its header
-    else:
-        entry_at, pos = _entry_v1, 0
-        if _entry_v1(data, 0)[0] != GOOD:
-            # Format 1 has no file header: bytes whose first entry is not whole (random bytes,
-            # another file) are no journal, never a write cut short.
-            return Scan([], 0, len(data), damaged=True)
+    if not (data.startswith(FILE_HEADER) or FILE_HEADER.startswith(data)):
+        older = _older_format(data)
+        if older is not None:
+            return Scan([], 0, len(data), older_format=older)
+        # No journal header: its header damaged (good entries after it), or no journal at all
+        # (random bytes, another file): never a write cut short.
+        return Scan([], 0, len(data), damaged=True, following=_count_good(data, 0))
+    pos = len(FILE_HEADER)
+    if len(data) < pos:  # the file header itself cut short: an empty journal
+        return Scan([], 0, len(data), torn=bool(data))
     entries = []
     while pos < len(data):
-        state, start, end = entry_at(data, pos)
+        state, start, end = _entry(data, pos)
         if state != GOOD:
             break
         entries.append((pos, data[start:end]))
         pos = end
     else:
         return Scan(entries, pos, len(data))
-    following = _count_good(data, end if state == BAD and end > pos + 1 else pos + 1, entry_at)
+    following = _count_good(data, end if state == BAD and end > pos + 1 else pos + 1)
     zeros = data.count(0, pos) == len(data) - pos  # the file grew, the data never landed
     torn = not following and (state == PARTIAL or (state == BAD and end == pos + 1 and zeros))
     return Scan(entries, pos, len(data), torn=torn, damaged=not torn, following=following)
 
 
-def _entry_v2(data: bytes, pos: int) -> tuple[str, int, int]:
+def _older_format(data: bytes) -> int | None:
+    """The format of a journal an older kafka-shell wrote: its header line's number, or 1 (no
+    header, a whole first entry of format 1); None for anything else."""
+    line = data[:len(HEADER_PREFIX) + 4].split(b"\n")[0]
+    if line.startswith(HEADER_PREFIX) and line[len(HEADER_PREFIX):].isdigit():
+        return int(line[len(HEADER_PREFIX):])
+    if len(data) >= FORMAT_1.size:
+        length, crc = FORMAT_1.unpack_from(data)
+        if KIND.size <= length <= len(data) - FORMAT_1.size and crc32c(data[8:8 + length]) == crc:
+            return 1
+    return None
+
+
+def _entry(data: bytes, pos: int) -> tuple[str, int, int]:
     """(GOOD, PARTIAL or BAD, payload start, end) of the entry at `pos`. A BAD header has no
     known end: it is reported as pos + 1."""
     if len(data) - pos < ENTRY.size:
@@ -195,18 +194,7 @@ def _entry_v2(data: bytes, pos: int) -> tuple[str, int, int]:
     marker, length, crc, header_crc = ENTRY.unpack_from(data, pos)
     if marker != MARKER or crc32c(data[pos:pos + ENTRY.size - 4]) != header_crc:
         return BAD, pos, pos + 1
-    return _payload(data, pos + ENTRY.size, length, crc)
-
-
-def _entry_v1(data: bytes, pos: int) -> tuple[str, int, int]:
-    if len(data) - pos < FRAME_V1.size:
-        return PARTIAL, pos, len(data)
-    length, crc = FRAME_V1.unpack_from(data, pos)
-    return _payload(data, pos + FRAME_V1.size, length, crc)
-
-
-def _payload(data: bytes, start: int, length: int, crc: int) -> tuple[str, int, int]:
-    """The entry whose payload of `length` bytes and checksum `crc` starts at `start`."""
+    start = pos + ENTRY.size
     end = start + length
     if end > len(data):
         return PARTIAL, start, len(data)
@@ -215,29 +203,24 @@ def _payload(data: bytes, start: int, length: int, crc: int) -> tuple[str, int, 
     return GOOD, start, end
 
 
-def _next_good_v2(data: bytes, pos: int) -> int | None:
+def _next_good(data: bytes, pos: int) -> int | None:
     """Where the next good entry at or after `pos` starts (found by its marker), or None."""
     while (found := data.find(MARKER, pos)) >= 0:
-        if _entry_v2(data, found)[0] == GOOD:
+        if _entry(data, found)[0] == GOOD:
             return found
         pos = found + 1
     return None
 
 
-def _count_good(data: bytes, pos: int, entry_at) -> int:
-    """Good entries from `pos` on: format 2 searches past bad bytes; format 1 walks while it can."""
+def _count_good(data: bytes, pos: int) -> int:
+    """Good entries from `pos` on, searching past bad bytes for their marker."""
     count = 0
     while pos < len(data):
-        if entry_at is _entry_v2:
-            found = _next_good_v2(data, pos)
-            if found is None:
-                break
-            pos = found
-        state, _, end = entry_at(data, pos)
-        if state != GOOD:
+        found = _next_good(data, pos)
+        if found is None:
             break
         count += 1
-        pos = end
+        pos = _entry(data, found)[2]
     return count
 
 
@@ -270,6 +253,12 @@ def recover(data_dir: str | os.PathLike) -> tuple[ClusterState, int] | None:
         return None
     cluster, first = loaded
     found = _scan_journals(directory, first)
+    for path, result in found:
+        if result.older_format is not None:
+            raise persist.StateError(
+                f"{path} is a journal of format {result.older_format} (an older kafka-shell's); this sandbox "
+                f"reads format {FORMAT}: serve {directory} with the kafka-shell that wrote it, or move it away "
+                "to start afresh")
     damage = _damage(found)
     if damage is not None:
         path, result, later = damage
@@ -279,7 +268,7 @@ def recover(data_dir: str | os.PathLike) -> tuple[ClusterState, int] | None:
             f"nothing was changed: to start from the entries before it, run kafka-shell sandbox "
             f"--data-dir {directory} --repair (it keeps a copy of what it cuts)")
     for path, result in found:
-        replay(cluster, path, result)
+        replay_journal(cluster, path, result)
         persist.validate(cluster, persist.Checker(path))  # what the journal made of the state
         if result.torn:
             # A crash during a write leaves it unacknowledged, but a file cut later (a disk, a
@@ -313,16 +302,29 @@ def _scan_journals(directory: Path, first: int) -> list[tuple[Path, Scan]]:
     return [(journals[seq], scan(journals[seq].read_bytes())) for seq in sorted(journals) if seq >= first]
 
 
-def replay(cluster: ClusterState, path: Path, result: Scan) -> None:
+def replay_journal(cluster: ClusterState, path: Path, result: Scan) -> None:
     check = persist.Checker(path)
     for pos, payload in result.entries:
         kind, json_length = KIND.unpack_from(payload)
         try:
-            record = json.loads(payload[KIND.size:KIND.size + json_length])
+            data = json.loads(payload[KIND.size:KIND.size + json_length])
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise persist.StateError(f"{path}: record at byte {pos} is not valid JSON ({exc})") from None
-        _apply(cluster, check, kind, check.mapping(record, f"record at byte {pos}"),
-               payload[KIND.size + json_length:])
+            raise persist.StateError(f"{path}: the entry at byte {pos} is not valid JSON ({exc})") from None
+        raw = memoryview(payload)[KIND.size + json_length:]
+        if kind == RECORDS:
+            where = f"the entry at byte {pos}"
+            for i, record in enumerate(records.decode_all(check.array(data, where), check, where, raw)):
+                apply_read(cluster, check, f"{where}: records[{i}]", record)
+        else:
+            _apply(cluster, check, kind, check.mapping(data, f"the entry at byte {pos}"))
+
+
+def apply_read(cluster: ClusterState, check: persist.Checker, where: str, record: Record) -> None:
+    """Apply a record read from a file: one that cannot apply is damage (a StateError)."""
+    try:
+        replay.apply(cluster, record)
+    except ReplayError as exc:
+        raise persist.StateError(f"{check.path}: {where} ({type(record).__name__}) {exc}") from None
 
 
 def repair(data_dir: str | os.PathLike) -> str:
@@ -358,68 +360,11 @@ def repair(data_dir: str | os.PathLike) -> str:
         os.close(lock_fd)
 
 
-def _apply(cluster: ClusterState, check: persist.Checker, kind: bytes, record: dict, raw: bytes) -> None:
-    if kind == CLUSTER:
-        saved = persist.cluster_from_meta(check, record)
-        for name in persist.CLUSTER_FIELDS:
-            setattr(cluster, name, getattr(saved, name))
-        security_state.copy(saved, cluster)
-        persist.copy_features(saved, cluster)
-        persist.copy_client_metrics(saved, cluster)
-    elif kind == TOPIC:
-        t = persist.topic_from_meta(check, record, "topic record", cluster, with_batches=False)
-        old = cluster.topic_by_id(t.id)
-        if old is not None:
-            for p, kept in zip(t.partitions, old.partitions, strict=False):
-                p.batches = kept.batches
-                p.log_start_offset = max(p.log_start_offset, kept.log_start_offset)
-            del cluster.topics[old.name]
-        cluster.topics[t.name] = t  # replaces a deleted topic of the same name
-    elif kind == DELETE:
-        gone = cluster.topic_by_id(check.uuid_of(record.get("id"), "delete record id"))
-        if gone is not None:
-            del cluster.topics[gone.name]
-    elif kind == PARTITION:
-        _apply_partition(cluster, check, record, raw)
-    elif kind in (GROUP, OFFSETS):
-        _apply_group(cluster, check, kind, record)
-    else:
-        raise persist.StateError(f"{check.path}: unknown record kind {kind!r}")
-
-
-def _apply_group(cluster: ClusterState, check: persist.Checker, kind: bytes, record: dict) -> None:
+def _apply(cluster: ClusterState, check: persist.Checker, kind: bytes, record: dict) -> None:
+    if kind != GROUP:
+        raise persist.StateError(f"{check.path}: unknown entry kind {kind!r}")
     group_id = check.text(record.get("id"), "group record id")
-    if kind == GROUP:
-        group_state.apply_view(cluster, check, group_id, record.get("view"), "group record view")
-    else:
-        group_state.apply_offsets(cluster, check, group_id, record.get("offsets"), record.get("deleted"),
-                                  "offsets record")
-
-
-def _apply_partition(cluster: ClusterState, check: persist.Checker, record: dict, raw: bytes) -> None:
-    t = cluster.topic_by_id(check.uuid_of(record.get("topic_id"), "partition record topic_id"))
-    fields = persist.check_partition_meta(check, check.mapping(record.get("state"), "state"), "state",
-                                          cluster)
-    p = t.partition(fields["index"]) if t is not None else None
-    if p is None:
-        raise persist.StateError(f"{check.path}: a partition record names a partition no topic "
-                                 "record created")
-    fields["log_start_offset"] = max(fields["log_start_offset"], p.log_start_offset)
-    for key, value in fields.items():
-        setattr(p, key, value)
-    if check.flag(record.get("rewrite"), "rewrite"):
-        p.batches = []
-    pos = 0
-    for i, entry in enumerate(check.array(record.get("batches"), "batches")):
-        entry = check.array(entry, f"batches[{i}]")
-        if len(entry) != 4:
-            raise check.fail(f"batches[{i}]", "[base offset, last offset, max timestamp, size]")
-        base, last, max_ts, size = (check.integer(v, f"batches[{i}]") for v in entry)
-        if size < 0 or pos + size > len(raw):
-            raise check.fail(f"batches[{i}] size", f"within the record's {len(raw)} bytes")
-        p.batches.append(Batch(base, last, max_ts, raw[pos:pos + size]))
-        pos += size
-    p.batches = [b for b in p.batches if b.last_offset >= p.log_start_offset]
+    group_state.apply_view(cluster, check, group_id, record.get("view"), "group record view")
 
 
 # -- the live journal -------------------------------------------------------------------------
@@ -438,17 +383,15 @@ class Journal:
         self.size = 0
         self._fresh = True  # the next write to self._file starts with FILE_HEADER
         self.compact_bytes = int(os.environ.get(COMPACT_BYTES_ENV) or COMPACT_BYTES)
-        # What the files hold, to journal only what differs.
-        self._generation = cluster.generation
-        self._cluster_meta = persist.cluster_meta(cluster)
-        self._topics: dict[uuid.UUID, bytes] = {t.id: _json(persist.topic_meta(t))
-                                                for t in cluster.topics.values()}
+        # What was applied since the last write, and the partitions whose logs changed.
+        self._records: list[Record] = []
+        self._logs: dict[int, Partition] = {}
+        # The last batch the files hold of each partition (None: none known, all are written).
         self._last_batch: dict[tuple[uuid.UUID, int], Batch | None] = {
             (t.id, p.index): (p.batches[-1] if p.batches else None)
             for t in cluster.topics.values() for p in t.partitions}
-        self._touched: dict[int, Partition] = {}
         self._groups: dict[str, bytes] = {g.group_id: _json(g.stored) for g in classic_groups.all_groups(cluster).values()}
-        self._touched_groups: dict[str, set[tuple[str, int]]] = {}
+        self._touched_groups: set[str] = set()
         # Group commit: writes are numbered; sync() waits for the one holding its changes.
         self._captured = 0
         self._durable = 0
@@ -469,21 +412,32 @@ class Journal:
         _write_state(directory, persist.state_of(cluster, seq), pausable=False)
         return cls(cluster, directory, seq, lock_fd)
 
-    # -- group commit ----------------------------------------------------------------------
+    # -- what changed ----------------------------------------------------------------------
 
-    def touch(self, p: Partition, rewrite: bool = False) -> None:
-        self._touched[id(p)] = p  # written by the sync() of the request that touched it
-        t = self.cluster.topics.get(p.topic)
-        if rewrite and t is not None:
-            self._last_batch[(t.id, p.index)] = None   # no batch known: all of them are written
+    def append(self, record: Record) -> None:
+        """A record applied (replay.apply): written by the sync() of the request that made it."""
+        self._records.append(record)
+        if isinstance(record, RemoveTopicRecord):
+            for key in [k for k in self._last_batch if k[0] == record.topic_id]:
+                del self._last_batch[key]
+        elif isinstance(record, GroupMetadataRecord):   # a group deleted: a new one's view is written whole
+            self._groups.pop(record.group, None)
 
-    def touch_group(self, group_id: str, offset: tuple[str, int] | None) -> None:
-        keys = self._touched_groups.setdefault(group_id, set())
-        if offset is not None:
-            keys.add(offset)
+    def logs_changed(self, p: Partition, rewrite: bool) -> None:
+        """A partition's logs changed (log.py): written with the next write."""
+        self._logs[id(p)] = p
+        if rewrite:
+            t = self.cluster.topics.get(p.topic)
+            if t is not None:
+                self._last_batch[(t.id, p.index)] = None   # no batch known: all of them are written
+
+    def touch_group(self, group_id: str) -> None:
+        self._touched_groups.add(group_id)
 
     def _pending(self) -> bool:
-        return bool(self._touched) or bool(self._touched_groups) or self.cluster.generation != self._generation
+        return bool(self._records) or bool(self._logs) or bool(self._touched_groups)
+
+    # -- group commit ----------------------------------------------------------------------
 
     async def sync(self) -> None:
         """Return once every change made so far is on disk (fsynced)."""
@@ -536,62 +490,27 @@ class Journal:
             if state is not None and self._failed is None:
                 self._compaction = loop.create_task(self._compact(file, state))
 
-    # -- what changed ----------------------------------------------------------------------
-
     def _capture(self) -> bytes:
-        """The records that bring the files up to the state now (loop thread)."""
+        """The entries that bring the files up to the state now (loop thread)."""
         cluster = self.cluster
         out = bytearray()
-        if cluster.generation != self._generation:
-            self._generation = cluster.generation
-            meta = persist.cluster_meta(cluster)
-            if meta != self._cluster_meta:
-                out += _frame(CLUSTER, meta)
-                self._cluster_meta = meta
-            live = {t.id for t in cluster.topics.values()}
-            for gone in [i for i in self._topics if i not in live]:
-                out += _frame(DELETE, {"id": str(gone)})
-                del self._topics[gone]
-                for key in [k for k in self._last_batch if k[0] == gone]:
-                    del self._last_batch[key]
-            for t in cluster.topics.values():
-                blob = _json(persist.topic_meta(t))
-                if self._topics.get(t.id) != blob:
-                    out += _frame_json(TOPIC, blob)
-                    self._topics[t.id] = blob
-                for p in t.partitions:  # truncated by an election, or new
-                    last = p.batches[-1] if p.batches else None
-                    if last is not self._last_batch.get((t.id, p.index)):
-                        self._touched[id(p)] = p
-        for p in self._touched.values():
-            holder = cluster.topics.get(p.topic)
-            if holder is not None and holder.partition(p.index) is p:  # not deleted since
-                out += self._partition_record(holder, p)
-        self._touched.clear()
+        raw = bytearray()
+        items = [records.encode(r) for r in self._records]
+        self._records = []
+        for p in self._logs.values():
+            t = cluster.topics.get(p.topic)
+            if t is not None and t.partition(p.index) is p:  # not deleted since
+                items.append(records.encode(self._logs_record(p), raw))
+        self._logs.clear()
+        if items:
+            out += _frame(RECORDS, items, bytes(raw))
         out += self._group_records()
         return bytes(out)
 
-    def _group_records(self) -> bytes:
-        """The touched groups' stored metadata where it changed (null: deleted), and the offsets
-        committed or deleted since the last write."""
-        out = bytearray()
-        table = classic_groups.all_groups(self.cluster)
-        for group_id, keys in self._touched_groups.items():
-            g = table.get(group_id)
-            blob = _json(g.stored) if g is not None else b"null"
-            if self._groups.get(group_id, b"null") != blob:
-                out += _frame_json(GROUP, b'{"id":%s,"view":%s}' % (_json(group_id), blob))
-                self._groups[group_id] = blob
-            if g is None:
-                self._groups.pop(group_id, None)
-            elif keys:
-                rows = [group_state.offset_row(k, g.offsets[k]) for k in keys if k in g.offsets]
-                out += _frame(OFFSETS, {"id": group_id, "offsets": rows,
-                                        "deleted": [list(k) for k in keys if k not in g.offsets]})
-        self._touched_groups.clear()
-        return bytes(out)
-
-    def _partition_record(self, t: Topic, p: Partition) -> bytes:
+    def _logs_record(self, p: Partition) -> records.PartitionLogs:
+        """The partition's logs, with the batches after the last one the files hold (all of them
+        when that one is gone: the log was truncated or cleaned)."""
+        t = self.cluster.topics[p.topic]
         key = (t.id, p.index)
         last = self._last_batch.get(key)
         new, rewrite = p.batches, True
@@ -600,10 +519,24 @@ class Journal:
             if i < len(p.batches) and p.batches[i] is last:
                 new, rewrite = p.batches[i + 1:], False
         self._last_batch[key] = p.batches[-1] if p.batches else None
-        self._topics[t.id] = b""  # its partition changed: the next topic check rewrites it
-        record = {"topic_id": str(t.id), "state": persist.partition_meta(p), "rewrite": rewrite,
-                  "batches": [[b.base_offset, b.last_offset, b.max_timestamp, len(b.data)] for b in new]}
-        return _frame(PARTITION, record, b"".join(b.data for b in new))
+        return logs.logs_record(self.cluster, p, new, rewrite)
+
+    def _group_records(self) -> bytes:
+        """The touched groups' stored metadata where it changed (after the records of the same
+        write: a group deleted is its GroupMetadataRecord, and one made again after it is
+        written whole)."""
+        out = bytearray()
+        table = classic_groups.all_groups(self.cluster)
+        for group_id in self._touched_groups:
+            g = table.get(group_id)
+            if g is None or g.stored is None:
+                continue
+            blob = _json(g.stored)
+            if self._groups.get(group_id) != blob:
+                out += _frame_json(GROUP, b'{"id":%s,"view":%s}' % (_json(group_id), blob))
+                self._groups[group_id] = blob
+        self._touched_groups.clear()
+        return bytes(out)
 
     # -- compaction ------------------------------------------------------------------------
 

@@ -259,26 +259,16 @@ class NodeServer:
     def __init__(self, sandbox: Sandbox, broker: Node, listener: str = PLAINTEXT):
         self.sandbox = sandbox
         self.broker = broker
-        # A broker's first listener is on broker.port, the others on broker.listener_ports.
+        # A broker's first listener is on broker.port, the others on broker.listener_ports: the
+        # registered ports, where this server binds (0: a free one; the node then registers it).
         self.listener = listener
         self.primary = not isinstance(broker, Broker) or listener == sandbox.listeners[0]
+        self.port = broker.listener_ports.get(listener, 0) if isinstance(broker, Broker) and not self.primary \
+            else broker.port
         self.sock: socket.socket | None = None
         self.connections: dict[Connection, asyncio.Task] = {}
         self.per_ip: collections.Counter[str] = collections.Counter()
         self._tasks: list[asyncio.Task] = []
-
-    @property
-    def port(self) -> int:
-        if isinstance(self.broker, Broker) and not self.primary:
-            return self.broker.listener_ports.get(self.listener, 0)
-        return self.broker.port
-
-    @port.setter
-    def port(self, port: int) -> None:
-        if isinstance(self.broker, Broker) and not self.primary:
-            self.broker.listener_ports[self.listener] = port
-        else:
-            self.broker.port = port
 
     @property
     def tls(self) -> bool:

@@ -1,5 +1,11 @@
 """Record batch storage of the sandbox's partitions: append, read, timestamps, follower catch-up.
 
+The log state of a partition (its batches, log start, high watermark, segments, cleaner
+checkpoint, and each replica's log end and last epoch) changes here only, in the functions under
+"changing the logs": each tells the journal (`--data-dir`) that the partition's logs changed, and
+the journal writes them (`PartitionLogs`) at its next write, as Kafka's log appends reach its log
+segments. The partition's replicas, leader and ISR are metadata (`replay`).
+
 Batches are kept as the raw v2 bytes clients sent, as Kafka keeps them on disk. Appending only
 patches the header: the base offset and partition leader epoch sit before the CRC-covered part,
 so assigning offsets needs no new CRC; LogAppendTime and recompression change covered fields and
@@ -11,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import dataclasses
 import random
 import struct
 from dataclasses import dataclass
@@ -20,7 +27,8 @@ from crc32c import crc32c
 from kio._kio_native import read_signed_varint, read_signed_varlong
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import codecs, configs, journal, replication
+from kafka_shell.sandbox import codecs, configs
+from kafka_shell.sandbox import records as rec
 from kafka_shell.sandbox.model import Batch, ClusterState, Partition, now_ms
 
 # v2 batch header: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
@@ -361,7 +369,7 @@ def append(cluster: ClusterState, p: Partition, batches: list[bytearray]) -> tup
         next_offset += last_delta + 1
     p.leo[p.leader] = next_offset
     p.replica_epoch[p.leader] = p.leader_epoch
-    journal.touched(cluster, p)
+    _changed(cluster, p)
     return first, append_time
 
 
@@ -375,7 +383,8 @@ def replicate(cluster: ClusterState, p: Partition) -> None:
         if r != p.leader and cluster.brokers[r].usable:
             p.leo[r] = end
             p.replica_epoch[r] = p.leader_epoch
-    replication.update_high_watermark(p, cluster)  # wakes waiting fetches when it moves
+    _changed(cluster, p)
+    update_high_watermark(cluster, p)  # wakes waiting fetches when it moves
 
 
 # -- segments -------------------------------------------------------------------------------
@@ -496,6 +505,7 @@ def roll(cluster: ClusterState, p: Partition) -> None:
     end = log_end(p)
     if segments(p)[-1] != end:
         p.segments.append(end)
+        _changed(cluster, p)
 
 
 # -- long-poll wake-ups --------------------------------------------------------------------
@@ -622,4 +632,198 @@ def delete_before(cluster: ClusterState, p: Partition, offset: int) -> None:
         return
     p.log_start_offset = offset
     p.batches = [b for b in p.batches if b.last_offset >= offset]
-    journal.touched(cluster, p)
+    _changed(cluster, p)
+
+
+def update_high_watermark(cluster: ClusterState, p: Partition) -> None:
+    """Advance the high watermark to the smallest log end in the ISR, waking waiting fetches
+    when it moves."""
+    if p.leader < 0 or not p.isr:
+        return
+    hw = max(p.high_watermark, min(p.leo.get(r, 0) for r in p.isr))
+    if hw != p.high_watermark:
+        p.high_watermark = hw
+        _changed(cluster, p)
+        notify_progress(cluster)
+
+
+def truncate_to(cluster: ClusterState, p: Partition, end: int) -> None:
+    """The log is the new leader's, which ends at `end`: what it lacks goes (only a replica that
+    lost its disk, or an unclean election, holds less than the log). A log emptied below its
+    start begins again at `end`, as a new log does; the other replicas truncate to it."""
+    if p.batches and p.batches[-1].last_offset < end and p.high_watermark <= end:
+        return
+    p.batches = [b for b in p.batches if b.last_offset < end]
+    p.log_start_offset = min(p.log_start_offset, end)
+    p.high_watermark = min(p.high_watermark, end)
+    p.cleaner_checkpoint = min(p.cleaner_checkpoint, end)
+    for r in p.replicas:
+        p.leo[r] = min(p.leo.get(r, 0), end)
+    _changed(cluster, p)
+
+
+def lead_uncleanly(cluster: ClusterState, p: Partition, leader: int) -> None:
+    """An out-of-sync replica became leader: the log is truncated to what it holds, and its end
+    is the high watermark."""
+    end = p.leo.get(leader, 0)
+    truncate_to(cluster, p, end)
+    p.high_watermark = end
+    p.replica_epoch[leader] = p.leader_epoch
+    _changed(cluster, p)
+
+
+def add_replicas(cluster: ClusterState, p: Partition, added: list[int]) -> None:
+    """Replicas a reassignment adds start with empty logs."""
+    for r in added:
+        p.leo[r], p.replica_epoch[r] = 0, 0
+    _changed(cluster, p)
+
+
+def drop_replicas(cluster: ClusterState, p: Partition, gone: list[int]) -> None:
+    """Replicas a reassignment removed (or reverted) delete their logs."""
+    for r in gone:
+        p.leo.pop(r, None)
+        p.replica_epoch.pop(r, None)
+    _changed(cluster, p)
+
+
+def empty_replica(cluster: ClusterState, p: Partition, broker_id: int) -> None:
+    """A replica on a disk that was lost holds nothing (it catches up from the leader)."""
+    p.leo[broker_id], p.replica_epoch[broker_id] = 0, 0
+    _changed(cluster, p)
+
+
+def set_replica_end(cluster: ClusterState, p: Partition, broker_id: int, offset: int, epoch: int | None) -> None:
+    """One replica's log end (and the epoch of its last write): fault injection."""
+    p.leo[broker_id] = offset
+    if epoch is not None:
+        p.replica_epoch[broker_id] = epoch
+    _changed(cluster, p)
+
+
+def copy_to_follower(cluster: ClusterState, p: Partition, replica: int, credit: float) -> float:
+    """Copy the leader's batches to `replica` while the quota is not exceeded (`credit` > 0),
+    whole batches as a fetch returns them, so the last one may overdraw it; returns what is
+    left (a debt the coming ticks pay back first, as Kafka's ReplicationQuotaManager throttles
+    a fetch only once the measured rate is over the quota). Offsets without stored batches
+    (set by fault injection) cost nothing."""
+    end = p.leo[p.leader]
+    start = p.leo[replica]
+    throttled = False
+    for b in p.batches:
+        if b.last_offset < p.leo[replica]:
+            continue
+        if b.base_offset >= end:
+            break
+        if credit <= 0:
+            p.leo[replica] = max(p.leo[replica], b.base_offset)
+            throttled = True
+            break
+        credit -= len(b.data)
+        p.leo[replica] = b.last_offset + 1
+    if not throttled:
+        p.leo[replica] = end
+    if p.leo[replica] != start:
+        _changed(cluster, p)
+    return credit
+
+
+def follower_truncate(cluster: ClusterState, p: Partition, replica: int, end: int) -> None:
+    """A follower ahead of the leader (it diverged) truncates to the leader's log end."""
+    p.leo[replica] = end
+    _changed(cluster, p)
+
+
+def follower_caught_up(cluster: ClusterState, p: Partition, replica: int) -> None:
+    """A follower that reached the leader's log end wrote its last batch in the leader's epoch."""
+    epoch = p.replica_epoch.get(p.leader, p.leader_epoch)
+    if p.replica_epoch.get(replica) != epoch:
+        p.replica_epoch[replica] = epoch
+        _changed(cluster, p)
+
+
+def delete_segments(cluster: ClusterState, p: Partition, count: int) -> None:
+    """Retention deletes the oldest `count` segments (never every one: a log always has one)."""
+    if count == len(segments(p)):
+        roll(cluster, p)   # a log always has a segment: a new one at the log end
+    bases = segments(p)
+    delete_before(cluster, p, bases[count])
+    p.segments = bases[count:]
+    _changed(cluster, p)
+
+
+def replace_cleaned(cluster: ClusterState, p: Partition, first: int, stop: int, cleaned: list[Batch],
+                    segment_bases: list[int], checkpoint: int) -> None:
+    """The cleaner's output replaces the batches p.batches[first:stop], with the segments it made,
+    and its checkpoint moves."""
+    p.batches = p.batches[:first] + cleaned + p.batches[stop:]
+    p.segments = segment_bases
+    p.cleaner_checkpoint = checkpoint
+    _changed(cluster, p, rewrite=True)
+
+
+def _changed(cluster: ClusterState, p: Partition, rewrite: bool = False) -> None:
+    """The partition's logs changed: with --data-dir the journal writes them at its next write
+    (every batch when `rewrite`: older ones were replaced)."""
+    journal = cluster.runtime.journal
+    if journal is not None:
+        journal.logs_changed(p, rewrite)
+
+
+# -- what --data-dir keeps ----------------------------------------------------------------------
+
+KEEP_BYTES = 1024 * 1024   # the newest batches of each partition the state file keeps
+
+
+def logs_record(cluster: ClusterState, p: Partition, batches: list[Batch], rewrite: bool) -> rec.PartitionLogs:
+    t = cluster.topics[p.topic]
+    return rec.PartitionLogs(
+        t.id, p.index, p.log_start_offset, p.high_watermark, tuple(p.segments), p.cleaner_checkpoint,
+        tuple(sorted(p.leo.items())), tuple(sorted(p.replica_epoch.items())), rewrite,
+        tuple(rec.Batch(b.base_offset, b.last_offset, b.max_timestamp, b.data) for b in batches))
+
+
+def snapshot(cluster: ClusterState) -> list[rec.Record]:
+    """Every partition's logs, with the newest KEEP_BYTES of its batches: older ones are dropped
+    and the log start moves past them, as retention would."""
+    out: list[rec.Record] = []
+    for t in cluster.topics.values():
+        for p in t.partitions:
+            kept = _newest_batches(p)
+            record = logs_record(cluster, p, kept, rewrite=True)
+            if len(kept) < len(p.batches):
+                first = kept[0].base_offset if kept else p.high_watermark
+                record = dataclasses.replace(record, log_start_offset=max(first, p.log_start_offset))
+            out.append(record)
+    return out
+
+
+def _newest_batches(p: Partition) -> list[Batch]:
+    kept: list[Batch] = []
+    size = 0
+    for b in reversed(p.batches):
+        size += len(b.data)
+        if size > KEEP_BYTES:
+            break
+        kept.append(b)
+    kept.reverse()
+    return kept
+
+
+def replay_logs(cluster: ClusterState, record: rec.PartitionLogs) -> None:
+    """A partition's logs as the record says (its batches after those it had, or instead)."""
+    from kafka_shell.sandbox.topic_lifecycle import partition_by_id
+    p = partition_by_id(cluster, record.topic_id, record.partition_id)
+    p.log_start_offset = max(record.log_start_offset, p.log_start_offset)
+    p.high_watermark = record.high_watermark
+    p.segments = list(record.segments) or [0]
+    p.cleaner_checkpoint = record.cleaner_checkpoint
+    p.leo = dict(record.log_end_offsets)
+    p.replica_epoch = dict(record.replica_epochs)
+    if record.rewrite:
+        p.batches = []
+    p.batches.extend(Batch(b.base_offset, b.last_offset, b.max_timestamp, b.data) for b in record.batches)
+    p.batches = [b for b in p.batches if b.last_offset >= p.log_start_offset]
+
+
+REPLAY = {rec.PartitionLogs: replay_logs}

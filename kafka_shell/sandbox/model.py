@@ -3,8 +3,9 @@ and one named, typed field per subsystem (groups, ACLs, SCRAM, quotas, features,
 metrics, share state, transactions); `ClusterState.runtime` holds what is never kept (callbacks,
 events, timers and caches of the running server).
 
-All of it lives in the event loop thread of the sandbox; nothing here does I/O. Handlers read and
-change it; `ClusterState.changed()` bumps the generation that cached metadata answers key on.
+All of it lives in the event loop thread of the sandbox; nothing here does I/O. Handlers read it;
+it changes by records (`replay.apply`, which also moves `generation`, the metadata log's end that
+cached metadata answers key on).
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ class Runtime:
     """What the running server keeps beside the state and never persists: the loop's task
     spawner, the journal, wake-ups, caches, fault-injection knobs and in-memory records."""
     spawn: Callable[[Awaitable[Any]], asyncio.Task] | None = None   # background tasks (loop thread)
+    first_listener: str = "PLAINTEXT"               # the brokers' first listener (on Broker.port)
     journal: Journal | None = None                  # with --data-dir
     log_progress: asyncio.Event | None = None       # set when a high watermark moves
     active_segments: dict = field(default_factory=dict)   # log._Active by (topic id, partition)
@@ -157,6 +159,8 @@ class Runtime:
     controller_changes: list[dict] = field(default_factory=list)     # replication.controller_changes
     stopped_at: dict[int, tuple[int, int]] = field(default_factory=dict)   # node -> (metadata end, time)
     logger_levels: dict[tuple[int, int], dict[str, str]] = field(default_factory=dict)  # (node, epoch) ->
+    voter_change_pending: int | None = None         # the voter a quorum change not yet committed is about
+    producer_id_blocks: dict[int, range] = field(default_factory=dict)   # broker -> the ids left (producer_ids)
 
 
 @dataclass
@@ -184,23 +188,20 @@ class ClusterState:
     # share-partitions by (group, topic id, partition), the transaction coordinator's store
     # (loaded from __transaction_state on first use), ACLs, SCRAM credentials (user ->
     # mechanism -> credential), client quotas (entity -> key -> value), the finalized feature
-    # levels (None until first read: the release's initial ones), client metrics subscriptions,
-    # delegation tokens by id, and the voter a pending quorum change is about (quorum.py).
+    # levels, client metrics subscriptions,
+    # delegation tokens by id.
     groups: dict[str, AnyGroup] = field(default_factory=dict)
     group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     share_partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = field(default_factory=dict)
     transactions: TransactionStore | None = None
-    acls: list[AclBinding] = field(default_factory=list)
+    acls: dict[uuid.UUID, AclBinding] = field(default_factory=dict)
     scram_credentials: dict[str, dict[str, ScramCredential]] = field(default_factory=dict)
     client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
-    features: dict[str, int] | None = None
+    features: dict[str, int] = field(default_factory=dict)
+    producer_ids_end: int = 0   # the end of the producer ids handed to brokers (producer_ids.py)
     client_metrics: dict[str, dict[str, str]] = field(default_factory=dict)
     delegation_tokens: dict[str, Token] = field(default_factory=dict)
-    voter_change_pending: int | None = None
     runtime: Runtime = field(default_factory=Runtime, compare=False, repr=False)
-
-    def changed(self) -> None:
-        self.generation += 1
 
     def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
         for t in self.topics.values():

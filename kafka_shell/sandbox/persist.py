@@ -1,18 +1,17 @@
 """`--data-dir` state file: the sandbox's state as one JSON file, written atomically and checked
 when read.
 
-Saved: cluster id, mode, the active controller and its epoch, the KRaft controllers (id, host,
-port, configs, directory id, voter or observer), the control endpoint's port, cluster-wide configs, brokers (id, host, port,
-rack, configs), topics with their configs and partitions (replicas, leader, epochs, ISR, ELR,
-log end offsets, high watermark) and the record batches, base64-encoded, up to
-RECORD_BYTES_PER_PARTITION per partition: older batches past that are dropped and the log start
-offset moves past them, as retention would, the security state (ACLs, SCRAM credentials,
-client quotas: `security_state.py`), the finalized feature levels, client metrics subscriptions, and the consumer groups'
-stored metadata and committed offsets (`group_state.py`). Brokers and controllers come back
-alive; what the running server keeps in `ClusterState.runtime` (the replication rate, caches) and
-injected faults are not saved. `journal` names the first journal file to replay on top (see
-`journal.py`, which keeps the changes made since the file was written). Format 1 (before the
-KRaft mode: no mode, no controllers) loads as the zk-mode cluster it was.
+It holds what a data directory is (the cluster id, the mode, the control endpoint's port: Kafka
+keeps these in meta.properties), the finalized feature levels and the consumer groups (to be
+kept as records too), and `records`: the records that make the rest again (`replay.snapshot`:
+the nodes' registrations, the voters and the active controller, configs, topics and partitions,
+ACLs, SCRAM credentials, client quotas, and each partition's logs with its newest batches,
+base64-encoded, up to `log.KEEP_BYTES`: older batches are dropped and the log start offset moves
+past them, as retention would). Start-up applies them through `replay.apply` as it applies the
+journals (see `journal.py`, which keeps the records applied since the file was written); `journal`
+names the first journal to replay on top. Brokers and controllers come back alive; what the
+running server keeps in `ClusterState.runtime` (the replication rate, caches) and injected
+faults are not saved. An older format is refused in one line.
 
 Use: `load(dir)` (None when the directory holds no state) and `save(cluster, dir)` from the loop
 thread. Everything read is validated, each field and then the state as a whole (`validate`): a
@@ -22,9 +21,6 @@ bad file raises `StateError`, one line naming the file and what is wrong. Files 
 
 from __future__ import annotations
 
-import base64
-import binascii
-import dataclasses
 import ipaddress
 import json
 import os
@@ -34,18 +30,15 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from kafka_shell.sandbox import client_metrics, group_state, security_state, topic_lifecycle
-from kafka_shell.sandbox.model import KRAFT, MODES, ZK, Batch, Broker, ClusterState, Controller, Partition, Topic
+from kafka_shell.sandbox import group_state, records, replay, topic_lifecycle
+from kafka_shell.sandbox.model import MODES, Batch, Broker, ClusterState, Controller, Partition
+from kafka_shell.sandbox.records import Record, ReplayError
 
 STATE_FILE = "sandbox-state.json"
 PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700
-INT32_MAX = 2**31 - 1   # Kafka's node ids, partition indexes and epochs are int32
 TEMP_PREFIX, TEMP_SUFFIX = ".state-", ".tmp"
-# 3: its journals are of format 2 (journal.py), which older versions would take for torn writes
-# and drop: they refuse version 3 instead. Groups and feature levels are kept from 3 on.
-FORMAT_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
-RECORD_BYTES_PER_PARTITION = 1024 * 1024
+# 4: the state as records, and journals of records (journal format 3). Older files are refused.
+FORMAT_VERSION = 4
 
 
 class StateError(Exception):
@@ -55,107 +48,17 @@ class StateError(Exception):
 # -- writing ----------------------------------------------------------------------------------
 
 
-def cluster_meta(cluster: ClusterState) -> dict:
-    """Everything but the topics: the `CLUSTER_FIELDS` of the cluster (fresh dicts, safe to keep)."""
-    return {
-        "cluster_id": cluster.cluster_id,
-        "mode": cluster.mode,
-        "controller_id": cluster.controller_id,
-        "controller_epoch": cluster.controller_epoch,
-        "cluster_configs": dict(cluster.cluster_configs),
-        "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "epoch": b.epoch,
-                     "host_name": b.host_name, "configs": dict(b.configs)} for b in cluster.brokers.values()],
-        "controllers": [{"id": c.id, "host": c.host, "port": c.port, "configs": dict(c.configs),
-                         "directory_id": str(c.directory_id) if c.directory_id else None, "voter": c.voter}
-                        for c in cluster.controllers.values()],
-        "control_port": cluster.control_port,
-        "security": security_state.snapshot(cluster),
-        "features": features_meta(cluster),
-        "client_metrics": {name: dict(values) for name, values in client_metrics.subscriptions(cluster).items()},
-    }
-
-
-def features_meta(cluster: ClusterState) -> dict[str, int] | None:
-    """The finalized feature levels (None until something reads them: the initial ones)."""
-    return dict(cluster.features) if cluster.features is not None else None
-
-
-def restore_features(cluster: ClusterState, data: object, check: Checker) -> None:
-    if data is None:
-        return
-    levels = check.mapping(data, "features")
-    cluster.features = {check.text(name, "features"): check.integer(
-        level, f"features.{name}", low=0, high=32767) for name, level in levels.items()}
-
-
-def restore_client_metrics(cluster: ClusterState, data: object, check: Checker) -> None:
-    if data is None:
-        return
-    subscriptions = client_metrics.subscriptions(cluster)
-    for name, values in check.mapping(data, "client_metrics").items():
-        subscriptions[check.text(name, "client_metrics")] = check.str_map(values, f"client_metrics.{name}")
-
-
-def copy_client_metrics(source: ClusterState, target: ClusterState) -> None:
-    """The subscriptions of `source` onto `target` (a journal's cluster record replayed)."""
-    target.client_metrics = source.client_metrics
-
-
-def copy_features(source: ClusterState, target: ClusterState) -> None:
-    """The finalized levels of `source` onto `target` (a journal's cluster record replayed)."""
-    if source.features is not None:
-        target.features = source.features
-
-
-# The ClusterState fields `cluster_meta` holds (what a journal's cluster record replaces).
-CLUSTER_FIELDS = ("cluster_id", "mode", "controller_id", "controller_epoch", "cluster_configs",
-                  "brokers", "controllers", "control_port")
-
-
-def partition_meta(p: Partition) -> dict:
-    """A partition's replication state, without its batches (a fresh dict, safe to keep)."""
-    state = {f.name: getattr(p, f.name) for f in dataclasses.fields(Partition)
-             if f.name not in ("topic", "batches", "leo", "replica_epoch")}
-    for key in ("replicas", "isr", "elr", "last_known_elr", "adding", "removing", "segments"):
-        state[key] = list(state[key])
-    state["leo"] = {str(r): v for r, v in p.leo.items()}
-    state["replica_epoch"] = {str(r): v for r, v in p.replica_epoch.items()}
-    return state
-
-
-def topic_meta(t: Topic) -> dict:
-    """A topic and its partitions' replication state, without batches."""
-    return {"name": t.name, "id": str(t.id), "internal": t.internal, "configs": dict(t.configs),
-            "partitions": [partition_meta(p) for p in t.partitions]}
+def header(cluster: ClusterState) -> dict:
+    """What the state file holds beside its records: the cluster's id and mode and the control
+    endpoint's port (what a data directory is, like Kafka's meta.properties)."""
+    return {"cluster_id": cluster.cluster_id, "mode": cluster.mode, "control_port": cluster.control_port}
 
 
 def state_of(cluster: ClusterState, journal_seq: int = 0) -> dict:
-    """The whole state as plain data, batches as `Batch` objects (`write` encodes them): cheap to
-    take in the loop thread, and safe to write from another one (batches are never changed)."""
-    topics = []
-    for t in cluster.topics.values():
-        state = topic_meta(t)
-        for ps, p in zip(state["partitions"], t.partitions, strict=True):
-            kept = _newest_batches(p)
-            if len(kept) < len(p.batches):  # older batches dropped, as retention would
-                first = kept[0].base_offset if kept else p.high_watermark
-                ps["log_start_offset"] = max(first, p.log_start_offset)
-            ps["batches"] = kept
-        topics.append(state)
-    return {"version": FORMAT_VERSION, "journal": journal_seq, **cluster_meta(cluster), "topics": topics,
-            "groups": group_state.snapshot(cluster)}
-
-
-def _newest_batches(p: Partition) -> list[Batch]:
-    kept: list[Batch] = []
-    size = 0
-    for b in reversed(p.batches):
-        size += len(b.data)
-        if size > RECORD_BYTES_PER_PARTITION:
-            break
-        kept.append(b)
-    kept.reverse()
-    return kept
+    """The whole state as plain data and records (`write` encodes them): cheap to take in the loop
+    thread, and safe to write from another one (records are never changed)."""
+    return {"version": FORMAT_VERSION, "journal": journal_seq, **header(cluster),
+            "records": list(replay.snapshot(cluster)), "groups": group_state.snapshot(cluster)}
 
 
 def write(state: dict, data_dir: str | os.PathLike, pausable: bool = True) -> Path:
@@ -168,7 +71,7 @@ def write(state: dict, data_dir: str | os.PathLike, pausable: bool = True) -> Pa
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(state, f, separators=(",", ":"), default=_encode_batch)
+            json.dump(state, f, separators=(",", ":"), default=_encode_record)
             f.flush()
             os.fsync(f.fileno())
         if pausable:
@@ -185,11 +88,10 @@ def save(cluster: ClusterState, data_dir: str | os.PathLike, journal_seq: int = 
     return write(state_of(cluster, journal_seq), data_dir)
 
 
-def _encode_batch(b: object) -> dict:
-    if not isinstance(b, Batch):
-        raise TypeError(f"cannot save {type(b).__name__}")
-    return {"base_offset": b.base_offset, "last_offset": b.last_offset,
-            "max_timestamp": b.max_timestamp, "data": base64.b64encode(b.data).decode()}
+def _encode_record(r: object) -> dict:
+    if not isinstance(r, Record):
+        raise TypeError(f"cannot save {type(r).__name__}")
+    return records.encode(r)
 
 
 def make_private_dir(directory: Path) -> None:
@@ -260,160 +162,75 @@ def load_state(data_dir: str | os.PathLike) -> tuple[ClusterState, int] | None:
     if not isinstance(state, dict):
         raise StateError(f"{path}: the state must be a JSON object")
     version = state.get("version")
-    if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        raise StateError(f"{path} has format version {version!r}; this sandbox reads "
-                         f"versions {', '.join(map(str, READABLE_VERSIONS))}")
-    if version == 1:  # before the KRaft mode: the zk-mode cluster it was
-        state = {**state, "mode": ZK, "controllers": []}
+    if version != FORMAT_VERSION:
+        older = " (an older kafka-shell's)" if isinstance(version, int) and 0 < version < FORMAT_VERSION else ""
+        raise StateError(f"{path} has format version {version!r}{older}; this sandbox reads version "
+                         f"{FORMAT_VERSION}: serve {path.parent} with the kafka-shell that wrote it, or move it "
+                         "away to start afresh")
     seq = check.integer(state.get("journal", 0), "journal", low=0)
-    cluster = cluster_from_meta(check, state)
-    topics = check.array(state.get("topics"), "topics")
-    for i, ts in enumerate(topics):
-        t = topic_from_meta(check, ts, f"topics[{i}]", cluster, with_batches=True)
-        if t.name in cluster.topics:
-            raise StateError(f"{path}: topic {t.name!r} appears twice")
-        cluster.topics[t.name] = t
+    cluster = cluster_from_header(check, state)
+    for i, item in enumerate(check.array(state.get("records"), "records")):
+        apply_read(cluster, check, f"records[{i}]", records.decode(item, check, f"records[{i}]"))
     group_state.restore(cluster, state.get("groups"), check)
     validate(cluster, check)
     return cluster, seq
 
 
-def cluster_from_meta(check: Checker, state: dict) -> ClusterState:
-    """A cluster without topics from `cluster_meta`'s dict (brokers' epochs bumped: a restart)."""
+def cluster_from_header(check: Checker, state: dict) -> ClusterState:
+    """A cluster without nodes or topics from `header`'s dict."""
     mode = state.get("mode")
     if not isinstance(mode, str) or mode not in MODES:
         raise check.fail("mode", " or ".join(f'"{m}"' for m in MODES))
-    brokers: dict[int, Broker] = {}
-    for i, bs in enumerate(check.array(state.get("brokers"), "brokers")):
-        where = f"brokers[{i}]"
-        bs = check.mapping(bs, where)
-        b = Broker(id=check.integer(bs.get("id"), f"{where}.id", low=0, high=INT32_MAX),
-                   host=check.text(bs.get("host"), f"{where}.host"),
-                   port=check.integer(bs.get("port"), f"{where}.port", low=0, high=65535),
-                   rack=check.optional_text(bs.get("rack"), f"{where}.rack"),
-                   host_name=check.optional_text(bs.get("host_name"), f"{where}.host_name"),
-                   epoch=check.integer(bs.get("epoch"), f"{where}.epoch", low=0) + 1,
-                   configs=check.str_map(bs.get("configs"), f"{where}.configs"))
-        if b.id in brokers:
-            raise StateError(f"{check.path}: broker {b.id} appears twice")
-        brokers[b.id] = b
-    if not brokers:
-        raise StateError(f"{check.path}: brokers must list at least one broker")
-    controllers: dict[int, Controller] = {}
-    for i, cs in enumerate(check.array(state.get("controllers"), "controllers")):
-        where = f"controllers[{i}]"
-        cs = check.mapping(cs, where)
-        c = Controller(id=check.integer(cs.get("id"), f"{where}.id", low=0, high=INT32_MAX),
-                       host=check.text(cs.get("host"), f"{where}.host"),
-                       port=check.integer(cs.get("port"), f"{where}.port", low=0, high=65535),
-                       configs=check.str_map(cs.get("configs"), f"{where}.configs"),
-                       # A dynamic quorum's (sandbox.quorum); older states: voters with derived ids.
-                       directory_id=(check.uuid_of(cs["directory_id"], f"{where}.directory_id")
-                                     if cs.get("directory_id") is not None else None),
-                       voter=check.flag(cs.get("voter", True), f"{where}.voter"))
-        if c.id in controllers or c.id in brokers:
-            raise StateError(f"{check.path}: node id {c.id} appears twice (controllers[{i}].id)")
-        controllers[c.id] = c
-    if mode == KRAFT and not controllers:
-        raise StateError(f"{check.path}: controllers must list at least one controller in KRaft mode")
-    if mode == KRAFT and not any(c.voter for c in controllers.values()):
-        raise StateError(f"{check.path}: controllers must list at least one voter in KRaft mode")
-    if mode == ZK and controllers:
-        raise check.fail("controllers", "empty in zk mode (its controller is a broker)")
-    # The active controller: a voter in KRaft mode, a broker in zk mode.
-    candidates, kind = ({i: c for i, c in controllers.items() if c.voter}, "controllers") if mode == KRAFT else (brokers, "brokers")
-    controller = check.integer(state.get("controller_id"), "controller_id", low=-1)
-    if controller != -1 and controller not in candidates:
-        raise check.fail("controller_id", f"-1 or one of the {kind} ({sorted(candidates)})")
     control_port = state.get("control_port")
     if control_port is not None:
         control_port = check.integer(control_port, "control_port", low=0, high=65535)
-    _check_ports_differ(check, brokers, controllers, control_port)
-    cluster = ClusterState(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers=brokers,
-                      controller_id=controller,
-                      controller_epoch=check.integer(state.get("controller_epoch"), "controller_epoch", low=0,
-                                                     high=INT32_MAX),
-                      cluster_configs=check.str_map(state.get("cluster_configs"), "cluster_configs"),
-                      mode=mode, controllers=controllers, control_port=control_port)
-    security_state.restore(cluster, state.get("security"), check)
-    restore_features(cluster, state.get("features"), check)
-    restore_client_metrics(cluster, state.get("client_metrics"), check)
+    cluster = ClusterState(cluster_id=check.text(state.get("cluster_id"), "cluster_id"), brokers={}, mode=mode,
+                           control_port=control_port)
     return cluster
 
 
-def _check_ports_differ(check: Checker, brokers: dict[int, Broker], controllers: dict[int, Controller],
-                        control_port: int | None) -> None:
-    """Two listeners cannot share a port (0 means a free one, chosen at start)."""
-    listeners = [*((f"brokers[{i}].port", b.port) for i, b in enumerate(brokers.values())),
-                 *((f"controllers[{i}].port", c.port) for i, c in enumerate(controllers.values())),
-                 ("control_port", control_port)]
+def _validate_nodes(check: Checker, cluster: ClusterState) -> None:
+    """At least one broker; in KRaft mode a voter, the active controller one of them (or -1);
+    in zk mode no controllers, the active controller a broker; no two listeners on one port."""
+    if not cluster.brokers:
+        raise check.fail("brokers", "at least one registered broker (RegisterBrokerRecord)")
+    if cluster.kraft:
+        candidates, kind = [i for i, c in cluster.controllers.items() if c.voter], "voters"
+        if not candidates:
+            raise check.fail("the controllers", "at least one voter in KRaft mode (RegisterControllerRecord, VotersRecord)")
+    else:
+        candidates, kind = list(cluster.brokers), "brokers"
+        if cluster.controllers:
+            raise check.fail("the controllers", "none in zk mode (its controller is a broker)")
+    if cluster.controller_id != -1 and cluster.controller_id not in candidates:
+        raise check.fail("the active controller (LeaderChangeMessage)", f"-1 or one of the {kind} ({sorted(candidates)})")
+    listeners = [*((f"broker {b.id}", p) for b in cluster.brokers.values() for p in [b.port, *b.listener_ports.values()]),
+                 *((f"controller {c.id}", c.port) for c in cluster.controllers.values()),
+                 ("the control endpoint", cluster.control_port)]
     seen: dict[int, str] = {}
     for where, port in listeners:
         if port:
-            if port in seen:
-                raise check.fail(where, f"a port no other listener has ({seen[port]} is {port} too)")
+            if port in seen and seen[port] != where:
+                raise check.fail(f"{where}'s port", f"a port no other listener has ({seen[port]} is on {port} too)")
             seen[port] = where
 
 
-def topic_from_meta(check: Checker, state: object, where: str, cluster: ClusterState,
-                    with_batches: bool) -> Topic:
-    """A topic from `topic_meta`'s dict (plus batches when `with_batches`), checked."""
-    ts = check.mapping(state, where)
-    name = check.text(ts.get("name"), f"{where}.name")
-    partitions = [partition_from_meta(check, ps, f"{where}.partitions[{i}]", name, i, cluster,
-                                      with_batches)
-                  for i, ps in enumerate(check.array(ts.get("partitions"), f"{where}.partitions"))]
-    return Topic(name=name, id=check.uuid_of(ts.get("id"), f"{where}.id"), partitions=partitions,
-                 configs=check.str_map(ts.get("configs"), f"{where}.configs"),
-                 internal=check.flag(ts.get("internal"), f"{where}.internal"))
-
-
-def partition_from_meta(check: Checker, state: object, where: str, topic: str, index: int,
-                        cluster: ClusterState, with_batches: bool) -> Partition:
-    ps = check.mapping(state, where)
-    fields = check_partition_meta(check, ps, where, cluster)
-    if fields["index"] != index:
-        raise StateError(f"{check.path}: {where}.index is {fields['index']}, expected {index}")
-    p = Partition(topic=topic, **fields)
-    if with_batches:
-        p.batches = [check.batch(b, f"{where}.batches[{i}]")
-                     for i, b in enumerate(check.array(ps.get("batches"), f"{where}.batches"))]
-    return p
-
-
-def check_partition_meta(check: Checker, ps: dict, where: str, cluster: ClusterState) -> dict:
-    """The Partition fields (but topic and batches) of a `partition_meta` dict, checked."""
-    out: dict = {"index": check.integer(ps.get("index"), f"{where}.index", low=0, high=INT32_MAX)}
-    for key in ("replicas", "isr", "elr", "last_known_elr", "adding", "removing"):
-        out[key] = check.int_list(ps.get(key), f"{where}.{key}")
-    for key in ("leader_epoch", "partition_epoch"):
-        out[key] = check.integer(ps.get(key), f"{where}.{key}", low=0, high=INT32_MAX)
-    for key in ("log_start_offset", "high_watermark"):
-        out[key] = check.integer(ps.get(key), f"{where}.{key}", low=0)
-    out["leader"] = check.integer(ps.get("leader"), f"{where}.leader", low=-1, high=INT32_MAX)
-    # The log's segments and the cleaner's checkpoint (files written before them: one segment).
-    out["segments"] = check.int_list(ps.get("segments", [0]), f"{where}.segments") or [0]
-    out["cleaner_checkpoint"] = check.integer(ps.get("cleaner_checkpoint", 0), f"{where}.cleaner_checkpoint", low=0)
-    out["leo"] = check.int_map(ps.get("leo"), f"{where}.leo")
-    out["replica_epoch"] = check.int_map(ps.get("replica_epoch"), f"{where}.replica_epoch", high=INT32_MAX)
-    replicas = out["replicas"]
-    if not replicas or len(set(replicas)) < len(replicas) or any(r not in cluster.brokers for r in replicas):
-        raise check.fail(f"{where}.replicas", f"distinct ids of known brokers ({sorted(cluster.brokers)})")
-    for key in ("isr", "elr", "last_known_elr", "adding", "removing", "leo", "replica_epoch"):
-        if any(r not in replicas for r in out[key]):
-            raise check.fail(f"{where}.{key}", f"about its replicas ({replicas}) only")
-    if out["leader"] != -1 and out["leader"] not in replicas:
-        raise check.fail(f"{where}.leader", f"-1 or one of its replicas ({replicas})")
-    return out
+def apply_read(cluster: ClusterState, check: Checker, where: str, record: Record) -> None:
+    """Apply a record read from a file: one that cannot apply is damage (a StateError)."""
+    try:
+        replay.apply(cluster, record)
+    except ReplayError as exc:
+        raise StateError(f"{check.path}: {where} ({type(record).__name__}) {exc}") from None
 
 
 def validate(cluster: ClusterState, check: Checker) -> None:
     """The state as a whole, after each field is read and checked on its own (types, ids and
-    epochs in Kafka's int32, ports in 0..65535, leaders among replicas, replicas among brokers:
-    `cluster_from_meta`, `check_partition_meta`): valid topic names, topic ids used once, and in
-    each partition offsets within its log (the log start and high watermark at most its log end,
-    batches in order, each one's bytes saying the offsets it is stored at). A StateError
-    otherwise."""
+    epochs in Kafka's int32, ports in 0..65535: `cluster_from_header`, `records.decode`): valid
+    topic names, topic ids used once, in each partition replicas among the brokers, its leader,
+    ISR, ELR and replica logs among its replicas, and offsets within its log (the log start and
+    high watermark at most its log end, batches in order, each one's bytes saying the offsets it
+    is stored at). A StateError otherwise."""
+    _validate_nodes(check, cluster)
     ids: dict[uuid.UUID, str] = {}
     for t in cluster.topics.values():
         try:
@@ -424,10 +241,23 @@ def validate(cluster: ClusterState, check: Checker) -> None:
             raise check.fail(f"topic {t.name!r} id", f"its own (topic {ids[t.id]!r} has {t.id} too)")
         ids[t.id] = t.name
         for p in t.partitions:
-            _validate_partition(check, f"topic {t.name!r} partition {p.index}", p)
+            where = f"topic {t.name!r} partition {p.index}"
+            _validate_replicas(check, where, p, cluster)
+            _validate_log(check, where, p)
 
 
-def _validate_partition(check: Checker, where: str, p: Partition) -> None:
+def _validate_replicas(check: Checker, where: str, p: Partition, cluster: ClusterState) -> None:
+    replicas = p.replicas
+    if not replicas or len(set(replicas)) < len(replicas) or any(r not in cluster.brokers for r in replicas):
+        raise check.fail(f"{where} replicas", f"distinct ids of known brokers ({sorted(cluster.brokers)})")
+    for key in ("isr", "elr", "last_known_elr", "adding", "removing", "leo", "replica_epoch"):
+        if any(r not in replicas for r in getattr(p, key)):
+            raise check.fail(f"{where} {key}", f"about its replicas ({replicas}) only")
+    if p.leader != -1 and p.leader not in replicas:
+        raise check.fail(f"{where} leader", f"-1 or one of its replicas ({replicas})")
+
+
+def _validate_log(check: Checker, where: str, p: Partition) -> None:
     previous = -1
     for b in p.batches:
         if not b.base_offset <= b.last_offset or b.base_offset <= previous:
@@ -515,16 +345,6 @@ class Checker:
             return uuid.UUID(self.text(v, where))
         except ValueError:
             raise self.fail(where, "a UUID") from None
-
-    def batch(self, v: object, where: str) -> Batch:
-        bs = self.mapping(v, where)
-        try:
-            data = base64.b64decode(self.text(bs.get("data"), f"{where}.data"), validate=True)
-        except (binascii.Error, ValueError):
-            raise self.fail(f"{where}.data", "base64") from None
-        return Batch(self.integer(bs.get("base_offset"), f"{where}.base_offset", low=0),
-                     self.integer(bs.get("last_offset"), f"{where}.last_offset", low=0),
-                     self.integer(bs.get("max_timestamp"), f"{where}.max_timestamp"), data)
 
 
 # -- arguments against the saved cluster -------------------------------------------------------

@@ -21,9 +21,10 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import replication
+from kafka_shell.sandbox import replay, replication
 from kafka_shell.sandbox.handlers import features
 from kafka_shell.sandbox.model import Broker, ClusterState, Controller
+from kafka_shell.sandbox.records import Record, ReplayError, VotersRecord
 
 KRAFT_VERSION = features.KRAFT_VERSION
 DYNAMIC_LEVEL = 1   # the kraft.version from which voters can change
@@ -95,9 +96,9 @@ def _has_majority(cluster: ClusterState) -> bool:
 def settle(cluster: ClusterState) -> None:
     """Commit a pending change once a majority of the voters is alive; a leader it removed
     resigns then."""
-    if cluster.voter_change_pending is None or not _has_majority(cluster):
+    if cluster.runtime.voter_change_pending is None or not _has_majority(cluster):
         return
-    cluster.voter_change_pending = None
+    cluster.runtime.voter_change_pending = None
     leader = cluster.controllers.get(cluster.controller_id)
     if leader is not None and not leader.voter:
         replication.elect_controller(cluster)
@@ -105,13 +106,29 @@ def settle(cluster: ClusterState) -> None:
 
 def pending(cluster: ClusterState) -> bool:
     settle(cluster)
-    return cluster.voter_change_pending is not None
+    return cluster.runtime.voter_change_pending is not None
 
 
-def _changed(cluster: ClusterState, node_id: int) -> None:
-    cluster.voter_change_pending = node_id
-    cluster.changed()   # the VotersRecord in the metadata log
+def _change_voters(cluster: ClusterState, voter_ids: list[int], node_id: int) -> None:
+    """The VotersRecord of the new voter set; the change commits once a majority of it is alive."""
+    replay.apply(cluster, VotersRecord(tuple(sorted(voter_ids))))
+    cluster.runtime.voter_change_pending = node_id
     settle(cluster)
+
+
+def replay_voters(cluster: ClusterState, record: VotersRecord) -> None:
+    unknown = [v for v in record.voters if v not in cluster.controllers]
+    if unknown:
+        raise ReplayError(f"names voters {unknown}, which never registered as controllers")
+    for c in cluster.controllers.values():
+        c.voter = c.id in record.voters
+
+
+def snapshot(cluster: ClusterState) -> list[Record]:
+    return [VotersRecord(tuple(c.id for c in voters(cluster)))] if cluster.kraft else []
+
+
+REPLAY = {VotersRecord: replay_voters}
 
 
 def _refusal(cluster: ClusterState, verb: str) -> tuple[int, str] | None:
@@ -134,7 +151,8 @@ def add_voter(cluster: ClusterState, voter_id: int, directory: uuid.UUID, endpoi
     if refusal:
         return refusal
     key = replica_key(voter_id, directory)
-    if any(c.id == voter_id for c in voters(cluster)):
+    members = voters(cluster)
+    if any(c.id == voter_id for c in members):
         return ErrorCode.duplicate_voter, f"The voter id for {key} is already part of the set of voters {_voter_keys(cluster)}."
     if not _listening(cluster, endpoint):
         return (ErrorCode.request_timed_out,
@@ -142,8 +160,7 @@ def add_voter(cluster: ClusterState, voter_id: int, directory: uuid.UUID, endpoi
     node = cluster.controllers.get(voter_id)
     if node is None or directory_of(cluster, node) != directory:
         return ErrorCode.request_timed_out, f"Aborted add voter operation for {key} since it is lagging behind"
-    node.voter = True
-    _changed(cluster, voter_id)
+    _change_voters(cluster, [c.id for c in members] + [voter_id], voter_id)
     return ErrorCode.none, None
 
 
@@ -156,8 +173,7 @@ def remove_voter(cluster: ClusterState, voter_id: int, directory: uuid.UUID) -> 
     if node is None or node not in members or voter_directory(cluster, node) != directory or len(members) == 1:
         return (ErrorCode.voter_not_found,
                 f"Cannot remove voter {replica_key(voter_id, directory)} from the set of voters {_voter_keys(cluster)}")
-    node.voter = False
-    _changed(cluster, voter_id)
+    _change_voters(cluster, [c.id for c in members if c.id != voter_id], voter_id)
     return ErrorCode.none, None
 
 

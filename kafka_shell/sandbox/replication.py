@@ -20,6 +20,11 @@
   it can: designating it makes the active controller resign to it; while it is down every other
   candidate stands, and it takes the role back when it returns. A KRaft cluster without a live
   voter has no controller: stopped brokers stay unfenced and leaders stay until one is back.
+
+A partition's leader, ISR, ELR and replicas change by PartitionChangeRecords (`change`), each
+applied as it is made so that the next decision sees it, as the records of Kafka's controller
+are replayed as they are generated; the logs they affect (a truncation, a new replica's empty
+log, a follower's progress) change in `log`.
 """
 
 from __future__ import annotations
@@ -30,8 +35,10 @@ from collections.abc import Iterable
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs
+from kafka_shell.sandbox import configs, log, registrations, replay
 from kafka_shell.sandbox.model import ClusterState, Partition, now_ms
+from kafka_shell.sandbox.records import (NO_LEADER_CHANGE, ControllerResult, LeaderChangeMessage, PartitionChangeRecord,
+                                         UnregisterBrokerRecord)
 
 PREFERRED_CONTROLLER_KEY = "preferred.controller.id"
 MAX_CONTROLLER_CHANGES = 1000
@@ -72,12 +79,10 @@ def elect_controller(cluster: ClusterState, exclude: int | None = None) -> int:
     if chosen != cluster.controller_id:
         old = cluster.controller_id
         returned = old < 0 and chosen >= 0
-        cluster.controller_id = chosen
         # A KRaft quorum without voters holds no election, so its epoch stays until one is back.
-        if chosen >= 0 or not cluster.kraft:
-            cluster.controller_epoch += 1
+        epoch = cluster.controller_epoch + 1 if chosen >= 0 or not cluster.kraft else cluster.controller_epoch
+        replay.apply(cluster, LeaderChangeMessage(chosen, epoch))
         _record_controller_change(cluster, old)
-        cluster.changed()
         if returned and cluster.kraft:
             _catch_up_controller_work(cluster)
     return chosen
@@ -95,9 +100,8 @@ def move_controller(cluster: ClusterState) -> int:
     if exclude is not None and len(candidates) <= 1:
         exclude = None  # a lone candidate re-elects itself
     if exclude is None:
-        cluster.controller_epoch += 1
+        replay.apply(cluster, LeaderChangeMessage(old, cluster.controller_epoch + 1))
         _record_controller_change(cluster, old)
-        cluster.changed()
         return old
     return elect_controller(cluster, exclude=exclude)
 
@@ -167,38 +171,67 @@ def _min_isr(cluster: ClusterState, p: Partition) -> int:
         return 1
 
 
-def set_leader(p: Partition, leader: int) -> None:
-    p.leader = leader
-    p.leader_epoch += 1
+def change_record(cluster: ClusterState, p: Partition, **fields: object) -> PartitionChangeRecord:
+    """A PartitionChangeRecord of p (lists given become the record's tuples)."""
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
+    return PartitionChangeRecord(cluster.topics[p.topic].id, p.index, **values)  # type: ignore[arg-type]
+
+
+def change(cluster: ClusterState, p: Partition, **fields: object) -> None:
+    """Apply one PartitionChangeRecord of p."""
+    replay.apply(cluster, change_record(cluster, p, **fields))
+
+
+def replay_change(cluster: ClusterState, record: PartitionChangeRecord) -> None:
+    """Kafka's PartitionRegistration.merge: the fields given change; a new leader (or -1) bumps
+    the leader epoch; every change bumps the partition epoch."""
+    from kafka_shell.sandbox.topic_lifecycle import partition_by_id
+    p = partition_by_id(cluster, record.topic_id, record.partition_id)
+    if record.replicas is not None:
+        p.replicas = list(record.replicas)
+    if record.isr is not None:
+        p.isr = list(record.isr)
+    if record.adding_replicas is not None:
+        p.adding = list(record.adding_replicas)
+    if record.removing_replicas is not None:
+        p.removing = list(record.removing_replicas)
+    if record.eligible_leader_replicas is not None:
+        p.elr = list(record.eligible_leader_replicas)
+    if record.last_known_elr is not None:
+        p.last_known_elr = list(record.last_known_elr)
+    if record.leader != NO_LEADER_CHANGE:
+        p.leader = record.leader
+        p.leader_epoch += 1
     p.partition_epoch += 1
+
+
+def replay_leader_change(cluster: ClusterState, record: LeaderChangeMessage) -> None:
+    cluster.controller_id, cluster.controller_epoch = record.leader_id, record.leader_epoch
+
+
+def snapshot(cluster: ClusterState) -> list[LeaderChangeMessage]:
+    return [LeaderChangeMessage(cluster.controller_id, cluster.controller_epoch)]
+
+
+REPLAY = {PartitionChangeRecord: replay_change, LeaderChangeMessage: replay_leader_change}
+
+
+def set_leader(cluster: ClusterState, p: Partition, leader: int) -> None:
+    change(cluster, p, leader=leader)
 
 
 def set_isr(cluster: ClusterState, p: Partition, isr: list[int]) -> None:
     """Change the ISR and keep the ELR as KRaft's PartitionChangeBuilder does: below
     min.insync.replicas, replicas leaving the ISR become eligible leaders; at or above it the
-    ELR is cleared. `isr` is a new list, which the partition keeps."""
-    old = p.isr
-    p.isr = isr
-    if len(p.isr) >= _min_isr(cluster, p):
-        if p.elr or p.last_known_elr:  # no new empty lists: a broker stop touches every partition
-            p.elr, p.last_known_elr = [], []
+    ELR is cleared."""
+    if len(isr) >= _min_isr(cluster, p):
+        cleared = p.elr or p.last_known_elr
+        change(cluster, p, isr=isr, eligible_leader_replicas=[] if cleared else None,
+               last_known_elr=[] if cleared else None)
     else:
-        p.elr = [r for r in p.replicas if (r in old or r in p.elr) and r not in p.isr]
-    p.partition_epoch += 1
-    update_high_watermark(p, cluster)
-
-
-def update_high_watermark(p: Partition, cluster: ClusterState | None = None) -> None:
-    """Advance the high watermark to the smallest log end in the ISR (waking waiting fetches
-    when a cluster is given)."""
-    if p.leader < 0 or not p.isr:
-        return
-    hw = max(p.high_watermark, min(p.leo.get(r, 0) for r in p.isr))
-    if hw != p.high_watermark:
-        p.high_watermark = hw
-        if cluster is not None:
-            from kafka_shell.sandbox import log  # log imports this module
-            log.notify_progress(cluster)
+        change(cluster, p, isr=isr,
+               eligible_leader_replicas=[r for r in p.replicas if (r in p.isr or r in p.elr) and r not in isr])
+    log.update_high_watermark(cluster, p)
 
 
 def elect_from_isr(cluster: ClusterState, p: Partition, unclean: bool | None = None) -> bool:
@@ -207,13 +240,13 @@ def elect_from_isr(cluster: ClusterState, p: Partition, unclean: bool | None = N
     `unclean=True` for an explicit request), any usable replica. True if it has a leader after."""
     for r in p.replicas:
         if r in p.isr and _usable(cluster, r):
-            set_leader(p, r)
-            truncate_to(p, p.leo.get(r, 0))
+            set_leader(cluster, p, r)
+            log.truncate_to(cluster, p, p.leo.get(r, 0))
             return True
     for r in p.replicas:
         if r in p.elr and _usable(cluster, r):
-            set_leader(p, r)
-            truncate_to(p, p.leo.get(r, 0))
+            set_leader(cluster, p, r)
+            log.truncate_to(cluster, p, p.leo.get(r, 0))
             set_isr(cluster, p, [r])
             return True
     if unclean is None:
@@ -221,37 +254,17 @@ def elect_from_isr(cluster: ClusterState, p: Partition, unclean: bool | None = N
     if unclean:
         for r in p.replicas:
             if _usable(cluster, r):
-                unclean_elect(p, r)
+                unclean_elect(cluster, p, r)
                 return True
     if p.leader != -1:
-        set_leader(p, -1)
+        set_leader(cluster, p, -1)
     return False
 
 
-def unclean_elect(p: Partition, leader: int) -> None:
+def unclean_elect(cluster: ClusterState, p: Partition, leader: int) -> None:
     """Make an out-of-sync replica leader: the log is truncated to what it holds."""
-    set_leader(p, leader)
-    p.isr = [leader]
-    p.elr = []
-    p.last_known_elr = []
-    end = p.leo.get(leader, 0)
-    truncate_to(p, end)
-    p.high_watermark = end
-    p.replica_epoch[leader] = p.leader_epoch
-
-
-def truncate_to(p: Partition, end: int) -> None:
-    """The log is the new leader's, which ends at `end`: what it lacks goes (only a replica that
-    lost its disk, or an unclean election, holds less than the log). A log emptied below its
-    start begins again at `end`, as a new log does; the other replicas truncate to it."""
-    if p.batches and p.batches[-1].last_offset < end and p.high_watermark <= end:
-        return
-    p.batches = [b for b in p.batches if b.last_offset < end]
-    p.log_start_offset = min(p.log_start_offset, end)
-    p.high_watermark = min(p.high_watermark, end)
-    p.cleaner_checkpoint = min(p.cleaner_checkpoint, end)
-    for r in p.replicas:
-        p.leo[r] = min(p.leo.get(r, 0), end)
+    change(cluster, p, leader=leader, isr=[leader], eligible_leader_replicas=[], last_known_elr=[])
+    log.lead_uncleanly(cluster, p, leader)
 
 
 # The elections below change state only; the caller runs `settle` once after a batch of them.
@@ -262,19 +275,17 @@ def elect_all_preferred(cluster: ClusterState) -> None:
     benchmarks: the state an ElectLeaders request for all partitions leaves)."""
     for t in cluster.topics.values():
         for p in t.partitions:
-            elect_preferred(cluster, p)
+            replay.commit(cluster, elect_preferred(cluster, p))
     settle(cluster)
 
 
-def elect_preferred(cluster: ClusterState, p: Partition) -> int:
-    """A preferred election (ElectLeaders type 0, auto rebalance); returns the error code."""
+def elect_preferred(cluster: ClusterState, p: Partition) -> ControllerResult[int]:
+    """A preferred election (ElectLeaders type 0, auto rebalance): its record and error code."""
     if p.leader == p.preferred:
-        return ErrorCode.election_not_needed
+        return ControllerResult([], ErrorCode.election_not_needed)
     if p.preferred in p.isr and _usable(cluster, p.preferred):
-        set_leader(p, p.preferred)
-        cluster.changed()
-        return ErrorCode.none
-    return ErrorCode.preferred_leader_not_available
+        return ControllerResult([change_record(cluster, p, leader=p.preferred)], ErrorCode.none)
+    return ControllerResult([], ErrorCode.preferred_leader_not_available)
 
 
 def elect_unclean(cluster: ClusterState, p: Partition) -> int:
@@ -282,7 +293,6 @@ def elect_unclean(cluster: ClusterState, p: Partition) -> int:
     if p.leader >= 0:
         return ErrorCode.election_not_needed
     if elect_from_isr(cluster, p, unclean=True):
-        cluster.changed()
         return ErrorCode.none
     return ErrorCode.eligible_leaders_not_available
 
@@ -299,8 +309,7 @@ def elect_designated(cluster: ClusterState, p: Partition, broker_id: int) -> tup
     if not _usable(cluster, broker_id):
         return ErrorCode.eligible_leaders_not_available, (
             f"broker {broker_id} is fenced or offline and cannot lead {name}")
-    unclean_elect(p, broker_id)
-    cluster.changed()
+    unclean_elect(cluster, p, broker_id)
     return ErrorCode.none, None
 
 
@@ -313,9 +322,8 @@ def broker_stopped(cluster: ClusterState, broker_id: int) -> None:
     voter is back (`_catch_up_controller_work`)."""
     stopped_at(cluster).setdefault(broker_id, (cluster.generation, now_ms()))
     if not cluster.controller_available:
-        cluster.changed()
         return
-    cluster.brokers[broker_id].fenced = True
+    replay.apply(cluster, registrations.fencing(cluster.brokers[broker_id], True))
     for t in cluster.topics.values():
         for p in t.partitions:
             if broker_id not in p.replicas:
@@ -326,7 +334,6 @@ def broker_stopped(cluster: ClusterState, broker_id: int) -> None:
                 elect_from_isr(cluster, p)
     if not cluster.kraft and (cluster.controller_id == broker_id or cluster.controller_id < 0):
         elect_controller(cluster, exclude=broker_id)
-    cluster.changed()
     settle(cluster)
 
 
@@ -335,9 +342,8 @@ def broker_started(cluster: ClusterState, broker_id: int) -> None:
     active controller it stays fenced until a voter is back."""
     stopped_at(cluster).pop(broker_id, None)
     if not cluster.controller_available:
-        cluster.changed()
         return
-    cluster.brokers[broker_id].fenced = False
+    replay.apply(cluster, registrations.fencing(cluster.brokers[broker_id], False))
     for t in cluster.topics.values():
         for p in t.partitions:
             if broker_id in p.replicas and p.leader < 0:
@@ -345,7 +351,6 @@ def broker_started(cluster: ClusterState, broker_id: int) -> None:
     preferred = preferred_controller(cluster)
     if not cluster.kraft and (cluster.controller_id < 0 or preferred == broker_id):
         elect_controller(cluster)
-    cluster.changed()
     settle(cluster)  # the restarted replicas truncate, catch up and rejoin the ISR
 
 
@@ -360,20 +365,17 @@ def unregister_broker(cluster: ClusterState, broker_id: int) -> tuple[int, str |
     for t in cluster.topics.values():
         for p in t.partitions:
             if broker_id in p.elr:
-                p.elr = [r for r in p.elr if r != broker_id]
+                change(cluster, p, eligible_leader_replicas=[r for r in p.elr if r != broker_id])
             if broker_id in p.isr:
                 set_isr(cluster, p, [r for r in p.isr if r != broker_id])
-    b.fenced = True
-    b.registered = False
+    replay.apply(cluster, UnregisterBrokerRecord(broker_id, b.epoch))   # fenced, and gone
     for t in cluster.topics.values():
         for p in t.partitions:
             if p.leader == broker_id:
                 elect_from_isr(cluster, p)
     if b.alive:
-        b.registered = True
-        b.epoch += 1
+        replay.apply(cluster, registrations.broker_registration(cluster, b, epoch=b.epoch + 1))
         broker_started(cluster, broker_id)
-    cluster.changed()
     settle(cluster)
     return ErrorCode.none, None
 
@@ -388,12 +390,8 @@ def reassign(cluster: ClusterState, p: Partition, target: list[int]) -> None:
     current = p.replicas
     removing = [r for r in current if r not in target]
     adding = [r for r in target if r not in current]
-    p.replicas = list(target) + removing
-    p.adding, p.removing = adding, removing
-    for r in adding:
-        p.leo[r], p.replica_epoch[r] = 0, 0
-    p.partition_epoch += 1
-    cluster.changed()
+    change(cluster, p, replicas=list(target) + removing, adding_replicas=adding, removing_replicas=removing)
+    log.add_replicas(cluster, p, adding)
 
 
 def cancel_reassignment(cluster: ClusterState, p: Partition) -> tuple[int, str | None]:
@@ -405,20 +403,17 @@ def cancel_reassignment(cluster: ClusterState, p: Partition) -> tuple[int, str |
         return ErrorCode.invalid_replica_assignment, (
             f"Unable to revert partition assignment for {p.topic}:{p.index} because it would "
             "require an unclean leader election.")
-    _drop_replicas(p, p.adding)
-    p.adding, p.removing = [], []
+    _drop_replicas(cluster, p, p.adding)
     set_isr(cluster, p, isr)
     if p.leader not in p.replicas or p.leader not in p.isr:
         elect_from_isr(cluster, p)
-    cluster.changed()
     return ErrorCode.none, None
 
 
-def _drop_replicas(p: Partition, gone: list[int]) -> None:
-    p.replicas = [r for r in p.replicas if r not in gone]
-    for r in gone:
-        p.leo.pop(r, None)
-        p.replica_epoch.pop(r, None)
+def _drop_replicas(cluster: ClusterState, p: Partition, gone: list[int]) -> None:
+    """The move ends (or is reverted): `gone` leave the replicas, their logs go."""
+    change(cluster, p, replicas=[r for r in p.replicas if r not in gone], adding_replicas=[], removing_replicas=[])
+    log.drop_replicas(cluster, p, gone)
 
 
 def _maybe_complete_reassignment(cluster: ClusterState, p: Partition) -> None:
@@ -429,12 +424,10 @@ def _maybe_complete_reassignment(cluster: ClusterState, p: Partition) -> None:
     if not isr or any(r not in isr for r in p.adding):
         return
     removed = p.removing
-    _drop_replicas(p, removed)
-    p.adding, p.removing = [], []
+    _drop_replicas(cluster, p, removed)
     set_isr(cluster, p, isr)
     if p.leader in removed or p.leader < 0:
         elect_from_isr(cluster, p)
-    cluster.changed()
 
 
 # -- follower catch-up ------------------------------------------------------------------------
@@ -467,27 +460,6 @@ def _limits(cluster: ClusterState, p: Partition, follower: int) -> list[tuple[tu
     return limits
 
 
-def _copy(p: Partition, replica: int, credit: float) -> float:
-    """Copy the leader's batches to `replica` while the quota is not exceeded (`credit` > 0),
-    whole batches as a fetch returns them, so the last one may overdraw it; returns what is
-    left (a debt the coming ticks pay back first, as Kafka's ReplicationQuotaManager throttles
-    a fetch only once the measured rate is over the quota). Offsets without stored batches
-    (set by fault injection) cost nothing."""
-    end = p.leo[p.leader]
-    for b in p.batches:
-        if b.last_offset < p.leo[replica]:
-            continue
-        if b.base_offset >= end:
-            break
-        if credit <= 0:
-            p.leo[replica] = max(p.leo[replica], b.base_offset)
-            return credit
-        credit -= len(b.data)
-        p.leo[replica] = b.last_offset + 1
-    p.leo[replica] = end
-    return credit
-
-
 def _advance(cluster: ClusterState, seconds: float | None,
              partitions: Iterable[Partition] | None = None) -> bool:
     """One replication step: every out-of-sync replica (of `partitions`, default all) fetches
@@ -510,7 +482,7 @@ def _advance(cluster: ClusterState, seconds: float | None,
             if decide:
                 _maybe_complete_reassignment(cluster, p)
         if rebalance:
-            elect_preferred(cluster, p)
+            replay.commit(cluster, elect_preferred(cluster, p))
     return pending
 
 
@@ -519,24 +491,23 @@ def _fetch(cluster: ClusterState, p: Partition, r: int, seconds: float | None,
     """Follower r fetches from the leader; True if it is still behind afterwards."""
     end = p.leo.get(p.leader, 0)
     if p.leo.get(r, 0) > end:
-        p.leo[r] = end  # a diverging follower truncates to the leader's log
+        log.follower_truncate(cluster, p, r, end)   # a diverging follower truncates to the leader's log
     if p.leo.get(r, 0) < end:
         limits = [] if r in p.isr else _limits(cluster, p, r)
         if not limits:
-            _copy(p, r, float("inf"))
+            log.copy_to_follower(cluster, p, r, float("inf"))
         elif seconds is not None:
             key = (p.topic, p.index, r)
             allowance = min(budgets.setdefault(k, rate * seconds) for k, rate in limits)
             for k, _ in limits:
                 budgets[k] -= allowance
-            credits[key] = _copy(p, r, credits.get(key, 0.0) + allowance)
+            credits[key] = log.copy_to_follower(cluster, p, r, credits.get(key, 0.0) + allowance)
     if p.leo.get(r, 0) < end:
         return True
     credits.pop((p.topic, p.index, r), None)
-    p.replica_epoch[r] = p.replica_epoch.get(p.leader, p.leader_epoch)
+    log.follower_caught_up(cluster, p, r)
     if r not in p.isr and cluster.controller_available:
         set_isr(cluster, p, p.isr + [r])
-        cluster.changed()
     return False
 
 

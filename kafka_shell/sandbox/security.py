@@ -6,7 +6,9 @@
   A failed login raises `SaslFailure` with the message Kafka would send.
 - SCRAM credentials, kept as Kafka keeps them (ScramCredential: salt, StoredKey, ServerKey,
   iterations; never the password), per user and mechanism, on `cluster.scram_credentials`
-  (see `scram_store`). AlterUserScramCredentials writes them; the SCRAM mechanism reads them.
+  (see `scram_store`). They change by UserScramCredentialRecords and
+  RemoveUserScramCredentialRecords (Kafka's ScramControlManager): AlterUserScramCredentials and
+  the users a sandbox starts with write them; the SCRAM mechanism reads them.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from kafka_shell.sandbox import tokens
+from kafka_shell.sandbox import replay, tokens
+from kafka_shell.sandbox.records import RemoveUserScramCredentialRecord, ReplayError, UserScramCredentialRecord
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.model import ClusterState
@@ -95,8 +98,34 @@ class ScramCredential:
 
 
 def scram_store(cluster: ClusterState) -> dict[str, dict[str, ScramCredential]]:
-    """user -> mechanism -> credential (created empty on first use)."""
+    """user -> mechanism -> credential."""
     return cluster.scram_credentials
+
+
+def credential_record(user: str, c: ScramCredential) -> UserScramCredentialRecord:
+    return UserScramCredentialRecord(user, c.mechanism, c.salt, c.stored_key, c.server_key, c.iterations)
+
+
+def replay_credential(cluster: ClusterState, record: UserScramCredentialRecord) -> None:
+    if record.mechanism not in SCRAM_HASHES:
+        raise ReplayError(f"holds a credential of mechanism {record.mechanism!r}, which is not SCRAM's")
+    cluster.scram_credentials.setdefault(record.name, {})[record.mechanism] = ScramCredential(
+        record.mechanism, record.salt, record.iterations, record.stored_key, record.server_key)
+
+
+def replay_remove_credential(cluster: ClusterState, record: RemoveUserScramCredentialRecord) -> None:
+    creds = cluster.scram_credentials.get(record.name, {})
+    if creds.pop(record.mechanism, None) is None:
+        raise ReplayError(f"removes a {record.mechanism} credential of {record.name!r}, which it does not have")
+    if not creds:
+        del cluster.scram_credentials[record.name]
+
+
+def snapshot(cluster: ClusterState) -> list[UserScramCredentialRecord]:
+    return [credential_record(user, c) for user, creds in cluster.scram_credentials.items() for c in creds.values()]
+
+
+REPLAY = {UserScramCredentialRecord: replay_credential, RemoveUserScramCredentialRecord: replay_remove_credential}
 
 
 class SaslInvalidCredentials(SaslFailure):
@@ -222,9 +251,8 @@ def add_user(sandbox: Sandbox, user: str, password: str) -> None:
     """A user who logs in with PLAIN and both SCRAM mechanisms (as `kafka-storage format
     --add-scram` and a JAAS `user_NAME` entry would set up)."""
     sandbox.users[user] = password
-    for mechanism in SCRAM_HASHES:
-        scram_store(sandbox.cluster).setdefault(user, {})[mechanism] = \
-            ScramCredential.from_password(mechanism, password)
+    replay.apply_all(sandbox.cluster, [credential_record(user, ScramCredential.from_password(mechanism, password))
+                                       for mechanism in SCRAM_HASHES])
 
 
 SERVER_MECHANISMS.update({

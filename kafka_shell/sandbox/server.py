@@ -25,7 +25,7 @@ from typing import Any, TypeVar, overload
 from kafka_shell.protocol import codec, definitions
 from kafka_shell.protocol.definitions import releases
 from kafka_shell.sandbox import (cleaner, configs, consumer_groups, control, classic_groups, handlers, journal, persist,
-                                 propagation, quorum, replication, security, share_groups, tls, transactions)
+                                 propagation, quorum, registrations, replay, replication, security, share_groups, tls, transactions)
 from kafka_shell.sandbox.authorizer import Authorizer
 from kafka_shell.sandbox.config import LISTENERS, PLAINTEXT, SandboxConfig
 from kafka_shell.sandbox.dispatch import error_name
@@ -33,6 +33,9 @@ from kafka_shell.sandbox.faults import FaultControls
 from kafka_shell.sandbox.handlers import features
 from kafka_shell.sandbox.listeners import ClosedConnections, NodeServer, bind
 from kafka_shell.sandbox.model import Broker, ClusterState, Controller
+from kafka_shell.sandbox.records import (BROKER_RESOURCE, ConfigRecord, Endpoint, Record, RegisterBrokerRecord,
+                                         RegisterControllerRecord, VotersRecord)
+from kafka_shell.sandbox.registrations import CONTROLLER_LISTENER
 
 __all__ = ["LISTENERS", "PLAINTEXT", "Sandbox", "SandboxConfig", "controller_id_base"]
 
@@ -63,10 +66,11 @@ class Sandbox(FaultControls):
         shape = config.shape()
         # A kept cluster comes back as it was (its mode, nodes, ports and racks).
         self.cluster, self._journal_seq = saved if saved is not None else (_new_cluster(config, *shape), 0)
-        if saved is not None and config.host:
-            nodes: list[Broker | Controller] = [*self.cluster.brokers.values(), *self.cluster.controllers.values()]
-            for n in nodes:
-                n.host = config.host
+        self.cluster.runtime.first_listener = self.listeners[0]
+        if saved is not None and config.host:   # its nodes serve where --listen says
+            replay.apply_all(self.cluster, [
+                *(registrations.broker_registration(self.cluster, b, host=config.host) for b in self.cluster.brokers.values()),
+                *(registrations.controller_registration(c, host=config.host) for c in self.cluster.controllers.values())])
         # SASL logins (sandbox/oauthbearer.py, sandbox/kerberos.py).
         self.oauth_jwks, self.oauth_options = config.oauth_jwks, dict(config.oauth_options or {})
         self.kerberos_keytab, self.kerberos_principal = config.kerberos_keytab, config.kerberos_principal
@@ -75,9 +79,8 @@ class Sandbox(FaultControls):
         self.seed_apis = config.seed_apis
         self.cluster.static_configs = self._static_configs(config.configs or {}, config.reauth_ms)
         if saved is None:
+            replay.apply_all(self.cluster, features.bootstrap_records(self.cluster, config.dynamic_quorum))
             self._bootstrap_configs()
-            if config.dynamic_quorum:
-                features.finalized(self.cluster)[quorum.KRAFT_VERSION] = quorum.DYNAMIC_LEVEL
         for user, password in (config.users or {}).items():
             security.add_user(self, user, password)
         self.handlers = handlers.load()
@@ -115,9 +118,10 @@ class Sandbox(FaultControls):
     def _static_configs(self, given: dict[str, str], reauth_ms: int | None) -> dict[str, str]:
         """The static broker configs, checked as Kafka checks server.properties (a bad value stops
         it); a kept cluster's older state may hold some among its dynamic ones."""
-        static = {k: v for k, v in self.cluster.cluster_configs.items() if configs.is_static(self.cluster, k)}
-        for key in static:
-            del self.cluster.cluster_configs[key]
+        dynamic = self.cluster.cluster_configs
+        static = {k: v for k, v in dynamic.items() if configs.is_static(self.cluster, k)}
+        replay.apply_all(self.cluster, configs.config_records(BROKER_RESOURCE, "", dynamic,
+                                                              {k: v for k, v in dynamic.items() if k not in static}))
         if reauth_ms is not None:
             static["connections.max.reauth.ms"] = str(int(reauth_ms))
         for key, value in given.items():
@@ -128,9 +132,9 @@ class Sandbox(FaultControls):
     def _bootstrap_configs(self) -> None:
         """What a new cluster's metadata holds before any request: with ELR (Kafka 4.x KRaft), the
         cluster-wide min.insync.replicas Kafka's controller writes at bootstrap."""
-        if configs.elr_enabled(self.cluster):
-            self.cluster.cluster_configs.setdefault(
-                configs.MIN_ISR, configs.broker_value(self.cluster, None, configs.MIN_ISR) or "1")
+        if configs.elr_enabled(self.cluster) and configs.MIN_ISR not in self.cluster.cluster_configs:
+            replay.apply(self.cluster, ConfigRecord(BROKER_RESOURCE, "", configs.MIN_ISR,
+                                                    configs.broker_value(self.cluster, None, configs.MIN_ISR) or "1"))
 
     def _all_servers(self) -> list[NodeServer]:
         servers = [*self._servers.values(), *self._controller_servers.values()]
@@ -183,7 +187,8 @@ class Sandbox(FaultControls):
                 socks.append(bind(server.broker.host, server.port))
                 server.port = socks[-1].getsockname()[1]
             if self.control_server is not None:
-                self.cluster.control_port = self.control_server.broker.port
+                self.cluster.control_port = self.control_server.port
+            self._register_nodes()
             if lock is not None and self.data_dir:
                 self.journal = journal.Journal.open(self.cluster, self.data_dir, self._journal_seq, lock)
         except BaseException:
@@ -212,6 +217,18 @@ class Sandbox(FaultControls):
         self._thread.start()
         ready.wait()
         return self
+
+    def _register_nodes(self) -> None:
+        """Every node registers as it starts, on the ports it bound; a broker with a new epoch."""
+        c = self.cluster
+        records: list[Record] = []
+        for i, b in c.brokers.items():
+            first, *others = self._broker_servers(i)
+            records.append(registrations.broker_registration(
+                c, b, epoch=b.epoch + 1, port=first.port, listener_ports={s.listener: s.port for s in others}))
+        records += [registrations.controller_registration(n, port=self._controller_servers[i].port)
+                    for i, n in c.controllers.items()]
+        replay.apply_all(c, records)
 
     def _resume(self) -> None:
         """What a --data-dir brought back goes on: group members' sessions, reassignments."""
@@ -295,7 +312,7 @@ class Sandbox(FaultControls):
         """host:port of the control endpoint, when served (`serve_control=True`)."""
         if self.control_server is None:
             return None
-        return f"{self.control_server.broker.host}:{self.control_server.broker.port}"
+        return f"{self.control_server.broker.host}:{self.control_server.port}"
 
     def status(self) -> dict:
         """The cluster's nodes and controller as plain data (the shell's `sandbox status`)."""
@@ -368,19 +385,23 @@ class Sandbox(FaultControls):
 
 def _new_cluster(config: SandboxConfig, brokers: int, mode: str, voters: int) -> ClusterState:
     """A new cluster's nodes: brokers 1..N, controllers from `controller_id_base`, on free ports
-    or from `port_base`."""
+    or from `port_base` (each registers again with the ports it bound when it starts: a broker's
+    first epoch is 1)."""
     base, listen, port_base, racks, hosts = (controller_id_base(brokers), config.host or "127.0.0.1",
                                              config.port_base, config.racks, config.hosts)
-    return ClusterState(
-        cluster_id=config.cluster_id or _cluster_id(),
-        brokers={i: Broker(id=i, host=listen, port=(port_base + i - 1) if port_base else 0,
-                           rack=(racks[(i - 1) % len(racks)] if racks else None),
-                           host_name=hosts[i - 1] if hosts else f"broker-{i}.sandbox")
-                 for i in range(1, brokers + 1)},
-        mode=mode,
-        controllers={base + k: Controller(id=base + k, host=listen, port=(port_base + brokers + k) if port_base else 0)
-                     for k in range(voters)},
-    )
+    cluster = ClusterState(cluster_id=config.cluster_id or _cluster_id(), brokers={}, mode=mode)
+    controllers = [base + k for k in range(voters)]
+    records: list[Record] = [
+        RegisterControllerRecord(i, (Endpoint(CONTROLLER_LISTENER, listen, port_base + brokers + k if port_base else 0),))
+        for k, i in enumerate(controllers)]
+    if controllers:
+        records.append(VotersRecord(tuple(controllers)))
+    records += [RegisterBrokerRecord(i, 0, (Endpoint(config.listener_names[0], listen, port_base + i - 1 if port_base else 0),),
+                                     racks[(i - 1) % len(racks)] if racks else None,
+                                     host_name=hosts[i - 1] if hosts else f"broker-{i}.sandbox")
+                for i in range(1, brokers + 1)]
+    replay.apply_all(cluster, records)
+    return cluster
 
 
 def controller_id_base(brokers: int) -> int:

@@ -254,7 +254,7 @@ def ensure_state_topic(cluster: ClusterState) -> None:
     rf = min(setting("replication.factor"), len(cluster.live_brokers()))
     topic_lifecycle.create_topic(cluster, STATE_TOPIC, setting("num.partitions"), rf, configs={
         "cleanup.policy": "delete", "compression.type": "producer", "segment.bytes": str(setting("segment.bytes")),
-        "min.insync.replicas": str(min(setting("min.isr"), rf)), "retention.ms": "-1"}, internal=True)
+        "min.insync.replicas": str(min(setting("min.isr"), rf)), "retention.ms": "-1"})
 
 
 def state_coordinator_of(cluster: ClusterState, group_id: str, topic_id: uuid.UUID, partition: int) -> int:

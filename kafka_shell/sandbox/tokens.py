@@ -9,7 +9,10 @@ Uuid, its HMAC the HmacSHA512 of the id under the secret key. Its expiry is at m
 A client logs in with a token over SCRAM (either mechanism) with the token id as the user name,
 the HMAC in base64 as the password and the extension `tokenauth=true`: its principal is the
 token's owner, and token requests on that connection are refused, as Kafka refuses them.
-Tokens are kept in memory (not by --data-dir); an expired one stays listed until
+Tokens change by DelegationTokenRecords (created, renewed, expired later) and
+RemoveDelegationTokenRecords (expired now), as Kafka's controller keeps them; the HMAC is not in
+the record but made from the id under the secret key of the running broker (a new secret key
+makes the kept tokens' HMACs new, as in Kafka). An expired token stays listed until
 ExpireDelegationToken removes it (Kafka's controller also sweeps them every
 `delegation.token.expiry.check.interval.ms`, an hour by default).
 """
@@ -17,6 +20,7 @@ ExpireDelegationToken removes it (Kafka's controller also sweeps them every
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import hmac
 import uuid
@@ -24,8 +28,9 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs
+from kafka_shell.sandbox import configs, replay
 from kafka_shell.sandbox.model import ClusterState, now_ms
+from kafka_shell.sandbox.records import DelegationTokenRecord, RemoveDelegationTokenRecord, ReplayError
 
 SECRET_KEY = "delegation.token.secret.key"
 MAX_LIFETIME_KEY = "delegation.token.max.lifetime.ms"
@@ -38,13 +43,12 @@ class Token:
     token_id: str
     owner: str        # principal strings, "User:alice"
     requester: str
-    renewers: list[str]
+    renewers: tuple[str, ...]
     issued: int
     max_timestamp: int
     expiry: int
-    hmac: bytes
     # SCRAM credentials from the HMAC (made on first use, with their own salts).
-    scram: dict = field(default_factory=dict)
+    scram: dict = field(default_factory=dict, compare=False)
 
     def owner_or_renewer(self, principal: str) -> bool:
         return principal == self.owner or principal in self.renewers
@@ -69,8 +73,8 @@ def _setting(cluster: ClusterState, key: str) -> int:
     return int(configs.broker_value(cluster, None, key) or 0)
 
 
-def _hmac(cluster: ClusterState, token_id: str) -> bytes:
-    return hmac.new((secret(cluster) or "").encode(), token_id.encode(), hashlib.sha512).digest()
+def hmac_of(cluster: ClusterState, token: Token) -> bytes:
+    return hmac.new((secret(cluster) or "").encode(), token.token_id.encode(), hashlib.sha512).digest()
 
 
 def _kafka_uuid() -> str:
@@ -86,7 +90,7 @@ def _sum(now: int, duration: int) -> int:
 
 
 def by_hmac(cluster: ClusterState, mac: bytes) -> Token | None:
-    return next((t for t in tokens(cluster).values() if hmac.compare_digest(t.hmac, bytes(mac))), None)
+    return next((t for t in tokens(cluster).values() if hmac.compare_digest(hmac_of(cluster, t), bytes(mac))), None)
 
 
 def create(cluster: ClusterState, owner: str, requester: str, renewers: list[str], max_lifetime_ms: int) -> Token | int:
@@ -101,11 +105,10 @@ def create(cluster: ClusterState, owner: str, requester: str, renewers: list[str
         max_life = min(max_life, max_lifetime_ms)
     max_timestamp = _sum(now, max_life)
     token_id = _kafka_uuid()
-    token = Token(token_id, owner, requester, list(renewers), now, max_timestamp,
-                  min(max_timestamp, _sum(now, _setting(cluster, EXPIRY_TIME_KEY))), _hmac(cluster, token_id))
-    tokens(cluster)[token_id] = token
-    cluster.changed()
-    return token
+    replay.apply(cluster, DelegationTokenRecord(owner, requester, tuple(renewers), now, max_timestamp,
+                                                min(max_timestamp, _sum(now, _setting(cluster, EXPIRY_TIME_KEY))),
+                                                token_id))
+    return tokens(cluster)[token_id]
 
 
 def _find(cluster: ClusterState, mac: bytes) -> tuple[int, Token | None]:
@@ -129,9 +132,7 @@ def renew(cluster: ClusterState, principal: str, mac: bytes, renew_period_ms: in
     period = _setting(cluster, EXPIRY_TIME_KEY)
     if renew_period_ms > 0:
         period = min(period, renew_period_ms)
-    token.expiry = min(token.max_timestamp, now + period)
-    cluster.changed()
-    return ErrorCode.none, token.expiry
+    return ErrorCode.none, _set_expiry(cluster, token, min(token.max_timestamp, now + period))
 
 
 def expire(cluster: ClusterState, principal: str, mac: bytes, expiry_period_ms: int) -> tuple[int, int]:
@@ -143,14 +144,40 @@ def expire(cluster: ClusterState, principal: str, mac: bytes, expiry_period_ms: 
     if not token.owner_or_renewer(principal):
         return ErrorCode.delegation_token_owner_mismatch, -1
     if expiry_period_ms < 0:
-        del tokens(cluster)[token.token_id]
-        cluster.changed()
+        replay.apply(cluster, RemoveDelegationTokenRecord(token.token_id))
         return ErrorCode.none, now
     if token.expired(now):
         return ErrorCode.delegation_token_expired, -1
-    token.expiry = min(token.max_timestamp, _sum(now, expiry_period_ms))
-    cluster.changed()
-    return ErrorCode.none, token.expiry
+    return ErrorCode.none, _set_expiry(cluster, token, min(token.max_timestamp, _sum(now, expiry_period_ms)))
+
+
+def _set_expiry(cluster: ClusterState, token: Token, expiry: int) -> int:
+    """Kafka's renew and expire: the token's record again with its new expiration timestamp."""
+    replay.apply(cluster, dataclasses.replace(record_of(token), expiration_timestamp=expiry))
+    return expiry
+
+
+def record_of(token: Token) -> DelegationTokenRecord:
+    return DelegationTokenRecord(token.owner, token.requester, token.renewers, token.issued, token.max_timestamp,
+                                 token.expiry, token.token_id)
+
+
+def replay_token(cluster: ClusterState, record: DelegationTokenRecord) -> None:
+    tokens(cluster)[record.token_id] = Token(record.token_id, record.owner, record.requester, record.renewers,
+                                             record.issue_timestamp, record.max_timestamp,
+                                             record.expiration_timestamp)
+
+
+def replay_remove(cluster: ClusterState, record: RemoveDelegationTokenRecord) -> None:
+    if tokens(cluster).pop(record.token_id, None) is None:
+        raise ReplayError(f"removes token {record.token_id}, which no DelegationTokenRecord created")
+
+
+def snapshot(cluster: ClusterState) -> list[DelegationTokenRecord]:
+    return [record_of(t) for t in tokens(cluster).values()]
+
+
+REPLAY = {DelegationTokenRecord: replay_token, RemoveDelegationTokenRecord: replay_remove}
 
 
 def scram_credential(cluster: ClusterState, token_id: str, mechanism: str):
@@ -161,5 +188,5 @@ def scram_credential(cluster: ClusterState, token_id: str, mechanism: str):
     if token is None:
         return None
     if mechanism not in token.scram:
-        token.scram[mechanism] = ScramCredential.from_password(mechanism, base64.b64encode(token.hmac).decode())
+        token.scram[mechanism] = ScramCredential.from_password(mechanism, base64.b64encode(hmac_of(cluster, token)).decode())
     return token.scram[mechanism]

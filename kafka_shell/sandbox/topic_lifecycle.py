@@ -1,6 +1,11 @@
 """Topic lifecycle of the sandbox (the one place topics are created, grown and deleted), with
 the validation Kafka's KRaft controller (`ReplicationControlManager`) does and its messages.
 
+Creating a topic is a TopicRecord, a ConfigRecord per config and a PartitionRecord per
+partition (`topic_creation`); new partitions are PartitionRecords, a deletion a
+RemoveTopicRecord; each operation returns its records and its answer (`ControllerResult`) and
+`replay` applies them (`REPLAY` below).
+
 Placement follows Kafka's rack-aware assignment (`AdminUtils.assignReplicasToBrokersRackAware`,
 which KRaft's `StripedReplicaPlacer` keeps in spirit): brokers are ordered alternating between
 racks, leaders rotate from a random start, and a partition's replicas take a new rack until
@@ -16,8 +21,10 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH, MAX_TOPIC_NAME
-from kafka_shell.sandbox import configs, cordons
+from kafka_shell.sandbox import configs, cordons, replay
 from kafka_shell.sandbox.model import ClusterState, Partition, Topic
+from kafka_shell.sandbox.records import (TOPIC_RESOURCE, ConfigRecord, ControllerResult, PartitionRecord, Record,
+                                         RemoveTopicRecord, ReplayError, TopicRecord)
 
 # limits.MAX_PARTITIONS_PER_BATCH: a CreateTopics request asking for more partitions in total
 # fails as a whole with POLICY_VIOLATION. It also bounds the memory a single request can make the
@@ -211,31 +218,34 @@ def place_replicas(cluster: ClusterState, partitions: int, replication_factor: i
 # -- state changes ---------------------------------------------------------------------------
 
 
-# Kafka's Topic.isInternal: these names are internal however they were created.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+# Kafka's Topic.INTERNAL_TOPICS: these names are internal however they were created.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
+def topic_creation(cluster: ClusterState, name: str, assignment: list[list[int]],
+                   topic_configs: dict[str, str] | None = None) -> ControllerResult[uuid.UUID]:
+    """The records of a new topic whose parameters are already valid (see plan_topic), and its id."""
+    topic_id = uuid.uuid4()
+    out: list[Record] = [TopicRecord(name, topic_id)]
+    out += [ConfigRecord(TOPIC_RESOURCE, name, key, value) for key, value in (topic_configs or {}).items()]
+    out += [partition_record(cluster, topic_id, i, replicas) for i, replicas in enumerate(assignment)]
+    return ControllerResult(out, topic_id)
 
 
 def create_topic(cluster: ClusterState, name: str, partitions: int = 1, replication_factor: int = 1,
-                 assignment: list[list[int]] | None = None,
-                 configs: dict[str, str] | None = None, internal: bool = False) -> Topic:
-    """Add a topic whose parameters are already valid (see plan_topic for the checks)."""
+                 assignment: list[list[int]] | None = None, configs: dict[str, str] | None = None) -> Topic:
+    """Create a topic whose parameters are already valid (placed as Kafka places them unless
+    `assignment` says where)."""
     if assignment is None:
         assignment = place_replicas(cluster, partitions, replication_factor)
-    topic = Topic(name=name, id=uuid.uuid4(), partitions=[], configs=dict(configs or {}),
-                  internal=internal or name in INTERNAL_TOPICS)
-    for i, replicas in enumerate(assignment):
-        topic.partitions.append(new_partition(cluster, name, i, replicas))
-    cluster.topics[name] = topic
-    cluster.changed()
-    return topic
+    replay.commit(cluster, topic_creation(cluster, name, assignment, configs))
+    return cluster.topics[name]
 
 
-def new_partition(cluster: ClusterState, topic: str, index: int, replicas: list[int]) -> Partition:
+def partition_record(cluster: ClusterState, topic_id: uuid.UUID, index: int, replicas: list[int]) -> PartitionRecord:
+    """A new partition: its live replicas in sync, the first of them leading."""
     live = [r for r in replicas if cluster.brokers[r].usable]
-    p = Partition(topic=topic, index=index, replicas=list(replicas), isr=live or list(replicas[:1]),
-                  leo={r: 0 for r in replicas}, replica_epoch={r: 0 for r in replicas})
-    p.leader = live[0] if live else -1
-    return p
+    return PartitionRecord(topic_id, index, tuple(replicas), tuple(live or replicas[:1]), leader=live[0] if live else -1)
 
 
 def auto_create_topic(cluster: ClusterState, name: str) -> Topic | None:
@@ -279,17 +289,80 @@ def plan_new_partitions(cluster: ClusterState, name: str, count: int,
     return place_replicas(cluster, additional, rf, first_partition=existing, start_index=start)
 
 
-def add_partitions(cluster: ClusterState, name: str, replica_lists: list[list[int]]) -> None:
+def partition_creation(cluster: ClusterState, name: str, replica_lists: list[list[int]]) -> ControllerResult[None]:
     topic = cluster.topics[name]
-    for replicas in replica_lists:
-        topic.partitions.append(new_partition(cluster, name, len(topic.partitions), replicas))
-    cluster.changed()
+    first = len(topic.partitions)
+    return ControllerResult([partition_record(cluster, topic.id, first + i, replicas)
+                             for i, replicas in enumerate(replica_lists)], None)
+
+
+def topic_deletion(cluster: ClusterState, name: str) -> ControllerResult[Topic]:
+    topic = cluster.topics[name]
+    return ControllerResult([RemoveTopicRecord(topic.id)], topic)
 
 
 def delete_topic(cluster: ClusterState, name: str) -> Topic:
+    """Delete the topic; the group and transaction coordinators forget it then (Kafka's
+    coordinators react to the deletion in the metadata)."""
     from kafka_shell.sandbox import classic_groups, transactions   # they create their internal topics through this module
-    topic = cluster.topics.pop(name)
+    topic = replay.commit(cluster, topic_deletion(cluster, name))
     classic_groups.forget_topic(cluster, name)
     transactions.forget_topic(cluster, name)
-    cluster.changed()
     return topic
+
+
+# -- replay ------------------------------------------------------------------------------------
+
+
+def topic_by_id(cluster: ClusterState, topic_id: uuid.UUID) -> Topic:
+    t = cluster.topic_by_id(topic_id)
+    if t is None:
+        raise ReplayError(f"names topic id {topic_id}, which no TopicRecord created")
+    return t
+
+
+def partition_by_id(cluster: ClusterState, topic_id: uuid.UUID, index: int) -> Partition:
+    t = topic_by_id(cluster, topic_id)
+    p = t.partition(index)
+    if p is None:
+        raise ReplayError(f"names partition {index} of topic {t.name!r}, which has {len(t.partitions)}")
+    return p
+
+
+def replay_topic(cluster: ClusterState, record: TopicRecord) -> None:
+    if record.name in cluster.topics or cluster.topic_by_id(record.topic_id) is not None:
+        raise ReplayError(f"creates topic {record.name!r} ({record.topic_id}), which exists")
+    cluster.topics[record.name] = Topic(name=record.name, id=record.topic_id, partitions=[],
+                                        internal=record.name in INTERNAL_TOPICS)
+
+
+def replay_partition(cluster: ClusterState, record: PartitionRecord) -> None:
+    t = topic_by_id(cluster, record.topic_id)
+    if record.partition_id != len(t.partitions):
+        raise ReplayError(f"creates partition {record.partition_id} of topic {t.name!r}, which has "
+                          f"{len(t.partitions)}")
+    replicas = list(record.replicas)
+    t.partitions.append(Partition(
+        topic=t.name, index=record.partition_id, replicas=replicas, leader=record.leader,
+        leader_epoch=record.leader_epoch, partition_epoch=record.partition_epoch, isr=list(record.isr),
+        elr=list(record.eligible_leader_replicas), last_known_elr=list(record.last_known_elr),
+        adding=list(record.adding_replicas), removing=list(record.removing_replicas),
+        leo={r: 0 for r in replicas}, replica_epoch={r: 0 for r in replicas}))
+
+
+def replay_remove_topic(cluster: ClusterState, record: RemoveTopicRecord) -> None:
+    del cluster.topics[topic_by_id(cluster, record.topic_id).name]
+
+
+def snapshot(cluster: ClusterState) -> list[Record]:
+    out: list[Record] = []
+    for t in cluster.topics.values():
+        out.append(TopicRecord(t.name, t.id))
+        out += [ConfigRecord(TOPIC_RESOURCE, t.name, key, value) for key, value in t.configs.items()]
+        out += [PartitionRecord(t.id, p.index, tuple(p.replicas), tuple(p.isr), tuple(p.removing), tuple(p.adding),
+                                p.leader, p.leader_epoch, p.partition_epoch, tuple(p.elr), tuple(p.last_known_elr))
+                for p in t.partitions]
+    return out
+
+
+REPLAY = {TopicRecord: replay_topic, PartitionRecord: replay_partition, RemoveTopicRecord: replay_remove_topic}

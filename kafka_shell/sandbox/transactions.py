@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, log, producer_state, topic_lifecycle
-from kafka_shell.sandbox.classic_groups import (OFFSETS_TOPIC, CommittedOffset, Group, all_groups, hash_partition, internal_leader,
+from kafka_shell.sandbox import configs, log, producer_ids, producer_state, topic_lifecycle
+from kafka_shell.sandbox.classic_groups import (OFFSETS_TOPIC, CommittedOffset, hash_partition, internal_leader,
                                        offsets_partition, record_offsets)
 from kafka_shell.sandbox.model import ClusterState, Partition, now_ms
 
@@ -42,7 +42,6 @@ STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
 EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLETE_ABORT, DEAD, PREPARE_EPOCH_FENCE = range(8)
 NO_PRODUCER_ID, NO_EPOCH = -1, -1
 MAX_EPOCH = 32767              # Short.MAX_VALUE; an epoch at MAX_EPOCH - 1 is exhausted
-PRODUCER_ID_BLOCK = 1000       # KRaft hands brokers producer ids in blocks of 1000
 MARKER_RETRY_S = 0.1
 
 # Broker settings of the coordinator, with Kafka's defaults (the shared config table lacks them).
@@ -92,7 +91,6 @@ class Txn:
 @dataclass
 class Store:
     txns: dict[str, Txn] = field(default_factory=dict)
-    next_producer_id: int = 0
     ticking: bool = False
     retrying: set[str] = field(default_factory=set)   # ids whose markers wait for a leader
     # Offsets committed inside open transactions: (group, producer id) -> (topic, partition) -> offset.
@@ -134,7 +132,7 @@ def ensure_topic(cluster: ClusterState) -> None:
     min_isr = min(setting(cluster, "transaction.state.log.min.isr"), rf)
     topic_lifecycle.create_topic(cluster, TXN_TOPIC, setting(cluster, "transaction.state.log.num.partitions"), rf,
                        configs={"cleanup.policy": "compact", "min.insync.replicas": str(min_isr),
-                                "unclean.leader.election.enable": "false"}, internal=True)
+                                "unclean.leader.election.enable": "false"})
 
 
 def coordinator_partition(cluster: ClusterState, transactional_id: str) -> Partition | None:
@@ -163,11 +161,10 @@ def coordinator_epoch(cluster: ClusterState, transactional_id: str) -> int:
 # -- producer ids ---------------------------------------------------------------------------------
 
 
-def new_producer_id(cluster: ClusterState) -> int:
-    s = store(cluster)
-    pid = s.next_producer_id
-    s.next_producer_id += 1
-    return pid
+def new_producer_id(cluster: ClusterState, transactional_id: str) -> int:
+    """A new producer id from the block of the id's coordinator (broker 0's when it has none
+    live: the write that follows fails then)."""
+    return producer_ids.new_producer_id(cluster, max(coordinator_of(cluster, transactional_id), 0))
 
 
 # -- the transaction log --------------------------------------------------------------------------
@@ -291,11 +288,9 @@ def _write(cluster: ClusterState, txn: Txn) -> int:
 
 
 def _load(cluster: ClusterState) -> Store:
-    """The cache from the transaction log (the last record of each id wins), and the next
-    producer id: past every id the log and the partitions know, in a fresh block."""
+    """The cache from the transaction log (the last record of each id wins)."""
     s = Store()
     t = cluster.topics.get(TXN_TOPIC)
-    highest = -1
     for p in t.partitions if t is not None else ():
         for b in p.batches:
             if b.base_offset >= p.high_watermark:
@@ -307,14 +302,7 @@ def _load(cluster: ClusterState) -> Store:
                 if r.value is None:
                     s.txns.pop(transactional_id, None)
                     continue
-                txn = s.txns[transactional_id] = _parse_value(transactional_id, r.value)
-                highest = max(highest, txn.producer_id, txn.next_producer_id, txn.previous_producer_id)
-    for topic in cluster.topics.values():
-        for p in topic.partitions:
-            for b in p.batches:
-                highest = max(highest, log.header(b.data).producer_id)
-    if highest >= 0:
-        s.next_producer_id = (highest // PRODUCER_ID_BLOCK + 1) * PRODUCER_ID_BLOCK
+                s.txns[transactional_id] = _parse_value(transactional_id, r.value)
     return s
 
 
@@ -339,7 +327,7 @@ def init_producer_id(cluster: ClusterState, transactional_id: str, timeout_ms: i
     now = now_ms()
     txn = s.txns.get(transactional_id)
     if txn is None:
-        txn = s.txns[transactional_id] = Txn(transactional_id, new_producer_id(cluster), timeout_ms, last_update_ms=now)
+        txn = s.txns[transactional_id] = Txn(transactional_id, new_producer_id(cluster, transactional_id), timeout_ms, last_update_ms=now)
     expected = expected_pid != NO_PRODUCER_ID
     if expected and not (txn.producer_epoch == NO_EPOCH or expected_pid == txn.producer_id
                          or (expected_pid == txn.previous_producer_id and expected_epoch >= MAX_EPOCH - 1)):
@@ -352,7 +340,7 @@ def init_producer_id(cluster: ClusterState, transactional_id: str, timeout_ms: i
     before = _copy(txn)
     txn.previous_producer_id = txn.producer_id
     if txn.epoch_exhausted and (not expected or expected_epoch == txn.producer_epoch):
-        txn.previous_producer_id, txn.producer_id = txn.producer_id, new_producer_id(cluster)
+        txn.previous_producer_id, txn.producer_id = txn.producer_id, new_producer_id(cluster, transactional_id)
         txn.producer_epoch, txn.last_producer_epoch = 0, NO_EPOCH
     elif not expected or txn.producer_epoch == NO_EPOCH or expected_epoch == txn.producer_epoch:
         txn.last_producer_epoch = txn.producer_epoch if expected else NO_EPOCH
@@ -498,7 +486,7 @@ def _end(cluster: ClusterState, txn: Txn, commit: bool, client_version: int, bef
     txn.previous_producer_id = txn.producer_id
     if client_version >= 2:
         if txn.epoch_exhausted and not txn.fencing:
-            txn.next_producer_id = new_producer_id(cluster)
+            txn.next_producer_id = new_producer_id(cluster, txn.transactional_id)
         txn.last_producer_epoch = txn.producer_epoch
         txn.producer_epoch += 1
     txn.client_version = client_version
@@ -660,8 +648,7 @@ def _complete_offsets(cluster: ClusterState, pid: int, offsets_partition_index: 
     for key in [k for k in s.pending_offsets if k[1] == pid and offsets_partition(cluster, k[0]) == offsets_partition_index]:
         offsets = s.pending_offsets.pop(key)
         if commit:
-            group = all_groups(cluster).setdefault(key[0], Group(key[0]))
-            record_offsets(cluster, group, offsets)   # journaled, as an OffsetCommit's are
+            record_offsets(cluster, key[0], offsets)   # records, as an OffsetCommit's are
 
 
 # -- describing -----------------------------------------------------------------------------------

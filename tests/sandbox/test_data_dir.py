@@ -6,6 +6,7 @@ recover the copy."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -24,7 +25,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 from kafka_shell.protocol.codes import Error
 from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.connection import sandbox_client
-from kafka_shell.sandbox import journal, persist, replication
+from kafka_shell.sandbox import journal, log, persist, records, replication
 from kafka_shell.sandbox.server import Sandbox
 from tests.test_oneshot import SHELL, shell
 
@@ -314,7 +315,8 @@ def _saved(tmp_path: Path, brokers: int = 1, **kwargs: object) -> dict:
 
 
 @pytest.mark.parametrize("content, expected", [
-    (b'{"version":1}', "brokers must be a list"),
+    (b'{"version":4}', 'mode must be "kraft" or "zk"'),
+    (b'{"version":3}', "has format version 3 (an older kafka-shell's); this sandbox reads version 4: serve"),
     (b"\x00\xff\xfe\x89PNG garbage \x01", "is not valid JSON"),
     (b'{"version":7}', "has format version 7"),
     (b"[1, 2]", "must be a JSON object"),
@@ -325,48 +327,74 @@ def test_an_unreadable_state_file_is_one_line(tmp_path, content, expected):
     assert str(tmp_path / persist.STATE_FILE) in line and expected in line
 
 
-@pytest.mark.parametrize("mode, path, value, expected", [
-    ("kraft", ("brokers", 0, "port"), "9092", "brokers[0].port must be an integer in 0..65535"),
-    ("kraft", ("topics", 0, "partitions", 0, "leader"), 9, "topics[0].partitions[0].leader must be -1 or "
-                                                            "one of its replicas ([1])"),
-    ("kraft", ("topics", 0, "partitions", 0, "replicas"), [1, 1], "topics[0].partitions[0].replicas "
-                                                                  "must be distinct ids of known brokers ([1])"),
+def _of(state: dict, kind: str) -> list[dict]:
+    """The state file's records of one type."""
+    return [r for r in state["records"] if r["type"] == kind]
+
+
+def _without(*kinds: str):
+    return lambda state: state.update(records=[r for r in state["records"] if r["type"] not in kinds])
+
+
+def _setter(kind: str, *path: object, value: object):
+    """Set a field of the first record of that type; the record's index goes into the message."""
+    def damage(state: dict) -> int:
+        record = _of(state, kind)[0]
+        _set(record, path, value)
+        return state["records"].index(record)
+    return damage
+
+
+def _with_controller(state: dict) -> None:
+    state["records"].insert(0, {"type": "RegisterControllerRecord", "controller_id": 100,
+                                "end_points": [{"name": "CONTROLLER", "host": "127.0.0.1", "port": 0}]})
+
+
+@pytest.mark.parametrize("mode, damage, expected", [
+    ("kraft", _setter("RegisterBrokerRecord", "end_points", 0, "port", value="9092"),
+     "records[{i}] (RegisterBrokerRecord).end_points[0].port must be an integer in 0..65535"),
+    ("kraft", _setter("PartitionRecord", "leader", value=9), "topic 't' partition 0 leader must be -1 or "
+                                                             "one of its replicas ([1])"),
+    ("kraft", _setter("PartitionRecord", "replicas", value=[1, 1]), "topic 't' partition 0 replicas "
+                                                                    "must be distinct ids of known brokers ([1])"),
+    ("kraft", _setter("PartitionRecord", "leader_epoch", value=-1),
+     "records[{i}] (PartitionRecord).leader_epoch must be an integer in 0..2147483647"),
     # KRaft: the active controller is a voter, never a broker; voters' ports are checked like brokers'.
-    ("kraft", ("controller_id",), 1, "controller_id must be -1 or one of the controllers ([100])"),
-    ("kraft", ("controllers", 0, "port"), 70000, "controllers[0].port must be an integer in 0..65535"),
-    ("kraft", ("controllers",), [], "controllers must list at least one controller in KRaft mode"),
-    ("kraft", ("control_port",), -1, "control_port must be an integer in 0..65535"),
-    ("kraft", ("mode",), "combined", 'mode must be "kraft" or "zk"'),
-    ("zk", ("controller_id",), 5, "controller_id must be -1 or one of the brokers ([1])"),
-    ("zk", ("controllers",), [{"id": 100, "host": "127.0.0.1", "port": 0, "configs": {}}],
-     "controllers must be empty in zk mode (its controller is a broker)"),
+    ("kraft", _setter("LeaderChangeMessage", "leader_id", value=1),
+     "the active controller (LeaderChangeMessage) must be -1 or one of the voters ([100])"),
+    ("kraft", _setter("RegisterControllerRecord", "end_points", 0, "port", value=70000),
+     "records[{i}] (RegisterControllerRecord).end_points[0].port must be an integer in 0..65535"),
+    ("kraft", _without("RegisterControllerRecord", "VotersRecord"),
+     "the controllers must be at least one voter in KRaft mode (RegisterControllerRecord, VotersRecord)"),
+    ("kraft", lambda s: _set(s, ("control_port",), -1), "control_port must be an integer in 0..65535"),
+    ("kraft", lambda s: _set(s, ("mode",), "combined"), 'mode must be "kraft" or "zk"'),
+    ("zk", _setter("LeaderChangeMessage", "leader_id", value=5),
+     "the active controller (LeaderChangeMessage) must be -1 or one of the brokers ([1])"),
+    ("zk", _with_controller, "the controllers must be none in zk mode (its controller is a broker)"),
 ])
-def test_a_bad_field_is_named(tmp_path, mode, path, value, expected):
+def test_a_bad_field_is_named(tmp_path, mode, damage, expected):
     state = _saved(tmp_path, mode=mode)
-    holder = state
-    for key in path[:-1]:
-        holder = holder[key]
-    holder[path[-1]] = value
+    index = damage(state)
     (tmp_path / persist.STATE_FILE).write_text(json.dumps(state))
-    assert _refused(tmp_path) == f"{tmp_path / persist.STATE_FILE}: {expected}"
+    assert _refused(tmp_path) == f"{tmp_path / persist.STATE_FILE}: {expected.format(i=index)}"
 
 
 def test_two_listeners_on_one_port_or_one_node_id_are_refused(tmp_path):
     state = _saved(tmp_path, brokers=2, controllers=2)
-    state["control_port"] = state["controllers"][1]["port"]
+    second = _of(state, "RegisterControllerRecord")[1]
+    state["control_port"] = port = second["end_points"][0]["port"]
     (tmp_path / persist.STATE_FILE).write_text(json.dumps(state))
-    port = state["control_port"]
-    assert _refused(tmp_path).endswith(f"control_port must be a port no other listener has "
-                                       f"(controllers[1].port is {port} too)")
+    assert _refused(tmp_path).endswith(f"the control endpoint's port must be a port no other listener has "
+                                       f"(controller 101 is on {port} too)")
     state["control_port"] = None
-    state["controllers"][1]["id"] = 2
+    second["controller_id"] = 2
     (tmp_path / persist.STATE_FILE).write_text(json.dumps(state))
-    assert _refused(tmp_path).endswith("node id 2 appears twice (controllers[1].id)")
+    assert _refused(tmp_path).endswith("(RegisterBrokerRecord) registers broker 2, whose id a controller has")
 
 
 def test_a_non_loopback_host_needs_listen(tmp_path):
     state = _saved(tmp_path)
-    state["brokers"][0]["host"] = "0.0.0.0"
+    _of(state, "RegisterBrokerRecord")[0]["end_points"][0]["host"] = "0.0.0.0"
     (tmp_path / persist.STATE_FILE).write_text(json.dumps(state))
     line = _refused(tmp_path)
     assert "broker 1 listens on 0.0.0.0, not a loopback address: pass --listen 0.0.0.0" in line
@@ -378,7 +406,7 @@ def test_a_non_loopback_host_needs_listen(tmp_path):
 
 def test_brokers_and_port_base_must_match_the_saved_cluster(tmp_path):
     state = _saved(tmp_path, brokers=3)
-    ports = [b["port"] for b in state["brokers"]]
+    ports = [b["end_points"][0]["port"] for b in _of(state, "RegisterBrokerRecord")]
     line = _refused(tmp_path, "--brokers", "5")
     assert line.startswith(f"{tmp_path} holds a 3-broker KRaft cluster with 1 controller on ")
     assert line.endswith("--brokers 5 does not match: drop --brokers or use another --data-dir")
@@ -405,7 +433,8 @@ def test_port_base_places_controllers_and_the_control_endpoint_and_must_match_th
     proc, _ = serve(tmp_path, "--brokers", "2", "--controllers", "3", "--port-base", str(port_base))
     kill9(proc)
     state = json.loads((tmp_path / persist.STATE_FILE).read_text())
-    assert [c["port"] for c in state["controllers"]] == [port_base + 2, port_base + 3, port_base + 4]
+    assert [c["end_points"][0]["port"] for c in _of(state, "RegisterControllerRecord")] == \
+        [port_base + 2, port_base + 3, port_base + 4]
     assert state["control_port"] == port_base + 5
     line = _refused(tmp_path, "--port-base", str(port_base + 1))
     assert line.startswith(f"{tmp_path} holds a 2-broker KRaft cluster with 3 controllers on ports "
@@ -449,11 +478,7 @@ def _crash_copy(src: Path, dst: Path) -> Path:
 
 
 def _comparable(cluster) -> dict:
-    state = persist.state_of(cluster)
-    for b in state["brokers"]:
-        b.pop("epoch")  # a restart bumps it
-    state.pop("controller_epoch")
-    return state
+    return persist.state_of(cluster)
 
 
 def test_the_journal_replays_admin_changes_and_truncations(tmp_path):
@@ -535,21 +560,24 @@ def test_a_journal_that_cannot_be_written_acknowledges_nothing(tmp_path, monkeyp
     assert "lost" not in persist.load(tmp_path).topics  # nor saved at stop: only what was journaled
 
 
-def test_a_journal_of_format_1_is_still_read(tmp_path):
-    """Journals an older version left (no file header, an 8-byte length and CRC per entry)."""
+@pytest.mark.parametrize("header", [b"kafka-shell journal 2\n", b""])
+def test_a_journal_of_an_older_format_is_refused(tmp_path, header):
+    """Journals an older kafka-shell left (format 2: its header; format 1: none, an 8-byte length
+    and CRC per entry) are refused in one line, and left as they are."""
     data = tmp_path / "data"
     with Sandbox(brokers=1, data_dir=str(data)) as s:
         create_topics_rf1(s.bootstrap, ["a"])
-        produce(s.bootstrap, ["a"], 30)
         crashed = _crash_copy(data, tmp_path / "crashed")
-        live = s.call(_comparable, s.cluster)
     from crc32c import crc32c
     (path,) = journal.journal_files(crashed).values()
     payloads = [payload for _, payload in journal.scan(path.read_bytes()).entries]
-    old = b"".join(journal.FRAME_V1.pack(len(p), crc32c(p)) + p for p in payloads)
-    path.write_bytes(old + journal.FRAME_V1.pack(1000, 0) + b"half a record")  # and a torn write
-    recovered, _ = journal.recover(crashed)
-    assert _comparable(recovered) == live
+    old = header + b"".join(journal.FORMAT_1.pack(len(p), crc32c(p)) + p for p in payloads)
+    path.write_bytes(old)
+    format_ = 2 if header else 1
+    line = _refused(crashed)
+    assert line == (f"{path} is a journal of format {format_} (an older kafka-shell's); this sandbox reads format 3: "
+                    f"serve {crashed} with the kafka-shell that wrote it, or move it away to start afresh")
+    assert path.read_bytes() == old
 
 
 def test_a_kill_after_compactions_rename_skips_the_journals_it_holds(tmp_path):
@@ -595,52 +623,74 @@ def _set(state: dict, path: tuple, value: object) -> None:
     holder[path[-1]] = value
 
 
-def _batches(state: dict) -> list[dict]:
-    return state["topics"][0]["partitions"][0]["batches"]
+def _record(state: dict, kind: str, topic: str = "t", partition: int | None = 0) -> dict:
+    """The state file's record of that type about topic t (partition 0 for partition records)."""
+    topic_id = next(r["topic_id"] for r in state["records"] if r["type"] == "TopicRecord" and r["name"] == topic)
+    return next(r for r in state["records"] if r["type"] == kind and (
+        r.get("name") == topic if kind == "TopicRecord" else
+        r["topic_id"] == topic_id and r["partition_id"] == partition))
 
 
-P0 = ("topics", 0, "partitions", 0)
+def _batches(state: dict) -> list:
+    return _record(state, "PartitionLogs")["batches"]
+
+
+def _p0(kind: str, key: str, value) -> object:
+    return lambda s: _set(_record(s, kind), (key,), value(s) if callable(value) else value)
+
+
 # (what is damaged, how, what the one line says)
 STATE_DAMAGE = [
     ("truncated file", lambda s: "cut", "is not valid JSON"),
     ("not an object", lambda s: [s], "the state must be a JSON object"),
     ("unknown version", lambda s: {**s, "version": 99}, "has format version 99"),
-    ("no brokers", lambda s: {**s, "brokers": []}, "brokers must list at least one broker"),
-    ("port as text", lambda s: _set(s, ("brokers", 0, "port"), "9092"), "brokers[0].port must be an integer in 0..65535"),
-    ("port out of range", lambda s: _set(s, ("brokers", 0, "port"), 65536), "brokers[0].port must be an integer"),
-    ("negative broker id", lambda s: _set(s, ("brokers", 0, "id"), -1), "brokers[0].id must be an integer in 0..2147483647"),
-    ("broker id past int32", lambda s: _set(s, ("brokers", 1, "id"), 2**31), "brokers[1].id must be an integer in 0..2147483647"),
-    ("a broker twice", lambda s: _set(s, ("brokers", 1, "id"), s["brokers"][0]["id"]), "appears twice"),
-    ("leader not a replica", lambda s: _set(s, (*P0, "leader"), 2 if s["topics"][0]["partitions"][0]["replicas"] == [1] else 1),
-     "leader must be -1 or one of its replicas"),
-    ("replica of no broker", lambda s: _set(s, (*P0, "replicas"), [7]), "replicas must be distinct ids of known brokers"),
-    ("ISR outside the replicas", lambda s: _set(s, (*P0, "isr"), [1, 2]), "isr must be about its replicas"),
-    ("controller not a voter", lambda s: _set(s, ("controller_id",), 1), "controller_id must be -1 or one of the controllers"),
+    ("no brokers", _without("RegisterBrokerRecord"), "brokers must be at least one registered broker"),
+    ("port as text", _setter("RegisterBrokerRecord", "end_points", 0, "port", value="9092"),
+     "(RegisterBrokerRecord).end_points[0].port must be an integer in 0..65535"),
+    ("port out of range", _setter("RegisterBrokerRecord", "end_points", 0, "port", value=65536),
+     "(RegisterBrokerRecord).end_points[0].port must be an integer"),
+    ("negative broker id", _setter("RegisterBrokerRecord", "broker_id", value=-1),
+     "(RegisterBrokerRecord).broker_id must be an integer in 0..2147483647"),
+    ("broker id past int32", lambda s: _set(_of(s, "RegisterBrokerRecord")[1], ("broker_id",), 2**31),
+     "(RegisterBrokerRecord).broker_id must be an integer in 0..2147483647"),
+    ("a broker registered twice, the other never", lambda s: _set(_of(s, "RegisterBrokerRecord")[1], ("broker_id",), 1),
+     "replicas must be distinct ids of known brokers ([1])"),
+    ("leader not a replica", _p0("PartitionRecord", "leader", lambda s: 2 if _record(s, "PartitionRecord")["replicas"] == [1] else 1),
+     "topic 't' partition 0 leader must be -1 or one of its replicas"),
+    ("replica of no broker", _p0("PartitionRecord", "replicas", [7]), "replicas must be distinct ids of known brokers"),
+    ("ISR outside the replicas", _p0("PartitionRecord", "isr", [1, 2]), "isr must be about its replicas"),
+    ("controller not a voter", _setter("LeaderChangeMessage", "leader_id", value=1),
+     "the active controller (LeaderChangeMessage) must be -1 or one of the voters"),
     ("unknown mode", lambda s: _set(s, ("mode",), "combined"), 'mode must be "kraft" or "zk"'),
-    ("two listeners on a port", lambda s: _set(s, ("control_port",), s["brokers"][0]["port"] or 1), "a port no other listener has"),
-    ("garbled batch bytes", lambda s: _set(_batches(s)[0], ("data",), "!!not base64!!"), "data must be base64"),
+    ("two listeners on a port", lambda s: _set(s, ("control_port",), _of(s, "RegisterBrokerRecord")[0]["end_points"][0]["port"]),
+     "a port no other listener has"),
+    ("garbled batch bytes", lambda s: _set(_batches(s)[0], (3,), "!!not base64!!"), "batches[0] data must be base64"),
     # The one of the issue's 16 that used to start: a high watermark past the log's end.
-    ("high watermark past the log", lambda s: _set(s, (*P0, "high_watermark"), 10**12),
+    ("high watermark past the log", _p0("PartitionLogs", "high_watermark", 10**12),
      "high_watermark must be at most its log end offset 231, not 1000000000000"),
-    ("log start past the log", lambda s: _set(s, (*P0, "log_start_offset"), 500), "log_start_offset must be at most its log end offset 231"),
-    ("log end offsets past int64", lambda s: _set(s, (*P0, "leo"), {"1": 2**63}), "leo.1 must be an integer"),
-    ("batches out of order", lambda s: _set(s, (*P0, "batches"), _batches(s)[::-1]), "after the one before it"),
-    ("batch bytes of other offsets", lambda s: _set(_batches(s)[1], ("base_offset",), _batches(s)[1]["base_offset"] + 1),
+    ("log start past the log", _p0("PartitionLogs", "log_start_offset", 500), "log_start_offset must be at most its log end offset 231"),
+    ("log end offsets past int64", _p0("PartitionLogs", "log_end_offsets", [[1, 2**63]]),
+     "(PartitionLogs).log_end_offsets[0][1] must be an integer in 0..9223372036854775807"),
+    ("batches out of order", lambda s: _set(_record(s, "PartitionLogs"), ("batches",), _batches(s)[::-1]), "after the one before it"),
+    ("batch bytes of other offsets", lambda s: _set(_batches(s)[1], (0,), _batches(s)[1][0] + 1),
      "a record batch whose header says offsets"),
-    ("leader epoch past int32", lambda s: _set(s, (*P0, "leader_epoch"), 2**31), "leader_epoch must be an integer in 0..2147483647"),
-    ("illegal topic name", lambda s: _set(s, ("topics", 0, "name"), "a/b"), "must be a valid topic name"),
-    ("a topic id twice", lambda s: _set(s, ("topics", 1, "id"), s["topics"][0]["id"]), "id must be its own"),
-    ("a topic name twice", lambda s: _set(s, ("topics", 1, "name"), s["topics"][0]["name"]), "appears twice"),
-    ("partition index out of place", lambda s: _set(s, (*P0, "index"), 3), "partitions[0].index is 3, expected 0"),
+    ("leader epoch past int32", _p0("PartitionRecord", "leader_epoch", 2**31), "(PartitionRecord).leader_epoch must be an integer in 0..2147483647"),
+    ("illegal topic name", lambda s: _set(_record(s, "TopicRecord", partition=None), ("name",), "a/b"), "must be a valid topic name"),
+    ("a topic id twice", lambda s: _set(_record(s, "TopicRecord", "u"), ("topic_id",), _record(s, "TopicRecord")["topic_id"]),
+     "(TopicRecord) creates topic 'u'"),
+    ("a topic name twice", lambda s: _set(_record(s, "TopicRecord", "u"), ("name",), "t"), "(TopicRecord) creates topic 't'"),
+    ("partition index out of place", _p0("PartitionRecord", "partition_id", 3), "creates partition 3 of topic 't', which has 0"),
+    ("an unknown record type", _p0("PartitionRecord", "type", "BogusRecord"), ".type must be a record type this sandbox knows"),
+    ("a partition of no topic", _p0("PartitionRecord", "topic_id", "00000000-0000-0000-0000-000000000001"),
+     "names topic id 00000000-0000-0000-0000-000000000001, which no TopicRecord created"),
 ]
 
 
 @pytest.mark.parametrize("kind, damage, expected", STATE_DAMAGE, ids=[k for k, _, _ in STATE_DAMAGE])
 def test_state_damage_is_refused_in_one_line(tmp_path, saved_with_records, kind, damage, expected):
     state = json.loads(json.dumps(saved_with_records))
-    state["topics"].sort(key=lambda t: t["name"])  # "t" first: the topic with the records
-    changed = damage(state)
-    state = changed if changed is not None else state
+    changed = damage(state)   # a new state, or the state changed in place
+    state = changed if isinstance(changed, (dict, list, str)) else state
     path = tmp_path / persist.STATE_FILE
     path.write_text(json.dumps(saved_with_records)[:200] if state == "cut" else json.dumps(state))
     with pytest.raises(persist.StateError) as refused:
@@ -652,8 +702,7 @@ def test_state_damage_is_refused_in_one_line(tmp_path, saved_with_records, kind,
 def test_a_high_watermark_past_the_log_refuses_start(tmp_path, saved_with_records):
     """The issue's case, end to end: it used to start and serve get-offsets from it."""
     state = json.loads(json.dumps(saved_with_records))
-    p0 = next(t for t in state["topics"] if t["name"] == "t")["partitions"][0]
-    p0["high_watermark"] = 10**12
+    _record(state, "PartitionLogs")["high_watermark"] = 10**12
     (tmp_path / persist.STATE_FILE).write_text(json.dumps(state))
     line = _refused(tmp_path)
     assert "partition 0 high_watermark must be at most its log end offset 231" in line
@@ -664,12 +713,9 @@ def test_damage_a_journal_brings_is_refused_too(tmp_path):
     with Sandbox(brokers=1, data_dir=str(data)) as s:
         create_topics_rf1(s.bootstrap, ["a"])
         crashed = _crash_copy(data, tmp_path / "crashed")
-        topic_id = str(s.cluster.topics["a"].id)
-        state = s.call(persist.partition_meta, s.cluster.topics["a"].partitions[0])
+        logs = s.call(lambda: log.logs_record(s.cluster, s.cluster.topics["a"].partitions[0], [], False))
     (path,) = journal.journal_files(crashed).values()
-    state["high_watermark"] = 10**12
     with open(path, "ab") as f:
-        f.write(journal._frame(journal.PARTITION, {"topic_id": topic_id, "state": state, "rewrite": False,
-                                                   "batches": []}))
+        f.write(journal._frame(journal.RECORDS, [records.encode(dataclasses.replace(logs, high_watermark=10**12))]))
     with pytest.raises(persist.StateError, match=f"{path}: topic 'a' partition 0 high_watermark must be at most"):
         journal.recover(crashed)

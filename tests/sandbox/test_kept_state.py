@@ -1,11 +1,15 @@
 """--data-dir keeps everything a client was told is done, through a kill -9: committed offsets,
-group state, finalized feature levels, ACLs, SCRAM users, quotas, configs and reassignments in
-flight. One `kafka-shell sandbox` process is given each kind of change by real clients (and the
-shell), killed with SIGKILL, and started again; each test then checks one kind."""
+group state, finalized feature levels, ACLs, SCRAM users, quotas, configs, producer ids handed out,
+reassignments in flight and delegation tokens. One `kafka-shell sandbox` process is given each kind
+of change by real clients (and the shell), killed with SIGKILL, and started again; each test then
+checks one kind. Beside them, every metadata record type is made, journaled and replayed to the
+same state from the directory as a kill -9 leaves it."""
 
 from __future__ import annotations
 
+import base64
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -14,11 +18,18 @@ from confluent_kafka import Consumer, ConsumerGroupState, Producer, ConsumerGrou
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    AlterConfigOpType, ConfigEntry, ConfigResource,
                                    NewTopic, ResourcePatternType, ResourceType,
-                                   ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion)
+                                   ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion,
+                                   UserScramCredentialUpsertion)
 
 from kafka_shell.connection.channel import Channel
 from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.sandbox import journal, persist, quorum, records, tokens
+from kafka_shell.sandbox.server import Sandbox
+from tests.sandbox.test_cluster_membership import unregister
 from tests.sandbox.test_data_dir import kill9, produce, serve_announced
+from tests.sandbox.test_delegation_tokens import Session, epoch_ms
+from tests.sandbox.test_delegation_tokens import create as create_token, describe as describe_tokens
+from tests.sandbox.wire import exchange
 from tests.test_oneshot import shell
 
 TOPIC = "orders"
@@ -51,6 +62,19 @@ def _features(bootstrap: str) -> dict[str, int]:
     finally:
         channel.close()
     return {f["name"]: f["max_version_level"] for f in answer["finalized_features"]}
+
+
+def _idempotent_producer_id(bootstrap: str) -> int:
+    """A new idempotent producer's id (InitProducerId without a transactional id)."""
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    channel = Channel(host, int(port), timeout_s=10)
+    try:
+        answer = channel.request(ApiKey.INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout": 60000,
+                                                           "producer_id": -1, "producer_epoch": -1}, 5)
+    finally:
+        channel.close()
+    assert answer["error_code"] == Error.none, answer
+    return answer["producer_id"]
 
 
 def _update_feature(bootstrap: str, feature: str, level: int, upgrade_type: int) -> None:
@@ -114,6 +138,8 @@ def kept(tmp_path_factory):
         # Kafka 4.4 starts with group.version 1: a safe downgrade to 0 (which removes it) is a change.
         assert _features(bootstrap)["group.version"] == 1
         _update_feature(bootstrap, "group.version", 0, upgrade_type=2)
+        # Producer ids handed out (the last one, after the transactional producer's).
+        done["producer_id"] = _idempotent_producer_id(bootstrap)
         # ACLs, SCRAM users, quotas.
         acl = AclBinding(ResourceType.TOPIC, "secret", ResourcePatternType.LITERAL, "User:alice", "*",
                          AclOperation.READ, AclPermissionType.ALLOW)
@@ -122,9 +148,10 @@ def kept(tmp_path_factory):
         admin.alter_user_scram_credentials([upsert])["bob"].result(10)
         _shell_ok(bootstrap, "alter-client-quotas --entity-type users --entity-name alice "
                              "--add-config producer_byte_rate=1024")
-        # Topic and broker configs.
+        # Topic and broker configs (broker 3's log dir cordoned: KIP-1066's broker config).
         for resource, key, value in ((ConfigResource.Type.TOPIC, TOPIC, ("retention.ms", "7777")),
-                                     (ConfigResource.Type.BROKER, "3", ("max.connections", "9999"))):
+                                     (ConfigResource.Type.BROKER, "3", ("max.connections", "9999")),
+                                     (ConfigResource.Type.BROKER, "3", ("cordoned.log.dirs", "*"))):
             res = ConfigResource(resource, key, incremental_configs=[
                 ConfigEntry(*value, incremental_operation=AlterConfigOpType.SET)])
             admin.incremental_alter_configs([res])[res].result(10)
@@ -208,7 +235,13 @@ def test_configs_are_kept(kept):
     broker = ConfigResource(ConfigResource.Type.BROKER, "3")
     answer = admin.describe_configs([topic, broker])
     assert answer[topic].result(10)["retention.ms"].value == "7777"
-    assert answer[broker].result(10)["max.connections"].value == "9999"
+    described = answer[broker].result(10)
+    assert described["max.connections"].value == "9999" and described["cordoned.log.dirs"].value == "*"
+
+
+def test_producer_ids_are_never_given_twice(kept):
+    bootstrap, done = kept
+    assert _idempotent_producer_id(bootstrap) > done["producer_id"]
 
 
 def test_reassignments_in_flight_are_kept_and_go_on(kept):
@@ -224,3 +257,115 @@ def test_reassignments_in_flight_are_kept_and_go_on(kept):
         time.sleep(0.2)
     md = _admin(bootstrap).list_topics("moving", timeout=10)
     assert md.topics["moving"].partitions[0].replicas == [2]
+
+
+def test_delegation_tokens_are_kept(tmp_path):
+    """Tokens (on a SASL listener of their own sandbox): one created and renewed is kept with its
+    new expiry and still logs in (its HMAC made again from the same secret key); one expired is gone."""
+    args = ("--listeners", "SASL_PLAINTEXT", "--sasl-mechanisms", "PLAIN,SCRAM-SHA-512", "--user", "admin:pw",
+            "--broker-config", "delegation.token.secret.key=kept-secret")
+
+    def address(announced: dict[str, str]) -> tuple[str, int]:
+        host, _, port = announced["bootstrap.servers"].split(",")[0].rpartition(":")
+        return host, int(port)
+
+    proc, announced = serve_announced(tmp_path, *args)
+    try:
+        admin = Session(address(announced), "PLAIN", "admin", "pw")
+        kept, gone = create_token(admin, []), create_token(admin, [])
+        renewed = admin.call(ApiKey.RENEW_DELEGATION_TOKEN, 2, {"hmac": kept["hmac"], "renew_period": 60_000})
+        assert renewed["error_code"] == Error.none
+        expired = admin.call(ApiKey.EXPIRE_DELEGATION_TOKEN, 2, {"hmac": gone["hmac"], "expiry_time_period": -1})
+        assert expired["error_code"] == Error.none
+        admin.close()
+    finally:
+        kill9(proc)
+    proc, announced = serve_announced(tmp_path, *args)
+    try:
+        admin = Session(address(announced), "PLAIN", "admin", "pw")
+        listed = describe_tokens(admin)
+        admin.close()
+        assert listed["error_code"] == Error.none
+        assert [(t["token_id"], epoch_ms(t["expiry_timestamp"]), t["hmac"]) for t in listed["tokens"]] == [
+            (kept["token_id"], renewed["expiry_timestamp"], kept["hmac"])]
+        login = Session(address(announced), "SCRAM-SHA-512", kept["token_id"],
+                        base64.b64encode(kept["hmac"]).decode(), token=True)
+        login.close()
+        assert login.login_error[0] == Error.none, login.login_error
+    finally:
+        kill9(proc)
+
+
+def _journaled_types(data: Path) -> set[str]:
+    """The record types the journals of a data directory hold."""
+    seen: set[str] = set()
+    for _, path in sorted(journal.journal_files(data).items()):
+        for _, payload in journal.scan(path.read_bytes()).entries:
+            kind, length = journal.KIND.unpack_from(payload)
+            if kind == journal.RECORDS:
+                seen |= {item["type"] for item in json.loads(payload[journal.KIND.size:journal.KIND.size + length])}
+    return seen
+
+
+def test_a_crash_keeps_every_record_type(tmp_path):
+    """Every kind of metadata change, each journaled as its record type: the directory as a kill -9
+    leaves it (copied while the sandbox runs) replays to the very state the sandbox had."""
+    data = tmp_path / "data"
+    with Sandbox(brokers=3, dynamic_quorum=True, data_dir=str(data), authorizer=True,
+                 allow_everyone_if_no_acl_found=True, configs={"delegation.token.secret.key": "kept-secret"}) as s:
+        admin = _admin(s.bootstrap)
+        for f in admin.create_topics([NewTopic("kept", 3, 2), NewTopic("doomed", 1, 1)]).values():
+            f.result(15)
+        produce(s.bootstrap, ["kept"], 30)
+        admin.delete_topics(["doomed"])["doomed"].result(15)
+        res = ConfigResource(ConfigResource.Type.TOPIC, "kept", incremental_configs=[
+            ConfigEntry("retention.ms", "7777", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([res])[res].result(10)
+        _update_feature(s.bootstrap, "group.version", 0, upgrade_type=2)
+        acls = [AclBinding(ResourceType.TOPIC, name, ResourcePatternType.LITERAL, "User:alice", "*",
+                           AclOperation.READ, AclPermissionType.ALLOW) for name in ("secret", "revoked")]
+        for f in admin.create_acls(acls).values():
+            f.result(10)
+        admin.delete_acls([AclBindingFilter(ResourceType.TOPIC, "revoked", ResourcePatternType.LITERAL, None, None,
+                                            AclOperation.ANY, AclPermissionType.ANY)])
+        for user in ("bob", "carol"):
+            upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"pw")
+            admin.alter_user_scram_credentials([upsert])[user].result(10)
+        admin.alter_user_scram_credentials([UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_256)])[
+            "carol"].result(10)
+        _shell_ok(s.bootstrap, "alter-client-quotas --entity-type users --entity-name alice "
+                               "--add-config producer_byte_rate=1024")
+        _idempotent_producer_id(s.bootstrap)
+        # Offsets committed, one deleted, and a group deleted with its offsets.
+        for group in ("kept-group", "gone-group"):
+            consumer = _consumer(s.bootstrap, group)
+            consumer.commit(offsets=[TopicPartition("kept", p, 5) for p in range(3)], asynchronous=False)
+            consumer.close()
+        _shell_ok(s.bootstrap, "delete-offsets --group kept-group --topic kept:2 --yes")
+        admin.delete_consumer_groups(["gone-group"])["gone-group"].result(10)
+        # Tokens need a SASL listener: the controller's operations, which the token test drives over SASL.
+        s.call(tokens.create, s.cluster, "User:admin", "User:admin", [], -1)
+        gone = s.call(tokens.create, s.cluster, "User:admin", "User:admin", [], -1)
+        s.call(tokens.expire, s.cluster, "User:admin", s.call(tokens.hmac_of, s.cluster, gone), -1)
+        # Brokers fenced, unregistered and registered again; controllers registered, made voters,
+        # unregistered (a live one registers again) and a new active controller.
+        s.stop_broker(3)
+        assert unregister(s.address(1), 3)[0] == Error.none
+        s.start_broker(3)
+        info = s.add_controller()
+        voter = exchange(s.address(1), ApiKey.ADD_RAFT_VOTER, 1, {
+            "cluster_id": None, "timeout": 30000, "voter_id": info["id"],
+            "voter_directory_id": quorum.parse_directory_id(info["directory_id"]),
+            "listeners": [{"name": "CONTROLLER", "host": info["host"], "port": info["port"]}],
+            "ack_when_committed": True})
+        assert isinstance(voter, dict) and voter["error_code"] == Error.none, voter
+        gone_controller = exchange(s.address(s.active_controller), ApiKey.UNREGISTER_CONTROLLER, 0,
+                                   {"controller_id": info["id"]})
+        assert isinstance(gone_controller, dict) and gone_controller["error_code"] == Error.none, gone_controller
+        s.kill_controller()
+        crashed = tmp_path / "crashed"
+        shutil.copytree(data, crashed, ignore=shutil.ignore_patterns(journal.LOCK_FILE))
+        live = s.call(persist.state_of, s.cluster)
+    assert _journaled_types(crashed) == set(records.RECORD_TYPES)
+    recovered = journal.recover(crashed)
+    assert recovered is not None and persist.state_of(recovered[0]) == live

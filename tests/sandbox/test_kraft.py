@@ -257,15 +257,14 @@ def test_data_dir_keeps_the_mode_and_the_controllers(tmp_path):
     with Sandbox(data_dir=str(tmp_path)) as sb:
         assert (sb.mode, sb.controller_ids, sb.bootstrap_controllers) == ("kraft", [100, 101], ports)
         assert sb.active_controller in (100, 101)
-    # A state file from before the KRaft mode (no mode, no controllers, a broker as controller)
-    # loads as the zk-mode cluster it was.
+    # A state file an older kafka-shell wrote (here version 1, from before the KRaft mode) is
+    # refused in one line that says what to do.
     data = json.loads((tmp_path / persist.STATE_FILE).read_text())
-    for key in ("mode", "controllers", "control_port"):
-        data.pop(key)
-    data.update(version=1, controller_id=1)
+    data.update(version=1)
     (tmp_path / persist.STATE_FILE).write_text(json.dumps(data))
-    loaded = persist.load(tmp_path)
-    assert loaded is not None and (loaded.mode, loaded.controllers, loaded.controller_id) == ("zk", {}, 1)
+    with pytest.raises(persist.StateError, match=r"has format version 1 \(an older kafka-shell's\); this sandbox "
+                                                 r"reads version 4: serve .* with the kafka-shell that wrote it"):
+        persist.load(tmp_path)
 
 
 def test_admin_client_on_a_kraft_sandbox_sees_brokers_only():

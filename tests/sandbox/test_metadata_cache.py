@@ -47,15 +47,14 @@ def _assert_cached_equals_fresh(sandbox, version: int, broker_id: int = 1) -> in
 
 def _set_isr(sandbox, topic: str, index: int, isr: list[int]) -> None:
     def go() -> None:
-        replication.set_isr(sandbox.cluster, sandbox.cluster.partition(topic, index), isr)
-        sandbox.cluster.changed()
+        replication.set_isr(sandbox.cluster, sandbox.cluster.partition(topic, index), isr)   # by records
     sandbox.call(go)
 
 
 def _set_alive(sandbox, broker_id: int, alive: bool) -> None:
     def go() -> None:
         sandbox.cluster.brokers[broker_id].alive = alive
-        sandbox.cluster.changed()
+        sandbox.cluster.generation += 1   # liveness alone, as no record says it
     sandbox.call(go)
 
 

@@ -105,7 +105,9 @@ def test_create_topic_errors_carry_kafkas_codes_and_messages(admin):
     assert codes["exists"] == (TOPIC_EXISTS, "Topic 'exists' already exists.")
     assert codes["bad name"][0] == codes[".."][0] == codes["x" * 250][0] == INVALID_TOPIC
     assert codes["no-partitions"] == (INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
-    assert codes["rf-too-big"] == (INVALID_RF, "Replication factor: 4 larger than available brokers: 3.")
+    assert codes["rf-too-big"] == (INVALID_RF, "Unable to replicate the partition 4 time(s): The target replication "
+                                               "factor of 4 cannot be reached because only 3 broker(s) are registered "
+                                               "or some brokers have all their log directories cordoned.")   # Kafka 4.4
     assert codes["dup-broker"] == (INVALID_ASSIGNMENT, "The manual partition assignment includes the broker 1 more than once.")
     assert codes["unknown-broker"] == (INVALID_ASSIGNMENT, "The manual partition assignment includes broker 9, but no such broker is registered.")
     assert codes["uneven"][0] == INVALID_ASSIGNMENT and "consistent with previous partitions" in codes["uneven"][1]
@@ -332,7 +334,7 @@ def test_persistence_round_trip_keeps_topics_partitions_configs_and_brokers(tmp_
 def test_persistence_keeps_only_the_newest_record_bytes_of_a_large_partition(tmp_path, sandbox):
     sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "big", 1, 1)
     p = sandbox.cluster.topics["big"].partitions[0]
-    chunk = persist.RECORD_BYTES_PER_PARTITION // 2
+    chunk = log.KEEP_BYTES // 2
     batches = [stored_batch(i, i, bytes([i]) * (chunk - log.HEADER_SIZE)) for i in range(3)]
     sandbox.call(p.batches.extend, batches)
     persist.save(sandbox.cluster, tmp_path)

@@ -23,6 +23,8 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol import codec
 from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
+from kafka_shell.sandbox import registrations, replay
+from kafka_shell.sandbox.records import UnregisterControllerRecord
 from kafka_shell.sandbox.handlers import api
 
 if TYPE_CHECKING:
@@ -214,7 +216,9 @@ def unregister_controller(ctx: RequestContext) -> dict:
     if controller is None or not controller.registered:
         return {"error_code": CONTROLLER_ID_NOT_REGISTERED,
                 "error_message": f"Controller ID {controller_id} is not currently registered."}
-    controller.registered = controller.alive
+    replay.apply(ctx.cluster, UnregisterControllerRecord(controller_id))
+    if controller.alive:
+        replay.apply(ctx.cluster, registrations.controller_registration(controller))
     return {"error_code": ErrorCode.none, "error_message": ""}
 
 

@@ -15,7 +15,7 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import client_metrics, configs, cordons, group_configs, loggers, replication, topic_lifecycle
+from kafka_shell.sandbox import client_metrics, configs, cordons, group_configs, loggers, replay, replication, topic_lifecycle
 from kafka_shell.sandbox.topic_lifecycle import AdminError
 from kafka_shell.sandbox.configs import ConfigProblem
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
@@ -231,9 +231,8 @@ def _alter_resource(ctx: RequestContext, r, new_values, validate_only: bool) -> 
                              f"The topic '{r.resource_name}' does not exist.")
         new = new_values(r, topic.configs, configs.topic_defs(cluster), "topic")
         configs.check_topic_configs(cluster, new, r.resource_name)
-        if not validate_only and new != topic.configs:
-            topic.configs = new
-            cluster.changed()
+        if not validate_only:
+            replay.apply_all(cluster, configs.config_records(TOPIC, topic.name, topic.configs, new))
         return
     if r.resource_type == GROUP and ctx.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
         try:
@@ -273,15 +272,11 @@ def _alter_resource(ctx: RequestContext, r, new_values, validate_only: bool) -> 
     configs.check_min_isr_change(cluster, r.resource_name, {c.name for c in r.configs}, current, new)
     if validate_only or new == current:
         return
-    if node is not None:
-        node.configs = new
-        cluster.changed()
-        return
-    changed = {k for k in set(new) | set(current) if new.get(k) != current.get(k)}
-    cluster.cluster_configs = new
-    cluster.changed()
-    for key in sorted(changed):
-        _cluster_config_changed(cluster, key)
+    changes = configs.config_records(BROKER, str(node.id) if node is not None else "", current, new)
+    replay.apply_all(cluster, changes)
+    if node is None:
+        for key in sorted(c.name for c in changes):
+            _cluster_config_changed(cluster, key)
 
 
 def _check_preferred_controller(cluster, new: dict[str, str]) -> None:

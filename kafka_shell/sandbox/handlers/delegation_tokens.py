@@ -44,7 +44,7 @@ def _split(principal: str) -> tuple[str, str]:
     return kind, name
 
 
-def _create_answer(code: int, owner: str, requester: str, token: tokens.Token | None = None,
+def _create_answer(ctx: RequestContext, code: int, owner: str, requester: str, token: tokens.Token | None = None,
                    unset: int = -1) -> dict:
     """The answer, with `unset` times when there is no token: -1 where the broker refuses
     (CreateDelegationTokenResponse.prepareResponse), 0 where the controller does."""
@@ -54,7 +54,7 @@ def _create_answer(code: int, owner: str, requester: str, token: tokens.Token | 
               "issue_timestamp": unset, "expiry_timestamp": unset, "max_timestamp": unset, "token_id": "", "hmac": b""}
     if token is not None:
         answer.update(issue_timestamp=token.issued, expiry_timestamp=token.expiry, max_timestamp=token.max_timestamp,
-                      token_id=token.token_id, hmac=token.hmac)
+                      token_id=token.token_id, hmac=tokens.hmac_of(ctx.cluster, token))
     return answer
 
 
@@ -65,15 +65,15 @@ def create_delegation_token(ctx: RequestContext) -> dict:
     owner = _principal(req.owner_principal_type, req.owner_principal_name) if req.owner_principal_name else requester
     renewers = [_principal(r.principal_type, r.principal_name) for r in req.renewers]
     if not _allowed(ctx):
-        return _create_answer(ErrorCode.delegation_token_request_not_allowed, owner, requester)
+        return _create_answer(ctx, ErrorCode.delegation_token_request_not_allowed, owner, requester)
     if owner != requester and not ctx.authorize(AclOperation.CREATE_TOKENS, AclResourceType.USER, owner):
-        return _create_answer(ErrorCode.delegation_token_authorization_failed, owner, requester)
+        return _create_answer(ctx, ErrorCode.delegation_token_authorization_failed, owner, requester)
     if any(_split(r)[0] != tokens.USER for r in renewers):
-        return _create_answer(ErrorCode.invalid_principal_type, owner, requester)
+        return _create_answer(ctx, ErrorCode.invalid_principal_type, owner, requester)
     created = tokens.create(ctx.cluster, owner, requester, renewers, _ms(req.max_lifetime))
     if isinstance(created, tokens.Token):
-        return _create_answer(ErrorCode.none, owner, requester, created)
-    return _create_answer(created, owner, requester, unset=0)
+        return _create_answer(ctx, ErrorCode.none, owner, requester, created)
+    return _create_answer(ctx, created, owner, requester, unset=0)
 
 
 def _change_expiry(ctx: RequestContext, change, period: datetime.timedelta) -> dict:
@@ -112,13 +112,13 @@ def describe_delegation_token(ctx: RequestContext) -> dict:
                 or ctx.authorize(AclOperation.DESCRIBE, AclResourceType.DELEGATION_TOKEN, t.token_id)
                 or ctx.authorize(AclOperation.DESCRIBE_TOKENS, AclResourceType.USER, t.owner))
 
-    return {"error_code": 0, "tokens": [_described(t) for t in tokens.tokens(ctx.cluster).values() if eligible(t)]}
+    return {"error_code": 0, "tokens": [_described(ctx, t) for t in tokens.tokens(ctx.cluster).values() if eligible(t)]}
 
 
-def _described(t: tokens.Token) -> dict:
+def _described(ctx: RequestContext, t: tokens.Token) -> dict:
     (owner_type, owner_name), (requester_type, requester_name) = _split(t.owner), _split(t.requester)
     return {"principal_type": owner_type, "principal_name": owner_name,
             "token_requester_principal_type": requester_type, "token_requester_principal_name": requester_name,
             "issue_timestamp": t.issued, "expiry_timestamp": t.expiry, "max_timestamp": t.max_timestamp,
-            "token_id": t.token_id, "hmac": t.hmac,
+            "token_id": t.token_id, "hmac": tokens.hmac_of(ctx.cluster, t),
             "renewers": [dict(zip(("principal_type", "principal_name"), _split(r))) for r in t.renewers]}

@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
 from kafka_shell.protocol.seed_apis import DESIGNATED_ELECTION
-from kafka_shell.sandbox import replication
+from kafka_shell.sandbox import replay, replication
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
 
@@ -52,7 +52,7 @@ def _elect(ctx: RequestContext, topic: str, index: int, designated: int | None) 
         return ErrorCode.unknown_topic_or_partition, f"No such {what}"
     kind = _kind(ctx)
     if kind == PREFERRED:
-        return replication.elect_preferred(ctx.cluster, p), None
+        return replay.commit(ctx.cluster, replication.elect_preferred(ctx.cluster, p)), None
     if kind == UNCLEAN:
         return replication.elect_unclean(ctx.cluster, p), None
     return replication.elect_designated(ctx.cluster, p, designated)  # type: ignore[arg-type]

@@ -4,7 +4,9 @@ The features and levels are those of the Kafka release the sandbox follows, as i
 report them (kafka_shell.protocol.definitions): the levels every node supports, and the levels a new
 cluster starts with (Kafka 4.4: metadata.version 33, ELR, group, transaction, share and streams
 versions; 3.9: metadata.version 21; level-0 features are left out of the finalized list).
-zk-mode brokers report none. UpdateFeatures is a controller API (brokers forward it in
+zk-mode brokers report none. The levels change by FeatureLevelRecords (Kafka's
+FeatureControlManager; a new cluster's are its bootstrap records, `bootstrap_records`).
+UpdateFeatures is a controller API (brokers forward it in
 KRaft mode), validated as Kafka's FeatureControlManager does: unknown upgrade types, levels
 outside the supported range, downgrades without a downgrade type and "downgrades" to a higher
 level are INVALID_UPDATE_VERSION; metadata.version is never downgraded (Kafka refuses any
@@ -21,7 +23,9 @@ from kio.schema.errors import ErrorCode
 from kafka_shell.protocol import definitions
 from kafka_shell.protocol.definitions import releases
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
+from kafka_shell.sandbox import replay
 from kafka_shell.sandbox.handlers import api
+from kafka_shell.sandbox.records import FeatureLevelRecord
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.dispatch import RequestContext
@@ -42,9 +46,29 @@ def supported(cluster) -> dict[str, tuple[int, int]]:
 
 
 def finalized(cluster) -> dict[str, int]:
-    if cluster.features is None:
-        cluster.features = dict(_features(cluster).finalized)
     return cluster.features
+
+
+def bootstrap_records(cluster, dynamic_quorum: bool) -> list[FeatureLevelRecord]:
+    """A new cluster's finalized levels: the release's (kraft.version 1 for a dynamic quorum)."""
+    levels = dict(_features(cluster).finalized)
+    if dynamic_quorum:
+        levels[KRAFT_VERSION] = 1
+    return [FeatureLevelRecord(name, level) for name, level in levels.items() if level > 0]
+
+
+def replay_level(cluster, record: FeatureLevelRecord) -> None:
+    if record.feature_level == 0:
+        cluster.features.pop(record.name, None)
+    else:
+        cluster.features[record.name] = record.feature_level
+
+
+def snapshot(cluster) -> list[FeatureLevelRecord]:
+    return [FeatureLevelRecord(name, level) for name, level in cluster.features.items()]
+
+
+REPLAY = {FeatureLevelRecord: replay_level}
 
 
 def api_versions_features(cluster, version: int) -> dict:
@@ -115,10 +139,7 @@ def update_features(ctx: RequestContext) -> dict:
                 error = ErrorCode.invalid_update_version
                 break
     if error == ErrorCode.none and not req.validate_only:
-        levels = finalized(ctx.cluster)
-        for u in req.feature_updates:
-            levels[u.feature] = u.max_version_level
-        ctx.cluster.changed()
+        replay.apply_all(ctx.cluster, [FeatureLevelRecord(u.feature, u.max_version_level) for u in req.feature_updates])
     # QuorumController.updateFeatures: per-feature results only on success and up to v1; the
     # first failing feature's message after FAILED.
     results = [{"feature": n, "error_code": 0, "error_message": "NONE"} for n in names] \

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol.codes import AclOperation, AclPermission, AclResourceType, ApiKey, PatternType, QuotaMatch, ScramMechanism
-from kafka_shell.sandbox import security
-from kafka_shell.sandbox.security_state import QuotaEntity, quota_store
+from kafka_shell.sandbox import authorizer, client_quotas, replay, security
+from kafka_shell.sandbox.client_quotas import QuotaEntity, quota_store
 from kafka_shell.sandbox.authorizer import AclBinding, AclFilter, acl_store, binding_problem
 from kafka_shell.sandbox.handlers import api
+from kafka_shell.sandbox.records import RemoveUserScramCredentialRecord
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.dispatch import RequestContext
@@ -74,8 +75,7 @@ def create_acls(ctx: RequestContext) -> dict:
     refusal = _acl_refusal(ctx)
     if refusal:
         return {"results": [refusal for _ in ctx.request.creations]}
-    store = acl_store(ctx.cluster)
-    results = []
+    results, created = [], []
     for c in ctx.request.creations:
         b = AclBinding(_enum(AclResourceType, c.resource_type), c.resource_name,
                        _enum(PatternType, c.resource_pattern_type),
@@ -84,10 +84,9 @@ def create_acls(ctx: RequestContext) -> dict:
         if problem:
             results.append({"error_code": ErrorCode.invalid_request, "error_message": problem})
             continue
-        if b not in store:  # creating an existing binding succeeds and changes nothing
-            store.append(b)
-            ctx.cluster.changed()  # kept by --data-dir
+        created.append(b)
         results.append({"error_code": 0, "error_message": None})
+    replay.apply_all(ctx.cluster, authorizer.creations(ctx.cluster, created))
     return {"results": results}
 
 
@@ -96,7 +95,6 @@ def delete_acls(ctx: RequestContext) -> dict:
     refusal = _acl_refusal(ctx)
     if refusal:
         return {"filter_results": [{**refusal, "matching_acls": []} for _ in ctx.request.filters]}
-    store = acl_store(ctx.cluster)
     results = []
     for f in ctx.request.filters:
         wanted = _filter(f)
@@ -104,10 +102,8 @@ def delete_acls(ctx: RequestContext) -> dict:
         if problem:
             results.append({"error_code": ErrorCode.invalid_request, "error_message": problem, "matching_acls": []})
             continue
-        gone = [b for b in store if wanted.matches(b)]
-        if gone:
-            store[:] = [b for b in store if b not in gone]
-            ctx.cluster.changed()
+        gone = [b for b in acl_store(ctx.cluster) if wanted.matches(b)]
+        replay.apply_all(ctx.cluster, authorizer.deletions(ctx.cluster, gone))
         results.append({"error_code": 0, "error_message": None, "matching_acls": [
             {"error_code": 0, "error_message": None, **_binding_fields(b)} for b in gone]})
     return {"filter_results": results}
@@ -196,16 +192,10 @@ def alter_user_scram_credentials(ctx: RequestContext) -> dict:
             errors[u.name] = problem
         else:
             upsertions[u.name] = u
-    for d in deletions.values():
-        store[d.name].pop(SCRAM_MECHANISMS[d.mechanism], None)
-        if not store[d.name]:
-            del store[d.name]
-    for u in upsertions.values():
-        mechanism = SCRAM_MECHANISMS[u.mechanism]
-        store.setdefault(u.name, {})[mechanism] = security.ScramCredential.from_salted_password(
-            mechanism, u.salted_password, u.salt, u.iterations)
-    if deletions or upsertions:
-        ctx.cluster.changed()  # kept by --data-dir
+    replay.apply_all(ctx.cluster, [
+        *(RemoveUserScramCredentialRecord(d.name, SCRAM_MECHANISMS[d.mechanism]) for d in deletions.values()),
+        *(security.credential_record(u.name, security.ScramCredential.from_salted_password(
+            SCRAM_MECHANISMS[u.mechanism], u.salted_password, u.salt, u.iterations)) for u in upsertions.values())])
     return {"results": [*({"user": n, "error_code": 0, "error_message": None} for n in [*deletions, *upsertions]),
                         *({"user": n, "error_code": c, "error_message": m} for n, (c, m) in errors.items())]}
 
@@ -284,7 +274,6 @@ def alter_client_quotas(ctx: RequestContext) -> dict:
     req = ctx.request
     refused = ErrorCode.cluster_authorization_failed if not ctx.permits(AclResourceType.CLUSTER) else \
         ErrorCode.not_controller if _standby(ctx) else None
-    store = quota_store(ctx.cluster)
     results = []
     for e in req.entries:
         pairs = [(d.entity_type, d.entity_name) for d in e.entity]
@@ -309,18 +298,8 @@ def alter_client_quotas(ctx: RequestContext) -> dict:
         if req.validate_only:
             continue
         key: QuotaEntity = tuple(sorted(entity.items()))
-        values = dict(store.get(key, {}))
-        for op in e.ops:
-            if op.remove:
-                values.pop(op.key, None)
-            else:
-                values[op.key] = op.value
-        if values != store.get(key, {}):
-            if values:
-                store[key] = values
-            else:
-                store.pop(key, None)
-            ctx.cluster.changed()  # kept by --data-dir
+        replay.apply_all(ctx.cluster, client_quotas.changes(
+            ctx.cluster, key, [(op.key, None if op.remove else op.value) for op in e.ops]))
     return {"entries": results}
 
 

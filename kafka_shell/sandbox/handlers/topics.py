@@ -14,7 +14,7 @@ from collections import Counter
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol import codec
-from kafka_shell.sandbox import configs, topic_lifecycle
+from kafka_shell.sandbox import configs, replay, topic_lifecycle
 from kafka_shell.sandbox.topic_lifecycle import AdminError
 from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox.handlers import api
@@ -174,6 +174,6 @@ def create_partitions(ctx: RequestContext) -> dict:
             results.append(_error(t.name, exc.code, exc.message))
             continue
         if not req.validate_only:
-            topic_lifecycle.add_partitions(cluster, t.name, replicas)
+            replay.commit(cluster, topic_lifecycle.partition_creation(cluster, t.name, replicas))
         results.append(_error(t.name, 0, None))
     return {"results": results}

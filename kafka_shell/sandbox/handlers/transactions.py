@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.sandbox import classic_groups as gc
-from kafka_shell.sandbox import producer_state, transactions
+from kafka_shell.sandbox import producer_ids, producer_state, transactions
 from kafka_shell.sandbox.classic_groups import CommittedOffset
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.common import find_topic, leader_error, topic_denied, topic_keys
@@ -54,7 +54,8 @@ def init_producer_id(ctx: RequestContext) -> dict:
         if not (ctx.authorize(AclOperation.IDEMPOTENT_WRITE, AclResourceType.CLUSTER)
                 or any(ctx.authorize(AclOperation.WRITE, AclResourceType.TOPIC, t) for t in ctx.cluster.topics)):
             return {**fail, "error_code": ErrorCode.cluster_authorization_failed}
-        return {"error_code": 0, "producer_id": transactions.new_producer_id(ctx.cluster), "producer_epoch": 0}
+        return {"error_code": 0, "producer_id": producer_ids.new_producer_id(ctx.cluster, ctx.broker.id),
+                "producer_epoch": 0}
     error = _txn_error(ctx, transactional_id)
     if error:
         return {**fail, "error_code": error}

@@ -1,0 +1,504 @@
+"""The records the sandbox's state changes by, with Kafka's names and the fields that matter.
+
+As in Kafka, an operation on controller-owned state builds its records and its answer
+(`ControllerResult`) without changing anything; `replay.apply` applies each record, the only
+place the state changes, and the journal (`--data-dir`) writes the records applied, which a
+restart applies again through the same function. The group, share and transaction
+coordinators keep their state the same way with their own record types.
+
+Metadata records are Kafka's (metadata/src/main/resources/common/metadata/*.json) plus two of
+KRaft's control records (LeaderChangeMessage, VotersRecord); coordinator records are Kafka's
+key/value pairs as one record (OffsetCommitKey + OffsetCommitValue is `OffsetCommitRecord`, a
+tombstone's value None). `PartitionLogs` is the sandbox's own: what a partition's log
+directories hold (batches, each replica's log end, the high watermark), which Kafka keeps in log
+segments and checkpoint files, not in records.
+
+Records are frozen dataclasses; `encode` makes a JSON object of one (its `type` and fields),
+`decode` reads one back, each field checked against its annotation (a StateError names the
+record and the field).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import sys
+import types
+import typing
+import uuid
+from dataclasses import dataclass
+from typing import Annotated, Any, Generic, TypeVar
+
+if typing.TYPE_CHECKING:
+    from kafka_shell.sandbox.persist import Checker
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Range:
+    low: int
+    high: int
+
+
+INT16_MAX, INT32_MAX, INT64_MAX = 2**15 - 1, 2**31 - 1, 2**63 - 1
+Int16 = Annotated[int, Range(0, INT16_MAX)]
+Int32 = Annotated[int, Range(-(INT32_MAX + 1), INT32_MAX)]
+NodeId = Annotated[int, Range(0, INT32_MAX)]         # a broker's or a controller's id, a partition index
+Leader = Annotated[int, Range(-2, INT32_MAX)]        # a leader id, -1 none, -2 no change (PartitionChangeRecord)
+Epoch = Annotated[int, Range(0, INT32_MAX)]
+Port = Annotated[int, Range(0, 65535)]
+Offset = Annotated[int, Range(-1, INT64_MAX)]
+Long = Annotated[int, Range(-(INT64_MAX + 1), INT64_MAX)]
+
+NO_LEADER_CHANGE = -2   # PartitionChangeRecord's leader when it does not move
+
+
+class Record:
+    """The base of every record type (for annotations; records are plain frozen dataclasses)."""
+
+
+class ReplayError(ValueError):
+    """A record that cannot apply to the state (it names a topic no record created, ...): read
+    from a damaged file, never made by the sandbox itself."""
+
+
+@dataclass
+class ControllerResult(Generic[T]):
+    """An operation's records, which `replay.commit` applies, and its answer."""
+    records: list[Record]
+    response: T
+
+
+# -- the metadata log -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TopicRecord(Record):
+    name: str
+    topic_id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class PartitionRecord(Record):
+    topic_id: uuid.UUID
+    partition_id: NodeId
+    replicas: tuple[NodeId, ...]
+    isr: tuple[NodeId, ...]
+    removing_replicas: tuple[NodeId, ...] = ()
+    adding_replicas: tuple[NodeId, ...] = ()
+    leader: Leader = -1
+    leader_epoch: Epoch = 0
+    partition_epoch: Epoch = 0
+    eligible_leader_replicas: tuple[NodeId, ...] = ()
+    last_known_elr: tuple[NodeId, ...] = ()
+
+
+@dataclass(frozen=True)
+class PartitionChangeRecord(Record):
+    """Fields left None do not change; a leader given (-1: none) bumps the leader epoch, and
+    every change the partition epoch (Kafka's PartitionRegistration.merge)."""
+    topic_id: uuid.UUID
+    partition_id: NodeId
+    leader: Leader = NO_LEADER_CHANGE
+    isr: tuple[NodeId, ...] | None = None
+    replicas: tuple[NodeId, ...] | None = None
+    removing_replicas: tuple[NodeId, ...] | None = None
+    adding_replicas: tuple[NodeId, ...] | None = None
+    eligible_leader_replicas: tuple[NodeId, ...] | None = None
+    last_known_elr: tuple[NodeId, ...] | None = None
+
+
+@dataclass(frozen=True)
+class RemoveTopicRecord(Record):
+    topic_id: uuid.UUID
+
+
+# ConfigRecord's resource types (Kafka's ConfigResource.Type ids).
+TOPIC_RESOURCE, BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE = 2, 4, 16, 32
+
+
+@dataclass(frozen=True)
+class ConfigRecord(Record):
+    """A dynamic config set (value None: deleted). A BROKER resource named "" is the cluster-wide
+    default, one named by a node id that node's own (a controller's too)."""
+    resource_type: int
+    resource_name: str
+    name: str
+    value: str | None
+
+
+@dataclass(frozen=True)
+class FeatureLevelRecord(Record):
+    """A finalized feature level; 0 removes the feature."""
+    name: str
+    feature_level: Int16
+
+
+@dataclass(frozen=True)
+class AccessControlEntryRecord(Record):
+    id: uuid.UUID
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@dataclass(frozen=True)
+class RemoveAccessControlEntryRecord(Record):
+    id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class UserScramCredentialRecord(Record):
+    name: str
+    mechanism: str
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: Annotated[int, Range(1, INT32_MAX)]
+
+
+@dataclass(frozen=True)
+class RemoveUserScramCredentialRecord(Record):
+    name: str
+    mechanism: str
+
+
+@dataclass(frozen=True)
+class EntityData:
+    entity_type: str
+    entity_name: str | None   # None: the default entity
+
+
+@dataclass(frozen=True)
+class ClientQuotaRecord(Record):
+    entity: tuple[EntityData, ...]
+    key: str
+    value: float
+    remove: bool = False
+
+
+@dataclass(frozen=True)
+class ProducerIdsRecord(Record):
+    """The controller handed the broker the block of producer ids that ends below `producer_ids_end`
+    (a snapshot's names broker 0, epoch 0, as Kafka's does)."""
+    broker_id: NodeId
+    broker_epoch: Long
+    producer_ids_end: Annotated[int, Range(0, INT64_MAX)]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str       # the listener
+    host: str
+    port: Port
+
+
+@dataclass(frozen=True)
+class RegisterBrokerRecord(Record):
+    """A broker registers at each start (a new epoch). `host_name` is the sandbox's: the machine
+    KIP-426's host -> id mapping keys on."""
+    broker_id: NodeId
+    broker_epoch: Long
+    end_points: tuple[Endpoint, ...]
+    rack: str | None = None
+    fenced: bool = False
+    host_name: str | None = None
+
+
+@dataclass(frozen=True)
+class UnregisterBrokerRecord(Record):
+    broker_id: NodeId
+    broker_epoch: Long
+
+
+@dataclass(frozen=True)
+class BrokerRegistrationChangeRecord(Record):
+    broker_id: NodeId
+    broker_epoch: Long
+    fenced: bool | None = None   # None: unchanged
+
+
+@dataclass(frozen=True)
+class RegisterControllerRecord(Record):
+    """A KRaft controller's registration; `directory_id` is its metadata log directory's
+    (meta.properties' directory.id), None for a static quorum's voters."""
+    controller_id: NodeId
+    end_points: tuple[Endpoint, ...]
+    directory_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True)
+class UnregisterControllerRecord(Record):
+    controller_id: NodeId
+
+
+@dataclass(frozen=True)
+class VotersRecord(Record):
+    """KRaft's control record: the voter set."""
+    voters: tuple[NodeId, ...]
+
+
+@dataclass(frozen=True)
+class LeaderChangeMessage(Record):
+    """KRaft's control record (the epoch is its batch's): the active controller, a broker's id
+    in zk mode (the /controller znode); -1 while the quorum has no leader."""
+    leader_id: Annotated[int, Range(-1, INT32_MAX)]
+    leader_epoch: Epoch
+
+
+@dataclass(frozen=True)
+class DelegationTokenRecord(Record):
+    owner: str
+    requester: str
+    renewers: tuple[str, ...]
+    issue_timestamp: Long
+    max_timestamp: Long
+    expiration_timestamp: Long
+    token_id: str
+
+
+@dataclass(frozen=True)
+class RemoveDelegationTokenRecord(Record):
+    token_id: str
+
+
+# -- the group coordinator (__consumer_offsets) ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class OffsetCommitValue:
+    offset: Offset
+    leader_epoch: Annotated[int, Range(-1, INT32_MAX)]
+    metadata: str | None
+    commit_timestamp: Long
+
+
+@dataclass(frozen=True)
+class OffsetCommitRecord(Record):
+    """OffsetCommitKey + OffsetCommitValue: an offset committed (value None: deleted)."""
+    group: str
+    topic: str
+    partition: NodeId
+    value: OffsetCommitValue | None
+
+
+@dataclass(frozen=True)
+class GroupMetadataRecord(Record):
+    """GroupMetadataKey with no value: the group's tombstone, after its offsets' (a group deleted).
+    What a group stores (members, assignments, epochs) is still a journal entry of its own
+    (journal.GROUP), not yet the coordinators' records."""
+    group: str
+
+
+# -- the logs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One stored record batch (model.Batch's fields)."""
+    base_offset: Annotated[int, Range(0, INT64_MAX)]
+    last_offset: Annotated[int, Range(0, INT64_MAX)]
+    max_timestamp: Long
+    data: bytes
+
+
+@dataclass(frozen=True)
+class PartitionLogs(Record):
+    """What a partition's log directories hold: its log start, high watermark, segments and
+    cleaner checkpoint, each replica's log end and the leader epoch of its last write, and the
+    batches appended since the last of these (all of them when `rewrite`: the log was
+    truncated or cleaned)."""
+    topic_id: uuid.UUID
+    partition_id: NodeId
+    log_start_offset: Annotated[int, Range(0, INT64_MAX)]
+    high_watermark: Annotated[int, Range(0, INT64_MAX)]
+    segments: tuple[Annotated[int, Range(0, INT64_MAX)], ...]
+    cleaner_checkpoint: Annotated[int, Range(0, INT64_MAX)]
+    log_end_offsets: tuple[tuple[NodeId, Annotated[int, Range(0, INT64_MAX)]], ...]
+    replica_epochs: tuple[tuple[NodeId, Epoch], ...]
+    rewrite: bool
+    batches: tuple[Batch, ...]
+
+
+# -- encoding ---------------------------------------------------------------------------------
+
+RECORD_TYPES: dict[str, type] = {}
+
+
+def _register() -> None:
+    module = sys.modules[__name__]
+    for name, value in vars(module).items():
+        if isinstance(value, type) and issubclass(value, Record) and value is not Record:
+            RECORD_TYPES[name] = value
+
+
+_HINTS: dict[type, list[tuple[str, Any, Any]]] = {}
+
+
+def _fields(cls: type) -> list[tuple[str, Any, Any]]:
+    """(name, type, default or MISSING) of each field of a record type."""
+    found = _HINTS.get(cls)
+    if found is None:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        found = _HINTS[cls] = [(f.name, hints[f.name], f.default) for f in dataclasses.fields(cls)]
+    return found
+
+
+def encode(record: Record, raw: bytearray | None = None) -> dict:
+    """A record as a JSON object (`type` first; fields at their default left out). Bytes are
+    base64; a batch's bytes go to `raw` instead when given (the journal appends them after the
+    JSON, the JSON holds their size)."""
+    out: dict[str, Any] = {"type": type(record).__name__}
+    for name, hint, default in _fields(type(record)):
+        value = getattr(record, name)
+        if value != default or default is dataclasses.MISSING:
+            out[name] = _encode_value(value, hint, raw)
+    return out
+
+
+def _encode_value(value: Any, hint: Any, raw: bytearray | None) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, Batch):
+        if raw is not None:
+            raw += value.data
+            return [value.base_offset, value.last_offset, value.max_timestamp, len(value.data)]
+        return [value.base_offset, value.last_offset, value.max_timestamp, base64.b64encode(value.data).decode()]
+    if isinstance(value, tuple):
+        args = typing.get_args(_optional(_strip(hint)))
+        if args and args[-1] is not Ellipsis:   # a fixed-size tuple, e.g. (node, offset)
+            return [_encode_value(v, h, raw) for v, h in zip(value, args, strict=True)]
+        item = args[0] if args else Any
+        return [_encode_value(v, item, raw) for v in value]
+    if dataclasses.is_dataclass(value):
+        return {name: _encode_value(getattr(value, name), h, raw) for name, h, _ in _fields(type(value))}
+    raise TypeError(f"cannot encode {type(value).__name__} in a record")
+
+
+def decode(data: object, check: Checker, where: str) -> Record:
+    """The record a JSON object says, every field checked (a StateError names `where` and the
+    field); its batches' bytes are base64 in the JSON."""
+    return _decode_record(data, check, where, _Cursor(None))
+
+
+def decode_all(items: list, check: Checker, where: str, raw: memoryview) -> list[Record]:
+    """The records of a journal entry: `raw` holds the bytes of their batches, in order."""
+    cursor = _Cursor(raw)
+    out = [_decode_record(item, check, f"{where}: records[{i}]", cursor) for i, item in enumerate(items)]
+    if cursor.pos != len(raw):
+        raise check.fail(where, f"followed by as many batch bytes as its batches say ({cursor.pos}, not {len(raw)})")
+    return out
+
+
+def _decode_record(data: object, check: Checker, where: str, cursor: _Cursor) -> Record:
+    obj = check.mapping(data, where)
+    name = obj.get("type")
+    cls = RECORD_TYPES.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise check.fail(f"{where}.type", f"a record type this sandbox knows, not {str(name)[:100]!r}")
+    return _decode_object(cls, obj, check, f"{where} ({name})", cursor)
+
+
+class _Cursor:
+    def __init__(self, raw: memoryview | None):
+        self.raw, self.pos = raw, 0
+
+    def take(self, size: int, check: Checker, where: str) -> bytes:
+        assert self.raw is not None
+        if size < 0 or self.pos + size > len(self.raw):
+            raise check.fail(f"{where} size", f"within the entry's {len(self.raw)} batch bytes")
+        data = bytes(self.raw[self.pos:self.pos + size])
+        self.pos += size
+        return data
+
+
+def _decode_object(cls: type, obj: dict, check: Checker, where: str, cursor: _Cursor) -> Any:
+    values = {}
+    for f in dataclasses.fields(cls):
+        at = f"{where}.{f.name}"
+        if f.name not in obj:
+            if f.default is not dataclasses.MISSING:
+                continue
+            raise check.fail(at, "present")
+    for name, hint, _ in _fields(cls):
+        if name in obj:
+            values[name] = _decode_value(obj[name], hint, check, f"{where}.{name}", cursor)
+    return cls(**values)
+
+
+def _strip(hint: Any) -> Any:
+    return typing.get_args(hint)[0] if typing.get_origin(hint) is Annotated else hint
+
+
+def _optional(hint: Any) -> Any:
+    """X of `X | None`."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return next(a for a in typing.get_args(hint) if a is not type(None))
+    return hint
+
+
+def _decode_value(value: Any, hint: Any, check: Checker, where: str, cursor: _Cursor) -> Any:
+    bounds = next((m for m in getattr(hint, "__metadata__", ()) if isinstance(m, Range)), None)
+    hint = _strip(hint)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return None if value is None else _decode_value(value, _optional(hint), check, where, cursor)
+    if hint is int:
+        return check.integer(value, where, *((bounds.low, bounds.high) if bounds else (None, None)))
+    if hint is str:
+        return check.text(value, where)
+    if hint is bool:
+        return check.flag(value, where)
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise check.fail(where, "a number")
+        return float(value)
+    if hint is uuid.UUID:
+        return check.uuid_of(value, where)
+    if hint is bytes:
+        try:
+            return base64.b64decode(check.text(value, where), validate=True)
+        except (binascii.Error, ValueError):
+            raise check.fail(where, "base64") from None
+    if hint is Batch:
+        return _decode_batch(value, check, where, cursor)
+    if origin is tuple:
+        items = check.array(value, where)
+        if args and args[-1] is not Ellipsis:
+            if len(items) != len(args):
+                raise check.fail(where, f"a list of {len(args)}")
+            return tuple(_decode_value(v, h, check, f"{where}[{i}]", cursor) for i, (v, h) in enumerate(zip(items, args)))
+        return tuple(_decode_value(v, args[0], check, f"{where}[{i}]", cursor) for i, v in enumerate(items))
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _decode_object(hint, check.mapping(value, where), check, where, cursor)
+    raise TypeError(f"no decoder for {hint!r}")   # a record type declared with a field type not handled here
+
+
+def _decode_batch(value: Any, check: Checker, where: str, cursor: _Cursor) -> Batch:
+    fields = check.array(value, where)
+    if len(fields) != 4:
+        raise check.fail(where, "[base offset, last offset, max timestamp, bytes]")
+    base = check.integer(fields[0], f"{where} base offset", low=0)
+    last = check.integer(fields[1], f"{where} last offset", low=0)
+    max_ts = check.integer(fields[2], f"{where} max timestamp")
+    if cursor.raw is not None:
+        data = cursor.take(check.integer(fields[3], f"{where} size", low=0), check, where)
+    else:
+        try:
+            data = base64.b64decode(check.text(fields[3], f"{where} data"), validate=True)
+        except (binascii.Error, ValueError):
+            raise check.fail(f"{where} data", "base64") from None
+    return Batch(base, last, max_ts, data)
+
+
+_register()
