@@ -63,7 +63,7 @@ def bench_sandbox_snapshot(partitions: int, work: Path) -> tuple[float, int, int
                 f.result()
         session = Session(target=Target(sandbox.bootstrap, {}, timeout_s=60))
         t0 = time.perf_counter()
-        directory = snapshot.take(session, work / "sandbox-snapshots")
+        directory, _ = snapshot.take(session, work / "sandbox-snapshots")
         elapsed = time.perf_counter() - t0
         session.close()
     manifest = json.loads((directory / schema.MANIFEST).read_text())

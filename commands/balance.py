@@ -118,7 +118,8 @@ PLAN_ONLY = ("--goals", "--topic", "--disk-threshold", "--sample", "--snapshots"
                       "is shown, --execute refused), 2 bad input, 130 stopped waiting."),
          examples=("balance", "balance --goals rack,replicas,leaders --save-plan plan.json",
                    "balance --sample 30s", "balance --leaders-only --execute",
-                   "balance --execute --max-moves 20 --throttle 50000000", "balance --resume", "balance --cancel"))
+                   "balance --execute --max-moves 20 --throttle 50000000", "balance --resume", "balance --cancel"),
+         tables=("goals", "moves", "status", "goals_now"))
 def balance_cmd(session: Session, args: dict) -> Result | Proposal:
     _check_balance_options(args)
     if args["cancel"] or args["resume"]:
@@ -521,7 +522,8 @@ def cancel_run(session: Session) -> Result:
                       "Where the cluster can (KIP-1066, Kafka 4.3+) the broker is then cordoned so that nothing "
                       "new lands on it; health says it is drained. undrain-broker brings it back. Exit codes: "
                       "0 done, 1 failed, 2 bad input, 130 stopped waiting."),
-         examples=("drain-broker 3", "drain-broker 3 --replicas --throttle 50000000", "drain-broker 3 --dry-run"))
+         examples=("drain-broker 3", "drain-broker 3 --replicas --throttle 50000000", "drain-broker 3 --dry-run"),
+         tables=("moves", "status"))
 def drain_broker(session: Session, args: dict) -> Result | Proposal:
     conn = session.conn
     b = args["broker"]
@@ -609,7 +611,7 @@ def _cordon_broker(session: Session, b: int) -> list[str]:
                       "the same, then preferred elections. Replicas moved off it stay where they are: balance "
                       "moves some back. Without a drain recorded by this shell, it uncordons the broker and "
                       "balances leadership over every broker (balance --leaders-only)."),
-         examples=("undrain-broker 3", "undrain-broker 3 --dry-run"))
+         examples=("undrain-broker 3", "undrain-broker 3 --dry-run"), tables=("moves", "status"))
 def undrain_broker(session: Session, args: dict) -> Result | Proposal:
     conn = session.conn
     b = args["broker"]
@@ -707,10 +709,10 @@ command("cordon", *_CORDON_OPTIONS, mutates=True,
                      "broker puts no new replica in a cordoned dir; once all its dirs are cordoned the controller "
                      "places no new partition on it and refuses reassignments that name it (reorders included). "
                      "Replicas there stay and serve. uncordon takes it back."),
-        examples=("cordon --broker 3", "cordon --broker 3 --log-dir /data/kafka-2", "cordon --broker 3 --dry-run"))(
+        examples=("cordon --broker 3", "cordon --broker 3 --log-dir /data/kafka-2", "cordon --broker 3 --dry-run"), tables=("cordons",))(
     _cordon_command(True))
 command("uncordon", *_CORDON_OPTIONS, mutates=True,
         help="Uncordon brokers or log dirs (KIP-1066): new replicas may land on them again.",
         description="Removes the dirs named (or all of them) from the broker's cordoned.log.dirs.",
-        examples=("uncordon --broker 3", "uncordon --broker 3 --log-dir /data/kafka-2"))(_cordon_command(False))
+        examples=("uncordon --broker 3", "uncordon --broker 3 --log-dir /data/kafka-2"), tables=("cordons",))(_cordon_command(False))
 

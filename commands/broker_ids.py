@@ -50,7 +50,7 @@ ACTIONS = {
          '{"version": 0, "broker.id": N}.',
          examples=("broker-ids missing", "broker-ids missing -o json", "broker-ids record --dry-run",
                    "broker-ids hosts", "broker-ids suggest --host broker-3.example.com",
-                   "broker-ids gc --yes"))
+                   "broker-ids gc --yes"), tables=("missing", "partitions", "hosts", "recorded", "suggestion", "garbage"))
 def broker_ids(session: Session, args: dict) -> Result | Proposal:
     action = args["action"]
     if action != "suggest" and args["host"] is not None:

@@ -42,7 +42,7 @@ NAME = Option("--name", type=_name, metavar="NAME", help="The subscription's nam
 
 
 @command("list-client-metrics", help="The client metrics subscriptions' names (kafka-client-metrics --list).",
-         examples=("list-client-metrics",))
+         examples=("list-client-metrics",), tables=("subscriptions",))
 def list_client_metrics(session: Session, args: dict) -> Result:
     found = client_metrics.names(session.conn)
     return Result(tables=[Table(["Name"], [[n] for n in found], name="subscriptions")],
@@ -53,7 +53,7 @@ def list_client_metrics(session: Session, args: dict) -> Result:
 @command("describe-client-metrics", NAME,
          help="Client metrics subscriptions: metrics, push interval and client match (kafka-client-metrics "
               "--describe; all of them without --name).",
-         examples=("describe-client-metrics", "describe-client-metrics --name producers"))
+         examples=("describe-client-metrics", "describe-client-metrics --name producers"), tables=("subscriptions",))
 def describe_client_metrics(session: Session, args: dict) -> Result:
     wanted = [_existing(session, args["name"])] if args["name"] else client_metrics.names(session.conn)
     subs = client_metrics.describe(session.conn, wanted)

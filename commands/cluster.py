@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from collections import Counter
 
 from kafka_shell.admin import cluster, quorum
-from kafka_shell.connection.metadata import KRAFT
+from kafka_shell.connection.metadata import KRAFT, ZOOKEEPER
 from kafka_shell.declarations.option_types import broker_id
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Result, Table
@@ -35,12 +35,12 @@ def _load(snapshot: ClusterSnapshot) -> tuple[Counter, Counter, set[int]]:
          help="Cluster id, controller, and each broker with its rack, partitions, leaders and whether it is fenced; "
               "with --bootstrap-controller, the registered controllers too (alone: controllers and the brokers "
               "that follow the metadata log).",
-         examples=("describe-cluster",))
+         examples=("describe-cluster",), tables=("cluster", "brokers", "controllers"))
 def describe_cluster(session: Session, args: dict) -> Result:
     conn = session.conn
     if conn.controllers_only:
         return _controllers_view(session)
-    snap, refused = cluster.read_maybe_controller(conn)
+    snap, refused, partial = cluster.read_maybe_controller(conn)
     replicas, leaders, offline = _load(snap)
     registered = cluster.registrations(conn, snap) if snap.controller.mode == KRAFT else None
     fenced = set(registered.fenced) if registered is not None and registered.known else set()
@@ -67,7 +67,7 @@ def describe_cluster(session: Session, args: dict) -> Result:
     tables = [summary, brokers]
     if conn.router.controller_addresses:
         tables.append(_controllers_table(session))
-    return Result(tables=tables, messages=[refused] if refused else [])
+    return Result(tables=tables, messages=[refused] if refused else [], exit_code=1 if partial else 0)
 
 
 def _controllers_table(session: Session) -> Table:
@@ -158,10 +158,10 @@ def unregister_controller(session: Session, args: dict) -> Result:
 
 @command("list-brokers", help="Live brokers (in ZooKeeper mode the controller marked; in KRaft mode the "
                                "controllers are no brokers: see describe-controller).",
-         examples=("list-brokers",))
+         examples=("list-brokers",), tables=("brokers",))
 def list_brokers(session: Session, args: dict) -> Result:
-    snap, refused = cluster.read_maybe_controller(session.conn, [])  # (ZooKeeper mode marks the controller broker)
-    known = snap.controller_id if refused is None else -1
+    snap = session.conn.read([])   # ZooKeeper mode: Metadata names the controller broker, which is marked
+    known = snap.controller.id if snap.controller.mode == ZOOKEEPER else -1
     rows = [[b.id, b.host, b.port, b.rack, "controller" if b.id == known else "broker"]
             for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
     return Result.table(["Id", "Host", "Port", "Rack", "Role"], rows, name="brokers")
@@ -171,7 +171,7 @@ def list_brokers(session: Session, args: dict) -> Result:
          Option("--broker", type=broker_id, metavar="ID", completer="broker",
                 help="Broker to ask (default: any live broker)."),
          help="The API versions a broker supports.",
-         examples=("api-versions", "api-versions --broker 2"))
+         examples=("api-versions", "api-versions --broker 2"), tables=("api_versions",))
 def api_versions(session: Session, args: dict) -> Result:
     if args["broker"] is not None:
         cluster.require_brokers(session.conn, [args["broker"]])

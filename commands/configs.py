@@ -69,7 +69,7 @@ def entity(args: dict) -> tuple[str, str]:
                    "describe-configs --entity-type brokers",
                    "describe-configs --entity-type brokers --entity-default",
                    "describe-configs --entity-type groups --entity-name orders-app --all",
-                   "describe-configs --entity-type broker-loggers --entity-name 1"))
+                   "describe-configs --entity-type broker-loggers --entity-name 1"), tables=("configs",))
 def describe_configs(session: Session, args: dict) -> Result:
     if not _entity_given(args):
         return _every_broker(session, args["all"])
@@ -173,7 +173,7 @@ def key_list(text: str) -> list[str]:
                    "alter-configs --entity-type groups --entity-name app --add-config consumer.session.timeout.ms=60000",
                    "alter-configs --entity-type brokers --entity-default --add-config log.retention.ms=3600000",
                    "alter-configs --topic orders --delete-config retention.ms",
-                   "alter-configs --entity-type broker-loggers --entity-name 1 --add-config kafka.controller=DEBUG"))
+                   "alter-configs --entity-type broker-loggers --entity-name 1 --add-config kafka.controller=DEBUG"), tables=("changes",))
 def alter_configs_command(session: Session, args: dict) -> Result:
     if not (args["add_config"] or args["delete_config"]):
         raise UsageError("alter-configs needs --add-config or --delete-config")
@@ -183,6 +183,7 @@ def alter_configs_command(session: Session, args: dict) -> Result:
     both = set(set_) & set(delete)
     if both:
         raise UsageError(f"{', '.join(sorted(both))} is both added and deleted: pick one")
+    configs.check_deletions(session.conn, kind, [name], delete)
     if not args["dry_run"]:
         return Result.message(*configs.alter(session.conn, kind, [name], set_, delete, False))
     # What would change, old -> new, read now; then the cluster's own validation of it.
@@ -211,7 +212,7 @@ def alter_configs_command(session: Session, args: dict) -> Result:
                      "wrong, unlike properties files), holds the entities of every kind in one document, diffs well "
                      "(sorted, indented) and is read by everything. import-configs reads it back; diff two exports to "
                      "compare clusters. Internal topics are left out.",
-         examples=("export-configs prod-configs.json",))
+         examples=("export-configs prod-configs.json",), tables=("exported",))
 def export_configs(session: Session, args: dict) -> Result:
     path = Path(args["file"]).expanduser()
     if os.path.lexists(path):   # write_new refuses it too, but only after everything was read
@@ -248,7 +249,7 @@ IMPORT_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, op
          description="The changes are validated by the cluster first (IncrementalAlterConfigs, validate only); "
                      "--execute applies them only when all are valid. Sensitive keys the file left out are never "
                      "changed or deleted. Brokers and topics the cluster does not have are named, not created.",
-         examples=("import-configs prod-configs.json", "import-configs prod-configs.json --execute"))
+         examples=("import-configs prod-configs.json", "import-configs prod-configs.json --execute"), tables=("changes",))
 def import_configs(session: Session, args: dict) -> Result | Proposal:
     path = printable(args["file"])   # whole: a path cut short names nothing
     wanted = cluster_configs.from_document(read_json(args["file"], "", "give a file export-configs wrote"), path)
@@ -286,7 +287,7 @@ def import_configs(session: Session, args: dict) -> Result | Proposal:
          required_groups=(("--broker", "--all-brokers"),),
          help="Config drift: the configs whose value in effect differs among brokers, each broker's value with its "
               "source (static, dynamic, default) and the sources beneath it.",
-         examples=("diff-configs --broker 1 --broker 2", "diff-configs --all-brokers"))
+         examples=("diff-configs --broker 1 --broker 2", "diff-configs --all-brokers"), tables=("differences",))
 def diff_configs(session: Session, args: dict) -> Result:
     if args["all_brokers"]:
         ids = sorted(session.conn.read([]).brokers)

@@ -9,6 +9,7 @@ import datetime
 from typing import TYPE_CHECKING
 
 from kafka_shell.connection import controller_history, sandbox_client
+from kafka_shell.admin import cluster
 from kafka_shell.base.errors import ShellError
 from kafka_shell.declarations.registry import command
 from kafka_shell.declarations.render import Result, Table
@@ -25,21 +26,23 @@ if TYPE_CHECKING:
                      "cluster id; changes while no shell ran show up at the next run, timed then. "
                      "On a sandbox the cluster's own record of each change is shown beside "
                      "(tables `observed` and `cluster` in json).",
-         examples=("controller-history", "controller-history -o json"))
+         examples=("controller-history", "controller-history -o json"), tables=("observed", "cluster"))
 def controller_history_command(session: Session, args: dict) -> Result:
-    snap = session.conn.read([], controller=True)  # records the controller as it is now
+    # Records the controller as it is now; the history is told also when the quorum does not answer.
+    snap, refused, partial = cluster.read_maybe_controller(session.conn, [])
     if not snap.cluster_id:
         raise ShellError("The cluster does not tell its id, so no history is kept for it.")
     rows = [[_time(e["time"]), e.get("from"), e.get("to"), _epoch(e.get("epoch")), e.get("mode")]
             for e in controller_history.load(snap.cluster_id) if isinstance(e.get("time"), (int, float))]
-    message = f"{len(rows)} controller observation(s) for cluster {snap.cluster_id}."
+    messages = [f"{len(rows)} controller observation(s) for cluster {snap.cluster_id}."]
+    messages += [refused] if refused else []
+    tables = [Table(["Time", "From", "To", "Epoch", "Mode"], rows, "observed")]
     changes = sandbox_client.controller_changes(session.target, session.sandbox)
-    if changes is None:
-        return Result.table(["Time", "From", "To", "Epoch", "Mode"], rows, message, name="observed")
-    cluster_rows = [[_time(e["time"]), e.get("from"), e.get("to"), e.get("epoch")] for e in changes]
-    return Result(tables=[Table(["Time", "From", "To", "Epoch", "Mode"], rows, "observed"),
-                          Table(["Time", "From", "To", "Epoch"], cluster_rows, "cluster")],
-                  messages=[message, f"{len(cluster_rows)} controller change(s) in the sandbox's own record."])
+    if changes is not None:
+        tables.append(Table(["Time", "From", "To", "Epoch"],
+                            [[_time(e["time"]), e.get("from"), e.get("to"), e.get("epoch")] for e in changes], "cluster"))
+        messages.append(f"{len(changes)} controller change(s) in the sandbox's own record.")
+    return Result(tables=tables, messages=messages, exit_code=1 if partial else 0)
 
 
 def _time(seconds: float) -> str:

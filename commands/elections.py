@@ -78,7 +78,7 @@ ELECTION_TYPES_HELP = (
          description=PREFERRED_HELP + "\n" + SCOPE_HELP,
          examples=("preferred-replica-leader-election --topic orders",
                    "preferred-replica-leader-election --all-topic-partitions --blocking",
-                   "preferred-replica-leader-election --path-to-json-file partitions.json --dry-run"))
+                   "preferred-replica-leader-election --path-to-json-file partitions.json --dry-run"), tables=("elections",))
 def preferred_replica_leader_election(session: Session, args: dict) -> Result:
     return elect(session, args, PREFERRED, "preferred-replica-leader-election")
 
@@ -109,7 +109,7 @@ def confirm_election(session: Session, args: dict) -> str | None:
          description=ELECTION_TYPES_HELP + "\n" + SCOPE_HELP,
          examples=("elect-leaders --election-type preferred --all-topic-partitions",
                    "elect-leaders --election-type unclean --topic orders --partition 3",
-                   "elect-leaders --election-type designated --path-to-json-file recovery.json"))
+                   "elect-leaders --election-type designated --path-to-json-file recovery.json"), tables=("elections",))
 def elect_leaders(session: Session, args: dict) -> Result:
     return elect(session, args, TYPES[args["election_type"]], "elect-leaders")
 
@@ -129,7 +129,7 @@ def elect(session: Session, args: dict, kind: int, name: str) -> Result:
             outcomes = elections.elect_all(session.conn, kind, args["timeout_ms"])
         else:
             outcomes = elections.elect(session.conn, entries, kind, args["timeout_ms"])
-    result = report(outcomes, kind)
+    result = report(outcomes, kind, snap)
     elected = [e for e in entries if outcomes[e[:2]].state == ELECTED]
     if args["blocking"] and elected:
         with session.bounded(args["timeout_ms"] / 1000):
@@ -219,8 +219,9 @@ def check_partitions_exist(snap: ClusterSnapshot, entries: list[Entry]) -> None:
                          "(check with describe-topic); nothing was elected.")
 
 
-def report(outcomes: dict[Key, Election], kind: int) -> Result:
-    """Kafka's three groups as status lines, and one table row per partition."""
+def report(outcomes: dict[Key, Election], kind: int, snap: ClusterSnapshot) -> Result:
+    """Kafka's three groups as status lines, and one table row per partition; a failed
+    preferred election names the preferred replica (the broker it needs), from `snap`."""
     label = LABELS[kind]
     done, noop, failed, rows = [], [], [], []
     for (topic, partition), e in sorted(outcomes.items()):
@@ -230,7 +231,10 @@ def report(outcomes: dict[Key, Election], kind: int) -> Result:
         elif e.state == NOT_NEEDED:
             noop.append(name)
         else:
-            failed.append(f"Error completing leader election ({label}) for partition: {name}: {e.error}")
+            info = snap.topics.get(topic)
+            preferred = info.partitions[partition].preferred_leader if info and partition < len(info.partitions) else -1
+            needs = f" (preferred replica: broker {preferred})" if kind == PREFERRED and preferred >= 0 else ""
+            failed.append(f"Error completing leader election ({label}) for partition: {name}{needs}: {e.error}")
         rows.append([topic, partition, e.state, e.error])
     messages = []
     if done:

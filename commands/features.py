@@ -75,7 +75,7 @@ def _change(session: Session, updates: list[features.Update], dry_run: bool) -> 
 
 @command("describe-features",
          help="Every feature's supported range and finalized level, with the epoch (kafka-features describe).",
-         examples=("describe-features",))
+         examples=("describe-features",), tables=("features",))
 def describe_features(session: Session, args: dict) -> Result:
     found = features.describe(session.conn)
     epoch = found.epoch if found.epoch >= 0 else None
@@ -91,7 +91,7 @@ def describe_features(session: Session, args: dict) -> Result:
 @command("upgrade-features", METADATA, FEATURE, mutates=True, confirm=Confirm(proposed=True),
          help="Upgrade metadata.version or other features (kafka-features upgrade); metadata.version never goes "
               "back. --dry-run asks the controller to validate only.",
-         examples=("upgrade-features --metadata 4.1 --dry-run", "upgrade-features --feature group.version=1 --yes"))
+         examples=("upgrade-features --metadata 4.1 --dry-run", "upgrade-features --feature group.version=1 --yes"), tables=("changes",))
 def upgrade_features(session: Session, args: dict) -> Result | Proposal:
     return _change(session, _updates(args, features.UPGRADE), args["dry_run"])
 
@@ -99,7 +99,7 @@ def upgrade_features(session: Session, args: dict) -> Result | Proposal:
 @command("downgrade-features", METADATA, FEATURE, UNSAFE,
          mutates=True, confirm=Confirm(proposed=True),
          help="Downgrade features (kafka-features downgrade): safe downgrades only unless --unsafe.",
-         examples=("downgrade-features --feature group.version=0 --dry-run",))
+         examples=("downgrade-features --feature group.version=0 --dry-run",), tables=("changes",))
 def downgrade_features(session: Session, args: dict) -> Result | Proposal:
     return _change(session, _updates(args, _downgrade(args)), args["dry_run"])
 
@@ -120,7 +120,7 @@ def _name(text: str) -> str:
                 help="A feature to disable (level 0; repeatable)."),
          UNSAFE, mutates=True, confirm=Confirm(proposed=True),
          help="Disable features: finalize them at level 0 (kafka-features disable).",
-         examples=("disable-feature --feature streams.version --dry-run",))
+         examples=("disable-feature --feature streams.version --dry-run",), tables=("changes",))
 def disable_feature(session: Session, args: dict) -> Result | Proposal:
     return _change(session, _updates({"feature": [(n, 0) for n in args["feature"]]}, _downgrade(args)), args["dry_run"])
 
@@ -129,7 +129,7 @@ def disable_feature(session: Session, args: dict) -> Result | Proposal:
          Option("--release-version", type=_metadata, metavar="VERSION",
                 help=f"A release (4.1) or metadata version (4.1-IV1); default {features.latest_production()}."),
          help="The feature levels a release brings, as kafka-features version-mapping prints them (no cluster needed).",
-         examples=("version-mapping", "version-mapping --release-version 4.1"))
+         examples=("version-mapping", "version-mapping --release-version 4.1"), tables=("features",))
 def version_mapping(session: Session, args: dict) -> Result:
     rows = [[name, level, mv] for name, level, mv in features.version_mapping(args["release_version"])]
     text = "\n".join(f"{name}={level}" + (f" ({mv})" if mv else "") for name, level, mv in rows)

@@ -73,7 +73,8 @@ def group_types(text: str) -> list[str]:
                      "read once for all groups (share groups: their share-partition lag, Kafka 4.4)."),
          help="List groups with their state, type (classic, consumer, share, streams), protocol and member count "
               "(--lag: and total lag).",
-         examples=("list-groups", "list-groups --state Stable", "list-groups --type consumer,classic", "list-groups --lag"))
+         examples=("list-groups", "list-groups --state Stable", "list-groups --type consumer,classic", "list-groups --lag"),
+         tables=("groups",))
 def list_groups(session: Session, args: dict) -> Result:
     listed = groups.list_groups(session.conn, args["state"] or (), args["type"] or ())
     # Each type's own describe API: its state and members now (a group it cannot describe keeps
@@ -131,16 +132,17 @@ def _lag_lines(lags: lag.GroupLags) -> list[str]:
                 help="Lag per topic and per group, without a row per partition (for groups of thousands of "
                      "partitions)."),
          Option("--topic", metavar="NAME", completer="topic",
-                help=TOPIC_CONTEXT_HELP + " Only its partitions are shown."),
+                help="Only this topic's partitions (the context topic does not narrow a group's description)."),
          Option("--verbose", flag=True,
                 help="With --members or --state: KIP-848 epochs, targets, subscriptions (consumer groups)."),
-         topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"), ("--members", "--state", "--by-topic")),
+         exclusive_groups=(("--members", "--state", "--offsets"), ("--members", "--state", "--by-topic")),
          required_groups=(("group", "--all-groups"),),
          help="Describe consumer groups (classic and KIP-848): offsets and lag (default) with lag per topic, per "
               "group and (several groups) in total; --by-topic without the partitions; --members or --state.",
          examples=("describe-group orders-app", "describe-group --all-groups --by-topic",
                    "describe-group orders-app --members", "describe-group orders-app --members --verbose",
-                   "describe-group a b --state"))
+                   "describe-group a b --state"),
+         tables=("groups", "members", "offsets", "topic_totals", "group_totals", "total"))
 def describe_group(session: Session, args: dict) -> Result:
     ids = chosen_groups(session, args["group"], args["all_groups"])
     described = groups.describe(session.conn, ids)
@@ -309,7 +311,8 @@ EXECUTE_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, o
                    "reset-offsets --group app --topic orders:0,1 --shift-by -10 --execute",
                    "reset-offsets --group app --all-topics --to-datetime 2024-01-31T12:00:00.000 --execute",
                    "reset-offsets --group app --all-topics --to-current --export > plan.csv",
-                   "reset-offsets --group app --from-file plan.csv --execute"))
+                   "reset-offsets --group app --from-file plan.csv --execute"),
+         tables=("offsets",))
 def reset_offsets(session: Session, args: dict) -> Result | Proposal:
     group_ids = chosen_groups(session, args["group"], args["all_groups"])
     plan_file = resets.read_csv(args["from_file"], group_ids) if args["from_file"] else None
@@ -486,7 +489,8 @@ def confirm_delete_offsets(session: Session, args: dict) -> str | None:
                 help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
          mutates=True, confirm=Confirm(question=confirm_delete_offsets), topic_context=True,
          help="Delete a group's committed offsets of topics it no longer consumes.",
-         examples=("delete-offsets --group app --topic old-topic --yes",))
+         examples=("delete-offsets --group app --topic old-topic --yes",),
+         tables=("offsets",))
 def delete_offsets(session: Session, args: dict) -> Result:
     gid = args["group"]
     keys = topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"])
@@ -528,7 +532,8 @@ def deleted_offsets(session: Session, gid: str, keys: list[Key]) -> Result:
                      "the plan as Kafka's CSV for reset-offsets --from-file.",
          examples=("copy-offsets --from-group app --to-group app-v2",
                    "copy-offsets --from-group app --to-group app-v2 --topic orders --execute",
-                   "copy-offsets --from-group app --to-group app-v2 --export > plan.csv"))
+                   "copy-offsets --from-group app --to-group app-v2 --export > plan.csv"),
+         tables=("offsets",))
 def copy_offsets(session: Session, args: dict) -> Result | Proposal:
     source, target = args["from_group"], args["to_group"]
     if source == target:

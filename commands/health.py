@@ -55,7 +55,8 @@ KEY = tuple[str, int]
                       "0 healthy, 1 partial (a part not read, nothing critical), 2 bad input, 3 warnings, "
                       "4 critical, 130 stopped with Ctrl-C."),
          examples=("health", "health --watch", "health --exit-when-healthy --interval 2s", "health -o json",
-                   "health --lag-window 30s"))
+                   "health --lag-window 30s"),
+         tables=("health",))
 def health_cmd(session: Session, args: dict) -> Result:
     watch = args["watch"] or args["exit_when_healthy"]
     if not watch:

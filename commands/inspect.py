@@ -39,11 +39,12 @@ def name_list(text: str) -> list[str]:
          Option("--topic", repeatable=True, metavar="NAME", completer="topic",
                 help="Only this topic's partitions, like --topic-list."),
          Option("--describe", flag=True, help="Accepted for kafka-log-dirs compatibility (the only action)."),
-         topic_context=True, exclusive_groups=(("--topic", "--topic-list"),),
+         topic_context=True, context_narrows=True, context_without=("--broker-list",),
+         exclusive_groups=(("--topic", "--topic-list"),),
          help="Log directories of brokers: per dir and partition, size, offset lag and future replicas.",
          description=("As kafka-log-dirs --describe. Per dir also whether it is cordoned (KIP-1066, Kafka 4.3+: "
                       "no new replica lands there; see cordon), where the cluster tells."),
-         examples=("describe-log-dirs", "describe-log-dirs --broker-list 1,2 --topic-list orders"))
+         examples=("describe-log-dirs", "describe-log-dirs --broker-list 1,2 --topic-list orders"), tables=("log_dirs", "partitions"))
 def describe_log_dirs(session: Session, args: dict) -> Result:
     conn = session.conn
     brokers = _brokers(session, args["broker_list"])
@@ -84,7 +85,7 @@ def _brokers(session: Session, wanted: list[int] | None) -> list[int]:
          Option("--replication", flag=True, help="Each voter and observer: log end offset, lag, last fetch."),
          exclusive_groups=(("--status", "--replication"),),
          help="The KRaft metadata quorum, like kafka-metadata-quorum describe.",
-         examples=("describe-quorum --status", "describe-quorum --replication"))
+         examples=("describe-quorum --status", "describe-quorum --replication"), tables=("status", "replication"))
 def describe_quorum(session: Session, args: dict) -> Result:
     q = quorum.describe(session.conn)
     leader = q.leader
@@ -142,7 +143,7 @@ def _node(r: quorum.QuorumReplica, q: quorum.Quorum, directory: bool = True) -> 
 
 @command("describe-controller",
          help="The active controller: id, address, rack, epoch, and the preferred controller if one is set.",
-         examples=("describe-controller",))
+         examples=("describe-controller",), tables=("controller",))
 def describe_controller(session: Session, args: dict) -> Result:
     controller = cluster.active_controller(session.conn)  # KRaft: one DescribeQuorum gives id and epoch
     rack = None

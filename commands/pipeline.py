@@ -81,7 +81,7 @@ def remote_url(text: str) -> str:
                       "the disk full) leaves a manifest that says why, one line on stderr, and the next round comes "
                       "on time; the exit code is 1 if any round failed. See README, Fleet analysis."),
          examples=("snapshot --output-dir snapshots", "snapshot --output-dir snapshots --every 60s",
-                   "snapshot --output-dir snapshots --every 60s --count 60"))
+                   "snapshot --output-dir snapshots --every 60s --count 60"), tables=("snapshots",))
 def snapshot_command(session: Session, args: dict) -> Result:
     need_extra("pyarrow")
     every, count = args["every"], args["count"]
@@ -89,7 +89,11 @@ def snapshot_command(session: Session, args: dict) -> Result:
         raise UsageError("--count above 1 needs --every INTERVAL (the time between snapshots)")
     root = usable_directory(args["output_dir"], "--output-dir")
     if every is None:
-        return Result(tables=[_snapshot_table([_take_one(session, root, args["output_dir"])])])
+        row = _take_one(session, root, args["output_dir"])
+        partial = row[-1] != "ok"
+        return Result(tables=[_snapshot_table([row])], exit_code=1 if partial else 0,
+                      messages=["The snapshot is partial: what did not answer is left out (its manifest's "
+                                "left_out lists it)."] if partial else [])
     return _series(session, root, args["output_dir"], every, count)
 
 
@@ -97,12 +101,12 @@ def _take_one(session: Session, root: Path, shown: str) -> list:
     from kafka_shell.pipeline import snapshot
     try:
         with session.bounded():   # each snapshot of a series within --timeout
-            directory = snapshot.take(session, root)
+            directory, left_out = snapshot.take(session, root)
     except OSError as exc:
         raise ShellError(f"Cannot write the snapshot under {shown[:80]!r}: {exc.strerror or exc}") from None
     info = snapshot.summary(directory)
     return [info["cluster_id"], info["taken_at"], str(directory), info["rows"]["partitions"],
-            info["rows"]["brokers"], info["seconds"], "ok"]
+            info["rows"]["brokers"], info["seconds"], f"partial: {len(left_out)} part(s) left out" if left_out else "ok"]
 
 
 def _snapshot_table(rows: list[list]) -> Table:
@@ -147,11 +151,12 @@ def _series(session: Session, root: Path, shown: str, every: float, count: int |
                 continue
             cluster = row[0]
             rows.append(row)
+            failed += row[-1] != "ok"
             session.stderr.write(f"Snapshot {n}{of}: {row[2]} ({row[5]:.2f} s)\n")
             session.stderr.flush()
     except KeyboardInterrupt:
         session.stderr.write(f"Stopped after {len(rows)} round(s).\n")
-    messages = [f"{failed} of {len(rows)} round(s) failed; their manifests say why."] if failed else []
+    messages = [f"{failed} of {len(rows)} round(s) failed or are partial; their manifests say why."] if failed else []
     return Result(tables=[_snapshot_table(rows)], messages=messages, exit_code=1 if failed else 0)
 
 
@@ -177,7 +182,7 @@ def _series(session: Session, root: Path, shown: str, every: float, count: int |
                       "One progress line per stage on stderr, with the Spark jobs it ran."),
          examples=("analyze --snapshots snapshots --out analysis",
                    "analyze --snapshots snapshots --out analysis --overwrite --spark-master spark://10.0.0.5:7077",
-                   "analyze --snapshots snapshots --out analysis --spark-remote sc://spark.example.com:15002"))
+                   "analyze --snapshots snapshots --out analysis --spark-remote sc://spark.example.com:15002"), tables=("summary", "clusters"))
 def analyze_command(session: Session, args: dict) -> Result:
     need_extra("pyspark")
     if args["spark_master"] and args["spark_remote"]:

@@ -41,7 +41,7 @@ node_id = int_range(0, INT32_MAX, "a node id")
                      "in ZooKeeper mode a broker id. Clusters without the preferred.controller.id "
                      "config (Apache Kafka) are refused: plan restarts with rolling-restart-plan.",
          examples=("preferred-controller show", "preferred-controller set 101 --blocking",
-                   "preferred-controller clear"))
+                   "preferred-controller clear"), tables=("preferred_controller",))
 def preferred_controller(session: Session, args: dict) -> Result:
     action, values = args["action"], args["args"]
     if action == "set" and len(values) != 1:

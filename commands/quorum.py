@@ -48,7 +48,7 @@ def _voters(ids: list[int]) -> str:
          examples=("add-controller --controller-id 103 --dry-run",
                    "add-controller --controller-id 103 --controller-directory-id ZLgh-CD8QfGsKlZG39bUrQ "
                    "--controller-endpoint CONTROLLER@localhost:9096 --yes",
-                   "add-controller --config /etc/kafka/controller.properties"))
+                   "add-controller --config /etc/kafka/controller.properties"), tables=("voters",))
 def add_controller(session: Session, args: dict) -> Result | Proposal:
     node_id, directory = args["controller_id"], args["controller_directory_id"]
     endpoints = [args["controller_endpoint"]] if args["controller_endpoint"] else []
@@ -83,7 +83,7 @@ def add_controller(session: Session, args: dict) -> Result | Proposal:
          help="Remove a controller from the KRaft quorum (RemoveRaftVoter, KIP-853): names the voters before and after; "
               "--unregister also removes its registration.",
          examples=("remove-controller --controller-id 102 --controller-directory-id ZLgh-CD8QfGsKlZG39bUrQ --dry-run",
-                   "remove-controller --controller-id 102 --controller-directory-id ZLgh-CD8QfGsKlZG39bUrQ --unregister --yes"))
+                   "remove-controller --controller-id 102 --controller-directory-id ZLgh-CD8QfGsKlZG39bUrQ --unregister --yes"), tables=("voters",))
 def remove_controller(session: Session, args: dict) -> Result | Proposal:
     node_id, directory, unregister = args["controller_id"], args["controller_directory_id"], args["unregister"]
     if unregister:   # before anything changes: not after the voter is gone

@@ -9,6 +9,7 @@ Exit codes: 0 done, 1 failed, 2 bad input (nothing sent), 3 (--verify) still in 
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -94,7 +95,7 @@ RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
          examples=("reassign-partitions --generate --topic orders --broker-list 1,2,3,4",
                    "reassign-partitions --execute --reassignment-json-file move.json --throttle 10000000",
                    "reassign-partitions --verify --reassignment-json-file move.json --blocking",
-                   "reassign-partitions --list"))
+                   "reassign-partitions --list"), tables=("current", "proposed", "status", "reassignments"))
 def reassign_partitions(session: Session, args: dict) -> Result:
     action = check_options(args)
     if action == "--generate":
@@ -274,7 +275,7 @@ def topics_to_move(path: str) -> list[str]:
 def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
     path = args[dest(FILE)]
     snap = read_keys(session, targets)
-    current = reassignments.current_assignment(snap, targets)
+    current = reassignments.current_assignment(snap.topics, targets)
     for key in targets:
         if key not in current:
             what = f'Topic "{key[0]}"' if key[0] not in snap.topics else f"Partition {_name(key)}"
@@ -314,7 +315,7 @@ def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Resu
         return Result(tables=[before], text=text, messages=messages + refused, exit_code=1)
     if args["blocking"]:
         session.stderr.write("\n".join(messages) + "\n")
-        waited = wait_and_finish(session, args, set(targets), resume=f"--verify --reassignment-json-file {path} ")
+        waited = wait_and_finish(session, args, set(targets), f"--verify --reassignment-json-file {path} ")
         return Result(tables=[before, *waited.tables], text="\n\n".join(filter(None, (text, waited.text))),
                       messages=waited.messages, exit_code=waited.exit_code)
     messages.append(f"Check it with: reassign-partitions --verify --reassignment-json-file {path}")
@@ -387,12 +388,21 @@ def _split(name: str) -> tuple[str, int]:
 def verify(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
     path = args[dest(FILE)]
     if args["blocking"]:
-        return wait_and_finish(session, args, set(targets), resume=f"--verify --reassignment-json-file {path} ")
+        return wait_and_finish(session, args, set(targets), f"--verify --reassignment-json-file {path} ")
     return status(session, args, targets)
 
 
-def status(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
-    moving, verified = reassignments.verify(session.conn, targets)
+def status(session: Session, args: dict, targets: dict[Key, list[int]],
+           current: dict[Key, list[int]] | None = None) -> Result:
+    """Each partition judged against the file: by the controller (in progress or not) and by
+    `current` (what the brokers agree on; a fresh read when not given)."""
+    moving, verified = reassignments.verify(session.conn, targets, current)
+    if current is None and any(v.state == reassignments.DIFFERS for v in verified.values()):
+        # The broker asked may not have the controller's last change yet: judge once all agree.
+        current, lagging = agreed_assignment(session, set(targets), session.conn.deadline())
+        if lagging:
+            return Result.message(lagging, exit_code=1)
+        moving, verified = reassignments.verify(session.conn, targets, current)
     lines, rows, failed, running = ["Status of partition reassignment:"], [], 0, 0
     for key, v in verified.items():
         name, want = _name(key), targets[key]
@@ -453,7 +463,7 @@ def list_moves(session: Session) -> Result:
 
 
 def wait_all(session: Session, args: dict) -> Result:
-    return wait_and_finish(session, args, None, resume="")
+    return wait_and_finish(session, args, None, "")
 
 
 def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume: str) -> Result:
@@ -465,9 +475,38 @@ def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume:
                               f"reassign-partitions {resume}--blocking", exit_code=INTERRUPTED)
     with session.bounded():   # the waiting had no bound but the moves' end: what follows has --timeout
         if keys is not None and args.get(dest(FILE)):
-            return status(session, args, read_reassignment(args[dest(FILE)]))
+            # The brokers learn the controller's last change a moment later: judge once they agree.
+            agreed, lagging = agreed_assignment(session, keys, session.conn.deadline())
+            if lagging:
+                return Result.message(lagging, exit_code=1)
+            return status(session, args, read_reassignment(args[dest(FILE)]), agreed)
         return Result.message("No partition reassignment in progress.",
                               *clear_throttles(session, args["preserve_throttles"], {}))
+
+
+def agreed_assignment(session: Session, keys: set[Key], deadline: Deadline) -> tuple[dict[Key, list[int]], str | None]:
+    """The replicas of `keys` once every live broker's metadata says the same (each learns the
+    controller's change a moment after it is made), within `deadline`: (the assignment, None), or
+    (what most brokers that answered show, the line naming those that show otherwise or did not
+    answer)."""
+    names = sorted({t for t, _ in keys})
+    while True:
+        snap = read_keys(session, keys)
+        views = topics.views_by_broker(session.conn, sorted(snap.brokers), names, deadline)
+        failed = views.errors
+        seen = {b: reassignments.current_assignment(view, keys) for b, view in views.rows.items()}
+        votes = Counter(tuple(sorted((k, tuple(r)) for k, r in a.items())) for a in seen.values())
+        most = {k: list(r) for k, r in votes.most_common(1)[0][0]} if votes else {}
+        if not failed and all(assignment == most for assignment in seen.values()):
+            return most, None
+        if not deadline.pause(POLL_S):
+            break
+    differ = sorted(b for b, assignment in seen.items() if assignment != most)
+    why = [f"broker(s) {_ids(differ)} still show other replicas"] if differ else []
+    why += [str(failed[b]) for b in sorted(failed)]
+    return most, (f"The controller finished the reassignment, but after {deadline.elapsed():.1f} s "
+                   f"the brokers' metadata does not agree yet ({'; '.join(why)}): check it with "
+                   "reassign-partitions --verify, or raise --timeout.")
 
 
 def wait(session: Session, keys: set[Key] | None, progress: Progress) -> None:

@@ -68,7 +68,7 @@ def partition_list(text: str) -> list[int]:
          topic_context=True,
          help="Offsets of partitions at a time, as kafka-get-offsets (topic:partition:offset).",
          examples=("get-offsets --topic orders", "get-offsets --topic orders --time earliest",
-                   "get-offsets --topic orders --time 2024-01-31T12:00:00"))
+                   "get-offsets --topic orders --time 2024-01-31T12:00:00"), tables=("offsets",))
 def get_offsets(session: Session, args: dict) -> Result:
     snap, found = topics.read_topics(session.conn, args["topic"])
     keys = [(t.name, p.partition) for t in found for p in t.partitions
@@ -146,7 +146,7 @@ def _deletion_question(args: dict) -> str:
          exclusive_groups=(("--offset-json-file", "--topic"), ("--offset-json-file", "--before-offset")),
          help="Delete records before an offset (moves the log start); reports the low watermarks after.",
          examples=("delete-records --topic orders --partition 0 --before-offset 100 --yes",
-                   "delete-records --offset-json-file offsets.json --yes"))
+                   "delete-records --offset-json-file offsets.json --yes"), tables=("records",))
 def delete_records(session: Session, args: dict) -> Result:
     wanted = _deletions(args)
     snap = session.conn.read(sorted({t for t, _ in wanted}))
@@ -217,7 +217,7 @@ def records_per_second(text: str) -> float:
          examples=("produce --topic orders hello world", "produce --topic orders --key-separator : k1:v1 k2:v2",
                    "produce --topic orders --file values.txt --header source:batch",
                    "produce --topic orders --parse-headers --key-separator : --file lines.txt",
-                   "produce --topic orders --compression zstd --acks 1 --rate 100 --file values.txt"))
+                   "produce --topic orders --compression zstd --acks 1 --rate 100 --file values.txt"), tables=("produced",))
 def produce(session: Session, args: dict) -> Result:
     if args["value"] and args["file"]:
         raise UsageError("Give values as arguments or --file, not both")
@@ -488,7 +488,7 @@ LINE_OUTPUTS = ("--format", "--raw", "--print-key", "--print-headers")
                    "consume --topic orders --partition 0 --offset 42",
                    "consume --topic orders --offset -10 --print-key",
                    "consume --topic orders --from-time -1h --format '%p:%o %k=%s\\n'",
-                   "consume --topic orders --group audit --from-beginning --follow"))
+                   "consume --topic orders --group audit --from-beginning --follow"), tables=("records",))
 def consume(session: Session, args: dict) -> Result:
     start = _start(args)
     if args["timeout"] is not None and not 0 < args["timeout"] <= 86400:

@@ -86,7 +86,7 @@ ACTIONS = ("--show-replica-info", "--manual-recovery-output-file", "--automated-
              "unclean election. An unclean election truncates the other replicas to the new leader's log."),
          examples=("unclean-recovery --all-offline-partitions --show-replica-info --dry-run",
                    "unclean-recovery --all-offline-partitions --manual-recovery-output-file recovery.json",
-                   "unclean-recovery --path-to-json-file parts.json --automated-recovery --yes"))
+                   "unclean-recovery --path-to-json-file parts.json --automated-recovery --yes"), tables=("replicas", "elections"))
 def unclean_recovery(session: Session, args: dict) -> Result | Proposal:
     check_arguments(session, args)
     path = recovery.path(session.conn)

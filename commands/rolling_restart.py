@@ -33,7 +33,7 @@ CHECK = ("every partition's ISR full, no offline partition "
                 help="Only these brokers (default: every live broker, and the KRaft controllers)."),
          help="The order to restart brokers and controllers with the fewest controller moves.",
          description=" ".join((__doc__ or "").split("\n\n", 1)[-1].split()),   # one paragraph, wrapped by help
-         examples=("rolling-restart-plan", "rolling-restart-plan --brokers 1,2,3 -o json"))
+         examples=("rolling-restart-plan", "rolling-restart-plan --brokers 1,2,3 -o json"), tables=("steps",))
 def rolling_restart_plan(session: Session, args: dict) -> Result:
     snap = session.conn.read(controller=True)
     live = sorted(snap.brokers)

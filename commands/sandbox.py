@@ -22,8 +22,10 @@ ACTIONS = {
     "set-log-end-offset": (("TOPIC", "PARTITION", "BROKER", "OFFSET"),
                            "Set a replica's log end offset (with --epoch, its leader epoch)."),
     "delay": (("BROKER", "MS"), "Answer every request of a broker MS milliseconds late."),
+    "lag-metadata": (("BROKER", "MS"), "Let a broker's metadata trail the controller's by MS milliseconds: "
+                                       "its Metadata answers show each change that much later."),
     "fail": (("BROKER", "API", "ERROR_NAME"), "Answer every API request of a broker with an error."),
-    "heal": ((), "Remove every delay and injected error."),
+    "heal": ((), "Remove every delay, metadata lag and injected error."),
     "replace-broker": (("BROKER",), "Bring a broker back as a repaired machine does (on --host): with its "
                                     "id (--keep-id, the default), or with its disk lost (--lose-disk) taking "
                                     "an id by KIP-426's procedure; it records its host in __broker_hosts."),
@@ -46,7 +48,7 @@ ACTIONS = {
          "--bootstrap-server (through its control endpoint).",
          examples=("sandbox status", "sandbox stop-broker 2", "sandbox kill-controller",
                    "sandbox stop-controller 100", "sandbox fail 1 CreateTopics NOT_CONTROLLER",
-                   "sandbox heal", "sandbox replace-broker 3 --lose-disk --host broker-3.sandbox"))
+                   "sandbox heal", "sandbox replace-broker 3 --lose-disk --host broker-3.sandbox"), tables=("nodes",))
 def sandbox_command(session, args: dict) -> Result:
     action, values = args["action"], args["args"]
     names = ACTIONS[action][0]
@@ -94,11 +96,14 @@ def sandbox_command(session, args: dict) -> Result:
         if action == "delay":
             sb.delay(_int(values[0], "BROKER"), _int(values[1], "MS"))
             return Result.message(f"Broker {values[0]} answers {values[1]} ms late.")
+        if action == "lag-metadata":
+            sb.lag_metadata(_int(values[0], "BROKER"), _int(values[1], "MS"))
+            return Result.message(f"Broker {values[0]}'s metadata trails the controller's by {values[1]} ms.")
         if action == "fail":
             sb.fail(_int(values[0], "BROKER"), values[1], values[2])
             return Result.message(f"Broker {values[0]} answers {values[1]} with {values[2]}.")
         sb.heal()
-        return Result.message("Delays and injected errors removed.")
+        return Result.message("Delays, metadata lags and injected errors removed.")
     except ValueError as exc:  # the sandbox says what was wrong (unknown broker, API, error)
         raise UsageError(str(exc)) from None
 
@@ -129,8 +134,7 @@ def _status(sb) -> Result:
             if role == "broker" and n["alive"] and n["fenced"]:
                 state = "up (fenced)"
             rows.append([n["id"], role, f"{n['host']}:{n['port']}", n.get("rack"), state,
-                         n["id"] == active, n["delay_ms"],
+                         n["id"] == active, n["delay_ms"], n.get("metadata_lag_ms"),
                          ",".join(f"{k}:{v}" for k, v in n["failures"].items())])
-    return Result.table(["Node", "Role", "Address", "Rack", "State", "ActiveController", "DelayMs", "Failures"], rows,
-                        name="nodes",
-                        kinds={"DelayMs": "ms"})
+    return Result.table(["Node", "Role", "Address", "Rack", "State", "ActiveController", "DelayMs", "MetadataLagMs",
+                         "Failures"], rows, name="nodes", kinds={"DelayMs": "ms", "MetadataLagMs": "ms"})

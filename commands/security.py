@@ -150,7 +150,7 @@ def _describe(session: Session, kind: Res, name: str | None, pattern: PatternTyp
                 help="Only the ACLs of this principal."),
          help="List ACLs (all, or those of the resources and principal given).",
          examples=("describe-acls", "describe-acls --topic orders --resource-pattern-type MATCH",
-                   "describe-acls --principal User:alice"))
+                   "describe-acls --principal User:alice"), tables=("acls",))
 def describe_acls(session: Session, args: dict) -> Result:
     pattern = _pattern(args, PatternType.ANY)
     rows: list[list] = []
@@ -218,7 +218,7 @@ def _bindings(args: dict) -> list[Binding]:
          examples=("create-acls --allow-principal User:alice --operation Read --topic orders",
                    "create-acls --allow-principal User:app --consumer --topic orders --group billing",
                    "create-acls --deny-principal User:bob --operation All --topic secret- "
-                   "--resource-pattern-type PREFIXED"))
+                   "--resource-pattern-type PREFIXED"), tables=("acls",))
 def create_acls(session: Session, args: dict) -> Result:
     bindings = _bindings(args)
     table = Table(acls.COLUMNS, [b.row() for b in bindings], name="acls")
@@ -236,7 +236,7 @@ def create_acls(session: Session, args: dict) -> Result:
          help="Remove ACLs (kafka-acls --remove): those matching the resources, principals and operations "
               "given; asks for confirmation naming them (--yes outside the REPL).",
          examples=("delete-acls --topic orders", "delete-acls --allow-principal User:alice --topic orders",
-                   "delete-acls --topic secret- --resource-pattern-type PREFIXED --yes"))
+                   "delete-acls --topic secret- --resource-pattern-type PREFIXED --yes"), tables=("acls",))
 def delete_acls(session: Session, args: dict) -> Result | Proposal:
     resources = _resources(args)
     if not resources:
@@ -287,7 +287,7 @@ def _matching(session: Session, filters: list[Binding]) -> list[list]:
 @command("describe-user-scram-credentials",
          Option("--user", type=any_name, repeatable=True, metavar="NAME", help="Only these users (repeatable)."),
          help="List SCRAM users with their mechanisms and iterations (never the credentials).",
-         examples=("describe-user-scram-credentials", "describe-user-scram-credentials --user alice"))
+         examples=("describe-user-scram-credentials", "describe-user-scram-credentials --user alice"), tables=("scram_credentials",))
 def describe_user_scram_credentials(session: Session, args: dict) -> Result:
     rows = [list(c) for c in scram.describe(session.conn, args["user"])]
     table = Table(["User", "Mechanism", "Iterations"], rows, name="scram_credentials")
@@ -376,7 +376,7 @@ def _entity(args: dict) -> list[tuple[str, str | None]]:
 
 @command("describe-client-quotas", *QUOTA_ENTITY,
          help="Show client quotas (all, or those of an entity).",
-         examples=("describe-client-quotas", "describe-client-quotas --entity-type users --entity-name alice"))
+         examples=("describe-client-quotas", "describe-client-quotas --entity-type users --entity-name alice"), tables=("client_quotas",))
 def describe_client_quotas(session: Session, args: dict) -> Result:
     components: list[tuple[str, int, str | None]] = []
     named = len(args["entity_name"] or [])

@@ -118,7 +118,7 @@ def clear_command(session: Session, args: dict) -> Result:
     return Result()
 
 
-@command("clusters", help="List the named clusters (from clusters.json in the config directory).")
+@command("clusters", help="List the named clusters (from clusters.json in the config directory).", tables=("clusters",))
 def clusters_command(session: Session, args: dict) -> Result:
     current = session.cluster or clusters.current()
     rows = [[name, entry.get("bootstrap") or None, entry.get("bootstrap_controller"), len(entry.get("properties") or {}),

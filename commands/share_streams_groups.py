@@ -31,7 +31,8 @@ share_states = choice_list(("Empty", "Stable", "Dead", "Unknown"), "states")
 @command("list-share-groups",
          Option("--state", type=share_states, metavar="STATE[,STATE]", help="Only groups in these states."),
          help="List share groups (KIP-932) with their state.",
-         examples=("list-share-groups", "list-share-groups --state Stable"))
+         examples=("list-share-groups", "list-share-groups --state Stable"),
+         tables=("groups",))
 def list_share_groups(session: Session, args: dict) -> Result:
     share_groups.require(session.conn)
     return listed_of_type(session, "share", args["state"])
@@ -51,11 +52,12 @@ def listed_of_type(session: Session, kind: str, states: list[str] | None) -> Res
          Option("--state", flag=True, help="State, coordinator, assignor and member count."),
          Option("--offsets", flag=True, help="Per partition: start offset and lag (the default)."),
          Option("--verbose", flag=True, help="With --members or --state: epochs and racks."),
-         Option("--topic", metavar="NAME", completer="topic", help="Only this topic's partitions (default: the "
-                "context topic)."),
-         topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
+         Option("--topic", metavar="NAME", completer="topic", help="Only this topic's partitions (the context "
+                "topic does not narrow a group's description)."),
+         exclusive_groups=(("--members", "--state", "--offsets"),),
          help="Describe share groups: start offsets and lag (default), --members or --state.",
-         examples=("describe-share-group orders-queue", "describe-share-group orders-queue --members --verbose"))
+         examples=("describe-share-group orders-queue", "describe-share-group orders-queue --members --verbose"),
+         tables=("groups", "members", "offsets"))
 def describe_share_group(session: Session, args: dict) -> Result:
     ids = list(dict.fromkeys(args["group"]))
     described = share_groups.describe(session.conn, ids)
@@ -144,7 +146,8 @@ SHARE_SPECIFIERS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset
               "as kafka-share-groups --reset-offsets.",
          examples=("reset-share-group-offsets --group queue --topic orders --to-earliest",
                    "reset-share-group-offsets --group queue --all-topics --to-current --export",
-                   "reset-share-group-offsets --group queue --from-file plan.csv --execute"))
+                   "reset-share-group-offsets --group queue --from-file plan.csv --execute"),
+         tables=("offsets",))
 def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal:
     gid = args["group"]
     from_file = resets.read_csv(args["from_file"], [gid]).get(gid, {}) if args["from_file"] else None
@@ -214,7 +217,8 @@ def _not_empty(session: Session, gid: str, what: str) -> list[str]:
                                                           f"topic(s) {', '.join(map(shown, args['topic']))}?"),
          help="Delete a share group's offsets (its state) for topics (the group must be empty; asks for "
               "confirmation).",
-         examples=("delete-share-group-offsets --group queue --topic orders --yes",))
+         examples=("delete-share-group-offsets --group queue --topic orders --yes",),
+         tables=("topics",))
 def delete_share_group_offsets(session: Session, args: dict) -> Result:
     gid, topics = args["group"], list(dict.fromkeys(args["topic"]))
     not_empty = _not_empty(session, gid, "its offsets can only be deleted")
@@ -242,7 +246,8 @@ streams_states = choice_list(("Empty", "NotReady", "Assigning", "Reconciling", "
 @command("list-streams-groups",
          Option("--state", type=streams_states, metavar="STATE[,STATE]", help="Only groups in these states."),
          help="List streams groups (KIP-1071) with their state.",
-         examples=("list-streams-groups",))
+         examples=("list-streams-groups",),
+         tables=("groups",))
 def list_streams_groups(session: Session, args: dict) -> Result:
     streams_groups.require(session.conn)
     return listed_of_type(session, "streams", args["state"])
@@ -255,11 +260,12 @@ def list_streams_groups(session: Session, args: dict) -> Result:
          Option("--state", flag=True, help="State, coordinator, assignor, member count, and the subtopologies' topics."),
          Option("--offsets", flag=True, help="Per input partition: committed offset, log end, lag (the default)."),
          Option("--verbose", flag=True, help="With --members or --state: epochs and target assignments."),
-         Option("--topic", metavar="NAME", completer="topic", help="Only this topic's partitions (default: the "
-                "context topic)."),
-         topic_context=True, exclusive_groups=(("--members", "--state", "--offsets"),),
+         Option("--topic", metavar="NAME", completer="topic", help="Only this topic's partitions (the context "
+                "topic does not narrow a group's description)."),
+         exclusive_groups=(("--members", "--state", "--offsets"),),
          help="Describe streams groups: offsets and lag (default), --members or --state.",
-         examples=("describe-streams-group word-count", "describe-streams-group word-count --members --verbose"))
+         examples=("describe-streams-group word-count", "describe-streams-group word-count --members --verbose"),
+         tables=("groups", "subtopologies", "members", "offsets"))
 def describe_streams_group(session: Session, args: dict) -> Result:
     ids = list(dict.fromkeys(args["group"]))
     described = streams_groups.describe(session.conn, ids)
@@ -432,7 +438,8 @@ def _scope(session: Session, d: streams_groups.StreamsGroup, held: dict[Key, int
          examples=("reset-streams-group-offsets --group word-count --all-input-topics --to-earliest",
                    "reset-streams-group-offsets --group word-count --all-input-topics --to-earliest --execute "
                    "--delete-all-internal-topics",
-                   "reset-streams-group-offsets --group word-count --input-topic lines:0 --shift-by -10 --execute"))
+                   "reset-streams-group-offsets --group word-count --input-topic lines:0 --shift-by -10 --execute"),
+         tables=("offsets",))
 def reset_streams_group_offsets(session: Session, args: dict) -> Result | Proposal:
     streams_groups.require(session.conn)
     group_ids = _streams_group_ids(session, args["group"], args["all_groups"])
@@ -536,7 +543,8 @@ def confirm_delete_streams_offsets(session: Session, args: dict) -> str | None:
          help="Delete a streams group's committed offsets (of topics it no longer reads, or all of an "
               "inactive group), as kafka-streams-groups --delete-offsets.",
          examples=("delete-streams-group-offsets --group word-count --input-topic old-lines --yes",
-                   "delete-streams-group-offsets --group word-count --all-input-topics --dry-run"))
+                   "delete-streams-group-offsets --group word-count --all-input-topics --dry-run"),
+         tables=("offsets",))
 def delete_streams_group_offsets(session: Session, args: dict) -> Result:
     gid, keys = _offsets_to_delete(session, args)
     if args["dry_run"]:

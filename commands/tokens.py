@@ -30,7 +30,7 @@ def _row(t: tokens.Token) -> list:
          Option("--max-life-time-period", type=period, default=-1, metavar="MS",
                 help="Its longest life in ms (default: the broker's delegation.token.max.lifetime.ms)."),
          help="Create a delegation token (kafka-delegation-tokens --create); its HMAC is shown this once.",
-         examples=("create-delegation-token --renewer-principal User:alice --max-life-time-period 86400000",))
+         examples=("create-delegation-token --renewer-principal User:alice --max-life-time-period 86400000",), tables=("token",))
 def create_delegation_token(session: Session, args: dict) -> Result:
     token, hmac = tokens.create(session.conn, args["owner_principal"], args["renewer_principal"] or [],
                                 args["max_life_time_period"])
@@ -44,7 +44,7 @@ def create_delegation_token(session: Session, args: dict) -> Result:
          Option("--renew-time-period", type=period, default=-1, metavar="MS",
                 help="How much longer it lives, in ms (default: the broker's delegation.token.expiry.time.ms)."),
          help="Renew a delegation token (kafka-delegation-tokens --renew).",
-         examples=("renew-delegation-token --hmac <HMAC> --renew-time-period 3600000",))
+         examples=("renew-delegation-token --hmac <HMAC> --renew-time-period 3600000",), tables=("token",))
 def renew_delegation_token(session: Session, args: dict) -> Result:
     expiry = tokens.renew(session.conn, args["hmac"], args["renew_time_period"])
     return Result.table(["ExpiryDate"], [[expiry]], "Renewed the delegation token.", name="token", kinds=KINDS)
@@ -55,7 +55,7 @@ def renew_delegation_token(session: Session, args: dict) -> Result:
                 help="Expire it this many ms from now (default -1: now)."),
          confirm=Confirm(),
          help="Expire a delegation token (kafka-delegation-tokens --expire): at once by default.",
-         examples=("expire-delegation-token --hmac <HMAC> --yes",))
+         examples=("expire-delegation-token --hmac <HMAC> --yes",), tables=("token",))
 def expire_delegation_token(session: Session, args: dict) -> Result:
     expiry = tokens.expire(session.conn, args["hmac"], args["expiry_time_period"])
     return Result.table(["ExpiryDate"], [[expiry]], "Expired the delegation token." if args["expiry_time_period"] < 0
@@ -65,7 +65,7 @@ def expire_delegation_token(session: Session, args: dict) -> Result:
 @command("describe-delegation-token",
          Option("--owner-principal", repeatable=True, metavar="TYPE:NAME", help="Only these owners' tokens (repeatable)."),
          help="The delegation tokens this principal may see, without their HMACs (kafka-delegation-tokens --describe).",
-         examples=("describe-delegation-token", "describe-delegation-token --owner-principal User:alice"))
+         examples=("describe-delegation-token", "describe-delegation-token --owner-principal User:alice"), tables=("tokens",))
 def describe_delegation_token(session: Session, args: dict) -> Result:
     rows = [_row(t) for t in tokens.describe(session.conn, args["owner_principal"])]
     return Result.table(COLUMNS, rows, name="tokens", kinds=KINDS)

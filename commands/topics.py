@@ -17,7 +17,7 @@ from kafka_shell.admin.topics import NewTopic
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH
-from kafka_shell.connection.metadata import kafka_uuid
+from kafka_shell.connection.metadata import ZOOKEEPER, kafka_uuid
 from kafka_shell.base.names import (PATTERN_HELP, check_topic_name, has_collision_chars, is_pattern, matcher, pattern_notes,
                                topic_pattern, valid_topic_name)
 from kafka_shell.declarations.option_types import config_name, key_value, positive_int, replica_assignment, replication_factor
@@ -106,10 +106,10 @@ def create_topics(session: Session, lines: list[dict]) -> list[Result | ShellErr
         if i in failed:
             messages += failed[i]
         outcome = Result.message(*messages, exit_code=1 if i in failed else 0)
-        if lines[i].get("blocking") and not dry_run and i not in failed:
-            created = [t.name for j, t in wanted if j == i]
-            if created:
-                outcome = _joined(outcome, wait_until_shown(session, snap, created, _created, "the new topic(s)"))
+        created = [t.name for j, t in wanted if j == i]
+        if created and not dry_run and i not in failed:
+            outcome = _joined(outcome, settle(session, snap, created, _created, "the new topic(s)",
+                                              lines[i].get("blocking", False)))
         outcomes[i] = outcome
     return [outcomes[i] for i in range(len(lines))]
 
@@ -125,13 +125,30 @@ def _deleted(view: dict[str, TopicInfo], names: list[str]) -> bool:
     return not any(n in view for n in names)
 
 
-def wait_until_shown(session: Session, snap: ClusterSnapshot, names: list[str],
-                     shows: Callable[[dict[str, TopicInfo], list[str]], bool], what: str) -> Result:
-    """KIP-4's --blocking: ask every broker live in the command's read for its metadata of
-    `names` until each one `shows` the change, within --timeout; on timeout name the brokers
-    that lag (or did not answer, and why)."""
+Shows = Callable[[dict[str, "TopicInfo"], list[str]], bool]
+
+
+def settle(session: Session, snap: ClusterSnapshot, names: list[str], shows: Shows, what: str,
+           blocking: bool) -> Result:
+    """After a topic change: with --blocking, every live broker shows it; without, in ZooKeeper
+    mode, the controller broker does (reads go to it, and it learns the change from ZooKeeper a
+    moment after the request was answered), said only when it does not within --timeout."""
+    if blocking:
+        return wait_until_shown(session, snap, names, shows, what)
+    controller = snap.controller.id
+    if session.conn.mode == ZOOKEEPER and controller in snap.brokers:
+        waited = wait_until_shown(session, snap, names, shows, what, [controller])
+        return waited if waited.exit_code else Result()
+    return Result()
+
+
+def wait_until_shown(session: Session, snap: ClusterSnapshot, names: list[str], shows: Shows, what: str,
+                     brokers: list[int] | None = None) -> Result:
+    """KIP-4's --blocking: ask every broker live in the command's read (or `brokers`) for its
+    metadata of `names` until each one `shows` the change, within --timeout; on timeout name the
+    brokers that lag (or did not answer, and why)."""
     deadline = Deadline(session.conn.timeout_s)
-    brokers = sorted(snap.brokers)
+    brokers = brokers or sorted(snap.brokers)
     while True:
         found = topics.views_by_broker(session.conn, brokers, names, deadline)
         lagging = {b: found.errors[b].message if b in found.errors else None for b in brokers
@@ -141,7 +158,7 @@ def wait_until_shown(session: Session, snap: ClusterSnapshot, names: list[str],
         if not deadline.pause(POLL_S):
             ids = ", ".join(map(str, lagging))
             why = "".join(f"; broker {b}: {reason}" for b, reason in lagging.items() if reason)
-            return Result.message(f"Timed out after {session.conn.timeout_s:g} s waiting for every broker to show "
+            return Result.message(f"Timed out after {session.conn.timeout_s:g} s waiting for the brokers to show "
                                   f"{what}: broker(s) {ids} do not yet{why} (raise --timeout to wait longer).",
                                   exit_code=1)
 
@@ -229,6 +246,8 @@ def alter_topic(session: Session, args: dict) -> Result:
     snap, found = topics.read_topics(conn, args["topic"])
     if not found:
         raise no_match(args["topic"], snap)
+    if args["delete_config"]:
+        configs.check_deletions(conn, configs.TOPICS, [t.name for t in found], args["delete_config"])
     messages: list[str] = pattern_notes(args["topic"], list(snap.topics))
     if args["partitions"]:
         messages += _add_partitions(session, found, args["partitions"], args["replica_assignment"], dry_run)
@@ -238,7 +257,7 @@ def alter_topic(session: Session, args: dict) -> Result:
         messages += configs.alter(conn, configs.TOPICS, [t.name for t in found], dict(args["config"]),
                                   args["delete_config"], dry_run)
     result = Result.message(*messages)
-    if args["blocking"] and not dry_run and (args["partitions"] or args["replication_factor"]):
+    if not dry_run and (args["partitions"] or args["replication_factor"]):
         total, factor = args["partitions"], args["replication_factor"]
 
         def altered(view: dict[str, TopicInfo], names: list[str]) -> bool:
@@ -247,7 +266,7 @@ def alter_topic(session: Session, args: dict) -> Result:
                        for n in names)
         what = " and ".join(x for x in (f"{total} partitions" if total else "",
                                          f"{factor} replicas a partition" if factor else "") if x)
-        result = _joined(result, wait_until_shown(session, snap, [t.name for t in found], altered, what))
+        result = _joined(result, settle(session, snap, [t.name for t in found], altered, what, args["blocking"]))
     elif args["blocking"] and not dry_run:
         result.messages.append("--blocking waits for what brokers' metadata shows (partitions, replicas): "
                                "configs are not in it, nothing to wait for.")
@@ -347,9 +366,7 @@ def delete_topic(session: Session, args: dict) -> Result:
             errors.append(failure_lines.deleted_line(result.error, result.name))
     if errors:
         raise KafkaCallError(" ".join(messages + errors))
-    if args["blocking"]:
-        return _joined(Result.message(*messages), wait_until_shown(session, snap, names, _deleted, "the deletion"))
-    return Result.message(*messages)
+    return _joined(Result.message(*messages), settle(session, snap, names, _deleted, "the deletion", args["blocking"]))
 
 
 # -- list-topics / describe-topic --------------------------------------------------------------
@@ -361,7 +378,7 @@ def delete_topic(session: Session, args: dict) -> Result:
                 "regular expression)."),
          Option("--exclude-internal", flag=True, help="Leave out internal topics."),
          help="List topics.",
-         examples=("list-topics", "list-topics 'orders-.*' --exclude-internal"))
+         examples=("list-topics", "list-topics 'orders-.*' --exclude-internal"), tables=("topics",))
 def list_topics(session: Session, args: dict) -> Result:
     known = session.conn.read().topics
     selected = matcher(args["pattern"]) if args["pattern"] else None
@@ -376,6 +393,11 @@ FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_i
            "at_min_isr_partitions", "not_preferred_leader")
 
 
+# describe-topic's filters that make it a cluster-wide check: the context topic does not narrow them.
+HEALTH_CHECKS = ("--under-replicated-partitions", "--unavailable-partitions", "--under-min-isr-partitions",
+                 "--at-min-isr-partitions", "--not-preferred-leader", "--topics-with-overrides", "--exclude-internal")
+
+
 @command("describe-topic",
          Option("--topic", repeatable=True, metavar="NAME", completer="topic",
                 help=f"Topic to describe ({PATTERN_HELP}; without one: every topic, or the context topic)."),
@@ -386,9 +408,9 @@ FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_i
          Option("--not-preferred-leader", flag=True, help="Partitions led by another than their preferred replica."),
          Option("--topics-with-overrides", flag=True, help="Only topics with config overrides (topic lines only)."),
          Option("--exclude-internal", flag=True, help="Leave out internal topics."),
-         topic_context=True,
+         topic_context=True, context_narrows=True, context_without=HEALTH_CHECKS,
          help="Describe topics and their partitions (Kafka's fields), with Kafka's filters.",
-         examples=("describe-topic --topic orders", "describe-topic --under-replicated-partitions"))
+         examples=("describe-topic --topic orders", "describe-topic --under-replicated-partitions"), tables=("topics", "partitions"))
 def describe_topic(session: Session, args: dict) -> Result:
     from kafka_shell.admin import configs, reassignments  # see DEFERRED
     conn = session.conn
@@ -411,12 +433,17 @@ def describe_topic(session: Session, args: dict) -> Result:
                    dict(sorted(settings[t.name].overrides.items())) if t.name in settings else {}]
                   for t in found]
     tables = []
+    missing: list[str] = []
     if not filters:
         tables.append(Table(["Topic", "TopicId", "PartitionCount", "ReplicationFactor", "Configs"],
                             topic_rows, name="topics"))
     if not args["topics_with_overrides"]:
         live = snapshot.brokers
-        moving = reassignments.moving(conn)
+        try:
+            moving = reassignments.moving(conn)
+        except ShellError as exc:   # the moves come from the controller: the rest is still told
+            moving = {}
+            missing.append(f"Replicas being added or removed are not shown: {exc}")
         elr = topics.eligible_leaders(conn, found)
         rows = []
         for t in found:
@@ -435,7 +462,8 @@ def describe_topic(session: Session, args: dict) -> Result:
     elif filters:
         tables.append(Table(["Topic", "TopicId", "PartitionCount", "ReplicationFactor", "Configs"],
                             topic_rows, name="topics"))
-    return Result(tables=tables, messages=pattern_notes(args["topic"], list(snapshot.topics)))
+    return Result(tables=tables, messages=[*pattern_notes(args["topic"], list(snapshot.topics)), *missing],
+                  exit_code=1 if missing else 0)
 
 
 def no_match(patterns: list[str], snap: ClusterSnapshot) -> ShellError:

@@ -53,7 +53,7 @@ def topic_name(text: str) -> str:
                 help="Only transactional ids matching this regular expression (Kafka 4.1+)."),
          help="List transactional ids with their coordinator, producer id and state.",
          examples=("list-transactions", "list-transactions --state Ongoing --duration-filter 60000",
-                   "list-transactions --transactional-id-pattern 'orders-.*'"))
+                   "list-transactions --transactional-id-pattern 'orders-.*'"), tables=("transactions",))
 def list_transactions(session: Session, args: dict) -> Result:
     pids = sorted({p for ps in args["producer_id"] for p in ps})
     duration = args["duration_filter"]
@@ -71,7 +71,7 @@ def list_transactions(session: Session, args: dict) -> Result:
          Option("--transactional-id", type=transactional_id, required=True, metavar="ID", completer="transactional_id",
                 help="Transactional id."),
          help="Describe a transactional id's transaction: producer, state, timeout, start, partitions.",
-         examples=("describe-transaction --transactional-id orders-writer-1",))
+         examples=("describe-transaction --transactional-id orders-writer-1",), tables=("transaction",))
 def describe_transaction(session: Session, args: dict) -> Result:
     tid = args["transactional_id"]
     described = transactions.describe(session.conn, [tid])
@@ -103,7 +103,7 @@ PRODUCER_COLUMNS = ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "La
          topic_context=True,
          help="The active producers of a partition: epochs, last sequence and time, open transaction's start.",
          examples=("describe-producers --topic orders --partition 0",
-                   "describe-producers --topic orders --partition 0 --broker-id 2"))
+                   "describe-producers --topic orders --partition 0 --broker-id 2"), tables=("producers",))
 def describe_producers(session: Session, args: dict) -> Result:
     keys = _partitions(session, args["topic"], args["partition"])
     snap = session.conn.read([args["topic"]])
@@ -141,14 +141,14 @@ def _scope(args: dict) -> str:
          Option("--max-transaction-timeout", type=int_range(0, INT32_MAX, "minutes"), default=15, metavar="MINUTES",
                 help="Only transactions last written longer ago than this (as Kafka's default "
                      "transaction.max.timeout.ms)."),
-         topic_context=True,
+         topic_context=True, context_without=("--broker-id",),
          help="Open transactions no coordinator will end (they stop read_committed consumers).",
          description="As Kafka's kafka-transactions find-hanging: the open transactions of the partitions "
                      "(DescribeProducers) last written longer than --max-transaction-timeout ago, whose "
                      "producer id no coordinator lists, or whose coordinator does not count the partition "
                      "in its transaction. abort-transaction --start-offset ends one.",
          examples=("find-hanging-transactions --topic orders", "find-hanging-transactions --broker-id 1",
-                   "find-hanging-transactions --topic orders --partition 0 --max-transaction-timeout 0"))
+                   "find-hanging-transactions --topic orders --partition 0 --max-transaction-timeout 0"), tables=("hanging",))
 def find_hanging_transactions(session: Session, args: dict) -> Result:
     topic, partition, broker = args["topic"], args["partition"], args["broker_id"]
     if topic is None and broker is None:

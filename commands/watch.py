@@ -38,7 +38,7 @@ REVERSE, PLAIN = "\x1b[7m", "\x1b[0m"
          Option("--count", type=positive_int, metavar="N", help="Stop after N rounds (default: at Ctrl-C)."),
          help="Re-run a read command every --interval and redraw it, the changed cells marked, until Ctrl-C.",
          examples=("watch describe-topic --under-replicated-partitions", "watch reassign-partitions --list --interval 1s",
-                   "watch describe-group app --interval 5s"))
+                   "watch describe-group app --interval 5s"), tables=None)
 def watch(session: Session, args: dict) -> Result:
     args = dict(args)
     words = _own_options(list(args["command"]), args)

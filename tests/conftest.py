@@ -16,6 +16,7 @@ import confluent_kafka.admin
 import pytest
 
 from kafka_shell.protocol import codec
+from kafka_shell.declarations import registry
 from kafka_shell.sandbox.server import Sandbox
 
 
@@ -74,8 +75,12 @@ def pytest_configure(config) -> None:
     # Every request body the shell builds, here and in the shells the tests start, is checked
     # against the fields of every version of its API (protocol.build_request).
     os.environ[codec.STRICT_REQUESTS_ENV] = "1"
+    # Every table a command prints is one it declares (registry.Command.tables: --csv-table is
+    # checked against them before anything is sent).
+    os.environ[registry.STRICT_TABLES_ENV] = "1"
     config.addinivalue_line("markers", "modes(*names): the sandbox modes (kraft, zk) a test runs in")
     config.addinivalue_line("markers", "real_kafka: runs against real Apache Kafka (tests/real_kafka.py)")
+    config.addinivalue_line("markers", "faults: a cell of the fault matrix (tests/fault_matrix.py)")
 
 
 def pytest_collection_modifyitems(items) -> None:

@@ -83,8 +83,8 @@ def test_failures_are_reported_one_line_each_and_exit_1(moved, admin):
     assert p.returncode == 1
     lines = p.stderr.splitlines()
     assert "Successfully completed leader election (PREFERRED) for partitions t-0" in lines
-    assert ('Error completing leader election (PREFERRED) for partition: u-0: The preferred leader of "u" '
-            "is not available: bring that broker back first.") in lines
+    assert ('Error completing leader election (PREFERRED) for partition: u-0 (preferred replica: broker 3): '
+            'The preferred leader of "u" is not available: bring that broker back first.') in lines
     assert lines[-1] == "1 partition(s) could not be elected"
     assert leaders(admin, "t")[0] == 1 and leaders(admin, "u") == [1]
 

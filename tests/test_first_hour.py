@@ -379,7 +379,7 @@ def test_blocking_names_the_brokers_that_lag_at_the_timeout(sandbox):
     ok(sandbox, "sandbox delay 3 20000")
     code, _, err = sh(sandbox, "create-topic --topic slow --replica-assignment 1:2 --blocking", timeout_s=1.5)
     assert code == 1 and "Created topic slow." in err, err
-    assert "Timed out after 1.5 s waiting for every broker to show the new topic(s): broker(s) 3 do not yet" in err
+    assert "Timed out after 1.5 s waiting for the brokers to show the new topic(s): broker(s) 3 do not yet" in err
     code, _, err = sh(sandbox, "create-topic --topic slow2 --replica-assignment 1:2 --blocking --dry-run")
     assert code == 0 and "Every live broker" not in err   # a dry run changes nothing to wait for
 

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kafka_shell.protocol.codes import ApiKey
@@ -233,6 +233,30 @@ def test_export_and_from_file_round_trip(sandbox, stamped, tmp_path: Path):
     plan_file.write_text("t,zero,1\n")
     code, out, err = sh(sandbox, f"reset-offsets --group g --from-file {plan_file}")
     assert code == 2 and len(err.splitlines()) == 1 and "partition and offset must be integers" in err
+
+
+def test_a_plan_naming_a_partition_the_topic_lacks_is_refused_whole(sandbox, stamped, tmp_path: Path):
+    plan_file = tmp_path / "plan.csv"
+    plan_file.write_text("t,0,1\nt,7,1\n")
+    code, out, err = sh(sandbox, f"reset-offsets --group g --from-file {plan_file} --execute --yes")
+    assert (code, out, err) == (1, "", 'Topic "t" has no partition 7 (it has 2)\n')
+    assert committed(sandbox, "g") == {0: 4, 1: 3}   # partition 0 was not reset either
+
+
+def test_a_share_group_is_named_as_one_by_the_consumer_group_commands(sandbox):
+    create(sandbox, "t", 1)
+    consumer = ShareConsumer({"bootstrap.servers": sandbox.bootstrap, "group.id": "share-g", "log_level": 0})
+    consumer.subscribe(["t"])
+    deadline = time.monotonic() + 30
+    while "share-g" not in sandbox.call(lambda c: list(sandbox_groups.all_groups(c)), sandbox.cluster):
+        assert time.monotonic() < deadline, "the share consumer made no group"
+        consumer.poll(0.1)
+    consumer.close()
+    said = "'share-g' is a share group, not a consumer group: see describe-share-group and delete-share-group.\n"
+    for line in ("delete-group share-g --yes", "describe-group share-g", "reset-offsets --group share-g --topic t "
+                 "--to-earliest --execute --yes"):
+        assert sh(sandbox, line)[0::2] == (1, said), line
+    assert "share-g" in sandbox.call(lambda c: list(sandbox_groups.all_groups(c)), sandbox.cluster)
 
 
 def test_reset_refused_while_the_group_has_active_members(sandbox, stamped):

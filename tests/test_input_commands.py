@@ -61,6 +61,48 @@ def test_topic_context_reaches_every_command_that_takes_a_topic(sandbox):
         s.close()
 
 
+def test_the_context_topic_narrows_only_reads_of_every_topic_and_says_so(sandbox):
+    """Issue 31: a cluster-wide check (a health filter, a broker's partitions, a group's
+    description) is never narrowed by the context topic; a read it does narrow says so."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    from tests.output import json_rows
+    note = "only topic orders: the context topic; 'topic' alone leaves it"
+    s = Session(target=Target(sandbox.bootstrap, timeout_s=5), stdout=io.StringIO(), stderr=io.StringIO())
+
+    def rows(line: str, table: str) -> tuple[list[dict], list[str]]:
+        out, err = len(s.stdout.getvalue()), len(s.stderr.getvalue())
+        assert run_line(s, line + " -o json") == 0, s.stderr.getvalue()
+        return json_rows(s.stdout.getvalue()[out:], table), s.stderr.getvalue()[err:].splitlines()
+    try:
+        for line in ("create-topic --topic orders --replica-assignment 1,2",
+                     "create-topic --topic payments --replica-assignment 3", "topic orders"):
+            assert run_line(s, line) == 0, s.stderr.getvalue()
+        admin = AdminClient({"bootstrap.servers": sandbox.bootstrap, "log_level": 0})
+        committed = [TopicPartition("orders", 0, 1), TopicPartition("orders", 1, 1), TopicPartition("payments", 0, 0)]
+        for f in admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions("app", committed)]).values():
+            f.result(10)
+        found, said = rows("describe-group app", "offsets")
+        assert {r["topic"] for r in found} == {"orders", "payments"} and note not in said
+        sandbox.stop_broker(3)   # payments-0 has no leader now
+        found, said = rows("describe-topic", "partitions")
+        assert {r["topic"] for r in found} == {"orders"} and said == [note]
+        found, said = rows("describe-topic --unavailable-partitions", "partitions")
+        assert [(r["topic"], r["partition"]) for r in found] == [("payments", 0)] and note not in said
+        found, said = rows("describe-log-dirs", "partitions")
+        assert {r["topic"] for r in found} == {"orders"} and said[0] == note
+        found, said = rows("describe-log-dirs --broker-list 1,2", "partitions")
+        assert {r["topic"] for r in found} >= {"orders"} and note not in said
+        _, said = rows("find-hanging-transactions --broker-id 1", "hanging")
+        assert note not in said
+        assert run_line(s, "topic") == 0
+        found, said = rows("describe-topic --exclude-internal", "topics")
+        assert {r["topic"] for r in found} == {"orders", "payments"} and note not in said
+    finally:
+        s.close()
+
+
 @pytest.mark.parametrize("name", ["alter-topic", "delete-topic", "describe-topic", "describe-log-dirs",
                                   "reassign-partitions", "elect-leaders", "alter-configs"])
 def test_help_says_the_context_topic_one_way(name):

@@ -62,6 +62,36 @@ def test_inspection_bad_input(sandbox, line, code, needles):
     assert_one_line_error(run(sandbox, line), code, *needles)
 
 
+@KRAFT_MODE
+def test_a_stopped_broker_named_by_id_is_not_live_rather_than_unknown(sandbox):
+    """KRaft keeps a stopped broker registered (fenced): naming it is no usage error but the
+    cluster's state (exit 1); an id the cluster never had stays a usage error."""
+    sandbox.stop_broker(3)
+    for line in ("describe-log-dirs --broker-list 3", "describe-configs --broker 3", "api-versions --broker 3"):
+        assert_one_line_error(run(sandbox, line), 1, "Broker 3 is not live: registered but fenced",
+                              "live brokers: 1, 2")
+    assert_one_line_error(run(sandbox, "describe-configs --broker 9"), 2, "Broker 9 is not in the cluster")
+
+
+@KRAFT_MODE
+def test_reads_under_a_controller_that_does_not_answer_keep_what_the_brokers_told(sandbox):
+    """The active controller hung (issue 31): what needs it says so, names what it asked, and
+    exits 1 with the rest of the answer; what does not need it is whole."""
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 2, 2, [[1, 2], [2, 3]])
+    sandbox.delay(sandbox.active_controller, 60_000)
+    p = run(sandbox, "list-brokers", "--timeout", "2")
+    assert p.returncode == 0 and len(p.stdout.splitlines()) == 5, p.stderr
+    p = run(sandbox, "describe-cluster", "--timeout", "2")
+    assert p.returncode == 1 and "DescribeQuorum" in p.stderr and "127.0.0.1" in p.stdout, p.stderr
+    p = run(sandbox, "describe-topic --topic t", "--timeout", "2")
+    assert p.returncode == 1 and "t        1            2" in p.stdout
+    # The broker's REQUEST_TIMED_OUT, or the shell's own wait ending first: either names the request.
+    assert p.stderr.startswith("Replicas being added or removed are not shown: ")
+    assert "ListPartitionReassignments" in p.stderr
+    p = run(sandbox, "controller-history", "--timeout", "2")
+    assert p.returncode == 1 and "The active controller is not shown" in p.stderr
+
+
 @pytest.fixture
 def quorum3(sandbox_mode):
     """Three KRaft voters (100-102) and brokers 1-3, or in zk mode a 3-broker cluster."""

@@ -120,6 +120,16 @@ BAD_INPUT = [
     ("describe-configs --topic existing --broker 1", 2, ["cannot be used together"]),
     ("sandbox status", 2, ["sandbox commands need kafka-shell --sandbox"]),
     ("list-topics --output yaml", 2, ["Invalid value \"yaml\" for --output", "table, json, jsonl, csv"]),
+    # Every line of a `;` list is checked before the first runs (issue 31).
+    ("create-topic --topic z; bogus", 2, ["Unknown command bogus"]),
+    ("create-topic --topic z; describe-topic --topic z --partitions 2", 2, ["Unknown option --partitions"]),
+    ("alter-topic --topic existing --partitions 4; create-topic --topic z -o csv --csv-table topics", 2,
+     ["create-topic prints no table: leave --csv-table out"]),
+    ("create-topic --topic z -o csv --csv-table nope", 2, ["create-topic prints no table"]),
+    # --delete-config of a key the topic does not have and Kafka does not know: kafka-configs' refusal.
+    ("alter-configs --topic existing --delete-config retention.m", 2,
+     ['Invalid config(s): retention.m: topic "existing" has no such config', "did you mean retention.ms?"]),
+    ("alter-topic --topic existing --partitions 4 --delete-config retention.m", 2, ["Invalid config(s): retention.m"]),
 ]
 
 
@@ -130,6 +140,25 @@ def test_bad_input_is_one_line_with_exit_code_and_changes_nothing(sandbox, line,
     before = sandbox.call(state, sandbox.cluster)
     assert_one_line_error(run(sandbox, line), code, *needles)
     assert sandbox.call(state, sandbox.cluster) == before
+
+
+def test_a_csv_table_the_command_lacks_is_refused_before_anything_is_sent(sandbox):
+    """A retrying script must not duplicate a record: exit 2 means nothing was sent."""
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "a1", 1, 1)
+    for args in (("-o", "csv", "--csv-table", "nope", "--command", "produce --topic a1 x"),
+                 ("--command", "produce --topic a1 x -o csv --csv-table nope")):
+        assert_one_line_error(shell("--bootstrap-server", sandbox.bootstrap, *args), 2,
+                              'produce prints no table "nope" for --csv-table: choose one of produced')
+    assert sandbox.cluster.topics["a1"].partitions[0].high_watermark == 0
+    p = run(sandbox, "produce --topic a1 x", "-o", "csv", "--csv-table", "produced")
+    assert p.returncode == 0 and p.stdout.splitlines() == ["record,partition,offset", "1,0,0"]
+
+
+def test_a_list_runs_with_the_context_its_earlier_lines_set(sandbox):
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "a1", 1, 1)
+    p = run(sandbox, "topic a1; describe-topic; output csv; list-topics --csv-table topics")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-2:] == ["topic,partitions,replication_factor", "a1,1,1"]
 
 
 def test_bad_global_options_are_usage_errors():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -160,6 +161,26 @@ def test_verify_reports_a_replica_set_that_differs(cluster, tmp_path, env):
     assert p.returncode == 1
     assert ("There is no active reassignment of partition t-0, but replica set is 1,2 rather than 3,4."
             in p.stdout)
+
+
+def test_blocking_judges_once_every_broker_agrees(cluster, tmp_path, env):
+    """Issue 31: each broker learns the controller's change a moment later (real Kafka 4.4 said
+    "There is no active reassignment of partition m-0, but replica set is 3,1,2 rather than 3,1"
+    about 1 run in 6): --blocking judges only once the controller and every live broker agree."""
+    cluster.lag_metadata(1, 1500)   # the broker the shell asks first trails the controller
+    path = move_file(tmp_path, {("t", 0): [2]})
+    p = rs(cluster, f"reassign-partitions --execute --reassignment-json-file {path} --blocking", env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Reassignment of partition t-0 is completed." in p.stdout
+    cluster.lag_metadata(1, 600_000)   # never within --timeout: it names the broker that lags
+    path = move_file(tmp_path, {("t", 1): [1]})
+    p = shell("--bootstrap-server", cluster.bootstrap, "--timeout", "2", "--command",
+              f"reassign-partitions --execute --reassignment-json-file {path} --blocking", env=env)
+    assert p.returncode == 1, p.stderr
+    assert re.fullmatch(r"The controller finished the reassignment, but after [0-9.]+ s the brokers' metadata does "
+                        r"not agree yet \(broker\(s\) 1 still show other replicas\): check it with reassign-partitions "
+                        r"--verify, or raise --timeout\.", p.stderr.splitlines()[-1]), p.stderr
+    assert replicas(cluster)[("t", 1)] == [1]
 
 
 def test_blocking_waits_through_a_controller_change(cluster, tmp_path, env):

@@ -138,6 +138,13 @@ def test_announces_controllers_and_takes_fault_commands_from_another_shell():
         p = shell("--bootstrap-server", bootstrap, "--output", "json", "--command", "sandbox status")
         assert p.returncode == 0, p.stderr
         assert '"role": "controller"' in p.stdout and p.stdout.count('"state": "down"') == 2
+        p = shell("--bootstrap-server", bootstrap, "--output", "json", "--command",
+                  "sandbox lag-metadata 3 1500; sandbox status")
+        assert p.returncode == 0 and p.stderr.startswith("Broker 3's metadata trails the controller's by 1500 ms."), p.stderr
+        nodes = json_documents(p.stdout)[-1]["nodes"]
+        assert [n["metadata_lag_ms"] for n in nodes if n["role"] == "broker"] == [0, 0, 1500]
+        p = shell("--bootstrap-server", bootstrap, "--command", "sandbox heal")
+        assert p.stderr.strip() == "Delays, metadata lags and injected errors removed."
         p = shell("--bootstrap-server", bootstrap, "--command", "sandbox start-controller 7")
         assert (p.returncode, p.stderr.strip()) == (
             2, "no controller 7 in the sandbox (controllers: 100, 101, 102)")

@@ -56,3 +56,16 @@ def test_a_snapshot_of_real_kafka_right_after_a_broker_stops(kafka4, tmp_path):
         assert p.returncode == 0, p.stderr
         manifest = json.loads((latest(tmp_path) / schema.MANIFEST).read_text())
         assert "3" in manifest["brokers_down"], manifest
+
+
+def test_a_snapshot_with_a_hung_broker_is_partial_and_says_what_is_missing(sandbox, tmp_path):
+    """A broker that is up but does not answer is no stopped broker: the snapshot keeps what the
+    others answered, lists what is missing, and exits 1 (issue 31)."""
+    setup(sandbox.bootstrap)
+    sandbox.delay(3, 60_000)
+    p = run(sandbox, f"snapshot --output-dir {tmp_path}", "--timeout", "2")
+    assert p.returncode == 1, p.stderr
+    assert "Broker 3 did not answer DescribeLogDirs" in p.stderr and "The snapshot is partial" in p.stderr
+    manifest = json.loads((latest(tmp_path) / schema.MANIFEST).read_text())
+    assert manifest["brokers_down"] == {} and any("Broker 3" in line for line in manifest["left_out"]), manifest
+    assert {r["broker_id"] for r in read(latest(tmp_path), "log_dirs")} == {1, 2}

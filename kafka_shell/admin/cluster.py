@@ -20,16 +20,19 @@ if TYPE_CHECKING:
 FENCED_BROKERS_VERSION = 2   # DescribeCluster lists fenced brokers from v2 (KIP-1073)
 
 
-def read_maybe_controller(conn: ConnectionManager, topics: list[str] | None = None) -> tuple[ClusterSnapshot, str | None]:
+def read_maybe_controller(conn: ConnectionManager, topics: list[str] | None = None
+                          ) -> tuple[ClusterSnapshot, str | None, bool]:
     """A fresh read with the active controller when the principal may learn it (KRaft:
-    DescribeQuorum needs DESCRIBE on the cluster); when refused, the read without it and the
-    line saying why (the controller of such a snapshot is not to be shown)."""
+    DescribeQuorum needs DESCRIBE on the cluster) and the quorum answers: (the read, None,
+    False). Else the read without it (whose controller is not to be shown), the line saying why,
+    and whether that leaves the answer partial: the quorum did not answer (True), or the
+    principal may not see it (False)."""
     try:
-        return conn.read(topics, controller=True), None
+        return conn.read(topics, controller=True), None, False
     except KafkaCallError as exc:
-        if not is_authorization_error(exc.code):
-            raise
-        return conn.read(topics), f"The active controller is not shown: {exc}."
+        if is_authorization_error(exc.code):
+            return conn.read(topics), f"The active controller is not shown: {exc}.", False
+        return conn.read(topics), f"The active controller is not shown: {exc}", True
 
 
 def cluster_id(conn: ConnectionManager) -> str | None:
@@ -40,7 +43,17 @@ def cluster_id(conn: ConnectionManager) -> str | None:
 def require_brokers(conn: ConnectionManager, ids: list[int]) -> None:
     """Fail at once for broker ids the cluster does not have (a fresh read of its brokers),
     rather than let a request to them wait for a timeout."""
-    known = {b.broker_id for b in conn.controllers().brokers} if conn.controllers_only else conn.read([]).brokers
+    if conn.controllers_only:
+        known = {b.broker_id for b in conn.controllers().brokers}
+    else:
+        snap = conn.read([])
+        known = set(snap.brokers)
+        down = [b for b in ids if b not in known and b in registrations(conn, snap).fenced]
+        if down:   # registered but not live: the cluster's state, not a wrong id
+            which = f"Broker {down[0]} is" if len(down) == 1 else f"Brokers {', '.join(map(str, down))} are"
+            raise KafkaCallError(f"{which} not live: registered but fenced (stopped, or cut off from the "
+                                 f"controller); live brokers: {', '.join(map(str, sorted(known))) or 'none'}",
+                                 code=Error.broker_not_available)
     unknown = [b for b in ids if b not in known]
     if unknown:
         role = "Controller" if conn.controllers_only else "Broker"

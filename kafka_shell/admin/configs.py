@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kafka_shell.protocol import definitions
 from kafka_shell.protocol.codes import AlterConfigOp, ApiKey, ConfigSource, ResourceType
 from kafka_shell.base.answers import BROKER, AdminError, Answers, Target
-from kafka_shell.base.errors import KafkaCallError
+from kafka_shell.protocol.definitions import releases as definitions_releases
+from kafka_shell.base.errors import KafkaCallError, UsageError, suggest
 
 from kafka_shell.admin import releases
 from kafka_shell.admin.errors import error_line, response_error
@@ -188,6 +190,33 @@ def overrides(conn: ConnectionManager, kind: str, name: str) -> list[str]:
     what --delete-config can take back."""
     sources = {s.name for s in _OVERRIDE_SOURCES["" if kind == BROKERS and not name else kind]}
     return sorted(e.name for e in describe(conn, kind, [name]).get(name, []) if e.source in sources)
+
+
+def known_keys(kind: str) -> frozenset[str] | None:
+    """The config keys Kafka defines for an entity type (any release the shell knows), or None
+    when any name may be valid (a node's loggers)."""
+    if kind in (TOPICS, BROKERS):
+        return frozenset(definitions_releases.configs_of(kind))
+    if kind == GROUPS:
+        return frozenset(definitions.group_configs())
+    return None
+
+
+def check_deletions(conn: ConnectionManager, kind: str, names: list[str], keys: list[str]) -> None:
+    """A UsageError, before anything changes, for the keys of a --delete-config that
+    kafka-configs refuses ("Invalid config(s)"): an entity does not have them, and Kafka knows
+    no config by that name (a typo: retention.m). Only such keys cost a read."""
+    known = known_keys(kind)
+    unknown = [k for k in keys if known is not None and k not in known]
+    if not unknown:
+        return
+    described = describe(conn, kind, names)
+    for name in names:
+        have = {e.name for e in described.get(name, [])}
+        missing = [k for k in unknown if k not in have]
+        if missing:
+            raise UsageError(f"Invalid config(s): {', '.join(missing)}: {label(kind, name)} has no such config "
+                             f"and Kafka knows none by that name{suggest(missing[0], sorted(known or ()))}")
 
 
 def value_of(conn: ConnectionManager, kind: str, name: str, key: str) -> str | None:

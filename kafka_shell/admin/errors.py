@@ -13,6 +13,7 @@ from typing import Any
 
 from kafka_shell.base.answers import AdminError
 from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
+from kafka_shell.protocol import codec
 from kafka_shell.protocol.codes import Error
 from kafka_shell.base.errors import KafkaCallError, kafka_error_message
 
@@ -22,8 +23,24 @@ def gone(error: AdminError | None) -> bool:
 
 
 def no_such_group(error: AdminError | None) -> bool:
-    """The error says the group does not exist."""
-    return error is not None and error.code == Error.group_id_not_found
+    """The error says the group does not exist (of any type: not a group of another type)."""
+    return error is not None and error.code == Error.group_id_not_found and other_type_of(error.code, error.message) is None
+
+
+OTHER_TYPES = ("share", "streams")
+
+
+def another_type(kind: str) -> str:
+    """The message of a GROUP_ID_NOT_FOUND for a group that exists as a group of another type."""
+    return f"is a {kind} group"
+
+
+def other_type_of(code: int | None, message: str | None) -> str | None:
+    """The type of the group of another type that an error (code, message) of a consumer-group
+    request names; None for any other error."""
+    if code != Error.group_id_not_found:
+        return None
+    return next((kind for kind in OTHER_TYPES if message == another_type(kind)), None)
 
 
 def no_such_transactional_id(error: AdminError | None) -> bool:
@@ -47,7 +64,10 @@ def error_line(api_key: int, code: int, message: str | None = None, purpose: str
         name = Error(code).name
     except ValueError:
         name = ""
-    return kafka_error_message(code, name, message or "", **context)
+    line = kafka_error_message(code, name, message or "", **context)
+    if code == Error.request_timed_out:   # which request: the broker may have forwarded it to the controller
+        return f"{codec.api_name(api_key)}: {line}"
+    return line
 
 
 def response_error(api_key: int, code: int, message: str | None = None, purpose: str | None = None,

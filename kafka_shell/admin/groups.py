@@ -18,7 +18,9 @@ from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.connection.manager import COORDINATOR_RETRIABLE, Then
 from kafka_shell.connection.metadata import GroupListing, group_listings
 
-from kafka_shell.admin import consumer_groups
+from kafka_shell.admin import consumer_groups, share_groups, streams_groups
+from kafka_shell.admin.errors import OTHER_TYPES, another_type
+from kafka_shell.base.errors import NotSupported
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -130,8 +132,25 @@ def describe(conn: ConnectionManager, group_ids: list[str]) -> Answers[str, Grou
                                    consumer_assignment(m.member_assignment or b"") if consumer else ())
                             for m in g.members)
             rows[gid] = GroupDescription(gid, g.group_state, protocol_type, g.protocol_data or "", node, members)
+    missing = [gid for gid, e in errors.items() if e.code == Error.group_id_not_found]
+    for gid, kind in (other_group_types(conn, missing) if missing else {}).items():
+        errors[gid] = AdminError(Error.group_id_not_found, errors[gid].target, another_type(kind))
     return Answers({gid: rows[gid] for gid in group_ids if gid in rows},
                    {gid: errors[gid] for gid in group_ids if gid in errors})
+
+
+def other_group_types(conn: ConnectionManager, group_ids: list[str]) -> dict[str, str]:
+    """Which of these ids, unknown as consumer groups, are share or streams groups (KIP-932,
+    KIP-1071), asked of their coordinators where the cluster has those groups."""
+    out: dict[str, str] = {}
+    for kind, module in zip(OTHER_TYPES, (share_groups, streams_groups)):
+        pending = [gid for gid in group_ids if gid not in out]
+        try:
+            found = module.describe(conn, pending) if pending else Answers()
+        except NotSupported:
+            continue
+        out.update(dict.fromkeys(found.rows, kind))
+    return out
 
 
 def consumer_assignment(data: bytes) -> tuple[Key, ...]:

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from kafka_shell.connection.metadata import ClusterSnapshot, TopicInfo
 
 Key = tuple[str, int]
-TIMEOUT_MS = 30000
 
 
 class Move(NamedTuple):
@@ -28,6 +27,12 @@ class Move(NamedTuple):
     replicas: list[int]
     adding: list[int]
     removing: list[int]
+
+
+def timeout_ms(conn: ConnectionManager) -> int:
+    """How long the controller may take: the session's --timeout (a broker forwarding to a
+    controller that does not answer gives up then, not after Kafka's default 30 s)."""
+    return round(conn.timeout_s * 1000)
 
 
 def supported(conn: ConnectionManager) -> bool:
@@ -40,7 +45,8 @@ def supports_alter(conn: ConnectionManager) -> bool:
 
 def ongoing(conn: ConnectionManager) -> dict[Key, Move]:
     """Reassignments in progress, from the controller."""
-    answer = conn.controller_request(ApiKey.LIST_PARTITION_REASSIGNMENTS, {"topics": None, "timeout": TIMEOUT_MS})
+    answer = conn.controller_request(ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                                     {"topics": None, "timeout": timeout_ms(conn)})
     if answer.error_code:
         raise response_error(ApiKey.LIST_PARTITION_REASSIGNMENTS, answer.error_code, answer.error_message)
     return {(t.name, p.partition_index): Move(list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
@@ -67,7 +73,7 @@ def alter(conn: ConnectionManager, moves: Mapping[Key, list[int] | None]) -> Ans
     topics_: dict[str, list] = {}
     for (t, p), replicas in sorted(moves.items()):
         topics_.setdefault(t, []).append({"partition_index": p, "replicas": replicas})
-    body = {"timeout": TIMEOUT_MS, "allow_replication_factor_change": True,
+    body = {"timeout": timeout_ms(conn), "allow_replication_factor_change": True,
             "topics": [{"name": t, "partitions": ps} for t, ps in topics_.items()]}
     conn.require(ApiKey.ALTER_PARTITION_REASSIGNMENTS, "Reassigning partitions")
     answer = conn.controller_request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, mutation=True)
@@ -82,11 +88,12 @@ def alter(conn: ConnectionManager, moves: Mapping[Key, list[int] | None]) -> Ans
 # -- planning ------------------------------------------------------------------------------------
 
 
-def current_assignment(snap: ClusterSnapshot, keys: Iterable[Key]) -> dict[Key, list[int]]:
-    """Replicas of `keys` in the command's read `snap`; unknown topics/partitions are left out."""
+def current_assignment(topics_: Mapping[str, TopicInfo], keys: Iterable[Key]) -> dict[Key, list[int]]:
+    """Replicas of `keys` in a read's topics (the command's, or one broker's own view);
+    unknown topics/partitions are left out."""
     out = {}
     for t, p in keys:
-        info = snap.topics.get(t)
+        info = topics_.get(t)
         if info is not None and p < len(info.partitions) and info.partitions[p].partition == p:
             out[(t, p)] = list(info.partitions[p].replicas)
     return out
@@ -129,10 +136,13 @@ class Verified(NamedTuple):
     replicas: list[int] | None
 
 
-def verify(conn: ConnectionManager, targets: dict[Key, list[int]]) -> tuple[dict[Key, Move], dict[Key, Verified]]:
-    """The moves in progress, and each target partition's state against the assignment asked."""
+def verify(conn: ConnectionManager, targets: dict[Key, list[int]], current: dict[Key, list[int]] | None = None
+           ) -> tuple[dict[Key, Move], dict[Key, Verified]]:
+    """The moves in progress, and each target partition's state against the assignment asked
+    (`current`: the replicas now, as the brokers agree on them; a fresh read when not given)."""
     moving = ongoing(conn)
-    current = current_assignment(topics.read_for(conn, sorted({t for t, _ in targets})), targets)
+    if current is None:
+        current = current_assignment(topics.read_for(conn, sorted({t for t, _ in targets})).topics, targets)
     out = {}
     for key, want in sorted(targets.items()):
         state = (IN_PROGRESS if key in moving else MISSING if key not in current

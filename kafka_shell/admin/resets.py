@@ -115,11 +115,10 @@ def clamp(requested: dict[Key, int], starts: dict[Key, int], ends: dict[Key, int
 
 
 def read_partitions(conn: ConnectionManager, keys: list[Key]) -> ClusterSnapshot:
-    """A fresh read of the topics of `keys`; a topic that does not exist is an error."""
+    """A fresh read of the topics of `keys`; a topic or partition that does not exist is an
+    error (a plan naming one is refused whole)."""
     snap = conn.read(sorted({t for t, _ in keys}))
-    missing = sorted({t for t, _ in keys} - set(snap.topics))
-    if missing:
-        raise topics.missing(missing[0])
+    topics.check_partitions(snap, sorted(keys))
     return snap
 
 

@@ -103,9 +103,24 @@ def partitions_of(snap: ClusterSnapshot, specs: list[str]) -> list[Key]:
                                  "expected topic:partition,partition (e.g. orders:0,2)")
             p = int(text)
             if p >= len(topic.partitions):
-                raise UsageError(f'Topic "{name}" has no partition {p} (it has {len(topic.partitions)})')
+                raise UsageError(no_partition(name, p, len(topic.partitions)))
             out.append((name, p))
     return list(dict.fromkeys(out))
+
+
+def no_partition(name: str, partition: int, count: int) -> str:
+    return f'Topic "{shown(name)}" has no partition {partition} (it has {count})'
+
+
+def check_partitions(snap: ClusterSnapshot, keys: list[Key]) -> None:
+    """A KafkaCallError for the first topic or partition of `keys` the cluster does not have:
+    said before anything is sent for them."""
+    for name, p in keys:
+        topic = snap.topics.get(name)
+        if topic is None:
+            raise missing(name)
+        if not 0 <= p < len(topic.partitions):
+            raise KafkaCallError(no_partition(name, p, len(topic.partitions)), code=Error.unknown_topic_or_partition)
 
 
 def names_of(specs: list[str]) -> list[str]:

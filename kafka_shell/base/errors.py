@@ -29,6 +29,18 @@ def shown(value: str) -> str:
     return value if len(value) <= MAX_SHOWN else value[:MAX_SHOWN] + f"... ({len(value)} characters)"
 
 
+MAX_SUGGESTED = 100   # longer words get no "did you mean": no command, option or config is near that long
+
+
+def suggest(word: str, candidates: list[str]) -> str:
+    """' (did you mean X?)' for the closest candidate, or ''."""
+    if len(word) > MAX_SUGGESTED:  # difflib is quadratic: a pasted megabyte would take seconds
+        return ""
+    import difflib  # only a mistyped word pays for it
+    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 class ShellError(Exception):
     """A failure to report as one line: what happened and what to do."""
     exit_code = 1

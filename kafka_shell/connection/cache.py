@@ -12,7 +12,7 @@ import contextlib
 import gc
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from kafka_shell.protocol import codec
@@ -21,7 +21,8 @@ from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.base.debug_log import DebugLog
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import ClusterUnreachable, KafkaCallError, ShellError
-from kafka_shell.connection.metadata import (EMPTY, BrokerInfo, ClusterSnapshot, group_listings, topics_from_metadata,
+from kafka_shell.connection.channel import Channel
+from kafka_shell.connection.metadata import (EMPTY, ZOOKEEPER, BrokerInfo, ClusterSnapshot, group_listings, topics_from_metadata,
                                   unauthorized_topics)
 from kafka_shell.connection.router import Router
 
@@ -49,10 +50,18 @@ def read_snapshot(router: Router, deadline: Deadline, topics: Iterable[str] | No
     Metadata answer, so it is always there). Without it, KRaft snapshots carry the controller
     last seen: only for routing, never to show."""
     names = None if topics is None else [{"name": n} for n in topics]
+    answered_by: list[str] = []
+
+    def ask(ch: Channel) -> Any:
+        answer = ch.request_entity(ApiKey.METADATA, {"topics": names, "allow_auto_topic_creation": False},
+                                   deadline=deadline)
+        answered_by.append(f"{ch.host}:{ch.port}")
+        return answer
+
     with gc_paused():
-        metadata: Any = router.from_any_broker(lambda ch: ch.request_entity(
-            ApiKey.METADATA, {"topics": names, "allow_auto_topic_creation": False}, deadline=deadline),
-            deadline)
+        metadata: Any = router.from_any_broker(ask, deadline)
+        if router.mode == ZOOKEEPER:
+            metadata = _from_zk_controller(router, ask, metadata, answered_by[0], deadline)
         if controller:
             router.refresh_controller(deadline, metadata)
         else:
@@ -64,6 +73,22 @@ def read_snapshot(router: Router, deadline: Deadline, topics: Iterable[str] | No
             topics=topics_from_metadata(metadata.topics),
             unauthorized=unauthorized_topics(metadata.topics),
         )
+
+
+def _from_zk_controller(router: Router, ask: Callable[[Channel], Any], metadata: Any, answered_by: str,
+                        deadline: Deadline) -> Any:
+    """In ZooKeeper mode the controller broker learns each change first (the others get it from
+    it a moment later, in UpdateMetadata): a read goes to it when another broker answered, and
+    keeps that answer only if the controller does not answer."""
+    router.observe_metadata(metadata)
+    broker = router.brokers.get(router.controller.id)
+    if broker is None or broker.address == answered_by:
+        return metadata
+    try:
+        return ask(router.broker_channel(broker, deadline))
+    except ShellError as exc:
+        log.debug("the controller broker did not answer Metadata: %s", exc)
+        return metadata
 
 
 class MetadataCache:

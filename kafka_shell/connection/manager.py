@@ -118,6 +118,16 @@ class Silent(KafkaCallError):
         self.sent = sent
 
 
+# A KRaft broker that took a request it forwards to the active controller and said nothing
+# points at the controller.
+FORWARD_HINT = (" (the broker forwards it to the KRaft controller: if the brokers answer other requests, the "
+                "controller is down or slow; describe-quorum tells)")
+# What the shell sends to any broker that a KRaft broker forwards (the others go through
+# controller_request).
+FORWARDED_BY_ANY_BROKER = frozenset({ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN,
+                                     ApiKey.EXPIRE_DELEGATION_TOKEN})
+
+
 @functools.cache
 def _librdkafka_log() -> Any:
     """The logger of the Producers' and Consumers' librdkafka (only the records commands load
@@ -274,13 +284,12 @@ class ConnectionManager:
                 # KRaft: a broker forwards the request to the active controller; a broker that
                 # took it and said nothing points at the controller.
                 forwarded = self.mode == KRAFT and not self.router.uses_controller_listener(api_key, body)
-                hint = (" (the broker forwards it to the KRaft controller: if the brokers answer other "
-                        "requests, the controller is down or slow; describe-quorum tells)") if forwarded else ""
+                hint = FORWARD_HINT if forwarded else ""
                 if mutation and late.sent:
                     raise KafkaCallError(f"{late}: the {codec.api_name(api_key)} request may or may not "
                                          f"have taken effect{hint}. Check the cluster state before retrying.",
                                          retriable=False) from None
-                raise self._no_answer(late, deadline) from None
+                raise self._no_answer(late, deadline, hint) from None
             except ConnectionLost as lost:
                 reason = str(lost)
                 if mutation and lost.sent:
@@ -344,7 +353,8 @@ class ConnectionManager:
             return refused_at_top(api_key, self.router.from_any_broker(
                 lambda ch: ch.request_entity(api_key, body, version, deadline=deadline), deadline, hedge=not mutation))
         except NoAnswer as late:
-            raise self._no_answer(late, deadline) from None
+            forwarded = self.mode == KRAFT and api_key in FORWARDED_BY_ANY_BROKER
+            raise self._no_answer(late, deadline, FORWARD_HINT if forwarded else "") from None
 
     def each_broker(self, brokers: Iterable[int], api_key: int, body: dict | Callable[[int, int], dict], *,
                     max_version: int | None = None, deadline: Deadline | None = None) -> Answers[int, Any]:
@@ -595,10 +605,11 @@ class ConnectionManager:
         self.router.observe_metadata(self.router.from_any_broker(lambda ch: ch.request_entity(
             ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False}, deadline=deadline), deadline))
 
-    def _no_answer(self, late: NoAnswer, deadline: Deadline) -> KafkaCallError:
-        """The one line for a broker that did not answer in time (the deadline remembers it)."""
+    def _no_answer(self, late: NoAnswer, deadline: Deadline, hint: str = "") -> KafkaCallError:
+        """The one line for a broker that did not answer in time (the deadline remembers it);
+        `hint`: whom it waited for in turn (a KRaft controller it forwards to)."""
         deadline.silent = late.peer
-        return Silent(f"{late} (waited {deadline.seconds:g} s; raise --timeout if it is just slow).", late.sent)
+        return Silent(f"{late}{hint} (waited {deadline.seconds:g} s; raise --timeout if it is just slow).", late.sent)
 
     def _version_within(self, api_key: int, broker_id: int, max_version: int | None, deadline: Deadline) -> int:
         """The newest version of the API the broker and the shell share, asked within `deadline`."""

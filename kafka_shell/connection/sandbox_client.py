@@ -121,6 +121,9 @@ class RemoteSandbox:
     def delay(self, broker_id: int, ms: int) -> None:
         self._call("delay", broker_id, ms)
 
+    def lag_metadata(self, broker_id: int, ms: int) -> None:
+        self._call("lag_metadata", broker_id, ms)
+
     def fail(self, broker_id: int, api: int | str, error: int | str) -> None:
         self._call("fail", broker_id, api, error)
 
@@ -145,9 +148,10 @@ class RemoteSandbox:
         """Nothing to release: the server keeps running (the shell calls this at exit)."""
 
 
-def attach(target: Target | None) -> RemoteSandbox:
+def attach(target: Target | None, most_s: float = 5.0) -> RemoteSandbox:
     """The control endpoint of the `kafka-shell sandbox` server the shell is connected to: asked
-    of $KAFKA_SHELL_SANDBOX_CONTROL, then of each bootstrap server in turn."""
+    of $KAFKA_SHELL_SANDBOX_CONTROL, then of each bootstrap server in turn (each within
+    --timeout, at most `most_s`)."""
     candidates = []
     if os.environ.get(CONTROL_ENV):
         candidates.append(_address(os.environ[CONTROL_ENV]))
@@ -156,7 +160,7 @@ def attach(target: Target | None) -> RemoteSandbox:
     if not candidates:
         raise UsageError("sandbox commands need kafka-shell --sandbox, or --bootstrap-server of a "
                          "kafka-shell sandbox server")
-    timeout_s = min(target.timeout_s if target else 10.0, 5.0)
+    timeout_s = min(target.timeout_s if target else 10.0, most_s)
     problems = []
     for address in candidates:
         try:
@@ -175,8 +179,8 @@ def controller_changes(target: Target | None, sandbox: object = None) -> list[di
     """The sandbox's own record of its controller changes (time, from, to, epoch), from the
     embedded `sandbox` or a server's control endpoint; None when the cluster is no sandbox."""
     if sandbox is None:
-        try:
-            sandbox = attach(target)
+        try:   # a detail beside an answer: a bootstrap address that does not answer costs a second
+            sandbox = attach(target, most_s=1.0)
         except ShellError:  # UsageError too: no sandbox answered
             return None
     changes = sandbox.status().get("controller_changes")  # type: ignore[attr-defined]

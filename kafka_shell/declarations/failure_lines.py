@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.admin.errors import code_name, error_line, partition_line
+from kafka_shell.admin import resets
+from kafka_shell.admin.errors import code_name, error_line, other_type_of, partition_line
 from kafka_shell.base.answers import AdminError, Answers
 from kafka_shell.protocol.authorization import is_authorization_error
 from kafka_shell.protocol.codes import ApiKey, Error
@@ -139,10 +140,12 @@ GROUP_ERRORS: dict[int, str] = {
 # A group of another type that does not exist: where its kind is listed.
 MISSING = {"share": "Share group '{group}' does not exist (list-share-groups lists them).",
            "streams": "Streams group '{group}' does not exist (list-streams-groups lists them)."}
-
-
 def group_line(code: int, group: str, detail: str | None = None, kind: str = "consumer") -> str:
     """The line for a group's error code: its template, else the usual line naming the group."""
+    other = other_type_of(code, detail)
+    if other is not None:
+        return (f"'{shown(group)}' is a {other} group, not a consumer group: see describe-{other}-group and "
+                f"delete-{other}-group.")
     template = MISSING.get(kind) if code == Error.group_id_not_found else None
     template = template or GROUP_ERRORS.get(code)
     if template is not None:

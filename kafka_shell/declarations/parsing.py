@@ -11,13 +11,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_shell.base.errors import UsageError, shown
+from kafka_shell.base.errors import UsageError, shown, suggest
 from kafka_shell.declarations.registry import REGISTRY, Command, Option, Registry
 
 HELP_FLAGS = ("--help", "-h")
 # shlex takes time quadratic in a token's length: 128 KiB splits in ~0.4 s, 1 MiB in ~30 s.
 MAX_LINE = 128 * 1024
-MAX_SUGGESTED = 100   # longer words get no "did you mean": no command or option is near that long
 
 
 @dataclass
@@ -150,15 +149,6 @@ def each_logical_line(raw: Iterable[str], limit: int | None = None,
                              "on and on: is a quote left open?)")
     if "".join(parts).strip():
         yield start, "".join(parts).strip()
-
-
-def suggest(word: str, candidates: list[str]) -> str:
-    """' (did you mean X?)' for the closest candidate, or ''."""
-    if len(word) > MAX_SUGGESTED:  # difflib is quadratic: a pasted megabyte would take seconds
-        return ""
-    import difflib  # only a mistyped word pays for it
-    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _unexpected_argument(cmd: Command, token: str, values: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from collections.abc import Callable
 
 from kafka_shell.base.limits import INT16_MAX, INT32_MAX, INT64_MAX
-from kafka_shell.declarations.render import FORMATS
+from kafka_shell.declarations.render import FORMATS, table_key
 
 __all__ = ["INT16_MAX", "INT32_MAX", "INT64_MAX", "Option", "Command", "command", "int_range"]
 
@@ -120,7 +120,12 @@ class Command:
     exclusive_groups: tuple[tuple[str, ...], ...] = ()  # at most one of each group
     topic_context: bool = False       # `--topic` defaults to the REPL's context topic
     context_with: tuple[str, ...] = ()  # ... only when one of these options is given (an action)
-    context_without: tuple[str, ...] = ()  # ... and not when one of these is (they name another entity)
+    # ... and not when one of these is: they name another entity, or make the read cluster-wide (a
+    # health filter, a broker's partitions) that the context topic does not narrow (Kafka's tools).
+    context_without: tuple[str, ...] = ()
+    # Without --topic the read covers every topic: when the context topic fills it, the output
+    # says so in one line (CONTEXT_NOTE).
+    context_narrows: bool = False
     confirm: Confirm | None = None    # what it changes that cannot be undone, and how to ask (see Confirm)
     # Runs consecutive lines of this command as one request (replay): args of each -> their outcomes.
     batch: Callable[[Any, list[dict]], list[Any]] | None = None
@@ -128,6 +133,9 @@ class Command:
     # A usage check of the whole line that the declarations above cannot say (args -> None, or
     # a UsageError); parsing runs it, so it holds before anything is sent (replay's check too).
     check: Callable[[dict], None] | None = None
+    # The names of the tables its results may carry (json's keys, what --csv-table picks), checked
+    # before anything is sent; None: another command's (watch). A test run checks each result.
+    tables: tuple[str, ...] | None = ()
 
     @property
     def destructive(self) -> bool:
@@ -215,6 +223,7 @@ def command(name: str, *options: Option, **attrs: Any) -> Callable:
 
 
 CONTEXT_DEFAULT = "(default: the context topic)"
+CONTEXT_NOTE = "only topic {topic}: the context topic; 'topic' alone leaves it"
 
 
 def _context_help(opt: Option) -> Option:
@@ -222,6 +231,20 @@ def _context_help(opt: Option) -> Option:
     if CONTEXT_DEFAULT in opt.help or "context topic" in opt.help:
         return opt
     return replace(opt, help=f"{opt.help.rstrip('.') or 'Topic'} {CONTEXT_DEFAULT}.")
+
+
+# Set in test runs: a result carrying a table its command does not declare fails (runner).
+STRICT_TABLES_ENV = "KAFKA_SHELL_STRICT_TABLES"
+
+
+def undeclared_tables(cmd: Command, result: Any) -> list[str]:
+    """The names of `result`'s tables (a render.Result) that `cmd` does not declare."""
+    if cmd.tables is None:
+        return []
+    names = [table_key(t, i) for i, t in enumerate(result.tables)]
+    if result.stream is not None:
+        names.append(result.stream.name or "table0")
+    return [n for n in names if n not in cmd.tables]
 
 
 def load_commands() -> Registry:

@@ -38,13 +38,7 @@ def _table(entity: str) -> dict[str, ConfigDef]:
     if entity == GROUP:
         return {name: ConfigDef(name, _TYPE_NAMES.get(d["type"], "string"), d["default"], d["doc"])
                 for name, d in definitions.group_configs().items()}
-    out: dict[str, ConfigDef] = {}
-    for name in definitions.RELEASES:  # newest first: its definition wins
-        r = releases.release(name)
-        for key, d in (r.topic_configs if entity == TOPIC else r.broker_configs).items():
-            if not d.internal:
-                out.setdefault(key, d)
-    return out
+    return releases.configs_of(entity)
 
 
 def entity_type(name: str | None) -> str | None:

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 
 from kafka_shell.base.errors import ShellError, UsageError, printable, shown
-from kafka_shell.declarations.parsing import suggest
+from kafka_shell.base.errors import suggest
 
 USAGE_HEAD = """\
 Usage: kafka-shell [GLOBAL OPTIONS] [--command "LINE" | --file SCRIPT | --COMMAND [OPTIONS]]

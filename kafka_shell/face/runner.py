@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Iterator
 
 from kafka_shell.declarations import parsing
-from kafka_shell.base.errors import ShellError, UsageError, from_kafka_exception, printable
-from kafka_shell.declarations.registry import REGISTRY, Command
+from kafka_shell.base.errors import ShellError, UsageError, from_kafka_exception, printable, shown
+from kafka_shell.declarations.registry import CONTEXT_NOTE, REGISTRY, STRICT_TABLES_ENV, Command, undeclared_tables
 from kafka_shell.declarations.render import Proposal, Result, View, render, write_stream
 from kafka_shell.connection.session import Session
 
@@ -29,6 +29,8 @@ class Line:
     text: str
     parsed: parsing.Parsed | None = None
     echoed: bool = False
+    # The commands after it on the same input line (`a; b; c`): checked with it, before any runs.
+    rest: list[Line] = dataclasses.field(default_factory=list)
 
 
 def run_line(session: Session, line: str, where: str = "") -> int:
@@ -50,6 +52,12 @@ def run_each(session: Session, items: Iterable[tuple[str, str]], echo: Echo | No
     batch takes only those; None: always)."""
     pending = _Pending(items)
     while (line := pending.pop()) is not None:
+        if stop_on_error and line.rest:
+            refused = _refusal_of_list(session, [line, *line.rest])
+            if refused is not None:
+                bad, exc = refused
+                yield _fail(session, bad, exc, echo)
+                return
         try:
             line.parsed = _prepare(session, line.text)
         except Exception as exc:  # noqa: BLE001 - a ShellError, or anything: still one line (or --debug)
@@ -86,7 +94,9 @@ class _Pending:
             if item is None:
                 return None
             where, text = item
-            self._ahead.extend(Line(where, part) for part in parsing.split_commands(text))
+            parts = [Line(where, part) for part in parsing.split_commands(text)]
+            parts[0].rest = parts[1:]
+            self._ahead.extend(parts)
         return self._ahead[k]
 
     def holds_one(self) -> bool:
@@ -100,22 +110,43 @@ class _Pending:
         return line
 
 
-def check(session: Session, text: str) -> parsing.Parsed | None:
+def _refusal_of_list(session: Session, lines: list[Line]) -> tuple[Line, Exception] | None:
+    """The first line of `a; b; c` that its usage checks refuse, with the refusal: then none of
+    them runs. Each is checked with the context topic and output format the lines before it
+    leave (`topic t; describe-topic`)."""
+    topic, output = session.topic, session.output
+    for line in lines:
+        try:
+            parsed = check(session, line.text, (topic, output))
+        except Exception as exc:  # noqa: BLE001 - a UsageError, or anything: reported as that line's
+            return line, exc
+        if parsed is not None and not parsed.help and parsed.command.family == "session":
+            # The shell's own settings a line may change for the lines after it.
+            if parsed.command.name == "topic":
+                topic = parsed.args.get("name")
+            elif parsed.command.name == "output" and parsed.args.get("format"):
+                output = parsed.args["format"]
+    return None
+
+
+def check(session: Session, text: str, context: tuple[str | None, str] | None = None) -> parsing.Parsed | None:
     """Every check of one command line that needs no cluster, as the runner makes them: its
     words, the command and its options (the context topic filling --topic), --csv-table against
-    the output format, and --yes of a destructive invocation outside the REPL when its question
-    needs nothing read from the cluster. A UsageError names what is wrong; nothing is run or sent
-    (replay checks a whole file with it before running any line). None for a blank line."""
+    the output format and the tables the command declares, and --yes of a destructive invocation
+    outside the REPL when its question needs nothing read from the cluster. A UsageError names
+    what is wrong; nothing is run or sent (replay checks a whole file with it before running any
+    line; a `;` line each of its commands). `context`: the context topic and output format the
+    lines before it leave (default: the session's). None for a blank line."""
+    topic, output = context if context is not None else (session.topic, session.output)
     tokens = parsing.tokenize(text)
     if not tokens:
         return None
     cmd = parsing.find_command(tokens[0])
-    context = {"topic": session.topic} if cmd.topic_context and session.topic else None
-    parsed = parsing.parse(tokens, REGISTRY, context)
+    filled = {"topic": topic} if cmd.topic_context and topic else None
+    parsed = parsing.parse(tokens, REGISTRY, filled)
     if parsed.help:
         return parsed
-    if parsed.args.get("csv_table") and (parsed.args.get("output") or session.output) != "csv":
-        raise UsageError(f"--csv-table picks the table of --output csv: add -o csv to {cmd.name} (or leave --csv-table out)")
+    _check_csv_table(cmd, parsed.args.get("csv_table"), session.csv_table, parsed.args.get("output") or output)
     policy = cmd.confirm
     if policy is None or not policy.applies(parsed.args) or _approved(session, parsed.args) or _can_ask(session):
         return parsed
@@ -124,6 +155,20 @@ def check(session: Session, text: str) -> parsing.Parsed | None:
     if not policy.proposed and policy.question is None:
         raise UsageError(_refusal(policy.asks(parsed.args).rstrip("?") if policy.asks else f"{cmd.name} is destructive"))
     return parsed
+
+
+def _check_csv_table(cmd: Command, named: str | None, session_table: str | None, output: str) -> None:
+    """--csv-table must name a table the command prints (its declared tables) and come with
+    --output csv; the session's --csv-table (a global option) only the former, and only for
+    commands that print tables."""
+    if named and output != "csv":
+        raise UsageError(f"--csv-table picks the table of --output csv: add -o csv to {cmd.name} (or leave --csv-table out)")
+    wanted = named or (session_table if cmd.tables else None)
+    if not wanted or cmd.tables is None or wanted in cmd.tables:
+        return
+    if cmd.tables:
+        raise UsageError(f'{cmd.name} prints no table "{shown(wanted)}" for --csv-table: choose one of {", ".join(cmd.tables)}')
+    raise UsageError(f"{cmd.name} prints no table: leave --csv-table out")
 
 
 def _prepare(session: Session, text: str) -> parsing.Parsed | None:
@@ -276,13 +321,27 @@ def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) ->
         fmt = "table"
     elif line.parsed is not None and line.parsed.command.family == "session" and not result.tables:
         fmt = "table"   # the shell's own settings (output json, topic t) are no result: no {}
+    if line.parsed is not None and _narrowed_by_context(line.parsed):
+        topic = line.parsed.args["topic"]
+        note = CONTEXT_NOTE.format(topic=shown(topic[0] if isinstance(topic, list) else topic))
+        result = dataclasses.replace(result, messages=[note, *result.messages])
     if line.where and result.exit_code:
         result = dataclasses.replace(result, messages=[line.where + m for m in result.messages])
+    if line.parsed is not None and os.environ.get(STRICT_TABLES_ENV):
+        undeclared = undeclared_tables(line.parsed.command, result)
+        if undeclared:
+            return _fail(session, line, AssertionError(f"{line.parsed.command.name} printed table(s) "
+                                                       f"{', '.join(undeclared)} it does not declare (tables=...)"), echo)
     try:
         render(result, fmt, session.stdout, session.stderr, _view(session, args.get("csv_table")))
     except UsageError as exc:   # --csv-table naming no table of the result
         return _fail(session, line, exc, echo)
     return result.exit_code
+
+
+def _narrowed_by_context(parsed: parsing.Parsed) -> bool:
+    """The context topic filled --topic of a read that would cover every topic without it."""
+    return parsed.command.context_narrows and bool(parsed.args.get("topic")) and "topic" not in parsed.given
 
 
 def _view(session: Session, csv_table: str | None) -> View:

@@ -6,7 +6,9 @@ partitions, one DescribeConfigs for every topic, and the consumer groups' commit
 (batched per coordinator). No per-partition calls.
 
 A broker that is down does not stop the snapshot: what it would have told is left out, the
-manifest records it under `brokers_down` (with why), and stderr says it.
+manifest records it under `brokers_down` (with why), and stderr says it. A node that is up but
+does not answer (a hung broker, a coordinator) leaves the snapshot partial: what is missing is
+said on stderr and listed in the manifest under `left_out`, and the command exits 1.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ if TYPE_CHECKING:
 Key = tuple[str, int]
 
 
-def take(session: Session, root: Path) -> Path:
-    """Read the cluster once and write the snapshot under `root`; returns its directory."""
+def take(session: Session, root: Path) -> tuple[Path, list[str]]:
+    """Read the cluster once and write the snapshot under `root`; returns its directory and
+    what is missing from it because a node that is up did not answer (one line each)."""
     import pyarrow as pa
 
     from kafka_shell.pipeline import schema
@@ -41,19 +44,28 @@ def take(session: Session, root: Path) -> Path:
     now = datetime.datetime.now(datetime.UTC)
     taken_at = now.replace(microsecond=now.microsecond // 1000 * 1000)  # Parquet keeps milliseconds
     conn = session.conn
-    snap = conn.read(controller=True)
+    left_out: list[str] = []
+    snap, refused, partial = cluster.read_maybe_controller(conn)
+    if refused and partial:
+        left_out.append(refused)
+    elif refused:   # the principal may not see it: that is no missing answer
+        session.stderr.write(refused + "\n")
+    controller = snap.controller if refused is None else None
     cluster_id = snap.cluster_id or "unknown-cluster"
     parts = [p for _, t in sorted(snap.topics.items()) for p in t.partitions]
-    down = _down_brokers(session, snap)
-    replicas, dir_rows = _log_dirs(session, sorted(set(snap.brokers) - set(down)), down)
+    down = _down_brokers(session, snap, left_out)
+    replicas, dir_rows = _log_dirs(session, sorted(set(snap.brokers) - set(down)), down, left_out)
     live = set(snap.brokers) - set(down)
-    log_ends = _offline_log_ends(session, snap, [p for p in parts if p.leader < 0 or p.leader not in live], live)
-    log_offsets = _offsets(session, snap, [p for p in parts if p.leader in live])
+    log_ends = _offline_log_ends(session, snap, [p for p in parts if p.leader < 0 or p.leader not in live], live,
+                                 left_out)
+    log_offsets = _offsets(session, snap, [p for p in parts if p.leader in live], left_out)
     elr = {key: list(lists[0]) for key, lists in topics.eligible_leaders(conn, [t for _, t in sorted(snap.topics.items())]).items()}
     settings = configs.topic_configs(conn, sorted(snap.topics))
-    committed = _group_offsets(session)
+    committed = _group_offsets(session, left_out)
     for broker, why in sorted(down.items()):
         session.stderr.write(f"Broker {broker} is down ({why}): what it holds is left out.\n")
+    for line in left_out:
+        session.stderr.write(line + "\n")
     key = {"cluster_id": cluster_id, "taken_at": taken_at}
 
     def table(name: str, columns: dict[str, list]) -> pa.Table:
@@ -68,8 +80,8 @@ def take(session: Session, root: Path) -> Path:
     replica_rows = [(t, p, b, size, lag, *log_ends.get((t, p, b), (None, None)), log_dir)
                     for (t, p, b), (size, lag, log_dir) in sorted(replicas.items())]
     tables = {
-        "cluster": table("cluster", {"mode": [conn.mode or ""], "controller_id": [snap.controller.id],
-                                     "controller_epoch": [snap.controller.epoch]}),
+        "cluster": table("cluster", {"mode": [conn.mode or ""], "controller_id": [controller.id if controller else -1],
+                                     "controller_epoch": [controller.epoch if controller else -1]}),
         "brokers": table("brokers", _columns(["broker_id", "host", "port", "rack", "state"],
                                              [(b.id, b.host, b.port, b.rack, "live") for _, b in sorted(snap.brokers.items())])),
         "topics": table("topics", _columns(["topic", "topic_id", "partitions", "replication_factor", "configs", "min_isr"],
@@ -86,11 +98,11 @@ def take(session: Session, root: Path) -> Path:
         "group_offsets": table("group_offsets", _columns(["group", "topic", "partition", "committed_offset"], committed)),
     }
     manifest = {"cluster_id": cluster_id, "mode": conn.mode or "", "taken_at": taken_at.isoformat(),
-                "taken_at_ms": int(taken_at.timestamp() * 1000), "controller_id": snap.controller.id,
-                "controller_epoch": snap.controller.epoch, "source": "kafka-shell snapshot",
-                "brokers_down": {str(b): why for b, why in sorted(down.items())},
+                "taken_at_ms": int(taken_at.timestamp() * 1000), "controller_id": controller.id if controller else -1,
+                "controller_epoch": controller.epoch if controller else -1, "source": "kafka-shell snapshot",
+                "brokers_down": {str(b): why for b, why in sorted(down.items())}, "left_out": left_out,
                 "seconds": round(time.monotonic() - started, 3)}
-    return schema.write_snapshot(schema.snapshot_dir(root, cluster_id, taken_at), tables, manifest)
+    return schema.write_snapshot(schema.snapshot_dir(root, cluster_id, taken_at), tables, manifest), left_out
 
 
 def _columns(names: list[str], rows: Iterable[tuple]) -> dict[str, list]:
@@ -98,13 +110,13 @@ def _columns(names: list[str], rows: Iterable[tuple]) -> dict[str, list]:
     return {n: [r[i] for r in rows] for i, n in enumerate(names)}
 
 
-def _down_brokers(session: Session, snap: ClusterSnapshot) -> dict[int, str]:
+def _down_brokers(session: Session, snap: ClusterSnapshot, left_out: list[str]) -> dict[int, str]:
     """Brokers the cluster knows that are not up: registered but fenced (KRaft), or named by
     replica sets while no live broker has the id."""
     try:
         fenced = cluster.registrations(session.conn, snap).fenced
     except ShellError as exc:  # the registrations are a detail: the snapshot goes on without them
-        session.stderr.write(f"The brokers' registrations are left out ({exc}).\n")
+        left_out.append(f"The brokers' registrations are left out ({exc}).")
         fenced = {}
     down = {b: "fenced" for b in fenced}
     named = {r for t in snap.topics.values() for p in t.partitions for r in p.replicas}
@@ -112,34 +124,41 @@ def _down_brokers(session: Session, snap: ClusterSnapshot) -> dict[int, str]:
     return down
 
 
-def _log_dirs(session: Session, brokers: list[int], down: dict[int, str]
+def _log_dirs(session: Session, brokers: list[int], down: dict[int, str], left_out: list[str]
               ) -> tuple[dict[tuple[str, int, int], tuple[int, int, str]], list[tuple]]:
     """(topic, partition, broker) -> (size, offset lag, log dir), and (broker, log dir, total
-    bytes, usable bytes) per dir: one DescribeLogDirs per live broker, all at once. A broker that
-    does not answer is added to `down`."""
+    bytes, usable bytes) per dir: one DescribeLogDirs per live broker, all at once. A broker
+    that refuses the connection is down (Metadata lists a stopped broker until it is fenced);
+    one that does not answer leaves the snapshot partial."""
     if not log_dirs.supported(session.conn):
         return {}, []
     found = log_dirs.describe(session.conn, brokers)
-    for b, error in found.errors.items():
-        down[b] = failure_lines.log_dir_lines({b: error})[0].removeprefix(f"Broker {b} ")
+    for b, error in sorted(found.errors.items()):
+        line = failure_lines.log_dir_lines({b: error})[0]
+        if "refused" in str(error):
+            down[b] = line.removeprefix(f"Broker {b} ")
+        else:
+            left_out.append(f"{line}: its replicas and log dirs are left out.")
     replicas = {(r.topic, r.partition, d.broker): (r.size, r.offset_lag, d.path) for d, r in found.replicas()}
     return replicas, [(d.broker, d.path, d.total_bytes, d.usable_bytes) for d in found.dirs]
 
 
-def _offsets(session: Session, snap: ClusterSnapshot, online: list[PartitionInfo]) -> dict[Key, tuple[int, int]]:
+def _offsets(session: Session, snap: ClusterSnapshot, online: list[PartitionInfo],
+             left_out: list[str]) -> dict[Key, tuple[int, int]]:
     """(topic, partition) -> (log start, log end), asked of each leader for all it leads."""
     keys = [(p.topic, p.partition) for p in online]
-    start = offsets.log_offsets(session.conn, snap, keys, EARLIEST).rows
-    end = offsets.log_offsets(session.conn, snap, keys, LATEST).rows
-    out = {k: (start[k].offset, end[k].offset) for k in keys if k in start and k in end}
+    start = offsets.log_offsets(session.conn, snap, keys, EARLIEST)
+    end = offsets.log_offsets(session.conn, snap, keys, LATEST)
+    out = {k: (start.rows[k].offset, end.rows[k].offset) for k in keys if k in start.rows and k in end.rows}
     if len(out) < len(keys):
-        session.stderr.write(f"The leaders did not list the offsets of {len(keys) - len(out)} partition(s); "
-                             "they are left out.\n")
+        why = failure_lines.partition_lines({**start.errors, **end.errors})
+        left_out.append(f"The leaders did not list the offsets of {len(keys) - len(out)} partition(s) "
+                        f"({'; '.join(why)}); they are left out.")
     return out
 
 
 def _offline_log_ends(session: Session, snap: ClusterSnapshot, offline: list[PartitionInfo],
-                      live: set[int]) -> dict[tuple[str, int, int], tuple[int, int]]:
+                      live: set[int], left_out: list[str]) -> dict[tuple[str, int, int], tuple[int, int]]:
     """(topic, partition, broker) -> (log end offset, leader epoch) of the live replicas of
     offline partitions: what the recovery plan chooses by. GetReplicaLogInfo (KAFKA-20098)
     where the cluster has it (the epoch of the last write), else ListOffsets with replica id -2
@@ -155,21 +174,20 @@ def _offline_log_ends(session: Session, snap: ClusterSnapshot, offline: list[Par
     told = recovery.replica_logs(session.conn, snap, wanted, path)
     for broker in sorted(wanted):
         if not any((broker, k) in told for k in wanted[broker]):
-            session.stderr.write(f"Broker {broker} did not tell its log ends.\n")
+            left_out.append(f"Broker {broker} did not tell its log ends: they are left out.")
     return {(t, p, broker): (a.log_end, a.epoch) for (broker, (t, p)), a in told.items() if a.error is None}
 
 
-def _group_offsets(session: Session) -> list[tuple[str, str, int, int]]:
+def _group_offsets(session: Session, left_out: list[str]) -> list[tuple[str, str, int, int]]:
     """(group, topic, partition, committed offset) of every consumer group, batched per
     coordinator; a group whose coordinator does not answer is left out (and said)."""
     listed = groups.list_groups(session.conn)
-    for line in failure_lines.group_listing_lines(listed.errors):
-        session.stderr.write(f"{line}; its groups are left out.\n")
+    left_out += [f"{line}; its groups are left out." for line in failure_lines.group_listing_lines(listed.errors)]
     ids = [g.group_id for g in listed.groups]
     rows: list[tuple[str, str, int, int]] = []
     committed = offsets.committed(session.conn, ids, wait_for_coordinators=False) if ids else Answers()
     for gid, error in committed.errors.items():
-        session.stderr.write(f"Group {gid}: {failure_lines.group_lines({gid: error})[0]}; left out.\n")
+        left_out.append(f"Group {gid}: {failure_lines.group_lines({gid: error})[0]}; left out.")
     for gid, held in committed.rows.items():
         rows += [(gid, t, p, offset) for (t, p), offset in held.items()]
     return sorted(rows)

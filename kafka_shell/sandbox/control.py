@@ -60,6 +60,7 @@ SIGNATURES: dict[str, tuple[Arg, ...]] = {
     "status": (), "kill_controller": (), "heal": (),
     "stop_broker": (NODE,), "start_broker": (NODE,), "stop_controller": (NODE,), "start_controller": (NODE,),
     "delay": (NODE, Arg("delay in ms", (int,), 0, INT32)),
+    "lag_metadata": (NODE, Arg("lag in ms", (int,), 0, INT32)),
     "fail": (NODE, Arg("api", (int, str), 0, 32767), Arg("error", (int, str), -1, 32767)),
     "set_log_end_offset": (Arg("topic", (str,)), Arg("partition", (int,), 0, INT32), NODE,
                            Arg("offset", (int,), 0, INT64), Arg("epoch", (int,), 0, INT32, optional=True)),

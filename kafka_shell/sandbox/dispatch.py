@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 from kafka_shell.protocol import codec, definitions
 from kafka_shell.protocol.authorization import OPERATIONS_NOT_REQUESTED, SUPPORTED_OPERATIONS
 from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey, Error
-from kafka_shell.sandbox import apis, control, handlers
+from kafka_shell.sandbox import apis, control, handlers, propagation
 from kafka_shell.sandbox.authorizer import API_NEEDS, CLUSTER_NAME
 from kafka_shell.sandbox.config import PLAINTEXT
 from kafka_shell.sandbox.model import Broker, ClusterState, Controller
@@ -62,10 +62,12 @@ class RequestContext:
     client_host: str = "127.0.0.1"   # the client's address, which ACL hosts match
     token_authenticated: bool = False   # logged in with a delegation token (sandbox.tokens)
     connection: object = None   # the client connection it came on (state tied to it ends with it)
+    # The cluster as this broker knows it, when its metadata lags (sandbox.propagation).
+    view: ClusterState | None = None
 
     @property
     def cluster(self) -> ClusterState:
-        return self.sandbox.cluster
+        return self.view if self.view is not None else self.sandbox.cluster
 
     def authorize(self, op: AclOperation, resource_type: AclResourceType, name: str = CLUSTER_NAME) -> bool:
         """Whether the authorizer (if any) lets this request's principal do `op` on the resource."""
@@ -153,11 +155,14 @@ async def dispatch(sandbox: Sandbox, broker: Node, body: bytes, principal: str =
     ctx = RequestContext(sandbox, broker, header, request, api_key, version, principal=principal,
                          listener=listener, client_host=client_host, token_authenticated=token_authenticated,
                          connection=connection)
+    if isinstance(broker, Broker):
+        ctx.view = propagation.view(sandbox.cluster, broker.id, api_key)
     if sandbox.cluster.kraft and isinstance(broker, Broker) and api_key in FORWARDED_APIS:
         ctx.forwarded = await _await_controller(sandbox, request)
     result = api.handler(ctx)
     if asyncio.iscoroutine(result):
         result = await result
+    propagation.observe(sandbox.cluster)
     if sandbox.journal is not None:
         await sandbox.journal.sync()  # what this answer acknowledges is on disk first
     if result is None:
@@ -172,9 +177,10 @@ async def dispatch(sandbox: Sandbox, broker: Node, body: bytes, principal: str =
     return codec.encode_response(codec.build(cls, result), correlation_id)
 
 async def _await_controller(sandbox: Sandbox, request: object) -> bool:
-    """Wait, as a KRaft broker's forwarding does, for an active controller; False when none
-    came within the request's own timeout (at most FORWARD_TIMEOUT_S)."""
-    if sandbox.cluster.controller_available:
+    """Wait, as a KRaft broker's forwarding does, for an active controller, and for its
+    answer when it is slow (its `delay`); False when none came within the request's own
+    timeout (at most FORWARD_TIMEOUT_S)."""
+    if sandbox.cluster.controller_available and not _active_controller_delay_s(sandbox.cluster):
         return True
     timeout = getattr(request, "timeout", None)
     wait_s = FORWARD_TIMEOUT_S
@@ -187,7 +193,17 @@ async def _await_controller(sandbox: Sandbox, request: object) -> bool:
         if loop.time() >= deadline:
             return False
         await asyncio.sleep(min(FORWARD_POLL_S, max(deadline - loop.time(), 0.0)))
+    slow_s = _active_controller_delay_s(sandbox.cluster)
+    if slow_s:
+        await asyncio.sleep(min(slow_s, max(deadline - loop.time(), 0.0)))
+        return loop.time() < deadline
     return True
+
+
+def _active_controller_delay_s(cluster: ClusterState) -> float:
+    """How late the active KRaft controller answers what brokers forward to it (`delay`)."""
+    active = cluster.controllers.get(cluster.controller_id)
+    return active.delay_ms / 1000 if active is not None else 0.0
 
 def _api_versions_v0_error(correlation_id: int, served: range) -> bytes:
     cls = codec.response_schema(API_VERSIONS_KEY, 0)

@@ -1,6 +1,6 @@
 """The sandbox's fault API, the base of `Sandbox`: stop and start brokers and controllers, kill
 the active controller, replace a broker (KIP-426, a lost disk), add brokers and controllers,
-delays and injected errors, replica log ends, the replication rate, the first ACLs. Each
+delays, metadata lags and injected errors, replica log ends, the replication rate, the first ACLs. Each
 method returns once the cluster is as it says (the work runs in the loop thread, `call`).
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafka_shell.protocol.broker_identity import MAPPING_TOPIC, mapping_value
-from kafka_shell.sandbox import identity, log, quorum, registrations, replay, replication
+from kafka_shell.sandbox import identity, log, propagation, quorum, registrations, replay, replication
 from kafka_shell.sandbox import authorizer
 from kafka_shell.sandbox.authorizer import AclBinding, binding_problem
 from kafka_shell.sandbox.config import PLAINTEXT
@@ -244,6 +244,13 @@ class FaultControls:
         self._check_node(broker_id)
         self.call(setattr, self.cluster.node(broker_id), "delay_ms", int(ms))
 
+    def lag_metadata(self, broker_id: int, ms: int) -> None:
+        """Make a broker's metadata `ms` behind the controller: its Metadata, DescribeCluster and
+        DescribeTopicPartitions answers show each later change that much later, as Kafka's
+        propagation does (0: at once)."""
+        self._check_broker(broker_id)
+        self.call(propagation.set_lag, self.cluster, broker_id, int(ms))
+
     def fail(self, broker_id: int, api: int | str, error: int | str) -> None:
         """Make broker answer every request of `api` with `error` (names or numbers)."""
         node = self._node(broker_id)
@@ -252,8 +259,9 @@ class FaultControls:
         self.call(node.failures.__setitem__, key, code)
 
     def heal(self) -> None:
-        """Remove every delay and injected error (stopped brokers stay stopped)."""
+        """Remove every delay, metadata lag and injected error (stopped brokers stay stopped)."""
         def go() -> None:
+            propagation.clear(self.cluster)
             nodes: list[Broker | Controller] = [*self.cluster.brokers.values(),
                                                 *self.cluster.controllers.values()]
             for b in nodes:

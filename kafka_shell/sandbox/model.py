@@ -149,6 +149,8 @@ class Runtime:
     log_progress: asyncio.Event | None = None       # set when a high watermark moves
     active_segments: dict = field(default_factory=dict)   # log._Active by (topic id, partition)
     metadata_cache: dict = field(default_factory=dict)    # Metadata answers by version (handlers.core)
+    metadata_lags: dict[int, int] = field(default_factory=dict)   # broker -> ms behind the controller (propagation)
+    metadata_images: list = field(default_factory=list)   # propagation's [(monotonic time, generation, image)]
     producers: dict[tuple[object, int], PartitionProducers] = field(default_factory=dict)
     replication_rate: int | None = None             # catch-up bytes/s per follower (fault injection)
     replication_credit: dict[tuple[str, int, int], float] = field(default_factory=dict)

@@ -24,8 +24,8 @@ from typing import Any, TypeVar, overload
 
 from kafka_shell.protocol import codec, definitions
 from kafka_shell.protocol.definitions import releases
-from kafka_shell.sandbox import (cleaner, configs, consumer_groups, control, classic_groups, handlers, journal, persist, quorum,
-                                 registrations, replay, replication, security, share_groups, tls, transactions)
+from kafka_shell.sandbox import (cleaner, configs, consumer_groups, control, classic_groups, handlers, journal, persist,
+                                 propagation, quorum, registrations, replay, replication, security, share_groups, tls, transactions)
 from kafka_shell.sandbox.authorizer import Authorizer
 from kafka_shell.sandbox.config import LISTENERS, PLAINTEXT, SandboxConfig
 from kafka_shell.sandbox.dispatch import error_name
@@ -321,6 +321,8 @@ class Sandbox(FaultControls):
             def failures(n: Broker | Controller) -> dict[str, str]:
                 return {codec.api_name(k): error_name(v) for k, v in n.failures.items()}
 
+            lags = propagation.lags(c)
+
             return {
                 "mode": c.mode, "kafka_version": c.kafka_version, "seed_apis": self.seed_apis,
                 "cluster_id": c.cluster_id, "active_controller": c.controller_id,
@@ -328,7 +330,8 @@ class Sandbox(FaultControls):
                 "bootstrap_controllers": self.bootstrap_controllers, "control": self.control_address,
                 "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack,
                              "alive": b.alive, "fenced": b.fenced, "delay_ms": b.delay_ms,
-                             "failures": failures(b)} for b in c.brokers.values()],
+                             "metadata_lag_ms": lags.get(b.id, 0), "failures": failures(b)}
+                            for b in c.brokers.values()],
                 "controllers": [{**self._controller_info(n), "delay_ms": n.delay_ms, "failures": failures(n)}
                                 for n in c.controllers.values()],
                 "kraft_version": quorum.kraft_version(c) if c.kraft else None,
@@ -365,6 +368,7 @@ class Sandbox(FaultControls):
             result = fn(*args)
             if asyncio.iscoroutine(result):
                 result = await result
+            propagation.observe(self.cluster)
             if self.journal is not None:
                 await self.journal.sync()  # a fault injected or a state set is kept like a request's
             return result

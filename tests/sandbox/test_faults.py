@@ -1,5 +1,5 @@
-"""Fault injection (stop/start, controller loss, delay, fail, set_log_end_offset) and
-DescribeQuorum, seen over real sockets."""
+"""Fault injection (stop/start, controller loss, delay, lag_metadata, fail, set_log_end_offset)
+and DescribeQuorum, seen over real sockets."""
 
 from __future__ import annotations
 
@@ -10,13 +10,15 @@ import pytest
 
 from kafka_shell.protocol import codec
 from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
+from tests.sandbox.test_reassignments import wait_until
 from tests.sandbox.wire import API_VERSIONS_BODY, request
 from tests.conftest import BOTH_MODES, KRAFT_MODE, ZK_MODE
 
 pytestmark = BOTH_MODES  # controller, elections, reassignments and faults: both sandbox modes
 
 METADATA, ELECT, LIST_REASSIGNMENTS, API_VERSIONS, QUORUM = 3, 43, 46, 18, 55
-NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER = 6, 3, 41
+CREATE_TOPICS, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS = 19, 32, 60, 75
+NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER, REQUEST_TIMED_OUT = 6, 3, 41, 7
 QUORUM_BODY = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
 
 
@@ -112,3 +114,47 @@ def test_describe_quorum_of_another_topic(sandbox):
     body = {"topics": [{"topic_name": "other", "partitions": [{"partition_index": 0}]}]}
     [partition] = request(sandbox, 1, QUORUM, body)["topics"][0]["partitions"]
     assert partition["error_code"] == UNKNOWN_TOPIC_OR_PARTITION
+
+
+def _topic_names(sandbox, broker_id: int) -> list[str]:
+    body = {"topics": None, "allow_auto_topic_creation": False}
+    return [t["name"] for t in request(sandbox, broker_id, METADATA, body)["topics"]]
+
+
+def test_a_lagging_brokers_metadata_shows_each_change_later(sandbox):
+    """lag_metadata: Metadata, DescribeCluster and DescribeTopicPartitions of the lagging broker
+    show the cluster as it was; its other answers (configs) and the other brokers see it as it is."""
+    sandbox.lag_metadata(1, 60_000)
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "t", 1, 2, [[2, 3]])
+    assert "t" in _topic_names(sandbox, 2) and "t" not in _topic_names(sandbox, 1)
+    if sandbox.mode == "kraft":
+        described = request(sandbox, 1, DESCRIBE_TOPIC_PARTITIONS, {"topics": [{"name": "t"}], "response_partition_limit": 10})
+        assert described["topics"][0]["error_code"] == UNKNOWN_TOPIC_OR_PARTITION
+    configs = request(sandbox, 1, DESCRIBE_CONFIGS, {"resources": [{"resource_type": 2, "resource_name": "t"}]})
+    assert configs["results"][0]["error_code"] == 0
+    sandbox.stop_broker(3)
+    assert [b["broker_id"] for b in request(sandbox, 1, DESCRIBE_CLUSTER, {})["brokers"]] == [1, 2, 3]
+    assert [b["broker_id"] for b in request(sandbox, 2, DESCRIBE_CLUSTER, {})["brokers"]] == [1, 2]
+    assert sandbox.status()["brokers"][0]["metadata_lag_ms"] == 60_000
+    sandbox.lag_metadata(1, 200)   # a moment behind: it catches up with each change
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "u", 1, 1, [[2]])
+    wait_until(lambda: {"t", "u"} <= set(_topic_names(sandbox, 1)))
+    sandbox.heal()
+    assert sandbox.status()["brokers"][0]["metadata_lag_ms"] == 0
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "v", 1, 1, [[2]])
+    assert "v" in _topic_names(sandbox, 1)
+
+
+@KRAFT_MODE
+def test_a_delayed_active_controller_answers_what_brokers_forward_late(sandbox):
+    """Kafka's forwarding: a broker waits for the active controller's answer up to the request's
+    own timeout, then answers REQUEST_TIMED_OUT."""
+    sandbox.delay(sandbox.active_controller, 60_000)
+    body = {"topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
+            "timeout": 300, "validate_only": False}
+    [topic] = request(sandbox, 1, CREATE_TOPICS, body)["topics"]
+    assert topic["error_code"] == REQUEST_TIMED_OUT
+    assert request(sandbox, 1, METADATA, {"topics": None, "allow_auto_topic_creation": False})["topics"] == []
+    sandbox.delay(sandbox.active_controller, 100)
+    [topic] = request(sandbox, 1, CREATE_TOPICS, {**body, "timeout": 5000})["topics"]
+    assert topic["error_code"] == 0

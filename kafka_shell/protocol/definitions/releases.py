@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from kafka_shell.protocol.definitions import BROKER, CONTROLLER, ZK_BROKER, check_release, read_json
+from kafka_shell.protocol.definitions import BROKER, CONTROLLER, RELEASES, ZK_BROKER, check_release, read_json
 
 __all__ = ["BROKER", "CONTROLLER", "ZK_BROKER", "Validator", "ConfigDef", "Features", "Release", "release",
            "check_value", "split_list"]
@@ -100,6 +100,20 @@ def release(name: str) -> Release:
         dynamic_security_configs=frozenset(data["dynamic_security_configs"]),
         api_names={int(k): v for k, v in data["api_names"].items()},
     )
+
+
+@cache
+def configs_of(entity: str) -> dict[str, ConfigDef]:
+    """Every topic ("topics") or broker ("brokers") config key some release defines, but the
+    internal ones (Kafka leaves them out of DescribeConfigs), with the newest release's
+    definition of each."""
+    out: dict[str, ConfigDef] = {}
+    for name in RELEASES:  # newest first: its definition wins
+        r = release(name)
+        for key, d in (r.topic_configs if entity == "topics" else r.broker_configs).items():
+            if not d.internal:
+                out.setdefault(key, d)
+    return out
 
 
 def _config(c: dict, dynamic_only: bool = False) -> ConfigDef:
