@@ -75,16 +75,23 @@ class Budget:
 
     def __init__(self) -> None:
         self.deadline: Deadline | None = None
+        self.silent: set[int] = set()   # the nodes that did not answer in time in this command
 
     @contextlib.contextmanager
     def of(self, seconds: float | None) -> Iterator[None]:
         """Every wait in the block ends within `seconds` from now (None: a wait of the command's
         own making, such as --blocking until a reassignment ends, bounded by each request's own)."""
         old, self.deadline = self.deadline, Deadline(seconds) if seconds is not None else None
+        old_silent, self.silent = self.silent, set()
         try:
             yield
         finally:
-            self.deadline = old
+            self.deadline, self.silent = old, old_silent
+
+    def gave_up_on(self, node: int) -> bool:
+        """The node did not answer earlier in this command and the command's time is spent: asking
+        it again would only add LAST_ASK_S for nothing, once per request."""
+        return node in self.silent and self.deadline is not None and self.deadline.expired
 
     def cap(self, deadline: Deadline) -> Deadline:
         """`deadline`, ending no later than the command's (its `seconds`, which messages say,

@@ -333,10 +333,11 @@ class ConnectionManager:
             if attempt or broker_id not in self.router.brokers:
                 self._read_brokers(deadline)
             try:
-                channel = self.router.broker_channel(self.router.broker(broker_id), deadline)
+                channel = self._broker_channel(broker_id, deadline)
                 return refused_at_top(api_key, channel.request_entity(api_key, body, version, deadline=deadline,
                                                                       max_version=max_version))
             except NoAnswer as late:
+                self.budget.silent.add(broker_id)
                 raise self._no_answer(late, deadline) from None
             except ConnectionLost as lost:
                 if attempt or (mutation and lost.sent) or deadline.expired:
@@ -623,9 +624,17 @@ class ConnectionManager:
         if broker_id not in self.router.brokers:
             self._read_brokers(deadline)
         try:
-            return self.router.broker_channel(self.router.broker(broker_id), deadline)
+            return self._broker_channel(broker_id, deadline)
         except NoAnswer as late:
+            self.budget.silent.add(broker_id)
             raise self._no_answer(late, deadline) from None
+
+    def _broker_channel(self, broker_id: int, deadline: Deadline) -> Channel:
+        """The channel to a broker; NoAnswer at once for one that was silent earlier in this
+        command when its time is spent (each request would wait LAST_ASK_S more, in turn)."""
+        if self.budget.gave_up_on(broker_id):
+            raise NoAnswer(f"Broker {broker_id} did not answer earlier in this command", f"broker {broker_id}")
+        return self.router.broker_channel(self.router.broker(broker_id), deadline)
 
     def api_versions(self, broker_id: int | None = None) -> dict[int, range]:
         return self._versions_channel(broker_id).versions()
