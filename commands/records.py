@@ -600,13 +600,14 @@ def _consumed(reading: records.Consumption, args: dict, stopped: str, default_li
                          f"offset {r.to} (--offset-reset {args['offset_reset']})")
     for u in reading.unread:
         failed = True
-        who = f"its leader, broker {u.leader}," if u.leader >= 0 else "it has no leader:"
+        more = "" if u.position is None else " with more"
+        why = (f"its leader, broker {u.leader}, did not answer Fetch{more} within {reading.idle_s:g} s"
+               if u.leader >= 0 else f"it had no leader for {reading.idle_s:g} s")
         if u.position is None:
-            lines.append(f"{topic}-{u.partition}: not read: {who} sent nothing within {reading.idle_s:g} s")
+            lines.append(f"{topic}-{u.partition}: not read: {why}")
         else:
             of = f" of {u.end}" if u.end is not None and u.end < INT64_MAX else ""
-            lines.append(f"{topic}-{u.partition}: read to offset {u.position}{of} only: {who} sent nothing more "
-                         f"for {reading.idle_s:g} s")
+            lines.append(f"{topic}-{u.partition}: read to offset {u.position}{of} only: {why}")
     if args["group"] and reading.assigned is None and stopped == "idle":
         failed = True
         lines.append(f"Group '{shown(args['group'])}' gave this consumer no partitions within {reading.idle_s:g} s "
