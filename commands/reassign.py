@@ -236,7 +236,10 @@ def read_keys(session: Session, keys: Iterable[Key]) -> ClusterSnapshot:
 
 
 def cluster_key(session: Session) -> str:
-    return session.snapshot.cluster_id or session.conn.bootstrap
+    """Where the shell keeps a cluster's throttle record: its id, as read from the cluster (the
+    cache of a one-shot run may not hold it yet, and a key that differs loses the record)."""
+    conn = session.conn
+    return conn.cluster_id or conn.read([]).cluster_id or conn.bootstrap
 
 
 # -- --generate ---------------------------------------------------------------------------------
