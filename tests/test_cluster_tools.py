@@ -119,8 +119,9 @@ def test_add_and_remove_a_controller(dynamic):
     assert {c["id"] for c in sb.status()["controllers"] if c["voter"]} == {100, 101, 102}
 
 
-def test_add_controller_from_its_config(dynamic, tmp_path):
-    sb = dynamic
+def new_controller_config(sb, tmp_path):
+    """A controller added to the sandbox, and the properties file a new controller is started
+    with (its metadata log dir holding meta.properties): (its info, the file)."""
     new = sb.add_controller()
     host, port = sb.address(new["id"])
     (tmp_path / "meta").mkdir()
@@ -128,6 +129,12 @@ def test_add_controller_from_its_config(dynamic, tmp_path):
     config = tmp_path / "controller.properties"
     config.write_text(f"process.roles=controller\nnode.id={new['id']}\ncontroller.listener.names=CONTROLLER\n"
                       f"listeners=CONTROLLER://{host}:{port}\nmetadata.log.dir={tmp_path / 'meta'}\n")
+    return new, config
+
+
+def test_add_controller_from_its_config(dynamic, tmp_path):
+    sb = dynamic
+    new, config = new_controller_config(sb, tmp_path)
     plan = ok(ctl(sb, f"add-controller --config {config} --dry-run", "-o", "json"))["voters"]
     assert plan[-1]["node_id"] == new["id"] and plan[-1]["directory_id"] == new["directory_id"]
     assert_one_line_error(ctl(sb, f"add-controller --config {tmp_path / 'missing.properties'}"), 2)

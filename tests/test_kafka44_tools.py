@@ -10,6 +10,7 @@ import pytest
 
 from kafka_shell.sandbox.server import Sandbox
 from tests.output import json_tables
+from tests.test_cluster_tools import new_controller_config
 from tests.test_oneshot import assert_one_line_error, shell
 
 
@@ -119,13 +120,7 @@ def test_add_controller_reads_the_new_controllers_properties_from_command_config
     """kafka-metadata-quorum add-controller reads them from --command-config (KIP-1147's name):
     add-controller takes it beside --config."""
     sb = dynamic
-    new = sb.add_controller()
-    host, port = sb.address(new["id"])
-    (tmp_path / "meta").mkdir()
-    (tmp_path / "meta" / "meta.properties").write_text(f"version=1\ndirectory.id={new['directory_id']}\nnode.id={new['id']}\n")
-    config = tmp_path / "controller.properties"
-    config.write_text(f"process.roles=controller\nnode.id={new['id']}\ncontroller.listener.names=CONTROLLER\n"
-                      f"listeners=CONTROLLER://{host}:{port}\nmetadata.log.dir={tmp_path / 'meta'}\n")
+    new, config = new_controller_config(sb, tmp_path)
     for line in (f"add-controller --command-config {config} --dry-run", f"--add-controller --command-config {config} --dry-run"):
         args = ["--command", line] if not line.startswith("--") else line.split()
         p = shell("--bootstrap-controller", sb.bootstrap_controllers, "-o", "json", *args)
