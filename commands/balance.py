@@ -238,6 +238,12 @@ def moves_table(changes: list[balance.Change]) -> Table:
                  name="moves", kinds={"Bytes": "bytes"})
 
 
+def missing_lines(found: load.Load) -> list[str]:
+    """What the plan was made without: each broker that did not describe its log dirs."""
+    return [f"{why}: its replicas' sizes come from the others, and whether it is cordoned is not known."
+            for _, why in sorted(found.missing.items())]
+
+
 def plan_result(plan: balance.Plan, found: load.Load, args: dict) -> Result:
     summary = (f"Plan: {plan.moved_replicas} replica move(s), {human(plan.moved_bytes)} to copy (the lower bound: "
                f"{plan.bound_replicas} replica(s), {human(plan.bound_bytes)}); {plan.leader_changes} partition(s) "
@@ -247,8 +253,7 @@ def plan_result(plan: balance.Plan, found: load.Load, args: dict) -> Result:
         messages.append("The bound counts what the goals ask each broker to shed; a higher goal (racks, cordoned "
                         "or drained brokers) keeps some of it where it is.")
     messages += plan.notes
-    messages += [f"{why}: its replicas' sizes come from the others, and whether it is cordoned is not known."
-                 for _, why in sorted(found.missing.items())]
+    messages += missing_lines(found)
     if plan.changes and not args["execute"]:
         messages.append("Run it with: balance --execute" + (" --leaders-only" if args["leaders_only"] else "")
                         + "  (or save it with --save-plan FILE)")
@@ -546,7 +551,8 @@ def drain_broker(session: Session, args: dict) -> Result | Proposal:
     else:
         summary.append("Then it is cordoned (cordoned.log.dirs=*): nothing new lands on it.")
     if args["dry_run"]:
-        return Result(tables=[table], messages=[*summary, "Dry run: nothing was changed."])
+        return Result(tables=[table], messages=[*summary, *missing_lines(found), "Dry run: nothing was changed."],
+                      exit_code=1 if found.missing else 0)
     if found.missing:
         raise ShellError(f"Not draining: broker(s) {_ids(sorted(found.missing))} did not describe their log dirs; "
                          "try again when they answer")
@@ -636,7 +642,9 @@ def undrain_broker(session: Session, args: dict) -> Result | Proposal:
         messages.append(f"Broker {b} is uncordoned" + (f" (back to cordoned.log.dirs={','.join(cordon_before)})."
                                                        if cordon_before else "."))
     if args["dry_run"]:
-        return Result(tables=[moves_table(changes)], messages=[*messages, "Dry run: nothing was changed."])
+        return Result(tables=[moves_table(changes)],
+                      messages=[*messages, *missing_lines(found), "Dry run: nothing was changed."],
+                      exit_code=1 if found.missing else 0)
 
     def apply() -> Result:
         out: list[str] = []

@@ -109,8 +109,11 @@ def _round(session: Session, args: dict, history: list[dict[str, int]]) -> tuple
 
 
 def _result(outcome: tuple[Table, int]) -> Result:
+    """The table, then each part not read with why (the broker that did not answer, and what it
+    was asked), then the verdict."""
     table, code = outcome
-    return Result(tables=[table], messages=[f"The cluster is {_verdict(code)}."], exit_code=code)
+    unread = [f"{row[1]}: {row[3]}" for row in table.rows if row[0] == UNKNOWN]
+    return Result(tables=[table], messages=[*unread, f"The cluster is {_verdict(code)}."], exit_code=code)
 
 
 def _code(rows: list[list]) -> int:

@@ -610,8 +610,10 @@ def _consumed(reading: records.Consumption, args: dict, stopped: str, default_li
             lines.append(f"{topic}-{u.partition}: read to offset {u.position}{of} only: {why}")
     if args["group"] and reading.assigned is None and stopped == "idle":
         failed = True
-        lines.append(f"Group '{shown(args['group'])}' gave this consumer no partitions within {reading.idle_s:g} s "
-                     "(its coordinator did not answer the join)")
+        who = f"its coordinator, broker {reading.coordinator}," if reading.coordinator >= 0 else \
+            "its coordinator (FindCoordinator told none)"
+        lines.append(f"Group '{shown(args['group'])}' gave this consumer no partitions within {reading.idle_s:g} s: "
+                     f"{who} did not answer the join (JoinGroup, SyncGroup) in time")
     for partition, at in sorted(reading.short.items()):
         lines.append(f"{topic}-{partition}: stopped at offset {at}, its last stable offset: a transaction is open "
                      "(--isolation-level read_uncommitted reads past it)")

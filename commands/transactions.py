@@ -112,8 +112,9 @@ def describe_producers(session: Session, args: dict) -> Result:
     rows = [[key[0], key[1], p.producer_id, p.producer_epoch, p.coordinator_epoch, p.last_sequence,
              p.last_timestamp, p.txn_start_offset] for key, producers in found.rows.items() for p in producers]
     table = Table(["Topic", "Partition", *PRODUCER_COLUMNS], rows, name="producers", kinds={"LastTimestamp": "time"})
-    notes = [] if rows or failures else [f"No active producers on {_scope(args)}."]
-    return Result.outcome([table], notes, failures)
+    notes = [] if rows or not found.rows else \
+        [f"No active producers on {_scope(args)}" + (" (the partitions that answered)." if failures else ".")]
+    return Result.outcome([table], notes, failures, answered=bool(found.rows))
 
 
 def _partitions(session: Session, topic: str, partition: int | None) -> list[tuple[str, int]]:

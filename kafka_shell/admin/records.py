@@ -23,6 +23,7 @@ from kafka_shell.admin.errors import partition_line
 from kafka_shell.admin.offsets import EARLIEST, LATEST, LogOffset, log_offsets
 
 if TYPE_CHECKING:
+    from kafka_shell.base.deadline import Deadline
     from kafka_shell.connection.manager import ConnectionManager
     from kafka_shell.connection.metadata import ClusterSnapshot
 
@@ -240,6 +241,7 @@ class Consumption:
     ends: dict[int, int] | None
     assigned: set[int] | None       # the partitions read (a group member's: None until assigned)
     first_wait_s: float = 0.0       # how long the first record may take (what is left of idle_s)
+    coordinator: int = -1           # the group's coordinator as found when the read began (-1: not found)
     failures: list[str] = field(default_factory=list)
     resets: list[Reset] = field(default_factory=list)
     unread: list[Unread] = field(default_factory=list)
@@ -377,25 +379,31 @@ def consume(conn: ConnectionManager, snap: ClusterSnapshot, topic: str, partitio
     from confluent_kafka import Consumer, TopicPartition
     began = time.monotonic()
     idle = idle_s if idle_s is not None else conn.timeout_s
+    # The lookups before the read get half of it: a silent leader is found out (its partitions
+    # then start and end where librdkafka finds them) with time left to read the others.
+    lookups = conn.deadline().within(idle / 2)
+    subscribe = bool(group) and partition is None
+    # Whom to name if the group gives no partitions (librdkafka does not say); asked first, of
+    # a broker that answered already.
+    coordinator = conn.coordinator_of(group, lookups) if group and subscribe else -1
     partitions = [partition] if partition is not None else [p.partition for p in snap.topics[topic].partitions]
     keys = [(topic, p) for p in partitions]
-    starts, failed = _start_offsets(conn, snap, keys, group, start)
+    starts, failed = _start_offsets(conn, snap, keys, group, start, lookups)
     ends = None
     if to_end:
         # A partition whose leader did not tell its start is not asked again: its end is
         # librdkafka's end-of-partition event.
-        found = log_offsets(conn, snap, [k for k in keys if k[1] not in failed], LATEST)
+        found = log_offsets(conn, snap, [k for k in keys if k[1] not in failed], LATEST, lookups)
         ends = {p: found.rows[(topic, p)].offset if (topic, p) in found.rows else INT64_MAX for p in partitions}
         ends = {p: end for p, end in ends.items() if starts[p] != end}   # starting at the end: nothing to read
     consumer = _client(Consumer, conn, **{"group.id": group or f"kafka-shell-{uuid.uuid4()}",
                                           "enable.auto.commit": bool(group), "auto.offset.reset": "error",
                                           "isolation.level": isolation, "enable.partition.eof": to_end,
                                           "fetch.wait.max.ms": 100})
-    subscribe = bool(group) and partition is None
     assigned = None if subscribe else [p for p in partitions if ends is None or p in ends]
     first_wait = max(idle - (time.monotonic() - began), min(idle, 1.0))
     reading = Consumption(conn, snap, consumer, topic, limit, idle, on_reset, starts, ends,
-                          None if assigned is None else set(assigned), first_wait)
+                          None if assigned is None else set(assigned), first_wait, coordinator)
     if assigned is None:
         consumer.subscribe([topic], on_assign=functools.partial(_assign_committed, reading, start.kind == BEGINNING))
     else:
@@ -428,7 +436,7 @@ def _offset(found: Answers[Key, LogOffset], key: Key) -> int:
 
 
 def _start_offsets(conn: ConnectionManager, snap: ClusterSnapshot, keys: list[Key], group: str | None,
-                   start: Start) -> tuple[dict[int, int], set[int]]:
+                   start: Start, deadline: Deadline) -> tuple[dict[int, int], set[int]]:
     """Where each partition starts, and the partitions whose start could not be looked up (they
     start at a logical offset, which librdkafka looks up). Absolute offsets where we can: given
     a logical one, librdkafka waits 500 ms before its first offset query when it assigns a
@@ -439,18 +447,18 @@ def _start_offsets(conn: ConnectionManager, snap: ClusterSnapshot, keys: list[Ke
     if group:
         return {p: OFFSET_STORED for _, p in keys}, set()
     when = {NEW: LATEST, BEGINNING: EARLIEST, LAST: LATEST, AT_TIME: start.value}[start.kind]
-    found = log_offsets(conn, snap, keys, when)
+    found = log_offsets(conn, snap, keys, when, deadline)
     failed = {p for t, p in keys if (t, p) in found.errors}
     starts = {p: OFFSET_BEGINNING if start.kind == BEGINNING else OFFSET_END for p in failed}
     asked = [(t, p) for t, p in keys if p not in failed]
     if start.kind == LAST:   # the last N records: N before the end, not before the log's start
-        first = log_offsets(conn, snap, asked, EARLIEST).rows
+        first = log_offsets(conn, snap, asked, EARLIEST, deadline).rows
         for key in asked:
             end = found.rows[key].offset
             starts[key[1]] = max(end - start.value, first[key].offset) if key in first else end
     elif start.kind == AT_TIME:   # a partition without a record at or after that time starts at its end
         none_after = [k for k in asked if found.rows[k].offset < 0]
-        ends = log_offsets(conn, snap, none_after, LATEST) if none_after else None
+        ends = log_offsets(conn, snap, none_after, LATEST, deadline) if none_after else None
         for key in asked:
             if ends is not None and key in none_after:
                 starts[key[1]] = ends.rows[key].offset if key in ends.rows else OFFSET_END

@@ -66,7 +66,7 @@ from kafka_shell.connection.client_config import librdkafka_properties, parse_bo
 from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.base.debug_log import DebugLog
 from kafka_shell.base.deadline import Budget, Deadline
-from kafka_shell.base.errors import ClusterUnreachable, KafkaCallError, NotSupported
+from kafka_shell.base.errors import ClusterUnreachable, KafkaCallError, NotSupported, ShellError
 from kafka_shell.connection.metadata import KRAFT, ClusterSnapshot, ControllerInfo, Quorum
 from kafka_shell.connection.router import Router, unreachable_message
 
@@ -574,6 +574,14 @@ class ConnectionManager:
         return Answers({k: rows[k] for k in keys if k in rows}, {k: errors[k] for k in keys if k in errors})
 
     # -- group coordinators -------------------------------------------------------------------
+
+    def coordinator_of(self, group_id: str, deadline: Deadline | None = None) -> int:
+        """The group's coordinator as found now (one FindCoordinator), -1 when none was told in time."""
+        try:
+            node, code = self._find_coordinators([group_id], deadline or self.deadline(), remembered=False)[group_id]
+        except ShellError:   # no broker told it in time
+            return -1
+        return -1 if code else node
 
     def _find_coordinators(self, group_ids: list[str], deadline: Deadline, remembered: bool = True,
                            key_type: int = GROUP_KEY_TYPE) -> dict[str, tuple[int, int]]:

@@ -64,10 +64,13 @@ class Result:
         return cls(messages=list(messages), exit_code=exit_code)
 
     @classmethod
-    def outcome(cls, tables: list[Table], notes: list[str], failures: list[str], text: str | None = None) -> Result:
+    def outcome(cls, tables: list[Table], notes: list[str], failures: list[str], text: str | None = None,
+                answered: bool | None = None) -> Result:
         """A result where parts may fail: the tables (or `text`) and notes, then one line per
-        failure and exit 1 if any. When nothing succeeded, only the lines: no empty tables."""
-        if failures and not any(t.rows for t in tables):
+        failure and exit 1 if any. When nothing succeeded, only the lines: no empty tables.
+        `answered` says whether anything did (default: whether the tables have rows), for an
+        answer whose parts may be empty."""
+        if failures and not (any(t.rows for t in tables) if answered is None else answered):
             return cls.message(*notes, *failures, exit_code=1)
         return cls(tables=tables, text=text, messages=[*notes, *failures], exit_code=1 if failures else 0)
 
