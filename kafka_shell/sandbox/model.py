@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from kafka_shell.sandbox.classic_groups import Group
     from kafka_shell.sandbox.journal import Journal
     from kafka_shell.sandbox.producer_state import PartitionProducers
+    from kafka_shell.sandbox.records import Record
     from kafka_shell.sandbox.security import ScramCredential
     from kafka_shell.sandbox.share_groups import Session, ShareGroup, SharePartition
     from kafka_shell.sandbox.streams_groups import StreamsGroup
@@ -193,6 +194,9 @@ class ClusterState:
     groups: dict[str, AnyGroup] = field(default_factory=dict)
     group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     share_partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = field(default_factory=dict)
+    # The group and share coordinators' latest record of each key by group (group_state.py), as
+    # the compacted __consumer_offsets and __share_group_state hold them: what a restart replays.
+    group_records: dict[str, dict[tuple[type, str], Record]] = field(default_factory=dict)
     transactions: TransactionStore | None = None
     acls: dict[uuid.UUID, AclBinding] = field(default_factory=dict)
     scram_credentials: dict[str, dict[str, ScramCredential]] = field(default_factory=dict)

@@ -23,10 +23,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Replay = Callable[["ClusterState", Record], None]
 
-# The coordinators' records (in __consumer_offsets, __share_group_state and __transaction_state
-# on Kafka) and the logs do not move the metadata log.
-NOT_METADATA: frozenset[type] = frozenset({r.PartitionLogs, r.OffsetCommitRecord, r.GroupMetadataRecord})
-
 _table: dict[type, Replay] = {}
 
 
@@ -49,7 +45,7 @@ def apply(cluster: ClusterState, record: Record) -> None:
     if replay is None:
         raise TypeError(f"no replay for {type(record).__name__}")
     replay(cluster, record)
-    if type(record) not in NOT_METADATA:
+    if not isinstance(record, (r.PartitionLogs, r.CoordinatorRecord)):   # neither is in the metadata log
         cluster.generation += 1
     journal = cluster.runtime.journal
     if journal is not None:
@@ -86,4 +82,5 @@ def snapshot(cluster: ClusterState) -> Iterator[Record]:
     yield from producer_ids.snapshot(cluster)
     yield from tokens.snapshot(cluster)
     yield from group_state.offset_records(cluster)
+    yield from group_state.snapshot(cluster)
     yield from log.snapshot(cluster)

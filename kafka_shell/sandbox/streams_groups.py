@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, group_configs, journal, topic_lifecycle
+from kafka_shell.sandbox import configs, group_configs, topic_lifecycle
 from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.consumer_groups import GroupError, RevokingCoordinator
 from kafka_shell.sandbox.model import ClusterState, now_ms
@@ -140,7 +140,6 @@ class StreamsGroup:
     offsets: dict[tuple[str, int], classic.CommittedOffset] = field(default_factory=dict)
     endpoint_epoch: int = 0
     shutdown_requested_by: str | None = None
-    stored: dict | None = None        # not kept across a --data-dir restart (docs/sandbox.md)
     pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
 
     group_type = "streams"
@@ -570,7 +569,7 @@ class Coordinator(RevokingCoordinator):
         self._store(g)
 
     def _store(self, g: StreamsGroup) -> None:
-        journal.group_touched(self.cluster, g.group_id)
+        """Streams groups are not kept across a --data-dir restart (docs/sandbox.md): no records."""
 
     # offsets ------------------------------------------------------------------------------------------
 
