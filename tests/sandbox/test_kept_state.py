@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupState, Producer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import (Consumer, ConsumerGroupState, Producer, ConsumerGroupTopicPartitions, ShareConsumer,
+                             TopicPartition)
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    AlterConfigOpType, ConfigEntry, ConfigResource,
                                    NewTopic, ResourcePatternType, ResourceType,
@@ -31,6 +32,9 @@ from tests.sandbox.test_delegation_tokens import Session, epoch_ms
 from tests.sandbox.test_delegation_tokens import create as create_token, describe as describe_tokens
 from tests.sandbox.wire import exchange
 from tests.test_oneshot import shell
+from tests import k848_scenarios, test_share_clients as share_clients
+from tests.test_consumer_groups_cmd import rows
+from tests.test_share_clients import _session_facts
 
 TOPIC = "orders"
 COMMITTED = {0: 11, 1: 22, 2: 33}
@@ -88,6 +92,31 @@ def _update_feature(bootstrap: str, feature: str, level: int, upgrade_type: int)
     assert answer["error_code"] == Error.none, answer
 
 
+def _subscribed(bootstrap: str, group: str, topic: str, protocol: str = "classic") -> Consumer:
+    """A consumer of `group` (group.protocol `protocol`) that has its assignment of `topic`."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "group.protocol": protocol, "log_level": 3,
+                         **({"session.timeout.ms": 30000} if protocol == "classic" else {})})
+    consumer.subscribe([topic])
+    _stable(consumer)
+    return consumer
+
+
+def _share_consume(bootstrap: str, topic: str, group: str) -> None:
+    """librdkafka's share consumer takes every record of `topic` and acknowledges them."""
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0})
+    seen: set[int] = set()
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 25   # within the records' lock
+        while len(seen) < share_clients.RECORDS and time.monotonic() < deadline:
+            seen |= {int(m.value()) for m in consumer.poll(1.0) or [] if m.error() is None}
+        consumer.commit_sync()   # implicit mode: accepts what the polls returned
+    finally:
+        consumer.close()
+    assert seen == set(range(share_clients.RECORDS)), seen
+
+
 def _stable(consumer: Consumer, seconds: float = 30) -> None:
     """Poll until the consumer has its assignment (the group is Stable)."""
     deadline = time.monotonic() + seconds
@@ -134,6 +163,23 @@ def kept(tmp_path_factory):
         _stable(live)
         done["live_member"] = live.memberid()
         done["live_assignment"] = sorted((tp.topic, tp.partition) for tp in live.assignment())
+        done["txn"] = rows(bootstrap, "describe-transaction --transactional-id kept-txn")
+        # A KIP-848 group whose member has its assignment at the kill (its heartbeats by hand:
+        # nothing heartbeats for it until the test does, after the restart).
+        k848 = k848_scenarios.Group(bootstrap, partitions=3)
+        member = k848.new_member()
+        joined = k848.join(member)
+        deadline = time.monotonic() + 30
+        while not joined["assignment"]:
+            assert time.monotonic() < deadline, joined
+            time.sleep(0.2)
+            joined = k848.heartbeat(member, joined["epoch"])
+        k848.close()
+        done["848"] = (k848, member, joined)
+        # A share group whose consumer acknowledged every record.
+        share_topic, share_group = share_clients._topic(bootstrap), share_clients._group(bootstrap)
+        _share_consume(bootstrap, share_topic, share_group)
+        done["share"] = share_group, share_clients._offsets(bootstrap, share_group)
         # A finalized feature level.
         # Kafka 4.4 starts with group.version 1: a safe downgrade to 0 (which removes it) is a change.
         assert _features(bootstrap)["group.version"] == 1
@@ -196,6 +242,36 @@ def test_group_state_is_kept(kept):
     assert described["billing"].result(10).state == ConsumerGroupState.EMPTY
     listed = {g.group_id for g in admin.list_consumer_groups().result(10).valid}
     assert {"live", "billing"} <= listed and "gone" not in listed
+
+
+def test_a_kip_848_member_and_its_assignment_are_kept(kept):
+    """The member heartbeats on after the restart at its epoch, owning its partitions: the
+    coordinator knows it (UNKNOWN_MEMBER_ID had its state been lost)."""
+    bootstrap, done = kept
+    k848, member, joined = done["848"]
+    k848.channel = k848_scenarios.coordinator(bootstrap, k848.group_id)
+    try:
+        again = k848.heartbeat(member, joined["epoch"], owned=joined["assignment"])
+    finally:
+        k848.close()
+    assert (again["error"], again["epoch"]) == (0, joined["epoch"]), again
+    assert again["assignment"] in (None, joined["assignment"])
+
+
+def test_share_acknowledgements_are_kept(kept):
+    bootstrap, done = kept
+    group, offsets = done["share"]
+    assert all(lag == 0 for _, _, lag in offsets) and offsets
+    assert share_clients._offsets(bootstrap, group) == offsets
+
+
+def test_a_committed_transaction_is_kept(kept):
+    bootstrap, done = kept
+    def kept_fields(rows_: list[dict]) -> list[dict]:   # the duration moves with the clock
+        return [{k: v for k, v in row.items() if k != "transaction_duration_ms"} for row in rows_]
+    (before,) = kept_fields(done["txn"])
+    assert before["transaction_state"] == "CompleteCommit", before
+    assert kept_fields(rows(bootstrap, "describe-transaction --transactional-id kept-txn")) == [before]
 
 
 def test_finalized_feature_levels_are_kept(kept):
@@ -308,8 +384,9 @@ def _journaled_types(data: Path) -> set[str]:
 
 
 def test_a_crash_keeps_every_record_type(tmp_path):
-    """Every kind of metadata change, each journaled as its record type: the directory as a kill -9
-    leaves it (copied while the sandbox runs) replays to the very state the sandbox had."""
+    """Every kind of change, each journaled as its record type (the metadata records, the group
+    and share coordinators' records): the directory as a kill -9 leaves it (copied while the
+    sandbox runs) replays to the very state the sandbox had."""
     data = tmp_path / "data"
     with Sandbox(brokers=3, dynamic_quorum=True, data_dir=str(data), authorizer=True,
                  allow_everyone_if_no_acl_found=True, configs={"delegation.token.secret.key": "kept-secret"}) as s:
@@ -321,6 +398,12 @@ def test_a_crash_keeps_every_record_type(tmp_path):
         res = ConfigResource(ConfigResource.Type.TOPIC, "kept", incremental_configs=[
             ConfigEntry("retention.ms", "7777", incremental_operation=AlterConfigOpType.SET)])
         admin.incremental_alter_configs([res])[res].result(10)
+        # A classic group made Stable, then Empty; a KIP-848 group joined and left; a share group
+        # joined, its records acquired and acknowledged, left (every group record and its tombstones).
+        for protocol in ("classic", "consumer"):
+            consumer = _subscribed(s.bootstrap, f"{protocol}-group", "kept", protocol)
+            consumer.close()
+        _session_facts(s.bootstrap)
         _update_feature(s.bootstrap, "group.version", 0, upgrade_type=2)
         acls = [AclBinding(ResourceType.TOPIC, name, ResourcePatternType.LITERAL, "User:alice", "*",
                            AclOperation.READ, AclPermissionType.ALLOW) for name in ("secret", "revoked")]
