@@ -513,6 +513,38 @@ class ShareSnapshotRecord(CoordinatorRecord):
     value: ShareSnapshotValue | None = None
 
 
+# -- the transaction coordinator (__transaction_state) ----------------------------------------
+
+
+@dataclass(frozen=True)
+class TransactionPartitions:
+    """TransactionLogValue's PartitionsSchema."""
+    topic: str
+    partition_ids: tuple[NodeId, ...]
+
+
+@dataclass(frozen=True)
+class TransactionLogValue:
+    producer_id: Long
+    previous_producer_id: Long
+    next_producer_id: Long
+    producer_epoch: Annotated[int, Range(-1, INT16_MAX)]
+    transaction_timeout_ms: Int32
+    transaction_status: Annotated[int, Range(0, 7)]
+    transaction_partitions: tuple[TransactionPartitions, ...]
+    transaction_last_update_timestamp_ms: Long
+    transaction_start_timestamp_ms: Long
+    client_transaction_version: Int16 = 0
+
+
+@dataclass(frozen=True)
+class TransactionLogRecord(CoordinatorRecord):
+    """TransactionLogKey + TransactionLogValue: a transactional id's state (value None: its
+    tombstone, the id Dead)."""
+    transactional_id: str
+    value: TransactionLogValue | None = None
+
+
 # -- the logs ---------------------------------------------------------------------------------
 
 

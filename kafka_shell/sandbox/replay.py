@@ -29,10 +29,10 @@ _table: dict[type, Replay] = {}
 def _dispatch() -> dict[type, Replay]:
     if not _table:
         from kafka_shell.sandbox import (authorizer, client_quotas, configs, group_state, log, producer_ids, quorum,
-                                         registrations, replication, security, tokens, topic_lifecycle)
+                                         registrations, replication, security, tokens, topic_lifecycle, transactions)
         from kafka_shell.sandbox.handlers import features
         for module in (features, registrations, quorum, replication, configs, topic_lifecycle, authorizer, security,
-                       client_quotas, producer_ids, tokens, group_state, log):
+                       client_quotas, producer_ids, tokens, group_state, transactions, log):
             _table.update(module.REPLAY)
         missing = set(r.RECORD_TYPES.values()) - set(_table)
         assert not missing, missing
@@ -68,7 +68,7 @@ def snapshot(cluster: ClusterState) -> Iterator[Record]:
     """Records that make the state again, in an order replay takes them (what a topic's records
     name exists before them)."""
     from kafka_shell.sandbox import (authorizer, client_quotas, configs, group_state, log, producer_ids, quorum,
-                                     registrations, replication, security, tokens, topic_lifecycle)
+                                     registrations, replication, security, tokens, topic_lifecycle, transactions)
     from kafka_shell.sandbox.handlers import features
     yield from features.snapshot(cluster)
     yield from registrations.snapshot(cluster)
@@ -83,4 +83,5 @@ def snapshot(cluster: ClusterState) -> Iterator[Record]:
     yield from tokens.snapshot(cluster)
     yield from group_state.offset_records(cluster)
     yield from group_state.snapshot(cluster)
+    yield from transactions.snapshot(cluster)
     yield from log.snapshot(cluster)

@@ -384,8 +384,8 @@ def _journaled_types(data: Path) -> set[str]:
 
 
 def test_a_crash_keeps_every_record_type(tmp_path):
-    """Every kind of change, each journaled as its record type (the metadata records, the group
-    and share coordinators' records): the directory as a kill -9 leaves it (copied while the
+    """Every kind of change, each journaled as its record type (the metadata records, the group,
+    share and transaction coordinators' records): the directory as a kill -9 leaves it (copied while the
     sandbox runs) replays to the very state the sandbox had."""
     data = tmp_path / "data"
     with Sandbox(brokers=3, dynamic_quorum=True, data_dir=str(data), authorizer=True,
@@ -404,6 +404,12 @@ def test_a_crash_keeps_every_record_type(tmp_path):
             consumer = _subscribed(s.bootstrap, f"{protocol}-group", "kept", protocol)
             consumer.close()
         _session_facts(s.bootstrap)
+        # A transaction committed (the transaction coordinator's records).
+        producer = Producer({"bootstrap.servers": s.bootstrap, "transactional.id": "kept-txn", "log_level": 0})
+        producer.init_transactions(15)
+        producer.begin_transaction()
+        producer.produce("kept", b"in a transaction")
+        producer.commit_transaction(15)
         _update_feature(s.bootstrap, "group.version", 0, upgrade_type=2)
         acls = [AclBinding(ResourceType.TOPIC, name, ResourcePatternType.LITERAL, "User:alice", "*",
                            AclOperation.READ, AclPermissionType.ALLOW) for name in ("secret", "revoked")]
