@@ -5,7 +5,8 @@ Committed offsets are OffsetCommitRecords. A group is the records of its type (r
 a classic group its GroupMetadataRecord, written when it becomes Stable or Empty (Kafka's
 storeGroup); a KIP-848 consumer group its ConsumerGroupMetadata, PartitionMetadata,
 MemberMetadata, TargetAssignmentMember, TargetAssignmentMetadata and CurrentMemberAssignment
-records; a share group the ShareGroup* equivalents and a ShareSnapshotRecord per share-partition.
+records; a streams group the StreamsGroup* equivalents and its topology; a share group the
+ShareGroup* ones and a ShareSnapshotRecord per share-partition.
 Each type's replay (`REPLAY`, through `replay.apply`) builds the group from them, and
 `ClusterState.group_records` keeps the latest record of each key, as the compacted topic does.
 
@@ -18,7 +19,6 @@ classic groups write their records without replaying them); replayed at start-up
 group again. A group comes back as Kafka loads one: classic ones Stable with their members or
 Empty, their members' sessions starting again when the sandbox serves (the coordinators'
 `resume`), so members that do not come back expire as they would after a coordinator move.
-Streams groups are not kept (docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ ORDER: tuple[type, ...] = (
     r.ConsumerGroupCurrentMemberAssignmentRecord,
     r.ShareGroupMetadataRecord, r.ShareGroupPartitionMetadataRecord, r.ShareGroupMemberMetadataRecord,
     r.ShareGroupTargetAssignmentMemberRecord, r.ShareGroupTargetAssignmentMetadataRecord,
-    r.ShareGroupCurrentMemberAssignmentRecord, r.ShareSnapshotRecord)
+    r.ShareGroupCurrentMemberAssignmentRecord, r.ShareSnapshotRecord,
+    r.StreamsGroupMetadataRecord, r.StreamsGroupTopologyRecord, r.StreamsGroupMemberMetadataRecord,
+    r.StreamsGroupTargetAssignmentMemberRecord, r.StreamsGroupTargetAssignmentMetadataRecord,
+    r.StreamsGroupCurrentMemberAssignmentRecord)
 RANK = {t: i for i, t in enumerate(ORDER)}
 
 Key = tuple[type, str]
@@ -53,6 +56,8 @@ Key = tuple[type, str]
 MEMBER_STATES = {consumer_groups.M_STABLE: 0, consumer_groups.M_UNREVOKED: 1, consumer_groups.M_UNRELEASED: 2,
                  consumer_groups.M_UNKNOWN: 127}
 STATE_NAMES = {v: k for k, v in MEMBER_STATES.items()}
+STREAMS_STATES = {streams_groups.M_STABLE: 0, streams_groups.M_UNREVOKED: 1, streams_groups.M_UNRELEASED: 2}
+STREAMS_STATE_NAMES = {v: k for k, v in STREAMS_STATES.items()}
 DONE = (share_groups.ACKNOWLEDGED, share_groups.ARCHIVED)
 
 
@@ -85,7 +90,7 @@ def delete(cluster: ClusterState, group_id: str) -> None:
     g = cluster.groups.get(group_id)
     if g is not None and not cluster.group_records.get(group_id):
         # Never stored (a group of offsets only): its type's tombstone alone.
-        replay.apply(cluster, _GROUP_RECORD.get(type(g), r.GroupMetadataRecord)(group_id))
+        replay.apply(cluster, _GROUP_RECORD[type(g)](group_id))
     old = cluster.group_records.get(group_id, {})
     replay.apply_all(cluster, [tombstone(old[k]) for k in sorted(old, key=lambda k: -RANK[k[0]])])
 
@@ -99,7 +104,7 @@ def records_of(cluster: ClusterState, g: AnyGroup) -> dict[Key, r.Record]:
     elif isinstance(g, share_groups.ShareGroup):
         out = share_records(cluster, g)
     else:
-        out = []   # streams groups are not kept
+        out = streams_records(g)
     return {key_of(rec): rec for rec in sorted(out, key=lambda rec: RANK[type(rec)])}
 
 
@@ -251,8 +256,7 @@ def replay_classic(cluster: ClusterState, record: r.GroupMetadataRecord) -> None
     _latest(cluster, record)
     v = record.value
     if v is None:
-        # A streams group (not kept: no records of its own) goes with the classic tombstone.
-        _remove_group(cluster, record.group, (classic_groups.Group, streams_groups.StreamsGroup))
+        _remove_group(cluster, record.group, classic_groups.Group)
         return
     if v.members and (v.leader not in {m.member_id for m in v.members} or not v.protocol):
         raise ReplayError("has members but not one of them as its leader, or no protocol")
@@ -292,12 +296,16 @@ def replay_modern(cluster: ClusterState, record: Any) -> None:
     _latest(cluster, record)
     cls, _apply = _MODERN[type(record)]
     value = record.value
-    if isinstance(record, (r.ConsumerGroupMetadataRecord, r.ShareGroupMetadataRecord)):
+    if isinstance(record, (r.ConsumerGroupMetadataRecord, r.ShareGroupMetadataRecord, r.StreamsGroupMetadataRecord)):
         if value is None:
             _remove_group(cluster, record.group, cls)
-        else:
-            group: Any = _of_type(cluster, record.group, cls)
-            group.epoch = value.epoch
+            return
+        group: Any = _of_type(cluster, record.group, cls)
+        group.epoch = value.epoch
+        if isinstance(value, r.StreamsGroupMetadataValue):
+            group.metadata = _topics(r.PartitionMetadataValue(value.topics))
+            group.validated_topology_epoch = value.validated_topology_epoch
+            group.assignment_configs = {kv.key: kv.value for kv in value.last_assignment_configs}
         return
     g = _existing(cluster, record, cls)
     if g is not None:
@@ -376,6 +384,104 @@ def _share_assignment(g: share_groups.ShareGroup, record: r.ShareGroupCurrentMem
     m.epoch, m.previous_epoch, m.assigned = v.member_epoch, v.previous_member_epoch, _sets(v.assigned_partitions)
 
 
+def _task_ids(tasks: dict[str, set[int]]) -> tuple[r.TaskIds, ...]:
+    return tuple(r.TaskIds(s, tuple(sorted(ps))) for s, ps in sorted(tasks.items()) if ps)
+
+
+def _tasks(ids: tuple[r.TaskIds, ...]) -> dict[str, set[int]]:
+    return {t.subtopology_id: set(t.partitions) for t in ids}
+
+
+def _kv(pairs: tuple[tuple[str, str], ...] | dict[str, str]) -> tuple[r.KeyValue, ...]:
+    return tuple(r.KeyValue(k, v) for k, v in (sorted(pairs.items()) if isinstance(pairs, dict) else pairs))
+
+
+def _topic_info(t: streams_groups.TopicInfo) -> r.StreamsTopicInfo:
+    return r.StreamsTopicInfo(t.name, t.partitions, t.replication_factor, _kv(t.configs))
+
+
+def _streams_info(t: r.StreamsTopicInfo) -> streams_groups.TopicInfo:
+    return streams_groups.TopicInfo(t.name, t.partitions, t.replication_factor,
+                                    tuple((kv.key, kv.value) for kv in t.topic_configs))
+
+
+def streams_records(g: streams_groups.StreamsGroup) -> list[r.Record]:
+    gid = g.group_id
+    out: list[r.Record] = [
+        r.StreamsGroupMetadataRecord(gid, r.StreamsGroupMetadataValue(
+            g.epoch, _metadata(g.metadata).topics, g.validated_topology_epoch, _kv(g.assignment_configs))),
+        r.StreamsGroupTargetAssignmentMetadataRecord(
+            gid, r.TargetAssignmentMetadataValue(g.assignment_epoch, g.assignment_time_ms))]
+    if g.topology is not None:
+        out.append(r.StreamsGroupTopologyRecord(gid, r.StreamsGroupTopologyValue(g.topology.epoch, tuple(
+            r.Subtopology(s.subtopology_id, s.source_topics, s.source_topic_regex,
+                          tuple(_topic_info(t) for t in s.changelog_topics), s.repartition_sink_topics,
+                          tuple(_topic_info(t) for t in s.repartition_source_topics),
+                          tuple(r.CopartitionGroup(*(tuple(ix) for ix in c)) for c in s.copartition_groups))
+            for s in g.topology.subtopologies))))
+    for m in g.members.values():
+        endpoint = None if m.user_endpoint is None else r.StreamsEndpoint(*m.user_endpoint)
+        out.append(r.StreamsGroupMemberMetadataRecord(gid, m.member_id, r.StreamsGroupMemberMetadataValue(
+            m.instance_id, m.rack_id, m.client_id, m.client_host, m.rebalance_timeout_ms, m.topology_epoch,
+            m.process_id, endpoint, _kv(m.client_tags))))
+        out.append(r.StreamsGroupCurrentMemberAssignmentRecord(gid, m.member_id, r.StreamsGroupCurrentMemberAssignmentValue(
+            m.epoch, m.previous_epoch, STREAMS_STATES[m.state], _task_ids(m.active), _task_ids(m.standby),
+            _task_ids(m.warmup), _task_ids(m.revoking))))
+    out += [r.StreamsGroupTargetAssignmentMemberRecord(gid, member_id, r.StreamsGroupTargetAssignmentMemberValue(
+        _task_ids(t.active), _task_ids(t.standby), _task_ids(t.warmup))) for member_id, t in g.targets.items()]
+    return out
+
+
+def _streams_topology(g: streams_groups.StreamsGroup, record: r.StreamsGroupTopologyRecord,
+                      v: r.StreamsGroupTopologyValue | None) -> None:
+    g.topology = None if v is None else streams_groups.Topology(v.epoch, tuple(
+        streams_groups.Subtopology(s.subtopology_id, s.source_topics, s.source_topic_regex, s.repartition_sink_topics,
+                                   tuple(_streams_info(t) for t in s.repartition_source_topics),
+                                   tuple(_streams_info(t) for t in s.state_changelog_topics),
+                                   tuple((c.source_topics, c.source_topic_regex, c.repartition_source_topics)
+                                         for c in s.copartition_groups))
+        for s in v.subtopologies))
+
+
+def _streams_member(g: streams_groups.StreamsGroup, record: r.StreamsGroupMemberMetadataRecord,
+                    v: r.StreamsGroupMemberMetadataValue | None) -> None:
+    m = g.members.get(record.member_id)
+    if v is None:
+        if m is not None:
+            m.cancel_timers()
+            del g.members[record.member_id]
+        return
+    if m is None:
+        m = g.members[record.member_id] = streams_groups.Member(record.member_id)
+    m.instance_id, m.rack_id, m.client_id, m.client_host = v.instance_id, v.rack_id, v.client_id, v.client_host
+    m.rebalance_timeout_ms, m.topology_epoch, m.process_id = v.rebalance_timeout_ms, v.topology_epoch, v.process_id
+    m.user_endpoint = None if v.user_endpoint is None else (v.user_endpoint.host, v.user_endpoint.port)
+    m.client_tags = tuple((kv.key, kv.value) for kv in v.client_tags)
+
+
+def _streams_target(g: streams_groups.StreamsGroup, record: r.StreamsGroupTargetAssignmentMemberRecord,
+                    v: r.StreamsGroupTargetAssignmentMemberValue | None) -> None:
+    if v is None:
+        g.targets.pop(record.member_id, None)
+    else:
+        g.targets[record.member_id] = streams_groups.Target(_tasks(v.active_tasks), _tasks(v.standby_tasks),
+                                                            _tasks(v.warmup_tasks))
+
+
+def _streams_assignment(g: streams_groups.StreamsGroup, record: r.StreamsGroupCurrentMemberAssignmentRecord,
+                        v: r.StreamsGroupCurrentMemberAssignmentValue | None) -> None:
+    if v is None:
+        return
+    m = g.members.get(record.member_id)
+    if m is None:
+        raise ReplayError(f"assigns to member {record.member_id!r}, which no member record made")
+    if v.state not in STREAMS_STATE_NAMES:
+        raise ReplayError(f"has member state {v.state}, not one of Kafka's")
+    m.epoch, m.previous_epoch, m.state = v.member_epoch, v.previous_member_epoch, STREAMS_STATE_NAMES[v.state]
+    m.active, m.standby, m.warmup = _tasks(v.active_tasks), _tasks(v.standby_tasks), _tasks(v.warmup_tasks)
+    m.revoking = _tasks(v.active_tasks_pending_revocation)
+
+
 def replay_share_snapshot(cluster: ClusterState, record: r.ShareSnapshotRecord) -> None:
     """The share-partition's written state (`share_groups.restore_in_flight` makes its records
     from it when the sandbox serves)."""
@@ -403,7 +509,8 @@ def replay_share_snapshot(cluster: ClusterState, record: r.ShareSnapshotRecord) 
 
 _GROUP_RECORD: dict[type, type] = {classic_groups.Group: r.GroupMetadataRecord,
                                    consumer_groups.ConsumerGroup: r.ConsumerGroupMetadataRecord,
-                                   share_groups.ShareGroup: r.ShareGroupMetadataRecord}
+                                   share_groups.ShareGroup: r.ShareGroupMetadataRecord,
+                                   streams_groups.StreamsGroup: r.StreamsGroupMetadataRecord}
 _MODERN: dict[type, tuple[type, Any]] = {
     r.ConsumerGroupMetadataRecord: (consumer_groups.ConsumerGroup, None),
     r.ConsumerGroupPartitionMetadataRecord: (consumer_groups.ConsumerGroup, _partition_metadata),
@@ -417,6 +524,12 @@ _MODERN: dict[type, tuple[type, Any]] = {
     r.ShareGroupTargetAssignmentMemberRecord: (share_groups.ShareGroup, _target_member),
     r.ShareGroupTargetAssignmentMetadataRecord: (share_groups.ShareGroup, _target_metadata),
     r.ShareGroupCurrentMemberAssignmentRecord: (share_groups.ShareGroup, _share_assignment),
+    r.StreamsGroupMetadataRecord: (streams_groups.StreamsGroup, None),
+    r.StreamsGroupTopologyRecord: (streams_groups.StreamsGroup, _streams_topology),
+    r.StreamsGroupMemberMetadataRecord: (streams_groups.StreamsGroup, _streams_member),
+    r.StreamsGroupTargetAssignmentMemberRecord: (streams_groups.StreamsGroup, _streams_target),
+    r.StreamsGroupTargetAssignmentMetadataRecord: (streams_groups.StreamsGroup, _target_metadata),
+    r.StreamsGroupCurrentMemberAssignmentRecord: (streams_groups.StreamsGroup, _streams_assignment),
 }
 
 REPLAY = {r.OffsetCommitRecord: replay_offset, r.GroupMetadataRecord: replay_classic,

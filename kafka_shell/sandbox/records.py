@@ -483,6 +483,140 @@ class ShareGroupCurrentMemberAssignmentRecord(CoordinatorRecord):
     value: ShareGroupCurrentMemberAssignmentValue | None = None
 
 
+@dataclass(frozen=True)
+class KeyValue:
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class StreamsGroupMetadataValue:
+    """`topics`: what Kafka's MetadataHash is a hash of (the topics the topology names, as the
+    epoch was computed against them)."""
+    epoch: Int32
+    topics: tuple[TopicMetadata, ...]
+    validated_topology_epoch: Int32 = -1
+    last_assignment_configs: tuple[KeyValue, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamsGroupMetadataRecord(CoordinatorRecord):
+    """A KIP-1071 group's epoch (value None: the group's tombstone, its last record)."""
+    group: str
+    value: StreamsGroupMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class StreamsTopicInfo:
+    name: str
+    partitions: Int32
+    replication_factor: Int16
+    topic_configs: tuple[KeyValue, ...]
+
+
+@dataclass(frozen=True)
+class CopartitionGroup:
+    """Indexes into its subtopology's source topics, regexes and repartition source topics."""
+    source_topics: tuple[Int16, ...]
+    source_topic_regex: tuple[Int16, ...]
+    repartition_source_topics: tuple[Int16, ...]
+
+
+@dataclass(frozen=True)
+class Subtopology:
+    subtopology_id: str
+    source_topics: tuple[str, ...]
+    source_topic_regex: tuple[str, ...]
+    state_changelog_topics: tuple[StreamsTopicInfo, ...]
+    repartition_sink_topics: tuple[str, ...]
+    repartition_source_topics: tuple[StreamsTopicInfo, ...]
+    copartition_groups: tuple[CopartitionGroup, ...]
+
+
+@dataclass(frozen=True)
+class StreamsGroupTopologyValue:
+    epoch: Int32
+    subtopologies: tuple[Subtopology, ...]
+
+
+@dataclass(frozen=True)
+class StreamsGroupTopologyRecord(CoordinatorRecord):
+    group: str
+    value: StreamsGroupTopologyValue | None = None
+
+
+@dataclass(frozen=True)
+class StreamsEndpoint:
+    host: str
+    port: Port
+
+
+@dataclass(frozen=True)
+class StreamsGroupMemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: Int32
+    topology_epoch: Int32
+    process_id: str
+    user_endpoint: StreamsEndpoint | None
+    client_tags: tuple[KeyValue, ...]
+
+
+@dataclass(frozen=True)
+class StreamsGroupMemberMetadataRecord(CoordinatorRecord):
+    group: str
+    member_id: str
+    value: StreamsGroupMemberMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class StreamsGroupTargetAssignmentMetadataRecord(CoordinatorRecord):
+    group: str
+    value: TargetAssignmentMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class TaskIds:
+    subtopology_id: str
+    partitions: tuple[NodeId, ...]
+
+
+@dataclass(frozen=True)
+class StreamsGroupTargetAssignmentMemberValue:
+    active_tasks: tuple[TaskIds, ...]
+    standby_tasks: tuple[TaskIds, ...]
+    warmup_tasks: tuple[TaskIds, ...]
+
+
+@dataclass(frozen=True)
+class StreamsGroupTargetAssignmentMemberRecord(CoordinatorRecord):
+    group: str
+    member_id: str
+    value: StreamsGroupTargetAssignmentMemberValue | None = None
+
+
+@dataclass(frozen=True)
+class StreamsGroupCurrentMemberAssignmentValue:
+    """`state` is Kafka's streams MemberState id (0 STABLE, 1 UNREVOKED_TASKS, 2 UNRELEASED_TASKS);
+    the sandbox revokes active tasks only (no standby or warmup tasks pending revocation)."""
+    member_epoch: Int32
+    previous_member_epoch: Int32
+    state: Annotated[int, Range(-128, 127)]
+    active_tasks: tuple[TaskIds, ...]
+    standby_tasks: tuple[TaskIds, ...]
+    warmup_tasks: tuple[TaskIds, ...]
+    active_tasks_pending_revocation: tuple[TaskIds, ...]
+
+
+@dataclass(frozen=True)
+class StreamsGroupCurrentMemberAssignmentRecord(CoordinatorRecord):
+    group: str
+    member_id: str
+    value: StreamsGroupCurrentMemberAssignmentValue | None = None
+
+
 # -- the share coordinator (__share_group_state) ---------------------------------------------
 
 

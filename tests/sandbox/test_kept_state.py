@@ -11,6 +11,7 @@ import base64
 import json
 import shutil
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -31,8 +32,9 @@ from tests.sandbox.test_data_dir import kill9, produce, serve_announced
 from tests.sandbox.test_delegation_tokens import Session, epoch_ms
 from tests.sandbox.test_delegation_tokens import create as create_token, describe as describe_tokens
 from tests.sandbox.wire import exchange
+from tests.txn_scenarios import retry
 from tests.test_oneshot import shell
-from tests import k848_scenarios, test_share_clients as share_clients
+from tests import k848_scenarios, streams_scenarios, test_share_clients as share_clients
 from tests.test_consumer_groups_cmd import rows
 from tests.test_share_clients import _session_facts
 
@@ -117,6 +119,33 @@ def _share_consume(bootstrap: str, topic: str, group: str) -> None:
     assert seen == set(range(share_clients.RECORDS)), seen
 
 
+def _streams_beat(bootstrap: str, body: dict) -> dict:
+    """A StreamsGroupHeartbeat to the group's coordinator."""
+    channel = k848_scenarios.coordinator(bootstrap, body["group_id"])
+    try:
+        return retry(lambda: channel.request(ApiKey.STREAMS_GROUP_HEARTBEAT, body, streams_scenarios.VERSION))
+    finally:
+        channel.close()
+
+
+def _streams_member(bootstrap: str) -> tuple[str, str, int, list]:
+    """A streams group's member with its active tasks: (group, member id, epoch, tasks)."""
+    tag = uuid.uuid4().hex[:8]
+    app, source, member = f"kept-sg-{tag}", f"kept-sg-in-{tag}", uuid.uuid4().hex
+    admin = _admin(bootstrap)
+    admin.create_topics([NewTopic(source, 3, 2)])[source].result(15)
+    answer = _streams_beat(bootstrap, streams_scenarios._join(app, member, streams_scenarios._topology(source, app)))
+    epoch, tasks = answer["member_epoch"], None
+    deadline = time.monotonic() + 60
+    while answer.get("status") or not tasks:   # internal topics created, the initial delay over
+        assert time.monotonic() < deadline, answer
+        time.sleep(0.3)
+        answer = _streams_beat(bootstrap, streams_scenarios._beat(app, member, epoch))
+        epoch = answer["member_epoch"]
+        tasks = answer["active_tasks"] if answer.get("active_tasks") is not None else tasks
+    return app, member, epoch, tasks
+
+
 def _stable(consumer: Consumer, seconds: float = 30) -> None:
     """Poll until the consumer has its assignment (the group is Stable)."""
     deadline = time.monotonic() + seconds
@@ -176,6 +205,7 @@ def kept(tmp_path_factory):
             joined = k848.heartbeat(member, joined["epoch"])
         k848.close()
         done["848"] = (k848, member, joined)
+        done["streams"] = _streams_member(bootstrap)
         # A share group whose consumer acknowledged every record.
         share_topic, share_group = share_clients._topic(bootstrap), share_clients._group(bootstrap)
         _share_consume(bootstrap, share_topic, share_group)
@@ -256,6 +286,14 @@ def test_a_kip_848_member_and_its_assignment_are_kept(kept):
         k848.close()
     assert (again["error"], again["epoch"]) == (0, joined["epoch"]), again
     assert again["assignment"] in (None, joined["assignment"])
+
+
+def test_a_streams_member_and_its_tasks_are_kept(kept):
+    bootstrap, done = kept
+    app, member, epoch, tasks = done["streams"]
+    again = _streams_beat(bootstrap, streams_scenarios._beat(app, member, epoch, active=tasks))
+    assert (again["error_code"], again["member_epoch"]) == (0, epoch), again
+    assert not again.get("status"), again
 
 
 def test_share_acknowledgements_are_kept(kept):
@@ -399,11 +437,13 @@ def test_a_crash_keeps_every_record_type(tmp_path):
             ConfigEntry("retention.ms", "7777", incremental_operation=AlterConfigOpType.SET)])
         admin.incremental_alter_configs([res])[res].result(10)
         # A classic group made Stable, then Empty; a KIP-848 group joined and left; a share group
-        # joined, its records acquired and acknowledged, left (every group record and its tombstones).
+        # joined, its records acquired and acknowledged, left; a streams group joined and left
+        # (every group record and its tombstones).
         for protocol in ("classic", "consumer"):
             consumer = _subscribed(s.bootstrap, f"{protocol}-group", "kept", protocol)
             consumer.close()
         _session_facts(s.bootstrap)
+        streams_scenarios.lifecycle(s.bootstrap)   # a streams group joined, given tasks, left
         # A transaction committed (the transaction coordinator's records).
         producer = Producer({"bootstrap.servers": s.bootstrap, "transactional.id": "kept-txn", "log_level": 0})
         producer.init_transactions(15)
