@@ -6,7 +6,9 @@ a classic group its GroupMetadataRecord, written when it becomes Stable or Empty
 storeGroup); a KIP-848 consumer group its ConsumerGroupMetadata, PartitionMetadata,
 MemberMetadata, TargetAssignmentMember, TargetAssignmentMetadata and CurrentMemberAssignment
 records; a streams group the StreamsGroup* equivalents and its topology; a share group the
-ShareGroup* ones and a ShareSnapshotRecord per share-partition.
+ShareGroup* ones, and each of its share-partitions a ShareSnapshotRecord followed by
+ShareUpdateRecords (what changed), a new snapshot after
+share.coordinator.snapshot.update.records.per.snapshot of them, as Kafka's share coordinator.
 Each type's replay (`REPLAY`, through `replay.apply`) builds the group from them, and
 `ClusterState.group_records` keeps the latest record of each key, as the compacted topic does.
 
@@ -26,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, cast
 
-from kafka_shell.sandbox import classic_groups, consumer_groups, replay, share_groups, streams_groups
+from kafka_shell.sandbox import classic_groups, configs, consumer_groups, replay, share_groups, streams_groups
 from kafka_shell.sandbox import records as r
 from kafka_shell.sandbox.model import now_ms
 from kafka_shell.sandbox.records import ReplayError
@@ -82,7 +84,8 @@ def store(cluster: ClusterState, group_id: str) -> None:
     new = records_of(cluster, g) if g is not None else {}
     old = cluster.group_records.get(group_id, {})
     gone = sorted((k for k in old if k not in new), key=lambda k: -RANK[k[0]])
-    replay.apply_all(cluster, [rec for k, rec in new.items() if old.get(k) != rec] + [tombstone(old[k]) for k in gone])
+    changed = [_as_update(cluster, old.get(k), rec) for k, rec in new.items() if old.get(k) != rec]
+    replay.apply_all(cluster, changed + [tombstone(old[k]) for k in gone])
 
 
 def delete(cluster: ClusterState, group_id: str) -> None:
@@ -482,7 +485,61 @@ def _streams_assignment(g: streams_groups.StreamsGroup, record: r.StreamsGroupCu
     m.revoking = _tasks(v.active_tasks_pending_revocation)
 
 
-def replay_share_snapshot(cluster: ClusterState, record: r.ShareSnapshotRecord) -> None:
+SNAPSHOT_EVERY = "share.coordinator.snapshot.update.records.per.snapshot"
+
+
+def _as_update(cluster: ClusterState, old: r.Record | None, new: r.Record) -> r.Record:
+    """A share-partition's new state as a ShareUpdateRecord of what changed when that makes it
+    from the old (and the snapshot is not due), else the record itself."""
+    if not (isinstance(new, r.ShareSnapshotRecord) and isinstance(old, r.ShareSnapshotRecord)
+            and old.value is not None and new.value is not None):
+        return new
+    sp = cluster.share_partitions.get((new.group, new.topic_id, new.partition))
+    if sp is None or sp.updates + 1 >= configs.broker_int(cluster, SNAPSHOT_EVERY, {SNAPSHOT_EVERY: 500}):
+        return new
+    kept = set(old.value.state_batches)
+    update = r.ShareUpdateValue(new.value.leader_epoch, new.value.start_offset,
+                                tuple(b for b in new.value.state_batches if b not in kept))
+    if merged(old.value, update) != new.value:
+        return new
+    return r.ShareUpdateRecord(new.group, new.topic_id, new.partition, update)
+
+
+def merged(state: r.ShareSnapshotValue, update: r.ShareUpdateValue) -> r.ShareSnapshotValue:
+    """A share-partition's state with an update applied (Kafka's ShareCoordinatorShard.merge):
+    the update's batches replace the states of their offsets, batches wholly below the start
+    offset go, and neighbours of one state and delivery count join."""
+    start = update.start_offset if update.start_offset != -1 else state.start_offset
+    pieces = []
+    for b in state.state_batches:
+        ranges = [(b.first_offset, b.last_offset)]
+        for u in update.state_batches:
+            ranges = [(lo, hi) for first, last in ranges
+                      for lo, hi in ((first, min(last, u.first_offset - 1)), (max(first, u.last_offset + 1), last))
+                      if lo <= hi]
+        pieces += [r.StateBatch(lo, hi, b.delivery_state, b.delivery_count) for lo, hi in ranges]
+    batches: list[r.StateBatch] = []
+    for b in sorted([*pieces, *update.state_batches], key=lambda b: b.first_offset):
+        if b.last_offset < start:
+            continue
+        last = batches[-1] if batches else None
+        if last and last.last_offset + 1 == b.first_offset and (last.delivery_state, last.delivery_count) == (
+                b.delivery_state, b.delivery_count):
+            batches[-1] = dataclasses.replace(last, last_offset=b.last_offset)
+        else:
+            batches.append(b)
+    return r.ShareSnapshotValue(state.state_epoch, update.leader_epoch, start, tuple(batches))
+
+
+def replay_share_update(cluster: ClusterState, record: r.ShareUpdateRecord) -> None:
+    """An update merged into the share-partition's last written state."""
+    latest = cluster.group_records.get(record.group, {}).get((r.ShareSnapshotRecord, f"{record.topic_id}:{record.partition}"))
+    if not isinstance(latest, r.ShareSnapshotRecord) or latest.value is None:
+        raise ReplayError("updates a share-partition no ShareSnapshotRecord made")
+    replay_share_snapshot(cluster, dataclasses.replace(latest, value=merged(latest.value, record.value)), update=True)
+
+
+def replay_share_snapshot(cluster: ClusterState, record: r.ShareSnapshotRecord, update: bool = False) -> None:
     """The share-partition's written state (`share_groups.restore_in_flight` makes its records
     from it when the sandbox serves)."""
     _latest(cluster, record)
@@ -499,6 +556,7 @@ def replay_share_snapshot(cluster: ClusterState, record: r.ShareSnapshotRecord) 
         sp = cluster.share_partitions[key] = share_groups.SharePartition(record.group, record.topic_id, record.partition)
         sp.start_offset = sp.next_offset = v.start_offset
     sp.state_epoch, sp.leader_epoch, sp.written_start = v.state_epoch, v.leader_epoch, v.start_offset
+    sp.updates = sp.updates + 1 if update else 0
     sp.written_batches = [{"first_offset": b.first_offset, "last_offset": b.last_offset,
                            "delivery_state": b.delivery_state, "delivery_count": b.delivery_count}
                           for b in v.state_batches]
@@ -533,4 +591,5 @@ _MODERN: dict[type, tuple[type, Any]] = {
 }
 
 REPLAY = {r.OffsetCommitRecord: replay_offset, r.GroupMetadataRecord: replay_classic,
-          r.ShareSnapshotRecord: replay_share_snapshot, **{t: replay_modern for t in _MODERN}}
+          r.ShareSnapshotRecord: replay_share_snapshot, r.ShareUpdateRecord: replay_share_update,
+          **{t: replay_modern for t in _MODERN}}

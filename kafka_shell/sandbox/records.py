@@ -639,12 +639,29 @@ class ShareSnapshotValue:
 @dataclass(frozen=True)
 class ShareSnapshotRecord(CoordinatorRecord):
     """ShareSnapshotKey + ShareSnapshotValue: a share-partition's state as the share coordinator
-    last had it written, whole (value None: the share-partition's tombstone). The sandbox writes
-    every state as a snapshot (Kafka writes ShareUpdate deltas between snapshots)."""
+    has it written, whole (value None: the share-partition's tombstone)."""
     group: str
     topic_id: uuid.UUID
     partition: NodeId
     value: ShareSnapshotValue | None = None
+
+
+@dataclass(frozen=True)
+class ShareUpdateValue:
+    leader_epoch: Int32
+    start_offset: Offset
+    state_batches: tuple[StateBatch, ...]
+
+
+@dataclass(frozen=True)
+class ShareUpdateRecord(CoordinatorRecord):
+    """ShareUpdateKey + ShareUpdateValue: what changed since the last snapshot or update: the start
+    offset, and the record states that changed (they replace those of their offsets; the
+    states below the start offset go)."""
+    group: str
+    topic_id: uuid.UUID
+    partition: NodeId
+    value: ShareUpdateValue
 
 
 # -- the transaction coordinator (__transaction_state) ----------------------------------------

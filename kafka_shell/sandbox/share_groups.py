@@ -158,6 +158,7 @@ class SharePartition:
     written_start: int = -1
     written_done: int = -1
     written_batches: list[dict] = field(default_factory=list)
+    updates: int = 0   # ShareUpdateRecords written since the last ShareSnapshotRecord
 
     def write(self) -> None:
         """Persist the state (before `advance`, as Kafka's SharePartition does)."""

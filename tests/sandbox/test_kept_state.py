@@ -25,7 +25,8 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 
 from kafka_shell.connection.channel import Channel
 from kafka_shell.protocol.codes import ApiKey, Error
-from kafka_shell.sandbox import journal, persist, quorum, records, tokens
+from kafka_shell.sandbox import group_state, journal, persist, quorum, records, replay, tokens
+from kafka_shell.sandbox.model import ClusterState
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.test_cluster_membership import unregister
 from tests.sandbox.test_data_dir import kill9, produce, serve_announced
@@ -498,3 +499,22 @@ def test_a_crash_keeps_every_record_type(tmp_path):
     assert _journaled_types(crashed) == set(records.RECORD_TYPES)
     recovered = journal.recover(crashed)
     assert recovered is not None and persist.state_of(recovered[0]) == live
+
+
+def test_a_share_update_replaces_the_states_of_its_offsets():
+    """Kafka's ShareCoordinatorShard.merge: an update's batches replace the states of their
+    offsets, those wholly below its start offset go, and the state epoch stays the snapshot's."""
+    b = records.StateBatch
+    state = records.ShareSnapshotValue(3, 1, 0, (b(0, 9, 0, 1),))   # 0-9 available, delivered once
+    update = records.ShareUpdateValue(2, 4, (b(4, 5, 2, 1), b(8, 9, 0, 2)))
+    assert group_state.merged(state, update) == records.ShareSnapshotValue(
+        3, 2, 4, (b(4, 5, 2, 1), b(6, 7, 0, 1), b(8, 9, 0, 2)))
+    # Neighbours of one state and delivery count join.
+    assert group_state.merged(state, records.ShareUpdateValue(1, -1, (b(0, 4, 0, 1),))).state_batches == (b(0, 9, 0, 1),)
+
+
+def test_a_share_update_without_a_snapshot_cannot_apply():
+    cluster = ClusterState("id", {})
+    update = records.ShareUpdateRecord("g", uuid.uuid4(), 0, records.ShareUpdateValue(0, 0, ()))
+    with pytest.raises(records.ReplayError, match="no ShareSnapshotRecord"):
+        replay.apply(cluster, update)
