@@ -8,6 +8,7 @@ same state from the directory as a kill -9 leaves it."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import shutil
 import time
@@ -437,12 +438,12 @@ def test_a_crash_keeps_every_record_type(tmp_path):
         res = ConfigResource(ConfigResource.Type.TOPIC, "kept", incremental_configs=[
             ConfigEntry("retention.ms", "7777", incremental_operation=AlterConfigOpType.SET)])
         admin.incremental_alter_configs([res])[res].result(10)
-        # A classic group made Stable, then Empty; a KIP-848 group joined and left; a share group
-        # joined, its records acquired and acknowledged, left; a streams group joined and left
-        # (every group record and its tombstones).
+        # Classic and KIP-848 groups joined and left, and joined (members at the kill); a share
+        # group joined, its records acquired and acknowledged, left; a streams group joined and
+        # left (every group record and its tombstones).
         for protocol in ("classic", "consumer"):
-            consumer = _subscribed(s.bootstrap, f"{protocol}-group", "kept", protocol)
-            consumer.close()
+            _subscribed(s.bootstrap, f"{protocol}-gone", "kept", protocol).close()
+        members = [_subscribed(s.bootstrap, f"{protocol}-group", "kept", protocol) for protocol in ("classic", "consumer")]
         _session_facts(s.bootstrap)
         streams_scenarios.lifecycle(s.bootstrap)   # a streams group joined, given tasks, left
         # A transaction committed (the transaction coordinator's records).
@@ -496,9 +497,25 @@ def test_a_crash_keeps_every_record_type(tmp_path):
         crashed = tmp_path / "crashed"
         shutil.copytree(data, crashed, ignore=shutil.ignore_patterns(journal.LOCK_FILE))
         live = s.call(persist.state_of, s.cluster)
+        live_groups = s.call(_groups_as_records, s.cluster)
+        for consumer in members:
+            consumer.close()
     assert _journaled_types(crashed) == set(records.RECORD_TYPES)
     recovered = journal.recover(crashed)
     assert recovered is not None and persist.state_of(recovered[0]) == live
+    # The groups replay made are those the coordinators had, as their records say.
+    assert _groups_as_records(recovered[0]) == live_groups
+
+
+def _groups_as_records(cluster: ClusterState) -> dict:
+    """Each group as the records its coordinator would write for it now (a classic group's
+    state timestamp left out: it is the time of writing)."""
+    def same_any_time(record: records.Record) -> records.Record:
+        if isinstance(record, records.GroupMetadataRecord) and record.value is not None:
+            return dataclasses.replace(record, value=dataclasses.replace(record.value, current_state_timestamp=0))
+        return record
+    return {group_id: [same_any_time(rec) for rec in group_state.records_of(cluster, g).values()]
+            for group_id, g in cluster.groups.items()}
 
 
 def test_a_share_update_replaces_the_states_of_its_offsets():
