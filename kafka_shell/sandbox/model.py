@@ -187,7 +187,7 @@ class ClusterState:
     # The subsystems' state, each in its module: groups of every kind by id (groups.py,
     # consumer_groups.py, share_groups.py, streams_groups.py) and their configs (group_configs.py),
     # share-partitions by (group, topic id, partition), the transaction coordinator's store
-    # (loaded from __transaction_state on first use), ACLs, SCRAM credentials (user ->
+    # (made by its TransactionLogRecords), ACLs, SCRAM credentials (user ->
     # mechanism -> credential), client quotas (entity -> key -> value), the finalized feature
     # levels, client metrics subscriptions,
     # delegation tokens by id.
