@@ -167,12 +167,12 @@ def share_records(cluster: ClusterState, g: share_groups.ShareGroup) -> list[r.R
             m.epoch, m.previous_epoch, _partitions(m.assigned))))
     out += [r.ShareGroupTargetAssignmentMemberRecord(gid, member_id, r.TargetAssignmentMemberValue(_partitions(t)))
             for member_id, t in g.targets.items()]
-    for (group_id, tid, p), sp in sorted(cluster.share_partitions.items(), key=lambda kv: (str(kv[0][1]), kv[0][2])):
-        if group_id == gid:
-            batches = tuple(r.StateBatch(b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
-                            for b in sp.written_batches)
-            out.append(r.ShareSnapshotRecord(gid, tid, p, r.ShareSnapshotValue(
-                sp.state_epoch, sp.leader_epoch, sp.written_start, batches)))
+    mine = [(key, sp) for key, sp in cluster.share_partitions.items() if key[0] == gid]
+    for (_, tid, p), sp in sorted(mine, key=lambda kv: (str(kv[0][1]), kv[0][2])):
+        batches = tuple(r.StateBatch(b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
+                        for b in sp.written_batches)
+        out.append(r.ShareSnapshotRecord(gid, tid, p, r.ShareSnapshotValue(
+            sp.state_epoch, sp.leader_epoch, sp.written_start, batches)))
     return out
 
 
