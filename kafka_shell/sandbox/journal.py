@@ -11,9 +11,11 @@ partitions whose logs changed (an append, a follower's progress, a truncation, D
 retention, the cleaner: `log.py` says so) are written as `PartitionLogs`: their log state and
 the batches appended since the journal last held them (all of them, `rewrite`, when older ones
 were replaced). One write is one entry: the records and logs it holds are replayed whole or not
-at all. The group and share coordinators' state is their records too (group_state.py:
-OffsetCommitRecord, GroupMetadataRecord, the ConsumerGroup* and ShareGroup* records,
-ShareSnapshotRecord), applied through the same `apply`.
+at all. The coordinators' state is their records too, applied through the same `apply`: the
+group coordinator's (group_state.py: OffsetCommitRecord, GroupMetadataRecord, the
+ConsumerGroup*, StreamsGroup* and ShareGroup* records), the share coordinator's
+(ShareSnapshotRecord, ShareUpdateRecord) and the transaction coordinator's
+(TransactionLogRecord, transactions.py).
 
 A journal file starts with FILE_HEADER ("kafka-shell journal 4" and a newline); each entry is
 a 16-byte header (ENTRY: the MARKER, the payload's length, the payload's CRC32C, and the CRC32C
@@ -468,9 +470,8 @@ class Journal:
                 self._compaction = loop.create_task(self._compact(file, state))
 
     def _capture(self) -> bytes:
-        """The entries that bring the files up to the state now (loop thread)."""
+        """The entry that brings the files up to the state now (loop thread)."""
         cluster = self.cluster
-        out = bytearray()
         raw = bytearray()
         items = [records.encode(r) for r in self._records]
         self._records = []
@@ -479,9 +480,7 @@ class Journal:
             if t is not None and t.partition(p.index) is p:  # not deleted since
                 items.append(records.encode(self._logs_record(p), raw))
         self._logs.clear()
-        if items:
-            out += _frame(RECORDS, items, bytes(raw))
-        return bytes(out)
+        return _frame(RECORDS, items, bytes(raw)) if items else b""
 
     def _logs_record(self, p: Partition) -> records.PartitionLogs:
         """The partition's logs, with the batches after the last one the files hold (all of them
