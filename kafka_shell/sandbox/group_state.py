@@ -282,8 +282,10 @@ def replay_classic(cluster: ClusterState, record: r.GroupMetadataRecord) -> None
 
 
 def _epochs(tps: tuple[r.TopicPartitions, ...]) -> dict:
-    return {t.topic_id: dict(zip(t.partitions, t.assignment_epochs or (0,) * len(t.partitions), strict=True))
-            for t in tps}
+    """Topic id -> partition -> the epoch it was assigned in (0 where the record has none)."""
+    if any(t.assignment_epochs and len(t.assignment_epochs) != len(t.partitions) for t in tps):
+        raise ReplayError("has assignment epochs that are not one per partition")
+    return {t.topic_id: dict(zip(t.partitions, t.assignment_epochs or (0,) * len(t.partitions))) for t in tps}
 
 
 def _sets(tps: tuple[r.TopicPartitions, ...]) -> dict:

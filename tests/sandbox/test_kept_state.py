@@ -535,3 +535,22 @@ def test_a_share_update_without_a_snapshot_cannot_apply():
     update = records.ShareUpdateRecord("g", uuid.uuid4(), 0, records.ShareUpdateValue(0, 0, ()))
     with pytest.raises(records.ReplayError, match="no ShareSnapshotRecord"):
         replay.apply(cluster, update)
+
+
+def test_group_records_that_cannot_apply_are_replay_errors():
+    """What a damaged or forged journal may hold is refused as damage, never a traceback: an
+    assignment to a member no record made, epochs not one per partition, a member of a group
+    no record made."""
+    cluster = ClusterState("id", {})
+    tid = uuid.uuid4()
+    assignment = records.ConsumerGroupCurrentMemberAssignmentValue(
+        3, 2, 0, (records.TopicPartitions(tid, (0, 1), (3,)),), ())
+    with pytest.raises(records.ReplayError, match="which no ConsumerGroup record made"):
+        replay.apply(cluster, records.ConsumerGroupCurrentMemberAssignmentRecord("g", "m", assignment))
+    replay.apply(cluster, records.ConsumerGroupMetadataRecord("g", records.ConsumerGroupMetadataValue(2)))
+    with pytest.raises(records.ReplayError, match="which no member record made"):
+        replay.apply(cluster, records.ConsumerGroupCurrentMemberAssignmentRecord("g", "m", assignment))
+    replay.apply(cluster, records.ConsumerGroupMemberMetadataRecord("g", "m", records.ConsumerGroupMemberMetadataValue(
+        None, None, "c", "/127.0.0.1", ("t",), None, 30000, None)))
+    with pytest.raises(records.ReplayError, match="not one per partition"):
+        replay.apply(cluster, records.ConsumerGroupCurrentMemberAssignmentRecord("g", "m", assignment))
