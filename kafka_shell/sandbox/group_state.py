@@ -77,25 +77,17 @@ def tombstone(record: r.Record) -> r.Record:
 # -- writing ------------------------------------------------------------------------------------
 
 
-def store(cluster: ClusterState, group_id: str) -> None:
+def store(cluster: ClusterState, group_id: str, deleted: bool = False) -> None:
     """Write the group as it is now: its records that changed, and tombstones for what it no
-    longer has (all of them when the group is gone)."""
+    longer has (all of them when it is `deleted`, after its offsets': the last removes it)."""
     g = cluster.groups.get(group_id)
-    new = records_of(cluster, g) if g is not None else {}
     old = cluster.group_records.get(group_id, {})
+    if deleted and g is not None and not old:   # never stored (a group of offsets only)
+        replay.apply(cluster, _GROUP_RECORD[type(g)](group_id))
+    new = records_of(cluster, g) if g is not None and not deleted else {}
     gone = sorted((k for k in old if k not in new), key=lambda k: -RANK[k[0]])
     changed = [_as_update(cluster, old.get(k), rec) for k, rec in new.items() if old.get(k) != rec]
     replay.apply_all(cluster, changed + [tombstone(old[k]) for k in gone])
-
-
-def delete(cluster: ClusterState, group_id: str) -> None:
-    """The group's tombstones (after its offsets'): the last removes it."""
-    g = cluster.groups.get(group_id)
-    if g is not None and not cluster.group_records.get(group_id):
-        # Never stored (a group of offsets only): its type's tombstone alone.
-        replay.apply(cluster, _GROUP_RECORD[type(g)](group_id))
-    old = cluster.group_records.get(group_id, {})
-    replay.apply_all(cluster, [tombstone(old[k]) for k in sorted(old, key=lambda k: -RANK[k[0]])])
 
 
 def records_of(cluster: ClusterState, g: AnyGroup) -> dict[Key, r.Record]:
