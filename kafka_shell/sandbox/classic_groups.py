@@ -5,9 +5,10 @@ offsets.
 
 Groups live in memory in `ClusterState.groups`, shared by all brokers; which broker
 coordinates a group is the leader of its `__consumer_offsets` partition, as in Kafka, so moving
-that leader moves the coordinator without losing state. Committed offsets are not written to
-`__consumer_offsets`: with --data-dir the journal keeps them and the groups' metadata, stored
-when Kafka stores it (`_store`: Stable, Empty; see group_state.py).
+that leader moves the coordinator without losing state. Committed offsets and the groups'
+metadata are not written to `__consumer_offsets` but are the records Kafka writes there
+(OffsetCommitRecord; GroupMetadataRecord when Kafka stores a group, `_store`: Stable, Empty;
+see group_state.py), which --data-dir journals.
 
 Sandbox default that differs from Kafka: group.initial.rebalance.delay.ms is 100 ms (Kafka:
 3000 ms) so tests and demos do not wait; set it with the cluster config of that name.
@@ -24,9 +25,9 @@ from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, journal, replay, topic_lifecycle
+from kafka_shell.sandbox import configs, replay, topic_lifecycle
 from kafka_shell.sandbox.model import ClusterState, now_ms
-from kafka_shell.sandbox.records import GroupMetadataRecord, OffsetCommitRecord, OffsetCommitValue
+from kafka_shell.sandbox.records import OffsetCommitRecord, OffsetCommitValue
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.model import AnyGroup
@@ -98,7 +99,6 @@ class Group:
     joined: asyncio.Event = field(default_factory=asyncio.Event)  # wakes the join phase
     new_member_added: bool = False
     join_task: asyncio.Task | None = None
-    stored: dict | None = None  # group_state.view(...) when it was last stored (Stable or Empty)
 
     def all_joined(self) -> bool:
         return not self.pending and all(m.join_future is not None for m in self.members.values())
@@ -531,10 +531,9 @@ class Coordinator:
             g.joined.set()
 
     def _store(self, g: Group) -> None:
-        """Keep the group's metadata as it is now (what --data-dir brings back)."""
+        """Write the group's metadata as it is now (its GroupMetadataRecord)."""
         from kafka_shell.sandbox import group_state  # it imports this module
-        g.stored = group_state.view(g)
-        journal.group_touched(self.cluster, g.group_id)
+        group_state.store(self.cluster, g.group_id)
 
     def resume(self) -> None:
         """Start the sessions of members brought back by --data-dir (loop thread, at start)."""
@@ -637,9 +636,10 @@ class Coordinator:
         if g.group_type == "share":   # its share-partitions' state goes with it
             from kafka_shell.sandbox import share_groups
             share_groups.Coordinator(self.cluster).delete(group_id)
-        # Kafka's tombstones: the group's offsets, then the group.
-        replay.apply_all(self.cluster, [*(offset_record(group_id, key, None) for key in list(getattr(g, "offsets", {}))),
-                                        GroupMetadataRecord(group_id)])
+        # Kafka's tombstones: the group's offsets, then the group's records.
+        from kafka_shell.sandbox import group_state  # it imports this module
+        replay.apply_all(self.cluster, [offset_record(group_id, key, None) for key in list(getattr(g, "offsets", {}))])
+        group_state.store(self.cluster, group_id, deleted=True)
         return 0
 
     def delete_offsets_error(self, g: AnyGroup | None) -> int:

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, group_configs, journal, modern_groups
+from kafka_shell.sandbox import configs, group_configs, modern_groups
 from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.modern_groups import GroupError
 from kafka_shell.sandbox.model import ClusterState, now_ms
@@ -85,7 +85,6 @@ class ConsumerGroup:
     targets: dict[str, TopicPartitions] = field(default_factory=dict)
     metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)  # subscribed topic -> (id, partitions)
     offsets: dict[tuple[str, int], classic.CommittedOffset] = field(default_factory=dict)
-    stored: dict | None = None
     pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
     # The members' regexes as last resolved (Kafka's ResolvedRegularExpression), when, and the
     # metadata generation they were resolved against; a resolution waiting to run.
@@ -507,9 +506,9 @@ class Coordinator(RevokingCoordinator):
 
 
     def _store(self, g: ConsumerGroup) -> None:
+        """Write the group's ConsumerGroup* records where they changed."""
         from kafka_shell.sandbox import group_state  # it imports this module
-        g.stored = group_state.consumer_view(g)
-        journal.group_touched(self.cluster, g.group_id)
+        group_state.store(self.cluster, g.group_id)
 
     # offsets and administration -------------------------------------------------------------------------
 

@@ -11,12 +11,13 @@ partitions whose logs changed (an append, a follower's progress, a truncation, D
 retention, the cleaner: `log.py` says so) are written as `PartitionLogs`: their log state and
 the batches appended since the journal last held them (all of them, `rewrite`, when older ones
 were replaced). One write is one entry: the records and logs it holds are replayed whole or not
-at all. Committed offsets and group deletions are the group coordinator's records
-(OffsetCommitRecord, GroupMetadataRecord); a group's stored view is still an entry of its own
-(GROUP), written after the records of the same write for the groups `group_touched` names,
-until the coordinators keep all their state by records.
+at all. The coordinators' state is their records too, applied through the same `apply`: the
+group coordinator's (group_state.py: OffsetCommitRecord, GroupMetadataRecord, the
+ConsumerGroup*, StreamsGroup* and ShareGroup* records), the share coordinator's
+(ShareSnapshotRecord, ShareUpdateRecord) and the transaction coordinator's
+(TransactionLogRecord, transactions.py).
 
-A journal file starts with FILE_HEADER ("kafka-shell journal 3" and a newline); each entry is
+A journal file starts with FILE_HEADER ("kafka-shell journal 4" and a newline); each entry is
 a 16-byte header (ENTRY: the MARKER, the payload's length, the payload's CRC32C, and the CRC32C
 of those 12 bytes) and the payload (a kind byte, the JSON length, the JSON: a list of records,
 and the raw batch bytes its PartitionLogs name in order). Start-up (`recover`, through `scan`)
@@ -31,8 +32,9 @@ replays the entries up to the first bad one, and:
   leaves every file as it is; `repair` truncates the journal there after copying it (and
   setting later journals aside) into a `damaged-<time>` directory.
 The header's own checksum tells a damaged length from a torn write; the marker lets the scan
-find the entries after damage. A journal of an older format (2, with the state changes as
-snapshots of what changed; 1, without a file header) is refused in one line.
+find the entries after damage. A journal of an older format (3, with groups as views of their
+own; 2, with the state changes as snapshots of what changed; 1, without a file header) is
+refused in one line.
 
 Compaction writes the whole state to the state file when the journal passes
 KAFKA_SHELL_SANDBOX_JOURNAL_BYTES (64 MiB): at a write, the state is captured and new changes go
@@ -62,9 +64,9 @@ from typing import BinaryIO
 from crc32c import crc32c
 
 from kafka_shell.protocol.codec import ProtocolError
-from kafka_shell.sandbox import classic_groups, group_state, log as logs, persist, records, replay
+from kafka_shell.sandbox import log as logs, persist, records, replay
 from kafka_shell.sandbox.model import Batch, ClusterState, Partition
-from kafka_shell.sandbox.records import GroupMetadataRecord, Record, RemoveTopicRecord, ReplayError
+from kafka_shell.sandbox.records import Record, RemoveTopicRecord, ReplayError
 
 log = logging.getLogger("kafka_shell.sandbox")
 
@@ -73,7 +75,7 @@ COMPACT_BYTES = 64 * 1024 * 1024
 SYNC_INTERVAL_S = 1.0   # changes nobody waits for (replication catch-up) are written this often
 LOCK_FILE = ".lock"
 
-FORMAT = 3
+FORMAT = 4
 HEADER_PREFIX = b"kafka-shell journal "
 FILE_HEADER = HEADER_PREFIX + b"%d\n" % FORMAT
 MARKER = b"\xd7KSJ"
@@ -82,7 +84,6 @@ KIND = struct.Struct(">cI")       # entry kind, length of its JSON
 FORMAT_1 = struct.Struct(">II")   # format 1's entries: payload length, CRC32C of the payload
 DAMAGED_PREFIX = "damaged-"
 RECORDS = b"r"   # a list of records (and the batch bytes of its PartitionLogs)
-GROUP = b"g"     # a consumer group's stored metadata
 NAME = re.compile(r"journal-(\d+)\.log")
 
 
@@ -98,13 +99,6 @@ def journal_seq(path: Path) -> int:
 
 def journal_files(directory: Path) -> dict[int, Path]:
     return {int(m.group(1)): p for p in directory.iterdir() if (m := NAME.fullmatch(p.name))}
-
-
-def group_touched(cluster: ClusterState, group_id: str) -> None:
-    """A group's stored metadata changed: journal it at the next write. A no-op without --data-dir."""
-    journal = cluster.runtime.journal
-    if journal is not None:
-        journal.touch_group(group_id)
 
 
 def lock(data_dir: str | os.PathLike) -> int:
@@ -311,12 +305,11 @@ def replay_journal(cluster: ClusterState, path: Path, result: Scan) -> None:
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise persist.StateError(f"{path}: the entry at byte {pos} is not valid JSON ({exc})") from None
         raw = memoryview(payload)[KIND.size + json_length:]
-        if kind == RECORDS:
-            where = f"the entry at byte {pos}"
-            for i, record in enumerate(records.decode_all(check.array(data, where), check, where, raw)):
-                apply_read(cluster, check, f"{where}: records[{i}]", record)
-        else:
-            _apply(cluster, check, kind, check.mapping(data, f"the entry at byte {pos}"))
+        if kind != RECORDS:
+            raise persist.StateError(f"{path}: unknown entry kind {kind!r} at byte {pos}")
+        where = f"the entry at byte {pos}"
+        for i, record in enumerate(records.decode_all(check.array(data, where), check, where, raw)):
+            apply_read(cluster, check, f"{where}: records[{i}]", record)
 
 
 def apply_read(cluster: ClusterState, check: persist.Checker, where: str, record: Record) -> None:
@@ -360,13 +353,6 @@ def repair(data_dir: str | os.PathLike) -> str:
         os.close(lock_fd)
 
 
-def _apply(cluster: ClusterState, check: persist.Checker, kind: bytes, record: dict) -> None:
-    if kind != GROUP:
-        raise persist.StateError(f"{check.path}: unknown entry kind {kind!r}")
-    group_id = check.text(record.get("id"), "group record id")
-    group_state.apply_view(cluster, check, group_id, record.get("view"), "group record view")
-
-
 # -- the live journal -------------------------------------------------------------------------
 
 
@@ -390,8 +376,6 @@ class Journal:
         self._last_batch: dict[tuple[uuid.UUID, int], Batch | None] = {
             (t.id, p.index): (p.batches[-1] if p.batches else None)
             for t in cluster.topics.values() for p in t.partitions}
-        self._groups: dict[str, bytes] = {g.group_id: _json(g.stored) for g in classic_groups.all_groups(cluster).values()}
-        self._touched_groups: set[str] = set()
         # Group commit: writes are numbered; sync() waits for the one holding its changes.
         self._captured = 0
         self._durable = 0
@@ -420,8 +404,6 @@ class Journal:
         if isinstance(record, RemoveTopicRecord):
             for key in [k for k in self._last_batch if k[0] == record.topic_id]:
                 del self._last_batch[key]
-        elif isinstance(record, GroupMetadataRecord):   # a group deleted: a new one's view is written whole
-            self._groups.pop(record.group, None)
 
     def logs_changed(self, p: Partition, rewrite: bool) -> None:
         """A partition's logs changed (log.py): written with the next write."""
@@ -431,11 +413,8 @@ class Journal:
             if t is not None:
                 self._last_batch[(t.id, p.index)] = None   # no batch known: all of them are written
 
-    def touch_group(self, group_id: str) -> None:
-        self._touched_groups.add(group_id)
-
     def _pending(self) -> bool:
-        return bool(self._records) or bool(self._logs) or bool(self._touched_groups)
+        return bool(self._records) or bool(self._logs)
 
     # -- group commit ----------------------------------------------------------------------
 
@@ -491,9 +470,8 @@ class Journal:
                 self._compaction = loop.create_task(self._compact(file, state))
 
     def _capture(self) -> bytes:
-        """The entries that bring the files up to the state now (loop thread)."""
+        """The entry that brings the files up to the state now (loop thread)."""
         cluster = self.cluster
-        out = bytearray()
         raw = bytearray()
         items = [records.encode(r) for r in self._records]
         self._records = []
@@ -502,10 +480,7 @@ class Journal:
             if t is not None and t.partition(p.index) is p:  # not deleted since
                 items.append(records.encode(self._logs_record(p), raw))
         self._logs.clear()
-        if items:
-            out += _frame(RECORDS, items, bytes(raw))
-        out += self._group_records()
-        return bytes(out)
+        return _frame(RECORDS, items, bytes(raw)) if items else b""
 
     def _logs_record(self, p: Partition) -> records.PartitionLogs:
         """The partition's logs, with the batches after the last one the files hold (all of them
@@ -520,23 +495,6 @@ class Journal:
                 new, rewrite = p.batches[i + 1:], False
         self._last_batch[key] = p.batches[-1] if p.batches else None
         return logs.logs_record(self.cluster, p, new, rewrite)
-
-    def _group_records(self) -> bytes:
-        """The touched groups' stored metadata where it changed (after the records of the same
-        write: a group deleted is its GroupMetadataRecord, and one made again after it is
-        written whole)."""
-        out = bytearray()
-        table = classic_groups.all_groups(self.cluster)
-        for group_id in self._touched_groups:
-            g = table.get(group_id)
-            if g is None or g.stored is None:
-                continue
-            blob = _json(g.stored)
-            if self._groups.get(group_id) != blob:
-                out += _frame_json(GROUP, b'{"id":%s,"view":%s}' % (_json(group_id), blob))
-                self._groups[group_id] = blob
-        self._touched_groups.clear()
-        return bytes(out)
 
     # -- compaction ------------------------------------------------------------------------
 
@@ -605,10 +563,7 @@ def _json(value: object) -> bytes:
 
 
 def _frame(kind: bytes, record: object, raw: bytes = b"") -> bytes:
-    return _frame_json(kind, _json(record), raw)
-
-
-def _frame_json(kind: bytes, blob: bytes, raw: bytes = b"") -> bytes:
+    blob = _json(record)
     payload = KIND.pack(kind, len(blob)) + blob + raw
     head = MARKER + struct.pack(">II", len(payload), crc32c(payload))
     return head + struct.pack(">I", crc32c(head)) + payload

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from kafka_shell.sandbox.classic_groups import Group
     from kafka_shell.sandbox.journal import Journal
     from kafka_shell.sandbox.producer_state import PartitionProducers
+    from kafka_shell.sandbox.records import Record
     from kafka_shell.sandbox.security import ScramCredential
     from kafka_shell.sandbox.share_groups import Session, ShareGroup, SharePartition
     from kafka_shell.sandbox.streams_groups import StreamsGroup
@@ -186,13 +187,16 @@ class ClusterState:
     # The subsystems' state, each in its module: groups of every kind by id (groups.py,
     # consumer_groups.py, share_groups.py, streams_groups.py) and their configs (group_configs.py),
     # share-partitions by (group, topic id, partition), the transaction coordinator's store
-    # (loaded from __transaction_state on first use), ACLs, SCRAM credentials (user ->
+    # (made by its TransactionLogRecords), ACLs, SCRAM credentials (user ->
     # mechanism -> credential), client quotas (entity -> key -> value), the finalized feature
     # levels, client metrics subscriptions,
     # delegation tokens by id.
     groups: dict[str, AnyGroup] = field(default_factory=dict)
     group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     share_partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = field(default_factory=dict)
+    # The group and share coordinators' latest record of each key by group (group_state.py), as
+    # the compacted __consumer_offsets and __share_group_state hold them: what a restart replays.
+    group_records: dict[str, dict[tuple[type, str], Record]] = field(default_factory=dict)
     transactions: TransactionStore | None = None
     acls: dict[uuid.UUID, AclBinding] = field(default_factory=dict)
     scram_credentials: dict[str, dict[str, ScramCredential]] = field(default_factory=dict)

@@ -2,10 +2,10 @@
 when read.
 
 It holds what a data directory is (the cluster id, the mode, the control endpoint's port: Kafka
-keeps these in meta.properties), the finalized feature levels and the consumer groups (to be
-kept as records too), and `records`: the records that make the rest again (`replay.snapshot`:
-the nodes' registrations, the voters and the active controller, configs, topics and partitions,
-ACLs, SCRAM credentials, client quotas, and each partition's logs with its newest batches,
+keeps these in meta.properties), and `records`: the records that make the rest again
+(`replay.snapshot`: the nodes' registrations, the voters and the active controller, configs,
+topics and partitions, ACLs, SCRAM credentials, client quotas, the feature levels, the group and
+share coordinators' records, and each partition's logs with its newest batches,
 base64-encoded, up to `log.KEEP_BYTES`: older batches are dropped and the log start offset moves
 past them, as retention would). Start-up applies them through `replay.apply` as it applies the
 journals (see `journal.py`, which keeps the records applied since the file was written); `journal`
@@ -30,15 +30,15 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from kafka_shell.sandbox import group_state, records, replay, topic_lifecycle
+from kafka_shell.sandbox import records, replay, topic_lifecycle
 from kafka_shell.sandbox.model import MODES, Batch, Broker, ClusterState, Controller, Partition
 from kafka_shell.sandbox.records import Record, ReplayError
 
 STATE_FILE = "sandbox-state.json"
 PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700
 TEMP_PREFIX, TEMP_SUFFIX = ".state-", ".tmp"
-# 4: the state as records, and journals of records (journal format 3). Older files are refused.
-FORMAT_VERSION = 4
+# 5: the groups as their coordinators' records too (journal format 4). Older files are refused.
+FORMAT_VERSION = 5
 
 
 class StateError(Exception):
@@ -58,7 +58,7 @@ def state_of(cluster: ClusterState, journal_seq: int = 0) -> dict:
     """The whole state as plain data and records (`write` encodes them): cheap to take in the loop
     thread, and safe to write from another one (records are never changed)."""
     return {"version": FORMAT_VERSION, "journal": journal_seq, **header(cluster),
-            "records": list(replay.snapshot(cluster)), "groups": group_state.snapshot(cluster)}
+            "records": list(replay.snapshot(cluster))}
 
 
 def write(state: dict, data_dir: str | os.PathLike, pausable: bool = True) -> Path:
@@ -171,7 +171,6 @@ def load_state(data_dir: str | os.PathLike) -> tuple[ClusterState, int] | None:
     cluster = cluster_from_header(check, state)
     for i, item in enumerate(check.array(state.get("records"), "records")):
         apply_read(cluster, check, f"records[{i}]", records.decode(item, check, f"records[{i}]"))
-    group_state.restore(cluster, state.get("groups"), check)
     validate(cluster, check)
     return cluster, seq
 

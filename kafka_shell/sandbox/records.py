@@ -59,6 +59,11 @@ class Record:
     """The base of every record type (for annotations; records are plain frozen dataclasses)."""
 
 
+class CoordinatorRecord(Record):
+    """A record of the group or share coordinator (in __consumer_offsets or __share_group_state on
+    Kafka): it does not move the metadata log."""
+
+
 class ReplayError(ValueError):
     """A record that cannot apply to the state (it names a topic no record created, ...): read
     from a damaged file, never made by the sandbox itself."""
@@ -280,7 +285,7 @@ class OffsetCommitValue:
 
 
 @dataclass(frozen=True)
-class OffsetCommitRecord(Record):
+class OffsetCommitRecord(CoordinatorRecord):
     """OffsetCommitKey + OffsetCommitValue: an offset committed (value None: deleted)."""
     group: str
     topic: str
@@ -289,11 +294,406 @@ class OffsetCommitRecord(Record):
 
 
 @dataclass(frozen=True)
-class GroupMetadataRecord(Record):
-    """GroupMetadataKey with no value: the group's tombstone, after its offsets' (a group deleted).
-    What a group stores (members, assignments, epochs) is still a journal entry of its own
-    (journal.GROUP), not yet the coordinators' records."""
+class MemberMetadata:
+    """GroupMetadataValue's MemberMetadata: a classic member, its subscription and assignment in
+    the group's protocol."""
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: Annotated[int, Range(1, INT32_MAX)]
+    session_timeout: Annotated[int, Range(1, INT32_MAX)]
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True)
+class GroupMetadataValue:
+    protocol_type: str | None
+    generation: Epoch
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: Long
+    members: tuple[MemberMetadata, ...]
+
+
+@dataclass(frozen=True)
+class GroupMetadataRecord(CoordinatorRecord):
+    """GroupMetadataKey + GroupMetadataValue: a classic group as Kafka stores it when it becomes
+    Stable or Empty (value None: the group's tombstone, after its offsets')."""
     group: str
+    value: GroupMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class TopicPartitions:
+    """A topic's partitions (the consumer and share records' TopicPartitions); Kafka 4.4's
+    tagged AssignmentEpochs: the epoch each was assigned in (empty where the record has none)."""
+    topic_id: uuid.UUID
+    partitions: tuple[NodeId, ...]
+    assignment_epochs: tuple[Int32, ...] = ()
+
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    """ConsumerGroupPartitionMetadataValue's TopicMetadata (ShareGroupPartitionMetadata's alike)."""
+    topic_id: uuid.UUID
+    topic_name: str
+    num_partitions: NodeId
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMetadataValue:
+    epoch: Int32
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMetadataRecord(CoordinatorRecord):
+    """A KIP-848 group's epoch (value None: the group's tombstone, its last record)."""
+    group: str
+    value: ConsumerGroupMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class PartitionMetadataValue:
+    topics: tuple[TopicMetadata, ...]
+
+
+@dataclass(frozen=True)
+class ConsumerGroupPartitionMetadataRecord(CoordinatorRecord):
+    """The subscribed topics' metadata the group epoch was computed against."""
+    group: str
+    value: PartitionMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: Int32
+    server_assignor: str | None
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMemberMetadataRecord(CoordinatorRecord):
+    """A member's subscription (value None: the member left, after its assignments' tombstones)."""
+    group: str
+    member_id: str
+    value: ConsumerGroupMemberMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class TargetAssignmentMetadataValue:
+    assignment_epoch: Int32
+    assignment_timestamp: Long = 0
+
+
+@dataclass(frozen=True)
+class ConsumerGroupTargetAssignmentMetadataRecord(CoordinatorRecord):
+    group: str
+    value: TargetAssignmentMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class TargetAssignmentMemberValue:
+    topic_partitions: tuple[TopicPartitions, ...]
+
+
+@dataclass(frozen=True)
+class ConsumerGroupTargetAssignmentMemberRecord(CoordinatorRecord):
+    group: str
+    member_id: str
+    value: TargetAssignmentMemberValue | None = None
+
+
+@dataclass(frozen=True)
+class ConsumerGroupCurrentMemberAssignmentValue:
+    """`state` is Kafka's MemberState id (0 STABLE, 1 UNREVOKED_PARTITIONS, 2
+    UNRELEASED_PARTITIONS, 127 UNKNOWN)."""
+    member_epoch: Int32
+    previous_member_epoch: Int32
+    state: Annotated[int, Range(-128, 127)]
+    assigned_partitions: tuple[TopicPartitions, ...]
+    partitions_pending_revocation: tuple[TopicPartitions, ...]
+
+
+@dataclass(frozen=True)
+class ConsumerGroupCurrentMemberAssignmentRecord(CoordinatorRecord):
+    group: str
+    member_id: str
+    value: ConsumerGroupCurrentMemberAssignmentValue | None = None
+
+
+@dataclass(frozen=True)
+class ShareGroupMetadataRecord(CoordinatorRecord):
+    """A KIP-932 group's epoch (ShareGroupMetadataValue; value None: the group's tombstone)."""
+    group: str
+    value: ConsumerGroupMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class ShareGroupPartitionMetadataRecord(CoordinatorRecord):
+    group: str
+    value: PartitionMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class ShareGroupMemberMetadataValue:
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ShareGroupMemberMetadataRecord(CoordinatorRecord):
+    group: str
+    member_id: str
+    value: ShareGroupMemberMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class ShareGroupTargetAssignmentMetadataRecord(CoordinatorRecord):
+    group: str
+    value: TargetAssignmentMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class ShareGroupTargetAssignmentMemberRecord(CoordinatorRecord):
+    group: str
+    member_id: str
+    value: TargetAssignmentMemberValue | None = None
+
+
+@dataclass(frozen=True)
+class ShareGroupCurrentMemberAssignmentValue:
+    member_epoch: Int32
+    previous_member_epoch: Int32
+    assigned_partitions: tuple[TopicPartitions, ...]
+
+
+@dataclass(frozen=True)
+class ShareGroupCurrentMemberAssignmentRecord(CoordinatorRecord):
+    group: str
+    member_id: str
+    value: ShareGroupCurrentMemberAssignmentValue | None = None
+
+
+@dataclass(frozen=True)
+class KeyValue:
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class StreamsGroupMetadataValue:
+    """`topics`: what Kafka's MetadataHash is a hash of (the topics the topology names, as the
+    epoch was computed against them)."""
+    epoch: Int32
+    topics: tuple[TopicMetadata, ...]
+    validated_topology_epoch: Int32 = -1
+    last_assignment_configs: tuple[KeyValue, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamsGroupMetadataRecord(CoordinatorRecord):
+    """A KIP-1071 group's epoch (value None: the group's tombstone, its last record)."""
+    group: str
+    value: StreamsGroupMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class StreamsTopicInfo:
+    name: str
+    partitions: Int32
+    replication_factor: Int16
+    topic_configs: tuple[KeyValue, ...]
+
+
+@dataclass(frozen=True)
+class CopartitionGroup:
+    """Indexes into its subtopology's source topics, regexes and repartition source topics."""
+    source_topics: tuple[Int16, ...]
+    source_topic_regex: tuple[Int16, ...]
+    repartition_source_topics: tuple[Int16, ...]
+
+
+@dataclass(frozen=True)
+class Subtopology:
+    subtopology_id: str
+    source_topics: tuple[str, ...]
+    source_topic_regex: tuple[str, ...]
+    state_changelog_topics: tuple[StreamsTopicInfo, ...]
+    repartition_sink_topics: tuple[str, ...]
+    repartition_source_topics: tuple[StreamsTopicInfo, ...]
+    copartition_groups: tuple[CopartitionGroup, ...]
+
+
+@dataclass(frozen=True)
+class StreamsGroupTopologyValue:
+    epoch: Int32
+    subtopologies: tuple[Subtopology, ...]
+
+
+@dataclass(frozen=True)
+class StreamsGroupTopologyRecord(CoordinatorRecord):
+    group: str
+    value: StreamsGroupTopologyValue | None = None
+
+
+@dataclass(frozen=True)
+class StreamsEndpoint:
+    host: str
+    port: Port
+
+
+@dataclass(frozen=True)
+class StreamsGroupMemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: Int32
+    topology_epoch: Int32
+    process_id: str
+    user_endpoint: StreamsEndpoint | None
+    client_tags: tuple[KeyValue, ...]
+
+
+@dataclass(frozen=True)
+class StreamsGroupMemberMetadataRecord(CoordinatorRecord):
+    group: str
+    member_id: str
+    value: StreamsGroupMemberMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class StreamsGroupTargetAssignmentMetadataRecord(CoordinatorRecord):
+    group: str
+    value: TargetAssignmentMetadataValue | None = None
+
+
+@dataclass(frozen=True)
+class TaskIds:
+    subtopology_id: str
+    partitions: tuple[NodeId, ...]
+
+
+@dataclass(frozen=True)
+class StreamsGroupTargetAssignmentMemberValue:
+    active_tasks: tuple[TaskIds, ...]
+    standby_tasks: tuple[TaskIds, ...]
+    warmup_tasks: tuple[TaskIds, ...]
+
+
+@dataclass(frozen=True)
+class StreamsGroupTargetAssignmentMemberRecord(CoordinatorRecord):
+    group: str
+    member_id: str
+    value: StreamsGroupTargetAssignmentMemberValue | None = None
+
+
+@dataclass(frozen=True)
+class StreamsGroupCurrentMemberAssignmentValue:
+    """`state` is Kafka's streams MemberState id (0 STABLE, 1 UNREVOKED_TASKS, 2 UNRELEASED_TASKS);
+    the sandbox revokes active tasks only (no standby or warmup tasks pending revocation)."""
+    member_epoch: Int32
+    previous_member_epoch: Int32
+    state: Annotated[int, Range(-128, 127)]
+    active_tasks: tuple[TaskIds, ...]
+    standby_tasks: tuple[TaskIds, ...]
+    warmup_tasks: tuple[TaskIds, ...]
+    active_tasks_pending_revocation: tuple[TaskIds, ...]
+
+
+@dataclass(frozen=True)
+class StreamsGroupCurrentMemberAssignmentRecord(CoordinatorRecord):
+    group: str
+    member_id: str
+    value: StreamsGroupCurrentMemberAssignmentValue | None = None
+
+
+# -- the share coordinator (__share_group_state) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class StateBatch:
+    first_offset: Long
+    last_offset: Long
+    delivery_state: Annotated[int, Range(-128, 127)]
+    delivery_count: Annotated[int, Range(-(INT16_MAX + 1), INT16_MAX)]
+
+
+@dataclass(frozen=True)
+class ShareSnapshotValue:
+    state_epoch: Int32
+    leader_epoch: Int32
+    start_offset: Offset
+    state_batches: tuple[StateBatch, ...]
+
+
+@dataclass(frozen=True)
+class ShareSnapshotRecord(CoordinatorRecord):
+    """ShareSnapshotKey + ShareSnapshotValue: a share-partition's state as the share coordinator
+    has it written, whole (value None: the share-partition's tombstone)."""
+    group: str
+    topic_id: uuid.UUID
+    partition: NodeId
+    value: ShareSnapshotValue | None = None
+
+
+@dataclass(frozen=True)
+class ShareUpdateValue:
+    leader_epoch: Int32
+    start_offset: Offset
+    state_batches: tuple[StateBatch, ...]
+
+
+@dataclass(frozen=True)
+class ShareUpdateRecord(CoordinatorRecord):
+    """ShareUpdateKey + ShareUpdateValue: what changed since the last snapshot or update: the start
+    offset, and the record states that changed (they replace those of their offsets; the
+    states below the start offset go)."""
+    group: str
+    topic_id: uuid.UUID
+    partition: NodeId
+    value: ShareUpdateValue
+
+
+# -- the transaction coordinator (__transaction_state) ----------------------------------------
+
+
+@dataclass(frozen=True)
+class TransactionPartitions:
+    """TransactionLogValue's PartitionsSchema."""
+    topic: str
+    partition_ids: tuple[NodeId, ...]
+
+
+@dataclass(frozen=True)
+class TransactionLogValue:
+    producer_id: Long
+    previous_producer_id: Long
+    next_producer_id: Long
+    producer_epoch: Annotated[int, Range(-1, INT16_MAX)]
+    transaction_timeout_ms: Int32
+    transaction_status: Annotated[int, Range(0, 7)]
+    transaction_partitions: tuple[TransactionPartitions, ...]
+    transaction_last_update_timestamp_ms: Long
+    transaction_start_timestamp_ms: Long
+    client_transaction_version: Int16 = 0
+
+
+@dataclass(frozen=True)
+class TransactionLogRecord(CoordinatorRecord):
+    """TransactionLogKey + TransactionLogValue: a transactional id's state (value None: its
+    tombstone, the id Dead)."""
+    transactional_id: str
+    value: TransactionLogValue | None = None
 
 
 # -- the logs ---------------------------------------------------------------------------------
@@ -334,7 +734,7 @@ RECORD_TYPES: dict[str, type] = {}
 def _register() -> None:
     module = sys.modules[__name__]
     for name, value in vars(module).items():
-        if isinstance(value, type) and issubclass(value, Record) and value is not Record:
+        if isinstance(value, type) and issubclass(value, Record) and value not in (Record, CoordinatorRecord):
             RECORD_TYPES[name] = value
 
 

@@ -23,20 +23,16 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Replay = Callable[["ClusterState", Record], None]
 
-# The coordinators' records (in __consumer_offsets, __share_group_state and __transaction_state
-# on Kafka) and the logs do not move the metadata log.
-NOT_METADATA: frozenset[type] = frozenset({r.PartitionLogs, r.OffsetCommitRecord, r.GroupMetadataRecord})
-
 _table: dict[type, Replay] = {}
 
 
 def _dispatch() -> dict[type, Replay]:
     if not _table:
         from kafka_shell.sandbox import (authorizer, client_quotas, configs, group_state, log, producer_ids, quorum,
-                                         registrations, replication, security, tokens, topic_lifecycle)
+                                         registrations, replication, security, tokens, topic_lifecycle, transactions)
         from kafka_shell.sandbox.handlers import features
         for module in (features, registrations, quorum, replication, configs, topic_lifecycle, authorizer, security,
-                       client_quotas, producer_ids, tokens, group_state, log):
+                       client_quotas, producer_ids, tokens, group_state, transactions, log):
             _table.update(module.REPLAY)
         missing = set(r.RECORD_TYPES.values()) - set(_table)
         assert not missing, missing
@@ -49,7 +45,7 @@ def apply(cluster: ClusterState, record: Record) -> None:
     if replay is None:
         raise TypeError(f"no replay for {type(record).__name__}")
     replay(cluster, record)
-    if type(record) not in NOT_METADATA:
+    if not isinstance(record, (r.PartitionLogs, r.CoordinatorRecord)):   # neither is in the metadata log
         cluster.generation += 1
     journal = cluster.runtime.journal
     if journal is not None:
@@ -72,7 +68,7 @@ def snapshot(cluster: ClusterState) -> Iterator[Record]:
     """Records that make the state again, in an order replay takes them (what a topic's records
     name exists before them)."""
     from kafka_shell.sandbox import (authorizer, client_quotas, configs, group_state, log, producer_ids, quorum,
-                                     registrations, replication, security, tokens, topic_lifecycle)
+                                     registrations, replication, security, tokens, topic_lifecycle, transactions)
     from kafka_shell.sandbox.handlers import features
     yield from features.snapshot(cluster)
     yield from registrations.snapshot(cluster)
@@ -86,4 +82,6 @@ def snapshot(cluster: ClusterState) -> Iterator[Record]:
     yield from producer_ids.snapshot(cluster)
     yield from tokens.snapshot(cluster)
     yield from group_state.offset_records(cluster)
+    yield from group_state.snapshot(cluster)
+    yield from transactions.snapshot(cluster)
     yield from log.snapshot(cluster)

@@ -25,7 +25,8 @@ from typing import Any, TypeVar, overload
 from kafka_shell.protocol import codec, definitions
 from kafka_shell.protocol.definitions import releases
 from kafka_shell.sandbox import (cleaner, configs, consumer_groups, control, classic_groups, handlers, journal, persist,
-                                 propagation, quorum, registrations, replay, replication, security, share_groups, tls, transactions)
+                                 propagation, quorum, registrations, replay, replication, security, share_groups, streams_groups,
+                                 tls, transactions)
 from kafka_shell.sandbox.authorizer import Authorizer
 from kafka_shell.sandbox.config import LISTENERS, PLAINTEXT, SandboxConfig
 from kafka_shell.sandbox.dispatch import error_name
@@ -235,6 +236,7 @@ class Sandbox(FaultControls):
         classic_groups.Coordinator(self.cluster, self.spawn).resume()
         consumer_groups.Coordinator(self.cluster).resume()
         share_groups.Coordinator(self.cluster).resume()
+        streams_groups.Coordinator(self.cluster).resume()
         replication.settle(self.cluster)
 
     def stop(self) -> None:

@@ -72,7 +72,6 @@ class ShareGroup:
     metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
     initializing: set[uuid.UUID] = field(default_factory=set)
     offsets: dict = field(default_factory=dict)     # the table's committed offsets: none for share groups
-    stored: dict | None = None
     pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
 
     group_type = "share"
@@ -159,6 +158,7 @@ class SharePartition:
     written_start: int = -1
     written_done: int = -1
     written_batches: list[dict] = field(default_factory=list)
+    updates: int = 0   # ShareUpdateRecords written since the last ShareSnapshotRecord
 
     def write(self) -> None:
         """Persist the state (before `advance`, as Kafka's SharePartition does)."""
@@ -645,6 +645,10 @@ class Coordinator(modern_groups.Coordinator):
     def _store(self, g: ShareGroup) -> None:
         store(self.cluster, g)
 
+    def resume(self) -> None:
+        restore_in_flight(self.cluster)
+        super().resume()
+
     # administration -------------------------------------------------------------------------------
 
     def state_topics(self, group_id: str) -> dict[uuid.UUID, list[SharePartition]]:
@@ -694,11 +698,11 @@ def next_epoch(epoch: int) -> int:
 
 
 def store(cluster: ClusterState, g: ShareGroup) -> None:
-    """Keep the group as Kafka's coordinators do (ShareGroup* records in __consumer_offsets and the
-    share-partitions' written state in __share_group_state): journalled at the next write."""
-    from kafka_shell.sandbox import journal
-    g.stored = view(cluster, g)
-    journal.group_touched(cluster, g.group_id)
+    """Write the group as Kafka's coordinators do: its ShareGroup* records (__consumer_offsets)
+    and its share-partitions' written state as ShareSnapshotRecords (__share_group_state), where
+    they changed (group_state.store)."""
+    from kafka_shell.sandbox import group_state  # it imports this module
+    group_state.store(cluster, g.group_id)
 
 
 def stored_partition(cluster: ClusterState, sp: SharePartition) -> None:
@@ -707,77 +711,14 @@ def stored_partition(cluster: ClusterState, sp: SharePartition) -> None:
         store(cluster, g)
 
 
-def view(cluster: ClusterState, g: ShareGroup) -> dict:
-    def parts(tps: TopicPartitions) -> list:
-        return [[str(t), sorted(ps)] for t, ps in tps.items()]
-    states = [[str(sp.topic_id), sp.partition, sp.state_epoch, sp.leader_epoch, sp.written_start, sp.written_done,
-               [[b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"]]
-                for b in sp.written_batches]]
-              for (gid, _, _), sp in share_partitions(cluster).items() if gid == g.group_id]
-    return {"type": "share", "epoch": g.epoch, "assignment_epoch": g.assignment_epoch,
-            "metadata": {name: [str(tid), n] for name, (tid, n) in g.metadata.items()},
-            "members": [{"id": m.member_id, "rack": m.rack_id, "client": m.client_id, "host": m.client_host,
-                         "topics": list(m.topic_names), "epoch": m.epoch, "previous_epoch": m.previous_epoch,
-                         "assigned": parts(m.assigned), "target": parts(g.targets.get(m.member_id, {}))}
-                        for m in g.members.values()],
-            "partitions": states}
-
-
-def restore_view(cluster: ClusterState, check, group_id: str, v: dict, where: str) -> None:
-    """The group and its share-partitions as a stored `view` says; the share-partitions come back
-    as the share coordinator holds them (their start offset and written record states; what was
-    acquired is available again)."""
-    def topic_id(text: object, at: str) -> uuid.UUID:
-        try:
-            return uuid.UUID(check.text(text, at))
-        except ValueError:
-            raise check.fail(at, "topic ids") from None
-
-    def parts(data: object, at: str) -> TopicPartitions:
-        out: TopicPartitions = {}
-        for pair in check.array(data, at):
-            pair = check.array(pair, at)
-            if len(pair) != 2:
-                raise check.fail(at, "[topic id, partitions] pairs")
-            out[topic_id(pair[0], at)] = {check.integer(p, at, low=0) for p in check.array(pair[1], at)}
-        return out
-    g = ShareGroup(group_id)
-    g.epoch = check.integer(v.get("epoch"), f"{where}.epoch", low=0)
-    g.assignment_epoch = check.integer(v.get("assignment_epoch"), f"{where}.assignment_epoch", low=0)
-    for name, pair in check.mapping(v.get("metadata", {}), f"{where}.metadata").items():
-        pair = check.array(pair, f"{where}.metadata")
-        if len(pair) != 2:
-            raise check.fail(f"{where}.metadata", "topic -> [topic id, partitions]")
-        g.metadata[name] = (topic_id(pair[0], f"{where}.metadata"), check.integer(pair[1], f"{where}.metadata", low=0))
-    for k, row in enumerate(check.array(v.get("members"), f"{where}.members")):
-        at = f"{where}.members[{k}]"
-        r = check.mapping(row, at)
-        m = Member(check.text(r.get("id"), f"{at}.id"), check.optional_text(r.get("rack"), f"{at}.rack"),
-                   check.text(r.get("client"), f"{at}.client"), check.text(r.get("host"), f"{at}.host"),
-                   tuple(check.text(t, f"{at}.topics") for t in check.array(r.get("topics"), f"{at}.topics")),
-                   check.integer(r.get("epoch"), f"{at}.epoch"),
-                   check.integer(r.get("previous_epoch"), f"{at}.previous_epoch"),
-                   parts(r.get("assigned"), f"{at}.assigned"))
-        g.members[m.member_id] = m
-        g.targets[m.member_id] = parts(r.get("target"), f"{at}.target")
-    table = share_partitions(cluster)
-    for key in [key for key in table if key[0] == group_id]:
-        del table[key]
-    for k, row in enumerate(check.array(v.get("partitions", []), f"{where}.partitions")):
-        at = f"{where}.partitions[{k}]"
-        fields = check.array(row, at)
-        if len(fields) != 7:
-            raise check.fail(at, "[topic id, partition, state epoch, leader epoch, start offset, done, batches]")
-        sp = SharePartition(group_id, topic_id(fields[0], at), check.integer(fields[1], at, low=0),
-                            state_epoch=check.integer(fields[2], at), leader_epoch=check.integer(fields[3], at))
-        sp.set_start(check.integer(fields[4], at, low=-1))
-        sp.written_done = check.integer(fields[5], at, low=-1)
-        for b in check.array(fields[6], at):
-            first, last, state, count = (check.integer(x, at) for x in check.array(b, at))
-            sp.written_batches.append({"first_offset": first, "last_offset": last, "delivery_state": state,
-                                       "delivery_count": count})
-            sp.put_states(first, last, state, count, high_watermark(cluster, sp.topic_id, sp.partition))
+def restore_in_flight(cluster: ClusterState) -> None:
+    """The share-partitions' records as the share coordinator has them written, when a sandbox
+    serves what --data-dir brought back: from the start offset, the written record states (what
+    was acquired is available again: a lock does not survive its leader)."""
+    for sp in share_partitions(cluster).values():
+        sp.records.clear()
+        sp.start_offset = sp.next_offset = sp.written_start
+        for b in sp.written_batches:
+            sp.put_states(b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"],
+                          high_watermark(cluster, sp.topic_id, sp.partition))
         sp.advance()
-        table[(group_id, sp.topic_id, sp.partition)] = sp
-    g.stored = view(cluster, g)
-    classic.all_groups(cluster)[group_id] = g

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, group_configs, journal, topic_lifecycle
+from kafka_shell.sandbox import configs, group_configs, topic_lifecycle
 from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.consumer_groups import GroupError, RevokingCoordinator
 from kafka_shell.sandbox.model import ClusterState, now_ms
@@ -140,7 +140,6 @@ class StreamsGroup:
     offsets: dict[tuple[str, int], classic.CommittedOffset] = field(default_factory=dict)
     endpoint_epoch: int = 0
     shutdown_requested_by: str | None = None
-    stored: dict | None = None        # not kept across a --data-dir restart (docs/sandbox.md)
     pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
 
     group_type = "streams"
@@ -485,11 +484,13 @@ class Coordinator(RevokingCoordinator):
         if self.groups.get(g.group_id) is g and g.members:
             g.epoch += 1
             self._assign(g)
+            self._store(g)
 
     def _assign_later(self, g: StreamsGroup) -> None:
         g.pending_assignment = None
         if self.groups.get(g.group_id) is g and g.epoch > g.assignment_epoch:
             self._assign(g)
+            self._store(g)
 
     def _assign(self, g: StreamsGroup) -> None:
         if g.configured is not None and g.configured.tasks is not None and g.topology is not None:
@@ -570,7 +571,16 @@ class Coordinator(RevokingCoordinator):
         self._store(g)
 
     def _store(self, g: StreamsGroup) -> None:
-        journal.group_touched(self.cluster, g.group_id)
+        """Write the group's StreamsGroup* records where they changed."""
+        from kafka_shell.sandbox import group_state  # it imports this module
+        group_state.store(self.cluster, g.group_id)
+
+    def resume(self) -> None:
+        """Groups brought back by --data-dir: their topologies configured against the cluster."""
+        for g in self.groups.values():
+            if isinstance(g, StreamsGroup) and g.topology is not None:
+                g.configured = configure(self.cluster, g.topology)
+        super().resume()
 
     # offsets ------------------------------------------------------------------------------------------
 

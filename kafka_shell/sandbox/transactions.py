@@ -2,11 +2,12 @@
 TransactionMetadata and TransactionStateManager.
 
 Each transactional id's state (producer id and epoch, state, partitions, timeout, start time) is
-kept as Kafka keeps it: records of Kafka's TransactionLogKey / TransactionLogValue format in the
-`__transaction_state` partition its id hashes to, whose leader is its coordinator. The cache in
-`ClusterState.transactions` is loaded from those partitions when the coordinator starts (so
-`--data-dir` keeps transactions as it keeps any batches), and a transaction found half-ended
-(PrepareCommit or PrepareAbort) is completed then.
+written as Kafka writes it: records of Kafka's TransactionLogKey / TransactionLogValue format in
+the `__transaction_state` partition its id hashes to, whose leader is its coordinator. The cache
+in `ClusterState.transactions` changes by the same records (TransactionLogRecord, applied by
+`replay.apply`), so `--data-dir` journals them and a restart replays them; a transaction found
+half-ended (PrepareCommit or PrepareAbort) at start is completed then, as Kafka completes one it
+loads.
 
 Transactions v1 and v2 (KIP-890) are both served: the client's request versions say which
 (EndTxn v5+ and Produce v12+ are v2). With v2 the epoch is bumped as the transaction ends, the
@@ -29,10 +30,11 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, log, producer_ids, producer_state, topic_lifecycle
+from kafka_shell.sandbox import configs, log, producer_ids, producer_state, replay, topic_lifecycle
 from kafka_shell.sandbox.classic_groups import (OFFSETS_TOPIC, CommittedOffset, hash_partition, internal_leader,
                                        offsets_partition, record_offsets)
 from kafka_shell.sandbox.model import ClusterState, Partition, now_ms
+from kafka_shell.sandbox.records import TransactionLogRecord, TransactionLogValue, TransactionPartitions
 
 logger = logging.getLogger("kafka_shell.sandbox")
 
@@ -98,19 +100,17 @@ class Store:
 
 
 def store(cluster: ClusterState) -> Store:
-    """The coordinator's cache, loaded from __transaction_state (and the producer ids the
-    partitions hold) the first time."""
+    """The coordinator's cache (made by the TransactionLogRecords replayed)."""
     s = cluster.transactions
     if s is None:
-        s = cluster.transactions = _load(cluster)
-        _complete_loaded(cluster, s)
+        s = cluster.transactions = Store()
     return s
 
 
 def start(cluster: ClusterState) -> None:
-    """At the sandbox's start (loop thread): load the coordinator, finish what it left half-ended,
-    start aborting timed-out transactions."""
-    store(cluster)
+    """At the sandbox's start (loop thread): finish what the coordinator left half-ended, start
+    aborting timed-out transactions."""
+    _complete_loaded(cluster, store(cluster))
     _ensure_ticker(cluster)
 
 
@@ -284,26 +284,48 @@ def _write(cluster: ClusterState, txn: Txn) -> int:
         return ErrorCode.coordinator_not_available   # Kafka maps NOT_ENOUGH_REPLICAS to this
     value = None if txn.state == DEAD else log_value(txn, server_version(cluster) >= 2)
     producer_state.append(cluster, p, [log.build_batch([(log_key(txn.transactional_id), value)])])
+    replay.apply(cluster, log_record(txn))
     return 0
 
 
-def _load(cluster: ClusterState) -> Store:
-    """The cache from the transaction log (the last record of each id wins)."""
-    s = Store()
-    t = cluster.topics.get(TXN_TOPIC)
-    for p in t.partitions if t is not None else ():
-        for b in p.batches:
-            if b.base_offset >= p.high_watermark:
-                break
-            for r in log.records(b.data):
-                if r.key is None or len(r.key) < 2 or struct.unpack_from(">h", r.key)[0] != 0:
-                    continue
-                transactional_id = _Reader(r.key[2:]).text(compact=False)
-                if r.value is None:
-                    s.txns.pop(transactional_id, None)
-                    continue
-                s.txns[transactional_id] = _parse_value(transactional_id, r.value)
-    return s
+def log_record(txn: Txn) -> TransactionLogRecord:
+    """The transaction's state as its record (a Dead one's tombstone)."""
+    if txn.state == DEAD:
+        return TransactionLogRecord(txn.transactional_id)
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(txn.partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return TransactionLogRecord(txn.transactional_id, TransactionLogValue(
+        txn.producer_id, txn.previous_producer_id, txn.next_producer_id, txn.producer_epoch, txn.timeout_ms,
+        txn.state, tuple(TransactionPartitions(t, tuple(ps)) for t, ps in by_topic.items()), txn.last_update_ms,
+        txn.start_ms, txn.client_version))
+
+
+def replay_log(cluster: ClusterState, record: TransactionLogRecord) -> None:
+    """The id's state as written: the cache's entry made or brought to it (what Kafka keeps in
+    memory only, the last epoch and a fence under way, stays)."""
+    s = store(cluster)
+    v = record.value
+    if v is None:
+        s.txns.pop(record.transactional_id, None)
+        return
+    txn = s.txns.get(record.transactional_id)
+    if txn is None:
+        txn = s.txns[record.transactional_id] = Txn(record.transactional_id, v.producer_id, v.transaction_timeout_ms)
+    txn.producer_id, txn.previous_producer_id, txn.next_producer_id = v.producer_id, v.previous_producer_id, v.next_producer_id
+    txn.producer_epoch, txn.timeout_ms, txn.state = v.producer_epoch, v.transaction_timeout_ms, v.transaction_status
+    txn.partitions = {(t.topic, p) for t in v.transaction_partitions for p in t.partition_ids}
+    txn.last_update_ms, txn.start_ms = v.transaction_last_update_timestamp_ms, v.transaction_start_timestamp_ms
+    txn.client_version = v.client_transaction_version
+
+
+REPLAY = {TransactionLogRecord: replay_log}
+
+
+def snapshot(cluster: ClusterState) -> list[TransactionLogRecord]:
+    """Every transactional id's record (none for one whose first write failed: never written)."""
+    s = cluster.transactions
+    return [log_record(t) for t in s.txns.values() if t.producer_epoch != NO_EPOCH] if s is not None else []
 
 
 def _complete_loaded(cluster: ClusterState, s: Store) -> None:

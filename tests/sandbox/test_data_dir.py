@@ -315,8 +315,8 @@ def _saved(tmp_path: Path, brokers: int = 1, **kwargs: object) -> dict:
 
 
 @pytest.mark.parametrize("content, expected", [
-    (b'{"version":4}', 'mode must be "kraft" or "zk"'),
-    (b'{"version":3}', "has format version 3 (an older kafka-shell's); this sandbox reads version 4: serve"),
+    (b'{"version":5}', 'mode must be "kraft" or "zk"'),
+    (b'{"version":4}', "has format version 4 (an older kafka-shell's); this sandbox reads version 5: serve"),
     (b"\x00\xff\xfe\x89PNG garbage \x01", "is not valid JSON"),
     (b'{"version":7}', "has format version 7"),
     (b"[1, 2]", "must be a JSON object"),
@@ -560,10 +560,10 @@ def test_a_journal_that_cannot_be_written_acknowledges_nothing(tmp_path, monkeyp
     assert "lost" not in persist.load(tmp_path).topics  # nor saved at stop: only what was journaled
 
 
-@pytest.mark.parametrize("header", [b"kafka-shell journal 2\n", b""])
+@pytest.mark.parametrize("header", [b"kafka-shell journal 3\n", b"kafka-shell journal 2\n", b""])
 def test_a_journal_of_an_older_format_is_refused(tmp_path, header):
-    """Journals an older kafka-shell left (format 2: its header; format 1: none, an 8-byte length
-    and CRC per entry) are refused in one line, and left as they are."""
+    """Journals an older kafka-shell left (formats 3 and 2: their header; format 1: none, an 8-byte
+    length and CRC per entry) are refused in one line, and left as they are."""
     data = tmp_path / "data"
     with Sandbox(brokers=1, data_dir=str(data)) as s:
         create_topics_rf1(s.bootstrap, ["a"])
@@ -573,9 +573,9 @@ def test_a_journal_of_an_older_format_is_refused(tmp_path, header):
     payloads = [payload for _, payload in journal.scan(path.read_bytes()).entries]
     old = header + b"".join(journal.FORMAT_1.pack(len(p), crc32c(p)) + p for p in payloads)
     path.write_bytes(old)
-    format_ = 2 if header else 1
+    format_ = int(header.split()[-1]) if header else 1
     line = _refused(crashed)
-    assert line == (f"{path} is a journal of format {format_} (an older kafka-shell's); this sandbox reads format 3: "
+    assert line == (f"{path} is a journal of format {format_} (an older kafka-shell's); this sandbox reads format 4: "
                     f"serve {crashed} with the kafka-shell that wrote it, or move it away to start afresh")
     assert path.read_bytes() == old
 

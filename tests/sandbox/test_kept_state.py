@@ -8,13 +8,16 @@ same state from the directory as a kill -9 leaves it."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import shutil
 import time
+import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupState, Producer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import (Consumer, ConsumerGroupState, Producer, ConsumerGroupTopicPartitions, ShareConsumer,
+                             TopicPartition)
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    AlterConfigOpType, ConfigEntry, ConfigResource,
                                    NewTopic, ResourcePatternType, ResourceType,
@@ -23,14 +26,19 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 
 from kafka_shell.connection.channel import Channel
 from kafka_shell.protocol.codes import ApiKey, Error
-from kafka_shell.sandbox import journal, persist, quorum, records, tokens
+from kafka_shell.sandbox import group_state, journal, persist, quorum, records, replay, tokens
+from kafka_shell.sandbox.model import ClusterState
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.test_cluster_membership import unregister
 from tests.sandbox.test_data_dir import kill9, produce, serve_announced
 from tests.sandbox.test_delegation_tokens import Session, epoch_ms
 from tests.sandbox.test_delegation_tokens import create as create_token, describe as describe_tokens
 from tests.sandbox.wire import exchange
+from tests.txn_scenarios import retry
 from tests.test_oneshot import shell
+from tests import k848_scenarios, streams_scenarios, test_share_clients as share_clients
+from tests.test_consumer_groups_cmd import rows
+from tests.test_share_clients import _session_facts
 
 TOPIC = "orders"
 COMMITTED = {0: 11, 1: 22, 2: 33}
@@ -88,6 +96,58 @@ def _update_feature(bootstrap: str, feature: str, level: int, upgrade_type: int)
     assert answer["error_code"] == Error.none, answer
 
 
+def _subscribed(bootstrap: str, group: str, topic: str, protocol: str = "classic") -> Consumer:
+    """A consumer of `group` (group.protocol `protocol`) that has its assignment of `topic`."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "group.protocol": protocol, "log_level": 3,
+                         **({"session.timeout.ms": 30000} if protocol == "classic" else {})})
+    consumer.subscribe([topic])
+    _stable(consumer)
+    return consumer
+
+
+def _share_consume(bootstrap: str, topic: str, group: str) -> None:
+    """librdkafka's share consumer takes every record of `topic` and acknowledges them."""
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0})
+    seen: set[int] = set()
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 25   # within the records' lock
+        while len(seen) < share_clients.RECORDS and time.monotonic() < deadline:
+            seen |= {int(m.value()) for m in consumer.poll(1.0) or [] if m.error() is None}
+        consumer.commit_sync()   # implicit mode: accepts what the polls returned
+    finally:
+        consumer.close()
+    assert seen == set(range(share_clients.RECORDS)), seen
+
+
+def _streams_beat(bootstrap: str, body: dict) -> dict:
+    """A StreamsGroupHeartbeat to the group's coordinator."""
+    channel = k848_scenarios.coordinator(bootstrap, body["group_id"])
+    try:
+        return retry(lambda: channel.request(ApiKey.STREAMS_GROUP_HEARTBEAT, body, streams_scenarios.VERSION))
+    finally:
+        channel.close()
+
+
+def _streams_member(bootstrap: str) -> tuple[str, str, int, list]:
+    """A streams group's member with its active tasks: (group, member id, epoch, tasks)."""
+    tag = uuid.uuid4().hex[:8]
+    app, source, member = f"kept-sg-{tag}", f"kept-sg-in-{tag}", uuid.uuid4().hex
+    admin = _admin(bootstrap)
+    admin.create_topics([NewTopic(source, 3, 2)])[source].result(15)
+    answer = _streams_beat(bootstrap, streams_scenarios._join(app, member, streams_scenarios._topology(source, app)))
+    epoch, tasks = answer["member_epoch"], None
+    deadline = time.monotonic() + 60
+    while answer.get("status") or not tasks:   # internal topics created, the initial delay over
+        assert time.monotonic() < deadline, answer
+        time.sleep(0.3)
+        answer = _streams_beat(bootstrap, streams_scenarios._beat(app, member, epoch))
+        epoch = answer["member_epoch"]
+        tasks = answer["active_tasks"] if answer.get("active_tasks") is not None else tasks
+    return app, member, epoch, tasks
+
+
 def _stable(consumer: Consumer, seconds: float = 30) -> None:
     """Poll until the consumer has its assignment (the group is Stable)."""
     deadline = time.monotonic() + seconds
@@ -134,6 +194,24 @@ def kept(tmp_path_factory):
         _stable(live)
         done["live_member"] = live.memberid()
         done["live_assignment"] = sorted((tp.topic, tp.partition) for tp in live.assignment())
+        done["txn"] = rows(bootstrap, "describe-transaction --transactional-id kept-txn")
+        # A KIP-848 group whose member has its assignment at the kill (its heartbeats by hand:
+        # nothing heartbeats for it until the test does, after the restart).
+        k848 = k848_scenarios.Group(bootstrap, partitions=3)
+        member = k848.new_member()
+        joined = k848.join(member)
+        deadline = time.monotonic() + 30
+        while not joined["assignment"]:
+            assert time.monotonic() < deadline, joined
+            time.sleep(0.2)
+            joined = k848.heartbeat(member, joined["epoch"])
+        k848.close()
+        done["848"] = (k848, member, joined)
+        done["streams"] = _streams_member(bootstrap)
+        # A share group whose consumer acknowledged every record.
+        share_topic, share_group = share_clients._topic(bootstrap), share_clients._group(bootstrap)
+        _share_consume(bootstrap, share_topic, share_group)
+        done["share"] = share_group, share_clients._offsets(bootstrap, share_group)
         # A finalized feature level.
         # Kafka 4.4 starts with group.version 1: a safe downgrade to 0 (which removes it) is a change.
         assert _features(bootstrap)["group.version"] == 1
@@ -196,6 +274,44 @@ def test_group_state_is_kept(kept):
     assert described["billing"].result(10).state == ConsumerGroupState.EMPTY
     listed = {g.group_id for g in admin.list_consumer_groups().result(10).valid}
     assert {"live", "billing"} <= listed and "gone" not in listed
+
+
+def test_a_kip_848_member_and_its_assignment_are_kept(kept):
+    """The member heartbeats on after the restart at its epoch, owning its partitions: the
+    coordinator knows it (UNKNOWN_MEMBER_ID had its state been lost)."""
+    bootstrap, done = kept
+    k848, member, joined = done["848"]
+    k848.channel = k848_scenarios.coordinator(bootstrap, k848.group_id)
+    try:
+        again = k848.heartbeat(member, joined["epoch"], owned=joined["assignment"])
+    finally:
+        k848.close()
+    assert (again["error"], again["epoch"]) == (0, joined["epoch"]), again
+    assert again["assignment"] in (None, joined["assignment"])
+
+
+def test_a_streams_member_and_its_tasks_are_kept(kept):
+    bootstrap, done = kept
+    app, member, epoch, tasks = done["streams"]
+    again = _streams_beat(bootstrap, streams_scenarios._beat(app, member, epoch, active=tasks))
+    assert (again["error_code"], again["member_epoch"]) == (0, epoch), again
+    assert not again.get("status"), again
+
+
+def test_share_acknowledgements_are_kept(kept):
+    bootstrap, done = kept
+    group, offsets = done["share"]
+    assert all(lag == 0 for _, _, lag in offsets) and offsets
+    assert share_clients._offsets(bootstrap, group) == offsets
+
+
+def test_a_committed_transaction_is_kept(kept):
+    bootstrap, done = kept
+    def kept_fields(rows_: list[dict]) -> list[dict]:   # the duration moves with the clock
+        return [{k: v for k, v in row.items() if k != "transaction_duration_ms"} for row in rows_]
+    (before,) = kept_fields(done["txn"])
+    assert before["transaction_state"] == "CompleteCommit", before
+    assert kept_fields(rows(bootstrap, "describe-transaction --transactional-id kept-txn")) == [before]
 
 
 def test_finalized_feature_levels_are_kept(kept):
@@ -308,8 +424,9 @@ def _journaled_types(data: Path) -> set[str]:
 
 
 def test_a_crash_keeps_every_record_type(tmp_path):
-    """Every kind of metadata change, each journaled as its record type: the directory as a kill -9
-    leaves it (copied while the sandbox runs) replays to the very state the sandbox had."""
+    """Every kind of change, each journaled as its record type (the metadata records, the group,
+    share and transaction coordinators' records): the directory as a kill -9 leaves it (copied while the
+    sandbox runs) replays to the very state the sandbox had."""
     data = tmp_path / "data"
     with Sandbox(brokers=3, dynamic_quorum=True, data_dir=str(data), authorizer=True,
                  allow_everyone_if_no_acl_found=True, configs={"delegation.token.secret.key": "kept-secret"}) as s:
@@ -321,6 +438,20 @@ def test_a_crash_keeps_every_record_type(tmp_path):
         res = ConfigResource(ConfigResource.Type.TOPIC, "kept", incremental_configs=[
             ConfigEntry("retention.ms", "7777", incremental_operation=AlterConfigOpType.SET)])
         admin.incremental_alter_configs([res])[res].result(10)
+        # Classic and KIP-848 groups joined and left, and joined (members at the kill); a share
+        # group joined, its records acquired and acknowledged, left; a streams group joined and
+        # left (every group record and its tombstones).
+        for protocol in ("classic", "consumer"):
+            _subscribed(s.bootstrap, f"{protocol}-gone", "kept", protocol).close()
+        members = [_subscribed(s.bootstrap, f"{protocol}-group", "kept", protocol) for protocol in ("classic", "consumer")]
+        _session_facts(s.bootstrap)
+        streams_scenarios.lifecycle(s.bootstrap)   # a streams group joined, given tasks, left
+        # A transaction committed (the transaction coordinator's records).
+        producer = Producer({"bootstrap.servers": s.bootstrap, "transactional.id": "kept-txn", "log_level": 0})
+        producer.init_transactions(15)
+        producer.begin_transaction()
+        producer.produce("kept", b"in a transaction")
+        producer.commit_transaction(15)
         _update_feature(s.bootstrap, "group.version", 0, upgrade_type=2)
         acls = [AclBinding(ResourceType.TOPIC, name, ResourcePatternType.LITERAL, "User:alice", "*",
                            AclOperation.READ, AclPermissionType.ALLOW) for name in ("secret", "revoked")]
@@ -366,6 +497,60 @@ def test_a_crash_keeps_every_record_type(tmp_path):
         crashed = tmp_path / "crashed"
         shutil.copytree(data, crashed, ignore=shutil.ignore_patterns(journal.LOCK_FILE))
         live = s.call(persist.state_of, s.cluster)
+        live_groups = s.call(_groups_as_records, s.cluster)
+        for consumer in members:
+            consumer.close()
     assert _journaled_types(crashed) == set(records.RECORD_TYPES)
     recovered = journal.recover(crashed)
     assert recovered is not None and persist.state_of(recovered[0]) == live
+    # The groups replay made are those the coordinators had, as their records say.
+    assert _groups_as_records(recovered[0]) == live_groups
+
+
+def _groups_as_records(cluster: ClusterState) -> dict:
+    """Each group as the records its coordinator would write for it now (a classic group's
+    state timestamp left out: it is the time of writing)."""
+    def same_any_time(record: records.Record) -> records.Record:
+        if isinstance(record, records.GroupMetadataRecord) and record.value is not None:
+            return dataclasses.replace(record, value=dataclasses.replace(record.value, current_state_timestamp=0))
+        return record
+    return {group_id: [same_any_time(rec) for rec in group_state.records_of(cluster, g).values()]
+            for group_id, g in cluster.groups.items()}
+
+
+def test_a_share_update_replaces_the_states_of_its_offsets():
+    """Kafka's ShareCoordinatorShard.merge: an update's batches replace the states of their
+    offsets, those wholly below its start offset go, and the state epoch stays the snapshot's."""
+    b = records.StateBatch
+    state = records.ShareSnapshotValue(3, 1, 0, (b(0, 9, 0, 1),))   # 0-9 available, delivered once
+    update = records.ShareUpdateValue(2, 4, (b(4, 5, 2, 1), b(8, 9, 0, 2)))
+    assert group_state.merged(state, update) == records.ShareSnapshotValue(
+        3, 2, 4, (b(4, 5, 2, 1), b(6, 7, 0, 1), b(8, 9, 0, 2)))
+    # Neighbours of one state and delivery count join.
+    assert group_state.merged(state, records.ShareUpdateValue(1, -1, (b(0, 4, 0, 1),))).state_batches == (b(0, 9, 0, 1),)
+
+
+def test_a_share_update_without_a_snapshot_cannot_apply():
+    cluster = ClusterState("id", {})
+    update = records.ShareUpdateRecord("g", uuid.uuid4(), 0, records.ShareUpdateValue(0, 0, ()))
+    with pytest.raises(records.ReplayError, match="no ShareSnapshotRecord"):
+        replay.apply(cluster, update)
+
+
+def test_group_records_that_cannot_apply_are_replay_errors():
+    """What a damaged or forged journal may hold is refused as damage, never a traceback: an
+    assignment to a member no record made, epochs not one per partition, a member of a group
+    no record made."""
+    cluster = ClusterState("id", {})
+    tid = uuid.uuid4()
+    assignment = records.ConsumerGroupCurrentMemberAssignmentValue(
+        3, 2, 0, (records.TopicPartitions(tid, (0, 1), (3,)),), ())
+    with pytest.raises(records.ReplayError, match="which no ConsumerGroup record made"):
+        replay.apply(cluster, records.ConsumerGroupCurrentMemberAssignmentRecord("g", "m", assignment))
+    replay.apply(cluster, records.ConsumerGroupMetadataRecord("g", records.ConsumerGroupMetadataValue(2)))
+    with pytest.raises(records.ReplayError, match="which no member record made"):
+        replay.apply(cluster, records.ConsumerGroupCurrentMemberAssignmentRecord("g", "m", assignment))
+    replay.apply(cluster, records.ConsumerGroupMemberMetadataRecord("g", "m", records.ConsumerGroupMemberMetadataValue(
+        None, None, "c", "/127.0.0.1", ("t",), None, 30000, None)))
+    with pytest.raises(records.ReplayError, match="not one per partition"):
+        replay.apply(cluster, records.ConsumerGroupCurrentMemberAssignmentRecord("g", "m", assignment))

@@ -263,7 +263,7 @@ def test_data_dir_keeps_the_mode_and_the_controllers(tmp_path):
     data.update(version=1)
     (tmp_path / persist.STATE_FILE).write_text(json.dumps(data))
     with pytest.raises(persist.StateError, match=r"has format version 1 \(an older kafka-shell's\); this sandbox "
-                                                 r"reads version 4: serve .* with the kafka-shell that wrote it"):
+                                                 r"reads version 5: serve .* with the kafka-shell that wrote it"):
         persist.load(tmp_path)
 
 
