@@ -25,18 +25,19 @@ Replay = Callable[["ClusterState", Record], None]
 
 # The coordinators' records (in __consumer_offsets, __share_group_state and __transaction_state
 # on Kafka) and the logs do not move the metadata log.
-NOT_METADATA: frozenset[type] = frozenset({r.PartitionLogs, r.OffsetCommitRecord, r.GroupMetadataRecord})
+NOT_METADATA: frozenset[type] = frozenset({r.PartitionLogs, r.FutureReplica, r.OffsetCommitRecord, r.GroupMetadataRecord})
 
 _table: dict[type, Replay] = {}
 
 
 def _dispatch() -> dict[type, Replay]:
     if not _table:
-        from kafka_shell.sandbox import (authorizer, client_quotas, configs, group_state, log, producer_ids, quorum,
-                                         registrations, replication, security, tokens, topic_lifecycle)
+        from kafka_shell.sandbox import (authorizer, client_quotas, configs, directories, group_state, log,
+                                         producer_ids, quorum, registrations, replication, security, tokens,
+                                         topic_lifecycle)
         from kafka_shell.sandbox.handlers import features
         for module in (features, registrations, quorum, replication, configs, topic_lifecycle, authorizer, security,
-                       client_quotas, producer_ids, tokens, group_state, log):
+                       client_quotas, producer_ids, tokens, group_state, log, directories):
             _table.update(module.REPLAY)
         missing = set(r.RECORD_TYPES.values()) - set(_table)
         assert not missing, missing
@@ -71,8 +72,8 @@ def apply_all(cluster: ClusterState, records: Iterable[Record]) -> None:
 def snapshot(cluster: ClusterState) -> Iterator[Record]:
     """Records that make the state again, in an order replay takes them (what a topic's records
     name exists before them)."""
-    from kafka_shell.sandbox import (authorizer, client_quotas, configs, group_state, log, producer_ids, quorum,
-                                     registrations, replication, security, tokens, topic_lifecycle)
+    from kafka_shell.sandbox import (authorizer, client_quotas, configs, directories, group_state, log, producer_ids,
+                                     quorum, registrations, replication, security, tokens, topic_lifecycle)
     from kafka_shell.sandbox.handlers import features
     yield from features.snapshot(cluster)
     yield from registrations.snapshot(cluster)
@@ -87,3 +88,4 @@ def snapshot(cluster: ClusterState) -> Iterator[Record]:
     yield from tokens.snapshot(cluster)
     yield from group_state.offset_records(cluster)
     yield from log.snapshot(cluster)
+    yield from directories.snapshot(cluster)

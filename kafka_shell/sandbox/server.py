@@ -24,7 +24,7 @@ from typing import Any, TypeVar, overload
 
 from kafka_shell.protocol import codec, definitions
 from kafka_shell.protocol.definitions import releases
-from kafka_shell.sandbox import (cleaner, configs, consumer_groups, control, classic_groups, handlers, journal, persist,
+from kafka_shell.sandbox import (cleaner, configs, consumer_groups, control, classic_groups, directories, handlers, journal, persist,
                                  propagation, quorum, registrations, replay, replication, security, share_groups, tls, transactions)
 from kafka_shell.sandbox.authorizer import Authorizer
 from kafka_shell.sandbox.config import LISTENERS, PLAINTEXT, SandboxConfig
@@ -398,7 +398,8 @@ def _new_cluster(config: SandboxConfig, brokers: int, mode: str, voters: int) ->
         records.append(VotersRecord(tuple(controllers)))
     records += [RegisterBrokerRecord(i, 0, (Endpoint(config.listener_names[0], listen, port_base + i - 1 if port_base else 0),),
                                      racks[(i - 1) % len(racks)] if racks else None,
-                                     host_name=hosts[i - 1] if hosts else f"broker-{i}.sandbox")
+                                     host_name=hosts[i - 1] if hosts else f"broker-{i}.sandbox",
+                                     log_dirs=directories.new_dirs(i, config.log_dirs_per_broker))
                 for i in range(1, brokers + 1)]
     replay.apply_all(cluster, records)
     return cluster
