@@ -17,7 +17,7 @@ import json
 import time
 from pathlib import Path
 
-from kafka_shell.admin import configs, reassignments, throttles, topics
+from kafka_shell.admin import configs, log_dirs, reassignments, throttles, topics
 from kafka_shell.declarations import failure_lines
 from kafka_shell.admin.reassignments import Move
 from kafka_shell.base.deadline import Deadline
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from kafka_shell.connection.session import Session
 
 Key = tuple[str, int]
+ReplicaKey = tuple[str, int, int]     # (topic, partition, broker)
+ANY_LOG_DIR = "any"
 
 IN_PROGRESS = 3
 INTERRUPTED = 130
@@ -106,11 +108,11 @@ def reassign_partitions(session: Session, args: dict) -> Result:
         return wait_all(session, args)
     if args[dest(FILE)] is None:  # --cancel --all (the other actions require the file)
         return cancel(session, args, None)
-    targets = read_reassignment(args[dest(FILE)])
+    targets, dirs = read_plan(args[dest(FILE)])
     if action == "--execute":
-        return execute(session, args, targets)
+        return execute(session, args, targets, dirs)
     if action == "--verify":
-        return verify(session, args, targets)
+        return verify(session, args, targets, dirs)
     return cancel(session, args, targets)
 
 
@@ -146,7 +148,14 @@ def check_options(args: dict) -> str:
 
 
 def read_reassignment(path: str) -> dict[Key, list[int]]:
-    """Kafka's reassignment file, checked as Kafka's tool checks it; each problem is one line."""
+    """The replicas of each partition of Kafka's reassignment file."""
+    return read_plan(path)[0]
+
+
+def read_plan(path: str) -> tuple[dict[Key, list[int]], dict[ReplicaKey, str]]:
+    """Kafka's reassignment file, checked as Kafka's tool checks it (each problem is one line):
+    the replicas of each partition, and the log dir of each replica its `log_dirs` names (those
+    "any" leaves where the broker puts them)."""
     data = read_json(path)
     if not isinstance(data, dict):
         raise UsageError(f'{path}: expected an object like {{"version":1,"partitions":[...]}}')
@@ -159,6 +168,7 @@ def read_reassignment(path: str) -> dict[Key, list[int]]:
     if not entries:
         raise UsageError(f"{path}: the partition list is empty: list at least one partition to move")
     out: dict[Key, list[int]] = {}
+    log_dirs: dict[ReplicaKey, str] = {}
     for e in entries:
         if not (isinstance(e, dict) and isinstance(e.get("topic"), str) and is_id(e.get("partition"))
                 and isinstance(e.get("replicas"), list) and all(is_id(b) for b in e["replicas"])):
@@ -180,11 +190,11 @@ def read_reassignment(path: str) -> dict[Key, list[int]]:
                 count = len(dirs) if isinstance(dirs, list) else "not a list"
                 raise UsageError(f"{path}: log_dirs of {name} ({count}) must match its {len(replicas)} "
                                  'replicas: give one directory (or "any") per replica')
-            if any(d != "any" for d in dirs):
-                raise UsageError(f'{path}: log_dirs of {name} names a directory: kafka-shell moves replicas '
-                                 'between brokers only; use "any"')
+            if not all(isinstance(d, str) and d for d in dirs):
+                raise UsageError(f'{path}: log_dirs of {name} must be directory paths (or "any"), one per replica')
+            log_dirs.update({(key[0], key[1], b): d for b, d in zip(replicas, dirs) if d != ANY_LOG_DIR})
         out[key] = list(replicas)
-    return out
+    return out, log_dirs
 
 
 def _ids(ids) -> str:
@@ -275,7 +285,7 @@ def topics_to_move(path: str) -> list[str]:
 # -- --execute ----------------------------------------------------------------------------------
 
 
-def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
+def execute(session: Session, args: dict, targets: dict[Key, list[int]], dirs: dict[ReplicaKey, str]) -> Result:
     path = args[dest(FILE)]
     snap = read_keys(session, targets)
     current = reassignments.current_assignment(snap.topics, targets)
@@ -302,6 +312,9 @@ def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Resu
         if record:
             lines.append(f"Would throttle replication to {args['throttle']} B/s on broker(s) "
                          f"{_ids(record['brokers'])} (dry run).")
+        if dirs:
+            lines.append(f"Would move {len(dirs)} replica(s) to the log dirs the file names: "
+                         f"{', '.join(f'{_replica(r)} to {d}' for r, d in sorted(dirs.items()))} (dry run).")
         return Result(tables=[before], text=f"Current partition replica assignment\n{rollback}", messages=lines)
     saved = save_rollback(path, rollback)
     messages = [f"Saved the current assignment to {saved}: use it as the --reassignment-json-file "
@@ -316,13 +329,47 @@ def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Resu
     text = f"Current partition replica assignment\n{rollback}"
     if refused:
         return Result(tables=[before], text=text, messages=messages + refused, exit_code=1)
+    if dirs:
+        moved, failed = start_log_dir_moves(session, dirs)
+        messages += moved
+        if failed:
+            return Result(tables=[before], text=text, messages=messages + failed, exit_code=1)
     if args["blocking"]:
         session.stderr.write("\n".join(messages) + "\n")
-        waited = wait_and_finish(session, args, set(targets), f"--verify --reassignment-json-file {path} ")
+        waited = wait_and_finish(session, args, set(targets), f"--verify --reassignment-json-file {path} ", dirs)
         return Result(tables=[before, *waited.tables], text="\n\n".join(filter(None, (text, waited.text))),
                       messages=waited.messages, exit_code=waited.exit_code)
     messages.append(f"Check it with: reassign-partitions --verify --reassignment-json-file {path}")
     return Result(tables=[before], text=text, messages=messages)
+
+
+def _replica(key: ReplicaKey) -> str:
+    """Kafka's TopicPartitionReplica as its tool prints it: topic-partition-broker."""
+    return f"{key[0]}-{key[1]}-{key[2]}"
+
+
+def start_log_dir_moves(session: Session, dirs: dict[ReplicaKey, str]) -> tuple[list[str], list[str]]:
+    """Ask each replica's broker to move it to its dir, again while a replica has not reached its
+    broker yet (REPLICA_NOT_AVAILABLE: the reassignment is still bringing it), within one
+    --timeout, as Kafka's tool does: (the moves started, the lines of those that failed)."""
+    deadline = session.conn.deadline()
+    pending = dict(dirs)
+    started: list[str] = []
+    while True:
+        answers = log_dirs.alter(session.conn, pending, deadline)
+        for key, path in answers.rows.items():
+            started.append(f"Successfully started moving log directory to {path} for replica "
+                           f"{key[0]}-{key[1]} with broker {key[2]}")
+            del pending[key]
+        failed = {k: e for k, e in answers.errors.items() if not log_dirs.not_there_yet(e)}
+        if failed:
+            return started, failure_lines.log_dir_move_lines(failed)
+        if not pending:
+            return started, []
+        if not deadline.pause(POLL_S):
+            return started, [f"Timed out before log directory move{'s' if len(pending) > 1 else ''} could be started "
+                             f"for: {','.join(map(_replica, sorted(pending)))}: the replicas have not reached their "
+                             "brokers; run --execute again once the reassignment has brought them, or raise --timeout"]
 
 
 def set_throttles(session: Session, record: dict) -> list[str]:
@@ -388,15 +435,48 @@ def _split(name: str) -> tuple[str, int]:
 # -- --verify, --cancel, --list, --blocking -------------------------------------------------------
 
 
-def verify(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
+def verify(session: Session, args: dict, targets: dict[Key, list[int]], dirs: dict[ReplicaKey, str]) -> Result:
     path = args[dest(FILE)]
     if args["blocking"]:
-        return wait_and_finish(session, args, set(targets), f"--verify --reassignment-json-file {path} ")
-    return status(session, args, targets)
+        return wait_and_finish(session, args, set(targets), f"--verify --reassignment-json-file {path} ", dirs)
+    return status(session, args, targets, dirs=dirs)
+
+
+# The state of one replica's log dir move, as Kafka's tool names them.
+DIR_DONE, DIR_MOVING, DIR_ELSEWHERE, DIR_NOT_MOVING, DIR_MISSING = (
+    "completed", "in progress", "moving elsewhere", "not moving", "missing")
+
+
+def log_dir_states(session: Session, dirs: dict[ReplicaKey, str]) -> tuple[list[list], list[str]]:
+    """Each replica move of the file judged by its broker's DescribeLogDirs: rows (topic,
+    partition, broker, state, log dir, target), with Kafka's lines; a broker that did not describe
+    its dirs is one line (and its replicas "missing")."""
+    found = log_dirs.describe(session.conn, sorted({b for _, _, b in dirs}),
+                              {t: sorted({p for tt, p, _ in dirs if tt == t}) for t, _, _ in dirs})
+    where = found.placement()
+    rows, lines = [], failure_lines.log_dir_lines(found.errors)
+    for key, target in sorted(dirs.items()):
+        at = where.get(key)
+        name = f"{key[0]}-{key[1]}"
+        if at is None or at.current is None:
+            state, line = DIR_MISSING, f"Partition {name} cannot be found in any live log directory on broker {key[2]}."
+        elif at.future is not None and at.future == target:
+            state, line = DIR_MOVING, f"Reassignment of replica {_replica(key)} is still in progress."
+        elif at.future is not None:
+            state, line = DIR_ELSEWHERE, (f"Partition {name} on broker {key[2]} is being moved to log dir "
+                                          f"{at.future} instead of {target}.")
+        elif at.current == target:
+            state, line = DIR_DONE, f"Reassignment of replica {_replica(key)} completed successfully."
+        else:
+            state, line = DIR_NOT_MOVING, (f"Partition {name} on broker {key[2]} is not being moved from log dir "
+                                           f"{at.current} to {target}.")
+        rows.append([key[0], key[1], key[2], state, at.current if at else None, target])
+        lines.append(line)
+    return rows, lines
 
 
 def status(session: Session, args: dict, targets: dict[Key, list[int]],
-           current: dict[Key, list[int]] | None = None) -> Result:
+           current: dict[Key, list[int]] | None = None, dirs: dict[ReplicaKey, str] | None = None) -> Result:
     """Each partition judged against the file: by the controller (in progress or not) and by
     `current` (what the brokers agree on; a fresh read when not given)."""
     moving, verified = reassignments.verify(session.conn, targets, current)
@@ -422,19 +502,25 @@ def status(session: Session, args: dict, targets: dict[Key, list[int]],
             lines.append(f"There is no active reassignment of partition {name}, but replica set is "
                          f"{_ids(v.replicas or [])} rather than {_ids(want)}.")
         rows.append([key[0], key[1], v.state, v.replicas, want])
+    tables = [Table(["Topic", "Partition", "Status", "Replicas", "Target"], rows, name="status")]
+    if dirs:
+        dir_rows, dir_lines = log_dir_states(session, dirs)
+        lines += ["", "Reassignment of replicas' log dirs:", *dir_lines]
+        tables.append(Table(["Topic", "Partition", "Broker", "Status", "LogDir", "Target"], dir_rows, name="log_dirs"))
+        failed += sum(r[3] not in (DIR_DONE, DIR_MOVING) for r in dir_rows)
+        running += sum(r[3] == DIR_MOVING for r in dir_rows)
     messages: list[str] = []
     if failed:
         messages.append(f"{failed} partition(s) are not as the file asks.")
         code = 1
     elif running:
-        messages.append(f"{running} of {len(targets)} partition(s) still moving: check again later, or wait "
+        messages.append(f"{running} partition(s) or replica(s) still moving: check again later, or wait "
                         f"with reassign-partitions --verify --reassignment-json-file {args[dest(FILE)]} --blocking")
         code = IN_PROGRESS
     else:
         messages += clear_throttles(session, args["preserve_throttles"], moving)
         code = 0
-    table = Table(["Topic", "Partition", "Status", "Replicas", "Target"], rows, name="status")
-    return Result(tables=[table], text="\n".join(lines), messages=messages, exit_code=code)
+    return Result(tables=tables, text="\n".join(lines), messages=messages, exit_code=code)
 
 
 def cancel(session: Session, args: dict, targets: dict[Key, list[int]] | None) -> Result:
@@ -469,10 +555,14 @@ def wait_all(session: Session, args: dict) -> Result:
     return wait_and_finish(session, args, None, "")
 
 
-def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume: str) -> Result:
-    """Wait for the moves (of `keys`, or all) with a progress bar, then verify / clear throttles."""
+def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume: str,
+                    dirs: dict[ReplicaKey, str] | None = None) -> Result:
+    """Wait for the moves (of `keys`, or all) with a progress bar, and for the replicas' moves
+    between log dirs (`dirs`), then verify / clear throttles."""
     try:
         wait(session, keys, Progress(session.stderr))
+        while dirs and any(r[3] == DIR_MOVING for r in log_dir_states(session, dirs)[0]):
+            time.sleep(POLL_S)
     except KeyboardInterrupt:
         return Result.message("Stopped waiting; the reassignment goes on. Resume waiting with: "
                               f"reassign-partitions {resume}--blocking", exit_code=INTERRUPTED)
@@ -482,7 +572,7 @@ def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume:
             agreed, lagging = agreed_assignment(session, keys, session.conn.deadline())
             if lagging:
                 return Result.message(lagging, exit_code=1)
-            return status(session, args, read_reassignment(args[dest(FILE)]), agreed)
+            return status(session, args, read_reassignment(args[dest(FILE)]), agreed, dirs)
         return Result.message("No partition reassignment in progress.",
                               *clear_throttles(session, args["preserve_throttles"], {}))
 
