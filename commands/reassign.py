@@ -205,9 +205,11 @@ def _name(key: Key) -> str:
     return f"{key[0]}-{key[1]}"
 
 
-def as_json(assignment: dict[Key, list[int]]) -> str:
-    """Kafka's file format, sorted by topic then partition."""
-    parts = [{"topic": t, "partition": p, "replicas": r, "log_dirs": ["any"] * len(r)}
+def as_json(assignment: dict[Key, list[int]], dirs: dict[ReplicaKey, str] | None = None) -> str:
+    """Kafka's file format, sorted by topic then partition; each replica's log dir from `dirs`
+    (else "any": where its broker puts it)."""
+    dirs = dirs or {}
+    parts = [{"topic": t, "partition": p, "replicas": r, "log_dirs": [dirs.get((t, p, b), ANY_LOG_DIR) for b in r]}
              for (t, p), r in sorted(assignment.items())]
     return json.dumps({"version": 1, "partitions": parts}, separators=(",", ":"))
 
