@@ -97,7 +97,7 @@ RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
          examples=("reassign-partitions --generate --topic orders --broker-list 1,2,3,4",
                    "reassign-partitions --execute --reassignment-json-file move.json --throttle 10000000",
                    "reassign-partitions --verify --reassignment-json-file move.json --blocking",
-                   "reassign-partitions --list"), tables=("current", "proposed", "status", "reassignments"))
+                   "reassign-partitions --list"), tables=("current", "proposed", "status", "log_dirs", "reassignments"))
 def reassign_partitions(session: Session, args: dict) -> Result:
     action = check_options(args)
     if action == "--generate":
