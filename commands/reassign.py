@@ -69,7 +69,7 @@ RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
          Option("--verify", flag=True, help="Per-partition status; exit 0 done, 3 in progress, 1 failed."),
          Option("--cancel", flag=True, help="Cancel the moves of a file (or --all)."),
          Option("--list", flag=True, help="List the reassignments in progress."),
-         Option(FILE, metavar="FILE", completer="path", help="Kafka's reassignment JSON file."),
+         Option(FILE, metavar="FILE", completer="path", help="Kafka's reassignment JSON file (log_dirs: each replica's log dir, or \"any\")."),
          Option("--topics-to-move-json-file", metavar="FILE", completer="path",
                 help='{"topics":[{"topic":"t"}],"version":1} (with --generate).'),
          Option("--topic", repeatable=True, metavar="NAME", completer="topic",
@@ -93,7 +93,10 @@ RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
                       "(or --blocking alone to wait for the moves in progress). Exit codes: 0 done, "
                       "1 failed, 2 bad input, 3 --verify still in progress, 130 stopped waiting (the "
                       "move goes on). Throttles the shell sets are recorded in its data dir and removed "
-                      "when the moves complete or are cancelled, also from a later session."),
+                      "when the moves complete or are cancelled, also from a later session. A file's log_dirs "
+                      "move each replica it names to that log dir of its broker (AlterReplicaLogDirs, sent to "
+                      "the broker; again until a reassignment has brought the replica there), and --verify "
+                      "says each such move's state, as Kafka's tool does."),
          examples=("reassign-partitions --generate --topic orders --broker-list 1,2,3,4",
                    "reassign-partitions --execute --reassignment-json-file move.json --throttle 10000000",
                    "reassign-partitions --verify --reassignment-json-file move.json --blocking",

@@ -833,7 +833,7 @@ complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l execute 
 complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l verify -d 'Per-partition status; exit 0 done, 3 in progress, 1 failed'
 complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l cancel -d 'Cancel the moves of a file (or --all)'
 complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l list -d 'List the reassignments in progress'
-complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l reassignment-json-file -r -F -d 'Kafka\'s reassignment JSON file'
+complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l reassignment-json-file -r -F -d 'Kafka\'s reassignment JSON file (log_dirs: each replica\'s log dir, or "any")'
 complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l topics-to-move-json-file -r -F -d '{"topics":[{"topic":"t"}],"version":1} (with --generate)'
 complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l topic -xa '(__kafka_shell_topics)'
 complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l topic -x -d 'A topic to move (with --generate, instead of a topics file)'
