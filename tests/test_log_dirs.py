@@ -182,3 +182,21 @@ def test_kafkas_own_tools_move_and_describe_the_sandboxs_log_dirs(jbod, tmp_path
     [broker] = report["brokers"]
     held = {d["logDir"]: [p["partition"] for p in d["partitions"]] for d in broker["logDirs"]}
     assert held == {new: ["k-0"], (D1 if new == D2.format(2) else D2).format(2): []}
+
+
+def test_a_broker_that_does_not_answer_is_named_and_the_other_moves_start(jbod, env, tmp_path):
+    jbod.call(sandbox_admin.create_topic, jbod.cluster, "s", 2, 1, [[1], [3]])
+    other = {b: (D2 if where(jbod)[("s", p, b)] == D1.format(b) else D1).format(b) for p, b in ((0, 1), (1, 3))}
+    move = plan_file(tmp_path, [{"topic": "s", "partition": 0, "replicas": [1], "log_dirs": [other[1]]},
+                                {"topic": "s", "partition": 1, "replicas": [3], "log_dirs": [other[3]]}])
+    jbod.delay(3, 60_000)    # broker 3 hangs (the shell bootstraps from broker 1)
+    try:
+        done = shell("--bootstrap-server", jbod.bootstrap.split(",")[0], "--timeout", "2", "--command",
+                     f"reassign-partitions --execute --reassignment-json-file {move}", env=env)
+    finally:
+        jbod.heal()
+    assert done.returncode == 1, done.stderr
+    assert "Broker 3 (replica of s-1) did not answer AlterReplicaLogDirs" in done.stderr, done.stderr
+    assert f"Successfully started moving log directory to {other[1]} for replica s-0 with broker 1" in done.stderr
+    wait_until(lambda: not futures(jbod))
+    assert where(jbod)[("s", 0, 1)] == other[1] and where(jbod)[("s", 1, 3)] != other[3]
