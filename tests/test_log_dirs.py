@@ -200,3 +200,15 @@ def test_a_broker_that_does_not_answer_is_named_and_the_other_moves_start(jbod, 
     assert f"Successfully started moving log directory to {other[1]} for replica s-0 with broker 1" in done.stderr
     wait_until(lambda: not futures(jbod))
     assert where(jbod)[("s", 0, 1)] == other[1] and where(jbod)[("s", 1, 3)] != other[3]
+
+
+def test_a_cordoned_dir_takes_no_new_replica_and_no_move(jbod, env, tmp_path):
+    cordoned = D1.format(2)
+    p = run(jbod, f"cordon --broker 2 --log-dir {cordoned}", env)
+    assert p.returncode == 0, p.stderr
+    jbod.call(sandbox_admin.create_topic, jbod.cluster, "c", 4, 1, [[2]] * 4)
+    assert {where(jbod)[("c", i, 2)] for i in range(4)} == {D2.format(2)}   # LogManager's nextLogDirs skips it
+    move = plan_file(tmp_path, [{"topic": "c", "partition": 0, "replicas": [2], "log_dirs": [cordoned]}])
+    done = run(jbod, f"reassign-partitions --execute --reassignment-json-file {move}", env)
+    assert done.returncode == 1 and "Failed to alter dir for c-0-2:" in done.stderr, done.stderr
+    assert where(jbod)[("c", 0, 2)] == D2.format(2) and not futures(jbod)

@@ -7,8 +7,9 @@
   for it (LogManager.preferredLogDirs, kept in memory only), else the dir holding the fewest
   replicas, cordoned dirs last (LogManager.nextLogDirs).
 - AlterReplicaLogDirs (ReplicaManager.alterReplicaLogDirs): a dir the broker does not have is
-  LOG_DIR_NOT_FOUND; a partition the cluster does not have UNKNOWN_TOPIC_OR_PARTITION; a replica
-  the broker does not hold REPLICA_NOT_AVAILABLE (the dir is remembered for when it arrives). Else
+  LOG_DIR_NOT_FOUND, a cordoned one (KIP-1066) INVALID_REPLICA_ASSIGNMENT; a partition the
+  cluster does not have UNKNOWN_TOPIC_OR_PARTITION; a replica the broker does not hold
+  REPLICA_NOT_AVAILABLE (the dir is remembered for when it arrives). Else
   a future replica is made in the new dir (a `FutureReplica` record; one in another dir is
   dropped first; the replica's own dir only drops it). The future copies the replica's log (at
   `Runtime.replication_rate` and the broker's `replica.alter.log.dirs.io.max.bytes.per.second`,
@@ -117,6 +118,8 @@ def alter(cluster: ClusterState, topic: str, index: int, broker_id: int, destina
         return ErrorCode.invalid_topic_exception
     if destination not in broker_dirs(cluster, broker_id):
         return ErrorCode.log_dir_not_found
+    if destination in cordons.cordoned_dirs(cluster, broker_id):   # Kafka 4.3+: "Log directory D is cordoned"
+        return ErrorCode.invalid_replica_assignment
     p = cluster.partition(topic, index)
     if p is None:
         return ErrorCode.unknown_topic_or_partition
