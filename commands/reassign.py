@@ -50,12 +50,14 @@ rate = int_range(1, INT64_MAX, "a rate in bytes per second")
 
 ACTIONS = ("--generate", "--execute", "--verify", "--cancel", "--list")
 FILE = "--reassignment-json-file"
+LOG_DIR_THROTTLE = "--replica-alter-log-dirs-throttle"
 # Per action: options it requires (each tuple: exactly one of them), and options it permits.
 # `--blocking` without an action waits for the reassignments in progress.
 RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
     "--generate": ((("--broker-list",), ("--topics-to-move-json-file", "--topic")),
                    {"--disable-rack-aware", "--proposed-json-file"}),
-    "--execute": (((FILE,),), {"--additional", "--throttle", "--blocking", "--preserve-throttles", "--dry-run"}),
+    "--execute": (((FILE,),), {"--additional", "--throttle", LOG_DIR_THROTTLE, "--blocking", "--preserve-throttles",
+                               "--dry-run"}),
     "--verify": (((FILE,),), {"--blocking", "--preserve-throttles"}),
     "--cancel": (((FILE, "--all"),), {"--preserve-throttles", "--dry-run"}),
     "--list": ((), set()),
@@ -82,6 +84,8 @@ RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
          Option("--additional", flag=True, help="Execute while other reassignments run."),
          Option("--throttle", type=rate, metavar="BYTES/S",
                 help="Replication throttle for the moves; removed when they end."),
+         Option(LOG_DIR_THROTTLE, type=rate, metavar="BYTES/S",
+                help="Throttle for the moves between log dirs (the file's log_dirs); removed when they end."),
          Option("--blocking", flag=True,
                 help="Wait with a progress bar (with --execute or --verify; alone: all moves)."),
          Option("--all", flag=True, help="With --cancel: every reassignment in progress."),
@@ -127,7 +131,7 @@ def check_options(args: dict) -> str:
     """The action, after Kafka's table of required and permitted options per action."""
     given = [n for n in ("--generate", "--execute", "--verify", "--cancel", "--list", FILE,
                          "--topics-to-move-json-file", "--topic", "--broker-list", "--disable-rack-aware",
-                         "--proposed-json-file", "--additional", "--throttle", "--blocking", "--all",
+                         "--proposed-json-file", "--additional", "--throttle", LOG_DIR_THROTTLE, "--blocking", "--all",
                          "--preserve-throttles", "--dry-run") if args.get(dest(n)) not in (None, False, [])]
     actions = [a for a in ACTIONS if a in given] or (["--blocking"] if "--blocking" in given else [])
     if not actions:
@@ -310,6 +314,11 @@ def execute(session: Session, args: dict, targets: dict[Key, list[int]], dirs: d
                          f"({', '.join(_name(k) for k in sorted(active)[:5])}): wait for them, or use "
                          "--additional to add this one")
     record = throttles.needed(current, targets, args["throttle"]) if args["throttle"] else None
+    dir_rate = args[dest(LOG_DIR_THROTTLE)]
+    if dir_rate and not dirs:
+        raise UsageError(f"{LOG_DIR_THROTTLE} throttles moves between log dirs, and {path} names none: give "
+                         'replicas their dir in "log_dirs", or leave the option out')
+    dir_brokers = sorted({b for _, _, b in dirs})
     rollback = as_json(current)
     before = assignment_table(current, "current")
     if args["dry_run"]:
@@ -317,6 +326,9 @@ def execute(session: Session, args: dict, targets: dict[Key, list[int]], dirs: d
         if record:
             lines.append(f"Would throttle replication to {args['throttle']} B/s on broker(s) "
                          f"{_ids(record['brokers'])} (dry run).")
+        if dir_rate:
+            lines.append(f"Would throttle the moves between log dirs to {dir_rate} B/s on broker(s) "
+                         f"{_ids(dir_brokers)} (dry run).")
         if dirs:
             lines.append(f"Would move {len(dirs)} replica(s) to the log dirs the file names: "
                          f"{', '.join(f'{_replica(r)} to {d}' for r, d in sorted(dirs.items()))} (dry run).")
@@ -326,6 +338,8 @@ def execute(session: Session, args: dict, targets: dict[Key, list[int]], dirs: d
                 "option during rollback."]
     if record:
         messages += set_throttles(session, record)
+    if dir_rate:
+        messages += set_log_dir_throttle(session, dir_brokers, dir_rate)
     done = reassignments.alter(session.conn, targets)
     refused = failure_lines.reassignment_lines(done.errors)
     started = sorted(done.rows)
@@ -399,6 +413,49 @@ def set_throttles(session: Session, record: dict) -> list[str]:
     return lines
 
 
+def set_log_dir_throttle(session: Session, brokers: list[int], rate: int) -> list[str]:
+    """Record, then set, the throttle of the moves between log dirs on their brokers (Kafka's
+    replica.alter.log.dirs.io.max.bytes.per.second)."""
+    key = cluster_key(session)
+    throttles.save(key, throttles.with_log_dir_throttle(throttles.load(key), brokers, rate))
+    skipped = []
+    for b in brokers:
+        try:
+            configs.alter(session.conn, configs.BROKERS, [str(b)], {throttles.LOG_DIR_RATE_KEY: str(rate)}, [], False)
+        except ShellError:
+            skipped.append(b)
+    lines = [f"The replica-alter-dir throttle limit was set to {rate} B/s on broker(s) "
+             f"{_ids(b for b in brokers if b not in skipped)}."]
+    if skipped:
+        lines.append(f"Warning: could not throttle broker(s) {_ids(skipped)} (not reachable).")
+    return lines
+
+
+def _clear_log_dir_throttle(session: Session, entry: dict | None) -> tuple[list[str], dict | None]:
+    """Remove the log dir throttle once no replica of its brokers is moving between dirs: (the
+    lines, what stays recorded)."""
+    if not entry:
+        return [], None
+    found = log_dirs.describe(session.conn, entry["brokers"])
+    moving = sum(1 for _, r in found.replicas(include_future=True) if r.is_future)
+    if moving or found.errors:
+        why = f"{moving} replica(s) still moving between log dirs" if moving else \
+            f"broker(s) {_ids(sorted(found.errors))} did not describe their log dirs"
+        return [f"Log dir throttle kept: {why}."], entry
+    left = []
+    for b in entry["brokers"]:
+        try:
+            configs.alter(session.conn, configs.BROKERS, [str(b)], {}, [throttles.LOG_DIR_RATE_KEY], False)
+        except ShellError:
+            left.append(b)
+    done = [b for b in entry["brokers"] if b not in left]
+    lines = [f"Removed the replica-alter-dir throttle kafka-shell set on broker(s) {_ids(done)}."] if done else []
+    if left:
+        lines.append(f"Warning: broker(s) {_ids(left)} not reachable: their log dir throttle stays; "
+                     "run reassign-partitions --verify again later to remove it.")
+    return lines, {**entry, "brokers": left} if left else None
+
+
 def clear_throttles(session: Session, preserve: bool, moving: dict[Key, Move] | None = None) -> list[str]:
     """Remove the throttles the shell recorded for this cluster once none of the recorded
     partitions is still moving. What could not be removed stays recorded for a later try."""
@@ -412,20 +469,24 @@ def clear_throttles(session: Session, preserve: bool, moving: dict[Key, Move] | 
     still = [p for p in record["partitions"] if tuple(_split(p)) in moving]
     if still:
         return [f"Throttles kept: {len(still)} throttled partition(s) still moving."]
+    lines, dir_entry = _clear_log_dir_throttle(session, record.get(throttles.LOG_DIRS))
     left_brokers = []
     for b in record["brokers"]:
         try:
             configs.alter(session.conn, configs.BROKERS, [str(b)], {}, list(throttles.RATE_KEYS), False)
         except ShellError:
             left_brokers.append(b)
-    names = [t for t in record["topics"] if t in session.conn.read(list(record["topics"])).topics]
+    names = [t for t in record["topics"] if t in session.conn.read(list(record["topics"])).topics] \
+        if record["topics"] else []
     if names:
         configs.alter(session.conn, configs.TOPICS, names, {}, [throttles.LEADER_REPLICAS, throttles.FOLLOWER_REPLICAS],
                       False)
     done = [b for b in record["brokers"] if b not in left_brokers]
-    throttles.save(key, {**record, "brokers": left_brokers, "topics": {}, "partitions": []} if left_brokers else None)
-    lines = [f"Removed the replication throttles kafka-shell set on broker(s) {_ids(done)}"
-             + (f" and topic(s) {', '.join(sorted(names))}." if names else ".")]
+    kept = {**record, "brokers": left_brokers, "topics": {}, "partitions": [], throttles.LOG_DIRS: dir_entry}
+    throttles.save(key, kept if left_brokers or dir_entry else None)
+    if done or names:
+        lines.insert(0, f"Removed the replication throttles kafka-shell set on broker(s) {_ids(done)}"
+                     + (f" and topic(s) {', '.join(sorted(names))}." if names else "."))
     if left_brokers:
         lines.append(f"Warning: broker(s) {_ids(left_brokers)} not reachable: their throttle stays; "
                      "run reassign-partitions --verify again later to remove it.")

@@ -842,6 +842,7 @@ complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l disable-
 complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l proposed-json-file -r -F -d 'Also save the proposed assignment to FILE (with --generate)'
 complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l additional -d 'Execute while other reassignments run'
 complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l throttle -x -d 'Replication throttle for the moves; removed when they end'
+complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l replica-alter-log-dirs-throttle -x -d 'Throttle for the moves between log dirs (the file\'s log_dirs); removed when they end'
 complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l blocking -d 'Wait with a progress bar (with --execute or --verify; alone: all moves)'
 complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l all -d 'With --cancel: every reassignment in progress'
 complete -c kafka-shell -n '__fish_contains_opt reassign-partitions' -l preserve-throttles -d 'Keep the throttles when the moves end'

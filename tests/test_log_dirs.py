@@ -212,3 +212,28 @@ def test_a_cordoned_dir_takes_no_new_replica_and_no_move(jbod, env, tmp_path):
     done = run(jbod, f"reassign-partitions --execute --reassignment-json-file {move}", env)
     assert done.returncode == 1 and "Failed to alter dir for c-0-2:" in done.stderr, done.stderr
     assert where(jbod)[("c", 0, 2)] == D2.format(2) and not futures(jbod)
+
+
+def broker_config(sandbox, broker: int, key: str) -> str | None:
+    return sandbox.call(lambda: sandbox.cluster.brokers[broker].configs.get(key))
+
+
+def test_the_log_dir_throttle_is_set_while_replicas_move_and_removed_after(jbod, env, tmp_path):
+    key = "replica.alter.log.dirs.io.max.bytes.per.second"
+    jbod.call(sandbox_admin.create_topic, jbod.cluster, "th", 1, 1, [[1]])
+    produce(jbod, "th", 0, 8, 10_000)
+    new = D2.format(1) if where(jbod)[("th", 0, 1)] == D1.format(1) else D1.format(1)
+    move = plan_file(tmp_path, [{"topic": "th", "partition": 0, "replicas": [1], "log_dirs": [new]}])
+    done = run(jbod, f"reassign-partitions --execute --reassignment-json-file {move} "
+                     "--replica-alter-log-dirs-throttle 20000", env)
+    assert done.returncode == 0, done.stderr
+    assert "The replica-alter-dir throttle limit was set to 20000 B/s on broker(s) 1." in done.stderr
+    assert broker_config(jbod, 1, key) == "20000" and ("th", 0, 1) in futures(jbod)   # copying, a batch at a time
+    waited = run(jbod, f"reassign-partitions --verify --reassignment-json-file {move} --blocking", env)
+    assert waited.returncode == 0, waited.stderr
+    assert "Removed the replica-alter-dir throttle kafka-shell set on broker(s) 1." in waited.stderr
+    assert broker_config(jbod, 1, key) is None and where(jbod)[("th", 0, 1)] == new
+    plain = plan_file(tmp_path, [{"topic": "th", "partition": 0, "replicas": [1]}])
+    refused = run(jbod, f"reassign-partitions --execute --reassignment-json-file {plain} "
+                        "--replica-alter-log-dirs-throttle 20000", env)
+    assert refused.returncode == 2 and "throttles moves between log dirs" in refused.stderr

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from tests.output import json_rows, json_tables
-from tests.real.test_balance_real import fill, ok, run, wait_until
+from kafka_shell.admin.throttles import LOG_DIR_RATE_KEY
+from tests.real.test_balance_real import broker_overrides, fill, ok, run, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +60,11 @@ def test_a_replica_moves_between_the_dirs_of_its_broker_and_describe_log_dirs_ag
     new = next(d for d in dirs[1] if d != old)
     plan = move_file(tmp_path, "move.json", [{"topic": "jbod-move", "partition": 0, "replicas": [1, 2],
                                               "log_dirs": [new, "any"]}])
-    done = run(cluster, f"reassign-partitions --execute --reassignment-json-file {plan}", env)
+    done = run(cluster, f"reassign-partitions --execute --reassignment-json-file {plan} "
+                        "--replica-alter-log-dirs-throttle 50000000", env)
     assert done.returncode == 0, done.stderr
     assert f"Successfully started moving log directory to {new} for replica jbod-move-0 with broker 1" in done.stderr
+    assert "The replica-alter-dir throttle limit was set to 50000000 B/s on broker(s) 1." in done.stderr
     after = wait_until(lambda: (lambda s: s if s and s[(0, 1)] == new else None)(settled(cluster, env, "jbod-move")),
                        "the move of jbod-move-0 on broker 1")
     assert after[(0, 2)] == before[(0, 2)]    # "any": broker 2's replica stays where it was
@@ -69,6 +72,8 @@ def test_a_replica_moves_between_the_dirs_of_its_broker_and_describe_log_dirs_ag
     assert verify.returncode == 0, verify.stderr
     [row] = json_rows(verify.stdout, "log_dirs")
     assert (row["broker"], row["status"], row["log_dir"]) == (1, "completed", new)
+    assert "Removed the replica-alter-dir throttle kafka-shell set on broker(s) 1." in verify.stderr
+    assert broker_overrides(cluster, 1, {LOG_DIR_RATE_KEY}) == {}
     # A dir broker 1 does not have: Kafka's LOG_DIR_NOT_FOUND, one line, nothing changed.
     bad = move_file(tmp_path, "bad.json", [{"topic": "jbod-move", "partition": 0, "replicas": [1, 2],
                                             "log_dirs": ["/no/such/dir", "any"]}])
