@@ -2,17 +2,24 @@
 each (log.dirs, JBOD in KRaft). reassign-partitions' `log_dirs` moves a replica to the other dir
 of its broker (AlterReplicaLogDirs to that broker; the future replica copies, then replaces it) and
 DescribeLogDirs agrees; balance's log_dirs goal, unmet with every replica of broker 1 in one dir,
-is met after --execute."""
+is met after --execute; a sandbox with two log dirs per broker answers AlterReplicaLogDirs as
+Kafka does, dir for dir."""
 
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 
-from tests.output import json_rows, json_tables
 from kafka_shell.admin.throttles import LOG_DIR_RATE_KEY
+from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.sandbox.server import Sandbox
+from tests.output import json_rows, json_tables
 from tests.real.test_balance_real import broker_overrides, fill, ok, run, wait_until
+from tests.sandbox.test_api_versions import alter_log_dirs, wait_until_known
+from tests.sandbox.wire import create, exchange
+from tests.test_oneshot import shell
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +115,51 @@ def test_balance_meets_the_log_dirs_goal(kafka4_jbod, env, tmp_path):
     assert {placed[(m["partition"], m["broker"])] for m in planned["dir_moves"]} == \
         {m["target"] for m in planned["dir_moves"]}
     assert {placed[(p, 1)] for p in range(4)} == set(cluster.broker_log_dirs(1))   # both dirs of broker 1 hold some
+
+
+def test_the_sandbox_answers_alter_replica_log_dirs_as_kafka_does_with_two_dirs(kafka4_jbod, env):
+    """The same AlterReplicaLogDirs requests to broker 1 of Kafka 4.4 and of a sandbox, both with
+    two log dirs per broker, dir for dir: the answers agree (a move to the other dir, to the dir
+    it is in, of a partition the broker does not hold, of an unknown topic, to a dir it lacks, to
+    a cordoned dir), and DescribeLogDirs then shows the replica in the same dir of each."""
+    cluster = kafka4_jbod
+    topic = f"dirs-{uuid.uuid4().hex[:8]}"
+    ok(run(cluster, f"create-topic --topic {topic} --replica-assignment 1,2", env))
+    theirs = ("127.0.0.1", cluster.brokers[0].port)
+    wait_until_known(theirs, topic)
+    with Sandbox(brokers=2, log_dirs_per_broker=2) as sandbox:
+        create(sandbox, topic, [[1], [2]])
+        ours = sandbox.address(1)
+        dirs = {ours: sandbox.call(lambda: list(sandbox.cluster.brokers[1].log_dirs)),
+                theirs: cluster.broker_log_dirs(1)}
+
+        def held_in(address) -> int:
+            """Which of broker 1's dirs (0 or 1) holds its replica of the topic's partition 0."""
+            answer = exchange(address, ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": [{"topic": topic, "partitions": [0]}]})
+            found = [dirs[address].index(r["log_dir"]) for r in answer["results"]  # type: ignore[index]
+                     for t in r["topics"] for p in t["partitions"] if not p["is_future_key"]]
+            assert len(found) == 1, answer
+            return found[0]
+
+        def ask(address, k: int | None, name: str, partitions: list[int], path: str = "") -> list:
+            return alter_log_dirs(address, dirs[address][k] if k is not None else path, name, partitions)
+
+        start = {a: held_in(a) for a in (ours, theirs)}
+        for k in (lambda a: start[a], lambda a: 1 - start[a]):   # where it is (nothing to do), then the other dir
+            assert ask(ours, k(ours), topic, [0, 1]) == ask(theirs, k(theirs), topic, [0, 1])
+        wait_until(lambda: all(held_in(a) == 1 - start[a] for a in (ours, theirs)), "the replica in its new dir")
+        assert ask(ours, 0, "missing", [0]) == ask(theirs, 0, "missing", [0])
+        assert ask(ours, None, topic, [0], "/no/such/dir") == ask(theirs, None, topic, [0], "/no/such/dir")
+        # Kafka 4.3+: a cordoned dir takes no move (INVALID_REPLICA_ASSIGNMENT).
+        for address, bootstrap in ((ours, sandbox.bootstrap), (theirs, cluster.bootstrap)):
+            p = shell("--bootstrap-server", bootstrap, "--command",
+                      f"cordon --broker 1 --log-dir {dirs[address][start[address]]}", env=env)
+            assert p.returncode == 0, p.stderr
+        try:
+            wait_until(lambda: all(d["cordoned"] for d in ok(run(cluster, "describe-log-dirs --broker-list 1 -o json",
+                                                                 env))["log_dirs"] if d["log_dir"] ==
+                                   dirs[theirs][start[theirs]]), "the dir cordoned on Kafka")
+            mine, real = ask(ours, start[ours], topic, [0]), ask(theirs, start[theirs], topic, [0])
+            assert mine == real == [(0, Error.invalid_replica_assignment)], (mine, real)
+        finally:
+            assert run(cluster, "uncordon --broker 1", env).returncode == 0
