@@ -81,7 +81,7 @@ def test_reassign_partitions_moves_a_replica_between_dirs_of_its_broker_through_
     old, other = where(jbod)[("m", 0, 1)], where(jbod)[("m", 0, 2)]
     new = D2.format(1) if old == D1.format(1) else D1.format(1)
     move = plan_file(tmp_path, [{"topic": "m", "partition": 0, "replicas": [1, 2], "log_dirs": [new, "any"]}])
-    jbod.set_replication_rate(5_000)   # the future replica copies a batch about every 2 s
+    jbod.set_replication_rate(1_000)   # the future replica copies a batch about every 10 s (until the rate goes)
     done = run(jbod, f"reassign-partitions --execute --reassignment-json-file {move}", env)
     assert done.returncode == 0, done.stderr
     assert f"Successfully started moving log directory to {new} for replica m-0 with broker 1" in done.stderr
@@ -225,10 +225,13 @@ def test_the_log_dir_throttle_is_set_while_replicas_move_and_removed_after(jbod,
     new = D2.format(1) if where(jbod)[("th", 0, 1)] == D1.format(1) else D1.format(1)
     move = plan_file(tmp_path, [{"topic": "th", "partition": 0, "replicas": [1], "log_dirs": [new]}])
     done = run(jbod, f"reassign-partitions --execute --reassignment-json-file {move} "
-                     "--replica-alter-log-dirs-throttle 20000", env)
+                     "--replica-alter-log-dirs-throttle 1000", env)
     assert done.returncode == 0, done.stderr
-    assert "The replica-alter-dir throttle limit was set to 20000 B/s on broker(s) 1." in done.stderr
-    assert broker_config(jbod, 1, key) == "20000" and ("th", 0, 1) in futures(jbod)   # copying, a batch at a time
+    assert "The replica-alter-dir throttle limit was set to 1000 B/s on broker(s) 1." in done.stderr
+    assert broker_config(jbod, 1, key) == "1000" and ("th", 0, 1) in futures(jbod)   # copying, a batch every 10 s
+    # The operator raises the throttle; the copy finishes at once.
+    raised = run(jbod, f"alter-configs --broker 1 --add-config {key}=100000000", env)
+    assert raised.returncode == 0, raised.stderr
     waited = run(jbod, f"reassign-partitions --verify --reassignment-json-file {move} --blocking", env)
     assert waited.returncode == 0, waited.stderr
     assert "Removed the replica-alter-dir throttle kafka-shell set on broker(s) 1." in waited.stderr
