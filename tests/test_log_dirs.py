@@ -10,12 +10,13 @@ from collections import Counter
 
 import pytest
 
+from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.sandbox.directories import dir_of
 from kafka_shell.sandbox.server import Sandbox
 from tests.clients import java_client
 from tests.output import json_rows, json_tables
-from tests.sandbox.wire import produce
+from tests.sandbox.wire import exchange, produce
 from tests.test_oneshot import shell
 from tests.test_reassign_cmd import wait_until
 
@@ -240,3 +241,37 @@ def test_the_log_dir_throttle_is_set_while_replicas_move_and_removed_after(jbod,
     refused = run(jbod, f"reassign-partitions --execute --reassignment-json-file {plain} "
                         "--replica-alter-log-dirs-throttle 20000", env)
     assert refused.returncode == 2 and "throttles moves between log dirs" in refused.stderr
+
+
+def test_balance_gives_arriving_replicas_the_dir_it_chose_and_runs_a_saved_plan_with_log_dirs(jbod, env, tmp_path):
+    jbod.call(sandbox_admin.create_topic, jbod.cluster, "a", 6, 2, [[1, 2]] * 6)   # broker 3 holds nothing
+    for p in range(6):
+        produce(jbod, "a", p, 10, 100_000)
+    saved = tmp_path / "plan.json"
+    planned = run(jbod, f"balance --topic a --goals replicas,disk,log_dirs --save-plan {saved} -o json", env)
+    assert planned.returncode == 0, planned.stderr
+    tables = json_tables(planned.stdout)
+    arriving = {(m["topic"], m["partition"], m["broker"]): m["target"] for m in tables["dir_moves"] if m["kind"] == "place"}
+    assert arriving and {b for _, _, b in arriving} == {3}
+    assert {(m["topic"], m["partition"]) for m in tables["moves"] if 3 in m["adding"]} == {(t, p) for t, p, _ in arriving}
+    assert len(set(arriving.values())) == 2   # spread over both dirs of broker 3
+    in_file = json.loads(saved.read_text())["partitions"]
+    assert {(e["topic"], e["partition"], b): d for e in in_file for b, d in zip(e["replicas"], e["log_dirs"])
+            if d != "any"} == {**arriving, **{(m["topic"], m["partition"], m["broker"]): m["target"]
+                                             for m in tables["dir_moves"]}}
+    done = run(jbod, f"balance --execute --plan {saved} --yes -o json", env)
+    assert done.returncode == 0, done.stderr
+    assert all(where(jbod)[k] == d for k, d in arriving.items()) and not futures(jbod)
+    assert "Log dirs: " in done.stderr and "in the log dir the plan names" in done.stderr
+
+
+def test_a_dir_named_before_the_replica_arrives_is_where_the_replica_is_made(jbod, env, tmp_path):
+    jbod.call(sandbox_admin.create_topic, jbod.cluster, "pre", 1, 1, [[1]])
+    answer = exchange(jbod.address(3), ApiKey.ALTER_REPLICA_LOG_DIRS, 2, {"dirs": [
+        {"path": D2.format(3), "topics": [{"name": "pre", "partitions": [0]}]}]})
+    assert answer["results"][0]["partitions"][0]["error_code"] == Error.replica_not_available   # type: ignore[index]
+    move = plan_file(tmp_path, [{"topic": "pre", "partition": 0, "replicas": [1, 3]}])
+    done = run(jbod, f"reassign-partitions --execute --reassignment-json-file {move} --blocking", env)
+    assert done.returncode == 0, done.stderr
+    # Broker 3 held nothing: by the fewest-replicas rule the replica would be in its first dir.
+    assert where(jbod)[("pre", 0, 3)] == D2.format(3)
