@@ -6,6 +6,7 @@ Kafka 4.4's own kafka-reassign-partitions and kafka-log-dirs (the Java tools) on
 from __future__ import annotations
 
 import json
+import subprocess
 from collections import Counter
 
 import pytest
@@ -34,7 +35,7 @@ def jbod():
         yield s
 
 
-def run(sandbox, line: str, env: dict) -> object:
+def run(sandbox, line: str, env: dict) -> subprocess.CompletedProcess:
     return shell("--bootstrap-server", sandbox.bootstrap, "--command", line, env=env)
 
 
