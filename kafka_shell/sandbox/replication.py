@@ -483,9 +483,10 @@ def _advance(cluster: ClusterState, seconds: float | None,
                     pending |= _fetch(cluster, p, r, seconds, budgets, credits)
             if decide:
                 _maybe_complete_reassignment(cluster, p)
-        for r in list(p.future_dirs):
-            if _usable(cluster, r) and r in p.future_dirs:
-                pending |= directories.copy_future(cluster, p, r, seconds, budgets)
+        if p.future_dirs:   # moves between the log dirs of a broker (AlterReplicaLogDirs)
+            for r in list(p.future_dirs):
+                if _usable(cluster, r) and r in p.future_dirs:
+                    pending |= directories.copy_future(cluster, p, r, seconds, budgets)
         if rebalance:
             replay.commit(cluster, elect_preferred(cluster, p))
     return pending
