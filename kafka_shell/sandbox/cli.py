@@ -56,7 +56,7 @@ def parser():
                         f"{DEFAULT_RELEASE}; --mode zk implies {ZK_RELEASE}, which Kafka 4.0 left behind)")
     p.add_argument("--rack", "--racks", dest="rack", default=None, metavar="ID[,ID...]",
                    help="the brokers' racks (broker.rack): one per broker, or one for all")
-    p.add_argument("--log-dirs-per-broker", type=int, default=1, metavar="N",
+    p.add_argument("--log-dirs-per-broker", type=int, default=None, metavar="N",
                    help="log dirs of each broker (log.dirs, JBOD): replicas are spread over them and "
                         "AlterReplicaLogDirs moves them between them (default 1)")
     p.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
