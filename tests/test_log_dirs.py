@@ -75,6 +75,10 @@ def test_each_replica_is_in_one_dir_new_ones_where_fewest_are_and_describe_log_d
     per_dir = Counter((b, d) for (_, _, b), d in seen.items())
     for b in (1, 2, 3):   # LogManager's nextLogDirs: the dir with the fewest replicas
         assert abs(per_dir[(b, D1.format(b))] - per_dir[(b, D2.format(b))]) <= 1
+    # The broker's static log.dirs lists them, as a Kafka broker's server.properties does.
+    p = run(jbod, "describe-configs --broker 2 -o json", env)
+    [entry] = [r for r in json_rows(p.stdout) if r["name"] == "log.dirs"]
+    assert (entry["value"], entry["source"]) == (f"{D1.format(2)},{D2.format(2)}", "STATIC_BROKER_CONFIG")
 
 
 def test_reassign_partitions_moves_a_replica_between_dirs_of_its_broker_through_a_future_replica(jbod, env, tmp_path):
