@@ -120,7 +120,7 @@ def reassign_partitions(session: Session, args: dict) -> Result:
         return execute(session, args, targets, dirs)
     if action == "--verify":
         return verify(session, args, targets, dirs)
-    return cancel(session, args, targets)
+    return cancel(session, args, targets, dirs)
 
 
 def dest(name: str) -> str:
@@ -589,7 +589,10 @@ def status(session: Session, args: dict, targets: dict[Key, list[int]],
     return Result(tables=tables, text="\n".join(lines), messages=messages, exit_code=code)
 
 
-def cancel(session: Session, args: dict, targets: dict[Key, list[int]] | None) -> Result:
+def cancel(session: Session, args: dict, targets: dict[Key, list[int]] | None,
+           dirs: dict[ReplicaKey, str] | None = None) -> Result:
+    if dirs:
+        return _cancel_with_dir_moves(session, args, targets or {}, dirs)
     moving = reassignments.ongoing(session.conn)
     wanted = sorted(moving if targets is None else [k for k in targets if k in moving])
     if not wanted:
@@ -601,6 +604,38 @@ def cancel(session: Session, args: dict, targets: dict[Key, list[int]] | None) -
     messages = [f"Successfully cancelled partition reassignment(s) for {','.join(map(_name, done))}."] if done else []
     if cancelled.errors:
         return Result.message(*messages, *failure_lines.reassignment_lines(cancelled.errors), exit_code=1)
+    messages += clear_throttles(session, args["preserve_throttles"])
+    return Result.message(*messages)
+
+
+def _cancel_with_dir_moves(session: Session, args: dict, targets: dict[Key, list[int]],
+                           dirs: dict[ReplicaKey, str]) -> Result:
+    """Kafka's --cancel of a file with log_dirs: the partition reassignments, then each replica
+    still moving between log dirs is sent back to the dir it is in (its future replica goes)."""
+    moving = reassignments.ongoing(session.conn)
+    wanted = sorted(k for k in targets if k in moving)
+    active = {(t, p, b): now for t, p, b, state, now, _ in log_dir_states(session, dirs)[0]
+              if state in (DIR_MOVING, DIR_ELSEWHERE) and now}
+    if args["dry_run"]:
+        return Result.message(f"Would cancel the reassignment of {','.join(map(_name, wanted)) or 'no partition'} and "
+                              f"the log dir moves of {','.join(map(_replica, sorted(active))) or 'no replica'} (dry run).")
+    messages: list[str] = []
+    if wanted:
+        cancelled = reassignments.alter(session.conn, {k: None for k in wanted})
+        if cancelled.rows:
+            messages.append(f"Successfully cancelled partition reassignment(s) for {','.join(map(_name, sorted(cancelled.rows)))}.")
+        if cancelled.errors:
+            return Result.message(*messages, *failure_lines.reassignment_lines(cancelled.errors), exit_code=1)
+    else:
+        messages.append("None of the specified partition reassignments are active.")
+    if not active:
+        messages.append("None of the specified partition moves are active.")
+    else:
+        started, failed = start_log_dir_moves(session, active)
+        if started:
+            messages.append(f"Successfully cancelled the log dir move(s) of {','.join(map(_replica, sorted(active)))}.")
+        if failed:
+            return Result.message(*messages, *failed, exit_code=1)
     messages += clear_throttles(session, args["preserve_throttles"])
     return Result.message(*messages)
 

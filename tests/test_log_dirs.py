@@ -280,3 +280,26 @@ def test_a_dir_named_before_the_replica_arrives_is_where_the_replica_is_made(jbo
     assert done.returncode == 0, done.stderr
     # Broker 3 held nothing: by the fewest-replicas rule the replica would be in its first dir.
     assert where(jbod)[("pre", 0, 3)] == D2.format(3)
+
+
+def test_cancel_sends_a_moving_replica_back_to_its_dir(jbod, env, tmp_path):
+    jbod.call(sandbox_admin.create_topic, jbod.cluster, "back", 1, 1, [[1]])
+    produce(jbod, "back", 0, 6, 10_000)
+    old = where(jbod)[("back", 0, 1)]
+    new = D2.format(1) if old == D1.format(1) else D1.format(1)
+    move = plan_file(tmp_path, [{"topic": "back", "partition": 0, "replicas": [1], "log_dirs": [new]}])
+    jbod.set_replication_rate(1_000)
+    try:
+        assert run(jbod, f"reassign-partitions --execute --reassignment-json-file {move}", env).returncode == 0
+        assert futures(jbod) == {("back", 0, 1): new}
+        dry = run(jbod, f"reassign-partitions --cancel --reassignment-json-file {move} --dry-run", env)
+        assert dry.returncode == 0 and "the log dir moves of back-0-1 (dry run)" in dry.stderr
+        assert futures(jbod) == {("back", 0, 1): new}
+        done = run(jbod, f"reassign-partitions --cancel --reassignment-json-file {move}", env)
+        assert done.returncode == 0, done.stderr
+        assert "Successfully cancelled the log dir move(s) of back-0-1." in done.stderr
+        assert not futures(jbod) and where(jbod)[("back", 0, 1)] == old
+    finally:
+        jbod.set_replication_rate(None)
+    again = run(jbod, f"reassign-partitions --cancel --reassignment-json-file {move}", env)
+    assert again.returncode == 0 and "None of the specified partition moves are active." in again.stderr
