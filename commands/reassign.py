@@ -99,8 +99,9 @@ RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
                       "move goes on). Throttles the shell sets are recorded in its data dir and removed "
                       "when the moves complete or are cancelled, also from a later session. A file's log_dirs "
                       "move each replica it names to that log dir of its broker (AlterReplicaLogDirs, sent to "
-                      "the broker; again until a reassignment has brought the replica there), and --verify "
-                      "says each such move's state, as Kafka's tool does."),
+                      "the broker; again until a reassignment has brought the replica there), --verify "
+                      "says each such move's state and --cancel sends a replica still moving back to its dir, "
+                      "as Kafka's tool does."),
          examples=("reassign-partitions --generate --topic orders --broker-list 1,2,3,4",
                    "reassign-partitions --execute --reassignment-json-file move.json --throttle 10000000",
                    "reassign-partitions --verify --reassignment-json-file move.json --blocking",
