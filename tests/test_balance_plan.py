@@ -370,3 +370,15 @@ def test_the_log_dirs_goal_is_not_judged_without_brokers_of_several_dirs_nor_pla
     plan = bl.plan(piled)
     assert all(m.broker == 1 for m in plan.dir_moves)
     assert any("leaves out broker 2" in n for n in plan.notes)
+
+
+def test_the_log_dirs_goal_shares_a_brokers_bytes_by_the_size_of_each_dirs_volume():
+    dirs = ("/small", "/large")
+    brokers = [bl.Broker(1, log_dirs=dirs, dir_sizes=(100 * MiB * 1024, 300 * MiB * 1024))]
+    assignment = {("t", p): [1] for p in range(16)}
+    sizes = {k: 10 * MiB for k in assignment}
+    layout = dir_layout(brokers, assignment, sizes, {k: {1: "/small"} for k in assignment})
+    plan = bl.plan(layout)
+    assert plan.goal(bl.LOG_DIRS).met_after
+    held = dir_bytes(layout, plan)
+    assert held[(1, "/small")] == 40 * MiB and held[(1, "/large")] == 120 * MiB   # 1:3, as the volumes

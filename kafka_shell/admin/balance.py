@@ -14,7 +14,8 @@ is taken only when no higher goal gets worse by it):
 4. disk: bytes per broker within `disk_threshold` of the mean (of its share of the disk space
    when every broker tells it);
 4b. log_dirs: on each broker with two or more log dirs, bytes per dir within `disk_threshold` of
-   the dir's share (Cruise Control's intra-broker disk goal); planned once the replicas are
+   the dir's share of the broker's bytes (by the size of each dir's volume when every dir tells
+   it; Cruise Control's intra-broker disk goal); planned once the replicas are
    placed, by choosing the dir of each replica that arrives and moving replicas between the dirs
    of their broker (AlterReplicaLogDirs), so no higher goal can get worse by it;
 5. bytes_in: bytes written per second per broker within `rate_threshold` of the mean (when the
@@ -78,6 +79,7 @@ class Broker:
     drained: bool = False           # decommissioning: keeps no replica and leads nothing
     leads: bool = True              # False: leads nothing (drain-broker without --replicas)
     log_dirs: tuple[str, ...] = ()  # its log dirs, when it described them (the log_dirs goal)
+    dir_sizes: tuple[int, ...] = () # the bytes of each one's volume, when every one tells it
     cordoned_dirs: frozenset[str] = frozenset()   # those of them cordoned: take no new replica
 
     @property
@@ -1120,7 +1122,7 @@ class _Balancer:
         if goal == DISK:
             return f"within {self.options.disk_threshold:.0%} of the mean (or 1 MiB)"
         if goal == LOG_DIRS:
-            return f"within {self.options.disk_threshold:.0%} of the broker's mean per dir (or 1 MiB)"
+            return f"within {self.options.disk_threshold:.0%} of the dir's share of its broker's bytes (or 1 MiB)"
         if goal == BYTES_IN:
             return f"within {self.options.rate_threshold:.0%} of the mean"
         return "no broker over twice a topic's mean (or mean + 2)"
@@ -1163,7 +1165,10 @@ class _DirGoal:
     def _bounds(self, b: int, values: dict[int, float], arriving: float = 0.0) -> dict[int, tuple[float, float]]:
         x = self.brokers[b]
         takers = {k for k, d in enumerate(x.log_dirs) if d not in x.cordoned_dirs}
-        return value_bounds(values, list(values), takers, None, self.options.disk_threshold, MIN_BYTES_SLACK, arriving)
+        told = len(x.dir_sizes) == len(x.log_dirs) and all(x.dir_sizes)
+        weights = {k: float(size) for k, size in enumerate(x.dir_sizes)} if told else None
+        return value_bounds(values, list(values), takers, weights, self.options.disk_threshold, MIN_BYTES_SLACK,
+                            arriving)
 
     def measure(self, reps: list[list[int]], placed: dict[tuple[int, int], str]) -> tuple[float, bool]:
         """(the largest distance of a dir from its share, over the broker's mean per dir; met)."""

@@ -86,7 +86,8 @@ def read(conn: ConnectionManager, names: list[str] | None = None, drained: set[i
         brokers[b] = balance.Broker(b, node.rack if node else None, capacity=_capacity(dirs.get(b, [])),
                                     live=node is not None, cordoned=b in cordoned, drained=b in drained,
                                     leads=b not in no_leaders, log_dirs=tuple(d.path for d in described),
-                                    cordoned_dirs=frozenset(d.path for d in described if d.cordoned))
+                                    cordoned_dirs=frozenset(d.path for d in described if d.cordoned),
+                                    dir_sizes=tuple(d.total_bytes or 0 for d in described))
     layout = balance.Layout(brokers, keys, replicas, [size_of.get(k, 0) for k in keys], leaders=leaders, isr=isr,
                             dirs=[dir_of.get(k, {}) for k in keys])
     return Load(layout, snap, dirs, missing, cordoned)
