@@ -14,6 +14,10 @@ removes the throttles.
 `drain-broker N` takes leadership off a broker (its partitions get another first replica, then
 a preferred election), with --replicas every replica too (through balance's executor), and
 cordons it where the cluster can (KIP-1066, Kafka 4.3+) so that nothing new lands on it.
+On brokers with several log dirs the log_dirs goal also chooses the dir of each replica a move
+brings and moves replicas between the dirs of their broker (AlterReplicaLogDirs, to the broker
+holding the replica), after the moves between brokers.
+
 `undrain-broker N` uncordons it and gives back the leadership it had. `cordon` and `uncordon`
 set a broker's (or some log dirs') cordon alone.
 """
@@ -24,7 +28,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_shell.admin import balance, cluster, cordons, elections, load, reassignments, runs, throttles
+from kafka_shell.admin import balance, cluster, cordons, elections, load, log_dirs, reassignments, runs, throttles
 from kafka_shell.admin.balance import GOALS
 from kafka_shell.base.errors import ShellError, UsageError
 from kafka_shell.base.files import FileExists
@@ -33,8 +37,8 @@ from kafka_shell.declarations.option_types import broker_id, byte_size, choice_l
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
 
-from commands.reassign import (Progress, as_json, clear_throttles, rate, read_keys, read_reassignment,
-                               set_throttles, write_file)
+from commands.reassign import (DIR_DONE, DIR_MOVING, Progress, ReplicaKey, as_json, clear_throttles, log_dir_states,
+                               rate, read_keys, read_plan, set_throttles, start_log_dir_moves, write_file)
 
 if TYPE_CHECKING:
     from kafka_shell.connection.session import Session
@@ -109,7 +113,9 @@ PLAN_ONLY = ("--goals", "--topic", "--disk-threshold", "--sample", "--snapshots"
          description=("Goals in priority order (a lower goal never undoes a higher one): rack (replicas spread "
                       "over racks), replicas (per broker within one of the mean), leaders (per broker within one "
                       "of the mean; no data moves: reorder and preferred election), disk (bytes per broker "
-                      "within --disk-threshold of the mean, or of its share of the disk space), bytes_in (with "
+                      "within --disk-threshold of the mean, or of its share of the disk space), log_dirs (bytes per "
+                      "log dir of each broker with several, within --disk-threshold of the dir's share of its broker's "
+                      "bytes: replicas move between the dirs of their broker), bytes_in (with "
                       "--sample or --snapshots), topics (no broker crowded with one topic). The plan moves the "
                       "least data it can and states the lower bound any plan must move. Cordoned and drained "
                       "brokers take nothing new. --execute runs it in a rolling window with progress; Ctrl-C "
@@ -119,7 +125,7 @@ PLAN_ONLY = ("--goals", "--topic", "--disk-threshold", "--sample", "--snapshots"
          examples=("balance", "balance --goals rack,replicas,leaders --save-plan plan.json",
                    "balance --sample 30s", "balance --leaders-only --execute",
                    "balance --execute --max-moves 20 --throttle 50000000", "balance --resume", "balance --cancel"),
-         tables=("goals", "moves", "status", "goals_now"))
+         tables=("goals", "moves", "dir_moves", "status", "goals_now"))
 def balance_cmd(session: Session, args: dict) -> Result | Proposal:
     _check_balance_options(args)
     if args["cancel"] or args["resume"]:
@@ -139,15 +145,15 @@ def balance_cmd(session: Session, args: dict) -> Result | Proposal:
     found = _read_load(session, args)
     plan = balance.plan(found.layout, _options(args))
     result = plan_result(plan, found, args)
-    if args["save_plan"] is not None and plan.changes:
+    if args["save_plan"] is not None and _has_work(plan):
         path = Path(args["save_plan"]).expanduser()
         try:
-            write_file(path, as_json(plan.proposed()))
+            write_file(path, as_json(_plan_assignment(plan, found), _plan_dirs(plan)))
         except FileExists as exc:
             raise UsageError(str(exc)) from None
         result.messages.append(f"Saved the plan to {path} (Kafka's reassignment JSON): run it with "
                                f"balance --execute --plan {path}")
-    if not args["execute"] or args["dry_run"] or not plan.changes:
+    if not args["execute"] or args["dry_run"] or not _has_work(plan):
         if args["execute"] and args["dry_run"]:
             result.messages.append("Dry run: nothing was changed.")
         return result
@@ -155,8 +161,25 @@ def balance_cmd(session: Session, args: dict) -> Result | Proposal:
         raise ShellError(f"Not executing: broker(s) {_ids(sorted(found.missing))} did not describe their log dirs, so "
                          "the plan may miss a cordon or a size; try again when they answer")
     record = _record_of(plan, args, "balance", _options(args).goals)
+    record["dirs"] = [[*k, d] for k, d in sorted(_plan_dirs(plan).items())]
     return Proposal(question=_question(plan), refusal="balance --execute changes the cluster",
                     apply=lambda: _merge(result, execute_run(session, record, resumed=False)))
+
+
+def _has_work(plan: balance.Plan) -> bool:
+    return bool(plan.changes or plan.dir_moves)
+
+
+def _plan_dirs(plan: balance.Plan) -> dict[ReplicaKey, str]:
+    """The log dir the plan sets for each replica (the log_dirs goal)."""
+    return {(m.key[0], m.key[1], m.broker): m.after for m in plan.dir_moves}
+
+
+def _plan_assignment(plan: balance.Plan, found: load.Load) -> dict[Key, list[int]]:
+    """The replicas of each partition the plan changes, or whose replicas it moves between log
+    dirs (those keep their replicas)."""
+    now = dict(zip(found.keys, found.layout.replicas))
+    return {**{m.key: list(now[m.key]) for m in plan.dir_moves}, **plan.proposed()}
 
 
 def _check_balance_options(args: dict) -> None:
@@ -228,6 +251,7 @@ def goals_table(goals: list[balance.GoalStatus], name: str = "goals", now: bool 
 
 
 NOT_JUDGED = {balance.RACK: "not judged: the brokers have no racks (or one)",
+              balance.LOG_DIRS: "not judged: no broker has two or more log dirs (that it described)",
               balance.BYTES_IN: "not judged: no rates (--sample 30s or --snapshots DIR)"}
 
 
@@ -244,25 +268,39 @@ def missing_lines(found: load.Load) -> list[str]:
             for _, why in sorted(found.missing.items())]
 
 
+def dir_moves_table(moves: list[balance.DirMove]) -> Table:
+    rows = [[m.key[0], m.key[1], m.broker, "move" if m.before is not None else "place", m.before, m.after, m.bytes]
+            for m in moves]
+    return Table(["Topic", "Partition", "Broker", "Kind", "LogDir", "Target", "Bytes"], rows, name="dir_moves",
+                 kinds={"Bytes": "bytes"})
+
+
 def plan_result(plan: balance.Plan, found: load.Load, args: dict) -> Result:
     summary = (f"Plan: {plan.moved_replicas} replica move(s), {human(plan.moved_bytes)} to copy (the lower bound: "
                f"{plan.bound_replicas} replica(s), {human(plan.bound_bytes)}); {plan.leader_changes} partition(s) "
                "change leader by preferred election.")
-    messages = [summary if plan.changes else "Nothing to change: no move helps a goal."]
+    messages = [summary if _has_work(plan) else "Nothing to change: no move helps a goal."]
+    within = [m for m in plan.dir_moves if m.before is not None]
+    if plan.dir_moves:
+        messages.append(f"Log dirs: {len(within)} replica(s) move between the dirs of their broker "
+                        f"({human(plan.moved_dir_bytes)} copied on the broker), "
+                        f"{len(plan.dir_moves) - len(within)} arriving replica(s) get their dir.")
     if plan.moved_replicas < plan.bound_replicas:
         messages.append("The bound counts what the goals ask each broker to shed; a higher goal (racks, cordoned "
                         "or drained brokers) keeps some of it where it is.")
     messages += plan.notes
     messages += missing_lines(found)
-    if plan.changes and not args["execute"]:
+    if _has_work(plan) and not args["execute"]:
         messages.append("Run it with: balance --execute" + (" --leaders-only" if args["leaders_only"] else "")
                         + "  (or save it with --save-plan FILE)")
-    return Result(tables=[goals_table(plan.goals), moves_table(plan.changes)], messages=messages,
-                  exit_code=1 if found.missing else 0)
+    return Result(tables=[goals_table(plan.goals), moves_table(plan.changes), dir_moves_table(plan.dir_moves)],
+                  messages=messages, exit_code=1 if found.missing else 0)
 
 
 def _question(plan: balance.Plan) -> str:
-    return (f"Move {plan.moved_replicas} replica(s) ({human(plan.moved_bytes)}) and change the leader of "
+    within = sum(1 for m in plan.dir_moves if m.before is not None)
+    dirs = f", move {within} replica(s) between log dirs ({human(plan.moved_dir_bytes)})" if within else ""
+    return (f"Move {plan.moved_replicas} replica(s) ({human(plan.moved_bytes)}){dirs} and change the leader of "
             f"{plan.leader_changes} partition(s)?")
 
 
@@ -282,7 +320,7 @@ def _merge(first: Result, second: Result) -> Result:
 
 def _saved_plan(session: Session, args: dict) -> Result | Proposal:
     """--execute --plan FILE: a saved plan, against the cluster now (what is in place is skipped)."""
-    targets = read_reassignment(args["plan"])
+    targets, dirs = read_plan(args["plan"])
     found = load.read(session.conn, sorted({t for t, _ in targets}))
     now = dict(zip(found.keys, found.layout.replicas))
     sizes = dict(zip(found.keys, found.layout.sizes))
@@ -290,17 +328,23 @@ def _saved_plan(session: Session, args: dict) -> Result | Proposal:
     if missing:
         raise UsageError(f"{args['plan']}: partition {_name(missing[0])} does not exist: fix the file (see describe-topic)")
     changes = [balance.Change(k, tuple(now[k]), tuple(r), sizes.get(k, 0)) for k, r in sorted(targets.items()) if now[k] != r]
+    where = dict(zip(found.keys, found.layout.dirs or []))
+    dir_moves = [balance.DirMove((t, p), b, where.get((t, p), {}).get(b), d, sizes.get((t, p), 0))
+                 for (t, p, b), d in sorted(dirs.items()) if where.get((t, p), {}).get(b) != d]
     messages = [f"{len(targets) - len(changes)} of {len(targets)} partition(s) of the plan are in place already."]
-    table = moves_table(changes)
-    if not changes or args["dry_run"]:
-        return Result(tables=[table], messages=messages + (["Dry run: nothing was changed."] if args["dry_run"] else []))
+    if dirs:
+        messages.append(f"{len(dirs) - len(dir_moves)} of {len(dirs)} replica(s) are in the log dir the plan names already.")
+    tables = [moves_table(changes), dir_moves_table(dir_moves)]
+    if not (changes or dir_moves) or args["dry_run"]:
+        return Result(tables=tables, messages=messages + (["Dry run: nothing was changed."] if args["dry_run"] else []))
     record = runs.run_record({c.key: list(c.after) for c in changes}, {c.key: list(c.before) for c in changes},
                              {c.key: c.size for c in changes}, args["throttle"], args["max_moves"] or DEFAULT_MAX_MOVES,
                              args["max_bytes_in_flight"], f"balance --plan {args['plan']}")
-    moved = sum(c.bytes for c in changes)
-    return Proposal(question=f"Run the {len(changes)} change(s) of {args['plan']} ({human(moved)} to copy)?",
+    record["dirs"] = [[m.key[0], m.key[1], m.broker, m.after] for m in dir_moves]
+    moved = sum(c.bytes for c in changes) + sum(m.bytes for m in dir_moves)
+    return Proposal(question=f"Run the {len(changes) + len(dir_moves)} change(s) of {args['plan']} ({human(moved)} to copy)?",
                     refusal="balance --execute changes the cluster",
-                    apply=lambda: _merge(Result(tables=[table], messages=messages), execute_run(session, record, False)))
+                    apply=lambda: _merge(Result(tables=tables, messages=messages), execute_run(session, record, False)))
 
 
 # -- the executor -------------------------------------------------------------------------------------
@@ -318,6 +362,8 @@ class _Run:
         self.failed: dict[Key, str] = {}
         self.moving: set[Key] = set()
         self.throttled = False
+        # The log_dirs goal's: each replica's dir on its broker, set once the replicas are placed.
+        self.dirs: dict[ReplicaKey, str] = {(t, p, b): d for t, p, b, d in record.get("dirs", [])}
 
     def bytes_of(self, key: Key) -> int:
         adding = [b for b in self.targets[key] if b not in self.original.get(key, [])]
@@ -353,16 +399,19 @@ def execute_run(session: Session, record: dict, resumed: bool) -> Result:
                    if resumed else f"Executing {record.get('what', 'the plan')}: {len(moves)} move(s), "
                    f"{len(reorders)} reorder(s).")
     messages: list[str] = []
+    _prefer_dirs(session, run)
     _start(session, run, reorders, now)
     run.done.update(k for k in reorders if k not in run.failed)
     try:
         _roll(session, run, moves, now)
+        dir_lines, dirs_failed = _move_dirs(session, run)
     except KeyboardInterrupt:
         left = len(run.targets) - len(run.done) - len(run.failed)
         return Result.message(f"Stopped waiting: {len(run.done)} of {len(run.targets)} partition(s) in place, "
                               f"{len(run.moving)} still moving (they go on), {left - len(run.moving)} not started. "
                               "Go on with: balance --resume; stop with: balance --cancel", exit_code=INTERRUPTED)
     messages += clear_throttles(session, False, {})
+    messages += dir_lines
     messages += _elect(session, run)
     runs.save_run(owner, None)
     rows = [[k[0], k[1], "failed" if k in run.failed else "done", run.targets[k], run.failed.get(k)]
@@ -377,7 +426,36 @@ def execute_run(session: Session, record: dict, resumed: bool) -> Result:
     messages.append(f"Done: {len(run.done)} of {len(run.targets)} partition(s) at their target, {human(moved)} copied"
                     + (f"; {len(run.failed)} failed." if run.failed else "."))
     messages += [f"{_name(k)}: {why}" for k, why in sorted(run.failed.items())][:20]
-    return Result(tables=tables, messages=messages, exit_code=1 if run.failed else 0)
+    return Result(tables=tables, messages=messages, exit_code=1 if run.failed or dirs_failed else 0)
+
+
+def _prefer_dirs(session: Session, run: _Run) -> None:
+    """Before the moves: tell each broker the dir of the replicas they bring it. It answers
+    REPLICA_NOT_AVAILABLE and keeps the dir for when the replica arrives (Kafka's preferred log
+    dir), so the replica is made there and not copied once more; `_move_dirs` checks it after."""
+    arriving = {k: d for k, d in run.dirs.items() if k[2] not in run.original.get((k[0], k[1]), [k[2]])}
+    if arriving:
+        log_dirs.alter(session.conn, arriving)
+
+
+def _move_dirs(session: Session, run: _Run) -> tuple[list[str], bool]:
+    """Once the replicas are on their brokers: move each to its dir (AlterReplicaLogDirs, to the
+    broker that holds it) and wait until none is still copying; (the lines, whether any failed)."""
+    if not run.dirs:
+        return [], False
+    started, refused = start_log_dir_moves(session, run.dirs)
+    if refused:
+        return refused, True
+    session.notify(f"Moving {len(run.dirs)} replica(s) to their log dir ...")
+    while True:
+        rows, _ = log_dir_states(session, run.dirs)
+        if not any(r[3] == DIR_MOVING for r in rows):
+            break
+        time.sleep(POLL_S)
+    wrong = [r for r in rows if r[3] != DIR_DONE]
+    lines = [f"Log dirs: {len(rows) - len(wrong)} of {len(rows)} replica(s) in the log dir the plan names."]
+    lines += [f"{t}-{p} on broker {b}: {state} (in {now}, not {target})" for t, p, b, state, now, target in wrong][:20]
+    return lines, bool(wrong)
 
 
 def _replicas_now(snap, keys) -> dict[Key, list[int]]:

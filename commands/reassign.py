@@ -17,7 +17,7 @@ import json
 import time
 from pathlib import Path
 
-from kafka_shell.admin import configs, reassignments, throttles, topics
+from kafka_shell.admin import configs, log_dirs, reassignments, throttles, topics
 from kafka_shell.declarations import failure_lines
 from kafka_shell.admin.reassignments import Move
 from kafka_shell.base.deadline import Deadline
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from kafka_shell.connection.session import Session
 
 Key = tuple[str, int]
+ReplicaKey = tuple[str, int, int]     # (topic, partition, broker)
+ANY_LOG_DIR = "any"
 
 IN_PROGRESS = 3
 INTERRUPTED = 130
@@ -48,12 +50,14 @@ rate = int_range(1, INT64_MAX, "a rate in bytes per second")
 
 ACTIONS = ("--generate", "--execute", "--verify", "--cancel", "--list")
 FILE = "--reassignment-json-file"
+LOG_DIR_THROTTLE = "--replica-alter-log-dirs-throttle"
 # Per action: options it requires (each tuple: exactly one of them), and options it permits.
 # `--blocking` without an action waits for the reassignments in progress.
 RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
     "--generate": ((("--broker-list",), ("--topics-to-move-json-file", "--topic")),
                    {"--disable-rack-aware", "--proposed-json-file"}),
-    "--execute": (((FILE,),), {"--additional", "--throttle", "--blocking", "--preserve-throttles", "--dry-run"}),
+    "--execute": (((FILE,),), {"--additional", "--throttle", LOG_DIR_THROTTLE, "--blocking", "--preserve-throttles",
+                               "--dry-run"}),
     "--verify": (((FILE,),), {"--blocking", "--preserve-throttles"}),
     "--cancel": (((FILE, "--all"),), {"--preserve-throttles", "--dry-run"}),
     "--list": ((), set()),
@@ -67,7 +71,7 @@ RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
          Option("--verify", flag=True, help="Per-partition status; exit 0 done, 3 in progress, 1 failed."),
          Option("--cancel", flag=True, help="Cancel the moves of a file (or --all)."),
          Option("--list", flag=True, help="List the reassignments in progress."),
-         Option(FILE, metavar="FILE", completer="path", help="Kafka's reassignment JSON file."),
+         Option(FILE, metavar="FILE", completer="path", help="Kafka's reassignment JSON file (log_dirs: each replica's log dir, or \"any\")."),
          Option("--topics-to-move-json-file", metavar="FILE", completer="path",
                 help='{"topics":[{"topic":"t"}],"version":1} (with --generate).'),
          Option("--topic", repeatable=True, metavar="NAME", completer="topic",
@@ -80,6 +84,8 @@ RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
          Option("--additional", flag=True, help="Execute while other reassignments run."),
          Option("--throttle", type=rate, metavar="BYTES/S",
                 help="Replication throttle for the moves; removed when they end."),
+         Option(LOG_DIR_THROTTLE, type=rate, metavar="BYTES/S",
+                help="Throttle for the moves between log dirs (the file's log_dirs); removed when they end."),
          Option("--blocking", flag=True,
                 help="Wait with a progress bar (with --execute or --verify; alone: all moves)."),
          Option("--all", flag=True, help="With --cancel: every reassignment in progress."),
@@ -91,11 +97,15 @@ RULES: dict[str, tuple[tuple[tuple[str, ...], ...], set[str]]] = {
                       "(or --blocking alone to wait for the moves in progress). Exit codes: 0 done, "
                       "1 failed, 2 bad input, 3 --verify still in progress, 130 stopped waiting (the "
                       "move goes on). Throttles the shell sets are recorded in its data dir and removed "
-                      "when the moves complete or are cancelled, also from a later session."),
+                      "when the moves complete or are cancelled, also from a later session. A file's log_dirs "
+                      "move each replica it names to that log dir of its broker (AlterReplicaLogDirs, sent to "
+                      "the broker; again until a reassignment has brought the replica there), --verify "
+                      "says each such move's state and --cancel sends a replica still moving back to its dir, "
+                      "as Kafka's tool does."),
          examples=("reassign-partitions --generate --topic orders --broker-list 1,2,3,4",
                    "reassign-partitions --execute --reassignment-json-file move.json --throttle 10000000",
                    "reassign-partitions --verify --reassignment-json-file move.json --blocking",
-                   "reassign-partitions --list"), tables=("current", "proposed", "status", "reassignments"))
+                   "reassign-partitions --list"), tables=("current", "proposed", "status", "log_dirs", "reassignments"))
 def reassign_partitions(session: Session, args: dict) -> Result:
     action = check_options(args)
     if action == "--generate":
@@ -106,12 +116,12 @@ def reassign_partitions(session: Session, args: dict) -> Result:
         return wait_all(session, args)
     if args[dest(FILE)] is None:  # --cancel --all (the other actions require the file)
         return cancel(session, args, None)
-    targets = read_reassignment(args[dest(FILE)])
+    targets, dirs = read_plan(args[dest(FILE)])
     if action == "--execute":
-        return execute(session, args, targets)
+        return execute(session, args, targets, dirs)
     if action == "--verify":
-        return verify(session, args, targets)
-    return cancel(session, args, targets)
+        return verify(session, args, targets, dirs)
+    return cancel(session, args, targets, dirs)
 
 
 def dest(name: str) -> str:
@@ -122,7 +132,7 @@ def check_options(args: dict) -> str:
     """The action, after Kafka's table of required and permitted options per action."""
     given = [n for n in ("--generate", "--execute", "--verify", "--cancel", "--list", FILE,
                          "--topics-to-move-json-file", "--topic", "--broker-list", "--disable-rack-aware",
-                         "--proposed-json-file", "--additional", "--throttle", "--blocking", "--all",
+                         "--proposed-json-file", "--additional", "--throttle", LOG_DIR_THROTTLE, "--blocking", "--all",
                          "--preserve-throttles", "--dry-run") if args.get(dest(n)) not in (None, False, [])]
     actions = [a for a in ACTIONS if a in given] or (["--blocking"] if "--blocking" in given else [])
     if not actions:
@@ -146,7 +156,14 @@ def check_options(args: dict) -> str:
 
 
 def read_reassignment(path: str) -> dict[Key, list[int]]:
-    """Kafka's reassignment file, checked as Kafka's tool checks it; each problem is one line."""
+    """The replicas of each partition of Kafka's reassignment file."""
+    return read_plan(path)[0]
+
+
+def read_plan(path: str) -> tuple[dict[Key, list[int]], dict[ReplicaKey, str]]:
+    """Kafka's reassignment file, checked as Kafka's tool checks it (each problem is one line):
+    the replicas of each partition, and the log dir of each replica its `log_dirs` names (those
+    "any" leaves where the broker puts them)."""
     data = read_json(path)
     if not isinstance(data, dict):
         raise UsageError(f'{path}: expected an object like {{"version":1,"partitions":[...]}}')
@@ -159,6 +176,7 @@ def read_reassignment(path: str) -> dict[Key, list[int]]:
     if not entries:
         raise UsageError(f"{path}: the partition list is empty: list at least one partition to move")
     out: dict[Key, list[int]] = {}
+    log_dirs: dict[ReplicaKey, str] = {}
     for e in entries:
         if not (isinstance(e, dict) and isinstance(e.get("topic"), str) and is_id(e.get("partition"))
                 and isinstance(e.get("replicas"), list) and all(is_id(b) for b in e["replicas"])):
@@ -180,11 +198,11 @@ def read_reassignment(path: str) -> dict[Key, list[int]]:
                 count = len(dirs) if isinstance(dirs, list) else "not a list"
                 raise UsageError(f"{path}: log_dirs of {name} ({count}) must match its {len(replicas)} "
                                  'replicas: give one directory (or "any") per replica')
-            if any(d != "any" for d in dirs):
-                raise UsageError(f'{path}: log_dirs of {name} names a directory: kafka-shell moves replicas '
-                                 'between brokers only; use "any"')
+            if not all(isinstance(d, str) and d for d in dirs):
+                raise UsageError(f'{path}: log_dirs of {name} must be directory paths (or "any"), one per replica')
+            log_dirs.update({(key[0], key[1], b): d for b, d in zip(replicas, dirs) if d != ANY_LOG_DIR})
         out[key] = list(replicas)
-    return out
+    return out, log_dirs
 
 
 def _ids(ids) -> str:
@@ -195,9 +213,11 @@ def _name(key: Key) -> str:
     return f"{key[0]}-{key[1]}"
 
 
-def as_json(assignment: dict[Key, list[int]]) -> str:
-    """Kafka's file format, sorted by topic then partition."""
-    parts = [{"topic": t, "partition": p, "replicas": r, "log_dirs": ["any"] * len(r)}
+def as_json(assignment: dict[Key, list[int]], dirs: dict[ReplicaKey, str] | None = None) -> str:
+    """Kafka's file format, sorted by topic then partition; each replica's log dir from `dirs`
+    (else "any": where its broker puts it)."""
+    dirs = dirs or {}
+    parts = [{"topic": t, "partition": p, "replicas": r, "log_dirs": [dirs.get((t, p, b), ANY_LOG_DIR) for b in r]}
              for (t, p), r in sorted(assignment.items())]
     return json.dumps({"version": 1, "partitions": parts}, separators=(",", ":"))
 
@@ -275,7 +295,7 @@ def topics_to_move(path: str) -> list[str]:
 # -- --execute ----------------------------------------------------------------------------------
 
 
-def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
+def execute(session: Session, args: dict, targets: dict[Key, list[int]], dirs: dict[ReplicaKey, str]) -> Result:
     path = args[dest(FILE)]
     snap = read_keys(session, targets)
     current = reassignments.current_assignment(snap.topics, targets)
@@ -295,6 +315,11 @@ def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Resu
                          f"({', '.join(_name(k) for k in sorted(active)[:5])}): wait for them, or use "
                          "--additional to add this one")
     record = throttles.needed(current, targets, args["throttle"]) if args["throttle"] else None
+    dir_rate = args[dest(LOG_DIR_THROTTLE)]
+    if dir_rate and not dirs:
+        raise UsageError(f"{LOG_DIR_THROTTLE} throttles moves between log dirs, and {path} names none: give "
+                         'replicas their dir in "log_dirs", or leave the option out')
+    dir_brokers = sorted({b for _, _, b in dirs})
     rollback = as_json(current)
     before = assignment_table(current, "current")
     if args["dry_run"]:
@@ -302,12 +327,20 @@ def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Resu
         if record:
             lines.append(f"Would throttle replication to {args['throttle']} B/s on broker(s) "
                          f"{_ids(record['brokers'])} (dry run).")
+        if dir_rate:
+            lines.append(f"Would throttle the moves between log dirs to {dir_rate} B/s on broker(s) "
+                         f"{_ids(dir_brokers)} (dry run).")
+        if dirs:
+            lines.append(f"Would move {len(dirs)} replica(s) to the log dirs the file names: "
+                         f"{', '.join(f'{_replica(r)} to {d}' for r, d in sorted(dirs.items()))} (dry run).")
         return Result(tables=[before], text=f"Current partition replica assignment\n{rollback}", messages=lines)
     saved = save_rollback(path, rollback)
     messages = [f"Saved the current assignment to {saved}: use it as the --reassignment-json-file "
                 "option during rollback."]
     if record:
         messages += set_throttles(session, record)
+    if dir_rate:
+        messages += set_log_dir_throttle(session, dir_brokers, dir_rate)
     done = reassignments.alter(session.conn, targets)
     refused = failure_lines.reassignment_lines(done.errors)
     started = sorted(done.rows)
@@ -316,13 +349,47 @@ def execute(session: Session, args: dict, targets: dict[Key, list[int]]) -> Resu
     text = f"Current partition replica assignment\n{rollback}"
     if refused:
         return Result(tables=[before], text=text, messages=messages + refused, exit_code=1)
+    if dirs:
+        moved, failed = start_log_dir_moves(session, dirs)
+        messages += moved
+        if failed:
+            return Result(tables=[before], text=text, messages=messages + failed, exit_code=1)
     if args["blocking"]:
         session.stderr.write("\n".join(messages) + "\n")
-        waited = wait_and_finish(session, args, set(targets), f"--verify --reassignment-json-file {path} ")
+        waited = wait_and_finish(session, args, set(targets), f"--verify --reassignment-json-file {path} ", dirs)
         return Result(tables=[before, *waited.tables], text="\n\n".join(filter(None, (text, waited.text))),
                       messages=waited.messages, exit_code=waited.exit_code)
     messages.append(f"Check it with: reassign-partitions --verify --reassignment-json-file {path}")
     return Result(tables=[before], text=text, messages=messages)
+
+
+def _replica(key: ReplicaKey) -> str:
+    """Kafka's TopicPartitionReplica as its tool prints it: topic-partition-broker."""
+    return f"{key[0]}-{key[1]}-{key[2]}"
+
+
+def start_log_dir_moves(session: Session, dirs: dict[ReplicaKey, str]) -> tuple[list[str], list[str]]:
+    """Ask each replica's broker to move it to its dir, again while a replica has not reached its
+    broker yet (REPLICA_NOT_AVAILABLE: the reassignment is still bringing it), within one
+    --timeout, as Kafka's tool does: (the moves started, the lines of those that failed)."""
+    deadline = session.conn.deadline()
+    pending = dict(dirs)
+    started: list[str] = []
+    while True:
+        answers = log_dirs.alter(session.conn, pending, deadline)
+        for key, path in answers.rows.items():
+            started.append(f"Successfully started moving log directory to {path} for replica "
+                           f"{key[0]}-{key[1]} with broker {key[2]}")
+            del pending[key]
+        failed = {k: e for k, e in answers.errors.items() if not log_dirs.not_there_yet(e)}
+        if failed:
+            return started, failure_lines.log_dir_move_lines(failed)
+        if not pending:
+            return started, []
+        if not deadline.pause(POLL_S):
+            return started, [f"Timed out before log directory move{'s' if len(pending) > 1 else ''} could be started "
+                             f"for: {','.join(map(_replica, sorted(pending)))}: the replicas have not reached their "
+                             "brokers; run --execute again once the reassignment has brought them, or raise --timeout"]
 
 
 def set_throttles(session: Session, record: dict) -> list[str]:
@@ -347,6 +414,49 @@ def set_throttles(session: Session, record: dict) -> list[str]:
     return lines
 
 
+def set_log_dir_throttle(session: Session, brokers: list[int], rate: int) -> list[str]:
+    """Record, then set, the throttle of the moves between log dirs on their brokers (Kafka's
+    replica.alter.log.dirs.io.max.bytes.per.second)."""
+    key = cluster_key(session)
+    throttles.save(key, throttles.with_log_dir_throttle(throttles.load(key), brokers, rate))
+    skipped = []
+    for b in brokers:
+        try:
+            configs.alter(session.conn, configs.BROKERS, [str(b)], {throttles.LOG_DIR_RATE_KEY: str(rate)}, [], False)
+        except ShellError:
+            skipped.append(b)
+    lines = [f"The replica-alter-dir throttle limit was set to {rate} B/s on broker(s) "
+             f"{_ids(b for b in brokers if b not in skipped)}."]
+    if skipped:
+        lines.append(f"Warning: could not throttle broker(s) {_ids(skipped)} (not reachable).")
+    return lines
+
+
+def _clear_log_dir_throttle(session: Session, entry: dict | None) -> tuple[list[str], dict | None]:
+    """Remove the log dir throttle once no replica of its brokers is moving between dirs: (the
+    lines, what stays recorded)."""
+    if not entry:
+        return [], None
+    found = log_dirs.describe(session.conn, entry["brokers"])
+    moving = sum(1 for _, r in found.replicas(include_future=True) if r.is_future)
+    if moving or found.errors:
+        why = f"{moving} replica(s) still moving between log dirs" if moving else \
+            f"broker(s) {_ids(sorted(found.errors))} did not describe their log dirs"
+        return [f"Log dir throttle kept: {why}."], entry
+    left = []
+    for b in entry["brokers"]:
+        try:
+            configs.alter(session.conn, configs.BROKERS, [str(b)], {}, [throttles.LOG_DIR_RATE_KEY], False)
+        except ShellError:
+            left.append(b)
+    done = [b for b in entry["brokers"] if b not in left]
+    lines = [f"Removed the replica-alter-dir throttle kafka-shell set on broker(s) {_ids(done)}."] if done else []
+    if left:
+        lines.append(f"Warning: broker(s) {_ids(left)} not reachable: their log dir throttle stays; "
+                     "run reassign-partitions --verify again later to remove it.")
+    return lines, {**entry, "brokers": left} if left else None
+
+
 def clear_throttles(session: Session, preserve: bool, moving: dict[Key, Move] | None = None) -> list[str]:
     """Remove the throttles the shell recorded for this cluster once none of the recorded
     partitions is still moving. What could not be removed stays recorded for a later try."""
@@ -360,20 +470,24 @@ def clear_throttles(session: Session, preserve: bool, moving: dict[Key, Move] | 
     still = [p for p in record["partitions"] if tuple(_split(p)) in moving]
     if still:
         return [f"Throttles kept: {len(still)} throttled partition(s) still moving."]
+    lines, dir_entry = _clear_log_dir_throttle(session, record.get(throttles.LOG_DIRS))
     left_brokers = []
     for b in record["brokers"]:
         try:
             configs.alter(session.conn, configs.BROKERS, [str(b)], {}, list(throttles.RATE_KEYS), False)
         except ShellError:
             left_brokers.append(b)
-    names = [t for t in record["topics"] if t in session.conn.read(list(record["topics"])).topics]
+    names = [t for t in record["topics"] if t in session.conn.read(list(record["topics"])).topics] \
+        if record["topics"] else []
     if names:
         configs.alter(session.conn, configs.TOPICS, names, {}, [throttles.LEADER_REPLICAS, throttles.FOLLOWER_REPLICAS],
                       False)
     done = [b for b in record["brokers"] if b not in left_brokers]
-    throttles.save(key, {**record, "brokers": left_brokers, "topics": {}, "partitions": []} if left_brokers else None)
-    lines = [f"Removed the replication throttles kafka-shell set on broker(s) {_ids(done)}"
-             + (f" and topic(s) {', '.join(sorted(names))}." if names else ".")]
+    kept = {**record, "brokers": left_brokers, "topics": {}, "partitions": [], throttles.LOG_DIRS: dir_entry}
+    throttles.save(key, kept if left_brokers or dir_entry else None)
+    if done or names:
+        lines.insert(0, f"Removed the replication throttles kafka-shell set on broker(s) {_ids(done)}"
+                     + (f" and topic(s) {', '.join(sorted(names))}." if names else "."))
     if left_brokers:
         lines.append(f"Warning: broker(s) {_ids(left_brokers)} not reachable: their throttle stays; "
                      "run reassign-partitions --verify again later to remove it.")
@@ -388,15 +502,48 @@ def _split(name: str) -> tuple[str, int]:
 # -- --verify, --cancel, --list, --blocking -------------------------------------------------------
 
 
-def verify(session: Session, args: dict, targets: dict[Key, list[int]]) -> Result:
+def verify(session: Session, args: dict, targets: dict[Key, list[int]], dirs: dict[ReplicaKey, str]) -> Result:
     path = args[dest(FILE)]
     if args["blocking"]:
-        return wait_and_finish(session, args, set(targets), f"--verify --reassignment-json-file {path} ")
-    return status(session, args, targets)
+        return wait_and_finish(session, args, set(targets), f"--verify --reassignment-json-file {path} ", dirs)
+    return status(session, args, targets, dirs=dirs)
+
+
+# The state of one replica's log dir move, as Kafka's tool names them.
+DIR_DONE, DIR_MOVING, DIR_ELSEWHERE, DIR_NOT_MOVING, DIR_MISSING = (
+    "completed", "in progress", "moving elsewhere", "not moving", "missing")
+
+
+def log_dir_states(session: Session, dirs: dict[ReplicaKey, str]) -> tuple[list[list], list[str]]:
+    """Each replica move of the file judged by its broker's DescribeLogDirs: rows (topic,
+    partition, broker, state, log dir, target), with Kafka's lines; a broker that did not describe
+    its dirs is one line (and its replicas "missing")."""
+    found = log_dirs.describe(session.conn, sorted({b for _, _, b in dirs}),
+                              {t: sorted({p for tt, p, _ in dirs if tt == t}) for t, _, _ in dirs})
+    where = found.placement()
+    rows, lines = [], failure_lines.log_dir_lines(found.errors)
+    for key, target in sorted(dirs.items()):
+        at = where.get(key)
+        name = f"{key[0]}-{key[1]}"
+        if at is None or at.current is None:
+            state, line = DIR_MISSING, f"Partition {name} cannot be found in any live log directory on broker {key[2]}."
+        elif at.future is not None and at.future == target:
+            state, line = DIR_MOVING, f"Reassignment of replica {_replica(key)} is still in progress."
+        elif at.future is not None:
+            state, line = DIR_ELSEWHERE, (f"Partition {name} on broker {key[2]} is being moved to log dir "
+                                          f"{at.future} instead of {target}.")
+        elif at.current == target:
+            state, line = DIR_DONE, f"Reassignment of replica {_replica(key)} completed successfully."
+        else:
+            state, line = DIR_NOT_MOVING, (f"Partition {name} on broker {key[2]} is not being moved from log dir "
+                                           f"{at.current} to {target}.")
+        rows.append([key[0], key[1], key[2], state, at.current if at else None, target])
+        lines.append(line)
+    return rows, lines
 
 
 def status(session: Session, args: dict, targets: dict[Key, list[int]],
-           current: dict[Key, list[int]] | None = None) -> Result:
+           current: dict[Key, list[int]] | None = None, dirs: dict[ReplicaKey, str] | None = None) -> Result:
     """Each partition judged against the file: by the controller (in progress or not) and by
     `current` (what the brokers agree on; a fresh read when not given)."""
     moving, verified = reassignments.verify(session.conn, targets, current)
@@ -422,22 +569,31 @@ def status(session: Session, args: dict, targets: dict[Key, list[int]],
             lines.append(f"There is no active reassignment of partition {name}, but replica set is "
                          f"{_ids(v.replicas or [])} rather than {_ids(want)}.")
         rows.append([key[0], key[1], v.state, v.replicas, want])
+    tables = [Table(["Topic", "Partition", "Status", "Replicas", "Target"], rows, name="status")]
+    if dirs:
+        dir_rows, dir_lines = log_dir_states(session, dirs)
+        lines += ["", "Reassignment of replicas' log dirs:", *dir_lines]
+        tables.append(Table(["Topic", "Partition", "Broker", "Status", "LogDir", "Target"], dir_rows, name="log_dirs"))
+        failed += sum(r[3] not in (DIR_DONE, DIR_MOVING) for r in dir_rows)
+        running += sum(r[3] == DIR_MOVING for r in dir_rows)
     messages: list[str] = []
     if failed:
         messages.append(f"{failed} partition(s) are not as the file asks.")
         code = 1
     elif running:
-        messages.append(f"{running} of {len(targets)} partition(s) still moving: check again later, or wait "
+        messages.append(f"{running} partition(s) or replica(s) still moving: check again later, or wait "
                         f"with reassign-partitions --verify --reassignment-json-file {args[dest(FILE)]} --blocking")
         code = IN_PROGRESS
     else:
         messages += clear_throttles(session, args["preserve_throttles"], moving)
         code = 0
-    table = Table(["Topic", "Partition", "Status", "Replicas", "Target"], rows, name="status")
-    return Result(tables=[table], text="\n".join(lines), messages=messages, exit_code=code)
+    return Result(tables=tables, text="\n".join(lines), messages=messages, exit_code=code)
 
 
-def cancel(session: Session, args: dict, targets: dict[Key, list[int]] | None) -> Result:
+def cancel(session: Session, args: dict, targets: dict[Key, list[int]] | None,
+           dirs: dict[ReplicaKey, str] | None = None) -> Result:
+    if dirs:
+        return _cancel_with_dir_moves(session, args, targets or {}, dirs)
     moving = reassignments.ongoing(session.conn)
     wanted = sorted(moving if targets is None else [k for k in targets if k in moving])
     if not wanted:
@@ -449,6 +605,38 @@ def cancel(session: Session, args: dict, targets: dict[Key, list[int]] | None) -
     messages = [f"Successfully cancelled partition reassignment(s) for {','.join(map(_name, done))}."] if done else []
     if cancelled.errors:
         return Result.message(*messages, *failure_lines.reassignment_lines(cancelled.errors), exit_code=1)
+    messages += clear_throttles(session, args["preserve_throttles"])
+    return Result.message(*messages)
+
+
+def _cancel_with_dir_moves(session: Session, args: dict, targets: dict[Key, list[int]],
+                           dirs: dict[ReplicaKey, str]) -> Result:
+    """Kafka's --cancel of a file with log_dirs: the partition reassignments, then each replica
+    still moving between log dirs is sent back to the dir it is in (its future replica goes)."""
+    moving = reassignments.ongoing(session.conn)
+    wanted = sorted(k for k in targets if k in moving)
+    active = {(t, p, b): now for t, p, b, state, now, _ in log_dir_states(session, dirs)[0]
+              if state in (DIR_MOVING, DIR_ELSEWHERE) and now}
+    if args["dry_run"]:
+        return Result.message(f"Would cancel the reassignment of {','.join(map(_name, wanted)) or 'no partition'} and "
+                              f"the log dir moves of {','.join(map(_replica, sorted(active))) or 'no replica'} (dry run).")
+    messages: list[str] = []
+    if wanted:
+        cancelled = reassignments.alter(session.conn, {k: None for k in wanted})
+        if cancelled.rows:
+            messages.append(f"Successfully cancelled partition reassignment(s) for {','.join(map(_name, sorted(cancelled.rows)))}.")
+        if cancelled.errors:
+            return Result.message(*messages, *failure_lines.reassignment_lines(cancelled.errors), exit_code=1)
+    else:
+        messages.append("None of the specified partition reassignments are active.")
+    if not active:
+        messages.append("None of the specified partition moves are active.")
+    else:
+        started, failed = start_log_dir_moves(session, active)
+        if started:
+            messages.append(f"Successfully cancelled the log dir move(s) of {','.join(map(_replica, sorted(active)))}.")
+        if failed:
+            return Result.message(*messages, *failed, exit_code=1)
     messages += clear_throttles(session, args["preserve_throttles"])
     return Result.message(*messages)
 
@@ -469,10 +657,14 @@ def wait_all(session: Session, args: dict) -> Result:
     return wait_and_finish(session, args, None, "")
 
 
-def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume: str) -> Result:
-    """Wait for the moves (of `keys`, or all) with a progress bar, then verify / clear throttles."""
+def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume: str,
+                    dirs: dict[ReplicaKey, str] | None = None) -> Result:
+    """Wait for the moves (of `keys`, or all) with a progress bar, and for the replicas' moves
+    between log dirs (`dirs`), then verify / clear throttles."""
     try:
         wait(session, keys, Progress(session.stderr))
+        while dirs and any(r[3] == DIR_MOVING for r in log_dir_states(session, dirs)[0]):
+            time.sleep(POLL_S)
     except KeyboardInterrupt:
         return Result.message("Stopped waiting; the reassignment goes on. Resume waiting with: "
                               f"reassign-partitions {resume}--blocking", exit_code=INTERRUPTED)
@@ -482,7 +674,7 @@ def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume:
             agreed, lagging = agreed_assignment(session, keys, session.conn.deadline())
             if lagging:
                 return Result.message(lagging, exit_code=1)
-            return status(session, args, read_reassignment(args[dest(FILE)]), agreed)
+            return status(session, args, read_reassignment(args[dest(FILE)]), agreed, dirs)
         return Result.message("No partition reassignment in progress.",
                               *clear_throttles(session, args["preserve_throttles"], {}))
 

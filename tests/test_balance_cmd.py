@@ -79,10 +79,11 @@ def test_the_plan_shows_each_goal_the_moves_and_the_bound_and_saves_kafkas_json(
     assert p.returncode == 0, p.stderr
     tables = json_tables(p.stdout)
     goals = {g["goal"]: g for g in tables["goals"]}
-    assert list(goals) == ["rack", "replicas", "leaders", "disk", "bytes_in", "topics"]   # in priority order
+    assert list(goals) == ["rack", "replicas", "leaders", "disk", "log_dirs", "bytes_in", "topics"]   # in priority order
     assert goals["bytes_in"]["measure"].startswith("not judged: no rates") and goals["bytes_in"]["before"] is None
+    assert goals["log_dirs"]["measure"].startswith("not judged: no broker has two or more log dirs")
     assert not goals["replicas"]["met_before"] and goals["replicas"]["met_after"] and goals["replicas"]["before"] == 100.0
-    assert all(g["met_after"] for name, g in goals.items() if name != "bytes_in")
+    assert all(g["met_after"] for name, g in goals.items() if name not in ("bytes_in", "log_dirs"))
     moves = tables["moves"]
     assert len(moves) == 9 and all(set(m["adding"]) <= {3, 4} for m in moves)
     assert "18 replica move(s)" in p.stderr and "the lower bound: 18 replica(s)" in p.stderr

@@ -75,6 +75,7 @@ def test_bad_arguments_are_one_line_usage_errors():
              "Cannot start the sandbox: unknown broker config num.partitons: Kafka 4.4 has no such key"),
             (["--broker-config", "broker.rack=r1"],
              "Cannot start the sandbox: broker.rack is set by the sandbox itself: use --rack"),
+            (["--log-dirs-per-broker", "0"], "Cannot start the sandbox: --log-dirs-per-broker takes 1 to 64, not 0"),
             (["--mode", "zk", "--kafka-version", "4.4"],
              "Cannot start the sandbox: Kafka 4.4 has no ZooKeeper mode (4.0 removed it): use --kafka-version 3.9 "
              "with --mode zk, or drop --mode zk")):
@@ -174,7 +175,7 @@ def test_help_explains_every_option():
     p = subprocess.run([*SHELL, "sandbox", "--help"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0
     for option in ("--brokers", "--mode", "--controllers", "--port-base", "--rack", "--data-dir", "--kafka-version",
-                   "--broker-config", "--seed-apis",
+                   "--broker-config", "--seed-apis", "--log-dirs-per-broker",
                    "--listen", "control", "sandbox stop-broker 2", "SIGTERM or SIGHUP", "survives"):
         assert option in p.stdout
     p = subprocess.run([*SHELL, "sandbox", "--mode", "zk", "--controllers", "2"], capture_output=True,

@@ -13,6 +13,11 @@ is taken only when no higher goal gets worse by it):
    changes, then a preferred election), so it is planned last without touching the others;
 4. disk: bytes per broker within `disk_threshold` of the mean (of its share of the disk space
    when every broker tells it);
+4b. log_dirs: on each broker with two or more log dirs, bytes per dir within `disk_threshold` of
+   the dir's share of the broker's bytes (by the size of each dir's volume when every dir tells
+   it; Cruise Control's intra-broker disk goal); planned once the replicas are
+   placed, by choosing the dir of each replica that arrives and moving replicas between the dirs
+   of their broker (AlterReplicaLogDirs), so no higher goal can get worse by it;
 5. bytes_in: bytes written per second per broker within `rate_threshold` of the mean (when the
    layout carries rates: `balance --sample`);
 6. topics: no broker holds a crowd of one topic's replicas (`topic_bounds`).
@@ -48,11 +53,13 @@ from kafka_shell.admin.assignment_plan import balance_leaders, rack_penalty
 Key = tuple[str, int]
 
 RACK, REPLICAS, LEADERS, DISK, BYTES_IN, TOPICS = "rack", "replicas", "leaders", "disk", "bytes_in", "topics"
-GOALS = (RACK, REPLICAS, LEADERS, DISK, BYTES_IN, TOPICS)
+LOG_DIRS = "log_dirs"
+GOALS = (RACK, REPLICAS, LEADERS, DISK, LOG_DIRS, BYTES_IN, TOPICS)
 TITLES = {RACK: "replicas rack-aware", REPLICAS: "replicas per broker", LEADERS: "leaders per broker",
-          DISK: "bytes per broker", BYTES_IN: "bytes in per broker", TOPICS: "replicas of each topic spread"}
-# The goals whose measure is the spread of a value per broker (the others count partitions or topics).
-SPREAD_GOALS = (REPLICAS, LEADERS, DISK, BYTES_IN)
+          DISK: "bytes per broker", LOG_DIRS: "bytes per log dir", BYTES_IN: "bytes in per broker",
+          TOPICS: "replicas of each topic spread"}
+# The goals whose measure is the spread of a value per broker or dir (the others count partitions or topics).
+SPREAD_GOALS = (REPLICAS, LEADERS, DISK, LOG_DIRS, BYTES_IN)
 MIN_BYTES_SLACK = 1 << 20      # the disk goal never asks brokers closer than this
 MIN_RATE_SLACK = 1024.0        # nor the bytes-in goal closer than 1 KiB/s
 EPS = 1e-9
@@ -71,6 +78,9 @@ class Broker:
     cordoned: bool = False          # every log dir cordoned (KIP-1066): takes no new replica
     drained: bool = False           # decommissioning: keeps no replica and leads nothing
     leads: bool = True              # False: leads nothing (drain-broker without --replicas)
+    log_dirs: tuple[str, ...] = ()  # its log dirs, when it described them (the log_dirs goal)
+    dir_sizes: tuple[int, ...] = () # the bytes of each one's volume, when every one tells it
+    cordoned_dirs: frozenset[str] = frozenset()   # those of them cordoned: take no new replica
 
     @property
     def member(self) -> bool:
@@ -99,6 +109,7 @@ class Layout:
     leaders: list[int] | None = None
     isr: list[tuple[int, ...]] | None = None
     rates: list[float] | None = None
+    dirs: list[dict[int, str]] | None = None    # per partition: broker -> the log dir of its replica there
 
 
 @dataclass(frozen=True)
@@ -154,6 +165,22 @@ class Change:
 
 
 @dataclass(frozen=True)
+class DirMove:
+    """One replica's log dir on its broker: `before` None for a replica the plan brings to the
+    broker (its dir is chosen, nothing more is copied); else a move between two dirs of the
+    broker, which copies the replica once more on that broker."""
+    key: Key
+    broker: int
+    before: str | None
+    after: str
+    size: int
+
+    @property
+    def bytes(self) -> int:
+        return self.size if self.before is not None else 0
+
+
+@dataclass(frozen=True)
 class Plan:
     changes: list[Change]
     goals: list[GoalStatus]
@@ -161,6 +188,12 @@ class Plan:
     bound_bytes: int                    # ... and the fewest bytes
     leader_changes: int                 # partitions whose leader after the elections is another broker
     notes: list[str] = field(default_factory=list)   # what could not be met, and why
+    dir_moves: list[DirMove] = field(default_factory=list)   # the log_dirs goal's (replicas keep their broker)
+
+    @property
+    def moved_dir_bytes(self) -> int:
+        """What the moves between the log dirs of a broker copy."""
+        return sum(m.bytes for m in self.dir_moves)
 
     @property
     def moved_replicas(self) -> int:
@@ -205,7 +238,16 @@ def plan(layout: Layout, options: Options | None = None) -> Plan:
         else:
             b.balance_leaders()
         after = b.measure(planned=True)
-        return b.result(before, after, bound)
+        dirs = _DirGoal(layout, options)
+        dir_moves: list[DirMove] = []
+        if dirs.applies:
+            before[LOG_DIRS] = dirs.measure(layout.replicas, dirs.now)
+            placed = dirs.now if options.leaders_only or options.drain_only else dirs.plan(b.reps)
+            after[LOG_DIRS] = dirs.measure(b.reps, placed)
+            dir_moves = dirs.moves(b.reps, placed)
+        result = b.result(before, after, bound)
+        return Plan(result.changes, result.goals, result.bound_replicas, result.bound_bytes, result.leader_changes,
+                    result.notes + dirs.notes(), dir_moves)
     finally:
         if collecting:
             gc.enable()
@@ -218,6 +260,9 @@ def measure(layout: Layout, options: Options | None = None) -> list[GoalStatus]:
     try:
         b = _Balancer(layout, options or Options())
         now = b.measure(planned=False)
+        dirs = _DirGoal(layout, options or Options())
+        if dirs.applies:
+            now[LOG_DIRS] = dirs.measure(layout.replicas, dirs.now)
         return b.result(now, now, (0, 0)).goals
     finally:
         if collecting:
@@ -1076,9 +1121,126 @@ class _Balancer:
             return "within one of the mean"
         if goal == DISK:
             return f"within {self.options.disk_threshold:.0%} of the mean (or 1 MiB)"
+        if goal == LOG_DIRS:
+            return f"within {self.options.disk_threshold:.0%} of the dir's share of its broker's bytes (or 1 MiB)"
         if goal == BYTES_IN:
             return f"within {self.options.rate_threshold:.0%} of the mean"
         return "no broker over twice a topic's mean (or mean + 2)"
+
+
+class _DirGoal:
+    """The log_dirs goal, on the brokers (that stay) with two or more log dirs and a known dir for
+    each replica they hold: per broker the bytes of each dir within `disk_threshold` of its share
+    of the broker's bytes (cordoned dirs take nothing new: one below its share keeps what it
+    holds). A placement is (partition index, broker) -> dir."""
+
+    def __init__(self, layout: Layout, options: Options):
+        self.layout, self.options = layout, options
+        self.now: dict[tuple[int, int], str] = {}
+        several = {b: x for b, x in layout.brokers.items() if x.member and len(x.log_dirs) > 1}
+        unknown: set[int] = set()
+        for i, reps in enumerate(layout.replicas if several else ()):
+            where = layout.dirs[i] if layout.dirs is not None else {}
+            for b in reps:
+                if b in several:
+                    d = where.get(b)
+                    if d in several[b].log_dirs:
+                        self.now[(i, b)] = d
+                    else:
+                        unknown.add(b)
+        self.brokers = {b: x for b, x in several.items() if b not in unknown}
+        self.unknown = sorted(unknown)
+        self.applies = LOG_DIRS in options.goals and bool(self.brokers)
+
+    def _values(self, reps: list[list[int]], placed: dict[tuple[int, int], str]) -> dict[int, dict[int, float]]:
+        """Per broker the bytes per dir (by the dir's index in its log dirs)."""
+        out = {b: dict.fromkeys(range(len(x.log_dirs)), 0.0) for b, x in self.brokers.items()}
+        index = {b: {d: k for k, d in enumerate(x.log_dirs)} for b, x in self.brokers.items()}
+        for i, r in enumerate(reps):
+            for b in r:
+                if b in out and (i, b) in placed:
+                    out[b][index[b][placed[(i, b)]]] += self.layout.sizes[i]
+        return out
+
+    def _bounds(self, b: int, values: dict[int, float], arriving: float = 0.0) -> dict[int, tuple[float, float]]:
+        x = self.brokers[b]
+        takers = {k for k, d in enumerate(x.log_dirs) if d not in x.cordoned_dirs}
+        told = len(x.dir_sizes) == len(x.log_dirs) and all(x.dir_sizes)
+        weights = {k: float(size) for k, size in enumerate(x.dir_sizes)} if told else None
+        return value_bounds(values, list(values), takers, weights, self.options.disk_threshold, MIN_BYTES_SLACK,
+                            arriving)
+
+    def measure(self, reps: list[list[int]], placed: dict[tuple[int, int], str]) -> tuple[float, bool]:
+        """(the largest distance of a dir from its share, over the broker's mean per dir; met)."""
+        worst, met = 0.0, True
+        for b, values in self._values(reps, placed).items():
+            bounds = self._bounds(b, values)
+            mean = sum(values.values()) / len(values)
+            for k, v in values.items():
+                lo, hi = bounds[k]
+                met &= lo - EPS <= v <= hi + EPS
+                worst = max(worst, abs(v - (lo + hi) / 2) / mean if mean else 0.0)
+        return worst, met
+
+    def plan(self, reps: list[list[int]]) -> dict[tuple[int, int], str]:
+        """Where each replica goes: the replicas a broker keeps stay in their dir unless a move
+        between its dirs helps; those the plan brings go, largest first, to the dir with the
+        most room; then, while some dir is over its share, its replica that best fills the
+        emptiest dir moves there (only a move that brings both closer to their shares)."""
+        placed = {k: d for k, d in self.now.items() if k[1] in reps[k[0]]}
+        sizes = self.layout.sizes
+        on: dict[int, list[int]] = {b: [] for b in self.brokers}
+        for i, r in enumerate(reps):
+            for b in r:
+                if b in on:
+                    on[b].append(i)
+        for b, x in self.brokers.items():
+            held = on[b]
+            arriving = sorted((i for i in held if (i, b) not in placed), key=lambda i: -sizes[i])
+            values = dict.fromkeys(range(len(x.log_dirs)), 0.0)
+            mine: dict[int, list[int]] = {k: [] for k in values}
+            index = {d: k for k, d in enumerate(x.log_dirs)}
+            for i in held:
+                if (i, b) in placed:
+                    k = index[placed[(i, b)]]
+                    values[k] += sizes[i]
+                    mine[k].append(i)
+            bounds = self._bounds(b, values, float(sum(sizes[i] for i in arriving)))
+            takers = [k for k, d in enumerate(x.log_dirs) if d not in x.cordoned_dirs] or list(values)
+            for i in arriving:
+                k = max(takers, key=lambda k: (bounds[k][1] - values[k], -k))
+                values[k] += sizes[i]
+                mine[k].append(i)
+                placed[(i, b)] = x.log_dirs[k]
+            for _ in range(len(held)):
+                s = max(values, key=lambda k: (values[k] - bounds[k][1], -k))
+                d = max(takers, key=lambda k: (bounds[k][0] - values[k], bounds[k][1] - values[k], -k))
+                if s == d or values[s] <= bounds[s][1] + EPS:
+                    break
+                gains = [(_swap_gain(values, bounds, s, d, sizes[i]), -sizes[i], i) for i in mine[s] if sizes[i] > 0]
+                best = min(gains, default=None)
+                if best is None or best[0] >= -EPS:
+                    break
+                i = best[2]
+                mine[s].remove(i)
+                mine[d].append(i)
+                values[s] -= sizes[i]
+                values[d] += sizes[i]
+                placed[(i, b)] = x.log_dirs[d]
+        return placed
+
+    def moves(self, reps: list[list[int]], placed: dict[tuple[int, int], str]) -> list[DirMove]:
+        """The dirs the plan sets: moves of kept replicas, and the dirs of arriving ones."""
+        keys, sizes = self.layout.keys, self.layout.sizes
+        out = [DirMove(keys[i], b, self.now.get((i, b)), d, sizes[i]) for (i, b), d in sorted(placed.items())
+               if self.now.get((i, b)) != d]
+        return sorted(out, key=lambda m: (m.key, m.broker))
+
+    def notes(self) -> list[str]:
+        if not self.applies:
+            return []
+        return [f"The log_dirs goal leaves out broker {b}: it did not tell the log dir of each replica it holds."
+                for b in self.unknown]
 
 
 def _swap_gain(values: dict[int, float], bounds: dict, s: int, d: int, net: float) -> float:
@@ -1087,11 +1249,13 @@ def _swap_gain(values: dict[int, float], bounds: dict, s: int, d: int, net: floa
     return _dev(values[s] - net, *bounds[s]) + _dev(values[d] + net, *bounds[d]) - now
 
 
-_MEASURES = {RACK: "partitions off-rack", REPLICAS: "skew", LEADERS: "skew", DISK: "skew", BYTES_IN: "skew",
-             TOPICS: "topics not spread"}
+_MEASURES = {RACK: "partitions off-rack", REPLICAS: "skew", LEADERS: "skew", DISK: "skew", LOG_DIRS: "skew",
+             BYTES_IN: "skew", TOPICS: "topics not spread"}
 
 
 def _why(goal: str) -> str:
+    if goal == LOG_DIRS:
+        return "its replicas do not divide more evenly over its dirs (a replica larger than the gap, or cordoned dirs)."
     if goal in (REPLICAS, DISK, BYTES_IN):
         return "a higher goal (the rack rule, cordoned or drained brokers) leaves no move that helps."
     if goal == LEADERS:

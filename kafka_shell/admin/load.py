@@ -1,6 +1,6 @@
 """The load of a cluster as the balance planner plans from it, read when the command runs:
 Metadata (replicas, leaders, ISR, racks, which brokers are live), DescribeLogDirs (each replica's
-size, each broker's disk size and cordoned log dirs), and optionally the bytes written to each
+size and log dir, each broker's disk size, log dirs and cordoned ones), and optionally the bytes written to each
 partition per second, from two reads of its log end offset (`sample_rates`).
 
 A broker that does not describe its log dirs is named in `missing`: its replicas take the size of
@@ -62,6 +62,7 @@ def read(conn: ConnectionManager, names: list[str] | None = None, drained: set[i
     found = log_dirs.describe(conn, live, None) if live and log_dirs.supported(conn) else None
     dirs: dict[int, list[log_dirs.LogDir]] = {}
     size_of: dict[Key, int] = {}
+    dir_of: dict[Key, dict[int, str]] = {}
     # Each broker whose log dirs are not all told, with the fact why ("Broker 2 did not answer ...").
     missing = {b: str(e) if e.code is None else f"Broker {b} did not describe its log dirs ({error_line(ApiKey.DESCRIBE_LOG_DIRS, e.code)})"
                for b, e in found.errors.items()} if found is not None else {}
@@ -75,15 +76,20 @@ def read(conn: ConnectionManager, names: list[str] | None = None, drained: set[i
                     key = (r.topic, r.partition)
                     if r.size > size_of.get(key, -1):
                         size_of[key] = r.size
+                    dir_of.setdefault(key, {})[d.broker] = d.path
     cordoned = frozenset(b for b, ds in dirs.items() if ds and all(d.cordoned for d in ds))
     named = {b for r in replicas for b in r}
     brokers = {}
     for b in sorted(set(live) | named | set(drained) | set(no_leaders)):
         node = snap.brokers.get(b)
+        described = [] if b in missing else dirs.get(b, [])
         brokers[b] = balance.Broker(b, node.rack if node else None, capacity=_capacity(dirs.get(b, [])),
                                     live=node is not None, cordoned=b in cordoned, drained=b in drained,
-                                    leads=b not in no_leaders)
-    layout = balance.Layout(brokers, keys, replicas, [size_of.get(k, 0) for k in keys], leaders=leaders, isr=isr)
+                                    leads=b not in no_leaders, log_dirs=tuple(d.path for d in described),
+                                    cordoned_dirs=frozenset(d.path for d in described if d.cordoned),
+                                    dir_sizes=tuple(d.total_bytes or 0 for d in described))
+    layout = balance.Layout(brokers, keys, replicas, [size_of.get(k, 0) for k in keys], leaders=leaders, isr=isr,
+                            dirs=[dir_of.get(k, {}) for k in keys])
     return Load(layout, snap, dirs, missing, cordoned)
 
 

@@ -7,7 +7,11 @@ The record is one JSON file in the user's data dir (`$KAFKA_SHELL_DATA_DIR`, els
 
     {"<cluster id>": {"rate": 1000000, "brokers": [1, 2, 3],
                       "topics": {"t": {"leader": ["0:1", "0:2"], "follower": ["0:3"]}},
-                      "partitions": ["t:0"]}}
+                      "partitions": ["t:0"],
+                      "log_dirs": {"rate": 500000, "brokers": [1]}}}
+
+`log_dirs` (optional) is the throttle of moves between the log dirs of a broker
+(replica.alter.log.dirs.io.max.bytes.per.second), set on the brokers whose replicas move.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttle
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 FILE_NAME = "reassignment-throttles.json"
+LOG_DIR_RATE_KEY = "replica.alter.log.dirs.io.max.bytes.per.second"
+LOG_DIRS = "log_dirs"
 
 
 def needed(current: dict[tuple[str, int], list[int]], target: dict[tuple[str, int], list[int]],
@@ -45,16 +51,29 @@ def needed(current: dict[tuple[str, int], list[int]], target: dict[tuple[str, in
 
 
 def merge(old: dict | None, new: dict) -> dict:
-    """Throttles of an --additional reassignment join those already set (the newer rate wins)."""
+    """Throttles of an --additional reassignment join those already set (the newer rate wins);
+    a log dir throttle already recorded stays."""
     if not old:
+        return new
+    if old.get(LOG_DIRS):
+        new = {**new, LOG_DIRS: old[LOG_DIRS]}
+    if not old["brokers"] and not old["topics"]:   # only a log dir throttle was recorded
         return new
     topics = {t: {side: list(v) for side, v in e.items()} for t, e in old["topics"].items()}
     for t, e in new["topics"].items():
         mine = topics.setdefault(t, {"leader": [], "follower": []})
         for side in ("leader", "follower"):
             mine[side] = list(dict.fromkeys(mine[side] + e[side]))
-    return {"rate": new["rate"], "brokers": sorted(set(old["brokers"]) | set(new["brokers"])),
-            "topics": topics, "partitions": list(dict.fromkeys(old["partitions"] + new["partitions"]))}
+    merged = {"rate": new["rate"], "brokers": sorted(set(old["brokers"]) | set(new["brokers"])),
+              "topics": topics, "partitions": list(dict.fromkeys(old["partitions"] + new["partitions"]))}
+    return {**merged, LOG_DIRS: new[LOG_DIRS]} if new.get(LOG_DIRS) else merged
+
+
+def with_log_dir_throttle(old: dict | None, brokers: list[int], rate: int) -> dict:
+    """The record with the log dir throttle of `brokers` added (the newer rate wins)."""
+    base = old or {"rate": None, "brokers": [], "topics": {}, "partitions": []}
+    known = (base.get(LOG_DIRS) or {}).get("brokers", [])
+    return {**base, LOG_DIRS: {"rate": rate, "brokers": sorted(set(known) | set(brokers))}}
 
 
 def topic_values(entry: dict) -> dict[str, str]:

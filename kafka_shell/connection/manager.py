@@ -738,20 +738,22 @@ def _settle_parts(node: int, asked: list[K], outcome: Any, role: str, api_key: i
     """Sort one node's outcome (its parts, or why it failed) into rows and errors; the keys to
     locate and ask again: those answered with a `retry` code, and (`patient`) all of a node that
     failed but not for want of time, unless a mutation was sent to it (it may have acted)."""
+    # The replica route's keys are (broker, partition): its errors name the partitions.
+    named = [k[1] for k in asked] if role == REPLICA else list(asked)  # type: ignore[index]
     if isinstance(outcome, BaseException):
         sent = bool(getattr(outcome, "sent", False))
-        error = _failure(outcome, Target(role, node, tuple(asked)), api_key, deadline, mutation and sent)
+        error = _failure(outcome, Target(role, node, tuple(named)), api_key, deadline, mutation and sent)
         for key in asked:
             errors[key] = error
         silent = isinstance(outcome, (NoAnswer, Silent))
         return list(asked) if patient and error.code is None and not silent and not (mutation and sent) else []
     again: list[K] = []
-    for key in asked:
+    for key, name in zip(asked, named):
         part = outcome.get(key)
         code = Error.unknown_server_error if part is None else int(getattr(part, "error_code", 0) or 0)
         if code:
             message = "left out of the broker's answer" if part is None else getattr(part, "error_message", None)
-            errors[key] = AdminError(code, Target(role, node, (key,)), message or "")
+            errors[key] = AdminError(code, Target(role, node, (name,)), message or "")
             if code in retry:
                 again.append(key)
         else:

@@ -77,6 +77,14 @@ def transaction_listing_lines(errors: Mapping[int, AdminError]) -> list[str]:
     return _broker_lines(errors, "list its transactions", ApiKey.LIST_TRANSACTIONS)
 
 
+def log_dir_move_lines(errors: Mapping[tuple[str, int, int], AdminError]) -> list[str]:
+    """AlterReplicaLogDirs refused (`Failed to alter dir for t-0-1: why`, as Kafka's tool says)."""
+    def line(key: tuple[str, int, int], e: AdminError) -> str:
+        why = error_line(ApiKey.ALTER_REPLICA_LOG_DIRS, e.code or 0, e.message or None)
+        return why if is_authorization_error(e.code or 0) else f"Failed to alter dir for {key[0]}-{key[1]}-{key[2]}: {why}"
+    return lines(errors, line)
+
+
 def reassignment_refusal(key: Key, error: AdminError) -> str:
     """Why the controller would not move (or stop moving) a partition."""
     return error_line(ApiKey.ALTER_PARTITION_REASSIGNMENTS, error.code or 0, error.message or None, topic=key[0],

@@ -56,6 +56,9 @@ def parser():
                         f"{DEFAULT_RELEASE}; --mode zk implies {ZK_RELEASE}, which Kafka 4.0 left behind)")
     p.add_argument("--rack", "--racks", dest="rack", default=None, metavar="ID[,ID...]",
                    help="the brokers' racks (broker.rack): one per broker, or one for all")
+    p.add_argument("--log-dirs-per-broker", type=int, default=None, metavar="N",
+                   help="log dirs of each broker (log.dirs, JBOD): replicas are spread over them and "
+                        "AlterReplicaLogDirs moves them between them (default 1)")
     p.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
                    help="a static broker config, as in Kafka's server.properties (repeatable): e.g. "
                         "num.partitions=4, default.replication.factor=3")
@@ -133,6 +136,7 @@ def serve(argv: list[str]) -> int:
                                hosts=args.hosts.split(",") if args.hosts else None,
                                host=args.listen, data_dir=args.data_dir, mode=args.mode,
                                controllers=args.controllers, dynamic_quorum=args.dynamic_quorum, serve_control=True,
+                               log_dirs_per_broker=args.log_dirs_per_broker,
                                listeners=_upper_list(args.listeners),
                                sasl_mechanisms=_upper_list(args.sasl_mechanisms),
                                users=users, tls_dir=args.tls_dir, ssl_client_auth=args.ssl_client_auth,

@@ -1,8 +1,8 @@
 """What a sandbox is started with: `SandboxConfig`, checked when made (a ValueError says what is
 wrong), shared by `Sandbox` (Python callers, tests) and `kafka-shell sandbox` (sandbox/cli.py).
 
-A cluster kept in `data_dir` comes back as it was: `brokers`, `mode`, `controllers`, `port_base`
-and `host` must match it (persist.check_arguments, once the state is read).
+A cluster kept in `data_dir` comes back as it was: `brokers`, `mode`, `controllers`, `port_base`,
+`log_dirs_per_broker` and `host` must match it (persist.check_arguments, once the state is read).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ class SandboxConfig:
     form a dynamic quorum (kraft.version 1, KIP-853: `kafka-storage format
     --initial-controllers`), whose voters AddRaftVoter and RemoveRaftVoter change; without it a
     static one (kraft.version 0), as Kafka's default format. `racks`: one per broker or one for
-    all; `hosts`: the brokers' machine names (KIP-426's host -> id mapping).
+    all; `hosts`: the brokers' machine names (KIP-426's host -> id mapping); `log_dirs_per_broker`:
+    each broker's number of log dirs (log.dirs, JBOD; sandbox/directories.py; default 1).
 
     Security (see docs/security.md): `listeners`, names from LISTENERS (default one PLAINTEXT),
     each on its own port per broker (the first on the broker's port); `sasl_mechanisms` the SASL
@@ -73,6 +74,7 @@ class SandboxConfig:
     kafka_version: str | None = None
     seed_apis: bool = False
     dynamic_quorum: bool = False
+    log_dirs_per_broker: int | None = None
 
     def __post_init__(self) -> None:
         listeners = self.listener_names
@@ -110,6 +112,8 @@ class SandboxConfig:
             raise ValueError(f"--rack needs one rack or {brokers} racks, got {len(self.racks)}")
         if self.hosts and len(self.hosts) != brokers:
             raise ValueError(f"--hosts needs {brokers} host names (one per broker), got {len(self.hosts)}")
+        if self.log_dirs_per_broker is not None and not 1 <= self.log_dirs_per_broker <= 64:
+            raise ValueError(f"--log-dirs-per-broker takes 1 to 64, not {self.log_dirs_per_broker}")
         if mode == KRAFT and controllers < 1:
             raise ValueError("a KRaft sandbox needs at least one controller")
         return brokers, mode, controllers if mode == KRAFT else 0

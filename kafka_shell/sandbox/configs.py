@@ -91,16 +91,19 @@ def _layers(cluster: ClusterState, broker_id: int | None) -> list[tuple[dict[str
             (static, STATIC_BROKER_CONFIG)]
 
 
-FACT_KEYS = frozenset({"node.id", "process.roles", "broker.id", "broker.rack", "host.name"})
+FACT_KEYS = frozenset({"node.id", "process.roles", "broker.id", "broker.rack", "host.name", "log.dirs"})
 
 
 def _node_facts(cluster: ClusterState, node) -> dict[str, str]:
-    """The static configs that are facts of a node: its id, roles, rack and host name."""
+    """The static configs that are facts of a node: its id, roles, rack, host name and a broker's
+    log dirs."""
     facts = {"node.id": str(node.id)}
     if cluster.kraft:
         facts["process.roles"] = "broker" if node.id in cluster.brokers else "controller"
     if node.id in cluster.brokers:
+        from kafka_shell.sandbox.directories import broker_dirs
         facts["broker.id"] = str(node.id)
+        facts["log.dirs"] = ",".join(broker_dirs(cluster, node.id))
     if node.rack is not None:
         facts["broker.rack"] = node.rack
     if getattr(node, "host_name", None) is not None:

@@ -9,7 +9,7 @@
   (BrokerHeartbeatManager.usableBrokers) and refuses any manual assignment or reassignment target
   naming one (ReplicationControlManager.validateManualPartitionAssignment).
 
-The sandbox's brokers have one log dir each (handlers/log_dirs.log_dir), and the controller sees a
+The sandbox's brokers have their log dirs from sandbox/directories.py, and the controller sees a
 change at once where Kafka waits for the broker's next heartbeat.
 """
 
@@ -30,9 +30,9 @@ def supported(cluster: ClusterState) -> bool:
     return cluster.kraft and features.finalized(cluster).get("metadata.version", 0) >= METADATA_LEVEL
 
 
-def log_dirs(broker_id: int) -> list[str]:
-    from kafka_shell.sandbox.handlers.log_dirs import log_dir
-    return [log_dir(broker_id)]
+def log_dirs(cluster: ClusterState, broker_id: int) -> list[str]:
+    from kafka_shell.sandbox.directories import broker_dirs
+    return broker_dirs(cluster, broker_id)
 
 
 def entries(value: str | None) -> list[str]:
@@ -44,12 +44,12 @@ def cordoned_dirs(cluster: ClusterState, broker_id: int) -> set[str]:
     if not supported(cluster) or broker_id not in cluster.brokers:
         return set()
     wanted = entries(configs.broker_value(cluster, broker_id, KEY))
-    return set(log_dirs(broker_id)) if ALL in wanted else set(wanted) & set(log_dirs(broker_id))
+    return set(log_dirs(cluster, broker_id)) if ALL in wanted else set(wanted) & set(log_dirs(cluster, broker_id))
 
 
 def fully_cordoned(cluster: ClusterState, broker_id: int) -> bool:
     """Every log dir of the broker is cordoned: the controller gives it nothing new."""
-    return cordoned_dirs(cluster, broker_id) == set(log_dirs(broker_id))
+    return cordoned_dirs(cluster, broker_id) == set(log_dirs(cluster, broker_id))
 
 
 def assignment_refusal(cluster: ClusterState, broker_id: int) -> str | None:
@@ -69,7 +69,7 @@ def check_value(cluster: ClusterState, broker_id: int, value: str) -> tuple[int,
     if ALL in wanted and len(wanted) > 1:
         return (int(ErrorCode.invalid_request),
                 f"requirement failed: When {KEY} is set to *, it must not contain other values")
-    missing = [d for d in wanted if d != ALL and d not in log_dirs(broker_id)]
+    missing = [d for d in wanted if d != ALL and d not in log_dirs(cluster, broker_id)]
     if missing:
         return (int(ErrorCode.invalid_request), f"requirement failed: All entries in {KEY} must be present in "
                 f"log.dirs or log.dir. Missing entries : {', '.join(missing)}")

@@ -57,6 +57,8 @@ class Broker:
     configs: dict[str, str] = field(default_factory=dict)   # dynamic per-broker configs
     # The ports of its listeners other than the first (which is `port`), by listener name.
     listener_ports: dict[str, int] = field(default_factory=dict)
+    # Its log dirs (log.dirs), in order; empty: the one default dir (sandbox/directories.py).
+    log_dirs: list[str] = field(default_factory=list)
 
     @property
     def usable(self) -> bool:
@@ -119,6 +121,10 @@ class Partition:
     # The log cleaner's checkpoint: the log is compacted below this offset (Kafka's
     # cleaner-offset-checkpoint).
     cleaner_checkpoint: int = 0
+    # The log dir of each replica, on brokers with more than one (sandbox/directories.py), and
+    # the dir of each future replica an AlterReplicaLogDirs is copying into.
+    dirs: dict[int, str] = field(default_factory=dict)
+    future_dirs: dict[int, str] = field(default_factory=dict)
 
     @property
     def preferred(self) -> int:
@@ -161,6 +167,9 @@ class Runtime:
     stopped_at: dict[int, tuple[int, int]] = field(default_factory=dict)   # node -> (metadata end, time)
     logger_levels: dict[tuple[int, int], dict[str, str]] = field(default_factory=dict)  # (node, epoch) ->
     voter_change_pending: int | None = None         # the voter a quorum change not yet committed is about
+    dir_load: dict[tuple[int, str], int] | None = None      # replicas per (broker, log dir) (directories)
+    preferred_dirs: dict[tuple[str, int, int], str] = field(default_factory=dict)   # (topic, partition, broker) ->
+    future_progress: dict[tuple[str, int, int], tuple[int, float]] = field(default_factory=dict)   # offset, credit
     producer_id_blocks: dict[int, range] = field(default_factory=dict)   # broker -> the ids left (producer_ids)
 
 

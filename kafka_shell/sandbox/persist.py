@@ -359,7 +359,8 @@ def is_loopback(host: str) -> bool:
 
 
 def check_arguments(cluster: ClusterState, path: Path, brokers: int | None, mode: str | None,
-                    controllers: int | None, port_base: int | None, listen: str | None) -> None:
+                    controllers: int | None, port_base: int | None, listen: str | None,
+                    log_dirs: int | None = None) -> None:
     """A saved cluster wins over the arguments, so arguments that disagree with it are errors
     (not silently ignored); without `listen` (which then replaces the saved hosts) it serves
     on loopback only."""
@@ -376,7 +377,8 @@ def check_arguments(cluster: ClusterState, path: Path, brokers: int | None, mode
     holds = f"{path.parent} holds a {len(saved)}-broker {shape} on {span}"
     fix = "use another --data-dir"
     for option, given, kept in (("--brokers", brokers, len(saved)), ("--mode", mode, cluster.mode),
-                                ("--controllers", controllers, len(voters))):
+                                ("--controllers", controllers, len(voters)),
+                                ("--log-dirs-per-broker", log_dirs, max((len(b.log_dirs) or 1 for b in saved), default=1))):
         if given is not None and given != kept:
             raise StateError(f"{holds}; {option} {given} does not match: drop {option} or {fix}")
     if port_base is not None and ports != list(range(port_base, port_base + len(ports))):

@@ -98,12 +98,14 @@ class PartitionRecord(Record):
     partition_epoch: Epoch = 0
     eligible_leader_replicas: tuple[NodeId, ...] = ()
     last_known_elr: tuple[NodeId, ...] = ()
+    directories: tuple[str, ...] = ()       # KIP-858's, per replica: its log dir's path ("": unassigned)
 
 
 @dataclass(frozen=True)
 class PartitionChangeRecord(Record):
     """Fields left None do not change; a leader given (-1: none) bumps the leader epoch, and
-    every change the partition epoch (Kafka's PartitionRegistration.merge)."""
+    every change the partition epoch (Kafka's PartitionRegistration.merge). `directories`
+    (KIP-858, paths where Kafka has directory ids) is parallel to the replicas after the change."""
     topic_id: uuid.UUID
     partition_id: NodeId
     leader: Leader = NO_LEADER_CHANGE
@@ -113,6 +115,7 @@ class PartitionChangeRecord(Record):
     adding_replicas: tuple[NodeId, ...] | None = None
     eligible_leader_replicas: tuple[NodeId, ...] | None = None
     last_known_elr: tuple[NodeId, ...] | None = None
+    directories: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,7 @@ class RegisterBrokerRecord(Record):
     rack: str | None = None
     fenced: bool = False
     host_name: str | None = None
+    log_dirs: tuple[str, ...] = ()      # its log.dirs (Kafka registers their ids); empty: one default dir
 
 
 @dataclass(frozen=True)
@@ -724,6 +728,17 @@ class PartitionLogs(Record):
     replica_epochs: tuple[tuple[NodeId, Epoch], ...]
     rewrite: bool
     batches: tuple[Batch, ...]
+
+
+@dataclass(frozen=True)
+class FutureReplica(Record):
+    """A future replica (AlterReplicaLogDirs, KIP-113) of a partition on one broker, copying
+    into `log_dir` (None: it is gone: swapped in, cancelled or dropped). Kafka keeps it as a
+    `-future` directory on the broker's disk, not in records."""
+    topic_id: uuid.UUID
+    partition_id: NodeId
+    broker_id: NodeId
+    log_dir: str | None
 
 
 # -- encoding ---------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ def broker_registration(cluster: ClusterState, b: Broker, *, epoch: int | None =
     end_points = (Endpoint(cluster.runtime.first_listener, host, b.port if port is None else port),
                   *(Endpoint(name, host, p) for name, p in ports.items()))
     return RegisterBrokerRecord(b.id, b.epoch if epoch is None else epoch, end_points, b.rack,
-                                b.fenced if fenced is None else fenced, host_name or b.host_name)
+                                b.fenced if fenced is None else fenced, host_name or b.host_name, tuple(b.log_dirs))
 
 
 def controller_registration(c: Controller, host: str | None = None, port: int | None = None) -> RegisterControllerRecord:
@@ -55,6 +55,7 @@ def replay_register_broker(cluster: ClusterState, record: RegisterBrokerRecord) 
     b.host, b.port = first.host, first.port
     b.listener_ports = {e.name: e.port for e in others}
     b.rack, b.host_name, b.epoch, b.fenced = record.rack, record.host_name, record.broker_epoch, record.fenced
+    b.log_dirs = list(record.log_dirs)
     b.registered = True
 
 

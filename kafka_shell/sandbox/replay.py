@@ -28,11 +28,12 @@ _table: dict[type, Replay] = {}
 
 def _dispatch() -> dict[type, Replay]:
     if not _table:
-        from kafka_shell.sandbox import (authorizer, client_quotas, configs, group_state, log, producer_ids, quorum,
-                                         registrations, replication, security, tokens, topic_lifecycle, transactions)
+        from kafka_shell.sandbox import (authorizer, client_quotas, configs, directories, group_state, log,
+                                         producer_ids, quorum, registrations, replication, security, tokens,
+                                         topic_lifecycle, transactions)
         from kafka_shell.sandbox.handlers import features
         for module in (features, registrations, quorum, replication, configs, topic_lifecycle, authorizer, security,
-                       client_quotas, producer_ids, tokens, group_state, transactions, log):
+                       client_quotas, producer_ids, tokens, group_state, transactions, log, directories):
             _table.update(module.REPLAY)
         missing = set(r.RECORD_TYPES.values()) - set(_table)
         assert not missing, missing
@@ -45,7 +46,7 @@ def apply(cluster: ClusterState, record: Record) -> None:
     if replay is None:
         raise TypeError(f"no replay for {type(record).__name__}")
     replay(cluster, record)
-    if not isinstance(record, (r.PartitionLogs, r.CoordinatorRecord)):   # neither is in the metadata log
+    if not isinstance(record, (r.PartitionLogs, r.FutureReplica, r.CoordinatorRecord)):   # none is in the metadata log
         cluster.generation += 1
     journal = cluster.runtime.journal
     if journal is not None:
@@ -67,8 +68,8 @@ def apply_all(cluster: ClusterState, records: Iterable[Record]) -> None:
 def snapshot(cluster: ClusterState) -> Iterator[Record]:
     """Records that make the state again, in an order replay takes them (what a topic's records
     name exists before them)."""
-    from kafka_shell.sandbox import (authorizer, client_quotas, configs, group_state, log, producer_ids, quorum,
-                                     registrations, replication, security, tokens, topic_lifecycle, transactions)
+    from kafka_shell.sandbox import (authorizer, client_quotas, configs, directories, group_state, log, producer_ids,
+                                     quorum, registrations, replication, security, tokens, topic_lifecycle, transactions)
     from kafka_shell.sandbox.handlers import features
     yield from features.snapshot(cluster)
     yield from registrations.snapshot(cluster)
@@ -85,3 +86,4 @@ def snapshot(cluster: ClusterState) -> Iterator[Record]:
     yield from group_state.snapshot(cluster)
     yield from transactions.snapshot(cluster)
     yield from log.snapshot(cluster)
+    yield from directories.snapshot(cluster)

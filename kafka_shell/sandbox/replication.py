@@ -35,7 +35,7 @@ from collections.abc import Iterable
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, log, registrations, replay
+from kafka_shell.sandbox import configs, directories, log, registrations, replay
 from kafka_shell.sandbox.model import ClusterState, Partition, now_ms
 from kafka_shell.sandbox.records import (NO_LEADER_CHANGE, ControllerResult, LeaderChangeMessage, PartitionChangeRecord,
                                          UnregisterBrokerRecord)
@@ -203,6 +203,8 @@ def replay_change(cluster: ClusterState, record: PartitionChangeRecord) -> None:
         p.leader = record.leader
         p.leader_epoch += 1
     p.partition_epoch += 1
+    if record.replicas is not None or record.directories is not None:
+        directories.place(cluster, p, record.directories)
 
 
 def replay_leader_change(cluster: ClusterState, record: LeaderChangeMessage) -> None:
@@ -481,6 +483,10 @@ def _advance(cluster: ClusterState, seconds: float | None,
                     pending |= _fetch(cluster, p, r, seconds, budgets, credits)
             if decide:
                 _maybe_complete_reassignment(cluster, p)
+        if p.future_dirs:   # moves between the log dirs of a broker (AlterReplicaLogDirs)
+            for r in list(p.future_dirs):
+                if _usable(cluster, r) and r in p.future_dirs:
+                    pending |= directories.copy_future(cluster, p, r, seconds, budgets)
         if rebalance:
             replay.commit(cluster, elect_preferred(cluster, p))
     return pending

@@ -24,9 +24,9 @@ from typing import Any, TypeVar, overload
 
 from kafka_shell.protocol import codec, definitions
 from kafka_shell.protocol.definitions import releases
-from kafka_shell.sandbox import (cleaner, configs, consumer_groups, control, classic_groups, handlers, journal, persist,
-                                 propagation, quorum, registrations, replay, replication, security, share_groups, streams_groups,
-                                 tls, transactions)
+from kafka_shell.sandbox import (cleaner, configs, consumer_groups, control, classic_groups, directories, handlers, journal,
+                                 persist, propagation, quorum, registrations, replay, replication, security, share_groups,
+                                 streams_groups, tls, transactions)
 from kafka_shell.sandbox.authorizer import Authorizer
 from kafka_shell.sandbox.config import LISTENERS, PLAINTEXT, SandboxConfig
 from kafka_shell.sandbox.dispatch import error_name
@@ -63,7 +63,7 @@ class Sandbox(FaultControls):
         self.users: dict[str, str] = {}
         if saved is not None and data_dir:
             persist.check_arguments(saved[0], Path(data_dir) / persist.STATE_FILE, config.brokers, config.mode,
-                                    config.controllers, config.port_base, config.host)
+                                    config.controllers, config.port_base, config.host, config.log_dirs_per_broker)
         shape = config.shape()
         # A kept cluster comes back as it was (its mode, nodes, ports and racks).
         self.cluster, self._journal_seq = saved if saved is not None else (_new_cluster(config, *shape), 0)
@@ -400,7 +400,8 @@ def _new_cluster(config: SandboxConfig, brokers: int, mode: str, voters: int) ->
         records.append(VotersRecord(tuple(controllers)))
     records += [RegisterBrokerRecord(i, 0, (Endpoint(config.listener_names[0], listen, port_base + i - 1 if port_base else 0),),
                                      racks[(i - 1) % len(racks)] if racks else None,
-                                     host_name=hosts[i - 1] if hosts else f"broker-{i}.sandbox")
+                                     host_name=hosts[i - 1] if hosts else f"broker-{i}.sandbox",
+                                     log_dirs=directories.new_dirs(i, config.log_dirs_per_broker or 1))
                 for i in range(1, brokers + 1)]
     replay.apply_all(cluster, records)
     return cluster

@@ -21,7 +21,7 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH, MAX_TOPIC_NAME
-from kafka_shell.sandbox import configs, cordons, replay
+from kafka_shell.sandbox import configs, cordons, directories, replay
 from kafka_shell.sandbox.model import ClusterState, Partition, Topic
 from kafka_shell.sandbox.records import (TOPIC_RESOURCE, ConfigRecord, ControllerResult, PartitionRecord, Record,
                                          RemoveTopicRecord, ReplayError, TopicRecord)
@@ -348,10 +348,12 @@ def replay_partition(cluster: ClusterState, record: PartitionRecord) -> None:
         elr=list(record.eligible_leader_replicas), last_known_elr=list(record.last_known_elr),
         adding=list(record.adding_replicas), removing=list(record.removing_replicas),
         leo={r: 0 for r in replicas}, replica_epoch={r: 0 for r in replicas}))
+    directories.place(cluster, t.partitions[-1], record.directories)
 
 
 def replay_remove_topic(cluster: ClusterState, record: RemoveTopicRecord) -> None:
     del cluster.topics[topic_by_id(cluster, record.topic_id).name]
+    directories.forget(cluster)
 
 
 def snapshot(cluster: ClusterState) -> list[Record]:
@@ -360,7 +362,8 @@ def snapshot(cluster: ClusterState) -> list[Record]:
         out.append(TopicRecord(t.name, t.id))
         out += [ConfigRecord(TOPIC_RESOURCE, t.name, key, value) for key, value in t.configs.items()]
         out += [PartitionRecord(t.id, p.index, tuple(p.replicas), tuple(p.isr), tuple(p.removing), tuple(p.adding),
-                                p.leader, p.leader_epoch, p.partition_epoch, tuple(p.elr), tuple(p.last_known_elr))
+                                p.leader, p.leader_epoch, p.partition_epoch, tuple(p.elr), tuple(p.last_known_elr),
+                                directories.directories(cluster, p))
                 for p in t.partitions]
     return out
 

@@ -25,7 +25,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 from kafka_shell.protocol.codes import Error
 from kafka_shell.sandbox import topic_lifecycle as sandbox_admin
 from kafka_shell.connection import sandbox_client
-from kafka_shell.sandbox import journal, log, persist, records, replication
+from kafka_shell.sandbox import directories, journal, log, persist, records, replication
 from kafka_shell.sandbox.server import Sandbox
 from tests.test_oneshot import SHELL, shell
 
@@ -719,3 +719,14 @@ def test_damage_a_journal_brings_is_refused_too(tmp_path):
         f.write(journal._frame(journal.RECORDS, [records.encode(dataclasses.replace(logs, high_watermark=10**12))]))
     with pytest.raises(persist.StateError, match=f"{path}: topic 'a' partition 0 high_watermark must be at most"):
         journal.recover(crashed)
+
+
+def test_log_dirs_are_kept_and_must_match_the_saved_cluster(tmp_path):
+    _saved(tmp_path, brokers=2, log_dirs_per_broker=2)
+    line = _refused(tmp_path, "--log-dirs-per-broker", "3")
+    assert line.endswith("--log-dirs-per-broker 3 does not match: drop --log-dirs-per-broker or use another --data-dir")
+    with Sandbox(data_dir=str(tmp_path)) as s:   # without the option: the kept cluster's dirs
+        kept = s.call(lambda: {b.id: list(b.log_dirs) for b in s.cluster.brokers.values()})
+        where = s.call(lambda: directories.dir_of(s.cluster, s.cluster.partition("t", 0), 1))
+    assert kept == {b: [f"/sandbox/broker-{b}/data-1", f"/sandbox/broker-{b}/data-2"] for b in (1, 2)}
+    assert where in kept[1]

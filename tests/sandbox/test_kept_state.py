@@ -26,7 +26,7 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 
 from kafka_shell.connection.channel import Channel
 from kafka_shell.protocol.codes import ApiKey, Error
-from kafka_shell.sandbox import group_state, journal, persist, quorum, records, replay, tokens
+from kafka_shell.sandbox import directories, group_state, journal, persist, quorum, records, replay, tokens
 from kafka_shell.sandbox.model import ClusterState
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.test_cluster_membership import unregister
@@ -428,12 +428,19 @@ def test_a_crash_keeps_every_record_type(tmp_path):
     share and transaction coordinators' records): the directory as a kill -9 leaves it (copied while the
     sandbox runs) replays to the very state the sandbox had."""
     data = tmp_path / "data"
-    with Sandbox(brokers=3, dynamic_quorum=True, data_dir=str(data), authorizer=True,
+    with Sandbox(brokers=3, dynamic_quorum=True, data_dir=str(data), authorizer=True, log_dirs_per_broker=2,
                  allow_everyone_if_no_acl_found=True, configs={"delegation.token.secret.key": "kept-secret"}) as s:
         admin = _admin(s.bootstrap)
         for f in admin.create_topics([NewTopic("kept", 3, 2), NewTopic("doomed", 1, 1)]).values():
             f.result(15)
         produce(s.bootstrap, ["kept"], 30)
+        # A replica moved to the other log dir of its broker: a future replica, then the swap.
+        holder, other = s.call(lambda: (lambda p: (p.replicas[0], next(
+            d for d in s.cluster.brokers[p.replicas[0]].log_dirs if d != directories.dir_of(s.cluster, p, p.replicas[0])))
+        )(s.cluster.partition("kept", 0)))
+        moved = exchange(s.address(holder), ApiKey.ALTER_REPLICA_LOG_DIRS, 2,
+                         {"dirs": [{"path": other, "topics": [{"name": "kept", "partitions": [0]}]}]})
+        assert isinstance(moved, dict) and moved["results"][0]["partitions"][0]["error_code"] == Error.none, moved
         admin.delete_topics(["doomed"])["doomed"].result(15)
         res = ConfigResource(ConfigResource.Type.TOPIC, "kept", incremental_configs=[
             ConfigEntry("retention.ms", "7777", incremental_operation=AlterConfigOpType.SET)])

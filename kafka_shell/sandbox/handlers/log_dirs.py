@@ -1,9 +1,9 @@
-"""DescribeLogDirs: each broker describes its own replicas, in one log dir; AlterReplicaLogDirs,
-which with one dir moves nothing.
+"""DescribeLogDirs and AlterReplicaLogDirs: each broker describes and moves its own replicas
+among its log dirs (sandbox/directories.py).
 
 Per partition: the bytes the replica holds, its offset lag as Kafka's ReplicaManager computes it
-(high watermark - replica log end, never negative), is_future false (no directory moves). The
-dir's total/usable bytes (v4) are those of a fixed-size virtual disk.
+(high watermark - replica log end, never negative; for a future replica the replica's log end
+minus the future's). Each dir's total/usable bytes (v4) are those of a fixed-size virtual disk.
 """
 
 from __future__ import annotations
@@ -14,18 +14,11 @@ from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol import codec
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
-from kafka_shell.sandbox import cordons, replication
+from kafka_shell.sandbox import cordons, directories, replication
 from kafka_shell.sandbox.handlers import api
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.dispatch import RequestContext
-
-DISK_BYTES = 100 * 2**30
-
-
-def log_dir(broker_id: int) -> str:
-    return f"/sandbox/broker-{broker_id}/data"
-
 
 @api(ApiKey.DESCRIBE_LOG_DIRS)
 def describe_log_dirs(ctx: RequestContext) -> dict:
@@ -39,45 +32,55 @@ def describe_log_dirs(ctx: RequestContext) -> dict:
         wanted = {(t.topic, i) for t in ctx.request.topics for i in t.partitions}
     # Partitions made as entities at once: a broker of a large cluster holds 100,000s of replicas.
     make = codec.maker(codec.element_class(codec.element_class(codec.element_class(
-        codec.response_schema(ApiKey.DESCRIBE_LOG_DIRS, ctx.version), "results"), "topics"), "partitions"),
-        is_future_key=False)
-    topics = []
-    used = 0
+        codec.response_schema(ApiKey.DESCRIBE_LOG_DIRS, ctx.version), "results"), "topics"), "partitions"))
+    paths = directories.broker_dirs(cluster, me)
+    listed: dict[str, dict[str, list]] = {d: {} for d in paths}
+    used = dict.fromkeys(paths, 0)
     for t in cluster.topics.values():
-        parts = []
         for p in t.partitions:
             if me not in p.replicas:
                 continue
             size = replication.replica_size(p, me) if p.batches else 0
-            used += size
-            if wanted is None or (t.name, p.index) in wanted:
-                parts.append(make(partition_index=p.index, partition_size=size,
-                                  offset_lag=max(p.high_watermark - p.leo.get(me, 0), 0)))
-        if parts:
-            topics.append({"name": t.name, "partitions": parts})
+            where = directories.dir_of(cluster, p, me)
+            used[where] += size
+            future = p.future_dirs.get(me)
+            if future is not None:
+                future_size, future_lag = directories.future_size(cluster, p, me)
+                used[future] += future_size
+            if wanted is not None and (t.name, p.index) not in wanted:
+                continue
+            listed[where].setdefault(t.name, []).append(make(
+                partition_index=p.index, partition_size=size,
+                offset_lag=max(p.high_watermark - p.leo.get(me, 0), 0), is_future_key=False))
+            if future is not None:
+                listed[future].setdefault(t.name, []).append(make(
+                    partition_index=p.index, partition_size=future_size, offset_lag=future_lag, is_future_key=True))
+    cordoned = cordons.cordoned_dirs(cluster, me)
     return {"error_code": 0, "results": [{
-        "error_code": 0, "log_dir": log_dir(me), "topics": topics,
-        "total_bytes": DISK_BYTES, "usable_bytes": DISK_BYTES - used,
-        "is_cordoned": log_dir(me) in cordons.cordoned_dirs(cluster, me),   # v5 (KIP-1066)
-    }]}
+        "error_code": 0, "log_dir": d, "topics": [{"name": name, "partitions": parts} for name, parts in listed[d].items()],
+        "total_bytes": directories.DISK_BYTES, "usable_bytes": directories.DISK_BYTES - used[d],
+        "is_cordoned": d in cordoned,   # v5 (KIP-1066)
+    } for d in paths]}
 
 
 @api(ApiKey.ALTER_REPLICA_LOG_DIRS)
 def alter_replica_log_dirs(ctx: RequestContext) -> dict:
-    """Kafka's ReplicaManager.alterReplicaLogDirs with one log dir per broker: another path is
-    LOG_DIR_NOT_FOUND; a partition the cluster does not have, UNKNOWN_TOPIC_OR_PARTITION; a
-    replica the broker does not hold, REPLICA_NOT_AVAILABLE; one it holds is already there."""
+    """Kafka's KafkaApis.handleAlterReplicaLogDirs: CLUSTER_AUTHORIZATION_FAILED for every
+    partition without ALTER on the cluster, else ReplicaManager.alterReplicaLogDirs per partition
+    (sandbox/directories.alter); the moves start copying at once."""
     allowed = ctx.permits(AclResourceType.CLUSTER)
     me = ctx.broker.id
     results: dict[str, list[dict]] = {}
+    moved = []
     for d in ctx.request.dirs:
         for t in d.topics:
-            topic = ctx.cluster.topics.get(t.name)
             for index in t.partitions:
-                p = topic.partition(index) if topic is not None else None
-                code = (ErrorCode.cluster_authorization_failed if not allowed else
-                        ErrorCode.log_dir_not_found if d.path != log_dir(me) else
-                        ErrorCode.unknown_topic_or_partition if p is None else
-                        ErrorCode.replica_not_available if me not in p.replicas else ErrorCode.none)
+                code = directories.alter(ctx.cluster, t.name, index, me, d.path) if allowed else \
+                    ErrorCode.cluster_authorization_failed
                 results.setdefault(t.name, []).append({"partition_index": index, "error_code": code})
+                p = ctx.cluster.partition(t.name, index)
+                if code == ErrorCode.none and p is not None and me in p.future_dirs:
+                    moved.append(p)
+    if moved:
+        replication.settle(ctx.cluster, moved)
     return {"results": [{"topic_name": name, "partitions": parts} for name, parts in results.items()]}
