@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.admin import resets
 from kafka_shell.admin.errors import code_name, error_line, other_type_of, partition_line
 from kafka_shell.base.answers import AdminError, Answers
 from kafka_shell.protocol.authorization import is_authorization_error

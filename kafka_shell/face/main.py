@@ -380,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
         # is importable (it is, in a venv with the test tools), which costs ~0.1 s of start-up
         # that the shell never needs. Marking it absent makes kio skip it.
         sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
+        from kafka_shell.base.dataclass_methods import defer_compilation
+        defer_compilation()
         argv = sys.argv[1:]
     try:
         code = run(argv)
