@@ -393,9 +393,6 @@ def main() -> int:
             for side, schemas in missing_versions(api, listed).items():
                 messages.setdefault(str(api["key"]), {}).setdefault(side, {}).update(schemas)
     write(OUT / "messages.json", messages)
-    # Which versions each API has there, read alone at start-up (messages.json is 120 KB of JSON).
-    write(OUT / "message-versions.json", {key: sorted(int(v) for v in sides.get("request", {}))
-                                          for key, sides in messages.items()})
     print(f"{(OUT / 'messages.json').relative_to(REPO)}: "
           f"{sum(len(s) for a in messages.values() for s in a.values())} message versions kio lacks")
     defaults = {}

@@ -25,13 +25,6 @@ from kafka_shell.sandbox import apis
 from kafka_shell.sandbox.server import Sandbox
 from tests.sandbox.wire import API_VERSIONS_BODY, CLOSED, create, exchange, produce, read_exactly
 
-def test_message_versions_index_is_what_messages_json_declares() -> None:
-    """message-versions.json, read at every start, lists the versions of messages.json's schemas."""
-    from kafka_shell.protocol.definitions import messages, read_json
-    declared = {int(key): {int(v) for v in sides.get("request", {})} for key, sides in read_json("messages.json").items()}
-    assert declared and {key: messages.versions(key) for key in range(200) if messages.versions(key)} == declared
-
-
 def api_versions(address: tuple[str, int], version: int) -> dict:
     answer = exchange(address, ApiKey.API_VERSIONS, version, API_VERSIONS_BODY)
     assert isinstance(answer, dict) and answer["error_code"] == 0, answer

@@ -38,16 +38,9 @@ def _schemas() -> dict[tuple[int, str, int], dict]:
             for side, versions in sides.items() for version, schema in versions.items()}
 
 
-@cache
-def _versions() -> dict[int, tuple[int, ...]]:
-    """API key -> the versions messages.json declares (its index: every line negotiates versions,
-    and few need a schema from messages.json itself)."""
-    return {int(key): tuple(listed) for key, listed in read_json("message-versions.json").items()}
-
-
 def versions(api_key: int) -> set[int]:
     """The versions of an API declared here (both sides present)."""
-    return set(_versions().get(api_key, ()))
+    return {v for (k, side, v) in _schemas() if k == api_key and side == "request"}
 
 
 def api_name(api_key: int) -> str | None:
