@@ -75,7 +75,8 @@ def read(conn: ConnectionManager, group_ids: list[str], owned: Mapping[str, Iter
     for gid in group_ids:
         rows = []
         for key in keys_of[gid]:
-            if gone(ends.errors.get(key)) and key[0] not in deleted.setdefault(gid, []):
+            error = ends.errors.get(key)
+            if error is not None and gone(error) and key[0] not in deleted.setdefault(gid, []):
                 deleted[gid].append(key[0])
             end = ends.rows.get(key)
             rows.append(PartitionLag(key, committed[gid].get(key), None if end is None else end.offset))
