@@ -552,7 +552,8 @@ def _elect(session: Session, run: _Run) -> list[str]:
         if not bad:
             break
         if attempt or not any(o.retriable for o in bad.values()):
-            lines += [f"{_name(k)}: preferred election failed: {o.error}" for k, o in sorted(bad.items())][:10]
+            lines += [f"{_name(k)}: preferred election failed: {failure_lines.election_line(o)}"
+                      for k, o in sorted(bad.items())][:10]
             break
         keys = list(bad)
         time.sleep(1.0)

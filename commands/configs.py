@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, cluster_configs, configs, topics
 from kafka_shell.connection.client_config import is_secret
-from kafka_shell.base.errors import ShellError, UsageError, printable, shown
+from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, printable, shown
 from kafka_shell.base.files import read_json, write_new
 from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.option_types import CONFIG_NAME, broker_id, group_id
@@ -254,12 +254,14 @@ def import_configs(session: Session, args: dict) -> Result | Proposal:
     path = printable(args["file"])   # whole: a path cut short names nothing
     wanted = cluster_configs.from_document(read_json(args["file"], "", "give a file export-configs wrote"), path)
     now = cluster_configs.read(session.conn, wanted.sections)
-    changes, problems = cluster_configs.plan(wanted, now)
+    changes, absent = cluster_configs.plan(wanted, now)
     table = Table(["Section", "Entity", "Name", "Value", "NewValue", "Action"],
                   [[c.section, c.entity or None, c.key, c.value, c.new, c.action] for c in changes], name="changes")
     # What the cluster does not have, did not say, or refuses (validated only) stops --execute.
-    failures = [*failure_lines.config_lines(now.broker_errors), *problems,
-                *(cluster_configs.apply(session.conn, changes, wanted, validate_only=True) if changes else [])]
+    failures = [*failure_lines.config_lines(now.broker_errors),
+                *(f"{cluster_configs.describe_entity(section, name).capitalize()} is not in the cluster: its "
+                  f"{count} config(s) are not applied." for (section, name), count in absent.items()),
+                *_refusal_lines(cluster_configs.apply(session.conn, changes, wanted, validate_only=True) if changes else {})]
     entities = len({(c.section, c.entity) for c in changes})
     execute = args["execute"] and not args["dry_run"]
     if not changes:
@@ -269,13 +271,22 @@ def import_configs(session: Session, args: dict) -> Result | Proposal:
                                                    if execute else "Fix what is named above before --execute."])
     if execute:
         def apply() -> Result:
-            failed = cluster_configs.apply(session.conn, changes, wanted, validate_only=False)
+            failed = _refusal_lines(cluster_configs.apply(session.conn, changes, wanted, validate_only=False))
             return Result.outcome([table], [*now.notes, f"Changed the configs of {entities - len(failed)} of {entities} "
                                             "entities."], failed)
         return Proposal(f"Change {len(changes)} config(s) of {entities} entities to match {path}. Continue?",
                         "import-configs --execute changes configs", apply)
     return Result.outcome([table], [*now.notes, f"{len(changes)} change(s) of {entities} entities, validated by the "
                                     "cluster. Dry run: nothing was changed (add --execute to apply)."], [])
+
+
+def _refusal_lines(refused: dict[tuple[str, str], KafkaCallError]) -> list[str]:
+    """One line per entity the cluster refused, naming it (once: the refusal may name it already)."""
+    lines = []
+    for (section, name), exc in refused.items():
+        entity = cluster_configs.describe_entity(section, name)
+        lines.append(str(exc) if entity in str(exc) else f"{entity.capitalize()}: {exc}")
+    return lines
 
 
 @command("diff-configs",

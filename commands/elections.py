@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import elections, topics
+from kafka_shell.declarations import failure_lines
 from kafka_shell.admin.elections import DESIGNATED, ELECTED, NOT_NEEDED, PREFERRED, UNCLEAN, Election, Entry
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import ShellError, UsageError
@@ -234,8 +235,9 @@ def report(outcomes: dict[Key, Election], kind: int, snap: ClusterSnapshot) -> R
             info = snap.topics.get(topic)
             preferred = info.partitions[partition].preferred_leader if info and partition < len(info.partitions) else -1
             needs = f" (preferred replica: broker {preferred})" if kind == PREFERRED and preferred >= 0 else ""
-            failed.append(f"Error completing leader election ({label}) for partition: {name}{needs}: {e.error}")
-        rows.append([topic, partition, e.state, e.error])
+            failed.append(f"Error completing leader election ({label}) for partition: {name}{needs}: "
+                          f"{failure_lines.election_line(e)}")
+        rows.append([topic, partition, e.state, failure_lines.election_line(e)])
     messages = []
     if done:
         messages.append(f"Successfully completed leader election ({label}) for partitions {', '.join(done)}")

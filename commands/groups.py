@@ -219,9 +219,9 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
                          m.host if m else None, m.client_id if m else None])
         if not d.members:
             messages.append(f"Consumer group '{shown(d.group_id)}' has no active members.")
-    by_group = [[d.group_id, d.state, len(d.members), len(lags.partitions[d.group_id]), lags.total(d.group_id)]
-                for d in found]
     totals = [lags.total(d.group_id) for d in found]
+    by_group = [[d.group_id, d.state, len(d.members), len(lags.partitions[d.group_id]), total]
+                for d, total in zip(found, totals)]
     known = [t for t in totals if t is not None]
     tables = [] if by_topic else [Table(["Group", "Topic", "Partition", "CurrentOffset", "LogEndOffset", "Lag", "ConsumerId",
                                          "Host", "ClientId"], rows, name="offsets")]

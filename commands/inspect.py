@@ -56,7 +56,8 @@ def describe_log_dirs(session: Session, args: dict) -> Result:
     unanswered = failure_lines.log_dir_lines(found.errors)
     if unanswered and not found.rows:   # no broker described its log dirs: one line says why
         raise KafkaCallError(" ".join(dict.fromkeys(unanswered)))
-    dirs = [[d.broker, d.path, d.error, d.total_bytes, d.usable_bytes, d.cordoned] for d in found.dirs]
+    dirs = [[d.broker, d.path, failure_lines.log_dir_error_line(d.path, d.error) if d.error else None,
+             d.total_bytes, d.usable_bytes, d.cordoned] for d in found.dirs]
     parts = sorted(([d.broker, d.path, r.topic, r.partition, r.size, r.offset_lag, r.is_future]
                     for d in found.dirs for r in d.replicas), key=lambda r: (r[0], r[1], r[2], r[3]))
     failed = sum(1 for d in found.dirs if d.error)

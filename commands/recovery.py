@@ -300,7 +300,7 @@ def run_elections(session: Session, path: str, plan: list[Target],
         elif e.state == ELECTED:
             rows.append([t.topic, t.partition, "failed", now, elected_instead(t, now)])
         else:
-            rows.append([t.topic, t.partition, "failed", now, e.error])
+            rows.append([t.topic, t.partition, "failed", now, failure_lines.election_line(e)])
     if path == STOCK_PATH and any(r[2] == "elected" for r in rows):
         notes.append("The original replica order is restored: a later preferred election moves leadership "
                      "back to the preferred replica.")
@@ -332,9 +332,7 @@ def elect_by_reorder(session: Session, batch: list[Target]) -> dict[Key, Electio
     moves: dict[Key, list[int] | None] = {t.key: [t.chosen, *[b for b in t.replicas if b != t.chosen]]
                                           for t in batch if t.chosen is not None}
     conn.debug(f"AlterPartitionReassignments (reorder only): {len(moves)} partition(s)")
-    outcomes = {key: elections.failed(key, "the reorder was refused "
-                                           f"({failure_lines.reassignment_refusal(key, error)})")
-                for key, error in reassignments.alter(conn, moves).errors.items()}
+    outcomes = {key: elections.reorder_refused(key, error) for key, error in reassignments.alter(conn, moves).errors.items()}
     reordered = [t for t in batch if t.key not in outcomes]
     if reordered:
         entries: list[Entry] = [(t.topic, t.partition, None) for t in reordered]

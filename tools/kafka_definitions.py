@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shutil
 import socket
 import struct
 import subprocess
@@ -38,7 +39,7 @@ from kio.schema.index import api_key_map, schema_name_map  # noqa: E402
 
 from tests.real_kafka import RealKafka, kafka_libs, pinned_versions  # noqa: E402
 
-OUT = REPO / "kafka_shell" / "definitions"
+OUT = REPO / "kafka_shell" / "protocol" / "definitions"
 SIDES = ("request", "response")
 
 
@@ -392,8 +393,12 @@ def main() -> int:
         for api in jars[v]["apis"]:
             for side, schemas in missing_versions(api, listed).items():
                 messages.setdefault(str(api["key"]), {}).setdefault(side, {}).update(schemas)
-    write(OUT / "messages.json", messages)
-    print(f"{(OUT / 'messages.json').relative_to(REPO)}: "
+    # One file per API: a command line reads the schemas of the APIs it uses, not all 120 KB.
+    shutil.rmtree(OUT / "messages", ignore_errors=True)
+    (OUT / "messages").mkdir()
+    for key, sides in messages.items():
+        write(OUT / "messages" / f"{key}.json", sides)
+    print(f"{(OUT / 'messages').relative_to(REPO)}/: "
           f"{sum(len(s) for a in messages.values() for s in a.values())} message versions kio lacks")
     defaults = {}
     for key in sorted({a["key"] for v in versions for a in jars[v]["apis"]}):

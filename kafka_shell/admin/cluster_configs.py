@@ -222,12 +222,13 @@ class Change:
         return "delete" if self.new is None else "set"
 
 
-def plan(wanted: Snapshot, now: Snapshot) -> tuple[list[Change], list[str]]:
+def plan(wanted: Snapshot, now: Snapshot) -> tuple[list[Change], dict[tuple[str, str], int]]:
     """The changes that make each entity the document names match it (within the sections it
-    has), and a line for each entity that cannot take them (a broker or topic the cluster does
-    not have). Sensitive keys are set only when the document gives a value, never deleted."""
+    has), and the entities that cannot take them (a broker or topic the cluster does not have):
+    (section, name) -> how many configs the document gives it. Sensitive keys are set only when
+    the document gives a value, never deleted."""
     changes: list[Change] = []
-    problems: list[str] = []
+    absent: dict[tuple[str, str], int] = {}
     for section in (BROKER_DEFAULTS, BROKERS, TOPICS, GROUPS):
         if section not in wanted.sections:
             continue
@@ -235,8 +236,7 @@ def plan(wanted: Snapshot, now: Snapshot) -> tuple[list[Change], list[str]]:
             if section == BROKERS and name in now.unread:
                 continue   # its line says it did not answer
             if section in (BROKERS, TOPICS) and name not in now.configs[section]:
-                problems.append(f"{describe_entity(section, name).capitalize()} is not in the cluster: its "
-                                f"{len(values)} config(s) are not applied.")
+                absent[(section, name)] = len(values)
                 continue
             current = now.configs[section].get(name, {})
             hidden = set(now.sensitive[section].get(name, [])) | set(wanted.sensitive[section].get(name, []))
@@ -255,7 +255,7 @@ def plan(wanted: Snapshot, now: Snapshot) -> tuple[list[Change], list[str]]:
             changes += [Change(QUOTAS, label, k, held.get(k), v, entity) for k, v in sorted(limits.items())
                         if held.get(k) != v]
             changes += [Change(QUOTAS, label, k, v, None, entity) for k, v in sorted(held.items()) if k not in limits]
-    return changes, problems
+    return changes, absent
 
 
 def describe_entity(section: str, name: str) -> str:
@@ -265,14 +265,15 @@ def describe_entity(section: str, name: str) -> str:
     return configs.label(_KIND[section], name)
 
 
-def apply(conn: ConnectionManager, changes: list[Change], wanted: Snapshot, validate_only: bool) -> list[str]:
+def apply(conn: ConnectionManager, changes: list[Change], wanted: Snapshot,
+          validate_only: bool) -> dict[tuple[str, str], KafkaCallError]:
     """Apply (or with `validate_only` have the cluster validate) the changes, one request per
-    entity: the line of each entity the cluster refused. Sensitive values come from the
-    document only (a hidden one is never sent back)."""
+    entity: (section, name) -> the cluster's refusal, of each entity it refused. Sensitive values
+    come from the document only (a hidden one is never sent back)."""
     by_entity: dict[tuple[str, str], list[Change]] = {}
     for c in changes:
         by_entity.setdefault((c.section, c.entity), []).append(c)
-    refused = []
+    refused: dict[tuple[str, str], KafkaCallError] = {}
     for (section, name), group in by_entity.items():
         try:
             if section == QUOTAS:
@@ -282,8 +283,7 @@ def apply(conn: ConnectionManager, changes: list[Change], wanted: Snapshot, vali
             delete = [c.key for c in group if c.new is None]
             configs.alter(conn, _KIND[section], [name], set_, delete, validate_only)
         except KafkaCallError as exc:
-            entity = describe_entity(section, name)
-            refused.append(str(exc) if entity in str(exc) else f"{entity.capitalize()}: {exc}")
+            refused[(section, name)] = exc
     return refused
 
 

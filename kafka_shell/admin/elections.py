@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from kafka_shell.base.answers import CONTROLLER, AdminError, Target
 from kafka_shell.protocol import leader_election
 from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
 from kafka_shell.protocol.codes import ApiKey, ElectionType, Error
 from kafka_shell.base.errors import KafkaCallError, NotSupported
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
 
-from kafka_shell.admin.errors import error_line
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -31,20 +31,29 @@ PREFERRED_NOT_LIVE, NOT_A_REPLICA, NONE_LIVE = "preferred not live", "not a repl
 
 class Election(NamedTuple):
     """One partition's outcome: ELECTED, NOT_NEEDED (a valid leader was already elected) or
-    FAILED with the line saying why; `retriable` when trying again may succeed."""
+    FAILED with its AdminError (the controller's code for it; None as code: the controller left
+    it out of its answer); `retriable` when trying again may succeed. `refused_by`: the request
+    that failed it (a stock recovery's reorder is refused by AlterPartitionReassignments)."""
     topic: str
     partition: int
     state: str
-    error: str | None = None
+    error: AdminError | None = None
     retriable: bool = False
+    refused_by: int = ApiKey.ELECT_LEADERS
 
     @property
     def key(self) -> Key:
         return (self.topic, self.partition)
 
 
-def failed(key: Key, why: str, retriable: bool = False) -> Election:
-    return Election(key[0], key[1], FAILED, why, retriable)
+def failed(key: Key, error: AdminError, retriable: bool = False, refused_by: int = ApiKey.ELECT_LEADERS) -> Election:
+    return Election(key[0], key[1], FAILED, error, retriable, refused_by)
+
+
+def reorder_refused(key: Key, error: AdminError) -> Election:
+    """A stock recovery's partition whose reorder (AlterPartitionReassignments, before its
+    election) was refused."""
+    return failed(key, error, refused_by=ApiKey.ALTER_PARTITION_REASSIGNMENTS)
 
 
 def require(conn: ConnectionManager, kind: int) -> None:
@@ -79,9 +88,9 @@ def elect(conn: ConnectionManager, entries: list[Entry], kind: int, timeout_ms: 
         outcomes.update(_outcomes(answer))
         for topic, partition, _ in batch:  # left out of the answer
             if (topic, partition) not in outcomes:
-                outcomes[(topic, partition)] = (failed((topic, partition), _reason(top, None, topic)) if top else
-                                                failed((topic, partition), "the controller did not answer for it: retry",
-                                                       retriable=True))
+                about = Target(CONTROLLER, asked=((topic, partition),))
+                outcomes[(topic, partition)] = (failed((topic, partition), AdminError(top, about)) if top else
+                                                failed((topic, partition), AdminError(None, about), retriable=True))
         if on_batch is not None and not on_batch(n * step) and n < len(batches):
             break
     conn.debug(f"ElectLeaders: {len(batches)} request(s) sent for {len(entries)} partition(s)")
@@ -118,7 +127,8 @@ def _outcomes(answer: object) -> dict[Key, Election]:
             elif code == Error.election_not_needed:
                 out[key] = Election(key[0], key[1], NOT_NEEDED)
             else:
-                out[key] = failed(key, _reason(code, r.error_message, t.topic), _retriable(code))
+                out[key] = failed(key, AdminError(code, Target(CONTROLLER, asked=(key,)), r.error_message or ""),
+                                  _retriable(code))
     return out
 
 
@@ -132,10 +142,6 @@ def _body(batch: list[Entry], kind: int, timeout_ms: int) -> dict:
     topics = [{"topic": t, "partitions": ps, **({"designated_leaders": ls} if designated else {})}
               for t, (ps, ls) in by_topic.items()]
     return {"election_type": kind, "topic_partitions": topics, "timeout": timeout_ms}
-
-
-def _reason(code: int, detail: str | None, topic: str) -> str:
-    return error_line(ApiKey.ELECT_LEADERS, code, detail, topic=topic)
 
 
 def _retriable(code: int) -> bool:

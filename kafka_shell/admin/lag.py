@@ -45,7 +45,7 @@ class GroupLags:
 
     def total(self, group: str) -> int | None:
         """The group's lag over the partitions whose lag is known (None when none is)."""
-        known = [p.lag for p in self.partitions.get(group, ()) if p.lag is not None]
+        known = [lag for p in self.partitions.get(group, ()) if (lag := p.lag) is not None]
         return sum(known) if known else None
 
     def by_topic(self, group: str) -> list[tuple[str, int, int | None]]:
@@ -53,7 +53,8 @@ class GroupLags:
         out: dict[str, tuple[int, int | None]] = {}
         for p in self.partitions.get(group, ()):
             count, lag = out.get(p.key[0], (0, None))
-            out[p.key[0]] = (count + 1, lag if p.lag is None else (lag or 0) + p.lag)
+            mine = p.lag
+            out[p.key[0]] = (count + 1, lag if mine is None else (lag or 0) + mine)
         return [(t, n, lag) for t, (n, lag) in sorted(out.items())]
 
 
@@ -74,7 +75,8 @@ def read(conn: ConnectionManager, group_ids: list[str], owned: Mapping[str, Iter
     for gid in group_ids:
         rows = []
         for key in keys_of[gid]:
-            if gone(ends.errors.get(key)) and key[0] not in deleted.setdefault(gid, []):
+            error = ends.errors.get(key)
+            if error is not None and gone(error) and key[0] not in deleted.setdefault(gid, []):
                 deleted[gid].append(key[0])
             end = ends.rows.get(key)
             rows.append(PartitionLag(key, committed[gid].get(key), None if end is None else end.offset))

@@ -69,7 +69,8 @@ def read(conn: ConnectionManager, names: list[str] | None = None, drained: set[i
     if found is not None:
         for d in found.dirs:
             if d.error:   # an offline dir: what it holds is not told
-                missing.setdefault(d.broker, f"Broker {d.broker} did not describe its log dirs ({d.error})")
+                missing.setdefault(d.broker, f"Broker {d.broker} did not describe its log dirs "
+                                             f"({error_line(ApiKey.DESCRIBE_LOG_DIRS, d.error.code or 0)})")
             dirs.setdefault(d.broker, []).append(d)
             for r in d.replicas:
                 if not r.is_future:

@@ -36,7 +36,7 @@ class Replica(NamedTuple):
 class LogDir:
     broker: int
     path: str
-    error: str | None                 # the directory's own error, as a line
+    error: AdminError | None          # the directory's own error (KAFKA_STORAGE_ERROR...)
     total_bytes: int | None           # None: the broker does not tell (older versions, or -1)
     usable_bytes: int | None
     replicas: tuple[Replica, ...]
@@ -93,7 +93,7 @@ def describe(conn: ConnectionManager, brokers: list[int],
         dirs: list[LogDir] = []
         for d in answer.results:
             code = int(d.error_code) or top
-            error = kafka_error_message(code, "", "", entity=f"log dir {d.log_dir}") if code else None
+            error = AdminError(code, Target(BROKER, broker)) if code else None
             replicas = tuple(Replica(t.name, p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
                              for t in d.topics for p in t.partitions)
             dirs.append(LogDir(broker, d.log_dir, error, _known(getattr(d, "total_bytes", None)),

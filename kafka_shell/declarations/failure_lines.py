@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kafka_shell.admin import resets
 from kafka_shell.admin.errors import code_name, error_line, other_type_of, partition_line
 from kafka_shell.base.answers import AdminError, Answers
 from kafka_shell.protocol.authorization import is_authorization_error
@@ -22,6 +21,7 @@ from kafka_shell.base.errors import kafka_error_message, shown
 
 if TYPE_CHECKING:
     from kafka_shell.admin import resets
+    from kafka_shell.admin.elections import Election
 
 Key = tuple[str, int]
 
@@ -65,6 +65,11 @@ def log_dir_lines(errors: Mapping[int, AdminError]) -> list[str]:
     return _broker_lines(errors, "describe its log dirs", ApiKey.DESCRIBE_LOG_DIRS)
 
 
+def log_dir_error_line(path: str, error: AdminError) -> str:
+    """A log dir's own error, as the broker reported it (KAFKA_STORAGE_ERROR: the dir is offline)."""
+    return kafka_error_message(error.code or 0, "", "", entity=f"log dir {path}")
+
+
 def config_lines(errors: Mapping[int, AdminError]) -> list[str]:
     return _broker_lines(errors, "describe its configs", ApiKey.DESCRIBE_CONFIGS)
 
@@ -89,6 +94,20 @@ def reassignment_refusal(key: Key, error: AdminError) -> str:
     """Why the controller would not move (or stop moving) a partition."""
     return error_line(ApiKey.ALTER_PARTITION_REASSIGNMENTS, error.code or 0, error.message or None, topic=key[0],
                       entity=partition_name(key))
+
+
+def election_line(election: Election) -> str | None:
+    """Why a partition's election failed (None when it did not): the controller's code for it,
+    as kafka-leader-election words it; that the controller left it out of its answer; or, in a
+    stock recovery, that the reorder before the election was refused."""
+    error = election.error
+    if error is None:
+        return None
+    if election.refused_by == ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+        return f"the reorder was refused ({reassignment_refusal(election.key, error)})"
+    if error.code is None:
+        return "the controller did not answer for it: retry"
+    return error_line(ApiKey.ELECT_LEADERS, error.code, error.message or None, topic=election.topic)
 
 
 def reassignment_lines(errors: Mapping[Key, AdminError]) -> list[str]:

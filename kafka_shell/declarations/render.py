@@ -327,7 +327,8 @@ def for_people(t: Table) -> Table:
     """The table format's view: columns empty in every row left out, declared kinds readable."""
     keep = [i for i, c in enumerate(t.columns)
             if t.kinds.get(c) != "reported"
-            and (t.kinds.get(c) in KEPT_KINDS or not all(_empty(row[i]) for row in t.rows))] or list(range(len(t.columns)))
+            and (t.kinds.get(c) in KEPT_KINDS or any(row[i] is not None and not _empty(row[i]) for row in t.rows))] \
+        or list(range(len(t.columns)))
     show: list[Callable[[Any], Any] | None] = [HUMAN.get(t.kinds.get(t.columns[i], "")) for i in keep]
     if len(keep) == len(t.columns) and not any(show):
         return t

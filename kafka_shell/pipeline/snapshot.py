@@ -145,10 +145,16 @@ def _log_dirs(session: Session, brokers: list[int], down: dict[int, str], left_o
 
 def _offsets(session: Session, snap: ClusterSnapshot, online: list[PartitionInfo],
              left_out: list[str]) -> dict[Key, tuple[int, int]]:
-    """(topic, partition) -> (log start, log end), asked of each leader for all it leads."""
+    """(topic, partition) -> (log start, log end), asked of each leader for all it leads: both
+    at once, so that one is built and read while the leaders answer the other."""
+    from concurrent.futures import ThreadPoolExecutor
     keys = [(p.topic, p.partition) for p in online]
-    start = offsets.log_offsets(session.conn, snap, keys, EARLIEST)
-    end = offsets.log_offsets(session.conn, snap, keys, LATEST)
+    with ThreadPoolExecutor(1) as pool:
+        asked = pool.submit(offsets.log_offsets, session.conn, snap, keys, EARLIEST)
+        try:
+            end = offsets.log_offsets(session.conn, snap, keys, LATEST)
+        finally:
+            start = asked.result()   # its failure first, as when they were asked one after the other
     out = {k: (start.rows[k].offset, end.rows[k].offset) for k in keys if k in start.rows and k in end.rows}
     if len(out) < len(keys):
         why = failure_lines.partition_lines({**start.errors, **end.errors})

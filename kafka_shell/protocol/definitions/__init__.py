@@ -4,7 +4,7 @@ config definitions (type, default, validator, documentation, dynamic update mode
 (`releases`), and the message versions kio lacks with Kafka's request field defaults
 (`messages`).
 
-`kafka-X.Y.json`, `messages.json` and `request-defaults.json` are generated from Kafka's jars and
+`kafka-X.Y.json`, `messages/KEY.json` and `request-defaults.json` are generated from Kafka's jars and
 from real clusters of the releases pinned in .ci/kafka-versions by tools/kafka_definitions.py;
 nothing here is written by hand. They are read lazily, once, and this package's own import
 costs nothing (the shell's one-shot start-up imports it: hence os.path rather than pathlib).

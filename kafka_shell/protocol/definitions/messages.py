@@ -31,28 +31,31 @@ _PYTHON_TYPES: dict[str, object] = {
 
 
 @cache
-def _schemas() -> dict[tuple[int, str, int], dict]:
-    """(api key, side, version) -> schema (messages.json: every release's, the newest wins)."""
-    data = read_json("messages.json")
-    return {(int(key), side, int(version)): schema for key, sides in data.items()
-            for side, versions in sides.items() for version, schema in versions.items()}
+def _schemas(api_key: int) -> dict[tuple[str, int], dict]:
+    """(side, version) -> schema of one API (messages/KEY.json: every release's, the newest
+    wins; one file per API, so a line reads only the APIs it uses); {} where kio has them all."""
+    try:
+        data = read_json(f"messages/{api_key}.json")
+    except FileNotFoundError:
+        return {}
+    return {(side, int(version)): schema for side, versions in data.items() for version, schema in versions.items()}
 
 
 def versions(api_key: int) -> set[int]:
     """The versions of an API declared here (both sides present)."""
-    return {v for (k, side, v) in _schemas() if k == api_key and side == "request"}
+    return {v for (side, v) in _schemas(api_key) if side == "request"}
 
 
 def api_name(api_key: int) -> str | None:
     """Kafka's name of an API kio lacks entirely (LeaderAndIsr), from its declared schemas."""
-    name = next((s["name"] for (k, side, _), s in _schemas().items() if k == api_key and side == "request"), None)
+    name = next((s["name"] for (side, _), s in _schemas(api_key).items() if side == "request"), None)
     return None if name is None else name.removesuffix("Request")
 
 
 @cache
 def schema_class(api_key: int, side: str, version: int) -> type | None:
     """The kio-style entity class of a message version kio lacks, or None."""
-    schema = _schemas().get((api_key, side, version))
+    schema = _schemas(api_key).get((side, version))
     if schema is None:
         return None
     # Each header's module is imported as a message needs it (one-shot lines use one or two).

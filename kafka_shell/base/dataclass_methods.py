@@ -1,0 +1,46 @@
+"""Dataclass methods compiled when first called instead of when their class is made.
+
+CPython 3.11 and 3.12 compile each generated method (__init__, __repr__, __eq__, __hash__, a
+frozen class's __setattr__ and __delattr__) from source as the class is made: about 1 ms a
+frozen class. A one-shot line makes 50 to 100 dataclasses (kio's message classes, the shell's
+records), a fifth of its CPU, and calls few of those methods. `defer_compilation` makes
+dataclasses compile each method on its first call; the class then holds the compiled method,
+so later calls cost what they always did. Only the shell's own process turns it on (main).
+Python 3.13 compiles a class's methods in one go and is left alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+
+def defer_compilation() -> None:
+    """From now on, dataclasses made in this process compile their methods on first use."""
+    compile_now = getattr(dataclasses, "_create_fn", None)
+    if compile_now is None or sys.version_info >= (3, 13) or getattr(compile_now, "deferred", False):
+        return
+
+    def create_fn(name: str, args: Any, body: Any, *, globals: Any = None, locals: Any = None,
+                  return_type: Any = dataclasses.MISSING) -> Any:
+        compiled = None
+
+        def method(*a: Any, **k: Any) -> Any:
+            nonlocal compiled
+            if compiled is None:
+                compiled = compile_now(name, args, body, globals=globals, locals=locals, return_type=return_type)
+                compiled.__qualname__ = method.__qualname__
+                # The class that holds this stand-in holds the method itself from now on (a
+                # __repr__ stays wrapped by dataclasses' recursion guard: it keeps the stand-in).
+                for klass in type(a[0]).__mro__ if a else ():
+                    if klass.__dict__.get(name) is method:
+                        setattr(klass, name, compiled)
+                        break
+            return compiled(*a, **k)
+
+        method.__name__ = name
+        return method
+
+    create_fn.deferred = True  # type: ignore[attr-defined]
+    dataclasses._create_fn = create_fn  # type: ignore[attr-defined]
