@@ -221,7 +221,9 @@ ROWS: dict[str, Row] = {
     "sandbox": Row("sandbox status", READ, ("control",)),
     "snapshot": Row("snapshot --output-dir {dir}", READ, ("each", "controller"), others=True),
     "topic": Row("topic {topic}", READ, ("any",), real=True),
-    "unclean-recovery": Row("unclean-recovery --all-offline-partitions --show-replica-info", READ, ("any",), real=True),
+    # Scoped to the scene's topic: a real cluster shared with other tests has their topics too.
+    "unclean-recovery": Row("unclean-recovery --all-offline-partitions --topic {topic} --show-replica-info", READ,
+                            ("any",), real=True),
     "uncordon": Row("uncordon --broker 1 --dry-run", READ, ("broker:1",)),
     "undrain-broker": Row("undrain-broker 1 --dry-run", READ, ("each",)),
     "unregister-broker": Row("unregister-broker --id 3 --dry-run", READ, ("any",)),
