@@ -10,13 +10,17 @@ throttled with --throttle (removed when the moves end), with progress as reassig
 recorded in the shell's data dir: after Ctrl-C (the moves started go on) `balance --resume`
 continues it, also from another session, and `balance --cancel` cancels what still moves and
 removes the throttles.
-
-`drain-broker N` takes leadership off a broker (its partitions get another first replica, then
-a preferred election), with --replicas every replica too (through balance's executor), and
-cordons it where the cluster can (KIP-1066, Kafka 4.3+) so that nothing new lands on it.
 On brokers with several log dirs the log_dirs goal also chooses the dir of each replica a move
 brings and moves replicas between the dirs of their broker (AlterReplicaLogDirs, to the broker
-holding the replica), after the moves between brokers.
+holding the replica), after the moves between brokers. --throttle limits those too
+(replica.alter.log.dirs.io.max.bytes.per.second on the brokers whose replicas move between
+dirs, as reassign-partitions --replica-alter-log-dirs-throttle sets it).
+
+`drain-broker N` takes leadership off a broker (its partitions get another first replica, then
+a preferred election), with --replicas every replica too (through balance's executor; each
+replica arriving on a broker with several log dirs is given the dir with the most room, as the
+log_dirs goal places them, so a drain unbalances no dir), and cordons it where the cluster can
+(KIP-1066, Kafka 4.3+) so that nothing new lands on it.
 
 `undrain-broker N` uncordons it and gives back the leadership it had. `cordon` and `uncordon`
 set a broker's (or some log dirs') cordon alone.
@@ -38,7 +42,8 @@ from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
 
 from commands.reassign import (DIR_DONE, DIR_MOVING, Progress, ReplicaKey, as_json, clear_throttles, log_dir_states,
-                               rate, read_keys, read_plan, set_throttles, start_log_dir_moves, write_file)
+                               moving_log_dirs, rate, read_keys, read_plan, send_back, set_log_dir_throttle,
+                               set_throttles, start_log_dir_moves, write_file)
 
 if TYPE_CHECKING:
     from kafka_shell.connection.session import Session
@@ -104,7 +109,7 @@ PLAN_ONLY = ("--goals", "--topic", "--disk-threshold", "--sample", "--snapshots"
          Option("--max-bytes-in-flight", type=byte_size, metavar="SIZE",
                 help="Bytes being copied at once, e.g. 10GB (default: no limit)."),
          Option("--throttle", type=rate, metavar="BYTES/S",
-                help="Replication throttle while moving; removed when the moves end."),
+                help="Throttle while moving, between brokers and between the log dirs of a broker; removed after."),
          Option("--yes", flag=True, help="In the REPL: do not ask before --execute."),
          mutates=True,
          confirm=Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute"),
@@ -118,10 +123,13 @@ PLAN_ONLY = ("--goals", "--topic", "--disk-threshold", "--sample", "--snapshots"
                       "bytes: replicas move between the dirs of their broker), bytes_in (with "
                       "--sample or --snapshots), topics (no broker crowded with one topic). The plan moves the "
                       "least data it can and states the lower bound any plan must move. Cordoned and drained "
-                      "brokers take nothing new. --execute runs it in a rolling window with progress; Ctrl-C "
-                      "stops waiting (the moves go on): --resume continues, --cancel stops them. Exit codes: 0 "
-                      "done or planned, 1 failed or partial (a broker did not describe its log dirs: the plan "
-                      "is shown, --execute refused), 2 bad input, 130 stopped waiting."),
+                      "brokers take nothing new. --execute runs it in a rolling window with progress; --throttle "
+                      "limits the copies between brokers (Kafka's replication throttles) and between the dirs of a "
+                      "broker (replica.alter.log.dirs.io.max.bytes.per.second on the brokers whose replicas move "
+                      "between dirs), removed when the moves end or by --cancel; Ctrl-C stops waiting (the moves "
+                      "go on): --resume continues, --cancel stops them. Exit codes: 0 done or planned, 1 failed or "
+                      "partial (a broker did not describe its log dirs: the plan is shown, --execute refused), 2 bad "
+                      "input, 130 stopped waiting."),
          examples=("balance", "balance --goals rack,replicas,leaders --save-plan plan.json",
                    "balance --sample 30s", "balance --leaders-only --execute",
                    "balance --execute --max-moves 20 --throttle 50000000", "balance --resume", "balance --cancel"),
@@ -161,7 +169,6 @@ def balance_cmd(session: Session, args: dict) -> Result | Proposal:
         raise ShellError(f"Not executing: broker(s) {_ids(sorted(found.missing))} did not describe their log dirs, so "
                          "the plan may miss a cordon or a size; try again when they answer")
     record = _record_of(plan, args, "balance", _options(args).goals)
-    record["dirs"] = [[*k, d] for k, d in sorted(_plan_dirs(plan).items())]
     return Proposal(question=_question(plan), refusal="balance --execute changes the cluster",
                     apply=lambda: _merge(result, execute_run(session, record, resumed=False)))
 
@@ -310,6 +317,8 @@ def _record_of(plan: balance.Plan, args: dict, what: str, goals: tuple[str, ...]
                              args.get("max_moves") or DEFAULT_MAX_MOVES, args.get("max_bytes_in_flight"), what)
     if goals:   # shown as they stand once the run ends
         record.update(goals=list(goals), topics=args.get("topic") or [])
+    if plan.dir_moves:
+        record["dirs"] = [[*k, d] for k, d in sorted(_plan_dirs(plan).items())]
     return record
 
 
@@ -443,6 +452,12 @@ def _move_dirs(session: Session, run: _Run) -> tuple[list[str], bool]:
     broker that holds it) and wait until none is still copying; (the lines, whether any failed)."""
     if not run.dirs:
         return [], False
+    if run.record.get("throttle"):   # on the brokers whose replicas copy between their dirs
+        rows, _ = log_dir_states(session, run.dirs)
+        copying = sorted({b for _, _, b, state, _, _ in rows if state != DIR_DONE})
+        if copying:
+            for line in set_log_dir_throttle(session, copying, run.record["throttle"]):
+                session.notify(line)
     started, refused = start_log_dir_moves(session, run.dirs)
     if refused:
         return refused, True
@@ -579,6 +594,13 @@ def cancel_run(session: Session) -> Result:
             return Result.message(*messages, *failure_lines.reassignment_lines(refused), exit_code=1)
     else:
         messages.append("None of the run's partitions is moving.")
+    dirs = {(t, p, b): d for t, p, b, d in record.get("dirs", [])}
+    active = moving_log_dirs(session, dirs) if dirs else {}
+    if active:   # its replicas copying between log dirs stay where they are
+        sent, failed = send_back(session, active)
+        messages += sent
+        if failed:
+            return Result.message(*messages, *failed, exit_code=1)
     messages += clear_throttles(session, False)
     runs.save_run(owner, None)
     messages.append(f"The recorded run ({record.get('what', 'balance')}) is forgotten; partitions already moved stay.")
@@ -602,12 +624,14 @@ def cancel_run(session: Session) -> Result:
          help="Move leadership (with --replicas every replica) off a broker and cordon it, for maintenance.",
          description=("Each partition the broker leads gets another first replica (the in-sync one that leads "
                       "fewest), then a preferred election moves its leadership; with --replicas every replica "
-                      "moves to other brokers (through balance's executor: --resume and --cancel work on it). "
+                      "moves to other brokers (through balance's executor: --resume and --cancel work on it), and "
+                      "one that arrives on a broker with several log dirs is made in the dir with the most room "
+                      "(balance's log_dirs goal; the replicas the brokers keep stay in their dirs). "
                       "Where the cluster can (KIP-1066, Kafka 4.3+) the broker is then cordoned so that nothing "
                       "new lands on it; health says it is drained. undrain-broker brings it back. Exit codes: "
                       "0 done, 1 failed, 2 bad input, 130 stopped waiting."),
          examples=("drain-broker 3", "drain-broker 3 --replicas --throttle 50000000", "drain-broker 3 --dry-run"),
-         tables=("moves", "status"))
+         tables=("moves", "dir_moves", "status"))
 def drain_broker(session: Session, args: dict) -> Result | Proposal:
     conn = session.conn
     b = args["broker"]
@@ -615,13 +639,20 @@ def drain_broker(session: Session, args: dict) -> Result | Proposal:
     if b not in found.snapshot.brokers:
         raise UsageError(f"Broker {b} is not live in the cluster (brokers: {_ids(sorted(found.snapshot.brokers))})")
     leaders = balance.plan(found.layout, balance.Options(goals=(balance.LEADERS,), drain_only=True))
-    moves = balance.plan(found.layout, balance.Options(goals=(balance.RACK,))) if args["replicas"] else None
+    # The log_dirs goal gives each replica that arrives on a broker with several dirs the dir
+    # with the most room (the replicas the brokers keep stay in theirs).
+    moves = balance.plan(found.layout, balance.Options(goals=(balance.RACK, balance.LOG_DIRS), place_dirs_only=True)) \
+        if args["replicas"] else None
     cordon_why = None if args["no_cordon"] else cordons.support(conn)
-    table = moves_table((moves or leaders).changes)
+    tables = [moves_table((moves or leaders).changes)]
     summary = [f"Broker {b} leads {sum(1 for x in found.layout.leaders or [] if x == b)} partition(s): "
                f"{len(leaders.changes)} get another first replica, then a preferred election."]
     if moves is not None:
         summary.append(f"With --replicas: {moves.moved_replicas} replica(s) move off it ({human(moves.moved_bytes)}).")
+        tables.append(dir_moves_table(moves.dir_moves))
+        if moves.dir_moves:
+            summary.append(f"{len(moves.dir_moves)} of them arrive on brokers with several log dirs: each gets the "
+                           "dir with the most room, named to its broker before the move (it is made there).")
     summary += (moves or leaders).notes if moves else leaders.notes
     if args["no_cordon"]:
         summary.append("It stays uncordoned (--no-cordon).")
@@ -630,7 +661,7 @@ def drain_broker(session: Session, args: dict) -> Result | Proposal:
     else:
         summary.append("Then it is cordoned (cordoned.log.dirs=*): nothing new lands on it.")
     if args["dry_run"]:
-        return Result(tables=[table], messages=[*summary, *missing_lines(found), "Dry run: nothing was changed."],
+        return Result(tables=tables, messages=[*summary, *missing_lines(found), "Dry run: nothing was changed."],
                       exit_code=1 if found.missing else 0)
     if found.missing:
         raise ShellError(f"Not draining: broker(s) {_ids(sorted(found.missing))} did not describe their log dirs; "

@@ -615,8 +615,7 @@ def _cancel_with_dir_moves(session: Session, args: dict, targets: dict[Key, list
     still moving between log dirs is sent back to the dir it is in (its future replica goes)."""
     moving = reassignments.ongoing(session.conn)
     wanted = sorted(k for k in targets if k in moving)
-    active = {(t, p, b): now for t, p, b, state, now, _ in log_dir_states(session, dirs)[0]
-              if state in (DIR_MOVING, DIR_ELSEWHERE) and now}
+    active = moving_log_dirs(session, dirs)
     if args["dry_run"]:
         return Result.message(f"Would cancel the reassignment of {','.join(map(_name, wanted)) or 'no partition'} and "
                               f"the log dir moves of {','.join(map(_replica, sorted(active))) or 'no replica'} (dry run).")
@@ -632,13 +631,27 @@ def _cancel_with_dir_moves(session: Session, args: dict, targets: dict[Key, list
     if not active:
         messages.append("None of the specified partition moves are active.")
     else:
-        started, failed = start_log_dir_moves(session, active)
-        if started:
-            messages.append(f"Successfully cancelled the log dir move(s) of {','.join(map(_replica, sorted(active)))}.")
+        sent, failed = send_back(session, active)
+        messages += sent
         if failed:
             return Result.message(*messages, *failed, exit_code=1)
     messages += clear_throttles(session, args["preserve_throttles"])
     return Result.message(*messages)
+
+
+def moving_log_dirs(session: Session, dirs: dict[ReplicaKey, str]) -> dict[ReplicaKey, str]:
+    """The replicas of `dirs` still moving between log dirs (to their target or elsewhere), each
+    with the dir it is in."""
+    return {(t, p, b): now for t, p, b, state, now, _ in log_dir_states(session, dirs)[0]
+            if state in (DIR_MOVING, DIR_ELSEWHERE) and now}
+
+
+def send_back(session: Session, active: dict[ReplicaKey, str]) -> tuple[list[str], list[str]]:
+    """Cancel log dir moves as Kafka's --cancel does: each replica is moved to the dir it is in,
+    so its future replica goes: (the lines, those of the moves that failed)."""
+    started, failed = start_log_dir_moves(session, active)
+    done = [f"Successfully cancelled the log dir move(s) of {','.join(map(_replica, sorted(active)))}."] if started else []
+    return done, failed
 
 
 def list_moves(session: Session) -> Result:

@@ -382,3 +382,29 @@ def test_the_log_dirs_goal_shares_a_brokers_bytes_by_the_size_of_each_dirs_volum
     assert plan.goal(bl.LOG_DIRS).met_after
     held = dir_bytes(layout, plan)
     assert held[(1, "/small")] == 40 * MiB and held[(1, "/large")] == 120 * MiB   # 1:3, as the volumes
+
+
+def test_a_drain_places_the_replicas_it_moves_by_the_log_dirs_goal_and_leaves_the_others_in_their_dirs():
+    two = ("/d1", "/d2")
+    brokers = [bl.Broker(1, log_dirs=two), bl.Broker(2, log_dirs=two), bl.Broker(3, drained=True)]
+    assignment = {("t", p): [3, 1 + p % 2] for p in range(8)}
+    sizes = {k: 10 * MiB for k in assignment}
+    # Broker 1's kept replicas all in /d1; broker 2's all in /d2.
+    layout = dir_layout(brokers, assignment, sizes, {k: {3: "/x", 1: "/d1", 2: "/d2"} for k in assignment})
+    options = bl.Options(goals=(bl.RACK, bl.LOG_DIRS), place_dirs_only=True)
+    plan = bl.plan(layout, options)
+    assert sorted(c.removing for c in plan.changes) == [[3]] * 8
+    assert all(m.before is None and m.bytes == 0 for m in plan.dir_moves)   # kept replicas stay in their dir
+    assert {(m.key, m.broker) for m in plan.dir_moves} == {(c.key, b) for c in plan.changes for b in c.adding}
+    # Each arriving replica fills the dir with the most room: the other brokers' dirs end even.
+    held = dir_bytes(layout, plan)
+    for b in (1, 2):
+        assert held[(b, "/d1")] == held[(b, "/d2")] == 40 * MiB
+    assert plan.goal(bl.LOG_DIRS).met_after
+    # Dirs uneven before the drain stay so (balance evens them); the plan says why.
+    piled = dir_layout(brokers, {**assignment, ("u", 0): [1, 2]}, {**sizes, ("u", 0): 200 * MiB},
+                       {**{k: {3: "/x", 1: "/d1", 2: "/d2"} for k in assignment}, ("u", 0): {1: "/d1", 2: "/d1"}})
+    drained = bl.plan(piled, options)
+    assert all(m.before is None for m in drained.dir_moves)
+    assert any("the replicas each broker keeps stay in their dir" in n for n in drained.notes)
+    assert any(m.before is not None for m in bl.plan(piled, bl.Options(goals=(bl.RACK, bl.LOG_DIRS))).dir_moves)

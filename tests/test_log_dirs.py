@@ -6,6 +6,7 @@ Kafka 4.4's own kafka-reassign-partitions and kafka-log-dirs (the Java tools) on
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from collections import Counter
 
@@ -19,7 +20,7 @@ from tests.clients import java_client
 from tests.output import json_rows, json_tables
 from tests.sandbox.wire import exchange, produce
 from tests.test_oneshot import shell
-from tests.test_reassign_cmd import wait_until
+from tests.test_reassign_cmd import popen, wait_until
 
 D1, D2 = "/sandbox/broker-{}/data-1", "/sandbox/broker-{}/data-2"
 
@@ -303,3 +304,85 @@ def test_cancel_sends_a_moving_replica_back_to_its_dir(jbod, env, tmp_path):
         jbod.set_replication_rate(None)
     again = run(jbod, f"reassign-partitions --cancel --reassignment-json-file {move}", env)
     assert again.returncode == 0 and "None of the specified partition moves are active." in again.stderr
+
+
+def uneven_broker_one(sandbox, env, tmp_path) -> None:
+    """Topic b: 4 partitions of ~1.2 MB on brokers 1, 2 and 3, broker 1's replicas all in its
+    first dir (the log_dirs goal moves half of them to the second)."""
+    sandbox.call(sandbox_admin.create_topic, sandbox.cluster, "b", 4, 3, [[1, 2, 3]] * 4)
+    for p in range(4):
+        produce(sandbox, "b", p, 12, 100_000)
+    entries = [{"topic": "b", "partition": p, "replicas": [1, 2, 3], "log_dirs": [D1.format(1), "any", "any"]}
+               for p in range(4)]
+    assert run(sandbox, f"reassign-partitions --execute --reassignment-json-file {plan_file(tmp_path, entries)}",
+               env).returncode == 0
+    wait_until(lambda: not futures(sandbox))
+
+
+DIR_THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
+
+
+def test_balance_throttle_limits_the_moves_between_dirs_and_cancel_removes_it(jbod, env, tmp_path):
+    uneven_broker_one(jbod, env, tmp_path)
+    before = where(jbod)
+    proc = popen(jbod, "balance --goals disk,log_dirs --execute --yes --throttle 1000", env)
+    try:
+        wait_until(lambda: futures(jbod) and broker_config(jbod, 1, DIR_THROTTLE) == "1000", 60)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "The replica-alter-dir throttle limit was set to 1000 B/s on broker(s) 1." in err
+    assert futures(jbod) and broker_config(jbod, 1, DIR_THROTTLE) == "1000"   # Ctrl-C leaves the moves going
+    cancelled = run(jbod, "balance --cancel", env)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert "Successfully cancelled the log dir move(s) of b-" in cancelled.stderr
+    assert "Removed the replica-alter-dir throttle kafka-shell set on broker(s) 1." in cancelled.stderr
+    assert not futures(jbod) and where(jbod) == before and broker_config(jbod, 1, DIR_THROTTLE) is None
+
+
+def test_balance_throttle_is_set_while_replicas_move_between_dirs_and_removed_after(jbod, env, tmp_path):
+    uneven_broker_one(jbod, env, tmp_path)
+    proc = popen(jbod, "balance --goals disk,log_dirs --execute --yes --throttle 1000 -o json", env)
+    try:
+        wait_until(lambda: futures(jbod) and broker_config(jbod, 1, DIR_THROTTLE) == "1000", 60)
+        assert {b for _, _, b in futures(jbod)} == {1} and broker_config(jbod, 2, DIR_THROTTLE) is None
+        # The operator raises the throttle; the copies finish at once.
+        raised = run(jbod, f"alter-configs --broker 1 --add-config {DIR_THROTTLE}=100000000", env)
+        assert raised.returncode == 0, raised.stderr
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "Removed the replica-alter-dir throttle kafka-shell set on broker(s) 1." in err
+    assert broker_config(jbod, 1, DIR_THROTTLE) is None and not futures(jbod)
+    assert {g["goal"]: g for g in json_tables(out)["goals_now"]}["log_dirs"]["met"] is True
+
+
+def test_drain_gives_the_replicas_it_moves_the_dir_with_the_most_room(jbod, env, tmp_path):
+    # Broker 3's dirs hold one replica each, one of ~1.2 MB and one empty: by count (the broker's
+    # own rule) arriving replicas would alternate between them; by bytes they all go to the empty one.
+    jbod.call(sandbox_admin.create_topic, jbod.cluster, "big", 2, 1, [[3], [3]])
+    full, empty = where(jbod)[("big", 0, 3)], where(jbod)[("big", 1, 3)]
+    assert full != empty
+    produce(jbod, "big", 0, 12, 100_000)
+    jbod.call(sandbox_admin.create_topic, jbod.cluster, "dr", 4, 2, [[1, 2], [2, 1]] * 2)
+    for p in range(4):
+        produce(jbod, "dr", p, 3, 100_000)
+    dry = run(jbod, "drain-broker 1 --replicas --dry-run -o json", env)
+    assert dry.returncode == 0, dry.stderr
+    tables = json_tables(dry.stdout)
+    assert {(m["topic"], m["partition"]) for m in tables["moves"]} == {("dr", p) for p in range(4)}
+    placed = {(m["topic"], m["partition"], m["broker"]): m["target"] for m in tables["dir_moves"]}
+    assert placed == {("dr", p, 3): empty for p in range(4)}
+    assert all(m["kind"] == "place" and m["log_dir"] is None for m in tables["dir_moves"])
+    assert "4 of them arrive on brokers with several log dirs" in dry.stderr
+    kept = {k: d for k, d in where(jbod).items() if k[2] != 1}
+    done = run(jbod, "drain-broker 1 --replicas --yes", env)
+    assert done.returncode == 0, done.stderr
+    now = where(jbod)
+    assert all(now[k] == d for k, d in placed.items()) and not futures(jbod)
+    assert all(now[k] == d for k, d in kept.items())   # the replicas the brokers keep stay in their dirs
+    assert not any(b == 1 for _, _, b in now)
+    assert "Log dirs: 4 of 4 replica(s) in the log dir the plan names." in done.stderr

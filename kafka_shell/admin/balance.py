@@ -119,6 +119,9 @@ class Options:
     rate_threshold: float = 0.10
     leaders_only: bool = False              # move no replica: only reorder (leaders goal)
     drain_only: bool = False                # only take leadership off the brokers that may not lead
+    # The log_dirs goal only chooses the dir of each replica a move brings; the replicas a broker
+    # keeps stay in their dir (drain-broker: a drain moves what it must, and unbalances no dir).
+    place_dirs_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -242,7 +245,8 @@ def plan(layout: Layout, options: Options | None = None) -> Plan:
         dir_moves: list[DirMove] = []
         if dirs.applies:
             before[LOG_DIRS] = dirs.measure(layout.replicas, dirs.now)
-            placed = dirs.now if options.leaders_only or options.drain_only else dirs.plan(b.reps)
+            placed = dirs.now if options.leaders_only or options.drain_only else \
+                dirs.plan(b.reps, move_kept=not options.place_dirs_only)
             after[LOG_DIRS] = dirs.measure(b.reps, placed)
             dir_moves = dirs.moves(b.reps, placed)
         result = b.result(before, after, bound)
@@ -1111,7 +1115,9 @@ class _Balancer:
                 notes.append(f"{_name(layout.keys[i])} keeps its replica on drained broker {b}: {why}.")
         for st in statuses:
             if st.applies and not st.met_after:
-                notes.append(f"Goal {st.goal} ({st.title}) is not met after the plan: {_why(st.goal)}")
+                why = "the replicas each broker keeps stay in their dir (balance moves them between dirs)." \
+                    if st.goal == LOG_DIRS and self.options.place_dirs_only else _why(st.goal)
+                notes.append(f"Goal {st.goal} ({st.title}) is not met after the plan: {why}")
         return Plan(changes, statuses, bound[0], bound[1], leader_changes, notes)
 
     def _target(self, goal: str) -> str:
@@ -1182,11 +1188,11 @@ class _DirGoal:
                 worst = max(worst, abs(v - (lo + hi) / 2) / mean if mean else 0.0)
         return worst, met
 
-    def plan(self, reps: list[list[int]]) -> dict[tuple[int, int], str]:
+    def plan(self, reps: list[list[int]], move_kept: bool = True) -> dict[tuple[int, int], str]:
         """Where each replica goes: the replicas a broker keeps stay in their dir unless a move
-        between its dirs helps; those the plan brings go, largest first, to the dir with the
-        most room; then, while some dir is over its share, its replica that best fills the
-        emptiest dir moves there (only a move that brings both closer to their shares)."""
+        between its dirs helps (and `move_kept`); those the plan brings go, largest first, to the
+        dir with the most room; then, while some dir is over its share, its replica that best
+        fills the emptiest dir moves there (only a move that brings both closer to their shares)."""
         placed = {k: d for k, d in self.now.items() if k[1] in reps[k[0]]}
         sizes = self.layout.sizes
         on: dict[int, list[int]] = {b: [] for b in self.brokers}
@@ -1212,7 +1218,7 @@ class _DirGoal:
                 values[k] += sizes[i]
                 mine[k].append(i)
                 placed[(i, b)] = x.log_dirs[k]
-            for _ in range(len(held)):
+            for _ in range(len(held) if move_kept else 0):
                 s = max(values, key=lambda k: (values[k] - bounds[k][1], -k))
                 d = max(takers, key=lambda k: (bounds[k][0] - values[k], bounds[k][1] - values[k], -k))
                 if s == d or values[s] <= bounds[s][1] + EPS:
