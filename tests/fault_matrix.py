@@ -629,8 +629,8 @@ class Scene:
     def committed(self, group: str, topic: str) -> list[int]:
         """The group's committed offset of each partition of `topic` (-1: none), asked of its
         coordinator with our own OffsetFetch: librdkafka's AdminClient crashes the process
-        (SIGSEGV in rd_kafka_cgrp_op, an admin client having no group) when the answer is a
-        coordinator error, as a real coordinator's answer is while it loads."""
+        (SIGSEGV in rd_kafka_cgrp_op, an admin client having no group; librdkafka issue 5040)
+        when the answer is NOT_COORDINATOR, as a real cluster's is while the coordinator moves."""
         channel = self.coordinator(group, 0)
         body = {"groups": [{"group_id": group, "topics": [{"name": topic,
                                                            "partition_indexes": list(range(len(self.assignment)))}]}],
