@@ -41,7 +41,7 @@ from kafka_shell.declarations.option_types import broker_id, byte_size, choice_l
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
 
-from commands.reassign import (DIR_DONE, DIR_MOVING, Progress, ReplicaKey, as_json, clear_throttles, log_dir_states,
+from commands.reassign import (DIR_DONE, DIR_MOVING, Progress, ReplicaKey, agreed_assignment, as_json, clear_throttles, log_dir_states,
                                moving_log_dirs, rate, read_keys, read_plan, send_back, set_log_dir_throttle,
                                set_throttles, start_log_dir_moves, write_file)
 
@@ -517,6 +517,9 @@ def _roll(session: Session, run: _Run, queue: list[Key], now: dict[Key, list[int
         finished = [k for k in run.moving if k not in moving]
         if finished:
             current = _replicas_now(read_keys(session, finished), finished)
+            differ = {k for k in finished if current.get(k) != run.targets[k]}
+            if differ:   # the broker asked may not have the controller's last change yet
+                current.update(agreed_assignment(session, differ, conn.deadline())[0])
             for k in finished:
                 if current.get(k) == run.targets[k]:
                     run.done.add(k)
