@@ -446,7 +446,7 @@ class ConnectionManager:
         ask = self._asker(api_key, lambda chunk, version: body_for([k for _, k in chunk], version), parts,
                           lambda _: batch, False, max_version, deadline, "partition(s)")
         return self._route(pairs, locate, ask, REPLICA, api_key, frozenset(), patient=patient,
-                           attempts=None if patient else 1, deadline=deadline)
+                           attempts=None if patient else 1, deadline=deadline, named=lambda pair: pair[1])
 
     def coordinator_requests(self, group_ids: list[str], api_key: int,
                              body_for: Callable[[list[str], int], dict], split: Callable[[Any, list[str]], dict[str, Any]],
@@ -524,14 +524,15 @@ class ConnectionManager:
     def _route(self, keys: list[K], locate: Callable[[list[K], bool], tuple[dict[int, list[K]], dict[K, AdminError]]],
                ask: Callable[[int, list[K]], dict[K, Any]], role: str, api_key: int, retry: frozenset[int], *,
                not_yet: frozenset[int] = frozenset(), mutation: bool = False, patient: bool = True,
-               attempts: int | None = MAX_ATTEMPTS, deadline: Deadline) -> Answers[K, Any]:
+               attempts: int | None = MAX_ATTEMPTS, deadline: Deadline,
+               named: Callable[[K], Any] = lambda key: key) -> Answers[K, Any]:
         """The one way a request goes to the nodes that hold what it names (partition leaders,
         replicas, coordinators): `locate` the keys (`again`: not from memory), `ask` each node
         for its keys, all nodes at once, and sort the parts into rows and errors. Keys answered
         with a `retry` code, or whose node could not be reached (`patient`; a mutation only
         when nothing was sent), or that `locate` could not place for a `not_yet` code, are
         located (and asked) again after a backoff, at most `attempts` times (None: until the
-        deadline), within `deadline`."""
+        deadline), within `deadline`. Errors name each key as `named` gives it."""
         rows: dict[K, Any] = {}
         errors: dict[K, AdminError] = {}
         fan = _FanOut(deadline)
@@ -566,8 +567,8 @@ class ConnectionManager:
 
         send(keys, False)
         for node, asked, outcome in fan.results():
-            again = _settle_parts(node, asked, outcome, role, api_key, deadline, rows, errors, retry,
-                                  mutation, patient)
+            again = _settle_parts(node, asked, outcome, Target(role, node, tuple(map(named, asked))), api_key,
+                                  deadline, rows, errors, retry, mutation, patient)
             if again and again_allowed():
                 self.debug(f"{len(again)} to ask again: {_why_again(outcome)}")
                 send(again, True)
@@ -732,28 +733,27 @@ class _Raised(NamedTuple):
     error: BaseException
 
 
-def _settle_parts(node: int, asked: list[K], outcome: Any, role: str, api_key: int, deadline: Deadline,
+def _settle_parts(node: int, asked: list[K], outcome: Any, target: Target, api_key: int, deadline: Deadline,
                   rows: dict[K, Any], errors: dict[K, AdminError], retry: frozenset[int], mutation: bool,
                   patient: bool) -> list[K]:
     """Sort one node's outcome (its parts, or why it failed) into rows and errors; the keys to
     locate and ask again: those answered with a `retry` code, and (`patient`) all of a node that
-    failed but not for want of time, unless a mutation was sent to it (it may have acted)."""
-    # The replica route's keys are (broker, partition): its errors name the partitions.
-    named = [k[1] for k in asked] if role == REPLICA else list(asked)  # type: ignore[index]
+    failed but not for want of time, unless a mutation was sent to it (it may have acted).
+    `target` is the node with what it was asked, as errors name them."""
     if isinstance(outcome, BaseException):
         sent = bool(getattr(outcome, "sent", False))
-        error = _failure(outcome, Target(role, node, tuple(named)), api_key, deadline, mutation and sent)
+        error = _failure(outcome, target, api_key, deadline, mutation and sent)
         for key in asked:
             errors[key] = error
         silent = isinstance(outcome, (NoAnswer, Silent))
         return list(asked) if patient and error.code is None and not silent and not (mutation and sent) else []
     again: list[K] = []
-    for key, name in zip(asked, named):
+    for key, name in zip(asked, target.asked):
         part = outcome.get(key)
         code = Error.unknown_server_error if part is None else int(getattr(part, "error_code", 0) or 0)
         if code:
             message = "left out of the broker's answer" if part is None else getattr(part, "error_message", None)
-            errors[key] = AdminError(code, Target(role, node, (name,)), message or "")
+            errors[key] = AdminError(code, Target(target.role, node, (name,)), message or "")
             if code in retry:
                 again.append(key)
         else:
