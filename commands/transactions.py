@@ -112,8 +112,10 @@ def describe_producers(session: Session, args: dict) -> Result:
     rows = [[key[0], key[1], p.producer_id, p.producer_epoch, p.coordinator_epoch, p.last_sequence,
              p.last_timestamp, p.txn_start_offset] for key, producers in found.rows.items() for p in producers]
     table = Table(["Topic", "Partition", *PRODUCER_COLUMNS], rows, name="producers", kinds={"LastTimestamp": "time"})
-    notes = [] if rows or not found.rows else \
-        [f"No active producers on {_scope(args)}" + (" (the partitions that answered)." if failures else ".")]
+    notes = []
+    if found.rows and not rows:   # partitions answered, none with producers
+        which = " (the partitions that answered)" if failures else ""
+        notes.append(f"No active producers on {_scope(args)}{which}.")
     return Result.outcome([table], notes, failures, answered=bool(found.rows))
 
 
