@@ -166,6 +166,15 @@ class MetadataCache:
                                             name="kafka-shell-refresh", daemon=True)
             self._thread.start()
 
+    def refresh_after_change(self, wait_s: float) -> None:
+        """Refresh after the shell changed the cluster, waiting at most `wait_s` for it: the
+        next Tab knows the change, and a slow broker does not hold the prompt (the refresh
+        finishes in the background, the toolbar saying so)."""
+        self.refresh_in_background()
+        thread = self._thread
+        if thread is not None:
+            thread.join(wait_s)
+
     def _background_refresh(self) -> None:
         while True:
             try:

@@ -75,6 +75,7 @@ __all__ = ["ConnectionManager", "parse_bootstrap", "unreachable_message"]
 log = DebugLog("kafka_shell.connection.manager")
 
 MAX_ATTEMPTS = 5
+REFRESH_AFTER_CHANGE_S = 1.0   # the longest the prompt waits for the cache to learn a change
 LAST_WORD_S = 0.2     # past the deadline, for brokers still asked to say why they did not answer
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
@@ -211,6 +212,9 @@ class ConnectionManager:
 
     def refresh_in_background(self) -> None:
         self.cache.refresh_in_background()
+
+    def refresh_after_change(self) -> None:
+        self.cache.refresh_after_change(REFRESH_AFTER_CHANGE_S)
 
     # -- fresh reads (what commands show and plan from) --------------------------------------
 

@@ -300,12 +300,10 @@ def _failed(outcome: object) -> bool:
 
 def _refresh(session: Session) -> None:
     """The REPL's cache (completion, toolbar) follows a change at once: the next Tab knows it.
-    A refresh that fails (every broker down: the change may have been stopping them) is no news
-    of the command's: the toolbar shows the cache's age, --debug the reason."""
-    try:
-        session.conn.refresh()
-    except Exception as exc:  # noqa: BLE001 - a failed refresh must not fail the change itself
-        session.debug_line(f"could not refresh the metadata cache: {exc}")
+    A refresh that fails or is slow (a broker down or delayed: the change may have been that)
+    is no news of the command's: it goes on in the background, the toolbar shows the cache's
+    age, --debug the reason."""
+    session.conn.refresh_after_change()
 
 
 def _finish(session: Session, line: Line, outcome: object, echo: Echo | None) -> int:
