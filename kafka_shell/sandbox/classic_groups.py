@@ -639,7 +639,7 @@ class Coordinator:
         # Kafka's tombstones: the group's offsets, then the group's records.
         from kafka_shell.sandbox import group_state  # it imports this module
         replay.apply_all(self.cluster, [offset_record(group_id, key, None) for key in list(getattr(g, "offsets", {}))])
-        group_state.store(self.cluster, group_id, deleted=True)
+        replay.apply_all(self.cluster, group_state.removal(self.cluster, g))
         return 0
 
     def delete_offsets_error(self, g: AnyGroup | None) -> int:

@@ -12,15 +12,18 @@ share.coordinator.snapshot.update.records.per.snapshot of them, as Kafka's share
 Each type's replay (`REPLAY`, through `replay.apply`) builds the group from them, and
 `ClusterState.group_records` keeps the latest record of each key, as the compacted topic does.
 
-The coordinators keep what Kafka keeps in memory only (join futures, timers, locks, sessions)
-in their group objects, and where Kafka writes records they call `store(cluster, group_id)`:
-the group's records (`records_of`) that differ from the latest of their key are applied, and
-the keys it no longer has get their tombstones (members first, the group's own record last).
-Replaying a record onto a group the coordinator already changed sets the same values (as Kafka's
-classic groups write their records without replaying them); replayed at start-up it makes the
-group again. A group comes back as Kafka loads one: classic ones Stable with their members or
-Empty, their members' sessions starting again when the sandbox serves (the coordinators'
-`resume`), so members that do not come back expire as they would after a coordinator move.
+The KIP-848 consumer group coordinator changes its groups as Kafka's GroupMetadataManager
+does: an operation computes the group's next state on a copy and returns the records that make
+it (`changes`: the records that differ from the live group's, tombstones for what it no longer
+has, members first, the group's own record last); the group changes only when they are replayed.
+What Kafka keeps in memory only (timers, resolved regexes) is on `ClusterState.runtime`. The
+other coordinators still change their groups in place and then call `store(cluster, group_id)`,
+which writes the records that differ from the latest written ones; replaying those sets the same
+values again. A deleted group's records get their tombstones (`removal`). Replayed at start-up,
+the records make the groups again. A group comes back as Kafka loads one: classic ones Stable
+with their members or Empty, their members' sessions starting again when the sandbox serves (the
+coordinators' `resume`), so members that do not come back expire as they would after a
+coordinator move.
 """
 
 from __future__ import annotations
@@ -77,14 +80,29 @@ def tombstone(record: r.Record) -> r.Record:
 # -- writing ------------------------------------------------------------------------------------
 
 
-def store(cluster: ClusterState, group_id: str, deleted: bool = False) -> None:
-    """Write the group as it is now: its records that changed, and tombstones for what it no
-    longer has (all of them when it is `deleted`, after its offsets': the last removes it)."""
+def changes(cluster: ClusterState, live: AnyGroup | None, new: AnyGroup) -> list[r.Record]:
+    """The records that make `new` of the group as it is (`live`, None for none): those of
+    `new` that differ from the live group's, then tombstones for what `new` no longer has
+    (members first, the group's own record last). A coordinator computes `new` on a copy."""
+    old = records_of(cluster, live) if live is not None else {}
+    now = records_of(cluster, new)
+    gone = sorted((k for k in old if k not in now), key=lambda k: -RANK[k[0]])
+    return [rec for k, rec in now.items() if old.get(k) != rec] + [tombstone(old[k]) for k in gone]
+
+
+def removal(cluster: ClusterState, g: AnyGroup) -> list[r.Record]:
+    """Tombstones of the group's records, the group's own last (which removes it): what it
+    has now, and what was written of it (share-partitions whose state went before it)."""
+    latest = {**records_of(cluster, g), **cluster.group_records.get(g.group_id, {})}
+    return [tombstone(rec) for rec in sorted(latest.values(), key=lambda rec: -RANK[type(rec)])]
+
+
+def store(cluster: ClusterState, group_id: str) -> None:
+    """Write the group as it is now (classic and share groups, which still change in place):
+    its records that changed since written, and tombstones for what it no longer has."""
     g = cluster.groups.get(group_id)
     old = cluster.group_records.get(group_id, {})
-    if deleted and g is not None and not old:   # never stored (a group of offsets only)
-        replay.apply(cluster, _GROUP_RECORD[type(g)](group_id))
-    new = records_of(cluster, g) if g is not None and not deleted else {}
+    new = records_of(cluster, g) if g is not None else {}
     gone = sorted((k for k in old if k not in new), key=lambda k: -RANK[k[0]])
     changed = [_as_update(cluster, old.get(k), rec) for k, rec in new.items() if old.get(k) != rec]
     replay.apply_all(cluster, changed + [tombstone(old[k]) for k in gone])
@@ -331,7 +349,6 @@ def _consumer_member(g: consumer_groups.ConsumerGroup, record: r.ConsumerGroupMe
     m = g.members.get(record.member_id)
     if v is None:
         if m is not None:
-            m.cancel_timers()
             del g.members[record.member_id]
             if m.instance_id is not None and g.static_members.get(m.instance_id) == m.member_id:
                 del g.static_members[m.instance_id]
@@ -362,9 +379,7 @@ def _share_member(g: share_groups.ShareGroup, record: r.ShareGroupMemberMetadata
                   v: r.ShareGroupMemberMetadataValue | None) -> None:
     m = g.members.get(record.member_id)
     if v is None:
-        if m is not None:
-            _cancel(m)
-            del g.members[record.member_id]
+        g.members.pop(record.member_id, None)
         return
     if m is None:
         m = g.members[record.member_id] = share_groups.Member(record.member_id)
@@ -444,9 +459,7 @@ def _streams_member(g: streams_groups.StreamsGroup, record: r.StreamsGroupMember
                     v: r.StreamsGroupMemberMetadataValue | None) -> None:
     m = g.members.get(record.member_id)
     if v is None:
-        if m is not None:
-            m.cancel_timers()
-            del g.members[record.member_id]
+        g.members.pop(record.member_id, None)
         return
     if m is None:
         m = g.members[record.member_id] = streams_groups.Member(record.member_id)
@@ -559,10 +572,6 @@ def replay_share_snapshot(cluster: ClusterState, record: r.ShareSnapshotRecord, 
         if b.delivery_state in DONE and b.last_offset >= v.start_offset)
 
 
-_GROUP_RECORD: dict[type, type] = {classic_groups.Group: r.GroupMetadataRecord,
-                                   consumer_groups.ConsumerGroup: r.ConsumerGroupMetadataRecord,
-                                   share_groups.ShareGroup: r.ShareGroupMetadataRecord,
-                                   streams_groups.StreamsGroup: r.StreamsGroupMetadataRecord}
 _MODERN: dict[type, tuple[type, Any]] = {
     r.ConsumerGroupMetadataRecord: (consumer_groups.ConsumerGroup, None),
     r.ConsumerGroupPartitionMetadataRecord: (consumer_groups.ConsumerGroup, _partition_metadata),

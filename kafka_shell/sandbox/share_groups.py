@@ -58,7 +58,6 @@ class Member:
     epoch: int = 0
     previous_epoch: int = 0
     assigned: TopicPartitions = field(default_factory=dict)
-    session: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -72,7 +71,6 @@ class ShareGroup:
     metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
     initializing: set[uuid.UUID] = field(default_factory=set)
     offsets: dict = field(default_factory=dict)     # the table's committed offsets: none for share groups
-    pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
 
     group_type = "share"
     protocol_type = "share"
@@ -628,8 +626,7 @@ class Coordinator(modern_groups.Coordinator):
 
     def fence(self, g: ShareGroup, m: Member) -> None:
         """The member leaves (left or expired): its records go back, the others share its partitions."""
-        if m.session is not None:
-            m.session.cancel()
+        self.cancel_member_timers(g.group_id, m.member_id)
         g.members.pop(m.member_id, None)
         g.targets.pop(m.member_id, None)
         # Its share sessions stay on each broker until a final-epoch request or the connection
@@ -642,7 +639,8 @@ class Coordinator(modern_groups.Coordinator):
         self._maybe_assign(g)
         store(self.cluster, g)
 
-    def _store(self, g: ShareGroup) -> None:
+    def _assign_now(self, g: ShareGroup) -> None:
+        self._assign(g)
         store(self.cluster, g)
 
     def resume(self) -> None:

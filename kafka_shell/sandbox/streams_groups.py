@@ -101,19 +101,11 @@ class Member:
     standby: Tasks = field(default_factory=dict)
     warmup: Tasks = field(default_factory=dict)
     revoking: Tasks = field(default_factory=dict)
-    session: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
-    rebalance: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
 
     def metadata(self) -> tuple:
         """What, when it changes, bumps the group epoch (hasStreamsMemberMetadataChanged)."""
         return (self.instance_id, self.rack_id, self.process_id, self.user_endpoint, self.client_tags,
                 self.topology_epoch, self.rebalance_timeout_ms)
-
-    def cancel_timers(self) -> None:
-        for timer in (self.session, self.rebalance):
-            if timer is not None:
-                timer.cancel()
-        self.session = self.rebalance = None
 
 
 @dataclass
@@ -140,7 +132,6 @@ class StreamsGroup:
     offsets: dict[tuple[str, int], classic.CommittedOffset] = field(default_factory=dict)
     endpoint_epoch: int = 0
     shutdown_requested_by: str | None = None
-    pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
 
     group_type = "streams"
     protocol_type = "streams"
@@ -474,8 +465,9 @@ class Coordinator(RevokingCoordinator):
         interval = group_configs.value(self.cluster, g.group_id, "streams.assignment.interval.ms")
         wait_ms = g.assignment_time_ms + interval - now_ms()
         if g.assignment_time_ms and wait_ms > 0 and g.members:
-            if g.pending_assignment is None:
-                g.pending_assignment = asyncio.get_running_loop().call_later(wait_ms / 1000, self._assign_later, g)
+            key = (g.group_id, "", "assignment")
+            if key not in self.cluster.runtime.group_timers:
+                self._schedule(key, wait_ms, self._assign_later, g.group_id)
             return
         self._assign(g)
 
@@ -486,11 +478,9 @@ class Coordinator(RevokingCoordinator):
             self._assign(g)
             self._store(g)
 
-    def _assign_later(self, g: StreamsGroup) -> None:
-        g.pending_assignment = None
-        if self.groups.get(g.group_id) is g and g.epoch > g.assignment_epoch:
-            self._assign(g)
-            self._store(g)
+    def _assign_now(self, g: StreamsGroup) -> None:
+        self._assign(g)
+        self._store(g)
 
     def _assign(self, g: StreamsGroup) -> None:
         if g.configured is not None and g.configured.tasks is not None and g.topology is not None:
@@ -558,7 +548,7 @@ class Coordinator(RevokingCoordinator):
         return {"error_code": 0, "member_id": member_id, "member_epoch": epoch}
 
     def fence(self, g: StreamsGroup, m: Member) -> None:
-        m.cancel_timers()
+        self.cancel_member_timers(g.group_id, m.member_id)
         g.members.pop(m.member_id, None)
         g.targets.pop(m.member_id, None)
         if g.shutdown_requested_by == m.member_id:

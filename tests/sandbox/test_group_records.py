@@ -1,0 +1,130 @@
+"""The group coordinators change their groups only by records, as Kafka's GroupMetadataManager
+and GroupCoordinatorShard.replay: an operation computes the records of the group's next state
+(and its answer) without touching the group; replaying them makes that state, and the journal
+(--data-dir) keeps them, so a crash loses no kind of change."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import time
+
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+from kafka_shell.sandbox import consumer_groups, group_state, journal, replay
+from kafka_shell.sandbox.model import ClusterState
+from kafka_shell.sandbox.server import Sandbox
+from tests import k848_scenarios
+from tests.sandbox.test_kept_state import _groups_as_records
+
+# A short session for the group whose member is left to expire (the broker's minimum lowered).
+SHORT_SESSION = {"group.consumer.min.session.timeout.ms": "1000"}
+
+
+def _until(check, what: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+def _group_config(bootstrap: str, group_id: str, key: str, value: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    res = ConfigResource(ConfigResource.Type.GROUP, group_id, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(10)
+
+
+def _consumer_group_changes(bootstrap: str) -> dict:
+    """Every kind of KIP-848 group change, over the wire: members joining (dynamic, static, by
+    regex), reconciling to a target computed later, a static member away (-2), a member leaving
+    (-1), one expiring (session), a group deleted. Returns the groups (k848_scenarios.Group)."""
+    g = k848_scenarios.Group(bootstrap, partitions=4)
+    m1, m2, m4 = (g.new_member() for _ in range(3))
+    a = g.join(m1)
+    time.sleep(k848_scenarios.ASSIGNMENT_INTERVAL_S)
+    b = g.join(m2, instance="i-b")
+    k848_scenarios.settle(g, {m1: [a["epoch"], a["assignment"]], m2: [b["epoch"], []]})
+    assert g.heartbeat(m2, -2, instance="i-b")["error"] == 0   # away for a while
+    assert g.join(m4)["error"] == 0
+    assert g.heartbeat(m4, -1)["error"] == 0
+    # A member subscribed by regex: resolved after its heartbeat, then a target for it.
+    regexed = k848_scenarios.Group(bootstrap, partitions=2)
+    assert regexed.heartbeat(regexed.new_member(), 0, owned=[], topics=[], regex=regexed.topic.replace("-", "."),
+                             rebalance_ms=30000)["error"] == 0
+    _until(lambda: regexed.describe()["members"][0][6], "a target for the regex's topic")
+    # A group whose only member goes silent and expires.
+    expiring = k848_scenarios.Group(bootstrap, partitions=1)
+    _group_config(bootstrap, expiring.group_id, "consumer.session.timeout.ms", "1000")
+    assert expiring.join(expiring.new_member())["error"] == 0
+    _until(lambda: expiring.describe()["state"] == "Empty", "the silent member expired")
+    # A group that joined, left and was deleted.
+    deleted = k848_scenarios.Group(bootstrap, partitions=1)
+    member = deleted.new_member()
+    assert deleted.join(member)["error"] == 0
+    assert deleted.heartbeat(member, -1)["error"] == 0
+    assert deleted.delete() == 0
+    return {"changed": g, "regexed": regexed, "expired": expiring, "deleted": deleted}
+
+
+def test_a_crash_keeps_every_consumer_group_change(tmp_path):
+    """After each kind of KIP-848 group change, the directory as a kill -9 leaves it (copied
+    while the sandbox runs) replays to the very groups the coordinator had."""
+    data = tmp_path / "data"
+    with Sandbox(brokers=1, data_dir=str(data), configs=SHORT_SESSION) as s:
+        groups = _consumer_group_changes(s.bootstrap)
+        try:
+            described = {name: g.describe() for name, g in groups.items()}
+            crashed = tmp_path / "crashed"
+            shutil.copytree(data, crashed, ignore=shutil.ignore_patterns(journal.LOCK_FILE))
+            live = s.call(_groups_as_records, s.cluster)
+        finally:
+            for g in groups.values():
+                g.close()
+    recovered = journal.recover(crashed)
+    assert recovered is not None
+    cluster = recovered[0]
+    assert _groups_as_records(cluster) == live
+    changed = cluster.groups[groups["changed"].group_id]
+    assert isinstance(changed, consumer_groups.ConsumerGroup)
+    assert described["changed"]["epoch"] == changed.epoch and len(changed.members) == 2   # m4 left
+    assert [m.epoch for m in changed.members.values() if m.instance_id == "i-b"] == [consumer_groups.STATIC_LEAVE_EPOCH]
+    (regexed,) = cluster.groups[groups["regexed"].group_id].members.values()
+    assert regexed.topic_regex and cluster.groups[groups["regexed"].group_id].targets[regexed.member_id]
+    expired = cluster.groups[groups["expired"].group_id]
+    assert isinstance(expired, consumer_groups.ConsumerGroup) and not expired.members
+    assert described["expired"]["epoch"] == expired.epoch
+    assert groups["deleted"].group_id not in cluster.groups
+
+
+def _unchanged_by_discarded_results(cluster: ClusterState, group_id: str) -> None:
+    """Run the coordinator's operations on the group and throw their records away: the groups
+    and the records written stay as they were. Then the records of one are applied: the group
+    is then what its written records say."""
+    coordinator = consumer_groups.Coordinator(cluster)
+    g = cluster.groups[group_id]
+    assert isinstance(g, consumer_groups.ConsumerGroup)
+    groups, written = copy.deepcopy(cluster.groups), copy.deepcopy(cluster.group_records)
+    first = next(iter(g.members.values()))
+    joined = coordinator.heartbeat(group_id, "newcomer", 0, None, None, 30000, "c", "/127.0.0.1", [*first.topic_names],
+                                   None, None, [])
+    left = coordinator.heartbeat(group_id, first.member_id, consumer_groups.LEAVE_EPOCH, None, None, -1, "c",
+                                 "/127.0.0.1", None, None, None, None)
+    assert joined.records and left.records
+    coordinator._fenced(g, first)     # a session ending
+    coordinator._assign(coordinator._draft(g))
+    assert cluster.groups == groups and cluster.group_records == written
+    replay.commit(cluster, joined)
+    assert cluster.groups[group_id] != groups[group_id]
+    assert group_state.records_of(cluster, cluster.groups[group_id]) == cluster.group_records[group_id]
+
+
+def test_consumer_groups_change_only_by_replay():
+    with Sandbox(brokers=1) as s:
+        g = k848_scenarios.Group(s.bootstrap, partitions=2)
+        try:
+            m = g.new_member()
+            assert g.join(m)["error"] == 0
+            s.call(_unchanged_by_discarded_results, s.cluster, g.group_id)
+        finally:
+            g.close()
