@@ -321,10 +321,19 @@ def replay_modern(cluster: ClusterState, record: Any) -> None:
             group.metadata = _topics(r.PartitionMetadataValue(value.topics))
             group.validated_topology_epoch = value.validated_topology_epoch
             group.assignment_configs = {kv.key: kv.value for kv in value.last_assignment_configs}
+            _configure(cluster, group)
         return
     g = _existing(cluster, record, cls)
     if g is not None:
         _apply(g, record, value)
+        if isinstance(record, r.StreamsGroupTopologyRecord):
+            _configure(cluster, g)
+
+
+def _configure(cluster: ClusterState, g: streams_groups.StreamsGroup) -> None:
+    """A streams group's topology configured against the topics, as Kafka's StreamsGroup does
+    when its topology or its topics' metadata is replayed."""
+    g.configured = None if g.topology is None else streams_groups.configure(cluster, g.topology)
 
 
 def _partition_metadata(g: Any, record: r.Record, v: r.PartitionMetadataValue | None) -> None:

@@ -175,6 +175,7 @@ class Runtime:
     # CoordinatorTimer keys them, and the consumer groups' resolved regexes (consumer_groups.Regexes).
     group_timers: dict[tuple[str, str, str], asyncio.Handle] = field(default_factory=dict)
     group_regexes: dict[str, Any] = field(default_factory=dict)
+    streams_groups: dict[str, Any] = field(default_factory=dict)   # streams_groups.Runtime by group
 
 
 @dataclass

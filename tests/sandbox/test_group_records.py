@@ -11,11 +11,11 @@ import time
 
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from kafka_shell.sandbox import consumer_groups, group_state, journal, replay
+from kafka_shell.sandbox import consumer_groups, group_state, journal, replay, streams_groups
 from kafka_shell.sandbox.model import ClusterState
 from kafka_shell.sandbox.server import Sandbox
-from tests import k848_scenarios
-from tests.sandbox.test_kept_state import _groups_as_records
+from tests import k848_scenarios, streams_scenarios
+from tests.sandbox.test_kept_state import _groups_as_records, _streams_member
 
 # A short session for the group whose member is left to expire (the broker's minimum lowered).
 SHORT_SESSION = {"group.consumer.min.session.timeout.ms": "1000"}
@@ -128,3 +128,36 @@ def test_consumer_groups_change_only_by_replay():
             s.call(_unchanged_by_discarded_results, s.cluster, g.group_id)
         finally:
             g.close()
+
+
+def test_a_crash_keeps_every_streams_group_change(tmp_path):
+    """A streams group's changes (topology, internal topics, the initial delay, tasks, fencing,
+    leaving, deleting; a member with its tasks at the kill) replay to the very groups the
+    coordinator had."""
+    data = tmp_path / "data"
+    with Sandbox(brokers=3, data_dir=str(data)) as s:
+        streams_scenarios.lifecycle(s.bootstrap)
+        app, member, _, tasks = _streams_member(s.bootstrap)
+        crashed = tmp_path / "crashed"
+        shutil.copytree(data, crashed, ignore=shutil.ignore_patterns(journal.LOCK_FILE))
+        live = s.call(_groups_as_records, s.cluster)
+        s.call(_streams_unchanged_by_discarded_results, s.cluster, app)
+    recovered = journal.recover(crashed)
+    assert recovered is not None and _groups_as_records(recovered[0]) == live
+    g = recovered[0].groups[app]
+    assert isinstance(g, streams_groups.StreamsGroup) and g.configured is not None and g.configured.tasks
+    assert {s: sorted(ps) for s, ps in g.members[member].active.items()} == {
+        t["subtopology_id"]: t["partitions"] for t in tasks}
+
+
+def _streams_unchanged_by_discarded_results(cluster: ClusterState, group_id: str) -> None:
+    coordinator = streams_groups.Coordinator(cluster)
+    g = cluster.groups[group_id]
+    assert isinstance(g, streams_groups.StreamsGroup)
+    groups, written = copy.deepcopy(cluster.groups), copy.deepcopy(cluster.group_records)
+    (member,) = g.members
+    left = coordinator._leave(group_id, member, streams_groups.LEAVE_EPOCH)
+    assert left.records
+    coordinator._assign(coordinator._draft(g))
+    assert cluster.groups == groups and cluster.group_records == written
+    assert group_state.records_of(cluster, g) == cluster.group_records[group_id]
