@@ -12,18 +12,21 @@ share.coordinator.snapshot.update.records.per.snapshot of them, as Kafka's share
 Each type's replay (`REPLAY`, through `replay.apply`) builds the group from them, and
 `ClusterState.group_records` keeps the latest record of each key, as the compacted topic does.
 
-The KIP-848 consumer group coordinator changes its groups as Kafka's GroupMetadataManager
-does: an operation computes the group's next state on a copy and returns the records that make
-it (`changes`: the records that differ from the live group's, tombstones for what it no longer
-has, members first, the group's own record last); the group changes only when they are replayed.
-What Kafka keeps in memory only (timers, resolved regexes) is on `ClusterState.runtime`. The
-other coordinators still change their groups in place and then call `store(cluster, group_id)`,
-which writes the records that differ from the latest written ones; replaying those sets the same
-values again. A deleted group's records get their tombstones (`removal`). Replayed at start-up,
-the records make the groups again. A group comes back as Kafka loads one: classic ones Stable
-with their members or Empty, their members' sessions starting again when the sandbox serves (the
-coordinators' `resume`), so members that do not come back expire as they would after a
-coordinator move.
+The KIP-848 consumer, streams and share group coordinators change their groups as Kafka's
+GroupMetadataManager does: an operation computes the group's next state on a copy and returns
+the records that make it (`changes`: the records that differ from the live group's, tombstones
+for what it no longer has, members first, the group's own record last); the group changes only
+when they are replayed. What Kafka keeps in memory only (timers, resolved regexes, a streams
+group's endpoint epoch) is on `ClusterState.runtime`. A share-partition's written state changes
+only by its ShareSnapshot/ShareUpdate records (share_groups.write_state), its deletion by their
+tombstones; its in-flight records are the leader's memory, made again from the written state
+when the sandbox serves. Classic groups change in place and then call `store(cluster,
+group_id)`, which writes the records that differ from the latest written ones; replaying those
+sets the same values again. A deleted group's records get their tombstones (`removal`).
+Replayed at start-up, the records make the groups again. A group comes back as Kafka loads one:
+classic ones Stable with their members or Empty, their members' sessions starting again when
+the sandbox serves (the coordinators' `resume`), so members that do not come back expire as
+they would after a coordinator move.
 """
 
 from __future__ import annotations
@@ -98,13 +101,13 @@ def removal(cluster: ClusterState, g: AnyGroup) -> list[r.Record]:
 
 
 def store(cluster: ClusterState, group_id: str) -> None:
-    """Write the group as it is now (classic and share groups, which still change in place):
-    its records that changed since written, and tombstones for what it no longer has."""
+    """Write the group as it is now (classic groups, which still change in place): its records
+    that changed since written, and tombstones for what it no longer has."""
     g = cluster.groups.get(group_id)
     old = cluster.group_records.get(group_id, {})
     new = records_of(cluster, g) if g is not None else {}
     gone = sorted((k for k in old if k not in new), key=lambda k: -RANK[k[0]])
-    changed = [_as_update(cluster, old.get(k), rec) for k, rec in new.items() if old.get(k) != rec]
+    changed = [rec for k, rec in new.items() if old.get(k) != rec]
     replay.apply_all(cluster, changed + [tombstone(old[k]) for k in gone])
 
 
@@ -177,12 +180,9 @@ def share_records(cluster: ClusterState, g: share_groups.ShareGroup) -> list[r.R
             m.epoch, m.previous_epoch, _partitions(m.assigned))))
     out += [r.ShareGroupTargetAssignmentMemberRecord(gid, member_id, r.TargetAssignmentMemberValue(_partitions(t)))
             for member_id, t in g.targets.items()]
-    mine = [(key, sp) for key, sp in cluster.share_partitions.items() if key[0] == gid]
-    for (_, tid, p), sp in sorted(mine, key=lambda kv: (str(kv[0][1]), kv[0][2])):
-        batches = tuple(r.StateBatch(b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
-                        for b in sp.written_batches)
-        out.append(r.ShareSnapshotRecord(gid, tid, p, r.ShareSnapshotValue(
-            sp.state_epoch, sp.leader_epoch, sp.written_start, batches)))
+    # Its share-partitions' state as written (share_groups.write_state; only replay changes it).
+    out += [rec for key, rec in sorted(cluster.group_records.get(gid, {}).items(), key=lambda kv: kv[0][1])
+            if key[0] is r.ShareSnapshotRecord]
     return out
 
 
@@ -502,6 +502,13 @@ def _streams_assignment(g: streams_groups.StreamsGroup, record: r.StreamsGroupCu
 
 
 SNAPSHOT_EVERY = "share.coordinator.snapshot.update.records.per.snapshot"
+
+
+def share_state_record(cluster: ClusterState, new: r.ShareSnapshotRecord) -> r.Record | None:
+    """The record that writes a share-partition's new state: None when it is what was last
+    written, else as `_as_update` says."""
+    old = cluster.group_records.get(new.group, {}).get(key_of(new))
+    return None if old == new else _as_update(cluster, old, new)
 
 
 def _as_update(cluster: ClusterState, old: r.Record | None, new: r.Record) -> r.Record:

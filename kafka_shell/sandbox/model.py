@@ -176,6 +176,7 @@ class Runtime:
     group_timers: dict[tuple[str, str, str], asyncio.Handle] = field(default_factory=dict)
     group_regexes: dict[str, Any] = field(default_factory=dict)
     streams_groups: dict[str, Any] = field(default_factory=dict)   # streams_groups.Runtime by group
+    share_initializing: dict[str, set[uuid.UUID]] = field(default_factory=dict)   # topic ids, by share group
 
 
 @dataclass

@@ -11,11 +11,12 @@ import time
 
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from kafka_shell.sandbox import consumer_groups, group_state, journal, replay, streams_groups
+from kafka_shell.sandbox import consumer_groups, group_state, journal, replay, share_groups, streams_groups
 from kafka_shell.sandbox.model import ClusterState
 from kafka_shell.sandbox.server import Sandbox
-from tests import k848_scenarios, streams_scenarios
-from tests.sandbox.test_kept_state import _groups_as_records, _streams_member
+from tests import k848_scenarios, streams_scenarios, test_share_clients as share_clients
+from tests.sandbox.test_kept_state import _groups_as_records, _share_consume, _streams_member
+from tests.test_transactions_cmd import sh
 
 # A short session for the group whose member is left to expire (the broker's minimum lowered).
 SHORT_SESSION = {"group.consumer.min.session.timeout.ms": "1000"}
@@ -158,6 +159,50 @@ def _streams_unchanged_by_discarded_results(cluster: ClusterState, group_id: str
     (member,) = g.members
     left = coordinator._leave(group_id, member, streams_groups.LEAVE_EPOCH)
     assert left.records
+    coordinator._assign(coordinator._draft(g))
+    assert cluster.groups == groups and cluster.group_records == written
+    assert group_state.records_of(cluster, g) == cluster.group_records[group_id]
+
+
+def test_a_crash_keeps_every_share_group_change(tmp_path):
+    """A share group's changes (members joining and leaving, its share-partitions' state
+    initialized, acquired, acknowledged, reset to the earliest offset, deleted with the group's
+    offsets or with the group) replay to the very groups and share-partitions the coordinators
+    had."""
+    data = tmp_path / "data"
+    with Sandbox(brokers=1, data_dir=str(data)) as s:
+        share_clients._session_facts(s.bootstrap)     # joined, fetched, acknowledged, left
+        topic = share_clients._topic(s.bootstrap)
+        group, emptied, deleted = (share_clients._group(s.bootstrap) for _ in range(3))
+        for g in (group, emptied, deleted):
+            _share_consume(s.bootstrap, topic, g)
+            share_clients._offsets(s.bootstrap, g)   # every record done with, as written
+        for line in (f"reset-share-group-offsets --group {group} --topic {topic} --to-earliest --execute",
+                     f"delete-share-group-offsets --group {emptied} --topic {topic} --yes",
+                     f"delete-share-group {deleted} --yes"):
+            code, _, err = sh(s.bootstrap, line)
+            assert code == 0, (line, err)
+        crashed = tmp_path / "crashed"
+        shutil.copytree(data, crashed, ignore=shutil.ignore_patterns(journal.LOCK_FILE))
+        live = s.call(_groups_as_records, s.cluster)
+        written = s.call(lambda: {key: (sp.state_epoch, sp.written_start, sp.written_done, sp.written_batches)
+                                  for key, sp in s.cluster.share_partitions.items()})
+        s.call(_share_unchanged_by_discarded_results, s.cluster, group)
+    recovered = journal.recover(crashed)
+    assert recovered is not None and _groups_as_records(recovered[0]) == live
+    assert {key: (sp.state_epoch, sp.written_start, sp.written_done, sp.written_batches)
+            for key, sp in recovered[0].share_partitions.items()} == written
+    assert sorted(sp.written_start for key, sp in recovered[0].share_partitions.items() if key[0] == group) == [0, 0]
+    assert not [key for key in written if key[0] in (emptied, deleted)] and deleted not in recovered[0].groups
+
+
+def _share_unchanged_by_discarded_results(cluster: ClusterState, group_id: str) -> None:
+    coordinator = share_groups.Coordinator(cluster)
+    g = cluster.groups[group_id]
+    assert isinstance(g, share_groups.ShareGroup)
+    groups, written = copy.deepcopy(cluster.groups), copy.deepcopy(cluster.group_records)
+    joined = coordinator.heartbeat(group_id, "newcomer", 0, None, "c", "/127.0.0.1", ["elsewhere"])
+    assert joined.records
     coordinator._assign(coordinator._draft(g))
     assert cluster.groups == groups and cluster.group_records == written
     assert group_state.records_of(cluster, g) == cluster.group_records[group_id]
