@@ -20,9 +20,10 @@ when they are replayed. What Kafka keeps in memory only (timers, resolved regexe
 group's endpoint epoch) is on `ClusterState.runtime`. A share-partition's written state changes
 only by its ShareSnapshot/ShareUpdate records (share_groups.write_state), its deletion by their
 tombstones; its in-flight records are the leader's memory, made again from the written state
-when the sandbox serves. Classic groups change in place and then call `store(cluster,
-group_id)`, which writes the records that differ from the latest written ones; replaying those
-sets the same values again. A deleted group's records get their tombstones (`removal`).
+when the sandbox serves. Classic groups change in memory, as Kafka's ClassicGroup does, and
+write their GroupMetadataRecord as they are when they become Stable or Empty (storeGroup;
+`classic_record`); replaying it sets the values the group has. A deleted group's records get
+their tombstones (`removal`).
 Replayed at start-up, the records make the groups again. A group comes back as Kafka loads one:
 classic ones Stable with their members or Empty, their members' sessions starting again when
 the sandbox serves (the coordinators' `resume`), so members that do not come back expire as
@@ -34,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, cast
 
-from kafka_shell.sandbox import classic_groups, configs, consumer_groups, replay, share_groups, streams_groups
+from kafka_shell.sandbox import classic_groups, configs, consumer_groups, share_groups, streams_groups
 from kafka_shell.sandbox import records as r
 from kafka_shell.sandbox.model import now_ms
 from kafka_shell.sandbox.records import ReplayError
@@ -94,21 +95,8 @@ def changes(cluster: ClusterState, live: AnyGroup | None, new: AnyGroup) -> list
 
 
 def removal(cluster: ClusterState, g: AnyGroup) -> list[r.Record]:
-    """Tombstones of the group's records, the group's own last (which removes it): what it
-    has now, and what was written of it (share-partitions whose state went before it)."""
-    latest = {**records_of(cluster, g), **cluster.group_records.get(g.group_id, {})}
-    return [tombstone(rec) for rec in sorted(latest.values(), key=lambda rec: -RANK[type(rec)])]
-
-
-def store(cluster: ClusterState, group_id: str) -> None:
-    """Write the group as it is now (classic groups, which still change in place): its records
-    that changed since written, and tombstones for what it no longer has."""
-    g = cluster.groups.get(group_id)
-    old = cluster.group_records.get(group_id, {})
-    new = records_of(cluster, g) if g is not None else {}
-    gone = sorted((k for k in old if k not in new), key=lambda k: -RANK[k[0]])
-    changed = [rec for k, rec in new.items() if old.get(k) != rec]
-    replay.apply_all(cluster, changed + [tombstone(old[k]) for k in gone])
+    """Tombstones of the group's records, the group's own last (which removes it)."""
+    return [tombstone(rec) for rec in reversed(records_of(cluster, g).values())]
 
 
 def records_of(cluster: ClusterState, g: AnyGroup) -> dict[Key, r.Record]:

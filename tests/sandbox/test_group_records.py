@@ -6,20 +6,42 @@ and GroupCoordinatorShard.replay: an operation computes the records of the group
 from __future__ import annotations
 
 import copy
+import dataclasses
 import shutil
 import time
 
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
-from kafka_shell.sandbox import consumer_groups, group_state, journal, replay, share_groups, streams_groups
+from kafka_shell.sandbox import (classic_groups, consumer_groups, group_state, journal, records, replay, share_groups,
+                                 streams_groups)
 from kafka_shell.sandbox.model import ClusterState
 from kafka_shell.sandbox.server import Sandbox
 from tests import k848_scenarios, streams_scenarios, test_share_clients as share_clients
-from tests.sandbox.test_kept_state import _groups_as_records, _share_consume, _streams_member
+from tests.sandbox.test_kept_state import (_admin, _consumer, _groups_as_records, _share_consume, _streams_member,
+                                          _subscribed)
 from tests.test_transactions_cmd import sh
 
 # A short session for the group whose member is left to expire (the broker's minimum lowered).
 SHORT_SESSION = {"group.consumer.min.session.timeout.ms": "1000"}
+
+
+def _as_written(cluster: ClusterState) -> None:
+    """What was written of the groups (the latest record of each key, which the state file
+    keeps) is what the groups are: no record of a group or member gone, none out of date."""
+    def same_any_time(record: records.Record) -> records.Record:
+        if isinstance(record, records.GroupMetadataRecord) and record.value is not None:
+            return dataclasses.replace(record, value=dataclasses.replace(record.value, current_state_timestamp=0))
+        return record
+    written = {gid: {key: same_any_time(rec) for key, rec in latest.items()}
+               for gid, latest in cluster.group_records.items()}
+    assert written == {gid: {key: same_any_time(rec) for key, rec in group_state.records_of(cluster, g).items()}
+                       for gid, g in cluster.groups.items() if not _offsets_only(cluster, gid)}
+
+
+def _offsets_only(cluster: ClusterState, group_id: str) -> bool:
+    """A group made by its offsets' replay alone (a simple group of a journal's commits)."""
+    return group_id not in cluster.group_records and isinstance(cluster.groups[group_id], classic_groups.Group)
 
 
 def _until(check, what: str, seconds: float = 30) -> None:
@@ -79,6 +101,7 @@ def test_a_crash_keeps_every_consumer_group_change(tmp_path):
             crashed = tmp_path / "crashed"
             shutil.copytree(data, crashed, ignore=shutil.ignore_patterns(journal.LOCK_FILE))
             live = s.call(_groups_as_records, s.cluster)
+            s.call(_as_written, s.cluster)
         finally:
             for g in groups.values():
                 g.close()
@@ -142,6 +165,7 @@ def test_a_crash_keeps_every_streams_group_change(tmp_path):
         crashed = tmp_path / "crashed"
         shutil.copytree(data, crashed, ignore=shutil.ignore_patterns(journal.LOCK_FILE))
         live = s.call(_groups_as_records, s.cluster)
+        s.call(_as_written, s.cluster)
         s.call(_streams_unchanged_by_discarded_results, s.cluster, app)
     recovered = journal.recover(crashed)
     assert recovered is not None and _groups_as_records(recovered[0]) == live
@@ -185,6 +209,7 @@ def test_a_crash_keeps_every_share_group_change(tmp_path):
         crashed = tmp_path / "crashed"
         shutil.copytree(data, crashed, ignore=shutil.ignore_patterns(journal.LOCK_FILE))
         live = s.call(_groups_as_records, s.cluster)
+        s.call(_as_written, s.cluster)
         written = s.call(lambda: {key: (sp.state_epoch, sp.written_start, sp.written_done, sp.written_batches)
                                   for key, sp in s.cluster.share_partitions.items()})
         s.call(_share_unchanged_by_discarded_results, s.cluster, group)
@@ -206,3 +231,42 @@ def _share_unchanged_by_discarded_results(cluster: ClusterState, group_id: str) 
     coordinator._assign(coordinator._draft(g))
     assert cluster.groups == groups and cluster.group_records == written
     assert group_state.records_of(cluster, g) == cluster.group_records[group_id]
+
+
+def test_a_crash_keeps_every_classic_group_change(tmp_path):
+    """Classic groups write their GroupMetadataRecord as they are when they become Stable or
+    Empty (Kafka's storeGroup): a member joining and syncing, a member leaving (Empty), a
+    simple group made by a commit of generation -1, a group deleted, an empty KIP-848 group
+    giving way to a classic one; the directory
+    as a kill -9 leaves it replays to the very groups the coordinator had."""
+    data = tmp_path / "data"
+    with Sandbox(brokers=1, data_dir=str(data)) as s:
+        admin = _admin(s.bootstrap)
+        admin.create_topics([NewTopic("classic", 2, 1)])["classic"].result(15)
+        stays = _subscribed(s.bootstrap, "stable", "classic")
+        _subscribed(s.bootstrap, "emptied", "classic").close()
+        for group in ("simple", "deleted"):
+            committer = _consumer(s.bootstrap, group)   # assigns itself: generation -1
+            committer.commit(offsets=[TopicPartition("classic", 0, 3)], asynchronous=False)
+            committer.close()
+        admin.delete_consumer_groups(["deleted"])["deleted"].result(10)
+        # An empty KIP-848 group gives way to a classic one.
+        modern = k848_scenarios.Group(s.bootstrap, partitions=1)
+        member = modern.new_member()
+        assert modern.join(member)["error"] == 0 and modern.heartbeat(member, -1)["error"] == 0
+        modern.close()
+        converted = _subscribed(s.bootstrap, modern.group_id, modern.topic)
+        crashed = tmp_path / "crashed"
+        shutil.copytree(data, crashed, ignore=shutil.ignore_patterns(journal.LOCK_FILE))
+        live = s.call(_groups_as_records, s.cluster)
+        s.call(_as_written, s.cluster)
+        stays.close()
+        converted.close()
+    recovered = journal.recover(crashed)
+    assert recovered is not None and _groups_as_records(recovered[0]) == live
+    groups = recovered[0].groups
+    assert groups["stable"].state == classic_groups.STABLE and len(groups["stable"].members) == 1
+    assert groups["emptied"].state == classic_groups.EMPTY and not groups["emptied"].members
+    assert groups["simple"].offsets[("classic", 0)].offset == 3 and "deleted" not in groups
+    assert isinstance(groups[modern.group_id], classic_groups.Group) and groups[modern.group_id].members
+
