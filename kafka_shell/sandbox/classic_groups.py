@@ -260,7 +260,10 @@ class Coordinator:
                 # Kafka would let the member join the consumer group with the classic protocol
                 # (online migration); the sandbox answers as Kafka does with migration disabled.
                 return _error(ErrorCode.group_id_not_found, member_id=member_id)
-            g = self.groups[group_id] = Group(group_id, offsets=found.offsets)  # an empty group gives way
+            # An empty group of another type gives way (its offsets stay): its records' tombstones.
+            from kafka_shell.sandbox import group_state  # it imports this module
+            replay.apply_all(self.cluster, group_state.changes(self.cluster, found, Group(group_id, offsets=found.offsets)))
+            g = self.classic(group_id)
             if member_id:
                 return _error(ErrorCode.unknown_member_id, member_id=member_id)
         if g is None:
@@ -531,9 +534,11 @@ class Coordinator:
             g.joined.set()
 
     def _store(self, g: Group) -> None:
-        """Write the group's metadata as it is now (its GroupMetadataRecord)."""
+        """Kafka's storeGroup: the GroupMetadataRecord of the group as it is now (Stable with its
+        members' assignments, or Empty). Kafka's classic groups change in memory and write the
+        record without replaying it; replaying it here sets the values the group already has."""
         from kafka_shell.sandbox import group_state  # it imports this module
-        group_state.store(self.cluster, g.group_id)
+        replay.apply(self.cluster, group_state.classic_record(g))
 
     def resume(self) -> None:
         """Start the sessions of members brought back by --data-dir (loop thread, at start)."""
@@ -595,8 +600,9 @@ class Coordinator:
         if g is None:
             if generation >= 0:
                 return None, ErrorCode.group_id_not_found if version >= 9 else ErrorCode.illegal_generation
-            g = self.groups[group_id] = Group(group_id)
-            self._store(g)
+            self._store(Group(group_id))   # replaying its record makes the group
+            g = self.classic(group_id)
+            assert g is not None, "a GroupMetadataRecord makes a classic group"
         if g.state == DEAD:
             return None, ErrorCode.coordinator_not_available
         if generation < 0 and g.state == EMPTY:
@@ -639,7 +645,7 @@ class Coordinator:
         # Kafka's tombstones: the group's offsets, then the group's records.
         from kafka_shell.sandbox import group_state  # it imports this module
         replay.apply_all(self.cluster, [offset_record(group_id, key, None) for key in list(getattr(g, "offsets", {}))])
-        group_state.store(self.cluster, group_id, deleted=True)
+        replay.apply_all(self.cluster, group_state.removal(self.cluster, g))
         return 0
 
     def delete_offsets_error(self, g: AnyGroup | None) -> int:

@@ -20,7 +20,6 @@ replaced by the other, its offsets kept, as Kafka does.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,10 +27,11 @@ from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, group_configs, modern_groups
+from kafka_shell.sandbox import configs, group_configs, modern_groups, replay
 from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.modern_groups import GroupError
 from kafka_shell.sandbox.model import ClusterState, now_ms
+from kafka_shell.sandbox.records import ControllerResult, Record
 from kafka_shell.base.regex import compile_kafka_regex
 
 EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
@@ -61,17 +61,23 @@ class Member:
     state: str = M_STABLE
     assigned: Owned = field(default_factory=dict)
     revoking: Owned = field(default_factory=dict)
-    session: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
-    rebalance: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
 
     def reconciled_to(self, epoch: int) -> bool:
         return self.state == M_STABLE and self.epoch == epoch
 
-    def cancel_timers(self) -> None:
-        for timer in (self.session, self.rebalance):
-            if timer is not None:
-                timer.cancel()
-        self.session = self.rebalance = None
+
+@dataclass
+class Regexes:
+    """A group's regexes as last resolved (Kafka's ResolvedRegularExpression), when, and the
+    metadata generation they were resolved against. Runtime only (`ClusterState.runtime`): a
+    sandbox that serves again resolves them before any heartbeat."""
+    resolved: dict[str, frozenset[str]] = field(default_factory=dict)
+    resolved_ms: int = 0
+    generation: int = -1
+
+
+def regexes(cluster: ClusterState, group_id: str) -> Regexes:
+    return cluster.runtime.group_regexes.setdefault(group_id, Regexes())
 
 
 @dataclass
@@ -85,13 +91,6 @@ class ConsumerGroup:
     targets: dict[str, TopicPartitions] = field(default_factory=dict)
     metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)  # subscribed topic -> (id, partitions)
     offsets: dict[tuple[str, int], classic.CommittedOffset] = field(default_factory=dict)
-    pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
-    # The members' regexes as last resolved (Kafka's ResolvedRegularExpression), when, and the
-    # metadata generation they were resolved against; a resolution waiting to run.
-    resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
-    regexes_resolved_ms: int = 0
-    regexes_generation: int = -1
-    pending_regexes: asyncio.Handle | None = field(default=None, compare=False, repr=False)
 
     group_type = "consumer"
     protocol_type = "consumer"
@@ -109,13 +108,8 @@ class ConsumerGroup:
     def subscribed_topics(self, cluster: ClusterState) -> set[str]:
         out: set[str] = set()
         for m in self.members.values():
-            out |= self.subscribed(m)
+            out |= subscribed(cluster, self, m)
         return out
-
-    def subscribed(self, m: Member) -> set[str]:
-        """The topics a member subscribes to: its names, and those its regex matched when the
-        group last resolved it (none before: Kafka resolves regexes asynchronously)."""
-        return set(m.topic_names) | self.resolved_regexes.get(m.topic_regex or "", frozenset())
 
     def regexes(self) -> set[str]:
         return {m.topic_regex for m in self.members.values() if m.topic_regex}
@@ -127,6 +121,13 @@ class ConsumerGroup:
             if m.server_assignor:
                 counts[m.server_assignor] = counts.get(m.server_assignor, 0) + 1
         return max(counts, key=lambda name: counts[name]) if counts else None
+
+
+def subscribed(cluster: ClusterState, g: ConsumerGroup, m: Member) -> set[str]:
+    """The topics a member subscribes to: its names, and those its regex matched when the
+    group last resolved it (none before: Kafka resolves regexes asynchronously)."""
+    resolved = cluster.runtime.group_regexes.get(g.group_id)
+    return set(m.topic_names) | (resolved.resolved.get(m.topic_regex or "", frozenset()) if resolved else frozenset())
 
 
 def matching(cluster: ClusterState, regex: str) -> frozenset[str]:
@@ -231,36 +232,38 @@ class RevokingCoordinator(modern_groups.Coordinator):
 
     def _schedule_rebalance(self, g: Any, m: Any) -> None:
         """While the member has partitions (tasks) to revoke, it must do so within its rebalance timeout."""
-        if m.rebalance is not None:
-            m.rebalance.cancel()
-            m.rebalance = None
+        key = (g.group_id, m.member_id, "rebalance")
+        self.cancel_timer(key)
         if m.state == self.unrevoked and m.rebalance_timeout_ms > 0:
-            m.rebalance = asyncio.get_running_loop().call_later(
-                m.rebalance_timeout_ms / 1000, self._revocation_overdue, g, m.member_id, m.epoch)
+            self._schedule(key, m.rebalance_timeout_ms, self._revocation_overdue, g.group_id, m.member_id, m.epoch)
 
-    def _revocation_overdue(self, g: Any, member_id: str, epoch: int) -> None:
-        m = g.members.get(member_id)
-        if m is not None and m.epoch == epoch and self.groups.get(g.group_id) is g:
+    def _revocation_overdue(self, group_id: str, member_id: str, epoch: int) -> None:
+        g = self._live(group_id)
+        m = g.members.get(member_id) if g is not None else None
+        if m is not None and m.epoch == epoch:
             self.fence(g, m)
 
 
 class Coordinator(RevokingCoordinator):
-    """Consumer group operations for one request; `spawn`-free: timers run on the loop."""
+    """Consumer group operations for one request, as Kafka's GroupMetadataManager: each computes
+    the group's next state on a copy (`_draft`) and returns the records that make it
+    (`ControllerResult`, which the caller commits) or writes them itself (timers); the group
+    changes only when they are replayed (group_state.replay_modern). Timers run on the loop."""
 
     kind = "consumer"
     group_class = ConsumerGroup
 
     def _group_to_join(self, group_id: str) -> ConsumerGroup:
+        """A copy of the group to join, or a new one."""
         g = self.groups.get(group_id)
         if isinstance(g, ConsumerGroup):
-            return g
+            return self._draft(g)
         if g is not None and (g.members or g.state != classic.EMPTY or g.group_type == "share"):
             # Kafka would convert a classic group of consumers (online migration): not done here.
             raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
         new = ConsumerGroup(group_id)
         if g is not None:   # an empty classic group gives way; its offsets stay
             new.offsets = g.offsets
-        self.groups[group_id] = new
         return new
 
     # ConsumerGroupHeartbeat ---------------------------------------------------------------------
@@ -268,7 +271,7 @@ class Coordinator(RevokingCoordinator):
     def heartbeat(self, group_id: str, member_id: str, epoch: int, instance_id: str | None,
                   rack_id: str | None, rebalance_ms: int, client_id: str, client_host: str,
                   names: list[str] | None, regex: str | None, assignor: str | None,
-                  owned: list[tuple[uuid.UUID, list[int]]] | None) -> dict:
+                  owned: list[tuple[uuid.UUID, list[int]]] | None) -> ControllerResult[dict]:
         if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group_id, member_id, epoch, instance_id)
         joining = epoch == 0
@@ -276,7 +279,7 @@ class Coordinator(RevokingCoordinator):
             raise GroupError(ErrorCode.unsupported_assignor,
                              f"ServerAssignor {assignor} is not supported. Supported assignors: "
                              f"{', '.join(assignors(self.cluster))}.")
-        g = self._group_to_join(group_id) if joining else self.group(group_id)
+        g = self._group_to_join(group_id) if joining else self._draft(self.group(group_id))
         max_size = int(configs.broker_value(self.cluster, None, "group.consumer.max.size") or 2**31 - 1)
         if len(g.members) >= max_size and member_id not in g.members:
             raise GroupError(ErrorCode.group_max_size_reached,
@@ -302,7 +305,8 @@ class Coordinator(RevokingCoordinator):
         self._maybe_resolve_regexes(g)
         metadata = self._metadata(g)
         # A new regex bumps the epoch once resolved (at once when another member has it).
-        regex_resolved = m.topic_regex != before[1] and (not m.topic_regex or m.topic_regex in g.resolved_regexes)
+        regex_resolved = m.topic_regex != before[1] and (
+            not m.topic_regex or m.topic_regex in regexes(self.cluster, group_id).resolved)
         if (set(m.topic_names), m.server_assignor) != (before[0], before[2]) or regex_resolved \
                 or metadata != g.metadata:
             g.epoch += 1
@@ -310,7 +314,6 @@ class Coordinator(RevokingCoordinator):
         self._maybe_assign(g)
         self._reconcile(g, m, owned)
         self._schedule_session(g, m)
-        self._store(g)
         full = joining or (rebalance_ms != -1 and names is not None and owned is not None)
         answer: dict = {"error_code": 0, "member_id": m.member_id, "member_epoch": m.epoch,
                         "heartbeat_interval": group_configs.value(self.cluster, group_id,
@@ -318,7 +321,7 @@ class Coordinator(RevokingCoordinator):
         if full or old_assigned != m.assigned:
             answer["assignment"] = {"topic_partitions": [
                 {"topic_id": t, "partitions": sorted(ps)} for t, ps in m.assigned.items()]}
-        return answer
+        return ControllerResult(self._changes(self.groups.get(group_id), g), answer)
 
     def _member(self, g: ConsumerGroup, member_id: str, epoch: int, instance_id: str | None,
                 owned: list[tuple[uuid.UUID, list[int]]] | None) -> Member:
@@ -367,44 +370,55 @@ class Coordinator(RevokingCoordinator):
         with its literal topics only), else at most every 10 s once topics changed, and every
         group.consumer.regex.refresh.interval.ms."""
         in_use = g.regexes()
-        for gone in set(g.resolved_regexes) - in_use:
-            del g.resolved_regexes[gone]
-        if not in_use or g.pending_regexes is not None:
+        known = regexes(self.cluster, g.group_id)
+        for gone in set(known.resolved) - in_use:
+            del known.resolved[gone]
+        key = (g.group_id, "", "regexes")
+        if not in_use or key in self.cluster.runtime.group_timers:
             return
-        since = now_ms() - g.regexes_resolved_ms
+        since = now_ms() - known.resolved_ms
         interval = int(configs.broker_value(self.cluster, None, "group.consumer.regex.refresh.interval.ms") or 600000)
         stale = since >= REGEX_BATCH_REFRESH_MIN_INTERVAL_MS and (
-            g.regexes_generation < self.cluster.generation or since >= interval)
-        if in_use - set(g.resolved_regexes) or stale:
-            g.pending_regexes = asyncio.get_running_loop().call_soon(self._resolve_regexes, g)
+            known.generation < self.cluster.generation or since >= interval)
+        if in_use - set(known.resolved) or stale:
+            self._schedule(key, 0, self._resolve_regexes, g.group_id)
 
-    def _resolve_regexes(self, g: ConsumerGroup) -> None:
-        g.pending_regexes = None
-        if self.groups.get(g.group_id) is not g:
+    def _resolved_now(self, g: ConsumerGroup) -> None:
+        known = regexes(self.cluster, g.group_id)
+        known.resolved = {r: matching(self.cluster, r) for r in g.regexes()}
+        known.resolved_ms, known.generation = now_ms(), self.cluster.generation
+
+    def _resolve_regexes(self, group_id: str) -> None:
+        g = self._live(group_id)
+        if g is None:
             return
-        g.resolved_regexes = {r: matching(self.cluster, r) for r in g.regexes()}
-        g.regexes_resolved_ms, g.regexes_generation = now_ms(), self.cluster.generation
-        metadata = self._metadata(g)
-        if metadata != g.metadata:   # the members reconcile towards the new target at their next heartbeat
-            g.epoch += 1
-            g.metadata = metadata
-            self._maybe_assign(g)
-            self._store(g)
+        self._resolved_now(g)
+        new = self._draft(g)
+        metadata = self._metadata(new)
+        if metadata != new.metadata:   # the members reconcile towards the new target at their next heartbeat
+            new.epoch += 1
+            new.metadata = metadata
+            self._maybe_assign(new)
+            self._write(g, new)
 
     def resume(self) -> None:
         """Regexes of groups brought back by --data-dir are resolved before any heartbeat."""
         for g in self.groups.values():
             if isinstance(g, ConsumerGroup):
-                g.resolved_regexes = {r: matching(self.cluster, r) for r in g.regexes()}
-                g.regexes_resolved_ms, g.regexes_generation = now_ms(), self.cluster.generation
+                self._resolved_now(g)
         super().resume()
 
     # target assignment -----------------------------------------------------------------------------
 
+    def _assign_now(self, g: ConsumerGroup) -> None:
+        new = self._draft(g)
+        self._assign(new)
+        self._write(g, new)
+
     def _assign(self, g: ConsumerGroup) -> None:
         ids = {name: tid for name, (tid, _) in g.metadata.items()}
         partitions = {tid: n for tid, n in g.metadata.values()}
-        subscriptions = {i: {ids[t] for t in g.subscribed(m) if t in ids} for i, m in g.members.items()}
+        subscriptions = {i: {ids[t] for t in subscribed(self.cluster, g, m) if t in ids} for i, m in g.members.items()}
         name = g.preferred_assignor() or assignors(self.cluster)[0]
         if name == "range":
             targets = range_assignor(g.members, subscriptions, partitions)
@@ -467,7 +481,7 @@ class Coordinator(RevokingCoordinator):
 
     # leaving and fencing ------------------------------------------------------------------------------
 
-    def _leave(self, group_id: str, member_id: str, epoch: int, instance_id: str | None) -> dict:
+    def _leave(self, group_id: str, member_id: str, epoch: int, instance_id: str | None) -> ControllerResult[dict]:
         g = self.group(group_id)
         if instance_id is None:
             m = g.members.get(member_id)
@@ -479,36 +493,35 @@ class Coordinator(RevokingCoordinator):
             assert m is not None, "_check_instance refuses an unknown instance"
             if epoch == STATIC_LEAVE_EPOCH:
                 # Away for a while: the member keeps its place and target until its session ends.
-                m.epoch, m.revoking = STATIC_LEAVE_EPOCH, {}
-                self._store(g)
-                return {"error_code": 0, "member_id": m.member_id, "member_epoch": STATIC_LEAVE_EPOCH}
-        self.fence(g, m)
-        return {"error_code": 0, "member_id": member_id, "member_epoch": epoch}
+                new = self._draft(g)
+                away = new.members[m.member_id]
+                away.epoch, away.revoking = STATIC_LEAVE_EPOCH, {}
+                return ControllerResult(self._changes(g, new), {
+                    "error_code": 0, "member_id": m.member_id, "member_epoch": STATIC_LEAVE_EPOCH})
+        return ControllerResult(self._fenced(g, m), {"error_code": 0, "member_id": member_id, "member_epoch": epoch})
 
     def fence(self, g: ConsumerGroup, m: Member) -> None:
-        """The member leaves the group (left, expired, or too slow to revoke); the group epoch
-        moves so that its partitions go to the others."""
-        self._remove(g, m)
-        g.epoch += 1
-        g.metadata = self._metadata(g)
-        if not g.members:   # nothing to wait for: the empty target at once
-            g.targets, g.assignment_epoch = {}, g.epoch
-        self._maybe_assign(g)
-        self._store(g)
+        replay.apply_all(self.cluster, self._fenced(g, m))
+
+    def _fenced(self, g: ConsumerGroup, m: Member) -> list[Record]:
+        """The records of the member leaving the group (left, expired, or too slow to revoke);
+        the group epoch moves so that its partitions go to the others."""
+        new = self._draft(g)
+        self._remove(new, new.members[m.member_id])
+        new.epoch += 1
+        new.metadata = self._metadata(new)
+        if not new.members:   # nothing to wait for: the empty target at once
+            new.targets, new.assignment_epoch = {}, new.epoch
+        self._maybe_assign(new)
+        return self._changes(g, new)
 
     def _remove(self, g: ConsumerGroup, m: Member, keep_target: bool = False) -> None:
-        m.cancel_timers()
+        self.cancel_member_timers(g.group_id, m.member_id)
         g.members.pop(m.member_id, None)
         if m.instance_id is not None and g.static_members.get(m.instance_id) == m.member_id:
             del g.static_members[m.instance_id]
         if not keep_target:
             g.targets.pop(m.member_id, None)
-
-
-    def _store(self, g: ConsumerGroup) -> None:
-        """Write the group's ConsumerGroup* records where they changed."""
-        from kafka_shell.sandbox import group_state  # it imports this module
-        group_state.store(self.cluster, g.group_id)
 
     # offsets and administration -------------------------------------------------------------------------
 

@@ -12,15 +12,22 @@ share.coordinator.snapshot.update.records.per.snapshot of them, as Kafka's share
 Each type's replay (`REPLAY`, through `replay.apply`) builds the group from them, and
 `ClusterState.group_records` keeps the latest record of each key, as the compacted topic does.
 
-The coordinators keep what Kafka keeps in memory only (join futures, timers, locks, sessions)
-in their group objects, and where Kafka writes records they call `store(cluster, group_id)`:
-the group's records (`records_of`) that differ from the latest of their key are applied, and
-the keys it no longer has get their tombstones (members first, the group's own record last).
-Replaying a record onto a group the coordinator already changed sets the same values (as Kafka's
-classic groups write their records without replaying them); replayed at start-up it makes the
-group again. A group comes back as Kafka loads one: classic ones Stable with their members or
-Empty, their members' sessions starting again when the sandbox serves (the coordinators'
-`resume`), so members that do not come back expire as they would after a coordinator move.
+The KIP-848 consumer, streams and share group coordinators change their groups as Kafka's
+GroupMetadataManager does: an operation computes the group's next state on a copy and returns
+the records that make it (`changes`: the records that differ from the live group's, tombstones
+for what it no longer has, members first, the group's own record last); the group changes only
+when they are replayed. What Kafka keeps in memory only (timers, resolved regexes, a streams
+group's endpoint epoch) is on `ClusterState.runtime`. A share-partition's written state changes
+only by its ShareSnapshot/ShareUpdate records (share_groups.write_state), its deletion by their
+tombstones; its in-flight records are the leader's memory, made again from the written state
+when the sandbox serves. Classic groups change in memory, as Kafka's ClassicGroup does, and
+write their GroupMetadataRecord as they are when they become Stable or Empty (storeGroup;
+`classic_record`); replaying it sets the values the group has. A deleted group's records get
+their tombstones (`removal`).
+Replayed at start-up, the records make the groups again. A group comes back as Kafka loads one:
+classic ones Stable with their members or Empty, their members' sessions starting again when
+the sandbox serves (the coordinators' `resume`), so members that do not come back expire as
+they would after a coordinator move.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, cast
 
-from kafka_shell.sandbox import classic_groups, configs, consumer_groups, replay, share_groups, streams_groups
+from kafka_shell.sandbox import classic_groups, configs, consumer_groups, share_groups, streams_groups
 from kafka_shell.sandbox import records as r
 from kafka_shell.sandbox.model import now_ms
 from kafka_shell.sandbox.records import ReplayError
@@ -77,17 +84,19 @@ def tombstone(record: r.Record) -> r.Record:
 # -- writing ------------------------------------------------------------------------------------
 
 
-def store(cluster: ClusterState, group_id: str, deleted: bool = False) -> None:
-    """Write the group as it is now: its records that changed, and tombstones for what it no
-    longer has (all of them when it is `deleted`, after its offsets': the last removes it)."""
-    g = cluster.groups.get(group_id)
-    old = cluster.group_records.get(group_id, {})
-    if deleted and g is not None and not old:   # never stored (a group of offsets only)
-        replay.apply(cluster, _GROUP_RECORD[type(g)](group_id))
-    new = records_of(cluster, g) if g is not None and not deleted else {}
-    gone = sorted((k for k in old if k not in new), key=lambda k: -RANK[k[0]])
-    changed = [_as_update(cluster, old.get(k), rec) for k, rec in new.items() if old.get(k) != rec]
-    replay.apply_all(cluster, changed + [tombstone(old[k]) for k in gone])
+def changes(cluster: ClusterState, live: AnyGroup | None, new: AnyGroup) -> list[r.Record]:
+    """The records that make `new` of the group as it is (`live`, None for none): those of
+    `new` that differ from the live group's, then tombstones for what `new` no longer has
+    (members first, the group's own record last). A coordinator computes `new` on a copy."""
+    old = records_of(cluster, live) if live is not None else {}
+    now = records_of(cluster, new)
+    gone = sorted((k for k in old if k not in now), key=lambda k: -RANK[k[0]])
+    return [rec for k, rec in now.items() if old.get(k) != rec] + [tombstone(old[k]) for k in gone]
+
+
+def removal(cluster: ClusterState, g: AnyGroup) -> list[r.Record]:
+    """Tombstones of the group's records, the group's own last (which removes it)."""
+    return [tombstone(rec) for rec in reversed(records_of(cluster, g).values())]
 
 
 def records_of(cluster: ClusterState, g: AnyGroup) -> dict[Key, r.Record]:
@@ -159,12 +168,9 @@ def share_records(cluster: ClusterState, g: share_groups.ShareGroup) -> list[r.R
             m.epoch, m.previous_epoch, _partitions(m.assigned))))
     out += [r.ShareGroupTargetAssignmentMemberRecord(gid, member_id, r.TargetAssignmentMemberValue(_partitions(t)))
             for member_id, t in g.targets.items()]
-    mine = [(key, sp) for key, sp in cluster.share_partitions.items() if key[0] == gid]
-    for (_, tid, p), sp in sorted(mine, key=lambda kv: (str(kv[0][1]), kv[0][2])):
-        batches = tuple(r.StateBatch(b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
-                        for b in sp.written_batches)
-        out.append(r.ShareSnapshotRecord(gid, tid, p, r.ShareSnapshotValue(
-            sp.state_epoch, sp.leader_epoch, sp.written_start, batches)))
+    # Its share-partitions' state as written (share_groups.write_state; only replay changes it).
+    out += [rec for key, rec in sorted(cluster.group_records.get(gid, {}).items(), key=lambda kv: kv[0][1])
+            if key[0] is r.ShareSnapshotRecord]
     return out
 
 
@@ -303,10 +309,19 @@ def replay_modern(cluster: ClusterState, record: Any) -> None:
             group.metadata = _topics(r.PartitionMetadataValue(value.topics))
             group.validated_topology_epoch = value.validated_topology_epoch
             group.assignment_configs = {kv.key: kv.value for kv in value.last_assignment_configs}
+            _configure(cluster, group)
         return
     g = _existing(cluster, record, cls)
     if g is not None:
         _apply(g, record, value)
+        if isinstance(record, r.StreamsGroupTopologyRecord):
+            _configure(cluster, g)
+
+
+def _configure(cluster: ClusterState, g: streams_groups.StreamsGroup) -> None:
+    """A streams group's topology configured against the topics, as Kafka's StreamsGroup does
+    when its topology or its topics' metadata is replayed."""
+    g.configured = None if g.topology is None else streams_groups.configure(cluster, g.topology)
 
 
 def _partition_metadata(g: Any, record: r.Record, v: r.PartitionMetadataValue | None) -> None:
@@ -331,7 +346,6 @@ def _consumer_member(g: consumer_groups.ConsumerGroup, record: r.ConsumerGroupMe
     m = g.members.get(record.member_id)
     if v is None:
         if m is not None:
-            m.cancel_timers()
             del g.members[record.member_id]
             if m.instance_id is not None and g.static_members.get(m.instance_id) == m.member_id:
                 del g.static_members[m.instance_id]
@@ -362,9 +376,7 @@ def _share_member(g: share_groups.ShareGroup, record: r.ShareGroupMemberMetadata
                   v: r.ShareGroupMemberMetadataValue | None) -> None:
     m = g.members.get(record.member_id)
     if v is None:
-        if m is not None:
-            _cancel(m)
-            del g.members[record.member_id]
+        g.members.pop(record.member_id, None)
         return
     if m is None:
         m = g.members[record.member_id] = share_groups.Member(record.member_id)
@@ -444,9 +456,7 @@ def _streams_member(g: streams_groups.StreamsGroup, record: r.StreamsGroupMember
                     v: r.StreamsGroupMemberMetadataValue | None) -> None:
     m = g.members.get(record.member_id)
     if v is None:
-        if m is not None:
-            m.cancel_timers()
-            del g.members[record.member_id]
+        g.members.pop(record.member_id, None)
         return
     if m is None:
         m = g.members[record.member_id] = streams_groups.Member(record.member_id)
@@ -480,6 +490,13 @@ def _streams_assignment(g: streams_groups.StreamsGroup, record: r.StreamsGroupCu
 
 
 SNAPSHOT_EVERY = "share.coordinator.snapshot.update.records.per.snapshot"
+
+
+def share_state_record(cluster: ClusterState, new: r.ShareSnapshotRecord) -> r.Record | None:
+    """The record that writes a share-partition's new state: None when it is what was last
+    written, else as `_as_update` says."""
+    old = cluster.group_records.get(new.group, {}).get(key_of(new))
+    return None if old == new else _as_update(cluster, old, new)
 
 
 def _as_update(cluster: ClusterState, old: r.Record | None, new: r.Record) -> r.Record:
@@ -559,10 +576,6 @@ def replay_share_snapshot(cluster: ClusterState, record: r.ShareSnapshotRecord, 
         if b.delivery_state in DONE and b.last_offset >= v.start_offset)
 
 
-_GROUP_RECORD: dict[type, type] = {classic_groups.Group: r.GroupMetadataRecord,
-                                   consumer_groups.ConsumerGroup: r.ConsumerGroupMetadataRecord,
-                                   share_groups.ShareGroup: r.ShareGroupMetadataRecord,
-                                   streams_groups.StreamsGroup: r.StreamsGroupMetadataRecord}
 _MODERN: dict[type, tuple[type, Any]] = {
     r.ConsumerGroupMetadataRecord: (consumer_groups.ConsumerGroup, None),
     r.ConsumerGroupPartitionMetadataRecord: (consumer_groups.ConsumerGroup, _partition_metadata),

@@ -171,6 +171,12 @@ class Runtime:
     preferred_dirs: dict[tuple[str, int, int], str] = field(default_factory=dict)   # (topic, partition, broker) ->
     future_progress: dict[tuple[str, int, int], tuple[int, float]] = field(default_factory=dict)   # offset, credit
     producer_id_blocks: dict[int, range] = field(default_factory=dict)   # broker -> the ids left (producer_ids)
+    # The modern group coordinators' timers by (group, member or "", what), as Kafka's
+    # CoordinatorTimer keys them, and the consumer groups' resolved regexes (consumer_groups.Regexes).
+    group_timers: dict[tuple[str, str, str], asyncio.Handle] = field(default_factory=dict)
+    group_regexes: dict[str, Any] = field(default_factory=dict)
+    streams_groups: dict[str, Any] = field(default_factory=dict)   # streams_groups.Runtime by group
+    share_initializing: dict[str, set[uuid.UUID]] = field(default_factory=dict)   # topic ids, by share group
 
 
 @dataclass

@@ -2,20 +2,24 @@
 do alike, as Kafka 4.4's GroupMetadataManager does for its ModernGroups: find a group of one
 type, read the subscribed topics' metadata, compute the target assignment at most once per
 assignment interval, and fence members whose session ended. Each type's coordinator subclasses
-`Coordinator` with its group class, its config prefix and its own `_assign`, `fence`, `_store`.
+`Coordinator` with its group class, its config prefix and its own `_assign`, `_assign_now`, `fence`.
+Timers live on the runtime (`ClusterState.runtime.group_timers`), never in a group.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import uuid
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import group_configs
+from kafka_shell.sandbox import group_configs, replay
 from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.model import ClusterState, now_ms
+from kafka_shell.sandbox.records import Record
 
 
 class GroupError(Exception):
@@ -42,6 +46,25 @@ class Coordinator:
             raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} is not a {self.kind} group.")
         return g
 
+    def _draft(self, g: Any) -> Any:
+        """A copy of the group to compute its next state on (Kafka's member and group builders):
+        the live group changes only when the records of the difference are replayed. Its
+        committed offsets are shared: no group operation here writes them."""
+        return copy.deepcopy(g, {id(g.offsets): g.offsets})
+
+    def _changes(self, live: Any, new: Any) -> list[Record]:
+        """The records that make `new` of the group as it is (`live`; None when there is none)."""
+        from kafka_shell.sandbox import group_state  # it imports the coordinators
+        return group_state.changes(self.cluster, live, new)
+
+    def _write(self, live: Any, new: Any) -> None:
+        replay.apply_all(self.cluster, self._changes(live, new))
+
+    def _live(self, group_id: str) -> Any:
+        """The group of this coordinator's type (None: gone, or of another type), for a timer."""
+        g = self.groups.get(group_id)
+        return g if isinstance(g, self.group_class) else None
+
     def _metadata(self, g: Any) -> dict[str, tuple[uuid.UUID, int]]:
         """Each subscribed topic that exists: its id and partition count."""
         out = {}
@@ -61,32 +84,54 @@ class Coordinator:
         interval = group_configs.value(self.cluster, g.group_id, f"{self.kind}.assignment.interval.ms")
         wait_ms = g.assignment_time_ms + interval - now_ms()
         if g.assignment_time_ms and wait_ms > 0:
-            if g.pending_assignment is None:
-                g.pending_assignment = asyncio.get_running_loop().call_later(wait_ms / 1000, self._assign_later, g)
+            key = (g.group_id, "", "assignment")
+            if key not in self.cluster.runtime.group_timers:
+                self._schedule(key, wait_ms, self._assign_later, g.group_id)
             return
         self._assign(g)
 
-    def _assign_later(self, g: Any) -> None:
-        g.pending_assignment = None
-        current: Any = self.groups.get(g.group_id)
-        if current is g and g.epoch > g.assignment_epoch:
-            self._assign(g)   # members reconcile towards it at their next heartbeat, as in Kafka
-            self._store(g)
+    def _assign_later(self, group_id: str) -> None:
+        g = self._live(group_id)
+        if g is not None and g.epoch > g.assignment_epoch:
+            self._assign_now(g)   # members reconcile towards it at their next heartbeat, as in Kafka
+
+    def _assign_now(self, g: Any) -> None:
+        raise NotImplementedError
 
     def _assign(self, g: Any) -> None:
         raise NotImplementedError
 
+    # timers (runtime only: Kafka's CoordinatorTimer) ------------------------------------------------
+
+    def _schedule(self, key: tuple[str, str, str], delay_ms: float, callback: Callable[..., None], *args: Any) -> None:
+        """Run `callback` after `delay_ms`, replacing the timer of the same key."""
+        timers = self.cluster.runtime.group_timers
+        self.cancel_timer(key)
+
+        def fire() -> None:
+            timers.pop(key, None)
+            callback(*args)
+        timers[key] = asyncio.get_running_loop().call_later(delay_ms / 1000, fire)
+
+    def cancel_timer(self, key: tuple[str, str, str]) -> None:
+        handle = self.cluster.runtime.group_timers.pop(key, None)
+        if handle is not None:
+            handle.cancel()
+
+    def cancel_member_timers(self, group_id: str, member_id: str) -> None:
+        for what in ("session", "rebalance"):
+            self.cancel_timer((group_id, member_id, what))
+
     # sessions -----------------------------------------------------------------------------------
 
     def _schedule_session(self, g: Any, m: Any) -> None:
-        if m.session is not None:
-            m.session.cancel()
         timeout = group_configs.value(self.cluster, g.group_id, f"{self.kind}.session.timeout.ms")
-        m.session = asyncio.get_running_loop().call_later(timeout / 1000, self._expire, g, m.member_id)
+        self._schedule((g.group_id, m.member_id, "session"), timeout, self._expire, g.group_id, m.member_id)
 
-    def _expire(self, g: Any, member_id: str) -> None:
-        m = g.members.get(member_id)
-        if m is not None and self.groups.get(g.group_id) is g:
+    def _expire(self, group_id: str, member_id: str) -> None:
+        g = self._live(group_id)
+        m = g.members.get(member_id) if g is not None else None
+        if m is not None:
             self.fence(g, m)
 
     def fence(self, g: Any, m: Any) -> None:
@@ -98,6 +143,3 @@ class Coordinator:
             if isinstance(g, self.group_class):
                 for m in g.members.values():
                     self._schedule_session(g, m)
-
-    def _store(self, g: Any) -> None:
-        raise NotImplementedError

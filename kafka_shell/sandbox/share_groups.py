@@ -27,14 +27,17 @@ import base64
 import math
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, group_configs, log, modern_groups, producer_state, quorum, topic_lifecycle
+from kafka_shell.sandbox import (configs, group_configs, log, modern_groups, producer_state, quorum, records, replay,
+                                 topic_lifecycle)
 from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.modern_groups import GroupError
 from kafka_shell.sandbox.model import Batch, ClusterState, Partition, now_ms
+from kafka_shell.sandbox.records import ControllerResult, Record
 
 EMPTY, STABLE, DEAD = "Empty", "Stable", "Dead"
 LEAVE_EPOCH = -1
@@ -58,7 +61,6 @@ class Member:
     epoch: int = 0
     previous_epoch: int = 0
     assigned: TopicPartitions = field(default_factory=dict)
-    session: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -70,9 +72,7 @@ class ShareGroup:
     members: dict[str, Member] = field(default_factory=dict)
     targets: dict[str, TopicPartitions] = field(default_factory=dict)
     metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
-    initializing: set[uuid.UUID] = field(default_factory=set)
     offsets: dict = field(default_factory=dict)     # the table's committed offsets: none for share groups
-    pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
 
     group_type = "share"
     protocol_type = "share"
@@ -155,23 +155,12 @@ class SharePartition:
     # What the share coordinator last had written (ReadShareGroupStateSummary, and so
     # DescribeShareGroupOffsets): Kafka's SharePartition writes the new record states with its
     # start offset as it was before they moved it, and moves it only once written.
+    # Only replay sets these and the epochs (group_state.replay_share_snapshot; `write_state`
+    # writes the records).
     written_start: int = -1
     written_done: int = -1
     written_batches: list[dict] = field(default_factory=list)
     updates: int = 0   # ShareUpdateRecords written since the last ShareSnapshotRecord
-
-    def write(self) -> None:
-        """Persist the state (before `advance`, as Kafka's SharePartition does)."""
-        self.written_start = self.start_offset
-        self.written_done = sum(1 for o, r in self.records.items()
-                                if r.state in (ACKNOWLEDGED, ARCHIVED) and o >= self.start_offset)
-        self.written_batches = [b for b in self.state_batches() if b["last_offset"] >= self.start_offset]
-
-    def set_start(self, offset: int) -> None:
-        """An administrative start offset (AlterShareGroupOffsets, InitializeShareGroupState)."""
-        self.records.clear()
-        self.start_offset = self.next_offset = offset
-        self.written_start, self.written_done, self.written_batches = offset, (0 if offset >= 0 else -1), []
 
     def advance(self) -> None:
         """Move the SPSO past every leading record done with."""
@@ -315,8 +304,22 @@ class Partitions:
                 self.unlock(sp.records.pop(offset))
             sp.start_offset = p.log_start_offset
             sp.next_offset = max(sp.next_offset, sp.start_offset)
-        sp.leader_epoch = p.leader_epoch
         return sp
+
+    def _write(self, sp: SharePartition) -> None:
+        """The leader writes the state with its partition's leader epoch."""
+        t = self.cluster.topic_by_id(sp.topic_id)
+        p = t.partition(sp.partition) if t is not None else None
+        write_state(self.cluster, sp, leader_epoch=p.leader_epoch if p is not None else None)
+
+    def reset(self, sp: SharePartition, offset: int, state_epoch: int) -> None:
+        """An administrative start offset (AlterShareGroupOffsets, InitializeShareGroupState):
+        nothing in flight, the state written afresh at `state_epoch`."""
+        for r in sp.records.values():
+            self.unlock(r)
+        sp.records.clear()
+        sp.start_offset = sp.next_offset = offset
+        write_state(self.cluster, sp, state_epoch=state_epoch)
 
     def acquire(self, sp: SharePartition, p: Partition, member_id: str, max_records: int,
                 strict: bool, max_bytes: int = 2**31 - 1) -> list[tuple[int, int, int]]:
@@ -391,8 +394,7 @@ class Partitions:
             return
         r.lock = None
         self._release(sp, r)
-        sp.write()
-        stored_partition(self.cluster, sp)
+        self._write(sp)
         sp.advance()
         log.notify_progress(self.cluster)   # a waiting ShareFetch may take it now
 
@@ -435,8 +437,7 @@ class Partitions:
             else:
                 self.unlock(r)
                 r.state, r.member_id = ACK_STATE[ack], None
-        sp.write()
-        stored_partition(self.cluster, sp)
+        self._write(sp)
         sp.advance()
         if any(ack == RELEASE for _, ack in changes):
             log.notify_progress(self.cluster)
@@ -456,8 +457,7 @@ class Partitions:
                 self._release(sp, r)
             if mine:
                 released = True
-                sp.write()
-                stored_partition(self.cluster, sp)
+                self._write(sp)
                 sp.advance()
         if released:
             log.notify_progress(self.cluster)
@@ -478,9 +478,9 @@ class Partitions:
         return b"".join(out)
 
     def delete_group(self, group_id: str, topic_ids: set[uuid.UUID] | None = None) -> None:
-        for key in [k for k in self.table if k[0] == group_id and (topic_ids is None or k[1] in topic_ids)]:
-            for r in self.table.pop(key).records.values():
-                self.unlock(r)
+        """The share-partitions' state deleted: their tombstones (replay drops them)."""
+        replay.apply_all(self.cluster, [records.ShareSnapshotRecord(*key, None) for key in self.table
+                                        if key[0] == group_id and (topic_ids is None or key[1] in topic_ids)])
 
     @staticmethod
     def lag(sp: SharePartition, p: Partition) -> int:
@@ -495,32 +495,38 @@ class Partitions:
 
 
 class Coordinator(modern_groups.Coordinator):
-    """Share group operations for one request; timers run on the loop."""
+    """Share group operations for one request, as the consumer coordinator's: each computes the
+    group's next state on a copy and returns the records that make it (or writes them itself,
+    from a timer); the group changes only when they are replayed. Timers run on the loop."""
 
     kind = "share"
     group_class = ShareGroup
 
     def _group_to_join(self, group_id: str) -> ShareGroup:
+        """A copy of the group to join, or a new one."""
         g = self.groups.get(group_id)
         if isinstance(g, ShareGroup):
-            return g
+            return self._draft(g)
         if g is not None:
             raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
-        new = ShareGroup(group_id)
-        self.groups[group_id] = new
-        return new
+        return ShareGroup(group_id)
+
+    def existing_or_new(self, group_id: str) -> ShareGroup:
+        """The group, written first when there is none (AlterShareGroupOffsets makes one)."""
+        self._write(self.groups.get(group_id), self._group_to_join(group_id))
+        return self.group(group_id)
 
     def heartbeat(self, group_id: str, member_id: str, epoch: int, rack_id: str | None, client_id: str,
-                  client_host: str, names: list[str] | None) -> dict:
+                  client_host: str, names: list[str] | None) -> ControllerResult[dict]:
         if epoch == LEAVE_EPOCH:
-            g = self.group(group_id)
-            m = g.members.get(member_id)
-            if m is None:
+            live = self.group(group_id)
+            gone = live.members.get(member_id)
+            if gone is None:
                 raise GroupError(ErrorCode.unknown_member_id,
                                  f"Member {member_id} is not a member of group {group_id}.")
-            self.fence(g, m)
-            return {"error_code": 0, "member_id": member_id, "member_epoch": LEAVE_EPOCH}
-        g = self._group_to_join(group_id) if epoch == 0 else self.group(group_id)
+            return ControllerResult(self._fenced(live, gone),
+                                    {"error_code": 0, "member_id": member_id, "member_epoch": LEAVE_EPOCH})
+        g = self._group_to_join(group_id) if epoch == 0 else self._draft(self.group(group_id))
         max_size = int(configs.broker_value(self.cluster, None, "group.share.max.size") or 200)
         if len(g.members) >= max_size and member_id not in g.members:
             raise GroupError(ErrorCode.group_max_size_reached,
@@ -554,13 +560,12 @@ class Coordinator(modern_groups.Coordinator):
         self._reconcile(g, m)
         self._schedule_session(g, m)
         self._maybe_initialize(g)
-        store(self.cluster, g)
         answer: dict = {"error_code": 0, "member_id": m.member_id, "member_epoch": m.epoch,
                         "heartbeat_interval": group_configs.value(self.cluster, group_id, "share.heartbeat.interval.ms")}
         if epoch == 0 or names is not None or old != m.assigned:
             answer["assignment"] = {"topic_partitions": [
                 {"topic_id": t, "partitions": sorted(ps)} for t, ps in m.assigned.items()]}
-        return answer
+        return ControllerResult(self._changes(self.groups.get(group_id), g), answer)
 
     def _assign(self, g: ShareGroup) -> None:
         """The simple assignor over the partitions whose share state is initialized."""
@@ -601,14 +606,16 @@ class Coordinator(modern_groups.Coordinator):
         heartbeat; a later heartbeat sees it and gives the partitions out."""
         ready = self.initialized(g.group_id)
         missing = {tid: set(range(n)) - ready.get(tid, set()) for tid, n in g.metadata.values()}
-        missing = {tid: ps for tid, ps in missing.items() if ps and tid not in g.initializing}
+        initializing = self.cluster.runtime.share_initializing.setdefault(g.group_id, set())
+        missing = {tid: ps for tid, ps in missing.items() if ps and tid not in initializing}
         if missing:
-            g.initializing |= set(missing)
-            asyncio.get_running_loop().call_soon(self._initialize, g, missing, g.epoch)
+            initializing |= set(missing)
+            asyncio.get_running_loop().call_soon(self._initialize, g.group_id, missing, g.epoch)
 
-    def _initialize(self, g: ShareGroup, partitions: dict[uuid.UUID, set[int]], epoch: int) -> None:
-        g.initializing -= set(partitions)
-        if self.groups.get(g.group_id) is not g:
+    def _initialize(self, group_id: str, partitions: dict[uuid.UUID, set[int]], epoch: int) -> None:
+        self.cluster.runtime.share_initializing.get(group_id, set()).difference_update(partitions)
+        g = self._live(group_id)
+        if g is None:
             return
         ensure_state_topic(self.cluster)   # Kafka's persister finds the share coordinator: the topic appears
         parts = Partitions(self.cluster)
@@ -616,8 +623,7 @@ class Coordinator(modern_groups.Coordinator):
             for p in ps:
                 sp = parts.get(g.group_id, tid, p)
                 assert sp is not None, "get(create=True) makes one"
-                sp.state_epoch = max(sp.state_epoch, epoch)
-        store(self.cluster, g)
+                write_state(self.cluster, sp, state_epoch=max(sp.state_epoch, epoch))
 
     def _reconcile(self, g: ShareGroup, m: Member) -> None:
         """ShareGroupAssignmentBuilder: the member takes its target and the assignment epoch."""
@@ -627,23 +633,28 @@ class Coordinator(modern_groups.Coordinator):
         m.assigned = {t: set(ps) for t, ps in g.targets.get(m.member_id, {}).items()}
 
     def fence(self, g: ShareGroup, m: Member) -> None:
-        """The member leaves (left or expired): its records go back, the others share its partitions."""
-        if m.session is not None:
-            m.session.cancel()
-        g.members.pop(m.member_id, None)
-        g.targets.pop(m.member_id, None)
+        replay.apply_all(self.cluster, self._fenced(g, m))
+
+    def _fenced(self, g: ShareGroup, m: Member) -> list[Record]:
+        """The records of the member leaving (left or expired): the others share its partitions."""
+        self.cancel_member_timers(g.group_id, m.member_id)
+        new = self._draft(g)
+        new.members.pop(m.member_id, None)
+        new.targets.pop(m.member_id, None)
         # Its share sessions stay on each broker until a final-epoch request or the connection
         # closes (ShareSessionCache), and its records stay acquired until then (or their lock
         # times out): the acknowledgements a closing consumer sends after leaving still count.
-        g.epoch += 1
-        g.metadata = self._metadata(g)
-        if not g.members:
-            g.targets, g.assignment_epoch = {}, g.epoch
-        self._maybe_assign(g)
-        store(self.cluster, g)
+        new.epoch += 1
+        new.metadata = self._metadata(new)
+        if not new.members:
+            new.targets, new.assignment_epoch = {}, new.epoch
+        self._maybe_assign(new)
+        return self._changes(g, new)
 
-    def _store(self, g: ShareGroup) -> None:
-        store(self.cluster, g)
+    def _assign_now(self, g: ShareGroup) -> None:
+        new = self._draft(g)
+        self._assign(new)
+        self._write(g, new)
 
     def resume(self) -> None:
         restore_in_flight(self.cluster)
@@ -697,18 +708,34 @@ def next_epoch(epoch: int) -> int:
 # -- what --data-dir keeps -------------------------------------------------------------------------
 
 
-def store(cluster: ClusterState, g: ShareGroup) -> None:
-    """Write the group as Kafka's coordinators do: its ShareGroup* records (__consumer_offsets)
-    and its share-partitions' written state as ShareSnapshotRecords (__share_group_state), where
-    they changed (group_state.store)."""
+def write_state(cluster: ClusterState, sp: SharePartition, state_epoch: int | None = None,
+                leader_epoch: int | None = None) -> None:
+    """Write the share-partition's state as the share coordinator keeps it (__share_group_state):
+    its start offset (before `advance`, as Kafka's SharePartition writes) and the in-flight
+    records above it, as a ShareSnapshotRecord or a ShareUpdateRecord of what changed; nothing
+    when that is what was last written. Replaying it is what changes the written state."""
+    _written(cluster, sp, records.ShareSnapshotValue(
+        sp.state_epoch if state_epoch is None else state_epoch, sp.leader_epoch if leader_epoch is None else leader_epoch,
+        sp.start_offset, _batches(b for b in sp.state_batches() if b["last_offset"] >= sp.start_offset)))
+
+
+def write_leader_epoch(cluster: ClusterState, sp: SharePartition, leader_epoch: int) -> None:
+    """A ReadShareGroupState's leader epoch kept: the written state with it, nothing else."""
+    _written(cluster, sp, records.ShareSnapshotValue(sp.state_epoch, leader_epoch, sp.written_start,
+                                                     _batches(sp.written_batches)))
+
+
+def _batches(batches: Iterable[dict]) -> tuple[records.StateBatch, ...]:
+    return tuple(records.StateBatch(b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
+                 for b in batches)
+
+
+def _written(cluster: ClusterState, sp: SharePartition, value: records.ShareSnapshotValue) -> None:
     from kafka_shell.sandbox import group_state  # it imports this module
-    group_state.store(cluster, g.group_id)
-
-
-def stored_partition(cluster: ClusterState, sp: SharePartition) -> None:
-    g = classic.all_groups(cluster).get(sp.group_id)
-    if isinstance(g, ShareGroup):
-        store(cluster, g)
+    record = group_state.share_state_record(cluster, records.ShareSnapshotRecord(sp.group_id, sp.topic_id,
+                                                                                 sp.partition, value))
+    if record is not None:
+        replay.apply(cluster, record)
 
 
 def restore_in_flight(cluster: ClusterState) -> None:

@@ -23,16 +23,16 @@ their offsets the same table. Differences from Kafka are listed in docs/sandbox.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, group_configs, topic_lifecycle
+from kafka_shell.sandbox import configs, group_configs, replay, topic_lifecycle
 from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.consumer_groups import GroupError, RevokingCoordinator
 from kafka_shell.sandbox.model import ClusterState, now_ms
+from kafka_shell.sandbox.records import ControllerResult, Record
 
 EMPTY, NOT_READY, ASSIGNING, RECONCILING, STABLE = "Empty", "NotReady", "Assigning", "Reconciling", "Stable"
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
@@ -101,19 +101,11 @@ class Member:
     standby: Tasks = field(default_factory=dict)
     warmup: Tasks = field(default_factory=dict)
     revoking: Tasks = field(default_factory=dict)
-    session: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
-    rebalance: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
 
     def metadata(self) -> tuple:
         """What, when it changes, bumps the group epoch (hasStreamsMemberMetadataChanged)."""
         return (self.instance_id, self.rack_id, self.process_id, self.user_endpoint, self.client_tags,
                 self.topology_epoch, self.rebalance_timeout_ms)
-
-    def cancel_timers(self) -> None:
-        for timer in (self.session, self.rebalance):
-            if timer is not None:
-                timer.cancel()
-        self.session = self.rebalance = None
 
 
 @dataclass
@@ -129,18 +121,14 @@ class StreamsGroup:
     epoch: int = 0
     assignment_epoch: int = 0
     assignment_time_ms: int = 0
-    delayed_until_ms: int | None = None   # the end of the initial rebalance delay, while it runs
     topology: Topology | None = None
-    configured: Configured | None = None
+    configured: Configured | None = None   # the topology against the topics, set by replay (as Kafka's)
     validated_topology_epoch: int = -1
     metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)   # topic -> (id, partitions)
     assignment_configs: dict[str, str] = field(default_factory=dict)
     members: dict[str, Member] = field(default_factory=dict)
     targets: dict[str, Target] = field(default_factory=dict)
     offsets: dict[tuple[str, int], classic.CommittedOffset] = field(default_factory=dict)
-    endpoint_epoch: int = 0
-    shutdown_requested_by: str | None = None
-    pending_assignment: asyncio.TimerHandle | None = field(default=None, compare=False, repr=False)
 
     group_type = "streams"
     protocol_type = "streams"
@@ -166,6 +154,19 @@ class StreamsGroup:
     def active_owner(self, task: Task, but: Member) -> bool:
         return any(task[1] in part.get(task[0], ()) for m in self.members.values() if m is not but
                    for part in (m.active, m.revoking))
+
+
+@dataclass
+class Runtime:
+    """What Kafka's StreamsGroup keeps in memory only (never in records): the epoch of the
+    endpoint information the members were told, and the member that asked the application to
+    shut down."""
+    endpoint_epoch: int = 0
+    shutdown_requested_by: str | None = None
+
+
+def runtime(cluster: ClusterState, group_id: str) -> Runtime:
+    return cluster.runtime.streams_groups.setdefault(group_id, Runtime())
 
 
 # -- configuring a topology (InternalTopicManager) ------------------------------------------------
@@ -291,7 +292,9 @@ def _same(a: Tasks, b: Tasks) -> bool:
 
 
 class Coordinator(RevokingCoordinator):
-    """Streams group operations for one request; timers run on the loop."""
+    """Streams group operations for one request, as the consumer coordinator's: each computes
+    the group's next state on a copy and returns the records that make it (or writes them
+    itself, from a timer); the group changes only when they are replayed. Timers run on the loop."""
     kind = "streams"
     group_class = StreamsGroup
     unrevoked = M_UNREVOKED
@@ -301,23 +304,24 @@ class Coordinator(RevokingCoordinator):
         return g
 
     def _group_to_join(self, group_id: str) -> StreamsGroup:
+        """A copy of the group to join, or a new one."""
         g = self.groups.get(group_id)
         if isinstance(g, StreamsGroup):
-            return g
+            return self._draft(g)
         if g is not None and (g.members or g.state not in (classic.EMPTY, "Empty")):
             raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} is not a streams group.")
         new = StreamsGroup(group_id)
         if g is not None:   # an empty group of another type gives way; its offsets stay
             new.offsets = g.offsets
-        self.groups[group_id] = new
         return new
 
-    def heartbeat(self, req, client_id: str, client_host: str) -> dict:
+    def heartbeat(self, req, client_id: str, client_host: str) -> ControllerResult[dict]:
         epoch = req.member_epoch
         if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(req.group_id, req.member_id, epoch)
         joining = epoch == 0
-        g = self._group_to_join(req.group_id) if joining else self.group(req.group_id)
+        g = self._group_to_join(req.group_id) if joining else self._draft(self.group(req.group_id))
+        kept = runtime(self.cluster, req.group_id)
         max_size = int(configs.broker_value(self.cluster, None, "group.streams.max.size") or 2**31 - 1)
         if joining and len(g.members) >= max_size and req.member_id not in g.members:
             raise GroupError(ErrorCode.group_max_size_reached,
@@ -376,8 +380,7 @@ class Coordinator(RevokingCoordinator):
         self._reconcile(g, m, owned)
         self._schedule_session(g, m)
         if req.shutdown_application:
-            g.shutdown_requested_by = m.member_id
-        self._store(g)
+            kept.shutdown_requested_by = m.member_id
         answer: dict = {"error_code": 0, "member_id": m.member_id, "member_epoch": m.epoch,
                         "heartbeat_interval": group_configs.value(self.cluster, g.group_id,
                                                                   "streams.heartbeat.interval.ms"),
@@ -385,28 +388,29 @@ class Coordinator(RevokingCoordinator):
                             self.cluster, None, "group.streams.acceptable.recovery.lag") or 10000),
                         "task_offset_interval": int(configs.broker_value(
                             self.cluster, None, "group.streams.task.offset.interval.ms") or 60000),
-                        "endpoint_information_epoch": g.endpoint_epoch}
+                        "endpoint_information_epoch": kept.endpoint_epoch}
         if joining or old != (m.active, m.standby, m.warmup):
             answer.update({kind: [{"subtopology_id": s, "partitions": sorted(ps)} for s, ps in sorted(tasks.items())
                                   if ps]
                            for kind, tasks in (("active_tasks", m.active), ("standby_tasks", m.standby),
                                                ("warmup_tasks", m.warmup))})
             if m.user_endpoint is not None:
-                g.endpoint_epoch += 1
-                answer["endpoint_information_epoch"] = g.endpoint_epoch
-        if req.endpoint_information_epoch != g.endpoint_epoch:
+                kept.endpoint_epoch += 1
+                answer["endpoint_information_epoch"] = kept.endpoint_epoch
+        if req.endpoint_information_epoch != kept.endpoint_epoch:
             answer["partitions_by_user_endpoint"] = self._endpoints(g)
+        records = self._changes(self.groups.get(g.group_id), g)
         if g.configured is not None and g.configured.status is not None:
             status.append(g.configured.status)
             create_internal_topics(self.cluster, g.configured.missing)
-        if g.delayed_until_ms is not None:
+        if (g.group_id, "", "delay") in self.cluster.runtime.group_timers:
             status.append((ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance delay."))
-        if g.shutdown_requested_by is not None:
-            status.append((SHUTDOWN_APPLICATION, f"Streams group member {g.shutdown_requested_by} encountered a "
+        if kept.shutdown_requested_by is not None:
+            status.append((SHUTDOWN_APPLICATION, f"Streams group member {kept.shutdown_requested_by} encountered a "
                                                  "fatal error and requested a shutdown for the entire application."))
         if status:
             answer["status"] = [{"status_code": code, "status_detail": detail} for code, detail in status]
-        return answer
+        return ControllerResult(records, answer)
 
     def _check_epoch(self, m: Member, epoch: int, req) -> None:
         """Kafka's throwIfStreamsGroupMemberEpochIsInvalid."""
@@ -465,32 +469,32 @@ class Coordinator(RevokingCoordinator):
             return
         if not g.assignment_time_ms and g.members:
             delay = group_configs.value(self.cluster, g.group_id, "streams.initial.rebalance.delay.ms")
-            if delay > 0:
-                g.delayed_until_ms = now_ms() + delay
+            if delay > 0:   # ASSIGNMENT_DELAYED while its timer runs
                 g.targets = {i: Target() for i in g.members}
                 g.assignment_epoch, g.assignment_time_ms = g.epoch, now_ms()
-                asyncio.get_running_loop().call_later(delay / 1000, self._delay_over, g)
+                self._schedule((g.group_id, "", "delay"), delay, self._delay_over, g.group_id)
                 return
         interval = group_configs.value(self.cluster, g.group_id, "streams.assignment.interval.ms")
         wait_ms = g.assignment_time_ms + interval - now_ms()
         if g.assignment_time_ms and wait_ms > 0 and g.members:
-            if g.pending_assignment is None:
-                g.pending_assignment = asyncio.get_running_loop().call_later(wait_ms / 1000, self._assign_later, g)
+            key = (g.group_id, "", "assignment")
+            if key not in self.cluster.runtime.group_timers:
+                self._schedule(key, wait_ms, self._assign_later, g.group_id)
             return
         self._assign(g)
 
-    def _delay_over(self, g: StreamsGroup) -> None:
-        g.delayed_until_ms = None
-        if self.groups.get(g.group_id) is g and g.members:
-            g.epoch += 1
-            self._assign(g)
-            self._store(g)
+    def _delay_over(self, group_id: str) -> None:
+        g = self._live(group_id)
+        if g is not None and g.members:
+            new = self._draft(g)
+            new.epoch += 1
+            self._assign(new)
+            self._write(g, new)
 
-    def _assign_later(self, g: StreamsGroup) -> None:
-        g.pending_assignment = None
-        if self.groups.get(g.group_id) is g and g.epoch > g.assignment_epoch:
-            self._assign(g)
-            self._store(g)
+    def _assign_now(self, g: StreamsGroup) -> None:
+        new = self._draft(g)
+        self._assign(new)
+        self._write(g, new)
 
     def _assign(self, g: StreamsGroup) -> None:
         if g.configured is not None and g.configured.tasks is not None and g.topology is not None:
@@ -549,38 +553,30 @@ class Coordinator(RevokingCoordinator):
 
     # leaving and fencing ------------------------------------------------------------------------------
 
-    def _leave(self, group_id: str, member_id: str, epoch: int) -> dict:
+    def _leave(self, group_id: str, member_id: str, epoch: int) -> ControllerResult[dict]:
         g = self.group(group_id)
         m = g.members.get(member_id)
         if m is None:
             raise GroupError(ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group_id}.")
-        self.fence(g, m)
-        return {"error_code": 0, "member_id": member_id, "member_epoch": epoch}
+        return ControllerResult(self._fenced(g, m), {"error_code": 0, "member_id": member_id, "member_epoch": epoch})
 
     def fence(self, g: StreamsGroup, m: Member) -> None:
-        m.cancel_timers()
-        g.members.pop(m.member_id, None)
-        g.targets.pop(m.member_id, None)
-        if g.shutdown_requested_by == m.member_id:
-            g.shutdown_requested_by = None
-        g.epoch += 1
-        if not g.members:
-            g.targets, g.assignment_epoch = {}, g.epoch
-            g.shutdown_requested_by = None
-        self._maybe_assign(g)
-        self._store(g)
+        replay.apply_all(self.cluster, self._fenced(g, m))
 
-    def _store(self, g: StreamsGroup) -> None:
-        """Write the group's StreamsGroup* records where they changed."""
-        from kafka_shell.sandbox import group_state  # it imports this module
-        group_state.store(self.cluster, g.group_id)
-
-    def resume(self) -> None:
-        """Groups brought back by --data-dir: their topologies configured against the cluster."""
-        for g in self.groups.values():
-            if isinstance(g, StreamsGroup) and g.topology is not None:
-                g.configured = configure(self.cluster, g.topology)
-        super().resume()
+    def _fenced(self, g: StreamsGroup, m: Member) -> list[Record]:
+        """The records of the member leaving (left, expired, or too slow to revoke)."""
+        self.cancel_member_timers(g.group_id, m.member_id)
+        new = self._draft(g)
+        new.members.pop(m.member_id, None)
+        new.targets.pop(m.member_id, None)
+        kept = runtime(self.cluster, g.group_id)
+        if kept.shutdown_requested_by == m.member_id or not new.members:
+            kept.shutdown_requested_by = None
+        new.epoch += 1
+        if not new.members:
+            new.targets, new.assignment_epoch = {}, new.epoch
+        self._maybe_assign(new)
+        return self._changes(g, new)
 
     # offsets ------------------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 from kafka_shell.protocol.codes import AclOperation, AclResourceType, ApiKey
 from kafka_shell.protocol.definitions import releases
 from kafka_shell.sandbox import consumer_groups as cg
+from kafka_shell.sandbox import replay
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.common import client_host, group_denied, not_coordinator
 
@@ -79,11 +80,11 @@ def consumer_group_heartbeat(ctx: RequestContext) -> dict:
     owned = None if req.topic_partitions is None else [(tp.topic_id, list(tp.partitions))
                                                         for tp in req.topic_partitions]
     try:
-        answer = cg.Coordinator(ctx.cluster).heartbeat(
+        answer = replay.commit(ctx.cluster, cg.Coordinator(ctx.cluster).heartbeat(
             req.group_id, req.member_id, req.member_epoch, req.instance_id, req.rack_id,
             int(req.rebalance_timeout.total_seconds() * 1000), ctx.header.client_id or "", client_host(ctx),
             None if req.subscribed_topic_names is None else list(req.subscribed_topic_names),
-            req.subscribed_topic_regex, req.server_assignor, owned)
+            req.subscribed_topic_regex, req.server_assignor, owned))
     except cg.GroupError as exc:
         return {**base, "error_code": exc.code, "error_message": exc.message}
     return {**base, **answer}

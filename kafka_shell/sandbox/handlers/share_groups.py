@@ -16,12 +16,13 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
-from kafka_shell.sandbox import log
+from kafka_shell.sandbox import log, replay
 from kafka_shell.sandbox import share_groups as sg
 from kafka_shell.sandbox.handlers import api
 from kafka_shell.sandbox.handlers.common import client_host, group_denied, not_coordinator
 from kafka_shell.sandbox.handlers.common import current_leader, leader_error, node_endpoints, topic_denied
 from kafka_shell.sandbox.model import Partition
+from kafka_shell.sandbox.records import ShareSnapshotRecord
 
 if TYPE_CHECKING:
     from kafka_shell.sandbox.dispatch import RequestContext
@@ -65,8 +66,9 @@ def share_group_heartbeat(ctx: RequestContext) -> dict:
         return {**base, "error_code": ErrorCode.topic_authorization_failed,
                 "error_message": f"The group has subscribed to topics that it is not authorized to describe: {denied}"}
     try:
-        answer = sg.Coordinator(ctx.cluster).heartbeat(req.group_id, req.member_id, req.member_epoch, req.rack_id,
-                                                       ctx.header.client_id or "", client_host(ctx), names)
+        answer = replay.commit(ctx.cluster, sg.Coordinator(ctx.cluster).heartbeat(
+            req.group_id, req.member_id, req.member_epoch, req.rack_id, ctx.header.client_id or "", client_host(ctx),
+            names))
     except sg.GroupError as exc:
         return {**base, "error_code": exc.code, "error_message": exc.message}
     return {**base, **answer}
@@ -348,19 +350,16 @@ def initialize_share_group_state(ctx: RequestContext) -> dict:
     def initialized(sp: sg.SharePartition | None, topic_id, rp) -> dict:
         sp = sp or parts.get(req.group_id, topic_id, rp.partition)
         assert sp is not None, "get(create=True) makes one"
-        for r in sp.records.values():
-            parts.unlock(r)
-        sp.state_epoch = rp.state_epoch
-        sp.set_start(rp.start_offset)
+        parts.reset(sp, rp.start_offset, rp.state_epoch)
         return {}
-    return _stored(ctx, req.group_id, {"results": _state_answers(ctx, "Initialize", initialized)})
+    return {"results": _state_answers(ctx, "Initialize", initialized)}
 
 
 @api(ApiKey.READ_SHARE_GROUP_STATE)
 def read_share_group_state(ctx: RequestContext) -> dict:
     def read(sp: sg.SharePartition, topic_id, rp) -> dict:
         if rp.leader_epoch != -1:   # only a Read moves the leader epoch kept (never back: older is fenced)
-            sp.leader_epoch = rp.leader_epoch
+            sg.write_leader_epoch(ctx.cluster, sp, rp.leader_epoch)
         return {"state_epoch": sp.state_epoch, "start_offset": sp.written_start,
                 "state_batches": [b for b in sp.state_batches() if b["last_offset"] >= sp.written_start]}
     return {"results": _state_answers(ctx, "Read", read)}
@@ -378,8 +377,6 @@ def read_share_group_state_summary(ctx: RequestContext) -> dict:
 
 @api(ApiKey.WRITE_SHARE_GROUP_STATE)
 def write_share_group_state(ctx: RequestContext) -> dict:
-    req = ctx.request
-
     def written(sp: sg.SharePartition, topic_id, rp) -> dict:
         # A Write keeps the state and leader epochs (ShareCoordinatorShard writes the current ones).
         if rp.start_offset >= 0:
@@ -389,33 +386,22 @@ def write_share_group_state(ctx: RequestContext) -> dict:
         for b in rp.state_batches:
             sp.put_states(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count, end)
         sp.records = {o: r for o, r in sp.records.items() if o >= sp.start_offset}
-        sp.write()
+        sg.write_state(ctx.cluster, sp)
         if getattr(rp, "delivery_complete_count", -1) >= 0:   # v1+
             sp.written_done = rp.delivery_complete_count
         sp.advance()
         return {}
-    return _stored(ctx, req.group_id, {"results": _state_answers(ctx, "Write", written)})
+    return {"results": _state_answers(ctx, "Write", written)}
 
 
 @api(ApiKey.DELETE_SHARE_GROUP_STATE)
 def delete_share_group_state(ctx: RequestContext) -> dict:
     req = ctx.request
-    parts = sg.Partitions(ctx.cluster)
 
     def deleted(sp: sg.SharePartition | None, topic_id, rp) -> dict:
-        sg.share_partitions(ctx.cluster).pop((req.group_id, topic_id, rp.partition), None)
-        for r in (sp.records.values() if sp else ()):
-            parts.unlock(r)
+        replay.apply(ctx.cluster, ShareSnapshotRecord(req.group_id, topic_id, rp.partition, None))
         return {}
-    return _stored(ctx, req.group_id, {"results": _state_answers(ctx, "Delete", deleted)})
-
-
-def _stored(ctx: RequestContext, group_id: str, answer: dict) -> dict:
-    """The share coordinator's state changed: --data-dir keeps it with its group."""
-    g = ctx.cluster.groups.get(group_id)
-    if isinstance(g, sg.ShareGroup):
-        sg.store(ctx.cluster, g)
-    return answer
+    return {"results": _state_answers(ctx, "Delete", deleted)}
 
 
 # -- Describe/Alter/DeleteShareGroupOffsets ---------------------------------------------------------------
@@ -475,7 +461,7 @@ def _empty_share_group(ctx: RequestContext, group_id: str, create: bool) -> tupl
         return None, err, None
     coordinator = sg.Coordinator(ctx.cluster)
     try:
-        g = coordinator._group_to_join(group_id) if create else coordinator.group(group_id)
+        g = coordinator.existing_or_new(group_id) if create else coordinator.group(group_id)
     except sg.GroupError as exc:
         return None, exc.code, exc.message
     if g.members:
@@ -502,13 +488,9 @@ def alter_share_group_offsets(ctx: RequestContext) -> dict:
                 continue
             sp = parts.get(req.group_id, t.id, rp.partition_index)
             assert sp is not None, "get(create=True) makes one"
-            for r in sp.records.values():
-                parts.unlock(r)
-            sp.state_epoch = max(sp.state_epoch + 1, g.epoch)
-            sp.set_start(rp.start_offset)
+            parts.reset(sp, rp.start_offset, max(sp.state_epoch + 1, g.epoch))
             rows.append({"partition_index": rp.partition_index, "error_code": 0})
         responses.append({"topic_name": rt.topic_name, "topic_id": t.id if t else uuid.UUID(int=0), "partitions": rows})
-    sg.store(ctx.cluster, g)
     return {"error_code": 0, "responses": responses}
 
 
@@ -535,6 +517,4 @@ def delete_share_group_offsets(ctx: RequestContext) -> dict:
         else:
             parts.delete_group(req.group_id, {t.id})
             responses.append({"topic_name": rt.topic_name, "topic_id": t.id, "error_code": 0})
-    assert g is not None, "no error: the group"
-    sg.store(ctx.cluster, g)
     return {"error_code": 0, "responses": responses}

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.protocol.codes import AclResourceType, ApiKey
+from kafka_shell.sandbox import replay
 from kafka_shell.sandbox import streams_groups as sg
 from kafka_shell.sandbox.consumer_groups import GroupError
 from kafka_shell.sandbox.handlers import api
@@ -66,7 +67,8 @@ def streams_group_heartbeat(ctx: RequestContext) -> dict:
     if problem:
         return {**base, "error_code": problem[0], "error_message": problem[1]}
     try:
-        answer = sg.Coordinator(ctx.cluster).heartbeat(req, ctx.header.client_id or "", client_host(ctx))
+        answer = replay.commit(ctx.cluster, sg.Coordinator(ctx.cluster).heartbeat(req, ctx.header.client_id or "",
+                                                                                    client_host(ctx)))
     except GroupError as exc:
         return {**base, "error_code": exc.code, "error_message": exc.message}
     return {**base, **answer}
