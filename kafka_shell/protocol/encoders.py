@@ -90,6 +90,35 @@ def _generated(cls: EntityClass) -> Writer:
     return namespace["write"]  # type: ignore[return-value]
 
 
+_layouts: dict[EntityClass, tuple[str, tuple[str, ...]] | None] = {}
+
+
+def fixed_layout(cls: EntityClass) -> tuple[str, tuple[str, ...]] | None:
+    """(struct format, field names) of a `cls` entity whose untagged fields are all fixed-width,
+    written with its tagged fields at their defaults (flexible: the one byte saying none follow,
+    a pad byte); None for a class with any other field."""
+    if cls not in _layouts:
+        _layouts[cls] = _fixed_layout(cls)
+    return _layouts[cls]
+
+
+def _fixed_layout(cls: EntityClass) -> tuple[str, tuple[str, ...]] | None:
+    fmt, names = "", []
+    for f in dataclasses.fields(cls):
+        if get_field_tag(f) is not None:
+            continue
+        kind = classify_field(f)
+        kafka_type = get_schema_field_type(f) if isinstance(kind, PrimitiveField) else None
+        if kafka_type == "error_code":
+            fmt += "h"
+        elif kafka_type in _PACKED and not is_optional(f):
+            fmt += _PACKED[kafka_type]
+        else:
+            return None
+        names.append(f.name)
+    return fmt + ("x" if cls.__flexible__ else ""), tuple(names)
+
+
 def field_writer(cls: EntityClass, field: dataclasses.Field) -> Writer:
     """The writer of one untagged field of `cls`: kio's, but for struct fields (`writer`) and,
     in flexible versions, strings, bytes and arrays (the same bytes without kio's checked
