@@ -27,10 +27,7 @@ class PartitionLag(NamedTuple):
     key: Key
     committed: int | None      # None: the group committed nothing there (a partition it owns)
     log_end: int | None        # None: unknown (its error is in GroupLags.log_end_errors) or the topic is gone
-
-    @property
-    def lag(self) -> int | None:
-        return self.log_end - self.committed if self.log_end is not None and self.committed is not None else None
+    lag: int | None            # log_end - committed; None when either is None
 
 
 @dataclass(frozen=True)
@@ -72,15 +69,15 @@ def read(conn: ConnectionManager, group_ids: list[str], owned: Mapping[str, Iter
     ends = offsets.log_offsets(conn, conn.read(names), wanted, LATEST) if names else Answers()
     deleted: dict[str, list[str]] = {}
     partitions: dict[str, list[PartitionLag]] = {}
+    end_of = {k: end.offset for k, end in ends.rows.items()}
     for gid in group_ids:
-        rows = []
-        for key in keys_of[gid]:
+        held_by = committed[gid]
+        for key in keys_of[gid] if ends.errors else ():
             error = ends.errors.get(key)
             if error is not None and gone(error) and key[0] not in deleted.setdefault(gid, []):
                 deleted[gid].append(key[0])
-            end = ends.rows.get(key)
-            rows.append(PartitionLag(key, committed[gid].get(key), None if end is None else end.offset))
-        partitions[gid] = rows
+        partitions[gid] = [PartitionLag(key, c := held_by.get(key), e := end_of.get(key),
+                                        None if e is None or c is None else e - c) for key in keys_of[gid]]
     return GroupLags(partitions, dict(held.errors), {k: e for k, e in ends.errors.items() if not gone(e)},
                      {g: ts for g, ts in deleted.items() if ts})
 
