@@ -325,15 +325,21 @@ def _empty(value: Any) -> bool:
 
 def for_people(t: Table) -> Table:
     """The table format's view: columns empty in every row left out, declared kinds readable."""
-    keep = [i for i, c in enumerate(t.columns)
-            if t.kinds.get(c) != "reported"
-            and (t.kinds.get(c) in KEPT_KINDS or any(row[i] is not None and not _empty(row[i]) for row in t.rows))] \
+    # Column by column (10,000s of rows: a transposition costs less than a loop over the rows).
+    columns = list(zip(*t.rows)) if t.rows else [() for _ in t.columns]
+    keep = [i for i, (c, values) in enumerate(zip(t.columns, columns))
+            if t.kinds.get(c) != "reported" and (t.kinds.get(c) in KEPT_KINDS or _any_value(values))] \
         or list(range(len(t.columns)))
     show: list[Callable[[Any], Any] | None] = [HUMAN.get(t.kinds.get(t.columns[i], "")) for i in keep]
     if len(keep) == len(t.columns) and not any(show):
         return t
-    rows = [[row[i] if f is None else f(row[i]) for i, f in zip(keep, show)] for row in t.rows]
-    return Table([people_header(t.columns[i], t.kinds) for i in keep], rows, name=t.name)
+    shown = [columns[i] if f is None else list(map(f, columns[i])) for i, f in zip(keep, show)]
+    return Table([people_header(t.columns[i], t.kinds) for i in keep], [list(row) for row in zip(*shown)], name=t.name)
+
+
+def _any_value(values: tuple) -> bool:
+    """Whether a column holds anything but empty values (one of None only: one count)."""
+    return values.count(None) != len(values) and any(not _empty(v) for v in values)
 
 
 def people_header(column: str, kinds: dict[str, str]) -> str:
