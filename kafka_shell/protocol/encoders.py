@@ -27,6 +27,8 @@ from kio.serial._introspect import (
 )
 from kio.serial._serialize import get_field_writer
 
+from kafka_shell.protocol.compiled import compiled
+
 Writer = typing.Callable[[typing.Any, typing.Any], None]
 EntityClass: typing.TypeAlias = type[typing.Any]   # a kio entity class (see protocol.EntityClass)
 
@@ -86,7 +88,7 @@ def _generated(cls: EntityClass) -> Writer:
     flush()
     if cls.__flexible__:
         lines.append("    w(b'\\x00')")
-    exec(compile("\n".join(lines), f"<entity writer {cls.__name__}>", "exec"), namespace)  # noqa: S102
+    exec(compiled("\n".join(lines), f"<entity writer {cls.__name__}>"), namespace)  # noqa: S102
     return namespace["write"]  # type: ignore[return-value]
 
 
