@@ -272,6 +272,7 @@ def output_text(result: Result, fmt: str, view: View | None = None) -> str:
 # faster (tabulate inspects every cell's type and width: 0.35 s of a 10,000-partition
 # describe-topic). Other text (wide characters, tabs) goes through tabulate itself.
 _PLAIN = re.compile(r"[ -~]*")
+_NUMBERS = {int, type(None)}
 
 
 def _table(tables: list[Table], view: View | None = None) -> str:
@@ -294,10 +295,13 @@ def _table(tables: list[Table], view: View | None = None) -> str:
 
 
 def _horizontal(t: Table) -> str:
-    columns = [_column_text(col) for col in zip(*t.rows)]
+    values = list(zip(*t.rows))
+    columns = [_column_text(col) for col in values]
     if all(_PLAIN.fullmatch("".join(col)) for col in (t.columns, *columns)):
-        # tabulate strips the cells (not the headers) before it aligns them
-        return _aligned(t.columns, [[v.strip() for v in col] for col in columns])
+        # tabulate strips the cells (not the headers) before it aligns them; a column of numbers
+        # (and None: "-") has nothing to strip
+        return _aligned(t.columns, [col if set(map(type, raw)) <= _NUMBERS else [v.strip() for v in col]
+                                    for raw, col in zip(values, columns)])
     from tabulate import tabulate  # only tables of other text pay its import
     return tabulate([[cell(v) for v in row] for row in t.rows], headers=t.columns, tablefmt="simple",
                     disable_numparse=True)
@@ -444,6 +448,8 @@ def _column_text(values: tuple) -> list[str]:
     kinds = set(map(type, values))
     if kinds == {str}:
         return list(values)
+    if kinds == {int}:
+        return list(map(str, values))
     if kinds <= {str, int}:
         return [v if v.__class__ is str else str(v) for v in values]
     if kinds <= {list, tuple}:
