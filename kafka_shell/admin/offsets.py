@@ -57,18 +57,14 @@ def _list_offsets_body(timestamp: int, replica_id: int, min_version: int = 0) ->
             raise NotSupported(f"This cluster does not support ListOffsets v{min_version}+.")
         if version < MAX_TIMESTAMP_VERSION and timestamp == MAX_TIMESTAMP:
             raise NotSupported("This cluster does not support --time max-timestamp (ListOffsets v7, Kafka 3.0+).")
-        cls = codec.request_schema(ApiKey.LIST_OFFSETS, version)
-        topic_cls = codec.element_class(cls, "topics")
         by_topic: dict[str, list[tuple[int]]] = {}
         for t, p in keys:
             by_topic.setdefault(t, []).append((p,))
-        topics = []
-        for t, rows in by_topic.items():   # 10,000s of partitions a request: packed, not built
-            head, tail = codec.encode_around(topic_cls, {"name": t}, "partitions")
-            partitions = codec.pack_array(topic_cls, "partitions", ("partition_index",), rows, timestamp=timestamp,
-                                          current_leader_epoch=-1, max_num_offsets=1)
-            topics.append(head + partitions.data + tail)
-        return {"replica_id": replica_id, "isolation_level": 0, "topics": codec.encode_array(cls, "topics", topics)}
+        # 10,000s of partitions a request: packed, not built and written one by one
+        topics = codec.pack_nested(codec.request_schema(ApiKey.LIST_OFFSETS, version), "topics", "name", "partitions",
+                                   by_topic.items(), ("partition_index",), timestamp=timestamp,
+                                   current_leader_epoch=-1, max_num_offsets=1)
+        return {"replica_id": replica_id, "isolation_level": 0, "topics": topics}
     return body
 
 

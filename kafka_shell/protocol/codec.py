@@ -475,6 +475,20 @@ def pack_array(cls: EntityClass, name: str, columns: tuple[str, ...], rows: typi
     return Encoded(_array_length(cls, name, len(rows)) + struct.pack(">" + fmt * len(rows), *values))
 
 
+def pack_nested(cls: EntityClass, name: str, key: str, inner: str,
+                groups: Iterable[tuple[object, typing.Sequence[tuple]]], columns: tuple[str, ...],
+                **fixed: object) -> Encoded:
+    """Array field `name` of `cls` whose elements are each a `key` (a topic's name) and the
+    array `inner` of fixed-width elements (its partitions), packed as `pack_array` packs them:
+    `groups` gives each element's key and its rows."""
+    element = element_class(cls, name)
+    encoded = []
+    for value, rows in groups:
+        head, tail = encode_around(element, {key: value}, inner)
+        encoded.append(head + pack_array(element, inner, columns, rows, **fixed).data + tail)
+    return encode_array(cls, name, encoded)
+
+
 class _Fixed(typing.NamedTuple):
     value: object
 
