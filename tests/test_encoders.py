@@ -108,3 +108,18 @@ def test_a_packed_element_needs_every_field():
         codec.pack_array(cls, "partitions", ("partition_index",), [(0,)])
     with pytest.raises(ValueError, match="variable width"):
         codec.pack_array(codec.request_schema(2, 11), "topics", ("name",), [("t",)])
+
+
+def test_packed_topics_are_the_request_built_from_dicts():
+    """ListOffsets of every version: topics and their partitions packed (`pack_nested`), a topic
+    named twice kept twice, are the bytes of the request built from dicts."""
+    groups = [("t-a", [(p,) for p in range(300)]), ("t-b", [(0,), (7,)]), ("t-a", [(9,)])]
+    for version in codec.kio_versions(2):
+        cls = codec.request_schema(2, version)
+        packed = codec.pack_nested(cls, "topics", "name", "partitions", groups, ("partition_index",),
+                                   timestamp=-2, current_leader_epoch=-1, max_num_offsets=1)
+        topics = [{"name": t, "partitions": [{"partition_index": p, "timestamp": -2, "current_leader_epoch": -1,
+                                              "max_num_offsets": 1} for (p,) in rows]} for t, rows in groups]
+        body = {"replica_id": -1, "isolation_level": 0}
+        assert (codec.serialize(codec.build(cls, {**body, "topics": packed}))
+                == codec.serialize(codec.build(cls, {**body, "topics": topics}))), version
