@@ -22,6 +22,8 @@ from kafka_shell.declarations.registry import INT64_MAX, Confirm, Option, comman
 from kafka_shell.declarations.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kafka_shell.connection.metadata import ClusterSnapshot
     from kafka_shell.connection.session import Session
 
@@ -145,6 +147,9 @@ def _lag_lines(lags: lag.GroupLags) -> list[str]:
          tables=("groups", "members", "offsets", "topic_totals", "group_totals", "total"))
 def describe_group(session: Session, args: dict) -> Result:
     ids = chosen_groups(session, args["group"], args["all_groups"])
+    offsets_view = not args["state"] and not args["members"]
+    # The offsets view: the committed offsets read while the groups are described (one round trip less).
+    held = lag.committed_meanwhile(session.conn, ids) if offsets_view and ids else None
     described = groups.describe(session.conn, ids)
     failures = failure_lines.group_lines(described.errors)
     found = list(described.rows.values())
@@ -167,7 +172,7 @@ def describe_group(session: Session, args: dict) -> Result:
                       + (VERBOSE_MEMBER_COLUMNS if verbose else []), rows, name="members",
                       kinds={"Assignment": "assignment", "TargetAssignment": "assignment"})
         return Result.outcome([table], [], failures)
-    return _describe_offsets(session, found, topic, failures, args["by_topic"])
+    return _describe_offsets(session, found, topic, failures, args["by_topic"], held)
 
 
 VERBOSE_MEMBER_COLUMNS = ["CurrentEpoch", "TargetEpoch", "TargetAssignment", "Reconciled", "Subscription",
@@ -200,12 +205,12 @@ def assignment(keys: list[Key]) -> list[dict]:
 
 
 def _describe_offsets(session: Session, found: list[groups.GroupDescription], topic: str | None,
-                      failures: list[str], by_topic: bool) -> Result:
+                      failures: list[str], by_topic: bool, held: Callable[[], lag.Committed] | None = None) -> Result:
     """Per partition: committed offset, log end, lag and owner (unless `by_topic`); then lag per
     topic, per group, and with several groups the total of everything shown."""
     owners: dict[str, dict[Key, groups.Member]] = {
         d.group_id: {k: m for m in d.members for k in m.assignment} for d in found}
-    lags = lag.read(session.conn, [d.group_id for d in found], owners, topic)
+    lags = lag.read(session.conn, [d.group_id for d in found], owners, topic, held)
     failures += _lag_lines(lags)
     # As Kafka's tool: a deleted topic's offsets show without a log end, no failure.
     messages = [f"Topic {t} no longer exists: group '{shown(gid)}' still has offsets for it "

@@ -8,7 +8,8 @@ answers (KIP-1226, DescribeShareGroupOffsets v1, Kafka 4.4).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -27,10 +28,7 @@ class PartitionLag(NamedTuple):
     key: Key
     committed: int | None      # None: the group committed nothing there (a partition it owns)
     log_end: int | None        # None: unknown (its error is in GroupLags.log_end_errors) or the topic is gone
-
-    @property
-    def lag(self) -> int | None:
-        return self.log_end - self.committed if self.log_end is not None and self.committed is not None else None
+    lag: int | None            # log_end - committed; None when either is None
 
 
 @dataclass(frozen=True)
@@ -58,13 +56,42 @@ class GroupLags:
         return [(t, n, lag) for t, (n, lag) in sorted(out.items())]
 
 
+Committed = Answers[str, dict[Key, int]]
+
+
+def committed_meanwhile(conn: ConnectionManager, group_ids: list[str]) -> Callable[[], Committed]:
+    """The groups' committed offsets read from now on a thread of its own, while the caller asks
+    something else (describe-group: the groups' members, at the same coordinators): `read`'s
+    `held`, which waits for them (and raises what reading them raised)."""
+    outcome: list[Committed | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(offsets.committed(conn, group_ids))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            outcome.append(exc)
+    thread = threading.Thread(target=run, daemon=True, name="committed offsets")
+    thread.start()
+
+    def held() -> Committed:
+        thread.join()
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+    return held
+
+
 def read(conn: ConnectionManager, group_ids: list[str], owned: Mapping[str, Iterable[Key]] | None = None,
-         topic: str | None = None) -> GroupLags:
+         topic: str | None = None, held: Callable[[], Committed] | None = None) -> GroupLags:
     """Each group's committed offsets (and the partitions in `owned`, assigned to its members,
     whether committed or not) against the log end of each partition, read once for all groups.
-    With `topic`, only that topic's partitions."""
-    held = offsets.committed(conn, group_ids) if group_ids else Answers()
-    committed = {gid: held.rows.get(gid, {}) for gid in group_ids}
+    With `topic`, only that topic's partitions. `held`: the committed offsets being read
+    already (`committed_meanwhile`, of these groups and maybe more)."""
+    if not group_ids:
+        held_now: Committed = Answers()
+    else:
+        held_now = held() if held is not None else offsets.committed(conn, group_ids)
+    committed = {gid: held_now.rows.get(gid, {}) for gid in group_ids}
     keys_of = {gid: sorted(k for k in {*committed[gid], *(owned or {}).get(gid, ())}
                            if topic is None or k[0] == topic) for gid in group_ids}
     wanted = {k for ks in keys_of.values() for k in ks}
@@ -72,16 +99,17 @@ def read(conn: ConnectionManager, group_ids: list[str], owned: Mapping[str, Iter
     ends = offsets.log_offsets(conn, conn.read(names), wanted, LATEST) if names else Answers()
     deleted: dict[str, list[str]] = {}
     partitions: dict[str, list[PartitionLag]] = {}
+    end_of = {k: end.offset for k, end in ends.rows.items()}
     for gid in group_ids:
-        rows = []
-        for key in keys_of[gid]:
+        held_by = committed[gid]
+        for key in keys_of[gid] if ends.errors else ():
             error = ends.errors.get(key)
             if error is not None and gone(error) and key[0] not in deleted.setdefault(gid, []):
                 deleted[gid].append(key[0])
-            end = ends.rows.get(key)
-            rows.append(PartitionLag(key, committed[gid].get(key), None if end is None else end.offset))
-        partitions[gid] = rows
-    return GroupLags(partitions, dict(held.errors), {k: e for k, e in ends.errors.items() if not gone(e)},
+        partitions[gid] = [PartitionLag(key, c := held_by.get(key), e := end_of.get(key),
+                                        None if e is None or c is None else e - c) for key in keys_of[gid]]
+    return GroupLags(partitions, {gid: e for gid, e in held_now.errors.items() if gid in committed},
+                     {k: e for k, e in ends.errors.items() if not gone(e)},
                      {g: ts for g, ts in deleted.items() if ts})
 
 

@@ -272,6 +272,7 @@ def output_text(result: Result, fmt: str, view: View | None = None) -> str:
 # faster (tabulate inspects every cell's type and width: 0.35 s of a 10,000-partition
 # describe-topic). Other text (wide characters, tabs) goes through tabulate itself.
 _PLAIN = re.compile(r"[ -~]*")
+_NUMBERS = {int, type(None)}
 
 
 def _table(tables: list[Table], view: View | None = None) -> str:
@@ -294,10 +295,13 @@ def _table(tables: list[Table], view: View | None = None) -> str:
 
 
 def _horizontal(t: Table) -> str:
-    columns = [_column_text(col) for col in zip(*t.rows)]
+    values = list(zip(*t.rows))
+    columns = [_column_text(col) for col in values]
     if all(_PLAIN.fullmatch("".join(col)) for col in (t.columns, *columns)):
-        # tabulate strips the cells (not the headers) before it aligns them
-        return _aligned(t.columns, [[v.strip() for v in col] for col in columns])
+        # tabulate strips the cells (not the headers) before it aligns them; a column of numbers
+        # (and None: "-") has nothing to strip
+        return _aligned(t.columns, [col if set(map(type, raw)) <= _NUMBERS else [v.strip() for v in col]
+                                    for raw, col in zip(values, columns)])
     from tabulate import tabulate  # only tables of other text pay its import
     return tabulate([[cell(v) for v in row] for row in t.rows], headers=t.columns, tablefmt="simple",
                     disable_numparse=True)
@@ -325,15 +329,21 @@ def _empty(value: Any) -> bool:
 
 def for_people(t: Table) -> Table:
     """The table format's view: columns empty in every row left out, declared kinds readable."""
-    keep = [i for i, c in enumerate(t.columns)
-            if t.kinds.get(c) != "reported"
-            and (t.kinds.get(c) in KEPT_KINDS or any(row[i] is not None and not _empty(row[i]) for row in t.rows))] \
+    # Column by column (10,000s of rows: a transposition costs less than a loop over the rows).
+    columns = list(zip(*t.rows)) if t.rows else [() for _ in t.columns]
+    keep = [i for i, (c, values) in enumerate(zip(t.columns, columns))
+            if t.kinds.get(c) != "reported" and (t.kinds.get(c) in KEPT_KINDS or _any_value(values))] \
         or list(range(len(t.columns)))
     show: list[Callable[[Any], Any] | None] = [HUMAN.get(t.kinds.get(t.columns[i], "")) for i in keep]
     if len(keep) == len(t.columns) and not any(show):
         return t
-    rows = [[row[i] if f is None else f(row[i]) for i, f in zip(keep, show)] for row in t.rows]
-    return Table([people_header(t.columns[i], t.kinds) for i in keep], rows, name=t.name)
+    shown = [columns[i] if f is None else list(map(f, columns[i])) for i, f in zip(keep, show)]
+    return Table([people_header(t.columns[i], t.kinds) for i in keep], [list(row) for row in zip(*shown)], name=t.name)
+
+
+def _any_value(values: tuple) -> bool:
+    """Whether a column holds anything but empty values (one of None only: one count)."""
+    return values.count(None) != len(values) and any(not _empty(v) for v in values)
 
 
 def people_header(column: str, kinds: dict[str, str]) -> str:
@@ -438,6 +448,8 @@ def _column_text(values: tuple) -> list[str]:
     kinds = set(map(type, values))
     if kinds == {str}:
         return list(values)
+    if kinds == {int}:
+        return list(map(str, values))
     if kinds <= {str, int}:
         return [v if v.__class__ is str else str(v) for v in values]
     if kinds <= {list, tuple}:

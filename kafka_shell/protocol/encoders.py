@@ -27,6 +27,8 @@ from kio.serial._introspect import (
 )
 from kio.serial._serialize import get_field_writer
 
+from kafka_shell.protocol.compiled import compiled
+
 Writer = typing.Callable[[typing.Any, typing.Any], None]
 EntityClass: typing.TypeAlias = type[typing.Any]   # a kio entity class (see protocol.EntityClass)
 
@@ -86,8 +88,37 @@ def _generated(cls: EntityClass) -> Writer:
     flush()
     if cls.__flexible__:
         lines.append("    w(b'\\x00')")
-    exec(compile("\n".join(lines), f"<entity writer {cls.__name__}>", "exec"), namespace)  # noqa: S102
+    exec(compiled("\n".join(lines), f"<entity writer {cls.__name__}>"), namespace)  # noqa: S102
     return namespace["write"]  # type: ignore[return-value]
+
+
+_layouts: dict[EntityClass, tuple[str, tuple[str, ...]] | None] = {}
+
+
+def fixed_layout(cls: EntityClass) -> tuple[str, tuple[str, ...]] | None:
+    """(struct format, field names) of a `cls` entity whose untagged fields are all fixed-width,
+    written with its tagged fields at their defaults (flexible: the one byte saying none follow,
+    a pad byte); None for a class with any other field."""
+    if cls not in _layouts:
+        _layouts[cls] = _fixed_layout(cls)
+    return _layouts[cls]
+
+
+def _fixed_layout(cls: EntityClass) -> tuple[str, tuple[str, ...]] | None:
+    fmt, names = "", []
+    for f in dataclasses.fields(cls):
+        if get_field_tag(f) is not None:
+            continue
+        kind = classify_field(f)
+        kafka_type = get_schema_field_type(f) if isinstance(kind, PrimitiveField) else None
+        if kafka_type == "error_code":
+            fmt += "h"
+        elif kafka_type in _PACKED and not is_optional(f):
+            fmt += _PACKED[kafka_type]
+        else:
+            return None
+        names.append(f.name)
+    return fmt + ("x" if cls.__flexible__ else ""), tuple(names)
 
 
 def field_writer(cls: EntityClass, field: dataclasses.Field) -> Writer:

@@ -32,6 +32,8 @@ from kio.serial._introspect import (
     get_schema_field_type, is_optional,
 )
 
+from kafka_shell.protocol.compiled import compiled
+
 # Wire sizes of the fixed-size kio types.
 _FIXED = {
     "bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "error_code": 2, "int32": 4,
@@ -89,7 +91,7 @@ def _flexible(cls: type) -> bool:
 def _validator(cls: type) -> Validator:
     source = _Generator().function(cls)
     namespace = {"uvarint": _uvarint, "int16": _int16, "int32": _int32, "fail": _fail}
-    exec(compile(source, f"<frame validator {cls.__name__}>", "exec"), namespace)  # noqa: S102
+    exec(compiled(source, f"<frame validator {cls.__name__}>"), namespace)  # noqa: S102
     return namespace["check"]  # type: ignore[return-value]
 
 

@@ -279,19 +279,18 @@ DEBUGGING_REPLICA_ID = -2  # Kafka's debugging id: served from this broker's own
 @api(ApiKey.LIST_OFFSETS)
 def list_offsets(ctx: RequestContext) -> dict:
     req = ctx.request
-    # Answers are made as entities at once (describe-group asks about 10,000s of partitions).
-    make = codec.maker(codec.element_class(codec.element_class(
-        codec.response_schema(ApiKey.LIST_OFFSETS, ctx.version), "topics"), "partitions"), error_code=ErrorCode.none)
-    topics = []
+    # v1+ answers are packed rows of LIST_OFFSETS_COLUMNS (describe-group asks about 10,000s of
+    # partitions); v0's hold an array of offsets each.
+    topics: list[tuple[str, list]] = []
     for rt in req.topics:
         t = ctx.cluster.topics.get(rt.name)
         denied = topic_denied(ctx, t, rt.name)
-        parts: list[object] = []
+        parts: list = []
         for rp in rt.partitions:
             p = t.partition(rp.partition_index) if t else None
             if denied or p is None:
-                parts.append({"partition_index": rp.partition_index, "error_code":
-                              ErrorCode.topic_authorization_failed if denied else ErrorCode.unknown_topic_or_partition})
+                parts.append(_refused_offsets(ctx, rp.partition_index, ErrorCode.topic_authorization_failed if denied
+                                              else ErrorCode.unknown_topic_or_partition))
                 continue
             debugging = req.replica_id == DEBUGGING_REPLICA_ID
             if debugging:  # any replica, even of an offline partition (ReplicaManager.fetchOffset)
@@ -299,7 +298,7 @@ def list_offsets(ctx: RequestContext) -> dict:
             else:
                 err = leader_error(ctx, p, getattr(rp, "current_leader_epoch", -1))
             if err:
-                parts.append({"partition_index": rp.partition_index, "error_code": err})
+                parts.append(_refused_offsets(ctx, rp.partition_index, err))
                 continue
             # Clients see up to the high watermark (read_committed: the last stable offset); others
             # the LEO, the debugging id this replica's own (its epoch answered is the partition's current one).
@@ -317,9 +316,20 @@ def list_offsets(ctx: RequestContext) -> dict:
                 continue
             found = _offset_for(p, rp.timestamp, upper)
             offset, ts, epoch = found if found else (-1, -1, -1)
-            parts.append(make(partition_index=rp.partition_index, timestamp=ts, offset=offset, leader_epoch=epoch))
-        topics.append({"name": rt.name, "partitions": parts})
-    return {"topics": topics}
+            parts.append((rp.partition_index, ErrorCode.none, ts, offset, epoch))
+        topics.append((rt.name, parts))
+    if ctx.version == 0:
+        return {"topics": [{"name": name, "partitions": parts} for name, parts in topics]}
+    return {"topics": codec.pack_nested(codec.response_schema(ApiKey.LIST_OFFSETS, ctx.version), "topics", "name",
+                                        "partitions", topics, LIST_OFFSETS_COLUMNS)}
+
+
+LIST_OFFSETS_COLUMNS = ("partition_index", "error_code", "timestamp", "offset", "leader_epoch")
+
+
+def _refused_offsets(ctx: RequestContext, partition: int, code: int) -> dict | tuple:
+    """A partition's refusal: no timestamp, offset or epoch (Kafka's -1s)."""
+    return {"partition_index": partition, "error_code": code} if ctx.version == 0 else (partition, code, -1, -1, -1)
 
 
 def _legacy_offsets(p: Partition, timestamp: int, max_num: int, consumer: bool) -> list[int]:
