@@ -167,9 +167,25 @@ def snapshot(shells: Shells, bootstrap: str, where: str, partitions: int, replic
                               f" --replication-factor {replication} --if-not-exists" for i in range(-(-partitions // per_topic))))
     runs = max(1, min(shells.runs, 3))
     with tempfile.TemporaryDirectory() as out:
-        figures = shells.line(bootstrap, f"snapshot --output-dir {out}", "--timeout", "60", runs=runs)
+        line = f"snapshot --output-dir {out}"
+        settled(shells.shells["kafka-shell"], bootstrap, line)
+        figures = shells.line(bootstrap, line, "--timeout", "60", runs=runs)
     report(f"one-shot snapshot of {where} of {partitions:,} partitions (3 brokers, RF {replication}; median of {runs})",
            figures, "under 3 s", figures["kafka-shell"][0] < 3, served=shells.served)
+
+
+def settled(shell: str, bootstrap: str, line: str, within: float = 600) -> None:
+    """Wait until `line` succeeds: real Kafka's brokers take a while to lead 10,000s of
+    partitions just made (NOT_LEADER_OR_FOLLOWER until then)."""
+    give_up = time.monotonic() + within
+    while True:
+        p = subprocess.run([shell, "--bootstrap-server", bootstrap, "--timeout", "60", "--command", line],
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if p.returncode == 0:
+            return
+        if time.monotonic() > give_up:
+            raise SystemExit(f"{line} still fails after {within:.0f} s: {p.stderr.strip()[-500:]}")
+        time.sleep(5)
 
 
 def main() -> None:
