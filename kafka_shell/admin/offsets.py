@@ -6,7 +6,6 @@ OffsetCommit; OffsetDelete), at each group's coordinator.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -52,26 +51,25 @@ def log_offsets(conn: ConnectionManager, snap: ClusterSnapshot | None, keys: Ite
     return Answers({k: LogOffset(p.offset, p.timestamp) for k, p in found.rows.items()}, found.errors)
 
 
-@functools.cache
-def _partition_maker(version: int) -> Callable[..., object]:
-    """Partitions of a ListOffsets request made as entities at once (10,000s per request)."""
-    cls = codec.element_class(codec.element_class(codec.request_schema(ApiKey.LIST_OFFSETS, version),
-                                                        "topics"), "partitions")
-    return codec.maker(cls, current_leader_epoch=-1, max_num_offsets=1)
-
-
 def _list_offsets_body(timestamp: int, replica_id: int, min_version: int = 0) -> Callable[[list[Key], int], dict]:
     def body(keys: list[Key], version: int) -> dict:
         if version < min_version:
             raise NotSupported(f"This cluster does not support ListOffsets v{min_version}+.")
         if version < MAX_TIMESTAMP_VERSION and timestamp == MAX_TIMESTAMP:
             raise NotSupported("This cluster does not support --time max-timestamp (ListOffsets v7, Kafka 3.0+).")
-        make = _partition_maker(version)
-        topics: dict[str, list[object]] = {}
+        request = codec.request_schema(ApiKey.LIST_OFFSETS, version)
+        topic = codec.element_class(request, "topics")
+        partition = codec.element_class(topic, "partitions")
+        topics: dict[str, list[int]] = {}
         for t, p in keys:
-            topics.setdefault(t, []).append(make(partition_index=p, timestamp=timestamp))
-        return {"replica_id": replica_id, "isolation_level": 0,
-                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            topics.setdefault(t, []).append(p)
+        # Packed column-wise: a snapshot asks a leader about 10,000s of partitions at once.
+        encoded = []
+        for t, ps in topics.items():
+            head, tail = codec.encode_around(topic, {"name": t}, "partitions")
+            columns = {"partition_index": ps, "timestamp": timestamp, "current_leader_epoch": -1, "max_num_offsets": 1}
+            encoded.append(head + codec.packed_array(partition, len(ps), columns).data + tail)
+        return {"replica_id": replica_id, "isolation_level": 0, "topics": codec.encode_array(request, "topics", encoded)}
     return body
 
 

@@ -433,12 +433,11 @@ def _reader(cls: EntityClass) -> typing.Callable:
     return r
 
 
-@dataclasses.dataclass(frozen=True)
-class Encoded:
-    """A field value already in wire format (see `encode_array`): `build` keeps it and
-    `serialize` copies it. Lets a large answer (the topics of a full Metadata response) be
-    assembled from encoded pieces kept while the state they describe is unchanged."""
-    data: bytes
+# A field value already in wire format (see `encode_array`, `packed_array`): `build` keeps it and
+# writers copy it. Lets a large answer (the topics of a full Metadata response) be assembled from
+# encoded pieces kept while the state they describe is unchanged.
+Encoded = encoders.Encoded
+packed_array = encoders.packed_array
 
 
 def element_class(cls: EntityClass, name: str) -> EntityClass:

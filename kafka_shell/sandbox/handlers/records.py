@@ -279,19 +279,18 @@ DEBUGGING_REPLICA_ID = -2  # Kafka's debugging id: served from this broker's own
 @api(ApiKey.LIST_OFFSETS)
 def list_offsets(ctx: RequestContext) -> dict:
     req = ctx.request
-    # Answers are made as entities at once (describe-group asks about 10,000s of partitions).
-    make = codec.maker(codec.element_class(codec.element_class(
-        codec.response_schema(ApiKey.LIST_OFFSETS, ctx.version), "topics"), "partitions"), error_code=ErrorCode.none)
+    partition = codec.element_class(codec.element_class(codec.response_schema(ApiKey.LIST_OFFSETS, ctx.version),
+                                                        "topics"), "partitions")
     topics = []
     for rt in req.topics:
         t = ctx.cluster.topics.get(rt.name)
         denied = topic_denied(ctx, t, rt.name)
-        parts: list[object] = []
+        rows: list[tuple] = []   # (partition, error code, timestamp, offset, leader epoch, v0's offsets)
         for rp in rt.partitions:
             p = t.partition(rp.partition_index) if t else None
             if denied or p is None:
-                parts.append({"partition_index": rp.partition_index, "error_code":
-                              ErrorCode.topic_authorization_failed if denied else ErrorCode.unknown_topic_or_partition})
+                rows.append((rp.partition_index, ErrorCode.topic_authorization_failed if denied
+                             else ErrorCode.unknown_topic_or_partition, -1, -1, -1, []))
                 continue
             debugging = req.replica_id == DEBUGGING_REPLICA_ID
             if debugging:  # any replica, even of an offline partition (ReplicaManager.fetchOffset)
@@ -299,7 +298,7 @@ def list_offsets(ctx: RequestContext) -> dict:
             else:
                 err = leader_error(ctx, p, getattr(rp, "current_leader_epoch", -1))
             if err:
-                parts.append({"partition_index": rp.partition_index, "error_code": err})
+                rows.append((rp.partition_index, err, -1, -1, -1, []))
                 continue
             # Clients see up to the high watermark (read_committed: the last stable offset); others
             # the LEO, the debugging id this replica's own (its epoch answered is the partition's current one).
@@ -312,12 +311,17 @@ def list_offsets(ctx: RequestContext) -> dict:
             else:
                 upper = p.leo.get(p.leader, 0)
             if ctx.version == 0:
-                parts.append({"partition_index": rp.partition_index, "error_code": 0, "old_style_offsets":
-                              _legacy_offsets(p, rp.timestamp, rp.max_num_offsets, req.replica_id == CONSUMER_REPLICA_ID)})
+                rows.append((rp.partition_index, 0, -1, -1, -1,
+                             _legacy_offsets(p, rp.timestamp, rp.max_num_offsets, req.replica_id == CONSUMER_REPLICA_ID)))
                 continue
             found = _offset_for(p, rp.timestamp, upper)
             offset, ts, epoch = found if found else (-1, -1, -1)
-            parts.append(make(partition_index=rp.partition_index, timestamp=ts, offset=offset, leader_epoch=epoch))
+            rows.append((rp.partition_index, 0, ts, offset, epoch, None))
+        if ctx.version == 0:   # an array of offsets in each partition: not packed
+            parts: object = [{"partition_index": r[0], "error_code": r[1], "old_style_offsets": r[5]} for r in rows]
+        else:   # packed column-wise: describe-group and snapshots ask about 10,000s of partitions
+            names = ("partition_index", "error_code", "timestamp", "offset", "leader_epoch")
+            parts = codec.packed_array(partition, len(rows), dict(zip(names, zip(*rows))))
         topics.append({"name": rt.name, "partitions": parts})
     return {"topics": topics}
 
