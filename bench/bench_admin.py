@@ -1,7 +1,7 @@
 """The admin layer's targets, side by side in one run (issue 19); prints figures and ratios.
 
     .venv/bin/python bench/bench_admin.py [--shell PATH] [--baseline-shell PATH] [--runs N]
-                                          [--no-real] [--real-group] [--snapshot-partitions N]
+                                          [--no-real] [--real-group] [--snapshot-only] [--snapshot-partitions N]
                                           [--real-snapshot-partitions N] [--as-installed REV]
 
 1. one-shot `--command list-topics` against a bare confluent-kafka `list_topics` script (the same
@@ -10,7 +10,8 @@
    Target: at most 1.0x.
 2. one-shot `describe-group` of a group with committed offsets on 10,000 partitions (sandbox;
    with --real-group on real Kafka too). Target: under 0.3 s.
-3. one-shot `snapshot` of a sandbox holding --snapshot-partitions partitions (100,000), and of
+3. one-shot `snapshot` of a sandbox holding --snapshot-partitions partitions (100,000; each
+   shell against a sandbox server of its own, so that the server's CPU compares too), and of
    real Kafka holding --real-snapshot-partitions (20,000: its brokers create partitions slowly).
    Target: under 3 s. The snapshot needs pyarrow: with --as-installed it runs in venvs with the
    pipeline extra, beside the ones without it that time start-up.
@@ -106,23 +107,29 @@ class Shells:
         self.runs = runs
         self.served: dict[str, float] = {}   # the sandbox server's CPU per run, of the last line measured
 
-    def line(self, bootstrap: str, line: str, *extra: str, runs: int | None = None) -> dict[str, tuple[float, float]]:
+    def line(self, bootstrap: str | dict[str, str], line: str, *extra: str, runs: int | None = None
+             ) -> dict[str, tuple[float, float]]:
+        """Each shell's figures of `line`, against `bootstrap` (or each against its own cluster)."""
+        clusters = bootstrap if isinstance(bootstrap, dict) else dict.fromkeys(self.shells, bootstrap)
         samples: dict[str, list[tuple[float, float]]] = {k: [] for k in self.shells}
         served: dict[str, list[float]] = {k: [] for k in self.shells}
         for _ in range(runs or self.runs):  # interleaved: every shell sees the same load
             for name, shell in self.shells.items():
-                before = server_cpu(bootstrap)
-                samples[name].append(timed([shell, "--bootstrap-server", bootstrap, *extra, "--command", line]))
-                served[name].append(server_cpu(bootstrap) - before)
+                before = server_cpu(clusters[name])
+                samples[name].append(timed([shell, "--bootstrap-server", clusters[name], *extra, "--command", line]))
+                served[name].append(server_cpu(clusters[name]) - before)
         self.served = {k: statistics.median(v) for k, v in served.items()}
         return {k: medians(v) for k, v in samples.items()}
 
     def setup(self, bootstrap: str, *lines: str) -> None:
+        self.run_script(self.shells["kafka-shell"], bootstrap, *lines)
+
+    @staticmethod
+    def run_script(shell: str, bootstrap: str, *lines: str) -> None:
         with tempfile.NamedTemporaryFile("w", suffix=".ksh") as script:
             script.write("".join(line + "\n" for line in lines))
             script.flush()
-            timed([self.shells["kafka-shell"], "--bootstrap-server", bootstrap, "--timeout", "120",
-                   "--file", script.name, "--quiet"])
+            timed([shell, "--bootstrap-server", bootstrap, "--timeout", "120", "--file", script.name, "--quiet"])
 
 
 def report(title: str, figures: dict[str, tuple[float, float]], goal: str, ok: bool,
@@ -161,15 +168,19 @@ def describe_group(shells: Shells, bootstrap: str, where: str, partitions: int =
            served=shells.served)
 
 
-def snapshot(shells: Shells, bootstrap: str, where: str, partitions: int, replication: int = 3) -> None:
+def snapshot(shells: Shells, bootstrap: str | dict[str, str], where: str, partitions: int, replication: int = 3) -> None:
+    """`bootstrap`: one cluster for every shell, or each shell's own (its own sandbox server)."""
+    clusters = bootstrap if isinstance(bootstrap, dict) else dict.fromkeys(shells.shells, bootstrap)
     per_topic = 5_000   # KRaft bounds a request to 10,000 records: the topic's own and one per partition
-    shells.setup(bootstrap, *(f"create-topic --topic snap-{i:03d} --partitions {min(per_topic, partitions - i * per_topic)}"
-                              f" --replication-factor {replication} --if-not-exists" for i in range(-(-partitions // per_topic))))
+    for cluster in set(clusters.values()):
+        shells.setup(cluster, *(f"create-topic --topic snap-{i:03d} --partitions {min(per_topic, partitions - i * per_topic)}"
+                                f" --replication-factor {replication} --if-not-exists" for i in range(-(-partitions // per_topic))))
     runs = max(1, min(shells.runs, 3))
     with tempfile.TemporaryDirectory() as out:
         line = f"snapshot --output-dir {out}"
-        settled(shells.shells["kafka-shell"], bootstrap, line)
-        figures = shells.line(bootstrap, line, "--timeout", "60", runs=runs)
+        for name, cluster in clusters.items():
+            settled(shells.shells[name], cluster, line)
+        figures = shells.line(clusters, line, "--timeout", "60", runs=runs)
     report(f"one-shot snapshot of {where} of {partitions:,} partitions (3 brokers, RF {replication}; median of {runs})",
            figures, "under 3 s", figures["kafka-shell"][0] < 3, served=shells.served)
 
@@ -197,6 +208,7 @@ def main() -> None:
                         "them (bench/user_install.py), instead of --shell and --baseline-shell")
     p.add_argument("--runs", type=int, default=15)
     p.add_argument("--no-real", action="store_true", help="skip real Apache Kafka")
+    p.add_argument("--snapshot-only", action="store_true", help="only the snapshots (no list-topics, describe-group)")
     p.add_argument("--real-group", action="store_true", help="describe-group on real Kafka too (10,000 partitions)")
     p.add_argument("--snapshot-partitions", type=int, default=100_000, help="0 skips the snapshot")
     p.add_argument("--real-snapshot-partitions", type=int, default=20_000,
@@ -219,20 +231,23 @@ def main() -> None:
           flush=True)
     if snapshot_shell != args.shell:
         print(f"snapshot (with the pipeline extra): {snapshot_shell}; baseline: {snapshot_baseline}", flush=True)
-    with sandbox_server(args.shell) as bootstrap:
-        list_topics(shells, bootstrap, "a kafka-shell sandbox server")
-        describe_group(shells, bootstrap, "sandbox")
-    if not args.no_real:
+    if not args.snapshot_only:
+        with sandbox_server(args.shell) as bootstrap:
+            list_topics(shells, bootstrap, "a kafka-shell sandbox server")
+            describe_group(shells, bootstrap, "sandbox")
+    if not args.no_real and not (args.snapshot_only and not args.real_snapshot_partitions):
         from tests.real_kafka import KAFKA_4, RealKafka
         with RealKafka(KAFKA_4, controllers=1, brokers=3) as kafka:
-            list_topics(shells, kafka.bootstrap, f"real Apache Kafka {KAFKA_4} (KRaft, 3 brokers)")
-            if args.real_group:
+            if not args.snapshot_only:
+                list_topics(shells, kafka.bootstrap, f"real Apache Kafka {KAFKA_4} (KRaft, 3 brokers)")
+            if args.real_group and not args.snapshot_only:
                 describe_group(shells, kafka.bootstrap, f"real Apache Kafka {KAFKA_4}")
             if args.real_snapshot_partitions:
                 snapshot(snapshots, kafka.bootstrap, f"real Apache Kafka {KAFKA_4}", args.real_snapshot_partitions)
-    if args.snapshot_partitions:
-        with sandbox_server(snapshot_shell) as bootstrap:
-            snapshot(snapshots, bootstrap, "a kafka-shell sandbox server", args.snapshot_partitions)
+    if args.snapshot_partitions:   # each shell against a sandbox server of its own revision
+        with contextlib.ExitStack() as servers:
+            clusters = {name: servers.enter_context(sandbox_server(shell)) for name, shell in snapshots.shells.items()}
+            snapshot(snapshots, clusters, "kafka-shell sandbox servers (each shell's own)", args.snapshot_partitions)
 
 
 if __name__ == "__main__":
