@@ -185,18 +185,19 @@ def snapshot(shells: Shells, bootstrap: str | dict[str, str], where: str, partit
            figures, "under 3 s", figures["kafka-shell"][0] < 3, served=shells.served)
 
 
-def settled(shell: str, bootstrap: str, line: str, within: float = 600) -> None:
-    """Wait until `line` succeeds: real Kafka's brokers take a while to lead 10,000s of
-    partitions just made (NOT_LEADER_OR_FOLLOWER until then)."""
+def settled(shell: str, bootstrap: str, line: str, within: float = 600, in_a_row: int = 3) -> None:
+    """Wait until `line` succeeds `in_a_row` times running: real Kafka's brokers take a while to
+    lead 10,000s of partitions just made (NOT_LEADER_OR_FOLLOWER until then)."""
     give_up = time.monotonic() + within
-    while True:
+    done = 0
+    while done < in_a_row:
         p = subprocess.run([shell, "--bootstrap-server", bootstrap, "--timeout", "60", "--command", line],
                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        if p.returncode == 0:
-            return
-        if time.monotonic() > give_up:
-            raise SystemExit(f"{line} still fails after {within:.0f} s: {p.stderr.strip()[-500:]}")
-        time.sleep(5)
+        done = done + 1 if p.returncode == 0 else 0
+        if not done:
+            if time.monotonic() > give_up:
+                raise SystemExit(f"{line} still fails after {within:.0f} s: {p.stderr.strip()[-500:]}")
+            time.sleep(10)
 
 
 def main() -> None:
