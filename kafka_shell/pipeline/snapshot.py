@@ -96,8 +96,6 @@ def _take(session: Session, root: Path) -> tuple[Path, list[str]]:
         topic_rows = [(t.name, str(t.topic_id) if t.topic_id else None, len(t.partitions),
                        len(t.partitions[0].replicas) if t.partitions else 0, settings.get(t.name, no_config))
                       for _, t in sorted(snap.topics.items())]
-        replica_rows = [(t, p, b, size, lag, *log_ends.get((t, p, b), (None, None)), log_dir)
-                        for (t, p, b), (size, lag, log_dir) in sorted(replicas.items())]
         tables = {
             "cluster": table("cluster", {"mode": [conn.mode or ""], "controller_id": [controller.id if controller else -1],
                                          "controller_epoch": [controller.epoch if controller else -1]}),
@@ -105,12 +103,8 @@ def _take(session: Session, root: Path) -> tuple[Path, list[str]]:
                                                  [(b.id, b.host, b.port, b.rack, "live") for _, b in sorted(snap.brokers.items())])),
             "topics": table("topics", _columns(["topic", "topic_id", "partitions", "replication_factor", "configs", "min_isr"],
                                                [(*r[:4], list(r[4].overrides.items()), r[4].min_isr) for r in topic_rows])),
-            "partitions": table("partitions", _columns(
-                ["topic", "partition", "leader", "leader_epoch", "replicas", "isr", "elr", "offline_replicas"],
-                [(p.topic, p.partition, p.leader, p.leader_epoch, list(p.replicas), list(p.isr),
-                  elr.get((p.topic, p.partition), []), list(p.offline_replicas)) for p in parts])),
-            "replicas": table("replicas", _columns(
-                ["topic", "partition", "broker_id", "size", "offset_lag", "log_end_offset", "last_epoch", "log_dir"], replica_rows)),
+            "partitions": table("partitions", _partition_columns(parts, elr)),
+            "replicas": table("replicas", _replica_columns(replicas, log_ends)),
             "log_dirs": table("log_dirs", _columns(["broker_id", "log_dir", "total_bytes", "usable_bytes"], dir_rows)),
             "offsets": table("offsets", _columns(["topic", "partition", "log_start_offset", "log_end_offset"],
                                                  [(t, p, start, end) for (t, p), (start, end) in sorted(log_offsets.items())])),
@@ -147,6 +141,27 @@ class _NoPandas:
     def find_spec(name: str, path: Any, target: Any = None) -> None:
         if name == "pandas":
             raise ImportError("pandas is not imported while a snapshot's tables are written")
+
+
+# The two large tables are built a column at a time (a list of 100,000s of values each), not a
+# row at a time: no tuple per row.
+
+def _partition_columns(parts: list[PartitionInfo], elr: dict[Key, list[int]]) -> dict[str, list]:
+    return {"topic": [p.topic for p in parts], "partition": [p.partition for p in parts],
+            "leader": [p.leader for p in parts], "leader_epoch": [p.leader_epoch for p in parts],
+            "replicas": [p.replicas for p in parts], "isr": [p.isr for p in parts],
+            "elr": [elr.get((p.topic, p.partition), ()) for p in parts] if elr else [()] * len(parts),
+            "offline_replicas": [p.offline_replicas for p in parts]}
+
+
+def _replica_columns(replicas: dict[tuple[str, int, int], tuple[int, int, str]],
+                     log_ends: dict[tuple[str, int, int], tuple[int, int]]) -> dict[str, list]:
+    keys = sorted(replicas)
+    held = [replicas[k] for k in keys]
+    ends = [log_ends.get(k, (None, None)) for k in keys] if log_ends else [(None, None)] * len(keys)
+    return {"topic": [k[0] for k in keys], "partition": [k[1] for k in keys], "broker_id": [k[2] for k in keys],
+            "size": [h[0] for h in held], "offset_lag": [h[1] for h in held],
+            "log_end_offset": [e[0] for e in ends], "last_epoch": [e[1] for e in ends], "log_dir": [h[2] for h in held]}
 
 
 def _columns(names: list[str], rows: Iterable[tuple]) -> dict[str, list]:
