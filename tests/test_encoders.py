@@ -119,6 +119,19 @@ def test_a_packed_array_takes_one_value_for_all_and_defaults():
         encoders.packed_array(cls, 3, {"partition_index": [0, 1]})
 
 
+def test_packed_rows_in_every_version():
+    """Rows of the sandbox's ListOffsets answers: their fields as they are (v4+), or with one the
+    version lacks (leader_epoch, v1-v3)."""
+    names = ("partition_index", "error_code", "timestamp", "offset", "leader_epoch")
+    rows = [(0, 0, -1, 42, 3), (7, 6, -1, -1, -1)]
+    for version in range(1, max(codec.kio_versions(ApiKey.LIST_OFFSETS)) + 1):
+        cls = codec.element_class(codec.element_class(codec.response_schema(ApiKey.LIST_OFFSETS, version), "topics"),
+                                  "partitions")
+        made = [codec.build(cls, dict(zip(names, r))) for r in rows]
+        assert encoders.packed_rows(cls, names, rows).data == kio_array(cls, made)
+        assert encoders.packed_rows(cls, names, []).data == kio_array(cls, [])
+
+
 def test_nested_packed_arrays_write_as_entities_do():
     """A packed array deep in an answer (DescribeLogDirs' partitions in each dir's topics), in
     flexible and legacy versions."""

@@ -433,11 +433,12 @@ def _reader(cls: EntityClass) -> typing.Callable:
     return r
 
 
-# A field value already in wire format (see `encode_array`, `packed_array`): `build` keeps it and
+# A field value already in wire format (see `encode_array`, `packed_array`, `packed_rows`): `build` keeps it and
 # writers copy it. Lets a large answer (the topics of a full Metadata response) be assembled from
 # encoded pieces kept while the state they describe is unchanged.
 Encoded = encoders.Encoded
 packed_array = encoders.packed_array
+packed_rows = encoders.packed_rows
 
 
 def element_class(cls: EntityClass, name: str) -> EntityClass:

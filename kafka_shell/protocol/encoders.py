@@ -14,7 +14,7 @@ for every schema.
 
 An array of structs may also hold an `Encoded` value, its bytes already in wire format (at any
 depth; not in an entity kio writes): `packed_array` makes one from columns of fixed-width
-values, without an entity per element (the 100,000s of partitions of a snapshot's ListOffsets
+values (`packed_rows` from rows), without an entity per element (the 100,000s of partitions of a snapshot's ListOffsets
 and DescribeLogDirs).
 """
 
@@ -200,9 +200,9 @@ def packed_array(cls: EntityClass, length: int, columns: dict[str, typing.Any]) 
     takes its default (else 0), a name `cls` lacks is ignored (versions differ). For elements of
     fixed-width fields only, none of them tagged (ValueError otherwise); the same bytes as
     `writer(cls)` of each element."""
-    names, fmt = _packed_format(cls)
+    fields, element = _packed_format(cls)
     given: list[typing.Iterable] = []
-    for name, default in names:
+    for name, default in fields:
         value = columns.get(name, default)
         if isinstance(value, typing.Sequence):
             if len(value) != length:
@@ -210,16 +210,24 @@ def packed_array(cls: EntityClass, length: int, columns: dict[str, typing.Any]) 
             given.append(value)
         else:
             given.append(itertools.repeat(value, length))
-    data = struct.pack(">" + fmt * length, *itertools.chain.from_iterable(zip(*given)))
+    data = b"".join(map(element.pack, *given)) if given else element.pack() * length
     return Encoded(array_length(cls.__flexible__, length) + data)
 
 
-_formats: dict[EntityClass, tuple[tuple[tuple[str, object], ...], str]] = {}
+def packed_rows(cls: EntityClass, names: typing.Sequence[str], rows: typing.Sequence[tuple]) -> Encoded:
+    """`packed_array` of elements given as rows: values of the fields `names`, in that order."""
+    fields, element = _packed_format(cls)
+    if tuple(names) == tuple(name for name, _ in fields):   # as they are (no version lacks one)
+        return Encoded(array_length(cls.__flexible__, len(rows)) + b"".join(itertools.starmap(element.pack, rows)))
+    return packed_array(cls, len(rows), dict(zip(names, zip(*rows))) if rows else {})
 
 
-def _packed_format(cls: EntityClass) -> tuple[tuple[tuple[str, object], ...], str]:
-    """((field, default), ...) and the struct format of one `cls` element (an empty tagged-field
-    count, a zero byte, ends each in flexible versions)."""
+_formats: dict[EntityClass, tuple[tuple[tuple[str, object], ...], struct.Struct]] = {}
+
+
+def _packed_format(cls: EntityClass) -> tuple[tuple[tuple[str, object], ...], struct.Struct]:
+    """((field, default), ...) and the struct of one `cls` element (an empty tagged-field count,
+    a zero byte, ends each in flexible versions)."""
     found = _formats.get(cls)
     if found is None:
         names, fmt = [], ""
@@ -231,7 +239,7 @@ def _packed_format(cls: EntityClass) -> tuple[tuple[tuple[str, object], ...], st
                 raise ValueError(f"{cls.__name__}.{f.name} is not a fixed-width field: it cannot be packed")
             names.append((f.name, 0 if f.default is dataclasses.MISSING else f.default))
             fmt += code
-        found = _formats[cls] = (tuple(names), fmt + ("x" if cls.__flexible__ else ""))
+        found = _formats[cls] = (tuple(names), struct.Struct(">" + fmt + ("x" if cls.__flexible__ else "")))
     return found
 
 

@@ -55,11 +55,10 @@ def describe_log_dirs(ctx: RequestContext) -> dict:
                 listed[future].setdefault(t.name, []).append((p.index, future_size, future_lag, True))
     cordoned = cordons.cordoned_dirs(cluster, me)
     names = ("partition_index", "partition_size", "offset_lag", "is_future_key")
-    # Packed column-wise: a broker of a large cluster holds 100,000s of replicas.
+    # Packed: a broker of a large cluster holds 100,000s of replicas.
     return {"error_code": 0, "results": [{
         "error_code": 0, "log_dir": d,
-        "topics": [{"name": name, "partitions": codec.packed_array(partition, len(rows), dict(zip(names, zip(*rows))))}
-                   for name, rows in listed[d].items()],
+        "topics": [{"name": name, "partitions": codec.packed_rows(partition, names, rows)} for name, rows in listed[d].items()],
         "total_bytes": directories.DISK_BYTES, "usable_bytes": directories.DISK_BYTES - used[d],
         "is_cordoned": d in cordoned,   # v5 (KIP-1066)
     } for d in paths]}
