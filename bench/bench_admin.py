@@ -12,8 +12,9 @@
    with --real-group on real Kafka too). Target: under 0.3 s.
 3. one-shot `snapshot` of a sandbox holding --snapshot-partitions partitions (100,000; each
    shell against a sandbox server of its own, so that the server's CPU compares too), and of
-   real Kafka holding --real-snapshot-partitions (10,000: its brokers lead new partitions slowly;
-   they get 1 GB heaps, as the harness's 320 MB run out of memory at 10,000).
+   real Kafka holding --real-snapshot-partitions (10,000: they get 1 GB heaps, as the harness's
+   320 MB run out of memory at 10,000; at 20,000 each broker's open files for its replicas pass a
+   20,000-descriptor limit (`ulimit -n`) and it answers KAFKA_STORAGE_ERROR).
    Target: under 3 s. The snapshot needs pyarrow: with --as-installed it runs in venvs with the
    pipeline extra, beside the ones without it that time start-up.
 
