@@ -6,9 +6,12 @@ never pays: kio imports hypothesis whenever it is installed (~135 ms a process, 
 anything else. So the benches measure a venv of their own, outside the repo and reused between
 runs: made once per set of dependencies (setup.cfg's hash) with `pip install SOURCE` (no extras),
 then each run reinstalls only kafka-shell itself from the source (non-editable, compiled).
+An extra (`pipeline`, for `snapshot`) gets a venv of its own, so that the start-up figures
+are still those of the shell alone.
 
     shell = installed(ROOT)                    # this worktree, as it is now
     baseline = installed(revision("main"))     # another revision, beside it
+    with_pyarrow = installed(ROOT, "user", extra="pipeline")
 
 `revision(REV)` exports a git revision of this repo (`git archive`) into a temporary directory.
 """
@@ -29,14 +32,15 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path.home() / ".cache" / "kafka-shell" / "bench"
 
 
-def installed(source: Path, name: str = "user") -> Path:
-    """The `kafka-shell` of a venv `name` in the cache holding `source` as `pip install` puts it."""
+def installed(source: Path, name: str = "user", extra: str | None = None) -> Path:
+    """The `kafka-shell` of a venv `name` in the cache holding `source` as `pip install` puts it
+    (`pip install SOURCE[extra]` with an extra)."""
     deps = hashlib.sha1((source / "setup.cfg").read_bytes()).hexdigest()[:12]
-    venv = CACHE / f"{name}-{deps}"
+    venv = CACHE / f"{name}{'-' + extra if extra else ''}-{deps}"
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if not (venv / ".ready").exists():
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        subprocess.run([*pip, str(source)], check=True)
+        subprocess.run([*pip, f"{source}[{extra}]" if extra else str(source)], check=True)
         (venv / ".ready").touch()
     else:   # the dependencies are there: only kafka-shell again, as the source is now
         subprocess.run([*pip, "--no-deps", "--force-reinstall", str(source)], check=True)

@@ -433,12 +433,12 @@ def _reader(cls: EntityClass) -> typing.Callable:
     return r
 
 
-@dataclasses.dataclass(frozen=True)
-class Encoded:
-    """A field value already in wire format (see `encode_array`): `build` keeps it and
-    `serialize` copies it. Lets a large answer (the topics of a full Metadata response) be
-    assembled from encoded pieces kept while the state they describe is unchanged."""
-    data: bytes
+# A field value already in wire format (see `encode_array`, `packed_array`, `packed_rows`): `build` keeps it and
+# writers copy it. Lets a large answer (the topics of a full Metadata response) be assembled from
+# encoded pieces kept while the state they describe is unchanged.
+Encoded = encoders.Encoded
+packed_array = encoders.packed_array
+packed_rows = encoders.packed_rows
 
 
 def element_class(cls: EntityClass, name: str) -> EntityClass:
@@ -453,64 +453,6 @@ def encode_array(cls: EntityClass, name: str, elements: typing.Sequence[bytes]) 
     """Array field `name` of `cls` from its elements, each already encoded (`serialize` of an
     `element_class` entity, or `head + ... + tail` from `encode_around`)."""
     return Encoded(_array_length(cls, name, len(elements)) + b"".join(elements))
-
-
-def pack_array(cls: EntityClass, name: str, columns: tuple[str, ...], rows: typing.Sequence[tuple],
-               **fixed: object) -> Encoded:
-    """Array field `name` of `cls` whose elements hold only fixed-width fields (the partitions
-    of a ListOffsets request), from `rows` of values for `columns` and `fixed` values for the
-    other fields (those the version lacks are dropped), packed at once without an entity each:
-    10,000s of elements cost what a few hundred built and written one by one do. The bytes are
-    `serialize`'s of the same elements."""
-    element = element_class(cls, name)
-    layout = encoders.fixed_layout(element)
-    if layout is None:
-        raise ValueError(f"{element.__name__} has fields of variable width: it cannot be packed")
-    fmt, names = layout
-    slots = _slots(element, names, columns, tuple(fixed.items()))
-    if slots == tuple(range(len(columns))):   # the columns are the fields, in order
-        values = [v for row in rows for v in row]
-    else:
-        values = [row[s] if isinstance(s, int) else s.value for row in rows for s in slots]
-    return Encoded(_array_length(cls, name, len(rows)) + struct.pack(">" + fmt * len(rows), *values))
-
-
-def pack_nested(cls: EntityClass, name: str, key: str, inner: str,
-                groups: Iterable[tuple[object, typing.Sequence[tuple]]], columns: tuple[str, ...],
-                **fixed: object) -> Encoded:
-    """Array field `name` of `cls` whose elements are each a `key` (a topic's name) and the
-    array `inner` of fixed-width elements (its partitions), packed as `pack_array` packs them:
-    `groups` gives each element's key and its rows."""
-    element = element_class(cls, name)
-    encoded = []
-    for value, rows in groups:
-        head, tail = encode_around(element, {key: value}, inner)
-        encoded.append(head + pack_array(element, inner, columns, rows, **fixed).data + tail)
-    return encode_array(cls, name, encoded)
-
-
-class _Fixed(typing.NamedTuple):
-    value: object
-
-
-@_class_cache()
-def _slots(element: EntityClass, names: tuple[str, ...], columns: tuple[str, ...],
-           fixed: tuple[tuple[str, object], ...]) -> tuple[int | _Fixed, ...]:
-    """Where each field of a packed element comes from: its column's index, or its fixed value
-    (given, else the field's default)."""
-    given = dict(fixed)
-    defaults = {f.name: f.default for f in dataclasses.fields(element)}
-    slots: list[int | _Fixed] = []
-    for field_name in names:
-        if field_name in columns:
-            slots.append(columns.index(field_name))
-        elif field_name in given:
-            slots.append(_Fixed(given[field_name]))
-        elif defaults[field_name] is not dataclasses.MISSING:
-            slots.append(_Fixed(defaults[field_name]))
-        else:
-            raise ValueError(f"{element.__name__}.{field_name} needs a value: a column or a fixed one")
-    return tuple(slots)
 
 
 @_class_cache(maxsize=1024)

@@ -11,11 +11,17 @@ tagged fields all hold their defaults (nearly all do) ends with the one byte tha
 follow. One with a tagged field set is written by kio's writer, as is the request header (its
 `client_id` is a special case in kio). tests/test_encoders.py checks the bytes against kio's
 for every schema.
+
+An array of structs may also hold an `Encoded` value, its bytes already in wire format (at any
+depth; not in an entity kio writes): `packed_array` makes one from columns of fixed-width
+values (`packed_rows` from rows), without an entity per element (the 100,000s of partitions of a snapshot's ListOffsets
+and DescribeLogDirs).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import struct
 import typing
 
@@ -39,6 +45,13 @@ _PACKED = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", 
 
 
 _writers: dict[EntityClass, Writer] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Encoded:
+    """A field value already in wire format: an array of structs with its length (see
+    `packed_array` and codec.encode_array). Writers copy it."""
+    data: bytes
 
 
 def writer(cls: EntityClass) -> Writer:
@@ -92,35 +105,6 @@ def _generated(cls: EntityClass) -> Writer:
     return namespace["write"]  # type: ignore[return-value]
 
 
-_layouts: dict[EntityClass, tuple[str, tuple[str, ...]] | None] = {}
-
-
-def fixed_layout(cls: EntityClass) -> tuple[str, tuple[str, ...]] | None:
-    """(struct format, field names) of a `cls` entity whose untagged fields are all fixed-width,
-    written with its tagged fields at their defaults (flexible: the one byte saying none follow,
-    a pad byte); None for a class with any other field."""
-    if cls not in _layouts:
-        _layouts[cls] = _fixed_layout(cls)
-    return _layouts[cls]
-
-
-def _fixed_layout(cls: EntityClass) -> tuple[str, tuple[str, ...]] | None:
-    fmt, names = "", []
-    for f in dataclasses.fields(cls):
-        if get_field_tag(f) is not None:
-            continue
-        kind = classify_field(f)
-        kafka_type = get_schema_field_type(f) if isinstance(kind, PrimitiveField) else None
-        if kafka_type == "error_code":
-            fmt += "h"
-        elif kafka_type in _PACKED and not is_optional(f):
-            fmt += _PACKED[kafka_type]
-        else:
-            return None
-        names.append(f.name)
-    return fmt + ("x" if cls.__flexible__ else ""), tuple(names)
-
-
 def field_writer(cls: EntityClass, field: dataclasses.Field) -> Writer:
     """The writer of one untagged field of `cls`: kio's, but for struct fields (`writer`) and,
     in flexible versions, strings, bytes and arrays (the same bytes without kio's checked
@@ -130,7 +114,7 @@ def field_writer(cls: EntityClass, field: dataclasses.Field) -> Writer:
     if isinstance(kind, EntityField | EntityTupleField):
         inner = writer(kind.type_)
         if kind.is_array:
-            return _compact_array(inner) if flexible else writers.legacy_array_writer(inner)
+            return _compact_array(inner) if flexible else _or_encoded(writers.legacy_array_writer(inner))
         return _nullable(inner) if is_optional(field) else inner
     kafka_type = get_schema_field_type(field)
     if flexible and kafka_type in _LENGTH_PREFIXED:
@@ -184,14 +168,81 @@ def _compact_string(buf: typing.Any, value: str | bytes) -> None:
 
 def _compact_array(inner: Writer) -> Writer:
     """kio's compact_array_writer: length + 1 as a varint (0: null), then each element."""
-    def write_array(buf: typing.Any, items: typing.Sequence | None) -> None:
+    def write_array(buf: typing.Any, items: typing.Any) -> None:
         if items is None:
             buf.write(b"\x00")
+            return
+        if items.__class__ is Encoded:
+            buf.write(items.data)
             return
         buf.write(_uvarint(len(items) + 1))
         for item in items:
             inner(buf, item)
     return write_array
+
+
+def _or_encoded(write: Writer) -> Writer:
+    def write_array(buf: typing.Any, items: typing.Any) -> None:
+        if items.__class__ is Encoded:
+            buf.write(items.data)
+        else:
+            write(buf, items)
+    return write_array
+
+
+def array_length(flexible: bool, length: int) -> bytes:
+    """The length of an array of `length` elements as kio writes it (compact in flexible
+    versions: length + 1 as a varint)."""
+    return _uvarint(length + 1) if flexible else struct.pack(">i", length)
+
+
+def packed_array(cls: EntityClass, length: int, columns: dict[str, typing.Any]) -> Encoded:
+    """An array of `length` `cls` elements given column-wise, written at once without an entity
+    each: `columns` maps a field to its `length` values or to one value for all; a field left out
+    takes its default (else 0), a name `cls` lacks is ignored (versions differ). For elements of
+    fixed-width fields only, none of them tagged (ValueError otherwise); the same bytes as
+    `writer(cls)` of each element."""
+    fields, element = _packed_format(cls)
+    given: list[typing.Iterable] = []
+    for name, default in fields:
+        value = columns.get(name, default)
+        if isinstance(value, typing.Sequence):
+            if len(value) != length:
+                raise ValueError(f"{cls.__name__}.{name}: {len(value)} values for {length} elements")
+            given.append(value)
+        else:
+            given.append(itertools.repeat(value, length))
+    data = b"".join(map(element.pack, *given)) if given else element.pack() * length
+    return Encoded(array_length(cls.__flexible__, length) + data)
+
+
+def packed_rows(cls: EntityClass, names: typing.Sequence[str], rows: typing.Sequence[tuple]) -> Encoded:
+    """`packed_array` of elements given as rows: values of the fields `names`, in that order."""
+    fields, element = _packed_format(cls)
+    if tuple(names) == tuple(name for name, _ in fields):   # as they are (no version lacks one)
+        return Encoded(array_length(cls.__flexible__, len(rows)) + b"".join(itertools.starmap(element.pack, rows)))
+    return packed_array(cls, len(rows), dict(zip(names, zip(*rows))) if rows else {})
+
+
+_formats: dict[EntityClass, tuple[tuple[tuple[str, object], ...], struct.Struct]] = {}
+
+
+def _packed_format(cls: EntityClass) -> tuple[tuple[tuple[str, object], ...], struct.Struct]:
+    """((field, default), ...) and the struct of one `cls` element (an empty tagged-field count,
+    a zero byte, ends each in flexible versions)."""
+    found = _formats.get(cls)
+    if found is None:
+        names, fmt = [], ""
+        for f in dataclasses.fields(cls):
+            kind = classify_field(f)
+            kafka_type = get_schema_field_type(f) if isinstance(kind, PrimitiveField) else None
+            code = "h" if kafka_type == "error_code" else _PACKED.get(kafka_type or "")
+            if code is None or is_optional(f) or get_field_tag(f) is not None:
+                raise ValueError(f"{cls.__name__}.{f.name} is not a fixed-width field: it cannot be packed")
+            names.append((f.name, 0 if f.default is dataclasses.MISSING else f.default))
+            fmt += code
+        found = _formats[cls] = (tuple(names), struct.Struct(">" + fmt + ("x" if cls.__flexible__ else "")))
+    return found
 
 
 def _compact_packed_array(fmt: str) -> Writer:

@@ -30,11 +30,11 @@ def describe_log_dirs(ctx: RequestContext) -> dict:
     wanted = None
     if ctx.request.topics is not None:
         wanted = {(t.topic, i) for t in ctx.request.topics for i in t.partitions}
-    # Partitions made as entities at once: a broker of a large cluster holds 100,000s of replicas.
-    make = codec.maker(codec.element_class(codec.element_class(codec.element_class(
-        codec.response_schema(ApiKey.DESCRIBE_LOG_DIRS, ctx.version), "results"), "topics"), "partitions"))
+    partition = codec.element_class(codec.element_class(codec.element_class(
+        codec.response_schema(ApiKey.DESCRIBE_LOG_DIRS, ctx.version), "results"), "topics"), "partitions")
     paths = directories.broker_dirs(cluster, me)
-    listed: dict[str, dict[str, list]] = {d: {} for d in paths}
+    # dir -> topic -> (partition, size, offset lag, future) of each replica
+    listed: dict[str, dict[str, list[tuple[int, int, int, bool]]]] = {d: {} for d in paths}
     used = dict.fromkeys(paths, 0)
     for t in cluster.topics.values():
         for p in t.partitions:
@@ -49,15 +49,16 @@ def describe_log_dirs(ctx: RequestContext) -> dict:
                 used[future] += future_size
             if wanted is not None and (t.name, p.index) not in wanted:
                 continue
-            listed[where].setdefault(t.name, []).append(make(
-                partition_index=p.index, partition_size=size,
-                offset_lag=max(p.high_watermark - p.leo.get(me, 0), 0), is_future_key=False))
+            listed[where].setdefault(t.name, []).append(
+                (p.index, size, max(p.high_watermark - p.leo.get(me, 0), 0), False))
             if future is not None:
-                listed[future].setdefault(t.name, []).append(make(
-                    partition_index=p.index, partition_size=future_size, offset_lag=future_lag, is_future_key=True))
+                listed[future].setdefault(t.name, []).append((p.index, future_size, future_lag, True))
     cordoned = cordons.cordoned_dirs(cluster, me)
+    names = ("partition_index", "partition_size", "offset_lag", "is_future_key")
+    # Packed: a broker of a large cluster holds 100,000s of replicas.
     return {"error_code": 0, "results": [{
-        "error_code": 0, "log_dir": d, "topics": [{"name": name, "partitions": parts} for name, parts in listed[d].items()],
+        "error_code": 0, "log_dir": d,
+        "topics": [{"name": name, "partitions": codec.packed_rows(partition, names, rows)} for name, rows in listed[d].items()],
         "total_bytes": directories.DISK_BYTES, "usable_bytes": directories.DISK_BYTES - used[d],
         "is_cordoned": d in cordoned,   # v5 (KIP-1066)
     } for d in paths]}

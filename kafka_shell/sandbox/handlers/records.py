@@ -272,6 +272,7 @@ def _fetch_once(ctx: RequestContext) -> tuple[list[dict], int, bool, list[Partit
 
 # -- ListOffsets ------------------------------------------------------------------------------
 
+LIST_OFFSETS_ROW = ("partition_index", "error_code", "timestamp", "offset", "leader_epoch")
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2  # Kafka's debugging id: served from this broker's own log, leader or not
 
@@ -279,18 +280,20 @@ DEBUGGING_REPLICA_ID = -2  # Kafka's debugging id: served from this broker's own
 @api(ApiKey.LIST_OFFSETS)
 def list_offsets(ctx: RequestContext) -> dict:
     req = ctx.request
-    # v1+ answers are packed rows of LIST_OFFSETS_COLUMNS (describe-group asks about 10,000s of
-    # partitions); v0's hold an array of offsets each.
-    topics: list[tuple[str, list]] = []
+    partition = codec.element_class(codec.element_class(codec.response_schema(ApiKey.LIST_OFFSETS, ctx.version),
+                                                        "topics"), "partitions")
+    topics = []
     for rt in req.topics:
         t = ctx.cluster.topics.get(rt.name)
         denied = topic_denied(ctx, t, rt.name)
-        parts: list = []
+        rows: list[tuple[int, int, int, int, int]] = []   # (partition, error code, timestamp, offset, leader epoch)
+        legacy: list[list[int]] = []   # v0: each row's offsets
         for rp in rt.partitions:
             p = t.partition(rp.partition_index) if t else None
             if denied or p is None:
-                parts.append(_refused_offsets(ctx, rp.partition_index, ErrorCode.topic_authorization_failed if denied
-                                              else ErrorCode.unknown_topic_or_partition))
+                rows.append((rp.partition_index, ErrorCode.topic_authorization_failed if denied
+                             else ErrorCode.unknown_topic_or_partition, -1, -1, -1))
+                legacy.append([])
                 continue
             debugging = req.replica_id == DEBUGGING_REPLICA_ID
             if debugging:  # any replica, even of an offline partition (ReplicaManager.fetchOffset)
@@ -298,7 +301,8 @@ def list_offsets(ctx: RequestContext) -> dict:
             else:
                 err = leader_error(ctx, p, getattr(rp, "current_leader_epoch", -1))
             if err:
-                parts.append(_refused_offsets(ctx, rp.partition_index, err))
+                rows.append((rp.partition_index, err, -1, -1, -1))
+                legacy.append([])
                 continue
             # Clients see up to the high watermark (read_committed: the last stable offset); others
             # the LEO, the debugging id this replica's own (its epoch answered is the partition's current one).
@@ -311,25 +315,19 @@ def list_offsets(ctx: RequestContext) -> dict:
             else:
                 upper = p.leo.get(p.leader, 0)
             if ctx.version == 0:
-                parts.append({"partition_index": rp.partition_index, "error_code": 0, "old_style_offsets":
-                              _legacy_offsets(p, rp.timestamp, rp.max_num_offsets, req.replica_id == CONSUMER_REPLICA_ID)})
+                rows.append((rp.partition_index, 0, -1, -1, -1))
+                legacy.append(_legacy_offsets(p, rp.timestamp, rp.max_num_offsets, req.replica_id == CONSUMER_REPLICA_ID))
                 continue
             found = _offset_for(p, rp.timestamp, upper)
             offset, ts, epoch = found if found else (-1, -1, -1)
-            parts.append((rp.partition_index, ErrorCode.none, ts, offset, epoch))
-        topics.append((rt.name, parts))
-    if ctx.version == 0:
-        return {"topics": [{"name": name, "partitions": parts} for name, parts in topics]}
-    return {"topics": codec.pack_nested(codec.response_schema(ApiKey.LIST_OFFSETS, ctx.version), "topics", "name",
-                                        "partitions", topics, LIST_OFFSETS_COLUMNS)}
-
-
-LIST_OFFSETS_COLUMNS = ("partition_index", "error_code", "timestamp", "offset", "leader_epoch")
-
-
-def _refused_offsets(ctx: RequestContext, partition: int, code: int) -> dict | tuple:
-    """A partition's refusal: no timestamp, offset or epoch (Kafka's -1s)."""
-    return {"partition_index": partition, "error_code": code} if ctx.version == 0 else (partition, code, -1, -1, -1)
+            rows.append((rp.partition_index, 0, ts, offset, epoch))
+        if ctx.version == 0:   # an array of offsets in each partition: not packed
+            parts: object = [{"partition_index": r[0], "error_code": r[1], "old_style_offsets": offsets}
+                             for r, offsets in zip(rows, legacy)]
+        else:   # packed: describe-group and snapshots ask about 10,000s of partitions
+            parts = codec.packed_rows(partition, LIST_OFFSETS_ROW, rows)
+        topics.append({"name": rt.name, "partitions": parts})
+    return {"topics": topics}
 
 
 def _legacy_offsets(p: Partition, timestamp: int, max_num: int, consumer: bool) -> list[int]:
