@@ -27,11 +27,11 @@ from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, group_configs, modern_groups, replay
+from kafka_shell.sandbox import configs, group_configs, modern_groups
 from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.modern_groups import GroupError
 from kafka_shell.sandbox.model import ClusterState, now_ms
-from kafka_shell.sandbox.records import ControllerResult, Record
+from kafka_shell.sandbox.records import ControllerResult
 from kafka_shell.base.regex import compile_kafka_regex
 
 EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
@@ -499,21 +499,6 @@ class Coordinator(RevokingCoordinator):
                 return ControllerResult(self._changes(g, new), {
                     "error_code": 0, "member_id": m.member_id, "member_epoch": STATIC_LEAVE_EPOCH})
         return ControllerResult(self._fenced(g, m), {"error_code": 0, "member_id": member_id, "member_epoch": epoch})
-
-    def fence(self, g: ConsumerGroup, m: Member) -> None:
-        replay.apply_all(self.cluster, self._fenced(g, m))
-
-    def _fenced(self, g: ConsumerGroup, m: Member) -> list[Record]:
-        """The records of the member leaving the group (left, expired, or too slow to revoke);
-        the group epoch moves so that its partitions go to the others."""
-        new = self._draft(g)
-        self._remove(new, new.members[m.member_id])
-        new.epoch += 1
-        new.metadata = self._metadata(new)
-        if not new.members:   # nothing to wait for: the empty target at once
-            new.targets, new.assignment_epoch = {}, new.epoch
-        self._maybe_assign(new)
-        return self._changes(g, new)
 
     def _remove(self, g: ConsumerGroup, m: Member, keep_target: bool = False) -> None:
         self.cancel_member_timers(g.group_id, m.member_id)

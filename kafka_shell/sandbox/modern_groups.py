@@ -33,6 +33,9 @@ class Coordinator:
 
     kind: ClassVar[str]             # "consumer", "share": the config prefix and the messages' noun
     group_class: ClassVar[type]
+    # The members' subscriptions name the group's topics (consumer, share); a streams group's
+    # topology does, so a member leaving does not change them.
+    members_subscribe: ClassVar[bool] = True
 
     def __init__(self, cluster: ClusterState):
         self.cluster = cluster
@@ -135,7 +138,27 @@ class Coordinator:
             self.fence(g, m)
 
     def fence(self, g: Any, m: Any) -> None:
-        raise NotImplementedError
+        replay.apply_all(self.cluster, self._fenced(g, m))
+
+    def _fenced(self, g: Any, m: Any) -> list[Record]:
+        """The records of the member leaving the group (left, expired, or too slow to revoke):
+        the group epoch moves so that what it held goes to the others; with no member left, the
+        empty target at once (nothing to wait for)."""
+        new = self._draft(g)
+        self._remove(new, m)
+        new.epoch += 1
+        if self.members_subscribe:
+            new.metadata = self._metadata(new)
+        if not new.members:
+            new.targets, new.assignment_epoch = {}, new.epoch
+        self._maybe_assign(new)
+        return self._changes(g, new)
+
+    def _remove(self, g: Any, m: Any) -> None:
+        """`m` (a member of the live group) taken out of `g`, a draft of it, with its target."""
+        self.cancel_member_timers(g.group_id, m.member_id)
+        g.members.pop(m.member_id, None)
+        g.targets.pop(m.member_id, None)
 
     def resume(self) -> None:
         """Start the sessions of members brought back by --data-dir (loop thread, at start)."""

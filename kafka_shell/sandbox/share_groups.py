@@ -37,7 +37,7 @@ from kafka_shell.sandbox import (configs, group_configs, log, modern_groups, pro
 from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.modern_groups import GroupError
 from kafka_shell.sandbox.model import Batch, ClusterState, Partition, now_ms
-from kafka_shell.sandbox.records import ControllerResult, Record
+from kafka_shell.sandbox.records import ControllerResult
 
 EMPTY, STABLE, DEAD = "Empty", "Stable", "Dead"
 LEAVE_EPOCH = -1
@@ -632,24 +632,10 @@ class Coordinator(modern_groups.Coordinator):
         m.previous_epoch, m.epoch = m.epoch, g.assignment_epoch
         m.assigned = {t: set(ps) for t, ps in g.targets.get(m.member_id, {}).items()}
 
-    def fence(self, g: ShareGroup, m: Member) -> None:
-        replay.apply_all(self.cluster, self._fenced(g, m))
-
-    def _fenced(self, g: ShareGroup, m: Member) -> list[Record]:
-        """The records of the member leaving (left or expired): the others share its partitions."""
-        self.cancel_member_timers(g.group_id, m.member_id)
-        new = self._draft(g)
-        new.members.pop(m.member_id, None)
-        new.targets.pop(m.member_id, None)
-        # Its share sessions stay on each broker until a final-epoch request or the connection
-        # closes (ShareSessionCache), and its records stay acquired until then (or their lock
-        # times out): the acknowledgements a closing consumer sends after leaving still count.
-        new.epoch += 1
-        new.metadata = self._metadata(new)
-        if not new.members:
-            new.targets, new.assignment_epoch = {}, new.epoch
-        self._maybe_assign(new)
-        return self._changes(g, new)
+    # A member that leaves (fence) keeps its share sessions on each broker until a final-epoch
+    # request or the connection closes (ShareSessionCache), and its records stay acquired until
+    # then (or their lock times out): the acknowledgements a closing consumer sends after leaving
+    # still count.
 
     def _assign_now(self, g: ShareGroup) -> None:
         new = self._draft(g)

@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafka_shell.sandbox import configs, group_configs, replay, topic_lifecycle
+from kafka_shell.sandbox import configs, group_configs, topic_lifecycle
 from kafka_shell.sandbox import classic_groups as classic
 from kafka_shell.sandbox.consumer_groups import GroupError, RevokingCoordinator
 from kafka_shell.sandbox.model import ClusterState, now_ms
-from kafka_shell.sandbox.records import ControllerResult, Record
+from kafka_shell.sandbox.records import ControllerResult
 
 EMPTY, NOT_READY, ASSIGNING, RECONCILING, STABLE = "Empty", "NotReady", "Assigning", "Reconciling", "Stable"
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
@@ -297,6 +297,7 @@ class Coordinator(RevokingCoordinator):
     itself, from a timer); the group changes only when they are replayed. Timers run on the loop."""
     kind = "streams"
     group_class = StreamsGroup
+    members_subscribe = False
     unrevoked = M_UNREVOKED
 
     def group(self, group_id: str) -> StreamsGroup:
@@ -560,23 +561,11 @@ class Coordinator(RevokingCoordinator):
             raise GroupError(ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group_id}.")
         return ControllerResult(self._fenced(g, m), {"error_code": 0, "member_id": member_id, "member_epoch": epoch})
 
-    def fence(self, g: StreamsGroup, m: Member) -> None:
-        replay.apply_all(self.cluster, self._fenced(g, m))
-
-    def _fenced(self, g: StreamsGroup, m: Member) -> list[Record]:
-        """The records of the member leaving (left, expired, or too slow to revoke)."""
-        self.cancel_member_timers(g.group_id, m.member_id)
-        new = self._draft(g)
-        new.members.pop(m.member_id, None)
-        new.targets.pop(m.member_id, None)
+    def _remove(self, g: StreamsGroup, m: Member) -> None:
+        super()._remove(g, m)
         kept = runtime(self.cluster, g.group_id)
-        if kept.shutdown_requested_by == m.member_id or not new.members:
+        if kept.shutdown_requested_by == m.member_id or not g.members:
             kept.shutdown_requested_by = None
-        new.epoch += 1
-        if not new.members:
-            new.targets, new.assignment_epoch = {}, new.epoch
-        self._maybe_assign(new)
-        return self._changes(g, new)
 
     # offsets ------------------------------------------------------------------------------------------
 
