@@ -41,9 +41,9 @@ from kafka_shell.declarations.option_types import broker_id, byte_size, choice_l
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
 
-from commands.reassign import (DIR_DONE, DIR_MOVING, Progress, ReplicaKey, agreed_assignment, as_json, clear_throttles, log_dir_states,
-                               moving_log_dirs, rate, read_keys, read_plan, send_back, set_log_dir_throttle,
-                               set_throttles, start_log_dir_moves, write_file)
+from commands.reassign import (DIR_DONE, DIR_MOVING, Progress, ReplicaKey, agreed_assignment, as_json, clear_throttles,
+                               log_dir_states, moving_log_dirs, rate, read_keys, read_plan, send_back,
+                               set_log_dir_throttle, set_throttles, start_log_dir_moves, write_file)
 
 if TYPE_CHECKING:
     from kafka_shell.connection.session import Session

@@ -57,19 +57,16 @@ def _list_offsets_body(timestamp: int, replica_id: int, min_version: int = 0) ->
             raise NotSupported(f"This cluster does not support ListOffsets v{min_version}+.")
         if version < MAX_TIMESTAMP_VERSION and timestamp == MAX_TIMESTAMP:
             raise NotSupported("This cluster does not support --time max-timestamp (ListOffsets v7, Kafka 3.0+).")
-        request = codec.request_schema(ApiKey.LIST_OFFSETS, version)
-        topic = codec.element_class(request, "topics")
-        partition = codec.element_class(topic, "partitions")
+        partition = codec.element_class(codec.element_class(codec.request_schema(ApiKey.LIST_OFFSETS, version),
+                                                            "topics"), "partitions")
         topics: dict[str, list[int]] = {}
         for t, p in keys:
             topics.setdefault(t, []).append(p)
         # Packed column-wise: a snapshot asks a leader about 10,000s of partitions at once.
-        encoded = []
-        for t, ps in topics.items():
-            head, tail = codec.encode_around(topic, {"name": t}, "partitions")
-            columns = {"partition_index": ps, "timestamp": timestamp, "current_leader_epoch": -1, "max_num_offsets": 1}
-            encoded.append(head + codec.packed_array(partition, len(ps), columns).data + tail)
-        return {"replica_id": replica_id, "isolation_level": 0, "topics": codec.encode_array(request, "topics", encoded)}
+        fixed = {"timestamp": timestamp, "current_leader_epoch": -1, "max_num_offsets": 1}
+        return {"replica_id": replica_id, "isolation_level": 0, "topics": [
+            {"name": t, "partitions": codec.packed_array(partition, len(ps), {"partition_index": ps, **fixed})}
+            for t, ps in topics.items()]}
     return body
 
 
