@@ -410,11 +410,6 @@ class Coordinator(RevokingCoordinator):
 
     # target assignment -----------------------------------------------------------------------------
 
-    def _assign_now(self, g: ConsumerGroup) -> None:
-        new = self._draft(g)
-        self._assign(new)
-        self._write(g, new)
-
     def _assign(self, g: ConsumerGroup) -> None:
         ids = {name: tid for name, (tid, _) in g.metadata.items()}
         partitions = {tid: n for tid, n in g.metadata.values()}

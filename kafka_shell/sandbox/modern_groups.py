@@ -2,7 +2,7 @@
 do alike, as Kafka 4.4's GroupMetadataManager does for its ModernGroups: find a group of one
 type, read the subscribed topics' metadata, compute the target assignment at most once per
 assignment interval, and fence members whose session ended. Each type's coordinator subclasses
-`Coordinator` with its group class, its config prefix and its own `_assign`, `_assign_now`, `fence`.
+`Coordinator` with its group class, its config prefix, its own `_assign` and how a member is `_remove`d.
 Timers live on the runtime (`ClusterState.runtime.group_timers`), never in a group.
 """
 
@@ -99,7 +99,10 @@ class Coordinator:
             self._assign_now(g)   # members reconcile towards it at their next heartbeat, as in Kafka
 
     def _assign_now(self, g: Any) -> None:
-        raise NotImplementedError
+        """The target assignment computed (on a draft) and written."""
+        new = self._draft(g)
+        self._assign(new)
+        self._write(g, new)
 
     def _assign(self, g: Any) -> None:
         raise NotImplementedError

@@ -637,11 +637,6 @@ class Coordinator(modern_groups.Coordinator):
     # then (or their lock times out): the acknowledgements a closing consumer sends after leaving
     # still count.
 
-    def _assign_now(self, g: ShareGroup) -> None:
-        new = self._draft(g)
-        self._assign(new)
-        self._write(g, new)
-
     def resume(self) -> None:
         restore_in_flight(self.cluster)
         super().resume()

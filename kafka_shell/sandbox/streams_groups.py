@@ -492,11 +492,6 @@ class Coordinator(RevokingCoordinator):
             self._assign(new)
             self._write(g, new)
 
-    def _assign_now(self, g: StreamsGroup) -> None:
-        new = self._draft(g)
-        self._assign(new)
-        self._write(g, new)
-
     def _assign(self, g: StreamsGroup) -> None:
         if g.configured is not None and g.configured.tasks is not None and g.topology is not None:
             stateful = {s.subtopology_id for s in g.topology.subtopologies if s.changelog_topics}
