@@ -148,8 +148,8 @@ def _lag_lines(lags: lag.GroupLags) -> list[str]:
 def describe_group(session: Session, args: dict) -> Result:
     ids = chosen_groups(session, args["group"], args["all_groups"])
     offsets_view = not args["state"] and not args["members"]
-    # The offsets view: the committed offsets read while the groups are described (one round trip less).
-    held = lag.committed_meanwhile(session.conn, ids) if offsets_view and ids else None
+    # The offsets view: the committed offsets and their log ends read while the groups are described.
+    held = lag.read_meanwhile(session.conn, ids, args["topic"]) if offsets_view and ids else None
     described = groups.describe(session.conn, ids)
     failures = failure_lines.group_lines(described.errors)
     found = list(described.rows.values())
@@ -205,7 +205,7 @@ def assignment(keys: list[Key]) -> list[dict]:
 
 
 def _describe_offsets(session: Session, found: list[groups.GroupDescription], topic: str | None,
-                      failures: list[str], by_topic: bool, held: Callable[[], lag.Committed] | None = None) -> Result:
+                      failures: list[str], by_topic: bool, held: Callable[[], lag.Read] | None = None) -> Result:
     """Per partition: committed offset, log end, lag and owner (unless `by_topic`); then lag per
     topic, per group, and with several groups the total of everything shown."""
     owners: dict[str, dict[Key, groups.Member]] = {

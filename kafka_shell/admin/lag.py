@@ -57,23 +57,33 @@ class GroupLags:
 
 
 Committed = Answers[str, dict[Key, int]]
+LogEnds = Answers[Key, offsets.LogOffset]
 
 
-def committed_meanwhile(conn: ConnectionManager, group_ids: list[str]) -> Callable[[], Committed]:
-    """The groups' committed offsets read from now on a thread of its own, while the caller asks
-    something else (describe-group: the groups' members, at the same coordinators): `read`'s
-    `held`, which waits for them (and raises what reading them raised)."""
-    outcome: list[Committed | BaseException] = []
+class Read(NamedTuple):
+    """The groups' committed offsets, and the log ends of the partitions they committed to."""
+    committed: Committed
+    ends: LogEnds
+
+
+def read_meanwhile(conn: ConnectionManager, group_ids: list[str], topic: str | None = None) -> Callable[[], Read]:
+    """The groups' committed offsets and then their partitions' log ends (of `topic` only, when
+    given), read from now on a thread of its own while the caller asks something else
+    (describe-group: the groups' members, at the same coordinators): `read`'s `held`, which
+    waits for them (and raises what reading them raised)."""
+    outcome: list[Read | BaseException] = []
 
     def run() -> None:
         try:
-            outcome.append(offsets.committed(conn, group_ids))
+            committed = offsets.committed(conn, group_ids)
+            outcome.append(Read(committed, log_ends(conn, {k for held in committed.rows.values() for k in held
+                                                          if topic is None or k[0] == topic})))
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
             outcome.append(exc)
-    thread = threading.Thread(target=run, daemon=True, name="committed offsets")
+    thread = threading.Thread(target=run, daemon=True, name="lag")
     thread.start()
 
-    def held() -> Committed:
+    def held() -> Read:
         thread.join()
         if isinstance(outcome[0], BaseException):
             raise outcome[0]
@@ -81,22 +91,31 @@ def committed_meanwhile(conn: ConnectionManager, group_ids: list[str]) -> Callab
     return held
 
 
+def log_ends(conn: ConnectionManager, keys: set[Key]) -> LogEnds:
+    """The log end of each partition, at its leader as a fresh read locates it."""
+    names = sorted({t for t, _ in keys})
+    return offsets.log_offsets(conn, conn.read(names), keys, LATEST) if names else Answers()
+
+
 def read(conn: ConnectionManager, group_ids: list[str], owned: Mapping[str, Iterable[Key]] | None = None,
-         topic: str | None = None, held: Callable[[], Committed] | None = None) -> GroupLags:
+         topic: str | None = None, held: Callable[[], Read] | None = None) -> GroupLags:
     """Each group's committed offsets (and the partitions in `owned`, assigned to its members,
     whether committed or not) against the log end of each partition, read once for all groups.
-    With `topic`, only that topic's partitions. `held`: the committed offsets being read
-    already (`committed_meanwhile`, of these groups and maybe more)."""
+    With `topic`, only that topic's partitions. `held`: what `read_meanwhile` is reading (of
+    these groups and maybe more, for the same `topic`); the log ends of owned partitions
+    without a committed offset are read after it."""
     if not group_ids:
-        held_now: Committed = Answers()
+        already = Read(Answers(), Answers())
     else:
-        held_now = held() if held is not None else offsets.committed(conn, group_ids)
+        already = held() if held is not None else Read(offsets.committed(conn, group_ids), Answers())
+    held_now = already.committed
     committed = {gid: held_now.rows.get(gid, {}) for gid in group_ids}
     keys_of = {gid: sorted(k for k in {*committed[gid], *(owned or {}).get(gid, ())}
                            if topic is None or k[0] == topic) for gid in group_ids}
     wanted = {k for ks in keys_of.values() for k in ks}
-    names = sorted({t for t, _ in wanted})
-    ends = offsets.log_offsets(conn, conn.read(names), wanted, LATEST) if names else Answers()
+    rest = log_ends(conn, wanted - already.ends.rows.keys() - already.ends.errors.keys())
+    ends = Answers({**already.ends.rows, **rest.rows},
+                   {k: e for k, e in [*already.ends.errors.items(), *rest.errors.items()] if k in wanted})
     deleted: dict[str, list[str]] = {}
     partitions: dict[str, list[PartitionLag]] = {}
     end_of = {k: end.offset for k, end in ends.rows.items()}

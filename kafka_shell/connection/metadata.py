@@ -29,8 +29,9 @@ class BrokerInfo:
         return f"{self.host}:{self.port}"
 
 
-@dataclass(frozen=True)
-class PartitionInfo:
+class PartitionInfo(NamedTuple):
+    """One partition as Metadata told it (a NamedTuple: a snapshot builds 100,000s of them, and a
+    tuple is made five times faster than a frozen dataclass)."""
     topic: str
     partition: int
     leader: int                      # -1 when offline
@@ -129,9 +130,8 @@ def topics_from_metadata(entities: Any, skip_errors: bool = False) -> dict[str, 
             name=name,
             topic_id=None if topic_id in (None, ZERO_UUID) else topic_id,
             partitions=tuple([  # a list comprehension: faster than tuple(generator)
-                PartitionInfo(name, p.partition_index, p.leader_id, tuple(p.replica_nodes),
-                              tuple(p.isr_nodes), tuple(getattr(p, "offline_replicas", ())),
-                              getattr(p, "leader_epoch", -1))
+                PartitionInfo(name, p.partition_index, p.leader_id, p.replica_nodes, p.isr_nodes,
+                              getattr(p, "offline_replicas", ()), getattr(p, "leader_epoch", -1))
                 for p in parts]),
             internal=bool(getattr(t, "is_internal", False)),
         )
