@@ -69,11 +69,14 @@ def _take(session: Session, root: Path) -> tuple[Path, list[str]]:
     cluster_id = snap.cluster_id or "unknown-cluster"
     parts = [p for _, t in sorted(snap.topics.items()) for p in t.partitions]
     down = _down_brokers(session, snap, left_out)
-    replicas, dir_rows = _log_dirs(session, sorted(set(snap.brokers) - set(down)), down, left_out)
+    replicas, dir_rows, refusing, unanswered = _log_dirs(session, sorted(set(snap.brokers) - set(down)))
+    down.update(refusing)   # a broker that refused the connection is down: what it leads is not missing
+    left_out += unanswered
     live = set(snap.brokers) - set(down)
     log_ends = _offline_log_ends(session, snap, [p for p in parts if p.leader < 0 or p.leader not in live], live,
                                  left_out)
-    log_offsets = _offsets(session, snap, [p for p in parts if p.leader in live], left_out)
+    online = [(p.topic, p.partition) for p in parts if p.leader in live]
+    offset_columns = _offset_columns(online, *_offsets(session, snap, online), left_out)
     elr = {key: list(lists[0]) for key, lists in topics.eligible_leaders(conn, [t for _, t in sorted(snap.topics.items())]).items()}
     settings = configs.topic_configs(conn, sorted(snap.topics))
     committed = _group_offsets(session, left_out)
@@ -106,8 +109,7 @@ def _take(session: Session, root: Path) -> tuple[Path, list[str]]:
             "partitions": table("partitions", _partition_columns(parts, elr)),
             "replicas": table("replicas", _replica_columns(replicas, log_ends)),
             "log_dirs": table("log_dirs", _columns(["broker_id", "log_dir", "total_bytes", "usable_bytes"], dir_rows)),
-            "offsets": table("offsets", _columns(["topic", "partition", "log_start_offset", "log_end_offset"],
-                                                 [(t, p, start, end) for (t, p), (start, end) in sorted(log_offsets.items())])),
+            "offsets": table("offsets", offset_columns),
             "group_offsets": table("group_offsets", _columns(["group", "topic", "partition", "committed_offset"], committed)),
         }
         manifest = {"cluster_id": cluster_id, "mode": conn.mode or "", "taken_at": taken_at.isoformat(),
@@ -154,14 +156,18 @@ def _partition_columns(parts: list[PartitionInfo], elr: dict[Key, list[int]]) ->
             "offline_replicas": [p.offline_replicas for p in parts]}
 
 
-def _replica_columns(replicas: dict[tuple[str, int, int], tuple[int, int, str]],
+def _replica_columns(replicas: list[tuple[str, int, int, int, int, str]],
                      log_ends: dict[tuple[str, int, int], tuple[int, int]]) -> dict[str, list]:
-    keys = sorted(replicas)
-    held = [replicas[k] for k in keys]
-    ends = [log_ends.get(k, (None, None)) for k in keys] if log_ends else [(None, None)] * len(keys)
-    return {"topic": [k[0] for k in keys], "partition": [k[1] for k in keys], "broker_id": [k[2] for k in keys],
-            "size": [h[0] for h in held], "offset_lag": [h[1] for h in held],
-            "log_end_offset": [e[0] for e in ends], "last_epoch": [e[1] for e in ends], "log_dir": [h[2] for h in held]}
+    """`replicas`: (topic, partition, broker, size, offset lag, log dir), sorted."""
+    if not replicas:
+        return {name: [] for name in REPLICA_COLUMNS}
+    topic, partition, broker, size, lag, log_dir = map(list, zip(*replicas))
+    ends = [log_ends.get(r[:3], (None, None)) for r in replicas] if log_ends else [(None, None)] * len(replicas)
+    return {"topic": topic, "partition": partition, "broker_id": broker, "size": size, "offset_lag": lag,
+            "log_end_offset": [e[0] for e in ends], "last_epoch": [e[1] for e in ends], "log_dir": log_dir}
+
+
+REPLICA_COLUMNS = ("topic", "partition", "broker_id", "size", "offset_lag", "log_end_offset", "last_epoch", "log_dir")
 
 
 def _columns(names: list[str], rows: Iterable[tuple]) -> dict[str, list]:
@@ -183,43 +189,55 @@ def _down_brokers(session: Session, snap: ClusterSnapshot, left_out: list[str]) 
     return down
 
 
-def _log_dirs(session: Session, brokers: list[int], down: dict[int, str], left_out: list[str]
-              ) -> tuple[dict[tuple[str, int, int], tuple[int, int, str]], list[tuple]]:
-    """(topic, partition, broker) -> (size, offset lag, log dir), and (broker, log dir, total
-    bytes, usable bytes) per dir: one DescribeLogDirs per live broker, all at once. A broker
-    that refuses the connection is down (Metadata lists a stopped broker until it is fenced);
-    one that does not answer leaves the snapshot partial."""
+def _log_dirs(session: Session, brokers: list[int]
+              ) -> tuple[list[tuple[str, int, int, int, int, str]], list[tuple], dict[int, str], list[str]]:
+    """Every replica as (topic, partition, broker, size, offset lag, log dir), sorted; (broker,
+    log dir, total bytes, usable bytes) per dir; the brokers that refused the connection (they
+    are down: Metadata lists a stopped broker until it is fenced), with why; and a line for each
+    broker that did not answer (the snapshot is partial). One DescribeLogDirs per live broker,
+    all at once."""
     if not log_dirs.supported(session.conn):
-        return {}, []
+        return [], [], {}, []
     found = log_dirs.describe(session.conn, brokers)
+    refused: dict[int, str] = {}
+    unanswered: list[str] = []
     for b, error in sorted(found.errors.items()):
         line = failure_lines.log_dir_lines({b: error})[0]
         if "refused" in str(error):
-            down[b] = line.removeprefix(f"Broker {b} ")
+            refused[b] = line.removeprefix(f"Broker {b} ")
         else:
-            left_out.append(f"{line}: its replicas and log dirs are left out.")
-    replicas = {(r.topic, r.partition, d.broker): (r.size, r.offset_lag, d.path) for d, r in found.replicas()}
-    return replicas, [(d.broker, d.path, d.total_bytes, d.usable_bytes) for d in found.dirs]
+            unanswered.append(f"{line}: its replicas and log dirs are left out.")
+    replicas = sorted((r.topic, r.partition, d.broker, r.size, r.offset_lag, d.path) for d, r in found.replicas())
+    return replicas, [(d.broker, d.path, d.total_bytes, d.usable_bytes) for d in found.dirs], refused, unanswered
 
 
-def _offsets(session: Session, snap: ClusterSnapshot, online: list[PartitionInfo],
-             left_out: list[str]) -> dict[Key, tuple[int, int]]:
-    """(topic, partition) -> (log start, log end), asked of each leader for all it leads: both
-    at once, so that one is built and read while the leaders answer the other."""
+def _offsets(session: Session, snap: ClusterSnapshot, keys: list[Key]
+             ) -> tuple[Answers[Key, offsets.LogOffset], Answers[Key, offsets.LogOffset]]:
+    """(log starts, log ends) of `keys`, asked of each leader for all it leads: both at once, so
+    that one is built and read while the leaders answer the other."""
     from concurrent.futures import ThreadPoolExecutor
-    keys = [(p.topic, p.partition) for p in online]
     with ThreadPoolExecutor(1) as pool:
         asked = pool.submit(offsets.log_offsets, session.conn, snap, keys, EARLIEST)
         try:
             end = offsets.log_offsets(session.conn, snap, keys, LATEST)
         finally:
             start = asked.result()   # its failure first, as when they were asked one after the other
-    out = {k: (start.rows[k].offset, end.rows[k].offset) for k in keys if k in start.rows and k in end.rows}
-    if len(out) < len(keys):
-        why = failure_lines.partition_lines({**start.errors, **end.errors})
-        left_out.append(f"The leaders did not list the offsets of {len(keys) - len(out)} partition(s) "
+    return start, end
+
+
+def _offset_columns(keys: list[Key], start: Answers[Key, offsets.LogOffset], end: Answers[Key, offsets.LogOffset],
+                    left_out: list[str]) -> dict[str, list]:
+    """The offsets table of `keys` (sorted), as columns; a line in `left_out` for the partitions
+    whose leader did not tell both offsets."""
+    starts, ends = start.rows, end.rows
+    told = [k for k in keys if k in starts and k in ends]
+    if len(told) < len(keys):
+        errors = {k: e for k in keys if (e := end.errors.get(k) or start.errors.get(k)) is not None}
+        why = failure_lines.partition_lines(errors)
+        left_out.append(f"The leaders did not list the offsets of {len(keys) - len(told)} partition(s) "
                         f"({'; '.join(why)}); they are left out.")
-    return out
+    return {"topic": [k[0] for k in told], "partition": [k[1] for k in told],
+            "log_start_offset": [starts[k].offset for k in told], "log_end_offset": [ends[k].offset for k in told]}
 
 
 def _offline_log_ends(session: Session, snap: ClusterSnapshot, offline: list[PartitionInfo],
