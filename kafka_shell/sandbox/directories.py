@@ -21,6 +21,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from kio.schema.errors import ErrorCode
 
 from kafka_shell.sandbox import configs, cordons, replay
@@ -33,6 +35,7 @@ _UNLIMITED = 2**62
 _MAX_DIR_NAME = 255     # a future dir's name must fit a file name (Kafka's KAFKA-4893 check)
 
 
+@functools.cache   # asked once per replica when a broker describes its 100,000s
 def default_dir(broker_id: int) -> str:
     return f"/sandbox/broker-{broker_id}/data"
 
@@ -48,8 +51,12 @@ def broker_dirs(cluster: ClusterState, broker_id: int) -> list[str]:
 
 
 def dir_of(cluster: ClusterState, p: Partition, broker_id: int) -> str:
-    """The log dir holding the broker's replica of p."""
-    return p.dirs.get(broker_id) or broker_dirs(cluster, broker_id)[0]
+    """The log dir holding the broker's replica of p (its first dir unless placed)."""
+    placed = p.dirs.get(broker_id)
+    if placed:
+        return placed
+    b = cluster.brokers.get(broker_id)
+    return b.log_dirs[0] if b is not None and b.log_dirs else default_dir(broker_id)
 
 
 def _several(cluster: ClusterState, broker_id: int) -> bool:
