@@ -50,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import operator
 import queue
 import threading
 import time
@@ -529,14 +530,14 @@ class ConnectionManager:
                ask: Callable[[int, list[K]], dict[K, Any]], role: str, api_key: int, retry: frozenset[int], *,
                not_yet: frozenset[int] = frozenset(), mutation: bool = False, patient: bool = True,
                attempts: int | None = MAX_ATTEMPTS, deadline: Deadline,
-               named: Callable[[K], Any] = lambda key: key) -> Answers[K, Any]:
+               named: Callable[[K], Any] | None = None) -> Answers[K, Any]:
         """The one way a request goes to the nodes that hold what it names (partition leaders,
         replicas, coordinators): `locate` the keys (`again`: not from memory), `ask` each node
         for its keys, all nodes at once, and sort the parts into rows and errors. Keys answered
         with a `retry` code, or whose node could not be reached (`patient`; a mutation only
         when nothing was sent), or that `locate` could not place for a `not_yet` code, are
         located (and asked) again after a backoff, at most `attempts` times (None: until the
-        deadline), within `deadline`. Errors name each key as `named` gives it."""
+        deadline), within `deadline`. Errors name each key as `named` gives it (None: as it is)."""
         rows: dict[K, Any] = {}
         errors: dict[K, AdminError] = {}
         fan = _FanOut(deadline)
@@ -571,12 +572,16 @@ class ConnectionManager:
 
         send(keys, False)
         for node, asked, outcome in fan.results():
-            again = _settle_parts(node, asked, outcome, Target(role, node, tuple(map(named, asked))), api_key,
+            names = tuple(asked) if named is None else tuple(map(named, asked))
+            again = _settle_parts(node, asked, outcome, Target(role, node, names), api_key,
                                   deadline, rows, errors, retry, mutation, patient)
             if again and again_allowed():
                 self.debug(f"{len(again)} to ask again: {_why_again(outcome)}")
                 send(again, True)
-        return Answers({k: rows[k] for k in keys if k in rows}, {k: errors[k] for k in keys if k in errors} if errors else {})
+        # In the order of `keys`; when every key has a row (the common case), in one pass in C.
+        ordered = dict(zip(keys, map(rows.__getitem__, keys))) if len(rows) == len(keys) else \
+            {k: rows[k] for k in keys if k in rows}
+        return Answers(ordered, {k: errors[k] for k in keys if k in errors} if errors else {})
 
     # -- group coordinators -------------------------------------------------------------------
 
@@ -751,8 +756,19 @@ def _settle_parts(node: int, asked: list[K], outcome: Any, target: Target, api_k
             errors[key] = error
         silent = isinstance(outcome, (NoAnswer, Silent))
         return list(asked) if patient and error.code is None and not silent and not (mutation and sent) else []
+    try:   # 10,000s of partitions: when each has a part without an error, all in one go (in C)
+        parts = list(map(outcome.__getitem__, asked))
+        failed = any(map(_error_code, parts))
+    except (KeyError, AttributeError):   # a part left out, or without an error code: one by one below
+        failed = True
+    if not failed:
+        rows.update(zip(asked, parts))
+        if errors:
+            for key in asked:
+                errors.pop(key, None)
+        return []
     again: list[K] = []
-    for key, name in zip(asked, target.asked):   # 10,000s of partitions: the common case first
+    for key, name in zip(asked, target.asked):
         part = outcome.get(key)
         code = Error.unknown_server_error if part is None else getattr(part, "error_code", 0)
         if not code:
@@ -766,6 +782,9 @@ def _settle_parts(node: int, asked: list[K], outcome: Any, target: Target, api_k
         if code in retry:
             again.append(key)
     return again
+
+
+_error_code = operator.attrgetter("error_code")
 
 
 def _failure(exc: BaseException, target: Target, api_key: int, deadline: Deadline,
