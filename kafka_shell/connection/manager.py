@@ -165,6 +165,9 @@ class ConnectionManager:
         # a group answered with a coordinator error (it moved) is looked up again. Keyed by
         # (FindCoordinator key type, key): a group and a transactional id may share a name.
         self._coordinators: dict[tuple[int, str], int] = {}
+        # Threads of one command (describe-group reads offsets while it describes) look up the
+        # same coordinators and brokers at once: the second waits for the first's answer.
+        self._lookups = threading.RLock()   # a lookup may read the brokers first
 
     def _notify(self, message: str) -> None:
         self.notify(message)  # looked up at call time: the session may set notify later
@@ -597,11 +600,15 @@ class ConnectionManager:
                            key_type: int = GROUP_KEY_TYPE) -> dict[str, tuple[int, int]]:
         """group -> (coordinator node id, error code): as last found (when `remembered`), else one
         batched FindCoordinator (v4+), or one request per group on clusters without batching."""
-        known = {gid: (self._coordinators[(key_type, gid)], 0) for gid in group_ids
-                 if remembered and (key_type, gid) in self._coordinators}
-        group_ids = [gid for gid in group_ids if gid not in known]
-        if not group_ids:
-            return known
+        with self._lookups:
+            known = {gid: (self._coordinators[(key_type, gid)], 0) for gid in group_ids
+                     if remembered and (key_type, gid) in self._coordinators}
+            asked = [gid for gid in group_ids if gid not in known]
+            found = self._find_coordinators_now(asked, deadline, key_type) if asked else {}
+            self._coordinators.update({(key_type, gid): node for gid, (node, code) in found.items() if not code and node >= 0})
+        return {**known, **found}
+
+    def _find_coordinators_now(self, group_ids: list[str], deadline: Deadline, key_type: int) -> dict[str, tuple[int, int]]:
         self.debug(f"FindCoordinator request: {len(group_ids)} group(s)")
         if self.supports(ApiKey.FIND_COORDINATOR, BATCHED_FIND_COORDINATOR):
             answer = self.any_broker_request(ApiKey.FIND_COORDINATOR, {"key_type": key_type,
@@ -613,7 +620,7 @@ class ConnectionManager:
                 answer = self.any_broker_request(ApiKey.FIND_COORDINATOR, {"key": gid, "key_type": key_type},
                                             deadline=deadline)
                 found[gid] = (answer.node_id, int(answer.error_code))
-        return {**known, **{gid: found.get(gid, (-1, Error.coordinator_not_available)) for gid in group_ids}}
+        return {gid: found.get(gid, (-1, Error.coordinator_not_available)) for gid in group_ids}
 
     # -- versions ---------------------------------------------------------------------------
 
@@ -640,7 +647,9 @@ class ConnectionManager:
         if broker_id is None:
             return self.router.from_any_broker(lambda ch: ch, deadline)
         if broker_id not in self.router.brokers:
-            self._read_brokers(deadline)
+            with self._lookups:
+                if broker_id not in self.router.brokers:
+                    self._read_brokers(deadline)
         try:
             return self._broker_channel(broker_id, deadline)
         except NoAnswer as late:
