@@ -32,18 +32,21 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_shell.admin import balance, cluster, cordons, elections, load, log_dirs, reassignments, runs, throttles
+from kafka_shell.admin import (balance, cluster, cordons, elections, load, log_dirs, reassignments, runs, throttles,
+                               topics)
 from kafka_shell.admin.balance import GOALS
+from kafka_shell.admin.log_dirs import ReplicaKey
 from kafka_shell.base.errors import ShellError, UsageError
 from kafka_shell.base.files import FileExists
 from kafka_shell.declarations import failure_lines
-from kafka_shell.declarations.option_types import broker_id, byte_size, choice_list, duration, percent, positive_int
+from kafka_shell.declarations.option_types import (broker_id, byte_size, choice_list, duration, percent, positive_int,
+                                                   rate)
+from kafka_shell.declarations.progress import CopyProgress
+from kafka_shell.declarations.reassignment_files import as_json, read_plan, write_file
+from kafka_shell.declarations.reassignment_lines import (cleared_lines, dir_moves_lines, ids, log_dir_throttled_lines,
+                                                         sent_back_lines, throttled_lines)
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
-
-from commands.reassign import (DIR_DONE, DIR_MOVING, Progress, ReplicaKey, agreed_assignment, as_json, clear_throttles,
-                               log_dir_states, moving_log_dirs, rate, read_keys, read_plan, send_back,
-                               set_log_dir_throttle, set_throttles, start_log_dir_moves, write_file)
 
 if TYPE_CHECKING:
     from kafka_shell.connection.session import Session
@@ -64,10 +67,6 @@ def run_key(session: Session) -> str:
 
 def _name(key: Key) -> str:
     return f"{key[0]}-{key[1]}"
-
-
-def _ids(ids) -> str:
-    return ",".join(map(str, ids))
 
 
 def human(n: float) -> str:
@@ -166,7 +165,7 @@ def balance_cmd(session: Session, args: dict) -> Result | Proposal:
             result.messages.append("Dry run: nothing was changed.")
         return result
     if found.missing:
-        raise ShellError(f"Not executing: broker(s) {_ids(sorted(found.missing))} did not describe their log dirs, so "
+        raise ShellError(f"Not executing: broker(s) {ids(sorted(found.missing))} did not describe their log dirs, so "
                          "the plan may miss a cordon or a size; try again when they answer")
     record = _record_of(plan, args, "balance", _options(args).goals)
     return Proposal(question=_question(plan), refusal="balance --execute changes the cluster",
@@ -392,8 +391,8 @@ def execute_run(session: Session, record: dict, resumed: bool) -> Result:
                          f"are in progress ({', '.join(map(_name, foreign[:5]))}): wait for them "
                          "(reassign-partitions --blocking) or cancel them")
     runs.save_run(owner, record)
-    snap = read_keys(session, run.targets)
-    now = _replicas_now(snap, run.targets)
+    snap = topics.read_keys(conn, run.targets)
+    now = reassignments.current_assignment(snap.topics, run.targets)
     for key, target in run.targets.items():
         if key not in now:
             run.failed[key] = "the partition does not exist any more"
@@ -419,7 +418,7 @@ def execute_run(session: Session, record: dict, resumed: bool) -> Result:
         return Result.message(f"Stopped waiting: {len(run.done)} of {len(run.targets)} partition(s) in place, "
                               f"{len(run.moving)} still moving (they go on), {left - len(run.moving)} not started. "
                               "Go on with: balance --resume; stop with: balance --cancel", exit_code=INTERRUPTED)
-    messages += clear_throttles(session, False, {})
+    messages += cleared_lines(throttles.clear(conn, False, {}))
     messages += dir_lines
     messages += _elect(session, run)
     runs.save_run(owner, None)
@@ -452,34 +451,28 @@ def _move_dirs(session: Session, run: _Run) -> tuple[list[str], bool]:
     broker that holds it) and wait until none is still copying; (the lines, whether any failed)."""
     if not run.dirs:
         return [], False
+    conn = session.conn
     if run.record.get("throttle"):   # on the brokers whose replicas copy between their dirs
-        rows, _ = log_dir_states(session, run.dirs)
-        copying = sorted({b for _, _, b, state, _, _ in rows if state != DIR_DONE})
+        states = log_dirs.move_states(conn, run.dirs)
+        copying = sorted({k[2] for k, m in states.moves.items() if m.state != log_dirs.DONE})
         if copying:
-            for line in set_log_dir_throttle(session, copying, run.record["throttle"]):
+            limit = run.record["throttle"]
+            for line in log_dir_throttled_lines(copying, limit, throttles.set_log_dirs(conn, copying, limit)):
                 session.notify(line)
-    started, refused = start_log_dir_moves(session, run.dirs)
+    started, refused = dir_moves_lines(log_dirs.start_moves(conn, run.dirs))
     if refused:
         return refused, True
     session.notify(f"Moving {len(run.dirs)} replica(s) to their log dir ...")
     while True:
-        rows, _ = log_dir_states(session, run.dirs)
-        if not any(r[3] == DIR_MOVING for r in rows):
+        states = log_dirs.move_states(conn, run.dirs)
+        if not any(m.state == log_dirs.MOVING for m in states.moves.values()):
             break
         time.sleep(POLL_S)
-    wrong = [r for r in rows if r[3] != DIR_DONE]
-    lines = [f"Log dirs: {len(rows) - len(wrong)} of {len(rows)} replica(s) in the log dir the plan names."]
-    lines += [f"{t}-{p} on broker {b}: {state} (in {now}, not {target})" for t, p, b, state, now, target in wrong][:20]
+    wrong = [(k, m) for k, m in states.moves.items() if m.state != log_dirs.DONE]
+    lines = [f"Log dirs: {len(states.moves) - len(wrong)} of {len(states.moves)} replica(s) in the log dir the plan "
+             "names."]
+    lines += [f"{t}-{p} on broker {b}: {m.state} (in {m.current}, not {m.target})" for (t, p, b), m in wrong][:20]
     return lines, bool(wrong)
-
-
-def _replicas_now(snap, keys) -> dict[Key, list[int]]:
-    out = {}
-    for t, p in keys:
-        info = snap.topics.get(t)
-        if info is not None and p < len(info.partitions):
-            out[(t, p)] = list(info.partitions[p].replicas)
-    return out
 
 
 def _start(session: Session, run: _Run, keys: list[Key], now: dict[Key, list[int]]) -> list[Key]:
@@ -489,7 +482,7 @@ def _start(session: Session, run: _Run, keys: list[Key], now: dict[Key, list[int
     if run.record.get("throttle"):
         record = throttles.needed({k: now[k] for k in keys}, {k: run.targets[k] for k in keys}, run.record["throttle"])
         if record["partitions"]:
-            lines = set_throttles(session, record)
+            lines = throttled_lines(record, throttles.set_replication(session.conn, record))
             if not run.throttled:   # later batches join the same throttles: said once
                 for line in lines:
                     session.notify(line)
@@ -510,22 +503,22 @@ def _roll(session: Session, run: _Run, queue: list[Key], now: dict[Key, list[int
     max_bytes = run.record.get("max_bytes")
     total = [k for k in run.targets if set(run.original.get(k, [])) != set(run.targets[k])]
     total_bytes = sum(run.bytes_of(k) for k in total)
-    progress = Progress(session.stderr)
+    progress = CopyProgress(session.stderr)
     pending = list(queue)
     while True:
         moving = reassignments.ongoing(conn)
         finished = [k for k in run.moving if k not in moving]
         if finished:
-            current = _replicas_now(read_keys(session, finished), finished)
+            current = reassignments.current_assignment(topics.read_keys(conn, finished).topics, finished)
             differ = {k for k in finished if current.get(k) != run.targets[k]}
             if differ:   # the broker asked may not have the controller's last change yet
-                current.update(agreed_assignment(session, differ, conn.deadline())[0])
+                current.update(reassignments.agreed(conn, differ, conn.deadline()).assignment)
             for k in finished:
                 if current.get(k) == run.targets[k]:
                     run.done.add(k)
                 else:
-                    run.failed[k] = (f"ended with replicas {_ids(current.get(k, []))} rather than "
-                                     f"{_ids(run.targets[k])}")
+                    run.failed[k] = (f"ended with replicas {ids(current.get(k, []))} rather than "
+                                     f"{ids(run.targets[k])}")
             run.moving -= set(finished)
         batch: list[Key] = []
         flight = sum(run.bytes_of(k) for k in run.moving)
@@ -557,7 +550,7 @@ def _elect(session: Session, run: _Run) -> list[str]:
         return []
     lines: list[str] = []
     for attempt in range(2):
-        snap = read_keys(session, keys)
+        snap = topics.read_keys(session.conn, keys)
         wanted = [k for k in keys if k[0] in snap.topics and k[1] < len(snap.topics[k[0]].partitions)
                   and snap.topics[k[0]].partitions[k[1]].leader != run.targets[k][0]]
         if not wanted:
@@ -583,7 +576,7 @@ def cancel_run(session: Session) -> Result:
     record = runs.load_run(owner)
     if record is None:
         return Result.message("No balance run is recorded for this cluster: nothing to cancel.",
-                              *clear_throttles(session, False))
+                              *cleared_lines(throttles.clear(session.conn)))
     targets = runs.run_targets(record)
     moving = sorted(k for k in reassignments.ongoing(session.conn) if k in targets)
     messages = []
@@ -598,13 +591,13 @@ def cancel_run(session: Session) -> Result:
     else:
         messages.append("None of the run's partitions is moving.")
     dirs = {(t, p, b): d for t, p, b, d in record.get("dirs", [])}
-    active = moving_log_dirs(session, dirs) if dirs else {}
+    active = log_dirs.move_states(session.conn, dirs).moving() if dirs else {}
     if active:   # its replicas copying between log dirs stay where they are
-        sent, failed = send_back(session, active)
+        sent, failed = sent_back_lines(active, log_dirs.start_moves(session.conn, active))
         messages += sent
         if failed:
             return Result.message(*messages, *failed, exit_code=1)
-    messages += clear_throttles(session, False)
+    messages += cleared_lines(throttles.clear(session.conn))
     runs.save_run(owner, None)
     messages.append(f"The recorded run ({record.get('what', 'balance')}) is forgotten; partitions already moved stay.")
     return Result.message(*messages)
@@ -640,7 +633,7 @@ def drain_broker(session: Session, args: dict) -> Result | Proposal:
     b = args["broker"]
     found = load.read(conn, None, drained={b} if args["replicas"] else set(), no_leaders={b})
     if b not in found.snapshot.brokers:
-        raise UsageError(f"Broker {b} is not live in the cluster (brokers: {_ids(sorted(found.snapshot.brokers))})")
+        raise UsageError(f"Broker {b} is not live in the cluster (brokers: {ids(sorted(found.snapshot.brokers))})")
     leaders = balance.plan(found.layout, balance.Options(goals=(balance.LEADERS,), drain_only=True))
     # The log_dirs goal gives each replica that arrives on a broker with several dirs the dir
     # with the most room (the replicas the brokers keep stay in theirs).
@@ -667,7 +660,7 @@ def drain_broker(session: Session, args: dict) -> Result | Proposal:
         return Result(tables=tables, messages=[*summary, *missing_lines(found), "Dry run: nothing was changed."],
                       exit_code=1 if found.missing else 0)
     if found.missing:
-        raise ShellError(f"Not draining: broker(s) {_ids(sorted(found.missing))} did not describe their log dirs; "
+        raise ShellError(f"Not draining: broker(s) {ids(sorted(found.missing))} did not describe their log dirs; "
                          "try again when they answer")
 
     def apply() -> Result:
@@ -738,7 +731,7 @@ def undrain_broker(session: Session, args: dict) -> Result | Proposal:
     drained = runs.load_drains(owner).get(b)
     found = load.read(conn, None)
     if b not in found.snapshot.brokers:
-        raise UsageError(f"Broker {b} is not live in the cluster (brokers: {_ids(sorted(found.snapshot.brokers))}): "
+        raise UsageError(f"Broker {b} is not live in the cluster (brokers: {ids(sorted(found.snapshot.brokers))}): "
                          "start it first")
     now = dict(zip(found.keys, found.layout.replicas))
     if drained is not None:

@@ -8,8 +8,6 @@ line and makes the exit code 1; the rest of the command still runs.
 
 from __future__ import annotations
 
-import re
-import time
 from typing import TYPE_CHECKING
 
 from kafka_shell.declarations import failure_lines
@@ -17,14 +15,15 @@ from kafka_shell.admin import groups, lag, offsets, resets, share_groups, stream
 from kafka_shell.admin.errors import no_such_group
 from kafka_shell.base.answers import Answers
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
-from kafka_shell.declarations.option_types import group_id, iso_epoch_ms
-from kafka_shell.declarations.registry import INT64_MAX, Confirm, Option, command, int_range
+from kafka_shell.declarations.group_offsets import (EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SPECIFIERS,
+                                                   deletion_result, planned, reset_spec)
+from kafka_shell.declarations.option_types import group_id
+from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from kafka_shell.connection.metadata import ClusterSnapshot
     from kafka_shell.connection.session import Session
 
 Key = tuple[str, int]
@@ -244,60 +243,6 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
 
 # -- reset-offsets -----------------------------------------------------------------------------
 
-SPECIFIERS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset", "--shift-by", "--to-datetime",
-              "--by-duration", "--from-file")
-offset_value = int_range(0, INT64_MAX, "an offset")
-shift_value = int_range(-INT64_MAX, INT64_MAX, "a number of offsets (negative moves back)")
-# Java's Duration.parse: PnDTnHnMn.nS (each part optional, a sign allowed on each).
-_DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?",
-                       re.IGNORECASE)
-
-
-def iso_datetime(text: str) -> int:
-    """Kafka's --to-datetime: 'YYYY-MM-DDTHH:mm:SS.sss', UTC unless it gives a zone; epoch ms."""
-    expected = "an ISO 8601 date and time such as 2024-01-31T12:00:00.000 (UTC unless a zone such as +02:00 or Z is given)"
-    if "T" not in text.upper():
-        raise ValueError(expected)
-    return iso_epoch_ms(text, expected)
-
-
-def iso_duration(text: str) -> int:
-    """Kafka's --by-duration (Java's Duration.parse, e.g. PT1H30M or P1DT2H): milliseconds."""
-    m = _DURATION.fullmatch(text.strip())
-    if not m or not any(m.group(i) for i in (2, 3, 4, 5)) or text.strip().upper().endswith("T"):
-        raise ValueError("an ISO 8601 duration such as PT15M, PT1H30M or P1DT2H")
-    sign = -1 if m.group(1) == "-" else 1
-    days, hours, minutes, seconds = (int(m.group(i) or 0) for i in (2, 3, 4, 5))
-    fraction = (m.group(6) or "").ljust(3, "0")[:3]
-    ms = (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000
-    ms += (-1 if (m.group(5) or "").startswith("-") else 1) * int(fraction or 0)
-    return sign * ms
-
-
-# The reset specifiers (--to-earliest ... --from-file) of reset-offsets and reset-streams-group-offsets.
-RESET_SPECIFIERS = (
-    Option("--to-earliest", flag=True, help="The log start offset."),
-    Option("--to-latest", flag=True, help="The log end offset."),
-    Option("--to-current", flag=True, help="The committed offset (the log end where there is none)."),
-    Option("--to-offset", type=offset_value, metavar="N", help="Offset N (kept within the log)."),
-    Option("--shift-by", type=shift_value, metavar="N", help="The committed offset plus N (may be negative)."),
-    Option("--to-datetime", type=iso_datetime, metavar="YYYY-MM-DDTHH:mm:SS.sss",
-           help="The first offset at or after this time (UTC unless a zone is given)."),
-    Option("--by-duration", type=iso_duration, metavar="PnDTnHnM",
-           help="The first offset at or after now minus this duration (e.g. PT1H)."),
-    Option("--from-file", metavar="CSV", completer="path",
-           help="Offsets from a CSV file: topic,partition,offset (or group,topic,partition,offset)."),
-)
-# What every reset command takes after its scope and specifiers, and how it asks: the plan is
-# shown unless --execute, which the handler's Proposal names (--export prints Kafka's CSV).
-PLAN_OPTIONS = (
-    Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
-    Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
-    Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),
-)
-EXECUTE_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute")
-
-
 @command("reset-offsets",
          Option("--group", type=group_id, repeatable=True, metavar="GROUP", completer="group",
                 help="Consumer group whose offsets to reset."),
@@ -367,7 +312,9 @@ def reset_offsets(session: Session, args: dict) -> Result | Proposal:
 
 def _plan(session: Session, gid: str, committed: dict[Key, int], args: dict, plan_file: dict[str, dict[Key, int]] | None,
           notes: list[str], failures: list[str]) -> dict[Key, tuple[int | None, int]]:
-    """The partitions of the reset's scope and their new offsets (reset_targets)."""
+    """The partitions of the reset's scope and their new offsets, planned as Kafka's tools plan
+    them (admin/resets.py); its notes and the partitions it could not read go to `notes` and
+    `failures`."""
     if plan_file is not None:
         if gid not in plan_file:
             failures.append(f"No reset plan for group {shown(gid)} found")
@@ -380,40 +327,9 @@ def _plan(session: Session, gid: str, committed: dict[Key, int], args: dict, pla
     else:
         snap = topics.read_for(session.conn, topics.names_of(args["topic"]))
         keys = topics.partitions_of(snap, args["topic"])
-    return reset_targets(session, snap, keys, committed, args, notes, failures,
-                         plan_file[gid] if plan_file is not None else None)
-
-
-def reset_targets(session: Session, snap: ClusterSnapshot, keys: list[Key], committed: dict[Key, int], args: dict,
-                  notes: list[str], failures: list[str],
-                  from_file: dict[Key, int] | None = None) -> dict[Key, tuple[int | None, int]]:
-    """(topic, partition) -> (committed offset or None, new offset) of `keys` for the reset
-    specifier of `args` (`from_file`: --from-file's offsets), planned as Kafka's tools plan it
-    (admin/resets.py); its notes and the partitions it could not read go to `notes` and
-    `failures`."""
-    plan = resets.targets(session.conn, snap, keys, committed, reset_spec(args, from_file), from_file)
-    failures += failure_lines.partition_lines(plan.errors)
-    notes += [failure_lines.reset_note(n) for n in plan.notes]
-    return plan.rows
-
-
-def reset_spec(args: dict, from_file: dict[Key, int] | None = None) -> resets.Spec:
-    """The reset specifier the options give."""
-    if from_file is not None:
-        return resets.Spec(resets.FROM_FILE)
-    if args["to_earliest"]:
-        return resets.Spec(resets.TO_EARLIEST)
-    if args["to_latest"]:
-        return resets.Spec(resets.TO_LATEST)
-    if args["to_current"]:
-        return resets.Spec(resets.TO_CURRENT)
-    if args["to_datetime"] is not None:
-        return resets.Spec(resets.TO_TIME, args["to_datetime"])
-    if args.get("by_duration") is not None:
-        return resets.Spec(resets.TO_TIME, int(time.time() * 1000) - args["by_duration"])
-    if args["to_offset"] is not None:
-        return resets.Spec(resets.TO_OFFSET, args["to_offset"])
-    return resets.Spec(resets.SHIFT_BY, args["shift_by"])
+    from_file = plan_file[gid] if plan_file is not None else None
+    return planned(resets.targets(session.conn, snap, keys, committed, reset_spec(args, from_file), from_file),
+                   notes, failures)
 
 
 # -- delete-group / delete-offsets -------------------------------------------------------------
@@ -502,19 +418,7 @@ def delete_offsets(session: Session, args: dict) -> Result:
     if args["dry_run"]:
         return Result.message(*(f"Would delete the offset of {t}-{p} for group '{shown(gid)}' (dry run)."
                                 for t, p in keys))
-    return deleted_offsets(session, gid, keys)
-
-
-def deleted_offsets(session: Session, gid: str, keys: list[Key]) -> Result:
-    """Delete a group's committed offsets of `keys` (OffsetDelete): a row per partition, a
-    failure line per partition the coordinator refused."""
-    deleted = offsets.delete(session.conn, gid, keys)
-    refused = failure_lines.group_refusal(deleted, gid)
-    if refused is not None:
-        raise ShellError(refused)
-    rows = [[t, p, "Successful" if (t, p) in deleted.rows else "Error"] for t, p in sorted(keys)]
-    return Result.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [],
-                          failure_lines.committed_lines(deleted.errors, gid))
+    return deletion_result(offsets.delete(session.conn, gid, keys), gid, keys)
 
 
 # -- copy-offsets ------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ Every broker holding a replica of the targeted partitions is asked, directly, wh
 holds; a replica is a candidate when its broker is live and answered without error within
 --recovery-duration-ms. The chosen one is an eligible leader replica first, then the highest
 leader epoch, then the longest log end offset; ties go to the earlier replica in the assignment
-(kafka_shell/admin/recovery.py: the asking and the rule, which the pipeline's plan shares).
+(kafka_shell/admin/recovery.py: the asking and the rule, which the pipeline's plan shares, and
+the elections).
 
 Two ways to elect, picked from what the cluster advertises:
 - KAFKA-20098's designated elections (ElectLeaders v3, <= 1000 partitions a request).
@@ -26,9 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_shell.declarations import failure_lines
-from kafka_shell.admin import elections, reassignments, recovery, topics
-from kafka_shell.admin.elections import ELECTED, NOT_NEEDED, Election, Entry
-from kafka_shell.admin.recovery import DESIGNATED_PATH, STOCK_PATH, Target
+from kafka_shell.admin import recovery, topics
+from kafka_shell.admin.elections import ELECTED, NOT_NEEDED, Election
+from kafka_shell.admin.recovery import STOCK_PATH, Target
 from kafka_shell.base.errors import ShellError, UsageError
 from kafka_shell.base.files import is_id, read_json, write_new
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
@@ -319,26 +320,7 @@ def elected_instead(t: Target, now: int) -> str:
 
 
 def elect_batch(session: Session, path: str, batch: list[Target]) -> dict[Key, Election]:
-    if path == DESIGNATED_PATH:
-        entries: list[Entry] = [(t.topic, t.partition, t.chosen) for t in batch]
-        return elections.elect(session.conn, entries, elections.DESIGNATED, ELECTION_TIMEOUT_MS)
-    return elect_by_reorder(session, batch)
-
-
-def elect_by_reorder(session: Session, batch: list[Target]) -> dict[Key, Election]:
-    """Stock Kafka: reorder so the chosen replica is first, unclean election (the first live
-    replica of the assignment wins), then restore the original order."""
-    conn = session.conn
-    moves: dict[Key, list[int] | None] = {t.key: [t.chosen, *[b for b in t.replicas if b != t.chosen]]
-                                          for t in batch if t.chosen is not None}
-    conn.debug(f"AlterPartitionReassignments (reorder only): {len(moves)} partition(s)")
-    outcomes = {key: elections.reorder_refused(key, error) for key, error in reassignments.alter(conn, moves).errors.items()}
-    reordered = [t for t in batch if t.key not in outcomes]
-    if reordered:
-        entries: list[Entry] = [(t.topic, t.partition, None) for t in reordered]
-        outcomes.update(elections.elect(conn, entries, elections.UNCLEAN, ELECTION_TIMEOUT_MS))
-        restore: dict[Key, list[int] | None] = {t.key: list(t.replicas) for t in reordered}
-        conn.debug(f"AlterPartitionReassignments (restore order): {len(restore)} partition(s)")
-        for line in failure_lines.reassignment_lines(reassignments.alter(conn, restore).errors):
-            session.notify(f"Could not restore the replica order of {line}")
-    return outcomes
+    elected = recovery.elect(session.conn, path, batch, ELECTION_TIMEOUT_MS)
+    for line in failure_lines.reassignment_lines(elected.unrestored):
+        session.notify(f"Could not restore the replica order of {line}")
+    return elected.outcomes

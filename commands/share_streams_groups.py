@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from commands.groups import EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SPECIFIERS, deleted_offsets, reset_targets
 from kafka_shell.declarations import failure_lines
 from kafka_shell.admin import groups, offsets, resets, share_groups, streams_groups, topics
 from kafka_shell.admin.errors import gone
 from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.base.answers import Answers
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
+from kafka_shell.declarations.group_offsets import (EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SPECIFIERS,
+                                                   deletion_result, planned, reset_spec)
 from kafka_shell.declarations.option_types import choice_list, group_id
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
@@ -172,8 +173,8 @@ def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal
     failures: list[str] = []
     try:
         snap = resets.read_partitions(session.conn, keys) if keys else session.conn.read([])
-        plan = reset_targets(session, snap, keys, starts, {**args, "shift_by": None, "by_duration": None},
-                             notes, failures, from_file)
+        spec = reset_spec({**args, "shift_by": None, "by_duration": None}, from_file)
+        plan = planned(resets.targets(session.conn, snap, keys, starts, spec, from_file), notes, failures)
     except KafkaCallError as exc:
         return Result.outcome([], [], [str(exc)])
     rows = [[gid, t, p, current_start, new] for (t, p), (current_start, new) in sorted(plan.items())]
@@ -474,8 +475,9 @@ def reset_streams_group_offsets(session: Session, args: dict) -> Result | Propos
                 failures.append(scope)
                 continue
             snap, keys = scope
-            plans[d.group_id] = reset_targets(session, snap, keys, held, args, notes, failures,
-                                              plan_file.get(d.group_id) if plan_file is not None else None) if keys else {}
+            from_file = plan_file.get(d.group_id) if plan_file is not None else None
+            plans[d.group_id] = planned(resets.targets(session.conn, snap, keys, held, reset_spec(args, from_file),
+                                                       from_file), notes, failures) if keys else {}
         except KafkaCallError as exc:
             failures.append(str(exc))
             continue
@@ -552,4 +554,4 @@ def delete_streams_group_offsets(session: Session, args: dict) -> Result:
                                 for t, p in keys))
     if not keys:
         return Result.message(f"Streams group '{shown(gid)}' has no committed offsets of its source topics.")
-    return deleted_offsets(session, gid, keys)
+    return deletion_result(offsets.delete(session.conn, gid, keys), gid, keys)

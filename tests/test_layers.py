@@ -47,3 +47,11 @@ def test_the_command_index_matches_the_declarations():
     assert commands.INDEX == declared_index(), (
         "commands/__init__.py's INDEX is stale: print the new one with "
         "python -c 'from kafka_shell.declarations.registry import print_index; print_index()'")
+
+
+def test_every_command_family_is_held_independent():
+    """Command families never import one another (import-linter's `families` contract): a new
+    module of commands/ is listed there, or nothing would stop it importing another family."""
+    families = next(c for c in CONTRACTS if c["id"] == "families")["modules"]
+    modules = sorted(f"commands.{p.stem}" for p in (ROOT / "commands").glob("*.py") if p.stem != "__init__")
+    assert sorted(families) == modules, "list each module of commands/ in pyproject.toml's `families` contract"

@@ -1,7 +1,8 @@
 """Log directories of brokers (DescribeLogDirs, read here and nowhere else): per directory its
 sizes, error and whether it is cordoned (v5, KIP-1066), per replica its size, offset lag and
 whether it is a future replica; and the moves of replicas between the log dirs of their broker
-(AlterReplicaLogDirs, KIP-113), sent to the broker holding each replica.
+(AlterReplicaLogDirs, KIP-113), sent to the broker holding each replica, started (`start_moves`)
+and judged (`move_states`) as Kafka's kafka-reassign-partitions does.
 
 One request per broker, all at once; a broker that does not answer has an AdminError beside the
 answers of the others (partial failure is a value, not an exception).
@@ -143,6 +144,77 @@ def alter(conn: ConnectionManager, moves: dict[ReplicaKey, str],
             errors[(t, p, b)] = error
     keys = sorted(moves)
     return Answers({k: rows[k] for k in keys if k in rows}, {k: errors[k] for k in keys if k in errors})
+
+
+class Started(NamedTuple):
+    """`start_moves`: the moves started (or already done), with their dir, in the order they
+    started; those the brokers refused (or that did not reach them); and the replicas their
+    broker still did not hold when the time was up."""
+    started: dict[ReplicaKey, str]
+    refused: dict[ReplicaKey, AdminError]
+    waiting: list[ReplicaKey]
+
+
+def start_moves(conn: ConnectionManager, moves: dict[ReplicaKey, str], poll_s: float = 0.2) -> Started:
+    """`alter`, asked again while a broker does not hold its replica yet (REPLICA_NOT_AVAILABLE:
+    a reassignment is still bringing it), within one --timeout, as Kafka's tool does; stops at
+    the first refusal."""
+    deadline = conn.deadline()
+    pending = dict(moves)
+    started: dict[ReplicaKey, str] = {}
+    while True:
+        answers = alter(conn, pending, deadline)
+        for key, path in answers.rows.items():
+            started[key] = path
+            del pending[key]
+        refused = {k: e for k, e in answers.errors.items() if not not_there_yet(e)}
+        if refused:
+            return Started(started, refused, [])
+        if not pending or not deadline.pause(poll_s):
+            return Started(started, {}, sorted(pending))
+
+
+# The state of a replica's move between the log dirs of its broker, as Kafka's tool names them.
+DONE, MOVING, ELSEWHERE, NOT_MOVING, MISSING = ("completed", "in progress", "moving elsewhere", "not moving", "missing")
+
+
+class MoveState(NamedTuple):
+    """A replica's move to the dir `target`: its state (DONE ... MISSING), the dir it is in (None
+    when its broker did not list it) and the dir of its future replica (None when none)."""
+    state: str
+    current: str | None
+    future: str | None
+    target: str
+
+
+class MoveStates(NamedTuple):
+    """Each replica move asked, in order, judged by its broker's DescribeLogDirs; an AdminError
+    for each broker that did not describe its dirs (its replicas are MISSING)."""
+    moves: dict[ReplicaKey, MoveState]
+    errors: dict[int, AdminError]
+
+    def moving(self) -> dict[ReplicaKey, str]:
+        """The replicas still moving between log dirs (to their target or elsewhere), each with
+        the dir it is in."""
+        return {k: m.current for k, m in self.moves.items() if m.state in (MOVING, ELSEWHERE) and m.current}
+
+
+def move_states(conn: ConnectionManager, targets: dict[ReplicaKey, str]) -> MoveStates:
+    """Where each replica of `targets` (topic, partition, broker) -> dir stands, read now."""
+    found = describe(conn, sorted({b for _, _, b in targets}),
+                     {t: sorted({p for tt, p, _ in targets if tt == t}) for t, _, _ in targets})
+    where = found.placement()
+    moves: dict[ReplicaKey, MoveState] = {}
+    for key, target in sorted(targets.items()):
+        at = where.get(key)
+        if at is None or at.current is None:
+            state = MISSING
+        elif at.future is not None:
+            state = MOVING if at.future == target else ELSEWHERE
+        else:
+            state = DONE if at.current == target else NOT_MOVING
+        moves[key] = MoveState(state, at.current if at else None, at.future if at else None, target)
+    return MoveStates(moves, dict(found.errors))
 
 
 def not_there_yet(error: AdminError) -> bool:

@@ -1,9 +1,10 @@
 """Partition reassignments: the moves in progress (ListPartitionReassignments), starting and
-cancelling moves (AlterPartitionReassignments), and a replication factor change planned with
-minimal movement (`assignment_plan`)."""
+cancelling moves (AlterPartitionReassignments), whether the brokers agree on a move's end
+(`agreed`), and a replication factor change planned with minimal movement (`assignment_plan`)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -16,6 +17,7 @@ from kafka_shell.admin import assignment_plan, cluster, log_dirs, topics
 from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
+    from kafka_shell.base.deadline import Deadline
     from kafka_shell.connection.manager import ConnectionManager
     from kafka_shell.connection.metadata import ClusterSnapshot, TopicInfo
 
@@ -142,13 +144,45 @@ def verify(conn: ConnectionManager, targets: dict[Key, list[int]], current: dict
     (`current`: the replicas now, as the brokers agree on them; a fresh read when not given)."""
     moving = ongoing(conn)
     if current is None:
-        current = current_assignment(topics.read_for(conn, sorted({t for t, _ in targets})).topics, targets)
+        current = current_assignment(topics.read_keys(conn, targets).topics, targets)
     out = {}
     for key, want in sorted(targets.items()):
         state = (IN_PROGRESS if key in moving else MISSING if key not in current
                  else COMPLETED if current[key] == want else DIFFERS)
         out[key] = Verified(state, current.get(key))
     return moving, out
+
+
+class Agreement(NamedTuple):
+    """`agreed`: the replicas of the partitions asked as most brokers that answered show them;
+    when they did not all agree in time, the brokers that show other replicas and those that did
+    not answer; how long it waited."""
+    assignment: dict[Key, list[int]]
+    differ: list[int]
+    failed: dict[int, AdminError]
+    elapsed: float
+
+    @property
+    def agreed(self) -> bool:
+        return not self.differ and not self.failed
+
+
+def agreed(conn: ConnectionManager, keys: set[Key], deadline: Deadline, poll_s: float = 0.2) -> Agreement:
+    """The replicas of `keys` once every live broker's metadata says the same (each learns the
+    controller's change a moment after it is made), asked again until `deadline`."""
+    names = sorted({t for t, _ in keys})
+    while True:
+        snap = topics.read_keys(conn, keys)
+        views = topics.views_by_broker(conn, sorted(snap.brokers), names, deadline)
+        seen = {b: current_assignment(view, keys) for b, view in views.rows.items()}
+        votes = Counter(tuple(sorted((k, tuple(r)) for k, r in a.items())) for a in seen.values())
+        most = {k: list(r) for k, r in votes.most_common(1)[0][0]} if votes else {}
+        if not views.errors and all(assignment == most for assignment in seen.values()):
+            return Agreement(most, [], {}, deadline.elapsed())
+        if not deadline.pause(poll_s):
+            break
+    return Agreement(most, sorted(b for b, assignment in seen.items() if assignment != most), dict(views.errors),
+                     deadline.elapsed())
 
 
 def copy_progress(conn: ConnectionManager, moving: dict[Key, Move]) -> tuple[int, int]:

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kafka_shell.base.answers import AdminError
 from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import NotSupported
@@ -151,6 +152,34 @@ def choose(t: Target, path: str) -> None:
     epochs there are each broker's current one)."""
     t.chosen = best_replica((Candidate(r.broker, r.in_elr, r.epoch, r.log_end) for r in t.rows if r.candidate),
                             t.replicas, by_epoch=path == DESIGNATED_PATH)
+
+
+class Elected(NamedTuple):
+    """`elect`: each target's election; on the stock path, the controller's refusal for each
+    partition whose original replica order could not be put back."""
+    outcomes: dict[Key, elections.Election]
+    unrestored: dict[Key, AdminError]
+
+
+def elect(conn: ConnectionManager, path: str, batch: list[Target], timeout_ms: int) -> Elected:
+    """Elect each target's chosen replica: KAFKA-20098's designated election; on stock Kafka, a
+    reorder that puts the chosen replica first, an unclean election (the first live replica of
+    the assignment wins), then the original order back."""
+    if path == DESIGNATED_PATH:
+        designated: list[elections.Entry] = [(t.topic, t.partition, t.chosen) for t in batch]
+        return Elected(elections.elect(conn, designated, elections.DESIGNATED, timeout_ms), {})
+    moves: dict[Key, list[int] | None] = {t.key: [t.chosen, *[b for b in t.replicas if b != t.chosen]]
+                                          for t in batch if t.chosen is not None}
+    conn.debug(f"AlterPartitionReassignments (reorder only): {len(moves)} partition(s)")
+    outcomes = {key: elections.reorder_refused(key, error) for key, error in reassignments.alter(conn, moves).errors.items()}
+    reordered = [t for t in batch if t.key not in outcomes]
+    if not reordered:
+        return Elected(outcomes, {})
+    unclean: list[elections.Entry] = [(t.topic, t.partition, None) for t in reordered]
+    outcomes.update(elections.elect(conn, unclean, elections.UNCLEAN, timeout_ms))
+    restore: dict[Key, list[int] | None] = {t.key: list(t.replicas) for t in reordered}
+    conn.debug(f"AlterPartitionReassignments (restore order): {len(restore)} partition(s)")
+    return Elected(outcomes, reassignments.alter(conn, restore).errors)
 
 
 # -- what the replicas hold -----------------------------------------------------------------------

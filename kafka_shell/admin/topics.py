@@ -7,7 +7,7 @@ plans from is never the metadata cache.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,11 @@ def read_for(conn: ConnectionManager, names: list[str] | None) -> ClusterSnapsho
     if names is None or any(is_pattern(n) for n in names):
         return conn.read()
     return conn.read(names)
+
+
+def read_keys(conn: ConnectionManager, keys: Iterable[Key]) -> ClusterSnapshot:
+    """A fresh read of the topics that `keys` (topic, partition) name."""
+    return read_for(conn, sorted({t for t, _ in keys}))
 
 
 def resolve(snap: ClusterSnapshot, names: list[str], include_internal: bool = True) -> list[str]:

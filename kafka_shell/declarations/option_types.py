@@ -10,12 +10,13 @@ from collections.abc import Callable
 import datetime
 import re
 
-from kafka_shell.base.limits import INT16_MAX, INT32_MAX, MAX_STRING_BYTES
+from kafka_shell.base.limits import INT16_MAX, INT32_MAX, INT64_MAX, MAX_STRING_BYTES
 from kafka_shell.declarations.registry import int_range
 
 positive_int = int_range(1, INT32_MAX, "a positive integer")
 replication_factor = int_range(1, INT16_MAX, "a replication factor")
 broker_id = int_range(0, INT32_MAX, "a broker id")
+rate = int_range(1, INT64_MAX, "a rate in bytes per second")   # throttle rates are Kafka long configs
 CONFIG_NAME = re.compile(r"[A-Za-z0-9._$-]{1,255}")   # Kafka's config names are far shorter; loggers have $
 
 

@@ -1,0 +1,112 @@
+"""What the offset commands of the group families share above the admin layer: the reset
+specifiers (--to-earliest ... --from-file) and plan options of reset-offsets, copy-offsets,
+reset-share-group-offsets and reset-streams-group-offsets, the reset specifier they give
+(planned by kafka_shell/admin/resets.py), and the answer of an offset deletion (delete-offsets,
+delete-streams-group-offsets).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from kafka_shell.admin import resets
+from kafka_shell.base.answers import Answers
+from kafka_shell.base.errors import ShellError
+from kafka_shell.declarations import failure_lines
+from kafka_shell.declarations.option_types import iso_epoch_ms
+from kafka_shell.declarations.registry import INT64_MAX, Confirm, Option, int_range
+from kafka_shell.declarations.render import Result, Table
+
+Key = tuple[str, int]
+
+SPECIFIERS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset", "--shift-by", "--to-datetime",
+              "--by-duration", "--from-file")
+offset_value = int_range(0, INT64_MAX, "an offset")
+shift_value = int_range(-INT64_MAX, INT64_MAX, "a number of offsets (negative moves back)")
+# Java's Duration.parse: PnDTnHnMn.nS (each part optional, a sign allowed on each).
+_DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?",
+                       re.IGNORECASE)
+
+
+def iso_datetime(text: str) -> int:
+    """Kafka's --to-datetime: 'YYYY-MM-DDTHH:mm:SS.sss', UTC unless it gives a zone; epoch ms."""
+    expected = "an ISO 8601 date and time such as 2024-01-31T12:00:00.000 (UTC unless a zone such as +02:00 or Z is given)"
+    if "T" not in text.upper():
+        raise ValueError(expected)
+    return iso_epoch_ms(text, expected)
+
+
+def iso_duration(text: str) -> int:
+    """Kafka's --by-duration (Java's Duration.parse, e.g. PT1H30M or P1DT2H): milliseconds."""
+    m = _DURATION.fullmatch(text.strip())
+    if not m or not any(m.group(i) for i in (2, 3, 4, 5)) or text.strip().upper().endswith("T"):
+        raise ValueError("an ISO 8601 duration such as PT15M, PT1H30M or P1DT2H")
+    sign = -1 if m.group(1) == "-" else 1
+    days, hours, minutes, seconds = (int(m.group(i) or 0) for i in (2, 3, 4, 5))
+    fraction = (m.group(6) or "").ljust(3, "0")[:3]
+    ms = (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000
+    ms += (-1 if (m.group(5) or "").startswith("-") else 1) * int(fraction or 0)
+    return sign * ms
+
+
+# The reset specifiers (--to-earliest ... --from-file) of reset-offsets and reset-streams-group-offsets.
+RESET_SPECIFIERS = (
+    Option("--to-earliest", flag=True, help="The log start offset."),
+    Option("--to-latest", flag=True, help="The log end offset."),
+    Option("--to-current", flag=True, help="The committed offset (the log end where there is none)."),
+    Option("--to-offset", type=offset_value, metavar="N", help="Offset N (kept within the log)."),
+    Option("--shift-by", type=shift_value, metavar="N", help="The committed offset plus N (may be negative)."),
+    Option("--to-datetime", type=iso_datetime, metavar="YYYY-MM-DDTHH:mm:SS.sss",
+           help="The first offset at or after this time (UTC unless a zone is given)."),
+    Option("--by-duration", type=iso_duration, metavar="PnDTnHnM",
+           help="The first offset at or after now minus this duration (e.g. PT1H)."),
+    Option("--from-file", metavar="CSV", completer="path",
+           help="Offsets from a CSV file: topic,partition,offset (or group,topic,partition,offset)."),
+)
+# What every reset command takes after its scope and specifiers, and how it asks: the plan is
+# shown unless --execute, which the handler's Proposal names (--export prints Kafka's CSV).
+PLAN_OPTIONS = (
+    Option("--execute", flag=True, help="Apply the plan (without it the plan is only shown)."),
+    Option("--export", flag=True, help="Print the plan as Kafka's CSV (for --from-file)."),
+    Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),
+)
+EXECUTE_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute")
+
+
+def reset_spec(args: dict, from_file: dict[Key, int] | None = None) -> resets.Spec:
+    """The reset specifier the options give (`from_file`: --from-file's offsets, read)."""
+    if from_file is not None:
+        return resets.Spec(resets.FROM_FILE)
+    if args["to_earliest"]:
+        return resets.Spec(resets.TO_EARLIEST)
+    if args["to_latest"]:
+        return resets.Spec(resets.TO_LATEST)
+    if args["to_current"]:
+        return resets.Spec(resets.TO_CURRENT)
+    if args["to_datetime"] is not None:
+        return resets.Spec(resets.TO_TIME, args["to_datetime"])
+    if args.get("by_duration") is not None:
+        return resets.Spec(resets.TO_TIME, int(time.time() * 1000) - args["by_duration"])
+    if args["to_offset"] is not None:
+        return resets.Spec(resets.TO_OFFSET, args["to_offset"])
+    return resets.Spec(resets.SHIFT_BY, args["shift_by"])
+
+
+def planned(plan: resets.Plan, notes: list[str], failures: list[str]) -> dict[Key, tuple[int | None, int]]:
+    """A reset plan's rows (committed offset or None, new offset); Kafka's notes on its targets
+    go to `notes`, the partitions whose log could not be read to `failures`."""
+    failures += failure_lines.partition_lines(plan.errors)
+    notes += [failure_lines.reset_note(n) for n in plan.notes]
+    return plan.rows
+
+
+def deletion_result(deleted: Answers[Key, None], gid: str, keys: list[Key]) -> Result:
+    """A group's offsets deleted (admin offsets.delete, OffsetDelete): a row per partition, a
+    failure line per partition the coordinator refused; its one line when it refused all."""
+    refused = failure_lines.group_refusal(deleted, gid)
+    if refused is not None:
+        raise ShellError(refused)
+    rows = [[t, p, "Successful" if (t, p) in deleted.rows else "Error"] for t, p in sorted(keys)]
+    return Result.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [],
+                          failure_lines.committed_lines(deleted.errors, gid))
