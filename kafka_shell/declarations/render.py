@@ -10,6 +10,7 @@ terminal. json, jsonl and csv carry the exact values.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -300,7 +301,7 @@ def _horizontal(t: Table) -> str:
     if all(_PLAIN.fullmatch("".join(col)) for col in (t.columns, *columns)):
         # tabulate strips the cells (not the headers) before it aligns them; a column of numbers
         # (and None: "-") has nothing to strip
-        return _aligned(t.columns, [col if set(map(type, raw)) <= _NUMBERS else [v.strip() for v in col]
+        return _aligned(t.columns, [col if set(map(type, raw)) <= _NUMBERS else list(map(str.strip, col))
                                     for raw, col in zip(values, columns)])
     from tabulate import tabulate  # only tables of other text pay its import
     return tabulate([[cell(v) for v in row] for row in t.rows], headers=t.columns, tablefmt="simple",
@@ -338,7 +339,7 @@ def for_people(t: Table) -> Table:
     if len(keep) == len(t.columns) and not any(show):
         return t
     shown = [columns[i] if f is None else list(map(f, columns[i])) for i, f in zip(keep, show)]
-    return Table([people_header(t.columns[i], t.kinds) for i in keep], [list(row) for row in zip(*shown)], name=t.name)
+    return Table([people_header(t.columns[i], t.kinds) for i in keep], list(map(list, zip(*shown))), name=t.name)
 
 
 def _any_value(values: tuple) -> bool:
@@ -465,7 +466,7 @@ def _aligned(header: list[str], columns: list[list[str]]) -> str:
     line = "  ".join(f"{{:<{w}}}" for w in widths).format
     out = [line(*header).rstrip(), "  ".join("-" * w for w in widths)]
     # Padded a column at a time (the last one needs none): a third faster than a format per row.
-    padded = [[c.ljust(w) for c in col] for w, col in zip(widths[:-1], columns[:-1])] + columns[-1:]
+    padded = [list(map(str.ljust, col, itertools.repeat(w))) for w, col in zip(widths[:-1], columns[:-1])] + columns[-1:]
     out += map(str.rstrip, map("  ".join, zip(*padded)))
     return "\n".join(out)
 
