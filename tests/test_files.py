@@ -130,6 +130,21 @@ def test_existing_clusters_and_throttle_files_are_brought_to_0600(dirs):
     assert mode(data / throttles.FILE_NAME) == 0o600
 
 
+def test_shells_running_at_once_keep_each_clusters_throttle_record(dirs):
+    """Two shells that record throttles of two clusters at the same time (conformance runs the
+    sandbox and Kafka side by side; an operator may run two reassignments) each keep their
+    record: the file is read and written under a lock, not the one record overwriting the other."""
+    import subprocess
+    import sys
+    script = ("import sys\nfrom kafka_shell.admin import throttles\n"
+              "for i in range(100):\n    throttles.save(f'{sys.argv[1]}-{i}', {'rate': i, 'brokers': [1]})\n")
+    writers = [subprocess.Popen([sys.executable, "-c", script, cluster]) for cluster in ("kafka", "sandbox")]
+    assert [w.wait(60) for w in writers] == [0, 0]
+    lost = [f"{c}-{i}" for c in ("kafka", "sandbox") for i in range(100) if throttles.load(f"{c}-{i}") is None]
+    assert not lost
+    assert mode(dirs / "data" / throttles.FILE_NAME) == 0o600
+
+
 def test_read_owned_missing_and_binary(tmp_path):
     assert read_owned(tmp_path / "none") is None
     (tmp_path / "bin").write_bytes(b"\xff\xfe\x00")

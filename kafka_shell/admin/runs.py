@@ -9,10 +9,9 @@ written atomically and readable by its owner only (as throttles.py keeps the thr
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from kafka_shell.base.files import read_owned, write_json_owned
+from kafka_shell.base.files import read_json_object, update_json_owned
 from kafka_shell.base.paths import data_dir
 
 Key = tuple[str, int]
@@ -33,20 +32,11 @@ def _path(name: str) -> Path:
 
 
 def _read(name: str) -> dict:
-    try:
-        data = json.loads(read_owned(_path(name)) or "{}")
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_json_object(_path(name))
 
 
 def _write(name: str, cluster: str, record: dict | None) -> None:
-    data = _read(name)
-    if record:
-        data[cluster] = record
-    else:
-        data.pop(cluster, None)
-    write_json_owned(_path(name), data)
+    update_json_owned(_path(name), cluster, record)
 
 
 # -- the run in progress ---------------------------------------------------------------------------

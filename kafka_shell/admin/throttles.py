@@ -20,12 +20,11 @@ reached), and the lines people read are made in kafka_shell/declarations/reassig
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafka_shell.base.errors import ShellError
-from kafka_shell.base.files import read_owned, write_json_owned
+from kafka_shell.base.files import read_json_object, update_json_owned
 from kafka_shell.base.paths import data_dir
 
 from kafka_shell.admin import configs, log_dirs, reassignments
@@ -102,27 +101,13 @@ def record_path() -> Path:
     return data_dir() / FILE_NAME
 
 
-def _read() -> dict:
-    """The whole record (brought to mode 0600); {} when missing or unreadable."""
-    try:
-        data = json.loads(read_owned(record_path()) or "{}")
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def load(cluster_id: str) -> dict | None:
-    return _read().get(cluster_id)
+    return read_json_object(record_path()).get(cluster_id)
 
 
 def save(cluster_id: str, record: dict | None) -> None:
     """Write (or with None, drop) the cluster's record, atomically, readable by its owner only."""
-    data = _read()
-    if record:
-        data[cluster_id] = record
-    else:
-        data.pop(cluster_id, None)
-    write_json_owned(record_path(), data)
+    update_json_owned(record_path(), cluster_id, record)
 
 
 # -- on the cluster ------------------------------------------------------------------------------

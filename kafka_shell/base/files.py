@@ -159,6 +159,38 @@ def write_json_owned(path: Path, data: object) -> None:
     write_owned(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
+def read_json_object(path: Path) -> dict:
+    """A JSON object file the shell owns (`read_owned`); {} when missing or unreadable."""
+    try:
+        data = json.loads(read_owned(path) or "{}")
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def update_json_owned(path: Path, key: str, value: object | None) -> None:
+    """Set (or with None, drop) one key of a JSON object file the shell owns, read and written
+    under an exclusive lock: shells that run at once (reassignments of two clusters from one
+    machine) each keep the key they wrote, as the file holds one per cluster."""
+    import fcntl  # only writes pay for it
+    try:
+        path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+        lock = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                       PRIVATE)
+    except OSError as exc:
+        raise ShellError(f"Cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = read_json_object(path)
+        if value:
+            data[key] = value
+        else:
+            data.pop(key, None)
+        write_json_owned(path, data)
+    finally:
+        os.close(lock)   # and the lock with it
+
+
 def append_private(path: Path, text: str) -> None:
     """Append to a file of ours (created 0600; an existing one brought to 0600); a symlink at
     `path` is refused (OSError), never written through."""
