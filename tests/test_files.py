@@ -270,16 +270,16 @@ def test_an_unknown_broker_fails_at_once(sandbox, dirs, line):
 
 
 def test_accepted_settings_are_remembered_without_their_secrets(sandbox, dirs):
-    argv = ["--bootstrap-server", sandbox.bootstrap, "-X", "sasl.username=u", "-X", "client.id=abc",
+    argv = ["--bootstrap-server", sandbox.bootstrap, "-X", "sasl.username=u", "-X", "client.id=orders-app",
             "--command-config", "/dev/null", "--command", "list-brokers"]
     code, out, err = run(*argv)
     assert code == 0, err
     remembered = dirs / "data" / "validated-settings.json"
     assert mode(remembered) == 0o600
     digests = json.loads(remembered.read_text())
-    assert len(digests) == 1 and "abc" not in remembered.read_text()
+    assert len(digests) == 1 and "orders-app" not in remembered.read_text()
     assert run(*argv)[0] == 0
     assert json.loads(remembered.read_text()) == digests  # checked once, then known
-    code, out, err = run("--bootstrap-server", sandbox.bootstrap, "-X", "client.id=abc", "-X", "foo.bar=1",
+    code, out, err = run("--bootstrap-server", sandbox.bootstrap, "-X", "client.id=orders-app", "-X", "foo.bar=1",
                          "--command", "list-brokers")
     assert code == 2 and 'No such configuration property: "foo.bar"' in err
