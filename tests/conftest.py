@@ -140,9 +140,9 @@ def kafka4(tmp_path_factory):
 def kafka4_quorum(tmp_path_factory):
     """Kafka 4.x with three controllers (ids 100-102, a dynamic quorum: KIP-853) and two brokers,
     for controller failover and the quorum commands."""
-    from tests.real_kafka import KAFKA_4, RealKafka
-    with RealKafka(KAFKA_4, controllers=3, brokers=2, dynamic_quorum=True,
-                   root=tmp_path_factory.mktemp("kafka4-quorum")) as cluster:
+    from tests.real_kafka import KAFKA_4, RealKafka, started
+    with started(lambda: RealKafka(KAFKA_4, controllers=3, brokers=2, dynamic_quorum=True,
+                                   root=tmp_path_factory.mktemp("kafka4-quorum"))) as cluster:
         yield cluster
 
 

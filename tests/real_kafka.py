@@ -25,7 +25,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -475,7 +475,11 @@ class RealKafka:
             self.kill(node.node_id)
 
     def __enter__(self) -> RealKafka:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()   # nothing of a cluster that did not come up is left running
+            raise
 
     def __exit__(self, *exc) -> None:
         self.stop()
@@ -605,3 +609,22 @@ class _QuietLogger:
 
 
 _QUIET = _QuietLogger()
+
+
+@contextlib.contextmanager
+def started(make: Callable[[], RealKafka], tries: int = 2) -> Iterator[RealKafka]:
+    """A cluster `make` gives, started; made again (fresh ports and directories) and started once
+    more when it does not come up: on a loaded machine a KRaft broker may fail to register with a
+    dynamic quorum that is still forming ("the RPC got timed out before it could be sent")."""
+    for attempt in range(1, tries + 1):
+        try:
+            cluster = make().__enter__()
+        except RuntimeError:
+            if attempt == tries:
+                raise
+            continue
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
+        return
