@@ -175,7 +175,8 @@ def update_json_owned(path: Path, key: str, value: object | None) -> None:
     import fcntl  # only writes pay for it
     try:
         path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
-        lock = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+        lock = os.open(path.with_name(f".{path.name}.lock"),
+                       os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
                        PRIVATE)
     except OSError as exc:
         raise ShellError(f"Cannot write {path}: {exc.strerror or exc}") from None

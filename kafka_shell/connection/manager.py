@@ -480,11 +480,9 @@ class ConnectionManager:
             by_node: dict[int, list[str]] = {}
             lost: dict[str, AdminError] = {}
             for gid, (node, code) in found.items():
-                self._coordinators.pop((key_type, gid), None)
                 if code or node < 0:
                     lost[gid] = AdminError(code or Error.coordinator_not_available, Target(role, -1, (gid,)))
                 else:
-                    self._coordinators[(key_type, gid)] = node
                     by_node.setdefault(node, []).append(gid)
             return by_node, lost
 
@@ -599,13 +597,18 @@ class ConnectionManager:
     def _find_coordinators(self, group_ids: list[str], deadline: Deadline, remembered: bool = True,
                            key_type: int = GROUP_KEY_TYPE) -> dict[str, tuple[int, int]]:
         """group -> (coordinator node id, error code): as last found (when `remembered`), else one
-        batched FindCoordinator (v4+), or one request per group on clusters without batching."""
+        batched FindCoordinator (v4+), or one request per group on clusters without batching. What
+        is found is remembered; a group whose coordinator was not found is forgotten."""
         with self._lookups:
             known = {gid: (self._coordinators[(key_type, gid)], 0) for gid in group_ids
                      if remembered and (key_type, gid) in self._coordinators}
             asked = [gid for gid in group_ids if gid not in known]
             found = self._find_coordinators_now(asked, deadline, key_type) if asked else {}
-            self._coordinators.update({(key_type, gid): node for gid, (node, code) in found.items() if not code and node >= 0})
+            for gid, (node, code) in found.items():
+                if code or node < 0:
+                    self._coordinators.pop((key_type, gid), None)
+                else:
+                    self._coordinators[(key_type, gid)] = node
         return {**known, **found}
 
     def _find_coordinators_now(self, group_ids: list[str], deadline: Deadline, key_type: int) -> dict[str, tuple[int, int]]:
