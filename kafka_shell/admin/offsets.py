@@ -41,6 +41,11 @@ class LogOffset(NamedTuple):
     timestamp: int = -1
 
 
+# A NamedTuple made by tuple.__new__ (in C) instead of its generated __new__ (a Python call):
+# twice as fast where 10,000s are made at once.
+_tuple_new = tuple.__new__
+
+
 def log_offsets(conn: ConnectionManager, snap: ClusterSnapshot | None, keys: Iterable[Key], timestamp: int,
                 deadline: Deadline | None = None) -> Answers[Key, LogOffset]:
     """ListOffsets for `timestamp` (LATEST, EARLIEST, MAX_TIMESTAMP or ms) of each partition, at
@@ -48,7 +53,7 @@ def log_offsets(conn: ConnectionManager, snap: ClusterSnapshot | None, keys: Ite
     that does not exist has the error UNKNOWN_TOPIC_OR_PARTITION."""
     found = conn.leader_requests(keys, ApiKey.LIST_OFFSETS, _list_offsets_body(timestamp, replica_id=-1),
                                  list_offsets_parts, snap=snap, deadline=deadline)
-    return Answers({k: LogOffset(p.offset, p.timestamp) for k, p in found.rows.items()}, found.errors)
+    return Answers({k: _tuple_new(LogOffset, (p.offset, p.timestamp)) for k, p in found.rows.items()}, found.errors)
 
 
 def _list_offsets_body(timestamp: int, replica_id: int, min_version: int = 0) -> Callable[[list[Key], int], dict]:

@@ -68,7 +68,7 @@ from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.base.debug_log import DebugLog
 from kafka_shell.base.deadline import Budget, Deadline
 from kafka_shell.base.errors import ClusterUnreachable, KafkaCallError, NotSupported, ShellError
-from kafka_shell.connection.metadata import KRAFT, ClusterSnapshot, ControllerInfo, Quorum
+from kafka_shell.connection.metadata import KRAFT, BrokerInfo, ClusterSnapshot, ControllerInfo, Quorum
 from kafka_shell.connection.router import Router, unreachable_message
 
 __all__ = ["ConnectionManager", "parse_bootstrap", "unreachable_message"]
@@ -338,7 +338,7 @@ class ConnectionManager:
         the brokers again, in case the broker moved); a mutation is not."""
         deadline = self._deadline_for(body, deadline)
         for attempt in range(2):
-            if attempt or broker_id not in self.router.brokers:
+            if attempt or not self.router.knows(broker_id):
                 self._read_brokers(deadline)
             try:
                 channel = self._broker_channel(broker_id, deadline)
@@ -616,13 +616,15 @@ class ConnectionManager:
         if self.supports(ApiKey.FIND_COORDINATOR, BATCHED_FIND_COORDINATOR):
             answer = self.any_broker_request(ApiKey.FIND_COORDINATOR, {"key_type": key_type,
                                                                   "coordinator_keys": group_ids}, deadline=deadline)
-            found = {c.key: (c.node_id, int(c.error_code)) for c in answer.coordinators}
+            answers = {c.key: c for c in answer.coordinators}
         else:
-            found = {}
-            for gid in group_ids:
-                answer = self.any_broker_request(ApiKey.FIND_COORDINATOR, {"key": gid, "key_type": key_type},
-                                            deadline=deadline)
-                found[gid] = (answer.node_id, int(answer.error_code))
+            answers = {gid: self.any_broker_request(ApiKey.FIND_COORDINATOR, {"key": gid, "key_type": key_type},
+                                                    deadline=deadline) for gid in group_ids}
+        found: dict[str, tuple[int, int]] = {}
+        for gid, c in answers.items():
+            found[gid] = (c.node_id, int(c.error_code))
+            if not c.error_code and c.node_id >= 0:
+                self.router.learn_coordinator(BrokerInfo(c.node_id, c.host, c.port))
         return {gid: found.get(gid, (-1, Error.coordinator_not_available)) for gid in group_ids}
 
     # -- versions ---------------------------------------------------------------------------
@@ -649,9 +651,9 @@ class ConnectionManager:
         deadline = deadline or self.deadline()
         if broker_id is None:
             return self.router.from_any_broker(lambda ch: ch, deadline)
-        if broker_id not in self.router.brokers:
+        if not self.router.knows(broker_id):
             with self._lookups:
-                if broker_id not in self.router.brokers:
+                if not self.router.knows(broker_id):
                     self._read_brokers(deadline)
         try:
             return self._broker_channel(broker_id, deadline)

@@ -45,6 +45,11 @@ class PartitionInfo(NamedTuple):
         return self.replicas[0] if self.replicas else -1
 
 
+# PartitionInfo made by tuple.__new__ (in C), not its generated __new__ (a Python call): twice as
+# fast for the 100,000s a snapshot makes.
+_tuple_new = tuple.__new__
+
+
 @dataclass(frozen=True)
 class TopicInfo:
     name: str
@@ -130,8 +135,8 @@ def topics_from_metadata(entities: Any, skip_errors: bool = False) -> dict[str, 
             name=name,
             topic_id=None if topic_id in (None, ZERO_UUID) else topic_id,
             partitions=tuple([  # a list comprehension: faster than tuple(generator)
-                PartitionInfo(name, p.partition_index, p.leader_id, p.replica_nodes, p.isr_nodes,
-                              getattr(p, "offline_replicas", ()), getattr(p, "leader_epoch", -1))
+                _tuple_new(PartitionInfo, (name, p.partition_index, p.leader_id, p.replica_nodes, p.isr_nodes,
+                                           getattr(p, "offline_replicas", ()), getattr(p, "leader_epoch", -1)))
                 for p in parts]),
             internal=bool(getattr(t, "is_internal", False)),
         )

@@ -80,6 +80,9 @@ class Router:
         self.mode: str | None = KRAFT if self.controllers_only else None  # KRAFT or ZOOKEEPER, once a broker answered
         self.controller: ControllerInfo = NO_CONTROLLER
         self.brokers: dict[int, BrokerInfo] = {}   # the latest Metadata's live brokers
+        # Brokers a FindCoordinator answer named (with their address) since that Metadata: a
+        # coordinator is reached without reading every broker first.
+        self.coordinators: dict[int, BrokerInfo] = {}
         self._channels: dict[tuple[str, int], Channel] = {}
         self._lock = threading.Lock()
 
@@ -224,8 +227,16 @@ class Router:
         known = [(b.host, b.port) for b in self.brokers.values()]
         return list(dict.fromkeys(open_ + known + self.bootstrap_addresses))
 
+    def knows(self, broker_id: int) -> bool:
+        """The broker's address is known (from the latest Metadata or a FindCoordinator answer)."""
+        return broker_id in self.brokers or broker_id in self.coordinators
+
+    def learn_coordinator(self, broker: BrokerInfo) -> None:
+        if broker.id not in self.brokers:
+            self.coordinators[broker.id] = broker
+
     def broker(self, broker_id: int) -> BrokerInfo:
-        broker = self.brokers.get(broker_id)
+        broker = self.brokers.get(broker_id) or self.coordinators.get(broker_id)
         if broker is None and self.controllers_only:
             known = ", ".join(map(str, sorted(self.brokers))) or "none"
             raise KafkaCallError(f"Node {broker_id} is not a controller of this cluster (controllers: {known}); "
@@ -243,6 +254,7 @@ class Router:
         brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, getattr(b, "rack", None))
                    for b in metadata.brokers}
         self.brokers = brokers
+        self.coordinators = {}
         with self._lock:  # a bootstrap connection learns which broker it reaches
             for b in brokers.values():
                 ch = self._channels.get((b.host, b.port))
