@@ -145,6 +145,26 @@ def test_shells_running_at_once_keep_each_clusters_throttle_record(dirs):
     assert mode(dirs / "data" / throttles.FILE_NAME) == 0o600
 
 
+def test_shells_running_at_once_keep_each_others_clusters_and_controller_changes(dirs):
+    """The same for the clusters added (clusters.json) and the controller changes seen (the
+    controller history): two shells writing at once lose none of each other's."""
+    import subprocess
+    import sys
+    from kafka_shell.connection import clusters, controller_history
+    script = ("import sys\nfrom kafka_shell.connection import clusters, controller_history\n"
+              "from kafka_shell.connection.metadata import ControllerInfo\n"
+              "me = int(sys.argv[1])\n"
+              "for i in range(60):\n"
+              "    clusters.add(f'c{me}-{i}', 'localhost:9092')\n"
+              "    controller_history.observe('id', ControllerInfo(me, me * 1000 + i))\n")
+    writers = [subprocess.Popen([sys.executable, "-c", script, str(me)]) for me in (1, 2)]
+    assert [w.wait(60) for w in writers] == [0, 0]
+    assert sorted(clusters.load()) == sorted(f"c{me}-{i}" for me in (1, 2) for i in range(60))
+    seen = [(e["to"], e["epoch"]) for e in controller_history.load("id")]
+    assert sorted(seen) == [(me, me * 1000 + i) for me in (1, 2) for i in range(60)]
+    assert mode(clusters.clusters_file()) == 0o600
+
+
 def test_read_owned_missing_and_binary(tmp_path):
     assert read_owned(tmp_path / "none") is None
     (tmp_path / "bin").write_bytes(b"\xff\xfe\x00")

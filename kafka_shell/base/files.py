@@ -10,7 +10,8 @@ Writing, two ways:
   is refused, never written through.
 - `write_owned` / `write_json_owned`: files the shell owns (clusters.json, state.json, the
   throttle record), replaced whole: a temp file in the same directory, fsynced, renamed over the
-  old one, mode 0600 (they may hold secrets or state).
+  old one, mode 0600 (they may hold secrets or state). A change to what such a file holds is
+  read and written under `locked`.
 Files the shell owns are read with `read_owned`, which brings an existing file to 0600.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeGuard
 
+import contextlib
 import json
 import os
 import stat
@@ -25,6 +27,7 @@ import stat
 from kafka_shell.base.errors import ShellError, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path   # callers' paths; pathlib itself loads only where a path is made
 
 PRIVATE = 0o600
@@ -168,10 +171,11 @@ def read_json_object(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def update_json_owned(path: Path, key: str, value: object | None) -> None:
-    """Set (or with None, drop) one key of a JSON object file the shell owns, read and written
-    under an exclusive lock: shells that run at once (reassignments of two clusters from one
-    machine) each keep the key they wrote, as the file holds one per cluster."""
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive lock for a read-modify-write of a file the shell owns (a lock file beside
+    it): shells that run at once (two reassignments from one machine, a script beside the REPL)
+    each keep what they wrote, where the last one to write would have dropped the other's."""
     import fcntl  # only writes pay for it
     try:
         path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
@@ -182,14 +186,21 @@ def update_json_owned(path: Path, key: str, value: object | None) -> None:
         raise ShellError(f"Cannot write {path}: {exc.strerror or exc}") from None
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(lock)   # and the lock with it
+
+
+def update_json_owned(path: Path, key: str, value: object | None) -> None:
+    """Set (or with None, drop) one key of a JSON object file the shell owns (`locked`): the
+    file holds one per cluster."""
+    with locked(path):
         data = read_json_object(path)
         if value:
             data[key] = value
         else:
             data.pop(key, None)
         write_json_owned(path, data)
-    finally:
-        os.close(lock)   # and the lock with it
 
 
 def append_private(path: Path, text: str) -> None:

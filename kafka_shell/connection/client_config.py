@@ -17,7 +17,7 @@ from typing import Any
 
 from kafka_shell.base.env import ENV_REF, expand_env
 from kafka_shell.base.errors import NO_SASL_PROVIDER, ShellError, UsageError, shown
-from kafka_shell.base.files import read_owned, read_text, write_json_owned
+from kafka_shell.base.files import locked, read_owned, read_text, write_json_owned
 
 REDACTED = "******"
 # Keys whose values are secrets: never printed, logged or put into an error message.
@@ -323,7 +323,8 @@ def _validated() -> list[str]:
 def _remember(key: str) -> None:
     from kafka_shell.base.paths import data_dir
     try:
-        write_json_owned(data_dir() / VALIDATED_FILE, [key, *_validated()][:MAX_REMEMBERED])
+        with locked(data_dir() / VALIDATED_FILE):
+            write_json_owned(data_dir() / VALIDATED_FILE, [key, *_validated()][:MAX_REMEMBERED])
     except (OSError, ShellError):
         pass  # a read-only home only costs the check next time
 

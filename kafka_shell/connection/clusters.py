@@ -20,7 +20,7 @@ from pathlib import Path
 from kafka_shell.connection.client_config import clear_secrets, expand_all, readable_by_others
 from kafka_shell.base.env import expand_env
 from kafka_shell.base.errors import UsageError
-from kafka_shell.base.files import read_owned, write_json_owned
+from kafka_shell.base.files import locked, read_owned, write_json_owned
 from kafka_shell.base.paths import config_dir
 
 
@@ -76,12 +76,13 @@ def set_current(name: str) -> None:
 
 def add(name: str, bootstrap: str, properties: dict[str, str] | None = None,
         bootstrap_controller: str | None = None) -> None:
-    data = _read_json(clusters_file())
     entry: dict = {"bootstrap": bootstrap, "properties": properties or {}}
     if bootstrap_controller:
         entry["bootstrap_controller"] = bootstrap_controller
-    data.setdefault("clusters", {})[name] = entry
-    write_json_owned(clusters_file(), data)
+    with locked(clusters_file()):   # a cluster another shell adds meanwhile is kept
+        data = _read_json(clusters_file())
+        data.setdefault("clusters", {})[name] = entry
+        write_json_owned(clusters_file(), data)
 
 
 def get(name: str) -> tuple[str, dict[str, str], str | None]:

@@ -10,7 +10,8 @@ import re
 import time
 from pathlib import Path
 
-from kafka_shell.base.files import read_owned, write_json_owned
+from kafka_shell.base.errors import ShellError
+from kafka_shell.base.files import locked, read_owned, write_json_owned
 from kafka_shell.connection.metadata import ControllerInfo
 from kafka_shell.base.paths import data_dir
 
@@ -34,13 +35,21 @@ def observe(cluster_id: str | None, controller: ControllerInfo) -> None:
     """Record `controller` if it differs from the last one seen for this cluster."""
     if not cluster_id or controller.id < 0:
         return
-    entries = load(cluster_id)
-    last = entries[-1] if entries else None
-    if last is not None and last.get("to") == controller.id and last.get("epoch") == controller.epoch:
+    if _seen(load(cluster_id), controller):   # the common case: no lock taken
         return
-    entries.append({"time": time.time(), "from": last.get("to") if last else None, "to": controller.id,
-                    "epoch": controller.epoch, "mode": controller.mode})
     try:
-        write_json_owned(path(cluster_id), entries[-MAX_ENTRIES:])
-    except OSError:
+        with locked(path(cluster_id)):
+            entries = load(cluster_id)   # another shell may have written since
+            if _seen(entries, controller):
+                return
+            last = entries[-1] if entries else None
+            entries.append({"time": time.time(), "from": last.get("to") if last else None, "to": controller.id,
+                            "epoch": controller.epoch, "mode": controller.mode})
+            write_json_owned(path(cluster_id), entries[-MAX_ENTRIES:])
+    except (OSError, ShellError):
         pass  # a read-only data dir loses the record, never the command
+
+
+def _seen(entries: list[dict], controller: ControllerInfo) -> bool:
+    """`controller` is the last one recorded."""
+    return bool(entries) and entries[-1].get("to") == controller.id and entries[-1].get("epoch") == controller.epoch
