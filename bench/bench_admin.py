@@ -15,7 +15,9 @@
    real Kafka holding --real-snapshot-partitions (10,000: they get 1 GB heaps, as the harness's
    320 MB run out of memory at 10,000; at 20,000 each broker's open files for its replicas pass a
    20,000-descriptor limit (`ulimit -n`) and it answers KAFKA_STORAGE_ERROR).
-   Target: under 3 s. The snapshot needs pyarrow: with --as-installed it runs in venvs with the
+   Target: under 3 s. Real Kafka runs with the JVM options of its own start script
+   (kafka-server-start.sh), as operators run it (--harness-jvm: the test harness's, which start
+   faster and answer slower). The snapshot needs pyarrow: with --as-installed it runs in venvs with the
    pipeline extra, beside the ones without it that time start-up.
 
 --as-installed REV does that for this tree and for revision REV beside it.
@@ -213,6 +215,9 @@ def main() -> None:
     p.add_argument("--no-real", action="store_true", help="skip real Apache Kafka")
     p.add_argument("--snapshot-only", action="store_true", help="only the snapshots (no list-topics, describe-group)")
     p.add_argument("--real-group", action="store_true", help="describe-group on real Kafka too (10,000 partitions)")
+    p.add_argument("--harness-jvm", action="store_true",
+                   help="run real Kafka with the test harness's JVM options (small heaps, first JIT tier only) "
+                        "instead of those of Kafka's start script")
     p.add_argument("--snapshot-partitions", type=int, default=100_000, help="0 skips the snapshot")
     p.add_argument("--real-snapshot-partitions", type=int, default=10_000,
                    help="the snapshot of real Kafka (its brokers lead 100,000 new partitions too slowly for a "
@@ -242,7 +247,7 @@ def main() -> None:
         from tests.real_kafka import KAFKA_4, RealKafka
         # The harness's 320 MB heaps run out of memory holding 10,000 partitions (RF 3)
         heap = "1g" if args.real_snapshot_partitions else "320m"
-        with RealKafka(KAFKA_4, controllers=1, brokers=3, heap=heap) as kafka:
+        with RealKafka(KAFKA_4, controllers=1, brokers=3, heap=heap, kafka_jvm=not args.harness_jvm) as kafka:
             if not args.snapshot_only:
                 list_topics(shells, kafka.bootstrap, f"real Apache Kafka {KAFKA_4} (KRaft, 3 brokers)")
             if args.real_group and not args.snapshot_only:

@@ -142,6 +142,14 @@ class Node:
         return self.directory / "logs" / "server.log"
 
 
+# What kafka-server-start.sh and kafka-run-class.sh give the JVM (KAFKA_HEAP_OPTS and
+# KAFKA_JVM_PERFORMANCE_OPTS): a broker as operators run it, whose JIT compiles hot code fully.
+# The harness's own options (a small heap, the serial collector, the first JIT tier only) start
+# it faster for tests but make it answer large requests slower.
+KAFKA_SCRIPT_JVM = ["-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15"]
+
+
 class RealKafka:
     """A real Kafka cluster on loopback.
 
@@ -162,12 +170,13 @@ class RealKafka:
                  listeners: dict[str, str] | None = None, primary_listener: str = "PLAINTEXT",
                  controller_protocol: str = "PLAINTEXT",
                  scram_users: list[str] | None = None, client_config: dict[str, str] | None = None,
-                 heap: str = "320m", root: Path | None = None, log_dirs: int = 1):
+                 heap: str = "320m", root: Path | None = None, log_dirs: int = 1, kafka_jvm: bool = False):
         if mode not in ("kraft", "zk"):
             raise ValueError(f"mode must be kraft or zk, not {mode}")
         if mode == "zk" and int(version.split(".")[0]) >= 4:
             raise ValueError("Kafka 4.x has no ZooKeeper mode: use KAFKA_3")
         self.version, self.mode, self.heap = version, mode, heap
+        self.kafka_jvm = kafka_jvm   # the JVM options Kafka's own start script gives (bench/), not the harness's
         self.dynamic_quorum, self.combined = dynamic_quorum, combined
         self.racks = racks
         self.log_dirs = log_dirs    # log dirs per broker: data, data-2, ... (KIP-1066 cordons them one by one)
@@ -241,8 +250,9 @@ class RealKafka:
                 props.append(f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}")
             else:
                 props.append(f"-Dlog4j.configuration=file:{node.directory / 'log4j.properties'}")
-        return ["java", f"-Xmx{heap or self.heap}", "-Xms32m", "-Xss512k", "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-Djava.awt.headless=true",
+        jvm = KAFKA_SCRIPT_JVM if self.kafka_jvm and heap is None else [
+            f"-Xmx{heap or self.heap}", "-Xms32m", "-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+        return ["java", *jvm, "-XX:-UsePerfData", "-Djava.awt.headless=true",
                 "-Djava.net.preferIPv4Stack=true", *props, "-cp", f"{self.libs}/*", main, *args]
 
     def broker_log_dirs(self, node_id: int) -> list[str]:
