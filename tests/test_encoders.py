@@ -7,6 +7,7 @@ any depth of the entity that holds it."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import pytest
@@ -101,7 +102,11 @@ def test_the_partitions_of_large_answers_are_packable():
 def test_packed_arrays_are_kio_arrays(data):
     cls = data.draw(st.sampled_from(PACKABLE))
     entities = data.draw(st.lists(st.from_type(cls), max_size=6))
-    columns = {f.name: [getattr(e, f.name) for e in entities] for f in frames._fields(cls)}
+    # A string packs as one value for all elements: the first entity's, given to each.
+    strings = {f.name for f, code in zip(frames._fields(cls), encoders._packed_format(cls)[1]) if code is None}
+    entities = [dataclasses.replace(e, **{n: getattr(entities[0], n) for n in strings}) for e in entities]
+    columns = {f.name: getattr(entities[0], f.name) if f.name in strings else [getattr(e, f.name) for e in entities]
+               for f in frames._fields(cls) if not (f.name in strings and not entities)}
     expected = written(lambda buf, items: buf.write(kio_array(cls, items)), entities)
     if isinstance(expected, bytes):
         assert encoders.packed_array(cls, len(entities), columns).data == expected
@@ -130,6 +135,23 @@ def test_packed_rows_in_every_version():
         made = [codec.build(cls, dict(zip(names, r))) for r in rows]
         assert encoders.packed_rows(cls, names, rows).data == kio_array(cls, made)
         assert encoders.packed_rows(cls, names, []).data == kio_array(cls, [])
+
+
+def test_offset_fetch_partitions_pack_with_one_metadata_for_all():
+    """The sandbox's OffsetFetch answers (a group's 10,000s of partitions): the metadata string,
+    the same in each, packed with the numbers, in every version, flexible or not."""
+    names = ("partition_index", "committed_offset", "committed_leader_epoch", "error_code")
+    rows = [(0, 42, 3, 0), (7, -1, -1, 0)]
+    for version in codec.kio_versions(ApiKey.OFFSET_FETCH):
+        cls = codec.response_schema(ApiKey.OFFSET_FETCH, version)
+        cls = codec.element_class(cls, "groups") if version >= 8 else cls
+        cls = codec.element_class(codec.element_class(cls, "topics"), "partitions")
+        for metadata in ("", "from a client", None):   # nullable in every version
+            columns = {**dict(zip(names, zip(*rows))), "metadata": metadata}
+            made = [codec.build(cls, {**dict(zip(names, r)), "metadata": metadata}) for r in rows]
+            assert encoders.packed_array(cls, 2, columns).data == kio_array(cls, made)
+    with pytest.raises(ValueError, match="one value for all"):
+        encoders.packed_array(cls, 2, {"partition_index": [0, 1], "metadata": ["a", "b"]})
 
 
 def test_nested_packed_arrays_write_as_entities_do():

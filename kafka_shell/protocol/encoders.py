@@ -14,13 +14,15 @@ for every schema.
 
 An array of structs may also hold an `Encoded` value, its bytes already in wire format (at any
 depth; not in an entity kio writes): `packed_array` makes one from columns of fixed-width
-values (`packed_rows` from rows), without an entity per element (the 100,000s of partitions of a snapshot's ListOffsets
-and DescribeLogDirs).
+values and strings the same in every element (`packed_rows` from rows), without an entity per
+element (the 100,000s of partitions of a snapshot's ListOffsets and DescribeLogDirs, the 10,000s
+of a group's OffsetFetch).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import struct
 import typing
@@ -200,49 +202,69 @@ def packed_array(cls: EntityClass, length: int, columns: dict[str, typing.Any]) 
     """An array of `length` `cls` elements given column-wise, written at once without an entity
     each: `columns` maps a field to its `length` values or to one value for all; a field left out
     takes its default (else 0), a name `cls` lacks is ignored (versions differ). For elements of
-    fixed-width fields only, none of them tagged (ValueError otherwise); the same bytes as
-    `writer(cls)` of each element."""
-    fields, element = _packed_format(cls)
+    fixed-width fields and strings with one value for all (OffsetFetch's empty metadata), none of
+    them tagged (ValueError otherwise); the same bytes as `writer(cls)` of each element."""
+    fields, codes = _packed_format(cls)
     given: list[typing.Iterable] = []
-    for name, default in fields:
+    fmt = ">"
+    for (name, default), code in zip(fields, codes):
         value = columns.get(name, default)
-        if isinstance(value, typing.Sequence):
+        if code is None:   # a string: its bytes, the same in every element
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{cls.__name__}.{name}: a string packs only as one value for all elements")
+            value = _string_bytes(cls.__flexible__, value)
+            code = f"{len(value)}s"
+        fmt += code
+        if isinstance(value, typing.Sequence) and not isinstance(value, bytes):
             if len(value) != length:
                 raise ValueError(f"{cls.__name__}.{name}: {len(value)} values for {length} elements")
             given.append(value)
         else:
             given.append(itertools.repeat(value, length))
+    element = _struct(fmt + ("x" if cls.__flexible__ else ""))
     data = b"".join(map(element.pack, *given)) if given else element.pack() * length
     return Encoded(array_length(cls.__flexible__, length) + data)
 
 
 def packed_rows(cls: EntityClass, names: typing.Sequence[str], rows: typing.Sequence[tuple]) -> Encoded:
     """`packed_array` of elements given as rows: values of the fields `names`, in that order."""
-    fields, element = _packed_format(cls)
-    if tuple(names) == tuple(name for name, _ in fields):   # as they are (no version lacks one)
+    fields, codes = _packed_format(cls)
+    if None not in codes and tuple(names) == tuple(name for name, _ in fields):   # as they are (no version lacks one)
+        element = _struct(">" + "".join(typing.cast(list[str], codes)) + ("x" if cls.__flexible__ else ""))
         return Encoded(array_length(cls.__flexible__, len(rows)) + b"".join(itertools.starmap(element.pack, rows)))
     return packed_array(cls, len(rows), dict(zip(names, zip(*rows))) if rows else {})
 
 
-_formats: dict[EntityClass, tuple[tuple[tuple[str, object], ...], struct.Struct]] = {}
+_formats: dict[EntityClass, tuple[tuple[tuple[str, object], ...], tuple[str | None, ...]]] = {}
+_struct = functools.lru_cache(maxsize=256)(struct.Struct)
 
 
-def _packed_format(cls: EntityClass) -> tuple[tuple[tuple[str, object], ...], struct.Struct]:
-    """((field, default), ...) and the struct of one `cls` element (an empty tagged-field count,
-    a zero byte, ends each in flexible versions)."""
+def _packed_format(cls: EntityClass) -> tuple[tuple[tuple[str, object], ...], tuple[str | None, ...]]:
+    """((field, default), ...) and the struct code of each field of a `cls` element (None: a
+    string). An element ends with an empty tagged-field count, a zero byte, in flexible versions."""
     found = _formats.get(cls)
     if found is None:
-        names, fmt = [], ""
+        names, codes = [], []
         for f in dataclasses.fields(cls):
             kind = classify_field(f)
             kafka_type = get_schema_field_type(f) if isinstance(kind, PrimitiveField) else None
             code = "h" if kafka_type == "error_code" else _PACKED.get(kafka_type or "")
-            if code is None or is_optional(f) or get_field_tag(f) is not None:
+            if (code is None and kafka_type != "string") or (is_optional(f) and code is not None) \
+                    or get_field_tag(f) is not None:
                 raise ValueError(f"{cls.__name__}.{f.name} is not a fixed-width field: it cannot be packed")
             names.append((f.name, 0 if f.default is dataclasses.MISSING else f.default))
-            fmt += code
-        found = _formats[cls] = (tuple(names), struct.Struct(">" + fmt + ("x" if cls.__flexible__ else "")))
+            codes.append(code)
+        found = _formats[cls] = (tuple(names), tuple(codes))
     return found
+
+
+def _string_bytes(flexible: bool, value: str | None) -> bytes:
+    """A string as kio writes it: compact (length + 1 as a varint, 0: null) in flexible
+    versions, else an int16 length (-1: null)."""
+    if value is None:
+        return b"\x00" if flexible else b"\xff\xff"
+    data = value.encode()
+    return (_uvarint(len(data) + 1) if flexible else struct.pack(">h", len(data))) + data
 
 
 def _compact_packed_array(fmt: str) -> Writer:

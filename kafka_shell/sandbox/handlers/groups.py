@@ -210,18 +210,26 @@ def offset_fetch(ctx: RequestContext) -> dict:
     return {"topics": answer["topics"], "error_code": answer["error_code"]}
 
 
-def _partition_maker(ctx: RequestContext):
-    """Partitions of an OffsetFetch answer made as entities at once: a group may hold offsets
-    of 10,000s of partitions, and `build` would convert each field of each one."""
+OFFSET_FETCH_ROW = ("partition_index", "committed_offset", "committed_leader_epoch", "error_code")
+
+
+def _partitions_answered(ctx: RequestContext, rows: list[tuple[int, int, int, int]], metadata: list[str]) -> object:
+    """The partitions of an OffsetFetch answer (`rows` as OFFSET_FETCH_ROW, each one's metadata):
+    packed at once when every metadata is the same (nearly always: none), as a group may hold
+    offsets of 10,000s of partitions; else an entity each."""
     cls = codec.response_schema(ApiKey.OFFSET_FETCH, ctx.version)
     if ctx.version >= 8:
         cls = codec.element_class(cls, "groups")
-    partition_cls = codec.element_class(codec.element_class(cls, "topics"), "partitions")
-    return codec.maker(partition_cls, error_code=ErrorCode.none, metadata="", committed_leader_epoch=-1)
+    cls = codec.element_class(codec.element_class(cls, "topics"), "partitions")
+    texts = set(metadata)
+    if len(texts) <= 1:
+        return codec.packed_array(cls, len(rows), {**dict(zip(OFFSET_FETCH_ROW, zip(*rows))),
+                                                   "metadata": texts.pop() if texts else ""})
+    make = codec.maker(cls)
+    return [make(**dict(zip(OFFSET_FETCH_ROW, row)), metadata=text) for row, text in zip(rows, metadata)]
 
 
 def _fetch_offsets(ctx: RequestContext, group_id: str, wanted, member: tuple[str | None, int] = (None, -1)) -> dict:
-    make = _partition_maker(ctx)
     err = group_denied(ctx, group_id) or not_coordinator(ctx, group_id)
     g = gc.all_groups(ctx.cluster).get(group_id)
     if not err and isinstance(g, (cg.ConsumerGroup, sg.StreamsGroup)):
@@ -247,21 +255,27 @@ def _fetch_offsets(ctx: RequestContext, group_id: str, wanted, member: tuple[str
     topics = []
     for t, name, topic_id, partitions in requests:
         keys = topic_keys(t, name, topic_id)  # its "name" is "" for a topic unknown by name
+        parts: object
         if t is None and topic_id is not None or topic_denied(ctx, t, name):
             code = ErrorCode.unknown_topic_id if t is None and topic_id is not None else ErrorCode.topic_authorization_failed
             parts = [{"partition_index": i, "committed_offset": -1, "metadata": "",
                       "error_code": code} for i in partitions]
         else:
-            parts = []
+            rows: list[tuple[int, int, int, int]] = []
+            metadata: list[str] = []
             for i in partitions:
                 o = committed.get((keys["name"], i))
                 if stable and transactions.has_pending_offsets(ctx.cluster, group_id, (keys["name"], i)):
                     # KIP-447: an offset a transaction has yet to commit is not answered yet.
-                    parts.append(make(partition_index=i, committed_offset=-1, error_code=ErrorCode.unstable_offset_commit))
-                    continue
-                parts.append(make(partition_index=i, committed_offset=-1) if o is None else
-                             make(partition_index=i, metadata=o.metadata or "", committed_offset=o.offset,
-                                  committed_leader_epoch=o.leader_epoch))
+                    rows.append((i, -1, -1, ErrorCode.unstable_offset_commit))
+                    metadata.append("")
+                elif o is None:
+                    rows.append((i, -1, -1, 0))
+                    metadata.append("")
+                else:
+                    rows.append((i, o.offset, o.leader_epoch, 0))
+                    metadata.append(o.metadata or "")
+            parts = _partitions_answered(ctx, rows, metadata)
         topics.append({**keys, "partitions": parts})
     return {"group_id": group_id, "error_code": 0, "topics": topics}
 
