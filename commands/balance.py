@@ -28,12 +28,10 @@ set a broker's (or some log dirs') cordon alone.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_shell.admin import (balance, cluster, cordons, elections, load, log_dirs, reassignments, runs, throttles,
-                               topics)
+from kafka_shell.admin import balance, balance_run, cordons, load, runs
 from kafka_shell.admin.balance import GOALS
 from kafka_shell.admin.log_dirs import ReplicaKey
 from kafka_shell.base.errors import ShellError, UsageError
@@ -53,16 +51,6 @@ if TYPE_CHECKING:
 
 Key = tuple[str, int]
 INTERRUPTED = 130
-POLL_S = 1.0
-ELECTION_TIMEOUT_MS = 30000
-REQUEST_CHUNK = 1000          # partitions per AlterPartitionReassignments request
-DEFAULT_MAX_MOVES = 50
-
-
-def run_key(session: Session) -> str:
-    """Which cluster a recorded run or drain belongs to: its id, read now (any session, whatever
-    bootstrap list it was given, finds the same record)."""
-    return cluster.cluster_id(session.conn) or session.conn.bootstrap
 
 
 def _name(key: Key) -> str:
@@ -104,7 +92,7 @@ PLAN_ONLY = ("--goals", "--topic", "--disk-threshold", "--sample", "--snapshots"
          Option("--plan", metavar="FILE", completer="path",
                 help="With --execute: run this saved plan (what is already in place is skipped)."),
          Option("--max-moves", type=positive_int, metavar="N",
-                help=f"Partitions moving at once (default {DEFAULT_MAX_MOVES})."),
+                help=f"Partitions moving at once (default {balance_run.DEFAULT_MAX_MOVES})."),
          Option("--max-bytes-in-flight", type=byte_size, metavar="SIZE",
                 help="Bytes being copied at once, e.g. 10GB (default: no limit)."),
          Option("--throttle", type=rate, metavar="BYTES/S",
@@ -136,7 +124,7 @@ PLAN_ONLY = ("--goals", "--topic", "--disk-threshold", "--sample", "--snapshots"
 def balance_cmd(session: Session, args: dict) -> Result | Proposal:
     _check_balance_options(args)
     if args["cancel"] or args["resume"]:
-        record = runs.load_run(run_key(session))
+        record = runs.load_run(balance_run.run_key(session.conn))
         if args["dry_run"]:
             what = "cancel" if args["cancel"] else "go on with"
             return Result.message(f"Would {what} the recorded run: {record.get('what', 'balance')}, "
@@ -313,7 +301,7 @@ def _question(plan: balance.Plan) -> str:
 def _record_of(plan: balance.Plan, args: dict, what: str, goals: tuple[str, ...] = ()) -> dict:
     sizes = {c.key: c.size for c in plan.changes}
     record = runs.run_record(plan.proposed(), plan.current(), sizes, args.get("throttle"),
-                             args.get("max_moves") or DEFAULT_MAX_MOVES, args.get("max_bytes_in_flight"), what)
+                             args.get("max_moves") or balance_run.DEFAULT_MAX_MOVES, args.get("max_bytes_in_flight"), what)
     if goals:   # shown as they stand once the run ends
         record.update(goals=list(goals), topics=args.get("topic") or [])
     if plan.dir_moves:
@@ -346,7 +334,7 @@ def _saved_plan(session: Session, args: dict) -> Result | Proposal:
     if not (changes or dir_moves) or args["dry_run"]:
         return Result(tables=tables, messages=messages + (["Dry run: nothing was changed."] if args["dry_run"] else []))
     record = runs.run_record({c.key: list(c.after) for c in changes}, {c.key: list(c.before) for c in changes},
-                             {c.key: c.size for c in changes}, args["throttle"], args["max_moves"] or DEFAULT_MAX_MOVES,
+                             {c.key: c.size for c in changes}, args["throttle"], args["max_moves"] or balance_run.DEFAULT_MAX_MOVES,
                              args["max_bytes_in_flight"], f"balance --plan {args['plan']}")
     record["dirs"] = [[m.key[0], m.key[1], m.broker, m.after] for m in dir_moves]
     moved = sum(c.bytes for c in changes) + sum(m.bytes for m in dir_moves)
@@ -355,251 +343,116 @@ def _saved_plan(session: Session, args: dict) -> Result | Proposal:
                     apply=lambda: _merge(Result(tables=tables, messages=messages), execute_run(session, record, False)))
 
 
-# -- the executor -------------------------------------------------------------------------------------
+# -- the executor's lines -----------------------------------------------------------------------------
 
 
-class _Run:
-    """One execution of a recorded run: what is done, moving, waiting and failed."""
+def _reporter(session: Session, resumed: bool) -> balance_run.Report:
+    """What a run tells as it goes, as lines on stderr (the copy progress as reassign-partitions
+    --blocking shows it)."""
+    progress: list[CopyProgress] = []
 
-    def __init__(self, record: dict):
-        self.record = record
-        self.targets = runs.run_targets(record)
-        self.original = runs.run_targets(record, "original")
-        self.sizes = {runs.key_of(k): int(v) for k, v in record.get("sizes", {}).items()}
-        self.done: set[Key] = set()
-        self.failed: dict[Key, str] = {}
-        self.moving: set[Key] = set()
-        self.throttled = False
-        # The log_dirs goal's: each replica's dir on its broker, set once the replicas are placed.
-        self.dirs: dict[ReplicaKey, str] = {(t, p, b): d for t, p, b, d in record.get("dirs", [])}
-
-    def bytes_of(self, key: Key) -> int:
-        adding = [b for b in self.targets[key] if b not in self.original.get(key, [])]
-        return self.sizes.get(key, 0) * len(adding)
+    def report(event: balance_run.Event) -> None:
+        if isinstance(event, balance_run.Began):
+            session.notify(f"Resuming: {event.in_place} of {event.total} partition(s) in place, {event.moving} moving."
+                           if resumed else f"Executing {event.what}: {event.moves} move(s), "
+                           f"{event.reorders} reorder(s).")
+        elif isinstance(event, balance_run.Throttled):
+            for line in throttled_lines(event.record, event.unreachable):
+                session.notify(line)
+        elif isinstance(event, balance_run.DirsThrottled):
+            for line in log_dir_throttled_lines(event.brokers, event.rate, event.unreachable):
+                session.notify(line)
+        elif isinstance(event, balance_run.MovingDirs):
+            session.notify(f"Moving {event.replicas} replica(s) to their log dir ...")
+        elif isinstance(event, balance_run.Copying):
+            if not progress:
+                progress.append(CopyProgress(session.stderr))
+            progress[0].show(event.done, event.total, event.copied, event.size)
+        elif isinstance(event, balance_run.Copied) and progress:
+            progress.pop().done()
+    return report
 
 
 def execute_run(session: Session, record: dict, resumed: bool) -> Result:
-    """Run (or go on with) a recorded run until every partition is at its target, a refusal or
-    Ctrl-C; then remove the throttles and elect the preferred leaders."""
-    conn = session.conn
-    owner = run_key(session)
-    run = _Run(record)
-    ongoing = reassignments.ongoing(conn)
-    foreign = sorted(k for k in ongoing if k not in run.targets)
-    if foreign:
-        raise ShellError(f"Cannot {'resume' if resumed else 'execute'}: {len(foreign)} other partition reassignment(s) "
-                         f"are in progress ({', '.join(map(_name, foreign[:5]))}): wait for them "
-                         "(reassign-partitions --blocking) or cancel them")
-    runs.save_run(owner, record)
-    snap = topics.read_keys(conn, run.targets)
-    now = reassignments.current_assignment(snap.topics, run.targets)
-    for key, target in run.targets.items():
-        if key not in now:
-            run.failed[key] = "the partition does not exist any more"
-        elif now[key] == target:
-            run.done.add(key)
-        elif key in ongoing:
-            run.moving.add(key)
-    waiting = [k for k in run.targets if k not in run.done and k not in run.moving and k not in run.failed]
-    reorders = [k for k in waiting if set(now[k]) == set(run.targets[k])]
-    moves = [k for k in waiting if k not in reorders]
-    session.notify(f"Resuming: {len(run.done)} of {len(run.targets)} partition(s) in place, {len(run.moving)} moving."
-                   if resumed else f"Executing {record.get('what', 'the plan')}: {len(moves)} move(s), "
-                   f"{len(reorders)} reorder(s).")
-    messages: list[str] = []
-    _prefer_dirs(session, run)
-    _start(session, run, reorders, now)
-    run.done.update(k for k in reorders if k not in run.failed)
-    try:
-        _roll(session, run, moves, now)
-        dir_lines, dirs_failed = _move_dirs(session, run)
-    except KeyboardInterrupt:
+    """Run (or go on with) a recorded run (kafka_shell/admin/balance_run.py) and say how it ended."""
+    return run_result(balance_run.execute(session.conn, record, _reporter(session, resumed)), resumed)
+
+
+def run_result(outcome: balance_run.Outcome, resumed: bool) -> Result:
+    run = outcome.run
+    if outcome.foreign:
+        raise ShellError(f"Cannot {'resume' if resumed else 'execute'}: {len(outcome.foreign)} other partition "
+                         f"reassignment(s) are in progress ({', '.join(map(_name, outcome.foreign[:5]))}): wait for "
+                         "them (reassign-partitions --blocking) or cancel them")
+    if outcome.interrupted:
         left = len(run.targets) - len(run.done) - len(run.failed)
         return Result.message(f"Stopped waiting: {len(run.done)} of {len(run.targets)} partition(s) in place, "
                               f"{len(run.moving)} still moving (they go on), {left - len(run.moving)} not started. "
                               "Go on with: balance --resume; stop with: balance --cancel", exit_code=INTERRUPTED)
-    messages += cleared_lines(throttles.clear(conn, False, {}))
-    messages += dir_lines
-    messages += _elect(session, run)
-    runs.save_run(owner, None)
-    rows = [[k[0], k[1], "failed" if k in run.failed else "done", run.targets[k], run.failed.get(k)]
-            for k in sorted(run.targets)]
-    table = Table(["Topic", "Partition", "Status", "Target", "Error"], rows, name="status")
-    tables = [table]
-    if record.get("goals"):   # a balance run: each goal as the cluster stands now
-        found = load.read(conn, record.get("topics") or None)
-        tables.append(goals_table(balance.measure(found.layout, balance.Options(goals=tuple(record["goals"]))),
-                                  "goals_now", now=True))
+    messages = cleared_lines(outcome.cleared) if outcome.cleared else []
+    messages += _dir_lines(outcome.dir_moves)
+    messages += _elected_lines(outcome.elected)
+    rows = [[k[0], k[1], "failed" if k in run.failed else "done", run.targets[k],
+             _failed_line(k, run.failed[k], run.targets[k]) if k in run.failed else None] for k in sorted(run.targets)]
+    tables = [Table(["Topic", "Partition", "Status", "Target", "Error"], rows, name="status")]
+    if outcome.goals_now is not None:
+        tables.append(goals_table(outcome.goals_now, "goals_now", now=True))
     moved = sum(run.bytes_of(k) for k in run.done)
     messages.append(f"Done: {len(run.done)} of {len(run.targets)} partition(s) at their target, {human(moved)} copied"
                     + (f"; {len(run.failed)} failed." if run.failed else "."))
-    messages += [f"{_name(k)}: {why}" for k, why in sorted(run.failed.items())][:20]
-    return Result(tables=tables, messages=messages, exit_code=1 if run.failed or dirs_failed else 0)
+    messages += [f"{_name(k)}: {_failed_line(k, why, run.targets[k])}" for k, why in sorted(run.failed.items())][:20]
+    return Result(tables=tables, messages=messages, exit_code=1 if outcome.failed else 0)
 
 
-def _prefer_dirs(session: Session, run: _Run) -> None:
-    """Before the moves: tell each broker the dir of the replicas they bring it. It answers
-    REPLICA_NOT_AVAILABLE and keeps the dir for when the replica arrives (Kafka's preferred log
-    dir), so the replica is made there and not copied once more; `_move_dirs` checks it after."""
-    arriving = {k: d for k, d in run.dirs.items() if k[2] not in run.original.get((k[0], k[1]), [k[2]])}
-    if arriving:
-        log_dirs.alter(session.conn, arriving)
+def _failed_line(key: Key, failed: balance_run.Failed, target: list[int]) -> str:
+    if failed.refused is not None:
+        return failure_lines.reassignment_refusal(key, failed.refused)
+    if failed.ended_with is not None:
+        return f"ended with replicas {ids(failed.ended_with)} rather than {ids(target)}"
+    return "the partition does not exist any more"
 
 
-def _move_dirs(session: Session, run: _Run) -> tuple[list[str], bool]:
-    """Once the replicas are on their brokers: move each to its dir (AlterReplicaLogDirs, to the
-    broker that holds it) and wait until none is still copying; (the lines, whether any failed)."""
-    if not run.dirs:
-        return [], False
-    conn = session.conn
-    if run.record.get("throttle"):   # on the brokers whose replicas copy between their dirs
-        states = log_dirs.move_states(conn, run.dirs)
-        copying = sorted({k[2] for k, m in states.moves.items() if m.state != log_dirs.DONE})
-        if copying:
-            limit = run.record["throttle"]
-            for line in log_dir_throttled_lines(copying, limit, throttles.set_log_dirs(conn, copying, limit)):
-                session.notify(line)
-    started, refused = dir_moves_lines(log_dirs.start_moves(conn, run.dirs))
-    if refused:
-        return refused, True
-    session.notify(f"Moving {len(run.dirs)} replica(s) to their log dir ...")
-    while True:
-        states = log_dirs.move_states(conn, run.dirs)
-        if not any(m.state == log_dirs.MOVING for m in states.moves.values()):
-            break
-        time.sleep(POLL_S)
-    wrong = [(k, m) for k, m in states.moves.items() if m.state != log_dirs.DONE]
-    lines = [f"Log dirs: {len(states.moves) - len(wrong)} of {len(states.moves)} replica(s) in the log dir the plan "
-             "names."]
-    lines += [f"{t}-{p} on broker {b}: {m.state} (in {m.current}, not {m.target})" for (t, p, b), m in wrong][:20]
-    return lines, bool(wrong)
-
-
-def _start(session: Session, run: _Run, keys: list[Key], now: dict[Key, list[int]]) -> list[Key]:
-    """Start the reassignment of `keys` (throttled when the run asks); the ones started."""
-    if not keys:
+def _dir_lines(moves: balance_run.DirMoves | None) -> list[str]:
+    if moves is None:
         return []
-    if run.record.get("throttle"):
-        record = throttles.needed({k: now[k] for k in keys}, {k: run.targets[k] for k in keys}, run.record["throttle"])
-        if record["partitions"]:
-            lines = throttled_lines(record, throttles.set_replication(session.conn, record))
-            if not run.throttled:   # later batches join the same throttles: said once
-                for line in lines:
-                    session.notify(line)
-            run.throttled = True
-    started = []
-    for i in range(0, len(keys), REQUEST_CHUNK):
-        chunk = keys[i:i + REQUEST_CHUNK]
-        refused = reassignments.alter(session.conn, {k: run.targets[k] for k in chunk}).errors
-        run.failed.update({k: failure_lines.reassignment_refusal(k, e) for k, e in refused.items()})
-        started += [k for k in chunk if k not in refused]
-    return started
+    if moves.states is None:
+        return dir_moves_lines(moves.started)[1]
+    wrong = moves.wrong
+    lines = [f"Log dirs: {len(moves.states.moves) - len(wrong)} of {len(moves.states.moves)} replica(s) in the log "
+             "dir the plan names."]
+    return lines + [f"{t}-{p} on broker {b}: {m.state} (in {m.current}, not {m.target})" for (t, p, b), m in wrong][:20]
 
 
-def _roll(session: Session, run: _Run, queue: list[Key], now: dict[Key, list[int]]) -> None:
-    """Keep at most max_moves partitions (and max_bytes bytes) moving until none is left."""
-    conn = session.conn
-    max_moves = int(run.record.get("max_moves") or DEFAULT_MAX_MOVES)
-    max_bytes = run.record.get("max_bytes")
-    total = [k for k in run.targets if set(run.original.get(k, [])) != set(run.targets[k])]
-    total_bytes = sum(run.bytes_of(k) for k in total)
-    progress = CopyProgress(session.stderr)
-    pending = list(queue)
-    while True:
-        moving = reassignments.ongoing(conn)
-        finished = [k for k in run.moving if k not in moving]
-        if finished:
-            current = reassignments.current_assignment(topics.read_keys(conn, finished).topics, finished)
-            differ = {k for k in finished if current.get(k) != run.targets[k]}
-            if differ:   # the broker asked may not have the controller's last change yet
-                current.update(reassignments.agreed(conn, differ, conn.deadline()).assignment)
-            for k in finished:
-                if current.get(k) == run.targets[k]:
-                    run.done.add(k)
-                else:
-                    run.failed[k] = (f"ended with replicas {ids(current.get(k, []))} rather than "
-                                     f"{ids(run.targets[k])}")
-            run.moving -= set(finished)
-        batch: list[Key] = []
-        flight = sum(run.bytes_of(k) for k in run.moving)
-        while pending and len(run.moving) + len(batch) < max_moves:
-            size = run.bytes_of(pending[0])
-            if max_bytes and flight + size > max_bytes and (run.moving or batch):
-                break
-            batch.append(pending.pop(0))
-            flight += size
-        if batch:
-            run.moving.update(_start(session, run, batch, now))
-            moving = reassignments.ongoing(conn)
-        if not run.moving and not pending:
-            progress.done()
-            return
-        in_flight = {k: m for k, m in moving.items() if k in run.moving}
-        copied, _ = reassignments.copy_progress(session.conn, in_flight) if in_flight else (0, 0)
-        done_bytes = sum(run.bytes_of(k) for k in run.done if k in total)
-        done = sum(1 for k in total if k in run.done or k in run.failed)
-        progress.show(done, len(total), done_bytes + copied, total_bytes)
-        time.sleep(POLL_S)
-
-
-def _elect(session: Session, run: _Run) -> list[str]:
-    """Preferred elections where the leader is not the target's first replica; one retry for
-    those that may succeed a moment later."""
-    keys = [k for k in run.targets if k in run.done]
-    if not keys:
+def _elected_lines(elected: balance_run.Elected | None) -> list[str]:
+    if elected is None:
         return []
-    lines: list[str] = []
-    for attempt in range(2):
-        snap = topics.read_keys(session.conn, keys)
-        wanted = [k for k in keys if k[0] in snap.topics and k[1] < len(snap.topics[k[0]].partitions)
-                  and snap.topics[k[0]].partitions[k[1]].leader != run.targets[k][0]]
-        if not wanted:
-            break
-        outcomes = elections.elect(session.conn, [(t, p, None) for t, p in wanted], elections.PREFERRED, ELECTION_TIMEOUT_MS)
-        bad = {k: o for k, o in outcomes.items() if o.state == elections.FAILED}
-        elected = len(wanted) - len(bad)
-        if elected:
-            lines.append(f"Moved the leadership of {elected} partition(s) to their new first replica (preferred election).")
-        if not bad:
-            break
-        if attempt or not any(o.retriable for o in bad.values()):
-            lines += [f"{_name(k)}: preferred election failed: {failure_lines.election_line(o)}"
-                      for k, o in sorted(bad.items())][:10]
-            break
-        keys = list(bad)
-        time.sleep(1.0)
-    return lines
+    lines = [f"Moved the leadership of {n} partition(s) to their new first replica (preferred election)."
+             for n in elected.counts]
+    return lines + [f"{_name(k)}: preferred election failed: {failure_lines.election_line(o)}"
+                    for k, o in elected.failed.items()][:10]
 
 
 def cancel_run(session: Session) -> Result:
-    owner = run_key(session)
-    record = runs.load_run(owner)
-    if record is None:
+    done = balance_run.cancel(session.conn)
+    if done.record is None:
         return Result.message("No balance run is recorded for this cluster: nothing to cancel.",
-                              *cleared_lines(throttles.clear(session.conn)))
-    targets = runs.run_targets(record)
-    moving = sorted(k for k in reassignments.ongoing(session.conn) if k in targets)
+                              *(cleared_lines(done.cleared) if done.cleared else []))
     messages = []
-    if moving:
-        refused = reassignments.alter(session.conn, {k: None for k in moving}).errors
-        done = [k for k in moving if k not in refused]
-        if done:
-            messages.append(f"Cancelled the reassignment of {len(done)} partition(s): "
-                            f"{', '.join(map(_name, done[:10]))}{' ...' if len(done) > 10 else ''}.")
-        if refused:
-            return Result.message(*messages, *failure_lines.reassignment_lines(refused), exit_code=1)
-    else:
+    if not done.moving:
         messages.append("None of the run's partitions is moving.")
-    dirs = {(t, p, b): d for t, p, b, d in record.get("dirs", [])}
-    active = log_dirs.move_states(session.conn, dirs).moving() if dirs else {}
-    if active:   # its replicas copying between log dirs stay where they are
-        sent, failed = sent_back_lines(active, log_dirs.start_moves(session.conn, active))
+    elif done.cancelled:
+        messages.append(f"Cancelled the reassignment of {len(done.cancelled)} partition(s): "
+                        f"{', '.join(map(_name, done.cancelled[:10]))}{' ...' if len(done.cancelled) > 10 else ''}.")
+    if done.refused:
+        return Result.message(*messages, *failure_lines.reassignment_lines(done.refused), exit_code=1)
+    if done.sent_back:
+        sent, failed = sent_back_lines(*done.sent_back)
         messages += sent
         if failed:
             return Result.message(*messages, *failed, exit_code=1)
-    messages += cleared_lines(throttles.clear(session.conn))
-    runs.save_run(owner, None)
-    messages.append(f"The recorded run ({record.get('what', 'balance')}) is forgotten; partitions already moved stay.")
+    messages += cleared_lines(done.cleared) if done.cleared else []
+    messages.append(f"The recorded run ({done.record.get('what', 'balance')}) is forgotten; partitions already moved "
+                    "stay.")
     return Result.message(*messages)
 
 
@@ -612,7 +465,7 @@ def cancel_run(session: Session) -> Result:
          Option("--replicas", flag=True, help="Move every replica off too (decommissioning)."),
          Option("--no-cordon", flag=True, help="Leave the broker uncordoned (new partitions may land on it)."),
          Option("--max-moves", type=positive_int, metavar="N",
-                help=f"With --replicas: partitions moving at once (default {DEFAULT_MAX_MOVES})."),
+                help=f"With --replicas: partitions moving at once (default {balance_run.DEFAULT_MAX_MOVES})."),
          Option("--max-bytes-in-flight", type=byte_size, metavar="SIZE", help="With --replicas: bytes copied at once."),
          Option("--throttle", type=rate, metavar="BYTES/S", help="With --replicas: replication throttle while moving."),
          Option("--yes", flag=True, help="Do not ask for confirmation."),
@@ -664,7 +517,7 @@ def drain_broker(session: Session, args: dict) -> Result | Proposal:
                          "try again when they answer")
 
     def apply() -> Result:
-        result = _drain(session, args, found, leaders, moves, cordon_why is None and not args["no_cordon"])
+        result = _drain(session, args, leaders, moves, cordon_why is None and not args["no_cordon"])
         if cordon_why:
             result.messages.append(f"Broker {b} is not cordoned: {cordon_why}; new partitions may land on it.")
         return result
@@ -672,44 +525,32 @@ def drain_broker(session: Session, args: dict) -> Result | Proposal:
                     refusal=f"drain-broker {b} changes the cluster", apply=apply)
 
 
-def _drain(session: Session, args: dict, found: load.Load, leaders: balance.Plan, moves: balance.Plan | None,
-           cordon: bool) -> Result:
+def _drain(session: Session, args: dict, leaders: balance.Plan, moves: balance.Plan | None, cordon: bool) -> Result:
     b = args["broker"]
-    owner = run_key(session)
-    drains = runs.load_drains(owner)
-    previous = drains.get(b, {})
-    orders = dict(previous.get("orders", {}))
-    orders.update({runs.key_text(c.key): list(c.before) for c in leaders.changes})
-    # The cordon it had before the first drain, which undrain-broker puts back.
-    before_cordon = previous["cordon"] if "cordon" in previous else (cordons.value(session.conn, b) if cordon else [])
-    runs.save_drain(owner, b, {"orders": orders, "cordon": before_cordon, "replicas": bool(moves)})
+    record = _record_of(moves, args, f"drain-broker {b} --replicas") if moves is not None and moves.changes else None
+    done = balance_run.drain(session.conn, b, leaders, moves is not None, record, cordon,
+                             _reporter(session, False))
     messages: list[str] = []
     result = Result()
-    if leaders.changes:   # reorders first: Kafka refuses any target naming a cordoned broker
-        record = runs.run_record(leaders.proposed(), leaders.current(), {}, None, REQUEST_CHUNK, None, f"drain-broker {b}")
-        result = execute_run(session, record, resumed=False)
+    if done.reordered:
+        result = run_result(done.reordered, False)
         messages += result.messages
-    if moves is not None and moves.changes and result.exit_code in (0, 1):
-        record = _record_of(moves, args, f"drain-broker {b} --replicas")
-        if cordon:
-            messages += _cordon_broker(session, b)
-            cordon = False
-        moved = execute_run(session, record, resumed=False)
+    if done.cordoned is not None and done.cordoned_first:
+        messages.append(_cordoned_line(b, done.cordoned))
+    if done.moved:
+        moved = run_result(done.moved, False)
         messages += moved.messages
         result = Result(tables=moved.tables, exit_code=moved.exit_code or result.exit_code)
-    if cordon and result.exit_code != INTERRUPTED:
-        messages += _cordon_broker(session, b)
+    if done.cordoned is not None and not done.cordoned_first:
+        messages.append(_cordoned_line(b, done.cordoned))
     if result.exit_code == 0:
         messages.append(f"Broker {b} is drained: undrain-broker {b} brings it back.")
     return Result(tables=result.tables, messages=messages, exit_code=result.exit_code)
 
 
-def _cordon_broker(session: Session, b: int) -> list[str]:
-    current = cordons.value(session.conn, b)
-    if cordons.ALL in current:
-        return [f"Broker {b} is cordoned already."]
-    cordons.set_value(session.conn, b, [cordons.ALL], False)
-    return [f"Cordoned broker {b} (cordoned.log.dirs=*): no new replica lands on it."]
+def _cordoned_line(b: int, now: bool) -> str:
+    return (f"Cordoned broker {b} (cordoned.log.dirs=*): no new replica lands on it." if now else
+            f"Broker {b} is cordoned already.")
 
 
 @command("undrain-broker",
@@ -727,7 +568,7 @@ def _cordon_broker(session: Session, b: int) -> list[str]:
 def undrain_broker(session: Session, args: dict) -> Result | Proposal:
     conn = session.conn
     b = args["broker"]
-    owner = run_key(session)
+    owner = balance_run.run_key(session.conn)
     drained = runs.load_drains(owner).get(b)
     found = load.read(conn, None)
     if b not in found.snapshot.brokers:
@@ -761,7 +602,7 @@ def undrain_broker(session: Session, args: dict) -> Result | Proposal:
         result = Result()
         if changes:   # after the cordon goes: Kafka refuses a reorder naming a cordoned broker
             record = runs.run_record({c.key: list(c.after) for c in changes}, {c.key: list(c.before) for c in changes},
-                                     {}, None, REQUEST_CHUNK, None, f"undrain-broker {b}")
+                                     {}, None, balance_run.REQUEST_CHUNK, None, f"undrain-broker {b}")
             result = execute_run(session, record, resumed=False)
             out += result.messages
         runs.save_drain(owner, b, None)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from collections import Counter
-
 from kafka_shell.admin import cluster, quorum
 from kafka_shell.connection.metadata import KRAFT, ZOOKEEPER
 from kafka_shell.declarations.option_types import broker_id
@@ -15,20 +13,7 @@ from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Result, Table
 
 if TYPE_CHECKING:
-    from kafka_shell.connection.metadata import ClusterSnapshot
     from kafka_shell.connection.session import Session
-
-
-def _load(snapshot: ClusterSnapshot) -> tuple[Counter, Counter, set[int]]:
-    """Replicas and leaders per broker, and broker ids that replicas name but metadata lacks."""
-    replicas: Counter = Counter()
-    leaders: Counter = Counter()
-    for t in snapshot.topics.values():
-        for p in t.partitions:
-            replicas.update(p.replicas)
-            if p.leader >= 0:
-                leaders[p.leader] += 1
-    return replicas, leaders, set(replicas) - set(snapshot.brokers)
 
 
 @command("describe-cluster",
@@ -41,10 +26,7 @@ def describe_cluster(session: Session, args: dict) -> Result:
     if conn.controllers_only:
         return _controllers_view(session)
     snap, refused, partial = cluster.read_maybe_controller(conn)
-    replicas, leaders, offline = _load(snap)
-    registered = cluster.registrations(conn, snap) if snap.controller.mode == KRAFT else None
-    fenced = set(registered.fenced) if registered is not None and registered.known else set()
-    offline |= fenced - set(snap.brokers)
+    states = cluster.broker_states(conn, snap)
     partitions = sum(len(t.partitions) for t in snap.topics.values())
     c = snap.controller
     known = c.id >= 0 and refused is None
@@ -52,17 +34,12 @@ def describe_cluster(session: Session, args: dict) -> Result:
                     [[snap.cluster_id, c.mode, c.id if known else None, c.epoch if known and c.epoch >= 0 else None,
                       len(snap.brokers), len(snap.topics), partitions]],
                     name="cluster")
-    tell = registered is not None and registered.known
-
-    def is_fenced(b: int) -> bool | None:
-        """True or False for a registered broker; None when unregistered or the cluster cannot tell."""
-        return (b in fenced if b in fenced or b in registered.live else None) if tell and registered else None
     # A broker the controller has fenced is offline even while the metadata of the broker asked
     # still lists it (the fence takes a moment to reach every broker).
-    rows = [[b.id, b.host, b.port, b.rack, "offline" if b.id in fenced else "online", replicas[b.id], leaders[b.id],
-             is_fenced(b.id)] for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
-    rows += [[i, registered.fenced.get(i) if registered else None, None, None, "offline", replicas[i], 0, is_fenced(i)]
-             for i in sorted(offline)]
+    rows = [[b.id, b.host, b.port, b.rack, "offline" if b.id in states.fenced else "online", states.replicas[b.id],
+             states.leaders[b.id], states.is_fenced(b.id)] for b in sorted(snap.brokers.values(), key=lambda b: b.id)]
+    rows += [[i, states.fenced_host(i), None, None, "offline", states.replicas[i], 0, states.is_fenced(i)]
+             for i in sorted(states.offline)]
     brokers = Table(["Id", "Host", "Port", "Rack", "Status", "Partitions", "Leaders", "IsFenced"], rows, name="brokers")
     tables = [summary, brokers]
     if conn.router.controller_addresses:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from kafka_shell.admin import elections, topics
 from kafka_shell.declarations import failure_lines
 from kafka_shell.admin.elections import DESIGNATED, ELECTED, NOT_NEEDED, PREFERRED, UNCLEAN, Election, Entry
-from kafka_shell.base.deadline import Deadline
+from kafka_shell.base.answers import AdminError
 from kafka_shell.base.errors import ShellError, UsageError
 from kafka_shell.base.files import is_id, read_json
 from kafka_shell.declarations.option_types import positive_int
@@ -31,7 +31,6 @@ Key = tuple[str, int]
 TYPES = {"preferred": PREFERRED, "unclean": UNCLEAN, "designated": DESIGNATED}
 LABELS: dict[int, str] = {v: k.upper() for k, v in TYPES.items()}
 FILE_EXAMPLE = '{"partitions":[{"topic":"foo","partition":1}]}'
-POLL_S = 0.1
 
 non_negative_int = int_range(0, INT32_MAX, "a partition number")
 
@@ -294,44 +293,23 @@ def _refused(p: PartitionInfo, why: str, designated: int | None) -> str:
 
 
 def wait_for_leaders(session: Session, snap: ClusterSnapshot, elected: list[Entry], kind: int, timeout_ms: int) -> Result:
-    """Ask every broker (of the command's read `snap`) for metadata until all of them show the
-    elected leaders (not the controller: waiting goes on if the controller moves meanwhile)."""
-    deadline = Deadline(timeout_ms / 1000)
-    brokers = sorted(snap.brokers)
-    pending = {(t, p): d for t, p, d in elected}
-    total = len(pending)
+    """--blocking: until every broker (of the command's read `snap`) shows the elected leaders."""
     bar = ProgressBar(session.stderr)
-    while pending:
-        views = topics.leaders_by_broker(session.conn, brokers, sorted({t for t, _ in pending}))
-        for b, error in views.errors.items():
-            brokers.remove(b)
-            session.notify(f"{error}; waiting on the other brokers.")
-        if not brokers:
-            bar.close()
-            return Result.message("No broker answered while waiting for the new leaders.", exit_code=1)
-        for key in list(pending):
-            if _shown_everywhere(kind, key, pending[key], [views.rows[b] for b in brokers]):
-                del pending[key]
-        bar.show((total - len(pending)) / total, f"{total - len(pending)}/{total} partition(s) shown by every broker")
-        if pending and not deadline.pause(POLL_S):
-            bar.close()
-            first = next(iter(sorted(pending)))
-            return Result.message(
-                f"Timed out after {timeout_ms} ms waiting for the new leaders: {len(pending)} of {total} "
-                f"partition(s) not yet shown by every broker (first: {first[0]}-{first[1]}); "
-                "check with describe-topic or raise --timeout-ms.", exit_code=1)
+
+    def report(event: elections.Shown | AdminError) -> None:
+        if isinstance(event, elections.Shown):
+            bar.show(event.shown / event.total, f"{event.shown}/{event.total} partition(s) shown by every broker")
+        else:
+            session.notify(f"{event}; waiting on the other brokers.")
+    waited = elections.wait_for_leaders(session.conn, list(snap.brokers), elected, kind, timeout_ms, report)
     bar.close()
-    return Result.message(f"All {len(brokers)} broker(s) show the new leaders of {total} partition(s) "
-                          f"(waited {deadline.elapsed():.1f} s).")
-
-
-def _shown_everywhere(kind: int, key: tuple[str, int], designated: int | None, views: list[dict]) -> bool:
-    seen = [v[key] for v in views if key in v]
-    if len(seen) < len(views) or len({s[0] for s in seen}) != 1:
-        return False
-    leader, preferred = seen[0]
-    if kind == PREFERRED:
-        return leader == preferred
-    if kind == DESIGNATED:
-        return leader == designated
-    return leader >= 0
+    if not waited.brokers:
+        return Result.message("No broker answered while waiting for the new leaders.", exit_code=1)
+    if waited.pending:
+        first = waited.pending[0]
+        return Result.message(
+            f"Timed out after {timeout_ms} ms waiting for the new leaders: {len(waited.pending)} of {waited.total} "
+            f"partition(s) not yet shown by every broker (first: {first[0]}-{first[1]}); "
+            "check with describe-topic or raise --timeout-ms.", exit_code=1)
+    return Result.message(f"All {len(waited.brokers)} broker(s) show the new leaders of {waited.total} partition(s) "
+                          f"(waited {waited.elapsed:.1f} s).")

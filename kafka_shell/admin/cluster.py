@@ -3,6 +3,7 @@ controller, the API versions a broker has, and whether a node's listener answers
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from kafka_shell.base.errors import KafkaCallError, UsageError
 from kafka_shell.protocol.codec import api_name
 
 from kafka_shell.admin.errors import response_error
+from kafka_shell.connection.metadata import KRAFT
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -108,6 +110,43 @@ def registrations(conn: ConnectionManager, snap: ClusterSnapshot) -> Registratio
     for b in answer.brokers:
         (fenced if b.is_fenced else live)[b.broker_id] = b.host
     return Registrations(live, fenced)
+
+
+@dataclass(frozen=True)
+class BrokerStates:
+    """Each broker as one read and the registrations show it: the replicas and leaders it holds,
+    the ids the controller fenced, and the ids that are offline (replicas name them, or the
+    controller fenced them, but the metadata lacks them)."""
+    replicas: Counter[int]
+    leaders: Counter[int]
+    fenced: set[int]
+    offline: set[int]
+    registrations: Registrations | None   # None: not asked (ZooKeeper mode)
+
+    def is_fenced(self, broker: int) -> bool | None:
+        """True or False for a registered broker; None when unregistered or the cluster cannot tell."""
+        regs = self.registrations
+        if regs is None or not regs.known:
+            return None
+        return broker in self.fenced if broker in self.fenced or broker in regs.live else None
+
+    def fenced_host(self, broker: int) -> str | None:
+        return self.registrations.fenced.get(broker) if self.registrations else None
+
+
+def broker_states(conn: ConnectionManager, snap: ClusterSnapshot) -> BrokerStates:
+    """`snap`'s load per broker, with the registrations of a KRaft cluster (DescribeCluster)."""
+    replicas: Counter[int] = Counter()
+    leaders: Counter[int] = Counter()
+    for t in snap.topics.values():
+        for p in t.partitions:
+            replicas.update(p.replicas)
+            if p.leader >= 0:
+                leaders[p.leader] += 1
+    registered = registrations(conn, snap) if snap.controller.mode == KRAFT else None
+    fenced = set(registered.fenced) if registered is not None and registered.known else set()
+    offline = (set(replicas) | fenced) - set(snap.brokers)
+    return BrokerStates(replicas, leaders, fenced, offline, registered)
 
 
 def answers(conn: ConnectionManager, host: str, port: int) -> bool:

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from kafka_shell.admin import topics
 from kafka_shell.base.answers import CONTROLLER, AdminError, Target
+from kafka_shell.base.deadline import Deadline
 from kafka_shell.protocol import leader_election
 from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
 from kafka_shell.protocol.codes import ApiKey, ElectionType, Error
@@ -27,6 +29,7 @@ MIN_VERSION: dict[int, int] = {PREFERRED: 0, UNCLEAN: 1, DESIGNATED: 3}
 ELECTED, NOT_NEEDED, FAILED = "elected", "already elected", "failed"
 # Why a predicted election would be refused (`refusal`).
 PREFERRED_NOT_LIVE, NOT_A_REPLICA, NONE_LIVE = "preferred not live", "not a replica", "none live"
+POLL_S = 0.1   # --blocking asks the brokers again this often
 
 
 class Election(NamedTuple):
@@ -149,6 +152,64 @@ def _retriable(code: int) -> bool:
         return bool(Error(code).retriable)
     except ValueError:
         return False
+
+
+# -- --blocking: until every broker shows the new leaders ---------------------------------------
+
+
+class Shown(NamedTuple):
+    """`wait_for_leaders` so far: the partitions every broker shows with their new leader, of `total`."""
+    shown: int
+    total: int
+
+
+class LeadersShown(NamedTuple):
+    """How `wait_for_leaders` ended: the brokers that answered throughout (none: no broker did),
+    the partitions some of them do not show with their new leader yet (none: every one is shown),
+    of `total`, and how long it waited."""
+    brokers: list[int]
+    pending: list[Key]
+    total: int
+    elapsed: float
+
+
+def wait_for_leaders(conn: ConnectionManager, brokers: list[int], elected: list[Entry], kind: int, timeout_ms: int,
+                     report: Callable[[Shown | AdminError], None]) -> LeadersShown:
+    """Ask each of `brokers` for metadata until all of them show the elected leaders (not the
+    controller: waiting goes on if the controller moves meanwhile), within `timeout_ms`. A
+    broker that does not answer is left out from then on (`report`ed, as each round's `Shown`).
+    Unlike `reassignments.agreed`, which settles on what most brokers show, this waits for a
+    known leader and goes on without a broker that fails."""
+    deadline = Deadline(timeout_ms / 1000)
+    brokers = sorted(brokers)
+    pending = {(t, p): d for t, p, d in elected}
+    total = len(pending)
+    while pending:
+        views = topics.leaders_by_broker(conn, brokers, sorted({t for t, _ in pending}))
+        for b, error in views.errors.items():
+            brokers.remove(b)
+            report(error)
+        if not brokers:
+            break
+        for key in list(pending):
+            if _shown_everywhere(kind, key, pending[key], [views.rows[b] for b in brokers]):
+                del pending[key]
+        report(Shown(total - len(pending), total))
+        if pending and not deadline.pause(POLL_S):
+            break
+    return LeadersShown(brokers, sorted(pending), total, deadline.elapsed())
+
+
+def _shown_everywhere(kind: int, key: Key, designated: int | None, views: list[dict]) -> bool:
+    seen = [v[key] for v in views if key in v]
+    if len(seen) < len(views) or len({s[0] for s in seen}) != 1:
+        return False
+    leader, preferred = seen[0]
+    if kind == PREFERRED:
+        return leader == preferred
+    if kind == DESIGNATED:
+        return leader == designated
+    return leader >= 0
 
 
 # -- --dry-run: what the controller would do, by its own rule ------------------------------------
