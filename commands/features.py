@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import features
+from kafka_shell.base.answers import Answers
+from kafka_shell.declarations import failure_lines
 from kafka_shell.base.errors import UsageError, shown
 from kafka_shell.base.limits import INT16_MAX
 from kafka_shell.declarations.registry import Confirm, Option, command
@@ -66,11 +68,24 @@ def _change(session: Session, updates: list[features.Update], dry_run: bool) -> 
                      features.level_name(u.feature, u.level)])
     table = Table(["Feature", "FinalizedVersionLevel", "NewVersionLevel"], rows, name="changes")
     if dry_run:
-        return Result(tables=[table], messages=features.update(session.conn, updates, True))
+        return _updated(table, features.update(session.conn, updates, True), True)
     change = ", ".join(f"{name} {old or 0} -> {new}" for name, old, new in rows)
     return Proposal(f"Change {change} (a metadata.version upgrade cannot be undone)?",
                     f"The feature change ({change}) needs confirmation",
-                    lambda: Result(tables=[table], messages=features.update(session.conn, updates, False)))
+                    lambda: _updated(table, features.update(session.conn, updates, False), False))
+
+
+def _updated(table: Table, answers: Answers[str, features.Update], dry_run: bool) -> Result:
+    """A line per feature changed (validated), as kafka-features says it; when the controller
+    refused any, only the lines of those it refused."""
+    if answers.errors:
+        return Result.message(*failure_lines.feature_lines(answers.errors), exit_code=1)
+    verb = "could be" if dry_run else "was"
+    return Result(tables=[table], messages=[
+        f"{u.feature} {verb} " + ("disabled" if u.level == 0 else
+                                  f"{'upgraded' if u.upgrade_type == features.UPGRADE else 'downgraded'} to "
+                                  f"{features.level_name(u.feature, u.level)}") + "."
+        for u in answers.rows.values()])
 
 
 @command("describe-features",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_shell.connection.client_config import is_secret
 from kafka_shell.protocol.codes import ConfigSource
-from kafka_shell.base.answers import AdminError
+from kafka_shell.base.answers import CONTROLLER, AdminError, Target
 from kafka_shell.base.errors import KafkaCallError, NotSupported, UsageError, shown
 
 from kafka_shell.admin import configs, groups, quotas
@@ -30,7 +30,7 @@ VERSION = 1
 # The document's sections of named entities, and the entity type each is altered as.
 BROKER_DEFAULTS, BROKERS, TOPICS, GROUPS, QUOTAS = "broker_defaults", "brokers", "topics", "groups", "client_quotas"
 SECTIONS = (BROKER_DEFAULTS, BROKERS, TOPICS, GROUPS, QUOTAS)
-_KIND = {BROKER_DEFAULTS: configs.BROKERS, BROKERS: configs.BROKERS, TOPICS: configs.TOPICS, GROUPS: configs.GROUPS}
+KINDS = {BROKER_DEFAULTS: configs.BROKERS, BROKERS: configs.BROKERS, TOPICS: configs.TOPICS, GROUPS: configs.GROUPS}
 # The source of each section's dynamic configs (what DescribeConfigs calls an override there).
 _SOURCE = {BROKER_DEFAULTS: ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.name,
            BROKERS: ConfigSource.DYNAMIC_BROKER_CONFIG.name, TOPICS: ConfigSource.DYNAMIC_TOPIC_CONFIG.name,
@@ -57,6 +57,8 @@ class Snapshot:
     sections: tuple[str, ...] = SECTIONS        # those read (or given in the document)
     notes: list[str] = field(default_factory=list)   # what the cluster does not have
     broker_errors: dict[int, AdminError] = field(default_factory=dict)   # the brokers that did not give theirs
+    # The brokers that did not list their groups (before Kafka 4.1, the groups with configs are those listed).
+    group_listing_errors: dict[int, AdminError] = field(default_factory=dict)
 
     @property
     def unread(self) -> set[str]:
@@ -75,12 +77,12 @@ def read(conn: ConnectionManager, sections: tuple[str, ...] = SECTIONS) -> Snaps
     if GROUPS in sections:
         try:
             configs.require_group_configs(conn)
-            names[GROUPS] = _configured_groups(conn)
+            names[GROUPS], snap.group_listing_errors = _configured_groups(conn)
         except NotSupported as exc:
             snap.notes.append(f"Group configs were not read: {exc}")
     for section, entities in names.items():
         if section in sections and section != BROKERS:
-            for name, entries in configs.describe(conn, _KIND[section], entities).items():
+            for name, entries in configs.describe(conn, KINDS[section], entities).items():
                 _keep(snap, section, name, entries)
     if BROKERS in sections:   # each broker says its own, all at once; one that does not answer is named
         read = configs.each_broker(conn, [int(b) for b in names[BROKERS]])
@@ -93,16 +95,14 @@ def read(conn: ConnectionManager, sections: tuple[str, ...] = SECTIONS) -> Snaps
     return snap
 
 
-def _configured_groups(conn: ConnectionManager) -> list[str]:
+def _configured_groups(conn: ConnectionManager) -> tuple[list[str], dict[int, AdminError]]:
     """The groups with configs of their own (Kafka 4.1+ lists them, those of groups to come
-    too); before, every group the brokers list."""
+    too); before, every group the brokers list, and the brokers that did not list theirs."""
     configured = configs.configured(conn, configs.GROUPS)
     if configured is not None:
-        return configured
+        return configured, {}
     listed = groups.list_groups(conn)
-    if listed.errors:
-        raise KafkaCallError(" ".join(str(e) for e in dict.fromkeys(listed.errors.values())))
-    return [g.group_id for g in listed.groups]
+    return [g.group_id for g in listed.groups], dict(listed.errors)
 
 
 def _keep(snap: Snapshot, section: str, name: str, entries: list[configs.ConfigEntry]) -> None:
@@ -262,28 +262,31 @@ def describe_entity(section: str, name: str) -> str:
     """How a line names an entity of a section."""
     if section == QUOTAS:
         return f"the client quotas of {name}"
-    return configs.label(_KIND[section], name)
+    return configs.label(KINDS[section], name)
 
 
 def apply(conn: ConnectionManager, changes: list[Change], wanted: Snapshot,
-          validate_only: bool) -> dict[tuple[str, str], KafkaCallError]:
+          validate_only: bool) -> dict[tuple[str, str], AdminError]:
     """Apply (or with `validate_only` have the cluster validate) the changes, one request per
     entity: (section, name) -> the cluster's refusal, of each entity it refused. Sensitive values
     come from the document only (a hidden one is never sent back)."""
     by_entity: dict[tuple[str, str], list[Change]] = {}
     for c in changes:
         by_entity.setdefault((c.section, c.entity), []).append(c)
-    refused: dict[tuple[str, str], KafkaCallError] = {}
+    refused: dict[tuple[str, str], AdminError] = {}
     for (section, name), group in by_entity.items():
         try:
             if section == QUOTAS:
-                quotas.alter(conn, list(group[0].quota_entity), [(c.key, _number(c.new)) for c in group], validate_only)
-                continue
-            set_ = {c.key: wanted.configs[section][name][c.key] for c in group if c.new is not None}
-            delete = [c.key for c in group if c.new is None]
-            configs.alter(conn, _KIND[section], [name], set_, delete, validate_only)
-        except KafkaCallError as exc:
-            refused[(section, name)] = exc
+                error = quotas.refusal(conn, list(group[0].quota_entity), [(c.key, _number(c.new)) for c in group],
+                                       validate_only)
+            else:
+                set_ = {c.key: wanted.configs[section][name][c.key] for c in group if c.new is not None}
+                delete = [c.key for c in group if c.new is None]
+                error = configs.alter(conn, KINDS[section], [name], set_, delete, validate_only).errors.get(name)
+        except KafkaCallError as exc:   # not answered: the other entities are still tried
+            error = AdminError(None, Target(CONTROLLER), str(exc))
+        if error is not None:
+            refused[(section, name)] = error
     return refused
 
 

@@ -17,10 +17,11 @@ from kafka_shell.admin.errors import code_name, error_line, other_type_of, parti
 from kafka_shell.base.answers import AdminError, Answers
 from kafka_shell.protocol.authorization import is_authorization_error
 from kafka_shell.protocol.codes import ApiKey, Error
-from kafka_shell.base.errors import kafka_error_message, shown
+from kafka_shell.base.errors import kafka_error_message, shown, suggest
 
 if TYPE_CHECKING:
     from kafka_shell.admin import resets
+    from kafka_shell.admin.acls import Binding
     from kafka_shell.admin.elections import Election
 
 Key = tuple[str, int]
@@ -126,6 +127,74 @@ def deletion_lines(errors: Mapping[Key, AdminError], wanted: Mapping[Key, int]) 
                     "deletes records only from delete-policy topics")
         return partition_line(key, e.code or 0)
     return partition_lines(errors, line)
+
+
+# -- ACLs ----------------------------------------------------------------------------------------
+
+
+def acl_lines(errors: Mapping[Binding, AdminError]) -> list[str]:
+    """Each ACL CreateAcls did not add, as kafka-acls lists it, with why; a request refused as
+    a whole (not authorized), its one line."""
+    def line(binding: Binding, e: AdminError) -> str:
+        why = error_line(ApiKey.CREATE_ACLS, e.code or 0, e.message or None)
+        return why if is_authorization_error(e.code or 0) else f"Not added: {' '.join(map(str, binding.row()))}: {why}"
+    return lines(errors, line)
+
+
+# -- features ------------------------------------------------------------------------------------
+
+
+def feature_lines(errors: Mapping[str, AdminError]) -> list[str]:
+    """`feature: why` for each feature UpdateFeatures refused."""
+    return lines(errors, lambda name, e: f"{name}: " + error_line(ApiKey.UPDATE_FEATURES, e.code or 0,
+                                                                   e.message or None, entity=name))
+
+
+# -- configs -----------------------------------------------------------------------------------
+# kafka_shell.admin.configs is imported where used: it reads Kafka's release definitions, which
+# list-topics starts without (see commands/topics.py's DEFERRED).
+
+
+def config_change_lines(answers: Answers[str, None], kind: str, dry_run: bool) -> tuple[list[str], list[str]]:
+    """What IncrementalAlterConfigs did, as kafka-configs says it: a line per entity changed
+    (validated, in a dry run), and one per entity refused."""
+    from kafka_shell.admin import configs
+    done = [f"{'Validated' if dry_run else 'Completed'} updating config for {configs.label(kind, name)}"
+            + (" (dry run)." if dry_run else ".") for name in answers.rows]
+    return done, lines(answers.errors, lambda name, e: config_refusal_line(kind, name, e))
+
+
+def config_refusal_line(kind: str, name: str, error: AdminError) -> str:
+    """Why IncrementalAlterConfigs did not change an entity's configs."""
+    from kafka_shell.admin import configs
+    return error_line(ApiKey.INCREMENTAL_ALTER_CONFIGS, error.code or 0, error.message or None,
+                      **configs.refusal_context(kind, name))
+
+
+def import_refusal_lines(refused: Mapping[tuple[str, str], AdminError]) -> list[str]:
+    """import-configs: one line per entity (section, name) the cluster refused or that did not
+    answer, naming it (once: the line may name it already)."""
+    from kafka_shell.admin import cluster_configs
+    out = []
+    for (section, name), error in refused.items():
+        entity = cluster_configs.describe_entity(section, name)
+        if error.code is None:
+            why = error.message
+        elif section == cluster_configs.QUOTAS:
+            why = error_line(ApiKey.ALTER_CLIENT_QUOTAS, error.code, error.message or None)
+        else:
+            why = config_refusal_line(cluster_configs.KINDS[section], name, error)
+        out.append(why if entity in why else f"{entity.capitalize()}: {why}")
+    return out
+
+
+def missing_config_line(kind: str, missing: Mapping[str, list[str]]) -> str:
+    """The keys of a --delete-config that no entity named has and Kafka knows no config by, as
+    kafka-configs refuses them ("Invalid config(s)"), with the nearest name Kafka knows."""
+    from kafka_shell.admin import configs
+    name, keys = next(iter(missing.items()))
+    return (f"Invalid config(s): {', '.join(keys)}: {configs.label(kind, name)} has no such config "
+            f"and Kafka knows none by that name{suggest(keys[0], sorted(configs.known_keys(kind) or ()))}")
 
 
 # -- topics ------------------------------------------------------------------------------------
