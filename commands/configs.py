@@ -19,7 +19,7 @@ from kafka_shell.admin import cluster, cluster_configs, configs, topics
 from kafka_shell.connection.client_config import is_secret
 from kafka_shell.base.errors import ShellError, UsageError, printable, shown
 from kafka_shell.base.files import read_json, write_new
-from kafka_shell.declarations import failure_lines
+from kafka_shell.declarations import config_files, failure_lines
 from kafka_shell.declarations.option_types import CONFIG_NAME, broker_id, group_id
 from kafka_shell.declarations.registry import INT32_MAX, Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
@@ -222,7 +222,7 @@ def export_configs(session: Session, args: dict) -> Result:
     if os.path.lexists(path):   # write_new refuses it too, but only after everything was read
         raise UsageError(f"{printable(str(path))} already exists: remove it or choose another file name")
     snap = cluster_configs.read(session.conn)
-    doc = cluster_configs.document(snap, cluster.cluster_id(session.conn))
+    doc = config_files.document(snap, cluster.cluster_id(session.conn))
     write_new(path, json.dumps(doc, indent=2) + "\n")
     rows: list[list] = []
     for section in cluster_configs.SECTIONS:
@@ -257,7 +257,7 @@ IMPORT_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, op
          examples=("import-configs prod-configs.json", "import-configs prod-configs.json --execute"), tables=("changes",))
 def import_configs(session: Session, args: dict) -> Result | Proposal:
     path = printable(args["file"])   # whole: a path cut short names nothing
-    wanted = cluster_configs.from_document(read_json(args["file"], "", "give a file export-configs wrote"), path)
+    wanted = config_files.from_document(read_json(args["file"], "", "give a file export-configs wrote"), path)
     now = cluster_configs.read(session.conn, wanted.sections)
     changes, absent = cluster_configs.plan(wanted, now)
     table = Table(["Section", "Entity", "Name", "Value", "NewValue", "Action"],
