@@ -192,9 +192,13 @@ def _change_replication_factor(session: Session, snap: ClusterSnapshot, found: l
     """Start the reassignment that gives each topic `rf` replicas per partition (planned with
     minimal movement); one line per topic."""
     from kafka_shell.admin import reassignments  # see DEFERRED
+    from kafka_shell.admin.assignment_plan import PlanError
     messages = []
     for topic in found:
-        change = reassignments.plan_replication_factor(snap, topic, rf)
+        try:
+            change = reassignments.plan_replication_factor(snap, topic, rf)
+        except PlanError as exc:
+            raise UsageError(failure_lines.plan_line(exc)) from None
         if not change.changed:
             messages.append(f'Topic "{topic.name}" already has replication factor {rf}: nothing to change.')
             continue

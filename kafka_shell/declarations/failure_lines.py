@@ -22,6 +22,7 @@ from kafka_shell.base.errors import kafka_error_message, shown, suggest
 if TYPE_CHECKING:
     from kafka_shell.admin import resets
     from kafka_shell.admin.acls import Binding
+    from kafka_shell.admin.assignment_plan import PlanError
     from kafka_shell.admin.elections import Election
 
 Key = tuple[str, int]
@@ -295,6 +296,26 @@ def transaction_line(code: int, transactional_id: str, detail: str | None = None
 
 def transaction_lines(errors: Mapping[str, AdminError]) -> list[str]:
     return lines(errors, lambda tid, e: transaction_line(e.code or 0, tid, e.message or None))
+
+
+# -- plans -----------------------------------------------------------------------------------------
+
+
+def plan_line(error: PlanError) -> str:
+    """Why a reassignment plan cannot be made (admin.assignment_plan.PlanError), and what to do."""
+    from kafka_shell.admin import assignment_plan as plan
+    if error.reason == plan.NO_SUCH_TOPIC:
+        return f'Topic "{shown(error.topic)}" does not exist (check the name with list-topics)'
+    if error.reason == plan.PARTIAL_RACKS:
+        return (f"Brokers {','.join(map(str, error.brokers))} have no rack while others do: give every broker a "
+                "rack, or use --disable-rack-aware")
+    if error.reason == plan.NO_BROKERS:
+        return "The broker list is empty: give the brokers to place replicas on"
+    if error.reason == plan.FACTOR_ABOVE_BROKERS:
+        count = len(error.brokers)
+        return (f'Replication factor {error.factor} of topic "{shown(error.topic)}" is larger than the {count} '
+                f"broker(s) to place it on: use {count} or fewer")
+    return f'Replication factor of topic "{shown(error.topic)}" must be at least 1'
 
 
 # -- notes: what Kafka's tools say beside a plan --------------------------------------------------
