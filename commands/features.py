@@ -26,9 +26,14 @@ def feature_level(text: str) -> tuple[str, int]:
     return name.strip(), int(level)
 
 
-def _metadata(text: str) -> str:
-    features.metadata_version(text)   # known, or the line listing the known ones
-    return text
+def _metadata(text: str) -> tuple[str, int]:
+    """A metadata version or release the shell knows -> (the name as given, its level); else
+    kafka-features' line listing the known ones."""
+    known = features.metadata_version(text)
+    if known is None:
+        names = ", ".join(n for n, _, _ in features.metadata_versions())
+        raise UsageError(f"Unknown metadata.version '{text}'. Supported metadata.version are: {names}")
+    return known
 
 
 METADATA = Option("--metadata", type=_metadata, metavar="VERSION",
@@ -43,7 +48,7 @@ def _updates(args: dict, upgrade_type: int) -> list[features.Update]:
     if args.get("metadata"):
         if any(name == features.METADATA_VERSION for name, _ in wanted):
             raise UsageError("metadata.version is given twice: use --metadata or --feature metadata.version=N")
-        wanted.insert(0, (features.METADATA_VERSION, features.metadata_version(args["metadata"])[1]))
+        wanted.insert(0, (features.METADATA_VERSION, args["metadata"][1]))
     if not wanted:
         raise UsageError("Give --metadata VERSION or --feature NAME=LEVEL (see describe-features)")
     names = [n for n, _ in wanted]

@@ -12,7 +12,7 @@ from kafka_shell import __version__
 from kafka_shell.protocol import definitions
 from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.base.answers import CONTROLLER, AdminError, Answers, Target
-from kafka_shell.base.errors import NotSupported, UsageError
+from kafka_shell.base.errors import NotSupported
 
 from kafka_shell.admin.errors import response_error
 
@@ -75,15 +75,11 @@ def latest_production() -> str:
     return str(definitions.feature_levels()["latest_production"])
 
 
-def metadata_version(text: str) -> tuple[str, int]:
+def metadata_version(text: str) -> tuple[str, int] | None:
     """A metadata version as kafka-features takes it (`4.1-IV1`, or a release `4.1`: its last
-    one) -> (the name as given, its level)."""
-    known = metadata_versions()
-    matches = [(n, level) for n, level, _ in known if n == text or n.split("-IV")[0] == text]
-    if not matches:
-        names = ", ".join(n for n, _, _ in known)
-        raise UsageError(f"Unknown metadata.version '{text}'. Supported metadata.version are: {names}")
-    return text, matches[-1][1]
+    one) -> (the name as given, its level); None when no release the shell knows has it."""
+    matches = [(n, level) for n, level, _ in metadata_versions() if n == text or n.split("-IV")[0] == text]
+    return (text, matches[-1][1]) if matches else None
 
 
 def level_name(feature: str, level: int) -> str:
@@ -95,10 +91,14 @@ def level_name(feature: str, level: int) -> str:
     return str(level)
 
 
-def version_mapping(release: str | None) -> list[tuple[str, int, str | None]]:
-    """What `kafka-features version-mapping` prints for a release: (feature, level, the
-    metadata version's name for metadata.version)."""
-    name, level = metadata_version(release or latest_production())
+def version_mapping(release: tuple[str, int] | None) -> list[tuple[str, int, str | None]]:
+    """What `kafka-features version-mapping` prints for a release (metadata_version's answer;
+    None: the latest production one): (feature, level, the metadata version's name for
+    metadata.version)."""
+    if release is None:
+        release = metadata_version(latest_production())
+        assert release is not None   # the latest production version is one the shell knows
+    name, level = release
     others = next(o for n, lv, o in metadata_versions() if lv == level)
     return [(METADATA_VERSION, level, name), *((f, lv, None) for f, lv in others.items())]
 
