@@ -231,7 +231,7 @@ def create_acls(session: Session, args: dict) -> Result:
         return Result(tables=[table], messages=[f"Added {len(bindings)} ACL(s)."])
     table.rows = [b.row() for b in added.rows]
     return Result.outcome([table], [f"Added {len(added.rows)} of {len(bindings)} ACL(s)."] if added.rows else [],
-                          failure_lines.acl_lines(added.errors))
+                          failure_lines.acl_lines(added))
 
 
 @command("delete-acls", *RESOURCE, *PRINCIPALS,

@@ -133,13 +133,16 @@ def deletion_lines(errors: Mapping[Key, AdminError], wanted: Mapping[Key, int]) 
 # -- ACLs ----------------------------------------------------------------------------------------
 
 
-def acl_lines(errors: Mapping[Binding, AdminError]) -> list[str]:
-    """Each ACL CreateAcls did not add, as kafka-acls lists it, with why; a request refused as
-    a whole (not authorized), its one line."""
-    def line(binding: Binding, e: AdminError) -> str:
-        why = error_line(ApiKey.CREATE_ACLS, e.code or 0, e.message or None)
-        return why if is_authorization_error(e.code or 0) else f"Not added: {' '.join(map(str, binding.row()))}: {why}"
-    return lines(errors, line)
+def acl_lines(created: Answers[Binding, None]) -> list[str]:
+    """Each ACL CreateAcls did not add, as kafka-acls lists it, with why; when every one was
+    refused for the same reason (not authorized, security disabled), that reason once."""
+    def why(e: AdminError) -> str:
+        return error_line(ApiKey.CREATE_ACLS, e.code or 0, e.message or None)
+    reasons = {(e.code, e.message) for e in created.errors.values()}
+    if not created.rows and len(reasons) == 1:
+        first = next(iter(created.errors.values()))
+        return [why(first) if is_authorization_error(first.code or 0) else f"No ACL was added: {why(first)}"]
+    return lines(created.errors, lambda b, e: f"Not added: {' '.join(map(str, b.row()))}: {why(e)}")
 
 
 # -- features ------------------------------------------------------------------------------------
