@@ -263,10 +263,12 @@ def import_configs(session: Session, args: dict) -> Result | Proposal:
     table = Table(["Section", "Entity", "Name", "Value", "NewValue", "Action"],
                   [[c.section, c.entity or None, c.key, c.value, c.new, c.action] for c in changes], name="changes")
     # What the cluster does not have, did not say, or refuses (validated only) stops --execute.
-    failures = [*failure_lines.config_lines(now.broker_errors), *failure_lines.group_listing_lines(now.group_listing_errors),
+    refused = cluster_configs.apply(session.conn, changes, wanted, validate_only=True) if changes else {}
+    failures = [*failure_lines.config_lines(now.broker_errors),
+                *failure_lines.group_listing_lines(now.group_listing_errors),
                 *(f"{cluster_configs.describe_entity(section, name).capitalize()} is not in the cluster: its "
                   f"{count} config(s) are not applied." for (section, name), count in absent.items()),
-                *failure_lines.import_refusal_lines(cluster_configs.apply(session.conn, changes, wanted, validate_only=True) if changes else {})]
+                *failure_lines.import_refusal_lines(refused)]
     entities = len({(c.section, c.entity) for c in changes})
     execute = args["execute"] and not args["dry_run"]
     if not changes:
@@ -276,7 +278,8 @@ def import_configs(session: Session, args: dict) -> Result | Proposal:
                                                    if execute else "Fix what is named above before --execute."])
     if execute:
         def apply() -> Result:
-            failed = failure_lines.import_refusal_lines(cluster_configs.apply(session.conn, changes, wanted, validate_only=False))
+            failed = failure_lines.import_refusal_lines(cluster_configs.apply(session.conn, changes, wanted,
+                                                                              validate_only=False))
             return Result.outcome([table], [*now.notes, f"Changed the configs of {entities - len(failed)} of {entities} "
                                             "entities."], failed)
         return Proposal(f"Change {len(changes)} config(s) of {entities} entities to match {path}. Continue?",

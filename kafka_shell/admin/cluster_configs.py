@@ -175,8 +175,9 @@ def describe_entity(section: str, name: str) -> str:
 def apply(conn: ConnectionManager, changes: list[Change], wanted: Snapshot,
           validate_only: bool) -> dict[tuple[str, str], AdminError]:
     """Apply (or with `validate_only` have the cluster validate) the changes, one request per
-    entity: (section, name) -> the cluster's refusal, of each entity it refused. Sensitive values
-    come from the document only (a hidden one is never sent back)."""
+    entity: (section, name) -> an AdminError for each entity refused (its code), or whose request
+    failed as a whole (no code; the failure's line as its message). Sensitive values come from
+    the document only (a hidden one is never sent back)."""
     by_entity: dict[tuple[str, str], list[Change]] = {}
     for c in changes:
         by_entity.setdefault((c.section, c.entity), []).append(c)
@@ -190,7 +191,7 @@ def apply(conn: ConnectionManager, changes: list[Change], wanted: Snapshot,
                 set_ = {c.key: wanted.configs[section][name][c.key] for c in group if c.new is not None}
                 delete = [c.key for c in group if c.new is None]
                 error = configs.alter(conn, KINDS[section], [name], set_, delete, validate_only).errors.get(name)
-        except KafkaCallError as exc:   # not answered: the other entities are still tried
+        except KafkaCallError as exc:   # the request failed (not answered...): the other entities are still tried
             error = AdminError(None, Target(CONTROLLER), str(exc))
         if error is not None:
             refused[(section, name)] = error

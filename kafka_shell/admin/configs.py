@@ -287,6 +287,8 @@ def alter_or_fail(conn: ConnectionManager, kind: str, names: list[str], set_: di
                   dry_run: bool) -> None:
     """`alter` for a caller that cannot go on past a refusal: the first one is the error the
     call fails with."""
-    for name, error in alter(conn, kind, names, set_, delete, dry_run).errors.items():
+    refused = alter(conn, kind, names, set_, delete, dry_run).errors
+    if refused:
+        name, error = next(iter(refused.items()))
         raise response_error(ApiKey.INCREMENTAL_ALTER_CONFIGS, error.code or 0, error.message or None,
                              **refusal_context(kind, name))
