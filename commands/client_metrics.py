@@ -8,6 +8,9 @@ import uuid
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import client_metrics
+from kafka_shell.admin.configs import CLIENT_METRICS
+from kafka_shell.base.answers import Answers
+from kafka_shell.declarations import failure_lines
 from kafka_shell.base.errors import KafkaCallError, UsageError
 from kafka_shell.declarations.registry import INT32_MAX, Confirm, Option, command, int_range
 from kafka_shell.declarations.render import Result, Table
@@ -80,8 +83,8 @@ def alter_client_metrics(session: Session, args: dict) -> Result:
     if args["metrics"] is None and args["interval"] is None and args["match"] is None:
         raise UsageError("Give what to set: --metrics, --interval or --match")
     name = args["name"] or str(uuid.uuid4())
-    lines = client_metrics.alter(session.conn, name, args["metrics"], args["interval"], args["match"], args["dry_run"])
-    return Result.message(*lines)
+    return _changed(client_metrics.alter(session.conn, name, args["metrics"], args["interval"], args["match"],
+                                         args["dry_run"]), args["dry_run"])
 
 
 @command("delete-client-metrics", Option("--name", type=_name, required=True, metavar="NAME",
@@ -90,4 +93,9 @@ def alter_client_metrics(session: Session, args: dict) -> Result:
          help="Delete a client metrics subscription (kafka-client-metrics --delete).",
          examples=("delete-client-metrics --name producers --yes",))
 def delete_client_metrics(session: Session, args: dict) -> Result:
-    return Result.message(*client_metrics.delete(session.conn, _existing(session, args["name"]), args["dry_run"]))
+    return _changed(client_metrics.delete(session.conn, _existing(session, args["name"]), args["dry_run"]), args["dry_run"])
+
+
+def _changed(answers: Answers[str, None], dry_run: bool) -> Result:
+    done, refused = failure_lines.config_change_lines(answers, CLIENT_METRICS, dry_run)
+    return Result.outcome([], done, refused)

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, cluster_configs, configs, topics
 from kafka_shell.connection.client_config import is_secret
-from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, printable, shown
+from kafka_shell.base.errors import ShellError, UsageError, printable, shown
 from kafka_shell.base.files import read_json, write_new
-from kafka_shell.declarations import failure_lines
+from kafka_shell.declarations import config_files, failure_lines
 from kafka_shell.declarations.option_types import CONFIG_NAME, broker_id, group_id
 from kafka_shell.declarations.registry import INT32_MAX, Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
@@ -183,9 +183,12 @@ def alter_configs_command(session: Session, args: dict) -> Result:
     both = set(set_) & set(delete)
     if both:
         raise UsageError(f"{', '.join(sorted(both))} is both added and deleted: pick one")
-    configs.check_deletions(session.conn, kind, [name], delete)
+    missing = configs.missing_deletions(session.conn, kind, [name], delete)
+    if missing:
+        raise UsageError(failure_lines.missing_config_line(kind, missing))
     if not args["dry_run"]:
-        return Result.message(*configs.alter(session.conn, kind, [name], set_, delete, False))
+        return Result.outcome([], *failure_lines.config_change_lines(
+            configs.alter(session.conn, kind, [name], set_, delete, False), kind, False))
     # What would change, old -> new, read now; then the cluster's own validation of it.
     current = {e.name: e for e in configs.describe(session.conn, kind, [name]).get(name, [])}
     if kind == configs.BROKERS and not name:
@@ -197,8 +200,9 @@ def alter_configs_command(session: Session, args: dict) -> Result:
         new = (configs.HIDDEN if secret else set_[key]) if key in set_ else None
         rows.append([key, now.shown if now is not None else None, now.source if now is not None else None,
                      new if key in set_ else "(default)"])
-    return Result.table(["Name", "Value", "Source", "NewValue"], rows,
-                        *configs.alter(session.conn, kind, [name], set_, delete, True), name="changes")
+    done, refused = failure_lines.config_change_lines(configs.alter(session.conn, kind, [name], set_, delete, True),
+                                                      kind, True)
+    return Result.outcome([Table(["Name", "Value", "Source", "NewValue"], rows, name="changes")], done, refused)
 
 
 # -- configs across the cluster: export-configs, import-configs, diff-configs -----------------------
@@ -218,7 +222,7 @@ def export_configs(session: Session, args: dict) -> Result:
     if os.path.lexists(path):   # write_new refuses it too, but only after everything was read
         raise UsageError(f"{printable(str(path))} already exists: remove it or choose another file name")
     snap = cluster_configs.read(session.conn)
-    doc = cluster_configs.document(snap, cluster.cluster_id(session.conn))
+    doc = config_files.document(snap, cluster.cluster_id(session.conn))
     write_new(path, json.dumps(doc, indent=2) + "\n")
     rows: list[list] = []
     for section in cluster_configs.SECTIONS:
@@ -232,7 +236,8 @@ def export_configs(session: Session, args: dict) -> Result:
     notes = [*snap.notes, f"Wrote {sum(r[2] for r in rows)} config(s) of {sum(r[1] for r in rows)} entities to {printable(str(path))}"
              + (f"; {hidden} sensitive value(s) left out (the file lists their keys)." if hidden else ".")]
     return Result.outcome([Table(["Section", "Entities", "Configs", "SensitiveLeftOut"], rows, name="exported")],
-                          notes, failure_lines.config_lines(snap.broker_errors))
+                          notes, [*failure_lines.config_lines(snap.broker_errors),
+                                  *failure_lines.group_listing_lines(snap.group_listing_errors)])
 
 
 IMPORT_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute")
@@ -252,16 +257,18 @@ IMPORT_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, op
          examples=("import-configs prod-configs.json", "import-configs prod-configs.json --execute"), tables=("changes",))
 def import_configs(session: Session, args: dict) -> Result | Proposal:
     path = printable(args["file"])   # whole: a path cut short names nothing
-    wanted = cluster_configs.from_document(read_json(args["file"], "", "give a file export-configs wrote"), path)
+    wanted = config_files.from_document(read_json(args["file"], "", "give a file export-configs wrote"), path)
     now = cluster_configs.read(session.conn, wanted.sections)
     changes, absent = cluster_configs.plan(wanted, now)
     table = Table(["Section", "Entity", "Name", "Value", "NewValue", "Action"],
                   [[c.section, c.entity or None, c.key, c.value, c.new, c.action] for c in changes], name="changes")
     # What the cluster does not have, did not say, or refuses (validated only) stops --execute.
+    refused = cluster_configs.apply(session.conn, changes, wanted, validate_only=True) if changes else {}
     failures = [*failure_lines.config_lines(now.broker_errors),
+                *failure_lines.group_listing_lines(now.group_listing_errors),
                 *(f"{cluster_configs.describe_entity(section, name).capitalize()} is not in the cluster: its "
                   f"{count} config(s) are not applied." for (section, name), count in absent.items()),
-                *_refusal_lines(cluster_configs.apply(session.conn, changes, wanted, validate_only=True) if changes else {})]
+                *failure_lines.import_refusal_lines(refused)]
     entities = len({(c.section, c.entity) for c in changes})
     execute = args["execute"] and not args["dry_run"]
     if not changes:
@@ -271,22 +278,14 @@ def import_configs(session: Session, args: dict) -> Result | Proposal:
                                                    if execute else "Fix what is named above before --execute."])
     if execute:
         def apply() -> Result:
-            failed = _refusal_lines(cluster_configs.apply(session.conn, changes, wanted, validate_only=False))
+            failed = failure_lines.import_refusal_lines(cluster_configs.apply(session.conn, changes, wanted,
+                                                                              validate_only=False))
             return Result.outcome([table], [*now.notes, f"Changed the configs of {entities - len(failed)} of {entities} "
                                             "entities."], failed)
         return Proposal(f"Change {len(changes)} config(s) of {entities} entities to match {path}. Continue?",
                         "import-configs --execute changes configs", apply)
     return Result.outcome([table], [*now.notes, f"{len(changes)} change(s) of {entities} entities, validated by the "
                                     "cluster. Dry run: nothing was changed (add --execute to apply)."], [])
-
-
-def _refusal_lines(refused: dict[tuple[str, str], KafkaCallError]) -> list[str]:
-    """One line per entity the cluster refused, naming it (once: the refusal may name it already)."""
-    lines = []
-    for (section, name), exc in refused.items():
-        entity = cluster_configs.describe_entity(section, name)
-        lines.append(str(exc) if entity in str(exc) else f"{entity.capitalize()}: {exc}")
-    return lines
 
 
 @command("diff-configs",

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import features
+from kafka_shell.base.answers import Answers
+from kafka_shell.declarations import failure_lines
 from kafka_shell.base.errors import UsageError, shown
 from kafka_shell.base.limits import INT16_MAX
 from kafka_shell.declarations.registry import Confirm, Option, command
@@ -24,9 +26,14 @@ def feature_level(text: str) -> tuple[str, int]:
     return name.strip(), int(level)
 
 
-def _metadata(text: str) -> str:
-    features.metadata_version(text)   # known, or the line listing the known ones
-    return text
+def _metadata(text: str) -> tuple[str, int]:
+    """A metadata version or release the shell knows -> (the name as given, its level); else
+    kafka-features' line listing the known ones."""
+    known = features.metadata_version(text)
+    if known is None:
+        names = ", ".join(n for n, _, _ in features.metadata_versions())
+        raise UsageError(f"Unknown metadata.version '{text}'. Supported metadata.version are: {names}")
+    return known
 
 
 METADATA = Option("--metadata", type=_metadata, metavar="VERSION",
@@ -41,7 +48,7 @@ def _updates(args: dict, upgrade_type: int) -> list[features.Update]:
     if args.get("metadata"):
         if any(name == features.METADATA_VERSION for name, _ in wanted):
             raise UsageError("metadata.version is given twice: use --metadata or --feature metadata.version=N")
-        wanted.insert(0, (features.METADATA_VERSION, features.metadata_version(args["metadata"])[1]))
+        wanted.insert(0, (features.METADATA_VERSION, args["metadata"][1]))
     if not wanted:
         raise UsageError("Give --metadata VERSION or --feature NAME=LEVEL (see describe-features)")
     names = [n for n, _ in wanted]
@@ -66,11 +73,24 @@ def _change(session: Session, updates: list[features.Update], dry_run: bool) -> 
                      features.level_name(u.feature, u.level)])
     table = Table(["Feature", "FinalizedVersionLevel", "NewVersionLevel"], rows, name="changes")
     if dry_run:
-        return Result(tables=[table], messages=features.update(session.conn, updates, True))
+        return _updated(table, features.update(session.conn, updates, True), True)
     change = ", ".join(f"{name} {old or 0} -> {new}" for name, old, new in rows)
     return Proposal(f"Change {change} (a metadata.version upgrade cannot be undone)?",
                     f"The feature change ({change}) needs confirmation",
-                    lambda: Result(tables=[table], messages=features.update(session.conn, updates, False)))
+                    lambda: _updated(table, features.update(session.conn, updates, False), False))
+
+
+def _updated(table: Table, answers: Answers[str, features.Update], dry_run: bool) -> Result:
+    """A line per feature changed (validated), as kafka-features says it; when the controller
+    refused any, only the lines of those it refused."""
+    if answers.errors:
+        return Result.message(*failure_lines.feature_lines(answers.errors), exit_code=1)
+    verb = "could be" if dry_run else "was"
+    return Result(tables=[table], messages=[
+        f"{u.feature} {verb} " + ("disabled" if u.level == 0 else
+                                  f"{'upgraded' if u.upgrade_type == features.UPGRADE else 'downgraded'} to "
+                                  f"{features.level_name(u.feature, u.level)}") + "."
+        for u in answers.rows.values()])
 
 
 @command("describe-features",

@@ -16,7 +16,7 @@ from kafka_shell.admin.errors import no_such_group
 from kafka_shell.base.answers import Answers
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.declarations.group_offsets import (EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SPECIFIERS,
-                                                   deletion_result, planned, reset_spec)
+                                                   deletion_result, planned, read_csv, reset_spec, to_csv)
 from kafka_shell.declarations.option_types import group_id
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
@@ -265,7 +265,7 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
          tables=("offsets",))
 def reset_offsets(session: Session, args: dict) -> Result | Proposal:
     group_ids = chosen_groups(session, args["group"], args["all_groups"])
-    plan_file = resets.read_csv(args["from_file"], group_ids) if args["from_file"] else None
+    plan_file = read_csv(args["from_file"], group_ids) if args["from_file"] else None
     if not (args["topic"] or args["all_topics"] or plan_file is not None):
         raise UsageError("reset-offsets needs a scope: --topic, --all-topics or --from-file")
     execute = args["execute"] and not args["dry_run"]
@@ -294,7 +294,7 @@ def reset_offsets(session: Session, args: dict) -> Result | Proposal:
             failures.append(str(exc))
     rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
-    text = resets.to_csv(plans, len(group_ids) == 1) if args["export"] else None
+    text = to_csv(plans, len(group_ids) == 1) if args["export"] else None
     if execute and plans:
         def commit() -> Result:
             for gid, plan in plans.items():
@@ -475,7 +475,7 @@ def copy_offsets(session: Session, args: dict) -> Result | Proposal:
     new = {k: offset for k, (_, offset) in plan.rows.items()}
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"],
                   [[target, t, p, was, offset] for (t, p), (was, offset) in sorted(plan.rows.items())], name="offsets")
-    text = resets.to_csv({target: dict(plan.rows)}, True) if args["export"] else None
+    text = to_csv({target: dict(plan.rows)}, True) if args["export"] else None
     if args["execute"] and not args["dry_run"] and new:
         def commit() -> Result:
             committed = offsets.commit(session.conn, target, new)

@@ -16,6 +16,7 @@ from kafka_shell.admin.configs import PREFERRED_CONTROLLER_KEY
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.connection.metadata import KRAFT, ControllerInfo
+from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.option_types import positive_int
 from kafka_shell.declarations.registry import INT32_MAX, Option, command, int_range
 from kafka_shell.declarations.render import Result
@@ -54,7 +55,7 @@ def preferred_controller(session: Session, args: dict) -> Result:
     if action == "show":
         return show(session)
     if action == "clear":
-        lines = configs.alter(session.conn, configs.BROKERS, [""], {}, [PREFERRED_CONTROLLER_KEY], args["dry_run"])
+        lines = _set_defaults(session, {}, [PREFERRED_CONTROLLER_KEY], args["dry_run"])
         verb = "would be" if args["dry_run"] else "is"
         return Result.message(*lines, f"No preferred controller {verb} set: every candidate may stand.")
     try:
@@ -62,14 +63,22 @@ def preferred_controller(session: Session, args: dict) -> Result:
     except ValueError as exc:
         raise UsageError(f'Invalid node id "{shown(values[0])}": expected {exc}') from None
     require_up(session, wanted)
-    lines = configs.alter(session.conn, configs.BROKERS, [""], {PREFERRED_CONTROLLER_KEY: str(wanted)}, [],
-                          args["dry_run"])
+    lines = _set_defaults(session, {PREFERRED_CONTROLLER_KEY: str(wanted)}, [], args["dry_run"])
     if args["dry_run"]:
         return Result.message(*lines)
     if not args["blocking"]:
         now = session.conn.controller()
         return Result.message(*lines, f"Preferred controller set to {wanted}; active controller now {now.id}.")
     return Result.message(*lines, wait_until_active(session, wanted, args["timeout_ms"]))
+
+
+def _set_defaults(session: Session, set_: dict[str, str], delete: list[str], dry_run: bool) -> list[str]:
+    """Change the cluster-wide broker defaults: kafka-configs' line for it, or its refusal as the error."""
+    done, refused = failure_lines.config_change_lines(configs.alter(session.conn, configs.BROKERS, [""], set_, delete,
+                                                                    dry_run), configs.BROKERS, dry_run)
+    if refused:
+        raise KafkaCallError(" ".join(refused))
+    return done
 
 
 def show(session: Session) -> Result:

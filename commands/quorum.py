@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, quorum
 from kafka_shell.base.errors import ShellError, UsageError
+from kafka_shell.declarations.controller_files import voter_from_config
 from kafka_shell.declarations.option_types import broker_id, controller_endpoint, directory_id
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
@@ -33,6 +34,19 @@ def _voters(ids: list[int]) -> str:
     return "{" + ", ".join(map(str, sorted(ids))) + "}"
 
 
+def _not_addable_line(refused: quorum.NotAddable) -> str:
+    """Why the quorum cannot take the controller, and what to give instead."""
+    node = refused.node_id
+    if refused.reason == quorum.ALREADY_VOTER:
+        return f"Controller {node} already votes in the quorum (voters: {', '.join(map(str, refused.voters))})"
+    if refused.reason == quorum.NOT_FOLLOWING:
+        return (f"Controller {node} does not follow the quorum (observers: "
+                f"{', '.join(map(str, refused.observers)) or 'none'}), so its directory id is unknown: start it, or "
+                "give --controller-directory-id")
+    return (f"Controller {node}'s listener is unknown: give --controller-endpoint NAME@HOST:PORT "
+            "(or --bootstrap-controller, where the controllers are registered)")
+
+
 @command("add-controller",
          Option("--controller-id", type=broker_id, metavar="ID",
                 help="The new controller's node.id (it must be formatted with --no-initial-controllers and running)."),
@@ -55,9 +69,11 @@ def add_controller(session: Session, args: dict) -> Result | Proposal:
     if args["config"]:
         if node_id is not None:
             raise UsageError("Give --controller-id or --config, not both")
-        node_id, directory, endpoints = quorum.voter_from_config(args["config"])
+        node_id, directory, endpoints = voter_from_config(args["config"])
     q = quorum.describe(session.conn)
     voter = quorum.new_voter(session.conn, q, node_id, directory, endpoints)
+    if isinstance(voter, quorum.NotAddable):
+        raise UsageError(_not_addable_line(voter))
     before = [v.replica_id for v in q.voters]
     change = f"voters {_voters(before)} -> {_voters([*before, node_id])}"
     table = _plan(q, voter, None)

@@ -18,6 +18,7 @@ from kafka_shell.admin import log_dirs, reassignments, throttles, topics
 from kafka_shell.declarations import failure_lines
 from kafka_shell.admin.log_dirs import ReplicaKey
 from kafka_shell.admin.reassignments import Move
+from kafka_shell.admin.assignment_plan import PlanError
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import ShellError, UsageError
 from kafka_shell.base.files import FileExists, read_json
@@ -183,7 +184,10 @@ def save_rollback(source: str, text: str) -> Path:
 
 def generate(session: Session, args: dict) -> Result:
     names = args["topic"] or topics_to_move(args["topics_to_move_json_file"])
-    plan = reassignments.generate(session.conn, names, args["broker_list"], not args["disable_rack_aware"])
+    try:
+        plan = reassignments.generate(session.conn, names, args["broker_list"], not args["disable_rack_aware"])
+    except PlanError as exc:
+        raise UsageError(failure_lines.plan_line(exc)) from None
     messages = [f"{plan.moved} replica(s) move (at least {plan.lower_bound} needed for balance)."]
     if args["proposed_json_file"]:
         write_file(Path(args["proposed_json_file"]).expanduser(), as_json(plan.proposed))

@@ -24,6 +24,7 @@ from kafka_shell.admin.acls import ResourceType as Res
 from kafka_shell.base.errors import UsageError, printable, shown
 from kafka_shell.base.files import read_text
 from kafka_shell.base.limits import MAX_STRING_BYTES
+from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.option_types import CONFIG_NAME
 from kafka_shell.declarations.registry import INT32_MAX, Confirm, Option, command, int_range
 from kafka_shell.declarations.render import Proposal, Result, Table
@@ -225,8 +226,12 @@ def create_acls(session: Session, args: dict) -> Result:
     session.acl_names.remember(table.rows)
     if args["dry_run"]:
         return Result(tables=[table], messages=[f"Would add {len(bindings)} ACL(s) (dry run)."])
-    acls.create(session.conn, bindings)
-    return Result(tables=[table], messages=[f"Added {len(bindings)} ACL(s)."])
+    added = acls.create(session.conn, bindings)
+    if not added.errors:
+        return Result(tables=[table], messages=[f"Added {len(bindings)} ACL(s)."])
+    table.rows = [b.row() for b in added.rows]
+    return Result.outcome([table], [f"Added {len(added.rows)} of {len(bindings)} ACL(s)."] if added.rows else [],
+                          failure_lines.acl_lines(added))
 
 
 @command("delete-acls", *RESOURCE, *PRINCIPALS,

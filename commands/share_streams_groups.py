@@ -15,7 +15,7 @@ from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.base.answers import Answers
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.declarations.group_offsets import (EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SPECIFIERS,
-                                                   deletion_result, planned, reset_spec)
+                                                   deletion_result, planned, read_csv, reset_spec, to_csv)
 from kafka_shell.declarations.option_types import choice_list, group_id
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
@@ -151,7 +151,7 @@ SHARE_SPECIFIERS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset
          tables=("offsets",))
 def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal:
     gid = args["group"]
-    from_file = resets.read_csv(args["from_file"], [gid]).get(gid, {}) if args["from_file"] else None
+    from_file = read_csv(args["from_file"], [gid]).get(gid, {}) if args["from_file"] else None
     if not (args["topic"] or args["all_topics"] or from_file is not None):
         raise UsageError("reset-share-group-offsets needs a scope: --topic, --all-topics or --from-file")
     not_empty = _not_empty(session, gid, "offsets can only be reset")
@@ -179,7 +179,7 @@ def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal
         return Result.outcome([], [], [str(exc)])
     rows = [[gid, t, p, current_start, new] for (t, p), (current_start, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "StartOffset", "NewStartOffset"], rows, name="offsets")
-    text = resets.to_csv({gid: plan}, True) if args["export"] else None
+    text = to_csv({gid: plan}, True) if args["export"] else None
     if args["execute"] and not args["dry_run"] and plan:
         def apply() -> Result:
             done = share_groups.alter_offsets(session.conn, gid, {k: new for k, (_, new) in plan.items()})
@@ -444,7 +444,7 @@ def _scope(session: Session, d: streams_groups.StreamsGroup, held: dict[Key, int
 def reset_streams_group_offsets(session: Session, args: dict) -> Result | Proposal:
     streams_groups.require(session.conn)
     group_ids = _streams_group_ids(session, args["group"], args["all_groups"])
-    plan_file = resets.read_csv(args["from_file"], group_ids) if args["from_file"] else None
+    plan_file = read_csv(args["from_file"], group_ids) if args["from_file"] else None
     if not (args["input_topic"] or args["all_input_topics"] or plan_file is not None):
         raise UsageError("reset-streams-group-offsets needs a scope: --input-topic, --all-input-topics or --from-file")
     execute = args["execute"] and not args["dry_run"]
@@ -485,7 +485,7 @@ def reset_streams_group_offsets(session: Session, args: dict) -> Result | Propos
                               else list(dict.fromkeys(args["delete_internal_topic"] or ())))
     rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
-    text = resets.to_csv(plans, len(group_ids) == 1) if args["export"] else None
+    text = to_csv(plans, len(group_ids) == 1) if args["export"] else None
     internal = sorted({t for gid in plans for t in doomed[gid]})
     if execute and plans:
         def apply() -> Result:

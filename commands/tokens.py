@@ -4,9 +4,12 @@ describe-delegation-token. SASL connections only, as Kafka allows them."""
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import tokens
+from kafka_shell.base.errors import UsageError
+from kafka_shell.declarations.option_types import principal
 from kafka_shell.declarations.registry import INT64_MAX, Confirm, Option, command, int_range
 from kafka_shell.declarations.render import Result, Table
 
@@ -19,13 +22,23 @@ period = int_range(-1, INT64_MAX, "a period in ms (-1: the broker's default)")
 HMAC = Option("--hmac", required=True, metavar="HMAC", help="The token's HMAC (base64), as create-delegation-token printed it.")
 
 
+def _hmac(text: str) -> bytes:
+    """The token's HMAC as create-delegation-token printed it (base64). Not an option type: the
+    parser's line would show the value, and an HMAC is a secret."""
+    try:
+        return base64.b64decode(text.strip(), validate=True)
+    except ValueError:
+        raise UsageError("Invalid --hmac: give the token's HMAC in base64, as create-delegation-token printed it") from None
+
+
 def _row(t: tokens.Token) -> list:
     return [t.token_id, t.owner, t.requester, list(t.renewers), t.issued_ms, t.expiry_ms, t.max_ms]
 
 
 @command("create-delegation-token",
-         Option("--owner-principal", metavar="TYPE:NAME", help="Whose token (default: the logged-in principal)."),
-         Option("--renewer-principal", repeatable=True, metavar="WHO",
+         Option("--owner-principal", type=principal, metavar="TYPE:NAME",
+                help="Whose token (default: the logged-in principal)."),
+         Option("--renewer-principal", type=principal, repeatable=True, metavar="WHO",
                 help="A principal who may renew it, TYPE:NAME like User:bob (repeatable)."),
          Option("--max-life-time-period", type=period, default=-1, metavar="MS",
                 help="Its longest life in ms (default: the broker's delegation.token.max.lifetime.ms)."),
@@ -46,7 +59,7 @@ def create_delegation_token(session: Session, args: dict) -> Result:
          help="Renew a delegation token (kafka-delegation-tokens --renew).",
          examples=("renew-delegation-token --hmac <HMAC> --renew-time-period 3600000",), tables=("token",))
 def renew_delegation_token(session: Session, args: dict) -> Result:
-    expiry = tokens.renew(session.conn, args["hmac"], args["renew_time_period"])
+    expiry = tokens.renew(session.conn, _hmac(args["hmac"]), args["renew_time_period"])
     return Result.table(["ExpiryDate"], [[expiry]], "Renewed the delegation token.", name="token", kinds=KINDS)
 
 
@@ -57,13 +70,14 @@ def renew_delegation_token(session: Session, args: dict) -> Result:
          help="Expire a delegation token (kafka-delegation-tokens --expire): at once by default.",
          examples=("expire-delegation-token --hmac <HMAC> --yes",), tables=("token",))
 def expire_delegation_token(session: Session, args: dict) -> Result:
-    expiry = tokens.expire(session.conn, args["hmac"], args["expiry_time_period"])
+    expiry = tokens.expire(session.conn, _hmac(args["hmac"]), args["expiry_time_period"])
     return Result.table(["ExpiryDate"], [[expiry]], "Expired the delegation token." if args["expiry_time_period"] < 0
                         else "Changed the delegation token's expiry.", name="token", kinds=KINDS)
 
 
 @command("describe-delegation-token",
-         Option("--owner-principal", repeatable=True, metavar="TYPE:NAME", help="Only these owners' tokens (repeatable)."),
+         Option("--owner-principal", type=principal, repeatable=True, metavar="TYPE:NAME",
+                help="Only these owners' tokens (repeatable)."),
          help="The delegation tokens this principal may see, without their HMACs (kafka-delegation-tokens --describe).",
          examples=("describe-delegation-token", "describe-delegation-token --owner-principal User:alice"), tables=("tokens",))
 def describe_delegation_token(session: Session, args: dict) -> Result:

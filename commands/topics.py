@@ -192,9 +192,13 @@ def _change_replication_factor(session: Session, snap: ClusterSnapshot, found: l
     """Start the reassignment that gives each topic `rf` replicas per partition (planned with
     minimal movement); one line per topic."""
     from kafka_shell.admin import reassignments  # see DEFERRED
+    from kafka_shell.admin.assignment_plan import PlanError
     messages = []
     for topic in found:
-        change = reassignments.plan_replication_factor(snap, topic, rf)
+        try:
+            change = reassignments.plan_replication_factor(snap, topic, rf)
+        except PlanError as exc:
+            raise UsageError(failure_lines.plan_line(exc)) from None
         if not change.changed:
             messages.append(f'Topic "{topic.name}" already has replication factor {rf}: nothing to change.')
             continue
@@ -247,16 +251,21 @@ def alter_topic(session: Session, args: dict) -> Result:
     if not found:
         raise no_match(args["topic"], snap)
     if args["delete_config"]:
-        configs.check_deletions(conn, configs.TOPICS, [t.name for t in found], args["delete_config"])
+        missing = configs.missing_deletions(conn, configs.TOPICS, [t.name for t in found], args["delete_config"])
+        if missing:
+            raise UsageError(failure_lines.missing_config_line(configs.TOPICS, missing))
     messages: list[str] = pattern_notes(args["topic"], list(snap.topics))
     if args["partitions"]:
         messages += _add_partitions(session, found, args["partitions"], args["replica_assignment"], dry_run)
     if args["replication_factor"]:
         messages += _change_replication_factor(session, snap, found, args["replication_factor"], dry_run)
+    refused: list[str] = []
     if args["config"] or args["delete_config"]:
-        messages += configs.alter(conn, configs.TOPICS, [t.name for t in found], dict(args["config"]),
-                                  args["delete_config"], dry_run)
-    result = Result.message(*messages)
+        done, refused = failure_lines.config_change_lines(
+            configs.alter(conn, configs.TOPICS, [t.name for t in found], dict(args["config"]), args["delete_config"],
+                          dry_run), configs.TOPICS, dry_run)
+        messages += done
+    result = Result.outcome([], messages, refused)
     if not dry_run and (args["partitions"] or args["replication_factor"]):
         total, factor = args["partitions"], args["replication_factor"]
 

@@ -10,6 +10,7 @@ from collections import Counter
 import pytest
 
 from kafka_shell.admin import assignment_plan as rp
+from kafka_shell.declarations import failure_lines
 from tests import kafka_generator
 
 
@@ -119,9 +120,14 @@ def test_replication_factor_up_and_down():
 
 
 def test_plan_errors():
-    with pytest.raises(rp.PlanError, match="larger than the 2 broker"):
+    with pytest.raises(rp.PlanError) as too_many:
         rp.plan({("t", 0): [1, 2, 3]}, [1, 2])
-    with pytest.raises(rp.PlanError, match="no rack while others do"):
+    assert (too_many.value.reason, too_many.value.topic, too_many.value.factor, too_many.value.brokers) == \
+        (rp.FACTOR_ABOVE_BROKERS, "t", 3, (1, 2))
+    assert "larger than the 2 broker(s)" in failure_lines.plan_line(too_many.value)
+    with pytest.raises(rp.PlanError) as partial:
         rp.rack_map([1, 2], {1: "a", 2: None}, True)
+    assert (partial.value.reason, partial.value.brokers) == (rp.PARTIAL_RACKS, (2,))
+    assert failure_lines.plan_line(partial.value).startswith("Brokers 2 have no rack while others do")
     assert rp.rack_map([1, 2], {1: "a", 2: None}, False) is None
     assert rp.rack_map([1, 2], {}, True) is None

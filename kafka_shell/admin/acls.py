@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafka_shell.protocol.authorization import CLUSTER_NAME, is_authorization_error, unsupported_operation
+from kafka_shell.protocol.authorization import CLUSTER_NAME, unsupported_operation
 from kafka_shell.protocol.codes import AclOperation as Operation
 from kafka_shell.protocol.codes import AclPermission as Permission
 from kafka_shell.protocol.codes import AclResourceType as ResourceType
 from kafka_shell.protocol.codes import ApiKey, PatternType
-from kafka_shell.base.errors import KafkaCallError
+from kafka_shell.base.answers import CONTROLLER, AdminError, Answers, Target
 
-from kafka_shell.admin.errors import error_line, response_error
+from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -62,22 +62,21 @@ def describe(conn: ConnectionManager, wanted: Binding) -> list[Binding]:
             for r in answer.resources for e in r.acls]
 
 
-def create(conn: ConnectionManager, bindings: list[Binding]) -> None:
-    """CreateAcls for `bindings`; each succeeds or fails alone: a refusal says how many went in
-    and the first one refused."""
+def create(conn: ConnectionManager, bindings: list[Binding]) -> Answers[Binding, None]:
+    """CreateAcls for `bindings`; each succeeds or fails alone: those added as rows, an
+    AdminError for each refused (the same code for all when the request as a whole was)."""
     conn.debug(f"CreateAcls request: {len(bindings)} ACL(s)")
     body = {"creations": [{"resource_type": b.resource_type, "resource_name": b.name,
                            "resource_pattern_type": b.pattern, "principal": b.principal, "host": b.host,
                            "operation": b.operation, "permission_type": b.permission} for b in bindings]}
     answer = conn.controller_request(ApiKey.CREATE_ACLS, body, mutation=True)
-    failed = [(b, r) for b, r in zip(bindings, answer.results) if r.error_code]
-    if failed:
-        b, r = failed[0]
-        if is_authorization_error(r.error_code):  # the request as a whole was refused
-            raise response_error(ApiKey.CREATE_ACLS, r.error_code)
-        why = error_line(ApiKey.CREATE_ACLS, r.error_code, r.error_message)
-        raise KafkaCallError(f"{len(failed)} of {len(bindings)} ACL(s) not added; "
-                             f"{' '.join(map(str, b.row()))}: {why}", code=r.error_code)
+    out: Answers[Binding, None] = Answers()
+    for b, r in zip(bindings, answer.results):
+        if r.error_code:
+            out.errors[b] = AdminError(r.error_code, Target(CONTROLLER), r.error_message or "")
+        else:
+            out.rows[b] = None
+    return out
 
 
 def delete(conn: ConnectionManager, filters: list[Binding]) -> list[Binding]:

@@ -31,8 +31,21 @@ Key = tuple[str, int]
 Assignment = dict[Key, list[int]]
 
 
+# Why a plan cannot be made (PlanError.reason).
+NO_SUCH_TOPIC = "no such topic"            # `topic` (of a fresh read: reassignments.generate)
+NO_BROKERS = "no brokers"                  # the broker list is empty
+PARTIAL_RACKS = "partial racks"            # `brokers` have no rack while others do (Kafka refuses that too)
+FACTOR_ABOVE_BROKERS = "factor above brokers"   # `topic`'s `factor` is more than the `brokers` of the list
+FACTOR_BELOW_ONE = "factor below one"      # `topic`'s `factor`
+
+
 class PlanError(ValueError):
-    """The plan cannot be made (a replication factor above the broker count, partial racks)."""
+    """The plan cannot be made: why (one of the reasons above) and the facts of it; the line
+    people read is made above the admin layer (declarations.failure_lines.plan_line)."""
+
+    def __init__(self, reason: str, topic: str = "", factor: int = 0, brokers: tuple[int, ...] = ()):
+        super().__init__(reason)
+        self.reason, self.topic, self.factor, self.brokers = reason, topic, factor, brokers
 
 
 def rack_map(brokers: Iterable[int], racks: dict[int, str | None], rack_aware: bool) -> dict[int, str] | None:
@@ -45,8 +58,7 @@ def rack_map(brokers: Iterable[int], racks: dict[int, str | None], rack_aware: b
     if len(missing) == len(brokers):
         return None
     if missing:
-        raise PlanError(f"Brokers {','.join(map(str, sorted(missing)))} have no rack while others do: "
-                        "give every broker a rack, or use --disable-rack-aware")
+        raise PlanError(PARTIAL_RACKS, brokers=tuple(sorted(missing)))
     return {b: racks[b] for b in brokers}  # type: ignore[misc]
 
 
@@ -82,17 +94,16 @@ def plan(current: Assignment, brokers: Iterable[int], racks: dict[int, str] | No
     `racks` maps every broker of the list to its rack (None: rack unaware)."""
     brokers = sorted(set(brokers))
     if not brokers:
-        raise PlanError("The broker list is empty: give the brokers to place replicas on")
+        raise PlanError(NO_BROKERS)
     planner = _Planner(current, brokers, racks)
     rf = replication_factor or {}
     for topic in sorted({t for t, _ in current}):
         want = rf.get(topic, len(current[(topic, 0)] if (topic, 0) in current else
                                  next(r for (t, _), r in current.items() if t == topic)))
         if want > len(brokers):
-            raise PlanError(f'Replication factor {want} of topic "{topic}" is larger than the '
-                            f"{len(brokers)} broker(s) to place it on: use {len(brokers)} or fewer")
+            raise PlanError(FACTOR_ABOVE_BROKERS, topic, want, tuple(brokers))
         if want < 1:
-            raise PlanError(f'Replication factor of topic "{topic}" must be at least 1')
+            raise PlanError(FACTOR_BELOW_ONE, topic, want)
     planner.resize(rf)
     planner.evacuate()
     planner.repair_racks()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.protocol.codes import ApiKey, ResourceType
 from kafka_shell.base.errors import NotSupported
+from kafka_shell.base.answers import Answers
 
 from kafka_shell.admin import configs
 from kafka_shell.admin.errors import response_error
@@ -63,7 +64,7 @@ def describe(conn: ConnectionManager, wanted: list[str]) -> list[Subscription]:
 
 
 def alter(conn: ConnectionManager, name: str, metrics: list[str] | None, interval_ms: int | None,
-          match: list[str] | None, dry_run: bool) -> list[str]:
+          match: list[str] | None, dry_run: bool) -> Answers[str, None]:
     """Set what is given (an empty list clears metrics or match)."""
     _require(conn)
     changes = {k: ",".join(v) for k, v in ((METRICS, metrics), (MATCH, match)) if v is not None}
@@ -72,7 +73,7 @@ def alter(conn: ConnectionManager, name: str, metrics: list[str] | None, interva
     return configs.alter(conn, configs.CLIENT_METRICS, [name], changes, [], dry_run)
 
 
-def delete(conn: ConnectionManager, name: str, dry_run: bool) -> list[str]:
+def delete(conn: ConnectionManager, name: str, dry_run: bool) -> Answers[str, None]:
     """Remove the subscription: every one of its keys deleted, as kafka-client-metrics --delete does."""
     _require(conn)
     return configs.alter(conn, configs.CLIENT_METRICS, [name], {}, list(KEYS), dry_run)

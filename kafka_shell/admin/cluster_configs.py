@@ -1,8 +1,8 @@
 """Configs across the cluster (issue 33 item 5, as rpk's cluster config export/import): every
 entity's dynamic configs read at once (the cluster-wide broker defaults, each broker's own,
-each topic's overrides, each group's configs, the client quotas), written as one JSON document
-and read back; the changes that would make the cluster match such a document; and the drift
-among brokers of the configs in effect.
+each topic's overrides, each group's configs, the client quotas), as a Snapshot (written as one
+JSON document and read back in kafka_shell/declarations/config_files.py); the changes that would
+make the cluster match such a document; and the drift among brokers of the configs in effect.
 
 Sensitive values (DescribeConfigs marks them: passwords, keys) are never read in clear, so
 never written: the document lists their keys instead, and a plan never deletes or changes them
@@ -11,37 +11,27 @@ unless the document gives a value.
 
 from __future__ import annotations
 
-import datetime
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafka_shell.connection.client_config import is_secret
 from kafka_shell.protocol.codes import ConfigSource
-from kafka_shell.base.answers import AdminError
-from kafka_shell.base.errors import KafkaCallError, NotSupported, UsageError, shown
+from kafka_shell.base.answers import CONTROLLER, AdminError, Target
+from kafka_shell.base.errors import KafkaCallError, NotSupported
 
 from kafka_shell.admin import configs, groups, quotas
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
 
-FORMAT = "kafka-shell configs"
-VERSION = 1
 # The document's sections of named entities, and the entity type each is altered as.
 BROKER_DEFAULTS, BROKERS, TOPICS, GROUPS, QUOTAS = "broker_defaults", "brokers", "topics", "groups", "client_quotas"
 SECTIONS = (BROKER_DEFAULTS, BROKERS, TOPICS, GROUPS, QUOTAS)
-_KIND = {BROKER_DEFAULTS: configs.BROKERS, BROKERS: configs.BROKERS, TOPICS: configs.TOPICS, GROUPS: configs.GROUPS}
+KINDS = {BROKER_DEFAULTS: configs.BROKERS, BROKERS: configs.BROKERS, TOPICS: configs.TOPICS, GROUPS: configs.GROUPS}
 # The source of each section's dynamic configs (what DescribeConfigs calls an override there).
 _SOURCE = {BROKER_DEFAULTS: ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.name,
            BROKERS: ConfigSource.DYNAMIC_BROKER_CONFIG.name, TOPICS: ConfigSource.DYNAMIC_TOPIC_CONFIG.name,
            GROUPS: ConfigSource.GROUP_CONFIG.name}
-NOTE = ("Dynamic configs of the cluster written by kafka-shell export-configs: the cluster-wide broker defaults, "
-        "each broker's own, each topic's overrides (internal topics left out), each group's configs and the client "
-        "quotas. Sensitive values (passwords and keys: Kafka's DescribeConfigs marks them and never gives them) "
-        "were left out: sensitive_left_out lists their keys, and import-configs leaves those keys as they are. "
-        "import-configs makes each entity named here match it (keys it lacks are deleted); entities and sections "
-        "not named are left alone.")
-
 Configs = dict[str, str]
 QuotaEntity = tuple[tuple[str, "str | None"], ...]   # (type, name; None for the default), in quotas.PART_ORDER
 
@@ -57,6 +47,8 @@ class Snapshot:
     sections: tuple[str, ...] = SECTIONS        # those read (or given in the document)
     notes: list[str] = field(default_factory=list)   # what the cluster does not have
     broker_errors: dict[int, AdminError] = field(default_factory=dict)   # the brokers that did not give theirs
+    # The brokers that did not list their groups (before Kafka 4.1, the groups with configs are those listed).
+    group_listing_errors: dict[int, AdminError] = field(default_factory=dict)
 
     @property
     def unread(self) -> set[str]:
@@ -75,12 +67,12 @@ def read(conn: ConnectionManager, sections: tuple[str, ...] = SECTIONS) -> Snaps
     if GROUPS in sections:
         try:
             configs.require_group_configs(conn)
-            names[GROUPS] = _configured_groups(conn)
+            names[GROUPS], snap.group_listing_errors = _configured_groups(conn)
         except NotSupported as exc:
             snap.notes.append(f"Group configs were not read: {exc}")
     for section, entities in names.items():
         if section in sections and section != BROKERS:
-            for name, entries in configs.describe(conn, _KIND[section], entities).items():
+            for name, entries in configs.describe(conn, KINDS[section], entities).items():
                 _keep(snap, section, name, entries)
     if BROKERS in sections:   # each broker says its own, all at once; one that does not answer is named
         read = configs.each_broker(conn, [int(b) for b in names[BROKERS]])
@@ -93,16 +85,14 @@ def read(conn: ConnectionManager, sections: tuple[str, ...] = SECTIONS) -> Snaps
     return snap
 
 
-def _configured_groups(conn: ConnectionManager) -> list[str]:
+def _configured_groups(conn: ConnectionManager) -> tuple[list[str], dict[int, AdminError]]:
     """The groups with configs of their own (Kafka 4.1+ lists them, those of groups to come
-    too); before, every group the brokers list."""
+    too); before, every group the brokers list, and the brokers that did not list theirs."""
     configured = configs.configured(conn, configs.GROUPS)
     if configured is not None:
-        return configured
+        return configured, {}
     listed = groups.list_groups(conn)
-    if listed.errors:
-        raise KafkaCallError(" ".join(str(e) for e in dict.fromkeys(listed.errors.values())))
-    return [g.group_id for g in listed.groups]
+    return [g.group_id for g in listed.groups], dict(listed.errors)
 
 
 def _keep(snap: Snapshot, section: str, name: str, entries: list[configs.ConfigEntry]) -> None:
@@ -118,90 +108,7 @@ def _secret(e: configs.ConfigEntry) -> bool:
     return e.sensitive or is_secret(e.name)
 
 
-# -- the document --------------------------------------------------------------------------------
-
-
-def document(snap: Snapshot, cluster_id: str | None) -> dict[str, Any]:
-    """The JSON document of a snapshot (keys sorted when written: it diffs well)."""
-    left_out: dict[str, Any] = {BROKER_DEFAULTS: snap.sensitive[BROKER_DEFAULTS].get("", [])}
-    left_out.update({s: _sorted(snap.sensitive[s], s) for s in (BROKERS, TOPICS, GROUPS)})
-    return {"format": FORMAT, "version": VERSION, "cluster_id": cluster_id,
-            "exported": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "note": NOTE,
-            BROKER_DEFAULTS: dict(sorted(snap.configs[BROKER_DEFAULTS].get("", {}).items())),
-            BROKERS: _sorted(snap.configs[BROKERS], BROKERS),
-            # Topics and groups without configs of their own are left out (thousands of topics).
-            TOPICS: _sorted({n: v for n, v in snap.configs[TOPICS].items() if v}, TOPICS),
-            GROUPS: _sorted({n: v for n, v in snap.configs[GROUPS].items() if v}, GROUPS),
-            QUOTAS: [{"entity": {t: n for t, n in entity}, "quotas": values}
-                     for entity, values in sorted(snap.quotas.items(), key=lambda kv: _entity_label(kv[0]))],
-            "sensitive_left_out": left_out}
-
-
-def _sorted(entities: dict[str, Any], section: str) -> dict[str, Any]:
-    """Entities by name (brokers by number), each one's keys sorted: the file diffs well."""
-    order = sorted(entities, key=lambda n: (len(n), n) if section == BROKERS else (0, n))
-    return {n: dict(sorted(entities[n].items())) if isinstance(entities[n], dict) else entities[n] for n in order}
-
-
-def from_document(doc: object, path: str) -> Snapshot:
-    """A snapshot of what a document says, checked: one UsageError line naming the place of
-    the first thing wrong in it."""
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise UsageError(f'{path} is not a configs file of export-configs (no "format": "{FORMAT}")')
-    if doc.get("version") != VERSION:
-        raise UsageError(f"{path} is version {shown(str(doc.get('version')))} of the configs file; this shell reads "
-                         f"version {VERSION}")
-    snap = Snapshot(sections=tuple(s for s in SECTIONS if s in doc))
-    if BROKER_DEFAULTS in doc:
-        snap.configs[BROKER_DEFAULTS][""] = _configs(doc[BROKER_DEFAULTS], f"{path}: {BROKER_DEFAULTS}")
-    for section in (BROKERS, TOPICS, GROUPS):
-        entities = doc.get(section, {})
-        if not isinstance(entities, dict):
-            raise UsageError(f"{path}: {section} must be an object of name -> configs")
-        for name, values in entities.items():
-            if section == BROKERS and not (name.isascii() and name.isdigit()):
-                raise UsageError(f"{path}: {section}: {shown(name)} is no broker id")
-            snap.configs[section][name] = _configs(values, f"{path}: {section}.{shown(name)}")
-    left_out = doc.get("sensitive_left_out", {})
-    if not isinstance(left_out, dict):
-        raise UsageError(f"{path}: sensitive_left_out must be an object")
-    for section in (BROKERS, TOPICS, GROUPS):
-        snap.sensitive[section] = {n: [str(k) for k in keys] for n, keys in (left_out.get(section) or {}).items()
-                                   if isinstance(keys, list)}
-    if isinstance(left_out.get(BROKER_DEFAULTS), list):
-        snap.sensitive[BROKER_DEFAULTS] = {"": [str(k) for k in left_out[BROKER_DEFAULTS]]}
-    for n, item in enumerate(doc.get(QUOTAS, []) if isinstance(doc.get(QUOTAS, []), list) else [None]):
-        where = f"{path}: {QUOTAS}[{n}]"
-        if not (isinstance(item, dict) and isinstance(item.get("entity"), dict) and isinstance(item.get("quotas"), dict)
-                and item["entity"] and all(t in quotas.PART_ORDER for t in item["entity"])):
-            raise UsageError(f'{where} must be {{"entity": {{"user": NAME or null, ...}}, "quotas": {{KEY: NUMBER}}}} '
-                             f"(entity types: {', '.join(quotas.PART_ORDER)})")
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in item["quotas"].values()):
-            raise UsageError(f"{where}: quota values are numbers")
-        entity = tuple(sorted(((t, None if v is None else str(v)) for t, v in item["entity"].items()),
-                              key=lambda p: quotas.PART_ORDER[p[0]]))
-        snap.quotas[entity] = dict(item["quotas"])
-    return snap
-
-
-def _configs(values: object, where: str) -> Configs:
-    """Config values as Kafka takes them (text); numbers and booleans written bare are taken too."""
-    if not isinstance(values, dict):
-        raise UsageError(f"{where} must be an object of config name -> value")
-    out = {}
-    for key, value in values.items():
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        elif isinstance(value, (int, float)):
-            value = str(value)
-        if not isinstance(value, str):
-            raise UsageError(f"{where}: {shown(key)} must be a value (text, a number or true/false), not "
-                             f"{type(value).__name__ if value is not None else 'null'}")
-        out[key] = value
-    return out
-
-
-def _entity_label(entity: QuotaEntity) -> str:
+def entity_label(entity: QuotaEntity) -> str:
     return ", ".join(f"{t}={n if n is not None else '<default>'}" for t, n in entity)
 
 
@@ -249,9 +156,9 @@ def plan(wanted: Snapshot, now: Snapshot) -> tuple[list[Change], dict[tuple[str,
             changes += [Change(section, name, key, value, None) for key, value in sorted(current.items())
                         if key not in values and key not in hidden]
     if QUOTAS in wanted.sections:
-        for entity, limits in sorted(wanted.quotas.items(), key=lambda kv: _entity_label(kv[0])):
+        for entity, limits in sorted(wanted.quotas.items(), key=lambda kv: entity_label(kv[0])):
             held = now.quotas.get(entity, {})
-            label = _entity_label(entity)
+            label = entity_label(entity)
             changes += [Change(QUOTAS, label, k, held.get(k), v, entity) for k, v in sorted(limits.items())
                         if held.get(k) != v]
             changes += [Change(QUOTAS, label, k, v, None, entity) for k, v in sorted(held.items()) if k not in limits]
@@ -262,28 +169,32 @@ def describe_entity(section: str, name: str) -> str:
     """How a line names an entity of a section."""
     if section == QUOTAS:
         return f"the client quotas of {name}"
-    return configs.label(_KIND[section], name)
+    return configs.label(KINDS[section], name)
 
 
 def apply(conn: ConnectionManager, changes: list[Change], wanted: Snapshot,
-          validate_only: bool) -> dict[tuple[str, str], KafkaCallError]:
+          validate_only: bool) -> dict[tuple[str, str], AdminError]:
     """Apply (or with `validate_only` have the cluster validate) the changes, one request per
-    entity: (section, name) -> the cluster's refusal, of each entity it refused. Sensitive values
-    come from the document only (a hidden one is never sent back)."""
+    entity: (section, name) -> an AdminError for each entity refused (its code), or whose request
+    failed as a whole (no code; the failure's line as its message). Sensitive values come from
+    the document only (a hidden one is never sent back)."""
     by_entity: dict[tuple[str, str], list[Change]] = {}
     for c in changes:
         by_entity.setdefault((c.section, c.entity), []).append(c)
-    refused: dict[tuple[str, str], KafkaCallError] = {}
+    refused: dict[tuple[str, str], AdminError] = {}
     for (section, name), group in by_entity.items():
         try:
             if section == QUOTAS:
-                quotas.alter(conn, list(group[0].quota_entity), [(c.key, _number(c.new)) for c in group], validate_only)
-                continue
-            set_ = {c.key: wanted.configs[section][name][c.key] for c in group if c.new is not None}
-            delete = [c.key for c in group if c.new is None]
-            configs.alter(conn, _KIND[section], [name], set_, delete, validate_only)
-        except KafkaCallError as exc:
-            refused[(section, name)] = exc
+                error = quotas.refusal(conn, list(group[0].quota_entity), [(c.key, _number(c.new)) for c in group],
+                                       validate_only)
+            else:
+                set_ = {c.key: wanted.configs[section][name][c.key] for c in group if c.new is not None}
+                delete = [c.key for c in group if c.new is None]
+                error = configs.alter(conn, KINDS[section], [name], set_, delete, validate_only).errors.get(name)
+        except KafkaCallError as exc:   # the request failed (not answered...): the other entities are still tried
+            error = AdminError(None, Target(CONTROLLER), str(exc))
+        if error is not None:
+            refused[(section, name)] = error
     return refused
 
 

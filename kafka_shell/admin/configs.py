@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafka_shell.protocol import definitions
 from kafka_shell.protocol.codes import AlterConfigOp, ApiKey, ConfigSource, ResourceType
-from kafka_shell.base.answers import BROKER, AdminError, Answers, Target
+from kafka_shell.base.answers import BROKER, CONTROLLER, AdminError, Answers, Target
 from kafka_shell.protocol.definitions import releases as definitions_releases
-from kafka_shell.base.errors import KafkaCallError, UsageError, suggest
 
 from kafka_shell.admin import releases
-from kafka_shell.admin.errors import error_line, response_error
+from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -202,21 +201,22 @@ def known_keys(kind: str) -> frozenset[str] | None:
     return None
 
 
-def check_deletions(conn: ConnectionManager, kind: str, names: list[str], keys: list[str]) -> None:
-    """A UsageError, before anything changes, for the keys of a --delete-config that
-    kafka-configs refuses ("Invalid config(s)"): an entity does not have them, and Kafka knows
-    no config by that name (a typo: retention.m). Only such keys cost a read."""
+def missing_deletions(conn: ConnectionManager, kind: str, names: list[str], keys: list[str]) -> dict[str, list[str]]:
+    """The keys of a --delete-config that kafka-configs refuses ("Invalid config(s)"), by entity,
+    found before anything changes: an entity does not have them, and Kafka knows no config by
+    that name (a typo: retention.m). Only such keys cost a read."""
     known = known_keys(kind)
     unknown = [k for k in keys if known is not None and k not in known]
     if not unknown:
-        return
+        return {}
     described = describe(conn, kind, names)
+    out = {}
     for name in names:
         have = {e.name for e in described.get(name, [])}
         missing = [k for k in unknown if k not in have]
         if missing:
-            raise UsageError(f"Invalid config(s): {', '.join(missing)}: {label(kind, name)} has no such config "
-                             f"and Kafka knows none by that name{suggest(missing[0], sorted(known or ()))}")
+            out[name] = missing
+    return out
 
 
 def value_of(conn: ConnectionManager, kind: str, name: str, key: str) -> str | None:
@@ -250,11 +250,11 @@ def host_names(conn: ConnectionManager, brokers: list[int]) -> dict[int, str]:
 
 
 def alter(conn: ConnectionManager, kind: str, names: list[str], set_: dict[str, str], delete: list[str],
-          dry_run: bool) -> list[str]:
-    """Set and delete configs of topics or brokers with IncrementalAlterConfigs; one line per
-    entity, or a KafkaCallError naming each refusal. `names` holds topic names or broker ids
-    ("" is the broker defaults). A broker's own configs go to that broker, the rest to the
-    controller, as Kafka's tools do."""
+          dry_run: bool) -> Answers[str, None]:
+    """Set and delete configs of topics or brokers with IncrementalAlterConfigs: the entities
+    changed (with `dry_run`, validated) as rows, an AdminError for each one refused. `names`
+    holds topic names or broker ids ("" is the broker defaults). A broker's own configs go to
+    that broker, the rest to the controller, as Kafka's tools do."""
     configs = ([{"name": k, "config_operation": AlterConfigOp.SET, "value": v} for k, v in set_.items()]
                + [{"name": k, "config_operation": AlterConfigOp.DELETE, "value": None} for k in delete])
     rtype = RESOURCE_TYPES[kind]
@@ -263,19 +263,32 @@ def alter(conn: ConnectionManager, kind: str, names: list[str], set_: dict[str, 
     conn.require(ApiKey.INCREMENTAL_ALTER_CONFIGS, "Changing configs")
     conn.debug(f"IncrementalAlterConfigs request: {len(names)} resource(s)")
     if kind in NODE_KINDS and len(names) == 1 and names[0]:
+        target = Target(BROKER, int(names[0]))
         answer = conn.broker_request(int(names[0]), ApiKey.INCREMENTAL_ALTER_CONFIGS, body, mutation=True)
     else:
+        target = Target(CONTROLLER)
         answer = conn.controller_request(ApiKey.INCREMENTAL_ALTER_CONFIGS, body, mutation=True)
-    messages, errors = [], []
+    out: Answers[str, None] = Answers()
     for r in answer.responses:
-        name = r.resource_name
-        entity = label(kind, name)
         if r.error_code:
-            context = {"entity": entity, **({"topic": name} if kind == TOPICS else {})}
-            errors.append(error_line(ApiKey.INCREMENTAL_ALTER_CONFIGS, r.error_code, r.error_message, **context))
+            out.errors[r.resource_name] = AdminError(r.error_code, target._replace(asked=(r.resource_name,)),
+                                                     r.error_message or "")
         else:
-            messages.append(f"{'Validated' if dry_run else 'Completed'} updating config for {entity}"
-                            + (" (dry run)." if dry_run else "."))
-    if errors:
-        raise KafkaCallError(" ".join(messages + errors))
-    return messages
+            out.rows[r.resource_name] = None
+    return out
+
+
+def refusal_context(kind: str, name: str) -> dict[str, str]:
+    """What an IncrementalAlterConfigs refusal's line names (see admin.errors.error_line)."""
+    return {"entity": label(kind, name), **({"topic": name} if kind == TOPICS else {})}
+
+
+def alter_or_fail(conn: ConnectionManager, kind: str, names: list[str], set_: dict[str, str], delete: list[str],
+                  dry_run: bool) -> None:
+    """`alter` for a caller that cannot go on past a refusal: the first one is the error the
+    call fails with."""
+    refused = alter(conn, kind, names, set_, delete, dry_run).errors
+    if refused:
+        name, error = next(iter(refused.items()))
+        raise response_error(ApiKey.INCREMENTAL_ALTER_CONFIGS, error.code or 0, error.message or None,
+                             **refusal_context(kind, name))

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 from kafka_shell import __version__
 from kafka_shell.protocol import definitions
 from kafka_shell.protocol.codes import ApiKey
-from kafka_shell.base.errors import KafkaCallError, NotSupported, UsageError
+from kafka_shell.base.answers import CONTROLLER, AdminError, Answers, Target
+from kafka_shell.base.errors import NotSupported
 
-from kafka_shell.admin.errors import error_line, response_error
+from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -74,15 +75,11 @@ def latest_production() -> str:
     return str(definitions.feature_levels()["latest_production"])
 
 
-def metadata_version(text: str) -> tuple[str, int]:
+def metadata_version(text: str) -> tuple[str, int] | None:
     """A metadata version as kafka-features takes it (`4.1-IV1`, or a release `4.1`: its last
-    one) -> (the name as given, its level)."""
-    known = metadata_versions()
-    matches = [(n, level) for n, level, _ in known if n == text or n.split("-IV")[0] == text]
-    if not matches:
-        names = ", ".join(n for n, _, _ in known)
-        raise UsageError(f"Unknown metadata.version '{text}'. Supported metadata.version are: {names}")
-    return text, matches[-1][1]
+    one) -> (the name as given, its level); None when no release the shell knows has it."""
+    matches = [(n, level) for n, level, _ in metadata_versions() if n == text or n.split("-IV")[0] == text]
+    return (text, matches[-1][1]) if matches else None
 
 
 def level_name(feature: str, level: int) -> str:
@@ -94,10 +91,14 @@ def level_name(feature: str, level: int) -> str:
     return str(level)
 
 
-def version_mapping(release: str | None) -> list[tuple[str, int, str | None]]:
-    """What `kafka-features version-mapping` prints for a release: (feature, level, the
-    metadata version's name for metadata.version)."""
-    name, level = metadata_version(release or latest_production())
+def version_mapping(release: tuple[str, int] | None) -> list[tuple[str, int, str | None]]:
+    """What `kafka-features version-mapping` prints for a release (metadata_version's answer;
+    None: the latest production one): (feature, level, the metadata version's name for
+    metadata.version)."""
+    if release is None:
+        release = metadata_version(latest_production())
+        assert release is not None   # the latest production version is one the shell knows
+    name, level = release
     others = next(o for n, lv, o in metadata_versions() if lv == level)
     return [(METADATA_VERSION, level, name), *((f, lv, None) for f, lv in others.items())]
 
@@ -112,9 +113,10 @@ class Update:
     upgrade_type: int   # UPGRADE, SAFE_DOWNGRADE or UNSAFE_DOWNGRADE
 
 
-def update(conn: ConnectionManager, updates: list[Update], dry_run: bool) -> list[str]:
-    """UpdateFeatures (on the controller): one line per feature, or a KafkaCallError naming
-    each refusal. A dry run is the controller's own validation (validate_only)."""
+def update(conn: ConnectionManager, updates: list[Update], dry_run: bool) -> Answers[str, Update]:
+    """UpdateFeatures (on the controller): the updates made (in a dry run, validated) by
+    feature, an AdminError for each feature refused; a request refused as a whole is the error
+    the call fails with. A dry run is the controller's own validation (validate_only)."""
     version = conn.version(ApiKey.UPDATE_FEATURES)
     if version is None:
         raise NotSupported("Changing features needs the UpdateFeatures API (KIP-584), which this cluster lacks.")
@@ -127,14 +129,6 @@ def update(conn: ConnectionManager, updates: list[Update], dry_run: bool) -> lis
     answer = conn.controller_request(ApiKey.UPDATE_FEATURES, body, mutation=True)
     if answer.error_code:
         raise response_error(ApiKey.UPDATE_FEATURES, answer.error_code, answer.error_message, entity="the features")
-    failed = [f"{r.feature}: " + error_line(ApiKey.UPDATE_FEATURES, r.error_code, r.error_message, entity=r.feature)
-              for r in getattr(answer, "results", ()) if r.error_code]
-    if failed:
-        raise KafkaCallError(" ".join(failed))
-    verb = "could be" if dry_run else "was"
-    return [f"{u.feature} {verb} {'disabled' if u.level == 0 else _verb(u) + ' to ' + level_name(u.feature, u.level)}."
-            for u in updates]
-
-
-def _verb(u: Update) -> str:
-    return "upgraded" if u.upgrade_type == UPGRADE else "downgraded"
+    refused = {r.feature: AdminError(r.error_code, Target(CONTROLLER), r.error_message or "")
+               for r in getattr(answer, "results", ()) if r.error_code}
+    return Answers({u.feature: u for u in updates if u.feature not in refused}, refused)

@@ -8,11 +8,9 @@ from __future__ import annotations
 import base64
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_shell.protocol.codes import ApiKey
-from kafka_shell.base.errors import UsageError
 from kafka_shell.connection.metadata import Quorum, QuorumReplica
 
 from kafka_shell.admin.errors import response_error
@@ -20,7 +18,7 @@ from kafka_shell.admin.errors import response_error
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
 
-__all__ = ["Quorum", "QuorumReplica", "NewVoter", "describe", "add_voter", "remove_voter", "new_voter"]
+__all__ = ["Quorum", "QuorumReplica", "NewVoter", "NotAddable", "describe", "add_voter", "remove_voter", "new_voter"]
 
 ACK_WHEN_COMMITTED = 1   # AddRaftVoter v1 answers once the change is committed
 
@@ -48,57 +46,46 @@ def _uuid(directory: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(directory + "=="))
 
 
+# Why a controller cannot be added, as the quorum says now (NotAddable.reason).
+ALREADY_VOTER = "already a voter"
+NOT_FOLLOWING = "not following"        # not among the observers, and no directory id was given
+LISTENER_UNKNOWN = "listener unknown"  # not registered (or no --bootstrap-controller), and no endpoint was given
+
+
+@dataclass(frozen=True)
+class NotAddable:
+    """A controller the quorum cannot take, and why (one of the reasons above), with the
+    quorum's voters and observers when it was read."""
+    node_id: int
+    reason: str
+    voters: tuple[int, ...]
+    observers: tuple[int, ...]
+
+
 def new_voter(conn: ConnectionManager, q: Quorum, node_id: int, directory_id: str | None,
-              endpoints: list[tuple[str, str, int]]) -> NewVoter:
+              endpoints: list[tuple[str, str, int]]) -> NewVoter | NotAddable:
     """The controller to add, from what was given and what the cluster says of it now: its
     directory id from the quorum's observers (it follows the quorum once started), its address
     from the registered controllers (DescribeCluster, KIP-919) under the quorum's listener name,
-    as kafka-metadata-quorum reads them from the new controller's own configuration."""
+    as kafka-metadata-quorum reads them from the new controller's own configuration; or why it
+    cannot be added."""
+    def not_addable(reason: str) -> NotAddable:
+        return NotAddable(node_id, reason, tuple(v.replica_id for v in q.voters),
+                          tuple(o.replica_id for o in q.observers))
     if node_id in {v.replica_id for v in q.voters}:
-        raise UsageError(f"Controller {node_id} already votes in the quorum (voters: {_ids(q.voters)})")
+        return not_addable(ALREADY_VOTER)
     observer = next((o for o in q.observers if o.replica_id == node_id), None)
     directory = directory_id or (observer.directory_id if observer else None)
     if directory is None:
-        raise UsageError(f"Controller {node_id} does not follow the quorum (observers: {_ids(q.observers) or 'none'}), "
-                         "so its directory id is unknown: start it, or give --controller-directory-id")
+        return not_addable(NOT_FOLLOWING)
     if not endpoints:
         names = sorted({name for listeners in q.listeners.values() for name, _, _ in listeners}) or ["CONTROLLER"]
         registered = {b.broker_id: b for b in conn.controllers().brokers} if conn.router.controller_addresses else {}
         node = registered.get(node_id)
         if node is None:
-            raise UsageError(f"Controller {node_id}'s listener is unknown: give --controller-endpoint NAME@HOST:PORT "
-                             "(or --bootstrap-controller, where the controllers are registered)")
+            return not_addable(LISTENER_UNKNOWN)
         endpoints = [(names[0], node.host, node.port)]
     return NewVoter(node_id, directory, tuple(endpoints))
-
-
-def voter_from_config(path: str) -> tuple[int, str, list[tuple[str, str, int]]]:
-    """(node id, directory id, controller listeners) from a new controller's server.properties
-    and the meta.properties its format wrote, as kafka-metadata-quorum add-controller reads them."""
-    from kafka_shell.connection.client_config import load_properties
-    props = load_properties(path)
-    if not props.get("node.id", "").isdigit():
-        raise UsageError(f"{path} has no node.id: give the new controller's server.properties")
-    names = [n.strip() for n in props.get("controller.listener.names", "").split(",") if n.strip()]
-    listeners = props.get("advertised.listeners") or props.get("listeners", "")
-    endpoints = []
-    for item in filter(None, (x.strip() for x in listeners.split(","))):
-        name, _, rest = item.partition("://")
-        host, _, port = rest.rpartition(":")
-        if name in names and port.isdigit():
-            endpoints.append((name, host.strip("[]") or "localhost", int(port)))
-    if not endpoints:
-        raise UsageError(f"{path} names no controller listener (controller.listener.names and listeners)")
-    log_dir = props.get("metadata.log.dir") or props.get("log.dirs", "").split(",")[0].strip()
-    meta = Path(log_dir) / "meta.properties"
-    try:
-        directory = load_properties(str(meta)).get("directory.id")
-    except Exception:  # noqa: BLE001 - said below, in the user's terms
-        directory = None
-    if not directory:
-        raise UsageError(f"Cannot read directory.id from {meta}: format the new controller first "
-                         "(kafka-storage format --no-initial-controllers)")
-    return int(props["node.id"]), directory, endpoints
 
 
 def add_voter(conn: ConnectionManager, voter: NewVoter) -> None:
@@ -123,7 +110,3 @@ def remove_voter(conn: ConnectionManager, node_id: int, directory_id: str) -> No
     if answer.error_code:
         raise response_error(ApiKey.REMOVE_RAFT_VOTER, answer.error_code, answer.error_message,
                              entity=f"controller {node_id}")
-
-
-def _ids(replicas: tuple[QuorumReplica, ...]) -> str:
-    return ", ".join(str(r.replica_id) for r in replicas)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafka_shell.protocol.codes import ApiKey, QuotaMatch
+from kafka_shell.base.answers import CONTROLLER, AdminError, Target
 
 from kafka_shell.admin.errors import response_error
 
@@ -47,12 +48,19 @@ def describe(conn: ConnectionManager, components: list[tuple[str, int, str | Non
 
 def alter(conn: ConnectionManager, entity: Entity, ops: list[tuple[str, float | None]], validate_only: bool) -> None:
     """Set (a value) and remove (None) quotas of one entity, in order (validated only, with
-    `validate_only`)."""
+    `validate_only`); its refusal is the error the call fails with."""
+    error = refusal(conn, entity, ops, validate_only)
+    if error is not None:
+        raise response_error(ApiKey.ALTER_CLIENT_QUOTAS, error.code or 0, error.message or None)
+
+
+def refusal(conn: ConnectionManager, entity: Entity, ops: list[tuple[str, float | None]],
+            validate_only: bool) -> AdminError | None:
+    """`alter`, its refusal (None: done) as a value."""
     body = {"entries": [{"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
                          "ops": [{"key": k, "value": v if v is not None else 0.0, "remove": v is None} for k, v in ops]}],
             "validate_only": validate_only}
     conn.debug("AlterClientQuotas request" + (" (validate only)" if validate_only else ""))
     answer = conn.controller_request(ApiKey.ALTER_CLIENT_QUOTAS, body, mutation=not validate_only)
-    for r in answer.entries:
-        if r.error_code:
-            raise response_error(ApiKey.ALTER_CLIENT_QUOTAS, r.error_code, r.error_message)
+    return next((AdminError(r.error_code, Target(CONTROLLER), r.error_message or "") for r in answer.entries
+                 if r.error_code), None)

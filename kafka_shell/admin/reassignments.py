@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from kafka_shell.base.answers import CONTROLLER, AdminError, Answers, Target
 from kafka_shell.protocol.authorization import is_authorization_error
 from kafka_shell.protocol.codes import ApiKey
-from kafka_shell.base.errors import KafkaCallError, UsageError
+from kafka_shell.base.errors import KafkaCallError
 
 from kafka_shell.admin import assignment_plan, cluster, log_dirs, topics
 from kafka_shell.admin.errors import response_error
@@ -112,18 +112,16 @@ class Proposal(NamedTuple):
 
 def generate(conn: ConnectionManager, names: list[str], brokers: list[int], rack_aware: bool) -> Proposal:
     """Kafka's --generate, with minimal movement: the topics' partitions spread over `brokers`
-    (rack-aware unless told not to), from a fresh read."""
+    (rack-aware unless told not to), from a fresh read; an assignment_plan.PlanError when it
+    cannot be made (a topic the read does not have, among others)."""
     snap = topics.read_for(conn, names)
     missing = [n for n in names if n not in snap.topics]
     if missing:
-        raise UsageError(f'Topic "{missing[0]}" does not exist (check the name with list-topics)')
+        raise assignment_plan.PlanError(assignment_plan.NO_SUCH_TOPIC, missing[0])
     cluster.require_brokers(conn, brokers)
     current = {(t, p.partition): list(p.replicas) for t in names for p in snap.topics[t].partitions}
-    try:
-        racks = assignment_plan.rack_map(brokers, {b: i.rack for b, i in snap.brokers.items()}, rack_aware)
-        proposed = assignment_plan.plan(current, brokers, racks)
-    except assignment_plan.PlanError as exc:
-        raise UsageError(str(exc)) from None
+    racks = assignment_plan.rack_map(brokers, {b: i.rack for b, i in snap.brokers.items()}, rack_aware)
+    proposed = assignment_plan.plan(current, brokers, racks)
     return Proposal(current, proposed, assignment_plan.moved(current, proposed),
                     assignment_plan.lower_bound(current, brokers))
 
@@ -222,16 +220,14 @@ class FactorChange(NamedTuple):
 
 def plan_replication_factor(snap: ClusterSnapshot, topic: TopicInfo, rf: int) -> FactorChange:
     """The reassignment that gives `topic` `rf` replicas per partition, over the live brokers of
-    the command's read `snap` (no change when it has them already)."""
+    the command's read `snap` (no change when it has them already); an
+    assignment_plan.PlanError when it cannot be made."""
     brokers = sorted(snap.brokers)
     current = {(topic.name, p.partition): list(p.replicas) for p in topic.partitions}
     old = len(topic.partitions[0].replicas) if topic.partitions else 0
     if old == rf and all(len(r) == rf for r in current.values()):
         return FactorChange(topic.name, old, current, current, {}, 0)
-    try:
-        racks = assignment_plan.rack_map(brokers, {b: i.rack for b, i in snap.brokers.items()}, True)
-        proposed = assignment_plan.plan(current, brokers, racks, {topic.name: rf})
-    except assignment_plan.PlanError as exc:
-        raise UsageError(str(exc)) from None
+    racks = assignment_plan.rack_map(brokers, {b: i.rack for b, i in snap.brokers.items()}, True)
+    proposed = assignment_plan.plan(current, brokers, racks, {topic.name: rf})
     return FactorChange(topic.name, old, current, proposed, {k: r for k, r in proposed.items() if r != current[k]},
                         assignment_plan.moved(current, proposed))

@@ -1,19 +1,16 @@
 """Planning an offset reset as Kafka's tools do (GroupOffsetsResetter, behind kafka-consumer-groups,
 kafka-streams-groups and kafka-share-groups --reset-offsets): each partition's new offset for a
-reset specifier, kept within the log (Kafka's checkOffsetsRange), and the plan's CSV (--export,
---from-file). Consumer, streams and share groups' commands all plan here.
+reset specifier, kept within the log (Kafka's checkOffsetsRange). Consumer, streams and share
+groups' commands all plan here; the plan's CSV (--export, --from-file) is read and written in
+kafka_shell/declarations/group_offsets.py.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafka_shell.base.answers import AdminError, Answers
-from kafka_shell.base.errors import UsageError, shown
-from kafka_shell.base.files import read_text
 
 from kafka_shell.admin import offsets, topics
 from kafka_shell.admin.offsets import EARLIEST, LATEST
@@ -48,8 +45,11 @@ class Note(NamedTuple):
 @dataclass(frozen=True)
 class Plan(Answers[Key, tuple["int | None", int]]):
     """Each partition's (committed offset or None, new offset); the partitions whose log could
-    not be read; and what Kafka's tool says about the targets."""
+    not be read; and what Kafka's tool says about the targets. A shift (SHIFT_BY) of partitions
+    without a committed offset is refused whole, as Kafka's tool refuses it: `unshiftable` names
+    them and nothing else is planned."""
     notes: tuple[Note, ...] = field(default=())
+    unshiftable: tuple[Key, ...] = field(default=())
 
 
 def targets(conn: ConnectionManager, snap: ClusterSnapshot, keys: list[Key], committed: dict[Key, int],
@@ -85,10 +85,9 @@ def targets(conn: ConnectionManager, snap: ClusterSnapshot, keys: list[Key], com
         elif spec.to == TO_OFFSET:
             requested = dict.fromkeys(keys, spec.value or 0)
         else:
-            without = [k for k in keys if k not in committed]
+            without = tuple(k for k in keys if k not in committed)
             if without:
-                raise UsageError(f"Cannot shift offset for partition {without[0][0]}-{without[0][1]} since there is "
-                                 "no current committed offset (use another specifier for it)")
+                return Plan(unshiftable=without)
             requested = {k: committed[k] + (spec.value or 0) for k in keys}
         new, clamped = clamp(requested, log_at(EARLIEST), log_at(LATEST))
         notes += clamped
@@ -120,39 +119,3 @@ def read_partitions(conn: ConnectionManager, keys: list[Key]) -> ClusterSnapshot
     snap = conn.read(sorted({t for t, _ in keys}))
     topics.check_partitions(snap, sorted(keys))
     return snap
-
-
-# -- the plan's CSV ------------------------------------------------------------------------------
-
-
-def read_csv(path: str, group_ids: list[str]) -> dict[str, dict[Key, int]]:
-    """Kafka's reset CSV: `topic,partition,offset` lines (one group given) or
-    `group,topic,partition,offset` lines."""
-    text = read_text(path, "--from-file")
-    plan: dict[str, dict[Key, int]] = {}
-    for n, row in enumerate(csv.reader(io.StringIO(text)), 1):
-        if not row or not "".join(row).strip():
-            continue
-        if len(row) == 3 and len(group_ids) == 1:
-            gid, (topic, partition, offset) = group_ids[0], row
-        elif len(row) == 4:
-            gid, topic, partition, offset = row
-        else:
-            want = "topic,partition,offset" if len(group_ids) == 1 else "group,topic,partition,offset"
-            raise UsageError(f"{path}:{n}: expected {want}, got {shown(','.join(row))}")
-        if not (partition.strip().isdigit() and offset.strip().lstrip("-").isdigit()):
-            raise UsageError(f"{path}:{n}: partition and offset must be integers, got {shown(','.join(row))}")
-        plan.setdefault(gid, {})[(topic, int(partition))] = int(offset)
-    if not plan:
-        raise UsageError(f"{path} holds no offsets (expected topic,partition,offset lines)")
-    return plan
-
-
-def to_csv(plans: dict[str, dict[Key, tuple[int | None, int]]], single_group: bool) -> str:
-    """Kafka's --export CSV: topic,partition,offset for one group, else group first."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    for gid, plan in plans.items():
-        for (t, p), (_, new) in sorted(plan.items()):
-            writer.writerow([t, p, new] if single_group else [gid, t, p, new])
-    return out.getvalue()

@@ -125,7 +125,7 @@ def _alter_brokers(conn: ConnectionManager, brokers: list[int], set_: dict[str, 
     unreachable = []
     for b in brokers:
         try:
-            configs.alter(conn, configs.BROKERS, [str(b)], set_, delete, False)
+            configs.alter_or_fail(conn, configs.BROKERS, [str(b)], set_, delete, False)
         except ShellError:
             unreachable.append(b)
     return unreachable
@@ -138,7 +138,7 @@ def set_replication(conn: ConnectionManager, record: dict) -> list[int]:
     merged = merge(load(key), record)
     save(key, merged)
     for topic in record["topics"]:
-        configs.alter(conn, configs.TOPICS, [topic], topic_values(merged["topics"][topic]), [], False)
+        configs.alter_or_fail(conn, configs.TOPICS, [topic], topic_values(merged["topics"][topic]), [], False)
     return _alter_brokers(conn, record["brokers"], {k: str(record["rate"]) for k in RATE_KEYS}, [])
 
 
@@ -192,7 +192,7 @@ def clear(conn: ConnectionManager, preserve: bool = False, moving: dict[Key, Mov
     unreachable = _alter_brokers(conn, record["brokers"], {}, list(RATE_KEYS))
     names = [t for t in record["topics"] if t in conn.read(list(record["topics"])).topics] if record["topics"] else []
     if names:
-        configs.alter(conn, configs.TOPICS, names, {}, [LEADER_REPLICAS, FOLLOWER_REPLICAS], False)
+        configs.alter_or_fail(conn, configs.TOPICS, names, {}, [LEADER_REPLICAS, FOLLOWER_REPLICAS], False)
     kept = {**record, "brokers": unreachable, "topics": {}, "partitions": [], LOG_DIRS: dir_entry}
     save(key, kept if unreachable or dir_entry else None)
     return Cleared(recorded=True, brokers=tuple(b for b in record["brokers"] if b not in unreachable),

@@ -37,11 +37,11 @@ def _require_sasl(conn: ConnectionManager, action: str) -> None:
     conn.require(ApiKey.CREATE_DELEGATION_TOKEN, action)
 
 
-def _principal(text: str) -> dict:
-    kind, sep, name = text.partition(":")
-    if not sep or not kind or not name:
-        raise UsageError(f'Invalid principal "{text}": use TYPE:NAME, like User:alice')
-    return {"principal_type": kind, "principal_name": name}
+Principal = tuple[str, str]   # (type, name): User:alice is ("User", "alice")
+
+
+def _principal(who: Principal) -> dict:
+    return {"principal_type": who[0], "principal_name": who[1]}
 
 
 def _ms(value: Any) -> int:
@@ -55,38 +55,31 @@ def _check(api_key: int, answer: Any) -> Any:
     return answer
 
 
-def create(conn: ConnectionManager, owner: str | None, renewers: list[str], max_life_ms: int) -> tuple[Token, str]:
+def create(conn: ConnectionManager, owner: Principal | None, renewers: list[Principal],
+           max_life_ms: int) -> tuple[Token, str]:
     """A new token and its HMAC (base64, as clients log in with it)."""
     _require_sasl(conn, "Creating a delegation token")
     body = {"renewers": [_principal(r) for r in renewers], "max_lifetime": max_life_ms,
-            "owner_principal_type": _principal(owner)["principal_type"] if owner else None,
-            "owner_principal_name": _principal(owner)["principal_name"] if owner else None}
+            "owner_principal_type": owner[0] if owner else None, "owner_principal_name": owner[1] if owner else None}
     conn.debug(f"CreateDelegationToken request: {len(renewers)} renewer(s)")
     a = _check(ApiKey.CREATE_DELEGATION_TOKEN, conn.any_broker_request(ApiKey.CREATE_DELEGATION_TOKEN, body,
                                                                        mutation=True))
     requester = getattr(a, "token_requester_principal_name", None)
     token = Token(a.token_id, f"{a.principal_type}:{a.principal_name}",
-                  f"{a.token_requester_principal_type}:{requester}" if requester else None, tuple(renewers),
+                  f"{a.token_requester_principal_type}:{requester}" if requester else None,
+                  tuple(f"{kind}:{name}" for kind, name in renewers),
                   _ms(a.issue_timestamp), _ms(a.expiry_timestamp), _ms(a.max_timestamp))
     return token, base64.b64encode(a.hmac).decode("ascii")
 
 
-def _hmac(text: str) -> bytes:
-    try:
-        return base64.b64decode(text.strip(), validate=True)
-    except ValueError:
-        raise UsageError("Invalid --hmac: give the token's HMAC in base64, as create-delegation-token printed it") from None
-
-
-def renew(conn: ConnectionManager, hmac: str, period_ms: int) -> int:
+def renew(conn: ConnectionManager, hmac: bytes, period_ms: int) -> int:
     """The token's new expiry time (epoch ms)."""
-    return _new_expiry(conn, ApiKey.RENEW_DELEGATION_TOKEN, "Renewing", {"hmac": _hmac(hmac), "renew_period": period_ms})
+    return _new_expiry(conn, ApiKey.RENEW_DELEGATION_TOKEN, "Renewing", {"hmac": hmac, "renew_period": period_ms})
 
 
-def expire(conn: ConnectionManager, hmac: str, period_ms: int) -> int:
+def expire(conn: ConnectionManager, hmac: bytes, period_ms: int) -> int:
     """The token's new expiry time (epoch ms); a negative period expires it now."""
-    return _new_expiry(conn, ApiKey.EXPIRE_DELEGATION_TOKEN, "Expiring",
-                       {"hmac": _hmac(hmac), "expiry_time_period": period_ms})
+    return _new_expiry(conn, ApiKey.EXPIRE_DELEGATION_TOKEN, "Expiring", {"hmac": hmac, "expiry_time_period": period_ms})
 
 
 def _new_expiry(conn: ConnectionManager, api_key: int, doing: str, body: dict) -> int:
@@ -95,7 +88,7 @@ def _new_expiry(conn: ConnectionManager, api_key: int, doing: str, body: dict) -
     return _ms(_check(api_key, conn.any_broker_request(api_key, body, mutation=True)).expiry_timestamp)
 
 
-def describe(conn: ConnectionManager, owners: list[str] | None) -> list[Token]:
+def describe(conn: ConnectionManager, owners: list[Principal] | None) -> list[Token]:
     """The tokens the principal may see (of these owners; all without), never their HMACs."""
     _require_sasl(conn, "Describing delegation tokens")
     conn.debug("DescribeDelegationToken request")

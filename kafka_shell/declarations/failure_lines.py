@@ -17,10 +17,12 @@ from kafka_shell.admin.errors import code_name, error_line, other_type_of, parti
 from kafka_shell.base.answers import AdminError, Answers
 from kafka_shell.protocol.authorization import is_authorization_error
 from kafka_shell.protocol.codes import ApiKey, Error
-from kafka_shell.base.errors import kafka_error_message, shown
+from kafka_shell.base.errors import kafka_error_message, shown, suggest
 
 if TYPE_CHECKING:
     from kafka_shell.admin import resets
+    from kafka_shell.admin.acls import Binding
+    from kafka_shell.admin.assignment_plan import PlanError
     from kafka_shell.admin.elections import Election
 
 Key = tuple[str, int]
@@ -128,6 +130,77 @@ def deletion_lines(errors: Mapping[Key, AdminError], wanted: Mapping[Key, int]) 
     return partition_lines(errors, line)
 
 
+# -- ACLs ----------------------------------------------------------------------------------------
+
+
+def acl_lines(created: Answers[Binding, None]) -> list[str]:
+    """Each ACL CreateAcls did not add, as kafka-acls lists it, with why; when every one was
+    refused for the same reason (not authorized, security disabled), that reason once."""
+    def why(e: AdminError) -> str:
+        return error_line(ApiKey.CREATE_ACLS, e.code or 0, e.message or None)
+    reasons = {(e.code, e.message) for e in created.errors.values()}
+    if not created.rows and len(reasons) == 1:
+        first = next(iter(created.errors.values()))
+        return [why(first) if is_authorization_error(first.code or 0) else f"No ACL was added: {why(first)}"]
+    return lines(created.errors, lambda b, e: f"Not added: {' '.join(map(str, b.row()))}: {why(e)}")
+
+
+# -- features ------------------------------------------------------------------------------------
+
+
+def feature_lines(errors: Mapping[str, AdminError]) -> list[str]:
+    """`feature: why` for each feature UpdateFeatures refused."""
+    return lines(errors, lambda name, e: f"{name}: " + error_line(ApiKey.UPDATE_FEATURES, e.code or 0,
+                                                                   e.message or None, entity=name))
+
+
+# -- configs -----------------------------------------------------------------------------------
+# kafka_shell.admin.configs is imported where used: it reads Kafka's release definitions, which
+# list-topics starts without (see commands/topics.py's DEFERRED).
+
+
+def config_change_lines(answers: Answers[str, None], kind: str, dry_run: bool) -> tuple[list[str], list[str]]:
+    """What IncrementalAlterConfigs did, as kafka-configs says it: a line per entity changed
+    (validated, in a dry run), and one per entity refused."""
+    from kafka_shell.admin import configs
+    done = [f"{'Validated' if dry_run else 'Completed'} updating config for {configs.label(kind, name)}"
+            + (" (dry run)." if dry_run else ".") for name in answers.rows]
+    return done, lines(answers.errors, lambda name, e: config_refusal_line(kind, name, e))
+
+
+def config_refusal_line(kind: str, name: str, error: AdminError) -> str:
+    """Why IncrementalAlterConfigs did not change an entity's configs."""
+    from kafka_shell.admin import configs
+    return error_line(ApiKey.INCREMENTAL_ALTER_CONFIGS, error.code or 0, error.message or None,
+                      **configs.refusal_context(kind, name))
+
+
+def import_refusal_lines(refused: Mapping[tuple[str, str], AdminError]) -> list[str]:
+    """import-configs: one line per entity (section, name) the cluster refused or that did not
+    answer, naming it (once: the line may name it already)."""
+    from kafka_shell.admin import cluster_configs
+    out = []
+    for (section, name), error in refused.items():
+        entity = cluster_configs.describe_entity(section, name)
+        if error.code is None:
+            why = error.message
+        elif section == cluster_configs.QUOTAS:
+            why = error_line(ApiKey.ALTER_CLIENT_QUOTAS, error.code, error.message or None)
+        else:
+            why = config_refusal_line(cluster_configs.KINDS[section], name, error)
+        out.append(why if entity in why else f"{entity.capitalize()}: {why}")
+    return out
+
+
+def missing_config_line(kind: str, missing: Mapping[str, list[str]]) -> str:
+    """The keys of a --delete-config that no entity named has and Kafka knows no config by, as
+    kafka-configs refuses them ("Invalid config(s)"), with the nearest name Kafka knows."""
+    from kafka_shell.admin import configs
+    name, keys = next(iter(missing.items()))
+    return (f"Invalid config(s): {', '.join(keys)}: {configs.label(kind, name)} has no such config "
+            f"and Kafka knows none by that name{suggest(keys[0], sorted(configs.known_keys(kind) or ()))}")
+
+
 # -- topics ------------------------------------------------------------------------------------
 
 
@@ -226,6 +299,26 @@ def transaction_line(code: int, transactional_id: str, detail: str | None = None
 
 def transaction_lines(errors: Mapping[str, AdminError]) -> list[str]:
     return lines(errors, lambda tid, e: transaction_line(e.code or 0, tid, e.message or None))
+
+
+# -- plans -----------------------------------------------------------------------------------------
+
+
+def plan_line(error: PlanError) -> str:
+    """Why a reassignment plan cannot be made (admin.assignment_plan.PlanError), and what to do."""
+    from kafka_shell.admin import assignment_plan as plan
+    if error.reason == plan.NO_SUCH_TOPIC:
+        return f'Topic "{shown(error.topic)}" does not exist (check the name with list-topics)'
+    if error.reason == plan.PARTIAL_RACKS:
+        return (f"Brokers {','.join(map(str, error.brokers))} have no rack while others do: give every broker a "
+                "rack, or use --disable-rack-aware")
+    if error.reason == plan.NO_BROKERS:
+        return "The broker list is empty: give the brokers to place replicas on"
+    if error.reason == plan.FACTOR_ABOVE_BROKERS:
+        count = len(error.brokers)
+        return (f'Replication factor {error.factor} of topic "{shown(error.topic)}" is larger than the {count} '
+                f"broker(s) to place it on: use {count} or fewer")
+    return f'Replication factor of topic "{shown(error.topic)}" must be at least 1'
 
 
 # -- notes: what Kafka's tools say beside a plan --------------------------------------------------

@@ -1,18 +1,21 @@
 """What the offset commands of the group families share above the admin layer: the reset
 specifiers (--to-earliest ... --from-file) and plan options of reset-offsets, copy-offsets,
 reset-share-group-offsets and reset-streams-group-offsets, the reset specifier they give
-(planned by kafka_shell/admin/resets.py), and the answer of an offset deletion (delete-offsets,
-delete-streams-group-offsets).
+(planned by kafka_shell/admin/resets.py), the plan's CSV, and the answer of an offset deletion
+(delete-offsets, delete-streams-group-offsets).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import time
 
 from kafka_shell.admin import resets
 from kafka_shell.base.answers import Answers
-from kafka_shell.base.errors import ShellError
+from kafka_shell.base.errors import ShellError, UsageError, shown
+from kafka_shell.base.files import read_text
 from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.option_types import iso_epoch_ms
 from kafka_shell.declarations.registry import INT64_MAX, Confirm, Option, int_range
@@ -95,7 +98,12 @@ def reset_spec(args: dict, from_file: dict[Key, int] | None = None) -> resets.Sp
 
 def planned(plan: resets.Plan, notes: list[str], failures: list[str]) -> dict[Key, tuple[int | None, int]]:
     """A reset plan's rows (committed offset or None, new offset); Kafka's notes on its targets
-    go to `notes`, the partitions whose log could not be read to `failures`."""
+    go to `notes`, the partitions whose log could not be read to `failures`. A shift of
+    partitions without a committed offset is a UsageError, in kafka-consumer-groups' words."""
+    if plan.unshiftable:
+        topic, partition = plan.unshiftable[0]
+        raise UsageError(f"Cannot shift offset for partition {topic}-{partition} since there is no current "
+                         "committed offset (use another specifier for it)")
     failures += failure_lines.partition_lines(plan.errors)
     notes += [failure_lines.reset_note(n) for n in plan.notes]
     return plan.rows
@@ -110,3 +118,39 @@ def deletion_result(deleted: Answers[Key, None], gid: str, keys: list[Key]) -> R
     rows = [[t, p, "Successful" if (t, p) in deleted.rows else "Error"] for t, p in sorted(keys)]
     return Result.outcome([Table(["Topic", "Partition", "Status"], rows, name="offsets")], [],
                           failure_lines.committed_lines(deleted.errors, gid))
+
+
+# -- the plan's CSV (--from-file, --export), as Kafka's tools read and write it --------------------
+
+
+def read_csv(path: str, group_ids: list[str]) -> dict[str, dict[Key, int]]:
+    """Kafka's reset CSV: `topic,partition,offset` lines (one group given) or
+    `group,topic,partition,offset` lines; a UsageError naming the line of the first thing wrong."""
+    text = read_text(path, "--from-file")
+    plan: dict[str, dict[Key, int]] = {}
+    for n, row in enumerate(csv.reader(io.StringIO(text)), 1):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) == 3 and len(group_ids) == 1:
+            gid, (topic, partition, offset) = group_ids[0], row
+        elif len(row) == 4:
+            gid, topic, partition, offset = row
+        else:
+            want = "topic,partition,offset" if len(group_ids) == 1 else "group,topic,partition,offset"
+            raise UsageError(f"{path}:{n}: expected {want}, got {shown(','.join(row))}")
+        if not (partition.strip().isdigit() and offset.strip().lstrip("-").isdigit()):
+            raise UsageError(f"{path}:{n}: partition and offset must be integers, got {shown(','.join(row))}")
+        plan.setdefault(gid, {})[(topic, int(partition))] = int(offset)
+    if not plan:
+        raise UsageError(f"{path} holds no offsets (expected topic,partition,offset lines)")
+    return plan
+
+
+def to_csv(plans: dict[str, dict[Key, tuple[int | None, int]]], single_group: bool) -> str:
+    """Kafka's --export CSV: topic,partition,offset for one group, else group first."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for gid, plan in plans.items():
+        for (t, p), (_, new) in sorted(plan.items()):
+            writer.writerow([t, p, new] if single_group else [gid, t, p, new])
+    return out.getvalue()

@@ -167,3 +167,11 @@ def percent(text: str) -> float:
     if not 0 <= number <= 1000:
         raise ValueError("a percentage like 10 or 10%")
     return number / 100
+
+
+def principal(text: str) -> tuple[str, str]:
+    """A Kafka principal, TYPE:NAME -> (type, name): User:alice is ("User", "alice")."""
+    kind, sep, name = text.partition(":")
+    if not sep or not kind or not name:
+        raise ValueError("a principal as TYPE:NAME, like User:alice")
+    return kind, name
