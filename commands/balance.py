@@ -31,7 +31,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_shell.admin import balance, balance_run, cordons, load, runs
+from kafka_shell.admin import balance, balance_run, configs, cordons, load, runs
 from kafka_shell.admin.balance import GOALS
 from kafka_shell.admin.log_dirs import ReplicaKey
 from kafka_shell.base.errors import ShellError, UsageError
@@ -642,7 +642,8 @@ def _cordon_command(cordon: bool):
                                 + (f" ({', '.join(dirs)})" if dirs else "") + ": nothing to change.")
                 rows.append([b, ",".join(current) or None, ",".join(current) or None])
                 continue
-            messages += cordons.set_value(conn, b, new, args["dry_run"])
+            changed = cordons.set_value(conn, b, new, args["dry_run"])
+            messages += failure_lines.config_change_lines(changed, configs.BROKERS, args["dry_run"])[0]
             rows.append([b, ",".join(current) or None, ",".join(new) or None])
         if not args["dry_run"]:
             messages.append("The brokers tell the controller at their next heartbeat (a second or two); "

@@ -307,7 +307,7 @@ def status(session: Session, args: dict, targets: dict[Key, list[int]],
     moving, verified = reassignments.verify(session.conn, targets, current)
     if current is None and any(v.state == reassignments.DIFFERS for v in verified.values()):
         # The broker asked may not have the controller's last change yet: judge once all agree.
-        agreement = reassignments.agreed(session.conn, set(targets), session.conn.deadline(), POLL_S)
+        agreement = reassignments.agreed(session.conn, set(targets), session.conn.deadline(), POLL_S, targets)
         if not agreement.agreed:
             return Result.message(disagreement_line(agreement), exit_code=1)
         current = agreement.assignment
@@ -429,10 +429,11 @@ def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume:
     with session.bounded():   # the waiting had no bound but the moves' end: what follows has --timeout
         if keys is not None and args.get(dest(FILE)):
             # The brokers learn the controller's last change a moment later: judge once they agree.
-            agreement = reassignments.agreed(session.conn, keys, session.conn.deadline(), POLL_S)
+            targets = read_reassignment(args[dest(FILE)])
+            agreement = reassignments.agreed(session.conn, keys, session.conn.deadline(), POLL_S, targets)
             if not agreement.agreed:
                 return Result.message(disagreement_line(agreement), exit_code=1)
-            return status(session, args, read_reassignment(args[dest(FILE)]), agreement.assignment, dirs)
+            return status(session, args, targets, agreement.assignment, dirs)
         return Result.message("No partition reassignment in progress.",
                               *clear_throttles(session, args["preserve_throttles"], {}))
 

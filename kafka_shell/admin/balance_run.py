@@ -5,7 +5,7 @@ removed and preferred elections; cancelling what of a run still moves; draining 
 runs and its cordon.
 
 What happened comes back as values (`Outcome`, `Cancelled`, `Drained`, with AdminErrors for what
-was refused); progress on the way is told to a `report` callback as events (`Started`,
+was refused); progress on the way is told to a `report` callback as events (`Began`,
 `Throttled`, `Copying`...), which the command turns into lines. The run's record (admin/runs.py)
 is saved while it runs and forgotten once it ends, so that `balance --resume` finds it after Ctrl-C.
 """
@@ -259,7 +259,7 @@ def _roll(conn: ConnectionManager, run: Run, queue: list[Key], now: dict[Key, li
             current = reassignments.current_assignment(topics.read_keys(conn, finished).topics, finished)
             differ = {k for k in finished if current.get(k) != run.targets[k]}
             if differ:   # the broker asked may not have the controller's last change yet
-                current.update(reassignments.agreed(conn, differ, conn.deadline()).assignment)
+                current.update(reassignments.agreed(conn, differ, conn.deadline(), targets=run.targets).assignment)
             for k in finished:
                 if current.get(k) == run.targets[k]:
                     run.done.add(k)

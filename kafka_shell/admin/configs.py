@@ -284,11 +284,13 @@ def refusal_context(kind: str, name: str) -> dict[str, str]:
 
 
 def alter_or_fail(conn: ConnectionManager, kind: str, names: list[str], set_: dict[str, str], delete: list[str],
-                  dry_run: bool) -> None:
+                  dry_run: bool) -> Answers[str, None]:
     """`alter` for a caller that cannot go on past a refusal: the first one is the error the
-    call fails with."""
-    refused = alter(conn, kind, names, set_, delete, dry_run).errors
+    call fails with; else the entities changed."""
+    answers = alter(conn, kind, names, set_, delete, dry_run)
+    refused = answers.errors
     if refused:
         name, error = next(iter(refused.items()))
         raise response_error(ApiKey.INCREMENTAL_ALTER_CONFIGS, error.code or 0, error.message or None,
                              **refusal_context(kind, name))
+    return answers

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafka_shell.protocol.codes import ApiKey
-from kafka_shell.base.answers import AdminError
+from kafka_shell.base.answers import AdminError, Answers
 from kafka_shell.base.errors import NotSupported
 
 from kafka_shell.admin import configs, features, log_dirs
@@ -95,11 +95,8 @@ def new_value(current: list[str], dirs: list[str], every: list[str], cordon: boo
     return [ALL] if cordon and not dirs else sorted(after)
 
 
-def set_value(conn: ConnectionManager, broker: int, dirs: list[str], dry_run: bool) -> list[str]:
-    """Set (or with [] remove) the broker's cordoned.log.dirs, at the broker (which checks the dirs).
-    The line kafka-configs prints for it is still made here: commands/balance.py adds it to its
-    own (it moves to declarations.failure_lines.config_change_lines with that command)."""
+def set_value(conn: ConnectionManager, broker: int, dirs: list[str], dry_run: bool) -> Answers[str, None]:
+    """Set (or with [] remove) the broker's cordoned.log.dirs, at the broker (which checks the
+    dirs); a refusal is the error it fails with."""
     set_, delete = ({KEY: ",".join(dirs)}, []) if dirs else ({}, [KEY])
-    configs.alter_or_fail(conn, configs.BROKERS, [str(broker)], set_, delete, dry_run)
-    return [f"{'Validated' if dry_run else 'Completed'} updating config for broker {broker}"
-            + (" (dry run)." if dry_run else ".")]
+    return configs.alter_or_fail(conn, configs.BROKERS, [str(broker)], set_, delete, dry_run)

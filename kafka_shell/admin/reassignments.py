@@ -165,9 +165,13 @@ class Agreement(NamedTuple):
         return not self.differ and not self.failed
 
 
-def agreed(conn: ConnectionManager, keys: set[Key], deadline: Deadline, poll_s: float = 0.2) -> Agreement:
+def agreed(conn: ConnectionManager, keys: set[Key], deadline: Deadline, poll_s: float = 0.2,
+           targets: Mapping[Key, list[int]] | None = None) -> Agreement:
     """The replicas of `keys` once every live broker's metadata says the same (each learns the
-    controller's change a moment after it is made), asked again until `deadline`."""
+    controller's change a moment after it is made), asked again until `deadline`. With the
+    moves' `targets` (moves the controller no longer lists), also until no broker shows one
+    still in flight (its target's replicas and more: the ones it removes), which all brokers
+    may show alike for a moment after the controller finished it."""
     names = sorted({t for t, _ in keys})
     while True:
         snap = topics.read_keys(conn, keys)
@@ -175,7 +179,8 @@ def agreed(conn: ConnectionManager, keys: set[Key], deadline: Deadline, poll_s: 
         seen = {b: current_assignment(view, keys) for b, view in views.rows.items()}
         votes = Counter(tuple(sorted((k, tuple(r)) for k, r in a.items())) for a in seen.values())
         most = {k: list(r) for k, r in votes.most_common(1)[0][0]} if votes else {}
-        if not views.errors and all(assignment == most for assignment in seen.values()):
+        in_flight = targets is not None and any(set(most.get(k, ())) > set(targets[k]) for k in keys if k in targets)
+        if not views.errors and not in_flight and all(assignment == most for assignment in seen.values()):
             return Agreement(most, [], {}, deadline.elapsed())
         if not deadline.pause(poll_s):
             break
