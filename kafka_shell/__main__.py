@@ -2,6 +2,6 @@
 
 import sys
 
-from kafka_shell.face.main import main
+from kafka_shell.face.launch import main
 
 sys.exit(main())

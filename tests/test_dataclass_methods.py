@@ -78,3 +78,29 @@ CHECKS = textwrap.dedent("""
 def test_methods_compiled_on_first_call_behave_as_dataclasses_own() -> None:
     done = subprocess.run([sys.executable, "-c", CHECKS], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+WITHOUT_INSPECT = textwrap.dedent("""
+    import sys
+    from kafka_shell.base.dataclass_methods import defer_compilation
+    defer_compilation()   # before anything imports dataclasses, as the shell's process does
+    from dataclasses import dataclass, fields
+
+    @dataclass(frozen=True)
+    class Undocumented:
+        x: int
+
+    assert Undocumented.__doc__ == "Undocumented", Undocumented.__doc__   # no signature worked out
+    assert [f.name for f in fields(Undocumented)] == ["x"] and Undocumented(1).x == 1
+    assert "inspect" not in sys.modules and "ast" not in sys.modules, "inspect was imported"
+    import dataclasses
+    assert dataclasses.inspect.isclass(Undocumented)   # anything else: the real inspect's
+    import inspect   # the real one, for whoever needs it
+    assert str(inspect.signature(Undocumented)) == "(x: int) -> None"
+    print("ok")
+""")
+
+
+def test_the_shells_process_makes_dataclasses_without_importing_inspect() -> None:
+    done = subprocess.run([sys.executable, "-c", WITHOUT_INSPECT], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

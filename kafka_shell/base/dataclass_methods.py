@@ -5,19 +5,45 @@ frozen class's __setattr__ and __delattr__) from source as the class is made: ab
 frozen class. A one-shot line makes 50 to 100 dataclasses (kio's message classes, the shell's
 records), a fifth of its CPU, and calls few of those methods. `defer_compilation` makes
 dataclasses compile each method on its first call; the class then holds the compiled method,
-so later calls cost what they always did. Only the shell's own process turns it on (main).
+so later calls cost what they always did. Only the shell's own process turns it on (face/launch.py).
 Python 3.13 compiles a class's methods in one go and is left alone.
+
+A dataclass without a docstring (all of kio's) also gets its signature as __doc__, which
+dataclasses asks `inspect` for: 0.05 ms a class, and importing inspect (with ast, dis, tokenize)
+costs ~7 ms more. Called before anything imports dataclasses, `defer_compilation` gives such a
+class its name alone as __doc__, and inspect is imported only if something else needs it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import sys
+import types
 from typing import Any
 
 
+class _NoSignatures(types.ModuleType):
+    """What dataclasses has as `inspect` in the shell's process: no signature for a docstring;
+    anything else it may ask for (another Python's dataclasses), from the real inspect."""
+
+    @staticmethod
+    def signature(obj: object) -> Any:
+        raise ValueError("class signatures are not worked out in the shell's process")
+
+    def __getattr__(self, name: str) -> Any:
+        import inspect   # the real one: this stand-in is in sys.modules only while dataclasses loads
+        return getattr(inspect, name)
+
+
 def defer_compilation() -> None:
-    """From now on, dataclasses made in this process compile their methods on first use."""
+    """From now on, dataclasses made in this process compile their methods on first use (and
+    get no signature in their docstring)."""
+    if "dataclasses" not in sys.modules and "inspect" not in sys.modules:
+        sys.modules["inspect"] = _NoSignatures("inspect")   # what dataclasses imports as inspect
+        try:
+            import dataclasses
+        finally:
+            del sys.modules["inspect"]
+    import dataclasses
     compile_now = getattr(dataclasses, "_create_fn", None)
     if compile_now is None or sys.version_info >= (3, 13) or getattr(compile_now, "deferred", False):
         return
@@ -44,3 +70,4 @@ def defer_compilation() -> None:
 
     create_fn.deferred = True  # type: ignore[attr-defined]
     dataclasses._create_fn = create_fn  # type: ignore[attr-defined]
+

@@ -374,18 +374,8 @@ def _start_sandbox(**options):
 
 
 def main(argv: list[str] | None = None) -> int:
-    process = argv is None
+    process = argv is None   # the shell's own process (kafka_shell/face/launch.py set it up)
     if argv is None:
-        # A real process: kio registers hypothesis strategies for its types whenever hypothesis
-        # is importable (it is, in a venv with the test tools), which costs ~0.1 s of start-up
-        # that the shell never needs. Marking it absent makes kio skip it.
-        sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
-        from kafka_shell.base.dataclass_methods import defer_compilation
-        defer_compilation()
-        # A command keeps most of what it allocates until it ends (a large answer, decoded): at
-        # the default threshold (700) the collector walks those objects again and again, a tenth
-        # of a 10,000-partition describe-group. Cycles are still collected, in larger steps.
-        gc.set_threshold(50_000)
         argv = sys.argv[1:]
     try:
         code = run(argv)
