@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, configs, quorum
 from kafka_shell.admin.configs import PREFERRED_CONTROLLER_KEY
-from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
-from kafka_shell.connection.metadata import KRAFT, ControllerInfo
+from kafka_shell.connection.metadata import KRAFT
 from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.option_types import positive_int
 from kafka_shell.declarations.registry import INT32_MAX, Option, command, int_range
@@ -129,14 +128,10 @@ def wait_until_active(session: Session, wanted: int, timeout_ms: int) -> str:
 
 
 def _wait_until_active(session: Session, wanted: int, timeout_ms: int) -> str:
-    deadline = Deadline(timeout_ms / 1000)
-    now: ControllerInfo = session.conn.controller()
-    while now.id != wanted:
-        if deadline.expired:
-            raise KafkaCallError(f"{wanted} is not the active controller after {timeout_ms} ms "
-                                 f"(the active controller is {now.id}); the designation stays set.",
-                                 retriable=True)
-        deadline.pause(POLL_S)
-        now = session.conn.controller()
+    now = cluster.wait_until_active(session.conn, wanted, timeout_ms, POLL_S)
+    if isinstance(now, cluster.NotActive):
+        raise KafkaCallError(f"{wanted} is not the active controller after {timeout_ms} ms "
+                             f"(the active controller is {now.active.id}); the designation stays set.",
+                             retriable=True)
     epoch = f" (epoch {now.epoch})" if now.epoch >= 0 else ""
     return f"{wanted} is the active controller{epoch}."

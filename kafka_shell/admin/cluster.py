@@ -1,14 +1,16 @@
 """The cluster as a whole: its brokers, their registrations (DescribeCluster), the active
-controller, the API versions a broker has, and whether a node's listener answers."""
+controller (and waiting for a given one to be it), the API versions a broker has, and whether a
+node's listener answers."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from kafka_shell.protocol.authorization import is_authorization_error
 from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import KafkaCallError, UsageError
 from kafka_shell.protocol.codec import api_name
 
@@ -152,6 +154,27 @@ def broker_states(conn: ConnectionManager, snap: ClusterSnapshot) -> BrokerState
 def answers(conn: ConnectionManager, host: str, port: int) -> bool:
     """Whether a listener at host:port answers (connects, logs in, serves ApiVersions)."""
     return conn.probe(host, port)
+
+
+class NotActive(NamedTuple):
+    """`wait_until_active` gave up: `wanted` was not the active controller after `timeout_ms`;
+    `active` was."""
+    wanted: int
+    active: ControllerInfo
+    timeout_ms: int
+
+
+def wait_until_active(conn: ConnectionManager, wanted: int, timeout_ms: int, poll_s: float = 0.1
+                      ) -> ControllerInfo | NotActive:
+    """The active controller once it is `wanted`, asked every `poll_s` within `timeout_ms`."""
+    deadline = Deadline(timeout_ms / 1000)
+    now = conn.controller()
+    while now.id != wanted:
+        if deadline.expired:
+            return NotActive(wanted, now, timeout_ms)
+        deadline.pause(poll_s)
+        now = conn.controller()
+    return now
 
 
 def unregister(conn: ConnectionManager, broker_id: int) -> None:
