@@ -22,17 +22,15 @@ import json
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_shell.declarations import failure_lines
 from kafka_shell.admin import recovery, topics
-from kafka_shell.admin.elections import ELECTED, NOT_NEEDED, Election
+from kafka_shell.admin.elections import ELECTED, NOT_NEEDED
 from kafka_shell.admin.recovery import STOCK_PATH, Target
 from kafka_shell.base.errors import ShellError, UsageError
 from kafka_shell.base.files import is_id, read_json, write_new
-from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
 from kafka_shell.declarations.option_types import positive_int
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
@@ -44,7 +42,6 @@ if TYPE_CHECKING:
 Key = tuple[str, int]
 
 FILE_EXAMPLE = '{"partitions":[{"topic":"foo","partitions":[0,3,5]}]}'
-RETRY_S = 0.1
 ELECTION_TIMEOUT_MS = 30000
 
 SCOPE = ("--path-to-json-file", "--all-offline-partitions")
@@ -268,22 +265,10 @@ class StopAfterBatch:
 def run_elections(session: Session, path: str, plan: list[Target],
                   attempts: int) -> tuple[list[list[Any]], list[str]]:
     """Elect each target's chosen replica; rows (topic, partition, result, leader, error)."""
-    outcomes: dict[Key, Election] = {}
     notes: list[str] = []
     with StopAfterBatch() as stop:
-        pending = list(plan)
-        for attempt in range(attempts):
-            batches = [pending[i:i + MAX_PARTITIONS_PER_ELECTION]
-                       for i in range(0, len(pending), MAX_PARTITIONS_PER_ELECTION)]
-            for batch in batches:
-                if stop.requested:
-                    break
-                outcomes.update(elect_batch(session, path, batch))
-            retry = [t for t in pending if t.key in outcomes and outcomes[t.key].retriable]
-            if stop.requested or not retry:
-                break
-            pending = retry
-            time.sleep(RETRY_S * (attempt + 1))
+        outcomes = recovery.elect_all(session.conn, path, plan, attempts, ELECTION_TIMEOUT_MS,
+                                      lambda: stop.requested, lambda elected: _unrestored(session, elected))
         if stop.requested:
             notes.append(f"Stopped by a signal after the batch in flight: {len(plan) - len(outcomes)} "
                          "partition(s) were not attempted; run the same command again to finish.")
@@ -319,8 +304,6 @@ def elected_instead(t: Target, now: int) -> str:
     return f"broker {now} was elected instead of {t.chosen} (whose broker stopped in between){what}"
 
 
-def elect_batch(session: Session, path: str, batch: list[Target]) -> dict[Key, Election]:
-    elected = recovery.elect(session.conn, path, batch, ELECTION_TIMEOUT_MS)
+def _unrestored(session: Session, elected: recovery.Elected) -> None:
     for line in failure_lines.reassignment_lines(elected.unrestored):
         session.notify(f"Could not restore the replica order of {line}")
-    return elected.outcomes

@@ -13,7 +13,8 @@ Two ways to ask, picked from what the cluster advertises (`path`):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -34,6 +35,7 @@ Key = tuple[str, int]
 LIVE, FENCED, UNREACHABLE = "live", "fenced", "unreachable"
 DESIGNATED_PATH, STOCK_PATH = "designated", "stock"
 LEFT_OUT = "left out of the broker's answer"
+RETRY_S = 0.1   # `elect_all` pauses this long after its first round, twice as long after its second...
 
 
 class Candidate(NamedTuple):
@@ -180,6 +182,28 @@ def elect(conn: ConnectionManager, path: str, batch: list[Target], timeout_ms: i
     restore: dict[Key, list[int] | None] = {t.key: list(t.replicas) for t in reordered}
     conn.debug(f"AlterPartitionReassignments (restore order): {len(restore)} partition(s)")
     return Elected(outcomes, reassignments.alter(conn, restore).errors)
+
+
+def elect_all(conn: ConnectionManager, path: str, plan: list[Target], attempts: int, timeout_ms: int,
+              stop: Callable[[], bool], report: Callable[[Elected], None]) -> dict[Key, elections.Election]:
+    """`elect` the plan's targets, MAX_PARTITIONS_PER_ELECTION a batch (each batch `report`ed),
+    the ones that failed retriably again, up to `attempts` times with a growing pause. Once
+    `stop()` says so, no further batch starts: a target not attempted has no outcome."""
+    outcomes: dict[Key, elections.Election] = {}
+    pending = list(plan)
+    for attempt in range(attempts):
+        for i in range(0, len(pending), MAX_PARTITIONS_PER_ELECTION):
+            if stop():
+                return outcomes
+            elected = elect(conn, path, pending[i:i + MAX_PARTITIONS_PER_ELECTION], timeout_ms)
+            report(elected)
+            outcomes.update(elected.outcomes)
+        retry = [t for t in pending if t.key in outcomes and outcomes[t.key].retriable]
+        if stop() or not retry:
+            break
+        pending = retry
+        time.sleep(RETRY_S * (attempt + 1))
+    return outcomes
 
 
 # -- what the replicas hold -----------------------------------------------------------------------
