@@ -8,13 +8,12 @@ create-topic lines in a script becomes one CreateTopics request (see runner.run_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kafka_shell.declarations import failure_lines
 from kafka_shell.admin import topics
 from kafka_shell.admin.topics import NewTopic
-from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH
 from kafka_shell.connection.metadata import ZOOKEEPER, kafka_uuid
@@ -55,7 +54,6 @@ CREATE_OPTIONS = (
 BLOCKING = Option("--blocking", flag=True,
                   help="Wait until every live broker's metadata shows the change (at most --timeout); "
                        "name the brokers that lag.")
-POLL_S = 0.1
 
 
 def create_topics(session: Session, lines: list[dict]) -> list[Result | ShellError]:
@@ -108,7 +106,7 @@ def create_topics(session: Session, lines: list[dict]) -> list[Result | ShellErr
         outcome = Result.message(*messages, exit_code=1 if i in failed else 0)
         created = [t.name for j, t in wanted if j == i]
         if created and not dry_run and i not in failed:
-            outcome = _joined(outcome, settle(session, snap, created, _created, "the new topic(s)",
+            outcome = _joined(outcome, settle(session, snap, created, topics.created, "the new topic(s)",
                                               lines[i].get("blocking", False)))
         outcomes[i] = outcome
     return [outcomes[i] for i in range(len(lines))]
@@ -117,18 +115,7 @@ def create_topics(session: Session, lines: list[dict]) -> list[Result | ShellErr
 # -- --blocking ----------------------------------------------------------------------------------
 
 
-def _created(view: dict[str, TopicInfo], names: list[str]) -> bool:
-    return all(n in view and view[n].partitions and all(p.leader >= 0 for p in view[n].partitions) for n in names)
-
-
-def _deleted(view: dict[str, TopicInfo], names: list[str]) -> bool:
-    return not any(n in view for n in names)
-
-
-Shows = Callable[[dict[str, "TopicInfo"], list[str]], bool]
-
-
-def settle(session: Session, snap: ClusterSnapshot, names: list[str], shows: Shows, what: str,
+def settle(session: Session, snap: ClusterSnapshot, names: list[str], shows: topics.Shows, what: str,
            blocking: bool) -> Result:
     """After a topic change: with --blocking, every live broker shows it; without, in ZooKeeper
     mode, the controller broker does (reads go to it, and it learns the change from ZooKeeper a
@@ -142,25 +129,19 @@ def settle(session: Session, snap: ClusterSnapshot, names: list[str], shows: Sho
     return Result()
 
 
-def wait_until_shown(session: Session, snap: ClusterSnapshot, names: list[str], shows: Shows, what: str,
+def wait_until_shown(session: Session, snap: ClusterSnapshot, names: list[str], shows: topics.Shows, what: str,
                      brokers: list[int] | None = None) -> Result:
-    """KIP-4's --blocking: ask every broker live in the command's read (or `brokers`) for its
-    metadata of `names` until each one `shows` the change, within --timeout; on timeout name the
-    brokers that lag (or did not answer, and why)."""
-    deadline = Deadline(session.conn.timeout_s)
+    """KIP-4's --blocking: every broker live in the command's read (or `brokers`) shows the
+    change within --timeout; on timeout name the brokers that lag (or did not answer, and why)."""
     brokers = brokers or sorted(snap.brokers)
-    while True:
-        found = topics.views_by_broker(session.conn, brokers, names, deadline)
-        lagging = {b: found.errors[b].message if b in found.errors else None for b in brokers
-                   if b in found.errors or not shows(found.rows[b], names)}
-        if not lagging:
-            return Result.message(f"Every live broker ({len(brokers)}) shows {what} (waited {deadline.elapsed():.1f} s).")
-        if not deadline.pause(POLL_S):
-            ids = ", ".join(map(str, lagging))
-            why = "".join(f"; broker {b}: {reason}" for b, reason in lagging.items() if reason)
-            return Result.message(f"Timed out after {session.conn.timeout_s:g} s waiting for the brokers to show "
-                                  f"{what}: broker(s) {ids} do not yet{why} (raise --timeout to wait longer).",
-                                  exit_code=1)
+    showing = topics.wait_until_shown(session.conn, brokers, names, shows)
+    if not showing.lagging:
+        return Result.message(f"Every live broker ({len(brokers)}) shows {what} (waited {showing.elapsed:.1f} s).")
+    ids = ", ".join(map(str, showing.lagging))
+    why = "".join(f"; broker {b}: {error.message}" for b, error in showing.lagging.items() if error is not None and error.message)
+    return Result.message(f"Timed out after {session.conn.timeout_s:g} s waiting for the brokers to show "
+                          f"{what}: broker(s) {ids} do not yet{why} (raise --timeout to wait longer).",
+                          exit_code=1)
 
 
 def _joined(first: Result, then: Result) -> Result:
@@ -268,14 +249,10 @@ def alter_topic(session: Session, args: dict) -> Result:
     result = Result.outcome([], messages, refused)
     if not dry_run and (args["partitions"] or args["replication_factor"]):
         total, factor = args["partitions"], args["replication_factor"]
-
-        def altered(view: dict[str, TopicInfo], names: list[str]) -> bool:
-            return all(n in view and (not total or len(view[n].partitions) >= total)
-                       and (not factor or all(len(p.replicas) == factor for p in view[n].partitions))
-                       for n in names)
         what = " and ".join(x for x in (f"{total} partitions" if total else "",
                                          f"{factor} replicas a partition" if factor else "") if x)
-        result = _joined(result, settle(session, snap, [t.name for t in found], altered, what, args["blocking"]))
+        result = _joined(result, settle(session, snap, [t.name for t in found], topics.altered(total, factor), what,
+                                         args["blocking"]))
     elif args["blocking"] and not dry_run:
         result.messages.append("--blocking waits for what brokers' metadata shows (partitions, replicas): "
                                "configs are not in it, nothing to wait for.")
@@ -375,7 +352,7 @@ def delete_topic(session: Session, args: dict) -> Result:
             errors.append(failure_lines.deleted_line(result.error, result.name))
     if errors:
         raise KafkaCallError(" ".join(messages + errors))
-    return _joined(Result.message(*messages), settle(session, snap, names, _deleted, "the deletion", args["blocking"]))
+    return _joined(Result.message(*messages), settle(session, snap, names, topics.deleted, "the deletion", args["blocking"]))
 
 
 # -- list-topics / describe-topic --------------------------------------------------------------

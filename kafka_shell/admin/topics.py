@@ -1,5 +1,6 @@
 """Topics: names, fresh reads of them, CreateTopics, DeleteTopics, CreatePartitions, the KIP-966
-eligible leaders (DescribeTopicPartitions) and one broker's own view of the leaders.
+eligible leaders (DescribeTopicPartitions), one broker's own view of the leaders, and waiting
+until every broker shows a change (`wait_until_shown`).
 
 Every lookup reads the cluster when it runs (`ConnectionManager.read`): what a command shows or
 plans from is never the metadata cache.
@@ -7,11 +8,12 @@ plans from is never the metadata cache.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafka_shell.base.answers import CONTROLLER, AdminError, Answers, Target
+from kafka_shell.base.deadline import Deadline
 from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.base.errors import KafkaCallError, UsageError, shown
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP, PARTITIONS_PER_PAGE
@@ -22,7 +24,6 @@ from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
-    from kafka_shell.base.deadline import Deadline
 
 Key = tuple[str, int]
 
@@ -310,3 +311,45 @@ def leaders_by_broker(conn: ConnectionManager, brokers: list[int],
     views = views_by_broker(conn, brokers, topics)
     return Answers({b: {(t.name, p.partition): (p.leader, p.preferred_leader) for t in view.values()
                         for p in t.partitions} for b, view in views.rows.items()}, views.errors)
+
+
+# -- KIP-4's --blocking: until every broker shows a change ---------------------------------------
+
+
+Shows = Callable[[dict[str, TopicInfo], list[str]], bool]   # does a broker's view show the change to the topics?
+POLL_S = 0.1
+
+
+def created(view: dict[str, TopicInfo], names: list[str]) -> bool:
+    return all(n in view and view[n].partitions and all(p.leader >= 0 for p in view[n].partitions) for n in names)
+
+
+def deleted(view: dict[str, TopicInfo], names: list[str]) -> bool:
+    return not any(n in view for n in names)
+
+
+def altered(total: int | None, factor: int | None) -> Shows:
+    """At least `total` partitions, and `factor` replicas in each (either None: not asked)."""
+    def shows(view: dict[str, TopicInfo], names: list[str]) -> bool:
+        return all(n in view and (not total or len(view[n].partitions) >= total)
+                   and (not factor or all(len(p.replicas) == factor for p in view[n].partitions))
+                   for n in names)
+    return shows
+
+
+class Showing(NamedTuple):
+    """How `wait_until_shown` ended: the brokers that do not show the change yet (with the
+    AdminError of one that did not answer; none: every broker shows it), and how long it waited."""
+    lagging: dict[int, AdminError | None]
+    elapsed: float
+
+
+def wait_until_shown(conn: ConnectionManager, brokers: list[int], names: list[str], shows: Shows) -> Showing:
+    """Ask each of `brokers` for its own metadata of `names` until each one `shows` the change,
+    within --timeout."""
+    deadline = Deadline(conn.timeout_s)
+    while True:
+        found = views_by_broker(conn, brokers, names, deadline)
+        lagging = {b: found.errors.get(b) for b in brokers if b in found.errors or not shows(found.rows[b], names)}
+        if not lagging or not deadline.pause(POLL_S):
+            return Showing(lagging, deadline.elapsed())
