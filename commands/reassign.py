@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING
 
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 from kafka_shell.admin import log_dirs, reassignments, throttles, topics
@@ -19,7 +19,6 @@ from kafka_shell.declarations import failure_lines
 from kafka_shell.admin.log_dirs import ReplicaKey
 from kafka_shell.admin.reassignments import Move
 from kafka_shell.admin.assignment_plan import PlanError
-from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import ShellError, UsageError
 from kafka_shell.base.files import FileExists, read_json
 from kafka_shell.declarations.progress import CopyProgress
@@ -39,8 +38,6 @@ Key = tuple[str, int]
 IN_PROGRESS = 3
 INTERRUPTED = 130
 POLL_S = 0.2
-GIVE_UP_S = 60.0        # --blocking stops when the cluster does not answer for this long
-RETRY_S = 1.0
 
 
 ACTIONS = ("--generate", "--execute", "--verify", "--cancel", "--list")
@@ -420,9 +417,11 @@ def wait_and_finish(session: Session, args: dict, keys: set[Key] | None, resume:
     """Wait for the moves (of `keys`, or all) with a progress bar, and for the replicas' moves
     between log dirs (`dirs`), then verify / clear throttles."""
     try:
-        wait(session, keys, CopyProgress(session.stderr))
-        while dirs and any(m.state == log_dirs.MOVING for m in log_dirs.move_states(session.conn, dirs).moves.values()):
-            time.sleep(POLL_S)
+        progress = CopyProgress(session.stderr)
+        reassignments.wait(session.conn, keys, _reporter(session, progress))
+        progress.done()
+        if dirs:
+            log_dirs.wait_for_moves(session.conn, dirs, POLL_S)
     except KeyboardInterrupt:
         return Result.message("Stopped waiting; the reassignment goes on. Resume waiting with: "
                               f"reassign-partitions {resume}--blocking", exit_code=INTERRUPTED)
@@ -448,29 +447,11 @@ def disagreement_line(agreement: reassignments.Agreement) -> str:
             "reassign-partitions --verify, or raise --timeout.")
 
 
-def wait(session: Session, keys: set[Key] | None, progress: CopyProgress) -> None:
-    """Poll the controller until none of `keys` (or nothing at all) is moving. A controller
-    change is followed by the connection manager; other failures are retried for a while."""
-    total = len(keys) if keys is not None else None
-    failing: Deadline | None = None   # from the first failure of a run of them
-    while True:
-        try:
-            with session.bounded():   # each poll within --timeout
-                moving = reassignments.ongoing(session.conn)
-                pending = {k: m for k, m in moving.items() if keys is None or k in keys}
-                if total is None:
-                    total = len(pending)
-                if not pending:
-                    progress.done()
-                    return
-                copied, size = reassignments.copy_progress(session.conn, pending)
-            failing = None
-        except ShellError as exc:
-            failing = failing or Deadline(GIVE_UP_S)
-            if failing.expired:
-                raise
-            session.notify(f"Waiting: {exc} (retrying)")
-            failing.pause(RETRY_S)
-            continue
-        progress.show(max(total, len(pending)) - len(pending), max(total, len(pending)), copied, size)
-        time.sleep(POLL_S)
+def _reporter(session: Session, progress: CopyProgress) -> Callable[[reassignments.Copying | reassignments.Retrying], None]:
+    """The wait's progress as the bar, its failures as notices."""
+    def report(event: reassignments.Copying | reassignments.Retrying) -> None:
+        if isinstance(event, reassignments.Retrying):
+            session.notify(f"Waiting: {event.error} (retrying)")
+        else:
+            progress.show(*event)
+    return report

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kafka_shell.admin import balance, cluster, cordons, elections, load, log_dirs, reassignments, runs, throttles, topics
 from kafka_shell.admin.log_dirs import ReplicaKey
+from kafka_shell.admin.reassignments import Copying
 from kafka_shell.base.answers import AdminError
 
 if TYPE_CHECKING:
@@ -61,14 +62,6 @@ class DirsThrottled(NamedTuple):
     brokers: list[int]
     rate: int
     unreachable: list[int]
-
-
-class Copying(NamedTuple):
-    """The moves' progress: partitions done of `total`, bytes copied of `size`."""
-    done: int
-    total: int
-    copied: int
-    size: int
 
 
 class Copied(NamedTuple):
@@ -218,11 +211,7 @@ def _move_dirs(conn: ConnectionManager, run: Run, report: Report) -> DirMoves | 
     if started.refused or started.waiting:
         return DirMoves(started, None)
     report(MovingDirs(len(run.dirs)))
-    while True:
-        states = log_dirs.move_states(conn, run.dirs)
-        if not any(m.state == log_dirs.MOVING for m in states.moves.values()):
-            return DirMoves(started, states)
-        time.sleep(POLL_S)
+    return DirMoves(started, log_dirs.wait_for_moves(conn, run.dirs, POLL_S))
 
 
 def _start(conn: ConnectionManager, run: Run, keys: list[Key], now: dict[Key, list[int]], report: Report) -> list[Key]:

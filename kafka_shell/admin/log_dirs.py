@@ -10,6 +10,7 @@ answers of the others (partial failure is a value, not an exception).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -225,3 +226,12 @@ def not_there_yet(error: AdminError) -> bool:
 def _known(value: int | None) -> int | None:
     """None for Kafka's "unknown" -1 and for versions without the field."""
     return None if value is None or value < 0 else value
+
+
+def wait_for_moves(conn: ConnectionManager, targets: dict[ReplicaKey, str], poll_s: float) -> MoveStates:
+    """Where the replicas of `targets` stand once none is still moving between its broker's dirs."""
+    while True:
+        states = move_states(conn, targets)
+        if not any(m.state == MOVING for m in states.moves.values()):
+            return states
+        time.sleep(poll_s)

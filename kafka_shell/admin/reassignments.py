@@ -1,27 +1,32 @@
 """Partition reassignments: the moves in progress (ListPartitionReassignments), starting and
-cancelling moves (AlterPartitionReassignments), whether the brokers agree on a move's end
-(`agreed`), and a replication factor change planned with minimal movement (`assignment_plan`)."""
+cancelling moves (AlterPartitionReassignments), waiting for them to end (`wait`), whether the
+brokers agree on a move's end (`agreed`), and a replication factor change planned with minimal
+movement (`assignment_plan`)."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafka_shell.base.answers import CONTROLLER, AdminError, Answers, Target
 from kafka_shell.protocol.authorization import is_authorization_error
 from kafka_shell.protocol.codes import ApiKey
-from kafka_shell.base.errors import KafkaCallError
+from kafka_shell.base.deadline import Deadline
+from kafka_shell.base.errors import KafkaCallError, ShellError
 
 from kafka_shell.admin import assignment_plan, cluster, log_dirs, topics
 from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
-    from kafka_shell.base.deadline import Deadline
     from kafka_shell.connection.manager import ConnectionManager
     from kafka_shell.connection.metadata import ClusterSnapshot, TopicInfo
 
 Key = tuple[str, int]
+POLL_S = 0.2
+GIVE_UP_S = 60.0        # `wait` stops when the cluster does not answer for this long
+RETRY_S = 1.0
 
 
 class Move(NamedTuple):
@@ -209,6 +214,47 @@ def copy_progress(conn: ConnectionManager, moving: dict[Key, Move]) -> tuple[int
             size += full
             copied += min(sizes.get((*key, a), (0, 0))[0], full)
     return copied, size
+
+
+class Copying(NamedTuple):
+    """The moves' progress: partitions done of `total`, bytes copied of `size`."""
+    done: int
+    total: int
+    copied: int
+    size: int
+
+
+class Retrying(NamedTuple):
+    """A poll of `wait` failed (`error`): it asks again in RETRY_S."""
+    error: ShellError
+
+
+def wait(conn: ConnectionManager, keys: set[Key] | None, report: Callable[[Copying | Retrying], None]) -> None:
+    """Poll the controller until none of `keys` (or nothing at all) is moving, each poll within
+    --timeout, its progress `report`ed. A controller change is followed by the connection
+    manager; other failures are reported and asked again for GIVE_UP_S, then the last one raised."""
+    total = len(keys) if keys is not None else None
+    failing: Deadline | None = None   # from the first failure of a run of them
+    while True:
+        try:
+            with conn.budget.of(conn.timeout_s):
+                pending = {k: m for k, m in ongoing(conn).items() if keys is None or k in keys}
+                if total is None:
+                    total = len(pending)
+                if not pending:
+                    return
+                copied, size = copy_progress(conn, pending)
+            failing = None
+        except ShellError as exc:
+            failing = failing or Deadline(GIVE_UP_S)
+            if failing.expired:
+                raise
+            report(Retrying(exc))
+            failing.pause(RETRY_S)
+            continue
+        most = max(total, len(pending))
+        report(Copying(most - len(pending), most, copied, size))
+        time.sleep(POLL_S)
 
 
 class FactorChange(NamedTuple):
