@@ -124,11 +124,7 @@ def require_up(session: Session, wanted: int) -> None:
 def wait_until_active(session: Session, wanted: int, timeout_ms: int) -> str:
     session.stderr.write(f"Waiting for {wanted} to become the active controller...\n")
     with session.bounded(timeout_ms / 1000 + session.conn.timeout_s):   # --timeout-ms, and its last read
-        return _wait_until_active(session, wanted, timeout_ms)
-
-
-def _wait_until_active(session: Session, wanted: int, timeout_ms: int) -> str:
-    now = cluster.wait_until_active(session.conn, wanted, timeout_ms, POLL_S)
+        now = cluster.wait_until_active(session.conn, wanted, timeout_ms, POLL_S)
     if isinstance(now, cluster.NotActive):
         raise KafkaCallError(f"{wanted} is not the active controller after {timeout_ms} ms "
                              f"(the active controller is {now.active.id}); the designation stays set.",

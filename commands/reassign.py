@@ -9,10 +9,8 @@ Exit codes: 0 done, 1 failed, 2 bad input (nothing sent), 3 (--verify) still in 
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING
-
-from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_shell.admin import log_dirs, reassignments, throttles, topics
 from kafka_shell.declarations import failure_lines
@@ -447,7 +445,7 @@ def disagreement_line(agreement: reassignments.Agreement) -> str:
             "reassign-partitions --verify, or raise --timeout.")
 
 
-def _reporter(session: Session, progress: CopyProgress) -> Callable[[reassignments.Copying | reassignments.Retrying], None]:
+def _reporter(session: Session, progress: CopyProgress) -> reassignments.Report:
     """The wait's progress as the bar, its failures as notices."""
     def report(event: reassignments.Copying | reassignments.Retrying) -> None:
         if isinstance(event, reassignments.Retrying):

@@ -229,7 +229,10 @@ class Retrying(NamedTuple):
     error: ShellError
 
 
-def wait(conn: ConnectionManager, keys: set[Key] | None, report: Callable[[Copying | Retrying], None]) -> None:
+Report = Callable[[Copying | Retrying], None]
+
+
+def wait(conn: ConnectionManager, keys: set[Key] | None, report: Report) -> None:
     """Poll the controller until none of `keys` (or nothing at all) is moving, each poll within
     --timeout, its progress `report`ed. A controller change is followed by the connection
     manager; other failures are reported and asked again for GIVE_UP_S, then the last one raised."""
