@@ -126,7 +126,8 @@ def _require_entity(session: Session, kind: str, name: str) -> None:
     elif kind == configs.GROUPS:
         configs.require_group_configs(session.conn)
     elif name:
-        cluster.require_brokers(session.conn, [int(name)])
+        if absent := cluster.absent(session.conn, [int(name)]):
+            raise failure_lines.absent_error(absent)
 
 
 def add_config_items(text: str) -> dict[str, str]:
@@ -303,7 +304,8 @@ def diff_configs(session: Session, args: dict) -> Result:
         ids = sorted(session.conn.read([]).brokers)
     else:
         ids = sorted(set(args["broker"]))
-        cluster.require_brokers(session.conn, ids)
+        if absent := cluster.absent(session.conn, ids):
+            raise failure_lines.absent_error(absent)
     if len(ids) < 2:
         raise UsageError("diff-configs compares two brokers or more: give --broker twice, or --all-brokers")
     read = configs.each_broker(session.conn, ids)

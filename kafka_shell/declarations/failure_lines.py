@@ -17,13 +17,15 @@ from kafka_shell.admin.errors import code_name, error_line, other_type_of, parti
 from kafka_shell.base.answers import AdminError, Answers
 from kafka_shell.protocol.authorization import is_authorization_error
 from kafka_shell.protocol.codes import ApiKey, Error
-from kafka_shell.base.errors import kafka_error_message, shown, suggest
+from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown, suggest
 
 if TYPE_CHECKING:
     from kafka_shell.admin import resets
     from kafka_shell.admin.acls import Binding
     from kafka_shell.admin.assignment_plan import PlanError
+    from kafka_shell.admin.cluster import Absent
     from kafka_shell.admin.elections import Election
+    from kafka_shell.admin.health import Unread
 
 Key = tuple[str, int]
 
@@ -51,6 +53,25 @@ def partition_lines(errors: Mapping[Key, AdminError],
     return lines(errors, answered or (lambda key, e: partition_line(key, e.code or 0)))
 
 
+# -- the cluster's state -------------------------------------------------------------------------
+
+
+def absent_error(absent: Absent) -> ShellError:
+    """Broker ids asked for that the cluster does not have live (admin.cluster.absent): fenced
+    ones are the cluster's state (exit 1), unknown ones a wrong id (exit 2, usage)."""
+    def which(role: str, ids: tuple[int, ...]) -> str:
+        return f"{role} {ids[0]} is" if len(ids) == 1 else f"{role}s {', '.join(map(str, ids))} are"
+    live = ", ".join(map(str, absent.live))
+    if absent.fenced:
+        return KafkaCallError(f"{which('Broker', absent.fenced)} not live: registered but fenced (stopped, or cut off "
+                              f"from the controller); live brokers: {live or 'none'}", code=Error.broker_not_available)
+    return UsageError(f"{which(absent.role.capitalize(), absent.unknown)} not in the cluster ({absent.role}s: {live})")
+
+
+def no_controller_error() -> KafkaCallError:
+    return KafkaCallError("The cluster has no active controller right now; try again shortly.", code=Error.not_controller)
+
+
 # -- per request: the lines that say what to do -------------------------------------------------
 
 
@@ -70,6 +91,14 @@ def log_dir_lines(errors: Mapping[int, AdminError]) -> list[str]:
 def log_dir_error_line(path: str, error: AdminError) -> str:
     """A log dir's own error, as the broker reported it (KAFKA_STORAGE_ERROR: the dir is offline)."""
     return kafka_error_message(error.code or 0, "", "", entity=f"log dir {path}")
+
+
+def unread_log_dirs_line(broker: int, error: AdminError) -> str:
+    """A broker whose log dirs a load was read without (admin.load's `missing`): it did not
+    answer, refused, or one of its dirs is offline."""
+    if error.code is None:
+        return str(error)
+    return f"Broker {broker} did not describe its log dirs ({error_line(ApiKey.DESCRIBE_LOG_DIRS, error.code)})"
 
 
 def config_lines(errors: Mapping[int, AdminError]) -> list[str]:
@@ -299,6 +328,28 @@ def transaction_line(code: int, transactional_id: str, detail: str | None = None
 
 def transaction_lines(errors: Mapping[str, AdminError]) -> list[str]:
     return lines(errors, lambda tid, e: transaction_line(e.code or 0, tid, e.message or None))
+
+
+# -- health ----------------------------------------------------------------------------------------
+
+
+def health_unread_line(part: str, why: Unread) -> str:
+    """Why a part of health (admin.health's PARTS) is not read whole, naming what did not answer."""
+    from kafka_shell.admin import health
+    if why.reason == health.TIMED_OUT:
+        return "not read: the --timeout ran out first"
+    if why.reason == health.NO_METADATA:
+        return "not read: the cluster's metadata could not be read"
+    if why.failure is not None:
+        return f"not read: {why.failure}"
+    if part == "balance":
+        told = "; ".join(unread_log_dirs_line(b, e) for b, e in why.without.items())
+        return f"not read: the balance goals are judged without some brokers' log dirs ({told})"
+    if part == "transactions":
+        kinds = [sum(isinstance(k, kind) for k in why.without) for kind in (tuple, int, str)]
+        return (f"not read: hanging transactions searched without {kinds[0]} partition(s), {kinds[1]} broker(s) "
+                f"and {kinds[2]} transactional id(s): {next(iter(why.without.values()))}")
+    return "not read: " + "; ".join(group_listing_lines(why.without))   # lag: brokers that did not list their groups
 
 
 # -- plans -----------------------------------------------------------------------------------------
