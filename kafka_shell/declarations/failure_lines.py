@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from kafka_shell.admin.cluster import Absent
     from kafka_shell.admin.elections import Election
     from kafka_shell.admin.health import Unread
+    from kafka_shell.admin.topics import NoSuchPartition
 
 Key = tuple[str, int]
 
@@ -231,6 +232,17 @@ def missing_config_line(kind: str, missing: Mapping[str, list[str]]) -> str:
 
 
 # -- topics ------------------------------------------------------------------------------------
+
+
+def no_partition_line(error: NoSuchPartition) -> str:
+    return f'Topic "{shown(error.topic)}" has no partition {error.partition} (it has {error.count})'
+
+
+def read_failure_line(exc: KafkaCallError | NoSuchPartition) -> str:
+    """A fresh read of the partitions a plan names that failed (a partition its topic lacks, or
+    the read's own error)."""
+    from kafka_shell.admin.topics import NoSuchPartition
+    return no_partition_line(exc) if isinstance(exc, NoSuchPartition) else str(exc)
 
 
 def created_line(error: AdminError, topic: str, brokers: int, replication_factor: int = -1) -> str:
