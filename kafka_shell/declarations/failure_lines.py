@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_shell.admin.errors import code_name, error_line, other_type_of, partition_line
 from kafka_shell.base.answers import AdminError, Answers
-from kafka_shell.protocol.authorization import is_authorization_error
+from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
 from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown, suggest
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from kafka_shell.admin import resets
     from kafka_shell.admin.acls import Binding
     from kafka_shell.admin.assignment_plan import PlanError
+    from kafka_shell.admin import cluster_configs
     from kafka_shell.admin.cluster import Absent
     from kafka_shell.admin.elections import Election
     from kafka_shell.admin.health import Unread
@@ -142,6 +143,16 @@ def election_line(election: Election) -> str | None:
     return error_line(ApiKey.ELECT_LEADERS, error.code, error.message or None, topic=election.topic)
 
 
+def election_refusal(exc: KafkaCallError) -> KafkaCallError:
+    """ElectLeaders of every partition refused whole: not authorized as kafka-leader-election says
+    it (rather than an empty success); another refusal as it came."""
+    if exc.code is None or not is_authorization_error(exc.code):
+        return exc
+    needed = authorization_message(ApiKey.ELECT_LEADERS, exc.code, purpose="")
+    return KafkaCallError(f"Not authorized to perform leader election: {needed.removeprefix('not authorized: ')}",
+                          code=exc.code)
+
+
 def reassignment_lines(errors: Mapping[Key, AdminError]) -> list[str]:
     """`topic-3: why` per partition the controller would not move."""
     return partition_lines(errors, lambda key, e: f"{partition_name(key)}: {reassignment_refusal(key, e)}")
@@ -203,6 +214,11 @@ def config_refusal_line(kind: str, name: str, error: AdminError) -> str:
     from kafka_shell.admin import configs
     return error_line(ApiKey.INCREMENTAL_ALTER_CONFIGS, error.code or 0, error.message or None,
                       **configs.refusal_context(kind, name))
+
+
+def snapshot_notes(snap: cluster_configs.Snapshot) -> list[str]:
+    """What a configs snapshot was read without because the cluster lacks it."""
+    return [f"Group configs were not read: {snap.groups_unread}"] if snap.groups_unread is not None else []
 
 
 def import_refusal_lines(refused: Mapping[tuple[str, str], AdminError]) -> list[str]:
