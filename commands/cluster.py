@@ -45,7 +45,8 @@ def describe_cluster(session: Session, args: dict) -> Result:
     tables = [summary, brokers]
     if conn.router.controller_addresses:
         tables.append(_controllers_table(session))
-    return Result(tables=tables, messages=[refused] if refused else [], exit_code=1 if partial else 0)
+    return Result(tables=tables, messages=[failure_lines.controller_unshown_line(refused, partial)] if refused else [],
+                  exit_code=1 if partial else 0)
 
 
 def _controllers_table(session: Session) -> Table:

@@ -23,18 +23,16 @@ FENCED_BROKERS_VERSION = 2   # DescribeCluster lists fenced brokers from v2 (KIP
 
 
 def read_maybe_controller(conn: ConnectionManager, topics: list[str] | None = None
-                          ) -> tuple[ClusterSnapshot, str | None, bool]:
+                          ) -> tuple[ClusterSnapshot, KafkaCallError | None, bool]:
     """A fresh read with the active controller when the principal may learn it (KRaft:
     DescribeQuorum needs DESCRIBE on the cluster) and the quorum answers: (the read, None,
-    False). Else the read without it (whose controller is not to be shown), the line saying why,
-    and whether that leaves the answer partial: the quorum did not answer (True), or the
+    False). Else the read without it (whose controller is not to be shown), the error that kept
+    it, and whether that leaves the answer partial: the quorum did not answer (True), or the
     principal may not see it (False)."""
     try:
         return conn.read(topics, controller=True), None, False
     except KafkaCallError as exc:
-        if is_authorization_error(exc.code):
-            return conn.read(topics), f"The active controller is not shown: {exc}.", False
-        return conn.read(topics), f"The active controller is not shown: {exc}", True
+        return conn.read(topics), exc, not is_authorization_error(exc.code)
 
 
 def cluster_id(conn: ConnectionManager) -> str | None:

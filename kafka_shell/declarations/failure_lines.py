@@ -70,6 +70,12 @@ def absent_error(absent: Absent) -> ShellError:
     return UsageError(f"{which(absent.role.capitalize(), absent.unknown)} not in the cluster ({absent.role}s: {live})")
 
 
+def controller_unshown_line(refused: KafkaCallError, partial: bool) -> str:
+    """Why the active controller is not shown (admin.cluster.read_maybe_controller): the quorum
+    did not answer (`partial`), or the principal may not see it."""
+    return f"The active controller is not shown: {refused}" + ("" if partial else ".")
+
+
 def no_controller_error() -> KafkaCallError:
     return KafkaCallError("The cluster has no active controller right now; try again shortly.", code=Error.not_controller)
 
