@@ -258,8 +258,8 @@ def moves_table(changes: list[balance.Change]) -> Table:
 
 def missing_lines(found: load.Load) -> list[str]:
     """What the plan was made without: each broker that did not describe its log dirs."""
-    return [f"{why}: its replicas' sizes come from the others, and whether it is cordoned is not known."
-            for _, why in sorted(found.missing.items())]
+    return [f"{failure_lines.unread_log_dirs_line(b, e)}: its replicas' sizes come from the others, and whether it "
+            "is cordoned is not known." for b, e in sorted(found.missing.items())]
 
 
 def dir_moves_table(moves: list[balance.DirMove]) -> Table:

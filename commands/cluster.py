@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from kafka_shell.admin import cluster, quorum
 from kafka_shell.connection.metadata import KRAFT, ZOOKEEPER
+from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.option_types import broker_id
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Result, Table
@@ -44,7 +45,8 @@ def describe_cluster(session: Session, args: dict) -> Result:
     tables = [summary, brokers]
     if conn.router.controller_addresses:
         tables.append(_controllers_table(session))
-    return Result(tables=tables, messages=[refused] if refused else [], exit_code=1 if partial else 0)
+    return Result(tables=tables, messages=[failure_lines.controller_unshown_line(refused, partial)] if refused else [],
+                  exit_code=1 if partial else 0)
 
 
 def _controllers_table(session: Session) -> Table:
@@ -151,6 +153,7 @@ def list_brokers(session: Session, args: dict) -> Result:
          examples=("api-versions", "api-versions --broker 2"), tables=("api_versions",))
 def api_versions(session: Session, args: dict) -> Result:
     if args["broker"] is not None:
-        cluster.require_brokers(session.conn, [args["broker"]])
+        if absent := cluster.absent(session.conn, [args["broker"]]):
+            raise failure_lines.absent_error(absent)
     rows = [[v.name, v.key, v.min_version, v.max_version] for v in cluster.api_versions(session.conn, args["broker"])]
     return Result.table(["Api", "Key", "MinVersion", "MaxVersion"], rows, name="api_versions")

@@ -126,7 +126,8 @@ def _require_entity(session: Session, kind: str, name: str) -> None:
     elif kind == configs.GROUPS:
         configs.require_group_configs(session.conn)
     elif name:
-        cluster.require_brokers(session.conn, [int(name)])
+        if absent := cluster.absent(session.conn, [int(name)]):
+            raise failure_lines.absent_error(absent)
 
 
 def add_config_items(text: str) -> dict[str, str]:
@@ -233,8 +234,9 @@ def export_configs(session: Session, args: dict) -> Result:
         left_out = sum(len(v) for v in snap.sensitive[section].values())
         rows.append([section, len(written), sum(len(v) for v in written.values()), left_out])
     hidden = sum(r[3] for r in rows)
-    notes = [*snap.notes, f"Wrote {sum(r[2] for r in rows)} config(s) of {sum(r[1] for r in rows)} entities to {printable(str(path))}"
-             + (f"; {hidden} sensitive value(s) left out (the file lists their keys)." if hidden else ".")]
+    notes = [*failure_lines.snapshot_notes(snap), f"Wrote {sum(r[2] for r in rows)} config(s) of {sum(r[1] for r in rows)} "
+             f"entities to {printable(str(path))}" + (f"; {hidden} sensitive value(s) left out (the file lists their keys)."
+                                                      if hidden else ".")]
     return Result.outcome([Table(["Section", "Entities", "Configs", "SensitiveLeftOut"], rows, name="exported")],
                           notes, [*failure_lines.config_lines(snap.broker_errors),
                                   *failure_lines.group_listing_lines(snap.group_listing_errors)])
@@ -259,6 +261,7 @@ def import_configs(session: Session, args: dict) -> Result | Proposal:
     path = printable(args["file"])   # whole: a path cut short names nothing
     wanted = config_files.from_document(read_json(args["file"], "", "give a file export-configs wrote"), path)
     now = cluster_configs.read(session.conn, wanted.sections)
+    noted = failure_lines.snapshot_notes(now)
     changes, absent = cluster_configs.plan(wanted, now)
     table = Table(["Section", "Entity", "Name", "Value", "NewValue", "Action"],
                   [[c.section, c.entity or None, c.key, c.value, c.new, c.action] for c in changes], name="changes")
@@ -272,19 +275,19 @@ def import_configs(session: Session, args: dict) -> Result | Proposal:
     entities = len({(c.section, c.entity) for c in changes})
     execute = args["execute"] and not args["dry_run"]
     if not changes:
-        return Result.outcome([table], [*now.notes, f"The cluster matches {path}: nothing to change."], failures)
+        return Result.outcome([table], [*noted, f"The cluster matches {path}: nothing to change."], failures)
     if failures:
-        return Result.outcome([table], now.notes, [*failures, "Nothing was changed: fix what is named above first."
+        return Result.outcome([table], noted, [*failures, "Nothing was changed: fix what is named above first."
                                                    if execute else "Fix what is named above before --execute."])
     if execute:
         def apply() -> Result:
             failed = failure_lines.import_refusal_lines(cluster_configs.apply(session.conn, changes, wanted,
                                                                               validate_only=False))
-            return Result.outcome([table], [*now.notes, f"Changed the configs of {entities - len(failed)} of {entities} "
+            return Result.outcome([table], [*noted, f"Changed the configs of {entities - len(failed)} of {entities} "
                                             "entities."], failed)
         return Proposal(f"Change {len(changes)} config(s) of {entities} entities to match {path}. Continue?",
                         "import-configs --execute changes configs", apply)
-    return Result.outcome([table], [*now.notes, f"{len(changes)} change(s) of {entities} entities, validated by the "
+    return Result.outcome([table], [*noted, f"{len(changes)} change(s) of {entities} entities, validated by the "
                                     "cluster. Dry run: nothing was changed (add --execute to apply)."], [])
 
 
@@ -303,7 +306,8 @@ def diff_configs(session: Session, args: dict) -> Result:
         ids = sorted(session.conn.read([]).brokers)
     else:
         ids = sorted(set(args["broker"]))
-        cluster.require_brokers(session.conn, ids)
+        if absent := cluster.absent(session.conn, ids):
+            raise failure_lines.absent_error(absent)
     if len(ids) < 2:
         raise UsageError("diff-configs compares two brokers or more: give --broker twice, or --all-brokers")
     read = configs.each_broker(session.conn, ids)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from kafka_shell.connection import controller_history, sandbox_client
 from kafka_shell.admin import cluster
 from kafka_shell.base.errors import ShellError
+from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.registry import command
 from kafka_shell.declarations.render import Result, Table
 
@@ -35,7 +36,7 @@ def controller_history_command(session: Session, args: dict) -> Result:
     rows = [[_time(e["time"]), e.get("from"), e.get("to"), _epoch(e.get("epoch")), e.get("mode")]
             for e in controller_history.load(snap.cluster_id) if isinstance(e.get("time"), (int, float))]
     messages = [f"{len(rows)} controller observation(s) for cluster {snap.cluster_id}."]
-    messages += [refused] if refused else []
+    messages += [failure_lines.controller_unshown_line(refused, partial)] if refused else []
     tables = [Table(["Time", "From", "To", "Epoch", "Mode"], rows, "observed")]
     changes = sandbox_client.controller_changes(session.target, session.sandbox)
     if changes is not None:

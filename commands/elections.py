@@ -16,7 +16,7 @@ from kafka_shell.admin import elections, topics
 from kafka_shell.declarations import failure_lines
 from kafka_shell.admin.elections import DESIGNATED, ELECTED, NOT_NEEDED, PREFERRED, UNCLEAN, Election, Entry
 from kafka_shell.base.answers import AdminError
-from kafka_shell.base.errors import ShellError, UsageError
+from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError
 from kafka_shell.base.files import is_id, read_json
 from kafka_shell.declarations.option_types import positive_int
 from kafka_shell.declarations.progress import ProgressBar
@@ -126,7 +126,10 @@ def elect(session: Session, args: dict, kind: int, name: str) -> Result:
     # The controller may take --timeout-ms over the elections, and --blocking as long again.
     with session.bounded(session.conn.timeout_s + args["timeout_ms"] / 1000):
         if args["all_topic_partitions"] and not entries:
-            outcomes = elections.elect_all(session.conn, kind, args["timeout_ms"])
+            try:
+                outcomes = elections.elect_all(session.conn, kind, args["timeout_ms"])
+            except KafkaCallError as exc:
+                raise failure_lines.election_refusal(exc) from None
         else:
             outcomes = elections.elect(session.conn, entries, kind, args["timeout_ms"])
     result = report(outcomes, kind, snap)

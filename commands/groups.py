@@ -16,8 +16,9 @@ from kafka_shell.admin.errors import no_such_group
 from kafka_shell.base.answers import Answers
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.declarations.group_offsets import (EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SPECIFIERS,
-                                                   deletion_result, planned, read_csv, reset_spec, to_csv)
-from kafka_shell.declarations.option_types import group_id
+                                                   deletion_result, named_partitions, planned, read_csv, reset_spec,
+                                                   to_csv)
+from kafka_shell.declarations.option_types import group_id, topic_partitions
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
 
@@ -247,7 +248,7 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
          Option("--group", type=group_id, repeatable=True, metavar="GROUP", completer="group",
                 help="Consumer group whose offsets to reset."),
          ALL_GROUPS,
-         Option("--topic", repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
+         Option("--topic", type=topic_partitions, repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
                 help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
          Option("--all-topics", flag=True, help="Every topic the group has committed offsets for."),
          *RESET_SPECIFIERS,
@@ -290,8 +291,8 @@ def reset_offsets(session: Session, args: dict) -> Result | Proposal:
             continue
         try:
             plans[gid] = _plan(session, gid, committed.rows[gid], args, plan_file, notes, failures)
-        except KafkaCallError as exc:
-            failures.append(str(exc))
+        except (KafkaCallError, topics.NoSuchPartition) as exc:
+            failures.append(failure_lines.read_failure_line(exc))
     rows = [[gid, t, p, current, new] for gid, plan in plans.items() for (t, p), (current, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "CurrentOffset", "NewOffset"], rows, name="offsets")
     text = to_csv(plans, len(group_ids) == 1) if args["export"] else None
@@ -325,8 +326,7 @@ def _plan(session: Session, gid: str, committed: dict[Key, int], args: dict, pla
         keys = sorted(committed)
         snap = resets.read_partitions(session.conn, keys)
     else:
-        snap = topics.read_for(session.conn, topics.names_of(args["topic"]))
-        keys = topics.partitions_of(snap, args["topic"])
+        snap, keys = named_partitions(session.conn, args["topic"])
     from_file = plan_file[gid] if plan_file is not None else None
     return planned(resets.targets(session.conn, snap, keys, committed, reset_spec(args, from_file), from_file),
                    notes, failures)
@@ -393,7 +393,7 @@ def delete_group(session: Session, args: dict) -> Result:
 def confirm_delete_offsets(session: Session, args: dict) -> str | None:
     """Names the group and each partition with the offset it would lose."""
     gid = args["group"]
-    keys = topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"])
+    keys = named_partitions(session.conn, args["topic"])[1]
     committed = offsets.committed(session.conn, [gid])
     if committed.errors:
         raise ShellError(" ".join(failure_lines.group_lines(committed.errors)))
@@ -406,7 +406,8 @@ def confirm_delete_offsets(session: Session, args: dict) -> str | None:
 
 @command("delete-offsets",
          Option("--group", type=group_id, required=True, metavar="GROUP", completer="group", help="Consumer group."),
-         Option("--topic", repeatable=True, required=True, metavar="TOPIC[:P,P]", completer="topic",
+         Option("--topic", type=topic_partitions, repeatable=True, required=True, metavar="TOPIC[:P,P]",
+                completer="topic",
                 help=TOPIC_CONTEXT_HELP + " topic:0,1 names some of its partitions."),
          mutates=True, confirm=Confirm(question=confirm_delete_offsets), topic_context=True,
          help="Delete a group's committed offsets of topics it no longer consumes.",
@@ -414,7 +415,7 @@ def confirm_delete_offsets(session: Session, args: dict) -> str | None:
          tables=("offsets",))
 def delete_offsets(session: Session, args: dict) -> Result:
     gid = args["group"]
-    keys = topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"])
+    keys = named_partitions(session.conn, args["topic"])[1]
     if args["dry_run"]:
         return Result.message(*(f"Would delete the offset of {t}-{p} for group '{shown(gid)}' (dry run)."
                                 for t, p in keys))
@@ -429,7 +430,7 @@ def delete_offsets(session: Session, args: dict) -> Result:
                 help="The group whose committed offsets are copied (it may be active)."),
          Option("--to-group", type=group_id, required=True, metavar="GROUP", completer="group",
                 help="The group that gets them: inactive (Empty), or a group that does not exist yet."),
-         Option("--topic", repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
+         Option("--topic", type=topic_partitions, repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
                 help="Only these topics (topic:0,1: some of its partitions); default: every partition the source "
                      "group committed."),
          *PLAN_OPTIONS,
@@ -459,10 +460,10 @@ def copy_offsets(session: Session, args: dict) -> Result | Proposal:
         raise ShellError(" ".join(failure_lines.group_lines(held.errors)))
     requested = held.rows.get(source, {})
     if args["topic"]:
-        scope = set(topics.partitions_of(topics.read_for(session.conn, topics.names_of(args["topic"])), args["topic"]))
+        scope = set(named_partitions(session.conn, args["topic"])[1])
         requested = {k: v for k, v in requested.items() if k in scope}
     if not requested:
-        where = f" for {', '.join(args['topic'])}" if args["topic"] else ""
+        where = f" for {', '.join(map(str, args['topic']))}" if args["topic"] else ""
         raise ShellError(f"Group '{shown(source)}' has no committed offsets{where}: nothing to copy.")
     snap = session.conn.read(sorted({t for t, _ in requested}))
     notes = [f"Topic {t} no longer exists: the offsets of group '{shown(source)}' for it are not copied."

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from kafka_shell.admin import health
 from kafka_shell.admin.balance import SPREAD_GOALS
 from kafka_shell.base.deadline import Deadline
+from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.option_types import duration
 from kafka_shell.declarations.registry import Option, command
 from kafka_shell.declarations.render import Result, Table, output_text
@@ -97,9 +98,11 @@ def _round(session: Session, args: dict, history: list[dict[str, int]]) -> tuple
             time.sleep(window / 2)
             later = health.Facts(snapshot=facts.snapshot)
             try:
-                health.read_lag(conn, later)
+                why = health.read_lag(conn, later)
             except Exception as exc:  # noqa: BLE001 - a read that fails is a part not read
-                facts.unread["lag"] = str(exc)
+                why = health.Unread(failure=exc)
+            if why is not None:
+                facts.unread["lag"] = why
                 break
             history.append(dict(later.lag))
     judged = len(history) >= 3
@@ -203,8 +206,8 @@ def _lines(f: health.Facts, growing: list[str] | None, judged: bool) -> list[lis
         else:
             add(OK, "consumer lag", 0, f"{len(f.lag)} group(s); growth needs more reads: --watch or --lag-window 30s",
                 "describe-group GROUP")
-    for part, why in sorted(f.unread.items()):
-        add(UNKNOWN, part, 0, f"not read: {why}" if not why.startswith("not read") else why, "health")
+    for part in sorted(f.unread):
+        add(UNKNOWN, part, 0, failure_lines.health_unread_line(part, f.unread[part]), "health")
     return rows
 
 

@@ -74,7 +74,8 @@ def describe_log_dirs(session: Session, args: dict) -> Result:
 def _brokers(session: Session, wanted: list[int] | None) -> list[int]:
     if wanted is None:
         return sorted(session.conn.read([]).brokers)
-    cluster.require_brokers(session.conn, wanted)
+    if absent := cluster.absent(session.conn, wanted):
+        raise failure_lines.absent_error(absent)
     return wanted
 
 
@@ -147,6 +148,8 @@ def _node(r: quorum.QuorumReplica, q: quorum.Quorum, directory: bool = True) -> 
          examples=("describe-controller",), tables=("controller",))
 def describe_controller(session: Session, args: dict) -> Result:
     controller = cluster.active_controller(session.conn)  # KRaft: one DescribeQuorum gives id and epoch
+    if controller is None:
+        raise failure_lines.no_controller_error()
     rack = None
     if controller.mode != KRAFT:  # a broker: Metadata knows its rack
         broker = session.conn.read([]).brokers.get(controller.id)

@@ -12,7 +12,7 @@ import itertools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_shell.admin import log_dirs, reassignments, throttles, topics
+from kafka_shell.admin import cluster, log_dirs, reassignments, throttles, topics
 from kafka_shell.declarations import failure_lines
 from kafka_shell.admin.log_dirs import ReplicaKey
 from kafka_shell.admin.reassignments import Move
@@ -179,6 +179,8 @@ def save_rollback(source: str, text: str) -> Path:
 
 def generate(session: Session, args: dict) -> Result:
     names = args["topic"] or topics_to_move(args["topics_to_move_json_file"])
+    if absent := cluster.absent(session.conn, args["broker_list"]):
+        raise failure_lines.absent_error(absent)
     try:
         plan = reassignments.generate(session.conn, names, args["broker_list"], not args["disable_rack_aware"])
     except PlanError as exc:

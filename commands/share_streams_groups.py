@@ -15,8 +15,9 @@ from kafka_shell.admin.offsets import EARLIEST, LATEST
 from kafka_shell.base.answers import Answers
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, shown
 from kafka_shell.declarations.group_offsets import (EXECUTE_CONFIRM, PLAN_OPTIONS, RESET_SPECIFIERS, SPECIFIERS,
-                                                   deletion_result, planned, read_csv, reset_spec, to_csv)
-from kafka_shell.declarations.option_types import choice_list, group_id
+                                                   deletion_result, named_partitions, planned, read_csv, reset_spec,
+                                                   to_csv)
+from kafka_shell.declarations.option_types import choice_list, group_id, topic_partitions
 from kafka_shell.declarations.registry import Confirm, Option, command
 from kafka_shell.declarations.render import Proposal, Result, Table
 
@@ -135,7 +136,8 @@ SHARE_SPECIFIERS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset
 @command("reset-share-group-offsets",
          Option("--group", type=group_id, required=True, metavar="GROUP", completer="group",
                 help="Share group whose start offsets to reset."),
-         Option("--topic", repeatable=True, metavar="TOPIC", completer="topic", help="Topic (repeatable)."),
+         Option("--topic", type=topic_partitions, repeatable=True, metavar="TOPIC", completer="topic",
+                help="Topic (repeatable)."),
          Option("--all-topics", flag=True, help="Every topic the group has state for."),
          *(o for o in RESET_SPECIFIERS if o.name in SHARE_SPECIFIERS),
          *PLAN_OPTIONS,
@@ -167,16 +169,15 @@ def reset_share_group_offsets(session: Session, args: dict) -> Result | Proposal
     elif args["all_topics"]:
         keys = sorted(o.key for o in current)
     else:
-        named = topics.read_for(session.conn, topics.names_of(args["topic"]))
-        keys = topics.partitions_of(named, args["topic"])
+        keys = named_partitions(session.conn, args["topic"])[1]
     notes: list[str] = []
     failures: list[str] = []
     try:
         snap = resets.read_partitions(session.conn, keys) if keys else session.conn.read([])
         spec = reset_spec({**args, "shift_by": None, "by_duration": None}, from_file)
         plan = planned(resets.targets(session.conn, snap, keys, starts, spec, from_file), notes, failures)
-    except KafkaCallError as exc:
-        return Result.outcome([], [], [str(exc)])
+    except (KafkaCallError, topics.NoSuchPartition) as exc:
+        return Result.outcome([], [], [failure_lines.read_failure_line(exc)])
     rows = [[gid, t, p, current_start, new] for (t, p), (current_start, new) in sorted(plan.items())]
     table = Table(["Group", "Topic", "Partition", "StartOffset", "NewStartOffset"], rows, name="offsets")
     text = to_csv({gid: plan}, True) if args["export"] else None
@@ -372,7 +373,7 @@ def delete_empty(session: Session, ids: list[str], noun: str,
 
 # -- reset-streams-group-offsets / delete-streams-group-offsets -------------------------------
 
-INPUT_TOPIC = Option("--input-topic", repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
+INPUT_TOPIC = Option("--input-topic", type=topic_partitions, repeatable=True, metavar="TOPIC[:P,P]", completer="topic",
                      help="An input topic of the group (topic:0,1 names some of its partitions).")
 ALL_INPUT_TOPICS = Option("--all-input-topics", flag=True,
                           help="Every source topic of the group's topology that it has committed offsets for.")
@@ -408,8 +409,7 @@ def _scope(session: Session, d: streams_groups.StreamsGroup, held: dict[Key, int
     if args["all_input_topics"]:
         keys = sorted(k for k in held if k[0] in d.source_topics)
         return resets.read_partitions(session.conn, keys), keys
-    snap = topics.read_for(session.conn, topics.names_of(args["input_topic"]))
-    keys = topics.partitions_of(snap, args["input_topic"])
+    snap, keys = named_partitions(session.conn, args["input_topic"])
     uncommitted = [f"{t}-{p}" for t, p in keys if (t, p) not in held]
     if uncommitted:
         return (f"Streams group '{shown(d.group_id)}' has no committed offset for {', '.join(uncommitted[:10])}"
@@ -478,8 +478,8 @@ def reset_streams_group_offsets(session: Session, args: dict) -> Result | Propos
             from_file = plan_file.get(d.group_id) if plan_file is not None else None
             plans[d.group_id] = planned(resets.targets(session.conn, snap, keys, held, reset_spec(args, from_file),
                                                        from_file), notes, failures) if keys else {}
-        except KafkaCallError as exc:
-            failures.append(str(exc))
+        except (KafkaCallError, topics.NoSuchPartition) as exc:
+            failures.append(failure_lines.read_failure_line(exc))
             continue
         doomed[d.group_id] = (list(d.internal_topics) if args["delete_all_internal_topics"]
                               else list(dict.fromkeys(args["delete_internal_topic"] or ())))
@@ -522,8 +522,7 @@ def _offsets_to_delete(session: Session, args: dict) -> tuple[str, list[Key]]:
         raise ShellError(" ".join(failure_lines.group_lines(committed.errors)))
     if args["all_input_topics"]:
         return gid, sorted(k for k in committed.rows[gid] if k[0] in d.source_topics)
-    snap = topics.read_for(session.conn, topics.names_of(args["input_topic"]))
-    return gid, topics.partitions_of(snap, args["input_topic"])
+    return gid, named_partitions(session.conn, args["input_topic"])[1]
 
 
 def confirm_delete_streams_offsets(session: Session, args: dict) -> str | None:

@@ -31,6 +31,14 @@ def _hmac(text: str) -> bytes:
         raise UsageError("Invalid --hmac: give the token's HMAC in base64, as create-delegation-token printed it") from None
 
 
+def _require_sasl(session: Session, action: str) -> None:
+    """Kafka refuses delegation tokens on a connection without SASL: said before anything is sent."""
+    protocol = tokens.security_protocol(session.conn)
+    if not protocol.startswith("SASL"):
+        raise UsageError(f"{action} needs a SASL connection (Kafka refuses delegation tokens on {protocol}): "
+                         "set security.protocol=SASL_SSL or SASL_PLAINTEXT with its sasl.* settings")
+
+
 def _row(t: tokens.Token) -> list:
     return [t.token_id, t.owner, t.requester, list(t.renewers), t.issued_ms, t.expiry_ms, t.max_ms]
 
@@ -45,6 +53,7 @@ def _row(t: tokens.Token) -> list:
          help="Create a delegation token (kafka-delegation-tokens --create); its HMAC is shown this once.",
          examples=("create-delegation-token --renewer-principal User:alice --max-life-time-period 86400000",), tables=("token",))
 def create_delegation_token(session: Session, args: dict) -> Result:
+    _require_sasl(session, "Creating a delegation token")
     token, hmac = tokens.create(session.conn, args["owner_principal"], args["renewer_principal"] or [],
                                 args["max_life_time_period"])
     columns = ["TokenId", "Hmac", *COLUMNS[1:]]
@@ -59,7 +68,9 @@ def create_delegation_token(session: Session, args: dict) -> Result:
          help="Renew a delegation token (kafka-delegation-tokens --renew).",
          examples=("renew-delegation-token --hmac <HMAC> --renew-time-period 3600000",), tables=("token",))
 def renew_delegation_token(session: Session, args: dict) -> Result:
-    expiry = tokens.renew(session.conn, _hmac(args["hmac"]), args["renew_time_period"])
+    hmac = _hmac(args["hmac"])
+    _require_sasl(session, "Renewing a delegation token")
+    expiry = tokens.renew(session.conn, hmac, args["renew_time_period"])
     return Result.table(["ExpiryDate"], [[expiry]], "Renewed the delegation token.", name="token", kinds=KINDS)
 
 
@@ -70,7 +81,9 @@ def renew_delegation_token(session: Session, args: dict) -> Result:
          help="Expire a delegation token (kafka-delegation-tokens --expire): at once by default.",
          examples=("expire-delegation-token --hmac <HMAC> --yes",), tables=("token",))
 def expire_delegation_token(session: Session, args: dict) -> Result:
-    expiry = tokens.expire(session.conn, _hmac(args["hmac"]), args["expiry_time_period"])
+    hmac = _hmac(args["hmac"])
+    _require_sasl(session, "Expiring a delegation token")
+    expiry = tokens.expire(session.conn, hmac, args["expiry_time_period"])
     return Result.table(["ExpiryDate"], [[expiry]], "Expired the delegation token." if args["expiry_time_period"] < 0
                         else "Changed the delegation token's expiry.", name="token", kinds=KINDS)
 
@@ -81,5 +94,6 @@ def expire_delegation_token(session: Session, args: dict) -> Result:
          help="The delegation tokens this principal may see, without their HMACs (kafka-delegation-tokens --describe).",
          examples=("describe-delegation-token", "describe-delegation-token --owner-principal User:alice"), tables=("tokens",))
 def describe_delegation_token(session: Session, args: dict) -> Result:
+    _require_sasl(session, "Describing delegation tokens")
     rows = [_row(t) for t in tokens.describe(session.conn, args["owner_principal"])]
     return Result.table(COLUMNS, rows, name="tokens", kinds=KINDS)

@@ -52,3 +52,23 @@ def test_features_each_refusal_names_its_feature():
     lines = failure_lines.feature_lines({"group.version": refused(Error.invalid_update_version, "too new"),
                                          "share.version": refused(Error.invalid_update_version, "too old")})
     assert [line.split(":")[0] for line in lines] == ["group.version", "share.version"]
+
+
+def test_health_names_what_each_part_was_read_without():
+    """A part of health read without some targets (which a sandbox fault makes for balance and
+    lag, not for the three kinds of target a hanging-transaction search asks at once)."""
+    from kafka_shell.admin import health
+    from kafka_shell.base.answers import BROKER, LEADER, TRANSACTION_COORDINATOR
+    hung = AdminError(None, Target(LEADER, 3, (("t", 0),)), "did not answer DescribeProducers within 3 s")
+    without = {("t", 0): hung, 2: AdminError(Error.coordinator_load_in_progress, Target(BROKER, 2)),
+               "tx": AdminError(None, Target(TRANSACTION_COORDINATOR, 1, ("tx",)), "did not answer")}
+    assert failure_lines.health_unread_line("transactions", health.Unread(without=without)) == (
+        "not read: hanging transactions searched without 1 partition(s), 1 broker(s) and 1 transactional id(s): "
+        "Broker 3 (leader of t-0) did not answer DescribeProducers within 3 s")
+    offline = AdminError(Error.kafka_storage_error, Target(BROKER, 2))
+    line = failure_lines.health_unread_line("balance", health.Unread(without={2: offline}))
+    assert line.startswith("not read: the balance goals are judged without some brokers' log dirs (Broker 2 did not "
+                           "describe its log dirs (")
+    assert failure_lines.health_unread_line("lag", health.Unread(without={3: hung})) == f"not read: {hung}"
+    assert failure_lines.health_unread_line("lag", health.Unread(health.TIMED_OUT)) == \
+        "not read: the --timeout ran out first"

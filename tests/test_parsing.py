@@ -77,6 +77,23 @@ def test_context_topic_fills_only_what_the_line_leaves_out():
     assert "topic" not in p("create-topic --topic x", topic="orders").given - {"topic"}
 
 
+def test_topic_partitions_are_parsed_with_the_line():
+    """`--topic t:0,2` of the group offset commands is read when the line is parsed (a script is
+    refused before anything runs); the context topic is read the same way."""
+    from kafka_shell.base.names import TopicPartitions
+    parsed = p("reset-offsets --group g --topic a --topic b:2,0,2 --to-earliest")
+    assert parsed.args["topic"] == [TopicPartitions("a"), TopicPartitions("b", (2, 0))]
+    assert [str(t) for t in parsed.args["topic"]] == ["a", "b:2,0"]
+    assert p("delete-offsets --group g", topic="orders").args["topic"] == [TopicPartitions("orders")]
+    assert p("reset-streams-group-offsets --group g --input-topic s:1 --to-earliest").args["input_topic"] == \
+        [TopicPartitions("s", (1,))]
+    for bad in ("t:x", "t:", "t:1,,2", ":1", "t:-1", "t:99999999999"):
+        with pytest.raises(UsageError) as err:
+            p(f"reset-offsets --group g --topic {bad} --to-earliest")
+        assert str(err.value) == (f'Invalid value "{bad}" for --topic of reset-offsets: expected '
+                                  "topic:partition,partition (e.g. orders:0,2)")
+
+
 def test_help_flag_and_generated_help():
     assert p("create-topic --help").help and p("delete-topic -h").help
     text = help_text(REGISTRY.get("delete-topic"))

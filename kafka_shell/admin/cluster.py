@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafka_shell.protocol.authorization import is_authorization_error
-from kafka_shell.protocol.codes import ApiKey, Error
+from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.base.deadline import Deadline
-from kafka_shell.base.errors import KafkaCallError, UsageError
+from kafka_shell.base.errors import KafkaCallError
 from kafka_shell.protocol.codec import api_name
 
 from kafka_shell.admin.errors import response_error
@@ -25,18 +25,16 @@ FENCED_BROKERS_VERSION = 2   # DescribeCluster lists fenced brokers from v2 (KIP
 
 
 def read_maybe_controller(conn: ConnectionManager, topics: list[str] | None = None
-                          ) -> tuple[ClusterSnapshot, str | None, bool]:
+                          ) -> tuple[ClusterSnapshot, KafkaCallError | None, bool]:
     """A fresh read with the active controller when the principal may learn it (KRaft:
     DescribeQuorum needs DESCRIBE on the cluster) and the quorum answers: (the read, None,
-    False). Else the read without it (whose controller is not to be shown), the line saying why,
-    and whether that leaves the answer partial: the quorum did not answer (True), or the
+    False). Else the read without it (whose controller is not to be shown), the error that kept
+    it, and whether that leaves the answer partial: the quorum did not answer (True), or the
     principal may not see it (False)."""
     try:
         return conn.read(topics, controller=True), None, False
     except KafkaCallError as exc:
-        if is_authorization_error(exc.code):
-            return conn.read(topics), f"The active controller is not shown: {exc}.", False
-        return conn.read(topics), f"The active controller is not shown: {exc}", True
+        return conn.read(topics), exc, not is_authorization_error(exc.code)
 
 
 def cluster_id(conn: ConnectionManager) -> str | None:
@@ -44,34 +42,39 @@ def cluster_id(conn: ConnectionManager) -> str | None:
     return conn.controllers().cluster_id if conn.controllers_only else conn.read([]).cluster_id
 
 
-def require_brokers(conn: ConnectionManager, ids: list[int]) -> None:
-    """Fail at once for broker ids the cluster does not have (a fresh read of its brokers),
-    rather than let a request to them wait for a timeout."""
+@dataclass(frozen=True)
+class Absent:
+    """Ids asked for that the cluster does not have live: `fenced` (registered but fenced: the
+    cluster's state, not a wrong id) and `unknown` (not in the cluster), beside the `live` ids;
+    `role` "broker", or "controller" when only controllers were given."""
+    role: str
+    live: tuple[int, ...]
+    fenced: tuple[int, ...] = ()
+    unknown: tuple[int, ...] = ()
+
+
+def absent(conn: ConnectionManager, ids: list[int]) -> Absent | None:
+    """The broker ids of `ids` the cluster does not have live, from a fresh read of its brokers
+    (for a caller to fail at once rather than let a request to them wait for a timeout); None:
+    every one is live."""
     if conn.controllers_only:
         known = {b.broker_id for b in conn.controllers().brokers}
+        fenced: list[int] = []
     else:
         snap = conn.read([])
         known = set(snap.brokers)
-        down = [b for b in ids if b not in known and b in registrations(conn, snap).fenced]
-        if down:   # registered but not live: the cluster's state, not a wrong id
-            which = f"Broker {down[0]} is" if len(down) == 1 else f"Brokers {', '.join(map(str, down))} are"
-            raise KafkaCallError(f"{which} not live: registered but fenced (stopped, or cut off from the "
-                                 f"controller); live brokers: {', '.join(map(str, sorted(known))) or 'none'}",
-                                 code=Error.broker_not_available)
-    unknown = [b for b in ids if b not in known]
-    if unknown:
-        role = "Controller" if conn.controllers_only else "Broker"
-        which = f"{role} {unknown[0]} is" if len(unknown) == 1 else f"{role}s {', '.join(map(str, unknown))} are"
-        raise UsageError(f"{which} not in the cluster ({role.lower()}s: {', '.join(map(str, sorted(known)))})")
+        fenced = [b for b in ids if b not in known and b in registrations(conn, snap).fenced]
+    unknown = [b for b in ids if b not in known and b not in fenced]
+    if not fenced and not unknown:
+        return None
+    return Absent("controller" if conn.controllers_only else "broker", tuple(sorted(known)), tuple(fenced),
+                  tuple(unknown))
 
 
-def active_controller(conn: ConnectionManager) -> ControllerInfo:
-    """The active controller now, by the cluster's own rules; an error when there is none."""
+def active_controller(conn: ConnectionManager) -> ControllerInfo | None:
+    """The active controller now, by the cluster's own rules; None when there is none."""
     controller = conn.controller()
-    if controller.id < 0:
-        raise KafkaCallError("The cluster has no active controller right now; try again shortly.",
-                             code=Error.not_controller)
-    return controller
+    return controller if controller.id >= 0 else None
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ class Snapshot:
     sensitive: dict[str, dict[str, list[str]]] = field(default_factory=lambda: {s: {} for s in SECTIONS if s != QUOTAS})
     quotas: dict[QuotaEntity, dict[str, float | int]] = field(default_factory=dict)
     sections: tuple[str, ...] = SECTIONS        # those read (or given in the document)
-    notes: list[str] = field(default_factory=list)   # what the cluster does not have
+    groups_unread: NotSupported | None = None   # why group configs were not read (the cluster lacks them)
     broker_errors: dict[int, AdminError] = field(default_factory=dict)   # the brokers that did not give theirs
     # The brokers that did not list their groups (before Kafka 4.1, the groups with configs are those listed).
     group_listing_errors: dict[int, AdminError] = field(default_factory=dict)
@@ -59,7 +59,7 @@ class Snapshot:
 def read(conn: ConnectionManager, sections: tuple[str, ...] = SECTIONS) -> Snapshot:
     """Every entity's dynamic configs now, of `sections`: brokers at each broker, topics and
     groups in one request each, quotas in one; group configs on a cluster without them (before
-    Kafka 4.0) are left out with a note."""
+    Kafka 4.0) are left out, with why (`groups_unread`)."""
     snap = Snapshot(sections=sections)
     meta = conn.read(None if TOPICS in sections else [])
     names = {BROKER_DEFAULTS: [""], BROKERS: [str(b) for b in sorted(meta.brokers)],
@@ -69,7 +69,7 @@ def read(conn: ConnectionManager, sections: tuple[str, ...] = SECTIONS) -> Snaps
             configs.require_group_configs(conn)
             names[GROUPS], snap.group_listing_errors = _configured_groups(conn)
         except NotSupported as exc:
-            snap.notes.append(f"Group configs were not read: {exc}")
+            snap.groups_unread = exc
     for section, entities in names.items():
         if section in sections and section != BROKERS:
             for name, entries in configs.describe(conn, KINDS[section], entities).items():

@@ -11,9 +11,8 @@ from kafka_shell.admin import topics
 from kafka_shell.base.answers import CONTROLLER, AdminError, Target
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.protocol import leader_election
-from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
 from kafka_shell.protocol.codes import ApiKey, ElectionType, Error
-from kafka_shell.base.errors import KafkaCallError, NotSupported
+from kafka_shell.base.errors import NotSupported
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_ELECTION
 
 
@@ -103,18 +102,11 @@ def elect(conn: ConnectionManager, entries: list[Entry], kind: int, timeout_ms: 
 def elect_all(conn: ConnectionManager, kind: int, timeout_ms: int) -> dict[Key, Election]:
     """ElectLeaders for every partition of the cluster (a null partition list), as
     kafka-leader-election --all-topic-partitions asks when no topic is visible to it: the
-    controller answers for the partitions it elected or refuses the request."""
+    controller answers for the partitions it elected or refuses the request (a KafkaCallError
+    with its code: not authorized, among others)."""
     conn.debug(f"ElectLeaders request to the controller: every partition, {ElectionType(kind).name}")
-    try:
-        answer = conn.controller_request(ApiKey.ELECT_LEADERS, {"election_type": kind, "topic_partitions": None,
-                                                                "timeout": timeout_ms}, mutation=True)
-    except KafkaCallError as exc:
-        if exc.code is None or not is_authorization_error(exc.code):
-            raise
-        # As kafka-leader-election says it, rather than an empty success.
-        needed = authorization_message(ApiKey.ELECT_LEADERS, exc.code, purpose="")
-        raise KafkaCallError(f"Not authorized to perform leader election: {needed.removeprefix('not authorized: ')}",
-                             code=exc.code) from None
+    answer = conn.controller_request(ApiKey.ELECT_LEADERS, {"election_type": kind, "topic_partitions": None,
+                                                            "timeout": timeout_ms}, mutation=True)
     return _outcomes(answer)
 
 

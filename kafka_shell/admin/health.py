@@ -3,18 +3,20 @@ replicas name that no broker has, cordoned ones), the metadata quorum, each part
 (kafka-topics' filters, and KIP-966's ELR), topics that allow unclean elections, the balance
 goals, hanging transactions, reassignments in progress and consumer lag.
 
-Each part is read in turn while the deadline lasts; a part that fails or that the deadline leaves
-unread is named in `unread` with why (the answer is then partial), and what the others read
-stands. Facts only: which of them matter, and how much, is the command's business.
+Each part is read in turn while the deadline lasts; a part that fails, that is read without some
+targets, or that the deadline leaves unread is named in `unread` with why, as a value (the answer
+is then partial), and what the others read stands. Facts only: which of them matter, and how much,
+and the words, are the command's business.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from kafka_shell.base.answers import AdminError
 from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import ShellError
@@ -30,6 +32,21 @@ Key = tuple[str, int]
 UNCLEAN = "unclean.leader.election.enable"
 QUORUM_BEHIND_MS = 10_000     # a voter behind the leader that last caught up longer ago than this lags
 HANGING_AFTER_MS = 15 * 60_000   # Kafka's default transaction.max.timeout.ms (find-hanging's default)
+
+
+TIMED_OUT = "timed out"        # the deadline ran out before the part was read
+NO_METADATA = "no metadata"   # the cluster's metadata could not be read, so the part was not
+
+
+@dataclass(frozen=True)
+class Unread:
+    """Why a part is not read whole: `reason` (TIMED_OUT, NO_METADATA: not read at all); the
+    `failure` that stopped its read (an error that says itself); or `without`, the targets it was
+    read without, by what each was asked (balance: brokers -> their log dirs' errors; transactions:
+    partitions, brokers and transactional ids; lag: brokers that did not list their groups)."""
+    reason: str = ""
+    failure: Exception | None = None
+    without: Mapping[Any, AdminError] = field(default_factory=dict)
 
 
 @dataclass
@@ -50,7 +67,7 @@ class Facts:
     hanging: list[tuple[Key, transactions.Producer]] = field(default_factory=list)   # partition, its hanging producer
     moving: int = 0                                             # partitions being reassigned
     lag: dict[str, int] = field(default_factory=dict)           # group -> total lag
-    unread: dict[str, str] = field(default_factory=dict)        # part -> why it was not read
+    unread: dict[str, Unread] = field(default_factory=dict)     # part -> why it was not read whole
 
     @property
     def partial(self) -> bool:
@@ -63,7 +80,7 @@ PARTS = ("brokers", "quorum", "partitions", "configs", "balance", "transactions"
 def read(conn: ConnectionManager, deadline: Deadline, skip: tuple[str, ...] = ()) -> Facts:
     """Every part of `PARTS` not in `skip`, in order, while the deadline lasts."""
     facts = Facts()
-    steps: list[tuple[str, Callable[[], None]]] = [
+    steps: list[tuple[str, Callable[[], Unread | None]]] = [
         ("brokers", lambda: _brokers(conn, facts)),
         ("quorum", lambda: _quorum(conn, facts)),
         ("partitions", lambda: _partitions(conn, facts)),
@@ -77,15 +94,17 @@ def read(conn: ConnectionManager, deadline: Deadline, skip: tuple[str, ...] = ()
         if name in skip:
             continue
         if deadline.expired:
-            facts.unread[name] = "not read: the --timeout ran out first"
+            facts.unread[name] = Unread(TIMED_OUT)
             continue
         if facts.snapshot is None and name != "brokers":
-            facts.unread[name] = "not read: the cluster's metadata could not be read"
+            facts.unread[name] = Unread(NO_METADATA)
             continue
         try:
-            step()
+            why = step()
         except ShellError as exc:
-            facts.unread[name] = str(exc)
+            why = Unread(failure=exc)
+        if why is not None:
+            facts.unread[name] = why
     return facts
 
 
@@ -157,39 +176,36 @@ def _configs(conn: ConnectionManager, facts: Facts) -> None:
         facts.unclean = sorted(set(facts.unclean) | set(facts.snapshot.topics))
 
 
-def _balance(conn: ConnectionManager, facts: Facts) -> None:
+def _balance(conn: ConnectionManager, facts: Facts) -> Unread | None:
     found = load.read(conn, None)
     facts.cordoned = sorted(found.cordoned)
     facts.goals = balance.measure(found.layout, balance.Options())
-    if found.missing:
-        why = "; ".join(w for _, w in sorted(found.missing.items()))
-        raise ShellError(f"the balance goals are judged without some brokers' log dirs ({why})")
+    return Unread(without=dict(sorted(found.missing.items()))) if found.missing else None
 
 
-def _transactions(conn: ConnectionManager, facts: Facts) -> None:
+def _transactions(conn: ConnectionManager, facts: Facts) -> Unread | None:
     snap = facts.snapshot
     assert snap is not None
     keys = transactions.partitions_to_search(snap, None, None, None)
     if not keys or not conn.supports(ApiKey.DESCRIBE_PRODUCERS):
-        return
+        return None
     found = transactions.find_hanging(conn, snap, keys, None, HANGING_AFTER_MS)
     facts.hanging = [(key, p) for key, producers in sorted(found.rows.items()) for p in producers]
-    unknown = [*found.errors.values(), *found.unlisted.values(), *found.undescribed.values()]
-    if unknown:
-        raise ShellError(f"hanging transactions searched without {len(found.errors)} partition(s), "
-                         f"{len(found.unlisted)} broker(s) and {len(found.undescribed)} transactional id(s): {unknown[0]}")
+    without: dict[Any, AdminError] = {**found.errors, **found.unlisted, **found.undescribed}
+    return Unread(without=without) if without else None
 
 
 def _reassignments(conn: ConnectionManager, facts: Facts) -> None:
     facts.moving = len(reassignments.moving(conn))
 
 
-def read_lag(conn: ConnectionManager, facts: Facts) -> None:
-    """Read the consumer lag again (a later sample for `growing`)."""
-    _lag(conn, facts)
+def read_lag(conn: ConnectionManager, facts: Facts) -> Unread | None:
+    """Read the consumer lag again (a later sample for `growing`); not None: the brokers that did
+    not list their groups."""
+    return _lag(conn, facts)
 
 
-def _lag(conn: ConnectionManager, facts: Facts) -> None:
+def _lag(conn: ConnectionManager, facts: Facts) -> Unread | None:
     """Each consumer group's total lag (committed offsets against the log ends)."""
     snap = facts.snapshot
     assert snap is not None
@@ -201,8 +217,7 @@ def _lag(conn: ConnectionManager, facts: Facts) -> None:
         ends = offsets.log_offsets(conn, snap, keys, offsets.LATEST).rows if keys else {}
         for gid, held in committed.items():
             facts.lag[gid] = sum(max(0, ends[k].offset - o) for k, o in held.items() if k in ends)
-    if listed.errors:
-        raise ShellError(str(next(iter(listed.errors.values()))))
+    return Unread(without=dict(listed.errors)) if listed.errors else None
 
 
 def growing(history: list[dict[str, int]], rounds: int = 3) -> list[str]:

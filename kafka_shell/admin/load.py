@@ -3,8 +3,8 @@ Metadata (replicas, leaders, ISR, racks, which brokers are live), DescribeLogDir
 size and log dir, each broker's disk size, log dirs and cordoned ones), and optionally the bytes written to each
 partition per second, from two reads of its log end offset (`sample_rates`).
 
-A broker that does not describe its log dirs is named in `missing`: its replicas take the size of
-the partition's other replicas, and whether it is cordoned is not known.
+A broker that does not describe its log dirs is named in `missing`, with its AdminError: its
+replicas take the size of the partition's other replicas, and whether it is cordoned is not known.
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kafka_shell.admin import balance, log_dirs, offsets, topics
-from kafka_shell.admin.errors import error_line
 from kafka_shell.base.answers import AdminError
-from kafka_shell.protocol.codes import ApiKey
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -30,7 +28,7 @@ class Load:
     layout: balance.Layout
     snapshot: ClusterSnapshot
     dirs: dict[int, list[log_dirs.LogDir]]          # each live broker's log dirs, as it described them
-    missing: dict[int, str] = field(default_factory=dict)   # brokers that did not describe them: why
+    missing: dict[int, AdminError] = field(default_factory=dict)   # brokers that did not describe them all: why
     cordoned: frozenset[int] = frozenset()          # brokers whose every log dir is cordoned
 
     @property
@@ -63,14 +61,12 @@ def read(conn: ConnectionManager, names: list[str] | None = None, drained: set[i
     dirs: dict[int, list[log_dirs.LogDir]] = {}
     size_of: dict[Key, int] = {}
     dir_of: dict[Key, dict[int, str]] = {}
-    # Each broker whose log dirs are not all told, with the fact why ("Broker 2 did not answer ...").
-    missing = {b: str(e) if e.code is None else f"Broker {b} did not describe its log dirs ({error_line(ApiKey.DESCRIBE_LOG_DIRS, e.code)})"
-               for b, e in found.errors.items()} if found is not None else {}
+    # Each broker whose log dirs are not all told: it did not answer, refused, or a dir is offline.
+    missing = dict(found.errors) if found is not None else {}
     if found is not None:
         for d in found.dirs:
             if d.error:   # an offline dir: what it holds is not told
-                missing.setdefault(d.broker, f"Broker {d.broker} did not describe its log dirs "
-                                             f"({error_line(ApiKey.DESCRIBE_LOG_DIRS, d.error.code or 0)})")
+                missing.setdefault(d.broker, d.error)
             dirs.setdefault(d.broker, []).append(d)
             for r in d.replicas:
                 if not r.is_future:

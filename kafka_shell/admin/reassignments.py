@@ -16,7 +16,7 @@ from kafka_shell.protocol.codes import ApiKey
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.base.errors import KafkaCallError, ShellError
 
-from kafka_shell.admin import assignment_plan, cluster, log_dirs, topics
+from kafka_shell.admin import assignment_plan, log_dirs, topics
 from kafka_shell.admin.errors import response_error
 
 if TYPE_CHECKING:
@@ -118,12 +118,12 @@ class Proposal(NamedTuple):
 def generate(conn: ConnectionManager, names: list[str], brokers: list[int], rack_aware: bool) -> Proposal:
     """Kafka's --generate, with minimal movement: the topics' partitions spread over `brokers`
     (rack-aware unless told not to), from a fresh read; an assignment_plan.PlanError when it
-    cannot be made (a topic the read does not have, among others)."""
+    cannot be made (a topic the read does not have, among others). The caller checks that the
+    brokers are live (cluster.absent)."""
     snap = topics.read_for(conn, names)
     missing = [n for n in names if n not in snap.topics]
     if missing:
         raise assignment_plan.PlanError(assignment_plan.NO_SUCH_TOPIC, missing[0])
-    cluster.require_brokers(conn, brokers)
     current = {(t, p.partition): list(p.replicas) for t in names for p in snap.topics[t].partitions}
     racks = assignment_plan.rack_map(brokers, {b: i.rack for b, i in snap.brokers.items()}, rack_aware)
     proposed = assignment_plan.plan(current, brokers, racks)

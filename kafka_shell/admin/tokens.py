@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka_shell.protocol.codes import ApiKey
-from kafka_shell.base.errors import UsageError
 
 from kafka_shell.admin.errors import response_error
 
@@ -29,11 +28,13 @@ class Token:
     max_ms: int
 
 
-def _require_sasl(conn: ConnectionManager, action: str) -> None:
-    protocol = conn.properties.get("security.protocol", "PLAINTEXT").upper()
-    if not protocol.startswith("SASL"):
-        raise UsageError(f"{action} needs a SASL connection (Kafka refuses delegation tokens on {protocol}): "
-                         "set security.protocol=SASL_SSL or SASL_PLAINTEXT with its sasl.* settings")
+def security_protocol(conn: ConnectionManager) -> str:
+    """The connection's security.protocol: Kafka serves delegation tokens only to a SASL one
+    (the caller says so before asking)."""
+    return conn.properties.get("security.protocol", "PLAINTEXT").upper()
+
+
+def _require_api(conn: ConnectionManager, action: str) -> None:
     conn.require(ApiKey.CREATE_DELEGATION_TOKEN, action)
 
 
@@ -58,7 +59,7 @@ def _check(api_key: int, answer: Any) -> Any:
 def create(conn: ConnectionManager, owner: Principal | None, renewers: list[Principal],
            max_life_ms: int) -> tuple[Token, str]:
     """A new token and its HMAC (base64, as clients log in with it)."""
-    _require_sasl(conn, "Creating a delegation token")
+    _require_api(conn, "Creating a delegation token")
     body = {"renewers": [_principal(r) for r in renewers], "max_lifetime": max_life_ms,
             "owner_principal_type": owner[0] if owner else None, "owner_principal_name": owner[1] if owner else None}
     conn.debug(f"CreateDelegationToken request: {len(renewers)} renewer(s)")
@@ -83,14 +84,14 @@ def expire(conn: ConnectionManager, hmac: bytes, period_ms: int) -> int:
 
 
 def _new_expiry(conn: ConnectionManager, api_key: int, doing: str, body: dict) -> int:
-    _require_sasl(conn, f"{doing} a delegation token")
+    _require_api(conn, f"{doing} a delegation token")
     conn.debug(f"{ApiKey(api_key).name} request")
     return _ms(_check(api_key, conn.any_broker_request(api_key, body, mutation=True)).expiry_timestamp)
 
 
 def describe(conn: ConnectionManager, owners: list[Principal] | None) -> list[Token]:
     """The tokens the principal may see (of these owners; all without), never their HMACs."""
-    _require_sasl(conn, "Describing delegation tokens")
+    _require_api(conn, "Describing delegation tokens")
     conn.debug("DescribeDelegationToken request")
     a = _check(ApiKey.DESCRIBE_DELEGATION_TOKEN, conn.any_broker_request(
         ApiKey.DESCRIBE_DELEGATION_TOKEN, {"owners": [_principal(o) for o in owners] if owners else None}))

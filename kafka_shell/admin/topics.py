@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kafka_shell.base.answers import CONTROLLER, AdminError, Answers, Target
 from kafka_shell.base.deadline import Deadline
 from kafka_shell.protocol.codes import ApiKey, Error
-from kafka_shell.base.errors import KafkaCallError, UsageError, shown
+from kafka_shell.base.errors import KafkaCallError, shown
 from kafka_shell.base.limits import MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP, PARTITIONS_PER_PAGE
 from kafka_shell.connection.metadata import ClusterSnapshot, PartitionInfo, TopicInfo, topics_from_metadata
-from kafka_shell.base.names import check_pattern, check_topic_name, is_pattern, matcher
+from kafka_shell.base.names import TopicPartitions, check_pattern, check_topic_name, is_pattern, matcher
 
 from kafka_shell.admin.errors import response_error
 
@@ -91,47 +91,44 @@ def read_topics(conn: ConnectionManager, names: list[str],
     return snap, [require(conn, n, snap) for n in resolve(snap, names, include_internal)]
 
 
-def partitions_of(snap: ClusterSnapshot, specs: list[str]) -> list[Key]:
+class NoSuchPartition(ValueError):
+    """A partition asked for that its topic lacks, by a fresh read (`count`: the partitions it has)."""
+
+    def __init__(self, topic: str, partition: int, count: int):
+        super().__init__(topic, partition, count)
+        self.topic, self.partition, self.count = topic, partition, count
+
+
+def partitions_of(snap: ClusterSnapshot, specs: list[TopicPartitions]) -> list[Key]:
     """Kafka's `--topic t` (every partition) or `--topic t:0,2` arguments as partitions, checked
-    against the read `snap` (an unknown topic or partition is an error)."""
+    against the read `snap`: an unknown topic is an error, a partition the topic lacks a
+    NoSuchPartition."""
     out: list[Key] = []
     for spec in specs:
-        name, colon, parts = spec.partition(":")
-        topic = snap.topics.get(name)
+        topic = snap.topics.get(spec.topic)
         if topic is None:
-            raise missing(name)
-        if not colon:
-            out += [(name, p.partition) for p in topic.partitions]
-            continue
-        for text in parts.split(","):
-            if not text.strip().isdigit():
-                raise UsageError(f"Invalid partition '{shown(text)}' in '{shown(spec)}': "
-                                 "expected topic:partition,partition (e.g. orders:0,2)")
-            p = int(text)
-            if p >= len(topic.partitions):
-                raise UsageError(no_partition(name, p, len(topic.partitions)))
-            out.append((name, p))
+            raise missing(spec.topic)
+        keys = [(spec.topic, p.partition) for p in topic.partitions] if spec.partitions is None else \
+            [(spec.topic, p) for p in spec.partitions]
+        check_partitions(snap, keys)
+        out += keys
     return list(dict.fromkeys(out))
 
 
-def no_partition(name: str, partition: int, count: int) -> str:
-    return f'Topic "{shown(name)}" has no partition {partition} (it has {count})'
-
-
 def check_partitions(snap: ClusterSnapshot, keys: list[Key]) -> None:
-    """A KafkaCallError for the first topic or partition of `keys` the cluster does not have:
-    said before anything is sent for them."""
+    """The first topic of `keys` the cluster does not have (an error), or partition (a
+    NoSuchPartition): found before anything is sent for them."""
     for name, p in keys:
         topic = snap.topics.get(name)
         if topic is None:
             raise missing(name)
         if not 0 <= p < len(topic.partitions):
-            raise KafkaCallError(no_partition(name, p, len(topic.partitions)), code=Error.unknown_topic_or_partition)
+            raise NoSuchPartition(name, p, len(topic.partitions))
 
 
-def names_of(specs: list[str]) -> list[str]:
-    """The topics of `topic[:partition,...]` arguments."""
-    return list(dict.fromkeys(s.partition(":")[0] for s in specs))
+def names_of(specs: list[TopicPartitions]) -> list[str]:
+    """The topics of `--topic t[:p,...]` arguments."""
+    return list(dict.fromkeys(s.topic for s in specs))
 
 
 def health_classes(p: PartitionInfo, live: Mapping[int, object], min_isr: int, adding: Sequence[int] = ()) -> dict[str, bool]:

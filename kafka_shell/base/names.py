@@ -7,6 +7,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
 from kafka_shell.base.errors import UsageError, shown
 from kafka_shell.base.limits import MAX_TOPIC_NAME
@@ -14,6 +15,15 @@ from kafka_shell.base.limits import MAX_TOPIC_NAME
 _LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _GLOB = re.compile(r"[A-Za-z0-9._*?\[\]!-]+")
 _PRINTABLE_ASCII = re.compile(r"[ -~]+")   # what a pattern that can match a legal name is written in
+
+
+class TopicPartitions(NamedTuple):
+    """Kafka's `--topic t` (every partition of t: `partitions` None) or `--topic t:0,2` (those)."""
+    topic: str
+    partitions: tuple[int, ...] | None = None
+
+    def __str__(self) -> str:
+        return self.topic if self.partitions is None else f"{self.topic}:{','.join(map(str, self.partitions))}"
 
 
 def check_topic_name(name: str) -> None:

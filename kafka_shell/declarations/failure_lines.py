@@ -15,15 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_shell.admin.errors import code_name, error_line, other_type_of, partition_line
 from kafka_shell.base.answers import AdminError, Answers
-from kafka_shell.protocol.authorization import is_authorization_error
+from kafka_shell.protocol.authorization import authorization_message, is_authorization_error
 from kafka_shell.protocol.codes import ApiKey, Error
-from kafka_shell.base.errors import kafka_error_message, shown, suggest
+from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown, suggest
 
 if TYPE_CHECKING:
     from kafka_shell.admin import resets
     from kafka_shell.admin.acls import Binding
     from kafka_shell.admin.assignment_plan import PlanError
+    from kafka_shell.admin import cluster_configs
+    from kafka_shell.admin.cluster import Absent
     from kafka_shell.admin.elections import Election
+    from kafka_shell.admin.health import Unread
+    from kafka_shell.admin.topics import NoSuchPartition
 
 Key = tuple[str, int]
 
@@ -51,6 +55,31 @@ def partition_lines(errors: Mapping[Key, AdminError],
     return lines(errors, answered or (lambda key, e: partition_line(key, e.code or 0)))
 
 
+# -- the cluster's state -------------------------------------------------------------------------
+
+
+def absent_error(absent: Absent) -> ShellError:
+    """Broker ids asked for that the cluster does not have live (admin.cluster.absent): fenced
+    ones are the cluster's state (exit 1), unknown ones a wrong id (exit 2, usage)."""
+    def which(role: str, ids: tuple[int, ...]) -> str:
+        return f"{role} {ids[0]} is" if len(ids) == 1 else f"{role}s {', '.join(map(str, ids))} are"
+    live = ", ".join(map(str, absent.live))
+    if absent.fenced:
+        return KafkaCallError(f"{which('Broker', absent.fenced)} not live: registered but fenced (stopped, or cut off "
+                              f"from the controller); live brokers: {live or 'none'}", code=Error.broker_not_available)
+    return UsageError(f"{which(absent.role.capitalize(), absent.unknown)} not in the cluster ({absent.role}s: {live})")
+
+
+def controller_unshown_line(refused: KafkaCallError, partial: bool) -> str:
+    """Why the active controller is not shown (admin.cluster.read_maybe_controller): the quorum
+    did not answer (`partial`), or the principal may not see it."""
+    return f"The active controller is not shown: {refused}" + ("" if partial else ".")
+
+
+def no_controller_error() -> KafkaCallError:
+    return KafkaCallError("The cluster has no active controller right now; try again shortly.", code=Error.not_controller)
+
+
 # -- per request: the lines that say what to do -------------------------------------------------
 
 
@@ -70,6 +99,14 @@ def log_dir_lines(errors: Mapping[int, AdminError]) -> list[str]:
 def log_dir_error_line(path: str, error: AdminError) -> str:
     """A log dir's own error, as the broker reported it (KAFKA_STORAGE_ERROR: the dir is offline)."""
     return kafka_error_message(error.code or 0, "", "", entity=f"log dir {path}")
+
+
+def unread_log_dirs_line(broker: int, error: AdminError) -> str:
+    """A broker whose log dirs a load was read without (admin.load's `missing`): it did not
+    answer, refused, or one of its dirs is offline."""
+    if error.code is None:
+        return str(error)
+    return f"Broker {broker} did not describe its log dirs ({error_line(ApiKey.DESCRIBE_LOG_DIRS, error.code)})"
 
 
 def config_lines(errors: Mapping[int, AdminError]) -> list[str]:
@@ -110,6 +147,16 @@ def election_line(election: Election) -> str | None:
     if error.code is None:
         return "the controller did not answer for it: retry"
     return error_line(ApiKey.ELECT_LEADERS, error.code, error.message or None, topic=election.topic)
+
+
+def election_refusal(exc: KafkaCallError) -> KafkaCallError:
+    """ElectLeaders of every partition refused whole: not authorized as kafka-leader-election says
+    it (rather than an empty success); another refusal as it came."""
+    if exc.code is None or not is_authorization_error(exc.code):
+        return exc
+    needed = authorization_message(ApiKey.ELECT_LEADERS, exc.code, purpose="")
+    return KafkaCallError(f"Not authorized to perform leader election: {needed.removeprefix('not authorized: ')}",
+                          code=exc.code)
 
 
 def reassignment_lines(errors: Mapping[Key, AdminError]) -> list[str]:
@@ -175,6 +222,11 @@ def config_refusal_line(kind: str, name: str, error: AdminError) -> str:
                       **configs.refusal_context(kind, name))
 
 
+def snapshot_notes(snap: cluster_configs.Snapshot) -> list[str]:
+    """What a configs snapshot was read without because the cluster lacks it."""
+    return [f"Group configs were not read: {snap.groups_unread}"] if snap.groups_unread is not None else []
+
+
 def import_refusal_lines(refused: Mapping[tuple[str, str], AdminError]) -> list[str]:
     """import-configs: one line per entity (section, name) the cluster refused or that did not
     answer, naming it (once: the line may name it already)."""
@@ -202,6 +254,17 @@ def missing_config_line(kind: str, missing: Mapping[str, list[str]]) -> str:
 
 
 # -- topics ------------------------------------------------------------------------------------
+
+
+def no_partition_line(error: NoSuchPartition) -> str:
+    return f'Topic "{shown(error.topic)}" has no partition {error.partition} (it has {error.count})'
+
+
+def read_failure_line(exc: KafkaCallError | NoSuchPartition) -> str:
+    """A fresh read of the partitions a plan names that failed (a partition its topic lacks, or
+    the read's own error)."""
+    from kafka_shell.admin.topics import NoSuchPartition
+    return no_partition_line(exc) if isinstance(exc, NoSuchPartition) else str(exc)
 
 
 def created_line(error: AdminError, topic: str, brokers: int, replication_factor: int = -1) -> str:
@@ -299,6 +362,28 @@ def transaction_line(code: int, transactional_id: str, detail: str | None = None
 
 def transaction_lines(errors: Mapping[str, AdminError]) -> list[str]:
     return lines(errors, lambda tid, e: transaction_line(e.code or 0, tid, e.message or None))
+
+
+# -- health ----------------------------------------------------------------------------------------
+
+
+def health_unread_line(part: str, why: Unread) -> str:
+    """Why a part of health (admin.health's PARTS) is not read whole, naming what did not answer."""
+    from kafka_shell.admin import health
+    if why.reason == health.TIMED_OUT:
+        return "not read: the --timeout ran out first"
+    if why.reason == health.NO_METADATA:
+        return "not read: the cluster's metadata could not be read"
+    if why.failure is not None:
+        return f"not read: {why.failure}"
+    if part == "balance":
+        told = "; ".join(unread_log_dirs_line(b, e) for b, e in why.without.items())
+        return f"not read: the balance goals are judged without some brokers' log dirs ({told})"
+    if part == "transactions":
+        kinds = [sum(isinstance(k, kind) for k in why.without) for kind in (tuple, int, str)]
+        return (f"not read: hanging transactions searched without {kinds[0]} partition(s), {kinds[1]} broker(s) "
+                f"and {kinds[2]} transactional id(s): {next(iter(why.without.values()))}")
+    return "not read: " + "; ".join(group_listing_lines(why.without))   # lag: brokers that did not list their groups
 
 
 # -- plans -----------------------------------------------------------------------------------------

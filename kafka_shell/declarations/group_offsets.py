@@ -12,7 +12,9 @@ import io
 import re
 import time
 
-from kafka_shell.admin import resets
+from typing import TYPE_CHECKING
+
+from kafka_shell.admin import resets, topics
 from kafka_shell.base.answers import Answers
 from kafka_shell.base.errors import ShellError, UsageError, shown
 from kafka_shell.base.files import read_text
@@ -20,6 +22,11 @@ from kafka_shell.declarations import failure_lines
 from kafka_shell.declarations.option_types import iso_epoch_ms
 from kafka_shell.declarations.registry import INT64_MAX, Confirm, Option, int_range
 from kafka_shell.declarations.render import Result, Table
+
+if TYPE_CHECKING:
+    from kafka_shell.base.names import TopicPartitions
+    from kafka_shell.connection.manager import ConnectionManager
+    from kafka_shell.connection.metadata import ClusterSnapshot
 
 Key = tuple[str, int]
 
@@ -75,6 +82,16 @@ PLAN_OPTIONS = (
     Option("--yes", flag=True, help="In the REPL: do not ask for confirmation before --execute."),
 )
 EXECUTE_CONFIRM = Confirm(applies=lambda args: args["execute"], proposed=True, opt_in="--execute")
+
+
+def named_partitions(conn: ConnectionManager, specs: list[TopicPartitions]) -> tuple[ClusterSnapshot, list[Key]]:
+    """A fresh read of the topics `--topic t[:p,...]` names, and the partitions named; a
+    partition its topic lacks is bad input."""
+    snap = topics.read_for(conn, topics.names_of(specs))
+    try:
+        return snap, topics.partitions_of(snap, specs)
+    except topics.NoSuchPartition as exc:
+        raise UsageError(failure_lines.no_partition_line(exc)) from None
 
 
 def reset_spec(args: dict, from_file: dict[Key, int] | None = None) -> resets.Spec:

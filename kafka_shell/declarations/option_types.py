@@ -11,6 +11,7 @@ import datetime
 import re
 
 from kafka_shell.base.limits import INT16_MAX, INT32_MAX, INT64_MAX, MAX_STRING_BYTES
+from kafka_shell.base.names import TopicPartitions
 from kafka_shell.declarations.registry import int_range
 
 positive_int = int_range(1, INT32_MAX, "a positive integer")
@@ -44,6 +45,18 @@ def broker_ids(text: str) -> list[int]:
     if not ids or len(set(ids)) != len(ids):
         raise ValueError(expected)
     return ids
+
+
+def topic_partitions(text: str) -> TopicPartitions:
+    """Kafka's `topic` (every partition) or `topic:0,2` (those partitions, each once); the topic's
+    name is checked where it is read (a pattern may be one)."""
+    name, colon, parts = text.partition(":")
+    if not colon:
+        return TopicPartitions(name)
+    numbers = [p.strip() for p in parts.split(",")]
+    if not name or not all(n.isdigit() and int(n) <= INT32_MAX for n in numbers):
+        raise ValueError("topic:partition,partition (e.g. orders:0,2)")
+    return TopicPartitions(name, tuple(dict.fromkeys(int(n) for n in numbers)))
 
 
 def replica_assignment(text: str) -> list[list[int]]:

@@ -294,6 +294,7 @@ def _apply_context(cmd: Command, values: dict[str, Any], context: dict[str, Any]
         group = next((g for g in (*cmd.required_groups, *cmd.exclusive_groups) if opt.name in g), ())
         if any(_dest(cmd, n) in values for n in group):
             continue
+        value = _convert(cmd, opt, value) if isinstance(value, str) else value   # typed as if typed on the line
         values[dest] = [value] if opt.repeatable else value
 
 

@@ -62,9 +62,9 @@ def _take(session: Session, root: Path) -> tuple[Path, list[str]]:
     left_out: list[str] = []
     snap, refused, partial = cluster.read_maybe_controller(conn)
     if refused and partial:
-        left_out.append(refused)
+        left_out.append(failure_lines.controller_unshown_line(refused, partial))
     elif refused:   # the principal may not see it: that is no missing answer
-        session.stderr.write(refused + "\n")
+        session.stderr.write(failure_lines.controller_unshown_line(refused, partial) + "\n")
     controller = snap.controller if refused is None else None
     cluster_id = snap.cluster_id or "unknown-cluster"
     parts = [p for _, t in sorted(snap.topics.items()) for p in t.partitions]
