@@ -1,4 +1,4 @@
-"""Generated code compiled once per machine (kafka_shell/protocol/compiled.py): a second process
+"""Generated code compiled once per machine (kafka_shell/base/compiled.py): a second process
 loads what the first compiled; a cache file that is damaged, or holds other source under the
 same name, or a cache that cannot be written, only means compiling again."""
 
@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from kafka_shell.protocol import compiled
+from kafka_shell.base import compiled
 
 SOURCE = "def f(x):\n    return x * 2\n"
 
@@ -28,7 +28,7 @@ def test_code_compiled_once_is_loaded_after(tmp_path, monkeypatch):
     # Another process finds it and does not compile: its compile() would fail.
     loaded = subprocess.run([sys.executable, "-c", (
         "import builtins, sys\n"
-        "from kafka_shell.protocol import compiled\n"
+        "from kafka_shell.base import compiled\n"
         "builtins.compile = None\n"
         f"ns = {{}}; exec(compiled.compiled({SOURCE!r}, '<f>'), ns); print(ns['f'](4))\n")],
         capture_output=True, text=True, env={**os.environ, compiled.CACHE_ENV: str(tmp_path)})

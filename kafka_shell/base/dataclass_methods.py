@@ -4,8 +4,9 @@ CPython 3.11 and 3.12 compile each generated method (__init__, __repr__, __eq__,
 frozen class's __setattr__ and __delattr__) from source as the class is made: about 1 ms a
 frozen class. A one-shot line makes 50 to 100 dataclasses (kio's message classes, the shell's
 records), a fifth of its CPU, and calls few of those methods. `defer_compilation` makes
-dataclasses compile each method on its first call; the class then holds the compiled method,
-so later calls cost what they always did. Only the shell's own process turns it on (face/launch.py).
+dataclasses compile each method on its first call (its code from the compile cache,
+base/compiled.py, once a process has compiled it); the class then holds the compiled method, so
+later calls cost what they always did. Only the shell's own process turns it on (face/launch.py).
 Python 3.13 compiles a class's methods in one go and is left alone.
 
 A dataclass without a docstring (all of kio's) also gets its signature as __doc__, which
@@ -19,6 +20,8 @@ from __future__ import annotations
 import sys
 import types
 from typing import Any
+
+from kafka_shell.base.compiled import compiled
 
 
 class _NoSignatures(types.ModuleType):
@@ -44,26 +47,26 @@ def defer_compilation() -> None:
         finally:
             del sys.modules["inspect"]
     import dataclasses
-    compile_now = getattr(dataclasses, "_create_fn", None)
-    if compile_now is None or sys.version_info >= (3, 13) or getattr(compile_now, "deferred", False):
+    made_now = getattr(dataclasses, "_create_fn", None)
+    if made_now is None or sys.version_info >= (3, 13) or getattr(made_now, "deferred", False):
         return
 
     def create_fn(name: str, args: Any, body: Any, *, globals: Any = None, locals: Any = None,
                   return_type: Any = dataclasses.MISSING) -> Any:
-        compiled = None
+        made = None
 
         def method(*a: Any, **k: Any) -> Any:
-            nonlocal compiled
-            if compiled is None:
-                compiled = compile_now(name, args, body, globals=globals, locals=locals, return_type=return_type)
-                compiled.__qualname__ = method.__qualname__
+            nonlocal made
+            if made is None:
+                made = _made(name, args, body, globals, locals, return_type, dataclasses.MISSING)
+                made.__qualname__ = method.__qualname__
                 # The class that holds this stand-in holds the method itself from now on (a
                 # __repr__ stays wrapped by dataclasses' recursion guard: it keeps the stand-in).
                 for klass in type(a[0]).__mro__ if a else ():
                     if klass.__dict__.get(name) is method:
-                        setattr(klass, name, compiled)
+                        setattr(klass, name, made)
                         break
-            return compiled(*a, **k)
+            return made(*a, **k)
 
         method.__name__ = name
         return method
@@ -71,3 +74,21 @@ def defer_compilation() -> None:
     create_fn.deferred = True  # type: ignore[attr-defined]
     dataclasses._create_fn = create_fn  # type: ignore[attr-defined]
 
+
+
+def _made(name: str, args: Any, body: Any, globals: Any, locals: Any, return_type: Any, missing: Any) -> Any:
+    """The method dataclasses' _create_fn (3.11, 3.12) makes from the same parts: the source of a
+    function that takes the method's free names (`locals`) and returns it, whose code comes from
+    the compile cache (base/compiled.py), as the generated protocol code does."""
+    free = dict(locals or {})
+    annotation = ""
+    if return_type is not missing:
+        free["_return_type"] = return_type
+        annotation = "->_return_type"
+    lines = "\n".join(f"  {line}" for line in body)
+    source = (f"def __create_fn__({', '.join(free)}):\n"
+              f" def {name}({','.join(args)}){annotation}:\n{lines}\n"
+              f" return {name}")
+    namespace: dict[str, Any] = {}
+    exec(compiled(source, "<string>"), globals, namespace)
+    return namespace["__create_fn__"](**free)

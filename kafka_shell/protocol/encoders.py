@@ -35,7 +35,7 @@ from kio.serial._introspect import (
 )
 from kio.serial._serialize import get_field_writer
 
-from kafka_shell.protocol.compiled import compiled
+from kafka_shell.base.compiled import compiled
 
 Writer = typing.Callable[[typing.Any, typing.Any], None]
 EntityClass: typing.TypeAlias = type[typing.Any]   # a kio entity class (see protocol.EntityClass)

@@ -32,7 +32,7 @@ from kio.serial._introspect import (
     get_schema_field_type, is_optional,
 )
 
-from kafka_shell.protocol.compiled import compiled
+from kafka_shell.base.compiled import compiled
 
 # Wire sizes of the fixed-size kio types.
 _FIXED = {

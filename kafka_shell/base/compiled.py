@@ -1,13 +1,14 @@
 """Generated code compiled once per machine, not once per process.
 
-The frame validators (frames.py) and entity writers (encoders.py) are generated as Python
-source, one per message class; compiling it costs far more than generating it (4 ms for
-ConsumerGroupDescribe's validator: a tenth of a one-shot describe-group goes to compiling the
-validators and writers of the messages it uses, 5 ms of a list-topics). So the compiled code is
-kept in the user's cache directory under its source, as Python keeps a module's .pyc: a process
-that generates the same source loads the code (marshal) instead of compiling it. A cache file
-is used only when the source and name it holds are exactly those asked for; a cache that cannot
-be read or written just means compiling, as before.
+The frame validators (protocol/frames.py), entity writers (protocol/encoders.py) and the
+methods dataclasses writes for each class (base/dataclass_methods.py) are generated as Python
+source; compiling it costs far more than generating it (4 ms for ConsumerGroupDescribe's
+validator: a tenth of a one-shot describe-group went to compiling the validators and writers of
+the messages it uses, 5 ms of a list-topics, and as much again to the dataclass methods called).
+So the compiled code is kept in the user's cache directory under its source, as Python keeps a
+module's .pyc: a process that generates the same source loads the code (marshal) instead of
+compiling it. A cache file is used only when the source and name it holds are exactly those
+asked for; a cache that cannot be read or written just means compiling, as before.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def compiled(source: str, name: str) -> types.CodeType:
             return code
     except (OSError, ValueError, EOFError, TypeError):
         pass
-    code = compile(source, name, "exec")
+    code = compile(source, name, "exec", dont_inherit=True)   # not this module's `from __future__`
     try:
         os.makedirs(directory, exist_ok=True)
         partial = f"{path}.{os.getpid()}.{threading.get_ident()}"
