@@ -75,7 +75,6 @@ def defer_compilation() -> None:
     dataclasses._create_fn = create_fn  # type: ignore[attr-defined]
 
 
-
 def _made(name: str, args: Any, body: Any, globals: Any, locals: Any, return_type: Any, missing: Any) -> Any:
     """The method dataclasses' _create_fn (3.11, 3.12) makes from the same parts: the source of a
     function that takes the method's free names (`locals`) and returns it, whose code comes from

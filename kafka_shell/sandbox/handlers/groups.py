@@ -270,10 +270,10 @@ def _fetch_offsets(ctx: RequestContext, group_id: str, wanted, member: tuple[str
                     rows.append((i, -1, -1, ErrorCode.unstable_offset_commit))
                     metadata.append("")
                 elif o is None:
-                    rows.append((i, -1, -1, 0))
+                    rows.append((i, -1, -1, ErrorCode.none))
                     metadata.append("")
                 else:
-                    rows.append((i, o.offset, o.leader_epoch, 0))
+                    rows.append((i, o.offset, o.leader_epoch, ErrorCode.none))
                     metadata.append(o.metadata or "")
             parts = _partitions_answered(ctx, rows, metadata)
         topics.append({**keys, "partitions": parts})
