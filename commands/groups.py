@@ -217,11 +217,12 @@ def _describe_offsets(session: Session, found: list[groups.GroupDescription], to
                 "(delete-offsets removes them)."
                 for gid, deleted in lags.gone.items() for t in deleted]
     rows: list[list] = []
+    nobody = (None, None, None)
     for d in found:
-        for p in lags.partitions[d.group_id]:
-            m = owners[d.group_id].get(p.key)
-            rows.append([d.group_id, p.key[0], p.key[1], p.committed, p.log_end, p.lag, m.member_id if m else None,
-                         m.host if m else None, m.client_id if m else None])
+        gid = d.group_id
+        owner_of = {k: (m.member_id, m.host, m.client_id) for k, m in owners[gid].items()}
+        rows += [[gid, key[0], key[1], committed, log_end, lag_, *owner_of.get(key, nobody)]
+                 for key, committed, log_end, lag_ in lags.partitions[gid]]
         if not d.members:
             messages.append(f"Consumer group '{shown(d.group_id)}' has no active members.")
     totals = [lags.total(d.group_id) for d in found]

@@ -46,4 +46,4 @@ def test_every_table_prints_what_tabulate_prints(table):
     columns, rows = table
     expected = tabulate([[cell(v) for v in row] for row in rows], headers=columns, tablefmt="simple",
                         disable_numparse=True)
-    assert _horizontal(Table(columns, rows)) == expected
+    assert _horizontal(columns, list(zip(*rows))) == expected

@@ -8,6 +8,8 @@ answers (KIP-1226, DescribeShareGroupOffsets v1, Kafka 4.4).
 
 from __future__ import annotations
 
+import itertools
+import operator
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +33,10 @@ class PartitionLag(NamedTuple):
     lag: int | None            # log_end - committed; None when either is None
 
 
+def _topic_key(p: PartitionLag) -> str:
+    return p.key[0]
+
+
 @dataclass(frozen=True)
 class GroupLags:
     """Each group's partitions with their committed offset and log end, sorted; what could not
@@ -48,12 +54,12 @@ class GroupLags:
 
     def by_topic(self, group: str) -> list[tuple[str, int, int | None]]:
         """(topic, partitions, lag over those whose lag is known) of the group, by topic."""
-        out: dict[str, tuple[int, int | None]] = {}
-        for p in self.partitions.get(group, ()):
-            count, lag = out.get(p.key[0], (0, None))
-            mine = p.lag
-            out[p.key[0]] = (count + 1, lag if mine is None else (lag or 0) + mine)
-        return [(t, n, lag) for t, (n, lag) in sorted(out.items())]
+        rows = []
+        for t, parts in itertools.groupby(self.partitions.get(group, ()), _topic_key):
+            lags = [p.lag for p in parts]
+            known = [lag for lag in lags if lag is not None]
+            rows.append((t, len(lags), sum(known) if known else None))
+        return rows
 
 
 _tuple_new = tuple.__new__   # a NamedTuple made in C: 10,000s at once (see offsets.py)
@@ -112,8 +118,7 @@ def read(conn: ConnectionManager, group_ids: list[str], owned: Mapping[str, Iter
         already = held() if held is not None else Read(offsets.committed(conn, group_ids), Answers())
     held_now = already.committed
     committed = {gid: held_now.rows.get(gid, {}) for gid in group_ids}
-    keys_of = {gid: sorted(k for k in {*committed[gid], *(owned or {}).get(gid, ())}
-                           if topic is None or k[0] == topic) for gid in group_ids}
+    keys_of = {gid: _sorted_keys(committed[gid], (owned or {}).get(gid, ()), topic) for gid in group_ids}
     wanted = {k for ks in keys_of.values() for k in ks}
     rest = log_ends(conn, wanted - already.ends.rows.keys() - already.ends.errors.keys())
     ends = Answers({**already.ends.rows, **rest.rows},
@@ -133,6 +138,22 @@ def read(conn: ConnectionManager, group_ids: list[str], owned: Mapping[str, Iter
     return GroupLags(partitions, {gid: e for gid, e in held_now.errors.items() if gid in committed},
                      {k: e for k, e in ends.errors.items() if not gone(e)},
                      {g: ts for g, ts in deleted.items() if ts})
+
+
+_topic_of = operator.itemgetter(0)
+_partition_of = operator.itemgetter(1)
+
+
+def _sorted_keys(held: Mapping[Key, int], owned: Iterable[Key], topic: str | None) -> list[Key]:
+    """The partitions of `held` and `owned` (of `topic` only, when given), by topic and partition:
+    sorted by partition and then (stably) by topic, each sort in C, twice as fast as comparing
+    10,000s of (topic, partition) tuples."""
+    keys = [*held, *(k for k in owned if k not in held)]
+    if topic is not None:
+        keys = [k for k in keys if k[0] == topic]
+    keys.sort(key=_partition_of)
+    keys.sort(key=_topic_of)
+    return keys
 
 
 def share_group_lags(conn: ConnectionManager, group_ids: list[str]) -> Answers[str, int | None]:

@@ -84,26 +84,40 @@ class Router:
         # coordinator is reached without reading every broker first.
         self.coordinators: dict[int, BrokerInfo] = {}
         self._channels: dict[tuple[str, int], Channel] = {}
+        self._connecting: dict[tuple[str, int], threading.Lock] = {}   # held while one thread connects there
         self._lock = threading.Lock()
 
     # -- channels ----------------------------------------------------------------------------
 
     def channel(self, host: str, port: int, deadline: Deadline, name: str | None = None) -> Channel:
+        address = (host, port)
         with self._lock:
-            ch = self._channels.get((host, port))
-        if ch is not None and not ch.closed:
-            return ch
-        # Connect outside the lock, within what is left of the caller's deadline.
-        ch = Channel(host, port, self.properties, min(self.timeout_s, deadline.left()),
-                     name=name or self._name_of(host, port))
-        ch.timeout_s = self.timeout_s  # later requests get the full timeout
-        ch.controllers_only = self.controllers_only
-        with self._lock:
-            current = self._channels.get((host, port))
-            if current is not None and not current.closed:
-                ch.close()  # another thread connected first
-                return current
-            self._channels[(host, port)] = ch
+            ch = self._channels.get(address)
+            if ch is not None and not ch.closed:
+                return ch
+            connecting = self._connecting.setdefault(address, threading.Lock())
+        # One thread at a time connects to an address: the others wait for its channel (each
+        # within its own deadline; past it, a try of its own fails as the connection would).
+        waited = connecting.acquire(timeout=max(min(self.timeout_s, deadline.left()), 0))
+        try:
+            with self._lock:
+                ch = self._channels.get(address)
+            if ch is not None and not ch.closed:
+                return ch
+            # Connect outside the lock, within what is left of the caller's deadline.
+            ch = Channel(host, port, self.properties, min(self.timeout_s, deadline.left()),
+                         name=name or self._name_of(host, port))
+            ch.timeout_s = self.timeout_s  # later requests get the full timeout
+            ch.controllers_only = self.controllers_only
+            with self._lock:
+                current = self._channels.get(address)
+                if current is not None and not current.closed:
+                    ch.close()  # another thread connected first (one that waited no more)
+                    return current
+                self._channels[address] = ch
+        finally:
+            if waited:
+                connecting.release()
         if self.mode is None and not self._is_controller_address(host, port):
             self.mode = KRAFT if ApiKey.DESCRIBE_QUORUM in ch.versions() else ZOOKEEPER
         return ch

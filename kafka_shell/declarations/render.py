@@ -14,7 +14,7 @@ import itertools
 import json
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -287,24 +287,25 @@ def _table(tables: list[Table], view: View | None = None) -> str:
         if not t.rows:
             blocks.append(f"(no {t.name.replace('_', ' ') or 'rows'})")
             continue
-        t = for_people(t)
-        text = None if view.expanded == "on" else _horizontal(t)
+        header, columns = people_columns(t)
+        text = None if view.expanded == "on" else _horizontal(header, columns)
         if text is None or (view.expanded == "auto" and view.width is not None and _widest_line(text) > view.width):
-            text = _vertical(t, view.width)
+            text = _vertical(header, list(zip(*columns)), view.width)
         blocks.append(text)
     return "\n\n".join(blocks) + "\n"
 
 
-def _horizontal(t: Table) -> str:
-    values = list(zip(*t.rows))
-    columns = [_column_text(col) for col in values]
-    if all(_PLAIN.fullmatch("".join(col)) for col in (t.columns, *columns)):
+def _horizontal(header: list[str], values: list[Sequence[Any]]) -> str:
+    """The table of `header` over `values` (column by column)."""
+    kinds = [set(map(type, col)) for col in values]
+    columns = list(map(_column_text, values, kinds))
+    if all(_PLAIN.fullmatch("".join(col)) for col in (header, *columns)):
         # tabulate strips the cells (not the headers) before it aligns them; a column of numbers
         # (and None: "-") has nothing to strip
-        return _aligned(t.columns, [col if set(map(type, raw)) <= _NUMBERS else list(map(str.strip, col))
-                                    for raw, col in zip(values, columns)])
+        return _aligned(header, [col if kind <= _NUMBERS else list(map(str.strip, col))
+                                 for kind, col in zip(kinds, columns)])
     from tabulate import tabulate  # only tables of other text pay its import
-    return tabulate([[cell(v) for v in row] for row in t.rows], headers=t.columns, tablefmt="simple",
+    return tabulate([[cell(v) for v in row] for row in zip(*values)], headers=header, tablefmt="simple",
                     disable_numparse=True)
 
 
@@ -312,12 +313,12 @@ def _widest_line(text: str) -> int:
     return max(map(len, text.splitlines()), default=0)
 
 
-def _vertical(t: Table, width: int | None) -> str:
+def _vertical(header: list[str], rows: list[tuple], width: int | None) -> str:
     """pgcli's expanded layout: `-[ RECORD n ]---` and then `Column | value`, one line each."""
-    key_width = max(map(len, t.columns))
+    key_width = max(map(len, header))
     records = []
-    for n, row in enumerate(t.rows, 1):
-        lines = [f"{c.ljust(key_width)} | {cell(v)}" for c, v in zip(t.columns, row)]
+    for n, row in enumerate(rows, 1):
+        lines = [f"{c.ljust(key_width)} | {cell(v)}" for c, v in zip(header, row)]
         rule = min(max(map(len, lines)), width or 80)
         head = f"-[ RECORD {n} ]"
         records.append("\n".join([head + "-" * max(rule - len(head), 0), *lines]))
@@ -330,19 +331,27 @@ def _empty(value: Any) -> bool:
 
 def for_people(t: Table) -> Table:
     """The table format's view: columns empty in every row left out, declared kinds readable."""
-    # Column by column (10,000s of rows: a transposition costs less than a loop over the rows).
-    columns = list(zip(*t.rows)) if t.rows else [() for _ in t.columns]
+    header, columns = people_columns(t)
+    if header == t.columns:
+        return t
+    return Table(header, list(map(list, zip(*columns))), name=t.name)
+
+
+def people_columns(t: Table) -> tuple[list[str], list[Sequence[Any]]]:
+    """`for_people`'s header and values, column by column (10,000s of rows: a transposition
+    costs less than a loop over the rows, and the table format aligns columns)."""
+    columns: list[Sequence[Any]] = list(zip(*t.rows)) if t.rows else [() for _ in t.columns]
     keep = [i for i, (c, values) in enumerate(zip(t.columns, columns))
             if t.kinds.get(c) != "reported" and (t.kinds.get(c) in KEPT_KINDS or _any_value(values))] \
         or list(range(len(t.columns)))
     show: list[Callable[[Any], Any] | None] = [HUMAN.get(t.kinds.get(t.columns[i], "")) for i in keep]
     if len(keep) == len(t.columns) and not any(show):
-        return t
-    shown = [columns[i] if f is None else list(map(f, columns[i])) for i, f in zip(keep, show)]
-    return Table([people_header(t.columns[i], t.kinds) for i in keep], list(map(list, zip(*shown))), name=t.name)
+        return t.columns, columns
+    return ([people_header(t.columns[i], t.kinds) for i in keep],
+            [columns[i] if f is None else list(map(f, columns[i])) for i, f in zip(keep, show)])
 
 
-def _any_value(values: tuple) -> bool:
+def _any_value(values: Sequence[Any]) -> bool:
     """Whether a column holds anything but empty values (one of None only: one count)."""
     return values.count(None) != len(values) and any(not _empty(v) for v in values)
 
@@ -443,10 +452,9 @@ HUMAN: dict[str, Callable[[Any], Any]] = {"bytes": human_bytes, "time": human_ti
                                           "assignment": human_assignment, "entity": _entity}
 
 
-def _column_text(values: tuple) -> list[str]:
-    """`cell` of a whole column, by the kinds it holds (a column of ints or of strings in one
-    pass: 100,000 cells of a large table cost ~30 ms less than cell by cell)."""
-    kinds = set(map(type, values))
+def _column_text(values: Sequence[Any], kinds: set[type]) -> list[str]:
+    """`cell` of a whole column, by the `kinds` (types) it holds (a column of ints or of strings
+    in one pass: 100,000 cells of a large table cost ~30 ms less than cell by cell)."""
     if kinds == {str}:
         return list(values)
     if kinds == {int}:
