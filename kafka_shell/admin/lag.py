@@ -19,6 +19,7 @@ from kafka_shell.admin import offsets, share_groups
 from kafka_shell.admin.errors import gone
 from kafka_shell.admin.offsets import LATEST
 from kafka_shell.base.answers import COORDINATOR, AdminError, Answers, Target
+from kafka_shell.base.tuples import new_tuple
 
 if TYPE_CHECKING:
     from kafka_shell.connection.manager import ConnectionManager
@@ -61,8 +62,6 @@ class GroupLags:
             rows.append((t, len(lags), sum(known) if known else None))
         return rows
 
-
-_tuple_new = tuple.__new__   # a NamedTuple made in C: 10,000s at once (see offsets.py)
 
 Committed = Answers[str, dict[Key, int]]
 LogEnds = Answers[Key, offsets.LogOffset]
@@ -132,7 +131,7 @@ def read(conn: ConnectionManager, group_ids: list[str], owned: Mapping[str, Iter
             error = ends.errors.get(key)
             if error is not None and gone(error) and key[0] not in deleted.setdefault(gid, []):
                 deleted[gid].append(key[0])
-        partitions[gid] = [_tuple_new(PartitionLag, (key, c := held_by.get(key), e := end_of.get(key),
+        partitions[gid] = [new_tuple(PartitionLag, (key, c := held_by.get(key), e := end_of.get(key),
                                                      None if e is None or c is None else e - c))
                            for key in keys_of[gid]]
     return GroupLags(partitions, {gid: e for gid, e in held_now.errors.items() if gid in committed},

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from kafka_shell.base.answers import BROKER, REPLICA, AdminError, Answers, Target
 from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.base.errors import kafka_error_message
+from kafka_shell.base.tuples import new_tuple
 
 if TYPE_CHECKING:
     from kafka_shell.base.deadline import Deadline
@@ -96,8 +97,8 @@ def describe(conn: ConnectionManager, brokers: list[int],
         for d in answer.results:
             code = int(d.error_code) or top
             error = AdminError(code, Target(BROKER, broker)) if code else None
-            replicas = tuple(Replica(t.name, p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
-                             for t in d.topics for p in t.partitions)
+            replicas = tuple([new_tuple(Replica, (t.name, p.partition_index, p.partition_size, p.offset_lag,
+                                                  p.is_future_key)) for t in d.topics for p in t.partitions])
             dirs.append(LogDir(broker, d.log_dir, error, _known(getattr(d, "total_bytes", None)),
                                _known(getattr(d, "usable_bytes", None)), replicas, getattr(d, "is_cordoned", None)))
         rows[broker] = tuple(dirs)

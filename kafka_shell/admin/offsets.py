@@ -14,6 +14,7 @@ from kafka_shell.base.answers import COORDINATOR, AdminError, Answers, Target
 from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.connection.manager import COORDINATOR_RETRIABLE
 from kafka_shell.base.errors import NotSupported
+from kafka_shell.base.tuples import new_tuple
 
 
 if TYPE_CHECKING:
@@ -41,11 +42,6 @@ class LogOffset(NamedTuple):
     timestamp: int = -1
 
 
-# A NamedTuple made by tuple.__new__ (in C) instead of its generated __new__ (a Python call):
-# twice as fast where 10,000s are made at once.
-_tuple_new = tuple.__new__
-
-
 def log_offsets(conn: ConnectionManager, snap: ClusterSnapshot | None, keys: Iterable[Key], timestamp: int,
                 deadline: Deadline | None = None) -> Answers[Key, LogOffset]:
     """ListOffsets for `timestamp` (LATEST, EARLIEST, MAX_TIMESTAMP or ms) of each partition, at
@@ -53,7 +49,7 @@ def log_offsets(conn: ConnectionManager, snap: ClusterSnapshot | None, keys: Ite
     that does not exist has the error UNKNOWN_TOPIC_OR_PARTITION."""
     found = conn.leader_requests(keys, ApiKey.LIST_OFFSETS, _list_offsets_body(timestamp, replica_id=-1),
                                  list_offsets_parts, snap=snap, deadline=deadline)
-    return Answers({k: _tuple_new(LogOffset, (p.offset, p.timestamp)) for k, p in found.rows.items()}, found.errors)
+    return Answers({k: new_tuple(LogOffset, (p.offset, p.timestamp)) for k, p in found.rows.items()}, found.errors)
 
 
 def _list_offsets_body(timestamp: int, replica_id: int, min_version: int = 0) -> Callable[[list[Key], int], dict]:

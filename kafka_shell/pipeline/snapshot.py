@@ -69,21 +69,13 @@ def _take(session: Session, root: Path) -> tuple[Path, list[str]]:
     cluster_id = snap.cluster_id or "unknown-cluster"
     parts = [p for _, t in sorted(snap.topics.items()) for p in t.partitions]
     down = _down_brokers(session, snap, left_out)
-    replicas, dir_rows, refusing, unanswered = _log_dirs(session, sorted(set(snap.brokers) - set(down)))
+    dirs, refusing, unanswered = _log_dirs(session, sorted(set(snap.brokers) - set(down)))
     down.update(refusing)   # a broker that refused the connection is down: what it leads is not missing
     left_out += unanswered
     live = set(snap.brokers) - set(down)
     log_ends = _offline_log_ends(session, snap, [p for p in parts if p.leader < 0 or p.leader not in live], live,
                                  left_out)
     online = [(p.topic, p.partition) for p in parts if p.leader in live]
-    offset_columns = _offset_columns(online, *_offsets(session, snap, online), left_out)
-    elr = {key: list(lists[0]) for key, lists in topics.eligible_leaders(conn, [t for _, t in sorted(snap.topics.items())]).items()}
-    settings = configs.topic_configs(conn, sorted(snap.topics))
-    committed = _group_offsets(session, left_out)
-    for broker, why in sorted(down.items()):
-        session.stderr.write(f"Broker {broker} is down ({why}): what it holds is left out.\n")
-    for line in left_out:
-        session.stderr.write(line + "\n")
     key = {"cluster_id": cluster_id, "taken_at": taken_at}
 
     def table(name: str, columns: dict[str, list]) -> pa.Table:
@@ -94,7 +86,23 @@ def _take(session: Session, root: Path) -> tuple[Path, list[str]]:
         full = {**{k: pa.repeat(pa.scalar(v, given.field(k).type), n) for k, v in key.items()}, **columns}
         return pa.table(full, schema=given)
 
-    with _pandas_not_imported():
+    from concurrent.futures import ThreadPoolExecutor
+    with _pandas_not_imported(), ThreadPoolExecutor(1) as pool:
+        # The leaders answer the log offsets (the longest wait) while this thread makes the
+        # replicas' table and reads the rest.
+        asked = pool.submit(_offsets, session, snap, online)
+        replicas = table("replicas", _replica_columns(dirs, log_ends)).sort_by(REPLICA_ORDER)
+        elr = {key: list(lists[0]) for key, lists
+               in topics.eligible_leaders(conn, [t for _, t in sorted(snap.topics.items())]).items()}
+        settings = configs.topic_configs(conn, sorted(snap.topics))
+        groups_left_out: list[str] = []
+        committed = _group_offsets(session, groups_left_out)
+        offset_columns = _offset_columns(online, *asked.result(), left_out)
+        left_out += groups_left_out
+        for broker, why in sorted(down.items()):
+            session.stderr.write(f"Broker {broker} is down ({why}): what it holds is left out.\n")
+        for line in left_out:
+            session.stderr.write(line + "\n")
         no_config = configs.TopicConfig({}, 1)
         topic_rows = [(t.name, str(t.topic_id) if t.topic_id else None, len(t.partitions),
                        len(t.partitions[0].replicas) if t.partitions else 0, settings.get(t.name, no_config))
@@ -107,8 +115,9 @@ def _take(session: Session, root: Path) -> tuple[Path, list[str]]:
             "topics": table("topics", _columns(["topic", "topic_id", "partitions", "replication_factor", "configs", "min_isr"],
                                                [(*r[:4], list(r[4].overrides.items()), r[4].min_isr) for r in topic_rows])),
             "partitions": table("partitions", _partition_columns(parts, elr)),
-            "replicas": table("replicas", _replica_columns(replicas, log_ends)),
-            "log_dirs": table("log_dirs", _columns(["broker_id", "log_dir", "total_bytes", "usable_bytes"], dir_rows)),
+            "replicas": replicas,
+            "log_dirs": table("log_dirs", _columns(["broker_id", "log_dir", "total_bytes", "usable_bytes"],
+                                                   [(d.broker, d.path, d.total_bytes, d.usable_bytes) for d in dirs])),
             "offsets": table("offsets", offset_columns),
             "group_offsets": table("group_offsets", _columns(["group", "topic", "partition", "committed_offset"], committed)),
         }
@@ -156,18 +165,31 @@ def _partition_columns(parts: list[PartitionInfo], elr: dict[Key, list[int]]) ->
             "offline_replicas": [p.offline_replicas for p in parts]}
 
 
-def _replica_columns(replicas: list[tuple[str, int, int, int, int, str]],
-                     log_ends: dict[tuple[str, int, int], tuple[int, int]]) -> dict[str, list]:
-    """`replicas`: (topic, partition, broker, size, offset lag, log dir), sorted."""
-    if not replicas:
-        return {name: [] for name in REPLICA_COLUMNS}
-    topic, partition, broker, size, lag, log_dir = map(list, zip(*replicas))
-    ends = [log_ends.get(r[:3], (None, None)) for r in replicas] if log_ends else [(None, None)] * len(replicas)
-    return {"topic": topic, "partition": partition, "broker_id": broker, "size": size, "offset_lag": lag,
-            "log_end_offset": [e[0] for e in ends], "last_epoch": [e[1] for e in ends], "log_dir": log_dir}
+def _replica_columns(dirs: list[log_dirs.LogDir], log_ends: dict[tuple[str, int, int], tuple[int, int]]
+                     ) -> dict[str, list]:
+    """Every replica in `dirs` (not a future one), as columns, in the order the brokers listed
+    them (the table is sorted after, by REPLICA_ORDER)."""
+    columns: dict[str, list] = {name: [] for name in REPLICA_COLUMNS}
+    for d in dirs:
+        replicas = [r for r in d.replicas if not r.is_future]
+        if replicas:
+            topic, partition, size, lag, _ = zip(*replicas)
+            columns["topic"] += topic
+            columns["partition"] += partition
+            columns["broker_id"] += [d.broker] * len(replicas)
+            columns["size"] += size
+            columns["offset_lag"] += lag
+            columns["log_dir"] += [d.path] * len(replicas)
+    keys = zip(columns["topic"], columns["partition"], columns["broker_id"])
+    ends = [log_ends.get(k, (None, None)) for k in keys] if log_ends else [(None, None)] * len(columns["topic"])
+    columns["log_end_offset"] = [e[0] for e in ends]
+    columns["last_epoch"] = [e[1] for e in ends]
+    return columns
 
 
 REPLICA_COLUMNS = ("topic", "partition", "broker_id", "size", "offset_lag", "log_end_offset", "last_epoch", "log_dir")
+# Sorted by Arrow (in C++, without the GIL): a third of the time of sorting 300,000 rows in Python.
+REPLICA_ORDER = [("topic", "ascending"), ("partition", "ascending"), ("broker_id", "ascending")]
 
 
 def _columns(names: list[str], rows: Iterable[tuple]) -> dict[str, list]:
@@ -189,15 +211,13 @@ def _down_brokers(session: Session, snap: ClusterSnapshot, left_out: list[str]) 
     return down
 
 
-def _log_dirs(session: Session, brokers: list[int]
-              ) -> tuple[list[tuple[str, int, int, int, int, str]], list[tuple], dict[int, str], list[str]]:
-    """Every replica as (topic, partition, broker, size, offset lag, log dir), sorted; (broker,
-    log dir, total bytes, usable bytes) per dir; the brokers that refused the connection (they
-    are down: Metadata lists a stopped broker until it is fenced), with why; and a line for each
-    broker that did not answer (the snapshot is partial). One DescribeLogDirs per live broker,
-    all at once."""
+def _log_dirs(session: Session, brokers: list[int]) -> tuple[list[log_dirs.LogDir], dict[int, str], list[str]]:
+    """The log dirs of `brokers`; the brokers that refused the connection (they are down:
+    Metadata lists a stopped broker until it is fenced), with why; and a line for each broker
+    that did not answer (the snapshot is partial). One DescribeLogDirs per live broker, all at
+    once."""
     if not log_dirs.supported(session.conn):
-        return [], [], {}, []
+        return [], {}, []
     found = log_dirs.describe(session.conn, brokers)
     refused: dict[int, str] = {}
     unanswered: list[str] = []
@@ -207,8 +227,7 @@ def _log_dirs(session: Session, brokers: list[int]
             refused[b] = line.removeprefix(f"Broker {b} ")
         else:
             unanswered.append(f"{line}: its replicas and log dirs are left out.")
-    replicas = sorted((r.topic, r.partition, d.broker, r.size, r.offset_lag, d.path) for d, r in found.replicas())
-    return replicas, [(d.broker, d.path, d.total_bytes, d.usable_bytes) for d in found.dirs], refused, unanswered
+    return found.dirs, refused, unanswered
 
 
 def _offsets(session: Session, snap: ClusterSnapshot, keys: list[Key]
