@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import datetime
 import gc
+import itertools
+import operator
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -91,7 +93,7 @@ def _take(session: Session, root: Path) -> tuple[Path, list[str]]:
         # The leaders answer the log offsets (the longest wait) while this thread makes the
         # replicas' table and reads the rest.
         asked = pool.submit(_offsets, session, snap, online)
-        replicas = table("replicas", _replica_columns(dirs, log_ends)).sort_by(REPLICA_ORDER)
+        replicas = table("replicas", _replica_columns(dirs, log_ends, schema.given("replicas"))).sort_by(REPLICA_ORDER)
         elr = {key: list(lists[0]) for key, lists
                in topics.eligible_leaders(conn, [t for _, t in sorted(snap.topics.items())]).items()}
         settings = configs.topic_configs(conn, sorted(snap.topics))
@@ -165,30 +167,36 @@ def _partition_columns(parts: list[PartitionInfo], elr: dict[Key, list[int]]) ->
             "offline_replicas": [p.offline_replicas for p in parts]}
 
 
-def _replica_columns(dirs: list[log_dirs.LogDir], log_ends: dict[tuple[str, int, int], tuple[int, int]]
-                     ) -> dict[str, list]:
-    """Every replica in `dirs` (not a future one), as columns, in the order the brokers listed
-    them (the table is sorted after, by REPLICA_ORDER)."""
-    columns: dict[str, list] = {name: [] for name in REPLICA_COLUMNS}
+def _replica_columns(dirs: list[log_dirs.LogDir], log_ends: dict[tuple[str, int, int], tuple[int, int]],
+                     given: pa.Schema) -> dict[str, Any]:
+    """Every replica in `dirs` (not a future one), as the columns of the `given` schema, in the
+    order the brokers listed them (the table is sorted after, by REPLICA_ORDER)."""
+    import pyarrow as pa
+    columns: dict[str, list] = {"topic": [], "partition": [], "size": [], "offset_lag": []}
+    brokers, paths, ends = [], [], []
     for d in dirs:
         replicas = [r for r in d.replicas if not r.is_future]
         if replicas:
             topic, partition, size, lag, _ = zip(*replicas)
             columns["topic"] += topic
             columns["partition"] += partition
-            columns["broker_id"] += [d.broker] * len(replicas)
             columns["size"] += size
             columns["offset_lag"] += lag
-            columns["log_dir"] += [d.path] * len(replicas)
-    keys = zip(columns["topic"], columns["partition"], columns["broker_id"])
-    ends = [log_ends.get(k, (None, None)) for k in keys] if log_ends else [(None, None)] * len(columns["topic"])
-    columns["log_end_offset"] = [e[0] for e in ends]
-    columns["last_epoch"] = [e[1] for e in ends]
-    return columns
+            # The dir's broker and path in each of its rows: repeated as Arrow values, not listed
+            brokers.append(pa.repeat(pa.scalar(d.broker, given.field("broker_id").type), len(replicas)))
+            paths.append(pa.repeat(pa.scalar(d.path, given.field("log_dir").type), len(replicas)))
+            if log_ends:
+                ends += [log_ends.get((t, p, d.broker), (None, None)) for t, p in zip(topic, partition)]
+    unknown = [None] * len(columns["topic"])
+    return {**columns,
+            "broker_id": pa.concat_arrays(brokers) if brokers else pa.array([], given.field("broker_id").type),
+            "log_end_offset": [e[0] for e in ends] if log_ends else unknown,
+            "last_epoch": [e[1] for e in ends] if log_ends else unknown,
+            "log_dir": pa.concat_arrays(paths) if paths else pa.array([], given.field("log_dir").type)}
 
 
-REPLICA_COLUMNS = ("topic", "partition", "broker_id", "size", "offset_lag", "log_end_offset", "last_epoch", "log_dir")
 # Sorted by Arrow (in C++, without the GIL): a third of the time of sorting 300,000 rows in Python.
+_first, _second = operator.itemgetter(0), operator.itemgetter(1)
 REPLICA_ORDER = [("topic", "ascending"), ("partition", "ascending"), ("broker_id", "ascending")]
 
 
@@ -206,7 +214,7 @@ def _down_brokers(session: Session, snap: ClusterSnapshot, left_out: list[str]) 
         left_out.append(f"The brokers' registrations are left out ({exc}).")
         fenced = {}
     down = {b: "fenced" for b in fenced}
-    named = {r for t in snap.topics.values() for p in t.partitions for r in p.replicas}
+    named = set(itertools.chain.from_iterable(p.replicas for t in snap.topics.values() for p in t.partitions))
     down.update({b: "not live" for b in sorted(named - set(snap.brokers) - set(down))})
     return down
 
@@ -249,6 +257,10 @@ def _offset_columns(keys: list[Key], start: Answers[Key, offsets.LogOffset], end
     """The offsets table of `keys` (sorted), as columns; a line in `left_out` for the partitions
     whose leader did not tell both offsets."""
     starts, ends = start.rows, end.rows
+    if len(starts) == len(ends) == len(keys):
+        # Every partition told both (the rows are in the order of `keys`): taken as they are.
+        return {"topic": list(map(_first, keys)), "partition": list(map(_second, keys)),
+                "log_start_offset": list(map(_first, starts.values())), "log_end_offset": list(map(_first, ends.values()))}
     told = [k for k in keys if k in starts and k in ends]
     if len(told) < len(keys):
         errors = {k: e for k in keys if (e := end.errors.get(k) or start.errors.get(k)) is not None}

@@ -52,9 +52,11 @@ def broker_dirs(cluster: ClusterState, broker_id: int) -> list[str]:
 
 def dir_of(cluster: ClusterState, p: Partition, broker_id: int) -> str:
     """The log dir holding the broker's replica of p (its first dir unless placed)."""
-    placed = p.dirs.get(broker_id)
-    if placed:
-        return placed
+    return p.dirs.get(broker_id) or home_dir(cluster, broker_id)
+
+
+def home_dir(cluster: ClusterState, broker_id: int) -> str:
+    """The broker's first log dir: where its replicas are unless placed in another."""
     b = cluster.brokers.get(broker_id)
     return b.log_dirs[0] if b is not None and b.log_dirs else default_dir(broker_id)
 

@@ -599,6 +599,8 @@ def max_timestamp(p: Partition, upper: int) -> tuple[int, int, int] | None:
 
 def epoch_at(p: Partition, offset: int) -> int:
     """Leader epoch of the batch holding `offset` (the current epoch past the end)."""
+    if not p.batches:
+        return p.leader_epoch
     i = batch_index(p, offset)
     if i < len(p.batches) and p.batches[i].base_offset <= offset:
         return batch_leader_epoch(p.batches[i])

@@ -36,23 +36,29 @@ def describe_log_dirs(ctx: RequestContext) -> dict:
     # dir -> topic -> (partition, size, offset lag, future) of each replica
     listed: dict[str, dict[str, list[tuple[int, int, int, bool]]]] = {d: {} for d in paths}
     used = dict.fromkeys(paths, 0)
+    home = directories.home_dir(cluster, me)
     for t in cluster.topics.values():
-        for p in t.partitions:
+        name = t.name
+        rows_in: dict[str, list[tuple[int, int, int, bool]]] = {}   # this topic's rows in each dir
+        for p in t.partitions:   # a broker of a large cluster holds 100,000s: kept lean
             if me not in p.replicas:
                 continue
             size = replication.replica_size(p, me) if p.batches else 0
-            where = directories.dir_of(cluster, p, me)
+            where = p.dirs.get(me) or home   # directories.dir_of
             used[where] += size
             future = p.future_dirs.get(me)
             if future is not None:
                 future_size, future_lag = directories.future_size(cluster, p, me)
                 used[future] += future_size
-            if wanted is not None and (t.name, p.index) not in wanted:
+            if wanted is not None and (name, p.index) not in wanted:
                 continue
-            listed[where].setdefault(t.name, []).append(
-                (p.index, size, max(p.high_watermark - p.leo.get(me, 0), 0), False))
+            rows = rows_in.get(where)
+            if rows is None:
+                rows = rows_in[where] = listed[where].setdefault(name, [])
+            lag = p.high_watermark - p.leo.get(me, 0)
+            rows.append((p.index, size, lag if lag > 0 else 0, False))
             if future is not None:
-                listed[future].setdefault(t.name, []).append((p.index, future_size, future_lag, True))
+                listed[future].setdefault(name, []).append((p.index, future_size, future_lag, True))
     cordoned = cordons.cordoned_dirs(cluster, me)
     names = ("partition_index", "partition_size", "offset_lag", "is_future_key")
     # Packed: a broker of a large cluster holds 100,000s of replicas.

@@ -283,21 +283,24 @@ def list_offsets(ctx: RequestContext) -> dict:
     partition = codec.element_class(codec.element_class(codec.response_schema(ApiKey.LIST_OFFSETS, ctx.version),
                                                         "topics"), "partitions")
     topics = []
+    me = ctx.broker.id
+    debugging = req.replica_id == DEBUGGING_REPLICA_ID
+    consumer = req.replica_id == CONSUMER_REPLICA_ID
+    committed_only = consumer and getattr(req, "isolation_level", 0) == READ_COMMITTED
     for rt in req.topics:
         t = ctx.cluster.topics.get(rt.name)
         denied = topic_denied(ctx, t, rt.name)
         rows: list[tuple[int, int, int, int, int]] = []   # (partition, error code, timestamp, offset, leader epoch)
         legacy: list[list[int]] = []   # v0: each row's offsets
-        for rp in rt.partitions:
+        for rp in rt.partitions:   # 10,000s at once (describe-group, snapshots): kept lean
             p = t.partition(rp.partition_index) if t else None
             if denied or p is None:
                 rows.append((rp.partition_index, ErrorCode.topic_authorization_failed if denied
                              else ErrorCode.unknown_topic_or_partition, -1, -1, -1))
                 legacy.append([])
                 continue
-            debugging = req.replica_id == DEBUGGING_REPLICA_ID
             if debugging:  # any replica, even of an offline partition (ReplicaManager.fetchOffset)
-                err = ErrorCode.not_leader_or_follower if ctx.broker.id not in p.replicas else 0
+                err = ErrorCode.not_leader_or_follower if me not in p.replicas else 0
             else:
                 err = leader_error(ctx, p, getattr(rp, "current_leader_epoch", -1))
             if err:
@@ -307,10 +310,10 @@ def list_offsets(ctx: RequestContext) -> dict:
             # Clients see up to the high watermark (read_committed: the last stable offset); others
             # the LEO, the debugging id this replica's own (its epoch answered is the partition's current one).
             if debugging:
-                upper = p.leo.get(ctx.broker.id, 0)
-            elif req.replica_id == CONSUMER_REPLICA_ID and getattr(req, "isolation_level", 0) == READ_COMMITTED:
+                upper = p.leo.get(me, 0)
+            elif committed_only:
                 upper = producer_state.last_stable_offset(ctx.cluster, p)
-            elif req.replica_id == CONSUMER_REPLICA_ID:
+            elif consumer:
                 upper = p.high_watermark
             else:
                 upper = p.leo.get(p.leader, 0)
