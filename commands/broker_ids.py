@@ -134,7 +134,7 @@ def record(session: Session, topic: str, dry_run: bool) -> Result:
 
 
 def write(session: Session, topic: str, entries: dict[str, int | None]) -> None:
-    failures = broker_ids.write(session.conn, topic, entries).failures
+    failures = failure_lines.unacked_lines(broker_ids.write(session.conn, topic, entries).unacked)
     if failures:
         raise KafkaCallError(f'Writing to the mapping topic "{topic}" failed: {failures[0]}.', retriable=True)
 

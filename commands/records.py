@@ -294,7 +294,7 @@ def _send(session: Session, topic_info: TopicInfo, values: list, args: dict) -> 
     leaders = {p.partition: p.leader for p in topic_info.partitions}
     failures = [line + (f" (its leader: broker {leaders[u.partition]})"
                         if u.partition is not None and leaders.get(u.partition, -1) >= 0 else "")
-                for u, line in zip(produced.unacked, produced.failures)]
+                for u, line in zip(produced.unacked, failure_lines.unacked_lines(produced.unacked))]
     return Result.outcome([Table(["Record", "Partition", "Offset"], [list(r) for r in produced.delivered],
                                  name="produced")], [note], failures)
 
@@ -587,7 +587,7 @@ def _consumed(reading: records.Consumption, args: dict, stopped: str, default_li
                      else f": --max-messages {args['max_messages']} reached."),
            "reset": ": stopped at an offset reset."}.get(stopped, ".")
     lines = [f"Consumed {reading.count} record(s){why}"]
-    failed = bool(reading.failures)
+    failed = bool(reading.errors)
     for r in reading.resets:
         log = f"log start {r.log_start}, log end {r.log_end}" if r.log_start >= 0 and r.log_end >= 0 \
             else "its range could not be read"
@@ -617,4 +617,5 @@ def _consumed(reading: records.Consumption, args: dict, stopped: str, default_li
     for partition, at in sorted(reading.short.items()):
         lines.append(f"{topic}-{partition}: stopped at offset {at}, its last stable offset: a transaction is open "
                      "(--isolation-level read_uncommitted reads past it)")
-    return Result(messages=[*lines, *reading.failures], exit_code=1 if failed else 0)
+    errors = [f"{topic}-{e.partition}: {e.message}" for e in reading.errors]
+    return Result(messages=[*lines, *errors], exit_code=1 if failed else 0)

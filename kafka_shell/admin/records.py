@@ -74,6 +74,12 @@ def delete_records(conn: ConnectionManager, snap: ClusterSnapshot, wanted: dict[
 # -- producing -----------------------------------------------------------------------------------
 
 
+class ReadError(NamedTuple):
+    """What the client said went wrong reading a partition (librdkafka's words)."""
+    partition: int
+    message: str
+
+
 class Unacked(NamedTuple):
     """Records of one partition (None: never assigned one) not acknowledged, for one reason."""
     partition: int | None
@@ -85,21 +91,6 @@ class Unacked(NamedTuple):
 class Produced:
     delivered: list[tuple[int, int, int | None]]   # (record number, partition, offset; None with acks=0)
     unacked: list[Unacked]
-
-    @property
-    def failures(self) -> list[str]:
-        """One line per partition and reason."""
-        return [f"{_numbers(u.records)}{f' (partition {u.partition})' if u.partition is not None else ''}: {u.reason}"
-                for u in self.unacked]
-
-
-def _numbers(records: list[int]) -> str:
-    """"Record 3", "Records 1-1000 (1000)", "Records 1, 4 (2)"."""
-    if len(records) == 1:
-        return f"Record {records[0]}"
-    span = records[-1] - records[0] + 1 == len(records)
-    listed = f"{records[0]}-{records[-1]}" if span else ", ".join(map(str, records[:5])) + (", ..." if len(records) > 5 else "")
-    return f"Records {listed} ({len(records)})"
 
 
 Header = tuple[str, bytes | None]
@@ -224,7 +215,7 @@ class Unread(NamedTuple):
 class Consumption:
     """A consume under way: iterating it yields each record as it arrives; afterwards `count`,
     `stopped` (why it ended: "limit", "end", "idle", "interrupted", "error", "reset"), and what
-    went wrong: `failures` (lines), `resets`, `unread` partitions (when it stopped idle), and
+    went wrong: `errors` (the client's, per partition), `resets`, `unread` partitions (when it stopped idle), and
     `short`: partitions a read_committed read to the end left before the end it was to reach
     (at an open transaction: the last stable offset)."""
     conn: Any
@@ -242,7 +233,7 @@ class Consumption:
     assigned: set[int] | None       # the partitions read (a group member's: None until assigned)
     first_wait_s: float = 0.0       # how long the first record may take (what is left of idle_s)
     coordinator: int = -1           # the group's coordinator as found when the read began (-1: not found)
-    failures: list[str] = field(default_factory=list)
+    errors: list[ReadError] = field(default_factory=list)
     resets: list[Reset] = field(default_factory=list)
     unread: list[Unread] = field(default_factory=list)
     short: dict[int, int] = field(default_factory=dict)
@@ -286,7 +277,7 @@ class Consumption:
                             self.stopped = "reset"
                             return
                     else:
-                        self.failures.append(f"{self.topic}-{partition}: {error.str()}")
+                        self.errors.append(ReadError(partition, error.str()))
                         if error.fatal() or not error.retriable():
                             self.stopped = "error"
                             return

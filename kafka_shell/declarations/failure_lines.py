@@ -10,7 +10,7 @@ Commands (and the pipeline) call these; the admin layer returns the errors as va
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafka_shell.admin.errors import code_name, error_line, other_type_of, partition_line
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from kafka_shell.admin.elections import Election
     from kafka_shell.admin.health import Unread
     from kafka_shell.admin.topics import NoSuchPartition
+    from kafka_shell.admin.records import Unacked
 
 Key = tuple[str, int]
 
@@ -416,3 +417,18 @@ def reset_note(note: resets.Note) -> str:
         return f"Warn: Partition {p} from topic {t} is empty. Falling back to latest known offset."
     return (f"New offset ({note.requested}) is {note.kind} than {'latest' if note.kind == 'higher' else 'earliest'} "
             f"offset for topic partition {t}-{p}. Value will be set to {note.to}")
+
+
+def unacked_lines(unacked: Iterable[Unacked]) -> list[str]:
+    """One line per partition and reason records were not acknowledged for."""
+    return [f"{_record_numbers(u.records)}{f' (partition {u.partition})' if u.partition is not None else ''}: "
+            f"{u.reason}" for u in unacked]
+
+
+def _record_numbers(records: list[int]) -> str:
+    """"Record 3", "Records 1-1000 (1000)", "Records 1, 4 (2)"."""
+    if len(records) == 1:
+        return f"Record {records[0]}"
+    span = records[-1] - records[0] + 1 == len(records)
+    listed = f"{records[0]}-{records[-1]}" if span else ", ".join(map(str, records[:5])) + (", ..." if len(records) > 5 else "")
+    return f"Records {listed} ({len(records)})"
