@@ -138,7 +138,7 @@ def balance_cmd(session: Session, args: dict) -> Result | Proposal:
     if args["plan"] is not None:
         return _saved_plan(session, args)
     found = _read_load(session, args)
-    plan = balance.plan(found.layout, _options(args))
+    plan = _plan(found.layout, _options(args))
     result = plan_result(plan, found, args)
     if args["save_plan"] is not None and _has_work(plan):
         path = Path(args["save_plan"]).expanduser()
@@ -223,6 +223,13 @@ def _read_load(session: Session, args: dict) -> load.Load:
     return found
 
 
+def _plan(layout: balance.Layout, options: balance.Options) -> balance.Plan:
+    try:
+        return balance.plan(layout, options)
+    except balance.BalanceError as exc:   # drain-broker --replicas of the last broker that may hold them
+        raise ShellError(failure_lines.balance_error_line(exc)) from None
+
+
 def goals_table(goals: list[balance.GoalStatus], name: str = "goals", now: bool = False) -> Table:
     """Each goal in priority order: its measure (skews in % of the mean, else the partitions or
     topics that break it) before and after the plan (or `now` only), its target and whether it
@@ -282,7 +289,7 @@ def plan_result(plan: balance.Plan, found: load.Load, args: dict) -> Result:
     if plan.moved_replicas < plan.bound_replicas:
         messages.append("The bound counts what the goals ask each broker to shed; a higher goal (racks, cordoned "
                         "or drained brokers) keeps some of it where it is.")
-    messages += plan.notes
+    messages += map(failure_lines.balance_note, plan.notes)
     messages += missing_lines(found)
     if _has_work(plan) and not args["execute"]:
         messages.append("Run it with: balance --execute" + (" --leaders-only" if args["leaders_only"] else "")
@@ -487,10 +494,10 @@ def drain_broker(session: Session, args: dict) -> Result | Proposal:
     found = load.read(conn, None, drained={b} if args["replicas"] else set(), no_leaders={b})
     if b not in found.snapshot.brokers:
         raise UsageError(f"Broker {b} is not live in the cluster (brokers: {ids(sorted(found.snapshot.brokers))})")
-    leaders = balance.plan(found.layout, balance.Options(goals=(balance.LEADERS,), drain_only=True))
+    leaders = _plan(found.layout, balance.Options(goals=(balance.LEADERS,), drain_only=True))
     # The log_dirs goal gives each replica that arrives on a broker with several dirs the dir
     # with the most room (the replicas the brokers keep stay in theirs).
-    moves = balance.plan(found.layout, balance.Options(goals=(balance.RACK, balance.LOG_DIRS), place_dirs_only=True)) \
+    moves = _plan(found.layout, balance.Options(goals=(balance.RACK, balance.LOG_DIRS), place_dirs_only=True)) \
         if args["replicas"] else None
     cordon_why = None if args["no_cordon"] else cordons.support(conn)
     tables = [moves_table((moves or leaders).changes)]
@@ -502,7 +509,7 @@ def drain_broker(session: Session, args: dict) -> Result | Proposal:
         if moves.dir_moves:
             summary.append(f"{len(moves.dir_moves)} of them arrive on brokers with several log dirs: each gets the "
                            "dir with the most room, named to its broker before the move (it is made there).")
-    summary += (moves or leaders).notes if moves else leaders.notes
+    summary += map(failure_lines.balance_note, (moves or leaders).notes)
     if args["no_cordon"]:
         summary.append("It stays uncordoned (--no-cordon).")
     elif cordon_why:
@@ -580,7 +587,7 @@ def undrain_broker(session: Session, args: dict) -> Result | Proposal:
         targets = {k: r for k, r in targets.items() if k in now and set(now[k]) == set(r) and now[k] != r}
         changes = [balance.Change(k, tuple(now[k]), tuple(r), 0) for k, r in sorted(targets.items())]
     else:
-        changes = balance.plan(found.layout, balance.Options(leaders_only=True)).changes
+        changes = _plan(found.layout, balance.Options(leaders_only=True)).changes
     can_cordon = cordons.support(conn) is None
     cordon_now = cordons.value(conn, b) if can_cordon else []
     cordon_before = [d for d in (drained or {}).get("cordon") or [] if d != cordons.ALL]

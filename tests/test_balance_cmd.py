@@ -276,6 +276,21 @@ def test_drain_with_replicas_empties_the_broker(env):
         assert overrides(s, ResourceType.BROKER, "4", {"cordoned.log.dirs"}) == {"cordoned.log.dirs": "*"}
 
 
+def test_draining_the_last_broker_says_why_it_cannot(env):
+    """One broker: each partition it leads says why it stays led by it, and its replicas have
+    nowhere to go (one line, nothing changed)."""
+    with Sandbox(brokers=1) as s:
+        s.call(sandbox_admin.create_topic, s.cluster, "t", 2, 1, [[1], [1]])
+        before = replicas(s)
+        dry = run(s, "drain-broker 1 --dry-run", env)
+        assert dry.returncode == 0, dry.stderr
+        assert "t-1 stays led by broker 1: no other replica is in sync and may lead." in dry.stderr.splitlines()
+        p = run(s, "drain-broker 1 --replicas --yes", env)
+        assert_one_line_error(p, 1, "No broker may hold replicas (every one is down or drained)")
+        assert "Internal error" not in p.stderr and replicas(s) == before
+        assert overrides(s, ResourceType.BROKER, "1", {"cordoned.log.dirs"}) == {}
+
+
 def test_cordon_and_uncordon_a_broker_and_its_log_dir(env):
     with Sandbox(brokers=2) as s:
         dry = run(s, "cordon --broker 2 --dry-run", env)

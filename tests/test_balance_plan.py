@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from kafka_shell.admin import balance as bl
 from kafka_shell.admin.assignment_plan import rack_penalty
+from kafka_shell.declarations.failure_lines import balance_error_line, balance_note
 from tests import kafka_generator
 from tests.test_reassign_plan import layout as kafka_layout
 
@@ -22,6 +23,11 @@ def after(layout: bl.Layout, plan: bl.Plan) -> dict[tuple[str, int], list[int]]:
     out = {k: list(r) for k, r in zip(layout.keys, layout.replicas)}
     out.update(plan.proposed())
     return out
+
+
+def notes(plan: bl.Plan) -> list[str]:
+    """The plan's notes as people read them."""
+    return [balance_note(n) for n in plan.notes]
 
 
 def counts(assignment, brokers, leaders: bool = False) -> Counter:
@@ -81,7 +87,8 @@ def test_a_lower_goal_never_breaks_the_rack_rule():
     assert plan.goal(bl.RACK).met_after
     assert not plan.goal(bl.REPLICAS).met_after
     assert plan.changes == [] or all(len({racks[b] for b in c.after}) == 3 for c in plan.changes)
-    assert any("replicas" in n and "not met" in n for n in plan.notes)
+    assert "Goal replicas (replicas per broker) is not met after the plan: a higher goal (the rack rule, cordoned " \
+        "or drained brokers) leaves no move that helps." in notes(plan)
 
 
 def test_a_drained_broker_ends_empty_and_leads_nothing():
@@ -231,14 +238,20 @@ def test_only_the_goals_asked_for_are_planned():
     layout = bl.layout_from(current, [bl.Broker(1), bl.Broker(2)], {k: MiB for k in current})
     plan = bl.plan(layout, bl.Options(goals=(bl.LEADERS,)))
     assert all(c.reorder_only for c in plan.changes) and not plan.goal(bl.REPLICAS).applies
-    with pytest.raises(bl.BalanceError, match="Unknown goal"):
+    with pytest.raises(bl.BalanceError) as refused:
         bl.plan(layout, bl.Options(goals=("speed",)))
+    assert (refused.value.reason, refused.value.goal) == (bl.UNKNOWN_GOAL, "speed")
+    assert balance_error_line(refused.value).startswith("Unknown goal 'speed': the goals are rack, replicas, ")
 
 
 def test_no_broker_that_may_hold_replicas_is_an_error():
     layout = bl.layout_from({("t", 0): [1]}, [bl.Broker(1, drained=True)], {("t", 0): 1})
-    with pytest.raises(bl.BalanceError, match="No broker may hold"):
+    with pytest.raises(bl.BalanceError) as refused:
         bl.plan(layout)
+    assert balance_error_line(refused.value) == "No broker may hold replicas (every one is down or drained)"
+    with pytest.raises(bl.BalanceError) as refused:
+        bl.plan(bl.layout_from({("t", 0): [1, 7]}, [bl.Broker(1)], {("t", 0): 1}))
+    assert balance_error_line(refused.value) == "A replica names broker 7, which the layout lacks"
 
 
 @st.composite
@@ -281,7 +294,7 @@ def test_every_plan_keeps_the_constraints_and_its_goals_order(case):
                 any(flags[b] == "drained" for b in old)
     held = counts(result, layout.brokers)
     drained = [b for b, f in flags.items() if f == "drained"]
-    kept = sum(1 for n in plan.notes if "keeps its replica on drained broker" in n)
+    kept = sum(1 for n in notes(plan) if "keeps its replica on drained broker" in n)
     assert sum(held[b] for b in drained) == kept   # every replica left there is named
     # A goal met before stays met unless a higher one (or a drain) asked for the change.
     if not drained:
@@ -369,7 +382,8 @@ def test_the_log_dirs_goal_is_not_judged_without_brokers_of_several_dirs_nor_pla
     piled.dirs = [{1: "/d1"} for _ in piled.keys]
     plan = bl.plan(piled)
     assert all(m.broker == 1 for m in plan.dir_moves)
-    assert any("leaves out broker 2" in n for n in plan.notes)
+    assert "The log_dirs goal leaves out broker 2: it did not tell the log dir of each replica it holds." \
+        in notes(plan)
 
 
 def test_the_log_dirs_goal_shares_a_brokers_bytes_by_the_size_of_each_dirs_volume():
@@ -406,5 +420,6 @@ def test_a_drain_places_the_replicas_it_moves_by_the_log_dirs_goal_and_leaves_th
                        {**{k: {3: "/x", 1: "/d1", 2: "/d2"} for k in assignment}, ("u", 0): {1: "/d1", 2: "/d1"}})
     drained = bl.plan(piled, options)
     assert all(m.before is None for m in drained.dir_moves)
-    assert any("the replicas each broker keeps stay in their dir" in n for n in drained.notes)
+    assert "Goal log_dirs (bytes per log dir) is not met after the plan: the replicas each broker keeps stay in " \
+        "their dir (balance moves them between dirs)." in notes(drained)
     assert any(m.before is not None for m in bl.plan(piled, bl.Options(goals=(bl.RACK, bl.LOG_DIRS))).dir_moves)

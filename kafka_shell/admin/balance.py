@@ -47,6 +47,7 @@ import random
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kafka_shell.admin.assignment_plan import balance_leaders, rack_penalty
 
@@ -65,8 +66,57 @@ MIN_RATE_SLACK = 1024.0        # nor the bytes-in goal closer than 1 KiB/s
 EPS = 1e-9
 
 
+# Why a layout cannot be balanced (BalanceError.reason).
+UNKNOWN_GOAL = "unknown goal"       # `goal` is not one of GOALS
+UNKNOWN_BROKER = "unknown broker"   # a replica names `broker`, which the layout lacks
+NO_MEMBERS = "no members"           # no broker may hold replicas (every one is down or drained)
+
+
 class BalanceError(ValueError):
-    """The layout cannot be balanced as asked (no broker may take replicas, ...)."""
+    """The layout cannot be balanced as asked: why (one of the reasons above) and the facts of
+    it; the line people read is made above the admin layer (declarations.failure_lines)."""
+
+    def __init__(self, reason: str, goal: str = "", broker: int = -1):
+        super().__init__(reason)
+        self.reason, self.goal, self.broker = reason, goal, broker
+
+
+# What a plan could not do, and why (Plan.notes); the lines people read are made above the admin
+# layer (declarations.failure_lines.balance_note).
+class NoRack(NamedTuple):
+    """The rack goal is not judged: these brokers have no rack while others do."""
+    brokers: tuple[int, ...]
+
+
+class LeaderKept(NamedTuple):
+    """A partition stays led by a broker that may not lead: a replica of it is on a cordoned broker
+    (`cordoned`: Kafka refuses the reorder), else no other replica is in sync and may lead."""
+    key: Key
+    broker: int
+    cordoned: bool
+
+
+class ReplicaKept(NamedTuple):
+    """A partition keeps its replica on a drained broker: another of its replicas is on a cordoned
+    broker (`cordoned`: Kafka refuses the move), else no other broker may take it."""
+    key: Key
+    broker: int
+    cordoned: bool
+
+
+class GoalUnmet(NamedTuple):
+    """A goal asked for is not met after the plan; `dirs_kept`: the log_dirs goal only placed the
+    replicas that arrive (Options.place_dirs_only)."""
+    goal: str
+    dirs_kept: bool = False
+
+
+class DirsUnknown(NamedTuple):
+    """The log_dirs goal leaves out a broker: it did not tell the log dir of each replica it holds."""
+    broker: int
+
+
+Note = NoRack | LeaderKept | ReplicaKept | GoalUnmet | DirsUnknown
 
 
 @dataclass(frozen=True)
@@ -190,7 +240,7 @@ class Plan:
     bound_replicas: int                 # the fewest replicas any plan meeting the goals moves
     bound_bytes: int                    # ... and the fewest bytes
     leader_changes: int                 # partitions whose leader after the elections is another broker
-    notes: list[str] = field(default_factory=list)   # what could not be met, and why
+    notes: list[Note] = field(default_factory=list)  # what could not be met, and why
     dir_moves: list[DirMove] = field(default_factory=list)   # the log_dirs goal's (replicas keep their broker)
 
     @property
@@ -220,7 +270,7 @@ def plan(layout: Layout, options: Options | None = None) -> Plan:
     options = options or Options()
     unknown = [g for g in options.goals if g not in GOALS]
     if unknown:
-        raise BalanceError(f"Unknown goal {unknown[0]!r}: the goals are {', '.join(GOALS)}")
+        raise BalanceError(UNKNOWN_GOAL, goal=unknown[0])
     # A plan allocates millions of small objects and frees few: the cyclic collector's passes
     # over them would cost more than the plan itself (3x on a million partitions).
     collecting = gc.isenabled()
@@ -342,14 +392,14 @@ class _Balancer:
         self.reps = list(layout.replicas)
         self.size = layout.sizes
         self.rate = layout.rates
-        self.notes: list[str] = []
+        self.notes: list[Note] = []
         known = set(self.brokers)
         for r in self.reps:
             if not known.issuperset(r):
-                raise BalanceError(f"A replica names broker {min(set(r) - known)}, which the layout lacks")
+                raise BalanceError(UNKNOWN_BROKER, broker=min(set(r) - known))
         self.members = sorted(b for b, x in self.brokers.items() if x.member)
         if not self.members:
-            raise BalanceError("No broker may hold replicas (every one is down or drained)")
+            raise BalanceError(NO_MEMBERS)
         self.takers = {b for b in self.members if self.brokers[b].takes}
         self.drained = {b for b, x in self.brokers.items() if x.drained}
         self.cordoned = {b for b, x in self.brokers.items() if x.cordoned}
@@ -357,8 +407,7 @@ class _Balancer:
         racks = {b: self.brokers[b].rack for b in self.members}
         self.rack_aware = RACK in self.goals and all(racks.values()) and len(set(racks.values())) > 1
         if RACK in self.goals and not all(racks.values()) and any(racks.values()):
-            missing = sorted(b for b, r in racks.items() if not r)
-            self.notes.append(f"The rack goal is not judged: broker(s) {', '.join(map(str, missing))} have no rack.")
+            self.notes.append(NoRack(tuple(sorted(b for b, r in racks.items() if not r))))
         self.rack_of = {b: (x.rack if self.rack_aware else None) for b, x in self.brokers.items()}
         self.n_racks = len({racks[b] for b in self.members}) if self.rack_aware else 1
         self.rack_list = sorted({self.rack_of[b] for b in self.members}, key=str)
@@ -975,9 +1024,7 @@ class _Balancer:
                 continue
             options = [b for b in reps if self.brokers[b].may_lead and (isr is None or b in isr[i])]
             if not options or self.pinned(i):
-                why = "a replica of it is on a cordoned broker (Kafka refuses the reorder)" if options \
-                    else "no other replica is in sync and may lead"
-                self.notes.append(f"{_name(self.layout.keys[i])} stays led by broker {reps[0]}: {why}.")
+                self.notes.append(LeaderKept(self.layout.keys[i], reps[0], cordoned=bool(options)))
                 continue
             new = min(options, key=lambda b: (led[b], b))
             led[reps[0]] -= 1
@@ -1108,16 +1155,10 @@ class _Balancer:
             b, a = before.get(g, (0.0, True)), after.get(g, (0.0, True))
             statuses.append(GoalStatus(g, TITLES[g], _MEASURES[g], b[0], a[0], b[1], a[1], self._target(g), applies=judged))
         notes = list(self.notes)   # a goal not judged (no racks, no rates) says so in its status
-        for b in sorted(self.drained):
-            for i in sorted(self.on[b]):
-                why = "another of its replicas is on a cordoned broker (Kafka refuses the move)" \
-                    if self.pinned(i, b) else "no other broker may take it"
-                notes.append(f"{_name(layout.keys[i])} keeps its replica on drained broker {b}: {why}.")
-        for st in statuses:
-            if st.applies and not st.met_after:
-                why = "the replicas each broker keeps stay in their dir (balance moves them between dirs)." \
-                    if st.goal == LOG_DIRS and self.options.place_dirs_only else _why(st.goal)
-                notes.append(f"Goal {st.goal} ({st.title}) is not met after the plan: {why}")
+        notes += [ReplicaKept(layout.keys[i], b, self.pinned(i, b)) for b in sorted(self.drained)
+                  for i in sorted(self.on[b])]
+        notes += [GoalUnmet(st.goal, st.goal == LOG_DIRS and self.options.place_dirs_only)
+                  for st in statuses if st.applies and not st.met_after]
         return Plan(changes, statuses, bound[0], bound[1], leader_changes, notes)
 
     def _target(self, goal: str) -> str:
@@ -1242,11 +1283,8 @@ class _DirGoal:
                if self.now.get((i, b)) != d]
         return sorted(out, key=lambda m: (m.key, m.broker))
 
-    def notes(self) -> list[str]:
-        if not self.applies:
-            return []
-        return [f"The log_dirs goal leaves out broker {b}: it did not tell the log dir of each replica it holds."
-                for b in self.unknown]
+    def notes(self) -> list[Note]:
+        return [DirsUnknown(b) for b in self.unknown] if self.applies else []
 
 
 def _swap_gain(values: dict[int, float], bounds: dict, s: int, d: int, net: float) -> float:
@@ -1257,22 +1295,6 @@ def _swap_gain(values: dict[int, float], bounds: dict, s: int, d: int, net: floa
 
 _MEASURES = {RACK: "partitions off-rack", REPLICAS: "skew", LEADERS: "skew", DISK: "skew", LOG_DIRS: "skew",
              BYTES_IN: "skew", TOPICS: "topics not spread"}
-
-
-def _why(goal: str) -> str:
-    if goal == LOG_DIRS:
-        return "its replicas do not divide more evenly over its dirs (a replica larger than the gap, or cordoned dirs)."
-    if goal in (REPLICAS, DISK, BYTES_IN):
-        return "a higher goal (the rack rule, cordoned or drained brokers) leaves no move that helps."
-    if goal == LEADERS:
-        return "the replicas allowed to lead (in sync, not drained) leave no better order."
-    if goal == TOPICS:
-        return "no move helps without making a higher goal worse."
-    return "no broker that may take replicas mends the partitions left."
-
-
-def _name(key: Key) -> str:
-    return f"{key[0]}-{key[1]}"
 
 
 def layout_from(assignment: dict[Key, list[int]], brokers: Iterable[Broker], sizes: dict[Key, int] | None = None,

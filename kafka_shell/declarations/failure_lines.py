@@ -20,7 +20,7 @@ from kafka_shell.protocol.codes import ApiKey, Error
 from kafka_shell.base.errors import KafkaCallError, ShellError, UsageError, kafka_error_message, shown, suggest
 
 if TYPE_CHECKING:
-    from kafka_shell.admin import resets
+    from kafka_shell.admin import balance, resets
     from kafka_shell.admin.acls import Binding
     from kafka_shell.admin.assignment_plan import PlanError
     from kafka_shell.admin import cluster_configs
@@ -407,7 +407,17 @@ def plan_line(error: PlanError) -> str:
     return f'Replication factor of topic "{shown(error.topic)}" must be at least 1'
 
 
-# -- notes: what Kafka's tools say beside a plan --------------------------------------------------
+def balance_error_line(error: balance.BalanceError) -> str:
+    """Why a layout cannot be balanced (admin.balance.BalanceError)."""
+    from kafka_shell.admin import balance
+    if error.reason == balance.UNKNOWN_GOAL:
+        return f"Unknown goal {error.goal!r}: the goals are {', '.join(balance.GOALS)}"
+    if error.reason == balance.UNKNOWN_BROKER:
+        return f"A replica names broker {error.broker}, which the layout lacks"
+    return "No broker may hold replicas (every one is down or drained)"
+
+
+# -- notes: what is said beside a plan (in Kafka's tools' words where they have them) -------------
 
 
 def reset_note(note: resets.Note) -> str:
@@ -417,6 +427,40 @@ def reset_note(note: resets.Note) -> str:
         return f"Warn: Partition {p} from topic {t} is empty. Falling back to latest known offset."
     return (f"New offset ({note.requested}) is {note.kind} than {'latest' if note.kind == 'higher' else 'earliest'} "
             f"offset for topic partition {t}-{p}. Value will be set to {note.to}")
+
+
+def balance_note(note: balance.Note) -> str:
+    """What the balance planner could not do, and why (admin.balance.Plan.notes)."""
+    from kafka_shell.admin import balance
+    if isinstance(note, balance.NoRack):
+        return f"The rack goal is not judged: broker(s) {', '.join(map(str, note.brokers))} have no rack."
+    if isinstance(note, balance.LeaderKept):
+        why = "a replica of it is on a cordoned broker (Kafka refuses the reorder)" if note.cordoned \
+            else "no other replica is in sync and may lead"
+        return f"{partition_name(note.key)} stays led by broker {note.broker}: {why}."
+    if isinstance(note, balance.ReplicaKept):
+        why = "another of its replicas is on a cordoned broker (Kafka refuses the move)" if note.cordoned \
+            else "no other broker may take it"
+        return f"{partition_name(note.key)} keeps its replica on drained broker {note.broker}: {why}."
+    if isinstance(note, balance.DirsUnknown):
+        return f"The log_dirs goal leaves out broker {note.broker}: it did not tell the log dir of each replica it holds."
+    return f"Goal {note.goal} ({balance.TITLES[note.goal]}) is not met after the plan: {_unmet(note)}."
+
+
+def _unmet(note: balance.GoalUnmet) -> str:
+    """Why a goal is not met after the plan."""
+    from kafka_shell.admin import balance
+    if note.dirs_kept:
+        return "the replicas each broker keeps stay in their dir (balance moves them between dirs)"
+    if note.goal == balance.LOG_DIRS:
+        return "its replicas do not divide more evenly over its dirs (a replica larger than the gap, or cordoned dirs)"
+    if note.goal in (balance.REPLICAS, balance.DISK, balance.BYTES_IN):
+        return "a higher goal (the rack rule, cordoned or drained brokers) leaves no move that helps"
+    if note.goal == balance.LEADERS:
+        return "the replicas allowed to lead (in sync, not drained) leave no better order"
+    if note.goal == balance.TOPICS:
+        return "no move helps without making a higher goal worse"
+    return "no broker that may take replicas mends the partitions left"
 
 
 def unacked_lines(unacked: Iterable[Unacked]) -> list[str]:
