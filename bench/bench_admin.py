@@ -111,17 +111,20 @@ class Shells:
         self.runs = runs
         self.served: dict[str, float] = {}   # the sandbox server's CPU per run, of the last line measured
 
-    def line(self, bootstrap: str | dict[str, str], line: str, *extra: str, runs: int | None = None
-             ) -> dict[str, tuple[float, float]]:
-        """Each shell's figures of `line`, against `bootstrap` (or each against its own cluster)."""
+    def line(self, bootstrap: str | dict[str, str], line: str, *extra: str, runs: int | None = None,
+             beside: dict[str, list[str]] | None = None) -> dict[str, tuple[float, float]]:
+        """Each shell's figures of `line`, against `bootstrap` (or each against its own cluster),
+        and those of the commands `beside` it (name -> argv), run in turn with the shells."""
         clusters = bootstrap if isinstance(bootstrap, dict) else dict.fromkeys(self.shells, bootstrap)
-        samples: dict[str, list[tuple[float, float]]] = {k: [] for k in self.shells}
-        served: dict[str, list[float]] = {k: [] for k in self.shells}
-        for _ in range(runs or self.runs):  # interleaved: every shell sees the same load
-            for name, shell in self.shells.items():
-                before = server_cpu(clusters[name])
-                samples[name].append(timed([shell, "--bootstrap-server", clusters[name], *extra, "--command", line]))
-                served[name].append(server_cpu(clusters[name]) - before)
+        commands = {name: [shell, "--bootstrap-server", clusters[name], *extra, "--command", line]
+                    for name, shell in self.shells.items()} | (beside or {})
+        samples: dict[str, list[tuple[float, float]]] = {k: [] for k in commands}
+        served: dict[str, list[float]] = {k: [] for k in commands}
+        for _ in range(runs or self.runs):  # interleaved: every command sees the same load
+            for name, argv in commands.items():
+                before = server_cpu(clusters.get(name, ""))
+                samples[name].append(timed(argv))
+                served[name].append(server_cpu(clusters.get(name, "")) - before)
         self.served = {k: statistics.median(v) for k, v in served.items()}
         return {k: medians(v) for k, v in samples.items()}
 
@@ -151,9 +154,9 @@ def report(title: str, figures: dict[str, tuple[float, float]], goal: str, ok: b
 def list_topics(shells: Shells, bootstrap: str, where: str) -> None:
     shells.setup(bootstrap, *(f"create-topic --topic bench-{i} --partitions 3 --replication-factor 1"
                               f" --if-not-exists" for i in range(20)))
-    figures = shells.line(bootstrap, "list-topics")
     python = python_of(shells.shells["kafka-shell"])
-    bare = medians([timed([python, "-c", BARE % bootstrap]) for _ in range(shells.runs)])
+    figures = shells.line(bootstrap, "list-topics", beside={"bare script": [python, "-c", BARE % bootstrap]})
+    bare = figures.pop("bare script")
     ours = figures["kafka-shell"]
     report(f"one-shot list-topics against {where} (median of {shells.runs})", figures,
            "at most 1.0x the bare confluent-kafka script's CPU", ours[1] <= bare[1], bare)
