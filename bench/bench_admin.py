@@ -25,7 +25,9 @@
 Each figure is the median wall time of --runs processes, beside the median CPU time (user +
 system) of the shell's process, which the machine's other load does not inflate. With
 --baseline-shell (another kafka-shell, e.g. one installed from main) each shell figure has that
-shell's beside it. Measure start-up in a venv without the test extra, as users install it
+shell's beside it. Each title says the share of the machine's CPU time the VM's host took for
+others (steal) while it was measured: more than a few percent, and the figures come from a machine
+that is not quiet. Measure start-up in a venv without the test extra, as users install it
 (../shared/KIO_NOTES.md): `python3 -m venv /tmp/ks && /tmp/ks/bin/pip install . && bench/bench_admin.py
 --shell /tmp/ks/bin/kafka-shell`.
 """
@@ -110,6 +112,7 @@ class Shells:
         self.shells = {"kafka-shell": shell, **({"baseline": baseline} if baseline else {})}
         self.runs = runs
         self.served: dict[str, float] = {}   # the sandbox server's CPU per run, of the last line measured
+        self.stolen: float | None = None     # the share of CPU time the VM's host took while it was measured
 
     def line(self, bootstrap: str | dict[str, str], line: str, *extra: str, runs: int | None = None,
              beside: dict[str, list[str]] | None = None) -> dict[str, tuple[float, float]]:
@@ -120,12 +123,14 @@ class Shells:
                     for name, shell in self.shells.items()} | (beside or {})
         samples: dict[str, list[tuple[float, float]]] = {k: [] for k in commands}
         served: dict[str, list[float]] = {k: [] for k in commands}
+        began = cpu_times()
         for _ in range(runs or self.runs):  # interleaved: every command sees the same load
             for name, argv in commands.items():
                 before = server_cpu(clusters.get(name, ""))
                 samples[name].append(timed(argv))
                 served[name].append(server_cpu(clusters.get(name, "")) - before)
         self.served = {k: statistics.median(v) for k, v in served.items()}
+        self.stolen = stolen_since(began)
         return {k: medians(v) for k, v in samples.items()}
 
     def setup(self, bootstrap: str, *lines: str) -> None:
@@ -139,9 +144,28 @@ class Shells:
             timed([shell, "--bootstrap-server", bootstrap, "--timeout", "120", "--file", script.name, "--quiet"])
 
 
+def cpu_times() -> list[int]:
+    """The machine's CPU time so far, by kind (/proc/stat: user, nice, system, idle, iowait, irq,
+    softirq, steal, ...); empty where there is no /proc."""
+    try:
+        return [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except OSError:
+        return []
+
+
+def stolen_since(began: list[int]) -> float | None:
+    """The share of CPU time since `began` that the host of this VM gave to others (steal): the
+    figures of a run in which it is more than a few percent come from a machine that is not quiet."""
+    now = cpu_times()
+    if len(began) < 8 or len(now) < 8 or sum(now) == sum(began):
+        return None
+    return (now[7] - began[7]) / (sum(now[:8]) - sum(began[:8]))
+
+
 def report(title: str, figures: dict[str, tuple[float, float]], goal: str, ok: bool,
-           bare: tuple[float, float] | None = None, served: dict[str, float] | None = None) -> None:
-    print(title)
+           bare: tuple[float, float] | None = None, served: dict[str, float] | None = None,
+           stolen: float | None = None) -> None:
+    print(title + ("" if stolen is None else f"; {stolen:.1%} of the CPU time stolen by the VM's host"))
     for name, (wall, cpu) in figures.items():
         ratio = f"; {wall / bare[0]:.2f}x wall, {cpu / bare[1]:.2f}x CPU of the bare script" if bare else ""
         server = f" (the sandbox server: {served[name] * 1000:.0f} ms CPU)" if served and served.get(name) else ""
@@ -159,7 +183,7 @@ def list_topics(shells: Shells, bootstrap: str, where: str) -> None:
     bare = figures.pop("bare script")
     ours = figures["kafka-shell"]
     report(f"one-shot list-topics against {where} (median of {shells.runs})", figures,
-           "at most 1.0x the bare confluent-kafka script's CPU", ours[1] <= bare[1], bare)
+           "at most 1.0x the bare confluent-kafka script's CPU", ours[1] <= bare[1], bare, stolen=shells.stolen)
 
 
 def describe_group(shells: Shells, bootstrap: str, where: str, partitions: int = 10_000) -> None:
@@ -172,7 +196,7 @@ def describe_group(shells: Shells, bootstrap: str, where: str, partitions: int =
     figures = shells.line(bootstrap, "describe-group bench")
     report(f"one-shot describe-group of a group over {partitions:,} partitions, {where} "
            f"(median of {shells.runs})", figures, "under 0.3 s", figures["kafka-shell"][0] < 0.3,
-           served=shells.served)
+           served=shells.served, stolen=shells.stolen)
 
 
 def snapshot(shells: Shells, bootstrap: str | dict[str, str], where: str, partitions: int, replication: int = 3) -> None:
@@ -189,7 +213,7 @@ def snapshot(shells: Shells, bootstrap: str | dict[str, str], where: str, partit
             settled(shells.shells[name], cluster, line)
         figures = shells.line(clusters, line, "--timeout", "60", runs=runs)
     report(f"one-shot snapshot of {where} of {partitions:,} partitions (3 brokers, RF {replication}; median of {runs})",
-           figures, "under 3 s", figures["kafka-shell"][0] < 3, served=shells.served)
+           figures, "under 3 s", figures["kafka-shell"][0] < 3, served=shells.served, stolen=shells.stolen)
 
 
 def settled(shell: str, bootstrap: str, line: str, within: float = 600, in_a_row: int = 3) -> None:
