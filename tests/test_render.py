@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tabulate import tabulate
 
-from kafka_shell.declarations.render import Table, _aligned, _horizontal, _table, cell
+from kafka_shell.declarations.render import Table, _aligned, _horizontal, _table, cell, for_people
 
 LARGE_TABLE_ROWS = 1000
 
@@ -47,3 +47,13 @@ def test_every_table_prints_what_tabulate_prints(table):
     expected = tabulate([[cell(v) for v in row] for row in rows], headers=columns, tablefmt="simple",
                         disable_numparse=True)
     assert _horizontal(columns, list(zip(*rows))) == expected
+
+
+def test_for_people_makes_declared_kinds_readable_when_no_column_is_left_out():
+    """The header stays the same, the values of a column with a kind do not (watch shows these)."""
+    t = Table(["Topic", "Size", "Empty"], [["a", 1536, 1], ["b", 10, None]], kinds={"Size": "bytes"})
+    shown = for_people(t)
+    assert shown.columns == ["Topic", "Size", "Empty"]
+    assert shown.rows == [["a", "1.5 KiB", 1], ["b", "10 B", None]]
+    plain = Table(["Topic", "Partitions"], [["a", 3]])
+    assert for_people(plain) is plain

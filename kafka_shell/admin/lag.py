@@ -132,7 +132,7 @@ def read(conn: ConnectionManager, group_ids: list[str], owned: Mapping[str, Iter
             if error is not None and gone(error) and key[0] not in deleted.setdefault(gid, []):
                 deleted[gid].append(key[0])
         partitions[gid] = [new_tuple(PartitionLag, (key, c := held_by.get(key), e := end_of.get(key),
-                                                     None if e is None or c is None else e - c))
+                                                    None if e is None or c is None else e - c))
                            for key in keys_of[gid]]
     return GroupLags(partitions, {gid: e for gid, e in held_now.errors.items() if gid in committed},
                      {k: e for k, e in ends.errors.items() if not gone(e)},

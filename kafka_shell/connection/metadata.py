@@ -132,7 +132,7 @@ def topics_from_metadata(entities: Any, skip_errors: bool = False) -> dict[str, 
             topic_id=None if topic_id in (None, ZERO_UUID) else topic_id,
             partitions=tuple([  # a list comprehension: faster than tuple(generator)
                 new_tuple(PartitionInfo, (name, p.partition_index, p.leader_id, p.replica_nodes, p.isr_nodes,
-                                           getattr(p, "offline_replicas", ()), getattr(p, "leader_epoch", -1)))
+                                          getattr(p, "offline_replicas", ()), getattr(p, "leader_epoch", -1)))
                 for p in parts]),
             internal=bool(getattr(t, "is_internal", False)),
         )

@@ -332,14 +332,15 @@ def _empty(value: Any) -> bool:
 def for_people(t: Table) -> Table:
     """The table format's view: columns empty in every row left out, declared kinds readable."""
     header, columns = people_columns(t)
-    if header == t.columns:
+    if header is t.columns:   # nothing left out and nothing made readable: the table as it is
         return t
     return Table(header, list(map(list, zip(*columns))), name=t.name)
 
 
 def people_columns(t: Table) -> tuple[list[str], list[Sequence[Any]]]:
     """`for_people`'s header and values, column by column (10,000s of rows: a transposition
-    costs less than a loop over the rows, and the table format aligns columns)."""
+    costs less than a loop over the rows, and the table format aligns columns). The header is
+    the table's own list only when no column is left out or made readable."""
     columns: list[Sequence[Any]] = list(zip(*t.rows)) if t.rows else [() for _ in t.columns]
     keep = [i for i, (c, values) in enumerate(zip(t.columns, columns))
             if t.kinds.get(c) != "reported" and (t.kinds.get(c) in KEPT_KINDS or _any_value(values))] \
